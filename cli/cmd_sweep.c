@@ -1,0 +1,104 @@
+/* flashbed sweep: options as data, then harness/sweep.c does the work. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "common/provenance.h"
+#include "harness/sweep.h"
+
+struct sweep_opts {
+    char *file;
+    uint64_t size;
+    struct u64_list chunks;
+    struct u64_list threads;
+    char *engine;
+    uint64_t iodepth;
+    double runtime;
+    double ramp;
+    char *out;
+    bool compare_fio;
+    bool plot;
+    bool buffered;
+    bool small_pages;
+    uint64_t seed;
+};
+
+#define O(f) offsetof(struct sweep_opts, f)
+static const struct opt_def sweep_options[] = {
+    {"file", OPT_STRING, O(file), NULL, "PATH", "file to read; created (random data) if missing or too small"},
+    {"size", OPT_SIZE, O(size), "4G", "BYTES", "bytes of the file that reads are spread over"},
+    {"chunks", OPT_SIZE_LIST, O(chunks), "4k,8k,16k,32k,64k,128k,256k,512k,1m", "LIST", "read sizes"},
+    {"threads", OPT_UINT_LIST, O(threads), "1,2,4,8,16,32,64", "LIST", "reader thread counts"},
+    {"engine", OPT_STRING, O(engine), "psync", "NAME", "I/O engine: psync, io_uring, mmap, null"},
+    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per thread (io_uring)"},
+    {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point"},
+    {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point"},
+    {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/sweep-<timestamp>]"},
+    {"compare-fio", OPT_FLAG, O(compare_fio), NULL, NULL, "run fio on the same job after each point"},
+    {"plot", OPT_FLAG, O(plot), NULL, NULL, "draw throughput.png and throughput.svg with gnuplot"},
+    {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (evicted before each point)"},
+    {"small-pages", OPT_FLAG, O(small_pages), NULL, NULL, "read into 4 KiB pages, not transparent huge pages"},
+    {"seed", OPT_UINT, O(seed), "0", "N", "random offsets seed; 0 picks a fresh one per point"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command sweep_command = {
+    .name = "sweep",
+    .usage = "--file PATH [options]",
+    .summary = "Measures random-read throughput of a file on flash over chunk size x thread count\n"
+               "(the paper's Fig. 2b), with direct I/O unless --buffered. Writes sweep.json,\n"
+               "sweep.csv and sweep.md (and throughput.png/svg with --plot) to --out.",
+    .opts = sweep_options,
+    .max_positional = 0,
+};
+
+int cmd_sweep(int argc, char **argv)
+{
+    struct sweep_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = opts_parse(&sweep_command, &o, argc, argv, NULL, NULL);
+    if (rc != 0) {
+        opts_free(&sweep_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    struct sweep_config c = {
+        .path = o.file,
+        .size = o.size,
+        .chunks = o.chunks,
+        .threads = o.threads,
+        .engine = ioengine_find(o.engine),
+        .iodepth = (unsigned)o.iodepth,
+        .direct = !o.buffered,
+        .runtime_s = o.runtime,
+        .ramp_s = o.ramp,
+        .compare_fio = o.compare_fio,
+        .plot = o.plot,
+        .seed = o.seed,
+        .huge_pages = !o.small_pages,
+    };
+    char default_out[128];
+    if (!o.out) {
+        char stamp[32];
+        provenance_stamp(stamp, sizeof stamp);
+        snprintf(default_out, sizeof default_out, "results/sweep-%s", stamp);
+    }
+    c.out_dir = o.out ? o.out : default_out;
+    if (!c.engine) {
+        fb_error("sweep --engine: unknown engine '%s' (available: %s)", o.engine, ioengine_names());
+        opts_free(&sweep_command, &o);
+        return 2;
+    }
+    if (o.iodepth > 1 && (c.engine->flags & IOENGINE_SYNC))
+        fb_warn("engine %s is synchronous: --iodepth %llu runs as 1 per thread", c.engine->name,
+                (unsigned long long)o.iodepth);
+    cJSON *params = opts_to_json(&sweep_command, &o);
+    cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
+    rc = sweep_run(&c, params);
+    opts_free(&sweep_command, &o);
+    return rc;
+}

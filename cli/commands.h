@@ -1,0 +1,8 @@
+/* The subcommands of the flashbed program. Each parses its own options
+ * (declared as data, common/options.h) and calls into the library. */
+#ifndef FLASHBED_CLI_COMMANDS_H
+#define FLASHBED_CLI_COMMANDS_H
+
+int cmd_sweep(int argc, char **argv);
+
+#endif

@@ -1,0 +1,51 @@
+/* flashbed: one program, many subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/provenance.h"
+
+struct command {
+    const char *name;
+    const char *summary;
+    int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    {"sweep", "random-read throughput over chunk size x threads (Fig. 2b), optionally beside fio",
+     cmd_sweep},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: flashbed COMMAND [options]   (flashbed COMMAND --help for its options)\n\n"
+               "A testbed for running language models whose weights live on flash.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    provenance_set_argv(argc, argv);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        if (argc > 2 && strcmp(argv[1], "help") == 0) {
+            char *help_argv[] = {argv[2], "--help", NULL};
+            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+                if (strcmp(commands[i].name, argv[2]) == 0)
+                    return commands[i].run(2, help_argv);
+        }
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, argv[1]) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "flashbed: error: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,30 @@
+/* Result files appear whole or not at all: write to "<path>.tmp.<pid>",
+ * flush, then rename over <path>. A crash or bad input never leaves a
+ * half-written result behind. */
+#ifndef FLASHBED_COMMON_ATOMIC_FILE_H
+#define FLASHBED_COMMON_ATOMIC_FILE_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+struct atomic_file {
+    FILE *f;
+    char tmp[4200];
+    char path[4096];
+};
+
+int atomic_open(struct atomic_file *af, const char *path);
+/* Closes and renames into place; on any write error removes the temporary. */
+int atomic_commit(struct atomic_file *af);
+void atomic_abort(struct atomic_file *af);
+
+/* Whole-file helpers built on the above; print an error naming the file. */
+int write_json_file(const char *path, const cJSON *json);
+int write_text_file(const char *path, const char *text);
+
+/* Name of the temporary for path, for tools that write files themselves
+ * (gnuplot): buf gets "<path>.tmp.<pid><ext>" so the extension is kept. */
+void atomic_tmp_name(const char *path, char *buf, unsigned len);
+
+#endif

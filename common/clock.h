@@ -1,0 +1,15 @@
+/* Monotonic time in nanoseconds and wall-clock timestamps. */
+#ifndef FLASHBED_COMMON_CLOCK_H
+#define FLASHBED_COMMON_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

@@ -1,0 +1,72 @@
+#include "common/gnuplot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/subprocess.h"
+
+#ifndef FLASHBED_SOURCE_DIR
+#define FLASHBED_SOURCE_DIR "."
+#endif
+
+const char *plots_dir(void)
+{
+    const char *env = getenv("FLASHBED_PLOTS_DIR");
+    return env && *env ? env : FLASHBED_SOURCE_DIR "/plots";
+}
+
+int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[])
+{
+    if (!program_available("gnuplot")) {
+        fb_error("gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
+        return -1;
+    }
+    char script_path[4096];
+    snprintf(script_path, sizeof script_path, "%s/%s", plots_dir(), script);
+    if (!path_exists(script_path)) {
+        fb_error("plot script %s is missing (set FLASHBED_PLOTS_DIR)", script_path);
+        return -1;
+    }
+    for (const char *const *out = outputs; *out; out++) {
+        const char *ext = strrchr(*out, '.');
+        const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
+        char tmp[4200];
+        atomic_tmp_name(*out, tmp, sizeof tmp);
+        /* One -e string: every variable, then the terminal and output. */
+        size_t len = strlen(tmp) + 128;
+        for (const char *const *v = vars; *v; v++)
+            len += strlen(*v) + 2;
+        char *expr = malloc(len);
+        if (!expr)
+            return -1;
+        expr[0] = '\0';
+        for (const char *const *v = vars; *v; v++) {
+            strcat(expr, *v);
+            strcat(expr, "; ");
+        }
+        char tail[4400];
+        snprintf(tail, sizeof tail, "term='%s'; outfile='%s'", term, tmp);
+        strcat(expr, tail);
+        const char *argv[] = {"gnuplot", "-e", expr, script_path, NULL};
+        char *ignored = NULL;
+        int rc = run_capture(argv, &ignored, 0);
+        free(ignored);
+        free(expr);
+        if (rc != 0 || !path_exists(tmp)) {
+            unlink(tmp);
+            fb_error("gnuplot failed drawing %s with %s", *out, script_path);
+            return -1;
+        }
+        if (rename(tmp, *out) != 0) {
+            unlink(tmp);
+            fb_error("cannot rename %s to %s", tmp, *out);
+            return -1;
+        }
+    }
+    return 0;
+}

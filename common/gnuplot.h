@@ -1,0 +1,17 @@
+/* Plots are gnuplot scripts in plots/, run at run time: flashbed passes the
+ * data file and output names as gnuplot variables. */
+#ifndef FLASHBED_COMMON_GNUPLOT_H
+#define FLASHBED_COMMON_GNUPLOT_H
+
+/* Directory holding the .gp scripts: $FLASHBED_PLOTS_DIR, else the source
+ * tree's plots/ (compiled in). */
+const char *plots_dir(void);
+
+/* Runs plots/<script> once per output in outputs[] (NULL-terminated; the
+ * extension, .png or .svg, picks the terminal). vars are "name=value"
+ * strings (values quoted by the caller where they are strings). Each
+ * output is written to a temporary name and renamed when gnuplot succeeds.
+ * Returns 0, or -1 with an error printed. */
+int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[]);
+
+#endif

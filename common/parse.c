@@ -1,0 +1,211 @@
+#include "common/parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *text)
+{
+    if (err && errlen)
+        snprintf(err, errlen, fmt, text);
+    return -1;
+}
+
+/* Multiplier for a unit suffix, or 0 when the suffix is not a size unit. */
+static uint64_t unit_multiplier(const char *s)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {
+        {"", 1},
+        {"b", 1},
+        {"k", 1ull << 10}, {"kb", 1ull << 10}, {"kib", 1ull << 10},
+        {"m", 1ull << 20}, {"mb", 1ull << 20}, {"mib", 1ull << 20},
+        {"g", 1ull << 30}, {"gb", 1ull << 30}, {"gib", 1ull << 30},
+        {"t", 1ull << 40}, {"tb", 1ull << 40}, {"tib", 1ull << 40},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcasecmp(s, units[i].suffix) == 0)
+            return units[i].mult;
+    return 0;
+}
+
+int parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+    if (!text || !*text)
+        return fail(err, errlen, "empty size%s", "");
+    const char *p = text;
+    if (!isdigit((unsigned char)*p))
+        return fail(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
+    errno = 0;
+    char *end;
+    uint64_t whole = strtoull(p, &end, 10);
+    if (errno == ERANGE)
+        return fail(err, errlen, "size '%s' is too large", text);
+    /* Up to six decimals keep frac_num * mult below 2^60 (mult <= 2^40). */
+    uint64_t frac_num = 0, frac_den = 1;
+    if (*end == '.') {
+        end++;
+        if (!isdigit((unsigned char)*end))
+            return fail(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
+        while (isdigit((unsigned char)*end)) {
+            if (frac_den == 1000000)
+                return fail(err, errlen, "size '%s' has too many decimals", text);
+            frac_num = frac_num * 10 + (uint64_t)(*end - '0');
+            frac_den *= 10;
+            end++;
+        }
+    }
+    uint64_t mult = unit_multiplier(end);
+    if (!mult)
+        return fail(err, errlen, "'%s' has an unknown size unit (use k, m, g or t; binary)", text);
+    if (whole > UINT64_MAX / mult)
+        return fail(err, errlen, "size '%s' is too large", text);
+    uint64_t bytes = whole * mult;
+    if ((frac_num * mult) % frac_den != 0)
+        return fail(err, errlen, "size '%s' is not a whole number of bytes", text);
+    uint64_t extra = frac_num * mult / frac_den;
+    if (bytes > UINT64_MAX - extra)
+        return fail(err, errlen, "size '%s' is too large", text);
+    bytes += extra;
+    *out = bytes;
+    return 0;
+}
+
+typedef int (*item_parser)(const char *, uint64_t *, char *, size_t);
+
+static int parse_list(const char *text, struct u64_list *out, item_parser item,
+                      int positive, char *err, size_t errlen)
+{
+    out->n = 0;
+    out->v = NULL;
+    if (!text || !*text)
+        return fail(err, errlen, "empty list%s", "");
+    size_t cap = 1;
+    for (const char *c = text; *c; c++)
+        cap += *c == ',';
+    uint64_t *v = calloc(cap, sizeof *v);
+    char *copy = strdup(text);
+    if (!v || !copy) {
+        free(v);
+        free(copy);
+        return fail(err, errlen, "out of memory%s", "");
+    }
+    size_t n = 0;
+    char *save = copy;
+    for (;;) {
+        char *comma = strchr(save, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*save) {
+            free(v);
+            free(copy);
+            return fail(err, errlen, "list '%s' has an empty item", text);
+        }
+        if (item(save, &v[n], err, errlen) != 0) {
+            free(v);
+            free(copy);
+            return -1;
+        }
+        if (positive && v[n] == 0) {
+            free(v);
+            free(copy);
+            return fail(err, errlen, "list '%s' contains 0; values must be positive", text);
+        }
+        n++;
+        if (!comma)
+            break;
+        save = comma + 1;
+    }
+    free(copy);
+    out->n = n;
+    out->v = v;
+    return 0;
+}
+
+int parse_size_list(const char *text, struct u64_list *out, char *err, size_t errlen)
+{
+    return parse_list(text, out, parse_size, 1, err, errlen);
+}
+
+int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+    if (!text || !*text)
+        return fail(err, errlen, "empty number%s", "");
+    for (const char *c = text; *c; c++)
+        if (!isdigit((unsigned char)*c))
+            return fail(err, errlen, "'%s' is not a non-negative whole number", text);
+    errno = 0;
+    unsigned long long v = strtoull(text, NULL, 10);
+    if (errno == ERANGE)
+        return fail(err, errlen, "number '%s' is too large", text);
+    *out = v;
+    return 0;
+}
+
+int parse_uint_list(const char *text, struct u64_list *out, char *err, size_t errlen)
+{
+    return parse_list(text, out, parse_uint, 1, err, errlen);
+}
+
+int parse_double(const char *text, double *out, char *err, size_t errlen)
+{
+    if (!text || !*text)
+        return fail(err, errlen, "empty number%s", "");
+    errno = 0;
+    char *end;
+    double v = strtod(text, &end);
+    if (*end || errno == ERANGE || !isfinite(v))
+        return fail(err, errlen, "'%s' is not a number", text);
+    *out = v;
+    return 0;
+}
+
+int parse_duration(const char *text, double *seconds, char *err, size_t errlen)
+{
+    if (!text || !*text)
+        return fail(err, errlen, "empty duration%s", "");
+    errno = 0;
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || errno == ERANGE || !isfinite(v) || v < 0 || text[0] == '-')
+        return fail(err, errlen, "'%s' is not a duration (expected e.g. 2, 0.5, 500ms)", text);
+    double scale;
+    if (!*end || strcmp(end, "s") == 0)
+        scale = 1.0;
+    else if (strcmp(end, "ms") == 0)
+        scale = 1e-3;
+    else if (strcmp(end, "us") == 0)
+        scale = 1e-6;
+    else
+        return fail(err, errlen, "'%s' has an unknown time unit (use s, ms or us)", text);
+    *seconds = v * scale;
+    return 0;
+}
+
+void format_size(uint64_t bytes, char *buf, size_t len)
+{
+    static const char units[] = "kmgt";
+    int u = -1;
+    uint64_t v = bytes;
+    while (v >= 1024 && v % 1024 == 0 && u < 3) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%llu", (unsigned long long)bytes);
+    else
+        snprintf(buf, len, "%llu%c", (unsigned long long)v, units[u]);
+}
+
+void u64_list_free(struct u64_list *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}

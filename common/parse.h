@@ -1,0 +1,40 @@
+/* Parsing of the textual values users type: sizes, lists, durations.
+ * Every parser returns 0 on success and -1 on failure, with a reason
+ * (a short phrase, no trailing newline) written to err[errlen]. */
+#ifndef FLASHBED_COMMON_PARSE_H
+#define FLASHBED_COMMON_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A list of unsigned 64-bit values, as given on the command line. */
+struct u64_list {
+    size_t n;
+    uint64_t *v; /* heap, n entries */
+};
+
+/* "4096", "32k", "4G", "1.5M", "64KiB": binary units (k = 1024).
+ * The result must be a whole number of bytes and must not overflow. */
+int parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
+
+/* Comma-separated sizes: "4k,32k,1m". Empty items are rejected. */
+int parse_size_list(const char *text, struct u64_list *out, char *err, size_t errlen);
+
+/* Comma-separated positive integers: "1,2,4,8". */
+int parse_uint_list(const char *text, struct u64_list *out, char *err, size_t errlen);
+
+/* A non-negative integer. */
+int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen);
+
+/* A finite real number. */
+int parse_double(const char *text, double *out, char *err, size_t errlen);
+
+/* Seconds: "2", "0.5", "2s", "500ms", "250us". */
+int parse_duration(const char *text, double *seconds, char *err, size_t errlen);
+
+/* Writes "4k", "1m", "1g" when exact, else the byte count. */
+void format_size(uint64_t bytes, char *buf, size_t len);
+
+void u64_list_free(struct u64_list *l);
+
+#endif

@@ -1,0 +1,97 @@
+#include "common/subprocess.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+bool program_available(const char *name)
+{
+    if (strchr(name, '/'))
+        return access(name, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path)
+        return false;
+    char dir[4096];
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        snprintf(dir, sizeof dir, "%.*s/%s", (int)n, n ? path : ".", name);
+        if (access(dir, X_OK) == 0)
+            return true;
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    return false;
+}
+
+int run_capture(const char *const argv[], char **out, int quiet_stderr)
+{
+    if (out)
+        *out = NULL;
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        if (quiet_stderr) {
+            int devnull = open("/dev/null", O_WRONLY);
+            if (devnull >= 0)
+                dup2(devnull, STDERR_FILENO);
+        }
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (buf && len + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = nb;
+                cap *= 2;
+            }
+        }
+        char sink[4096];
+        char *dst = buf ? buf + len : sink;
+        size_t room = buf ? cap - len - 1 : sizeof sink;
+        ssize_t n = read(fds[0], dst, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (buf)
+            len += (size_t)n;
+    }
+    close(fds[0]);
+    if (buf)
+        buf[len] = '\0';
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            free(buf);
+            return -1;
+        }
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    if (!WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}

@@ -1,0 +1,100 @@
+#include "harness/fio_job.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/subprocess.h"
+
+enum { FIO_ARGS = 24, FIO_ARG_LEN = 4200 };
+static char fio_arg_text[FIO_ARGS][FIO_ARG_LEN];
+static const char *fio_args[FIO_ARGS + 1];
+
+const char *const *fio_job_argv(const struct point_params *p)
+{
+    int n = 0;
+#define ARG(...) snprintf(fio_arg_text[n], FIO_ARG_LEN, __VA_ARGS__), fio_args[n] = fio_arg_text[n], n++
+    ARG("fio");
+    ARG("--name=flashbed");
+    ARG("--filename=%s", p->path);
+    ARG("--size=%llu", (unsigned long long)p->file_size);
+    ARG("--thread");
+    ARG("--ioengine=%s", p->engine->fio_name);
+    ARG("--direct=%d", p->direct ? 1 : 0);
+    ARG("--rw=randread");
+    ARG("--bs=%llu", (unsigned long long)p->chunk);
+    ARG("--numjobs=%u", p->threads);
+    ARG("--iodepth=%u", p->iodepth ? p->iodepth : 1);
+    ARG("--norandommap");
+    ARG("--randrepeat=0");
+    ARG("--time_based");
+    ARG("--runtime=%llums", (unsigned long long)llround(p->runtime_s * 1000));
+    ARG("--ramp_time=%llums", (unsigned long long)llround(p->ramp_s * 1000));
+    ARG("--group_reporting");
+    ARG("--output-format=json");
+#undef ARG
+    fio_args[n] = NULL;
+    return fio_args;
+}
+
+static uint64_t percentile(const cJSON *pct, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(pct, key);
+    return cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
+}
+
+int fio_parse_json(const char *text, struct fio_result *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *brace = text ? strchr(text, '{') : NULL;
+    if (!brace) {
+        snprintf(err, errlen, "fio printed no JSON");
+        return -1;
+    }
+    cJSON *root = cJSON_Parse(brace);
+    if (!root) {
+        snprintf(err, errlen, "fio's JSON does not parse");
+        return -1;
+    }
+    int rc = -1;
+    const cJSON *jobs = cJSON_GetObjectItemCaseSensitive(root, "jobs");
+    const cJSON *job = cJSON_IsArray(jobs) ? cJSON_GetArrayItem(jobs, 0) : NULL;
+    const cJSON *read = job ? cJSON_GetObjectItemCaseSensitive(job, "read") : NULL;
+    const cJSON *bw = read ? cJSON_GetObjectItemCaseSensitive(read, "bw_bytes") : NULL;
+    const cJSON *iops = read ? cJSON_GetObjectItemCaseSensitive(read, "iops") : NULL;
+    if (!cJSON_IsNumber(bw) || !cJSON_IsNumber(iops)) {
+        snprintf(err, errlen, "fio's JSON has no jobs[0].read.bw_bytes / iops");
+        goto out;
+    }
+    out->bw_bytes = bw->valuedouble;
+    out->iops = iops->valuedouble;
+    const cJSON *clat = cJSON_GetObjectItemCaseSensitive(read, "clat_ns");
+    const cJSON *pct = clat ? cJSON_GetObjectItemCaseSensitive(clat, "percentile") : NULL;
+    if (pct) {
+        out->lat_p50_ns = percentile(pct, "50.000000");
+        out->lat_p90_ns = percentile(pct, "90.000000");
+        out->lat_p99_ns = percentile(pct, "99.000000");
+        out->lat_p999_ns = percentile(pct, "99.900000");
+    }
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int fio_job_run(const struct point_params *p, struct fio_result *out, char *err, size_t errlen)
+{
+    char *text = NULL;
+    int status = run_capture(fio_job_argv(p), &text, 1);
+    if (status != 0) {
+        snprintf(err, errlen, "fio exited with status %d for %s", status, p->path);
+        free(text);
+        return -1;
+    }
+    int rc = fio_parse_json(text, out, err, errlen);
+    free(text);
+    return rc;
+}

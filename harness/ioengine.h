@@ -1,0 +1,89 @@
+/* I/O engines behind one small ops table, in the manner of fio's
+ * ioengine_ops. The benchmark loop (bench_point.c) owns timing, offsets and
+ * statistics; an engine only knows how to get bytes from the file into a
+ * buffer. Each engine is one file: engine_<name>.c.
+ *
+ * The loop, per thread:
+ *   setup, open_file
+ *   repeat: queue() units until iodepth are in flight, commit(),
+ *           getevents(min 1) and event(i) to collect completions
+ *   close_file, cleanup
+ */
+#ifndef FLASHBED_HARNESS_IOENGINE_H
+#define FLASHBED_HARNESS_IOENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One read, from queue() until it is reaped. */
+struct io_unit {
+    void *buf;          /* aligned for direct I/O, len bytes */
+    uint64_t offset;    /* in the file, aligned to len */
+    uint64_t len;
+    uint64_t issue_ns;  /* set by the loop before queue(); latency counts from here */
+    int64_t result;     /* set by the engine: bytes read, or -errno */
+};
+
+/* What all threads of one measurement share; read-only while they run. */
+struct io_job {
+    const char *path;
+    uint64_t file_size;  /* offsets are drawn from [0, file_size) */
+    uint64_t chunk;      /* bytes per read */
+    unsigned iodepth;    /* reads in flight per thread (async engines) */
+    bool direct;         /* bypass the page cache */
+};
+
+struct io_thread {
+    const struct io_job *job;
+    int fd;
+    void *engine_data;   /* the engine's private state */
+};
+
+enum io_queue_status {
+    IO_Q_COMPLETED = 0,  /* finished inside queue(); result is set */
+    IO_Q_QUEUED = 1,     /* will come back through getevents()/event() */
+};
+
+/* Engine properties the loop and the report need. */
+enum ioengine_flags {
+    IOENGINE_SYNC = 1 << 0,       /* completes in queue(); iodepth is 1 whatever is asked */
+    IOENGINE_PAGE_CACHE = 1 << 1, /* always reads through the page cache */
+    IOENGINE_NO_IO = 1 << 2,      /* touches no file: measures the harness itself */
+};
+
+struct ioengine_ops {
+    const char *name;
+    unsigned flags;
+    const char *fio_name;  /* the same engine in fio, for --compare-fio */
+    /* Per thread, before the clock starts: allocate private state. 0 or -errno. */
+    int (*setup)(struct io_thread *td);
+    /* Opens job->path into td->fd for reading, honouring job->direct unless
+     * the engine is IOENGINE_PAGE_CACHE. 0 or -errno. */
+    int (*open_file)(struct io_thread *td);
+    /* Starts the read u describes. Returns IO_Q_COMPLETED (u->result set),
+     * IO_Q_QUEUED, or -errno when the read could not be started. */
+    int (*queue)(struct io_thread *td, struct io_unit *u);
+    /* Hands reads queued since the last commit to the kernel. NULL for
+     * engines that complete in queue(). 0 or -errno. */
+    int (*commit)(struct io_thread *td);
+    /* Waits until at least min queued reads have completed; returns how
+     * many (<= max) can be fetched with event(), or -errno. */
+    int (*getevents)(struct io_thread *td, unsigned min, unsigned max);
+    /* The i-th unit completed by the last getevents(), result set. */
+    struct io_unit *(*event)(struct io_thread *td, unsigned i);
+    void (*close_file)(struct io_thread *td);
+    /* Frees what setup() allocated; safe after a failed setup. */
+    void (*cleanup)(struct io_thread *td);
+};
+
+extern const struct ioengine_ops ioengine_psync;
+extern const struct ioengine_ops ioengine_io_uring;
+extern const struct ioengine_ops ioengine_mmap;
+extern const struct ioengine_ops ioengine_null;
+
+/* By name; NULL when unknown. */
+const struct ioengine_ops *ioengine_find(const char *name);
+/* "psync, io_uring, mmap, null" (the engines compiled in). */
+const char *ioengine_names(void);
+
+#endif

@@ -1,0 +1,29 @@
+#include "harness/ioengine.h"
+
+#include <string.h>
+
+static const struct ioengine_ops *const engines[] = {
+    &ioengine_psync,
+#ifdef FLASHBED_HAVE_URING
+    &ioengine_io_uring,
+#endif
+    &ioengine_mmap,
+    &ioengine_null,
+};
+
+const struct ioengine_ops *ioengine_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+        if (strcmp(engines[i]->name, name) == 0)
+            return engines[i];
+    return NULL;
+}
+
+const char *ioengine_names(void)
+{
+#ifdef FLASHBED_HAVE_URING
+    return "psync, io_uring, mmap, null";
+#else
+    return "psync, mmap, null (io_uring: built without liburing)";
+#endif
+}

@@ -1,0 +1,269 @@
+/* The sweep's result files: sweep.json (provenance + points), sweep.csv,
+ * sweep.md, and the gnuplot throughput plot. One table of fields feeds the
+ * JSON and the CSV so the two can never disagree. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomic_file.h"
+#include "common/fsutil.h"
+#include "common/gnuplot.h"
+#include "common/log.h"
+#include "harness/sweep.h"
+
+enum field_kind { F_STR, F_INT, F_REAL, F_BOOL };
+
+struct field {
+    const char *key;
+    enum field_kind kind;
+    const char *s;
+    double v;
+};
+
+enum { MAX_FIELDS = 32 };
+
+/* Every key of a point, in the order the CSV columns take. fio's keys are
+ * present only when the point was compared (has_fio). */
+static int point_fields(const struct sweep_point *p, struct field *f)
+{
+    const struct point_result *r = &p->result;
+    int n = 0;
+#define FIELD(k, kind_, str, val) f[n++] = (struct field){k, kind_, str, (double)(val)}
+    FIELD("engine", F_STR, p->params.engine->name, 0);
+    FIELD("chunk_bytes", F_INT, NULL, p->params.chunk);
+    FIELD("threads", F_INT, NULL, p->params.threads);
+    FIELD("iodepth", F_INT, NULL, r->iodepth);
+    FIELD("direct", F_BOOL, NULL, r->direct);
+    FIELD("bytes", F_INT, NULL, r->bytes);
+    FIELD("ios", F_INT, NULL, r->ios);
+    FIELD("seconds", F_REAL, NULL, r->seconds);
+    FIELD("bw_bytes", F_REAL, NULL, r->bw_bytes);
+    FIELD("iops", F_REAL, NULL, r->iops);
+    FIELD("lat_mean_ns", F_REAL, NULL, hist_mean(&r->lat));
+    FIELD("lat_p50_ns", F_INT, NULL, hist_percentile(&r->lat, 50));
+    FIELD("lat_p90_ns", F_INT, NULL, hist_percentile(&r->lat, 90));
+    FIELD("lat_p99_ns", F_INT, NULL, hist_percentile(&r->lat, 99));
+    FIELD("lat_p999_ns", F_INT, NULL, hist_percentile(&r->lat, 99.9));
+    FIELD("cpu_user_s", F_REAL, NULL, r->cpu_user_s);
+    FIELD("cpu_sys_s", F_REAL, NULL, r->cpu_sys_s);
+    FIELD("seed", F_INT, NULL, p->params.seed);
+    FIELD("huge_pages", F_BOOL, NULL, r->huge_pages);
+    if (p->has_fio) {
+        FIELD("fio_bw_bytes", F_REAL, NULL, p->fio.bw_bytes);
+        FIELD("fio_iops", F_REAL, NULL, p->fio.iops);
+        FIELD("fio_lat_p50_ns", F_INT, NULL, p->fio.lat_p50_ns);
+        FIELD("fio_lat_p90_ns", F_INT, NULL, p->fio.lat_p90_ns);
+        FIELD("fio_lat_p99_ns", F_INT, NULL, p->fio.lat_p99_ns);
+        FIELD("fio_lat_p999_ns", F_INT, NULL, p->fio.lat_p999_ns);
+        FIELD("bw_ratio_vs_fio", F_REAL, NULL, p->fio.bw_bytes > 0 ? r->bw_bytes / p->fio.bw_bytes : 0);
+    }
+#undef FIELD
+    return n;
+}
+
+static bool any_fio(const struct sweep *s)
+{
+    for (size_t i = 0; i < s->n_points; i++)
+        if (s->points[i].has_fio)
+            return true;
+    return false;
+}
+
+cJSON *sweep_to_json(const struct sweep *s)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(root, "provenance", s->provenance);
+    bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
+    cJSON_AddBoolToObject(root, "page_cache_bypassed", direct);
+    cJSON_AddBoolToObject(root, "complete", s->complete);
+    cJSON *points = cJSON_AddArrayToObject(root, "points");
+    struct field f[MAX_FIELDS];
+    for (size_t i = 0; i < s->n_points; i++) {
+        cJSON *o = cJSON_CreateObject();
+        int n = point_fields(&s->points[i], f);
+        for (int k = 0; k < n; k++) {
+            switch (f[k].kind) {
+            case F_STR: cJSON_AddStringToObject(o, f[k].key, f[k].s); break;
+            case F_BOOL: cJSON_AddBoolToObject(o, f[k].key, f[k].v != 0); break;
+            default: cJSON_AddNumberToObject(o, f[k].key, f[k].v); break;
+            }
+        }
+        cJSON_AddItemToArray(points, o);
+    }
+    return root;
+}
+
+/* A growable string for the text formats. */
+struct text {
+    char *s;
+    size_t len, cap;
+    int failed;
+};
+
+static void text_add(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        if (t->failed)
+            return;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = 1;
+            return;
+        }
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap ? t->cap : 1024);
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *ns = realloc(t->s, cap);
+        if (!ns) {
+            t->failed = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+}
+
+static char *text_take(struct text *t)
+{
+    if (t->failed) {
+        free(t->s);
+        return NULL;
+    }
+    return t->s ? t->s : strdup("");
+}
+
+char *sweep_to_csv(const struct sweep *s)
+{
+    struct text t = {0};
+    struct field f[MAX_FIELDS];
+    /* The header comes from a point with fio keys when any was compared, so
+     * every row has the same columns (empty where fio did not run). */
+    struct sweep_point header_src;
+    memset(&header_src, 0, sizeof header_src);
+    header_src.params.engine = s->cfg->engine;
+    header_src.has_fio = any_fio(s);
+    int ncols = point_fields(&header_src, f);
+    for (int k = 0; k < ncols; k++)
+        text_add(&t, "%s%s", k ? "," : "", f[k].key);
+    text_add(&t, "\n");
+    for (size_t i = 0; i < s->n_points; i++) {
+        int n = point_fields(&s->points[i], f);
+        for (int k = 0; k < ncols; k++) {
+            if (k)
+                text_add(&t, ",");
+            if (k >= n)
+                continue;
+            switch (f[k].kind) {
+            case F_STR: text_add(&t, "%s", f[k].s); break;
+            case F_BOOL: text_add(&t, "%s", f[k].v != 0 ? "true" : "false"); break;
+            case F_INT: text_add(&t, "%.0f", f[k].v); break;
+            case F_REAL: text_add(&t, "%.6g", f[k].v); break;
+            }
+        }
+        text_add(&t, "\n");
+    }
+    return text_take(&t);
+}
+
+static const char *prov_str(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+char *sweep_to_markdown(const struct sweep *s)
+{
+    struct text t = {0};
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(s->provenance, "machine");
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->provenance, "disk");
+    bool fio = any_fio(s);
+    bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
+    text_add(&t, "# flashbed sweep: random-read throughput\n\n");
+    text_add(&t, "- command: `%s`\n", prov_str(s->provenance, "command_line"));
+    text_add(&t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
+             prov_str(s->provenance, "date"));
+    text_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
+    text_add(&t, "- file: %s on %s (%s %s)\n", s->cfg->path, prov_str(d, "device"),
+             prov_str(d, "file_system"), prov_str(d, "model"));
+    text_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n\n",
+             s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
+             s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
+    text_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
+    if (fio)
+        text_add(&t, " fio GiB/s | ours / fio |");
+    text_add(&t, "\n|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", fio ? "---:|---:|" : "");
+    for (size_t i = 0; i < s->n_points; i++) {
+        const struct sweep_point *p = &s->points[i];
+        char chunk[32];
+        format_size(p->params.chunk, chunk, sizeof chunk);
+        text_add(&t, "| %s | %u | %u | %.3f | %.0f | %.1f | %.1f | %.1f |", chunk, p->params.threads,
+                 p->result.iodepth, p->result.bw_bytes / (1u << 30), p->result.iops,
+                 (double)hist_percentile(&p->result.lat, 50) / 1e3,
+                 (double)hist_percentile(&p->result.lat, 99) / 1e3,
+                 (double)hist_percentile(&p->result.lat, 99.9) / 1e3);
+        if (p->has_fio)
+            text_add(&t, " %.3f | %.3f |", p->fio.bw_bytes / (1u << 30),
+                     p->fio.bw_bytes > 0 ? p->result.bw_bytes / p->fio.bw_bytes : 0);
+        else if (fio)
+            text_add(&t, " | |");
+        text_add(&t, "\n");
+    }
+    return text_take(&t);
+}
+
+int sweep_write_files(const struct sweep *s, const char *dir)
+{
+    if (mkdir_p(dir, 0755) != 0) {
+        fb_error("cannot create output directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    char path[4200];
+    cJSON *j = sweep_to_json(s);
+    snprintf(path, sizeof path, "%s/sweep.json", dir);
+    int rc = write_json_file(path, j);
+    cJSON_Delete(j);
+    char *csv = sweep_to_csv(s);
+    snprintf(path, sizeof path, "%s/sweep.csv", dir);
+    if (rc == 0)
+        rc = csv ? write_text_file(path, csv) : -1;
+    free(csv);
+    char *md = sweep_to_markdown(s);
+    snprintf(path, sizeof path, "%s/sweep.md", dir);
+    if (rc == 0)
+        rc = md ? write_text_file(path, md) : -1;
+    free(md);
+    return rc;
+}
+
+int sweep_plot(const struct sweep *s, const char *dir)
+{
+    char csv[4200], png[4200], svg[4200], threads[1024] = "", vcsv[4300], vthreads[1100],
+         vfio[32], vtitle[512];
+    snprintf(csv, sizeof csv, "%s/sweep.csv", dir);
+    snprintf(png, sizeof png, "%s/throughput.png", dir);
+    snprintf(svg, sizeof svg, "%s/throughput.svg", dir);
+    for (size_t i = 0; i < s->cfg->threads.n; i++) {
+        char one[24];
+        snprintf(one, sizeof one, "%s%llu", i ? " " : "", (unsigned long long)s->cfg->threads.v[i]);
+        strncat(threads, one, sizeof threads - strlen(threads) - 1);
+    }
+    const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->provenance, "disk");
+    bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
+    snprintf(vcsv, sizeof vcsv, "csv='%s'", csv);
+    snprintf(vthreads, sizeof vthreads, "threads='%s'", threads);
+    snprintf(vfio, sizeof vfio, "has_fio=%d", any_fio(s) ? 1 : 0);
+    snprintf(vtitle, sizeof vtitle, "plot_title='random reads, %s, %s, %s'", s->cfg->engine->name,
+             direct ? "direct I/O" : "page cache", prov_str(d, "device"));
+    const char *vars[] = {vcsv, vthreads, vfio, vtitle, NULL};
+    const char *outs[] = {png, svg, NULL};
+    return gnuplot_render("sweep_throughput.gp", vars, outs);
+}

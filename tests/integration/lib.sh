@@ -1,0 +1,52 @@
+# Shared helpers for integration tests: $1 is the flashbed binary, $2 a
+# scratch folder owned by the test (emptied first).
+set -u
+FLASHBED=$1
+WORK=$2
+rm -rf "$WORK"
+mkdir -p "$WORK"
+failures=0
+checks=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+check() { # description, then a command that must succeed
+    local what=$1
+    shift
+    checks=$((checks + 1))
+    if ! "$@"; then fail "$what"; fi
+}
+
+# Runs flashbed expecting a non-zero exit; the error line must contain $2.
+# RUN_ENV (e.g. "PATH=/empty") is passed to flashbed alone.
+expect_error() {
+    local what=$1 pattern=$2
+    shift 2
+    checks=$((checks + 1))
+    local out rc
+    out=$(env ${RUN_ENV:-} "$FLASHBED" "$@" 2>&1 >/dev/null)
+    rc=$?
+    if [ $rc -eq 0 ]; then
+        fail "$what: exit 0, expected an error"
+    elif [ $rc -gt 128 ]; then
+        fail "$what: crashed with signal $((rc - 128))"
+    elif ! grep -q -- "$pattern" <<<"$out"; then
+        fail "$what: error did not mention '$pattern': $out"
+    elif [ "$(grep -c 'error' <<<"$out")" -lt 1 ]; then
+        fail "$what: no error line: $out"
+    fi
+}
+
+# JSON helpers use python3 when present (CI machines have it); jq otherwise.
+json_get() { # file, python expression over d
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+finish() {
+    echo "$(basename "$0"): $checks checks, $failures failed"
+    [ $failures -eq 0 ]
+    exit $?
+}

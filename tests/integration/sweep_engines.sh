@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A small sweep with the null and psync engines (and io_uring, mmap when
+# available): the files written, their keys, and exact point counts.
+source "$(dirname "$0")/lib.sh"
+
+DATA="$WORK/data.bin"
+run_sweep() { # out-dir, extra args...
+    local out=$1
+    shift
+    "$FLASHBED" sweep --file "$DATA" --size 8m --chunks 4k,64k --threads 1,2 --runtime 0.1 \
+        --ramp 0.02 --out "$out" "$@"
+}
+
+check "null sweep runs" run_sweep "$WORK/null" --engine null
+check "file created at full size" test "$(stat -c %s "$DATA")" -eq $((8 << 20))
+check "file holds non-constant data" test "$(head -c 1048576 "$DATA" | od -An -tx1 | tr -s ' ' '\n' | sort -u | wc -l)" -gt 200
+check "no temporary left" test -z "$(ls "$WORK" | grep tmp)"
+for f in sweep.json sweep.csv sweep.md; do
+    check "null: $f written" test -s "$WORK/null/$f"
+done
+check "null: 4 points" test "$(json_get "$WORK/null/sweep.json" 'len(d["points"])')" -eq 4
+check "null: provenance" test "$(json_get "$WORK/null/sweep.json" 'all(k in d["provenance"] for k in ["command_line","git_commit","date","machine","disk","parameters"])')" = True
+check "null: every key" test "$(json_get "$WORK/null/sweep.json" 'all(all(k in p for k in ["engine","chunk_bytes","threads","iodepth","direct","bytes","seconds","bw_bytes","iops","lat_p50_ns","lat_p90_ns","lat_p99_ns","lat_p999_ns","cpu_user_s","cpu_sys_s"]) for p in d["points"])')" = True
+check "null: engine named, no direct I/O claimed" test "$(json_get "$WORK/null/sweep.json" 'set((p["engine"], p["direct"]) for p in d["points"])')" = "{('null', False)}"
+check "null: grid order" test "$(json_get "$WORK/null/sweep.json" '[(p["threads"], p["chunk_bytes"]) for p in d["points"]]')" = "[(1, 4096), (1, 65536), (2, 4096), (2, 65536)]"
+check "null: bytes = ios x chunk" test "$(json_get "$WORK/null/sweep.json" 'all(p["bytes"] == p["ios"] * p["chunk_bytes"] and p["ios"] > 0 for p in d["points"])')" = True
+check "null: csv has header + 4 rows" test "$(wc -l < "$WORK/null/sweep.csv")" -eq 5
+check "null: markdown table rows" test "$(grep -c '^| [0-9]' "$WORK/null/sweep.md")" -eq 4
+
+check "psync sweep runs" run_sweep "$WORK/psync" --engine psync
+check "psync: 4 points" test "$(json_get "$WORK/psync/sweep.json" 'len(d["points"])')" -eq 4
+check "psync: direct I/O recorded" test "$(json_get "$WORK/psync/sweep.json" 'd["page_cache_bypassed"] and all(p["direct"] for p in d["points"])')" = True
+check "psync: real reads" test "$(json_get "$WORK/psync/sweep.json" 'all(p["bw_bytes"] > 0 and p["lat_p50_ns"] > 0 and p["lat_p50_ns"] <= p["lat_p99_ns"] <= p["lat_p999_ns"] for p in d["points"])')" = True
+
+check "psync buffered runs" run_sweep "$WORK/buffered" --engine psync --buffered --threads 1 --chunks 4k
+check "buffered: page cache recorded" test "$(json_get "$WORK/buffered/sweep.json" 'd["page_cache_bypassed"] or d["points"][0]["direct"]')" = False
+
+if "$FLASHBED" sweep --help | grep -q io_uring && [ -n "$(ldconfig -p 2>/dev/null | grep liburing)" ]; then
+    check "io_uring sweep runs" run_sweep "$WORK/uring" --engine io_uring --iodepth 4 --threads 1
+    check "io_uring: iodepth kept" test "$(json_get "$WORK/uring/sweep.json" 'set(p["iodepth"] for p in d["points"])')" = "{4}"
+fi
+check "mmap sweep runs" run_sweep "$WORK/mmap" --engine mmap --threads 1
+check "mmap: reports the page cache is used" test "$(json_get "$WORK/mmap/sweep.json" 'set(p["direct"] for p in d["points"])')" = "{False}"
+
+if command -v fio >/dev/null; then
+    check "fio comparison runs" run_sweep "$WORK/fio" --engine psync --threads 1 --chunks 64k
+    check "fio comparison runs" run_sweep "$WORK/fio" --engine psync --threads 1 --chunks 64k --compare-fio
+    check "fio: keys and ratio" test "$(json_get "$WORK/fio/sweep.json" 'all(p["fio_bw_bytes"] > 0 and p["fio_iops"] > 0 and abs(p["bw_ratio_vs_fio"] - p["bw_bytes"] / p["fio_bw_bytes"]) < 1e-9 for p in d["points"])')" = True
+fi
+if command -v gnuplot >/dev/null; then
+    check "plot drawn" run_sweep "$WORK/plot" --engine null --plot
+    check "png written" test "$(head -c 4 "$WORK/plot/throughput.png" | od -An -c | tr -d ' ')" = "211PNG"
+    check "svg written" grep -q '<svg' "$WORK/plot/throughput.svg"
+fi
+
+# Ctrl-C keeps the finished points: interrupt a long sweep after its first point.
+"$FLASHBED" sweep --file "$DATA" --size 8m --chunks 4k,8k,16k,32k --threads 1 --runtime 0.5 \
+    --ramp 0 --engine null --out "$WORK/intr" 2>/dev/null &
+pid=$!
+for _ in $(seq 100); do [ -f "$WORK/intr/sweep.json" ] && break; sleep 0.05; done
+kill -INT $pid
+wait $pid
+rc=$?
+check "interrupt: exit 130" test $rc -eq 130
+check "interrupt: finished points kept" test "$(json_get "$WORK/intr/sweep.json" '0 < len(d["points"]) < 4 and not d["complete"]')" = True
+check "interrupt: no temporaries" test -z "$(ls "$WORK/intr" | grep tmp)"
+finish

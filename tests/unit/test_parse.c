@@ -1,0 +1,126 @@
+#include "check.h"
+#include "common/parse.h"
+
+static uint64_t size_of(const char *s)
+{
+    uint64_t v = 0;
+    char err[128];
+    CHECK(parse_size(s, &v, err, sizeof err) == 0);
+    return v;
+}
+
+static void size_rejects(const char *s, const char *why_contains)
+{
+    uint64_t v = 12345;
+    char err[256] = "";
+    CHECK(parse_size(s, &v, err, sizeof err) == -1);
+    CHECK(strstr(err, why_contains) != NULL);
+    CHECK_U64(v, 12345); /* untouched on failure */
+}
+
+static void test_sizes(void)
+{
+    CHECK_U64(size_of("0"), 0);
+    CHECK_U64(size_of("4096"), 4096);
+    CHECK_U64(size_of("4k"), 4096);
+    CHECK_U64(size_of("4K"), 4096);
+    CHECK_U64(size_of("32KiB"), 32768);
+    CHECK_U64(size_of("1m"), 1048576);
+    CHECK_U64(size_of("1MB"), 1048576);
+    CHECK_U64(size_of("4G"), 4294967296ull);
+    CHECK_U64(size_of("2t"), 2ull << 40);
+    CHECK_U64(size_of("1.5m"), 1572864);
+    CHECK_U64(size_of("0.5k"), 512);
+    CHECK_U64(size_of("512b"), 512);
+    size_rejects("", "empty");
+    size_rejects("k", "not a size");
+    size_rejects("-4k", "not a size");
+    size_rejects("4x", "unknown size unit");
+    size_rejects("4kk", "unknown size unit");
+    size_rejects("4 k", "unknown size unit");
+    size_rejects("0.3k", "whole number");
+    size_rejects("1.", "not a size");
+    size_rejects("99999999999999999999", "too large");
+    size_rejects("16777216t", "too large");
+}
+
+static void test_lists(void)
+{
+    struct u64_list l;
+    char err[256];
+    CHECK(parse_size_list("4k,32k,256k,1m", &l, err, sizeof err) == 0);
+    CHECK_U64(l.n, 4);
+    CHECK_U64(l.v[0], 4096);
+    CHECK_U64(l.v[3], 1048576);
+    u64_list_free(&l);
+    CHECK(parse_uint_list("1,4,16,64", &l, err, sizeof err) == 0);
+    CHECK_U64(l.n, 4);
+    CHECK_U64(l.v[2], 16);
+    u64_list_free(&l);
+    CHECK(parse_uint_list("7", &l, err, sizeof err) == 0);
+    CHECK_U64(l.n, 1);
+    u64_list_free(&l);
+    CHECK(parse_size_list("4k,,8k", &l, err, sizeof err) == -1);
+    CHECK(strstr(err, "empty item") != NULL);
+    CHECK(l.v == NULL && l.n == 0);
+    CHECK(parse_size_list("4k,", &l, err, sizeof err) == -1);
+    CHECK(parse_size_list("", &l, err, sizeof err) == -1);
+    CHECK(parse_uint_list("1,0,4", &l, err, sizeof err) == -1);
+    CHECK(strstr(err, "positive") != NULL);
+    CHECK(parse_uint_list("1,two", &l, err, sizeof err) == -1);
+    CHECK(parse_uint_list("1,-2", &l, err, sizeof err) == -1);
+    CHECK(parse_size_list("4k,8q", &l, err, sizeof err) == -1);
+}
+
+static void test_durations_and_numbers(void)
+{
+    double s;
+    char err[128];
+    CHECK(parse_duration("2", &s, err, sizeof err) == 0);
+    CHECK_NEAR(s, 2.0, 1e-12);
+    CHECK(parse_duration("0.5", &s, err, sizeof err) == 0);
+    CHECK_NEAR(s, 0.5, 1e-12);
+    CHECK(parse_duration("500ms", &s, err, sizeof err) == 0);
+    CHECK_NEAR(s, 0.5, 1e-12);
+    CHECK(parse_duration("250us", &s, err, sizeof err) == 0);
+    CHECK_NEAR(s, 250e-6, 1e-15);
+    CHECK(parse_duration("3s", &s, err, sizeof err) == 0);
+    CHECK_NEAR(s, 3.0, 1e-12);
+    CHECK(parse_duration("-1", &s, err, sizeof err) == -1);
+    CHECK(parse_duration("2h", &s, err, sizeof err) == -1);
+    CHECK(parse_duration("abc", &s, err, sizeof err) == -1);
+    uint64_t u;
+    CHECK(parse_uint("42", &u, err, sizeof err) == 0);
+    CHECK_U64(u, 42);
+    CHECK(parse_uint("4.2", &u, err, sizeof err) == -1);
+    CHECK(parse_uint("", &u, err, sizeof err) == -1);
+    double d;
+    CHECK(parse_double("0.9", &d, err, sizeof err) == 0);
+    CHECK_NEAR(d, 0.9, 1e-15);
+    CHECK(parse_double("nan", &d, err, sizeof err) == -1);
+    CHECK(parse_double("1e", &d, err, sizeof err) == -1);
+}
+
+static void test_format(void)
+{
+    char b[32];
+    format_size(4096, b, sizeof b);
+    CHECK_STR(b, "4k");
+    format_size(1048576, b, sizeof b);
+    CHECK_STR(b, "1m");
+    format_size(3ull << 30, b, sizeof b);
+    CHECK_STR(b, "3g");
+    format_size(1000, b, sizeof b);
+    CHECK_STR(b, "1000");
+    format_size(6144, b, sizeof b);
+    CHECK_STR(b, "6k");
+}
+
+int main(void)
+{
+    test_sizes();
+    test_lists();
+    test_durations_and_numbers();
+    test_format();
+    return check_report("test_parse");
+}
