@@ -1,0 +1,184 @@
+#include "common/model_shape.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#ifndef FLASHBED_SOURCE_DIR
+#define FLASHBED_SOURCE_DIR "."
+#endif
+
+const char *configs_dir(void)
+{
+    const char *env = getenv("FLASHBED_CONFIGS");
+    return env && *env ? env : FLASHBED_SOURCE_DIR "/configs";
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf[n] = '\0';
+                if (len)
+                    *len = (size_t)n;
+            }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static int get_u32(const cJSON *o, const char *key, uint32_t *out, int positive, const char *path,
+                   char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < (positive ? 1 : 0) || v->valuedouble > 4e9 ||
+        v->valuedouble != (double)(uint32_t)v->valuedouble) {
+        snprintf(err, errlen, "%s: \"%s\" must be a %s whole number", path, key,
+                 positive ? "positive" : "non-negative");
+        return -1;
+    }
+    *out = (uint32_t)v->valuedouble;
+    return 0;
+}
+
+static int get_str(const cJSON *o, const char *key, char *out, size_t len, const char *path,
+                   char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
+        snprintf(err, errlen, "%s: \"%s\" must be a string of under %zu characters", path, key, len);
+        return -1;
+    }
+    strcpy(out, v->valuestring);
+    return 0;
+}
+
+static int get_bool(const cJSON *o, const char *key, bool *out, const char *path, char *err,
+                    size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsBool(v)) {
+        snprintf(err, errlen, "%s: \"%s\" must be true or false", path, key);
+        return -1;
+    }
+    *out = cJSON_IsTrue(v);
+    return 0;
+}
+
+static int get_num(const cJSON *o, const char *key, double *out, const char *path, char *err,
+                   size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0) {
+        snprintf(err, errlen, "%s: \"%s\" must be a non-negative number", path, key);
+        return -1;
+    }
+    *out = v->valuedouble;
+    return 0;
+}
+
+int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    char path[4096];
+    size_t nlen = strlen(name);
+    if (strchr(name, '/') || (nlen > 5 && strcmp(name + nlen - 5, ".json") == 0))
+        snprintf(path, sizeof path, "%s", name);
+    else
+        snprintf(path, sizeof path, "%s/models/%s.json", configs_dir(), name);
+    char *text = slurp(path, NULL);
+    if (!text) {
+        snprintf(err, errlen, "model shape %s: cannot read %s", name, path);
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(o)) {
+        snprintf(err, errlen, "%s: not a JSON object", path);
+        cJSON_Delete(o);
+        return -1;
+    }
+    char kind[16];
+    int rc = -1;
+    if (get_str(o, "name", s->name, sizeof s->name, path, err, errlen) ||
+        get_str(o, "arch", s->arch, sizeof s->arch, path, err, errlen) ||
+        get_u32(o, "d_model", &s->d_model, 1, path, err, errlen) ||
+        get_u32(o, "d_ff", &s->d_ff, 1, path, err, errlen) ||
+        get_u32(o, "n_layers", &s->n_layers, 1, path, err, errlen) ||
+        get_u32(o, "n_heads", &s->n_heads, 1, path, err, errlen) ||
+        get_u32(o, "n_kv_heads", &s->n_kv_heads, 1, path, err, errlen) ||
+        get_u32(o, "vocab_size", &s->vocab_size, 1, path, err, errlen) ||
+        get_u32(o, "max_positions", &s->max_positions, 1, path, err, errlen) ||
+        get_str(o, "ffn_kind", kind, sizeof kind, path, err, errlen) ||
+        get_str(o, "ffn_activation", s->ffn_activation, sizeof s->ffn_activation, path, err, errlen) ||
+        get_str(o, "norm", s->norm, sizeof s->norm, path, err, errlen) ||
+        get_num(o, "norm_eps", &s->norm_eps, path, err, errlen) ||
+        get_str(o, "position", s->position, sizeof s->position, path, err, errlen) ||
+        get_u32(o, "position_offset", &s->position_offset, 0, path, err, errlen) ||
+        get_num(o, "rope_fraction", &s->rope_fraction, path, err, errlen) ||
+        get_num(o, "rope_theta", &s->rope_theta, path, err, errlen) ||
+        get_bool(o, "biases", &s->biases, path, err, errlen) ||
+        get_bool(o, "tied_embeddings", &s->tied_embeddings, path, err, errlen) ||
+        get_bool(o, "parallel_block", &s->parallel_block, path, err, errlen))
+        goto out;
+    if (strcmp(kind, "relu") == 0)
+        s->ffn_kind = FFN_RELU;
+    else if (strcmp(kind, "glu") == 0)
+        s->ffn_kind = FFN_GLU;
+    else {
+        snprintf(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
+        goto out;
+    }
+    if (s->d_model % s->n_heads || s->n_heads % s->n_kv_heads) {
+        snprintf(err, errlen, "%s: d_model must divide into n_heads, n_heads into n_kv_heads", path);
+        goto out;
+    }
+    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
+    if (cJSON_IsString(ps))
+        snprintf(s->paper_statistics, sizeof s->paper_statistics, "%s", ps->valuestring);
+    rc = 0;
+out:
+    cJSON_Delete(o);
+    return rc;
+}
+
+uint64_t model_shape_neuron_weights(const struct model_shape *s)
+{
+    return (uint64_t)s->d_model * (s->ffn_kind == FFN_GLU ? 3 : 2);
+}
+
+void model_shape_params(const struct model_shape *s, struct param_counts *c)
+{
+    memset(c, 0, sizeof *c);
+    uint64_t d = s->d_model, L = s->n_layers;
+    uint64_t head_dim = d / s->n_heads;
+    uint64_t kv = head_dim * s->n_kv_heads;
+    c->embeddings = (uint64_t)s->vocab_size * d;
+    if (strcmp(s->position, "learned") == 0)
+        c->embeddings += (uint64_t)(s->max_positions + s->position_offset) * d;
+    c->lm_head = s->tied_embeddings ? 0 : (uint64_t)s->vocab_size * d;
+    uint64_t attn = d * d + 2 * d * kv + d * d; /* q, k, v, o */
+    if (s->biases)
+        attn += d + 2 * kv + d;
+    c->attention = attn * L;
+    uint64_t ffn = model_shape_neuron_weights(s) * s->d_ff;
+    if (s->biases)
+        ffn += (uint64_t)s->d_ff * (s->ffn_kind == FFN_GLU ? 2 : 1) + d;
+    c->ffn = ffn * L;
+    uint64_t norm = strcmp(s->norm, "layernorm") == 0 ? 2 * d : d; /* weight (+ bias) */
+    uint64_t norms_per_layer = s->parallel_block ? 1 : 2;
+    c->norms = norm * (norms_per_layer * L + 1);
+    c->total = c->embeddings + c->lm_head + c->attention + c->ffn + c->norms;
+}

@@ -1,0 +1,54 @@
+/* Model shapes (configs/models/<name>.json): the structure of a transformer,
+ * enough to count its bytes, size its FFN file, generate traces and build a
+ * synthetic model. Real shapes come from the models' public configs. */
+#ifndef FLASHBED_COMMON_MODEL_SHAPE_H
+#define FLASHBED_COMMON_MODEL_SHAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum ffn_kind {
+    FFN_RELU, /* up, activation, down: neuron i = up row i + down column i */
+    FFN_GLU,  /* gate and up, activation(gate) * up, down: + gate row i */
+};
+
+struct model_shape {
+    char name[64];
+    char arch[32];          /* "opt", "llama", "falcon", "persimmon", "phi" */
+    uint32_t d_model, d_ff, n_layers, n_heads, n_kv_heads, vocab_size, max_positions;
+    enum ffn_kind ffn_kind;
+    char ffn_activation[32];/* "relu", "swiglu", "squared_relu" */
+    char norm[16];          /* "layernorm" or "rmsnorm" */
+    double norm_eps;
+    char position[16];      /* "learned" or "rope" */
+    uint32_t position_offset;/* OPT's learned positions start at 2 */
+    double rope_fraction;   /* share of each head's dims rotated (partial RoPE) */
+    double rope_theta;
+    bool biases, tied_embeddings, parallel_block;
+    char paper_statistics[160]; /* where trace statistics for this shape come from */
+};
+
+/* Parameter counts of one shape, by where the paper keeps them. */
+struct param_counts {
+    uint64_t embeddings;    /* token (+ learned position) embeddings */
+    uint64_t lm_head;       /* 0 when tied to the embeddings */
+    uint64_t attention;     /* q, k, v, o (+ biases), all layers */
+    uint64_t ffn;           /* up (+ gate), down (+ biases), all layers */
+    uint64_t norms;         /* layer norms, all layers + final */
+    uint64_t total;
+};
+
+/* name: a shape name ("opt-6.7b", looked up in configs/models/) or a path
+ * to a .json file. 0, or -1 with a reason naming the file in err. */
+int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen);
+
+void model_shape_params(const struct model_shape *s, struct param_counts *c);
+
+/* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
+uint64_t model_shape_neuron_weights(const struct model_shape *s);
+
+/* The folder holding flashbed's configs: $FLASHBED_CONFIGS, else the source tree's configs/. */
+const char *configs_dir(void);
+
+#endif
