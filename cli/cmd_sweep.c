@@ -21,6 +21,7 @@ struct sweep_opts {
     double ramp;
     char *out;
     bool compare_fio;
+    char *fio_mem;
     bool plot;
     bool buffered;
     bool small_pages;
@@ -39,6 +40,7 @@ static const struct opt_def sweep_options[] = {
     {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/sweep-<timestamp>]"},
     {"compare-fio", OPT_FLAG, O(compare_fio), NULL, NULL, "run fio on the same job after each point"},
+    {"fio-mem", OPT_STRING, O(fio_mem), NULL, "TYPE", "fio's --mem for its buffers (shmhuge: huge pages, as ours)"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL, "draw throughput.png and throughput.svg with gnuplot"},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (evicted before each point)"},
     {"small-pages", OPT_FLAG, O(small_pages), NULL, NULL, "read into 4 KiB pages, not transparent huge pages"},
@@ -77,6 +79,7 @@ int cmd_sweep(int argc, char **argv)
         .runtime_s = o.runtime,
         .ramp_s = o.ramp,
         .compare_fio = o.compare_fio,
+        .fio_mem = o.fio_mem,
         .plot = o.plot,
         .seed = o.seed,
         .huge_pages = !o.small_pages,

@@ -13,7 +13,7 @@ enum { FIO_ARGS = 24, FIO_ARG_LEN = 4200 };
 static char fio_arg_text[FIO_ARGS][FIO_ARG_LEN];
 static const char *fio_args[FIO_ARGS + 1];
 
-const char *const *fio_job_argv(const struct point_params *p)
+const char *const *fio_job_argv(const struct point_params *p, const char *mem)
 {
     int n = 0;
 #define ARG(...) snprintf(fio_arg_text[n], FIO_ARG_LEN, __VA_ARGS__), fio_args[n] = fio_arg_text[n], n++
@@ -35,6 +35,8 @@ const char *const *fio_job_argv(const struct point_params *p)
     ARG("--ramp_time=%llums", (unsigned long long)llround(p->ramp_s * 1000));
     ARG("--group_reporting");
     ARG("--output-format=json");
+    if (mem)
+        ARG("--mem=%s", mem);
 #undef ARG
     fio_args[n] = NULL;
     return fio_args;
@@ -85,10 +87,17 @@ out:
     return rc;
 }
 
-int fio_job_run(const struct point_params *p, struct fio_result *out, char *err, size_t errlen)
+uint64_t fio_huge_pages_needed(const struct point_params *p)
+{
+    uint64_t per_thread = (uint64_t)(p->iodepth ? p->iodepth : 1) * p->chunk;
+    return (uint64_t)p->threads * ((per_thread + (2u << 20) - 1) / (2u << 20));
+}
+
+int fio_job_run(const struct point_params *p, const char *mem, struct fio_result *out, char *err,
+                size_t errlen)
 {
     char *text = NULL;
-    int status = run_capture(fio_job_argv(p), &text, 1);
+    int status = run_capture(fio_job_argv(p, mem), &text, 1);
     if (status != 0) {
         snprintf(err, errlen, "fio exited with status %d for %s", status, p->path);
         free(text);

@@ -14,14 +14,20 @@ struct fio_result {
     uint64_t lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns; /* clat percentiles */
 };
 
-/* The fio command line for p, as a NULL-terminated argv in static storage. */
-const char *const *fio_job_argv(const struct point_params *p);
+/* The fio command line for p, as a NULL-terminated argv in static storage.
+ * mem is fio's --mem (buffer allocation: "malloc", "shmhuge", ...), NULL for fio's default. */
+const char *const *fio_job_argv(const struct point_params *p, const char *mem);
 
 /* Parses fio's --output-format=json text (leading non-JSON lines are skipped).
  * 0, or -1 with a reason in err. */
 int fio_parse_json(const char *text, struct fio_result *out, char *err, size_t errlen);
 
 /* Runs fio for p and parses it. 0, or -1 with a reason in err. */
-int fio_job_run(const struct point_params *p, struct fio_result *out, char *err, size_t errlen);
+int fio_job_run(const struct point_params *p, const char *mem, struct fio_result *out, char *err,
+                size_t errlen);
+
+/* Huge pages fio needs for p with --mem=shmhuge/mmaphuge: one buffer of
+ * iodepth x chunk per thread, rounded up to whole 2 MiB pages. */
+uint64_t fio_huge_pages_needed(const struct point_params *p);
 
 #endif

@@ -27,6 +27,21 @@ static uint64_t list_max(const struct u64_list *l)
     return m;
 }
 
+/* Free reserved huge pages (HugePages_Free in /proc/meminfo), 0 if unknown. */
+static uint64_t huge_pages_free(void)
+{
+    uint64_t n = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %llu", (unsigned long long *)&n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
 int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_action *action,
                 char *err, size_t errlen)
 {
@@ -127,6 +142,27 @@ int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_acti
         snprintf(err, errlen, "--compare-fio needs fio, which is not installed (apt-get install fio)");
         return -1;
     }
+    if (c->compare_fio && c->fio_mem && strstr(c->fio_mem, "huge")) {
+        uint64_t need = 0;
+        for (size_t t = 0; t < c->threads.n; t++)
+            for (size_t k = 0; k < c->chunks.n; k++) {
+                struct point_params pp = {.threads = (unsigned)c->threads.v[t],
+                                          .chunk = c->chunks.v[k],
+                                          .iodepth = (c->engine->flags & IOENGINE_SYNC) ? 1 : c->iodepth};
+                uint64_t n = fio_huge_pages_needed(&pp);
+                if (n > need)
+                    need = n;
+            }
+        uint64_t free_pages = huge_pages_free();
+        if (free_pages < need) {
+            snprintf(err, errlen,
+                     "--fio-mem %s needs %llu free 2 MiB huge pages, %llu are free (as root: echo %llu "
+                     "> /proc/sys/vm/nr_hugepages)",
+                     c->fio_mem, (unsigned long long)need, (unsigned long long)free_pages,
+                     (unsigned long long)need);
+            return -1;
+        }
+    }
     if (c->plot && !program_available("gnuplot")) {
         snprintf(err, errlen, "--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox)");
         return -1;
@@ -216,7 +252,7 @@ int sweep_run(const struct sweep_config *c, cJSON *parameters)
             pt.params.iodepth = pt.result.iodepth;
             if (c->compare_fio) {
                 progress_update(&prog, done, "fio: same job");
-                if (fio_job_run(&pt.params, &pt.fio, err, sizeof err) != 0) {
+                if (fio_job_run(&pt.params, c->fio_mem, &pt.fio, err, sizeof err) != 0) {
                     if (interrupted())
                         break;
                     fb_error("%s", err);

@@ -28,6 +28,7 @@ struct sweep_config {
     bool plot;
     uint64_t seed;                /* 0: a fresh seed per point, as fio's randrepeat=0 */
     bool huge_pages;              /* read buffers on transparent huge pages */
+    const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */
 };
 
 struct sweep_point {

@@ -194,9 +194,12 @@ char *sweep_to_markdown(const struct sweep *s)
     text_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
     text_add(&t, "- file: %s on %s (%s %s)\n", s->cfg->path, prov_str(d, "device"),
              prov_str(d, "file_system"), prov_str(d, "model"));
-    text_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n\n",
+    text_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
+    text_add(&t, "- read buffers: %s%s%s\n\n",
+             s->n_points && s->points[0].result.huge_pages ? "transparent huge pages" : "4 KiB pages",
+             fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");
     text_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
     if (fio)
         text_add(&t, " fio GiB/s | ours / fio |");

@@ -12,7 +12,7 @@ set title plot_title noenhanced
 set xlabel 'chunk size'
 set ylabel 'throughput (GiB/s)'
 set logscale x 2
-set format x '%.0b%B'
+set format x '%.0b %BB'
 set grid
 set key top left
 set yrange [0:*]
@@ -24,10 +24,10 @@ pick(t, v) = (column('threads') == t ? v : NaN)
 # by threads, then chunk); fio's points sit on the same colours as crosses.
 if (has_fio) {
     plot for [i=1:words(threads)] csv using (pick(word(threads,i)+0, column('chunk_bytes'))):(column('bw_bytes')/2**30) \
-             with linespoints lw 2 pt 7 lc i title sprintf('%s threads', word(threads,i)), \
+             with linespoints lw 2 pt 7 lc i title sprintf('%s thread%s', word(threads,i), word(threads,i) eq '1' ? '' : 's'), \
          for [i=1:words(threads)] csv using (pick(word(threads,i)+0, column('chunk_bytes'))):(column('fio_bw_bytes')/2**30) \
-             with points pt 2 ps 1.5 lc i title sprintf('fio, %s threads', word(threads,i))
+             with points pt 2 ps 1.5 lc i title sprintf('fio, %s thread%s', word(threads,i), word(threads,i) eq '1' ? '' : 's')
 } else {
     plot for [i=1:words(threads)] csv using (pick(word(threads,i)+0, column('chunk_bytes'))):(column('bw_bytes')/2**30) \
-             with linespoints lw 2 pt 7 lc i title sprintf('%s threads', word(threads,i))
+             with linespoints lw 2 pt 7 lc i title sprintf('%s thread%s', word(threads,i), word(threads,i) eq '1' ? '' : 's')
 }

@@ -24,6 +24,8 @@ expect_error "missing directory" "does not exist" "${base[@]/$DATA/$WORK/no/such
 expect_error "not enough space" "not enough free space" "${base[@]}" --size 900t
 expect_error "out is a file" "cannot" "${base[@]/$OUT//etc/hostname/x}"
 
+expect_error "fio huge pages not reserved" "huge pages" "${base[@]}" --size 1g --chunks 1g --threads 1024 --compare-fio --fio-mem shmhuge
+
 # A file system that refuses O_DIRECT (tmpfs): refused before any read.
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     SHM=$(mktemp -d /dev/shm/flashbed-test-XXXXXX)

@@ -81,7 +81,7 @@ static void test_job_matches_point(void)
         .runtime_s = 2,
         .ramp_s = 0.5,
     };
-    const char *const *argv = fio_job_argv(&p);
+    const char *const *argv = fio_job_argv(&p, NULL);
     CHECK_STR(argv[0], "fio");
     CHECK(has_arg(argv, "--filename=/data/f.bin"));
     CHECK(has_arg(argv, "--size=1073741824"));
@@ -99,6 +99,12 @@ static void test_job_matches_point(void)
     CHECK(has_arg(argv, "--ramp_time=500ms"));
     CHECK(has_arg(argv, "--group_reporting"));
     CHECK(has_arg(argv, "--output-format=json"));
+    CHECK(!has_arg(argv, "--mem=shmhuge"));
+    argv = fio_job_argv(&p, "shmhuge");
+    CHECK(has_arg(argv, "--mem=shmhuge"));
+    CHECK_U64(fio_huge_pages_needed(&p), 16); /* 16 threads x one 32k buffer each */
+    p.chunk = 3u << 20;
+    CHECK_U64(fio_huge_pages_needed(&p), 32);
 }
 
 int main(void)
