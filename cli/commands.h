@@ -4,5 +4,7 @@
 #define FLASHBED_CLI_COMMANDS_H
 
 int cmd_sweep(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
 
 #endif

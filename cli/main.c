@@ -14,6 +14,10 @@ struct command {
 static const struct command commands[] = {
     {"sweep", "random-read throughput over chunk size x threads (Fig. 2b), optionally beside fio",
      cmd_sweep},
+    {"calibrate", "measure this machine (flash, DRAM copies, compute) into a hardware profile",
+     cmd_calibrate},
+    {"predict", "per-token I/O, memory and compute latency from the cost model; the paper's tables",
+     cmd_predict},
 };
 
 static void usage(FILE *f)

@@ -40,7 +40,9 @@ static double objective(const struct fit_problem *fpb, const double *x)
 {
     struct flash_params fp;
     unpack(fpb, x, &fp);
-    if (fp.p < 0.5 || fp.p > 40)
+    /* A single stream faster than 10 TB/s means "not a limit": stop there
+     * rather than wander to infinity. */
+    if (fp.p < 0.5 || fp.p > 40 || fp.b1 > 1e13)
         return 1e30;
     double sse = 0;
     for (size_t i = 0; i < fpb->n; i++) {

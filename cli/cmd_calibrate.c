@@ -1,0 +1,233 @@
+/* flashbed calibrate: measure this machine and write a hardware profile. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "common/atomic_file.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/machine.h"
+#include "common/options.h"
+#include "common/provenance.h"
+#include "harness/calibrate.h"
+#include "harness/sweep.h"
+#include "sim/hw_profile.h"
+
+struct calibrate_opts {
+    char *file, *sweep, *name, *out;
+    uint64_t size, threads;
+    bool quick;
+};
+
+#define O(f) offsetof(struct calibrate_opts, f)
+static const struct opt_def calibrate_options[] = {
+    {"file", OPT_STRING, O(file), "results/calibrate.bin", "PATH", "file on the flash device to sweep"},
+    {"size", OPT_SIZE, O(size), "1G", "BYTES", "bytes of the file the reads spread over"},
+    {"sweep", OPT_STRING, O(sweep), NULL, "SWEEP.json", "take the flash points from this sweep instead of measuring"},
+    {"quick", OPT_FLAG, O(quick), NULL, NULL, "a short grid and short timings (about a minute)"},
+    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads for the matrix-vector timing [default: all cores]"},
+    {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
+    {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command calibrate_command = {
+    .name = "calibrate",
+    .usage = "[--quick] [--file PATH | --sweep SWEEP.json] [--out configs/hw/NAME.json]",
+    .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
+               "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
+               "speed of a plain matrix-vector product in f32 and f16 (the engine's own kernels are not\n"
+               "timed yet; the profile says so). Writes a hardware profile JSON.",
+    .opts = calibrate_options,
+    .max_positional = 0,
+};
+
+static cJSON *read_json(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    cJSON *o = NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+        buf[n] = '\0';
+        o = cJSON_Parse(buf);
+    }
+    free(buf);
+    fclose(f);
+    return o;
+}
+
+/* Flash points from a sweep.json; 0 or -1 with an error printed. */
+static int points_from_sweep(const char *path, struct hw_profile *hw)
+{
+    cJSON *s = read_json(path);
+    if (!s) {
+        fb_error("cannot read sweep results %s (missing or not JSON)", path);
+        return -1;
+    }
+    const cJSON *pt;
+    size_t n = 0;
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
+    {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"),
+                    *t = cJSON_GetObjectItemCaseSensitive(pt, "threads"),
+                    *b = cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes");
+        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b) || b->valuedouble <= 0) {
+            fb_error("%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+            cJSON_Delete(s);
+            return -1;
+        }
+        if (n < HW_MAX_POINTS)
+            hw->points[n++] = (struct flash_point){c->valuedouble, t->valuedouble, b->valuedouble};
+    }
+    const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
+    snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
+             cJSON_IsTrue(direct) ? "direct I/O" : "page cache used: not honest flash numbers");
+    cJSON_Delete(s);
+    if (n < 6) {
+        fb_error("%s has %zu points; the closed form needs at least 6 (chunk x threads)", path, n);
+        return -1;
+    }
+    hw->flash.grid = hw->points;
+    hw->flash.n_grid = n;
+    return 0;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+    struct calibrate_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = opts_parse(&calibrate_command, &o, argc, argv, NULL, NULL);
+    if (rc != 0) {
+        opts_free(&calibrate_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    rc = 1;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    struct machine_info mi;
+    machine_info_get(&mi);
+    char name[64], out[4096], stamp[32], work[4200];
+    snprintf(name, sizeof name, "%.63s", o.name ? o.name : mi.hostname);
+    if (o.out)
+        snprintf(out, sizeof out, "%s", o.out);
+    else
+        snprintf(out, sizeof out, "results/hw-%s.json", name);
+    char out_dir[4096];
+    dir_of(out, out_dir, sizeof out_dir);
+    if (!hw || (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)) {
+        fb_error("cannot create %s: %s", out_dir, strerror(errno));
+        goto out;
+    }
+    provenance_stamp(stamp, sizeof stamp);
+    snprintf(hw->name, sizeof hw->name, "%s", name);
+    snprintf(hw->backend, sizeof hw->backend, "cpu");
+    hw->io_threads = 32;
+
+    /* Flash. */
+    if (o.sweep) {
+        if (points_from_sweep(o.sweep, hw) != 0)
+            goto out;
+    } else {
+        struct sweep_config c = {
+            .path = o.file, .size = o.size, .iodepth = 1, .direct = true, .huge_pages = true,
+            .engine = ioengine_find("psync"), .runtime_s = o.quick ? 0.5 : 1.0,
+            .ramp_s = o.quick ? 0.1 : 0.25,
+        };
+        char err[256];
+        if (parse_size_list(o.quick ? "4k,16k,64k,256k,1m" : "4k,8k,16k,32k,64k,128k,256k,512k,1m",
+                            &c.chunks, err, sizeof err) != 0 ||
+            parse_uint_list(o.quick ? "1,4,16,32" : "1,2,4,8,16,32,64", &c.threads, err, sizeof err) != 0)
+            goto out;
+        snprintf(work, sizeof work, "results/calibrate-%s", stamp);
+        c.out_dir = work;
+        cJSON *params = opts_to_json(&calibrate_command, &o);
+        int src = sweep_run(&c, params);
+        u64_list_free(&c.chunks);
+        u64_list_free(&c.threads);
+        if (src != 0)
+            goto out;
+        char sweep_json[4300];
+        snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
+        if (points_from_sweep(sweep_json, hw) != 0)
+            goto out;
+        /* Large reads stand in for the sequential rate the naive baseline uses. */
+        struct point_params seq = {.engine = c.engine, .path = o.file, .file_size = o.size,
+                                   .chunk = 4u << 20, .threads = 4, .iodepth = 1, .direct = true,
+                                   .huge_pages = true, .runtime_s = o.quick ? 0.5 : 1.0, .ramp_s = 0.1, .seed = 7};
+        struct point_result r;
+        if (bench_point_run(&seq, &r, err, sizeof err) == 0)
+            hw->flash.sequential_bw = r.bw_bytes;
+    }
+    if (hw->flash.sequential_bw <= 0)
+        for (size_t i = 0; i < hw->flash.n_grid; i++)
+            hw->flash.sequential_bw = fmax(hw->flash.sequential_bw, hw->points[i].bw);
+    double rms = flash_fit(hw->points, hw->flash.n_grid, FIT_ALL, &hw->flash.fit);
+    double mape_all = flash_mape(&hw->flash.fit, hw->points, hw->flash.n_grid);
+    double mape_held = flash_heldout_mape(hw->points, hw->flash.n_grid);
+    fb_info("flash fit: L0 %.1f us, b1 %.2f GB/s, B_max %.2f GB/s, IOPS_max %.0f, p %.2f; MAPE %.1f%% "
+            "on all points, %.1f%% on held-out points",
+            hw->flash.fit.L0_s * 1e6, hw->flash.fit.b1 / 1e9, hw->flash.fit.B_max / 1e9,
+            hw->flash.fit.IOPS_max, hw->flash.fit.p, mape_all, mape_held);
+
+    /* DRAM row copies. */
+    const size_t rows[] = {4096, 16384, 65536, 262144, 1048576};
+    double per_row_ns = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double ns;
+        hw->copy_row_bytes[i] = (double)rows[i];
+        hw->copy_bw[i] = measure_row_copy(rows[i], o.quick ? 0.1 : 0.3, &ns);
+        if (i == 0)
+            per_row_ns = ns;
+        hw->n_copy++;
+    }
+    hw->per_row_ns = 0;
+    snprintf(hw->mem_source, sizeof hw->mem_source,
+             "measured: memcpy of rows between random slots of a 512 MiB buffer (a 4 KiB row took %.0f ns)",
+             per_row_ns);
+
+    /* Compute: a plain matrix-vector product, f32 and f16 weights. */
+    unsigned threads = o.threads ? (unsigned)o.threads : (unsigned)mi.logical_cpus;
+    const char *dtypes[] = {"f32", "f16"};
+    for (int h = 0; h < 2; h++) {
+        struct compute_rate *cr = &hw->compute[hw->n_compute++];
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
+        cr->bw = measure_matvec(8192, 4096, h, threads, o.quick ? 0.3 : 1.0, &cr->flops);
+        snprintf(cr->source, sizeof cr->source,
+                 "measured: plain C matrix-vector product, 8192 x 4096 %s weights, %u threads", dtypes[h], threads);
+    }
+    snprintf(hw->compute_note, sizeof hw->compute_note,
+             "not the engine's kernels (the inference engine does not exist yet): a plain C loop, "
+             "so a lower bound on what tuned kernels reach");
+
+    cJSON *j = hw_profile_to_json(hw);
+    cJSON *prov = provenance_new();
+    if (!o.sweep)
+        provenance_add_disk(prov, o.file);
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&calibrate_command, &o));
+    cJSON_AddItemToObject(j, "provenance", prov);
+    cJSON *flash = cJSON_GetObjectItemCaseSensitive(j, "flash");
+    cJSON *fit = cJSON_GetObjectItemCaseSensitive(flash, "fit");
+    cJSON_AddNumberToObject(fit, "rms_log_error", rms);
+    cJSON_AddNumberToObject(fit, "mape_pct_all_points", mape_all);
+    cJSON_AddNumberToObject(fit, "mape_pct_heldout", mape_held);
+    cJSON_AddBoolToObject(flash, "page_cache_bypassed", true);
+    if (write_json_file(out, j) == 0) {
+        fb_info("profile written to %s", out);
+        rc = 0;
+    }
+    cJSON_Delete(j);
+out:
+    free(hw);
+    opts_free(&calibrate_command, &o);
+    return rc;
+}

@@ -1,0 +1,258 @@
+#include "sim/cost_model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/parse.h"
+
+int dtype_bytes(const char *dtype)
+{
+    if (strcmp(dtype, "f32") == 0)
+        return 4;
+    if (strcmp(dtype, "f16") == 0 || strcmp(dtype, "bf16") == 0)
+        return 2;
+    return 0;
+}
+
+const char *policy_name(enum cost_policy p)
+{
+    static const char *names[] = {"naive", "hybrid", "predictor", "window"};
+    return names[p];
+}
+
+int parse_policy(const char *text, enum cost_policy *p, unsigned *k)
+{
+    *k = 0;
+    if (strcmp(text, "naive") == 0)
+        *p = POLICY_NAIVE;
+    else if (strcmp(text, "hybrid") == 0)
+        *p = POLICY_HYBRID;
+    else if (strcmp(text, "predictor") == 0)
+        *p = POLICY_PREDICTOR;
+    else if (strncmp(text, "window:", 7) == 0) {
+        uint64_t v;
+        char err[64];
+        if (parse_uint(text + 7, &v, err, sizeof err) != 0 || v < 1 || v > 1024)
+            return -1;
+        *p = POLICY_WINDOW;
+        *k = (unsigned)v;
+    } else
+        return -1;
+    return 0;
+}
+
+int parse_layout(const char *text, enum cost_layout *l)
+{
+    if (strcmp(text, "split") == 0)
+        *l = LAYOUT_SPLIT;
+    else if (strcmp(text, "bundled") == 0)
+        *l = LAYOUT_BUNDLED;
+    else
+        return -1;
+    return 0;
+}
+
+void volumes_from_fractions(const struct model_shape *s, enum cost_policy p, double loaded,
+                            double resident, struct token_volumes *v)
+{
+    double neurons = (double)s->d_ff * s->n_layers;
+    memset(v, 0, sizeof *v);
+    v->neurons_loaded = loaded * neurons;
+    v->rows_inserted = v->neurons_loaded;
+    /* The predictor alone keeps nothing: each token overwrites the last
+     * token's rows, so nothing is deleted. The window evicts as many rows as
+     * it admits once it is full (the steady state). */
+    v->rows_deleted = p == POLICY_WINDOW ? v->neurons_loaded : 0;
+    v->cache_rows = p == POLICY_WINDOW ? resident * neurons : v->neurons_loaded;
+}
+
+/* Parameter counts of the parts the cost model tells apart. */
+struct parts {
+    struct param_counts pc;
+    double out_proj;   /* vocab x d_model read once per token to produce logits */
+    double kv_per_ctx; /* KV-cache values per token of context, all layers */
+    double ffn_bias;   /* biases of the FFN, all layers (resident with the rows) */
+};
+
+static void model_parts(const struct model_shape *s, struct parts *p)
+{
+    model_shape_params(s, &p->pc);
+    p->out_proj = (double)s->vocab_size * s->d_model;
+    double head_dim = (double)s->d_model / s->n_heads;
+    p->kv_per_ctx = 2.0 * s->n_layers * s->n_kv_heads * head_dim;
+    p->ffn_bias = s->biases ? (double)s->n_layers * s->d_ff : 0;
+}
+
+/* Bytes of weights and KV touched per token by dense decode. */
+static double dense_compute_bytes(const struct model_shape *s, int bytes, double context)
+{
+    struct parts p;
+    model_parts(s, &p);
+    return bytes * ((double)p.pc.attention + (double)p.pc.ffn + (double)p.pc.norms + p.out_proj +
+                    p.kv_per_ctx * context);
+}
+
+static double row_bytes(const struct model_shape *s, int bytes)
+{
+    return (double)model_shape_neuron_weights(s) * bytes;
+}
+
+static int load_rule_shape(const struct derive_rule *r, struct model_shape *s, int *bytes,
+                           const char *what, char *err, size_t errlen)
+{
+    if (model_shape_load(r->model, s, err, errlen) != 0)
+        return -1;
+    *bytes = dtype_bytes(r->dtype[0] ? r->dtype : "f16");
+    if (!*bytes) {
+        snprintf(err, errlen, "%s derive_from: unknown dtype '%s'", what, r->dtype);
+        return -1;
+    }
+    return 0;
+}
+
+/* Context of the paper's runs: a 128-token prompt, then 256 generated. */
+#define PAPER_CONTEXT 256.0
+
+int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
+{
+    struct model_shape s;
+    int bytes;
+    for (size_t i = 0; i < hw->n_compute; i++) {
+        struct compute_rate *c = &hw->compute[i];
+        if (c->derive.ms <= 0)
+            continue;
+        if (load_rule_shape(&c->derive, &s, &bytes, "compute", err, errlen) != 0)
+            return -1;
+        c->bw = dense_compute_bytes(&s, bytes, PAPER_CONTEXT) / (c->derive.ms * 1e-3);
+    }
+    if (hw->mem_derive.ms > 0) {
+        if (load_rule_shape(&hw->mem_derive, &s, &bytes, "dram", err, errlen) != 0)
+            return -1;
+        struct token_volumes v;
+        volumes_from_fractions(&s, POLICY_WINDOW, hw->mem_derive.fraction, 0, &v);
+        double rb = row_bytes(&s, bytes);
+        double moved = (v.rows_inserted + v.rows_deleted) * rb;
+        hw->copy_row_bytes[0] = rb;
+        hw->copy_bw[0] = moved / (hw->mem_derive.ms * 1e-3);
+        hw->n_copy = 1;
+        hw->per_row_ns = 0;
+    }
+    if (hw->flash_derive.ms > 0 && hw->flash.n_grid < HW_MAX_POINTS) {
+        if (load_rule_shape(&hw->flash_derive, &s, &bytes, "flash", err, errlen) != 0)
+            return -1;
+        double rb = row_bytes(&s, bytes);
+        double moved = hw->flash_derive.fraction * s.d_ff * s.n_layers * rb;
+        struct flash_point pt = {rb, hw->io_threads, moved / (hw->flash_derive.ms * 1e-3)};
+        hw->points[hw->flash.n_grid++] = pt;
+        /* One point: only the read-rate ceiling can move. */
+        if (flash_fit(hw->points + hw->flash.n_grid - 1, 1, FIT_IOPS, &hw->flash.fit) < 0) {
+            snprintf(err, errlen, "%s: cannot fit the derived flash point", hw->path);
+            return -1;
+        }
+        hw->flash_derive.ms = 0; /* resolved once */
+    }
+    return 0;
+}
+
+int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    const struct model_shape *s = c->shape;
+    int bytes = dtype_bytes(c->dtype);
+    if (!bytes) {
+        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
+        return -1;
+    }
+    struct compute_rate *rate = hw_compute(c->hw, c->dtype);
+    if (!rate || rate->bw <= 0) {
+        snprintf(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
+        return -1;
+    }
+    struct parts p;
+    model_parts(s, &p);
+    double B = bytes;
+    o->model_bytes = B * (double)p.pc.total;
+    double rb = row_bytes(s, bytes);
+    const struct token_volumes *v = &c->vol;
+
+    /* I/O. */
+    if (c->policy == POLICY_NAIVE || c->policy == POLICY_HYBRID) {
+        int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : bytes;
+        double all = (double)bb * (double)p.pc.total;
+        o->bytes_per_token = c->policy == POLICY_NAIVE ? all : all * (1 - c->dram_share);
+        o->throughput = c->hw->flash.sequential_bw;
+        if (o->throughput <= 0) {
+            snprintf(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
+            return -1;
+        }
+        o->chunk_bytes = 0; /* sequential */
+        o->reads_per_token = 0;
+    } else {
+        int pieces = s->ffn_kind == FFN_GLU ? 3 : 2;
+        o->chunk_bytes = c->layout == LAYOUT_BUNDLED ? rb : rb / pieces;
+        o->bytes_per_token = v->read_bytes > 0 ? v->read_bytes : v->neurons_loaded * rb;
+        o->reads_per_token = v->reads > 0 ? v->reads
+                             : v->neurons_loaded * (c->layout == LAYOUT_BUNDLED ? 1 : pieces);
+        /* With coalesced reads the mean read is larger than one bundle. */
+        double chunk = o->reads_per_token > 0 ? o->bytes_per_token / o->reads_per_token : o->chunk_bytes;
+        if (chunk > 0)
+            o->chunk_bytes = chunk;
+        o->throughput = flash_throughput(&c->hw->flash, o->chunk_bytes, c->io_threads,
+                                         &o->throughput_interpolated);
+    }
+    o->io_ms = o->throughput > 0 ? 1e3 * o->bytes_per_token / o->throughput : 0;
+
+    /* Memory management. */
+    if (c->policy == POLICY_PREDICTOR || c->policy == POLICY_WINDOW) {
+        o->rows_inserted = v->rows_inserted;
+        o->rows_deleted = v->rows_deleted;
+        o->cache_rows = v->cache_rows;
+        double moved = (v->rows_inserted + v->rows_deleted) * rb;
+        double bw = hw_copy_bw(c->hw, rb);
+        o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) +
+                    1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;
+    }
+
+    /* Compute: bandwidth-bound unless the FLOPs take longer. */
+    double attn_b = B * (double)p.pc.attention + B * p.kv_per_ctx * c->context_tokens;
+    double other_b = B * ((double)p.pc.norms + p.out_proj);
+    double pred_params = 0, ffn_b;
+    if (c->policy == POLICY_NAIVE || c->policy == POLICY_HYBRID) {
+        ffn_b = B * (double)p.pc.ffn;
+    } else {
+        pred_params = c->predictor_fraction * (double)p.pc.total;
+        ffn_b = v->cache_rows * rb + B * p.ffn_bias;
+    }
+    double pred_b = B * pred_params;
+#define COMPUTE_MS(b) (1e3 * fmax((b) / rate->bw, rate->flops > 0 ? (b) / B * 2 / rate->flops : 0))
+    o->attention_ms = COMPUTE_MS(attn_b);
+    o->other_ms = COMPUTE_MS(other_b);
+    o->predictor_ms = COMPUTE_MS(pred_b);
+    o->ffn_ms = COMPUTE_MS(ffn_b);
+#undef COMPUTE_MS
+    o->compute_ms = o->attention_ms + o->other_ms + o->predictor_ms + o->ffn_ms;
+    o->serial_ms = o->io_ms + o->mem_ms + o->compute_ms;
+    o->overlapped_ms = fmax(o->io_ms, o->compute_ms) + o->mem_ms;
+
+    /* DRAM held, by part. */
+    o->dram_embeddings = B * ((double)p.pc.embeddings + (double)p.pc.lm_head);
+    o->dram_attention = B * ((double)p.pc.attention + (double)p.pc.norms);
+    o->dram_predictor = pred_b;
+    switch (c->policy) {
+    case POLICY_NAIVE:
+        o->dram_embeddings = o->dram_attention = 0;
+        o->dram_ffn = 0;
+        break;
+    case POLICY_HYBRID:
+        /* Half the model resident: what is not embeddings or attention is FFN. */
+        o->dram_ffn = fmax(0, c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
+        break;
+    default:
+        o->dram_ffn = v->cache_rows * rb + B * p.ffn_bias;
+        break;
+    }
+    o->dram_total = o->dram_embeddings + o->dram_attention + o->dram_predictor + o->dram_ffn;
+    return 0;
+}

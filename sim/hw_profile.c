@@ -1,0 +1,279 @@
+#include "sim/hw_profile.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/model_shape.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long n = ftell(f);
+        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
+            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf[n] = '\0';
+            }
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+static double num(const cJSON *o, const char *key, double def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : def;
+}
+
+static void str(const cJSON *o, const char *key, char *out, size_t len)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsString(v))
+        snprintf(out, len, "%s", v->valuestring);
+}
+
+static int read_derive(const cJSON *o, struct derive_rule *d, const char *path, const char *what,
+                       char *err, size_t errlen)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "derive_from");
+    if (!r)
+        return 0;
+    memset(d, 0, sizeof *d);
+    str(r, "model", d->model, sizeof d->model);
+    str(r, "policy", d->policy, sizeof d->policy);
+    str(r, "dtype", d->dtype, sizeof d->dtype);
+    d->ms = num(r, "ms", 0);
+    d->fraction = num(r, "fraction", 0);
+    d->chunk = num(r, "chunk_bytes", 0);
+    if (!d->model[0] || d->ms <= 0) {
+        snprintf(err, errlen, "%s: %s.derive_from needs \"model\" and a positive \"ms\"", path, what);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *fit_names[] = {"L0_s", "b1", "B_max", "IOPS_max", "p"};
+
+static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, char *err,
+                      size_t errlen)
+{
+    if (!cJSON_IsObject(f)) {
+        snprintf(err, errlen, "%s: missing \"flash\" object", path);
+        return -1;
+    }
+    str(f, "source", hw->flash_source, sizeof hw->flash_source);
+    hw->flash.sequential_bw = num(f, "sequential_bw", 0);
+    const cJSON *pts = cJSON_GetObjectItemCaseSensitive(f, "points");
+    size_t n = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, pts)
+    {
+        if (n == HW_MAX_POINTS)
+            break;
+        double c = num(p, "chunk_bytes", 0), t = num(p, "threads", 0), bw = num(p, "bw_bytes", 0);
+        if (c <= 0 || t <= 0 || bw <= 0) {
+            snprintf(err, errlen, "%s: flash.points[%zu] needs positive chunk_bytes, threads, bw_bytes",
+                     path, n);
+            return -1;
+        }
+        hw->points[n++] = (struct flash_point){c, t, bw};
+    }
+    hw->flash.grid = hw->points;
+    hw->flash.n_grid = n;
+    if (read_derive(f, &hw->flash_derive, path, "flash", err, errlen) != 0)
+        return -1;
+    /* The closed form: given, or fitted here over the parameters named "free". */
+    const cJSON *fit = cJSON_GetObjectItemCaseSensitive(f, "fit");
+    if (!cJSON_IsObject(fit)) {
+        snprintf(err, errlen, "%s: missing \"flash.fit\"", path);
+        return -1;
+    }
+    double v[5];
+    for (int i = 0; i < 5; i++)
+        v[i] = num(fit, fit_names[i], 0);
+    hw->flash.fit = (struct flash_params){v[0], v[1], v[2], v[3], v[4]};
+    unsigned free_mask = 0;
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(fit, "free");
+    const cJSON *name;
+    cJSON_ArrayForEach(name, fr)
+    {
+        for (int i = 0; i < 5; i++)
+            if (cJSON_IsString(name) && strcmp(name->valuestring, fit_names[i]) == 0)
+                free_mask |= 1u << i;
+    }
+    if (free_mask && !hw->flash_derive.ms) {
+        if (flash_fit(hw->points, n, free_mask, &hw->flash.fit) < 0) {
+            snprintf(err, errlen, "%s: flash.fit frees more parameters than there are points", path);
+            return -1;
+        }
+    }
+    const struct flash_params *fp = &hw->flash.fit;
+    if (!hw->flash_derive.ms && !(fp->L0_s > 0 && fp->b1 > 0 && fp->B_max > 0 && fp->IOPS_max > 0 && fp->p > 0)) {
+        snprintf(err, errlen, "%s: flash.fit needs positive L0_s, b1, B_max, IOPS_max, p", path);
+        return -1;
+    }
+    return 0;
+}
+
+int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
+{
+    memset(hw, 0, sizeof *hw);
+    size_t nlen = strlen(name);
+    if (strchr(name, '/') || (nlen > 5 && strcmp(name + nlen - 5, ".json") == 0))
+        snprintf(hw->path, sizeof hw->path, "%s", name);
+    else
+        snprintf(hw->path, sizeof hw->path, "%s/hw/%s.json", configs_dir(), name);
+    char *text = slurp(hw->path);
+    if (!text) {
+        snprintf(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    int rc = -1;
+    const char *path = hw->path;
+    if (!cJSON_IsObject(o)) {
+        snprintf(err, errlen, "%s: not a JSON object", path);
+        goto out;
+    }
+    str(o, "name", hw->name, sizeof hw->name);
+    str(o, "backend", hw->backend, sizeof hw->backend);
+    hw->io_threads = (unsigned)num(o, "io_threads", 32);
+    if (!hw->name[0] || !hw->backend[0]) {
+        snprintf(err, errlen, "%s: needs \"name\" and \"backend\"", path);
+        goto out;
+    }
+    if (read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) != 0)
+        goto out;
+    const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
+    if (!cJSON_IsObject(dram)) {
+        snprintf(err, errlen, "%s: missing \"dram\" object", path);
+        goto out;
+    }
+    str(dram, "source", hw->mem_source, sizeof hw->mem_source);
+    hw->per_row_ns = num(dram, "per_row_ns", 0);
+    const cJSON *cp;
+    cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(dram, "copy"))
+    {
+        if (hw->n_copy == HW_MAX_COPY)
+            break;
+        double rb = num(cp, "row_bytes", 0), bw = num(cp, "bw_bytes", 0);
+        if (rb <= 0 || bw <= 0) {
+            snprintf(err, errlen, "%s: dram.copy[%zu] needs positive row_bytes and bw_bytes", path,
+                     hw->n_copy);
+            goto out;
+        }
+        hw->copy_row_bytes[hw->n_copy] = rb;
+        hw->copy_bw[hw->n_copy++] = bw;
+    }
+    if (read_derive(dram, &hw->mem_derive, path, "dram", err, errlen) != 0)
+        goto out;
+    if (!hw->n_copy && !hw->mem_derive.ms) {
+        snprintf(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
+        goto out;
+    }
+    const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "compute");
+    str(comp, "note", hw->compute_note, sizeof hw->compute_note);
+    const cJSON *d;
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(comp, "dtypes"))
+    {
+        if (hw->n_compute == HW_MAX_DTYPES)
+            break;
+        struct compute_rate *c = &hw->compute[hw->n_compute];
+        snprintf(c->dtype, sizeof c->dtype, "%s", d->string ? d->string : "");
+        c->bw = num(d, "bw_bytes", 0);
+        c->flops = num(d, "flops", 0);
+        str(d, "source", c->source, sizeof c->source);
+        if (read_derive(d, &c->derive, path, "compute", err, errlen) != 0)
+            goto out;
+        if (c->bw <= 0 && c->derive.ms <= 0) {
+            snprintf(err, errlen, "%s: compute.dtypes.%s needs bw_bytes or derive_from", path, c->dtype);
+            goto out;
+        }
+        hw->n_compute++;
+    }
+    if (!hw->n_compute) {
+        snprintf(err, errlen, "%s: compute.dtypes is empty", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(o);
+    return rc;
+}
+
+double hw_copy_bw(const struct hw_profile *hw, double row_bytes)
+{
+    if (!hw->n_copy)
+        return 0;
+    if (row_bytes <= hw->copy_row_bytes[0])
+        return hw->copy_bw[0];
+    for (size_t i = 1; i < hw->n_copy; i++)
+        if (row_bytes <= hw->copy_row_bytes[i]) {
+            double a = hw->copy_row_bytes[i - 1], b = hw->copy_row_bytes[i];
+            double u = (log(row_bytes) - log(a)) / (log(b) - log(a));
+            return hw->copy_bw[i - 1] + u * (hw->copy_bw[i] - hw->copy_bw[i - 1]);
+        }
+    return hw->copy_bw[hw->n_copy - 1];
+}
+
+struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype)
+{
+    for (size_t i = 0; i < hw->n_compute; i++)
+        if (strcmp(hw->compute[i].dtype, dtype) == 0)
+            return &hw->compute[i];
+    return NULL;
+}
+
+cJSON *hw_profile_to_json(const struct hw_profile *hw)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", hw->name);
+    cJSON_AddStringToObject(o, "backend", hw->backend);
+    cJSON_AddNumberToObject(o, "io_threads", hw->io_threads);
+    cJSON *f = cJSON_AddObjectToObject(o, "flash");
+    cJSON_AddStringToObject(f, "source", hw->flash_source);
+    cJSON_AddNumberToObject(f, "sequential_bw", hw->flash.sequential_bw);
+    cJSON *pts = cJSON_AddArrayToObject(f, "points");
+    for (size_t i = 0; i < hw->flash.n_grid; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "chunk_bytes", hw->points[i].chunk);
+        cJSON_AddNumberToObject(p, "threads", hw->points[i].threads);
+        cJSON_AddNumberToObject(p, "bw_bytes", hw->points[i].bw);
+        cJSON_AddItemToArray(pts, p);
+    }
+    cJSON *fit = cJSON_AddObjectToObject(f, "fit");
+    double v[5] = {hw->flash.fit.L0_s, hw->flash.fit.b1, hw->flash.fit.B_max,
+                   hw->flash.fit.IOPS_max, hw->flash.fit.p};
+    for (int i = 0; i < 5; i++)
+        cJSON_AddNumberToObject(fit, fit_names[i], v[i]);
+    cJSON *d = cJSON_AddObjectToObject(o, "dram");
+    cJSON_AddStringToObject(d, "source", hw->mem_source);
+    cJSON_AddNumberToObject(d, "per_row_ns", hw->per_row_ns);
+    cJSON *copy = cJSON_AddArrayToObject(d, "copy");
+    for (size_t i = 0; i < hw->n_copy; i++) {
+        cJSON *p = cJSON_CreateObject();
+        cJSON_AddNumberToObject(p, "row_bytes", hw->copy_row_bytes[i]);
+        cJSON_AddNumberToObject(p, "bw_bytes", hw->copy_bw[i]);
+        cJSON_AddItemToArray(copy, p);
+    }
+    cJSON *c = cJSON_AddObjectToObject(o, "compute");
+    cJSON_AddStringToObject(c, "note", hw->compute_note);
+    cJSON *dt = cJSON_AddObjectToObject(c, "dtypes");
+    for (size_t i = 0; i < hw->n_compute; i++) {
+        cJSON *r = cJSON_AddObjectToObject(dt, hw->compute[i].dtype);
+        cJSON_AddNumberToObject(r, "bw_bytes", hw->compute[i].bw);
+        cJSON_AddNumberToObject(r, "flops", hw->compute[i].flops);
+        cJSON_AddStringToObject(r, "source", hw->compute[i].source);
+    }
+    return o;
+}

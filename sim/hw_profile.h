@@ -1,0 +1,72 @@
+/* Hardware profiles (configs/hw/<name>.json): what one machine does, as the
+ * cost model needs it. Flash read throughput (measured points over chunk x
+ * threads, sequential bandwidth, the fitted closed form), DRAM row-copy
+ * bandwidth, and per dtype the effective speed of decode kernels.
+ *
+ * A profile measured by `flashbed calibrate` holds numbers. A profile
+ * written from the paper may instead say how to derive a number from one of
+ * the paper's rows ("derive_from"): the cost model turns those into rates
+ * once it knows the model shape (cost_model.c), so every rate names the
+ * table row it came from. */
+#ifndef FLASHBED_SIM_HW_PROFILE_H
+#define FLASHBED_SIM_HW_PROFILE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim/flash_model.h"
+
+enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6 };
+
+/* A rate fixed by one of the paper's rows: the row's time for the work the
+ * cost model computes for `model` under `policy` at `dtype`. */
+struct derive_rule {
+    char model[64];
+    char policy[32];   /* "naive" (dense compute), "window" (memory management), ... */
+    char dtype[8];
+    double ms;
+    double fraction;   /* FFN fraction the row moved (mem, sparse flash); 0 if unused */
+    double chunk;      /* for flash: bytes per read */
+};
+
+struct compute_rate {
+    char dtype[8];        /* "f32", "f16", "bf16" */
+    double bw;            /* effective bytes/s of weights + KV touched at decode; 0 until derived */
+    double flops;         /* FLOP/s ceiling, 0 when unknown */
+    struct derive_rule derive; /* derive.ms > 0: bw comes from a paper row */
+    char source[200];
+};
+
+struct hw_profile {
+    char name[64];
+    char path[4096];
+    char backend[16];          /* "cpu", "metal", "cuda" */
+    unsigned io_threads;       /* reader threads the profile's flash numbers assume */
+    struct flash_model flash;
+    struct flash_point points[HW_MAX_POINTS];
+    struct derive_rule flash_derive; /* sparse point from a paper row, ms > 0 when used */
+    char flash_source[300];
+    double copy_row_bytes[HW_MAX_COPY], copy_bw[HW_MAX_COPY];
+    size_t n_copy;
+    double per_row_ns;         /* fixed cost per inserted or deleted row */
+    struct derive_rule mem_derive;
+    char mem_source[300];
+    struct compute_rate compute[HW_MAX_DTYPES];
+    size_t n_compute;
+    char compute_note[300];
+};
+
+/* name: "m1max-cpu" (configs/hw/) or a path. 0, or -1 with err naming the file. */
+int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen);
+
+/* DRAM copy bandwidth for rows of row_bytes (log-interpolated, clamped). */
+double hw_copy_bw(const struct hw_profile *hw, double row_bytes);
+
+/* The compute rate for a dtype, NULL if the profile has none. */
+struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype);
+
+/* JSON of a profile (what calibrate writes). */
+cJSON *hw_profile_to_json(const struct hw_profile *hw);
+
+#endif

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# flashbed calibrate (from a sweep) and flashbed predict: files, keys, the
+# paper tables, --compare against a hand-written run, and bad input.
+source "$(dirname "$0")/lib.sh"
+SRC=${FLASHBED_SOURCE:?}
+
+# A small sweep (null engine: fast and deterministic in shape) feeds calibrate.
+check "sweep for calibrate" "$FLASHBED" sweep --file "$WORK/d.bin" --size 4m --chunks 4k,16k,64k \
+    --threads 1,2 --runtime 0.05 --ramp 0 --engine null --out "$WORK/sweep"
+check "calibrate from a sweep" "$FLASHBED" calibrate --sweep "$WORK/sweep/sweep.json" --quick \
+    --name testbox --out "$WORK/hw/testbox.json"
+check "profile keys" test "$(json_get "$WORK/hw/testbox.json" 'all(k in d for k in ["name","backend","flash","dram","compute","provenance"]) and len(d["flash"]["points"]) == 6 and d["compute"]["dtypes"]["f32"]["bw_bytes"] > 0 and "mape_pct_heldout" in d["flash"]["fit"]')" = True
+
+check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy window:4 --layout bundled --out "$WORK/pred"
+check "predict.json keys" test "$(json_get "$WORK/pred/predict.json" 'all(k in d["prediction"] for k in ["io_ms","mem_ms","compute_ms","serial_total_ms","overlapped_total_ms","dram"]) and "provenance" in d')" = True
+check "predict.md" grep -q '| I/O ms | mem ms | compute ms |' "$WORK/pred/predict.md"
+
+check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 \
+    --policy window:4 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
+check "compare: components and MAPE" test "$(json_get "$WORK/cmp/compare.json" '[c["component"] for c in d["components"]] == ["io_ms","mem_ms","compute_ms","total_ms"] and d["components"][0]["measured_ms"] == 110 and d["mape_pct"] >= 0')" = True
+
+check "predict --paper all" "$FLASHBED" predict --paper all --out "$WORK/paper"
+for f in table2.json table2.md table3.json table3.md fig7.json fig7.md fig7.csv fig7.png fig7.svg; do
+    check "paper: $f" test -s "$WORK/paper/$f"
+done
+check "table2 rows" test "$(json_get "$WORK/paper/table2.json" '[r["config"] for r in d["rows"]]')" = "['naive', 'hybrid', '+ predictor', '+ windowing', '+ bundling']"
+
+expect_error "unknown model" "no-such-shape" predict --model no-such-shape --out "$WORK/bad1"
+expect_error "unknown profile" "no-such-hw" predict --hw no-such-hw --out "$WORK/bad2"
+expect_error "bad policy" "bad --policy" predict --policy window:x --out "$WORK/bad3"
+expect_error "bad budget" "dram-budget" predict --dram-budget 150% --out "$WORK/bad4"
+expect_error "bad dtype" "unknown 'q3'" predict --dtype q3 --out "$WORK/bad5"
+expect_error "unknown paper table" "unknown 'table9'" predict --paper table9 --out "$WORK/bad6"
+echo '{"summary": {"io_ms": 1}}' > "$WORK/partial_run.json"
+expect_error "measured run lacks keys" "summary.mem_ms" predict --compare "$WORK/partial_run.json" --out "$WORK/bad7"
+expect_error "sweep file missing" "cannot read sweep" calibrate --sweep "$WORK/none.json" --out "$WORK/bad8/x.json"
+echo '{"points": [{"chunk_bytes": 4096}]}' > "$WORK/badsweep.json"
+expect_error "sweep lacks keys" "lacks chunk_bytes" calibrate --sweep "$WORK/badsweep.json" --out "$WORK/bad9.json"
+printf '{"name": "x", "backend": "cpu", "flash": {"points": [], "fit": {}}, "dram": {"copy": []}, "compute": {"dtypes": {}}}' > "$WORK/badhw.json"
+expect_error "profile without fit" "flash.fit needs" predict --hw "$WORK/badhw.json" --out "$WORK/bad10"
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad10; do
+    check "no output for $d" test ! -e "$WORK/$d"
+done
+check "no profile written for bad sweeps" test ! -e "$WORK/bad9.json"
+finish
