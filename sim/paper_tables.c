@@ -205,12 +205,12 @@ int paper_table2(const char *out_dir, cJSON *provenance)
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     md_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM\n\n"
-                "Model: the cost model with the `m1max-cpu` profile and App. C.1's densities "
+                "Model: the cost model with the `%s` profile and App. C.1's densities "
                 "(predictor ~10%% of the FFN per token, window k = 4: 2.4%% new, 24%% held). "
                 "The last column uses the densities implied by the table's own flash→DRAM column "
                 "(0.9 GB and 0.2 GB of the 8.59 GB fp16 FFN).\n\n"
                 "| configuration | DRAM GB paper | DRAM GB model | flash→DRAM GB paper | model | GB/s paper | model | I/O ms paper | I/O ms model | error | I/O ms (Table 2 densities) | error |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", hw.name);
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
