@@ -26,7 +26,17 @@ static int uring_setup(struct io_thread *td)
     d->done = calloc(td->job->iodepth, sizeof *d->done);
     if (!d->done)
         return -ENOMEM;
-    int rc = io_uring_queue_init(td->job->iodepth, &d->ring, 0);
+    /* As fio does: one thread submits and reaps (SINGLE_ISSUER), and the
+     * kernel runs completion work only when that thread asks for events
+     * (DEFER_TASKRUN), instead of interrupting it. Older kernels refuse the
+     * flags; they get a plain ring. */
+    unsigned flags = 0;
+#if defined(IORING_SETUP_SINGLE_ISSUER) && defined(IORING_SETUP_DEFER_TASKRUN)
+    flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+#endif
+    int rc = io_uring_queue_init(td->job->iodepth, &d->ring, flags);
+    if (rc == -EINVAL && flags)
+        rc = io_uring_queue_init(td->job->iodepth, &d->ring, 0);
     if (rc < 0)
         return rc;
     d->ring_ready = true;
