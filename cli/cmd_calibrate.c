@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/json_file.h"
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
@@ -48,29 +49,10 @@ static const struct opt_command calibrate_command = {
     .max_positional = 0,
 };
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cJSON *o = NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-        o = cJSON_Parse(buf);
-    }
-    free(buf);
-    fclose(f);
-    return o;
-}
-
 /* Flash points from a sweep.json; 0 or -1 with an error printed. */
 static int points_from_sweep(const char *path, struct hw_profile *hw)
 {
-    cJSON *s = read_json(path);
+    cJSON *s = read_json_file(path);
     if (!s) {
         fb_error("cannot read sweep results %s (missing or not JSON)", path);
         return -1;

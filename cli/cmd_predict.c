@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/json_file.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "common/parse.h"
@@ -133,23 +134,11 @@ static void prediction_md(char *buf, size_t len, const struct cost_config *c, co
 static int compare_with_run(const char *path, const struct cost_prediction *p, const char *dir,
                             cJSON *prov)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *text = read_text_file(path, NULL);
+    if (!text) {
         fb_error("cannot read measured run %s", path);
         return -1;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    size_t got = text ? fread(text, 1, (size_t)n, f) : 0;
-    fclose(f);
-    if (!text || got != (size_t)n) {
-        free(text);
-        fb_error("cannot read measured run %s", path);
-        return -1;
-    }
-    text[n] = '\0';
     cJSON *run = cJSON_Parse(text);
     free(text);
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");

@@ -6,6 +6,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/json_file.h"
+
 #ifndef FLASHBED_SOURCE_DIR
 #define FLASHBED_SOURCE_DIR "."
 #endif
@@ -14,29 +16,6 @@ const char *configs_dir(void)
 {
     const char *env = getenv("FLASHBED_CONFIGS");
     return env && *env ? env : FLASHBED_SOURCE_DIR "/configs";
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = '\0';
-                if (len)
-                    *len = (size_t)n;
-            }
-        }
-    }
-    fclose(f);
-    return buf;
 }
 
 static int get_u32(const cJSON *o, const char *key, uint32_t *out, int positive, const char *path,
@@ -98,7 +77,7 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
         snprintf(path, sizeof path, "%s", name);
     else
         snprintf(path, sizeof path, "%s/models/%s.json", configs_dir(), name);
-    char *text = slurp(path, NULL);
+    char *text = read_text_file(path, NULL);
     if (!text) {
         snprintf(err, errlen, "model shape %s: cannot read %s", name, path);
         return -1;

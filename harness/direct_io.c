@@ -1,4 +1,5 @@
 #include "harness/direct_io.h"
+#include "harness/ioengine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +28,15 @@ int open_for_read(const char *path, bool direct)
     }
 #endif
     return fd;
+}
+
+int ioengine_open_fd(struct io_thread *td)
+{
+    int fd = open_for_read(td->job->path, td->job->direct);
+    if (fd < 0)
+        return fd;
+    td->fd = fd;
+    return 0;
 }
 
 int evict_file_cache(const char *path)

@@ -10,6 +10,11 @@
 /* Returns an fd or -errno. */
 int open_for_read(const char *path, bool direct);
 
+struct io_thread;
+/* The open_file hook of engines that read through a file descriptor:
+ * opens td->job->path honouring td->job->direct. 0 or -errno. */
+int ioengine_open_fd(struct io_thread *td);
+
 /* Drops the file's pages from the page cache. 0 or -errno. */
 int evict_file_cache(const char *path);
 

@@ -43,15 +43,6 @@ static int uring_setup(struct io_thread *td)
     return 0;
 }
 
-static int uring_open(struct io_thread *td)
-{
-    int fd = open_for_read(td->job->path, td->job->direct);
-    if (fd < 0)
-        return fd;
-    td->fd = fd;
-    return 0;
-}
-
 static int uring_queue(struct io_thread *td, struct io_unit *u)
 {
     struct uring_data *d = td->engine_data;
@@ -122,7 +113,7 @@ const struct ioengine_ops ioengine_io_uring = {
     .flags = 0,
     .fio_name = "io_uring",
     .setup = uring_setup,
-    .open_file = uring_open,
+    .open_file = ioengine_open_fd,
     .queue = uring_queue,
     .commit = uring_commit,
     .getevents = uring_getevents,

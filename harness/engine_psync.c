@@ -12,15 +12,6 @@ static int psync_setup(struct io_thread *td)
     return 0;
 }
 
-static int psync_open(struct io_thread *td)
-{
-    int fd = open_for_read(td->job->path, td->job->direct);
-    if (fd < 0)
-        return fd;
-    td->fd = fd;
-    return 0;
-}
-
 /* Loops over short reads; a read past the end of the file is an error. */
 static int psync_queue(struct io_thread *td, struct io_unit *u)
 {
@@ -60,7 +51,7 @@ const struct ioengine_ops ioengine_psync = {
     .flags = IOENGINE_SYNC,
     .fio_name = "psync",
     .setup = psync_setup,
-    .open_file = psync_open,
+    .open_file = ioengine_open_fd,
     .queue = psync_queue,
     .commit = NULL,
     .getevents = NULL,

@@ -11,6 +11,7 @@
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "harness/sweep.h"
 
 enum field_kind { F_STR, F_INT, F_REAL, F_BOOL };
@@ -95,55 +96,9 @@ cJSON *sweep_to_json(const struct sweep *s)
     return root;
 }
 
-/* A growable string for the text formats. */
-struct text {
-    char *s;
-    size_t len, cap;
-    int failed;
-};
-
-static void text_add(struct text *t, const char *fmt, ...)
-{
-    va_list ap;
-    for (;;) {
-        if (t->failed)
-            return;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = (t->cap ? t->cap : 1024);
-        while (cap <= t->len + (size_t)n)
-            cap *= 2;
-        char *ns = realloc(t->s, cap);
-        if (!ns) {
-            t->failed = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = cap;
-    }
-}
-
-static char *text_take(struct text *t)
-{
-    if (t->failed) {
-        free(t->s);
-        return NULL;
-    }
-    return t->s ? t->s : strdup("");
-}
-
 char *sweep_to_csv(const struct sweep *s)
 {
-    struct text t = {0};
+    struct strbuf t = {0};
     struct field f[MAX_FIELDS];
     /* The header comes from a point with fio keys when any was compared, so
      * every row has the same columns (empty where fio did not run). */
@@ -153,25 +108,25 @@ char *sweep_to_csv(const struct sweep *s)
     header_src.has_fio = any_fio(s);
     int ncols = point_fields(&header_src, f);
     for (int k = 0; k < ncols; k++)
-        text_add(&t, "%s%s", k ? "," : "", f[k].key);
-    text_add(&t, "\n");
+        strbuf_add(&t, "%s%s", k ? "," : "", f[k].key);
+    strbuf_add(&t, "\n");
     for (size_t i = 0; i < s->n_points; i++) {
         int n = point_fields(&s->points[i], f);
         for (int k = 0; k < ncols; k++) {
             if (k)
-                text_add(&t, ",");
+                strbuf_add(&t, ",");
             if (k >= n)
                 continue;
             switch (f[k].kind) {
-            case F_STR: text_add(&t, "%s", f[k].s); break;
-            case F_BOOL: text_add(&t, "%s", f[k].v != 0 ? "true" : "false"); break;
-            case F_INT: text_add(&t, "%.0f", f[k].v); break;
-            case F_REAL: text_add(&t, "%.6g", f[k].v); break;
+            case F_STR: strbuf_add(&t, "%s", f[k].s); break;
+            case F_BOOL: strbuf_add(&t, "%s", f[k].v != 0 ? "true" : "false"); break;
+            case F_INT: strbuf_add(&t, "%.0f", f[k].v); break;
+            case F_REAL: strbuf_add(&t, "%.6g", f[k].v); break;
             }
         }
-        text_add(&t, "\n");
+        strbuf_add(&t, "\n");
     }
-    return text_take(&t);
+    return strbuf_take(&t);
 }
 
 static const char *prov_str(const cJSON *o, const char *key)
@@ -182,45 +137,45 @@ static const char *prov_str(const cJSON *o, const char *key)
 
 char *sweep_to_markdown(const struct sweep *s)
 {
-    struct text t = {0};
+    struct strbuf t = {0};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(s->provenance, "machine");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->provenance, "disk");
     bool fio = any_fio(s);
     bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
-    text_add(&t, "# flashbed sweep: random-read throughput\n\n");
-    text_add(&t, "- command: `%s`\n", prov_str(s->provenance, "command_line"));
-    text_add(&t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
+    strbuf_add(&t, "# flashbed sweep: random-read throughput\n\n");
+    strbuf_add(&t, "- command: `%s`\n", prov_str(s->provenance, "command_line"));
+    strbuf_add(&t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
              prov_str(s->provenance, "date"));
-    text_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
-    text_add(&t, "- file: %s on %s (%s %s)\n", s->cfg->path, prov_str(d, "device"),
+    strbuf_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
+    strbuf_add(&t, "- file: %s on %s (%s %s)\n", s->cfg->path, prov_str(d, "device"),
              prov_str(d, "file_system"), prov_str(d, "model"));
-    text_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
+    strbuf_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
-    text_add(&t, "- read buffers: %s%s%s\n\n",
+    strbuf_add(&t, "- read buffers: %s%s%s\n\n",
              s->n_points && s->points[0].result.huge_pages ? "transparent huge pages" : "4 KiB pages",
              fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");
-    text_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
+    strbuf_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
     if (fio)
-        text_add(&t, " fio GiB/s | ours / fio |");
-    text_add(&t, "\n|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", fio ? "---:|---:|" : "");
+        strbuf_add(&t, " fio GiB/s | ours / fio |");
+    strbuf_add(&t, "\n|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", fio ? "---:|---:|" : "");
     for (size_t i = 0; i < s->n_points; i++) {
         const struct sweep_point *p = &s->points[i];
         char chunk[32];
         format_size(p->params.chunk, chunk, sizeof chunk);
-        text_add(&t, "| %s | %u | %u | %.3f | %.0f | %.1f | %.1f | %.1f |", chunk, p->params.threads,
+        strbuf_add(&t, "| %s | %u | %u | %.3f | %.0f | %.1f | %.1f | %.1f |", chunk, p->params.threads,
                  p->result.iodepth, p->result.bw_bytes / (1u << 30), p->result.iops,
                  (double)hist_percentile(&p->result.lat, 50) / 1e3,
                  (double)hist_percentile(&p->result.lat, 99) / 1e3,
                  (double)hist_percentile(&p->result.lat, 99.9) / 1e3);
         if (p->has_fio)
-            text_add(&t, " %.3f | %.3f |", p->fio.bw_bytes / (1u << 30),
+            strbuf_add(&t, " %.3f | %.3f |", p->fio.bw_bytes / (1u << 30),
                      p->fio.bw_bytes > 0 ? p->result.bw_bytes / p->fio.bw_bytes : 0);
         else if (fio)
-            text_add(&t, " | |");
-        text_add(&t, "\n");
+            strbuf_add(&t, " | |");
+        strbuf_add(&t, "\n");
     }
-    return text_take(&t);
+    return strbuf_take(&t);
 }
 
 int sweep_write_files(const struct sweep *s, const char *dir)

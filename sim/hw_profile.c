@@ -5,28 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_file.h"
 #include "common/model_shape.h"
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = '\0';
-            }
-        }
-    }
-    fclose(f);
-    return buf;
-}
 
 static double num(const cJSON *o, const char *key, double def)
 {
@@ -132,7 +112,7 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         snprintf(hw->path, sizeof hw->path, "%s", name);
     else
         snprintf(hw->path, sizeof hw->path, "%s/hw/%s.json", configs_dir(), name);
-    char *text = slurp(hw->path);
+    char *text = read_text_file(hw->path, NULL);
     if (!text) {
         snprintf(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
         return -1;

@@ -8,32 +8,19 @@
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
+#include "common/json_file.h"
 #include "common/log.h"
 #include "common/model_shape.h"
+#include "common/strbuf.h"
 #include "sim/cost_model.h"
 
 static cJSON *load_json(const char *rel)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", configs_dir(), rel);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fb_error("cannot read %s", path);
-        return NULL;
-    }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    cJSON *o = NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) == (size_t)n) {
-        buf[n] = '\0';
-        o = cJSON_Parse(buf);
-    }
-    free(buf);
-    fclose(f);
+    cJSON *o = read_json_file(path);
     if (!o)
-        fb_error("%s is not valid JSON", path);
+        fb_error("cannot read %s (missing or not JSON)", path);
     return o;
 }
 
@@ -152,38 +139,6 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
     return write_text_file(path, md);
 }
 
-/* A growing Markdown buffer. */
-struct md {
-    char *s;
-    size_t len, cap;
-};
-
-static void md_add(struct md *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static void md_add(struct md *m, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if (m->len + (size_t)n + 1 > m->cap) {
-        size_t cap = m->cap ? m->cap : 4096;
-        while (cap < m->len + (size_t)n + 1)
-            cap *= 2;
-        char *ns = realloc(m->s, cap);
-        if (!ns)
-            return;
-        m->s = ns;
-        m->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(m->s + m->len, m->cap - m->len, fmt, ap);
-    va_end(ap);
-    m->len += (size_t)n;
-}
-
 int paper_table2(const char *out_dir, cJSON *provenance)
 {
     cJSON *t = load_json("paper/table2.json");
@@ -193,7 +148,7 @@ int paper_table2(const char *out_dir, cJSON *provenance)
     struct hw_profile hw;
     char err[512];
     int rc = -1;
-    struct md md = {0};
+    struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     if (model_shape_load(str(t, "model"), &s, err, sizeof err) != 0) {
         fb_error("%s", err);
@@ -204,7 +159,7 @@ int paper_table2(const char *out_dir, cJSON *provenance)
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    md_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM\n\n"
+    strbuf_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM\n\n"
                 "Model: the cost model with the `%s` profile and App. C.1's densities "
                 "(predictor ~10%% of the FFN per token, window k = 4: 2.4%% new, 24%% held). "
                 "The last column uses the densities implied by the table's own flash→DRAM column "
@@ -247,12 +202,12 @@ int paper_table2(const char *out_dir, cJSON *provenance)
         cJSON_AddNumberToObject(o, "chunk_bytes", p.chunk_bytes);
         cJSON_AddStringToObject(o, "volume_source", c.vol.source);
         cJSON_AddItemToArray(rows, o);
-        md_add(&md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
+        strbuf_add(&md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
                str(r, "config"), num(r, "dram_gb"), p.dram_total / 1e9, num(r, "flash_gb"),
                p.bytes_per_token / 1e9, num(r, "throughput_gbps"), p.throughput / 1e9, paper_io,
                p.io_ms, 100 * rel_err(p.io_ms, paper_io), p2.io_ms, 100 * rel_err(p2.io_ms, paper_io));
     }
-    md_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
+    strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
                 "imply 1.17 GB/s in the +predictor row (0.9 GB, 738 ms) and 1.27 GB/s in the "
                 "+windowing row (0.2 GB, 164 ms), so no single byte count lands every row exactly.\n");
     rc = write_outputs(out_dir, "table2", root, md.s ? md.s : "");
@@ -270,13 +225,13 @@ int paper_table3(const char *out_dir, cJSON *provenance)
         return -1;
     int rc = -1;
     char err[512];
-    struct md md = {0};
+    struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 3: end-to-end latency per token (ms)");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     const cJSON *shares = cJSON_GetObjectItemCaseSensitive(t, "dram_share");
-    md_add(&md, "# Table 3 — latency per token (ms): paper / model (error)\n\n"
+    strbuf_add(&md, "# Table 3 — latency per token (ms): paper / model (error)\n\n"
                 "Paper profiles in configs/hw/; rates marked *calibrated* were derived from that "
                 "very cell (the paper publishes nothing else to derive them from), so those cells "
                 "are not predictions. Naive and hybrid I/O use 16-bit bytes on every backend, as "
@@ -349,12 +304,12 @@ int paper_table3(const char *out_dir, cJSON *provenance)
             snprintf(mem_cell, sizeof mem_cell, "0 / 0");
         else
             snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p.mem_ms, 100 * rel_err(p.mem_ms, pm));
-        md_add(&md, "| %s | %s | %s | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
+        strbuf_add(&md, "| %s | %s | %s | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
                s.name, method, str(r, "backend"), pi, p.io_ms, 100 * rel_err(p.io_ms, pi), mem_cell, pc,
                p.compute_ms, 100 * rel_err(p.compute_ms, pc), pt, p.serial_ms,
                100 * rel_err(p.serial_ms, pt), notes);
     }
-    md_add(&md, "\nNot derivable from what the paper publishes: its Metal \"All\" compute (438 and "
+    strbuf_add(&md, "\nNot derivable from what the paper publishes: its Metal \"All\" compute (438 and "
                 "271 ms) is slower than its dense compute (193 and 125 ms); a bandwidth model of the "
                 "same kernels cannot produce that, so those cells show the model's bandwidth-bound "
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
@@ -378,20 +333,20 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
     if (load_hw("rtx4090-gpu", &hw) != 0)
         return -1;
     int rc = -1;
-    struct md md = {0}, csv = {0};
+    struct strbuf md = {0}, csv = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "figure", "Fig. 7: OPT-6.7B latency per token against the DRAM share, rtx4090-gpu profile, bf16");
     cJSON_AddStringToObject(root, "s_agg", "s_agg(k) = 0.2062 k^0.322 - 0.1062, through App. C.1: 10% at k=1, 24% at k=5, 2.4% new at k=5");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    md_add(&md, "# Fig. 7 (modelled) — OPT-6.7B, bf16, rtx4090-gpu profile\n\n"
+    strbuf_add(&md, "# Fig. 7 (modelled) — OPT-6.7B, bf16, rtx4090-gpu profile\n\n"
                 "The window grows with the DRAM share: the FFN cache gets what the share leaves after "
                 "embeddings, attention and predictor; the window length follows from s_agg(k) = "
                 "0.2062·k^0.322 − 0.1062, the curve through App. C.1's three figures (10%% of the FFN "
                 "for one token, 24%% over five, 2.4%% new per token there).\n\n"
                 "| DRAM share | window tokens | FFN held | FFN new per token | I/O ms | mem ms | compute ms | total ms |\n"
                 "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    md_add(&csv, "dram_share,window_tokens,ffn_held,ffn_new,io_ms,mem_ms,compute_ms,total_ms\n");
+    strbuf_add(&csv, "dram_share,window_tokens,ffn_held,ffn_new,io_ms,mem_ms,compute_ms,total_ms\n");
     double pred = 0;
     paper_density("opt-6.7b", "predictor_model_fraction", &pred, NULL, 0);
     for (int pct = 35; pct <= 80; pct += 5) {
@@ -410,7 +365,7 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
         double ffn_bytes = (double)model_shape_neuron_weights(&s) * 2 * s.d_ff * s.n_layers;
         double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
         if (held < paper_s_agg(1)) {
-            md_add(&md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);
+            strbuf_add(&md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);
             continue;
         }
         if (held > 1)
@@ -434,9 +389,9 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
         cJSON_AddNumberToObject(o, "compute_ms", p.compute_ms);
         cJSON_AddNumberToObject(o, "total_ms", p.serial_ms);
         cJSON_AddItemToArray(rows, o);
-        md_add(&md, "| %d%% | %.1f | %.1f%% | %.2f%% | %.1f | %.1f | %.1f | %.1f |\n", pct, tokens,
+        strbuf_add(&md, "| %d%% | %.1f | %.1f%% | %.2f%% | %.1f | %.1f | %.1f | %.1f |\n", pct, tokens,
                100 * held, 100 * fresh, p.io_ms, p.mem_ms, p.compute_ms, p.serial_ms);
-        md_add(&csv, "%.2f,%.3f,%.5f,%.6f,%.4f,%.4f,%.4f,%.4f\n", share, tokens, held, fresh, p.io_ms,
+        strbuf_add(&csv, "%.2f,%.3f,%.5f,%.6f,%.4f,%.4f,%.4f,%.4f\n", share, tokens, held, fresh, p.io_ms,
                p.mem_ms, p.compute_ms, p.serial_ms);
     }
     if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "") != 0)
