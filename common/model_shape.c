@@ -18,6 +18,15 @@ const char *configs_dir(void)
     return env && *env ? env : FLASHBED_SOURCE_DIR "/configs";
 }
 
+void config_file_path(const char *kind, const char *name, char *buf, size_t len)
+{
+    size_t n = strlen(name);
+    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0))
+        snprintf(buf, len, "%s", name);
+    else
+        snprintf(buf, len, "%s/%s/%s.json", configs_dir(), kind, name);
+}
+
 static int get_u32(const cJSON *o, const char *key, uint32_t *out, int positive, const char *path,
                    char *err, size_t errlen)
 {
@@ -72,11 +81,7 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
 {
     memset(s, 0, sizeof *s);
     char path[4096];
-    size_t nlen = strlen(name);
-    if (strchr(name, '/') || (nlen > 5 && strcmp(name + nlen - 5, ".json") == 0))
-        snprintf(path, sizeof path, "%s", name);
-    else
-        snprintf(path, sizeof path, "%s/models/%s.json", configs_dir(), name);
+    config_file_path("models", name, path, sizeof path);
     char *text = read_text_file(path, NULL);
     if (!text) {
         snprintf(err, errlen, "model shape %s: cannot read %s", name, path);

@@ -51,4 +51,8 @@ uint64_t model_shape_neuron_weights(const struct model_shape *s);
 /* The folder holding flashbed's configs: $FLASHBED_CONFIGS, else the source tree's configs/. */
 const char *configs_dir(void);
 
+/* A config named by the user: a path when it has a '/' or ends in .json,
+ * else configs/<kind>/<name>.json ("models", "hw"). */
+void config_file_path(const char *kind, const char *name, char *buf, size_t len);
+
 #endif

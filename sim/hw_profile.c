@@ -107,11 +107,7 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
 int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
-    size_t nlen = strlen(name);
-    if (strchr(name, '/') || (nlen > 5 && strcmp(name + nlen - 5, ".json") == 0))
-        snprintf(hw->path, sizeof hw->path, "%s", name);
-    else
-        snprintf(hw->path, sizeof hw->path, "%s/hw/%s.json", configs_dir(), name);
+    config_file_path("hw", name, hw->path, sizeof hw->path);
     char *text = read_text_file(hw->path, NULL);
     if (!text) {
         snprintf(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
