@@ -147,8 +147,9 @@ char *sweep_to_markdown(const struct sweep *s)
     strbuf_add(&t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
              prov_str(s->provenance, "date"));
     strbuf_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
-    strbuf_add(&t, "- file: %s on %s (%s %s)\n", s->cfg->path, prov_str(d, "device"),
-             prov_str(d, "file_system"), prov_str(d, "model"));
+    const char *model = prov_str(d, "model");
+    strbuf_add(&t, "- file: %s on %s (%s%s%s)\n", s->cfg->path, prov_str(d, "device"),
+               prov_str(d, "file_system"), model[0] ? ", " : "", model);
     strbuf_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
