@@ -28,7 +28,7 @@ static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights: f32, f16, bf16"},
-    {"policy", OPT_STRING, O(policy), "window:4", "POLICY", "naive, hybrid, predictor, window:K"},
+    {"policy", OPT_STRING, O(policy), "window:5", "POLICY", "naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5)"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
     {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)"},
@@ -108,8 +108,13 @@ static cJSON *prediction_json(const struct cost_prediction *p)
 
 static void prediction_md(char *buf, size_t len, const struct cost_config *c, const struct cost_prediction *p)
 {
+    char policy[32];
+    if (c->policy == POLICY_WINDOW)
+        snprintf(policy, sizeof policy, "window:%u", c->window_k);
+    else
+        snprintf(policy, sizeof policy, "%s", policy_name(c->policy));
     snprintf(buf, len,
-             "# flashbed predict — %s, %s, %s, %s%s, %s layout\n\n"
+             "# flashbed predict — %s, %s, %s, %s, %s layout\n\n"
              "| I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
              "|---:|---:|---:|---:|---:|\n| %.1f | %.1f | %.1f | %.1f | %.1f |\n\n"
              "compute: attention %.1f ms, predictor %.1f ms, FFN %.1f ms, output %.1f ms\n\n"
@@ -117,8 +122,7 @@ static void prediction_md(char *buf, size_t len, const struct cost_config *c, co
              "| DRAM | GB | %% of model |\n|---|---:|---:|\n"
              "| embeddings | %.2f | %.1f |\n| attention | %.2f | %.1f |\n| predictor | %.2f | %.1f |\n"
              "| FFN cache | %.2f | %.1f |\n| total | %.2f | %.1f |\n\nvolumes: %s\n",
-             c->shape->name, c->hw->name, c->dtype, policy_name(c->policy),
-             c->policy == POLICY_WINDOW ? "" : "", c->layout == LAYOUT_BUNDLED ? "bundled" : "split",
+             c->shape->name, c->hw->name, c->dtype, policy, c->layout == LAYOUT_BUNDLED ? "bundled" : "split",
              p->io_ms, p->mem_ms, p->compute_ms, p->serial_ms, p->overlapped_ms, p->attention_ms,
              p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9, p->reads_per_token,
              p->chunk_bytes, p->throughput / 1e9,
@@ -281,21 +285,22 @@ int cmd_predict(int argc, char **argv)
         goto out;
     }
     /* The paper's densities: its own figures when the window matches the
-     * paper's, else the s_agg curve fitted to OPT-6.7B's figures. */
-    double paper_k = -1;
+     * paper's (its k previous tokens + this one = window:k+1), else the
+     * s_agg curve fitted to OPT-6.7B's figures. */
+    double paper_k = -2;
     paper_density(shape.name, "window_k", &paper_k, NULL, 0);
     enum cost_policy policy = c.policy;
     unsigned k = c.window_k;
     enum cost_layout layout = c.layout;
     const char *method = policy == POLICY_WINDOW ? "window" : policy_name(policy);
-    if ((policy == POLICY_WINDOW && (double)k != paper_k) ||
+    if ((policy == POLICY_WINDOW && (double)k != paper_k + 1) ||
         paper_cost_config(&c, &shape, method, o.layout, "") != 0) {
         if (policy == POLICY_PREDICTOR || policy == POLICY_WINDOW) {
-            double held = paper_s_agg(policy == POLICY_WINDOW ? k + 1 : 1);
-            double fresh = policy == POLICY_WINDOW ? held - paper_s_agg(k) : held;
+            double held = paper_s_agg(policy == POLICY_WINDOW ? k : 1);
+            double fresh = policy == POLICY_WINDOW && k > 1 ? held - paper_s_agg(k - 1) : held;
             volumes_from_fractions(&shape, policy, fresh, held, &c.vol);
             snprintf(c.vol.source, sizeof c.vol.source,
-                     "s_agg curve through OPT-6.7B's App. C.1 figures (k=%u: %.2f%% new, %.1f%% held)", k,
+                     "s_agg curve through OPT-6.7B's App. C.1 figures (window of %u token%s: %.2f%% new, %.1f%% held)", k, k == 1 ? "" : "s",
                      100 * fresh, 100 * held);
         }
     }

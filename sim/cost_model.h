@@ -38,7 +38,7 @@ struct cost_config {
     char dtype[8];              /* weights on flash and in DRAM: f32, f16, bf16 */
     char baseline_io_dtype[8];  /* naive/hybrid bytes at this dtype ("" = dtype) */
     enum cost_policy policy;
-    unsigned window_k;
+    unsigned window_k;          /* window:K holds the last K tokens, this one included */
     enum cost_layout layout;
     double dram_share;          /* hybrid: share of the model kept resident */
     unsigned io_threads;
@@ -62,7 +62,9 @@ struct cost_prediction {
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
 
 const char *policy_name(enum cost_policy p);
-/* "naive", "hybrid", "predictor", "window:K" -> policy and k. 0 or -1. */
+/* "naive", "hybrid", "predictor", "window:K" -> policy and K. 0 or -1.
+ * window:K keeps the neurons of the last K tokens, the current one
+ * included, so window:1 is the predictor alone and the paper's k = 4 is window:5. */
 int parse_policy(const char *text, enum cost_policy *p, unsigned *k);
 int parse_layout(const char *text, enum cost_layout *l);
 

@@ -118,7 +118,7 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
             return -1;
         paper_density(s->name, "window_resident_fraction", &resident, NULL, 0);
         paper_density(s->name, "window_k", &k, NULL, 0);
-        c->window_k = (unsigned)k;
+        c->window_k = (unsigned)k + 1; /* the paper: k previous tokens + this one */
         volumes_from_fractions(s, c->policy, loaded, resident, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     }

@@ -12,12 +12,12 @@ check "calibrate from a sweep" "$FLASHBED" calibrate --sweep "$WORK/sweep/sweep.
 check "profile keys" test "$(json_get "$WORK/hw/testbox.json" 'all(k in d for k in ["name","backend","flash","dram","compute","provenance"]) and len(d["flash"]["points"]) == 6 and d["compute"]["dtypes"]["f32"]["bw_bytes"] > 0 and "mape_pct_heldout" in d["flash"]["fit"]')" = True
 
 check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
-    --dtype f16 --policy window:4 --layout bundled --out "$WORK/pred"
+    --dtype f16 --policy window:5 --layout bundled --out "$WORK/pred"
 check "predict.json keys" test "$(json_get "$WORK/pred/predict.json" 'all(k in d["prediction"] for k in ["io_ms","mem_ms","compute_ms","serial_total_ms","overlapped_total_ms","dram"]) and "provenance" in d')" = True
 check "predict.md" grep -q '| I/O ms | mem ms | compute ms |' "$WORK/pred/predict.md"
 
 check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 \
-    --policy window:4 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
+    --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
 check "compare: components and MAPE" test "$(json_get "$WORK/cmp/compare.json" '[c["component"] for c in d["components"]] == ["io_ms","mem_ms","compute_ms","total_ms"] and d["components"][0]["measured_ms"] == 110 and d["mape_pct"] >= 0')" = True
 
 check "predict --paper all" "$FLASHBED" predict --paper all --out "$WORK/paper"
