@@ -21,6 +21,7 @@ expect_error "chunk not block-aligned" "not a multiple of" "${base[@]}" --chunks
 expect_error "size below chunk" "smaller than the largest chunk" "${base[@]}" --chunks 1m --size 512k
 expect_error "directory as file" "not a regular file" "${base[@]/$DATA/$WORK}"
 expect_error "missing directory" "does not exist" "${base[@]/$DATA/$WORK/no/such/dir/f.bin}"
+expect_error "unusable path (through a file)" "cannot use" "${base[@]/$DATA//etc/hostname/f.bin}"
 expect_error "not enough space" "not enough free space" "${base[@]}" --size 900t
 expect_error "out is a file" "cannot" "${base[@]/$OUT//etc/hostname/x}"
 
