@@ -4,5 +4,6 @@
 #define FLASHBED_CLI_COMMANDS_H
 
 int cmd_sweep(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
 
 #endif

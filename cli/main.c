@@ -14,6 +14,7 @@ struct command {
 static const struct command commands[] = {
     {"sweep", "random-read throughput over chunk size x threads (Fig. 2b), optionally beside fio",
      cmd_sweep},
+    {"trace", "activation traces: info (statistics, Fig. 4a), synth (calibrated synthetic)", cmd_trace},
 };
 
 static void usage(FILE *f)
