@@ -5,5 +5,6 @@
 
 int cmd_sweep(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 #endif

@@ -15,6 +15,7 @@ static const struct command commands[] = {
     {"sweep", "random-read throughput over chunk size x threads (Fig. 2b), optionally beside fio",
      cmd_sweep},
     {"trace", "activation traces: info (statistics, Fig. 4a), synth (calibrated synthetic)", cmd_trace},
+    {"replay", "replay a trace under DRAM caching policies x flash layouts (bytes, reads, DRAM per token)", cmd_replay},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,217 @@
+#include "sim/replay_report.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum field_kind { F_STR, F_INT, F_REAL };
+
+struct field {
+    const char *key;
+    enum field_kind kind;
+    const char *s;
+    double v;
+};
+
+enum { MAX_FIELDS = 32 };
+
+static int result_fields(const struct replay_result *r, struct field *f)
+{
+    int n = 0;
+#define FIELD(k, kind_, str, val) f[n++] = (struct field){k, kind_, str, (double)(val)}
+    FIELD("policy", F_STR, r->policy, 0);
+    FIELD("layout", F_STR, r->layout, 0);
+    FIELD("sets", F_STR, r->use_predicted ? "predicted" : "active", 0);
+    FIELD("tokens", F_INT, NULL, r->n_tokens);
+    FIELD("bytes_per_token", F_REAL, NULL, r->bytes_per_token);
+    FIELD("reads_per_token", F_REAL, NULL, r->reads_per_token);
+    FIELD("mean_read_bytes", F_REAL, NULL, r->total.reads ? (double)r->total.bytes / r->total.reads : 0);
+    FIELD("read_bytes_p50", F_INT, NULL, read_size_hist_percentile(&r->read_sizes, 50));
+    FIELD("read_bytes_p99", F_INT, NULL, read_size_hist_percentile(&r->read_sizes, 99));
+    FIELD("hit_ratio", F_REAL, NULL, r->hit_ratio);
+    FIELD("dram_peak_bytes", F_INT, NULL, r->dram_peak_bytes);
+    FIELD("dram_mean_bytes", F_REAL, NULL, r->dram_mean_bytes);
+    FIELD("dram_kept_mean_bytes", F_REAL, NULL, r->dram_kept_mean_bytes);
+    FIELD("capacity_rows_per_layer", F_INT, NULL, r->capacity_rows);
+    FIELD("preload_bytes", F_INT, NULL, r->preload_bytes);
+    FIELD("rows_inserted_per_token", F_REAL, NULL, r->rows_inserted_per_token);
+    FIELD("rows_deleted_per_token", F_REAL, NULL, r->rows_deleted_per_token);
+    FIELD("row_bytes", F_INT, NULL, r->row_bytes);
+    FIELD("bytes_total", F_INT, NULL, r->total.bytes);
+    FIELD("reads_total", F_INT, NULL, r->total.reads);
+    FIELD("hits_total", F_INT, NULL, r->total.hits);
+    FIELD("needed_total", F_INT, NULL, r->total.needed);
+    FIELD("events", F_INT, NULL, r->events);
+    FIELD("seconds", F_REAL, NULL, r->seconds);
+    FIELD("events_per_second", F_REAL, NULL, r->events_per_second);
+#undef FIELD
+    return n;
+}
+
+static cJSON *u64_array(const struct replay_result *r, size_t offset)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (uint64_t t = 0; t < r->n_tokens; t++) {
+        const uint64_t *v = (const uint64_t *)((const char *)&r->per_token[t] + offset);
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)*v));
+    }
+    return a;
+}
+
+cJSON *replay_result_json(const struct replay_result *r, bool per_token)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct field f[MAX_FIELDS];
+    int n = result_fields(r, f);
+    for (int k = 0; k < n; k++) {
+        if (f[k].kind == F_STR)
+            cJSON_AddStringToObject(o, f[k].key, f[k].s);
+        else
+            cJSON_AddNumberToObject(o, f[k].key, f[k].v);
+    }
+    if (r->friends_tokens)
+        cJSON_AddNumberToObject(o, "friends_tokens_counted", (double)r->friends_tokens);
+    cJSON *h = cJSON_AddArrayToObject(o, "read_size_histogram");
+    for (int b = 0; b < 64; b++) {
+        if (!r->read_sizes.count[b])
+            continue;
+        cJSON *bin = cJSON_CreateObject();
+        cJSON_AddNumberToObject(bin, "min_bytes", (double)(1ull << b));
+        cJSON_AddNumberToObject(bin, "max_bytes", (double)((2ull << b) - 1));
+        cJSON_AddNumberToObject(bin, "reads", (double)r->read_sizes.count[b]);
+        cJSON_AddItemToArray(h, bin);
+    }
+    if (per_token) {
+        cJSON *pt = cJSON_AddObjectToObject(o, "per_token");
+        cJSON_AddItemToObject(pt, "bytes", u64_array(r, offsetof(struct replay_token, bytes)));
+        cJSON_AddItemToObject(pt, "reads", u64_array(r, offsetof(struct replay_token, reads)));
+        cJSON_AddItemToObject(pt, "hits", u64_array(r, offsetof(struct replay_token, hits)));
+        cJSON_AddItemToObject(pt, "needed", u64_array(r, offsetof(struct replay_token, needed)));
+        cJSON_AddItemToObject(pt, "rows_inserted", u64_array(r, offsetof(struct replay_token, inserted)));
+        cJSON_AddItemToObject(pt, "rows_deleted", u64_array(r, offsetof(struct replay_token, deleted)));
+        cJSON_AddItemToObject(pt, "dram_rows", u64_array(r, offsetof(struct replay_token, peak_rows)));
+    }
+    return o;
+}
+
+cJSON *replay_report_json(const struct replay_result *r, size_t n, cJSON *prov, const char *trace_path,
+                          bool complete)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "provenance", prov);
+    cJSON_AddStringToObject(root, "trace", trace_path);
+    cJSON_AddBoolToObject(root, "complete", complete);
+    cJSON *a = cJSON_AddArrayToObject(root, "results");
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, replay_result_json(&r[i], true));
+    return root;
+}
+
+struct text {
+    char *s;
+    size_t len, cap;
+    int failed;
+};
+
+static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_add(struct text *t, const char *fmt, ...)
+{
+    for (;;) {
+        if (t->failed)
+            return;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = 1;
+            return;
+        }
+        if (t->s && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap : 1024;
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *ns = realloc(t->s, cap);
+        if (!ns) {
+            t->failed = 1;
+            return;
+        }
+        t->s = ns;
+        t->cap = cap;
+    }
+}
+
+static char *text_take(struct text *t)
+{
+    if (t->failed) {
+        free(t->s);
+        return NULL;
+    }
+    return t->s ? t->s : strdup("");
+}
+
+char *replay_report_csv(const struct replay_result *r, size_t n)
+{
+    struct text t = {0};
+    struct field f[MAX_FIELDS];
+    struct replay_result empty;
+    memset(&empty, 0, sizeof empty);
+    int nf = result_fields(n ? &r[0] : &empty, f);
+    for (int k = 0; k < nf; k++)
+        text_add(&t, "%s%s", k ? "," : "", f[k].key);
+    text_add(&t, "\n");
+    for (size_t i = 0; i < n; i++) {
+        nf = result_fields(&r[i], f);
+        for (int k = 0; k < nf; k++) {
+            const char *sep = k ? "," : "";
+            if (f[k].kind == F_STR)
+                text_add(&t, "%s%s", sep, f[k].s);
+            else if (f[k].kind == F_INT)
+                text_add(&t, "%s%.0f", sep, f[k].v);
+            else
+                text_add(&t, "%s%.6g", sep, f[k].v);
+        }
+        text_add(&t, "\n");
+    }
+    return text_take(&t);
+}
+
+char *replay_report_markdown(const struct replay_result *r, size_t n, const char *trace_path)
+{
+    struct text t = {0};
+    text_add(&t, "# Replay of %s\n\n", trace_path);
+    if (n)
+        text_add(&t, "%llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
+                     "(peak: after a token's loads; kept: held between tokens).\n\n",
+                 (unsigned long long)r[0].n_tokens, r[0].use_predicted ? "predicted" : "active",
+                 (unsigned long long)r[0].row_bytes);
+    text_add(&t, "| policy | layout | DRAM peak (MB) | DRAM kept, mean (MB) | flash→DRAM per token (MB) | "
+                 "reads per token | mean read (KiB) | hit ratio | rows inserted / deleted per token |\n"
+                 "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct replay_result *x = &r[i];
+        text_add(&t, "| %s | %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.3f | %.0f / %.0f |\n", x->policy,
+                 x->layout, x->dram_peak_bytes / 1e6, x->dram_kept_mean_bytes / 1e6, x->bytes_per_token / 1e6,
+                 x->reads_per_token, x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0,
+                 x->hit_ratio, x->rows_inserted_per_token, x->rows_deleted_per_token);
+    }
+    return text_take(&t);
+}
+
+char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts)
+{
+    struct text t = {0};
+    text_add(&t, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes\n");
+    for (size_t li = 0; li < n_layouts; li++)
+        for (size_t k = 0; k < n_k; k++) {
+            const struct replay_result *x = &r[li * n_k + k];
+            text_add(&t, "%zu,%zu,%s,%.6g,%.6g,%.6g\n", k, k + 1, x->layout, x->bytes_per_token,
+                     x->reads_per_token, x->dram_mean_bytes);
+        }
+    return text_take(&t);
+}
