@@ -124,25 +124,9 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
         fb_error("replay: out of memory computing s_agg");
         return -1;
     }
-    char path[4200], png[4200], svg[4200], var[4300], pred[32];
-    struct { char *s; size_t len, cap; } dummy = {0};
-    (void)dummy;
-    char buf[2048];
-    size_t len = (size_t)snprintf(buf, sizeof buf, "k,sagg_active,sagg_predicted\n");
-    for (int k = 1; k <= 16; k++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%d,%.6f,%.6f\n", k, s.sagg_active[k - 1],
-                                tr->meta.has_predicted ? s.sagg_pred[k - 1] : 0.0);
+    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true);
     trace_stats_free(&s);
-    snprintf(path, sizeof path, "%s/sagg.csv", dir);
-    if (write_text_file(path, buf) != 0)
-        return -1;
-    snprintf(png, sizeof png, "%s/fig4a.png", dir);
-    snprintf(svg, sizeof svg, "%s/fig4a.svg", dir);
-    snprintf(var, sizeof var, "csv='%s'", path);
-    snprintf(pred, sizeof pred, "has_pred=%d", tr->meta.has_predicted ? 1 : 0);
-    const char *vars[] = {var, pred, NULL};
-    const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("fig4a_sagg.gp", vars, outs);
+    return rc;
 }
 
 static int write_sweep(const char *dir, const struct replay_result *sweep, size_t nl, bool plot,

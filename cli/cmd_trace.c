@@ -215,19 +215,6 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     }
 }
 
-static char *sagg_csv(const struct trace_stats *s, bool has_pred)
-{
-    size_t cap = 64 * 20;
-    char *buf = malloc(cap);
-    if (!buf)
-        return NULL;
-    size_t len = (size_t)snprintf(buf, cap, "k,sagg_active,sagg_predicted\n");
-    for (int k = 1; k <= 16; k++)
-        len += (size_t)snprintf(buf + len, cap - len, "%d,%.6f,%s%.6f\n", k, s->sagg_active[k - 1],
-                                "", has_pred ? s->sagg_pred[k - 1] : 0.0);
-    return buf;
-}
-
 static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, const cJSON *source,
                         cJSON *params)
 {
@@ -274,26 +261,13 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
         cJSON_Delete(params);
         return -1;
     }
-    char path[4200], png[4200], svg[4200], var[4300];
+    char path[4200];
     cJSON *j = info_json(tr, s, source, params);
     snprintf(path, sizeof path, "%s/trace_info.json", dir);
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
-    char *csv = sagg_csv(s, tr->meta.has_predicted);
-    snprintf(path, sizeof path, "%s/sagg.csv", dir);
     if (rc == 0)
-        rc = csv ? write_text_file(path, csv) : -1;
-    free(csv);
-    if (rc == 0 && plot) {
-        snprintf(png, sizeof png, "%s/fig4a.png", dir);
-        snprintf(svg, sizeof svg, "%s/fig4a.svg", dir);
-        snprintf(var, sizeof var, "csv='%s'", path);
-        char pred[32];
-        snprintf(pred, sizeof pred, "has_pred=%d", tr->meta.has_predicted ? 1 : 0);
-        const char *vars[] = {var, pred, NULL};
-        const char *outs[] = {png, svg, NULL};
-        rc = gnuplot_render("fig4a_sagg.gp", vars, outs);
-    }
+        rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot);
     return rc;
 }
 

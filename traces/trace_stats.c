@@ -1,5 +1,9 @@
 #include "traces/trace_stats.h"
 
+#include "common/atomic_file.h"
+#include "common/gnuplot.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -150,4 +154,25 @@ void trace_stats_free(struct trace_stats *s)
     free(s->density_active);
     free(s->density_pred);
     s->density_active = s->density_pred = NULL;
+}
+
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot)
+{
+    char csv[2048], path[4200], png[4200], svg[4200], var[4300], pred[32];
+    size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
+    for (int k = 1; k <= 16; k++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
+                                has_pred ? s->sagg_pred[k - 1] : 0.0);
+    snprintf(path, sizeof path, "%s/sagg.csv", dir);
+    if (write_text_file(path, csv) != 0)
+        return -1;
+    if (!plot)
+        return 0;
+    snprintf(png, sizeof png, "%s/fig4a.png", dir);
+    snprintf(svg, sizeof svg, "%s/fig4a.svg", dir);
+    snprintf(var, sizeof var, "csv='%s'", path);
+    snprintf(pred, sizeof pred, "has_pred=%d", has_pred ? 1 : 0);
+    const char *vars[] = {var, pred, NULL};
+    const char *outs[] = {png, svg, NULL};
+    return gnuplot_render("fig4a_sagg.gp", vars, outs);
 }
