@@ -288,16 +288,19 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         goto out;
     res->preload_bytes = p.preloaded * res->row_bytes;
     res->friends_tokens = lo.info;
-    for (uint64_t t = 0; t < tr->n_tokens; t++) {
-        struct replay_token *tok = &res->per_token[t];
-        struct read_tally tally = {0, 0, &res->read_sizes};
-        uint64_t deleted_before = p.deleted;
-        for (uint32_t l = 0; l < L; l++)
+    /* Layers are independent (each has its own matrix, window and share of
+     * the budget), so the replay walks one layer through all tokens at a
+     * time: that layer's policy state stays in cache. */
+    for (uint32_t l = 0; l < L; l++)
+        for (uint64_t t = 0; t < tr->n_tokens; t++) {
+            struct replay_token *tok = &res->per_token[t];
+            struct read_tally tally = {0, 0, &res->read_sizes};
+            uint64_t deleted_before = p.deleted;
             request(&p, &lo, &rb, t, l, tok, &tally);
-        tok->bytes = tally.bytes;
-        tok->reads = tally.reads;
-        tok->deleted = p.deleted - deleted_before;
-    }
+            tok->bytes += tally.bytes;
+            tok->reads += tally.reads;
+            tok->deleted += p.deleted - deleted_before;
+        }
     res->seconds = (double)(now_ns() - start) * 1e-9;
     summarize(res);
     res->events_per_second = res->seconds > 0 ? (double)res->events / res->seconds : 0;
