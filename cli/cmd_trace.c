@@ -23,7 +23,7 @@
 struct synth_opts {
     char *shape;
     uint64_t tokens, prompts, seed, bytes_per_weight;
-    double persist, zipf, recur;
+    double persist, zipf, recur, recur_decay;
     char *out;
 };
 
@@ -34,9 +34,10 @@ static const struct opt_def synth_options[] = {
     {"prompts", OPT_UINT, O(prompts), "1", "N", "sequences (each a prompt, then generated tokens)"},
     {"seed", OPT_UINT, O(seed), "1", "S", "random seed"},
     {"bytes-per-weight", OPT_UINT, O(bytes_per_weight), "2", "N", "weight size recorded in the header (2: fp16)"},
-    {"persist", OPT_DOUBLE, O(persist), "0.25", "P", "chance a predicted neuron stays for the next token (calibrated)"},
-    {"zipf", OPT_DOUBLE, O(zipf), "0.70", "A", "power-law exponent of neuron popularity (calibrated)"},
-    {"recur", OPT_DOUBLE, O(recur), "0.5", "R", "share of refills drawn from the last 4 tokens' sets (calibrated)"},
+    {"persist", OPT_DOUBLE, O(persist), "0", "P", "chance a predicted neuron stays for the next token (calibrated)"},
+    {"zipf", OPT_DOUBLE, O(zipf), "0.30", "A", "power-law exponent of neuron popularity (calibrated)"},
+    {"recur", OPT_DOUBLE, O(recur), "0.75", "R", "share of refills drawn from earlier tokens' sets (calibrated)"},
+    {"recur-decay", OPT_DOUBLE, O(recur_decay), "0.52", "D", "chance such a draw reaches one token further back (calibrated)"},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };
@@ -74,8 +75,9 @@ static int cmd_trace_synth(int argc, char **argv)
                  (unsigned long long)o.tokens, (unsigned long long)o.prompts);
     } else if (o.bytes_per_weight == 0 || o.bytes_per_weight > 8) {
         fb_error("trace synth --bytes-per-weight: must be 1 to 8, not %llu", (unsigned long long)o.bytes_per_weight);
-    } else if (!(o.persist >= 0 && o.persist < 1) || !(o.zipf >= 0 && o.zipf <= 4) || !(o.recur >= 0 && o.recur <= 1)) {
-        fb_error("trace synth: --persist must lie in [0, 1), --recur in [0, 1] and --zipf in [0, 4]");
+    } else if (!(o.persist >= 0 && o.persist < 1) || !(o.zipf >= 0 && o.zipf <= 4) || !(o.recur >= 0 && o.recur <= 1) ||
+               !(o.recur_decay >= 0 && o.recur_decay < 1)) {
+        fb_error("trace synth: --persist and --recur-decay must lie in [0, 1), --recur in [0, 1], --zipf in [0, 4]");
     } else {
         struct synth_params p;
         synth_params_default(&p, &shape);
@@ -86,6 +88,7 @@ static int cmd_trace_synth(int argc, char **argv)
         p.persist = o.persist;
         p.zipf = o.zipf;
         p.recur = o.recur;
+        p.recur_decay = o.recur_decay;
         interrupt_install();
         if (synth_write(&p, o.out, err, sizeof err) != 0) {
             fb_error("%s", err);

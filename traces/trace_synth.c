@@ -24,10 +24,12 @@ void synth_params_default(struct synth_params *p, const struct model_shape *shap
     p->prompt_share = 1.0 / 3.0;
     p->seed = 1;
     p->bytes_per_weight = 2;
-    /* calibrated with flashbed trace info on OPT-6.7B, 256 tokens */
-    p->persist = 0.25;
-    p->zipf = 0.70;
-    p->recur = 0.50;
+    /* calibrated with flashbed trace info on OPT-6.7B, 256 tokens; plain
+     * persistence ended at 0: reuse from the last token (age 1) covers it */
+    p->persist = 0.0;
+    p->zipf = 0.30;
+    p->recur = 0.75;
+    p->recur_decay = 0.52;
     p->targets = (struct synth_targets){
         .density_first = 0.0156,
         .density_middle = 0.0266,
@@ -162,7 +164,11 @@ static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_param
          * recent pool can be exhausted). */
         if (g->recent_filled && tries < 4 * g->want_pred && rng_unit(r) < p->recur) {
             tries++;
-            uint32_t h = (uint32_t)rng_below(r, g->recent_filled);
+            /* age 1 (last token) most likely, older ones geometrically less */
+            uint32_t age = 1;
+            while (age < g->recent_filled && rng_unit(r) < p->recur_decay)
+                age++;
+            uint32_t h = (g->recent_next + SYNTH_RECENT - age) % SYNTH_RECENT;
             if (!g->n_recent[h])
                 continue;
             id = g->recent[(size_t)h * g->want_pred + rng_below(r, g->n_recent[h])];
@@ -234,6 +240,7 @@ static char *source_json(const struct synth_params *p)
     cJSON_AddNumberToObject(g, "persist", p->persist);
     cJSON_AddNumberToObject(g, "zipf", p->zipf);
     cJSON_AddNumberToObject(g, "recur", p->recur);
+    cJSON_AddNumberToObject(g, "recur_decay", p->recur_decay);
     const struct synth_targets *t = &p->targets;
     cJSON *tg = cJSON_AddObjectToObject(o, "targets");
     cJSON_AddNumberToObject(tg, "density_first", t->density_first);

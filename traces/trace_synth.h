@@ -7,7 +7,8 @@
  * with probability persist and is refilled to its size by drawing neurons by
  * popularity: persistence gives the window its hits, popularity makes
  * neurons come back, and part of each refill is drawn from the sets of the
- * last SYNTH_RECENT tokens (short-term reuse), so s_agg(k) bends as in Fig. 4a. The active set is
+ * last tokens, recent ones most (short-term reuse), so s_agg(k) bends as in
+ * Fig. 4a. The active set is
  * drawn from the predicted set (recall) plus a few neurons outside it
  * (the predictor's false negatives). Densities follow the paper's profile
  * by relative layer depth, so other shapes get OPT-6.7B's profile scaled. */
@@ -18,7 +19,7 @@
 
 #include "common/model_shape.h"
 
-#define SYNTH_RECENT 4 /* tokens a neuron may come back from (a window of 5 = 4 earlier tokens) */
+#define SYNTH_RECENT 16 /* earlier tokens whose sets refills may draw from */
 
 /* What the paper reports; what the generator aims for. */
 struct synth_targets {
@@ -39,7 +40,8 @@ struct synth_params {
     uint32_t bytes_per_weight;
     double persist;            /* chance a predicted neuron stays for the next token */
     double zipf;               /* power-law exponent of neuron popularity */
-    double recur;              /* share of refills drawn from the last SYNTH_RECENT tokens' sets */
+    double recur;              /* share of refills drawn from earlier tokens' sets */
+    double recur_decay;        /* chance such a draw reaches one token further back */
     struct synth_targets targets;
 };
 
