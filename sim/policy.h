@@ -18,8 +18,8 @@ struct policy_ops {
     const char *name;
     bool takes_arg;          /* "window:K" */
     bool uses_budget;        /* capacity-limited: p->capacity rows per layer */
-    /* Allocates state and preloads resident rows (policy_preload). Called
-     * once before the first token. 0, or -1 with err. */
+    /* Optional. Allocates state and preloads resident rows (policy_preload).
+     * Called once before the first token. 0, or -1 with err. */
     int (*init)(struct policy *p, char *err, size_t errlen);
     /* Optional. Rows of layer l to read this token besides the misses
      * (naive: the whole layer, hybrid: its non-resident half): ascending,
@@ -80,6 +80,11 @@ static inline void policy_delete_list(struct policy *p, uint32_t l, const uint32
         if (r[ids[j]])
             policy_delete(p, l, ids[j]);
 }
+
+/* The update of the policies that keep nothing they read (naive, hybrid,
+ * predictor, hot): the misses leave again after the token. */
+void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
+                        const uint32_t *misses, uint32_t n_miss);
 
 extern const struct policy_ops policy_naive, policy_hybrid, policy_predictor, policy_window,
     policy_lru, policy_lfu, policy_hot, policy_belady;

@@ -42,16 +42,9 @@ static int hot_init(struct policy *p, char *err, size_t errlen)
     return 0;
 }
 
-static void hot_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
-                       const uint32_t *misses, uint32_t n_miss)
-{
-    (void)t, (void)need, (void)n;
-    policy_delete_list(p, l, misses, n_miss);
-}
-
 const struct policy_ops policy_hot = {
     .name = "hot",
     .uses_budget = true,
     .init = hot_init,
-    .update = hot_update,
+    .update = policy_drop_misses,
 };

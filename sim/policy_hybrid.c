@@ -26,16 +26,9 @@ static uint32_t hybrid_extra(struct policy *p, uint32_t l, const uint8_t *is_mis
     return n;
 }
 
-static void hybrid_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
-                          const uint32_t *misses, uint32_t n_miss)
-{
-    (void)t, (void)need, (void)n;
-    policy_delete_list(p, l, misses, n_miss);
-}
-
 const struct policy_ops policy_hybrid = {
     .name = "hybrid",
     .init = hybrid_init,
     .extra_reads = hybrid_extra,
-    .update = hybrid_update,
+    .update = policy_drop_misses,
 };

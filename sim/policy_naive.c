@@ -2,12 +2,6 @@
  * Naive baseline: load the whole model each forward pass). */
 #include "sim/policy.h"
 
-static int naive_init(struct policy *p, char *err, size_t errlen)
-{
-    (void)p, (void)err, (void)errlen;
-    return 0;
-}
-
 static uint32_t naive_extra(struct policy *p, uint32_t l, const uint8_t *is_miss, uint32_t n_miss,
                             uint32_t *out)
 {
@@ -21,16 +15,8 @@ static uint32_t naive_extra(struct policy *p, uint32_t l, const uint8_t *is_miss
     return n;
 }
 
-static void naive_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
-                         const uint32_t *misses, uint32_t n_miss)
-{
-    (void)t, (void)need, (void)n;
-    policy_delete_list(p, l, misses, n_miss);
-}
-
 const struct policy_ops policy_naive = {
     .name = "naive",
-    .init = naive_init,
     .extra_reads = naive_extra,
-    .update = naive_update,
+    .update = policy_drop_misses,
 };

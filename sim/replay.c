@@ -142,6 +142,13 @@ void replay_result_free(struct replay_result *res)
     res->per_token = NULL;
 }
 
+void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
+                        const uint32_t *misses, uint32_t n_miss)
+{
+    (void)t, (void)need, (void)n;
+    policy_delete_list(p, l, misses, n_miss);
+}
+
 /* Scratch for one (token, layer): misses, extra rows and their merge. */
 struct request_buf {
     uint32_t *misses, *extra, *rows;   /* [d_ff] each */
@@ -282,7 +289,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         goto out;
     }
     uint64_t start = now_ns();
-    if (pops->init(&p, err, errlen) != 0)
+    if (pops->init && pops->init(&p, err, errlen) != 0)
         goto out;
     if (lops->init && lops->init(&lo, err, errlen) != 0)
         goto out;

@@ -1,6 +1,6 @@
 #include "sim/replay_report.h"
 
-#include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,93 +109,76 @@ cJSON *replay_report_json(const struct replay_result *r, size_t n, cJSON *prov, 
     return root;
 }
 
+/* Text formats go through a memory stream: one growable buffer, stdio formatting. */
 struct text {
+    FILE *f;
     char *s;
-    size_t len, cap;
-    int failed;
+    size_t len;
 };
 
-static void text_add(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_add(struct text *t, const char *fmt, ...)
+static int text_open(struct text *t)
 {
-    for (;;) {
-        if (t->failed)
-            return;
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if (t->s && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap : 1024;
-        while (cap <= t->len + (size_t)n)
-            cap *= 2;
-        char *ns = realloc(t->s, cap);
-        if (!ns) {
-            t->failed = 1;
-            return;
-        }
-        t->s = ns;
-        t->cap = cap;
-    }
+    t->s = NULL;
+    t->len = 0;
+    t->f = open_memstream(&t->s, &t->len);
+    return t->f ? 0 : -1;
 }
 
 static char *text_take(struct text *t)
 {
-    if (t->failed) {
+    bool failed = ferror(t->f) != 0;
+    if (fclose(t->f) != 0 || failed) {
         free(t->s);
         return NULL;
     }
-    return t->s ? t->s : strdup("");
+    return t->s;
 }
 
 char *replay_report_csv(const struct replay_result *r, size_t n)
 {
-    struct text t = {0};
+    struct text t;
+    if (text_open(&t) != 0)
+        return NULL;
     struct field f[MAX_FIELDS];
     struct replay_result empty;
     memset(&empty, 0, sizeof empty);
     int nf = result_fields(n ? &r[0] : &empty, f);
     for (int k = 0; k < nf; k++)
-        text_add(&t, "%s%s", k ? "," : "", f[k].key);
-    text_add(&t, "\n");
+        fprintf(t.f, "%s%s", k ? "," : "", f[k].key);
+    fprintf(t.f, "\n");
     for (size_t i = 0; i < n; i++) {
         nf = result_fields(&r[i], f);
         for (int k = 0; k < nf; k++) {
             const char *sep = k ? "," : "";
             if (f[k].kind == F_STR)
-                text_add(&t, "%s%s", sep, f[k].s);
+                fprintf(t.f, "%s%s", sep, f[k].s);
             else if (f[k].kind == F_INT)
-                text_add(&t, "%s%.0f", sep, f[k].v);
+                fprintf(t.f, "%s%.0f", sep, f[k].v);
             else
-                text_add(&t, "%s%.6g", sep, f[k].v);
+                fprintf(t.f, "%s%.6g", sep, f[k].v);
         }
-        text_add(&t, "\n");
+        fprintf(t.f, "\n");
     }
     return text_take(&t);
 }
 
 char *replay_report_markdown(const struct replay_result *r, size_t n, const char *trace_path)
 {
-    struct text t = {0};
-    text_add(&t, "# Replay of %s\n\n", trace_path);
+    struct text t;
+    if (text_open(&t) != 0)
+        return NULL;
+    fprintf(t.f, "# Replay of %s\n\n", trace_path);
     if (n)
-        text_add(&t, "%llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
+        fprintf(t.f, "%llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
                      "(peak: after a token's loads; kept: held between tokens).\n\n",
                  (unsigned long long)r[0].n_tokens, r[0].use_predicted ? "predicted" : "active",
                  (unsigned long long)r[0].row_bytes);
-    text_add(&t, "| policy | layout | DRAM peak (MB) | DRAM kept, mean (MB) | flash→DRAM per token (MB) | "
+    fprintf(t.f, "| policy | layout | DRAM peak (MB) | DRAM kept, mean (MB) | flash→DRAM per token (MB) | "
                  "reads per token | mean read (KiB) | hit ratio | rows inserted / deleted per token |\n"
                  "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
         const struct replay_result *x = &r[i];
-        text_add(&t, "| %s | %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.3f | %.0f / %.0f |\n", x->policy,
+        fprintf(t.f, "| %s | %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.3f | %.0f / %.0f |\n", x->policy,
                  x->layout, x->dram_peak_bytes / 1e6, x->dram_kept_mean_bytes / 1e6, x->bytes_per_token / 1e6,
                  x->reads_per_token, x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0,
                  x->hit_ratio, x->rows_inserted_per_token, x->rows_deleted_per_token);
@@ -205,12 +188,14 @@ char *replay_report_markdown(const struct replay_result *r, size_t n, const char
 
 char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts)
 {
-    struct text t = {0};
-    text_add(&t, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes\n");
+    struct text t;
+    if (text_open(&t) != 0)
+        return NULL;
+    fprintf(t.f, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes\n");
     for (size_t li = 0; li < n_layouts; li++)
         for (size_t k = 0; k < n_k; k++) {
             const struct replay_result *x = &r[li * n_k + k];
-            text_add(&t, "%zu,%zu,%s,%.6g,%.6g,%.6g\n", k, k + 1, x->layout, x->bytes_per_token,
+            fprintf(t.f, "%zu,%zu,%s,%.6g,%.6g,%.6g\n", k, k + 1, x->layout, x->bytes_per_token,
                      x->reads_per_token, x->dram_mean_bytes);
         }
     return text_take(&t);
