@@ -6,46 +6,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum field_kind { F_STR, F_INT, F_REAL };
-
-struct field {
-    const char *key;
-    enum field_kind kind;
-    const char *s;
-    double v;
-};
-
-enum { MAX_FIELDS = 32 };
+#include "common/result_fields.h"
 
 static int result_fields(const struct replay_result *r, struct field *f)
 {
     int n = 0;
-#define FIELD(k, kind_, str, val) f[n++] = (struct field){k, kind_, str, (double)(val)}
-    FIELD("policy", F_STR, r->policy, 0);
-    FIELD("layout", F_STR, r->layout, 0);
-    FIELD("sets", F_STR, r->use_predicted ? "predicted" : "active", 0);
-    FIELD("tokens", F_INT, NULL, r->n_tokens);
-    FIELD("bytes_per_token", F_REAL, NULL, r->bytes_per_token);
-    FIELD("reads_per_token", F_REAL, NULL, r->reads_per_token);
-    FIELD("mean_read_bytes", F_REAL, NULL, r->total.reads ? (double)r->total.bytes / r->total.reads : 0);
-    FIELD("read_bytes_p50", F_INT, NULL, read_size_hist_percentile(&r->read_sizes, 50));
-    FIELD("read_bytes_p99", F_INT, NULL, read_size_hist_percentile(&r->read_sizes, 99));
-    FIELD("hit_ratio", F_REAL, NULL, r->hit_ratio);
-    FIELD("dram_peak_bytes", F_INT, NULL, r->dram_peak_bytes);
-    FIELD("dram_mean_bytes", F_REAL, NULL, r->dram_mean_bytes);
-    FIELD("dram_kept_mean_bytes", F_REAL, NULL, r->dram_kept_mean_bytes);
-    FIELD("capacity_rows_per_layer", F_INT, NULL, r->capacity_rows);
-    FIELD("preload_bytes", F_INT, NULL, r->preload_bytes);
-    FIELD("rows_inserted_per_token", F_REAL, NULL, r->rows_inserted_per_token);
-    FIELD("rows_deleted_per_token", F_REAL, NULL, r->rows_deleted_per_token);
-    FIELD("row_bytes", F_INT, NULL, r->row_bytes);
-    FIELD("bytes_total", F_INT, NULL, r->total.bytes);
-    FIELD("reads_total", F_INT, NULL, r->total.reads);
-    FIELD("hits_total", F_INT, NULL, r->total.hits);
-    FIELD("needed_total", F_INT, NULL, r->total.needed);
-    FIELD("events", F_INT, NULL, r->events);
-    FIELD("seconds", F_REAL, NULL, r->seconds);
-    FIELD("events_per_second", F_REAL, NULL, r->events_per_second);
+#define FIELD(k, kind_, str, val) FIELD_ADD(f, &n, k, kind_, str, val)
+    FIELD("policy", FIELD_STR, r->policy, 0);
+    FIELD("layout", FIELD_STR, r->layout, 0);
+    FIELD("sets", FIELD_STR, r->use_predicted ? "predicted" : "active", 0);
+    FIELD("tokens", FIELD_INT, NULL, r->n_tokens);
+    FIELD("bytes_per_token", FIELD_REAL, NULL, r->bytes_per_token);
+    FIELD("reads_per_token", FIELD_REAL, NULL, r->reads_per_token);
+    FIELD("mean_read_bytes", FIELD_REAL, NULL, r->total.reads ? (double)r->total.bytes / r->total.reads : 0);
+    FIELD("read_bytes_p50", FIELD_INT, NULL, read_size_hist_percentile(&r->read_sizes, 50));
+    FIELD("read_bytes_p99", FIELD_INT, NULL, read_size_hist_percentile(&r->read_sizes, 99));
+    FIELD("hit_ratio", FIELD_REAL, NULL, r->hit_ratio);
+    FIELD("dram_peak_bytes", FIELD_INT, NULL, r->dram_peak_bytes);
+    FIELD("dram_mean_bytes", FIELD_REAL, NULL, r->dram_mean_bytes);
+    FIELD("dram_kept_mean_bytes", FIELD_REAL, NULL, r->dram_kept_mean_bytes);
+    FIELD("capacity_rows_per_layer", FIELD_INT, NULL, r->capacity_rows);
+    FIELD("preload_bytes", FIELD_INT, NULL, r->preload_bytes);
+    FIELD("rows_inserted_per_token", FIELD_REAL, NULL, r->rows_inserted_per_token);
+    FIELD("rows_deleted_per_token", FIELD_REAL, NULL, r->rows_deleted_per_token);
+    FIELD("row_bytes", FIELD_INT, NULL, r->row_bytes);
+    FIELD("bytes_total", FIELD_INT, NULL, r->total.bytes);
+    FIELD("reads_total", FIELD_INT, NULL, r->total.reads);
+    FIELD("hits_total", FIELD_INT, NULL, r->total.hits);
+    FIELD("needed_total", FIELD_INT, NULL, r->total.needed);
+    FIELD("events", FIELD_INT, NULL, r->events);
+    FIELD("seconds", FIELD_REAL, NULL, r->seconds);
+    FIELD("events_per_second", FIELD_REAL, NULL, r->events_per_second);
 #undef FIELD
     return n;
 }
@@ -63,14 +54,9 @@ static cJSON *u64_array(const struct replay_result *r, size_t offset)
 cJSON *replay_result_json(const struct replay_result *r, bool per_token)
 {
     cJSON *o = cJSON_CreateObject();
-    struct field f[MAX_FIELDS];
+    struct field f[FIELDS_MAX];
     int n = result_fields(r, f);
-    for (int k = 0; k < n; k++) {
-        if (f[k].kind == F_STR)
-            cJSON_AddStringToObject(o, f[k].key, f[k].s);
-        else
-            cJSON_AddNumberToObject(o, f[k].key, f[k].v);
-    }
+    fields_to_json(o, f, n);
     if (r->friends_tokens)
         cJSON_AddNumberToObject(o, "friends_tokens_counted", (double)r->friends_tokens);
     cJSON *h = cJSON_AddArrayToObject(o, "read_size_histogram");
@@ -139,26 +125,12 @@ char *replay_report_csv(const struct replay_result *r, size_t n)
     struct text t;
     if (text_open(&t) != 0)
         return NULL;
-    struct field f[MAX_FIELDS];
+    struct field f[FIELDS_MAX];
     struct replay_result empty;
     memset(&empty, 0, sizeof empty);
-    int nf = result_fields(n ? &r[0] : &empty, f);
-    for (int k = 0; k < nf; k++)
-        fprintf(t.f, "%s%s", k ? "," : "", f[k].key);
-    fprintf(t.f, "\n");
-    for (size_t i = 0; i < n; i++) {
-        nf = result_fields(&r[i], f);
-        for (int k = 0; k < nf; k++) {
-            const char *sep = k ? "," : "";
-            if (f[k].kind == F_STR)
-                fprintf(t.f, "%s%s", sep, f[k].s);
-            else if (f[k].kind == F_INT)
-                fprintf(t.f, "%s%.0f", sep, f[k].v);
-            else
-                fprintf(t.f, "%s%.6g", sep, f[k].v);
-        }
-        fprintf(t.f, "\n");
-    }
+    fields_csv_header(t.f, f, result_fields(n ? &r[0] : &empty, f));
+    for (size_t i = 0; i < n; i++)
+        fields_csv_row(t.f, f, result_fields(&r[i], f));
     return text_take(&t);
 }
 
