@@ -35,7 +35,8 @@ static const struct opt_def replay_options[] = {
     {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "BYTES|PCT",
      "FFN cache of lru, lfu, hot, belady: bytes (\"2G\") or a share of the FFN (\"25%\")"},
-    {"use", OPT_STRING, O(use), "predicted", "predicted|actual", "which sets to replay"},
+    {"use", OPT_STRING, O(use), NULL, "predicted|actual",
+     "which sets to replay [default: predicted when the trace has them, else actual]"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/replay-<timestamp>]"},
     {"window-sweep", OPT_FLAG, O(window_sweep), NULL, NULL,
      "also replay window:1..17 (the paper's k = 0..16) per layout: window_sweep.csv"},
@@ -182,7 +183,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     memset(&tr, 0, sizeof tr);
     struct replay_result *res = NULL, *sweep = NULL;
     size_t done = 0, sweep_done = 0;
-    bool use_pred = strcmp(o->use, "predicted") == 0;
+    bool use_pred = o->use && strcmp(o->use, "predicted") == 0;
     char default_out[128];
     if (!o->out) {
         char stamp[32];
@@ -196,7 +197,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     }
     if (check_lists(policies, np, layouts, nl) != 0)
         goto out;
-    if (!use_pred && strcmp(o->use, "actual") != 0) {
+    if (o->use && !use_pred && strcmp(o->use, "actual") != 0) {
         fb_error("replay --use: 'predicted' or 'actual', not '%s'", o->use);
         goto out;
     }
@@ -205,6 +206,9 @@ static int run_replay(struct replay_opts *o, cJSON *params)
         rc = 1;
         goto out;
     }
+    if (!o->use)
+        use_pred = tr.meta.has_predicted;
+    cJSON_ReplaceItemInObject(params, "use", cJSON_CreateString(use_pred ? "predicted" : "actual"));
     if (use_pred && !tr.meta.has_predicted) {
         fb_error("replay --use predicted: %s has no predicted sets (use --use actual)", o->trace);
         goto out;
