@@ -222,9 +222,10 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
     const struct trace_meta *m = &r->meta;
     uint64_t nt = r->n_tokens, nl = m->n_layers;
     struct stat st;
-    /* Each token needs at least 2 bytes per set plus its marker: a header
-     * promising more tokens than the file can hold is caught before allocating. */
-    if (fstat(fileno(r->f), &st) == 0 && nt > (uint64_t)st.st_size) {
+    /* A token takes at least 2 bytes plus 3 per set: a header promising more
+     * tokens than the file can hold is caught before allocating for them. */
+    uint64_t min_token = 2 + 3 * nl * (m->has_predicted ? 2 : 1);
+    if (fstat(fileno(r->f), &st) != 0 || nt > (uint64_t)st.st_size / min_token) {
         ERR("%s: header says %llu tokens but the file has only %lld bytes", path,
             (unsigned long long)nt, (long long)st.st_size);
         trace_reader_close(r);

@@ -181,6 +181,10 @@ static void bad_inputs(void)
     write_bytes(bad, b, n);
     expect_load_error(bad, "more tokens than the header");
     b[(8 + 4 + 6 * 4)] = 3;
+    b[(8 + 4 + 6 * 4) + 6] = 1; /* 2^48 tokens: refused before allocating */
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "but the file has only");
+    b[(8 + 4 + 6 * 4) + 6] = 0;
     /* neuron 900 recorded, header shrunk to d_ff 512 */
     memcpy(b + 8 + 4 + 8, "\x00\x02\x00\x00", 4);
     write_bytes(bad, b, n);
