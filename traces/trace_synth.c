@@ -136,6 +136,17 @@ static int layer_init(struct layer_gen *g, uint32_t n, double density, double ra
     return g->recent ? 0 : -1;
 }
 
+struct keyed {
+    double key;
+    uint32_t id;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct keyed *x = a, *y = b;
+    return (x->key > y->key) - (x->key < y->key);
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -146,7 +157,7 @@ static int cmp_u32(const void *a, const void *b)
  * mark is a zeroed [d_ff] scratch (left zeroed). */
 static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_params *p, bool seq_start,
                        struct rng *r, uint8_t *mark, uint32_t *active, uint32_t *n_active,
-                       uint32_t *pred_sorted)
+                       uint32_t *pred_sorted, struct keyed *keys)
 {
     uint32_t kept = 0;
     if (seq_start)
@@ -186,19 +197,20 @@ static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_param
     g->recent_next = (g->recent_next + 1) % SYNTH_RECENT;
     if (g->recent_filled < SYNTH_RECENT)
         g->recent_filled++;
-    /* Active: a random recall share of the predicted set (partial shuffle),
-     * the rest drawn by popularity from outside it. */
+    /* Active: a recall share of the predicted set drawn by popularity without
+     * replacement (exponential keys -ln(u)/w, smallest first), the rest drawn
+     * by popularity from outside it: hot neurons fire whenever predicted. */
     uint32_t from_pred = (uint32_t)lround(g->want_active * p->targets.recall);
     if (from_pred > kept)
         from_pred = kept;
-    memcpy(pred_sorted, g->pred, kept * sizeof *pred_sorted);
-    for (uint32_t j = 0; j < from_pred; j++) {
-        uint32_t k = j + (uint32_t)rng_below(r, kept - j);
-        uint32_t t = pred_sorted[j];
-        pred_sorted[j] = pred_sorted[k];
-        pred_sorted[k] = t;
-        active[j] = pred_sorted[j];
+    for (uint32_t j = 0; j < kept; j++) {
+        uint32_t id = g->pred[j];
+        double w = g->cdf[id] - (id ? g->cdf[id - 1] : 0);
+        keys[j] = (struct keyed){-log(1 - rng_unit(r)) / w, id};
     }
+    qsort(keys, kept, sizeof *keys, by_key);
+    for (uint32_t j = 0; j < from_pred; j++)
+        active[j] = keys[j].id;
     uint32_t na = from_pred;
     uint32_t outside = g->want_active - from_pred;
     if (outside > n - kept)
@@ -276,9 +288,10 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
     uint8_t *mark = calloc(N, 1);
     uint32_t *active = malloc(N * sizeof(uint32_t));
     uint32_t *pred = malloc(N * sizeof(uint32_t));
+    struct keyed *keys = malloc(N * sizeof *keys);
     int rc = -1;
     struct trace_writer *w = NULL;
-    if (!m.source || !g || !mark || !active || !pred) {
+    if (!m.source || !g || !mark || !active || !pred || !keys) {
         snprintf(err, errlen, "synth: out of memory");
         goto out;
     }
@@ -308,7 +321,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
             goto out;
         for (uint32_t l = 0; l < L; l++) {
             uint32_t na;
-            layer_step(&g[l], N, p, start, &r, mark, active, &na, pred);
+            layer_step(&g[l], N, p, start, &r, mark, active, &na, pred, keys);
             if (trace_writer_layer(w, l, active, na, pred, g[l].n_pred, err, errlen) != 0)
                 goto out;
         }
@@ -333,6 +346,7 @@ out:
     free(mark);
     free(active);
     free(pred);
+    free(keys);
     free(m.source);
     return rc;
 }
