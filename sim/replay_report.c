@@ -167,7 +167,7 @@ char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t 
     for (size_t li = 0; li < n_layouts; li++)
         for (size_t k = 0; k < n_k; k++) {
             const struct replay_result *x = &r[li * n_k + k];
-            fprintf(t.f, "%zu,%zu,%s,%.6g,%.6g,%.6g\n", k, k + 1, x->layout, x->bytes_per_token,
+            fprintf(t.f, "%zu,%zu,%s,%.10g,%.10g,%.10g\n", k, k + 1, x->layout, x->bytes_per_token,
                      x->reads_per_token, x->dram_mean_bytes);
         }
     return text_take(&t);
