@@ -9,6 +9,7 @@
 
 #include "common/interrupt.h"
 #include "common/progress.h"
+#include "common/provenance.h"
 #include "common/rng.h"
 #include "traces/trace.h"
 
@@ -239,6 +240,8 @@ static char *source_json(const struct synth_params *p)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "source", "synthetic");
     cJSON_AddStringToObject(o, "model", s->name);
+    /* the code that generated it; no date, so a seed gives the same file */
+    cJSON_AddStringToObject(o, "flashbed_commit", provenance_git_commit());
     bool paper = strstr(s->paper_statistics, "scaled") == NULL && strcmp(s->name, "opt-6.7b") == 0;
     cJSON_AddStringToObject(o, "statistics",
                             paper ? "paper Table 6 and App. C.1 (OPT-6.7B)"
