@@ -111,7 +111,8 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, char *wh
         trace_get_u64(f, n_tokens) || get_u32(f, &slen))
         return WHY("truncated header");
     if (m->n_layers == 0 || m->n_layers > 4096 || m->d_ff == 0 || m->d_ff > (1u << 26) ||
-        m->d_model == 0 || m->bytes_per_weight == 0 || m->bytes_per_weight > 8)
+        (uint64_t)m->n_layers * m->d_ff > (1u << 26) || m->d_model == 0 || m->d_model > (1u << 20) ||
+        m->bytes_per_weight == 0 || m->bytes_per_weight > 8)
         return WHY("implausible shape in header (layers %u, d_model %u, d_ff %u, %u bytes per weight)",
                    m->n_layers, m->d_model, m->d_ff, m->bytes_per_weight);
     if (kind > FFN_GLU)
