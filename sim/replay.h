@@ -80,7 +80,9 @@ bool replay_policy_uses_budget(const char *policy);
 uint64_t replay_row_bytes(const struct trace_meta *m);
 
 /* Replays tr under spec into res (freed with replay_result_free). 0, or -1
- * with err (bad spec, predicted sets missing, budget too small, memory). */
+ * with err (bad spec, predicted sets missing, memory). tr is only read and
+ * there is no global state: several replays of one trace may run in
+ * parallel threads. */
 int replay_run(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
                char *err, size_t errlen);
 void replay_result_free(struct replay_result *res);

@@ -39,7 +39,9 @@ struct trace_meta {
     char *source;               /* heap JSON text, e.g. {"model":"opt-6.7b",...} */
 };
 
-/* ---- writing: the engine calls one trace_writer_layer per token per layer ---- */
+/* ---- writing: the engine calls one trace_writer_layer per token per layer ----
+ * A writer belongs to one thread; it keeps the previous token's sets (two
+ * d_ff-sized arrays per layer) to encode differences. */
 struct trace_writer;
 
 /* Opens path through a temporary (common/atomic_file.h): nothing appears at
