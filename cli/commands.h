@@ -6,5 +6,7 @@
 int cmd_sweep(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 #endif

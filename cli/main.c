@@ -18,6 +18,8 @@ static const struct command commands[] = {
      cmd_calibrate},
     {"predict", "per-token I/O, memory and compute latency from the cost model; the paper's tables",
      cmd_predict},
+    {"trace", "activation traces: info (statistics, Fig. 4a), synth (calibrated synthetic)", cmd_trace},
+    {"replay", "replay a trace under DRAM caching policies x flash layouts (bytes, reads, DRAM per token)", cmd_replay},
 };
 
 static void usage(FILE *f)

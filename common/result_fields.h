@@ -1,0 +1,29 @@
+/* One table of named values per result row feeds both the JSON object and
+ * the CSV row, so the two formats can never disagree (harness/sweep_output.c
+ * follows the same pattern with its own copy). */
+#ifndef FLASHBED_COMMON_RESULT_FIELDS_H
+#define FLASHBED_COMMON_RESULT_FIELDS_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+enum field_kind { FIELD_STR, FIELD_INT, FIELD_REAL, FIELD_BOOL };
+
+struct field {
+    const char *key;
+    enum field_kind kind;
+    const char *s;  /* FIELD_STR */
+    double v;       /* the others */
+};
+
+#define FIELDS_MAX 64
+/* Appends one field to f[*n] (f has room for FIELDS_MAX). */
+#define FIELD_ADD(f, n, key_, kind_, str, val) ((f)[(*(n))++] = (struct field){key_, kind_, str, (double)(val)})
+
+void fields_to_json(cJSON *obj, const struct field *f, int n);
+/* "key1,key2,...\n" and "v1,v2,...\n": integers in full, reals with %.10g. */
+void fields_csv_header(FILE *out, const struct field *f, int n);
+void fields_csv_row(FILE *out, const struct field *f, int n);
+
+#endif

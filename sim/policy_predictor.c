@@ -1,0 +1,7 @@
+/* predictor: load exactly the needed set each token, keep nothing. */
+#include "sim/policy.h"
+
+const struct policy_ops policy_predictor = {
+    .name = "predictor",
+    .update = policy_drop_misses,
+};

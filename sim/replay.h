@@ -1,0 +1,94 @@
+/* Offline replay of an activation trace (traces/trace.h) against a DRAM
+ * caching policy and a flash layout: how many bytes and reads each token
+ * costs, how much DRAM the FFN cache holds, how many rows are inserted and
+ * deleted (the memory-management work of the paper's Fig. 6).
+ *
+ * A library call, free of CLI concerns: the cost model (flashbed predict)
+ * calls replay_run once per configuration and reads the per-token stats.
+ *
+ * Model: each (token, layer) needs a set of neurons (the trace's active or
+ * predicted set). Needed rows already in DRAM are hits; the others are read
+ * from flash (policies such as naive and hybrid read more). Every row read is
+ * inserted into the layer's DRAM matrix; the policy then deletes rows to keep
+ * what it wants for later tokens. A row is one neuron's weights: up column +
+ * down row (+ gate row for GLU), rows_bytes = (2|3) * d_model * bytes_per_weight.
+ * Capacity-limited policies split the DRAM budget evenly over layers (the
+ * paper preallocates one matrix per layer). Rows a policy preloads (hybrid's
+ * half, hot's pinned set) are not counted as per-token reads (preload_bytes). */
+#ifndef FLASHBED_SIM_REPLAY_H
+#define FLASHBED_SIM_REPLAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "traces/trace.h"
+
+/* What to replay. policy: naive, hybrid, predictor, window:K (K >= 1 tokens,
+ * the current one included: the paper's k = 4 is window:5), lru, lfu, hot,
+ * belady. layout: split, bundled, friends, coalesce:G (bundled rows merged
+ * into one read across gaps of up to G unneeded rows). */
+struct replay_spec {
+    const char *policy;
+    const char *layout;
+    uint64_t dram_budget;    /* bytes of FFN cache, for lru, lfu, hot, belady */
+    bool use_predicted;      /* replay predicted sets (trace must have them), else active */
+};
+
+/* Read sizes in power-of-two buckets: bucket b counts reads of [2^b, 2^(b+1)) bytes. */
+struct read_size_hist {
+    uint64_t count[64];
+};
+
+/* One token, summed over layers. */
+struct replay_token {
+    uint64_t bytes, reads;         /* flash traffic */
+    uint64_t needed, hits;         /* needed rows, of which already in DRAM */
+    uint64_t inserted, deleted;    /* rows written into / removed from the DRAM matrices */
+    uint64_t peak_rows;            /* rows in DRAM after this token's loads */
+    uint64_t kept_rows;            /* rows kept for the next token */
+};
+
+struct replay_result {
+    char policy[48], layout[48];
+    bool use_predicted;
+    uint64_t n_tokens;
+    uint32_t n_layers, d_ff;
+    uint64_t row_bytes;
+    uint64_t capacity_rows;        /* per layer; 0 for policies that ignore the budget */
+    uint64_t preload_bytes;
+    struct replay_token *per_token;/* [n_tokens] */
+    struct read_size_hist read_sizes;
+    struct replay_token total;     /* sums; peak_rows/kept_rows hold maxima */
+    double bytes_per_token, reads_per_token, hit_ratio;
+    double rows_inserted_per_token, rows_deleted_per_token;
+    uint64_t dram_peak_bytes;      /* most DRAM the FFN cache held (after a token's loads) */
+    double dram_mean_bytes;        /* mean of that over tokens */
+    double dram_kept_mean_bytes;   /* mean held between tokens */
+    uint64_t events;               /* neuron-events replayed: sum of needed set sizes */
+    double seconds, events_per_second;
+    uint64_t friends_tokens;       /* friends layout: tokens the co-activation counts used */
+};
+
+/* Checks a policy or layout name (with its argument); 0, or -1 with err. */
+int replay_check_policy(const char *policy, char *err, size_t errlen);
+int replay_check_layout(const char *layout, char *err, size_t errlen);
+/* Whether a policy takes the DRAM budget. */
+bool replay_policy_uses_budget(const char *policy);
+
+/* Bytes of one FFN row (neuron) of this trace's shape. */
+uint64_t replay_row_bytes(const struct trace_meta *m);
+
+/* Replays tr under spec into res (freed with replay_result_free). 0, or -1
+ * with err (bad spec, predicted sets missing, memory). tr is only read and
+ * there is no global state: several replays of one trace may run in
+ * parallel threads. */
+int replay_run(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
+               char *err, size_t errlen);
+void replay_result_free(struct replay_result *res);
+
+/* The p-th percentile read size at bucket resolution: the lower bound 2^b of
+ * the bucket holding it (exact for power-of-two sizes); 0 without reads. */
+uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p);
+
+#endif

@@ -1,0 +1,130 @@
+/* Exact bytes, reads, hits and row counts of every policy and layout on
+ * small traces worked out by hand (the derivations are in the comments). */
+#include "check.h"
+#include "trace_fixture.h"
+
+#include "common/model_shape.h"
+#include "sim/replay.h"
+
+/* One layer, d_ff 8, d_model 4, 1 byte per weight: a vector is 4 bytes, a
+ * bundled row 8. Needed sets per token:
+ *   t0 {0,1,2}  t1 {1,2,3}  t2 {0,4}  t3 {1,2,5}  t4 {0,1}   (13 in all) */
+static const int s0[] = {0, 1, 2, -1}, s1[] = {1, 2, 3, -1}, s2[] = {0, 4, -1}, s3[] = {1, 2, 5, -1},
+                 s4[] = {0, 1, -1};
+static const int *const sets[] = {s0, s1, s2, s3, s4};
+
+static struct trace tr;
+
+static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
+{
+    struct replay_spec spec = {policy, layout, budget, false};
+    struct replay_result r;
+    char err[256] = "";
+    if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "replay %s %s: %s\n", policy, layout, err);
+        check_failures++;
+        memset(&r, 0, sizeof r);
+    }
+    return r;
+}
+
+#define EXPECT(policy, layout, budget, want_reads, want_bytes, want_hits, want_ins, want_del) \
+    do {                                                                            \
+        struct replay_result r_ = run(policy, layout, budget);                      \
+        CHECK_U64(r_.total.reads, want_reads);                                      \
+        CHECK_U64(r_.total.bytes, want_bytes);                                      \
+        CHECK_U64(r_.total.hits, want_hits);                                        \
+        CHECK_U64(r_.total.needed, 13);                                             \
+        CHECK_U64(r_.total.inserted, want_ins);                                     \
+        CHECK_U64(r_.total.deleted, want_del);                                      \
+        replay_result_free(&r_);                                                    \
+    } while (0)
+
+int main(void)
+{
+    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+
+    /* naive: all 8 rows every token, nothing kept. split: 16 reads of 4 bytes per token. */
+    EXPECT("naive", "split", 0, 80, 320, 0, 40, 40);
+    EXPECT("naive", "bundled", 0, 40, 320, 0, 40, 40);
+    /* hybrid: rows 0-3 resident, 4-7 read every token (4 per token);
+     * hits: 3 + 3 + 1 (0 of {0,4}) + 2 (1,2 of {1,2,5}) + 2 = 11. */
+    EXPECT("hybrid", "bundled", 0, 20, 160, 11, 20, 20);
+    /* predictor: exactly the 13 needed rows. */
+    EXPECT("predictor", "split", 0, 26, 104, 0, 13, 13);
+    EXPECT("predictor", "bundled", 0, 13, 104, 0, 13, 13);
+    /* window:1 is the predictor. */
+    EXPECT("window:1", "bundled", 0, 13, 104, 0, 13, 13);
+    /* window:2 (current + previous token): misses 3, 1 (3), 2, 3, 1 (0) = 10;
+     * deleted after t1: {0}; t2: {1,2,3}; t3: {0,4}; t4: {2,5} = 8. */
+    EXPECT("window:2", "bundled", 0, 10, 80, 3, 10, 8);
+    /* lru, 3 rows (24 bytes): t1 evicts 0; t2 misses 0,4, evicts 1,2; t3
+     * misses 1,2,5, evicts 3,0,4; t4 hits 1, misses 0, evicts 2. */
+    EXPECT("lru", "bundled", 24, 10, 80, 3, 10, 7);
+    /* lfu, 3 rows: t1 evicts 0 (freq 1, oldest); t2 misses 0,4, evicts 3, 0;
+     * t3 misses 5, evicts 4; t4 misses 0, evicts 5. Misses 3+1+2+1+1. */
+    EXPECT("lfu", "bundled", 24, 8, 64, 5, 8, 5);
+    /* belady, 3 rows: t1 misses 3 (never used again: evicted); t2 misses 4
+     * (evicted); t3 misses 5, evicts 2 (never needed again); t4 hits both. */
+    EXPECT("belady", "bundled", 24, 6, 48, 7, 6, 3);
+    /* hot, 3 rows: counts 1:4, 0:3, 2:3 -> pins {0,1,2}; misses 3, 4, 5. */
+    EXPECT("hot", "bundled", 24, 3, 24, 10, 3, 3);
+    /* coalesce:1 on the predictor's rows: {0,1,2} one read of 24 bytes;
+     * {1,2,3} 24; {0,4} gap 3 -> 8 + 8; {1,2,5} gap 2 -> 16 + 8; {0,1} 16. */
+    EXPECT("predictor", "coalesce:1", 0, 7, 104, 0, 13, 13);
+    /* coalesce:2: {1,2,5} becomes one read of rows 1..5 (40 bytes). */
+    EXPECT("predictor", "coalesce:2", 0, 6, 120, 0, 13, 13);
+    /* friends from co-activation: 0->1, 1->2, 2->1, 3->1, 4->0, 5->1. Reads
+     * of 16 bytes: t0 0(+1), 2 -> 2; t1 1(+2), 3 -> 2; t2 0, 4 -> 2;
+     * t3 1(+2), 5 -> 2; t4 0(+1) -> 1. */
+    EXPECT("predictor", "friends", 0, 9, 144, 0, 13, 13);
+
+    /* DRAM of window:2: rows after each token's loads 3, 4, 5, 5, 4 -> peak
+     * 5 rows of 8 bytes; kept after each token 3, 3, 2, 3, 2 ({0,1}). */
+    struct replay_result r = run("window:2", "bundled", 0);
+    CHECK_U64(r.dram_peak_bytes, 40);
+    CHECK_NEAR(r.dram_mean_bytes, 8.0 * 21 / 5, 1e-9);
+    CHECK_NEAR(r.dram_kept_mean_bytes, 8.0 * 13 / 5, 1e-9);
+    CHECK_U64(r.per_token[2].reads, 2);
+    CHECK_U64(r.per_token[2].deleted, 3);
+    CHECK_U64(r.capacity_rows, 0);
+    replay_result_free(&r);
+    /* read-size histogram: predictor x split = 26 reads of 4 bytes */
+    r = run("predictor", "split", 0);
+    CHECK_U64(r.read_sizes.count[2], 26);
+    CHECK_U64(read_size_hist_percentile(&r.read_sizes, 50), 4);
+    replay_result_free(&r);
+    /* hybrid preloads half the FFN: 4 rows of 8 bytes */
+    r = run("hybrid", "bundled", 0);
+    CHECK_U64(r.preload_bytes, 32);
+    replay_result_free(&r);
+    trace_free(&tr);
+
+    /* GLU rows are three vectors: predictor x bundled reads 13 rows of 12 bytes. */
+    fixture_trace(&tr, 1, 4, 8, FFN_GLU, 5, sets);
+    EXPECT("predictor", "bundled", 0, 13, 156, 0, 13, 13);
+    EXPECT("predictor", "split", 0, 39, 156, 0, 13, 13);
+    trace_free(&tr);
+
+    /* Two layers with the same sets: the budget is split evenly, 48 bytes ->
+     * 3 rows per layer, so lru costs exactly twice the one-layer count. */
+    const int *const two[] = {s0, s0, s1, s1, s2, s2, s3, s3, s4, s4};
+    fixture_trace(&tr, 2, 4, 8, FFN_RELU, 5, two);
+    r = run("lru", "bundled", 48);
+    CHECK_U64(r.capacity_rows, 3);
+    CHECK_U64(r.total.reads, 20);
+    CHECK_U64(r.total.needed, 26);
+    replay_result_free(&r);
+    trace_free(&tr);
+
+    /* Spec errors are reported, not guessed. */
+    char err[256];
+    CHECK(replay_check_policy("window:0", err, sizeof err) != 0);
+    CHECK(replay_check_policy("window", err, sizeof err) != 0);
+    CHECK(replay_check_policy("lru:3", err, sizeof err) != 0);
+    CHECK(replay_check_policy("fifo", err, sizeof err) != 0 && strstr(err, "available"));
+    CHECK(replay_check_layout("coalesce:x", err, sizeof err) != 0);
+    CHECK(replay_check_layout("coalesce:0", err, sizeof err) == 0);
+    CHECK(replay_policy_uses_budget("belady") && !replay_policy_uses_budget("window:3"));
+    return check_report("test_replay_golden");
+}

@@ -1,0 +1,337 @@
+/* Trace writer and reader: round trips through every encoding, the size of
+ * a 256-token x 32-layer x 16384-neuron trace at 3%, and each bad input
+ * (wrong magic, newer version, truncation, header/body disagreement, neuron
+ * >= d_ff, misuse of the writer) answered with an error naming the file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#include "common/model_shape.h"
+#include "common/rng.h"
+#include "traces/trace.h"
+#include "traces/trace_stats.h"
+#include "traces/trace_synth.h"
+
+static char dir[] = "/tmp/flashbed-trace-test-XXXXXX";
+static char err[1024];
+
+static void path_of(char *buf, size_t len, const char *name)
+{
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* Deterministic sets of every shape: empty, full, sparse, dense, and
+ * similar to the previous token (so each reference gets used). */
+static uint32_t make_set(struct rng *r, uint32_t t, uint32_t l, uint32_t N, uint32_t *ids, int kind)
+{
+    uint32_t n = 0;
+    int mode = (int)((t + l + kind) % 5);
+    for (uint32_t i = 0; i < N; i++) {
+        bool on = mode == 0 ? false
+                : mode == 1 ? true
+                : mode == 2 ? rng_below(r, 40) == 0
+                : mode == 3 ? rng_below(r, 2) == 0
+                            : (i * 7 + l) % 11 < 2 || rng_below(r, 100) == 0;
+        if (on)
+            ids[n++] = i;
+    }
+    return n;
+}
+
+static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
+{
+    char path[256];
+    path_of(path, sizeof path, "rt.trace");
+    struct trace_meta m = {L, 16, N, 2, FFN_GLU, pred, "{\"model\":\"test\"}"};
+    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    CHECK(w != NULL);
+    if (!w)
+        return;
+    struct rng r;
+    rng_seed(&r, L * 1000 + N);
+    uint32_t *a = malloc((size_t)T * L * N * sizeof *a), *p = malloc((size_t)T * L * N * sizeof *p);
+    uint32_t *na = calloc(T * L, sizeof *na), *np = calloc(T * L, sizeof *np);
+    for (uint64_t t = 0; t < T; t++) {
+        unsigned flags = (t % 4 == 3 ? TRACE_TOKEN_GENERATED : 0) | (t == T / 2 ? TRACE_TOKEN_SEQ_START : 0);
+        CHECK(trace_writer_begin_token(w, flags, err, sizeof err) == 0);
+        for (uint32_t l = 0; l < L; l++) {
+            size_t k = t * L + l;
+            na[k] = make_set(&r, (uint32_t)t, l, N, a + k * N, 0);
+            np[k] = make_set(&r, (uint32_t)t, l, N, p + k * N, 1);
+            CHECK(trace_writer_layer(w, l, a + k * N, na[k], p + k * N, np[k], err, sizeof err) == 0);
+        }
+    }
+    CHECK(trace_writer_close(w, err, sizeof err) == 0);
+    struct trace tr;
+    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
+    CHECK_U64(tr.n_tokens, T);
+    CHECK_U64(tr.meta.d_ff, N);
+    CHECK_U64(tr.meta.ffn_kind, FFN_GLU);
+    CHECK_STR(tr.meta.source, "{\"model\":\"test\"}");
+    CHECK(tr.meta.has_predicted == pred);
+    CHECK(tr.token_flags[0] & TRACE_TOKEN_SEQ_START);
+    CHECK(tr.token_flags[T / 2] & TRACE_TOKEN_SEQ_START);
+    CHECK(tr.token_flags[3] & TRACE_TOKEN_GENERATED);
+    int bad = 0;
+    for (uint64_t t = 0; t < T; t++)
+        for (uint32_t l = 0; l < L; l++) {
+            size_t k = t * L + l;
+            uint32_t n;
+            const uint32_t *ids = trace_set(&tr, 0, t, l, &n);
+            bad += n != na[k] || memcmp(ids, a + k * N, n * sizeof *ids) != 0;
+            if (pred) {
+                ids = trace_set(&tr, 1, t, l, &n);
+                bad += n != np[k] || memcmp(ids, p + k * N, n * sizeof *ids) != 0;
+            }
+        }
+    CHECK_U64(bad, 0);
+    trace_free(&tr);
+    free(a), free(p), free(na), free(np);
+}
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    fwrite(p, 1, n, f);
+    fclose(f);
+}
+
+static char *read_all(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc(*n);
+    CHECK(fread(b, 1, *n, f) == *n);
+    fclose(f);
+    return b;
+}
+
+/* Loading must fail with an error that names the file and contains want. */
+static void expect_load_error(const char *path, const char *want)
+{
+    struct trace tr;
+    err[0] = 0;
+    int rc = trace_load(path, &tr, err, sizeof err);
+    CHECK(rc != 0);
+    if (rc == 0) {
+        trace_free(&tr);
+        return;
+    }
+    CHECK(strstr(err, path) != NULL);
+    if (!strstr(err, want)) {
+        fprintf(stderr, "error \"%s\" lacks \"%s\"\n", err, want);
+        check_failures++;
+    }
+}
+
+static void small_trace(const char *path, uint32_t N, uint32_t neuron)
+{
+    struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}"};
+    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    uint32_t a[] = {1, neuron}, p[] = {1, 2, neuron};
+    for (int t = 0; t < 3; t++) {
+        trace_writer_begin_token(w, 0, err, sizeof err);
+        for (uint32_t l = 0; l < 2; l++)
+            CHECK(trace_writer_layer(w, l, a, 2, p, 3, err, sizeof err) == 0);
+    }
+    CHECK(trace_writer_close(w, err, sizeof err) == 0);
+}
+
+static void bad_inputs(void)
+{
+    char good[256], bad[256];
+    path_of(good, sizeof good, "good.trace");
+    path_of(bad, sizeof bad, "bad.trace");
+    small_trace(good, 1024, 900);
+    size_t n;
+    char *b = read_all(good, &n);
+
+    write_bytes(bad, "hello world, not a trace at all", 31);
+    expect_load_error(bad, "wrong magic");
+    write_bytes(bad, "", 0);
+    expect_load_error(bad, "wrong magic");
+    memcpy(b + 8, "\x09\x00\x00\x00", 4); /* version 9 */
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "newer");
+    memcpy(b + 8, "\x01\x00\x00\x00", 4);
+    /* every truncation point fails cleanly */
+    for (size_t cut = 1; cut < n; cut++) {
+        write_bytes(bad, b, cut);
+        struct trace tr;
+        int rc = trace_load(bad, &tr, err, sizeof err);
+        CHECK(rc != 0);
+        if (rc == 0)
+            trace_free(&tr);
+        else
+            CHECK(strstr(err, bad) != NULL);
+    }
+    write_bytes(bad, b, n - 10);
+    expect_load_error(bad, "truncated");
+    /* header says 5 tokens, body holds 3 */
+    b[(8 + 4 + 6 * 4)] = 5;
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "header says 5 tokens");
+    b[(8 + 4 + 6 * 4)] = 2;
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "more tokens than the header");
+    b[(8 + 4 + 6 * 4)] = 3;
+    b[(8 + 4 + 6 * 4) + 6] = 1; /* 2^48 tokens: refused before allocating */
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "but the file has only");
+    b[(8 + 4 + 6 * 4) + 6] = 0;
+    /* neuron 900 recorded, header shrunk to d_ff 512 */
+    memcpy(b + 8 + 4 + 8, "\x00\x02\x00\x00", 4);
+    write_bytes(bad, b, n);
+    expect_load_error(bad, ">= d_ff 512");
+    expect_load_error(bad, "token 0 layer 0");
+    memcpy(b + 8 + 4 + 8, "\x00\x04\x00\x00", 4);
+    /* trailing garbage */
+    char *longer = malloc(n + 3);
+    memcpy(longer, b, n);
+    memcpy(longer + n, "xyz", 3);
+    write_bytes(bad, longer, n + 3);
+    expect_load_error(bad, "trailing bytes");
+    free(longer);
+    write_bytes(bad, b, n);
+    struct trace tr;
+    CHECK(trace_load(bad, &tr, err, sizeof err) == 0); /* restored: loads again */
+    trace_free(&tr);
+    /* corrupted bytes anywhere: an error or a trace, never a crash (ASan runs this) */
+    struct rng r;
+    rng_seed(&r, 11);
+    for (int i = 0; i < 300; i++) {
+        char *c = malloc(n);
+        memcpy(c, b, n);
+        for (int k = 0; k < 1 + i % 3; k++)
+            c[rng_below(&r, n)] ^= (char)(1 + rng_below(&r, 255));
+        write_bytes(bad, c, n);
+        if (trace_load(bad, &tr, err, sizeof err) == 0)
+            trace_free(&tr);
+        else
+            CHECK(strstr(err, bad) != NULL);
+        free(c);
+    }
+    expect_load_error(dir, "directory");
+    char missing[256];
+    path_of(missing, sizeof missing, "missing.trace");
+    expect_load_error(missing, "cannot read");
+    free(b);
+
+    /* the writer refuses bad sets, and an aborted trace leaves nothing behind */
+    char w_path[256];
+    path_of(w_path, sizeof w_path, "refused.trace");
+    struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}"};
+    struct trace_writer *w = trace_writer_open(w_path, &m, err, sizeof err);
+    uint32_t over[] = {3, 64}, unsorted[] = {5, 4}, ok[] = {1, 2};
+    CHECK(trace_writer_layer(w, 0, ok, 2, NULL, 0, err, sizeof err) != 0);
+    CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
+    CHECK(trace_writer_layer(w, 0, over, 2, NULL, 0, err, sizeof err) != 0 && strstr(err, ">= d_ff 64"));
+    CHECK(trace_writer_layer(w, 0, unsorted, 2, NULL, 0, err, sizeof err) != 0 && strstr(err, "ascending"));
+    CHECK(trace_writer_layer(w, 1, ok, 2, NULL, 0, err, sizeof err) != 0 && strstr(err, "layer 0 was due"));
+    CHECK(trace_writer_layer(w, 0, ok, 2, NULL, 0, err, sizeof err) == 0);
+    CHECK(trace_writer_close(w, err, sizeof err) != 0 && strstr(err, "1 of 2 layers"));
+    struct stat st;
+    CHECK(stat(w_path, &st) != 0);
+}
+
+/* 256 tokens x 32 layers x 16384 neurons at 3% (active sets only): well under 10 MB. */
+static void size_at_3_percent(void)
+{
+    char path[256];
+    path_of(path, sizeof path, "big.trace");
+    const uint32_t L = 32, N = 16384;
+    struct trace_meta m = {L, 4096, N, 2, FFN_RELU, false, "{}"};
+    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct rng r;
+    rng_seed(&r, 3);
+    uint32_t *ids = malloc(N * sizeof *ids);
+    for (int t = 0; t < 256; t++) {
+        trace_writer_begin_token(w, 0, err, sizeof err);
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < N; i++)
+                if (rng_below(&r, 100) < 3)
+                    ids[n++] = i;
+            trace_writer_layer(w, l, ids, n, NULL, 0, err, sizeof err);
+        }
+    }
+    CHECK(trace_writer_close(w, err, sizeof err) == 0);
+    struct stat st;
+    CHECK(stat(path, &st) == 0);
+    printf("256 x 32 x 16384 at 3%%: %.2f MB\n", st.st_size / 1e6);
+    CHECK(st.st_size < 5000000);
+    free(ids);
+    unlink(path);
+}
+
+/* The generator reaches its targets on a small shape, and s_agg behaves. */
+static void synth_calibration(void)
+{
+    char path[256];
+    path_of(path, sizeof path, "synth.trace");
+    struct model_shape shape;
+    CHECK(model_shape_load("opt-1.3b", &shape, err, sizeof err) == 0);
+    struct synth_params p;
+    synth_params_default(&p, &shape);
+    p.tokens = 64;
+    CHECK(synth_write(&p, path, err, sizeof err) == 0);
+    struct trace tr;
+    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
+    struct trace_stats s;
+    CHECK(trace_stats_compute(&tr, &s) == 0);
+    CHECK_NEAR(s.density_active[0], 0.0156, 0.0005);
+    CHECK_NEAR(s.density_active[23], 0.0536, 0.0005);
+    CHECK_NEAR(s.mean_density_active, 0.033, 0.002);
+    CHECK_NEAR(s.pred_over_active, 3.0, 0.05);
+    CHECK_NEAR(s.recall, 0.95, 0.01);
+    CHECK_NEAR(s.sagg_pred[4], 0.24, 0.025);
+    CHECK_NEAR(trace_stats_new_per_token(s.sagg_pred, 4), 0.024, 0.005);
+    CHECK_NEAR(s.sagg_pred[0], s.mean_density_pred, 1e-9);
+    for (int k = 1; k < 16; k++)
+        CHECK(s.sagg_pred[k] >= s.sagg_pred[k - 1]);
+    CHECK(s.hot10_share > 0.2); /* power law: the top 10% take far more than 10% */
+    CHECK(strstr(tr.meta.source, "scaled") != NULL); /* opt-1.3b has no paper statistics */
+    trace_stats_free(&s);
+    trace_free(&tr);
+    unlink(path);
+
+    /* s_agg on a hand-made trace: sets {0,1} {1,2} {2,3} of d_ff 4 */
+    struct trace_meta m = {1, 4, 4, 1, FFN_RELU, false, "{}"};
+    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    uint32_t sets[3][2] = {{0, 1}, {1, 2}, {2, 3}};
+    for (int t = 0; t < 3; t++) {
+        trace_writer_begin_token(w, 0, err, sizeof err);
+        trace_writer_layer(w, 0, sets[t], 2, NULL, 0, err, sizeof err);
+    }
+    CHECK(trace_writer_close(w, err, sizeof err) == 0);
+    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
+    CHECK(trace_stats_compute(&tr, &s) == 0);
+    CHECK_NEAR(s.sagg_active[0], 0.5, 1e-12);  /* each token 2 of 4 */
+    CHECK_NEAR(s.sagg_active[1], 0.75, 1e-12); /* windows {0,1,2} {1,2,3} */
+    CHECK_NEAR(s.sagg_active[2], 1.0, 1e-12);
+    CHECK_NEAR(s.sagg_active[3], 0.0, 1e-12);  /* no window of 4 tokens */
+    trace_stats_free(&s);
+    trace_free(&tr);
+    unlink(path);
+}
+
+int main(void)
+{
+    CHECK(mkdtemp(dir) != NULL);
+    round_trip(3, 37, 12, true);   /* d_ff not a multiple of 8 */
+    round_trip(2, 1000, 9, false);
+    round_trip(1, 1, 5, true);
+    bad_inputs();
+    size_at_3_percent();
+    synth_calibration();
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+    return check_report("test_trace_format");
+}

@@ -1,0 +1,33 @@
+/* In-memory traces for the replay tests: sets written as literals. */
+#ifndef FLASHBED_TESTS_TRACE_FIXTURE_H
+#define FLASHBED_TESTS_TRACE_FIXTURE_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "traces/trace.h"
+
+/* sets[t * n_layers + l] is a -1-terminated list of ascending ids. */
+static inline void fixture_trace(struct trace *tr, uint32_t n_layers, uint32_t d_model, uint32_t d_ff,
+                                 uint32_t ffn_kind, uint64_t n_tokens, const int *const *sets)
+{
+    memset(tr, 0, sizeof *tr);
+    tr->meta = (struct trace_meta){n_layers, d_model, d_ff, 1, ffn_kind, false, strdup("{}")};
+    tr->n_tokens = n_tokens;
+    tr->token_flags = calloc(n_tokens, 1);
+    tr->token_flags[0] = TRACE_TOKEN_SEQ_START;
+    tr->active_off = calloc(n_tokens * n_layers + 1, sizeof(uint64_t));
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < n_tokens * n_layers; i++)
+        for (const int *s = sets[i]; *s >= 0; s++)
+            total++;
+    tr->active_ids = malloc((total ? total : 1) * sizeof(uint32_t));
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < n_tokens * n_layers; i++) {
+        for (const int *s = sets[i]; *s >= 0; s++)
+            tr->active_ids[k++] = (uint32_t)*s;
+        tr->active_off[i + 1] = k;
+    }
+}
+
+#endif

@@ -1,0 +1,44 @@
+/* One neuron set as a trace record (format in traces/trace.h): the writer
+ * tries every reference and code and keeps the smallest; the reader undoes
+ * it. Internal to traces/. */
+#ifndef FLASHBED_TRACES_SET_CODEC_H
+#define FLASHBED_TRACES_SET_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum set_ref { SET_REF_NONE = 0, SET_REF_PREV = 1, SET_REF_ACTIVE = 2 };
+enum set_code { SET_CODE_BITSET = 0, SET_CODE_RICE = 1 };
+
+struct byte_buf {
+    uint8_t *p;
+    size_t len, cap;
+};
+
+/* A sorted id list and its length, as references are passed around. */
+struct id_span {
+    const uint32_t *ids;
+    uint32_t n;
+};
+
+/* a XOR b of two ascending lists into out (room for na + nb); returns its length. */
+uint32_t ids_symmetric_difference(const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb,
+                                  uint32_t *out);
+
+/* Appends the smallest record for ids to out. refs[SET_REF_*] are the
+ * candidates (ids NULL: not available). scratch holds 2*d_ff ids.
+ * Returns 0, or -1 when out of memory. */
+int set_encode(struct byte_buf *out, const uint32_t *ids, uint32_t n, const struct id_span refs[3],
+               uint32_t d_ff, uint32_t *scratch);
+
+/* Reads one record from f into out (room for d_ff ids), *n its length.
+ * scratch holds d_ff ids; buf is a reusable byte buffer. 0, or -1 with a
+ * short reason in why ("truncated", "neuron 9 >= d_ff 8", ...). */
+int set_decode(FILE *f, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
+               uint32_t *scratch, struct byte_buf *buf, char *why, size_t whylen);
+
+int byte_buf_reserve(struct byte_buf *b, size_t extra);
+void byte_buf_free(struct byte_buf *b);
+
+#endif

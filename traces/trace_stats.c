@@ -1,0 +1,178 @@
+#include "traces/trace_stats.h"
+
+#include "common/atomic_file.h"
+#include "common/gnuplot.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The union of the sets of tokens [start, start+k) is the sum over those
+ * tokens of the neurons whose previous use lies before start: a neuron of
+ * token start+j counts when its gap to its previous use (within the
+ * sequence) exceeds j. So one pass recording, per token, how many of its
+ * neurons have gap > j for j < TRACE_SAGG_MAX gives every window's union. */
+static void sagg_kind(const struct trace *tr, int predicted, uint32_t *last_seen, uint32_t *over,
+                      double *sagg)
+{
+    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff, J = TRACE_SAGG_MAX;
+    const uint64_t T = tr->n_tokens;
+    double sum[TRACE_SAGG_MAX] = {0};
+    uint64_t windows[TRACE_SAGG_MAX] = {0};
+    for (uint32_t l = 0; l < L; l++) {
+        uint64_t seq_start = 0;
+        for (uint32_t i = 0; i < N; i++)
+            last_seen[i] = UINT32_MAX;
+        for (uint64_t t = 0; t < T; t++) {
+            if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START)
+                seq_start = t;
+            uint32_t *o = over + t * J;
+            memset(o, 0, J * sizeof *o);
+            uint32_t n;
+            const uint32_t *ids = trace_set(tr, predicted, t, l, &n);
+            for (uint32_t a = 0; a < n; a++) {
+                uint32_t prev = last_seen[ids[a]];
+                uint64_t gap = prev == UINT32_MAX || prev < seq_start ? J : t - prev;
+                /* counts for j < gap: neuron new to windows starting up to gap-1 tokens back */
+                o[gap - 1 < J ? gap - 1 : J - 1]++;
+                last_seen[ids[a]] = (uint32_t)t;
+            }
+            /* turn "gap == j+1" counts into "gap > j" counts */
+            for (int j = (int)J - 2; j >= 0; j--)
+                o[j] += o[j + 1];
+        }
+        seq_start = 0;
+        for (uint64_t start = 0; start < T; start++) {
+            if (tr->token_flags[start] & TRACE_TOKEN_SEQ_START)
+                seq_start = start;
+            (void)seq_start;
+            uint64_t uni = 0;
+            for (uint32_t k = 1; k <= J && start + k <= T; k++) {
+                uint64_t t = start + k - 1;
+                if (k > 1 && (tr->token_flags[t] & TRACE_TOKEN_SEQ_START))
+                    break;
+                uni += over[t * J + (k - 1)];
+                sum[k - 1] += (double)uni / N;
+                windows[k - 1]++;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < J; k++)
+        sagg[k] = windows[k] ? sum[k] / windows[k] : 0;
+}
+
+static int cmp_desc_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
+    const uint64_t T = tr->n_tokens;
+    s->n_layers = L;
+    s->n_tokens = T;
+    s->density_active = calloc(L, sizeof(double));
+    if (tr->meta.has_predicted)
+        s->density_pred = calloc(L, sizeof(double));
+    uint32_t *last_seen = malloc(N * sizeof(uint32_t));
+    uint32_t *over = malloc((T ? T : 1) * TRACE_SAGG_MAX * sizeof(uint32_t));
+    uint32_t *freq = calloc(N, sizeof(uint32_t));
+    uint8_t *in_pred = calloc(N, 1);
+    if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) || !last_seen || !over ||
+        !freq || !in_pred) {
+        free(last_seen);
+        free(over);
+        free(freq);
+        free(in_pred);
+        trace_stats_free(s);
+        return -1;
+    }
+    for (uint64_t t = 0; t < T; t++) {
+        if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START)
+            s->n_sequences++;
+        if (tr->token_flags[t] & TRACE_TOKEN_GENERATED)
+            s->n_generated_tokens++;
+        else
+            s->n_prompt_tokens++;
+    }
+    uint64_t hits = 0;
+    double hot_sum = 0;
+    for (uint32_t l = 0; l < L; l++) {
+        memset(freq, 0, N * sizeof *freq);
+        uint64_t la = 0, lp = 0;
+        for (uint64_t t = 0; t < T; t++) {
+            uint32_t na, np = 0;
+            const uint32_t *a = trace_set(tr, 0, t, l, &na);
+            const uint32_t *p = tr->meta.has_predicted ? trace_set(tr, 1, t, l, &np) : NULL;
+            for (uint32_t j = 0; j < na; j++)
+                freq[a[j]]++;
+            for (uint32_t j = 0; j < np; j++)
+                in_pred[p[j]] = 1;
+            for (uint32_t j = 0; j < na && p; j++)
+                hits += in_pred[a[j]];
+            for (uint32_t j = 0; j < np; j++)
+                in_pred[p[j]] = 0;
+            la += na;
+            lp += np;
+        }
+        s->active_events += la;
+        s->pred_events += lp;
+        s->density_active[l] = T ? (double)la / ((double)T * N) : 0;
+        if (s->density_pred)
+            s->density_pred[l] = T ? (double)lp / ((double)T * N) : 0;
+        qsort(freq, N, sizeof *freq, cmp_desc_u32);
+        uint64_t top = 0;
+        for (uint32_t i = 0; i < (N + 9) / 10; i++)
+            top += freq[i];
+        hot_sum += la ? (double)top / la : 0;
+    }
+    for (uint32_t l = 0; l < L; l++) {
+        s->mean_density_active += s->density_active[l] / L;
+        if (s->density_pred)
+            s->mean_density_pred += s->density_pred[l] / L;
+    }
+    s->hot10_share = hot_sum / L;
+    if (tr->meta.has_predicted) {
+        s->recall = s->active_events ? (double)hits / s->active_events : 0;
+        s->pred_over_active = s->active_events ? (double)s->pred_events / s->active_events : 0;
+    }
+    sagg_kind(tr, 0, last_seen, over, s->sagg_active);
+    if (tr->meta.has_predicted)
+        sagg_kind(tr, 1, last_seen, over, s->sagg_pred);
+    free(last_seen);
+    free(over);
+    free(freq);
+    free(in_pred);
+    return 0;
+}
+
+void trace_stats_free(struct trace_stats *s)
+{
+    free(s->density_active);
+    free(s->density_pred);
+    s->density_active = s->density_pred = NULL;
+}
+
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot)
+{
+    char csv[2048], path[4200], png[4200], svg[4200], var[4300], pred[32];
+    size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
+    for (int k = 1; k <= 16; k++)
+        len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
+                                has_pred ? s->sagg_pred[k - 1] : 0.0);
+    snprintf(path, sizeof path, "%s/sagg.csv", dir);
+    if (write_text_file(path, csv) != 0)
+        return -1;
+    if (!plot)
+        return 0;
+    snprintf(png, sizeof png, "%s/fig4a.png", dir);
+    snprintf(svg, sizeof svg, "%s/fig4a.svg", dir);
+    snprintf(var, sizeof var, "csv='%s'", path);
+    snprintf(pred, sizeof pred, "has_pred=%d", has_pred ? 1 : 0);
+    const char *vars[] = {var, pred, NULL};
+    const char *outs[] = {png, svg, NULL};
+    return gnuplot_render("fig4a_sagg.gp", vars, outs);
+}

@@ -1,0 +1,43 @@
+/* Statistics of a loaded trace: density per layer, predictor quality, and
+ * the aggregated-usage curve s_agg(k) of the paper's Fig. 4a. */
+#ifndef FLASHBED_TRACES_TRACE_STATS_H
+#define FLASHBED_TRACES_TRACE_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "traces/trace.h"
+
+#define TRACE_SAGG_MAX 17 /* s_agg(k) for k = 1..16, plus k = 17 for the k = 16 increment */
+
+struct trace_stats {
+    uint32_t n_layers;
+    uint64_t n_tokens, n_sequences, n_prompt_tokens, n_generated_tokens;
+    uint64_t active_events, pred_events;
+    double *density_active;     /* [n_layers]: mean |active| / d_ff */
+    double *density_pred;       /* [n_layers]; NULL without predicted sets */
+    double mean_density_active, mean_density_pred;
+    /* s_agg[k-1]: fraction of a layer's neurons used by k consecutive tokens of
+     * one sequence, averaged over all such windows and over layers; 0 where no
+     * sequence is k tokens long. */
+    double sagg_active[TRACE_SAGG_MAX], sagg_pred[TRACE_SAGG_MAX];
+    double recall;              /* |active & predicted| / |active| */
+    double pred_over_active;    /* |predicted| / |active| */
+    double hot10_share;         /* share of activations going to a layer's 10% most active neurons */
+};
+
+int trace_stats_compute(const struct trace *tr, struct trace_stats *s);
+void trace_stats_free(struct trace_stats *s);
+
+/* Writes dir/sagg.csv (k,sagg_active,sagg_predicted) and, when plot, the
+ * paper's Fig. 4a as dir/fig4a.png and .svg (plots/fig4a_sagg.gp).
+ * 0, or -1 with the error printed. */
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot);
+
+/* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k). */
+static inline double trace_stats_new_per_token(const double *sagg, int k)
+{
+    return k <= 0 ? sagg[0] : sagg[k] - sagg[k - 1];
+}
+
+#endif

@@ -1,0 +1,224 @@
+/* The trace writer: validates each set, encodes it against its references
+ * (traces/set_codec.h) and streams records to a temporary file that is
+ * renamed into place only when the trace is complete. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomic_file.h"
+#include "traces/set_codec.h"
+#include "traces/trace.h"
+#include "traces/trace_file.h"
+
+struct trace_writer {
+    struct trace_meta meta;
+    FILE *f;
+    char path[4096], tmp[4200];
+    uint64_t n_tokens, active_events, pred_events, bytes;
+    uint32_t next_layer;       /* layers written of the current token */
+    bool in_token;
+    bool seq_start;            /* the current token starts a sequence */
+    uint32_t *prev[2];         /* [n_layers * d_ff]: last token's sets, per kind */
+    uint32_t *n_prev[2];       /* [n_layers] */
+    uint32_t *scratch;         /* [2 * d_ff] */
+    struct byte_buf rec;
+};
+
+#define ERR(...) trace_err(err, errlen, __VA_ARGS__)
+
+void trace_meta_free(struct trace_meta *m)
+{
+    free(m->source);
+    m->source = NULL;
+}
+
+static void writer_free(struct trace_writer *w)
+{
+    for (int k = 0; k < 2; k++) {
+        free(w->prev[k]);
+        free(w->n_prev[k]);
+    }
+    free(w->scratch);
+    byte_buf_free(&w->rec);
+    trace_meta_free(&w->meta);
+    free(w);
+}
+
+static int flush_rec(struct trace_writer *w, char *err, size_t errlen)
+{
+    if (w->rec.len && fwrite(w->rec.p, 1, w->rec.len, w->f) != w->rec.len)
+        return ERR("%s: write failed: %s", w->path, strerror(errno));
+    w->bytes += w->rec.len;
+    w->rec.len = 0;
+    return 0;
+}
+
+struct trace_writer *trace_writer_open(const char *path, const struct trace_meta *meta,
+                                       char *err, size_t errlen)
+{
+    if (meta->n_layers == 0 || meta->d_ff == 0 || meta->d_model == 0 || meta->bytes_per_weight == 0) {
+        ERR("%s: trace shape must have layers, d_model, d_ff and bytes per weight", path);
+        return NULL;
+    }
+    if (strlen(path) >= 4096) {
+        ERR("%s: path too long", path);
+        return NULL;
+    }
+    struct trace_writer *w = calloc(1, sizeof *w);
+    if (!w) {
+        ERR("%s: out of memory", path);
+        return NULL;
+    }
+    w->meta = *meta;
+    w->meta.source = strdup(meta->source ? meta->source : "{}");
+    snprintf(w->path, sizeof w->path, "%s", path);
+    atomic_tmp_name(path, w->tmp, sizeof w->tmp);
+    size_t plane = (size_t)meta->n_layers * meta->d_ff;
+    for (int k = 0; k < 2; k++) {
+        w->prev[k] = malloc(plane * sizeof(uint32_t));
+        w->n_prev[k] = calloc(meta->n_layers, sizeof(uint32_t));
+    }
+    w->scratch = malloc(2 * (size_t)meta->d_ff * sizeof(uint32_t));
+    if (!w->meta.source || !w->prev[0] || !w->prev[1] || !w->n_prev[0] || !w->n_prev[1] || !w->scratch) {
+        ERR("%s: out of memory for a trace of %u layers x %u neurons", path, meta->n_layers, meta->d_ff);
+        writer_free(w);
+        return NULL;
+    }
+    w->f = fopen(w->tmp, "wb");
+    if (!w->f) {
+        ERR("cannot write %s: %s", w->tmp, strerror(errno));
+        writer_free(w);
+        return NULL;
+    }
+    if (trace_header_put(&w->rec, &w->meta, 0) != 0 || flush_rec(w, err, errlen) != 0) {
+        if (!w->rec.p)
+            ERR("%s: out of memory", path);
+        trace_writer_abort(w);
+        return NULL;
+    }
+    return w;
+}
+
+int trace_writer_begin_token(struct trace_writer *w, unsigned flags, char *err, size_t errlen)
+{
+    if (w->in_token && w->next_layer != w->meta.n_layers)
+        return ERR("%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
+                   w->next_layer, w->meta.n_layers);
+    if (flags & ~(unsigned)(TRACE_TOKEN_GENERATED | TRACE_TOKEN_SEQ_START))
+        return ERR("%s: unknown token flags 0x%x", w->path, flags);
+    if (w->n_tokens == 0)
+        flags |= TRACE_TOKEN_SEQ_START;
+    w->seq_start = flags & TRACE_TOKEN_SEQ_START;
+    if (byte_buf_reserve(&w->rec, 2) != 0)
+        return ERR("%s: out of memory", w->path);
+    w->rec.p[w->rec.len++] = TRACE_TOKEN_MARK;
+    w->rec.p[w->rec.len++] = (uint8_t)flags;
+    w->in_token = true;
+    w->next_layer = 0;
+    w->n_tokens++;
+    return flush_rec(w, err, errlen);
+}
+
+static int check_ids(const struct trace_writer *w, const char *what, uint32_t layer,
+                     const uint32_t *ids, uint32_t n, char *err, size_t errlen)
+{
+    if (n && !ids)
+        return ERR("%s: token %llu layer %u: %s set of %u neurons given as NULL", w->path,
+                   (unsigned long long)w->n_tokens - 1, layer, what, n);
+    for (uint32_t j = 0; j < n; j++) {
+        if (ids[j] >= w->meta.d_ff)
+            return ERR("%s: token %llu layer %u: %s neuron %u >= d_ff %u", w->path,
+                       (unsigned long long)w->n_tokens - 1, layer, what, ids[j], w->meta.d_ff);
+        if (j && ids[j] <= ids[j - 1])
+            return ERR("%s: token %llu layer %u: %s neurons not strictly ascending (%u after %u)",
+                       w->path, (unsigned long long)w->n_tokens - 1, layer, what, ids[j], ids[j - 1]);
+    }
+    return 0;
+}
+
+static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint32_t *ids, uint32_t n,
+                   const uint32_t *active, uint32_t n_active, char *err, size_t errlen)
+{
+    uint32_t *prev = w->prev[kind] + (size_t)layer * w->meta.d_ff;
+    struct id_span refs[3] = {
+        {NULL, 0},
+        {w->seq_start ? NULL : prev, w->n_prev[kind][layer]},
+        {kind == 1 ? active : NULL, n_active},
+    };
+    static const uint32_t empty_ref[1];
+    if (kind == 1 && !refs[SET_REF_ACTIVE].ids)
+        refs[SET_REF_ACTIVE].ids = empty_ref;
+    if (set_encode(&w->rec, ids, n, refs, w->meta.d_ff, w->scratch) != 0)
+        return ERR("%s: out of memory", w->path);
+    if (n)
+        memcpy(prev, ids, n * sizeof *ids);
+    w->n_prev[kind][layer] = n;
+    return 0;
+}
+
+int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *active,
+                       uint32_t n_active, const uint32_t *pred, uint32_t n_pred,
+                       char *err, size_t errlen)
+{
+    if (!w->in_token)
+        return ERR("%s: layer %u written before trace_writer_begin_token", w->path, layer);
+    if (layer != w->next_layer)
+        return ERR("%s: token %llu: layer %u written where layer %u was due", w->path,
+                   (unsigned long long)w->n_tokens - 1, layer, w->next_layer);
+    if (check_ids(w, "active", layer, active, n_active, err, errlen) != 0)
+        return -1;
+    if (w->meta.has_predicted && check_ids(w, "predicted", layer, pred, n_pred, err, errlen) != 0)
+        return -1;
+    if (put_set(w, 0, layer, active, n_active, NULL, 0, err, errlen) != 0)
+        return -1;
+    w->active_events += n_active;
+    if (w->meta.has_predicted) {
+        if (put_set(w, 1, layer, pred, n_pred, active, n_active, err, errlen) != 0)
+            return -1;
+        w->pred_events += n_pred;
+    }
+    w->next_layer++;
+    return w->rec.len >= (1u << 16) || w->next_layer == w->meta.n_layers ? flush_rec(w, err, errlen) : 0;
+}
+
+uint64_t trace_writer_bytes(const struct trace_writer *w)
+{
+    return w->bytes + w->rec.len;
+}
+
+int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (w->in_token && w->next_layer != w->meta.n_layers)
+        rc = ERR("%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
+                 w->next_layer, w->meta.n_layers);
+    if (rc == 0 && trace_footer_put(&w->rec, w->n_tokens, w->active_events, w->pred_events) != 0)
+        rc = ERR("%s: out of memory", w->path);
+    if (rc == 0)
+        rc = flush_rec(w, err, errlen);
+    if (rc == 0 && (fseek(w->f, TRACE_N_TOKENS_OFFSET, SEEK_SET) != 0 ||
+                    trace_put_u64_file(w->f, w->n_tokens) != 0))
+        rc = ERR("%s: cannot patch the header: %s", w->path, strerror(errno));
+    if (rc == 0 && fflush(w->f) != 0)
+        rc = ERR("%s: write failed: %s", w->path, strerror(errno));
+    if (fclose(w->f) != 0 && rc == 0)
+        rc = ERR("%s: write failed: %s", w->path, strerror(errno));
+    w->f = NULL;
+    if (rc == 0 && rename(w->tmp, w->path) != 0)
+        rc = ERR("cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
+    if (rc != 0)
+        remove(w->tmp);
+    writer_free(w);
+    return rc;
+}
+
+void trace_writer_abort(struct trace_writer *w)
+{
+    if (!w)
+        return;
+    if (w->f)
+        fclose(w->f);
+    remove(w->tmp);
+    writer_free(w);
+}
