@@ -4,5 +4,8 @@
 #define FLASHBED_CLI_COMMANDS_H
 
 int cmd_sweep(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 #endif

@@ -14,6 +14,9 @@ struct command {
 static const struct command commands[] = {
     {"sweep", "random-read throughput over chunk size x threads (Fig. 2b), optionally beside fio",
      cmd_sweep},
+    {"convert", "convert a llama2.c checkpoint into a flashbed model folder", cmd_convert},
+    {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
+    {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
 };
 
 static void usage(FILE *f)

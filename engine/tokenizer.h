@@ -1,0 +1,47 @@
+/* Tokenizers: text to token ids and back, with the model's BOS/EOS.
+ * SentencePiece-style BPE (Llama, llama2.c's tokenizer.bin): a dummy-prefix
+ * space, pieces looked up per UTF-8 character, unknown bytes to <0xXX>
+ * tokens, then adjacent pairs merged by the highest piece score. */
+#ifndef FLASHBED_ENGINE_TOKENIZER_H
+#define FLASHBED_ENGINE_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum tokenizer_kind { TOKENIZER_SENTENCEPIECE_BPE };
+
+struct tokenizer {
+    enum tokenizer_kind kind;
+    int vocab_size;
+    char **pieces;          /* (vocab,) NUL-terminated; "▁" already a space */
+    uint32_t *piece_len;    /* (vocab,) */
+    float *scores;          /* (vocab,) merge priority */
+    uint32_t max_piece_len;
+    int32_t *index;         /* open-addressing hash of pieces, -1 = empty */
+    uint32_t index_mask;
+    int byte_ids[256];      /* <0xXX> token of each byte, -1 when absent */
+    int bos_id, eos_id;
+};
+
+/* llama2.c format: int32 max_len, then per token float score, int32 len,
+ * bytes. vocab_size tokens are read; the file must hold exactly those. */
+int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size, char *err,
+                           size_t errlen);
+void tokenizer_free(struct tokenizer *t);
+
+/* Id of the exact piece, or -1. */
+int tokenizer_lookup(const struct tokenizer *t, const char *s, size_t len);
+
+/* Encodes len bytes of text, BOS first when add_bos. out must hold
+ * tokenizer_max_tokens(len) ids. Returns the count. */
+static inline size_t tokenizer_max_tokens(size_t len) { return len + 2; }
+size_t tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bool add_bos,
+                        int *out);
+
+/* The bytes token id stands for when it follows prev (SentencePiece drops
+ * the dummy-prefix space after BOS; <0xXX> tokens are one raw byte). buf
+ * holds the byte for byte tokens. */
+const char *tokenizer_decode(const struct tokenizer *t, int prev, int id, size_t *len, char buf[2]);
+
+#endif
