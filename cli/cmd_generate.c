@@ -15,6 +15,7 @@
 #include "common/options.h"
 #include "common/provenance.h"
 #include "engine/engine.h"
+#include "engine/membw.h"
 #include "engine/sampler.h"
 
 struct generate_opts {
@@ -29,6 +30,7 @@ struct generate_opts {
     uint64_t threads;
     char *backend;
     char *json;
+    bool bandwidth;
 };
 
 #define O(f) offsetof(struct generate_opts, f)
@@ -44,6 +46,8 @@ static const struct opt_def generate_options[] = {
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME", "compute backend: cpu"},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write per-token timings and ids as JSON"},
+    {"bandwidth", OPT_FLAG, O(bandwidth), NULL, NULL,
+     "also measure DRAM read bandwidth (same threads) and report the weight bandwidth's share"},
     OPT_END,
 };
 #undef O
@@ -185,8 +189,21 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
             "prompt tokens: %d (with BOS), generated tokens: %d (stopped: %s)\n"
             "prompt processing: %.2f tokens/s, generation: %.2f tokens/s\n",
             r.n_prompt, r.n_gen, r.stop, pp, tg);
+    double weight_bw = tg * (double)model_bytes_per_token(m), dram_bw = 0;
+    if (o->bandwidth) {
+        /* 1 GiB: far beyond any cache, small beside the model */
+        dram_bw = dram_read_bandwidth(e->be_threads, (size_t)1 << 30, 5);
+        fprintf(stderr, "weight bandwidth: %.2f GB/s (%.1f MB per token) = %.1f%% of DRAM read bandwidth "
+                "%.2f GB/s (%d threads)\n", weight_bw * 1e-9, model_bytes_per_token(m) * 1e-6,
+                dram_bw > 0 ? 100 * weight_bw / dram_bw : 0, dram_bw * 1e-9, e->be_threads);
+    }
     if (json) {
         cJSON *s = cJSON_AddObjectToObject(json, "summary");
+        cJSON_AddNumberToObject(s, "weight_bandwidth_bytes_per_second", weight_bw);
+        if (o->bandwidth) {
+            cJSON_AddNumberToObject(s, "dram_read_bandwidth_bytes_per_second", dram_bw);
+            cJSON_AddNumberToObject(s, "bandwidth_fraction", dram_bw > 0 ? weight_bw / dram_bw : 0);
+        }
         cJSON_AddNumberToObject(s, "prompt_tokens", r.n_prompt);
         cJSON_AddNumberToObject(s, "generated_tokens", r.n_gen);
         cJSON_AddStringToObject(s, "stop_reason", r.stop);

@@ -22,6 +22,7 @@ struct backend {
     struct threadpool *pool;
     int threads;
     size_t max_dim, max_seq;
+    size_t min_parallel; /* multiply-adds below which one thread works alone */
     float *partial; /* (threads, max_dim): per-thread FFN sums */
     float *att;     /* (max_heads, max_seq): attention scores */
 };
@@ -152,7 +153,7 @@ static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dty
 {
     struct matvec_job j = {out, w, t, x, bias, rows, cols};
     /* small matrices are not worth waking the team for */
-    if ((size_t)rows * (size_t)cols < 32768)
+    if ((size_t)rows * (size_t)cols < b->min_parallel)
         matvec_part(&j, 0, 1);
     else
         threadpool_run(b->pool, matvec_part, &j);
@@ -213,7 +214,7 @@ static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t
                          enum activation act, bool glu)
 {
     struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu};
-    if ((size_t)n_rows * (size_t)d < 32768) { /* too small to share */
+    if ((size_t)n_rows * (size_t)d < b->min_parallel) {
         ffn_part(&j, 0, 1);
         ffn_reduce(&j, 0, 1);
         return;
@@ -264,7 +265,7 @@ static void cpu_attention(struct backend *b, float *out, const float *q, const f
 {
     struct attn_job j = {b, out, q, k_cache, v_cache, n_pos, n_heads, n_heads / n_kv_heads, head_dim,
                          n_kv_heads * head_dim};
-    if ((size_t)n_pos * (size_t)n_heads * (size_t)head_dim < 16384)
+    if ((size_t)n_pos * (size_t)n_heads * (size_t)head_dim < b->min_parallel / 2)
         attn_part(&j, 0, 1);
     else
         threadpool_run(b->pool, attn_part, &j);
@@ -339,6 +340,10 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     b->threads = threads < 1 ? 1 : threads;
     b->max_dim = (max_dim + 15) / 16 * 16;
     b->max_seq = max_seq;
+    /* waking the team costs microseconds: small steps run on one thread.
+     * FLASHBED_MIN_PARALLEL_WORK=0 forces the threaded paths (tests). */
+    const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
+    b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
     b->pool = threadpool_create(b->threads);
     b->partial = malloc((size_t)b->threads * b->max_dim * sizeof *b->partial);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);

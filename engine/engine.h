@@ -24,6 +24,7 @@ struct engine {
     struct ffn ffn;
     struct run_state s;
     int max_seq; /* positions the KV cache holds */
+    int be_threads;
 };
 
 /* max_seq 0: the model's max_positions. 0 or -1 (error printed). */
