@@ -17,7 +17,7 @@ struct backend;
 struct backend_ops {
     const char *name;
     /* An instance with `threads` compute threads and scratch for vectors
-     * of up to max_dim floats and attention over max_seq positions for
+     * of up to max_dim floats (d_model, d_ff, FFN rows) and attention over max_seq positions for
      * max_heads heads. NULL (error printed) on failure. */
     struct backend *(*create)(int threads, size_t max_dim, size_t max_seq, size_t max_heads);
     void (*destroy)(struct backend *b);
@@ -29,7 +29,8 @@ struct backend_ops {
      * bundles r at rows + r * row_stride, with z = up_r . x (+ up_bias[r]),
      * h = act(gate_r . x) * z when glu, else act(z); out[d] = sum h * down_r.
      * Dense passes all d_ff bundles of a layer; a neuron cache passes its
-     * compact rows and their biases. out is overwritten. */
+     * compact rows and their biases. out is overwritten. The result does
+     * not depend on the number of threads. */
     void (*ffn_rows)(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
                      const float *up_bias, const float *x, int d, enum fb_dtype t,
                      enum activation act, bool glu);

@@ -6,6 +6,7 @@
 #include "engine/backend.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ struct backend {
     int threads;
     size_t max_dim, max_seq;
     size_t min_parallel; /* multiply-adds below which one thread works alone */
-    float *partial; /* (threads, max_dim): per-thread FFN sums */
+    float *hidden;  /* (max_dim): FFN neuron outputs */
     float *att;     /* (max_heads, max_seq): attention scores */
 };
 
@@ -120,6 +121,18 @@ static inline float activate(float v, enum activation act)
     return v;
 }
 
+/* Rows are handed out in chunks from a shared counter rather than split
+ * evenly up front: on a shared machine a descheduled thread then delays
+ * only its current chunk, not its whole half of the matrix. */
+#define ROW_CHUNK 16
+
+static bool next_chunk(atomic_int *next, int n, int *lo, int *hi)
+{
+    *lo = atomic_fetch_add_explicit(next, ROW_CHUNK, memory_order_relaxed);
+    *hi = *lo + ROW_CHUNK < n ? *lo + ROW_CHUNK : n;
+    return *lo < n;
+}
+
 static void split(int n, int worker, int workers, int *lo, int *hi)
 {
     *lo = (int)((long long)n * worker / workers);
@@ -134,24 +147,27 @@ struct matvec_job {
     enum fb_dtype t;
     const float *x, *bias;
     int rows, cols;
+    atomic_int next;
 };
 
 static void matvec_part(void *arg, int worker, int workers)
 {
     struct matvec_job *j = arg;
+    (void)worker;
+    (void)workers;
     int lo, hi;
-    split(j->rows, worker, workers, &lo, &hi);
     size_t row_bytes = (size_t)j->cols * dtype_size(j->t);
-    for (int r = lo; r < hi; r++) {
-        float v = dot((const char *)j->w + (size_t)r * row_bytes, j->t, j->x, j->cols);
-        j->out[r] = j->bias ? v + j->bias[r] : v;
-    }
+    while (next_chunk(&j->next, j->rows, &lo, &hi))
+        for (int r = lo; r < hi; r++) {
+            float v = dot((const char *)j->w + (size_t)r * row_bytes, j->t, j->x, j->cols);
+            j->out[r] = j->bias ? v + j->bias[r] : v;
+        }
 }
 
 static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dtype t, const float *x,
                        const float *bias, int rows, int cols)
 {
-    struct matvec_job j = {out, w, t, x, bias, rows, cols};
+    struct matvec_job j = {out, w, t, x, bias, rows, cols, 0};
     /* small matrices are not worth waking the team for */
     if ((size_t)rows * (size_t)cols < b->min_parallel)
         matvec_part(&j, 0, 1);
@@ -159,7 +175,11 @@ static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dty
         threadpool_run(b->pool, matvec_part, &j);
 }
 
-/* ---- FFN over bundles ---- */
+/* ---- FFN over bundles ----
+ * Two passes, each split by rows that one thread computes alone, so the
+ * result does not depend on the number of threads or on scheduling:
+ * h[r] = activation of bundle r's up (and gate) rows, then out[j] = sum
+ * over r in order of h[r] * down_r[j], by slices of j. */
 
 struct ffn_job {
     struct backend *b;
@@ -171,41 +191,51 @@ struct ffn_job {
     enum fb_dtype t;
     enum activation act;
     bool glu;
+    atomic_int next;
 };
 
-static void ffn_part(void *arg, int worker, int workers)
+static void ffn_hidden(void *arg, int worker, int workers)
 {
     struct ffn_job *j = arg;
-    float *acc = j->b->partial + (size_t)worker * j->b->max_dim;
-    memset(acc, 0, (size_t)j->d * sizeof *acc);
+    (void)worker;
+    (void)workers;
     size_t es = dtype_size(j->t);
     int lo, hi;
-    split(j->n_rows, worker, workers, &lo, &hi);
-    for (int r = lo; r < hi; r++) {
-        const char *bundle = j->rows + (size_t)r * j->stride;
-        float z = dot(bundle, j->t, j->x, j->d);
-        if (j->up_bias)
-            z += j->up_bias[r];
-        float h;
-        if (j->glu)
-            h = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
-        else
-            h = activate(z, j->act);
-        if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
-            axpy(acc, h, bundle + (size_t)j->d * es * (j->glu ? 2 : 1), j->t, j->d);
+    while (next_chunk(&j->next, j->n_rows, &lo, &hi)) {
+        for (int r = lo; r < hi; r++) {
+            const char *bundle = j->rows + (size_t)r * j->stride;
+            float z = dot(bundle, j->t, j->x, j->d);
+            if (j->up_bias)
+                z += j->up_bias[r];
+            if (j->glu)
+                j->b->hidden[r] = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
+            else
+                j->b->hidden[r] = activate(z, j->act);
+        }
     }
 }
 
-static void ffn_reduce(void *arg, int worker, int workers)
+#define OUT_SLICE 256 /* floats of out per task: 1 KiB of each down row */
+
+static void ffn_down(void *arg, int worker, int workers)
 {
     struct ffn_job *j = arg;
-    int lo, hi;
-    split(j->d, worker, workers, &lo, &hi);
-    for (int i = lo; i < hi; i++) {
-        float s = 0.0f;
-        for (int w = 0; w < workers; w++)
-            s += j->b->partial[(size_t)w * j->b->max_dim + i];
-        j->out[i] = s;
+    (void)worker;
+    (void)workers;
+    size_t down_off = (size_t)j->d * dtype_size(j->t) * (j->glu ? 2 : 1);
+    for (;;) {
+        int lo = atomic_fetch_add_explicit(&j->next, OUT_SLICE, memory_order_relaxed);
+        if (lo >= j->d)
+            break;
+        int n = lo + OUT_SLICE < j->d ? OUT_SLICE : j->d - lo;
+        float *o = j->out + lo;
+        memset(o, 0, (size_t)n * sizeof *o);
+        size_t es = dtype_size(j->t);
+        for (int r = 0; r < j->n_rows; r++) {
+            float h = j->b->hidden[r];
+            if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
+                axpy(o, h, j->rows + (size_t)r * j->stride + down_off + (size_t)lo * es, j->t, n);
+        }
     }
 }
 
@@ -213,14 +243,17 @@ static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t
                          const float *up_bias, const float *x, int d, enum fb_dtype t,
                          enum activation act, bool glu)
 {
-    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu};
-    if ((size_t)n_rows * (size_t)d < b->min_parallel) {
-        ffn_part(&j, 0, 1);
-        ffn_reduce(&j, 0, 1);
-        return;
-    }
-    threadpool_run(b->pool, ffn_part, &j);
-    threadpool_run(b->pool, ffn_reduce, &j);
+    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu, 0};
+    bool alone = (size_t)n_rows * (size_t)d < b->min_parallel;
+    if (alone)
+        ffn_hidden(&j, 0, 1);
+    else
+        threadpool_run(b->pool, ffn_hidden, &j);
+    atomic_store(&j.next, 0);
+    if (alone)
+        ffn_down(&j, 0, 1);
+    else
+        threadpool_run(b->pool, ffn_down, &j);
 }
 
 /* ---- attention ---- */
@@ -327,7 +360,7 @@ static void cpu_destroy(struct backend *b)
     if (!b)
         return;
     threadpool_destroy(b->pool);
-    free(b->partial);
+    free(b->hidden);
     free(b->att);
     free(b);
 }
@@ -345,9 +378,9 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
     b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
     b->pool = threadpool_create(b->threads);
-    b->partial = malloc((size_t)b->threads * b->max_dim * sizeof *b->partial);
+    b->hidden = malloc(b->max_dim * sizeof *b->hidden);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
-    if (!b->pool || !b->partial || !b->att) {
+    if (!b->pool || !b->hidden || !b->att) {
         fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
         cpu_destroy(b);
         return NULL;

@@ -17,6 +17,8 @@ int engine_init(struct engine *e, const struct model *m, const struct backend_op
     e->max_seq = max_seq > 0 && (uint32_t)max_seq < s->max_positions ? max_seq : (int)s->max_positions;
     size_t d = s->d_model, kv = (size_t)s->n_layers * e->max_seq * m->kv_dim;
     size_t widest = d > m->q_dim ? d : m->q_dim;
+    if (widest < s->d_ff)
+        widest = s->d_ff;
     e->be_threads = threads < 1 ? 1 : threads;
     e->be = be->create(e->be_threads, widest, (size_t)e->max_seq, s->n_heads);
     if (!e->be)
