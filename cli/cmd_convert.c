@@ -20,7 +20,8 @@ struct convert_opts {
 static const struct opt_def convert_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weight storage: f32, f16 or bf16"},
-    {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE", "tokenizer.bin of a llama2.c checkpoint"},
+    {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
+     "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
     OPT_END,
 };
 #undef O
@@ -29,8 +30,9 @@ static const struct opt_command convert_command = {
     .name = "convert",
     .usage = "INPUT --out DIR [--dtype f32|f16|bf16] [--tokenizer FILE]",
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
-               "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer).\n"
-               "Hugging Face folders are not supported yet.",
+               "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
+               "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
+               "tokenizer.json) of a Llama or OPT model.",
     .opts = convert_options,
     .max_positional = 1,
 };
@@ -58,7 +60,7 @@ int cmd_convert(int argc, char **argv)
     else if (stat(pos[0], &st) != 0)
         fb_error("%s: does not exist", pos[0]);
     else if (S_ISDIR(st.st_mode))
-        fb_error("%s: Hugging Face model folders are not supported yet (only llama2.c checkpoints)", pos[0]);
+        rc = import_hf(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
     else
         rc = import_llama2c(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
     if (rc == 0)

@@ -9,4 +9,9 @@
 int import_llama2c(const char *checkpoint, const char *tokenizer, const char *out_dir,
                    enum fb_dtype dtype);
 
+/* A Hugging Face folder (config.json, model.safetensors or a sharded
+ * model.safetensors.index.json, tokenizer.json): Llama and OPT. tokenizer:
+ * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype);
+
 #endif

@@ -177,7 +177,7 @@ static void push_pair(const struct tokenizer *t, struct sym *s, int l, char *buf
     memcpy(buf, t->pieces[s[l].id], a);
     memcpy(buf + a, t->pieces[s[r].id], b);
     int id = tokenizer_lookup(t, buf, a + b);
-    if (id < 0)
+    if (id < 0 || t->scores[id] <= TOKENIZER_NO_MERGE)
         return;
     heap_push(h, nh,
               (struct merge){t->scores[id], l, r, s[l].id, s[r].id, id});

@@ -11,6 +11,10 @@
 
 enum tokenizer_kind { TOKENIZER_SENTENCEPIECE_BPE };
 
+/* Pieces scored at or below this are never the result of a merge (as in
+ * llama2.c, whose search starts from this score). */
+#define TOKENIZER_NO_MERGE (-1e10f)
+
 struct tokenizer {
     enum tokenizer_kind kind;
     int vocab_size;
