@@ -15,16 +15,19 @@ struct model_make_opts {
     char *shape;
     char *dtype;
     char *format;
+    double relu_density;
     uint64_t seed;
     char *out;
 };
 
 #define O(f) offsetof(struct model_make_opts, f)
 static const struct opt_def model_make_options[] = {
-    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: llama (opt: not yet)"},
-    {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (llama-tiny, llama-1.1b, llama-2-7b) or a .json"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights as written: f32 (llama2.c checkpoints are f32)"},
-    {"format", OPT_STRING, O(format), "llama2c", "NAME", "output format: llama2c (hf: not yet)"},
+    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt or llama"},
+    {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
+    {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written: f32, f16, bf16 (llama2c: f32 only)"},
+    {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c"},
+    {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
+     "OPT: up-projection biases so that about a fraction D of FFN neurons fire"},
     {"seed", OPT_UINT, O(seed), "1", "S", "random weights seed"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "folder to write: model.bin + tokenizer.bin"},
     OPT_END,
@@ -33,11 +36,12 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch llama --shape NAME --seed S --out DIR",
+    .usage = "--arch opt|llama --shape NAME [--dtype f16] [--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
-               "stay finite, as a llama2.c checkpoint (model.bin) with a synthetic tokenizer.bin of\n"
-               "the shape's vocabulary size. Convert it with flashbed convert DIR/model.bin\n"
-               "--tokenizer DIR/tokenizer.bin. Hugging Face output and OPT are not supported yet.",
+               "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
+               "tokenizer.json over a synthetic vocabulary of the shape's size), or with --format\n"
+               "llama2c a llama2.c checkpoint (model.bin, f32) and tokenizer.bin, so other engines\n"
+               "can run the same weights. Convert either with flashbed convert.",
     .opts = model_make_options,
     .max_positional = 0,
 };
@@ -61,19 +65,26 @@ int cmd_model(int argc, char **argv)
     }
     rc = 2;
     struct model_shape s;
+    enum fb_dtype dt;
     char err[512];
     if (!o.shape || !o.out || !o.arch)
         fb_error("model make: needs --arch, --shape and --out");
-    else if (strcmp(o.format, "llama2c") != 0)
-        fb_error("model make --format: '%s' is not supported yet (llama2c)", o.format);
-    else if (strcmp(o.dtype, "f32") != 0)
+    else if (strcmp(o.format, "llama2c") != 0 && strcmp(o.format, "hf") != 0)
+        fb_error("model make --format: unknown format '%s' (hf, llama2c)", o.format);
+    else if (dtype_parse(o.dtype, &dt) != 0)
+        fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o.dtype);
+    else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
+    else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
+        fb_error("model make --relu-density: needs --format hf and an OPT shape");
     else if (model_shape_load(o.shape, &s, err, sizeof err) != 0)
         fb_error("%s", err);
     else if (strcmp(s.arch, o.arch) != 0)
         fb_error("model make: shape %s is a %s model, not %s", s.name, s.arch, o.arch);
-    else
+    else if (!strcmp(o.format, "llama2c"))
         rc = synthetic_llama2c(&s, o.seed, o.out) == 0 ? 0 : 1;
+    else
+        rc = synthetic_hf(&s, dt, o.seed, o.relu_density, o.out) == 0 ? 0 : 1;
     opts_free(&model_make_command, &o);
     return rc;
 }

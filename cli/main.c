@@ -17,7 +17,7 @@ static const struct command commands[] = {
     {"convert", "convert a llama2.c checkpoint into a flashbed model folder", cmd_convert},
     {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
     {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
-    {"model", "model make: a synthetic model of a real shape (llama2.c checkpoint)", cmd_model},
+    {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
 };
 
 static void usage(FILE *f)
