@@ -19,12 +19,14 @@
 #define HAVE_AVX2 1
 #endif
 
+#define FFN_GROUPS 16 /* see the FFN below */
+
 struct backend {
     struct threadpool *pool;
     int threads;
     size_t max_dim, max_seq;
     size_t min_parallel; /* multiply-adds below which one thread works alone */
-    float *hidden;  /* (max_dim): FFN neuron outputs */
+    float *partial; /* (FFN_GROUPS, max_dim): the FFN's group sums */
     float *att;     /* (max_heads, max_seq): attention scores */
 };
 
@@ -39,7 +41,7 @@ static inline float hsum256(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-static inline __m256 load8(const void *w, enum fb_dtype t, int i)
+static inline __attribute__((always_inline)) __m256 load8(const void *w, enum fb_dtype t, int i)
 {
     if (t == DTYPE_F32)
         return _mm256_loadu_ps((const float *)w + i);
@@ -50,7 +52,7 @@ static inline __m256 load8(const void *w, enum fb_dtype t, int i)
 }
 #endif
 
-static inline float elem(const void *w, enum fb_dtype t, int i)
+static inline __attribute__((always_inline)) float elem(const void *w, enum fb_dtype t, int i)
 {
     if (t == DTYPE_F32)
         return ((const float *)w)[i];
@@ -58,7 +60,7 @@ static inline float elem(const void *w, enum fb_dtype t, int i)
     return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
 }
 
-static float dot(const void *w, enum fb_dtype t, const float *x, int n)
+static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n)
 {
     int i = 0;
     float sum = 0.0f;
@@ -90,7 +92,7 @@ static float dot(const void *w, enum fb_dtype t, const float *x, int n)
 }
 
 /* y[n] += a * w[n] */
-static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
+static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     int i = 0;
 #ifdef HAVE_AVX2
@@ -106,6 +108,34 @@ static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
 #endif
     for (; i < n; i++)
         y[i] += a * elem(w, t, i);
+}
+
+/* One copy of each loop per storage type, so the type test is not in the
+ * inner loop. */
+static float dot(const void *w, enum fb_dtype t, const float *x, int n)
+{
+    switch (t) {
+    case DTYPE_F16:
+        return dot_as(w, DTYPE_F16, x, n);
+    case DTYPE_BF16:
+        return dot_as(w, DTYPE_BF16, x, n);
+    default:
+        return dot_as(w, DTYPE_F32, x, n);
+    }
+}
+
+static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
+{
+    switch (t) {
+    case DTYPE_F16:
+        axpy_as(y, a, w, DTYPE_F16, n);
+        break;
+    case DTYPE_BF16:
+        axpy_as(y, a, w, DTYPE_BF16, n);
+        break;
+    default:
+        axpy_as(y, a, w, DTYPE_F32, n);
+    }
 }
 
 static inline float activate(float v, enum activation act)
@@ -176,10 +206,11 @@ static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dty
 }
 
 /* ---- FFN over bundles ----
- * Two passes, each split by rows that one thread computes alone, so the
- * result does not depend on the number of threads or on scheduling:
- * h[r] = activation of bundle r's up (and gate) rows, then out[j] = sum
- * over r in order of h[r] * down_r[j], by slices of j. */
+ * The rows are cut into FFN_GROUPS fixed groups; one thread computes a
+ * group alone, streaming each bundle once (up, gate, then down: the whole
+ * neuron from one contiguous read) into the group's own sum, and the sums
+ * are added in group order. So the result depends neither on the number of
+ * threads nor on which thread took which group. */
 
 struct ffn_job {
     struct backend *b;
@@ -194,48 +225,49 @@ struct ffn_job {
     atomic_int next;
 };
 
-static void ffn_hidden(void *arg, int worker, int workers)
+static void ffn_group(struct ffn_job *j, int g)
 {
-    struct ffn_job *j = arg;
-    (void)worker;
-    (void)workers;
+    float *acc = j->b->partial + (size_t)g * j->b->max_dim;
+    memset(acc, 0, (size_t)j->d * sizeof *acc);
     size_t es = dtype_size(j->t);
-    int lo, hi;
-    while (next_chunk(&j->next, j->n_rows, &lo, &hi)) {
-        for (int r = lo; r < hi; r++) {
-            const char *bundle = j->rows + (size_t)r * j->stride;
-            float z = dot(bundle, j->t, j->x, j->d);
-            if (j->up_bias)
-                z += j->up_bias[r];
-            if (j->glu)
-                j->b->hidden[r] = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
-            else
-                j->b->hidden[r] = activate(z, j->act);
-        }
+    size_t down_off = (size_t)j->d * es * (j->glu ? 2 : 1);
+    int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
+    for (int r = lo; r < hi; r++) {
+        const char *bundle = j->rows + (size_t)r * j->stride;
+        float z = dot(bundle, j->t, j->x, j->d);
+        if (j->up_bias)
+            z += j->up_bias[r];
+        float h;
+        if (j->glu)
+            h = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
+        else
+            h = activate(z, j->act);
+        if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
+            axpy(acc, h, bundle + down_off, j->t, j->d);
     }
 }
 
-#define OUT_SLICE 256 /* floats of out per task: 1 KiB of each down row */
-
-static void ffn_down(void *arg, int worker, int workers)
+static void ffn_groups(void *arg, int worker, int workers)
 {
     struct ffn_job *j = arg;
     (void)worker;
     (void)workers;
-    size_t down_off = (size_t)j->d * dtype_size(j->t) * (j->glu ? 2 : 1);
-    for (;;) {
-        int lo = atomic_fetch_add_explicit(&j->next, OUT_SLICE, memory_order_relaxed);
-        if (lo >= j->d)
-            break;
-        int n = lo + OUT_SLICE < j->d ? OUT_SLICE : j->d - lo;
-        float *o = j->out + lo;
-        memset(o, 0, (size_t)n * sizeof *o);
-        size_t es = dtype_size(j->t);
-        for (int r = 0; r < j->n_rows; r++) {
-            float h = j->b->hidden[r];
-            if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
-                axpy(o, h, j->rows + (size_t)r * j->stride + down_off + (size_t)lo * es, j->t, n);
-        }
+    int g;
+    while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < FFN_GROUPS)
+        ffn_group(j, g);
+}
+
+static void ffn_reduce(void *arg, int worker, int workers)
+{
+    struct ffn_job *j = arg;
+    int lo, hi;
+    split(j->d, worker, workers, &lo, &hi);
+    const float *p = j->b->partial;
+    for (int i = lo; i < hi; i++) {
+        float s = 0.0f;
+        for (int g = 0; g < FFN_GROUPS; g++)
+            s += p[(size_t)g * j->b->max_dim + i];
+        j->out[i] = s;
     }
 }
 
@@ -244,16 +276,13 @@ static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t
                          enum activation act, bool glu)
 {
     struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu, 0};
-    bool alone = (size_t)n_rows * (size_t)d < b->min_parallel;
-    if (alone)
-        ffn_hidden(&j, 0, 1);
-    else
-        threadpool_run(b->pool, ffn_hidden, &j);
-    atomic_store(&j.next, 0);
-    if (alone)
-        ffn_down(&j, 0, 1);
-    else
-        threadpool_run(b->pool, ffn_down, &j);
+    if ((size_t)n_rows * (size_t)d < b->min_parallel) {
+        ffn_groups(&j, 0, 1);
+        ffn_reduce(&j, 0, 1);
+        return;
+    }
+    threadpool_run(b->pool, ffn_groups, &j);
+    threadpool_run(b->pool, ffn_reduce, &j);
 }
 
 /* ---- attention ---- */
@@ -360,7 +389,7 @@ static void cpu_destroy(struct backend *b)
     if (!b)
         return;
     threadpool_destroy(b->pool);
-    free(b->hidden);
+    free(b->partial);
     free(b->att);
     free(b);
 }
@@ -378,9 +407,9 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
     b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
     b->pool = threadpool_create(b->threads);
-    b->hidden = malloc(b->max_dim * sizeof *b->hidden);
+    b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
-    if (!b->pool || !b->hidden || !b->att) {
+    if (!b->pool || !b->partial || !b->att) {
         fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
         cpu_destroy(b);
         return NULL;
