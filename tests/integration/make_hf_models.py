@@ -8,8 +8,10 @@ standard library only (no torch/transformers/numpy).
                        fallback, merges ranked by the SentencePiece scores)
   opt OUT              a tiny random OPT (f16 safetensors) and, computed here in
                        double precision from the same f16 values, the greedy
-                       continuation of a fixed prompt (OUT/expected_ids.txt),
-                       plus a llama2.c-format tokenizer.bin for it
+                       continuation of a fixed prompt (OUT/expected_ids.txt) and
+                       the logits at every position (OUT/reference.json, in
+                       tools/make_opt_fixture.py's layout), plus a llama2.c-format
+                       tokenizer.bin for it
 """
 import json
 import math
@@ -160,20 +162,20 @@ def opt(out):
          "model.decoder.embed_positions.weight": ([P + 2, d], mat(P + 2, d, 1.5)),
          "model.decoder.final_layer_norm.weight": ([d], mat(1, d, 0.2)),
          "model.decoder.final_layer_norm.bias": ([d], mat(1, d, 0.1))}
-    t["model.decoder.final_layer_norm.weight"] = ([d], [1 + x for x in t["model.decoder.final_layer_norm.weight"][1]])
+    t["model.decoder.final_layer_norm.weight"] = ([d], list(rf16([1 + x for x in t["model.decoder.final_layer_norm.weight"][1]])))
     for l in range(L):
         p = "model.decoder.layers.%d." % l
         for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
             t[p + "self_attn.%s.weight" % n] = ([d, d], mat(d, d, 2 / math.sqrt(d)))
             t[p + "self_attn.%s.bias" % n] = ([d], mat(1, d, 0.1))
         for n in ("self_attn_layer_norm", "final_layer_norm"):
-            t[p + n + ".weight"] = ([d], [1 + x for x in mat(1, d, 0.2)])
+            t[p + n + ".weight"] = ([d], list(rf16([1 + x for x in mat(1, d, 0.2)])))
             t[p + n + ".bias"] = ([d], mat(1, d, 0.1))
         t[p + "fc1.weight"] = ([ff, d], mat(ff, d, 1 / math.sqrt(d)))
         t[p + "fc1.bias"] = ([ff], mat(1, ff, 0.2))
         t[p + "fc2.weight"] = ([d, ff], mat(d, ff, 3 / math.sqrt(ff)))
         t[p + "fc2.bias"] = ([d], mat(1, d, 0.1))
-    # stored as F16 except the norms, which stay F32 as they often are
+    # every tensor stored as F16; the reference uses exactly the stored values
     write_safetensors(os.path.join(out, "model.safetensors"),
                       [(k, s, v) for k, (s, v) in sorted(t.items())], "F16")
     # tokenizer: specials, " ", then letters; no merges
@@ -197,7 +199,7 @@ def opt(out):
     # prompt "ab": BOS, " " (dummy prefix), "a", "b" -> ids 1, 3, 4, 5
     seq = [1, 3, 4, 5]
     cache = [[[], []] for _ in range(L)]
-    out_ids = []
+    out_ids, all_logits = [], []
     for pos in range(12):
         tok = seq[pos]
         x = [g("model.decoder.embed_tokens.weight")[tok * d + i] +
@@ -225,11 +227,15 @@ def opt(out):
             x = [x[i] + o[i] for i in range(d)]
         x = ln(x, g("model.decoder.final_layer_norm.weight"), g("model.decoder.final_layer_norm.bias"))
         logits = mv(g("model.decoder.embed_tokens.weight"), x, [0.0] * V, V, d)
+        all_logits.append(logits)
         if pos + 1 >= len(seq):
             nxt = max(range(V), key=lambda i: logits[i])
             seq.append(nxt)
             out_ids.append(nxt)
     open(os.path.join(out, "expected_ids.txt"), "w").write(" ".join(map(str, seq[:len(seq) - 1])) + "\n")
+    # the same layout as tools/make_opt_fixture.py's, for tests/unit/test_opt_fixture.c
+    json.dump({"token_ids": seq[:len(all_logits)], "logits": all_logits},
+              open(os.path.join(out, "reference.json"), "w"))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,100 @@
+/* OPT against Hugging Face transformers: tests/data/opt_fixture holds a tiny
+ * random OPT saved by transformers and its reference logits
+ * (tools/make_opt_fixture.py). The folder is converted with flashbed's
+ * importer and every logit must be within 1e-4 in f32. Skips (77), saying so,
+ * while the fixture has not been generated (it needs torch/transformers). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "engine/engine.h"
+#include "engine/import.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) == (size_t)n)
+        b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+int main(void)
+{
+    /* FLASHBED_OPT_FIXTURE: another folder of the same layout (engine_hf.sh
+     * points it at the standard-library OPT of make_hf_models.py) */
+    const char *fixture = getenv("FLASHBED_OPT_FIXTURE");
+    if (!fixture || !*fixture)
+        fixture = TEST_DATA_DIR "/opt_fixture";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/reference.json", fixture);
+    char *text = slurp(path);
+    if (!text) {
+        printf("skipped: %s not generated yet (run tools/make_opt_fixture.py where transformers is installed)\n",
+               path);
+        return 77;
+    }
+    cJSON *ref = cJSON_Parse(text);
+    free(text);
+    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ref, "token_ids");
+    const cJSON *logits = cJSON_GetObjectItemCaseSensitive(ref, "logits");
+    CHECK(cJSON_IsArray(ids) && cJSON_IsArray(logits));
+
+    char tmp[] = "/tmp/flashbed-test-opt-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    /* the logits do not depend on the tokenizer: a placeholder of the vocab size */
+    int vocab = cJSON_GetArraySize(cJSON_GetArrayItem(logits, 0));
+    char tok[600], dir[600];
+    snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
+    snprintf(dir, sizeof dir, "%s/m", tmp);
+    FILE *f = fopen(tok, "wb");
+    int32_t max = 8;
+    fwrite(&max, 4, 1, f);
+    for (int i = 0; i < vocab; i++) {
+        char p[16];
+        snprintf(p, sizeof p, "t%d", i);
+        float score = -1e10f;
+        int32_t len = (int32_t)strlen(p);
+        fwrite(&score, 4, 1, f);
+        fwrite(&len, 4, 1, f);
+        fwrite(p, 1, (size_t)len, f);
+    }
+    fclose(f);
+    CHECK(import_hf(fixture, tok, dir, DTYPE_F32) == 0);
+    struct model m;
+    struct engine e;
+    CHECK(model_open(&m, dir) == 0);
+    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 2, 0) == 0);
+    double worst = 0;
+    for (int p = 0; p < cJSON_GetArraySize(ids); p++) {
+        engine_forward(&e, (int)cJSON_GetArrayItem(ids, p)->valuedouble, p);
+        const cJSON *row = cJSON_GetArrayItem(logits, p);
+        for (int v = 0; v < vocab; v++)
+            worst = fmax(worst, fabs(cJSON_GetArrayItem(row, v)->valuedouble - e.s.logits[v]));
+    }
+    printf("max |logit - reference| = %.3g\n", worst);
+    CHECK(worst <= 1e-4);
+    engine_free(&e);
+    model_close(&m);
+    const char *files[] = {"model.json", "dram.bin", "ffn.bin", "tokenizer.bin"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    unlink(tok);
+    rmdir(tmp);
+    cJSON_Delete(ref);
+    return check_report("test_opt_fixture");
+}
