@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "common/provenance.h"
+#include "common/readfile.h"
 #include "engine/engine.h"
 #include "engine/membw.h"
 #include "engine/sampler.h"
@@ -64,23 +65,10 @@ static const struct opt_command generate_command = {
 
 static char *read_text_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *text = read_file(path, NULL);
+    if (!text)
         fb_error("%s: cannot read: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while (buf && (got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 == cap)
-            buf = realloc(buf, cap *= 2);
-    }
-    fclose(f);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
+    return text;
 }
 
 static void emit(const struct tokenizer *t, int prev, int id, cJSON *rec)

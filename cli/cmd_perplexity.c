@@ -16,6 +16,7 @@
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
+#include "common/readfile.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 
@@ -64,33 +65,21 @@ int cmd_perplexity(int argc, char **argv)
         opts_free(&perplexity_command, &o);
         return 2;
     }
-    FILE *f = fopen(o.text, "rb");
-    if (!f) {
+    size_t len;
+    char *text = read_file(o.text, &len);
+    if (!text) {
         fb_error("%s: cannot read: %s", o.text, strerror(errno));
         opts_free(&perplexity_command, &o);
         return 1;
     }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)len + 1);
-    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-        fb_error("%s: cannot read", o.text);
-        fclose(f);
-        free(text);
-        opts_free(&perplexity_command, &o);
-        return 1;
-    }
-    fclose(f);
-    text[len] = '\0';
     struct model m;
     if (model_open(&m, o.model) != 0) {
         free(text);
         opts_free(&perplexity_command, &o);
         return 1;
     }
-    int *toks = malloc(tokenizer_max_tokens((size_t)len) * sizeof *toks);
-    size_t n = tokenizer_encode(&m.tok, text, (size_t)len, false, toks);
+    int *toks = malloc(tokenizer_max_tokens(len) * sizeof *toks);
+    size_t n = tokenizer_encode(&m.tok, text, len, false, toks);
     free(text);
     if (o.tokens && o.tokens < n)
         n = o.tokens;

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/progress.h"
+#include "common/readfile.h"
 #include "engine/model.h"
 #include "engine/model_format.h"
 #include "engine/safetensors.h"
@@ -19,22 +20,13 @@
 
 static cJSON *read_json(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *text = read_file(path, NULL);
+    if (!text) {
         fb_error("%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    cJSON *o = NULL;
-    if (text && fread(text, 1, (size_t)n, f) == (size_t)n) {
-        text[n] = '\0';
-        o = cJSON_Parse(text);
-    }
+    cJSON *o = cJSON_Parse(text);
     free(text);
-    fclose(f);
     if (!cJSON_IsObject(o)) {
         fb_error("%s: not a JSON object", path);
         cJSON_Delete(o);

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/log.h"
+#include "common/readfile.h"
 #include "engine/model_format.h"
 
 /* Reads a whole file into 2 MiB-aligned memory (huge pages where the
@@ -54,25 +55,6 @@ static void *read_whole(const char *path, size_t expect, size_t *len)
     }
     close(fd);
     *len = expect;
-    return buf;
-}
-
-static char *slurp_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
     return buf;
 }
 
@@ -188,7 +170,7 @@ int model_open(struct model *m, const char *dir)
         fb_error("%s: not a model folder (convert a model with flashbed convert)", dir);
         return -1;
     }
-    char *text = slurp_text(path);
+    char *text = read_file(path, NULL);
     if (!text) {
         fb_error("%s: cannot read: %s", path, strerror(errno));
         return -1;

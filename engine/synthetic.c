@@ -18,14 +18,20 @@
 
 #define CHUNK (1u << 20)
 
-/* n floats uniform in [base - scale, base + scale], streamed in chunks. */
+/* k floats uniform in [base - scale, base + scale]. */
+static void fill_uniform(float *buf, size_t k, float scale, float base, struct rng *r)
+{
+    for (size_t i = 0; i < k; i++)
+        buf[i] = base + scale * (float)((int64_t)(rng_next(r) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+}
+
+/* n such floats, streamed in chunks. */
 static int write_uniform(FILE *f, struct rng *r, uint64_t n, float scale, float base, float *buf,
                          struct progress *p, uint64_t *done)
 {
     while (n > 0) {
         size_t k = n < CHUNK ? (size_t)n : CHUNK;
-        for (size_t i = 0; i < k; i++)
-            buf[i] = base + scale * (float)((int64_t)(rng_next(r) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+        fill_uniform(buf, k, scale, base, r);
         if (fwrite(buf, 4, k, f) != k)
             return -1;
         n -= k;
@@ -315,9 +321,7 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
         uint64_t left = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1);
         while (left > 0 && !bad) {
             size_t k = left < CHUNK ? (size_t)left : CHUNK;
-            for (size_t j = 0; j < k; j++)
-                buf[j] = t[i].base + t[i].scale * (float)((int64_t)(rng_next(&r) >> 40) - (1 << 23)) *
-                                         (1.0f / (1 << 23));
+            fill_uniform(buf, k, t[i].scale, t[i].base, &r);
             if (ti == DTYPE_F32)
                 bad = fwrite(buf, 4, k, f) != k;
             else {

@@ -12,23 +12,9 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "common/readfile.h"
 #include "engine/engine.h"
 #include "engine/import.h"
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) == (size_t)n)
-        b[n] = '\0';
-    fclose(f);
-    return b;
-}
 
 int main(void)
 {
@@ -39,7 +25,7 @@ int main(void)
         fixture = TEST_DATA_DIR "/opt_fixture";
     char path[4096];
     snprintf(path, sizeof path, "%s/reference.json", fixture);
-    char *text = slurp(path);
+    char *text = read_file(path, NULL);
     if (!text) {
         printf("skipped: %s not generated yet (run tools/make_opt_fixture.py where transformers is installed)\n",
                path);
