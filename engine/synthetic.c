@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/rng.h"
@@ -96,14 +97,10 @@ static int write_tokenizer(const char *path, uint32_t vocab)
     return fclose(f) != 0 || bad ? -1 : 0;
 }
 
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir)
+/* Checks the shape and the destination, and creates the temporary folder
+ * "<out_dir>.tmp.<pid>" the model is written into. */
+static int begin_output(const struct model_shape *s, const char *out_dir, char *tmp, size_t len)
 {
-    if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
-        s->rope_fraction != 1.0) {
-        fb_error("model make: shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)",
-                 s->name, s->arch);
-        return -1;
-    }
     if (s->vocab_size < 260 + 52) {
         fb_error("model make: shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
                  s->name, s->vocab_size);
@@ -114,12 +111,40 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
         fb_error("%s: already exists; remove it or choose another --out", out_dir);
         return -1;
     }
-    char tmp[4200], path[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_dir, (int)getpid());
+    snprintf(tmp, len, "%s.tmp.%d", out_dir, (int)getpid());
     if (mkdir(tmp, 0755) != 0) {
         fb_error("%s: cannot create: %s", tmp, strerror(errno));
         return -1;
     }
+    return 0;
+}
+
+/* Renames tmp into place when ok; otherwise removes it and its files. */
+static int finish_output(int ok, const char *tmp, const char *out_dir, const char *const *files, int n)
+{
+    if (ok && rename(tmp, out_dir) == 0)
+        return 0;
+    fb_error("%s: cannot write the model: %s", out_dir, strerror(errno));
+    char path[4300];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        unlink(path);
+    }
+    rmdir(tmp);
+    return -1;
+}
+
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir)
+{
+    if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
+        s->rope_fraction != 1.0) {
+        fb_error("model make: shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)",
+                 s->name, s->arch);
+        return -1;
+    }
+    char tmp[4200], path[4300];
+    if (begin_output(s, out_dir, tmp, sizeof tmp))
+        return -1;
     uint64_t d = s->d_model, L = s->n_layers, ff = s->d_ff, V = s->vocab_size;
     uint64_t hs = d / s->n_heads, kv = s->n_kv_heads * hs;
     struct {
@@ -161,16 +186,10 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
         bad = 1;
     free(buf);
     snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
-    if (bad || write_tokenizer(path, s->vocab_size) != 0 || rename(tmp, out_dir) != 0) {
-        fb_error("%s: cannot write the model: %s", out_dir, strerror(errno));
-        snprintf(path, sizeof path, "%s/model.bin", tmp);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
-        unlink(path);
-        rmdir(tmp);
-        return -1;
-    }
-    return 0;
+    if (!bad)
+        bad = write_tokenizer(path, s->vocab_size) != 0;
+    static const char *const files[] = {"model.bin", "tokenizer.bin"};
+    return finish_output(!bad, tmp, out_dir, files, 2);
 }
 
 /* ---- Hugging Face folders ---- */
@@ -372,14 +391,9 @@ static int write_config(const char *path, const struct model_shape *s, enum fb_d
         cJSON_AddStringToObject(c, "hidden_act", "silu");
     }
     cJSON_AddStringToObject(c, "flashbed_shape", s->name);
-    char *text = cJSON_Print(c);
+    int rc = write_json_file(path, c);
     cJSON_Delete(c);
-    FILE *f = fopen(path, "w");
-    int bad = !f || fputs(text, f) < 0;
-    free(text);
-    if (f && fclose(f) != 0)
-        bad = 1;
-    return bad ? -1 : 0;
+    return rc;
 }
 
 /* "▁" for spaces, as SentencePiece vocabularies spell them */
@@ -420,14 +434,9 @@ static int write_tokenizer_json(const char *path, uint32_t vocab)
             cJSON_AddItemToArray(m, cJSON_CreateString(merge));
         }
     }
-    char *text = cJSON_PrintUnformatted(t);
+    int rc = write_json_file(path, t);
     cJSON_Delete(t);
-    FILE *f = fopen(path, "w");
-    int bad = !f || fputs(text, f) < 0;
-    free(text);
-    if (f && fclose(f) != 0)
-        bad = 1;
-    return bad ? -1 : 0;
+    return rc;
 }
 
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
@@ -444,22 +453,9 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
         fb_error("model make --relu-density: needs a ReLU (OPT) shape and 0 < D < 1");
         return -1;
     }
-    if (s->vocab_size < 260 + 52) {
-        fb_error("model make: shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
-                 s->name, s->vocab_size);
-        return -1;
-    }
-    struct stat st;
-    if (stat(out_dir, &st) == 0) {
-        fb_error("%s: already exists; remove it or choose another --out", out_dir);
-        return -1;
-    }
     char tmp[4200], path[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", out_dir, (int)getpid());
-    if (mkdir(tmp, 0755) != 0) {
-        fb_error("%s: cannot create: %s", tmp, strerror(errno));
+    if (begin_output(s, out_dir, tmp, sizeof tmp))
         return -1;
-    }
     int cap = 8 + 16 * (int)s->n_layers;
     struct syn_tensor *ts = calloc((size_t)cap, sizeof *ts);
     int n = hf_tensors(s, relu_density, ts);
@@ -472,17 +468,6 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
     snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
     if (!rc)
         rc = write_tokenizer_json(path, s->vocab_size);
-    if (!rc)
-        rc = rename(tmp, out_dir);
-    if (rc) {
-        fb_error("%s: cannot write the model: %s", out_dir, strerror(errno));
-        const char *files[] = {"model.safetensors", "config.json", "tokenizer.json"};
-        for (int i = 0; i < 3; i++) {
-            snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
-            unlink(path);
-        }
-        rmdir(tmp);
-        return -1;
-    }
-    return 0;
+    static const char *const files[] = {"model.safetensors", "config.json", "tokenizer.json"};
+    return finish_output(rc == 0, tmp, out_dir, files, 3);
 }
