@@ -78,7 +78,27 @@ static void emit(const struct tokenizer *t, int prev, int id, cJSON *rec)
     const char *s = tokenizer_decode(t, prev, id, &len, b);
     fwrite(s, 1, len, stdout);
     if (rec) {
-        char *copy = strndup(s, len);
+        /* a token may be part of a UTF-8 character: JSON gets U+FFFD for
+         * bytes that do not form one by themselves */
+        char *copy = malloc(3 * len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+            unsigned char c = (unsigned char)s[i];
+            size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+            bool ok = n > 0 && i + n <= len && (n > 1 || c >= 0x20 || c == '\n' || c == '\t');
+            for (size_t k = 1; ok && k < n; k++)
+                ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+            if (ok) {
+                memcpy(copy + o, s + i, n);
+                o += n;
+                i += n;
+            } else {
+                memcpy(copy + o, "\xef\xbf\xbd", 3);
+                o += 3;
+                i++;
+            }
+        }
+        copy[o] = '\0';
         cJSON_AddStringToObject(rec, "text", copy);
         free(copy);
     }

@@ -259,7 +259,8 @@ static int hf_layer(struct hf_ctx *c, uint32_t l, bool opt)
 
 /* tokenizer.json of the SentencePiece kind (Llama: BPE with byte fallback,
  * "▁" for spaces) rewritten as a llama2.c tokenizer.bin: merge rank r
- * becomes the merged piece's score -r. */
+ * becomes the merged piece's score -r. Returns 1, writing nothing, for a
+ * byte-level BPE (GPT-2/OPT), which the engine reads as tokenizer.json. */
 static int convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out)
 {
     cJSON *t = read_json(path);
@@ -278,8 +279,7 @@ static int convert_sp_tokenizer(const char *path, const struct model_shape *s, c
         goto out;
     }
     if (!cfg_bool(model, "byte_fallback", 0)) {
-        fb_error("%s: byte-level BPE (GPT-2/OPT style) tokenizers are not supported yet; "
-                 "pass --tokenizer FILE in llama2.c format", path);
+        rc = 1; /* byte-level: kept as tokenizer.json */
         goto out;
     }
     for (uint32_t i = 0; i < s->vocab_size; i++)
@@ -406,14 +406,22 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
         rc = copy_tensor(&c, "lm_head.weight", "output", 2, s.vocab_size, d);
     char tmp_tok[4300];
     snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.bin", w.tmp);
+    bool byte_level = false;
     if (!rc && tokenizer)
         rc = model_writer_copy_file(&w, tokenizer, "tokenizer.bin");
-    else if (!rc)
+    else if (!rc) {
         rc = convert_sp_tokenizer(tokpath, &s, tmp_tok);
-    if (!rc) {
+        if (rc == 1) {
+            byte_level = true;
+            snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.json", w.tmp);
+            rc = model_writer_copy_file(&w, tokpath, "tokenizer.json");
+        }
+    }
+    if (!rc) { /* the engine must be able to read what was written */
         char err[512];
         struct tokenizer t;
-        if (tokenizer_load_llama2c(&t, tmp_tok, (int)s.vocab_size, err, sizeof err) != 0) {
+        if ((byte_level ? tokenizer_load_hf_bytelevel(&t, tmp_tok, (int)s.vocab_size, err, sizeof err)
+                        : tokenizer_load_llama2c(&t, tmp_tok, (int)s.vocab_size, err, sizeof err)) != 0) {
             fb_error("%s", err);
             rc = -1;
         } else
@@ -426,8 +434,8 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
     }
     cJSON *meta = cJSON_CreateObject();
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
-    cJSON_AddStringToObject(tok, "kind", "sentencepiece-bpe");
-    cJSON_AddStringToObject(tok, "file", "tokenizer.bin");
+    cJSON_AddStringToObject(tok, "kind", byte_level ? "byte-level-bpe" : "sentencepiece-bpe");
+    cJSON_AddStringToObject(tok, "file", byte_level ? "tokenizer.json" : "tokenizer.bin");
     cJSON_AddNumberToObject(tok, "bos_id", bos);
     cJSON_AddNumberToObject(tok, "eos_id", eos);
     cJSON *src = cJSON_AddObjectToObject(meta, "source");

@@ -249,11 +249,17 @@ int model_open(struct model *m, const char *dir)
         goto out;
     }
     snprintf(fpath, sizeof fpath, "%s/%s", dir, tfile->valuestring);
-    if (strcmp(kind->valuestring, "sentencepiece-bpe") != 0) {
-        fb_error("%s: tokenizer kind \"%s\" is not supported", path, kind->valuestring);
+    int tok_rc;
+    if (!strcmp(kind->valuestring, "sentencepiece-bpe"))
+        tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
+    else if (!strcmp(kind->valuestring, "byte-level-bpe"))
+        tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
+    else {
+        fb_error("%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
+                 kind->valuestring);
         goto out;
     }
-    if (tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, sizeof err) != 0) {
+    if (tok_rc != 0) {
         fb_error("%s", err);
         goto out;
     }

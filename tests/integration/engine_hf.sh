@@ -23,9 +23,10 @@ expected=$(grep -v '^#' "$FLASHBED_SOURCE/tests/data/stories260K_greedy_ids.txt"
 got=$(json_get "$WORK/llama.json" '" ".join(str(i) for i in d["prompt_token_ids"] + [t["id"] for t in d["tokens"]])')
 check "HF llama greedy ids (tokenizer.json, RoPE reorder) equal llama2.c's" test "$got" = "$expected"
 
-check "convert HF opt (f16 safetensors)" "$FLASHBED" convert "$WORK/hf-opt" --out "$WORK/opt" \
-    --tokenizer "$WORK/hf-opt/tokenizer.bin"
-"$FLASHBED" generate --model "$WORK/opt" --prompt "ab" --temperature 0 -n 8 --json "$WORK/opt.json" >/dev/null 2>&1
+check "convert HF opt (f16 safetensors, byte-level BPE)" "$FLASHBED" convert "$WORK/hf-opt" --out "$WORK/opt"
+check "opt keeps its byte-level tokenizer.json" \
+    test "$(json_get "$WORK/opt/model.json" 'd["tokenizer"]["kind"]')" = byte-level-bpe
+"$FLASHBED" generate --model "$WORK/opt" --prompt "ab" --temperature 0 -n 10 --json "$WORK/opt.json" >/dev/null 2>&1
 got=$(json_get "$WORK/opt.json" '" ".join(str(i) for i in d["prompt_token_ids"] + [t["id"] for t in d["tokens"]])')
 check "HF opt greedy ids equal the double-precision reference" test "$got" = "$(cat "$WORK/hf-opt/expected_ids.txt")"
 OPT_TEST="$(dirname "$FLASHBED")/tests/test_opt_fixture"
@@ -39,13 +40,13 @@ check "opt model.json records learned positions with offset 2" \
 OUT="$WORK/out"
 bad() { rm -rf "$WORK/bad"; cp -r "$WORK/hf-$1" "$WORK/bad"; }
 bad opt; rm "$WORK/bad/config.json"
-expect_error "missing config.json" "config.json: cannot read" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "missing config.json" "config.json: cannot read" convert "$WORK/bad" --out "$OUT" 
 bad opt; echo '{"model_type": "opt", "hidden_size": ' >"$WORK/bad/config.json"
-expect_error "malformed config.json" "config.json: not a JSON object" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "malformed config.json" "config.json: not a JSON object" convert "$WORK/bad" --out "$OUT" 
 bad opt; sed -i 's/"model_type": "opt"/"model_type": "mamba"/' "$WORK/bad/config.json"
-expect_error "unknown architecture" "model_type \"mamba\" is not supported" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "unknown architecture" "model_type \"mamba\" is not supported" convert "$WORK/bad" --out "$OUT" 
 bad opt; sed -i 's/"ffn_dim": 40/"ffn_dim": 41/' "$WORK/bad/config.json"
-expect_error "config and tensor shapes disagree" "fc1.bias' does not have the shape \[41\]" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "config and tensor shapes disagree" "fc1.bias' does not have the shape \[41\]" convert "$WORK/bad" --out "$OUT" 
 bad opt; python3 - "$WORK/bad/model.safetensors" <<'PY'
 import json, struct, sys
 p = sys.argv[1]; d = open(p, "rb").read(); n = struct.unpack("<Q", d[:8])[0]
@@ -53,7 +54,7 @@ h = json.loads(d[8:8 + n]); h["model.decoder.layers.1.fc2.bias"]["data_offsets"]
 b = json.dumps(h).encode()
 open(p, "wb").write(struct.pack("<Q", len(b)) + b + d[8 + n:])
 PY
-expect_error "header lies about a size" "fc2.bias' spans 34 bytes but its shape and dtype need 32" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "header lies about a size" "fc2.bias' spans 34 bytes but its shape and dtype need 32" convert "$WORK/bad" --out "$OUT" 
 bad opt; python3 - "$WORK/bad/model.safetensors" <<'PY'
 import json, struct, sys
 p = sys.argv[1]; d = open(p, "rb").read(); n = struct.unpack("<Q", d[:8])[0]
@@ -61,7 +62,7 @@ h = json.loads(d[8:8 + n]); h["model.decoder.layers.0.fc1.bias"]["data_offsets"]
 b = json.dumps(h).encode()
 open(p, "wb").write(struct.pack("<Q", len(b)) + b + d[8 + n:])
 PY
-expect_error "header offset past the file" "fc1.bias' ends at byte .* past the end of the file" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "header offset past the file" "fc1.bias' ends at byte .* past the end of the file" convert "$WORK/bad" --out "$OUT" 
 bad opt; python3 - "$WORK/bad/model.safetensors" <<'PY'
 import json, struct, sys
 p = sys.argv[1]; d = open(p, "rb").read(); n = struct.unpack("<Q", d[:8])[0]
@@ -69,9 +70,9 @@ h = json.loads(d[8:8 + n]); h["model.decoder.layers.1.fc1.weight"]["dtype"] = "F
 b = json.dumps(h).encode()
 open(p, "wb").write(struct.pack("<Q", len(b)) + b + d[8 + n:])
 PY
-expect_error "unknown tensor dtype" "fc1.weight' has unsupported dtype F8_E4M3" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "unknown tensor dtype" "fc1.weight' has unsupported dtype F8_E4M3" convert "$WORK/bad" --out "$OUT" 
 bad opt; truncate -s 9000 "$WORK/bad/model.safetensors"
-expect_error "truncated safetensors" "past the end of the file" convert "$WORK/bad" --out "$OUT" --tokenizer "$WORK/hf-opt/tokenizer.bin"
+expect_error "truncated safetensors" "past the end of the file" convert "$WORK/bad" --out "$OUT" 
 bad llama; python3 - "$WORK/bad/model.safetensors.index.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); del d["weight_map"]["model.layers.4.mlp.up_proj.weight"]
@@ -87,8 +88,14 @@ PY
 expect_error "missing tensor named" "tensor 'model.layers.4.mlp.up_proj.weight' is missing" convert "$WORK/bad" --out "$OUT"
 bad llama; rm "$WORK/bad/model-00002-of-00002.safetensors"
 expect_error "missing shard" "model-00002-of-00002.safetensors: cannot open" convert "$WORK/bad" --out "$OUT"
-bad llama; sed -i 's/"byte_fallback": true/"byte_fallback": false/' "$WORK/bad/tokenizer.json"
-expect_error "byte-level BPE tokenizer" "byte-level BPE .* not supported yet" convert "$WORK/bad" --out "$OUT"
+bad llama; sed -i 's/"type": "BPE"/"type": "WordPiece"/' "$WORK/bad/tokenizer.json"
+expect_error "not a BPE tokenizer" "tokenizer.json: not a BPE tokenizer" convert "$WORK/bad" --out "$OUT"
+bad opt; python3 - "$WORK/bad/tokenizer.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["model"]["vocab"]["zz"] = 999
+json.dump(d, open(sys.argv[1], "w"))
+PY
+expect_error "tokenizer id outside the model's vocabulary" "vocab entry 'zz' has an id outside" convert "$WORK/bad" --out "$OUT"
 check "no model folder after failures" test ! -e "$OUT"
 check "no temporary folder left" bash -c "! ls '$WORK' | grep -q 'out.tmp'"
 finish

@@ -10,8 +10,8 @@ standard library only (no torch/transformers/numpy).
                        double precision from the same f16 values, the greedy
                        continuation of a fixed prompt (OUT/expected_ids.txt) and
                        the logits at every position (OUT/reference.json, in
-                       tools/make_opt_fixture.py's layout), plus a llama2.c-format
-                       tokenizer.bin for it
+                       tools/make_opt_fixture.py's layout), with a byte-level BPE
+                       tokenizer.json (GPT-2 alphabet)
 """
 import json
 import math
@@ -141,13 +141,14 @@ def llama(ckpt, tok, out):
 
 def opt(out):
     rnd = random.Random(5)
-    d, ff, L, H, V, P = 16, 40, 2, 4, 64, 32
+    d, ff, L, H, V, P = 16, 40, 2, 4, 270, 32
+    EOS = 266  # "</s>", also BOS, as OPT uses it
     hd = d // H
     os.makedirs(out)
     json.dump({"model_type": "opt", "architectures": ["OPTForCausalLM"], "hidden_size": d, "ffn_dim": ff,
                "num_hidden_layers": L, "num_attention_heads": H, "vocab_size": V,
                "max_position_embeddings": P, "word_embed_proj_dim": d, "do_layer_norm_before": True,
-               "activation_function": "relu", "enable_bias": True, "bos_token_id": 1, "eos_token_id": 2},
+               "activation_function": "relu", "enable_bias": True, "bos_token_id": EOS, "eos_token_id": EOS},
               open(os.path.join(out, "config.json"), "w"), indent=1)
 
     def rf16(v):  # the values as f16 stores them
@@ -178,12 +179,31 @@ def opt(out):
     # every tensor stored as F16; the reference uses exactly the stored values
     write_safetensors(os.path.join(out, "model.safetensors"),
                       [(k, s, v) for k, (s, v) in sorted(t.items())], "F16")
-    # tokenizer: specials, " ", then letters; no merges
-    with open(os.path.join(out, "tokenizer.bin"), "wb") as f:
-        f.write(struct.pack("<i", 5))
-        for i in range(V):
-            p = ["<unk>", "<s>", "</s>", " "][i] if i < 4 else chr(ord("a") + (i - 4) % 26) + ("" if i < 30 else chr(ord("a") + (i - 30) // 26))
-            f.write(struct.pack("<fi", -1e10, len(p)) + p.encode())
+    # a byte-level BPE tokenizer.json (GPT-2 alphabet): the 256 bytes, ten
+    # merges, then the specials
+    def spell(bs):
+        cps, k = {}, 0
+        for b in range(256):
+            if 33 <= b <= 126 or 161 <= b <= 172 or 174 <= b <= 255:
+                cps[b] = b
+            else:
+                cps[b] = 256 + k
+                k += 1
+        return "".join(chr(cps[b]) for b in bs)
+
+    vocab = {spell([b]): b for b in range(256)}
+    merge_pairs = [("a", "b"), (" ", "c"), ("d", "e"), (" c", "ab"), ("x", "y"), ("1", "2"), (" ", "d"),
+                   ("f", "g"), ("h", "i"), (" d", "e")]
+    merges = []
+    for i, (a, b) in enumerate(merge_pairs):
+        merges.append(spell(a.encode()) + " " + spell(b.encode()))
+        vocab[spell((a + b).encode())] = 256 + i
+    for i, sp in enumerate(["</s>", "<pad>", "<unk>", "<s>"]):
+        vocab[sp] = EOS + i
+    json.dump({"version": "1.0", "added_tokens": [{"id": EOS, "content": "</s>", "special": True}],
+               "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False},
+               "model": {"type": "BPE", "vocab": vocab, "merges": merges}},
+              open(os.path.join(out, "tokenizer.json"), "w"), ensure_ascii=False)
 
     def g(n):
         return t[n][1]
@@ -196,8 +216,8 @@ def opt(out):
     def mv(wt, x, b, rows, cols):
         return [sum(wt[r * cols + c] * x[c] for c in range(cols)) + b[r] for r in range(rows)]
 
-    # prompt "ab": BOS, " " (dummy prefix), "a", "b" -> ids 1, 3, 4, 5
-    seq = [1, 3, 4, 5]
+    # prompt "ab": BOS, then the merge of a and b
+    seq = [EOS, 256]
     cache = [[[], []] for _ in range(L)]
     out_ids, all_logits = [], []
     for pos in range(12):

@@ -1,7 +1,8 @@
 /* OPT against Hugging Face transformers: tests/data/opt_fixture holds a tiny
  * random OPT saved by transformers and its reference logits
  * (tools/make_opt_fixture.py). The folder is converted with flashbed's
- * importer and every logit must be within 1e-4 in f32. Skips (77), saying so,
+ * importer and every logit must be within 1e-4 in f32; the byte-level
+ * tokenizer must give the tokenizers library's ids. Skips (77), saying so,
  * while the fixture has not been generated (it needs torch/transformers). */
 #include <math.h>
 #include <stdio.h>
@@ -73,6 +74,27 @@ int main(void)
     CHECK(worst <= 1e-4);
     engine_free(&e);
     model_close(&m);
+    /* the byte-level tokenizer against the tokenizers library's ids */
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(ref, "tokenizer_cases"), *c;
+    snprintf(path, sizeof path, "%s/tokenizer.json", fixture);
+    struct tokenizer t;
+    char err[512];
+    if (cJSON_GetArraySize(cases) > 0 && tokenizer_load_hf_bytelevel(&t, path, vocab, err, sizeof err) == 0) {
+        cJSON_ArrayForEach(c, cases)
+        {
+            const char *s = cJSON_GetObjectItemCaseSensitive(c, "text")->valuestring;
+            const cJSON *want = cJSON_GetObjectItemCaseSensitive(c, "ids");
+            int got[256];
+            size_t n = tokenizer_encode(&t, s, strlen(s), false, got);
+            bool same = (int)n == cJSON_GetArraySize(want);
+            for (size_t i = 0; same && i < n; i++)
+                same = got[i] == (int)cJSON_GetArrayItem(want, (int)i)->valuedouble;
+            if (!same)
+                fprintf(stderr, "tokenizer case \"%s\" differs from the tokenizers library\n", s);
+            CHECK(same);
+        }
+        tokenizer_free(&t);
+    }
     const char *files[] = {"model.json", "dram.bin", "ffn.bin", "tokenizer.bin"};
     for (int i = 0; i < 4; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i]);
