@@ -32,6 +32,13 @@ check "stdout carries only text" bash -c "! grep -q 'tokens/s' '$WORK/out1.txt'"
 check "json has provenance and parameters" test "$(json_get "$WORK/gen1.json" 'd["provenance"]["parameters"]["temperature"]')" = 0
 check "json has per-token timings" test "$(json_get "$WORK/gen1.json" 'len([t for t in d["tokens"] if t["ms"] >= 0])')" = 252
 
+# --prompt-file with --prompt-tokens keeps the first N tokens after BOS
+printf 'Once upon a time, there was a dog.' >"$WORK/prompt.txt"
+"$FLASHBED" generate --model "$M" --prompt-file "$WORK/prompt.txt" --prompt-tokens 4 --temperature 0 -n 5 \
+    --json "$WORK/pf.json" >"$WORK/pf.txt" 2>/dev/null
+check "prompt truncated to 4 tokens + BOS" test "$(json_get "$WORK/pf.json" 'd["prompt_token_ids"]')" = "[1, 403, 407, 261, 378]"
+check "the truncated prompt is what stdout repeats" grep -q "^Once upon a time, there" "$WORK/pf.txt"
+
 # seeded sampling is reproducible, and top-p sampling runs
 "$FLASHBED" generate --model "$M" --prompt "Once" --temperature 0.8 --top-p 0.9 --seed 7 -n 40 >"$WORK/s1.txt" 2>/dev/null
 "$FLASHBED" generate --model "$M" --prompt "Once" --temperature 0.8 --top-p 0.9 --seed 7 -n 40 >"$WORK/s2.txt" 2>/dev/null
