@@ -8,5 +8,9 @@ int cmd_predict(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
+int cmd_model(int argc, char **argv);
 
 #endif

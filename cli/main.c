@@ -20,6 +20,10 @@ static const struct command commands[] = {
      cmd_predict},
     {"trace", "activation traces: info (statistics, Fig. 4a), synth (calibrated synthetic)", cmd_trace},
     {"replay", "replay a trace under DRAM caching policies x flash layouts (bytes, reads, DRAM per token)", cmd_replay},
+    {"convert", "import a Hugging Face folder or llama2.c checkpoint as a flashbed model folder", cmd_convert},
+    {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
+    {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
+    {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
 };
 
 static void usage(FILE *f)

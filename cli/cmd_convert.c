@@ -1,0 +1,70 @@
+/* flashbed convert: a source model in, a flashbed model folder out. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/commands.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "engine/import.h"
+
+struct convert_opts {
+    char *out;
+    char *dtype;
+    char *tokenizer;
+};
+
+#define O(f) offsetof(struct convert_opts, f)
+static const struct opt_def convert_options[] = {
+    {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weight storage: f32, f16 or bf16"},
+    {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
+     "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command convert_command = {
+    .name = "convert",
+    .usage = "INPUT --out DIR [--dtype f32|f16|bf16] [--tokenizer FILE]",
+    .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
+               "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
+               "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
+               "tokenizer.json) of a Llama or OPT model.",
+    .opts = convert_options,
+    .max_positional = 1,
+};
+
+int cmd_convert(int argc, char **argv)
+{
+    struct convert_opts o;
+    memset(&o, 0, sizeof o);
+    char *pos[1] = {NULL};
+    int npos = 0;
+    int rc = opts_parse(&convert_command, &o, argc, argv, pos, &npos);
+    if (rc != 0) {
+        opts_free(&convert_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    enum fb_dtype dt;
+    struct stat st;
+    rc = 2;
+    if (npos != 1)
+        fb_error("convert: needs the INPUT model (see flashbed convert --help)");
+    else if (!o.out)
+        fb_error("convert: needs --out DIR");
+    else if (dtype_parse(o.dtype, &dt) != 0)
+        fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
+    else if (stat(pos[0], &st) != 0)
+        fb_error("%s: does not exist", pos[0]);
+    else if (S_ISDIR(st.st_mode))
+        rc = import_hf(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
+    else
+        rc = import_llama2c(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
+    if (rc == 0)
+        fb_info("wrote %s", o.out);
+    opts_free(&convert_command, &o);
+    return rc;
+}

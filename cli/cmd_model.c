@@ -1,0 +1,90 @@
+/* flashbed model make: a synthetic model of a real shape. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/log.h"
+#include "common/model_shape.h"
+#include "common/options.h"
+#include "engine/synthetic.h"
+
+struct model_make_opts {
+    char *arch;
+    char *shape;
+    char *dtype;
+    char *format;
+    double relu_density;
+    uint64_t seed;
+    char *out;
+};
+
+#define O(f) offsetof(struct model_make_opts, f)
+static const struct opt_def model_make_options[] = {
+    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt or llama"},
+    {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
+    {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written: f32, f16, bf16 (llama2c: f32 only)"},
+    {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c"},
+    {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
+     "OPT: up-projection biases so that about a fraction D of FFN neurons fire"},
+    {"seed", OPT_UINT, O(seed), "1", "S", "random weights seed"},
+    {"out", OPT_STRING, O(out), NULL, "DIR", "folder to write: model.bin + tokenizer.bin"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command model_make_command = {
+    .name = "model make",
+    .usage = "--arch opt|llama --shape NAME [--dtype f16] [--seed S] --out DIR",
+    .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
+               "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
+               "tokenizer.json over a synthetic vocabulary of the shape's size), or with --format\n"
+               "llama2c a llama2.c checkpoint (model.bin, f32) and tokenizer.bin, so other engines\n"
+               "can run the same weights. Convert either with flashbed convert.",
+    .opts = model_make_options,
+    .max_positional = 0,
+};
+
+int cmd_model(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "make") != 0) {
+        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+            opts_print_help(&model_make_command, stdout);
+            return 0;
+        }
+        fb_error("model: expected a subcommand: make (see flashbed model make --help)");
+        return 2;
+    }
+    struct model_make_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = opts_parse(&model_make_command, &o, argc - 1, argv + 1, NULL, NULL);
+    if (rc != 0) {
+        opts_free(&model_make_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    rc = 2;
+    struct model_shape s;
+    enum fb_dtype dt;
+    char err[512];
+    if (!o.shape || !o.out || !o.arch)
+        fb_error("model make: needs --arch, --shape and --out");
+    else if (strcmp(o.format, "llama2c") != 0 && strcmp(o.format, "hf") != 0)
+        fb_error("model make --format: unknown format '%s' (hf, llama2c)", o.format);
+    else if (dtype_parse(o.dtype, &dt) != 0)
+        fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o.dtype);
+    else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)
+        fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
+    else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
+        fb_error("model make --relu-density: needs --format hf and an OPT shape");
+    else if (model_shape_load(o.shape, &s, err, sizeof err) != 0)
+        fb_error("%s", err);
+    else if (strcmp(s.arch, o.arch) != 0)
+        fb_error("model make: shape %s is a %s model, not %s", s.name, s.arch, o.arch);
+    else if (!strcmp(o.format, "llama2c"))
+        rc = synthetic_llama2c(&s, o.seed, o.out) == 0 ? 0 : 1;
+    else
+        rc = synthetic_hf(&s, dt, o.seed, o.relu_density, o.out) == 0 ? 0 : 1;
+    opts_free(&model_make_command, &o);
+    return rc;
+}

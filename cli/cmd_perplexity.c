@@ -1,0 +1,143 @@
+/* flashbed perplexity: how well the model predicts a text, in windows of
+ * its context, each starting with BOS. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "common/atomic_file.h"
+#include "common/clock.h"
+#include "common/interrupt.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "common/progress.h"
+#include "common/provenance.h"
+#include "common/readfile.h"
+#include "engine/engine.h"
+#include "engine/sampler.h"
+
+struct perplexity_opts {
+    char *model;
+    char *text;
+    uint64_t tokens;
+    uint64_t context;
+    uint64_t threads;
+    char *json;
+};
+
+#define O(f) offsetof(struct perplexity_opts, f)
+static const struct opt_def perplexity_options[] = {
+    {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder"},
+    {"text", OPT_STRING, O(text), NULL, "FILE", "text to score (UTF-8)"},
+    {"tokens", OPT_UINT, O(tokens), "0", "N", "score the first N tokens of the text (0: all)"},
+    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
+    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
+    {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command perplexity_command = {
+    .name = "perplexity",
+    .usage = "--model DIR --text FILE [--tokens N]",
+    .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
+               "of the context length each led by BOS, and every token after BOS is scored.\n"
+               "Prints the perplexity and the mean negative log-likelihood on stdout.",
+    .opts = perplexity_options,
+    .max_positional = 0,
+};
+
+int cmd_perplexity(int argc, char **argv)
+{
+    struct perplexity_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = opts_parse(&perplexity_command, &o, argc, argv, NULL, NULL);
+    if (rc != 0) {
+        opts_free(&perplexity_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    if (!o.model || !o.text) {
+        fb_error("perplexity: needs --model DIR and --text FILE");
+        opts_free(&perplexity_command, &o);
+        return 2;
+    }
+    size_t len;
+    char *text = read_file(o.text, &len);
+    if (!text) {
+        fb_error("%s: cannot read: %s", o.text, strerror(errno));
+        opts_free(&perplexity_command, &o);
+        return 1;
+    }
+    struct model m;
+    if (model_open(&m, o.model) != 0) {
+        free(text);
+        opts_free(&perplexity_command, &o);
+        return 1;
+    }
+    int *toks = malloc(tokenizer_max_tokens(len) * sizeof *toks);
+    size_t n = tokenizer_encode(&m.tok, text, len, false, toks);
+    free(text);
+    if (o.tokens && o.tokens < n)
+        n = o.tokens;
+    int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    struct engine e;
+    rc = 1;
+    if (n == 0)
+        fb_error("%s: no tokens to score", o.text);
+    else if (engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, (int)o.context) == 0) {
+        interrupt_install();
+        int window = e.max_seq - 1; /* text tokens per window after BOS */
+        double nll = 0;
+        size_t scored = 0;
+        struct progress pr;
+        progress_begin(&pr, "perplexity", n);
+        uint64_t t0 = now_ns();
+        for (size_t start = 0; start < n && !interrupted(); start += (size_t)window) {
+            size_t end = start + (size_t)window < n ? start + (size_t)window : n;
+            int prev = m.bos_id;
+            for (size_t i = start; i < end && !interrupted(); i++) {
+                engine_forward(&e, prev, (int)(i - start));
+                float *lg = e.s.logits;
+                /* -log softmax(lg)[toks[i]], computed stably */
+                float max = lg[argmax(lg, (int)m.shape.vocab_size)];
+                double sum = 0;
+                for (uint32_t v = 0; v < m.shape.vocab_size; v++)
+                    sum += exp((double)lg[v] - max);
+                nll += log(sum) + max - lg[toks[i]];
+                scored++;
+                prev = toks[i];
+            }
+            progress_update(&pr, scored, NULL);
+        }
+        progress_end(&pr);
+        double secs = (double)(now_ns() - t0) * 1e-9;
+        double mean = nll / (double)scored, ppl = exp(mean);
+        printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl,
+               scored, mean, window, interrupted() ? " [interrupted]" : "");
+        fprintf(stderr, "%.1f tokens/s\n", scored / secs);
+        rc = 0;
+        if (o.json) {
+            cJSON *j = cJSON_CreateObject();
+            cJSON *prov = provenance_new();
+            cJSON_AddItemToObject(prov, "parameters", opts_to_json(&perplexity_command, &o));
+            cJSON_AddStringToObject(prov, "model", m.shape.name);
+            cJSON_AddItemToObject(j, "provenance", prov);
+            cJSON_AddNumberToObject(j, "perplexity", ppl);
+            cJSON_AddNumberToObject(j, "mean_nll", mean);
+            cJSON_AddNumberToObject(j, "tokens_scored", (double)scored);
+            cJSON_AddNumberToObject(j, "window", window);
+            cJSON_AddBoolToObject(j, "interrupted", interrupted());
+            rc = write_json_file(o.json, j) ? 1 : 0;
+            cJSON_Delete(j);
+        }
+        engine_free(&e);
+    }
+    free(toks);
+    model_close(&m);
+    opts_free(&perplexity_command, &o);
+    return rc;
+}

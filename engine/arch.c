@@ -1,0 +1,61 @@
+/* Architecture choices from a shape's strings: the one place where OPT,
+ * Llama and later Falcon, Phi-2 or Persimmon differ. */
+#include "engine/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (!strcmp(s->norm, "rmsnorm"))
+        a->norm = NORM_RMS;
+    else if (!strcmp(s->norm, "layernorm"))
+        a->norm = NORM_LAYER;
+    else {
+        snprintf(err, errlen, "norm \"%s\" is not supported by the forward pass", s->norm);
+        return -1;
+    }
+    if (!strcmp(s->position, "rope"))
+        a->position = POSITION_ROPE;
+    else if (!strcmp(s->position, "learned"))
+        a->position = POSITION_LEARNED;
+    else {
+        snprintf(err, errlen, "position \"%s\" is not supported by the forward pass", s->position);
+        return -1;
+    }
+    if (!strcmp(s->ffn_activation, "relu"))
+        a->act = ACT_RELU;
+    else if (!strcmp(s->ffn_activation, "swiglu") || !strcmp(s->ffn_activation, "silu"))
+        a->act = ACT_SILU;
+    else if (!strcmp(s->ffn_activation, "gelu"))
+        a->act = ACT_GELU;
+    else {
+        snprintf(err, errlen, "FFN activation \"%s\" is not supported by the forward pass",
+                 s->ffn_activation);
+        return -1;
+    }
+    if (s->parallel_block) {
+        snprintf(err, errlen, "parallel attention/FFN blocks are not supported by the forward pass yet");
+        return -1;
+    }
+    if (s->rope_fraction != 1.0 && a->position == POSITION_ROPE) {
+        snprintf(err, errlen, "partial RoPE (rope_fraction %g) is not supported by the forward pass yet",
+                 s->rope_fraction);
+        return -1;
+    }
+    a->glu = s->ffn_kind == FFN_GLU;
+    a->biases = s->biases;
+    a->tied_output = s->tied_embeddings;
+    a->parallel_block = s->parallel_block;
+    a->norm_eps = (float)s->norm_eps;
+    a->position_offset = s->position_offset;
+    a->rope_theta = (float)s->rope_theta;
+    a->rope_dims = s->d_model / s->n_heads;
+    return 0;
+}
+
+void layer_tensor_name(char *buf, size_t len, int layer, const char *what)
+{
+    snprintf(buf, len, "layers.%d.%s", layer, what);
+}

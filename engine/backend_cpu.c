@@ -1,0 +1,440 @@
+/* The CPU backend: f32 compute over f32/f16/bf16 weights, rows split over
+ * a thread team, AVX2/FMA/F16C intrinsics where the compiler targets them
+ * and plain loops with independent accumulators (which compilers vectorize
+ * for NEON and others) elsewhere. Decode at batch 1 is memory-bound, so the
+ * loops aim to stream weights at full bandwidth, not to save flops. */
+#include "engine/backend.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "engine/threadpool.h"
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#endif
+
+#define FFN_GROUPS 16 /* see the FFN below */
+
+struct backend {
+    struct threadpool *pool;
+    int threads;
+    size_t max_dim, max_seq;
+    size_t min_parallel; /* multiply-adds below which one thread works alone */
+    float *partial; /* (FFN_GROUPS, max_dim): the FFN's group sums */
+    float *att;     /* (max_heads, max_seq): attention scores */
+};
+
+/* ---- kernels: one row against x ---- */
+
+#ifdef HAVE_AVX2
+static inline float hsum256(__m256 v)
+{
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline __attribute__((always_inline)) __m256 load8(const void *w, enum fb_dtype t, int i)
+{
+    if (t == DTYPE_F32)
+        return _mm256_loadu_ps((const float *)w + i);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (t == DTYPE_F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+#endif
+
+static inline __attribute__((always_inline)) float elem(const void *w, enum fb_dtype t, int i)
+{
+    if (t == DTYPE_F32)
+        return ((const float *)w)[i];
+    uint16_t v = ((const uint16_t *)w)[i];
+    return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
+}
+
+static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n)
+{
+    int i = 0;
+    float sum = 0.0f;
+#ifdef HAVE_AVX2
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
+        a1 = _mm256_fmadd_ps(load8(w, t, i + 8), _mm256_loadu_ps(x + i + 8), a1);
+        a2 = _mm256_fmadd_ps(load8(w, t, i + 16), _mm256_loadu_ps(x + i + 16), a2);
+        a3 = _mm256_fmadd_ps(load8(w, t, i + 24), _mm256_loadu_ps(x + i + 24), a3);
+    }
+    for (; i + 8 <= n; i += 8)
+        a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
+    sum = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+#else
+    if (t == DTYPE_F32) {
+        const float *wf = w;
+        float acc[16] = {0};
+        for (; i + 16 <= n; i += 16)
+            for (int k = 0; k < 16; k++)
+                acc[k] += wf[i + k] * x[i + k];
+        for (int k = 0; k < 16; k++)
+            sum += acc[k];
+    }
+#endif
+    for (; i < n; i++)
+        sum += elem(w, t, i) * x[i];
+    return sum;
+}
+
+/* y[n] += a * w[n] */
+static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n)
+{
+    int i = 0;
+#ifdef HAVE_AVX2
+    __m256 av = _mm256_set1_ps(a);
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(w, t, i), _mm256_loadu_ps(y + i)));
+#else
+    if (t == DTYPE_F32) {
+        const float *wf = w;
+        for (; i < n; i++)
+            y[i] += a * wf[i];
+    }
+#endif
+    for (; i < n; i++)
+        y[i] += a * elem(w, t, i);
+}
+
+/* One copy of each loop per storage type, so the type test is not in the
+ * inner loop. */
+static float dot(const void *w, enum fb_dtype t, const float *x, int n)
+{
+    switch (t) {
+    case DTYPE_F16:
+        return dot_as(w, DTYPE_F16, x, n);
+    case DTYPE_BF16:
+        return dot_as(w, DTYPE_BF16, x, n);
+    default:
+        return dot_as(w, DTYPE_F32, x, n);
+    }
+}
+
+static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
+{
+    switch (t) {
+    case DTYPE_F16:
+        axpy_as(y, a, w, DTYPE_F16, n);
+        break;
+    case DTYPE_BF16:
+        axpy_as(y, a, w, DTYPE_BF16, n);
+        break;
+    default:
+        axpy_as(y, a, w, DTYPE_F32, n);
+    }
+}
+
+static inline float activate(float v, enum activation act)
+{
+    switch (act) {
+    case ACT_RELU:
+        return v > 0.0f ? v : 0.0f;
+    case ACT_SILU:
+        return v / (1.0f + expf(-v));
+    case ACT_GELU: /* the tanh approximation */
+        return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }
+    return v;
+}
+
+/* Rows are handed out in chunks from a shared counter rather than split
+ * evenly up front: on a shared machine a descheduled thread then delays
+ * only its current chunk, not its whole half of the matrix. */
+#define ROW_CHUNK 16
+
+static bool next_chunk(atomic_int *next, int n, int *lo, int *hi)
+{
+    *lo = atomic_fetch_add_explicit(next, ROW_CHUNK, memory_order_relaxed);
+    *hi = *lo + ROW_CHUNK < n ? *lo + ROW_CHUNK : n;
+    return *lo < n;
+}
+
+static void split(int n, int worker, int workers, int *lo, int *hi)
+{
+    *lo = (int)((long long)n * worker / workers);
+    *hi = (int)((long long)n * (worker + 1) / workers);
+}
+
+/* ---- matvec ---- */
+
+struct matvec_job {
+    float *out;
+    const void *w;
+    enum fb_dtype t;
+    const float *x, *bias;
+    int rows, cols;
+    atomic_int next;
+};
+
+static void matvec_part(void *arg, int worker, int workers)
+{
+    struct matvec_job *j = arg;
+    (void)worker;
+    (void)workers;
+    int lo, hi;
+    size_t row_bytes = (size_t)j->cols * dtype_size(j->t);
+    while (next_chunk(&j->next, j->rows, &lo, &hi))
+        for (int r = lo; r < hi; r++) {
+            float v = dot((const char *)j->w + (size_t)r * row_bytes, j->t, j->x, j->cols);
+            j->out[r] = j->bias ? v + j->bias[r] : v;
+        }
+}
+
+static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dtype t, const float *x,
+                       const float *bias, int rows, int cols)
+{
+    struct matvec_job j = {out, w, t, x, bias, rows, cols, 0};
+    /* small matrices are not worth waking the team for */
+    if ((size_t)rows * (size_t)cols < b->min_parallel)
+        matvec_part(&j, 0, 1);
+    else
+        threadpool_run(b->pool, matvec_part, &j);
+}
+
+/* ---- FFN over bundles ----
+ * The rows are cut into FFN_GROUPS fixed groups; one thread computes a
+ * group alone, streaming each bundle once (up, gate, then down: the whole
+ * neuron from one contiguous read) into the group's own sum, and the sums
+ * are added in group order. So the result depends neither on the number of
+ * threads nor on which thread took which group. */
+
+struct ffn_job {
+    struct backend *b;
+    float *out;
+    const char *rows;
+    size_t stride;
+    int n_rows, d;
+    const float *up_bias, *x;
+    enum fb_dtype t;
+    enum activation act;
+    bool glu;
+    atomic_int next;
+};
+
+static void ffn_group(struct ffn_job *j, int g)
+{
+    float *acc = j->b->partial + (size_t)g * j->b->max_dim;
+    memset(acc, 0, (size_t)j->d * sizeof *acc);
+    size_t es = dtype_size(j->t);
+    size_t down_off = (size_t)j->d * es * (j->glu ? 2 : 1);
+    int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
+    for (int r = lo; r < hi; r++) {
+        const char *bundle = j->rows + (size_t)r * j->stride;
+        float z = dot(bundle, j->t, j->x, j->d);
+        if (j->up_bias)
+            z += j->up_bias[r];
+        float h;
+        if (j->glu)
+            h = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
+        else
+            h = activate(z, j->act);
+        if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
+            axpy(acc, h, bundle + down_off, j->t, j->d);
+    }
+}
+
+static void ffn_groups(void *arg, int worker, int workers)
+{
+    struct ffn_job *j = arg;
+    (void)worker;
+    (void)workers;
+    int g;
+    while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < FFN_GROUPS)
+        ffn_group(j, g);
+}
+
+static void ffn_reduce(void *arg, int worker, int workers)
+{
+    struct ffn_job *j = arg;
+    int lo, hi;
+    split(j->d, worker, workers, &lo, &hi);
+    const float *p = j->b->partial;
+    for (int i = lo; i < hi; i++) {
+        float s = 0.0f;
+        for (int g = 0; g < FFN_GROUPS; g++)
+            s += p[(size_t)g * j->b->max_dim + i];
+        j->out[i] = s;
+    }
+}
+
+static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
+                         const float *up_bias, const float *x, int d, enum fb_dtype t,
+                         enum activation act, bool glu)
+{
+    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu, 0};
+    if ((size_t)n_rows * (size_t)d < b->min_parallel) {
+        ffn_groups(&j, 0, 1);
+        ffn_reduce(&j, 0, 1);
+        return;
+    }
+    threadpool_run(b->pool, ffn_groups, &j);
+    threadpool_run(b->pool, ffn_reduce, &j);
+}
+
+/* ---- attention ---- */
+
+struct attn_job {
+    struct backend *b;
+    float *out;
+    const float *q, *k, *v;
+    int n_pos, n_heads, kv_mul, head_dim, kv_dim;
+};
+
+static void attn_part(void *arg, int worker, int workers)
+{
+    struct attn_job *j = arg;
+    int lo, hi;
+    split(j->n_heads, worker, workers, &lo, &hi);
+    float scale = 1.0f / sqrtf((float)j->head_dim);
+    for (int h = lo; h < hi; h++) {
+        const float *q = j->q + (size_t)h * j->head_dim;
+        size_t kv_off = (size_t)(h / j->kv_mul) * j->head_dim;
+        float *att = j->b->att + (size_t)h * j->b->max_seq;
+        float max = -INFINITY;
+        for (int t = 0; t < j->n_pos; t++) {
+            att[t] = dot(j->k + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, q, j->head_dim) * scale;
+            if (att[t] > max)
+                max = att[t];
+        }
+        float sum = 0.0f;
+        for (int t = 0; t < j->n_pos; t++) {
+            att[t] = expf(att[t] - max);
+            sum += att[t];
+        }
+        float *o = j->out + (size_t)h * j->head_dim;
+        memset(o, 0, (size_t)j->head_dim * sizeof *o);
+        for (int t = 0; t < j->n_pos; t++)
+            axpy(o, att[t] / sum, j->v + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, j->head_dim);
+    }
+}
+
+static void cpu_attention(struct backend *b, float *out, const float *q, const float *k_cache,
+                          const float *v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
+{
+    struct attn_job j = {b, out, q, k_cache, v_cache, n_pos, n_heads, n_heads / n_kv_heads, head_dim,
+                         n_kv_heads * head_dim};
+    if ((size_t)n_pos * (size_t)n_heads * (size_t)head_dim < b->min_parallel / 2)
+        attn_part(&j, 0, 1);
+    else
+        threadpool_run(b->pool, attn_part, &j);
+}
+
+/* ---- small vector steps ---- */
+
+static void cpu_norm(struct backend *b, float *out, const float *x, const float *weight,
+                     const float *bias, int d, enum norm_kind kind, float eps)
+{
+    (void)b;
+    float mean = 0.0f;
+    if (kind == NORM_LAYER) {
+        for (int i = 0; i < d; i++)
+            mean += x[i];
+        mean /= (float)d;
+    }
+    float ss = 0.0f;
+    for (int i = 0; i < d; i++)
+        ss += (x[i] - mean) * (x[i] - mean);
+    float inv = 1.0f / sqrtf(ss / (float)d + eps);
+    for (int i = 0; i < d; i++)
+        out[i] = weight[i] * ((x[i] - mean) * inv) + (bias ? bias[i] : 0.0f);
+}
+
+static void cpu_rope(struct backend *b, float *vec, int n_heads, int head_dim, int rot_dims, int pos,
+                     float theta)
+{
+    (void)b;
+    for (int i = 0; i < rot_dims; i += 2) {
+        float freq = 1.0f / powf(theta, (float)i / (float)head_dim);
+        float angle = (float)pos * freq, c = cosf(angle), s = sinf(angle);
+        for (int h = 0; h < n_heads; h++) {
+            float *v = vec + (size_t)h * head_dim;
+            float v0 = v[i], v1 = v[i + 1];
+            v[i] = v0 * c - v1 * s;
+            v[i + 1] = v0 * s + v1 * c;
+        }
+    }
+}
+
+static void cpu_add(struct backend *b, float *y, const float *x, int n)
+{
+    (void)b;
+    for (int i = 0; i < n; i++)
+        y[i] += x[i];
+}
+
+static void cpu_embed(struct backend *b, float *out, const void *table, enum fb_dtype t, int r, int d)
+{
+    (void)b;
+    dtype_to_f32(out, (const char *)table + (size_t)r * d * dtype_size(t), t, (size_t)d);
+}
+
+/* ---- lifecycle ---- */
+
+static void cpu_destroy(struct backend *b)
+{
+    if (!b)
+        return;
+    threadpool_destroy(b->pool);
+    free(b->partial);
+    free(b->att);
+    free(b);
+}
+
+static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, size_t max_heads)
+{
+    struct backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return NULL;
+    b->threads = threads < 1 ? 1 : threads;
+    b->max_dim = (max_dim + 15) / 16 * 16;
+    b->max_seq = max_seq;
+    /* waking the team costs microseconds: small steps run on one thread.
+     * FLASHBED_MIN_PARALLEL_WORK=0 forces the threaded paths (tests). */
+    const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
+    b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
+    b->pool = threadpool_create(b->threads);
+    b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
+    b->att = malloc(max_heads * max_seq * sizeof *b->att);
+    if (!b->pool || !b->partial || !b->att) {
+        fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
+        cpu_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+const struct backend_ops backend_cpu = {
+    .name = "cpu",
+    .create = cpu_create,
+    .destroy = cpu_destroy,
+    .matvec = cpu_matvec,
+    .ffn_rows = cpu_ffn_rows,
+    .attention = cpu_attention,
+    .norm = cpu_norm,
+    .rope = cpu_rope,
+    .add = cpu_add,
+    .embed = cpu_embed,
+};
+
+const struct backend_ops *backend_find(const char *name)
+{
+    static const struct backend_ops *all[] = {&backend_cpu};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!strcmp(all[i]->name, name))
+            return all[i];
+    return NULL;
+}

@@ -1,0 +1,31 @@
+/* Weight storage types. Compute is always f32; weights may be stored as
+ * f32, f16 (IEEE half) or bf16 (the top half of an f32) to halve the bytes
+ * every token must stream from memory. */
+#ifndef FLASHBED_ENGINE_DTYPE_H
+#define FLASHBED_ENGINE_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum fb_dtype { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+
+static inline size_t dtype_size(enum fb_dtype t) { return t == DTYPE_F32 ? 4 : 2; }
+
+const char *dtype_name(enum fb_dtype t);
+/* "f32", "f16", "bf16" (also "float32", "float16", "bfloat16"); 0 or -1. */
+int dtype_parse(const char *s, enum fb_dtype *out);
+
+uint16_t f32_to_f16(float f);  /* round to nearest even, overflow to inf */
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f); /* round to nearest even, NaN stays NaN */
+static inline float bf16_to_f32(uint16_t b)
+{
+    union { uint32_t u; float f; } v = {.u = (uint32_t)b << 16};
+    return v.f;
+}
+
+/* dst (n elements of type t) from src f32, and back. */
+void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n);
+void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n);
+
+#endif

@@ -1,0 +1,33 @@
+/* The per-layer FFN step, replaceable: `dense` computes over all d_ff
+ * bundles held in DRAM; the flash-resident FFN (neuron cache) implements
+ * the same ops over the compact rows it loaded. forward.c calls only this. */
+#ifndef FLASHBED_ENGINE_FFN_H
+#define FLASHBED_ENGINE_FFN_H
+
+#include "engine/backend.h"
+#include "engine/model.h"
+
+struct ffn;
+
+struct ffn_ops {
+    const char *name;
+    /* Prepares the FFN of every layer of m (preallocating all it needs);
+     * 0, or -1 with the error printed. */
+    int (*create)(struct ffn *f);
+    /* out[d_model] = FFN_layer(x) for the FFN-normed input x, down bias
+     * included. Called once per layer per token; must not allocate. */
+    void (*forward)(struct ffn *f, int layer, int pos, const float *x, float *out);
+    void (*destroy)(struct ffn *f);
+};
+
+struct ffn {
+    const struct ffn_ops *ops;
+    const struct model *m;
+    const struct backend_ops *be_ops;
+    struct backend *be;
+    void *priv; /* the implementation's own state */
+};
+
+extern const struct ffn_ops ffn_dense;
+
+#endif

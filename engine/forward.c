@@ -1,0 +1,123 @@
+/* The transformer forward pass, one token at a time. Architecture
+ * differences come from m->arch (data), never from copies of this code. */
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+
+int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
+                const struct ffn_ops *ffn, int threads, int max_seq)
+{
+    memset(e, 0, sizeof *e);
+    const struct model_shape *s = &m->shape;
+    e->m = m;
+    e->be_ops = be;
+    e->max_seq = max_seq > 0 && (uint32_t)max_seq < s->max_positions ? max_seq : (int)s->max_positions;
+    size_t d = s->d_model, kv = (size_t)s->n_layers * e->max_seq * m->kv_dim;
+    size_t widest = d > m->q_dim ? d : m->q_dim;
+    if (widest < s->d_ff)
+        widest = s->d_ff;
+    e->be_threads = threads < 1 ? 1 : threads;
+    e->be = be->create(e->be_threads, widest, (size_t)e->max_seq, s->n_heads);
+    if (!e->be)
+        return -1;
+    struct run_state *r = &e->s;
+    r->x = calloc(d, sizeof(float));
+    r->xb = calloc(widest, sizeof(float));
+    r->xb2 = calloc(d, sizeof(float));
+    r->q = calloc(m->q_dim, sizeof(float));
+    r->att_out = calloc(m->q_dim, sizeof(float));
+    r->k_cache = calloc(kv, sizeof(float));
+    r->v_cache = calloc(kv, sizeof(float));
+    r->logits = calloc(s->vocab_size, sizeof(float));
+    if (!r->x || !r->xb || !r->xb2 || !r->q || !r->att_out || !r->k_cache || !r->v_cache || !r->logits) {
+        fb_error("engine: cannot allocate the run state (KV cache of %zu floats)", 2 * kv);
+        engine_free(e);
+        return -1;
+    }
+    e->ffn = (struct ffn){.ops = ffn, .m = m, .be_ops = be, .be = e->be};
+    if (ffn->create(&e->ffn) != 0) {
+        e->ffn.ops = NULL;
+        engine_free(e);
+        return -1;
+    }
+    return 0;
+}
+
+void engine_free(struct engine *e)
+{
+    if (e->ffn.ops)
+        e->ffn.ops->destroy(&e->ffn);
+    if (e->be)
+        e->be_ops->destroy(e->be);
+    struct run_state *r = &e->s;
+    free(r->x);
+    free(r->xb);
+    free(r->xb2);
+    free(r->q);
+    free(r->att_out);
+    free(r->k_cache);
+    free(r->v_cache);
+    free(r->logits);
+    memset(e, 0, sizeof *e);
+}
+
+/* x = token embedding (+ learned position embedding). */
+static void embed(struct engine *e, int token, int pos)
+{
+    const struct model *m = e->m;
+    int d = (int)m->shape.d_model;
+    e->be_ops->embed(e->be, e->s.x, m->tok_embedding, m->dtype, token, d);
+    if (m->pos_embedding) {
+        e->be_ops->embed(e->be, e->s.xb2, m->pos_embedding, m->dtype, pos + (int)m->arch.position_offset, d);
+        e->be_ops->add(e->be, e->s.x, e->s.xb2, d);
+    }
+}
+
+/* xb2 = attention(xb) for layer l at pos; writes this position's K and V. */
+static void attention(struct engine *e, int l, int pos)
+{
+    const struct model *m = e->m;
+    const struct layer_weights *L = &m->layers[l];
+    const struct backend_ops *b = e->be_ops;
+    struct run_state *r = &e->s;
+    int d = (int)m->shape.d_model, kv = (int)m->kv_dim;
+    float *k_layer = r->k_cache + (size_t)l * e->max_seq * kv;
+    float *v_layer = r->v_cache + (size_t)l * e->max_seq * kv;
+    float *k = k_layer + (size_t)pos * kv, *v = v_layer + (size_t)pos * kv;
+    b->matvec(e->be, r->q, L->wq, m->dtype, r->xb, L->bq, (int)m->q_dim, d);
+    b->matvec(e->be, k, L->wk, m->dtype, r->xb, L->bk, kv, d);
+    b->matvec(e->be, v, L->wv, m->dtype, r->xb, L->bv, kv, d);
+    if (m->arch.position == POSITION_ROPE) {
+        b->rope(e->be, r->q, (int)m->shape.n_heads, (int)m->head_dim, (int)m->arch.rope_dims, pos,
+                m->arch.rope_theta);
+        b->rope(e->be, k, (int)m->shape.n_kv_heads, (int)m->head_dim, (int)m->arch.rope_dims, pos,
+                m->arch.rope_theta);
+    }
+    b->attention(e->be, r->att_out, r->q, k_layer, v_layer, pos + 1, (int)m->shape.n_heads,
+                 (int)m->shape.n_kv_heads, (int)m->head_dim);
+    b->matvec(e->be, r->xb2, L->wo, m->dtype, r->att_out, L->bo, d, (int)m->q_dim);
+}
+
+void engine_forward(struct engine *e, int token, int pos)
+{
+    const struct model *m = e->m;
+    const struct arch *a = &m->arch;
+    const struct backend_ops *b = e->be_ops;
+    struct run_state *r = &e->s;
+    int d = (int)m->shape.d_model;
+    embed(e, token, pos);
+    for (int l = 0; l < (int)m->shape.n_layers; l++) {
+        const struct layer_weights *L = &m->layers[l];
+        b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
+        attention(e, l, pos);
+        b->add(e->be, r->x, r->xb2, d);
+        b->norm(e->be, r->xb, r->x, L->ffn_norm, L->ffn_norm_bias, d, a->norm, a->norm_eps);
+        e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->xb2);
+        b->add(e->be, r->x, r->xb2, d);
+    }
+    b->norm(e->be, r->x, r->x, m->final_norm, m->final_norm_bias, d, a->norm, a->norm_eps);
+    b->matvec(e->be, r->logits, m->output, m->dtype, r->x, NULL, (int)m->shape.vocab_size, d);
+}

@@ -1,0 +1,306 @@
+/* Opening a flashbed model folder: model.json is checked against the
+ * files before any weight is trusted. */
+#include "engine/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/log.h"
+#include "common/readfile.h"
+#include "engine/model_format.h"
+
+/* Reads a whole file into 2 MiB-aligned memory (huge pages where the
+ * kernel gives them: fewer TLB misses when every token streams it). */
+static void *read_whole(const char *path, size_t expect, size_t *len)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        fb_error("%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size != expect) {
+        fb_error("%s: is %lld bytes, model.json says %zu", path, (long long)st.st_size, expect);
+        close(fd);
+        return NULL;
+    }
+    void *buf = NULL;
+    size_t alloc = expect ? expect : 1;
+    if (posix_memalign(&buf, 2u << 20, alloc) != 0) {
+        fb_error("%s: cannot allocate %zu bytes", path, expect);
+        close(fd);
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(buf, alloc, MADV_HUGEPAGE);
+#endif
+    size_t done = 0;
+    while (done < expect) {
+        ssize_t got = read(fd, (char *)buf + done, expect - done > (1u << 30) ? (1u << 30) : expect - done);
+        if (got <= 0) {
+            fb_error("%s: read failed at byte %zu: %s", path, done, got < 0 ? strerror(errno) : "end of file");
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        done += (size_t)got;
+    }
+    close(fd);
+    *len = expect;
+    return buf;
+}
+
+struct table {
+    const cJSON *tensors;
+    const char *json_path;
+    const struct model *m;
+};
+
+/* The tensor called name, checked for dtype, shape and bounds. */
+static const void *tensor(const struct table *tb, const char *name, enum fb_dtype t, int ndim,
+                          uint64_t d0, uint64_t d1)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, tb->tensors)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+            break;
+    }
+    if (!e) {
+        fb_error("%s: tensor '%s' is missing", tb->json_path, name);
+        return NULL;
+    }
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+    enum fb_dtype got;
+    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &got) || got != t) {
+        fb_error("%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
+                 cJSON_IsString(dt) ? dt->valuestring : "(none)", dtype_name(t));
+        return NULL;
+    }
+    uint64_t want[2] = {d0, d1};
+    if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != ndim) {
+        fb_error("%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
+        return NULL;
+    }
+    for (int i = 0; i < ndim; i++) {
+        const cJSON *d = cJSON_GetArrayItem(shape, i);
+        if (!cJSON_IsNumber(d) || (uint64_t)d->valuedouble != want[i]) {
+            fb_error("%s: tensor '%s' dimension %d is %g, expected %llu", tb->json_path, name, i,
+                     cJSON_IsNumber(d) ? d->valuedouble : -1.0, (unsigned long long)want[i]);
+            return NULL;
+        }
+    }
+    uint64_t n = ndim == 1 ? d0 : d0 * d1;
+    if (!cJSON_IsNumber(off) || !cJSON_IsNumber(bytes) || off->valuedouble < 0 ||
+        (uint64_t)bytes->valuedouble != n * dtype_size(t) || (uint64_t)off->valuedouble % 4 != 0 ||
+        (uint64_t)off->valuedouble + n * dtype_size(t) > tb->m->dram_bytes) {
+        fb_error("%s: tensor '%s' has a bad offset or size for %s (%zu bytes)", tb->json_path, name,
+                 MODEL_DRAM_FILE, tb->m->dram_bytes);
+        return NULL;
+    }
+    return (const char *)tb->m->dram + (uint64_t)off->valuedouble;
+}
+
+static int json_uint(const cJSON *o, const char *key, uint64_t *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+        return -1;
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+static int load_layers(struct model *m, const struct table *tb)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t d = s->d_model;
+    char n[96];
+#define T(field, what, type, nd, a, b)                                                           \
+    do {                                                                                        \
+        layer_tensor_name(n, sizeof n, (int)l, what);                                           \
+        if (!(L->field = tensor(tb, n, type, nd, a, b)))                                        \
+            return -1;                                                                          \
+    } while (0)
+    for (uint32_t l = 0; l < s->n_layers; l++) {
+        struct layer_weights *L = &m->layers[l];
+        T(attn_norm, "attn_norm.weight", DTYPE_F32, 1, d, 0);
+        T(wq, "attn.wq", m->dtype, 2, m->q_dim, d);
+        T(wk, "attn.wk", m->dtype, 2, m->kv_dim, d);
+        T(wv, "attn.wv", m->dtype, 2, m->kv_dim, d);
+        T(wo, "attn.wo", m->dtype, 2, d, m->q_dim);
+        T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
+        if (m->arch.norm == NORM_LAYER) {
+            T(attn_norm_bias, "attn_norm.bias", DTYPE_F32, 1, d, 0);
+            T(ffn_norm_bias, "ffn_norm.bias", DTYPE_F32, 1, d, 0);
+        }
+        if (m->arch.biases) {
+            T(bq, "attn.bq", DTYPE_F32, 1, m->q_dim, 0);
+            T(bk, "attn.bk", DTYPE_F32, 1, m->kv_dim, 0);
+            T(bv, "attn.bv", DTYPE_F32, 1, m->kv_dim, 0);
+            T(bo, "attn.bo", DTYPE_F32, 1, d, 0);
+            T(ffn_up_bias, "ffn.up_bias", DTYPE_F32, 1, s->d_ff, 0);
+            T(ffn_down_bias, "ffn.down_bias", DTYPE_F32, 1, d, 0);
+        }
+        L->ffn_bundles = (const char *)m->ffn + (uint64_t)l * s->d_ff * m->bundle_stride;
+    }
+#undef T
+    return 0;
+}
+
+int model_open(struct model *m, const char *dir)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    char path[4200], err[512];
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fb_error("%s: not a model folder (convert a model with flashbed convert)", dir);
+        return -1;
+    }
+    char *text = read_file(path, NULL);
+    if (!text) {
+        fb_error("%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    int rc = -1;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0) {
+        fb_error("%s: not a flashbed model (no \"format\": \"%s\")", path, MODEL_FORMAT_NAME);
+        goto out;
+    }
+    if (model_shape_load(path, &m->shape, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        goto out;
+    }
+    const struct model_shape *s = &m->shape;
+    if (arch_from_shape(s, &m->arch, err, sizeof err) != 0) {
+        fb_error("%s: %s", path, err);
+        goto out;
+    }
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype)) {
+        fb_error("%s: unknown \"dtype\" (f32, f16 or bf16)", path);
+        goto out;
+    }
+    m->head_dim = s->d_model / s->n_heads;
+    m->q_dim = s->n_heads * m->head_dim;
+    m->kv_dim = s->n_kv_heads * m->head_dim;
+    const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
+    const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(o, "ffn");
+    uint64_t dram_bytes, ffn_bytes, stride;
+    if (json_uint(dram, "bytes", &dram_bytes) || json_uint(ffn, "bytes", &ffn_bytes) ||
+        json_uint(ffn, "bundle_stride", &stride)) {
+        fb_error("%s: \"dram\" or \"ffn\" section missing or malformed", path);
+        goto out;
+    }
+    m->bundle_bytes = ffn_bundle_bytes(s, m->dtype);
+    m->bundle_stride = ffn_bundle_stride(s, m->dtype);
+    if (stride != m->bundle_stride || ffn_bytes != stride * s->d_ff * s->n_layers) {
+        fb_error("%s: FFN layout (bundle_stride %llu, %llu bytes) does not match the shape", path,
+                 (unsigned long long)stride, (unsigned long long)ffn_bytes);
+        goto out;
+    }
+    char fpath[4300];
+    snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_DRAM_FILE);
+    if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes)))
+        goto out;
+    snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_FFN_FILE);
+    if (!(m->ffn = read_whole(fpath, ffn_bytes, &m->ffn_bytes)))
+        goto out;
+    struct table tb = {cJSON_GetObjectItemCaseSensitive(dram, "tensors"), path, m};
+    uint64_t d = s->d_model;
+    if (!(m->tok_embedding = tensor(&tb, "tok_embedding", m->dtype, 2, s->vocab_size, d)) ||
+        !(m->final_norm = tensor(&tb, "final_norm.weight", DTYPE_F32, 1, d, 0)))
+        goto out;
+    if (m->arch.norm == NORM_LAYER && !(m->final_norm_bias = tensor(&tb, "final_norm.bias", DTYPE_F32, 1, d, 0)))
+        goto out;
+    if (m->arch.position == POSITION_LEARNED &&
+        !(m->pos_embedding = tensor(&tb, "pos_embedding", m->dtype, 2,
+                                    s->max_positions + s->position_offset, d)))
+        goto out;
+    m->output = m->arch.tied_output ? m->tok_embedding
+                                    : tensor(&tb, "output", m->dtype, 2, s->vocab_size, d);
+    if (!m->output)
+        goto out;
+    m->layers = calloc(s->n_layers, sizeof *m->layers);
+    if (!m->layers || load_layers(m, &tb))
+        goto out;
+
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(o, "tokenizer");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(tok, "kind");
+    const cJSON *tfile = cJSON_GetObjectItemCaseSensitive(tok, "file");
+    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile) || strchr(tfile->valuestring, '/')) {
+        fb_error("%s: \"tokenizer\" must name its \"kind\" and \"file\"", path);
+        goto out;
+    }
+    snprintf(fpath, sizeof fpath, "%s/%s", dir, tfile->valuestring);
+    int tok_rc;
+    if (!strcmp(kind->valuestring, "sentencepiece-bpe"))
+        tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
+    else if (!strcmp(kind->valuestring, "byte-level-bpe"))
+        tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
+    else {
+        fb_error("%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
+                 kind->valuestring);
+        goto out;
+    }
+    if (tok_rc != 0) {
+        fb_error("%s", err);
+        goto out;
+    }
+    uint64_t bos, eos;
+    if (json_uint(tok, "bos_id", &bos) || json_uint(tok, "eos_id", &eos) || bos >= s->vocab_size ||
+        eos >= s->vocab_size) {
+        fb_error("%s: tokenizer \"bos_id\"/\"eos_id\" missing or outside the vocabulary", path);
+        goto out;
+    }
+    m->bos_id = m->tok.bos_id = (int)bos;
+    m->eos_id = m->tok.eos_id = (int)eos;
+    m->stop_ids[m->n_stop++] = m->eos_id;
+    const cJSON *stops = cJSON_GetObjectItemCaseSensitive(tok, "stop_ids"), *it;
+    cJSON_ArrayForEach(it, stops)
+    {
+        if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < s->vocab_size &&
+            m->n_stop < 4 && (int)it->valuedouble != m->eos_id)
+            m->stop_ids[m->n_stop++] = (int)it->valuedouble;
+    }
+    rc = 0;
+out:
+    cJSON_Delete(o);
+    if (rc)
+        model_close(m);
+    return rc;
+}
+
+void model_close(struct model *m)
+{
+    free(m->dram);
+    free(m->ffn);
+    free(m->layers);
+    tokenizer_free(&m->tok);
+    memset(m, 0, sizeof *m);
+}
+
+uint64_t model_bytes_per_token(const struct model *m)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t es = dtype_size(m->dtype), d = s->d_model;
+    uint64_t attn = (2 * (uint64_t)m->q_dim * d + 2 * (uint64_t)m->kv_dim * d) * es;
+    uint64_t ffn = m->bundle_bytes * s->d_ff;
+    return s->n_layers * (attn + ffn) + (uint64_t)s->vocab_size * d * es + d * es;
+}

@@ -1,0 +1,263 @@
+#include "engine/safetensors.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "engine/dtype.h"
+
+static int st_dtype(const char *s, enum fb_dtype *t)
+{
+    if (!strcmp(s, "F32"))
+        *t = DTYPE_F32;
+    else if (!strcmp(s, "F16"))
+        *t = DTYPE_F16;
+    else if (!strcmp(s, "BF16"))
+        *t = DTYPE_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+/* Checks one header entry against the file: dtype known, byte range inside
+ * the data and exactly dtype size x shape. */
+static int check_entry(const struct st_file *f, const cJSON *e)
+{
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    enum fb_dtype t;
+    if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) {
+        fb_error("%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", f->path, e->string,
+                 cJSON_IsString(dt) ? dt->valuestring : "(none)");
+        return -1;
+    }
+    uint64_t n = 1;
+    const cJSON *d;
+    if (!cJSON_IsArray(shape)) {
+        fb_error("%s: tensor '%s' has no shape", f->path, e->string);
+        return -1;
+    }
+    cJSON_ArrayForEach(d, shape)
+    {
+        if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e12) {
+            fb_error("%s: tensor '%s' has a malformed shape", f->path, e->string);
+            return -1;
+        }
+        n *= (uint64_t)d->valuedouble;
+    }
+    const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
+        b->valuedouble < 0 || en->valuedouble < b->valuedouble) {
+        fb_error("%s: tensor '%s' has malformed data_offsets", f->path, e->string);
+        return -1;
+    }
+    uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;
+    if (end - begin != n * dtype_size(t)) {
+        fb_error("%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path, e->string,
+                 (unsigned long long)(end - begin), (unsigned long long)(n * dtype_size(t)));
+        return -1;
+    }
+    if (f->data_start + end > f->size) {
+        fb_error("%s: tensor '%s' ends at byte %llu, past the end of the file (%zu bytes)", f->path,
+                 e->string, (unsigned long long)(f->data_start + end), f->size);
+        return -1;
+    }
+    return 0;
+}
+
+static int open_file(struct st_file *f, const char *path)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        fb_error("%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    f->size = (size_t)st.st_size;
+    uint64_t hlen = 0;
+    if (f->size < 8 || pread(fd, &hlen, 8, 0) != 8 || hlen > f->size - 8 || hlen > (100u << 20)) {
+        fb_error("%s: not a safetensors file (header length %llu, file %zu bytes)", path,
+                 (unsigned long long)hlen, f->size);
+        close(fd);
+        return -1;
+    }
+    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f->map == MAP_FAILED) {
+        f->map = NULL;
+        fb_error("%s: cannot map: %s", path, strerror(errno));
+        return -1;
+    }
+    f->data_start = 8 + (size_t)hlen;
+    f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
+    if (!cJSON_IsObject(f->header)) {
+        fb_error("%s: safetensors header is not a JSON object", path);
+        return -1;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f->header)
+    {
+        if (!strcmp(e->string, "__metadata__"))
+            continue;
+        if (check_entry(f, e))
+            return -1;
+    }
+    return 0;
+}
+
+static void close_file(struct st_file *f)
+{
+    if (f->map)
+        munmap((void *)f->map, f->size);
+    cJSON_Delete(f->header);
+    memset(f, 0, sizeof *f);
+}
+
+int st_open(struct st_set *s, const char *dir)
+{
+    memset(s, 0, sizeof *s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *idx = fopen(path, "rb");
+    if (!idx) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        s->files = calloc(1, sizeof *s->files);
+        s->n_files = 1;
+        if (access(path, R_OK) != 0) {
+            fb_error("%s: neither model.safetensors nor model.safetensors.index.json", dir);
+            st_close(s);
+            return -1;
+        }
+        if (open_file(&s->files[0], path)) {
+            st_close(s);
+            return -1;
+        }
+        return 0;
+    }
+    fseek(idx, 0, SEEK_END);
+    long n = ftell(idx);
+    fseek(idx, 0, SEEK_SET);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text && fread(text, 1, (size_t)n, idx) == (size_t)n)
+        text[n] = '\0';
+    else {
+        free(text);
+        text = NULL;
+    }
+    fclose(idx);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    cJSON *wm = cJSON_DetachItemFromObjectCaseSensitive(root, "weight_map");
+    cJSON_Delete(root);
+    if (!cJSON_IsObject(wm)) {
+        fb_error("%s: no \"weight_map\" object", path);
+        cJSON_Delete(wm);
+        return -1;
+    }
+    s->weight_map = wm;
+    /* one st_file per distinct shard name */
+    int cap = cJSON_GetArraySize(wm);
+    s->files = calloc((size_t)cap + 1, sizeof *s->files);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm)
+    {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
+            fb_error("%s: weight_map entry '%s' is not a file name", path, e->string);
+            st_close(s);
+            return -1;
+        }
+        char shard[4200];
+        snprintf(shard, sizeof shard, "%s/%s", dir, e->valuestring);
+        int seen = 0;
+        for (int i = 0; i < s->n_files; i++)
+            seen |= !strcmp(s->files[i].path, shard);
+        if (seen)
+            continue;
+        if (open_file(&s->files[s->n_files++], shard)) {
+            st_close(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void st_close(struct st_set *s)
+{
+    for (int i = 0; s->files && i < s->n_files; i++)
+        close_file(&s->files[i]);
+    free(s->files);
+    cJSON_Delete(s->weight_map);
+    memset(s, 0, sizeof *s);
+}
+
+static const struct st_file *find(const struct st_set *s, const char *name, const cJSON **entry)
+{
+    for (int i = 0; i < s->n_files; i++) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(s->files[i].header, name);
+        if (e) {
+            *entry = e;
+            return &s->files[i];
+        }
+    }
+    return NULL;
+}
+
+int st_has(const struct st_set *s, const char *name)
+{
+    const cJSON *e;
+    return find(s, name, &e) != NULL;
+}
+
+float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims)
+{
+    const cJSON *e;
+    const struct st_file *f = find(s, name, &e);
+    if (!f) {
+        fb_error("%s: tensor '%s' is missing", s->n_files ? s->files[0].path : "safetensors", name);
+        return NULL;
+    }
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    uint64_t n = 1;
+    int ok = cJSON_GetArraySize(shape) == ndim;
+    for (int i = 0; ok && i < ndim; i++) {
+        ok = (uint64_t)cJSON_GetArrayItem(shape, i)->valuedouble == dims[i];
+        n *= dims[i];
+    }
+    if (!ok) {
+        char want[128] = "", *p = want;
+        for (int i = 0; i < ndim; i++)
+            p += snprintf(p, (size_t)(want + sizeof want - p), i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
+        fb_error("%s: tensor '%s' does not have the shape [%s] that config.json implies", f->path, name, want);
+        return NULL;
+    }
+    enum fb_dtype t;
+    st_dtype(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
+    uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
+    float *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) {
+        fb_error("%s: out of memory reading tensor '%s'", f->path, name);
+        return NULL;
+    }
+    /* the data may sit at any byte offset: copy out rather than cast */
+    const unsigned char *src = f->map + f->data_start + begin;
+    if (t == DTYPE_F32)
+        memcpy(out, src, n * 4);
+    else
+        for (uint64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * i, 2);
+            out[i] = t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
+        }
+    return out;
+}

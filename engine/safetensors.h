@@ -1,0 +1,39 @@
+/* Reading safetensors (a JSON header of names, dtypes, shapes and byte
+ * ranges, then the raw tensors), one file or a sharded set listed in
+ * model.safetensors.index.json. Files are mapped, never read whole. */
+#ifndef FLASHBED_ENGINE_SAFETENSORS_H
+#define FLASHBED_ENGINE_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct st_file {
+    char path[4200];
+    const unsigned char *map;
+    size_t size;
+    size_t data_start; /* 8 + header length */
+    cJSON *header;
+};
+
+struct st_set {
+    struct st_file *files;
+    int n_files;
+    cJSON *weight_map; /* index's name -> file, or NULL for one file */
+};
+
+/* Opens dir/model.safetensors, or the shards of dir/model.safetensors.index.json.
+ * Every header is checked (offsets inside the file, sizes matching dtype and
+ * shape). 0, or -1 with the error printed naming the file and tensor. */
+int st_open(struct st_set *s, const char *dir);
+void st_close(struct st_set *s);
+
+/* The tensor as f32 (converted from F32, F16 or BF16) in a new buffer of
+ * n elements, with its shape checked: dims[0..ndim). NULL with the error
+ * printed when missing or of another shape. */
+float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims);
+/* Whether the set holds a tensor called name. */
+int st_has(const struct st_set *s, const char *name);
+
+#endif

@@ -1,0 +1,473 @@
+#include "engine/synthetic.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/atomic_file.h"
+#include "common/log.h"
+#include "common/progress.h"
+#include "common/rng.h"
+#include "engine/tokenizer.h"
+
+#include <cjson/cJSON.h>
+
+#define CHUNK (1u << 20)
+
+/* k floats uniform in [base - scale, base + scale]. */
+static void fill_uniform(float *buf, size_t k, float scale, float base, struct rng *r)
+{
+    for (size_t i = 0; i < k; i++)
+        buf[i] = base + scale * (float)((int64_t)(rng_next(r) >> 40) - (1 << 23)) * (1.0f / (1 << 23));
+}
+
+/* n such floats, streamed in chunks. */
+static int write_uniform(FILE *f, struct rng *r, uint64_t n, float scale, float base, float *buf,
+                         struct progress *p, uint64_t *done)
+{
+    while (n > 0) {
+        size_t k = n < CHUNK ? (size_t)n : CHUNK;
+        fill_uniform(buf, k, scale, base, r);
+        if (fwrite(buf, 4, k, f) != k)
+            return -1;
+        n -= k;
+        *done += k;
+        progress_update(p, *done, NULL);
+    }
+    return 0;
+}
+
+/* Piece i of the synthetic vocabulary: <unk> <s> </s>, the 256 byte tokens,
+ * " ", then for L = 1, 2, ...: every string of L letters, then each with a
+ * leading space. Every piece of two or more characters is its prefix plus
+ * its last letter, both earlier in the list: the merges. */
+void synthetic_piece(uint32_t i, char *p, size_t len)
+{
+    if (i < 3) {
+        snprintf(p, len, "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
+        return;
+    }
+    if (i < 259) {
+        snprintf(p, len, "<0x%02X>", i - 3);
+        return;
+    }
+    if (i == 259) {
+        snprintf(p, len, " ");
+        return;
+    }
+    uint64_t k = i - 260, count = 26;
+    int letters = 1;
+    while (k >= 2 * count) {
+        k -= 2 * count;
+        count *= 26;
+        letters++;
+    }
+    int space = k >= count;
+    if (space)
+        k -= count;
+    char *q = p;
+    if (space)
+        *q++ = ' ';
+    for (int j = letters - 1; j >= 0; j--) {
+        q[j] = (char)('a' + k % 26);
+        k /= 26;
+    }
+    q[letters] = '\0';
+}
+
+static int write_tokenizer(const char *path, uint32_t vocab)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    int32_t max_len = 8;
+    int bad = fwrite(&max_len, 4, 1, f) != 1;
+    for (uint32_t i = 0; i < vocab && !bad; i++) {
+        char p[16];
+        synthetic_piece(i, p, sizeof p);
+        float score = i < 260 ? TOKENIZER_NO_MERGE : -(float)i;
+        int32_t len = (int32_t)strlen(p);
+        bad = fwrite(&score, 4, 1, f) != 1 || fwrite(&len, 4, 1, f) != 1 || fwrite(p, 1, (size_t)len, f) != (size_t)len;
+    }
+    return fclose(f) != 0 || bad ? -1 : 0;
+}
+
+/* Checks the shape and the destination, and creates the temporary folder
+ * "<out_dir>.tmp.<pid>" the model is written into. */
+static int begin_output(const struct model_shape *s, const char *out_dir, char *tmp, size_t len)
+{
+    if (s->vocab_size < 260 + 52) {
+        fb_error("model make: shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
+                 s->name, s->vocab_size);
+        return -1;
+    }
+    struct stat st;
+    if (stat(out_dir, &st) == 0) {
+        fb_error("%s: already exists; remove it or choose another --out", out_dir);
+        return -1;
+    }
+    snprintf(tmp, len, "%s.tmp.%d", out_dir, (int)getpid());
+    if (mkdir(tmp, 0755) != 0) {
+        fb_error("%s: cannot create: %s", tmp, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Renames tmp into place when ok; otherwise removes it and its files. */
+static int finish_output(int ok, const char *tmp, const char *out_dir, const char *const *files, int n)
+{
+    if (ok && rename(tmp, out_dir) == 0)
+        return 0;
+    fb_error("%s: cannot write the model: %s", out_dir, strerror(errno));
+    char path[4300];
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        unlink(path);
+    }
+    rmdir(tmp);
+    return -1;
+}
+
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir)
+{
+    if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
+        s->rope_fraction != 1.0) {
+        fb_error("model make: shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)",
+                 s->name, s->arch);
+        return -1;
+    }
+    char tmp[4200], path[4300];
+    if (begin_output(s, out_dir, tmp, sizeof tmp))
+        return -1;
+    uint64_t d = s->d_model, L = s->n_layers, ff = s->d_ff, V = s->vocab_size;
+    uint64_t hs = d / s->n_heads, kv = s->n_kv_heads * hs;
+    struct {
+        uint64_t n;
+        float scale, base;
+    } parts[] = {
+        {V * d, 1.0f, 0},                          /* token embedding */
+        {L * d, 0.0f, 1},                          /* rms_att_weight */
+        {L * d * d, 1.0f / sqrtf((float)d), 0},    /* wq */
+        {L * kv * d, 1.0f / sqrtf((float)d), 0},   /* wk */
+        {L * kv * d, 1.0f / sqrtf((float)d), 0},   /* wv */
+        {L * d * d, 1.0f / sqrtf((float)d), 0},    /* wo: its output is added to x */
+        {L * d, 0.0f, 1},                          /* rms_ffn_weight */
+        {L * ff * d, 1.0f / sqrtf((float)d), 0},   /* w1 (gate) */
+        {L * d * ff, 1.0f / sqrtf((float)ff), 0},  /* w2 (down) */
+        {L * ff * d, 1.0f / sqrtf((float)d), 0},   /* w3 (up) */
+        {d, 0.0f, 1},                              /* rms_final_weight */
+        {(uint64_t)s->max_positions * hs, 0.0f, 0},/* legacy RoPE tables, unused */
+        {V * d, 1.0f / sqrtf((float)d), 0},        /* classifier */
+    };
+    size_t nparts = sizeof parts / sizeof parts[0] - (s->tied_embeddings ? 1 : 0);
+    uint64_t total = 0, done = 0;
+    for (size_t i = 0; i < nparts; i++)
+        total += parts[i].n;
+    snprintf(path, sizeof path, "%s/model.bin", tmp);
+    FILE *f = fopen(path, "wb");
+    float *buf = malloc(CHUNK * sizeof *buf);
+    int32_t hdr[7] = {(int32_t)d, (int32_t)ff, (int32_t)L, (int32_t)s->n_heads, (int32_t)s->n_kv_heads,
+                      s->tied_embeddings ? (int32_t)V : -(int32_t)V, (int32_t)s->max_positions};
+    int bad = !f || !buf || fwrite(hdr, 4, 7, f) != 7;
+    struct rng r;
+    rng_seed(&r, seed);
+    struct progress p;
+    progress_begin(&p, "model make", total);
+    for (size_t i = 0; i < nparts && !bad; i++)
+        bad = write_uniform(f, &r, parts[i].n, parts[i].scale, parts[i].base, buf, &p, &done) != 0;
+    progress_end(&p);
+    if (f && fclose(f) != 0)
+        bad = 1;
+    free(buf);
+    snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
+    if (!bad)
+        bad = write_tokenizer(path, s->vocab_size) != 0;
+    static const char *const files[] = {"model.bin", "tokenizer.bin"};
+    return finish_output(!bad, tmp, out_dir, files, 2);
+}
+
+/* ---- Hugging Face folders ---- */
+
+struct syn_tensor {
+    char name[96];
+    uint64_t dims[2];
+    int ndim;
+    float scale, base; /* uniform in [base - scale, base + scale] */
+};
+
+/* Inverse of the standard normal CDF, by bisection on erfc (once per model). */
+static double normal_quantile(double p)
+{
+    double lo = -10, hi = 10;
+    for (int i = 0; i < 100; i++) {
+        double mid = (lo + hi) / 2;
+        if (0.5 * erfc(-mid / sqrt(2.0)) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+static int add(struct syn_tensor *t, int n, const char *name, int ndim, uint64_t d0, uint64_t d1, float scale,
+               float base)
+{
+    struct syn_tensor *x = &t[n];
+    snprintf(x->name, sizeof x->name, "%s", name);
+    x->ndim = ndim;
+    x->dims[0] = d0;
+    x->dims[1] = d1;
+    x->scale = scale;
+    x->base = base;
+    return n + 1;
+}
+
+/* The tensors of a shape in HF names, with how to fill them. */
+static int hf_tensors(const struct model_shape *s, double density, struct syn_tensor *t)
+{
+    bool opt = !strcmp(s->arch, "opt");
+    uint64_t d = s->d_model, ff = s->d_ff, hd = d / s->n_heads, kv = s->n_kv_heads * hd;
+    float sd = 1.0f / sqrtf((float)d), sf = 1.0f / sqrtf((float)ff);
+    /* With LayerNorm weights 1 and biases 0 the FFN input has |x|^2 = d, so
+     * up_i . x with weights uniform in +-1/sqrt(d) has variance exactly 1/3
+     * and is close to normal: a bias of sigma * quantile(D) makes it
+     * positive with probability D. */
+    float up_bias = density > 0 ? (float)(normal_quantile(density) / sqrt(3.0)) : 0.0f;
+    int n = 0;
+    char name[96];
+    const char *pre = opt ? "model.decoder." : "model.";
+    snprintf(name, sizeof name, "%sembed_tokens.weight", pre);
+    n = add(t, n, name, 2, s->vocab_size, d, 1.0f, 0);
+    if (opt)
+        n = add(t, n, "model.decoder.embed_positions.weight", 2, s->max_positions + s->position_offset, d, 0.5f, 0);
+    for (uint32_t l = 0; l < s->n_layers; l++) {
+        char p[64];
+        snprintf(p, sizeof p, "%slayers.%u.", pre, l);
+#define A(what, nd, a, b, sc, ba)                                       \
+    do {                                                                \
+        snprintf(name, sizeof name, "%s%s", p, what);                   \
+        n = add(t, n, name, nd, a, b, sc, ba);                          \
+    } while (0)
+        if (opt) {
+            A("self_attn_layer_norm.weight", 1, d, 0, 0, 1);
+            A("self_attn_layer_norm.bias", 1, d, 0, 0, 0);
+            A("self_attn.q_proj.weight", 2, d, d, sd, 0);
+            A("self_attn.q_proj.bias", 1, d, 0, 0, 0);
+            A("self_attn.k_proj.weight", 2, d, d, sd, 0);
+            A("self_attn.k_proj.bias", 1, d, 0, 0, 0);
+            A("self_attn.v_proj.weight", 2, d, d, sd, 0);
+            A("self_attn.v_proj.bias", 1, d, 0, 0, 0);
+            A("self_attn.out_proj.weight", 2, d, d, sd, 0);
+            A("self_attn.out_proj.bias", 1, d, 0, 0, 0);
+            A("final_layer_norm.weight", 1, d, 0, 0, 1);
+            A("final_layer_norm.bias", 1, d, 0, 0, 0);
+            A("fc1.weight", 2, ff, d, sd, 0);
+            A("fc1.bias", 1, ff, 0, 0, up_bias);
+            A("fc2.weight", 2, d, ff, sf, 0);
+            A("fc2.bias", 1, d, 0, 0, 0);
+        } else {
+            A("input_layernorm.weight", 1, d, 0, 0, 1);
+            A("self_attn.q_proj.weight", 2, d, d, sd, 0);
+            A("self_attn.k_proj.weight", 2, kv, d, sd, 0);
+            A("self_attn.v_proj.weight", 2, kv, d, sd, 0);
+            A("self_attn.o_proj.weight", 2, d, d, sd, 0);
+            A("post_attention_layernorm.weight", 1, d, 0, 0, 1);
+            A("mlp.gate_proj.weight", 2, ff, d, sd, 0);
+            A("mlp.up_proj.weight", 2, ff, d, sd, 0);
+            A("mlp.down_proj.weight", 2, d, ff, sf, 0);
+        }
+#undef A
+    }
+    snprintf(name, sizeof name, "%s%s", pre, opt ? "final_layer_norm.weight" : "norm.weight");
+    n = add(t, n, name, 1, d, 0, 0, 1);
+    if (opt)
+        n = add(t, n, "model.decoder.final_layer_norm.bias", 1, d, 0, 0, 0);
+    if (!s->tied_embeddings)
+        n = add(t, n, "lm_head.weight", 2, s->vocab_size, d, sd, 0);
+    return n;
+}
+
+static const char *st_dtype_name(enum fb_dtype t)
+{
+    return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
+}
+
+static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt, uint64_t seed)
+{
+    cJSON *h = cJSON_CreateObject();
+    uint64_t off = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+        /* norms and biases stay f32, as checkpoints usually keep them */
+        enum fb_dtype ti = t[i].ndim == 2 ? dt : DTYPE_F32;
+        uint64_t bytes = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1) * dtype_size(ti);
+        cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", st_dtype_name(ti));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < t[i].ndim; k++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].dims[k]));
+        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+        total += bytes / dtype_size(ti);
+    }
+    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    cJSON_AddStringToObject(meta, "generator", "flashbed model make");
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
+    uint64_t hlen = tl + pad;
+    FILE *f = fopen(path, "wb");
+    int bad = !f || fwrite(&hlen, 8, 1, f) != 1 || fwrite(text, 1, tl, f) != tl ||
+              fwrite("        ", 1, pad, f) != pad;
+    free(text);
+    float *buf = malloc(CHUNK * sizeof *buf);
+    uint16_t *half = malloc(CHUNK * sizeof *half);
+    struct rng r;
+    rng_seed(&r, seed);
+    struct progress p;
+    progress_begin(&p, "model make", total);
+    uint64_t done = 0;
+    for (int i = 0; i < n && !bad && buf && half; i++) {
+        enum fb_dtype ti = t[i].ndim == 2 ? dt : DTYPE_F32;
+        uint64_t left = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1);
+        while (left > 0 && !bad) {
+            size_t k = left < CHUNK ? (size_t)left : CHUNK;
+            fill_uniform(buf, k, t[i].scale, t[i].base, &r);
+            if (ti == DTYPE_F32)
+                bad = fwrite(buf, 4, k, f) != k;
+            else {
+                dtype_from_f32(half, ti, buf, k);
+                bad = fwrite(half, 2, k, f) != k;
+            }
+            left -= k;
+            done += k;
+            progress_update(&p, done, NULL);
+        }
+    }
+    progress_end(&p);
+    if (!buf || !half)
+        bad = 1;
+    free(buf);
+    free(half);
+    if (f && fclose(f) != 0)
+        bad = 1;
+    return bad ? -1 : 0;
+}
+
+static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t)
+{
+    bool opt = !strcmp(s->arch, "opt");
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "model_type", s->arch);
+    cJSON *a = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(a, cJSON_CreateString(opt ? "OPTForCausalLM" : "LlamaForCausalLM"));
+    cJSON_AddNumberToObject(c, "hidden_size", s->d_model);
+    cJSON_AddNumberToObject(c, opt ? "ffn_dim" : "intermediate_size", s->d_ff);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", s->n_layers);
+    cJSON_AddNumberToObject(c, "num_attention_heads", s->n_heads);
+    cJSON_AddNumberToObject(c, "vocab_size", s->vocab_size);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", s->max_positions);
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", s->tied_embeddings);
+    cJSON_AddNumberToObject(c, "bos_token_id", 1);
+    cJSON_AddNumberToObject(c, "eos_token_id", 2);
+    cJSON_AddStringToObject(c, "torch_dtype", t == DTYPE_F32 ? "float32" : t == DTYPE_F16 ? "float16" : "bfloat16");
+    if (opt) {
+        cJSON_AddNumberToObject(c, "word_embed_proj_dim", s->d_model);
+        cJSON_AddBoolToObject(c, "do_layer_norm_before", 1);
+        cJSON_AddStringToObject(c, "activation_function", "relu");
+        cJSON_AddBoolToObject(c, "enable_bias", 1);
+    } else {
+        cJSON_AddNumberToObject(c, "num_key_value_heads", s->n_kv_heads);
+        cJSON_AddNumberToObject(c, "rms_norm_eps", s->norm_eps);
+        cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
+        cJSON_AddStringToObject(c, "hidden_act", "silu");
+    }
+    cJSON_AddStringToObject(c, "flashbed_shape", s->name);
+    int rc = write_json_file(path, c);
+    cJSON_Delete(c);
+    return rc;
+}
+
+/* "▁" for spaces, as SentencePiece vocabularies spell them */
+static void sp_spelling(const char *p, char *out, size_t len)
+{
+    size_t o = 0;
+    for (; *p && o + 4 < len; p++) {
+        if (*p == ' ') {
+            memcpy(out + o, "\xe2\x96\x81", 3);
+            o += 3;
+        } else
+            out[o++] = *p;
+    }
+    out[o] = '\0';
+}
+
+static int write_tokenizer_json(const char *path, uint32_t vocab)
+{
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "version", "1.0");
+    cJSON *model = cJSON_AddObjectToObject(t, "model");
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddBoolToObject(model, "byte_fallback", 1);
+    cJSON *v = cJSON_AddObjectToObject(model, "vocab");
+    cJSON *m = cJSON_AddArrayToObject(model, "merges");
+    for (uint32_t i = 0; i < vocab; i++) {
+        char p[16], sp[48], a[48], b[48], merge[100];
+        synthetic_piece(i, p, sizeof p);
+        sp_spelling(p, sp, sizeof sp);
+        cJSON_AddNumberToObject(v, sp, i);
+        size_t n = strlen(p);
+        if (i >= 260 && n >= 2) {
+            char prefix[16];
+            snprintf(prefix, sizeof prefix, "%.*s", (int)(n - 1), p);
+            sp_spelling(prefix, a, sizeof a);
+            sp_spelling(p + n - 1, b, sizeof b);
+            snprintf(merge, sizeof merge, "%s %s", a, b);
+            cJSON_AddItemToArray(m, cJSON_CreateString(merge));
+        }
+    }
+    int rc = write_json_file(path, t);
+    cJSON_Delete(t);
+    return rc;
+}
+
+int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
+                 const char *out_dir)
+{
+    bool opt = !strcmp(s->arch, "opt");
+    if ((!opt && strcmp(s->arch, "llama") != 0) || (opt && (s->ffn_kind != FFN_RELU || !s->biases)) ||
+        (!opt && s->ffn_kind != FFN_GLU) || s->parallel_block) {
+        fb_error("model make: shape %s (%s) is not an OPT or Llama shape the Hugging Face writer knows",
+                 s->name, s->arch);
+        return -1;
+    }
+    if (relu_density >= 0 && (!opt || relu_density <= 0 || relu_density >= 1)) {
+        fb_error("model make --relu-density: needs a ReLU (OPT) shape and 0 < D < 1");
+        return -1;
+    }
+    char tmp[4200], path[4300];
+    if (begin_output(s, out_dir, tmp, sizeof tmp))
+        return -1;
+    int cap = 8 + 16 * (int)s->n_layers;
+    struct syn_tensor *ts = calloc((size_t)cap, sizeof *ts);
+    int n = hf_tensors(s, relu_density, ts);
+    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    int rc = write_safetensors(path, ts, n, t, seed);
+    free(ts);
+    snprintf(path, sizeof path, "%s/config.json", tmp);
+    if (!rc)
+        rc = write_config(path, s, t);
+    snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
+    if (!rc)
+        rc = write_tokenizer_json(path, s->vocab_size);
+    static const char *const files[] = {"model.safetensors", "config.json", "tokenizer.json"};
+    return finish_output(rc == 0, tmp, out_dir, files, 3);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# flashbed model make: synthetic models of the test shapes go through
+# convert and generate like real ones; the llama2.c output runs the same in
+# an HF copy; bad options are refused with nothing left behind.
+source "$(dirname "$0")/lib.sh"
+
+check "opt-tiny f16 HF folder" "$FLASHBED" model make --arch opt --shape opt-tiny --dtype f16 --seed 3 --relu-density 0.2 --out "$WORK/opt"
+check "it has config.json, safetensors and tokenizer.json" test -f "$WORK/opt/config.json" -a -f "$WORK/opt/model.safetensors" -a -f "$WORK/opt/tokenizer.json"
+check "convert it" "$FLASHBED" convert "$WORK/opt" --out "$WORK/opt-m"
+check "FFN file is bundles of 4096 bytes (2 x 64 f16 each)" test "$(stat -c %s "$WORK/opt-m/ffn.bin")" -eq $((2 * 256 * 4096))
+check "generate runs" "$FLASHBED" generate --model "$WORK/opt-m" --prompt "the cat" -n 16 --temperature 0.7 --json "$WORK/opt.json"
+check "16 tokens" test "$(json_get "$WORK/opt.json" 'd["summary"]["generated_tokens"]')" = 16
+
+check "llama-tiny as llama2.c" "$FLASHBED" model make --arch llama --shape llama-tiny --format llama2c --dtype f32 --out "$WORK/l2c"
+check "llama-tiny as HF, same seed" "$FLASHBED" model make --arch llama --shape llama-tiny --dtype f32 --out "$WORK/lhf"
+check "convert llama2.c" "$FLASHBED" convert "$WORK/l2c/model.bin" --tokenizer "$WORK/l2c/tokenizer.bin" --out "$WORK/l2c-m"
+check "convert HF" "$FLASHBED" convert "$WORK/lhf" --out "$WORK/lhf-m"
+for m in l2c lhf; do
+    "$FLASHBED" generate --model "$WORK/$m-m" --prompt "abc de fgh" -n 12 --temperature 0 --json "$WORK/$m.json" >"$WORK/$m.txt" 2>/dev/null
+done
+check "both synthetic tokenizers encode alike" test "$(json_get "$WORK/l2c.json" 'd["prompt_token_ids"]')" = "$(json_get "$WORK/lhf.json" 'd["prompt_token_ids"]')"
+# vocabulary 512 reaches two-letter pieces: " a" "bc" " d" "e" " f" "gh"
+check "merged as the synthetic vocabulary says" test "$(json_get "$WORK/lhf.json" 'd["prompt_token_ids"]')" = "[1, 286, 340, 289, 264, 291, 475]"
+check "llama2.c synthetic generates" test -s "$WORK/l2c.txt"
+
+OUT="$WORK/out"
+expect_error "relu density on a SwiGLU shape" "relu-density" model make --arch llama --shape llama-tiny --relu-density 0.1 --out "$OUT"
+expect_error "density out of range" "0 < D < 1" model make --arch opt --shape opt-tiny --relu-density 1.5 --out "$OUT"
+expect_error "arch does not match the shape" "is a opt model, not llama" model make --arch llama --shape opt-tiny --out "$OUT"
+expect_error "unknown shape" "cannot read" model make --arch opt --shape opt-99b --out "$OUT"
+expect_error "unknown format" "unknown format 'gguf'" model make --arch opt --shape opt-tiny --format gguf --out "$OUT"
+expect_error "llama2c is f32" "llama2c checkpoints are f32" model make --arch llama --shape llama-tiny --format llama2c --dtype f16 --out "$OUT"
+expect_error "llama2c is Llama only" "Llama shapes only" model make --arch opt --shape opt-tiny --format llama2c --dtype f32 --out "$OUT"
+expect_error "unsupported architecture shape" "not an OPT or Llama shape" model make --arch falcon --shape falcon-7b --out "$OUT"
+expect_error "out exists" "already exists" model make --arch opt --shape opt-tiny --out "$WORK/opt"
+check "nothing left behind" bash -c "! ls '$WORK' | grep -q 'out'"
+finish

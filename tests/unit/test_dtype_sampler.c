@@ -1,0 +1,84 @@
+/* Weight storage conversions and the sampler. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "engine/dtype.h"
+#include "engine/sampler.h"
+
+int main(void)
+{
+    /* f16: exact bit patterns, rounding to nearest even, subnormals, overflow */
+    CHECK_U64(f32_to_f16(1.0f), 0x3c00);
+    CHECK_U64(f32_to_f16(-2.0f), 0xc000);
+    CHECK_U64(f32_to_f16(65504.0f), 0x7bff);
+    CHECK_U64(f32_to_f16(65520.0f), 0x7c00);
+    CHECK_U64(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00); /* halfway: to even */
+    CHECK_U64(f32_to_f16(1.0f + 3.0f / 2048), 0x3c02);
+    CHECK_U64(f32_to_f16(5.9604645e-08f), 0x0001);    /* smallest subnormal */
+    CHECK_U64(f32_to_f16(0.0f), 0);
+    CHECK(f16_to_f32(0x3555) > 0.3332f && f16_to_f32(0x3555) < 0.3334f);
+    CHECK(isinf(f16_to_f32(0x7c00)) && isnan(f16_to_f32(0x7e00)));
+    for (uint32_t h = 0; h < 0x7c00; h++) /* every finite half survives the round trip */
+        if (f32_to_f16(f16_to_f32((uint16_t)h)) != h) {
+            CHECK_U64(f32_to_f16(f16_to_f32((uint16_t)h)), h);
+            break;
+        }
+    /* bf16 */
+    CHECK_U64(f32_to_bf16(1.0f), 0x3f80);
+    CHECK_U64(f32_to_bf16(1.00390625f), 0x3f80); /* halfway: to even */
+    CHECK_U64(f32_to_bf16(1.01171875f), 0x3f82);
+    CHECK(bf16_to_f32(0x4049) == 3.140625f);
+    enum fb_dtype t;
+    CHECK(dtype_parse("bf16", &t) == 0 && t == DTYPE_BF16);
+    CHECK(dtype_parse("f8", &t) == -1);
+
+    /* sampler: greedy takes the argmax; tiny top-p always the top token;
+     * one seed, one sequence; samples follow the distribution */
+    float logits[4];
+    struct sampler s;
+    CHECK(sampler_init(&s, 4, 0.0f, 0.9f, 1) == 0);
+    memcpy(logits, (float[]){0.1f, 3.0f, 2.9f, -1.0f}, sizeof logits);
+    CHECK_U64(sampler_sample(&s, logits), 1);
+    sampler_free(&s);
+    CHECK(sampler_init(&s, 4, 1.0f, 0.01f, 2) == 0);
+    for (int i = 0; i < 100; i++) {
+        memcpy(logits, (float[]){0.1f, 3.0f, 2.9f, -1.0f}, sizeof logits);
+        if (sampler_sample(&s, logits) != 1) {
+            CHECK(0);
+            break;
+        }
+    }
+    sampler_free(&s);
+    int seq[2][20], counts[4] = {0};
+    for (int r = 0; r < 2; r++) {
+        CHECK(sampler_init(&s, 4, 1.0f, 1.0f, 99) == 0);
+        for (int i = 0; i < 20; i++) {
+            memcpy(logits, (float[]){0.0f, 1.0f, 2.0f, 0.5f}, sizeof logits);
+            seq[r][i] = sampler_sample(&s, logits);
+        }
+        sampler_free(&s);
+    }
+    CHECK(memcmp(seq[0], seq[1], sizeof seq[0]) == 0);
+    CHECK(sampler_init(&s, 4, 1.0f, 1.0f, 5) == 0);
+    for (int i = 0; i < 20000; i++) {
+        memcpy(logits, (float[]){0.0f, 1.0f, 2.0f, 0.5f}, sizeof logits);
+        counts[sampler_sample(&s, logits)]++;
+    }
+    sampler_free(&s);
+    /* softmax(0,1,2,0.5) = 0.0784, 0.2131, 0.5793, 0.1293: 20000 draws within 5 sigma */
+    double want[4] = {0.0784, 0.2131, 0.5793, 0.1293};
+    for (int i = 0; i < 4; i++)
+        CHECK(fabs(counts[i] / 20000.0 - want[i]) < 5 * sqrt(want[i] * (1 - want[i]) / 20000));
+    /* top-p 0.7 keeps only {2, 1}: never samples 0 or 3 */
+    CHECK(sampler_init(&s, 4, 1.0f, 0.7f, 5) == 0);
+    int outside = 0;
+    for (int i = 0; i < 2000; i++) {
+        memcpy(logits, (float[]){0.0f, 1.0f, 2.0f, 0.5f}, sizeof logits);
+        int k = sampler_sample(&s, logits);
+        outside += k == 0 || k == 3;
+    }
+    CHECK_U64(outside, 0);
+    sampler_free(&s);
+    return check_report("test_dtype_sampler");
+}

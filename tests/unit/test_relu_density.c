@@ -1,0 +1,100 @@
+/* model make --relu-density: a synthetic OPT's FFN fires for about the
+ * asked fraction of neurons. Counted through the FFN interface itself: a
+ * counting FFN wraps the dense one, as a flash-resident FFN would. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "engine/engine.h"
+#include "engine/import.h"
+#include "engine/model_format.h"
+#include "engine/synthetic.h"
+
+struct counts {
+    uint64_t fired, total;
+};
+
+static int count_create(struct ffn *f)
+{
+    f->priv = calloc(1, sizeof(struct counts));
+    return f->priv ? 0 : -1;
+}
+
+static void count_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
+{
+    const struct model *m = f->m;
+    const struct layer_weights *L = &m->layers[layer];
+    struct counts *c = f->priv;
+    for (uint32_t i = 0; i < m->shape.d_ff; i++) {
+        const float *up = (const float *)((const char *)L->ffn_bundles + i * m->bundle_stride);
+        float z = L->ffn_up_bias[i];
+        for (uint32_t j = 0; j < m->shape.d_model; j++)
+            z += up[j] * x[j];
+        c->fired += z > 0;
+        c->total++;
+    }
+    ffn_dense.forward(f, layer, pos, x, out);
+}
+
+static void count_destroy(struct ffn *f)
+{
+    free(f->priv);
+}
+
+static const struct ffn_ops ffn_counting = {"counting", count_create, count_forward, count_destroy};
+
+static void rm_dir(const char *dir, const char *const *files, int n)
+{
+    char p[700];
+    for (int i = 0; i < n; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+int main(void)
+{
+    char tmp[] = "/tmp/flashbed-test-density-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    const double densities[] = {0.05, 0.3};
+    for (int k = 0; k < 2; k++) {
+        char hf[600], dir[600];
+        snprintf(hf, sizeof hf, "%s/hf%d", tmp, k);
+        snprintf(dir, sizeof dir, "%s/m%d", tmp, k);
+        CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, densities[k], hf) == 0);
+        CHECK(import_hf(hf, NULL, dir, DTYPE_F32) == 0);
+        struct model m;
+        struct engine e;
+        CHECK(model_open(&m, dir) == 0);
+        CHECK(engine_init(&e, &m, &backend_cpu, &ffn_counting, 1, 0) == 0);
+        for (int p = 0; p < 32; p++)
+            engine_forward(&e, p == 0 ? m.bos_id : 260 + (p * 37) % 700, p);
+        struct counts *c = e.ffn.priv;
+        double got = (double)c->fired / (double)c->total;
+        printf("relu density %.2f: %llu of %llu neurons fired (%.3f)\n", densities[k],
+               (unsigned long long)c->fired, (unsigned long long)c->total, got);
+        CHECK_U64(c->total, 32ull * s.n_layers * s.d_ff);
+        CHECK(fabs(got - densities[k]) < 0.03);
+        engine_free(&e);
+        model_close(&m);
+        const char *hf_files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+        const char *m_files[] = {"model.json", "dram.bin", "ffn.bin", "tokenizer.bin"};
+        rm_dir(hf, hf_files, 3);
+        rm_dir(dir, m_files, 4);
+    }
+    /* a Llama shape has no ReLU to set */
+    CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
+    char hf[600];
+    snprintf(hf, sizeof hf, "%s/llama", tmp);
+    CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, hf) == -1);
+    CHECK(access(hf, F_OK) != 0);
+    CHECK(rmdir(tmp) == 0);
+    return check_report("test_relu_density");
+}
