@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "common/provenance.h"
-#include "common/readfile.h"
+#include "common/json_file.h"
 #include "engine/engine.h"
 #include "engine/membw.h"
 #include "engine/sampler.h"
@@ -63,9 +63,9 @@ static const struct opt_command generate_command = {
     .max_positional = 0,
 };
 
-static char *read_text_file(const char *path)
+static char *read_prompt_file(const char *path)
 {
-    char *text = read_file(path, NULL);
+    char *text = read_text_file(path, NULL);
     if (!text)
         fb_error("%s: cannot read: %s", path, strerror(errno));
     return text;
@@ -265,7 +265,7 @@ int cmd_generate(int argc, char **argv)
         fb_error("generate: --temperature must be >= 0 and --top-p in [0, 1]");
     else if (!be)
         fb_error("generate --backend: unknown backend '%s' (available: cpu)", o.backend);
-    else if (o.prompt_file && !(text = read_text_file(o.prompt_file)))
+    else if (o.prompt_file && !(text = read_prompt_file(o.prompt_file)))
         rc = 1;
     else
         rc = 0;

@@ -16,7 +16,7 @@
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
-#include "common/readfile.h"
+#include "common/json_file.h"
 #include "engine/engine.h"
 #include "engine/sampler.h"
 
@@ -66,7 +66,7 @@ int cmd_perplexity(int argc, char **argv)
         return 2;
     }
     size_t len;
-    char *text = read_file(o.text, &len);
+    char *text = read_text_file(o.text, &len);
     if (!text) {
         fb_error("%s: cannot read: %s", o.text, strerror(errno));
         opts_free(&perplexity_command, &o);

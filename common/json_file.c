@@ -1,5 +1,6 @@
 #include "common/json_file.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -8,21 +9,28 @@ char *read_text_file(const char *path, size_t *len)
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
-    char *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n + 1))) {
-            if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    /* read to the end rather than trust the size: pipes and /proc files too */
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger)
                 free(buf);
-                buf = NULL;
-            } else {
-                buf[n] = '\0';
-                if (len)
-                    *len = (size_t)n;
-            }
+            buf = bigger;
         }
     }
+    int bad = ferror(f);
     fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        errno = bad ? EIO : ENOMEM;
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len)
+        *len = n;
     return buf;
 }
 

@@ -6,8 +6,9 @@
 
 #include <cjson/cJSON.h>
 
-/* The file's bytes plus a terminating NUL (heap), or NULL when it cannot be
- * read. len (may be NULL) gets the byte count. */
+/* The file's bytes plus a terminating NUL (heap), or NULL with errno set
+ * when it cannot be read. len (may be NULL) gets the byte count. Reads to the
+ * end rather than trusting the size, so pipes and /proc files work too. */
 char *read_text_file(const char *path, size_t *len);
 
 /* The parsed file, or NULL when it cannot be read or is not JSON. */

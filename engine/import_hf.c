@@ -12,7 +12,7 @@
 
 #include "common/log.h"
 #include "common/progress.h"
-#include "common/readfile.h"
+#include "common/json_file.h"
 #include "engine/model.h"
 #include "engine/model_format.h"
 #include "engine/safetensors.h"
@@ -20,7 +20,7 @@
 
 static cJSON *read_json(const char *path)
 {
-    char *text = read_file(path, NULL);
+    char *text = read_text_file(path, NULL);
     if (!text) {
         fb_error("%s: cannot read: %s", path, strerror(errno));
         return NULL;

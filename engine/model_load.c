@@ -14,7 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/log.h"
-#include "common/readfile.h"
+#include "common/json_file.h"
 #include "engine/model_format.h"
 
 /* Reads a whole file into 2 MiB-aligned memory (huge pages where the
@@ -170,7 +170,7 @@ int model_open(struct model *m, const char *dir)
         fb_error("%s: not a model folder (convert a model with flashbed convert)", dir);
         return -1;
     }
-    char *text = read_file(path, NULL);
+    char *text = read_text_file(path, NULL);
     if (!text) {
         fb_error("%s: cannot read: %s", path, strerror(errno));
         return -1;

@@ -7,7 +7,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "common/readfile.h"
+#include "common/json_file.h"
 
 static uint32_t hash_bytes(const char *s, size_t len)
 {
@@ -422,7 +422,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     memset(t, 0, sizeof *t);
     t->kind = TOKENIZER_BYTE_BPE;
     t->vocab_size = vocab_size;
-    char *text = read_file(path, NULL);
+    char *text = read_text_file(path, NULL);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");

@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "common/readfile.h"
+#include "common/json_file.h"
 #include "engine/engine.h"
 #include "engine/import.h"
 
@@ -26,7 +26,7 @@ int main(void)
         fixture = TEST_DATA_DIR "/opt_fixture";
     char path[4096];
     snprintf(path, sizeof path, "%s/reference.json", fixture);
-    char *text = read_file(path, NULL);
+    char *text = read_text_file(path, NULL);
     if (!text) {
         printf("skipped: %s not generated yet (run tools/make_opt_fixture.py where transformers is installed)\n",
                path);
