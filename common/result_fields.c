@@ -18,10 +18,14 @@ void fields_csv_header(FILE *out, const struct field *f, int n)
     fputc('\n', out);
 }
 
-void fields_csv_row(FILE *out, const struct field *f, int n)
+void fields_csv_row(FILE *out, const struct field *f, int n, int ncols)
 {
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < ncols; k++) {
         const char *sep = k ? "," : "";
+        if (k >= n) {
+            fputs(sep, out);
+            continue;
+        }
         switch (f[k].kind) {
         case FIELD_STR: fprintf(out, "%s%s", sep, f[k].s); break;
         case FIELD_INT: fprintf(out, "%s%.0f", sep, f[k].v); break;

@@ -1,6 +1,6 @@
 /* One table of named values per result row feeds both the JSON object and
- * the CSV row, so the two formats can never disagree (harness/sweep_output.c
- * follows the same pattern with its own copy). */
+ * the CSV row, so the two formats can never disagree (sweep points, replay
+ * results). */
 #ifndef FLASHBED_COMMON_RESULT_FIELDS_H
 #define FLASHBED_COMMON_RESULT_FIELDS_H
 
@@ -22,8 +22,10 @@ struct field {
 #define FIELD_ADD(f, n, key_, kind_, str, val) ((f)[(*(n))++] = (struct field){key_, kind_, str, (double)(val)})
 
 void fields_to_json(cJSON *obj, const struct field *f, int n);
-/* "key1,key2,...\n" and "v1,v2,...\n": integers in full, reals with %.10g. */
+/* "key1,key2,...\n" and "v1,v2,...\n": integers in full, reals with %.10g.
+ * A row with fewer fields than ncols (optional trailing keys absent) gets
+ * empty columns, so every row has the header's columns. */
 void fields_csv_header(FILE *out, const struct field *f, int n);
-void fields_csv_row(FILE *out, const struct field *f, int n);
+void fields_csv_row(FILE *out, const struct field *f, int n, int ncols);
 
 #endif

@@ -11,19 +11,9 @@
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/log.h"
+#include "common/result_fields.h"
 #include "common/strbuf.h"
 #include "harness/sweep.h"
-
-enum field_kind { F_STR, F_INT, F_REAL, F_BOOL };
-
-struct field {
-    const char *key;
-    enum field_kind kind;
-    const char *s;
-    double v;
-};
-
-enum { MAX_FIELDS = 32 };
 
 /* Every key of a point, in the order the CSV columns take. fio's keys are
  * present only when the point was compared (has_fio). */
@@ -31,34 +21,34 @@ static int point_fields(const struct sweep_point *p, struct field *f)
 {
     const struct point_result *r = &p->result;
     int n = 0;
-#define FIELD(k, kind_, str, val) f[n++] = (struct field){k, kind_, str, (double)(val)}
-    FIELD("engine", F_STR, p->params.engine->name, 0);
-    FIELD("chunk_bytes", F_INT, NULL, p->params.chunk);
-    FIELD("threads", F_INT, NULL, p->params.threads);
-    FIELD("iodepth", F_INT, NULL, r->iodepth);
-    FIELD("direct", F_BOOL, NULL, r->direct);
-    FIELD("bytes", F_INT, NULL, r->bytes);
-    FIELD("ios", F_INT, NULL, r->ios);
-    FIELD("seconds", F_REAL, NULL, r->seconds);
-    FIELD("bw_bytes", F_REAL, NULL, r->bw_bytes);
-    FIELD("iops", F_REAL, NULL, r->iops);
-    FIELD("lat_mean_ns", F_REAL, NULL, hist_mean(&r->lat));
-    FIELD("lat_p50_ns", F_INT, NULL, hist_percentile(&r->lat, 50));
-    FIELD("lat_p90_ns", F_INT, NULL, hist_percentile(&r->lat, 90));
-    FIELD("lat_p99_ns", F_INT, NULL, hist_percentile(&r->lat, 99));
-    FIELD("lat_p999_ns", F_INT, NULL, hist_percentile(&r->lat, 99.9));
-    FIELD("cpu_user_s", F_REAL, NULL, r->cpu_user_s);
-    FIELD("cpu_sys_s", F_REAL, NULL, r->cpu_sys_s);
-    FIELD("seed", F_INT, NULL, p->params.seed);
-    FIELD("huge_pages", F_BOOL, NULL, r->huge_pages);
+#define FIELD(k, kind_, str, val) FIELD_ADD(f, &n, k, kind_, str, val)
+    FIELD("engine", FIELD_STR, p->params.engine->name, 0);
+    FIELD("chunk_bytes", FIELD_INT, NULL, p->params.chunk);
+    FIELD("threads", FIELD_INT, NULL, p->params.threads);
+    FIELD("iodepth", FIELD_INT, NULL, r->iodepth);
+    FIELD("direct", FIELD_BOOL, NULL, r->direct);
+    FIELD("bytes", FIELD_INT, NULL, r->bytes);
+    FIELD("ios", FIELD_INT, NULL, r->ios);
+    FIELD("seconds", FIELD_REAL, NULL, r->seconds);
+    FIELD("bw_bytes", FIELD_REAL, NULL, r->bw_bytes);
+    FIELD("iops", FIELD_REAL, NULL, r->iops);
+    FIELD("lat_mean_ns", FIELD_REAL, NULL, hist_mean(&r->lat));
+    FIELD("lat_p50_ns", FIELD_INT, NULL, hist_percentile(&r->lat, 50));
+    FIELD("lat_p90_ns", FIELD_INT, NULL, hist_percentile(&r->lat, 90));
+    FIELD("lat_p99_ns", FIELD_INT, NULL, hist_percentile(&r->lat, 99));
+    FIELD("lat_p999_ns", FIELD_INT, NULL, hist_percentile(&r->lat, 99.9));
+    FIELD("cpu_user_s", FIELD_REAL, NULL, r->cpu_user_s);
+    FIELD("cpu_sys_s", FIELD_REAL, NULL, r->cpu_sys_s);
+    FIELD("seed", FIELD_INT, NULL, p->params.seed);
+    FIELD("huge_pages", FIELD_BOOL, NULL, r->huge_pages);
     if (p->has_fio) {
-        FIELD("fio_bw_bytes", F_REAL, NULL, p->fio.bw_bytes);
-        FIELD("fio_iops", F_REAL, NULL, p->fio.iops);
-        FIELD("fio_lat_p50_ns", F_INT, NULL, p->fio.lat_p50_ns);
-        FIELD("fio_lat_p90_ns", F_INT, NULL, p->fio.lat_p90_ns);
-        FIELD("fio_lat_p99_ns", F_INT, NULL, p->fio.lat_p99_ns);
-        FIELD("fio_lat_p999_ns", F_INT, NULL, p->fio.lat_p999_ns);
-        FIELD("bw_ratio_vs_fio", F_REAL, NULL, p->fio.bw_bytes > 0 ? r->bw_bytes / p->fio.bw_bytes : 0);
+        FIELD("fio_bw_bytes", FIELD_REAL, NULL, p->fio.bw_bytes);
+        FIELD("fio_iops", FIELD_REAL, NULL, p->fio.iops);
+        FIELD("fio_lat_p50_ns", FIELD_INT, NULL, p->fio.lat_p50_ns);
+        FIELD("fio_lat_p90_ns", FIELD_INT, NULL, p->fio.lat_p90_ns);
+        FIELD("fio_lat_p99_ns", FIELD_INT, NULL, p->fio.lat_p99_ns);
+        FIELD("fio_lat_p999_ns", FIELD_INT, NULL, p->fio.lat_p999_ns);
+        FIELD("bw_ratio_vs_fio", FIELD_REAL, NULL, p->fio.bw_bytes > 0 ? r->bw_bytes / p->fio.bw_bytes : 0);
     }
 #undef FIELD
     return n;
@@ -80,17 +70,10 @@ cJSON *sweep_to_json(const struct sweep *s)
     cJSON_AddBoolToObject(root, "page_cache_bypassed", direct);
     cJSON_AddBoolToObject(root, "complete", s->complete);
     cJSON *points = cJSON_AddArrayToObject(root, "points");
-    struct field f[MAX_FIELDS];
+    struct field f[FIELDS_MAX];
     for (size_t i = 0; i < s->n_points; i++) {
         cJSON *o = cJSON_CreateObject();
-        int n = point_fields(&s->points[i], f);
-        for (int k = 0; k < n; k++) {
-            switch (f[k].kind) {
-            case F_STR: cJSON_AddStringToObject(o, f[k].key, f[k].s); break;
-            case F_BOOL: cJSON_AddBoolToObject(o, f[k].key, f[k].v != 0); break;
-            default: cJSON_AddNumberToObject(o, f[k].key, f[k].v); break;
-            }
-        }
+        fields_to_json(o, f, point_fields(&s->points[i], f));
         cJSON_AddItemToArray(points, o);
     }
     return root;
@@ -98,8 +81,12 @@ cJSON *sweep_to_json(const struct sweep *s)
 
 char *sweep_to_csv(const struct sweep *s)
 {
-    struct strbuf t = {0};
-    struct field f[MAX_FIELDS];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out)
+        return NULL;
+    struct field f[FIELDS_MAX];
     /* The header comes from a point with fio keys when any was compared, so
      * every row has the same columns (empty where fio did not run). */
     struct sweep_point header_src;
@@ -107,26 +94,15 @@ char *sweep_to_csv(const struct sweep *s)
     header_src.params.engine = s->cfg->engine;
     header_src.has_fio = any_fio(s);
     int ncols = point_fields(&header_src, f);
-    for (int k = 0; k < ncols; k++)
-        strbuf_add(&t, "%s%s", k ? "," : "", f[k].key);
-    strbuf_add(&t, "\n");
-    for (size_t i = 0; i < s->n_points; i++) {
-        int n = point_fields(&s->points[i], f);
-        for (int k = 0; k < ncols; k++) {
-            if (k)
-                strbuf_add(&t, ",");
-            if (k >= n)
-                continue;
-            switch (f[k].kind) {
-            case F_STR: strbuf_add(&t, "%s", f[k].s); break;
-            case F_BOOL: strbuf_add(&t, "%s", f[k].v != 0 ? "true" : "false"); break;
-            case F_INT: strbuf_add(&t, "%.0f", f[k].v); break;
-            case F_REAL: strbuf_add(&t, "%.6g", f[k].v); break;
-            }
-        }
-        strbuf_add(&t, "\n");
+    fields_csv_header(out, f, ncols);
+    for (size_t i = 0; i < s->n_points; i++)
+        fields_csv_row(out, f, point_fields(&s->points[i], f), ncols);
+    bool failed = ferror(out) != 0;
+    if (fclose(out) != 0 || failed) {
+        free(text);
+        return NULL;
     }
-    return strbuf_take(&t);
+    return text;
 }
 
 static const char *prov_str(const cJSON *o, const char *key)

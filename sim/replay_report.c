@@ -130,7 +130,10 @@ char *replay_report_csv(const struct replay_result *r, size_t n)
     memset(&empty, 0, sizeof empty);
     fields_csv_header(t.f, f, result_fields(n ? &r[0] : &empty, f));
     for (size_t i = 0; i < n; i++)
-        fields_csv_row(t.f, f, result_fields(&r[i], f));
+        {
+            int nf = result_fields(&r[i], f);
+            fields_csv_row(t.f, f, nf, nf);
+        }
     return text_take(&t);
 }
 

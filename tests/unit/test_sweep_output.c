@@ -81,7 +81,7 @@ int main(void)
     const char *head = "engine,chunk_bytes,threads,iodepth,direct,bytes,ios,seconds,bw_bytes,iops,";
     CHECK(strncmp(csv, head, strlen(head)) == 0);
     CHECK(strstr(csv, ",bw_ratio_vs_fio\n") != NULL);
-    CHECK(strstr(csv, "\npsync,4096,1,1,true,4096000,1000,2,2.048e+06,500,") != NULL);
+    CHECK(strstr(csv, "\npsync,4096,1,1,true,4096000,1000,2,2048000,500,") != NULL);
     /* Every row has as many columns as the header. */
     int lines = 0, commas_header = -1;
     for (char *line = csv; *line;) {
