@@ -16,10 +16,13 @@
 #include "common/provenance.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
+#include "sim/replay.h"
+#include "sim/trace_volumes.h"
+#include "traces/trace.h"
 
 struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
-        *compare;
+        *compare, *use;
     uint64_t io_threads, context;
 };
 
@@ -32,7 +35,8 @@ static const struct opt_def predict_options[] = {
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
     {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)"},
-    {"trace", OPT_STRING, O(trace), NULL, "FILE", "per-token volumes from replaying this activation trace"},
+    {"trace", OPT_STRING, O(trace), NULL, "FILE", "per-token volumes from replaying this activation trace (then --policy may also be lru, lfu, hot, belady and --layout friends, coalesce:G)"},
+    {"use", OPT_STRING, O(use), "auto", "SETS", "with --trace: predicted, actual, or auto (predicted when the trace has them)"},
     {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]"},
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
@@ -106,13 +110,9 @@ static cJSON *prediction_json(const struct cost_prediction *p)
     return o;
 }
 
-static void prediction_md(char *buf, size_t len, const struct cost_config *c, const struct cost_prediction *p)
+static void prediction_md(char *buf, size_t len, const struct cost_config *c, const char *policy,
+                          const char *layout, const struct cost_prediction *p)
 {
-    char policy[32];
-    if (c->policy == POLICY_WINDOW)
-        snprintf(policy, sizeof policy, "window:%u", c->window_k);
-    else
-        snprintf(policy, sizeof policy, "%s", policy_name(c->policy));
     snprintf(buf, len,
              "# flashbed predict — %s, %s, %s, %s, %s layout\n\n"
              "| I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
@@ -122,7 +122,7 @@ static void prediction_md(char *buf, size_t len, const struct cost_config *c, co
              "| DRAM | GB | %% of model |\n|---|---:|---:|\n"
              "| embeddings | %.2f | %.1f |\n| attention | %.2f | %.1f |\n| predictor | %.2f | %.1f |\n"
              "| FFN cache | %.2f | %.1f |\n| total | %.2f | %.1f |\n\nvolumes: %s\n",
-             c->shape->name, c->hw->name, c->dtype, policy, c->layout == LAYOUT_BUNDLED ? "bundled" : "split",
+             c->shape->name, c->hw->name, c->dtype, policy, layout,
              p->io_ms, p->mem_ms, p->compute_ms, p->serial_ms, p->overlapped_ms, p->attention_ms,
              p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9, p->reads_per_token,
              p->chunk_bytes, p->throughput / 1e9,
@@ -218,6 +218,88 @@ static int run_paper(const char *what, const char *dir, cJSON *prov)
     return 0;
 }
 
+/* Per-token volumes from the paper's densities: its own figures when the
+ * window matches the paper's (its k previous tokens + this one =
+ * window:k+1), else the s_agg curve fitted to OPT-6.7B's figures. */
+static int volumes_from_paper(const struct predict_opts *o, const struct model_shape *shape, struct cost_config *c)
+{
+    if (parse_policy(o->policy, &c->policy, &c->window_k) != 0 || parse_layout(o->layout, &c->layout) != 0) {
+        fb_error("predict: bad --policy '%s' or --layout '%s' (naive, hybrid, predictor, window:K; split, bundled;"
+                 " lru, lfu, hot, belady, friends and coalesce:G need --trace)",
+                 o->policy, o->layout);
+        return -1;
+    }
+    if (strcmp(o->density_from, "paper") != 0) {
+        fb_error("predict --density-from: unknown '%s' (paper)", o->density_from);
+        return -1;
+    }
+    double paper_k = -2;
+    paper_density(shape->name, "window_k", &paper_k, NULL, 0);
+    enum cost_policy policy = c->policy;
+    unsigned k = c->window_k;
+    enum cost_layout layout = c->layout;
+    const char *method = policy == POLICY_WINDOW ? "window" : policy_name(policy);
+    if ((policy == POLICY_WINDOW && (double)k != paper_k + 1) ||
+        paper_cost_config(c, shape, method, o->layout, "") != 0) {
+        if (policy == POLICY_PREDICTOR || policy == POLICY_WINDOW) {
+            double held = paper_s_agg(policy == POLICY_WINDOW ? k : 1);
+            double fresh = policy == POLICY_WINDOW && k > 1 ? held - paper_s_agg(k - 1) : held;
+            volumes_from_fractions(shape, policy, fresh, held, &c->vol);
+            snprintf(c->vol.source, sizeof c->vol.source,
+                     "s_agg curve through OPT-6.7B's App. C.1 figures (window of %u token%s: %.2f%% new, %.1f%% held)", k, k == 1 ? "" : "s",
+                     100 * fresh, 100 * held);
+        }
+    }
+    c->policy = policy;
+    c->window_k = k;
+    c->layout = layout;
+    return 0;
+}
+
+/* Per-token volumes from replaying a trace of this shape. The FFN cache gets
+ * the DRAM budget less the weights that always stay in DRAM. */
+static int volumes_from_trace(const struct predict_opts *o, const struct model_shape *shape,
+                              const struct param_counts *pc, struct cost_config *c)
+{
+    char err[1024];
+    int use;
+    if (strcmp(o->use, "auto") == 0)
+        use = -1;
+    else if (strcmp(o->use, "predicted") == 0 || strcmp(o->use, "actual") == 0)
+        use = o->use[0] == 'p';
+    else {
+        fb_error("predict --use: '%s' is not predicted, actual or auto", o->use);
+        return -1;
+    }
+    if (replay_check_policy(o->policy, err, sizeof err) != 0 || replay_check_layout(o->layout, err, sizeof err) != 0) {
+        fb_error("predict: %s", err);
+        return -1;
+    }
+    int b = dtype_bytes(c->dtype);
+    double ffn_budget = c->dram_share * (double)pc->total * b - (double)(pc->total - pc->ffn) * b;
+    if (replay_policy_uses_budget(o->policy) && ffn_budget <= 0) {
+        char held[32];
+        format_size((uint64_t)(pc->total - pc->ffn) * (uint64_t)b, held, sizeof held);
+        fb_error("predict --dram-budget %s: leaves no DRAM for an FFN cache once the %s of non-FFN weights are held",
+                 o->dram_budget, held);
+        return -1;
+    }
+    struct trace tr;
+    if (trace_load(o->trace, &tr, err, sizeof err) != 0) {
+        fb_error("predict --trace: %s", err);
+        return -1;
+    }
+    struct trace_volume_spec spec = {
+        .policy = o->policy, .layout = o->layout, .use_predicted = use, .ffn_budget_bytes = ffn_budget, .dtype_bytes = b};
+    int rc = trace_matches_shape(&tr, o->trace, shape, err, sizeof err);
+    if (rc == 0)
+        rc = trace_volumes(&tr, o->trace, &spec, &c->vol, &c->policy, &c->layout, err, sizeof err);
+    if (rc != 0)
+        fb_error("predict --trace: %s", err);
+    trace_free(&tr);
+    return rc;
+}
+
 int cmd_predict(int argc, char **argv)
 {
     struct predict_opts o;
@@ -261,12 +343,6 @@ int cmd_predict(int argc, char **argv)
         free(hw);
         goto out;
     }
-    if (parse_policy(o.policy, &c.policy, &c.window_k) != 0 || parse_layout(o.layout, &c.layout) != 0) {
-        fb_error("predict: bad --policy '%s' or --layout '%s' (naive, hybrid, predictor, window:K; split, bundled)",
-                 o.policy, o.layout);
-        free(hw);
-        goto out;
-    }
     struct param_counts pc;
     model_shape_params(&shape, &pc);
     if (parse_budget(o.dram_budget, (double)pc.total * dtype_bytes(c.dtype), &c.dram_share, err, sizeof err) != 0) {
@@ -275,38 +351,14 @@ int cmd_predict(int argc, char **argv)
         goto out;
     }
     if (o.trace) {
-        fb_error("predict --trace: replaying traces needs the replay engine (sim/replay.h), not built yet");
-        free(hw);
-        goto out;
-    }
-    if (strcmp(o.density_from, "paper") != 0) {
-        fb_error("predict --density-from: unknown '%s' (paper)", o.density_from);
-        free(hw);
-        goto out;
-    }
-    /* The paper's densities: its own figures when the window matches the
-     * paper's (its k previous tokens + this one = window:k+1), else the
-     * s_agg curve fitted to OPT-6.7B's figures. */
-    double paper_k = -2;
-    paper_density(shape.name, "window_k", &paper_k, NULL, 0);
-    enum cost_policy policy = c.policy;
-    unsigned k = c.window_k;
-    enum cost_layout layout = c.layout;
-    const char *method = policy == POLICY_WINDOW ? "window" : policy_name(policy);
-    if ((policy == POLICY_WINDOW && (double)k != paper_k + 1) ||
-        paper_cost_config(&c, &shape, method, o.layout, "") != 0) {
-        if (policy == POLICY_PREDICTOR || policy == POLICY_WINDOW) {
-            double held = paper_s_agg(policy == POLICY_WINDOW ? k : 1);
-            double fresh = policy == POLICY_WINDOW && k > 1 ? held - paper_s_agg(k - 1) : held;
-            volumes_from_fractions(&shape, policy, fresh, held, &c.vol);
-            snprintf(c.vol.source, sizeof c.vol.source,
-                     "s_agg curve through OPT-6.7B's App. C.1 figures (window of %u token%s: %.2f%% new, %.1f%% held)", k, k == 1 ? "" : "s",
-                     100 * fresh, 100 * held);
+        if (volumes_from_trace(&o, &shape, &pc, &c) != 0) {
+            free(hw);
+            goto out;
         }
+    } else if (volumes_from_paper(&o, &shape, &c) != 0) {
+        free(hw);
+        goto out;
     }
-    c.policy = policy;
-    c.window_k = k;
-    c.layout = layout;
     struct cost_prediction p;
     if (cost_predict(&c, &p, err, sizeof err) != 0) {
         fb_error("%s", err);
@@ -326,7 +378,7 @@ int cmd_predict(int argc, char **argv)
     snprintf(path, sizeof path, "%s/predict.json", dir);
     rc = write_json_file(path, root) == 0 ? 0 : 1;
     cJSON_Delete(root);
-    prediction_md(md, sizeof md, &c, &p);
+    prediction_md(md, sizeof md, &c, o.policy, o.layout, &p);
     snprintf(path, sizeof path, "%s/predict.md", dir);
     if (rc == 0 && write_text_file(path, md) != 0)
         rc = 1;

@@ -43,4 +43,24 @@ for d in bad1 bad2 bad3 bad4 bad5 bad6 bad10; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
 check "no profile written for bad sweeps" test ! -e "$WORK/bad9.json"
+# Volumes from a replayed trace: the predicted bytes are the replay's, rescaled
+# from the trace's f16 to the prediction's f32.
+T="$WORK/tiny.trace"
+check "synth a trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 30 --seed 3 --out "$T"
+check "replay it" "$FLASHBED" replay --trace "$T" --policy window:5,lru --layout bundled --dram-budget 20k --out "$WORK/replay" --quiet
+check "predict --trace window:5" "$FLASHBED" predict --model opt-tiny --trace "$T" --policy window:5 --layout bundled --dtype f32 --out "$WORK/ptrace"
+check "trace bytes x 2 (f16 -> f32)" test "$(json_get "$WORK/ptrace/predict.json" "round(d['prediction']['bytes_per_token'],3)")" = "$(json_get "$WORK/replay/replay.json" "round(2*d['results'][0]['bytes_per_token'],3)")"
+check "trace reads" test "$(json_get "$WORK/ptrace/predict.json" "round(d['prediction']['reads_per_token'],6)")" = "$(json_get "$WORK/replay/replay.json" "round(d['results'][0]['reads_per_token'],6)")"
+check "volume source names the trace" test "$(json_get "$WORK/ptrace/predict.json" "'replay of' in d['volume_source'] and 'window:5' in d['volume_source']")" = True
+check "predict --trace lru" "$FLASHBED" predict --model opt-tiny --trace "$T" --policy lru --layout coalesce:2 --dtype f32 --dram-budget 95% --out "$WORK/plru"
+check "lru priced as a cache" test "$(json_get "$WORK/plru/predict.json" "d['prediction']['bytes_per_token'] > 0 and d['prediction']['mem_ms'] >= 0")" = True
+expect_error "trace of another shape" "but the model shape opt-125m" predict --model opt-125m --trace "$T" --out "$WORK/bad11"
+expect_error "naive needs no trace" "need no trace" predict --model opt-tiny --trace "$T" --policy naive --out "$WORK/bad12"
+expect_error "budget below the non-FFN weights" "leaves no DRAM" predict --model opt-tiny --trace "$T" --policy lru --dram-budget 10% --out "$WORK/bad13"
+expect_error "bad --use" "not predicted, actual or auto" predict --model opt-tiny --trace "$T" --use guessed --out "$WORK/bad14"
+expect_error "missing trace" "cannot read trace" predict --model opt-tiny --trace "$WORK/none.trace" --out "$WORK/bad15"
+expect_error "cache policy without trace" "need --trace" predict --policy lru --out "$WORK/bad16"
+for d in bad11 bad12 bad13 bad14 bad15 bad16; do
+    check "no output for $d" test ! -e "$WORK/$d"
+done
 finish

@@ -1,0 +1,70 @@
+#include "sim/trace_volumes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/replay.h"
+
+int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
+                        char *err, size_t errlen)
+{
+    const struct trace_meta *m = &tr->meta;
+    if (m->n_layers != s->n_layers || m->d_model != s->d_model || m->d_ff != s->d_ff ||
+        m->ffn_kind != (uint32_t)s->ffn_kind) {
+        snprintf(err, errlen,
+                 "%s: recorded for %u layers, d_model %u, d_ff %u (%s), but the model shape %s has %u, %u, %u (%s)",
+                 trace_path, m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU ? "glu" : "relu",
+                 s->name, s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU ? "glu" : "relu");
+        return -1;
+    }
+    return 0;
+}
+
+static bool is_named(const char *spec, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(spec, name, n) == 0 && (spec[n] == '\0' || spec[n] == ':');
+}
+
+int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
+                  struct token_volumes *v, enum cost_policy *policy, enum cost_layout *layout, char *err,
+                  size_t errlen)
+{
+    if (is_named(spec->policy, "naive") || is_named(spec->policy, "hybrid")) {
+        snprintf(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
+        return -1;
+    }
+    if (spec->use_predicted == 1 && !tr->meta.has_predicted) {
+        snprintf(err, errlen, "%s has no predicted sets (replay its active sets instead)", trace_path);
+        return -1;
+    }
+    double scale = (double)spec->dtype_bytes / tr->meta.bytes_per_weight;
+    struct replay_spec rs = {
+        .policy = spec->policy,
+        .layout = spec->layout,
+        .dram_budget = spec->ffn_budget_bytes > 0 ? (uint64_t)(spec->ffn_budget_bytes / scale) : 0,
+        .use_predicted = spec->use_predicted < 0 ? tr->meta.has_predicted : spec->use_predicted == 1,
+    };
+    struct replay_result r;
+    char why[512];
+    if (replay_run(tr, &rs, &r, why, sizeof why) != 0) {
+        snprintf(err, errlen, "replaying %s: %s", trace_path, why);
+        return -1;
+    }
+    double tokens = r.n_tokens ? (double)r.n_tokens : 1;
+    memset(v, 0, sizeof *v);
+    v->read_bytes = r.bytes_per_token * scale;
+    v->reads = r.reads_per_token;
+    v->neurons_loaded = r.bytes_per_token / (double)r.row_bytes;
+    v->rows_inserted = r.rows_inserted_per_token;
+    v->rows_deleted = r.rows_deleted_per_token;
+    bool matrix = is_named(spec->policy, "predictor") || is_named(spec->policy, "window");
+    v->cache_rows = matrix ? r.dram_mean_bytes / (double)r.row_bytes : (double)r.total.needed / tokens;
+    snprintf(v->source, sizeof v->source, "replay of %s: %s, %s layout, %s sets, %llu tokens%s", trace_path,
+             spec->policy, spec->layout, rs.use_predicted ? "predicted" : "active",
+             (unsigned long long)r.n_tokens, matrix ? "" : "; FFN computed on the needed rows");
+    *policy = is_named(spec->policy, "predictor") ? POLICY_PREDICTOR : POLICY_WINDOW;
+    *layout = is_named(spec->layout, "split") ? LAYOUT_SPLIT : LAYOUT_BUNDLED;
+    replay_result_free(&r);
+    return 0;
+}

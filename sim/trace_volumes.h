@@ -1,0 +1,44 @@
+/* Per-token FFN volumes for the cost model from replaying an activation
+ * trace (sim/replay.h), instead of the paper's stated densities: what
+ * `flashbed predict --trace` and the experiment runner use.
+ *
+ * The replay counts rows at the trace's bytes per weight; the cost model
+ * prices them at its own dtype, so volumes are kept in neurons (rows) and the
+ * read bytes are rescaled. Which rows are computed on follows the policy: the
+ * predictor and the sliding window compute over the whole preallocated matrix
+ * they hold (the paper's method), the capacity caches (lru, lfu, hot,
+ * belady) only over the rows the token needs. */
+#ifndef FLASHBED_SIM_TRACE_VOLUMES_H
+#define FLASHBED_SIM_TRACE_VOLUMES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/model_shape.h"
+#include "sim/cost_model.h"
+#include "traces/trace.h"
+
+struct trace_volume_spec {
+    const char *policy;       /* any replay policy: predictor, window:K, lru, lfu, hot, belady */
+    const char *layout;       /* any replay layout: split, bundled, friends, coalesce:G */
+    int use_predicted;        /* 1 predicted sets, 0 active, -1 predicted when the trace has them */
+    double ffn_budget_bytes;  /* FFN cache at the cost model's dtype (capacity policies) */
+    int dtype_bytes;          /* the cost model's bytes per weight */
+};
+
+/* Checks that tr was recorded for this shape (layers, d_model, d_ff, FFN
+ * kind); 0, or -1 with err naming what differs. */
+int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
+                        char *err, size_t errlen);
+
+/* Replays tr and fills v (neurons loaded, rows inserted/deleted, rows
+ * computed on, reads and read bytes per token; source names the trace).
+ * *policy and *layout get the cost model's classes: predictor stays
+ * predictor, every other cache policy is priced as a window (volumes
+ * given); split stays split, every other layout is bundled (the replay's
+ * read count and bytes carry coalescing). 0, or -1 with err. */
+int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
+                  struct token_volumes *v, enum cost_policy *policy, enum cost_layout *layout, char *err,
+                  size_t errlen);
+
+#endif
