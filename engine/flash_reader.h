@@ -1,0 +1,57 @@
+/* Parallel reads from the model's FFN file: a pool of reader threads (the
+ * paper reads with 32), each with its own instance of one of the sweep's I/O
+ * engines (harness/ioengine.h: psync, io_uring), direct I/O by default.
+ *
+ * The engine hands a batch of reads (file offset, length, destination) and
+ * waits until all are done: flash_reader_read returns when every byte is in
+ * place. Threads take reads from the batch through a shared counter, so a
+ * batch of many small reads spreads evenly; reads longer than max_read are
+ * split. Threads are created once and park between batches; a batch
+ * allocates nothing. */
+#ifndef FLASHBED_ENGINE_FLASH_READER_H
+#define FLASHBED_ENGINE_FLASH_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "harness/ioengine.h"
+
+struct flash_read {
+    uint64_t offset; /* in the file; aligned to flash_reader_alignment() when direct */
+    uint64_t len;    /* likewise a multiple of it */
+    void *dst;       /* likewise aligned */
+};
+
+struct flash_reader_config {
+    const char *path;
+    const struct ioengine_ops *engine; /* psync or io_uring (not mmap/null) */
+    unsigned threads;                  /* reader threads, >= 1 */
+    unsigned iodepth;                  /* reads in flight per thread (io_uring) */
+    bool direct;                       /* bypass the page cache */
+    uint64_t max_read;                 /* split longer reads (0: never) */
+};
+
+struct flash_reader_stats {
+    uint64_t batches, reads, bytes; /* reads as issued, after splitting */
+    double wait_ms;                 /* time callers spent in flash_reader_read */
+};
+
+struct flash_reader;
+
+/* Opens path with every thread's engine. NULL + err (naming the file) on failure. */
+struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, char *err, size_t errlen);
+
+/* Reads all n requests and returns when every one is complete: 0, or -1
+ * with err (an I/O error or a short read, naming the file and the offset).
+ * One caller at a time. */
+int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
+                      size_t errlen);
+
+/* Offsets, lengths and buffers must be multiples of this (1 without direct I/O). */
+uint64_t flash_reader_alignment(const struct flash_reader *r);
+bool flash_reader_direct(const struct flash_reader *r);
+void flash_reader_stats(const struct flash_reader *r, struct flash_reader_stats *s);
+void flash_reader_close(struct flash_reader *r);
+
+#endif
