@@ -61,7 +61,10 @@ void neuron_cache_free(struct neuron_cache *c);
  * needed now and was last active before token - (window - 1): window K
  * keeps the neurons of the last K tokens, the current one included (the
  * paper's k = 4 is window 5); window 0 deletes every row (the predictor
- * alone: load all it needs, keep nothing). Returns the rows deleted. */
+ * alone: load all it needs, keep nothing). A resident neuron never active
+ * (last_active -1: a gap row) is outside every window, also in the first
+ * tokens. token >= 0 and never decreases from call to call (a new sequence
+ * goes on counting, or starts from a fresh cache). Returns the rows deleted. */
 uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
                             uint32_t window);
 
@@ -70,8 +73,11 @@ uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint
  * also take up to G non-needed, non-resident neurons lying between two
  * misses (coalesced reads: those neurons become resident too); a resident
  * neuron always ends a run. Sets pointer, row_of, up_bias for the new rows
- * and grows num_used. Returns the number of runs, *rows_added the rows
- * appended; or -1 when the rows would pass capacity (nothing changed). */
+ * and grows num_used. Gap rows keep their last_active (they were not
+ * needed), so the next evict deletes them unless that token needs them.
+ * Returns the number of runs, *rows_added the rows appended (gap rows
+ * included); or -1 when the rows would pass capacity: nothing changed,
+ * runs[] untouched, *rows_added the rows it would have needed. */
 int neuron_cache_reserve(struct neuron_cache *c, const uint32_t *needed, uint32_t n, uint32_t gap,
                          struct neuron_run *runs, uint32_t *rows_added);
 
