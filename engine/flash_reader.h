@@ -7,7 +7,11 @@
  * place. Threads take reads from the batch through a shared counter, so a
  * batch of many small reads spreads evenly; reads longer than max_read are
  * split. Threads are created once and park between batches; a batch
- * allocates nothing. */
+ * allocates nothing and wakes only as many threads as it has reads.
+ *
+ * Destinations: direct reads land fastest in io_buffer_alloc(huge=true)
+ * memory (harness/io_buffer.h); on virtual disks 4 KiB pages cost several
+ * times the throughput. */
 #ifndef FLASHBED_ENGINE_FLASH_READER_H
 #define FLASHBED_ENGINE_FLASH_READER_H
 
@@ -26,25 +30,36 @@ struct flash_read {
 struct flash_reader_config {
     const char *path;
     const struct ioengine_ops *engine; /* psync or io_uring (not mmap/null) */
-    unsigned threads;                  /* reader threads, >= 1 */
-    unsigned iodepth;                  /* reads in flight per thread (io_uring) */
+    unsigned threads;                  /* reader threads, 1..1024 */
+    unsigned iodepth;                  /* reads in flight per thread, 1..4096 (io_uring; psync: 1) */
     bool direct;                       /* bypass the page cache */
-    uint64_t max_read;                 /* split longer reads (0: never) */
+    uint64_t max_read;                 /* split longer reads (0: never); a multiple of the
+                                          alignment when direct. Reads are split at 1 GiB
+                                          whatever this says (one system call's most) */
 };
 
 struct flash_reader_stats {
-    uint64_t batches, reads, bytes; /* reads as issued, after splitting */
+    uint64_t batches;               /* calls to flash_reader_read */
+    uint64_t reads, bytes;          /* reads completed, as issued (after splitting) */
     double wait_ms;                 /* time callers spent in flash_reader_read */
 };
 
 struct flash_reader;
 
-/* Opens path with every thread's engine. NULL + err (naming the file) on failure. */
+/* Starts cfg->threads reader threads, each with the engine set up and the
+ * file open. NULL + err (naming the file) on failure: a bad configuration,
+ * a missing file, an engine or open failure (O_DIRECT refused, say). */
 struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, char *err, size_t errlen);
 
 /* Reads all n requests and returns when every one is complete: 0, or -1
  * with err (an I/O error or a short read, naming the file and the offset).
- * One caller at a time. */
+ * Requests are checked first: one past the end of the file (its size when
+ * opened), or not aligned for direct I/O, fails the batch before anything
+ * is read. After an I/O error the rest of the batch is abandoned (some
+ * destinations hold data, some not); the reader stays usable, except after
+ * a failed io_uring submit or reap, which leaves reads it cannot account
+ * for: every later call then fails. n == 0 returns 0 at once. One caller
+ * at a time. */
 int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
                       size_t errlen);
 
