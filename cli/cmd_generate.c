@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/text_out.h"
 #include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/interrupt.h"
@@ -63,55 +64,6 @@ static const struct opt_command generate_command = {
     .max_positional = 0,
 };
 
-static char *read_prompt_file(const char *path)
-{
-    char *text = read_text_file(path, NULL);
-    if (!text)
-        fb_error("%s: cannot read: %s", path, strerror(errno));
-    return text;
-}
-
-static void emit(const struct tokenizer *t, int prev, int id, cJSON *rec)
-{
-    char b[2];
-    size_t len;
-    const char *s = tokenizer_decode(t, prev, id, &len, b);
-    fwrite(s, 1, len, stdout);
-    if (rec) {
-        /* a token may be part of a UTF-8 character: JSON gets U+FFFD for
-         * bytes that do not form one by themselves */
-        char *copy = malloc(3 * len + 1);
-        size_t o = 0;
-        for (size_t i = 0; i < len;) {
-            unsigned char c = (unsigned char)s[i];
-            size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-            bool ok = n > 0 && i + n <= len && (n > 1 || c >= 0x20 || c == '\n' || c == '\t');
-            for (size_t k = 1; ok && k < n; k++)
-                ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
-            if (ok) {
-                memcpy(copy + o, s + i, n);
-                o += n;
-                i += n;
-            } else {
-                memcpy(copy + o, "\xef\xbf\xbd", 3);
-                o += 3;
-                i++;
-            }
-        }
-        copy[o] = '\0';
-        cJSON_AddStringToObject(rec, "text", copy);
-        free(copy);
-    }
-}
-
-static bool is_stop(const struct model *m, int id)
-{
-    for (int i = 0; i < m->n_stop; i++)
-        if (m->stop_ids[i] == id)
-            return true;
-    return false;
-}
-
 struct gen_result {
     int n_prompt, n_gen;
     double prompt_s, gen_s; /* gen_s: generated tokens after the first */
@@ -155,7 +107,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
         if (ids)
             cJSON_AddItemToArray(ids, cJSON_CreateNumber(prompt[i]));
         if (i > 0)
-            emit(&m->tok, prompt[i - 1], prompt[i], NULL);
+            emit_token(&m->tok, prompt[i - 1], prompt[i], NULL);
     }
     fflush(stdout);
     struct gen_result r = {.n_prompt = n_prompt, .stop = "length"};
@@ -171,7 +123,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
             break;
         }
         int next = sampler_sample(&smp, e->s.logits);
-        if (is_stop(m, next)) {
+        if (is_stop_token(m, next)) {
             r.stop = "end of sequence";
             break;
         }
@@ -180,7 +132,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
             rec = cJSON_CreateObject();
             cJSON_AddNumberToObject(rec, "id", next);
         }
-        emit(&m->tok, prev, next, rec);
+        emit_token(&m->tok, prev, next, rec);
         fflush(stdout);
         prev = next;
         r.n_gen++;

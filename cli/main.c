@@ -23,6 +23,7 @@ static const struct command commands[] = {
     {"convert", "import a Hugging Face folder or llama2.c checkpoint as a flashbed model folder", cmd_convert},
     {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
     {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
+    {"run", "the model with its FFN on flash (the paper's system), measured per token: I/O, memory, compute", cmd_run},
     {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
 };
 

@@ -12,4 +12,10 @@ static inline uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Monotonic milliseconds, for per-token cost accounting. */
+static inline double now_ms(void)
+{
+    return (double)now_ns() * 1e-6;
+}
+
 #endif

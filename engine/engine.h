@@ -30,6 +30,9 @@ struct engine {
 /* max_seq 0: the model's max_positions. 0 or -1 (error printed). */
 int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
                 const struct ffn_ops *ffn, int threads, int max_seq);
+/* The same with settings for the FFN implementation (kept by pointer). */
+int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
+                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq);
 void engine_free(struct engine *e);
 
 /* Runs token at position pos (0 <= pos < max_seq) and leaves the next

@@ -25,7 +25,8 @@ struct ffn {
     const struct model *m;
     const struct backend_ops *be_ops;
     struct backend *be;
-    void *priv; /* the implementation's own state */
+    const void *config; /* the implementation's settings (e.g. struct ffn_flash_config), or NULL */
+    void *priv;         /* the implementation's own state */
 };
 
 extern const struct ffn_ops ffn_dense;

@@ -10,6 +10,12 @@
 int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
                 const struct ffn_ops *ffn, int threads, int max_seq)
 {
+    return engine_init_with(e, m, be, ffn, NULL, threads, max_seq);
+}
+
+int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
+                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq)
+{
     memset(e, 0, sizeof *e);
     const struct model_shape *s = &m->shape;
     e->m = m;
@@ -37,7 +43,7 @@ int engine_init(struct engine *e, const struct model *m, const struct backend_op
         engine_free(e);
         return -1;
     }
-    e->ffn = (struct ffn){.ops = ffn, .m = m, .be_ops = be, .be = e->be};
+    e->ffn = (struct ffn){.ops = ffn, .m = m, .be_ops = be, .be = e->be, .config = ffn_config};
     if (ffn->create(&e->ffn) != 0) {
         e->ffn.ops = NULL;
         engine_free(e);

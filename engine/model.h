@@ -43,7 +43,7 @@ struct layer_weights {
     const float *ffn_norm, *ffn_norm_bias;   /* (d_model,) */
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
-    const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes */
+    const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */
 };
 
 struct model {
@@ -64,14 +64,20 @@ struct model {
     /* owned memory */
     void *dram;
     size_t dram_bytes;
-    void *ffn;
+    void *ffn;               /* NULL when the FFN stays on flash */
     size_t ffn_bytes;
+    char ffn_path[4200];     /* ffn.bin: layer l's bundles start at l * d_ff * bundle_stride */
 };
 
 /* Opens a model folder: checks model.json against the files, reads the
  * DRAM tensors and the FFN file into memory. Errors name the file and the
  * tensor; returns 0 or -1. */
 int model_open(struct model *m, const char *dir);
+
+enum model_open_flags {
+    MODEL_FFN_ON_FLASH = 1u << 0, /* leave ffn.bin on flash (checked, not read): layers' ffn_bundles are NULL */
+};
+int model_open_flags(struct model *m, const char *dir, unsigned flags);
 void model_close(struct model *m);
 
 /* Weight bytes one decode step reads (all matrices + the FFN bundles). */

@@ -153,13 +153,18 @@ static int load_layers(struct model *m, const struct table *tb)
             T(ffn_up_bias, "ffn.up_bias", DTYPE_F32, 1, s->d_ff, 0);
             T(ffn_down_bias, "ffn.down_bias", DTYPE_F32, 1, d, 0);
         }
-        L->ffn_bundles = (const char *)m->ffn + (uint64_t)l * s->d_ff * m->bundle_stride;
+        L->ffn_bundles = m->ffn ? (const char *)m->ffn + (uint64_t)l * s->d_ff * m->bundle_stride : NULL;
     }
 #undef T
     return 0;
 }
 
 int model_open(struct model *m, const char *dir)
+{
+    return model_open_flags(m, dir, 0);
+}
+
+int model_open_flags(struct model *m, const char *dir, unsigned flags)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
@@ -219,8 +224,19 @@ int model_open(struct model *m, const char *dir)
     snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_DRAM_FILE);
     if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes)))
         goto out;
-    snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_FFN_FILE);
-    if (!(m->ffn = read_whole(fpath, ffn_bytes, &m->ffn_bytes)))
+    snprintf(m->ffn_path, sizeof m->ffn_path, "%s/%s", dir, MODEL_FFN_FILE);
+    if (flags & MODEL_FFN_ON_FLASH) {
+        if (stat(m->ffn_path, &st) != 0) {
+            fb_error("%s: cannot open: %s", m->ffn_path, strerror(errno));
+            goto out;
+        }
+        if ((uint64_t)st.st_size != ffn_bytes) {
+            fb_error("%s: is %lld bytes, model.json says %llu", m->ffn_path, (long long)st.st_size,
+                     (unsigned long long)ffn_bytes);
+            goto out;
+        }
+        m->ffn_bytes = ffn_bytes;
+    } else if (!(m->ffn = read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes)))
         goto out;
     struct table tb = {cJSON_GetObjectItemCaseSensitive(dram, "tensors"), path, m};
     uint64_t d = s->d_model;

@@ -241,7 +241,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
         fb_error("%s: tensor '%s' does not have the shape [%s] that config.json implies", f->path, name, want);
         return NULL;
     }
-    enum fb_dtype t;
+    enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
     st_dtype(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
     uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
     float *out = malloc((n ? n : 1) * sizeof *out);

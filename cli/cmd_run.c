@@ -1,0 +1,689 @@
+/* flashbed run: the engine with its FFN on flash (engine/ffn_flash.h), or
+ * dense as the reference, measured per token as I/O, memory management and
+ * compute. Same prompt, sampling and output contract as generate; result
+ * files run.json (the format predict --compare reads) and run.md. */
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/text_out.h"
+#include "common/atomic_file.h"
+#include "common/clock.h"
+#include "common/fsutil.h"
+#include "common/interrupt.h"
+#include "common/log.h"
+#include "common/options.h"
+#include "common/parse.h"
+#include "common/progress.h"
+#include "common/provenance.h"
+#include "common/strbuf.h"
+#include "engine/engine.h"
+#include "engine/ffn_flash.h"
+#include "engine/model_format.h"
+#include "engine/sampler.h"
+#include "traces/trace.h"
+
+struct run_opts {
+    char *model, *mode, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
+    char *prompt, *prompt_file;
+    uint64_t prompt_tokens, n, seed, threads, window, coalesce, io_threads, iodepth, cold;
+    double temperature, top_p, threshold;
+    bool buffered, ignore_eos, quiet;
+};
+
+#define O(f) offsetof(struct run_opts, f)
+static const struct opt_def run_options[] = {
+    {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert / model make)"},
+    {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all (see --help text)"},
+    {"window", OPT_UINT, O(window), "5", "K", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5)"},
+    {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
+    {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: a neuron is active when |act(gate).up| > T"},
+    {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
+    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring"},
+    {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads"},
+    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)"},
+    {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
+    {"prompt", OPT_STRING, O(prompt), NULL, "TEXT", "prompt text"},
+    {"prompt-file", OPT_STRING, O(prompt_file), NULL, "FILE", "read the prompt from a file"},
+    {"prompt-tokens", OPT_UINT, O(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)"},
+    {"n", OPT_UINT, O(n), "64", "N", "tokens to generate (also -n)"},
+    {"ignore-eos", OPT_FLAG, O(ignore_eos), NULL, NULL, "generate all -n tokens (for measurements)"},
+    {"temperature", OPT_DOUBLE, O(temperature), "0", "T", "sampling temperature; 0 is greedy"},
+    {"top-p", OPT_DOUBLE, O(top_p), "0.9", "P", "nucleus sampling mass"},
+    {"seed", OPT_UINT, O(seed), "0", "S", "sampling seed"},
+    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
+    {"backend", OPT_STRING, O(backend), "cpu", "NAME", "compute backend: cpu"},
+    {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state"},
+    {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets)"},
+    {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
+    {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command run_command = {
+    .name = "run",
+    .usage = "--model DIR --mode MODE (--prompt TEXT | --prompt-file FILE) [options]",
+    .summary =
+        "Runs the model with its FFN on flash, as the paper does, measuring every token's I/O,\n"
+        "memory-management and compute time. Modes: dense (all in DRAM: the reference), naive\n"
+        "(every weight read every token), hybrid (part of the FFN resident, the rest read every\n"
+        "token), predictor (the needed neurons only), window (+ the last K tokens' neurons kept),\n"
+        "all (+ row-column bundles: one read per neuron). --active oracle takes the true\n"
+        "activations from up-projection rows held in DRAM for the purpose (a measuring device,\n"
+        "not a deployable predictor); --active trace:FILE lets a trace choose the neurons.\n"
+        "stdout carries only the text; statistics go to stderr, results to run.json and run.md.",
+    .opts = run_options,
+    .max_positional = 0,
+};
+
+/* One token's measured costs. */
+struct token_row {
+    int id;
+    bool generated;
+    double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
+    double bytes_read, reads, rows_inserted, rows_deleted, cache_rows, needed, window_shrinks;
+};
+
+/* The keys of run.json's token objects and summaries, with their place in
+ * struct token_row: one table for the JSON, the means and the Markdown. */
+static const struct {
+    const char *key;
+    size_t off;
+} row_keys[] = {
+#define K(k) {#k, offsetof(struct token_row, k)}
+    K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
+    K(bytes_read), K(reads), K(rows_inserted), K(rows_deleted), K(cache_rows), K(needed), K(window_shrinks),
+#undef K
+};
+#define N_KEYS (sizeof row_keys / sizeof row_keys[0])
+
+static double *row_value(struct token_row *r, size_t k)
+{
+    return (double *)((char *)r + row_keys[k].off);
+}
+
+/* Means of tokens [lo, hi) that pass the filter (-1: all, 0: prompt, 1: generated). */
+static void mean_rows(struct token_row *rows, int lo, int hi, int generated, struct token_row *out, int *count)
+{
+    memset(out, 0, sizeof *out);
+    int n = 0;
+    for (int i = lo; i < hi; i++) {
+        if (generated >= 0 && rows[i].generated != (generated == 1))
+            continue;
+        for (size_t k = 0; k < N_KEYS; k++)
+            *row_value(out, k) += *row_value(&rows[i], k);
+        n++;
+    }
+    for (size_t k = 0; k < N_KEYS && n; k++)
+        *row_value(out, k) /= n;
+    *count = n;
+}
+
+static cJSON *row_json(struct token_row *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t k = 0; k < N_KEYS; k++)
+        cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
+    return o;
+}
+
+struct run_plan {
+    bool dense;
+    struct ffn_flash_config cfg;
+    struct trace trace;
+    bool have_trace;
+    uint64_t budget;           /* 0: none */
+    uint64_t model_bytes;      /* dram.bin + ffn.bin */
+    uint64_t kv_bytes;
+    char active_desc[256];
+};
+
+static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
+{
+    size_t n = strlen(text);
+    char err[256];
+    if (n && text[n - 1] == '%') {
+        char num[64];
+        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
+        double v;
+        if (parse_double(num, &v, err, sizeof err) != 0 || v <= 0 || v > 100) {
+            fb_error("run --dram-budget '%s': a percentage must be in (0, 100]", text);
+            return -1;
+        }
+        *out = (uint64_t)(v / 100 * (double)model_bytes);
+        return 0;
+    }
+    if (parse_size(text, out, err, sizeof err) != 0 || *out == 0) {
+        fb_error("run --dram-budget '%s': %s", text, *out == 0 ? "must be more than 0" : err);
+        return -1;
+    }
+    return 0;
+}
+
+/* The most rows one layer's cache must hold for this trace: the union of
+ * the window's sets, plus the gap rows coalescing brings in. */
+static uint32_t trace_cache_need(const struct trace *tr, bool predicted, uint32_t window, uint32_t gap)
+{
+    uint32_t d_ff = tr->meta.d_ff, most = 0;
+    int64_t *last = malloc(d_ff * sizeof *last);
+    if (!last)
+        return d_ff;
+    for (uint32_t l = 0; l < tr->meta.n_layers; l++) {
+        for (uint32_t i = 0; i < d_ff; i++)
+            last[i] = -1000000;
+        uint32_t held = 0;
+        for (uint64_t t = 0; t < tr->n_tokens; t++) {
+            uint32_t n;
+            const uint32_t *ids = trace_set(tr, predicted, t, l, &n);
+            uint32_t gaps = 0;
+            for (uint32_t k = 0; k < n; k++) {
+                last[ids[k]] = (int64_t)t;
+                if (gap && k && ids[k] - ids[k - 1] - 1 <= gap)
+                    gaps += ids[k] - ids[k - 1] - 1;
+            }
+            held = 0;
+            for (uint32_t i = 0; i < d_ff; i++)
+                held += window == 0 ? last[i] == (int64_t)t : last[i] > (int64_t)t - (int64_t)window;
+            if (held + gaps > most)
+                most = held + gaps;
+        }
+    }
+    free(last);
+    return most < d_ff ? most : d_ff;
+}
+
+static int plan_run(const struct run_opts *o, const struct model *m, struct run_plan *p)
+{
+    const struct model_shape *s = &m->shape;
+    if (o->window == 0 || o->window > 4096) {
+        fb_error("run --window %llu: must be 1 to 4096 tokens", (unsigned long long)o->window);
+        return -1;
+    }
+    p->cfg.window = (uint32_t)o->window;
+    p->cfg.coalesce = (uint32_t)o->coalesce;
+    p->cfg.threshold = (float)o->threshold;
+    p->cfg.io_engine = o->io_engine;
+    p->cfg.io_threads = (unsigned)o->io_threads;
+    p->cfg.iodepth = (unsigned)o->iodepth;
+    p->cfg.direct = !o->buffered;
+    if (o->io_threads == 0 || o->io_threads > 1024 || o->iodepth == 0 || o->iodepth > 4096) {
+        fb_error("run: --io-threads must be 1 to 1024 and --iodepth 1 to 4096");
+        return -1;
+    }
+    if (strcmp(o->io_engine, "psync") && strcmp(o->io_engine, "io_uring")) {
+        fb_error("run --io-engine: '%s' is not psync or io_uring", o->io_engine);
+        return -1;
+    }
+    if (!strncmp(o->active, "trace:", 6)) {
+        char err[512];
+        if (trace_load(o->active + 6, &p->trace, err, sizeof err) != 0) {
+            fb_error("run --active: %s", err);
+            return -1;
+        }
+        p->have_trace = true;
+        const struct trace_meta *tm = &p->trace.meta;
+        if (tm->n_layers != s->n_layers || tm->d_model != s->d_model || tm->d_ff != s->d_ff) {
+            fb_error("run --active %s: recorded for %u layers, d_model %u, d_ff %u; the model %s has %u, %u, %u",
+                     o->active, tm->n_layers, tm->d_model, tm->d_ff, m->dir, s->n_layers, s->d_model, s->d_ff);
+            return -1;
+        }
+        if (!strcmp(o->use, "auto"))
+            p->cfg.use_predicted = tm->has_predicted;
+        else if (!strcmp(o->use, "predicted") || !strcmp(o->use, "actual"))
+            p->cfg.use_predicted = o->use[0] == 'p';
+        else {
+            fb_error("run --use: '%s' is not predicted, actual or auto", o->use);
+            return -1;
+        }
+        if (p->cfg.use_predicted && !tm->has_predicted) {
+            fb_error("run --use predicted: %s has no predicted sets", o->active + 6);
+            return -1;
+        }
+        p->cfg.active = ACTIVE_TRACE;
+        p->cfg.trace = &p->trace;
+        snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)",
+                 o->active + 6, p->cfg.use_predicted ? "predicted" : "active",
+                 (unsigned long long)p->trace.n_tokens);
+    } else if (!strcmp(o->active, "oracle")) {
+        p->cfg.active = ACTIVE_ORACLE;
+        snprintf(p->active_desc, sizeof p->active_desc,
+                 "oracle: true activations from up-projection rows held in DRAM (a measuring device, not a predictor)");
+    } else {
+        fb_error("run --active: '%s' is not oracle or trace:FILE", o->active);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sizes the caches (or hybrid's resident part) to the budget and refuses
+ * what cannot fit. */
+static int fit_budget(const struct model *m, struct run_plan *p)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t stride = m->bundle_stride, layer_ffn = (uint64_t)s->d_ff * stride;
+    uint64_t fixed = m->dram_bytes + p->kv_bytes;
+    uint64_t budget = p->budget;
+    char b1[32], b2[32];
+    if (p->dense) {
+        if (budget && fixed + m->ffn_bytes > budget) {
+            format_size(fixed + m->ffn_bytes, b1, sizeof b1);
+            format_size(budget, b2, sizeof b2);
+            fb_error("run --mode dense: the model needs %s in DRAM, the budget is %s", b1, b2);
+            return -1;
+        }
+        return 0;
+    }
+    if (budget && fixed >= budget) {
+        format_size(fixed, b1, sizeof b1);
+        format_size(budget, b2, sizeof b2);
+        fb_error("run --dram-budget %s: the weights that stay in DRAM and the KV cache already take %s", b2, b1);
+        return -1;
+    }
+    uint64_t avail = budget ? budget - fixed : UINT64_MAX;
+    switch (p->cfg.mode) {
+    case FLASH_NAIVE:
+        if (avail < layer_ffn + (64u << 20)) {
+            fb_error("run --mode naive: the budget leaves no room for one layer's FFN staging buffer");
+            return -1;
+        }
+        break;
+    case FLASH_HYBRID: {
+        /* resident R per layer + one staging layer of d_ff - R: solve for R */
+        uint64_t b = budget ? budget : (m->dram_bytes + m->ffn_bytes) / 2;
+        uint64_t room = b > fixed + layer_ffn ? b - fixed - layer_ffn : 0;
+        uint64_t r = s->n_layers > 1 ? room / ((uint64_t)(s->n_layers - 1) * stride) : s->d_ff;
+        p->cfg.hybrid_resident = (uint32_t)(r < s->d_ff ? r : s->d_ff);
+        if (budget && room == 0) {
+            fb_error("run --mode hybrid: the budget leaves no room for one layer's FFN staging buffer");
+            return -1;
+        }
+        break;
+    }
+    default: {
+        uint32_t gap = p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0;
+        uint32_t window = p->cfg.mode == FLASH_PREDICTOR ? 0 : p->cfg.window;
+        uint32_t need = p->have_trace ? trace_cache_need(&p->trace, p->cfg.use_predicted, window, gap) : s->d_ff;
+        if (need == 0)
+            need = 1;
+        uint64_t fit = avail / ((uint64_t)s->n_layers * stride);
+        if (fit == 0) {
+            fb_error("run: the budget leaves no room for the neuron caches (one row is %llu bytes per layer)",
+                     (unsigned long long)stride);
+            return -1;
+        }
+        p->cfg.cache_rows = (uint32_t)(need < fit ? need : fit);
+        if (p->cfg.cache_rows < need)
+            fb_warn("run: the budget holds %u cache rows per layer, the window may need %u: it will shrink when full",
+                    p->cfg.cache_rows, need);
+        break;
+    }
+    }
+    return 0;
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+#ifdef __APPLE__
+    return (uint64_t)ru.ru_maxrss;
+#else
+    return (uint64_t)ru.ru_maxrss * 1024;
+#endif
+}
+
+struct run_outcome {
+    struct token_row *rows;
+    int n_rows, n_prompt, n_gen;
+    const char *stop;
+    char error[512];
+};
+
+static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_plan *p,
+                    const char *text, struct run_outcome *out)
+{
+    size_t tlen = strlen(text);
+    int *prompt = malloc(tokenizer_max_tokens(tlen) * sizeof *prompt);
+    int n_prompt = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
+    if (o->prompt_tokens && (uint64_t)n_prompt > o->prompt_tokens + 1)
+        n_prompt = (int)o->prompt_tokens + 1;
+    int n = (int)o->n;
+    if (n_prompt + n > e->max_seq) {
+        fb_error("run: %d prompt + %d generated tokens pass the model's context of %d", n_prompt, n, e->max_seq);
+        free(prompt);
+        return -1;
+    }
+    struct sampler smp;
+    if (sampler_init(&smp, (int)m->shape.vocab_size, (float)o->temperature, (float)o->top_p, o->seed)) {
+        free(prompt);
+        return -1;
+    }
+    out->rows = calloc((size_t)(n_prompt + n), sizeof *out->rows);
+    out->stop = "length";
+    for (int i = 1; i < n_prompt && !o->quiet; i++)
+        emit_token(&m->tok, prompt[i - 1], prompt[i], NULL);
+    fflush(stdout);
+    /* a bar on the terminal, unless the text is being written there */
+    struct progress bar;
+    bool show = o->quiet || !isatty(STDOUT_FILENO);
+    if (show)
+        progress_begin(&bar, "run", (uint64_t)(n_prompt + n - 1));
+    int token = prompt[0];
+    for (int pos = 0; out->rows && pos < n_prompt + n - 1; pos++) {
+        if (interrupted()) {
+            out->stop = "interrupted";
+            break;
+        }
+        bool generated = pos >= n_prompt;
+        if (!p->dense)
+            ffn_flash_next_token(&e->ffn, (pos == 0 ? TRACE_TOKEN_SEQ_START : 0u) |
+                                              (generated ? TRACE_TOKEN_GENERATED : 0u));
+        double t0 = now_ms();
+        engine_forward(e, token, pos);
+        struct token_row *r = &out->rows[out->n_rows++];
+        r->total_ms = now_ms() - t0;
+        r->id = token;
+        r->generated = generated;
+        if (!p->dense) {
+            struct ffn_flash_token ft;
+            ffn_flash_take_token(&e->ffn, &ft);
+            r->io_ms = ft.io_ms;
+            r->mem_ms = ft.mem_ms;
+            r->ffn_ms = ft.ffn_ms;
+            r->predictor_ms = ft.predictor_ms;
+            r->bytes_read = (double)ft.bytes_read;
+            r->reads = (double)ft.reads;
+            r->rows_inserted = (double)ft.rows_inserted;
+            r->rows_deleted = (double)ft.rows_deleted;
+            r->cache_rows = (double)ft.cache_rows;
+            r->needed = (double)ft.needed;
+            r->window_shrinks = ft.window_shrinks;
+            const char *err = ffn_flash_error(&e->ffn);
+            if (err) {
+                snprintf(out->error, sizeof out->error, "%s", err);
+                out->stop = "error";
+                break;
+            }
+        } else {
+            r->ffn_ms = 0;
+        }
+        r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
+        r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms;
+        if (show) {
+            char note[96];
+            snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
+            progress_update(&bar, (uint64_t)pos + 1, note);
+        }
+        if (pos + 1 < n_prompt) {
+            token = prompt[pos + 1];
+            continue;
+        }
+        int next = sampler_sample(&smp, e->s.logits);
+        if (!o->ignore_eos && is_stop_token(m, next)) {
+            out->stop = "end of sequence";
+            break;
+        }
+        if (!o->quiet) {
+            emit_token(&m->tok, token, next, NULL);
+            fflush(stdout);
+        }
+        token = next;
+        out->n_gen++;
+    }
+    if (show)
+        progress_end(&bar);
+    if (!o->quiet)
+        fputc('\n', stdout);
+    out->n_prompt = n_prompt;
+    sampler_free(&smp);
+    free(prompt);
+    return out->error[0] ? -1 : 0;
+}
+
+/* run.json: provenance, per-token rows, and the summaries (steady state:
+ * every token after the cold ones; also cold, prompt and generated apart). */
+static cJSON *run_json(const struct run_opts *o, const struct model *m, const struct run_plan *p,
+                       const struct run_outcome *r, cJSON *prov, uint64_t dram_held, uint64_t oracle_bytes)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "provenance", prov);
+    cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cJSON_AddStringToObject(prov, "model_dir", m->dir);
+    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(prov, "mode", p->dense ? "dense" : flash_mode_name(p->cfg.mode));
+    cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
+    cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
+    cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
+    cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
+    if (!p->dense) {
+        cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
+        cJSON_AddNumberToObject(pol, "window", p->cfg.mode == FLASH_PREDICTOR ? 0 : p->cfg.window);
+        cJSON_AddStringToObject(pol, "layout", p->cfg.mode == FLASH_ALL ? "bundled" : "split");
+        cJSON_AddNumberToObject(pol, "coalesce", p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0);
+        cJSON_AddNumberToObject(pol, "cache_rows_per_layer", p->cfg.cache_rows);
+        cJSON_AddNumberToObject(pol, "hybrid_resident_neurons_per_layer", p->cfg.hybrid_resident);
+        cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
+        cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
+        cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
+    }
+    cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
+    for (int i = 0; i < r->n_rows; i++) {
+        cJSON *t = row_json(&r->rows[i]);
+        cJSON_AddNumberToObject(t, "index", i);
+        cJSON_AddNumberToObject(t, "id", r->rows[i].id);
+        cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
+        cJSON_AddItemToArray(toks, t);
+    }
+    int cold = (int)o->cold < r->n_rows ? (int)o->cold : r->n_rows, n;
+    struct token_row mean;
+    mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
+    cJSON *sum = row_json(&mean);
+    cJSON_AddItemToObject(root, "summary", sum);
+    cJSON_AddNumberToObject(sum, "tokens", n);
+    cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
+    cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
+    cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + dram_held));
+    cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)oracle_bytes);
+    cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
+    cJSON_AddNumberToObject(sum, "read_throughput_bytes", mean.io_ms > 0 ? mean.bytes_read / (mean.io_ms * 1e-3) : 0);
+    cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
+    cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
+    cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
+    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    const char *names[] = {"cold", "prompt", "generated"};
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            mean_rows(r->rows, 0, cold, -1, &mean, &n);
+        else
+            mean_rows(r->rows, cold, r->n_rows, k == 2, &mean, &n);
+        cJSON *part = row_json(&mean);
+        cJSON_AddNumberToObject(part, "tokens", n);
+        cJSON_AddItemToObject(root, names[k], part);
+    }
+    return root;
+}
+
+static char *run_markdown(const struct model *m, const struct run_plan *p, const cJSON *root)
+{
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
+    const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    struct strbuf t = {0};
+    strbuf_add(&t, "# flashbed run: %s (%s), mode %s\n\n", m->shape.name, dtype_name(m->dtype),
+               p->dense ? "dense" : flash_mode_name(p->cfg.mode));
+    strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
+    strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
+    strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
+               p->budget ? "set" : "none");
+    strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
+               NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
+    strbuf_add(&t, "| | I/O ms | mem ms | compute ms | (FFN ms) | (predictor ms) | total ms | MB read | reads | rows in | rows out | cache rows |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    const char *parts[] = {"summary", "cold", "prompt", "generated"};
+    const char *labels[] = {"steady state", "cold tokens", "prompt (steady)", "generated (steady)"};
+    for (int k = 0; k < 4; k++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, parts[k]);
+        if (NUM(o, "tokens") <= 0)
+            continue;
+        strbuf_add(&t, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f |\n", labels[k],
+                   NUM(o, "io_ms"), NUM(o, "mem_ms"), NUM(o, "compute_ms"), NUM(o, "ffn_ms"), NUM(o, "predictor_ms"),
+                   NUM(o, "total_ms"), NUM(o, "bytes_read") / 1e6, NUM(o, "reads"), NUM(o, "rows_inserted"),
+                   NUM(o, "rows_deleted"), NUM(o, "cache_rows"));
+    }
+    strbuf_add(&t, "\nRead throughput %.2f GB/s in reads of %.0f bytes; %.2f tokens/s; peak RSS %.2f GB "
+                   "(engine holds %.2f GB, oracle rows %.2f GB).\n",
+               NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
+               NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
+#undef NUM
+    return strbuf_take(&t);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-n"))
+            argv[i] = "--n";
+    struct run_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = opts_parse(&run_command, &o, argc, argv, NULL, NULL);
+    if (rc != 0) {
+        opts_free(&run_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    struct run_plan p;
+    memset(&p, 0, sizeof p);
+    rc = 2;
+    char *text = NULL;
+    const struct backend_ops *be = backend_find(o.backend);
+    if (!o.model)
+        fb_error("run: needs --model DIR");
+    else if (!o.prompt == !o.prompt_file)
+        fb_error("run: needs exactly one of --prompt TEXT and --prompt-file FILE");
+    else if (o.temperature < 0 || o.top_p < 0 || o.top_p > 1)
+        fb_error("run: --temperature must be >= 0 and --top-p in [0, 1]");
+    else if (o.n == 0)
+        fb_error("run: -n must be at least 1");
+    else if (!be)
+        fb_error("run --backend: unknown backend '%s' (available: cpu)", o.backend);
+    else if (strcmp(o.mode, "dense") && flash_mode_parse(o.mode, &p.cfg.mode) != 0)
+        fb_error("run --mode: unknown '%s' (dense, naive, hybrid, predictor, window, all)", o.mode);
+    else if (o.prompt_file && !(text = read_prompt_file(o.prompt_file)))
+        rc = 1;
+    else
+        rc = 0;
+    if (rc != 0) {
+        opts_free(&run_command, &o);
+        return rc;
+    }
+    p.dense = !strcmp(o.mode, "dense");
+    struct model m;
+    rc = 1;
+    if (model_open_flags(&m, o.model, p.dense ? 0 : MODEL_FFN_ON_FLASH) != 0) {
+        free(text);
+        opts_free(&run_command, &o);
+        return 1;
+    }
+    char dir[4096];
+    if (o.out)
+        snprintf(dir, sizeof dir, "%s", o.out);
+    else {
+        char stamp[32];
+        provenance_stamp(stamp, sizeof stamp);
+        snprintf(dir, sizeof dir, "results/run-%s", stamp);
+    }
+    int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int max_seq = (int)(o.n + 1) + (int)(o.prompt_tokens ? o.prompt_tokens + 1 : 0);
+    max_seq = o.prompt_tokens && max_seq < (int)m.shape.max_positions ? max_seq : 0;
+    p.model_bytes = m.dram_bytes + m.ffn_bytes;
+    p.kv_bytes = 2ull * m.shape.n_layers * (max_seq ? (uint64_t)max_seq : m.shape.max_positions) * m.kv_dim * sizeof(float);
+    struct trace_writer *rec = NULL;
+    struct engine e;
+    bool engine_up = false;
+    struct run_outcome out = {0};
+    if ((o.dram_budget && parse_budget(o.dram_budget, p.model_bytes, &p.budget) != 0) ||
+        (!p.dense && plan_run(&o, &m, &p) != 0) || fit_budget(&m, &p) != 0)
+        goto done;
+    if (o.record) {
+        if (p.dense) {
+            fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
+            goto done;
+        }
+        struct trace_meta tm = {.n_layers = m.shape.n_layers, .d_model = m.shape.d_model, .d_ff = m.shape.d_ff,
+                                .bytes_per_weight = (uint32_t)dtype_size(m.dtype), .ffn_kind = (uint32_t)m.shape.ffn_kind};
+        char src[4400], err[512];
+        snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", \"threshold\": %g}",
+                 m.shape.name, m.dir, o.threshold);
+        tm.source = src;
+        if (!(rec = trace_writer_open(o.record, &tm, err, sizeof err))) {
+            fb_error("run --record: %s", err);
+            goto done;
+        }
+        p.cfg.record = rec;
+    }
+    if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq) != 0)
+        goto done;
+    engine_up = true;
+    interrupt_install();
+    int grc = generate(&o, &m, &e, &p, text ? text : o.prompt, &out);
+    if (grc != 0 && !out.rows)
+        goto done;
+    if (out.error[0])
+        fb_error("run: %s", out.error);
+    uint64_t oracle_bytes = 0, held = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &oracle_bytes);
+    if (mkdir_p(dir, 0755) != 0) {
+        fb_error("cannot create %s: %s", dir, strerror(errno));
+        goto done;
+    }
+    cJSON *prov = provenance_new();
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &o));
+    if (!p.dense)
+        provenance_add_disk(prov, m.ffn_path);
+    cJSON *root = run_json(&o, &m, &p, &out, prov, held, oracle_bytes);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    int wrc = write_json_file(path, root);
+    char *md = run_markdown(&m, &p, root);
+    snprintf(path, sizeof path, "%s/run.md", dir);
+    if (wrc == 0 && md)
+        wrc = write_text_file(path, md);
+    if (md)
+        fputs(md, stderr);
+    free(md);
+    cJSON_Delete(root);
+    if (rec) {
+        char err[512];
+        int trc = out.error[0] || !strcmp(out.stop, "interrupted") ? (trace_writer_abort(rec), 0)
+                                                                     : trace_writer_close(rec, err, sizeof err);
+        if (trc != 0) {
+            fb_error("run --record: %s", err);
+            wrc = -1;
+        }
+        rec = NULL;
+    }
+    fb_info("results in %s", dir);
+    rc = wrc != 0 || out.error[0] ? 1 : !strcmp(out.stop, "interrupted") ? 130 : 0;
+done:
+    if (rec)
+        trace_writer_abort(rec);
+    if (engine_up)
+        engine_free(&e);
+    free(out.rows);
+    if (p.have_trace)
+        trace_free(&p.trace);
+    model_close(&m);
+    free(text);
+    opts_free(&run_command, &o);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/* Text in and out for the generating commands (generate, run): prompts
+ * from files, tokens to stdout as they come (and to JSON records). */
+#include "cli/text_out.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json_file.h"
+#include "common/log.h"
+
+char *read_prompt_file(const char *path)
+{
+    char *text = read_text_file(path, NULL);
+    if (!text)
+        fb_error("%s: cannot read: %s", path, strerror(errno));
+    return text;
+}
+
+void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec)
+{
+    char b[2];
+    size_t len;
+    const char *s = tokenizer_decode(t, prev, id, &len, b);
+    fwrite(s, 1, len, stdout);
+    if (rec) {
+        /* a token may be part of a UTF-8 character: JSON gets U+FFFD for
+         * bytes that do not form one by themselves */
+        char *copy = malloc(3 * len + 1);
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+            unsigned char c = (unsigned char)s[i];
+            size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+            bool ok = n > 0 && i + n <= len && (n > 1 || c >= 0x20 || c == '\n' || c == '\t');
+            for (size_t k = 1; ok && k < n; k++)
+                ok = ((unsigned char)s[i + k] & 0xC0) == 0x80;
+            if (ok) {
+                memcpy(copy + o, s + i, n);
+                o += n;
+                i += n;
+            } else {
+                memcpy(copy + o, "\xef\xbf\xbd", 3);
+                o += 3;
+                i++;
+            }
+        }
+        copy[o] = '\0';
+        cJSON_AddStringToObject(rec, "text", copy);
+        free(copy);
+    }
+}
+
+bool is_stop_token(const struct model *m, int id)
+{
+    for (int i = 0; i < m->n_stop; i++)
+        if (m->stop_ids[i] == id)
+            return true;
+    return false;
+}
+

@@ -1,0 +1,20 @@
+/* Text in and out for the generating commands (generate, run). */
+#ifndef FLASHBED_CLI_TEXT_OUT_H
+#define FLASHBED_CLI_TEXT_OUT_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/model.h"
+#include "engine/tokenizer.h"
+
+/* The file's text (caller frees), or NULL with the error printed. */
+char *read_prompt_file(const char *path);
+/* Writes token id (after prev) to stdout; with rec, also its text as valid
+ * UTF-8 under "text" (U+FFFD for bytes that do not form a character). */
+void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec);
+/* Whether generation ends at this token. */
+bool is_stop_token(const struct model *m, int id);
+
+#endif
