@@ -18,6 +18,7 @@
 #include "engine/flash_reader.h"
 #include "engine/model_format.h"
 #include "engine/neuron_cache.h"
+#include "harness/io_buffer.h"
 
 enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
 
@@ -29,6 +30,7 @@ struct flash_ffn {
     uint8_t *staging;                  /* naive, hybrid: one layer's streamed bundles */
     uint8_t *resident;                 /* hybrid: [n_layers][hybrid_resident] bundles */
     uint8_t *scratch;                  /* naive: dram.bin passes through here */
+    struct io_buffer staging_mem, resident_mem, scratch_mem;
     uint64_t dram_file_bytes, align;
     void *oracle_up, *oracle_gate;     /* oracle: [n_layers][d_ff][d_model] in the model's dtype */
     float *z, *g;                      /* [d_ff] oracle pre-activations */
@@ -61,13 +63,11 @@ int flash_mode_parse(const char *s, enum flash_mode *m)
     return -1;
 }
 
-static void *aligned(uint64_t bytes, uint64_t align)
+/* Read buffers: 2 MiB-aligned huge pages, touched now (harness/io_buffer.h),
+ * so page faults belong to set-up, not to the first token. */
+static uint8_t *read_buffer(struct io_buffer *b, uint64_t bytes)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, align < 64 ? 64 : align, bytes ? bytes : 1) != 0)
-        return NULL;
-    memset(p, 0, bytes); /* touch now: page faults belong to set-up, not to the first token */
-    return p;
+    return io_buffer_alloc(b, bytes ? bytes : 1, true) == 0 ? b->base : NULL;
 }
 
 static uint64_t bundle_offset(const struct model *m, int layer, uint32_t neuron)
@@ -201,11 +201,11 @@ static int flash_create(struct ffn *f)
             keep = s->d_ff;
         ff->cfg.hybrid_resident = keep;
         ff->staging_bytes = (uint64_t)(s->d_ff - keep) * stride;
-        if (!(ff->staging = aligned(ff->staging_bytes, ff->align)))
+        if (!(ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes)))
             goto nomem;
         if (keep) {
             ff->resident_bytes = (uint64_t)s->n_layers * keep * stride;
-            if (!(ff->resident = aligned(ff->resident_bytes, ff->align)))
+            if (!(ff->resident = read_buffer(&ff->resident_mem, ff->resident_bytes)))
                 goto nomem;
             /* the resident part is loaded once, at start (not per token) */
             for (uint32_t l = 0; l < s->n_layers; l++) {
@@ -220,7 +220,7 @@ static int flash_create(struct ffn *f)
         }
         if (cfg->mode == FLASH_NAIVE) {
             ff->scratch_bytes = NAIVE_SCRATCH;
-            if (!(ff->scratch = aligned(ff->scratch_bytes, ff->align)))
+            if (!(ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes)))
                 goto nomem;
         }
         break;
@@ -499,9 +499,12 @@ static void flash_destroy(struct ffn *f)
         flash_reader_close(ff->reader);
     if (ff->dram_reader)
         flash_reader_close(ff->dram_reader);
-    free(ff->staging);
-    free(ff->resident);
-    free(ff->scratch);
+    if (ff->staging)
+        io_buffer_free(&ff->staging_mem);
+    if (ff->resident)
+        io_buffer_free(&ff->resident_mem);
+    if (ff->scratch)
+        io_buffer_free(&ff->scratch_mem);
     free(ff->oracle_up);
     free(ff->oracle_gate);
     free(ff->z);

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness/io_buffer.h"
+
 #define NEURON_CACHE_ALIGN 4096u /* rows start on direct-I/O boundaries */
 
 struct neuron_cache {
@@ -32,6 +34,7 @@ struct neuron_cache {
     uint32_t capacity;      /* rows preallocated */
     uint64_t row_stride;    /* bytes per row: the model's bundle_stride */
     uint8_t *rows;          /* capacity * row_stride bytes, NEURON_CACHE_ALIGN-aligned */
+    struct io_buffer rows_mem; /* the mapping behind rows (huge pages where allowed) */
     uint32_t *pointer;      /* [capacity] */
     float *up_bias;         /* [capacity], NULL when the model has no up bias */
     const float *bias_src;  /* [d_ff] the model's up bias, NULL without */
