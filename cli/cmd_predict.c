@@ -59,22 +59,14 @@ static const struct opt_command predict_command = {
 /* "50%" -> 0.5 of the model; "6G" -> bytes / model bytes. */
 static int parse_budget(const char *text, double model_bytes, double *share, char *err, size_t errlen)
 {
-    size_t n = strlen(text);
-    if (n && text[n - 1] == '%') {
-        char num[64];
-        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
-        double v;
-        if (parse_double(num, &v, err, errlen) != 0 || v <= 0 || v > 100) {
-            snprintf(err, errlen, "--dram-budget '%s' must be a percentage in (0, 100]", text);
-            return -1;
-        }
-        *share = v / 100;
-        return 0;
-    }
-    uint64_t bytes;
-    if (parse_size(text, &bytes, err, errlen) != 0)
+    double bytes;
+    if (parse_share_or_size(text, model_bytes, &bytes, err, errlen) != 0)
         return -1;
-    *share = fmin(1.0, (double)bytes / model_bytes);
+    if (bytes <= 0) {
+        snprintf(err, errlen, "'%s' leaves nothing in DRAM", text);
+        return -1;
+    }
+    *share = fmin(1.0, bytes / model_bytes);
     return 0;
 }
 

@@ -82,24 +82,14 @@ static char **split_list(const char *text, size_t *n)
     return v;
 }
 
+/* A share of the trace's FFN, or bytes. */
 static int parse_budget(const char *text, const struct trace_meta *m, uint64_t *bytes, char *err, size_t errlen)
 {
-    size_t len = strlen(text);
-    uint64_t ffn = replay_row_bytes(m) * m->d_ff * m->n_layers;
-    if (len && text[len - 1] == '%') {
-        char num[64];
-        double pct;
-        snprintf(num, sizeof num, "%.*s", (int)(len - 1), text);
-        if (len - 1 >= sizeof num || parse_double(num, &pct, err, errlen) != 0)
-            return -1;
-        if (!(pct >= 0 && pct <= 100)) {
-            snprintf(err, errlen, "a share of the FFN lies between 0%% and 100%%, not %s", text);
-            return -1;
-        }
-        *bytes = (uint64_t)(pct / 100 * (double)ffn);
-        return 0;
-    }
-    return parse_size(text, bytes, err, errlen);
+    double ffn = (double)(replay_row_bytes(m) * m->d_ff * m->n_layers), v;
+    if (parse_share_or_size(text, ffn, &v, err, errlen) != 0)
+        return -1;
+    *bytes = (uint64_t)v;
+    return 0;
 }
 
 static int check_lists(char **policies, size_t np, char **layouts, size_t nl)

@@ -149,23 +149,17 @@ struct run_plan {
 
 static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
 {
-    size_t n = strlen(text);
     char err[256];
-    if (n && text[n - 1] == '%') {
-        char num[64];
-        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
-        double v;
-        if (parse_double(num, &v, err, sizeof err) != 0 || v <= 0 || v > 100) {
-            fb_error("run --dram-budget '%s': a percentage must be in (0, 100]", text);
-            return -1;
-        }
-        *out = (uint64_t)(v / 100 * (double)model_bytes);
-        return 0;
-    }
-    if (parse_size(text, out, err, sizeof err) != 0 || *out == 0) {
-        fb_error("run --dram-budget '%s': %s", text, *out == 0 ? "must be more than 0" : err);
+    double bytes = 0;
+    if (parse_share_or_size(text, (double)model_bytes, &bytes, err, sizeof err) != 0) {
+        fb_error("run --dram-budget '%s': %s", text, err);
         return -1;
     }
+    if (bytes < 1) {
+        fb_error("run --dram-budget '%s': leaves nothing in DRAM", text);
+        return -1;
+    }
+    *out = (uint64_t)bytes;
     return 0;
 }
 

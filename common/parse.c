@@ -209,3 +209,30 @@ void u64_list_free(struct u64_list *l)
     l->v = NULL;
     l->n = 0;
 }
+
+int parse_share_or_size(const char *text, double whole, double *bytes, char *err, size_t errlen)
+{
+    size_t len = strlen(text);
+    if (len && text[len - 1] == '%') {
+        char num[64];
+        double pct;
+        if (len - 1 >= sizeof num) {
+            snprintf(err, errlen, "'%s' is not a percentage", text);
+            return -1;
+        }
+        snprintf(num, sizeof num, "%.*s", (int)(len - 1), text);
+        if (parse_double(num, &pct, err, errlen) != 0)
+            return -1;
+        if (!(pct >= 0 && pct <= 100)) {
+            snprintf(err, errlen, "a share lies between 0%% and 100%%, not %s", text);
+            return -1;
+        }
+        *bytes = pct / 100 * whole;
+        return 0;
+    }
+    uint64_t v;
+    if (parse_size(text, &v, err, errlen) != 0)
+        return -1;
+    *bytes = (double)v;
+    return 0;
+}

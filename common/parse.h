@@ -29,6 +29,10 @@ int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen);
 /* A finite real number. */
 int parse_double(const char *text, double *out, char *err, size_t errlen);
 
+/* A budget: "50%" of whole (0% to 100%), or a size as parse_size reads it.
+ * *bytes gets the byte count (a percentage may give a fraction). */
+int parse_share_or_size(const char *text, double whole, double *bytes, char *err, size_t errlen);
+
 /* Seconds: "2", "0.5", "2s", "500ms", "250us". */
 int parse_duration(const char *text, double *seconds, char *err, size_t errlen);
 
