@@ -343,25 +343,27 @@ struct run_outcome {
     char error[512];
 };
 
-static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_plan *p,
-                    const char *text, struct run_outcome *out)
+/* The prompt's token ids (BOS first), cut to --prompt-tokens; NULL on failure. */
+static int *encode_prompt(const struct run_opts *o, const struct model *m, const char *text, int *n_out)
 {
     size_t tlen = strlen(text);
     int *prompt = malloc(tokenizer_max_tokens(tlen) * sizeof *prompt);
-    int n_prompt = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
-    if (o->prompt_tokens && (uint64_t)n_prompt > o->prompt_tokens + 1)
-        n_prompt = (int)o->prompt_tokens + 1;
+    if (!prompt)
+        return NULL;
+    int n = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
+    if (o->prompt_tokens && (uint64_t)n > o->prompt_tokens + 1)
+        n = (int)o->prompt_tokens + 1;
+    *n_out = n;
+    return prompt;
+}
+
+static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_plan *p,
+                    const int *prompt, int n_prompt, struct run_outcome *out)
+{
     int n = (int)o->n;
-    if (n_prompt + n > e->max_seq) {
-        fb_error("run: %d prompt + %d generated tokens pass the model's context of %d", n_prompt, n, e->max_seq);
-        free(prompt);
-        return -1;
-    }
     struct sampler smp;
-    if (sampler_init(&smp, (int)m->shape.vocab_size, (float)o->temperature, (float)o->top_p, o->seed)) {
-        free(prompt);
+    if (sampler_init(&smp, (int)m->shape.vocab_size, (float)o->temperature, (float)o->top_p, o->seed))
         return -1;
-    }
     out->rows = calloc((size_t)(n_prompt + n), sizeof *out->rows);
     out->stop = "length";
     for (int i = 1; i < n_prompt && !o->quiet; i++)
@@ -440,7 +442,6 @@ static int generate(const struct run_opts *o, struct model *m, struct engine *e,
         fputc('\n', stdout);
     out->n_prompt = n_prompt;
     sampler_free(&smp);
-    free(prompt);
     return out->error[0] ? -1 : 0;
 }
 
@@ -598,10 +599,22 @@ int cmd_run(int argc, char **argv)
         snprintf(dir, sizeof dir, "results/run-%s", stamp);
     }
     int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    int max_seq = (int)(o.n + 1) + (int)(o.prompt_tokens ? o.prompt_tokens + 1 : 0);
-    max_seq = o.prompt_tokens && max_seq < (int)m.shape.max_positions ? max_seq : 0;
+    /* the KV cache holds exactly the positions this run uses */
+    int n_prompt = 0;
+    int *prompt = encode_prompt(&o, &m, text ? text : o.prompt, &n_prompt);
+    int max_seq = n_prompt + (int)o.n;
+    if (!prompt || max_seq > (int)m.shape.max_positions) {
+        if (prompt)
+            fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
+                     n_prompt, (unsigned long long)o.n, m.shape.max_positions);
+        free(prompt);
+        model_close(&m);
+        free(text);
+        opts_free(&run_command, &o);
+        return 1;
+    }
     p.model_bytes = m.dram_bytes + m.ffn_bytes;
-    p.kv_bytes = 2ull * m.shape.n_layers * (max_seq ? (uint64_t)max_seq : m.shape.max_positions) * m.kv_dim * sizeof(float);
+    p.kv_bytes = 2ull * m.shape.n_layers * (uint64_t)max_seq * m.kv_dim * sizeof(float);
     struct trace_writer *rec = NULL;
     struct engine e;
     bool engine_up = false;
@@ -630,7 +643,7 @@ int cmd_run(int argc, char **argv)
         goto done;
     engine_up = true;
     interrupt_install();
-    int grc = generate(&o, &m, &e, &p, text ? text : o.prompt, &out);
+    int grc = generate(&o, &m, &e, &p, prompt, n_prompt, &out);
     if (grc != 0 && !out.rows)
         goto done;
     if (out.error[0])
@@ -674,6 +687,7 @@ done:
     if (engine_up)
         engine_free(&e);
     free(out.rows);
+    free(prompt);
     if (p.have_trace)
         trace_free(&p.trace);
     model_close(&m);
