@@ -141,6 +141,7 @@ struct run_plan {
     struct ffn_flash_config cfg;
     struct trace trace;
     bool have_trace;
+    uint32_t *layer_rows;      /* [n_layers] cache rows, sized from the trace */
     uint64_t budget;           /* 0: none */
     uint64_t model_bytes;      /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
@@ -163,36 +164,39 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
     return 0;
 }
 
-/* The most rows one layer's cache must hold for this trace: the union of
- * the window's sets, plus the gap rows coalescing brings in. */
-static uint32_t trace_cache_need(const struct trace *tr, bool predicted, uint32_t window, uint32_t gap)
+/* The most rows each layer's cache must hold for this trace: the union of
+ * the window's sets plus the gap rows coalescing brings in (need[l]), and
+ * the largest single token's set (one[l]: below that nothing runs). */
+static int trace_cache_need(const struct trace *tr, bool predicted, uint32_t window, uint32_t gap, uint32_t *need,
+                            uint32_t *one)
 {
-    uint32_t d_ff = tr->meta.d_ff, most = 0;
+    uint32_t d_ff = tr->meta.d_ff;
     int64_t *last = malloc(d_ff * sizeof *last);
     if (!last)
-        return d_ff;
+        return -1;
     for (uint32_t l = 0; l < tr->meta.n_layers; l++) {
         for (uint32_t i = 0; i < d_ff; i++)
-            last[i] = -1000000;
-        uint32_t held = 0;
+            last[i] = INT64_MIN / 2;
+        need[l] = one[l] = 0;
         for (uint64_t t = 0; t < tr->n_tokens; t++) {
             uint32_t n;
             const uint32_t *ids = trace_set(tr, predicted, t, l, &n);
-            uint32_t gaps = 0;
+            uint32_t gaps = 0, held = 0;
             for (uint32_t k = 0; k < n; k++) {
                 last[ids[k]] = (int64_t)t;
                 if (gap && k && ids[k] - ids[k - 1] - 1 <= gap)
                     gaps += ids[k] - ids[k - 1] - 1;
             }
-            held = 0;
             for (uint32_t i = 0; i < d_ff; i++)
                 held += window == 0 ? last[i] == (int64_t)t : last[i] > (int64_t)t - (int64_t)window;
-            if (held + gaps > most)
-                most = held + gaps;
+            if (held + gaps > need[l])
+                need[l] = held + gaps < d_ff ? held + gaps : d_ff;
+            if (n > one[l])
+                one[l] = n;
         }
     }
     free(last);
-    return most < d_ff ? most : d_ff;
+    return 0;
 }
 
 static int plan_run(const struct run_opts *o, const struct model *m, struct run_plan *p)
@@ -260,6 +264,14 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
 
 /* Sizes the caches (or hybrid's resident part) to the budget and refuses
  * what cannot fit. */
+/* "6.66 GB", "712.3 kB": for messages about budgets */
+static void human_bytes(uint64_t v, char *buf, size_t len)
+{
+    double x = (double)v;
+    const char *unit = x >= 1e9 ? "GB" : x >= 1e6 ? "MB" : "kB";
+    snprintf(buf, len, "%.2f %s", x / (x >= 1e9 ? 1e9 : x >= 1e6 ? 1e6 : 1e3), unit);
+}
+
 static int fit_budget(const struct model *m, struct run_plan *p)
 {
     const struct model_shape *s = &m->shape;
@@ -269,16 +281,16 @@ static int fit_budget(const struct model *m, struct run_plan *p)
     char b1[32], b2[32];
     if (p->dense) {
         if (budget && fixed + m->ffn_bytes > budget) {
-            format_size(fixed + m->ffn_bytes, b1, sizeof b1);
-            format_size(budget, b2, sizeof b2);
+            human_bytes(fixed + m->ffn_bytes, b1, sizeof b1);
+            human_bytes(budget, b2, sizeof b2);
             fb_error("run --mode dense: the model needs %s in DRAM, the budget is %s", b1, b2);
             return -1;
         }
         return 0;
     }
     if (budget && fixed >= budget) {
-        format_size(fixed, b1, sizeof b1);
-        format_size(budget, b2, sizeof b2);
+        human_bytes(fixed, b1, sizeof b1);
+        human_bytes(budget, b2, sizeof b2);
         fb_error("run --dram-budget %s: the weights that stay in DRAM and the KV cache already take %s", b2, b1);
         return -1;
     }
@@ -305,19 +317,52 @@ static int fit_budget(const struct model *m, struct run_plan *p)
     default: {
         uint32_t gap = p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0;
         uint32_t window = p->cfg.mode == FLASH_PREDICTOR ? 0 : p->cfg.window;
-        uint32_t need = p->have_trace ? trace_cache_need(&p->trace, p->cfg.use_predicted, window, gap) : s->d_ff;
-        if (need == 0)
-            need = 1;
         uint64_t fit = avail / ((uint64_t)s->n_layers * stride);
-        if (fit == 0) {
-            fb_error("run: the budget leaves no room for the neuron caches (one row is %llu bytes per layer)",
-                     (unsigned long long)stride);
+        if (!p->have_trace) {
+            /* the oracle's needs are not known ahead: as many rows as fit */
+            if (fit == 0) {
+                fb_error("run: the budget leaves no room for the neuron caches (one row is %llu bytes per layer)",
+                         (unsigned long long)stride);
+                return -1;
+            }
+            p->cfg.cache_rows = (uint32_t)(fit < s->d_ff ? fit : s->d_ff);
+            break;
+        }
+        /* A trace says exactly what each layer needs: size every layer's
+         * cache to it, and when the budget is short give every layer its
+         * largest single token plus the same share of the rest. */
+        p->layer_rows = calloc(s->n_layers, sizeof *p->layer_rows);
+        uint32_t *one = calloc(s->n_layers, sizeof *one);
+        if (!p->layer_rows || !one ||
+            trace_cache_need(&p->trace, p->cfg.use_predicted, window, gap, p->layer_rows, one) != 0) {
+            free(one);
+            fb_error("run: out of memory sizing the caches");
             return -1;
         }
-        p->cfg.cache_rows = (uint32_t)(need < fit ? need : fit);
-        if (p->cfg.cache_rows < need)
-            fb_warn("run: the budget holds %u cache rows per layer, the window may need %u: it will shrink when full",
-                    p->cfg.cache_rows, need);
+        uint64_t all = 0, least = 0;
+        for (uint32_t l = 0; l < s->n_layers; l++) {
+            all += (uint64_t)p->layer_rows[l] * stride;
+            least += (uint64_t)one[l] * stride;
+        }
+        if (least > avail) {
+            human_bytes(fixed + least, b1, sizeof b1);
+            human_bytes(budget, b2, sizeof b2);
+            fb_error("run --dram-budget %s: one token's neurons alone need %s with the resident weights (raise the budget)",
+                     b2, b1);
+            free(one);
+            return -1;
+        }
+        if (all > avail) {
+            double share = (double)(avail - least) / (double)(all - least);
+            for (uint32_t l = 0; l < s->n_layers; l++)
+                p->layer_rows[l] = one[l] + (uint32_t)((p->layer_rows[l] - one[l]) * share);
+            fb_warn("run: the budget holds %.0f%% of the window's rows beyond one token's: the window shrinks when a layer's cache is full",
+                    100 * share);
+        }
+        free(one);
+        p->cfg.layer_rows = p->layer_rows;
+        for (uint32_t l = 0; l < s->n_layers; l++)
+            p->cfg.cache_rows = p->layer_rows[l] > p->cfg.cache_rows ? p->layer_rows[l] : p->cfg.cache_rows;
         break;
     }
     }
@@ -466,6 +511,11 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
         cJSON_AddStringToObject(pol, "layout", p->cfg.mode == FLASH_ALL ? "bundled" : "split");
         cJSON_AddNumberToObject(pol, "coalesce", p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0);
         cJSON_AddNumberToObject(pol, "cache_rows_per_layer", p->cfg.cache_rows);
+        if (p->layer_rows) {
+            cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
+            for (uint32_t l = 0; l < m->shape.n_layers; l++)
+                cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->layer_rows[l]));
+        }
         cJSON_AddNumberToObject(pol, "hybrid_resident_neurons_per_layer", p->cfg.hybrid_resident);
         cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
         cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
@@ -690,6 +740,7 @@ done:
     free(prompt);
     if (p.have_trace)
         trace_free(&p.trace);
+    free(p.layer_rows);
     model_close(&m);
     free(text);
     opts_free(&run_command, &o);

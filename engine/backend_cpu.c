@@ -19,7 +19,8 @@
 #define HAVE_AVX2 1
 #endif
 
-#define FFN_GROUPS 16 /* see the FFN below */
+#define FFN_GROUPS_MAX 64
+static int FFN_GROUPS = 16, use_pair = 1;
 
 struct backend {
     struct threadpool *pool;
@@ -27,6 +28,7 @@ struct backend {
     size_t max_dim, max_seq;
     size_t min_parallel; /* multiply-adds below which one thread works alone */
     float *partial; /* (FFN_GROUPS, max_dim): the FFN's group sums */
+    struct work_slot *slots; /* one per thread: the rows it owns (below) */
     float *att;     /* (max_heads, max_seq): attention scores */
 };
 
@@ -60,6 +62,27 @@ static inline __attribute__((always_inline)) float elem(const void *w, enum fb_d
     return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
 }
 
+/* Software prefetch: the loads below ask for the weight bytes this far
+ * ahead of the ones they use. The hardware prefetchers follow a stream but
+ * restart at every page and every jump (a new row chunk, a new matrix); a
+ * prefetch a little ahead keeps the misses in flight across those. */
+static int prefetch_ahead = 1024;
+
+#ifdef HAVE_AVX2
+/* the cache lines of one 32-element step, prefetch_ahead bytes on */
+static inline __attribute__((always_inline)) void prefetch32(const void *w, enum fb_dtype t, int i)
+{
+    const char *p = (const char *)w + (size_t)i * dtype_size(t) + prefetch_ahead;
+    _mm_prefetch(p, _MM_HINT_T0);
+    if (t == DTYPE_F32)
+        _mm_prefetch(p + 64, _MM_HINT_T0);
+}
+#endif
+
+/* A row's dot product: four accumulators of 8 lanes over i stepping by 32,
+ * then 8 at a time into the first, then one at a time. dot2_as gives each
+ * of its two rows exactly this order, so pairing rows (to share the loads
+ * of x) changes no result. */
 static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n)
 {
     int i = 0;
@@ -67,6 +90,7 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
 #ifdef HAVE_AVX2
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (; i + 32 <= n; i += 32) {
+        prefetch32(w, t, i);
         a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(load8(w, t, i + 8), _mm256_loadu_ps(x + i + 8), a1);
         a2 = _mm256_fmadd_ps(load8(w, t, i + 16), _mm256_loadu_ps(x + i + 16), a2);
@@ -91,12 +115,58 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
     return sum;
 }
 
+/* Two rows against x in one pass, each summed as dot_as sums it. */
+static inline __attribute__((always_inline)) void dot2_as(const void *w0, const void *w1, enum fb_dtype t,
+                                                          const float *x, int n, float *out0, float *out1)
+{
+#ifdef HAVE_AVX2
+    int i = 0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (; i + 32 <= n; i += 32) {
+        prefetch32(w0, t, i);
+        prefetch32(w1, t, i);
+        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
+        a0 = _mm256_fmadd_ps(load8(w0, t, i), x0, a0);
+        b0 = _mm256_fmadd_ps(load8(w1, t, i), x0, b0);
+        a1 = _mm256_fmadd_ps(load8(w0, t, i + 8), x1, a1);
+        b1 = _mm256_fmadd_ps(load8(w1, t, i + 8), x1, b1);
+        __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
+        a2 = _mm256_fmadd_ps(load8(w0, t, i + 16), x2, a2);
+        b2 = _mm256_fmadd_ps(load8(w1, t, i + 16), x2, b2);
+        a3 = _mm256_fmadd_ps(load8(w0, t, i + 24), x3, a3);
+        b3 = _mm256_fmadd_ps(load8(w1, t, i + 24), x3, b3);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 x0 = _mm256_loadu_ps(x + i);
+        a0 = _mm256_fmadd_ps(load8(w0, t, i), x0, a0);
+        b0 = _mm256_fmadd_ps(load8(w1, t, i), x0, b0);
+    }
+    float s0 = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    float s1 = hsum256(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
+    for (; i < n; i++) {
+        s0 += elem(w0, t, i) * x[i];
+        s1 += elem(w1, t, i) * x[i];
+    }
+    *out0 = s0;
+    *out1 = s1;
+#else
+    *out0 = dot_as(w0, t, x, n);
+    *out1 = dot_as(w1, t, x, n);
+#endif
+}
+
 /* y[n] += a * w[n] */
 static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     int i = 0;
 #ifdef HAVE_AVX2
     __m256 av = _mm256_set1_ps(a);
+    for (; i + 32 <= n; i += 32) {
+        prefetch32(w, t, i);
+        for (int k = i; k < i + 32; k += 8)
+            _mm256_storeu_ps(y + k, _mm256_fmadd_ps(av, load8(w, t, k), _mm256_loadu_ps(y + k)));
+    }
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(w, t, i), _mm256_loadu_ps(y + i)));
 #else
@@ -151,16 +221,45 @@ static inline float activate(float v, enum activation act)
     return v;
 }
 
-/* Rows are handed out in chunks from a shared counter rather than split
- * evenly up front: on a shared machine a descheduled thread then delays
- * only its current chunk, not its whole half of the matrix. */
-#define ROW_CHUNK 16
+/* ---- sharing out the work ----
+ * Each worker owns a contiguous share of the rows (or FFN groups) and
+ * takes it a chunk at a time from its own counter, so its weights stream
+ * from memory in one run the hardware prefetchers can follow; a worker
+ * that has finished its share takes chunks from the others' (the next one
+ * each has not started), so on a shared machine a descheduled thread
+ * delays only the chunk it is in, not its whole share. */
 
-static bool next_chunk(atomic_int *next, int n, int *lo, int *hi)
+struct work_slot {
+    _Alignas(64) atomic_int next; /* the first row not yet taken */
+    int end;
+};
+
+static void share_out(struct backend *b, int n, int workers, int chunk)
 {
-    *lo = atomic_fetch_add_explicit(next, ROW_CHUNK, memory_order_relaxed);
-    *hi = *lo + ROW_CHUNK < n ? *lo + ROW_CHUNK : n;
-    return *lo < n;
+    for (int w = 0; w < workers; w++) {
+        int lo = (int)((long long)n * w / workers) / chunk * chunk;
+        int hi = w + 1 == workers ? n : (int)((long long)n * (w + 1) / workers) / chunk * chunk;
+        atomic_store_explicit(&b->slots[w].next, lo, memory_order_relaxed);
+        b->slots[w].end = hi;
+    }
+}
+
+/* The next chunk [*lo, *hi) for `worker`: its own first, then the others'
+ * in turn; *victim (0 at the start) remembers whose it is on. */
+static bool take_chunk(struct backend *b, int worker, int workers, int chunk, int *victim, int *lo, int *hi)
+{
+    for (; *victim < workers; ++*victim) {
+        struct work_slot *s = &b->slots[(worker + *victim) % workers];
+        if (atomic_load_explicit(&s->next, memory_order_relaxed) >= s->end)
+            continue;
+        int c = atomic_fetch_add_explicit(&s->next, chunk, memory_order_relaxed);
+        if (c < s->end) {
+            *lo = c;
+            *hi = c + chunk < s->end ? c + chunk : s->end;
+            return true;
+        }
+    }
+    return false;
 }
 
 static void split(int n, int worker, int workers, int *lo, int *hi)
@@ -171,46 +270,74 @@ static void split(int n, int worker, int workers, int *lo, int *hi)
 
 /* ---- matvec ---- */
 
+#define ROW_CHUNK 16 /* rows per chunk; even, so rows pair up */
+
 struct matvec_job {
+    struct backend *b;
     float *out;
     const void *w;
     enum fb_dtype t;
     const float *x, *bias;
     int rows, cols;
-    atomic_int next;
 };
+
+static inline __attribute__((always_inline)) void matvec_rows_as(const struct matvec_job *j, enum fb_dtype t,
+                                                                 int lo, int hi)
+{
+    size_t row_bytes = (size_t)j->cols * dtype_size(t);
+    const char *w = (const char *)j->w + (size_t)lo * row_bytes;
+    int r = lo;
+    if (!use_pair) { for (; r < hi; r++, w += row_bytes) j->out[r] = dot_as(w, t, j->x, j->cols); }
+    for (; r + 2 <= hi; r += 2, w += 2 * row_bytes)
+        dot2_as(w, w + row_bytes, t, j->x, j->cols, &j->out[r], &j->out[r + 1]);
+    if (r < hi)
+        j->out[r] = dot_as(w, t, j->x, j->cols);
+    if (j->bias)
+        for (r = lo; r < hi; r++)
+            j->out[r] += j->bias[r];
+}
+
+static void matvec_rows(const struct matvec_job *j, int lo, int hi)
+{
+    switch (j->t) {
+    case DTYPE_F16:
+        matvec_rows_as(j, DTYPE_F16, lo, hi);
+        break;
+    case DTYPE_BF16:
+        matvec_rows_as(j, DTYPE_BF16, lo, hi);
+        break;
+    default:
+        matvec_rows_as(j, DTYPE_F32, lo, hi);
+    }
+}
 
 static void matvec_part(void *arg, int worker, int workers)
 {
     struct matvec_job *j = arg;
-    (void)worker;
-    (void)workers;
-    int lo, hi;
-    size_t row_bytes = (size_t)j->cols * dtype_size(j->t);
-    while (next_chunk(&j->next, j->rows, &lo, &hi))
-        for (int r = lo; r < hi; r++) {
-            float v = dot((const char *)j->w + (size_t)r * row_bytes, j->t, j->x, j->cols);
-            j->out[r] = j->bias ? v + j->bias[r] : v;
-        }
+    int lo, hi, victim = 0;
+    while (take_chunk(j->b, worker, workers, ROW_CHUNK, &victim, &lo, &hi))
+        matvec_rows(j, lo, hi);
 }
 
 static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dtype t, const float *x,
                        const float *bias, int rows, int cols)
 {
-    struct matvec_job j = {out, w, t, x, bias, rows, cols, 0};
+    struct matvec_job j = {b, out, w, t, x, bias, rows, cols};
     /* small matrices are not worth waking the team for */
-    if ((size_t)rows * (size_t)cols < b->min_parallel)
-        matvec_part(&j, 0, 1);
-    else
-        threadpool_run(b->pool, matvec_part, &j);
+    if ((size_t)rows * (size_t)cols < b->min_parallel) {
+        matvec_rows(&j, 0, rows);
+        return;
+    }
+    share_out(b, rows, b->threads, ROW_CHUNK);
+    threadpool_run(b->pool, matvec_part, &j);
 }
 
 /* ---- FFN over bundles ----
  * The rows are cut into FFN_GROUPS fixed groups; one thread computes a
- * group alone, streaming each bundle once (up, gate, then down: the whole
- * neuron from one contiguous read) into the group's own sum, and the sums
- * are added in group order. So the result depends neither on the number of
- * threads nor on which thread took which group. */
+ * group alone, streaming each bundle once (up and gate side by side, then
+ * down: the whole neuron from one contiguous read) into the group's own
+ * sum, and the sums are added in group order. So the result depends
+ * neither on the number of threads nor on which thread took which group. */
 
 struct ffn_job {
     struct backend *b;
@@ -222,39 +349,60 @@ struct ffn_job {
     enum fb_dtype t;
     enum activation act;
     bool glu;
-    atomic_int next;
 };
 
-static void ffn_group(struct ffn_job *j, int g)
+static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_job *j, enum fb_dtype t, int g)
 {
     float *acc = j->b->partial + (size_t)g * j->b->max_dim;
     memset(acc, 0, (size_t)j->d * sizeof *acc);
-    size_t es = dtype_size(j->t);
-    size_t down_off = (size_t)j->d * es * (j->glu ? 2 : 1);
+    size_t row_bytes = (size_t)j->d * dtype_size(t);
+    size_t down_off = row_bytes * (j->glu ? 2 : 1);
     int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
     for (int r = lo; r < hi; r++) {
         const char *bundle = j->rows + (size_t)r * j->stride;
-        float z = dot(bundle, j->t, j->x, j->d);
-        if (j->up_bias)
-            z += j->up_bias[r];
-        float h;
-        if (j->glu)
-            h = activate(dot(bundle + (size_t)j->d * es, j->t, j->x, j->d), j->act) * z;
-        else
+        float z, h;
+        if (j->glu && !use_pair) {
+            z = dot_as(bundle, t, j->x, j->d);
+            if (j->up_bias)
+                z += j->up_bias[r];
+            h = activate(dot_as(bundle + row_bytes, t, j->x, j->d), j->act) * z;
+        } else if (j->glu) {
+            float gate;
+            dot2_as(bundle, bundle + row_bytes, t, j->x, j->d, &z, &gate);
+            if (j->up_bias)
+                z += j->up_bias[r];
+            h = activate(gate, j->act) * z;
+        } else {
+            z = dot_as(bundle, t, j->x, j->d);
+            if (j->up_bias)
+                z += j->up_bias[r];
             h = activate(z, j->act);
+        }
         if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
-            axpy(acc, h, bundle + down_off, j->t, j->d);
+            axpy_as(acc, h, bundle + down_off, t, j->d);
+    }
+}
+
+static void ffn_group(const struct ffn_job *j, int g)
+{
+    switch (j->t) {
+    case DTYPE_F16:
+        ffn_group_as(j, DTYPE_F16, g);
+        break;
+    case DTYPE_BF16:
+        ffn_group_as(j, DTYPE_BF16, g);
+        break;
+    default:
+        ffn_group_as(j, DTYPE_F32, g);
     }
 }
 
 static void ffn_groups(void *arg, int worker, int workers)
 {
     struct ffn_job *j = arg;
-    (void)worker;
-    (void)workers;
-    int g;
-    while ((g = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed)) < FFN_GROUPS)
-        ffn_group(j, g);
+    int lo, hi, victim = 0;
+    while (take_chunk(j->b, worker, workers, 1, &victim, &lo, &hi))
+        ffn_group(j, lo);
 }
 
 static void ffn_reduce(void *arg, int worker, int workers)
@@ -275,12 +423,14 @@ static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t
                          const float *up_bias, const float *x, int d, enum fb_dtype t,
                          enum activation act, bool glu)
 {
-    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu, 0};
+    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu};
     if ((size_t)n_rows * (size_t)d < b->min_parallel) {
-        ffn_groups(&j, 0, 1);
+        for (int g = 0; g < FFN_GROUPS; g++)
+            ffn_group(&j, g);
         ffn_reduce(&j, 0, 1);
         return;
     }
+    share_out(b, FFN_GROUPS, b->threads, 1);
     threadpool_run(b->pool, ffn_groups, &j);
     threadpool_run(b->pool, ffn_reduce, &j);
 }
@@ -391,6 +541,7 @@ static void cpu_destroy(struct backend *b)
     threadpool_destroy(b->pool);
     free(b->partial);
     free(b->att);
+    free(b->slots);
     free(b);
 }
 
@@ -406,10 +557,16 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
      * FLASHBED_MIN_PARALLEL_WORK=0 forces the threaded paths (tests). */
     const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
     b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
+    const char *pf = getenv("FB_PF");
+    if (pf && *pf)
+        prefetch_ahead = atoi(pf);
+    if (getenv("FB_GROUPS")) FFN_GROUPS = atoi(getenv("FB_GROUPS"));
+    if (getenv("FB_PAIR")) use_pair = atoi(getenv("FB_PAIR"));
     b->pool = threadpool_create(b->threads);
-    b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
+    b->partial = malloc(FFN_GROUPS_MAX * b->max_dim * sizeof *b->partial);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
-    if (!b->pool || !b->partial || !b->att) {
+    b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
+    if (!b->pool || !b->partial || !b->att || !b->slots) {
         fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
         cpu_destroy(b);
         return NULL;

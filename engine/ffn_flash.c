@@ -226,19 +226,22 @@ static int flash_create(struct ffn *f)
         break;
     }
     default: {
-        uint32_t cap = cfg->cache_rows && cfg->cache_rows < s->d_ff ? cfg->cache_rows : s->d_ff;
         ff->caches = calloc(s->n_layers, sizeof *ff->caches);
         if (!ff->caches)
             goto nomem;
         char err[512];
-        for (uint32_t l = 0; l < s->n_layers; l++)
+        for (uint32_t l = 0; l < s->n_layers; l++) {
+            uint32_t cap = cfg->layer_rows ? cfg->layer_rows[l] : cfg->cache_rows;
+            if (cap == 0 || cap > s->d_ff)
+                cap = s->d_ff;
             if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, stride, m->layers[l].ffn_up_bias, err,
                                   sizeof err) != 0) {
                 fb_error("neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap,
                          (unsigned long long)stride, err);
                 return -1;
             }
-        ff->cache_bytes = (uint64_t)s->n_layers * cap * stride;
+            ff->cache_bytes += (uint64_t)cap * stride;
+        }
         break;
     }
     }

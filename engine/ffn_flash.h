@@ -45,6 +45,7 @@ struct ffn_flash_config {
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
     float threshold;             /* non-ReLU activations: |h| above this is active */
     uint32_t cache_rows;         /* neuron-cache rows per layer (0: d_ff) */
+    const uint32_t *layer_rows;  /* [n_layers] rows per layer instead, or NULL */
     uint32_t hybrid_resident;    /* hybrid: neurons kept resident per layer */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;

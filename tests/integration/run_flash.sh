@@ -46,7 +46,7 @@ check "reads per token equal the replay's" test "$(json_get "$WORK/traced/run.js
 check "rows inserted equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['rows_inserted']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['rows_inserted'][:$n_tok]]")"
 
 # Budgets: a cache that cannot hold the window shrinks it; too little is refused.
-check "small budget shrinks the window" "$FLASHBED" run --model "$M" --mode all --active "trace:$T" --dram-budget 1200k --prompt "$P" -n 8 --ignore-eos --threads 1 --out "$WORK/small"
+check "small budget shrinks the window" "$FLASHBED" run --model "$M" --mode all --active "trace:$T" --dram-budget 800k --prompt "$P" -n 8 --ignore-eos --threads 1 --out "$WORK/small"
 check "the window shrank" test "$(json_get "$WORK/small/run.json" "sum(t['window_shrinks'] for t in d['tokens']) > 0")" = True
 check "peak RSS recorded" test "$(json_get "$WORK/small/run.json" "d['summary']['peak_rss_bytes'] > 0")" = True
 
@@ -75,6 +75,7 @@ expect_error "no model" "needs --model" run --prompt x --out "$WORK/bad1"
 expect_error "unknown mode" "unknown 'turbo'" run --model "$M" --mode turbo --prompt x --out "$WORK/bad2"
 expect_error "trace of another shape" "recorded for" run --model "$WORK/s260" --mode all --active "trace:$T" --prompt x --out "$WORK/bad3"
 expect_error "bad --active" "oracle or trace:FILE" run --model "$M" --active magic --prompt x --out "$WORK/bad4"
+expect_error "budget below one token's neurons" "one token's neurons alone" run --model "$M" --mode all --active "trace:$T" --dram-budget 650k --prompt x --out "$WORK/bad12"
 expect_error "budget below the resident weights" "already take" run --model "$M" --mode all --dram-budget 10k --prompt x --out "$WORK/bad5"
 expect_error "dense over budget" "the model needs" run --model "$M" --mode dense --dram-budget 50% --prompt x --out "$WORK/bad6"
 expect_error "record in dense mode" "dense mode does not look" run --model "$M" --mode dense --record "$WORK/bad.trace" --prompt x --out "$WORK/bad7"
@@ -84,7 +85,7 @@ expect_error "unknown io engine" "io-engine" run --model "$M" --io-engine mmap -
 cp -r "$M" "$WORK/cut"
 truncate -s 4096 "$WORK/cut/ffn.bin"
 expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" run --model "$WORK/cut" --prompt x --out "$WORK/bad11"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11; do
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
 check "no trace for a refused run" test ! -e "$WORK/bad.trace"

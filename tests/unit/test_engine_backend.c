@@ -1,0 +1,178 @@
+/* The CPU backend's matvec and FFN against double-precision sums, over
+ * shapes that reach every path of the kernels (paired rows and an odd last
+ * row, the 32-wide steps, the 8-wide and scalar tails, biases, short row
+ * chunks taken by other threads), in f32, f16 and bf16; and the same bits
+ * whatever the number of threads. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "engine/backend.h"
+#include "engine/dtype.h"
+
+static uint32_t rng = 2463534242u;
+
+static float uniform(void) /* in [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 17;
+    rng ^= rng << 5;
+    return (float)(rng >> 8) / 8388608.0f - 1.0f;
+}
+
+/* n weights of type t, and their values as f32 */
+static void *weights(enum fb_dtype t, size_t n, float *val)
+{
+    void *w = malloc(n * dtype_size(t));
+    for (size_t i = 0; i < n; i++) {
+        float v = uniform();
+        if (t == DTYPE_F32) {
+            ((float *)w)[i] = v;
+        } else {
+            uint16_t h = t == DTYPE_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            ((uint16_t *)w)[i] = h;
+            v = t == DTYPE_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+        }
+        val[i] = v;
+    }
+    return w;
+}
+
+static double silu(double v)
+{
+    return v / (1.0 + exp(-v));
+}
+
+static const int max_threads = 3;
+
+static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
+{
+    float *val = malloc((size_t)rows * cols * sizeof *val), *x = malloc((size_t)cols * sizeof *x);
+    float *b = malloc((size_t)rows * sizeof *b);
+    void *w = weights(t, (size_t)rows * cols, val);
+    for (int i = 0; i < cols; i++)
+        x[i] = uniform();
+    for (int r = 0; r < rows; r++)
+        b[r] = uniform();
+    float *out[4];
+    for (int th = 1; th <= max_threads; th++) {
+        struct backend *be = backend_cpu.create(th, (size_t)cols, 1, 1);
+        CHECK(be != NULL);
+        out[th] = malloc((size_t)rows * sizeof *out[th]);
+        backend_cpu.matvec(be, out[th], w, t, x, bias ? b : NULL, rows, cols);
+        backend_cpu.destroy(be);
+    }
+    int bad = 0, differ = 0;
+    for (int r = 0; r < rows; r++) {
+        double want = bias ? b[r] : 0.0, mag = 1.0;
+        for (int i = 0; i < cols; i++) {
+            want += (double)val[(size_t)r * cols + i] * x[i];
+            mag += fabs((double)val[(size_t)r * cols + i] * x[i]);
+        }
+        if (!(fabs(out[1][r] - want) <= 1e-6 * mag))
+            bad++;
+        for (int th = 2; th <= max_threads; th++)
+            if (memcmp(&out[1][r], &out[th][r], sizeof(float)))
+                differ++;
+    }
+    if (bad || differ)
+        fprintf(stderr, "matvec %s %dx%d%s: %d rows off, %d differ between thread counts\n", dtype_name(t),
+                rows, cols, bias ? " + bias" : "", bad, differ);
+    CHECK(bad == 0);
+    CHECK(differ == 0);
+    for (int th = 1; th <= max_threads; th++)
+        free(out[th]);
+    free(w);
+    free(val);
+    free(x);
+    free(b);
+}
+
+/* Bundles of up | gate | down (gate only when glu), stride padded. */
+static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bool up_bias)
+{
+    int parts = glu ? 3 : 2;
+    size_t es = dtype_size(t), stride = ((size_t)parts * d * es + 63) / 64 * 64;
+    char *rows = calloc((size_t)n_rows, stride);
+    float *val = malloc((size_t)n_rows * parts * d * sizeof *val), *x = malloc((size_t)d * sizeof *x);
+    float *ub = malloc((size_t)n_rows * sizeof *ub);
+    for (int r = 0; r < n_rows; r++) {
+        void *w = weights(t, (size_t)parts * d, val + (size_t)r * parts * d);
+        memcpy(rows + (size_t)r * stride, w, (size_t)parts * d * es);
+        free(w);
+        ub[r] = 0.2f * uniform();
+    }
+    for (int i = 0; i < d; i++)
+        x[i] = uniform();
+    enum activation act = relu ? ACT_RELU : ACT_SILU;
+    float *out[4];
+    for (int th = 1; th <= max_threads; th++) {
+        struct backend *be = backend_cpu.create(th, (size_t)d, 1, 1);
+        CHECK(be != NULL);
+        out[th] = malloc((size_t)d * sizeof *out[th]);
+        backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, act, glu);
+        backend_cpu.destroy(be);
+    }
+    double *want = calloc((size_t)d, sizeof *want), *mag = calloc((size_t)d, sizeof *mag);
+    for (int r = 0; r < n_rows; r++) {
+        const float *v = val + (size_t)r * parts * d;
+        double z = up_bias ? ub[r] : 0.0, g = 0.0;
+        for (int i = 0; i < d; i++) {
+            z += (double)v[i] * x[i];
+            if (glu)
+                g += (double)v[d + i] * x[i];
+        }
+        double h = glu ? (relu ? (g > 0 ? g : 0) : silu(g)) * z : (relu ? (z > 0 ? z : 0) : silu(z));
+        const float *down = v + (size_t)(parts - 1) * d;
+        for (int i = 0; i < d; i++) {
+            want[i] += h * down[i];
+            mag[i] += fabs(h * down[i]);
+        }
+    }
+    int bad = 0, differ = 0;
+    for (int i = 0; i < d; i++) {
+        /* h carries the rounding of two d-long sums */
+        if (!(fabs(out[1][i] - want[i]) <= 1e-5 * (mag[i] + 1.0) * sqrt((double)d)))
+            bad++;
+        for (int th = 2; th <= max_threads; th++)
+            if (memcmp(&out[1][i], &out[th][i], sizeof(float)))
+                differ++;
+    }
+    if (bad || differ)
+        fprintf(stderr, "ffn %s %d x %d%s%s%s: %d outputs off, %d differ between thread counts\n",
+                dtype_name(t), n_rows, d, glu ? " glu" : "", relu ? " relu" : " silu", up_bias ? " bias" : "", bad,
+                differ);
+    CHECK(bad == 0);
+    CHECK(differ == 0);
+    for (int th = 1; th <= max_threads; th++)
+        free(out[th]);
+    free(want);
+    free(mag);
+    free(rows);
+    free(val);
+    free(x);
+    free(ub);
+}
+
+int main(void)
+{
+    /* every call on the thread team, however small */
+    setenv("FLASHBED_MIN_PARALLEL_WORK", "0", 1);
+    const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+    const int row_counts[] = {1, 2, 3, 17, 33, 100, 257};
+    const int col_counts[] = {1, 7, 8, 9, 31, 32, 33, 40, 72, 100, 2053};
+    for (int ti = 0; ti < 3; ti++)
+        for (size_t ri = 0; ri < sizeof row_counts / sizeof *row_counts; ri++)
+            for (size_t ci = 0; ci < sizeof col_counts / sizeof *col_counts; ci++)
+                test_matvec(types[ti], row_counts[ri], col_counts[ci], (ri + ci) % 2 == 0);
+    const int ffn_rows[] = {1, 5, 16, 17, 100, 300};
+    const int ffn_d[] = {8, 33, 64, 100, 520};
+    for (int ti = 0; ti < 3; ti++)
+        for (size_t ri = 0; ri < sizeof ffn_rows / sizeof *ffn_rows; ri++)
+            for (size_t di = 0; di < sizeof ffn_d / sizeof *ffn_d; di++)
+                for (int variant = 0; variant < 3; variant++)
+                    test_ffn(types[ti], ffn_rows[ri], ffn_d[di], variant != 1, variant == 1, variant == 2);
+    return check_report("test_engine_backend");
+}
