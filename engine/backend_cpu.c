@@ -14,13 +14,12 @@
 #include "common/log.h"
 #include "engine/threadpool.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
 
-#define FFN_GROUPS_MAX 64
-static int FFN_GROUPS = 16, use_pair = 1;
+#define FFN_GROUPS 16 /* see the FFN below */
 
 struct backend {
     struct threadpool *pool;
@@ -62,35 +61,57 @@ static inline __attribute__((always_inline)) float elem(const void *w, enum fb_d
     return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
 }
 
-/* Software prefetch: the loads below ask for the weight bytes this far
- * ahead of the ones they use. The hardware prefetchers follow a stream but
- * restart at every page and every jump (a new row chunk, a new matrix); a
- * prefetch a little ahead keeps the misses in flight across those. */
-static int prefetch_ahead = 1024;
+/* How the weights stream (measured on the development VM, a 2-vCPU Zen 3,
+ * against the read loop of membw.c): f32 rows go two at a time, sharing
+ * each load of x, with no software prefetch, since the hardware prefetchers
+ * keep up and extra prefetches only take miss slots (they made f32
+ * slower). A 16-bit row costs about twice the instructions per byte (the
+ * conversion), so the out-of-order window reaches half as far ahead, and
+ * without help it streamed at ~75% of that bandwidth: those rows go one at
+ * a time, as one sequential stream, and each step prefetches the bytes
+ * PREFETCH_AHEAD_16 further on (non-temporal: they are read once), which
+ * keeps misses in flight across the 4 KiB boundaries where the hardware
+ * prefetchers restart (~85-90%). Two 16-bit rows at a time (two streams,
+ * each a single 4 KiB page at d_model 2048) ran slower, with or without
+ * prefetch; so did other distances (512-8192) and hints. */
+#define PREFETCH_AHEAD_16 1024
+
+static inline int prefetch_ahead(enum fb_dtype t)
+{
+    return t == DTYPE_F32 ? -1 : PREFETCH_AHEAD_16;
+}
+
+static inline bool pair_rows(enum fb_dtype t)
+{
+    return t == DTYPE_F32;
+}
 
 #ifdef HAVE_AVX2
-/* the cache lines of one 32-element step, prefetch_ahead bytes on */
-static inline __attribute__((always_inline)) void prefetch32(const void *w, enum fb_dtype t, int i)
+/* `lines` cache lines from p on */
+static inline __attribute__((always_inline)) void prefetch_lines(const char *p, int lines)
 {
-    const char *p = (const char *)w + (size_t)i * dtype_size(t) + prefetch_ahead;
-    _mm_prefetch(p, _MM_HINT_T0);
-    if (t == DTYPE_F32)
-        _mm_prefetch(p + 64, _MM_HINT_T0);
+    for (int k = 0; k < lines; k++)
+        _mm_prefetch(p + 64 * k, _MM_HINT_NTA);
 }
 #endif
+
+/* dot_as and axpy_as take a prefetch pointer pf (NULL: none): each step
+ * prefetches, from pf on, as many bytes as it reads from w. */
 
 /* A row's dot product: four accumulators of 8 lanes over i stepping by 32,
  * then 8 at a time into the first, then one at a time. dot2_as gives each
  * of its two rows exactly this order, so pairing rows (to share the loads
  * of x) changes no result. */
-static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n)
+static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n,
+                                                          const char *pf)
 {
     int i = 0;
     float sum = 0.0f;
 #ifdef HAVE_AVX2
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (; i + 32 <= n; i += 32) {
-        prefetch32(w, t, i);
+        if (pf)
+            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
         a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(load8(w, t, i + 8), _mm256_loadu_ps(x + i + 8), a1);
         a2 = _mm256_fmadd_ps(load8(w, t, i + 16), _mm256_loadu_ps(x + i + 16), a2);
@@ -100,6 +121,7 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
         a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
     sum = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 #else
+    (void)pf;
     if (t == DTYPE_F32) {
         const float *wf = w;
         float acc[16] = {0};
@@ -115,7 +137,8 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
     return sum;
 }
 
-/* Two rows against x in one pass, each summed as dot_as sums it. */
+/* Two rows against x in one pass, each summed as dot_as sums it (no
+ * prefetch: only f32 rows go in pairs). */
 static inline __attribute__((always_inline)) void dot2_as(const void *w0, const void *w1, enum fb_dtype t,
                                                           const float *x, int n, float *out0, float *out1)
 {
@@ -124,8 +147,6 @@ static inline __attribute__((always_inline)) void dot2_as(const void *w0, const 
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (; i + 32 <= n; i += 32) {
-        prefetch32(w0, t, i);
-        prefetch32(w1, t, i);
         __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
         a0 = _mm256_fmadd_ps(load8(w0, t, i), x0, a0);
         b0 = _mm256_fmadd_ps(load8(w1, t, i), x0, b0);
@@ -151,25 +172,28 @@ static inline __attribute__((always_inline)) void dot2_as(const void *w0, const 
     *out0 = s0;
     *out1 = s1;
 #else
-    *out0 = dot_as(w0, t, x, n);
-    *out1 = dot_as(w1, t, x, n);
+    *out0 = dot_as(w0, t, x, n, NULL);
+    *out1 = dot_as(w1, t, x, n, NULL);
 #endif
 }
 
 /* y[n] += a * w[n] */
-static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n)
+static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n,
+                                                          const char *pf)
 {
     int i = 0;
 #ifdef HAVE_AVX2
     __m256 av = _mm256_set1_ps(a);
     for (; i + 32 <= n; i += 32) {
-        prefetch32(w, t, i);
+        if (pf)
+            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
         for (int k = i; k < i + 32; k += 8)
             _mm256_storeu_ps(y + k, _mm256_fmadd_ps(av, load8(w, t, k), _mm256_loadu_ps(y + k)));
     }
     for (; i + 8 <= n; i += 8)
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(w, t, i), _mm256_loadu_ps(y + i)));
 #else
+    (void)pf;
     if (t == DTYPE_F32) {
         const float *wf = w;
         for (; i < n; i++)
@@ -186,11 +210,11 @@ static float dot(const void *w, enum fb_dtype t, const float *x, int n)
 {
     switch (t) {
     case DTYPE_F16:
-        return dot_as(w, DTYPE_F16, x, n);
+        return dot_as(w, DTYPE_F16, x, n, NULL);
     case DTYPE_BF16:
-        return dot_as(w, DTYPE_BF16, x, n);
+        return dot_as(w, DTYPE_BF16, x, n, NULL);
     default:
-        return dot_as(w, DTYPE_F32, x, n);
+        return dot_as(w, DTYPE_F32, x, n, NULL);
     }
 }
 
@@ -198,13 +222,13 @@ static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     switch (t) {
     case DTYPE_F16:
-        axpy_as(y, a, w, DTYPE_F16, n);
+        axpy_as(y, a, w, DTYPE_F16, n, NULL);
         break;
     case DTYPE_BF16:
-        axpy_as(y, a, w, DTYPE_BF16, n);
+        axpy_as(y, a, w, DTYPE_BF16, n, NULL);
         break;
     default:
-        axpy_as(y, a, w, DTYPE_F32, n);
+        axpy_as(y, a, w, DTYPE_F32, n, NULL);
     }
 }
 
@@ -286,12 +310,13 @@ static inline __attribute__((always_inline)) void matvec_rows_as(const struct ma
 {
     size_t row_bytes = (size_t)j->cols * dtype_size(t);
     const char *w = (const char *)j->w + (size_t)lo * row_bytes;
+    int ahead = prefetch_ahead(t);
     int r = lo;
-    if (!use_pair) { for (; r < hi; r++, w += row_bytes) j->out[r] = dot_as(w, t, j->x, j->cols); }
-    for (; r + 2 <= hi; r += 2, w += 2 * row_bytes)
-        dot2_as(w, w + row_bytes, t, j->x, j->cols, &j->out[r], &j->out[r + 1]);
-    if (r < hi)
-        j->out[r] = dot_as(w, t, j->x, j->cols);
+    if (pair_rows(t))
+        for (; r + 2 <= hi; r += 2, w += 2 * row_bytes)
+            dot2_as(w, w + row_bytes, t, j->x, j->cols, &j->out[r], &j->out[r + 1]);
+    for (; r < hi; r++, w += row_bytes)
+        j->out[r] = dot_as(w, t, j->x, j->cols, ahead >= 0 ? w + ahead : NULL);
     if (j->bias)
         for (r = lo; r < hi; r++)
             j->out[r] += j->bias[r];
@@ -358,28 +383,22 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
     size_t row_bytes = (size_t)j->d * dtype_size(t);
     size_t down_off = row_bytes * (j->glu ? 2 : 1);
     int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
+    int ahead = prefetch_ahead(t);
     for (int r = lo; r < hi; r++) {
-        const char *bundle = j->rows + (size_t)r * j->stride;
-        float z, h;
-        if (j->glu && !use_pair) {
-            z = dot_as(bundle, t, j->x, j->d);
-            if (j->up_bias)
-                z += j->up_bias[r];
-            h = activate(dot_as(bundle + row_bytes, t, j->x, j->d), j->act) * z;
-        } else if (j->glu) {
-            float gate;
-            dot2_as(bundle, bundle + row_bytes, t, j->x, j->d, &z, &gate);
-            if (j->up_bias)
-                z += j->up_bias[r];
-            h = activate(gate, j->act) * z;
+        const char *bundle = j->rows + (size_t)r * j->stride, *gate_row = bundle + row_bytes;
+        float z, gate = 0.0f;
+        if (j->glu && pair_rows(t)) {
+            dot2_as(bundle, gate_row, t, j->x, j->d, &z, &gate);
         } else {
-            z = dot_as(bundle, t, j->x, j->d);
-            if (j->up_bias)
-                z += j->up_bias[r];
-            h = activate(z, j->act);
+            z = dot_as(bundle, t, j->x, j->d, ahead >= 0 ? bundle + ahead : NULL);
+            if (j->glu)
+                gate = dot_as(gate_row, t, j->x, j->d, ahead >= 0 ? gate_row + ahead : NULL);
         }
+        if (j->up_bias)
+            z += j->up_bias[r];
+        float h = j->glu ? activate(gate, j->act) * z : activate(z, j->act);
         if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
-            axpy_as(acc, h, bundle + down_off, t, j->d);
+            axpy_as(acc, h, bundle + down_off, t, j->d, ahead >= 0 ? bundle + down_off + ahead : NULL);
     }
 }
 
@@ -557,13 +576,8 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
      * FLASHBED_MIN_PARALLEL_WORK=0 forces the threaded paths (tests). */
     const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
     b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
-    const char *pf = getenv("FB_PF");
-    if (pf && *pf)
-        prefetch_ahead = atoi(pf);
-    if (getenv("FB_GROUPS")) FFN_GROUPS = atoi(getenv("FB_GROUPS"));
-    if (getenv("FB_PAIR")) use_pair = atoi(getenv("FB_PAIR"));
     b->pool = threadpool_create(b->threads);
-    b->partial = malloc(FFN_GROUPS_MAX * b->max_dim * sizeof *b->partial);
+    b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
     b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
     if (!b->pool || !b->partial || !b->att || !b->slots) {
