@@ -1,8 +1,8 @@
 /* flashbed calibrate: measures this machine for the cost model and writes a
  * hardware profile (sim/hw_profile.h). Flash through the sweep code; DRAM
  * row copies the way the neuron cache moves rows (Fig. 6: a deleted row is
- * overwritten by the last one); compute by timing a plain multi-threaded
- * matrix-vector product, until the engine's own kernels can be timed. */
+ * overwritten by the last one); compute by timing the engine's own
+ * matrix-vector kernel (engine/backend_cpu.c). */
 #ifndef FLASHBED_HARNESS_CALIBRATE_H
 #define FLASHBED_HARNESS_CALIBRATE_H
 
@@ -13,7 +13,8 @@
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x for a rows x cols
- * matrix of f32 (half = 0) or f16 (half = 1) weights, on `threads` threads. */
+ * matrix of f32 (half = 0) or f16 (half = 1) weights, with the CPU backend's
+ * matvec on `threads` threads. 0 when it cannot allocate. */
 double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
                       double *flops);
 
