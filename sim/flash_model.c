@@ -44,6 +44,12 @@ static double objective(const struct fit_problem *fpb, const double *x)
      * rather than wander to infinity. */
     if (fp.p < 0.5 || fp.p > 40 || fp.b1 > 1e13)
         return 1e30;
+    /* nor to zero: every parameter stays a finite positive number (a
+     * harness-only sweep, as with the null engine, has no latency to fit) */
+    const double vals[] = {fp.L0_s, fp.b1, fp.B_max, fp.IOPS_max};
+    for (int i = 0; i < 4; i++)
+        if (!(vals[i] > 1e-12 && vals[i] < 1e16))
+            return 1e30;
     double sse = 0;
     for (size_t i = 0; i < fpb->n; i++) {
         double m = flash_closed_form(&fp, fpb->pts[i].chunk, fpb->pts[i].threads);
@@ -180,6 +186,7 @@ double flash_fit(const struct flash_point *pts, size_t n, unsigned free_mask,
             x[k++] = log(v[i]);
     /* Restarts shake Nelder-Mead out of the flat valleys the p-norm makes. */
     double best = DBL_MAX, bx[NPAR];
+    memcpy(bx, x, sizeof x);
     for (int r = 0; r < 12; r++) {
         double f = nelder_mead(&fpb, x, dim, 4000);
         if (f < best - 1e-18) {
