@@ -47,3 +47,21 @@ char *strbuf_take(struct strbuf *b)
     memset(b, 0, sizeof *b);
     return s;
 }
+
+int memtext_open(struct memtext *t)
+{
+    t->s = NULL;
+    t->len = 0;
+    t->f = open_memstream(&t->s, &t->len);
+    return t->f ? 0 : -1;
+}
+
+char *memtext_take(struct memtext *t)
+{
+    int failed = ferror(t->f) != 0;
+    if (fclose(t->f) != 0 || failed) {
+        free(t->s);
+        return NULL;
+    }
+    return t->s;
+}

@@ -81,11 +81,10 @@ cJSON *sweep_to_json(const struct sweep *s)
 
 char *sweep_to_csv(const struct sweep *s)
 {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&text, &len);
-    if (!out)
+    struct memtext t;
+    if (memtext_open(&t) != 0)
         return NULL;
+    FILE *out = t.f;
     struct field f[FIELDS_MAX];
     /* The header comes from a point with fio keys when any was compared, so
      * every row has the same columns (empty where fio did not run). */
@@ -97,12 +96,7 @@ char *sweep_to_csv(const struct sweep *s)
     fields_csv_header(out, f, ncols);
     for (size_t i = 0; i < s->n_points; i++)
         fields_csv_row(out, f, point_fields(&s->points[i], f), ncols);
-    bool failed = ferror(out) != 0;
-    if (fclose(out) != 0 || failed) {
-        free(text);
-        return NULL;
-    }
-    return text;
+    return memtext_take(&t);
 }
 
 static const char *prov_str(const cJSON *o, const char *key)

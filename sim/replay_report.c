@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/result_fields.h"
+#include "common/strbuf.h"
 
 static int result_fields(const struct replay_result *r, struct field *f)
 {
@@ -95,35 +96,10 @@ cJSON *replay_report_json(const struct replay_result *r, size_t n, cJSON *prov, 
     return root;
 }
 
-/* Text formats go through a memory stream: one growable buffer, stdio formatting. */
-struct text {
-    FILE *f;
-    char *s;
-    size_t len;
-};
-
-static int text_open(struct text *t)
-{
-    t->s = NULL;
-    t->len = 0;
-    t->f = open_memstream(&t->s, &t->len);
-    return t->f ? 0 : -1;
-}
-
-static char *text_take(struct text *t)
-{
-    bool failed = ferror(t->f) != 0;
-    if (fclose(t->f) != 0 || failed) {
-        free(t->s);
-        return NULL;
-    }
-    return t->s;
-}
-
 char *replay_report_csv(const struct replay_result *r, size_t n)
 {
-    struct text t;
-    if (text_open(&t) != 0)
+    struct memtext t;
+    if (memtext_open(&t) != 0)
         return NULL;
     struct field f[FIELDS_MAX];
     struct replay_result empty;
@@ -134,13 +110,13 @@ char *replay_report_csv(const struct replay_result *r, size_t n)
             int nf = result_fields(&r[i], f);
             fields_csv_row(t.f, f, nf, nf);
         }
-    return text_take(&t);
+    return memtext_take(&t);
 }
 
 char *replay_report_markdown(const struct replay_result *r, size_t n, const char *trace_path)
 {
-    struct text t;
-    if (text_open(&t) != 0)
+    struct memtext t;
+    if (memtext_open(&t) != 0)
         return NULL;
     fprintf(t.f, "# Replay of %s\n\n", trace_path);
     if (n)
@@ -158,13 +134,13 @@ char *replay_report_markdown(const struct replay_result *r, size_t n, const char
                  x->reads_per_token, x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0,
                  x->hit_ratio, x->rows_inserted_per_token, x->rows_deleted_per_token);
     }
-    return text_take(&t);
+    return memtext_take(&t);
 }
 
 char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts)
 {
-    struct text t;
-    if (text_open(&t) != 0)
+    struct memtext t;
+    if (memtext_open(&t) != 0)
         return NULL;
     fprintf(t.f, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes\n");
     for (size_t li = 0; li < n_layouts; li++)
@@ -173,5 +149,5 @@ char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t 
             fprintf(t.f, "%zu,%zu,%s,%.10g,%.10g,%.10g\n", k, k + 1, x->layout, x->bytes_per_token,
                      x->reads_per_token, x->dram_mean_bytes);
         }
-    return text_take(&t);
+    return memtext_take(&t);
 }
