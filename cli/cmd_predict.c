@@ -254,15 +254,6 @@ static int volumes_from_trace(const struct predict_opts *o, const struct model_s
                               const struct param_counts *pc, struct cost_config *c)
 {
     char err[1024];
-    int use;
-    if (strcmp(o->use, "auto") == 0)
-        use = -1;
-    else if (strcmp(o->use, "predicted") == 0 || strcmp(o->use, "actual") == 0)
-        use = o->use[0] == 'p';
-    else {
-        fb_error("predict --use: '%s' is not predicted, actual or auto", o->use);
-        return -1;
-    }
     if (replay_check_policy(o->policy, err, sizeof err) != 0 || replay_check_layout(o->layout, err, sizeof err) != 0) {
         fb_error("predict: %s", err);
         return -1;
@@ -282,7 +273,12 @@ static int volumes_from_trace(const struct predict_opts *o, const struct model_s
         return -1;
     }
     struct trace_volume_spec spec = {
-        .policy = o->policy, .layout = o->layout, .use_predicted = use, .ffn_budget_bytes = ffn_budget, .dtype_bytes = b};
+        .policy = o->policy, .layout = o->layout, .ffn_budget_bytes = ffn_budget, .dtype_bytes = b};
+    if (trace_choose_sets(o->use, &tr.meta, o->trace, &spec.use_predicted, err, sizeof err) != 0) {
+        fb_error("predict --use: %s", err);
+        trace_free(&tr);
+        return -1;
+    }
     int rc = trace_matches_shape(&tr, o->trace, shape, err, sizeof err);
     if (rc == 0)
         rc = trace_volumes(&tr, o->trace, &spec, &c->vol, &c->policy, &c->layout, err, sizeof err);

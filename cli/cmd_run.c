@@ -27,6 +27,7 @@
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
 #include "engine/sampler.h"
+#include "sim/trace_volumes.h"
 #include "traces/trace.h"
 
 struct run_opts {
@@ -228,22 +229,12 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
             return -1;
         }
         p->have_trace = true;
-        const struct trace_meta *tm = &p->trace.meta;
-        if (tm->n_layers != s->n_layers || tm->d_model != s->d_model || tm->d_ff != s->d_ff) {
-            fb_error("run --active %s: recorded for %u layers, d_model %u, d_ff %u; the model %s has %u, %u, %u",
-                     o->active, tm->n_layers, tm->d_model, tm->d_ff, m->dir, s->n_layers, s->d_model, s->d_ff);
+        if (trace_matches_shape(&p->trace, o->active + 6, s, err, sizeof err) != 0) {
+            fb_error("run --active: %s", err);
             return -1;
         }
-        if (!strcmp(o->use, "auto"))
-            p->cfg.use_predicted = tm->has_predicted;
-        else if (!strcmp(o->use, "predicted") || !strcmp(o->use, "actual"))
-            p->cfg.use_predicted = o->use[0] == 'p';
-        else {
-            fb_error("run --use: '%s' is not predicted, actual or auto", o->use);
-            return -1;
-        }
-        if (p->cfg.use_predicted && !tm->has_predicted) {
-            fb_error("run --use predicted: %s has no predicted sets", o->active + 6);
+        if (trace_choose_sets(o->use, &p->trace.meta, o->active + 6, &p->cfg.use_predicted, err, sizeof err) != 0) {
+            fb_error("run --use: %s", err);
             return -1;
         }
         p->cfg.active = ACTIVE_TRACE;

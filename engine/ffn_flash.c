@@ -19,6 +19,7 @@
 #include "engine/model_format.h"
 #include "engine/neuron_cache.h"
 #include "harness/io_buffer.h"
+#include "sim/trace_volumes.h"
 
 enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
 
@@ -173,13 +174,12 @@ static int flash_create(struct ffn *f)
     ff->cfg = *cfg;
     ff->token = -1;
     if (cfg->active == ACTIVE_TRACE) {
-        const struct trace_meta *tm = &cfg->trace->meta;
-        if (tm->n_layers != s->n_layers || tm->d_ff != s->d_ff || tm->d_model != s->d_model) {
-            fb_error("the trace has %u layers, d_model %u, d_ff %u; the model %u, %u, %u", tm->n_layers,
-                     tm->d_model, tm->d_ff, s->n_layers, s->d_model, s->d_ff);
+        char err[512];
+        if (trace_matches_shape(cfg->trace, "the trace", s, err, sizeof err) != 0) {
+            fb_error("%s", err);
             return -1;
         }
-        if (cfg->use_predicted && !tm->has_predicted) {
+        if (cfg->use_predicted && !cfg->trace->meta.has_predicted) {
             fb_error("the trace has no predicted sets");
             return -1;
         }

@@ -34,7 +34,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
         snprintf(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
     }
-    if (spec->use_predicted == 1 && !tr->meta.has_predicted) {
+    if (spec->use_predicted && !tr->meta.has_predicted) {
         snprintf(err, errlen, "%s has no predicted sets (replay its active sets instead)", trace_path);
         return -1;
     }
@@ -43,7 +43,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
         .policy = spec->policy,
         .layout = spec->layout,
         .dram_budget = spec->ffn_budget_bytes > 0 ? (uint64_t)(spec->ffn_budget_bytes / scale) : 0,
-        .use_predicted = spec->use_predicted < 0 ? tr->meta.has_predicted : spec->use_predicted == 1,
+        .use_predicted = spec->use_predicted,
     };
     struct replay_result r;
     char why[512];

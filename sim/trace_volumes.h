@@ -21,7 +21,7 @@
 struct trace_volume_spec {
     const char *policy;       /* any replay policy: predictor, window:K, lru, lfu, hot, belady */
     const char *layout;       /* any replay layout: split, bundled, friends, coalesce:G */
-    int use_predicted;        /* 1 predicted sets, 0 active, -1 predicted when the trace has them */
+    bool use_predicted;       /* replay the predicted sets, else the active ones */
     double ffn_budget_bytes;  /* FFN cache at the cost model's dtype (capacity policies) */
     int dtype_bytes;          /* the cost model's bytes per weight */
 };

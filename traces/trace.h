@@ -110,6 +110,12 @@ struct trace {
 int trace_load(const char *path, struct trace *tr, char *err, size_t errlen);
 void trace_free(struct trace *tr);
 
+/* Which sets a replay of the trace at path uses: "predicted", "actual", or
+ * "auto" (predicted when the trace has them). 0, or -1 with err (an unknown
+ * word, or predicted sets the trace lacks). */
+int trace_choose_sets(const char *use, const struct trace_meta *m, const char *path, bool *predicted,
+                      char *err, size_t errlen);
+
 /* The set of (token t, layer l): kind 0 active, 1 predicted. */
 static inline const uint32_t *trace_set(const struct trace *tr, int predicted, uint64_t t,
                                         uint32_t l, uint32_t *n)

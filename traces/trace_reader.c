@@ -271,3 +271,21 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
     }
     return 0;
 }
+
+int trace_choose_sets(const char *use, const struct trace_meta *m, const char *path, bool *predicted,
+                      char *err, size_t errlen)
+{
+    if (!strcmp(use, "auto"))
+        *predicted = m->has_predicted;
+    else if (!strcmp(use, "predicted") || !strcmp(use, "actual"))
+        *predicted = use[0] == 'p';
+    else {
+        snprintf(err, errlen, "'%s' is not predicted, actual or auto", use);
+        return -1;
+    }
+    if (*predicted && !m->has_predicted) {
+        snprintf(err, errlen, "%s has no predicted sets (use its active sets: actual)", path);
+        return -1;
+    }
+    return 0;
+}
