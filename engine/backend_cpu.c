@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "engine/activation.h"
 #include "engine/threadpool.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -232,19 +233,6 @@ static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
     }
 }
 
-static inline float activate(float v, enum activation act)
-{
-    switch (act) {
-    case ACT_RELU:
-        return v > 0.0f ? v : 0.0f;
-    case ACT_SILU:
-        return v / (1.0f + expf(-v));
-    case ACT_GELU: /* the tanh approximation */
-        return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
-    }
-    return v;
-}
-
 /* ---- sharing out the work ----
  * Each worker owns a contiguous share of the rows (or FFN groups) and
  * takes it a chunk at a time from its own counter, so its weights stream
@@ -396,7 +384,7 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
         }
         if (j->up_bias)
             z += j->up_bias[r];
-        float h = j->glu ? activate(gate, j->act) * z : activate(z, j->act);
+        float h = j->glu ? activation_apply(gate, j->act) * z : activation_apply(z, j->act);
         if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
             axpy_as(acc, h, bundle + down_off, t, j->d, ahead >= 0 ? bundle + down_off + ahead : NULL);
     }

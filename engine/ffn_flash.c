@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "engine/activation.h"
 #include "engine/flash_reader.h"
 #include "engine/model_format.h"
 #include "engine/neuron_cache.h"
@@ -259,15 +260,6 @@ nomem:
     return -1;
 }
 
-static float act_value(float v, enum activation a)
-{
-    switch (a) {
-    case ACT_RELU: return v > 0 ? v : 0;
-    case ACT_SILU: return v / (1.0f + expf(-v));
-    default: return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
-    }
-}
-
 /* The neurons whose activation is not zero (ReLU) or above the threshold,
  * from the full up (and gate) projection: what the oracle knows. */
 static uint32_t oracle_needed(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, uint32_t *out)
@@ -282,7 +274,7 @@ static uint32_t oracle_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
                           (int)s->d_model);
     uint32_t n = 0;
     for (uint32_t i = 0; i < s->d_ff; i++) {
-        float h = m->arch.glu ? act_value(ff->g[i], m->arch.act) * ff->z[i] : act_value(ff->z[i], m->arch.act);
+        float h = m->arch.glu ? activation_apply(ff->g[i], m->arch.act) * ff->z[i] : activation_apply(ff->z[i], m->arch.act);
         if (m->arch.act == ACT_RELU && !m->arch.glu ? h > 0 : fabsf(h) > ff->cfg.threshold)
             out[n++] = i;
     }
