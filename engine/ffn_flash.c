@@ -400,14 +400,14 @@ static void cached_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
      * tokens, as sim/policy_window.c does); then this token's needs are
      * marked. */
     uint64_t deleted = neuron_cache_evict(c, NULL, 0, ff->token, window);
-    deleted += neuron_cache_evict(c, ff->needed, n_needed, ff->token, window);
+    neuron_cache_mark(c, ff->needed, n_needed, ff->token);
     uint32_t added = 0;
     int n_runs;
     /* The cache is full: shrink the window (the paper does so for Persimmon
      * and Phi-2) until this token's neurons fit. */
     while ((n_runs = neuron_cache_reserve(c, ff->needed, n_needed, gap, ff->runs, &added)) < 0 && window > 0) {
         window = window > 1 ? window - 1 : 0;
-        deleted += neuron_cache_evict(c, ff->needed, n_needed, ff->token, window);
+        deleted += neuron_cache_evict(c, NULL, 0, ff->token, window);
         ff->acc.window_shrinks++;
         if (window == 0 && gap) /* without room for gap rows, read the needed ones only */
             gap = 0;

@@ -121,11 +121,16 @@ static bool left_window(const struct neuron_cache *c, uint32_t id, int64_t token
     return la < 0 || la < token - ((int64_t)window - 1);
 }
 
-uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
-                            uint32_t window)
+void neuron_cache_mark(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token)
 {
     for (uint32_t j = 0; j < n; j++)
         c->last_active[needed[j]] = token;
+}
+
+uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
+                            uint32_t window)
+{
+    neuron_cache_mark(c, needed, n, token);
     uint32_t deleted = 0, r = 0;
     /* Not r++ after a delete: row r now holds what was the last row, which
      * has to be judged too. */

@@ -71,6 +71,11 @@ void neuron_cache_free(struct neuron_cache *c);
 uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
                             uint32_t window);
 
+/* Only marks needed[0..n) as active at this token (what evict does first):
+ * evict(c, NULL, 0, ...) then mark drops what left the window whether or
+ * not this token needs it, as the paper's window does between tokens. */
+void neuron_cache_mark(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token);
+
 /* Appends rows for the needed neurons that are not resident, as runs in
  * ascending id order, into runs[] (room for n runs). gap G > 0 lets one run
  * also take up to G non-needed, non-resident neurons lying between two
