@@ -79,11 +79,12 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
                cJSON *json)
 {
     double dram_bw_before = o->bandwidth ? dram_read_bandwidth(e->be_threads, BANDWIDTH_BUFFER, BANDWIDTH_PASSES) : 0;
-    size_t tlen = strlen(text);
-    int *prompt = malloc(tokenizer_max_tokens(tlen) * sizeof *prompt);
-    int n_prompt = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
-    if (o->prompt_tokens && (uint64_t)n_prompt > o->prompt_tokens + 1)
-        n_prompt = (int)o->prompt_tokens + 1; /* + BOS */
+    int n_prompt;
+    int *prompt = encode_prompt(m, text, o->prompt_tokens, &n_prompt);
+    if (!prompt) {
+        fb_error("generate: cannot allocate the prompt's tokens");
+        return -1;
+    }
     int budget = e->max_seq - n_prompt;
     if (budget < 0) {
         fb_error("generate: the prompt has %d tokens, the model's context only %d (use --prompt-tokens)",

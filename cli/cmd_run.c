@@ -379,20 +379,6 @@ struct run_outcome {
     char error[512];
 };
 
-/* The prompt's token ids (BOS first), cut to --prompt-tokens; NULL on failure. */
-static int *encode_prompt(const struct run_opts *o, const struct model *m, const char *text, int *n_out)
-{
-    size_t tlen = strlen(text);
-    int *prompt = malloc(tokenizer_max_tokens(tlen) * sizeof *prompt);
-    if (!prompt)
-        return NULL;
-    int n = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
-    if (o->prompt_tokens && (uint64_t)n > o->prompt_tokens + 1)
-        n = (int)o->prompt_tokens + 1;
-    *n_out = n;
-    return prompt;
-}
-
 static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_plan *p,
                     const int *prompt, int n_prompt, struct run_outcome *out)
 {
@@ -642,12 +628,14 @@ int cmd_run(int argc, char **argv)
     int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     /* the KV cache holds exactly the positions this run uses */
     int n_prompt = 0;
-    int *prompt = encode_prompt(&o, &m, text ? text : o.prompt, &n_prompt);
+    int *prompt = encode_prompt(&m, text ? text : o.prompt, o.prompt_tokens, &n_prompt);
     int max_seq = n_prompt + (int)o.n;
     if (!prompt || max_seq > (int)m.shape.max_positions) {
         if (prompt)
             fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
                      n_prompt, (unsigned long long)o.n, m.shape.max_positions);
+        else
+            fb_error("run: cannot allocate the prompt's tokens");
         free(prompt);
         model_close(&m);
         free(text);

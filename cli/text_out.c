@@ -60,3 +60,15 @@ bool is_stop_token(const struct model *m, int id)
     return false;
 }
 
+
+int *encode_prompt(const struct model *m, const char *text, uint64_t keep, int *n)
+{
+    size_t tlen = strlen(text);
+    int *prompt = malloc(tokenizer_max_tokens(tlen) * sizeof *prompt);
+    if (!prompt)
+        return NULL;
+    *n = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
+    if (keep && (uint64_t)*n > keep + 1)
+        *n = (int)keep + 1; /* + BOS */
+    return prompt;
+}

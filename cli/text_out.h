@@ -3,6 +3,7 @@
 #define FLASHBED_CLI_TEXT_OUT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -11,6 +12,9 @@
 
 /* The file's text (caller frees), or NULL with the error printed. */
 char *read_prompt_file(const char *path);
+/* The prompt's token ids, BOS first, cut to the first keep tokens after BOS
+ * (keep 0: all); *n gets the count. Caller frees; NULL when out of memory. */
+int *encode_prompt(const struct model *m, const char *text, uint64_t keep, int *n);
 /* Writes token id (after prev) to stdout; with rec, also its text as valid
  * UTF-8 under "text" (U+FFFD for bytes that do not form a character). */
 void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec);
