@@ -51,6 +51,11 @@ struct backend_ops {
     void (*add)(struct backend *b, float *y, const float *x, int n);
     /* out[d] = row r of table (dtype t), widened to f32 */
     void (*embed)(struct backend *b, float *out, const void *table, enum fb_dtype t, int r, int d);
+    /* Reads buf[bytes] (32-byte aligned, in the memory the weights stream
+     * from) once with the whole team and returns the seconds it took: the
+     * read-only ceiling that decode's weight bandwidth is compared with,
+     * measured on the same threads between tokens. */
+    double (*read_pass)(struct backend *b, const void *buf, size_t bytes);
 };
 
 extern const struct backend_ops backend_cpu;

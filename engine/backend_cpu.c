@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "engine/activation.h"
+#include "engine/membw.h"
 #include "engine/threadpool.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -30,6 +32,7 @@ struct backend {
     float *partial; /* (FFN_GROUPS, max_dim): the FFN's group sums */
     struct work_slot *slots; /* one per thread: the rows it owns (below) */
     float *att;     /* (max_heads, max_seq): attention scores */
+    float *read_sums; /* (threads, 16): read_pass's sums, a cache line each */
 };
 
 /* ---- kernels: one row against x ---- */
@@ -539,6 +542,28 @@ static void cpu_embed(struct backend *b, float *out, const void *table, enum fb_
     dtype_to_f32(out, (const char *)table + (size_t)r * d * dtype_size(t), t, (size_t)d);
 }
 
+/* ---- the read-only ceiling ---- */
+
+struct read_job {
+    const void *buf;
+    size_t bytes;
+    float *sums; /* one per worker, so the loads cannot be optimized away */
+};
+
+static void read_part(void *arg, int worker, int workers)
+{
+    struct read_job *j = arg;
+    j->sums[worker * 16] = membw_read_share(j->buf, j->bytes, worker, workers);
+}
+
+static double cpu_read_pass(struct backend *b, const void *buf, size_t bytes)
+{
+    struct read_job j = {buf, bytes, b->read_sums};
+    uint64_t t0 = now_ns();
+    threadpool_run(b->pool, read_part, &j);
+    return (double)(now_ns() - t0) * 1e-9;
+}
+
 /* ---- lifecycle ---- */
 
 static void cpu_destroy(struct backend *b)
@@ -549,6 +574,7 @@ static void cpu_destroy(struct backend *b)
     free(b->partial);
     free(b->att);
     free(b->slots);
+    free(b->read_sums);
     free(b);
 }
 
@@ -568,7 +594,8 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
     b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
-    if (!b->pool || !b->partial || !b->att || !b->slots) {
+    b->read_sums = aligned_alloc(64, (size_t)b->threads * 16 * sizeof *b->read_sums);
+    if (!b->pool || !b->partial || !b->att || !b->slots || !b->read_sums) {
         fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
         cpu_destroy(b);
         return NULL;
@@ -587,6 +614,7 @@ const struct backend_ops backend_cpu = {
     .rope = cpu_rope,
     .add = cpu_add,
     .embed = cpu_embed,
+    .read_pass = cpu_read_pass,
 };
 
 const struct backend_ops *backend_find(const char *name)

@@ -6,9 +6,10 @@
 
 #include <stddef.h>
 
-/* Bytes per second reading a buffer of `bytes` (far larger than the caches)
- * with `threads` threads; the best of `passes` timed passes after one
- * warm-up. 0 when the buffer cannot be allocated. */
-double dram_read_bandwidth(int threads, size_t bytes, int passes);
+/* Worker `worker` of `workers` reads its contiguous share of buf (`bytes`,
+ * 32-byte aligned) and returns a sum of what it read, which the caller
+ * must use (store it), so the loads cannot be optimized away. The
+ * CPU backend's read_pass hook runs this on its own thread team. */
+float membw_read_share(const void *buf, size_t bytes, int worker, int workers);
 
 #endif

@@ -2,7 +2,8 @@
  * shapes that reach every path of the kernels (paired rows and an odd last
  * row, the 32-wide steps, the 8-wide and scalar tails, biases, short row
  * chunks taken by other threads), in f32, f16 and bf16; and the same bits
- * whatever the number of threads. */
+ * whatever the number of threads; and the read loop behind --bandwidth
+ * reads every byte of its buffer once, whatever the number of workers. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "check.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
+#include "engine/membw.h"
 
 static uint32_t rng = 2463534242u;
 
@@ -156,8 +158,29 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bo
     free(ub);
 }
 
+static void test_read_share(void)
+{
+    enum { N = 64 * 1000 + 48 }; /* floats (a multiple of 16: aligned_alloc wants whole 64-byte blocks); the last 48 are below a worker's 64-float step */
+    float *buf = aligned_alloc(64, N * sizeof *buf);
+    for (int i = 0; i < N; i++)
+        buf[i] = i < 64 * 1000 ? 1.0f : 1e9f;
+    for (int workers = 1; workers <= 3; workers++) {
+        double sum = 0;
+        for (int w = 0; w < workers; w++)
+            sum += membw_read_share(buf, 64 * 1000 * sizeof *buf, w, workers);
+        CHECK(sum == 64 * 1000.0);
+        struct backend *be = backend_cpu.create(workers, 8, 1, 1);
+        CHECK(be != NULL);
+        double s = backend_cpu.read_pass(be, buf, N * sizeof *buf);
+        CHECK(s > 0 && s < 10);
+        backend_cpu.destroy(be);
+    }
+    free(buf);
+}
+
 int main(void)
 {
+    test_read_share();
     /* every call on the thread team, however small */
     setenv("FLASHBED_MIN_PARALLEL_WORK", "0", 1);
     const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
