@@ -65,29 +65,42 @@ static inline __attribute__((always_inline)) float elem(const void *w, enum fb_d
     return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
 }
 
-/* How the weights stream (measured on the development VM, a 2-vCPU Zen 3,
- * against the read loop of membw.c): f32 rows go two at a time, sharing
- * each load of x, with no software prefetch, since the hardware prefetchers
- * keep up and extra prefetches only take miss slots (they made f32
- * slower). A 16-bit row costs about twice the instructions per byte (the
+/* How the weights stream depends on the micro-architecture; each rule
+ * here was measured on a 2-vCPU development VM against the read loop of
+ * membw.c (tools/bench-dense.sh, generate --bandwidth).
+ *
+ * A 16-bit row costs about twice the instructions per byte (the
  * conversion), so the out-of-order window reaches half as far ahead, and
- * without help it streamed at ~75% of that bandwidth: those rows go one at
- * a time, as one sequential stream, and each step prefetches the bytes
- * PREFETCH_AHEAD_16 further on (non-temporal: they are read once), which
- * keeps misses in flight across the 4 KiB boundaries where the hardware
- * prefetchers restart (~85-90%). Two 16-bit rows at a time (two streams,
- * each a single 4 KiB page at d_model 2048) ran slower, with or without
- * prefetch; so did other distances (512-8192) and hints. */
-#define PREFETCH_AHEAD_16 1024
-
-static inline int prefetch_ahead(enum fb_dtype t)
-{
-    return t == DTYPE_F32 ? -1 : PREFETCH_AHEAD_16;
-}
+ * without help it streamed at ~75% of that bandwidth on Zen 3: those rows go
+ * one at a time, as one sequential stream, and each step prefetches the
+ * bytes PREFETCH_AHEAD further on (non-temporal: they are read once),
+ * which keeps misses in flight across the 4 KiB boundaries where the
+ * hardware prefetchers restart (~90%). Two 16-bit rows at a time ran
+ * slower, with or without prefetch; so did other distances (512-8192).
+ *
+ * f32 rows differ by machine. On Zen 3 (AVX2 only) they went two at a time,
+ * sharing each load of x, with no software prefetch (96%, against ~88% one
+ * at a time; prefetches only took miss slots there). On Zen 4 (AVX-512)
+ * pairs were the slowest way (75-85%) and f32 rows stream best like the
+ * 16-bit ones, one at a time with the same prefetch (93-95%; without the
+ * prefetch about the same; 512-bit kernels no faster, the loads being
+ * what waits). The build has no micro-architecture switch, so AVX-512
+ * stands in for "Zen 4 or later"; a new machine wants its own measurement. */
+#define PREFETCH_AHEAD 1024
+#if defined(__AVX512F__)
+#define PAIR_F32_ROWS 0
+#else
+#define PAIR_F32_ROWS 1
+#endif
 
 static inline bool pair_rows(enum fb_dtype t)
 {
-    return t == DTYPE_F32;
+    return PAIR_F32_ROWS && t == DTYPE_F32;
+}
+
+static inline int prefetch_ahead(enum fb_dtype t)
+{
+    return pair_rows(t) ? -1 : PREFETCH_AHEAD;
 }
 
 #ifdef HAVE_AVX2
