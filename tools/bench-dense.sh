@@ -47,6 +47,7 @@ for dt in ("f32", "f16"):
         "tokens_per_second_median": st.median(x["generation_tokens_per_second"] for x in s),
         "bandwidth_fraction_median": st.median(x["bandwidth_fraction"] for x in s),
         "bandwidth_fraction_min": min(x["bandwidth_fraction"] for x in s),
+        "bandwidth_fraction_per_step_median": st.median(x["bandwidth_fraction_median_per_step"] for x in s),
         "dram_read_bandwidth_median": st.median(x["dram_read_bandwidth_bytes_per_second"] for x in s),
         "weight_bytes_per_token": s[0]["weight_bytes_per_token"],
     }
@@ -58,13 +59,13 @@ summary["f16_over_f32_of_medians"] = summary["f16"]["tokens_per_second_median"] 
 summary["runs"] = runs
 json.dump(summary, open(f"{out}/summary.json", "w"), indent=1)
 with open(f"{out}/summary.md", "w") as f:
-    f.write("| dtype | MB/token | tokens/s (median) | DRAM read GB/s (median) | of DRAM bw (median) | (worst run) |\n")
-    f.write("|---|---|---|---|---|---|\n")
+    f.write("| dtype | MB/token | tokens/s (median) | DRAM read GB/s (median) | of DRAM bw (median) | (worst run) | per-step ratio (median) |\n")
+    f.write("|---|---|---|---|---|---|---|\n")
     for dt in ("f32", "f16"):
         x = summary[dt]
         f.write(f"| {dt} | {x['weight_bytes_per_token'] / 1e6:.0f} | {x['tokens_per_second_median']:.2f} | "
                 f"{x['dram_read_bandwidth_median'] / 1e9:.1f} | {100 * x['bandwidth_fraction_median']:.1f}% | "
-                f"{100 * x['bandwidth_fraction_min']:.1f}% |\n")
+                f"{100 * x['bandwidth_fraction_min']:.1f}% | {100 * x['bandwidth_fraction_per_step_median']:.1f}% |\n")
     f.write(f"\nf16 / f32 tokens/s: {summary['f16_over_f32_median_of_pairs']:.2f}x (median of {runs} alternating pairs), "
             f"{summary['f16_over_f32_of_medians']:.2f}x (ratio of medians)\n")
 print(open(f"{out}/summary.md").read(), end="")
