@@ -65,6 +65,24 @@ static inline __attribute__((always_inline)) float elem(const void *w, enum fb_d
     return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
 }
 
+#ifndef HAVE_AVX2
+/* dst[16] = w[i, i + 16) widened: the portable loops' load, a block the
+ * compiler turns into vector conversions (NEON, SSE2) */
+static inline __attribute__((always_inline)) void widen16(float *dst, const void *w, enum fb_dtype t, int i)
+{
+#if defined(__aarch64__) && defined(__ARM_FP16_FORMAT_IEEE)
+    if (t == DTYPE_F16) { /* the hardware's own conversion (fcvtl) */
+        const __fp16 *h = (const __fp16 *)w + i;
+        for (int k = 0; k < 16; k++)
+            dst[k] = (float)h[k];
+        return;
+    }
+#endif
+    for (int k = 0; k < 16; k++)
+        dst[k] = elem(w, t, i + k);
+}
+#endif
+
 /* How the weights stream depends on the micro-architecture; each rule
  * here was measured on a 2-vCPU development VM against the read loop of
  * membw.c (tools/bench-dense.sh, generate --bandwidth).
@@ -139,15 +157,14 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
     sum = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
 #else
     (void)pf;
-    if (t == DTYPE_F32) {
-        const float *wf = w;
-        float acc[16] = {0};
-        for (; i + 16 <= n; i += 16)
-            for (int k = 0; k < 16; k++)
-                acc[k] += wf[i + k] * x[i + k];
+    float acc[16] = {0}, wb[16];
+    for (; i + 16 <= n; i += 16) {
+        widen16(wb, w, t, i);
         for (int k = 0; k < 16; k++)
-            sum += acc[k];
+            acc[k] += wb[k] * x[i + k];
     }
+    for (int k = 0; k < 16; k++)
+        sum += acc[k];
 #endif
     for (; i < n; i++)
         sum += elem(w, t, i) * x[i];
@@ -211,10 +228,11 @@ static inline __attribute__((always_inline)) void axpy_as(float *y, float a, con
         _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(w, t, i), _mm256_loadu_ps(y + i)));
 #else
     (void)pf;
-    if (t == DTYPE_F32) {
-        const float *wf = w;
-        for (; i < n; i++)
-            y[i] += a * wf[i];
+    float wb[16];
+    for (; i + 16 <= n; i += 16) {
+        widen16(wb, w, t, i);
+        for (int k = 0; k < 16; k++)
+            y[i + k] += a * wb[k];
     }
 #endif
     for (; i < n; i++)

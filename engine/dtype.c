@@ -61,19 +61,6 @@ uint16_t f32_to_f16(float f)
     return sign | (uint16_t)h;
 }
 
-float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    if (exp == 0) {
-        float v = (float)mant * (1.0f / 16777216.0f);
-        return sign ? -v : v;
-    }
-    if (exp == 31)
-        return float_of(sign | 0x7f800000 | (mant << 13));
-    return float_of(sign | ((exp - 15 + 127) << 23) | (mant << 13));
-}
-
 uint16_t f32_to_bf16(float f)
 {
     uint32_t x = bits_of(f);

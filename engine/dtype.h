@@ -16,8 +16,21 @@ const char *dtype_name(enum fb_dtype t);
 int dtype_parse(const char *s, enum fb_dtype *out);
 
 uint16_t f32_to_f16(float f);  /* round to nearest even, overflow to inf */
-float f16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f); /* round to nearest even, NaN stays NaN */
+
+/* Exact for every half, NaN payloads kept (assumes subnormal floats are
+ * not flushed to zero, the default). Inline and free of branches, so that
+ * a loop widening a block of halves vectorizes: it is the portable
+ * kernels' load (NEON, or x86 without F16C). */
+static inline float f16_to_f32(uint16_t h)
+{
+    union { uint32_t u; float f; } v = {.u = (uint32_t)(h & 0x7fffu) << 13};
+    v.f *= 0x1p112f; /* rebias the exponent by 2^(127-15): exact, subnormal halves included */
+    v.u |= (0u - (uint32_t)(v.f >= 65536.0f)) & 0x7f800000u; /* past the largest half: inf, NaN */
+    v.u |= (uint32_t)(h & 0x8000u) << 16;
+    return v.f;
+}
+
 static inline float bf16_to_f32(uint16_t b)
 {
     union { uint32_t u; float f; } v = {.u = (uint32_t)b << 16};
