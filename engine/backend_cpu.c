@@ -23,13 +23,16 @@
 #endif
 
 #define FFN_GROUPS 16 /* see the FFN below */
+#define PAGE_FLOATS 1024 /* floats in a 4 KiB page */
 
 struct backend {
     struct threadpool *pool;
     int threads;
     size_t max_dim, max_seq;
     size_t min_parallel; /* multiply-adds below which one thread works alone */
-    float *partial; /* (FFN_GROUPS, max_dim): the FFN's group sums */
+    float *partial_buf; /* the allocation partial lies in */
+    float *partial;     /* (FFN_GROUPS, partial_stride): the FFN's group sums (below) */
+    size_t partial_stride;
     struct work_slot *slots; /* one per thread: the rows it owns (below) */
     float *att;     /* (max_heads, max_seq): attention scores */
     float *read_sums; /* (threads, 16): read_pass's sums, a cache line each */
@@ -400,7 +403,7 @@ struct ffn_job {
 
 static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_job *j, enum fb_dtype t, int g)
 {
-    float *acc = j->b->partial + (size_t)g * j->b->max_dim;
+    float *acc = j->b->partial + (size_t)g * j->b->partial_stride;
     memset(acc, 0, (size_t)j->d * sizeof *acc);
     size_t row_bytes = (size_t)j->d * dtype_size(t);
     size_t down_off = row_bytes * (j->glu ? 2 : 1);
@@ -455,7 +458,7 @@ static void ffn_reduce(void *arg, int worker, int workers)
     for (int i = lo; i < hi; i++) {
         float s = 0.0f;
         for (int g = 0; g < FFN_GROUPS; g++)
-            s += p[(size_t)g * j->b->max_dim + i];
+            s += p[(size_t)g * j->b->partial_stride + i];
         j->out[i] = s;
     }
 }
@@ -602,7 +605,7 @@ static void cpu_destroy(struct backend *b)
     if (!b)
         return;
     threadpool_destroy(b->pool);
-    free(b->partial);
+    free(b->partial_buf);
     free(b->att);
     free(b->slots);
     free(b->read_sums);
@@ -622,7 +625,17 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
     b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
     b->pool = threadpool_create(b->threads);
-    b->partial = malloc(FFN_GROUPS * b->max_dim * sizeof *b->partial);
+    /* Each group sum starts half a page past a 4 KiB boundary. The
+     * write-back pass stores into it while loading a down column that
+     * starts on a 4 KiB boundary; a load whose address matches an older
+     * store's in the low 12 bits waits for it (4K aliasing), and a sum at
+     * malloc's usual 16 bytes past a page made the f16 FFN ~10% slower
+     * from L3 (decode from DRAM, memory-bound, showed no difference; the
+     * host's bandwidth bursts, where the FFN is near its compute speed,
+     * are where it can count). */
+    b->partial_stride = (b->max_dim + PAGE_FLOATS - 1) / PAGE_FLOATS * PAGE_FLOATS;
+    b->partial_buf = aligned_alloc(4096, (FFN_GROUPS + 1) * b->partial_stride * sizeof *b->partial);
+    b->partial = b->partial_buf ? b->partial_buf + PAGE_FLOATS / 2 : NULL;
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
     b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
     b->read_sums = aligned_alloc(64, (size_t)b->threads * 16 * sizeof *b->read_sums);
