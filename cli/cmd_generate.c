@@ -79,15 +79,16 @@ struct gen_result {
  * landed), on the same threads, side by side in time (a neighbour's load
  * on a shared machine weighs on both alike). */
 struct ceiling {
+    double resident_bytes; /* what one pass reads: dram.bin and ffn.bin as loaded */
     int passes;
-    double read_s, read_bytes; /* all passes */
-    double *paired;            /* (n) per step: step's weight bandwidth / its pass's read bandwidth */
+    double read_s;  /* all passes */
+    double *paired; /* (n) per step: step's weight bandwidth / its pass's read bandwidth */
     double best_bw;
 };
 
-static int ceiling_open(struct ceiling *c, int n)
+static int ceiling_open(struct ceiling *c, const struct model *m, int n)
 {
-    *c = (struct ceiling){0};
+    *c = (struct ceiling){.resident_bytes = (double)m->dram_bytes + (m->ffn ? (double)m->ffn_bytes : 0)};
     c->paired = calloc((size_t)n + 1, sizeof *c->paired);
     if (!c->paired) {
         fb_error("generate: cannot allocate the bandwidth record");
@@ -103,9 +104,8 @@ static void ceiling_pass(struct ceiling *c, struct engine *e, const struct model
     double s = e->be_ops->read_pass(e->be, m->dram, m->dram_bytes);
     if (m->ffn)
         s += e->be_ops->read_pass(e->be, m->ffn, m->ffn_bytes);
-    double read = (double)m->dram_bytes + (m->ffn ? (double)m->ffn_bytes : 0), bw = read / s;
+    double bw = c->resident_bytes / s;
     c->read_s += s;
-    c->read_bytes += read;
     c->paired[c->passes++] = bytes / step_s / bw;
     if (bw > c->best_bw)
         c->best_bw = bw;
@@ -128,7 +128,7 @@ static double ceiling_median_paired(struct ceiling *c)
 
 static double ceiling_bandwidth(const struct ceiling *c)
 {
-    return c->read_s > 0 ? c->read_bytes / c->read_s : 0;
+    return c->read_s > 0 ? c->passes * c->resident_bytes / c->read_s : 0;
 }
 
 static int run(const struct generate_opts *o, struct model *m, struct engine *e, const char *text,
@@ -158,7 +158,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
         return -1;
     }
     struct ceiling ceil = {0};
-    if (o->bandwidth && ceiling_open(&ceil, n) != 0) {
+    if (o->bandwidth && ceiling_open(&ceil, m, n) != 0) {
         sampler_free(&smp);
         free(prompt);
         return -1;
@@ -237,7 +237,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
                 "  %d decode steps, best pass %.2f GB/s); median of the per-step ratios %.1f%%;\n"
                 "  fastest token %.2f tokens/s = %.1f%%\n",
                 weight_bw * 1e-9, bytes_per_token * 1e-6, 100 * weight_bw / dram_bw, dram_bw * 1e-9,
-                e->be_threads, ceil.read_bytes / ceil.passes * 1e-6, ceil.passes, ceil.best_bw * 1e-9,
+                e->be_threads, ceil.resident_bytes * 1e-6, ceil.passes, ceil.best_bw * 1e-9,
                 100 * median_paired,
                 r.best_s > 0 ? 1 / r.best_s : 0, 100 * best_bw / dram_bw);
     } else if (o->bandwidth) {
@@ -259,7 +259,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
         cJSON_AddStringToObject(s, "stop_reason", r.stop);
         cJSON_AddNumberToObject(s, "prompt_tokens_per_second", pp);
         cJSON_AddNumberToObject(s, "generation_tokens_per_second", tg);
-        cJSON_AddNumberToObject(s, "weight_bytes_per_token", (double)model_bytes_per_token(m));
+        cJSON_AddNumberToObject(s, "weight_bytes_per_token", bytes_per_token);
     }
     free(ceil.paired);
     sampler_free(&smp);
