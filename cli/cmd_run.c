@@ -27,7 +27,6 @@
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
 #include "engine/sampler.h"
-#include "sim/trace_volumes.h"
 #include "traces/trace.h"
 
 struct run_opts {

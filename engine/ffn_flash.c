@@ -16,11 +16,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "engine/activation.h"
-#include "engine/flash_reader.h"
+#include "io/flash_reader.h"
 #include "engine/model_format.h"
 #include "engine/neuron_cache.h"
-#include "harness/io_buffer.h"
-#include "sim/trace_volumes.h"
+#include "io/io_buffer.h"
 
 enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
 
@@ -65,7 +64,7 @@ int flash_mode_parse(const char *s, enum flash_mode *m)
     return -1;
 }
 
-/* Read buffers: 2 MiB-aligned huge pages, touched now (harness/io_buffer.h),
+/* Read buffers: 2 MiB-aligned huge pages, touched now (io/io_buffer.h),
  * so page faults belong to set-up, not to the first token. */
 static uint8_t *read_buffer(struct io_buffer *b, uint64_t bytes)
 {

@@ -1,6 +1,6 @@
 /* The flash-resident FFN: the paper's system inside the engine. The FFN file
  * (ffn.bin) stays on flash; per token and layer the neurons the token needs
- * are read with a pool of reader threads (engine/flash_reader.h) into the
+ * are read with a pool of reader threads (io/flash_reader.h) into the
  * layer's neuron cache (engine/neuron_cache.h) and the FFN is computed on the
  * cache's compact rows. Baselines read more:
  *

@@ -3,7 +3,7 @@
  * bytes and indices, each in time linear in the rows or ids they touch. */
 #include "engine/neuron_cache.h"
 
-#include "harness/io_buffer.h"
+#include "io/io_buffer.h"
 
 #include <inttypes.h>
 #include <stdio.h>

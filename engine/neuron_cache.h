@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/io_buffer.h"
+#include "io/io_buffer.h"
 
 #define NEURON_CACHE_ALIGN 4096u /* rows start on direct-I/O boundaries */
 

@@ -15,8 +15,8 @@
 #include "common/clock.h"
 #include "common/interrupt.h"
 #include "common/rng.h"
-#include "harness/direct_io.h"
-#include "harness/io_buffer.h"
+#include "io/direct_io.h"
+#include "io/io_buffer.h"
 
 /* All threads start together: each reports ready, then waits for the main
  * thread to open the gate (or call the run off when a setup failed). A

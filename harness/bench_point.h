@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "common/histogram.h"
-#include "harness/ioengine.h"
+#include "io/ioengine.h"
 
 struct point_params {
     const struct ioengine_ops *engine;

@@ -12,7 +12,7 @@
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/rng.h"
-#include "harness/direct_io.h"
+#include "io/direct_io.h"
 
 /* Room kept free beyond the file itself, so a sweep never fills a disk. */
 #define FREE_SPACE_MARGIN (64ull << 20)

@@ -5,21 +5,6 @@
 
 #include "sim/replay.h"
 
-int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
-                        char *err, size_t errlen)
-{
-    const struct trace_meta *m = &tr->meta;
-    if (m->n_layers != s->n_layers || m->d_model != s->d_model || m->d_ff != s->d_ff ||
-        m->ffn_kind != (uint32_t)s->ffn_kind) {
-        snprintf(err, errlen,
-                 "%s: recorded for %u layers, d_model %u, d_ff %u (%s), but the model shape %s has %u, %u, %u (%s)",
-                 trace_path, m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU ? "glu" : "relu",
-                 s->name, s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU ? "glu" : "relu");
-        return -1;
-    }
-    return 0;
-}
-
 static bool is_named(const char *spec, const char *name)
 {
     size_t n = strlen(name);

@@ -26,11 +26,6 @@ struct trace_volume_spec {
     int dtype_bytes;          /* the cost model's bytes per weight */
 };
 
-/* Checks that tr was recorded for this shape (layers, d_model, d_ff, FFN
- * kind); 0, or -1 with err naming what differs. */
-int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
-                        char *err, size_t errlen);
-
 /* Replays tr and fills v (neurons loaded, rows inserted/deleted, rows
  * computed on, reads and read bytes per token; source names the trace).
  * *policy and *layout get the cost model's classes: predictor stays

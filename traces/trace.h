@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct model_shape;
+
 #define TRACE_VERSION 1
 
 enum {
@@ -115,6 +117,11 @@ void trace_free(struct trace *tr);
  * word, or predicted sets the trace lacks). */
 int trace_choose_sets(const char *use, const struct trace_meta *m, const char *path, bool *predicted,
                       char *err, size_t errlen);
+
+/* Checks that tr was recorded for this shape (layers, d_model, d_ff, FFN
+ * kind); 0, or -1 with err naming what differs. */
+int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
+                        char *err, size_t errlen);
 
 /* The set of (token t, layer l): kind 0 active, 1 predicted. */
 static inline const uint32_t *trace_set(const struct trace *tr, int predicted, uint64_t t,

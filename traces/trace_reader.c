@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/model_shape.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
 #include "traces/trace_file.h"
@@ -285,6 +286,21 @@ int trace_choose_sets(const char *use, const struct trace_meta *m, const char *p
     }
     if (*predicted && !m->has_predicted) {
         snprintf(err, errlen, "%s has no predicted sets (use its active sets: actual)", path);
+        return -1;
+    }
+    return 0;
+}
+
+int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
+                        char *err, size_t errlen)
+{
+    const struct trace_meta *m = &tr->meta;
+    if (m->n_layers != s->n_layers || m->d_model != s->d_model || m->d_ff != s->d_ff ||
+        m->ffn_kind != (uint32_t)s->ffn_kind) {
+        snprintf(err, errlen,
+                 "%s: recorded for %u layers, d_model %u, d_ff %u (%s), but the model shape %s has %u, %u, %u (%s)",
+                 trace_path, m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU ? "glu" : "relu",
+                 s->name, s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU ? "glu" : "relu");
         return -1;
     }
     return 0;

@@ -14,8 +14,8 @@
 
 #include "check.h"
 #include "common/rng.h"
-#include "engine/flash_reader.h"
-#include "harness/io_buffer.h"
+#include "io/flash_reader.h"
+#include "io/io_buffer.h"
 
 #define FILE_SIZE ((6u << 20) + (12u << 10)) /* 6 MiB + 12 KiB */
 #define MAX_READ (64u << 10)

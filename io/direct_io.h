@@ -2,8 +2,8 @@
  * cached pages so buffered measurements start cold. Linux: O_DIRECT and
  * posix_fadvise(DONTNEED). macOS: F_NOCACHE, read-ahead off, and
  * msync(MS_INVALIDATE) of a mapping to drop cached pages. */
-#ifndef FLASHBED_HARNESS_DIRECT_IO_H
-#define FLASHBED_HARNESS_DIRECT_IO_H
+#ifndef FLASHBED_IO_DIRECT_IO_H
+#define FLASHBED_IO_DIRECT_IO_H
 
 #include <stdbool.h>
 

@@ -1,4 +1,4 @@
-#include "harness/io_buffer.h"
+#include "io/io_buffer.h"
 
 #include <errno.h>
 #include <stdint.h>

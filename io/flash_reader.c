@@ -21,7 +21,7 @@
  * a cursor of its own that only moves forward, since the numbers one thread
  * claims increase: each thread walks the request list at most once per
  * batch. Nothing is allocated per batch. */
-#include "engine/flash_reader.h"
+#include "io/flash_reader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +36,7 @@
 
 #include "common/clock.h"
 #include "common/fsutil.h"
-#include "harness/direct_io.h"
+#include "io/direct_io.h"
 
 #define MAX_THREADS 1024u
 #define MAX_IODEPTH 4096u

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <unistd.h>
 
-#include "harness/direct_io.h"
-#include "harness/ioengine.h"
+#include "io/direct_io.h"
+#include "io/ioengine.h"
 
 static int psync_setup(struct io_thread *td)
 {

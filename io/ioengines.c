@@ -1,4 +1,4 @@
-#include "harness/ioengine.h"
+#include "io/ioengine.h"
 
 #include <string.h>
 

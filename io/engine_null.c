@@ -2,7 +2,7 @@
  * measures is the harness's own cost per read (clock, offsets, histogram). */
 #include <stddef.h>
 
-#include "harness/ioengine.h"
+#include "io/ioengine.h"
 
 static int null_setup(struct io_thread *td)
 {

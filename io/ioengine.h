@@ -9,8 +9,8 @@
  *           getevents(min 1) and event(i) to collect completions
  *   close_file, cleanup
  */
-#ifndef FLASHBED_HARNESS_IOENGINE_H
-#define FLASHBED_HARNESS_IOENGINE_H
+#ifndef FLASHBED_IO_IOENGINE_H
+#define FLASHBED_IO_IOENGINE_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* Parallel reads from the model's FFN file: a pool of reader threads (the
  * paper reads with 32), each with its own instance of one of the sweep's I/O
- * engines (harness/ioengine.h: psync, io_uring), direct I/O by default.
+ * engines (io/ioengine.h: psync, io_uring), direct I/O by default.
  *
  * The engine hands a batch of reads (file offset, length, destination) and
  * waits until all are done: flash_reader_read returns when every byte is in
@@ -10,16 +10,16 @@
  * allocates nothing and wakes only as many threads as it has reads.
  *
  * Destinations: direct reads land fastest in io_buffer_alloc(huge=true)
- * memory (harness/io_buffer.h); on virtual disks 4 KiB pages cost several
+ * memory (io/io_buffer.h); on virtual disks 4 KiB pages cost several
  * times the throughput. */
-#ifndef FLASHBED_ENGINE_FLASH_READER_H
-#define FLASHBED_ENGINE_FLASH_READER_H
+#ifndef FLASHBED_IO_FLASH_READER_H
+#define FLASHBED_IO_FLASH_READER_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "harness/ioengine.h"
+#include "io/ioengine.h"
 
 struct flash_read {
     uint64_t offset; /* in the file; aligned to flash_reader_alignment() when direct */

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "harness/direct_io.h"
-#include "harness/ioengine.h"
+#include "io/direct_io.h"
+#include "io/ioengine.h"
 
 struct uring_data {
     struct io_uring ring;

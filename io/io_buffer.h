@@ -4,8 +4,8 @@
  * few entries, where 4 KiB pages make it 256 entries per MiB. On virtual
  * disks (virtio, Firecracker) each entry can cost the host a copy of its
  * own, and the difference in throughput is several-fold at 1 MiB chunks. */
-#ifndef FLASHBED_HARNESS_IO_BUFFER_H
-#define FLASHBED_HARNESS_IO_BUFFER_H
+#ifndef FLASHBED_IO_IO_BUFFER_H
+#define FLASHBED_IO_IO_BUFFER_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,8 +8,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "harness/direct_io.h"
-#include "harness/ioengine.h"
+#include "io/direct_io.h"
+#include "io/ioengine.h"
 
 struct mmap_data {
     void *map;

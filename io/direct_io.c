@@ -1,5 +1,5 @@
-#include "harness/direct_io.h"
-#include "harness/ioengine.h"
+#include "io/direct_io.h"
+#include "io/ioengine.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,1 @@
+typedef int flashbed_cache_placeholder;
