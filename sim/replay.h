@@ -12,9 +12,13 @@
  * inserted into the layer's DRAM matrix; the policy then deletes rows to keep
  * what it wants for later tokens. A row is one neuron's weights: up column +
  * down row (+ gate row for GLU), rows_bytes = (2|3) * d_model * bytes_per_weight.
- * Capacity-limited policies split the DRAM budget evenly over layers (the
- * paper preallocates one matrix per layer). Rows a policy preloads (hybrid's
- * half, hot's pinned set) are not counted as per-token reads (preload_bytes). */
+ * The policies, layouts and the request path are cache/'s (cache/cache.h),
+ * the same objects the engine's flash FFN runs. A DRAM budget is split
+ * evenly over layers (the paper preallocates one matrix per layer):
+ * capacity-limited policies keep what fits, window:K shrinks for a layer
+ * while it does not fit, hybrid keeps that many rows resident (without a
+ * budget: half). Hybrid's resident rows are not counted as per-token reads
+ * (preload_bytes); hot's pinned rows are read with the first token. */
 #ifndef FLASHBED_SIM_REPLAY_H
 #define FLASHBED_SIM_REPLAY_H
 
@@ -22,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/layout.h"
 #include "traces/trace.h"
 
 /* What to replay. policy: naive, hybrid, predictor, window:K (K >= 1 tokens,
@@ -31,13 +36,8 @@
 struct replay_spec {
     const char *policy;
     const char *layout;
-    uint64_t dram_budget;    /* bytes of FFN cache, for lru, lfu, hot, belady */
+    uint64_t dram_budget;    /* bytes of FFN cache (0: none), for lru, lfu, hot, belady, and window and hybrid when given */
     bool use_predicted;      /* replay predicted sets (trace must have them), else active */
-};
-
-/* Read sizes in power-of-two buckets: bucket b counts reads of [2^b, 2^(b+1)) bytes. */
-struct read_size_hist {
-    uint64_t count[64];
 };
 
 /* One token, summed over layers. */
@@ -47,6 +47,7 @@ struct replay_token {
     uint64_t inserted, deleted;    /* rows written into / removed from the DRAM matrices */
     uint64_t peak_rows;            /* rows in DRAM after this token's loads */
     uint64_t kept_rows;            /* rows kept for the next token */
+    uint64_t overflow;             /* needed rows a keeping policy could not keep (layer full) */
 };
 
 struct replay_result {
@@ -68,6 +69,7 @@ struct replay_result {
     uint64_t events;               /* neuron-events replayed: sum of needed set sizes */
     double seconds, events_per_second;
     uint64_t friends_tokens;       /* friends layout: tokens the co-activation counts used */
+    uint64_t window_shrinks;       /* window with a budget: tokens dropped early, all layers */
 };
 
 /* Checks a policy or layout name (with its argument); 0, or -1 with err. */

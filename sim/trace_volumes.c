@@ -27,7 +27,10 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     struct replay_spec rs = {
         .policy = spec->policy,
         .layout = spec->layout,
-        .dram_budget = spec->ffn_budget_bytes > 0 ? (uint64_t)(spec->ffn_budget_bytes / scale) : 0,
+        /* the cost model prices the window it is given (its K), unshrunk */
+        .dram_budget = spec->ffn_budget_bytes > 0 && replay_policy_uses_budget(spec->policy)
+                           ? (uint64_t)(spec->ffn_budget_bytes / scale)
+                           : 0,
         .use_predicted = spec->use_predicted,
     };
     struct replay_result r;

@@ -67,8 +67,9 @@ int main(void)
     /* belady, 3 rows: t1 misses 3 (never used again: evicted); t2 misses 4
      * (evicted); t3 misses 5, evicts 2 (never needed again); t4 hits both. */
     EXPECT("belady", "bundled", 24, 6, 48, 7, 6, 3);
-    /* hot, 3 rows: counts 1:4, 0:3, 2:3 -> pins {0,1,2}; misses 3, 4, 5. */
-    EXPECT("hot", "bundled", 24, 3, 24, 10, 3, 3);
+    /* hot, 3 rows: counts 1:4, 0:3, 2:3 -> pins {0,1,2}, read with the first
+     * token (3 reads, inserted); then misses 3, 4, 5, each dropped after use. */
+    EXPECT("hot", "bundled", 24, 6, 48, 10, 6, 3);
     /* coalesce:1 on the predictor's rows: {0,1,2} one read of 24 bytes;
      * {1,2,3} 24; {0,4} gap 3 -> 8 + 8; {1,2,5} gap 2 -> 16 + 8; {0,1} 16. */
     EXPECT("predictor", "coalesce:1", 0, 7, 104, 0, 13, 13);

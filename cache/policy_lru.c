@@ -1,8 +1,8 @@
 /* lru: keep the most recently needed rows up to the layer's capacity. */
 #include <stdlib.h>
 
-#include "sim/bucket_list.h"
-#include "sim/policy.h"
+#include "cache/bucket_list.h"
+#include "cache/policy.h"
 
 static int lru_init(struct policy *p, char *err, size_t errlen)
 {
@@ -43,6 +43,7 @@ static void lru_free(struct policy *p)
 const struct policy_ops policy_lru = {
     .name = "lru",
     .uses_budget = true,
+    .keeps_reads = true,
     .init = lru_init,
     .update = lru_update,
     .free = lru_free,

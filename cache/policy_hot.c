@@ -3,7 +3,7 @@
  * and never leave; the others are read on demand and dropped after use. */
 #include <stdlib.h>
 
-#include "sim/policy.h"
+#include "cache/policy.h"
 
 struct hot_rank {
     uint32_t count, id;
@@ -27,9 +27,9 @@ static int hot_init(struct policy *p, char *err, size_t errlen)
     for (uint32_t l = 0; l < p->n_layers; l++) {
         for (uint32_t i = 0; i < p->d_ff; i++)
             r[i] = (struct hot_rank){0, i};
-        for (uint64_t t = 0; t < p->tr->n_tokens; t++) {
+        for (uint64_t t = 0; t < p->known->n_tokens; t++) {
             uint32_t n;
-            const uint32_t *ids = trace_set(p->tr, p->predicted, t, l, &n);
+            const uint32_t *ids = trace_set(p->known, p->predicted, t, l, &n);
             for (uint32_t j = 0; j < n; j++)
                 r[ids[j]].count++;
         }
@@ -45,6 +45,8 @@ static int hot_init(struct policy *p, char *err, size_t errlen)
 const struct policy_ops policy_hot = {
     .name = "hot",
     .uses_budget = true,
+    .needs_known = true,
+    .preload_is_read = true,
     .init = hot_init,
     .update = policy_drop_misses,
 };

@@ -1,9 +1,9 @@
 /* Intrusive doubly-linked lists of neuron ids, grouped in numbered buckets:
  * one array of links per layer, no allocation per operation. LRU uses one
  * bucket (recency order), LFU one per frequency, Belady one per next-use
- * token. Internal to sim/. */
-#ifndef FLASHBED_SIM_BUCKET_LIST_H
-#define FLASHBED_SIM_BUCKET_LIST_H
+ * token. Internal to cache/. */
+#ifndef FLASHBED_CACHE_BUCKET_LIST_H
+#define FLASHBED_CACHE_BUCKET_LIST_H
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/layout.h"
+#include "cache/layout.h"
 
 #define FRIENDS_PAIR_BUDGET 200000000ull /* pair updates over all layers */
 
@@ -21,7 +21,7 @@ struct friends_state {
  * neuron, count co-occurrences over the tokens it appears in. */
 static int layer_friends(struct layout *lo, uint32_t l, uint64_t step, uint32_t *friend_of)
 {
-    const struct trace *tr = lo->tr;
+    const struct trace *tr = lo->known;
     uint32_t N = lo->d_ff;
     uint64_t *start = calloc((size_t)N + 1, sizeof *start);
     uint32_t *count = calloc(N, sizeof *count);
@@ -76,7 +76,7 @@ static int layer_friends(struct layout *lo, uint32_t l, uint64_t step, uint32_t 
 
 static int friends_init(struct layout *lo, char *err, size_t errlen)
 {
-    const struct trace *tr = lo->tr;
+    const struct trace *tr = lo->known;
     struct friends_state *s = calloc(1, sizeof *s);
     if (s) {
         s->friend_of = malloc((size_t)lo->n_layers * lo->d_ff * sizeof(uint32_t));
@@ -105,9 +105,10 @@ static int friends_init(struct layout *lo, char *err, size_t errlen)
     return 0;
 }
 
-static void friends_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
-                         struct read_tally *t)
+static uint32_t friends_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
+                             struct read_tally *t, struct layout_read *out)
 {
+    (void)out; /* friends' reads are not contiguous ranges: no list (lists_reads false) */
     struct friends_state *s = lo->state;
     const uint32_t *f = s->friend_of + (size_t)l * lo->d_ff;
     uint64_t reads = 0;
@@ -122,7 +123,8 @@ static void friends_read(struct layout *lo, uint32_t l, const uint32_t *rows, ui
         s->got[rows[j]] = 0;
         s->got[f[rows[j]]] = 0;
     }
-    tally_reads(t, reads, 2 * lo->vec_bytes * lo->vecs_per_row);
+    tally_reads(t, reads, 2 * lo->row_bytes);
+    return 0;
 }
 
 static void friends_free(struct layout *lo)
@@ -138,6 +140,7 @@ static void friends_free(struct layout *lo)
 const struct layout_ops layout_friends = {
     .name = "friends",
     .needs_rows = true,
+    .needs_known = true,
     .init = friends_init,
     .read = friends_read,
     .free = friends_free,

@@ -4,8 +4,8 @@
  * one backward pass; rows wait in one list per next-use token. */
 #include <stdlib.h>
 
-#include "sim/bucket_list.h"
-#include "sim/policy.h"
+#include "cache/bucket_list.h"
+#include "cache/policy.h"
 
 struct belady_layer {
     struct bucket_list b;   /* bucket = token of the next need; n_tokens = never */
@@ -19,7 +19,7 @@ struct belady_state {
 
 static int belady_init(struct policy *p, char *err, size_t errlen)
 {
-    const struct trace *tr = p->tr;
+    const struct trace *tr = p->known;
     uint64_t T = tr->n_tokens;
     if (T >= UINT32_MAX - 1) {
         snprintf(err, errlen, "belady: trace too long (%llu tokens)", (unsigned long long)T);
@@ -65,7 +65,7 @@ static void belady_update(struct policy *p, uint64_t t, uint32_t l, const uint32
     (void)misses, (void)n_miss;
     struct belady_state *s = p->state;
     struct belady_layer *bl = &s->layers[l];
-    const uint64_t *off = p->predicted ? p->tr->pred_off : p->tr->active_off;
+    const uint64_t *off = p->predicted ? p->known->pred_off : p->known->active_off;
     const uint32_t *next = s->next_use + off[t * p->n_layers + l];
     for (uint32_t j = 0; j < n; j++) {
         bl_push_tail(&bl->b, need[j], next[j]);
@@ -96,6 +96,8 @@ static void belady_free(struct policy *p)
 const struct policy_ops policy_belady = {
     .name = "belady",
     .uses_budget = true,
+    .keeps_reads = true,
+    .needs_known = true,
     .init = belady_init,
     .update = belady_update,
     .free = belady_free,

@@ -3,8 +3,8 @@
  * least recently needed. O(1) per access: one list per frequency. */
 #include <stdlib.h>
 
-#include "sim/bucket_list.h"
-#include "sim/policy.h"
+#include "cache/bucket_list.h"
+#include "cache/policy.h"
 
 #define LFU_MAX_FREQ 4095 /* frequencies saturate: ties beyond are LRU */
 
@@ -60,6 +60,7 @@ static void lfu_free(struct policy *p)
 const struct policy_ops policy_lfu = {
     .name = "lfu",
     .uses_budget = true,
+    .keeps_reads = true,
     .init = lfu_init,
     .update = lfu_update,
     .free = lfu_free,

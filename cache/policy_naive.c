@@ -1,6 +1,6 @@
 /* naive: the whole FFN from flash every token, nothing kept (the paper's
  * Naive baseline: load the whole model each forward pass). */
-#include "sim/policy.h"
+#include "cache/policy.h"
 
 static uint32_t naive_extra(struct policy *p, uint32_t l, const uint8_t *is_miss, uint32_t n_miss,
                             uint32_t *out)

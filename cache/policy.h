@@ -1,9 +1,17 @@
-/* DRAM caching policies behind one ops table (as libCacheSim's cache_t):
- * sim/replay.c owns the request path and the resident-row bookkeeping;
- * each policy_*.c only decides what to read besides the misses and what to
- * delete afterwards. Internal to sim/. */
-#ifndef FLASHBED_SIM_POLICY_H
-#define FLASHBED_SIM_POLICY_H
+/* DRAM caching policies behind one ops table (as libCacheSim's cache_t).
+ * Decisions only: which rows of a layer stay in DRAM between tokens. The one
+ * request path (cache/request.h) owns the resident-row bookkeeping and is
+ * driven by the offline replay (sim/replay.c) and by the engine's flash FFN
+ * (engine/ffn_flash.c) alike; each policy_*.c only decides what to read
+ * besides the misses and what to delete afterwards.
+ *
+ * Policies see the needed sets as they come (token by token, one layer at a
+ * time; layers are independent). Those that need more than the past (hot:
+ * a frequency profile, belady: the future) read it from `known`, a trace of
+ * the same sets, and refuse to start without one. Not thread-safe: one
+ * policy object per replay or run. */
+#ifndef FLASHBED_CACHE_POLICY_H
+#define FLASHBED_CACHE_POLICY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,12 +25,17 @@ struct policy;
 struct policy_ops {
     const char *name;
     bool takes_arg;          /* "window:K" */
-    bool uses_budget;        /* capacity-limited: p->capacity rows per layer */
+    bool uses_budget;        /* capacity-limited: needs a budget (lru, lfu, hot, belady) */
+    bool honours_budget;     /* keeps within a budget when one is given (window shrinks) */
+    bool keeps_reads;        /* keeps what it reads for later tokens (rows it drops at once
+                              * because the layer is full are overflow) */
+    bool needs_known;        /* needs the trace's sets (profile or future) */
+    bool preload_is_read;    /* its preload is read from flash with the first token */
     /* Optional. Allocates state and preloads resident rows (policy_preload).
      * Called once before the first token. 0, or -1 with err. */
     int (*init)(struct policy *p, char *err, size_t errlen);
     /* Optional. Rows of layer l to read this token besides the misses
-     * (naive: the whole layer, hybrid: its non-resident half): ascending,
+     * (naive: the whole layer, hybrid: its non-resident part): ascending,
      * none of them resident nor a miss; written to out (room for d_ff) unless
      * out is NULL (the layout needs only the count); returns how many. They
      * are read and dropped again after the token. n_miss: misses of the layer. */
@@ -38,15 +51,18 @@ struct policy_ops {
 
 struct policy {
     const struct policy_ops *ops;
-    const struct trace *tr;
-    bool predicted;           /* which sets of tr are replayed */
+    const struct trace *known;  /* the sets to come / a profile: NULL when not known */
+    bool predicted;             /* which sets of `known` */
     uint32_t n_layers, d_ff;
-    uint64_t arg;             /* window:K -> K */
-    uint64_t capacity;        /* rows per layer, for uses_budget policies */
-    uint8_t *resident;        /* [n_layers * d_ff] */
-    uint32_t *n_resident;     /* [n_layers] */
-    uint64_t deleted;         /* rows deleted so far (the replay reads it per token) */
-    uint64_t preloaded;       /* rows preloaded by init */
+    uint64_t arg;               /* window:K -> K */
+    uint64_t capacity;          /* rows per layer; 0: none (policies without a budget) */
+    uint8_t *resident;          /* [n_layers * d_ff] */
+    uint32_t *n_resident;       /* [n_layers] */
+    uint64_t deleted;           /* rows deleted so far (the request path reads it per step) */
+    uint64_t preloaded;         /* rows preloaded by init */
+    uint64_t shrinks;           /* window: tokens dropped early to stay within capacity */
+    uint32_t *deleted_ids;      /* when not NULL: ids deleted in this step are appended */
+    uint32_t n_deleted_ids;
     void *state;
 };
 
@@ -60,6 +76,8 @@ static inline void policy_delete(struct policy *p, uint32_t l, uint32_t id)
     p->resident[(size_t)l * p->d_ff + id] = 0;
     p->n_resident[l]--;
     p->deleted++;
+    if (p->deleted_ids)
+        p->deleted_ids[p->n_deleted_ids++] = id;
 }
 
 static inline void policy_preload(struct policy *p, uint32_t l, uint32_t id)

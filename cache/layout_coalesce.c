@@ -1,25 +1,28 @@
 /* coalesce:G: bundled rows in neuron order on flash; rows whose ids differ by
  * at most G+1 are fetched by one read that also brings the up to G unneeded
  * bundles between them (fewer, larger reads for some wasted bytes). */
-#include "sim/layout.h"
+#include "cache/layout.h"
 
-static void coalesce_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
-                          struct read_tally *t)
+static uint32_t coalesce_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
+                              struct read_tally *t, struct layout_read *out)
 {
     (void)l;
-    uint64_t bundle = lo->vec_bytes * lo->vecs_per_row;
-    uint32_t j = 0;
+    uint32_t j = 0, k = 0;
     while (j < n) {
         uint32_t first = rows[j], last = rows[j];
         for (j++; j < n && (uint64_t)rows[j] - last - 1 <= lo->arg; j++)
             last = rows[j];
-        tally_reads(t, 1, (uint64_t)(last - first + 1) * bundle);
+        tally_reads(t, 1, (uint64_t)(last - first + 1) * lo->row_bytes);
+        if (out)
+            out[k++] = (struct layout_read){first, last - first + 1, -1};
     }
+    return k;
 }
 
 const struct layout_ops layout_coalesce = {
     .name = "coalesce",
     .needs_rows = true,
     .takes_arg = true,
+    .lists_reads = true,
     .read = coalesce_read,
 };

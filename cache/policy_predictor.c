@@ -1,5 +1,5 @@
 /* predictor: load exactly the needed set each token, keep nothing. */
-#include "sim/policy.h"
+#include "cache/policy.h"
 
 const struct policy_ops policy_predictor = {
     .name = "predictor",

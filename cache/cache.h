@@ -1,0 +1,101 @@
+/* The FFN cache's decisions, one object for the offline replay
+ * (sim/replay.c) and the engine's flash FFN (engine/ffn_flash.c): a policy
+ * (cache/policy.h) and a flash layout (cache/layout.h) named by the same
+ * strings everywhere, one rule that turns a byte budget into per-layer
+ * capacities, and ONE request path per (token, layer):
+ *
+ *   needed rows already resident are hits; the misses, plus any rows the
+ *   policy reads besides (naive, hybrid), go through the layout into reads;
+ *   the misses are inserted; the policy then deletes what it does not keep.
+ *
+ * The caller does the I/O (or only counts it): a request returns what was
+ * decided as lists of neuron ids. No I/O, no timing, no printing; 0 or -1
+ * with a message in err. Not thread-safe: one object per replay or run;
+ * layers are independent, so requests may go layer-major or token-major. */
+#ifndef FLASHBED_CACHE_CACHE_H
+#define FLASHBED_CACHE_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache/layout.h"
+#include "cache/policy.h"
+#include "traces/trace.h"
+
+/* policy: naive, hybrid, predictor, window:K (K >= 1 tokens, the current
+ * one included: the paper's k = 4 is window:5), lru, lfu, hot, belady.
+ * layout: split, bundled, friends, coalesce:G. 0, or -1 with err. */
+int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
+                       size_t errlen);
+int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
+                       size_t errlen);
+
+/* The one sizing rule: a byte budget for the FFN caches is split evenly
+ * over the layers (the paper preallocates one matrix per layer), in rows of
+ * row_bytes, at most d_ff per layer. */
+uint64_t cache_capacity_rows(uint64_t budget_bytes, uint64_t row_bytes, uint32_t n_layers, uint32_t d_ff);
+
+/* The shape of what is cached and read. */
+struct cache_geometry {
+    uint32_t n_layers, d_ff;
+    uint64_t vec_bytes;       /* d_model * bytes per weight */
+    uint32_t vecs_per_row;    /* 2 (up, down) or 3 (up, gate, down) */
+    uint64_t row_bytes;       /* one bundle on flash (the engine's aligned stride) */
+};
+
+struct cache_config {
+    const char *policy, *layout;
+    uint64_t capacity_rows;       /* per layer; 0: none (policies that need no budget) */
+    const struct trace *known;    /* the sets to come: hot, belady, friends need it */
+    bool known_predicted;
+};
+
+struct cache {
+    struct policy p;
+    struct layout lo;
+    uint32_t *misses, *extra, *rows, *deleted;  /* [d_ff] each: the last request's lists */
+    uint8_t *is_miss;                           /* [d_ff], zero between requests */
+    struct layout_read *reads;                  /* [3 * d_ff]: the last request's reads */
+    uint32_t *preload;                          /* [d_ff] scratch for preload lists */
+};
+
+/* The outcome of one request; the arrays belong to the cache and hold until
+ * its next request. */
+struct cache_step {
+    uint32_t needed, hits;
+    const uint32_t *misses;   /* needed, not resident: read, inserted */
+    uint32_t n_misses;
+    const uint32_t *extra;    /* read besides the misses, used for this token only */
+    uint32_t n_extra;
+    const uint32_t *rows;     /* misses + extra (+ a first token's counted preload), ascending */
+    uint32_t n_rows;
+    const uint32_t *deleted;  /* deleted by the policy after the token (misses among them
+                               * were used once and dropped); extra rows not included */
+    uint32_t n_deleted;
+    uint32_t overflow;        /* needed rows a keeping policy could not keep (layer full) */
+    uint32_t preloaded_read;  /* rows of the counted preload among rows (first token) */
+    const struct layout_read *reads; /* the layout's reads of rows, when listed */
+    uint32_t n_reads;
+    uint64_t bytes, n_flash_reads;   /* what the layout counts for rows */
+    uint32_t resident_after;  /* rows the layer keeps for the next token */
+};
+
+/* Sets the cache up; every row starts on flash except what the policy
+ * preloads (hybrid's resident part, hot's pinned rows). 0, or -1 with err
+ * (a bad name, hot/belady/friends without known sets, memory). */
+int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
+               size_t errlen);
+void cache_close(struct cache *c);
+
+/* Rows of layer l the policy preloaded (ascending) into out [d_ff]; returns how many. */
+uint32_t cache_preloaded_rows(const struct cache *c, uint32_t l, uint32_t *out);
+
+/* Token t of layer l needs need[0..n) (ascending, distinct, < d_ff). Tokens
+ * of one layer come in order from 0. list_reads: also list the layout's
+ * reads (layouts with lists_reads); sizes: a histogram to add the reads to,
+ * or NULL. */
+void cache_request(struct cache *c, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n, bool list_reads,
+                   struct read_size_hist *sizes, struct cache_step *step);
+
+#endif

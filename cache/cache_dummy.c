@@ -1,1 +1,0 @@
-typedef int flashbed_cache_placeholder;

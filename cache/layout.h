@@ -1,0 +1,75 @@
+/* Flash layouts behind one ops table: how the rows a token reads from one
+ * layer turn into reads of some size. Decisions only: the replay counts the
+ * reads, the engine's flash FFN performs them (the same list). */
+#ifndef FLASHBED_CACHE_LAYOUT_H
+#define FLASHBED_CACHE_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "traces/trace.h"
+
+struct layout;
+
+/* Read sizes in power-of-two buckets: bucket b counts reads of [2^b, 2^(b+1)) bytes. */
+struct read_size_hist {
+    uint64_t count[64];
+};
+
+struct read_tally {
+    uint64_t reads, bytes;
+    struct read_size_hist *sizes;   /* may be NULL */
+};
+
+static inline void tally_reads(struct read_tally *t, uint64_t count, uint64_t size)
+{
+    t->reads += count;
+    t->bytes += count * size;
+    if (t->sizes)
+        t->sizes->count[63 - __builtin_clzll(size | 1)] += count;
+}
+
+/* One read: `count` whole bundles of adjacent neurons first..first+count-1
+ * (vec < 0), or vector `vec` of neuron first's bundle alone (count 1): up,
+ * (gate,) down in model_format.h's bundle order. */
+struct layout_read {
+    uint32_t first, count;
+    int32_t vec;
+};
+
+struct layout_ops {
+    const char *name;
+    bool takes_arg;           /* "coalesce:G" */
+    bool needs_rows;          /* read() looks at the ids, not only their count */
+    bool needs_known;         /* init() needs the trace's sets (friends) */
+    bool lists_reads;         /* read() can list its reads (contiguous ranges): the engine runs it */
+    /* Prepares per-layout data (friends computes co-activation). 0, or -1 with err. */
+    int (*init)(struct layout *lo, char *err, size_t errlen);
+    /* rows: the ascending ids of layer l read this token; adds their reads to
+     * t, and when out is not NULL (lists_reads only) also lists them there
+     * (room for vecs_per_row * n) and returns how many; else returns 0.
+     * Without needs_rows and out, rows may be NULL (only n counts). */
+    uint32_t (*read)(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n, struct read_tally *t,
+                     struct layout_read *out);
+    void (*free)(struct layout *lo);
+};
+
+struct layout {
+    const struct layout_ops *ops;
+    const struct trace *known;  /* friends: the sets co-activation is counted on */
+    bool predicted;
+    uint32_t n_layers, d_ff;
+    uint64_t vec_bytes;       /* one up column / down row / gate row: d_model * bytes */
+    uint32_t vecs_per_row;    /* 2 (relu) or 3 (glu) */
+    uint64_t row_bytes;       /* one bundle on flash: vecs_per_row * vec_bytes, or the
+                               * model's aligned bundle stride in the engine */
+    uint64_t arg;             /* coalesce:G -> G */
+    uint64_t info;            /* friends: tokens the counts used */
+    void *state;
+};
+
+extern const struct layout_ops layout_split, layout_bundled, layout_friends, layout_coalesce;
+
+#endif

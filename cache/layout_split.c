@@ -1,0 +1,23 @@
+/* split: up column, down row (and gate row) of a neuron live in separate
+ * matrices: each is its own read of d_model * bytes. */
+#include "cache/layout.h"
+
+static uint32_t split_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
+                           struct read_tally *t, struct layout_read *out)
+{
+    (void)l;
+    tally_reads(t, (uint64_t)n * lo->vecs_per_row, lo->vec_bytes);
+    if (!out)
+        return 0;
+    uint32_t k = 0;
+    for (uint32_t j = 0; j < n; j++)
+        for (uint32_t v = 0; v < lo->vecs_per_row; v++)
+            out[k++] = (struct layout_read){rows[j], 1, (int32_t)v};
+    return k;
+}
+
+const struct layout_ops layout_split = {
+    .name = "split",
+    .lists_reads = true,
+    .read = split_read,
+};

@@ -1,0 +1,90 @@
+/* One parser for policy and layout strings ("window:5", "coalesce:2"): the
+ * replay, the engine and the cost model all name them through it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+
+static const struct policy_ops *const policies[] = {
+    &policy_naive, &policy_hybrid, &policy_predictor, &policy_window,
+    &policy_lru,   &policy_lfu,    &policy_hot,       &policy_belady,
+};
+static const struct layout_ops *const layouts[] = {
+    &layout_split, &layout_bundled, &layout_friends, &layout_coalesce,
+};
+#define COUNT(a) (sizeof a / sizeof a[0])
+
+/* "name" or "name:N": finds the entry and its argument. */
+static int parse_named(const char *spec, const char *what, const char *const *names, const bool *takes_arg,
+                       size_t n, size_t *index, uint64_t *arg, char *err, size_t errlen)
+{
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    char list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        strncat(list, takes_arg[i] ? (strcmp(names[i], "window") == 0 ? ":K" : ":G") : "",
+                sizeof list - strlen(list) - 1);
+        if (strlen(names[i]) != len || strncmp(names[i], spec, len) != 0)
+            continue;
+        *index = i;
+        *arg = 0;
+        if (!takes_arg[i] && colon) {
+            snprintf(err, errlen, "%s '%s' takes no argument", what, spec);
+            return -1;
+        }
+        if (takes_arg[i]) {
+            char *end;
+            if (!colon || !colon[1] || colon[1] == '-' || (*arg = strtoull(colon + 1, &end, 10), *end)) {
+                snprintf(err, errlen, "%s '%s' needs a whole number after ':' (e.g. %s:4)", what, spec,
+                         names[i]);
+                return -1;
+            }
+        }
+        return 0;
+    }
+    snprintf(err, errlen, "unknown %s '%s' (available: %s)", what, spec, list);
+    return -1;
+}
+
+int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
+                       size_t errlen)
+{
+    const char *names[COUNT(policies)];
+    bool args[COUNT(policies)];
+    for (size_t i = 0; i < COUNT(policies); i++) {
+        names[i] = policies[i]->name;
+        args[i] = policies[i]->takes_arg;
+    }
+    size_t k;
+    if (parse_named(text, "policy", names, args, COUNT(policies), &k, arg, err, errlen) != 0)
+        return -1;
+    if (policies[k] == &policy_window && (*arg == 0 || *arg >= UINT32_MAX)) {
+        snprintf(err, errlen, "policy '%s': a window holds at least the current token (K from 1 to %u)", text,
+                 UINT32_MAX - 1);
+        return -1;
+    }
+    *ops = policies[k];
+    return 0;
+}
+
+int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
+                       size_t errlen)
+{
+    const char *names[COUNT(layouts)];
+    bool args[COUNT(layouts)];
+    for (size_t i = 0; i < COUNT(layouts); i++) {
+        names[i] = layouts[i]->name;
+        args[i] = layouts[i]->takes_arg;
+    }
+    size_t k;
+    if (parse_named(text, "layout", names, args, COUNT(layouts), &k, arg, err, errlen) != 0)
+        return -1;
+    if (layouts[k] == &layout_coalesce && *arg >= UINT32_MAX) {
+        snprintf(err, errlen, "layout '%s': the gap must be below %u rows", text, UINT32_MAX);
+        return -1;
+    }
+    *ops = layouts[k];
+    return 0;
+}
