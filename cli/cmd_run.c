@@ -23,14 +23,16 @@
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
+#include "cache/cache.h"
 #include "engine/engine.h"
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
+#include "engine/run_plan.h"
 #include "engine/sampler.h"
 #include "traces/trace.h"
 
 struct run_opts {
-    char *model, *mode, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
+    char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
     char *prompt, *prompt_file;
     uint64_t prompt_tokens, n, seed, threads, window, coalesce, io_threads, iodepth, cold;
     double temperature, top_p, threshold;
@@ -40,12 +42,14 @@ struct run_opts {
 #define O(f) offsetof(struct run_opts, f)
 static const struct opt_def run_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert / model make)"},
-    {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all (see --help text)"},
+    {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)"},
+    {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady"},
+    {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G [default: bundled]"},
     {"window", OPT_UINT, O(window), "5", "K", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5)"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
     {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
-    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: a neuron is active when |act(gate).up| > T"},
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: active when |act(gate).up| > T, on the scale of that product (0: every neuron is active; run.md reports the density)"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads"},
@@ -77,7 +81,11 @@ static const struct opt_command run_command = {
         "memory-management and compute time. Modes: dense (all in DRAM: the reference), naive\n"
         "(every weight read every token), hybrid (part of the FFN resident, the rest read every\n"
         "token), predictor (the needed neurons only), window (+ the last K tokens' neurons kept),\n"
-        "all (+ row-column bundles: one read per neuron). --active oracle takes the true\n"
+        "all (+ row-column bundles: one read per neuron, adjacent ones together). Each mode is\n"
+        "a policy and a layout: naive = naive + coalesce:0 (and dram.bin streamed), hybrid =\n"
+        "hybrid + coalesce:0, predictor = predictor + split, window = window:K + split, all =\n"
+        "window:K + coalesce:G. --policy and --layout take any pair replay takes (friends\n"
+        "excepted); with --mode too they must agree. --active oracle takes the true\n"
         "activations from up-projection rows held in DRAM for the purpose (a measuring device,\n"
         "not a deployable predictor); --active trace:FILE lets a trace choose the neurons.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json and run.md.",
@@ -90,7 +98,8 @@ struct token_row {
     int id;
     bool generated;
     double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
-    double bytes_read, reads, rows_inserted, rows_deleted, cache_rows, needed, window_shrinks;
+    double bytes_read, reads, io_requests, dram_bytes_read, rows_inserted, rows_deleted, cache_rows, needed,
+        overflow_rows, window_shrinks;
 };
 
 /* The keys of run.json's token objects and summaries, with their place in
@@ -101,7 +110,8 @@ static const struct {
 } row_keys[] = {
 #define K(k) {#k, offsetof(struct token_row, k)}
     K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
-    K(bytes_read), K(reads), K(rows_inserted), K(rows_deleted), K(cache_rows), K(needed), K(window_shrinks),
+    K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
+    K(needed), K(overflow_rows), K(window_shrinks),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
@@ -136,12 +146,13 @@ static cJSON *row_json(struct token_row *r)
     return o;
 }
 
-struct run_plan {
+struct run_setup {
     bool dense;
     struct ffn_flash_config cfg;
+    struct run_plan_out plan;
+    char policy[64], layout[64];
     struct trace trace;
     bool have_trace;
-    uint32_t *layer_rows;      /* [n_layers] cache rows, sized from the trace */
     uint64_t budget;           /* 0: none */
     uint64_t model_bytes;      /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
@@ -164,50 +175,46 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
     return 0;
 }
 
-/* The most rows each layer's cache must hold for this trace: the union of
- * the window's sets plus the gap rows coalescing brings in (need[l]), and
- * the largest single token's set (one[l]: below that nothing runs). */
-static int trace_cache_need(const struct trace *tr, bool predicted, uint32_t window, uint32_t gap, uint32_t *need,
-                            uint32_t *one)
+/* The policy and layout: --mode's preset, or --policy/--layout (which must
+ * agree with an explicit --mode). */
+static int choose_policy(const struct run_opts *o, struct run_setup *p)
 {
-    uint32_t d_ff = tr->meta.d_ff;
-    int64_t *last = malloc(d_ff * sizeof *last);
-    if (!last)
+    if (run_mode_preset(o->mode, (uint32_t)o->window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
+                        sizeof p->layout) != 0) {
+        fb_error("run --mode: unknown '%s' (dense, naive, hybrid, predictor, window, all)", o->mode);
         return -1;
-    for (uint32_t l = 0; l < tr->meta.n_layers; l++) {
-        for (uint32_t i = 0; i < d_ff; i++)
-            last[i] = INT64_MIN / 2;
-        need[l] = one[l] = 0;
-        for (uint64_t t = 0; t < tr->n_tokens; t++) {
-            uint32_t n;
-            const uint32_t *ids = trace_set(tr, predicted, t, l, &n);
-            uint32_t gaps = 0, held = 0;
-            for (uint32_t k = 0; k < n; k++) {
-                last[ids[k]] = (int64_t)t;
-                if (gap && k && ids[k] - ids[k - 1] - 1 <= gap)
-                    gaps += ids[k] - ids[k - 1] - 1;
-            }
-            for (uint32_t i = 0; i < d_ff; i++)
-                held += window == 0 ? last[i] == (int64_t)t : last[i] > (int64_t)t - (int64_t)window;
-            if (held + gaps > need[l])
-                need[l] = held + gaps < d_ff ? held + gaps : d_ff;
-            if (n > one[l])
-                one[l] = n;
-        }
     }
-    free(last);
+    bool mode_given = opts_given(&run_command, o, "mode");
+    if (!o->policy && !o->layout)
+        return 0;
+    const char *policy = o->policy ? o->policy : p->policy;
+    const char *layout = o->layout ? o->layout : mode_given ? p->layout : "bundled";
+    if (mode_given && (strcmp(policy, p->policy) || strcmp(layout, p->layout))) {
+        fb_error("run: --mode %s means --policy %s --layout %s, not %s and %s", o->mode, p->policy, p->layout, policy,
+                 layout);
+        return -1;
+    }
+    char err[256];
+    const struct policy_ops *pol;
+    const struct layout_ops *lay;
+    uint64_t arg;
+    if (cache_parse_policy(policy, &pol, &arg, err, sizeof err) != 0 ||
+        cache_parse_layout(layout, &lay, &arg, err, sizeof err) != 0) {
+        fb_error("run: %s", err);
+        return -1;
+    }
+    snprintf(p->policy, sizeof p->policy, "%s", policy);
+    snprintf(p->layout, sizeof p->layout, "%s", layout);
     return 0;
 }
 
-static int plan_run(const struct run_opts *o, const struct model *m, struct run_plan *p)
+static int plan_run(const struct run_opts *o, const struct model *m, struct run_setup *p)
 {
     const struct model_shape *s = &m->shape;
     if (o->window == 0 || o->window > 4096) {
         fb_error("run --window %llu: must be 1 to 4096 tokens", (unsigned long long)o->window);
         return -1;
     }
-    p->cfg.window = (uint32_t)o->window;
-    p->cfg.coalesce = (uint32_t)o->coalesce;
     p->cfg.threshold = (float)o->threshold;
     p->cfg.io_engine = o->io_engine;
     p->cfg.io_threads = (unsigned)o->io_threads;
@@ -221,6 +228,11 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
         fb_error("run --io-engine: '%s' is not psync or io_uring", o->io_engine);
         return -1;
     }
+    if (choose_policy(o, p) != 0)
+        return -1;
+    p->cfg.policy = p->policy;
+    p->cfg.layout = p->layout;
+    p->cfg.stream_dram = !strcmp(p->policy, "naive");
     if (!strncmp(o->active, "trace:", 6)) {
         char err[512];
         if (trace_load(o->active + 6, &p->trace, err, sizeof err) != 0) {
@@ -252,110 +264,28 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
     return 0;
 }
 
-/* Sizes the caches (or hybrid's resident part) to the budget and refuses
- * what cannot fit. */
-/* "6.66 GB", "712.3 kB": for messages about budgets */
-static void human_bytes(uint64_t v, char *buf, size_t len)
+/* Sizes the caches and staging to the budget (engine/run_plan.h) and refuses what cannot fit. */
+static int fit_budget(const struct model *m, struct run_setup *p, uint64_t tokens)
 {
-    double x = (double)v;
-    const char *unit = x >= 1e9 ? "GB" : x >= 1e6 ? "MB" : "kB";
-    snprintf(buf, len, "%.2f %s", x / (x >= 1e9 ? 1e9 : x >= 1e6 ? 1e6 : 1e3), unit);
-}
-
-static int fit_budget(const struct model *m, struct run_plan *p)
-{
-    const struct model_shape *s = &m->shape;
-    uint64_t stride = m->bundle_stride, layer_ffn = (uint64_t)s->d_ff * stride;
-    uint64_t fixed = m->dram_bytes + p->kv_bytes;
-    uint64_t budget = p->budget;
-    char b1[32], b2[32];
     if (p->dense) {
-        if (budget && fixed + m->ffn_bytes > budget) {
-            human_bytes(fixed + m->ffn_bytes, b1, sizeof b1);
-            human_bytes(budget, b2, sizeof b2);
-            fb_error("run --mode dense: the model needs %s in DRAM, the budget is %s", b1, b2);
+        if (p->budget && m->dram_bytes + p->kv_bytes + m->ffn_bytes > p->budget) {
+            fb_error("run --mode dense: the model needs %.2f GB in DRAM, the budget is %.2f GB",
+                     (double)(m->dram_bytes + p->kv_bytes + m->ffn_bytes) / 1e9, (double)p->budget / 1e9);
             return -1;
         }
         return 0;
     }
-    if (budget && fixed >= budget) {
-        human_bytes(fixed, b1, sizeof b1);
-        human_bytes(budget, b2, sizeof b2);
-        fb_error("run --dram-budget %s: the weights that stay in DRAM and the KV cache already take %s", b2, b1);
+    struct run_plan_input in = {m, p->policy, p->layout, p->budget, p->kv_bytes,
+                                p->have_trace ? &p->trace : NULL, p->cfg.use_predicted, tokens, p->cfg.stream_dram};
+    char err[512];
+    if (run_plan_make(&in, &p->plan, err, sizeof err) != 0) {
+        fb_error("run: %s", err);
         return -1;
     }
-    uint64_t avail = budget ? budget - fixed : UINT64_MAX;
-    switch (p->cfg.mode) {
-    case FLASH_NAIVE:
-        if (avail < layer_ffn + (64u << 20)) {
-            fb_error("run --mode naive: the budget leaves no room for one layer's FFN staging buffer");
-            return -1;
-        }
-        break;
-    case FLASH_HYBRID: {
-        /* resident R per layer + one staging layer of d_ff - R: solve for R */
-        uint64_t b = budget ? budget : (m->dram_bytes + m->ffn_bytes) / 2;
-        uint64_t room = b > fixed + layer_ffn ? b - fixed - layer_ffn : 0;
-        uint64_t r = s->n_layers > 1 ? room / ((uint64_t)(s->n_layers - 1) * stride) : s->d_ff;
-        p->cfg.hybrid_resident = (uint32_t)(r < s->d_ff ? r : s->d_ff);
-        if (budget && room == 0) {
-            fb_error("run --mode hybrid: the budget leaves no room for one layer's FFN staging buffer");
-            return -1;
-        }
-        break;
-    }
-    default: {
-        uint32_t gap = p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0;
-        uint32_t window = p->cfg.mode == FLASH_PREDICTOR ? 0 : p->cfg.window;
-        uint64_t fit = avail / ((uint64_t)s->n_layers * stride);
-        if (!p->have_trace) {
-            /* the oracle's needs are not known ahead: as many rows as fit */
-            if (fit == 0) {
-                fb_error("run: the budget leaves no room for the neuron caches (one row is %llu bytes per layer)",
-                         (unsigned long long)stride);
-                return -1;
-            }
-            p->cfg.cache_rows = (uint32_t)(fit < s->d_ff ? fit : s->d_ff);
-            break;
-        }
-        /* A trace says exactly what each layer needs: size every layer's
-         * cache to it, and when the budget is short give every layer its
-         * largest single token plus the same share of the rest. */
-        p->layer_rows = calloc(s->n_layers, sizeof *p->layer_rows);
-        uint32_t *one = calloc(s->n_layers, sizeof *one);
-        if (!p->layer_rows || !one ||
-            trace_cache_need(&p->trace, p->cfg.use_predicted, window, gap, p->layer_rows, one) != 0) {
-            free(one);
-            fb_error("run: out of memory sizing the caches");
-            return -1;
-        }
-        uint64_t all = 0, least = 0;
-        for (uint32_t l = 0; l < s->n_layers; l++) {
-            all += (uint64_t)p->layer_rows[l] * stride;
-            least += (uint64_t)one[l] * stride;
-        }
-        if (least > avail) {
-            human_bytes(fixed + least, b1, sizeof b1);
-            human_bytes(budget, b2, sizeof b2);
-            fb_error("run --dram-budget %s: one token's neurons alone need %s with the resident weights (raise the budget)",
-                     b2, b1);
-            free(one);
-            return -1;
-        }
-        if (all > avail) {
-            double share = (double)(avail - least) / (double)(all - least);
-            for (uint32_t l = 0; l < s->n_layers; l++)
-                p->layer_rows[l] = one[l] + (uint32_t)((p->layer_rows[l] - one[l]) * share);
-            fb_warn("run: the budget holds %.0f%% of the window's rows beyond one token's: the window shrinks when a layer's cache is full",
-                    100 * share);
-        }
-        free(one);
-        p->cfg.layer_rows = p->layer_rows;
-        for (uint32_t l = 0; l < s->n_layers; l++)
-            p->cfg.cache_rows = p->layer_rows[l] > p->cfg.cache_rows ? p->layer_rows[l] : p->cfg.cache_rows;
-        break;
-    }
-    }
+    p->cfg.capacity_rows = p->plan.capacity_rows;
+    p->cfg.layer_rows = p->plan.layer_rows;
+    p->cfg.staging_rows = p->plan.staging_rows;
+    p->cfg.bounce_rows = p->plan.bounce_rows;
     return 0;
 }
 
@@ -378,7 +308,7 @@ struct run_outcome {
     char error[512];
 };
 
-static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_plan *p,
+static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_setup *p,
                     const int *prompt, int n_prompt, struct run_outcome *out)
 {
     int n = (int)o->n;
@@ -420,6 +350,9 @@ static int generate(const struct run_opts *o, struct model *m, struct engine *e,
             r->predictor_ms = ft.predictor_ms;
             r->bytes_read = (double)ft.bytes_read;
             r->reads = (double)ft.reads;
+            r->io_requests = (double)ft.io_requests;
+            r->dram_bytes_read = (double)ft.dram_bytes_read;
+            r->overflow_rows = (double)ft.overflow_rows;
             r->rows_inserted = (double)ft.rows_inserted;
             r->rows_deleted = (double)ft.rows_deleted;
             r->cache_rows = (double)ft.cache_rows;
@@ -468,7 +401,7 @@ static int generate(const struct run_opts *o, struct model *m, struct engine *e,
 
 /* run.json: provenance, per-token rows, and the summaries (steady state:
  * every token after the cold ones; also cold, prompt and generated apart). */
-static cJSON *run_json(const struct run_opts *o, const struct model *m, const struct run_plan *p,
+static cJSON *run_json(const struct run_opts *o, const struct model *m, const struct run_setup *p,
                        const struct run_outcome *r, cJSON *prov, uint64_t dram_held, uint64_t oracle_bytes)
 {
     cJSON *root = cJSON_CreateObject();
@@ -476,23 +409,22 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     cJSON_AddStringToObject(prov, "model", m->shape.name);
     cJSON_AddStringToObject(prov, "model_dir", m->dir);
     cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
-    cJSON_AddStringToObject(prov, "mode", p->dense ? "dense" : flash_mode_name(p->cfg.mode));
+    cJSON_AddStringToObject(prov, "mode", o->mode);
     cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
     cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense) {
         cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
-        cJSON_AddNumberToObject(pol, "window", p->cfg.mode == FLASH_PREDICTOR ? 0 : p->cfg.window);
-        cJSON_AddStringToObject(pol, "layout", p->cfg.mode == FLASH_ALL ? "bundled" : "split");
-        cJSON_AddNumberToObject(pol, "coalesce", p->cfg.mode == FLASH_ALL ? p->cfg.coalesce : 0);
-        cJSON_AddNumberToObject(pol, "cache_rows_per_layer", p->cfg.cache_rows);
-        if (p->layer_rows) {
-            cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
-            for (uint32_t l = 0; l < m->shape.n_layers; l++)
-                cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->layer_rows[l]));
-        }
-        cJSON_AddNumberToObject(pol, "hybrid_resident_neurons_per_layer", p->cfg.hybrid_resident);
+        cJSON_AddStringToObject(pol, "policy", p->policy);
+        cJSON_AddStringToObject(pol, "layout", p->layout);
+        cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+        cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+        cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
+        for (uint32_t l = 0; l < m->shape.n_layers; l++)
+            cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
+        cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
+        cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
         cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
         cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
         cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
@@ -512,11 +444,18 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     cJSON_AddItemToObject(root, "summary", sum);
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
+    if (!p->dense) {
+        cJSON_AddStringToObject(sum, "policy", p->policy);
+        cJSON_AddStringToObject(sum, "layout", p->layout);
+        cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+        cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    }
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + dram_held));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)oracle_bytes);
     cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
-    cJSON_AddNumberToObject(sum, "read_throughput_bytes", mean.io_ms > 0 ? mean.bytes_read / (mean.io_ms * 1e-3) : 0);
+    cJSON_AddNumberToObject(sum, "read_throughput_bytes",
+                            mean.io_ms > 0 ? (mean.bytes_read + mean.dram_bytes_read) / (mean.io_ms * 1e-3) : 0);
     cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
     cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
@@ -534,14 +473,17 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     return root;
 }
 
-static char *run_markdown(const struct model *m, const struct run_plan *p, const cJSON *root)
+static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
     const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
     struct strbuf t = {0};
-    strbuf_add(&t, "# flashbed run: %s (%s), mode %s\n\n", m->shape.name, dtype_name(m->dtype),
-               p->dense ? "dense" : flash_mode_name(p->cfg.mode));
+    if (p->dense)
+        strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
+    else
+        strbuf_add(&t, "# flashbed run: %s (%s), policy %s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
+                   p->policy, p->layout);
     strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
     strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
@@ -583,7 +525,7 @@ int cmd_run(int argc, char **argv)
         opts_free(&run_command, &o);
         return rc > 0 ? 0 : 2;
     }
-    struct run_plan p;
+    struct run_setup p;
     memset(&p, 0, sizeof p);
     rc = 2;
     char *text = NULL;
@@ -598,8 +540,6 @@ int cmd_run(int argc, char **argv)
         fb_error("run: -n must be at least 1");
     else if (!be)
         fb_error("run --backend: unknown backend '%s' (available: cpu)", o.backend);
-    else if (strcmp(o.mode, "dense") && flash_mode_parse(o.mode, &p.cfg.mode) != 0)
-        fb_error("run --mode: unknown '%s' (dense, naive, hybrid, predictor, window, all)", o.mode);
     else if (o.prompt_file && !(text = read_prompt_file(o.prompt_file)))
         rc = 1;
     else
@@ -648,7 +588,7 @@ int cmd_run(int argc, char **argv)
     bool engine_up = false;
     struct run_outcome out = {0};
     if ((o.dram_budget && parse_budget(o.dram_budget, p.model_bytes, &p.budget) != 0) ||
-        (!p.dense && plan_run(&o, &m, &p) != 0) || fit_budget(&m, &p) != 0)
+        (!p.dense && plan_run(&o, &m, &p) != 0) || fit_budget(&m, &p, (uint64_t)max_seq - 1) != 0)
         goto done;
     if (o.record) {
         if (p.dense) {
@@ -718,7 +658,7 @@ done:
     free(prompt);
     if (p.have_trace)
         trace_free(&p.trace);
-    free(p.layer_rows);
+    free(p.plan.layer_rows);
     model_close(&m);
     free(text);
     opts_free(&run_command, &o);

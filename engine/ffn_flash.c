@@ -15,6 +15,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "cache/cache.h"
 #include "engine/activation.h"
 #include "io/flash_reader.h"
 #include "engine/model_format.h"
@@ -23,46 +24,36 @@
 
 enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
 
+/* Where a row read this token goes (mark[] bits, cleared after the step). */
+enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
+
 struct flash_ffn {
     struct ffn_flash_config cfg;
     struct flash_reader *reader;       /* ffn.bin */
     struct flash_reader *dram_reader;  /* naive: dram.bin */
-    struct neuron_cache *caches;       /* [n_layers]: predictor, window, all */
-    uint8_t *staging;                  /* naive, hybrid: one layer's streamed bundles */
-    uint8_t *resident;                 /* hybrid: [n_layers][hybrid_resident] bundles */
-    uint8_t *scratch;                  /* naive: dram.bin passes through here */
-    struct io_buffer staging_mem, resident_mem, scratch_mem;
-    uint64_t dram_file_bytes, align;
+    struct cache decide;               /* the policy and layout: cache/cache.h */
+    struct neuron_cache *caches;       /* [n_layers] storage of the rows kept */
+    uint8_t *staging, *bounce, *scratch;
+    struct io_buffer staging_mem, bounce_mem, scratch_mem;
+    uint32_t staging_rows, bounce_rows;
+    uint64_t dram_file_bytes, align, stride, vec_bytes;
     void *oracle_up, *oracle_gate;     /* oracle: [n_layers][d_ff][d_model] in the model's dtype */
     float *z, *g;                      /* [d_ff] oracle pre-activations */
-    float *tmp_out;                    /* [d_model] hybrid's second half */
-    uint32_t *needed;                  /* [d_ff] the neurons this layer loads */
+    float *tmp_out;                    /* [d_model] a partial FFN output */
+    uint32_t *needed;                  /* [d_ff] the neurons this layer needs */
     uint32_t *recorded;                /* [d_ff] the active ones, when recording needs its own */
-    struct neuron_run *runs;           /* [d_ff] */
+    uint32_t *late;                    /* [d_ff] needed rows the policy dropped: leave after compute */
+    uint32_t *staged;                  /* [staging_rows] the neuron in each staging row */
+    uint8_t *mark;                     /* [d_ff] MARK_* of the rows in this step */
     struct flash_read *reqs;           /* [3 * d_ff + 1] */
-    uint64_t staging_bytes, resident_bytes, scratch_bytes, cache_bytes, oracle_bytes;
+    struct bounce_copy { uint32_t id; uint64_t from; uint8_t *to; } *copies; /* [bounce_rows] */
+    uint32_t n_reqs, n_staged, n_copies, bounce_used;
+    uint64_t staging_bytes, bounce_bytes, scratch_bytes, cache_bytes, oracle_bytes;
     int64_t token;                     /* index of the token being computed */
     unsigned next_flags;
     struct ffn_flash_token acc;
     char error[512];                   /* the first failure; the run stops on it */
 };
-
-static const char *const mode_names[] = {"naive", "hybrid", "predictor", "window", "all"};
-
-const char *flash_mode_name(enum flash_mode m)
-{
-    return mode_names[m];
-}
-
-int flash_mode_parse(const char *s, enum flash_mode *m)
-{
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(s, mode_names[i])) {
-            *m = (enum flash_mode)i;
-            return 0;
-        }
-    return -1;
-}
 
 /* Read buffers: 2 MiB-aligned huge pages, touched now (io/io_buffer.h),
  * so page faults belong to set-up, not to the first token. */
@@ -146,7 +137,7 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
                  f->m->ffn_path, (unsigned long long)f->m->bundle_stride, (unsigned long long)ff->align);
         return -1;
     }
-    if (ff->cfg.mode == FLASH_NAIVE) {
+    if (ff->cfg.stream_dram) {
         char dram_path[4300];
         snprintf(dram_path, sizeof dram_path, "%s/%s", f->m->dir, MODEL_DRAM_FILE);
         rc.path = dram_path;
@@ -155,6 +146,141 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
             return -1;
         }
         ff->dram_file_bytes = f->m->dram_bytes;
+    }
+    return 0;
+}
+
+uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff)
+{
+    const struct policy_ops *ops;
+    uint64_t arg, cap = cfg->capacity_rows < d_ff ? cfg->capacity_rows : d_ff;
+    char err[256];
+    if (cache_parse_policy(cfg->policy, &ops, &arg, err, sizeof err) != 0)
+        return 0;
+    if (ops == &policy_hybrid)
+        return cap ? (uint32_t)cap : d_ff / 2;
+    if (ops == &policy_window)
+        return cap ? (uint32_t)cap : d_ff;
+    return ops->uses_budget ? (uint32_t)cap : 0;
+}
+
+/* Appends ids[0..n) (ascending) to cache c and reads them straight into
+ * their rows: one read per run of adjacent ids. The resident part a policy
+ * starts with (hybrid's), not counted per token. */
+static int load_rows(struct ffn *f, struct flash_ffn *ff, int layer, struct neuron_cache *c, const uint32_t *ids,
+                     uint32_t n)
+{
+    uint32_t j = 0;
+    while (j < n) {
+        uint32_t k = j + 1;
+        while (k < n && ids[k] == ids[k - 1] + 1)
+            k++;
+        uint32_t row = neuron_cache_append(c, ids[j]);
+        for (uint32_t i = j + 1; i < k; i++)
+            neuron_cache_append(c, ids[i]);
+        struct flash_read rq = {bundle_offset(f->m, layer, ids[j]), (uint64_t)(k - j) * ff->stride,
+                                c->rows + (uint64_t)row * ff->stride};
+        char err[512];
+        if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0) {
+            fb_error("%s", err);
+            return -1;
+        }
+        j = k;
+    }
+    return 0;
+}
+
+static int open_decisions(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct model *m = f->m;
+    const struct model_shape *s = &m->shape;
+    struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
+                              ff->cfg.active == ACTIVE_TRACE ? ff->cfg.trace : NULL, ff->cfg.use_predicted};
+    struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
+    char err[512];
+    if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return -1;
+    }
+    if (!ff->decide.lo.ops->lists_reads) {
+        fb_error("layout %s: the engine cannot run it (its reads are not ranges of ffn.bin, whose bundles are "
+                 "in neuron order)", ff->cfg.layout);
+        return -1;
+    }
+    return 0;
+}
+
+/* The neuron cache of every layer, sized as configured, with the rows the
+ * policy starts with read in (hybrid's resident part). */
+static int open_caches(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct model *m = f->m;
+    const struct model_shape *s = &m->shape;
+    ff->caches = calloc(s->n_layers, sizeof *ff->caches);
+    if (!ff->caches)
+        return -1;
+    char err[512];
+    for (uint32_t l = 0; l < s->n_layers; l++) {
+        uint32_t cap = ff->cfg.layer_rows ? ff->cfg.layer_rows[l] : ffn_flash_default_rows(&ff->cfg, s->d_ff);
+        if (cap == 0)
+            continue;
+        if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, ff->stride, m->layers[l].ffn_up_bias, err,
+                              sizeof err) != 0) {
+            fb_error("neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap, (unsigned long long)ff->stride,
+                     err);
+            return -1;
+        }
+        ff->cache_bytes += (uint64_t)cap * ff->stride;
+        if (ff->decide.p.ops->preload_is_read)
+            continue; /* hot's pinned rows are read with the first token */
+        uint32_t n = cache_preloaded_rows(&ff->decide, l, ff->late);
+        if (n > cap) {
+            fb_error("layer %u: the policy starts with %u rows, the cache holds %u", l, n, cap);
+            return -1;
+        }
+        if (load_rows(f, ff, (int)l, &ff->caches[l], ff->late, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
+{
+    uint32_t N = s->d_ff;
+    ff->staging_rows = ff->cfg.staging_rows ? ff->cfg.staging_rows : 1;
+    ff->bounce_rows = ff->cfg.bounce_rows ? ff->cfg.bounce_rows : 1;
+    ff->staging_bytes = (uint64_t)ff->staging_rows * ff->stride;
+    ff->bounce_bytes = (uint64_t)ff->bounce_rows * ff->stride;
+    ff->needed = malloc(N * sizeof *ff->needed);
+    ff->late = malloc(N * sizeof *ff->late);
+    ff->mark = calloc(N, 1);
+    ff->staged = malloc(ff->staging_rows * sizeof *ff->staged);
+    ff->copies = malloc(ff->bounce_rows * sizeof *ff->copies);
+    ff->reqs = malloc((3 * (size_t)N + 1) * sizeof *ff->reqs);
+    ff->tmp_out = calloc(s->d_model, sizeof(float));
+    ff->z = malloc(N * sizeof *ff->z); /* oracle pre-activations; staged biases */
+    ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
+    ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
+    if (ff->cfg.stream_dram) {
+        ff->scratch_bytes = NAIVE_SCRATCH;
+        ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
+    }
+    return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&
+                   ff->staging && ff->bounce && (!ff->cfg.stream_dram || ff->scratch)
+               ? 0
+               : -1;
+}
+
+static int check_trace(const struct ffn_flash_config *cfg, const struct model_shape *s)
+{
+    char err[512];
+    if (trace_matches_shape(cfg->trace, "the trace", s, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return -1;
+    }
+    if (cfg->use_predicted && !cfg->trace->meta.has_predicted) {
+        fb_error("the trace has no predicted sets");
+        return -1;
     }
     return 0;
 }
@@ -173,90 +299,25 @@ static int flash_create(struct ffn *f)
     f->priv = ff;
     ff->cfg = *cfg;
     ff->token = -1;
-    if (cfg->active == ACTIVE_TRACE) {
-        char err[512];
-        if (trace_matches_shape(cfg->trace, "the trace", s, err, sizeof err) != 0) {
-            fb_error("%s", err);
-            return -1;
-        }
-        if (cfg->use_predicted && !cfg->trace->meta.has_predicted) {
-            fb_error("the trace has no predicted sets");
-            return -1;
-        }
-    }
-    if (open_readers(f, ff) != 0)
+    ff->stride = m->bundle_stride;
+    ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
+    if (cfg->active == ACTIVE_TRACE && check_trace(cfg, s) != 0)
         return -1;
-    uint64_t stride = m->bundle_stride;
-    ff->needed = malloc(s->d_ff * sizeof *ff->needed);
-    ff->runs = malloc(s->d_ff * sizeof *ff->runs);
-    ff->reqs = malloc((3 * (size_t)s->d_ff + 1) * sizeof *ff->reqs);
-    ff->tmp_out = calloc(s->d_model, sizeof(float));
-    if (!ff->needed || !ff->runs || !ff->reqs || !ff->tmp_out)
-        goto nomem;
-    switch (cfg->mode) {
-    case FLASH_NAIVE:
-    case FLASH_HYBRID: {
-        uint32_t keep = cfg->mode == FLASH_HYBRID ? cfg->hybrid_resident : 0;
-        if (keep > s->d_ff)
-            keep = s->d_ff;
-        ff->cfg.hybrid_resident = keep;
-        ff->staging_bytes = (uint64_t)(s->d_ff - keep) * stride;
-        if (!(ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes)))
-            goto nomem;
-        if (keep) {
-            ff->resident_bytes = (uint64_t)s->n_layers * keep * stride;
-            if (!(ff->resident = read_buffer(&ff->resident_mem, ff->resident_bytes)))
-                goto nomem;
-            /* the resident part is loaded once, at start (not per token) */
-            for (uint32_t l = 0; l < s->n_layers; l++) {
-                struct flash_read rq = {bundle_offset(m, (int)l, 0), (uint64_t)keep * stride,
-                                        ff->resident + (uint64_t)l * keep * stride};
-                char err[512];
-                if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0) {
-                    fb_error("%s", err);
-                    return -1;
-                }
-            }
-        }
-        if (cfg->mode == FLASH_NAIVE) {
-            ff->scratch_bytes = NAIVE_SCRATCH;
-            if (!(ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes)))
-                goto nomem;
-        }
-        break;
+    if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
+        return -1;
+    if (alloc_step_buffers(ff, s) != 0) {
+        fb_error("the flash FFN cannot allocate its buffers");
+        return -1;
     }
-    default: {
-        ff->caches = calloc(s->n_layers, sizeof *ff->caches);
-        if (!ff->caches)
-            goto nomem;
-        char err[512];
-        for (uint32_t l = 0; l < s->n_layers; l++) {
-            uint32_t cap = cfg->layer_rows ? cfg->layer_rows[l] : cfg->cache_rows;
-            if (cap == 0 || cap > s->d_ff)
-                cap = s->d_ff;
-            if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, stride, m->layers[l].ffn_up_bias, err,
-                                  sizeof err) != 0) {
-                fb_error("neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap,
-                         (unsigned long long)stride, err);
-                return -1;
-            }
-            ff->cache_bytes += (uint64_t)cap * stride;
-        }
-        break;
-    }
-    }
-    bool cached = cfg->mode != FLASH_NAIVE && cfg->mode != FLASH_HYBRID;
-    if ((cached && cfg->active == ACTIVE_ORACLE) || cfg->record) {
-        ff->z = malloc(s->d_ff * sizeof *ff->z);
+    if (open_caches(f, ff) != 0)
+        return -1;
+    if (cfg->active == ACTIVE_ORACLE || cfg->record) {
         ff->g = malloc(s->d_ff * sizeof *ff->g);
         ff->recorded = malloc(s->d_ff * sizeof *ff->recorded);
-        if (!ff->z || !ff->g || !ff->recorded || load_oracle(f, ff) != 0)
+        if (!ff->g || !ff->recorded || load_oracle(f, ff) != 0)
             return -1;
     }
     return 0;
-nomem:
-    fb_error("the flash FFN cannot allocate its buffers");
-    return -1;
 }
 
 /* The neurons whose activation is not zero (ReLU) or above the threshold,
@@ -290,17 +351,18 @@ static uint32_t trace_needed(const struct flash_ffn *ff, int layer, uint32_t *ou
     return n;
 }
 
-static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n)
+/* Issues ff->reqs[0..n) and waits; bytes and requests as the reader issued them. */
+static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n, uint64_t *bytes)
 {
     char err[512];
     struct flash_reader_stats before, after;
     flash_reader_stats(r, &before);
     double t0 = now_ms();
-    int rc = flash_reader_read(r, ff->reqs, n, err, sizeof err);
+    int rc = n ? flash_reader_read(r, ff->reqs, n, err, sizeof err) : 0;
     ff->acc.io_ms += now_ms() - t0;
     flash_reader_stats(r, &after);
-    ff->acc.reads += after.reads - before.reads;
-    ff->acc.bytes_read += after.bytes - before.bytes;
+    ff->acc.io_requests += after.reads - before.reads;
+    *bytes += after.bytes - before.bytes;
     if (rc != 0)
         fail(ff, err);
     return rc;
@@ -325,115 +387,220 @@ static void naive_read_dram(struct flash_ffn *ff, int layer, int n_layers)
         if (len == 0)
             break;
         ff->reqs[0] = (struct flash_read){lo, len, ff->scratch};
-        if (read_batch(ff, ff->dram_reader, 1) != 0)
+        if (read_batch(ff, ff->dram_reader, 1, &ff->acc.dram_bytes_read) != 0)
             return;
         lo += len;
     }
 }
 
-static void streamed_forward(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
+/* out += the FFN over rows[0..n) (bias: one per row, or NULL) */
+static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *rows, uint32_t n, const float *bias,
+                         const float *x, float *out)
 {
+    if (!n)
+        return;
     const struct model *m = f->m;
-    const struct model_shape *s = &m->shape;
-    const struct layer_weights *L = &m->layers[layer];
-    uint32_t keep = ff->cfg.hybrid_resident;
-    if (ff->cfg.mode == FLASH_NAIVE)
-        naive_read_dram(ff, layer, (int)s->n_layers);
-    ff->reqs[0] = (struct flash_read){bundle_offset(m, layer, keep), ff->staging_bytes, ff->staging};
-    if (ff->staging_bytes)
-        read_batch(ff, ff->reader, 1);
     double t0 = now_ms();
-    int d = (int)s->d_model;
-    f->be_ops->ffn_rows(f->be, out, ff->staging, m->bundle_stride, (int)(s->d_ff - keep),
-                        L->ffn_up_bias ? L->ffn_up_bias + keep : NULL, x, d, m->dtype, m->arch.act, m->arch.glu);
-    if (keep) {
-        f->be_ops->ffn_rows(f->be, ff->tmp_out, ff->resident + (uint64_t)layer * keep * m->bundle_stride,
-                            m->bundle_stride, (int)keep, L->ffn_up_bias, x, d, m->dtype, m->arch.act, m->arch.glu);
-        f->be_ops->add(f->be, out, ff->tmp_out, d);
-    }
+    f->be_ops->ffn_rows(f->be, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
+                        m->arch.act, m->arch.glu);
+    f->be_ops->add(f->be, out, ff->tmp_out, (int)m->shape.d_model);
     ff->acc.ffn_ms += now_ms() - t0;
-    ff->acc.cache_rows += keep;
 }
 
-/* Reads for the rows just reserved: a run at a time (bundled, coalesced
- * runs in one read) or each bundle as its aligned pieces (split). */
-static size_t plan_reads(const struct ffn *f, struct flash_ffn *ff, const struct neuron_cache *c, int layer,
-                         const struct neuron_run *runs, int n_runs)
+/* Issues the queued reads, copies rows out of the bounce buffer, computes
+ * the staged rows and empties both. */
+static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
 {
-    const struct model *m = f->m;
-    uint64_t stride = m->bundle_stride;
-    size_t n = 0;
-    bool split = ff->cfg.mode != FLASH_ALL;
-    /* split pieces: [0, cut) holds up (and gate), [cut, stride) the down column */
-    uint64_t down = ffn_bundle_down(&m->shape) * dtype_size(m->dtype);
-    uint64_t cut = down / ff->align * ff->align;
-    if (cut == 0)
-        cut = ff->align < stride ? ff->align : stride;
-    for (int r = 0; r < n_runs; r++) {
-        uint8_t *dst = c->rows + (uint64_t)runs[r].row * stride;
-        uint64_t off = bundle_offset(m, layer, runs[r].first);
-        if (!split) {
-            ff->reqs[n++] = (struct flash_read){off, (uint64_t)runs[r].count * stride, dst};
+    read_batch(ff, ff->reader, ff->n_reqs, &ff->acc.bytes_read);
+    double t0 = now_ms();
+    for (uint32_t k = 0; k < ff->n_copies; k++)
+        memcpy(ff->copies[k].to, ff->bounce + ff->copies[k].from, ff->stride);
+    ff->acc.mem_ms += now_ms() - t0;
+    const float *bias = f->m->layers[layer].ffn_up_bias;
+    float *staged_bias = bias ? ff->z : NULL; /* z is free once the needed set is known */
+    for (uint32_t k = 0; bias && k < ff->n_staged; k++)
+        staged_bias[k] = bias[ff->staged[k]];
+    compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
+    ff->n_reqs = ff->n_staged = ff->n_copies = ff->bounce_used = 0;
+}
+
+/* Where row id lands: its cache row, or the next staging row. */
+static uint8_t *row_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t id, const float *x, float *out)
+{
+    if (!(ff->mark[id] & MARK_ONCE))
+        return ff->caches[layer].rows + (uint64_t)ff->caches[layer].row_of[id] * ff->stride;
+    if (ff->n_staged == ff->staging_rows)
+        flush(f, ff, layer, x, out);
+    ff->staged[ff->n_staged] = id;
+    return ff->staging + (uint64_t)ff->n_staged++ * ff->stride;
+}
+
+/* Whether a read of ids first..first+count-1 can land in place: all of them
+ * read this step, all kept or all used once (then adjacent rows hold them). */
+static bool lands_in_place(const struct flash_ffn *ff, uint32_t first, uint32_t count)
+{
+    uint8_t kind = ff->mark[first] & (MARK_READ | MARK_ONCE);
+    if (!(kind & MARK_READ) || ((kind & MARK_ONCE) && count > ff->staging_rows))
+        return false;
+    for (uint32_t i = 1; i < count; i++)
+        if ((ff->mark[first + i] & (MARK_READ | MARK_ONCE)) != kind)
+            return false;
+    return true;
+}
+
+/* A read spanning rows it does not keep (coalescing): into the bounce
+ * buffer, a piece at a time, and the rows read this step copied out. */
+static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t first, uint32_t count,
+                          const float *x, float *out)
+{
+    for (uint32_t done = 0; done < count;) {
+        uint32_t piece = count - done < ff->bounce_rows ? count - done : ff->bounce_rows;
+        if (ff->bounce_used + piece > ff->bounce_rows)
+            flush(f, ff, layer, x, out);
+        uint64_t from = (uint64_t)ff->bounce_used * ff->stride;
+        ff->reqs[ff->n_reqs++] = (struct flash_read){bundle_offset(f->m, layer, first + done),
+                                                     (uint64_t)piece * ff->stride, ff->bounce + from};
+        for (uint32_t i = 0; i < piece; i++) {
+            uint32_t id = first + done + i;
+            if (ff->mark[id] & MARK_READ) {
+                uint8_t *to = row_home(f, ff, layer, id, x, out);
+                ff->copies[ff->n_copies++] = (struct bounce_copy){id, from + (uint64_t)i * ff->stride, to};
+            }
+        }
+        ff->bounce_used += piece;
+        done += piece;
+    }
+}
+
+/* Queues the layout's reads of this step, flushing whenever the staging or
+ * bounce area is full. */
+static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const struct cache_step *st,
+                        const float *x, float *out)
+{
+    for (uint32_t r = 0; r < st->n_reads; r++) {
+        const struct layout_read *rd = &st->reads[r];
+        if (!lands_in_place(ff, rd->first, rd->count)) {
+            queue_bounced(f, ff, layer, rd->first, rd->count, x, out);
             continue;
         }
-        for (uint32_t k = 0; k < runs[r].count; k++, off += stride, dst += stride) {
-            ff->reqs[n++] = (struct flash_read){off, cut, dst};
-            if (cut < stride)
-                ff->reqs[n++] = (struct flash_read){off + cut, stride - cut, dst + cut};
+        if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
+            flush(f, ff, layer, x, out);
+        uint8_t *dst = row_home(f, ff, layer, rd->first, x, out);
+        for (uint32_t i = 1; i < rd->count; i++)
+            row_home(f, ff, layer, rd->first + i, x, out);
+        uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
+        if (rd->vec >= 0) {
+            /* one vector of the bundle (model_format.h: up | gate | down), widened to
+             * the direct-I/O alignment when vectors are smaller than its blocks */
+            uint64_t lo = (uint64_t)rd->vec * ff->vec_bytes / ff->align * ff->align;
+            uint64_t hi = ((uint64_t)(rd->vec + 1) * ff->vec_bytes + ff->align - 1) / ff->align * ff->align;
+            off += lo;
+            dst += lo;
+            len = (hi < ff->stride ? hi : ff->stride) - lo;
         }
+        ff->reqs[ff->n_reqs++] = (struct flash_read){off, len, dst};
     }
-    return n;
 }
 
-static void cached_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const float *x,
+/* Marks what the decision says of each row; collects the needed rows the
+ * policy dropped (they leave after the compute). */
+static uint32_t classify(struct flash_ffn *ff, const struct cache_step *st, uint32_t n_needed)
+{
+    for (uint32_t j = 0; j < n_needed; j++)
+        ff->mark[ff->needed[j]] |= MARK_NEED;
+    for (uint32_t j = 0; j < st->n_rows; j++)
+        ff->mark[st->rows[j]] |= MARK_READ;
+    for (uint32_t j = 0; j < st->n_misses; j++)
+        ff->mark[st->misses[j]] |= MARK_MISS;
+    for (uint32_t j = 0; j < st->n_extra; j++)
+        ff->mark[st->extra[j]] |= MARK_ONCE;
+    uint32_t n_late = 0;
+    for (uint32_t j = 0; j < st->n_deleted; j++) {
+        uint32_t id = st->deleted[j];
+        if (ff->mark[id] & MARK_MISS)
+            ff->mark[id] |= MARK_ONCE;
+        else if (ff->mark[id] & MARK_NEED)
+            ff->late[n_late++] = id;
+    }
+    return n_late;
+}
+
+static void clear_marks(struct flash_ffn *ff, const struct cache_step *st, uint32_t n_needed)
+{
+    for (uint32_t j = 0; j < n_needed; j++)
+        ff->mark[ff->needed[j]] = 0;
+    for (uint32_t j = 0; j < st->n_rows; j++)
+        ff->mark[st->rows[j]] = 0;
+}
+
+/* Rows the policy dropped that this token does not need leave now (room
+ * for the new ones); the kept rows read this step are appended in id order. */
+static int make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    for (uint32_t j = 0; j < st->n_deleted; j++)
+        if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->rows)
+            neuron_cache_delete(c, st->deleted[j]);
+    return 0;
+}
+
+static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step *st)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    for (uint32_t j = 0; j < st->n_rows; j++) {
+        uint32_t id = st->rows[j];
+        if (ff->mark[id] & MARK_ONCE)
+            continue;
+        if (!c->rows || c->num_used == c->capacity) {
+            char why[256];
+            snprintf(why, sizeof why, "token %lld, layer %d: the policy keeps more rows than the %u the cache holds",
+                     (long long)ff->token, layer, c->capacity);
+            fail(ff, why);
+            return -1;
+        }
+        neuron_cache_append(c, id);
+    }
+    return 0;
+}
+
+static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const float *x,
                            float *out)
 {
-    const struct model *m = f->m;
-    const struct layer_weights *L = &m->layers[layer];
     struct neuron_cache *c = &ff->caches[layer];
+    const struct layer_weights *L = &f->m->layers[layer];
+    memset(out, 0, f->m->shape.d_model * sizeof *out);
     double t0 = now_ms();
-    uint32_t window = ff->cfg.mode == FLASH_PREDICTOR ? 0 : ff->cfg.window;
-    uint32_t gap = ff->cfg.mode == FLASH_ALL ? ff->cfg.coalesce : 0;
-    /* Rows of tokens older than the window go whether or not this token
-     * needs them (the paper keeps the past K - 1 tokens' neurons between
-     * tokens, as sim/policy_window.c does); then this token's needs are
-     * marked. */
-    uint64_t deleted = neuron_cache_evict(c, NULL, 0, ff->token, window);
-    neuron_cache_mark(c, ff->needed, n_needed, ff->token);
-    uint32_t added = 0;
-    int n_runs;
-    /* The cache is full: shrink the window (the paper does so for Persimmon
-     * and Phi-2) until this token's neurons fit. */
-    while ((n_runs = neuron_cache_reserve(c, ff->needed, n_needed, gap, ff->runs, &added)) < 0 && window > 0) {
-        window = window > 1 ? window - 1 : 0;
-        deleted += neuron_cache_evict(c, NULL, 0, ff->token, window);
-        ff->acc.window_shrinks++;
-        if (window == 0 && gap) /* without room for gap rows, read the needed ones only */
-            gap = 0;
-    }
-    if (n_runs < 0 && gap) {
-        gap = 0;
-        n_runs = neuron_cache_reserve(c, ff->needed, n_needed, gap, ff->runs, &added);
-    }
+    uint64_t shrinks = ff->decide.p.shrinks;
+    struct cache_step st;
+    cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
+    uint32_t n_late = classify(ff, &st, n_needed);
+    make_room(ff, layer, &st);
     ff->acc.mem_ms += now_ms() - t0;
-    if (n_runs < 0) {
-        char why[256];
-        snprintf(why, sizeof why, "token %lld, layer %d needs %u neurons but the cache holds %u rows",
-                 (long long)ff->token, layer, n_needed, c->capacity);
-        fail(ff, why);
-        memset(out, 0, m->shape.d_model * sizeof *out);
-        return;
+    /* the rows held: hits, and what the policy keeps from earlier tokens */
+    if (c->rows)
+        compute_rows(f, ff, c->rows, c->num_used, L->ffn_up_bias ? c->up_bias : NULL, x, out);
+    t0 = now_ms();
+    for (uint32_t j = 0; j < n_late; j++)
+        neuron_cache_delete(c, ff->late[j]);
+    uint32_t first_new = c->rows ? c->num_used : 0;
+    int rc = append_kept(ff, layer, &st);
+    ff->acc.mem_ms += now_ms() - t0;
+    if (rc == 0) {
+        queue_reads(f, ff, layer, &st, x, out);
+        uint32_t once = ff->n_staged;
+        flush(f, ff, layer, x, out);
+        if (c->rows)
+            compute_rows(f, ff, c->rows + (uint64_t)first_new * ff->stride, c->num_used - first_new,
+                         L->ffn_up_bias ? c->up_bias + first_new : NULL, x, out);
+        ff->acc.cache_rows += once;
     }
-    ff->acc.rows_deleted += deleted;
-    ff->acc.rows_inserted += added;
-    size_t n_reqs = plan_reads(f, ff, c, layer, ff->runs, n_runs);
-    if (n_reqs)
-        read_batch(ff, ff->reader, n_reqs);
-    double t1 = now_ms();
-    f->be_ops->ffn_rows(f->be, out, c->rows, m->bundle_stride, (int)c->num_used, L->ffn_up_bias ? c->up_bias : NULL,
-                        x, (int)m->shape.d_model, m->dtype, m->arch.act, m->arch.glu);
-    ff->acc.ffn_ms += now_ms() - t1;
-    ff->acc.cache_rows += c->num_used;
+    clear_marks(ff, &st, n_needed);
+    ff->acc.reads += st.n_reads;
+    ff->acc.rows_inserted += st.n_rows;
+    ff->acc.rows_deleted += st.n_deleted + st.n_extra;
+    ff->acc.overflow_rows += st.overflow;
+    ff->acc.window_shrinks += (uint32_t)(ff->decide.p.shrinks - shrinks);
+    ff->acc.cache_rows += c->rows ? c->num_used : 0;
 }
 
 static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
@@ -450,7 +617,8 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
         }
     }
     uint32_t n_needed = 0;
-    bool cached = ff->cfg.mode != FLASH_NAIVE && ff->cfg.mode != FLASH_HYBRID;
+    /* naive and hybrid read all they do not hold whatever is needed: no need to know */
+    bool cached = !ff->decide.p.ops->extra_reads;
     bool oracle_loads = cached && ff->cfg.active == ACTIVE_ORACLE;
     if (oracle_loads) {
         double t0 = now_ms();
@@ -459,6 +627,8 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
     } else if (cached) {
         n_needed = trace_needed(ff, layer, ff->needed);
     }
+    if (ff->cfg.stream_dram)
+        naive_read_dram(ff, layer, (int)m->shape.n_layers);
     if (ff->cfg.record) {
         /* the trace records the true activations, whatever drove the reads */
         const uint32_t *ids = ff->needed;
@@ -472,10 +642,7 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
             fail(ff, err);
     }
     ff->acc.needed += n_needed;
-    if (cached)
-        cached_forward(f, ff, layer, n_needed, x, out);
-    else
-        streamed_forward(f, ff, layer, x, out);
+    policy_forward(f, ff, layer, n_needed, x, out);
     if (m->layers[layer].ffn_down_bias)
         f->be_ops->add(f->be, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
 }
@@ -495,8 +662,9 @@ static void flash_destroy(struct ffn *f)
         flash_reader_close(ff->dram_reader);
     if (ff->staging)
         io_buffer_free(&ff->staging_mem);
-    if (ff->resident)
-        io_buffer_free(&ff->resident_mem);
+    if (ff->bounce)
+        io_buffer_free(&ff->bounce_mem);
+    cache_close(&ff->decide);
     if (ff->scratch)
         io_buffer_free(&ff->scratch_mem);
     free(ff->oracle_up);
@@ -506,7 +674,10 @@ static void flash_destroy(struct ffn *f)
     free(ff->tmp_out);
     free(ff->needed);
     free(ff->recorded);
-    free(ff->runs);
+    free(ff->late);
+    free(ff->mark);
+    free(ff->staged);
+    free(ff->copies);
     free(ff->reqs);
     free(ff);
     f->priv = NULL;
@@ -536,7 +707,7 @@ uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
     const struct flash_ffn *ff = f->priv;
     if (oracle_bytes)
         *oracle_bytes = ff->oracle_bytes;
-    return ff->staging_bytes + ff->resident_bytes + ff->scratch_bytes + ff->cache_bytes;
+    return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes;
 }
 
 const struct ffn_ops ffn_flash = {

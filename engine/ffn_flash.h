@@ -1,25 +1,28 @@
 /* The flash-resident FFN: the paper's system inside the engine. The FFN file
  * (ffn.bin) stays on flash; per token and layer the neurons the token needs
- * are read with a pool of reader threads (io/flash_reader.h) into the
- * layer's neuron cache (engine/neuron_cache.h) and the FFN is computed on the
- * cache's compact rows. Baselines read more:
+ * are read with a pool of reader threads (io/flash_reader.h) and the FFN is
+ * computed on compact rows. Which rows stay in DRAM and how rows become
+ * reads is asked of cache/ (cache/cache.h): the same policy and layout
+ * objects, and the same request path, that the offline replay drives, so
+ * a run reads exactly what `flashbed replay` counts for it. One layer step:
  *
- *   naive      every weight from flash every token: the whole layer's FFN
- *              into a staging buffer (computed on), and dram.bin streamed
- *              through a scratch buffer (the compute uses its resident copy,
- *              byte for byte the same)
- *   hybrid     the first R neurons of each layer resident, the rest read
- *              whole every token (R from the DRAM budget)
- *   predictor  the needed neurons only, nothing kept (split reads)
- *   window     + the last K tokens' neurons kept (split reads)
- *   all        + row-column bundles: one read per neuron, or coalesced runs
+ *   1. which neurons: the oracle's up-projection, or the trace's set
+ *   2. the decision: cache_request (misses, rows read besides, rows deleted)
+ *   3. rows the policy dropped and this token does not need leave the
+ *      layer's neuron cache (engine/neuron_cache.h, the paper's Fig. 6)
+ *   4. compute over the rows held; then the needed rows it dropped leave
+ *   5. rows it keeps are appended and read straight into place; rows used
+ *      once (naive's and hybrid's streamed part, a predictor's rows, what a
+ *      full cache cannot keep) are read into a staging area, a batch at a
+ *      time, and computed there; a read that also covers rows it does not
+ *      keep (coalescing) lands in a bounce buffer and is copied out
  *
- * "Needed" comes from the oracle (the true activations, from up-projection
- * rows held in DRAM for that purpose: a measuring device, not a deployable
- * predictor) or from a trace (which drives the reads of paper-scale shapes
- * with synthetic weights). Split reads fetch a bundle as two (three with a
- * gate) aligned pieces: the bytes are the same as one bundle read, the
- * reads are not — bundling's effect. */
+ * Modes of the CLI are presets of a policy and a layout: naive (+ dram.bin
+ * streamed every token), hybrid, predictor, window, all. "Needed" comes from
+ * the oracle (the true activations, from up-projection rows held in DRAM for
+ * that purpose: a measuring device, not a deployable predictor) or from a
+ * trace (which drives the reads of paper-scale shapes with synthetic
+ * weights). Everything is allocated by create; nothing per token. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
@@ -29,24 +32,19 @@
 #include "engine/ffn.h"
 #include "traces/trace.h"
 
-enum flash_mode { FLASH_NAIVE, FLASH_HYBRID, FLASH_PREDICTOR, FLASH_WINDOW, FLASH_ALL };
 enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE };
 
-const char *flash_mode_name(enum flash_mode m);
-/* "naive", "hybrid", "predictor", "window", "all"; 0 or -1. */
-int flash_mode_parse(const char *s, enum flash_mode *m);
-
 struct ffn_flash_config {
-    enum flash_mode mode;
-    uint32_t window;             /* tokens kept, the current one included (window and all) */
-    uint32_t coalesce;           /* all: merge reads across gaps of up to this many neurons */
+    const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
+    uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
+    const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
+    uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
+    uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
+    bool stream_dram;            /* naive: also stream dram.bin every token */
     enum active_source active;
     const struct trace *trace;   /* ACTIVE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
     float threshold;             /* non-ReLU activations: |h| above this is active */
-    uint32_t cache_rows;         /* neuron-cache rows per layer (0: d_ff) */
-    const uint32_t *layer_rows;  /* [n_layers] rows per layer instead, or NULL */
-    uint32_t hybrid_resident;    /* hybrid: neurons kept resident per layer */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;
     bool direct;
@@ -56,14 +54,17 @@ struct ffn_flash_config {
 /* What one token cost, summed over layers. */
 struct ffn_flash_token {
     double io_ms;          /* waiting for reads */
-    double mem_ms;         /* deletions, insertions and their bookkeeping */
+    double mem_ms;         /* the policy's decisions, deletions, insertions, copies */
     double ffn_ms;         /* computing the FFN on the rows */
     double predictor_ms;   /* finding the needed neurons (oracle up-projection) */
-    uint64_t bytes_read, reads;
+    uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
+    uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
+    uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
     uint64_t rows_inserted, rows_deleted;
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
-    uint32_t window_shrinks; /* layers where the window was cut to fit the cache */
+    uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */
+    uint32_t window_shrinks; /* window: tokens dropped early to fit the cache, all layers */
 };
 
 extern const struct ffn_ops ffn_flash;
@@ -78,6 +79,10 @@ void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out);
  * trace write), or NULL: the run checks after every token and stops. */
 const char *ffn_flash_error(const struct ffn *f);
 /* Bytes the FFN implementation holds in DRAM: caches, staging, oracle rows. */
+/* Rows of storage the flash FFN gives each layer for a configuration when
+ * cfg->layer_rows is NULL: the policy's capacity, hybrid's resident part,
+ * a window without a budget the whole layer, nothing for naive and predictor. */
+uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff);
 uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes);
 
 #endif

@@ -45,6 +45,7 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     }
     e->ffn = (struct ffn){.ops = ffn, .m = m, .be_ops = be, .be = e->be, .config = ffn_config};
     if (ffn->create(&e->ffn) != 0) {
+        ffn->destroy(&e->ffn); /* releases what create started (reader threads) */
         e->ffn.ops = NULL;
         engine_free(e);
         return -1;

@@ -121,6 +121,20 @@ static bool left_window(const struct neuron_cache *c, uint32_t id, int64_t token
     return la < 0 || la < token - ((int64_t)window - 1);
 }
 
+void neuron_cache_delete(struct neuron_cache *c, uint32_t id)
+{
+    if (c->row_of[id] >= 0)
+        delete_row(c, (uint32_t)c->row_of[id]);
+}
+
+static void append_row(struct neuron_cache *c, uint32_t id);
+
+uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id)
+{
+    append_row(c, id);
+    return c->num_used - 1;
+}
+
 void neuron_cache_mark(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token)
 {
     for (uint32_t j = 0; j < n; j++)

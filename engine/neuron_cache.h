@@ -71,6 +71,15 @@ void neuron_cache_free(struct neuron_cache *c);
 uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
                             uint32_t window);
 
+/* Deletes neuron id's row if it is resident (the last row moves into it).
+ * What a cache/ policy decided to drop. */
+void neuron_cache_delete(struct neuron_cache *c, uint32_t id);
+
+/* Appends a row for neuron id (not resident; num_used < capacity) and
+ * returns it: rows appended in ascending id order are adjacent, so one
+ * flash read of adjacent neurons fills them. */
+uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id);
+
 /* Only marks needed[0..n) as active at this token (what evict does first):
  * evict(c, NULL, 0, ...) then mark drops what left the window whether or
  * not this token needs it, as the paper's window does between tokens. */

@@ -1,0 +1,196 @@
+/* Run planning (run_plan.h): presets, the budget, the sizes. */
+#include "engine/run_plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "engine/dtype.h"
+
+enum { NAIVE_SCRATCH = 64u << 20 };
+
+int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+                    size_t llen)
+{
+    static const struct {
+        const char *mode, *policy, *layout; /* "" policy: window:K; "" layout: coalesce:G */
+    } presets[] = {
+        {"naive", "naive", "coalesce:0"}, {"hybrid", "hybrid", "coalesce:0"}, {"predictor", "predictor", "split"},
+        {"window", "", "split"},          {"all", "", ""},
+    };
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(mode, presets[i].mode))
+            continue;
+        if (presets[i].policy[0])
+            snprintf(policy, plen, "%s", presets[i].policy);
+        else
+            snprintf(policy, plen, "window:%u", window);
+        if (presets[i].layout[0])
+            snprintf(layout, llen, "%s", presets[i].layout);
+        else
+            snprintf(layout, llen, "coalesce:%u", coalesce);
+        return 0;
+    }
+    return -1;
+}
+
+static void human(uint64_t v, char *buf, size_t len)
+{
+    double x = (double)v;
+    snprintf(buf, len, "%.2f %s", x / (x >= 1e9 ? 1e9 : x >= 1e6 ? 1e6 : 1e3), x >= 1e9 ? "GB" : x >= 1e6 ? "MB" : "kB");
+}
+
+/* The largest set one token needs in any layer over the run's tokens. */
+static uint32_t largest_need(const struct trace *tr, bool predicted, uint64_t tokens)
+{
+    uint32_t most = 0, n;
+    for (uint64_t t = 0; t < tokens && t < tr->n_tokens; t++)
+        for (uint32_t l = 0; l < tr->meta.n_layers; l++) {
+            trace_set(tr, predicted, t, l, &n);
+            most = n > most ? n : most;
+        }
+    return most;
+}
+
+/* Replays the run's decisions (cache/ only, no I/O) for each layer's most
+ * rows kept at once. */
+static int dry_run(const struct run_plan_input *in, const struct cache_config *cc, const struct cache_geometry *g,
+                   uint32_t *rows, char *err, size_t errlen)
+{
+    struct cache c;
+    if (cache_open(&c, cc, g, err, errlen) != 0)
+        return -1;
+    for (uint32_t l = 0; l < g->n_layers; l++) {
+        rows[l] = c.p.n_resident[l];
+        for (uint64_t t = 0; t < in->tokens; t++) {
+            uint32_t n;
+            const uint32_t *need = trace_set(in->trace, in->use_predicted, t % in->trace->n_tokens, l, &n);
+            struct cache_step st;
+            cache_request(&c, t, l, need, n, false, NULL, &st);
+            rows[l] = st.resident_after > rows[l] ? st.resident_after : rows[l];
+        }
+    }
+    cache_close(&c);
+    return 0;
+}
+
+/* Staging for rows used once, and the bounce buffer of coalesced reads. */
+static void size_staging(const struct run_plan_input *in, const struct policy_ops *pol, const struct layout_ops *lay,
+                         uint64_t capacity, uint64_t room_rows, struct run_plan_out *out)
+{
+    uint32_t d_ff = in->m->shape.d_ff;
+    uint32_t need = in->trace ? largest_need(in->trace, in->use_predicted, in->tokens) : d_ff;
+    uint64_t s;
+    if (pol == &policy_naive)
+        s = d_ff;
+    else if (pol == &policy_hybrid)
+        s = d_ff - (capacity ? capacity : d_ff / 2);
+    else if (pol == &policy_predictor || pol == &policy_hot)
+        s = need;
+    else /* keeping policies stage only what a full layer cannot keep: batches of a quarter token */
+        s = (need + 3) / 4;
+    if (room_rows && s > room_rows / 4 && pol != &policy_naive && pol != &policy_hybrid)
+        s = room_rows / 4; /* the rest of the budget goes to the caches; staging goes in batches */
+    out->staging_rows = (uint32_t)(s ? s : 1);
+    out->bounce_rows = lay == &layout_coalesce ? out->staging_rows : 1;
+}
+
+static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
+{
+    if (pol->needs_known && !in->trace) {
+        snprintf(err, errlen, "policy %s needs the sets to come: it runs with --active trace:FILE only%s",
+                 in->policy, pol == &policy_hot ? " (a warm-up profile for the oracle is not implemented)" : "");
+        return -1;
+    }
+    if (pol == &policy_belady && in->tokens > in->trace->n_tokens) {
+        snprintf(err, errlen, "policy belady looks into the future: the run's %llu tokens pass the trace's %llu "
+                 "(a longer trace, or fewer tokens)", (unsigned long long)in->tokens,
+                 (unsigned long long)in->trace->n_tokens);
+        return -1;
+    }
+    if (pol->uses_budget && !in->budget) {
+        snprintf(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", in->policy);
+        return -1;
+    }
+    return 0;
+}
+
+/* hybrid: R resident rows per layer beside one layer's streamed rest (the
+ * paper's half of the model in DRAM when no budget is given). */
+static uint64_t hybrid_capacity(const struct run_plan_input *in, uint64_t avail)
+{
+    const struct model_shape *s = &in->m->shape;
+    uint64_t stride = in->m->bundle_stride, layer = (uint64_t)s->d_ff * stride;
+    if (!in->budget)
+        return 0;
+    uint64_t room = avail > layer ? avail - layer : 0;
+    uint64_t r = s->n_layers > 1 ? room / ((uint64_t)(s->n_layers - 1) * stride) : s->d_ff;
+    return r < s->d_ff ? r : s->d_ff;
+}
+
+int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const struct model *m = in->m;
+    const struct model_shape *s = &m->shape;
+    const struct policy_ops *pol;
+    const struct layout_ops *lay;
+    uint64_t arg, stride = m->bundle_stride, fixed = m->dram_bytes + in->kv_bytes;
+    char b1[32], b2[32], b3[32];
+    if (cache_parse_policy(in->policy, &pol, &arg, err, errlen) != 0 ||
+        cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 || check_input(in, pol, err, errlen) != 0)
+        return -1;
+    if (in->budget && fixed >= in->budget) {
+        human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
+        snprintf(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache already take %s", b2, b1);
+        return -1;
+    }
+    uint64_t avail = in->budget ? in->budget - fixed : 0;
+    uint64_t capacity = pol == &policy_hybrid ? hybrid_capacity(in, avail) : 0;
+    size_staging(in, pol, lay, capacity, avail / stride, out);
+    out->scratch_bytes = in->stream_dram ? NAIVE_SCRATCH : 0;
+    uint64_t staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
+    if (in->budget && staged > avail) {
+        human(fixed, b1, sizeof b1), human(staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
+        snprintf(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache (%s) plus the "
+                 "staging area (%s: %u rows of %llu bytes)", b3, b1, b2, out->staging_rows, (unsigned long long)stride);
+        return -1;
+    }
+    if (in->budget && (pol->uses_budget || pol == &policy_window))
+        capacity = cache_capacity_rows(avail - staged, stride, s->n_layers, s->d_ff);
+    if ((pol->uses_budget || (pol == &policy_window && in->budget)) && capacity == 0) {
+        human(avail - staged, b1, sizeof b1);
+        snprintf(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu bytes)",
+                 b1, s->n_layers, (unsigned long long)stride);
+        return -1;
+    }
+    out->capacity_rows = capacity;
+    uint32_t vecs = m->arch.glu ? 3 : 2;
+    uint64_t row_bytes = (uint64_t)vecs * s->d_model * dtype_size(m->dtype);
+    out->ffn_cache_bytes = capacity * s->n_layers * row_bytes;
+    out->layer_rows = calloc(s->n_layers, sizeof *out->layer_rows);
+    if (!out->layer_rows) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint32_t deflt = pol == &policy_hybrid ? (uint32_t)(capacity ? capacity : s->d_ff / 2)
+                     : pol == &policy_window ? (uint32_t)(capacity ? capacity : s->d_ff)
+                     : pol->uses_budget      ? (uint32_t)capacity
+                                             : 0;
+    for (uint32_t l = 0; l < s->n_layers; l++)
+        out->layer_rows[l] = deflt;
+    if (in->trace && deflt) {
+        struct cache_config cc = {in->policy, in->layout, capacity, in->trace, in->use_predicted};
+        struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype), vecs, stride};
+        if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
+            free(out->layer_rows);
+            out->layer_rows = NULL;
+            return -1;
+        }
+    }
+    for (uint32_t l = 0; l < s->n_layers; l++)
+        out->held_bytes += (uint64_t)out->layer_rows[l] * stride;
+    out->held_bytes += staged;
+    return 0;
+}
