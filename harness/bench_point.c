@@ -5,7 +5,6 @@
  * random map (fio's norandommap). */
 #include "harness/bench_point.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,39 +16,8 @@
 #include "common/rng.h"
 #include "io/direct_io.h"
 #include "io/io_buffer.h"
-
-/* All threads start together: each reports ready, then waits for the main
- * thread to open the gate (or call the run off when a setup failed). A
- * gate rather than pthread_barrier: macOS has no barriers, and the main
- * thread must cope with threads that could not be created. */
-struct start_gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    unsigned ready;
-    int state; /* 0 waiting, 1 go, -1 abort */
-};
-
-static int gate_arrive_and_wait(struct start_gate *g)
-{
-    pthread_mutex_lock(&g->mu);
-    g->ready++;
-    pthread_cond_broadcast(&g->cv);
-    while (g->state == 0)
-        pthread_cond_wait(&g->cv, &g->mu);
-    int state = g->state;
-    pthread_mutex_unlock(&g->mu);
-    return state;
-}
-
-static void gate_open(struct start_gate *g, unsigned expected, int setup_failed)
-{
-    pthread_mutex_lock(&g->mu);
-    while (g->ready < expected)
-        pthread_cond_wait(&g->cv, &g->mu);
-    g->state = setup_failed ? -1 : 1;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
+#include "io/io_loop.h"
+#include "io/start_gate.h"
 
 struct worker {
     pthread_t tid;
@@ -58,16 +26,22 @@ struct worker {
     struct io_job *job;
     struct start_gate *gate;
     struct io_thread td;
-    struct io_unit *units;
+    struct io_loop loop;
     struct io_buffer buffers;   /* iodepth chunks, back to back */
     bool huge_granted;
+    /* this thread's clock, from the moment the gate opens */
+    struct rng rng;
+    uint64_t blocks;            /* chunk-aligned offsets to draw from */
+    uint64_t ramp_end, deadline;
+    uint64_t window_start;      /* 0 while ramping */
+    double u0, s0;              /* CPU time when the window opened */
     /* results */
     uint64_t bytes, ios;
     uint64_t measured_ns;
     struct histogram lat;
     double cpu_user_s, cpu_sys_s;
-    int err;                /* -errno of the first failure, 0 if none */
-    char err_where[160];
+    bool failed;
+    char err[512];              /* the first failure, one line */
 };
 
 static void thread_cpu(double *user, double *sys)
@@ -82,12 +56,14 @@ static void thread_cpu(double *user, double *sys)
     *sys = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
+/* Set-up failures: "psync open of FILE failed: ...". */
 static void fail(struct worker *w, int err, const char *where)
 {
-    if (!w->err) {
-        w->err = err;
-        snprintf(w->err_where, sizeof w->err_where, "%s", where);
-    }
+    if (w->failed)
+        return;
+    w->failed = true;
+    snprintf(w->err, sizeof w->err, "%s %s of %s failed: %s", w->p->engine->name, where,
+             w->p->path, strerror(-err));
 }
 
 static int worker_setup(struct worker *w)
@@ -105,23 +81,20 @@ static int worker_setup(struct worker *w)
         fail(w, rc, "open");
         return -1;
     }
-    w->units = calloc(w->job->iodepth, sizeof *w->units);
-    if (!w->units) {
-        fail(w, -ENOMEM, "buffers");
-        return -1;
-    }
+    rc = io_loop_init(&w->loop, ops, &w->td);
     /* Chunks are multiples of the direct-I/O alignment, and the region is
      * 2 MiB aligned, so every unit's buffer is aligned too. */
-    rc = io_buffer_alloc(&w->buffers, (size_t)(w->job->chunk * w->job->iodepth),
-                         w->p->huge_pages);
+    if (rc == 0)
+        rc = io_buffer_alloc(&w->buffers, (size_t)(w->job->chunk * w->job->iodepth),
+                             w->p->huge_pages);
     if (rc) {
         fail(w, rc, "buffers");
         return -1;
     }
     w->huge_granted = w->buffers.huge;
-    for (unsigned i = 0; i < w->job->iodepth; i++) {
-        w->units[i].buf = (char *)w->buffers.base + (size_t)i * w->job->chunk;
-        w->units[i].len = w->job->chunk;
+    for (unsigned i = 0; i < w->loop.depth; i++) {
+        w->loop.units[i].buf = (char *)w->buffers.base + (size_t)i * w->job->chunk;
+        w->loop.units[i].len = w->job->chunk;
     }
     return 0;
 }
@@ -133,138 +106,132 @@ static void worker_teardown(struct worker *w)
         ops->close_file(&w->td);
     ops->cleanup(&w->td);
     io_buffer_free(&w->buffers);
-    free(w->units);
-    w->units = NULL;
+    io_loop_free(&w->loop);
 }
 
-/* Accounts one finished read; returns -1 when it failed. */
-static int complete(struct worker *w, struct io_unit *u, uint64_t window_start)
+/* The measured window opens: reads completing from now on count. */
+static void open_window(struct worker *w, uint64_t now)
 {
+    w->window_start = now;
+    thread_cpu(&w->u0, &w->s0);
+}
+
+/* io_loop's next(): one clock reading per read serves the ramp, the
+ * deadline and the read's issue time. */
+static bool next_read(void *ctx, struct io_unit *u)
+{
+    struct worker *w = ctx;
+    uint64_t now = now_ns();
+    if (!w->window_start && now >= w->ramp_end)
+        open_window(w, now);
+    if (now >= w->deadline || interrupted())
+        return false;
+    u->offset = rng_below(&w->rng, w->blocks) * w->job->chunk;
+    u->issue_ns = now;
+    return true;
+}
+
+/* io_loop's done(): reads that complete inside the window count, including
+ * those issued during the ramp (fio does the same). */
+static void read_done(void *ctx, const struct io_unit *u)
+{
+    struct worker *w = ctx;
     uint64_t t = now_ns();
-    if (u->result < 0 || (uint64_t)u->result != u->len) {
-        char where[160];
-        snprintf(where, sizeof where, "read of %llu bytes at offset %llu",
-                 (unsigned long long)u->len, (unsigned long long)u->offset);
-        fail(w, u->result < 0 ? (int)u->result : -EIO, where);
-        return -1;
-    }
-    if (window_start && t >= window_start) {
+    if (w->window_start && t >= w->window_start) {
         w->bytes += u->len;
         w->ios++;
         hist_add(&w->lat, t - u->issue_ns);
     }
-    return 0;
+}
+
+static const struct io_loop_hooks bench_hooks = {.next = next_read, .done = read_done};
+
+/* The ramp, then the window; the thread's time ends once its last read is
+ * reaped. */
+static void measure(struct worker *w)
+{
+    const uint64_t t0 = now_ns();
+    w->blocks = w->job->file_size / w->job->chunk;
+    w->ramp_end = t0 + (uint64_t)(w->p->ramp_s * 1e9);
+    w->deadline = w->ramp_end + (uint64_t)(w->p->runtime_s * 1e9);
+    if (w->p->ramp_s <= 0)
+        open_window(w, t0);
+    if (io_loop_run(&w->loop, &bench_hooks, w, w->err, sizeof w->err) != IO_LOOP_DONE)
+        w->failed = true;
+    if (w->window_start) {
+        w->measured_ns = now_ns() - w->window_start;
+        double u1, s1;
+        thread_cpu(&u1, &s1);
+        w->cpu_user_s = u1 - w->u0;
+        w->cpu_sys_s = s1 - w->s0;
+    }
 }
 
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
-    const struct ioengine_ops *ops = w->p->engine;
-    struct rng rng;
-    rng_seed(&rng, w->p->seed * 1000003ull + w->index);
+    rng_seed(&w->rng, w->p->seed * 1000003ull + w->index);
     hist_init(&w->lat);
-
     worker_setup(w);
-    if (gate_arrive_and_wait(w->gate) < 0) {
-        worker_teardown(w);
-        return NULL;
-    }
-
-    const uint64_t blocks = w->job->file_size / w->job->chunk;
-    const unsigned depth = w->job->iodepth;
-    const uint64_t t0 = now_ns();
-    const uint64_t ramp_end = t0 + (uint64_t)(w->p->ramp_s * 1e9);
-    uint64_t window_start = w->p->ramp_s > 0 ? 0 : t0; /* 0 while ramping */
-    uint64_t deadline = ramp_end + (uint64_t)(w->p->runtime_s * 1e9);
-    double u0 = 0, s0 = 0;
-    if (window_start)
-        thread_cpu(&u0, &s0);
-
-    /* Free units form a stack; in-flight ones come back through event(). */
-    struct io_unit **free_units = calloc(depth, sizeof *free_units);
-    if (!free_units) {
-        fail(w, -ENOMEM, "buffers");
-        worker_teardown(w);
-        return NULL;
-    }
-    unsigned nfree = depth;
-    for (unsigned i = 0; i < depth; i++)
-        free_units[i] = &w->units[i];
-    unsigned inflight = 0;
-    int stopping = 0;
-
-    while (!w->err) {
-        uint64_t now = now_ns();
-        if (!window_start && now >= ramp_end) {
-            window_start = now;
-            thread_cpu(&u0, &s0);
-        }
-        if (now >= deadline || interrupted())
-            stopping = 1;
-        if (stopping && inflight == 0)
-            break;
-        unsigned queued = 0;
-        while (!stopping && nfree) {
-            struct io_unit *u = free_units[--nfree];
-            u->offset = rng_below(&rng, blocks) * w->job->chunk;
-            u->issue_ns = now_ns();
-            int rc = ops->queue(&w->td, u);
-            if (rc == IO_Q_COMPLETED) {
-                free_units[nfree++] = u;
-                if (complete(w, u, window_start) != 0)
-                    break;
-                if (ops->flags & IOENGINE_SYNC)
-                    break; /* re-check the clock after every synchronous read */
-            } else if (rc == IO_Q_QUEUED) {
-                inflight++;
-                queued++;
-            } else {
-                free_units[nfree++] = u;
-                fail(w, rc, "queue");
-                break;
-            }
-        }
-        if (w->err)
-            break;
-        if (queued && ops->commit) {
-            int rc = ops->commit(&w->td);
-            if (rc) {
-                fail(w, rc, "submit");
-                break;
-            }
-        }
-        if (inflight) {
-            int n = ops->getevents(&w->td, 1, inflight);
-            if (n < 0) {
-                fail(w, n, "reap");
-                break;
-            }
-            for (int i = 0; i < n; i++) {
-                struct io_unit *u = ops->event(&w->td, (unsigned)i);
-                inflight--;
-                free_units[nfree++] = u;
-                complete(w, u, window_start);
-            }
-        }
-    }
-    /* On an error, drain what is still in flight before the buffers go. */
-    while (inflight && ops->getevents) {
-        int n = ops->getevents(&w->td, 1, inflight);
-        if (n <= 0)
-            break;
-        inflight -= (unsigned)n;
-    }
-    uint64_t end = now_ns();
-    if (window_start) {
-        w->measured_ns = end - window_start;
-        double u1, s1;
-        thread_cpu(&u1, &s1);
-        w->cpu_user_s = u1 - u0;
-        w->cpu_sys_s = s1 - s0;
-    }
-    free(free_units);
+    if (start_gate_arrive(w->gate))
+        measure(w);
     worker_teardown(w);
     return NULL;
+}
+
+/* Starts the threads, waits for all their set-ups, then lets all of them
+ * go or none; returns when every started thread has been joined. */
+static void run_workers(const struct point_params *p, struct io_job *job, struct worker *w)
+{
+    struct start_gate gate;
+    start_gate_init(&gate);
+    unsigned started = 0;
+    for (; started < p->threads; started++) {
+        w[started].index = started;
+        w[started].p = p;
+        w[started].job = job;
+        w[started].gate = &gate;
+        int rc = pthread_create(&w[started].tid, NULL, worker_main, &w[started]);
+        if (rc) {
+            fail(&w[started], -rc, "thread creation");
+            break;
+        }
+    }
+    start_gate_wait(&gate, started);
+    bool go = started == p->threads;
+    for (unsigned i = 0; i < started; i++)
+        go &= !w[i].failed;
+    start_gate_open(&gate, go);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(w[i].tid, NULL);
+    start_gate_destroy(&gate);
+}
+
+/* Sums the threads into r; -1 with the first thread's error. */
+static int collect(const struct point_params *p, const struct worker *w, struct point_result *r,
+                   char *err, size_t errlen)
+{
+    int rc = 0;
+    uint64_t longest = 0;
+    for (unsigned i = 0; i < p->threads; i++) {
+        if (w[i].failed && rc == 0) {
+            snprintf(err, errlen, "%s", w[i].err);
+            rc = -1;
+        }
+        r->bytes += w[i].bytes;
+        r->ios += w[i].ios;
+        r->cpu_user_s += w[i].cpu_user_s;
+        r->cpu_sys_s += w[i].cpu_sys_s;
+        if (w[i].measured_ns > longest)
+            longest = w[i].measured_ns;
+        hist_merge(&r->lat, &w[i].lat);
+    }
+    r->seconds = (double)longest * 1e-9;
+    if (rc == 0 && r->seconds > 0) {
+        r->bw_bytes = (double)r->bytes / r->seconds;
+        r->iops = (double)r->ios / r->seconds;
+    }
+    return rc;
 }
 
 int bench_point_run(const struct point_params *p, struct point_result *r, char *err, size_t errlen)
@@ -298,61 +265,12 @@ int bench_point_run(const struct point_params *p, struct point_result *r, char *
         snprintf(err, errlen, "out of memory for %u threads", p->threads);
         return -1;
     }
-    struct start_gate gate = {.ready = 0, .state = 0};
-    pthread_mutex_init(&gate.mu, NULL);
-    pthread_cond_init(&gate.cv, NULL);
-    unsigned started = 0;
-    int rc = 0;
-    for (unsigned i = 0; i < p->threads; i++) {
-        w[i].index = i;
-        w[i].p = p;
-        w[i].job = &job;
-        w[i].gate = &gate;
-        if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]) != 0) {
-            w[i].err = -EAGAIN;
-            snprintf(w[i].err_where, sizeof w[i].err_where, "thread creation");
-            break;
-        }
-        started++;
-    }
-    /* Wait for every started thread's setup, then start all or none. */
-    pthread_mutex_lock(&gate.mu);
-    while (gate.ready < started)
-        pthread_cond_wait(&gate.cv, &gate.mu);
-    pthread_mutex_unlock(&gate.mu);
-    int setup_failed = started < p->threads;
-    for (unsigned i = 0; i < started; i++)
-        setup_failed |= w[i].err != 0;
-    gate_open(&gate, started, setup_failed);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(w[i].tid, NULL);
-    pthread_mutex_destroy(&gate.mu);
-    pthread_cond_destroy(&gate.cv);
-
+    run_workers(p, &job, w);
     r->iodepth = job.iodepth;
     r->direct = job.direct;
     r->interrupted = interrupted();
-    r->huge_pages = started > 0 && w[0].huge_granted;
-    uint64_t longest = 0;
-    for (unsigned i = 0; i < p->threads; i++) {
-        if (w[i].err && rc == 0) {
-            snprintf(err, errlen, "%s %s of %s failed: %s", ops->name, w[i].err_where, p->path,
-                     strerror(-w[i].err));
-            rc = -1;
-        }
-        r->bytes += w[i].bytes;
-        r->ios += w[i].ios;
-        r->cpu_user_s += w[i].cpu_user_s;
-        r->cpu_sys_s += w[i].cpu_sys_s;
-        if (w[i].measured_ns > longest)
-            longest = w[i].measured_ns;
-        hist_merge(&r->lat, &w[i].lat);
-    }
+    r->huge_pages = p->threads > 0 && w[0].huge_granted;
+    int rc = collect(p, w, r, err, errlen);
     free(w);
-    r->seconds = (double)longest * 1e-9;
-    if (rc == 0 && r->seconds > 0) {
-        r->bw_bytes = (double)r->bytes / r->seconds;
-        r->iops = (double)r->ios / r->seconds;
-    }
     return rc;
 }

@@ -110,6 +110,8 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
     uint64_t *buf = malloc(BLOCK);
     if (!buf) {
         close(fd);
+        if (action == SCRATCH_CREATE)
+            unlink(tmp); /* not left behind half-made */
         snprintf(err, errlen, "out of memory");
         return -1;
     }

@@ -2,25 +2,29 @@
  *
  * Threads. Each reader thread runs the engine's setup and open_file itself
  * (an io_uring ring set up with SINGLE_ISSUER/DEFER_TASKRUN belongs to the
- * thread that created it), reports to flash_reader_open, then parks on its
- * own condition variable. A batch wakes only the threads it can use (at
- * most one per read unit), so a one-read batch costs one wakeup, not 32.
- * All hand-offs go through one mutex: the caller publishes the batch and
- * bumps a generation counter under it; a worker runs when the generation
- * differs from the last one it ran and it is among the batch's active
- * workers; the last worker to finish signals the caller. Nothing spins: the
- * reads themselves take tens of microseconds at least, and spinning threads
- * would steal the CPU from the ones doing work on small machines.
+ * thread that created it) and reports at a start gate (io/start_gate.h):
+ * flash_reader_open lets them all serve, or, when any set-up failed, calls
+ * them off and joins them. A serving thread parks on its own condition
+ * variable. A batch wakes only the threads it can use (at most one per read
+ * unit), so a one-read batch costs one wakeup, not 32. All hand-offs go
+ * through one mutex: the caller publishes the batch and bumps a generation
+ * counter under it; a worker runs when the generation differs from the last
+ * one it ran and it is among the batch's active workers; the last worker to
+ * finish signals the caller. Nothing spins: the reads themselves take tens
+ * of microseconds at least, and spinning threads would steal the CPU from
+ * the ones doing work on small machines.
  *
  * Units. A request longer than the piece size (max_read, and never more than
  * MAX_PIECE) is read as several units of at most that size. The caller
  * walks the requests once, validating them and counting units; threads
- * claim unit numbers from one shared atomic counter. When every request is
- * exactly one unit (the common case: bundles of one neuron) unit u is
- * request u. Otherwise a thread maps a unit number to (request, piece) with
- * a cursor of its own that only moves forward, since the numbers one thread
- * claims increase: each thread walks the request list at most once per
- * batch. Nothing is allocated per batch. */
+ * claim unit numbers from one shared atomic counter, inside the shared
+ * submit/complete loop (io/io_loop.h) that keeps each thread's iodepth
+ * reads in flight. When every request is exactly one unit (the common
+ * case: bundles of one neuron) unit u is request u. Otherwise a thread maps
+ * a unit number to (request, piece) with a cursor of its own that only
+ * moves forward, since the numbers one thread claims increase: each thread
+ * walks the request list at most once per batch. Nothing is allocated per
+ * batch. */
 #include "io/flash_reader.h"
 
 #include <errno.h>
@@ -31,12 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/clock.h"
 #include "common/fsutil.h"
-#include "io/direct_io.h"
+#include "io/io_loop.h"
+#include "io/start_gate.h"
 
 #define MAX_THREADS 1024u
 #define MAX_IODEPTH 4096u
@@ -50,12 +54,14 @@ struct worker {
     pthread_t tid;
     pthread_cond_t wake;
     struct io_thread td;
-    struct io_unit *units;      /* iodepth of them */
-    struct io_unit **free_units;
+    struct io_loop loop;
+    size_t cur_req;             /* the unit cursor (see Units above) */
+    uint64_t cur_base;
     /* Written by the worker while it runs a batch, read by the caller after
      * the batch (both under r->mu at the hand-off). */
     unsigned long seen;         /* the last generation this worker ran */
     uint64_t reads, bytes;
+    /* Written before the start gate, read by flash_reader_open after it. */
     int setup_err;              /* -errno from setup/open_file, 0 if none */
     const char *setup_what;
 };
@@ -69,10 +75,10 @@ struct flash_reader {
     uint64_t piece;             /* units are at most this long */
     unsigned nthreads;
     struct worker *w;
+    struct start_gate gate;
 
     pthread_mutex_t mu;
     pthread_cond_t done;        /* the caller waits here for running == 0 */
-    unsigned ready;             /* workers through setup (open only) */
     bool stop;
     /* The current batch, set by the caller under mu. */
     unsigned long generation;
@@ -161,127 +167,49 @@ static void map_unit(const struct flash_reader *r, uint64_t n, size_t *cur_req, 
     u->buf = (char *)q->dst + off;
 }
 
-/* Accounts one finished unit; false when it failed. */
-static bool unit_done(struct worker *w, const struct io_unit *u)
+/* io_loop's next(): claims the batch's next unit, unless it has none left
+ * or another thread's read failed. */
+static bool claim_unit(void *ctx, struct io_unit *u)
 {
+    struct worker *w = ctx;
     struct flash_reader *r = w->r;
-    if (u->result >= 0 && (uint64_t)u->result == u->len) {
-        w->reads++;
-        w->bytes += u->len;
-        return true;
-    }
-    int e = u->result < 0 ? (int)-u->result : EIO;
-    char why[160] = "";
-    struct stat st;
-    if (fstat(w->td.fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        u->offset + u->len > (uint64_t)st.st_size)
-        snprintf(why, sizeof why, " (short read: the file now ends at %llu)",
-                 (unsigned long long)st.st_size);
-    batch_fail(r, false, "%s read of %llu bytes at offset %llu of %s failed: %s%s", r->ops->name,
-               (unsigned long long)u->len, (unsigned long long)u->offset, r->path, strerror(e), why);
-    return false;
+    if (atomic_load_explicit(&r->failed, memory_order_relaxed))
+        return false;
+    uint64_t n = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
+    if (n >= r->total_units)
+        return false;
+    map_unit(r, n, &w->cur_req, &w->cur_base, u);
+    u->issue_ns = 0;
+    return true;
 }
 
-/* Claims and reads units until the batch has none left (or failed), then
- * waits for this thread's reads still in flight. */
+/* io_loop's done(): a unit read in full. */
+static void count_unit(void *ctx, const struct io_unit *u)
+{
+    struct worker *w = ctx;
+    w->reads++;
+    w->bytes += u->len;
+}
+
+static const struct io_loop_hooks reader_hooks = {.next = claim_unit, .done = count_unit};
+
+/* Reads units until the batch has none left (or failed) and this thread's
+ * reads are all back; a failure becomes the batch's. */
 static void run_batch(struct worker *w)
 {
-    struct flash_reader *r = w->r;
-    const struct ioengine_ops *ops = r->ops;
-    const unsigned depth = r->job.iodepth;
-    size_t cur_req = 0;
-    uint64_t cur_base = 0;
-    unsigned nfree = depth, inflight = 0;
-    bool exhausted = false;
-    for (unsigned i = 0; i < depth; i++)
-        w->free_units[i] = &w->units[i];
-
-    for (;;) {
-        unsigned queued = 0;
-        while (nfree && !exhausted && !atomic_load_explicit(&r->failed, memory_order_relaxed)) {
-            uint64_t n = atomic_fetch_add_explicit(&r->next_unit, 1, memory_order_relaxed);
-            if (n >= r->total_units) {
-                exhausted = true;
-                break;
-            }
-            struct io_unit *u = w->free_units[--nfree];
-            map_unit(r, n, &cur_req, &cur_base, u);
-            u->issue_ns = 0;
-            u->result = 0;
-            int rc = ops->queue(&w->td, u);
-            if (rc == IO_Q_COMPLETED) {
-                w->free_units[nfree++] = u;
-                unit_done(w, u);
-            } else if (rc == IO_Q_QUEUED) {
-                inflight++;
-                queued++;
-            } else {
-                w->free_units[nfree++] = u;
-                batch_fail(r, false, "%s read of %llu bytes at offset %llu of %s could not start: %s",
-                           ops->name, (unsigned long long)u->len, (unsigned long long)u->offset,
-                           r->path, strerror(-rc));
-                break;
-            }
-        }
-        if (queued && ops->commit) {
-            int rc;
-            /* Transient refusals: collect what has completed and try again. */
-            while ((rc = ops->commit(&w->td)) == -EINTR || rc == -EAGAIN || rc == -EBUSY) {
-                if (!inflight)
-                    break;
-                int n = ops->getevents(&w->td, 0, inflight);
-                for (int i = 0; i < n; i++) {
-                    struct io_unit *u = ops->event(&w->td, (unsigned)i);
-                    inflight--;
-                    w->free_units[nfree++] = u;
-                    unit_done(w, u);
-                }
-            }
-            if (rc < 0) {
-                /* The kernel took none of them: they stay in the ring's
-                 * submission queue, where the next submit would pick them up
-                 * and read into buffers the caller has since reused. */
-                batch_fail(r, true, "%s submit of reads from %s failed: %s", ops->name, r->path,
-                           strerror(-rc));
-                return;
-            }
-        }
-        if (!inflight) {
-            if (exhausted || atomic_load_explicit(&r->failed, memory_order_relaxed))
-                return;
-            continue;
-        }
-        int n = ops->getevents(&w->td, 1, inflight);
-        if (n < 0) {
-            /* Reads still in flight may land after the caller returns. */
-            batch_fail(r, true, "%s waiting for reads from %s failed: %s", ops->name, r->path,
-                       strerror(-n));
-            return;
-        }
-        for (int i = 0; i < n; i++) {
-            struct io_unit *u = ops->event(&w->td, (unsigned)i);
-            inflight--;
-            w->free_units[nfree++] = u;
-            unit_done(w, u);
-        }
-    }
+    char msg[512];
+    w->cur_req = 0;
+    w->cur_base = 0;
+    int rc = io_loop_run(&w->loop, &reader_hooks, w, msg, sizeof msg);
+    if (rc != IO_LOOP_DONE)
+        batch_fail(w->r, rc == IO_LOOP_LOST, "%s", msg);
 }
 
-static void *worker_main(void *arg)
+/* Parks between batches and runs those it takes part in, until stop. */
+static void serve_batches(struct worker *w)
 {
-    struct worker *w = arg;
     struct flash_reader *r = w->r;
-    const struct ioengine_ops *ops = r->ops;
-
-    int rc = ops->setup(&w->td);
-    if (rc)
-        w->setup_what = "engine setup";
-    else if ((rc = ops->open_file(&w->td)) != 0)
-        w->setup_what = "open";
     pthread_mutex_lock(&r->mu);
-    w->setup_err = rc;
-    r->ready++;
-    pthread_cond_signal(&r->done);
     for (;;) {
         while (!r->stop && (r->generation == w->seen || w->id >= r->active))
             pthread_cond_wait(&w->wake, &r->mu);
@@ -298,13 +226,30 @@ static void *worker_main(void *arg)
             pthread_cond_signal(&r->done);
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct flash_reader *r = w->r;
+    const struct ioengine_ops *ops = r->ops;
+
+    int rc = ops->setup(&w->td);
+    if (rc)
+        w->setup_what = "engine setup";
+    else if ((rc = ops->open_file(&w->td)) != 0)
+        w->setup_what = "open";
+    w->setup_err = rc;
+    if (start_gate_arrive(&r->gate))
+        serve_batches(w);
     if (w->td.fd >= 0)
         ops->close_file(&w->td);
     ops->cleanup(&w->td);
     return NULL;
 }
 
-/* Stops and joins the first `started` workers and frees everything. */
+/* Stops and joins the first `started` workers (the gate must be open) and
+ * frees everything. */
 static void reader_destroy(struct flash_reader *r, unsigned started)
 {
     pthread_mutex_lock(&r->mu);
@@ -316,9 +261,9 @@ static void reader_destroy(struct flash_reader *r, unsigned started)
         pthread_join(r->w[i].tid, NULL);
     for (unsigned i = 0; i < r->nthreads; i++) {
         pthread_cond_destroy(&r->w[i].wake);
-        free(r->w[i].units);
-        free(r->w[i].free_units);
+        io_loop_free(&r->w[i].loop);
     }
+    start_gate_destroy(&r->gate);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->done);
     free(r->w);
@@ -326,139 +271,171 @@ static void reader_destroy(struct flash_reader *r, unsigned started)
     free(r);
 }
 
-struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, char *err, size_t errlen)
+/* The configuration alone; 0, or -1 with err. */
+static int check_config(const struct flash_reader_config *cfg, char *err, size_t errlen)
 {
     const char *path = cfg && cfg->path ? cfg->path : "(no path)";
     if (!cfg || !cfg->path || !cfg->path[0]) {
         set_err(err, errlen, "flash reader: no file given");
-        return NULL;
+        return -1;
     }
     const struct ioengine_ops *ops = cfg->engine;
     if (!ops) {
         set_err(err, errlen, "flash reader for %s: no I/O engine given", path);
-        return NULL;
+        return -1;
     }
     if (ops->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO) ||
         (!(ops->flags & IOENGINE_SYNC) && (!ops->commit || !ops->getevents || !ops->event))) {
         set_err(err, errlen, "flash reader for %s: engine %s cannot be used (psync or io_uring)",
                 path, ops->name);
-        return NULL;
+        return -1;
     }
     if (cfg->threads < 1 || cfg->threads > MAX_THREADS) {
         set_err(err, errlen, "flash reader for %s: threads must be 1..%u, not %u", path,
                 MAX_THREADS, cfg->threads);
-        return NULL;
+        return -1;
     }
     if (cfg->iodepth < 1 || cfg->iodepth > MAX_IODEPTH) {
         set_err(err, errlen, "flash reader for %s: iodepth must be 1..%u, not %u", path,
                 MAX_IODEPTH, cfg->iodepth);
-        return NULL;
+        return -1;
     }
+    return 0;
+}
 
-    /* The size, and a clear error for a missing file before any thread starts. */
+/* The file's size, its direct-I/O alignment and the piece size: a clear
+ * error for a missing file before any thread starts. 0, or -1 with err. */
+static int probe_file(const struct flash_reader_config *cfg, uint64_t *size, uint64_t *align,
+                      uint64_t *piece, char *err, size_t errlen)
+{
+    const char *path = cfg->path;
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
         set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        return NULL;
+        return -1;
     }
     off_t end = lseek(fd, 0, SEEK_END); /* also right for block devices */
     int lseek_errno = errno;
     close(fd);
     if (end < 0) {
         set_err(err, errlen, "cannot find the size of %s: %s", path, strerror(lseek_errno));
-        return NULL;
+        return -1;
     }
-
-    uint64_t align = 1;
+    *size = (uint64_t)end;
+    *align = 1;
     if (cfg->direct) {
         uint32_t oa, ma;
-        align = 4096; /* when the file system does not say */
+        *align = 4096; /* when the file system does not say */
         if (dio_alignment(path, &oa, &ma) == 0)
-            align = oa > ma ? oa : ma;
+            *align = oa > ma ? oa : ma;
     }
-    uint64_t piece = cfg->max_read && cfg->max_read < MAX_PIECE ? cfg->max_read : MAX_PIECE;
-    if (piece % align) {
+    *piece = cfg->max_read && cfg->max_read < MAX_PIECE ? cfg->max_read : MAX_PIECE;
+    if (*piece % *align) {
         set_err(err, errlen,
                 "flash reader for %s: max_read %llu is not a multiple of the direct-I/O "
                 "alignment %llu",
-                path, (unsigned long long)cfg->max_read, (unsigned long long)align);
-        return NULL;
+                path, (unsigned long long)cfg->max_read, (unsigned long long)*align);
+        return -1;
     }
+    return 0;
+}
 
+/* Everything but the threads; NULL when out of memory. */
+static struct flash_reader *reader_new(const struct flash_reader_config *cfg, uint64_t size,
+                                       uint64_t align, uint64_t piece)
+{
     struct flash_reader *r = calloc(1, sizeof *r);
-    if (!r) {
-        set_err(err, errlen, "flash reader for %s: out of memory", path);
+    if (!r)
         return NULL;
-    }
-    r->path = strdup(path);
-    r->ops = ops;
+    r->path = strdup(cfg->path);
+    r->ops = cfg->engine;
     r->direct = cfg->direct;
     r->align = align;
     r->piece = piece;
-    r->nthreads = cfg->threads;
     r->job = (struct io_job){
-        .path = NULL,
-        .file_size = (uint64_t)end,
+        .path = r->path,
+        .file_size = size,
         .chunk = piece,
-        .iodepth = (ops->flags & IOENGINE_SYNC) ? 1 : cfg->iodepth,
+        .iodepth = (r->ops->flags & IOENGINE_SYNC) ? 1 : cfg->iodepth,
         .direct = cfg->direct,
     };
-    r->job.path = r->path;
     atomic_init(&r->next_unit, 0);
     atomic_init(&r->failed, 0);
+    start_gate_init(&r->gate);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->done, NULL);
     r->w = calloc(cfg->threads, sizeof *r->w);
+    r->nthreads = r->w ? cfg->threads : 0;
     bool oom = !r->path || !r->w;
-    for (unsigned i = 0; r->w && i < cfg->threads; i++) {
+    for (unsigned i = 0; i < r->nthreads; i++) {
         struct worker *w = &r->w[i];
         w->r = r;
         w->id = i;
         w->td.job = &r->job;
         w->td.fd = -1;
         pthread_cond_init(&w->wake, NULL);
-        w->units = calloc(r->job.iodepth, sizeof *w->units);
-        w->free_units = calloc(r->job.iodepth, sizeof *w->free_units);
-        oom |= !w->units || !w->free_units;
+        oom |= io_loop_init(&w->loop, r->ops, &w->td) != 0;
     }
-    if (oom) {
-        set_err(err, errlen, "flash reader for %s: out of memory", path);
-        if (!r->w)
-            r->nthreads = 0;
-        reader_destroy(r, 0);
-        return NULL;
-    }
+    if (!oom)
+        return r;
+    reader_destroy(r, 0);
+    return NULL;
+}
 
+/* After the gate: the first set-up failure as err; true when none. */
+static bool setups_ok(const struct flash_reader *r, unsigned started, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < started; i++) {
+        const struct worker *w = &r->w[i];
+        if (!w->setup_err)
+            continue;
+        const char *hint = "";
+        if (w->setup_err == -EINVAL && r->direct && strcmp(w->setup_what, "open") == 0)
+            hint = " (does the file system support direct I/O?)";
+        set_err(err, errlen, "%s %s of %s failed: %s%s", r->ops->name, w->setup_what, r->path,
+                strerror(-w->setup_err), hint);
+        return false;
+    }
+    return true;
+}
+
+/* Starts every reader thread and waits for their set-ups; on any failure
+ * the started threads are called off and joined, r is freed, and -1
+ * returns with err. */
+static int start_workers(struct flash_reader *r, char *err, size_t errlen)
+{
     unsigned started = 0;
     int create_rc = 0;
-    for (; started < cfg->threads; started++) {
+    for (; started < r->nthreads; started++) {
         create_rc = pthread_create(&r->w[started].tid, NULL, worker_main, &r->w[started]);
         if (create_rc)
             break;
     }
-    pthread_mutex_lock(&r->mu);
-    while (r->ready < started)
-        pthread_cond_wait(&r->done, &r->mu);
-    pthread_mutex_unlock(&r->mu);
-    if (create_rc) {
-        set_err(err, errlen, "flash reader for %s: cannot start reader thread %u of %u: %s", path,
-                started + 1, cfg->threads, strerror(create_rc));
-        reader_destroy(r, started);
+    start_gate_wait(&r->gate, started);
+    bool ok = create_rc == 0;
+    if (!ok)
+        set_err(err, errlen, "flash reader for %s: cannot start reader thread %u of %u: %s",
+                r->path, started + 1, r->nthreads, strerror(create_rc));
+    ok = ok && setups_ok(r, started, err, errlen);
+    start_gate_open(&r->gate, ok);
+    if (ok)
+        return 0;
+    reader_destroy(r, started);
+    return -1;
+}
+
+struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, char *err, size_t errlen)
+{
+    uint64_t size, align, piece;
+    if (check_config(cfg, err, errlen) != 0 ||
+        probe_file(cfg, &size, &align, &piece, err, errlen) != 0)
+        return NULL;
+    struct flash_reader *r = reader_new(cfg, size, align, piece);
+    if (!r) {
+        set_err(err, errlen, "flash reader for %s: out of memory", cfg->path);
         return NULL;
     }
-    for (unsigned i = 0; i < started; i++) {
-        struct worker *w = &r->w[i];
-        if (!w->setup_err)
-            continue;
-        const char *hint = "";
-        if (w->setup_err == -EINVAL && cfg->direct && strcmp(w->setup_what, "open") == 0)
-            hint = " (does the file system support direct I/O?)";
-        set_err(err, errlen, "%s %s of %s failed: %s%s", ops->name, w->setup_what, path,
-                strerror(-w->setup_err), hint);
-        reader_destroy(r, started);
-        return NULL;
-    }
-    return r;
+    return start_workers(r, err, errlen) == 0 ? r : NULL;
 }
 
 /* Checks every request and counts units; 0, or -1 with err. */

@@ -1,12 +1,14 @@
 /* I/O engines behind one small ops table, in the manner of fio's
- * ioengine_ops. The benchmark loop (bench_point.c) owns timing, offsets and
- * statistics; an engine only knows how to get bytes from the file into a
- * buffer. Each engine is one file: engine_<name>.c.
+ * ioengine_ops. The submit/complete loop (io/io_loop.c) drives them; its
+ * callers (the benchmark, harness/bench_point.c, and the reader pool,
+ * io/flash_reader.c) own offsets, timing and statistics; an engine only
+ * knows how to get bytes from the file into a buffer. Each engine is one
+ * file: engine_<name>.c.
  *
- * The loop, per thread:
+ * Per thread:
  *   setup, open_file
- *   repeat: queue() units until iodepth are in flight, commit(),
- *           getevents(min 1) and event(i) to collect completions
+ *   io_loop_run: queue() units until iodepth are in flight, commit(),
+ *                getevents(min 1) and event(i) to collect completions
  *   close_file, cleanup
  */
 #ifndef FLASHBED_IO_IOENGINE_H

@@ -2,11 +2,13 @@
  * for psync and io_uring, 1 to 32 threads, iodepth 1 and 8, direct and
  * buffered; long reads are split at max_read and counted as issued; bad
  * requests and bad configurations fail with messages that say what and
- * where. The test file lives in the working directory (ctest runs in the
+ * where; a set-up that fails in one thread leaves no thread behind. The test file lives in the working directory (ctest runs in the
  * build tree, a real file system); where that refuses O_DIRECT the direct
  * cases are skipped, saying so. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,6 +309,52 @@ static void test_bad_config(const char *path, bool direct_ok)
     }
 }
 
+/* Threads of this process, from /proc (0 where there is none). */
+static unsigned thread_count(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    unsigned n = 0;
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* An engine whose set-up fails in one thread of eight: open must fail
+ * naming it, and only after every thread it started has cleaned up and
+ * been joined. */
+static atomic_uint setups, cleanups;
+
+static int failing_setup(struct io_thread *td)
+{
+    (void)td;
+    return atomic_fetch_add(&setups, 1) == 5 ? -ENOSPC : 0;
+}
+
+static void counting_cleanup(struct io_thread *td)
+{
+    (void)td;
+    atomic_fetch_add(&cleanups, 1);
+}
+
+static void test_setup_failure(const char *path)
+{
+    struct ioengine_ops eng = *ioengine_find("psync");
+    eng.setup = failing_setup;
+    eng.cleanup = counting_cleanup;
+    unsigned before = thread_count();
+    char err[512] = "";
+    struct flash_reader_config cfg = {path, &eng, 8, 1, false, 0};
+    CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
+    CHECK(strstr(err, "engine setup") != NULL && strstr(err, path + 2) != NULL);
+    CHECK_U64(atomic_load(&setups), 8);
+    CHECK_U64(atomic_load(&cleanups), 8);
+    CHECK_U64(thread_count(), before);
+    printf("setup failure: %s\n", err);
+}
+
 /* io_uring compiled in and allowed by the kernel (containers may forbid it). */
 static const struct ioengine_ops *uring_engine(void)
 {
@@ -365,6 +413,7 @@ int main(void)
         }
     }
     test_bad_config(path, direct_ok);
+    test_setup_failure(path);
 
     io_buffer_free(&dst);
     unlink(path);
