@@ -20,6 +20,18 @@ check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --
     --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
 check "compare: components and MAPE" test "$(json_get "$WORK/cmp/compare.json" '[c["component"] for c in d["components"]] == ["io_ms","mem_ms","compute_ms","total_ms"] and d["components"][0]["measured_ms"] == 110 and d["mape_pct"] >= 0')" = True
 
+# Settings before the command (or their environment variables) reach the
+# library and are recorded in the provenance.
+cp -r "$SRC/configs" "$WORK/configs"
+check "global options" "$FLASHBED" --configs "$WORK/configs" --min-parallel-work 0 predict --out "$WORK/set1"
+check "settings recorded" test "$(json_get "$WORK/set1/predict.json" '[d["provenance"]["settings"][k] for k in ("configs_dir", "min_parallel_work", "plots_dir")]')" = "['$WORK/configs', 0, '$SRC/plots']"
+check "environment" env FLASHBED_CONFIGS="$WORK/configs" FLASHBED_MIN_PARALLEL_WORK=7 "$FLASHBED" predict --out "$WORK/set2"
+check "environment recorded" test "$(json_get "$WORK/set2/predict.json" '[d["provenance"]["settings"][k] for k in ("configs_dir", "min_parallel_work")]')" = "['$WORK/configs', 7]"
+check "the option wins over the environment" env FLASHBED_MIN_PARALLEL_WORK=7 "$FLASHBED" --min-parallel-work 9 predict --out "$WORK/set3"
+check "option recorded" test "$(json_get "$WORK/set3/predict.json" 'd["provenance"]["settings"]["min_parallel_work"]')" = 9
+expect_error "configs from an empty folder" "$WORK/none/models/opt-6.7b.json" --configs "$WORK/none" predict --out "$WORK/bad0"
+expect_error "unknown global option" "unknown option '--nope' before the command" --nope predict
+
 check "predict --paper all" "$FLASHBED" predict --paper all --out "$WORK/paper"
 for f in table2.json table2.md table3.json table3.md fig7.json fig7.md fig7.csv fig7.png fig7.svg; do
     check "paper: $f" test -s "$WORK/paper/$f"
