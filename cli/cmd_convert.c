@@ -19,7 +19,7 @@ struct convert_opts {
 #define O(f) offsetof(struct convert_opts, f)
 static const struct opt_def convert_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weight storage: f32, f16 or bf16"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weight storage", .allowed = "f32|f16|bf16"},
     {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
      "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
     OPT_END,

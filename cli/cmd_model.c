@@ -24,8 +24,10 @@ struct model_make_opts {
 static const struct opt_def model_make_options[] = {
     {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt or llama"},
     {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
-    {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written: f32, f16, bf16 (llama2c: f32 only)"},
-    {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c"},
+    {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written (llama2c: f32 only)",
+     .allowed = "f32|f16|bf16"},
+    {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c",
+     .allowed = "hf|llama2c"},
     {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
      "OPT: up-projection biases so that about a fraction D of FFN neurons fire"},
     {"seed", OPT_UINT, O(seed), "1", "S", "random weights seed"},
@@ -69,8 +71,6 @@ int cmd_model(int argc, char **argv)
     char err[512];
     if (!o.shape || !o.out || !o.arch)
         fb_error("model make: needs --arch, --shape and --out");
-    else if (strcmp(o.format, "llama2c") != 0 && strcmp(o.format, "hf") != 0)
-        fb_error("model make --format: unknown format '%s' (hf, llama2c)", o.format);
     else if (dtype_parse(o.dtype, &dt) != 0)
         fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o.dtype);
     else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)

@@ -35,7 +35,7 @@ static const struct opt_def perplexity_options[] = {
     {"text", OPT_STRING, O(text), NULL, "FILE", "text to score (UTF-8)"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "score the first N tokens of the text (0: all)"},
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
-    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
+    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
     OPT_END,
 };

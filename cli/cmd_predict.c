@@ -30,17 +30,21 @@ struct predict_opts {
 static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights: f32, f16, bf16"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights", .allowed = "f32|f16|bf16"},
     {"policy", OPT_STRING, O(policy), "window:5", "POLICY", "naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5)"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
-    {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)"},
+    {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)",
+     .allowed = "paper"},
     {"trace", OPT_STRING, O(trace), NULL, "FILE", "per-token volumes from replaying this activation trace (then --policy may also be lru, lfu, hot, belady and --layout friends, coalesce:G)"},
-    {"use", OPT_STRING, O(use), "auto", "SETS", "with --trace: predicted, actual, or auto (predicted when the trace has them)"},
-    {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]"},
+    {"use", OPT_STRING, O(use), "auto", "SETS", "with --trace: auto is predicted when the trace has them",
+     .allowed = "auto|predicted|actual"},
+    {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]",
+     .max = FB_MAX_THREADS},
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
-    {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's table2, table3, fig7, or all"},
+    {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
+     .allowed = "table2|table3|fig7|all"},
     {"compare", OPT_STRING, O(compare), NULL, "RUN.json", "put the prediction beside a measured run (flashbed run's run.json)"},
     OPT_END,
 };
@@ -196,10 +200,6 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
 static int run_paper(const char *what, const char *dir, cJSON *prov)
 {
     bool all = strcmp(what, "all") == 0;
-    if (!all && strcmp(what, "table2") && strcmp(what, "table3") && strcmp(what, "fig7")) {
-        fb_error("predict --paper: unknown '%s' (table2, table3, fig7, all)", what);
-        return -1;
-    }
     if ((all || !strcmp(what, "table2")) && paper_table2(dir, prov) != 0)
         return -1;
     if ((all || !strcmp(what, "table3")) && paper_table3(dir, prov) != 0)
@@ -219,10 +219,6 @@ static int volumes_from_paper(const struct predict_opts *o, const struct model_s
         fb_error("predict: bad --policy '%s' or --layout '%s' (naive, hybrid, predictor, window:K; split, bundled;"
                  " lru, lfu, hot, belady, friends and coalesce:G need --trace)",
                  o->policy, o->layout);
-        return -1;
-    }
-    if (strcmp(o->density_from, "paper") != 0) {
-        fb_error("predict --density-from: unknown '%s' (paper)", o->density_from);
         return -1;
     }
     double paper_k = -2;
@@ -326,11 +322,6 @@ int cmd_predict(int argc, char **argv)
     struct cost_config c = {.shape = &shape, .hw = hw, .context_tokens = (double)o.context};
     snprintf(c.dtype, sizeof c.dtype, "%s", o.dtype);
     c.io_threads = o.io_threads ? (unsigned)o.io_threads : hw->io_threads;
-    if (!dtype_bytes(c.dtype)) {
-        fb_error("predict --dtype: unknown '%s' (f32, f16, bf16)", o.dtype);
-        free(hw);
-        goto out;
-    }
     struct param_counts pc;
     model_shape_params(&shape, &pc);
     if (parse_budget(o.dram_budget, (double)pc.total * dtype_bytes(c.dtype), &c.dram_share, err, sizeof err) != 0) {

@@ -35,8 +35,9 @@ static const struct opt_def replay_options[] = {
     {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "BYTES|PCT",
      "FFN cache of lru, lfu, hot, belady: bytes (\"2G\") or a share of the FFN (\"25%\")"},
-    {"use", OPT_STRING, O(use), NULL, "predicted|actual",
-     "which sets to replay [default: predicted when the trace has them, else actual]"},
+    {"use", OPT_STRING, O(use), NULL, "SETS",
+     "which sets to replay [default: predicted when the trace has them, else actual]",
+     .allowed = "predicted|actual"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/replay-<timestamp>]"},
     {"window-sweep", OPT_FLAG, O(window_sweep), NULL, NULL,
      "also replay window:1..17 (the paper's k = 0..16) per layout: window_sweep.csv"},
@@ -187,10 +188,6 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     }
     if (check_lists(policies, np, layouts, nl) != 0)
         goto out;
-    if (o->use && !use_pred && strcmp(o->use, "actual") != 0) {
-        fb_error("replay --use: 'predicted' or 'actual', not '%s'", o->use);
-        goto out;
-    }
     if (trace_load(o->trace, &tr, err, sizeof err) != 0) {
         fb_error("%s", err);
         rc = 1;

@@ -32,11 +32,16 @@ struct sweep_opts {
 static const struct opt_def sweep_options[] = {
     {"file", OPT_STRING, O(file), NULL, "PATH", "file to read; created (random data) if missing or too small"},
     {"size", OPT_SIZE, O(size), "4G", "BYTES", "bytes of the file that reads are spread over"},
-    {"chunks", OPT_SIZE_LIST, O(chunks), "4k,8k,16k,32k,64k,128k,256k,512k,1m", "LIST", "read sizes"},
-    {"threads", OPT_UINT_LIST, O(threads), "1,2,4,8,16,32,64", "LIST", "reader thread counts"},
-    {"engine", OPT_STRING, O(engine), "psync", "NAME", "I/O engine: psync, io_uring, mmap, null"},
-    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per thread (io_uring)"},
-    {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point"},
+    {"chunks", OPT_SIZE_LIST, O(chunks), "4k,8k,16k,32k,64k,128k,256k,512k,1m", "LIST", "read sizes",
+     .min = 1, .max = 1 << 30},
+    {"threads", OPT_UINT_LIST, O(threads), "1,2,4,8,16,32,64", "LIST", "reader thread counts",
+     .min = 1, .max = FB_MAX_THREADS},
+    {"engine", OPT_STRING, O(engine), "psync", "NAME", "I/O engine (io_uring when built with liburing)",
+     .allowed = "psync|io_uring|mmap|null"},
+    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per thread (io_uring)",
+     .min = 1, .max = FB_MAX_IODEPTH},
+    {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point",
+     .min = 0.001, .max = OPT_NO_MAX},
     {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/sweep-<timestamp>]"},
     {"compare-fio", OPT_FLAG, O(compare_fio), NULL, NULL, "run fio on the same job after each point"},
@@ -91,7 +96,7 @@ int cmd_sweep(int argc, char **argv)
         snprintf(default_out, sizeof default_out, "results/sweep-%s", stamp);
     }
     c.out_dir = o.out ? o.out : default_out;
-    if (!c.engine) {
+    if (!c.engine) { /* io_uring in a build without liburing */
         fb_error("sweep --engine: unknown engine '%s' (available: %s)", o.engine, ioengine_names());
         opts_free(&sweep_command, &o);
         return 2;

@@ -1,9 +1,18 @@
 /* flashbed: one program, many subcommands. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/gnuplot.h"
+#include "common/log.h"
+#include "common/model_shape.h"
+#include "common/options.h"
+#include "common/parse.h"
 #include "common/provenance.h"
+#include "engine/backend.h"
 
 struct command {
     const char *name;
@@ -27,36 +36,124 @@ static const struct command commands[] = {
     {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
 };
 
+/* Settings every command shares, given before the command. Each falls back
+ * to an environment variable, read here only: the library takes values
+ * (setters), and provenance records what was in force. */
+struct global_opts {
+    char *configs;
+    char *plots_dir;
+    uint64_t min_parallel_work;
+};
+
+#define O(f) offsetof(struct global_opts, f)
+static const struct opt_def global_options[] = {
+    {"configs", OPT_STRING, O(configs), NULL, "DIR",
+     "model shapes, hardware profiles, paper numbers [default: $FLASHBED_CONFIGS, else the source tree's configs/]"},
+    {"plots-dir", OPT_STRING, O(plots_dir), NULL, "DIR",
+     "gnuplot scripts [default: $FLASHBED_PLOTS_DIR, else the source tree's plots/]"},
+    {"min-parallel-work", OPT_UINT, O(min_parallel_work), NULL, "N",
+     "cpu backend: multiply-adds below which a step runs on one thread, 0: every step on the team "
+     "[default: $FLASHBED_MIN_PARALLEL_WORK, else 32768]"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command global_command = {
+    .name = "flashbed",
+    .usage = "[global options] COMMAND [options]",
+    .summary = "",
+    .opts = global_options,
+    .max_positional = 0,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: flashbed COMMAND [options]   (flashbed COMMAND --help for its options)\n\n"
+    fprintf(f, "usage: flashbed [global options] COMMAND [options]   (flashbed COMMAND --help for its options)\n\n"
                "A testbed for running language models whose weights live on flash.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nglobal options (before COMMAND):\n");
+    opts_print_options(global_options, f);
 }
 
-int main(int argc, char **argv)
+/* The environment's value for each global option the command line left out. */
+static int apply_env(struct global_opts *g)
 {
-    provenance_set_argv(argc, argv);
-    if (argc < 2) {
+    const char *env;
+    if (!opts_given(&global_command, g, "configs") && (env = getenv("FLASHBED_CONFIGS")) && *env) {
+        free(g->configs);
+        g->configs = strdup(env);
+    }
+    if (!opts_given(&global_command, g, "plots-dir") && (env = getenv("FLASHBED_PLOTS_DIR")) && *env) {
+        free(g->plots_dir);
+        g->plots_dir = strdup(env);
+    }
+    env = getenv("FLASHBED_MIN_PARALLEL_WORK");
+    if (!opts_given(&global_command, g, "min-parallel-work") && env && *env) {
+        char err[256];
+        if (parse_uint(env, &g->min_parallel_work, err, sizeof err) != 0) {
+            fb_error("FLASHBED_MIN_PARALLEL_WORK: %s", err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Hands the settings to the library and records them for provenance. */
+static void apply_settings(const struct global_opts *g)
+{
+    configs_dir_set(g->configs);
+    plots_dir_set(g->plots_dir);
+    backend_cpu_set_min_parallel((size_t)g->min_parallel_work);
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "configs_dir", configs_dir());
+    cJSON_AddStringToObject(s, "plots_dir", plots_dir());
+    cJSON_AddNumberToObject(s, "min_parallel_work", (double)backend_cpu_min_parallel());
+    provenance_set_settings(s);
+}
+
+static int parse_globals(int argc, char **argv, int *next)
+{
+    struct global_opts g = {.min_parallel_work = BACKEND_CPU_MIN_PARALLEL_DEFAULT};
+    int rc = opts_parse_prefix(&global_command, &g, argc, argv, next);
+    if (rc == 0)
+        rc = apply_env(&g);
+    if (rc == 0)
+        apply_settings(&g);
+    opts_free(&global_command, &g);
+    return rc;
+}
+
+static int run_command(int argc, char **argv)
+{
+    if (argc < 1) {
         usage(stderr);
         return 2;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
-        if (argc > 2 && strcmp(argv[1], "help") == 0) {
-            char *help_argv[] = {argv[2], "--help", NULL};
+    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "help") == 0) {
+        if (argc > 1 && strcmp(argv[0], "help") == 0) {
+            char *help_argv[] = {argv[1], "--help", NULL};
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-                if (strcmp(commands[i].name, argv[2]) == 0)
+                if (strcmp(commands[i].name, argv[1]) == 0)
                     return commands[i].run(2, help_argv);
         }
         usage(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, argv[1]) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "flashbed: error: unknown command '%s'\n\n", argv[1]);
+        if (strcmp(commands[i].name, argv[0]) == 0)
+            return commands[i].run(argc, argv);
+    fprintf(stderr, "flashbed: error: unknown command '%s'\n\n", argv[0]);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    provenance_set_argv(argc, argv);
+    int next = argc;
+    if (parse_globals(argc, argv, &next) != 0)
+        return 2;
+    return run_command(argc - next, argv + next);
 }

@@ -14,10 +14,16 @@
 #define FLASHBED_SOURCE_DIR "."
 #endif
 
+static char plots_dir_given[2048];
+
 const char *plots_dir(void)
 {
-    const char *env = getenv("FLASHBED_PLOTS_DIR");
-    return env && *env ? env : FLASHBED_SOURCE_DIR "/plots";
+    return plots_dir_given[0] ? plots_dir_given : FLASHBED_SOURCE_DIR "/plots";
+}
+
+void plots_dir_set(const char *dir)
+{
+    snprintf(plots_dir_given, sizeof plots_dir_given, "%s", dir ? dir : "");
 }
 
 int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[])
@@ -29,7 +35,7 @@ int gnuplot_render(const char *script, const char *const vars[], const char *con
     char script_path[4096];
     snprintf(script_path, sizeof script_path, "%s/%s", plots_dir(), script);
     if (!path_exists(script_path)) {
-        fb_error("plot script %s is missing (set FLASHBED_PLOTS_DIR)", script_path);
+        fb_error("plot script %s is missing (flashbed --plots-dir DIR names the folder)", script_path);
         return -1;
     }
     for (const char *const *out = outputs; *out; out++) {

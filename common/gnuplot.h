@@ -3,9 +3,12 @@
 #ifndef FLASHBED_COMMON_GNUPLOT_H
 #define FLASHBED_COMMON_GNUPLOT_H
 
-/* Directory holding the .gp scripts: $FLASHBED_PLOTS_DIR, else the source
- * tree's plots/ (compiled in). */
+/* Directory holding the .gp scripts: what plots_dir_set() was given, else
+ * the source tree's plots/ (compiled in). */
 const char *plots_dir(void);
+
+/* NULL or "" restores the default. */
+void plots_dir_set(const char *dir);
 
 /* Runs plots/<script> once per output in outputs[] (NULL-terminated; the
  * extension, .png or .svg, picks the terminal). vars are "name=value"

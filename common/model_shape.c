@@ -12,10 +12,16 @@
 #define FLASHBED_SOURCE_DIR "."
 #endif
 
+static char configs_dir_given[4096];
+
 const char *configs_dir(void)
 {
-    const char *env = getenv("FLASHBED_CONFIGS");
-    return env && *env ? env : FLASHBED_SOURCE_DIR "/configs";
+    return configs_dir_given[0] ? configs_dir_given : FLASHBED_SOURCE_DIR "/configs";
+}
+
+void configs_dir_set(const char *dir)
+{
+    snprintf(configs_dir_given, sizeof configs_dir_given, "%s", dir ? dir : "");
 }
 
 void config_file_path(const char *kind, const char *name, char *buf, size_t len)

@@ -48,8 +48,12 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c);
 /* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
 uint64_t model_shape_neuron_weights(const struct model_shape *s);
 
-/* The folder holding flashbed's configs: $FLASHBED_CONFIGS, else the source tree's configs/. */
+/* The folder holding flashbed's configs: what configs_dir_set() was given,
+ * else the source tree's configs/. */
 const char *configs_dir(void);
+
+/* NULL or "" restores the default. */
+void configs_dir_set(const char *dir);
 
 /* A config named by the user: a path when it has a '/' or ends in .json,
  * else configs/<kind>/<name>.json ("models", "hw"). */

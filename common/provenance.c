@@ -19,10 +19,18 @@
 static int saved_argc;
 static char **saved_argv;
 
+static cJSON *saved_settings;
+
 void provenance_set_argv(int argc, char **argv)
 {
     saved_argc = argc;
     saved_argv = argv;
+}
+
+void provenance_set_settings(cJSON *settings)
+{
+    cJSON_Delete(saved_settings);
+    saved_settings = settings;
 }
 
 const char *provenance_git_commit(void)
@@ -113,6 +121,8 @@ cJSON *provenance_new(void)
     cJSON_AddStringToObject(mj, "cpu", m.cpu_model);
     cJSON_AddNumberToObject(mj, "logical_cpus", m.logical_cpus);
     cJSON_AddNumberToObject(mj, "memory_bytes", (double)m.mem_bytes);
+    if (saved_settings)
+        cJSON_AddItemToObject(p, "settings", cJSON_Duplicate(saved_settings, 1));
     return p;
 }
 

@@ -8,7 +8,13 @@
 /* Remembers argv for provenance_new(); call once from main. */
 void provenance_set_argv(int argc, char **argv);
 
-/* {"tool", "command_line", "git_commit", "date", "machine": {...}} */
+/* The settings that change what flashbed does without being a command's
+ * option (where configs and plot scripts are read from, engine tuning):
+ * copied into every provenance as "settings". Takes ownership; call from
+ * main before the command runs. */
+void provenance_set_settings(cJSON *settings);
+
+/* {"tool", "command_line", "git_commit", "date", "machine": {...}, "settings": {...}} */
 cJSON *provenance_new(void);
 
 /* Adds "disk": {...} describing the device that holds path. */

@@ -60,6 +60,13 @@ struct backend_ops {
 
 extern const struct backend_ops backend_cpu;
 
+/* Work (multiply-adds) below which the cpu backend computes a step on one
+ * thread: waking the team costs microseconds. Backends created afterwards
+ * use it; 0 puts every step on the team (tests of the threaded paths). */
+#define BACKEND_CPU_MIN_PARALLEL_DEFAULT 32768
+void backend_cpu_set_min_parallel(size_t work);
+size_t backend_cpu_min_parallel(void);
+
 /* A backend by name ("cpu"); NULL when unknown. */
 const struct backend_ops *backend_find(const char *name);
 

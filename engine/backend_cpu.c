@@ -600,6 +600,18 @@ static double cpu_read_pass(struct backend *b, const void *buf, size_t bytes)
 
 /* ---- lifecycle ---- */
 
+static size_t min_parallel_work = BACKEND_CPU_MIN_PARALLEL_DEFAULT;
+
+void backend_cpu_set_min_parallel(size_t work)
+{
+    min_parallel_work = work;
+}
+
+size_t backend_cpu_min_parallel(void)
+{
+    return min_parallel_work;
+}
+
 static void cpu_destroy(struct backend *b)
 {
     if (!b)
@@ -620,10 +632,7 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     b->threads = threads < 1 ? 1 : threads;
     b->max_dim = (max_dim + 15) / 16 * 16;
     b->max_seq = max_seq;
-    /* waking the team costs microseconds: small steps run on one thread.
-     * FLASHBED_MIN_PARALLEL_WORK=0 forces the threaded paths (tests). */
-    const char *env = getenv("FLASHBED_MIN_PARALLEL_WORK");
-    b->min_parallel = env && *env ? (size_t)strtoull(env, NULL, 10) : 32768;
+    b->min_parallel = min_parallel_work;
     b->pool = threadpool_create(b->threads);
     /* Each group sum starts half a page past a 4 KiB boundary. The
      * write-back pass stores into it while loading a down column that

@@ -11,12 +11,12 @@
 #include "common/clock.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "common/subprocess.h"
 
-#define MAX_THREADS 1024
 
 static uint64_t list_max(const struct u64_list *l)
 {
@@ -53,14 +53,14 @@ int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_acti
         snprintf(err, errlen, "--runtime must be positive");
         return -1;
     }
-    if (c->iodepth < 1 || c->iodepth > 4096) {
-        snprintf(err, errlen, "--iodepth must be between 1 and 4096");
+    if (c->iodepth < 1 || c->iodepth > FB_MAX_IODEPTH) {
+        snprintf(err, errlen, "--iodepth must be between 1 and %d", FB_MAX_IODEPTH);
         return -1;
     }
     for (size_t i = 0; i < c->threads.n; i++)
-        if (c->threads.v[i] > MAX_THREADS) {
+        if (c->threads.v[i] > FB_MAX_THREADS) {
             snprintf(err, errlen, "--threads %llu is more than %d",
-                     (unsigned long long)c->threads.v[i], MAX_THREADS);
+                     (unsigned long long)c->threads.v[i], FB_MAX_THREADS);
             return -1;
         }
     uint64_t max_chunk = list_max(&c->chunks);

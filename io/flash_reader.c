@@ -39,11 +39,13 @@
 
 #include "common/clock.h"
 #include "common/fsutil.h"
+#include "common/limits.h"
+#include "io/direct_io.h"
 #include "io/io_loop.h"
 #include "io/start_gate.h"
 
-#define MAX_THREADS 1024u
-#define MAX_IODEPTH 4096u
+#define MAX_THREADS ((unsigned)FB_MAX_THREADS)
+#define MAX_IODEPTH ((unsigned)FB_MAX_IODEPTH)
 /* The most one unit reads: io_uring takes 32-bit lengths and Linux reads at
  * most 2 GiB - 4 KiB per call; 1 GiB is a multiple of every alignment. */
 #define MAX_PIECE (1ull << 30)

@@ -20,6 +20,18 @@ check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --
     --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
 check "compare: components and MAPE" test "$(json_get "$WORK/cmp/compare.json" '[c["component"] for c in d["components"]] == ["io_ms","mem_ms","compute_ms","total_ms"] and d["components"][0]["measured_ms"] == 110 and d["mape_pct"] >= 0')" = True
 
+# Settings before the command (or their environment variables) reach the
+# library and are recorded in the provenance.
+cp -r "$SRC/configs" "$WORK/configs"
+check "global options" "$FLASHBED" --configs "$WORK/configs" --min-parallel-work 0 predict --out "$WORK/set1"
+check "settings recorded" test "$(json_get "$WORK/set1/predict.json" '[d["provenance"]["settings"][k] for k in ("configs_dir", "min_parallel_work", "plots_dir")]')" = "['$WORK/configs', 0, '$SRC/plots']"
+check "environment" env FLASHBED_CONFIGS="$WORK/configs" FLASHBED_MIN_PARALLEL_WORK=7 "$FLASHBED" predict --out "$WORK/set2"
+check "environment recorded" test "$(json_get "$WORK/set2/predict.json" '[d["provenance"]["settings"][k] for k in ("configs_dir", "min_parallel_work")]')" = "['$WORK/configs', 7]"
+check "the option wins over the environment" env FLASHBED_MIN_PARALLEL_WORK=7 "$FLASHBED" --min-parallel-work 9 predict --out "$WORK/set3"
+check "option recorded" test "$(json_get "$WORK/set3/predict.json" 'd["provenance"]["settings"]["min_parallel_work"]')" = 9
+expect_error "configs from an empty folder" "$WORK/none/models/opt-6.7b.json" --configs "$WORK/none" predict --out "$WORK/bad0"
+expect_error "unknown global option" "unknown option '--nope' before the command" --nope predict
+
 check "predict --paper all" "$FLASHBED" predict --paper all --out "$WORK/paper"
 for f in table2.json table2.md table3.json table3.md fig7.json fig7.md fig7.csv fig7.png fig7.svg; do
     check "paper: $f" test -s "$WORK/paper/$f"
@@ -30,8 +42,8 @@ expect_error "unknown model" "no-such-shape" predict --model no-such-shape --out
 expect_error "unknown profile" "no-such-hw" predict --hw no-such-hw --out "$WORK/bad2"
 expect_error "bad policy" "bad --policy" predict --policy window:x --out "$WORK/bad3"
 expect_error "bad budget" "dram-budget" predict --dram-budget 150% --out "$WORK/bad4"
-expect_error "bad dtype" "unknown 'q3'" predict --dtype q3 --out "$WORK/bad5"
-expect_error "unknown paper table" "unknown 'table9'" predict --paper table9 --out "$WORK/bad6"
+expect_error "bad dtype" "unknown dtype 'q3'" predict --dtype q3 --out "$WORK/bad5"
+expect_error "unknown paper table" "unknown paper 'table9'" predict --paper table9 --out "$WORK/bad6"
 echo '{"summary": {"io_ms": 1}}' > "$WORK/partial_run.json"
 expect_error "measured run lacks keys" "summary.mem_ms" predict --compare "$WORK/partial_run.json" --out "$WORK/bad7"
 expect_error "sweep file missing" "cannot read sweep" calibrate --sweep "$WORK/none.json" --out "$WORK/bad8/x.json"
@@ -59,7 +71,7 @@ check "lru priced as a cache" test "$(json_get "$WORK/plru/predict.json" "d['pre
 expect_error "trace of another shape" "but the model shape opt-125m" predict --model opt-125m --trace "$T" --out "$WORK/bad11"
 expect_error "naive needs no trace" "need no trace" predict --model opt-tiny --trace "$T" --policy naive --out "$WORK/bad12"
 expect_error "budget below the non-FFN weights" "leaves no DRAM" predict --model opt-tiny --trace "$T" --policy lru --dram-budget 10% --out "$WORK/bad13"
-expect_error "bad --use" "not predicted, actual or auto" predict --model opt-tiny --trace "$T" --use guessed --out "$WORK/bad14"
+expect_error "bad --use" "unknown use 'guessed'" predict --model opt-tiny --trace "$T" --use guessed --out "$WORK/bad14"
 expect_error "missing trace" "cannot read trace" predict --model opt-tiny --trace "$WORK/none.trace" --out "$WORK/bad15"
 expect_error "cache policy without trace" "need --trace" predict --policy lru --out "$WORK/bad16"
 for d in bad11 bad12 bad13 bad14 bad15 bad16; do

@@ -182,7 +182,7 @@ int main(void)
 {
     test_read_share();
     /* every call on the thread team, however small */
-    setenv("FLASHBED_MIN_PARALLEL_WORK", "0", 1);
+    backend_cpu_set_min_parallel(0);
     const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
     const int row_counts[] = {1, 2, 3, 17, 33, 100, 257};
     const int col_counts[] = {1, 7, 8, 9, 31, 32, 33, 40, 72, 100, 2053};

@@ -327,7 +327,7 @@ int main(void)
     snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
     write_tokenizer(tok);
     /* every step on the thread team, however small, so 2 threads test the split paths */
-    setenv("FLASHBED_MIN_PARALLEL_WORK", "0", 1);
+    backend_cpu_set_min_parallel(0);
     for (int opt = 0; opt <= 1; opt++) {
         compare(opt, DTYPE_F32, 1, 1e-4, tmp, tok);
         compare(opt, DTYPE_F32, 2, 1e-4, tmp, tok);

@@ -1,6 +1,7 @@
 /* The declarative option parser: defaults, both value spellings, lists,
  * positionals, errors, and the JSON dump used for provenance. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "common/options.h"
@@ -27,6 +28,157 @@ static const struct opt_def demo_opts[] = {
 };
 #undef O
 static const struct opt_command demo_cmd = {"demo", "[options]", "A demo.", demo_opts, 1};
+
+/* Options with ranges and allowed values (the constraint fields). */
+struct ranged {
+    uint64_t count;
+    double ratio;
+    uint64_t size;
+    struct u64_list threads;
+    char *mode;
+    double secs;
+};
+
+#define O(f) offsetof(struct ranged, f)
+static const struct opt_def ranged_opts[] = {
+    {"count", OPT_UINT, O(count), "1", "N", "a count", .min = 1, .max = 10},
+    {"ratio", OPT_DOUBLE, O(ratio), "0", "R", "a ratio", .max = 1, .max_open = true},
+    {"size", OPT_SIZE, O(size), "4k", "B", "a size", .min = 4096, .max = 1 << 30},
+    {"threads", OPT_UINT_LIST, O(threads), "1,2", "L", "threads", .min = 1, .max = FB_MAX_THREADS},
+    {"mode", OPT_STRING, O(mode), "bb", "M", "a mode", .allowed = "a|bb|c"},
+    {"secs", OPT_DURATION, O(secs), "1", "S", "seconds", .min = 0.5, .max = OPT_NO_MAX},
+    OPT_END,
+};
+static const struct opt_def bad_default_opts[] = {
+    {"count", OPT_UINT, O(count), "11", "N", "a count", .min = 1, .max = 10},
+    OPT_END,
+};
+static const struct opt_def bad_string_default_opts[] = {
+    {"mode", OPT_STRING, O(mode), "d", "M", "a mode", .allowed = "a|bb|c"},
+    OPT_END,
+};
+static const struct opt_def bad_range_opts[] = {
+    {"count", OPT_UINT, O(count), NULL, "N", "min without max", .min = 5},
+    OPT_END,
+};
+static const struct opt_def bad_allowed_opts[] = {
+    {"count", OPT_UINT, O(count), NULL, "N", "allowed on a number", .allowed = "1|2"},
+    OPT_END,
+};
+#undef O
+static const struct opt_command ranged_cmd = {"ranged", "[options]", "Ranges.", ranged_opts, 0};
+
+/* Parses argv against `opts`; *msg gets what went to stderr (the error). */
+static int parse_ranged(const struct opt_def *opts, int argc, char **argv, char *msg, size_t len)
+{
+    struct opt_command cmd = ranged_cmd;
+    cmd.opts = opts;
+    struct ranged r;
+    memset(&r, 0, sizeof r);
+    fflush(stderr);
+    FILE *cap = tmpfile();
+    int saved = dup(fileno(stderr));
+    dup2(fileno(cap), fileno(stderr));
+    int rc = opts_parse(&cmd, &r, argc, argv, NULL, NULL);
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    rewind(cap);
+    size_t n = fread(msg, 1, len - 1, cap);
+    msg[n] = '\0';
+    fclose(cap);
+    opts_free(&cmd, &r);
+    return rc;
+}
+
+#define ACCEPTS(...)                                                                   \
+    do {                                                                               \
+        char *a_[] = {"ranged", __VA_ARGS__, NULL};                                   \
+        CHECK(parse_ranged(ranged_opts, (int)(sizeof a_ / sizeof *a_) - 1, a_, msg, sizeof msg) == 0); \
+    } while (0)
+#define REFUSES(want, ...)                                                             \
+    do {                                                                               \
+        char *a_[] = {"ranged", __VA_ARGS__, NULL};                                   \
+        CHECK(parse_ranged(ranged_opts, (int)(sizeof a_ / sizeof *a_) - 1, a_, msg, sizeof msg) == -1); \
+        CHECK(strstr(msg, want) != NULL);                                              \
+    } while (0)
+
+static void test_ranges(void)
+{
+    char msg[1024];
+    char *none[] = {"ranged", NULL};
+    CHECK(parse_ranged(ranged_opts, 1, none, msg, sizeof msg) == 0); /* the defaults are in range */
+    ACCEPTS("--count", "5");
+    ACCEPTS("--count", "1"); /* both bounds are in */
+    ACCEPTS("--count", "10");
+    REFUSES("ranged --count: 0 is out of range (1 to 10)", "--count", "0");
+    REFUSES("ranged --count: 11 is out of range (1 to 10)", "--count=11");
+    ACCEPTS("--ratio", "0");
+    ACCEPTS("--ratio", "0.999");
+    REFUSES("ranged --ratio: 1 is out of range (0 to under 1)", "--ratio", "1");
+    REFUSES("ranged --ratio: -0.5 is out of range", "--ratio", "-0.5");
+    ACCEPTS("--size", "4k");
+    ACCEPTS("--size", "1g");
+    REFUSES("ranged --size: 2k is out of range (4k to 1g)", "--size", "2k");
+    REFUSES("ranged --size: 1048580k is out of range (4k to 1g)", "--size", "1048580k");
+    ACCEPTS("--threads", "1,1024");
+    REFUSES("ranged --threads: 1025 is out of range (each 1 to 1024)", "--threads", "4,1025");
+    ACCEPTS("--mode", "a");
+    ACCEPTS("--mode", "c");
+    REFUSES("ranged --mode: unknown mode 'd' (expected 'a', 'bb' or 'c')", "--mode", "d");
+    REFUSES("unknown mode 'b'", "--mode", "b"); /* a prefix of an allowed value is not one */
+    REFUSES("unknown mode 'bbb'", "--mode", "bbb");
+    ACCEPTS("--secs", "500ms");
+    ACCEPTS("--secs", "1000000");
+    REFUSES("ranged --secs: 0.25 is out of range (at least 0.5)", "--secs", "250ms");
+
+    /* a default outside its own range, or a table declared wrong, fails every parse */
+    CHECK(parse_ranged(bad_default_opts, 1, none, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "ranged --count: the default 11 is out of range (1 to 10)") != NULL);
+    CHECK(parse_ranged(bad_string_default_opts, 1, none, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "the default mode 'd' is not allowed") != NULL);
+    CHECK(parse_ranged(bad_range_opts, 1, none, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "internal: ranged --count") != NULL);
+    CHECK(parse_ranged(bad_allowed_opts, 1, none, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "internal: ranged --count") != NULL);
+}
+
+static void test_help_shows_constraints(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    opts_print_help(&ranged_cmd, f);
+    fclose(f);
+    CHECK(strstr(text, "a count [default: 1] [range: 1 to 10]") != NULL);
+    CHECK(strstr(text, "[range: 0 to under 1]") != NULL);
+    CHECK(strstr(text, "[range: 4k to 1g]") != NULL);
+    CHECK(strstr(text, "threads [default: 1,2] [each: 1 to 1024]") != NULL);
+    CHECK(strstr(text, "a mode [default: bb] [one of: a|bb|c]") != NULL);
+    CHECK(strstr(text, "[range: at least 0.5]") != NULL);
+    free(text);
+}
+
+/* Options before a subcommand: parsing stops at the first bare argument. */
+static void test_prefix(void)
+{
+    struct ranged r;
+    memset(&r, 0, sizeof r);
+    int next = 0;
+    char *a[] = {"prog", "--count", "3", "--mode=c", "sub", "--count", "4", NULL};
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 7, a, &next) == 0);
+    CHECK(next == 4);
+    CHECK_U64(r.count, 3);
+    CHECK_STR(r.mode, "c");
+    CHECK(opts_given(&ranged_cmd, &r, "count"));
+    opts_free(&ranged_cmd, &r);
+    char *b[] = {"prog", "--count", "3", NULL};
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, b, &next) == 0 && next == 3);
+    opts_free(&ranged_cmd, &r);
+    char *c[] = {"prog", "--help", "sub", NULL}; /* help is the caller's to print */
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, c, &next) == 0 && next == 1);
+    opts_free(&ranged_cmd, &r);
+}
 
 static int parse(struct demo *d, int argc, char **argv, char **pos, int *npos)
 {
@@ -89,5 +241,9 @@ int main(void)
     char *help[] = {"demo", "--help", NULL};
     CHECK(parse(&d, 2, help, pos, &npos) == 1);
     opts_free(&demo_cmd, &d);
+
+    test_ranges();
+    test_help_shows_constraints();
+    test_prefix();
     return check_report("test_options");
 }
