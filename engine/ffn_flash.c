@@ -535,13 +535,12 @@ static void clear_marks(struct flash_ffn *ff, const struct cache_step *st, uint3
 
 /* Rows the policy dropped that this token does not need leave now (room
  * for the new ones); the kept rows read this step are appended in id order. */
-static int make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
+static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
 {
     struct neuron_cache *c = &ff->caches[layer];
     for (uint32_t j = 0; j < st->n_deleted; j++)
         if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->rows)
             neuron_cache_delete(c, st->deleted[j]);
-    return 0;
 }
 
 static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step *st)

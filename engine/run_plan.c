@@ -7,6 +7,7 @@
 
 #include "cache/cache.h"
 #include "engine/dtype.h"
+#include "engine/ffn_flash.h"
 
 enum { NAIVE_SCRATCH = 64u << 20 };
 
@@ -174,10 +175,8 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    uint32_t deflt = pol == &policy_hybrid ? (uint32_t)(capacity ? capacity : s->d_ff / 2)
-                     : pol == &policy_window ? (uint32_t)(capacity ? capacity : s->d_ff)
-                     : pol->uses_budget      ? (uint32_t)capacity
-                                             : 0;
+    struct ffn_flash_config fc = {.policy = in->policy, .capacity_rows = capacity};
+    uint32_t deflt = ffn_flash_default_rows(&fc, s->d_ff);
     for (uint32_t l = 0; l < s->n_layers; l++)
         out->layer_rows[l] = deflt;
     if (in->trace && deflt) {
