@@ -33,8 +33,8 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
-    char *prompt, *prompt_file;
-    uint64_t prompt_tokens, n, seed, threads, window, coalesce, io_threads, iodepth, cold;
+    char *prompt, *prompt_file, *window;
+    uint64_t prompt_tokens, n, seed, threads, coalesce, io_threads, iodepth, cold;
     double temperature, top_p, threshold;
     bool buffered, ignore_eos, quiet;
 };
@@ -43,9 +43,9 @@ struct run_opts {
 static const struct opt_def run_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert / model make)"},
     {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)"},
-    {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady"},
+    {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady; also window:auto"},
     {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G [default: bundled]"},
-    {"window", OPT_UINT, O(window), "5", "K", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5)"},
+    {"window", OPT_STRING, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
     {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
@@ -179,7 +179,7 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
  * agree with an explicit --mode). */
 static int choose_policy(const struct run_opts *o, struct run_setup *p)
 {
-    if (run_mode_preset(o->mode, (uint32_t)o->window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
+    if (run_mode_preset(o->mode, o->window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
                         sizeof p->layout) != 0) {
         fb_error("run --mode: unknown '%s' (dense, naive, hybrid, predictor, window, all)", o->mode);
         return -1;
@@ -195,11 +195,7 @@ static int choose_policy(const struct run_opts *o, struct run_setup *p)
         return -1;
     }
     char err[256];
-    const struct policy_ops *pol;
-    const struct layout_ops *lay;
-    uint64_t arg;
-    if (cache_parse_policy(policy, &pol, &arg, err, sizeof err) != 0 ||
-        cache_parse_layout(layout, &lay, &arg, err, sizeof err) != 0) {
+    if (run_plan_check_names(policy, layout, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return -1;
     }
@@ -211,8 +207,10 @@ static int choose_policy(const struct run_opts *o, struct run_setup *p)
 static int plan_run(const struct run_opts *o, const struct model *m, struct run_setup *p)
 {
     const struct model_shape *s = &m->shape;
-    if (o->window == 0 || o->window > 4096) {
-        fb_error("run --window %llu: must be 1 to 4096 tokens", (unsigned long long)o->window);
+    uint64_t k;
+    char why[128];
+    if (strcmp(o->window, "auto") && (parse_uint(o->window, &k, why, sizeof why) != 0 || k == 0 || k > RUN_MAX_WINDOW)) {
+        fb_error("run --window '%s': must be auto or 1 to %u tokens", o->window, RUN_MAX_WINDOW);
         return -1;
     }
     p->cfg.threshold = (float)o->threshold;
@@ -282,6 +280,7 @@ static int fit_budget(const struct model *m, struct run_setup *p, uint64_t token
         fb_error("run: %s", err);
         return -1;
     }
+    p->cfg.policy = p->plan.policy; /* window:auto resolved */
     p->cfg.capacity_rows = p->plan.capacity_rows;
     p->cfg.layer_rows = p->plan.layer_rows;
     p->cfg.staging_rows = p->plan.staging_rows;
@@ -416,8 +415,13 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense) {
         cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
-        cJSON_AddStringToObject(pol, "policy", p->policy);
+        cJSON_AddStringToObject(pol, "policy", p->plan.policy);
+        cJSON_AddStringToObject(pol, "policy_requested", p->policy);
         cJSON_AddStringToObject(pol, "layout", p->layout);
+        if (p->plan.window_k)
+            cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
+        if (p->plan.window_from)
+            cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
         cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
         cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
         cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
@@ -445,11 +449,15 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
     if (!p->dense) {
-        cJSON_AddStringToObject(sum, "policy", p->policy);
+        cJSON_AddStringToObject(sum, "policy", p->plan.policy);
         cJSON_AddStringToObject(sum, "layout", p->layout);
+        if (p->plan.window_k)
+            cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
         cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
         cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
     }
+    if (!p->dense)
+        cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + dram_held));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)oracle_bytes);
@@ -473,6 +481,27 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
     return root;
 }
 
+/* The share of FFN neurons the steady-state tokens needed; for a non-ReLU
+ * FFN under the oracle that share is set by --threshold, and a threshold
+ * that makes every neuron active leaves nothing for the policy to save. */
+static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
+{
+    if (!strcmp(p->plan.policy, "naive") || !strcmp(p->plan.policy, "hybrid")) {
+        strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", p->plan.policy);
+        return;
+    }
+    double all = (double)m->shape.n_layers * m->shape.d_ff;
+    double density = all > 0 ? needed / all : 0;
+    bool thresholded = p->cfg.active == ACTIVE_ORACLE && (m->arch.glu || m->arch.act != ACT_RELU);
+    strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
+    if (thresholded)
+        strbuf_add(t, ", from --threshold %g on |act(gate)·up|", p->cfg.threshold);
+    strbuf_add(t, "\n");
+    if (thresholded && density >= 0.999)
+        strbuf_add(t, "- **every neuron is active** at this threshold: each token needs the whole FFN, so no policy "
+                      "saves a read (raise --threshold for a sparse run)\n");
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -482,12 +511,16 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     if (p->dense)
         strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
     else
-        strbuf_add(&t, "# flashbed run: %s (%s), policy %s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
-                   p->policy, p->layout);
+        strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
+                   p->plan.policy, p->plan.window_from ? " (window:auto)" : "", p->layout);
     strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
     strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
     strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    if (p->plan.window_from)
+        strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
+    if (!p->dense)
+        density_line(&t, m, p, NUM(sum, "needed"));
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",

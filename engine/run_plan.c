@@ -1,6 +1,7 @@
 /* Run planning (run_plan.h): presets, the budget, the sizes. */
 #include "engine/run_plan.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,12 @@
 #include "cache/cache.h"
 #include "engine/dtype.h"
 #include "engine/ffn_flash.h"
+#include "sim/paper_tables.h"
+#include "traces/trace_window.h"
 
 enum { NAIVE_SCRATCH = 64u << 20 };
 
-int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
                     size_t llen)
 {
     static const struct {
@@ -26,7 +29,7 @@ int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, char *
         if (presets[i].policy[0])
             snprintf(policy, plen, "%s", presets[i].policy);
         else
-            snprintf(policy, plen, "window:%u", window);
+            snprintf(policy, plen, "window:%s", window);
         if (presets[i].layout[0])
             snprintf(layout, llen, "%s", presets[i].layout);
         else
@@ -97,6 +100,81 @@ static void size_staging(const struct run_plan_input *in, const struct policy_op
     out->bounce_rows = lay == &layout_coalesce ? out->staging_rows : 1;
 }
 
+static bool is_window_auto(const char *policy)
+{
+    return !strcmp(policy, "window:auto");
+}
+
+/* window:auto's K for a layer cache of `capacity` rows (run_plan.h). */
+static int choose_window(const struct run_plan_input *in, uint64_t capacity, struct run_plan_out *out, char *err,
+                         size_t errlen)
+{
+    uint32_t kmax = in->tokens == 0 ? 1 : in->tokens < RUN_MAX_WINDOW ? (uint32_t)in->tokens : RUN_MAX_WINDOW;
+    uint32_t k = 1;
+    if (in->trace) {
+        uint32_t *most = malloc(kmax * sizeof *most);
+        if (!most || trace_window_peaks(in->trace, in->use_predicted, in->tokens, kmax, most) != 0) {
+            free(most);
+            snprintf(err, errlen, "out of memory choosing the window");
+            return -1;
+        }
+        /* window:K keeps the last K-1 tokens' rows between tokens (the
+         * current one's misses arrive as the oldest token's leave), so it
+         * fits when K-1 consecutive tokens' union does: most[K-2] */
+        while (k < kmax && most[k - 1] <= capacity)
+            k++;
+        free(most);
+        out->window_from = "the trace: the largest window whose peak rows kept in any layer over the run fit a layer's cache";
+    } else {
+        double d_ff = in->m->shape.d_ff;
+        while (k < kmax && ceil(paper_s_agg(k) * d_ff) <= (double)capacity)
+            k++;
+        out->window_from = "the s_agg curve the cost model uses (OPT-6.7B, App. C.1): the largest window whose "
+                           "rows kept, s_agg(K-1) of d_ff, fit a layer's cache";
+    }
+    out->window_k = k;
+    snprintf(out->policy, sizeof out->policy, "window:%u", k);
+    return 0;
+}
+
+/* The policy's operations; window:auto is a window whose K the plan chooses. */
+static int parse_policy(const struct run_plan_input *in, const struct policy_ops **pol, struct run_plan_out *out,
+                        char *err, size_t errlen)
+{
+    uint64_t arg = 0;
+    snprintf(out->policy, sizeof out->policy, "%s", in->policy);
+    if (is_window_auto(in->policy)) {
+        *pol = &policy_window;
+        if (!in->budget) {
+            snprintf(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
+            return -1;
+        }
+        return 0;
+    }
+    if (cache_parse_policy(in->policy, pol, &arg, err, errlen) != 0)
+        return -1;
+    if (*pol == &policy_window && arg > RUN_MAX_WINDOW) {
+        snprintf(err, errlen, "policy %s: the engine's window is 1 to %u tokens", in->policy, RUN_MAX_WINDOW);
+        return -1;
+    }
+    out->window_k = *pol == &policy_window ? (uint32_t)arg : 0;
+    return 0;
+}
+
+int run_plan_check_names(const char *policy, const char *layout, char *err, size_t errlen)
+{
+    const struct policy_ops *pol;
+    const struct layout_ops *lay;
+    uint64_t arg = 0;
+    if (!is_window_auto(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
+        return -1;
+    if (!is_window_auto(policy) && pol == &policy_window && arg > RUN_MAX_WINDOW) {
+        snprintf(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
+        return -1;
+    }
+    return cache_parse_layout(layout, &lay, &arg, err, errlen);
+}
+
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
 {
     if (pol->needs_known && !in->trace) {
@@ -139,8 +217,8 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     const struct layout_ops *lay;
     uint64_t arg, stride = m->bundle_stride, fixed = m->dram_bytes + in->kv_bytes;
     char b1[32], b2[32], b3[32];
-    if (cache_parse_policy(in->policy, &pol, &arg, err, errlen) != 0 ||
-        cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 || check_input(in, pol, err, errlen) != 0)
+    if (parse_policy(in, &pol, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
+        check_input(in, pol, err, errlen) != 0)
         return -1;
     if (in->budget && fixed >= in->budget) {
         human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
@@ -166,6 +244,8 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
                  b1, s->n_layers, (unsigned long long)stride);
         return -1;
     }
+    if (is_window_auto(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
+        return -1;
     out->capacity_rows = capacity;
     uint32_t vecs = m->arch.glu ? 3 : 2;
     uint64_t row_bytes = (uint64_t)vecs * s->d_model * dtype_size(m->dtype);
@@ -175,12 +255,12 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    struct ffn_flash_config fc = {.policy = in->policy, .capacity_rows = capacity};
+    struct ffn_flash_config fc = {.policy = out->policy, .capacity_rows = capacity};
     uint32_t deflt = ffn_flash_default_rows(&fc, s->d_ff);
     for (uint32_t l = 0; l < s->n_layers; l++)
         out->layer_rows[l] = deflt;
     if (in->trace && deflt) {
-        struct cache_config cc = {in->policy, in->layout, capacity, in->trace, in->use_predicted};
+        struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted};
         struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype), vecs, stride};
         if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
             free(out->layer_rows);

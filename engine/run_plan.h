@@ -5,6 +5,15 @@
  * plan's ffn_cache_bytes decides exactly as the run does. When a trace
  * drives the neurons, the plan replays the run's decisions once (no I/O)
  * to size each layer's storage and the staging area exactly.
+ *
+ * window:auto is the largest window the budget holds (the paper's Fig. 7
+ * follows the budget). Between tokens window:K keeps the rows of the last
+ * K-1 tokens (the current token's misses arrive as the oldest token's rows
+ * leave), so with a trace K is the largest whose K-1 token peak in any
+ * layer over the run (traces/trace_window.h) fits a layer's cache, and the
+ * window never shrinks; with the oracle, the largest whose s_agg(K-1) share
+ * of d_ff (the curve the cost model uses, sim/paper_tables.h) fits. The
+ * plan names the policy it chose (window:K) for the engine and for replay.
  * 0, or -1 with a message (the numbers that do not fit) in err. */
 #ifndef FLASHBED_ENGINE_RUN_PLAN_H
 #define FLASHBED_ENGINE_RUN_PLAN_H
@@ -17,10 +26,17 @@
 #include "traces/trace.h"
 
 /* naive, hybrid, predictor, window, all: the paper's ablation as a policy
- * and a layout (window K and coalescing gap G for the last two). 0, or -1
- * for an unknown mode. */
-int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+ * and a layout (window K, a number or "auto", and coalescing gap G for the
+ * last two). 0, or -1 for an unknown mode. */
+int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
                     size_t llen);
+
+/* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
+#define RUN_MAX_WINDOW 4096
+
+/* Checks a policy and a layout as the run takes them (cache/'s names, and
+ * window:auto). 0, or -1 with err naming the bad one. */
+int run_plan_check_names(const char *policy, const char *layout, char *err, size_t errlen);
 
 struct run_plan_input {
     const struct model *m;
@@ -34,6 +50,9 @@ struct run_plan_input {
 };
 
 struct run_plan_out {
+    char policy[64];            /* the policy run: the input's, window:auto resolved to window:K */
+    uint32_t window_k;          /* window:K's K (0: not a window) */
+    const char *window_from;    /* window:auto: what chose K (static text); NULL otherwise */
     uint64_t capacity_rows;     /* the policy's rows per layer (0: none) */
     uint64_t ffn_cache_bytes;   /* capacity_rows * layers * a bundle's bytes: replay's --dram-budget */
     uint32_t *layer_rows;       /* [n_layers] storage per layer (malloc'd; free it) */

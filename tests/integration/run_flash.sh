@@ -76,6 +76,31 @@ for policy in naive hybrid predictor window:4 lru lfu hot belady; do
         check "$policy $layout: summary names the policy" test "$(json_get "$out/run.json" "d['summary']['policy'] + ' ' + d['summary']['layout']")" = "$policy $layout"
     done
 done
+# window:auto: the largest window the budget holds. With a trace it never
+# shrinks, one token more would, and replay at its cache bytes agrees.
+for budget in 60% 80%; do
+    out="$WORK/auto-$budget"
+    check "window:auto at $budget" "$FLASHBED" run --model "$M" --policy window:auto --active "trace:$T" --dram-budget $budget \
+        --prompt "$P" -n 20 --ignore-eos --threads 1 --quiet --out "$out"
+    K=$(json_get "$out/run.json" "d['summary']['window_k']")
+    check "window:auto at $budget: summary names window:$K" test "$(json_get "$out/run.json" "d['summary']['policy']")" = "window:$K"
+    check "window:auto at $budget: no shrink" test "$(json_get "$out/run.json" "sum(t['window_shrinks'] for t in d['tokens'])")" = 0
+    check "window:$((K + 1)) at $budget" "$FLASHBED" run --model "$M" --policy window:$((K + 1)) --active "trace:$T" --dram-budget $budget \
+        --prompt "$P" -n 20 --ignore-eos --threads 1 --quiet --out "$out-more"
+    check "window:$((K + 1)) at $budget shrinks" test "$(json_get "$out-more/run.json" "sum(t['window_shrinks'] for t in d['tokens']) > 0")" = True
+    C=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_bytes'])")
+    check "window:auto at $budget: replay" "$FLASHBED" replay --trace "$T" --policy window:$K --layout bundled --dram-budget "$C" --out "$out/replay" --quiet
+    check "window:auto at $budget: reads equal the replay's" test "$(json_get "$out/run.json" "[int(t['reads']) for t in d['tokens']]")" = \
+        "$(json_get "$out/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$(json_get "$out/run.json" "len(d['tokens'])")]]")"
+done
+check "a larger budget, a longer window" test "$(json_get "$WORK/auto-60%/run.json" "d['summary']['window_k']")" -lt "$(json_get "$WORK/auto-80%/run.json" "d['summary']['window_k']")"
+check "--window auto with the oracle" "$FLASHBED" run --model "$M" --mode all --window auto --dram-budget 60% --prompt "$P" -n 8 --ignore-eos --threads 1 --quiet --out "$WORK/auto-oracle"
+check "the oracle's window comes from s_agg" test "$(json_get "$WORK/auto-oracle/run.json" "'s_agg' in d['provenance']['policy']['window_chosen_from'] and d['summary']['window_k'] >= 1")" = True
+check "run.md names the chosen window" grep -q "window:auto chose K" "$WORK/auto-oracle/run.md"
+check "run.md reports the density" grep -q "density: " "$WORK/auto-oracle/run.md"
+expect_error "window:auto without a budget" "needs one" run --model "$M" --policy window:auto --prompt x --out "$WORK/bad17"
+expect_error "window past the engine's" "1 to 4096" run --model "$M" --policy window:5000 --prompt x --out "$WORK/bad18"
+
 expect_error "mode and policy disagree" "means --policy" run --model "$M" --mode window --policy lru --prompt x --out "$WORK/bad13"
 expect_error "belady without a trace" "needs the sets to come" run --model "$M" --policy belady --dram-budget 99% --prompt x --out "$WORK/bad14"
 expect_error "lru without a budget" "needs a DRAM budget" run --model "$M" --policy lru --prompt x --out "$WORK/bad15"
@@ -97,6 +122,10 @@ if [ -f "$S/stories260K.bin" ]; then
         check "stories $mode" "$FLASHBED" run --model "$WORK/s260" --mode $mode --prompt "Once upon a time" -n 40 --threads 1 --io-threads 4 --out "$WORK/s-$mode"
         check "stories $mode: same tokens as dense" test "$(ids "$WORK/s-$mode")" = "$(ids "$WORK/s-dense")"
     done
+    check "threshold 0: run.md says every neuron is active" grep -q "every neuron is active" "$WORK/s-all/run.md"
+    check "stories at threshold 0.05" "$FLASHBED" run --model "$WORK/s260" --mode all --threshold 0.05 --prompt "Once upon a time" -n 20 --threads 1 --quiet --out "$WORK/s-sparse"
+    check "a threshold makes it sparse, and run.md says how sparse" test "$(json_get "$WORK/s-sparse/run.json" "d['summary']['density'] < 0.9")" = True
+    check "run.md: density from the threshold" grep -q "from --threshold 0.05" "$WORK/s-sparse/run.md"
 else
     echo "skipping the stories260K checks: $S not found (set FLASHBED_DATA)"
 fi
@@ -118,7 +147,7 @@ expect_error "unknown io engine" "io-engine" run --model "$M" --io-engine mmap -
 cp -r "$M" "$WORK/cut"
 truncate -s 4096 "$WORK/cut/ffn.bin"
 expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" run --model "$WORK/cut" --prompt x --out "$WORK/bad11"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16; do
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
 check "no trace for a refused run" test ! -e "$WORK/bad.trace"
