@@ -456,7 +456,7 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
         cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
         cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
     }
-    if (!p->dense)
+    if (!p->dense && strcmp(p->plan.policy, "naive") && strcmp(p->plan.policy, "hybrid"))
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + dram_held));

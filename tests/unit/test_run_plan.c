@@ -1,0 +1,214 @@
+/* Run planning (engine/run_plan.h) on a model that exists only as numbers:
+ * the presets, the refusals with their numbers, the capacities a budget
+ * buys, and window:auto's K, cross-checked against the window policy
+ * itself (cache/) running the same tokens. */
+#include "check.h"
+#include "trace_fixture.h"
+
+#include "cache/cache.h"
+#include "engine/run_plan.h"
+#include "sim/paper_tables.h"
+
+/* d_model 4, f32, ReLU (no gate): a row is 2 vectors of 16 bytes = 32
+ * bytes of weights, stored in bundles of 64 (the alignment). dram.bin 1000
+ * bytes; the KV cache is given as 100. */
+enum { STRIDE = 64, FIXED = 1000 + 100 };
+
+static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
+{
+    struct model m;
+    memset(&m, 0, sizeof m);
+    m.shape.n_layers = n_layers;
+    m.shape.d_ff = d_ff;
+    m.shape.d_model = 4;
+    m.dtype = DTYPE_F32;
+    m.bundle_stride = STRIDE;
+    m.dram_bytes = 1000;
+    return m;
+}
+
+static int plan(const struct model *m, const char *policy, uint64_t budget, const struct trace *tr,
+                uint64_t tokens, struct run_plan_out *out, char *err)
+{
+    struct run_plan_input in = {m, policy, "bundled", budget, 100, tr, false, tokens, false};
+    err[0] = 0;
+    return run_plan_make(&in, out, err, 512);
+}
+
+static void test_presets(void)
+{
+    char pol[64], lay[64];
+    CHECK(run_mode_preset("naive", "5", 0, pol, sizeof pol, lay, sizeof lay) == 0);
+    CHECK_STR(pol, "naive");
+    CHECK_STR(lay, "coalesce:0");
+    CHECK(run_mode_preset("window", "7", 0, pol, sizeof pol, lay, sizeof lay) == 0);
+    CHECK_STR(pol, "window:7");
+    CHECK_STR(lay, "split");
+    CHECK(run_mode_preset("all", "auto", 3, pol, sizeof pol, lay, sizeof lay) == 0);
+    CHECK_STR(pol, "window:auto");
+    CHECK_STR(lay, "coalesce:3");
+    CHECK(run_mode_preset("turbo", "5", 0, pol, sizeof pol, lay, sizeof lay) == -1);
+    char err[256];
+    CHECK(run_plan_check_names("window:auto", "bundled", err, sizeof err) == 0);
+    CHECK(run_plan_check_names("window:5000", "bundled", err, sizeof err) == -1);
+    CHECK(strstr(err, "1 to 4096") != NULL);
+    CHECK(run_plan_check_names("lru", "diagonal", err, sizeof err) == -1);
+}
+
+/* The refusals name the numbers that do not fit. */
+static void test_refusals(void)
+{
+    struct model m = fake_model(2, 8);
+    struct run_plan_out out;
+    char err[512];
+    /* the weights in DRAM and the KV cache: 1.10 kB against 1.05 kB */
+    CHECK(plan(&m, "window:3", 1050, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "1.05 kB") && strstr(err, "already take 1.10 kB"));
+    /* 100 bytes left: one staging row and one bounce row (128 bytes) do not fit */
+    CHECK(plan(&m, "window:3", FIXED + 100, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "plus the staging area (0.13 kB: 1 rows of 64 bytes)") != NULL);
+    /* staging fits, but 2 layers x 1 row (128 bytes) do not: 100 bytes left */
+    CHECK(plan(&m, "lru", FIXED + 128 + 100, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "hold no row in each of 2 layers (a row is 64 bytes)") != NULL);
+    CHECK(plan(&m, "lru", 0, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "needs a DRAM budget") != NULL);
+    CHECK(plan(&m, "belady", FIXED + 4096, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "trace:FILE only") != NULL);
+    CHECK(plan(&m, "window:auto", 0, NULL, 10, &out, err) == -1);
+    CHECK(strstr(err, "needs one") != NULL);
+}
+
+/* A budget between: what is left after staging is split evenly. */
+static void test_capacity(void)
+{
+    struct model m = fake_model(2, 8);
+    struct run_plan_out out;
+    char err[512];
+    /* no trace: the window stages a quarter of d_ff (2 rows) with a bounce
+     * row: 192 bytes; 2 layers x 3 rows x 64 = 384 more, and 63 that buy nothing */
+    CHECK(plan(&m, "window:3", FIXED + 192 + 384 + 63, NULL, 10, &out, err) == 0);
+    CHECK_U64(out.staging_rows, 2);
+    CHECK_U64(out.bounce_rows, 1);
+    CHECK_U64(out.capacity_rows, 3);
+    CHECK_U64(out.ffn_cache_bytes, 3 * 2 * 32); /* replay's --dram-budget: unpadded rows */
+    CHECK_U64(out.layer_rows[0], 3);
+    CHECK_U64(out.layer_rows[1], 3);
+    CHECK_U64(out.held_bytes, 192 + 384);
+    CHECK_U64(out.window_k, 3);
+    CHECK_STR(out.policy, "window:3");
+    CHECK(out.window_from == NULL);
+    free(out.layer_rows);
+    /* hybrid without a budget: half of each layer resident, the rest staged */
+    CHECK(plan(&m, "hybrid", 0, NULL, 10, &out, err) == 0);
+    CHECK_U64(out.capacity_rows, 0);
+    CHECK_U64(out.layer_rows[0], 4);
+    CHECK_U64(out.staging_rows, 4);
+    free(out.layer_rows);
+}
+
+/* One layer, d_ff 8; sets t0 {0,1,2} t1 {1,2,3} t2 {0,4} t3 {1,2,5} t4 {0,1}.
+ * Largest union of k consecutive tokens: k=1: 3, k=2: 5 ({1,2,3}+{0,4}),
+ * k=3: 6 ({1,2,3}+{0,4}+{1,2,5}), k=4: 6, k=5: 6. */
+static const int s0[] = {0, 1, 2, -1}, s1[] = {1, 2, 3, -1}, s2[] = {0, 4, -1}, s3[] = {1, 2, 5, -1},
+                 s4[] = {0, 1, -1};
+static const int *const sets[] = {s0, s1, s2, s3, s4};
+
+/* The window itself (cache/) over the same tokens: how often it shrank,
+ * or dropped rows of the current token (overflow). */
+static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capacity)
+{
+    char policy[32], err[256];
+    snprintf(policy, sizeof policy, "window:%u", k);
+    struct cache_config cc = {policy, "bundled", capacity, tr, false};
+    struct cache_geometry g = {1, 8, 16, 2, STRIDE};
+    struct cache c;
+    uint64_t overflow = 0;
+    if (cache_open(&c, &cc, &g, err, sizeof err) != 0)
+        return UINT64_MAX;
+    for (uint64_t t = 0; t < tr->n_tokens; t++) {
+        uint32_t n;
+        const uint32_t *need = trace_set(tr, false, t, 0, &n);
+        struct cache_step st;
+        cache_request(&c, t, 0, need, n, false, NULL, &st);
+        overflow += st.overflow;
+    }
+    uint64_t shrinks = c.p.shrinks + overflow;
+    cache_close(&c);
+    return shrinks;
+}
+
+static void test_window_auto_trace(void)
+{
+    struct trace tr;
+    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    struct model m = fake_model(1, 8);
+    /* largest need 3: one staging row (a quarter) and one bounce row, 128 bytes */
+    static const struct {
+        uint64_t capacity;
+        uint32_t k; /* window:K keeps K-1 tokens: the largest K whose K-1 peak fits */
+    } cases[] = {{2, 1}, {3, 2}, {4, 2}, {5, 3}, {6, 5}, {8, 5}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct run_plan_out out;
+        char err[512], want[32];
+        CHECK(plan(&m, "window:auto", FIXED + 128 + cases[i].capacity * STRIDE, &tr, 5, &out, err) == 0);
+        CHECK_U64(out.capacity_rows, cases[i].capacity);
+        CHECK_U64(out.window_k, cases[i].k);
+        snprintf(want, sizeof want, "window:%u", cases[i].k);
+        CHECK_STR(out.policy, want);
+        CHECK(out.window_from && strstr(out.window_from, "trace"));
+        free(out.layer_rows);
+        /* the window chosen never shrinks; one token more would (below the run's length) */
+        if (cases[i].k > 1)
+            CHECK_U64(window_shrinks(&tr, cases[i].k, cases[i].capacity), 0);
+        if (cases[i].k < 5)
+            CHECK(window_shrinks(&tr, cases[i].k + 1, cases[i].capacity) > 0);
+    }
+    /* a run longer than the trace replays it: 12 tokens, so windows up to 12 */
+    struct run_plan_out out;
+    char err[512];
+    CHECK(plan(&m, "window:auto", FIXED + 128 + 6 * STRIDE, &tr, 12, &out, err) == 0);
+    CHECK_U64(out.window_k, 12);
+    free(out.layer_rows);
+    /* belady past the trace's end */
+    CHECK(plan(&m, "belady", FIXED + 128 + 6 * STRIDE, &tr, 6, &out, err) == -1);
+    CHECK(strstr(err, "run's 6 tokens pass the trace's 5") != NULL);
+    trace_free(&tr);
+}
+
+/* The oracle: the s_agg curve the cost model uses, K-1 tokens kept. */
+static void test_window_auto_oracle(void)
+{
+    struct model m = fake_model(1, 1000);
+    struct run_plan_out out;
+    char err[512];
+    /* without a trace the window stages a quarter of d_ff, at most a
+     * quarter of the rows the budget leaves, + 1 bounce row: of 328 rows,
+     * 82 + 1 staged and 245 cached. s_agg(5) = 24.0% -> 240 rows,
+     * s_agg(6) = 26.1% -> 261: 245 rows hold window:6's 5 tokens */
+    CHECK(plan(&m, "window:auto", FIXED + 328 * STRIDE, NULL, 100, &out, err) == 0);
+    CHECK_U64(out.staging_rows, 82);
+    CHECK_U64(out.capacity_rows, 245);
+    CHECK(paper_s_agg(5) * 1000 <= 245 && paper_s_agg(6) * 1000 > 245);
+    CHECK_U64(out.window_k, 6);
+    CHECK(out.window_from && strstr(out.window_from, "s_agg"));
+    free(out.layer_rows);
+    /* below s_agg(1) = 10%: no token's rows fit; the window holds the current one only */
+    CHECK(plan(&m, "window:auto", FIXED + 133 * STRIDE, NULL, 100, &out, err) == 0); /* 33 + 1 staged */
+    CHECK_U64(out.capacity_rows, 99);
+    CHECK_U64(out.window_k, 1);
+    free(out.layer_rows);
+    /* a run of 3 tokens needs no window past 3 */
+    CHECK(plan(&m, "window:auto", FIXED + 1400 * STRIDE, NULL, 3, &out, err) == 0);
+    CHECK_U64(out.window_k, 3);
+    free(out.layer_rows);
+}
+
+int main(void)
+{
+    test_presets();
+    test_refusals();
+    test_capacity();
+    test_window_auto_trace();
+    test_window_auto_oracle();
+    return check_report("test_run_plan");
+}
