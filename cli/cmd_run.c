@@ -29,11 +29,12 @@
 #include "engine/model_format.h"
 #include "engine/run_plan.h"
 #include "engine/sampler.h"
+#include "engine/warmup.h"
 #include "traces/trace.h"
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
-    char *prompt, *prompt_file, *window;
+    char *prompt, *prompt_file, *window, *warmup_file;
     uint64_t prompt_tokens, n, seed, threads, coalesce, io_threads, iodepth, cold;
     double temperature, top_p, threshold;
     bool buffered, ignore_eos, quiet;
@@ -49,6 +50,7 @@ static const struct opt_def run_options[] = {
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
     {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
+    {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: active when |act(gate).up| > T, on the scale of that product (0: every neuron is active; run.md reports the density)"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring"},
@@ -151,8 +153,9 @@ struct run_setup {
     struct ffn_flash_config cfg;
     struct run_plan_out plan;
     char policy[64], layout[64];
-    struct trace trace;
-    bool have_trace;
+    struct trace trace, profile; /* profile: hot's warm-up under the oracle */
+    bool have_trace, have_profile;
+    char profile_desc[256];
     uint64_t budget;           /* 0: none */
     uint64_t model_bytes;      /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
@@ -262,6 +265,36 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
     return 0;
 }
 
+/* hot under the oracle ranks the neurons of a warm-up (engine/warmup.h):
+ * the --warmup-file text, else the prompt, run before the measured tokens. */
+static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
+                   const int *prompt, int n_prompt, struct run_setup *p)
+{
+    if (strcmp(p->policy, "hot") || p->have_trace)
+        return 0;
+    char *text = o->warmup_file ? read_prompt_file(o->warmup_file) : NULL;
+    if (o->warmup_file && !text)
+        return -1;
+    int n = n_prompt, *tokens = text ? encode_prompt(m, text, 0, &n) : (int *)prompt;
+    if (n > (int)m->shape.max_positions)
+        n = (int)m->shape.max_positions;
+    char path[4096], err[512];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(path, sizeof path, "%s/flashbed-warmup-%ld.trace", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+    struct warmup_input in = {m, be, threads, &p->cfg, tokens, n, path};
+    int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
+    unlink(path);
+    if (rc != 0)
+        fb_error("run --warmup-file: %s", err);
+    p->have_profile = rc == 0;
+    snprintf(p->profile_desc, sizeof p->profile_desc, "hot ranks the oracle's needed neurons over a warm-up of %d tokens (%s)",
+             n, o->warmup_file ? o->warmup_file : "the prompt");
+    if (tokens != prompt)
+        free(tokens);
+    free(text);
+    return rc;
+}
+
 /* Sizes the caches and staging to the budget (engine/run_plan.h) and refuses what cannot fit. */
 static int fit_budget(const struct model *m, struct run_setup *p, uint64_t tokens)
 {
@@ -273,14 +306,17 @@ static int fit_budget(const struct model *m, struct run_setup *p, uint64_t token
         }
         return 0;
     }
-    struct run_plan_input in = {m, p->policy, p->layout, p->budget, p->kv_bytes,
-                                p->have_trace ? &p->trace : NULL, p->cfg.use_predicted, tokens, p->cfg.stream_dram};
+    struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
+                                .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
+                                .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
+                                .tokens = tokens, .stream_dram = p->cfg.stream_dram};
     char err[512];
     if (run_plan_make(&in, &p->plan, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return -1;
     }
     p->cfg.policy = p->plan.policy; /* window:auto resolved */
+    p->cfg.profile = p->have_profile ? &p->profile : NULL;
     p->cfg.capacity_rows = p->plan.capacity_rows;
     p->cfg.layer_rows = p->plan.layer_rows;
     p->cfg.staging_rows = p->plan.staging_rows;
@@ -422,6 +458,8 @@ static cJSON *run_json(const struct run_opts *o, const struct model *m, const st
             cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
         if (p->plan.window_from)
             cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
+        if (p->have_profile)
+            cJSON_AddStringToObject(pol, "profile", p->profile_desc);
         cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
         cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
         cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
@@ -517,6 +555,8 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
     strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    if (p->have_profile)
+        strbuf_add(&t, "- profile: %s\n", p->profile_desc);
     if (p->plan.window_from)
         strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
     if (!p->dense)
@@ -621,7 +661,9 @@ int cmd_run(int argc, char **argv)
     bool engine_up = false;
     struct run_outcome out = {0};
     if ((o.dram_budget && parse_budget(o.dram_budget, p.model_bytes, &p.budget) != 0) ||
-        (!p.dense && plan_run(&o, &m, &p) != 0) || fit_budget(&m, &p, (uint64_t)max_seq - 1) != 0)
+        (!p.dense && plan_run(&o, &m, &p) != 0) ||
+        (!p.dense && warm_up(&o, &m, be, threads, prompt, n_prompt, &p) != 0) ||
+        fit_budget(&m, &p, (uint64_t)max_seq - 1) != 0)
         goto done;
     if (o.record) {
         if (p.dense) {
@@ -691,6 +733,8 @@ done:
     free(prompt);
     if (p.have_trace)
         trace_free(&p.trace);
+    if (p.have_profile)
+        trace_free(&p.profile);
     free(p.plan.layer_rows);
     model_close(&m);
     free(text);

@@ -44,6 +44,8 @@ struct ffn_flash_config {
     enum active_source active;
     const struct trace *trace;   /* ACTIVE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
+    const struct trace *profile; /* ACTIVE_ORACLE: the sets a policy that needs them ranks (hot's
+                                  * warm-up profile, engine/warmup.h: active sets); NULL: none */
     float threshold;             /* non-ReLU activations: |h| above this is active */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;

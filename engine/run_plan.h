@@ -44,6 +44,7 @@ struct run_plan_input {
     uint64_t budget;            /* bytes the engine may hold; 0: none */
     uint64_t kv_bytes;
     const struct trace *trace;  /* NULL: the oracle chooses the neurons */
+    const struct trace *profile; /* the oracle: a warm-up's active sets, for hot (engine/warmup.h) */
     bool use_predicted;
     uint64_t tokens;            /* tokens the run computes (the trace is replayed cyclically) */
     bool stream_dram;           /* naive: dram.bin is streamed through a scratch buffer */

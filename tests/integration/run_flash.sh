@@ -98,6 +98,15 @@ check "--window auto with the oracle" "$FLASHBED" run --model "$M" --mode all --
 check "the oracle's window comes from s_agg" test "$(json_get "$WORK/auto-oracle/run.json" "'s_agg' in d['provenance']['policy']['window_chosen_from'] and d['summary']['window_k'] >= 1")" = True
 check "run.md names the chosen window" grep -q "window:auto chose K" "$WORK/auto-oracle/run.md"
 check "run.md reports the density" grep -q "density: " "$WORK/auto-oracle/run.md"
+# hot under the oracle: pins what a warm-up (the prompt) needed most; same tokens as dense.
+check "hot with the oracle" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --prompt "$P" -n 24 --ignore-eos --threads 1 --quiet --out "$WORK/hot-oracle"
+check "hot with the oracle: same tokens as dense" test "$(ids "$WORK/hot-oracle")" = "$(ids "$WORK/dense")"
+check "hot with the oracle: the profile is recorded" test "$(json_get "$WORK/hot-oracle/run.json" "'warm-up' in d['provenance']['policy']['profile']")" = True
+check "hot with the oracle: the pinned rows are the first token's reads" test \
+    "$(json_get "$WORK/hot-oracle/run.json" "d['tokens'][0]['rows_inserted'] >= d['summary']['capacity_rows_per_layer'] > 0")" = True
+echo "the cat sat on the mat" > "$WORK/warm.txt"
+check "hot with a warm-up file" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/warm.txt" --prompt "$P" -n 4 --ignore-eos --threads 1 --quiet --out "$WORK/hot-file"
+expect_error "hot with a missing warm-up file" "none.txt" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/none.txt" --prompt x --out "$WORK/bad19"
 expect_error "window:auto without a budget" "needs one" run --model "$M" --policy window:auto --prompt x --out "$WORK/bad17"
 expect_error "window past the engine's" "1 to 4096" run --model "$M" --policy window:5000 --prompt x --out "$WORK/bad18"
 
@@ -147,7 +156,7 @@ expect_error "unknown io engine" "io-engine" run --model "$M" --io-engine mmap -
 cp -r "$M" "$WORK/cut"
 truncate -s 4096 "$WORK/cut/ffn.bin"
 expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" run --model "$WORK/cut" --prompt x --out "$WORK/bad11"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18; do
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18 bad19; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
 check "no trace for a refused run" test ! -e "$WORK/bad.trace"

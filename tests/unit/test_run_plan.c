@@ -30,7 +30,8 @@ static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
 static int plan(const struct model *m, const char *policy, uint64_t budget, const struct trace *tr,
                 uint64_t tokens, struct run_plan_out *out, char *err)
 {
-    struct run_plan_input in = {m, policy, "bundled", budget, 100, tr, false, tokens, false};
+    struct run_plan_input in = {.m = m, .policy = policy, .layout = "bundled", .budget = budget, .kv_bytes = 100,
+                                .trace = tr, .tokens = tokens};
     err[0] = 0;
     return run_plan_make(&in, out, err, 512);
 }

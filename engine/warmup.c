@@ -1,0 +1,76 @@
+/* Warm-up profile (warmup.h). */
+#include "engine/warmup.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "engine/dtype.h"
+#include "engine/engine.h"
+
+static struct trace_writer *open_profile(const struct warmup_input *in, char *err, size_t errlen)
+{
+    const struct model *m = in->m;
+    struct trace_meta tm = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
+                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype),
+                            .ffn_kind = (uint32_t)m->shape.ffn_kind};
+    char src[512];
+    snprintf(src, sizeof src, "{\"model\": \"%s\", \"recorded_by\": \"flashbed run warm-up\", \"threshold\": %g}",
+             m->shape.name, in->io->threshold);
+    tm.source = src;
+    return trace_writer_open(in->path, &tm, err, errlen);
+}
+
+/* The oracle's sets for every warm-up token, through a predictor run. */
+static int record(const struct warmup_input *in, struct trace_writer *w, char *err, size_t errlen)
+{
+    struct ffn_flash_config cfg = *in->io;
+    cfg.policy = "predictor";
+    cfg.layout = "bundled";
+    cfg.capacity_rows = 0;
+    cfg.layer_rows = NULL;
+    cfg.staging_rows = in->m->shape.d_ff;
+    cfg.bounce_rows = 1;
+    cfg.stream_dram = false;
+    cfg.active = ACTIVE_ORACLE;
+    cfg.trace = cfg.profile = NULL;
+    cfg.record = w;
+    struct engine e;
+    if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens) != 0) {
+        snprintf(err, errlen, "the warm-up engine could not start (see above)");
+        return -1;
+    }
+    int rc = 0;
+    for (int pos = 0; pos < in->n_tokens && rc == 0; pos++) {
+        ffn_flash_next_token(&e.ffn, pos == 0 ? TRACE_TOKEN_SEQ_START : 0u);
+        engine_forward(&e, in->tokens[pos], pos);
+        const char *why = ffn_flash_error(&e.ffn);
+        if (why) {
+            snprintf(err, errlen, "warm-up token %d: %s", pos, why);
+            rc = -1;
+        }
+    }
+    engine_free(&e);
+    return rc;
+}
+
+int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, size_t errlen)
+{
+    if (in->n_tokens < 1) {
+        snprintf(err, errlen, "the warm-up has no tokens");
+        return -1;
+    }
+    struct trace_writer *w = open_profile(in, err, errlen);
+    if (!w)
+        return -1;
+    if (record(in, w, err, errlen) != 0) {
+        trace_writer_abort(w);
+        return -1;
+    }
+    if (trace_writer_close(w, err, errlen) != 0)
+        return -1;
+    if (trace_load(in->path, out, err, errlen) != 0) {
+        unlink(in->path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,33 @@
+/* A warm-up profile for policies that rank neurons by how often they are
+ * needed (hot, PowerInfer-style pinning) when the neurons come from the
+ * oracle, which knows only the present token: the warm-up tokens run
+ * through the model with the flash FFN reading each token's needed rows
+ * (policy predictor: nothing kept, no budget), the oracle's active sets are
+ * recorded into a trace at `path`, and the trace is loaded for the run's
+ * policy to rank. The warm-up is not the measured run: its reads are not
+ * counted. The file at path is the caller's (it may keep it as a record).
+ * 0, or -1 with err; nothing is left at path on failure. Single-threaded
+ * caller; the engine inside uses `threads` compute threads. */
+#ifndef FLASHBED_ENGINE_WARMUP_H
+#define FLASHBED_ENGINE_WARMUP_H
+
+#include <stddef.h>
+
+#include "engine/backend.h"
+#include "engine/ffn_flash.h"
+#include "engine/model.h"
+#include "traces/trace.h"
+
+struct warmup_input {
+    const struct model *m;
+    const struct backend_ops *be;
+    int threads;
+    const struct ffn_flash_config *io; /* the run's I/O settings and threshold (engine, threads, direct) */
+    const int *tokens;                 /* the warm-up text's tokens, BOS first */
+    int n_tokens;
+    const char *path;                  /* where the profile trace is written */
+};
+
+int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, size_t errlen);
+
+#endif
