@@ -72,9 +72,6 @@ const struct ioengine_ops ioengine_mmap = {
     .setup = mmap_setup,
     .open_file = mmap_open,
     .queue = mmap_queue,
-    .commit = NULL,
-    .getevents = NULL,
-    .event = NULL,
     .close_file = mmap_close,
     .cleanup = mmap_cleanup,
 };

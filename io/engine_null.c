@@ -40,9 +40,6 @@ const struct ioengine_ops ioengine_null = {
     .setup = null_setup,
     .open_file = null_open,
     .queue = null_queue,
-    .commit = NULL,
-    .getevents = NULL,
-    .event = NULL,
     .close_file = null_close,
     .cleanup = null_cleanup,
 };

@@ -53,9 +53,6 @@ const struct ioengine_ops ioengine_psync = {
     .setup = psync_setup,
     .open_file = ioengine_open_fd,
     .queue = psync_queue,
-    .commit = NULL,
-    .getevents = NULL,
-    .event = NULL,
     .close_file = psync_close,
     .cleanup = psync_cleanup,
 };
