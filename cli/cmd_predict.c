@@ -1,5 +1,6 @@
-/* flashbed predict: the cost model for one configuration, the paper's
- * tables (--paper), or a prediction set beside a measured run (--compare). */
+/* flashbed predict: the cost model for a list of policies under one
+ * configuration (sim/predict_list.h), the paper's tables (--paper), or a
+ * prediction beside a measured run (--compare). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -14,10 +15,10 @@
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
+#include "common/strbuf.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
-#include "sim/replay.h"
-#include "sim/trace_volumes.h"
+#include "sim/predict_list.h"
 #include "traces/trace.h"
 
 struct predict_opts {
@@ -31,12 +32,12 @@ static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights", .allowed = "f32|f16|bf16"},
-    {"policy", OPT_STRING, O(policy), "window:5", "POLICY", "naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5)"},
-    {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled"},
+    {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5); with --trace also lru, lfu, hot, belady"},
+    {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
     {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)",
      .allowed = "paper"},
-    {"trace", OPT_STRING, O(trace), NULL, "FILE", "per-token volumes from replaying this activation trace (then --policy may also be lru, lfu, hot, belady and --layout friends, coalesce:G)"},
+    {"trace", OPT_STRING, O(trace), NULL, "FILE", "per-token volumes from replaying this activation trace under each policy (naive and hybrid need none: refused with it)"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with --trace: auto is predicted when the trace has them",
      .allowed = "auto|predicted|actual"},
     {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]",
@@ -45,17 +46,19 @@ static const struct opt_def predict_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
      .allowed = "table2|table3|fig7|all"},
-    {"compare", OPT_STRING, O(compare), NULL, "RUN.json", "put the prediction beside a measured run (flashbed run's run.json)"},
+    {"compare", OPT_STRING, O(compare), NULL, "RUN.json", "put the prediction beside a measured run (flashbed run's run.json); one policy"},
     OPT_END,
 };
 #undef O
 
 static const struct opt_command predict_command = {
     .name = "predict",
-    .usage = "[--model SHAPE --hw PROFILE --policy P ...] | --paper table2|table3|fig7|all",
+    .usage = "[--model SHAPE --hw PROFILE --policy P[,P...] ...] | --paper table2|table3|fig7|all",
     .summary = "Predicts per-token I/O, memory-management and compute latency with the cost model\n"
-               "(sim/cost_model.h). --paper regenerates the paper's Table 2, Table 3 and Fig. 7 beside\n"
-               "the paper's numbers; --compare puts a prediction beside a measured run.",
+               "(sim/cost_model.h) for each policy of --policy (e.g. predictor,window:5,lru with --trace):\n"
+               "predict.json has one entry per policy in \"predictions\", predict.md one row per policy.\n"
+               "--paper regenerates the paper's Table 2, Table 3 and Fig. 7 beside the paper's numbers;\n"
+               "--compare puts a prediction (one policy) beside a measured run.",
     .opts = predict_options,
     .max_positional = 0,
 };
@@ -106,28 +109,50 @@ static cJSON *prediction_json(const struct cost_prediction *p)
     return o;
 }
 
-static void prediction_md(char *buf, size_t len, const struct cost_config *c, const char *policy,
-                          const char *layout, const struct cost_prediction *p)
+static const char *throughput_kind(const struct cost_prediction *p)
 {
-    snprintf(buf, len,
-             "# flashbed predict — %s, %s, %s, %s, %s layout\n\n"
-             "| I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
-             "|---:|---:|---:|---:|---:|\n| %.1f | %.1f | %.1f | %.1f | %.1f |\n\n"
-             "compute: attention %.1f ms, predictor %.1f ms, FFN %.1f ms, output %.1f ms\n\n"
-             "flash: %.3f GB per token in %.0f reads of %.0f bytes at %.2f GB/s (%s, %u threads)\n\n"
-             "| DRAM | GB | %% of model |\n|---|---:|---:|\n"
-             "| embeddings | %.2f | %.1f |\n| attention | %.2f | %.1f |\n| predictor | %.2f | %.1f |\n"
-             "| FFN cache | %.2f | %.1f |\n| total | %.2f | %.1f |\n\nvolumes: %s\n",
-             c->shape->name, c->hw->name, c->dtype, policy, layout,
-             p->io_ms, p->mem_ms, p->compute_ms, p->serial_ms, p->overlapped_ms, p->attention_ms,
-             p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9, p->reads_per_token,
-             p->chunk_bytes, p->throughput / 1e9,
-             p->chunk_bytes == 0 ? "sequential" : p->throughput_interpolated ? "interpolated" : "closed form",
-             c->io_threads, p->dram_embeddings / 1e9, 100 * p->dram_embeddings / p->model_bytes,
-             p->dram_attention / 1e9, 100 * p->dram_attention / p->model_bytes, p->dram_predictor / 1e9,
-             100 * p->dram_predictor / p->model_bytes, p->dram_ffn / 1e9, 100 * p->dram_ffn / p->model_bytes,
-             p->dram_total / 1e9, 100 * p->dram_total / p->model_bytes,
-             c->vol.source[0] ? c->vol.source : "whole model (no sparsity)");
+    return p->chunk_bytes == 0 ? "sequential" : p->throughput_interpolated ? "interpolated" : "closed form";
+}
+
+/* One table row per policy for each of: latency, compute and flash, DRAM. */
+static char *predictions_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
+{
+    struct strbuf b = {0};
+    strbuf_add(&b, "# flashbed predict — %s, %s, %s, %s layout\n\n", s->shape->name, s->hw->name, s->dtype,
+               s->layout);
+    strbuf_add(&b, "| policy | I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
+                   "|---|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct cost_prediction *p = &it[i].prediction;
+        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", it[i].config.policy, p->io_ms, p->mem_ms,
+                   p->compute_ms, p->serial_ms, p->overlapped_ms);
+    }
+    strbuf_add(&b, "\nCompute, and flash reads with %u threads:\n\n"
+                   "| policy | attention ms | predictor ms | FFN ms | output ms | GB per token | reads | "
+                   "bytes per read | GB/s | throughput |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
+               s->io_threads);
+    for (size_t i = 0; i < n; i++) {
+        const struct cost_prediction *p = &it[i].prediction;
+        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.0f | %.0f | %.2f | %s |\n", it[i].config.policy,
+                   p->attention_ms, p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9,
+                   p->reads_per_token, p->chunk_bytes, p->throughput / 1e9, throughput_kind(p));
+    }
+    strbuf_add(&b, "\nDRAM, GB (%% of the model):\n\n"
+                   "| policy | embeddings | attention | predictor | FFN cache | total |\n"
+                   "|---|---:|---:|---:|---:|---:|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct cost_prediction *p = &it[i].prediction;
+        const double parts[] = {p->dram_embeddings, p->dram_attention, p->dram_predictor, p->dram_ffn, p->dram_total};
+        strbuf_add(&b, "| %s |", it[i].config.policy);
+        for (int k = 0; k < 5; k++)
+            strbuf_add(&b, " %.2f (%.1f%%) |", parts[k] / 1e9, 100 * parts[k] / p->model_bytes);
+        strbuf_add(&b, "\n");
+    }
+    strbuf_add(&b, "\nVolumes:\n\n");
+    for (size_t i = 0; i < n; i++)
+        strbuf_add(&b, "- %s: %s\n", it[i].config.policy,
+                   it[i].config.vol.source[0] ? it[i].config.vol.source : "whole model (no sparsity)");
+    return strbuf_take(&b);
 }
 
 /* Reads a measured run's summary and writes compare.{json,md}. */
@@ -210,77 +235,137 @@ static int run_paper(const char *what, const char *dir, cJSON *prov)
     return 0;
 }
 
-/* Per-token volumes from the paper's densities: its own figures when the
- * window matches the paper's (its k previous tokens + this one =
- * window:k+1), else the s_agg curve fitted to OPT-6.7B's figures. */
-static int volumes_from_paper(const struct predict_opts *o, const struct model_shape *shape, struct cost_config *c)
+/* The policies and the layout, checked before anything is loaded. */
+static int check_names(const struct predict_opts *o, size_t *n)
 {
-    if (parse_policy(o->policy, &c->policy, &c->window_k) != 0 || parse_layout(o->layout, &c->layout) != 0) {
-        fb_error("predict: bad --policy '%s' or --layout '%s' (naive, hybrid, predictor, window:K; split, bundled;"
-                 " lru, lfu, hot, belady, friends and coalesce:G need --trace)",
-                 o->policy, o->layout);
+    char err[1024];
+    if (predict_list_check(o->policy, o->trace != NULL, n, err, sizeof err) != 0) {
+        fb_error("predict: bad --policy: %s", err);
         return -1;
     }
-    double paper_k = -2;
-    paper_density(shape->name, "window_k", &paper_k, NULL, 0);
-    enum cost_policy policy = c->policy;
-    unsigned k = c->window_k;
-    enum cost_layout layout = c->layout;
-    const char *method = policy == POLICY_WINDOW ? "window" : policy_name(policy);
-    if ((policy == POLICY_WINDOW && (double)k != paper_k + 1) ||
-        paper_cost_config(c, shape, method, o->layout, "") != 0) {
-        if (policy == POLICY_PREDICTOR || policy == POLICY_WINDOW) {
-            double held = paper_s_agg(policy == POLICY_WINDOW ? k : 1);
-            double fresh = policy == POLICY_WINDOW && k > 1 ? held - paper_s_agg(k - 1) : held;
-            volumes_from_fractions(shape, policy, fresh, held, &c->vol);
-            snprintf(c->vol.source, sizeof c->vol.source,
-                     "s_agg curve through OPT-6.7B's App. C.1 figures (window of %u token%s: %.2f%% new, %.1f%% held)", k, k == 1 ? "" : "s",
-                     100 * fresh, 100 * held);
-        }
+    if (cost_check_layout(o->layout, o->trace != NULL, err, sizeof err) != 0) {
+        fb_error("predict: bad --layout: %s", err);
+        return -1;
     }
-    c->policy = policy;
-    c->window_k = k;
-    c->layout = layout;
+    if (o->compare && *n != 1) {
+        fb_error("predict --compare puts one prediction beside a run: give one --policy (not %zu)", *n);
+        return -1;
+    }
     return 0;
 }
 
-/* Per-token volumes from replaying a trace of this shape. The FFN cache gets
- * the DRAM budget less the weights that always stay in DRAM. */
-static int volumes_from_trace(const struct predict_opts *o, const struct model_shape *shape,
-                              const struct param_counts *pc, struct cost_config *c)
+/* Loads --trace for a shape and picks its sets (--use). */
+static int load_trace(const struct predict_opts *o, const struct model_shape *shape, struct trace *tr,
+                      bool *use_predicted)
 {
     char err[1024];
-    if (replay_check_policy(o->policy, err, sizeof err) != 0 || replay_check_layout(o->layout, err, sizeof err) != 0) {
-        fb_error("predict: %s", err);
-        return -1;
-    }
-    int b = dtype_bytes(c->dtype);
-    double ffn_budget = c->dram_share * (double)pc->total * b - (double)(pc->total - pc->ffn) * b;
-    if (replay_policy_uses_budget(o->policy) && ffn_budget <= 0) {
-        char held[32];
-        format_size((uint64_t)(pc->total - pc->ffn) * (uint64_t)b, held, sizeof held);
-        fb_error("predict --dram-budget %s: leaves no DRAM for an FFN cache once the %s of non-FFN weights are held",
-                 o->dram_budget, held);
-        return -1;
-    }
-    struct trace tr;
-    if (trace_load(o->trace, &tr, err, sizeof err) != 0) {
+    if (trace_load(o->trace, tr, err, sizeof err) != 0) {
         fb_error("predict --trace: %s", err);
         return -1;
     }
-    struct trace_volume_spec spec = {
-        .policy = o->policy, .layout = o->layout, .ffn_budget_bytes = ffn_budget, .dtype_bytes = b};
-    if (trace_choose_sets(o->use, &tr.meta, o->trace, &spec.use_predicted, err, sizeof err) != 0) {
+    if (trace_choose_sets(o->use, &tr->meta, o->trace, use_predicted, err, sizeof err) != 0) {
         fb_error("predict --use: %s", err);
-        trace_free(&tr);
+    } else if (trace_matches_shape(tr, o->trace, shape, err, sizeof err) != 0) {
+        fb_error("predict --trace: %s", err);
+    } else {
+        return 0;
+    }
+    trace_free(tr);
+    return -1;
+}
+
+static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, size_t n)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemReferenceToObject(root, "provenance", prov);
+    if (n == 1) { /* one policy: the shape predict.json always had */
+        cJSON_AddStringToObject(root, "volume_source", it[0].config.vol.source);
+        cJSON_AddItemToObject(root, "prediction", prediction_json(&it[0].prediction));
+    }
+    cJSON *list = cJSON_AddArrayToObject(root, "predictions");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "policy", it[i].config.policy);
+        cJSON_AddStringToObject(e, "layout", it[i].config.layout);
+        cJSON_AddStringToObject(e, "volume_source", it[i].config.vol.source);
+        cJSON_AddItemToObject(e, "prediction", prediction_json(&it[i].prediction));
+        cJSON_AddItemToArray(list, e);
+    }
+    return root;
+}
+
+/* Writes predict.json and predict.md, then the comparison or the table. */
+static int write_predictions(const struct predict_opts *o, const char *dir, cJSON *prov,
+                             const struct predict_setup *s, const struct policy_prediction *it, size_t n)
+{
+    char *md = predictions_md(s, it, n);
+    if (!md) {
+        fb_error("out of memory writing %s/predict.md", dir);
         return -1;
     }
-    int rc = trace_matches_shape(&tr, o->trace, shape, err, sizeof err);
+    if (mkdir_p(dir, 0755) != 0) {
+        fb_error("cannot create %s", dir);
+        free(md);
+        return -1;
+    }
+    cJSON *root = predictions_json(prov, it, n);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/predict.json", dir);
+    int rc = write_json_file(path, root);
+    cJSON_Delete(root);
+    snprintf(path, sizeof path, "%s/predict.md", dir);
     if (rc == 0)
-        rc = trace_volumes(&tr, o->trace, &spec, &c->vol, &c->policy, &c->layout, err, sizeof err);
-    if (rc != 0)
-        fb_error("predict --trace: %s", err);
-    trace_free(&tr);
+        rc = write_text_file(path, md);
+    if (rc == 0 && o->compare)
+        rc = compare_with_run(o->compare, &it[0].prediction, dir, prov);
+    else if (rc == 0)
+        fputs(md, stdout);
+    free(md);
+    return rc;
+}
+
+/* Loads the shape, the profile and the trace, prices the list, writes it. */
+static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
+{
+    size_t n;
+    if (check_names(o, &n) != 0)
+        return -1;
+    char err[1024];
+    struct model_shape shape;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    if (!hw)
+        return -1;
+    struct predict_setup s = {.shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
+                              .context_tokens = (double)o->context, .trace_path = o->trace};
+    struct param_counts pc;
+    struct trace tr;
+    struct policy_prediction *items = NULL;
+    int rc = -1;
+    if (model_shape_load(o->model, &shape, err, sizeof err) != 0 || hw_profile_load(o->hw, hw, err, sizeof err) != 0 ||
+        cost_resolve_profile(hw, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        goto out;
+    }
+    s.io_threads = o->io_threads ? (unsigned)o->io_threads : hw->io_threads;
+    model_shape_params(&shape, &pc);
+    if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {
+        fb_error("predict --dram-budget: %s", err);
+        goto out;
+    }
+    if (o->trace) {
+        if (load_trace(o, &shape, &tr, &s.use_predicted) != 0)
+            goto out;
+        s.trace = &tr;
+    }
+    if (predict_list(&s, o->policy, &items, &n, err, sizeof err) != 0)
+        fb_error("predict: %s", err);
+    else
+        rc = write_predictions(o, dir, prov, &s, items, n);
+    free(items);
+    if (s.trace)
+        trace_free(&tr);
+out:
+    free(hw);
     return rc;
 }
 
@@ -293,7 +378,7 @@ int cmd_predict(int argc, char **argv)
         opts_free(&predict_command, &o);
         return rc > 0 ? 0 : 2;
     }
-    char dir[4096], err[512];
+    char dir[4096];
     if (o.out)
         snprintf(dir, sizeof dir, "%s", o.out);
     else {
@@ -302,73 +387,11 @@ int cmd_predict(int argc, char **argv)
         snprintf(dir, sizeof dir, "results/predict-%s", stamp);
     }
     cJSON *prov = provenance_new();
-    cJSON *params = opts_to_json(&predict_command, &o);
-    cJSON_AddItemToObject(prov, "parameters", params);
-    rc = 1;
-    if (o.paper) {
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&predict_command, &o));
+    if (o.paper)
         rc = run_paper(o.paper, dir, prov) == 0 ? 0 : 1;
-        goto out;
-    }
-    struct model_shape shape;
-    struct hw_profile *hw = calloc(1, sizeof *hw);
-    if (!hw)
-        goto out;
-    if (model_shape_load(o.model, &shape, err, sizeof err) != 0 ||
-        hw_profile_load(o.hw, hw, err, sizeof err) != 0 || cost_resolve_profile(hw, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        free(hw);
-        goto out;
-    }
-    struct cost_config c = {.shape = &shape, .hw = hw, .context_tokens = (double)o.context};
-    snprintf(c.dtype, sizeof c.dtype, "%s", o.dtype);
-    c.io_threads = o.io_threads ? (unsigned)o.io_threads : hw->io_threads;
-    struct param_counts pc;
-    model_shape_params(&shape, &pc);
-    if (parse_budget(o.dram_budget, (double)pc.total * dtype_bytes(c.dtype), &c.dram_share, err, sizeof err) != 0) {
-        fb_error("predict --dram-budget: %s", err);
-        free(hw);
-        goto out;
-    }
-    if (o.trace) {
-        if (volumes_from_trace(&o, &shape, &pc, &c) != 0) {
-            free(hw);
-            goto out;
-        }
-    } else if (volumes_from_paper(&o, &shape, &c) != 0) {
-        free(hw);
-        goto out;
-    }
-    struct cost_prediction p;
-    if (cost_predict(&c, &p, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        free(hw);
-        goto out;
-    }
-    if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create %s", dir);
-        free(hw);
-        goto out;
-    }
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemReferenceToObject(root, "provenance", prov);
-    cJSON_AddStringToObject(root, "volume_source", c.vol.source);
-    cJSON_AddItemToObject(root, "prediction", prediction_json(&p));
-    char path[4200], md[8192];
-    snprintf(path, sizeof path, "%s/predict.json", dir);
-    rc = write_json_file(path, root) == 0 ? 0 : 1;
-    cJSON_Delete(root);
-    prediction_md(md, sizeof md, &c, o.policy, o.layout, &p);
-    snprintf(path, sizeof path, "%s/predict.md", dir);
-    if (rc == 0 && write_text_file(path, md) != 0)
-        rc = 1;
-    if (o.compare) {
-        if (compare_with_run(o.compare, &p, dir, prov) != 0)
-            rc = 1;
-    } else {
-        fputs(md, stdout);
-    }
-    free(hw);
-out:
+    else
+        rc = predict(&o, dir, prov) == 0 ? 0 : 1;
     cJSON_Delete(prov);
     opts_free(&predict_command, &o);
     return rc;

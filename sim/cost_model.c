@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/parse.h"
+#include "cache/cache.h"
 
 int dtype_bytes(const char *dtype)
 {
@@ -16,45 +16,57 @@ int dtype_bytes(const char *dtype)
     return 0;
 }
 
-const char *policy_name(enum cost_policy p)
+bool cost_policy_needs_trace(const struct policy_ops *p)
 {
-    static const char *names[] = {"naive", "hybrid", "predictor", "window"};
-    return names[p];
+    return p != &policy_naive && p != &policy_hybrid && p != &policy_predictor && p != &policy_window;
 }
 
-int parse_policy(const char *text, enum cost_policy *p, unsigned *k)
+bool cost_layout_needs_trace(const struct layout_ops *l)
 {
-    *k = 0;
-    if (strcmp(text, "naive") == 0)
-        *p = POLICY_NAIVE;
-    else if (strcmp(text, "hybrid") == 0)
-        *p = POLICY_HYBRID;
-    else if (strcmp(text, "predictor") == 0)
-        *p = POLICY_PREDICTOR;
-    else if (strncmp(text, "window:", 7) == 0) {
-        uint64_t v;
-        char err[64];
-        if (parse_uint(text + 7, &v, err, sizeof err) != 0 || v < 1 || v > 1024)
-            return -1;
-        *p = POLICY_WINDOW;
-        *k = (unsigned)v;
-    } else
+    return l != &layout_split && l != &layout_bundled;
+}
+
+#define NEEDS_TRACE "lru, lfu, hot, belady and the layouts friends and coalesce:G need --trace"
+
+static int check_policy(const char *policy, bool have_trace, const struct policy_ops **ops, char *err,
+                        size_t errlen)
+{
+    uint64_t arg;
+    if (cache_parse_policy(policy, ops, &arg, err, errlen) != 0)
         return -1;
+    if (!have_trace && cost_policy_needs_trace(*ops)) {
+        snprintf(err, errlen, "policy '%s' is priced from a trace's exact sets only: %s", policy, NEEDS_TRACE);
+        return -1;
+    }
     return 0;
 }
 
-int parse_layout(const char *text, enum cost_layout *l)
+static int check_layout(const char *layout, bool have_trace, const struct layout_ops **ops, char *err,
+                        size_t errlen)
 {
-    if (strcmp(text, "split") == 0)
-        *l = LAYOUT_SPLIT;
-    else if (strcmp(text, "bundled") == 0)
-        *l = LAYOUT_BUNDLED;
-    else
+    uint64_t arg;
+    if (cache_parse_layout(layout, ops, &arg, err, errlen) != 0)
         return -1;
+    if (!have_trace && cost_layout_needs_trace(*ops)) {
+        snprintf(err, errlen, "layout '%s' is priced from a trace's exact sets only: %s", layout, NEEDS_TRACE);
+        return -1;
+    }
     return 0;
 }
 
-void volumes_from_fractions(const struct model_shape *s, enum cost_policy p, double loaded,
+int cost_check_policy(const char *policy, bool have_trace, char *err, size_t errlen)
+{
+    const struct policy_ops *ops;
+    return check_policy(policy, have_trace, &ops, err, errlen);
+}
+
+int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen)
+{
+    const struct layout_ops *ops;
+    return check_layout(layout, have_trace, &ops, err, errlen);
+}
+
+void volumes_from_fractions(const struct model_shape *s, const struct policy_ops *p, double loaded,
                             double resident, struct token_volumes *v)
 {
     double neurons = (double)s->d_ff * s->n_layers;
@@ -64,8 +76,8 @@ void volumes_from_fractions(const struct model_shape *s, enum cost_policy p, dou
     /* The predictor alone keeps nothing: each token overwrites the last
      * token's rows, so nothing is deleted. The window evicts as many rows as
      * it admits once it is full (the steady state). */
-    v->rows_deleted = p == POLICY_WINDOW ? v->neurons_loaded : 0;
-    v->cache_rows = p == POLICY_WINDOW ? resident * neurons : v->neurons_loaded;
+    v->rows_deleted = p == &policy_window ? v->neurons_loaded : 0;
+    v->cache_rows = p == &policy_window ? resident * neurons : v->neurons_loaded;
 }
 
 /* Parameter counts of the parts the cost model tells apart. */
@@ -131,7 +143,7 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
         if (load_rule_shape(&hw->mem_derive, &s, &bytes, "dram", err, errlen) != 0)
             return -1;
         struct token_volumes v;
-        volumes_from_fractions(&s, POLICY_WINDOW, hw->mem_derive.fraction, 0, &v);
+        volumes_from_fractions(&s, &policy_window, hw->mem_derive.fraction, 0, &v);
         double rb = row_bytes(&s, bytes);
         double moved = (v.rows_inserted + v.rows_deleted) * rb;
         hw->copy_row_bytes[0] = rb;
@@ -170,6 +182,12 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
         snprintf(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
         return -1;
     }
+    const struct policy_ops *pol;
+    const struct layout_ops *lay;
+    if (check_policy(c->policy, c->vol.replayed, &pol, err, errlen) != 0 ||
+        check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
+        return -1;
+    bool naive = pol == &policy_naive, hybrid = pol == &policy_hybrid, split = lay == &layout_split;
     struct parts p;
     model_parts(s, &p);
     double B = bytes;
@@ -178,10 +196,10 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     const struct token_volumes *v = &c->vol;
 
     /* I/O. */
-    if (c->policy == POLICY_NAIVE || c->policy == POLICY_HYBRID) {
+    if (naive || hybrid) {
         int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : bytes;
         double all = (double)bb * (double)p.pc.total;
-        o->bytes_per_token = c->policy == POLICY_NAIVE ? all : all * (1 - c->dram_share);
+        o->bytes_per_token = naive ? all : all * (1 - c->dram_share);
         o->throughput = c->hw->flash.sequential_bw;
         if (o->throughput <= 0) {
             snprintf(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
@@ -191,10 +209,10 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
         o->reads_per_token = 0;
     } else {
         int pieces = s->ffn_kind == FFN_GLU ? 3 : 2;
-        o->chunk_bytes = c->layout == LAYOUT_BUNDLED ? rb : rb / pieces;
+        o->chunk_bytes = split ? rb / pieces : rb;
         o->bytes_per_token = v->read_bytes > 0 ? v->read_bytes : v->neurons_loaded * rb;
         o->reads_per_token = v->reads > 0 ? v->reads
-                             : v->neurons_loaded * (c->layout == LAYOUT_BUNDLED ? 1 : pieces);
+                             : v->neurons_loaded * (split ? pieces : 1);
         /* With coalesced reads the mean read is larger than one bundle. */
         double chunk = o->reads_per_token > 0 ? o->bytes_per_token / o->reads_per_token : o->chunk_bytes;
         if (chunk > 0)
@@ -204,8 +222,8 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     }
     o->io_ms = o->throughput > 0 ? 1e3 * o->bytes_per_token / o->throughput : 0;
 
-    /* Memory management. */
-    if (c->policy == POLICY_PREDICTOR || c->policy == POLICY_WINDOW) {
+    /* Memory management: the policies that place what they read into the cache. */
+    if (!naive && !hybrid) {
         o->rows_inserted = v->rows_inserted;
         o->rows_deleted = v->rows_deleted;
         o->cache_rows = v->cache_rows;
@@ -219,7 +237,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     double attn_b = B * (double)p.pc.attention + B * p.kv_per_ctx * c->context_tokens;
     double other_b = B * ((double)p.pc.norms + p.out_proj);
     double pred_params = 0, ffn_b;
-    if (c->policy == POLICY_NAIVE || c->policy == POLICY_HYBRID) {
+    if (naive || hybrid) {
         ffn_b = B * (double)p.pc.ffn;
     } else {
         pred_params = c->predictor_fraction * (double)p.pc.total;
@@ -240,18 +258,14 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     o->dram_embeddings = B * ((double)p.pc.embeddings + (double)p.pc.lm_head);
     o->dram_attention = B * ((double)p.pc.attention + (double)p.pc.norms);
     o->dram_predictor = pred_b;
-    switch (c->policy) {
-    case POLICY_NAIVE:
+    if (naive) {
         o->dram_embeddings = o->dram_attention = 0;
         o->dram_ffn = 0;
-        break;
-    case POLICY_HYBRID:
+    } else if (hybrid) {
         /* Half the model resident: what is not embeddings or attention is FFN. */
         o->dram_ffn = fmax(0, c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
-        break;
-    default:
+    } else {
         o->dram_ffn = v->cache_rows * rb + B * p.ffn_bias;
-        break;
     }
     o->dram_total = o->dram_embeddings + o->dram_attention + o->dram_predictor + o->dram_ffn;
     return 0;

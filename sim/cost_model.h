@@ -8,18 +8,27 @@
  *          bandwidth, + a fixed cost per row (the Fig. 6 structure)
  * compute  bytes of weights and KV cache touched per token / the backend's
  *          effective decode bandwidth (batch-1 decode is bandwidth-bound),
- *          or FLOPs / FLOP rate when that is larger */
+ *          or FLOPs / FLOP rate when that is larger
+ *
+ * Policies and layouts are named by cache/'s strings, parsed by cache/'s one
+ * parser (cache_parse_policy, cache_parse_layout): naive and hybrid read the
+ * whole (or the non-resident) model sequentially; every other policy reads
+ * its per-token volumes at the layout's read size (split: the up, gate and
+ * down pieces apart; any other layout: whole bundles, with the reads a
+ * replay counted). Volumes stated as fractions of the FFN (the paper's way)
+ * price predictor, window:K, split and bundled; lru, lfu, hot, belady,
+ * friends and coalesce:G depend on a trace's exact sets and are priced only
+ * from a replay of one (sim/trace_volumes.h). */
 #ifndef FLASHBED_SIM_COST_MODEL_H
 #define FLASHBED_SIM_COST_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cache/layout.h"
+#include "cache/policy.h"
 #include "common/model_shape.h"
 #include "sim/hw_profile.h"
-
-enum cost_policy { POLICY_NAIVE, POLICY_HYBRID, POLICY_PREDICTOR, POLICY_WINDOW };
-enum cost_layout { LAYOUT_SPLIT, LAYOUT_BUNDLED };
 
 /* FFN traffic per token, summed over layers, in neurons. */
 struct token_volumes {
@@ -29,6 +38,7 @@ struct token_volumes {
     double cache_rows;      /* rows held, and computed on */
     double reads;           /* flash reads, when known from a replay (0: derive from layout) */
     double read_bytes;      /* bytes read, when known from a replay (0: derive) */
+    bool replayed;          /* from a replay of a trace's exact sets (sim/trace_volumes.h) */
     char source[240];       /* where these numbers come from */
 };
 
@@ -37,14 +47,14 @@ struct cost_config {
     struct hw_profile *hw;
     char dtype[8];              /* weights on flash and in DRAM: f32, f16, bf16 */
     char baseline_io_dtype[8];  /* naive/hybrid bytes at this dtype ("" = dtype) */
-    enum cost_policy policy;
-    unsigned window_k;          /* window:K holds the last K tokens, this one included */
-    enum cost_layout layout;
+    char policy[48];            /* a cache/ policy: naive, hybrid, predictor, window:K (the last
+                                 * K tokens, this one included), lru, lfu, hot, belady */
+    char layout[48];            /* a cache/ layout: split, bundled, friends, coalesce:G */
     double dram_share;          /* hybrid: share of the model kept resident */
     unsigned io_threads;
     double context_tokens;      /* mean KV-cache length over the decode */
     double predictor_fraction;  /* predictor parameters / model parameters */
-    struct token_volumes vol;   /* for predictor and window policies */
+    struct token_volumes vol;   /* for every policy but naive and hybrid */
 };
 
 struct cost_prediction {
@@ -61,23 +71,32 @@ struct cost_prediction {
 
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
 
-const char *policy_name(enum cost_policy p);
-/* "naive", "hybrid", "predictor", "window:K" -> policy and K. 0 or -1.
- * window:K keeps the neurons of the last K tokens, the current one
- * included, so window:1 is the predictor alone and the paper's k = 4 is window:5. */
-int parse_policy(const char *text, enum cost_policy *p, unsigned *k);
-int parse_layout(const char *text, enum cost_layout *l);
+/* Whether a policy or layout (cache_parse_policy's and cache_parse_layout's
+ * ops) is priced only from a replay of a trace's exact sets: lru, lfu, hot,
+ * belady; friends, coalesce:G. */
+bool cost_policy_needs_trace(const struct policy_ops *p);
+bool cost_layout_needs_trace(const struct layout_ops *l);
+
+/* Checks a policy and a layout string for cost_predict: known to cache/'s
+ * parser, and, when no trace is replayed, priceable without one. The error
+ * names the policy or layout. 0, or -1 with err. */
+int cost_check_policy(const char *policy, bool have_trace, char *err, size_t errlen);
+int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen);
 
 /* Volumes per token from fractions of all FFN neurons (the paper's way of
- * stating them): predictor loads `loaded` and keeps nothing; the window
- * loads `loaded`, evicts as many, and holds `resident`. */
-void volumes_from_fractions(const struct model_shape *s, enum cost_policy p, double loaded,
+ * stating them): the predictor (or any policy but the window) loads
+ * `loaded` and keeps nothing; policy_window loads `loaded`, evicts as many,
+ * and holds `resident`. */
+void volumes_from_fractions(const struct model_shape *s, const struct policy_ops *p, double loaded,
                             double resident, struct token_volumes *v);
 
 /* Turns a profile's derive_from rules (paper rows) into rates. Loads the
  * model shapes the rules name. 0, or -1 with a reason. */
 int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen);
 
+/* Prices c. 0, or -1 with err (an unknown dtype, policy or layout; a
+ * policy or layout that needs a trace without replayed volumes; a profile
+ * lacking a rate). */
 int cost_predict(const struct cost_config *c, struct cost_prediction *out, char *err, size_t errlen);
 
 #endif

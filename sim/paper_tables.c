@@ -96,30 +96,28 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
 {
     char key[64], src[240];
     double loaded = 0, resident = 0, k = 0, pred = 0;
-    parse_layout(layout, &c->layout);
+    snprintf(c->layout, sizeof c->layout, "%s", layout);
     paper_density(s->name, "predictor_model_fraction", &pred, NULL, 0);
     c->predictor_fraction = pred;
-    if (strcmp(method, "naive") == 0) {
-        c->policy = POLICY_NAIVE;
-    } else if (strcmp(method, "hybrid") == 0) {
-        c->policy = POLICY_HYBRID;
+    if (strcmp(method, "naive") == 0 || strcmp(method, "hybrid") == 0) {
+        snprintf(c->policy, sizeof c->policy, "%s", method);
     } else if (strcmp(method, "predictor") == 0) {
-        c->policy = POLICY_PREDICTOR;
+        snprintf(c->policy, sizeof c->policy, "predictor");
         snprintf(key, sizeof key, "predictor_fraction%s", density_suffix);
         if (paper_density(s->name, key, &loaded, src, sizeof src) != 0)
             return -1;
-        volumes_from_fractions(s, c->policy, loaded, 0, &c->vol);
+        volumes_from_fractions(s, &policy_predictor, loaded, 0, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     } else { /* window / all */
-        c->policy = POLICY_WINDOW;
         snprintf(key, sizeof key, "window_new_fraction%s", density_suffix);
         if (paper_density(s->name, key, &loaded, src, sizeof src) != 0 &&
             paper_density(s->name, "window_new_fraction", &loaded, src, sizeof src) != 0)
             return -1;
         paper_density(s->name, "window_resident_fraction", &resident, NULL, 0);
         paper_density(s->name, "window_k", &k, NULL, 0);
-        c->window_k = (unsigned)k + 1; /* the paper: k previous tokens + this one */
-        volumes_from_fractions(s, c->policy, loaded, resident, &c->vol);
+        /* the paper: k previous tokens + this one */
+        snprintf(c->policy, sizeof c->policy, "window:%u", (unsigned)k + 1);
+        volumes_from_fractions(s, &policy_window, loaded, resident, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     }
     return 0;
@@ -351,13 +349,13 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
     paper_density("opt-6.7b", "predictor_model_fraction", &pred, NULL, 0);
     for (int pct = 35; pct <= 80; pct += 5) {
         double share = pct / 100.0;
-        struct cost_config c = {.shape = &s, .hw = &hw, .policy = POLICY_WINDOW, .layout = LAYOUT_BUNDLED,
+        struct cost_config c = {.shape = &s, .hw = &hw, .policy = "window:1", .layout = "bundled",
                                 .io_threads = hw.io_threads, .context_tokens = 256,
                                 .predictor_fraction = pred, .dram_share = share};
         snprintf(c.dtype, sizeof c.dtype, "bf16");
         /* DRAM left for the FFN cache at this share, from an empty-cache prediction. */
         struct cost_prediction p0, p;
-        volumes_from_fractions(&s, POLICY_WINDOW, 0, 0, &c.vol);
+        volumes_from_fractions(&s, &policy_window, 0, 0, &c.vol);
         if (cost_predict(&c, &p0, err, sizeof err) != 0) {
             fb_error("%s", err);
             goto out;
@@ -374,7 +372,8 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
         double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
         if (tokens < 2)
             fresh = held; /* a one-token window reloads everything it holds */
-        volumes_from_fractions(&s, POLICY_WINDOW, fresh, held, &c.vol);
+        snprintf(c.policy, sizeof c.policy, "window:%ld", lround(tokens)); /* a label: volumes given */
+        volumes_from_fractions(&s, &policy_window, fresh, held, &c.vol);
         if (cost_predict(&c, &p, err, sizeof err) != 0) {
             fb_error("%s", err);
             goto out;

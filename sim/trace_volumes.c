@@ -3,19 +3,17 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "sim/replay.h"
 
-static bool is_named(const char *spec, const char *name)
-{
-    size_t n = strlen(name);
-    return strncmp(spec, name, n) == 0 && (spec[n] == '\0' || spec[n] == ':');
-}
-
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
-                  struct token_volumes *v, enum cost_policy *policy, enum cost_layout *layout, char *err,
-                  size_t errlen)
+                  struct token_volumes *v, char *err, size_t errlen)
 {
-    if (is_named(spec->policy, "naive") || is_named(spec->policy, "hybrid")) {
+    const struct policy_ops *ops;
+    uint64_t arg;
+    if (cache_parse_policy(spec->policy, &ops, &arg, err, errlen) != 0)
+        return -1;
+    if (ops == &policy_naive || ops == &policy_hybrid) {
         snprintf(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
     }
@@ -46,13 +44,12 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     v->neurons_loaded = r.bytes_per_token / (double)r.row_bytes;
     v->rows_inserted = r.rows_inserted_per_token;
     v->rows_deleted = r.rows_deleted_per_token;
-    bool matrix = is_named(spec->policy, "predictor") || is_named(spec->policy, "window");
+    v->replayed = true;
+    bool matrix = ops == &policy_predictor || ops == &policy_window;
     v->cache_rows = matrix ? r.dram_mean_bytes / (double)r.row_bytes : (double)r.total.needed / tokens;
     snprintf(v->source, sizeof v->source, "replay of %s: %s, %s layout, %s sets, %llu tokens%s", trace_path,
              spec->policy, spec->layout, rs.use_predicted ? "predicted" : "active",
              (unsigned long long)r.n_tokens, matrix ? "" : "; FFN computed on the needed rows");
-    *policy = is_named(spec->policy, "predictor") ? POLICY_PREDICTOR : POLICY_WINDOW;
-    *layout = is_named(spec->layout, "split") ? LAYOUT_SPLIT : LAYOUT_BUNDLED;
     replay_result_free(&r);
     return 0;
 }

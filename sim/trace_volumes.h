@@ -27,13 +27,11 @@ struct trace_volume_spec {
 };
 
 /* Replays tr and fills v (neurons loaded, rows inserted/deleted, rows
- * computed on, reads and read bytes per token; source names the trace).
- * *policy and *layout get the cost model's classes: predictor stays
- * predictor, every other cache policy is priced as a window (volumes
- * given); split stays split, every other layout is bundled (the replay's
- * read count and bytes carry coalescing). 0, or -1 with err. */
+ * computed on, reads and read bytes per token; replayed set; source names
+ * the trace), for cost_predict under the same policy and layout strings
+ * (the replay's read count and bytes carry coalescing and friends). naive
+ * and hybrid are refused: they need no trace. 0, or -1 with err. */
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
-                  struct token_volumes *v, enum cost_policy *policy, enum cost_layout *layout, char *err,
-                  size_t errlen);
+                  struct token_volumes *v, char *err, size_t errlen);
 
 #endif

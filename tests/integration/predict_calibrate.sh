@@ -77,4 +77,53 @@ expect_error "cache policy without trace" "need --trace" predict --policy lru --
 for d in bad11 bad12 bad13 bad14 bad15 bad16; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
+
+# A list of policies: one prediction each, equal to pricing each alone.
+same_as_singles() { # list folder, then one folder per policy in order
+    python3 - "$@" <<'PY'
+import json, sys
+lst = json.load(open(sys.argv[1] + "/predict.json"))
+one = [json.load(open(d + "/predict.json")) for d in sys.argv[2:]]
+preds = lst["predictions"]
+ok = len(preds) == len(one) and "prediction" not in lst
+for p, o in zip(preds, one):
+    ok = ok and p["prediction"] == o["prediction"] == o["predictions"][0]["prediction"]
+    ok = ok and p["volume_source"] == o["volume_source"] and p["policy"] == o["predictions"][0]["policy"]
+sys.exit(0 if ok else 1)
+PY
+}
+md_rows() { # predict.md, then the policies: one row each in the latency table
+    local md=$1 p
+    shift
+    for p in "$@"; do
+        grep -q "^| $p | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* | [0-9.]* |\$" "$md" || return 1
+    done
+}
+i=0
+for p in lru belady window:5; do
+    i=$((i + 1))
+    check "predict --trace $p alone" "$FLASHBED" predict --model opt-tiny --trace "$T" --policy $p --layout coalesce:2 \
+        --dtype f32 --dram-budget 95% --out "$WORK/one$i"
+done
+check "predict --trace lru,belady,window:5" "$FLASHBED" predict --model opt-tiny --trace "$T" \
+    --policy lru,belady,window:5 --layout coalesce:2 --dtype f32 --dram-budget 95% --out "$WORK/list"
+check "list = three single runs, exactly" same_as_singles "$WORK/list" "$WORK/one1" "$WORK/one2" "$WORK/one3"
+check "list: policies in order" test "$(json_get "$WORK/list/predict.json" "[p['policy'] for p in d['predictions']]")" = "['lru', 'belady', 'window:5']"
+check "list: one Markdown row each" md_rows "$WORK/list/predict.md" lru belady window:5
+check "list: one table" test "$(grep -c '^| policy | I/O ms |' "$WORK/list/predict.md")" = 1
+i=0
+for p in naive predictor window:3; do
+    i=$((i + 1))
+    check "predict $p alone" "$FLASHBED" predict --policy $p --layout split --out "$WORK/paper_one$i"
+done
+check "predict naive,predictor,window:3" "$FLASHBED" predict --policy naive,predictor,window:3 --layout split --out "$WORK/paper_list"
+check "paper densities: list = single runs" same_as_singles "$WORK/paper_list" "$WORK/paper_one1" "$WORK/paper_one2" "$WORK/paper_one3"
+expect_error "lru in a list without a trace" "policy 'lru' is priced from a trace's exact sets only" predict --policy window:5,lru --out "$WORK/bad17"
+expect_error "empty element" "policy 2 of 'window:5,' is empty" predict --policy window:5, --out "$WORK/bad18"
+expect_error "unknown policy in a list" "unknown policy 'nope'" predict --policy naive,nope --out "$WORK/bad19"
+expect_error "empty element with a trace" "policy 2 of 'lru,,belady' is empty" predict --model opt-tiny --trace "$T" --policy lru,,belady --out "$WORK/bad20"
+expect_error "--compare with a list" "give one --policy" predict --policy naive,window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/bad21"
+for d in bad17 bad18 bad19 bad20 bad21; do
+    check "no output for $d" test ! -e "$WORK/$d"
+done
 finish

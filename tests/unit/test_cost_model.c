@@ -1,4 +1,6 @@
-/* The cost model's byte accounting and the paper's Table 2 and Table 3. */
+/* The cost model's byte accounting, the paper's Table 2 and Table 3, and
+ * lists of policies (sim/predict_list.h): each priced as if alone, and the
+ * names checked by cache/'s parser. */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -7,6 +9,8 @@
 #include "common/provenance.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
+#include "sim/predict_list.h"
+#include "traces/trace_synth.h"
 
 static cJSON *read_json(const char *path)
 {
@@ -35,7 +39,7 @@ static void test_accounting(void)
     CHECK(hw_profile_load("m1max-metal", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
-                            .dram_share = 0.5, .policy = POLICY_NAIVE, .layout = LAYOUT_BUNDLED};
+                            .dram_share = 0.5, .policy = "naive", .layout = "bundled"};
     snprintf(c.dtype, sizeof c.dtype, "f16");
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
@@ -43,19 +47,19 @@ static void test_accounting(void)
     CHECK_NEAR(p.model_bytes, 13316947968.0, 0.5);
     CHECK_NEAR(p.bytes_per_token, 13316947968.0, 0.5);
     CHECK_NEAR(p.io_ms, 13316947968.0 / 6.10e9 * 1e3, 1e-6);
-    c.policy = POLICY_HYBRID;
+    snprintf(c.policy, sizeof c.policy, "hybrid");
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.bytes_per_token, 13316947968.0 / 2, 0.5);
     /* The window: 2.4% of 32 x 16384 neurons, bundled 16 KiB reads (up row + down column, fp16). */
-    c.policy = POLICY_WINDOW;
-    volumes_from_fractions(&s, POLICY_WINDOW, 0.024, 0.24, &c.vol);
+    snprintf(c.policy, sizeof c.policy, "window:5");
+    volumes_from_fractions(&s, &policy_window, 0.024, 0.24, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.reads_per_token, 0.024 * 32 * 16384, 1e-6);
     CHECK_NEAR(p.chunk_bytes, 16384, 0);
     CHECK_NEAR(p.bytes_per_token, 0.024 * 32 * 16384 * 16384, 1);
     CHECK_NEAR(p.throughput, 2.25e9, 2.25e9 * 1e-3); /* the Table 2 point, interpolated exactly */
     CHECK_NEAR(p.rows_inserted, p.rows_deleted, 0);
-    c.layout = LAYOUT_SPLIT;
+    snprintf(c.layout, sizeof c.layout, "split");
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.reads_per_token, 2 * 0.024 * 32 * 16384, 1e-6); /* twice the reads, same bytes */
     CHECK_NEAR(p.chunk_bytes, 8192, 0);
@@ -65,7 +69,7 @@ static void test_accounting(void)
     CHECK(p.overlapped_ms <= p.serial_ms + 1e-9);
     /* Llama: three pieces per neuron (gate, up, down). */
     CHECK(model_shape_load("llama-2-7b", &s, err, sizeof err) == 0);
-    volumes_from_fractions(&s, POLICY_WINDOW, 0.01, 0.1, &c.vol);
+    volumes_from_fractions(&s, &policy_window, 0.01, 0.1, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.chunk_bytes, 4096 * 2, 0);
     CHECK_NEAR(p.reads_per_token, 3 * 0.01 * 32 * 11008, 1e-6);
@@ -155,6 +159,124 @@ static void test_s_agg(void)
               k == 1);
 }
 
+/* Every field of two predictions, exactly. */
+static bool same_prediction(const struct cost_prediction *a, const struct cost_prediction *b)
+{
+    const double x[] = {a->io_ms, a->mem_ms, a->compute_ms, a->attention_ms, a->predictor_ms, a->ffn_ms,
+                        a->other_ms, a->serial_ms, a->overlapped_ms, a->bytes_per_token, a->reads_per_token,
+                        a->chunk_bytes, a->throughput, a->rows_inserted, a->rows_deleted, a->cache_rows,
+                        a->model_bytes, a->dram_embeddings, a->dram_attention, a->dram_predictor, a->dram_ffn,
+                        a->dram_total};
+    const double y[] = {b->io_ms, b->mem_ms, b->compute_ms, b->attention_ms, b->predictor_ms, b->ffn_ms,
+                        b->other_ms, b->serial_ms, b->overlapped_ms, b->bytes_per_token, b->reads_per_token,
+                        b->chunk_bytes, b->throughput, b->rows_inserted, b->rows_deleted, b->cache_rows,
+                        b->model_bytes, b->dram_embeddings, b->dram_attention, b->dram_predictor, b->dram_ffn,
+                        b->dram_total};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (x[i] != y[i])
+            return false;
+    return a->throughput_interpolated == b->throughput_interpolated;
+}
+
+/* A list of three gives the three single-policy predictions, in order. */
+static void check_list_equals_singles(const struct predict_setup *su, const char *list, const char *const one[3])
+{
+    struct policy_prediction *all = NULL, *single = NULL;
+    size_t n = 0, m = 0;
+    char err[1024];
+    CHECK(predict_list(su, list, &all, &n, err, sizeof err) == 0);
+    CHECK_U64(n, 3);
+    for (size_t i = 0; all && i < 3; i++) {
+        CHECK(predict_list(su, one[i], &single, &m, err, sizeof err) == 0);
+        CHECK_U64(m, 1);
+        CHECK_STR(all[i].config.policy, one[i]);
+        CHECK(single && same_prediction(&all[i].prediction, &single[0].prediction));
+        CHECK(single && all[i].prediction.io_ms > 0);
+        CHECK_STR(all[i].config.vol.source, single ? single[0].config.vol.source : "");
+        free(single);
+        single = NULL;
+    }
+    free(all);
+}
+
+/* An error for the list, whose message holds `want`. */
+static void check_refused(const struct predict_setup *su, const char *list, const char *want)
+{
+    struct policy_prediction *out = NULL;
+    size_t n = 7;
+    char err[1024] = "";
+    CHECK(predict_list(su, list, &out, &n, err, sizeof err) == -1);
+    CHECK(out == NULL && n == 7);
+    if (!strstr(err, want))
+        fprintf(stderr, "'%s': error \"%s\" lacks \"%s\"\n", list, err, want);
+    CHECK(strstr(err, want) != NULL);
+}
+
+static void test_policy_list(void)
+{
+    struct model_shape s;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[1024];
+    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.5,
+                               .io_threads = 32, .context_tokens = 256};
+    /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
+    check_list_equals_singles(&su, "naive,window:5,window:3", (const char *const[]){"naive", "window:5", "window:3"});
+    size_t n;
+    CHECK(predict_list_check("lru,belady,window:5", true, &n, err, sizeof err) == 0);
+    CHECK_U64(n, 3);
+    /* lru needs a trace's exact sets; so do coalesce:G and friends. */
+    check_refused(&su, "lru", "policy 'lru' is priced from a trace's exact sets only");
+    check_refused(&su, "window:5,lru", "policy 'lru'");
+    CHECK(predict_list_check("window:5,lru", false, &n, err, sizeof err) == -1);
+    su.layout = "coalesce:2";
+    check_refused(&su, "window:5", "layout 'coalesce:2'");
+    su.layout = "bundled";
+    /* Empty elements and unknown names, named. */
+    check_refused(&su, "window:5,", "policy 2 of 'window:5,' is empty");
+    check_refused(&su, ",window:5", "policy 1 of ',window:5' is empty");
+    check_refused(&su, "naive,,hybrid", "policy 2 of 'naive,,hybrid' is empty");
+    check_refused(&su, "", "policy 1 of '' is empty");
+    check_refused(&su, "naive,nope", "unknown policy 'nope'");
+    check_refused(&su, "window:x", "policy 'window:x' needs a whole number");
+    /* cost_predict itself refuses lru without replayed volumes. */
+    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256, .dram_share = 0.5,
+                            .policy = "lru", .layout = "bundled", .dtype = "f32"};
+    struct cost_prediction p;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == -1 && strstr(err, "'lru'"));
+    c.vol.replayed = true;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+
+    /* A synthetic trace: every policy replayed for its own volumes. */
+    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    char path[] = "/tmp/flashbed-test-list-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    struct synth_params sp;
+    synth_params_default(&sp, &s);
+    sp.tokens = 30;
+    sp.seed = 3;
+    struct trace tr;
+    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
+    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
+    unlink(path);
+    su.dram_share = 0.95;
+    su.trace = &tr;
+    su.trace_path = "synthetic";
+    su.use_predicted = tr.meta.has_predicted;
+    check_list_equals_singles(&su, "lru,belady,window:5", (const char *const[]){"lru", "belady", "window:5"});
+    su.layout = "coalesce:2";
+    check_list_equals_singles(&su, "hot,predictor,lfu", (const char *const[]){"hot", "predictor", "lfu"});
+    check_refused(&su, "lru,naive", "policy 'naive': naive and hybrid");
+    su.dram_share = 0.1; /* below the non-FFN weights */
+    check_refused(&su, "window:5,lru", "policy 'lru': a DRAM budget of 10.0% of the model leaves no DRAM");
+    trace_free(&tr);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -162,5 +284,6 @@ int main(void)
     test_accounting();
     test_paper_tables();
     test_s_agg();
+    test_policy_list();
     return check_report("test_cost_model");
 }

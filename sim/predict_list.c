@@ -1,0 +1,187 @@
+#include "sim/predict_list.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cache.h"
+#include "common/parse.h"
+#include "sim/paper_tables.h"
+#include "sim/replay.h"
+#include "sim/trace_volumes.h"
+
+/* Walks the list's elements: each is checked and, when out is not NULL,
+ * copied into out[i].config.policy. *n: how many. */
+static int split_list(const char *list, bool have_trace, struct policy_prediction *out, size_t *n, char *err,
+                      size_t errlen)
+{
+    char name[sizeof out->config.policy];
+    size_t i = 0;
+    for (const char *p = list;; p++, i++) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) {
+            snprintf(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
+                     list);
+            return -1;
+        }
+        if (len >= sizeof name) {
+            snprintf(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list, sizeof name - 1);
+            return -1;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (cost_check_policy(name, have_trace, err, errlen) != 0)
+            return -1;
+        if (out)
+            memcpy(out[i].config.policy, name, len + 1);
+        p += len;
+        if (!*p)
+            break;
+    }
+    *n = i + 1;
+    return 0;
+}
+
+int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, size_t errlen)
+{
+    return split_list(list, have_trace, NULL, n, err, errlen);
+}
+
+/* The FFN cache's share of the DRAM budget at the cost model's dtype: the
+ * budget less the weights that always stay in DRAM. Policies that take a
+ * budget are refused when nothing is left. */
+static int ffn_budget(const struct predict_setup *s, const char *policy, double *bytes, char *err, size_t errlen)
+{
+    struct param_counts pc;
+    model_shape_params(s->shape, &pc);
+    int b = dtype_bytes(s->dtype);
+    *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b;
+    if (replay_policy_uses_budget(policy) && *bytes <= 0) {
+        char held[32];
+        format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
+        snprintf(err, errlen,
+                 "a DRAM budget of %.1f%% of the model leaves no DRAM for an FFN cache once the %s of non-FFN "
+                 "weights are held",
+                 100 * s->dram_share, held);
+        return -1;
+    }
+    return 0;
+}
+
+/* Volumes from replaying the trace under the policy and the layout. */
+static int trace_config(const struct predict_setup *s, struct cost_config *c, char *err, size_t errlen)
+{
+    struct trace_volume_spec spec = {.policy = c->policy, .layout = c->layout, .use_predicted = s->use_predicted,
+                                     .dtype_bytes = dtype_bytes(s->dtype)};
+    if (ffn_budget(s, c->policy, &spec.ffn_budget_bytes, err, errlen) != 0)
+        return -1;
+    return trace_volumes(s->trace, s->trace_path, &spec, &c->vol, err, errlen);
+}
+
+/* Volumes of a window of k tokens (the predictor: k = 1) on the s_agg curve. */
+static void curve_volumes(const struct model_shape *shape, const struct policy_ops *ops, uint64_t k,
+                          struct token_volumes *v)
+{
+    double held = paper_s_agg((double)k);
+    double fresh = ops == &policy_window && k > 1 ? held - paper_s_agg((double)(k - 1)) : held;
+    volumes_from_fractions(shape, ops, fresh, held, v);
+    snprintf(v->source, sizeof v->source,
+             "s_agg curve through OPT-6.7B's App. C.1 figures (window of %llu token%s: %.2f%% new, %.1f%% held)",
+             (unsigned long long)k, k == 1 ? "" : "s", 100 * fresh, 100 * held);
+}
+
+/* Volumes from the paper's densities: its own figures when it states them
+ * (for a window, when K is the paper's k previous tokens + this one), else
+ * the s_agg curve fitted to OPT-6.7B's figures. naive and hybrid need none. */
+static int paper_config(const struct predict_setup *s, struct cost_config *c, char *err, size_t errlen)
+{
+    const struct policy_ops *ops;
+    uint64_t k;
+    if (cache_parse_policy(c->policy, &ops, &k, err, errlen) != 0)
+        return -1;
+    char policy[sizeof c->policy];
+    memcpy(policy, c->policy, sizeof policy);
+    bool window = ops == &policy_window;
+    double paper_k = -2;
+    paper_density(s->shape->name, "window_k", &paper_k, NULL, 0);
+    if ((window && (double)k != paper_k + 1) || paper_cost_config(c, s->shape, ops->name, s->layout, "") != 0) {
+        if (ops == &policy_predictor || window)
+            curve_volumes(s->shape, ops, window ? k : 1, &c->vol);
+    }
+    memcpy(c->policy, policy, sizeof policy); /* the list's spelling, not the paper's */
+    return 0;
+}
+
+/* Puts "policy 'P': " before the message in err. Returns -1. */
+static int name_error(const char *policy, char *err, size_t errlen)
+{
+    char why[1024];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "policy '%s': %s", policy, why);
+    return -1;
+}
+
+static int price_one(const struct predict_setup *s, struct policy_prediction *it, char *err, size_t errlen)
+{
+    struct cost_config *c = &it->config;
+    c->shape = s->shape;
+    c->hw = s->hw;
+    snprintf(c->dtype, sizeof c->dtype, "%s", s->dtype);
+    snprintf(c->layout, sizeof c->layout, "%s", s->layout);
+    c->dram_share = s->dram_share;
+    c->io_threads = s->io_threads;
+    c->context_tokens = s->context_tokens;
+    if ((s->trace ? trace_config(s, c, err, errlen) : paper_config(s, c, err, errlen)) != 0 ||
+        cost_predict(c, &it->prediction, err, errlen) != 0)
+        return name_error(c->policy, err, errlen);
+    return 0;
+}
+
+/* What can be checked before any replay: the dtype, the layout, each
+ * policy's name and (with a trace) its share of the budget. */
+static int check_all(const struct predict_setup *s, const struct policy_prediction *items, size_t n, char *err,
+                     size_t errlen)
+{
+    if (!dtype_bytes(s->dtype)) {
+        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+        return -1;
+    }
+    if (strlen(s->layout) >= sizeof items->config.layout) {
+        snprintf(err, errlen, "layout '%s' is too long", s->layout);
+        return -1;
+    }
+    if (cost_check_layout(s->layout, s->trace != NULL, err, errlen) != 0)
+        return -1;
+    for (size_t i = 0; s->trace && i < n; i++) {
+        double bytes;
+        if (ffn_budget(s, items[i].config.policy, &bytes, err, errlen) != 0)
+            return name_error(items[i].config.policy, err, errlen);
+    }
+    return 0;
+}
+
+int predict_list(const struct predict_setup *s, const char *list, struct policy_prediction **out, size_t *n,
+                 char *err, size_t errlen)
+{
+    size_t count;
+    if (predict_list_check(list, s->trace != NULL, &count, err, errlen) != 0)
+        return -1;
+    struct policy_prediction *items = calloc(count, sizeof *items);
+    if (!items) {
+        snprintf(err, errlen, "out of memory for %zu predictions", count);
+        return -1;
+    }
+    int rc = split_list(list, s->trace != NULL, items, &count, err, errlen);
+    if (rc == 0)
+        rc = check_all(s, items, count, err, errlen);
+    for (size_t i = 0; rc == 0 && i < count; i++)
+        rc = price_one(s, &items[i], err, errlen);
+    if (rc != 0) {
+        free(items);
+        return -1;
+    }
+    *out = items;
+    *n = count;
+    return 0;
+}

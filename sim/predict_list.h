@@ -1,0 +1,55 @@
+/* flashbed predict's library half: a comma-separated list of cache/
+ * policies ("lru,belady,window:5") priced under one configuration, one
+ * cost_predict per policy, each exactly as if it were priced alone.
+ *
+ * A policy's per-token volumes come from the paper's densities
+ * (configs/paper/densities.json: its own figures for the predictor and its
+ * window, the s_agg curve through its App. C.1 figures for other windows)
+ * or, given a trace, from replaying the trace under that policy and the
+ * layout (sim/trace_volumes.h). naive and hybrid need no volumes (and no
+ * trace); lru, lfu, hot, belady and the layouts friends and coalesce:G
+ * need a trace. Names are cache/'s (cache_parse_policy,
+ * cache_parse_layout), checked through cost_check_policy/_layout.
+ *
+ * Everything is checked before anything is priced. No printing: 0, or -1
+ * with a message in err that names the offending policy. */
+#ifndef FLASHBED_SIM_PREDICT_LIST_H
+#define FLASHBED_SIM_PREDICT_LIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/model_shape.h"
+#include "sim/cost_model.h"
+#include "sim/hw_profile.h"
+#include "traces/trace.h"
+
+struct predict_setup {
+    const struct model_shape *shape;
+    struct hw_profile *hw;       /* with its derived rates resolved (cost_resolve_profile) */
+    const char *dtype;           /* f32, f16, bf16 */
+    const char *layout;          /* one cache/ layout for every policy */
+    double dram_share;           /* DRAM for the model, as a share of its bytes at dtype (<= 1) */
+    unsigned io_threads;
+    double context_tokens;       /* mean KV-cache length over the decode */
+    const struct trace *trace;   /* NULL: the paper's densities; else of this shape */
+    const char *trace_path;      /* names the trace in volume sources and messages */
+    bool use_predicted;          /* replay the trace's predicted sets, else the active ones */
+};
+
+struct policy_prediction {
+    struct cost_config config;   /* config.policy: the list's element; config.vol: its volumes */
+    struct cost_prediction prediction;
+};
+
+/* Splits list at its commas and checks each element (cost_check_policy: a
+ * cache/ policy, and one priced without a trace unless have_trace). An
+ * empty element is an error naming its position. *n: how many. */
+int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, size_t errlen);
+
+/* Prices every policy of list, in its order, into *out (*n of them; the
+ * caller frees *out). 0, or -1 with err (nothing allocated). */
+int predict_list(const struct predict_setup *s, const char *list, struct policy_prediction **out, size_t *n,
+                 char *err, size_t errlen);
+
+#endif
