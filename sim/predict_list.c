@@ -106,8 +106,13 @@ static int paper_config(const struct predict_setup *s, struct cost_config *c, ch
     double paper_k = -2;
     paper_density(s->shape->name, "window_k", &paper_k, NULL, 0);
     if ((window && (double)k != paper_k + 1) || paper_cost_config(c, s->shape, ops->name, s->layout, "") != 0) {
-        if (ops == &policy_predictor || window)
+        if (ops == &policy_predictor || window) {
             curve_volumes(s->shape, ops, window ? k : 1, &c->vol);
+            /* the predictor runs whatever the window: its size is the shape's */
+            double pred = 0;
+            paper_density(s->shape->name, "predictor_model_fraction", &pred, NULL, 0);
+            c->predictor_fraction = pred;
+        }
     }
     memcpy(c->policy, policy, sizeof policy); /* the list's spelling, not the paper's */
     return 0;
