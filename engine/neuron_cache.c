@@ -1,6 +1,6 @@
-/* The per-layer neuron cache (neuron_cache.h; the paper's §3.3, Fig. 6).
- * Everything is allocated by neuron_cache_init; evict and reserve only move
- * bytes and indices, each in time linear in the rows or ids they touch. */
+/* The per-layer neuron cache storage (neuron_cache.h; the paper's §3.3,
+ * Fig. 6). Everything is allocated by neuron_cache_init; delete and append
+ * only move one row's bytes and indices, in constant time. */
 #include "engine/neuron_cache.h"
 
 #include "io/io_buffer.h"
@@ -64,15 +64,12 @@ int neuron_cache_init(struct neuron_cache *c, uint32_t d_ff, uint32_t capacity, 
     c->rows = c->rows_mem.base;
     c->pointer = calloc(capacity, sizeof *c->pointer);
     c->row_of = malloc((size_t)d_ff * sizeof *c->row_of);
-    c->last_active = malloc((size_t)d_ff * sizeof *c->last_active);
     if (up_bias)
         c->up_bias = calloc(capacity, sizeof *c->up_bias);
-    if (!c->pointer || !c->row_of || !c->last_active || (up_bias && !c->up_bias))
+    if (!c->pointer || !c->row_of || (up_bias && !c->up_bias))
         return init_fail(c, err, errlen, "out of memory for the bookkeeping");
-    for (uint32_t i = 0; i < d_ff; i++) {
+    for (uint32_t i = 0; i < d_ff; i++)
         c->row_of[i] = -1;
-        c->last_active[i] = -1;
-    }
     return 0;
 }
 
@@ -83,7 +80,6 @@ void neuron_cache_free(struct neuron_cache *c)
     free(c->pointer);
     free(c->up_bias);
     free(c->row_of);
-    free(c->last_active);
     memset(c, 0, sizeof *c);
 }
 
@@ -107,129 +103,29 @@ static void delete_row(struct neuron_cache *c, uint32_t r)
     }
     c->row_of[gone] = -1;
     c->num_used = last;
-    c->deleted_total++;
 }
 
-/* Whether a resident neuron has left the window at `token`. -1 (never
- * active: a gap row) is outside every window, also in the first tokens where
- * token - (window - 1) is still negative. */
-static bool left_window(const struct neuron_cache *c, uint32_t id, int64_t token, uint32_t window)
+bool neuron_cache_delete(struct neuron_cache *c, uint32_t id)
 {
-    if (window == 0)
-        return true;
-    int64_t la = c->last_active[id]; /* == token when needed now, which keeps it */
-    return la < 0 || la < token - ((int64_t)window - 1);
-}
-
-void neuron_cache_delete(struct neuron_cache *c, uint32_t id)
-{
-    if (c->row_of[id] >= 0)
-        delete_row(c, (uint32_t)c->row_of[id]);
-}
-
-static void append_row(struct neuron_cache *c, uint32_t id);
-
-uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id)
-{
-    append_row(c, id);
-    return c->num_used - 1;
-}
-
-void neuron_cache_mark(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token)
-{
-    for (uint32_t j = 0; j < n; j++)
-        c->last_active[needed[j]] = token;
-}
-
-uint32_t neuron_cache_evict(struct neuron_cache *c, const uint32_t *needed, uint32_t n, int64_t token,
-                            uint32_t window)
-{
-    neuron_cache_mark(c, needed, n, token);
-    uint32_t deleted = 0, r = 0;
-    /* Not r++ after a delete: row r now holds what was the last row, which
-     * has to be judged too. */
-    while (r < c->num_used) {
-        if (left_window(c, c->pointer[r], token, window)) {
-            delete_row(c, r);
-            deleted++;
-        } else {
-            r++;
-        }
-    }
-    return deleted;
-}
-
-/* Whether one read may span from appended neuron a to miss b > a: at most
- * gap neurons lie between them and none is resident (a resident neuron has
- * its row elsewhere, so a read over it would land in the wrong rows). The
- * ones between are not needed: needed ids are ascending and misses between a
- * and b would have come first. */
-static bool can_join(const struct neuron_cache *c, uint32_t a, uint32_t b, uint32_t gap)
-{
-    if (b - a - 1 > gap)
+    if (id >= c->d_ff || c->row_of[id] < 0)
         return false;
-    for (uint32_t i = a + 1; i < b; i++)
-        if (c->row_of[i] >= 0)
-            return false;
+    delete_row(c, (uint32_t)c->row_of[id]);
     return true;
 }
 
-static void append_row(struct neuron_cache *c, uint32_t id)
+/* The refusals are checked here, not left to the caller alone: a full
+ * cache would otherwise write past pointer[] and up_bias[], and a resident
+ * id would end up in two rows. */
+uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id)
 {
+    if (c->num_used >= c->capacity || id >= c->d_ff || c->row_of[id] >= 0)
+        return NEURON_CACHE_NO_ROW;
     uint32_t r = c->num_used++;
     c->pointer[r] = id;
     c->row_of[id] = (int32_t)r;
     if (c->up_bias)
         c->up_bias[r] = c->bias_src[id];
-    c->inserted_total++;
-}
-
-/* One walk over the misses serves both the count (apply false: nothing is
- * written, so a reserve past capacity changes nothing) and the append, so
- * the two can never disagree. Returns the runs, *rows the rows. */
-static uint32_t plan_runs(struct neuron_cache *c, const uint32_t *needed, uint32_t n, uint32_t gap,
-                          bool apply, struct neuron_run *runs, uint32_t *rows)
-{
-    uint32_t n_runs = 0, n_rows = 0, prev = 0;
-    bool have_prev = false;
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t id = needed[j];
-        if (c->row_of[id] >= 0)
-            continue; /* a hit; can_join sees it and breaks the run */
-        if (have_prev && can_join(c, prev, id, gap)) {
-            uint32_t added = id - prev; /* gap neurons prev+1 .. id-1, then id */
-            if (apply) {
-                for (uint32_t i = prev + 1; i <= id; i++)
-                    append_row(c, i);
-                runs[n_runs - 1].count += added;
-            }
-            n_rows += added;
-        } else {
-            if (apply) {
-                runs[n_runs] = (struct neuron_run){id, 1, c->num_used};
-                append_row(c, id);
-            }
-            n_runs++;
-            n_rows++;
-        }
-        prev = id;
-        have_prev = true;
-    }
-    *rows = n_rows;
-    return n_runs;
-}
-
-int neuron_cache_reserve(struct neuron_cache *c, const uint32_t *needed, uint32_t n, uint32_t gap,
-                         struct neuron_run *runs, uint32_t *rows_added)
-{
-    uint32_t rows, dummy;
-    if (!rows_added)
-        rows_added = &dummy;
-    plan_runs(c, needed, n, gap, false, runs, &rows);
-    *rows_added = rows;
-    if (rows > c->capacity - c->num_used)
-        return -1;
-    return (int)plan_runs(c, needed, n, gap, true, runs, &rows);
+    return r;
 }
 
 static int check_rows(const struct neuron_cache *c, char *err, size_t errlen)
