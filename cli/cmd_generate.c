@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
@@ -275,7 +276,7 @@ int cmd_generate(int argc, char **argv)
             argv[i] = "--n";
     struct generate_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&generate_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&generate_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&generate_command, &o);
         return rc > 0 ? 0 : 2;

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
@@ -520,7 +521,7 @@ int cmd_run(int argc, char **argv)
             argv[i] = "--n";
     struct run_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&run_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&run_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&run_command, &o);
         return rc > 0 ? 0 : 2;
