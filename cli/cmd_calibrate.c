@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
@@ -90,7 +91,7 @@ int cmd_calibrate(int argc, char **argv)
 {
     struct calibrate_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&calibrate_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&calibrate_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&calibrate_command, &o);
         return rc > 0 ? 0 : 2;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -43,7 +44,7 @@ int cmd_convert(int argc, char **argv)
     memset(&o, 0, sizeof o);
     char *pos[1] = {NULL};
     int npos = 0;
-    int rc = opts_parse(&convert_command, &o, argc, argv, pos, &npos);
+    int rc = cli_parse(&convert_command, &o, argc, argv, pos, &npos);
     if (rc != 0) {
         opts_free(&convert_command, &o);
         return rc > 0 ? 0 : 2;

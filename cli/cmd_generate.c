@@ -1,13 +1,13 @@
 /* flashbed generate: text in, text out; statistics on stderr, per-token
  * timings in --json. */
-#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/decode_opts.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
 #include "common/clock.h"
@@ -16,20 +16,12 @@
 #include "common/options.h"
 #include "common/provenance.h"
 #include "common/json_file.h"
+#include "engine/decode.h"
 #include "engine/engine.h"
-#include "engine/sampler.h"
 
 struct generate_opts {
     char *model;
-    char *prompt;
-    char *prompt_file;
-    uint64_t prompt_tokens;
-    uint64_t n;
-    double temperature;
-    double top_p;
-    uint64_t seed;
-    uint64_t threads;
-    char *backend;
+    struct decode_opts d; /* the prompt, -n, sampling, threads and backend (shared with run) */
     char *json;
     bool bandwidth;
 };
@@ -37,22 +29,26 @@ struct generate_opts {
 #define O(f) offsetof(struct generate_opts, f)
 static const struct opt_def generate_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert)"},
-    {"prompt", OPT_STRING, O(prompt), NULL, "TEXT", "prompt text"},
-    {"prompt-file", OPT_STRING, O(prompt_file), NULL, "FILE", "read the prompt from a file"},
-    {"prompt-tokens", OPT_UINT, O(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)"},
-    {"n", OPT_UINT, O(n), "256", "N", "tokens to generate (also -n)"},
-    {"temperature", OPT_DOUBLE, O(temperature), "1.0", "T", "sampling temperature; 0 is greedy"},
-    {"top-p", OPT_DOUBLE, O(top_p), "0.9", "P", "nucleus sampling mass; 1 samples the full distribution"},
-    {"seed", OPT_UINT, O(seed), "0", "S", "sampling seed"},
-    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
-    {"backend", OPT_STRING, O(backend), "cpu", "NAME", "compute backend: cpu"},
+    OPT_END,
+};
+static const struct opt_def generate_output_options[] = {
     {"json", OPT_STRING, O(json), NULL, "FILE", "write per-token timings and ids as JSON"},
     {"bandwidth", OPT_FLAG, O(bandwidth), NULL, NULL,
      "after each decode step, time a read loop over the model's weights on the same threads\n"
      "and report the weight bandwidth as a share of that DRAM read bandwidth"},
     OPT_END,
 };
+static const struct opt_table generate_tables[] = {
+    {decode_prompt_options, O(d)},
+    {decode_sampling_options, O(d)},
+    {decode_compute_options, O(d)},
+    {generate_output_options, 0},
+    OPT_TABLES_END,
+};
 #undef O
+
+/* A text generator's defaults: a long sample (run's are a greedy measurement). */
+static const struct opt_default generate_defaults[] = {{"n", "256"}, {"temperature", "1.0"}, OPT_DEFAULTS_END};
 
 static const struct opt_command generate_command = {
     .name = "generate",
@@ -62,6 +58,8 @@ static const struct opt_command generate_command = {
                "model's end-of-sequence token or after -n tokens.",
     .opts = generate_options,
     .max_positional = 0,
+    .tables = generate_tables,
+    .defaults = generate_defaults,
 };
 
 struct gen_result {
@@ -131,179 +129,201 @@ static double ceiling_bandwidth(const struct ceiling *c)
     return c->read_s > 0 ? c->passes * c->resident_bytes / c->read_s : 0;
 }
 
-static int run(const struct generate_opts *o, struct model *m, struct engine *e, const char *text,
-               cJSON *json)
+/* One generation: the decode loop's callback writes the text and times
+ * every step; the totals go to stderr and --json. */
+struct gen_state {
+    const struct generate_opts *o;
+    const struct model *m;
+    struct engine *e;
+    cJSON *toks; /* --json: one record per generated token */
+    struct ceiling ceil;
+    double bytes_per_token;
+    struct gen_result r;
+    uint64_t t0;     /* the prompt's first forward pass began */
+    uint64_t t_step; /* the last counted step ended: a step is the forward pass, sampling and output */
+};
+
+/* A generated token's step: on stdout, in the record, in the totals; the
+ * first is not counted in gen_s (it follows the prompt, not a step), and a
+ * --bandwidth pass after a step is not the next step's. */
+static void gen_step(struct gen_state *g, const struct decode_step *s)
 {
-    int n_prompt;
-    int *prompt = encode_prompt(m, text, o->prompt_tokens, &n_prompt);
-    if (!prompt) {
-        fb_error("generate: cannot allocate the prompt's tokens");
-        return -1;
+    cJSON *rec = NULL;
+    if (g->toks) {
+        rec = cJSON_CreateObject();
+        cJSON_AddNumberToObject(rec, "id", s->sampled);
     }
-    int budget = e->max_seq - n_prompt;
+    emit_token(&g->m->tok, s->token, s->sampled, rec);
+    fflush(stdout);
+    uint64_t t_done = now_ns();
+    if (rec) {
+        cJSON_AddNumberToObject(rec, "ms", (double)(t_done - g->t_step) * 1e-6);
+        cJSON_AddItemToArray(g->toks, rec);
+    }
+    if (s->generated) {
+        double step = (double)(t_done - g->t_step) * 1e-9;
+        g->r.gen_s += step;
+        if (g->r.best_s == 0 || step < g->r.best_s)
+            g->r.best_s = step;
+        if (g->o->bandwidth) {
+            ceiling_pass(&g->ceil, g->e, g->m, step, g->bytes_per_token);
+            t_done = now_ns();
+        }
+    }
+    g->t_step = t_done;
+}
+
+static int gen_token(void *ctx, const struct decode_step *s)
+{
+    struct gen_state *g = ctx;
+    if (s->pos == 0)
+        g->t0 = s->start_ns;
+    if (!s->generated) { /* the prompt's time ends with its last position */
+        g->r.prompt_s = (double)(s->end_ns - g->t0) * 1e-9;
+        g->t_step = s->end_ns;
+    }
+    if (s->sampled >= 0)
+        gen_step(g, s);
+    return 0;
+}
+
+static void print_bandwidth(struct gen_state *g, double weight_bw, double dram_bw, double median_paired)
+{
+    double best_bw = g->r.best_s > 0 ? g->bytes_per_token / g->r.best_s : 0;
+    fprintf(stderr,
+            "weight bandwidth: %.2f GB/s (%.1f MB per token) = %.1f%% of the DRAM read bandwidth %.2f GB/s\n"
+            "  (a read loop on the same %d threads over the model's %.1f MB of resident weights after each of\n"
+            "  %d decode steps, best pass %.2f GB/s); median of the per-step ratios %.1f%%;\n"
+            "  fastest token %.2f tokens/s = %.1f%%\n",
+            weight_bw * 1e-9, g->bytes_per_token * 1e-6, 100 * weight_bw / dram_bw, dram_bw * 1e-9,
+            g->e->be_threads, g->ceil.resident_bytes * 1e-6, g->ceil.passes, g->ceil.best_bw * 1e-9,
+            100 * median_paired, g->r.best_s > 0 ? 1 / g->r.best_s : 0, 100 * best_bw / dram_bw);
+}
+
+/* The statistics on stderr and in --json's summary. */
+static void report(struct gen_state *g, cJSON *json)
+{
+    const struct gen_result *r = &g->r;
+    double pp = r->prompt_s > 0 ? r->n_prompt / r->prompt_s : 0;
+    double tg = r->gen_s > 0 ? (r->n_gen - 1) / r->gen_s : 0;
+    fprintf(stderr,
+            "prompt tokens: %d (with BOS), generated tokens: %d (stopped: %s)\n"
+            "prompt processing: %.2f tokens/s, generation: %.2f tokens/s\n",
+            r->n_prompt, r->n_gen, r->stop, pp, tg);
+    double weight_bw = tg * g->bytes_per_token, dram_bw = 0, median_paired = 0;
+    if (g->o->bandwidth && g->ceil.passes > 0) {
+        dram_bw = ceiling_bandwidth(&g->ceil);
+        median_paired = ceiling_median_paired(&g->ceil);
+        print_bandwidth(g, weight_bw, dram_bw, median_paired);
+    } else if (g->o->bandwidth) {
+        fb_warn("generate: --bandwidth needs at least two generated tokens; no ratio to report");
+    }
+    if (!json)
+        return;
+    cJSON *s = cJSON_AddObjectToObject(json, "summary");
+    cJSON_AddNumberToObject(s, "weight_bandwidth_bytes_per_second", weight_bw);
+    cJSON_AddNumberToObject(s, "fastest_token_per_second", r->best_s > 0 ? 1 / r->best_s : 0);
+    if (g->o->bandwidth && dram_bw > 0) {
+        cJSON_AddNumberToObject(s, "dram_read_bandwidth_bytes_per_second", dram_bw);
+        cJSON_AddNumberToObject(s, "dram_read_bandwidth_best_pass_bytes_per_second", g->ceil.best_bw);
+        cJSON_AddNumberToObject(s, "dram_read_passes", g->ceil.passes);
+        cJSON_AddNumberToObject(s, "bandwidth_fraction", weight_bw / dram_bw);
+        cJSON_AddNumberToObject(s, "bandwidth_fraction_median_per_step", median_paired);
+    }
+    cJSON_AddNumberToObject(s, "prompt_tokens", r->n_prompt);
+    cJSON_AddNumberToObject(s, "generated_tokens", r->n_gen);
+    cJSON_AddStringToObject(s, "stop_reason", r->stop);
+    cJSON_AddNumberToObject(s, "prompt_tokens_per_second", pp);
+    cJSON_AddNumberToObject(s, "generation_tokens_per_second", tg);
+    cJSON_AddNumberToObject(s, "weight_bytes_per_token", g->bytes_per_token);
+}
+
+/* -n within the context after the prompt; -1 when the prompt alone passes it. */
+static int tokens_to_generate(const struct generate_opts *o, const struct engine *e, int n_prompt)
+{
+    int budget = e->max_seq - n_prompt, n = (int)o->d.n;
     if (budget < 0) {
         fb_error("generate: the prompt has %d tokens, the model's context only %d (use --prompt-tokens)",
                  n_prompt, e->max_seq);
-        free(prompt);
         return -1;
     }
-    int n = (int)o->n;
     if (n > budget) {
         fb_warn("generate: -n %d passes the context of %d positions; generating %d", n, e->max_seq, budget);
         n = budget;
     }
-    struct sampler smp;
-    if (sampler_init(&smp, (int)m->shape.vocab_size, (float)o->temperature, (float)o->top_p, o->seed)) {
-        free(prompt);
+    return n;
+}
+
+static int generate(struct gen_state *g, const int *prompt, int n_prompt, cJSON *json)
+{
+    int n = tokens_to_generate(g->o, g->e, n_prompt);
+    if (n < 0 || (g->o->bandwidth && ceiling_open(&g->ceil, g->m, n) != 0))
         return -1;
-    }
-    struct ceiling ceil = {0};
-    if (o->bandwidth && ceiling_open(&ceil, m, n) != 0) {
-        sampler_free(&smp);
-        free(prompt);
-        return -1;
-    }
-    double bytes_per_token = (double)model_bytes_per_token(m);
+    g->bytes_per_token = (double)model_bytes_per_token(g->m);
     cJSON *ids = json ? cJSON_AddArrayToObject(json, "prompt_token_ids") : NULL;
-    cJSON *toks = json ? cJSON_AddArrayToObject(json, "tokens") : NULL;
-    for (int i = 0; i < n_prompt; i++) {
-        if (ids)
-            cJSON_AddItemToArray(ids, cJSON_CreateNumber(prompt[i]));
-        if (i > 0)
-            emit_token(&m->tok, prompt[i - 1], prompt[i], NULL);
-    }
-    fflush(stdout);
-    struct gen_result r = {.n_prompt = n_prompt, .stop = "length"};
-    uint64_t t0 = now_ns();
-    for (int p = 0; p < n_prompt; p++)
-        engine_forward(e, prompt[p], p);
-    int prev = prompt[n_prompt - 1];
-    uint64_t t_step = now_ns();
-    r.prompt_s = (double)(t_step - t0) * 1e-9;
-    for (int i = 0; i < n; i++) {
-        if (interrupted()) {
-            r.stop = "interrupted";
-            break;
-        }
-        int next = sampler_sample(&smp, e->s.logits);
-        if (is_stop_token(m, next)) {
-            r.stop = "end of sequence";
-            break;
-        }
-        cJSON *rec = NULL;
-        if (toks) {
-            rec = cJSON_CreateObject();
-            cJSON_AddNumberToObject(rec, "id", next);
-        }
-        emit_token(&m->tok, prev, next, rec);
-        fflush(stdout);
-        prev = next;
-        r.n_gen++;
-        uint64_t t_done = now_ns();
-        if (rec) {
-            cJSON_AddNumberToObject(rec, "ms", (double)(t_done - t_step) * 1e-6);
-            cJSON_AddItemToArray(toks, rec);
-        }
-        if (i > 0) {
-            double step = (double)(t_done - t_step) * 1e-9;
-            r.gen_s += step;
-            if (r.best_s == 0 || step < r.best_s)
-                r.best_s = step;
-            if (o->bandwidth) {
-                ceiling_pass(&ceil, e, m, step, bytes_per_token);
-                t_done = now_ns(); /* the pass is not the next step's */
-            }
-        }
-        t_step = t_done;
-        if (i + 1 < n)
-            engine_forward(e, next, n_prompt + i);
+    g->toks = json ? cJSON_AddArrayToObject(json, "tokens") : NULL;
+    for (int i = 0; ids && i < n_prompt; i++)
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(prompt[i]));
+    emit_prompt(&g->m->tok, prompt, n_prompt);
+    struct decode_config c = decode_opts_config(&g->o->d, prompt, n_prompt, n);
+    struct decode_hooks h = {.token = gen_token, .ctx = g};
+    struct decode_result res;
+    char err[256];
+    if (decode_run(g->e, &c, &h, &res, err, sizeof err) != 0) {
+        fb_error("generate: %s", err);
+        return -1;
     }
     fputc('\n', stdout);
     fflush(stdout);
-    double pp = r.prompt_s > 0 ? r.n_prompt / r.prompt_s : 0;
-    double tg = r.gen_s > 0 ? (r.n_gen - 1) / r.gen_s : 0;
-    fprintf(stderr,
-            "prompt tokens: %d (with BOS), generated tokens: %d (stopped: %s)\n"
-            "prompt processing: %.2f tokens/s, generation: %.2f tokens/s\n",
-            r.n_prompt, r.n_gen, r.stop, pp, tg);
-    double weight_bw = tg * bytes_per_token, dram_bw = 0, median_paired = 0;
-    if (o->bandwidth && ceil.passes > 0) {
-        dram_bw = ceiling_bandwidth(&ceil);
-        median_paired = ceiling_median_paired(&ceil);
-        double best_bw = r.best_s > 0 ? bytes_per_token / r.best_s : 0;
-        fprintf(stderr,
-                "weight bandwidth: %.2f GB/s (%.1f MB per token) = %.1f%% of the DRAM read bandwidth %.2f GB/s\n"
-                "  (a read loop on the same %d threads over the model's %.1f MB of resident weights after each of\n"
-                "  %d decode steps, best pass %.2f GB/s); median of the per-step ratios %.1f%%;\n"
-                "  fastest token %.2f tokens/s = %.1f%%\n",
-                weight_bw * 1e-9, bytes_per_token * 1e-6, 100 * weight_bw / dram_bw, dram_bw * 1e-9,
-                e->be_threads, ceil.resident_bytes * 1e-6, ceil.passes, ceil.best_bw * 1e-9,
-                100 * median_paired,
-                r.best_s > 0 ? 1 / r.best_s : 0, 100 * best_bw / dram_bw);
-    } else if (o->bandwidth) {
-        fb_warn("generate: --bandwidth needs at least two generated tokens; no ratio to report");
-    }
-    if (json) {
-        cJSON *s = cJSON_AddObjectToObject(json, "summary");
-        cJSON_AddNumberToObject(s, "weight_bandwidth_bytes_per_second", weight_bw);
-        cJSON_AddNumberToObject(s, "fastest_token_per_second", r.best_s > 0 ? 1 / r.best_s : 0);
-        if (o->bandwidth && dram_bw > 0) {
-            cJSON_AddNumberToObject(s, "dram_read_bandwidth_bytes_per_second", dram_bw);
-            cJSON_AddNumberToObject(s, "dram_read_bandwidth_best_pass_bytes_per_second", ceil.best_bw);
-            cJSON_AddNumberToObject(s, "dram_read_passes", ceil.passes);
-            cJSON_AddNumberToObject(s, "bandwidth_fraction", weight_bw / dram_bw);
-            cJSON_AddNumberToObject(s, "bandwidth_fraction_median_per_step", median_paired);
-        }
-        cJSON_AddNumberToObject(s, "prompt_tokens", r.n_prompt);
-        cJSON_AddNumberToObject(s, "generated_tokens", r.n_gen);
-        cJSON_AddStringToObject(s, "stop_reason", r.stop);
-        cJSON_AddNumberToObject(s, "prompt_tokens_per_second", pp);
-        cJSON_AddNumberToObject(s, "generation_tokens_per_second", tg);
-        cJSON_AddNumberToObject(s, "weight_bytes_per_token", bytes_per_token);
-    }
-    free(ceil.paired);
-    sampler_free(&smp);
-    free(prompt);
+    g->r.n_prompt = n_prompt;
+    g->r.n_gen = res.n_generated;
+    g->r.stop = decode_stop_name(res.stop);
+    report(g, json);
     return 0;
+}
+
+static int run(const struct generate_opts *o, struct model *m, struct engine *e, const char *text, cJSON *json)
+{
+    int n_prompt;
+    int *prompt = encode_prompt(m, text, o->d.prompt_tokens, &n_prompt);
+    if (!prompt) {
+        fb_error("generate: cannot allocate the prompt's tokens");
+        return -1;
+    }
+    struct gen_state g = {.o = o, .m = m, .e = e};
+    int rc = generate(&g, prompt, n_prompt, json);
+    free(g.ceil.paired);
+    free(prompt);
+    return rc;
 }
 
 int cmd_generate(int argc, char **argv)
 {
-    /* the spelling "-n 256" is the option --n */
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-n"))
-            argv[i] = "--n";
     struct generate_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&generate_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&generate_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&generate_command, &o);
         return rc > 0 ? 0 : 2;
     }
-    rc = 2;
-    char *text = NULL;
-    const struct backend_ops *be = backend_find(o.backend);
-    if (!o.model)
+    char *owned = NULL;
+    const char *text = NULL;
+    if (!o.model) {
         fb_error("generate: needs --model DIR");
-    else if (!o.prompt == !o.prompt_file)
-        fb_error("generate: needs exactly one of --prompt TEXT and --prompt-file FILE");
-    else if (o.temperature < 0 || o.top_p < 0 || o.top_p > 1)
-        fb_error("generate: --temperature must be >= 0 and --top-p in [0, 1]");
-    else if (!be)
-        fb_error("generate --backend: unknown backend '%s' (available: cpu)", o.backend);
-    else if (o.prompt_file && !(text = read_prompt_file(o.prompt_file)))
-        rc = 1;
-    else
-        rc = 0;
-    if (rc != 0) {
+        rc = 2;
+    } else {
+        text = decode_opts_text("generate", &o.d, &owned, &rc);
+    }
+    if (!text) {
         opts_free(&generate_command, &o);
         return rc;
     }
+    const struct backend_ops *be = backend_find(o.d.backend);
     struct model m;
     struct engine e;
-    int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = decode_opts_threads(&o.d);
     if (model_open(&m, o.model) != 0) {
-        free(text);
+        free(owned);
         opts_free(&generate_command, &o);
         return 1;
     }
@@ -321,13 +341,13 @@ int cmd_generate(int argc, char **argv)
     rc = 1;
     if (engine_init(&e, &m, be, &ffn_dense, threads, 0) == 0) {
         interrupt_install();
-        if (run(&o, &m, &e, text ? text : o.prompt, json) == 0)
+        if (run(&o, &m, &e, text, json) == 0)
             rc = json && write_json_file(o.json, json) != 0 ? 1 : 0;
         engine_free(&e);
     }
     cJSON_Delete(json);
     model_close(&m);
-    free(text);
+    free(owned);
     opts_free(&generate_command, &o);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "common/model_shape.h"
@@ -60,7 +61,7 @@ int cmd_model(int argc, char **argv)
     }
     struct model_make_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&model_make_command, &o, argc - 1, argv + 1, NULL, NULL);
+    int rc = cli_parse(&model_make_command, &o, argc - 1, argv + 1, NULL, NULL);
     if (rc != 0) {
         opts_free(&model_make_command, &o);
         return rc > 0 ? 0 : 2;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/clock.h"
@@ -55,7 +56,7 @@ int cmd_perplexity(int argc, char **argv)
 {
     struct perplexity_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&perplexity_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&perplexity_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&perplexity_command, &o);
         return rc > 0 ? 0 : 2;

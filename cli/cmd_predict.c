@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
@@ -373,7 +374,7 @@ int cmd_predict(int argc, char **argv)
 {
     struct predict_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&predict_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&predict_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&predict_command, &o);
         return rc > 0 ? 0 : 2;

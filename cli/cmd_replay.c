@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
@@ -292,7 +293,7 @@ int cmd_replay(int argc, char **argv)
 {
     struct replay_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&replay_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&replay_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&replay_command, &o);
         return rc > 0 ? 0 : 2;

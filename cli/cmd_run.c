@@ -11,10 +11,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/decode_opts.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
-#include "common/clock.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/log.h"
@@ -24,54 +25,57 @@
 #include "common/provenance.h"
 #include "common/strbuf.h"
 #include "cache/cache.h"
+#include "engine/decode.h"
 #include "engine/engine.h"
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
 #include "engine/run_plan.h"
-#include "engine/sampler.h"
 #include "engine/warmup.h"
 #include "traces/trace.h"
 
 struct run_opts {
-    char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *backend;
-    char *prompt, *prompt_file, *window, *warmup_file;
-    uint64_t prompt_tokens, n, seed, threads, coalesce, io_threads, iodepth, cold;
-    double temperature, top_p, threshold;
-    bool buffered, ignore_eos, quiet;
+    char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *warmup_file;
+    struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
+    uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
+    double threshold;
+    bool buffered, quiet;
 };
 
 #define O(f) offsetof(struct run_opts, f)
 static const struct opt_def run_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert / model make)"},
-    {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)"},
+    {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)",
+     .allowed = "dense|naive|hybrid|predictor|window|all"},
     {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady; also window:auto"},
     {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G [default: bundled]"},
-    {"window", OPT_STRING, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds"},
+    {"window", OPT_UINT, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds",
+     .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
     {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: active when |act(gate).up| > T, on the scale of that product (0: every neuron is active; run.md reports the density)"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
-    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring"},
-    {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads"},
-    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)"},
+    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring", .allowed = "psync|io_uring"},
+    {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
+    {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
-    {"prompt", OPT_STRING, O(prompt), NULL, "TEXT", "prompt text"},
-    {"prompt-file", OPT_STRING, O(prompt_file), NULL, "FILE", "read the prompt from a file"},
-    {"prompt-tokens", OPT_UINT, O(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)"},
-    {"n", OPT_UINT, O(n), "64", "N", "tokens to generate (also -n)"},
-    {"ignore-eos", OPT_FLAG, O(ignore_eos), NULL, NULL, "generate all -n tokens (for measurements)"},
-    {"temperature", OPT_DOUBLE, O(temperature), "0", "T", "sampling temperature; 0 is greedy"},
-    {"top-p", OPT_DOUBLE, O(top_p), "0.9", "P", "nucleus sampling mass"},
-    {"seed", OPT_UINT, O(seed), "0", "S", "sampling seed"},
-    {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)"},
-    {"backend", OPT_STRING, O(backend), "cpu", "NAME", "compute backend: cpu"},
+    OPT_END,
+};
+static const struct opt_def run_output_options[] = {
     {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state"},
     {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets)"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},
     OPT_END,
+};
+static const struct opt_table run_tables[] = {
+    {decode_prompt_options, O(d)},
+    {decode_eos_options, O(d)},
+    {decode_sampling_options, O(d)},
+    {decode_compute_options, O(d)},
+    {run_output_options, 0},
+    OPT_TABLES_END,
 };
 #undef O
 
@@ -93,6 +97,7 @@ static const struct opt_command run_command = {
         "stdout carries only the text; statistics go to stderr, results to run.json and run.md.",
     .opts = run_options,
     .max_positional = 0,
+    .tables = run_tables,
 };
 
 /* One token's measured costs. */
@@ -182,9 +187,12 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
  * agree with an explicit --mode). */
 static int choose_policy(const struct run_opts *o, struct run_setup *p)
 {
-    if (run_mode_preset(o->mode, o->window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
+    char window[24] = "auto";
+    if (o->window)
+        snprintf(window, sizeof window, "%llu", (unsigned long long)o->window);
+    if (run_mode_preset(o->mode, window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
                         sizeof p->layout) != 0) {
-        fb_error("run --mode: unknown '%s' (dense, naive, hybrid, predictor, window, all)", o->mode);
+        fb_error("internal: run --mode '%s' has no preset", o->mode); /* the option's allowed values do */
         return -1;
     }
     bool mode_given = opts_given(&run_command, o, "mode");
@@ -210,25 +218,11 @@ static int choose_policy(const struct run_opts *o, struct run_setup *p)
 static int plan_run(const struct run_opts *o, const struct model *m, struct run_setup *p)
 {
     const struct model_shape *s = &m->shape;
-    uint64_t k;
-    char why[128];
-    if (strcmp(o->window, "auto") && (parse_uint(o->window, &k, why, sizeof why) != 0 || k == 0 || k > RUN_MAX_WINDOW)) {
-        fb_error("run --window '%s': must be auto or 1 to %u tokens", o->window, RUN_MAX_WINDOW);
-        return -1;
-    }
     p->cfg.threshold = (float)o->threshold;
     p->cfg.io_engine = o->io_engine;
     p->cfg.io_threads = (unsigned)o->io_threads;
     p->cfg.iodepth = (unsigned)o->iodepth;
     p->cfg.direct = !o->buffered;
-    if (o->io_threads == 0 || o->io_threads > 1024 || o->iodepth == 0 || o->iodepth > 4096) {
-        fb_error("run: --io-threads must be 1 to 1024 and --iodepth 1 to 4096");
-        return -1;
-    }
-    if (strcmp(o->io_engine, "psync") && strcmp(o->io_engine, "io_uring")) {
-        fb_error("run --io-engine: '%s' is not psync or io_uring", o->io_engine);
-        return -1;
-    }
     if (choose_policy(o, p) != 0)
         return -1;
     p->cfg.policy = p->policy;
@@ -343,94 +337,106 @@ struct run_outcome {
     char error[512];
 };
 
+/* One run through the decode loop: its callback records a row of costs per
+ * computed position, shows progress, and writes the generated text. */
+struct run_decode {
+    const struct run_opts *o;
+    const struct model *m;
+    struct engine *e;
+    bool dense;
+    struct run_outcome *out;
+    struct progress bar;
+    bool show; /* the progress bar */
+};
+
+/* The trace being recorded learns where each token comes from. */
+static void run_before(void *ctx, int pos, bool generated)
+{
+    struct run_decode *d = ctx;
+    ffn_flash_next_token(&d->e->ffn, (pos == 0 ? TRACE_TOKEN_SEQ_START : 0u) | (generated ? TRACE_TOKEN_GENERATED : 0u));
+}
+
+/* The flash FFN's costs of the last token into r; -1 when it failed. */
+static int take_flash_costs(struct run_decode *d, struct token_row *r)
+{
+    struct ffn_flash_token ft;
+    ffn_flash_take_token(&d->e->ffn, &ft);
+    r->io_ms = ft.io_ms;
+    r->mem_ms = ft.mem_ms;
+    r->ffn_ms = ft.ffn_ms;
+    r->predictor_ms = ft.predictor_ms;
+    r->bytes_read = (double)ft.bytes_read;
+    r->reads = (double)ft.reads;
+    r->io_requests = (double)ft.io_requests;
+    r->dram_bytes_read = (double)ft.dram_bytes_read;
+    r->overflow_rows = (double)ft.overflow_rows;
+    r->rows_inserted = (double)ft.rows_inserted;
+    r->rows_deleted = (double)ft.rows_deleted;
+    r->cache_rows = (double)ft.cache_rows;
+    r->needed = (double)ft.needed;
+    r->window_shrinks = ft.window_shrinks;
+    const char *err = ffn_flash_error(&d->e->ffn);
+    if (err)
+        snprintf(d->out->error, sizeof d->out->error, "%s", err);
+    return err ? -1 : 0;
+}
+
+static int run_token(void *ctx, const struct decode_step *s)
+{
+    struct run_decode *d = ctx;
+    struct token_row *r = &d->out->rows[d->out->n_rows++];
+    r->total_ms = (double)(s->end_ns - s->start_ns) * 1e-6;
+    r->id = s->token;
+    r->generated = s->generated;
+    if (!d->dense && take_flash_costs(d, r) != 0)
+        return -1;
+    r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
+    r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms;
+    if (d->show) {
+        char note[96];
+        snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
+        progress_update(&d->bar, (uint64_t)s->pos + 1, note);
+    }
+    if (s->sampled >= 0 && !d->o->quiet) {
+        emit_token(&d->m->tok, s->token, s->sampled, NULL);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_setup *p,
                     const int *prompt, int n_prompt, struct run_outcome *out)
 {
-    int n = (int)o->n;
-    struct sampler smp;
-    if (sampler_init(&smp, (int)m->shape.vocab_size, (float)o->temperature, (float)o->top_p, o->seed))
-        return -1;
+    int n = (int)o->d.n;
     out->rows = calloc((size_t)(n_prompt + n), sizeof *out->rows);
-    out->stop = "length";
-    for (int i = 1; i < n_prompt && !o->quiet; i++)
-        emit_token(&m->tok, prompt[i - 1], prompt[i], NULL);
-    fflush(stdout);
-    /* a bar on the terminal, unless the text is being written there */
-    struct progress bar;
-    bool show = o->quiet || !isatty(STDOUT_FILENO);
-    if (show)
-        progress_begin(&bar, "run", (uint64_t)(n_prompt + n - 1));
-    int token = prompt[0];
-    for (int pos = 0; out->rows && pos < n_prompt + n - 1; pos++) {
-        if (interrupted()) {
-            out->stop = "interrupted";
-            break;
-        }
-        bool generated = pos >= n_prompt;
-        if (!p->dense)
-            ffn_flash_next_token(&e->ffn, (pos == 0 ? TRACE_TOKEN_SEQ_START : 0u) |
-                                              (generated ? TRACE_TOKEN_GENERATED : 0u));
-        double t0 = now_ms();
-        engine_forward(e, token, pos);
-        struct token_row *r = &out->rows[out->n_rows++];
-        r->total_ms = now_ms() - t0;
-        r->id = token;
-        r->generated = generated;
-        if (!p->dense) {
-            struct ffn_flash_token ft;
-            ffn_flash_take_token(&e->ffn, &ft);
-            r->io_ms = ft.io_ms;
-            r->mem_ms = ft.mem_ms;
-            r->ffn_ms = ft.ffn_ms;
-            r->predictor_ms = ft.predictor_ms;
-            r->bytes_read = (double)ft.bytes_read;
-            r->reads = (double)ft.reads;
-            r->io_requests = (double)ft.io_requests;
-            r->dram_bytes_read = (double)ft.dram_bytes_read;
-            r->overflow_rows = (double)ft.overflow_rows;
-            r->rows_inserted = (double)ft.rows_inserted;
-            r->rows_deleted = (double)ft.rows_deleted;
-            r->cache_rows = (double)ft.cache_rows;
-            r->needed = (double)ft.needed;
-            r->window_shrinks = ft.window_shrinks;
-            const char *err = ffn_flash_error(&e->ffn);
-            if (err) {
-                snprintf(out->error, sizeof out->error, "%s", err);
-                out->stop = "error";
-                break;
-            }
-        } else {
-            r->ffn_ms = 0;
-        }
-        r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
-        r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms;
-        if (show) {
-            char note[96];
-            snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
-            progress_update(&bar, (uint64_t)pos + 1, note);
-        }
-        if (pos + 1 < n_prompt) {
-            token = prompt[pos + 1];
-            continue;
-        }
-        int next = sampler_sample(&smp, e->s.logits);
-        if (!o->ignore_eos && is_stop_token(m, next)) {
-            out->stop = "end of sequence";
-            break;
-        }
-        if (!o->quiet) {
-            emit_token(&m->tok, token, next, NULL);
-            fflush(stdout);
-        }
-        token = next;
-        out->n_gen++;
+    if (!out->rows) {
+        fb_error("run: cannot allocate the per-token rows");
+        return -1;
     }
-    if (show)
-        progress_end(&bar);
+    if (!o->quiet)
+        emit_prompt(&m->tok, prompt, n_prompt);
+    /* a bar on the terminal, unless the text is being written there */
+    struct run_decode d = {.o = o, .m = m, .e = e, .dense = p->dense, .out = out,
+                           .show = o->quiet || !isatty(STDOUT_FILENO)};
+    if (d.show)
+        progress_begin(&d.bar, "run", (uint64_t)(n_prompt + n - 1));
+    struct decode_config c = decode_opts_config(&o->d, prompt, n_prompt, n);
+    struct decode_hooks h = {.before = p->dense ? NULL : run_before, .token = run_token, .ctx = &d};
+    struct decode_result res;
+    int rc = decode_run(e, &c, &h, &res, out->error, sizeof out->error);
+    if (d.show)
+        progress_end(&d.bar);
+    if (rc != 0) { /* nothing ran: no results to write */
+        fb_error("run: %s", out->error);
+        free(out->rows);
+        out->rows = NULL;
+        return -1;
+    }
     if (!o->quiet)
         fputc('\n', stdout);
     out->n_prompt = n_prompt;
-    sampler_free(&smp);
+    out->n_gen = res.n_generated;
+    out->stop = decode_stop_name(res.stop);
     return out->error[0] ? -1 : 0;
 }
 
@@ -588,39 +594,28 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
 
 int cmd_run(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "-n"))
-            argv[i] = "--n";
     struct run_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&run_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&run_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&run_command, &o);
         return rc > 0 ? 0 : 2;
     }
     struct run_setup p;
     memset(&p, 0, sizeof p);
-    rc = 2;
     char *text = NULL;
-    const struct backend_ops *be = backend_find(o.backend);
-    if (!o.model)
+    const char *prompt_text = NULL;
+    if (!o.model) {
         fb_error("run: needs --model DIR");
-    else if (!o.prompt == !o.prompt_file)
-        fb_error("run: needs exactly one of --prompt TEXT and --prompt-file FILE");
-    else if (o.temperature < 0 || o.top_p < 0 || o.top_p > 1)
-        fb_error("run: --temperature must be >= 0 and --top-p in [0, 1]");
-    else if (o.n == 0)
-        fb_error("run: -n must be at least 1");
-    else if (!be)
-        fb_error("run --backend: unknown backend '%s' (available: cpu)", o.backend);
-    else if (o.prompt_file && !(text = read_prompt_file(o.prompt_file)))
-        rc = 1;
-    else
-        rc = 0;
-    if (rc != 0) {
+        rc = 2;
+    } else {
+        prompt_text = decode_opts_text("run", &o.d, &text, &rc);
+    }
+    if (!prompt_text) {
         opts_free(&run_command, &o);
         return rc;
     }
+    const struct backend_ops *be = backend_find(o.d.backend);
     p.dense = !strcmp(o.mode, "dense");
     struct model m;
     rc = 1;
@@ -637,15 +632,15 @@ int cmd_run(int argc, char **argv)
         provenance_stamp(stamp, sizeof stamp);
         snprintf(dir, sizeof dir, "results/run-%s", stamp);
     }
-    int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = decode_opts_threads(&o.d);
     /* the KV cache holds exactly the positions this run uses */
     int n_prompt = 0;
-    int *prompt = encode_prompt(&m, text ? text : o.prompt, o.prompt_tokens, &n_prompt);
-    int max_seq = n_prompt + (int)o.n;
+    int *prompt = encode_prompt(&m, prompt_text, o.d.prompt_tokens, &n_prompt);
+    int max_seq = n_prompt + (int)o.d.n;
     if (!prompt || max_seq > (int)m.shape.max_positions) {
         if (prompt)
             fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
-                     n_prompt, (unsigned long long)o.n, m.shape.max_positions);
+                     n_prompt, (unsigned long long)o.d.n, m.shape.max_positions);
         else
             fb_error("run: cannot allocate the prompt's tokens");
         free(prompt);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -68,7 +69,7 @@ int cmd_sweep(int argc, char **argv)
 {
     struct sweep_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&sweep_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&sweep_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&sweep_command, &o);
         return rc > 0 ? 0 : 2;

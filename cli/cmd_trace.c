@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
@@ -62,7 +63,7 @@ static int cmd_trace_synth(int argc, char **argv)
 {
     struct synth_opts o;
     memset(&o, 0, sizeof o);
-    int rc = opts_parse(&synth_command, &o, argc, argv, NULL, NULL);
+    int rc = cli_parse(&synth_command, &o, argc, argv, NULL, NULL);
     if (rc != 0) {
         opts_free(&synth_command, &o);
         return rc > 0 ? 0 : 2;
@@ -280,7 +281,7 @@ static int cmd_trace_info(int argc, char **argv)
     memset(&o, 0, sizeof o);
     char *pos[1] = {NULL};
     int npos = 0;
-    int rc = opts_parse(&info_command, &o, argc, argv, pos, &npos);
+    int rc = cli_parse(&info_command, &o, argc, argv, pos, &npos);
     if (rc != 0) {
         opts_free(&info_command, &o);
         return rc > 0 ? 0 : 2;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/gnuplot.h"
 #include "common/log.h"
@@ -116,7 +117,7 @@ static void apply_settings(const struct global_opts *g)
 static int parse_globals(int argc, char **argv, int *next)
 {
     struct global_opts g = {.min_parallel_work = BACKEND_CPU_MIN_PARALLEL_DEFAULT};
-    int rc = opts_parse_prefix(&global_command, &g, argc, argv, next);
+    int rc = cli_parse_prefix(&global_command, &g, argc, argv, next);
     if (rc == 0)
         rc = apply_env(&g);
     if (rc == 0)

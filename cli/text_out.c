@@ -52,12 +52,11 @@ void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec)
     }
 }
 
-bool is_stop_token(const struct model *m, int id)
+void emit_prompt(const struct tokenizer *t, const int *prompt, int n_prompt)
 {
-    for (int i = 0; i < m->n_stop; i++)
-        if (m->stop_ids[i] == id)
-            return true;
-    return false;
+    for (int i = 1; i < n_prompt; i++)
+        emit_token(t, prompt[i - 1], prompt[i], NULL);
+    fflush(stdout);
 }
 
 

@@ -2,7 +2,6 @@
 #ifndef FLASHBED_CLI_TEXT_OUT_H
 #define FLASHBED_CLI_TEXT_OUT_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
@@ -18,7 +17,8 @@ int *encode_prompt(const struct model *m, const char *text, uint64_t keep, int *
 /* Writes token id (after prev) to stdout; with rec, also its text as valid
  * UTF-8 under "text" (U+FFFD for bytes that do not form a character). */
 void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec);
-/* Whether generation ends at this token. */
-bool is_stop_token(const struct model *m, int id);
+/* Writes the prompt's text (its tokens after BOS) to stdout and flushes:
+ * what the generated text continues. */
+void emit_prompt(const struct tokenizer *t, const int *prompt, int n_prompt);
 
 #endif

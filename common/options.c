@@ -1,26 +1,94 @@
 #include "common/options.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/parse.h"
 
 /* Which options the user gave, kept beside the values so that commands can
- * tell "--size 4G" from the default. One table at a time is enough for a CLI. */
+ * tell "--size 4G" from the default; indexed by an option's place among all
+ * the command's options. One command at a time is enough for a CLI. */
 #define MAX_OPTS 64
 static const void *given_for;
 static bool given[MAX_OPTS];
 
-static size_t count_opts(const struct opt_command *cmd)
+/* One parse: the command, the struct it fills, and where its error goes. */
+struct parse {
+    const struct opt_command *cmd;
+    void *out;
+    char *err;
+    size_t errlen;
+};
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int fail(struct parse *p, const char *fmt, ...)
 {
-    size_t n = 0;
-    while (cmd->opts[n].name)
-        n++;
-    return n;
+    va_list ap;
+    va_start(ap, fmt);
+    if (p->errlen)
+        vsnprintf(p->err, p->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Table t of the command (its own `opts` first); false past the last. */
+static bool table_at(const struct opt_command *cmd, size_t t, struct opt_table *out)
+{
+    if (cmd->opts) {
+        if (t == 0) {
+            *out = (struct opt_table){cmd->opts, 0};
+            return true;
+        }
+        t--;
+    }
+    /* tables[t - 1] existed, so tables[t] is a table or the end marker */
+    if (!cmd->tables || !cmd->tables[t].opts)
+        return false;
+    *out = cmd->tables[t];
+    return true;
+}
+
+/* A place in the walk over every option of a command, in --help order. */
+struct opt_pos {
+    const struct opt_def *d; /* the option */
+    size_t base;             /* its table's offset in the command's struct */
+    size_t index;            /* its place among all the command's options */
+    size_t table, row;
+    bool started;
+};
+
+/* Moves p to the command's next option; false after the last. Use as
+ * for (struct opt_pos p = {0}; next_opt(cmd, &p);). */
+static bool next_opt(const struct opt_command *cmd, struct opt_pos *p)
+{
+    if (p->started) {
+        p->row++;
+        p->index++;
+    }
+    p->started = true;
+    struct opt_table t;
+    for (; table_at(cmd, p->table, &t); p->table++, p->row = 0)
+        if (t.opts[p->row].name) {
+            p->d = &t.opts[p->row];
+            p->base = t.base;
+            return true;
+        }
+    return false;
+}
+
+/* The option's default for this command: its own override, else the table's. */
+static const char *default_of(const struct opt_command *cmd, const struct opt_def *d)
+{
+    for (const struct opt_default *o = cmd->defaults; o && o->name; o++)
+        if (strcmp(o->name, d->name) == 0)
+            return o->def;
+    return d->def;
 }
 
 static bool has_range(const struct opt_def *d)
@@ -94,22 +162,19 @@ static void allowed_text(const char *allowed, char *buf, size_t len)
 }
 
 /* A parsed value against the row's constraints; `origin` is "" for what the
- * user typed and "the default " for the table's own default. */
-static int check_number(const struct opt_command *cmd, const struct opt_def *d, double v,
-                        const char *origin)
+ * user typed and "the default " for the default. */
+static int check_number(struct parse *p, const struct opt_def *d, double v, const char *origin)
 {
     if (!has_range(d) || in_range(d, v))
         return 0;
     char val[32], range[96];
     format_number(d, v, val, sizeof val);
     range_text(d, range, sizeof range);
-    fb_error("%s --%s: %s%s is out of range (%s%s)", cmd->name, d->name, origin, val,
-             is_list(d) ? "each " : "", range);
-    return -1;
+    return fail(p, "%s --%s: %s%s is out of range (%s%s)", p->cmd->name, d->name, origin, val,
+                is_list(d) ? "each " : "", range);
 }
 
-static int check_value(const struct opt_command *cmd, const struct opt_def *d, const char *field,
-                       const char *origin)
+static int check_value(struct parse *p, const struct opt_def *d, const char *field, const char *origin)
 {
     switch (d->type) {
     case OPT_FLAG:
@@ -121,21 +186,20 @@ static int check_value(const struct opt_command *cmd, const struct opt_def *d, c
         char list[256];
         allowed_text(d->allowed, list, sizeof list);
         /* "unknown dtype 'f8'": the option's name says what kind of value it is */
-        fb_error("%s --%s: %s %s '%s'%s (expected %s)", cmd->name, d->name, *origin ? "the default" : "unknown",
-                 d->name, s, *origin ? " is not allowed" : "", list);
-        return -1;
+        return fail(p, "%s --%s: %s %s '%s'%s (expected %s)", p->cmd->name, d->name,
+                    *origin ? "the default" : "unknown", d->name, s, *origin ? " is not allowed" : "", list);
     }
     case OPT_UINT:
     case OPT_SIZE:
-        return check_number(cmd, d, (double)*(const uint64_t *)field, origin);
+        return check_number(p, d, (double)*(const uint64_t *)field, origin);
     case OPT_DOUBLE:
     case OPT_DURATION:
-        return check_number(cmd, d, *(const double *)field, origin);
+        return check_number(p, d, *(const double *)field, origin);
     case OPT_SIZE_LIST:
     case OPT_UINT_LIST: {
         const struct u64_list *l = (const struct u64_list *)field;
         for (size_t i = 0; i < l->n; i++)
-            if (check_number(cmd, d, (double)l->v[i], origin) != 0)
+            if (check_number(p, d, (double)l->v[i], origin) != 0)
                 return -1;
         return 0;
     }
@@ -143,17 +207,43 @@ static int check_value(const struct opt_command *cmd, const struct opt_def *d, c
     return 0;
 }
 
-/* Mistakes in a table itself, which no user input could fix. */
-static int check_table(const struct opt_command *cmd)
+static bool declared_twice(const struct opt_command *cmd, const struct opt_pos *at)
 {
-    for (const struct opt_def *d = cmd->opts; d->name; d++) {
+    for (struct opt_pos q = {0}; next_opt(cmd, &q) && q.index < at->index;)
+        if (strcmp(q.d->name, at->d->name) == 0)
+            return true;
+    return false;
+}
+
+static bool has_option(const struct opt_command *cmd, const char *name)
+{
+    for (struct opt_pos q = {0}; next_opt(cmd, &q);)
+        if (strcmp(q.d->name, name) == 0)
+            return true;
+    return false;
+}
+
+/* Mistakes in the tables themselves, which no user input could fix. */
+static int check_tables(struct parse *p)
+{
+    const struct opt_command *cmd = p->cmd;
+    struct opt_pos at = {0};
+    while (next_opt(cmd, &at)) {
+        const struct opt_def *d = at.d;
         bool numeric = d->type != OPT_FLAG && d->type != OPT_STRING;
-        if ((has_range(d) && (!numeric || !(d->max > d->min))) || (d->allowed && d->type != OPT_STRING)) {
-            fb_error("internal: %s --%s declares a range or allowed values its type cannot have",
-                     cmd->name, d->name);
-            return -1;
-        }
+        if ((has_range(d) && (!numeric || !(d->max > d->min))) ||
+            (d->allowed && d->type != OPT_STRING && !(d->type == OPT_UINT && d->min >= 1)))
+            return fail(p, "internal: %s --%s declares a range or allowed values its type cannot have",
+                        cmd->name, d->name);
+        if (declared_twice(cmd, &at))
+            return fail(p, "internal: %s declares --%s twice", cmd->name, d->name);
     }
+    if (at.index > MAX_OPTS)
+        return fail(p, "internal: command %s declares too many options", cmd->name);
+    for (const struct opt_default *o = cmd->defaults; o && o->name; o++)
+        if (!has_option(cmd, o->name))
+            return fail(p, "internal: %s sets a default for --%s, an option it does not have", cmd->name,
+                        o->name);
     return 0;
 }
 
@@ -188,104 +278,136 @@ static int parse_text(const struct opt_def *d, char *field, const char *text, ch
     return 0;
 }
 
-static int set_value(const struct opt_command *cmd, const struct opt_def *d, void *out,
-                     const char *text, const char *origin)
+/* An OPT_UINT row's word ("auto") for 0 (options.h). */
+static bool is_uint_word(const struct opt_def *d, const char *text)
 {
-    char err[256];
-    char *field = (char *)out + d->offset;
-    if (parse_text(d, field, text, err, sizeof err) != 0) {
-        fb_error("%s --%s: %s%s", cmd->name, d->name, origin, err);
-        return -1;
-    }
-    return check_value(cmd, d, field, origin);
+    return d->type == OPT_UINT && d->allowed && strcmp(text, d->allowed) == 0;
 }
 
-static const struct opt_def *find_opt(const struct opt_command *cmd, const char *name, size_t len,
-                                      size_t *idx)
+static int set_value(struct parse *p, const struct opt_pos *at, const char *text, const char *origin)
 {
-    for (size_t i = 0; cmd->opts[i].name; i++)
-        if (strlen(cmd->opts[i].name) == len && strncmp(cmd->opts[i].name, name, len) == 0) {
-            *idx = i;
-            return &cmd->opts[i];
-        }
-    return NULL;
+    char err[256];
+    char *field = (char *)p->out + at->base + at->d->offset;
+    if (is_uint_word(at->d, text)) {
+        *(uint64_t *)field = 0;
+        return 0;
+    }
+    if (parse_text(at->d, field, text, err, sizeof err) != 0)
+        return fail(p, "%s --%s: %s%s", p->cmd->name, at->d->name, origin, err);
+    return check_value(p, at->d, field, origin);
+}
+
+/* The option named name[0..len), or with len 0 the one whose short name is
+ * `c`; false when there is none. */
+static bool find_opt(const struct opt_command *cmd, const char *name, size_t len, char c, struct opt_pos *at)
+{
+    *at = (struct opt_pos){0};
+    while (next_opt(cmd, at))
+        if (len ? strlen(at->d->name) == len && strncmp(at->d->name, name, len) == 0
+                : at->d->short_name && at->d->short_name == c)
+            return true;
+    return false;
 }
 
 /* The value of option d at argv[*a] ("--name=v" or "--name v", which
- * advances *a); NULL with the error printed. */
-static const char *take_value(const struct opt_command *cmd, const struct opt_def *d, const char *eq,
-                              int argc, char **argv, int *a)
+ * advances *a); NULL with the error set. */
+static const char *take_value(struct parse *p, const struct opt_def *d, const char *eq, int argc, char **argv,
+                              int *a)
 {
     if (d->type == OPT_FLAG) {
         if (eq)
-            fb_error("%s: option --%s takes no value", cmd->name, d->name);
+            fail(p, "%s: option --%s takes no value", p->cmd->name, d->name);
         return eq ? NULL : "1";
     }
     if (eq)
         return eq + 1;
     if (*a + 1 < argc)
         return argv[++*a];
-    fb_error("%s: option --%s needs a value (%s)", cmd->name, d->name, d->metavar ? d->metavar : "VALUE");
+    fail(p, "%s: option --%s needs a value (%s)", p->cmd->name, d->name, d->metavar ? d->metavar : "VALUE");
     return NULL;
 }
 
 /* Table checks, then every default. */
-static int parse_start(const struct opt_command *cmd, void *out)
+static int parse_start(struct parse *p)
 {
-    if (count_opts(cmd) > MAX_OPTS) {
-        fb_error("internal: command %s declares too many options", cmd->name);
+    if (check_tables(p) != 0)
         return -1;
-    }
-    if (check_table(cmd) != 0)
-        return -1;
-    given_for = out;
+    given_for = p->out;
     memset(given, 0, sizeof given);
-    for (const struct opt_def *d = cmd->opts; d->name; d++)
-        if (d->def && set_value(cmd, d, out, d->def, "the default ") != 0)
+    for (struct opt_pos at = {0}; next_opt(p->cmd, &at);) {
+        const char *def = default_of(p->cmd, at.d);
+        if (def && set_value(p, &at, def, "the default ") != 0)
             return -1;
+    }
+    return 0;
+}
+
+/* argv[*a] as an option: "--name", "--name=value" or a declared "-c";
+ * false when it is a bare argument. */
+static bool is_option(const char *arg, bool prefix)
+{
+    if (strncmp(arg, "--", 2) == 0)
+        return arg[2] != '\0';
+    /* short names are the subcommand's, never flashbed's own */
+    return !prefix && arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0';
+}
+
+/* One option at argv[*a] (advancing *a past its value). 0, or -1 with the
+ * error set; *bare when it turned out to be a bare argument ("-x" that no
+ * option declares). */
+static int parse_option(struct parse *p, int argc, char **argv, int *a, bool prefix, bool *bare)
+{
+    const char *arg = argv[*a];
+    struct opt_pos at;
+    *bare = false;
+    if (arg[1] != '-') {
+        if (!find_opt(p->cmd, NULL, 0, arg[1], &at)) {
+            *bare = true;
+            return 0;
+        }
+        const char *value = take_value(p, at.d, NULL, argc, argv, a);
+        if (!value || set_value(p, &at, value, "") != 0)
+            return -1;
+        given[at.index] = true;
+        return 0;
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    if (!find_opt(p->cmd, name, len, 0, &at)) {
+        if (prefix) /* flashbed's own options, before the subcommand */
+            return fail(p, "unknown option '%.*s' before the command (see flashbed --help)", (int)(len + 2), arg);
+        return fail(p, "%s: unknown option '%.*s' (see flashbed %s --help)", p->cmd->name, (int)(len + 2), arg,
+                    p->cmd->name);
+    }
+    const char *value = take_value(p, at.d, eq, argc, argv, a);
+    if (!value || set_value(p, &at, value, "") != 0)
+        return -1;
+    given[at.index] = true;
     return 0;
 }
 
 /* argv[1..]: bare arguments go to positional[], or with `next` end the
- * parse there. 0, 1 after --help, -1 on a bad option. */
-static int parse_args(const struct opt_command *cmd, void *out, int argc, char **argv,
-                      char **positional, int *n_positional, int *next)
+ * parse there. 0, 1 for --help, -1 on a bad option. */
+static int parse_args(struct parse *p, int argc, char **argv, char **positional, int *n_positional, int *next)
 {
     int npos = 0, a = 1;
     for (; a < argc; a++) {
         const char *arg = argv[a];
         bool help = strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+        bool bare = !is_option(arg, next != NULL);
         /* before a subcommand, help and the subcommand are the caller's */
-        if (next && (help || strncmp(arg, "--", 2) != 0 || arg[2] == '\0'))
+        if (next && (help || bare))
             break;
-        if (help) {
-            opts_print_help(cmd, stdout);
+        if (help)
             return 1;
-        }
-        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            if (npos >= cmd->max_positional) {
-                fb_error("%s: unexpected argument '%s' (see flashbed %s --help)", cmd->name,
-                         arg, cmd->name);
-                return -1;
-            }
-            positional[npos++] = argv[a];
+        if (!bare && parse_option(p, argc, argv, &a, next != NULL, &bare) != 0)
+            return -1;
+        if (!bare)
             continue;
-        }
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name), idx = 0;
-        const struct opt_def *d = find_opt(cmd, name, len, &idx);
-        if (!d) {
-            if (next) /* flashbed's own options, before the subcommand */
-                fb_error("unknown option '%.*s' before the command (see flashbed --help)", (int)(len + 2), arg);
-            else
-                fb_error("%s: unknown option '%.*s' (see flashbed %s --help)", cmd->name, (int)(len + 2), arg,
-                         cmd->name);
-            return -1;
-        }
-        const char *value = take_value(cmd, d, eq, argc, argv, &a);
-        if (!value || set_value(cmd, d, out, value, "") != 0)
-            return -1;
-        given[idx] = true;
+        if (npos >= p->cmd->max_positional)
+            return fail(p, "%s: unexpected argument '%s' (see flashbed %s --help)", p->cmd->name, arg,
+                        p->cmd->name);
+        positional[npos++] = argv[a];
     }
     if (n_positional)
         *n_positional = npos;
@@ -295,28 +417,31 @@ static int parse_args(const struct opt_command *cmd, void *out, int argc, char *
 }
 
 int opts_parse(const struct opt_command *cmd, void *out, int argc, char **argv,
-               char **positional, int *n_positional)
+               char **positional, int *n_positional, char *err, size_t errlen)
 {
-    if (parse_start(cmd, out) != 0)
+    struct parse p = {cmd, out, err, errlen};
+    if (parse_start(&p) != 0)
         return -1;
-    return parse_args(cmd, out, argc, argv, positional, n_positional, NULL);
+    return parse_args(&p, argc, argv, positional, n_positional, NULL);
 }
 
-int opts_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next)
+int opts_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next,
+                      char *err, size_t errlen)
 {
-    if (parse_start(cmd, out) != 0)
+    struct parse p = {cmd, out, err, errlen};
+    if (parse_start(&p) != 0)
         return -1;
-    return parse_args(cmd, out, argc, argv, NULL, NULL, next);
+    return parse_args(&p, argc, argv, NULL, NULL, next);
 }
 
 void opts_free(const struct opt_command *cmd, void *out)
 {
-    for (const struct opt_def *d = cmd->opts; d->name; d++) {
-        char *field = (char *)out + d->offset;
-        if (d->type == OPT_STRING) {
+    for (struct opt_pos at = {0}; next_opt(cmd, &at);) {
+        char *field = (char *)out + at.base + at.d->offset;
+        if (at.d->type == OPT_STRING) {
             free(*(char **)field);
             *(char **)field = NULL;
-        } else if (d->type == OPT_SIZE_LIST || d->type == OPT_UINT_LIST) {
+        } else if (is_list(at.d)) {
             u64_list_free((struct u64_list *)field);
         }
     }
@@ -327,7 +452,10 @@ static void constraint_text(const struct opt_def *d, char *buf, size_t len)
 {
     char range[96];
     buf[0] = '\0';
-    if (d->allowed) {
+    if (d->allowed && d->type == OPT_UINT) {
+        range_text(d, range, sizeof range);
+        snprintf(buf, len, " [range: %s, or %s]", range, d->allowed);
+    } else if (d->allowed) {
         snprintf(buf, len, " [one of: %s]", d->allowed);
     } else if (has_range(d)) {
         range_text(d, range, sizeof range);
@@ -335,73 +463,84 @@ static void constraint_text(const struct opt_def *d, char *buf, size_t len)
     }
 }
 
+static void print_option(const struct opt_def *d, const char *def, FILE *f)
+{
+    char left[64], constraint[300];
+    if (d->type == OPT_FLAG)
+        snprintf(left, sizeof left, "--%s", d->name);
+    else
+        snprintf(left, sizeof left, "--%s %s", d->name, d->metavar ? d->metavar : "VALUE");
+    constraint_text(d, constraint, sizeof constraint);
+    fprintf(f, "  %-26s %s", left, d->help);
+    if (d->short_name)
+        fprintf(f, " (also -%c)", d->short_name);
+    if (def && d->type != OPT_FLAG)
+        fprintf(f, " [default: %s]", def);
+    fprintf(f, "%s\n", constraint);
+}
+
 void opts_print_options(const struct opt_def *opts, FILE *f)
 {
-    for (const struct opt_def *d = opts; d->name; d++) {
-        char left[64], constraint[300];
-        if (d->type == OPT_FLAG)
-            snprintf(left, sizeof left, "--%s", d->name);
-        else
-            snprintf(left, sizeof left, "--%s %s", d->name, d->metavar ? d->metavar : "VALUE");
-        constraint_text(d, constraint, sizeof constraint);
-        fprintf(f, "  %-26s %s", left, d->help);
-        if (d->def && d->type != OPT_FLAG)
-            fprintf(f, " [default: %s]", d->def);
-        fprintf(f, "%s\n", constraint);
-    }
+    for (const struct opt_def *d = opts; d->name; d++)
+        print_option(d, d->def, f);
 }
 
 void opts_print_help(const struct opt_command *cmd, FILE *f)
 {
     fprintf(f, "usage: flashbed %s %s\n\n%s\n\noptions:\n", cmd->name, cmd->usage, cmd->summary);
-    opts_print_options(cmd->opts, f);
+    for (struct opt_pos at = {0}; next_opt(cmd, &at);)
+        print_option(at.d, default_of(cmd, at.d), f);
     fprintf(f, "  %-26s %s\n", "--help", "show this help");
+}
+
+static void add_json(cJSON *o, const struct opt_def *d, const char *field)
+{
+    switch (d->type) {
+    case OPT_FLAG:
+        cJSON_AddBoolToObject(o, d->name, *(const bool *)field);
+        break;
+    case OPT_STRING: {
+        const char *s = *(char *const *)field;
+        if (s)
+            cJSON_AddStringToObject(o, d->name, s);
+        else
+            cJSON_AddNullToObject(o, d->name);
+        break;
+    }
+    case OPT_UINT:
+    case OPT_SIZE:
+        if (d->allowed && *(const uint64_t *)field == 0)
+            cJSON_AddStringToObject(o, d->name, d->allowed);
+        else
+            cJSON_AddNumberToObject(o, d->name, (double)*(const uint64_t *)field);
+        break;
+    case OPT_DOUBLE:
+    case OPT_DURATION:
+        cJSON_AddNumberToObject(o, d->name, *(const double *)field);
+        break;
+    case OPT_SIZE_LIST:
+    case OPT_UINT_LIST: {
+        const struct u64_list *l = (const struct u64_list *)field;
+        cJSON *arr = cJSON_AddArrayToObject(o, d->name);
+        for (size_t i = 0; i < l->n; i++)
+            cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)l->v[i]));
+        break;
+    }
+    }
 }
 
 cJSON *opts_to_json(const struct opt_command *cmd, const void *values)
 {
     cJSON *o = cJSON_CreateObject();
-    for (const struct opt_def *d = cmd->opts; d->name; d++) {
-        const char *field = (const char *)values + d->offset;
-        switch (d->type) {
-        case OPT_FLAG:
-            cJSON_AddBoolToObject(o, d->name, *(const bool *)field);
-            break;
-        case OPT_STRING: {
-            const char *s = *(char *const *)field;
-            if (s)
-                cJSON_AddStringToObject(o, d->name, s);
-            else
-                cJSON_AddNullToObject(o, d->name);
-            break;
-        }
-        case OPT_UINT:
-        case OPT_SIZE:
-            cJSON_AddNumberToObject(o, d->name, (double)*(const uint64_t *)field);
-            break;
-        case OPT_DOUBLE:
-        case OPT_DURATION:
-            cJSON_AddNumberToObject(o, d->name, *(const double *)field);
-            break;
-        case OPT_SIZE_LIST:
-        case OPT_UINT_LIST: {
-            const struct u64_list *l = (const struct u64_list *)field;
-            cJSON *arr = cJSON_AddArrayToObject(o, d->name);
-            for (size_t i = 0; i < l->n; i++)
-                cJSON_AddItemToArray(arr, cJSON_CreateNumber((double)l->v[i]));
-            break;
-        }
-        }
-    }
+    for (struct opt_pos at = {0}; next_opt(cmd, &at);)
+        add_json(o, at.d, (const char *)values + at.base + at.d->offset);
     return o;
 }
 
 bool opts_given(const struct opt_command *cmd, const void *values, const char *name)
 {
-    if (values != given_for)
+    struct opt_pos at;
+    if (values != given_for || !find_opt(cmd, name, strlen(name), 0, &at))
         return false;
-    for (size_t i = 0; cmd->opts[i].name; i++)
-        if (strcmp(cmd->opts[i].name, name) == 0)
-            return given[i];
-    return false;
+    return given[at.index];
 }

@@ -1,7 +1,18 @@
 /* Command-line options declared as data (as fio does): each subcommand
- * describes its options in a table of opt_def, and one parser fills the
- * command's own struct, prints --help and dumps the values as JSON for
- * the provenance of every result file. */
+ * describes its options in tables of opt_def, and one parser fills the
+ * command's own struct, writes --help and dumps the values as JSON for
+ * the provenance of every result file.
+ *
+ * A library: nothing here prints on its own. A parse that fails returns -1
+ * with its one-line message in the caller's buffer, and a request for help
+ * returns 1; the program prints either (opts_print_help writes to the FILE
+ * it is given).
+ *
+ * Options several commands share (generate's and run's prompt and sampling
+ * options) are declared once, as a fragment: a table whose offsets are
+ * relative to a struct that each command embeds at its own offset, listed
+ * among the command's `tables`. A command that wants another default for a
+ * fragment's option says so in its `defaults`. */
 #ifndef FLASHBED_COMMON_OPTIONS_H
 #define FLASHBED_COMMON_OPTIONS_H
 
@@ -48,37 +59,67 @@ struct opt_def {
                       * force when either is non-zero; then max > min is required
                       * (OPT_NO_MAX: no upper bound). */
     bool max_open;   /* [min, max): max itself is refused */
-    const char *allowed; /* OPT_STRING: the accepted values, '|'-separated ("f32|f16|bf16") */
+    const char *allowed; /* OPT_STRING: the accepted values, '|'-separated ("f32|f16|bf16").
+                          * OPT_UINT with a range from min >= 1: one word accepted besides
+                          * the numbers, stored as 0 ("auto": the program chooses) */
+    char short_name;     /* also accepted as "-c VALUE" (.short_name = 'n': "-n 64"); --help says so */
 };
 
 #define OPT_END {.name = NULL}
+
+/* A table of options whose offsets are relative to `base` within the
+ * command's struct (offsetof(the command's struct, the embedded fragment)). */
+struct opt_table {
+    const struct opt_def *opts;
+    size_t base;
+};
+
+#define OPT_TABLES_END {.opts = NULL}
+
+/* The command's own default for an option of a shared table. */
+struct opt_default {
+    const char *name;
+    const char *def; /* as the user would type it */
+};
+
+#define OPT_DEFAULTS_END {.name = NULL}
 
 struct opt_command {
     const char *name;       /* "sweep" */
     const char *usage;      /* text after "flashbed sweep", e.g. "--file PATH [options]" */
     const char *summary;    /* one paragraph printed by --help */
-    const struct opt_def *opts;
+    const struct opt_def *opts; /* the command's table, at offset 0; NULL: only `tables` */
     int max_positional;     /* how many bare arguments the command takes */
+    /* More tables, after `opts`, in the order --help and the JSON list them;
+     * ended by OPT_TABLES_END. NULL: none. An option name appears once in all. */
+    const struct opt_table *tables;
+    /* Defaults that replace the tables' own, by option name; ended by
+     * OPT_DEFAULTS_END. NULL: none. */
+    const struct opt_default *defaults;
 };
 
 /* Fills `out` from defaults, then from argv (argv[0] is the subcommand).
  * Bare arguments go to positional[] (at most cmd->max_positional).
- * Returns 0 on success, 1 when --help was printed (caller exits 0),
- * -1 on a bad option (message already printed). */
+ * Returns 0 on success, 1 when --help or -h was asked for (the caller
+ * prints opts_print_help and exits 0), -1 on a bad option or a table
+ * declared wrong, with the message in err (one line, without a prefix such
+ * as "error: "). Either way the caller frees `out` with opts_free. */
 int opts_parse(const struct opt_command *cmd, void *out, int argc, char **argv,
-               char **positional, int *n_positional);
+               char **positional, int *n_positional, char *err, size_t errlen);
 
 /* The same for options placed before a subcommand (flashbed's global
  * options): parsing stops at the first bare argument, whose index in argv
- * goes to *next (argc when there is none). */
-int opts_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next);
+ * goes to *next (argc when there is none); --help there is the caller's. */
+int opts_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next,
+                      char *err, size_t errlen);
 
 /* Frees strings and lists held by `out`. */
 void opts_free(const struct opt_command *cmd, void *out);
 
 void opts_print_help(const struct opt_command *cmd, FILE *f);
 
-/* One line per option of the table: name, help, default and constraints. */
+/* One line per option of the table: name, help, default and constraints
+ * (the table's own defaults). */
 void opts_print_options(const struct opt_def *opts, FILE *f);
 
 /* {"name": value, ...} for every option, defaults included. */

@@ -69,7 +69,8 @@ expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" generate --model "$WOR
 expect_error "not a model folder" "not a model folder" generate --model "$WORK/nope" --prompt x
 expect_error "prompt and prompt-file" "exactly one of" generate --model "$M" --prompt x --prompt-file /etc/hostname
 expect_error "missing prompt file" "cannot read" generate --model "$M" --prompt-file "$WORK/none.txt"
-expect_error "bad top-p" "top-p" generate --model "$M" --prompt x --top-p 1.5
-expect_error "unknown backend" "unknown backend 'cuda'" generate --model "$M" --prompt x --backend cuda
+EXPECT_RC=2 expect_error "bad top-p" "generate --top-p: 1.5 is out of range (0 to 1)" generate --model "$M" --prompt x --top-p 1.5
+EXPECT_RC=2 expect_error "negative temperature" "generate --temperature: -1 is out of range" generate --model "$M" --prompt x --temperature -1
+EXPECT_RC=2 expect_error "unknown backend" "unknown backend 'cuda'" generate --model "$M" --prompt x --backend cuda
 expect_error "missing text" "cannot read" perplexity --model "$M" --text "$WORK/none.txt"
 finish

@@ -21,7 +21,8 @@ check() { # description, then a command that must succeed
 }
 
 # Runs flashbed expecting a non-zero exit; the error line must contain $2.
-# RUN_ENV (e.g. "PATH=/empty") is passed to flashbed alone.
+# RUN_ENV (e.g. "PATH=/empty") is passed to flashbed alone; with EXPECT_RC
+# set, the exit status must be that (2: a command line the parser refused).
 expect_error() {
     local what=$1 pattern=$2
     shift 2
@@ -33,6 +34,8 @@ expect_error() {
         fail "$what: exit 0, expected an error"
     elif [ $rc -gt 128 ]; then
         fail "$what: crashed with signal $((rc - 128))"
+    elif [ -n "${EXPECT_RC:-}" ] && [ $rc -ne "$EXPECT_RC" ]; then
+        fail "$what: exit $rc, expected $EXPECT_RC"
     elif ! grep -q -- "$pattern" <<<"$out"; then
         fail "$what: error did not mention '$pattern': $out"
     elif [ "$(grep -c 'error' <<<"$out")" -lt 1 ]; then

@@ -106,9 +106,9 @@ check "hot with the oracle: the pinned rows are the first token's reads" test \
     "$(json_get "$WORK/hot-oracle/run.json" "d['tokens'][0]['rows_inserted'] >= d['summary']['capacity_rows_per_layer'] > 0")" = True
 echo "the cat sat on the mat" > "$WORK/warm.txt"
 check "hot with a warm-up file" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/warm.txt" --prompt "$P" -n 4 --ignore-eos --threads 1 --quiet --out "$WORK/hot-file"
-expect_error "hot with a missing warm-up file" "none.txt" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/none.txt" --prompt x --out "$WORK/bad19"
-expect_error "window:auto without a budget" "needs one" run --model "$M" --policy window:auto --prompt x --out "$WORK/bad17"
-expect_error "window past the engine's" "1 to 4096" run --model "$M" --policy window:5000 --prompt x --out "$WORK/bad18"
+expect_error "hot with a missing warm-up file" "none.txt" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/none.txt" --prompt x --out "$WORK/bad23"
+expect_error "window:auto without a budget" "needs one" run --model "$M" --policy window:auto --prompt x --out "$WORK/bad21"
+expect_error "window past the engine's" "1 to 4096" run --model "$M" --policy window:5000 --prompt x --out "$WORK/bad22"
 
 expect_error "mode and policy disagree" "means --policy" run --model "$M" --mode window --policy lru --prompt x --out "$WORK/bad13"
 expect_error "belady without a trace" "needs the sets to come" run --model "$M" --policy belady --dram-budget 99% --prompt x --out "$WORK/bad14"
@@ -141,7 +141,7 @@ fi
 
 # Bad inputs.
 expect_error "no model" "needs --model" run --prompt x --out "$WORK/bad1"
-expect_error "unknown mode" "unknown 'turbo'" run --model "$M" --mode turbo --prompt x --out "$WORK/bad2"
+EXPECT_RC=2 expect_error "unknown mode" "run --mode: unknown mode 'turbo'" run --model "$M" --mode turbo --prompt x --out "$WORK/bad2"
 expect_error "trace of another shape" "recorded for" run --model "$WORK/s260" --mode all --active "trace:$T" --prompt x --out "$WORK/bad3"
 expect_error "bad --active" "oracle or trace:FILE" run --model "$M" --active magic --prompt x --out "$WORK/bad4"
 check "a budget below one token's neurons still runs" "$FLASHBED" run --model "$M" --mode all --active "trace:$T" --dram-budget 650k --prompt "$P" -n 8 --ignore-eos --threads 1 --quiet --out "$WORK/overflow"
@@ -151,12 +151,17 @@ expect_error "budget below the resident weights" "already take" run --model "$M"
 expect_error "dense over budget" "the model needs" run --model "$M" --mode dense --dram-budget 50% --prompt x --out "$WORK/bad6"
 expect_error "record in dense mode" "dense mode does not look" run --model "$M" --mode dense --record "$WORK/bad.trace" --prompt x --out "$WORK/bad7"
 expect_error "missing trace" "cannot read trace" run --model "$M" --active "trace:$WORK/none.trace" --prompt x --out "$WORK/bad8"
-expect_error "window 0" "window" run --model "$M" --window 0 --prompt x --out "$WORK/bad9"
-expect_error "unknown io engine" "io-engine" run --model "$M" --io-engine mmap --prompt x --out "$WORK/bad10"
+# the ranges and values the option table declares: refused by the parser, exit 2
+EXPECT_RC=2 expect_error "window 0" "run --window: 0 is out of range (1 to 4096)" run --model "$M" --window 0 --prompt x --out "$WORK/bad9"
+EXPECT_RC=2 expect_error "unknown io engine" "run --io-engine: unknown io-engine 'mmap'" run --model "$M" --io-engine mmap --prompt x --out "$WORK/bad10"
+EXPECT_RC=2 expect_error "io-threads 0" "run --io-threads: 0 is out of range" run --model "$M" --io-threads 0 --prompt x --out "$WORK/bad17"
+EXPECT_RC=2 expect_error "iodepth past the limit" "run --iodepth: 4097 is out of range" run --model "$M" --iodepth 4097 --prompt x --out "$WORK/bad18"
+EXPECT_RC=2 expect_error "-n 0" "run --n: 0 is out of range" run --model "$M" -n 0 --prompt x --out "$WORK/bad19"
+EXPECT_RC=2 expect_error "negative temperature" "run --temperature: -1 is out of range" run --model "$M" --temperature -1 --prompt x --out "$WORK/bad20"
 cp -r "$M" "$WORK/cut"
 truncate -s 4096 "$WORK/cut/ffn.bin"
 expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" run --model "$WORK/cut" --prompt x --out "$WORK/bad11"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18 bad19; do
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad7 bad8 bad9 bad10 bad11 bad12 bad13 bad14 bad15 bad16 bad17 bad18 bad19 bad20 bad21 bad22 bad23; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
 check "no trace for a refused run" test ! -e "$WORK/bad.trace"

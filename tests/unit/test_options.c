@@ -1,7 +1,6 @@
 /* The declarative option parser: defaults, both value spellings, lists,
  * positionals, errors, and the JSON dump used for provenance. */
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "common/options.h"
@@ -65,28 +64,26 @@ static const struct opt_def bad_allowed_opts[] = {
     {"count", OPT_UINT, O(count), NULL, "N", "allowed on a number", .allowed = "1|2"},
     OPT_END,
 };
+static const struct opt_def word_opts[] = {
+    {"count", OPT_UINT, O(count), "auto", "N|auto", "a count or auto", .min = 1, .max = 10, .allowed = "auto"},
+    OPT_END,
+};
+static const struct opt_def bad_word_opts[] = { /* 0 would be both a number and the word */
+    {"count", OPT_UINT, O(count), NULL, "N", "a word without a range from 1", .allowed = "auto"},
+    OPT_END,
+};
 #undef O
 static const struct opt_command ranged_cmd = {"ranged", "[options]", "Ranges.", ranged_opts, 0};
 
-/* Parses argv against `opts`; *msg gets what went to stderr (the error). */
+/* Parses argv against `opts`; msg gets the error (the parser prints nothing). */
 static int parse_ranged(const struct opt_def *opts, int argc, char **argv, char *msg, size_t len)
 {
     struct opt_command cmd = ranged_cmd;
     cmd.opts = opts;
     struct ranged r;
     memset(&r, 0, sizeof r);
-    fflush(stderr);
-    FILE *cap = tmpfile();
-    int saved = dup(fileno(stderr));
-    dup2(fileno(cap), fileno(stderr));
-    int rc = opts_parse(&cmd, &r, argc, argv, NULL, NULL);
-    fflush(stderr);
-    dup2(saved, fileno(stderr));
-    close(saved);
-    rewind(cap);
-    size_t n = fread(msg, 1, len - 1, cap);
-    msg[n] = '\0';
-    fclose(cap);
+    msg[0] = '\0';
+    int rc = opts_parse(&cmd, &r, argc, argv, NULL, NULL, msg, len);
     opts_free(&cmd, &r);
     return rc;
 }
@@ -143,6 +140,37 @@ static void test_ranges(void)
     CHECK(strstr(msg, "internal: ranged --count") != NULL);
 }
 
+/* An OPT_UINT's one word stands for 0 and goes back to JSON as the word. */
+static void test_uint_word(void)
+{
+    char msg[1024];
+    struct opt_command cmd = ranged_cmd;
+    cmd.opts = word_opts;
+    struct ranged r;
+    char *typed[] = {"ranged", "--count", "7", NULL}, *word[] = {"ranged", NULL};
+    memset(&r, 0, sizeof r);
+    CHECK(opts_parse(&cmd, &r, 3, typed, NULL, NULL, msg, sizeof msg) == 0);
+    CHECK_U64(r.count, 7);
+    memset(&r, 0, sizeof r);
+    CHECK(opts_parse(&cmd, &r, 1, word, NULL, NULL, msg, sizeof msg) == 0);
+    CHECK_U64(r.count, 0);
+    cJSON *j = opts_to_json(&cmd, &r);
+    CHECK_STR(cJSON_GetStringValue(cJSON_GetObjectItem(j, "count")), "auto");
+    cJSON_Delete(j);
+    char *zero[] = {"ranged", "--count", "0", NULL}, *other[] = {"ranged", "--count", "autox", NULL};
+    CHECK(parse_ranged(word_opts, 3, zero, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "0 is out of range (1 to 10)") != NULL);
+    CHECK(parse_ranged(word_opts, 3, other, msg, sizeof msg) == -1);
+    char *none[] = {"ranged", NULL};
+    CHECK(parse_ranged(bad_word_opts, 1, none, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "internal: ranged --count") != NULL);
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    opts_print_options(word_opts, f);
+    fclose(f);
+    CHECK(strstr(buf, "[range: 1 to 10, or auto]") != NULL);
+}
+
 static void test_help_shows_constraints(void)
 {
     char *text = NULL;
@@ -166,24 +194,157 @@ static void test_prefix(void)
     memset(&r, 0, sizeof r);
     int next = 0;
     char *a[] = {"prog", "--count", "3", "--mode=c", "sub", "--count", "4", NULL};
-    CHECK(opts_parse_prefix(&ranged_cmd, &r, 7, a, &next) == 0);
+    char err[256];
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 7, a, &next, err, sizeof err) == 0);
     CHECK(next == 4);
     CHECK_U64(r.count, 3);
     CHECK_STR(r.mode, "c");
     CHECK(opts_given(&ranged_cmd, &r, "count"));
     opts_free(&ranged_cmd, &r);
     char *b[] = {"prog", "--count", "3", NULL};
-    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, b, &next) == 0 && next == 3);
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, b, &next, err, sizeof err) == 0 && next == 3);
     opts_free(&ranged_cmd, &r);
     char *c[] = {"prog", "--help", "sub", NULL}; /* help is the caller's to print */
-    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, c, &next) == 0 && next == 1);
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 3, c, &next, err, sizeof err) == 0 && next == 1);
     opts_free(&ranged_cmd, &r);
+}
+
+/* A fragment two commands share, embedded at a different offset in each:
+ * one declaration, each command's defaults, a short name. */
+struct frag {
+    char *text;
+    uint64_t n;
+    double t;
+};
+
+#define F(f) offsetof(struct frag, f)
+static const struct opt_def frag_opts[] = {
+    {"text", OPT_STRING, F(text), NULL, "S", "some text"},
+    {"n", OPT_UINT, F(n), "64", "N", "a count", .min = 1, .max = OPT_NO_MAX, .short_name = 'n'},
+    {"t", OPT_DOUBLE, F(t), "0", "T", "a temperature", .max = OPT_NO_MAX},
+    OPT_END,
+};
+#undef F
+
+struct cmd_a {
+    char *head;
+    struct frag f;
+    bool tail;
+};
+struct cmd_b {
+    uint64_t own;
+    struct frag f;
+};
+
+static const struct opt_def a_head[] = {
+    {"head", OPT_STRING, offsetof(struct cmd_a, head), "h", "S", "a head"},
+    OPT_END,
+};
+static const struct opt_def a_tail[] = {
+    {"tail", OPT_FLAG, offsetof(struct cmd_a, tail), NULL, NULL, "a tail"},
+    OPT_END,
+};
+static const struct opt_table a_tables[] = {
+    {frag_opts, offsetof(struct cmd_a, f)},
+    {a_tail, 0},
+    OPT_TABLES_END,
+};
+static const struct opt_default a_defaults[] = {{"n", "256"}, {"t", "1.0"}, OPT_DEFAULTS_END};
+static const struct opt_command cmd_a = {
+    .name = "a", .usage = "[options]", .summary = "A.", .opts = a_head, .max_positional = 1,
+    .tables = a_tables, .defaults = a_defaults,
+};
+static const struct opt_def b_own[] = {
+    {"own", OPT_UINT, offsetof(struct cmd_b, own), "3", "N", "its own"},
+    OPT_END,
+};
+static const struct opt_table b_tables[] = {
+    {frag_opts, offsetof(struct cmd_b, f)},
+    {b_own, 0},
+    OPT_TABLES_END,
+};
+static const struct opt_command cmd_b = {.name = "b", .usage = "", .summary = "B.", .tables = b_tables};
+
+static void test_fragments(void)
+{
+    char err[256], *pos[1];
+    int npos = 0;
+    struct cmd_a a;
+    memset(&a, 0, sizeof a);
+    char *a1[] = {"a", NULL};
+    CHECK(opts_parse(&cmd_a, &a, 1, a1, pos, &npos, err, sizeof err) == 0);
+    CHECK_STR(a.head, "h");
+    CHECK_U64(a.f.n, 256); /* the command's defaults, not the fragment's */
+    CHECK_NEAR(a.f.t, 1.0, 0);
+    CHECK(a.f.text == NULL && !a.tail);
+    opts_free(&cmd_a, &a);
+
+    char *a2[] = {"a", "-n", "5", "--text=x", "--tail", "in", "--t", "0.5", NULL};
+    CHECK(opts_parse(&cmd_a, &a, 8, a2, pos, &npos, err, sizeof err) == 0);
+    CHECK_U64(a.f.n, 5);
+    CHECK_STR(a.f.text, "x");
+    CHECK_NEAR(a.f.t, 0.5, 0);
+    CHECK(a.tail && npos == 1 && strcmp(pos[0], "in") == 0);
+    CHECK(opts_given(&cmd_a, &a, "n") && opts_given(&cmd_a, &a, "tail") && !opts_given(&cmd_a, &a, "head"));
+    cJSON *j = opts_to_json(&cmd_a, &a);
+    char *text = cJSON_PrintUnformatted(j);
+    CHECK_STR(text, "{\"head\":\"h\",\"text\":\"x\",\"n\":5,\"t\":0.5,\"tail\":true}"); /* tables in order */
+    free(text);
+    cJSON_Delete(j);
+    opts_free(&cmd_a, &a);
+    CHECK(a.f.text == NULL && a.head == NULL);
+
+    struct cmd_b b;
+    memset(&b, 0, sizeof b);
+    char *b1[] = {"b", "--n", "7", NULL};
+    CHECK(opts_parse(&cmd_b, &b, 3, b1, NULL, NULL, err, sizeof err) == 0);
+    CHECK_U64(b.f.n, 7);
+    CHECK_NEAR(b.f.t, 0, 0); /* the fragment's own default */
+    CHECK_U64(b.own, 3);
+    opts_free(&cmd_b, &b);
+    char *b2[] = {"b", "-n", "0", NULL};
+    CHECK(opts_parse(&cmd_b, &b, 3, b2, NULL, NULL, err, sizeof err) == -1);
+    CHECK_STR(err, "b --n: 0 is out of range (at least 1)");
+    opts_free(&cmd_b, &b);
+    char *b3[] = {"b", "-n", NULL};
+    CHECK(opts_parse(&cmd_b, &b, 2, b3, NULL, NULL, err, sizeof err) == -1);
+    CHECK_STR(err, "b: option --n needs a value (N)");
+    opts_free(&cmd_b, &b);
+    char *b4[] = {"b", "-x", NULL}; /* no option has that short name: a bare argument */
+    CHECK(opts_parse(&cmd_b, &b, 2, b4, NULL, NULL, err, sizeof err) == -1);
+    CHECK_STR(err, "b: unexpected argument '-x' (see flashbed b --help)");
+    opts_free(&cmd_b, &b);
+
+    /* --help shows each command's default and the short name */
+    char *help = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&help, &len);
+    opts_print_help(&cmd_a, f);
+    fclose(f);
+    CHECK(strstr(help, "a count (also -n) [default: 256] [range: at least 1]") != NULL);
+    CHECK(strstr(help, "--head") < strstr(help, "--text") && strstr(help, "--t T") < strstr(help, "--tail"));
+    free(help);
+
+    /* tables that declare an option twice, or a default for no option */
+    static const struct opt_table twice[] = {{frag_opts, 0}, {frag_opts, 0}, OPT_TABLES_END};
+    struct opt_command bad = cmd_b;
+    bad.tables = twice;
+    CHECK(opts_parse(&bad, &b, 1, b1, NULL, NULL, err, sizeof err) == -1);
+    CHECK_STR(err, "internal: b declares --text twice");
+    opts_free(&cmd_b, &b);
+    static const struct opt_default stray[] = {{"zz", "1"}, OPT_DEFAULTS_END};
+    bad = cmd_b;
+    bad.defaults = stray;
+    CHECK(opts_parse(&bad, &b, 1, b1, NULL, NULL, err, sizeof err) == -1);
+    CHECK_STR(err, "internal: b sets a default for --zz, an option it does not have");
+    opts_free(&cmd_b, &b);
 }
 
 static int parse(struct demo *d, int argc, char **argv, char **pos, int *npos)
 {
+    char err[256];
     memset(d, 0, sizeof *d);
-    return opts_parse(&demo_cmd, d, argc, argv, pos, npos);
+    return opts_parse(&demo_cmd, d, argc, argv, pos, npos, err, sizeof err);
 }
 
 int main(void)
@@ -243,7 +404,9 @@ int main(void)
     opts_free(&demo_cmd, &d);
 
     test_ranges();
+    test_uint_word();
     test_help_shows_constraints();
     test_prefix();
+    test_fragments();
     return check_report("test_options");
 }

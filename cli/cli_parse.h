@@ -1,0 +1,18 @@
+/* The program's side of common/options.h: the parser returns its error and
+ * asks for help; here they are printed (stderr and stdout), so that every
+ * subcommand says them the same way. */
+#ifndef FLASHBED_CLI_CLI_PARSE_H
+#define FLASHBED_CLI_CLI_PARSE_H
+
+#include "common/options.h"
+
+/* opts_parse, then prints what it found: the command's --help on stdout
+ * (returns 1: exit 0), or "flashbed: error: <message>" on stderr (returns -1:
+ * exit 2). 0: parsed. The caller frees `out` with opts_free in every case. */
+int cli_parse(const struct opt_command *cmd, void *out, int argc, char **argv, char **positional,
+              int *n_positional);
+
+/* opts_parse_prefix, printing its error; 0 or -1. */
+int cli_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next);
+
+#endif

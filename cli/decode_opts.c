@@ -1,0 +1,71 @@
+/* The option fragments generate and run share, and what both make of them. */
+#include "cli/decode_opts.h"
+
+#include <stddef.h>
+#include <unistd.h>
+
+#include "cli/text_out.h"
+#include "common/log.h"
+
+#define D(f) offsetof(struct decode_opts, f)
+const struct opt_def decode_prompt_options[] = {
+    {"prompt", OPT_STRING, D(prompt), NULL, "TEXT", "prompt text"},
+    {"prompt-file", OPT_STRING, D(prompt_file), NULL, "FILE", "read the prompt from a file"},
+    {"prompt-tokens", OPT_UINT, D(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)"},
+    {"n", OPT_UINT, D(n), "64", "N", "tokens to generate", .min = 1, .max = OPT_NO_MAX, .short_name = 'n'},
+    OPT_END,
+};
+
+const struct opt_def decode_eos_options[] = {
+    {"ignore-eos", OPT_FLAG, D(ignore_eos), NULL, NULL, "generate all -n tokens (for measurements)"},
+    OPT_END,
+};
+
+const struct opt_def decode_sampling_options[] = {
+    {"temperature", OPT_DOUBLE, D(temperature), "0", "T", "sampling temperature; 0 is greedy",
+     .min = 0, .max = OPT_NO_MAX},
+    {"top-p", OPT_DOUBLE, D(top_p), "0.9", "P", "nucleus sampling mass; 1 samples the full distribution",
+     .min = 0, .max = 1},
+    {"seed", OPT_UINT, D(seed), "0", "S", "sampling seed"},
+    OPT_END,
+};
+
+const struct opt_def decode_compute_options[] = {
+    {"threads", OPT_UINT, D(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
+    {"backend", OPT_STRING, D(backend), "cpu", "NAME", "compute backend: cpu", .allowed = "cpu"},
+    OPT_END,
+};
+#undef D
+
+const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char **owned, int *status)
+{
+    *owned = NULL;
+    if (!d->prompt == !d->prompt_file) {
+        fb_error("%s: needs exactly one of --prompt TEXT and --prompt-file FILE", cmd);
+        *status = 2;
+        return NULL;
+    }
+    if (d->prompt)
+        return d->prompt;
+    *owned = read_prompt_file(d->prompt_file);
+    *status = 1;
+    return *owned;
+}
+
+int decode_opts_threads(const struct decode_opts *d)
+{
+    return d->threads ? (int)d->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+struct decode_config decode_opts_config(const struct decode_opts *d, const int *prompt, int n_prompt, int n)
+{
+    return (struct decode_config){
+        .prompt = prompt,
+        .n_prompt = n_prompt,
+        .n = n,
+        .ignore_eos = d->ignore_eos,
+        .temperature = (float)d->temperature,
+        .top_p = (float)d->top_p,
+        .seed = d->seed,
+    };
+}

@@ -1,0 +1,44 @@
+/* The options generate and run share, declared once as fragments
+ * (common/options.h): the prompt and -n, the end-of-sequence rule,
+ * sampling, and the compute threads and backend. Each command embeds a
+ * struct decode_opts, lists the fragments it takes at offsetof(its struct,
+ * that member) in the order its --help shows them, and states the defaults
+ * it wants otherwise: the fragments carry run's (64 tokens, greedy: a
+ * measurement), generate overrides them (256 tokens at temperature 1). */
+#ifndef FLASHBED_CLI_DECODE_OPTS_H
+#define FLASHBED_CLI_DECODE_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/options.h"
+#include "engine/decode.h"
+
+struct decode_opts {
+    char *prompt, *prompt_file;
+    uint64_t prompt_tokens, n;
+    bool ignore_eos;
+    double temperature, top_p;
+    uint64_t seed;
+    uint64_t threads;
+    char *backend;
+};
+
+extern const struct opt_def decode_prompt_options[];   /* prompt, prompt-file, prompt-tokens, n */
+extern const struct opt_def decode_eos_options[];      /* ignore-eos */
+extern const struct opt_def decode_sampling_options[]; /* temperature, top-p, seed */
+extern const struct opt_def decode_compute_options[];  /* threads, backend */
+
+/* The prompt's text: --prompt, or the file --prompt-file names (then
+ * *owned holds it for the caller to free). NULL with the error printed and
+ * *status the exit status: 2 unless exactly one of the two was given, 1
+ * when the file cannot be read. `cmd` names the command in the message. */
+const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char **owned, int *status);
+
+/* --threads, 0 meaning every online CPU. */
+int decode_opts_threads(const struct decode_opts *d);
+
+/* The decode loop's settings for prompt[0..n_prompt) and n tokens. */
+struct decode_config decode_opts_config(const struct decode_opts *d, const int *prompt, int n_prompt, int n);
+
+#endif

@@ -1,0 +1,173 @@
+/* The decode loop (engine/decode.h) on a small synthetic OPT: which
+ * positions it computes and what its callback sees, greedy tokens equal to
+ * a hand-written loop over engine_forward, and every stop rule: length,
+ * end of sequence (and --ignore-eos), the callback's error, n = 0, an
+ * interruption; configurations that do not fit are refused. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/interrupt.h"
+#include "engine/decode.h"
+#include "engine/engine.h"
+#include "engine/import.h"
+#include "engine/sampler.h"
+#include "engine/synthetic.h"
+
+enum { MAX_STEPS = 64 };
+
+/* What the hooks saw. */
+struct seen {
+    int n, n_before;
+    struct decode_step steps[MAX_STEPS];
+    int before_pos[MAX_STEPS];
+    bool before_generated[MAX_STEPS];
+    int fail_at; /* the callback says stop at this position; -1: never */
+};
+
+static void on_before(void *ctx, int pos, bool generated)
+{
+    struct seen *s = ctx;
+    s->before_pos[s->n_before] = pos;
+    s->before_generated[s->n_before++] = generated;
+}
+
+static int on_token(void *ctx, const struct decode_step *step)
+{
+    struct seen *s = ctx;
+    s->steps[s->n++] = *step;
+    return step->pos == s->fail_at ? -1 : 0;
+}
+
+static int decode(struct engine *e, const int *prompt, int n_prompt, int n, bool ignore_eos, struct seen *s,
+                  struct decode_result *r)
+{
+    memset(s, 0, sizeof *s);
+    s->fail_at = -1;
+    struct decode_config c = {.prompt = prompt, .n_prompt = n_prompt, .n = n, .ignore_eos = ignore_eos};
+    struct decode_hooks h = {.before = on_before, .token = on_token, .ctx = s};
+    char err[256];
+    return decode_run(e, &c, &h, r, err, sizeof err);
+}
+
+/* Greedy tokens after the prompt, by hand: forward, argmax, feed back. */
+static void greedy_by_hand(struct engine *e, const int *prompt, int n_prompt, int n, int *out)
+{
+    int vocab = (int)e->m->shape.vocab_size;
+    for (int p = 0; p < n_prompt; p++)
+        engine_forward(e, prompt[p], p);
+    for (int i = 0; i < n; i++) {
+        out[i] = argmax(e->s.logits, vocab);
+        if (i + 1 < n)
+            engine_forward(e, out[i], n_prompt + i);
+    }
+}
+
+static void test_length(struct engine *e, const int *prompt, const int *greedy)
+{
+    struct seen s;
+    struct decode_result r;
+    CHECK(decode(e, prompt, 3, 5, true, &s, &r) == 0);
+    CHECK(r.stop == DECODE_LENGTH && r.n_forward == 7 && r.n_generated == 5);
+    CHECK_STR(decode_stop_name(r.stop), "length");
+    CHECK(s.n == 7 && s.n_before == 7);
+    for (int p = 0; p < s.n; p++) {
+        const struct decode_step *st = &s.steps[p];
+        CHECK(st->pos == p && s.before_pos[p] == p);
+        CHECK(st->generated == (p >= 3) && s.before_generated[p] == (p >= 3));
+        CHECK(st->token == (p < 3 ? prompt[p] : greedy[p - 3])); /* generated tokens are fed back */
+        CHECK(st->sampled == (p < 2 ? -1 : greedy[p - 2]));       /* sampled from the last prompt position on */
+        CHECK(st->start_ns <= st->end_ns);
+        CHECK(p == 0 || s.steps[p - 1].end_ns <= st->start_ns);
+    }
+}
+
+static void test_end_of_sequence(struct engine *e, struct model *m, const int *prompt, const int *greedy)
+{
+    /* the third generated token becomes the model's stop token (the first
+     * two must differ from it for the count below) */
+    int stop = greedy[2], before = 0;
+    while (before < 2 && greedy[before] != stop)
+        before++;
+    int saved[4], n_saved = m->n_stop;
+    memcpy(saved, m->stop_ids, sizeof saved);
+    m->stop_ids[0] = stop;
+    m->n_stop = 1;
+    struct seen s;
+    struct decode_result r;
+    CHECK(decode(e, prompt, 3, 8, false, &s, &r) == 0);
+    CHECK(r.stop == DECODE_EOS && r.n_generated == before);
+    CHECK_STR(decode_stop_name(r.stop), "end of sequence");
+    CHECK(r.n_forward == 3 + before && s.n == r.n_forward);
+    CHECK(s.steps[s.n - 1].sampled == -1); /* the stop token is not generated */
+    CHECK(decode_is_stop(m, stop) && !decode_is_stop(m, stop + 1));
+    CHECK(decode(e, prompt, 3, 8, true, &s, &r) == 0); /* --ignore-eos */
+    CHECK(r.stop == DECODE_LENGTH && r.n_generated == 8 && s.steps[4].sampled == stop);
+    memcpy(m->stop_ids, saved, sizeof saved);
+    m->n_stop = n_saved;
+}
+
+static void test_other_stops(struct engine *e, const int *prompt)
+{
+    struct seen s;
+    struct decode_result r;
+    memset(&s, 0, sizeof s);
+    s.fail_at = 4;
+    struct decode_config c = {.prompt = prompt, .n_prompt = 3, .n = 8, .ignore_eos = true};
+    struct decode_hooks h = {.token = on_token, .ctx = &s}; /* no before hook */
+    char err[256];
+    CHECK(decode_run(e, &c, &h, &r, err, sizeof err) == 0);
+    CHECK(r.stop == DECODE_ERROR && r.n_forward == 5 && r.n_generated == 2 && s.n == 5);
+    CHECK_STR(decode_stop_name(r.stop), "error");
+
+    /* n = 0: the prompt is computed, nothing sampled */
+    CHECK(decode(e, prompt, 3, 0, true, &s, &r) == 0);
+    CHECK(r.stop == DECODE_LENGTH && r.n_forward == 3 && r.n_generated == 0 && s.steps[2].sampled == -1);
+
+    /* what does not fit the engine's positions, or has no prompt */
+    int most = e->max_seq - 3 + 1; /* the last generated token is not fed back */
+    CHECK(decode(e, prompt, 3, most, true, &s, &r) == 0);
+    CHECK(r.n_forward == e->max_seq && r.n_generated == most);
+    CHECK(decode(e, prompt, 3, most + 1, true, &s, &r) == -1 && s.n == 0);
+    CHECK(decode(e, prompt, 0, 4, true, &s, &r) == -1 && s.n == 0);
+
+    /* an interruption stops it before the next forward pass */
+    interrupt_install();
+    fflush(stderr);
+    raise(SIGINT);
+    CHECK(interrupted());
+    CHECK(decode(e, prompt, 3, 4, true, &s, &r) == 0);
+    CHECK(r.stop == DECODE_INTERRUPTED && r.n_forward == 0 && s.n == 0);
+    CHECK_STR(decode_stop_name(r.stop), "interrupted");
+}
+
+int main(void)
+{
+    char tmp[] = "/tmp/flashbed-test-decode-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    struct model_shape shape;
+    char err[512], hf[600], dir[600];
+    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
+    snprintf(hf, sizeof hf, "%s/hf", tmp);
+    snprintf(dir, sizeof dir, "%s/m", tmp);
+    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, hf) == 0);
+    CHECK(import_hf(hf, NULL, dir, DTYPE_F32) == 0);
+    struct model m;
+    struct engine e;
+    CHECK(model_open(&m, dir) == 0);
+    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 1, 16) == 0);
+    int prompt[3] = {m.bos_id, 300, 421}, greedy[8];
+    greedy_by_hand(&e, prompt, 3, 8, greedy);
+    test_length(&e, prompt, greedy);
+    test_end_of_sequence(&e, &m, prompt, greedy);
+    test_other_stops(&e, prompt);
+    engine_free(&e);
+    model_close(&m);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    CHECK(system(cmd) == 0);
+    return check_report("test_decode");
+}
