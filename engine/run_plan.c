@@ -178,7 +178,7 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
 {
     if (pol->needs_known && !in->trace && !(pol == &policy_hot && in->profile)) {
-        snprintf(err, errlen, "policy %s needs the sets to come: it runs with --active trace:FILE only%s",
+        snprintf(err, errlen, "policy %s needs the sets to come: it runs only when a trace chooses the neurons%s",
                  in->policy, pol == &policy_hot ? " or, with the oracle, after a warm-up profile" : "");
         return -1;
     }

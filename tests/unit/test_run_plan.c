@@ -74,7 +74,7 @@ static void test_refusals(void)
     CHECK(plan(&m, "lru", 0, NULL, 10, &out, err) == -1);
     CHECK(strstr(err, "needs a DRAM budget") != NULL);
     CHECK(plan(&m, "belady", FIXED + 4096, NULL, 10, &out, err) == -1);
-    CHECK(strstr(err, "trace:FILE only") != NULL);
+    CHECK(strstr(err, "only when a trace chooses the neurons") != NULL);
     CHECK(plan(&m, "window:auto", 0, NULL, 10, &out, err) == -1);
     CHECK(strstr(err, "needs one") != NULL);
 }
