@@ -302,7 +302,9 @@ int cmd_generate(int argc, char **argv)
     struct model m;
     struct engine e;
     int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (model_open(&m, o.model) != 0) {
+    char err[1024];
+    if (model_open(&m, o.model, err, sizeof err) != 0) {
+        fb_error("%s", err);
         free(text);
         opts_free(&generate_command, &o);
         return 1;
@@ -319,7 +321,9 @@ int cmd_generate(int argc, char **argv)
         cJSON_AddItemToObject(json, "provenance", prov);
     }
     rc = 1;
-    if (engine_init(&e, &m, be, &ffn_dense, threads, 0) == 0) {
+    if (engine_init(&e, &m, be, &ffn_dense, threads, 0, err, sizeof err) != 0)
+        fb_error("%s", err);
+    else {
         interrupt_install();
         if (run(&o, &m, &e, text ? text : o.prompt, json) == 0)
             rc = json && write_json_file(o.json, json) != 0 ? 1 : 0;
