@@ -135,7 +135,9 @@ int cmd_calibrate(int argc, char **argv)
         snprintf(work, sizeof work, "results/calibrate-%s", stamp);
         c.out_dir = work;
         cJSON *params = opts_to_json(&calibrate_command, &o);
-        int src = sweep_run(&c, params);
+        static const struct sweep_flag flags[] = {
+            {SWEEP_SET_PATH, "--file"}, {SWEEP_SET_SIZE, "--size"}, {0, NULL}};
+        int src = run_sweep("calibrate", flags, &c, params);
         u64_list_free(&c.chunks);
         u64_list_free(&c.threads);
         if (src != 0)
@@ -185,7 +187,10 @@ int cmd_calibrate(int argc, char **argv)
     for (int h = 0; h < 2; h++) {
         struct compute_rate *cr = &hw->compute[hw->n_compute++];
         snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
-        cr->bw = measure_matvec(8192, 4096, h, threads, o.quick ? 0.3 : 1.0, &cr->flops);
+        char err[512];
+        cr->bw = measure_matvec(8192, 4096, h, threads, o.quick ? 0.3 : 1.0, &cr->flops, err, sizeof err);
+        if (cr->bw <= 0)
+            fb_error("calibrate: %s", err);
         snprintf(cr->source, sizeof cr->source,
                  "measured: the cpu backend's matvec, 8192 x 4096 %s weights, %u threads", dtypes[h], threads);
     }

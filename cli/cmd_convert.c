@@ -50,7 +50,8 @@ int cmd_convert(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     enum fb_dtype dt;
-    struct stat st;
+    struct stat st, out_st;
+    char err[1024];
     rc = 2;
     if (npos != 1)
         fb_error("convert: needs the INPUT model (see flashbed convert --help)");
@@ -60,10 +61,18 @@ int cmd_convert(int argc, char **argv)
         fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
     else if (stat(pos[0], &st) != 0)
         fb_error("%s: does not exist", pos[0]);
-    else if (S_ISDIR(st.st_mode))
-        rc = import_hf(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
-    else
-        rc = import_llama2c(pos[0], o.tokenizer, o.out, dt) == 0 ? 0 : 1;
+    /* The importers refuse these too; checked here to name the option. */
+    else if (!S_ISDIR(st.st_mode) && !o.tokenizer)
+        fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
+    else if (stat(o.out, &out_st) == 0)
+        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else {
+        int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, err, sizeof err)
+                                      : import_llama2c(pos[0], o.tokenizer, o.out, dt, err, sizeof err);
+        if (irc != 0)
+            fb_error("%s", err);
+        rc = irc == 0 ? 0 : 1;
+    }
     if (rc == 0)
         fb_info("wrote %s", o.out);
     opts_free(&convert_command, &o);

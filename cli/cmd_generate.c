@@ -322,7 +322,9 @@ int cmd_generate(int argc, char **argv)
     struct model m;
     struct engine e;
     int threads = decode_opts_threads(&o.d);
-    if (model_open(&m, o.model) != 0) {
+    char err[1024];
+    if (model_open(&m, o.model, err, sizeof err) != 0) {
+        fb_error("%s", err);
         free(owned);
         opts_free(&generate_command, &o);
         return 1;
@@ -339,7 +341,9 @@ int cmd_generate(int argc, char **argv)
         cJSON_AddItemToObject(json, "provenance", prov);
     }
     rc = 1;
-    if (engine_init(&e, &m, be, &ffn_dense, threads, 0) == 0) {
+    if (engine_init(&e, &m, be, &ffn_dense, threads, 0, err, sizeof err) != 0)
+        fb_error("%s", err);
+    else {
         interrupt_install();
         if (run(&o, &m, &e, text, json) == 0)
             rc = json && write_json_file(o.json, json) != 0 ? 1 : 0;

@@ -6,6 +6,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/model_shape.h"
 #include "common/options.h"
@@ -82,10 +83,19 @@ int cmd_model(int argc, char **argv)
         fb_error("%s", err);
     else if (strcmp(s.arch, o.arch) != 0)
         fb_error("model make: shape %s is a %s model, not %s", s.name, s.arch, o.arch);
-    else if (!strcmp(o.format, "llama2c"))
-        rc = synthetic_llama2c(&s, o.seed, o.out) == 0 ? 0 : 1;
-    else
-        rc = synthetic_hf(&s, dt, o.seed, o.relu_density, o.out) == 0 ? 0 : 1;
+    /* The writers refuse these too; checked here to name the option. */
+    else if (synthetic_relu_density_check(&s, o.relu_density, err, sizeof err) != 0)
+        fb_error("model make --relu-density: %s", err);
+    else if (path_exists(o.out))
+        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else {
+        int mrc = !strcmp(o.format, "llama2c")
+                      ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)
+                      : synthetic_hf(&s, dt, o.seed, o.relu_density, o.out, err, sizeof err);
+        if (mrc != 0)
+            fb_error("model make: %s", err);
+        rc = mrc == 0 ? 0 : 1;
+    }
     opts_free(&model_make_command, &o);
     return rc;
 }

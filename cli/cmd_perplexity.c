@@ -74,7 +74,9 @@ int cmd_perplexity(int argc, char **argv)
         return 1;
     }
     struct model m;
-    if (model_open(&m, o.model) != 0) {
+    char err[1024];
+    if (model_open(&m, o.model, err, sizeof err) != 0) {
+        fb_error("%s", err);
         free(text);
         opts_free(&perplexity_command, &o);
         return 1;
@@ -89,7 +91,9 @@ int cmd_perplexity(int argc, char **argv)
     rc = 1;
     if (n == 0)
         fb_error("%s: no tokens to score", o.text);
-    else if (engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, (int)o.context) == 0) {
+    else if (engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, (int)o.context, err, sizeof err) != 0)
+        fb_error("%s", err);
+    else {
         interrupt_install();
         int window = e.max_seq - 1; /* text tokens per window after BOS */
         double nll = 0;

@@ -117,7 +117,10 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
         fb_error("replay: out of memory computing s_agg");
         return -1;
     }
-    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true);
+    char err[4400];
+    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true, err, sizeof err);
+    if (rc != 0)
+        fb_error("%s", err);
     trace_stats_free(&s);
     return rc;
 }
@@ -138,7 +141,11 @@ static int write_sweep(const char *dir, const struct replay_result *sweep, size_
     snprintf(vtitle, sizeof vtitle, "plot_title='%s'", title);
     const char *vars[] = {var, vtitle, NULL};
     const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("replay_bytes_vs_k.gp", vars, outs);
+    char err[4400];
+    if (gnuplot_render("replay_bytes_vs_k.gp", vars, outs, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
+    return -1;
 }
 
 static int write_outputs(const char *dir, const char *trace_path, struct replay_result *res, size_t n,

@@ -619,7 +619,9 @@ int cmd_run(int argc, char **argv)
     p.dense = !strcmp(o.mode, "dense");
     struct model m;
     rc = 1;
-    if (model_open_flags(&m, o.model, p.dense ? 0 : MODEL_FFN_ON_FLASH) != 0) {
+    char open_err[1024];
+    if (model_open_flags(&m, o.model, p.dense ? 0 : MODEL_FFN_ON_FLASH, open_err, sizeof open_err) != 0) {
+        fb_error("%s", open_err);
         free(text);
         opts_free(&run_command, &o);
         return 1;
@@ -677,8 +679,11 @@ int cmd_run(int argc, char **argv)
         }
         p.cfg.record = rec;
     }
-    if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq) != 0)
+    if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
+                         open_err, sizeof open_err) != 0) {
+        fb_error("run: %s", open_err);
         goto done;
+    }
     engine_up = true;
     interrupt_install();
     int grc = generate(&o, &m, &e, &p, prompt, n_prompt, &out);

@@ -65,6 +65,58 @@ static const struct opt_command sweep_command = {
     .max_positional = 0,
 };
 
+/* sweep's option for each setting the library can refuse; the page cache
+ * (--buffered) avoids every direct-I/O refusal. */
+static const struct sweep_flag sweep_flags[] = {
+    {SWEEP_SET_PATH, "--file"},         {SWEEP_SET_SIZE, "--size"},       {SWEEP_SET_CHUNKS, "--chunks"},
+    {SWEEP_SET_THREADS, "--threads"},   {SWEEP_SET_IODEPTH, "--iodepth"}, {SWEEP_SET_RUNTIME, "--runtime"},
+    {SWEEP_SET_OUT, "--out"},           {SWEEP_SET_FIO, "--compare-fio"}, {SWEEP_SET_FIO_MEM, "--fio-mem"},
+    {SWEEP_SET_PLOT, "--plot"},         {SWEEP_SET_DIRECT, "--buffered"}, {0, NULL},
+};
+
+/* "CMD --option: why", the option being the first the refusal is about,
+ * and the direct-I/O way out when the command has one. */
+static void print_refusal(const char *cmd, const struct sweep_flag *flags, unsigned settings, const char *why)
+{
+    const char *flag = NULL, *way_out = NULL;
+    for (const struct sweep_flag *f = flags; f->flag; f++) {
+        if (!(settings & f->setting))
+            continue;
+        if (f->setting == SWEEP_SET_DIRECT)
+            way_out = f->flag;
+        else if (!flag)
+            flag = f->flag;
+    }
+    fb_error("%s%s%s: %s%s%s%s", cmd, flag ? " " : "", flag ? flag : "", why, way_out ? " (or pass " : "",
+             way_out ? way_out : "", way_out ? ")" : "");
+}
+
+int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params)
+{
+    struct sweep s;
+    enum scratch_action action;
+    unsigned settings;
+    char err[1024];
+    if (sweep_check(c, &s, &action, &settings, err, sizeof err) != 0) {
+        print_refusal(cmd, flags, settings, err);
+        cJSON_Delete(params);
+        return 1;
+    }
+    if (action != SCRATCH_READY)
+        fb_info("%s %s (%llu bytes of random data)", action == SCRATCH_CREATE ? "creating" : "extending",
+                c->path, (unsigned long long)c->size);
+    int rc = sweep_run(&s, action, params, err, sizeof err);
+    if (err[0])
+        fb_error("%s", err);
+    if (s.n_points)
+        fb_info("%zu of %zu points written to %s/sweep.{json,csv,md}%s", s.n_points, s.total, c->out_dir,
+                c->plot ? " with throughput.{png,svg}" : "");
+    else if (s.provenance) /* measuring had started */
+        fb_info("no point finished; nothing written");
+    sweep_free(&s);
+    return rc;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     struct sweep_opts o;
@@ -73,6 +125,11 @@ int cmd_sweep(int argc, char **argv)
     if (rc != 0) {
         opts_free(&sweep_command, &o);
         return rc > 0 ? 0 : 2;
+    }
+    if (!o.file) {
+        fb_error("sweep: needs --file PATH (the file to read; created if missing)");
+        opts_free(&sweep_command, &o);
+        return 1;
     }
     struct sweep_config c = {
         .path = o.file,
@@ -107,7 +164,7 @@ int cmd_sweep(int argc, char **argv)
                 (unsigned long long)o.iodepth);
     cJSON *params = opts_to_json(&sweep_command, &o);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
-    rc = sweep_run(&c, params);
+    rc = run_sweep("sweep", sweep_flags, &c, params);
     opts_free(&sweep_command, &o);
     return rc;
 }

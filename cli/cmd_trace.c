@@ -270,8 +270,9 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
     snprintf(path, sizeof path, "%s/trace_info.json", dir);
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
-    if (rc == 0)
-        rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot);
+    char err[4400];
+    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, err, sizeof err)) != 0)
+        fb_error("%s", err);
     return rc;
 }
 

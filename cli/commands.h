@@ -3,6 +3,8 @@
 #ifndef FLASHBED_CLI_COMMANDS_H
 #define FLASHBED_CLI_COMMANDS_H
 
+#include "cli/shared.h"
+
 int cmd_sweep(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);

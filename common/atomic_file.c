@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 
 void atomic_tmp_name(const char *path, char *buf, unsigned len)
 {
@@ -17,19 +17,17 @@ void atomic_tmp_name(const char *path, char *buf, unsigned len)
         snprintf(buf, len, "%s.tmp.%ld", path, (long)getpid());
 }
 
-int atomic_open(struct atomic_file *af, const char *path)
+int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errlen)
 {
     snprintf(af->path, sizeof af->path, "%s", path);
     atomic_tmp_name(path, af->tmp, sizeof af->tmp);
     af->f = fopen(af->tmp, "w");
-    if (!af->f) {
-        fb_error("cannot write %s: %s", af->tmp, strerror(errno));
-        return -1;
-    }
+    if (!af->f)
+        return err_set(err, errlen, "cannot write %s: %s", af->tmp, strerror(errno));
     return 0;
 }
 
-int atomic_commit(struct atomic_file *af)
+int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
 {
     int bad = ferror(af->f);
     if (fflush(af->f) != 0)
@@ -40,12 +38,12 @@ int atomic_commit(struct atomic_file *af)
         bad = 1;
     af->f = NULL;
     if (bad) {
-        fb_error("writing %s failed: %s", af->path, strerror(errno));
+        err_set(err, errlen, "writing %s failed: %s", af->path, strerror(errno));
         unlink(af->tmp);
         return -1;
     }
     if (rename(af->tmp, af->path) != 0) {
-        fb_error("cannot rename %s to %s: %s", af->tmp, af->path, strerror(errno));
+        err_set(err, errlen, "cannot rename %s to %s: %s", af->tmp, af->path, strerror(errno));
         unlink(af->tmp);
         return -1;
     }
@@ -60,28 +58,26 @@ void atomic_abort(struct atomic_file *af)
     unlink(af->tmp);
 }
 
-int write_text_file(const char *path, const char *text)
+int atomic_write_text(const char *path, const char *text, char *err, size_t errlen)
 {
     struct atomic_file af;
-    if (atomic_open(&af, path) != 0)
+    if (atomic_open(&af, path, err, errlen) != 0)
         return -1;
     fputs(text, af.f);
-    return atomic_commit(&af);
+    return atomic_commit(&af, err, errlen);
 }
 
-int write_json_file(const char *path, const cJSON *json)
+int atomic_write_json(const char *path, const cJSON *json, char *err, size_t errlen)
 {
     char *text = cJSON_Print(json);
-    if (!text) {
-        fb_error("cannot serialise JSON for %s", path);
-        return -1;
-    }
+    if (!text)
+        return err_set(err, errlen, "cannot serialise JSON for %s", path);
     struct atomic_file af;
-    int rc = atomic_open(&af, path);
+    int rc = atomic_open(&af, path, err, errlen);
     if (rc == 0) {
         fputs(text, af.f);
         fputc('\n', af.f);
-        rc = atomic_commit(&af);
+        rc = atomic_commit(&af, err, errlen);
     }
     free(text);
     return rc;

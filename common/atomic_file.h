@@ -4,6 +4,7 @@
 #ifndef FLASHBED_COMMON_ATOMIC_FILE_H
 #define FLASHBED_COMMON_ATOMIC_FILE_H
 
+#include <stddef.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -14,14 +15,16 @@ struct atomic_file {
     char path[4096];
 };
 
-int atomic_open(struct atomic_file *af, const char *path);
+/* Each returns 0, or -1 with a reason naming the file in err. */
+int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errlen);
 /* Closes and renames into place; on any write error removes the temporary. */
-int atomic_commit(struct atomic_file *af);
+int atomic_commit(struct atomic_file *af, char *err, size_t errlen);
 void atomic_abort(struct atomic_file *af);
 
-/* Whole-file helpers built on the above; print an error naming the file. */
-int write_json_file(const char *path, const cJSON *json);
-int write_text_file(const char *path, const char *text);
+/* Whole-file helpers built on the above. (cli/ has write_json_file and
+ * write_text_file, which print the reason.) */
+int atomic_write_json(const char *path, const cJSON *json, char *err, size_t errlen);
+int atomic_write_text(const char *path, const char *text, char *err, size_t errlen);
 
 /* Name of the temporary for path, for tools that write files themselves
  * (gnuplot): buf gets "<path>.tmp.<pid><ext>" so the extension is kept. */

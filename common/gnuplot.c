@@ -1,13 +1,14 @@
 #include "common/gnuplot.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
-#include "common/log.h"
 #include "common/subprocess.h"
 
 #ifndef FLASHBED_SOURCE_DIR
@@ -26,18 +27,15 @@ void plots_dir_set(const char *dir)
     snprintf(plots_dir_given, sizeof plots_dir_given, "%s", dir ? dir : "");
 }
 
-int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[])
+int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
+                   size_t errlen)
 {
-    if (!program_available("gnuplot")) {
-        fb_error("gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
-        return -1;
-    }
+    if (!program_available("gnuplot"))
+        return err_set(err, errlen, "gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
     char script_path[4096];
     snprintf(script_path, sizeof script_path, "%s/%s", plots_dir(), script);
-    if (!path_exists(script_path)) {
-        fb_error("plot script %s is missing (flashbed --plots-dir DIR names the folder)", script_path);
-        return -1;
-    }
+    if (!path_exists(script_path))
+        return err_set(err, errlen, "plot script %s is missing (is the plots folder set right?)", script_path);
     for (const char *const *out = outputs; *out; out++) {
         const char *ext = strrchr(*out, '.');
         const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
@@ -49,7 +47,7 @@ int gnuplot_render(const char *script, const char *const vars[], const char *con
             len += strlen(*v) + 2;
         char *expr = malloc(len);
         if (!expr)
-            return -1;
+            return err_set(err, errlen, "out of memory drawing %s", *out);
         expr[0] = '\0';
         for (const char *const *v = vars; *v; v++) {
             strcat(expr, *v);
@@ -65,12 +63,11 @@ int gnuplot_render(const char *script, const char *const vars[], const char *con
         free(expr);
         if (rc != 0 || !path_exists(tmp)) {
             unlink(tmp);
-            fb_error("gnuplot failed drawing %s with %s", *out, script_path);
-            return -1;
+            return err_set(err, errlen, "gnuplot failed drawing %s with %s", *out, script_path);
         }
         if (rename(tmp, *out) != 0) {
+            err_set(err, errlen, "cannot rename %s to %s: %s", tmp, *out, strerror(errno));
             unlink(tmp);
-            fb_error("cannot rename %s to %s", tmp, *out);
             return -1;
         }
     }

@@ -3,6 +3,8 @@
 #ifndef FLASHBED_COMMON_GNUPLOT_H
 #define FLASHBED_COMMON_GNUPLOT_H
 
+#include <stddef.h>
+
 /* Directory holding the .gp scripts: what plots_dir_set() was given, else
  * the source tree's plots/ (compiled in). */
 const char *plots_dir(void);
@@ -14,7 +16,8 @@ void plots_dir_set(const char *dir);
  * extension, .png or .svg, picks the terminal). vars are "name=value"
  * strings (values quoted by the caller where they are strings). Each
  * output is written to a temporary name and renamed when gnuplot succeeds.
- * Returns 0, or -1 with an error printed. */
-int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[]);
+ * Returns 0, or -1 with the reason in err. */
+int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
+                   size_t errlen);
 
 #endif

@@ -2,11 +2,7 @@
 #ifndef FLASHBED_COMMON_LOG_H
 #define FLASHBED_COMMON_LOG_H
 
-#if defined(__GNUC__)
-#define FB_PRINTF(a, b) __attribute__((format(printf, a, b)))
-#else
-#define FB_PRINTF(a, b)
-#endif
+#include "common/printf_attr.h"
 
 void fb_error(const char *fmt, ...) FB_PRINTF(1, 2);
 void fb_warn(const char *fmt, ...) FB_PRINTF(1, 2);

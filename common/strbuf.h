@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "common/log.h"
+#include "common/printf_attr.h"
 
 struct strbuf {
     char *s;

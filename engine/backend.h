@@ -18,8 +18,9 @@ struct backend_ops {
     const char *name;
     /* An instance with `threads` compute threads and scratch for vectors
      * of up to max_dim floats (d_model, d_ff, FFN rows) and attention over max_seq positions for
-     * max_heads heads. NULL (error printed) on failure. */
-    struct backend *(*create)(int threads, size_t max_dim, size_t max_seq, size_t max_heads);
+     * max_heads heads. NULL, with the reason in err, on failure. */
+    struct backend *(*create)(int threads, size_t max_dim, size_t max_seq, size_t max_heads, char *err,
+                              size_t errlen);
     void (*destroy)(struct backend *b);
     /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
      * NULL). out must not alias x. */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "engine/activation.h"
 #include "engine/membw.h"
 #include "engine/threadpool.h"
@@ -624,11 +624,14 @@ static void cpu_destroy(struct backend *b)
     free(b);
 }
 
-static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, size_t max_heads)
+static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, size_t max_heads, char *err,
+                                  size_t errlen)
 {
     struct backend *b = calloc(1, sizeof *b);
-    if (!b)
+    if (!b) {
+        err_set(err, errlen, "cpu backend: out of memory");
         return NULL;
+    }
     b->threads = threads < 1 ? 1 : threads;
     b->max_dim = (max_dim + 15) / 16 * 16;
     b->max_seq = max_seq;
@@ -649,7 +652,7 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
     b->read_sums = aligned_alloc(64, (size_t)b->threads * 16 * sizeof *b->read_sums);
     if (!b->pool || !b->partial || !b->att || !b->slots || !b->read_sums) {
-        fb_error("cpu backend: cannot start %d threads or allocate scratch", b->threads);
+        err_set(err, errlen, "cpu backend: cannot start %d threads or allocate scratch", b->threads);
         cpu_destroy(b);
         return NULL;
     }

@@ -4,6 +4,8 @@
 #ifndef FLASHBED_ENGINE_FFN_H
 #define FLASHBED_ENGINE_FFN_H
 
+#include <stddef.h>
+
 #include "engine/backend.h"
 #include "engine/model.h"
 
@@ -12,8 +14,9 @@ struct ffn;
 struct ffn_ops {
     const char *name;
     /* Prepares the FFN of every layer of m (preallocating all it needs);
-     * 0, or -1 with the error printed. */
-    int (*create)(struct ffn *f);
+     * 0, or -1 with the reason in err. After a failure the caller calls
+     * destroy, which releases what create started. */
+    int (*create)(struct ffn *f, char *err, size_t errlen);
     /* out[d_model] = FFN_layer(x) for the FFN-normed input x, down bias
      * included. Called once per layer per token; must not allocate. */
     void (*forward)(struct ffn *f, int layer, int pos, const float *x, float *out);

@@ -2,8 +2,9 @@
  * reference that flash-resident FFNs are checked against. */
 #include "engine/ffn.h"
 
-static int dense_create(struct ffn *f)
+static int dense_create(struct ffn *f, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     f->priv = NULL;
     return 0;
 }

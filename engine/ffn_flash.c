@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "cache/cache.h"
 #include "engine/activation.h"
 #include "io/flash_reader.h"
@@ -29,6 +29,8 @@ enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
 
 struct flash_ffn {
     struct ffn_flash_config cfg;
+    char *err;                         /* create's error buffer (ffn.h), while it runs */
+    size_t errlen;
     struct flash_reader *reader;       /* ffn.bin */
     struct flash_reader *dram_reader;  /* naive: dram.bin */
     struct cache decide;               /* the policy and layout: cache/cache.h */
@@ -84,21 +86,21 @@ static int load_oracle(struct ffn *f, struct flash_ffn *ff)
     ff->oracle_up = malloc(per);
     ff->oracle_gate = m->arch.glu ? malloc(per) : NULL;
     if (!ff->oracle_up || (m->arch.glu && !ff->oracle_gate)) {
-        fb_error("run --active oracle: cannot allocate %llu bytes for the up-projection rows",
+        err_set(ff->err, ff->errlen, "the oracle: cannot allocate %llu bytes for the up-projection rows",
                  (unsigned long long)(per * (m->arch.glu ? 2 : 1)));
         return -1;
     }
     ff->oracle_bytes = per * (m->arch.glu ? 2 : 1);
     FILE *in = fopen(m->ffn_path, "rb");
     if (!in) {
-        fb_error("%s: cannot open: %s", m->ffn_path, strerror(errno));
+        err_set(ff->err, ff->errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
         return -1;
     }
     uint8_t *bundle = malloc(m->bundle_stride);
     int rc = bundle ? 0 : -1;
     for (uint64_t i = 0; rc == 0 && i < (uint64_t)s->n_layers * s->d_ff; i++) {
         if (fread(bundle, 1, m->bundle_stride, in) != m->bundle_stride) {
-            fb_error("%s: short read at bundle %llu", m->ffn_path, (unsigned long long)i);
+            err_set(ff->err, ff->errlen, "%s: short read at bundle %llu", m->ffn_path, (unsigned long long)i);
             rc = -1;
             break;
         }
@@ -115,7 +117,7 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
 {
     const struct ioengine_ops *eng = ioengine_find(ff->cfg.io_engine ? ff->cfg.io_engine : "psync");
     if (!eng) {
-        fb_error("run --io-engine: unknown '%s' (%s)", ff->cfg.io_engine, ioengine_names());
+        err_set(ff->err, ff->errlen, "I/O engine: unknown '%s' (%s)", ff->cfg.io_engine, ioengine_names());
         return -1;
     }
     struct flash_reader_config rc = {
@@ -128,12 +130,12 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
     };
     char err[512];
     if (!(ff->reader = flash_reader_open(&rc, err, sizeof err))) {
-        fb_error("%s", err);
+        err_set(ff->err, ff->errlen, "%s", err);
         return -1;
     }
     ff->align = flash_reader_alignment(ff->reader);
     if (f->m->bundle_stride % ff->align) {
-        fb_error("%s: bundles of %llu bytes are not multiples of the file system's direct-I/O alignment %llu",
+        err_set(ff->err, ff->errlen, "%s: bundles of %llu bytes are not multiples of the file system's direct-I/O alignment %llu",
                  f->m->ffn_path, (unsigned long long)f->m->bundle_stride, (unsigned long long)ff->align);
         return -1;
     }
@@ -142,7 +144,7 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
         snprintf(dram_path, sizeof dram_path, "%s/%s", f->m->dir, MODEL_DRAM_FILE);
         rc.path = dram_path;
         if (!(ff->dram_reader = flash_reader_open(&rc, err, sizeof err))) {
-            fb_error("%s", err);
+            err_set(ff->err, ff->errlen, "%s", err);
             return -1;
         }
         ff->dram_file_bytes = f->m->dram_bytes;
@@ -182,7 +184,7 @@ static int load_rows(struct ffn *f, struct flash_ffn *ff, int layer, struct neur
                                 c->rows + (uint64_t)row * ff->stride};
         char err[512];
         if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0) {
-            fb_error("%s", err);
+            err_set(ff->err, ff->errlen, "%s", err);
             return -1;
         }
         j = k;
@@ -200,11 +202,11 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
     struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
     char err[512];
     if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
-        fb_error("%s", err);
+        err_set(ff->err, ff->errlen, "%s", err);
         return -1;
     }
     if (!ff->decide.lo.ops->lists_reads) {
-        fb_error("layout %s: the engine cannot run it (its reads are not ranges of ffn.bin, whose bundles are "
+        err_set(ff->err, ff->errlen, "layout %s: the engine cannot run it (its reads are not ranges of ffn.bin, whose bundles are "
                  "in neuron order)", ff->cfg.layout);
         return -1;
     }
@@ -227,7 +229,7 @@ static int open_caches(struct ffn *f, struct flash_ffn *ff)
             continue;
         if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, ff->stride, m->layers[l].ffn_up_bias, err,
                               sizeof err) != 0) {
-            fb_error("neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap, (unsigned long long)ff->stride,
+            err_set(ff->err, ff->errlen, "neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap, (unsigned long long)ff->stride,
                      err);
             return -1;
         }
@@ -236,7 +238,7 @@ static int open_caches(struct ffn *f, struct flash_ffn *ff)
             continue; /* hot's pinned rows are read with the first token */
         uint32_t n = cache_preloaded_rows(&ff->decide, l, ff->late);
         if (n > cap) {
-            fb_error("layer %u: the policy starts with %u rows, the cache holds %u", l, n, cap);
+            err_set(ff->err, ff->errlen, "layer %u: the policy starts with %u rows, the cache holds %u", l, n, cap);
             return -1;
         }
         if (load_rows(f, ff, (int)l, &ff->caches[l], ff->late, n) != 0)
@@ -272,21 +274,16 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
                : -1;
 }
 
-static int check_trace(const struct ffn_flash_config *cfg, const struct model_shape *s)
+static int check_trace(const struct ffn_flash_config *cfg, const struct model_shape *s, char *err, size_t errlen)
 {
-    char err[512];
-    if (trace_matches_shape(cfg->trace, "the trace", s, err, sizeof err) != 0) {
-        fb_error("%s", err);
+    if (trace_matches_shape(cfg->trace, "the trace", s, err, errlen) != 0)
         return -1;
-    }
-    if (cfg->use_predicted && !cfg->trace->meta.has_predicted) {
-        fb_error("the trace has no predicted sets");
-        return -1;
-    }
+    if (cfg->use_predicted && !cfg->trace->meta.has_predicted)
+        return err_set(err, errlen, "the trace has no predicted sets");
     return 0;
 }
 
-static int flash_create(struct ffn *f)
+static int flash_create(struct ffn *f, char *err, size_t errlen)
 {
     const struct ffn_flash_config *cfg = f->config;
     const struct model *m = f->m;
@@ -294,20 +291,21 @@ static int flash_create(struct ffn *f)
     struct flash_ffn *ff = calloc(1, sizeof *ff);
     if (!ff || !cfg) {
         free(ff);
-        fb_error("the flash FFN needs its configuration");
-        return -1;
+        return err_set(err, errlen, "the flash FFN needs its configuration");
     }
     f->priv = ff;
+    ff->err = err;
+    ff->errlen = errlen;
     ff->cfg = *cfg;
     ff->token = -1;
     ff->stride = m->bundle_stride;
     ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
-    if (cfg->active == ACTIVE_TRACE && check_trace(cfg, s) != 0)
+    if (cfg->active == ACTIVE_TRACE && check_trace(cfg, s, err, errlen) != 0)
         return -1;
     if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
         return -1;
     if (alloc_step_buffers(ff, s) != 0) {
-        fb_error("the flash FFN cannot allocate its buffers");
+        err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
         return -1;
     }
     if (open_caches(f, ff) != 0)
@@ -318,6 +316,8 @@ static int flash_create(struct ffn *f)
         if (!ff->g || !ff->recorded || load_oracle(f, ff) != 0)
             return -1;
     }
+    ff->err = NULL; /* the buffer is create's caller's: later failures go through ffn_flash_error */
+    ff->errlen = 0;
     return 0;
 }
 

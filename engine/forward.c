@@ -5,16 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 
 int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
-                const struct ffn_ops *ffn, int threads, int max_seq)
+                const struct ffn_ops *ffn, int threads, int max_seq, char *err, size_t errlen)
 {
-    return engine_init_with(e, m, be, ffn, NULL, threads, max_seq);
+    return engine_init_with(e, m, be, ffn, NULL, threads, max_seq, err, errlen);
 }
 
 int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
-                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq)
+                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq, char *err,
+                     size_t errlen)
 {
     memset(e, 0, sizeof *e);
     const struct model_shape *s = &m->shape;
@@ -26,7 +27,7 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     if (widest < s->d_ff)
         widest = s->d_ff;
     e->be_threads = threads < 1 ? 1 : threads;
-    e->be = be->create(e->be_threads, widest, (size_t)e->max_seq, s->n_heads);
+    e->be = be->create(e->be_threads, widest, (size_t)e->max_seq, s->n_heads, err, errlen);
     if (!e->be)
         return -1;
     struct run_state *r = &e->s;
@@ -39,12 +40,12 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     r->v_cache = calloc(kv, sizeof(float));
     r->logits = calloc(s->vocab_size, sizeof(float));
     if (!r->x || !r->xb || !r->xb2 || !r->q || !r->att_out || !r->k_cache || !r->v_cache || !r->logits) {
-        fb_error("engine: cannot allocate the run state (KV cache of %zu floats)", 2 * kv);
+        err_set(err, errlen, "engine: cannot allocate the run state (KV cache of %zu floats)", 2 * kv);
         engine_free(e);
         return -1;
     }
     e->ffn = (struct ffn){.ops = ffn, .m = m, .be_ops = be, .be = e->be, .config = ffn_config};
-    if (ffn->create(&e->ffn) != 0) {
+    if (ffn->create(&e->ffn, err, errlen) != 0) {
         ffn->destroy(&e->ffn); /* releases what create started (reader threads) */
         e->ffn.ops = NULL;
         engine_free(e);

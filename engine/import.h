@@ -2,16 +2,22 @@
 #ifndef FLASHBED_ENGINE_IMPORT_H
 #define FLASHBED_ENGINE_IMPORT_H
 
+#include <stddef.h>
+
 #include "engine/dtype.h"
 
+/* Both return 0, or -1 with the reason in err (naming the file and the
+ * tensor) and nothing left behind in out_dir. */
+
 /* A llama2.c checkpoint (legacy format: 7 int32 header, f32 tensors) and
- * its tokenizer.bin. 0, or -1 with an error naming the file and tensor. */
+ * its tokenizer.bin (required: NULL is refused). */
 int import_llama2c(const char *checkpoint, const char *tokenizer, const char *out_dir,
-                   enum fb_dtype dtype);
+                   enum fb_dtype dtype, char *err, size_t errlen);
 
 /* A Hugging Face folder (config.json, model.safetensors or a sharded
  * model.safetensors.index.json, tokenizer.json): Llama and OPT. tokenizer:
  * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
-int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype);
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
+              size_t errlen);
 
 #endif

@@ -10,41 +10,47 @@
 
 #include <cjson/cJSON.h>
 
-#include "common/log.h"
-#include "common/progress.h"
+#include "common/errbuf.h"
 #include "common/json_file.h"
+#include "common/progress.h"
 #include "engine/model.h"
 #include "engine/model_format.h"
 #include "engine/safetensors.h"
 #include "engine/tokenizer.h"
 
-static cJSON *read_json(const char *path)
+static cJSON *read_json(const char *path, char *err, size_t errlen)
 {
     char *text = read_text_file(path, NULL);
     if (!text) {
-        fb_error("%s: cannot read: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
         return NULL;
     }
     cJSON *o = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsObject(o)) {
-        fb_error("%s: not a JSON object", path);
+        err_set(err, errlen, "%s: not a JSON object", path);
         cJSON_Delete(o);
         return NULL;
     }
     return o;
 }
 
-static int cfg_uint(const cJSON *c, const char *path, const char *key, uint32_t *out, int required)
+/* config.json, with where to say what is wrong with it. */
+struct config {
+    const cJSON *json;
+    const char *path;
+    char *err;
+    size_t errlen;
+};
+
+static int cfg_uint(const struct config *c, const char *key, uint32_t *out, int required)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->json, key);
     if (!v && !required)
         return 0;
     if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 4e9 ||
-        v->valuedouble != (double)(uint32_t)v->valuedouble) {
-        fb_error("%s: \"%s\" must be a positive whole number", path, key);
-        return -1;
-    }
+        v->valuedouble != (double)(uint32_t)v->valuedouble)
+        return err_set(c->err, c->errlen, "%s: \"%s\" must be a positive whole number", c->path, key);
     *out = (uint32_t)v->valuedouble;
     return 0;
 }
@@ -67,88 +73,88 @@ static const char *cfg_str(const cJSON *c, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-/* The shape from config.json; -1 (error printed) for what is not supported. */
-static int shape_from_config(const cJSON *c, const char *path, const char *name, struct model_shape *s)
+static int llama_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "llama");
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
+        cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1))
+        return -1;
+    const char *act = cfg_str(c->json, "hidden_act");
+    if (act && strcmp(act, "silu") != 0)
+        return err_set(c->err, c->errlen, "%s: hidden_act \"%s\" is not supported for llama (silu)", c->path,
+                       act);
+    const cJSON *scaling = cJSON_GetObjectItemCaseSensitive(c->json, "rope_scaling");
+    if (scaling && !cJSON_IsNull(scaling))
+        return err_set(c->err, c->errlen, "%s: rope_scaling is not supported", c->path);
+    s->ffn_kind = FFN_GLU;
+    snprintf(s->ffn_activation, sizeof s->ffn_activation, "swiglu");
+    snprintf(s->norm, sizeof s->norm, "rmsnorm");
+    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
+    snprintf(s->position, sizeof s->position, "rope");
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
+    return 0;
+}
+
+static int opt_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "opt");
+    uint32_t proj = 0;
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "ffn_dim", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
+        cfg_uint(c, "word_embed_proj_dim", &proj, 0))
+        return -1;
+    const char *act = cfg_str(c->json, "activation_function");
+    if (act && strcmp(act, "relu") != 0)
+        return err_set(c->err, c->errlen, "%s: activation_function \"%s\" is not supported for opt (relu)",
+                       c->path, act);
+    if (!cfg_bool(c->json, "do_layer_norm_before", 1) || (proj && proj != s->d_model))
+        return err_set(c->err, c->errlen,
+                       "%s: post-LayerNorm or projected-embedding OPT variants (opt-350m) are not supported",
+                       c->path);
+    if (!cfg_bool(c->json, "enable_bias", 1))
+        return err_set(c->err, c->errlen, "%s: OPT without biases is not supported", c->path);
+    s->ffn_kind = FFN_RELU;
+    snprintf(s->ffn_activation, sizeof s->ffn_activation, "relu");
+    snprintf(s->norm, sizeof s->norm, "layernorm");
+    snprintf(s->position, sizeof s->position, "learned");
+    s->position_offset = 2;
+    s->biases = true;
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 1);
+    return 0;
+}
+
+/* The shape from config.json; -1 (reason in c->err) for what is not supported. */
+static int shape_from_config(const struct config *c, const char *name, struct model_shape *s)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->name, sizeof s->name, "%s", name);
-    const char *type = cfg_str(c, "model_type");
-    if (!type) {
-        fb_error("%s: no \"model_type\"", path);
-        return -1;
-    }
+    const char *type = cfg_str(c->json, "model_type");
+    if (!type)
+        return err_set(c->err, c->errlen, "%s: no \"model_type\"", c->path);
     s->n_kv_heads = 0;
     s->norm_eps = 1e-5;
     s->rope_fraction = 1.0;
     s->rope_theta = 10000;
-    if (!strcmp(type, "llama")) {
-        snprintf(s->arch, sizeof s->arch, "llama");
-        if (cfg_uint(c, path, "hidden_size", &s->d_model, 1) ||
-            cfg_uint(c, path, "intermediate_size", &s->d_ff, 1) ||
-            cfg_uint(c, path, "num_hidden_layers", &s->n_layers, 1) ||
-            cfg_uint(c, path, "num_attention_heads", &s->n_heads, 1) ||
-            cfg_uint(c, path, "num_key_value_heads", &s->n_kv_heads, 0) ||
-            cfg_uint(c, path, "vocab_size", &s->vocab_size, 1) ||
-            cfg_uint(c, path, "max_position_embeddings", &s->max_positions, 1))
-            return -1;
-        const char *act = cfg_str(c, "hidden_act");
-        if (act && strcmp(act, "silu") != 0) {
-            fb_error("%s: hidden_act \"%s\" is not supported for llama (silu)", path, act);
-            return -1;
-        }
-        if (cJSON_GetObjectItemCaseSensitive(c, "rope_scaling") &&
-            !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c, "rope_scaling"))) {
-            fb_error("%s: rope_scaling is not supported", path);
-            return -1;
-        }
-        s->ffn_kind = FFN_GLU;
-        snprintf(s->ffn_activation, sizeof s->ffn_activation, "swiglu");
-        snprintf(s->norm, sizeof s->norm, "rmsnorm");
-        s->norm_eps = cfg_num(c, "rms_norm_eps", 1e-6);
-        snprintf(s->position, sizeof s->position, "rope");
-        s->rope_theta = cfg_num(c, "rope_theta", 10000);
-        s->tied_embeddings = cfg_bool(c, "tie_word_embeddings", 0);
-    } else if (!strcmp(type, "opt")) {
-        snprintf(s->arch, sizeof s->arch, "opt");
-        uint32_t proj = 0;
-        if (cfg_uint(c, path, "hidden_size", &s->d_model, 1) || cfg_uint(c, path, "ffn_dim", &s->d_ff, 1) ||
-            cfg_uint(c, path, "num_hidden_layers", &s->n_layers, 1) ||
-            cfg_uint(c, path, "num_attention_heads", &s->n_heads, 1) ||
-            cfg_uint(c, path, "vocab_size", &s->vocab_size, 1) ||
-            cfg_uint(c, path, "max_position_embeddings", &s->max_positions, 1) ||
-            cfg_uint(c, path, "word_embed_proj_dim", &proj, 0))
-            return -1;
-        const char *act = cfg_str(c, "activation_function");
-        if (act && strcmp(act, "relu") != 0) {
-            fb_error("%s: activation_function \"%s\" is not supported for opt (relu)", path, act);
-            return -1;
-        }
-        if (!cfg_bool(c, "do_layer_norm_before", 1) || (proj && proj != s->d_model)) {
-            fb_error("%s: post-LayerNorm or projected-embedding OPT variants (opt-350m) are not supported", path);
-            return -1;
-        }
-        if (!cfg_bool(c, "enable_bias", 1)) {
-            fb_error("%s: OPT without biases is not supported", path);
-            return -1;
-        }
-        s->ffn_kind = FFN_RELU;
-        snprintf(s->ffn_activation, sizeof s->ffn_activation, "relu");
-        snprintf(s->norm, sizeof s->norm, "layernorm");
-        snprintf(s->position, sizeof s->position, "learned");
-        s->position_offset = 2;
-        s->biases = true;
-        s->tied_embeddings = cfg_bool(c, "tie_word_embeddings", 1);
-    } else {
-        fb_error("%s: model_type \"%s\" is not supported (llama, opt)", path, type);
+    int rc;
+    if (!strcmp(type, "llama"))
+        rc = llama_shape(c, s);
+    else if (!strcmp(type, "opt"))
+        rc = opt_shape(c, s);
+    else
+        rc = err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt)", c->path, type);
+    if (rc)
         return -1;
-    }
     if (!s->n_kv_heads)
         s->n_kv_heads = s->n_heads;
-    if (s->d_model % s->n_heads || s->n_heads % s->n_kv_heads || (s->d_model / s->n_heads) % 2) {
-        fb_error("%s: hidden_size %u, heads %u and key/value heads %u do not divide", path, s->d_model,
-                 s->n_heads, s->n_kv_heads);
-        return -1;
-    }
+    if (s->d_model % s->n_heads || s->n_heads % s->n_kv_heads || (s->d_model / s->n_heads) % 2)
+        return err_set(c->err, c->errlen, "%s: hidden_size %u, heads %u and key/value heads %u do not divide",
+                       c->path, s->d_model, s->n_heads, s->n_kv_heads);
     return 0;
 }
 
@@ -171,13 +177,15 @@ struct hf_ctx {
     const struct st_set *st;
     struct model_writer *w;
     const struct model_shape *s;
+    char *err; /* the writer's buffer too */
+    size_t errlen;
 };
 
 /* Reads HF tensor src with the given shape and writes it as dst. */
 static int copy_tensor(struct hf_ctx *c, const char *src, const char *dst, int ndim, uint64_t d0, uint64_t d1)
 {
     uint64_t dims[2] = {d0, d1};
-    float *v = st_read_f32(c->st, src, ndim, dims);
+    float *v = st_read_f32(c->st, src, ndim, dims, c->err, c->errlen);
     if (!v)
         return -1;
     int rc = model_writer_tensor(c->w, dst, v, ndim, dims);
@@ -222,9 +230,11 @@ static int hf_layer(struct hf_ctx *c, uint32_t l, bool opt)
         uint32_t heads[2] = {s->n_heads, s->n_kv_heads};
         for (int i = 0; i < 2; i++) {
             snprintf(src, sizeof src, "%s%s", pre, qk[i]);
-            float *v = st_read_f32(c->st, src, 2, (uint64_t[]){rows[i], d});
+            float *v = st_read_f32(c->st, src, 2, (uint64_t[]){rows[i], d}, c->err, c->errlen);
             float *tmp = v ? malloc(hd * d * sizeof *tmp) : NULL;
             int rc = -1;
+            if (v && !tmp)
+                err_set(c->err, c->errlen, "out of memory reordering %s", src);
             if (tmp) {
                 interleave_rope_rows(v, heads[i], (uint32_t)hd, d, tmp);
                 layer_tensor_name(dst, sizeof dst, (int)l, to[i]);
@@ -243,12 +253,12 @@ static int hf_layer(struct hf_ctx *c, uint32_t l, bool opt)
     /* the FFN: up, gate (GLU) and down, bundled by neuron */
     float *up, *gate = NULL, *down;
     snprintf(src, sizeof src, "%s%s", pre, opt ? "fc1.weight" : "mlp.up_proj.weight");
-    up = st_read_f32(c->st, src, 2, (uint64_t[]){ff, d});
+    up = st_read_f32(c->st, src, 2, (uint64_t[]){ff, d}, c->err, c->errlen);
     snprintf(src, sizeof src, "%s%s", pre, opt ? "fc2.weight" : "mlp.down_proj.weight");
-    down = up ? st_read_f32(c->st, src, 2, (uint64_t[]){d, ff}) : NULL;
+    down = up ? st_read_f32(c->st, src, 2, (uint64_t[]){d, ff}, c->err, c->errlen) : NULL;
     if (!opt && down) {
         snprintf(src, sizeof src, "%s%s", pre, "mlp.gate_proj.weight");
-        gate = st_read_f32(c->st, src, 2, (uint64_t[]){ff, d});
+        gate = st_read_f32(c->st, src, 2, (uint64_t[]){ff, d}, c->err, c->errlen);
     }
     int rc = up && down && (opt || gate) ? model_writer_ffn_layer(c->w, (int)l, up, gate, down) : -1;
     free(up);
@@ -261,9 +271,10 @@ static int hf_layer(struct hf_ctx *c, uint32_t l, bool opt)
  * "▁" for spaces) rewritten as a llama2.c tokenizer.bin: merge rank r
  * becomes the merged piece's score -r. Returns 1, writing nothing, for a
  * byte-level BPE (GPT-2/OPT), which the engine reads as tokenizer.json. */
-static int convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out)
+static int convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                                size_t errlen)
 {
-    cJSON *t = read_json(path);
+    cJSON *t = read_json(path, err, errlen);
     if (!t)
         return -1;
     int rc = -1;
@@ -274,8 +285,12 @@ static int convert_sp_tokenizer(const char *path, const struct model_shape *s, c
     char **pieces = calloc(s->vocab_size, sizeof *pieces);
     float *scores = malloc(s->vocab_size * sizeof *scores);
     FILE *f = NULL;
+    if (!pieces || !scores) {
+        err_set(err, errlen, "%s: out of memory for %u pieces", path, s->vocab_size);
+        goto out;
+    }
     if (!type || strcmp(type, "BPE") != 0 || !cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
-        fb_error("%s: not a BPE tokenizer with \"vocab\" and \"merges\"", path);
+        err_set(err, errlen, "%s: not a BPE tokenizer with \"vocab\" and \"merges\"", path);
         goto out;
     }
     if (!cfg_bool(model, "byte_fallback", 0)) {
@@ -288,12 +303,17 @@ static int convert_sp_tokenizer(const char *path, const struct model_shape *s, c
     cJSON_ArrayForEach(e, vocab)
     {
         if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= s->vocab_size) {
-            fb_error("%s: vocab entry '%s' has an id outside 0..%u", path, e->string, s->vocab_size - 1);
+            err_set(err, errlen, "%s: vocab entry '%s' has an id outside 0..%u", path, e->string,
+                    s->vocab_size - 1);
             goto out;
         }
         /* "▁" (U+2581, e2 96 81) is SentencePiece's space */
         size_t n = strlen(e->string);
         char *p = malloc(n + 1), *q = p;
+        if (!p) {
+            err_set(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
         for (size_t i = 0; i < n; i++) {
             if (i + 2 < n && !memcmp(e->string + i, "\xe2\x96\x81", 3)) {
                 *q++ = ' ';
@@ -328,7 +348,7 @@ static int convert_sp_tokenizer(const char *path, const struct model_shape *s, c
     int32_t max_len = 1;
     for (uint32_t i = 0; i < s->vocab_size; i++) {
         if (!pieces[i]) {
-            fb_error("%s: no vocab entry for id %u", path, i);
+            err_set(err, errlen, "%s: no vocab entry for id %u", path, i);
             goto out;
         }
         if ((int32_t)strlen(pieces[i]) > max_len)
@@ -344,12 +364,12 @@ static int convert_sp_tokenizer(const char *path, const struct model_shape *s, c
         bad = 1;
     f = NULL;
     if (bad)
-        fb_error("%s: cannot write", out);
+        err_set(err, errlen, "%s: cannot write", out);
     rc = bad ? -1 : 0;
 out:
     if (f)
         fclose(f);
-    for (uint32_t i = 0; i < s->vocab_size; i++)
+    for (uint32_t i = 0; pieces && i < s->vocab_size; i++)
         free(pieces[i]);
     free(pieces);
     free(scores);
@@ -357,81 +377,82 @@ out:
     return rc;
 }
 
-int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype)
+/* The shape and the special token ids from dir/config.json. */
+static int read_config(const char *dir, struct model_shape *s, int *bos, int *eos, char *err, size_t errlen)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    cJSON *cfg = read_json(path);
-    if (!cfg)
+    cJSON *json = read_json(path, err, errlen);
+    if (!json)
         return -1;
-    struct model_shape s;
     const char *base = strrchr(dir, '/');
     base = base && base[1] ? base + 1 : dir;
-    int rc = shape_from_config(cfg, path, base, &s);
-    int bos = (int)cfg_num(cfg, "bos_token_id", 1), eos = (int)cfg_num(cfg, "eos_token_id", 2);
-    cJSON_Delete(cfg);
-    if (rc)
-        return -1;
-    bool opt = !strcmp(s.arch, "opt");
-    char tokpath[4200];
-    snprintf(tokpath, sizeof tokpath, "%s/tokenizer.json", dir);
-    struct st_set st;
-    if (st_open(&st, dir))
-        return -1;
-    struct model_writer w;
-    if (model_writer_begin(&w, out_dir, &s, dtype)) {
-        st_close(&st);
-        return -1;
-    }
-    struct hf_ctx c = {&st, &w, &s};
-    uint64_t d = s.d_model;
+    struct config c = {json, path, err, errlen};
+    int rc = shape_from_config(&c, base, s);
+    *bos = (int)cfg_num(json, "bos_token_id", 1);
+    *eos = (int)cfg_num(json, "eos_token_id", 2);
+    cJSON_Delete(json);
+    return rc;
+}
+
+/* Every tensor, layer by layer (with progress on a terminal). */
+static int copy_weights(struct hf_ctx *c, bool opt)
+{
+    const struct model_shape *s = c->s;
+    uint64_t d = s->d_model;
     struct progress pr;
-    progress_begin(&pr, "convert", s.n_layers);
-    rc = copy_tensor(&c, opt ? "model.decoder.embed_tokens.weight" : "model.embed_tokens.weight",
-                     "tok_embedding", 2, s.vocab_size, d);
+    progress_begin(&pr, "convert", s->n_layers);
+    int rc = copy_tensor(c, opt ? "model.decoder.embed_tokens.weight" : "model.embed_tokens.weight",
+                         "tok_embedding", 2, s->vocab_size, d);
     if (!rc && opt)
-        rc = copy_tensor(&c, "model.decoder.embed_positions.weight", "pos_embedding", 2,
-                         s.max_positions + s.position_offset, d);
-    for (uint32_t l = 0; l < s.n_layers && !rc; l++) {
-        rc = hf_layer(&c, l, opt);
+        rc = copy_tensor(c, "model.decoder.embed_positions.weight", "pos_embedding", 2,
+                         s->max_positions + s->position_offset, d);
+    for (uint32_t l = 0; l < s->n_layers && !rc; l++) {
+        rc = hf_layer(c, l, opt);
         progress_update(&pr, l + 1, NULL);
     }
     progress_end(&pr);
     if (!rc)
-        rc = copy_tensor(&c, opt ? "model.decoder.final_layer_norm.weight" : "model.norm.weight",
+        rc = copy_tensor(c, opt ? "model.decoder.final_layer_norm.weight" : "model.norm.weight",
                          "final_norm.weight", 1, d, 0);
     if (!rc && opt)
-        rc = copy_tensor(&c, "model.decoder.final_layer_norm.bias", "final_norm.bias", 1, d, 0);
-    if (!rc && !s.tied_embeddings)
-        rc = copy_tensor(&c, "lm_head.weight", "output", 2, s.vocab_size, d);
+        rc = copy_tensor(c, "model.decoder.final_layer_norm.bias", "final_norm.bias", 1, d, 0);
+    if (!rc && !s->tied_embeddings)
+        rc = copy_tensor(c, "lm_head.weight", "output", 2, s->vocab_size, d);
+    return rc;
+}
+
+/* The tokenizer into the model folder: the given tokenizer.bin, else
+ * tokenizer.json converted (SentencePiece kind) or copied (byte-level),
+ * then read back as the engine will. */
+static int add_tokenizer(struct model_writer *w, const struct model_shape *s, const char *tokpath,
+                         const char *tokenizer, bool *byte_level, char *err, size_t errlen)
+{
     char tmp_tok[4300];
-    snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.bin", w.tmp);
-    bool byte_level = false;
-    if (!rc && tokenizer)
-        rc = model_writer_copy_file(&w, tokenizer, "tokenizer.bin");
-    else if (!rc) {
-        rc = convert_sp_tokenizer(tokpath, &s, tmp_tok);
-        if (rc == 1) {
-            byte_level = true;
-            snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.json", w.tmp);
-            rc = model_writer_copy_file(&w, tokpath, "tokenizer.json");
-        }
+    snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.bin", w->tmp);
+    *byte_level = false;
+    int rc;
+    if (tokenizer)
+        rc = model_writer_copy_file(w, tokenizer, "tokenizer.bin");
+    else if ((rc = convert_sp_tokenizer(tokpath, s, tmp_tok, err, errlen)) == 1) {
+        *byte_level = true;
+        snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.json", w->tmp);
+        rc = model_writer_copy_file(w, tokpath, "tokenizer.json");
     }
-    if (!rc) { /* the engine must be able to read what was written */
-        char err[512];
-        struct tokenizer t;
-        if ((byte_level ? tokenizer_load_hf_bytelevel(&t, tmp_tok, (int)s.vocab_size, err, sizeof err)
-                        : tokenizer_load_llama2c(&t, tmp_tok, (int)s.vocab_size, err, sizeof err)) != 0) {
-            fb_error("%s", err);
-            rc = -1;
-        } else
-            tokenizer_free(&t);
-    }
-    st_close(&st);
-    if (rc) {
-        model_writer_abort(&w);
+    if (rc)
         return -1;
-    }
+    struct tokenizer t;
+    if ((*byte_level ? tokenizer_load_hf_bytelevel(&t, tmp_tok, (int)s->vocab_size, err, errlen)
+                     : tokenizer_load_llama2c(&t, tmp_tok, (int)s->vocab_size, err, errlen)) != 0)
+        return -1;
+    tokenizer_free(&t);
+    return 0;
+}
+
+/* model.json's "tokenizer" and "source" sections. */
+static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tokpath, bool byte_level, int bos,
+                         int eos)
+{
     cJSON *meta = cJSON_CreateObject();
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
     cJSON_AddStringToObject(tok, "kind", byte_level ? "byte-level-bpe" : "sentencepiece-bpe");
@@ -441,10 +462,41 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
     cJSON *src = cJSON_AddObjectToObject(meta, "source");
     cJSON_AddStringToObject(src, "format", "huggingface");
     cJSON_AddStringToObject(src, "folder", dir);
-    char hex[17];
+    char hex[17], path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
     if (file_fnv1a64(path, hex) == 0)
         cJSON_AddStringToObject(src, "config_fnv1a64", hex);
     cJSON_AddStringToObject(src, "tokenizer", tokenizer ? tokenizer : tokpath);
-    return model_writer_finish(&w, meta);
+    return meta;
+}
+
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
+              size_t errlen)
+{
+    struct model_shape s;
+    int bos, eos;
+    if (read_config(dir, &s, &bos, &eos, err, errlen) != 0)
+        return -1;
+    bool opt = !strcmp(s.arch, "opt");
+    char tokpath[4200];
+    snprintf(tokpath, sizeof tokpath, "%s/tokenizer.json", dir);
+    struct st_set st;
+    if (st_open(&st, dir, err, errlen))
+        return -1;
+    struct model_writer w;
+    if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen)) {
+        st_close(&st);
+        return -1;
+    }
+    struct hf_ctx c = {&st, &w, &s, err, errlen};
+    bool byte_level = false;
+    int rc = copy_weights(&c, opt);
+    if (!rc)
+        rc = add_tokenizer(&w, &s, tokpath, tokenizer, &byte_level, err, errlen);
+    st_close(&st);
+    if (rc) {
+        model_writer_abort(&w); /* removes the temporary folder */
+        return -1;
+    }
+    return model_writer_finish(&w, model_meta(dir, tokenizer, tokpath, byte_level, bos, eos));
 }

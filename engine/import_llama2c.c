@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "common/progress.h"
 #include "engine/model.h"
 #include "engine/model_format.h"
@@ -62,7 +62,7 @@ static void model_name_of(const char *path, char *buf, size_t len)
 }
 
 static int write_model(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
-                       const struct l2c_header *h, const float *const *t)
+                       const struct l2c_header *h, const float *const *t, char *err, size_t errlen)
 {
     struct model_shape s;
     char name[64];
@@ -71,7 +71,7 @@ static int write_model(const char *ckpt, const char *tokenizer, const char *out_
     uint64_t d = s.d_model, hs = d / s.n_heads, q_dim = s.n_heads * hs, kv_dim = s.n_kv_heads * hs;
     uint64_t ff = s.d_ff;
     struct model_writer w;
-    if (model_writer_begin(&w, out_dir, &s, dtype))
+    if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen))
         return -1;
     char n[96];
     struct progress pr;
@@ -135,76 +135,86 @@ fail:
     return -1;
 }
 
-int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype)
+/* The header at the start of the checkpoint, checked for sizes a real
+ * model can have (a wrong file is refused before anything is mapped). */
+static int read_header(int fd, const char *ckpt, struct l2c_header *h, char *err, size_t errlen)
 {
-    int fd = open(ckpt, O_RDONLY);
-    if (fd < 0) {
-        fb_error("%s: cannot open: %s", ckpt, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    struct l2c_header h;
-    if (fstat(fd, &st) != 0 || pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
-        fb_error("%s: too short for a llama2.c header (28 bytes)", ckpt);
-        close(fd);
-        return -1;
-    }
-    if (h.dim <= 0 || h.hidden_dim <= 0 || h.n_layers <= 0 || h.n_heads <= 0 || h.n_kv_heads <= 0 ||
-        h.vocab_size == 0 || h.seq_len <= 0 || h.dim % h.n_heads || h.n_heads % h.n_kv_heads ||
-        (h.dim / h.n_heads) % 2 || h.dim > (1 << 16) || h.n_layers > 4096 || h.vocab_size > (1 << 22) ||
-        h.vocab_size < -(1 << 22) || h.hidden_dim > (1 << 20) || h.seq_len > (1 << 22)) {
-        fb_error("%s: not a llama2.c checkpoint (header dim %d hidden %d layers %d heads %d kv_heads %d "
-                 "vocab %d seq_len %d)", ckpt, h.dim, h.hidden_dim, h.n_layers, h.n_heads, h.n_kv_heads,
-                 h.vocab_size, h.seq_len);
-        close(fd);
-        return -1;
-    }
-    uint64_t d = (uint64_t)h.dim, L = (uint64_t)h.n_layers, ff = (uint64_t)h.hidden_dim;
-    uint64_t hs = d / (uint64_t)h.n_heads, kv = (uint64_t)h.n_kv_heads * hs, V = (uint64_t)abs(h.vocab_size);
+    if (pread(fd, h, sizeof *h, 0) != (ssize_t)sizeof *h)
+        return err_set(err, errlen, "%s: too short for a llama2.c header (28 bytes)", ckpt);
+    if (h->dim <= 0 || h->hidden_dim <= 0 || h->n_layers <= 0 || h->n_heads <= 0 || h->n_kv_heads <= 0 ||
+        h->vocab_size == 0 || h->seq_len <= 0 || h->dim % h->n_heads || h->n_heads % h->n_kv_heads ||
+        (h->dim / h->n_heads) % 2 || h->dim > (1 << 16) || h->n_layers > 4096 || h->vocab_size > (1 << 22) ||
+        h->vocab_size < -(1 << 22) || h->hidden_dim > (1 << 20) || h->seq_len > (1 << 22))
+        return err_set(err, errlen,
+                       "%s: not a llama2.c checkpoint (header dim %d hidden %d layers %d heads %d kv_heads %d "
+                       "vocab %d seq_len %d)",
+                       ckpt, h->dim, h->hidden_dim, h->n_layers, h->n_heads, h->n_kv_heads, h->vocab_size,
+                       h->seq_len);
+    return 0;
+}
+
+/* Where each tensor starts; the file must end exactly after the last. */
+static int tensor_offsets(const struct l2c_header *h, uint64_t file_size, const char *ckpt,
+                          uint64_t offsets[T_COUNT], char *err, size_t errlen)
+{
+    uint64_t d = (uint64_t)h->dim, L = (uint64_t)h->n_layers, ff = (uint64_t)h->hidden_dim;
+    uint64_t hs = d / (uint64_t)h->n_heads, kv = (uint64_t)h->n_kv_heads * hs, V = (uint64_t)abs(h->vocab_size);
     uint64_t count[T_COUNT] = {V * d, L * d, L * d * d, L * kv * d, L * kv * d, L * d * d, L * d,
-                               L * ff * d, L * d * ff, L * ff * d, d, (uint64_t)h.seq_len * hs,
-                               h.vocab_size < 0 ? V * d : 0};
-    uint64_t off = sizeof h, offsets[T_COUNT];
+                               L * ff * d, L * d * ff, L * ff * d, d, (uint64_t)h->seq_len * hs,
+                               h->vocab_size < 0 ? V * d : 0};
+    uint64_t off = sizeof *h;
     for (int i = 0; i < T_COUNT; i++) {
         offsets[i] = off;
         off += count[i] * 4;
-        if (off > (uint64_t)st.st_size) {
-            fb_error("%s: truncated: tensor '%s' needs bytes %llu..%llu, the file has %lld", ckpt,
-                     l2c_names[i], (unsigned long long)offsets[i], (unsigned long long)off,
-                     (long long)st.st_size);
-            close(fd);
-            return -1;
-        }
+        if (off > file_size)
+            return err_set(err, errlen, "%s: truncated: tensor '%s' needs bytes %llu..%llu, the file has %llu",
+                           ckpt, l2c_names[i], (unsigned long long)offsets[i], (unsigned long long)off,
+                           (unsigned long long)file_size);
     }
-    if (off != (uint64_t)st.st_size) {
-        fb_error("%s: %lld bytes after the last tensor (wrong header or not a llama2.c checkpoint)", ckpt,
-                 (long long)st.st_size - (long long)off);
-        close(fd);
-        return -1;
-    }
-    char err[512];
+    if (off != file_size)
+        return err_set(err, errlen,
+                       "%s: %lld bytes after the last tensor (wrong header or not a llama2.c checkpoint)", ckpt,
+                       (long long)file_size - (long long)off);
+    return 0;
+}
+
+/* The tokenizer must load with the checkpoint's vocabulary before any
+ * output is written. */
+static int check_tokenizer(const char *ckpt, const char *tokenizer, int vocab, char *err, size_t errlen)
+{
+    if (!tokenizer)
+        return err_set(err, errlen, "%s: a llama2.c checkpoint needs its tokenizer (tokenizer.bin)", ckpt);
     struct tokenizer tok;
-    if (!tokenizer) {
-        fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", ckpt);
-        close(fd);
+    if (tokenizer_load_llama2c(&tok, tokenizer, vocab, err, errlen) != 0)
         return -1;
-    }
-    if (tokenizer_load_llama2c(&tok, tokenizer, (int)V, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        close(fd);
-        return -1;
-    }
     tokenizer_free(&tok);
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        fb_error("%s: cannot map: %s", ckpt, strerror(errno));
+    return 0;
+}
+
+int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
+                   size_t errlen)
+{
+    int fd = open(ckpt, O_RDONLY);
+    if (fd < 0)
+        return err_set(err, errlen, "%s: cannot open: %s", ckpt, strerror(errno));
+    struct stat st;
+    struct l2c_header h;
+    uint64_t offsets[T_COUNT];
+    void *map = MAP_FAILED;
+    if (fstat(fd, &st) != 0)
+        err_set(err, errlen, "%s: cannot stat: %s", ckpt, strerror(errno));
+    else if (read_header(fd, ckpt, &h, err, errlen) == 0 &&
+             tensor_offsets(&h, (uint64_t)st.st_size, ckpt, offsets, err, errlen) == 0 &&
+             check_tokenizer(ckpt, tokenizer, abs(h.vocab_size), err, errlen) == 0 &&
+             (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+        err_set(err, errlen, "%s: cannot map: %s", ckpt, strerror(errno));
+    close(fd); /* the mapping, if any, stays valid */
+    if (map == MAP_FAILED)
         return -1;
-    }
     const float *t[T_COUNT];
     for (int i = 0; i < T_COUNT; i++)
         t[i] = (const float *)((const char *)map + offsets[i]);
-    int rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t);
+    int rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t, err, errlen);
     munmap(map, (size_t)st.st_size);
     return rc;
 }

@@ -70,14 +70,15 @@ struct model {
 };
 
 /* Opens a model folder: checks model.json against the files, reads the
- * DRAM tensors and the FFN file into memory. Errors name the file and the
- * tensor; returns 0 or -1. */
-int model_open(struct model *m, const char *dir);
+ * DRAM tensors and the FFN file into memory. Returns 0, or -1 with the
+ * reason in err, naming the file and the tensor; on failure nothing is
+ * left open. */
+int model_open(struct model *m, const char *dir, char *err, size_t errlen);
 
 enum model_open_flags {
     MODEL_FFN_ON_FLASH = 1u << 0, /* leave ffn.bin on flash (checked, not read): layers' ffn_bundles are NULL */
 };
-int model_open_flags(struct model *m, const char *dir, unsigned flags);
+int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen);
 void model_close(struct model *m);
 
 /* Weight bytes one decode step reads (all matrices + the FFN bundles). */

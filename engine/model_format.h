@@ -18,6 +18,7 @@
 #ifndef FLASHBED_ENGINE_MODEL_FORMAT_H
 #define FLASHBED_ENGINE_MODEL_FORMAT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -50,7 +51,9 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o);
 
 /* Writes a model folder. Tensors go to a temporary folder "<dir>.tmp.<pid>"
  * renamed into place by model_writer_finish, so a failed conversion leaves
- * nothing behind. Layers' FFNs must be added in order 0..n_layers-1. */
+ * nothing behind. Layers' FFNs must be added in order 0..n_layers-1. Every
+ * call returns 0, or -1 with the reason in the err buffer given to
+ * model_writer_begin (which must outlive the writer). */
 struct model_writer {
     char dir[4096], tmp[4200];
     struct model_shape shape;
@@ -61,10 +64,12 @@ struct model_writer {
     cJSON *tensors;
     void *scratch;       /* one bundle / one converted row */
     float *column;       /* one down column gathered to f32 */
+    char *err;           /* the caller's buffer for failures */
+    size_t errlen;
 };
 
 int model_writer_begin(struct model_writer *w, const char *dir, const struct model_shape *s,
-                       enum fb_dtype t);
+                       enum fb_dtype t, char *err, size_t errlen);
 /* A DRAM tensor from f32 data; matrices are stored in the model dtype,
  * vectors (ndim 1) in f32. */
 int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,

@@ -13,29 +13,29 @@
 
 #include <cjson/cJSON.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "common/json_file.h"
 #include "engine/model_format.h"
 
 /* Reads a whole file into 2 MiB-aligned memory (huge pages where the
  * kernel gives them: fewer TLB misses when every token streams it). */
-static void *read_whole(const char *path, size_t expect, size_t *len)
+static void *read_whole(const char *path, size_t expect, size_t *len, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
-        fb_error("%s: cannot open: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) != 0 || (size_t)st.st_size != expect) {
-        fb_error("%s: is %lld bytes, model.json says %zu", path, (long long)st.st_size, expect);
+        err_set(err, errlen, "%s: is %lld bytes, model.json says %zu", path, (long long)st.st_size, expect);
         close(fd);
         return NULL;
     }
     void *buf = NULL;
     size_t alloc = expect ? expect : 1;
     if (posix_memalign(&buf, 2u << 20, alloc) != 0) {
-        fb_error("%s: cannot allocate %zu bytes", path, expect);
+        err_set(err, errlen, "%s: cannot allocate %zu bytes", path, expect);
         close(fd);
         return NULL;
     }
@@ -46,7 +46,8 @@ static void *read_whole(const char *path, size_t expect, size_t *len)
     while (done < expect) {
         ssize_t got = read(fd, (char *)buf + done, expect - done > (1u << 30) ? (1u << 30) : expect - done);
         if (got <= 0) {
-            fb_error("%s: read failed at byte %zu: %s", path, done, got < 0 ? strerror(errno) : "end of file");
+            err_set(err, errlen, "%s: read failed at byte %zu: %s", path, done,
+                    got < 0 ? strerror(errno) : "end of file");
             free(buf);
             close(fd);
             return NULL;
@@ -62,6 +63,8 @@ struct table {
     const cJSON *tensors;
     const char *json_path;
     const struct model *m;
+    char *err; /* where tensor() says what is wrong */
+    size_t errlen;
 };
 
 /* The tensor called name, checked for dtype, shape and bounds. */
@@ -76,7 +79,7 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
             break;
     }
     if (!e) {
-        fb_error("%s: tensor '%s' is missing", tb->json_path, name);
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' is missing", tb->json_path, name);
         return NULL;
     }
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -85,20 +88,20 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
     enum fb_dtype got;
     if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &got) || got != t) {
-        fb_error("%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
-                 cJSON_IsString(dt) ? dt->valuestring : "(none)", dtype_name(t));
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
+                cJSON_IsString(dt) ? dt->valuestring : "(none)", dtype_name(t));
         return NULL;
     }
     uint64_t want[2] = {d0, d1};
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != ndim) {
-        fb_error("%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
         return NULL;
     }
     for (int i = 0; i < ndim; i++) {
         const cJSON *d = cJSON_GetArrayItem(shape, i);
         if (!cJSON_IsNumber(d) || (uint64_t)d->valuedouble != want[i]) {
-            fb_error("%s: tensor '%s' dimension %d is %g, expected %llu", tb->json_path, name, i,
-                     cJSON_IsNumber(d) ? d->valuedouble : -1.0, (unsigned long long)want[i]);
+            err_set(tb->err, tb->errlen, "%s: tensor '%s' dimension %d is %g, expected %llu", tb->json_path,
+                    name, i, cJSON_IsNumber(d) ? d->valuedouble : -1.0, (unsigned long long)want[i]);
             return NULL;
         }
     }
@@ -106,8 +109,8 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     if (!cJSON_IsNumber(off) || !cJSON_IsNumber(bytes) || off->valuedouble < 0 ||
         (uint64_t)bytes->valuedouble != n * dtype_size(t) || (uint64_t)off->valuedouble % 4 != 0 ||
         (uint64_t)off->valuedouble + n * dtype_size(t) > tb->m->dram_bytes) {
-        fb_error("%s: tensor '%s' has a bad offset or size for %s (%zu bytes)", tb->json_path, name,
-                 MODEL_DRAM_FILE, tb->m->dram_bytes);
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset or size for %s (%zu bytes)",
+                tb->json_path, name, MODEL_DRAM_FILE, tb->m->dram_bytes);
         return NULL;
     }
     return (const char *)tb->m->dram + (uint64_t)off->valuedouble;
@@ -159,132 +162,102 @@ static int load_layers(struct model *m, const struct table *tb)
     return 0;
 }
 
-int model_open(struct model *m, const char *dir)
+int model_open(struct model *m, const char *dir, char *err, size_t errlen)
 {
-    return model_open_flags(m, dir, 0);
+    return model_open_flags(m, dir, 0, err, errlen);
 }
 
-int model_open_flags(struct model *m, const char *dir, unsigned flags)
+/* model.json's "dram" and "ffn" sections against the shape and dtype. */
+static int check_layout(struct model *m, const cJSON *o, const char *path, uint64_t *dram_bytes,
+                        uint64_t *ffn_bytes, char *err, size_t errlen)
 {
-    memset(m, 0, sizeof *m);
-    snprintf(m->dir, sizeof m->dir, "%s", dir);
-    char path[4200], err[512];
-    snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
-    struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        fb_error("%s: not a model folder (convert a model with flashbed convert)", dir);
-        return -1;
-    }
-    char *text = read_text_file(path, NULL);
-    if (!text) {
-        fb_error("%s: cannot read: %s", path, strerror(errno));
-        return -1;
-    }
-    cJSON *o = cJSON_Parse(text);
-    free(text);
-    int rc = -1;
-    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
-    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0) {
-        fb_error("%s: not a flashbed model (no \"format\": \"%s\")", path, MODEL_FORMAT_NAME);
-        goto out;
-    }
-    if (model_shape_load(path, &m->shape, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        goto out;
-    }
     const struct model_shape *s = &m->shape;
-    if (arch_from_shape(s, &m->arch, err, sizeof err) != 0) {
-        fb_error("%s: %s", path, err);
-        goto out;
-    }
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
-    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype)) {
-        fb_error("%s: unknown \"dtype\" (f32, f16 or bf16)", path);
-        goto out;
-    }
-    m->head_dim = s->d_model / s->n_heads;
-    m->q_dim = s->n_heads * m->head_dim;
-    m->kv_dim = s->n_kv_heads * m->head_dim;
     const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
     const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(o, "ffn");
-    uint64_t dram_bytes, ffn_bytes, stride;
-    if (json_uint(dram, "bytes", &dram_bytes) || json_uint(ffn, "bytes", &ffn_bytes) ||
-        json_uint(ffn, "bundle_stride", &stride)) {
-        fb_error("%s: \"dram\" or \"ffn\" section missing or malformed", path);
-        goto out;
-    }
+    uint64_t stride;
+    if (json_uint(dram, "bytes", dram_bytes) || json_uint(ffn, "bytes", ffn_bytes) ||
+        json_uint(ffn, "bundle_stride", &stride))
+        return err_set(err, errlen, "%s: \"dram\" or \"ffn\" section missing or malformed", path);
     m->bundle_bytes = ffn_bundle_bytes(s, m->dtype);
     m->bundle_stride = ffn_bundle_stride(s, m->dtype);
-    if (stride != m->bundle_stride || ffn_bytes != stride * s->d_ff * s->n_layers) {
-        fb_error("%s: FFN layout (bundle_stride %llu, %llu bytes) does not match the shape", path,
-                 (unsigned long long)stride, (unsigned long long)ffn_bytes);
-        goto out;
-    }
+    if (stride != m->bundle_stride || *ffn_bytes != stride * s->d_ff * s->n_layers)
+        return err_set(err, errlen, "%s: FFN layout (bundle_stride %llu, %llu bytes) does not match the shape",
+                       path, (unsigned long long)stride, (unsigned long long)*ffn_bytes);
+    return 0;
+}
+
+/* dram.bin into memory; ffn.bin too, or only checked when it stays on flash. */
+static int load_files(struct model *m, const char *dir, unsigned flags, uint64_t dram_bytes, uint64_t ffn_bytes,
+                      char *err, size_t errlen)
+{
     char fpath[4300];
     snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_DRAM_FILE);
-    if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes)))
-        goto out;
+    if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes, err, errlen)))
+        return -1;
     snprintf(m->ffn_path, sizeof m->ffn_path, "%s/%s", dir, MODEL_FFN_FILE);
-    if (flags & MODEL_FFN_ON_FLASH) {
-        if (stat(m->ffn_path, &st) != 0) {
-            fb_error("%s: cannot open: %s", m->ffn_path, strerror(errno));
-            goto out;
-        }
-        if ((uint64_t)st.st_size != ffn_bytes) {
-            fb_error("%s: is %lld bytes, model.json says %llu", m->ffn_path, (long long)st.st_size,
-                     (unsigned long long)ffn_bytes);
-            goto out;
-        }
-        m->ffn_bytes = ffn_bytes;
-    } else if (!(m->ffn = read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes)))
-        goto out;
-    struct table tb = {cJSON_GetObjectItemCaseSensitive(dram, "tensors"), path, m};
-    uint64_t d = s->d_model;
-    if (!(m->tok_embedding = tensor(&tb, "tok_embedding", m->dtype, 2, s->vocab_size, d)) ||
-        !(m->final_norm = tensor(&tb, "final_norm.weight", DTYPE_F32, 1, d, 0)))
-        goto out;
-    if (m->arch.norm == NORM_LAYER && !(m->final_norm_bias = tensor(&tb, "final_norm.bias", DTYPE_F32, 1, d, 0)))
-        goto out;
-    if (m->arch.position == POSITION_LEARNED &&
-        !(m->pos_embedding = tensor(&tb, "pos_embedding", m->dtype, 2,
-                                    s->max_positions + s->position_offset, d)))
-        goto out;
-    m->output = m->arch.tied_output ? m->tok_embedding
-                                    : tensor(&tb, "output", m->dtype, 2, s->vocab_size, d);
-    if (!m->output)
-        goto out;
-    m->layers = calloc(s->n_layers, sizeof *m->layers);
-    if (!m->layers || load_layers(m, &tb))
-        goto out;
+    if (!(flags & MODEL_FFN_ON_FLASH))
+        return (m->ffn = read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes, err, errlen)) ? 0 : -1;
+    struct stat st;
+    if (stat(m->ffn_path, &st) != 0)
+        return err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
+    if ((uint64_t)st.st_size != ffn_bytes)
+        return err_set(err, errlen, "%s: is %lld bytes, model.json says %llu", m->ffn_path,
+                       (long long)st.st_size, (unsigned long long)ffn_bytes);
+    m->ffn_bytes = ffn_bytes;
+    return 0;
+}
 
+/* Every DRAM tensor the architecture needs, found and checked. */
+static int load_tensors(struct model *m, const struct table *tb)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t d = s->d_model;
+    if (!(m->tok_embedding = tensor(tb, "tok_embedding", m->dtype, 2, s->vocab_size, d)) ||
+        !(m->final_norm = tensor(tb, "final_norm.weight", DTYPE_F32, 1, d, 0)))
+        return -1;
+    if (m->arch.norm == NORM_LAYER && !(m->final_norm_bias = tensor(tb, "final_norm.bias", DTYPE_F32, 1, d, 0)))
+        return -1;
+    if (m->arch.position == POSITION_LEARNED &&
+        !(m->pos_embedding =
+              tensor(tb, "pos_embedding", m->dtype, 2, s->max_positions + s->position_offset, d)))
+        return -1;
+    m->output = m->arch.tied_output ? m->tok_embedding : tensor(tb, "output", m->dtype, 2, s->vocab_size, d);
+    if (!m->output)
+        return -1;
+    m->layers = calloc(s->n_layers, sizeof *m->layers);
+    if (!m->layers)
+        return err_set(tb->err, tb->errlen, "%s: cannot allocate %u layers", tb->json_path, s->n_layers);
+    return load_layers(m, tb);
+}
+
+/* The tokenizer model.json names, and its special ids. */
+static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, const char *path, char *err,
+                          size_t errlen)
+{
+    const struct model_shape *s = &m->shape;
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(o, "tokenizer");
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(tok, "kind");
     const cJSON *tfile = cJSON_GetObjectItemCaseSensitive(tok, "file");
-    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile) || strchr(tfile->valuestring, '/')) {
-        fb_error("%s: \"tokenizer\" must name its \"kind\" and \"file\"", path);
-        goto out;
-    }
+    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile) || strchr(tfile->valuestring, '/'))
+        return err_set(err, errlen, "%s: \"tokenizer\" must name its \"kind\" and \"file\"", path);
+    char fpath[4300];
     snprintf(fpath, sizeof fpath, "%s/%s", dir, tfile->valuestring);
     int tok_rc;
     if (!strcmp(kind->valuestring, "sentencepiece-bpe"))
-        tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
+        tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, errlen);
     else if (!strcmp(kind->valuestring, "byte-level-bpe"))
-        tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, sizeof err);
-    else {
-        fb_error("%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
-                 kind->valuestring);
-        goto out;
-    }
-    if (tok_rc != 0) {
-        fb_error("%s", err);
-        goto out;
-    }
+        tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, errlen);
+    else
+        return err_set(err, errlen,
+                       "%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
+                       kind->valuestring);
+    if (tok_rc != 0)
+        return -1;
     uint64_t bos, eos;
     if (json_uint(tok, "bos_id", &bos) || json_uint(tok, "eos_id", &eos) || bos >= s->vocab_size ||
-        eos >= s->vocab_size) {
-        fb_error("%s: tokenizer \"bos_id\"/\"eos_id\" missing or outside the vocabulary", path);
-        goto out;
-    }
+        eos >= s->vocab_size)
+        return err_set(err, errlen, "%s: tokenizer \"bos_id\"/\"eos_id\" missing or outside the vocabulary",
+                       path);
     m->bos_id = m->tok.bos_id = (int)bos;
     m->eos_id = m->tok.eos_id = (int)eos;
     m->stop_ids[m->n_stop++] = m->eos_id;
@@ -295,8 +268,58 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags)
             m->n_stop < 4 && (int)it->valuedouble != m->eos_id)
             m->stop_ids[m->n_stop++] = (int)it->valuedouble;
     }
-    rc = 0;
-out:
+    return 0;
+}
+
+/* model.json's format, shape, architecture and dtype. */
+static int read_header(struct model *m, const cJSON *o, const char *path, char *err, size_t errlen)
+{
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0)
+        return err_set(err, errlen, "%s: not a flashbed model (no \"format\": \"%s\")", path,
+                       MODEL_FORMAT_NAME);
+    if (model_shape_load(path, &m->shape, err, errlen) != 0)
+        return -1;
+    const struct model_shape *s = &m->shape;
+    char why[512];
+    if (arch_from_shape(s, &m->arch, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: %s", path, why);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype))
+        return err_set(err, errlen, "%s: unknown \"dtype\" (f32, f16 or bf16)", path);
+    m->head_dim = s->d_model / s->n_heads;
+    m->q_dim = s->n_heads * m->head_dim;
+    m->kv_dim = s->n_kv_heads * m->head_dim;
+    return 0;
+}
+
+int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s: not a model folder (convert a model with flashbed convert)", dir);
+    char *text = read_text_file(path, NULL);
+    if (!text)
+        return err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    uint64_t dram_bytes = 0, ffn_bytes = 0;
+    struct table tb = {NULL, path, m, err, errlen};
+    int rc = read_header(m, o, path, err, errlen);
+    if (rc == 0)
+        rc = check_layout(m, o, path, &dram_bytes, &ffn_bytes, err, errlen);
+    if (rc == 0)
+        rc = load_files(m, dir, flags, dram_bytes, ffn_bytes, err, errlen);
+    if (rc == 0) {
+        tb.tensors = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors");
+        rc = load_tensors(m, &tb);
+    }
+    if (rc == 0)
+        rc = load_tokenizer(m, o, dir, path, err, errlen);
     cJSON_Delete(o);
     if (rc)
         model_close(m);

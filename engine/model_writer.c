@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "common/provenance.h"
 
 uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t)
@@ -57,23 +57,24 @@ static int remove_tree(const char *dir)
     return rmdir(dir);
 }
 
+/* The writer's failures go to the buffer its caller gave model_writer_begin. */
+#define WERR(w, ...) err_set((w)->err, (w)->errlen, __VA_ARGS__)
+
 int model_writer_begin(struct model_writer *w, const char *dir, const struct model_shape *s,
-                       enum fb_dtype t)
+                       enum fb_dtype t, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
+    w->err = err;
+    w->errlen = errlen;
     snprintf(w->dir, sizeof w->dir, "%s", dir);
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", dir, (int)getpid());
     w->shape = *s;
     w->dtype = t;
     struct stat st;
-    if (stat(dir, &st) == 0) {
-        fb_error("%s: already exists; remove it or choose another --out", dir);
-        return -1;
-    }
-    if (mkdir(w->tmp, 0755) != 0) {
-        fb_error("%s: cannot create folder: %s", w->tmp, strerror(errno));
-        return -1;
-    }
+    if (stat(dir, &st) == 0)
+        return WERR(w, "%s: already exists; remove it or choose another folder", dir);
+    if (mkdir(w->tmp, 0755) != 0)
+        return WERR(w, "%s: cannot create folder: %s", w->tmp, strerror(errno));
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_DRAM_FILE);
     w->dram = fopen(p, "wb");
@@ -84,7 +85,7 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
                                                                              : (uint64_t)s->d_ff * 4);
     w->column = malloc((size_t)s->d_model * 4);
     if (!w->dram || !w->ffn || !w->scratch || !w->column) {
-        fb_error("%s: cannot create model files: %s", w->tmp, strerror(errno));
+        WERR(w, "%s: cannot create model files: %s", w->tmp, strerror(errno));
         model_writer_abort(w);
         return -1;
     }
@@ -93,10 +94,8 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
 
 static int write_or_fail(struct model_writer *w, FILE *f, const void *buf, size_t n, const char *what)
 {
-    if (fwrite(buf, 1, n, f) != n) {
-        fb_error("%s: write failed (%s): %s", w->tmp, what, strerror(errno));
-        return -1;
-    }
+    if (fwrite(buf, 1, n, f) != n)
+        return WERR(w, "%s: write failed (%s): %s", w->tmp, what, strerror(errno));
     return 0;
 }
 
@@ -123,6 +122,8 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     cJSON_AddItemToArray(w->tensors, e);
     /* row by row so the conversion buffer stays one row long */
     void *row = t == DTYPE_F32 ? NULL : malloc(cols * 2);
+    if (t != DTYPE_F32 && !row)
+        return WERR(w, "%s: out of memory converting tensor '%s'", w->tmp, name);
     for (uint64_t r = 0; r < rows; r++) {
         const float *src = data + r * cols;
         const void *out = src;
@@ -144,10 +145,8 @@ int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, c
                            const float *down)
 {
     const struct model_shape *s = &w->shape;
-    if (layer != w->ffn_layers_written) {
-        fb_error("%s: FFN layer %d written out of order", w->tmp, layer);
-        return -1;
-    }
+    if (layer != w->ffn_layers_written)
+        return WERR(w, "%s: FFN layer %d written out of order", w->tmp, layer);
     uint64_t d = s->d_model, n = s->d_ff, es = dtype_size(w->dtype);
     uint64_t stride = ffn_bundle_stride(s, w->dtype);
     char *b = w->scratch;
@@ -171,10 +170,8 @@ int model_writer_copy_file(struct model_writer *w, const char *src, const char *
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", w->tmp, name);
     FILE *in = fopen(src, "rb");
-    if (!in) {
-        fb_error("%s: cannot read: %s", src, strerror(errno));
-        return -1;
-    }
+    if (!in)
+        return WERR(w, "%s: cannot read: %s", src, strerror(errno));
     FILE *out = fopen(p, "wb");
     int rc = out ? 0 : -1;
     char buf[65536];
@@ -186,7 +183,7 @@ int model_writer_copy_file(struct model_writer *w, const char *src, const char *
         rc = -1;
     fclose(in);
     if (rc)
-        fb_error("%s: cannot copy %s into the model folder", p, src);
+        WERR(w, "%s: cannot copy %s into the model folder", p, src);
     return rc;
 }
 
@@ -195,13 +192,13 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     const struct model_shape *s = &w->shape;
     int rc = -1;
     if (w->ffn_layers_written != (int)s->n_layers) {
-        fb_error("%s: %d of %u FFN layers written", w->tmp, w->ffn_layers_written, s->n_layers);
+        WERR(w, "%s: %d of %u FFN layers written", w->tmp, w->ffn_layers_written, s->n_layers);
         goto out;
     }
     int e1 = fclose(w->dram), e2 = fclose(w->ffn);
     w->dram = w->ffn = NULL;
     if (e1 || e2) {
-        fb_error("%s: cannot write model files: %s", w->tmp, strerror(errno));
+        WERR(w, "%s: cannot write model files: %s", w->tmp, strerror(errno));
         goto out;
     }
     cJSON *o = cJSON_CreateObject();
@@ -230,14 +227,17 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     FILE *f = fopen(p, "w");
-    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0 || fclose(f) != 0) {
-        fb_error("%s: cannot write: %s", p, strerror(errno));
+    int bad = !text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
+    if (f && fclose(f) != 0) /* closed even after a failed write */
+        bad = 1;
+    if (bad) {
+        WERR(w, "%s: cannot write: %s", p, strerror(errno));
         free(text);
         goto out;
     }
     free(text);
     if (rename(w->tmp, w->dir) != 0) {
-        fb_error("%s: cannot rename %s into place: %s", w->dir, w->tmp, strerror(errno));
+        WERR(w, "%s: cannot rename %s into place: %s", w->dir, w->tmp, strerror(errno));
         goto out;
     }
     rc = 0;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "engine/dtype.h"
 
 static int st_dtype(const char *s, enum fb_dtype *t)
@@ -27,27 +27,27 @@ static int st_dtype(const char *s, enum fb_dtype *t)
 
 /* Checks one header entry against the file: dtype known, byte range inside
  * the data and exactly dtype size x shape. */
-static int check_entry(const struct st_file *f, const cJSON *e)
+static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_t errlen)
 {
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
     enum fb_dtype t;
     if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) {
-        fb_error("%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", f->path, e->string,
-                 cJSON_IsString(dt) ? dt->valuestring : "(none)");
+        err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", f->path, e->string,
+                cJSON_IsString(dt) ? dt->valuestring : "(none)");
         return -1;
     }
     uint64_t n = 1;
     const cJSON *d;
     if (!cJSON_IsArray(shape)) {
-        fb_error("%s: tensor '%s' has no shape", f->path, e->string);
+        err_set(err, errlen, "%s: tensor '%s' has no shape", f->path, e->string);
         return -1;
     }
     cJSON_ArrayForEach(d, shape)
     {
         if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e12) {
-            fb_error("%s: tensor '%s' has a malformed shape", f->path, e->string);
+            err_set(err, errlen, "%s: tensor '%s' has a malformed shape", f->path, e->string);
             return -1;
         }
         n *= (uint64_t)d->valuedouble;
@@ -55,31 +55,31 @@ static int check_entry(const struct st_file *f, const cJSON *e)
     const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
     if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
         b->valuedouble < 0 || en->valuedouble < b->valuedouble) {
-        fb_error("%s: tensor '%s' has malformed data_offsets", f->path, e->string);
+        err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
         return -1;
     }
     uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;
     if (end - begin != n * dtype_size(t)) {
-        fb_error("%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path, e->string,
-                 (unsigned long long)(end - begin), (unsigned long long)(n * dtype_size(t)));
+        err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path,
+                e->string, (unsigned long long)(end - begin), (unsigned long long)(n * dtype_size(t)));
         return -1;
     }
     if (f->data_start + end > f->size) {
-        fb_error("%s: tensor '%s' ends at byte %llu, past the end of the file (%zu bytes)", f->path,
-                 e->string, (unsigned long long)(f->data_start + end), f->size);
+        err_set(err, errlen, "%s: tensor '%s' ends at byte %llu, past the end of the file (%zu bytes)", f->path,
+                e->string, (unsigned long long)(f->data_start + end), f->size);
         return -1;
     }
     return 0;
 }
 
-static int open_file(struct st_file *f, const char *path)
+static int open_file(struct st_file *f, const char *path, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
     snprintf(f->path, sizeof f->path, "%s", path);
     int fd = open(path, O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        fb_error("%s: cannot open: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return -1;
@@ -87,8 +87,8 @@ static int open_file(struct st_file *f, const char *path)
     f->size = (size_t)st.st_size;
     uint64_t hlen = 0;
     if (f->size < 8 || pread(fd, &hlen, 8, 0) != 8 || hlen > f->size - 8 || hlen > (100u << 20)) {
-        fb_error("%s: not a safetensors file (header length %llu, file %zu bytes)", path,
-                 (unsigned long long)hlen, f->size);
+        err_set(err, errlen, "%s: not a safetensors file (header length %llu, file %zu bytes)", path,
+                (unsigned long long)hlen, f->size);
         close(fd);
         return -1;
     }
@@ -96,13 +96,13 @@ static int open_file(struct st_file *f, const char *path)
     close(fd);
     if (f->map == MAP_FAILED) {
         f->map = NULL;
-        fb_error("%s: cannot map: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot map: %s", path, strerror(errno));
         return -1;
     }
     f->data_start = 8 + (size_t)hlen;
     f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
     if (!cJSON_IsObject(f->header)) {
-        fb_error("%s: safetensors header is not a JSON object", path);
+        err_set(err, errlen, "%s: safetensors header is not a JSON object", path);
         return -1;
     }
     const cJSON *e;
@@ -110,7 +110,7 @@ static int open_file(struct st_file *f, const char *path)
     {
         if (!strcmp(e->string, "__metadata__"))
             continue;
-        if (check_entry(f, e))
+        if (check_entry(f, e, err, errlen))
             return -1;
     }
     return 0;
@@ -124,7 +124,7 @@ static void close_file(struct st_file *f)
     memset(f, 0, sizeof *f);
 }
 
-int st_open(struct st_set *s, const char *dir)
+int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     char path[4200];
@@ -135,11 +135,11 @@ int st_open(struct st_set *s, const char *dir)
         s->files = calloc(1, sizeof *s->files);
         s->n_files = 1;
         if (access(path, R_OK) != 0) {
-            fb_error("%s: neither model.safetensors nor model.safetensors.index.json", dir);
+            err_set(err, errlen, "%s: neither model.safetensors nor model.safetensors.index.json", dir);
             st_close(s);
             return -1;
         }
-        if (open_file(&s->files[0], path)) {
+        if (open_file(&s->files[0], path, err, errlen)) {
             st_close(s);
             return -1;
         }
@@ -161,7 +161,7 @@ int st_open(struct st_set *s, const char *dir)
     cJSON *wm = cJSON_DetachItemFromObjectCaseSensitive(root, "weight_map");
     cJSON_Delete(root);
     if (!cJSON_IsObject(wm)) {
-        fb_error("%s: no \"weight_map\" object", path);
+        err_set(err, errlen, "%s: no \"weight_map\" object", path);
         cJSON_Delete(wm);
         return -1;
     }
@@ -173,7 +173,7 @@ int st_open(struct st_set *s, const char *dir)
     cJSON_ArrayForEach(e, wm)
     {
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
-            fb_error("%s: weight_map entry '%s' is not a file name", path, e->string);
+            err_set(err, errlen, "%s: weight_map entry '%s' is not a file name", path, e->string);
             st_close(s);
             return -1;
         }
@@ -184,7 +184,7 @@ int st_open(struct st_set *s, const char *dir)
             seen |= !strcmp(s->files[i].path, shard);
         if (seen)
             continue;
-        if (open_file(&s->files[s->n_files++], shard)) {
+        if (open_file(&s->files[s->n_files++], shard, err, errlen)) {
             st_close(s);
             return -1;
         }
@@ -219,12 +219,13 @@ int st_has(const struct st_set *s, const char *name)
     return find(s, name, &e) != NULL;
 }
 
-float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims)
+float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
+                   size_t errlen)
 {
     const cJSON *e;
     const struct st_file *f = find(s, name, &e);
     if (!f) {
-        fb_error("%s: tensor '%s' is missing", s->n_files ? s->files[0].path : "safetensors", name);
+        err_set(err, errlen, "%s: tensor '%s' is missing", s->n_files ? s->files[0].path : "safetensors", name);
         return NULL;
     }
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
@@ -238,7 +239,8 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
         char want[128] = "", *p = want;
         for (int i = 0; i < ndim; i++)
             p += snprintf(p, (size_t)(want + sizeof want - p), i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
-        fb_error("%s: tensor '%s' does not have the shape [%s] that config.json implies", f->path, name, want);
+        err_set(err, errlen, "%s: tensor '%s' does not have the shape [%s] that config.json implies", f->path,
+                name, want);
         return NULL;
     }
     enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
@@ -246,7 +248,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
     uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
     float *out = malloc((n ? n : 1) * sizeof *out);
     if (!out) {
-        fb_error("%s: out of memory reading tensor '%s'", f->path, name);
+        err_set(err, errlen, "%s: out of memory reading tensor '%s'", f->path, name);
         return NULL;
     }
     /* the data may sit at any byte offset: copy out rather than cast */

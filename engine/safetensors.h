@@ -25,14 +25,16 @@ struct st_set {
 
 /* Opens dir/model.safetensors, or the shards of dir/model.safetensors.index.json.
  * Every header is checked (offsets inside the file, sizes matching dtype and
- * shape). 0, or -1 with the error printed naming the file and tensor. */
-int st_open(struct st_set *s, const char *dir);
+ * shape). 0, or -1 with the reason in err naming the file and tensor
+ * (nothing left open). */
+int st_open(struct st_set *s, const char *dir, char *err, size_t errlen);
 void st_close(struct st_set *s);
 
 /* The tensor as f32 (converted from F32, F16 or BF16) in a new buffer of
- * n elements, with its shape checked: dims[0..ndim). NULL with the error
- * printed when missing or of another shape. */
-float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims);
+ * n elements, with its shape checked: dims[0..ndim). NULL with the reason
+ * in err when missing or of another shape. */
+float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
+                   size_t errlen);
 /* Whether the set holds a tensor called name. */
 int st_has(const struct st_set *s, const char *name);
 

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
-#include "common/log.h"
+#include "common/errbuf.h"
 #include "common/progress.h"
 #include "common/rng.h"
 #include "engine/tokenizer.h"
@@ -99,32 +99,30 @@ static int write_tokenizer(const char *path, uint32_t vocab)
 
 /* Checks the shape and the destination, and creates the temporary folder
  * "<out_dir>.tmp.<pid>" the model is written into. */
-static int begin_output(const struct model_shape *s, const char *out_dir, char *tmp, size_t len)
+static int begin_output(const struct model_shape *s, const char *out_dir, char *tmp, size_t len, char *err,
+                        size_t errlen)
 {
-    if (s->vocab_size < 260 + 52) {
-        fb_error("model make: shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
-                 s->name, s->vocab_size);
-        return -1;
-    }
+    if (s->vocab_size < 260 + 52)
+        return err_set(err, errlen, "shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
+                       s->name, s->vocab_size);
     struct stat st;
-    if (stat(out_dir, &st) == 0) {
-        fb_error("%s: already exists; remove it or choose another --out", out_dir);
-        return -1;
-    }
+    if (stat(out_dir, &st) == 0)
+        return err_set(err, errlen, "%s: already exists; remove it or choose another folder", out_dir);
     snprintf(tmp, len, "%s.tmp.%d", out_dir, (int)getpid());
-    if (mkdir(tmp, 0755) != 0) {
-        fb_error("%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
+    if (mkdir(tmp, 0755) != 0)
+        return err_set(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
     return 0;
 }
 
-/* Renames tmp into place when ok; otherwise removes it and its files. */
-static int finish_output(int ok, const char *tmp, const char *out_dir, const char *const *files, int n)
+/* Renames tmp into place when ok; otherwise (err says why) removes it and
+ * its files. */
+static int finish_output(int ok, const char *tmp, const char *out_dir, const char *const *files, int n,
+                         char *err, size_t errlen)
 {
     if (ok && rename(tmp, out_dir) == 0)
         return 0;
-    fb_error("%s: cannot write the model: %s", out_dir, strerror(errno));
+    if (ok)
+        err_set(err, errlen, "%s: cannot write the model: %s", out_dir, strerror(errno));
     char path[4300];
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
@@ -134,16 +132,15 @@ static int finish_output(int ok, const char *tmp, const char *out_dir, const cha
     return -1;
 }
 
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir)
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir, char *err, size_t errlen)
 {
     if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
-        s->rope_fraction != 1.0) {
-        fb_error("model make: shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)",
-                 s->name, s->arch);
-        return -1;
-    }
+        s->rope_fraction != 1.0)
+        return err_set(err, errlen,
+                       "shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)", s->name,
+                       s->arch);
     char tmp[4200], path[4300];
-    if (begin_output(s, out_dir, tmp, sizeof tmp))
+    if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
         return -1;
     uint64_t d = s->d_model, L = s->n_layers, ff = s->d_ff, V = s->vocab_size;
     uint64_t hs = d / s->n_heads, kv = s->n_kv_heads * hs;
@@ -185,11 +182,14 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
     if (f && fclose(f) != 0)
         bad = 1;
     free(buf);
-    snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
-    if (!bad)
+    if (!bad) {
+        snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
         bad = write_tokenizer(path, s->vocab_size) != 0;
+    }
+    if (bad)
+        err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     static const char *const files[] = {"model.bin", "tokenizer.bin"};
-    return finish_output(!bad, tmp, out_dir, files, 2);
+    return finish_output(!bad, tmp, out_dir, files, 2, err, errlen);
 }
 
 /* ---- Hugging Face folders ---- */
@@ -298,7 +298,8 @@ static const char *st_dtype_name(enum fb_dtype t)
     return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
 }
 
-static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt, uint64_t seed)
+static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt,
+                             uint64_t seed, char *err, size_t errlen)
 {
     cJSON *h = cJSON_CreateObject();
     uint64_t off = 0, total = 0;
@@ -322,6 +323,8 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
     cJSON_AddStringToObject(meta, "generator", "flashbed model make");
     char *text = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
+    if (!text)
+        return err_set(err, errlen, "%s: out of memory for the header", path);
     size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
     uint64_t hlen = tl + pad;
     FILE *f = fopen(path, "wb");
@@ -359,10 +362,11 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
     free(half);
     if (f && fclose(f) != 0)
         bad = 1;
-    return bad ? -1 : 0;
+    return bad ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
 }
 
-static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t)
+static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t, char *err,
+                        size_t errlen)
 {
     bool opt = !strcmp(s->arch, "opt");
     cJSON *c = cJSON_CreateObject();
@@ -391,7 +395,7 @@ static int write_config(const char *path, const struct model_shape *s, enum fb_d
         cJSON_AddStringToObject(c, "hidden_act", "silu");
     }
     cJSON_AddStringToObject(c, "flashbed_shape", s->name);
-    int rc = write_json_file(path, c);
+    int rc = atomic_write_json(path, c, err, errlen);
     cJSON_Delete(c);
     return rc;
 }
@@ -410,7 +414,7 @@ static void sp_spelling(const char *p, char *out, size_t len)
     out[o] = '\0';
 }
 
-static int write_tokenizer_json(const char *path, uint32_t vocab)
+static int write_tokenizer_json(const char *path, uint32_t vocab, char *err, size_t errlen)
 {
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "version", "1.0");
@@ -434,40 +438,45 @@ static int write_tokenizer_json(const char *path, uint32_t vocab)
             cJSON_AddItemToArray(m, cJSON_CreateString(merge));
         }
     }
-    int rc = write_json_file(path, t);
+    int rc = atomic_write_json(path, t, err, errlen);
     cJSON_Delete(t);
     return rc;
 }
 
+int synthetic_relu_density_check(const struct model_shape *s, double relu_density, char *err, size_t errlen)
+{
+    if (relu_density >= 0 && (strcmp(s->arch, "opt") != 0 || relu_density <= 0 || relu_density >= 1))
+        return err_set(err, errlen, "needs a ReLU (OPT) shape and 0 < D < 1");
+    return 0;
+}
+
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
-                 const char *out_dir)
+                 const char *out_dir, char *err, size_t errlen)
 {
     bool opt = !strcmp(s->arch, "opt");
     if ((!opt && strcmp(s->arch, "llama") != 0) || (opt && (s->ffn_kind != FFN_RELU || !s->biases)) ||
-        (!opt && s->ffn_kind != FFN_GLU) || s->parallel_block) {
-        fb_error("model make: shape %s (%s) is not an OPT or Llama shape the Hugging Face writer knows",
-                 s->name, s->arch);
-        return -1;
-    }
-    if (relu_density >= 0 && (!opt || relu_density <= 0 || relu_density >= 1)) {
-        fb_error("model make --relu-density: needs a ReLU (OPT) shape and 0 < D < 1");
-        return -1;
-    }
+        (!opt && s->ffn_kind != FFN_GLU) || s->parallel_block)
+        return err_set(err, errlen, "shape %s (%s) is not an OPT or Llama shape the Hugging Face writer knows",
+                       s->name, s->arch);
+    char why[256];
+    if (synthetic_relu_density_check(s, relu_density, why, sizeof why) != 0)
+        return err_set(err, errlen, "ReLU density %g: %s", relu_density, why);
     char tmp[4200], path[4300];
-    if (begin_output(s, out_dir, tmp, sizeof tmp))
+    if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
         return -1;
     int cap = 8 + 16 * (int)s->n_layers;
     struct syn_tensor *ts = calloc((size_t)cap, sizeof *ts);
-    int n = hf_tensors(s, relu_density, ts);
+    int rc = ts ? 0 : err_set(err, errlen, "out of memory for %d tensors", cap);
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
-    int rc = write_safetensors(path, ts, n, t, seed);
+    if (!rc)
+        rc = write_safetensors(path, ts, hf_tensors(s, relu_density, ts), t, seed, err, errlen);
     free(ts);
     snprintf(path, sizeof path, "%s/config.json", tmp);
     if (!rc)
-        rc = write_config(path, s, t);
+        rc = write_config(path, s, t, err, errlen);
     snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
     if (!rc)
-        rc = write_tokenizer_json(path, s->vocab_size);
+        rc = write_tokenizer_json(path, s->vocab_size, err, errlen);
     static const char *const files[] = {"model.safetensors", "config.json", "tokenizer.json"};
-    return finish_output(rc == 0, tmp, out_dir, files, 3);
+    return finish_output(rc == 0, tmp, out_dir, files, 3, err, errlen);
 }

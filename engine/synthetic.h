@@ -12,16 +12,24 @@
 /* Writes out_dir/model.bin (llama2.c checkpoint, f32) and out_dir/tokenizer.bin
  * (a synthetic SentencePiece vocabulary of the shape's size: specials, the
  * 256 byte tokens, then letter pieces), so other engines can run the same
- * weights. Llama-architecture shapes only. 0, or -1 with the error printed. */
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir);
+ * weights. Llama-architecture shapes only. 0, or -1 with the reason in err
+ * and nothing left behind. */
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir, char *err,
+                      size_t errlen);
 
 /* Writes a Hugging Face style folder: config.json, model.safetensors (dtype
  * f32, f16 or bf16) and a tokenizer.json of the SentencePiece kind over the
  * synthetic vocabulary. Llama and OPT shapes. relu_density in (0, 1) sets
  * OPT's up-projection biases so that about that fraction of FFN neurons
- * fires per token (negative: biases 0, about half). */
+ * fires per token (negative: biases 0, about half). 0, or -1 with the
+ * reason in err and nothing left behind. */
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
-                 const char *out_dir);
+                 const char *out_dir, char *err, size_t errlen);
+
+/* Whether synthetic_hf takes relu_density for shape s (negative: none
+ * asked, always fine): 0, or -1 with the reason in err. Callers that check
+ * first can say which of their options is at fault. */
+int synthetic_relu_density_check(const struct model_shape *s, double relu_density, char *err, size_t errlen);
 
 /* Piece i of the synthetic vocabulary (see synthetic.c). */
 void synthetic_piece(uint32_t i, char *p, size_t len);

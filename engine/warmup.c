@@ -35,8 +35,9 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
     cfg.trace = cfg.profile = NULL;
     cfg.record = w;
     struct engine e;
-    if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens) != 0) {
-        snprintf(err, errlen, "the warm-up engine could not start (see above)");
+    char why[512];
+    if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
+        snprintf(err, errlen, "the warm-up engine: %s", why);
         return -1;
     }
     int rc = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/rng.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
@@ -43,7 +44,7 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row)
 }
 
 double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
-                      double *flops)
+                      double *flops, char *err, size_t errlen)
 {
     enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
     size_t esize = dtype_size(t);
@@ -51,8 +52,10 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y), *ones = malloc(cols * sizeof *ones);
     struct backend *be = NULL;
     double rate = 0;
-    if (!w || !x || !y || !ones)
+    if (!w || !x || !y || !ones) {
+        err_set(err, errlen, "out of memory for a %zu x %zu matrix", rows, cols);
         goto out;
+    }
     for (size_t i = 0; i < cols; i++) {
         x[i] = 1.0f / (float)(i + 1);
         ones[i] = 1.0f;
@@ -60,7 +63,7 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     for (size_t r = 0; r < rows; r++)
         dtype_from_f32((char *)w + r * cols * esize, t, ones, cols);
     /* the engine's own kernel (engine/backend_cpu.c), on its own thread team */
-    be = backend_cpu.create(threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1);
+    be = backend_cpu.create(threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
         goto out;
     backend_cpu.matvec(be, y, w, t, x, NULL, (int)rows, (int)cols); /* warm: page faults, thread start */

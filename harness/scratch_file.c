@@ -38,7 +38,8 @@ int scratch_file_check(const char *path, uint64_t size, enum scratch_action *act
             return 0;
         }
         if (access(path, W_OK) != 0) {
-            snprintf(err, errlen, "%s is smaller than --size and not writable", path);
+            snprintf(err, errlen, "%s is smaller than the size to read (%llu bytes) and not writable", path,
+                     (unsigned long long)size);
             return -1;
         }
         *action = SCRATCH_EXTEND;

@@ -9,10 +9,10 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/limits.h"
-#include "common/log.h"
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "common/subprocess.h"
@@ -42,83 +42,73 @@ static uint64_t huge_pages_free(void)
     return n;
 }
 
-int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_action *action,
-                char *err, size_t errlen)
-{
-    if (!c->path || !*c->path) {
-        snprintf(err, errlen, "sweep needs --file PATH (the file to read; created if missing)");
-        return -1;
-    }
-    if (c->runtime_s <= 0) {
-        snprintf(err, errlen, "--runtime must be positive");
-        return -1;
-    }
-    if (c->iodepth < 1 || c->iodepth > FB_MAX_IODEPTH) {
-        snprintf(err, errlen, "--iodepth must be between 1 and %d", FB_MAX_IODEPTH);
-        return -1;
-    }
-    for (size_t i = 0; i < c->threads.n; i++)
-        if (c->threads.v[i] > FB_MAX_THREADS) {
-            snprintf(err, errlen, "--threads %llu is more than %d",
-                     (unsigned long long)c->threads.v[i], FB_MAX_THREADS);
-            return -1;
-        }
-    uint64_t max_chunk = list_max(&c->chunks);
-    if (max_chunk > (1ull << 30)) {
-        snprintf(err, errlen, "chunk size %llu is over 1 GiB", (unsigned long long)max_chunk);
-        return -1;
-    }
-    if (c->size < max_chunk) {
-        snprintf(err, errlen, "--size %llu is smaller than the largest chunk %llu",
-                 (unsigned long long)c->size, (unsigned long long)max_chunk);
-        return -1;
-    }
-    if (scratch_file_check(c->path, c->size, action, err, errlen) != 0)
-        return -1;
+/* Records which settings a refusal is about and why; returns -1. */
+#define REFUSE(bits, ...) (*settings = (bits), err_set(err, errlen, __VA_ARGS__))
 
-    /* Direct I/O: the file system must support it, and every read must be
-     * aligned to what it demands. Asked of the file, or of its directory
-     * when the file is not there yet. */
+static int check_numbers(const struct sweep_config *c, unsigned *settings, char *err, size_t errlen)
+{
+    if (!c->path || !*c->path)
+        return REFUSE(SWEEP_SET_PATH, "no file to read given (it is created if missing)");
+    if (c->runtime_s <= 0)
+        return REFUSE(SWEEP_SET_RUNTIME, "the measured time must be positive");
+    if (c->iodepth < 1 || c->iodepth > FB_MAX_IODEPTH)
+        return REFUSE(SWEEP_SET_IODEPTH, "reads in flight per thread must be between 1 and %d", FB_MAX_IODEPTH);
+    for (size_t i = 0; i < c->threads.n; i++)
+        if (c->threads.v[i] > FB_MAX_THREADS)
+            return REFUSE(SWEEP_SET_THREADS, "%llu threads are more than %d",
+                          (unsigned long long)c->threads.v[i], FB_MAX_THREADS);
+    uint64_t max_chunk = list_max(&c->chunks);
+    if (max_chunk > (1ull << 30))
+        return REFUSE(SWEEP_SET_CHUNKS, "chunk size %llu is over 1 GiB", (unsigned long long)max_chunk);
+    if (c->size < max_chunk)
+        return REFUSE(SWEEP_SET_SIZE, "%llu is smaller than the largest chunk %llu",
+                      (unsigned long long)c->size, (unsigned long long)max_chunk);
+    return 0;
+}
+
+/* Direct I/O: the file system must support it, and every read must be
+ * aligned to what it demands. Asked of the file, or of its directory when
+ * the file is not there yet. */
+static int check_direct(const struct sweep_config *c, struct sweep *s, enum scratch_action action,
+                        unsigned *settings, char *err, size_t errlen)
+{
     s->dio_align = 0;
-    bool engine_direct = c->direct && !(c->engine->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO));
-    if (engine_direct) {
-        char where[4096];
-        if (*action == SCRATCH_CREATE)
-            dir_of(c->path, where, sizeof where);
-        else
-            snprintf(where, sizeof where, "%s", c->path);
-        struct disk_info di;
-        disk_info_for_path(where, &di);
-        uint32_t off_align, mem_align;
-        if (di.memory_backed || dio_alignment(where, &off_align, &mem_align) != 0) {
-            snprintf(err, errlen,
-                     "%s is on %s, which does not support direct I/O (O_DIRECT): reads there would "
-                     "not reach a disk; put --file on an SSD, or pass --buffered",
-                     c->path, di.fs_type[0] ? di.fs_type : "a file system");
-            return -1;
-        }
-        for (size_t i = 0; i < c->chunks.n; i++)
-            if (c->chunks.v[i] % off_align) {
-                snprintf(err, errlen,
-                         "chunk size %llu is not a multiple of %u, the logical block size direct "
-                         "I/O needs on %s (or pass --buffered)",
-                         (unsigned long long)c->chunks.v[i], off_align, c->path);
-                return -1;
-            }
-        /* Buffers are 2 MiB aligned and chunks multiples of off_align. */
-        if (mem_align > off_align) {
-            snprintf(err, errlen, "%s needs buffers aligned to %u, more than its block size %u",
-                     c->path, mem_align, off_align);
-            return -1;
-        }
-        s->dio_align = off_align;
-    }
-    if (!c->out_dir || !*c->out_dir) {
-        snprintf(err, errlen, "--out needs a directory");
-        return -1;
-    }
-    /* The output folder is made when the first point is written; check now
-     * that it can be, so bad input never costs a measurement. */
+    if (!c->direct || (c->engine->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO)))
+        return 0;
+    char where[4096];
+    if (action == SCRATCH_CREATE)
+        dir_of(c->path, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "%s", c->path);
+    struct disk_info di;
+    disk_info_for_path(where, &di);
+    uint32_t off_align, mem_align;
+    if (di.memory_backed || dio_alignment(where, &off_align, &mem_align) != 0)
+        return REFUSE(SWEEP_SET_PATH | SWEEP_SET_DIRECT,
+                      "%s is on %s, which does not support direct I/O (O_DIRECT): reads there would not "
+                      "reach a disk; put the file on an SSD",
+                      c->path, di.fs_type[0] ? di.fs_type : "a file system");
+    for (size_t i = 0; i < c->chunks.n; i++)
+        if (c->chunks.v[i] % off_align)
+            return REFUSE(SWEEP_SET_CHUNKS | SWEEP_SET_DIRECT,
+                          "chunk size %llu is not a multiple of %u, the logical block size direct I/O "
+                          "needs on %s",
+                          (unsigned long long)c->chunks.v[i], off_align, c->path);
+    /* Buffers are 2 MiB aligned and chunks multiples of off_align. */
+    if (mem_align > off_align)
+        return REFUSE(SWEEP_SET_PATH | SWEEP_SET_DIRECT,
+                      "%s needs buffers aligned to %u, more than its block size %u", c->path, mem_align,
+                      off_align);
+    s->dio_align = off_align;
+    return 0;
+}
+
+/* The output folder is made when the first point is written; checked now
+ * that it can be, so bad input never costs a measurement. */
+static int check_out(const struct sweep_config *c, unsigned *settings, char *err, size_t errlen)
+{
+    if (!c->out_dir || !*c->out_dir)
+        return REFUSE(SWEEP_SET_OUT, "no result folder given");
     char probe[4096];
     snprintf(probe, sizeof probe, "%s", c->out_dir);
     while (!path_exists(probe)) {
@@ -129,46 +119,67 @@ int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_acti
         snprintf(probe, sizeof probe, "%s", parent);
     }
     struct stat pst;
-    if (stat(probe, &pst) != 0 || !S_ISDIR(pst.st_mode)) {
-        snprintf(err, errlen, "cannot write results to %s: %s is not a directory", c->out_dir,
-                 probe);
-        return -1;
-    }
-    if (access(probe, W_OK) != 0) {
-        snprintf(err, errlen, "cannot write results under %s: %s", probe, strerror(errno));
-        return -1;
-    }
-    if (c->compare_fio && !program_available("fio")) {
-        snprintf(err, errlen, "--compare-fio needs fio, which is not installed (apt-get install fio)");
-        return -1;
-    }
-    if (c->compare_fio && c->fio_mem && strstr(c->fio_mem, "huge")) {
-        uint64_t need = 0;
-        for (size_t t = 0; t < c->threads.n; t++)
-            for (size_t k = 0; k < c->chunks.n; k++) {
-                struct point_params pp = {.threads = (unsigned)c->threads.v[t],
-                                          .chunk = c->chunks.v[k],
-                                          .iodepth = (c->engine->flags & IOENGINE_SYNC) ? 1 : c->iodepth};
-                uint64_t n = fio_huge_pages_needed(&pp);
-                if (n > need)
-                    need = n;
-            }
-        uint64_t free_pages = huge_pages_free();
-        if (free_pages < need) {
-            snprintf(err, errlen,
-                     "--fio-mem %s needs %llu free 2 MiB huge pages, %llu are free (as root: echo %llu "
-                     "> /proc/sys/vm/nr_hugepages)",
-                     c->fio_mem, (unsigned long long)need, (unsigned long long)free_pages,
-                     (unsigned long long)need);
-            return -1;
-        }
-    }
-    if (c->plot && !program_available("gnuplot")) {
-        snprintf(err, errlen, "--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox)");
-        return -1;
-    }
+    if (stat(probe, &pst) != 0 || !S_ISDIR(pst.st_mode))
+        return REFUSE(SWEEP_SET_OUT, "cannot write results to %s: %s is not a directory", c->out_dir, probe);
+    if (access(probe, W_OK) != 0)
+        return REFUSE(SWEEP_SET_OUT, "cannot write results under %s: %s", probe, strerror(errno));
     return 0;
 }
+
+/* The most huge pages one fio job of the sweep asks for. */
+static uint64_t fio_huge_pages_most(const struct sweep_config *c)
+{
+    uint64_t need = 0;
+    for (size_t t = 0; t < c->threads.n; t++)
+        for (size_t k = 0; k < c->chunks.n; k++) {
+            struct point_params pp = {.threads = (unsigned)c->threads.v[t],
+                                      .chunk = c->chunks.v[k],
+                                      .iodepth = (c->engine->flags & IOENGINE_SYNC) ? 1 : c->iodepth};
+            uint64_t n = fio_huge_pages_needed(&pp);
+            if (n > need)
+                need = n;
+        }
+    return need;
+}
+
+static int check_tools(const struct sweep_config *c, unsigned *settings, char *err, size_t errlen)
+{
+    if (c->compare_fio && !program_available("fio"))
+        return REFUSE(SWEEP_SET_FIO, "the comparison needs fio, which is not installed (apt-get install fio)");
+    if (c->compare_fio && c->fio_mem && strstr(c->fio_mem, "huge")) {
+        uint64_t need = fio_huge_pages_most(c), free_pages = huge_pages_free();
+        if (free_pages < need)
+            return REFUSE(SWEEP_SET_FIO_MEM,
+                          "fio's buffers in %s need %llu free 2 MiB huge pages, %llu are free (as root: echo "
+                          "%llu > /proc/sys/vm/nr_hugepages)",
+                          c->fio_mem, (unsigned long long)need, (unsigned long long)free_pages,
+                          (unsigned long long)need);
+    }
+    if (c->plot && !program_available("gnuplot"))
+        return REFUSE(SWEEP_SET_PLOT,
+                      "the plots need gnuplot, which is not installed (apt-get install gnuplot-nox)");
+    return 0;
+}
+
+int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_action *action, unsigned *settings,
+                char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = c;
+    *settings = 0;
+    if (check_numbers(c, settings, err, errlen) != 0)
+        return -1;
+    if (scratch_file_check(c->path, c->size, action, err, errlen) != 0) {
+        *settings = SWEEP_SET_PATH;
+        return -1;
+    }
+    if (check_direct(c, s, *action, settings, err, errlen) != 0 || check_out(c, settings, err, errlen) != 0 ||
+        check_tools(c, settings, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
+#undef REFUSE
 
 static int add_point(struct sweep *s, const struct sweep_point *p)
 {
@@ -191,103 +202,116 @@ static void describe(const struct point_params *p, char *buf, size_t len)
     snprintf(buf, len, "%s chunk %s threads %u", p->engine->name, chunk, p->threads);
 }
 
-int sweep_run(const struct sweep_config *c, cJSON *parameters)
+/* Measures one point (and fio's run of the same job when asked) into pt.
+ * 0; 1 with the reason in err; 130 when interrupted (pt incomplete). */
+static int measure_point(const struct sweep_config *c, struct sweep_point *pt, struct progress *prog,
+                         size_t done, char *err, size_t errlen)
 {
-    char err[512];
-    struct sweep s = {.cfg = c};
-    enum scratch_action action;
-    if (sweep_check(c, &s, &action, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        cJSON_Delete(parameters);
+    char what[96];
+    describe(&pt->params, what, sizeof what);
+    progress_update(prog, done, what);
+    if (bench_point_run(&pt->params, &pt->result, err, errlen) != 0)
         return 1;
+    if (pt->result.interrupted)
+        return 130;
+    pt->params.iodepth = pt->result.iodepth;
+    if (!c->compare_fio)
+        return 0;
+    progress_update(prog, done, "fio: same job");
+    if (fio_job_run(&pt->params, c->fio_mem, &pt->fio, err, errlen) != 0) {
+        if (!interrupted())
+            return 1;
+        err_set(err, errlen, "%s", ""); /* fio failed because it was interrupted: no error */
+        return 130;
     }
-    interrupt_install();
-    if (action != SCRATCH_READY)
-        fb_info("%s %s (%llu bytes of random data)", action == SCRATCH_CREATE ? "creating" : "extending",
-                c->path, (unsigned long long)c->size);
-    if (scratch_file_prepare(c->path, c->size, action, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        cJSON_Delete(parameters);
-        return interrupted() ? 130 : 1;
-    }
-    s.provenance = provenance_new();
-    provenance_add_disk(s.provenance, c->path);
-    cJSON_AddItemToObject(s.provenance, "parameters", parameters);
+    if (interrupted())
+        return 130; /* fio was interrupted too: its numbers are partial */
+    pt->has_fio = true;
+    return 0;
+}
 
-    size_t total = c->chunks.n * c->threads.n;
+static struct point_params point_at(const struct sweep_config *c, size_t ti, size_t ci, uint64_t seed)
+{
+    return (struct point_params){
+        .engine = c->engine,
+        .path = c->path,
+        .file_size = c->size,
+        .chunk = c->chunks.v[ci],
+        .threads = (unsigned)c->threads.v[ti],
+        .iodepth = c->iodepth,
+        .direct = c->direct,
+        .huge_pages = c->huge_pages,
+        .runtime_s = c->runtime_s,
+        .ramp_s = c->ramp_s,
+        .seed = seed,
+    };
+}
+
+/* Every point, threads outer and chunks inner; the result files are
+ * rewritten after each so an interrupted run keeps what it measured. */
+static int measure_all(struct sweep *s, char *err, size_t errlen)
+{
+    const struct sweep_config *c = s->cfg;
     struct progress prog;
-    progress_begin(&prog, "sweep", total);
+    progress_begin(&prog, "sweep", s->total);
     uint64_t seed_base = c->seed ? c->seed : (uint64_t)time(NULL) ^ now_ns();
     int rc = 0;
     size_t done = 0;
-    for (size_t ti = 0; ti < c->threads.n && rc == 0; ti++) {
+    for (size_t ti = 0; ti < c->threads.n && rc == 0; ti++)
         for (size_t ci = 0; ci < c->chunks.n && rc == 0; ci++) {
-            if (interrupted())
+            if (interrupted()) {
+                rc = 130;
                 break;
+            }
             struct sweep_point pt;
             memset(&pt, 0, sizeof pt);
-            pt.params = (struct point_params){
-                .engine = c->engine,
-                .path = c->path,
-                .file_size = c->size,
-                .chunk = c->chunks.v[ci],
-                .threads = (unsigned)c->threads.v[ti],
-                .iodepth = c->iodepth,
-                .direct = c->direct,
-                .huge_pages = c->huge_pages,
-                .runtime_s = c->runtime_s,
-                .ramp_s = c->ramp_s,
-                .seed = seed_base + done,
-            };
-            char what[96];
-            describe(&pt.params, what, sizeof what);
-            progress_update(&prog, done, what);
-            if (bench_point_run(&pt.params, &pt.result, err, sizeof err) != 0) {
-                fb_error("%s", err);
-                rc = 1;
+            pt.params = point_at(c, ti, ci, seed_base + done);
+            if ((rc = measure_point(c, &pt, &prog, done, err, errlen)) != 0)
                 break;
-            }
-            if (pt.result.interrupted)
-                break;
-            pt.params.iodepth = pt.result.iodepth;
-            if (c->compare_fio) {
-                progress_update(&prog, done, "fio: same job");
-                if (fio_job_run(&pt.params, c->fio_mem, &pt.fio, err, sizeof err) != 0) {
-                    if (interrupted())
-                        break;
-                    fb_error("%s", err);
-                    rc = 1;
-                    break;
-                }
-                if (interrupted())
-                    break; /* fio was interrupted too: its numbers are partial */
-                pt.has_fio = true;
-            }
-            if (add_point(&s, &pt) != 0) {
-                fb_error("out of memory");
+            if (add_point(s, &pt) != 0) {
+                err_set(err, errlen, "out of memory");
                 rc = 1;
                 break;
             }
             done++;
-            /* Rewritten after every point: an interrupted run keeps what it measured. */
-            s.complete = done == total;
-            if (sweep_write_files(&s, c->out_dir) != 0) {
+            s->complete = done == s->total;
+            if (sweep_write_files(s, c->out_dir, err, errlen) != 0)
                 rc = 1;
-                break;
-            }
         }
-    }
     progress_end(&prog);
-    if (interrupted() && rc == 0)
-        rc = 130;
-    if (s.n_points && c->plot && sweep_plot(&s, c->out_dir) != 0 && rc == 0)
-        rc = 1;
-    if (s.n_points)
-        fb_info("%zu of %zu points written to %s/sweep.{json,csv,md}%s", s.n_points, total,
-                c->out_dir, c->plot ? " with throughput.{png,svg}" : "");
-    else
-        fb_info("no point finished; nothing written");
-    cJSON_Delete(s.provenance);
-    free(s.points);
+    return rc == 0 && interrupted() ? 130 : rc;
+}
+
+int sweep_run(struct sweep *s, enum scratch_action action, cJSON *parameters, char *err, size_t errlen)
+{
+    const struct sweep_config *c = s->cfg;
+    if (err && errlen)
+        err[0] = '\0';
+    s->total = c->chunks.n * c->threads.n;
+    interrupt_install();
+    if (scratch_file_prepare(c->path, c->size, action, err, errlen) != 0) {
+        cJSON_Delete(parameters);
+        return interrupted() ? 130 : 1;
+    }
+    s->provenance = provenance_new();
+    provenance_add_disk(s->provenance, c->path);
+    cJSON_AddItemToObject(s->provenance, "parameters", parameters);
+    int rc = measure_all(s, err, errlen);
+    /* A plot of the points there are, even after a failure; the first
+     * error is the one reported. */
+    char plot_err[512];
+    if (s->n_points && c->plot && sweep_plot(s, c->out_dir, plot_err, sizeof plot_err) != 0 && rc != 1) {
+        snprintf(err, errlen, "%s", plot_err);
+        rc = rc == 0 ? 1 : rc;
+    }
     return rc;
+}
+
+void sweep_free(struct sweep *s)
+{
+    cJSON_Delete(s->provenance);
+    free(s->points);
+    s->provenance = NULL;
+    s->points = NULL;
+    s->n_points = s->cap_points = 0;
 }

@@ -40,29 +40,52 @@ struct sweep_point {
 
 struct sweep {
     const struct sweep_config *cfg;
-    cJSON *provenance;            /* owned */
+    cJSON *provenance;            /* owned; set once the file is ready and measuring starts */
     struct sweep_point *points;
     size_t n_points, cap_points;
+    size_t total;                 /* points the sweep has (chunks x threads) */
     bool complete;                /* false when interrupted before the end */
     uint32_t dio_align;           /* direct-I/O alignment of the file, 0 if buffered */
 };
 
+/* The settings a refusal is about (a mask of these), so that the caller
+ * can name its own options for them: the library's messages name none. */
+enum sweep_setting {
+    SWEEP_SET_PATH = 1 << 0,
+    SWEEP_SET_SIZE = 1 << 1,
+    SWEEP_SET_CHUNKS = 1 << 2,
+    SWEEP_SET_THREADS = 1 << 3,
+    SWEEP_SET_IODEPTH = 1 << 4,
+    SWEEP_SET_RUNTIME = 1 << 5,
+    SWEEP_SET_DIRECT = 1 << 6,    /* reading through the page cache would not be refused */
+    SWEEP_SET_OUT = 1 << 7,
+    SWEEP_SET_FIO = 1 << 8,       /* compare_fio */
+    SWEEP_SET_FIO_MEM = 1 << 9,
+    SWEEP_SET_PLOT = 1 << 10,
+};
+
 /* Validates everything that can be checked before touching the disk:
  * lists, engine, direct-I/O support and alignment, file, free space, fio
- * and gnuplot when asked for. 0, or -1 with a reason in err. */
-int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_action *action,
+ * and gnuplot when asked for, and readies s for sweep_run. 0 and what the
+ * file needs (action), or -1 with a reason in err and the settings it is
+ * about in *settings. */
+int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_action *action, unsigned *settings,
                 char *err, size_t errlen);
 
-/* Runs the whole sweep: prepares the file, measures each point (fio after
- * each when asked), rewrites the result files after every point, plots at
- * the end. Returns 0, 1 on error, 130 when interrupted (finished points kept). */
-int sweep_run(const struct sweep_config *c, cJSON *parameters);
+/* Runs the sweep sweep_check readied: prepares the file, measures each
+ * point (fio after each when asked), rewrites the result files after every
+ * point, plots at the end. Takes parameters (recorded in the provenance).
+ * Returns 0; 1 with the reason in err; 130 when interrupted (finished
+ * points kept; err says why only when something also failed). s->n_points
+ * of s->total points were measured; sweep_free releases them. */
+int sweep_run(struct sweep *s, enum scratch_action action, cJSON *parameters, char *err, size_t errlen);
+void sweep_free(struct sweep *s);
 
-/* Result files (sweep_output.c). */
+/* Result files (sweep_output.c). Each 0, or -1 with the reason in err. */
 cJSON *sweep_to_json(const struct sweep *s);
 char *sweep_to_csv(const struct sweep *s);
 char *sweep_to_markdown(const struct sweep *s);
-int sweep_write_files(const struct sweep *s, const char *dir);
-int sweep_plot(const struct sweep *s, const char *dir);
+int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t errlen);
+int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen);
 
 #endif

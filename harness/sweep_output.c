@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
-#include "common/log.h"
 #include "common/result_fields.h"
 #include "common/strbuf.h"
 #include "harness/sweep.h"
@@ -149,31 +149,29 @@ char *sweep_to_markdown(const struct sweep *s)
     return strbuf_take(&t);
 }
 
-int sweep_write_files(const struct sweep *s, const char *dir)
+int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t errlen)
 {
-    if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create output directory %s: %s", dir, strerror(errno));
-        return -1;
-    }
+    if (mkdir_p(dir, 0755) != 0)
+        return err_set(err, errlen, "cannot create output directory %s: %s", dir, strerror(errno));
     char path[4200];
     cJSON *j = sweep_to_json(s);
     snprintf(path, sizeof path, "%s/sweep.json", dir);
-    int rc = write_json_file(path, j);
+    int rc = j ? atomic_write_json(path, j, err, errlen) : err_set(err, errlen, "out of memory");
     cJSON_Delete(j);
     char *csv = sweep_to_csv(s);
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
     if (rc == 0)
-        rc = csv ? write_text_file(path, csv) : -1;
+        rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory");
     free(csv);
     char *md = sweep_to_markdown(s);
     snprintf(path, sizeof path, "%s/sweep.md", dir);
     if (rc == 0)
-        rc = md ? write_text_file(path, md) : -1;
+        rc = md ? atomic_write_text(path, md, err, errlen) : err_set(err, errlen, "out of memory");
     free(md);
     return rc;
 }
 
-int sweep_plot(const struct sweep *s, const char *dir)
+int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
 {
     char csv[4200], png[4200], svg[4200], threads[1024] = "", vcsv[4300], vthreads[1100],
          vfio[32], vtitle[512];
@@ -194,5 +192,5 @@ int sweep_plot(const struct sweep *s, const char *dir)
              direct ? "direct I/O" : "page cache", prov_str(d, "device"));
     const char *vars[] = {vcsv, vthreads, vfio, vtitle, NULL};
     const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("sweep_throughput.gp", vars, outs);
+    return gnuplot_render("sweep_throughput.gp", vars, outs, err, errlen);
 }

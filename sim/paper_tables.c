@@ -6,27 +6,27 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/json_file.h"
-#include "common/log.h"
 #include "common/model_shape.h"
 #include "common/strbuf.h"
 #include "sim/cost_model.h"
 
-static cJSON *load_json(const char *rel)
+static cJSON *load_json(const char *rel, char *err, size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", configs_dir(), rel);
     cJSON *o = read_json_file(path);
     if (!o)
-        fb_error("cannot read %s (missing or not JSON)", path);
+        err_set(err, errlen, "cannot read %s (missing or not JSON)", path);
     return o;
 }
 
 int paper_density(const char *model, const char *key, double *value, char *source, size_t srclen)
 {
-    cJSON *d = load_json("paper/densities.json");
+    cJSON *d = load_json("paper/densities.json", NULL, 0); /* unreadable: no density */
     if (!d)
         return -1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(
@@ -80,13 +80,10 @@ static double rel_err(double model, double paper)
 }
 
 /* Loads a profile and resolves its paper-derived rates. */
-static int load_hw(const char *name, struct hw_profile *hw)
+static int load_hw(const char *name, struct hw_profile *hw, char *err, size_t errlen)
 {
-    char err[512];
-    if (hw_profile_load(name, hw, err, sizeof err) != 0 || cost_resolve_profile(hw, err, sizeof err) != 0) {
-        fb_error("%s", err);
+    if (hw_profile_load(name, hw, err, errlen) != 0 || cost_resolve_profile(hw, err, errlen) != 0)
         return -1;
-    }
     return 0;
 }
 
@@ -123,36 +120,32 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
     return 0;
 }
 
-static int write_outputs(const char *dir, const char *name, cJSON *root, const char *md)
+static int write_outputs(const char *dir, const char *name, cJSON *root, const char *md, char *err,
+                         size_t errlen)
 {
     char path[4200];
-    if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create %s", dir);
-        return -1;
-    }
+    if (mkdir_p(dir, 0755) != 0)
+        return err_set(err, errlen, "cannot create %s", dir);
     snprintf(path, sizeof path, "%s/%s.json", dir, name);
-    if (write_json_file(path, root) != 0)
+    if (atomic_write_json(path, root, err, errlen) != 0)
         return -1;
     snprintf(path, sizeof path, "%s/%s.md", dir, name);
-    return write_text_file(path, md);
+    return atomic_write_text(path, md, err, errlen);
 }
 
-int paper_table2(const char *out_dir, cJSON *provenance)
+int paper_write_table2(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
 {
-    cJSON *t = load_json("paper/table2.json");
+    cJSON *t = load_json("paper/table2.json", err, errlen);
     if (!t)
         return -1;
     struct model_shape s;
     struct hw_profile hw;
-    char err[512];
+    char why[512];
     int rc = -1;
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
-    if (model_shape_load(str(t, "model"), &s, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        goto out;
-    }
-    if (load_hw(str(t, "hw"), &hw) != 0)
+    if (model_shape_load(str(t, "model"), &s, err, errlen) != 0 ||
+        load_hw(str(t, "hw"), &hw, err, errlen) != 0)
         goto out;
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
@@ -171,15 +164,16 @@ int paper_table2(const char *out_dir, cJSON *provenance)
                                 .context_tokens = 256};
         snprintf(c.dtype, sizeof c.dtype, "%s", str(t, "dtype"));
         struct cost_prediction p, p2;
+        snprintf(why, sizeof why, "no paper densities for %s", s.name);
         if (paper_cost_config(&c, &s, str(r, "policy"), str(r, "layout"), "") != 0 ||
-            cost_predict(&c, &p, err, sizeof err) != 0) {
-            fb_error("table 2, %s: %s", str(r, "config"), err);
+            cost_predict(&c, &p, why, sizeof why) != 0) {
+            err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
             goto out;
         }
         /* Same configuration with the densities Table 2's byte column implies. */
         struct cost_config c2 = c;
         if (paper_cost_config(&c2, &s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
-            cost_predict(&c2, &p2, err, sizeof err) != 0)
+            cost_predict(&c2, &p2, why, sizeof why) != 0)
             p2 = p;
         double paper_io = num(r, "io_ms");
         cJSON *o = cJSON_CreateObject();
@@ -208,7 +202,7 @@ int paper_table2(const char *out_dir, cJSON *provenance)
     strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
                 "imply 1.17 GB/s in the +predictor row (0.9 GB, 738 ms) and 1.27 GB/s in the "
                 "+windowing row (0.2 GB, 164 ms), so no single byte count lands every row exactly.\n");
-    rc = write_outputs(out_dir, "table2", root, md.s ? md.s : "");
+    rc = write_outputs(out_dir, "table2", root, md.s ? md.s : "", err, errlen);
 out:
     free(md.s);
     cJSON_Delete(root);
@@ -216,13 +210,13 @@ out:
     return rc;
 }
 
-int paper_table3(const char *out_dir, cJSON *provenance)
+int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
 {
-    cJSON *t = load_json("paper/table3.json");
+    cJSON *t = load_json("paper/table3.json", err, errlen);
     if (!t)
         return -1;
     int rc = -1;
-    char err[512];
+    char why[512];
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
@@ -241,11 +235,8 @@ int paper_table3(const char *out_dir, cJSON *provenance)
     {
         struct model_shape s;
         struct hw_profile hw;
-        if (model_shape_load(str(r, "model"), &s, err, sizeof err) != 0) {
-            fb_error("%s", err);
-            goto out;
-        }
-        if (load_hw(str(r, "hw"), &hw) != 0)
+        if (model_shape_load(str(r, "model"), &s, err, errlen) != 0 ||
+            load_hw(str(r, "hw"), &hw, err, errlen) != 0)
             goto out;
         const char *method = str(r, "method");
         struct cost_config c = {.shape = &s, .hw = &hw, .io_threads = hw.io_threads, .context_tokens = 256};
@@ -253,12 +244,12 @@ int paper_table3(const char *out_dir, cJSON *provenance)
         snprintf(c.dtype, sizeof c.dtype, "%s", str(r, "dtype"));
         snprintf(c.baseline_io_dtype, sizeof c.baseline_io_dtype, "f16");
         if (paper_cost_config(&c, &s, method, "bundled", "") != 0) {
-            fb_error("table 3: no paper densities for %s", s.name);
+            err_set(err, errlen, "table 3: no paper densities for %s", s.name);
             goto out;
         }
         struct cost_prediction p;
-        if (cost_predict(&c, &p, err, sizeof err) != 0) {
-            fb_error("table 3, %s %s %s: %s", s.name, method, str(r, "backend"), err);
+        if (cost_predict(&c, &p, why, sizeof why) != 0) {
+            err_set(err, errlen, "table 3, %s %s %s: %s", s.name, method, str(r, "backend"), why);
             goto out;
         }
         /* Which cells are calibrations rather than predictions. */
@@ -311,7 +302,7 @@ int paper_table3(const char *out_dir, cJSON *provenance)
                 "271 ms) is slower than its dense compute (193 and 125 ms); a bandwidth model of the "
                 "same kernels cannot produce that, so those cells show the model's bandwidth-bound "
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
-    rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "");
+    rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "", err, errlen);
 out:
     free(md.s);
     cJSON_Delete(root);
@@ -319,16 +310,12 @@ out:
     return rc;
 }
 
-int paper_fig7(const char *out_dir, cJSON *provenance)
+int paper_write_fig7(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
 {
     struct model_shape s;
     struct hw_profile hw;
-    char err[512];
-    if (model_shape_load("opt-6.7b", &s, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        return -1;
-    }
-    if (load_hw("rtx4090-gpu", &hw) != 0)
+    if (model_shape_load("opt-6.7b", &s, err, errlen) != 0 ||
+        load_hw("rtx4090-gpu", &hw, err, errlen) != 0)
         return -1;
     int rc = -1;
     struct strbuf md = {0}, csv = {0};
@@ -356,10 +343,8 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
         /* DRAM left for the FFN cache at this share, from an empty-cache prediction. */
         struct cost_prediction p0, p;
         volumes_from_fractions(&s, &policy_window, 0, 0, &c.vol);
-        if (cost_predict(&c, &p0, err, sizeof err) != 0) {
-            fb_error("%s", err);
+        if (cost_predict(&c, &p0, err, errlen) != 0)
             goto out;
-        }
         double ffn_bytes = (double)model_shape_neuron_weights(&s) * 2 * s.d_ff * s.n_layers;
         double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
         if (held < paper_s_agg(1)) {
@@ -374,10 +359,8 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
             fresh = held; /* a one-token window reloads everything it holds */
         snprintf(c.policy, sizeof c.policy, "window:%ld", lround(tokens)); /* a label: volumes given */
         volumes_from_fractions(&s, &policy_window, fresh, held, &c.vol);
-        if (cost_predict(&c, &p, err, sizeof err) != 0) {
-            fb_error("%s", err);
+        if (cost_predict(&c, &p, err, errlen) != 0)
             goto out;
-        }
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "dram_share", share);
         cJSON_AddNumberToObject(o, "window_tokens", tokens);
@@ -393,18 +376,18 @@ int paper_fig7(const char *out_dir, cJSON *provenance)
         strbuf_add(&csv, "%.2f,%.3f,%.5f,%.6f,%.4f,%.4f,%.4f,%.4f\n", share, tokens, held, fresh, p.io_ms,
                p.mem_ms, p.compute_ms, p.serial_ms);
     }
-    if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "") != 0)
+    if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
         goto out;
     char path[4200], png[4200], svg[4200], var[4300];
     snprintf(path, sizeof path, "%s/fig7.csv", out_dir);
-    if (write_text_file(path, csv.s ? csv.s : "") != 0)
+    if (atomic_write_text(path, csv.s ? csv.s : "", err, errlen) != 0)
         goto out;
     snprintf(png, sizeof png, "%s/fig7.png", out_dir);
     snprintf(svg, sizeof svg, "%s/fig7.svg", out_dir);
     snprintf(var, sizeof var, "csv='%s'", path);
     const char *vars[] = {var, NULL};
     const char *outs[] = {png, svg, NULL};
-    rc = gnuplot_render("fig7_dram_share.gp", vars, outs);
+    rc = gnuplot_render("fig7_dram_share.gp", vars, outs, err, errlen);
 out:
     free(md.s);
     free(csv.s);

@@ -5,14 +5,16 @@
 #ifndef FLASHBED_SIM_PAPER_TABLES_H
 #define FLASHBED_SIM_PAPER_TABLES_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
 /* Each writes <name>.json (with "provenance" and "rows") and <name>.md to
- * out_dir; fig7 also writes fig7.csv and fig7.png/svg. Returns 0 or -1
- * (error printed). provenance is borrowed. */
-int paper_table2(const char *out_dir, cJSON *provenance);
-int paper_table3(const char *out_dir, cJSON *provenance);
-int paper_fig7(const char *out_dir, cJSON *provenance);
+ * out_dir; fig7 also writes fig7.csv and fig7.png/svg. Returns 0, or -1
+ * with the reason in err. provenance is borrowed. */
+int paper_write_table2(const char *out_dir, cJSON *provenance, char *err, size_t errlen);
+int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t errlen);
+int paper_write_fig7(const char *out_dir, cJSON *provenance, char *err, size_t errlen);
 
 /* The paper's configuration of `method` ("naive", "hybrid", "predictor",
  * "window"/"all") for a shape: policy, layout and per-token volumes from
@@ -23,7 +25,8 @@ struct model_shape;
 int paper_cost_config(struct cost_config *c, const struct model_shape *s, const char *method,
                       const char *layout, const char *density_suffix);
 
-/* The paper's density for one model: densities.json models.<model>.<key>.value. */
+/* The paper's density for one model: densities.json models.<model>.<key>.value.
+ * -1 when there is none (or densities.json cannot be read). */
 int paper_density(const char *model, const char *key, double *value, char *source, size_t srclen);
 
 /* s_agg(k): share of the FFN's neurons used by k consecutive tokens, a

@@ -113,7 +113,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
 {
     memset(res, 0, sizeof *res);
     if (spec->use_predicted && !tr->meta.has_predicted) {
-        snprintf(err, errlen, "replay --use predicted: the trace has no predicted sets");
+        snprintf(err, errlen, "predicted sets asked for, but the trace has none");
         return -1;
     }
     const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;

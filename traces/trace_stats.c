@@ -156,7 +156,8 @@ void trace_stats_free(struct trace_stats *s)
     s->density_active = s->density_pred = NULL;
 }
 
-int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot)
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot, char *err,
+                           size_t errlen)
 {
     char csv[2048], path[4200], png[4200], svg[4200], var[4300], pred[32];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
@@ -164,7 +165,7 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
         len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
                                 has_pred ? s->sagg_pred[k - 1] : 0.0);
     snprintf(path, sizeof path, "%s/sagg.csv", dir);
-    if (write_text_file(path, csv) != 0)
+    if (atomic_write_text(path, csv, err, errlen) != 0)
         return -1;
     if (!plot)
         return 0;
@@ -174,5 +175,5 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
     snprintf(pred, sizeof pred, "has_pred=%d", has_pred ? 1 : 0);
     const char *vars[] = {var, pred, NULL};
     const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("fig4a_sagg.gp", vars, outs);
+    return gnuplot_render("fig4a_sagg.gp", vars, outs, err, errlen);
 }

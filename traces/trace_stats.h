@@ -31,8 +31,9 @@ void trace_stats_free(struct trace_stats *s);
 
 /* Writes dir/sagg.csv (k,sagg_active,sagg_predicted) and, when plot, the
  * paper's Fig. 4a as dir/fig4a.png and .svg (plots/fig4a_sagg.gp).
- * 0, or -1 with the error printed. */
-int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot);
+ * 0, or -1 with the reason in err. */
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot, char *err,
+                           size_t errlen);
 
 /* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k). */
 static inline double trace_stats_new_per_token(const double *sagg, int k)

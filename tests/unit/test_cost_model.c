@@ -81,8 +81,9 @@ static void test_paper_tables(void)
     char dir[] = "/tmp/flashbed-test-paper-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     cJSON *prov = provenance_new();
-    CHECK(paper_table2(dir, prov) == 0);
-    CHECK(paper_table3(dir, prov) == 0);
+    char err[512];
+    CHECK(paper_write_table2(dir, prov, err, sizeof err) == 0);
+    CHECK(paper_write_table3(dir, prov, err, sizeof err) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/table2.json", dir);
     cJSON *t2 = read_json(path);

@@ -153,12 +153,12 @@ int main(void)
     CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
     snprintf(hf, sizeof hf, "%s/hf", tmp);
     snprintf(dir, sizeof dir, "%s/m", tmp);
-    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, hf) == 0);
-    CHECK(import_hf(hf, NULL, dir, DTYPE_F32) == 0);
+    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, hf, err, sizeof err) == 0);
+    CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
     struct model m;
     struct engine e;
-    CHECK(model_open(&m, dir) == 0);
-    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 1, 16) == 0);
+    CHECK(model_open(&m, dir, err, sizeof err) == 0);
+    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 1, 16, err, sizeof err) == 0);
     int prompt[3] = {m.bos_id, 300, 421}, greedy[8];
     greedy_by_hand(&e, prompt, 3, 8, greedy);
     test_length(&e, prompt, greedy);

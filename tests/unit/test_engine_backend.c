@@ -60,7 +60,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
         b[r] = uniform();
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(th, (size_t)cols, 1, 1);
+        struct backend *be = backend_cpu.create(th, (size_t)cols, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)rows * sizeof *out[th]);
         backend_cpu.matvec(be, out[th], w, t, x, bias ? b : NULL, rows, cols);
@@ -111,7 +111,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bo
     enum activation act = relu ? ACT_RELU : ACT_SILU;
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(th, (size_t)d, 1, 1);
+        struct backend *be = backend_cpu.create(th, (size_t)d, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)d * sizeof *out[th]);
         backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, act, glu);
@@ -169,7 +169,7 @@ static void test_read_share(void)
         for (int w = 0; w < workers; w++)
             sum += membw_read_share(buf, 64 * 1000 * sizeof *buf, w, workers);
         CHECK(sum == 64 * 1000.0);
-        struct backend *be = backend_cpu.create(workers, 8, 1, 1);
+        struct backend *be = backend_cpu.create(workers, 8, 1, 1, NULL, 0);
         CHECK(be != NULL);
         double s = backend_cpu.read_pass(be, buf, N * sizeof *buf);
         CHECK(s > 0 && s < 10);

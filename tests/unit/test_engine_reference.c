@@ -16,6 +16,9 @@
 #include "engine/engine.h"
 #include "engine/model_format.h"
 
+/* Where the library says why a call failed (it prints nothing itself). */
+static char why[1024];
+
 enum { D = 32, H = 4, KVH = 2, HD = D / H, FF = 48, LAYERS = 2, V = 270, MAXPOS = 16, OFFSET = 2 };
 
 struct ref_layer {
@@ -225,7 +228,7 @@ static int write_model(const struct ref_model *m, const char *dir, enum fb_dtype
     snprintf(s.norm, sizeof s.norm, "%s", m->opt ? "layernorm" : "rmsnorm");
     snprintf(s.position, sizeof s.position, "%s", m->opt ? "learned" : "rope");
     struct model_writer w;
-    if (model_writer_begin(&w, dir, &s, t))
+    if (model_writer_begin(&w, dir, &s, t, why, sizeof why))
         return -1;
     char n[64];
     model_writer_tensor(&w, "tok_embedding", m->emb, 2, (uint64_t[]){V, D});
@@ -284,10 +287,10 @@ static void compare(bool opt, enum fb_dtype t, int threads, double tol, const ch
     CHECK(write_model(&ref, dir, t, tok) == 0);
     round_matrices(&ref, t);
     struct model m;
-    CHECK(model_open(&m, dir) == 0);
+    CHECK(model_open(&m, dir, why, sizeof why) == 0);
     CHECK_U64(m.bundle_stride % FFN_ALIGN, 0);
     struct engine e;
-    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, 0) == 0);
+    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, 0, why, sizeof why) == 0);
     static const int toks[] = {1, 260, 265, 3, 269, 100, 7, 261};
     double worst = 0, logits[V];
     bool same_as_last = true;
@@ -339,7 +342,7 @@ int main(void)
     snprintf(dir, sizeof dir, "%s/opt-f32-1", tmp);
     struct model_writer w;
     struct model_shape s = {.d_model = D};
-    CHECK(model_writer_begin(&w, dir, &s, DTYPE_F32) == -1);
+    CHECK(model_writer_begin(&w, dir, &s, DTYPE_F32, why, sizeof why) == -1);
     const char *names[] = {"opt", "llama"}, *types[] = {"f32", "f16", "bf16"};
     for (int a = 0; a < 2; a++)
         for (int t = 0; t < 3; t++)

@@ -17,6 +17,9 @@
 #include "engine/engine.h"
 #include "engine/import.h"
 
+/* Where the library says why a call failed (it prints nothing itself). */
+static char why[1024];
+
 int main(void)
 {
     /* FLASHBED_OPT_FIXTURE: another folder of the same layout (engine_hf.sh
@@ -58,11 +61,11 @@ int main(void)
         fwrite(p, 1, (size_t)len, f);
     }
     fclose(f);
-    CHECK(import_hf(fixture, tok, dir, DTYPE_F32) == 0);
+    CHECK(import_hf(fixture, tok, dir, DTYPE_F32, why, sizeof why) == 0);
     struct model m;
     struct engine e;
-    CHECK(model_open(&m, dir) == 0);
-    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 2, 0) == 0);
+    CHECK(model_open(&m, dir, why, sizeof why) == 0);
+    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 2, 0, why, sizeof why) == 0);
     double worst = 0;
     for (int p = 0; p < cJSON_GetArraySize(ids); p++) {
         engine_forward(&e, (int)cJSON_GetArrayItem(ids, p)->valuedouble, p);

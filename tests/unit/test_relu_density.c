@@ -13,12 +13,16 @@
 #include "engine/model_format.h"
 #include "engine/synthetic.h"
 
+/* Where the library says why a call failed (it prints nothing itself). */
+static char why[1024];
+
 struct counts {
     uint64_t fired, total;
 };
 
-static int count_create(struct ffn *f)
+static int count_create(struct ffn *f, char *err, size_t errlen)
 {
+    (void)err, (void)errlen;
     f->priv = calloc(1, sizeof(struct counts));
     return f->priv ? 0 : -1;
 }
@@ -68,12 +72,12 @@ int main(void)
         char hf[600], dir[600];
         snprintf(hf, sizeof hf, "%s/hf%d", tmp, k);
         snprintf(dir, sizeof dir, "%s/m%d", tmp, k);
-        CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, densities[k], hf) == 0);
-        CHECK(import_hf(hf, NULL, dir, DTYPE_F32) == 0);
+        CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, densities[k], hf, why, sizeof why) == 0);
+        CHECK(import_hf(hf, NULL, dir, DTYPE_F32, why, sizeof why) == 0);
         struct model m;
         struct engine e;
-        CHECK(model_open(&m, dir) == 0);
-        CHECK(engine_init(&e, &m, &backend_cpu, &ffn_counting, 1, 0) == 0);
+        CHECK(model_open(&m, dir, why, sizeof why) == 0);
+        CHECK(engine_init(&e, &m, &backend_cpu, &ffn_counting, 1, 0, why, sizeof why) == 0);
         for (int p = 0; p < 32; p++)
             engine_forward(&e, p == 0 ? m.bos_id : 260 + (p * 37) % 700, p);
         struct counts *c = e.ffn.priv;
@@ -93,7 +97,7 @@ int main(void)
     CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
     char hf[600];
     snprintf(hf, sizeof hf, "%s/llama", tmp);
-    CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, hf) == -1);
+    CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, hf, why, sizeof why) == -1);
     CHECK(access(hf, F_OK) != 0);
     CHECK(rmdir(tmp) == 0);
     return check_report("test_relu_density");

@@ -111,7 +111,8 @@ int main(void)
     CHECK(mkdtemp(dir) != NULL);
     char sub[128];
     snprintf(sub, sizeof sub, "%s/out", dir);
-    CHECK(sweep_write_files(&s, sub) == 0);
+    char err[512];
+    CHECK(sweep_write_files(&s, sub, err, sizeof err) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/sweep.json", sub);
     FILE *f = fopen(path, "r");

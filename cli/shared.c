@@ -1,0 +1,51 @@
+#include "cli/shared.h"
+
+#include <stddef.h>
+
+#include "common/atomic_file.h"
+#include "common/log.h"
+#include "sim/paper_tables.h"
+
+int write_json_file(const char *path, const cJSON *json)
+{
+    char err[4400]; /* room for two paths */
+    if (atomic_write_json(path, json, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
+    return -1;
+}
+
+int write_text_file(const char *path, const char *text)
+{
+    char err[4400];
+    if (atomic_write_text(path, text, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
+    return -1;
+}
+
+/* One of paper_write_table2, _table3, _fig7, with its failure printed. */
+static int paper_printed(int (*write)(const char *, cJSON *, char *, size_t), const char *out_dir,
+                         cJSON *provenance)
+{
+    char err[4400];
+    if (write(out_dir, provenance, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
+    return -1;
+}
+
+int paper_table2(const char *out_dir, cJSON *provenance)
+{
+    return paper_printed(paper_write_table2, out_dir, provenance);
+}
+
+int paper_table3(const char *out_dir, cJSON *provenance)
+{
+    return paper_printed(paper_write_table3, out_dir, provenance);
+}
+
+int paper_fig7(const char *out_dir, cJSON *provenance)
+{
+    return paper_printed(paper_write_fig7, out_dir, provenance);
+}

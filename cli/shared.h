@@ -1,0 +1,34 @@
+/* What the commands share. The library reports a failure in a buffer and
+ * prints nothing; these helpers do the library's work and print why it
+ * failed, the way every command does ("flashbed: error: ..."). */
+#ifndef FLASHBED_CLI_SHARED_H
+#define FLASHBED_CLI_SHARED_H
+
+#include <cjson/cJSON.h>
+
+/* A result file written whole or not at all (common/atomic_file.h);
+ * 0, or -1 with the reason printed. */
+int write_json_file(const char *path, const cJSON *json);
+int write_text_file(const char *path, const char *text);
+
+/* The paper's tables (sim/paper_tables.h) with the reason printed on
+ * failure. Only cmd_predict.c calls these; once it calls
+ * paper_write_table2 and the others itself, they can go. */
+int paper_table2(const char *out_dir, cJSON *provenance);
+int paper_table3(const char *out_dir, cJSON *provenance);
+int paper_fig7(const char *out_dir, cJSON *provenance);
+
+/* A command's option for one of the settings a sweep can refuse
+ * (harness/sweep.h); tables end with {0, NULL}. */
+struct sweep_flag {
+    unsigned setting;
+    const char *flag;
+};
+
+/* Checks and runs a sweep (cmd_sweep.c; calibrate measures flash through
+ * it), printing a refusal as "CMD --option: why", the notes and the
+ * summary. Takes params. Returns 0, 1 on error, 130 when interrupted. */
+struct sweep_config;
+int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params);
+
+#endif

@@ -1,0 +1,16 @@
+/* How library code reports failure: it returns an error code and writes
+ * one line of why into a buffer its caller supplies (char *err, size_t
+ * errlen). The line has no "error:" tag and names no command-line option:
+ * only cli/ prints, and it adds the option the failure is about. */
+#ifndef FLASHBED_COMMON_ERRBUF_H
+#define FLASHBED_COMMON_ERRBUF_H
+
+#include <stddef.h>
+
+#include "common/printf_attr.h"
+
+/* snprintf into err (which may be NULL when errlen is 0); returns -1, so
+ * that "return err_set(err, errlen, ...);" reads as the failure it is. */
+int err_set(char *err, size_t errlen, const char *fmt, ...) FB_PRINTF(3, 4);
+
+#endif
