@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SHAPE=${1:?usage: tools/bench-policies.sh SHAPE [OUT]}
 OUT=${2:-results/bench-policies-$SHAPE-$(date -u +%Y%m%dT%H%M%SZ)}
-FB=build/flashbed
+FB=${FB:-build/flashbed} # FB: another binary (a copy, so a rebuild cannot change it mid-run)
 POLICIES=${POLICIES:-window:auto lru lfu hot belady}
 LAYOUT=${LAYOUT:-bundled}
 BUDGET=${BUDGET:-50%}
