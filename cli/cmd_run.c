@@ -2,29 +2,23 @@
  * dense as the reference, measured per token as I/O, memory management and
  * compute. Same prompt, sampling and output contract as generate; result
  * files run.json (the format predict --compare reads) and run.md. */
-#include <errno.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
+#include "cli/run_report.h"
 #include "cli/text_out.h"
-#include "common/atomic_file.h"
-#include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/progress.h"
 #include "common/provenance.h"
-#include "common/strbuf.h"
-#include "cache/cache.h"
 #include "engine/decode.h"
 #include "engine/engine.h"
 #include "engine/ffn_flash.h"
@@ -100,72 +94,7 @@ static const struct opt_command run_command = {
     .tables = run_tables,
 };
 
-/* One token's measured costs. */
-struct token_row {
-    int id;
-    bool generated;
-    double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
-    double bytes_read, reads, io_requests, dram_bytes_read, rows_inserted, rows_deleted, cache_rows, needed,
-        overflow_rows, window_shrinks;
-};
 
-/* The keys of run.json's token objects and summaries, with their place in
- * struct token_row: one table for the JSON, the means and the Markdown. */
-static const struct {
-    const char *key;
-    size_t off;
-} row_keys[] = {
-#define K(k) {#k, offsetof(struct token_row, k)}
-    K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
-    K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
-    K(needed), K(overflow_rows), K(window_shrinks),
-#undef K
-};
-#define N_KEYS (sizeof row_keys / sizeof row_keys[0])
-
-static double *row_value(struct token_row *r, size_t k)
-{
-    return (double *)((char *)r + row_keys[k].off);
-}
-
-/* Means of tokens [lo, hi) that pass the filter (-1: all, 0: prompt, 1: generated). */
-static void mean_rows(struct token_row *rows, int lo, int hi, int generated, struct token_row *out, int *count)
-{
-    memset(out, 0, sizeof *out);
-    int n = 0;
-    for (int i = lo; i < hi; i++) {
-        if (generated >= 0 && rows[i].generated != (generated == 1))
-            continue;
-        for (size_t k = 0; k < N_KEYS; k++)
-            *row_value(out, k) += *row_value(&rows[i], k);
-        n++;
-    }
-    for (size_t k = 0; k < N_KEYS && n; k++)
-        *row_value(out, k) /= n;
-    *count = n;
-}
-
-static cJSON *row_json(struct token_row *r)
-{
-    cJSON *o = cJSON_CreateObject();
-    for (size_t k = 0; k < N_KEYS; k++)
-        cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
-    return o;
-}
-
-struct run_setup {
-    bool dense;
-    struct ffn_flash_config cfg;
-    struct run_plan_out plan;
-    char policy[64], layout[64];
-    struct trace trace, profile; /* profile: hot's warm-up under the oracle */
-    bool have_trace, have_profile;
-    char profile_desc[256];
-    uint64_t budget;           /* 0: none */
-    uint64_t model_bytes;      /* dram.bin + ffn.bin */
-    uint64_t kv_bytes;
-    char active_desc[256];
-};
 
 static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
 {
@@ -318,24 +247,7 @@ static int fit_budget(const struct model *m, struct run_setup *p, uint64_t token
     return 0;
 }
 
-static uint64_t peak_rss_bytes(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0)
-        return 0;
-#ifdef __APPLE__
-    return (uint64_t)ru.ru_maxrss;
-#else
-    return (uint64_t)ru.ru_maxrss * 1024;
-#endif
-}
 
-struct run_outcome {
-    struct token_row *rows;
-    int n_rows, n_prompt, n_gen;
-    const char *stop;
-    char error[512];
-};
 
 /* One run through the decode loop: its callback records a row of costs per
  * computed position, shows progress, and writes the generated text. */
@@ -440,156 +352,24 @@ static int generate(const struct run_opts *o, struct model *m, struct engine *e,
     return out->error[0] ? -1 : 0;
 }
 
-/* run.json: provenance, per-token rows, and the summaries (steady state:
- * every token after the cold ones; also cold, prompt and generated apart). */
-static cJSON *run_json(const struct run_opts *o, const struct model *m, const struct run_setup *p,
-                       const struct run_outcome *r, cJSON *prov, uint64_t dram_held, uint64_t oracle_bytes)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemToObject(root, "provenance", prov);
-    cJSON_AddStringToObject(prov, "model", m->shape.name);
-    cJSON_AddStringToObject(prov, "model_dir", m->dir);
-    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
-    cJSON_AddStringToObject(prov, "mode", o->mode);
-    cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
-    cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
-    cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
-    cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
-    if (!p->dense) {
-        cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
-        cJSON_AddStringToObject(pol, "policy", p->plan.policy);
-        cJSON_AddStringToObject(pol, "policy_requested", p->policy);
-        cJSON_AddStringToObject(pol, "layout", p->layout);
-        if (p->plan.window_k)
-            cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
-        if (p->plan.window_from)
-            cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
-        if (p->have_profile)
-            cJSON_AddStringToObject(pol, "profile", p->profile_desc);
-        cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
-        cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
-        cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
-        for (uint32_t l = 0; l < m->shape.n_layers; l++)
-            cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
-        cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
-        cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
-        cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
-        cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
-        cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
-    }
-    cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
-    for (int i = 0; i < r->n_rows; i++) {
-        cJSON *t = row_json(&r->rows[i]);
-        cJSON_AddNumberToObject(t, "index", i);
-        cJSON_AddNumberToObject(t, "id", r->rows[i].id);
-        cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
-        cJSON_AddItemToArray(toks, t);
-    }
-    int cold = (int)o->cold < r->n_rows ? (int)o->cold : r->n_rows, n;
-    struct token_row mean;
-    mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
-    cJSON *sum = row_json(&mean);
-    cJSON_AddItemToObject(root, "summary", sum);
-    cJSON_AddNumberToObject(sum, "tokens", n);
-    cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
-    if (!p->dense) {
-        cJSON_AddStringToObject(sum, "policy", p->plan.policy);
-        cJSON_AddStringToObject(sum, "layout", p->layout);
-        if (p->plan.window_k)
-            cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
-        cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
-        cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
-    }
-    if (!p->dense && strcmp(p->plan.policy, "naive") && strcmp(p->plan.policy, "hybrid"))
-        cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
-    cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
-    cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + dram_held));
-    cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)oracle_bytes);
-    cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
-    cJSON_AddNumberToObject(sum, "read_throughput_bytes",
-                            mean.io_ms > 0 ? (mean.bytes_read + mean.dram_bytes_read) / (mean.io_ms * 1e-3) : 0);
-    cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
-    cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
-    cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
-    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
-    const char *names[] = {"cold", "prompt", "generated"};
-    for (int k = 0; k < 3; k++) {
-        if (k == 0)
-            mean_rows(r->rows, 0, cold, -1, &mean, &n);
-        else
-            mean_rows(r->rows, cold, r->n_rows, k == 2, &mean, &n);
-        cJSON *part = row_json(&mean);
-        cJSON_AddNumberToObject(part, "tokens", n);
-        cJSON_AddItemToObject(root, names[k], part);
-    }
-    return root;
-}
 
-/* The share of FFN neurons the steady-state tokens needed; for a non-ReLU
- * FFN under the oracle that share is set by --threshold, and a threshold
- * that makes every neuron active leaves nothing for the policy to save. */
-static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
+/* --record: the trace this run's true active sets go to. NULL (printed) on failure. */
+static struct trace_writer *open_record(const struct run_opts *o, const struct model *m, const struct run_setup *p)
 {
-    if (!strcmp(p->plan.policy, "naive") || !strcmp(p->plan.policy, "hybrid")) {
-        strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", p->plan.policy);
-        return;
+    if (p->dense) {
+        fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
+        return NULL;
     }
-    double all = (double)m->shape.n_layers * m->shape.d_ff;
-    double density = all > 0 ? needed / all : 0;
-    bool thresholded = p->cfg.active == ACTIVE_ORACLE && (m->arch.glu || m->arch.act != ACT_RELU);
-    strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
-    if (thresholded)
-        strbuf_add(t, ", from --threshold %g on |act(gate)·up|", p->cfg.threshold);
-    strbuf_add(t, "\n");
-    if (thresholded && density >= 0.999)
-        strbuf_add(t, "- **every neuron is active** at this threshold: each token needs the whole FFN, so no policy "
-                      "saves a read (raise --threshold for a sparse run)\n");
-}
-
-static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
-{
-    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
-    const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
-#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
-    struct strbuf t = {0};
-    if (p->dense)
-        strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
-    else
-        strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
-                   p->plan.policy, p->plan.window_from ? " (window:auto)" : "", p->layout);
-    strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
-    strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
-               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
-    strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
-    if (p->have_profile)
-        strbuf_add(&t, "- profile: %s\n", p->profile_desc);
-    if (p->plan.window_from)
-        strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
-    if (!p->dense)
-        density_line(&t, m, p, NUM(sum, "needed"));
-    strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
-               p->budget ? "set" : "none");
-    strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
-               NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
-    strbuf_add(&t, "| | I/O ms | mem ms | compute ms | (FFN ms) | (predictor ms) | total ms | MB read | reads | rows in | rows out | cache rows |\n"
-                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    const char *parts[] = {"summary", "cold", "prompt", "generated"};
-    const char *labels[] = {"steady state", "cold tokens", "prompt (steady)", "generated (steady)"};
-    for (int k = 0; k < 4; k++) {
-        const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, parts[k]);
-        if (NUM(o, "tokens") <= 0)
-            continue;
-        strbuf_add(&t, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f |\n", labels[k],
-                   NUM(o, "io_ms"), NUM(o, "mem_ms"), NUM(o, "compute_ms"), NUM(o, "ffn_ms"), NUM(o, "predictor_ms"),
-                   NUM(o, "total_ms"), NUM(o, "bytes_read") / 1e6, NUM(o, "reads"), NUM(o, "rows_inserted"),
-                   NUM(o, "rows_deleted"), NUM(o, "cache_rows"));
-    }
-    strbuf_add(&t, "\nRead throughput %.2f GB/s in reads of %.0f bytes; %.2f tokens/s; peak RSS %.2f GB "
-                   "(engine holds %.2f GB, oracle rows %.2f GB).\n",
-               NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
-               NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
-#undef NUM
-    return strbuf_take(&t);
+    struct trace_meta tm = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
+                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype), .ffn_kind = (uint32_t)m->shape.ffn_kind};
+    char src[4400], err[512];
+    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", \"threshold\": %g}",
+             m->shape.name, m->dir, o->threshold);
+    tm.source = src;
+    struct trace_writer *w = trace_writer_open(o->record, &tm, err, sizeof err);
+    if (!w)
+        fb_error("run --record: %s", err);
+    return w;
 }
 
 int cmd_run(int argc, char **argv)
@@ -662,23 +442,9 @@ int cmd_run(int argc, char **argv)
         (!p.dense && warm_up(&o, &m, be, threads, prompt, n_prompt, &p) != 0) ||
         fit_budget(&m, &p, (uint64_t)max_seq - 1) != 0)
         goto done;
-    if (o.record) {
-        if (p.dense) {
-            fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
-            goto done;
-        }
-        struct trace_meta tm = {.n_layers = m.shape.n_layers, .d_model = m.shape.d_model, .d_ff = m.shape.d_ff,
-                                .bytes_per_weight = (uint32_t)dtype_size(m.dtype), .ffn_kind = (uint32_t)m.shape.ffn_kind};
-        char src[4400], err[512];
-        snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", \"threshold\": %g}",
-                 m.shape.name, m.dir, o.threshold);
-        tm.source = src;
-        if (!(rec = trace_writer_open(o.record, &tm, err, sizeof err))) {
-            fb_error("run --record: %s", err);
-            goto done;
-        }
-        p.cfg.record = rec;
-    }
+    if (o.record && !(rec = open_record(&o, &m, &p)))
+        goto done;
+    p.cfg.record = rec;
     if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
                          open_err, sizeof open_err) != 0) {
         fb_error("run: %s", open_err);
@@ -691,27 +457,13 @@ int cmd_run(int argc, char **argv)
         goto done;
     if (out.error[0])
         fb_error("run: %s", out.error);
-    uint64_t oracle_bytes = 0, held = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &oracle_bytes);
-    if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create %s: %s", dir, strerror(errno));
-        goto done;
-    }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &o));
     if (!p.dense)
         provenance_add_disk(prov, m.ffn_path);
-    cJSON *root = run_json(&o, &m, &p, &out, prov, held, oracle_bytes);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/run.json", dir);
-    int wrc = write_json_file(path, root);
-    char *md = run_markdown(&m, &p, root);
-    snprintf(path, sizeof path, "%s/run.md", dir);
-    if (wrc == 0 && md)
-        wrc = write_text_file(path, md);
-    if (md)
-        fputs(md, stderr);
-    free(md);
-    cJSON_Delete(root);
+    struct run_report_extra x = {.mode = o.mode, .cold = (int)o.cold};
+    x.held_bytes = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &x.oracle_bytes);
+    int wrc = run_report_write(dir, &m, &p, &out, &x, prov);
     if (rec) {
         char err[512];
         int trc = out.error[0] || !strcmp(out.stop, "interrupted") ? (trace_writer_abort(rec), 0)

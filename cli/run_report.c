@@ -1,0 +1,246 @@
+/* flashbed run's result files (run_report.h). */
+#include "cli/run_report.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli/commands.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "engine/dtype.h"
+
+/* The keys of run.json's token objects and summaries, with their place in
+ * struct token_row: one table for the JSON, the means and the Markdown. */
+static const struct {
+    const char *key;
+    size_t off;
+} row_keys[] = {
+#define K(k) {#k, offsetof(struct token_row, k)}
+    K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
+    K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
+    K(needed), K(overflow_rows), K(window_shrinks),
+#undef K
+};
+#define N_KEYS (sizeof row_keys / sizeof row_keys[0])
+
+static double *row_value(struct token_row *r, size_t k)
+{
+    return (double *)((char *)r + row_keys[k].off);
+}
+
+/* Means of tokens [lo, hi) that pass the filter (-1: all, 0: prompt, 1: generated). */
+static void mean_rows(struct token_row *rows, int lo, int hi, int generated, struct token_row *out, int *count)
+{
+    memset(out, 0, sizeof *out);
+    int n = 0;
+    for (int i = lo; i < hi; i++) {
+        if (generated >= 0 && rows[i].generated != (generated == 1))
+            continue;
+        for (size_t k = 0; k < N_KEYS; k++)
+            *row_value(out, k) += *row_value(&rows[i], k);
+        n++;
+    }
+    for (size_t k = 0; k < N_KEYS && n; k++)
+        *row_value(out, k) /= n;
+    *count = n;
+}
+
+static cJSON *row_json(struct token_row *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (size_t k = 0; k < N_KEYS; k++)
+        cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
+    return o;
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+#ifdef __APPLE__
+    return (uint64_t)ru.ru_maxrss;
+#else
+    return (uint64_t)ru.ru_maxrss * 1024;
+#endif
+}
+
+/* run.json: provenance, per-token rows, and the summaries (steady state:
+ * every token after the cold ones; also cold, prompt and generated apart). */
+static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
+                       const struct run_report_extra *x, cJSON *prov)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddItemToObject(root, "provenance", prov);
+    cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cJSON_AddStringToObject(prov, "model_dir", m->dir);
+    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(prov, "mode", x->mode);
+    cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
+    cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
+    cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
+    cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
+    if (!p->dense) {
+        cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
+        cJSON_AddStringToObject(pol, "policy", p->plan.policy);
+        cJSON_AddStringToObject(pol, "policy_requested", p->policy);
+        cJSON_AddStringToObject(pol, "layout", p->layout);
+        if (p->plan.window_k)
+            cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
+        if (p->plan.window_from)
+            cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
+        if (p->have_profile)
+            cJSON_AddStringToObject(pol, "profile", p->profile_desc);
+        cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+        cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+        cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
+        for (uint32_t l = 0; l < m->shape.n_layers; l++)
+            cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
+        cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
+        cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
+        cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
+        cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
+        cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
+    }
+    cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
+    for (int i = 0; i < r->n_rows; i++) {
+        cJSON *t = row_json(&r->rows[i]);
+        cJSON_AddNumberToObject(t, "index", i);
+        cJSON_AddNumberToObject(t, "id", r->rows[i].id);
+        cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
+        cJSON_AddItemToArray(toks, t);
+    }
+    int cold = x->cold < r->n_rows ? x->cold : r->n_rows, n;
+    struct token_row mean;
+    mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
+    cJSON *sum = row_json(&mean);
+    cJSON_AddItemToObject(root, "summary", sum);
+    cJSON_AddNumberToObject(sum, "tokens", n);
+    cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
+    if (!p->dense) {
+        cJSON_AddStringToObject(sum, "policy", p->plan.policy);
+        cJSON_AddStringToObject(sum, "layout", p->layout);
+        if (p->plan.window_k)
+            cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
+        cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+        cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    }
+    if (!p->dense && strcmp(p->plan.policy, "naive") && strcmp(p->plan.policy, "hybrid"))
+        cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
+    cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
+    cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
+    cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
+    cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
+    cJSON_AddNumberToObject(sum, "read_throughput_bytes",
+                            mean.io_ms > 0 ? (mean.bytes_read + mean.dram_bytes_read) / (mean.io_ms * 1e-3) : 0);
+    cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
+    cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
+    cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
+    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    const char *names[] = {"cold", "prompt", "generated"};
+    for (int k = 0; k < 3; k++) {
+        if (k == 0)
+            mean_rows(r->rows, 0, cold, -1, &mean, &n);
+        else
+            mean_rows(r->rows, cold, r->n_rows, k == 2, &mean, &n);
+        cJSON *part = row_json(&mean);
+        cJSON_AddNumberToObject(part, "tokens", n);
+        cJSON_AddItemToObject(root, names[k], part);
+    }
+    return root;
+}
+
+/* The share of FFN neurons the steady-state tokens needed; for a non-ReLU
+ * FFN under the oracle that share is set by --threshold, and a threshold
+ * that makes every neuron active leaves nothing for the policy to save. */
+static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
+{
+    if (!strcmp(p->plan.policy, "naive") || !strcmp(p->plan.policy, "hybrid")) {
+        strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", p->plan.policy);
+        return;
+    }
+    double all = (double)m->shape.n_layers * m->shape.d_ff;
+    double density = all > 0 ? needed / all : 0;
+    bool thresholded = p->cfg.active == ACTIVE_ORACLE && (m->arch.glu || m->arch.act != ACT_RELU);
+    strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
+    if (thresholded)
+        strbuf_add(t, ", from --threshold %g on |act(gate)·up|", p->cfg.threshold);
+    strbuf_add(t, "\n");
+    if (thresholded && density >= 0.999)
+        strbuf_add(t, "- **every neuron is active** at this threshold: each token needs the whole FFN, so no policy "
+                      "saves a read (raise --threshold for a sparse run)\n");
+}
+
+static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
+{
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
+    const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    struct strbuf t = {0};
+    if (p->dense)
+        strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
+    else
+        strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
+                   p->plan.policy, p->plan.window_from ? " (window:auto)" : "", p->layout);
+    strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
+    strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
+    strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    if (p->have_profile)
+        strbuf_add(&t, "- profile: %s\n", p->profile_desc);
+    if (p->plan.window_from)
+        strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
+    if (!p->dense)
+        density_line(&t, m, p, NUM(sum, "needed"));
+    strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
+               p->budget ? "set" : "none");
+    strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
+               NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
+    strbuf_add(&t, "| | I/O ms | mem ms | compute ms | (FFN ms) | (predictor ms) | total ms | MB read | reads | rows in | rows out | cache rows |\n"
+                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    const char *parts[] = {"summary", "cold", "prompt", "generated"};
+    const char *labels[] = {"steady state", "cold tokens", "prompt (steady)", "generated (steady)"};
+    for (int k = 0; k < 4; k++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, parts[k]);
+        if (NUM(o, "tokens") <= 0)
+            continue;
+        strbuf_add(&t, "| %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %.0f | %.0f |\n", labels[k],
+                   NUM(o, "io_ms"), NUM(o, "mem_ms"), NUM(o, "compute_ms"), NUM(o, "ffn_ms"), NUM(o, "predictor_ms"),
+                   NUM(o, "total_ms"), NUM(o, "bytes_read") / 1e6, NUM(o, "reads"), NUM(o, "rows_inserted"),
+                   NUM(o, "rows_deleted"), NUM(o, "cache_rows"));
+    }
+    strbuf_add(&t, "\nRead throughput %.2f GB/s in reads of %.0f bytes; %.2f tokens/s; peak RSS %.2f GB "
+                   "(engine holds %.2f GB, oracle rows %.2f GB).\n",
+               NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
+               NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
+#undef NUM
+    return strbuf_take(&t);
+}
+
+int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
+                     const struct run_report_extra *x, cJSON *prov)
+{
+    if (mkdir_p(dir, 0755) != 0) {
+        fb_error("cannot create %s: %s", dir, strerror(errno));
+        cJSON_Delete(prov);
+        return -1;
+    }
+    cJSON *root = run_json(m, p, r, x, prov);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    int rc = write_json_file(path, root);
+    char *md = run_markdown(m, p, root);
+    snprintf(path, sizeof path, "%s/run.md", dir);
+    if (rc == 0 && md)
+        rc = write_text_file(path, md);
+    if (md)
+        fputs(md, stderr);
+    free(md);
+    cJSON_Delete(root);
+    return rc;
+}

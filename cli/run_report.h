@@ -1,0 +1,61 @@
+/* flashbed run's bookkeeping and result files: what the run was set up
+ * with (struct run_setup), what each token cost (struct token_row), and
+ * run.json (the format predict --compare reads) and run.md (the paper's
+ * Table 3 layout). Part of cli/: it writes files and prints run.md. */
+#ifndef FLASHBED_CLI_RUN_REPORT_H
+#define FLASHBED_CLI_RUN_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/ffn_flash.h"
+#include "engine/model.h"
+#include "engine/run_plan.h"
+#include "traces/trace.h"
+
+/* One token's measured costs. */
+struct token_row {
+    int id;
+    bool generated;
+    double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
+    double bytes_read, reads, io_requests, dram_bytes_read, rows_inserted, rows_deleted, cache_rows, needed,
+        overflow_rows, window_shrinks;
+};
+
+struct run_setup {
+    bool dense;
+    struct ffn_flash_config cfg;
+    struct run_plan_out plan;
+    char policy[64], layout[64];
+    struct trace trace, profile; /* profile: hot's warm-up under the oracle */
+    bool have_trace, have_profile;
+    char profile_desc[256];
+    uint64_t budget;           /* 0: none */
+    uint64_t model_bytes;      /* dram.bin + ffn.bin */
+    uint64_t kv_bytes;
+    char active_desc[256];
+};
+
+struct run_outcome {
+    struct token_row *rows;
+    int n_rows, n_prompt, n_gen;
+    const char *stop;
+    char error[512];
+};
+
+/* What run.json records besides the setup and the rows. */
+struct run_report_extra {
+    const char *mode;      /* --mode as given */
+    int cold;              /* tokens summarized apart as the cold start */
+    uint64_t held_bytes;   /* what the flash FFN holds in DRAM (ffn_flash_dram_bytes) */
+    uint64_t oracle_bytes; /* of which the oracle's rows */
+};
+
+/* Writes dir/run.json and dir/run.md (made with dir when missing) and
+ * prints run.md on stderr; takes prov. 0, or -1 (printed). */
+int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
+                     const struct run_report_extra *x, cJSON *prov);
+
+#endif
