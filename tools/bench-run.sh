@@ -23,18 +23,12 @@ BUDGET=${BUDGET:-50%}
 IO_THREADS=${IO_THREADS:-32}
 THREADS=${THREADS:-0}
 MODES=${MODES:-naive hybrid predictor window all}
-MODEL=results/bench-models/$SHAPE
-[ -x "$FB" ] || { echo "build flashbed first (tools/run-default.sh or cmake)" >&2; exit 2; }
-mkdir -p "$OUT" results/bench-models
-if [ ! -f "$MODEL/model.json" ]; then
-    "$FB" model make --arch opt --shape "$SHAPE" --dtype f16 --relu-density 0.05 --seed 1 --out "$MODEL-hf"
-    "$FB" convert "$MODEL-hf" --out "$MODEL" --dtype f16
-    rm -rf "$MODEL-hf"
-fi
+source tools/bench-lib.sh
+MODEL=$(bench_model "$FB" "$SHAPE")
+mkdir -p "$OUT"
 TRACE=$OUT/$SHAPE.trace
 "$FB" trace synth --shape "$SHAPE" --tokens 256 --seed 1 --out "$TRACE"
-# A prompt long enough for PROMPT_TOKENS tokens of the synthetic vocabulary.
-for i in $(seq 1 400); do printf 'the quick brown fox jumps over the lazy dog %d ' "$i"; done > "$OUT/prompt.txt"
+bench_prompt "$OUT/prompt.txt" 400
 
 common=(--model "$MODEL" --active "trace:$TRACE" --dram-budget "$BUDGET" --io-threads "$IO_THREADS"
         --threads "$THREADS" --prompt-file "$OUT/prompt.txt" --ignore-eos --quiet)
