@@ -241,11 +241,11 @@ static int check_names(const struct predict_opts *o, size_t *n)
 {
     char err[1024];
     if (predict_list_check(o->policy, o->trace != NULL, n, err, sizeof err) != 0) {
-        fb_error("predict: bad --policy: %s", err);
+        fb_error("predict: bad --policy: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
     if (cost_check_layout(o->layout, o->trace != NULL, err, sizeof err) != 0) {
-        fb_error("predict: bad --layout: %s", err);
+        fb_error("predict: bad --layout: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
     if (o->compare && *n != 1) {

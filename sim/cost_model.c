@@ -26,7 +26,7 @@ bool cost_layout_needs_trace(const struct layout_ops *l)
     return l != &layout_split && l != &layout_bundled;
 }
 
-#define NEEDS_TRACE "lru, lfu, hot, belady and the layouts friends and coalesce:G need --trace"
+#define NEEDS_TRACE "lru, lfu, hot, belady and the layouts friends and coalesce:G need volumes replayed from a trace"
 
 static int check_policy(const char *policy, bool have_trace, const struct policy_ops **ops, char *err,
                         size_t errlen)

@@ -73,7 +73,7 @@ expect_error "naive needs no trace" "need no trace" predict --model opt-tiny --t
 expect_error "budget below the non-FFN weights" "leaves no DRAM" predict --model opt-tiny --trace "$T" --policy lru --dram-budget 10% --out "$WORK/bad13"
 expect_error "bad --use" "unknown use 'guessed'" predict --model opt-tiny --trace "$T" --use guessed --out "$WORK/bad14"
 expect_error "missing trace" "cannot read trace" predict --model opt-tiny --trace "$WORK/none.trace" --out "$WORK/bad15"
-expect_error "cache policy without trace" "need --trace" predict --policy lru --out "$WORK/bad16"
+expect_error "cache policy without trace" "need volumes replayed from a trace (--trace FILE)" predict --policy lru --out "$WORK/bad16"
 for d in bad11 bad12 bad13 bad14 bad15 bad16; do
     check "no output for $d" test ! -e "$WORK/$d"
 done
