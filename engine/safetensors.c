@@ -1,5 +1,7 @@
 #include "engine/safetensors.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -262,4 +264,91 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
             out[i] = t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
         }
     return out;
+}
+
+int st_open_file(struct st_set *s, const char *path, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->files = calloc(1, sizeof *s->files);
+    if (!s->files)
+        return err_set(err, errlen, "%s: out of memory", path);
+    s->n_files = 1;
+    if (open_file(&s->files[0], path, err, errlen) != 0) {
+        st_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *st_dtype_name(enum fb_dtype t)
+{
+    return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
+}
+
+static uint64_t tensor_elems(const struct st_tensor *t)
+{
+    uint64_t n = 1;
+    for (int k = 0; k < t->ndim; k++)
+        n *= t->dims[k];
+    return n;
+}
+
+/* The header: names, dtypes, shapes, byte ranges in order; padded to 8. */
+static char *st_header(const struct st_tensor *t, int n, const cJSON *metadata)
+{
+    cJSON *h = cJSON_CreateObject();
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t bytes = tensor_elems(&t[i]) * dtype_size(t[i].dtype);
+        cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", st_dtype_name(t[i].dtype));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < t[i].ndim; k++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].dims[k]));
+        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+    }
+    if (metadata)
+        cJSON_AddItemToObject(h, "__metadata__", cJSON_Duplicate(metadata, 1));
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    return text;
+}
+
+static int write_tensor(FILE *f, const struct st_tensor *t)
+{
+    uint64_t n = tensor_elems(t);
+    if (t->dtype == DTYPE_F32)
+        return fwrite(t->data, sizeof(float), n, f) == n ? 0 : -1;
+    for (uint64_t i = 0; i < n; i++) {
+        uint16_t v = t->dtype == DTYPE_F16 ? f32_to_f16(t->data[i]) : f32_to_bf16(t->data[i]);
+        if (fwrite(&v, 2, 1, f) != 1)
+            return -1;
+    }
+    return 0;
+}
+
+int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen)
+{
+    char *text = st_header(t, n, metadata);
+    if (!text)
+        return err_set(err, errlen, "%s: out of memory for the header", path);
+    struct atomic_file af;
+    if (atomic_open(&af, path, err, errlen) != 0) {
+        free(text);
+        return -1;
+    }
+    size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
+    uint64_t hlen = tl + pad;
+    int bad = fwrite(&hlen, 8, 1, af.f) != 1 || fwrite(text, 1, tl, af.f) != tl || fwrite("        ", 1, pad, af.f) != pad;
+    free(text);
+    for (int i = 0; i < n && !bad; i++)
+        bad = write_tensor(af.f, &t[i]) != 0;
+    if (bad) {
+        atomic_abort(&af);
+        return err_set(err, errlen, "%s: write failed", path);
+    }
+    return atomic_commit(&af, err, errlen);
 }

@@ -9,6 +9,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine/dtype.h"
+
 struct st_file {
     char path[4200];
     const unsigned char *map;
@@ -29,6 +31,21 @@ struct st_set {
  * (nothing left open). */
 int st_open(struct st_set *s, const char *dir, char *err, size_t errlen);
 void st_close(struct st_set *s);
+/* Opens one safetensors file by path (predictor.safetensors), checked as st_open does. */
+int st_open_file(struct st_set *s, const char *path, char *err, size_t errlen);
+
+/* One tensor to write: f32 data converted to dtype (F32, F16 or BF16) on the way. */
+struct st_tensor {
+    const char *name;
+    enum fb_dtype dtype;
+    int ndim;
+    uint64_t dims[2];
+    const float *data;
+};
+/* Writes the tensors, in order, as a safetensors file at path through a
+ * temporary (common/atomic_file.h); metadata: string pairs for
+ * __metadata__, or NULL. 0, or -1 with err naming the file. */
+int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen);
 
 /* The tensor as f32 (converted from F32, F16 or BF16) in a new buffer of
  * n elements, with its shape checked: dims[0..ndim). NULL with the reason

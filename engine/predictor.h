@@ -1,0 +1,95 @@
+/* Activation predictors (the paper's §3.1, App. B): per layer a rank-r
+ * predictor on the FFN input x (after the layer's norm),
+ *
+ *   logits = B · (A · x) + bias      A: rank × d_model, B: d_ff × rank
+ *
+ * and neuron i is predicted active when sigmoid(logits[i]) > threshold,
+ * i.e. logits[i] > log(t / (1 - t)): no exponential per neuron. Ranks may
+ * differ per layer (the paper gives its sensitive layers larger ones).
+ *
+ * What "active" means is recorded with the predictor (what it was trained
+ * to predict): ReLU FFNs, output > 0; GLU FFNs, |act(gate·x)·(up·x)| >
+ * act_threshold.
+ *
+ * Stored in the model folder: predictor.safetensors (A and B in f32 or
+ * f16, the biases f32; tensors "layers.L.predictor.a|b|bias") and a
+ * "predictor" entry in model.json (ranks, threshold, target, act_threshold,
+ * the training's provenance). All weights live in one allocation, counted
+ * by predictor_bytes.
+ *
+ * Functions return 0, or -1 with the reason in err (naming the file); a
+ * loaded predictor is read-only and may be shared by threads. */
+#ifndef FLASHBED_ENGINE_PREDICTOR_H
+#define FLASHBED_ENGINE_PREDICTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "engine/backend.h"
+#include "engine/dtype.h"
+
+#define PREDICTOR_FILE "predictor.safetensors"
+
+enum predictor_target {
+    PREDICT_RELU,    /* the FFN's output before down: act(up·x) > 0 */
+    PREDICT_GLU_ABS, /* |act(gate·x)·(up·x)| > act_threshold */
+};
+
+struct predictor_layer {
+    uint32_t rank;
+    void *a;     /* [rank][d_model] in the predictor's dtype */
+    void *b;     /* [d_ff][rank] */
+    float *bias; /* [d_ff] */
+};
+
+struct predictor {
+    uint32_t n_layers, d_model, d_ff;
+    enum fb_dtype dtype;           /* A and B: DTYPE_F32 or DTYPE_F16 */
+    float threshold;               /* probability above which a neuron is predicted active */
+    enum predictor_target target;
+    float act_threshold;           /* PREDICT_GLU_ABS */
+    struct predictor_layer *layers; /* [n_layers] */
+    void *mem;                     /* every layer's A, B and bias */
+    size_t mem_bytes;
+    cJSON *training;               /* how it was trained (owned; NULL: not recorded) */
+};
+
+/* Zeroed weights of the given ranks (each 1..min(d_model, d_ff)). */
+int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, uint32_t d_ff, const uint32_t *ranks,
+                    enum fb_dtype dtype, char *err, size_t errlen);
+void predictor_free(struct predictor *p);
+
+/* A and B as f32 in and out of the predictor's dtype (training works in f32). */
+void predictor_set_layer(struct predictor *p, uint32_t l, const float *a, const float *b, const float *bias);
+void predictor_get_layer(const struct predictor *p, uint32_t l, float *a, float *b, float *bias);
+
+/* Bytes the predictor holds in DRAM, and its multiply-adds per token. */
+uint64_t predictor_bytes(const struct predictor *p);
+uint64_t predictor_madds(const struct predictor *p);
+/* The largest rank (the scratch a forward needs: h[max_rank]). */
+uint32_t predictor_max_rank(const struct predictor *p);
+
+/* Layer l's predicted-active neurons for FFN input x[d_model]: ascending
+ * ids into out[d_ff]; returns how many. Scratch: h[max rank], logits[d_ff].
+ * Computed with the backend's matvec (its threads); allocates nothing. */
+uint32_t predictor_predict(const struct predictor *p, uint32_t l, const struct backend_ops *be, struct backend *b,
+                           const float *x, float *h, float *logits, uint32_t *out);
+
+/* The logit a probability threshold t stands for: -inf at 0, +inf at 1. */
+float predictor_logit_threshold(float t);
+
+/* Writes dir/predictor.safetensors and the "predictor" entry of
+ * dir/model.json (each through a temporary). An existing predictor is
+ * replaced only with replace. */
+int predictor_save(const struct predictor *p, const char *model_dir, bool replace, char *err, size_t errlen);
+/* Loads dir's predictor; checks it against the model's shape (n_layers,
+ * d_model, d_ff). 1 (p zeroed) when the folder has none. */
+int predictor_load(struct predictor *p, const char *model_dir, uint32_t n_layers, uint32_t d_model, uint32_t d_ff,
+                   char *err, size_t errlen);
+
+const char *predictor_target_name(enum predictor_target t);
+
+#endif

@@ -1,0 +1,211 @@
+/* Activation predictors (engine/predictor.h): the forward against a
+ * double-precision reference, the thresholds' ends, the weights' round
+ * trips through f16 and through the model folder, and the refusals. */
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "common/model_shape.h"
+#include "common/rng.h"
+#include "engine/engine.h"
+#include "engine/import.h"
+#include "engine/model.h"
+#include "engine/predictor.h"
+#include "engine/synthetic.h"
+
+enum { L = 3, D = 48, F = 96 };
+static const uint32_t ranks[L] = {4, 16, 48};
+
+static void fill(float *v, size_t n, struct rng *r, float scale)
+{
+    for (size_t i = 0; i < n; i++)
+        v[i] = scale * (2 * (float)rng_unit(r) - 1);
+}
+
+/* Random weights for every layer; returns the f32 copies (a, b, bias per layer). */
+static float *random_predictor(struct predictor *p, enum fb_dtype t, uint64_t seed)
+{
+    char err[256];
+    CHECK(predictor_alloc(p, L, D, F, ranks, t, err, sizeof err) == 0);
+    size_t per = (size_t)D * D + (size_t)F * D + F; /* room for the largest rank */
+    float *w = malloc(L * per * sizeof *w);
+    struct rng r;
+    rng_seed(&r, seed);
+    for (uint32_t l = 0; l < L; l++) {
+        float *a = w + l * per, *b = a + (size_t)ranks[l] * D, *bias = b + (size_t)F * ranks[l];
+        fill(a, (size_t)ranks[l] * D, &r, 0.3f);
+        fill(b, (size_t)F * ranks[l], &r, 0.3f);
+        fill(bias, F, &r, 0.2f);
+        predictor_set_layer(p, l, a, b, bias);
+    }
+    return w;
+}
+
+/* Reference: logits in double, predicted when sigmoid(logit) > t. */
+static uint32_t reference(const float *a, const float *b, const float *bias, uint32_t rank, const float *x, double t,
+                          uint32_t *out, double *margin)
+{
+    double h[D];
+    for (uint32_t k = 0; k < rank; k++) {
+        h[k] = 0;
+        for (uint32_t j = 0; j < D; j++)
+            h[k] += (double)a[(size_t)k * D + j] * x[j];
+    }
+    uint32_t n = 0;
+    *margin = INFINITY;
+    for (uint32_t i = 0; i < F; i++) {
+        double z = bias[i];
+        for (uint32_t k = 0; k < rank; k++)
+            z += (double)b[(size_t)i * rank + k] * h[k];
+        double prob = 1 / (1 + exp(-z));
+        *margin = fmin(*margin, fabs(prob - t));
+        if (prob > t)
+            out[n++] = i;
+    }
+    return n;
+}
+
+static void test_forward(void)
+{
+    struct predictor p;
+    float *w = random_predictor(&p, DTYPE_F32, 7);
+    char err[256];
+    struct backend *be = backend_cpu.create(2, F, 4, 1, err, sizeof err);
+    CHECK(be != NULL);
+    struct rng r;
+    rng_seed(&r, 11);
+    float x[D], h[D], logits[F];
+    uint32_t got[F], want[F];
+    size_t per = (size_t)D * D + (size_t)F * D + F;
+    int compared = 0;
+    for (int trial = 0; trial < 40; trial++) {
+        fill(x, D, &r, 1.0f);
+        uint32_t l = (uint32_t)trial % L;
+        const float *a = w + l * per, *b = a + (size_t)ranks[l] * D, *bias = b + (size_t)F * ranks[l];
+        double margin;
+        uint32_t nw = reference(a, b, bias, ranks[l], x, 0.5, want, &margin);
+        uint32_t ng = predictor_predict(&p, l, &backend_cpu, be, x, h, logits, got);
+        if (margin < 1e-5)
+            continue; /* a probability on the threshold: float and double may differ */
+        compared++;
+        CHECK_U64(ng, nw);
+        CHECK(ng == nw && memcmp(got, want, ng * sizeof *got) == 0);
+    }
+    CHECK(compared >= 30);
+    /* the thresholds' ends: 0 predicts every neuron, 1 none */
+    p.threshold = 0;
+    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), F);
+    p.threshold = 1;
+    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), 0);
+    CHECK(isinf(predictor_logit_threshold(0)) && predictor_logit_threshold(0) < 0);
+    CHECK(fabsf(predictor_logit_threshold(0.5f)) < 1e-7f);
+    /* what it costs */
+    CHECK_U64(predictor_madds(&p), (4 + 16 + 48) * (D + F));
+    CHECK(predictor_bytes(&p) >= (uint64_t)(4 + 16 + 48) * (D + F) * 4 + L * F * 4);
+    CHECK_U64(predictor_max_rank(&p), 48);
+    backend_cpu.destroy(be);
+    predictor_free(&p);
+    free(w);
+}
+
+static void test_f16(void)
+{
+    struct predictor p;
+    float *w = random_predictor(&p, DTYPE_F16, 3);
+    float a[D * D], b[F * D], bias[F];
+    predictor_get_layer(&p, 1, a, b, bias);
+    size_t per = (size_t)D * D + (size_t)F * D + F;
+    const float *a0 = w + per, *b0 = a0 + 16 * D, *c0 = b0 + F * 16;
+    double worst = 0;
+    for (size_t i = 0; i < 16 * D; i++)
+        worst = fmax(worst, fabs(a[i] - a0[i]));
+    for (size_t i = 0; i < F * 16; i++)
+        worst = fmax(worst, fabs(b[i] - b0[i]));
+    CHECK(worst < 0.3 / 1024); /* half precision: 11 bits on values below 0.3 */
+    CHECK(memcmp(bias, c0, sizeof bias) == 0); /* biases stay f32 */
+    predictor_free(&p);
+    free(w);
+}
+
+static void test_refusals(void)
+{
+    struct predictor p;
+    char err[256];
+    uint32_t bad[L] = {4, 0, 4};
+    CHECK(predictor_alloc(&p, L, D, F, bad, DTYPE_F32, err, sizeof err) == -1);
+    CHECK(strstr(err, "layer 1: rank 0 is not 1 to 48") != NULL);
+    uint32_t big[L] = {4, 4, 49};
+    CHECK(predictor_alloc(&p, L, D, F, big, DTYPE_F32, err, sizeof err) == -1);
+    CHECK(strstr(err, "rank 49") != NULL);
+    CHECK(predictor_alloc(&p, L, D, F, ranks, DTYPE_BF16, err, sizeof err) == -1);
+}
+
+/* Through a real model folder: saved, found, loaded bit for bit, refused
+ * twice without replace, and the model still opens with it. */
+static void test_model_folder(void)
+{
+    char tmp[] = "/tmp/flashbed-predictor-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    struct model_shape shape;
+    char err[512], hf[600], dir[600];
+    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
+    snprintf(hf, sizeof hf, "%s/hf", tmp);
+    snprintf(dir, sizeof dir, "%s/m", tmp);
+    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, hf, err, sizeof err) == 0);
+    CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
+    struct predictor none;
+    CHECK(predictor_load(&none, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 1);
+
+    uint32_t r[64];
+    for (uint32_t l = 0; l < shape.n_layers; l++)
+        r[l] = 8 + l;
+    struct predictor p, q;
+    CHECK(predictor_alloc(&p, shape.n_layers, shape.d_model, shape.d_ff, r, DTYPE_F16, err, sizeof err) == 0);
+    struct rng g;
+    rng_seed(&g, 5);
+    size_t n = (size_t)(8 + shape.n_layers) * (shape.d_model + shape.d_ff) + shape.d_ff;
+    float *w = malloc(n * sizeof *w), *back = malloc(n * sizeof *back);
+    for (uint32_t l = 0; l < shape.n_layers; l++) {
+        fill(w, n, &g, 0.5f);
+        predictor_set_layer(&p, l, w, w + (size_t)r[l] * shape.d_model,
+                            w + (size_t)r[l] * (shape.d_model + shape.d_ff));
+    }
+    p.threshold = 0.3f;
+    p.target = PREDICT_GLU_ABS;
+    p.act_threshold = 0.01f;
+    p.training = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p.training, "epochs", 2);
+    CHECK(predictor_save(&p, dir, false, err, sizeof err) == 0);
+    CHECK(predictor_save(&p, dir, false, err, sizeof err) == -1);
+    CHECK(strstr(err, "already has a predictor") != NULL);
+    CHECK(predictor_save(&p, dir, true, err, sizeof err) == 0);
+    CHECK(predictor_load(&q, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 0);
+    CHECK(q.dtype == DTYPE_F16 && q.target == PREDICT_GLU_ABS);
+    CHECK(fabsf(q.threshold - 0.3f) < 1e-6f && fabsf(q.act_threshold - 0.01f) < 1e-6f);
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(q.training, "epochs")) == 2);
+    CHECK_U64(q.mem_bytes, p.mem_bytes);
+    CHECK(memcmp(q.mem, p.mem, p.mem_bytes) == 0); /* the f16 weights, bit for bit */
+    predictor_free(&q);
+    CHECK(predictor_load(&q, dir, shape.n_layers + 1, shape.d_model, shape.d_ff, err, sizeof err) == -1);
+    CHECK(strstr(err, "ranks for each of") != NULL);
+    struct model m;
+    CHECK(model_open(&m, dir, err, sizeof err) == 0); /* model.json with a predictor still opens */
+    model_close(&m);
+    predictor_free(&p);
+    free(w);
+    free(back);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+    test_forward();
+    test_f16();
+    test_refusals();
+    test_model_folder();
+    return check_report("test_predictor");
+}
