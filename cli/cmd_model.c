@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/model_shape.h"
 #include "common/options.h"
+#include "engine/spectrum.h"
 #include "engine/synthetic.h"
 
 struct model_make_opts {
@@ -18,6 +19,7 @@ struct model_make_opts {
     char *dtype;
     char *format;
     double relu_density;
+    char *up_spectrum;
     uint64_t seed;
     char *out;
 };
@@ -32,6 +34,8 @@ static const struct opt_def model_make_options[] = {
      .allowed = "hf|llama2c"},
     {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
      "OPT: up-projection biases so that about a fraction D of FFN neurons fire"},
+    {"up-spectrum", OPT_STRING, O(up_spectrum), "flat", "SPEC",
+     "singular values of the up projection (Llama: and the gate): flat, power:ALPHA or lowrank:R:NOISE; hf only"},
     {"seed", OPT_UINT, O(seed), "1", "S", "random weights seed"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "folder to write: model.bin + tokenizer.bin"},
     OPT_END,
@@ -40,12 +44,24 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch opt|llama --shape NAME [--dtype f16] [--seed S] --out DIR",
+    .usage = "--arch opt|llama --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
                "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
                "tokenizer.json over a synthetic vocabulary of the shape's size), or with --format\n"
                "llama2c a llama2.c checkpoint (model.bin, f32) and tokenizer.bin, so other engines\n"
-               "can run the same weights. Convert either with flashbed convert.",
+               "can run the same weights. Convert either with flashbed convert.\n"
+               "\n"
+               "Uniform random weights spread their energy over every direction of the input\n"
+               "(a flat singular spectrum), so no low-rank predictor can learn which neurons\n"
+               "fire; trained up projections concentrate it in few directions. --up-spectrum\n"
+               "writes every up projection (and a Llama's gate) as U diag(sigma) V^T, U and V\n"
+               "random orthogonal factors from the seed, at the flat weights' Frobenius norm:\n"
+               "  flat             iid uniform weights, as without the option\n"
+               "  power:ALPHA      sigma_i ~ (i+1)^-ALPHA, 0 <= ALPHA <= 16 (0: exactly flat)\n"
+               "  lowrank:R:NOISE  R equal values, the rest NOISE (0..1) times as large\n"
+               "Every other tensor equals the flat model's of the same seed; with --relu-density\n"
+               "each neuron's bias scales with its own row norm. The spectrum is recorded in\n"
+               "config.json (flashbed_up_spectrum), and convert carries it into model.json.",
     .opts = model_make_options,
     .max_positional = 0,
 };
@@ -70,6 +86,7 @@ int cmd_model(int argc, char **argv)
     rc = 2;
     struct model_shape s;
     enum fb_dtype dt;
+    struct spectrum up;
     char err[512];
     if (!o.shape || !o.out || !o.arch)
         fb_error("model make: needs --arch, --shape and --out");
@@ -79,6 +96,12 @@ int cmd_model(int argc, char **argv)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
     else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
         fb_error("model make --relu-density: needs --format hf and an OPT shape");
+    else if (spectrum_parse(o.up_spectrum, &up, err, sizeof err) != 0)
+        fb_error("model make --up-spectrum: %s", err);
+    /* a llama2.c checkpoint has no field to record it in: a converted copy
+     * could not say its spectrum was shaped */
+    else if (!strcmp(o.format, "llama2c") && up.kind != SPECTRUM_FLAT)
+        fb_error("model make --up-spectrum: needs --format hf (a llama2.c checkpoint cannot record it)");
     else if (model_shape_load(o.shape, &s, err, sizeof err) != 0)
         fb_error("%s", err);
     else if (strcmp(s.arch, o.arch) != 0)
@@ -86,12 +109,14 @@ int cmd_model(int argc, char **argv)
     /* The writers refuse these too; checked here to name the option. */
     else if (synthetic_relu_density_check(&s, o.relu_density, err, sizeof err) != 0)
         fb_error("model make --relu-density: %s", err);
+    else if (spectrum_check_shape(&up, s.d_ff, s.d_model, err, sizeof err) != 0)
+        fb_error("model make --up-spectrum: shape %s: %s", s.name, err);
     else if (path_exists(o.out))
         fb_error("%s: already exists; remove it or choose another --out", o.out);
     else {
         int mrc = !strcmp(o.format, "llama2c")
                       ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)
-                      : synthetic_hf(&s, dt, o.seed, o.relu_density, o.out, err, sizeof err);
+                      : synthetic_hf(&s, dt, o.seed, o.relu_density, &up, o.out, err, sizeof err);
         if (mrc != 0)
             fb_error("model make: %s", err);
         rc = mrc == 0 ? 0 : 1;

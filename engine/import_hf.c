@@ -449,6 +449,23 @@ static int add_tokenizer(struct model_writer *w, const struct model_shape *s, co
     return 0;
 }
 
+/* What flashbed model make recorded in config.json ("flashbed_shape",
+ * "flashbed_up_spectrum", ...), copied into src under the same names: a
+ * converted synthetic model keeps saying how its weights were made. */
+static void copy_flashbed_keys(const char *dir, cJSON *src)
+{
+    char path[4200], why[256];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    cJSON *c = read_json(path, why, sizeof why); /* read once before: failing now adds nothing */
+    const cJSON *item;
+    cJSON_ArrayForEach(item, c)
+    {
+        if (item->string && !strncmp(item->string, "flashbed_", 9))
+            cJSON_AddItemToObject(src, item->string, cJSON_Duplicate(item, 1));
+    }
+    cJSON_Delete(c);
+}
+
 /* model.json's "tokenizer" and "source" sections. */
 static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tokpath, bool byte_level, int bos,
                          int eos)
@@ -467,6 +484,7 @@ static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tok
     if (file_fnv1a64(path, hex) == 0)
         cJSON_AddStringToObject(src, "config_fnv1a64", hex);
     cJSON_AddStringToObject(src, "tokenizer", tokenizer ? tokenizer : tokpath);
+    copy_flashbed_keys(dir, src);
     return meta;
 }
 

@@ -13,6 +13,7 @@
 #include "common/errbuf.h"
 #include "common/progress.h"
 #include "common/rng.h"
+#include "engine/spectrum.h"
 #include "engine/tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -194,11 +195,22 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
 
 /* ---- Hugging Face folders ---- */
 
+/* How a tensor is filled. Every kind draws as many numbers from the one
+ * random stream as the uniform fill would, so a model with a shaped up
+ * projection has every other tensor equal to the flat model's of the same
+ * seed: the two differ in the spectrum alone. */
+enum syn_fill {
+    FILL_UNIFORM,  /* uniform in [base - scale, base + scale] */
+    FILL_SPECTRAL, /* the up spectrum (struct syn_writer), at the uniform fill's Frobenius norm */
+    FILL_ROW_BIAS, /* base times each row's norm in the last FILL_SPECTRAL matrix */
+};
+
 struct syn_tensor {
     char name[96];
     uint64_t dims[2];
     int ndim;
-    float scale, base; /* uniform in [base - scale, base + scale] */
+    float scale, base;
+    enum syn_fill fill;
 };
 
 /* Inverse of the standard normal CDF, by bisection on erfc (once per model). */
@@ -225,11 +237,20 @@ static int add(struct syn_tensor *t, int n, const char *name, int ndim, uint64_t
     x->dims[1] = d1;
     x->scale = scale;
     x->base = base;
+    x->fill = FILL_UNIFORM;
     return n + 1;
 }
 
-/* The tensors of a shape in HF names, with how to fill them. */
-static int hf_tensors(const struct model_shape *s, double density, struct syn_tensor *t)
+/* The tensor just added, t[n - 1], is filled another way. */
+static void set_fill(struct syn_tensor *t, int n, enum syn_fill fill, float base)
+{
+    t[n - 1].fill = fill;
+    t[n - 1].base = base;
+}
+
+/* The tensors of a shape in HF names, with how to fill them; shaped: the
+ * up projection (and the gate) gets a non-flat spectrum. */
+static int hf_tensors(const struct model_shape *s, double density, bool shaped, struct syn_tensor *t)
 {
     bool opt = !strcmp(s->arch, "opt");
     uint64_t d = s->d_model, ff = s->d_ff, hd = d / s->n_heads, kv = s->n_kv_heads * hd;
@@ -239,6 +260,13 @@ static int hf_tensors(const struct model_shape *s, double density, struct syn_te
      * and is close to normal: a bias of sigma * quantile(D) makes it
      * positive with probability D. */
     float up_bias = density > 0 ? (float)(normal_quantile(density) / sqrt(3.0)) : 0.0f;
+    /* A shaped spectrum gives neurons rows of different norms (row i of U
+     * weighted by sigma; trained models' rows differ too), and a neuron's
+     * pre-activation has standard deviation |row| for an input of norm
+     * sqrt(d) in no particular direction: its bias is quantile(D) times its
+     * own row norm. (Uniform rows all have |row| close to 1/sqrt(3), hence
+     * the one bias above, kept so that flat models stay as they were.) */
+    float row_quantile = density > 0 ? (float)normal_quantile(density) : 0.0f;
     int n = 0;
     char name[96];
     const char *pre = opt ? "model.decoder." : "model.";
@@ -268,7 +296,11 @@ static int hf_tensors(const struct model_shape *s, double density, struct syn_te
             A("final_layer_norm.weight", 1, d, 0, 0, 1);
             A("final_layer_norm.bias", 1, d, 0, 0, 0);
             A("fc1.weight", 2, ff, d, sd, 0);
+            if (shaped)
+                set_fill(t, n, FILL_SPECTRAL, 0);
             A("fc1.bias", 1, ff, 0, 0, up_bias);
+            if (shaped && density > 0)
+                set_fill(t, n, FILL_ROW_BIAS, row_quantile);
             A("fc2.weight", 2, d, ff, sf, 0);
             A("fc2.bias", 1, d, 0, 0, 0);
         } else {
@@ -278,8 +310,13 @@ static int hf_tensors(const struct model_shape *s, double density, struct syn_te
             A("self_attn.v_proj.weight", 2, kv, d, sd, 0);
             A("self_attn.o_proj.weight", 2, d, d, sd, 0);
             A("post_attention_layernorm.weight", 1, d, 0, 0, 1);
+            /* the gate decides which neurons are near zero: shaped alike */
             A("mlp.gate_proj.weight", 2, ff, d, sd, 0);
+            if (shaped)
+                set_fill(t, n, FILL_SPECTRAL, 0);
             A("mlp.up_proj.weight", 2, ff, d, sd, 0);
+            if (shaped)
+                set_fill(t, n, FILL_SPECTRAL, 0);
             A("mlp.down_proj.weight", 2, d, ff, sf, 0);
         }
 #undef A
@@ -298,15 +335,132 @@ static const char *st_dtype_name(enum fb_dtype t)
     return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
 }
 
-static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt,
-                             uint64_t seed, char *err, size_t errlen)
+/* Where the tensors' data goes, and what filling them needs. */
+struct syn_writer {
+    FILE *f;
+    enum fb_dtype dt;           /* the matrices' dtype; vectors are f32 */
+    const struct spectrum *up;  /* for FILL_SPECTRAL */
+    struct rng r;               /* the one stream every tensor draws from */
+    float *buf;                 /* CHUNK floats */
+    uint16_t *half;             /* CHUNK halves */
+    double *row_norm;           /* the last FILL_SPECTRAL matrix's, rows of them */
+    uint64_t rows;
+    struct progress p;
+    uint64_t done;
+};
+
+static uint64_t tensor_elems(const struct syn_tensor *t)
+{
+    return t->dims[0] * (t->ndim == 2 ? t->dims[1] : 1);
+}
+
+/* k floats of x (at most CHUNK) in dtype ti. */
+static int put_floats(struct syn_writer *w, const float *x, size_t k, enum fb_dtype ti)
+{
+    int bad;
+    if (ti == DTYPE_F32)
+        bad = fwrite(x, 4, k, w->f) != k;
+    else {
+        dtype_from_f32(w->half, ti, x, k);
+        bad = fwrite(w->half, 2, k, w->f) != k;
+    }
+    w->done += k;
+    progress_update(&w->p, w->done, NULL);
+    return bad ? -1 : 0;
+}
+
+/* Draws n numbers and drops them: a shaped tensor keeps the stream where
+ * the uniform fill would leave it. */
+static void rng_skip(struct rng *r, uint64_t n)
+{
+    while (n-- > 0)
+        rng_next(r);
+}
+
+static int tensor_uniform(struct syn_writer *w, const struct syn_tensor *t, enum fb_dtype ti)
+{
+    for (uint64_t left = tensor_elems(t); left > 0;) {
+        size_t k = left < CHUNK ? (size_t)left : CHUNK;
+        fill_uniform(w->buf, k, t->scale, t->base, &w->r);
+        if (put_floats(w, w->buf, k, ti))
+            return -1;
+        left -= k;
+    }
+    return 0;
+}
+
+/* The matrix with the up spectrum, its factors seeded by the stream's
+ * next number, at the Frobenius norm the uniform fill has on average
+ * (rows x cols entries of variance scale^2/3); it keeps its row norms. */
+static int tensor_spectral(struct syn_writer *w, const struct syn_tensor *t, enum fb_dtype ti, char *err,
+                           size_t errlen)
+{
+    uint64_t rows = t->dims[0], cols = t->dims[1], n = rows * cols;
+    uint64_t seed = rng_next(&w->r);
+    rng_skip(&w->r, n - 1);
+    double frob2 = (double)n * t->scale * t->scale / 3.0;
+    float *m = malloc(n * sizeof *m);
+    double *norm = realloc(w->row_norm, rows * sizeof *norm);
+    if (norm)
+        w->row_norm = norm;
+    if (!m || !norm) {
+        free(m);
+        return err_set(err, errlen, "%s: out of memory for %llu x %llu", t->name, (unsigned long long)rows,
+                       (unsigned long long)cols);
+    }
+    int rc = spectrum_matrix(w->up, rows, cols, frob2, seed, m, err, errlen);
+    for (uint64_t i = 0; i < rows && !rc; i++) {
+        double q = 0;
+        for (uint64_t j = 0; j < cols; j++)
+            q += (double)m[i * cols + j] * m[i * cols + j];
+        norm[i] = sqrt(q);
+    }
+    w->rows = rows;
+    for (uint64_t off = 0; off < n && !rc; off += CHUNK) {
+        size_t k = n - off < CHUNK ? (size_t)(n - off) : CHUNK;
+        if (put_floats(w, m + off, k, ti))
+            rc = err_set(err, errlen, "cannot write %s: %s", t->name, strerror(errno));
+    }
+    free(m);
+    return rc;
+}
+
+/* base times the row norms of the matrix before (an up projection's bias). */
+static int tensor_row_bias(struct syn_writer *w, const struct syn_tensor *t, char *err, size_t errlen)
+{
+    uint64_t n = tensor_elems(t);
+    if (n != w->rows || n > CHUNK)
+        return err_set(err, errlen, "%s: %llu values for a matrix of %llu rows", t->name, (unsigned long long)n,
+                       (unsigned long long)w->rows);
+    rng_skip(&w->r, n);
+    for (uint64_t i = 0; i < n; i++)
+        w->buf[i] = (float)(t->base * w->row_norm[i]);
+    return put_floats(w, w->buf, (size_t)n, DTYPE_F32) ? err_set(err, errlen, "cannot write %s: %s", t->name,
+                                                                  strerror(errno))
+                                                        : 0;
+}
+
+static int write_tensor(struct syn_writer *w, const struct syn_tensor *t, char *err, size_t errlen)
+{
+    /* norms and biases stay f32, as checkpoints usually keep them */
+    enum fb_dtype ti = t->ndim == 2 ? w->dt : DTYPE_F32;
+    if (t->fill == FILL_SPECTRAL)
+        return tensor_spectral(w, t, ti, err, errlen);
+    if (t->fill == FILL_ROW_BIAS)
+        return tensor_row_bias(w, t, err, errlen);
+    return tensor_uniform(w, t, ti) ? err_set(err, errlen, "cannot write %s: %s", t->name, strerror(errno)) : 0;
+}
+
+/* The safetensors header: names, dtypes, shapes, offsets. Its text, or
+ * NULL when out of memory; *total gets the element count. */
+static char *st_header(const struct syn_tensor *t, int n, enum fb_dtype dt, uint64_t *total)
 {
     cJSON *h = cJSON_CreateObject();
-    uint64_t off = 0, total = 0;
+    uint64_t off = 0;
+    *total = 0;
     for (int i = 0; i < n; i++) {
-        /* norms and biases stay f32, as checkpoints usually keep them */
         enum fb_dtype ti = t[i].ndim == 2 ? dt : DTYPE_F32;
-        uint64_t bytes = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1) * dtype_size(ti);
+        uint64_t bytes = tensor_elems(&t[i]) * dtype_size(ti);
         cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
         cJSON_AddStringToObject(e, "dtype", st_dtype_name(ti));
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
@@ -316,57 +470,49 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
         cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
         cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
         off += bytes;
-        total += bytes / dtype_size(ti);
+        *total += tensor_elems(&t[i]);
     }
     cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
     cJSON_AddStringToObject(meta, "format", "pt");
     cJSON_AddStringToObject(meta, "generator", "flashbed model make");
     char *text = cJSON_PrintUnformatted(h);
     cJSON_Delete(h);
+    return text;
+}
+
+static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt,
+                             uint64_t seed, const struct spectrum *up, char *err, size_t errlen)
+{
+    uint64_t total;
+    char *text = st_header(t, n, dt, &total);
     if (!text)
         return err_set(err, errlen, "%s: out of memory for the header", path);
     size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
     uint64_t hlen = tl + pad;
-    FILE *f = fopen(path, "wb");
-    int bad = !f || fwrite(&hlen, 8, 1, f) != 1 || fwrite(text, 1, tl, f) != tl ||
-              fwrite("        ", 1, pad, f) != pad;
+    struct syn_writer w = {.f = fopen(path, "wb"), .dt = dt, .up = up};
+    int bad = !w.f || fwrite(&hlen, 8, 1, w.f) != 1 || fwrite(text, 1, tl, w.f) != tl ||
+              fwrite("        ", 1, pad, w.f) != pad;
     free(text);
-    float *buf = malloc(CHUNK * sizeof *buf);
-    uint16_t *half = malloc(CHUNK * sizeof *half);
-    struct rng r;
-    rng_seed(&r, seed);
-    struct progress p;
-    progress_begin(&p, "model make", total);
-    uint64_t done = 0;
-    for (int i = 0; i < n && !bad && buf && half; i++) {
-        enum fb_dtype ti = t[i].ndim == 2 ? dt : DTYPE_F32;
-        uint64_t left = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1);
-        while (left > 0 && !bad) {
-            size_t k = left < CHUNK ? (size_t)left : CHUNK;
-            fill_uniform(buf, k, t[i].scale, t[i].base, &r);
-            if (ti == DTYPE_F32)
-                bad = fwrite(buf, 4, k, f) != k;
-            else {
-                dtype_from_f32(half, ti, buf, k);
-                bad = fwrite(half, 2, k, f) != k;
-            }
-            left -= k;
-            done += k;
-            progress_update(&p, done, NULL);
-        }
-    }
-    progress_end(&p);
-    if (!buf || !half)
-        bad = 1;
-    free(buf);
-    free(half);
-    if (f && fclose(f) != 0)
-        bad = 1;
-    return bad ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
+    int rc = bad ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
+    w.buf = malloc(CHUNK * sizeof *w.buf);
+    w.half = malloc(CHUNK * sizeof *w.half);
+    if (!rc && (!w.buf || !w.half))
+        rc = err_set(err, errlen, "%s: out of memory", path);
+    rng_seed(&w.r, seed);
+    progress_begin(&w.p, "model make", total);
+    for (int i = 0; i < n && !rc; i++)
+        rc = write_tensor(&w, &t[i], err, errlen);
+    progress_end(&w.p);
+    free(w.buf);
+    free(w.half);
+    free(w.row_norm);
+    if (w.f && fclose(w.f) != 0 && !rc)
+        rc = err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    return rc;
 }
 
-static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t, char *err,
-                        size_t errlen)
+static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t,
+                        const struct spectrum *up, char *err, size_t errlen)
 {
     bool opt = !strcmp(s->arch, "opt");
     cJSON *c = cJSON_CreateObject();
@@ -395,6 +541,13 @@ static int write_config(const char *path, const struct model_shape *s, enum fb_d
         cJSON_AddStringToObject(c, "hidden_act", "silu");
     }
     cJSON_AddStringToObject(c, "flashbed_shape", s->name);
+    /* only when shaped: a flat model's config stays as it always was, and
+     * no key means flat for every model, older ones included */
+    if (up->kind != SPECTRUM_FLAT) {
+        char text[64];
+        spectrum_format(up, text, sizeof text);
+        cJSON_AddStringToObject(c, "flashbed_up_spectrum", text);
+    }
     int rc = atomic_write_json(path, c, err, errlen);
     cJSON_Delete(c);
     return rc;
@@ -451,8 +604,10 @@ int synthetic_relu_density_check(const struct model_shape *s, double relu_densit
 }
 
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
-                 const char *out_dir, char *err, size_t errlen)
+                 const struct spectrum *up_spectrum, const char *out_dir, char *err, size_t errlen)
 {
+    static const struct spectrum flat = {.kind = SPECTRUM_FLAT};
+    const struct spectrum *up = up_spectrum ? up_spectrum : &flat;
     bool opt = !strcmp(s->arch, "opt");
     if ((!opt && strcmp(s->arch, "llama") != 0) || (opt && (s->ffn_kind != FFN_RELU || !s->biases)) ||
         (!opt && s->ffn_kind != FFN_GLU) || s->parallel_block)
@@ -461,6 +616,8 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
     char why[256];
     if (synthetic_relu_density_check(s, relu_density, why, sizeof why) != 0)
         return err_set(err, errlen, "ReLU density %g: %s", relu_density, why);
+    if (spectrum_check_shape(up, s->d_ff, s->d_model, why, sizeof why) != 0)
+        return err_set(err, errlen, "up-projection spectrum: %s", why);
     char tmp[4200], path[4300];
     if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
         return -1;
@@ -469,11 +626,12 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
     int rc = ts ? 0 : err_set(err, errlen, "out of memory for %d tensors", cap);
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
     if (!rc)
-        rc = write_safetensors(path, ts, hf_tensors(s, relu_density, ts), t, seed, err, errlen);
+        rc = write_safetensors(path, ts, hf_tensors(s, relu_density, up->kind != SPECTRUM_FLAT, ts), t, seed, up,
+                               err, errlen);
     free(ts);
     snprintf(path, sizeof path, "%s/config.json", tmp);
     if (!rc)
-        rc = write_config(path, s, t, err, errlen);
+        rc = write_config(path, s, t, up, err, errlen);
     snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
     if (!rc)
         rc = write_tokenizer_json(path, s->vocab_size, err, errlen);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # flashbed model make: synthetic models of the test shapes go through
 # convert and generate like real ones; the llama2.c output runs the same in
-# an HF copy; bad options are refused with nothing left behind.
+# an HF copy; a shaped up spectrum is recorded and converts, the default
+# stays byte-identical; bad options are refused with nothing left behind.
 source "$(dirname "$0")/lib.sh"
 
 check "opt-tiny f16 HF folder" "$FLASHBED" model make --arch opt --shape opt-tiny --dtype f16 --seed 3 --relu-density 0.2 --out "$WORK/opt"
@@ -29,7 +30,36 @@ check "both synthetic tokenizers encode alike" test "$(json_get "$WORK/l2c.json"
 check "merged as the synthetic vocabulary says" test "$(json_get "$WORK/lhf.json" 'd["prompt_token_ids"]')" = "[1, 286, 340, 289, 264, 291, 475]"
 check "llama2.c synthetic generates" test -s "$WORK/l2c.txt"
 
+# --up-spectrum: a power-law up projection converts and runs like any model,
+# and says so in config.json and, through convert, in model.json
+check "opt-tiny with --up-spectrum power:1.0" "$FLASHBED" model make --arch opt --shape opt-tiny --seed 3 --relu-density 0.2 --up-spectrum power:1.0 --out "$WORK/pow"
+check "config.json records it" test "$(json_get "$WORK/pow/config.json" 'd["flashbed_up_spectrum"]')" = "power:1"
+check "convert it" "$FLASHBED" convert "$WORK/pow" --out "$WORK/pow-m"
+check "model.json's source carries it" test "$(json_get "$WORK/pow-m/model.json" 'd["source"]["flashbed_up_spectrum"]')" = "power:1"
+check "generate runs" "$FLASHBED" generate --model "$WORK/pow-m" --prompt "the cat" -n 8 --temperature 0 --json "$WORK/pow.json"
+check "8 tokens" test "$(json_get "$WORK/pow.json" 'd["summary"]["generated_tokens"]')" = 8
+check "llama-tiny lowrank (gate and up)" "$FLASHBED" model make --arch llama --shape llama-tiny --dtype bf16 --up-spectrum lowrank:8:0.1 --out "$WORK/lr"
+check "convert it" "$FLASHBED" convert "$WORK/lr" --out "$WORK/lr-m"
+# the default is the flat generator, byte for byte: explicit flat equals
+# it, no key is added, and a pinned model keeps the bytes it had before the
+# option existed (f32 without a density: no libm in its values; update the
+# hashes only when the flat generator is meant to change)
+check "explicit flat" "$FLASHBED" model make --arch opt --shape opt-tiny --seed 3 --relu-density 0.2 --up-spectrum flat --out "$WORK/flat"
+for f in config.json model.safetensors tokenizer.json; do
+    check "flat $f equals the default's" cmp -s "$WORK/opt/$f" "$WORK/flat/$f"
+done
+check "no spectrum key for flat" test "$(json_get "$WORK/flat/config.json" '"flashbed_up_spectrum" in d')" = False
+check "pinned flat model" "$FLASHBED" model make --arch opt --shape opt-tiny --dtype f32 --seed 5 --out "$WORK/pin"
+check "its safetensors as before" test "$(sha256sum <"$WORK/pin/model.safetensors" | cut -d' ' -f1)" = 94d8f165e8924bccbd8185b26789e661ccc728c50df9cb8d97d042343a1d584d
+check "its config.json as before" test "$(sha256sum <"$WORK/pin/config.json" | cut -d' ' -f1)" = bd88483337b5eb982f9985a2dec68b1d4b1d098075700c1c484f94f2a452c104
+
 OUT="$WORK/out"
+expect_error "negative power" "up-spectrum: 'power:-1': ALPHA must lie between 0 and 16" model make --arch opt --shape opt-tiny --up-spectrum power:-1 --out "$OUT"
+expect_error "rank 0" "up-spectrum: 'lowrank:0:0.1': R must be at least 1" model make --arch opt --shape opt-tiny --up-spectrum lowrank:0:0.1 --out "$OUT"
+expect_error "unknown spectrum" "up-spectrum: 'foo': expected flat, power:ALPHA or lowrank:R:NOISE" model make --arch opt --shape opt-tiny --up-spectrum foo --out "$OUT"
+expect_error "noise above 1" "up-spectrum: 'lowrank:4:2': NOISE" model make --arch opt --shape opt-tiny --up-spectrum lowrank:4:2 --out "$OUT"
+expect_error "rank beyond d_model" "up-spectrum: shape opt-tiny: rank 65 exceeds" model make --arch opt --shape opt-tiny --up-spectrum lowrank:65:0 --out "$OUT"
+expect_error "llama2c cannot record it" "up-spectrum: needs --format hf" model make --arch llama --shape llama-tiny --format llama2c --dtype f32 --up-spectrum power:1 --out "$OUT"
 expect_error "relu density on a SwiGLU shape" "relu-density" model make --arch llama --shape llama-tiny --relu-density 0.1 --out "$OUT"
 expect_error "density out of range" "0 < D < 1" model make --arch opt --shape opt-tiny --relu-density 1.5 --out "$OUT"
 expect_error "arch does not match the shape" "is a opt model, not llama" model make --arch llama --shape opt-tiny --out "$OUT"
