@@ -153,7 +153,7 @@ static void test_model_folder(void)
     CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
     snprintf(hf, sizeof hf, "%s/hf", tmp);
     snprintf(dir, sizeof dir, "%s/m", tmp);
-    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, hf, err, sizeof err) == 0);
+    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, NULL, hf, err, sizeof err) == 0);
     CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
     struct predictor none;
     CHECK(predictor_load(&none, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 1);
