@@ -16,19 +16,26 @@
 #include "common/options.h"
 #include "common/provenance.h"
 #include "common/json_file.h"
+#include "cli/select_opts.h"
 #include "engine/decode.h"
 #include "engine/engine.h"
+#include "engine/ffn_select.h"
 
 struct generate_opts {
     char *model;
     struct decode_opts d; /* the prompt, -n, sampling, threads and backend (shared with run) */
     char *json;
     bool bandwidth;
+    char *active;
+    double threshold;
 };
 
 #define O(f) offsetof(struct generate_opts, f)
 static const struct opt_def generate_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert)"},
+    {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
+     .allowed = "all|predictor|gate|oracle"},
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
     OPT_END,
 };
 static const struct opt_def generate_output_options[] = {
@@ -55,7 +62,8 @@ static const struct opt_command generate_command = {
     .usage = "--model DIR (--prompt TEXT | --prompt-file FILE) [-n 256] [options]",
     .summary = "Generates text with all weights in DRAM (the dense reference). stdout carries only\n"
                "the prompt followed by the continuation; statistics go to stderr. Stops at the\n"
-               "model's end-of-sequence token or after -n tokens.",
+               "model's end-of-sequence token or after -n tokens. With --active predictor|gate|oracle\n"
+               "the FFN is computed only on the neurons that source chooses (the density is reported).",
     .opts = generate_options,
     .max_positional = 0,
     .tables = generate_tables,
@@ -139,6 +147,7 @@ struct gen_state {
     struct ceiling ceil;
     double bytes_per_token;
     struct gen_result r;
+    double density;  /* --active: FFN neurons computed / all; -1 dense */
     uint64_t t0;     /* the prompt's first forward pass began */
     uint64_t t_step; /* the last counted step ended: a step is the forward pass, sampling and output */
 };
@@ -210,6 +219,13 @@ static void report(struct gen_state *g, cJSON *json)
             "prompt tokens: %d (with BOS), generated tokens: %d (stopped: %s)\n"
             "prompt processing: %.2f tokens/s, generation: %.2f tokens/s\n",
             r->n_prompt, r->n_gen, r->stop, pp, tg);
+    if (g->density >= 0) {
+        struct ffn_select_stats st;
+        ffn_select_stats(&g->e->ffn, &st);
+        g->density = st.steps ? (double)st.chosen / ((double)st.steps * g->m->shape.d_ff) : 0;
+        fprintf(stderr, "FFN density: %.4f%% of the neurons computed per token and layer (chosen by the %s)\n",
+                100 * g->density, g->o->active);
+    }
     double weight_bw = tg * g->bytes_per_token, dram_bw = 0, median_paired = 0;
     if (g->o->bandwidth && g->ceil.passes > 0) {
         dram_bw = ceiling_bandwidth(&g->ceil);
@@ -236,6 +252,8 @@ static void report(struct gen_state *g, cJSON *json)
     cJSON_AddNumberToObject(s, "prompt_tokens_per_second", pp);
     cJSON_AddNumberToObject(s, "generation_tokens_per_second", tg);
     cJSON_AddNumberToObject(s, "weight_bytes_per_token", g->bytes_per_token);
+    if (g->density >= 0)
+        cJSON_AddNumberToObject(s, "density", g->density);
 }
 
 /* -n within the context after the prompt; -1 when the prompt alone passes it. */
@@ -290,7 +308,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
         fb_error("generate: cannot allocate the prompt's tokens");
         return -1;
     }
-    struct gen_state g = {.o = o, .m = m, .e = e};
+    struct gen_state g = {.o = o, .m = m, .e = e, .density = strcmp(o->active, "all") ? 0 : -1};
     int rc = generate(&g, prompt, n_prompt, json);
     free(g.ceil.paired);
     free(prompt);
@@ -341,14 +359,21 @@ int cmd_generate(int argc, char **argv)
         cJSON_AddItemToObject(json, "provenance", prov);
     }
     rc = 1;
-    if (engine_init(&e, &m, be, &ffn_dense, threads, 0, err, sizeof err) != 0)
-        fb_error("%s", err);
-    else {
+    struct select_choice sel;
+    bool have_sel = false, up = false;
+    if (strcmp(o.active, "all") && o.bandwidth)
+        fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
+    else
+        up = select_engine_init("generate", o.active, opts_given(&generate_command, &o, "threshold"), o.threshold, &e,
+                                &m, be, threads, 0, &sel, &have_sel) == 0;
+    if (up) {
         interrupt_install();
         if (run(&o, &m, &e, text, json) == 0)
             rc = json && write_json_file(o.json, json) != 0 ? 1 : 0;
         engine_free(&e);
     }
+    if (have_sel)
+        select_choice_free(&sel);
     cJSON_Delete(json);
     model_close(&m);
     free(owned);

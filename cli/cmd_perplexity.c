@@ -18,7 +18,9 @@
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "common/json_file.h"
+#include "cli/select_opts.h"
 #include "engine/engine.h"
+#include "engine/ffn_select.h"
 #include "engine/sampler.h"
 
 struct perplexity_opts {
@@ -28,6 +30,8 @@ struct perplexity_opts {
     uint64_t context;
     uint64_t threads;
     char *json;
+    char *active;
+    double threshold;
 };
 
 #define O(f) offsetof(struct perplexity_opts, f)
@@ -38,6 +42,9 @@ static const struct opt_def perplexity_options[] = {
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
+    {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
+     .allowed = "all|predictor|gate|oracle"},
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
     OPT_END,
 };
 #undef O
@@ -47,10 +54,88 @@ static const struct opt_command perplexity_command = {
     .usage = "--model DIR --text FILE [--tokens N]",
     .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
                "of the context length each led by BOS, and every token after BOS is scored.\n"
-               "Prints the perplexity and the mean negative log-likelihood on stdout.",
+               "Prints the perplexity and the mean negative log-likelihood on stdout. With --active\n"
+               "predictor|gate|oracle the FFN is computed only on the neurons that source chooses\n"
+               "(all weights in DRAM), so the accuracy a choice costs is measured; the FFN density\n"
+               "it came to is printed too.",
     .opts = perplexity_options,
     .max_positional = 0,
 };
+
+/* What scoring came to. */
+struct score {
+    double nll, secs;
+    size_t scored;
+    int window;
+};
+
+/* Scores toks[0..n) in windows of the engine's context, each led by BOS. */
+static void score(struct engine *e, const int *toks, size_t n, struct score *out)
+{
+    const struct model *m = e->m;
+    int window = e->max_seq - 1; /* text tokens per window after BOS */
+    double nll = 0;
+    size_t scored = 0;
+    struct progress pr;
+    progress_begin(&pr, "perplexity", n);
+    uint64_t t0 = now_ns();
+    for (size_t start = 0; start < n && !interrupted(); start += (size_t)window) {
+        size_t end = start + (size_t)window < n ? start + (size_t)window : n;
+        int prev = m->bos_id;
+        for (size_t i = start; i < end && !interrupted(); i++) {
+            engine_forward(e, prev, (int)(i - start));
+            float *lg = e->s.logits;
+            /* -log softmax(lg)[toks[i]], computed stably */
+            float max = lg[argmax(lg, (int)m->shape.vocab_size)];
+            double sum = 0;
+            for (uint32_t v = 0; v < m->shape.vocab_size; v++)
+                sum += exp((double)lg[v] - max);
+            nll += log(sum) + max - lg[toks[i]];
+            scored++;
+            prev = toks[i];
+        }
+        progress_update(&pr, scored, NULL);
+    }
+    progress_end(&pr);
+    *out = (struct score){nll, (double)(now_ns() - t0) * 1e-9, scored, window};
+}
+
+/* The result on stdout (and the FFN density with --active), and --json. */
+static int report(const struct perplexity_opts *o, const struct model *m, struct engine *e, const struct score *sc,
+                  const struct select_choice *sel)
+{
+    double mean = sc->nll / (double)sc->scored, ppl = exp(mean), density = -1;
+    printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl, sc->scored,
+           mean, sc->window, interrupted() ? " [interrupted]" : "");
+    if (sel) {
+        struct ffn_select_stats st;
+        ffn_select_stats(&e->ffn, &st);
+        density = st.steps ? (double)st.chosen / ((double)st.steps * m->shape.d_ff) : 0;
+        printf("FFN density %.4f%% (neurons computed per token and layer, chosen by the %s; %.3f ms per token "
+               "choosing them)\n", 100 * density, o->active, sc->scored ? st.select_ms / (double)sc->scored : 0);
+    }
+    fprintf(stderr, "%.1f tokens/s\n", sc->scored / sc->secs);
+    if (!o->json)
+        return 0;
+    cJSON *j = cJSON_CreateObject();
+    cJSON *prov = provenance_new();
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&perplexity_command, o));
+    cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cJSON_AddItemToObject(j, "provenance", prov);
+    cJSON_AddNumberToObject(j, "perplexity", ppl);
+    cJSON_AddNumberToObject(j, "mean_nll", mean);
+    cJSON_AddNumberToObject(j, "tokens_scored", (double)sc->scored);
+    cJSON_AddNumberToObject(j, "window", sc->window);
+    cJSON_AddBoolToObject(j, "interrupted", interrupted());
+    cJSON_AddStringToObject(j, "active", o->active);
+    if (sel) {
+        cJSON_AddStringToObject(j, "active_source", sel->desc);
+        cJSON_AddNumberToObject(j, "density", density);
+    }
+    int rc = write_json_file(o->json, j) ? 1 : 0;
+    cJSON_Delete(j);
+    return rc;
+}
 
 int cmd_perplexity(int argc, char **argv)
 {
@@ -86,61 +171,23 @@ int cmd_perplexity(int argc, char **argv)
     free(text);
     if (o.tokens && o.tokens < n)
         n = o.tokens;
-    int threads = o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     struct engine e;
+    struct select_choice sel;
+    bool have_sel = false;
     rc = 1;
     if (n == 0)
         fb_error("%s: no tokens to score", o.text);
-    else if (engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, (int)o.context, err, sizeof err) != 0)
-        fb_error("%s", err);
-    else {
+    else if (select_engine_init("perplexity", o.active, opts_given(&perplexity_command, &o, "threshold"), o.threshold,
+                                &e, &m, &backend_cpu, o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN),
+                                (int)o.context, &sel, &have_sel) == 0) {
         interrupt_install();
-        int window = e.max_seq - 1; /* text tokens per window after BOS */
-        double nll = 0;
-        size_t scored = 0;
-        struct progress pr;
-        progress_begin(&pr, "perplexity", n);
-        uint64_t t0 = now_ns();
-        for (size_t start = 0; start < n && !interrupted(); start += (size_t)window) {
-            size_t end = start + (size_t)window < n ? start + (size_t)window : n;
-            int prev = m.bos_id;
-            for (size_t i = start; i < end && !interrupted(); i++) {
-                engine_forward(&e, prev, (int)(i - start));
-                float *lg = e.s.logits;
-                /* -log softmax(lg)[toks[i]], computed stably */
-                float max = lg[argmax(lg, (int)m.shape.vocab_size)];
-                double sum = 0;
-                for (uint32_t v = 0; v < m.shape.vocab_size; v++)
-                    sum += exp((double)lg[v] - max);
-                nll += log(sum) + max - lg[toks[i]];
-                scored++;
-                prev = toks[i];
-            }
-            progress_update(&pr, scored, NULL);
-        }
-        progress_end(&pr);
-        double secs = (double)(now_ns() - t0) * 1e-9;
-        double mean = nll / (double)scored, ppl = exp(mean);
-        printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl,
-               scored, mean, window, interrupted() ? " [interrupted]" : "");
-        fprintf(stderr, "%.1f tokens/s\n", scored / secs);
-        rc = 0;
-        if (o.json) {
-            cJSON *j = cJSON_CreateObject();
-            cJSON *prov = provenance_new();
-            cJSON_AddItemToObject(prov, "parameters", opts_to_json(&perplexity_command, &o));
-            cJSON_AddStringToObject(prov, "model", m.shape.name);
-            cJSON_AddItemToObject(j, "provenance", prov);
-            cJSON_AddNumberToObject(j, "perplexity", ppl);
-            cJSON_AddNumberToObject(j, "mean_nll", mean);
-            cJSON_AddNumberToObject(j, "tokens_scored", (double)scored);
-            cJSON_AddNumberToObject(j, "window", window);
-            cJSON_AddBoolToObject(j, "interrupted", interrupted());
-            rc = write_json_file(o.json, j) ? 1 : 0;
-            cJSON_Delete(j);
-        }
+        struct score sc;
+        score(&e, toks, n, &sc);
+        rc = report(&o, &m, &e, &sc, have_sel ? &sel : NULL);
         engine_free(&e);
     }
+    if (have_sel)
+        select_choice_free(&sel);
     free(toks);
     model_close(&m);
     opts_free(&perplexity_command, &o);

@@ -24,7 +24,7 @@
 
 struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
-        *compare, *use;
+        *compare, *use, *predictor_rank;
     uint64_t io_threads, context;
 };
 
@@ -48,6 +48,7 @@ static const struct opt_def predict_options[] = {
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
      .allowed = "table2|table3|fig7|all"},
     {"compare", OPT_STRING, O(compare), NULL, "RUN.json", "put the prediction beside a measured run (flashbed run's run.json); one policy"},
+    {"predictor-rank", OPT_STRING, O(predictor_rank), "auto", "R|auto|none", "the activation predictor every policy but naive and hybrid runs, held in DRAM and computed per token: rank R on every layer; auto, the paper's share of the model for the shapes it gives one (configs/paper/densities.json), else rank 128 (at most min(d_model, d_ff)); none, no predictor (a run whose neurons an oracle or a trace chose)"},
     OPT_END,
 };
 #undef O
@@ -63,6 +64,23 @@ static const struct opt_command predict_command = {
     .opts = predict_options,
     .max_positional = 0,
 };
+
+/* --predictor-rank: auto, none or a rank >= 1. */
+static int parse_rank(const char *text, int *rank)
+{
+    if (!strcmp(text, "auto") || !strcmp(text, "none")) {
+        *rank = !strcmp(text, "auto") ? PREDICT_RANK_AUTO : PREDICT_RANK_NONE;
+        return 0;
+    }
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (*end || end == text || v < 1 || v > 1 << 20) {
+        fb_error("predict --predictor-rank '%s': a rank from 1 to %d, auto or none", text, 1 << 20);
+        return -1;
+    }
+    *rank = (int)v;
+    return 0;
+}
 
 /* "50%" -> 0.5 of the model; "6G" -> bytes / model bytes. */
 static int parse_budget(const char *text, double model_bytes, double *share, char *err, size_t errlen)
@@ -107,6 +125,7 @@ static cJSON *prediction_json(const struct cost_prediction *p)
         cJSON_AddNumberToObject(e, "pct_of_model", 100 * parts[i] / p->model_bytes);
     }
     cJSON_AddNumberToObject(o, "model_gb", p->model_bytes / 1e9);
+    cJSON_AddNumberToObject(o, "predictor_bytes", p->dram_predictor);
     return o;
 }
 
@@ -149,11 +168,44 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
             strbuf_add(&b, " %.2f (%.1f%%) |", parts[k] / 1e9, 100 * parts[k] / p->model_bytes);
         strbuf_add(&b, "\n");
     }
+    strbuf_add(&b, "\nPredictor (what chooses the neurons: held in DRAM, computed every token; the FFN cache gets "
+                   "the budget less it):\n\n");
+    for (size_t i = 0; i < n; i++)
+        strbuf_add(&b, "- %s: %s\n", it[i].config.policy,
+                   it[i].config.predictor_source[0] ? it[i].config.predictor_source
+                                                    : "none (the policy reads every neuron, or none asked for)");
     strbuf_add(&b, "\nVolumes:\n\n");
     for (size_t i = 0; i < n; i++)
         strbuf_add(&b, "- %s: %s\n", it[i].config.policy,
                    it[i].config.vol.source[0] ? it[i].config.vol.source : "whole model (no sparsity)");
     return strbuf_take(&b);
+}
+
+/* A run whose predictor (or gate) chose the neurons: its measured time
+ * (inside compute) and DRAM beside the predicted, as rows apart from the
+ * three components. Returns the Markdown's length. */
+static int compare_predictor(const cJSON *sum, const struct cost_prediction *p, cJSON *rows, char *md, size_t len)
+{
+    const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "active_source"));
+    if (!src || (strcmp(src, "predictor") && strcmp(src, "gate")))
+        return 0;
+    const char *keys[] = {"predictor_ms", "predictor_dram_bytes"};
+    double pr[] = {p->predictor_ms, p->dram_predictor}, scale[] = {1, 1e-6};
+    int n = 0;
+    for (int i = 0; i < 2; i++) {
+        double me = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, keys[i]));
+        double e = me != 0 ? (pr[i] - me) / me : 0;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "component", keys[i]);
+        cJSON_AddNumberToObject(o, i ? "predicted" : "predicted_ms", pr[i]);
+        cJSON_AddNumberToObject(o, i ? "measured" : "measured_ms", me);
+        cJSON_AddNumberToObject(o, "rel_err", e);
+        cJSON_AddItemToArray(rows, o);
+        n += snprintf(md + n, len - (size_t)n, "| %s (%s, not in the total) | %.3f | %.3f | %+.1f%% |\n",
+                      i ? "predictor DRAM MB" : "predictor ms", i ? "held" : "inside compute", pr[i] * scale[i],
+                      me * scale[i], 100 * e);
+    }
+    return n;
 }
 
 /* Reads a measured run's summary and writes compare.{json,md}. */
@@ -208,6 +260,7 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
         len += snprintf(md + len, sizeof md - (size_t)len, "| %s | %.2f | %.2f | %+.1f%% |\n",
                         i < 3 ? keys[i] : "total", pr, me, 100 * e);
     }
+    len += compare_predictor(sum, p, rows, md + len, sizeof md - (size_t)len);
     mape = nm ? 100 * mape / nm : 0;
     cJSON_AddNumberToObject(root, "mape_pct", mape);
     snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", mape);
@@ -281,6 +334,7 @@ static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, 
     cJSON_AddItemReferenceToObject(root, "provenance", prov);
     if (n == 1) { /* one policy: the shape predict.json always had */
         cJSON_AddStringToObject(root, "volume_source", it[0].config.vol.source);
+        cJSON_AddStringToObject(root, "predictor_source", it[0].config.predictor_source);
         cJSON_AddItemToObject(root, "prediction", prediction_json(&it[0].prediction));
     }
     cJSON *list = cJSON_AddArrayToObject(root, "predictions");
@@ -289,6 +343,7 @@ static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, 
         cJSON_AddStringToObject(e, "policy", it[i].config.policy);
         cJSON_AddStringToObject(e, "layout", it[i].config.layout);
         cJSON_AddStringToObject(e, "volume_source", it[i].config.vol.source);
+        cJSON_AddStringToObject(e, "predictor_source", it[i].config.predictor_source);
         cJSON_AddItemToObject(e, "prediction", prediction_json(&it[i].prediction));
         cJSON_AddItemToArray(list, e);
     }
@@ -338,6 +393,10 @@ static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
         return -1;
     struct predict_setup s = {.shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace};
+    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0) {
+        free(hw);
+        return -1;
+    }
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;

@@ -31,8 +31,8 @@ struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *warmup_file;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
-    double threshold;
-    bool buffered, quiet;
+    double threshold, act_threshold;
+    bool buffered, quiet, check;
 };
 
 #define O(f) offsetof(struct run_opts, f)
@@ -45,10 +45,14 @@ static const struct opt_def run_options[] = {
     {"window", OPT_UINT, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds",
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
-    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), or trace:FILE"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
-    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "non-ReLU FFNs: active when |act(gate).up| > T, on the scale of that product (0: every neuron is active; run.md reports the density)"},
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a non-ReLU FFN, active when |act(gate).up| > T, on the scale of that product (0: every neuron is active; run.md reports the density); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
+     .min = 0, .max = OPT_NO_MAX},
+    {"act-threshold", OPT_DOUBLE, O(act_threshold), "0", "T", "--check and --record beside a predictor or the gate on a non-ReLU FFN: truly active when |act(gate).up| > T [default: the predictor's own act_threshold, else 0]",
+     .min = 0, .max = OPT_NO_MAX},
+    {"check", OPT_FLAG, O(check), NULL, NULL, "beside a predictor, the gate or a trace: also compute the true activations (up-projection rows held in DRAM, reported apart) and count per token the active neurons missed and the extra ones read"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring", .allowed = "psync|io_uring"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
@@ -87,7 +91,11 @@ static const struct opt_command run_command = {
         "window:K + coalesce:G. --policy and --layout take any pair replay takes (friends\n"
         "excepted); with --mode too they must agree. --active oracle takes the true\n"
         "activations from up-projection rows held in DRAM for the purpose (a measuring device,\n"
-        "not a deployable predictor); --active trace:FILE lets a trace choose the neurons.\n"
+        "not a deployable predictor); --active predictor runs the model's activation predictor\n"
+        "(flashbed predictor train), the deployable mode: its weights count in the DRAM budget\n"
+        "and its time is predictor_ms; --active gate lets a GLU FFN's gate projection choose\n"
+        "(its rows held in DRAM, counted as the predictor's); --active trace:FILE lets a trace\n"
+        "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json and run.md.",
     .opts = run_options,
     .max_positional = 0,
@@ -144,10 +152,48 @@ static int choose_policy(const struct run_opts *o, struct run_setup *p)
     return 0;
 }
 
+/* --active oracle, predictor or gate (cli/select_opts.h): the engine's source and its threshold. */
+static int choose_source(const struct run_opts *o, const struct model *m, struct run_setup *p)
+{
+    bool given = opts_given(&run_command, o, "threshold");
+    if (select_choice_make("run", o->active, given, o->threshold, m, &p->sel) != 0)
+        return -1;
+    p->have_sel = true;
+    const struct select_config *c = &p->sel.cfg;
+    p->cfg.active = c->source == SELECT_PREDICTOR ? ACTIVE_PREDICTOR : c->source == SELECT_GATE ? ACTIVE_GATE : ACTIVE_ORACLE;
+    p->cfg.predictor = c->predictor;
+    p->cfg.gate_threshold = c->threshold;
+    /* the truth beside a predictor: what it was trained to predict, unless told */
+    if (c->source != SELECT_ORACLE)
+        p->cfg.threshold = opts_given(&run_command, o, "act-threshold") || !c->predictor
+                               ? (float)o->act_threshold
+                               : c->predictor->act_threshold;
+    snprintf(p->active_desc, sizeof p->active_desc, "%s", p->sel.desc);
+    return 0;
+}
+
+/* What the source cannot do with this run's policy and options. */
+static int check_source(const struct run_opts *o, const struct run_setup *p)
+{
+    bool chooser = p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE;
+    if (o->check && p->cfg.active == ACTIVE_ORACLE) {
+        fb_error("run --check compares a predictor, the gate or a trace with the true activations: the oracle's "
+                 "choice is them (use --active predictor, gate or trace:FILE)");
+        return -1;
+    }
+    if (chooser && (!strcmp(p->policy, "naive") || !strcmp(p->policy, "hybrid"))) {
+        fb_error("run --active %s: policy %s reads every neuron it does not hold, so nothing is chosen (use "
+                 "--mode predictor, window or all, or --active oracle)", o->active, p->policy);
+        return -1;
+    }
+    return 0;
+}
+
 static int plan_run(const struct run_opts *o, const struct model *m, struct run_setup *p)
 {
     const struct model_shape *s = &m->shape;
     p->cfg.threshold = (float)o->threshold;
+    p->cfg.check = o->check;
     p->cfg.io_engine = o->io_engine;
     p->cfg.io_threads = (unsigned)o->io_threads;
     p->cfg.iodepth = (unsigned)o->iodepth;
@@ -177,18 +223,17 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
         snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)",
                  o->active + 6, p->cfg.use_predicted ? "predicted" : "active",
                  (unsigned long long)p->trace.n_tokens);
-    } else if (!strcmp(o->active, "oracle")) {
-        p->cfg.active = ACTIVE_ORACLE;
-        snprintf(p->active_desc, sizeof p->active_desc,
-                 "oracle: true activations from up-projection rows held in DRAM (a measuring device, not a predictor)");
+    } else if (!strcmp(o->active, "oracle") || !strcmp(o->active, "predictor") || !strcmp(o->active, "gate")) {
+        if (choose_source(o, m, p) != 0)
+            return -1;
     } else {
-        fb_error("run --active: '%s' is not oracle or trace:FILE", o->active);
+        fb_error("run --active: '%s' is not oracle, predictor, gate or trace:FILE", o->active);
         return -1;
     }
-    return 0;
+    return check_source(o, p);
 }
 
-/* hot under the oracle ranks the neurons of a warm-up (engine/warmup.h):
+/* hot under the oracle, a predictor or the gate ranks the neurons of a warm-up (engine/warmup.h):
  * the --warmup-file text, else the prompt, run before the measured tokens. */
 static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
                    const int *prompt, int n_prompt, struct run_setup *p)
@@ -210,8 +255,8 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     if (rc != 0)
         fb_error("run --warmup-file: %s", err);
     p->have_profile = rc == 0;
-    snprintf(p->profile_desc, sizeof p->profile_desc, "hot ranks the oracle's needed neurons over a warm-up of %d tokens (%s)",
-             n, o->warmup_file ? o->warmup_file : "the prompt");
+    snprintf(p->profile_desc, sizeof p->profile_desc, "hot ranks the %s's needed neurons over a warm-up of %d tokens (%s)",
+             o->active, n, o->warmup_file ? o->warmup_file : "the prompt");
     if (tokens != prompt)
         free(tokens);
     free(text);
@@ -232,7 +277,8 @@ static int fit_budget(const struct model *m, struct run_setup *p, uint64_t token
     struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
                                 .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
                                 .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
-                                .tokens = tokens, .stream_dram = p->cfg.stream_dram};
+                                .tokens = tokens, .stream_dram = p->cfg.stream_dram,
+                                .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg)};
     char err[512];
     if (run_plan_make(&in, &p->plan, err, sizeof err) != 0) {
         fb_error("run: %s", err);
@@ -287,6 +333,10 @@ static int take_flash_costs(struct run_decode *d, struct token_row *r)
     r->cache_rows = (double)ft.cache_rows;
     r->needed = (double)ft.needed;
     r->window_shrinks = ft.window_shrinks;
+    r->check_ms = ft.check_ms;
+    r->active = (double)ft.active;
+    r->missed = (double)ft.missed;
+    r->extra = (double)ft.extra;
     const char *err = ffn_flash_error(&d->e->ffn);
     if (err)
         snprintf(d->out->error, sizeof d->out->error, "%s", err);
@@ -303,7 +353,7 @@ static int run_token(void *ctx, const struct decode_step *s)
     if (!d->dense && take_flash_costs(d, r) != 0)
         return -1;
     r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
-    r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms;
+    r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms - r->check_ms;
     if (d->show) {
         char note[96];
         snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
@@ -360,11 +410,16 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
         fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
+    bool chooser = p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE;
     struct trace_meta tm = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
-                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype), .ffn_kind = (uint32_t)m->shape.ffn_kind};
+                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype), .ffn_kind = (uint32_t)m->shape.ffn_kind,
+                            .has_predicted = chooser};
     char src[4400], err[512];
-    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", \"threshold\": %g}",
-             m->shape.name, m->dir, o->threshold);
+    /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
+    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
+             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"}",
+             m->shape.name, m->dir, p->cfg.threshold, chooser ? o->active : p->have_trace ? "trace" : "oracle",
+             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
     tm.source = src;
     struct trace_writer *w = trace_writer_open(o->record, &tm, err, sizeof err);
     if (!w)
@@ -463,6 +518,8 @@ int cmd_run(int argc, char **argv)
         provenance_add_disk(prov, m.ffn_path);
     struct run_report_extra x = {.mode = o.mode, .cold = (int)o.cold};
     x.held_bytes = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &x.oracle_bytes);
+    x.predictor_bytes = p.dense ? 0 : ffn_flash_predictor_bytes(&m, &p.cfg);
+    x.predictor_madds = p.dense ? 0 : ffn_flash_predictor_madds(&m, &p.cfg);
     int wrc = run_report_write(dir, &m, &p, &out, &x, prov);
     if (rec) {
         char err[512];
@@ -487,6 +544,8 @@ done:
         trace_free(&p.trace);
     if (p.have_profile)
         trace_free(&p.profile);
+    if (p.have_sel)
+        select_choice_free(&p.sel);
     free(p.plan.layer_rows);
     model_close(&m);
     free(text);

@@ -23,7 +23,7 @@ static const struct {
 #define K(k) {#k, offsetof(struct token_row, k)}
     K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
     K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
-    K(needed), K(overflow_rows), K(window_shrinks),
+    K(needed), K(overflow_rows), K(window_shrinks), K(check_ms), K(active), K(missed), K(extra),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
@@ -68,6 +68,47 @@ static uint64_t peak_rss_bytes(void)
 #else
     return (uint64_t)ru.ru_maxrss * 1024;
 #endif
+}
+
+static const char *source_name(const struct run_setup *p)
+{
+    switch (p->cfg.active) {
+    case ACTIVE_TRACE:
+        return "trace";
+    case ACTIVE_PREDICTOR:
+        return "predictor";
+    case ACTIVE_GATE:
+        return "gate";
+    default:
+        return "oracle";
+    }
+}
+
+/* What chose the neurons, what it held and cost, and with --check how its
+ * choice compares with the true activations (steady-state means). */
+static void chooser_json(cJSON *sum, const struct model *m, const struct run_setup *p, const struct run_report_extra *x,
+                         const struct token_row *mean, const struct run_outcome *r)
+{
+    double all = (double)m->shape.n_layers * m->shape.d_ff;
+    cJSON_AddStringToObject(sum, "active_source", source_name(p));
+    cJSON_AddNumberToObject(sum, "predictor_dram_bytes", (double)x->predictor_bytes);
+    cJSON_AddNumberToObject(sum, "predictor_madds_per_token", (double)x->predictor_madds);
+    if (p->cfg.active == ACTIVE_PREDICTOR)
+        cJSON_AddNumberToObject(sum, "predictor_threshold", p->cfg.predictor->threshold);
+    if (p->cfg.active == ACTIVE_GATE)
+        cJSON_AddNumberToObject(sum, "gate_threshold", p->cfg.gate_threshold);
+    cJSON_AddBoolToObject(sum, "check", p->cfg.check);
+    if (!p->cfg.check)
+        return;
+    cJSON_AddNumberToObject(sum, "true_density", all > 0 ? mean->active / all : 0);
+    cJSON_AddNumberToObject(sum, "recall", mean->active > 0 ? 1 - mean->missed / mean->active : 1);
+    double missed = 0, with_miss = 0; /* every token, cold ones included: a miss anywhere is an error */
+    for (int i = 0; i < r->n_rows; i++) {
+        missed += r->rows[i].missed;
+        with_miss += r->rows[i].missed > 0;
+    }
+    cJSON_AddNumberToObject(sum, "missed_all_tokens", missed);
+    cJSON_AddNumberToObject(sum, "tokens_with_misses", with_miss);
 }
 
 /* run.json: provenance, per-token rows, and the summaries (steady state:
@@ -135,6 +176,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
+    if (!p->dense)
+        chooser_json(sum, m, p, x, &mean, r);
     cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
     cJSON_AddNumberToObject(sum, "read_throughput_bytes",
                             mean.io_ms > 0 ? (mean.bytes_read + mean.dram_bytes_read) / (mean.io_ms * 1e-3) : 0);
@@ -176,6 +219,25 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
                       "saves a read (raise --threshold for a sparse run)\n");
 }
 
+/* The predictor's (or gate's) share of DRAM and time, and --check's comparison. */
+static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJSON *sum)
+{
+#define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, k))
+    if (p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE)
+        strbuf_add(t, "- %s: %.2f MB held in DRAM (inside the budget and the engine's DRAM), %.2f M multiply-adds "
+                      "per token, %.3f ms per token = %.2f%% of the token's time\n",
+                   p->cfg.active == ACTIVE_GATE ? "gate rows" : "predictor", NUM("predictor_dram_bytes") / 1e6,
+                   NUM("predictor_madds_per_token") / 1e6, NUM("predictor_ms"),
+                   NUM("total_ms") > 0 ? 100 * NUM("predictor_ms") / NUM("total_ms") : 0);
+    if (p->cfg.check)
+        strbuf_add(t, "- check (true activations computed beside, %.3f ms per token, not counted as the predictor's): "
+                      "%.2f%% truly active per token; %.1f active neurons missed per token (recall %.4f), %.1f read "
+                      "without need; %.0f tokens with a miss, %.0f misses in all\n",
+                   NUM("check_ms"), 100 * NUM("true_density"), NUM("missed"), NUM("recall"), NUM("extra"),
+                   NUM("tokens_with_misses"), NUM("missed_all_tokens"));
+#undef NUM
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -195,8 +257,10 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
         strbuf_add(&t, "- profile: %s\n", p->profile_desc);
     if (p->plan.window_from)
         strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
-    if (!p->dense)
+    if (!p->dense) {
         density_line(&t, m, p, NUM(sum, "needed"));
+        chooser_lines(&t, p, sum);
+    }
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/select_opts.h"
 #include "engine/ffn_flash.h"
 #include "engine/model.h"
 #include "engine/run_plan.h"
@@ -22,6 +23,8 @@ struct token_row {
     double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
     double bytes_read, reads, io_requests, dram_bytes_read, rows_inserted, rows_deleted, cache_rows, needed,
         overflow_rows, window_shrinks;
+    double check_ms;              /* --check: the true activations' time, inside compute, apart from attention */
+    double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
 };
 
 struct run_setup {
@@ -35,7 +38,9 @@ struct run_setup {
     uint64_t budget;           /* 0: none */
     uint64_t model_bytes;      /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
-    char active_desc[256];
+    char active_desc[400];
+    struct select_choice sel;  /* --active oracle, predictor or gate (have_sel) */
+    bool have_sel;
 };
 
 struct run_outcome {
@@ -50,7 +55,9 @@ struct run_report_extra {
     const char *mode;      /* --mode as given */
     int cold;              /* tokens summarized apart as the cold start */
     uint64_t held_bytes;   /* what the flash FFN holds in DRAM (ffn_flash_dram_bytes) */
-    uint64_t oracle_bytes; /* of which the oracle's rows */
+    uint64_t oracle_bytes; /* the oracle's rows, apart (not counted in held_bytes) */
+    uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
+    uint64_t predictor_madds; /* its multiply-adds per token */
 };
 
 /* Writes dir/run.json and dir/run.md (made with dir when missing) and

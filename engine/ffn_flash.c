@@ -1,5 +1,6 @@
 /* The flash-resident FFN (see ffn_flash.h for the modes). One layer step:
- *   1. which neurons: the oracle's up-projection, or the trace's set
+ *   1. which neurons: the oracle, the predictor, the gate (neuron_select.h),
+ *      or the trace's set
  *   2. memory management: the cache drops what left the window and reserves
  *      rows for the misses (naive and hybrid have no cache)
  *   3. I/O: one batch of reads straight into the reserved rows
@@ -20,6 +21,7 @@
 #include "io/flash_reader.h"
 #include "engine/model_format.h"
 #include "engine/neuron_cache.h"
+#include "engine/neuron_select.h"
 #include "io/io_buffer.h"
 
 enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
@@ -39,18 +41,20 @@ struct flash_ffn {
     struct io_buffer staging_mem, bounce_mem, scratch_mem;
     uint32_t staging_rows, bounce_rows;
     uint64_t dram_file_bytes, align, stride, vec_bytes;
-    void *oracle_up, *oracle_gate;     /* oracle: [n_layers][d_ff][d_model] in the model's dtype */
-    float *z, *g;                      /* [d_ff] oracle pre-activations */
+    struct neuron_select choose;       /* oracle, predictor, gate: what drives the reads */
+    struct neuron_select truth;        /* the oracle beside another source (check, record) */
+    bool have_choose, have_truth;
+    float *z;                          /* [d_ff] staged rows' biases */
     float *tmp_out;                    /* [d_model] a partial FFN output */
     uint32_t *needed;                  /* [d_ff] the neurons this layer needs */
-    uint32_t *recorded;                /* [d_ff] the active ones, when recording needs its own */
+    uint32_t *recorded;                /* [d_ff] the true active ones, when the choice is not them */
     uint32_t *late;                    /* [d_ff] needed rows the policy dropped: leave after compute */
     uint32_t *staged;                  /* [staging_rows] the neuron in each staging row */
     uint8_t *mark;                     /* [d_ff] MARK_* of the rows in this step */
     struct flash_read *reqs;           /* [3 * d_ff + 1] */
     struct bounce_copy { uint32_t id; uint64_t from; uint8_t *to; } *copies; /* [bounce_rows] */
     uint32_t n_reqs, n_staged, n_copies, bounce_used;
-    uint64_t staging_bytes, bounce_bytes, scratch_bytes, cache_bytes, oracle_bytes;
+    uint64_t staging_bytes, bounce_bytes, scratch_bytes, cache_bytes, oracle_bytes, predictor_bytes;
     int64_t token;                     /* index of the token being computed */
     unsigned next_flags;
     struct ffn_flash_token acc;
@@ -73,44 +77,6 @@ static void fail(struct flash_ffn *ff, const char *what)
 {
     if (!ff->error[0])
         snprintf(ff->error, sizeof ff->error, "%s", what);
-}
-
-/* Reads into the oracle's matrices the up (and gate) rows of every layer:
- * what a deployable system would replace with a predictor. */
-static int load_oracle(struct ffn *f, struct flash_ffn *ff)
-{
-    const struct model *m = f->m;
-    const struct model_shape *s = &m->shape;
-    uint64_t row = (uint64_t)s->d_model * dtype_size(m->dtype);
-    uint64_t per = (uint64_t)s->n_layers * s->d_ff * row;
-    ff->oracle_up = malloc(per);
-    ff->oracle_gate = m->arch.glu ? malloc(per) : NULL;
-    if (!ff->oracle_up || (m->arch.glu && !ff->oracle_gate)) {
-        err_set(ff->err, ff->errlen, "the oracle: cannot allocate %llu bytes for the up-projection rows",
-                 (unsigned long long)(per * (m->arch.glu ? 2 : 1)));
-        return -1;
-    }
-    ff->oracle_bytes = per * (m->arch.glu ? 2 : 1);
-    FILE *in = fopen(m->ffn_path, "rb");
-    if (!in) {
-        err_set(ff->err, ff->errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
-        return -1;
-    }
-    uint8_t *bundle = malloc(m->bundle_stride);
-    int rc = bundle ? 0 : -1;
-    for (uint64_t i = 0; rc == 0 && i < (uint64_t)s->n_layers * s->d_ff; i++) {
-        if (fread(bundle, 1, m->bundle_stride, in) != m->bundle_stride) {
-            err_set(ff->err, ff->errlen, "%s: short read at bundle %llu", m->ffn_path, (unsigned long long)i);
-            rc = -1;
-            break;
-        }
-        memcpy((uint8_t *)ff->oracle_up + i * row, bundle, row);
-        if (ff->oracle_gate)
-            memcpy((uint8_t *)ff->oracle_gate + i * row, bundle + ffn_bundle_gate(s) * dtype_size(m->dtype), row);
-    }
-    free(bundle);
-    fclose(in);
-    return rc;
 }
 
 static int open_readers(struct ffn *f, struct flash_ffn *ff)
@@ -261,7 +227,7 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
     ff->copies = malloc(ff->bounce_rows * sizeof *ff->copies);
     ff->reqs = malloc((3 * (size_t)N + 1) * sizeof *ff->reqs);
     ff->tmp_out = calloc(s->d_model, sizeof(float));
-    ff->z = malloc(N * sizeof *ff->z); /* oracle pre-activations; staged biases */
+    ff->z = malloc(N * sizeof *ff->z); /* staged biases */
     ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
     ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
     if (ff->cfg.stream_dram) {
@@ -280,6 +246,61 @@ static int check_trace(const struct ffn_flash_config *cfg, const struct model_sh
         return -1;
     if (cfg->use_predicted && !cfg->trace->meta.has_predicted)
         return err_set(err, errlen, "the trace has no predicted sets");
+    return 0;
+}
+
+/* The selector for cfg's source (the oracle for ACTIVE_ORACLE and ACTIVE_TRACE). */
+static struct select_config choose_config(const struct ffn_flash_config *cfg)
+{
+    if (cfg->active == ACTIVE_PREDICTOR)
+        return (struct select_config){SELECT_PREDICTOR, cfg->predictor, 0};
+    if (cfg->active == ACTIVE_GATE)
+        return (struct select_config){SELECT_GATE, NULL, cfg->gate_threshold};
+    return (struct select_config){SELECT_ORACLE, NULL, cfg->threshold};
+}
+
+static bool deployable(const struct ffn_flash_config *cfg)
+{
+    return cfg->active == ACTIVE_PREDICTOR || cfg->active == ACTIVE_GATE;
+}
+
+uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg)
+{
+    struct select_config c = choose_config(cfg);
+    return deployable(cfg) ? neuron_select_bytes(m, &c) : 0;
+}
+
+uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash_config *cfg)
+{
+    struct select_config c = choose_config(cfg);
+    return deployable(cfg) ? neuron_select_madds(m, &c) : 0;
+}
+
+/* What chooses the neurons, and the true activations beside it when check
+ * asks for them or a trace-driven run records (the oracle's choice is
+ * them; a predictor's record without check holds its choice only: a
+ * deployment has no up rows to know more). */
+static int open_selectors(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct ffn_flash_config *cfg = &ff->cfg;
+    struct select_config c = choose_config(cfg);
+    if (cfg->active != ACTIVE_TRACE) {
+        if (neuron_select_open(&ff->choose, f->m, &c, ff->err, ff->errlen) != 0)
+            return -1;
+        ff->have_choose = true;
+    }
+    bool truth = cfg->active != ACTIVE_ORACLE && (cfg->check || (cfg->record && cfg->active == ACTIVE_TRACE));
+    struct select_config oracle = {SELECT_ORACLE, NULL, cfg->threshold};
+    if (truth) {
+        if (neuron_select_open(&ff->truth, f->m, &oracle, ff->err, ff->errlen) != 0)
+            return -1;
+        ff->have_truth = true;
+    }
+    ff->recorded = malloc(f->m->shape.d_ff * sizeof *ff->recorded);
+    if (!ff->recorded)
+        return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
+    ff->oracle_bytes = cfg->active == ACTIVE_ORACLE ? ff->choose.rows_bytes : ff->truth.rows_bytes;
+    ff->predictor_bytes = ffn_flash_predictor_bytes(f->m, cfg);
     return 0;
 }
 
@@ -310,36 +331,11 @@ static int flash_create(struct ffn *f, char *err, size_t errlen)
     }
     if (open_caches(f, ff) != 0)
         return -1;
-    if (cfg->active == ACTIVE_ORACLE || cfg->record) {
-        ff->g = malloc(s->d_ff * sizeof *ff->g);
-        ff->recorded = malloc(s->d_ff * sizeof *ff->recorded);
-        if (!ff->g || !ff->recorded || load_oracle(f, ff) != 0)
-            return -1;
-    }
+    if (open_selectors(f, ff) != 0)
+        return -1;
     ff->err = NULL; /* the buffer is create's caller's: later failures go through ffn_flash_error */
     ff->errlen = 0;
     return 0;
-}
-
-/* The neurons whose activation is not zero (ReLU) or above the threshold,
- * from the full up (and gate) projection: what the oracle knows. */
-static uint32_t oracle_needed(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, uint32_t *out)
-{
-    const struct model *m = f->m;
-    const struct model_shape *s = &m->shape;
-    uint64_t mat = (uint64_t)s->d_ff * s->d_model * dtype_size(m->dtype) * (uint64_t)layer;
-    f->be_ops->matvec(f->be, ff->z, (const uint8_t *)ff->oracle_up + mat, m->dtype, x, m->layers[layer].ffn_up_bias,
-                      (int)s->d_ff, (int)s->d_model);
-    if (m->arch.glu)
-        f->be_ops->matvec(f->be, ff->g, (const uint8_t *)ff->oracle_gate + mat, m->dtype, x, NULL, (int)s->d_ff,
-                          (int)s->d_model);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < s->d_ff; i++) {
-        float h = m->arch.glu ? activation_apply(ff->g[i], m->arch.act) * ff->z[i] : activation_apply(ff->z[i], m->arch.act);
-        if (m->arch.act == ACT_RELU && !m->arch.glu ? h > 0 : fabsf(h) > ff->cfg.threshold)
-            out[n++] = i;
-    }
-    return n;
 }
 
 static uint32_t trace_needed(const struct flash_ffn *ff, int layer, uint32_t *out)
@@ -563,8 +559,29 @@ static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step 
     return 0;
 }
 
-static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const float *x,
-                           float *out)
+/* check: the true active neurons this step does not compute (neither
+ * needed nor held in the layer's cache at compute time, i.e. after the
+ * policy's deletions) and the needed ones that are not active. */
+static void count_misses(struct flash_ffn *ff, int layer, const uint32_t *truth, uint32_t n_truth, uint32_t n_needed)
+{
+    const struct neuron_cache *c = &ff->caches[layer];
+    uint32_t both = 0, missed = 0;
+    for (uint32_t j = 0; j < n_truth; j++) {
+        uint32_t id = truth[j];
+        if (ff->mark[id] & MARK_NEED)
+            both++;
+        else if (!c->row_of || c->row_of[id] < 0)
+            missed++;
+    }
+    ff->acc.active += n_truth;
+    ff->acc.missed += missed;
+    ff->acc.extra += n_needed - both;
+}
+
+/* One layer's decision, memory management, reads and compute; truth (check)
+ * is counted against what the step computes. */
+static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const uint32_t *truth,
+                           uint32_t n_truth, const float *x, float *out)
 {
     struct neuron_cache *c = &ff->caches[layer];
     const struct layer_weights *L = &f->m->layers[layer];
@@ -576,6 +593,8 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     uint32_t n_late = classify(ff, &st, n_needed);
     make_room(ff, layer, &st);
     ff->acc.mem_ms += now_ms() - t0;
+    if (truth)
+        count_misses(ff, layer, truth, n_truth, n_needed);
     /* the rows held: hits, and what the policy keeps from earlier tokens */
     if (c->rows)
         compute_rows(f, ff, c->rows, c->num_used, L->ffn_up_bias ? c->up_bias : NULL, x, out);
@@ -603,6 +622,53 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     ff->acc.cache_rows += c->rows ? c->num_used : 0;
 }
 
+/* The neurons the source chooses for this layer (none for naive and
+ * hybrid, which read all they do not hold whatever is needed). */
+static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, bool cached)
+{
+    if (!cached)
+        return 0;
+    if (ff->cfg.active == ACTIVE_TRACE)
+        return trace_needed(ff, layer, ff->needed);
+    double t0 = now_ms();
+    uint32_t n = neuron_select_layer(&ff->choose, layer, f->be_ops, f->be, x, ff->needed);
+    ff->acc.predictor_ms += now_ms() - t0;
+    return n;
+}
+
+/* The true active set: the oracle's choice when it drove the step, else
+ * computed beside it (the oracle under naive and hybrid, check, a traced
+ * record). NULL (n 0) when unknown: a predictor or the gate without check. */
+static const uint32_t *true_set(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, bool cached,
+                                uint32_t n_needed, uint32_t *n)
+{
+    *n = 0;
+    if (ff->cfg.active == ACTIVE_ORACLE && cached) {
+        *n = n_needed;
+        return ff->needed;
+    }
+    struct neuron_select *s = ff->cfg.active == ACTIVE_ORACLE ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
+    if (!s)
+        return NULL;
+    double t0 = now_ms();
+    *n = neuron_select_layer(s, layer, f->be_ops, f->be, x, ff->recorded);
+    ff->acc.check_ms += now_ms() - t0;
+    return ff->recorded;
+}
+
+/* The trace gets the true sets (or, unknown, the choice in their place)
+ * and, under a predictor or the gate, the choice as predicted sets. */
+static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth, uint32_t n_truth, uint32_t n_needed)
+{
+    const uint32_t *active = truth ? truth : ff->needed;
+    uint32_t n_active = truth ? n_truth : n_needed;
+    bool pred = deployable(&ff->cfg);
+    char err[512];
+    if (trace_writer_layer(ff->cfg.record, (uint32_t)layer, active, n_active, pred ? ff->needed : NULL,
+                           pred ? n_needed : 0, err, sizeof err) != 0)
+        fail(ff, err);
+}
+
 static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
 {
     (void)pos;
@@ -616,33 +682,16 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
                 fail(ff, err);
         }
     }
-    uint32_t n_needed = 0;
-    /* naive and hybrid read all they do not hold whatever is needed: no need to know */
     bool cached = !ff->decide.p.ops->extra_reads;
-    bool oracle_loads = cached && ff->cfg.active == ACTIVE_ORACLE;
-    if (oracle_loads) {
-        double t0 = now_ms();
-        n_needed = oracle_needed(f, ff, layer, x, ff->needed);
-        ff->acc.predictor_ms += now_ms() - t0;
-    } else if (cached) {
-        n_needed = trace_needed(ff, layer, ff->needed);
-    }
+    uint32_t n_needed = choose_needed(f, ff, layer, x, cached), n_truth = 0;
+    const uint32_t *truth = ff->cfg.record || ff->cfg.check ? true_set(f, ff, layer, x, cached, n_needed, &n_truth)
+                                                             : NULL;
     if (ff->cfg.stream_dram)
         naive_read_dram(ff, layer, (int)m->shape.n_layers);
-    if (ff->cfg.record) {
-        /* the trace records the true activations, whatever drove the reads */
-        const uint32_t *ids = ff->needed;
-        uint32_t n = n_needed;
-        if (!oracle_loads) {
-            n = oracle_needed(f, ff, layer, x, ff->recorded);
-            ids = ff->recorded;
-        }
-        char err[512];
-        if (trace_writer_layer(ff->cfg.record, (uint32_t)layer, ids, n, NULL, 0, err, sizeof err) != 0)
-            fail(ff, err);
-    }
+    if (ff->cfg.record)
+        record_layer(ff, layer, truth, n_truth, n_needed);
     ff->acc.needed += n_needed;
-    policy_forward(f, ff, layer, n_needed, x, out);
+    policy_forward(f, ff, layer, n_needed, ff->cfg.check && cached ? truth : NULL, n_truth, x, out);
     if (m->layers[layer].ffn_down_bias)
         f->be_ops->add(f->be, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
 }
@@ -667,10 +716,9 @@ static void flash_destroy(struct ffn *f)
     cache_close(&ff->decide);
     if (ff->scratch)
         io_buffer_free(&ff->scratch_mem);
-    free(ff->oracle_up);
-    free(ff->oracle_gate);
+    neuron_select_close(&ff->choose);
+    neuron_select_close(&ff->truth);
     free(ff->z);
-    free(ff->g);
     free(ff->tmp_out);
     free(ff->needed);
     free(ff->recorded);
@@ -707,7 +755,7 @@ uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
     const struct flash_ffn *ff = f->priv;
     if (oracle_bytes)
         *oracle_bytes = ff->oracle_bytes;
-    return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes;
+    return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes + ff->predictor_bytes;
 }
 
 const struct ffn_ops ffn_flash = {

@@ -20,9 +20,15 @@
  * Modes of the CLI are presets of a policy and a layout: naive (+ dram.bin
  * streamed every token), hybrid, predictor, window, all. "Needed" comes from
  * the oracle (the true activations, from up-projection rows held in DRAM for
- * that purpose: a measuring device, not a deployable predictor) or from a
+ * that purpose: a measuring device, not a deployable predictor), from a
  * trace (which drives the reads of paper-scale shapes with synthetic
- * weights). Everything is allocated by create; nothing per token. */
+ * weights), or, as a deployment would, from the model's activation
+ * predictor or a GLU FFN's gate projection (engine/neuron_select.h). The
+ * predictor's weights and the gate's rows are held in DRAM and counted as
+ * the engine's (a budget must hold them); the oracle's rows are reported
+ * apart. With check, the true activations are computed beside a predictor,
+ * gate or trace, and what the choice missed and added is counted per
+ * token. Everything is allocated by create; nothing per token. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
@@ -30,9 +36,10 @@
 #include <stdint.h>
 
 #include "engine/ffn.h"
+#include "engine/predictor.h"
 #include "traces/trace.h"
 
-enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE };
+enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE, ACTIVE_PREDICTOR, ACTIVE_GATE };
 
 struct ffn_flash_config {
     const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
@@ -46,11 +53,19 @@ struct ffn_flash_config {
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
     const struct trace *profile; /* ACTIVE_ORACLE: the sets a policy that needs them ranks (hot's
                                   * warm-up profile, engine/warmup.h: active sets); NULL: none */
-    float threshold;             /* non-ReLU activations: |h| above this is active */
+    float threshold;             /* the true activations of non-ReLU FFNs (the oracle's choice, check's
+                                  * and what is recorded): |act(gate·x)·(up·x)| above this */
+    const struct predictor *predictor; /* ACTIVE_PREDICTOR: of the model's shape; its threshold applies */
+    float gate_threshold;        /* ACTIVE_GATE: |act(gate·x)| above this is chosen */
+    bool check;                  /* not ACTIVE_ORACLE: also compute the true activations (the oracle's
+                                  * rows in DRAM) and count missed and extra neurons per token */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;
     bool direct;
-    struct trace_writer *record; /* NULL, or gets each token's active sets */
+    struct trace_writer *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
+                                  * or computed beside any other source) and, under a predictor or the
+                                  * gate, the chosen ones as predicted sets; without check a
+                                  * predictor's or the gate's choice stands for both */
 };
 
 /* What one token cost, summed over layers. */
@@ -58,7 +73,8 @@ struct ffn_flash_token {
     double io_ms;          /* waiting for reads */
     double mem_ms;         /* the policy's decisions, deletions, insertions, copies */
     double ffn_ms;         /* computing the FFN on the rows */
-    double predictor_ms;   /* finding the needed neurons (oracle up-projection) */
+    double predictor_ms;   /* finding the needed neurons (the oracle's up-projection, the predictor, the gate) */
+    double check_ms;       /* computing the true activations beside another source (check, record) */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
@@ -67,6 +83,10 @@ struct ffn_flash_token {
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */
     uint32_t window_shrinks; /* window: tokens dropped early to fit the cache, all layers */
+    /* check: against the true activations, all layers */
+    uint64_t active;       /* neurons truly active */
+    uint64_t missed;       /* active but not computed: neither chosen nor held in the cache */
+    uint64_t extra;        /* chosen but not active */
 };
 
 extern const struct ffn_ops ffn_flash;
@@ -80,11 +100,19 @@ void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out);
 /* The first failure (an I/O error, a token that does not fit the cache, a
  * trace write), or NULL: the run checks after every token and stops. */
 const char *ffn_flash_error(const struct ffn *f);
-/* Bytes the FFN implementation holds in DRAM: caches, staging, oracle rows. */
 /* Rows of storage the flash FFN gives each layer for a configuration when
  * cfg->layer_rows is NULL: the policy's capacity, hybrid's resident part,
  * a window without a budget the whole layer, nothing for naive and predictor. */
 uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff);
+/* Bytes the FFN implementation holds in DRAM: caches, staging, and what
+ * chooses the neurons (the predictor's weights, the gate's rows); the
+ * oracle's rows (the oracle's own, or check's) apart in *oracle_bytes. */
 uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes);
+/* What choosing the neurons holds in DRAM and costs in multiply-adds per
+ * token for cfg on model m, known before create (a budget counts the
+ * bytes): a predictor's weights, the gate's rows; 0 for the oracle (a
+ * measuring device) and a trace. */
+uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg);
+uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash_config *cfg);
 
 #endif

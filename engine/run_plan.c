@@ -45,6 +45,18 @@ static void human(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%.2f %s", x / (x >= 1e9 ? 1e9 : x >= 1e6 ? 1e6 : 1e3), x >= 1e9 ? "GB" : x >= 1e6 ? "MB" : "kB");
 }
 
+/* ", and the predictor (N MB)" when one is held, else "": what the
+ * budget's fixed part holds besides the resident weights and KV cache. */
+static const char *fixed_parts(const struct run_plan_input *in, char *buf, size_t len)
+{
+    char b[32];
+    if (!in->predictor_bytes)
+        return "";
+    human(in->predictor_bytes, b, sizeof b);
+    snprintf(buf, len, " and the predictor (%s)", b);
+    return buf;
+}
+
 /* The largest set one token needs in any layer over the run's tokens. */
 static uint32_t largest_need(const struct trace *tr, bool predicted, uint64_t tokens)
 {
@@ -215,14 +227,16 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     const struct model_shape *s = &m->shape;
     const struct policy_ops *pol;
     const struct layout_ops *lay;
-    uint64_t arg, stride = m->bundle_stride, fixed = m->dram_bytes + in->kv_bytes;
+    uint64_t arg, stride = m->bundle_stride, fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes;
     char b1[32], b2[32], b3[32];
     if (parse_policy(in, &pol, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
         check_input(in, pol, err, errlen) != 0)
         return -1;
+    char parts[96];
     if (in->budget && fixed >= in->budget) {
         human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
-        snprintf(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache already take %s", b2, b1);
+        snprintf(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already take %s",
+                 b2, fixed_parts(in, parts, sizeof parts), b1);
         return -1;
     }
     uint64_t avail = in->budget ? in->budget - fixed : 0;
@@ -232,8 +246,9 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     uint64_t staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
     if (in->budget && staged > avail) {
         human(fixed, b1, sizeof b1), human(staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
-        snprintf(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache (%s) plus the "
-                 "staging area (%s: %u rows of %llu bytes)", b3, b1, b2, out->staging_rows, (unsigned long long)stride);
+        snprintf(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus the "
+                 "staging area (%s: %u rows of %llu bytes)", b3, fixed_parts(in, parts, sizeof parts), b1, b2,
+                 out->staging_rows, (unsigned long long)stride);
         return -1;
     }
     if (in->budget && (pol->uses_budget || pol == &policy_window))

@@ -14,6 +14,8 @@
  * window never shrinks; with the oracle, the largest whose s_agg(K-1) share
  * of d_ff (the curve the cost model uses, sim/paper_tables.h) fits. The
  * plan names the policy it chose (window:K) for the engine and for replay.
+ * A deployable run's predictor stays in DRAM beside the resident weights
+ * and the KV cache: the budget holds those three first.
  * 0, or -1 with a message (the numbers that do not fit) in err. */
 #ifndef FLASHBED_ENGINE_RUN_PLAN_H
 #define FLASHBED_ENGINE_RUN_PLAN_H
@@ -48,6 +50,8 @@ struct run_plan_input {
     bool use_predicted;
     uint64_t tokens;            /* tokens the run computes (the trace is replayed cyclically) */
     bool stream_dram;           /* naive: dram.bin is streamed through a scratch buffer */
+    uint64_t predictor_bytes;   /* what chooses the neurons holds in DRAM (a predictor's weights, the
+                                 * gate's rows: ffn_flash_predictor_bytes); the budget holds it first */
 };
 
 struct run_plan_out {

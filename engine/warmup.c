@@ -20,7 +20,8 @@ static struct trace_writer *open_profile(const struct warmup_input *in, char *er
     return trace_writer_open(in->path, &tm, err, errlen);
 }
 
-/* The oracle's sets for every warm-up token, through a predictor run. */
+/* The needed sets of every warm-up token (the oracle's, or those the run's
+ * predictor or gate chooses), through a predictor run. */
 static int record(const struct warmup_input *in, struct trace_writer *w, char *err, size_t errlen)
 {
     struct ffn_flash_config cfg = *in->io;
@@ -31,7 +32,9 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
     cfg.staging_rows = in->m->shape.d_ff;
     cfg.bounce_rows = 1;
     cfg.stream_dram = false;
-    cfg.active = ACTIVE_ORACLE;
+    if (cfg.active == ACTIVE_TRACE)
+        cfg.active = ACTIVE_ORACLE;
+    cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
     cfg.trace = cfg.profile = NULL;
     cfg.record = w;
     struct engine e;

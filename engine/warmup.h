@@ -2,7 +2,8 @@
  * needed (hot, PowerInfer-style pinning) when the neurons come from the
  * oracle, which knows only the present token: the warm-up tokens run
  * through the model with the flash FFN reading each token's needed rows
- * (policy predictor: nothing kept, no budget), the oracle's active sets are
+ * (policy predictor: nothing kept, no budget), the needed sets (the
+ * oracle's active sets, or what the run's predictor or gate chooses) are
  * recorded into a trace at `path`, and the trace is loaded for the run's
  * policy to rank. The warm-up is not the measured run: its reads are not
  * counted. The file at path is the caller's (it may keep it as a record).
@@ -22,7 +23,7 @@ struct warmup_input {
     const struct model *m;
     const struct backend_ops *be;
     int threads;
-    const struct ffn_flash_config *io; /* the run's I/O settings and threshold (engine, threads, direct) */
+    const struct ffn_flash_config *io; /* the run's I/O settings, source and threshold (engine, threads, direct) */
     const int *tokens;                 /* the warm-up text's tokens, BOS first */
     int n_tokens;
     const char *path;                  /* where the profile trace is written */

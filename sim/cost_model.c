@@ -16,6 +16,11 @@ int dtype_bytes(const char *dtype)
     return 0;
 }
 
+double cost_predictor_params(const struct model_shape *s, double rank)
+{
+    return (double)s->n_layers * (rank * ((double)s->d_model + s->d_ff) + s->d_ff);
+}
+
 bool cost_policy_needs_trace(const struct policy_ops *p)
 {
     return p != &policy_naive && p != &policy_hybrid && p != &policy_predictor && p != &policy_window;
@@ -240,7 +245,8 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     if (naive || hybrid) {
         ffn_b = B * (double)p.pc.ffn;
     } else {
-        pred_params = c->predictor_fraction * (double)p.pc.total;
+        pred_params = c->predictor_rank > 0 ? cost_predictor_params(s, c->predictor_rank)
+                                            : c->predictor_fraction * (double)p.pc.total;
         ffn_b = v->cache_rows * rb + B * p.ffn_bias;
     }
     double pred_b = B * pred_params;

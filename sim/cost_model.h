@@ -53,7 +53,9 @@ struct cost_config {
     double dram_share;          /* hybrid: share of the model kept resident */
     unsigned io_threads;
     double context_tokens;      /* mean KV-cache length over the decode */
-    double predictor_fraction;  /* predictor parameters / model parameters */
+    double predictor_fraction;  /* predictor parameters / model parameters (the paper's figure) */
+    double predictor_rank;      /* > 0: instead, a rank-r predictor per layer (cost_predictor_params) */
+    char predictor_source[240]; /* where the predictor's size comes from ("": none priced) */
     struct token_volumes vol;   /* for every policy but naive and hybrid */
 };
 
@@ -70,6 +72,13 @@ struct cost_prediction {
 };
 
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
+
+/* Parameters of a rank-r activation predictor on every layer
+ * (engine/predictor.h): A r x d_model, B d_ff x r and a bias of d_ff. Its
+ * multiply-adds per token are the same count less the biases. The cost
+ * model holds it in DRAM at the weights' dtype and computes it like any
+ * weights: bytes / decode bandwidth, or 2 FLOPs per parameter / FLOP rate. */
+double cost_predictor_params(const struct model_shape *s, double rank);
 
 /* Whether a policy or layout (cache_parse_policy's and cache_parse_layout's
  * ops) is priced only from a replay of a trace's exact sets: lru, lfu, hot,

@@ -48,22 +48,59 @@ int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, 
     return split_list(list, have_trace, NULL, n, err, errlen);
 }
 
+/* The predictor a policy runs (predict_list.h), into c: its rank or share
+ * of the model and where that comes from. Returns its parameters (0: none). */
+static double predictor_of(const struct predict_setup *s, const char *policy, struct cost_config *c)
+{
+    c->predictor_rank = c->predictor_fraction = 0;
+    c->predictor_source[0] = '\0';
+    if (!strcmp(policy, "naive") || !strcmp(policy, "hybrid") || s->predictor_rank == PREDICT_RANK_NONE)
+        return 0;
+    const struct model_shape *sh = s->shape;
+    struct param_counts pc;
+    model_shape_params(sh, &pc);
+    char src[120];
+    double share;
+    if (s->predictor_rank == PREDICT_RANK_AUTO &&
+        paper_density(sh->name, "predictor_model_fraction", &share, src, sizeof src) == 0) {
+        c->predictor_fraction = share;
+        snprintf(c->predictor_source, sizeof c->predictor_source, "the paper's share for %.40s: %.2f%% of the model (%s)",
+                 sh->name, 100 * share, src);
+        return share * (double)pc.total;
+    }
+    uint32_t most = sh->d_model < sh->d_ff ? sh->d_model : sh->d_ff;
+    uint32_t r = s->predictor_rank > 0 ? (uint32_t)s->predictor_rank : PREDICT_DEFAULT_RANK < most ? PREDICT_DEFAULT_RANK : most;
+    c->predictor_rank = r;
+    double params = cost_predictor_params(sh, r);
+    snprintf(c->predictor_source, sizeof c->predictor_source,
+             "rank %u on each of %u layers%s: %u x (%u x (d_model %u + d_ff %u) + %u) = %.0f parameters, %.2f%% of the "
+             "model", r, sh->n_layers,
+             s->predictor_rank > 0 ? "" : r < PREDICT_DEFAULT_RANK ? " (the default 128 capped at min(d_model, d_ff))" : " (the default)",
+             sh->n_layers, r,
+             sh->d_model, sh->d_ff, sh->d_ff, params, 100 * params / (double)pc.total);
+    return params;
+}
+
 /* The FFN cache's share of the DRAM budget at the cost model's dtype: the
- * budget less the weights that always stay in DRAM. Policies that take a
- * budget are refused when nothing is left. */
+ * budget less the weights that always stay in DRAM and the predictor.
+ * Policies that take a budget are refused when nothing is left. */
 static int ffn_budget(const struct predict_setup *s, const char *policy, double *bytes, char *err, size_t errlen)
 {
     struct param_counts pc;
     model_shape_params(s->shape, &pc);
     int b = dtype_bytes(s->dtype);
-    *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b;
+    struct cost_config c;
+    double pred = predictor_of(s, policy, &c) * b;
+    *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b - pred;
     if (replay_policy_uses_budget(policy) && *bytes <= 0) {
-        char held[32];
+        char held[32], pheld[32];
         format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
+        format_size((uint64_t)pred, pheld, sizeof pheld);
         snprintf(err, errlen,
                  "a DRAM budget of %.1f%% of the model leaves no DRAM for an FFN cache once the %s of non-FFN "
-                 "weights are held",
-                 100 * s->dram_share, held);
+                 "weights%s%s%s are held",
+                 100 * s->dram_share, held, pred > 0 ? " and the " : "", pred > 0 ? pheld : "",
+                 pred > 0 ? " of the predictor" : "");
         return -1;
     }
     return 0;
@@ -137,8 +174,10 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->dram_share = s->dram_share;
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
-    if ((s->trace ? trace_config(s, c, err, errlen) : paper_config(s, c, err, errlen)) != 0 ||
-        cost_predict(c, &it->prediction, err, errlen) != 0)
+    if ((s->trace ? trace_config(s, c, err, errlen) : paper_config(s, c, err, errlen)) != 0)
+        return name_error(c->policy, err, errlen);
+    predictor_of(s, c->policy, c);
+    if (cost_predict(c, &it->prediction, err, errlen) != 0)
         return name_error(c->policy, err, errlen);
     return 0;
 }
@@ -158,6 +197,12 @@ static int check_all(const struct predict_setup *s, const struct policy_predicti
     }
     if (cost_check_layout(s->layout, s->trace != NULL, err, errlen) != 0)
         return -1;
+    uint32_t most = s->shape->d_model < s->shape->d_ff ? s->shape->d_model : s->shape->d_ff;
+    if (s->predictor_rank > (int)most) {
+        snprintf(err, errlen, "a predictor of rank %d passes min(d_model %u, d_ff %u) of %s", s->predictor_rank,
+                 s->shape->d_model, s->shape->d_ff, s->shape->name);
+        return -1;
+    }
     for (size_t i = 0; s->trace && i < n; i++) {
         double bytes;
         if (ffn_budget(s, items[i].config.policy, &bytes, err, errlen) != 0)

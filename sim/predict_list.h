@@ -11,6 +11,15 @@
  * need a trace. Names are cache/'s (cache_parse_policy,
  * cache_parse_layout), checked through cost_check_policy/_layout.
  *
+ * Every policy but naive and hybrid also runs an activation predictor
+ * (something must choose the neurons): its weights are held in DRAM (the
+ * FFN cache gets the budget less them too) and computed every token. Its
+ * size is a rank-r predictor on every layer priced from the shape
+ * (cost_predictor_params), or, unless a rank is given, the paper's share
+ * of the model for the shapes it states one for
+ * (configs/paper/densities.json: predictor_model_fraction); none for a run
+ * whose neurons an oracle or a trace chose.
+ *
  * Everything is checked before anything is priced. No printing: 0, or -1
  * with a message in err that names the offending policy. */
 #ifndef FLASHBED_SIM_PREDICT_LIST_H
@@ -35,7 +44,13 @@ struct predict_setup {
     const struct trace *trace;   /* NULL: the paper's densities; else of this shape */
     const char *trace_path;      /* names the trace in volume sources and messages */
     bool use_predicted;          /* replay the trace's predicted sets, else the active ones */
+    int predictor_rank;          /* > 0: that rank; PREDICT_RANK_AUTO: the paper's share of the model when
+                                  * it gives one for the shape, else PREDICT_DEFAULT_RANK; PREDICT_RANK_NONE */
 };
+
+#define PREDICT_RANK_AUTO 0
+#define PREDICT_RANK_NONE (-1)
+#define PREDICT_DEFAULT_RANK 128 /* the default; capped at min(d_model, d_ff) */
 
 struct policy_prediction {
     struct cost_config config;   /* config.policy: the list's element; config.vol: its volumes */

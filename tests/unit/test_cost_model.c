@@ -278,6 +278,50 @@ static void test_policy_list(void)
     free(hw);
 }
 
+/* The predictor every policy but naive and hybrid runs: from a rank and the
+ * shape, the paper's share of the model, or none; held in DRAM and timed. */
+static void test_predictor_pricing(void)
+{
+    struct model_shape s;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[1024];
+    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    CHECK_NEAR(cost_predictor_params(&s, 128), 32.0 * (128 * (4096 + 16384) + 16384), 0.5);
+    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.5,
+                               .io_threads = 32, .context_tokens = 256};
+    struct policy_prediction *it = NULL;
+    size_t n;
+    struct param_counts pc;
+    model_shape_params(&s, &pc);
+    CHECK(predict_list(&su, "naive,predictor", &it, &n, err, sizeof err) == 0); /* auto: the paper's 1.25% */
+    CHECK(it[0].prediction.dram_predictor == 0 && it[0].prediction.predictor_ms == 0);
+    CHECK_NEAR(it[1].prediction.dram_predictor, 0.0125 * (double)pc.total * 4, 1);
+    CHECK(strstr(it[1].config.predictor_source, "1.25%") != NULL);
+    double paper_ms = it[1].prediction.predictor_ms;
+    free(it);
+    su.predictor_rank = 256;
+    CHECK(predict_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
+    CHECK_NEAR(it[0].prediction.dram_predictor, cost_predictor_params(&s, 256) * 4, 1);
+    CHECK(it[0].prediction.predictor_ms > 0 && it[0].prediction.predictor_ms != paper_ms);
+    CHECK(strstr(it[0].config.predictor_source, "rank 256") != NULL);
+    double with = it[0].prediction.compute_ms;
+    free(it);
+    su.predictor_rank = PREDICT_RANK_NONE;
+    CHECK(predict_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
+    CHECK(it[0].prediction.dram_predictor == 0 && it[0].prediction.predictor_ms == 0 && it[0].prediction.compute_ms < with);
+    free(it);
+    su.predictor_rank = 5000;
+    check_refused(&su, "predictor", "rank 5000 passes min(d_model 4096, d_ff 16384)");
+    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    su.predictor_rank = PREDICT_RANK_AUTO; /* no paper share for it: rank 128 capped at d_model */
+    CHECK(predict_list(&su, "window:3", &it, &n, err, sizeof err) == 0);
+    CHECK_NEAR(it[0].prediction.dram_predictor, cost_predictor_params(&s, 64) * 4, 1e-6);
+    free(it);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -286,5 +330,6 @@ int main(void)
     test_paper_tables();
     test_s_agg();
     test_policy_list();
+    test_predictor_pricing();
     return check_report("test_cost_model");
 }
