@@ -51,7 +51,7 @@ struct compare {
 
 static void compare_observe(void *ctx, int layer, int pos, const float *x, const float *h, const uint8_t *active)
 {
-    (void)pos, (void)h;
+    (void)pos;
     struct compare *c = ctx;
     if (!c->counting)
         return;
@@ -59,12 +59,16 @@ static void compare_observe(void *ctx, int layer, int pos, const float *x, const
     struct predictor_eval_layer *L = &c->layers[layer];
     uint32_t k = 0, f = c->p->d_ff;
     uint64_t tp = 0, fp = 0, fn = 0;
+    double mass = 0, missed = 0;
     for (uint32_t i = 0; i < f; i++) {
         bool pred = k < n && c->ids[k] == i;
         k += pred;
         tp += active[i] && pred, fp += !active[i] && pred, fn += active[i] && !pred;
+        mass += active[i] ? fabsf(h[i]) : 0.0f;
+        missed += active[i] && !pred ? fabsf(h[i]) : 0.0f;
     }
     L->tp += tp, L->fp += fp, L->fn += fn, L->tn += f - tp - fp - fn;
+    L->active_mass += mass, L->missed_mass += missed;
 }
 
 /* -log softmax(lg)[target], computed stably. */
@@ -228,6 +232,7 @@ static void layer_rates(struct predictor_eval_layer *L)
     L->recall = pos ? (double)L->tp / pos : 1.0;
     L->false_negative_rate = 1 - L->recall;
     L->false_positive_rate = neg ? (double)L->fp / neg : 0.0;
+    L->missed_mass_share = L->active_mass > 0 ? L->missed_mass / L->active_mass : 0.0;
 }
 
 /* Common prefix and position-by-position agreement of the greedy tokens. */

@@ -59,6 +59,8 @@ struct predictor_eval_layer {
     double recall;              /* TP / (TP + FN); 1 when none fired */
     double false_negative_rate; /* FN / (TP + FN) = 1 - recall */
     double false_positive_rate; /* FP / (FP + TN) */
+    double active_mass, missed_mass; /* sums of |h| over the active neurons, over the false negatives */
+    double missed_mass_share;        /* missed_mass / active_mass: what the misses weigh, not how many */
 };
 
 struct predictor_eval_result {

@@ -24,6 +24,7 @@ static cJSON *layer_json(const struct predictor_eval_layer *L, uint32_t l, uint3
     cJSON_AddNumberToObject(o, "recall", L->recall);
     cJSON_AddNumberToObject(o, "false_negative_rate", L->false_negative_rate);
     cJSON_AddNumberToObject(o, "false_positive_rate", L->false_positive_rate);
+    cJSON_AddNumberToObject(o, "missed_mass_share", L->missed_mass_share);
     cJSON_AddNumberToObject(o, "tp", (double)L->tp);
     cJSON_AddNumberToObject(o, "fp", (double)L->fp);
     cJSON_AddNumberToObject(o, "fn", (double)L->fn);
@@ -114,16 +115,18 @@ cJSON *predictor_eval_json(const struct predictor_eval_result *r, const struct p
 static void md_layers(struct strbuf *b, const struct predictor_eval_result *r, const struct predictor *p)
 {
     strbuf_add(b, "| layer | rank | true density | predicted density | predicted / true | recall | FN rate | "
-                  "FP rate |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                  "FP rate | missed |h| |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (uint32_t l = 0; l < r->n_layers; l++) {
         const struct predictor_eval_layer *L = &r->layers[l];
-        strbuf_add(b, "| %u | %u | %.2f%% | %.2f%% | %.2f | %.4f | %.4f | %.4f |\n", l, p->layers[l].rank,
+        strbuf_add(b, "| %u | %u | %.2f%% | %.2f%% | %.2f | %.4f | %.4f | %.4f | %.2f%% |\n", l, p->layers[l].rank,
                    100 * L->true_density, 100 * L->predicted_density,
                    L->true_density > 0 ? L->predicted_density / L->true_density : 0.0, L->recall,
-                   L->false_negative_rate, L->false_positive_rate);
+                   L->false_negative_rate, L->false_positive_rate, 100 * L->missed_mass_share);
     }
-    strbuf_add(b, "| mean | | %.2f%% | %.2f%% | | %.4f | | |\n\n", 100 * r->mean_true_density,
+    strbuf_add(b, "| mean | | %.2f%% | %.2f%% | | %.4f | | | |\n\n", 100 * r->mean_true_density,
                100 * r->mean_predicted_density, r->mean_recall);
+    strbuf_add(b, "(missed |h|: the false negatives' share of the sum of |activation| over the active neurons: "
+                  "what the misses weigh, not how many)\n\n");
 }
 
 char *predictor_eval_markdown(const struct predictor_eval_result *r, const struct predictor *p,

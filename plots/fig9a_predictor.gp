@@ -20,6 +20,7 @@ set style data histograms
 set style histogram rowstacked
 set style fill solid 0.85 border -1
 set boxwidth 0.75
-plot csv using 2:xtic(1) title 'active in model only' lc rgb '#d62728', \
-     ''  using 3 title 'active in both' lc rgb '#2ca02c', \
-     ''  using 4 title 'predicted only' lc rgb '#1f77b4'
+# every ::1 skips the header row (else it is an empty bar)
+plot csv every ::1 using 2:xtic(1) title 'active in model only' lc rgb '#d62728', \
+     ''  every ::1 using 3 title 'active in both' lc rgb '#2ca02c', \
+     ''  every ::1 using 4 title 'predicted only' lc rgb '#1f77b4'
