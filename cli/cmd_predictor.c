@@ -200,7 +200,7 @@ struct train_view {
 static void on_step(void *ctx, uint64_t done, uint64_t total)
 {
     struct train_view *v = ctx;
-    (void)total;
+    v->bar.total = total ? total : 1; /* known once training has sized its batches */
     progress_update(&v->bar, done, NULL);
 }
 
