@@ -34,6 +34,8 @@ static const struct command commands[] = {
     {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
     {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
     {"run", "the model with its FFN on flash (the paper's system), measured per token: I/O, memory, compute", cmd_run},
+    {"predictor", "activation predictors: train (from a text, into the model folder), eval (Fig. 9a, perplexity)",
+     cmd_predictor},
     {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
 };
 

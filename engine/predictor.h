@@ -90,6 +90,10 @@ int predictor_save(const struct predictor *p, const char *model_dir, bool replac
 int predictor_load(struct predictor *p, const char *model_dir, uint32_t n_layers, uint32_t d_model, uint32_t d_ff,
                    char *err, size_t errlen);
 
+/* Whether dir has a predictor (model.json's "predictor" entry or the
+ * weights file): what predictor_save refuses to replace unasked. */
+bool predictor_present(const char *model_dir);
+
 const char *predictor_target_name(enum predictor_target t);
 
 #endif

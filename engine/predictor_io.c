@@ -85,6 +85,17 @@ static int write_weights(const struct predictor *p, const char *path, char *err,
     return rc;
 }
 
+bool predictor_present(const char *model_dir)
+{
+    char json_path[4200], st_path[4200];
+    snprintf(json_path, sizeof json_path, "%s/model.json", model_dir);
+    snprintf(st_path, sizeof st_path, "%s/%s", model_dir, PREDICTOR_FILE);
+    cJSON *model = read_json_file(json_path);
+    bool has = cJSON_HasObjectItem(model, "predictor") || access(st_path, F_OK) == 0;
+    cJSON_Delete(model);
+    return has;
+}
+
 int predictor_save(const struct predictor *p, const char *model_dir, bool replace, char *err, size_t errlen)
 {
     char json_path[4200], st_path[4200];

@@ -121,6 +121,31 @@ void threadpool_run(struct threadpool *p, void (*fn)(void *arg, int worker, int 
     }
 }
 
+struct range_job {
+    size_t n;
+    void (*body)(void *ctx, size_t lo, size_t hi);
+    void *ctx;
+};
+
+static void range_part(void *arg, int worker, int n_workers)
+{
+    const struct range_job *j = arg;
+    size_t lo = j->n * (size_t)worker / (size_t)n_workers, hi = j->n * (size_t)(worker + 1) / (size_t)n_workers;
+    if (lo < hi)
+        j->body(j->ctx, lo, hi);
+}
+
+void threadpool_for(struct threadpool *p, size_t n, void (*body)(void *ctx, size_t lo, size_t hi), void *ctx)
+{
+    if (!p || p->n == 1) {
+        if (n)
+            body(ctx, 0, n);
+        return;
+    }
+    struct range_job j = {n, body, ctx};
+    threadpool_run(p, range_part, &j);
+}
+
 int threadpool_size(const struct threadpool *p)
 {
     return p->n;
