@@ -6,16 +6,12 @@
 
 #include "common/errbuf.h"
 #include "engine/activation.h"
-#include "engine/ffn_masked.h"
 #include "engine/ffn_matrix.h"
 
 struct probe {
     void *up, *gate; /* [n_layers][d_ff][d_model] in the model's dtype */
     float *z, *g, *h;
     uint8_t *active;
-    uint32_t *ids;   /* sparse: the active neurons */
-    uint8_t *rows;   /* sparse: their bundles */
-    float *bias;     /* sparse: their up biases */
 };
 
 int predictor_target_of(const struct arch *a, enum predictor_target *t, char *err, size_t errlen)
@@ -53,15 +49,6 @@ static int probe_create(struct ffn *f, char *err, size_t errlen)
     if (!p->up || (m->arch.glu && !p->gate) || !p->z || !p->g || !p->h || !p->active)
         return err_set(err, errlen, "the FFN probe: cannot allocate %zu bytes for the up%s rows",
                        mat * s->n_layers * (m->arch.glu ? 2 : 1), m->arch.glu ? " and gate" : "");
-    const struct ffn_probe_config *c = f->config;
-    if (c->sparse) {
-        p->ids = malloc(s->d_ff * sizeof *p->ids);
-        p->rows = aligned_alloc(64, (size_t)s->d_ff * m->bundle_stride);
-        p->bias = malloc(s->d_ff * sizeof *p->bias);
-        if (!p->ids || !p->rows || !p->bias)
-            return err_set(err, errlen, "the FFN probe: cannot allocate one layer's %llu bytes of bundles",
-                           (unsigned long long)s->d_ff * m->bundle_stride);
-    }
     for (uint32_t l = 0; l < s->n_layers; l++) {
         ffn_matrix_copy(m, l, FFN_PART_UP, (uint8_t *)p->up + l * mat);
         if (p->gate)
@@ -94,15 +81,7 @@ static void probe_forward(struct ffn *f, int layer, int pos, const float *x, flo
     activity(f, p, layer, x);
     if (c->observe)
         c->observe(c->ctx, layer, pos, x, p->h, p->active);
-    if (!c->sparse) {
-        ffn_dense.forward(f, layer, pos, x, out);
-        return;
-    }
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < f->m->shape.d_ff; i++)
-        if (p->active[i])
-            p->ids[n++] = i;
-    ffn_subset_forward(f, layer, p->ids, n, p->rows, p->bias, x, out);
+    ffn_dense.forward(f, layer, pos, x, out);
 }
 
 static void probe_destroy(struct ffn *f)
@@ -115,9 +94,6 @@ static void probe_destroy(struct ffn *f)
         free(p->g);
         free(p->h);
         free(p->active);
-        free(p->ids);
-        free(p->rows);
-        free(p->bias);
         free(p);
     }
     f->priv = NULL;

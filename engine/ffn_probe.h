@@ -7,17 +7,16 @@
  *   GLU FFNs (PREDICT_GLU_ABS):  |h| = |act(gate·x)·(up·x + b)| > act_threshold
  *
  * and hands (layer, pos, the FFN-normed input x, h, active) to a callback.
- * With sparse set, its output is instead the FFN over the active neurons
- * only (the oracle's sparsity in place: what the active set's definition
- * costs before any predictor misses).
+ * (The FFN over the active neurons only, the oracle's sparsity in place, is
+ * ffn_select.h with the oracle as its source.)
  * This is where predictor training gets its samples (the paper's App. B:
  * the FFN input after the layer's norm, and which neurons fire) and where
  * evaluation compares a predictor with the truth on dense's trajectory.
  *
  * It holds every layer's up (and gate) rows contiguous in the model's
  * dtype (d_ff x d_model each: the up projection's bytes again, twice for
- * GLU) so that the backend's matvec computes them (and with sparse one
- * layer's bundles, d_ff * bundle_stride); the model's FFN must be in DRAM.
+ * GLU) so that the backend's matvec computes them; the model's FFN must be
+ * in DRAM.
  * observe may be NULL. Created with engine_init_with(..., &ffn_probe, &config, ...);
  * the config is kept by pointer. create returns 0 or -1 with the reason in
  * err; forward allocates nothing and calls observe on the engine's thread. */
@@ -33,7 +32,6 @@
 struct ffn_probe_config {
     enum predictor_target target;
     float act_threshold; /* PREDICT_GLU_ABS */
-    bool sparse;         /* out = the FFN over the active neurons only, not dense's */
     /* h[d_ff] the activations, active[d_ff] 1 or 0; x[d_model] the FFN input */
     void (*observe)(void *ctx, int layer, int pos, const float *x, const float *h, const uint8_t *active);
     void *ctx;

@@ -9,7 +9,7 @@
 #include "common/interrupt.h"
 #include "engine/decode.h"
 #include "engine/engine.h"
-#include "engine/ffn_masked.h"
+#include "engine/ffn_select.h"
 #include "engine/ffn_probe.h"
 
 /* Short story openings in ordinary words: TinyStories' register for
@@ -199,9 +199,9 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
                           const struct predictor_eval_config *c, struct predictor_eval_result *r, char *err,
                           size_t errlen)
 {
-    struct ffn_masked_config mc = {.predictor = p};
+    struct select_config sc = {.source = SELECT_PREDICTOR, .predictor = p};
     struct engine e;
-    if (engine_init_with(&e, m, &backend_cpu, &ffn_masked, &mc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
     int rc = run_text(&e, tp, c, "predictor");
     if (rc == 0 && c->gen_tokens > 0)
@@ -214,9 +214,9 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
 static int oracle_pass(const struct model *m, const struct predictor *p, struct text_pass *tp,
                        const struct predictor_eval_config *c, char *err, size_t errlen)
 {
-    struct ffn_probe_config pc = {.target = p->target, .act_threshold = p->act_threshold, .sparse = true};
+    struct select_config sc = {.source = SELECT_ORACLE, .threshold = p->act_threshold};
     struct engine e;
-    if (engine_init_with(&e, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
     int rc = run_text(&e, tp, c, "oracle");
     engine_free(&e);

@@ -5,7 +5,7 @@
  *      true active set against the predictor's set on the same FFN input:
  *      true and predicted density, recall, false-negative and
  *      false-positive rates; and dense's negative log-likelihood.
- *   2. predictor pass over the text (ffn_masked.h: the FFN computed on
+ *   2. predictor pass over the text (ffn_select.h: the FFN computed on
  *      the predicted neurons only): its negative log-likelihood, and how
  *      often its top token equals dense's (teacher-forced: both read the
  *      text).
