@@ -330,20 +330,24 @@ static int write_tensor(FILE *f, const struct st_tensor *t)
     return 0;
 }
 
-int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen)
+int st_write_header(FILE *f, const struct st_tensor *t, int n, const cJSON *metadata)
 {
     char *text = st_header(t, n, metadata);
     if (!text)
-        return err_set(err, errlen, "%s: out of memory for the header", path);
-    struct atomic_file af;
-    if (atomic_open(&af, path, err, errlen) != 0) {
-        free(text);
         return -1;
-    }
     size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
     uint64_t hlen = tl + pad;
-    int bad = fwrite(&hlen, 8, 1, af.f) != 1 || fwrite(text, 1, tl, af.f) != tl || fwrite("        ", 1, pad, af.f) != pad;
+    int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(text, 1, tl, f) != tl || fwrite("        ", 1, pad, f) != pad;
     free(text);
+    return bad ? -1 : 0;
+}
+
+int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen)
+{
+    struct atomic_file af;
+    if (atomic_open(&af, path, err, errlen) != 0)
+        return -1;
+    int bad = st_write_header(af.f, t, n, metadata) != 0;
     for (int i = 0; i < n && !bad; i++)
         bad = write_tensor(af.f, &t[i]) != 0;
     if (bad) {

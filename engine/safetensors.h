@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cjson/cJSON.h>
 
@@ -42,6 +43,11 @@ struct st_tensor {
     uint64_t dims[2];
     const float *data;
 };
+/* Writes the 8-byte header length, the header (the tensors' names, dtypes,
+ * shapes and byte ranges in order, then metadata when not NULL) and its
+ * padding to 8 bytes: what a writer streaming its own tensor bytes after it
+ * needs (t[i].data is not read). 0, or -1 (a write failed, or out of memory). */
+int st_write_header(FILE *f, const struct st_tensor *t, int n, const cJSON *metadata);
 /* Writes the tensors, in order, as a safetensors file at path through a
  * temporary (common/atomic_file.h); metadata: string pairs for
  * __metadata__, or NULL. 0, or -1 with err naming the file. */

@@ -1,5 +1,7 @@
 #include "engine/synthetic.h"
 
+#include "engine/safetensors.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -330,11 +332,6 @@ static int hf_tensors(const struct model_shape *s, double density, bool shaped, 
     return n;
 }
 
-static const char *st_dtype_name(enum fb_dtype t)
-{
-    return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
-}
-
 /* Where the tensors' data goes, and what filling them needs. */
 struct syn_writer {
     FILE *f;
@@ -451,49 +448,35 @@ static int write_tensor(struct syn_writer *w, const struct syn_tensor *t, char *
     return tensor_uniform(w, t, ti) ? err_set(err, errlen, "cannot write %s: %s", t->name, strerror(errno)) : 0;
 }
 
-/* The safetensors header: names, dtypes, shapes, offsets. Its text, or
- * NULL when out of memory; *total gets the element count. */
-static char *st_header(const struct syn_tensor *t, int n, enum fb_dtype dt, uint64_t *total)
+/* The safetensors header (engine/safetensors.h) of the tensors, which are
+ * streamed after it; *total gets the element count. */
+static int write_header(FILE *f, const struct syn_tensor *t, int n, enum fb_dtype dt, uint64_t *total)
 {
-    cJSON *h = cJSON_CreateObject();
-    uint64_t off = 0;
+    struct st_tensor *st = calloc((size_t)n, sizeof *st);
+    if (!st)
+        return -1;
     *total = 0;
     for (int i = 0; i < n; i++) {
-        enum fb_dtype ti = t[i].ndim == 2 ? dt : DTYPE_F32;
-        uint64_t bytes = tensor_elems(&t[i]) * dtype_size(ti);
-        cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
-        cJSON_AddStringToObject(e, "dtype", st_dtype_name(ti));
-        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int k = 0; k < t[i].ndim; k++)
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].dims[k]));
-        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
-        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
-        off += bytes;
+        /* norms and biases stay f32, as checkpoints usually keep them */
+        st[i] = (struct st_tensor){t[i].name, t[i].ndim == 2 ? dt : DTYPE_F32, t[i].ndim, {t[i].dims[0], t[i].dims[1]},
+                                   NULL};
         *total += tensor_elems(&t[i]);
     }
-    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "format", "pt");
     cJSON_AddStringToObject(meta, "generator", "flashbed model make");
-    char *text = cJSON_PrintUnformatted(h);
-    cJSON_Delete(h);
-    return text;
+    int rc = f ? st_write_header(f, st, n, meta) : -1;
+    cJSON_Delete(meta);
+    free(st);
+    return rc;
 }
 
 static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt,
                              uint64_t seed, const struct spectrum *up, char *err, size_t errlen)
 {
-    uint64_t total;
-    char *text = st_header(t, n, dt, &total);
-    if (!text)
-        return err_set(err, errlen, "%s: out of memory for the header", path);
-    size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
-    uint64_t hlen = tl + pad;
+    uint64_t total = 0;
     struct syn_writer w = {.f = fopen(path, "wb"), .dt = dt, .up = up};
-    int bad = !w.f || fwrite(&hlen, 8, 1, w.f) != 1 || fwrite(text, 1, tl, w.f) != tl ||
-              fwrite("        ", 1, pad, w.f) != pad;
-    free(text);
-    int rc = bad ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
+    int rc = write_header(w.f, t, n, dt, &total) != 0 ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
     w.buf = malloc(CHUNK * sizeof *w.buf);
     w.half = malloc(CHUNK * sizeof *w.half);
     if (!rc && (!w.buf || !w.half))

@@ -71,7 +71,8 @@ check "same seed, 1 and 2 threads: identical weights" cmp -s "$WORK/det1/predict
 
 # ---- Ctrl-C during training keeps the best epoch so far and writes it
 cp -r "$WORK/clean" "$WORK/int"
-timeout --preserve-status -s INT 2 "$FLASHBED" predictor train --model "$WORK/int" --text "$TEXT" --tokens 300 --rank 8 \
+# long enough for the samples to be collected on a loaded machine (ASan, 2 cores): the interrupt must land in training
+timeout --preserve-status -s INT 8 "$FLASHBED" predictor train --model "$WORK/int" --text "$TEXT" --tokens 300 --rank 8 \
     --epochs 100000 --threads 1 >/dev/null 2>&1
 check "interrupted: exit 130" test $? -eq 130
 check "interrupted: the best epochs written" test "$(json_get "$WORK/int/model.json" 'd["predictor"]["training"]["interrupted"]')" = True
