@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "model_fixture.h"
 #include "common/interrupt.h"
 #include "engine/decode.h"
 #include "engine/engine.h"
@@ -147,14 +148,9 @@ static void test_other_stops(struct engine *e, const int *prompt)
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-decode-XXXXXX";
-    CHECK(mkdtemp(tmp) != NULL);
     struct model_shape shape;
-    char err[512], hf[600], dir[600];
-    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
-    snprintf(hf, sizeof hf, "%s/hf", tmp);
-    snprintf(dir, sizeof dir, "%s/m", tmp);
-    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, NULL, hf, err, sizeof err) == 0);
-    CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
+    char err[512], dir[600];
+    CHECK(fixture_opt_tiny(tmp, dir, sizeof dir, 3, 0.2, &shape, err, sizeof err) == 0);
     struct model m;
     struct engine e;
     CHECK(model_open(&m, dir, err, sizeof err) == 0);

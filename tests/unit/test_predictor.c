@@ -2,6 +2,7 @@
  * double-precision reference, the thresholds' ends, the weights' round
  * trips through f16 and through the model folder, and the refusals. */
 #include "check.h"
+#include "model_fixture.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -147,14 +148,9 @@ static void test_refusals(void)
 static void test_model_folder(void)
 {
     char tmp[] = "/tmp/flashbed-predictor-XXXXXX";
-    CHECK(mkdtemp(tmp) != NULL);
     struct model_shape shape;
-    char err[512], hf[600], dir[600];
-    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
-    snprintf(hf, sizeof hf, "%s/hf", tmp);
-    snprintf(dir, sizeof dir, "%s/m", tmp);
-    CHECK(synthetic_hf(&shape, DTYPE_F32, 3, 0.2, NULL, hf, err, sizeof err) == 0);
-    CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
+    char err[512], dir[600];
+    CHECK(fixture_opt_tiny(tmp, dir, sizeof dir, 3, 0.2, &shape, err, sizeof err) == 0);
     struct predictor none;
     CHECK(predictor_load(&none, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 1);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "model_fixture.h"
 #include "engine/engine.h"
 #include "engine/ffn_flash.h"
 #include "engine/ffn_select.h"
@@ -188,14 +189,9 @@ static void test_budget(const struct model *flash, const struct model *dense)
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-predictor-run-XXXXXX";
-    CHECK(mkdtemp(tmp) != NULL);
     struct model_shape shape;
-    char err[512], hf[600], dir[600];
-    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
-    snprintf(hf, sizeof hf, "%s/hf", tmp);
-    snprintf(dir, sizeof dir, "%s/m", tmp);
-    CHECK(synthetic_hf(&shape, DTYPE_F32, 5, 0.15, NULL, hf, err, sizeof err) == 0);
-    CHECK(import_hf(hf, NULL, dir, DTYPE_F32, err, sizeof err) == 0);
+    char err[512], dir[600];
+    CHECK(fixture_opt_tiny(tmp, dir, sizeof dir, 5, 0.15, &shape, err, sizeof err) == 0);
     struct model dense, flash;
     CHECK(model_open(&dense, dir, err, sizeof err) == 0);
     CHECK(model_open_flags(&flash, dir, MODEL_FFN_ON_FLASH, err, sizeof err) == 0);
