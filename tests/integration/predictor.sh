@@ -71,9 +71,16 @@ check "same seed, 1 and 2 threads: identical weights" cmp -s "$WORK/det1/predict
 
 # ---- Ctrl-C during training keeps the best epoch so far and writes it
 cp -r "$WORK/clean" "$WORK/int"
-# long enough for the samples to be collected on a loaded machine (ASan, 2 cores): the interrupt must land in training
-timeout --preserve-status -s INT 8 "$FLASHBED" predictor train --model "$WORK/int" --text "$TEXT" --tokens 300 --rank 8 \
-    --epochs 100000 --threads 1 >/dev/null 2>&1
+# the interrupt must land in training: wait for epoch 0's line on stderr (the start, evaluated), then Ctrl-C
+"$FLASHBED" predictor train --model "$WORK/int" --text "$TEXT" --tokens 300 --rank 8 \
+    --epochs 100000 --threads 1 >/dev/null 2>"$WORK/int.log" &
+pid=$!
+for _ in $(seq 1 600); do
+    grep -q "^epoch 0/" "$WORK/int.log" 2>/dev/null && break
+    sleep 0.1
+done
+kill -INT $pid
+wait $pid
 check "interrupted: exit 130" test $? -eq 130
 check "interrupted: the best epochs written" test "$(json_get "$WORK/int/model.json" 'd["predictor"]["training"]["interrupted"]')" = True
 
