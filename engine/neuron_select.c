@@ -1,6 +1,8 @@
 /* Choosing a layer's neurons (neuron_select.h): predictor, gate, oracle. */
 #include "engine/neuron_select.h"
 
+#include "engine/ffn_matrix.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -76,9 +78,9 @@ static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *
     uint64_t row = (uint64_t)s->d_model * dtype_size(m->dtype);
     uint64_t skip = vec ? ffn_bundle_gate(s) * dtype_size(m->dtype) : 0;
     uint64_t n = (uint64_t)s->n_layers * s->d_ff;
-    if (m->ffn) { /* all bundles in DRAM, layer after layer */
-        for (uint64_t i = 0; i < n; i++)
-            memcpy(dst + i * row, (const uint8_t *)m->ffn + i * m->bundle_stride + skip, row);
+    if (m->ffn) { /* all bundles in DRAM */
+        for (uint32_t l = 0; l < s->n_layers; l++)
+            ffn_matrix_copy(m, l, vec ? FFN_PART_GATE : FFN_PART_UP, dst + (uint64_t)l * s->d_ff * row);
         return 0;
     }
     FILE *in = fopen(m->ffn_path, "rb");
