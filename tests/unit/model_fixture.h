@@ -29,4 +29,12 @@ static inline int fixture_opt_tiny(char *tmp, char *dir, size_t dlen, uint64_t s
     return import_hf(hf, NULL, dir, DTYPE_F32, err, errlen);
 }
 
+/* Removes the temporary folder fixture_opt_tiny made. 0, or -1. */
+static inline int fixture_remove(const char *tmp)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
 #endif

@@ -162,8 +162,6 @@ int main(void)
     test_other_stops(&e, prompt);
     engine_free(&e);
     model_close(&m);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0);
+    CHECK(fixture_remove(tmp) == 0);
     return check_report("test_decode");
 }

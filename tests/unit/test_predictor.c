@@ -192,9 +192,7 @@ static void test_model_folder(void)
     predictor_free(&p);
     free(w);
     free(back);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0);
+    CHECK(fixture_remove(tmp) == 0);
 }
 
 int main(void)

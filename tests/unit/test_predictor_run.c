@@ -201,8 +201,6 @@ int main(void)
     test_budget(&flash, &dense);
     model_close(&dense);
     model_close(&flash);
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    CHECK(system(cmd) == 0);
+    CHECK(fixture_remove(tmp) == 0);
     return check_report("test_predictor_run");
 }
