@@ -64,41 +64,19 @@ void predictor_free(struct predictor *p)
     memset(p, 0, sizeof *p);
 }
 
-static void store(void *dst, enum fb_dtype t, const float *src, size_t n)
-{
-    if (t == DTYPE_F32) {
-        memcpy(dst, src, n * sizeof(float));
-        return;
-    }
-    uint16_t *h = dst;
-    for (size_t i = 0; i < n; i++)
-        h[i] = f32_to_f16(src[i]);
-}
-
-static void load(float *dst, enum fb_dtype t, const void *src, size_t n)
-{
-    if (t == DTYPE_F32) {
-        memcpy(dst, src, n * sizeof(float));
-        return;
-    }
-    const uint16_t *h = src;
-    for (size_t i = 0; i < n; i++)
-        dst[i] = f16_to_f32(h[i]);
-}
-
 void predictor_set_layer(struct predictor *p, uint32_t l, const float *a, const float *b, const float *bias)
 {
     struct predictor_layer *L = &p->layers[l];
-    store(L->a, p->dtype, a, (size_t)L->rank * p->d_model);
-    store(L->b, p->dtype, b, (size_t)p->d_ff * L->rank);
+    dtype_from_f32(L->a, p->dtype, a, (size_t)L->rank * p->d_model);
+    dtype_from_f32(L->b, p->dtype, b, (size_t)p->d_ff * L->rank);
     memcpy(L->bias, bias, p->d_ff * sizeof(float));
 }
 
 void predictor_get_layer(const struct predictor *p, uint32_t l, float *a, float *b, float *bias)
 {
     const struct predictor_layer *L = &p->layers[l];
-    load(a, p->dtype, L->a, (size_t)L->rank * p->d_model);
-    load(b, p->dtype, L->b, (size_t)p->d_ff * L->rank);
+    dtype_to_f32(a, L->a, p->dtype, (size_t)L->rank * p->d_model);
+    dtype_to_f32(b, L->b, p->dtype, (size_t)p->d_ff * L->rank);
     memcpy(bias, L->bias, p->d_ff * sizeof(float));
 }
 

@@ -317,14 +317,18 @@ static char *st_header(const struct st_tensor *t, int n, const cJSON *metadata)
     return text;
 }
 
+/* The tensor's bytes in its dtype, converted a chunk at a time (one
+ * fwrite per 4096 elements, not one per element). */
 static int write_tensor(FILE *f, const struct st_tensor *t)
 {
     uint64_t n = tensor_elems(t);
     if (t->dtype == DTYPE_F32)
         return fwrite(t->data, sizeof(float), n, f) == n ? 0 : -1;
-    for (uint64_t i = 0; i < n; i++) {
-        uint16_t v = t->dtype == DTYPE_F16 ? f32_to_f16(t->data[i]) : f32_to_bf16(t->data[i]);
-        if (fwrite(&v, 2, 1, f) != 1)
+    uint16_t half[4096];
+    for (uint64_t i = 0; i < n; i += 4096) {
+        size_t k = n - i < 4096 ? (size_t)(n - i) : 4096;
+        dtype_from_f32(half, t->dtype, t->data + i, k);
+        if (fwrite(half, 2, k, f) != k)
             return -1;
     }
     return 0;
