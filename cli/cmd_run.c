@@ -411,9 +411,8 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
         return NULL;
     }
     bool chooser = p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE;
-    struct trace_meta tm = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
-                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype), .ffn_kind = (uint32_t)m->shape.ffn_kind,
-                            .has_predicted = chooser};
+    struct trace_meta tm = model_trace_meta(m);
+    tm.has_predicted = chooser;
     char src[4400], err[512];
     /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
     snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "

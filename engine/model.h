@@ -10,6 +10,7 @@
 #include "common/model_shape.h"
 #include "engine/dtype.h"
 #include "engine/tokenizer.h"
+#include "traces/trace.h"
 
 /* What differs between architectures, as data; forward.c reads only this. */
 enum norm_kind { NORM_RMS, NORM_LAYER };
@@ -83,6 +84,10 @@ void model_close(struct model *m);
 
 /* Weight bytes one decode step reads (all matrices + the FFN bundles). */
 uint64_t model_bytes_per_token(const struct model *m);
+
+/* The header of a trace recorded on m (shape, weight size, FFN kind);
+ * source and has_predicted are the recorder's to set. */
+struct trace_meta model_trace_meta(const struct model *m);
 
 /* Canonical tensor names, shared by the writers and the loader. */
 void layer_tensor_name(char *buf, size_t len, int layer, const char *what);

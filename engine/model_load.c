@@ -335,6 +335,13 @@ void model_close(struct model *m)
     memset(m, 0, sizeof *m);
 }
 
+struct trace_meta model_trace_meta(const struct model *m)
+{
+    return (struct trace_meta){.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
+                               .bytes_per_weight = (uint32_t)dtype_size(m->dtype),
+                               .ffn_kind = (uint32_t)m->shape.ffn_kind};
+}
+
 uint64_t model_bytes_per_token(const struct model *m)
 {
     const struct model_shape *s = &m->shape;

@@ -10,9 +10,7 @@
 static struct trace_writer *open_profile(const struct warmup_input *in, char *err, size_t errlen)
 {
     const struct model *m = in->m;
-    struct trace_meta tm = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
-                            .bytes_per_weight = (uint32_t)dtype_size(m->dtype),
-                            .ffn_kind = (uint32_t)m->shape.ffn_kind};
+    struct trace_meta tm = model_trace_meta(m);
     char src[512];
     snprintf(src, sizeof src, "{\"model\": \"%s\", \"recorded_by\": \"flashbed run warm-up\", \"threshold\": %g}",
              m->shape.name, in->io->threshold);
