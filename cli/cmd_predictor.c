@@ -87,7 +87,7 @@ static void on_progress_rows(void *ctx, size_t done, size_t total)
 struct train_opts {
     char *model, *text, *rank_layers, *init, *dtype;
     uint64_t tokens, rank, epochs, batch, seed, threads, context;
-    double lr, threshold, act_threshold, holdout;
+    double lr, threshold, target_recall, act_threshold, holdout;
     bool force;
 };
 
@@ -110,6 +110,9 @@ static const struct opt_def train_options[] = {
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"threshold", OPT_DOUBLE, O(threshold), "0.5", "P", "probability above which a neuron is predicted active",
      .max = 1},
+    {"target-recall", OPT_DOUBLE, O(target_recall), NULL, "R", "instead of --threshold: per layer the highest "
+     "threshold reaching recall R on the validation rows; the epoch kept is the one predicting fewest neurons there",
+     .min = 0.01, .max = 1},
     {"act-threshold", OPT_DOUBLE, O(act_threshold), NULL, "T",
      "GLU FFNs (required there): a neuron is active when |act(gate)*up| > T", .max = OPT_NO_MAX},
     {"holdout", OPT_DOUBLE, O(holdout), "0.1", "F", "share of the rows, the last ones, held out for validation",
@@ -130,7 +133,8 @@ static const struct opt_command train_command = {
                "the text, the last --holdout share held out. Starts from a truncated SVD of the up projection\n"
                "(GLU: the gate), then Adam on a balanced binary cross-entropy (positives weighted by\n"
                "negatives/positives per layer); per layer the epoch with the lowest validation loss is kept\n"
-               "(epoch 0, the start, included). Ctrl-C keeps the best epochs so far and writes them.",
+               "(epoch 0, the start, included), or with --target-recall the one predicting fewest neurons at\n"
+               "that recall, with its per-layer thresholds. Ctrl-C keeps the best epochs so far and writes them.",
     .opts = train_options,
     .max_positional = 0,
 };
@@ -152,6 +156,8 @@ static int check_train(const struct train_opts *o, const struct model *m, uint32
     else if (*target == PREDICT_RELU && act_given)
         fb_error("predictor train --act-threshold: %s has a ReLU FFN (active: output > 0); the option is for GLU "
                  "FFNs", o->model);
+    else if (opts_given(&train_command, o, "target-recall") && opts_given(&train_command, o, "threshold"))
+        fb_error("predictor train --target-recall: chooses each layer's threshold; do not give --threshold too");
     else if (o->rank > most)
         fb_error("predictor train --rank: %llu is more than min(d_model %u, d_ff %u) = %u", (unsigned long long)o->rank,
                  s->d_model, s->d_ff, most);
@@ -239,6 +245,7 @@ static cJSON *layers_json(const struct predictor *p, const struct predictor_trai
         cJSON_AddNumberToObject(o, "predicted_density", e->predicted_density);
         cJSON_AddNumberToObject(o, "true_density", e->true_density);
         cJSON_AddNumberToObject(o, "false_positive_rate", e->false_positive_rate);
+        cJSON_AddNumberToObject(o, "threshold", e->threshold);
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -264,7 +271,12 @@ static cJSON *training_json(const struct train_opts *o, const struct text_tokens
     cJSON_AddNumberToObject(j, "threads", threads_of(o->threads));
     cJSON_AddStringToObject(j, "loss", "balanced binary cross-entropy: positives weighted negatives/positives per layer");
     cJSON_AddStringToObject(j, "optimizer", "adam beta1 0.9 beta2 0.999 eps 1e-8");
-    cJSON_AddStringToObject(j, "kept", "per layer the epoch with the lowest validation loss (0: the start)");
+    if (o->target_recall > 0) {
+        cJSON_AddNumberToObject(j, "target_recall", o->target_recall);
+        cJSON_AddStringToObject(j, "kept", "per layer the epoch with the lowest predicted density on the validation "
+                                "rows at the highest threshold reaching target_recall there (0: the start)");
+    } else
+        cJSON_AddStringToObject(j, "kept", "per layer the epoch with the lowest validation loss (0: the start)");
     cJSON *loss = cJSON_AddArrayToObject(j, "loss"), *recall = cJSON_AddArrayToObject(j, "recall");
     for (uint32_t l = 0; l < r->n_layers; l++) {
         cJSON_AddItemToArray(loss, cJSON_CreateNumber(r->best[l].loss));
@@ -286,11 +298,12 @@ static void print_trained(const struct train_opts *o, const struct predictor *p,
     printf("predictor for %s: %zu rows (%zu training, %zu validation) collected at %.0f tokens/s; init %s, %u of "
            "%llu epochs in %.2f s%s\n", o->model, rows, r->train_rows, r->val_rows, collect_s > 0 ? rows / collect_s : 0,
            o->init, r->epochs_run, (unsigned long long)o->epochs, r->seconds, r->interrupted ? " [interrupted]" : "");
-    printf("layer  rank  kept epoch  val loss  recall  predicted  true     FP rate\n");
+    printf("layer  rank  kept epoch  val loss  threshold  recall  predicted  true     FP rate\n");
     for (uint32_t l = 0; l < r->n_layers; l++) {
         const struct predictor_layer_eval *e = &r->best[l];
-        printf("%5u  %4u  %10u  %8.4f  %6.4f  %8.2f%%  %6.2f%%  %7.4f\n", l, p->layers[l].rank, r->best_epoch[l],
-               e->loss, e->recall, 100 * e->predicted_density, 100 * e->true_density, e->false_positive_rate);
+        printf("%5u  %4u  %10u  %8.4f  %9.3g  %6.4f  %8.2f%%  %6.2f%%  %7.4f\n", l, p->layers[l].rank,
+               r->best_epoch[l], e->loss, e->threshold, e->recall, 100 * e->predicted_density,
+               100 * e->true_density, e->false_positive_rate);
     }
     printf("written: %s/%s (%llu bytes, %s)\n", o->model, PREDICTOR_FILE, (unsigned long long)predictor_bytes(p),
            dtype_name(p->dtype));
@@ -311,7 +324,7 @@ static int train_and_save(const struct train_opts *o, const struct model *m, con
     progress_begin(&v.bar, "training", 1);
     struct predictor_train_config c = {.epochs = (uint32_t)o->epochs, .batch = (uint32_t)o->batch, .lr = o->lr,
                                        .seed = o->seed, .threads = threads_of(o->threads), .holdout = o->holdout,
-                                       .on_epoch = on_epoch, .on_step = on_step, .ctx = &v};
+                                       .target_recall = o->target_recall, .on_epoch = on_epoch, .on_step = on_step, .ctx = &v};
     struct predictor_train_result r;
     if (predictor_train(p, s, &c, &r, err, sizeof err) != 0) {
         progress_end(&v.bar);
@@ -353,7 +366,8 @@ static int train_model(const struct train_opts *o, const struct model *m)
         rc = 1;
     }
     if (rc == 0) {
-        p.threshold = (float)o->threshold, p.target = target;
+        predictor_set_threshold(&p, o->threshold);
+        p.target = target;
         p.act_threshold = target == PREDICT_GLU_ABS ? (float)o->act_threshold : 0.0f;
         rc = train_and_save(o, m, &t, &s, &p, collect_s);
     }
@@ -469,7 +483,7 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     if (load_text("predictor eval", m, o->text, o->skip, o->tokens, &t) != 0)
         return 1;
     if (opts_given(&eval_command, o, "threshold"))
-        p->threshold = (float)o->threshold;
+        predictor_set_threshold(p, o->threshold);
     struct eval_view v = {0};
     struct predictor_eval_config c = {.threads = threads_of(o->threads), .context = (int)o->context,
                                       .gen_tokens = (int)o->gen_tokens, .progress = on_eval_progress, .ctx = &v};

@@ -93,8 +93,10 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     cJSON_AddStringToObject(sum, "active_source", source_name(p));
     cJSON_AddNumberToObject(sum, "predictor_dram_bytes", (double)x->predictor_bytes);
     cJSON_AddNumberToObject(sum, "predictor_madds_per_token", (double)x->predictor_madds);
-    if (p->cfg.active == ACTIVE_PREDICTOR)
-        cJSON_AddNumberToObject(sum, "predictor_threshold", p->cfg.predictor->threshold);
+    if (p->cfg.active == ACTIVE_PREDICTOR) {
+        cJSON *pt = cJSON_AddObjectToObject(sum, "predictor_threshold");
+        predictor_thresholds_json(p->cfg.predictor, pt);
+    }
     if (p->cfg.active == ACTIVE_GATE)
         cJSON_AddNumberToObject(sum, "gate_threshold", p->cfg.gate_threshold);
     cJSON_AddBoolToObject(sum, "check", p->cfg.check);

@@ -34,11 +34,12 @@ static void describe(const struct model *m, struct select_choice *c)
         uint32_t lo = c->pred.layers[0].rank, hi = predictor_max_rank(&c->pred);
         for (uint32_t l = 0; l < c->pred.n_layers; l++)
             lo = c->pred.layers[l].rank < lo ? c->pred.layers[l].rank : lo;
-        char ranks[48];
+        char ranks[48], thr[128];
         snprintf(ranks, sizeof ranks, lo == hi ? "rank %u" : "ranks %u to %u", lo, hi);
+        predictor_threshold_text(&c->pred, thr, sizeof thr);
         snprintf(c->desc, sizeof c->desc,
-                 "predictor: %s (%s), threshold %g, trained for %s; %.2f MB in DRAM, %.2f M multiply-adds per token",
-                 ranks, dtype_name(c->pred.dtype), c->pred.threshold, predictor_target_name(c->pred.target), mb, mmadds);
+                 "predictor: %s (%s), threshold %s, trained for %s; %.2f MB in DRAM, %.2f M multiply-adds per token",
+                 ranks, dtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
     } else if (c->cfg.source == SELECT_GATE)
         snprintf(c->desc, sizeof c->desc,
                  "gate: |act(gate.x)| > %g (App. C.5); its rows %.2f MB in DRAM, %.2f M multiply-adds per token",
@@ -71,7 +72,7 @@ int select_choice_make(const char *cmd, const char *name, bool threshold_given, 
         if (load_predictor(cmd, m, out) != 0)
             return -1;
         if (threshold_given)
-            out->pred.threshold = (float)threshold;
+            predictor_set_threshold(&out->pred, threshold);
         out->cfg.predictor = &out->pred;
     }
     char err[512];

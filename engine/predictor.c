@@ -2,6 +2,7 @@
 #include "engine/predictor.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, ui
 {
     memset(p, 0, sizeof *p);
     *p = (struct predictor){.n_layers = n_layers, .d_model = d_model, .d_ff = d_ff, .dtype = dtype,
-                            .threshold = 0.5f, .target = PREDICT_RELU};
+                            .target = PREDICT_RELU};
     if (dtype != DTYPE_F32 && dtype != DTYPE_F16)
         return err_set(err, errlen, "predictor weights are f32 or f16, not %s", dtype_name(dtype));
     uint32_t most = d_model < d_ff ? d_model : d_ff;
@@ -52,6 +53,7 @@ int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, ui
         at += align64((size_t)d_ff * L->rank * ds);
         L->bias = (float *)at;
         at += align64((size_t)d_ff * sizeof(float));
+        L->threshold = 0.5;
     }
     return 0;
 }
@@ -101,13 +103,51 @@ uint32_t predictor_max_rank(const struct predictor *p)
     return r;
 }
 
-float predictor_logit_threshold(float t)
+void predictor_set_threshold(struct predictor *p, double t)
+{
+    for (uint32_t l = 0; l < p->n_layers; l++)
+        p->layers[l].threshold = t;
+    p->target_recall = 0;
+}
+
+bool predictor_threshold_uniform(const struct predictor *p, double *t)
+{
+    *t = p->n_layers ? p->layers[0].threshold : 0.5;
+    for (uint32_t l = 1; l < p->n_layers; l++)
+        if (p->layers[l].threshold != *t)
+            return false;
+    return true;
+}
+
+void predictor_threshold_text(const struct predictor *p, char *buf, size_t len)
+{
+    double t, lo = INFINITY, hi = -INFINITY;
+    if (predictor_threshold_uniform(p, &t) && p->target_recall <= 0) {
+        snprintf(buf, len, "%.3g", t);
+        return;
+    }
+    for (uint32_t l = 0; l < p->n_layers; l++) {
+        lo = fmin(lo, p->layers[l].threshold);
+        hi = fmax(hi, p->layers[l].threshold);
+    }
+    if (p->target_recall > 0)
+        snprintf(buf, len, "per layer %.3g to %.3g (recall %.3g on held-out rows)", lo, hi, p->target_recall);
+    else
+        snprintf(buf, len, "per layer %.3g to %.3g", lo, hi);
+}
+
+float predictor_logit_threshold(double t)
 {
     if (t <= 0)
         return -INFINITY;
     if (t >= 1)
         return INFINITY;
-    return logf(t / (1 - t));
+    return (float)log(t / (1 - t));
+}
+
+double predictor_threshold_of_logit(float cut)
+{
+    return 1 / (1 + exp(-(double)cut));
 }
 
 uint32_t predictor_predict(const struct predictor *p, uint32_t l, const struct backend_ops *be, struct backend *b,
@@ -116,7 +156,7 @@ uint32_t predictor_predict(const struct predictor *p, uint32_t l, const struct b
     const struct predictor_layer *L = &p->layers[l];
     be->matvec(b, h, L->a, p->dtype, x, NULL, (int)L->rank, (int)p->d_model);
     be->matvec(b, logits, L->b, p->dtype, h, L->bias, (int)p->d_ff, (int)L->rank);
-    float cut = predictor_logit_threshold(p->threshold);
+    float cut = predictor_logit_threshold(L->threshold);
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->d_ff; i++)
         if (logits[i] > cut)

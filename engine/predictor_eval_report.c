@@ -32,21 +32,6 @@ static cJSON *layer_json(const struct predictor_eval_layer *L, uint32_t l, uint3
     return o;
 }
 
-static cJSON *predictor_json(const struct predictor *p)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON *ranks = cJSON_AddArrayToObject(o, "ranks");
-    for (uint32_t l = 0; l < p->n_layers; l++)
-        cJSON_AddItemToArray(ranks, cJSON_CreateNumber(p->layers[l].rank));
-    cJSON_AddStringToObject(o, "dtype", dtype_name(p->dtype));
-    cJSON_AddNumberToObject(o, "threshold", p->threshold);
-    cJSON_AddStringToObject(o, "target", predictor_target_name(p->target));
-    cJSON_AddNumberToObject(o, "act_threshold", p->act_threshold);
-    if (p->training)
-        cJSON_AddItemToObject(o, "training", cJSON_Duplicate(p->training, 1));
-    return o;
-}
-
 static cJSON *ids_json(const int *ids, int n)
 {
     cJSON *a = cJSON_CreateArray();
@@ -90,7 +75,7 @@ cJSON *predictor_eval_json(const struct predictor_eval_result *r, const struct p
     cJSON_AddStringToObject(j, "text", src->text);
     cJSON_AddStringToObject(j, "text_sha256", src->text_sha256);
     cJSON_AddNumberToObject(j, "tokens", (double)r->tokens);
-    cJSON_AddItemToObject(j, "predictor", predictor_json(p));
+    cJSON_AddItemToObject(j, "predictor", predictor_describe(p));
     cJSON *layers = cJSON_AddArrayToObject(j, "layers");
     for (uint32_t l = 0; l < r->n_layers; l++)
         cJSON_AddItemToArray(layers, layer_json(&r->layers[l], l, p->layers[l].rank));
@@ -134,8 +119,10 @@ char *predictor_eval_markdown(const struct predictor_eval_result *r, const struc
 {
     struct strbuf b = {0};
     strbuf_add(&b, "# Predictor evaluation: %s\n\n", src->model_name);
-    strbuf_add(&b, "Text `%s` (sha256 %.16s…), %zu tokens scored; threshold %.3g, target %s", src->text,
-               src->text_sha256, r->tokens, p->threshold, predictor_target_name(p->target));
+    char thr[128];
+    predictor_threshold_text(p, thr, sizeof thr);
+    strbuf_add(&b, "Text `%s` (sha256 %.16s…), %zu tokens scored; threshold %s, target %s", src->text,
+               src->text_sha256, r->tokens, thr, predictor_target_name(p->target));
     if (p->target == PREDICT_GLU_ABS)
         strbuf_add(&b, " (|act(gate)·up| > %g)", p->act_threshold);
     strbuf_add(&b, "%s.\n\n", r->interrupted ? "; **interrupted**: the figures cover what ran" : "");

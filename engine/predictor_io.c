@@ -2,6 +2,7 @@
  * predictor.safetensors, the description in model.json's "predictor". */
 #include "engine/predictor.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,21 @@ static void tensor_name(char *buf, size_t len, uint32_t l, const char *what)
     snprintf(buf, len, "layers.%u.predictor.%s", l, what);
 }
 
-static cJSON *describe(const struct predictor *p)
+void predictor_thresholds_json(const struct predictor *p, cJSON *obj)
+{
+    double t;
+    if (predictor_threshold_uniform(p, &t) && p->target_recall <= 0) {
+        cJSON_AddNumberToObject(obj, "threshold", t);
+        return;
+    }
+    cJSON *th = cJSON_AddArrayToObject(obj, "thresholds");
+    for (uint32_t l = 0; l < p->n_layers; l++)
+        cJSON_AddItemToArray(th, cJSON_CreateNumber(p->layers[l].threshold));
+    if (p->target_recall > 0)
+        cJSON_AddNumberToObject(obj, "target_recall", p->target_recall);
+}
+
+cJSON *predictor_describe(const struct predictor *p)
 {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "file", PREDICTOR_FILE);
@@ -26,7 +41,7 @@ static cJSON *describe(const struct predictor *p)
     cJSON *ranks = cJSON_AddArrayToObject(d, "ranks");
     for (uint32_t l = 0; l < p->n_layers; l++)
         cJSON_AddItemToArray(ranks, cJSON_CreateNumber(p->layers[l].rank));
-    cJSON_AddNumberToObject(d, "threshold", p->threshold);
+    predictor_thresholds_json(p, d);
     cJSON_AddStringToObject(d, "target", predictor_target_name(p->target));
     cJSON_AddNumberToObject(d, "act_threshold", p->act_threshold);
     cJSON_AddNumberToObject(d, "bytes", (double)predictor_bytes(p));
@@ -114,7 +129,7 @@ int predictor_save(const struct predictor *p, const char *model_dir, bool replac
     int rc = write_weights(p, st_path, err, errlen);
     if (rc == 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(model, "predictor");
-        cJSON_AddItemToObject(model, "predictor", describe(p));
+        cJSON_AddItemToObject(model, "predictor", predictor_describe(p));
         rc = atomic_write_json(json_path, model, err, errlen);
         if (rc != 0 && !had)
             unlink(st_path); /* no half-added predictor */
@@ -123,18 +138,46 @@ int predictor_save(const struct predictor *p, const char *model_dir, bool replac
     return rc;
 }
 
-static int read_description(struct predictor *p, const cJSON *d, uint32_t n_layers, uint32_t *ranks, char *err,
-                            size_t errlen)
+static bool is_probability(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1;
+}
+
+/* "threshold" (every layer) or "thresholds" (one per layer) into thr[n_layers]. */
+static int read_thresholds(const cJSON *d, uint32_t n_layers, double *thr, double *target_recall, char *err,
+                           size_t errlen)
+{
+    const cJSON *th = cJSON_GetObjectItemCaseSensitive(d, "threshold");
+    const cJSON *ths = cJSON_GetObjectItemCaseSensitive(d, "thresholds");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(d, "target_recall");
+    if (!th == !ths)
+        return err_set(err, errlen, "model.json: \"predictor\" needs either \"threshold\" or \"thresholds\"");
+    if (th && !is_probability(th))
+        return err_set(err, errlen, "model.json: predictor threshold is not a probability (0 to 1)");
+    if (ths && (!cJSON_IsArray(ths) || cJSON_GetArraySize(ths) != (int)n_layers))
+        return err_set(err, errlen, "model.json: predictor thresholds are not an array of %u numbers", n_layers);
+    for (uint32_t l = 0; l < n_layers; l++) {
+        const cJSON *v = th ? th : cJSON_GetArrayItem(ths, (int)l);
+        if (!is_probability(v))
+            return err_set(err, errlen, "model.json: predictor thresholds[%u] is not a probability (0 to 1)", l);
+        thr[l] = v->valuedouble;
+    }
+    if (tr && (!is_probability(tr) || tr->valuedouble <= 0))
+        return err_set(err, errlen, "model.json: predictor target_recall is not in (0, 1]");
+    *target_recall = tr ? tr->valuedouble : 0;
+    return 0;
+}
+
+static int read_description(struct predictor *p, const cJSON *d, uint32_t n_layers, uint32_t *ranks, double *thr,
+                            char *err, size_t errlen)
 {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(d, "ranks");
     const char *dt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "dtype"));
     const char *target = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "target"));
-    const cJSON *th = cJSON_GetObjectItemCaseSensitive(d, "threshold");
     const cJSON *at = cJSON_GetObjectItemCaseSensitive(d, "act_threshold");
-    if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != (int)n_layers || !dt || !target || !cJSON_IsNumber(th) ||
-        !cJSON_IsNumber(at))
-        return err_set(err, errlen, "model.json: \"predictor\" needs ranks for each of %u layers, dtype, target, "
-                       "threshold and act_threshold", n_layers);
+    if (!cJSON_IsArray(r) || cJSON_GetArraySize(r) != (int)n_layers || !dt || !target || !cJSON_IsNumber(at))
+        return err_set(err, errlen, "model.json: \"predictor\" needs ranks for each of %u layers, dtype, target "
+                       "and act_threshold", n_layers);
     for (uint32_t l = 0; l < n_layers; l++) {
         double v = cJSON_GetNumberValue(cJSON_GetArrayItem(r, (int)l));
         ranks[l] = v >= 1 && v <= UINT32_MAX ? (uint32_t)v : 0;
@@ -145,9 +188,11 @@ static int read_description(struct predictor *p, const cJSON *d, uint32_t n_laye
     if (strcmp(target, "relu") && strcmp(target, "glu_abs"))
         return err_set(err, errlen, "model.json: predictor target '%s' is not relu or glu_abs", target);
     p->target = !strcmp(target, "glu_abs") ? PREDICT_GLU_ABS : PREDICT_RELU;
-    p->threshold = (float)th->valuedouble;
+    if (!(at->valuedouble >= 0 && at->valuedouble <= FLT_MAX))
+        return err_set(err, errlen, "model.json: predictor act_threshold %g is not a finite number >= 0",
+                       at->valuedouble);
     p->act_threshold = (float)at->valuedouble;
-    return 0;
+    return read_thresholds(d, n_layers, thr, &p->target_recall, err, errlen);
 }
 
 static int read_weights(struct predictor *p, const char *path, char *err, size_t errlen)
@@ -194,11 +239,15 @@ int predictor_load(struct predictor *p, const char *model_dir, uint32_t n_layers
     }
     struct predictor shape = {0};
     uint32_t *ranks = calloc(n_layers ? n_layers : 1, sizeof *ranks);
-    int rc = ranks ? read_description(&shape, d, n_layers, ranks, err, errlen) : err_set(err, errlen, "out of memory");
+    double *thr = calloc(n_layers ? n_layers : 1, sizeof *thr);
+    int rc = ranks && thr ? read_description(&shape, d, n_layers, ranks, thr, err, errlen)
+                          : err_set(err, errlen, "out of memory");
     if (rc == 0)
         rc = predictor_alloc(p, n_layers, d_model, d_ff, ranks, shape.dtype, err, errlen);
     if (rc == 0) {
-        p->threshold = shape.threshold;
+        for (uint32_t l = 0; l < n_layers; l++)
+            p->layers[l].threshold = thr[l];
+        p->target_recall = shape.target_recall;
         p->target = shape.target;
         p->act_threshold = shape.act_threshold;
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "training");
@@ -209,6 +258,7 @@ int predictor_load(struct predictor *p, const char *model_dir, uint32_t n_layers
             predictor_free(p);
     }
     free(ranks);
+    free(thr);
     cJSON_Delete(model);
     return rc;
 }

@@ -24,7 +24,7 @@ struct layer_state {
     size_t n_params;
     float *theta, *grad, *m1, *m2, *best; /* n_params each, one allocation */
     float *at, *bt;                       /* A^T (d x r), B^T (r x f): theta's A and B transposed */
-    double pos_weight, best_loss;
+    double pos_weight, best_score; /* best_score: what the kept epoch is chosen by */
     uint32_t best_epoch;
     struct predictor_layer_eval best_eval;
     uint64_t steps; /* Adam's t */
@@ -274,6 +274,7 @@ static void fill_eval(struct predictor_layer_eval *e, double loss, const uint64_
 
 struct trainer {
     const struct predictor_samples *s;
+    float *val_z, *val_pos; /* with a target recall: the validation rows' logits [n_val][f], the positives' */
     const struct predictor_train_config *c;
     struct predictor *p;
     struct threadpool *pool;
@@ -288,7 +289,43 @@ static struct job job_for(struct trainer *t, uint32_t l, bool train)
 {
     return (struct job){.s = t->s, .layer = l, .r = t->layers[l].rank, .d = t->s->d_model, .f = t->s->d_ff,
                         .L = &t->layers[l], .w = &t->w, .train = train,
-                        .cut = predictor_logit_threshold(t->p->threshold)};
+                        .cut = predictor_logit_threshold(t->p->layers[l].threshold)};
+}
+
+static int descending(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* The highest threshold at which layer l's recall on the validation rows
+ * (their logits in t->val_z) is at least the target, and e's counts there. */
+static void calibrate(struct trainer *t, uint32_t l, struct predictor_layer_eval *e)
+{
+    uint32_t f = t->s->d_ff;
+    size_t npos = 0, cells = t->n_val * f;
+    for (size_t r = 0; r < t->n_val; r++) {
+        const uint64_t *bits = samples_bits(t->s, l, t->n_train + r);
+        for (uint32_t i = 0; i < f; i++)
+            if (samples_active(bits, i))
+                t->val_pos[npos++] = t->val_z[r * f + i];
+    }
+    float cut = INFINITY; /* nothing fired: predict nothing */
+    if (npos) {
+        size_t k = (size_t)ceil(t->c->target_recall * (double)npos - 1e-9);
+        k = k < 1 ? 1 : k > npos ? npos : k;
+        qsort(t->val_pos, npos, sizeof *t->val_pos, descending);
+        cut = nextafterf(t->val_pos[k - 1], -INFINITY);
+    }
+    uint64_t counts[3] = {0, 0, 0}; /* TP, FP, FN */
+    for (size_t i = 0; i < npos; i++)
+        counts[0] += t->val_pos[i] > cut;
+    counts[2] = npos - counts[0];
+    for (size_t i = 0; i < cells; i++)
+        counts[1] += t->val_z[i] > cut;
+    counts[1] -= counts[0];
+    fill_eval(e, e->loss * (double)cells, counts, t->n_val, f);
+    e->threshold = predictor_threshold_of_logit(cut);
 }
 
 /* Layer l on the validation rows. */
@@ -303,8 +340,13 @@ static void validate(struct trainer *t, uint32_t l, struct predictor_layer_eval 
             t->w.rows[i] = t->n_train + at + i;
         run_batch(t->pool, &j, n, 0, 1);
         add_batch(&t->w, n, &loss, counts);
+        if (t->val_z)
+            memcpy(t->val_z + at * j.f, t->w.z, n * j.f * sizeof(float));
     }
     fill_eval(e, loss, counts, t->n_val, t->s->d_ff);
+    e->threshold = t->p->layers[l].threshold;
+    if (t->val_z)
+        calibrate(t, l, e);
 }
 
 static void shuffle(size_t *perm, size_t n, struct rng *r)
@@ -346,9 +388,11 @@ static void close_epoch(struct trainer *t, uint32_t e, const double *train_loss,
     for (uint32_t l = 0; l < t->s->n_layers; l++) {
         struct layer_state *L = &t->layers[l];
         validate(t, l, &val[l]);
-        improved[l] = e == 0 || val[l].loss < L->best_loss;
+        /* with a target recall, the density it costs; else the loss */
+        double score = t->val_z ? val[l].predicted_density : val[l].loss;
+        improved[l] = e == 0 || score < L->best_score;
         if (improved[l]) {
-            L->best_loss = val[l].loss, L->best_epoch = e, L->best_eval = val[l];
+            L->best_score = score, L->best_epoch = e, L->best_eval = val[l];
             memcpy(L->best, L->theta, L->n_params * sizeof *L->best);
         }
     }
@@ -428,6 +472,8 @@ static void trainer_free(struct trainer *t)
             free(t->layers[l].theta);
     free(t->layers);
     workspace_free(&t->w);
+    free(t->val_z);
+    free(t->val_pos);
     threadpool_destroy(t->pool);
 }
 
@@ -447,6 +493,11 @@ static int trainer_init(struct trainer *t, char *err, size_t errlen)
     int rc = t->layers && t->pool ? 0 : -1;
     if (rc == 0)
         rc = workspace_init(&t->w, cap, s->d_model, s->d_ff, predictor_max_rank(t->p), t->n_train);
+    if (rc == 0 && t->c->target_recall > 0) {
+        t->val_z = malloc(t->n_val * s->d_ff * sizeof *t->val_z);
+        t->val_pos = malloc(t->n_val * s->d_ff * sizeof *t->val_pos);
+        rc = t->val_z && t->val_pos ? 0 : -1;
+    }
     for (uint32_t l = 0; rc == 0 && l < s->n_layers; l++)
         rc = layer_init(t, l);
     t->layer_steps = (uint64_t)t->c->epochs * ((t->n_train + cap - 1) / cap);
@@ -472,6 +523,8 @@ static void finish(struct trainer *t, struct predictor_train_result *r)
         struct layer_state *L = &t->layers[l];
         float *a = L->best, *b = a + (size_t)L->rank * p->d_model, *c = b + (size_t)p->d_ff * L->rank;
         predictor_set_layer(t->p, l, a, b, c);
+        if (t->val_z)
+            t->p->layers[l].threshold = L->best_eval.threshold;
         r->pos_weight[l] = L->pos_weight;
         r->best_epoch[l] = L->best_epoch;
         r->best[l] = L->best_eval;
@@ -501,6 +554,8 @@ int predictor_train(struct predictor *p, const struct predictor_samples *s, cons
                     struct predictor_train_result *r, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    if (!(c->target_recall >= 0 && c->target_recall <= 1))
+        return err_set(err, errlen, "target recall %g is not in (0, 1]", c->target_recall);
     if (p->n_layers != s->n_layers || p->d_model != s->d_model || p->d_ff != s->d_ff)
         return err_set(err, errlen, "the predictor's shape (%u x %u x %u) is not the samples' (%u x %u x %u)",
                        p->n_layers, p->d_model, p->d_ff, s->n_layers, s->d_model, s->d_ff);
@@ -516,6 +571,8 @@ int predictor_train(struct predictor *p, const struct predictor_samples *s, cons
     if (rc == 0) {
         epochs(&t, r, train_loss, val, improved);
         finish(&t, r);
+        if (c->target_recall > 0)
+            p->target_recall = c->target_recall;
         r->seconds = (double)(now_ns() - t0) * 1e-9;
     } else
         predictor_train_result_free(r);

@@ -24,6 +24,18 @@
  * loss is the criterion because it is what is optimised and does not
  * depend on the threshold.
  *
+ * With a target recall R the operating point is stated the paper's way
+ * (recall at a predicted density) rather than by a threshold: after each
+ * epoch every layer's threshold is set to the highest whose recall on the
+ * validation rows is at least R (the ceil(R * positives)-th largest logit
+ * of a neuron that fired, just below it), the reported numbers are at that
+ * threshold, and the kept epoch is the one with the lowest predicted
+ * density there, epoch 0 included (the loss keeps improving while the
+ * density at a fixed recall, what the engine pays for, may not). p then
+ * gets the kept epochs' thresholds. They are fitted on the validation rows,
+ * so the recall there is R by construction: measure it on other text
+ * (predictor eval --skip).
+ *
  * Threads: the engine's thread team (threadpool.h). Each step's products
  * are split over their outputs (rows of the batch, neurons, rank
  * dimensions), each output summed by one thread in a fixed order, and
@@ -54,6 +66,7 @@ struct predictor_layer_eval {
     double predicted_density;   /* (TP + FP) / (rows * d_ff) */
     double true_density;        /* (TP + FN) / (rows * d_ff) */
     double false_positive_rate; /* FP / negatives; 0 when there are none */
+    double threshold;           /* the probability threshold these are at */
 };
 
 struct predictor_epoch_report {
@@ -72,6 +85,7 @@ struct predictor_train_config {
     uint64_t seed;
     int threads;
     double holdout;  /* share of the rows, the last ones, held out; at least one row each side */
+    double target_recall; /* 0: p's thresholds as they are; (0, 1]: calibrated per layer to it */
     /* optional callbacks */
     void (*on_epoch)(void *ctx, const struct predictor_epoch_report *r);
     void (*on_step)(void *ctx, uint64_t done, uint64_t total); /* mini-batches over the whole run */
@@ -90,7 +104,7 @@ struct predictor_train_result {
 };
 
 /* Trains p (its starting weights already set, predictor_init.h) on s;
- * p's shape must be s's. */
+ * p's shape must be s's. With c->target_recall, p's thresholds too. */
 int predictor_train(struct predictor *p, const struct predictor_samples *s, const struct predictor_train_config *c,
                     struct predictor_train_result *r, char *err, size_t errlen);
 void predictor_train_result_free(struct predictor_train_result *r);

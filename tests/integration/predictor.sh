@@ -61,6 +61,19 @@ if command -v gnuplot >/dev/null; then
     check "fig9a.png drawn" test -s "$WORK/eval8/fig9a.png"
 fi
 
+# ---- --target-recall: per-layer thresholds, recorded, and used by eval and run
+cp -r "$WORK/clean" "$WORK/tr"
+check "train --target-recall 0.9" "$FLASHBED" predictor train --model "$WORK/tr" --text "$TEXT" --tokens 400 \
+    --rank 8 --epochs 2 --target-recall 0.9 --threads 1
+check "model.json: a threshold per layer and the target" \
+    test "$(json_get "$WORK/tr/model.json" 'len(d["predictor"]["thresholds"]), d["predictor"]["target_recall"], "threshold" in d["predictor"]')" = "2 0.9 False"
+check "validation recall at least the target in every layer" \
+    test "$(json_get "$WORK/tr/model.json" 'all(r >= 0.9 for r in d["predictor"]["training"]["recall"])')" = True
+check "eval says the thresholds are per layer" bash -c "'$FLASHBED' predictor eval --model '$WORK/tr' --text '$TEXT' \
+    --skip 400 --tokens 60 --out '$WORK/evaltr' --gen-tokens 0 --threads 1 >/dev/null && grep -q 'per layer .* (recall 0.9 on held-out rows)' '$WORK/evaltr/eval.md'"
+expect_error "--target-recall with --threshold" "--target-recall: chooses each layer's threshold" \
+    predictor train --model "$WORK/clean" --text "$TEXT" --tokens 100 --rank 8 --target-recall 0.9 --threshold 0.3
+
 # ---- determinism: the same seed gives the same bits, on 1 and 2 threads
 for t in 1 2; do
     cp -r "$WORK/clean" "$WORK/det$t"

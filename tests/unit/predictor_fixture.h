@@ -100,7 +100,7 @@ static inline int fixture_predictor(const struct model *m, const char *kind, uin
         predictor_set_layer(p, l, a, b, bias);
     }
     if (rc == 0)
-        p->threshold = !strcmp(kind, "every") ? 0.0f : 0.5f;
+        predictor_set_threshold(p, !strcmp(kind, "every") ? 0.0 : 0.5);
     free(ranks);
     free(a);
     free(b);

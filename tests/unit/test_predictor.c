@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
+#include "common/json_file.h"
 #include "common/model_shape.h"
 #include "common/rng.h"
 #include "engine/engine.h"
@@ -96,12 +98,23 @@ static void test_forward(void)
     }
     CHECK(compared >= 30);
     /* the thresholds' ends: 0 predicts every neuron, 1 none */
-    p.threshold = 0;
+    predictor_set_threshold(&p, 0);
     CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), F);
-    p.threshold = 1;
+    predictor_set_threshold(&p, 1);
     CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), 0);
+    /* a layer's own threshold serves that layer only */
+    p.layers[1].threshold = 0;
+    CHECK_U64(predictor_predict(&p, 1, &backend_cpu, be, x, h, logits, got), F);
+    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), 0);
+    double t;
+    CHECK(!predictor_threshold_uniform(&p, &t));
     CHECK(isinf(predictor_logit_threshold(0)) && predictor_logit_threshold(0) < 0);
-    CHECK(fabsf(predictor_logit_threshold(0.5f)) < 1e-7f);
+    CHECK(fabsf(predictor_logit_threshold(0.5)) < 1e-7f);
+    /* a calibrated cut survives the trip through a probability (to logit 15, p = 1 - 3e-7; past
+     * about 20 a double's 1 - p no longer holds the cut to a float's precision) */
+    const float cuts[] = {-30.5f, -2.25f, 0.0f, 1e-3f, 7.75f, 15.0f};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++)
+        CHECK(predictor_logit_threshold(predictor_threshold_of_logit(cuts[i])) == cuts[i]);
     /* what it costs */
     CHECK_U64(predictor_madds(&p), (4 + 16 + 48) * (D + F));
     CHECK(predictor_bytes(&p) >= (uint64_t)(4 + 16 + 48) * (D + F) * 4 + L * F * 4);
@@ -143,6 +156,50 @@ static void test_refusals(void)
     CHECK(predictor_alloc(&p, L, D, F, ranks, DTYPE_BF16, err, sizeof err) == -1);
 }
 
+/* model.json with a predictor entry edited by hand: each bad threshold
+ * refused with its key named. */
+static void test_bad_thresholds(const char *dir, const struct model_shape *shape)
+{
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/model.json", dir);
+    cJSON *good = read_json_file(path);
+    CHECK(good != NULL);
+    static const struct {
+        const char *key, *json, *msg;
+    } cases[] = {
+        {"thresholds", "[0.5]", "not an array of"},
+        {"thresholds", "\"x\"", "not an array of"},
+        {"target_recall", "1.5", "target_recall is not in"},
+        {"threshold", "0.5", "either \"threshold\" or \"thresholds\""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cJSON *m = cJSON_Duplicate(good, 1);
+        cJSON *d = cJSON_GetObjectItem(m, "predictor");
+        cJSON_DeleteItemFromObject(d, cases[i].key);
+        cJSON_AddItemToObject(d, cases[i].key, cJSON_Parse(cases[i].json));
+        CHECK(atomic_write_json(path, m, err, sizeof err) == 0);
+        struct predictor q;
+        CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == -1);
+        CHECK(strstr(err, cases[i].msg) != NULL);
+        if (!strstr(err, cases[i].msg))
+            fprintf(stderr, "  case %zu: %s\n", i, err);
+        cJSON_Delete(m);
+    }
+    /* one threshold for all, out of range */
+    cJSON *m = cJSON_Duplicate(good, 1);
+    cJSON *d = cJSON_GetObjectItem(m, "predictor");
+    cJSON_DeleteItemFromObject(d, "thresholds");
+    cJSON_DeleteItemFromObject(d, "target_recall");
+    cJSON_AddNumberToObject(d, "threshold", -0.5);
+    CHECK(atomic_write_json(path, m, err, sizeof err) == 0);
+    struct predictor q;
+    CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == -1);
+    CHECK(strstr(err, "threshold is not a probability") != NULL);
+    cJSON_Delete(m);
+    CHECK(atomic_write_json(path, good, err, sizeof err) == 0);
+    cJSON_Delete(good);
+}
+
 /* Through a real model folder: saved, found, loaded bit for bit, refused
  * twice without replace, and the model still opens with it. */
 static void test_model_folder(void)
@@ -168,7 +225,7 @@ static void test_model_folder(void)
         predictor_set_layer(&p, l, w, w + (size_t)r[l] * shape.d_model,
                             w + (size_t)r[l] * (shape.d_model + shape.d_ff));
     }
-    p.threshold = 0.3f;
+    predictor_set_threshold(&p, 0.3);
     p.target = PREDICT_GLU_ABS;
     p.act_threshold = 0.01f;
     p.training = cJSON_CreateObject();
@@ -179,13 +236,29 @@ static void test_model_folder(void)
     CHECK(predictor_save(&p, dir, true, err, sizeof err) == 0);
     CHECK(predictor_load(&q, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 0);
     CHECK(q.dtype == DTYPE_F16 && q.target == PREDICT_GLU_ABS);
-    CHECK(fabsf(q.threshold - 0.3f) < 1e-6f && fabsf(q.act_threshold - 0.01f) < 1e-6f);
+    double t;
+    CHECK(predictor_threshold_uniform(&q, &t) && t == 0.3 && q.target_recall == 0);
+    CHECK(fabsf(q.act_threshold - 0.01f) < 1e-6f);
     CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(q.training, "epochs")) == 2);
     CHECK_U64(q.mem_bytes, p.mem_bytes);
     CHECK(memcmp(q.mem, p.mem, p.mem_bytes) == 0); /* the f16 weights, bit for bit */
     predictor_free(&q);
     CHECK(predictor_load(&q, dir, shape.n_layers + 1, shape.d_model, shape.d_ff, err, sizeof err) == -1);
     CHECK(strstr(err, "ranks for each of") != NULL);
+    /* per-layer thresholds from a target recall, exactly as saved */
+    for (uint32_t l = 0; l < shape.n_layers; l++)
+        p.layers[l].threshold = predictor_threshold_of_logit(-3.0f + 0.37f * (float)l);
+    p.target_recall = 0.95;
+    CHECK(predictor_save(&p, dir, true, err, sizeof err) == 0);
+    CHECK(predictor_load(&q, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 0);
+    CHECK(q.target_recall == 0.95 && !predictor_threshold_uniform(&q, &t));
+    for (uint32_t l = 0; l < shape.n_layers; l++)
+        CHECK(q.layers[l].threshold == p.layers[l].threshold);
+    char text[128];
+    predictor_threshold_text(&q, text, sizeof text);
+    CHECK(strstr(text, "per layer") && strstr(text, "recall 0.95"));
+    predictor_free(&q);
+    test_bad_thresholds(dir, &shape);
     struct model m;
     CHECK(model_open(&m, dir, err, sizeof err) == 0); /* model.json with a predictor still opens */
     model_close(&m);

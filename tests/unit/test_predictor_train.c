@@ -5,7 +5,10 @@
  * recall >= 0.99 marking at most 1.5x the true density (the balanced loss
  * over-predicts by design). In about a second on one thread. The weights
  * are bit-identical for a seed, run twice and across thread counts;
- * Ctrl-C keeps the best epoch so far; the per-layer rank syntax and the
+ * Ctrl-C keeps the best epoch so far; with a target recall each layer's
+ * threshold is the highest reaching it on the validation rows (checked
+ * against logits recomputed in double) and the kept epoch is the one
+ * predicting fewest neurons there; the per-layer rank syntax and the
  * hold-out split. */
 #include "check.h"
 
@@ -194,6 +197,60 @@ static void test_determinism(const struct predictor_samples *s)
     free(a), free(b), free(c), free(d);
 }
 
+struct densities {
+    double at[LAYERS][8];
+};
+
+static void record_density(void *ctx, const struct predictor_epoch_report *r)
+{
+    struct densities *d = ctx;
+    for (uint32_t l = 0; l < r->n_layers && r->epoch < 8; l++)
+        d->at[l][r->epoch] = r->val[l].predicted_density;
+}
+
+static void test_target_recall(const struct predictor_samples *s)
+{
+    const double target = 0.9;
+    struct predictor p;
+    random_start(&p, 3);
+    struct predictor_train_config c = config(2);
+    struct densities seen = {0};
+    c.epochs = 5, c.target_recall = target, c.on_epoch = record_density, c.ctx = &seen;
+    struct predictor_train_result r;
+    char err[256];
+    CHECK(predictor_train(&p, s, &c, &r, err, sizeof err) == 0);
+    CHECK(p.target_recall == target && r.epochs_run == c.epochs);
+    size_t from = s->n_rows - r.val_rows;
+    for (int l = 0; l < LAYERS; l++) {
+        const struct predictor_layer_eval *e = &r.best[l];
+        CHECK(p.layers[l].threshold == e->threshold && e->threshold > 0 && e->threshold < 1);
+        /* the highest threshold reaching the target: one positive fewer would miss it */
+        double npos = e->true_density * (double)r.val_rows * F;
+        CHECK(e->recall >= target && (e->recall * npos - 1) / npos < target);
+        /* the kept epoch predicts fewest neurons at the target */
+        for (uint32_t k = 0; k <= c.epochs; k++)
+            CHECK(seen.at[l][r.best_epoch[l]] <= seen.at[l][k]);
+        /* the recall and density again, from logits recomputed in double at p's threshold */
+        static float a[R * D], b[F * R], bias[F];
+        predictor_get_layer(&p, (uint32_t)l, a, b, bias);
+        double cut = log(e->threshold / (1 - e->threshold));
+        size_t tp = 0, fired = 0, marked = 0;
+        for (size_t row = from; row < s->n_rows; row++)
+            for (int i = 0; i < F; i++) {
+                bool y = samples_active(samples_bits(s, (uint32_t)l, row), (uint32_t)i);
+                bool m = logit(a, b, bias, samples_x(s, (uint32_t)l, row), i) > cut;
+                fired += y, marked += m, tp += y && m;
+            }
+        CHECK(fabs((double)tp / (double)fired - e->recall) <= 2.0 / (double)fired);
+        CHECK(fabs((double)marked / ((double)r.val_rows * F) - e->predicted_density) <= 2.0 / ((double)r.val_rows * F));
+    }
+    predictor_train_result_free(&r);
+    /* out of range */
+    c.target_recall = 1.5;
+    CHECK(predictor_train(&p, s, &c, &r, err, sizeof err) == -1 && strstr(err, "target recall"));
+    predictor_free(&p);
+}
+
 /* SIGINT from the epoch callback after epoch 2: training stops there and
  * keeps the best of epochs 0..2. */
 static void raise_after_two(void *ctx, const struct predictor_epoch_report *r)
@@ -255,7 +312,8 @@ int main(void)
     /* a smaller problem for what runs several times, threads included */
     plant(&small, 600, 1.2816, 12);
     test_determinism(&small);
-    test_interrupt(&small);
+    test_target_recall(&small);
+    test_interrupt(&small); /* last: a process stays interrupted */
     predictor_samples_free(&small);
     test_ranks();
     return check_report("test_predictor_train");
