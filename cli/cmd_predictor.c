@@ -468,7 +468,7 @@ static void print_eval(const struct predictor_eval_result *r, const char *out)
                100 * L->predicted_density, L->recall, L->false_negative_rate, L->false_positive_rate,
                100 * L->missed_mass_share);
     }
-    printf("perplexity dense %.4f, with the predictor %.4f, oracle %.4f over %zu tokens; top-1 agreement %.4f; "
+    printf("perplexity dense %.6g, with the predictor %.6g, oracle %.6g over %zu tokens; top-1 agreement %.4f; "
            "greedy agreement %.4f (position by position %.4f)%s\n", r->perplexity_dense, r->perplexity_predictor,
            r->perplexity_oracle, r->tokens, r->top1_agreement, r->greedy_agreement, r->greedy_match,
            r->interrupted ? " [interrupted]" : "");

@@ -83,6 +83,19 @@ static int get_num(const cJSON *o, const char *key, double *out, const char *pat
     return 0;
 }
 
+/* The keys later architectures added, absent from older files. */
+static int get_optional(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (cJSON_HasObjectItem(o, "fatrelu_threshold") &&
+        get_num(o, "fatrelu_threshold", &s->fatrelu_threshold, path, err, errlen))
+        return -1;
+    if (cJSON_HasObjectItem(o, "qk_norm") && get_bool(o, "qk_norm", &s->qk_norm, path, err, errlen))
+        return -1;
+    if (cJSON_HasObjectItem(o, "output_bias") && get_bool(o, "output_bias", &s->output_bias, path, err, errlen))
+        return -1;
+    return 0;
+}
+
 int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
@@ -135,6 +148,8 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
         snprintf(err, errlen, "%s: d_model must divide into n_heads, n_heads into n_kv_heads", path);
         goto out;
     }
+    if (get_optional(o, s, path, err, errlen))
+        goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
     if (cJSON_IsString(ps))
         snprintf(s->paper_statistics, sizeof s->paper_statistics, "%s", ps->valuestring);
@@ -159,6 +174,8 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
     if (strcmp(s->position, "learned") == 0)
         c->embeddings += (uint64_t)(s->max_positions + s->position_offset) * d;
     c->lm_head = s->tied_embeddings ? 0 : (uint64_t)s->vocab_size * d;
+    if (s->output_bias)
+        c->lm_head += s->vocab_size;
     uint64_t attn = d * d + 2 * d * kv + d * d; /* q, k, v, o */
     if (s->biases)
         attn += d + 2 * kv + d;
@@ -170,5 +187,7 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
     uint64_t norm = strcmp(s->norm, "layernorm") == 0 ? 2 * d : d; /* weight (+ bias) */
     uint64_t norms_per_layer = s->parallel_block ? 1 : 2;
     c->norms = norm * (norms_per_layer * L + 1);
+    if (s->qk_norm)
+        c->norms += 4 * head_dim * L; /* q and k: weight and bias over a head */
     c->total = c->embeddings + c->lm_head + c->attention + c->ffn + c->norms;
 }

@@ -18,7 +18,8 @@ struct model_shape {
     char arch[32];          /* "opt", "llama", "falcon", "persimmon", "phi" */
     uint32_t d_model, d_ff, n_layers, n_heads, n_kv_heads, vocab_size, max_positions;
     enum ffn_kind ffn_kind;
-    char ffn_activation[32];/* "relu", "swiglu", "squared_relu" */
+    char ffn_activation[32];/* "relu", "squared_relu", "fatrelu", "gelu" (erf), "gelu_tanh", "swiglu" */
+    double fatrelu_threshold; /* FATReLU: x if x > t else 0 ("fatrelu_threshold", default 0) */
     char norm[16];          /* "layernorm" or "rmsnorm" */
     double norm_eps;
     char position[16];      /* "learned" or "rope" */
@@ -26,6 +27,9 @@ struct model_shape {
     double rope_fraction;   /* share of each head's dims rotated (partial RoPE) */
     double rope_theta;
     bool biases, tied_embeddings, parallel_block;
+    /* optional keys (false when absent): */
+    bool qk_norm;     /* Persimmon: a LayerNorm over each head's q and k ([head_dim], before RoPE) */
+    bool output_bias; /* Phi-2: the LM head has a bias [vocab] */
     char paper_statistics[160]; /* where trace statistics for this shape come from */
 };
 

@@ -4,20 +4,40 @@
 #define FLASHBED_ENGINE_ACTIVATION_H
 
 #include <math.h>
+#include <stdbool.h>
 
 #include "engine/model.h"
 
-static inline float activation_apply(float v, enum activation act)
+/* threshold: FATReLU's (arch.fatrelu_threshold); the others ignore it. */
+static inline float activation_apply_t(float v, enum activation act, float threshold)
 {
     switch (act) {
     case ACT_RELU:
         return v > 0.0f ? v : 0.0f;
     case ACT_SILU:
         return v / (1.0f + expf(-v));
-    case ACT_GELU: /* the tanh approximation */
+    case ACT_GELU:
+        return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+    case ACT_GELU_TANH:
         return 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case ACT_SQUARED_RELU:
+        return v > 0.0f ? v * v : 0.0f;
+    case ACT_FATRELU:
+        return v > threshold ? v : 0.0f;
     }
     return v;
+}
+
+static inline float activation_apply(float v, enum activation act)
+{
+    return activation_apply_t(v, act, 0.0f);
+}
+
+/* Whether act is exactly 0 for most inputs (the ReLU family): then a
+ * neuron is active when its activation is non-zero, with no threshold. */
+static inline bool activation_sparse(enum activation act)
+{
+    return act == ACT_RELU || act == ACT_SQUARED_RELU || act == ACT_FATRELU;
 }
 
 #endif

@@ -24,12 +24,17 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
         snprintf(err, errlen, "position \"%s\" is not supported by the forward pass", s->position);
         return -1;
     }
-    if (!strcmp(s->ffn_activation, "relu"))
-        a->act = ACT_RELU;
-    else if (!strcmp(s->ffn_activation, "swiglu") || !strcmp(s->ffn_activation, "silu"))
-        a->act = ACT_SILU;
-    else if (!strcmp(s->ffn_activation, "gelu"))
-        a->act = ACT_GELU;
+    static const struct {
+        const char *name;
+        enum activation act;
+    } acts[] = {{"relu", ACT_RELU},          {"swiglu", ACT_SILU},   {"silu", ACT_SILU},
+                {"gelu", ACT_GELU},          {"gelu_tanh", ACT_GELU_TANH}, {"squared_relu", ACT_SQUARED_RELU},
+                {"fatrelu", ACT_FATRELU}};
+    size_t i = 0, n = sizeof acts / sizeof acts[0];
+    while (i < n && strcmp(s->ffn_activation, acts[i].name))
+        i++;
+    if (i < n)
+        a->act = acts[i].act;
     else {
         snprintf(err, errlen, "FFN activation \"%s\" is not supported by the forward pass",
                  s->ffn_activation);
@@ -48,6 +53,9 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     a->biases = s->biases;
     a->tied_output = s->tied_embeddings;
     a->parallel_block = s->parallel_block;
+    a->qk_norm = s->qk_norm;
+    a->output_bias = s->output_bias;
+    a->fatrelu_threshold = (float)s->fatrelu_threshold;
     a->norm_eps = (float)s->norm_eps;
     a->position_offset = s->position_offset;
     a->rope_theta = (float)s->rope_theta;

@@ -15,7 +15,14 @@
 /* What differs between architectures, as data; forward.c reads only this. */
 enum norm_kind { NORM_RMS, NORM_LAYER };
 enum position_kind { POSITION_ROPE, POSITION_LEARNED };
-enum activation { ACT_RELU, ACT_SILU, ACT_GELU };
+enum activation {
+    ACT_RELU,
+    ACT_SILU,
+    ACT_GELU,         /* exact: x/2 (1 + erf(x / sqrt 2)) (Falcon's nn.GELU) */
+    ACT_GELU_TANH,    /* the tanh approximation (Phi-2's "gelu_new") */
+    ACT_SQUARED_RELU, /* relu(x)^2 (Persimmon) */
+    ACT_FATRELU,      /* x if x > t else 0 (arch.fatrelu_threshold; ProSparse's Llama 2) */
+};
 
 struct arch {
     enum norm_kind norm;
@@ -24,7 +31,10 @@ struct arch {
     bool glu;            /* act(gate . x) * (up . x) */
     bool biases;         /* q, k, v, o, up, down and norm biases */
     bool tied_output;    /* logits through the token embedding */
-    bool parallel_block; /* attention and FFN read the same normed input */
+    bool parallel_block; /* attention and FFN read the same normed input (one norm per layer) */
+    bool qk_norm;        /* LayerNorm over each head's q and k before RoPE (Persimmon) */
+    bool output_bias;    /* the LM head adds a bias (Phi-2) */
+    float fatrelu_threshold;
     float norm_eps;
     uint32_t position_offset; /* OPT: learned positions start at 2 */
     float rope_theta;
@@ -41,6 +51,8 @@ struct layer_weights {
     const void *wk, *wv;                     /* (n_kv_heads * head_dim, d_model) */
     const void *wo;                          /* (d_model, n_heads * head_dim) */
     const float *bq, *bk, *bv, *bo;          /* biases or NULL */
+    const float *q_norm, *q_norm_bias;       /* (head_dim,) with qk_norm, else NULL */
+    const float *k_norm, *k_norm_bias;
     const float *ffn_norm, *ffn_norm_bias;   /* (d_model,) */
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
@@ -57,6 +69,7 @@ struct model {
     const void *pos_embedding; /* (max_positions + position_offset, d_model) or NULL */
     const float *final_norm, *final_norm_bias;
     const void *output;        /* (vocab, d_model): the embedding when tied */
+    const float *output_bias;  /* (vocab,) or NULL */
     struct layer_weights *layers;
     uint64_t bundle_stride, bundle_bytes;
     int bos_id, eos_id;

@@ -43,6 +43,13 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o)
     cJSON_AddBoolToObject(o, "biases", s->biases);
     cJSON_AddBoolToObject(o, "tied_embeddings", s->tied_embeddings);
     cJSON_AddBoolToObject(o, "parallel_block", s->parallel_block);
+    /* optional keys: written only when set, so older shapes' files stay as they were */
+    if (s->fatrelu_threshold != 0)
+        cJSON_AddNumberToObject(o, "fatrelu_threshold", s->fatrelu_threshold);
+    if (s->qk_norm)
+        cJSON_AddBoolToObject(o, "qk_norm", true);
+    if (s->output_bias)
+        cJSON_AddBoolToObject(o, "output_bias", true);
 }
 
 static int remove_tree(const char *dir)

@@ -128,7 +128,7 @@ char *predictor_eval_markdown(const struct predictor_eval_result *r, const struc
     strbuf_add(&b, "%s.\n\n", r->interrupted ? "; **interrupted**: the figures cover what ran" : "");
     md_layers(&b, r, p);
     strbuf_add(&b, "| | dense | with the predictor | oracle (the true active sets) |\n|---|---:|---:|---:|\n");
-    strbuf_add(&b, "| perplexity | %.4f | %.4f | %.4f |\n", r->perplexity_dense, r->perplexity_predictor,
+    strbuf_add(&b, "| perplexity | %.6g | %.6g | %.6g |\n", r->perplexity_dense, r->perplexity_predictor,
                r->perplexity_oracle);
     strbuf_add(&b, "| mean NLL (nats) | %.5f | %.5f | %.5f |\n\n", r->nll_dense, r->nll_predictor, r->nll_oracle);
     strbuf_add(&b, "- top-1 agreement on the text (teacher-forced): %.4f\n", r->top1_agreement);
