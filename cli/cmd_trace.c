@@ -52,9 +52,12 @@ static const struct opt_command synth_command = {
     .name = "trace synth",
     .usage = "--out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]",
     .summary = "Generates a synthetic activation trace whose statistics match what the paper\n"
-               "reports for OPT-6.7B (Table 6 densities, ~3x predicted sets with 95% recall,\n"
-               "App. C.1 window usage, power-law popularity); other shapes get that profile\n"
-               "scaled by relative layer depth. Check it with flashbed trace info.",
+               "reports for the shape's architecture: OPT-6.7B (Table 6 densities, ~3x predicted\n"
+               "sets with 95% recall, App. C.1 window usage), Falcon-7B relufied, Persimmon-8B,\n"
+               "Phi-2 relufied and Llama-2-7B with FATReLU (§3.1, Fig. 9b/9c, App. B.1, C),\n"
+               "with power-law popularity; a profile holds by relative layer depth, and shapes\n"
+               "the paper has nothing for get OPT-6.7B's. The header names the statistics used.\n"
+               "Check it with flashbed trace info.",
     .opts = synth_options,
     .max_positional = 0,
 };
@@ -127,9 +130,19 @@ static const struct opt_command info_command = {
     .max_positional = 1,
 };
 
+/* A synthetic trace's target, -1 when its header has none. */
 static double target(const cJSON *targets, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(targets, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+/* Layer l's target density from the header, -1 when it has none (traces
+ * recorded by the engine, synthetic ones written before the profiles). */
+static double layer_target(const cJSON *targets, uint32_t l)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(targets, "density_layers");
+    const cJSON *v = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, (int)l) : NULL;
     return cJSON_IsNumber(v) ? v->valuedouble : -1;
 }
 
@@ -139,7 +152,8 @@ struct calib_row {
     bool percent;
 };
 
-static int calibration_rows(const struct trace *tr, const struct trace_stats *s, struct calib_row *r)
+static int calibration_rows(const struct trace *tr, const struct trace_stats *s, const cJSON *targets,
+                            struct calib_row *r)
 {
     uint32_t L = s->n_layers, mid = (uint32_t)(15.0 / 31.0 * (L - 1) + 0.5);
     int n = 0;
@@ -147,6 +161,9 @@ static int calibration_rows(const struct trace *tr, const struct trace_stats *s,
     r[n++] = (struct calib_row){"active density, middle layer", "density_middle", s->density_active[mid], true};
     r[n++] = (struct calib_row){"active density, last layer", "density_last", s->density_active[L - 1], true};
     r[n++] = (struct calib_row){"active density, mean", "density_mean", s->mean_density_active, true};
+    /* only Llama 2's profile has it (App. C.5): no row of dashes elsewhere */
+    if (target(targets, "window2_active") >= 0)
+        r[n++] = (struct calib_row){"window of 2 tokens holds (active)", "window2_active", s->sagg_active[1], true};
     if (tr->meta.has_predicted) {
         r[n++] = (struct calib_row){"predicted / active", "pred_over_active", s->pred_over_active, false};
         r[n++] = (struct calib_row){"recall (active that were predicted)", "recall", s->recall, true};
@@ -186,9 +203,19 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     const cJSON *stat = cJSON_GetObjectItemCaseSensitive(source, "statistics");
     if (cJSON_IsString(stat))
         printf("  statistics from: %s\n", stat->valuestring);
-    printf("\ndensity per layer\n| layer | active | predicted |\n|---:|---:|---:|\n");
+    const cJSON *prof = cJSON_GetObjectItemCaseSensitive(source, "profile");
+    const cJSON *prof_src = cJSON_GetObjectItemCaseSensitive(source, "profile_source");
+    if (cJSON_IsString(prof))
+        printf("  profile: %s\n", prof->valuestring);
+    /* a shape the paper did not measure: also what the profile rests on */
+    if (cJSON_IsString(prof_src) && !(cJSON_IsString(stat) && strcmp(stat->valuestring, prof_src->valuestring) == 0))
+        printf("  profile statistics: %s\n", prof_src->valuestring);
+    const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
+    printf("\ndensity per layer\n| layer | target | active | predicted |\n|---:|---:|---:|---:|\n");
     for (uint32_t l = 0; l < m->n_layers; l++) {
-        printf("| %u | %.2f%% |", l + 1, 100 * s->density_active[l]);
+        char tv[32];
+        fmt_value(tv, sizeof tv, layer_target(targets, l), true);
+        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
         if (s->density_pred)
             printf(" %.2f%% |\n", 100 * s->density_pred[l]);
         else
@@ -196,10 +223,9 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     }
     printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations (power law: well above 10%%)\n",
            100 * s->hot10_share);
-    const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
     struct calib_row rows[16];
-    int n = calibration_rows(tr, s, rows);
-    printf("\ncalibration (target from the paper vs achieved)\n| statistic | target | achieved |\n|---|---:|---:|\n");
+    int n = calibration_rows(tr, s, targets, rows);
+    printf("\ncalibration (the profile's target vs achieved)\n| statistic | target | achieved |\n|---|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         char tv[32], av[32];
         fmt_value(tv, sizeof tv, targets ? target(targets, rows[i].key) : -1, rows[i].percent);
@@ -242,7 +268,7 @@ static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, con
     cJSON_AddNumberToObject(root, "hot10_share", s->hot10_share);
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
     struct calib_row rows[16];
-    int n = calibration_rows(tr, s, rows);
+    int n = calibration_rows(tr, s, targets, rows);
     cJSON *cal = cJSON_AddArrayToObject(root, "calibration");
     for (int i = 0; i < n; i++) {
         cJSON *o = cJSON_CreateObject();

@@ -13,9 +13,6 @@
 #include "common/rng.h"
 #include "traces/trace.h"
 
-/* Table 6's middle layer is layer 16 of 32: relative depth 15/31. */
-#define MIDDLE_DEPTH (15.0 / 31.0)
-
 void synth_params_default(struct synth_params *p, const struct model_shape *shape)
 {
     memset(p, 0, sizeof *p);
@@ -31,48 +28,26 @@ void synth_params_default(struct synth_params *p, const struct model_shape *shap
     p->zipf = 0.30;
     p->recur = 0.75;
     p->recur_decay = 0.52;
-    p->targets = (struct synth_targets){
-        .density_first = 0.0156,
-        .density_middle = 0.0266,
-        .density_last = 0.0536,
-        .density_mean = 0.0330,
-        .pred_over_active = 3.0,
-        .recall = 0.95,
-        .pred_density = 0.10,
-        .window5_pred = 0.24,
-        .new_per_token_pred = 0.024,
-    };
+    p->profile = synth_profile_for(shape, &p->profile_fallback);
+    synth_profile_targets(p->profile, &p->targets);
 }
 
-/* Linear from the first to the middle layer, then (u)^a up to the last,
- * with a chosen so that 32 layers average the reported mean. */
-static double profile(const struct synth_targets *t, double depth, double a)
-{
-    if (depth <= MIDDLE_DEPTH)
-        return t->density_first + (t->density_middle - t->density_first) * depth / MIDDLE_DEPTH;
-    double u = (depth - MIDDLE_DEPTH) / (1 - MIDDLE_DEPTH);
-    return t->density_middle + (t->density_last - t->density_middle) * pow(u, a);
-}
-
-static double profile_exponent(const struct synth_targets *t)
-{
-    double lo = 0.05, hi = 20;
-    for (int it = 0; it < 60; it++) {
-        double a = sqrt(lo * hi), mean = 0;
-        for (int l = 0; l < 32; l++)
-            mean += profile(t, l / 31.0, a) / 32;
-        if (mean > t->density_mean)
-            lo = a; /* larger a bends the curve down */
-        else
-            hi = a;
-    }
-    return sqrt(lo * hi);
-}
-
-double synth_layer_density(const struct synth_targets *t, uint32_t l, uint32_t n_layers)
+double synth_layer_density(const struct synth_params *p, uint32_t l, uint32_t n_layers)
 {
     double depth = n_layers > 1 ? (double)l / (n_layers - 1) : 0;
-    return profile(t, depth, profile_exponent(t));
+    return synth_profile_density(p->profile, &p->targets, depth);
+}
+
+void synth_statistics_text(const struct synth_params *p, char *buf, size_t len)
+{
+    const struct synth_profile *pr = p->profile;
+    const struct model_shape *s = p->shape;
+    if (!p->profile_fallback && strcmp(s->name, pr->name) == 0 && s->n_layers == pr->ref_layers)
+        snprintf(buf, len, "%s", pr->source);
+    else
+        snprintf(buf, len, "%s profile (%s) scaled by relative layer depth: %s", pr->label, pr->cite,
+                 p->profile_fallback ? "no paper statistics for this shape"
+                                     : "the paper's statistics for this architecture, not this shape");
 }
 
 /* Per-layer generator state. */
@@ -234,6 +209,13 @@ static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_param
     *n_active = na;
 }
 
+/* Targets the profile leaves out stay out of the header (trace info: "-"). */
+static void add_target(cJSON *tg, const char *key, double v)
+{
+    if (v > SYNTH_NOT_GIVEN)
+        cJSON_AddNumberToObject(tg, key, v);
+}
+
 static char *source_json(const struct synth_params *p)
 {
     const struct model_shape *s = p->shape;
@@ -242,11 +224,11 @@ static char *source_json(const struct synth_params *p)
     cJSON_AddStringToObject(o, "model", s->name);
     /* the code that generated it; no date, so a seed gives the same file */
     cJSON_AddStringToObject(o, "flashbed_commit", provenance_git_commit());
-    bool paper = strstr(s->paper_statistics, "scaled") == NULL && strcmp(s->name, "opt-6.7b") == 0;
-    cJSON_AddStringToObject(o, "statistics",
-                            paper ? "paper Table 6 and App. C.1 (OPT-6.7B)"
-                                  : "OPT-6.7B profile (paper Table 6, App. C.1) scaled by relative "
-                                    "layer depth: no paper statistics for this shape");
+    char stat[2048];
+    synth_statistics_text(p, stat, sizeof stat);
+    cJSON_AddStringToObject(o, "statistics", stat);
+    cJSON_AddStringToObject(o, "profile", p->profile->name);
+    cJSON_AddStringToObject(o, "profile_source", p->profile->source);
     cJSON *g = cJSON_AddObjectToObject(o, "generator");
     cJSON_AddNumberToObject(g, "seed", (double)p->seed);
     cJSON_AddNumberToObject(g, "tokens", (double)p->tokens);
@@ -258,15 +240,19 @@ static char *source_json(const struct synth_params *p)
     cJSON_AddNumberToObject(g, "recur_decay", p->recur_decay);
     const struct synth_targets *t = &p->targets;
     cJSON *tg = cJSON_AddObjectToObject(o, "targets");
-    cJSON_AddNumberToObject(tg, "density_first", t->density_first);
-    cJSON_AddNumberToObject(tg, "density_middle", t->density_middle);
-    cJSON_AddNumberToObject(tg, "density_last", t->density_last);
-    cJSON_AddNumberToObject(tg, "density_mean", t->density_mean);
-    cJSON_AddNumberToObject(tg, "pred_over_active", t->pred_over_active);
-    cJSON_AddNumberToObject(tg, "recall", t->recall);
-    cJSON_AddNumberToObject(tg, "pred_density", t->pred_density);
-    cJSON_AddNumberToObject(tg, "window5_pred", t->window5_pred);
-    cJSON_AddNumberToObject(tg, "new_per_token_pred", t->new_per_token_pred);
+    add_target(tg, "density_first", t->density_first);
+    add_target(tg, "density_middle", t->density_middle);
+    add_target(tg, "density_last", t->density_last);
+    add_target(tg, "density_mean", t->density_mean);
+    add_target(tg, "pred_over_active", t->pred_over_active);
+    add_target(tg, "recall", t->recall);
+    add_target(tg, "pred_density", t->pred_density);
+    add_target(tg, "window5_pred", t->window5_pred);
+    add_target(tg, "new_per_token_pred", t->new_per_token_pred);
+    add_target(tg, "window2_active", t->window2_active);
+    cJSON *dl = cJSON_AddArrayToObject(tg, "density_layers");
+    for (uint32_t l = 0; l < s->n_layers; l++)
+        cJSON_AddItemToArray(dl, cJSON_CreateNumber(synth_layer_density(p, l, s->n_layers)));
     char *text = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return text;
@@ -298,10 +284,8 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
         snprintf(err, errlen, "synth: out of memory");
         goto out;
     }
-    double a = profile_exponent(&p->targets);
     for (uint32_t l = 0; l < L; l++) {
-        double depth = L > 1 ? (double)l / (L - 1) : 0;
-        if (layer_init(&g[l], N, profile(&p->targets, depth, a), p->targets.pred_over_active, p->zipf,
+        if (layer_init(&g[l], N, synth_layer_density(p, l, L), p->targets.pred_over_active, p->zipf,
                        &r) != 0) {
             snprintf(err, errlen, "synth: out of memory");
             goto out;

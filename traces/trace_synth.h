@@ -1,5 +1,7 @@
-/* Synthetic traces calibrated to what the paper reports for OPT-6.7B
- * (PAPER.md Table 6, App. C.1) and PowerInfer's power-law popularity.
+/* Synthetic traces calibrated to what the paper reports for the shape's
+ * architecture (traces/synth_profile.h: OPT-6.7B's Table 6 and App. C.1,
+ * and what it gives for Falcon, Persimmon, Phi-2 and Llama 2 with FATReLU)
+ * and PowerInfer's power-law popularity.
  *
  * Model, per layer: neuron popularity follows a power law (weight of the
  * r-th most popular neuron ~ (r+1)^-zipf, ranks shuffled per layer). The
@@ -10,26 +12,21 @@
  * last tokens, recent ones most (short-term reuse), so s_agg(k) bends as in
  * Fig. 4a. The active set is
  * drawn from the predicted set (recall) plus a few neurons outside it
- * (the predictor's false negatives). Densities follow the paper's profile
- * by relative layer depth, so other shapes get OPT-6.7B's profile scaled. */
+ * (the predictor's false negatives). Densities follow the profile by
+ * relative layer depth, so smaller shapes of an architecture get its
+ * profile over their layers; shapes the paper has no statistics for get
+ * OPT-6.7B's. */
 #ifndef FLASHBED_TRACES_TRACE_SYNTH_H
 #define FLASHBED_TRACES_TRACE_SYNTH_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "traces/synth_profile.h"
 
 #define SYNTH_RECENT 16 /* earlier tokens whose sets refills may draw from */
-
-/* What the paper reports; what the generator aims for. */
-struct synth_targets {
-    double density_first, density_middle, density_last, density_mean; /* Table 6 */
-    double pred_over_active;   /* predicted sets ~3x the active ones (§3.1) */
-    double recall;             /* ~95% of active neurons predicted */
-    double pred_density;       /* predictor alone ~10% of the FFN per token (App. C.1) */
-    double window5_pred;       /* a window of 5 tokens holds ~24% of the FFN */
-    double new_per_token_pred; /* ~2.4% of the FFN new per token with that window */
-};
 
 struct synth_params {
     const struct model_shape *shape;
@@ -42,14 +39,22 @@ struct synth_params {
     double zipf;               /* power-law exponent of neuron popularity */
     double recur;              /* share of refills drawn from earlier tokens' sets */
     double recur_decay;        /* chance such a draw reaches one token further back */
-    struct synth_targets targets;
+    const struct synth_profile *profile; /* the statistics, picked from the shape */
+    bool profile_fallback;     /* the paper has none for this shape: OPT-6.7B's */
+    struct synth_targets targets; /* the profile's, first/middle/last from its curve */
 };
 
-/* Defaults: the paper's targets and the generator knobs calibrated to them. */
+/* Defaults: the shape's profile (traces/synth_profile.h), its targets and
+ * the generator knobs calibrated to them. */
 void synth_params_default(struct synth_params *p, const struct model_shape *shape);
 
-/* Active density of layer l of n (the paper's profile by relative depth). */
-double synth_layer_density(const struct synth_targets *t, uint32_t l, uint32_t n_layers);
+/* Active density of layer l of n: p's profile by relative depth, under p's targets. */
+double synth_layer_density(const struct synth_params *p, uint32_t l, uint32_t n_layers);
+
+/* What the trace header says the statistics are: the profile's source for
+ * the paper's own model, else which model's profile, applied by relative
+ * layer depth. Writes at most len bytes into buf. */
+void synth_statistics_text(const struct synth_params *p, char *buf, size_t len);
 
 /* Writes the trace to path (atomically). 0, or -1 with err. */
 int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen);

@@ -14,6 +14,34 @@ check "info shows 2 sequences" grep -q "in 2 sequence" "$WORK/info.txt"
 check "info shows targets beside achieved" grep -q "| active density, first layer | 1.56% |" "$WORK/info.txt"
 check "info says the profile is scaled" grep -q "scaled by relative layer depth" "$WORK/info.txt"
 check "info shows s_agg(16)" grep -q "^| 16 |" "$WORK/info.txt"
+check "info names the profile" grep -q "^  profile: opt-6.7b$" "$WORK/info.txt"
+check "info shows per-layer targets (14 of 256 neurons for 5.36%)" grep -q "^| 2 | 5.36% | 5.47% |" "$WORK/info.txt"
+
+# Another architecture: its own statistics, named in the header and by info.
+check "synth phi-tiny" "$FLASHBED" trace synth --shape phi-tiny --tokens 20 --seed 2 --out "$WORK/phi.trace"
+"$FLASHBED" trace info "$WORK/phi.trace" > "$WORK/phi.txt"
+check "phi info exits 0" test $? -eq 0
+check "phi: the Phi-2 profile" grep -q "^  profile: phi-2$" "$WORK/phi.txt"
+check "phi: statistics from Phi-2's" grep -q "statistics from: Phi-2 (relufied) profile (paper Fig. 9c" "$WORK/phi.txt"
+check "phi: what they rest on" grep -q "profile statistics: Phi-2 relufied. Paper: middle layers densest" "$WORK/phi.txt"
+check "phi: predicted 2x" grep -q "| predicted / active | 2.00x |" "$WORK/phi.txt"
+# A header from before the profiles (no profile, no per-layer targets) still reads.
+python3 - "$WORK/phi.trace" "$WORK/old.trace" <<'EOF'
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack_from('<I', b, 44)[0]
+src = json.loads(b[48:48 + n])
+for k in ('profile', 'profile_source'):
+    del src[k]
+del src['targets']['density_layers']
+new = json.dumps(src, separators=(',', ':')).encode()
+open(sys.argv[2], 'wb').write(b[:44] + struct.pack('<I', len(new)) + new + b[48 + n:])
+EOF
+"$FLASHBED" trace info "$WORK/old.trace" > "$WORK/old.txt"
+check "older header: info exits 0" test $? -eq 0
+check "older header: no profile line" bash -c "! grep -q '^  profile' '$WORK/old.txt'"
+check "older header: no layer targets" grep -q "^| 1 | - | " "$WORK/old.txt"
+
 check "same seed, same trace" bash -c "'$FLASHBED' trace synth --shape opt-tiny --tokens 40 --prompts 2 --seed 7 --out '$WORK/again.trace' && cmp -s '$T' '$WORK/again.trace'"
 
 check "replay runs" "$FLASHBED" replay --trace "$T" --layout split,bundled,friends,coalesce:2 --out "$OUT" --quiet
