@@ -77,6 +77,8 @@ static int opt_shape(const struct config *c, struct model_shape *s)
     snprintf(s->norm, sizeof s->norm, "layernorm");
     snprintf(s->position, sizeof s->position, "learned");
     s->position_offset = 2;
+    s->rope_fraction = 0; /* no RoPE, as configs/models/opt-*.json say */
+    s->rope_theta = 0;
     s->biases = true;
     s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 1);
     return 0;
