@@ -7,7 +7,6 @@
 #include "engine/import_hf_arch.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #include "common/errbuf.h"
 
