@@ -33,7 +33,7 @@ static const struct opt_command convert_command = {
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
-               "tokenizer.json) of a Llama or OPT model.",
+               "tokenizer.json) of a Llama, OPT, Falcon, Persimmon or Phi model.",
     .opts = convert_options,
     .max_positional = 1,
 };

@@ -26,14 +26,15 @@ struct model_make_opts {
 
 #define O(f) offsetof(struct model_make_opts, f)
 static const struct opt_def model_make_options[] = {
-    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt or llama"},
+    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt, llama, falcon, persimmon or phi"},
     {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
     {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written (llama2c: f32 only)",
      .allowed = "f32|f16|bf16"},
     {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c",
      .allowed = "hf|llama2c"},
     {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
-     "OPT: up-projection biases so that about a fraction D of FFN neurons fire"},
+     "ReLU FFNs with biases (OPT, Persimmon, Phi): up-projection biases so that about a fraction D of FFN "
+     "neurons fire (Falcon and Llama have no FFN biases: refused)"},
     {"up-spectrum", OPT_STRING, O(up_spectrum), "flat", "SPEC",
      "singular values of the up projection (Llama: and the gate): flat, power:ALPHA or lowrank:R:NOISE; hf only"},
     {"seed", OPT_UINT, O(seed), "1", "S", "random weights seed"},
@@ -44,10 +45,14 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch opt|llama --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
+    .usage = "--arch opt|llama|falcon|persimmon|phi --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
                "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
-               "tokenizer.json over a synthetic vocabulary of the shape's size), or with --format\n"
+               "tokenizer.json over a synthetic vocabulary of the shape's size) with the tensor\n"
+               "names, fused layouts and config keys of the architecture's transformers model\n"
+               "(Falcon's fused query_key_value, Persimmon's per-head one and q/k LayerNorms,\n"
+               "Phi's LM head bias, a relufied Falcon as \"activation\": \"relu\", a Llama's FATReLU\n"
+               "as \"hidden_act\": \"fatrelu\" with flashbed_fatrelu_threshold), or with --format\n"
                "llama2c a llama2.c checkpoint (model.bin, f32) and tokenizer.bin, so other engines\n"
                "can run the same weights. Convert either with flashbed convert.\n"
                "\n"
@@ -95,7 +100,7 @@ int cmd_model(int argc, char **argv)
     else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
     else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
-        fb_error("model make --relu-density: needs --format hf and an OPT shape");
+        fb_error("model make --relu-density: needs --format hf (and a ReLU shape with FFN biases)");
     else if (spectrum_parse(o.up_spectrum, &up, err, sizeof err) != 0)
         fb_error("model make --up-spectrum: %s", err);
     /* a llama2.c checkpoint has no field to record it in: a converted copy

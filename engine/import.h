@@ -15,7 +15,9 @@ int import_llama2c(const char *checkpoint, const char *tokenizer, const char *ou
                    enum fb_dtype dtype, char *err, size_t errlen);
 
 /* A Hugging Face folder (config.json, model.safetensors or a sharded
- * model.safetensors.index.json, tokenizer.json): Llama and OPT. tokenizer:
+ * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
+ * FATReLU), OPT, Falcon, Persimmon and Phi (engine/import_hf_arch.h and
+ * one import_hf_<arch>.c each). tokenizer:
  * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
 int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
               size_t errlen);

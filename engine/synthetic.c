@@ -16,6 +16,7 @@
 #include "common/progress.h"
 #include "common/rng.h"
 #include "engine/spectrum.h"
+#include "engine/synthetic_hf.h"
 #include "engine/tokenizer.h"
 
 #include <cjson/cJSON.h>
@@ -137,11 +138,12 @@ static int finish_output(int ok, const char *tmp, const char *out_dir, const cha
 
 int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir, char *err, size_t errlen)
 {
+    /* the checkpoint's header has sizes only: a Llama with SiLU is all it can say */
     if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
-        s->rope_fraction != 1.0)
+        s->rope_fraction != 1.0 || strcmp(s->ffn_activation, "swiglu") != 0)
         return err_set(err, errlen,
-                       "shape %s (%s) cannot be written as a llama2.c checkpoint (Llama shapes only)", s->name,
-                       s->arch);
+                       "shape %s (%s, %s) cannot be written as a llama2.c checkpoint (SwiGLU Llama shapes only)",
+                       s->name, s->arch, s->ffn_activation);
     char tmp[4200], path[4300];
     if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
         return -1;
@@ -196,141 +198,6 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
 }
 
 /* ---- Hugging Face folders ---- */
-
-/* How a tensor is filled. Every kind draws as many numbers from the one
- * random stream as the uniform fill would, so a model with a shaped up
- * projection has every other tensor equal to the flat model's of the same
- * seed: the two differ in the spectrum alone. */
-enum syn_fill {
-    FILL_UNIFORM,  /* uniform in [base - scale, base + scale] */
-    FILL_SPECTRAL, /* the up spectrum (struct syn_writer), at the uniform fill's Frobenius norm */
-    FILL_ROW_BIAS, /* base times each row's norm in the last FILL_SPECTRAL matrix */
-};
-
-struct syn_tensor {
-    char name[96];
-    uint64_t dims[2];
-    int ndim;
-    float scale, base;
-    enum syn_fill fill;
-};
-
-/* Inverse of the standard normal CDF, by bisection on erfc (once per model). */
-static double normal_quantile(double p)
-{
-    double lo = -10, hi = 10;
-    for (int i = 0; i < 100; i++) {
-        double mid = (lo + hi) / 2;
-        if (0.5 * erfc(-mid / sqrt(2.0)) < p)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return (lo + hi) / 2;
-}
-
-static int add(struct syn_tensor *t, int n, const char *name, int ndim, uint64_t d0, uint64_t d1, float scale,
-               float base)
-{
-    struct syn_tensor *x = &t[n];
-    snprintf(x->name, sizeof x->name, "%s", name);
-    x->ndim = ndim;
-    x->dims[0] = d0;
-    x->dims[1] = d1;
-    x->scale = scale;
-    x->base = base;
-    x->fill = FILL_UNIFORM;
-    return n + 1;
-}
-
-/* The tensor just added, t[n - 1], is filled another way. */
-static void set_fill(struct syn_tensor *t, int n, enum syn_fill fill, float base)
-{
-    t[n - 1].fill = fill;
-    t[n - 1].base = base;
-}
-
-/* The tensors of a shape in HF names, with how to fill them; shaped: the
- * up projection (and the gate) gets a non-flat spectrum. */
-static int hf_tensors(const struct model_shape *s, double density, bool shaped, struct syn_tensor *t)
-{
-    bool opt = !strcmp(s->arch, "opt");
-    uint64_t d = s->d_model, ff = s->d_ff, hd = d / s->n_heads, kv = s->n_kv_heads * hd;
-    float sd = 1.0f / sqrtf((float)d), sf = 1.0f / sqrtf((float)ff);
-    /* With LayerNorm weights 1 and biases 0 the FFN input has |x|^2 = d, so
-     * up_i . x with weights uniform in +-1/sqrt(d) has variance exactly 1/3
-     * and is close to normal: a bias of sigma * quantile(D) makes it
-     * positive with probability D. */
-    float up_bias = density > 0 ? (float)(normal_quantile(density) / sqrt(3.0)) : 0.0f;
-    /* A shaped spectrum gives neurons rows of different norms (row i of U
-     * weighted by sigma; trained models' rows differ too), and a neuron's
-     * pre-activation has standard deviation |row| for an input of norm
-     * sqrt(d) in no particular direction: its bias is quantile(D) times its
-     * own row norm. (Uniform rows all have |row| close to 1/sqrt(3), hence
-     * the one bias above, kept so that flat models stay as they were.) */
-    float row_quantile = density > 0 ? (float)normal_quantile(density) : 0.0f;
-    int n = 0;
-    char name[96];
-    const char *pre = opt ? "model.decoder." : "model.";
-    snprintf(name, sizeof name, "%sembed_tokens.weight", pre);
-    n = add(t, n, name, 2, s->vocab_size, d, 1.0f, 0);
-    if (opt)
-        n = add(t, n, "model.decoder.embed_positions.weight", 2, s->max_positions + s->position_offset, d, 0.5f, 0);
-    for (uint32_t l = 0; l < s->n_layers; l++) {
-        char p[64];
-        snprintf(p, sizeof p, "%slayers.%u.", pre, l);
-#define A(what, nd, a, b, sc, ba)                                       \
-    do {                                                                \
-        snprintf(name, sizeof name, "%s%s", p, what);                   \
-        n = add(t, n, name, nd, a, b, sc, ba);                          \
-    } while (0)
-        if (opt) {
-            A("self_attn_layer_norm.weight", 1, d, 0, 0, 1);
-            A("self_attn_layer_norm.bias", 1, d, 0, 0, 0);
-            A("self_attn.q_proj.weight", 2, d, d, sd, 0);
-            A("self_attn.q_proj.bias", 1, d, 0, 0, 0);
-            A("self_attn.k_proj.weight", 2, d, d, sd, 0);
-            A("self_attn.k_proj.bias", 1, d, 0, 0, 0);
-            A("self_attn.v_proj.weight", 2, d, d, sd, 0);
-            A("self_attn.v_proj.bias", 1, d, 0, 0, 0);
-            A("self_attn.out_proj.weight", 2, d, d, sd, 0);
-            A("self_attn.out_proj.bias", 1, d, 0, 0, 0);
-            A("final_layer_norm.weight", 1, d, 0, 0, 1);
-            A("final_layer_norm.bias", 1, d, 0, 0, 0);
-            A("fc1.weight", 2, ff, d, sd, 0);
-            if (shaped)
-                set_fill(t, n, FILL_SPECTRAL, 0);
-            A("fc1.bias", 1, ff, 0, 0, up_bias);
-            if (shaped && density > 0)
-                set_fill(t, n, FILL_ROW_BIAS, row_quantile);
-            A("fc2.weight", 2, d, ff, sf, 0);
-            A("fc2.bias", 1, d, 0, 0, 0);
-        } else {
-            A("input_layernorm.weight", 1, d, 0, 0, 1);
-            A("self_attn.q_proj.weight", 2, d, d, sd, 0);
-            A("self_attn.k_proj.weight", 2, kv, d, sd, 0);
-            A("self_attn.v_proj.weight", 2, kv, d, sd, 0);
-            A("self_attn.o_proj.weight", 2, d, d, sd, 0);
-            A("post_attention_layernorm.weight", 1, d, 0, 0, 1);
-            /* the gate decides which neurons are near zero: shaped alike */
-            A("mlp.gate_proj.weight", 2, ff, d, sd, 0);
-            if (shaped)
-                set_fill(t, n, FILL_SPECTRAL, 0);
-            A("mlp.up_proj.weight", 2, ff, d, sd, 0);
-            if (shaped)
-                set_fill(t, n, FILL_SPECTRAL, 0);
-            A("mlp.down_proj.weight", 2, d, ff, sf, 0);
-        }
-#undef A
-    }
-    snprintf(name, sizeof name, "%s%s", pre, opt ? "final_layer_norm.weight" : "norm.weight");
-    n = add(t, n, name, 1, d, 0, 0, 1);
-    if (opt)
-        n = add(t, n, "model.decoder.final_layer_norm.bias", 1, d, 0, 0, 0);
-    if (!s->tied_embeddings)
-        n = add(t, n, "lm_head.weight", 2, s->vocab_size, d, sd, 0);
-    return n;
-}
 
 /* Where the tensors' data goes, and what filling them needs. */
 struct syn_writer {
@@ -497,32 +364,7 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
 static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t,
                         const struct spectrum *up, char *err, size_t errlen)
 {
-    bool opt = !strcmp(s->arch, "opt");
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "model_type", s->arch);
-    cJSON *a = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(a, cJSON_CreateString(opt ? "OPTForCausalLM" : "LlamaForCausalLM"));
-    cJSON_AddNumberToObject(c, "hidden_size", s->d_model);
-    cJSON_AddNumberToObject(c, opt ? "ffn_dim" : "intermediate_size", s->d_ff);
-    cJSON_AddNumberToObject(c, "num_hidden_layers", s->n_layers);
-    cJSON_AddNumberToObject(c, "num_attention_heads", s->n_heads);
-    cJSON_AddNumberToObject(c, "vocab_size", s->vocab_size);
-    cJSON_AddNumberToObject(c, "max_position_embeddings", s->max_positions);
-    cJSON_AddBoolToObject(c, "tie_word_embeddings", s->tied_embeddings);
-    cJSON_AddNumberToObject(c, "bos_token_id", 1);
-    cJSON_AddNumberToObject(c, "eos_token_id", 2);
-    cJSON_AddStringToObject(c, "torch_dtype", t == DTYPE_F32 ? "float32" : t == DTYPE_F16 ? "float16" : "bfloat16");
-    if (opt) {
-        cJSON_AddNumberToObject(c, "word_embed_proj_dim", s->d_model);
-        cJSON_AddBoolToObject(c, "do_layer_norm_before", 1);
-        cJSON_AddStringToObject(c, "activation_function", "relu");
-        cJSON_AddBoolToObject(c, "enable_bias", 1);
-    } else {
-        cJSON_AddNumberToObject(c, "num_key_value_heads", s->n_kv_heads);
-        cJSON_AddNumberToObject(c, "rms_norm_eps", s->norm_eps);
-        cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
-        cJSON_AddStringToObject(c, "hidden_act", "silu");
-    }
+    cJSON *c = syn_hf_config(s, t == DTYPE_F32 ? "float32" : t == DTYPE_F16 ? "float16" : "bfloat16");
     cJSON_AddStringToObject(c, "flashbed_shape", s->name);
     /* only when shaped: a flat model's config stays as it always was, and
      * no key means flat for every model, older ones included */
@@ -581,8 +423,20 @@ static int write_tokenizer_json(const char *path, uint32_t vocab, char *err, siz
 
 int synthetic_relu_density_check(const struct model_shape *s, double relu_density, char *err, size_t errlen)
 {
-    if (relu_density >= 0 && (strcmp(s->arch, "opt") != 0 || relu_density <= 0 || relu_density >= 1))
-        return err_set(err, errlen, "needs a ReLU (OPT) shape and 0 < D < 1");
+    if (relu_density < 0)
+        return 0;
+    if (relu_density <= 0 || relu_density >= 1)
+        return err_set(err, errlen, "needs 0 < D < 1");
+    /* the density is set through the up projection's biases, and a neuron
+     * fires when its pre-activation is above 0: the ReLU family at threshold 0 */
+    if (s->ffn_kind != FFN_RELU || (strcmp(s->ffn_activation, "relu") && strcmp(s->ffn_activation, "squared_relu")))
+        return err_set(err, errlen, "shape %s (%s, %s FFN) is not a ReLU or squared-ReLU FFN; needs one and 0 < D < 1",
+                       s->name, s->arch, s->ffn_activation);
+    if (!s->biases)
+        return err_set(err, errlen,
+                       "shape %s (%s) has no FFN biases to set (0 < D < 1 needs them): its ReLU fires for about "
+                       "half the neurons",
+                       s->name, s->arch);
     return 0;
 }
 
@@ -591,12 +445,10 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
 {
     static const struct spectrum flat = {.kind = SPECTRUM_FLAT};
     const struct spectrum *up = up_spectrum ? up_spectrum : &flat;
-    bool opt = !strcmp(s->arch, "opt");
-    if ((!opt && strcmp(s->arch, "llama") != 0) || (opt && (s->ffn_kind != FFN_RELU || !s->biases)) ||
-        (!opt && s->ffn_kind != FFN_GLU) || s->parallel_block)
-        return err_set(err, errlen, "shape %s (%s) is not an OPT or Llama shape the Hugging Face writer knows",
-                       s->name, s->arch);
     char why[256];
+    if (syn_hf_check(s, why, sizeof why) != 0)
+        return err_set(err, errlen, "shape %s (%s) cannot be written as a Hugging Face %s folder: %s", s->name,
+                       s->arch, s->arch, why);
     if (synthetic_relu_density_check(s, relu_density, why, sizeof why) != 0)
         return err_set(err, errlen, "ReLU density %g: %s", relu_density, why);
     if (spectrum_check_shape(up, s->d_ff, s->d_model, why, sizeof why) != 0)
@@ -604,12 +456,12 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
     char tmp[4200], path[4300];
     if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
         return -1;
-    int cap = 8 + 16 * (int)s->n_layers;
+    int cap = syn_hf_capacity(s);
     struct syn_tensor *ts = calloc((size_t)cap, sizeof *ts);
     int rc = ts ? 0 : err_set(err, errlen, "out of memory for %d tensors", cap);
     snprintf(path, sizeof path, "%s/model.safetensors", tmp);
     if (!rc)
-        rc = write_safetensors(path, ts, hf_tensors(s, relu_density, up->kind != SPECTRUM_FLAT, ts), t, seed, up,
+        rc = write_safetensors(path, ts, syn_hf_tensors(s, relu_density, up->kind != SPECTRUM_FLAT, ts), t, seed, up,
                                err, errlen);
     free(ts);
     snprintf(path, sizeof path, "%s/config.json", tmp);

@@ -67,7 +67,11 @@ expect_error "unknown shape" "cannot read" model make --arch opt --shape opt-99b
 expect_error "unknown format" "unknown format 'gguf'" model make --arch opt --shape opt-tiny --format gguf --out "$OUT"
 expect_error "llama2c is f32" "llama2c checkpoints are f32" model make --arch llama --shape llama-tiny --format llama2c --dtype f16 --out "$OUT"
 expect_error "llama2c is Llama only" "Llama shapes only" model make --arch opt --shape opt-tiny --format llama2c --dtype f32 --out "$OUT"
-expect_error "unsupported architecture shape" "not an OPT or Llama shape" model make --arch falcon --shape falcon-7b --out "$OUT"
+sed 's/"arch": "opt"/"arch": "mpt"/; s/"name": "opt-tiny"/"name": "mpt-tiny"/' "$FLASHBED_SOURCE/configs/models/opt-tiny.json" >"$WORK/mpt-tiny.json"
+expect_error "unsupported architecture shape" "cannot be written as a Hugging Face mpt folder" model make --arch mpt --shape "$WORK/mpt-tiny.json" --out "$OUT"
+expect_error "relu density without FFN biases (Falcon)" "has no FFN biases to set" model make --arch falcon --shape falcon-tiny --relu-density 0.1 --out "$OUT"
+expect_error "relu density on a FATReLU Llama (no biases)" "relu-density: shape llama-relu-tiny" model make --arch llama --shape llama-relu-tiny --relu-density 0.1 --out "$OUT"
+expect_error "llama2c cannot say FATReLU" "SwiGLU Llama shapes only" model make --arch llama --shape llama-relu-tiny --format llama2c --dtype f32 --out "$OUT"
 expect_error "out exists" "already exists" model make --arch opt --shape opt-tiny --out "$WORK/opt"
 check "nothing left behind" bash -c "! ls '$WORK' | grep -q 'out'"
 finish

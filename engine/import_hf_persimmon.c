@@ -1,0 +1,105 @@
+/* Persimmon folders (transformers' modeling_persimmon.py,
+ * configuration_persimmon.py): sequential LayerNorm blocks, a fused
+ * query_key_value with biases laid out [head][q, k, v][head_dim], a
+ * LayerNorm over each head's q and k before RoPE (qk_layernorm), RoPE on
+ * part of each head (partial_rotary_factor), squared ReLU ("relu2"). */
+#include "engine/import_hf_arch.h"
+
+#include <stdio.h>
+
+static int persimmon_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "persimmon");
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
+        cfg_activation(c, "hidden_act", "relu2", "relu2, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
+        cfg_refuse_rope_scaling(c))
+        return -1;
+    s->n_kv_heads = s->n_heads;
+    s->ffn_kind = FFN_RELU;
+    snprintf(s->norm, sizeof s->norm, "layernorm");
+    s->norm_eps = cfg_num(c->json, "layer_norm_eps", 1e-5);
+    snprintf(s->position, sizeof s->position, "rope");
+    s->rope_theta = cfg_num(c->json, "rope_theta", 25000);
+    s->rope_fraction = cfg_num(c->json, "partial_rotary_factor", 0.5);
+    s->qk_norm = cfg_bool(c->json, "qk_layernorm", 1);
+    s->biases = true;
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
+    return 0;
+}
+
+/* Layer l's HF tensor pre + from, n values, into layers.l.to. */
+static int vec(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, uint64_t n)
+{
+    char src[200], dst[96];
+    snprintf(src, sizeof src, "%s%s", pre, from);
+    hf_layer_name(dst, sizeof dst, l, to);
+    return hf_copy(c, src, dst, 1, n, 0);
+}
+
+/* q_layernorm and k_layernorm ([head_dim] weight and bias): their first
+ * rotated entries reordered like q's and k's rows (LayerNorm commutes
+ * with a reordering of what it normalises). */
+static int qk_norms(struct hf_ctx *c, const char *pre, uint32_t l)
+{
+    static const char *const names[4][2] = {{"self_attn.q_layernorm.weight", "attn.q_norm.weight"},
+                                            {"self_attn.q_layernorm.bias", "attn.q_norm.bias"},
+                                            {"self_attn.k_layernorm.weight", "attn.k_norm.weight"},
+                                            {"self_attn.k_layernorm.bias", "attn.k_norm.bias"}};
+    char src[200];
+    for (int i = 0; i < 4; i++) {
+        snprintf(src, sizeof src, "%s%s", pre, names[i][0]);
+        if (hf_put_rope(c, l, names[i][1], hf_read(c, src, 1, hf_head_dim(c->s), 0), 1, 1))
+            return -1;
+    }
+    return 0;
+}
+
+static int persimmon_layer(struct hf_ctx *c, uint32_t l)
+{
+    const struct model_shape *s = c->s;
+    uint64_t d = s->d_model, ff = s->d_ff;
+    char pre[64], src[200], dst[96], up[200], down[200];
+    snprintf(pre, sizeof pre, "model.layers.%u.", l);
+    if (vec(c, pre, l, "input_layernorm.weight", "attn_norm.weight", d) ||
+        vec(c, pre, l, "input_layernorm.bias", "attn_norm.bias", d))
+        return -1;
+    float *q, *k, *v;
+    snprintf(src, sizeof src, "%sself_attn.query_key_value.weight", pre);
+    if (hf_split_qkv(c, hf_read(c, src, 2, 3 * d, d), d, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, d))
+        return -1;
+    snprintf(src, sizeof src, "%sself_attn.query_key_value.bias", pre);
+    if (hf_split_qkv(c, hf_read(c, src, 1, 3 * d, 0), 1, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, 1))
+        return -1;
+    snprintf(src, sizeof src, "%sself_attn.dense.weight", pre);
+    hf_layer_name(dst, sizeof dst, l, "attn.wo");
+    if (hf_copy(c, src, dst, 2, d, d) || vec(c, pre, l, "self_attn.dense.bias", "attn.bo", d) ||
+        (s->qk_norm && qk_norms(c, pre, l)) ||
+        vec(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", d) ||
+        vec(c, pre, l, "post_attention_layernorm.bias", "ffn_norm.bias", d) ||
+        vec(c, pre, l, "mlp.dense_h_to_4h.bias", "ffn.up_bias", ff) ||
+        vec(c, pre, l, "mlp.dense_4h_to_h.bias", "ffn.down_bias", d))
+        return -1;
+    snprintf(up, sizeof up, "%smlp.dense_h_to_4h.weight", pre);
+    snprintf(down, sizeof down, "%smlp.dense_4h_to_h.weight", pre);
+    return hf_ffn(c, l, up, NULL, down);
+}
+
+static int persimmon_embeddings(struct hf_ctx *c)
+{
+    return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
+}
+
+static int persimmon_head(struct hf_ctx *c)
+{
+    uint64_t d = c->s->d_model;
+    if (hf_copy(c, "model.final_layernorm.weight", "final_norm.weight", 1, d, 0) ||
+        hf_copy(c, "model.final_layernorm.bias", "final_norm.bias", 1, d, 0))
+        return -1;
+    return c->s->tied_embeddings ? 0 : hf_copy(c, "lm_head.weight", "output", 2, c->s->vocab_size, d);
+}
+
+const struct hf_arch hf_arch_persimmon = {"persimmon", 1, 2, persimmon_shape, persimmon_embeddings,
+                                          persimmon_layer, persimmon_head};

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Issue 14's architectures from Hugging Face folders: for each tiny shape,
+# model make writes the folder (HF names, fused layouts, config keys),
+# hf_perturb.py gives its norms and biases random values (so their layout
+# shows in the logits), convert imports it, and the engine's logits
+# (fb_test_logits) must equal tools/hf_reference.py's -- transformers'
+# semantics in pure Python, double precision -- within 1e-4 at every
+# position. opt-tiny and llama-tiny check the reference itself against
+# today's engine. Architectures the forward pass refuses ("not supported
+# by the forward pass") are reported as pending and the test skips (77)
+# once everything else passed. Then convert's refusals: each names its key
+# and leaves nothing behind.
+source "$(dirname "$0")/lib.sh"
+
+LOGITS=${FLASHBED_TEST_LOGITS:?FLASHBED_TEST_LOGITS: the fb_test_logits binary}
+REF="$FLASHBED_SOURCE/tools/hf_reference.py"
+PERTURB="$FLASHBED_SOURCE/tests/integration/hf_perturb.py"
+IDS="1 300 45 290 7 511 260 33 1 400"
+pending=()
+
+# Whether the largest |a - b| over two logit files is within $3.
+logits_close() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import sys
+a = [list(map(float, l.split())) for l in open(sys.argv[1])]
+b = [list(map(float, l.split())) for l in open(sys.argv[2])]
+if len(a) != len(b) or any(len(x) != len(y) for x, y in zip(a, b)):
+    sys.exit("%d x %d logits against %d x %d" % (len(a), len(a[0]) if a else 0, len(b), len(b[0]) if b else 0))
+worst = max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb))
+print("  max |flashbed - reference| = %.3g over %d positions (largest |logit| %.3g)"
+      % (worst, len(a), max(abs(v) for r in b for v in r)))
+sys.exit(0 if worst <= float(sys.argv[3]) else 1)
+PY
+}
+
+# model.json's shape keys must be the shape file's: config.json says
+# everything the shape says, and convert reads it back.
+shape_round_trip() { # model.json, shape name
+    python3 - "$1" "$FLASHBED_SOURCE/configs/models/$2.json" <<'PY'
+import json, sys
+m, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+bad = {k: (v, m.get(k)) for k, v in s.items() if k not in ("name", "source", "paper_statistics") and m.get(k) != v}
+sys.exit("differs from the shape: %s" % bad if bad else 0)
+PY
+}
+
+# make, perturb, convert, compare; $1 arch, $2 shape, the rest for model make.
+arch_case() {
+    local arch=$1 shape=$2 hf="$WORK/$2" m="$WORK/$2-m"
+    shift 2
+    check "$shape: model make" "$FLASHBED" model make --arch "$arch" --shape "$shape" --dtype f32 --seed 5 "$@" --out "$hf"
+    check "$shape: norms and biases perturbed" python3 "$PERTURB" "$hf" 7
+    check "$shape: convert" "$FLASHBED" convert "$hf" --out "$m"
+    check "$shape: model.json has the shape's keys" shape_round_trip "$m/model.json" "$shape"
+    "$LOGITS" "$m" $IDS >"$WORK/$shape.flashbed" 2>"$WORK/$shape.err"
+    local rc=$?
+    if [ $rc -eq 3 ] && grep -q "not supported by the forward pass" "$WORK/$shape.err"; then
+        echo "pending: $shape: $(cat "$WORK/$shape.err")"
+        pending+=("$shape")
+        return
+    fi
+    check "$shape: the engine runs it" test $rc -eq 0
+    check "$shape: the reference runs it" python3 "$REF" "$hf" $IDS >"$WORK/$shape.reference"
+    echo "$shape:"
+    if ! logits_close "$WORK/$shape.flashbed" "$WORK/$shape.reference" 1e-4; then
+        # FATReLU's threshold comes with the issue 14 forward pass, as the
+        # other architectures do: while they are refused, a llama-relu-tiny
+        # that misses only by the threshold is pending, not failed
+        if [ "$shape" = llama-relu-tiny ] && [ ${#pending[@]} -gt 0 ]; then
+            echo "pending: $shape: the forward pass does not apply FATReLU's threshold yet"
+            pending+=("$shape")
+            return
+        fi
+        checks=$((checks + 1))
+        fail "$shape: logits differ from transformers' semantics (tools/hf_reference.py)"
+    else
+        checks=$((checks + 1))
+    fi
+}
+
+# the reference against today's engine, then the new architectures
+arch_case opt opt-tiny --relu-density 0.2
+arch_case llama llama-tiny
+arch_case falcon falcon-tiny
+arch_case persimmon persimmon-tiny --relu-density 0.3
+arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
+arch_case llama llama-relu-tiny
+
+# tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
+# Persimmon a SentencePiece one, rewritten as tokenizer.bin
+python3 "$FLASHBED_SOURCE/tests/integration/make_hf_models.py" opt "$WORK/bpe"
+for shape in falcon-tiny phi-tiny; do
+    rm -rf "$WORK/$shape-bpe"
+    cp -r "$WORK/$shape" "$WORK/$shape-bpe"
+    cp "$WORK/bpe/tokenizer.json" "$WORK/$shape-bpe/tokenizer.json"
+    check "$shape with a byte-level tokenizer.json converts" "$FLASHBED" convert "$WORK/$shape-bpe" --out "$WORK/$shape-bpe-m"
+    check "$shape keeps it" test "$(json_get "$WORK/$shape-bpe-m/model.json" 'd["tokenizer"]["kind"]')" = byte-level-bpe
+done
+check "persimmon-tiny's SentencePiece tokenizer becomes tokenizer.bin" \
+    test "$(json_get "$WORK/persimmon-tiny-m/model.json" 'd["tokenizer"]["kind"]')" = sentencepiece-bpe -a \
+    -f "$WORK/persimmon-tiny-m/tokenizer.bin"
+
+# refusals: a config.json key set to what flashbed does not implement
+OUT="$WORK/out"
+refuse() { # what, source folder, python statement over the config c, expected error
+    local what=$1 src=$2 edit=$3 pattern=$4
+    rm -rf "$WORK/bad"
+    cp -r "$WORK/$src" "$WORK/bad"
+    python3 - "$WORK/bad/config.json" "$edit" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+exec(sys.argv[2])
+json.dump(c, open(sys.argv[1], "w"))
+PY
+    expect_error "$what" "$pattern" convert "$WORK/bad" --out "$OUT"
+    check "$what: nothing left behind" bash -c "! ls -d '$OUT' '$OUT'.tmp.* 2>/dev/null | grep -q ."
+}
+refuse "falcon alibi" falcon-tiny 'c["alibi"] = True' 'config.json: "alibi": true is not supported'
+refuse "falcon new_decoder_architecture" falcon-tiny 'c["new_decoder_architecture"] = True' \
+    'config.json: "new_decoder_architecture": true is not supported'
+refuse "falcon sequential blocks" falcon-tiny 'c["parallel_attn"] = False' '"parallel_attn": false is not supported'
+refuse "falcon biases" falcon-tiny 'c["bias"] = True' '"bias": true is not supported'
+refuse "falcon two key/value heads without multi_query" falcon-tiny 'c["multi_query"] = False; c["num_kv_heads"] = 2' \
+    '"num_kv_heads" 2: without multi_query'
+refuse "falcon unknown activation" falcon-tiny 'c["activation"] = "swish"' \
+    'config.json: "activation": "swish" is not supported for falcon'
+refuse "phi unknown hidden_act" phi-tiny 'c["hidden_act"] = "quick_gelu"' '"hidden_act": "quick_gelu" is not supported for phi'
+refuse "phi qk_layernorm" phi-tiny 'c["qk_layernorm"] = True' '"qk_layernorm": true is not supported'
+refuse "persimmon odd rotated dims" persimmon-tiny 'c["partial_rotary_factor"] = 0.1' \
+    'partial_rotary_factor 0.1 rotates 1 of the 16 dims'
+refuse "persimmon rope_scaling" persimmon-tiny 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
+    '"rope_scaling" is not supported'
+refuse "llama fatrelu without its threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]' \
+    'needs "flashbed_fatrelu_threshold"'
+refuse "llama unknown hidden_act" llama-tiny 'c["hidden_act"] = "gelu"' '"hidden_act": "gelu" is not supported for llama'
+
+if [ $failures -eq 0 ] && [ ${#pending[@]} -gt 0 ]; then
+    echo "$(basename "$0"): $checks checks passed; skipped: ${pending[*]} not supported by the forward pass yet"
+    exit 77
+fi
+finish
