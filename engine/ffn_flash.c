@@ -399,7 +399,7 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
     const struct model *m = f->m;
     double t0 = now_ms();
     f->be_ops->ffn_rows(f->be, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
-                        m->arch.act, m->arch.glu);
+                        &m->arch);
     f->be_ops->add(f->be, out, ff->tmp_out, (int)m->shape.d_model);
     ff->acc.ffn_ms += now_ms() - t0;
 }
