@@ -242,7 +242,8 @@ int main(void)
                 test_matvec(types[ti], row_counts[ri], col_counts[ci], (ri + ci) % 2 == 0);
     const int ffn_rows[] = {1, 5, 16, 17, 100, 300};
     const int ffn_d[] = {8, 33, 64, 100, 520};
-    /* every activation, each as a plain FFN or a GLU the architectures use */
+    /* every activation, each as a plain FFN or a GLU the architectures use;
+     * the kernel's paths are the first three's, so the others take two widths */
     static const struct {
         struct arch a;
         bool bias;
@@ -260,6 +261,7 @@ int main(void)
         for (size_t ri = 0; ri < sizeof ffn_rows / sizeof *ffn_rows; ri++)
             for (size_t di = 0; di < sizeof ffn_d / sizeof *ffn_d; di++)
                 for (size_t v = 0; v < sizeof ffns / sizeof *ffns; v++)
-                    test_ffn(types[ti], ffn_rows[ri], ffn_d[di], &ffns[v].a, ffns[v].bias);
+                    if (v < 3 || ffn_d[di] == 33 || ffn_d[di] == 100)
+                        test_ffn(types[ti], ffn_rows[ri], ffn_d[di], &ffns[v].a, ffns[v].bias);
     return check_report("test_engine_backend");
 }
