@@ -2,14 +2,15 @@
 # The architectures of issue 14 with the FFN on flash: for each tiny shape
 # (Falcon with ReLU and with exact GELU, Persimmon, Phi-2 with ReLU and
 # with tanh GELU, FATReLU Llama) a random-weight model folder written by
-# fb_test_arch_model. With the oracle, every mode and a set of policy x
-# layout pairs (every policy but belady, every layout, spread over the
-# architectures) generate dense's greedy tokens,
-# and so does the masked dense FFN (generate --active oracle). The ReLU
-# family is sparse at exactly zero (about half the neurons at --threshold
-# 0); GELU is zero almost nowhere, so nearly every neuron is needed at 0
-# and a threshold makes it sparse. Squared ReLU and ReLU under an exact predictor, and the
+# fb_test_arch_model. With the oracle, every mode and policy x layout
+# pairs (every policy but belady and every layout, spread over the
+# architectures) generate dense's greedy tokens, and so does the masked
+# dense FFN (generate --active oracle). The ReLU family is sparse at
+# exactly zero (about half the neurons at --threshold 0); GELU is zero
+# almost nowhere, so nearly every neuron is needed at 0 and a threshold
+# makes it sparse. Squared ReLU and ReLU under an exact predictor, and the
 # FATReLU gate at threshold 0, choose exactly the true neurons (--check).
+# Predictor training takes FATReLU as sparse at zero, GELU by threshold.
 source "$(dirname "$0")/lib.sh"
 MAKE_MODEL=${FLASHBED_TEST_ARCH_MODEL:?the fb_test_arch_model helper}
 MAKE_PRED=${FLASHBED_TEST_PREDICTOR:?the fb_test_predictor helper}
@@ -108,6 +109,20 @@ check "FATReLU gate --check" "$FLASHBED" "${RUN[@]}" --model "$WORK/llama-relu-t
 check "FATReLU gate: dense's tokens" test -z "$(differ_from_first "$WORK/llama-relu-tiny-dense" "$WORK/llama-relu-gate")"
 check "FATReLU gate: exactly the true neurons" test \
     "$(json_get "$WORK/llama-relu-gate/run.json" "all(t['missed'] == 0 and t['extra'] == 0 for t in d['tokens'])")" = True
+# Predictor training's target follows the same rule: FATReLU's is "relu"
+# (no --act-threshold), and the oracle computes dense's FFN exactly.
+printf 'the cat sat on the mat and the dog ran to the park. %.0s' $(seq 8) > "$WORK/text.txt"
+check "train on FATReLU Llama" "$FLASHBED" predictor train --model "$WORK/llama-relu-tiny" --text "$WORK/text.txt" \
+    --tokens 200 --rank 8 --epochs 1 --threads 1
+check "target relu, no act_threshold" test "$(json_get "$WORK/llama-relu-tiny/model.json" \
+    'd["predictor"]["target"] + " " + str(d["predictor"]["act_threshold"])')" = "relu 0"
+check "eval" "$FLASHBED" predictor eval --model "$WORK/llama-relu-tiny" --text "$WORK/text.txt" --tokens 100 \
+    --gen-tokens 4 --threads 1 --out "$WORK/eval"
+check "the oracle's NLL is dense's" test "$(json_get "$WORK/eval/eval.json" 'abs(d["nll_oracle"] - d["nll_dense"]) < 1e-5 * abs(d["nll_dense"])')" = True
+expect_error "GELU needs --act-threshold" "falcon-gelu's FFN (gelu) is zero almost nowhere" \
+    predictor train --model "$WORK/falcon-gelu" --text "$WORK/text.txt" --tokens 100 --rank 8
+expect_error "squared ReLU refuses --act-threshold" "(squared_relu) is sparse at exactly zero" \
+    predictor train --model "$WORK/persimmon-tiny" --text "$WORK/text.txt" --tokens 100 --rank 8 --act-threshold 0.1
 expect_error "the gate on Falcon (no GLU)" "GLU FFNs only" "${RUN[@]}" --model "$WORK/falcon-tiny" --active gate \
     --out "$WORK/bad-gate"
 finish
