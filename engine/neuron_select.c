@@ -29,7 +29,8 @@ int neuron_select_check(const struct model *m, const struct select_config *c, ch
 {
     const struct model_shape *s = &m->shape;
     if (c->source == SELECT_GATE && !m->arch.glu)
-        return err_set(err, errlen, "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
+        return err_set(err, errlen,
+                       "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
                        s->name, s->ffn_activation);
     if (c->source != SELECT_PREDICTOR)
         return 0;
