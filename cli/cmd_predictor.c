@@ -114,7 +114,7 @@ static const struct opt_def train_options[] = {
      "threshold reaching recall R on the validation rows; the epoch kept is the one predicting fewest neurons there",
      .min = 0.01, .max = 1},
     {"act-threshold", OPT_DOUBLE, O(act_threshold), NULL, "T",
-     "GLU FFNs (required there): a neuron is active when |act(gate)*up| > T", .max = OPT_NO_MAX},
+     "SiLU and GELU FFNs (required there): a neuron is active when |act(gate)*up| (|act(up)| without a gate) > T", .max = OPT_NO_MAX},
     {"holdout", OPT_DOUBLE, O(holdout), "0.1", "F", "share of the rows, the last ones, held out for validation",
      .min = 0.01, .max = 0.5},
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
@@ -151,11 +151,12 @@ static int check_train(const struct train_opts *o, const struct model *m, uint32
     if (predictor_target_of(&m->arch, target, err, sizeof err) != 0)
         fb_error("predictor train --model: %s: %s", o->model, err);
     else if (*target == PREDICT_GLU_ABS && !act_given)
-        fb_error("predictor train --act-threshold: %s has a GLU FFN, where every neuron is slightly active; say "
-                 "which count (|act(gate)*up| > T)", o->model);
+        fb_error("predictor train --act-threshold: %s's FFN (%s%s) is zero almost nowhere, so every neuron is "
+                 "slightly active; say which count (|%s| > T)", o->model, s->ffn_activation,
+                 m->arch.glu ? ", GLU" : "", m->arch.glu ? "act(gate)*up" : "act(up)");
     else if (*target == PREDICT_RELU && act_given)
-        fb_error("predictor train --act-threshold: %s has a ReLU FFN (active: output > 0); the option is for GLU "
-                 "FFNs", o->model);
+        fb_error("predictor train --act-threshold: %s's FFN (%s) is sparse at exactly zero (active: output not "
+                 "zero); the option is for SiLU and GELU FFNs", o->model, s->ffn_activation);
     else if (opts_given(&train_command, o, "target-recall") && opts_given(&train_command, o, "threshold"))
         fb_error("predictor train --target-recall: chooses each layer's threshold; do not give --threshold too");
     else if (o->rank > most)

@@ -12,6 +12,7 @@
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "engine/activation.h"
 #include "engine/dtype.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
@@ -200,8 +201,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     return root;
 }
 
-/* The share of FFN neurons the steady-state tokens needed; for a non-ReLU
- * FFN under the oracle that share is set by --threshold, and a threshold
+/* The share of FFN neurons the steady-state tokens needed; for a SiLU or
+ * GELU FFN under the oracle that share is set by --threshold, and a threshold
  * that makes every neuron active leaves nothing for the policy to save. */
 static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
 {
@@ -211,10 +212,11 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
     }
     double all = (double)m->shape.n_layers * m->shape.d_ff;
     double density = all > 0 ? needed / all : 0;
-    bool thresholded = p->cfg.active == ACTIVE_ORACLE && (m->arch.glu || m->arch.act != ACT_RELU);
+    /* the ReLU family is sparse at exactly zero; the others' density is the threshold's */
+    bool thresholded = p->cfg.active == ACTIVE_ORACLE && !activation_sparse(m->arch.act);
     strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
     if (thresholded)
-        strbuf_add(t, ", from --threshold %g on |act(gate)·up|", p->cfg.threshold);
+        strbuf_add(t, ", from --threshold %g on %s", p->cfg.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
     strbuf_add(t, "\n");
     if (thresholded && density >= 0.999)
         strbuf_add(t, "- **every neuron is active** at this threshold: each token needs the whole FFN, so no policy "

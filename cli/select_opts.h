@@ -22,7 +22,8 @@ struct select_choice {
 /* name: oracle, predictor or gate. --threshold, when given, is the
  * source's: the predictor's probability (0..1; default its recorded one),
  * the gate's cut on |act(gate·x)|, the oracle's on |act(gate·x)·(up·x)|
- * (non-ReLU FFNs; default 0 for both). 0, or -1 (printed). */
+ * or |act(up·x + b)| (SiLU and GELU FFNs: the ReLU family is active when
+ * not zero; default 0 for both). 0, or -1 (printed). */
 int select_choice_make(const char *cmd, const char *name, bool threshold_given, double threshold,
                        const struct model *m, struct select_choice *out);
 void select_choice_free(struct select_choice *c);
@@ -38,6 +39,7 @@ int select_engine_init(const char *cmd, const char *active, bool threshold_given
 /* The help text of --threshold for the commands that take --active. */
 #define SELECT_THRESHOLD_HELP                                                                                     \
     "the chooser's threshold: predictor, the probability above which a neuron is predicted active "              \
-    "[default: the predictor's own]; gate, |act(gate.x)| above T; oracle on a non-ReLU FFN, |act(gate).up| above T"
+    "[default: the predictor's own]; gate, |act(gate.x)| above T; oracle on a SiLU or GELU FFN, |act(gate).up| " \
+    "(|act(up)| without a gate) above T"
 
 #endif

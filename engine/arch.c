@@ -5,6 +5,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* HF rotates int(rope_fraction * head_dim) dims of each head (Persimmon,
+ * Phi-2: the first ones); the engine rotates them in adjacent pairs, so
+ * the count must be even and, with RoPE, not 0. */
+static int rope_dims_of(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    uint32_t head_dim = s->d_model / s->n_heads;
+    double dims = s->rope_fraction * head_dim;
+    a->rope_dims = 0;
+    if (a->position != POSITION_ROPE)
+        return 0;
+    if (dims >= 0 && dims <= head_dim)
+        a->rope_dims = (uint32_t)dims; /* truncated, as Python's int() */
+    if (a->rope_dims == 0 || a->rope_dims % 2) {
+        snprintf(err, errlen,
+                 "rope_fraction %g of head_dim %u rotates %u dims: RoPE needs an even number of them, at least 2",
+                 s->rope_fraction, head_dim, a->rope_dims);
+        return -1;
+    }
+    return 0;
+}
+
 int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
 {
     memset(a, 0, sizeof *a);
@@ -40,15 +61,6 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
                  s->ffn_activation);
         return -1;
     }
-    if (s->parallel_block) {
-        snprintf(err, errlen, "parallel attention/FFN blocks are not supported by the forward pass yet");
-        return -1;
-    }
-    if (s->rope_fraction != 1.0 && a->position == POSITION_ROPE) {
-        snprintf(err, errlen, "partial RoPE (rope_fraction %g) is not supported by the forward pass yet",
-                 s->rope_fraction);
-        return -1;
-    }
     a->glu = s->ffn_kind == FFN_GLU;
     a->biases = s->biases;
     a->tied_output = s->tied_embeddings;
@@ -59,8 +71,7 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     a->norm_eps = (float)s->norm_eps;
     a->position_offset = s->position_offset;
     a->rope_theta = (float)s->rope_theta;
-    a->rope_dims = s->d_model / s->n_heads;
-    return 0;
+    return rope_dims_of(s, a, err, errlen);
 }
 
 void layer_tensor_name(char *buf, size_t len, int layer, const char *what)

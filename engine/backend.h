@@ -28,13 +28,13 @@ struct backend_ops {
                    const float *bias, int rows, int cols);
     /* The FFN over neuron bundles (model_format.h): for each of n_rows
      * bundles r at rows + r * row_stride, with z = up_r . x (+ up_bias[r]),
-     * h = act(gate_r . x) * z when glu, else act(z); out[d] = sum h * down_r.
+     * h = act(gate_r . x) * z when a->glu, else act(z), act being a->act
+     * (FATReLU at a->fatrelu_threshold); out[d] = sum h * down_r.
      * Dense passes all d_ff bundles of a layer; a neuron cache passes its
      * compact rows and their biases. out is overwritten. The result does
      * not depend on the number of threads. */
     void (*ffn_rows)(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
-                     const float *up_bias, const float *x, int d, enum fb_dtype t,
-                     enum activation act, bool glu);
+                     const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a);
     /* out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v over
      * positions 0..n_pos-1 of one layer's cache (kv_dim floats per position;
      * query head h reads kv head h / (n_heads / n_kv_heads)). */
@@ -44,8 +44,10 @@ struct backend_ops {
      * says so. out may alias x. */
     void (*norm)(struct backend *b, float *out, const float *x, const float *weight,
                  const float *bias, int d, enum norm_kind kind, float eps);
-    /* Rotates adjacent pairs of the first rot_dims dims of each head of
-     * vec (n_heads heads of head_dim) by position pos. */
+    /* Rotates adjacent pairs (i, i+1) of the first rot_dims dims of each
+     * head of vec (n_heads heads of head_dim) by pos * theta^(-i/rot_dims)
+     * (HF's frequencies: over the rotated dims, not the head); the other
+     * dims are left as they are (partial RoPE). */
     void (*rope)(struct backend *b, float *vec, int n_heads, int head_dim, int rot_dims, int pos,
                  float theta);
     /* y[n] += x[n] */

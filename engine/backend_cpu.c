@@ -398,6 +398,7 @@ struct ffn_job {
     const float *up_bias, *x;
     enum fb_dtype t;
     enum activation act;
+    float act_threshold; /* FATReLU's */
     bool glu;
 };
 
@@ -421,7 +422,8 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
         }
         if (j->up_bias)
             z += j->up_bias[r];
-        float h = j->glu ? activation_apply(gate, j->act) * z : activation_apply(z, j->act);
+        float h = j->glu ? activation_apply_t(gate, j->act, j->act_threshold) * z
+                         : activation_apply_t(z, j->act, j->act_threshold);
         if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
             axpy_as(acc, h, bundle + down_off, t, j->d, ahead >= 0 ? bundle + down_off + ahead : NULL);
     }
@@ -464,10 +466,9 @@ static void ffn_reduce(void *arg, int worker, int workers)
 }
 
 static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
-                         const float *up_bias, const float *x, int d, enum fb_dtype t,
-                         enum activation act, bool glu)
+                         const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
 {
-    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, act, glu};
+    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, a->act, a->fatrelu_threshold, a->glu};
     if ((size_t)n_rows * (size_t)d < b->min_parallel) {
         for (int g = 0; g < FFN_GROUPS; g++)
             ffn_group(&j, g);
@@ -552,7 +553,7 @@ static void cpu_rope(struct backend *b, float *vec, int n_heads, int head_dim, i
 {
     (void)b;
     for (int i = 0; i < rot_dims; i += 2) {
-        float freq = 1.0f / powf(theta, (float)i / (float)head_dim);
+        float freq = 1.0f / powf(theta, (float)i / (float)rot_dims);
         float angle = (float)pos * freq, c = cosf(angle), s = sinf(angle);
         for (int h = 0; h < n_heads; h++) {
             float *v = vec + (size_t)h * head_dim;

@@ -12,6 +12,7 @@
 struct run_state {
     float *x;        /* (d_model) the residual stream */
     float *xb, *xb2; /* (d_model) normed input, branch output */
+    float *ffn_out;  /* (d_model) the FFN's output beside xb2's attention (parallel blocks) */
     float *q;        /* (q_dim) */
     float *att_out;  /* (q_dim) */
     float *k_cache;  /* (n_layers, max_seq, kv_dim) */

@@ -15,7 +15,7 @@ static void dense_forward(struct ffn *f, int layer, int pos, const float *x, flo
     const struct model *m = f->m;
     const struct layer_weights *L = &m->layers[layer];
     f->be_ops->ffn_rows(f->be, out, L->ffn_bundles, m->bundle_stride, (int)m->shape.d_ff,
-                        L->ffn_up_bias, x, (int)m->shape.d_model, m->dtype, m->arch.act, m->arch.glu);
+                        L->ffn_up_bias, x, (int)m->shape.d_model, m->dtype, &m->arch);
     if (L->ffn_down_bias)
         f->be_ops->add(f->be, out, L->ffn_down_bias, (int)m->shape.d_model);
 }

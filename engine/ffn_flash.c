@@ -399,7 +399,7 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
     const struct model *m = f->m;
     double t0 = now_ms();
     f->be_ops->ffn_rows(f->be, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
-                        m->arch.act, m->arch.glu);
+                        &m->arch);
     f->be_ops->add(f->be, out, ff->tmp_out, (int)m->shape.d_model);
     ff->acc.ffn_ms += now_ms() - t0;
 }
@@ -469,6 +469,19 @@ static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32
     }
 }
 
+/* A later vector of a staged row (split reads a row's up, gate and down
+ * one after another): the staging row its first vector took, so the
+ * vectors meet in one bundle and the row is computed once; NULL for
+ * anything else. The first vector flushes when staging is full, so the
+ * row's vectors never straddle a flush. */
+static uint8_t *staged_vector_home(const struct flash_ffn *ff, const struct layout_read *rd)
+{
+    if (rd->vec <= 0 || !(ff->mark[rd->first] & MARK_ONCE) || !ff->n_staged ||
+        ff->staged[ff->n_staged - 1] != rd->first)
+        return NULL;
+    return ff->staging + (uint64_t)(ff->n_staged - 1) * ff->stride;
+}
+
 /* Queues the layout's reads of this step, flushing whenever the staging or
  * bounce area is full. */
 static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const struct cache_step *st,
@@ -480,11 +493,14 @@ static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const st
             queue_bounced(f, ff, layer, rd->first, rd->count, x, out);
             continue;
         }
-        if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
-            flush(f, ff, layer, x, out);
-        uint8_t *dst = row_home(f, ff, layer, rd->first, x, out);
-        for (uint32_t i = 1; i < rd->count; i++)
-            row_home(f, ff, layer, rd->first + i, x, out);
+        uint8_t *dst = staged_vector_home(ff, rd);
+        if (!dst) {
+            if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
+                flush(f, ff, layer, x, out);
+            dst = row_home(f, ff, layer, rd->first, x, out);
+            for (uint32_t i = 1; i < rd->count; i++)
+                row_home(f, ff, layer, rd->first + i, x, out);
+        }
         uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
         if (rd->vec >= 0) {
             /* one vector of the bundle (model_format.h: up | gate | down), widened to

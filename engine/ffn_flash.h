@@ -53,8 +53,9 @@ struct ffn_flash_config {
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
     const struct trace *profile; /* ACTIVE_ORACLE: the sets a policy that needs them ranks (hot's
                                   * warm-up profile, engine/warmup.h: active sets); NULL: none */
-    float threshold;             /* the true activations of non-ReLU FFNs (the oracle's choice, check's
-                                  * and what is recorded): |act(gate·x)·(up·x)| above this */
+    float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
+                                  * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
+                                  * without a gate, above this; the ReLU family ignores it */
     const struct predictor *predictor; /* ACTIVE_PREDICTOR: of the model's shape; its threshold applies */
     float gate_threshold;        /* ACTIVE_GATE: |act(gate·x)| above this is chosen */
     bool check;                  /* not ACTIVE_ORACLE: also compute the true activations (the oracle's

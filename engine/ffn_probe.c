@@ -1,7 +1,6 @@
 /* The observing dense FFN (ffn_probe.h). */
 #include "engine/ffn_probe.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #include "common/errbuf.h"
@@ -16,15 +15,11 @@ struct probe {
 
 int predictor_target_of(const struct arch *a, enum predictor_target *t, char *err, size_t errlen)
 {
-    if (a->glu) {
-        *t = PREDICT_GLU_ABS;
-        return 0;
-    }
-    if (a->act == ACT_RELU) {
-        *t = PREDICT_RELU;
-        return 0;
-    }
-    return err_set(err, errlen, "an FFN that is neither ReLU nor GLU has no predictor target");
+    (void)err, (void)errlen; /* every activation has a target now */
+    /* the ReLU family (a GLU's gate included) is sparse at exactly zero;
+     * SiLU and GELU need a threshold on |h| */
+    *t = activation_sparse(a->act) ? PREDICT_RELU : PREDICT_GLU_ABS;
+    return 0;
 }
 
 static int probe_create(struct ffn *f, char *err, size_t errlen)
@@ -68,9 +63,9 @@ static void activity(struct ffn *f, struct probe *p, int layer, const float *x)
     if (p->gate)
         f->be_ops->matvec(f->be, p->g, (const uint8_t *)p->gate + mat, m->dtype, x, NULL, n, d);
     for (int i = 0; i < n; i++) {
-        float h = p->gate ? activation_apply(p->g[i], m->arch.act) * p->z[i] : activation_apply(p->z[i], m->arch.act);
-        p->h[i] = h;
-        p->active[i] = c->target == PREDICT_RELU ? h > 0 : fabsf(h) > c->act_threshold;
+        float g = p->gate ? p->g[i] : 0.0f;
+        p->h[i] = ffn_neuron_value(&m->arch, p->z[i], g);
+        p->active[i] = ffn_neuron_active(&m->arch, p->z[i], g, c->target == PREDICT_RELU ? 0.0f : c->act_threshold);
     }
 }
 

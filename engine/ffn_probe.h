@@ -1,10 +1,11 @@
 /* An FFN that observes: it computes exactly what the dense FFN computes
  * (ffn_dense) and, on every call, each neuron's activation h from the
  * layer's up (and gate) rows and whether the neuron is "active" in the
- * predictor's sense (predictor.h):
+ * predictor's sense (predictor.h, the rule of activation.h):
  *
- *   ReLU FFNs (PREDICT_RELU):    h = act(up·x + b) > 0
- *   GLU FFNs (PREDICT_GLU_ABS):  |h| = |act(gate·x)·(up·x + b)| > act_threshold
+ *   the ReLU family (PREDICT_RELU): act(up·x + b) != 0, a GLU's act(gate·x) != 0
+ *   SiLU, GELU (PREDICT_GLU_ABS):   |h| > act_threshold, h = act(gate·x)·(up·x + b)
+ *                                   for a GLU, act(up·x + b) otherwise
  *
  * and hands (layer, pos, the FFN-normed input x, h, active) to a callback.
  * (The FFN over the active neurons only, the oracle's sparsity in place, is
@@ -39,9 +40,10 @@ struct ffn_probe_config {
 
 extern const struct ffn_ops ffn_probe;
 
-/* What "active" means for the model's FFN: 0 and *t set, or -1 with the
- * reason in err when the architecture has no predictor target (an FFN that
- * is neither ReLU nor GLU). */
+/* What "active" means for the model's FFN: PREDICT_RELU for the ReLU
+ * family (activation_sparse), PREDICT_GLU_ABS for the others. 0 and *t
+ * set (every activation has one now; -1 with the reason in err is kept
+ * for one that would not). */
 int predictor_target_of(const struct arch *a, enum predictor_target *t, char *err, size_t errlen);
 
 #endif

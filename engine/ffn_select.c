@@ -62,7 +62,7 @@ static void compute_chosen(struct ffn *f, struct select_ffn *sf, int layer, uint
                 sf->bias[j] = L->ffn_up_bias[id];
         }
         f->be_ops->ffn_rows(f->be, sf->part, sf->rows, m->bundle_stride, (int)k, L->ffn_up_bias ? sf->bias : NULL, x,
-                            d, m->dtype, m->arch.act, m->arch.glu);
+                            d, m->dtype, &m->arch);
         f->be_ops->add(f->be, out, sf->part, d);
     }
 }
@@ -80,7 +80,7 @@ static void select_forward(struct ffn *f, int layer, int pos, const float *x, fl
     sf->stats.chosen += n;
     if (n == m->shape.d_ff) /* every neuron: dense's own call, bit for bit */
         f->be_ops->ffn_rows(f->be, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, x,
-                            (int)m->shape.d_model, m->dtype, m->arch.act, m->arch.glu);
+                            (int)m->shape.d_model, m->dtype, &m->arch);
     else
         compute_chosen(f, sf, layer, n, x, out);
     if (L->ffn_down_bias)

@@ -34,12 +34,13 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     r->x = calloc(d, sizeof(float));
     r->xb = calloc(widest, sizeof(float));
     r->xb2 = calloc(d, sizeof(float));
+    r->ffn_out = calloc(d, sizeof(float));
     r->q = calloc(m->q_dim, sizeof(float));
     r->att_out = calloc(m->q_dim, sizeof(float));
     r->k_cache = calloc(kv, sizeof(float));
     r->v_cache = calloc(kv, sizeof(float));
     r->logits = calloc(s->vocab_size, sizeof(float));
-    if (!r->x || !r->xb || !r->xb2 || !r->q || !r->att_out || !r->k_cache || !r->v_cache || !r->logits) {
+    if (!r->x || !r->xb || !r->xb2 || !r->ffn_out || !r->q || !r->att_out || !r->k_cache || !r->v_cache || !r->logits) {
         err_set(err, errlen, "engine: cannot allocate the run state (KV cache of %zu floats)", 2 * kv);
         engine_free(e);
         return -1;
@@ -64,6 +65,7 @@ void engine_free(struct engine *e)
     free(r->x);
     free(r->xb);
     free(r->xb2);
+    free(r->ffn_out);
     free(r->q);
     free(r->att_out);
     free(r->k_cache);
@@ -84,6 +86,35 @@ static void embed(struct engine *e, int token, int pos)
     }
 }
 
+/* Each of n_heads heads of v through the LayerNorm over a head that all
+ * heads share (Persimmon's q_layernorm and k_layernorm). */
+static void head_norm(struct engine *e, float *v, int n_heads, const float *w, const float *bias)
+{
+    int hd = (int)e->m->head_dim;
+    for (int h = 0; h < n_heads; h++)
+        e->be_ops->norm(e->be, v + (size_t)h * hd, v + (size_t)h * hd, w, bias, hd, NORM_LAYER,
+                        e->m->arch.norm_eps);
+}
+
+/* q and this position's k: normed per head (qk_norm), then rotated over
+ * each head's first rope_dims dims (RoPE, whole or partial). The norm
+ * comes first, as in HF's Persimmon. */
+static void position_qk(struct engine *e, const struct layer_weights *L, float *k, int pos)
+{
+    const struct model *m = e->m;
+    const struct arch *a = &m->arch;
+    float *q = e->s.q;
+    int n_heads = (int)m->shape.n_heads, n_kv = (int)m->shape.n_kv_heads;
+    if (a->qk_norm) {
+        head_norm(e, q, n_heads, L->q_norm, L->q_norm_bias);
+        head_norm(e, k, n_kv, L->k_norm, L->k_norm_bias);
+    }
+    if (a->position == POSITION_ROPE) {
+        e->be_ops->rope(e->be, q, n_heads, (int)m->head_dim, (int)a->rope_dims, pos, a->rope_theta);
+        e->be_ops->rope(e->be, k, n_kv, (int)m->head_dim, (int)a->rope_dims, pos, a->rope_theta);
+    }
+}
+
 /* xb2 = attention(xb) for layer l at pos; writes this position's K and V. */
 static void attention(struct engine *e, int l, int pos)
 {
@@ -98,34 +129,66 @@ static void attention(struct engine *e, int l, int pos)
     b->matvec(e->be, r->q, L->wq, m->dtype, r->xb, L->bq, (int)m->q_dim, d);
     b->matvec(e->be, k, L->wk, m->dtype, r->xb, L->bk, kv, d);
     b->matvec(e->be, v, L->wv, m->dtype, r->xb, L->bv, kv, d);
-    if (m->arch.position == POSITION_ROPE) {
-        b->rope(e->be, r->q, (int)m->shape.n_heads, (int)m->head_dim, (int)m->arch.rope_dims, pos,
-                m->arch.rope_theta);
-        b->rope(e->be, k, (int)m->shape.n_kv_heads, (int)m->head_dim, (int)m->arch.rope_dims, pos,
-                m->arch.rope_theta);
-    }
+    position_qk(e, L, k, pos);
     b->attention(e->be, r->att_out, r->q, k_layer, v_layer, pos + 1, (int)m->shape.n_heads,
                  (int)m->shape.n_kv_heads, (int)m->head_dim);
     b->matvec(e->be, r->xb2, L->wo, m->dtype, r->att_out, L->bo, d, (int)m->q_dim);
 }
 
-void engine_forward(struct engine *e, int token, int pos)
+/* x += attn(norm1(x)); x += ffn(norm2(x)): OPT, Llama, Persimmon. */
+static void sequential_block(struct engine *e, int l, int pos)
 {
     const struct model *m = e->m;
+    const struct layer_weights *L = &m->layers[l];
     const struct arch *a = &m->arch;
     const struct backend_ops *b = e->be_ops;
     struct run_state *r = &e->s;
     int d = (int)m->shape.d_model;
+    b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
+    attention(e, l, pos);
+    b->add(e->be, r->x, r->xb2, d);
+    b->norm(e->be, r->xb, r->x, L->ffn_norm, L->ffn_norm_bias, d, a->norm, a->norm_eps);
+    e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->xb2);
+    b->add(e->be, r->x, r->xb2, d);
+}
+
+/* x += attn(n) + ffn(n) with n = norm(x), one norm per layer (Falcon,
+ * Phi-2): both branches read the same normed input. The branches are
+ * summed before the residual, in HF's order. */
+static void parallel_block(struct engine *e, int l, int pos)
+{
+    const struct model *m = e->m;
+    const struct layer_weights *L = &m->layers[l];
+    const struct arch *a = &m->arch;
+    const struct backend_ops *b = e->be_ops;
+    struct run_state *r = &e->s;
+    int d = (int)m->shape.d_model;
+    b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
+    attention(e, l, pos);
+    e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->ffn_out);
+    b->add(e->be, r->ffn_out, r->xb2, d);
+    b->add(e->be, r->x, r->ffn_out, d);
+}
+
+/* logits = output · final_norm(x) (+ output bias). */
+static void lm_head(struct engine *e)
+{
+    const struct model *m = e->m;
+    const struct arch *a = &m->arch;
+    struct run_state *r = &e->s;
+    int d = (int)m->shape.d_model;
+    e->be_ops->norm(e->be, r->x, r->x, m->final_norm, m->final_norm_bias, d, a->norm, a->norm_eps);
+    e->be_ops->matvec(e->be, r->logits, m->output, m->dtype, r->x, m->output_bias, (int)m->shape.vocab_size, d);
+}
+
+void engine_forward(struct engine *e, int token, int pos)
+{
     embed(e, token, pos);
-    for (int l = 0; l < (int)m->shape.n_layers; l++) {
-        const struct layer_weights *L = &m->layers[l];
-        b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
-        attention(e, l, pos);
-        b->add(e->be, r->x, r->xb2, d);
-        b->norm(e->be, r->xb, r->x, L->ffn_norm, L->ffn_norm_bias, d, a->norm, a->norm_eps);
-        e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->xb2);
-        b->add(e->be, r->x, r->xb2, d);
+    for (int l = 0; l < (int)e->m->shape.n_layers; l++) {
+        if (e->m->arch.parallel_block)
+            parallel_block(e, l, pos);
+        else
+            sequential_block(e, l, pos);
     }
-    b->norm(e->be, r->x, r->x, m->final_norm, m->final_norm_bias, d, a->norm, a->norm_eps);
-    b->matvec(e->be, r->logits, m->output, m->dtype, r->x, NULL, (int)m->shape.vocab_size, d);
+    lm_head(e);
 }

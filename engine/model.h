@@ -53,7 +53,7 @@ struct layer_weights {
     const float *bq, *bk, *bv, *bo;          /* biases or NULL */
     const float *q_norm, *q_norm_bias;       /* (head_dim,) with qk_norm, else NULL */
     const float *k_norm, *k_norm_bias;
-    const float *ffn_norm, *ffn_norm_bias;   /* (d_model,) */
+    const float *ffn_norm, *ffn_norm_bias;   /* (d_model,); NULL in a parallel block (attn_norm serves both) */
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
     const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */

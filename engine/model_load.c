@@ -136,6 +136,8 @@ static int load_layers(struct model *m, const struct table *tb)
         if (!(L->field = tensor(tb, n, type, nd, a, b)))                                        \
             return -1;                                                                          \
     } while (0)
+    const struct arch *a = &m->arch;
+    bool ffn_norm = !a->parallel_block; /* a parallel block's one norm is attn_norm */
     for (uint32_t l = 0; l < s->n_layers; l++) {
         struct layer_weights *L = &m->layers[l];
         T(attn_norm, "attn_norm.weight", DTYPE_F32, 1, d, 0);
@@ -143,12 +145,20 @@ static int load_layers(struct model *m, const struct table *tb)
         T(wk, "attn.wk", m->dtype, 2, m->kv_dim, d);
         T(wv, "attn.wv", m->dtype, 2, m->kv_dim, d);
         T(wo, "attn.wo", m->dtype, 2, d, m->q_dim);
-        T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
-        if (m->arch.norm == NORM_LAYER) {
+        if (ffn_norm)
+            T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
+        if (a->norm == NORM_LAYER) {
             T(attn_norm_bias, "attn_norm.bias", DTYPE_F32, 1, d, 0);
-            T(ffn_norm_bias, "ffn_norm.bias", DTYPE_F32, 1, d, 0);
+            if (ffn_norm)
+                T(ffn_norm_bias, "ffn_norm.bias", DTYPE_F32, 1, d, 0);
         }
-        if (m->arch.biases) {
+        if (a->qk_norm) {
+            T(q_norm, "attn.q_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
+            T(q_norm_bias, "attn.q_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
+            T(k_norm, "attn.k_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
+            T(k_norm_bias, "attn.k_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
+        }
+        if (a->biases) {
             T(bq, "attn.bq", DTYPE_F32, 1, m->q_dim, 0);
             T(bk, "attn.bk", DTYPE_F32, 1, m->kv_dim, 0);
             T(bv, "attn.bv", DTYPE_F32, 1, m->kv_dim, 0);
@@ -223,6 +233,8 @@ static int load_tensors(struct model *m, const struct table *tb)
         return -1;
     m->output = m->arch.tied_output ? m->tok_embedding : tensor(tb, "output", m->dtype, 2, s->vocab_size, d);
     if (!m->output)
+        return -1;
+    if (m->arch.output_bias && !(m->output_bias = tensor(tb, "output.bias", DTYPE_F32, 1, s->vocab_size, 0)))
         return -1;
     m->layers = calloc(s->n_layers, sizeof *m->layers);
     if (!m->layers)

@@ -29,8 +29,9 @@ int neuron_select_check(const struct model *m, const struct select_config *c, ch
 {
     const struct model_shape *s = &m->shape;
     if (c->source == SELECT_GATE && !m->arch.glu)
-        return err_set(err, errlen, "the gate chooses neurons of GLU FFNs only: %s's FFN (%s) has no gate projection",
-                       s->name, m->arch.act == ACT_RELU ? "ReLU" : "no GLU");
+        return err_set(err, errlen,
+                       "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
+                       s->name, s->ffn_activation);
     if (c->source != SELECT_PREDICTOR)
         return 0;
     const struct predictor *p = c->predictor;
@@ -152,13 +153,10 @@ static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void
     be->matvec(b, s->z, up, m->dtype, x, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
     if (m->arch.glu)
         be->matvec(b, s->g, gate, m->dtype, x, NULL, (int)sh->d_ff, (int)sh->d_model);
-    bool relu = m->arch.act == ACT_RELU && !m->arch.glu;
     uint32_t n = 0;
-    for (uint32_t i = 0; i < sh->d_ff; i++) {
-        float h = m->arch.glu ? activation_apply(s->g[i], m->arch.act) * s->z[i] : activation_apply(s->z[i], m->arch.act);
-        if (relu ? h > 0 : fabsf(h) > s->cfg.threshold)
+    for (uint32_t i = 0; i < sh->d_ff; i++)
+        if (ffn_neuron_active(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f, s->cfg.threshold))
             out[n++] = i;
-    }
     return n;
 }
 
@@ -170,7 +168,7 @@ static uint32_t gate_layer(struct neuron_select *s, const void *gate, const stru
     be->matvec(b, s->g, gate, m->dtype, x, NULL, (int)m->shape.d_ff, (int)m->shape.d_model);
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->shape.d_ff; i++)
-        if (fabsf(activation_apply(s->g[i], m->arch.act)) > s->cfg.threshold)
+        if (fabsf(activation_apply_t(s->g[i], m->arch.act, m->arch.fatrelu_threshold)) > s->cfg.threshold)
             out[n++] = i;
     return n;
 }

@@ -5,9 +5,11 @@
  *              sigmoid(B·(A·x) + bias) > its threshold
  *   gate       GLU FFNs only (the paper's App. C.5): the gate projection
  *              decides, neuron i when |act(gate_i·x)| > threshold
- *   oracle     the true activations from the up (and gate) rows: ReLU
- *              FFNs act(up·x + b) > 0, others |act(gate·x)·(up·x)| >
- *              threshold. A measuring device, not a deployable mode.
+ *   oracle     the true activations from the up (and gate) rows, by the
+ *              rule of activation.h: the ReLU family when the activation's
+ *              output is not zero (a GLU's gate), SiLU and GELU when
+ *              |act(gate·x)·(up·x)| (a GLU) or |act(up·x + b)| > threshold.
+ *              A measuring device, not a deployable mode.
  *
  * The flash FFN (ffn_flash.h) reads the neurons chosen; the masked dense
  * FFN (ffn_select.h) computes on them only. The gate and the oracle hold
@@ -36,7 +38,7 @@ struct select_config {
     const struct predictor *predictor; /* SELECT_PREDICTOR: of the model's shape; kept by pointer,
                                         * its own threshold applies */
     float threshold;                   /* SELECT_GATE: |act(gate·x)| above it; SELECT_ORACLE on a
-                                        * non-ReLU FFN: |act(gate·x)·(up·x)| above it */
+                                        * SiLU or GELU FFN: |h| above it (unused for the ReLU family) */
 };
 
 struct neuron_select {

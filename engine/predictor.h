@@ -11,8 +11,9 @@
  * --target-recall: the paper's operating point is stated as a recall).
  *
  * What "active" means is recorded with the predictor (what it was trained
- * to predict): ReLU FFNs, output > 0; GLU FFNs, |act(gate·x)·(up·x)| >
- * act_threshold.
+ * to predict): the ReLU family (ReLU, squared ReLU, FATReLU), the
+ * activation's output is not zero (a GLU's gate); SiLU and GELU FFNs,
+ * |h| > act_threshold with h = act(gate·x)·(up·x) or act(up·x + b).
  *
  * Stored in the model folder: predictor.safetensors (A and B in f32 or
  * f16, the biases f32; tensors "layers.L.predictor.a|b|bias") and a
@@ -38,8 +39,9 @@
 #define PREDICTOR_FILE "predictor.safetensors"
 
 enum predictor_target {
-    PREDICT_RELU,    /* the FFN's output before down: act(up·x) > 0 */
-    PREDICT_GLU_ABS, /* |act(gate·x)·(up·x)| > act_threshold */
+    PREDICT_RELU,    /* the ReLU family: act(up·x + b) != 0 (> 0 for ReLU), a GLU's act(gate·x) != 0 */
+    PREDICT_GLU_ABS, /* |h| > act_threshold: h = act(gate·x)·(up·x) (GLU), act(up·x + b) (GELU FFNs); the
+                      * name (and "glu_abs" in files) predates plain GELU FFNs */
 };
 
 struct predictor_layer {

@@ -4,10 +4,11 @@
  * svd: a truncated SVD (svd.h) of the matrix whose rows decide each
  * neuron, W ~ U_r S_r V_r^T, gives A = V_r^T (r x d_model), B = U_r S_r
  * (d_ff x r), so B·(A·x) is the best rank-r approximation of W·x:
- *   - ReLU FFNs: W is the up projection and the bias the up bias, so the
- *     logits approximate the pre-activation up·x + b and sigmoid > 0.5
- *     approximates "ReLU output > 0"; at full rank (r = min(d_model, d_ff))
- *     it is exact.
+ *   - FFNs without a gate: W is the up projection and the bias the up
+ *     bias, so the logits approximate the pre-activation up·x + b and
+ *     sigmoid > 0.5 approximates "ReLU output > 0" (squared ReLU's too);
+ *     at full rank (r = min(d_model, d_ff)) it is exact. For GELU FFNs and
+ *     FATReLU's threshold it is only a start: "z > 0" is not their rule.
  *   - GLU FFNs: W is the gate projection and the bias 0, so the logits
  *     approximate the gate's pre-activation and sigmoid > 0.5 says "the
  *     gate is open" (gate·x > 0), the rank-r version of App. C.5's

@@ -1,9 +1,11 @@
 /* The CPU backend's matvec and FFN against double-precision sums, over
  * shapes that reach every path of the kernels (paired rows and an odd last
  * row, the 32-wide steps, the 8-wide and scalar tails, biases, short row
- * chunks taken by other threads), in f32, f16 and bf16; and the same bits
- * whatever the number of threads; and the read loop behind --bandwidth
- * reads every byte of its buffer once, whatever the number of workers. */
+ * chunks taken by other threads), in f32, f16 and bf16, the FFN with every
+ * activation (plain and GLU); and the same bits whatever the number of
+ * threads; RoPE, whole and partial, against its formula; and the read loop
+ * behind --bandwidth reads every byte of its buffer once, whatever the
+ * number of workers. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,9 +44,24 @@ static void *weights(enum fb_dtype t, size_t n, float *val)
     return w;
 }
 
-static double silu(double v)
+/* The activations in double, written from their definitions. */
+static double act_ref(double v, enum activation act, double t)
 {
-    return v / (1.0 + exp(-v));
+    switch (act) {
+    case ACT_RELU:
+        return v > 0 ? v : 0;
+    case ACT_SILU:
+        return v / (1.0 + exp(-v));
+    case ACT_GELU:
+        return v * 0.5 * erfc(-v / sqrt(2.0));
+    case ACT_GELU_TANH:
+        return 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * pow(v, 3))));
+    case ACT_SQUARED_RELU:
+        return v > 0 ? v * v : 0;
+    case ACT_FATRELU:
+        return v > t ? v : 0;
+    }
+    return NAN;
 }
 
 static const int max_threads = 3;
@@ -92,9 +109,10 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
     free(b);
 }
 
-/* Bundles of up | gate | down (gate only when glu), stride padded. */
-static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bool up_bias)
+/* Bundles of up | gate | down (gate only when a->glu), stride padded. */
+static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, bool up_bias)
 {
+    bool glu = a->glu;
     int parts = glu ? 3 : 2;
     size_t es = dtype_size(t), stride = ((size_t)parts * d * es + 63) / 64 * 64;
     char *rows = calloc((size_t)n_rows, stride);
@@ -108,13 +126,12 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bo
     }
     for (int i = 0; i < d; i++)
         x[i] = uniform();
-    enum activation act = relu ? ACT_RELU : ACT_SILU;
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
         struct backend *be = backend_cpu.create(th, (size_t)d, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)d * sizeof *out[th]);
-        backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, act, glu);
+        backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, a);
         backend_cpu.destroy(be);
     }
     double *want = calloc((size_t)d, sizeof *want), *mag = calloc((size_t)d, sizeof *mag);
@@ -126,7 +143,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bo
             if (glu)
                 g += (double)v[d + i] * x[i];
         }
-        double h = glu ? (relu ? (g > 0 ? g : 0) : silu(g)) * z : (relu ? (z > 0 ? z : 0) : silu(z));
+        double h = glu ? act_ref(g, a->act, a->fatrelu_threshold) * z : act_ref(z, a->act, a->fatrelu_threshold);
         const float *down = v + (size_t)(parts - 1) * d;
         for (int i = 0; i < d; i++) {
             want[i] += h * down[i];
@@ -143,9 +160,8 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, bool glu, bool relu, bo
                 differ++;
     }
     if (bad || differ)
-        fprintf(stderr, "ffn %s %d x %d%s%s%s: %d outputs off, %d differ between thread counts\n",
-                dtype_name(t), n_rows, d, glu ? " glu" : "", relu ? " relu" : " silu", up_bias ? " bias" : "", bad,
-                differ);
+        fprintf(stderr, "ffn %s %d x %d%s act %d%s: %d outputs off, %d differ between thread counts\n",
+                dtype_name(t), n_rows, d, glu ? " glu" : "", (int)a->act, up_bias ? " bias" : "", bad, differ);
     CHECK(bad == 0);
     CHECK(differ == 0);
     for (int th = 1; th <= max_threads; th++)
@@ -178,8 +194,42 @@ static void test_read_share(void)
     free(buf);
 }
 
+/* Adjacent pairs (i, i+1) of each head's first rot dims turn by
+ * pos * theta^(-i/rot); the dims past rot are not touched. */
+static void test_rope(int heads, int head_dim, int rot, int pos, float theta)
+{
+    float v[64], orig[64];
+    for (int i = 0; i < heads * head_dim; i++)
+        v[i] = orig[i] = uniform();
+    struct backend *be = backend_cpu.create(1, 64, 1, 1, NULL, 0);
+    CHECK(be != NULL);
+    backend_cpu.rope(be, v, heads, head_dim, rot, pos, theta);
+    backend_cpu.destroy(be);
+    double worst = 0;
+    bool rest_same = true;
+    for (int h = 0; h < heads; h++) {
+        const float *o = orig + h * head_dim, *got = v + h * head_dim;
+        for (int i = 0; i < rot; i += 2) {
+            double a = pos * pow(theta, -(double)i / rot);
+            worst = fmax(worst, fabs(got[i] - (o[i] * cos(a) - o[i + 1] * sin(a))));
+            worst = fmax(worst, fabs(got[i + 1] - (o[i] * sin(a) + o[i + 1] * cos(a))));
+        }
+        for (int i = rot; i < head_dim; i++)
+            rest_same &= got[i] == o[i];
+    }
+    if (worst > 1e-5 || !rest_same)
+        fprintf(stderr, "rope %d heads x %d, %d rotated, pos %d: off by %g%s\n", heads, head_dim, rot, pos, worst,
+                rest_same ? "" : ", unrotated dims changed");
+    CHECK(worst <= 1e-5);
+    CHECK(rest_same);
+}
+
 int main(void)
 {
+    test_rope(4, 16, 16, 7, 10000.0f);
+    test_rope(4, 16, 8, 7, 25000.0f); /* Persimmon: half the head */
+    test_rope(3, 20, 8, 13, 10000.0f); /* Phi-2's 40% */
+    test_rope(2, 8, 2, 200, 10000.0f);
     test_read_share();
     /* every call on the thread team, however small */
     backend_cpu_set_min_parallel(0);
@@ -192,10 +242,26 @@ int main(void)
                 test_matvec(types[ti], row_counts[ri], col_counts[ci], (ri + ci) % 2 == 0);
     const int ffn_rows[] = {1, 5, 16, 17, 100, 300};
     const int ffn_d[] = {8, 33, 64, 100, 520};
+    /* every activation, each as a plain FFN or a GLU the architectures use;
+     * the kernel's paths are the first three's, so the others take two widths */
+    static const struct {
+        struct arch a;
+        bool bias;
+    } ffns[] = {
+        {{.act = ACT_SILU, .glu = true}, false},
+        {{.act = ACT_RELU}, false},
+        {{.act = ACT_SILU, .glu = true}, true},
+        {{.act = ACT_GELU}, false},
+        {{.act = ACT_GELU_TANH}, true},
+        {{.act = ACT_SQUARED_RELU}, true},
+        {{.act = ACT_FATRELU, .glu = true, .fatrelu_threshold = 0.05f}, false},
+        {{.act = ACT_FATRELU, .fatrelu_threshold = 0.1f}, true},
+    };
     for (int ti = 0; ti < 3; ti++)
         for (size_t ri = 0; ri < sizeof ffn_rows / sizeof *ffn_rows; ri++)
             for (size_t di = 0; di < sizeof ffn_d / sizeof *ffn_d; di++)
-                for (int variant = 0; variant < 3; variant++)
-                    test_ffn(types[ti], ffn_rows[ri], ffn_d[di], variant != 1, variant == 1, variant == 2);
+                for (size_t v = 0; v < sizeof ffns / sizeof *ffns; v++)
+                    if (v < 3 || ffn_d[di] == 33 || ffn_d[di] == 100)
+                        test_ffn(types[ti], ffn_rows[ri], ffn_d[di], &ffns[v].a, ffns[v].bias);
     return check_report("test_engine_backend");
 }

@@ -1,117 +1,105 @@
 /* The forward pass against an independent, plain double-precision
- * reference written here from the original (unbundled) matrices, for two
- * architectures: OPT-style (LayerNorm, learned positions with offset 2,
- * ReLU FFN with biases, tied output) and Llama-style (RMSNorm, RoPE, GQA,
- * SwiGLU, separate output). Checks the model writer's bundle layout, the
- * loader, every backend op and the threaded paths; and f16/bf16 storage
- * against the reference run on the rounded weights. */
+ * reference written here from the original (unbundled) matrices, for
+ * every architecture the engine runs:
+ *
+ *   opt        LayerNorm, learned positions offset by 2, ReLU FFN with
+ *              biases, tied output (a small shape of its own)
+ *   llama      RMSNorm, RoPE, grouped-query attention, SwiGLU, separate
+ *              output (a small shape of its own)
+ *   falcon     falcon-tiny: parallel block (one LayerNorm with bias, both
+ *              branches reading it), multi-query attention, no linear
+ *              biases, RoPE over the whole head; ReLU, and exact GELU
+ *   persimmon  persimmon-tiny: a LayerNorm over each head's q and k
+ *              (shared [head_dim] weight and bias) before RoPE on the
+ *              first half of each head, squared ReLU, biases, untied output
+ *   phi        phi-tiny: parallel block, RoPE on the first 40% of each
+ *              head, biases, untied output with a bias; ReLU, and GELU's
+ *              tanh form
+ *   llama-relu llama-relu-tiny: a FATReLU gate (threshold 0.01), and the
+ *              same at 0.3, where many more gates fall under it
+ *
+ * Partial RoPE rotates adjacent pairs (i, i+1) of each head's first
+ * int(rope_fraction * head_dim) dims by pos * theta^(-i/rot) (HF's
+ * frequencies over the rotated dims, in the pair order the importer
+ * produces); the rest of the head passes unrotated.
+ *
+ * Checks the model writer's bundle layout, the loader (parallel blocks
+ * have no ffn_norm tensors), every backend op and the threaded paths (2
+ * threads give the 1-thread bits); and f16/bf16 storage against the
+ * reference run on the rounded weights. Logits over 8 positions; the
+ * bounds are 2e-5 (f32) and 5e-5 (f16, bf16) in absolute value, the
+ * errors measured 0.5e-6 to 6.7e-6 (vector kernels and portable loops);
+ * each architecture's feature left out of the reference (GELU's form
+ * swapped, FATReLU as ReLU, RoPE over the whole head or with the head's
+ * frequencies, no q/k norm, no output bias, a sequential block) moved the
+ * logits by 9.6e-4 to 9. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "arch_fixture.h"
 #include "check.h"
-#include "common/rng.h"
 #include "engine/engine.h"
-#include "engine/model_format.h"
 
 /* Where the library says why a call failed (it prints nothing itself). */
 static char why[1024];
 
-enum { D = 32, H = 4, KVH = 2, HD = D / H, FF = 48, LAYERS = 2, V = 270, MAXPOS = 16, OFFSET = 2 };
+enum { POSITIONS = 8 };
 
-struct ref_layer {
-    float n1w[D], n1b[D], n2w[D], n2b[D];
-    float wq[D * D], wk[KVH * HD * D], wv[KVH * HD * D], wo[D * D];
-    float bq[D], bk[KVH * HD], bv[KVH * HD], bo[D];
-    float up[FF * D], gate[FF * D], down[D * FF], bup[FF], bdown[D];
+enum ref_act { R_RELU, R_SILU, R_GELU, R_GELU_TANH, R_SQUARED_RELU, R_FATRELU };
+
+struct ref {
+    struct fx_model f;
+    enum ref_act act;
+    double fat_t, eps, theta;
+    int rot;          /* dims of each head rotated; 0 with learned positions */
+    double *kc, *vc;  /* [layers][POSITIONS][kv_dim] */
 };
 
-struct ref_model {
-    bool opt;
-    float emb[V * D], pos[(MAXPOS + OFFSET) * D], out[V * D], nfw[D], nfb[D];
-    struct ref_layer l[LAYERS];
-    double kc[LAYERS][MAXPOS][KVH * HD], vc[LAYERS][MAXPOS][KVH * HD];
-};
-
-static void fill(struct rng *r, float *v, size_t n, float scale, float base)
+static int ref_act_of(const char *name, enum ref_act *a)
 {
-    for (size_t i = 0; i < n; i++)
-        v[i] = base + scale * (float)(2 * rng_unit(r) - 1);
+    static const char *names[] = {"relu", "swiglu", "gelu", "gelu_tanh", "squared_relu", "fatrelu"};
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(name, names[i])) {
+            *a = (enum ref_act)i;
+            return 0;
+        }
+    return -1;
 }
 
-static void init_ref(struct ref_model *m, bool opt, uint64_t seed)
+static double ref_activation(const struct ref *r, double v)
 {
-    struct rng r;
-    rng_seed(&r, seed);
-    memset(m, 0, sizeof *m);
-    m->opt = opt;
-    fill(&r, m->emb, V * D, 1.0f, 0);
-    fill(&r, m->pos, (MAXPOS + OFFSET) * D, 0.5f, 0);
-    fill(&r, m->out, V * D, 0.3f, 0);
-    fill(&r, m->nfw, D, 0.2f, 1);
-    fill(&r, m->nfb, D, 0.1f, 0);
-    float s = 1.0f / sqrtf(D);
-    for (int l = 0; l < LAYERS; l++) {
-        struct ref_layer *L = &m->l[l];
-        fill(&r, L->n1w, D, 0.2f, 1);
-        fill(&r, L->n2w, D, 0.2f, 1);
-        fill(&r, L->n1b, D, 0.1f, 0);
-        fill(&r, L->n2b, D, 0.1f, 0);
-        fill(&r, L->wq, D * D, s, 0);
-        fill(&r, L->wk, KVH * HD * D, s, 0);
-        fill(&r, L->wv, KVH * HD * D, s, 0);
-        fill(&r, L->wo, D * D, s, 0);
-        fill(&r, L->bq, D, 0.1f, 0);
-        fill(&r, L->bk, KVH * HD, 0.1f, 0);
-        fill(&r, L->bv, KVH * HD, 0.1f, 0);
-        fill(&r, L->bo, D, 0.1f, 0);
-        fill(&r, L->up, FF * D, s, 0);
-        fill(&r, L->gate, FF * D, s, 0);
-        fill(&r, L->down, D * FF, 1.0f / sqrtf(FF), 0);
-        fill(&r, L->bup, FF, 0.2f, -0.05f);
-        fill(&r, L->bdown, D, 0.1f, 0);
+    switch (r->act) {
+    case R_RELU:
+        return v > 0 ? v : 0;
+    case R_SILU:
+        return v / (1 + exp(-v));
+    case R_GELU:
+        return 0.5 * v * erfc(-v / sqrt(2.0));
+    case R_GELU_TANH:
+        return 0.5 * v * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (v + 0.044715 * v * v * v)));
+    case R_SQUARED_RELU:
+        return v > 0 ? v * v : 0;
+    case R_FATRELU:
+        return v > r->fat_t ? v : 0;
     }
+    return NAN;
 }
 
-/* Weights as the engine will see them after storage in dtype t. */
-static void round_through(float *v, size_t n, enum fb_dtype t)
-{
-    if (t == DTYPE_F32)
-        return;
-    uint16_t *tmp = malloc(n * 2);
-    dtype_from_f32(tmp, t, v, n);
-    dtype_to_f32(v, tmp, t, n);
-    free(tmp);
-}
-
-static void round_matrices(struct ref_model *m, enum fb_dtype t)
-{
-    round_through(m->emb, V * D, t);
-    round_through(m->pos, (MAXPOS + OFFSET) * D, t);
-    round_through(m->out, V * D, t);
-    for (int l = 0; l < LAYERS; l++) {
-        struct ref_layer *L = &m->l[l];
-        float *mats[] = {L->wq, L->wk, L->wv, L->wo, L->up, L->gate, L->down};
-        size_t ns[] = {D * D, KVH * HD * D, KVH * HD * D, D * D, FF * D, FF * D, D * FF};
-        for (int i = 0; i < 7; i++)
-            round_through(mats[i], ns[i], t);
-    }
-}
-
-static void ref_norm(double *o, const double *x, const float *w, const float *b, bool layer)
+static void ref_norm(double *o, const double *x, int n, const float *w, const float *b, bool layer, double eps)
 {
     double mean = 0, ss = 0;
     if (layer) {
-        for (int i = 0; i < D; i++)
+        for (int i = 0; i < n; i++)
             mean += x[i];
-        mean /= D;
+        mean /= n;
     }
-    for (int i = 0; i < D; i++)
+    for (int i = 0; i < n; i++)
         ss += (x[i] - mean) * (x[i] - mean);
-    double inv = 1.0 / sqrt(ss / D + 1e-5);
-    for (int i = 0; i < D; i++)
+    double inv = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++)
         o[i] = w[i] * (x[i] - mean) * inv + (layer ? b[i] : 0);
 }
 
@@ -120,195 +108,220 @@ static void ref_mv(double *o, const float *w, const double *x, int rows, int col
     for (int r = 0; r < rows; r++) {
         double s = bias ? bias[r] : 0;
         for (int c = 0; c < cols; c++)
-            s += (double)w[r * cols + c] * x[c];
+            s += (double)w[(size_t)r * cols + c] * x[c];
         o[r] = s;
     }
 }
 
-static void ref_rope(double *v, int heads, int pos)
+static void ref_rope(double *v, int heads, int hd, int rot, int pos, double theta)
 {
     for (int h = 0; h < heads; h++)
-        for (int i = 0; i < HD; i += 2) {
-            double a = pos / pow(10000.0, (double)i / HD), c = cos(a), s = sin(a);
-            double x0 = v[h * HD + i], x1 = v[h * HD + i + 1];
-            v[h * HD + i] = x0 * c - x1 * s;
-            v[h * HD + i + 1] = x0 * s + x1 * c;
+        for (int i = 0; i < rot; i += 2) {
+            double a = pos * pow(theta, -(double)i / rot), c = cos(a), s = sin(a);
+            double x0 = v[h * hd + i], x1 = v[h * hd + i + 1];
+            v[h * hd + i] = x0 * c - x1 * s;
+            v[h * hd + i + 1] = x0 * s + x1 * c;
         }
 }
 
-static void ref_forward(struct ref_model *m, int token, int pos, double *logits)
+/* Each head of v through LayerNorm over head_dim with one shared w, b. */
+static void ref_head_norm(double *v, int heads, int hd, const float *w, const float *b, double eps)
 {
-    bool opt = m->opt;
-    double x[D], xn[D], q[D], k[KVH * HD], v[KVH * HD], att[D], o[D], h[FF];
-    for (int i = 0; i < D; i++)
-        x[i] = m->emb[token * D + i] + (opt ? m->pos[(pos + OFFSET) * D + i] : 0);
-    for (int l = 0; l < LAYERS; l++) {
-        struct ref_layer *L = &m->l[l];
-        ref_norm(xn, x, L->n1w, L->n1b, opt);
-        ref_mv(q, L->wq, xn, D, D, opt ? L->bq : NULL);
-        ref_mv(k, L->wk, xn, KVH * HD, D, opt ? L->bk : NULL);
-        ref_mv(v, L->wv, xn, KVH * HD, D, opt ? L->bv : NULL);
-        if (!opt) {
-            ref_rope(q, H, pos);
-            ref_rope(k, KVH, pos);
-        }
-        memcpy(m->kc[l][pos], k, sizeof k);
-        memcpy(m->vc[l][pos], v, sizeof v);
-        for (int hh = 0; hh < H; hh++) {
-            int kvh = hh / (H / KVH);
-            double sc[MAXPOS], max = -1e300, sum = 0;
-            for (int t = 0; t <= pos; t++) {
-                sc[t] = 0;
-                for (int i = 0; i < HD; i++)
-                    sc[t] += q[hh * HD + i] * m->kc[l][t][kvh * HD + i];
-                sc[t] /= sqrt(HD);
-                if (sc[t] > max)
-                    max = sc[t];
-            }
-            for (int t = 0; t <= pos; t++)
-                sum += (sc[t] = exp(sc[t] - max));
-            for (int i = 0; i < HD; i++) {
-                att[hh * HD + i] = 0;
-                for (int t = 0; t <= pos; t++)
-                    att[hh * HD + i] += sc[t] / sum * m->vc[l][t][kvh * HD + i];
-            }
-        }
-        ref_mv(o, L->wo, att, D, D, opt ? L->bo : NULL);
-        for (int i = 0; i < D; i++)
-            x[i] += o[i];
-        ref_norm(xn, x, L->n2w, L->n2b, opt);
-        for (int n = 0; n < FF; n++) {
-            double z = opt ? L->bup[n] : 0, g = 0;
-            for (int c = 0; c < D; c++) {
-                z += (double)L->up[n * D + c] * xn[c];
-                g += (double)L->gate[n * D + c] * xn[c];
-            }
-            h[n] = opt ? (z > 0 ? z : 0) : g / (1 + exp(-g)) * z;
-        }
-        ref_mv(o, L->down, h, D, FF, opt ? L->bdown : NULL);
-        for (int i = 0; i < D; i++)
-            x[i] += o[i];
-    }
-    ref_norm(xn, x, m->nfw, m->nfb, opt);
-    ref_mv(logits, opt ? m->emb : m->out, xn, V, D, NULL);
+    for (int h = 0; h < heads; h++)
+        ref_norm(v + h * hd, v + h * hd, hd, w, b, true, eps);
 }
 
-static void write_tokenizer(const char *path)
+/* o[d] = attention of layer l on the normed input xn at pos. */
+static void ref_attention(struct ref *r, int l, const double *xn, int pos, double *o)
 {
-    FILE *f = fopen(path, "wb");
-    int32_t max = 6;
-    fwrite(&max, 4, 1, f);
-    for (int i = 0; i < V; i++) {
-        char p[8];
-        if (i < 3)
-            snprintf(p, sizeof p, "%s", i == 0 ? "<unk>" : i == 1 ? "<s>" : "</s>");
-        else if (i < 259)
-            snprintf(p, sizeof p, "<0x%02X>", i - 3);
-        else
-            snprintf(p, sizeof p, "%c", i == 259 ? ' ' : 'a' + (i - 260));
-        float score = (float)-i;
-        int32_t len = (int32_t)strlen(p);
-        fwrite(&score, 4, 1, f);
-        fwrite(&len, 4, 1, f);
-        fwrite(p, 1, (size_t)len, f);
+    const struct fx_model *f = &r->f;
+    const struct fx_layer *L = &f->l[l];
+    int d = (int)f->d, hd = (int)f->hd, H = (int)f->h, KV = (int)f->kvh, kv = KV * hd;
+    bool b = f->s.biases;
+    double *q = calloc((size_t)H * hd, sizeof *q), *att = calloc((size_t)H * hd, sizeof *att);
+    double *k = r->kc + ((size_t)l * POSITIONS + pos) * kv, *v = r->vc + ((size_t)l * POSITIONS + pos) * kv;
+    ref_mv(q, L->wq, xn, H * hd, d, b ? L->bq : NULL);
+    ref_mv(k, L->wk, xn, kv, d, b ? L->bk : NULL);
+    ref_mv(v, L->wv, xn, kv, d, b ? L->bv : NULL);
+    if (f->s.qk_norm) {
+        ref_head_norm(q, H, hd, L->qnw, L->qnb, r->eps);
+        ref_head_norm(k, KV, hd, L->knw, L->knb, r->eps);
     }
-    fclose(f);
+    ref_rope(q, H, hd, r->rot, pos, r->theta);
+    ref_rope(k, KV, hd, r->rot, pos, r->theta);
+    for (int h = 0; h < H; h++) {
+        int kvh = h / (H / KV);
+        double sc[POSITIONS], max = -1e300, sum = 0;
+        for (int t = 0; t <= pos; t++) {
+            const double *kt = r->kc + ((size_t)l * POSITIONS + t) * kv + kvh * hd;
+            sc[t] = 0;
+            for (int i = 0; i < hd; i++)
+                sc[t] += q[h * hd + i] * kt[i];
+            sc[t] /= sqrt(hd);
+            max = fmax(max, sc[t]);
+        }
+        for (int t = 0; t <= pos; t++)
+            sum += (sc[t] = exp(sc[t] - max));
+        for (int t = 0; t <= pos; t++)
+            for (int i = 0; i < hd; i++)
+                att[h * hd + i] += sc[t] / sum * r->vc[((size_t)l * POSITIONS + t) * kv + kvh * hd + i];
+    }
+    ref_mv(o, L->wo, att, d, H * hd, b ? L->bo : NULL);
+    free(q);
+    free(att);
 }
 
-static int write_model(const struct ref_model *m, const char *dir, enum fb_dtype t, const char *tok)
+/* o[d] = the FFN of layer l on xn: act(up·x + b) or act(gate·x)·(up·x). */
+static void ref_ffn(const struct ref *r, int l, const double *xn, double *o)
+{
+    const struct fx_model *f = &r->f;
+    const struct fx_layer *L = &f->l[l];
+    int d = (int)f->d, ff = (int)f->ff;
+    double *h = malloc((size_t)ff * sizeof *h);
+    for (int n = 0; n < ff; n++) {
+        double z = f->s.biases ? L->bup[n] : 0, g = 0;
+        for (int c = 0; c < d; c++) {
+            z += (double)L->up[(size_t)n * d + c] * xn[c];
+            g += (double)L->gate[(size_t)n * d + c] * xn[c];
+        }
+        h[n] = f->glu ? ref_activation(r, g) * z : ref_activation(r, z);
+    }
+    ref_mv(o, L->down, h, d, ff, f->s.biases ? L->bdown : NULL);
+    free(h);
+}
+
+static void ref_forward(struct ref *r, int token, int pos, double *logits)
+{
+    const struct fx_model *f = &r->f;
+    int d = (int)f->d;
+    bool ln = f->layernorm;
+    double *x = malloc((size_t)d * sizeof *x), *xn = malloc((size_t)d * sizeof *xn);
+    double *a = malloc((size_t)d * sizeof *a), *m = malloc((size_t)d * sizeof *m);
+    for (int i = 0; i < d; i++)
+        x[i] = f->emb[(size_t)token * d + i] + (f->learned ? f->pos[(size_t)(pos + f->s.position_offset) * d + i] : 0);
+    for (int l = 0; l < (int)f->nl; l++) {
+        const struct fx_layer *L = &f->l[l];
+        ref_norm(xn, x, d, L->n1w, L->n1b, ln, r->eps);
+        ref_attention(r, l, xn, pos, a);
+        if (!f->parallel) { /* x += attn(n1(x)); x += ffn(n2(x)) */
+            for (int i = 0; i < d; i++)
+                x[i] += a[i];
+            ref_norm(xn, x, d, L->n2w, L->n2b, ln, r->eps);
+        }
+        ref_ffn(r, l, xn, m); /* parallel: the same n1(x) as the attention */
+        for (int i = 0; i < d; i++)
+            x[i] += m[i] + (f->parallel ? a[i] : 0);
+    }
+    ref_norm(xn, x, d, f->nfw, f->nfb, ln, r->eps);
+    ref_mv(logits, f->s.tied_embeddings ? f->emb : f->out, xn, (int)f->v, d, f->s.output_bias ? f->out_b : NULL);
+    free(x), free(xn), free(a), free(m);
+}
+
+/* The reference's own reading of the shape (not the engine's arch). */
+static int ref_init(struct ref *r, const struct model_shape *s, float ffn_scale)
+{
+    memset(r, 0, sizeof *r);
+    if (ref_act_of(s->ffn_activation, &r->act) != 0 || fx_init(&r->f, s, 42, ffn_scale) != 0)
+        return -1;
+    r->fat_t = s->fatrelu_threshold;
+    r->eps = s->norm_eps;
+    r->theta = s->rope_theta;
+    r->rot = strcmp(s->position, "rope") ? 0 : (int)(s->rope_fraction * r->f.hd);
+    size_t kv = (size_t)s->n_layers * POSITIONS * s->n_kv_heads * r->f.hd;
+    r->kc = calloc(kv, sizeof *r->kc);
+    r->vc = calloc(kv, sizeof *r->vc);
+    return r->kc && r->vc ? 0 : -1;
+}
+
+static void ref_free(struct ref *r)
+{
+    fx_free(&r->f);
+    free(r->kc);
+    free(r->vc);
+}
+
+/* The small OPT and Llama shapes this test has always used. */
+static struct model_shape small_shape(bool opt)
 {
     struct model_shape s = {
-        .d_model = D, .d_ff = FF, .n_layers = LAYERS, .n_heads = H, .n_kv_heads = KVH, .vocab_size = V,
-        .max_positions = MAXPOS, .ffn_kind = m->opt ? FFN_RELU : FFN_GLU, .norm_eps = 1e-5,
-        .position_offset = m->opt ? OFFSET : 0, .rope_fraction = 1.0, .rope_theta = 10000,
-        .biases = m->opt, .tied_embeddings = m->opt};
-    snprintf(s.name, sizeof s.name, "%s", m->opt ? "ref-opt" : "ref-llama");
-    snprintf(s.arch, sizeof s.arch, "%s", m->opt ? "opt" : "llama");
-    snprintf(s.ffn_activation, sizeof s.ffn_activation, "%s", m->opt ? "relu" : "swiglu");
-    snprintf(s.norm, sizeof s.norm, "%s", m->opt ? "layernorm" : "rmsnorm");
-    snprintf(s.position, sizeof s.position, "%s", m->opt ? "learned" : "rope");
-    struct model_writer w;
-    if (model_writer_begin(&w, dir, &s, t, why, sizeof why))
-        return -1;
-    char n[64];
-    model_writer_tensor(&w, "tok_embedding", m->emb, 2, (uint64_t[]){V, D});
-    if (m->opt)
-        model_writer_tensor(&w, "pos_embedding", m->pos, 2, (uint64_t[]){MAXPOS + OFFSET, D});
-    for (int l = 0; l < LAYERS; l++) {
-        const struct ref_layer *L = &m->l[l];
-#define W(what, ptr, nd, a, b)                                                   \
-    layer_tensor_name(n, sizeof n, l, what);                                     \
-    if (model_writer_tensor(&w, n, ptr, nd, (uint64_t[]){a, b}))                 \
-        return -1;
-        W("attn_norm.weight", L->n1w, 1, D, 0);
-        W("attn.wq", L->wq, 2, D, D);
-        W("attn.wk", L->wk, 2, KVH * HD, D);
-        W("attn.wv", L->wv, 2, KVH * HD, D);
-        W("attn.wo", L->wo, 2, D, D);
-        W("ffn_norm.weight", L->n2w, 1, D, 0);
-        if (m->opt) {
-            W("attn_norm.bias", L->n1b, 1, D, 0);
-            W("ffn_norm.bias", L->n2b, 1, D, 0);
-            W("attn.bq", L->bq, 1, D, 0);
-            W("attn.bk", L->bk, 1, KVH * HD, 0);
-            W("attn.bv", L->bv, 1, KVH * HD, 0);
-            W("attn.bo", L->bo, 1, D, 0);
-            W("ffn.up_bias", L->bup, 1, FF, 0);
-            W("ffn.down_bias", L->bdown, 1, D, 0);
-        }
-#undef W
-        if (model_writer_ffn_layer(&w, l, L->up, m->opt ? NULL : L->gate, L->down))
-            return -1;
-    }
-    model_writer_tensor(&w, "final_norm.weight", m->nfw, 1, (uint64_t[]){D});
-    if (m->opt)
-        model_writer_tensor(&w, "final_norm.bias", m->nfb, 1, (uint64_t[]){D});
-    else
-        model_writer_tensor(&w, "output", m->out, 2, (uint64_t[]){V, D});
-    if (model_writer_copy_file(&w, tok, "tokenizer.bin"))
-        return -1;
-    cJSON *meta = cJSON_CreateObject();
-    cJSON *tk = cJSON_AddObjectToObject(meta, "tokenizer");
-    cJSON_AddStringToObject(tk, "kind", "sentencepiece-bpe");
-    cJSON_AddStringToObject(tk, "file", "tokenizer.bin");
-    cJSON_AddNumberToObject(tk, "bos_id", 1);
-    cJSON_AddNumberToObject(tk, "eos_id", 2);
-    return model_writer_finish(&w, meta);
+        .d_model = 32, .d_ff = 48, .n_layers = 2, .n_heads = 4, .n_kv_heads = 2, .vocab_size = 270,
+        .max_positions = 16, .ffn_kind = opt ? FFN_RELU : FFN_GLU, .norm_eps = 1e-5,
+        .position_offset = opt ? 2 : 0, .rope_fraction = 1.0, .rope_theta = 10000,
+        .biases = opt, .tied_embeddings = opt};
+    snprintf(s.name, sizeof s.name, "%s", opt ? "ref-opt" : "ref-llama");
+    snprintf(s.arch, sizeof s.arch, "%s", opt ? "opt" : "llama");
+    snprintf(s.ffn_activation, sizeof s.ffn_activation, "%s", opt ? "relu" : "swiglu");
+    snprintf(s.norm, sizeof s.norm, "%s", opt ? "layernorm" : "rmsnorm");
+    snprintf(s.position, sizeof s.position, "%s", opt ? "learned" : "rope");
+    return s;
 }
 
-static struct ref_model ref;
-static float last_logits[8][V]; /* of the previous compare(), for the thread check */
+struct ref_case {
+    const char *label;
+    const char *shape;      /* configs/models name; NULL: small_shape */
+    bool opt;               /* small_shape's */
+    const char *activation; /* replaces the shape's, or NULL */
+    double fatrelu_threshold; /* replaces the shape's when > 0 */
+    float ffn_scale;
+};
 
-static void compare(bool opt, enum fb_dtype t, int threads, double tol, const char *tmp, const char *tok)
+static int case_shape(const struct ref_case *c, struct model_shape *s)
 {
-    char dir[512];
-    snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, opt ? "opt" : "llama", dtype_name(t), threads);
-    init_ref(&ref, opt, 42);
-    CHECK(write_model(&ref, dir, t, tok) == 0);
-    round_matrices(&ref, t);
+    if (!c->shape)
+        *s = small_shape(c->opt);
+    else if (model_shape_load(c->shape, s, why, sizeof why) != 0)
+        return -1;
+    if (c->activation)
+        snprintf(s->ffn_activation, sizeof s->ffn_activation, "%s", c->activation);
+    if (c->fatrelu_threshold > 0)
+        s->fatrelu_threshold = c->fatrelu_threshold;
+    snprintf(s->name, sizeof s->name, "%s", c->label);
+    return 0;
+}
+
+/* The engine's logits of the previous compare(), for the thread check. */
+static float *last_logits;
+
+static void compare(const struct ref_case *c, enum fb_dtype t, int threads, double tol, const char *tmp)
+{
+    char dir[512], tok[600];
+    snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, c->label, dtype_name(t), threads);
+    snprintf(tok, sizeof tok, "%s/tok-%s.bin", tmp, c->label);
+    struct model_shape s;
+    struct ref r;
+    CHECK(case_shape(c, &s) == 0);
+    CHECK(ref_init(&r, &s, c->ffn_scale) == 0);
+    CHECK(fx_write_tokenizer(tok, s.vocab_size) == 0);
+    CHECK(fx_write(&r.f, dir, t, tok, why, sizeof why) == 0);
+    fx_round(&r.f, t);
     struct model m;
     CHECK(model_open(&m, dir, why, sizeof why) == 0);
     CHECK_U64(m.bundle_stride % FFN_ALIGN, 0);
     struct engine e;
     CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, 0, why, sizeof why) == 0);
-    static const int toks[] = {1, 260, 265, 3, 269, 100, 7, 261};
-    double worst = 0, logits[V];
-    bool same_as_last = true;
-    for (int p = 0; p < 8; p++) {
+    static const int toks[POSITIONS] = {1, 260, 265, 3, 269, 100, 7, 261};
+    size_t V = s.vocab_size;
+    double worst = 0, *logits = malloc(V * sizeof *logits);
+    float *mine = malloc(POSITIONS * V * sizeof *mine);
+    for (int p = 0; p < POSITIONS; p++) {
         engine_forward(&e, toks[p], p);
-        same_as_last &= memcmp(last_logits[p], e.s.logits, sizeof last_logits[p]) == 0;
-        memcpy(last_logits[p], e.s.logits, sizeof last_logits[p]);
-        ref_forward(&ref, toks[p], p, logits);
-        for (int i = 0; i < V; i++)
+        memcpy(mine + p * V, e.s.logits, V * sizeof *mine);
+        ref_forward(&r, toks[p], p, logits);
+        for (size_t i = 0; i < V; i++)
             worst = fmax(worst, fabs(logits[i] - e.s.logits[i]));
     }
-    printf("%s %s threads %d: max |logit - reference| = %.3g\n", opt ? "opt" : "llama", dtype_name(t),
-           threads, worst);
+    printf("%-16s %-4s threads %d: max |logit - reference| = %.3g (bound %g)\n", c->label, dtype_name(t), threads,
+           worst, tol);
     CHECK(worst <= tol);
     if (threads == 2 && t == DTYPE_F32) /* bit-identical to the 1-thread run just before */
-        CHECK(same_as_last);
+        CHECK(last_logits && memcmp(last_logits, mine, POSITIONS * V * sizeof *mine) == 0);
+    free(last_logits);
+    last_logits = mine;
+    free(logits);
     engine_free(&e);
     model_close(&m);
+    ref_free(&r);
+    unlink(tok);
 }
 
 static void rm_model(const char *dir)
@@ -322,35 +335,45 @@ static void rm_model(const char *dir)
     rmdir(dir);
 }
 
+static const struct ref_case cases[] = {
+    {"opt", NULL, true, NULL, 0, 1},
+    {"llama", NULL, false, NULL, 0, 1},
+    {"falcon", "falcon-tiny", false, NULL, 0, 2.5f},
+    {"falcon-gelu", "falcon-tiny", false, "gelu", 0, 2.5f},
+    {"persimmon", "persimmon-tiny", false, NULL, 0, 2.5f},
+    {"phi", "phi-tiny", false, NULL, 0, 2.5f},
+    {"phi-gelu_tanh", "phi-tiny", false, "gelu_tanh", 0, 2.5f},
+    {"llama-relu", "llama-relu-tiny", false, NULL, 0, 2.5f},
+    {"llama-fatrelu0.3", "llama-relu-tiny", false, NULL, 0.3, 2.5f},
+};
+enum { N_CASES = sizeof cases / sizeof cases[0] };
+
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-engine-XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    char tok[600];
-    snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
-    write_tokenizer(tok);
     /* every step on the thread team, however small, so 2 threads test the split paths */
     backend_cpu_set_min_parallel(0);
-    for (int opt = 0; opt <= 1; opt++) {
-        compare(opt, DTYPE_F32, 1, 1e-4, tmp, tok);
-        compare(opt, DTYPE_F32, 2, 1e-4, tmp, tok);
-        compare(opt, DTYPE_F16, 2, 1e-3, tmp, tok);
-        compare(opt, DTYPE_BF16, 1, 1e-3, tmp, tok);
+    for (int i = 0; i < N_CASES; i++) {
+        compare(&cases[i], DTYPE_F32, 1, 2e-5, tmp);
+        compare(&cases[i], DTYPE_F32, 2, 2e-5, tmp);
+        compare(&cases[i], DTYPE_F16, 2, 5e-5, tmp);
+        compare(&cases[i], DTYPE_BF16, 1, 5e-5, tmp);
     }
+    free(last_logits);
     /* the writer refuses to overwrite and leaves nothing behind on failure */
     char dir[600];
     snprintf(dir, sizeof dir, "%s/opt-f32-1", tmp);
     struct model_writer w;
-    struct model_shape s = {.d_model = D};
+    struct model_shape s = {.d_model = 32};
     CHECK(model_writer_begin(&w, dir, &s, DTYPE_F32, why, sizeof why) == -1);
-    const char *names[] = {"opt", "llama"}, *types[] = {"f32", "f16", "bf16"};
-    for (int a = 0; a < 2; a++)
+    const char *types[] = {"f32", "f16", "bf16"};
+    for (int c = 0; c < N_CASES; c++)
         for (int t = 0; t < 3; t++)
             for (int th = 1; th <= 2; th++) {
-                snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, names[a], types[t], th);
+                snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, cases[c].label, types[t], th);
                 rm_model(dir);
             }
-    unlink(tok);
     CHECK(rmdir(tmp) == 0);
     return check_report("test_engine_reference");
 }

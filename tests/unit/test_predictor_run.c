@@ -100,7 +100,10 @@ static void test_flash(const struct model *dense, const struct model *flash, con
     CHECK(memcmp(got, want, sizeof want) == 0 && c.active == 0 && c.missed == 0); /* nothing checked */
     cfg = flash_config(ACTIVE_PREDICTOR, &weak, true);
     run_flash(flash, &cfg, prompt, got, &c);
-    CHECK(c.missed > 0 && c.extra > 0 && c.active == o.needed);
+    /* (its misses change what later layers see, so its true sets are not the
+     * oracle run's: they were the same only while rows staged under split
+     * were computed as zero, before that was fixed) */
+    CHECK(c.missed > 0 && c.extra > 0 && c.missed < c.active);
     cfg = flash_config(ACTIVE_ORACLE, NULL, false);
     CHECK_U64(ffn_flash_predictor_bytes(flash, &cfg), 0); /* the oracle is not a predictor */
     predictor_free(&exact);

@@ -1,0 +1,143 @@
+/* The FFN activations (engine/activation.h) at fixed points, against
+ * values computed in double from their definitions (Python's math.erf,
+ * math.tanh); the rule for "active" each implies (the ReLU family sparse at
+ * exactly zero, a GLU's gate deciding; SiLU and GELU by threshold) and the
+ * predictor target it maps to; and what arch_from_shape makes of the
+ * shapes the engine now runs (parallel blocks, partial RoPE's rotated
+ * dims, FATReLU's threshold) and refuses (an odd or zero rotated count). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "common/model_shape.h"
+#include "engine/activation.h"
+#include "engine/ffn_probe.h"
+
+/* within float rounding of the double value */
+#define CHECK_ACT(v, act, t, want) CHECK_NEAR(activation_apply_t((v), (act), (t)), (want), 2e-7 * (fabs(want) + 1))
+
+static void test_values(void)
+{
+    CHECK(activation_apply_t(-1.0f, ACT_RELU, 0) == 0.0f);
+    CHECK(activation_apply_t(0.0f, ACT_RELU, 0) == 0.0f);
+    CHECK(activation_apply_t(2.5f, ACT_RELU, 0) == 2.5f);
+    CHECK(activation_apply_t(-1.0f, ACT_SQUARED_RELU, 0) == 0.0f);
+    CHECK(activation_apply_t(3.0f, ACT_SQUARED_RELU, 0) == 9.0f);
+    CHECK(activation_apply_t(0.5f, ACT_SQUARED_RELU, 0) == 0.25f);
+    /* FATReLU: strictly above the threshold passes unchanged */
+    CHECK(activation_apply_t(0.25f, ACT_FATRELU, 0.25f) == 0.0f);
+    CHECK(activation_apply_t(0.26f, ACT_FATRELU, 0.25f) == 0.26f);
+    CHECK(activation_apply_t(0.2f, ACT_FATRELU, 0.25f) == 0.0f);
+    CHECK(activation_apply_t(-1.0f, ACT_FATRELU, 0.25f) == 0.0f);
+    CHECK(activation_apply_t(1e-3f, ACT_FATRELU, 0.0f) == 1e-3f);
+    CHECK(activation_apply_t(0.005f, ACT_FATRELU, 0.01f) == 0.0f);
+    /* the others ignore the threshold */
+    CHECK(activation_apply_t(0.2f, ACT_RELU, 0.25f) == 0.2f);
+    CHECK(activation_apply_t(0.2f, ACT_SQUARED_RELU, 0.25f) == 0.2f * 0.2f);
+    CHECK_ACT(1.0f, ACT_GELU, 0.5f, 0.8413447460685429);
+    CHECK_ACT(-1.0f, ACT_GELU, 0, -0.15865525393145707);
+    CHECK_ACT(2.0f, ACT_GELU, 0, 1.9544997361036416);
+    CHECK_ACT(-3.0f, ACT_GELU, 0, -0.00404969409489031);
+    CHECK_ACT(0.5f, ACT_GELU, 0, 0.34573123063700656);
+    CHECK(activation_apply_t(0.0f, ACT_GELU, 0) == 0.0f);
+    CHECK_ACT(1.0f, ACT_GELU_TANH, 0, 0.8411919906082768);
+    CHECK_ACT(-1.0f, ACT_GELU_TANH, 0, -0.15880800939172324);
+    CHECK_ACT(2.0f, ACT_GELU_TANH, 0, 1.954597694087775);
+    CHECK_ACT(-3.0f, ACT_GELU_TANH, 0, -0.0036373920817729943);
+    CHECK_ACT(0.5f, ACT_GELU_TANH, 0, 0.34571400982514394);
+    CHECK_ACT(1.0f, ACT_SILU, 0, 0.7310585786300049);
+    CHECK_ACT(-1.0f, ACT_SILU, 0, -0.2689414213699951);
+    CHECK_ACT(2.0f, ACT_SILU, 0, 1.7615941559557646);
+    /* the plain entry point is FATReLU at 0 */
+    CHECK(activation_apply(0.1f, ACT_FATRELU) == 0.1f);
+    CHECK(activation_apply(1.0f, ACT_GELU) == activation_apply_t(1.0f, ACT_GELU, 0));
+}
+
+static void test_active_rule(void)
+{
+    CHECK(activation_sparse(ACT_RELU) && activation_sparse(ACT_SQUARED_RELU) && activation_sparse(ACT_FATRELU));
+    CHECK(!activation_sparse(ACT_SILU) && !activation_sparse(ACT_GELU) && !activation_sparse(ACT_GELU_TANH));
+    struct arch relu = {.act = ACT_RELU}, sq = {.act = ACT_SQUARED_RELU};
+    struct arch fat_glu = {.act = ACT_FATRELU, .glu = true, .fatrelu_threshold = 0.25f};
+    struct arch gelu = {.act = ACT_GELU}, swiglu = {.act = ACT_SILU, .glu = true};
+    /* the ReLU family: not zero, whatever the threshold */
+    CHECK(ffn_neuron_active(&relu, 1e-30f, 0, 5.0f));
+    CHECK(!ffn_neuron_active(&relu, 0.0f, 0, 0.0f));
+    CHECK(!ffn_neuron_active(&relu, -2.0f, 0, 0.0f));
+    CHECK(ffn_neuron_active(&sq, 0.01f, 0, 1.0f));
+    /* a FATReLU gate decides: up's size does not matter */
+    CHECK(!ffn_neuron_active(&fat_glu, 100.0f, 0.2f, 0.0f));
+    CHECK(ffn_neuron_active(&fat_glu, 1e-9f, 0.3f, 1.0f));
+    CHECK(ffn_neuron_value(&fat_glu, 2.0f, 0.3f) == 0.6f);
+    CHECK(ffn_neuron_value(&fat_glu, 2.0f, 0.2f) == 0.0f);
+    /* GELU, SiLU: |value| above the threshold */
+    CHECK(ffn_neuron_active(&gelu, 1.0f, 0, 0.1f));       /* 0.841 */
+    CHECK(!ffn_neuron_active(&gelu, -3.0f, 0, 0.01f));    /* -0.004 */
+    CHECK(ffn_neuron_active(&gelu, -3.0f, 0, 0.0f));
+    CHECK(ffn_neuron_active(&swiglu, -2.0f, 1.0f, 1.4f)); /* silu(1) * -2 = -1.46 */
+    CHECK(!ffn_neuron_active(&swiglu, -2.0f, 1.0f, 1.5f));
+    enum predictor_target t;
+    char err[256];
+    struct arch all[] = {relu, sq, fat_glu, gelu, swiglu, {.act = ACT_GELU_TANH}};
+    enum predictor_target want[] = {PREDICT_RELU, PREDICT_RELU, PREDICT_RELU, PREDICT_GLU_ABS, PREDICT_GLU_ABS,
+                                    PREDICT_GLU_ABS};
+    for (int i = 0; i < 6; i++) {
+        CHECK(predictor_target_of(&all[i], &t, err, sizeof err) == 0);
+        CHECK(t == want[i]);
+    }
+}
+
+static void test_arch(void)
+{
+    struct model_shape s;
+    struct arch a;
+    char err[512];
+    static const struct {
+        const char *shape;
+        uint32_t rope_dims;
+        bool parallel, qk_norm, output_bias;
+        enum activation act;
+    } want[] = {
+        {"falcon-tiny", 16, true, false, false, ACT_RELU},
+        {"persimmon-tiny", 8, false, true, false, ACT_SQUARED_RELU},
+        {"phi-tiny", 8, true, false, true, ACT_RELU},
+        {"phi-2", 32, true, false, true, ACT_RELU},
+        {"persimmon-8b", 32, false, true, false, ACT_SQUARED_RELU},
+        {"llama-relu-tiny", 8, false, false, false, ACT_FATRELU},
+        {"opt-tiny", 0, false, false, false, ACT_RELU},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        CHECK(model_shape_load(want[i].shape, &s, err, sizeof err) == 0);
+        CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
+        CHECK_U64(a.rope_dims, want[i].rope_dims);
+        CHECK(a.parallel_block == want[i].parallel && a.qk_norm == want[i].qk_norm);
+        CHECK(a.output_bias == want[i].output_bias && a.act == want[i].act);
+    }
+    CHECK(model_shape_load("llama-relu-tiny", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
+    CHECK(a.fatrelu_threshold == 0.01f && a.glu);
+    snprintf(s.ffn_activation, sizeof s.ffn_activation, "gelu_tanh");
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.act == ACT_GELU_TANH);
+    /* RoPE rotates pairs: an odd count of dims, or none, is refused */
+    CHECK(model_shape_load("falcon-tiny", &s, err, sizeof err) == 0); /* head_dim 16 */
+    s.rope_fraction = 0.3125;                                          /* 5 dims */
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
+    CHECK(strstr(err, "even") != NULL && strstr(err, "rotates 5 dims") != NULL);
+    s.rope_fraction = 0.0;
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
+    s.rope_fraction = 0.35; /* 5.6 dims: truncated to 5, as HF's int() */
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
+    s.rope_fraction = 0.4; /* 6.4: 6 */
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.rope_dims == 6);
+    s.rope_fraction = 1.5;
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
+}
+
+int main(void)
+{
+    test_values();
+    test_active_rule();
+    test_arch();
+    return check_report("test_activation");
+}
