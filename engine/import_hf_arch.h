@@ -64,6 +64,12 @@ int hf_put(struct hf_ctx *c, const char *dst, float *v, int ndim, uint64_t d0, u
 int hf_copy(struct hf_ctx *c, const char *src, const char *dst, int ndim, uint64_t d0, uint64_t d1);
 /* Layer l's flashbed name ("layers.L.what"). */
 void hf_layer_name(char *buf, size_t len, uint32_t l, const char *what);
+/* hf_copy of layer l's HF tensor pre + from into layers.l.to. */
+int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
+                  uint64_t d0, uint64_t d1);
+/* The head: the final norm's weight (and bias, when norm_bias is not
+ * NULL) and, unless tied, lm_head.weight as output. */
+int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias);
 /* Writes layer l's q or k (what: "attn.wq", "attn.bq", ...), heads blocks
  * of head_dim rows of cols values, after reordering each head's rotated
  * rows for the engine's RoPE (hf_rope_to_pairs); frees v. */

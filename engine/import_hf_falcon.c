@@ -86,23 +86,16 @@ static int falcon_layer(struct hf_ctx *c, uint32_t l)
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, hd = hf_head_dim(s);
     uint64_t fused_rows = (s->n_heads + 2ull * s->n_kv_heads) * hd;
-    char pre[64], src[200], dst[96], up[200], down[200];
+    char pre[64], src[200], up[200], down[200];
     snprintf(pre, sizeof pre, "transformer.h.%u.", l);
-    static const char *const norm[2][2] = {{"input_layernorm.weight", "attn_norm.weight"},
-                                           {"input_layernorm.bias", "attn_norm.bias"}};
-    for (int i = 0; i < 2; i++) {
-        snprintf(src, sizeof src, "%s%s", pre, norm[i][0]);
-        hf_layer_name(dst, sizeof dst, l, norm[i][1]);
-        if (hf_copy(c, src, dst, 1, d, 0))
-            return -1;
-    }
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
+        return -1;
     float *q, *k, *v;
     snprintf(src, sizeof src, "%sself_attention.query_key_value.weight", pre);
     if (hf_split_qkv(c, hf_read(c, src, 2, fused_rows, d), d, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, d))
         return -1;
-    snprintf(src, sizeof src, "%sself_attention.dense.weight", pre);
-    hf_layer_name(dst, sizeof dst, l, "attn.wo");
-    if (hf_copy(c, src, dst, 2, d, d))
+    if (hf_layer_copy(c, pre, l, "self_attention.dense.weight", "attn.wo", 2, d, d))
         return -1;
     snprintf(up, sizeof up, "%smlp.dense_h_to_4h.weight", pre);
     snprintf(down, sizeof down, "%smlp.dense_4h_to_h.weight", pre);
@@ -116,11 +109,7 @@ static int falcon_embeddings(struct hf_ctx *c)
 
 static int falcon_head(struct hf_ctx *c)
 {
-    uint64_t d = c->s->d_model;
-    if (hf_copy(c, "transformer.ln_f.weight", "final_norm.weight", 1, d, 0) ||
-        hf_copy(c, "transformer.ln_f.bias", "final_norm.bias", 1, d, 0))
-        return -1;
-    return c->s->tied_embeddings ? 0 : hf_copy(c, "lm_head.weight", "output", 2, c->s->vocab_size, d);
+    return hf_head_copy(c, "transformer.ln_f.weight", "transformer.ln_f.bias");
 }
 
 const struct hf_arch hf_arch_falcon = {"falcon", 11, 11, falcon_shape, falcon_embeddings, falcon_layer,

@@ -84,23 +84,13 @@ static int opt_shape(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-/* Copies layer l's HF tensor pre + from into flashbed's layers.l.to. */
-static int layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int nd,
-                      uint64_t a, uint64_t b)
-{
-    char src[200], dst[96];
-    snprintf(src, sizeof src, "%s%s", pre, from);
-    hf_layer_name(dst, sizeof dst, l, to);
-    return hf_copy(c, src, dst, nd, a, b);
-}
-
 static int llama_layer(struct hf_ctx *c, uint32_t l)
 {
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
     char pre[64], src[200], up[200], gate[200], down[200];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
-    if (layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0))
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0))
         return -1;
     /* q and k: rows reordered for the engine's RoPE */
     snprintf(src, sizeof src, "%sself_attn.q_proj.weight", pre);
@@ -109,9 +99,9 @@ static int llama_layer(struct hf_ctx *c, uint32_t l)
     snprintf(src, sizeof src, "%sself_attn.k_proj.weight", pre);
     if (hf_put_rope(c, l, "attn.wk", hf_read(c, src, 2, kv, d), s->n_kv_heads, d))
         return -1;
-    if (layer_copy(c, pre, l, "self_attn.v_proj.weight", "attn.wv", 2, kv, d) ||
-        layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
-        layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0))
+    if (hf_layer_copy(c, pre, l, "self_attn.v_proj.weight", "attn.wv", 2, kv, d) ||
+        hf_layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
+        hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0))
         return -1;
     snprintf(up, sizeof up, "%smlp.up_proj.weight", pre);
     snprintf(gate, sizeof gate, "%smlp.gate_proj.weight", pre);
@@ -145,7 +135,7 @@ static int opt_layer(struct hf_ctx *c, uint32_t l)
         {"fc2.bias", "ffn.down_bias", 1, 'd', 0},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (layer_copy(c, pre, l, names[i].from, names[i].to, names[i].nd, names[i].rows == 'f' ? ff : d,
+        if (hf_layer_copy(c, pre, l, names[i].from, names[i].to, names[i].nd, names[i].rows == 'f' ? ff : d,
                        names[i].cols == 'f' ? ff : names[i].cols ? d : 0))
             return -1;
     snprintf(up, sizeof up, "%sfc1.weight", pre);
@@ -168,23 +158,14 @@ static int opt_embeddings(struct hf_ctx *c)
                : 0;
 }
 
-static int output(struct hf_ctx *c)
-{
-    return c->s->tied_embeddings ? 0 : hf_copy(c, "lm_head.weight", "output", 2, c->s->vocab_size, c->s->d_model);
-}
-
 static int llama_head(struct hf_ctx *c)
 {
-    return hf_copy(c, "model.norm.weight", "final_norm.weight", 1, c->s->d_model, 0) || output(c) ? -1 : 0;
+    return hf_head_copy(c, "model.norm.weight", NULL);
 }
 
 static int opt_head(struct hf_ctx *c)
 {
-    uint64_t d = c->s->d_model;
-    return hf_copy(c, "model.decoder.final_layer_norm.weight", "final_norm.weight", 1, d, 0) ||
-                   hf_copy(c, "model.decoder.final_layer_norm.bias", "final_norm.bias", 1, d, 0) || output(c)
-               ? -1
-               : 0;
+    return hf_head_copy(c, "model.decoder.final_layer_norm.weight", "model.decoder.final_layer_norm.bias");
 }
 
 const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, llama_embeddings, llama_layer, llama_head};

@@ -30,15 +30,6 @@ static int persimmon_shape(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-/* Layer l's HF tensor pre + from, n values, into layers.l.to. */
-static int vec(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, uint64_t n)
-{
-    char src[200], dst[96];
-    snprintf(src, sizeof src, "%s%s", pre, from);
-    hf_layer_name(dst, sizeof dst, l, to);
-    return hf_copy(c, src, dst, 1, n, 0);
-}
-
 /* q_layernorm and k_layernorm ([head_dim] weight and bias): their first
  * rotated entries reordered like q's and k's rows (LayerNorm commutes
  * with a reordering of what it normalises). */
@@ -61,10 +52,10 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
 {
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, ff = s->d_ff;
-    char pre[64], src[200], dst[96], up[200], down[200];
+    char pre[64], src[200], up[200], down[200];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
-    if (vec(c, pre, l, "input_layernorm.weight", "attn_norm.weight", d) ||
-        vec(c, pre, l, "input_layernorm.bias", "attn_norm.bias", d))
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
         return -1;
     float *q, *k, *v;
     snprintf(src, sizeof src, "%sself_attn.query_key_value.weight", pre);
@@ -73,14 +64,12 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
     snprintf(src, sizeof src, "%sself_attn.query_key_value.bias", pre);
     if (hf_split_qkv(c, hf_read(c, src, 1, 3 * d, 0), 1, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, 1))
         return -1;
-    snprintf(src, sizeof src, "%sself_attn.dense.weight", pre);
-    hf_layer_name(dst, sizeof dst, l, "attn.wo");
-    if (hf_copy(c, src, dst, 2, d, d) || vec(c, pre, l, "self_attn.dense.bias", "attn.bo", d) ||
+    if (hf_layer_copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) || hf_layer_copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
         (s->qk_norm && qk_norms(c, pre, l)) ||
-        vec(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", d) ||
-        vec(c, pre, l, "post_attention_layernorm.bias", "ffn_norm.bias", d) ||
-        vec(c, pre, l, "mlp.dense_h_to_4h.bias", "ffn.up_bias", ff) ||
-        vec(c, pre, l, "mlp.dense_4h_to_h.bias", "ffn.down_bias", d))
+        hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "post_attention_layernorm.bias", "ffn_norm.bias", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "mlp.dense_h_to_4h.bias", "ffn.up_bias", 1, ff, 0) ||
+        hf_layer_copy(c, pre, l, "mlp.dense_4h_to_h.bias", "ffn.down_bias", 1, d, 0))
         return -1;
     snprintf(up, sizeof up, "%smlp.dense_h_to_4h.weight", pre);
     snprintf(down, sizeof down, "%smlp.dense_4h_to_h.weight", pre);
@@ -94,11 +83,7 @@ static int persimmon_embeddings(struct hf_ctx *c)
 
 static int persimmon_head(struct hf_ctx *c)
 {
-    uint64_t d = c->s->d_model;
-    if (hf_copy(c, "model.final_layernorm.weight", "final_norm.weight", 1, d, 0) ||
-        hf_copy(c, "model.final_layernorm.bias", "final_norm.bias", 1, d, 0))
-        return -1;
-    return c->s->tied_embeddings ? 0 : hf_copy(c, "lm_head.weight", "output", 2, c->s->vocab_size, d);
+    return hf_head_copy(c, "model.final_layernorm.weight", "model.final_layernorm.bias");
 }
 
 const struct hf_arch hf_arch_persimmon = {"persimmon", 1, 2, persimmon_shape, persimmon_embeddings,

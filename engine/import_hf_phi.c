@@ -32,16 +32,6 @@ static int phi_shape(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-/* Layer l's HF tensor pre + from into layers.l.to. */
-static int copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int nd,
-                uint64_t a, uint64_t b)
-{
-    char src[200], dst[96];
-    snprintf(src, sizeof src, "%s%s", pre, from);
-    hf_layer_name(dst, sizeof dst, l, to);
-    return hf_copy(c, src, dst, nd, a, b);
-}
-
 /* q_proj, k_proj and v_proj: weights (cols d_model) or biases (cols 1). */
 static int qkv(struct hf_ctx *c, const char *pre, uint32_t l, uint64_t cols)
 {
@@ -62,12 +52,12 @@ static int phi_layer(struct hf_ctx *c, uint32_t l)
     uint64_t d = c->s->d_model, ff = c->s->d_ff;
     char pre[64], up[200], down[200];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
-    if (copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
-        copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0) || qkv(c, pre, l, d) ||
-        qkv(c, pre, l, 1) || copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) ||
-        copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
-        copy(c, pre, l, "mlp.fc1.bias", "ffn.up_bias", 1, ff, 0) ||
-        copy(c, pre, l, "mlp.fc2.bias", "ffn.down_bias", 1, d, 0))
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0) || qkv(c, pre, l, d) ||
+        qkv(c, pre, l, 1) || hf_layer_copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) ||
+        hf_layer_copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
+        hf_layer_copy(c, pre, l, "mlp.fc1.bias", "ffn.up_bias", 1, ff, 0) ||
+        hf_layer_copy(c, pre, l, "mlp.fc2.bias", "ffn.down_bias", 1, d, 0))
         return -1;
     snprintf(up, sizeof up, "%smlp.fc1.weight", pre);
     snprintf(down, sizeof down, "%smlp.fc2.weight", pre);
@@ -81,13 +71,10 @@ static int phi_embeddings(struct hf_ctx *c)
 
 static int phi_head(struct hf_ctx *c)
 {
-    uint64_t d = c->s->d_model, V = c->s->vocab_size;
-    if (hf_copy(c, "model.final_layernorm.weight", "final_norm.weight", 1, d, 0) ||
-        hf_copy(c, "model.final_layernorm.bias", "final_norm.bias", 1, d, 0) ||
-        (!c->s->tied_embeddings && hf_copy(c, "lm_head.weight", "output", 2, V, d)))
+    if (hf_head_copy(c, "model.final_layernorm.weight", "model.final_layernorm.bias"))
         return -1;
     /* the bias is the head's own even when its weight is tied */
-    return hf_copy(c, "lm_head.bias", "output.bias", 1, V, 0);
+    return hf_copy(c, "lm_head.bias", "output.bias", 1, c->s->vocab_size, 0);
 }
 
 const struct hf_arch hf_arch_phi = {"phi", 1, 2, phi_shape, phi_embeddings, phi_layer, phi_head};

@@ -135,6 +135,24 @@ void hf_layer_name(char *buf, size_t len, uint32_t l, const char *what)
     layer_tensor_name(buf, len, (int)l, what);
 }
 
+int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
+                  uint64_t d0, uint64_t d1)
+{
+    char src[200], dst[96];
+    snprintf(src, sizeof src, "%s%s", pre, from);
+    hf_layer_name(dst, sizeof dst, l, to);
+    return hf_copy(c, src, dst, ndim, d0, d1);
+}
+
+int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias)
+{
+    uint64_t d = c->s->d_model;
+    if (hf_copy(c, norm_weight, "final_norm.weight", 1, d, 0) ||
+        (norm_bias && hf_copy(c, norm_bias, "final_norm.bias", 1, d, 0)))
+        return -1;
+    return c->s->tied_embeddings ? 0 : hf_copy(c, "lm_head.weight", "output", 2, c->s->vocab_size, d);
+}
+
 uint32_t hf_head_dim(const struct model_shape *s)
 {
     return s->d_model / s->n_heads;
