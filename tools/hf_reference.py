@@ -189,6 +189,7 @@ class Model:
         self.n_kv = cfg.get("num_key_value_heads") or self.n_heads
         self.rot = int(self.hd * cfg.get("partial_rotary_factor", 1.0))
         self.theta = cfg.get("rope_theta", 10000.0)
+        self.eps = 1e-5  # LayerNorm's; architectures with their own key set it
         self.cache = {}
 
     def self_attention(self, l, q, k, v, pos, qk_norm=None):
@@ -204,6 +205,14 @@ class Model:
         keys.append(ks)
         values.append(vs)
         return attend(qs, keys, values, self.n_heads, self.n_kv, self.hd)
+
+    def ln(self, name, x):
+        """LayerNorm with weight and bias, HF tensor prefix name."""
+        return layer_norm(x, self.w.vector(name + ".weight"), self.w.vector(name + ".bias"), self.eps)
+
+    def lin(self, name, x):
+        """Linear with bias, HF tensor prefix name."""
+        return linear(self.w.matrix(name + ".weight"), x, self.w.vector(name + ".bias"))
 
     def logits(self, ids):
         rows = []
@@ -251,12 +260,6 @@ class OPT(Model):
     def embed(self, tok, pos):
         e = self.w.matrix("model.decoder.embed_tokens.weight")[tok]
         return add(e, self.w.matrix("model.decoder.embed_positions.weight")[pos + 2])
-
-    def ln(self, name, x):
-        return layer_norm(x, self.w.vector(name + ".weight"), self.w.vector(name + ".bias"), 1e-5)
-
-    def lin(self, name, x):
-        return linear(self.w.matrix(name + ".weight"), x, self.w.vector(name + ".bias"))
 
     def layer(self, l, x, pos):
         p = "model.decoder.layers.%d." % l
@@ -336,12 +339,6 @@ class Persimmon(Model):
     def embed(self, tok, pos):
         return self.w.matrix("model.embed_tokens.weight")[tok]
 
-    def ln(self, name, x):
-        return layer_norm(x, self.w.vector(name + ".weight"), self.w.vector(name + ".bias"), self.eps)
-
-    def lin(self, name, x):
-        return linear(self.w.matrix(name + ".weight"), x, self.w.vector(name + ".bias"))
-
     def qk_norm(self, l, head, which):
         return self.ln("model.layers.%d.self_attn.%s_layernorm" % (l, which), head)
 
@@ -378,12 +375,6 @@ class Phi(Model):
 
     def embed(self, tok, pos):
         return self.w.matrix("model.embed_tokens.weight")[tok]
-
-    def ln(self, name, x):
-        return layer_norm(x, self.w.vector(name + ".weight"), self.w.vector(name + ".bias"), self.eps)
-
-    def lin(self, name, x):
-        return linear(self.w.matrix(name + ".weight"), x, self.w.vector(name + ".bias"))
 
     def layer(self, l, x, pos):
         p = "model.layers.%d." % l
