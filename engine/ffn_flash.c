@@ -24,7 +24,7 @@
 #include "engine/neuron_select.h"
 #include "io/io_buffer.h"
 
-enum { NAIVE_SCRATCH = 64u << 20, MAX_READ = 1u << 20 };
+enum { MAX_READ = 1u << 20 };
 
 /* Where a row read this token goes (mark[] bits, cleared after the step). */
 enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
@@ -231,7 +231,7 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
     ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
     ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
     if (ff->cfg.stream_dram) {
-        ff->scratch_bytes = NAIVE_SCRATCH;
+        ff->scratch_bytes = FFN_FLASH_STREAM_SCRATCH;
         ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
     }
     return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&

@@ -41,13 +41,17 @@
 
 enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE, ACTIVE_PREDICTOR, ACTIVE_GATE };
 
+/* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
+enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
+
 struct ffn_flash_config {
     const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
     uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
     const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
     uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
     uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
-    bool stream_dram;            /* naive: also stream dram.bin every token */
+    bool stream_dram;            /* naive: also stream dram.bin every token, through a
+                                  * scratch buffer of FFN_FLASH_STREAM_SCRATCH bytes */
     enum active_source active;
     const struct trace *trace;   /* ACTIVE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */

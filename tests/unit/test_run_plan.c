@@ -67,7 +67,7 @@ static void test_refusals(void)
     CHECK(strstr(err, "1.05 kB") && strstr(err, "already take 1.10 kB"));
     /* 100 bytes left: one staging row and one bounce row (128 bytes) do not fit */
     CHECK(plan(&m, "window:3", FIXED + 100, NULL, 10, &out, err) == -1);
-    CHECK(strstr(err, "plus the staging area (0.13 kB: 1 rows of 64 bytes)") != NULL);
+    CHECK(strstr(err, "plus the staging area (0.13 kB: 2 rows of 64 bytes)") != NULL);
     /* staging fits, but 2 layers x 1 row (128 bytes) do not: 100 bytes left */
     CHECK(plan(&m, "lru", FIXED + 128 + 100, NULL, 10, &out, err) == -1);
     CHECK(strstr(err, "hold no row in each of 2 layers (a row is 64 bytes)") != NULL);
