@@ -1,0 +1,53 @@
+/* CRC-32C by table lookup, eight bytes per step ("slicing by 8"):
+ * table[0][b] is the CRC register after shifting byte b through eight
+ * polynomial steps; table[k][b] is the same byte pushed k bytes further,
+ * so eight table lookups fold eight input bytes into the register at once.
+ * Built at first use from the polynomial, so there is no table to copy. */
+#include "common/crc32c.h"
+
+#include <pthread.h>
+
+#define CRC32C_POLY 0x82F63B78u /* 0x1EDC6F41 bit-reversed */
+
+static uint32_t table[8][256];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void)
+{
+    for (uint32_t b = 0; b < 256; b++) {
+        uint32_t c = b;
+        for (int bit = 0; bit < 8; bit++)
+            c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        table[0][b] = c;
+    }
+    for (uint32_t b = 0; b < 256; b++)
+        for (int k = 1; k < 8; k++)
+            table[k][b] = (table[k - 1][b] >> 8) ^ table[0][table[k - 1][b] & 0xff];
+}
+
+static inline uint32_t step_byte(uint32_t c, uint8_t byte)
+{
+    return (c >> 8) ^ table[0][(c ^ byte) & 0xff];
+}
+
+/* Eight bytes, read little-endian whatever the host's byte order. */
+static inline uint32_t step_8(uint32_t c, const uint8_t *p)
+{
+    uint32_t lo = c ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+    uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+    return table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^
+           table[4][lo >> 24] ^ table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^
+           table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+}
+
+uint32_t crc32c_update(uint32_t crc, const void *data, size_t len)
+{
+    pthread_once(&table_once, build_tables);
+    const uint8_t *p = data;
+    uint32_t c = ~crc; /* undo the previous final XOR: the register itself */
+    for (; len >= 8; len -= 8, p += 8)
+        c = step_8(c, p);
+    for (; len; len--, p++)
+        c = step_byte(c, *p);
+    return ~c;
+}
