@@ -163,14 +163,17 @@ static int calibration_rows(const struct trace *tr, const struct trace_stats *s,
     r[n++] = (struct calib_row){"active density, mean", "density_mean", s->mean_density_active, true};
     /* only Llama 2's profile has it (App. C.5): no row of dashes elsewhere */
     if (target(targets, "window2_active") >= 0)
-        r[n++] = (struct calib_row){"window of 2 tokens holds (active)", "window2_active", s->sagg_active[1], true};
+        r[n++] = (struct calib_row){"window of 2 tokens holds (active)", "window2_active",
+                                    s->sagg_k_max >= 2 ? s->sagg_active[1] : -1, true};
     if (tr->meta.has_predicted) {
         r[n++] = (struct calib_row){"predicted / active", "pred_over_active", s->pred_over_active, false};
         r[n++] = (struct calib_row){"recall (active that were predicted)", "recall", s->recall, true};
         r[n++] = (struct calib_row){"predicted density (predictor alone)", "pred_density", s->mean_density_pred, true};
-        r[n++] = (struct calib_row){"window of 5 tokens holds (predicted)", "window5_pred", s->sagg_pred[4], true};
+        /* -1 (printed "-", null in JSON) where no sequence has 5 tokens */
+        r[n++] = (struct calib_row){"window of 5 tokens holds (predicted)", "window5_pred",
+                                    s->sagg_k_max >= 5 ? s->sagg_pred[4] : -1, true};
         r[n++] = (struct calib_row){"new per token, window k=4 (predicted)", "new_per_token_pred",
-                                    trace_stats_new_per_token(s->sagg_pred, 4), true};
+                                    s->sagg_k_max >= 5 ? trace_stats_new_per_token(s->sagg_pred, 4) : -1, true};
     }
     return n;
 }
@@ -183,6 +186,25 @@ static void fmt_value(char *buf, size_t len, double v, bool percent)
         snprintf(buf, len, "%.2f%%", 100 * v);
     else
         snprintf(buf, len, "%.2fx", v);
+}
+
+/* s_agg(k) for k = 1..sagg_k_max: beyond the longest sequence there is no
+ * window to measure, so no row (rather than 0% and a negative increment). */
+static void print_sagg(const struct trace_meta *m, const struct trace_stats *s)
+{
+    printf("\naggregated usage s_agg(k) (Fig. 4a): share of a layer's neurons used by k consecutive tokens\n");
+    if (s->sagg_k_max < 16)
+        printf("(k up to %u: no sequence of this trace is longer)\n", s->sagg_k_max);
+    printf("| k | active | new per token (active) | predicted | new per token (predicted) |\n|---:|---:|---:|---:|---:|\n");
+    for (int k = 1; k <= (int)s->sagg_k_max; k++) {
+        printf("| %d | %.2f%% | %.2f%% |", k, 100 * s->sagg_active[k - 1],
+               100 * trace_stats_new_per_token(s->sagg_active, k - 1));
+        if (m->has_predicted)
+            printf(" %.2f%% | %.2f%% |\n", 100 * s->sagg_pred[k - 1],
+                   100 * trace_stats_new_per_token(s->sagg_pred, k - 1));
+        else
+            printf(" - | - |\n");
+    }
 }
 
 static void print_info(const char *path, const struct trace *tr, const struct trace_stats *s,
@@ -232,17 +254,7 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
         fmt_value(av, sizeof av, rows[i].achieved, rows[i].percent);
         printf("| %s | %s | %s |\n", rows[i].name, tv, av);
     }
-    printf("\naggregated usage s_agg(k) (Fig. 4a): share of a layer's neurons used by k consecutive tokens\n"
-           "| k | active | new per token (active) | predicted | new per token (predicted) |\n|---:|---:|---:|---:|---:|\n");
-    for (int k = 1; k <= 16; k++) {
-        printf("| %d | %.2f%% | %.2f%% |", k, 100 * s->sagg_active[k - 1],
-               100 * trace_stats_new_per_token(s->sagg_active, k - 1));
-        if (m->has_predicted)
-            printf(" %.2f%% | %.2f%% |\n", 100 * s->sagg_pred[k - 1],
-                   100 * trace_stats_new_per_token(s->sagg_pred, k - 1));
-        else
-            printf(" - | - |\n");
-    }
+    print_sagg(m, s);
 }
 
 static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, const cJSON *source,
@@ -262,9 +274,10 @@ static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, con
     cJSON_AddItemToObject(root, "density_active", cJSON_CreateDoubleArray(s->density_active, (int)s->n_layers));
     if (s->density_pred)
         cJSON_AddItemToObject(root, "density_predicted", cJSON_CreateDoubleArray(s->density_pred, (int)s->n_layers));
-    cJSON_AddItemToObject(root, "sagg_active", cJSON_CreateDoubleArray(s->sagg_active, 16));
+    /* k = 1..sagg_k_max: [k-1] is s_agg(k) */
+    cJSON_AddItemToObject(root, "sagg_active", cJSON_CreateDoubleArray(s->sagg_active, (int)s->sagg_k_max));
     if (tr->meta.has_predicted)
-        cJSON_AddItemToObject(root, "sagg_predicted", cJSON_CreateDoubleArray(s->sagg_pred, 16));
+        cJSON_AddItemToObject(root, "sagg_predicted", cJSON_CreateDoubleArray(s->sagg_pred, (int)s->sagg_k_max));
     cJSON_AddNumberToObject(root, "hot10_share", s->hot10_share);
     const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
     struct calib_row rows[16];
@@ -278,7 +291,10 @@ static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, con
             cJSON_AddNumberToObject(o, "target", t);
         else
             cJSON_AddNullToObject(o, "target");
-        cJSON_AddNumberToObject(o, "achieved", rows[i].achieved);
+        if (rows[i].achieved >= 0)
+            cJSON_AddNumberToObject(o, "achieved", rows[i].achieved);
+        else
+            cJSON_AddNullToObject(o, "achieved");
         cJSON_AddItemToArray(cal, o);
     }
     return root;

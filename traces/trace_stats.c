@@ -90,9 +90,14 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
         trace_stats_free(s);
         return -1;
     }
+    uint64_t seq_len = 0, longest = 0;
     for (uint64_t t = 0; t < T; t++) {
-        if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START)
+        if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START) {
             s->n_sequences++;
+            seq_len = 0;
+        }
+        seq_len++;
+        longest = seq_len > longest ? seq_len : longest;
         if (tr->token_flags[t] & TRACE_TOKEN_GENERATED)
             s->n_generated_tokens++;
         else
@@ -135,6 +140,7 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
             s->mean_density_pred += s->density_pred[l] / L;
     }
     s->hot10_share = hot_sum / L;
+    s->sagg_k_max = (uint32_t)(longest < 16 ? longest : 16);
     if (tr->meta.has_predicted) {
         s->recall = s->active_events ? (double)hits / s->active_events : 0;
         s->pred_over_active = s->active_events ? (double)s->pred_events / s->active_events : 0;
@@ -161,7 +167,7 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
 {
     char csv[2048], path[4200], png[4200], svg[4200], var[4300], pred[32];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
-    for (int k = 1; k <= 16; k++)
+    for (int k = 1; k <= (int)s->sagg_k_max; k++)
         len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
                                 has_pred ? s->sagg_pred[k - 1] : 0.0);
     snprintf(path, sizeof path, "%s/sagg.csv", dir);

@@ -21,6 +21,9 @@ struct trace_stats {
      * one sequence, averaged over all such windows and over layers; 0 where no
      * sequence is k tokens long. */
     double sagg_active[TRACE_SAGG_MAX], sagg_pred[TRACE_SAGG_MAX];
+    /* the largest k with a window: the longest sequence, at most
+     * TRACE_SAGG_MAX; s_agg(k) beyond it is no measurement */
+    uint32_t sagg_k_max;
     double recall;              /* |active & predicted| / |active| */
     double pred_over_active;    /* |predicted| / |active| */
     double hot10_share;         /* share of activations going to a layer's 10% most active neurons */
@@ -29,13 +32,15 @@ struct trace_stats {
 int trace_stats_compute(const struct trace *tr, struct trace_stats *s);
 void trace_stats_free(struct trace_stats *s);
 
-/* Writes dir/sagg.csv (k,sagg_active,sagg_predicted) and, when plot, the
+/* Writes dir/sagg.csv (k,sagg_active,sagg_predicted; k = 1..16, only up to
+ * s->sagg_k_max) and, when plot, the
  * paper's Fig. 4a as dir/fig4a.png and .svg (plots/fig4a_sagg.gp).
  * 0, or -1 with the reason in err. */
 int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot, char *err,
                            size_t errlen);
 
-/* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k). */
+/* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k).
+ * Meaningful for k < sagg_k_max only. */
 static inline double trace_stats_new_per_token(const double *sagg, int k)
 {
     return k <= 0 ? sagg[0] : sagg[k] - sagg[k - 1];
