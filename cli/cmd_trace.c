@@ -125,7 +125,8 @@ static const struct opt_command info_command = {
     .usage = "FILE [--out DIR [--plot]]",
     .summary = "Prints a trace's header and statistics: density per layer, predictor recall,\n"
                "the aggregated-usage curve s_agg(k) for k = 1..16 (Fig. 4a) and, for\n"
-               "synthetic traces, each calibration target beside the value reached.",
+               "synthetic traces, each calibration target beside the value reached. Reading\n"
+               "the trace checks every checksum (format version 2; version 1 has none).",
     .opts = info_options,
     .max_positional = 1,
 };
@@ -188,6 +189,12 @@ static void fmt_value(char *buf, size_t len, double v, bool percent)
         snprintf(buf, len, "%.2fx", v);
 }
 
+static double bits_per_neuron(const struct trace_stats *s, uint64_t bytes)
+{
+    uint64_t events = s->active_events + s->pred_events;
+    return events ? 8.0 * (double)bytes / (double)events : 0;
+}
+
 /* s_agg(k) for k = 1..sagg_k_max: beyond the longest sequence there is no
  * window to measure, so no row (rather than 0% and a negative increment). */
 static void print_sagg(const struct trace_meta *m, const struct trace_stats *s)
@@ -212,9 +219,14 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
 {
     const struct trace_meta *m = &tr->meta;
     printf("trace %s\n", path);
-    printf("  format version %d, %llu bytes (%.2f bits per recorded neuron)\n", TRACE_VERSION,
-           (unsigned long long)tr->file_bytes,
-           s->active_events + s->pred_events ? 8.0 * tr->file_bytes / (s->active_events + s->pred_events) : 0);
+    if (tr->version >= TRACE_VERSION_CHECKED)
+        printf("  format version %u (CRC-32C per token and layer: checked), %llu bytes (%.2f bits per recorded "
+               "neuron, %.3f of them checksums and block lengths)\n",
+               tr->version, (unsigned long long)tr->file_bytes, bits_per_neuron(s, tr->file_bytes),
+               bits_per_neuron(s, tr->check_bytes));
+    else
+        printf("  format version %u (no checksums: unchecked), %llu bytes (%.2f bits per recorded neuron)\n",
+               tr->version, (unsigned long long)tr->file_bytes, bits_per_neuron(s, tr->file_bytes));
     printf("  shape: %u layers, d_model %u, d_ff %u, %u bytes per weight, %s FFN\n", m->n_layers,
            m->d_model, m->d_ff, m->bytes_per_weight, m->ffn_kind == FFN_GLU ? "glu" : "relu");
     printf("  tokens: %llu (%llu prompt, %llu generated) in %llu sequence(s)\n",
@@ -271,6 +283,10 @@ static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, con
     cJSON_AddNumberToObject(root, "tokens", (double)s->n_tokens);
     cJSON_AddNumberToObject(root, "sequences", (double)s->n_sequences);
     cJSON_AddNumberToObject(root, "file_bytes", (double)tr->file_bytes);
+    cJSON_AddNumberToObject(root, "format_version", tr->version);
+    cJSON_AddBoolToObject(root, "checked", tr->version >= TRACE_VERSION_CHECKED);
+    cJSON_AddNumberToObject(root, "bits_per_neuron", bits_per_neuron(s, tr->file_bytes));
+    cJSON_AddNumberToObject(root, "check_bits_per_neuron", bits_per_neuron(s, tr->check_bytes));
     cJSON_AddItemToObject(root, "density_active", cJSON_CreateDoubleArray(s->density_active, (int)s->n_layers));
     if (s->density_pred)
         cJSON_AddItemToObject(root, "density_predicted", cJSON_CreateDoubleArray(s->density_pred, (int)s->n_layers));

@@ -44,6 +44,25 @@ uint32_t ids_symmetric_difference(const uint32_t *a, uint32_t na, const uint32_t
     return n;
 }
 
+int byte_src_getc(struct byte_src *s)
+{
+    if (s->f)
+        return getc(s->f);
+    return s->pos < s->len ? s->p[s->pos++] : EOF;
+}
+
+/* n bytes into dst; 0, or -1 when fewer are left. */
+static int byte_src_read(struct byte_src *s, void *dst, size_t n)
+{
+    if (s->f)
+        return fread(dst, 1, n, s->f) == n ? 0 : -1;
+    if (n > s->len - s->pos)
+        return -1;
+    memcpy(dst, s->p + s->pos, n);
+    s->pos += n;
+    return 0;
+}
+
 static void put_varint(struct byte_buf *b, uint64_t v)
 {
     do {
@@ -159,11 +178,19 @@ int set_encode(struct byte_buf *out, const uint32_t *ids, uint32_t n, const stru
     return 0;
 }
 
-static int get_varint(FILE *f, uint64_t *v)
+int byte_buf_put_varint(struct byte_buf *b, uint64_t v)
+{
+    if (byte_buf_reserve(b, 10) != 0)
+        return -1;
+    put_varint(b, v);
+    return 0;
+}
+
+static int get_varint(struct byte_src *src, uint64_t *v)
 {
     *v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-        int c = getc(f);
+        int c = byte_src_getc(src);
         if (c == EOF)
             return -1;
         *v |= (uint64_t)(c & 0x7f) << shift;
@@ -175,14 +202,14 @@ static int get_varint(FILE *f, uint64_t *v)
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-static int decode_bitset(FILE *f, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
+static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
                          char *why, size_t whylen)
 {
     size_t nbytes = (d_ff + 7) / 8;
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
         return WHY("out of memory");
-    if (fread(buf->p, 1, nbytes, f) != nbytes)
+    if (byte_src_read(src, buf->p, nbytes) != 0)
         return WHY("truncated set record");
     uint64_t n = 0;
     for (size_t i = 0; i < nbytes; i++)
@@ -200,12 +227,12 @@ static int decode_bitset(FILE *f, uint32_t d_ff, uint64_t count, uint32_t *d, st
     return 0;
 }
 
-static int decode_rice(FILE *f, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
+static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
                        char *why, size_t whylen)
 {
-    int k = getc(f);
+    int k = byte_src_getc(src);
     uint64_t nbytes;
-    if (k == EOF || get_varint(f, &nbytes) != 0)
+    if (k == EOF || get_varint(src, &nbytes) != 0)
         return WHY("truncated set record");
     if (k > 24)
         return WHY("bad Rice parameter %d", k);
@@ -215,7 +242,7 @@ static int decode_rice(FILE *f, uint32_t d_ff, uint64_t count, uint32_t *d, stru
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
         return WHY("out of memory");
-    if (fread(buf->p, 1, nbytes, f) != nbytes)
+    if (byte_src_read(src, buf->p, nbytes) != 0)
         return WHY("truncated set record");
     const uint8_t *p = buf->p;
     uint64_t bit = 0, end = nbytes * 8;
@@ -248,12 +275,12 @@ static int decode_rice(FILE *f, uint32_t d_ff, uint64_t count, uint32_t *d, stru
     return 0;
 }
 
-int set_decode(FILE *f, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
+int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
                uint32_t *scratch, struct byte_buf *buf, char *why, size_t whylen)
 {
-    int tag = getc(f);
+    int tag = byte_src_getc(src);
     uint64_t count;
-    if (tag == EOF || get_varint(f, &count) != 0)
+    if (tag == EOF || get_varint(src, &count) != 0)
         return WHY("truncated set record");
     unsigned ref = (unsigned)tag >> 4, code = (unsigned)tag & 15;
     if (ref > SET_REF_ACTIVE || code > SET_CODE_RICE)
@@ -263,8 +290,8 @@ int set_decode(FILE *f, const struct id_span refs[3], uint32_t d_ff, uint32_t *o
     if (count > d_ff)
         return WHY("set of %llu neurons is larger than d_ff %u", (unsigned long long)count, d_ff);
     uint32_t *d = ref == SET_REF_NONE ? out : scratch;
-    int rc = code == SET_CODE_BITSET ? decode_bitset(f, d_ff, count, d, buf, why, whylen)
-                                     : decode_rice(f, d_ff, count, d, buf, why, whylen);
+    int rc = code == SET_CODE_BITSET ? decode_bitset(src, d_ff, count, d, buf, why, whylen)
+                                     : decode_rice(src, d_ff, count, d, buf, why, whylen);
     if (rc != 0)
         return rc;
     if (ref == SET_REF_NONE) {

@@ -16,6 +16,18 @@ struct byte_buf {
     size_t len, cap;
 };
 
+/* Where set_decode reads from: a stream (version 1 traces, whose records
+ * are not delimited) or bytes in memory (a version 2 block, read whole and
+ * checked against its CRC first). */
+struct byte_src {
+    FILE *f;              /* read from f when not NULL, else from p */
+    const uint8_t *p;
+    size_t len, pos;      /* p[pos..len) is what is left */
+};
+
+/* The next byte, or EOF at the end. */
+int byte_src_getc(struct byte_src *s);
+
 /* A sorted id list and its length, as references are passed around. */
 struct id_span {
     const uint32_t *ids;
@@ -32,10 +44,22 @@ uint32_t ids_symmetric_difference(const uint32_t *a, uint32_t na, const uint32_t
 int set_encode(struct byte_buf *out, const uint32_t *ids, uint32_t n, const struct id_span refs[3],
                uint32_t d_ff, uint32_t *scratch);
 
-/* Reads one record from f into out (room for d_ff ids), *n its length.
+/* The largest record set_encode writes for d_ff: tag, count, Rice
+ * parameter and length, and a bitset's bytes (a Rice record is kept only
+ * when smaller than the bitset). */
+static inline uint64_t set_record_max(uint32_t d_ff)
+{
+    return 1 + 5 + 1 + 10 + ((uint64_t)d_ff + 7) / 8;
+}
+
+/* Appends v as a little-endian base-128 varint (at most 10 bytes); 0, or -1
+ * when out of memory. */
+int byte_buf_put_varint(struct byte_buf *b, uint64_t v);
+
+/* Reads one record from src into out (room for d_ff ids), *n its length.
  * scratch holds d_ff ids; buf is a reusable byte buffer. 0, or -1 with a
  * short reason in why ("truncated", "neuron 9 >= d_ff 8", ...). */
-int set_decode(FILE *f, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
+int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
                uint32_t *scratch, struct byte_buf *buf, char *why, size_t whylen);
 
 int byte_buf_reserve(struct byte_buf *b, size_t extra);

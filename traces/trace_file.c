@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crc32c.h"
 #include "common/model_shape.h"
 
 int trace_err(char *err, size_t errlen, const char *fmt, ...)
@@ -15,23 +16,55 @@ int trace_err(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-static void put_u32(struct byte_buf *b, uint32_t v)
+void trace_put_u32(uint8_t p[4], uint32_t v)
 {
     for (int i = 0; i < 4; i++)
-        b->p[b->len++] = (uint8_t)(v >> (8 * i));
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint32_t trace_get_u32(const uint8_t p[4])
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+uint64_t trace_get_u64_at(const uint8_t p[8])
+{
+    return (uint64_t)trace_get_u32(p + 4) << 32 | trace_get_u32(p);
+}
+
+static void put_u32(struct byte_buf *b, uint32_t v)
+{
+    trace_put_u32(b->p + b->len, v);
+    b->len += 4;
 }
 
 static void put_u64(struct byte_buf *b, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        b->p[b->len++] = (uint8_t)(v >> (8 * i));
+    put_u32(b, (uint32_t)v);
+    put_u32(b, (uint32_t)(v >> 32));
+}
+
+/* The CRC of everything appended to b since offset start, appended. */
+static void put_crc_since(struct byte_buf *b, size_t start)
+{
+    put_u32(b, crc32c(b->p + start, b->len - start));
+}
+
+uint32_t trace_block_crc_start(uint64_t token, uint32_t layer)
+{
+    uint8_t p[12];
+    trace_put_u32(p, (uint32_t)token);
+    trace_put_u32(p + 4, (uint32_t)(token >> 32));
+    trace_put_u32(p + 8, layer);
+    return crc32c(p, sizeof p);
 }
 
 int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_tokens)
 {
     size_t slen = strlen(m->source);
-    if (byte_buf_reserve(b, 64 + slen) != 0)
+    if (byte_buf_reserve(b, TRACE_HEADER_FIXED + slen + TRACE_CRC_BYTES) != 0)
         return -1;
+    size_t start = b->len;
     memcpy(b->p + b->len, TRACE_MAGIC, 8);
     b->len += 8;
     put_u32(b, TRACE_VERSION);
@@ -45,71 +78,54 @@ int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_
     put_u32(b, (uint32_t)slen);
     memcpy(b->p + b->len, m->source, slen);
     b->len += slen;
+    put_crc_since(b, start);
     return 0;
 }
 
 int trace_footer_put(struct byte_buf *b, uint64_t n_tokens, uint64_t active_events,
                      uint64_t pred_events)
 {
-    if (byte_buf_reserve(b, 32) != 0)
+    if (byte_buf_reserve(b, TRACE_FOOTER_BYTES + TRACE_CRC_BYTES) != 0)
         return -1;
+    size_t start = b->len;
     memcpy(b->p + b->len, TRACE_END_MAGIC, 8);
     b->len += 8;
     put_u64(b, n_tokens);
     put_u64(b, active_events);
     put_u64(b, pred_events);
-    return 0;
-}
-
-int trace_put_u64_file(FILE *f, uint64_t v)
-{
-    uint8_t p[8];
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-    return fwrite(p, 1, 8, f) == 8 ? 0 : -1;
-}
-
-static int get_u32(FILE *f, uint32_t *v)
-{
-    uint8_t p[4];
-    if (fread(p, 1, 4, f) != 4)
-        return -1;
-    *v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-    return 0;
-}
-
-int trace_get_u64(FILE *f, uint64_t *v)
-{
-    uint32_t lo, hi;
-    if (get_u32(f, &lo) != 0 || get_u32(f, &hi) != 0)
-        return -1;
-    *v = (uint64_t)hi << 32 | lo;
+    put_crc_since(b, start);
     return 0;
 }
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, char *why, size_t whylen)
+/* The version 2 header's CRC, read after the source and compared with
+ * what the bytes before it give. */
+static int check_header_crc(FILE *f, const uint8_t *fixed, const char *source, uint32_t slen, char *why,
+                            size_t whylen)
 {
-    char magic[8];
-    memset(m, 0, sizeof *m);
-    size_t got = fread(magic, 1, 8, f);
-    if (got != 8 || memcmp(magic, TRACE_MAGIC, 8) != 0)
-        return got < 8 && memcmp(magic, TRACE_MAGIC, got) == 0 && got > 0
-                   ? WHY("truncated header")
-                   : WHY("not a flashbed trace (wrong magic number)");
-    uint32_t version, flags, kind, slen;
-    if (get_u32(f, &version) != 0)
-        return WHY("truncated header");
-    if (version > TRACE_VERSION)
-        return WHY("trace format version %u is newer than this flashbed reads (%u)", version,
-                   TRACE_VERSION);
-    if (version == 0)
-        return WHY("bad trace format version 0");
-    if (get_u32(f, &m->n_layers) || get_u32(f, &m->d_model) || get_u32(f, &m->d_ff) ||
-        get_u32(f, &m->bytes_per_weight) || get_u32(f, &kind) || get_u32(f, &flags) ||
-        trace_get_u64(f, n_tokens) || get_u32(f, &slen))
-        return WHY("truncated header");
+    uint8_t stored[TRACE_CRC_BYTES];
+    if (fread(stored, 1, sizeof stored, f) != sizeof stored)
+        return WHY("truncated header (no checksum)");
+    uint32_t want = trace_get_u32(stored);
+    uint32_t got = crc32c_update(crc32c(fixed, TRACE_HEADER_FIXED), source, slen);
+    if (got != want)
+        return WHY("header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged", want,
+                   got);
+    return 0;
+}
+
+/* The fields of a header whose bytes are trusted (checked, or version 1). */
+static int header_fields(const uint8_t *fixed, struct trace_meta *m, uint64_t *n_tokens, char *why,
+                         size_t whylen)
+{
+    const uint8_t *q = fixed + 12;
+    m->n_layers = trace_get_u32(q);
+    m->d_model = trace_get_u32(q + 4);
+    m->d_ff = trace_get_u32(q + 8);
+    m->bytes_per_weight = trace_get_u32(q + 12);
+    uint32_t kind = trace_get_u32(q + 16), flags = trace_get_u32(q + 20);
+    *n_tokens = trace_get_u64_at(q + 24);
     if (m->n_layers == 0 || m->n_layers > 4096 || m->d_ff == 0 || m->d_ff > (1u << 26) ||
         (uint64_t)m->n_layers * m->d_ff > (1u << 26) || m->d_model == 0 || m->d_model > (1u << 20) ||
         m->bytes_per_weight == 0 || m->bytes_per_weight > 8)
@@ -119,10 +135,34 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, char *wh
         return WHY("unknown FFN kind %u in header", kind);
     if (flags > 1)
         return WHY("unknown header flags 0x%x", flags);
-    if (slen > TRACE_MAX_SOURCE)
-        return WHY("source description of %u bytes is implausible", slen);
     m->ffn_kind = kind;
     m->has_predicted = flags & 1;
+    return 0;
+}
+
+int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t *version, char *why,
+                     size_t whylen)
+{
+    uint8_t fixed[TRACE_HEADER_FIXED];
+    memset(m, 0, sizeof *m);
+    size_t got = fread(fixed, 1, 8, f);
+    if (got != 8 || memcmp(fixed, TRACE_MAGIC, 8) != 0)
+        return got < 8 && memcmp(fixed, TRACE_MAGIC, got) == 0 && got > 0
+                   ? WHY("truncated header")
+                   : WHY("not a flashbed trace (wrong magic number in the header)");
+    if (fread(fixed + 8, 1, 4, f) != 4)
+        return WHY("truncated header");
+    *version = trace_get_u32(fixed + 8);
+    if (*version > TRACE_VERSION)
+        return WHY("header says trace format version %u, newer than this flashbed reads (%u)", *version,
+                   TRACE_VERSION);
+    if (*version == 0)
+        return WHY("header says trace format version 0, which does not exist");
+    if (fread(fixed + 12, 1, TRACE_HEADER_FIXED - 12, f) != TRACE_HEADER_FIXED - 12)
+        return WHY("truncated header");
+    uint32_t slen = trace_get_u32(fixed + TRACE_HEADER_FIXED - 4);
+    if (slen > TRACE_MAX_SOURCE)
+        return WHY("header's source description of %u bytes is implausible", slen);
     m->source = malloc(slen + 1);
     if (!m->source)
         return WHY("out of memory");
@@ -131,5 +171,12 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, char *wh
         return WHY("truncated header");
     }
     m->source[slen] = 0;
+    /* the checksum first: a damaged field then reads as damage, not as a
+     * strange shape */
+    if ((*version >= TRACE_VERSION_CHECKED && check_header_crc(f, fixed, m->source, slen, why, whylen) != 0) ||
+        header_fields(fixed, m, n_tokens, why, whylen) != 0) {
+        trace_meta_free(m);
+        return -1;
+    }
     return 0;
 }

@@ -1,5 +1,6 @@
-/* The fixed parts of a trace file (layout in traces/trace.h): header and
- * footer, shared by writer and reader. Internal to traces/. */
+/* The fixed parts of a trace file (layout in traces/trace.h): header,
+ * footer and the checksums around them, shared by writer and reader.
+ * Internal to traces/. */
 #ifndef FLASHBED_TRACES_TRACE_FILE_H
 #define FLASHBED_TRACES_TRACE_FILE_H
 
@@ -13,20 +14,38 @@
 #define TRACE_MAGIC "FBTRACE"   /* 8 bytes with its NUL */
 #define TRACE_END_MAGIC "FBTREND"
 #define TRACE_TOKEN_MARK 0xA7
-/* magic 8 + version 4 + six u32 fields */
-#define TRACE_N_TOKENS_OFFSET (8 + 4 + 6 * 4)
+/* magic 8 + version 4 + six u32 fields + u64 n_tokens + u32 source_len */
+#define TRACE_HEADER_FIXED (8 + 4 + 6 * 4 + 8 + 4)
+#define TRACE_FOOTER_BYTES (8 + 3 * 8) /* before its CRC */
+#define TRACE_CRC_BYTES 4
 #define TRACE_MAX_SOURCE (1u << 20)
 
 /* snprintf into err; returns -1, so that "return trace_err(...)" reads well. */
 int trace_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Appends the header, with its CRC, for version TRACE_VERSION. */
 int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_tokens);
+/* Appends the footer, with its CRC. */
 int trace_footer_put(struct byte_buf *b, uint64_t n_tokens, uint64_t active_events,
                      uint64_t pred_events);
-int trace_put_u64_file(FILE *f, uint64_t v);
-int trace_get_u64(FILE *f, uint64_t *v);
+void trace_put_u32(uint8_t p[4], uint32_t v);
+uint32_t trace_get_u32(const uint8_t p[4]);
+uint64_t trace_get_u64_at(const uint8_t p[8]);
 
-/* Reads and checks the header; 0, or -1 with a reason in why. */
-int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, char *why, size_t whylen);
+/* Where the CRC of block (token, layer) starts: the CRC of the two numbers,
+ * which the block's bytes then continue. */
+uint32_t trace_block_crc_start(uint64_t token, uint32_t layer);
+
+/* The largest block (one layer's sets, without length and CRC) a writer
+ * produces: a reader refuses a longer length before reading it. */
+static inline uint64_t trace_block_max(const struct trace_meta *m)
+{
+    return (m->has_predicted ? 2 : 1) * set_record_max(m->d_ff);
+}
+
+/* Reads and checks the header (its CRC from version 2 on) and *version;
+ * 0, or -1 with a reason in why that says it is about the header. */
+int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t *version, char *why,
+                     size_t whylen);
 
 #endif

@@ -1,11 +1,15 @@
 /* The streaming trace reader: one token at a time, every record checked
- * against the header; and trace_load, which keeps a whole trace in memory. */
+ * against the header; and trace_load, which keeps a whole trace in memory.
+ * From version 2 each layer's block is read whole and its CRC checked
+ * before a set of it is decoded, so damage is reported as damage, with the
+ * token and layer where it lies. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/crc32c.h"
 #include "common/model_shape.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
@@ -15,12 +19,17 @@ struct trace_reader {
     struct trace_meta meta;
     char path[4096];
     FILE *f;
+    uint32_t version;
+    uint64_t file_bytes, pos;          /* pos: bytes consumed, to bound a block's length */
+    uint64_t check_bytes;              /* checksums and block lengths read so far */
     uint64_t n_tokens, tokens_read, active_events, pred_events;
+    uint8_t token_head[2];             /* the current token's marker and flags */
     uint32_t *cur[2], *prev[2];        /* [n_layers * d_ff] per kind */
     uint32_t *n_cur[2], *n_prev[2];    /* [n_layers] */
     const uint32_t **ptr[2];           /* [n_layers] -> cur rows, handed out */
     uint32_t *scratch;                 /* [d_ff] */
-    struct byte_buf buf;
+    struct byte_buf buf;               /* a set's payload */
+    struct byte_buf blk;               /* a version 2 block */
     bool done;
 };
 
@@ -41,8 +50,25 @@ void trace_reader_close(struct trace_reader *r)
     }
     free(r->scratch);
     byte_buf_free(&r->buf);
+    byte_buf_free(&r->blk);
     trace_meta_free(&r->meta);
     free(r);
+}
+
+static int alloc_planes(struct trace_reader *r)
+{
+    size_t plane = (size_t)r->meta.n_layers * r->meta.d_ff;
+    bool ok = true;
+    for (int k = 0; k < 2; k++) {
+        r->cur[k] = malloc(plane * sizeof(uint32_t));
+        r->prev[k] = malloc(plane * sizeof(uint32_t));
+        r->n_cur[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
+        r->n_prev[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
+        r->ptr[k] = calloc(r->meta.n_layers, sizeof(uint32_t *));
+        ok = ok && r->cur[k] && r->prev[k] && r->n_cur[k] && r->n_prev[k] && r->ptr[k];
+    }
+    r->scratch = malloc((size_t)r->meta.d_ff * sizeof(uint32_t));
+    return ok && r->scratch ? 0 : -1;
 }
 
 struct trace_reader *trace_reader_open(const char *path, char *err, size_t errlen)
@@ -66,23 +92,22 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
         return NULL;
     }
     char why[256];
-    if (trace_header_get(r->f, &r->meta, &r->n_tokens, why, sizeof why) != 0) {
+    if (trace_header_get(r->f, &r->meta, &r->n_tokens, &r->version, why, sizeof why) != 0) {
         ERR("%s: %s", path, why);
         trace_reader_close(r);
         return NULL;
     }
-    size_t plane = (size_t)r->meta.n_layers * r->meta.d_ff;
-    bool ok = true;
-    for (int k = 0; k < 2; k++) {
-        r->cur[k] = malloc(plane * sizeof(uint32_t));
-        r->prev[k] = malloc(plane * sizeof(uint32_t));
-        r->n_cur[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
-        r->n_prev[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
-        r->ptr[k] = calloc(r->meta.n_layers, sizeof(uint32_t *));
-        ok = ok && r->cur[k] && r->prev[k] && r->n_cur[k] && r->n_prev[k] && r->ptr[k];
+    long at = ftell(r->f);
+    if (fstat(fileno(r->f), &st) != 0 || at < 0) {
+        ERR("%s: cannot tell its size: %s", path, strerror(errno));
+        trace_reader_close(r);
+        return NULL;
     }
-    r->scratch = malloc((size_t)r->meta.d_ff * sizeof(uint32_t));
-    if (!ok || !r->scratch) {
+    r->file_bytes = (uint64_t)st.st_size;
+    r->pos = (uint64_t)at;
+    if (r->version >= TRACE_VERSION_CHECKED)
+        r->check_bytes = TRACE_CRC_BYTES;
+    if (alloc_planes(r) != 0) {
         ERR("%s: out of memory for %u layers x %u neurons", path, r->meta.n_layers, r->meta.d_ff);
         trace_reader_close(r);
         return NULL;
@@ -100,15 +125,45 @@ uint64_t trace_reader_n_tokens(const struct trace_reader *r)
     return r->n_tokens;
 }
 
+uint32_t trace_reader_version(const struct trace_reader *r)
+{
+    return r->version;
+}
+
+/* Every read of the body goes through these two, which count the bytes. */
+static int next_byte(struct trace_reader *r)
+{
+    int c = getc(r->f);
+    r->pos += c != EOF;
+    return c;
+}
+
+static int read_bytes(struct trace_reader *r, void *dst, size_t n)
+{
+    size_t got = fread(dst, 1, n, r->f);
+    r->pos += got;
+    return got == n ? 0 : -1;
+}
+
+/* The end marker, its first byte already read. */
 static int read_footer(struct trace_reader *r, char *err, size_t errlen)
 {
-    char magic[7];
-    uint64_t n, na, np;
-    if (fread(magic, 1, 7, r->f) != 7 || memcmp(magic, TRACE_END_MAGIC + 1, 7) != 0)
-        return ERR("%s: after token %llu: expected a token or the end marker, found garbage", r->path,
+    uint8_t p[TRACE_FOOTER_BYTES + TRACE_CRC_BYTES];
+    p[0] = (uint8_t)TRACE_END_MAGIC[0];
+    bool checked = r->version >= TRACE_VERSION_CHECKED;
+    if (read_bytes(r, p + 1, 7) != 0 || memcmp(p, TRACE_END_MAGIC, 8) != 0)
+        return ERR("%s: after %llu tokens: expected a token or the end marker, found garbage", r->path,
                    (unsigned long long)r->tokens_read);
-    if (trace_get_u64(r->f, &n) || trace_get_u64(r->f, &na) || trace_get_u64(r->f, &np))
+    if (read_bytes(r, p + 8, TRACE_FOOTER_BYTES - 8 + (checked ? TRACE_CRC_BYTES : 0)) != 0)
         return ERR("%s: truncated end marker", r->path);
+    if (checked) {
+        uint32_t want = trace_get_u32(p + TRACE_FOOTER_BYTES), got = crc32c(p, TRACE_FOOTER_BYTES);
+        if (got != want)
+            return ERR("%s: end marker checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+                       r->path, want, got);
+        r->check_bytes += TRACE_CRC_BYTES;
+    }
+    uint64_t n = trace_get_u64_at(p + 8), na = trace_get_u64_at(p + 16), np = trace_get_u64_at(p + 24);
     if (n != r->n_tokens || n != r->tokens_read)
         return ERR("%s: header says %llu tokens, end marker %llu, body holds %llu", r->path,
                    (unsigned long long)r->n_tokens, (unsigned long long)n,
@@ -123,32 +178,124 @@ static int read_footer(struct trace_reader *r, char *err, size_t errlen)
     return 0;
 }
 
+/* A version 2 block's length: a varint, kept as read for the CRC. */
+static int read_block_len(struct trace_reader *r, uint8_t *raw, size_t *n_raw, uint64_t *len)
+{
+    *len = 0;
+    *n_raw = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        int c = next_byte(r);
+        if (c == EOF)
+            return -1;
+        raw[(*n_raw)++] = (uint8_t)c;
+        *len |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* Where layer l's sets of the current token come from: version 1 decodes
+ * straight from the file; version 2 reads the block whole, checks its
+ * length and CRC, and decodes from memory. */
+static int open_block(struct trace_reader *r, uint32_t l, struct byte_src *src, char *err, size_t errlen)
+{
+    memset(src, 0, sizeof *src);
+    if (r->version < TRACE_VERSION_CHECKED) {
+        src->f = r->f;
+        return 0;
+    }
+    unsigned long long t = (unsigned long long)r->tokens_read;
+    uint8_t raw[10], stored[TRACE_CRC_BYTES];
+    size_t n_raw;
+    uint64_t len, max = trace_block_max(&r->meta);
+    if (read_block_len(r, raw, &n_raw, &len) != 0)
+        return ERR("%s: token %llu layer %u: truncated or damaged block length", r->path, t, l);
+    if (len > max)
+        return ERR("%s: token %llu layer %u: block of %llu bytes is longer than any (%llu): the file is damaged",
+                   r->path, t, l, (unsigned long long)len, (unsigned long long)max);
+    if (r->pos > r->file_bytes || len + TRACE_CRC_BYTES > r->file_bytes - r->pos)
+        return ERR("%s: token %llu layer %u: block of %llu bytes runs past the end of the file (truncated or damaged)",
+                   r->path, t, l, (unsigned long long)len);
+    r->blk.len = 0;
+    if (byte_buf_reserve(&r->blk, len) != 0)
+        return ERR("%s: out of memory", r->path);
+    if (read_bytes(r, r->blk.p, len) != 0 || read_bytes(r, stored, sizeof stored) != 0)
+        return ERR("%s: token %llu layer %u: truncated", r->path, t, l);
+    uint32_t crc = trace_block_crc_start(r->tokens_read, l);
+    if (l == 0)
+        crc = crc32c_update(crc, r->token_head, sizeof r->token_head);
+    crc = crc32c_update(crc32c_update(crc, raw, n_raw), r->blk.p, len);
+    uint32_t want = trace_get_u32(stored);
+    if (crc != want)
+        return ERR("%s: token %llu layer %u: checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+                   r->path, t, l, want, crc);
+    r->check_bytes += n_raw + TRACE_CRC_BYTES;
+    src->p = r->blk.p;
+    src->len = len;
+    return 0;
+}
+
+/* The token's first byte, c, read: a marker, or the end marker when every
+ * token is in. */
+static int check_token_start(struct trace_reader *r, int c, char *err, size_t errlen)
+{
+    if (r->tokens_read >= r->n_tokens)
+        return c == TRACE_TOKEN_MARK
+                   ? ERR("%s: body holds more tokens than the header's %llu", r->path,
+                         (unsigned long long)r->n_tokens)
+                   : ERR("%s: after token %llu, the last: expected the end marker, found byte 0x%02x",
+                         r->path, (unsigned long long)r->tokens_read - 1, (unsigned)c);
+    if (c != TRACE_TOKEN_MARK)
+        return ERR("%s: token %llu: bad token marker 0x%02x", r->path, (unsigned long long)r->tokens_read,
+                   (unsigned)c);
+    return 0;
+}
+
+/* Decodes layer l's sets from src into the current rows. */
+static int decode_layer(struct trace_reader *r, uint32_t l, bool seq_start, struct byte_src *src, char *err,
+                        size_t errlen)
+{
+    uint32_t d_ff = r->meta.d_ff;
+    int kinds = r->meta.has_predicted ? 2 : 1;
+    for (int k = 0; k < kinds; k++) {
+        size_t row = (size_t)l * d_ff;
+        struct id_span refs[3] = {
+            {NULL, 0},
+            {seq_start ? NULL : r->prev[k] + row, r->n_prev[k][l]},
+            {k == 1 ? r->cur[0] + row : NULL, r->n_cur[0][l]},
+        };
+        char why[160];
+        if (set_decode(src, refs, d_ff, r->cur[k] + row, &r->n_cur[k][l], r->scratch, &r->buf, why,
+                       sizeof why) != 0)
+            return ERR("%s: token %llu layer %u (%s set): %s", r->path, (unsigned long long)r->tokens_read, l,
+                       k ? "predicted" : "active", why);
+        r->ptr[k][l] = r->cur[k] + row;
+        *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
+    }
+    if (!src->f && src->pos != src->len)
+        return ERR("%s: token %llu layer %u: %zu bytes left over after its sets", r->path,
+                   (unsigned long long)r->tokens_read, l, src->len - src->pos);
+    return 0;
+}
+
 int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err, size_t errlen)
 {
     if (r->done)
         return 0;
-    int c = getc(r->f);
+    int c = next_byte(r);
     if (c == EOF)
         return ERR("%s: truncated after token %llu of %llu (no end marker)", r->path,
                    (unsigned long long)r->tokens_read, (unsigned long long)r->n_tokens);
     if (c == TRACE_END_MAGIC[0])
         return read_footer(r, err, errlen);
-    if (c != TRACE_TOKEN_MARK)
-        return ERR("%s: token %llu: bad token marker 0x%02x", r->path,
-                   (unsigned long long)r->tokens_read, (unsigned)c);
-    if (r->tokens_read >= r->n_tokens)
-        return ERR("%s: body holds more tokens than the header's %llu", r->path,
-                   (unsigned long long)r->n_tokens);
-    int flags = getc(r->f);
+    if (check_token_start(r, c, err, errlen) != 0)
+        return -1;
+    int flags = next_byte(r);
     if (flags == EOF)
         return ERR("%s: token %llu: truncated", r->path, (unsigned long long)r->tokens_read);
-    if (flags & ~(TRACE_TOKEN_GENERATED | TRACE_TOKEN_SEQ_START))
-        return ERR("%s: token %llu: unknown token flags 0x%02x", r->path,
-                   (unsigned long long)r->tokens_read, (unsigned)flags);
-    if (r->tokens_read == 0)
-        flags |= TRACE_TOKEN_SEQ_START;
-    bool seq_start = flags & TRACE_TOKEN_SEQ_START;
-    uint32_t d_ff = r->meta.d_ff;
+    r->token_head[0] = (uint8_t)c;
+    r->token_head[1] = (uint8_t)flags;
     for (int k = 0; k < 2; k++) {
         uint32_t *t = r->prev[k];
         r->prev[k] = r->cur[k];
@@ -157,23 +304,18 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
         r->n_prev[k] = r->n_cur[k];
         r->n_cur[k] = tn;
     }
-    int kinds = r->meta.has_predicted ? 2 : 1;
     for (uint32_t l = 0; l < r->meta.n_layers; l++) {
-        for (int k = 0; k < kinds; k++) {
-            size_t row = (size_t)l * d_ff;
-            struct id_span refs[3] = {
-                {NULL, 0},
-                {seq_start ? NULL : r->prev[k] + row, r->n_prev[k][l]},
-                {k == 1 ? r->cur[0] + row : NULL, r->n_cur[0][l]},
-            };
-            char why[160];
-            if (set_decode(r->f, refs, d_ff, r->cur[k] + row, &r->n_cur[k][l], r->scratch, &r->buf,
-                           why, sizeof why) != 0)
-                return ERR("%s: token %llu layer %u (%s set): %s", r->path,
-                           (unsigned long long)r->tokens_read, l, k ? "predicted" : "active", why);
-            r->ptr[k][l] = r->cur[k] + row;
-            *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
-        }
+        struct byte_src src;
+        if (open_block(r, l, &src, err, errlen) != 0)
+            return -1;
+        /* layer 0's CRC covers the flags: checked, they can be looked at */
+        if (l == 0 && (flags & ~(TRACE_TOKEN_GENERATED | TRACE_TOKEN_SEQ_START)))
+            return ERR("%s: token %llu: unknown token flags 0x%02x", r->path,
+                       (unsigned long long)r->tokens_read, (unsigned)flags);
+        if (r->tokens_read == 0)
+            flags |= TRACE_TOKEN_SEQ_START;
+        if (decode_layer(r, l, flags & TRACE_TOKEN_SEQ_START, &src, err, errlen) != 0)
+            return -1;
     }
     tok->index = r->tokens_read++;
     tok->flags = (unsigned)flags;
@@ -222,17 +364,17 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
         return -1;
     const struct trace_meta *m = &r->meta;
     uint64_t nt = r->n_tokens, nl = m->n_layers;
-    struct stat st;
     /* A token takes at least 2 bytes plus 3 per set: a header promising more
      * tokens than the file can hold is caught before allocating for them. */
     uint64_t min_token = 2 + 3 * nl * (m->has_predicted ? 2 : 1);
-    if (fstat(fileno(r->f), &st) != 0 || nt > (uint64_t)st.st_size / min_token) {
-        ERR("%s: header says %llu tokens but the file has only %lld bytes", path,
-            (unsigned long long)nt, (long long)st.st_size);
+    if (nt > r->file_bytes / min_token) {
+        ERR("%s: header says %llu tokens but the file has only %llu bytes", path, (unsigned long long)nt,
+            (unsigned long long)r->file_bytes);
         trace_reader_close(r);
         return -1;
     }
-    tr->file_bytes = (uint64_t)st.st_size;
+    tr->file_bytes = r->file_bytes;
+    tr->version = r->version;
     tr->meta = *m;
     tr->meta.source = strdup(m->source);
     tr->token_flags = malloc(nt ? nt : 1);
@@ -265,6 +407,7 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
             break;
     }
     tr->n_tokens = nt;
+    tr->check_bytes = r->check_bytes;
     trace_reader_close(r);
     if (rc != 0) {
         trace_free(tr);

@@ -1,12 +1,14 @@
 /* The trace writer: validates each set, encodes it against its references
- * (traces/set_codec.h) and streams records to a temporary file that is
- * renamed into place only when the trace is complete. */
+ * (traces/set_codec.h), seals each layer's sets into a block with its
+ * length and CRC, and streams blocks to a temporary file that is renamed
+ * into place only when the trace is complete. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/atomic_file.h"
+#include "common/crc32c.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
 #include "traces/trace_file.h"
@@ -22,7 +24,9 @@ struct trace_writer {
     uint32_t *prev[2];         /* [n_layers * d_ff]: last token's sets, per kind */
     uint32_t *n_prev[2];       /* [n_layers] */
     uint32_t *scratch;         /* [2 * d_ff] */
-    struct byte_buf rec;
+    uint8_t token_head[2];     /* the current token's marker and flags: layer 0's CRC covers them */
+    struct byte_buf rec;       /* bytes not yet written */
+    struct byte_buf blk;       /* the current layer's sets, until sealed into rec */
 };
 
 #define ERR(...) trace_err(err, errlen, __VA_ARGS__)
@@ -41,6 +45,7 @@ static void writer_free(struct trace_writer *w)
     }
     free(w->scratch);
     byte_buf_free(&w->rec);
+    byte_buf_free(&w->blk);
     trace_meta_free(&w->meta);
     free(w);
 }
@@ -112,12 +117,14 @@ int trace_writer_begin_token(struct trace_writer *w, unsigned flags, char *err, 
     w->seq_start = flags & TRACE_TOKEN_SEQ_START;
     if (byte_buf_reserve(&w->rec, 2) != 0)
         return ERR("%s: out of memory", w->path);
-    w->rec.p[w->rec.len++] = TRACE_TOKEN_MARK;
-    w->rec.p[w->rec.len++] = (uint8_t)flags;
+    w->token_head[0] = TRACE_TOKEN_MARK;
+    w->token_head[1] = (uint8_t)flags;
+    memcpy(w->rec.p + w->rec.len, w->token_head, 2);
+    w->rec.len += 2;
     w->in_token = true;
     w->next_layer = 0;
     w->n_tokens++;
-    return flush_rec(w, err, errlen);
+    return 0;
 }
 
 static int check_ids(const struct trace_writer *w, const char *what, uint32_t layer,
@@ -149,11 +156,35 @@ static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint3
     static const uint32_t empty_ref[1];
     if (kind == 1 && !refs[SET_REF_ACTIVE].ids)
         refs[SET_REF_ACTIVE].ids = empty_ref;
-    if (set_encode(&w->rec, ids, n, refs, w->meta.d_ff, w->scratch) != 0)
+    if (set_encode(&w->blk, ids, n, refs, w->meta.d_ff, w->scratch) != 0)
         return ERR("%s: out of memory", w->path);
     if (n)
         memcpy(prev, ids, n * sizeof *ids);
     w->n_prev[kind][layer] = n;
+    return 0;
+}
+
+/* Appends the current layer's block to rec: its length, its sets and the
+ * CRC over (token, layer), layer 0's token marker and flags, length and sets. */
+static int seal_block(struct trace_writer *w, uint32_t layer, char *err, size_t errlen)
+{
+    if (w->blk.len > trace_block_max(&w->meta))
+        return ERR("%s: token %llu layer %u: block of %zu bytes exceeds the format's %llu (a codec bug)",
+                   w->path, (unsigned long long)w->n_tokens - 1, layer, w->blk.len,
+                   (unsigned long long)trace_block_max(&w->meta));
+    size_t start = w->rec.len;
+    if (byte_buf_put_varint(&w->rec, w->blk.len) != 0 ||
+        byte_buf_reserve(&w->rec, w->blk.len + TRACE_CRC_BYTES) != 0)
+        return ERR("%s: out of memory", w->path);
+    memcpy(w->rec.p + w->rec.len, w->blk.p, w->blk.len);
+    w->rec.len += w->blk.len;
+    uint32_t crc = trace_block_crc_start(w->n_tokens - 1, layer);
+    if (layer == 0)
+        crc = crc32c_update(crc, w->token_head, sizeof w->token_head);
+    crc = crc32c_update(crc, w->rec.p + start, w->rec.len - start);
+    trace_put_u32(w->rec.p + w->rec.len, crc);
+    w->rec.len += TRACE_CRC_BYTES;
+    w->blk.len = 0;
     return 0;
 }
 
@@ -178,6 +209,8 @@ int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *a
             return -1;
         w->pred_events += n_pred;
     }
+    if (seal_block(w, layer, err, errlen) != 0)
+        return -1;
     w->next_layer++;
     return w->rec.len >= (1u << 16) || w->next_layer == w->meta.n_layers ? flush_rec(w, err, errlen) : 0;
 }
@@ -185,6 +218,17 @@ int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *a
 uint64_t trace_writer_bytes(const struct trace_writer *w)
 {
     return w->bytes + w->rec.len;
+}
+
+/* The header again, now with the token count and its CRC: same length. */
+static int rewrite_header(struct trace_writer *w, char *err, size_t errlen)
+{
+    if (trace_header_put(&w->rec, &w->meta, w->n_tokens) != 0)
+        return ERR("%s: out of memory", w->path);
+    if (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(w->rec.p, 1, w->rec.len, w->f) != w->rec.len)
+        return ERR("%s: cannot patch the header: %s", w->path, strerror(errno));
+    w->rec.len = 0;
+    return 0;
 }
 
 int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
@@ -197,9 +241,8 @@ int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
         rc = ERR("%s: out of memory", w->path);
     if (rc == 0)
         rc = flush_rec(w, err, errlen);
-    if (rc == 0 && (fseek(w->f, TRACE_N_TOKENS_OFFSET, SEEK_SET) != 0 ||
-                    trace_put_u64_file(w->f, w->n_tokens) != 0))
-        rc = ERR("%s: cannot patch the header: %s", w->path, strerror(errno));
+    if (rc == 0)
+        rc = rewrite_header(w, err, errlen);
     if (rc == 0 && fflush(w->f) != 0)
         rc = ERR("%s: write failed: %s", w->path, strerror(errno));
     if (fclose(w->f) != 0 && rc == 0)

@@ -25,9 +25,17 @@ check "phi: the Phi-2 profile" grep -q "^  profile: phi-2$" "$WORK/phi.txt"
 check "phi: statistics from Phi-2's" grep -q "statistics from: Phi-2 (relufied) profile (paper Fig. 9c" "$WORK/phi.txt"
 check "phi: what they rest on" grep -q "profile statistics: Phi-2 relufied. Paper: middle layers densest" "$WORK/phi.txt"
 check "phi: predicted 2x" grep -q "| predicted / active | 2.00x |" "$WORK/phi.txt"
-# A header from before the profiles (no profile, no per-layer targets) still reads.
+# A header from before the profiles (no profile, no per-layer targets) still
+# reads: rewritten here with the header's CRC-32C (format version 2) redone.
 python3 - "$WORK/phi.trace" "$WORK/old.trace" <<'EOF'
 import json, struct, sys
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for byte in data:
+        c ^= byte
+        for _ in range(8):
+            c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
+    return c ^ 0xFFFFFFFF
 b = open(sys.argv[1], 'rb').read()
 n = struct.unpack_from('<I', b, 44)[0]
 src = json.loads(b[48:48 + n])
@@ -35,12 +43,39 @@ for k in ('profile', 'profile_source'):
     del src[k]
 del src['targets']['density_layers']
 new = json.dumps(src, separators=(',', ':')).encode()
-open(sys.argv[2], 'wb').write(b[:44] + struct.pack('<I', len(new)) + new + b[48 + n:])
+header = b[:44] + struct.pack('<I', len(new)) + new
+open(sys.argv[2], 'wb').write(header + struct.pack('<I', crc32c(header)) + b[48 + n + 4:])
 EOF
 "$FLASHBED" trace info "$WORK/old.trace" > "$WORK/old.txt"
 check "older header: info exits 0" test $? -eq 0
 check "older header: no profile line" bash -c "! grep -q '^  profile' '$WORK/old.txt'"
 check "older header: no layer targets" grep -q "^| 1 | - | " "$WORK/old.txt"
+
+# Format version 2: checked, its checksums' cost stated; version 1 (the
+# committed file the version 1 writer wrote) still reads, unchecked.
+check "version 2, checked" grep -q "^  format version 2 (CRC-32C per token and layer: checked), [0-9]* bytes ([0-9.]* bits per recorded neuron, [0-9.]* of them checksums" "$WORK/info.txt"
+V1="${FLASHBED_SOURCE:-$(dirname "$0")/../..}/tests/data/trace_v1.trace"
+"$FLASHBED" trace info "$V1" --out "$WORK/v1-info" > "$WORK/v1.txt"
+check "version 1: info exits 0" test $? -eq 0
+check "version 1: unchecked" grep -q "^  format version 1 (no checksums: unchecked), 1449 bytes" "$WORK/v1.txt"
+check "version 1: json says so" test "$(json_get "$WORK/v1-info/trace_info.json" "(d['format_version'], d['checked'], d['check_bits_per_neuron'])")" = "(1, False, 0)"
+check "version 1 replays" "$FLASHBED" replay --trace "$V1" --policy window:5 --layout bundled --out "$WORK/v1-replay" --quiet
+# s_agg(k) stops at the longest sequence: 10 tokens, no k = 11 row of 0%
+# and a negative increment.
+check "synth 10 tokens" "$FLASHBED" trace synth --shape opt-tiny --tokens 10 --out "$WORK/ten.trace"
+"$FLASHBED" trace info "$WORK/ten.trace" --out "$WORK/ten" > "$WORK/ten.txt"
+check "10 tokens: info exits 0" test $? -eq 0
+check "10 tokens: s_agg up to k = 10" grep -q "^| 10 | " "$WORK/ten.txt"
+check "10 tokens: no k = 11" bash -c "! grep -q '^| 11 | ' '$WORK/ten.txt'"
+check "10 tokens: says why" grep -q "k up to 10: no sequence of this trace is longer" "$WORK/ten.txt"
+check "10 tokens: no negative increment" bash -c "! grep -q -- '-[0-9.]*%' '$WORK/ten.txt'"
+check "10 tokens: json arrays of 10" test "$(json_get "$WORK/ten/trace_info.json" "(len(d['sagg_active']), len(d['sagg_predicted']), d['format_version'], d['checked'])")" = "(10, 10, 2, True)"
+check "10 tokens: sagg.csv rows 1..10" test "$(wc -l < "$WORK/ten/sagg.csv")" -eq 11
+# 2 sequences of 3 tokens: no 5-token window, so no value for its targets
+check "synth 2 x 3 tokens" "$FLASHBED" trace synth --shape opt-tiny --tokens 6 --prompts 2 --out "$WORK/six.trace"
+"$FLASHBED" trace info "$WORK/six.trace" --out "$WORK/six" > "$WORK/six.txt"
+check "2 x 3 tokens: window of 5 not measured" grep -q "| window of 5 tokens holds (predicted) | 24.00% | - |" "$WORK/six.txt"
+check "2 x 3 tokens: null in json" test "$(json_get "$WORK/six/trace_info.json" "[c['achieved'] for c in d['calibration'] if c['statistic'] == 'window5_pred']")" = "[None]"
 
 check "same seed, same trace" bash -c "'$FLASHBED' trace synth --shape opt-tiny --tokens 40 --prompts 2 --seed 7 --out '$WORK/again.trace' && cmp -s '$T' '$WORK/again.trace'"
 
@@ -74,6 +109,18 @@ cp "$T" "$WORK/new.trace"
 printf '\x07' | dd of="$WORK/new.trace" bs=1 seek=8 conv=notrunc 2>/dev/null
 expect_error "newer version" "newer than this flashbed" replay --trace "$WORK/new.trace" --out "$WORK/bad1"
 expect_error "missing trace" "cannot read trace" replay --trace "$WORK/none.trace" --out "$WORK/bad2"
+# A flipped bit is damage, reported where it lies: the header, a token's layer, the end marker.
+flip() { # file, byte offset, copy
+    cp "$1" "$3"
+    python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^4]))" "$3" "$2"
+}
+flip "$T" 30 "$WORK/flip-header.trace"
+expect_error "flipped header bit" "flip-header.trace: header checksum mismatch" trace info "$WORK/flip-header.trace"
+size=$(stat -c %s "$T")
+flip "$T" $((size - 200)) "$WORK/flip-body.trace"
+expect_error "flipped body bit" "flip-body.trace: token [0-9]* layer [01]: checksum mismatch (stored 0x[0-9a-f]*, computed 0x[0-9a-f]*): the file is damaged" replay --trace "$WORK/flip-body.trace" --out "$WORK/bad11"
+flip "$T" $((size - 10)) "$WORK/flip-end.trace"
+expect_error "flipped end marker bit" "flip-end.trace: end marker checksum mismatch" trace info "$WORK/flip-end.trace"
 expect_error "no --trace" "needs --trace" replay --out "$WORK/bad3"
 expect_error "unknown policy" "unknown policy 'fifo'" replay --trace "$T" --policy lru,fifo --out "$WORK/bad4"
 expect_error "window without K" "needs a whole number" replay --trace "$T" --policy window --out "$WORK/bad5"
@@ -87,7 +134,7 @@ expect_error "synth without --out" "needs --out" trace synth
 expect_error "more prompts than tokens" "at least --prompts" trace synth --shape opt-tiny --tokens 2 --prompts 3 --out "$WORK/bad.trace"
 expect_error "trace without subcommand" "needs a subcommand" trace
 expect_error "info without file" "needs a trace FILE" trace info
-for i in 1 2 3 4 5 6 7 8 9 10; do check "no result folder bad$i" test ! -e "$WORK/bad$i"; done
+for i in 1 2 3 4 5 6 7 8 9 10 11; do check "no result folder bad$i" test ! -e "$WORK/bad$i"; done
 check "no bad trace written" test ! -e "$WORK/bad.trace"
 check "no temporary left" test -z "$(find "$WORK" -name '*.tmp.*')"
 finish

@@ -1,7 +1,11 @@
 /* Trace writer and reader: round trips through every encoding, the size of
- * a 256-token x 32-layer x 16384-neuron trace at 3%, and each bad input
- * (wrong magic, newer version, truncation, header/body disagreement, neuron
- * >= d_ff, misuse of the writer) answered with an error naming the file. */
+ * a 256-token x 32-layer x 16384-neuron trace at 3%, each bad input (wrong
+ * magic, newer version, truncation, header/body disagreement, neuron >=
+ * d_ff, misuse of the writer) answered with an error naming the file; every
+ * single flipped bit of a version 2 file reported with where it lies (the
+ * header, the token and layer, the end marker); and the committed version 1
+ * file read, unchecked, with the sets it was written with. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +14,7 @@
 
 #include "check.h"
 
+#include "common/crc32c.h"
 #include "common/model_shape.h"
 #include "common/rng.h"
 #include "traces/trace.h"
@@ -76,6 +81,8 @@ static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
     CHECK(tr.token_flags[0] & TRACE_TOKEN_SEQ_START);
     CHECK(tr.token_flags[T / 2] & TRACE_TOKEN_SEQ_START);
     CHECK(tr.token_flags[3] & TRACE_TOKEN_GENERATED);
+    CHECK_U64(tr.version, TRACE_VERSION);
+    CHECK(tr.check_bytes >= 8 + 5 * T * L); /* header, end marker, a CRC and length per block */
     int bad = 0;
     for (uint64_t t = 0; t < T; t++)
         for (uint32_t l = 0; l < L; l++) {
@@ -130,6 +137,15 @@ static void expect_load_error(const char *path, const char *want)
     }
 }
 
+/* The header CRC of a file whose header fields a test has edited. */
+static void reseal_header(char *b)
+{
+    uint32_t slen;
+    memcpy(&slen, b + 44, 4); /* the tests run little-endian */
+    uint32_t crc = crc32c(b, 48 + slen);
+    memcpy(b + 48 + slen, &crc, 4);
+}
+
 static void small_trace(const char *path, uint32_t N, uint32_t neuron)
 {
     struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}"};
@@ -159,7 +175,7 @@ static void bad_inputs(void)
     memcpy(b + 8, "\x09\x00\x00\x00", 4); /* version 9 */
     write_bytes(bad, b, n);
     expect_load_error(bad, "newer");
-    memcpy(b + 8, "\x01\x00\x00\x00", 4);
+    memcpy(b + 8, "\x02\x00\x00\x00", 4);
     /* every truncation point fails cleanly */
     for (size_t cut = 1; cut < n; cut++) {
         write_bytes(bad, b, cut);
@@ -173,24 +189,32 @@ static void bad_inputs(void)
     }
     write_bytes(bad, b, n - 10);
     expect_load_error(bad, "truncated");
-    /* header says 5 tokens, body holds 3 */
+    /* header edited without its CRC: damage */
     b[(8 + 4 + 6 * 4)] = 5;
+    write_bytes(bad, b, n);
+    expect_load_error(bad, "header checksum mismatch");
+    /* and with it (a writer's bug, not damage): what the fields say is checked too */
+    reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "header says 5 tokens");
     b[(8 + 4 + 6 * 4)] = 2;
+    reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "more tokens than the header");
     b[(8 + 4 + 6 * 4)] = 3;
     b[(8 + 4 + 6 * 4) + 6] = 1; /* 2^48 tokens: refused before allocating */
+    reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "but the file has only");
     b[(8 + 4 + 6 * 4) + 6] = 0;
     /* neuron 900 recorded, header shrunk to d_ff 512 */
     memcpy(b + 8 + 4 + 8, "\x00\x02\x00\x00", 4);
+    reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, ">= d_ff 512");
     expect_load_error(bad, "token 0 layer 0");
     memcpy(b + 8 + 4 + 8, "\x00\x04\x00\x00", 4);
+    reseal_header(b);
     /* trailing garbage */
     char *longer = malloc(n + 3);
     memcpy(longer, b, n);
@@ -202,7 +226,8 @@ static void bad_inputs(void)
     struct trace tr;
     CHECK(trace_load(bad, &tr, err, sizeof err) == 0); /* restored: loads again */
     trace_free(&tr);
-    /* corrupted bytes anywhere: an error or a trace, never a crash (ASan runs this) */
+    /* corrupted bytes anywhere: an error naming the file, never a crash
+     * (ASan runs this) nor a trace (the CRCs see it) */
     struct rng r;
     rng_seed(&r, 11);
     for (int i = 0; i < 300; i++) {
@@ -210,11 +235,15 @@ static void bad_inputs(void)
         memcpy(c, b, n);
         for (int k = 0; k < 1 + i % 3; k++)
             c[rng_below(&r, n)] ^= (char)(1 + rng_below(&r, 255));
-        write_bytes(bad, c, n);
-        if (trace_load(bad, &tr, err, sizeof err) == 0)
-            trace_free(&tr);
-        else
-            CHECK(strstr(err, bad) != NULL);
+        if (memcmp(c, b, n) != 0) { /* two changes to one byte may cancel */
+            write_bytes(bad, c, n);
+            int rc = trace_load(bad, &tr, err, sizeof err);
+            CHECK(rc != 0);
+            if (rc == 0)
+                trace_free(&tr);
+            else
+                CHECK(strstr(err, bad) != NULL);
+        }
         free(c);
     }
     expect_load_error(dir, "directory");
@@ -321,6 +350,213 @@ static void synth_calibration(void)
     unlink(path);
 }
 
+/* Where things lie in a version 2 file, found by walking its layout
+ * (traces/trace.h) independently of the reader. */
+struct v2_layout {
+    size_t header_end, footer_start;   /* header: [0, header_end); end marker: [footer_start, size) */
+    uint64_t check_bytes;              /* CRCs and block lengths */
+    uint32_t n_layers;
+    size_t n_tokens;
+    size_t token_start[16];            /* the token's marker; its flags follow */
+    size_t block_start[16][4];         /* (token, layer): length, sets, CRC up to the next */
+};
+
+static int walk_v2(const uint8_t *b, size_t n, struct v2_layout *w)
+{
+    uint32_t slen;
+    uint64_t tokens;
+    memset(w, 0, sizeof *w);
+    memcpy(&slen, b + 44, 4);
+    memcpy(&tokens, b + 36, 8);
+    memcpy(&w->n_layers, b + 12, 4);
+    if (tokens > 16 || w->n_layers > 4)
+        return -1;
+    w->n_tokens = (size_t)tokens;
+    w->header_end = 48 + slen + 4;
+    w->check_bytes = 4 + 4;
+    size_t pos = w->header_end;
+    for (size_t t = 0; t < w->n_tokens; t++) {
+        w->token_start[t] = pos;
+        pos += 2;
+        for (uint32_t l = 0; l < w->n_layers; l++) {
+            w->block_start[t][l] = pos;
+            uint64_t len = 0;
+            size_t raw = 0;
+            do {
+                len |= (uint64_t)(b[pos] & 0x7f) << (7 * raw);
+                raw++;
+            } while (b[pos++] & 0x80);
+            pos += len + 4;
+            w->check_bytes += raw + 4;
+        }
+    }
+    w->footer_start = pos;
+    return pos + 36 == n ? 0 : -1;
+}
+
+/* err names `what` as a whole word: "token 1" is not found in "token 12". */
+static bool names(const char *err, const char *what)
+{
+    size_t len = strlen(what);
+    for (const char *p = strstr(err, what); p; p = strstr(p + 1, what))
+        if (!isalnum((unsigned char)p[len]))
+            return true;
+    return false;
+}
+
+/* Where a flip of byte i must be reported. */
+static void place_of(const struct v2_layout *w, size_t i, char *want, size_t len)
+{
+    if (i < w->header_end) {
+        snprintf(want, len, "header");
+        return;
+    }
+    if (i >= w->footer_start) {
+        snprintf(want, len, "end marker");
+        return;
+    }
+    for (size_t t = w->n_tokens; t-- > 0;) {
+        if (i < w->token_start[t])
+            continue;
+        if (i < w->block_start[t][0]) { /* marker and flags: the token, or layer 0's CRC */
+            snprintf(want, len, "token %zu", t);
+            return;
+        }
+        uint32_t l = w->n_layers - 1;
+        while (i < w->block_start[t][l])
+            l--;
+        snprintf(want, len, "token %zu layer %u", t, l);
+        return;
+    }
+}
+
+/* Flips every bit of the file at path, one at a time: each must be an
+ * error naming the file and the place, never a trace that loads. */
+static void every_bit_flip(const char *path)
+{
+    size_t n;
+    uint8_t *b = (uint8_t *)read_all(path, &n);
+    struct v2_layout w;
+    int walked = walk_v2(b, n, &w);
+    CHECK(walked == 0);
+    if (walked != 0) {
+        free(b);
+        return;
+    }
+    struct trace tr;
+    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
+    CHECK_U64(tr.check_bytes, w.check_bytes);
+    trace_free(&tr);
+    char bad[256], want[64];
+    path_of(bad, sizeof bad, "flip.trace");
+    int loaded = 0, misplaced = 0, unnamed = 0;
+    for (size_t bit = 0; bit < n * 8; bit++) {
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        write_bytes(bad, b, n);
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        if (trace_load(bad, &tr, err, sizeof err) == 0) {
+            trace_free(&tr);
+            if (loaded++ < 5)
+                fprintf(stderr, "byte %zu bit %zu: flipped, and the trace loaded\n", bit / 8, bit % 8);
+            continue;
+        }
+        unnamed += strstr(err, bad) == NULL;
+        place_of(&w, bit / 8, want, sizeof want);
+        if (!names(err, want) && misplaced++ < 5)
+            fprintf(stderr, "byte %zu bit %zu: \"%s\" does not name %s\n", bit / 8, bit % 8, err, want);
+    }
+    printf("%s: %zu bits flipped one at a time: %d loaded, %d reported elsewhere\n", path, n * 8, loaded,
+           misplaced);
+    CHECK_U64(loaded, 0);
+    CHECK_U64(misplaced, 0);
+    CHECK_U64(unnamed, 0);
+    free(b);
+}
+
+/* Traces small enough to flip every bit of: 3 tokens x 2 layers with
+ * predicted sets (a sequence start in the middle), and 4 x 3 without. */
+static void bit_flips(void)
+{
+    char path[256];
+    path_of(path, sizeof path, "flips.trace");
+    struct trace_meta m = {2, 8, 50, 2, FFN_RELU, true, "{\"model\":\"flip\"}"};
+    struct trace_writer *wr = trace_writer_open(path, &m, err, sizeof err);
+    uint32_t a[3][2][4] = {{{1, 7, 30, 49}, {0}}, {{1, 7, 31, 49}, {2, 3}}, {{5}, {2, 3, 4, 40}}};
+    uint32_t na[3][2] = {{4, 1}, {4, 2}, {1, 4}};
+    uint32_t p[] = {1, 2, 3, 5, 7, 30, 31, 40, 49};
+    for (int t = 0; t < 3; t++) {
+        CHECK(trace_writer_begin_token(wr, t == 2 ? TRACE_TOKEN_SEQ_START : TRACE_TOKEN_GENERATED, err,
+                                       sizeof err) == 0);
+        for (uint32_t l = 0; l < 2; l++)
+            CHECK(trace_writer_layer(wr, l, a[t][l], na[t][l], p, 9 - (uint32_t)t, err, sizeof err) == 0);
+    }
+    CHECK(trace_writer_close(wr, err, sizeof err) == 0);
+    every_bit_flip(path);
+
+    struct trace_meta m2 = {3, 8, 300, 2, FFN_GLU, false, "{}"};
+    wr = trace_writer_open(path, &m2, err, sizeof err);
+    uint32_t ids[300];
+    for (int t = 0; t < 4; t++) {
+        CHECK(trace_writer_begin_token(wr, 0, err, sizeof err) == 0);
+        for (uint32_t l = 0; l < 3; l++) {
+            uint32_t k = 0;
+            for (uint32_t i = 0; i < 300; i++)
+                if ((i * (l + 3) + (uint32_t)t) % (t == 3 ? 2 : 13) == 0) /* Rice, then a bitset */
+                    ids[k++] = i;
+            CHECK(trace_writer_layer(wr, l, ids, k, NULL, 0, err, sizeof err) == 0);
+        }
+    }
+    CHECK(trace_writer_close(wr, err, sizeof err) == 0);
+    every_bit_flip(path);
+}
+
+/* tests/data/trace_v1.trace, written by the version 1 writer: it reads, as
+ * unchecked, with the sets trace_v1.sets lists (dumped by the version 1
+ * reader). */
+static void reads_version_1(void)
+{
+    struct trace tr;
+    CHECK(trace_load(TEST_DATA_DIR "/trace_v1.trace", &tr, err, sizeof err) == 0);
+    CHECK_U64(tr.version, 1);
+    CHECK_U64(tr.check_bytes, 0);
+    CHECK(tr.meta.has_predicted);
+    FILE *f = fopen(TEST_DATA_DIR "/trace_v1.sets", "r");
+    CHECK(f != NULL);
+    if (!f || tr.n_tokens == 0)
+        return;
+    char *line = NULL;
+    size_t cap = 0;
+    uint64_t lines = 0, wrong = 0;
+    while (getline(&line, &cap, f) > 0) {
+        if (line[0] == '#')
+            continue;
+        char *q = line, kind;
+        unsigned long long t = strtoull(q, &q, 10);
+        unsigned long flags = strtoul(q, &q, 10), l = strtoul(q, &q, 10);
+        while (*q == ' ')
+            q++;
+        kind = *q++;
+        uint32_t n;
+        const uint32_t *ids = t < tr.n_tokens && l < tr.meta.n_layers
+                                  ? trace_set(&tr, kind == 'p', t, (uint32_t)l, &n) : NULL;
+        bool same = ids && tr.token_flags[t] == flags;
+        uint32_t j = 0;
+        for (char *e; same; q = e, j++) {
+            unsigned long id = strtoul(q, &e, 10);
+            if (e == q)
+                break;
+            same = j < n && ids[j] == id;
+        }
+        wrong += !same || j != n;
+        lines++;
+    }
+    free(line);
+    fclose(f);
+    CHECK_U64(lines, tr.n_tokens * tr.meta.n_layers * 2);
+    CHECK_U64(wrong, 0);
+    trace_free(&tr);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(dir) != NULL);
@@ -328,6 +564,8 @@ int main(void)
     round_trip(2, 1000, 9, false);
     round_trip(1, 1, 5, true);
     bad_inputs();
+    bit_flips();
+    reads_version_1();
     size_at_3_percent();
     synth_calibration();
     char cmd[300];
