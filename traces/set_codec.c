@@ -54,6 +54,8 @@ int byte_src_getc(struct byte_src *s)
 /* n bytes into dst; 0, or -1 when fewer are left. */
 static int byte_src_read(struct byte_src *s, void *dst, size_t n)
 {
+    if (n == 0) /* a Rice record of an empty difference: dst may be NULL */
+        return 0;
     if (s->f)
         return fread(dst, 1, n, s->f) == n ? 0 : -1;
     if (n > s->len - s->pos)

@@ -167,22 +167,64 @@ static void shapes_pick_profiles(void)
     CHECK(seen >= 15);
 }
 
-/* FNV-1a of a trace file's body (what follows the header's source JSON). */
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* FNV-1a of a trace file's body (what follows the header's source JSON) as
+ * format version 1 wrote it: from version 2, the header's CRC and each
+ * block's length and CRC and the end marker's CRC are left out, so the
+ * hash still compares the encoded sets with those of older flashbeds. */
 static uint64_t body_hash(const char *path)
 {
     FILE *f = fopen(path, "rb");
-    uint8_t hdr[48];
-    if (!f || fread(hdr, 1, 48, f) != 48) {
-        if (f)
-            fclose(f);
+    if (!f)
+        return 0;
+    fseek(f, 0, SEEK_END);
+    size_t n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(n);
+    size_t got = b ? fread(b, 1, n, f) : 0;
+    fclose(f);
+    if (got != n || n < 48) {
+        free(b);
         return 0;
     }
-    uint32_t slen = hdr[44] | hdr[45] << 8 | hdr[46] << 16 | (uint32_t)hdr[47] << 24;
-    fseek(f, slen, SEEK_CUR);
+    uint32_t version = b[8] | b[9] << 8, layers = b[12] | b[13] << 8;
+    uint32_t slen = b[44] | b[45] << 8 | b[46] << 16 | (uint32_t)b[47] << 24;
+    uint64_t tokens = 0;
+    for (int i = 7; i >= 0; i--)
+        tokens = tokens << 8 | b[36 + i];
+    size_t pos = 48 + slen;
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int c; (c = fgetc(f)) != EOF;)
-        h = (h ^ (uint8_t)c) * 0x100000001b3ull;
-    fclose(f);
+    if (version == 1) {
+        h = fnv1a(h, b + pos, n - pos);
+        free(b);
+        return h;
+    }
+    pos += 4;
+    for (uint64_t t = 0; t < tokens && pos + 2 <= n; t++) {
+        h = fnv1a(h, b + pos, 2);
+        pos += 2;
+        for (uint32_t l = 0; l < layers && pos < n; l++) {
+            uint64_t len = 0;
+            for (int shift = 0; pos < n; shift += 7) {
+                len |= (uint64_t)(b[pos] & 0x7f) << shift;
+                if (!(b[pos++] & 0x80))
+                    break;
+            }
+            if (len + 4 > n - pos)
+                break;
+            h = fnv1a(h, b + pos, len);
+            pos += len + 4;
+        }
+    }
+    if (pos + 32 <= n)
+        h = fnv1a(h, b + pos, 32);
+    free(b);
     return h;
 }
 
