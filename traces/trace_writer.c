@@ -70,6 +70,12 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
         ERR("%s: path too long", path);
         return NULL;
     }
+    if (meta->source && strlen(meta->source) > TRACE_MAX_SOURCE) {
+        /* the reader would refuse the header: do not write a file nothing reads */
+        ERR("%s: source description of %zu bytes exceeds the format's %u", path, strlen(meta->source),
+            TRACE_MAX_SOURCE);
+        return NULL;
+    }
     struct trace_writer *w = calloc(1, sizeof *w);
     if (!w) {
         ERR("%s: out of memory", path);

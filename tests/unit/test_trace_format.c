@@ -267,6 +267,14 @@ static void bad_inputs(void)
     CHECK(trace_writer_close(w, err, sizeof err) != 0 && strstr(err, "1 of 2 layers"));
     struct stat st;
     CHECK(stat(w_path, &st) != 0);
+    /* a header the reader would refuse is not written */
+    char *big = malloc((1u << 20) + 2);
+    memset(big, ' ', (1u << 20) + 1);
+    big[(1u << 20) + 1] = 0;
+    m.source = big;
+    CHECK(trace_writer_open(w_path, &m, err, sizeof err) == NULL && strstr(err, "exceeds the format's"));
+    CHECK(stat(w_path, &st) != 0);
+    free(big);
 }
 
 /* 256 tokens x 32 layers x 16384 neurons at 3% (active sets only): well under 10 MB. */
