@@ -78,7 +78,8 @@ int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *a
                        uint32_t n_active, const uint32_t *pred, uint32_t n_pred,
                        char *err, size_t errlen);
 
-/* Writes the footer, patches n_tokens and renames into place; frees w.
+/* Writes the footer, rewrites the header with n_tokens and its CRC and
+ * renames into place; frees w.
  * An unfinished token (fewer layers than n_layers) is an error. */
 int trace_writer_close(struct trace_writer *w, char *err, size_t errlen);
 
