@@ -19,7 +19,7 @@
  * Every byte is covered by one CRC, so any flipped bit is reported with
  * where it lies: the header, token t's layer l, or the end marker. A CRC per
  * (token, layer) rather than per token is what names the layer; it and the
- * length cost 5-7 bytes per block, a fraction of a percent of a real
+ * length cost 5-8 bytes per block, a fraction of a percent of a real
  * model's blocks (hundreds of neurons each, ~0.02 bits per recorded neuron
  * for OPT-6.7B; `trace info` prints it). Version 1 is the same without the
  * header CRC, the block lengths and CRCs and the footer CRC; it is still
