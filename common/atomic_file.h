@@ -1,6 +1,8 @@
 /* Result files appear whole or not at all: write to "<path>.tmp.<pid>",
  * flush, then rename over <path>. A crash or bad input never leaves a
- * half-written result behind. */
+ * half-written result behind, and the temporary is registered with
+ * common/cleanup.h so that a Ctrl-C removes it too. Messages name path,
+ * the user's name, never the temporary. */
 #ifndef FLASHBED_COMMON_ATOMIC_FILE_H
 #define FLASHBED_COMMON_ATOMIC_FILE_H
 
@@ -13,6 +15,7 @@ struct atomic_file {
     FILE *f;
     char tmp[4200];
     char path[4096];
+    int cleanup; /* handle in common/cleanup.h, -1 when none */
 };
 
 /* Each returns 0, or -1 with a reason naming the file in err. */
