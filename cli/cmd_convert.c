@@ -50,7 +50,7 @@ int cmd_convert(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     enum fb_dtype dt;
-    struct stat st, out_st;
+    struct stat st;
     char err[1024];
     rc = 2;
     if (npos != 1)
@@ -64,8 +64,8 @@ int cmd_convert(int argc, char **argv)
     /* The importers refuse these too; checked here to name the option. */
     else if (!S_ISDIR(st.st_mode) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
-    else if (stat(o.out, &out_st) == 0)
-        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else if (out_new_dir_ok("convert --out", o.out) != 0)
+        ;
     else {
         int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, err, sizeof err)
                                       : import_llama2c(pos[0], o.tokenizer, o.out, dt, err, sizeof err);

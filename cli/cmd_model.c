@@ -116,8 +116,8 @@ int cmd_model(int argc, char **argv)
         fb_error("model make --relu-density: %s", err);
     else if (spectrum_check_shape(&up, s.d_ff, s.d_model, err, sizeof err) != 0)
         fb_error("model make --up-spectrum: shape %s: %s", s.name, err);
-    else if (path_exists(o.out))
-        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else if (out_new_dir_ok("model make --out", o.out) != 0)
+        ;
     else {
         int mrc = !strcmp(o.format, "llama2c")
                       ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)

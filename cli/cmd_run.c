@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
 #include "cli/run_report.h"
+#include "cli/shared.h"
 #include "cli/text_out.h"
 #include "common/interrupt.h"
 #include "common/log.h"
@@ -25,6 +26,7 @@
 #include "engine/model_format.h"
 #include "engine/run_plan.h"
 #include "engine/warmup.h"
+#include "io/direct_io.h"
 #include "traces/trace.h"
 
 struct run_opts {
@@ -445,7 +447,21 @@ int cmd_run(int argc, char **argv)
     } else {
         prompt_text = decode_opts_text("run", &o.d, &text, &rc);
     }
+    char dir[4096];
+    if (o.out)
+        snprintf(dir, sizeof dir, "%s", o.out);
+    else {
+        char stamp[32];
+        provenance_stamp(stamp, sizeof stamp);
+        snprintf(dir, sizeof dir, "results/run-%s", stamp);
+    }
+    /* before the run, not after every token was generated */
+    if (prompt_text && (out_dir_ok("run --out", dir) != 0 || (o.record && out_file_ok("run --record", o.record, 0) != 0))) {
+        prompt_text = NULL;
+        rc = 1;
+    }
     if (!prompt_text) {
+        free(text);
         opts_free(&run_command, &o);
         return rc;
     }
@@ -460,13 +476,13 @@ int cmd_run(int argc, char **argv)
         opts_free(&run_command, &o);
         return 1;
     }
-    char dir[4096];
-    if (o.out)
-        snprintf(dir, sizeof dir, "%s", o.out);
-    else {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(dir, sizeof dir, "results/run-%s", stamp);
+    /* tmpfs takes O_DIRECT yet serves reads from memory: refused, never recorded as bypassed */
+    if (!p.dense && !o.buffered && direct_io_check(m.ffn_path, open_err, sizeof open_err) != 0) {
+        fb_error("run: %s; --buffered reads through the page cache (and the result says so)", open_err);
+        model_close(&m);
+        free(text);
+        opts_free(&run_command, &o);
+        return 1;
     }
     int threads = decode_opts_threads(&o.d);
     /* the KV cache holds exactly the positions this run uses */

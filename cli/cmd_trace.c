@@ -1,4 +1,5 @@
 /* flashbed trace info|synth: look into a trace, or generate a calibrated one. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,8 @@ static int cmd_trace_synth(int argc, char **argv)
     rc = 2;
     if (!o.out) {
         fb_error("trace synth: needs --out FILE");
+    } else if (out_file_ok("trace synth --out", o.out, 0) != 0) {
+        rc = 1;
     } else if (model_shape_load(o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
     } else if (o.prompts > o.tokens) {
@@ -288,6 +291,7 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
                             const struct trace_stats *s, const cJSON *source, cJSON *params)
 {
     if (mkdir_p(dir, 0755) != 0) {
+        fb_error("trace info --out: %s: cannot create: %s", dir, strerror(errno));
         cJSON_Delete(params);
         return -1;
     }
@@ -322,6 +326,10 @@ static int cmd_trace_info(int argc, char **argv)
         fb_error("trace info: --plot needs --out DIR");
         opts_free(&info_command, &o);
         return 2;
+    }
+    if (o.out && out_dir_ok("trace info --out", o.out) != 0) {
+        opts_free(&info_command, &o);
+        return 1;
     }
     char err[1024];
     struct trace tr;
