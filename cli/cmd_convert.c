@@ -8,6 +8,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/log.h"
+#include "common/out_path.h"
 #include "common/options.h"
 #include "engine/import.h"
 
@@ -49,6 +50,8 @@ int cmd_convert(int argc, char **argv)
         opts_free(&convert_command, &o);
         return rc > 0 ? 0 : 2;
     }
+    if (o.out)
+        out_path_trim(o.out); /* "m/" names the folder m */
     enum fb_dtype dt;
     struct stat st;
     char err[1024];

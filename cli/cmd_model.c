@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/out_path.h"
 #include "common/model_shape.h"
 #include "common/options.h"
 #include "engine/spectrum.h"
@@ -88,6 +89,8 @@ int cmd_model(int argc, char **argv)
         opts_free(&model_make_command, &o);
         return rc > 0 ? 0 : 2;
     }
+    if (o.out)
+        out_path_trim(o.out); /* "m/" names the folder m */
     rc = 2;
     struct model_shape s;
     enum fb_dtype dt;

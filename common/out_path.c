@@ -119,3 +119,10 @@ int out_file_check(const char *path, int make_parent, char *err, size_t errlen)
     }
     return check_nearest_ancestor(path, path, make_parent != 0, err, errlen);
 }
+
+void out_path_trim(char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+}

@@ -28,4 +28,8 @@ int out_new_dir_check(const char *dir, char *err, size_t errlen);
  * creates missing parent folders; otherwise the parent must exist. */
 int out_file_check(const char *path, int make_parent, char *err, size_t errlen);
 
+/* Drops trailing slashes in place ("models/m/" -> "models/m"; "/" stays):
+ * a folder written as "<dir>.tmp.<pid>" and renamed needs its plain name. */
+void out_path_trim(char *path);
+
 #endif
