@@ -14,6 +14,8 @@
 #include "cli/run_report.h"
 #include "cli/shared.h"
 #include "cli/text_out.h"
+#include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -252,8 +254,12 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/flashbed-warmup-%ld.trace", tmp && *tmp ? tmp : "/tmp", (long)getpid());
     struct warmup_input in = {m, be, threads, &p->cfg, tokens, n, path};
+    /* flashbed's own scratch trace and its writer's temporary: gone on a signal too */
+    int h_path = cleanup_add_file(path), h_tmp = atomic_tmp_watch(path);
     int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
     unlink(path);
+    cleanup_forget(h_tmp);
+    cleanup_forget(h_path);
     if (rc != 0)
         fb_error("run --warmup-file: %s", err);
     p->have_profile = rc == 0;
@@ -504,6 +510,7 @@ int cmd_run(int argc, char **argv)
     p.model_bytes = m.dram_bytes + m.ffn_bytes;
     p.kv_bytes = 2ull * m.shape.n_layers * (uint64_t)max_seq * m.kv_dim * sizeof(float);
     struct trace_writer *rec = NULL;
+    int rec_tmp = -1;
     struct engine e;
     bool engine_up = false;
     struct run_outcome out = {0};
@@ -514,6 +521,8 @@ int cmd_run(int argc, char **argv)
         goto done;
     if (o.record && !(rec = open_record(&o, &m, &p)))
         goto done;
+    if (rec)
+        rec_tmp = atomic_tmp_watch(o.record); /* a second Ctrl-C removes the unfinished trace */
     p.cfg.record = rec;
     if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
                          open_err, sizeof open_err) != 0) {
@@ -551,6 +560,7 @@ int cmd_run(int argc, char **argv)
 done:
     if (rec)
         trace_writer_abort(rec);
+    cleanup_forget(rec_tmp);
     if (engine_up)
         engine_free(&e);
     free(out.rows);

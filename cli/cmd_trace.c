@@ -10,6 +10,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/interrupt.h"
@@ -97,9 +98,12 @@ static int cmd_trace_synth(int argc, char **argv)
         p.recur = o.recur;
         p.recur_decay = o.recur_decay;
         interrupt_install();
-        if (synth_write(&p, o.out, err, sizeof err) != 0) {
+        int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
+        int src = synth_write(&p, o.out, err, sizeof err);
+        cleanup_forget(tmp_handle);
+        if (src != 0) {
             fb_error("%s", err);
-            rc = 1;
+            rc = interrupted() ? 130 : 1;
         } else {
             fb_info("wrote %s (%llu tokens, %s)", o.out, (unsigned long long)o.tokens, shape.name);
             rc = 0;

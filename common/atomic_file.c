@@ -18,6 +18,13 @@ void atomic_tmp_name(const char *path, char *buf, unsigned len)
         snprintf(buf, len, "%s.tmp.%ld", path, (long)getpid());
 }
 
+int atomic_tmp_watch(const char *path)
+{
+    char tmp[4200];
+    atomic_tmp_name(path, tmp, sizeof tmp);
+    return cleanup_add_file(tmp);
+}
+
 /* Once, so that a second call cannot free a slot someone else now holds. */
 static void forget_tmp(struct atomic_file *af)
 {

@@ -33,4 +33,9 @@ int atomic_write_text(const char *path, const char *text, char *err, size_t errl
  * (gnuplot): buf gets "<path>.tmp.<pid><ext>" so the extension is kept. */
 void atomic_tmp_name(const char *path, char *buf, unsigned len);
 
+/* Registers atomic_tmp_name(path) with common/cleanup.h for a writer that
+ * makes that temporary itself (the trace writer), so that a signal removes
+ * it; the handle goes to cleanup_forget once the writer is done. */
+int atomic_tmp_watch(const char *path);
+
 #endif

@@ -165,6 +165,9 @@ interrupt_case "model make, SIGTERM" TERM 143 "$WORK/big-hf" \
 check "a big model to convert" "$FLASHBED" model make --arch opt --shape opt-125m --dtype f32 --out "$WORK/src-hf"
 interrupt_case "convert, Ctrl-C" INT 130 "$WORK/big" convert "$WORK/src-hf" --out "$WORK/big"
 interrupt_case "convert, SIGTERM" TERM 143 "$WORK/big" convert "$WORK/src-hf" --out "$WORK/big"
+# trace synth polls: it stops, removes the unfinished trace, and says so.
+TEMP_OF="$WORK/synth" interrupt_case "trace synth, Ctrl-C" INT 130 "$WORK/synth.trace" \
+    trace synth --shape opt-6.7b --tokens 4000 --out "$WORK/synth.trace"
 # calibrate polls: the first Ctrl-C stops the sweep at a safe point; no
 # profile is written from a cut sweep, and its scratch temporary is gone.
 # (the signal is sent once the scratch file's temporary exists: while it is
