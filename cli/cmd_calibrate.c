@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/interrupt.h"
 #include "common/json_file.h"
 #include "common/log.h"
 #include "common/machine.h"
@@ -144,6 +145,9 @@ int cmd_calibrate(int argc, char **argv)
             rc = src == 130 ? 130 : 1;
             goto out;
         }
+        /* the sweep polled; the measurements after it do not: a Ctrl-C now
+         * stops calibrate at once, writing no profile */
+        interrupt_exit_on_signal();
         char sweep_json[4300];
         snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
         if (points_from_sweep(sweep_json, hw, &bypassed) != 0)

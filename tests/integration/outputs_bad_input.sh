@@ -7,6 +7,10 @@
 # SIGTERM during convert, model make and calibrate remove the unfinished
 # output and exit 130 / 143.
 source "$(dirname "$0")/lib.sh"
+# In the sanitizer build a report exits 199: above 128, expect_error calls it
+# a crash instead of taking it for the refusal it expects.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}exitcode=199"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}exitcode=199"
 FLASHBED=$(cd "$(dirname "$FLASHBED")" && pwd)/$(basename "$FLASHBED") # before the cd
 cd "$WORK" || exit 1 # default result folders (results/...) land here
 

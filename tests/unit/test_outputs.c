@@ -3,8 +3,10 @@
  * folders, and nothing it was told to forget; slots run out cleanly; a
  * SIGINT in the default mode (common/interrupt.h) removes them and exits
  * 130 while polling mode only sets the flag; err_replace names the user's
- * path; and the --out checks (common/out_path.h) refuse what cannot be
- * created, naming the path and the ancestor in the way. */
+ * path; the --out checks (common/out_path.h) refuse what cannot be
+ * created, naming the path and the ancestor in the way; and a sweep's
+ * scratch file (harness/scratch_file.h) is extended only when it carries
+ * flashbed's marker. */
 #include "check.h"
 
 #include <fcntl.h>
@@ -20,6 +22,7 @@
 #include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "common/out_path.h"
+#include "harness/scratch_file.h"
 
 static char root[] = "/tmp/flashbed-outputs-XXXXXX";
 
@@ -196,6 +199,37 @@ static void out_paths(void)
     rmdir(dir);
 }
 
+static void scratch_marker(void)
+{
+    char user[256], own[256], err[8192];
+    path_in(user, sizeof user, "notes.txt");
+    path_in(own, sizeof own, "own.bin");
+    touch(user, "a user's notes, not random data\n");
+    enum scratch_action a = SCRATCH_READY;
+    CHECK(refused(scratch_file_check(user, 1 << 20, &a, err, sizeof err), err, "not a flashbed scratch file"));
+    CHECK(strstr(err, user) != NULL);
+    CHECK(scratch_file_prepare(user, 1 << 20, SCRATCH_EXTEND, err, sizeof err) != 0); /* asked anyway: refused */
+    struct stat st;
+    CHECK(stat(user, &st) == 0 && st.st_size == (off_t)strlen("a user's notes, not random data\n"));
+    CHECK(scratch_file_check(user, 8, &a, err, sizeof err) == 0 && a == SCRATCH_READY); /* large enough: read as is */
+
+    CHECK(scratch_file_check(own, 1 << 20, &a, err, sizeof err) == 0 && a == SCRATCH_CREATE);
+    CHECK(scratch_file_prepare(own, 1 << 20, a, err, sizeof err) == 0);
+    char head[sizeof SCRATCH_MARKER];
+    FILE *f = fopen(own, "rb");
+    CHECK(f && fread(head, 1, sizeof head - 1, f) == sizeof head - 1);
+    if (f)
+        fclose(f);
+    head[sizeof head - 1] = '\0';
+    CHECK_STR(head, SCRATCH_MARKER);
+    CHECK(scratch_file_check(own, 5 << 20, &a, err, sizeof err) == 0 && a == SCRATCH_EXTEND);
+    CHECK(scratch_file_prepare(own, 5 << 20, a, err, sizeof err) == 0);
+    CHECK(stat(own, &st) == 0 && st.st_size == 5 << 20);
+    CHECK(cleanup_count() == 0); /* the temporary was forgotten once renamed */
+    unlink(user);
+    unlink(own);
+}
+
 int main(void)
 {
     if (!mkdtemp(root)) {
@@ -206,6 +240,7 @@ int main(void)
     signals();
     replace();
     out_paths();
+    scratch_marker();
     rmdir(root);
     return check_report("test_outputs");
 }
