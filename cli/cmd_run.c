@@ -429,8 +429,10 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
              chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
     tm.source = src;
     struct trace_writer *w = trace_writer_open(o->record, &tm, err, sizeof err);
-    if (!w)
+    if (!w) {
+        atomic_err_name_path(err, sizeof err, o->record);
         fb_error("run --record: %s", err);
+    }
     return w;
 }
 
@@ -550,6 +552,7 @@ int cmd_run(int argc, char **argv)
         int trc = out.error[0] || !strcmp(out.stop, "interrupted") ? (trace_writer_abort(rec), 0)
                                                                      : trace_writer_close(rec, err, sizeof err);
         if (trc != 0) {
+            atomic_err_name_path(err, sizeof err, o.record);
             fb_error("run --record: %s", err);
             wrc = -1;
         }

@@ -102,6 +102,7 @@ static int cmd_trace_synth(int argc, char **argv)
         int src = synth_write(&p, o.out, err, sizeof err);
         cleanup_forget(tmp_handle);
         if (src != 0) {
+            atomic_err_name_path(err, sizeof err, o.out);
             fb_error("%s", err);
             rc = interrupted() ? 130 : 1;
         } else {

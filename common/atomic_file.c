@@ -25,6 +25,13 @@ int atomic_tmp_watch(const char *path)
     return cleanup_add_file(tmp);
 }
 
+void atomic_err_name_path(char *err, size_t errlen, const char *path)
+{
+    char tmp[4200];
+    atomic_tmp_name(path, tmp, sizeof tmp);
+    err_replace(err, errlen, tmp, path);
+}
+
 /* Once, so that a second call cannot free a slot someone else now holds. */
 static void forget_tmp(struct atomic_file *af)
 {

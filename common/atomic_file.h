@@ -38,4 +38,8 @@ void atomic_tmp_name(const char *path, char *buf, unsigned len);
  * it; the handle goes to cleanup_forget once the writer is done. */
 int atomic_tmp_watch(const char *path);
 
+/* Rewrites such a writer's message about atomic_tmp_name(path) to name
+ * path, the user's name for the file. */
+void atomic_err_name_path(char *err, size_t errlen, const char *path);
+
 #endif
