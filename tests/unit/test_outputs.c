@@ -96,7 +96,7 @@ static void registry(void)
 
 /* A child registers a folder with a file, then is signalled: the exit
  * status and what is left. */
-static int signalled_child(int polling, int sig, const char *dir, int *left)
+static int signalled_child_n(int polling, int sig, int times, const char *dir, int *left)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -109,7 +109,8 @@ static int signalled_child(int polling, int sig, const char *dir, int *left)
         char inner[300];
         snprintf(inner, sizeof inner, "%s/model.json", dir);
         touch(inner, "{}");
-        raise(sig);
+        for (int i = 0; i < times; i++)
+            raise(sig);
         /* polling: the first signal only sets the flag */
         _exit(interrupted() ? 42 : 43);
     }
@@ -117,6 +118,11 @@ static int signalled_child(int polling, int sig, const char *dir, int *left)
     waitpid(pid, &status, 0);
     *left = exists(dir);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int signalled_child(int polling, int sig, const char *dir, int *left)
+{
+    return signalled_child_n(polling, sig, 1, dir, left);
 }
 
 static void signals(void)
@@ -130,6 +136,8 @@ static void signals(void)
     CHECK(!left);
     CHECK_U64(signalled_child(1, SIGINT, dir, &left), 42);
     CHECK(left); /* a polling run keeps going and cleans up itself */
+    CHECK_U64(signalled_child_n(1, SIGINT, 2, dir, &left), 130); /* the second one exits */
+    CHECK(!left);
     char inner[300];
     snprintf(inner, sizeof inner, "%s/model.json", dir);
     unlink(inner);
