@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/interrupt.h"
 #include "common/json_file.h"
 #include "common/log.h"
 #include "common/machine.h"
@@ -52,7 +53,7 @@ static const struct opt_command calibrate_command = {
 };
 
 /* Flash points from a sweep.json; 0 or -1 with an error printed. */
-static int points_from_sweep(const char *path, struct hw_profile *hw)
+static int points_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed)
 {
     cJSON *s = read_json_file(path);
     if (!s) {
@@ -75,6 +76,7 @@ static int points_from_sweep(const char *path, struct hw_profile *hw)
             hw->points[n++] = (struct flash_point){c->valuedouble, t->valuedouble, b->valuedouble};
     }
     const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
+    *bypassed = cJSON_IsTrue(direct); /* the profile claims no more than its sweep did */
     snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
              cJSON_IsTrue(direct) ? "direct I/O" : "page cache used: not honest flash numbers");
     cJSON_Delete(s);
@@ -106,20 +108,19 @@ int cmd_calibrate(int argc, char **argv)
         snprintf(out, sizeof out, "%s", o.out);
     else
         snprintf(out, sizeof out, "results/hw-%s.json", name);
-    char out_dir[4096];
-    dir_of(out, out_dir, sizeof out_dir);
-    if (!hw || (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)) {
-        fb_error("cannot create %s: %s", out_dir, strerror(errno));
+    /* before the measurements: a profile that cannot be written costs nothing */
+    if (!hw || out_file_ok("calibrate --out", out, 1) != 0)
         goto out;
-    }
     provenance_stamp(stamp, sizeof stamp);
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "cpu");
     hw->io_threads = 32;
 
     /* Flash. */
+    /* a measured sweep refuses a file system without direct I/O */
+    bool bypassed = true;
     if (o.sweep) {
-        if (points_from_sweep(o.sweep, hw) != 0)
+        if (points_from_sweep(o.sweep, hw, &bypassed) != 0)
             goto out;
     } else {
         struct sweep_config c = {
@@ -140,11 +141,16 @@ int cmd_calibrate(int argc, char **argv)
         int src = run_sweep("calibrate", flags, &c, params);
         u64_list_free(&c.chunks);
         u64_list_free(&c.threads);
-        if (src != 0)
+        if (src != 0) {
+            rc = src == 130 ? 130 : 1;
             goto out;
+        }
+        /* the sweep polled; the measurements after it do not: a Ctrl-C now
+         * stops calibrate at once, writing no profile */
+        interrupt_exit_on_signal();
         char sweep_json[4300];
         snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
-        if (points_from_sweep(sweep_json, hw) != 0)
+        if (points_from_sweep(sweep_json, hw, &bypassed) != 0)
             goto out;
         /* Large reads stand in for the sequential rate the naive baseline uses. */
         struct point_params seq = {.engine = c.engine, .path = o.file, .file_size = o.size,
@@ -209,8 +215,12 @@ int cmd_calibrate(int argc, char **argv)
     cJSON_AddNumberToObject(fit, "rms_log_error", rms);
     cJSON_AddNumberToObject(fit, "mape_pct_all_points", mape_all);
     cJSON_AddNumberToObject(fit, "mape_pct_heldout", mape_held);
-    cJSON_AddBoolToObject(flash, "page_cache_bypassed", true);
-    if (write_json_file(out, j) == 0) {
+    cJSON_AddBoolToObject(flash, "page_cache_bypassed", bypassed);
+    char out_dir[4096];
+    dir_of(out, out_dir, sizeof out_dir);
+    if (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)
+        fb_error("calibrate --out: %s: cannot create: %s", out_dir, strerror(errno));
+    else if (write_json_file(out, j) == 0) {
         fb_info("profile written to %s", out);
         rc = 0;
     }

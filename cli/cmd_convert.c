@@ -8,6 +8,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/log.h"
+#include "common/out_path.h"
 #include "common/options.h"
 #include "engine/import.h"
 
@@ -49,8 +50,10 @@ int cmd_convert(int argc, char **argv)
         opts_free(&convert_command, &o);
         return rc > 0 ? 0 : 2;
     }
+    if (o.out)
+        out_path_trim(o.out); /* "m/" names the folder m */
     enum fb_dtype dt;
-    struct stat st, out_st;
+    struct stat st;
     char err[1024];
     rc = 2;
     if (npos != 1)
@@ -64,8 +67,8 @@ int cmd_convert(int argc, char **argv)
     /* The importers refuse these too; checked here to name the option. */
     else if (!S_ISDIR(st.st_mode) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
-    else if (stat(o.out, &out_st) == 0)
-        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else if (out_new_dir_ok("convert --out", o.out) != 0)
+        ;
     else {
         int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, err, sizeof err)
                                       : import_llama2c(pos[0], o.tokenizer, o.out, dt, err, sizeof err);

@@ -332,7 +332,12 @@ int cmd_generate(int argc, char **argv)
     } else {
         text = decode_opts_text("generate", &o.d, &owned, &rc);
     }
+    if (text && o.json && out_file_ok("generate --json", o.json, 0) != 0) {
+        text = NULL;
+        rc = 1;
+    }
     if (!text) {
+        free(owned);
         opts_free(&generate_command, &o);
         return rc;
     }

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/out_path.h"
 #include "common/model_shape.h"
 #include "common/options.h"
 #include "engine/spectrum.h"
@@ -88,6 +89,8 @@ int cmd_model(int argc, char **argv)
         opts_free(&model_make_command, &o);
         return rc > 0 ? 0 : 2;
     }
+    if (o.out)
+        out_path_trim(o.out); /* "m/" names the folder m */
     rc = 2;
     struct model_shape s;
     enum fb_dtype dt;
@@ -116,8 +119,8 @@ int cmd_model(int argc, char **argv)
         fb_error("model make --relu-density: %s", err);
     else if (spectrum_check_shape(&up, s.d_ff, s.d_model, err, sizeof err) != 0)
         fb_error("model make --up-spectrum: shape %s: %s", s.name, err);
-    else if (path_exists(o.out))
-        fb_error("%s: already exists; remove it or choose another --out", o.out);
+    else if (out_new_dir_ok("model make --out", o.out) != 0)
+        ;
     else {
         int mrc = !strcmp(o.format, "llama2c")
                       ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)

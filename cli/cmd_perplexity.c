@@ -151,6 +151,10 @@ int cmd_perplexity(int argc, char **argv)
         opts_free(&perplexity_command, &o);
         return 2;
     }
+    if (o.json && out_file_ok("perplexity --json", o.json, 0) != 0) {
+        opts_free(&perplexity_command, &o);
+        return 1;
+    }
     size_t len;
     char *text = read_text_file(o.text, &len);
     if (!text) {

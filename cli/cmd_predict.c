@@ -2,6 +2,7 @@
  * configuration (sim/predict_list.h), the paper's tables (--paper), or a
  * prediction beside a measured run (--compare). */
 #include <math.h>
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,7 +361,7 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
         return -1;
     }
     if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create %s", dir);
+        fb_error("predict --out: %s: cannot create: %s", dir, strerror(errno));
         free(md);
         return -1;
     }
@@ -445,6 +446,10 @@ int cmd_predict(int argc, char **argv)
         char stamp[32];
         provenance_stamp(stamp, sizeof stamp);
         snprintf(dir, sizeof dir, "results/predict-%s", stamp);
+    }
+    if (out_dir_ok("predict --out", dir) != 0) {
+        opts_free(&predict_command, &o);
+        return 1;
     }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&predict_command, &o));

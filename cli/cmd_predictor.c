@@ -393,6 +393,8 @@ static int cmd_predictor_train(int argc, char **argv)
     if (!o.model || !o.text || !opts_given(&train_command, &o, "tokens")) {
         fb_error("predictor train: needs --model DIR, --text FILE and --tokens N");
         rc = 2;
+    } else if (out_dir_ok("predictor train --model", o.model) != 0) { /* the predictor is written there */
+        rc = 1;
     } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("predictor train --model: %s", err);
         rc = 1;
@@ -549,6 +551,8 @@ static int cmd_predictor_eval(int argc, char **argv)
     if (!o.model || !o.text || !o.out) {
         fb_error("predictor eval: needs --model DIR, --text FILE and --out DIR");
         rc = 2;
+    } else if (out_dir_ok("predictor eval --out", o.out) != 0) {
+        rc = 1;
     } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("predictor eval --model: %s", err);
         rc = 1;

@@ -1,4 +1,5 @@
 /* flashbed replay: a trace against policies x layouts (sim/replay.h). */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +197,10 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     }
     if (check_lists(policies, np, layouts, nl) != 0)
         goto out;
+    if (out_dir_ok("replay --out", dir) != 0) {
+        rc = 1;
+        goto out;
+    }
     if (trace_load(o->trace, &tr, err, sizeof err) != 0) {
         fb_error("%s", err);
         rc = 1;
@@ -216,6 +221,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     cJSON_AddNumberToObject(params, "dram_budget_bytes", (double)budget);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(dir));
     if (mkdir_p(dir, 0755) != 0) {
+        fb_error("replay --out: %s: cannot create: %s", dir, strerror(errno));
         rc = 1;
         goto out;
     }

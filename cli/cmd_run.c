@@ -12,7 +12,10 @@
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
 #include "cli/run_report.h"
+#include "cli/shared.h"
 #include "cli/text_out.h"
+#include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -25,6 +28,7 @@
 #include "engine/model_format.h"
 #include "engine/run_plan.h"
 #include "engine/warmup.h"
+#include "io/direct_io.h"
 #include "traces/trace.h"
 
 struct run_opts {
@@ -250,8 +254,12 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     const char *tmp = getenv("TMPDIR");
     snprintf(path, sizeof path, "%s/flashbed-warmup-%ld.trace", tmp && *tmp ? tmp : "/tmp", (long)getpid());
     struct warmup_input in = {m, be, threads, &p->cfg, tokens, n, path};
+    /* flashbed's own scratch trace and its writer's temporary: gone on a signal too */
+    int h_path = cleanup_add_file(path), h_tmp = atomic_tmp_watch(path);
     int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
     unlink(path);
+    cleanup_forget(h_tmp);
+    cleanup_forget(h_path);
     if (rc != 0)
         fb_error("run --warmup-file: %s", err);
     p->have_profile = rc == 0;
@@ -421,8 +429,10 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
              chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
     tm.source = src;
     struct trace_writer *w = trace_writer_open(o->record, &tm, err, sizeof err);
-    if (!w)
+    if (!w) {
+        atomic_err_name_path(err, sizeof err, o->record);
         fb_error("run --record: %s", err);
+    }
     return w;
 }
 
@@ -445,7 +455,21 @@ int cmd_run(int argc, char **argv)
     } else {
         prompt_text = decode_opts_text("run", &o.d, &text, &rc);
     }
+    char dir[4096];
+    if (o.out)
+        snprintf(dir, sizeof dir, "%s", o.out);
+    else {
+        char stamp[32];
+        provenance_stamp(stamp, sizeof stamp);
+        snprintf(dir, sizeof dir, "results/run-%s", stamp);
+    }
+    /* before the run, not after every token was generated */
+    if (prompt_text && (out_dir_ok("run --out", dir) != 0 || (o.record && out_file_ok("run --record", o.record, 0) != 0))) {
+        prompt_text = NULL;
+        rc = 1;
+    }
     if (!prompt_text) {
+        free(text);
         opts_free(&run_command, &o);
         return rc;
     }
@@ -460,13 +484,13 @@ int cmd_run(int argc, char **argv)
         opts_free(&run_command, &o);
         return 1;
     }
-    char dir[4096];
-    if (o.out)
-        snprintf(dir, sizeof dir, "%s", o.out);
-    else {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(dir, sizeof dir, "results/run-%s", stamp);
+    /* tmpfs takes O_DIRECT yet serves reads from memory: refused, never recorded as bypassed */
+    if (!p.dense && !o.buffered && direct_io_check(m.ffn_path, open_err, sizeof open_err) != 0) {
+        fb_error("run: %s; --buffered reads through the page cache (and the result says so)", open_err);
+        model_close(&m);
+        free(text);
+        opts_free(&run_command, &o);
+        return 1;
     }
     int threads = decode_opts_threads(&o.d);
     /* the KV cache holds exactly the positions this run uses */
@@ -488,6 +512,7 @@ int cmd_run(int argc, char **argv)
     p.model_bytes = m.dram_bytes + m.ffn_bytes;
     p.kv_bytes = 2ull * m.shape.n_layers * (uint64_t)max_seq * m.kv_dim * sizeof(float);
     struct trace_writer *rec = NULL;
+    int rec_tmp = -1;
     struct engine e;
     bool engine_up = false;
     struct run_outcome out = {0};
@@ -498,6 +523,8 @@ int cmd_run(int argc, char **argv)
         goto done;
     if (o.record && !(rec = open_record(&o, &m, &p)))
         goto done;
+    if (rec)
+        rec_tmp = atomic_tmp_watch(o.record); /* a second Ctrl-C removes the unfinished trace */
     p.cfg.record = rec;
     if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
                          open_err, sizeof open_err) != 0) {
@@ -525,6 +552,7 @@ int cmd_run(int argc, char **argv)
         int trc = out.error[0] || !strcmp(out.stop, "interrupted") ? (trace_writer_abort(rec), 0)
                                                                      : trace_writer_close(rec, err, sizeof err);
         if (trc != 0) {
+            atomic_err_name_path(err, sizeof err, o.record);
             fb_error("run --record: %s", err);
             wrc = -1;
         }
@@ -535,6 +563,7 @@ int cmd_run(int argc, char **argv)
 done:
     if (rec)
         trace_writer_abort(rec);
+    cleanup_forget(rec_tmp);
     if (engine_up)
         engine_free(&e);
     free(out.rows);

@@ -1,4 +1,5 @@
 /* flashbed trace info|synth: look into a trace, or generate a calibrated one. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/interrupt.h"
@@ -76,6 +78,8 @@ static int cmd_trace_synth(int argc, char **argv)
     rc = 2;
     if (!o.out) {
         fb_error("trace synth: needs --out FILE");
+    } else if (out_file_ok("trace synth --out", o.out, 0) != 0) {
+        rc = 1;
     } else if (model_shape_load(o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
     } else if (o.prompts > o.tokens) {
@@ -94,9 +98,13 @@ static int cmd_trace_synth(int argc, char **argv)
         p.recur = o.recur;
         p.recur_decay = o.recur_decay;
         interrupt_install();
-        if (synth_write(&p, o.out, err, sizeof err) != 0) {
+        int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
+        int src = synth_write(&p, o.out, err, sizeof err);
+        cleanup_forget(tmp_handle);
+        if (src != 0) {
+            atomic_err_name_path(err, sizeof err, o.out);
             fb_error("%s", err);
-            rc = 1;
+            rc = interrupted() ? 130 : 1;
         } else {
             fb_info("wrote %s (%llu tokens, %s)", o.out, (unsigned long long)o.tokens, shape.name);
             rc = 0;
@@ -320,6 +328,7 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
                             const struct trace_stats *s, const cJSON *source, cJSON *params)
 {
     if (mkdir_p(dir, 0755) != 0) {
+        fb_error("trace info --out: %s: cannot create: %s", dir, strerror(errno));
         cJSON_Delete(params);
         return -1;
     }
@@ -354,6 +363,10 @@ static int cmd_trace_info(int argc, char **argv)
         fb_error("trace info: --plot needs --out DIR");
         opts_free(&info_command, &o);
         return 2;
+    }
+    if (o.out && out_dir_ok("trace info --out", o.out) != 0) {
+        opts_free(&info_command, &o);
+        return 1;
     }
     char err[1024];
     struct trace tr;

@@ -8,6 +8,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/gnuplot.h"
+#include "common/interrupt.h"
 #include "common/log.h"
 #include "common/model_shape.h"
 #include "common/options.h"
@@ -155,6 +156,8 @@ static int run_command(int argc, char **argv)
 int main(int argc, char **argv)
 {
     provenance_set_argv(argc, argv);
+    /* Until a long run asks to poll, Ctrl-C removes unfinished output and exits. */
+    interrupt_exit_on_signal();
     int next = argc;
     if (parse_globals(argc, argv, &next) != 0)
         return 2;

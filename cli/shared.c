@@ -4,6 +4,7 @@
 
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/out_path.h"
 #include "sim/paper_tables.h"
 
 int write_json_file(const char *path, const cJSON *json)
@@ -21,6 +22,33 @@ int write_text_file(const char *path, const char *text)
     if (atomic_write_text(path, text, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
+    return -1;
+}
+
+int out_dir_ok(const char *what, const char *dir)
+{
+    char err[4400];
+    if (out_dir_check(dir, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
+int out_new_dir_ok(const char *what, const char *dir)
+{
+    char err[4400];
+    if (out_new_dir_check(dir, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
+int out_file_ok(const char *what, const char *path, int make_parent)
+{
+    char err[4400];
+    if (out_file_check(path, make_parent, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
     return -1;
 }
 

@@ -11,6 +11,14 @@
 int write_json_file(const char *path, const cJSON *json);
 int write_text_file(const char *path, const char *text);
 
+/* The checks of common/out_path.h, done right after option parsing so a
+ * bad output path is refused before any work: the refusal is printed as
+ * "WHAT: why" (WHAT names the command and option, e.g. "replay --out").
+ * 0, or -1 after printing. */
+int out_dir_ok(const char *what, const char *dir);
+int out_new_dir_ok(const char *what, const char *dir);
+int out_file_ok(const char *what, const char *path, int make_parent);
+
 /* The paper's tables (sim/paper_tables.h) with the reason printed on
  * failure. Only cmd_predict.c calls these; once it calls
  * paper_write_table2 and the others itself, they can go. */

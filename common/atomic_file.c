@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/errbuf.h"
 
 void atomic_tmp_name(const char *path, char *buf, unsigned len)
@@ -17,13 +18,39 @@ void atomic_tmp_name(const char *path, char *buf, unsigned len)
         snprintf(buf, len, "%s.tmp.%ld", path, (long)getpid());
 }
 
+int atomic_tmp_watch(const char *path)
+{
+    char tmp[4200];
+    atomic_tmp_name(path, tmp, sizeof tmp);
+    return cleanup_add_file(tmp);
+}
+
+void atomic_err_name_path(char *err, size_t errlen, const char *path)
+{
+    char tmp[4200];
+    atomic_tmp_name(path, tmp, sizeof tmp);
+    err_replace(err, errlen, tmp, path);
+}
+
+/* Once, so that a second call cannot free a slot someone else now holds. */
+static void forget_tmp(struct atomic_file *af)
+{
+    cleanup_forget(af->cleanup);
+    af->cleanup = -1;
+}
+
 int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errlen)
 {
     snprintf(af->path, sizeof af->path, "%s", path);
     atomic_tmp_name(path, af->tmp, sizeof af->tmp);
+    /* registered before it exists: a signal in between finds nothing to remove */
+    af->cleanup = cleanup_add_file(af->tmp);
     af->f = fopen(af->tmp, "w");
-    if (!af->f)
-        return err_set(err, errlen, "cannot write %s: %s", af->tmp, strerror(errno));
+    if (!af->f) {
+        int e = errno;
+        forget_tmp(af);
+        return err_set(err, errlen, "cannot write %s: %s", af->path, strerror(e));
+    }
     return 0;
 }
 
@@ -40,13 +67,17 @@ int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
     if (bad) {
         err_set(err, errlen, "writing %s failed: %s", af->path, strerror(errno));
         unlink(af->tmp);
+        forget_tmp(af);
         return -1;
     }
     if (rename(af->tmp, af->path) != 0) {
-        err_set(err, errlen, "cannot rename %s to %s: %s", af->tmp, af->path, strerror(errno));
+        err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", af->path,
+                strerror(errno));
         unlink(af->tmp);
+        forget_tmp(af);
         return -1;
     }
+    forget_tmp(af);
     return 0;
 }
 
@@ -56,6 +87,7 @@ void atomic_abort(struct atomic_file *af)
         fclose(af->f);
     af->f = NULL;
     unlink(af->tmp);
+    forget_tmp(af);
 }
 
 int atomic_write_text(const char *path, const char *text, char *err, size_t errlen)

@@ -1,6 +1,8 @@
 /* Result files appear whole or not at all: write to "<path>.tmp.<pid>",
  * flush, then rename over <path>. A crash or bad input never leaves a
- * half-written result behind. */
+ * half-written result behind, and the temporary is registered with
+ * common/cleanup.h so that a Ctrl-C removes it too. Messages name path,
+ * the user's name, never the temporary. */
 #ifndef FLASHBED_COMMON_ATOMIC_FILE_H
 #define FLASHBED_COMMON_ATOMIC_FILE_H
 
@@ -13,6 +15,7 @@ struct atomic_file {
     FILE *f;
     char tmp[4200];
     char path[4096];
+    int cleanup; /* handle in common/cleanup.h, -1 when none */
 };
 
 /* Each returns 0, or -1 with a reason naming the file in err. */
@@ -29,5 +32,14 @@ int atomic_write_text(const char *path, const char *text, char *err, size_t errl
 /* Name of the temporary for path, for tools that write files themselves
  * (gnuplot): buf gets "<path>.tmp.<pid><ext>" so the extension is kept. */
 void atomic_tmp_name(const char *path, char *buf, unsigned len);
+
+/* Registers atomic_tmp_name(path) with common/cleanup.h for a writer that
+ * makes that temporary itself (the trace writer), so that a signal removes
+ * it; the handle goes to cleanup_forget once the writer is done. */
+int atomic_tmp_watch(const char *path);
+
+/* Rewrites such a writer's message about atomic_tmp_name(path) to name
+ * path, the user's name for the file. */
+void atomic_err_name_path(char *err, size_t errlen, const char *path);
 
 #endif

@@ -13,4 +13,9 @@
  * that "return err_set(err, errlen, ...);" reads as the failure it is. */
 int err_set(char *err, size_t errlen, const char *fmt, ...) FB_PRINTF(3, 4);
 
+/* Replaces every occurrence of from in err by to (truncating at errlen):
+ * a writer's message about its temporary "<dir>.tmp.<pid>/x" then names
+ * the user's "<dir>/x". */
+void err_replace(char *err, size_t errlen, const char *from, const char *to);
+
 #endif

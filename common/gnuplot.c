@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/subprocess.h"
@@ -41,13 +42,16 @@ int gnuplot_render(const char *script, const char *const vars[], const char *con
         const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
         char tmp[4200];
         atomic_tmp_name(*out, tmp, sizeof tmp);
+        int tmp_handle = cleanup_add_file(tmp); /* gnuplot writes it; a Ctrl-C removes it */
         /* One -e string: every variable, then the terminal and output. */
         size_t len = strlen(tmp) + 128;
         for (const char *const *v = vars; *v; v++)
             len += strlen(*v) + 2;
         char *expr = malloc(len);
-        if (!expr)
+        if (!expr) {
+            cleanup_forget(tmp_handle);
             return err_set(err, errlen, "out of memory drawing %s", *out);
+        }
         expr[0] = '\0';
         for (const char *const *v = vars; *v; v++) {
             strcat(expr, *v);
@@ -63,13 +67,16 @@ int gnuplot_render(const char *script, const char *const vars[], const char *con
         free(expr);
         if (rc != 0 || !path_exists(tmp)) {
             unlink(tmp);
+            cleanup_forget(tmp_handle);
             return err_set(err, errlen, "gnuplot failed drawing %s with %s", *out, script_path);
         }
         if (rename(tmp, *out) != 0) {
-            err_set(err, errlen, "cannot rename %s to %s: %s", tmp, *out, strerror(errno));
+            err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", *out, strerror(errno));
             unlink(tmp);
+            cleanup_forget(tmp_handle);
             return -1;
         }
+        cleanup_forget(tmp_handle);
     }
     return 0;
 }

@@ -55,7 +55,8 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o);
  * call returns 0, or -1 with the reason in the err buffer given to
  * model_writer_begin (which must outlive the writer). */
 struct model_writer {
-    char dir[4096], tmp[4200];
+    char dir[4096], tmp[4200]; /* messages name dir, the user's path, not tmp */
+    int cleanup;               /* tmp's handle in common/cleanup.h, -1 when none */
     struct model_shape shape;
     enum fb_dtype dtype;
     FILE *dram, *ffn;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/provenance.h"
 
@@ -77,11 +78,18 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
     snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", dir, (int)getpid());
     w->shape = *s;
     w->dtype = t;
+    w->cleanup = -1;
     struct stat st;
     if (stat(dir, &st) == 0)
         return WERR(w, "%s: already exists; remove it or choose another folder", dir);
-    if (mkdir(w->tmp, 0755) != 0)
-        return WERR(w, "%s: cannot create folder: %s", w->tmp, strerror(errno));
+    /* registered before it exists: a Ctrl-C at any point leaves nothing */
+    w->cleanup = cleanup_add_dir(w->tmp);
+    if (mkdir(w->tmp, 0755) != 0) {
+        WERR(w, "%s: cannot create folder: %s", dir, strerror(errno));
+        cleanup_forget(w->cleanup);
+        w->tmp[0] = '\0'; /* not ours: abort must not remove it */
+        return -1;
+    }
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_DRAM_FILE);
     w->dram = fopen(p, "wb");
@@ -92,7 +100,7 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
                                                                              : (uint64_t)s->d_ff * 4);
     w->column = malloc((size_t)s->d_model * 4);
     if (!w->dram || !w->ffn || !w->scratch || !w->column) {
-        WERR(w, "%s: cannot create model files: %s", w->tmp, strerror(errno));
+        WERR(w, "%s: cannot create model files: %s", w->dir, strerror(errno));
         model_writer_abort(w);
         return -1;
     }
@@ -102,7 +110,7 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
 static int write_or_fail(struct model_writer *w, FILE *f, const void *buf, size_t n, const char *what)
 {
     if (fwrite(buf, 1, n, f) != n)
-        return WERR(w, "%s: write failed (%s): %s", w->tmp, what, strerror(errno));
+        return WERR(w, "%s: write failed (%s): %s", w->dir, what, strerror(errno));
     return 0;
 }
 
@@ -130,7 +138,7 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     /* row by row so the conversion buffer stays one row long */
     void *row = t == DTYPE_F32 ? NULL : malloc(cols * 2);
     if (t != DTYPE_F32 && !row)
-        return WERR(w, "%s: out of memory converting tensor '%s'", w->tmp, name);
+        return WERR(w, "%s: out of memory converting tensor '%s'", w->dir, name);
     for (uint64_t r = 0; r < rows; r++) {
         const float *src = data + r * cols;
         const void *out = src;
@@ -153,7 +161,7 @@ int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, c
 {
     const struct model_shape *s = &w->shape;
     if (layer != w->ffn_layers_written)
-        return WERR(w, "%s: FFN layer %d written out of order", w->tmp, layer);
+        return WERR(w, "%s: FFN layer %d written out of order", w->dir, layer);
     uint64_t d = s->d_model, n = s->d_ff, es = dtype_size(w->dtype);
     uint64_t stride = ffn_bundle_stride(s, w->dtype);
     char *b = w->scratch;
@@ -190,7 +198,7 @@ int model_writer_copy_file(struct model_writer *w, const char *src, const char *
         rc = -1;
     fclose(in);
     if (rc)
-        WERR(w, "%s: cannot copy %s into the model folder", p, src);
+        WERR(w, "%s: cannot copy %s into the model folder as %s", w->dir, src, name);
     return rc;
 }
 
@@ -199,13 +207,13 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     const struct model_shape *s = &w->shape;
     int rc = -1;
     if (w->ffn_layers_written != (int)s->n_layers) {
-        WERR(w, "%s: %d of %u FFN layers written", w->tmp, w->ffn_layers_written, s->n_layers);
+        WERR(w, "%s: %d of %u FFN layers written", w->dir, w->ffn_layers_written, s->n_layers);
         goto out;
     }
     int e1 = fclose(w->dram), e2 = fclose(w->ffn);
     w->dram = w->ffn = NULL;
     if (e1 || e2) {
-        WERR(w, "%s: cannot write model files: %s", w->tmp, strerror(errno));
+        WERR(w, "%s: cannot write model files: %s", w->dir, strerror(errno));
         goto out;
     }
     cJSON *o = cJSON_CreateObject();
@@ -238,15 +246,17 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     if (f && fclose(f) != 0) /* closed even after a failed write */
         bad = 1;
     if (bad) {
-        WERR(w, "%s: cannot write: %s", p, strerror(errno));
+        WERR(w, "%s: cannot write %s: %s", w->dir, MODEL_JSON, strerror(errno));
         free(text);
         goto out;
     }
     free(text);
     if (rename(w->tmp, w->dir) != 0) {
-        WERR(w, "%s: cannot rename %s into place: %s", w->dir, w->tmp, strerror(errno));
+        WERR(w, "%s: cannot move the finished folder into place: %s", w->dir, strerror(errno));
         goto out;
     }
+    cleanup_forget(w->cleanup);
+    w->cleanup = -1;
     rc = 0;
 out:
     cJSON_Delete(meta);
@@ -257,6 +267,7 @@ out:
         free(w->scratch);
         free(w->column);
         memset(w, 0, sizeof *w);
+        w->cleanup = -1;
     }
     return rc;
 }
@@ -270,9 +281,14 @@ void model_writer_abort(struct model_writer *w)
     cJSON_Delete(w->tensors);
     free(w->scratch);
     free(w->column);
-    if (w->tmp[0])
+    if (w->tmp[0]) {
         remove_tree(w->tmp);
+        /* a failure about a file in the temporary names the user's folder */
+        err_replace(w->err, w->errlen, w->tmp, w->dir);
+    }
+    cleanup_forget(w->cleanup);
     memset(w, 0, sizeof *w);
+    w->cleanup = -1;
 }
 
 int file_fnv1a64(const char *path, char hex[17])

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/progress.h"
 #include "common/rng.h"
@@ -101,38 +102,53 @@ static int write_tokenizer(const char *path, uint32_t vocab)
     return fclose(f) != 0 || bad ? -1 : 0;
 }
 
-/* Checks the shape and the destination, and creates the temporary folder
- * "<out_dir>.tmp.<pid>" the model is written into. */
-static int begin_output(const struct model_shape *s, const char *out_dir, char *tmp, size_t len, char *err,
+/* The temporary folder "<out_dir>.tmp.<pid>" a model is written into,
+ * registered with common/cleanup.h so that a Ctrl-C removes it. */
+struct syn_output {
+    char tmp[4200];
+    int cleanup;
+};
+
+/* Checks the shape and the destination, and creates the temporary folder. */
+static int begin_output(const struct model_shape *s, const char *out_dir, struct syn_output *o, char *err,
                         size_t errlen)
 {
+    o->cleanup = -1;
     if (s->vocab_size < 260 + 52)
         return err_set(err, errlen, "shape %s: vocabulary of %u is too small for a byte-fallback tokenizer",
                        s->name, s->vocab_size);
     struct stat st;
     if (stat(out_dir, &st) == 0)
         return err_set(err, errlen, "%s: already exists; remove it or choose another folder", out_dir);
-    snprintf(tmp, len, "%s.tmp.%d", out_dir, (int)getpid());
-    if (mkdir(tmp, 0755) != 0)
-        return err_set(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d", out_dir, (int)getpid());
+    o->cleanup = cleanup_add_dir(o->tmp); /* before it exists: no window without it */
+    if (mkdir(o->tmp, 0755) != 0) {
+        int e = errno;
+        cleanup_forget(o->cleanup);
+        return err_set(err, errlen, "%s: cannot create: %s", out_dir, strerror(e));
+    }
     return 0;
 }
 
-/* Renames tmp into place when ok; otherwise (err says why) removes it and
- * its files. */
-static int finish_output(int ok, const char *tmp, const char *out_dir, const char *const *files, int n,
+/* Renames the temporary into place when ok; otherwise (err says why)
+ * removes it and its files. Messages name out_dir, not the temporary. */
+static int finish_output(int ok, struct syn_output *o, const char *out_dir, const char *const *files, int n,
                          char *err, size_t errlen)
 {
-    if (ok && rename(tmp, out_dir) == 0)
+    if (ok && rename(o->tmp, out_dir) == 0) {
+        cleanup_forget(o->cleanup);
         return 0;
+    }
     if (ok)
         err_set(err, errlen, "%s: cannot write the model: %s", out_dir, strerror(errno));
+    err_replace(err, errlen, o->tmp, out_dir);
     char path[4300];
     for (int i = 0; i < n; i++) {
-        snprintf(path, sizeof path, "%s/%s", tmp, files[i]);
+        snprintf(path, sizeof path, "%s/%s", o->tmp, files[i]);
         unlink(path);
     }
-    rmdir(tmp);
+    rmdir(o->tmp);
+    cleanup_forget(o->cleanup);
     return -1;
 }
 
@@ -144,8 +160,9 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
         return err_set(err, errlen,
                        "shape %s (%s, %s) cannot be written as a llama2.c checkpoint (SwiGLU Llama shapes only)",
                        s->name, s->arch, s->ffn_activation);
-    char tmp[4200], path[4300];
-    if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
+    struct syn_output out;
+    char path[4300];
+    if (begin_output(s, out_dir, &out, err, errlen))
         return -1;
     uint64_t d = s->d_model, L = s->n_layers, ff = s->d_ff, V = s->vocab_size;
     uint64_t hs = d / s->n_heads, kv = s->n_kv_heads * hs;
@@ -171,7 +188,7 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
     uint64_t total = 0, done = 0;
     for (size_t i = 0; i < nparts; i++)
         total += parts[i].n;
-    snprintf(path, sizeof path, "%s/model.bin", tmp);
+    snprintf(path, sizeof path, "%s/model.bin", out.tmp);
     FILE *f = fopen(path, "wb");
     float *buf = malloc(CHUNK * sizeof *buf);
     int32_t hdr[7] = {(int32_t)d, (int32_t)ff, (int32_t)L, (int32_t)s->n_heads, (int32_t)s->n_kv_heads,
@@ -188,13 +205,13 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
         bad = 1;
     free(buf);
     if (!bad) {
-        snprintf(path, sizeof path, "%s/tokenizer.bin", tmp);
+        snprintf(path, sizeof path, "%s/tokenizer.bin", out.tmp);
         bad = write_tokenizer(path, s->vocab_size) != 0;
     }
     if (bad)
         err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno));
     static const char *const files[] = {"model.bin", "tokenizer.bin"};
-    return finish_output(!bad, tmp, out_dir, files, 2, err, errlen);
+    return finish_output(!bad, &out, out_dir, files, 2, err, errlen);
 }
 
 /* ---- Hugging Face folders ---- */
@@ -453,23 +470,24 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
         return err_set(err, errlen, "ReLU density %g: %s", relu_density, why);
     if (spectrum_check_shape(up, s->d_ff, s->d_model, why, sizeof why) != 0)
         return err_set(err, errlen, "up-projection spectrum: %s", why);
-    char tmp[4200], path[4300];
-    if (begin_output(s, out_dir, tmp, sizeof tmp, err, errlen))
+    struct syn_output out;
+    char path[4300];
+    if (begin_output(s, out_dir, &out, err, errlen))
         return -1;
     int cap = syn_hf_capacity(s);
     struct syn_tensor *ts = calloc((size_t)cap, sizeof *ts);
     int rc = ts ? 0 : err_set(err, errlen, "out of memory for %d tensors", cap);
-    snprintf(path, sizeof path, "%s/model.safetensors", tmp);
+    snprintf(path, sizeof path, "%s/model.safetensors", out.tmp);
     if (!rc)
         rc = write_safetensors(path, ts, syn_hf_tensors(s, relu_density, up->kind != SPECTRUM_FLAT, ts), t, seed, up,
                                err, errlen);
     free(ts);
-    snprintf(path, sizeof path, "%s/config.json", tmp);
+    snprintf(path, sizeof path, "%s/config.json", out.tmp);
     if (!rc)
         rc = write_config(path, s, t, up, err, errlen);
-    snprintf(path, sizeof path, "%s/tokenizer.json", tmp);
+    snprintf(path, sizeof path, "%s/tokenizer.json", out.tmp);
     if (!rc)
         rc = write_tokenizer_json(path, s->vocab_size, err, errlen);
     static const char *const files[] = {"model.safetensors", "config.json", "tokenizer.json"};
-    return finish_output(rc == 0, tmp, out_dir, files, 3, err, errlen);
+    return finish_output(rc == 0, &out, out_dir, files, 3, err, errlen);
 }

@@ -25,6 +25,9 @@ const char *const *fio_job_argv(const struct point_params *p, const char *mem)
     ARG("--ioengine=%s", p->engine->fio_name);
     ARG("--direct=%d", p->direct ? 1 : 0);
     ARG("--rw=randread");
+    /* fio lays out a file it finds too small: never the user's (sweep
+     * prepared it already), so fio may not write at all */
+    ARG("--readonly");
     ARG("--bs=%llu", (unsigned long long)p->chunk);
     ARG("--numjobs=%u", p->threads);
     ARG("--iodepth=%u", p->iodepth ? p->iodepth : 1);

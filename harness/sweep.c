@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
+#include "common/out_path.h"
 #include "common/interrupt.h"
 #include "common/limits.h"
 #include "common/progress.h"
@@ -109,20 +110,9 @@ static int check_out(const struct sweep_config *c, unsigned *settings, char *err
 {
     if (!c->out_dir || !*c->out_dir)
         return REFUSE(SWEEP_SET_OUT, "no result folder given");
-    char probe[4096];
-    snprintf(probe, sizeof probe, "%s", c->out_dir);
-    while (!path_exists(probe)) {
-        char parent[4096];
-        dir_of(probe, parent, sizeof parent);
-        if (strcmp(parent, probe) == 0)
-            break;
-        snprintf(probe, sizeof probe, "%s", parent);
-    }
-    struct stat pst;
-    if (stat(probe, &pst) != 0 || !S_ISDIR(pst.st_mode))
-        return REFUSE(SWEEP_SET_OUT, "cannot write results to %s: %s is not a directory", c->out_dir, probe);
-    if (access(probe, W_OK) != 0)
-        return REFUSE(SWEEP_SET_OUT, "cannot write results under %s: %s", probe, strerror(errno));
+    char why[4400];
+    if (out_dir_check(c->out_dir, why, sizeof why) != 0)
+        return REFUSE(SWEEP_SET_OUT, "%s", why);
     return 0;
 }
 

@@ -3,9 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/errbuf.h"
+#include "common/fsutil.h"
 
 int open_for_read(const char *path, bool direct)
 {
@@ -66,4 +72,18 @@ int evict_file_cache(const char *path)
 #endif
     close(fd);
     return rc;
+}
+
+int direct_io_check(const char *path, char *err, size_t errlen)
+{
+    struct disk_info di;
+    if (disk_info_for_path(path, &di) != 0)
+        return err_set(err, errlen, "%s: cannot tell its file system: %s", path, strerror(errno));
+    uint32_t off_align, mem_align;
+    if (di.memory_backed || dio_alignment(path, &off_align, &mem_align) != 0)
+        return err_set(err, errlen,
+                       "%s is on %s, which does not support direct I/O (O_DIRECT): reads there would not "
+                       "reach a disk",
+                       path, di.fs_type[0] ? di.fs_type : "a file system");
+    return 0;
 }

@@ -326,6 +326,10 @@ static int probe_file(const struct flash_reader_config *cfg, uint64_t *size, uin
     *size = (uint64_t)end;
     *align = 1;
     if (cfg->direct) {
+        /* a memory file system would take O_DIRECT and still serve reads
+         * from memory: refused, so no result claims a bypass it did not get */
+        if (direct_io_check(path, err, errlen) != 0)
+            return -1;
         uint32_t oa, ma;
         *align = 4096; /* when the file system does not say */
         if (dio_alignment(path, &oa, &ma) == 0)

@@ -93,6 +93,7 @@ static void test_job_matches_point(void)
     CHECK(has_arg(argv, "--iodepth=1"));
     CHECK(has_arg(argv, "--thread"));
     CHECK(has_arg(argv, "--norandommap"));
+    CHECK(has_arg(argv, "--readonly")); /* fio never writes the user's file */
     CHECK(has_arg(argv, "--randrepeat=0"));
     CHECK(has_arg(argv, "--time_based"));
     CHECK(has_arg(argv, "--runtime=2000ms"));

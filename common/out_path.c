@@ -1,0 +1,128 @@
+#include "common/out_path.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/errbuf.h"
+#include "common/fsutil.h"
+
+/* Longest path the writers accept, with room for ".tmp.<pid>" and a file
+ * name inside a folder (atomic_file and the model writer use 4096). */
+#define OUT_PATH_MAX 3900
+
+static int check_length(const char *path, char *err, size_t errlen)
+{
+    if (!*path)
+        return err_set(err, errlen, "empty output path");
+    if (strlen(path) > OUT_PATH_MAX)
+        return err_set(err, errlen, "%.64s...: output path longer than %d bytes", path, OUT_PATH_MAX);
+    const char *p = path;
+    while (*p) {
+        size_t n = strcspn(p, "/");
+        if (n > 200) /* NAME_MAX is 255; a temporary adds ".tmp.<pid>" */
+            return err_set(err, errlen, "%s: a name in the path is longer than 200 bytes", path);
+        p += n;
+        p += strspn(p, "/");
+    }
+    return 0;
+}
+
+/* A folder that exists: it must be one, and we must be able to create
+ * entries in it. what names the user's path when the folder is an
+ * ancestor of it. */
+static int check_existing_dir(const char *user, const char *dir, const struct stat *st, char *err,
+                              size_t errlen)
+{
+    bool self = strcmp(user, dir) == 0;
+    if (!S_ISDIR(st->st_mode))
+        return self ? err_set(err, errlen, "%s: exists and is not a folder", user)
+                    : err_set(err, errlen, "%s: cannot create: %s is not a folder", user, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return self ? err_set(err, errlen, "%s: cannot write in this folder: %s", user, strerror(errno))
+                    : err_set(err, errlen, "%s: cannot create in %s: %s", user, dir, strerror(errno));
+    return 0;
+}
+
+/* Walks up from path to its nearest existing ancestor and checks it.
+ * Stops at the first ancestor that exists; missing ones in between would
+ * be created (mkdir -p) only when make_missing, otherwise the parent must
+ * be that ancestor. */
+static int check_nearest_ancestor(const char *user, const char *path, bool make_missing, char *err,
+                                  size_t errlen)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    for (int depth = 0;; depth++) {
+        char parent[4096];
+        dir_of(dir, parent, sizeof parent);
+        struct stat st;
+        if (stat(parent, &st) == 0)
+            return check_existing_dir(user, parent, &st, err, errlen);
+        if (errno == ENOTDIR) {
+            /* some ancestor is a file: find which, for the message */
+            snprintf(dir, sizeof dir, "%s", parent);
+            continue;
+        }
+        if (errno != ENOENT)
+            return err_set(err, errlen, "%s: cannot create: %s: %s", user, parent, strerror(errno));
+        if (!make_missing)
+            return err_set(err, errlen, "%s: cannot create: folder %s does not exist", user, parent);
+        if (strcmp(parent, dir) == 0 || depth > 4096)
+            return err_set(err, errlen, "%s: cannot create: no existing folder above it", user);
+        snprintf(dir, sizeof dir, "%s", parent);
+    }
+}
+
+int out_dir_check(const char *dir, char *err, size_t errlen)
+{
+    if (check_length(dir, err, errlen) != 0)
+        return -1;
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        return check_existing_dir(dir, dir, &st, err, errlen);
+    if (errno != ENOENT && errno != ENOTDIR)
+        return err_set(err, errlen, "%s: cannot use: %s", dir, strerror(errno));
+    return check_nearest_ancestor(dir, dir, true, err, errlen);
+}
+
+int out_new_dir_check(const char *dir, char *err, size_t errlen)
+{
+    if (check_length(dir, err, errlen) != 0)
+        return -1;
+    struct stat st;
+    if (lstat(dir, &st) == 0)
+        return err_set(err, errlen, "%s: already exists; remove it or choose another --out", dir);
+    if (errno != ENOENT && errno != ENOTDIR)
+        return err_set(err, errlen, "%s: cannot use: %s", dir, strerror(errno));
+    return check_nearest_ancestor(dir, dir, false, err, errlen);
+}
+
+int out_file_check(const char *path, int make_parent, char *err, size_t errlen)
+{
+    if (check_length(path, err, errlen) != 0)
+        return -1;
+    size_t n = strlen(path);
+    if (path[n - 1] == '/')
+        return err_set(err, errlen, "%s: names a folder; give a file name", path);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return err_set(err, errlen, "%s: is a folder; give a file name", path);
+        if (!S_ISREG(st.st_mode))
+            return err_set(err, errlen, "%s: exists and is not a regular file; it would be replaced", path);
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        return err_set(err, errlen, "%s: cannot use: %s", path, strerror(errno));
+    }
+    return check_nearest_ancestor(path, path, make_parent != 0, err, errlen);
+}
+
+void out_path_trim(char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = '\0';
+}

@@ -1,0 +1,35 @@
+/* Checking, right after option parsing and before any long work, that a
+ * command's output can be made where the user asked, so that a bad --out
+ * is refused at once with its reason instead of after minutes of work (or
+ * with no message at all).
+ *
+ * Each check writes nothing. It looks at the path and its nearest existing
+ * ancestor: that must be a folder, searchable and writable (access(2):
+ * also true for root on a read-only file system, which reports EROFS).
+ * Messages name the user's path and the ancestor in the way.
+ *
+ * Returns 0, or -1 with the reason in err ("PATH: ..."). Thread-safe. */
+#ifndef FLASHBED_COMMON_OUT_PATH_H
+#define FLASHBED_COMMON_OUT_PATH_H
+
+#include <stddef.h>
+
+/* A result folder the command creates (with its parents) if missing, or
+ * fills if it exists: an existing folder must be writable. */
+int out_dir_check(const char *dir, char *err, size_t errlen);
+
+/* A new folder that must not exist yet (convert, model make), written as
+ * "<dir>.tmp.<pid>" beside it and renamed: its parent must exist. */
+int out_new_dir_check(const char *dir, char *err, size_t errlen);
+
+/* A result file written as "<path>.tmp.<pid>" and renamed over path. An
+ * existing path must be a regular file (a folder, device or pipe is
+ * refused: the rename would replace it). With make_parent the command
+ * creates missing parent folders; otherwise the parent must exist. */
+int out_file_check(const char *path, int make_parent, char *err, size_t errlen);
+
+/* Drops trailing slashes in place ("models/m/" -> "models/m"; "/" stays):
+ * a folder written as "<dir>.tmp.<pid>" and renamed needs its plain name. */
+void out_path_trim(char *path);
+
+#endif
