@@ -1,5 +1,6 @@
 #include "common/model_shape.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,21 @@ static int get_optional(const cJSON *o, struct model_shape *s, const char *path,
     return 0;
 }
 
+static int check_dim(const char *path, const char *key, uint32_t v, uint32_t min, uint32_t max, char *err,
+                     size_t errlen)
+{
+    if (v >= min && v <= max)
+        return 0;
+    return err_set(err, errlen, "%s: \"%s\" must be from %u to %u, not %u", path, key, min, max, v);
+}
+
+static int check_real(const char *path, const char *key, double v, char *err, size_t errlen)
+{
+    if (isfinite(v) && v >= 0)
+        return 0;
+    return err_set(err, errlen, "%s: \"%s\" must be a finite non-negative number, not %g", path, key, v);
+}
+
 /* Heads split d_model evenly, KV heads share query heads evenly, and RoPE
  * rotates pairs of a head's dims: an odd head_dim would leave one dim
  * without its partner (the rotation reads one past the head). */
@@ -108,6 +124,24 @@ static int check_heads(const struct model_shape *s, const char *path, char *err,
         return err_set(err, errlen, "%s: \"rope_fraction\" must be above 0 and at most 1 with RoPE, not %g",
                        path, s->rope_fraction);
     return 0;
+}
+
+int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (check_dim(path, "d_model", s->d_model, 1, MODEL_MAX_D_MODEL, err, errlen) ||
+        check_dim(path, "d_ff", s->d_ff, 1, MODEL_MAX_D_FF, err, errlen) ||
+        check_dim(path, "n_layers", s->n_layers, 1, MODEL_MAX_LAYERS, err, errlen) ||
+        check_dim(path, "n_heads", s->n_heads, 1, s->d_model, err, errlen) ||
+        check_dim(path, "n_kv_heads", s->n_kv_heads, 1, s->n_heads, err, errlen) ||
+        check_dim(path, "vocab_size", s->vocab_size, 1, MODEL_MAX_VOCAB, err, errlen) ||
+        check_dim(path, "max_positions", s->max_positions, 1, MODEL_MAX_POSITIONS, err, errlen) ||
+        check_dim(path, "position_offset", s->position_offset, 0, MODEL_MAX_POSITIONS, err, errlen) ||
+        check_real(path, "norm_eps", s->norm_eps, err, errlen) ||
+        check_real(path, "rope_fraction", s->rope_fraction, err, errlen) ||
+        check_real(path, "rope_theta", s->rope_theta, err, errlen) ||
+        check_real(path, "fatrelu_threshold", s->fatrelu_threshold, err, errlen))
+        return -1;
+    return check_heads(s, path, err, errlen);
 }
 
 int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen)
@@ -158,9 +192,7 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
         snprintf(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
         goto out;
     }
-    if (check_heads(s, path, err, errlen))
-        goto out;
-    if (get_optional(o, s, path, err, errlen))
+    if (get_optional(o, s, path, err, errlen) || model_shape_check(s, path, err, errlen))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
     if (cJSON_IsString(ps))

@@ -61,6 +61,13 @@ struct param_counts {
  * count is meant, or not finite. */
 int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen);
 
+/* What any shape must be, wherever it came from (a shape file, model.json,
+ * an HF config.json): dimensions within MODEL_MAX_*, heads dividing
+ * d_model and KV heads the heads, an even head_dim and a rope_fraction in
+ * (0, 1] with RoPE, finite non-negative reals. 0, or -1 with the key named
+ * (flashbed's name for it) and path as the file. */
+int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen);
+
 void model_shape_params(const struct model_shape *s, struct param_counts *c);
 
 /* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
