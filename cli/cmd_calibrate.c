@@ -12,6 +12,7 @@
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/json_file.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
@@ -63,16 +64,25 @@ static int points_from_sweep(const char *path, struct hw_profile *hw)
     size_t n = 0;
     cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
     {
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"),
-                    *t = cJSON_GetObjectItemCaseSensitive(pt, "threads"),
-                    *b = cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes");
-        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b) || b->valuedouble <= 0) {
-            fb_error("%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+        char what[3][64], err[512];
+        uint64_t chunk, threads;
+        double bw;
+        snprintf(what[0], sizeof what[0], "points[%zu].chunk_bytes", n);
+        snprintf(what[1], sizeof what[1], "points[%zu].threads", n);
+        snprintf(what[2], sizeof what[2], "points[%zu].bw_bytes", n);
+        /* a sweep's chunks are whole byte counts, its threads as the options allow */
+        if (json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"), what[0], 1, (uint64_t)1 << 40,
+                            &chunk, path, err, sizeof err) ||
+            json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "threads"), what[1], 1, FB_MAX_THREADS, &threads,
+                            path, err, sizeof err) ||
+            json_number_finite(cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes"), what[2], 1, 1e18, &bw, path, err,
+                               sizeof err)) {
+            fb_error("calibrate --sweep: %s", err);
             cJSON_Delete(s);
             return -1;
         }
         if (n < HW_MAX_POINTS)
-            hw->points[n++] = (struct flash_point){c->valuedouble, t->valuedouble, b->valuedouble};
+            hw->points[n++] = (struct flash_point){(double)chunk, (double)threads, bw};
     }
     const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
     snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
