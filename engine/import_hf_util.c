@@ -88,6 +88,8 @@ int cfg_refuse_rope_scaling(const struct config *c)
 static bool in_list(const char *list, const char *name)
 {
     size_t n = strlen(name);
+    if (n == 0) /* strstr finds "" everywhere: the loop would not advance */
+        return false;
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
         if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
             return true;
