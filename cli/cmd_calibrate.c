@@ -64,6 +64,12 @@ static int points_from_sweep(const char *path, struct hw_profile *hw)
     size_t n = 0;
     cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
     {
+        if (!cJSON_HasObjectItem(pt, "chunk_bytes") || !cJSON_HasObjectItem(pt, "threads") ||
+            !cJSON_HasObjectItem(pt, "bw_bytes")) {
+            fb_error("%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+            cJSON_Delete(s);
+            return -1;
+        }
         char what[3][64], err[512];
         uint64_t chunk, threads;
         double bw;

@@ -47,11 +47,12 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
     cJSON_ArrayForEach(e, vocab)
     {
         uint64_t id;
-        char what[160];
-        snprintf(what, sizeof what, "vocab entry '%.100s'", e->string);
         /* the merges below read these ids again: checked once, here */
-        if (json_number_u64(e, what, 0, s->vocab_size - 1, &id, path, err, errlen))
+        if (json_number_u64(e, "vocab entry", 0, s->vocab_size - 1, &id, path, err, errlen)) {
+            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%u or not a whole number", path,
+                    e->string, s->vocab_size - 1);
             goto out;
+        }
         /* "▁" (U+2581, e2 96 81) is SentencePiece's space */
         size_t n = strlen(e->string);
         char *p = malloc(n + 1), *q = p;

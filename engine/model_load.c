@@ -115,9 +115,9 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     if (json_number_u64(bytes, what, len, len, &nbytes, tb->json_path, tb->err, tb->errlen))
         return NULL;
     if (offset % 4 != 0 || !range_within(offset, len, tb->m->dram_bytes)) {
-        err_set(tb->err, tb->errlen, "%s: tensor '%s' at offset %llu (%llu bytes) is %s %s (%zu bytes)",
-                tb->json_path, name, (unsigned long long)offset, (unsigned long long)len,
-                offset % 4 ? "misaligned in" : "outside", MODEL_DRAM_FILE, tb->m->dram_bytes);
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset: %llu bytes at %llu %s %s (%zu bytes)",
+                tb->json_path, name, (unsigned long long)len, (unsigned long long)offset,
+                offset % 4 ? "are misaligned in" : "pass the end of", MODEL_DRAM_FILE, tb->m->dram_bytes);
         return NULL;
     }
     return (const char *)tb->m->dram + offset;

@@ -63,18 +63,24 @@ static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_
         err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
         return -1;
     }
-    uint64_t data_len = f->size - f->data_start;
     snprintf(what, sizeof what, "tensor '%s' data_offsets[0]", e->string);
-    if (json_number_u64(cJSON_GetArrayItem(off, 0), what, 0, data_len, &begin, f->path, err, errlen))
+    if (json_number_u64(cJSON_GetArrayItem(off, 0), what, 0, UINT64_MAX, &begin, f->path, err, errlen))
         return -1;
     snprintf(what, sizeof what, "tensor '%s' data_offsets[1]", e->string);
-    if (json_number_u64(cJSON_GetArrayItem(off, 1), what, begin, data_len, &end, f->path, err, errlen))
+    if (json_number_u64(cJSON_GetArrayItem(off, 1), what, begin, UINT64_MAX, &end, f->path, err, errlen))
         return -1;
     if (checked_mul_u64(n, dtype_size(t), &len))
         return err_set(err, errlen, "%s: tensor '%s' has a shape whose byte count overflows", f->path, e->string);
     if (end - begin != len) {
         err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path,
                 e->string, (unsigned long long)(end - begin), (unsigned long long)len);
+        return -1;
+    }
+    /* data_start + end could wrap: compared inside the data, and printed
+     * as the sum's two terms */
+    if (!range_within(begin, len, f->size - f->data_start)) {
+        err_set(err, errlen, "%s: tensor '%s' ends at byte %zu + %llu, past the end of the file (%zu bytes)",
+                f->path, e->string, f->data_start, (unsigned long long)end, f->size);
         return -1;
     }
     return 0;

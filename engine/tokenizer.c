@@ -453,11 +453,12 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     cJSON_ArrayForEach(e, vocab)
     {
         uint64_t id64;
-        char what[160];
-        snprintf(what, sizeof what, "vocab entry '%.100s'", e->string);
         /* the merges below read these ids again: checked once, here */
-        if (json_number_u64(e, what, 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen))
+        if (json_number_u64(e, "vocab entry", 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen)) {
+            snprintf(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number", path,
+                     e->string, vocab_size - 1);
             goto fail;
+        }
         int id = (int)id64;
         size_t n;
         if (strlen(e->string) >= sizeof piece / 2 || key_to_bytes(e->string, byte_of, piece, &n)) {
