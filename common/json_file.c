@@ -52,8 +52,15 @@ static void describe_value(const cJSON *v, char *buf, size_t len)
 {
     if (!v)
         snprintf(buf, len, "missing");
-    else if (cJSON_IsNumber(v))
-        snprintf(buf, len, "%.17g", v->valuedouble);
+    else if (cJSON_IsNumber(v)) {
+        /* the shortest form that reads back as the same double: 1e+300,
+         * not 1.0000000000000001e+300 */
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, len, "%.*g", digits, v->valuedouble);
+            if (strtod(buf, NULL) == v->valuedouble)
+                break;
+        }
+    }
     else if (cJSON_IsString(v))
         snprintf(buf, len, "the string \"%.40s\"", v->valuestring);
     else

@@ -85,7 +85,7 @@ static int special_id(const struct config *c, const char *key, int def, uint32_t
         *out = def;
         return 0;
     }
-    if (json_number_u64(v, key, 0, vocab - 1, &id, c->path, c->err, c->errlen))
+    if (json_get_u64(c->json, key, 0, vocab - 1, &id, c->path, c->err, c->errlen))
         return -1;
     *out = (int)id;
     return 0;
