@@ -198,7 +198,7 @@ int cmd_calibrate(int argc, char **argv)
              per_row_ns);
 
     /* Compute: the engine's matrix-vector kernel, f32 and f16 weights. */
-    unsigned threads = o.threads ? (unsigned)o.threads : (unsigned)mi.logical_cpus;
+    unsigned threads = (unsigned)machine_compute_threads(o.threads);
     const char *dtypes[] = {"f32", "f16"};
     for (int h = 0; h < 2; h++) {
         struct compute_rate *cr = &hw->compute[hw->n_compute++];

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/interrupt.h"
 #include "common/log.h"
+#include "common/machine.h"
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
@@ -191,7 +192,7 @@ int cmd_perplexity(int argc, char **argv)
         fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
                  engine_context(&m, (int)o.context));
     else if (select_engine_init("perplexity", o.active, opts_given(&perplexity_command, &o, "threshold"), o.threshold,
-                                &e, &m, &backend_cpu, o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN),
+                                &e, &m, &backend_cpu, machine_compute_threads(o.threads),
                                 (int)o.context, &sel, &have_sel) == 0) {
         interrupt_install();
         struct score sc;

@@ -19,6 +19,7 @@
 #include "common/interrupt.h"
 #include "common/json_file.h"
 #include "common/log.h"
+#include "common/machine.h"
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
@@ -73,7 +74,7 @@ static int load_text(const char *cmd, const struct model *m, const char *path, u
 
 static int threads_of(uint64_t threads)
 {
-    return threads ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return machine_compute_threads(threads);
 }
 
 static void on_progress_rows(void *ctx, size_t done, size_t total)

@@ -6,6 +6,7 @@
 
 #include "cli/text_out.h"
 #include "common/log.h"
+#include "common/machine.h"
 #include "common/model_shape.h"
 
 #define D(f) offsetof(struct decode_opts, f)
@@ -57,7 +58,7 @@ const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char 
 
 int decode_opts_threads(const struct decode_opts *d)
 {
-    return d->threads ? (int)d->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return machine_compute_threads(d->threads);
 }
 
 struct decode_config decode_opts_config(const struct decode_opts *d, const int *prompt, int n_prompt, int n)

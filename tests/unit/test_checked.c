@@ -2,7 +2,8 @@
  * products, json_file.h's range-checked number readers at their exact
  * edges (2^64 - 1, -1, 1e300, NaN, 0.5 where a count is meant), and
  * model_shape_check on the shapes that used to load (odd head_dim with
- * RoPE, n_heads that do not divide d_model, dimensions past the bounds). */
+ * RoPE, n_heads that do not divide d_model, dimensions past the bounds),
+ * and the one thread limit. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include "check.h"
 #include "common/checked.h"
 #include "common/json_file.h"
+#include "common/limits.h"
+#include "common/machine.h"
 #include "common/model_shape.h"
 
 static void test_add_mul(void)
@@ -172,6 +175,17 @@ static void test_shape_check(void)
     CHECK(c.ffn >= ffn && c.total > c.ffn && c.total < (uint64_t)1 << 62);
 }
 
+/* "0: all CPUs" and every count given share one limit. */
+static void test_thread_limit(void)
+{
+    CHECK(machine_compute_threads(5) == 5);
+    CHECK(machine_compute_threads(FB_MAX_THREADS) == FB_MAX_THREADS);
+    CHECK(machine_compute_threads(FB_MAX_THREADS + 1) == FB_MAX_THREADS);
+    CHECK(machine_compute_threads(UINT64_MAX) == FB_MAX_THREADS);
+    int all = machine_compute_threads(0);
+    CHECK(all >= 1 && all <= FB_MAX_THREADS);
+}
+
 int main(void)
 {
     test_add_mul();
@@ -179,5 +193,6 @@ int main(void)
     test_json_u64();
     test_json_finite();
     test_shape_check();
+    test_thread_limit();
     return check_report("test_checked");
 }
