@@ -13,8 +13,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "common/errbuf.h"
 #include "common/checked.h"
+#include "common/errbuf.h"
 #include "common/json_file.h"
 #include "engine/model_format.h"
 
