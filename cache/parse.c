@@ -1,5 +1,6 @@
 /* One parser for policy and layout strings ("window:5", "coalesce:2"): the
  * replay, the engine and the cost model all name them through it. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,9 @@ static int parse_named(const char *spec, const char *what, const char *const *na
         }
         if (takes_arg[i]) {
             char *end;
-            if (!colon || !colon[1] || colon[1] == '-' || (*arg = strtoull(colon + 1, &end, 10), *end)) {
+            errno = 0; /* a number past 2^64 - 1 would read as 2^64 - 1 */
+            if (!colon || !colon[1] || colon[1] == '-' || (*arg = strtoull(colon + 1, &end, 10), *end) ||
+                errno == ERANGE) {
                 snprintf(err, errlen, "%s '%s' needs a whole number after ':' (e.g. %s:4)", what, spec,
                          names[i]);
                 return -1;

@@ -13,6 +13,7 @@
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/json_file.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
@@ -64,16 +65,31 @@ static int points_from_sweep(const char *path, struct hw_profile *hw, bool *bypa
     size_t n = 0;
     cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
     {
-        const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"),
-                    *t = cJSON_GetObjectItemCaseSensitive(pt, "threads"),
-                    *b = cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes");
-        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b) || b->valuedouble <= 0) {
+        if (!cJSON_HasObjectItem(pt, "chunk_bytes") || !cJSON_HasObjectItem(pt, "threads") ||
+            !cJSON_HasObjectItem(pt, "bw_bytes")) {
             fb_error("%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
             cJSON_Delete(s);
             return -1;
         }
+        char what[3][64], err[512];
+        uint64_t chunk, threads;
+        double bw;
+        snprintf(what[0], sizeof what[0], "points[%zu].chunk_bytes", n);
+        snprintf(what[1], sizeof what[1], "points[%zu].threads", n);
+        snprintf(what[2], sizeof what[2], "points[%zu].bw_bytes", n);
+        /* a sweep's chunks are whole byte counts, its threads as the options allow */
+        if (json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"), what[0], 1, (uint64_t)1 << 40,
+                            &chunk, path, err, sizeof err) ||
+            json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "threads"), what[1], 1, FB_MAX_THREADS, &threads,
+                            path, err, sizeof err) ||
+            json_number_finite(cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes"), what[2], 1, 1e18, &bw, path, err,
+                               sizeof err)) {
+            fb_error("calibrate --sweep: %s", err);
+            cJSON_Delete(s);
+            return -1;
+        }
         if (n < HW_MAX_POINTS)
-            hw->points[n++] = (struct flash_point){c->valuedouble, t->valuedouble, b->valuedouble};
+            hw->points[n++] = (struct flash_point){(double)chunk, (double)threads, bw};
     }
     const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
     *bypassed = cJSON_IsTrue(direct); /* the profile claims no more than its sweep did */
@@ -188,7 +204,7 @@ int cmd_calibrate(int argc, char **argv)
              per_row_ns);
 
     /* Compute: the engine's matrix-vector kernel, f32 and f16 weights. */
-    unsigned threads = o.threads ? (unsigned)o.threads : (unsigned)mi.logical_cpus;
+    unsigned threads = (unsigned)machine_compute_threads(o.threads);
     const char *dtypes[] = {"f32", "f16"};
     for (int h = 0; h < 2; h++) {
         struct compute_rate *cr = &hw->compute[hw->n_compute++];

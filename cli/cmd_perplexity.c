@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/interrupt.h"
 #include "common/log.h"
+#include "common/machine.h"
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
@@ -39,7 +40,8 @@ static const struct opt_def perplexity_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder"},
     {"text", OPT_STRING, O(text), NULL, "FILE", "text to score (UTF-8)"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "score the first N tokens of the text (0: all)"},
-    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
+    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
+     .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
     {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
@@ -69,8 +71,9 @@ struct score {
     int window;
 };
 
-/* Scores toks[0..n) in windows of the engine's context, each led by BOS. */
-static void score(struct engine *e, const int *toks, size_t n, struct score *out)
+/* Scores toks[0..n) in windows of the engine's context, each led by BOS.
+ * -1, naming the token, when its logits are not finite (NaN weights). */
+static int score(struct engine *e, const int *toks, size_t n, struct score *out)
 {
     const struct model *m = e->m;
     int window = e->max_seq - 1; /* text tokens per window after BOS */
@@ -90,7 +93,14 @@ static void score(struct engine *e, const int *toks, size_t n, struct score *out
             double sum = 0;
             for (uint32_t v = 0; v < m->shape.vocab_size; v++)
                 sum += exp((double)lg[v] - max);
-            nll += log(sum) + max - lg[toks[i]];
+            double term = log(sum) + max - lg[toks[i]];
+            if (!isfinite(term)) {
+                progress_end(&pr);
+                fb_error("perplexity: the logits for text token %zu are not finite (NaN or infinity): the model's "
+                         "weights hold such values or its activations overflow", i);
+                return -1;
+            }
+            nll += term;
             scored++;
             prev = toks[i];
         }
@@ -98,6 +108,7 @@ static void score(struct engine *e, const int *toks, size_t n, struct score *out
     }
     progress_end(&pr);
     *out = (struct score){nll, (double)(now_ns() - t0) * 1e-9, scored, window};
+    return 0;
 }
 
 /* The result on stdout (and the FFN density with --active), and --json. */
@@ -181,13 +192,16 @@ int cmd_perplexity(int argc, char **argv)
     rc = 1;
     if (n == 0)
         fb_error("%s: no tokens to score", o.text);
+    else if (engine_context(&m, (int)o.context) < 2) /* BOS and nothing to score: windows would not advance */
+        fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
+                 engine_context(&m, (int)o.context));
     else if (select_engine_init("perplexity", o.active, opts_given(&perplexity_command, &o, "threshold"), o.threshold,
-                                &e, &m, &backend_cpu, o.threads ? (int)o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN),
+                                &e, &m, &backend_cpu, machine_compute_threads(o.threads),
                                 (int)o.context, &sel, &have_sel) == 0) {
         interrupt_install();
         struct score sc;
-        score(&e, toks, n, &sc);
-        rc = report(&o, &m, &e, &sc, have_sel ? &sel : NULL);
+        if (score(&e, toks, n, &sc) == 0)
+            rc = report(&o, &m, &e, &sc, have_sel ? &sel : NULL);
         engine_free(&e);
     }
     if (have_sel)

@@ -225,8 +225,8 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
     double measured[3], predicted[3] = {p->io_ms, p->mem_ms, p->compute_ms};
     for (int i = 0; i < 3; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, keys[i]);
-        if (!cJSON_IsNumber(v)) {
-            fb_error("%s: %s has no number \"summary.%s\" (expected flashbed run's run.json)", path,
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0) {
+            fb_error("%s: %s has no finite non-negative \"summary.%s\" (expected flashbed run's run.json)", path,
                      run ? "the run" : "not JSON:", keys[i]);
             cJSON_Delete(run);
             return -1;

@@ -19,6 +19,7 @@
 #include "common/interrupt.h"
 #include "common/json_file.h"
 #include "common/log.h"
+#include "common/machine.h"
 #include "common/options.h"
 #include "common/progress.h"
 #include "common/provenance.h"
@@ -73,7 +74,7 @@ static int load_text(const char *cmd, const struct model *m, const char *path, u
 
 static int threads_of(uint64_t threads)
 {
-    return threads ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return machine_compute_threads(threads);
 }
 
 static void on_progress_rows(void *ctx, size_t done, size_t total)
@@ -117,7 +118,8 @@ static const struct opt_def train_options[] = {
      "SiLU and GELU FFNs (required there): a neuron is active when |act(gate)*up| (|act(up)| without a gate) > T", .max = OPT_NO_MAX},
     {"holdout", OPT_DOUBLE, O(holdout), "0.1", "F", "share of the rows, the last ones, held out for validation",
      .min = 0.01, .max = 0.5},
-    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
+    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
+     .max = MODEL_MAX_POSITIONS},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "predictor weights as stored", .allowed = "f32|f16"},
     {"force", OPT_FLAG, O(force), NULL, NULL, "replace a predictor the model folder already has"},
     OPT_END,
@@ -428,7 +430,8 @@ static const struct opt_def eval_options[] = {
      .max = 1},
     {"gen-tokens", OPT_UINT, O(gen_tokens), "32", "N", "greedy tokens per fixed prompt (0: no greedy comparison)",
      .max = 4096},
-    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)"},
+    {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
+     .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     OPT_END,
 };

@@ -18,6 +18,7 @@
 #include "common/cleanup.h"
 #include "common/interrupt.h"
 #include "common/log.h"
+#include "common/model_shape.h"
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/progress.h"
@@ -48,7 +49,8 @@ static const struct opt_def run_options[] = {
     {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G [default: bundled]"},
     {"window", OPT_UINT, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds",
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
-    {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons"},
+    {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
+     .max = MODEL_MAX_D_FF},
     {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides), or trace:FILE"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
@@ -65,7 +67,8 @@ static const struct opt_def run_options[] = {
     OPT_END,
 };
 static const struct opt_def run_output_options[] = {
-    {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state"},
+    {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state",
+     .max = MODEL_MAX_POSITIONS},
     {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets)"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},

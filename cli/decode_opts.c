@@ -6,13 +6,17 @@
 
 #include "cli/text_out.h"
 #include "common/log.h"
+#include "common/machine.h"
+#include "common/model_shape.h"
 
 #define D(f) offsetof(struct decode_opts, f)
 const struct opt_def decode_prompt_options[] = {
     {"prompt", OPT_STRING, D(prompt), NULL, "TEXT", "prompt text"},
     {"prompt-file", OPT_STRING, D(prompt_file), NULL, "FILE", "read the prompt from a file"},
-    {"prompt-tokens", OPT_UINT, D(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)"},
-    {"n", OPT_UINT, D(n), "64", "N", "tokens to generate", .min = 1, .max = OPT_NO_MAX, .short_name = 'n'},
+    /* no model holds more positions: larger counts would not fit an int */
+    {"prompt-tokens", OPT_UINT, D(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)",
+     .max = MODEL_MAX_POSITIONS},
+    {"n", OPT_UINT, D(n), "64", "N", "tokens to generate", .min = 1, .max = MODEL_MAX_POSITIONS, .short_name = 'n'},
     OPT_END,
 };
 
@@ -54,7 +58,7 @@ const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char 
 
 int decode_opts_threads(const struct decode_opts *d)
 {
-    return d->threads ? (int)d->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return machine_compute_threads(d->threads);
 }
 
 struct decode_config decode_opts_config(const struct decode_opts *d, const int *prompt, int n_prompt, int n)

@@ -1,8 +1,11 @@
 #include "common/json_file.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "common/errbuf.h"
 
 char *read_text_file(const char *path, size_t *len)
 {
@@ -42,4 +45,78 @@ cJSON *read_json_file(const char *path)
     cJSON *o = cJSON_Parse(text);
     free(text);
     return o;
+}
+
+/* How a bad value reads in a message: the number, or what stood there. */
+static void describe_value(const cJSON *v, char *buf, size_t len)
+{
+    if (!v)
+        snprintf(buf, len, "missing");
+    else if (cJSON_IsNumber(v)) {
+        /* the shortest form that reads back as the same double: 1e+300,
+         * not 1.0000000000000001e+300 */
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, len, "%.*g", digits, v->valuedouble);
+            if (strtod(buf, NULL) == v->valuedouble)
+                break;
+        }
+    }
+    else if (cJSON_IsString(v))
+        snprintf(buf, len, "the string \"%.40s\"", v->valuestring);
+    else
+        snprintf(buf, len, "not a number");
+}
+
+/* 2^64 as a double: every double below it converts to uint64_t. */
+#define TWO_TO_64 18446744073709551616.0
+
+int json_number_u64(const cJSON *v, const char *what, uint64_t min, uint64_t max, uint64_t *out,
+                    const char *path, char *err, size_t errlen)
+{
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    /* the range test on the double comes first: converting one that does
+     * not fit is undefined behaviour */
+    if (isfinite(x) && x >= 0 && x < TWO_TO_64 && x == floor(x)) {
+        uint64_t u = (uint64_t)x;
+        if (u >= min && u <= max) {
+            *out = u;
+            return 0;
+        }
+    }
+    char got[96];
+    describe_value(v, got, sizeof got);
+    return err_set(err, errlen, "%s: %s must be a whole number from %llu to %llu, not %s", path, what,
+                   (unsigned long long)min, (unsigned long long)max, got);
+}
+
+int json_number_finite(const cJSON *v, const char *what, double min, double max, double *out,
+                       const char *path, char *err, size_t errlen)
+{
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (isfinite(x) && x >= min && x <= max) {
+        *out = x;
+        return 0;
+    }
+    char got[96];
+    describe_value(v, got, sizeof got);
+    return err_set(err, errlen, "%s: %s must be a finite number from %g to %g, not %s", path, what, min,
+                   max, got);
+}
+
+int json_get_u64(const cJSON *obj, const char *key, uint64_t min, uint64_t max, uint64_t *out,
+                 const char *path, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    char what[128];
+    snprintf(what, sizeof what, "\"%s\"", key);
+    return json_number_u64(v, what, min, max, out, path, err, errlen);
+}
+
+int json_get_finite(const cJSON *obj, const char *key, double min, double max, double *out,
+                    const char *path, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    char what[128];
+    snprintf(what, sizeof what, "\"%s\"", key);
+    return json_number_finite(v, what, min, max, out, path, err, errlen);
 }

@@ -10,4 +10,8 @@
 /* Reads in flight per thread (io_uring). */
 #define FB_MAX_IODEPTH 4096
 
+/* A measured or discarded time (sweep --runtime, --ramp): a week. Bounded
+ * so that it converts to whole nanoseconds (uint64_t) without overflow. */
+#define FB_MAX_SECONDS (7 * 24 * 3600)
+
 #endif

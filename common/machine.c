@@ -1,5 +1,7 @@
 #include "common/machine.h"
 
+#include "common/limits.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -60,4 +62,10 @@ void machine_info_get(struct machine_info *m)
     if (pages > 0 && page > 0)
         m->mem_bytes = (uint64_t)pages * (uint64_t)page;
 #endif
+}
+
+int machine_compute_threads(uint64_t asked)
+{
+    long n = asked ? (long)(asked < FB_MAX_THREADS ? asked : FB_MAX_THREADS) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > FB_MAX_THREADS ? FB_MAX_THREADS : (int)n;
 }

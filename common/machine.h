@@ -14,4 +14,9 @@ struct machine_info {
 
 void machine_info_get(struct machine_info *m);
 
+/* Compute threads for an option whose 0 means "all CPUs": asked when not 0,
+ * else the online CPUs, at most FB_MAX_THREADS (the limit every thread
+ * count shares), at least 1. */
+int machine_compute_threads(uint64_t asked);
+
 #endif

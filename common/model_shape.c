@@ -1,11 +1,13 @@
 #include "common/model_shape.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "common/errbuf.h"
 #include "common/json_file.h"
 
 #ifndef FLASHBED_SOURCE_DIR
@@ -33,17 +35,13 @@ void config_file_path(const char *kind, const char *name, char *buf, size_t len)
         snprintf(buf, len, "%s/%s/%s.json", configs_dir(), kind, name);
 }
 
-static int get_u32(const cJSON *o, const char *key, uint32_t *out, int positive, const char *path,
-                   char *err, size_t errlen)
+static int get_u32(const cJSON *o, const char *key, uint32_t *out, uint32_t min, uint32_t max,
+                   const char *path, char *err, size_t errlen)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < (positive ? 1 : 0) || v->valuedouble > 4e9 ||
-        v->valuedouble != (double)(uint32_t)v->valuedouble) {
-        snprintf(err, errlen, "%s: \"%s\" must be a %s whole number", path, key,
-                 positive ? "positive" : "non-negative");
+    uint64_t v;
+    if (json_get_u64(o, key, min, max, &v, path, err, errlen))
         return -1;
-    }
-    *out = (uint32_t)v->valuedouble;
+    *out = (uint32_t)v;
     return 0;
 }
 
@@ -71,16 +69,11 @@ static int get_bool(const cJSON *o, const char *key, bool *out, const char *path
     return 0;
 }
 
+/* A non-negative finite number (eps, rope theta and fraction, threshold). */
 static int get_num(const cJSON *o, const char *key, double *out, const char *path, char *err,
                    size_t errlen)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0) {
-        snprintf(err, errlen, "%s: \"%s\" must be a non-negative number", path, key);
-        return -1;
-    }
-    *out = v->valuedouble;
-    return 0;
+    return json_get_finite(o, key, 0, 1e300, out, path, err, errlen);
 }
 
 /* The keys later architectures added, absent from older files. */
@@ -94,6 +87,61 @@ static int get_optional(const cJSON *o, struct model_shape *s, const char *path,
     if (cJSON_HasObjectItem(o, "output_bias") && get_bool(o, "output_bias", &s->output_bias, path, err, errlen))
         return -1;
     return 0;
+}
+
+static int check_dim(const char *path, const char *key, uint32_t v, uint32_t min, uint32_t max, char *err,
+                     size_t errlen)
+{
+    if (v >= min && v <= max)
+        return 0;
+    return err_set(err, errlen, "%s: \"%s\" must be from %u to %u, not %u", path, key, min, max, v);
+}
+
+static int check_real(const char *path, const char *key, double v, char *err, size_t errlen)
+{
+    if (isfinite(v) && v >= 0)
+        return 0;
+    return err_set(err, errlen, "%s: \"%s\" must be a finite non-negative number, not %g", path, key, v);
+}
+
+/* Heads split d_model evenly, KV heads share query heads evenly, and RoPE
+ * rotates pairs of a head's dims: an odd head_dim would leave one dim
+ * without its partner (the rotation reads one past the head). */
+static int check_heads(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (s->d_model % s->n_heads)
+        return err_set(err, errlen, "%s: \"n_heads\" %u does not divide \"d_model\" %u", path, s->n_heads,
+                       s->d_model);
+    if (s->n_heads % s->n_kv_heads)
+        return err_set(err, errlen, "%s: \"n_kv_heads\" %u does not divide \"n_heads\" %u", path,
+                       s->n_kv_heads, s->n_heads);
+    uint32_t head_dim = s->d_model / s->n_heads;
+    if (strcmp(s->position, "rope") == 0 && head_dim % 2)
+        return err_set(err, errlen,
+                       "%s: \"d_model\" %u / \"n_heads\" %u gives head_dim %u: RoPE needs an even head_dim",
+                       path, s->d_model, s->n_heads, head_dim);
+    if (strcmp(s->position, "rope") == 0 && !(s->rope_fraction > 0 && s->rope_fraction <= 1))
+        return err_set(err, errlen, "%s: \"rope_fraction\" must be above 0 and at most 1 with RoPE, not %g",
+                       path, s->rope_fraction);
+    return 0;
+}
+
+int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (check_dim(path, "d_model", s->d_model, 1, MODEL_MAX_D_MODEL, err, errlen) ||
+        check_dim(path, "d_ff", s->d_ff, 1, MODEL_MAX_D_FF, err, errlen) ||
+        check_dim(path, "n_layers", s->n_layers, 1, MODEL_MAX_LAYERS, err, errlen) ||
+        check_dim(path, "n_heads", s->n_heads, 1, s->d_model, err, errlen) ||
+        check_dim(path, "n_kv_heads", s->n_kv_heads, 1, s->n_heads, err, errlen) ||
+        check_dim(path, "vocab_size", s->vocab_size, 1, MODEL_MAX_VOCAB, err, errlen) ||
+        check_dim(path, "max_positions", s->max_positions, 1, MODEL_MAX_POSITIONS, err, errlen) ||
+        check_dim(path, "position_offset", s->position_offset, 0, MODEL_MAX_POSITIONS, err, errlen) ||
+        check_real(path, "norm_eps", s->norm_eps, err, errlen) ||
+        check_real(path, "rope_fraction", s->rope_fraction, err, errlen) ||
+        check_real(path, "rope_theta", s->rope_theta, err, errlen) ||
+        check_real(path, "fatrelu_threshold", s->fatrelu_threshold, err, errlen))
+        return -1;
+    return check_heads(s, path, err, errlen);
 }
 
 int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen)
@@ -117,19 +165,19 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
     int rc = -1;
     if (get_str(o, "name", s->name, sizeof s->name, path, err, errlen) ||
         get_str(o, "arch", s->arch, sizeof s->arch, path, err, errlen) ||
-        get_u32(o, "d_model", &s->d_model, 1, path, err, errlen) ||
-        get_u32(o, "d_ff", &s->d_ff, 1, path, err, errlen) ||
-        get_u32(o, "n_layers", &s->n_layers, 1, path, err, errlen) ||
-        get_u32(o, "n_heads", &s->n_heads, 1, path, err, errlen) ||
-        get_u32(o, "n_kv_heads", &s->n_kv_heads, 1, path, err, errlen) ||
-        get_u32(o, "vocab_size", &s->vocab_size, 1, path, err, errlen) ||
-        get_u32(o, "max_positions", &s->max_positions, 1, path, err, errlen) ||
+        get_u32(o, "d_model", &s->d_model, 1, MODEL_MAX_D_MODEL, path, err, errlen) ||
+        get_u32(o, "d_ff", &s->d_ff, 1, MODEL_MAX_D_FF, path, err, errlen) ||
+        get_u32(o, "n_layers", &s->n_layers, 1, MODEL_MAX_LAYERS, path, err, errlen) ||
+        get_u32(o, "n_heads", &s->n_heads, 1, MODEL_MAX_D_MODEL, path, err, errlen) ||
+        get_u32(o, "n_kv_heads", &s->n_kv_heads, 1, MODEL_MAX_D_MODEL, path, err, errlen) ||
+        get_u32(o, "vocab_size", &s->vocab_size, 1, MODEL_MAX_VOCAB, path, err, errlen) ||
+        get_u32(o, "max_positions", &s->max_positions, 1, MODEL_MAX_POSITIONS, path, err, errlen) ||
         get_str(o, "ffn_kind", kind, sizeof kind, path, err, errlen) ||
         get_str(o, "ffn_activation", s->ffn_activation, sizeof s->ffn_activation, path, err, errlen) ||
         get_str(o, "norm", s->norm, sizeof s->norm, path, err, errlen) ||
         get_num(o, "norm_eps", &s->norm_eps, path, err, errlen) ||
         get_str(o, "position", s->position, sizeof s->position, path, err, errlen) ||
-        get_u32(o, "position_offset", &s->position_offset, 0, path, err, errlen) ||
+        get_u32(o, "position_offset", &s->position_offset, 0, MODEL_MAX_POSITIONS, path, err, errlen) ||
         get_num(o, "rope_fraction", &s->rope_fraction, path, err, errlen) ||
         get_num(o, "rope_theta", &s->rope_theta, path, err, errlen) ||
         get_bool(o, "biases", &s->biases, path, err, errlen) ||
@@ -144,11 +192,7 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
         snprintf(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
         goto out;
     }
-    if (s->d_model % s->n_heads || s->n_heads % s->n_kv_heads) {
-        snprintf(err, errlen, "%s: d_model must divide into n_heads, n_heads into n_kv_heads", path);
-        goto out;
-    }
-    if (get_optional(o, s, path, err, errlen))
+    if (get_optional(o, s, path, err, errlen) || model_shape_check(s, path, err, errlen))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
     if (cJSON_IsString(ps))

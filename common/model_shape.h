@@ -13,6 +13,16 @@ enum ffn_kind {
     FFN_GLU,  /* gate and up, activation(gate) * up, down: + gate row i */
 };
 
+/* Upper bounds on a shape's dimensions, far above any real model's, so that
+ * every product model_shape_params and the engine form (d_model x d_ff x
+ * n_layers x 3 matrices x 4 bytes, vocab x d_model, ...) stays below 2^62
+ * and every dimension fits an int. model_shape_load refuses larger ones. */
+#define MODEL_MAX_D_MODEL (1u << 20)
+#define MODEL_MAX_D_FF (1u << 22)
+#define MODEL_MAX_LAYERS (1u << 12)
+#define MODEL_MAX_VOCAB (1u << 24)
+#define MODEL_MAX_POSITIONS (1u << 24)
+
 struct model_shape {
     char name[64];
     char arch[32];          /* "opt", "llama", "falcon", "persimmon", "phi" */
@@ -44,8 +54,19 @@ struct param_counts {
 };
 
 /* name: a shape name ("opt-6.7b", looked up in configs/models/) or a path
- * to a .json file. 0, or -1 with a reason naming the file in err. */
+ * to a .json file. 0, or -1 with a reason naming the file and key in err:
+ * dimensions outside the MODEL_MAX_* bounds, heads that do not divide
+ * d_model (or KV heads the heads), an odd head_dim or a rope_fraction
+ * outside (0, 1] with RoPE, numbers that are negative, fractional where a
+ * count is meant, or not finite. */
 int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen);
+
+/* What any shape must be, wherever it came from (a shape file, model.json,
+ * an HF config.json): dimensions within MODEL_MAX_*, heads dividing
+ * d_model and KV heads the heads, an even head_dim and a rope_fraction in
+ * (0, 1] with RoPE, finite non-negative reals. 0, or -1 with the key named
+ * (flashbed's name for it) and path as the file. */
+int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen);
 
 void model_shape_params(const struct model_shape *s, struct param_counts *c);
 

@@ -13,6 +13,7 @@
 
 #include "common/clock.h"
 #include "common/errbuf.h"
+#include "common/limits.h"
 #include "engine/activation.h"
 #include "engine/membw.h"
 #include "engine/threadpool.h"
@@ -628,6 +629,10 @@ static void cpu_destroy(struct backend *b)
 static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, size_t max_heads, char *err,
                                   size_t errlen)
 {
+    if (threads > FB_MAX_THREADS) {
+        err_set(err, errlen, "cpu backend: %d compute threads, more than the limit of %d", threads, FB_MAX_THREADS);
+        return NULL;
+    }
     struct backend *b = calloc(1, sizeof *b);
     if (!b) {
         err_set(err, errlen, "cpu backend: out of memory");

@@ -82,6 +82,15 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         bool prompt_goes_on = pos + 1 < c->n_prompt, eos = false;
         if (!prompt_goes_on && r->n_generated < c->n) {
             int next = sampler_sample(&smp, e->s.logits);
+            if (next == SAMPLER_NOT_FINITE) {
+                snprintf(err, errlen,
+                         "the logits for generated token %d (position %d) are not finite (NaN or infinity): "
+                         "the model's weights hold such values or its activations overflow",
+                         r->n_generated + 1, pos);
+                sampler_free(&smp);
+                r->stop = DECODE_ERROR;
+                return -1;
+            }
             eos = !c->ignore_eos && decode_is_stop(e->m, next);
             step.sampled = eos ? -1 : next;
         }

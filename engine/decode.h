@@ -84,7 +84,9 @@ struct decode_result {
  * either hook may be NULL). 0 when it ran,
  * whatever stopped it (r->stop); -1 with err set and nothing run when the
  * configuration does not fit e (n_prompt < 1, n < 0, more positions than
- * e->max_seq) or the sampler cannot be allocated. */
+ * e->max_seq) or the sampler cannot be allocated; -1 with err naming the
+ * position, after the hooks saw the positions before it, when the logits
+ * to sample from are not finite (NaN or infinite weights). */
 int decode_run(struct engine *e, const struct decode_config *c, const struct decode_hooks *h,
                struct decode_result *r, char *err, size_t errlen);
 

@@ -30,6 +30,10 @@ struct engine {
     int be_threads;
 };
 
+/* The positions an engine initialised with max_seq holds: max_seq, capped
+ * at the model's max_positions (0 or less: max_positions). */
+int engine_context(const struct model *m, int max_seq);
+
 /* max_seq 0: the model's max_positions. 0, or -1 with the reason in err
  * and nothing left started. err is empty when the FFN's create failed: it
  * prints its own error (ffn.h). */

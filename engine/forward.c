@@ -13,6 +13,12 @@ int engine_init(struct engine *e, const struct model *m, const struct backend_op
     return engine_init_with(e, m, be, ffn, NULL, threads, max_seq, err, errlen);
 }
 
+int engine_context(const struct model *m, int max_seq)
+{
+    uint32_t most = m->shape.max_positions;
+    return max_seq > 0 && (uint32_t)max_seq < most ? max_seq : (int)most;
+}
+
 int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
                      const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq, char *err,
                      size_t errlen)
@@ -21,7 +27,7 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     const struct model_shape *s = &m->shape;
     e->m = m;
     e->be_ops = be;
-    e->max_seq = max_seq > 0 && (uint32_t)max_seq < s->max_positions ? max_seq : (int)s->max_positions;
+    e->max_seq = engine_context(m, max_seq);
     size_t d = s->d_model, kv = (size_t)s->n_layers * e->max_seq * m->kv_dim;
     size_t widest = d > m->q_dim ? d : m->q_dim;
     if (widest < s->d_ff)

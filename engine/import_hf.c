@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/errbuf.h"
+#include "common/json_file.h"
 #include "common/progress.h"
 #include "engine/import_hf_arch.h"
 #include "engine/model.h"
@@ -43,12 +44,11 @@ static const struct hf_arch *find_arch(const struct config *c)
  * non-empty rotated share of each head. */
 static int check_shape(const struct config *c, const struct model_shape *s)
 {
-    if (s->d_model % s->n_heads || s->n_heads % s->n_kv_heads)
-        return err_set(c->err, c->errlen, "%s: hidden_size %u, heads %u and key/value heads %u do not divide",
-                       c->path, s->d_model, s->n_heads, s->n_kv_heads);
+    if (model_shape_check(s, c->path, c->err, c->errlen))
+        return -1;
     if (!strcmp(s->position, "rope")) {
-        uint32_t rot = hf_rope_dims(s);
-        if (s->rope_fraction <= 0 || s->rope_fraction > 1 || rot == 0 || rot % 2)
+        uint32_t rot = hf_rope_dims(s); /* rope_fraction is in (0, 1] by now */
+        if (rot == 0 || rot % 2)
             return err_set(c->err, c->errlen,
                            "%s: partial_rotary_factor %g rotates %u of the %u dims of a head: needs an even "
                            "number from 2 to all of them",
@@ -75,6 +75,22 @@ static const struct hf_arch *shape_from_config(const struct config *c, const cha
     return check_shape(c, s) == 0 ? a : NULL;
 }
 
+/* A special token id: def when absent or not a number (newer configs give
+ * a list), else a whole number inside the vocabulary. */
+static int special_id(const struct config *c, const char *key, int def, uint32_t vocab, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->json, key);
+    uint64_t id;
+    if (!cJSON_IsNumber(v)) {
+        *out = def;
+        return 0;
+    }
+    if (json_get_u64(c->json, key, 0, vocab - 1, &id, c->path, c->err, c->errlen))
+        return -1;
+    *out = (int)id;
+    return 0;
+}
+
 /* The shape, its architecture and the special token ids from dir/config.json. */
 static const struct hf_arch *read_config(const char *dir, struct model_shape *s, int *bos, int *eos, char *err,
                                          size_t errlen)
@@ -88,10 +104,9 @@ static const struct hf_arch *read_config(const char *dir, struct model_shape *s,
     base = base && base[1] ? base + 1 : dir;
     struct config c = {json, path, err, errlen};
     const struct hf_arch *a = shape_from_config(&c, base, s);
-    if (a) {
-        *bos = (int)cfg_num(json, "bos_token_id", a->bos_id);
-        *eos = (int)cfg_num(json, "eos_token_id", a->eos_id);
-    }
+    if (a && (special_id(&c, "bos_token_id", a->bos_id, s->vocab_size, bos) ||
+              special_id(&c, "eos_token_id", a->eos_id, s->vocab_size, eos)))
+        a = NULL;
     cJSON_Delete(json);
     return a;
 }

@@ -26,12 +26,14 @@ struct config {
     size_t errlen;
 };
 
-/* A positive whole number; absent: an error when required, else 0 and
- * *out untouched. */
+/* A positive whole number up to MODEL_MAX_VOCAB; absent: an error when
+ * required, else 0 and *out untouched. */
 int cfg_uint(const struct config *c, const char *key, uint32_t *out, int required);
 /* The first of keys that is present (HF renamed some: "n_head" became
  * "num_attention_heads"), read as cfg_uint; keys ends with NULL. */
 int cfg_uint_any(const struct config *c, const char *const *keys, uint32_t *out, int required);
+/* The number, or def when absent or not a number; not range-checked here:
+ * the shape it fills goes through model_shape_check. */
 double cfg_num(const cJSON *c, const char *key, double def);
 int cfg_bool(const cJSON *c, const char *key, int def);
 const char *cfg_str(const cJSON *c, const char *key);

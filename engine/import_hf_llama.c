@@ -36,7 +36,7 @@ static int llama_shape(const struct config *c, struct model_shape *s)
         cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
         cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || cfg_uint(c, "head_dim", &head_dim, 0))
         return -1;
-    if (head_dim && head_dim * s->n_heads != s->d_model)
+    if (head_dim && (uint64_t)head_dim * s->n_heads != s->d_model)
         return err_set(c->err, c->errlen, "%s: \"head_dim\" %u other than hidden_size / num_attention_heads is not supported",
                        c->path, head_dim);
     if (llama_activation(c, s) || cfg_refuse_rope_scaling(c) ||

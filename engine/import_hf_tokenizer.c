@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "common/json_file.h"
 #include "engine/tokenizer.h"
 
 /* tokenizer.json of the SentencePiece kind (Llama: BPE with byte fallback,
@@ -45,9 +46,11 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
-        if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble >= s->vocab_size) {
-            err_set(err, errlen, "%s: vocab entry '%s' has an id outside 0..%u", path, e->string,
-                    s->vocab_size - 1);
+        uint64_t id;
+        /* the merges below read these ids again: checked once, here */
+        if (json_number_u64(e, "vocab entry", 0, s->vocab_size - 1, &id, path, err, errlen)) {
+            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%u or not a whole number", path,
+                    e->string, s->vocab_size - 1);
             goto out;
         }
         /* "▁" (U+2581, e2 96 81) is SentencePiece's space */
@@ -65,8 +68,8 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
                 *q++ = e->string[i];
         }
         *q = '\0';
-        free(pieces[(int)e->valuedouble]);
-        pieces[(int)e->valuedouble] = p;
+        free(pieces[id]);
+        pieces[id] = p;
     }
     int rank = 0;
     cJSON_ArrayForEach(e, merges)
@@ -77,7 +80,8 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
             if (!sp)
                 continue;
             snprintf(merged, sizeof merged, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2) { /* ["a", "b"] */
+        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"] */
             snprintf(merged, sizeof merged, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring,
                      cJSON_GetArrayItem(e, 1)->valuestring);
         } else

@@ -35,10 +35,11 @@ int cfg_uint(const struct config *c, const char *key, uint32_t *out, int require
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->json, key);
     if (!v && !required)
         return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 4e9 ||
-        v->valuedouble != (double)(uint32_t)v->valuedouble)
-        return err_set(c->err, c->errlen, "%s: \"%s\" must be a positive whole number", c->path, key);
-    *out = (uint32_t)v->valuedouble;
+    uint64_t u;
+    /* no count in a config is larger (model_shape_check bounds each later) */
+    if (json_get_u64(c->json, key, 1, MODEL_MAX_VOCAB, &u, c->path, c->err, c->errlen))
+        return -1;
+    *out = (uint32_t)u;
     return 0;
 }
 
@@ -87,6 +88,8 @@ int cfg_refuse_rope_scaling(const struct config *c)
 static bool in_list(const char *list, const char *name)
 {
     size_t n = strlen(name);
+    if (n == 0) /* strstr finds "" everywhere: the loop would not advance */
+        return false;
     for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
         if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
             return true;

@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,9 +155,11 @@ static int read_header(int fd, const char *ckpt, struct l2c_header *h, char *err
     return 0;
 }
 
-/* Where each tensor starts; the file must end exactly after the last. */
+/* Where each tensor starts and its element count; the file must end
+ * exactly after the last. read_header's bounds keep every product and the
+ * running offset below 2^52. */
 static int tensor_offsets(const struct l2c_header *h, uint64_t file_size, const char *ckpt,
-                          uint64_t offsets[T_COUNT], char *err, size_t errlen)
+                          uint64_t offsets[T_COUNT], uint64_t counts[T_COUNT], char *err, size_t errlen)
 {
     uint64_t d = (uint64_t)h->dim, L = (uint64_t)h->n_layers, ff = (uint64_t)h->hidden_dim;
     uint64_t hs = d / (uint64_t)h->n_heads, kv = (uint64_t)h->n_kv_heads * hs, V = (uint64_t)abs(h->vocab_size);
@@ -165,6 +169,7 @@ static int tensor_offsets(const struct l2c_header *h, uint64_t file_size, const 
     uint64_t off = sizeof *h;
     for (int i = 0; i < T_COUNT; i++) {
         offsets[i] = off;
+        counts[i] = count[i];
         off += count[i] * 4;
         if (off > file_size)
             return err_set(err, errlen, "%s: truncated: tensor '%s' needs bytes %llu..%llu, the file has %llu",
@@ -175,6 +180,32 @@ static int tensor_offsets(const struct l2c_header *h, uint64_t file_size, const 
         return err_set(err, errlen,
                        "%s: %lld bytes after the last tensor (wrong header or not a llama2.c checkpoint)", ckpt,
                        (long long)file_size - (long long)off);
+    return 0;
+}
+
+/* A NaN or infinite weight would reach every logit: refused, naming the
+ * tensor (and layer), before anything is written. One pass over the
+ * mapping, as cheap as the copy that follows. */
+static int check_finite(const float *const *t, const uint64_t counts[T_COUNT], const struct l2c_header *h,
+                        const char *ckpt, char *err, size_t errlen)
+{
+    for (int i = 0; i < T_COUNT; i++) {
+        if (i == T_FREQ)
+            continue; /* llama2.c's legacy RoPE table: never read */
+        for (uint64_t k = 0; k < counts[i]; k++) {
+            float v;
+            memcpy(&v, t[i] + k, sizeof v);
+            if (isfinite(v))
+                continue;
+            uint64_t per_layer = counts[i] / (uint64_t)h->n_layers;
+            bool layered = i != T_EMB && i != T_RMS_FINAL && i != T_CLS;
+            if (layered)
+                return err_set(err, errlen, "%s: tensor '%s' of layer %llu holds a non-finite value (%g)", ckpt,
+                               l2c_names[i], (unsigned long long)(k / per_layer), (double)v);
+            return err_set(err, errlen, "%s: tensor '%s' holds a non-finite value (%g) at element %llu", ckpt,
+                           l2c_names[i], (double)v, (unsigned long long)k);
+        }
+    }
     return 0;
 }
 
@@ -199,12 +230,12 @@ int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir,
         return err_set(err, errlen, "%s: cannot open: %s", ckpt, strerror(errno));
     struct stat st;
     struct l2c_header h;
-    uint64_t offsets[T_COUNT];
+    uint64_t offsets[T_COUNT], counts[T_COUNT];
     void *map = MAP_FAILED;
     if (fstat(fd, &st) != 0)
         err_set(err, errlen, "%s: cannot stat: %s", ckpt, strerror(errno));
     else if (read_header(fd, ckpt, &h, err, errlen) == 0 &&
-             tensor_offsets(&h, (uint64_t)st.st_size, ckpt, offsets, err, errlen) == 0 &&
+             tensor_offsets(&h, (uint64_t)st.st_size, ckpt, offsets, counts, err, errlen) == 0 &&
              check_tokenizer(ckpt, tokenizer, abs(h.vocab_size), err, errlen) == 0 &&
              (map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
         err_set(err, errlen, "%s: cannot map: %s", ckpt, strerror(errno));
@@ -214,7 +245,9 @@ int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir,
     const float *t[T_COUNT];
     for (int i = 0; i < T_COUNT; i++)
         t[i] = (const float *)((const char *)map + offsets[i]);
-    int rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t, err, errlen);
+    int rc = check_finite(t, counts, &h, ckpt, err, errlen);
+    if (rc == 0)
+        rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t, err, errlen);
     munmap(map, (size_t)st.st_size);
     return rc;
 }

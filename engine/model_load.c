@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/checked.h"
 #include "common/errbuf.h"
 #include "common/json_file.h"
 #include "engine/model_format.h"
@@ -97,32 +98,29 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
         err_set(tb->err, tb->errlen, "%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
         return NULL;
     }
+    char what[160];
     for (int i = 0; i < ndim; i++) {
-        const cJSON *d = cJSON_GetArrayItem(shape, i);
-        if (!cJSON_IsNumber(d) || (uint64_t)d->valuedouble != want[i]) {
-            err_set(tb->err, tb->errlen, "%s: tensor '%s' dimension %d is %g, expected %llu", tb->json_path,
-                    name, i, cJSON_IsNumber(d) ? d->valuedouble : -1.0, (unsigned long long)want[i]);
+        snprintf(what, sizeof what, "tensor '%s' shape[%d]", name, i);
+        uint64_t got_dim;
+        if (json_number_u64(cJSON_GetArrayItem(shape, i), what, want[i], want[i], &got_dim, tb->json_path,
+                            tb->err, tb->errlen))
             return NULL;
-        }
     }
-    uint64_t n = ndim == 1 ? d0 : d0 * d1;
-    if (!cJSON_IsNumber(off) || !cJSON_IsNumber(bytes) || off->valuedouble < 0 ||
-        (uint64_t)bytes->valuedouble != n * dtype_size(t) || (uint64_t)off->valuedouble % 4 != 0 ||
-        (uint64_t)off->valuedouble + n * dtype_size(t) > tb->m->dram_bytes) {
-        err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset or size for %s (%zu bytes)",
-                tb->json_path, name, MODEL_DRAM_FILE, tb->m->dram_bytes);
+    /* the shape's dimensions are bounded (MODEL_MAX_*): the product fits */
+    uint64_t len = (ndim == 1 ? d0 : d0 * d1) * dtype_size(t), offset, nbytes;
+    snprintf(what, sizeof what, "tensor '%s' \"offset\"", name);
+    if (json_number_u64(off, what, 0, tb->m->dram_bytes, &offset, tb->json_path, tb->err, tb->errlen))
+        return NULL;
+    snprintf(what, sizeof what, "tensor '%s' \"bytes\"", name);
+    if (json_number_u64(bytes, what, len, len, &nbytes, tb->json_path, tb->err, tb->errlen))
+        return NULL;
+    if (offset % 4 != 0 || !range_within(offset, len, tb->m->dram_bytes)) {
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset: %llu bytes at %llu %s %s (%zu bytes)",
+                tb->json_path, name, (unsigned long long)len, (unsigned long long)offset,
+                offset % 4 ? "are misaligned in" : "pass the end of", MODEL_DRAM_FILE, tb->m->dram_bytes);
         return NULL;
     }
-    return (const char *)tb->m->dram + (uint64_t)off->valuedouble;
-}
-
-static int json_uint(const cJSON *o, const char *key, uint64_t *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0)
-        return -1;
-    *out = (uint64_t)v->valuedouble;
-    return 0;
+    return (const char *)tb->m->dram + offset;
 }
 
 static int load_layers(struct model *m, const struct table *tb)
@@ -185,9 +183,14 @@ static int check_layout(struct model *m, const cJSON *o, const char *path, uint6
     const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
     const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(o, "ffn");
     uint64_t stride;
-    if (json_uint(dram, "bytes", dram_bytes) || json_uint(ffn, "bytes", ffn_bytes) ||
-        json_uint(ffn, "bundle_stride", &stride))
+    if (!cJSON_IsObject(dram) || !cJSON_IsObject(ffn))
         return err_set(err, errlen, "%s: \"dram\" or \"ffn\" section missing or malformed", path);
+    /* sizes past SIZE_MAX / 2 cannot be read into memory, and bounding
+     * them keeps every sum below 2^64 */
+    if (json_get_u64(dram, "bytes", 0, SIZE_MAX / 2, dram_bytes, path, err, errlen) ||
+        json_get_u64(ffn, "bytes", 0, SIZE_MAX / 2, ffn_bytes, path, err, errlen) ||
+        json_get_u64(ffn, "bundle_stride", 1, SIZE_MAX / 2, &stride, path, err, errlen))
+        return -1;
     m->bundle_bytes = ffn_bundle_bytes(s, m->dtype);
     m->bundle_stride = ffn_bundle_stride(s, m->dtype);
     if (stride != m->bundle_stride || *ffn_bytes != stride * s->d_ff * s->n_layers)
@@ -266,19 +269,20 @@ static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, cons
     if (tok_rc != 0)
         return -1;
     uint64_t bos, eos;
-    if (json_uint(tok, "bos_id", &bos) || json_uint(tok, "eos_id", &eos) || bos >= s->vocab_size ||
-        eos >= s->vocab_size)
-        return err_set(err, errlen, "%s: tokenizer \"bos_id\"/\"eos_id\" missing or outside the vocabulary",
-                       path);
+    if (json_get_u64(tok, "bos_id", 0, s->vocab_size - 1, &bos, path, err, errlen) ||
+        json_get_u64(tok, "eos_id", 0, s->vocab_size - 1, &eos, path, err, errlen))
+        return -1;
     m->bos_id = m->tok.bos_id = (int)bos;
     m->eos_id = m->tok.eos_id = (int)eos;
     m->stop_ids[m->n_stop++] = m->eos_id;
     const cJSON *stops = cJSON_GetObjectItemCaseSensitive(tok, "stop_ids"), *it;
     cJSON_ArrayForEach(it, stops)
     {
-        if (cJSON_IsNumber(it) && it->valuedouble >= 0 && it->valuedouble < s->vocab_size &&
-            m->n_stop < 4 && (int)it->valuedouble != m->eos_id)
-            m->stop_ids[m->n_stop++] = (int)it->valuedouble;
+        uint64_t id;
+        if (json_number_u64(it, "tokenizer \"stop_ids\" entry", 0, s->vocab_size - 1, &id, path, err, errlen))
+            return -1;
+        if (m->n_stop < 4 && (int)id != m->eos_id)
+            m->stop_ids[m->n_stop++] = (int)id;
     }
     return 0;
 }

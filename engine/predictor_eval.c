@@ -304,6 +304,11 @@ int predictor_eval_run(const struct model *m, const struct predictor *p, const i
                        "%u)", p->n_layers, p->d_model, p->d_ff, s->n_layers, s->d_model, s->d_ff);
     if (n == 0)
         return err_set(err, errlen, "no tokens to evaluate on");
+    /* each window is BOS then text: one position would score nothing and
+     * the windows would never advance */
+    if (engine_context(m, c->context) < 2)
+        return err_set(err, errlen, "a context of %d positions leaves no room for text after BOS",
+                       engine_context(m, c->context));
     int *top = malloc(n * sizeof *top);
     if (!top || result_init(r, m, p, c->gen_tokens) != 0) {
         free(top);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/checked.h"
 #include "common/errbuf.h"
+#include "common/json_file.h"
 #include "engine/dtype.h"
 
 static int st_dtype(const char *s, enum fb_dtype *t)
@@ -40,35 +43,44 @@ static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_
                 cJSON_IsString(dt) ? dt->valuestring : "(none)");
         return -1;
     }
-    uint64_t n = 1;
+    uint64_t n = 1, dim, begin, end, len;
     const cJSON *d;
     if (!cJSON_IsArray(shape)) {
         err_set(err, errlen, "%s: tensor '%s' has no shape", f->path, e->string);
         return -1;
     }
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%s' shape", e->string);
     cJSON_ArrayForEach(d, shape)
     {
-        if (!cJSON_IsNumber(d) || d->valuedouble < 0 || d->valuedouble > 1e12) {
-            err_set(err, errlen, "%s: tensor '%s' has a malformed shape", f->path, e->string);
+        if (json_number_u64(d, what, 0, UINT64_MAX, &dim, f->path, err, errlen))
             return -1;
-        }
-        n *= (uint64_t)d->valuedouble;
+        if (checked_mul_u64(n, dim, &n))
+            return err_set(err, errlen, "%s: tensor '%s' has a shape whose element count overflows", f->path,
+                           e->string);
     }
-    const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
-    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
-        b->valuedouble < 0 || en->valuedouble < b->valuedouble) {
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
         err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
         return -1;
     }
-    uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;
-    if (end - begin != n * dtype_size(t)) {
+    snprintf(what, sizeof what, "tensor '%s' data_offsets[0]", e->string);
+    if (json_number_u64(cJSON_GetArrayItem(off, 0), what, 0, UINT64_MAX, &begin, f->path, err, errlen))
+        return -1;
+    snprintf(what, sizeof what, "tensor '%s' data_offsets[1]", e->string);
+    if (json_number_u64(cJSON_GetArrayItem(off, 1), what, begin, UINT64_MAX, &end, f->path, err, errlen))
+        return -1;
+    if (checked_mul_u64(n, dtype_size(t), &len))
+        return err_set(err, errlen, "%s: tensor '%s' has a shape whose byte count overflows", f->path, e->string);
+    if (end - begin != len) {
         err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path,
-                e->string, (unsigned long long)(end - begin), (unsigned long long)(n * dtype_size(t)));
+                e->string, (unsigned long long)(end - begin), (unsigned long long)len);
         return -1;
     }
-    if (f->data_start + end > f->size) {
-        err_set(err, errlen, "%s: tensor '%s' ends at byte %llu, past the end of the file (%zu bytes)", f->path,
-                e->string, (unsigned long long)(f->data_start + end), f->size);
+    /* data_start + end could wrap: compared inside the data, and printed
+     * as the sum's two terms */
+    if (!range_within(begin, len, f->size - f->data_start)) {
+        err_set(err, errlen, "%s: tensor '%s' ends at byte %zu + %llu, past the end of the file (%zu bytes)",
+                f->path, e->string, f->data_start, (unsigned long long)end, f->size);
         return -1;
     }
     return 0;
@@ -221,6 +233,16 @@ int st_has(const struct st_set *s, const char *name)
     return find(s, name, &e) != NULL;
 }
 
+/* A NaN or infinite weight poisons every logit it reaches: one pass over
+ * what was just copied costs little beside reading it. n when all are finite. */
+static uint64_t first_non_finite(const float *v, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return i;
+    return n;
+}
+
 float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
                    size_t errlen)
 {
@@ -263,6 +285,13 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
             memcpy(&v, src + 2 * i, 2);
             out[i] = t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
         }
+    uint64_t bad = first_non_finite(out, n);
+    if (bad < n) {
+        err_set(err, errlen, "%s: tensor '%s' holds a non-finite value (%g) at element %llu", f->path, name,
+                (double)out[bad], (unsigned long long)bad);
+        free(out);
+        return NULL;
+    }
     return out;
 }
 

@@ -55,7 +55,7 @@ int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *me
 
 /* The tensor as f32 (converted from F32, F16 or BF16) in a new buffer of
  * n elements, with its shape checked: dims[0..ndim). NULL with the reason
- * in err when missing or of another shape. */
+ * in err when missing, of another shape, or holding a NaN or infinity. */
 float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
                    size_t errlen);
 /* Whether the set holds a tensor called name. */

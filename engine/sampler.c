@@ -1,6 +1,7 @@
 #include "engine/sampler.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 int sampler_init(struct sampler *s, int vocab, float temperature, float top_p, uint64_t seed)
@@ -48,11 +49,17 @@ static int by_prob_desc(const void *a, const void *b)
 static int sample_top_p(struct sampler *s, const float *p, float r)
 {
     int n = s->vocab, kept = 0;
+    if (n == 1)
+        return 0;
     /* tokens below (1 - p) / (n - 1) can never be in the nucleus: skip sorting them */
     float cutoff = (1.0f - s->top_p) / (float)(n - 1);
     for (int i = 0; i < n; i++)
         if (p[i] >= cutoff)
             s->buf[kept++] = (struct prob_index){p[i], i};
+    /* with top_p below 1/n a flat distribution keeps none: the most
+     * probable token is the nucleus then */
+    if (kept == 0)
+        return argmax(p, n);
     qsort(s->buf, (size_t)kept, sizeof *s->buf, by_prob_desc);
     float cum = 0.0f;
     int last = kept - 1;
@@ -72,12 +79,28 @@ static int sample_top_p(struct sampler *s, const float *p, float r)
     return s->buf[last].index;
 }
 
+static bool all_finite(const float *v, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return false;
+    return true;
+}
+
 int sampler_sample(struct sampler *s, float *logits)
 {
+    /* argmax over NaNs answers token 0 and softmax a NaN distribution:
+     * neither is a choice */
+    if (!all_finite(logits, s->vocab))
+        return SAMPLER_NOT_FINITE;
     if (s->temperature <= 0.0f)
         return argmax(logits, s->vocab);
     for (int i = 0; i < s->vocab; i++)
         logits[i] /= s->temperature;
+    /* a temperature so small that a logit overflows is greedy decoding:
+     * dividing kept the order, and infinities still compare */
+    if (!all_finite(logits, s->vocab))
+        return argmax(logits, s->vocab);
     softmax(logits, s->vocab);
     float r = (float)rng_unit(&s->rng);
     if (s->top_p > 0.0f && s->top_p < 1.0f)

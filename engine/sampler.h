@@ -22,7 +22,12 @@ struct sampler {
 
 int sampler_init(struct sampler *s, int vocab, float temperature, float top_p, uint64_t seed);
 void sampler_free(struct sampler *s);
-/* The next token; logits are overwritten (scaled, softmaxed). */
+/* sampler_sample's answer when a logit is NaN or infinite (a model whose
+ * weights or activations overflowed): no token can be chosen. */
+#define SAMPLER_NOT_FINITE (-1)
+
+/* The next token, or SAMPLER_NOT_FINITE; logits are overwritten (scaled,
+ * softmaxed). */
 int sampler_sample(struct sampler *s, float *logits);
 
 int argmax(const float *v, int n);

@@ -1,6 +1,7 @@
 #include "engine/tokenizer.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,10 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
         int32_t len;
         if (fread(&t->scores[i], 4, 1, f) != 1 || fread(&len, 4, 1, f) != 1) {
             snprintf(err, errlen, "%s: truncated at token %d of %d", path, i, vocab_size);
+            goto fail;
+        }
+        if (!isfinite(t->scores[i])) { /* merges compare scores: NaN would never merge */
+            snprintf(err, errlen, "%s: token %d has a non-finite score (%g)", path, i, (double)t->scores[i]);
             goto fail;
         }
         if (len < 0 || len > max_len) {
@@ -447,12 +452,15 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     char piece[1024];
     cJSON_ArrayForEach(e, vocab)
     {
-        int id = cJSON_IsNumber(e) ? (int)e->valuedouble : -1;
-        size_t n;
-        if (id < 0 || id >= vocab_size) {
-            snprintf(err, errlen, "%s: vocab entry '%s' has an id outside 0..%d", path, e->string, vocab_size - 1);
+        uint64_t id64;
+        /* the merges below read these ids again: checked once, here */
+        if (json_number_u64(e, "vocab entry", 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen)) {
+            snprintf(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number", path,
+                     e->string, vocab_size - 1);
             goto fail;
         }
+        int id = (int)id64;
+        size_t n;
         if (strlen(e->string) >= sizeof piece / 2 || key_to_bytes(e->string, byte_of, piece, &n)) {
             /* special tokens spelled outside the byte alphabet keep their text */
             snprintf(piece, sizeof piece, "%s", e->string);

@@ -48,7 +48,9 @@ const char *const *fio_job_argv(const struct point_params *p, const char *mem)
 static uint64_t percentile(const cJSON *pct, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(pct, key);
-    return cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
+    double ns = cJSON_IsNumber(v) ? v->valuedouble : 0;
+    /* a value outside uint64_t cannot be converted: unknown, as when absent */
+    return isfinite(ns) && ns >= 0 && ns < 18446744073709551616.0 ? (uint64_t)ns : 0;
 }
 
 int fio_parse_json(const char *text, struct fio_result *out, char *err, size_t errlen)

@@ -1,17 +1,40 @@
 #include "sim/hw_profile.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "common/json_file.h"
+#include "common/limits.h"
 #include "common/model_shape.h"
 
-static double num(const cJSON *o, const char *key, double def)
+/* The largest rate, size or time a profile may give: far above any real
+ * machine's, low enough that products of them stay finite. */
+#define HW_MAX_NUMBER 1e18
+#define HW_REQUIRED NAN
+
+/* where.key of o: def when absent (an error when def is HW_REQUIRED), else a
+ * finite number in [min, HW_MAX_NUMBER] and, when positive, above 0. The error names the file, the key and the value:
+ * a profile rate of "inf" or -1 GB/s is refused, not priced. */
+static int num(const cJSON *o, const char *where, const char *key, double def, double min, bool positive,
+               double *out, const char *path, char *err, size_t errlen)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : def;
+    const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+    if (!v && !isnan(def)) {
+        *out = def;
+        return 0;
+    }
+    char what[160];
+    snprintf(what, sizeof what, "\"%s%s%s\"", where, where[0] ? "." : "", key);
+    if (json_number_finite(v, what, min, HW_MAX_NUMBER, out, path, err, errlen))
+        return -1;
+    if (positive && *out <= 0)
+        return err_set(err, errlen, "%s: %s must be positive, not %g", path, what, *out);
+    return 0;
 }
 
 static void str(const cJSON *o, const char *key, char *out, size_t len)
@@ -31,9 +54,15 @@ static int read_derive(const cJSON *o, struct derive_rule *d, const char *path, 
     str(r, "model", d->model, sizeof d->model);
     str(r, "policy", d->policy, sizeof d->policy);
     str(r, "dtype", d->dtype, sizeof d->dtype);
-    d->ms = num(r, "ms", 0);
-    d->fraction = num(r, "fraction", 0);
-    d->chunk = num(r, "chunk_bytes", 0);
+    char where[96];
+    snprintf(where, sizeof where, "%s.derive_from", what);
+    if (num(r, where, "ms", 0, 0, false, &d->ms, path, err, errlen) ||
+        num(r, where, "fraction", 0, 0, false, &d->fraction, path, err, errlen) ||
+        num(r, where, "chunk_bytes", 0, 0, false, &d->chunk, path, err, errlen))
+        return -1;
+    if (d->fraction > 1)
+        return err_set(err, errlen, "%s: \"%s.fraction\" is a share of the FFN: at most 1, not %g", path, where,
+                       d->fraction);
     if (!d->model[0] || d->ms <= 0) {
         snprintf(err, errlen, "%s: %s.derive_from needs \"model\" and a positive \"ms\"", path, what);
         return -1;
@@ -51,7 +80,8 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
         return -1;
     }
     str(f, "source", hw->flash_source, sizeof hw->flash_source);
-    hw->flash.sequential_bw = num(f, "sequential_bw", 0);
+    if (num(f, "flash", "sequential_bw", 0, 0, false, &hw->flash.sequential_bw, path, err, errlen))
+        return -1;
     const cJSON *pts = cJSON_GetObjectItemCaseSensitive(f, "points");
     size_t n = 0;
     const cJSON *p;
@@ -59,12 +89,16 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     {
         if (n == HW_MAX_POINTS)
             break;
-        double c = num(p, "chunk_bytes", 0), t = num(p, "threads", 0), bw = num(p, "bw_bytes", 0);
-        if (c <= 0 || t <= 0 || bw <= 0) {
-            snprintf(err, errlen, "%s: flash.points[%zu] needs positive chunk_bytes, threads, bw_bytes",
-                     path, n);
+        double c, t, bw;
+        char where[64];
+        snprintf(where, sizeof where, "flash.points[%zu]", n);
+        if (num(p, where, "chunk_bytes", HW_REQUIRED, 0, true, &c, path, err, errlen) ||
+            num(p, where, "threads", HW_REQUIRED, 0, true, &t, path, err, errlen) ||
+            num(p, where, "bw_bytes", HW_REQUIRED, 0, true, &bw, path, err, errlen))
             return -1;
-        }
+        if (t > FB_MAX_THREADS)
+            return err_set(err, errlen, "%s: \"%s.threads\" must be at most %d, not %g", path, where,
+                           FB_MAX_THREADS, t);
         hw->points[n++] = (struct flash_point){c, t, bw};
     }
     hw->flash.grid = hw->points;
@@ -79,7 +113,8 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     }
     double v[5];
     for (int i = 0; i < 5; i++)
-        v[i] = num(fit, fit_names[i], 0);
+        if (num(fit, "flash.fit", fit_names[i], 0, 0, false, &v[i], path, err, errlen))
+            return -1;
     hw->flash.fit = (struct flash_params){v[0], v[1], v[2], v[3], v[4]};
     unsigned free_mask = 0;
     const cJSON *fr = cJSON_GetObjectItemCaseSensitive(fit, "free");
@@ -123,7 +158,11 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
     }
     str(o, "name", hw->name, sizeof hw->name);
     str(o, "backend", hw->backend, sizeof hw->backend);
-    hw->io_threads = (unsigned)num(o, "io_threads", 32);
+    uint64_t io_threads = 32;
+    if (cJSON_HasObjectItem(o, "io_threads") &&
+        json_get_u64(o, "io_threads", 1, FB_MAX_THREADS, &io_threads, path, err, errlen))
+        goto out;
+    hw->io_threads = (unsigned)io_threads;
     if (!hw->name[0] || !hw->backend[0]) {
         snprintf(err, errlen, "%s: needs \"name\" and \"backend\"", path);
         goto out;
@@ -136,18 +175,19 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         goto out;
     }
     str(dram, "source", hw->mem_source, sizeof hw->mem_source);
-    hw->per_row_ns = num(dram, "per_row_ns", 0);
+    if (num(dram, "dram", "per_row_ns", 0, 0, false, &hw->per_row_ns, path, err, errlen))
+        goto out;
     const cJSON *cp;
     cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(dram, "copy"))
     {
         if (hw->n_copy == HW_MAX_COPY)
             break;
-        double rb = num(cp, "row_bytes", 0), bw = num(cp, "bw_bytes", 0);
-        if (rb <= 0 || bw <= 0) {
-            snprintf(err, errlen, "%s: dram.copy[%zu] needs positive row_bytes and bw_bytes", path,
-                     hw->n_copy);
+        double rb, bw;
+        char where[64];
+        snprintf(where, sizeof where, "dram.copy[%zu]", hw->n_copy);
+        if (num(cp, where, "row_bytes", HW_REQUIRED, 0, true, &rb, path, err, errlen) ||
+            num(cp, where, "bw_bytes", HW_REQUIRED, 0, true, &bw, path, err, errlen))
             goto out;
-        }
         hw->copy_row_bytes[hw->n_copy] = rb;
         hw->copy_bw[hw->n_copy++] = bw;
     }
@@ -166,8 +206,11 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
             break;
         struct compute_rate *c = &hw->compute[hw->n_compute];
         snprintf(c->dtype, sizeof c->dtype, "%s", d->string ? d->string : "");
-        c->bw = num(d, "bw_bytes", 0);
-        c->flops = num(d, "flops", 0);
+        char where[64];
+        snprintf(where, sizeof where, "compute.dtypes.%.20s", c->dtype);
+        if (num(d, where, "bw_bytes", 0, 0, false, &c->bw, path, err, errlen) ||
+            num(d, where, "flops", 0, 0, false, &c->flops, path, err, errlen))
+            goto out;
         str(d, "source", c->source, sizeof c->source);
         if (read_derive(d, &c->derive, path, "compute", err, errlen) != 0)
             goto out;

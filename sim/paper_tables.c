@@ -34,7 +34,9 @@ int paper_density(const char *model, const char *key, double *value, char *sourc
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(e, "value");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(e, "source");
     int rc = -1;
-    if (cJSON_IsNumber(v)) {
+    /* densities, fractions and window lengths: a NaN, an infinity or a
+     * negative count would reach an integer conversion or a volume */
+    if (cJSON_IsNumber(v) && isfinite(v->valuedouble) && v->valuedouble >= 0 && v->valuedouble <= 1e6) {
         *value = v->valuedouble;
         if (source)
             snprintf(source, srclen, "%s", cJSON_IsString(s) ? s->valuestring : "");

@@ -26,7 +26,8 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
                       const char *layout, const char *density_suffix);
 
 /* The paper's density for one model: densities.json models.<model>.<key>.value.
- * -1 when there is none (or densities.json cannot be read). */
+ * -1 when there is none, when it is not a finite number from 0 to 10^6, or
+ * when densities.json cannot be read. */
 int paper_density(const char *model, const char *key, double *value, char *source, size_t srclen);
 
 /* s_agg(k): share of the FFN's neurons used by k consecutive tokens, a
