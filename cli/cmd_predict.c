@@ -10,6 +10,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/json_file.h"
@@ -440,13 +441,7 @@ int cmd_predict(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     }
     char dir[4096];
-    if (o.out)
-        snprintf(dir, sizeof dir, "%s", o.out);
-    else {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(dir, sizeof dir, "results/predict-%s", stamp);
-    }
+    result_dir_name(o.out, "predict", dir, sizeof dir);
     if (out_dir_ok("predict --out", dir) != 0) {
         opts_free(&predict_command, &o);
         return 1;

@@ -7,6 +7,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
@@ -184,13 +185,8 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     struct replay_result *res = NULL, *sweep = NULL;
     size_t done = 0, sweep_done = 0;
     bool use_pred = o->use && strcmp(o->use, "predicted") == 0;
-    char default_out[128];
-    if (!o->out) {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(default_out, sizeof default_out, "results/replay-%s", stamp);
-    }
-    const char *dir = o->out ? o->out : default_out;
+    char dir[4096];
+    result_dir_name(o->out, "replay", dir, sizeof dir);
     if (!policies || !layouts) {
         fb_error("replay: out of memory");
         goto out;

@@ -459,13 +459,7 @@ int cmd_run(int argc, char **argv)
         prompt_text = decode_opts_text("run", &o.d, &text, &rc);
     }
     char dir[4096];
-    if (o.out)
-        snprintf(dir, sizeof dir, "%s", o.out);
-    else {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(dir, sizeof dir, "results/run-%s", stamp);
-    }
+    result_dir_name(o.out, "run", dir, sizeof dir);
     /* before the run, not after every token was generated */
     if (prompt_text && (out_dir_ok("run --out", dir) != 0 || (o.record && out_file_ok("run --record", o.record, 0) != 0))) {
         prompt_text = NULL;

@@ -6,9 +6,9 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/log.h"
 #include "common/options.h"
-#include "common/provenance.h"
 #include "harness/sweep.h"
 
 struct sweep_opts {
@@ -148,13 +148,9 @@ int cmd_sweep(int argc, char **argv)
         .seed = o.seed,
         .huge_pages = !o.small_pages,
     };
-    char default_out[128];
-    if (!o.out) {
-        char stamp[32];
-        provenance_stamp(stamp, sizeof stamp);
-        snprintf(default_out, sizeof default_out, "results/sweep-%s", stamp);
-    }
-    c.out_dir = o.out ? o.out : default_out;
+    char out_dir[4096];
+    result_dir_name(o.out, "sweep", out_dir, sizeof out_dir);
+    c.out_dir = out_dir;
     if (!c.engine) { /* io_uring in a build without liburing */
         fb_error("sweep --engine: unknown engine '%s' (available: %s)", o.engine, ioengine_names());
         opts_free(&sweep_command, &o);

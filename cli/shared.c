@@ -1,10 +1,12 @@
 #include "cli/shared.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/out_path.h"
+#include "common/provenance.h"
 #include "sim/paper_tables.h"
 
 int write_json_file(const char *path, const cJSON *json)
@@ -76,4 +78,15 @@ int paper_table3(const char *out_dir, cJSON *provenance)
 int paper_fig7(const char *out_dir, cJSON *provenance)
 {
     return paper_printed(paper_write_fig7, out_dir, provenance);
+}
+
+void result_dir_name(const char *out, const char *command, char *dir, size_t len)
+{
+    if (out) {
+        snprintf(dir, len, "%s", out);
+        return;
+    }
+    char stamp[32];
+    provenance_stamp(stamp, sizeof stamp);
+    snprintf(dir, len, "results/%s-%s", command, stamp);
 }

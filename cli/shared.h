@@ -4,7 +4,12 @@
 #ifndef FLASHBED_CLI_SHARED_H
 #define FLASHBED_CLI_SHARED_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
+
+/* The result folder: out when given, else results/<command>-<timestamp>. */
+void result_dir_name(const char *out, const char *command, char *dir, size_t len);
 
 /* A result file written whole or not at all (common/atomic_file.h);
  * 0, or -1 with the reason printed. */
