@@ -187,6 +187,41 @@ out:
     return rc;
 }
 
+int hw_flash_from_sweep(const char *path, struct hw_profile *hw, char *err, size_t errlen)
+{
+    cJSON *s = read_json_file(path);
+    if (!s) {
+        snprintf(err, errlen, "cannot read sweep results %s (missing or not JSON)", path);
+        return -1;
+    }
+    const cJSON *pt;
+    size_t n = 0;
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
+    {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"),
+                    *t = cJSON_GetObjectItemCaseSensitive(pt, "threads"),
+                    *b = cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes");
+        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b) || b->valuedouble <= 0) {
+            snprintf(err, errlen, "%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+            cJSON_Delete(s);
+            return -1;
+        }
+        if (n < HW_MAX_POINTS)
+            hw->points[n++] = (struct flash_point){c->valuedouble, t->valuedouble, b->valuedouble};
+    }
+    const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
+    snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
+             cJSON_IsTrue(direct) ? "direct I/O" : "page cache used: not honest flash numbers");
+    cJSON_Delete(s);
+    if (n < 6) {
+        snprintf(err, errlen, "%s has %zu points; the closed form needs at least 6 (chunk x threads)", path, n);
+        return -1;
+    }
+    hw->flash.grid = hw->points;
+    hw->flash.n_grid = n;
+    return 0;
+}
+
 double hw_copy_bw(const struct hw_profile *hw, double row_bytes)
 {
     if (!hw->n_copy)
