@@ -104,7 +104,7 @@ static int read_footer(struct trace_reader *r, char *err, size_t errlen)
 {
     char magic[7];
     uint64_t n, na, np;
-    if (fread(magic, 1, 7, r->f) != 7 || memcmp(magic, TRACE_END_MAGIC + 1, 7) != 0)
+    if (fread(magic, 1, 7, r->f) != 7 || memcmp(magic, &TRACE_END_MAGIC[1], 7) != 0)
         return ERR("%s: after token %llu: expected a token or the end marker, found garbage", r->path,
                    (unsigned long long)r->tokens_read);
     if (trace_get_u64(r->f, &n) || trace_get_u64(r->f, &na) || trace_get_u64(r->f, &np))
