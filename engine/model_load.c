@@ -99,16 +99,18 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     }
     for (int i = 0; i < ndim; i++) {
         const cJSON *d = cJSON_GetArrayItem(shape, i);
-        if (!cJSON_IsNumber(d) || (uint64_t)d->valuedouble != want[i]) {
+        if (!cJSON_IsNumber(d) || d->valuedouble != (double)want[i]) { /* want < 2^32: exact */
             err_set(tb->err, tb->errlen, "%s: tensor '%s' dimension %d is %g, expected %llu", tb->json_path,
                     name, i, cJSON_IsNumber(d) ? d->valuedouble : -1.0, (unsigned long long)want[i]);
             return NULL;
         }
     }
-    uint64_t n = ndim == 1 ? d0 : d0 * d1;
-    if (!cJSON_IsNumber(off) || !cJSON_IsNumber(bytes) || off->valuedouble < 0 ||
-        (uint64_t)bytes->valuedouble != n * dtype_size(t) || (uint64_t)off->valuedouble % 4 != 0 ||
-        (uint64_t)off->valuedouble + n * dtype_size(t) > tb->m->dram_bytes) {
+    uint64_t n = ndim == 1 ? d0 : d0 * d1, es = dtype_size(t), size = tb->m->dram_bytes;
+    /* the offset is bounded as a double before it is converted, and the
+     * tensor compared with what is left after it: nothing can wrap */
+    if (!cJSON_IsNumber(off) || !cJSON_IsNumber(bytes) || !(off->valuedouble >= 0) ||
+        off->valuedouble > (double)size || n > (size - (uint64_t)off->valuedouble) / es ||
+        bytes->valuedouble != (double)(n * es) || (uint64_t)off->valuedouble % 4 != 0) {
         err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset or size for %s (%zu bytes)",
                 tb->json_path, name, MODEL_DRAM_FILE, tb->m->dram_bytes);
         return NULL;
@@ -119,7 +121,7 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
 static int json_uint(const cJSON *o, const char *key, uint64_t *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!cJSON_IsNumber(v) || v->valuedouble < 0)
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble < 0x1p64))
         return -1;
     *out = (uint64_t)v->valuedouble;
     return 0;

@@ -52,12 +52,25 @@ static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_
             err_set(err, errlen, "%s: tensor '%s' has a malformed shape", f->path, e->string);
             return -1;
         }
-        n *= (uint64_t)d->valuedouble;
+        /* checked before multiplying: the byte count must not wrap */
+        uint64_t dim = (uint64_t)d->valuedouble;
+        if (dim && n > UINT64_MAX / 8 / dim) {
+            err_set(err, errlen, "%s: tensor '%s' has a shape too large for any file", f->path, e->string);
+            return -1;
+        }
+        n *= dim;
     }
     const cJSON *b = cJSON_GetArrayItem(off, 0), *en = cJSON_GetArrayItem(off, 1);
     if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 || !cJSON_IsNumber(b) || !cJSON_IsNumber(en) ||
         b->valuedouble < 0 || en->valuedouble < b->valuedouble) {
         err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
+        return -1;
+    }
+    /* past the file whatever data_start is: refused as a double, before the
+     * conversion (or data_start + end below) can overflow */
+    if (en->valuedouble > (double)f->size) {
+        err_set(err, errlen, "%s: tensor '%s' ends at byte %.20g, past the end of the file (%zu bytes)", f->path,
+                e->string, (double)f->data_start + en->valuedouble, f->size);
         return -1;
     }
     uint64_t begin = (uint64_t)b->valuedouble, end = (uint64_t)en->valuedouble;

@@ -4,7 +4,8 @@
  * size, the tokenizer entry. The harness makes the rest of the folder
  * agree with what the input claims where it cheaply can: dram.bin of the
  * "dram" byte count (zeros, up to 8 MiB), ffn.bin of the "ffn" byte count
- * (sparse; left on flash, as `run` opens it), a tokenizer.bin of the
+ * (sparse; read into memory when at most 8 MiB, else left on flash, as
+ * `run` opens it), a tokenizer.bin of the
  * shape's vocabulary. Every tensor the open accepted is then read from
  * its first to its last byte, as the forward pass would. */
 #include <fcntl.h>
@@ -45,14 +46,17 @@ static void sized_file(const char *name, double bytes, double limit)
     close(fd);
 }
 
-/* Sets the folder beside model.json up as the input describes it. */
-static void make_folder(const uint8_t *data, size_t size)
+/* Sets the folder beside model.json up as the input describes it; returns
+ * the open flags: ffn.bin is read into memory, as generate does, when it
+ * is small enough, else left on flash, as run does. */
+static unsigned make_folder(const uint8_t *data, size_t size)
 {
     fuzz_mkdir("m");
     fuzz_write("m/model.json", data, size);
     cJSON *o = cJSON_ParseWithLength((const char *)data, size);
     sized_file("m/dram.bin", number_at(o, "dram", "bytes"), MAX_DRAM);
-    sized_file("m/ffn.bin", number_at(o, "ffn", "bytes"), 1e12);
+    double ffn_bytes = number_at(o, "ffn", "bytes");
+    sized_file("m/ffn.bin", ffn_bytes, 1e12);
     double vocab = number_at(o, NULL, "vocab_size");
     const cJSON *tfile = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "tokenizer"), "file");
     char name[300];
@@ -60,6 +64,7 @@ static void make_folder(const uint8_t *data, size_t size)
              cJSON_IsString(tfile) && !strchr(tfile->valuestring, '/') ? tfile->valuestring : "tokenizer.bin");
     fuzz_write_tokenizer_bin(name, vocab >= 1 && vocab <= MAX_VOCAB ? (int)vocab : 1);
     cJSON_Delete(o);
+    return ffn_bytes >= 0 && ffn_bytes <= MAX_DRAM ? 0 : MODEL_FFN_ON_FLASH;
 }
 
 static void touch(const void *p, uint64_t bytes)
@@ -102,15 +107,16 @@ static void touch_tensors(const struct model *m)
         touch(L->bo, d * 4);
         touch(L->ffn_up_bias, (uint64_t)s->d_ff * 4);
         touch(L->ffn_down_bias, d * 4);
+        touch(L->ffn_bundles, (uint64_t)s->d_ff * m->bundle_stride);
     }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    make_folder(data, size);
+    unsigned flags = make_folder(data, size);
     struct model m;
     char err[1024];
-    int rc = model_open_flags(&m, fuzz_path("m"), MODEL_FFN_ON_FLASH, err, sizeof err);
+    int rc = model_open_flags(&m, fuzz_path("m"), flags, err, sizeof err);
     fuzz_note("model_open", rc, err);
     if (rc == 0) {
         touch_tensors(&m);

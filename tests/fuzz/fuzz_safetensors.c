@@ -2,7 +2,9 @@
  * length, the JSON header and every entry's dtype, shape and data_offsets
  * checked against the file; then every tensor the header lists is read
  * back as f32 with its own shape, as the importers read them, so that a
- * range the checks let through that lies outside the file shows. */
+ * range the checks let through that lies outside the file shows; a
+ * tensor accepted with more elements than the file has bytes is a crash
+ * too (its size wrapped). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +27,13 @@ static void read_every_tensor(const struct st_set *s)
         if (ndim > MAX_DIMS)
             continue;
         uint64_t dims[MAX_DIMS];
-        for (int i = 0; i < ndim; i++)
+        long double bytes = 1; /* no wrap: the tensor's true size */
+        for (int i = 0; i < ndim; i++) {
             dims[i] = (uint64_t)cJSON_GetArrayItem(shape, i)->valuedouble; /* checked by st_open_file */
+            bytes *= dims[i];
+        }
+        if (bytes > s->files[0].size)
+            abort(); /* accepted a tensor that cannot fit in the file */
         char err[512];
         float *v = st_read_f32(s, e->string, ndim, dims, err, sizeof err);
         free(v);
