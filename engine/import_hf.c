@@ -89,8 +89,16 @@ static const struct hf_arch *read_config(const char *dir, struct model_shape *s,
     struct config c = {json, path, err, errlen};
     const struct hf_arch *a = shape_from_config(&c, base, s);
     if (a) {
-        *bos = (int)cfg_num(json, "bos_token_id", a->bos_id);
-        *eos = (int)cfg_num(json, "eos_token_id", a->eos_id);
+        /* in range before the conversion to int, which a huge number would overflow */
+        double b = cfg_num(json, "bos_token_id", a->bos_id), e = cfg_num(json, "eos_token_id", a->eos_id);
+        if (!(b >= 0 && b < s->vocab_size && e >= 0 && e < s->vocab_size)) {
+            err_set(err, errlen, "%s: bos_token_id %g or eos_token_id %g is outside the vocabulary (0..%u)", path,
+                    b, e, s->vocab_size - 1);
+            a = NULL;
+        } else {
+            *bos = (int)b;
+            *eos = (int)e;
+        }
     }
     cJSON_Delete(json);
     return a;

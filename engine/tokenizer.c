@@ -447,7 +447,8 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     char piece[1024];
     cJSON_ArrayForEach(e, vocab)
     {
-        int id = cJSON_IsNumber(e) ? (int)e->valuedouble : -1;
+        /* range first: a huge id must not reach the conversion */
+        int id = cJSON_IsNumber(e) && e->valuedouble >= 0 && e->valuedouble < vocab_size ? (int)e->valuedouble : -1;
         size_t n;
         if (id < 0 || id >= vocab_size) {
             snprintf(err, errlen, "%s: vocab entry '%s' has an id outside 0..%d", path, e->string, vocab_size - 1);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/json_file.h"
+#include "common/limits.h"
 #include "common/model_shape.h"
 
 static double num(const cJSON *o, const char *key, double def)
@@ -123,7 +124,12 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
     }
     str(o, "name", hw->name, sizeof hw->name);
     str(o, "backend", hw->backend, sizeof hw->backend);
-    hw->io_threads = (unsigned)num(o, "io_threads", 32);
+    double io_threads = num(o, "io_threads", 32);
+    if (!(io_threads >= 1 && io_threads <= FB_MAX_THREADS && io_threads == floor(io_threads))) {
+        snprintf(err, errlen, "%s: \"io_threads\" must be a whole number from 1 to %d", path, FB_MAX_THREADS);
+        goto out;
+    }
+    hw->io_threads = (unsigned)io_threads;
     if (!hw->name[0] || !hw->backend[0]) {
         snprintf(err, errlen, "%s: needs \"name\" and \"backend\"", path);
         goto out;
