@@ -47,8 +47,9 @@ static int check_shape(const struct config *c, const struct model_shape *s)
         return err_set(c->err, c->errlen, "%s: hidden_size %u, heads %u and key/value heads %u do not divide",
                        c->path, s->d_model, s->n_heads, s->n_kv_heads);
     if (!strcmp(s->position, "rope")) {
-        uint32_t rot = hf_rope_dims(s);
-        if (s->rope_fraction <= 0 || s->rope_fraction > 1 || rot == 0 || rot % 2)
+        /* the fraction in range first: hf_rope_dims converts its product to an integer */
+        uint32_t rot = s->rope_fraction > 0 && s->rope_fraction <= 1 ? hf_rope_dims(s) : 0;
+        if (rot == 0 || rot % 2)
             return err_set(c->err, c->errlen,
                            "%s: partial_rotary_factor %g rotates %u of the %u dims of a head: needs an even "
                            "number from 2 to all of them",
