@@ -207,8 +207,18 @@ int hw_flash_from_sweep(const char *path, struct hw_profile *hw, char *err, size
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"),
                     *t = cJSON_GetObjectItemCaseSensitive(pt, "threads"),
                     *b = cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes");
-        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b) || b->valuedouble <= 0) {
+        if (!cJSON_IsNumber(c) || !cJSON_IsNumber(t) || !cJSON_IsNumber(b)) {
             snprintf(err, errlen, "%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+            cJSON_Delete(s);
+            return -1;
+        }
+        double chunk = c->valuedouble, threads = t->valuedouble, bw = b->valuedouble;
+        if (!(chunk >= 1 && isfinite(chunk) && threads >= 1 && threads <= FB_MAX_THREADS &&
+              threads == floor(threads) && bw > 0 && isfinite(bw))) {
+            snprintf(err, errlen,
+                     "%s: points[%zu] has chunk_bytes %g, threads %g, bw_bytes %g: needs a positive chunk, "
+                     "1 to %d threads and a finite positive bandwidth",
+                     path, n, chunk, threads, bw, FB_MAX_THREADS);
             cJSON_Delete(s);
             return -1;
         }

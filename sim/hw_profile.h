@@ -63,8 +63,10 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
 /* The flash points of a `flashbed sweep` result (sweep.json's "points":
  * chunk_bytes, threads, bw_bytes) into hw->points and hw->flash's grid,
  * and where they came from into hw->flash_source. 0, or -1 with err
- * naming the file (unreadable, a malformed point, fewer than the 6 points
- * the closed form needs). */
+ * naming the file (unreadable, a point missing a key or with a value no
+ * measurement has: chunk < 1, threads outside 1..FB_MAX_THREADS, a
+ * bandwidth that is not finite and positive; fewer than the 6 points the
+ * closed form needs). */
 int hw_flash_from_sweep(const char *path, struct hw_profile *hw, char *err, size_t errlen);
 
 /* DRAM copy bandwidth for rows of row_bytes (log-interpolated, clamped). */
