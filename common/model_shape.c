@@ -148,6 +148,12 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
         snprintf(err, errlen, "%s: d_model must divide into n_heads, n_heads into n_kv_heads", path);
         goto out;
     }
+    if ((uint64_t)s->max_positions + s->position_offset > UINT32_MAX) {
+        /* the learned position table has max_positions + position_offset rows, a 32-bit count */
+        snprintf(err, errlen, "%s: max_positions %u + position_offset %u do not fit in 32 bits", path,
+                 s->max_positions, s->position_offset);
+        goto out;
+    }
     if (get_optional(o, s, path, err, errlen))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
