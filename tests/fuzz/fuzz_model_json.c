@@ -7,7 +7,8 @@
  * (sparse; read into memory when at most 8 MiB, else left on flash, as
  * `run` opens it), a tokenizer.bin of the
  * shape's vocabulary. Every tensor the open accepted is then read from
- * its first to its last byte, as the forward pass would. */
+ * its first to its last byte, and, with ffn.bin in memory, two tokens run
+ * through the dense engine. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/dtype.h"
+#include "engine/engine.h"
 #include "engine/model.h"
 #include "fuzz_util.h"
 
@@ -111,6 +113,23 @@ static void touch_tensors(const struct model *m)
     }
 }
 
+/* Two tokens through the dense engine, as generate runs them: what a
+ * model that opens must survive (RoPE over the heads, the position
+ * table, every norm and bias at its size). */
+static void run_two_tokens(const struct model *m)
+{
+    struct engine e;
+    char err[512];
+    int seq = m->shape.max_positions < 2 ? (int)m->shape.max_positions : 2;
+    if (engine_init(&e, m, &backend_cpu, &ffn_dense, 1, seq, err, sizeof err) != 0) {
+        fuzz_note("engine_init", -1, err);
+        return;
+    }
+    for (int pos = 0; pos < seq; pos++)
+        engine_forward(&e, m->bos_id, pos);
+    engine_free(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     unsigned flags = make_folder(data, size);
@@ -120,6 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_note("model_open", rc, err);
     if (rc == 0) {
         touch_tensors(&m);
+        if (!(flags & MODEL_FFN_ON_FLASH))
+            run_two_tokens(&m);
         model_close(&m);
     }
     return 0;
