@@ -20,12 +20,18 @@ max_len() {
         *) echo 8192 ;;
     esac
 }
+dict() {
+    case $1 in
+        safetensors|hf_config|tokenizer_sp|tokenizer_bytelevel|model_json|hw_profile|sweep_results)
+            echo "-dict=$root/tests/fuzz/json.dict" ;;
+    esac
+}
 mkdir -p "$work"
 for h in "${harnesses[@]}"; do
     mkdir -p "$work/$h"
     start=$(date -u +%FT%TZ) t0=$(date +%s)
     nice -n 19 "$build/tests/fuzz/fuzz_$h" "$work/$h" "$root/tests/fuzz/corpus/$h" \
-        -max_total_time="$seconds" -max_len="$(max_len "$h")" -rss_limit_mb=2048 -timeout=10 \
+        -max_total_time="$seconds" -max_len="$(max_len "$h")" -rss_limit_mb=2048 -timeout=10 $(dict "$h") \
         -print_final_stats=1 -artifact_prefix="$work/$h-" >"$work/$h.log" 2>&1
     rc=$? elapsed=$(($(date +%s) - t0))
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$h.log" | grep -o '[0-9]*$')
