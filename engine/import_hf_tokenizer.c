@@ -77,7 +77,8 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
             if (!sp)
                 continue;
             snprintf(merged, sizeof merged, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2) { /* ["a", "b"] */
+        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"]; [1, 2] has no strings to print */
             snprintf(merged, sizeof merged, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring,
                      cJSON_GetArrayItem(e, 1)->valuestring);
         } else
