@@ -3,8 +3,9 @@
  * an open upper end, allowed words, "auto", a short name), a shared
  * fragment at an offset with a command-specific default, and bare
  * arguments. The input is argv after the subcommand, one argument per
- * line. A parse that succeeds is dumped as JSON (every result's
- * provenance) and asked which options were given; the global-options
+ * line. A parse that succeeds must hold every value inside its declared
+ * range, and is dumped as JSON (every result's provenance) and asked
+ * which options were given; the global-options
  * prefix parser reads the same words. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -70,6 +71,28 @@ static const struct opt_command command = {
     .defaults = defaults,
 };
 
+static bool in(double v, double lo, double hi)
+{
+    return v >= lo && v <= hi;
+}
+
+/* What a successful parse promises: every value inside its declared range
+ * and allowed words, defaults included. */
+static void check_ranges(const struct values *v)
+{
+    bool ok = v->dtype && (!strcmp(v->dtype, "f32") || !strcmp(v->dtype, "f16") || !strcmp(v->dtype, "bf16")) &&
+              in((double)v->count, 1, 4096) && (v->threads == 0 || in((double)v->threads, 1, FB_MAX_THREADS)) &&
+              v->size >= 512 && in(v->ratio, -1, 1) && v->persist >= 0 && v->persist < 1 &&
+              in(v->seconds, 0.001, 3600) && v->sizes.n >= 1 && v->list.n >= 1 && v->frag.prompt &&
+              in(v->frag.temperature, 0, 100);
+    for (size_t i = 0; i < v->sizes.n; i++)
+        ok = ok && in((double)v->sizes.v[i], 1, 1 << 30);
+    for (size_t i = 0; i < v->list.n; i++)
+        ok = ok && in((double)v->list.v[i], 1, 64);
+    if (!ok)
+        abort();
+}
+
 /* argv[0] = the command, then one argument per line of text (changed in place). */
 static int split_args(char *text, char **argv)
 {
@@ -100,6 +123,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == 0) {
         if (n_positional > command.max_positional)
             abort();
+        check_ranges(&v);
         cJSON *j = opts_to_json(&command, &v);
         char *s = cJSON_PrintUnformatted(j);
         free(s);
