@@ -53,58 +53,6 @@ static const struct opt_command calibrate_command = {
     .max_positional = 0,
 };
 
-/* Flash points from a sweep.json; 0 or -1 with an error printed. */
-static int points_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed)
-{
-    cJSON *s = read_json_file(path);
-    if (!s) {
-        fb_error("cannot read sweep results %s (missing or not JSON)", path);
-        return -1;
-    }
-    const cJSON *pt;
-    size_t n = 0;
-    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
-    {
-        if (!cJSON_HasObjectItem(pt, "chunk_bytes") || !cJSON_HasObjectItem(pt, "threads") ||
-            !cJSON_HasObjectItem(pt, "bw_bytes")) {
-            fb_error("%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
-            cJSON_Delete(s);
-            return -1;
-        }
-        char what[3][64], err[512];
-        uint64_t chunk, threads;
-        double bw;
-        snprintf(what[0], sizeof what[0], "points[%zu].chunk_bytes", n);
-        snprintf(what[1], sizeof what[1], "points[%zu].threads", n);
-        snprintf(what[2], sizeof what[2], "points[%zu].bw_bytes", n);
-        /* a sweep's chunks are whole byte counts, its threads as the options allow */
-        if (json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"), what[0], 1, (uint64_t)1 << 40,
-                            &chunk, path, err, sizeof err) ||
-            json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "threads"), what[1], 1, FB_MAX_THREADS, &threads,
-                            path, err, sizeof err) ||
-            json_number_finite(cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes"), what[2], 1, 1e18, &bw, path, err,
-                               sizeof err)) {
-            fb_error("calibrate --sweep: %s", err);
-            cJSON_Delete(s);
-            return -1;
-        }
-        if (n < HW_MAX_POINTS)
-            hw->points[n++] = (struct flash_point){(double)chunk, (double)threads, bw};
-    }
-    const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
-    *bypassed = cJSON_IsTrue(direct); /* the profile claims no more than its sweep did */
-    snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
-             cJSON_IsTrue(direct) ? "direct I/O" : "page cache used: not honest flash numbers");
-    cJSON_Delete(s);
-    if (n < 6) {
-        fb_error("%s has %zu points; the closed form needs at least 6 (chunk x threads)", path, n);
-        return -1;
-    }
-    hw->flash.grid = hw->points;
-    hw->flash.n_grid = n;
-    return 0;
-}
-
 int cmd_calibrate(int argc, char **argv)
 {
     struct calibrate_opts o;
@@ -136,15 +84,18 @@ int cmd_calibrate(int argc, char **argv)
     /* a measured sweep refuses a file system without direct I/O */
     bool bypassed = true;
     if (o.sweep) {
-        if (points_from_sweep(o.sweep, hw, &bypassed) != 0)
+        char err[1024];
+        if (hw_flash_from_sweep(o.sweep, hw, &bypassed, err, sizeof err) != 0) {
+            fb_error("calibrate --sweep: %s", err);
             goto out;
+        }
     } else {
         struct sweep_config c = {
             .path = o.file, .size = o.size, .iodepth = 1, .direct = true, .huge_pages = true,
             .engine = ioengine_find("psync"), .runtime_s = o.quick ? 0.5 : 1.0,
             .ramp_s = o.quick ? 0.1 : 0.25,
         };
-        char err[256];
+        char err[1024];
         if (parse_size_list(o.quick ? "4k,16k,64k,256k,1m" : "4k,8k,16k,32k,64k,128k,256k,512k,1m",
                             &c.chunks, err, sizeof err) != 0 ||
             parse_uint_list(o.quick ? "1,4,16,32" : "1,2,4,8,16,32,64", &c.threads, err, sizeof err) != 0)
@@ -166,8 +117,10 @@ int cmd_calibrate(int argc, char **argv)
         interrupt_exit_on_signal();
         char sweep_json[4300];
         snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
-        if (points_from_sweep(sweep_json, hw, &bypassed) != 0)
+        if (hw_flash_from_sweep(sweep_json, hw, &bypassed, err, sizeof err) != 0) {
+            fb_error("%s", err);
             goto out;
+        }
         /* Large reads stand in for the sequential rate the naive baseline uses. */
         struct point_params seq = {.engine = c.engine, .path = o.file, .file_size = o.size,
                                    .chunk = 4u << 20, .threads = 4, .iodepth = 1, .direct = true,

@@ -66,6 +66,11 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
         snprintf(err, errlen, "%s: cannot open tokenizer: %s", path, strerror(errno));
         return -1;
     }
+    if (vocab_size < 3) { /* the format's BOS and EOS are ids 1 and 2 */
+        snprintf(err, errlen, "%s: a vocabulary of %d tokens has no room for <s> (1) and </s> (2)", path, vocab_size);
+        fclose(f);
+        return -1;
+    }
     int32_t max_len;
     t->vocab_size = vocab_size;
     t->pieces = calloc((size_t)vocab_size, sizeof *t->pieces);

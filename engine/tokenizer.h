@@ -36,7 +36,8 @@ struct tokenizer {
 };
 
 /* llama2.c format: int32 max_len, then per token float score, int32 len,
- * bytes. vocab_size tokens are read; the file must hold exactly those. */
+ * bytes. vocab_size tokens are read; the file must hold exactly those, and at
+ * least 3 (BOS is id 1, EOS id 2). */
 int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size, char *err,
                            size_t errlen);
 /* tokenizer.json of the byte-level kind (model.vocab keys in GPT-2's byte

@@ -230,6 +230,52 @@ out:
     return rc;
 }
 
+int hw_flash_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed, char *err, size_t errlen)
+{
+    cJSON *s = read_json_file(path);
+    if (!s)
+        return err_set(err, errlen, "cannot read sweep results %s (missing or not JSON)", path);
+    const cJSON *pt;
+    size_t n = 0;
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(s, "points"))
+    {
+        if (!cJSON_HasObjectItem(pt, "chunk_bytes") || !cJSON_HasObjectItem(pt, "threads") ||
+            !cJSON_HasObjectItem(pt, "bw_bytes")) {
+            err_set(err, errlen, "%s: points[%zu] lacks chunk_bytes, threads or bw_bytes", path, n);
+            cJSON_Delete(s);
+            return -1;
+        }
+        char what[3][64];
+        uint64_t chunk, threads;
+        double bw;
+        snprintf(what[0], sizeof what[0], "points[%zu].chunk_bytes", n);
+        snprintf(what[1], sizeof what[1], "points[%zu].threads", n);
+        snprintf(what[2], sizeof what[2], "points[%zu].bw_bytes", n);
+        /* a sweep's chunks are whole byte counts, its threads as the options allow */
+        if (json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "chunk_bytes"), what[0], 1, (uint64_t)1 << 40,
+                            &chunk, path, err, errlen) ||
+            json_number_u64(cJSON_GetObjectItemCaseSensitive(pt, "threads"), what[1], 1, FB_MAX_THREADS, &threads,
+                            path, err, errlen) ||
+            json_number_finite(cJSON_GetObjectItemCaseSensitive(pt, "bw_bytes"), what[2], 1, 1e18, &bw, path, err,
+                               errlen)) {
+            cJSON_Delete(s);
+            return -1;
+        }
+        if (n < HW_MAX_POINTS)
+            hw->points[n++] = (struct flash_point){(double)chunk, (double)threads, bw};
+    }
+    const cJSON *direct = cJSON_GetObjectItemCaseSensitive(s, "page_cache_bypassed");
+    *bypassed = cJSON_IsTrue(direct); /* the profile claims no more than its sweep did */
+    snprintf(hw->flash_source, sizeof hw->flash_source, "flashbed sweep %s (%s)", path,
+             cJSON_IsTrue(direct) ? "direct I/O" : "page cache used: not honest flash numbers");
+    cJSON_Delete(s);
+    if (n < 6)
+        return err_set(err, errlen, "%s has %zu points; the closed form needs at least 6 (chunk x threads)", path, n);
+    hw->flash.grid = hw->points;
+    hw->flash.n_grid = n;
+    return 0;
+}
+
 double hw_copy_bw(const struct hw_profile *hw, double row_bytes)
 {
     if (!hw->n_copy)

@@ -11,6 +11,7 @@
 #ifndef FLASHBED_SIM_HW_PROFILE_H
 #define FLASHBED_SIM_HW_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -59,6 +60,17 @@ struct hw_profile {
 
 /* name: "m1max-cpu" (configs/hw/) or a path. 0, or -1 with err naming the file. */
 int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen);
+
+/* The flash points of a `flashbed sweep` result (sweep.json's "points":
+ * chunk_bytes, threads, bw_bytes) into hw->points and hw->flash's grid,
+ * where they came from into hw->flash_source, and whether that sweep
+ * bypassed the page cache into *bypassed. 0, or -1 with err naming the
+ * file (unreadable, a point missing a key or with a value no measurement
+ * has: a chunk that is not a whole number of bytes from 1 to 2^40,
+ * threads not whole or outside 1..FB_MAX_THREADS, a bandwidth that is not
+ * finite and from 1 to 1e18 bytes/s; fewer than the 6 points the closed
+ * form needs). */
+int hw_flash_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed, char *err, size_t errlen);
 
 /* DRAM copy bandwidth for rows of row_bytes (log-interpolated, clamped). */
 double hw_copy_bw(const struct hw_profile *hw, double row_bytes);

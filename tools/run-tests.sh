@@ -4,6 +4,8 @@
 # and runs the tests under it (unit and integration: the harness threads too),
 # then once more with the engine's portable loops instead of the host's vector
 # kernels (what an Arm or older x86 machine runs), and runs the suite there.
+# Each run replays every committed fuzz corpus (tests/fuzz: the fuzz_* tests,
+# label fuzz); fuzzing itself is a separate clang build (tests/fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
