@@ -26,13 +26,17 @@ void configs_dir_set(const char *dir)
     snprintf(configs_dir_given, sizeof configs_dir_given, "%s", dir ? dir : "");
 }
 
-void config_file_path(const char *kind, const char *name, char *buf, size_t len)
+int config_file_path(const char *kind, const char *name, char *buf, size_t len)
 {
     size_t n = strlen(name);
-    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0))
-        snprintf(buf, len, "%s", name);
-    else
-        snprintf(buf, len, "%s/%s/%s.json", configs_dir(), kind, name);
+    int w = strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0)
+                ? snprintf(buf, len, "%s", name)
+                : snprintf(buf, len, "%s/%s/%s.json", configs_dir(), kind, name);
+    if (w < 0 || (size_t)w >= len) {
+        buf[0] = '\0';
+        return -1;
+    }
+    return 0;
 }
 
 static int get_u32(const cJSON *o, const char *key, uint32_t *out, uint32_t min, uint32_t max,
@@ -148,7 +152,10 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
 {
     memset(s, 0, sizeof *s);
     char path[4096];
-    config_file_path("models", name, path, sizeof path);
+    if (config_file_path("models", name, path, sizeof path) != 0) {
+        snprintf(err, errlen, "model shape %.200s...: the name is too long for a path", name);
+        return -1;
+    }
     char *text = read_text_file(path, NULL);
     if (!text) {
         snprintf(err, errlen, "model shape %s: cannot read %s", name, path);

@@ -81,7 +81,8 @@ const char *configs_dir(void);
 void configs_dir_set(const char *dir);
 
 /* A config named by the user: a path when it has a '/' or ends in .json,
- * else configs/<kind>/<name>.json ("models", "hw"). */
-void config_file_path(const char *kind, const char *name, char *buf, size_t len);
+ * else configs/<kind>/<name>.json ("models", "hw"). 0, or -1 when that
+ * path does not fit in len (buf then holds "": nothing by that name). */
+int config_file_path(const char *kind, const char *name, char *buf, size_t len);
 
 #endif

@@ -142,7 +142,10 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
 int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
-    config_file_path("hw", name, hw->path, sizeof hw->path);
+    if (config_file_path("hw", name, hw->path, sizeof hw->path) != 0) {
+        snprintf(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
+        return -1;
+    }
     char *text = read_text_file(hw->path, NULL);
     if (!text) {
         snprintf(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
