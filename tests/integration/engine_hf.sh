@@ -4,7 +4,7 @@
 # q/k rows in HF's rotate-half order, tokenizer.json -- greedy output after
 # conversion must still equal llama2.c's token for token; (2) a tiny random
 # OPT in f16 whose greedy continuation and logits it computed itself in
-# double precision (logits compared by test_opt_fixture). Then bad folders: each a clear error, no model folder left.
+# double precision (logits compared by test_hf_fixture). Then bad folders: each a clear error, no model folder left.
 source "$(dirname "$0")/lib.sh"
 
 SRC="$FLASHBED_DATA/models/stories260K"
@@ -29,10 +29,10 @@ check "opt keeps its byte-level tokenizer.json" \
 "$FLASHBED" generate --model "$WORK/opt" --prompt "ab" --temperature 0 -n 10 --json "$WORK/opt.json" >/dev/null 2>&1
 got=$(json_get "$WORK/opt.json" '" ".join(str(i) for i in d["prompt_token_ids"] + [t["id"] for t in d["tokens"]])')
 check "HF opt greedy ids equal the double-precision reference" test "$got" = "$(cat "$WORK/hf-opt/expected_ids.txt")"
-OPT_TEST="$(dirname "$FLASHBED")/tests/test_opt_fixture"
+OPT_TEST="$(dirname "$FLASHBED")/tests/test_hf_fixture"
 if [ -x "$OPT_TEST" ]; then
     check "HF opt logits within 1e-4 of the reference at every position" \
-        env FLASHBED_OPT_FIXTURE="$WORK/hf-opt" "$OPT_TEST"
+        env FLASHBED_HF_FIXTURE="$WORK/hf-opt" "$OPT_TEST"
 fi
 check "opt model.json records learned positions with offset 2" \
     test "$(json_get "$WORK/opt/model.json" 'd["position"] + str(d["position_offset"])')" = learned2

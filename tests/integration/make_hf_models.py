@@ -10,7 +10,7 @@ standard library only (no torch/transformers/numpy).
                        double precision from the same f16 values, the greedy
                        continuation of a fixed prompt (OUT/expected_ids.txt) and
                        the logits at every position (OUT/reference.json, in
-                       tools/make_opt_fixture.py's layout), with a byte-level BPE
+                       tools/make_hf_fixture.py's layout), with a byte-level BPE
                        tokenizer.json (GPT-2 alphabet)
 """
 import json
@@ -253,7 +253,7 @@ def opt(out):
             seq.append(nxt)
             out_ids.append(nxt)
     open(os.path.join(out, "expected_ids.txt"), "w").write(" ".join(map(str, seq[:len(seq) - 1])) + "\n")
-    # the same layout as tools/make_opt_fixture.py's, for tests/unit/test_opt_fixture.c
+    # the same layout as tools/make_hf_fixture.py's, for tests/unit/test_hf_fixture.c
     json.dump({"token_ids": seq[:len(all_logits)], "logits": all_logits},
               open(os.path.join(out, "reference.json"), "w"))
 
