@@ -253,8 +253,13 @@ static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, cons
     const cJSON *tok = cJSON_GetObjectItemCaseSensitive(o, "tokenizer");
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(tok, "kind");
     const cJSON *tfile = cJSON_GetObjectItemCaseSensitive(tok, "file");
-    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile) || strchr(tfile->valuestring, '/'))
+    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile))
         return err_set(err, errlen, "%s: \"tokenizer\" must name its \"kind\" and \"file\"", path);
+    /* a file of the model folder: no path, and not the folder itself */
+    const char *tname = tfile->valuestring;
+    if (!tname[0] || strchr(tname, '/') || !strcmp(tname, ".") || !strcmp(tname, ".."))
+        return err_set(err, errlen, "%s: tokenizer \"file\" must be a file name inside the model folder, not \"%.100s\"",
+                       path, tname);
     char fpath[4300];
     snprintf(fpath, sizeof fpath, "%s/%s", dir, tfile->valuestring);
     int tok_rc;

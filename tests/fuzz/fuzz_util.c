@@ -105,10 +105,8 @@ const char *fuzz_write_tokenizer_bin(const char *name, int vocab)
 {
     const char *path = fuzz_path(name);
     FILE *f = fopen(path, "wb");
-    if (!f) {
-        perror(path);
-        abort();
-    }
+    if (!f) /* a name model.json may give but no file can have (""): model_open says so */
+        return path;
     int32_t max_len = 6;
     fwrite(&max_len, 4, 1, f);
     for (int i = 0; i < vocab; i++) {

@@ -34,7 +34,8 @@ void fuzz_remove(const char *name);
 
 /* dir/name as a llama2.c tokenizer.bin of vocab tokens (<unk>, <s>, </s>,
  * the <0xXX> byte tokens, then "p3", "p4", ...): what a model header that
- * names a vocabulary size needs beside it. Returns the path. */
+ * names a vocabulary size needs beside it. Returns the path (not written
+ * when no file can have that name, e.g. a folder). */
 const char *fuzz_write_tokenizer_bin(const char *name, int vocab);
 
 /* With FLASHBED_FUZZ_VERBOSE set, prints what a parser said about an

@@ -140,6 +140,9 @@ copy; edit "$WORK/bad/model.json" 'd["tokenizer"]["eos_id"] = 512'
 refused "eos_id outside the vocabulary" "\"eos_id\" must be a whole number from 0 to 511, not 512" generate --model "$WORK/bad" --prompt x -n 2
 copy; edit "$WORK/bad/model.json" 'd["tokenizer"]["stop_ids"] = [1.5]'
 refused "fractional stop id" "\"stop_ids\" entry must be a whole number" generate --model "$WORK/bad" --prompt x -n 2
+copy; edit "$WORK/bad/model.json" 'd["tokenizer"]["file"] = ""'
+refused "empty tokenizer file name (found by fuzz_model_json)" "tokenizer \"file\" must be a file name inside the model folder" \
+    generate --model "$WORK/bad" --prompt x -n 2
 copy; edit "$WORK/bad/model.json" 'd["ffn"]["bundle_stride"] = 0'
 refused "zero bundle stride" "\"bundle_stride\" must be a whole number from 1" generate --model "$WORK/bad" --prompt x -n 2
 
