@@ -66,12 +66,17 @@ int hf_put(struct hf_ctx *c, const char *dst, float *v, int ndim, uint64_t d0, u
 int hf_copy(struct hf_ctx *c, const char *src, const char *dst, int ndim, uint64_t d0, uint64_t d1);
 /* Layer l's flashbed name ("layers.L.what"). */
 void hf_layer_name(char *buf, size_t len, uint32_t l, const char *what);
+/* hf_read of a layer's HF tensor pre + name ("model.layers.3." + "mlp.fc1.weight"). */
+float *hf_layer_read(struct hf_ctx *c, const char *pre, const char *name, int ndim, uint64_t d0, uint64_t d1);
 /* hf_copy of layer l's HF tensor pre + from into layers.l.to. */
 int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
                   uint64_t d0, uint64_t d1);
 /* The head: the final norm's weight (and bias, when norm_bias is not
  * NULL) and, unless tied, lm_head.weight as output. */
 int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias);
+/* The token embeddings under transformers' common name,
+ * model.embed_tokens.weight (Llama, Persimmon, Phi). */
+int hf_embed_tokens(struct hf_ctx *c);
 /* Writes layer l's q or k (what: "attn.wq", "attn.bq", ...), heads blocks
  * of head_dim rows of cols values, after reordering each head's rotated
  * rows for the engine's RoPE (hf_rope_to_pairs); frees v. */
@@ -80,8 +85,9 @@ int hf_put_rope(struct hf_ctx *c, uint32_t l, const char *what, float *v, uint32
  * attn.wv, or with cols 1 the biases attn.bq, attn.bk, attn.bv; frees
  * all three (NULL ones: a read failed, -1). */
 int hf_put_qkv(struct hf_ctx *c, uint32_t l, float *q, float *k, float *v, uint64_t cols);
-/* Reads an FFN's up, gate (NULL name: none) and down and writes layer l's bundles. */
-int hf_ffn(struct hf_ctx *c, uint32_t l, const char *up, const char *gate, const char *down);
+/* Reads layer l's FFN, HF tensors pre + up, pre + gate (NULL: none) and
+ * pre + down, and writes its bundles. */
+int hf_ffn(struct hf_ctx *c, const char *pre, uint32_t l, const char *up, const char *gate, const char *down);
 
 /* Head dimensions and the rotated share of them, from the shape. */
 uint32_t hf_head_dim(const struct model_shape *s);

@@ -86,20 +86,19 @@ static int falcon_layer(struct hf_ctx *c, uint32_t l)
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, hd = hf_head_dim(s);
     uint64_t fused_rows = (s->n_heads + 2ull * s->n_kv_heads) * hd;
-    char pre[64], src[200], up[200], down[200];
+    char pre[64];
     snprintf(pre, sizeof pre, "transformer.h.%u.", l);
     if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
         hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
         return -1;
     float *q, *k, *v;
-    snprintf(src, sizeof src, "%sself_attention.query_key_value.weight", pre);
-    if (hf_split_qkv(c, hf_read(c, src, 2, fused_rows, d), d, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, d))
+    if (hf_split_qkv(c, hf_layer_read(c, pre, "self_attention.query_key_value.weight", 2, fused_rows, d), d, &q, &k,
+                     &v) ||
+        hf_put_qkv(c, l, q, k, v, d))
         return -1;
     if (hf_layer_copy(c, pre, l, "self_attention.dense.weight", "attn.wo", 2, d, d))
         return -1;
-    snprintf(up, sizeof up, "%smlp.dense_h_to_4h.weight", pre);
-    snprintf(down, sizeof down, "%smlp.dense_4h_to_h.weight", pre);
-    return hf_ffn(c, l, up, NULL, down);
+    return hf_ffn(c, pre, l, "mlp.dense_h_to_4h.weight", NULL, "mlp.dense_4h_to_h.weight");
 }
 
 static int falcon_embeddings(struct hf_ctx *c)

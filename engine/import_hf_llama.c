@@ -88,31 +88,25 @@ static int llama_layer(struct hf_ctx *c, uint32_t l)
 {
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
-    char pre[64], src[200], up[200], gate[200], down[200];
+    char pre[64];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
     if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0))
         return -1;
     /* q and k: rows reordered for the engine's RoPE */
-    snprintf(src, sizeof src, "%sself_attn.q_proj.weight", pre);
-    if (hf_put_rope(c, l, "attn.wq", hf_read(c, src, 2, q, d), s->n_heads, d))
-        return -1;
-    snprintf(src, sizeof src, "%sself_attn.k_proj.weight", pre);
-    if (hf_put_rope(c, l, "attn.wk", hf_read(c, src, 2, kv, d), s->n_kv_heads, d))
+    if (hf_put_rope(c, l, "attn.wq", hf_layer_read(c, pre, "self_attn.q_proj.weight", 2, q, d), s->n_heads, d) ||
+        hf_put_rope(c, l, "attn.wk", hf_layer_read(c, pre, "self_attn.k_proj.weight", 2, kv, d), s->n_kv_heads, d))
         return -1;
     if (hf_layer_copy(c, pre, l, "self_attn.v_proj.weight", "attn.wv", 2, kv, d) ||
         hf_layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
         hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0))
         return -1;
-    snprintf(up, sizeof up, "%smlp.up_proj.weight", pre);
-    snprintf(gate, sizeof gate, "%smlp.gate_proj.weight", pre);
-    snprintf(down, sizeof down, "%smlp.down_proj.weight", pre);
-    return hf_ffn(c, l, up, gate, down);
+    return hf_ffn(c, pre, l, "mlp.up_proj.weight", "mlp.gate_proj.weight", "mlp.down_proj.weight");
 }
 
 static int opt_layer(struct hf_ctx *c, uint32_t l)
 {
     uint64_t d = c->s->d_model, ff = c->s->d_ff;
-    char pre[64], up[200], down[200];
+    char pre[64];
     snprintf(pre, sizeof pre, "model.decoder.layers.%u.", l);
     static const struct {
         const char *from, *to;
@@ -138,14 +132,7 @@ static int opt_layer(struct hf_ctx *c, uint32_t l)
         if (hf_layer_copy(c, pre, l, names[i].from, names[i].to, names[i].nd, names[i].rows == 'f' ? ff : d,
                        names[i].cols == 'f' ? ff : names[i].cols ? d : 0))
             return -1;
-    snprintf(up, sizeof up, "%sfc1.weight", pre);
-    snprintf(down, sizeof down, "%sfc2.weight", pre);
-    return hf_ffn(c, l, up, NULL, down);
-}
-
-static int llama_embeddings(struct hf_ctx *c)
-{
-    return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
+    return hf_ffn(c, pre, l, "fc1.weight", NULL, "fc2.weight");
 }
 
 static int opt_embeddings(struct hf_ctx *c)
@@ -168,5 +155,5 @@ static int opt_head(struct hf_ctx *c)
     return hf_head_copy(c, "model.decoder.final_layer_norm.weight", "model.decoder.final_layer_norm.bias");
 }
 
-const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, llama_embeddings, llama_layer, llama_head};
+const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, hf_embed_tokens, llama_layer, llama_head};
 const struct hf_arch hf_arch_opt = {"opt", 1, 2, opt_shape, opt_embeddings, opt_layer, opt_head};

@@ -39,10 +39,8 @@ static int qk_norms(struct hf_ctx *c, const char *pre, uint32_t l)
                                             {"self_attn.q_layernorm.bias", "attn.q_norm.bias"},
                                             {"self_attn.k_layernorm.weight", "attn.k_norm.weight"},
                                             {"self_attn.k_layernorm.bias", "attn.k_norm.bias"}};
-    char src[200];
     for (int i = 0; i < 4; i++) {
-        snprintf(src, sizeof src, "%s%s", pre, names[i][0]);
-        if (hf_put_rope(c, l, names[i][1], hf_read(c, src, 1, hf_head_dim(c->s), 0), 1, 1))
+        if (hf_put_rope(c, l, names[i][1], hf_layer_read(c, pre, names[i][0], 1, hf_head_dim(c->s), 0), 1, 1))
             return -1;
     }
     return 0;
@@ -52,17 +50,17 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
 {
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, ff = s->d_ff;
-    char pre[64], src[200], up[200], down[200];
+    char pre[64];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
     if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
         hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
         return -1;
     float *q, *k, *v;
-    snprintf(src, sizeof src, "%sself_attn.query_key_value.weight", pre);
-    if (hf_split_qkv(c, hf_read(c, src, 2, 3 * d, d), d, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, d))
+    if (hf_split_qkv(c, hf_layer_read(c, pre, "self_attn.query_key_value.weight", 2, 3 * d, d), d, &q, &k, &v) ||
+        hf_put_qkv(c, l, q, k, v, d))
         return -1;
-    snprintf(src, sizeof src, "%sself_attn.query_key_value.bias", pre);
-    if (hf_split_qkv(c, hf_read(c, src, 1, 3 * d, 0), 1, &q, &k, &v) || hf_put_qkv(c, l, q, k, v, 1))
+    if (hf_split_qkv(c, hf_layer_read(c, pre, "self_attn.query_key_value.bias", 1, 3 * d, 0), 1, &q, &k, &v) ||
+        hf_put_qkv(c, l, q, k, v, 1))
         return -1;
     if (hf_layer_copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) || hf_layer_copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
         (s->qk_norm && qk_norms(c, pre, l)) ||
@@ -71,14 +69,7 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
         hf_layer_copy(c, pre, l, "mlp.dense_h_to_4h.bias", "ffn.up_bias", 1, ff, 0) ||
         hf_layer_copy(c, pre, l, "mlp.dense_4h_to_h.bias", "ffn.down_bias", 1, d, 0))
         return -1;
-    snprintf(up, sizeof up, "%smlp.dense_h_to_4h.weight", pre);
-    snprintf(down, sizeof down, "%smlp.dense_4h_to_h.weight", pre);
-    return hf_ffn(c, l, up, NULL, down);
-}
-
-static int persimmon_embeddings(struct hf_ctx *c)
-{
-    return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
+    return hf_ffn(c, pre, l, "mlp.dense_h_to_4h.weight", NULL, "mlp.dense_4h_to_h.weight");
 }
 
 static int persimmon_head(struct hf_ctx *c)
@@ -86,5 +77,5 @@ static int persimmon_head(struct hf_ctx *c)
     return hf_head_copy(c, "model.final_layernorm.weight", "model.final_layernorm.bias");
 }
 
-const struct hf_arch hf_arch_persimmon = {"persimmon", 1, 2, persimmon_shape, persimmon_embeddings,
+const struct hf_arch hf_arch_persimmon = {"persimmon", 1, 2, persimmon_shape, hf_embed_tokens,
                                           persimmon_layer, persimmon_head};

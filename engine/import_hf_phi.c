@@ -50,7 +50,7 @@ static int qkv(struct hf_ctx *c, const char *pre, uint32_t l, uint64_t cols)
 static int phi_layer(struct hf_ctx *c, uint32_t l)
 {
     uint64_t d = c->s->d_model, ff = c->s->d_ff;
-    char pre[64], up[200], down[200];
+    char pre[64];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
     if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
         hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0) || qkv(c, pre, l, d) ||
@@ -59,14 +59,7 @@ static int phi_layer(struct hf_ctx *c, uint32_t l)
         hf_layer_copy(c, pre, l, "mlp.fc1.bias", "ffn.up_bias", 1, ff, 0) ||
         hf_layer_copy(c, pre, l, "mlp.fc2.bias", "ffn.down_bias", 1, d, 0))
         return -1;
-    snprintf(up, sizeof up, "%smlp.fc1.weight", pre);
-    snprintf(down, sizeof down, "%smlp.fc2.weight", pre);
-    return hf_ffn(c, l, up, NULL, down);
-}
-
-static int phi_embeddings(struct hf_ctx *c)
-{
-    return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
+    return hf_ffn(c, pre, l, "mlp.fc1.weight", NULL, "mlp.fc2.weight");
 }
 
 static int phi_head(struct hf_ctx *c)
@@ -77,4 +70,4 @@ static int phi_head(struct hf_ctx *c)
     return hf_copy(c, "lm_head.bias", "output.bias", 1, c->s->vocab_size, 0);
 }
 
-const struct hf_arch hf_arch_phi = {"phi", 1, 2, phi_shape, phi_embeddings, phi_layer, phi_head};
+const struct hf_arch hf_arch_phi = {"phi", 1, 2, phi_shape, hf_embed_tokens, phi_layer, phi_head};

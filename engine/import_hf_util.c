@@ -138,6 +138,13 @@ void hf_layer_name(char *buf, size_t len, uint32_t l, const char *what)
     layer_tensor_name(buf, len, (int)l, what);
 }
 
+float *hf_layer_read(struct hf_ctx *c, const char *pre, const char *name, int ndim, uint64_t d0, uint64_t d1)
+{
+    char src[200];
+    snprintf(src, sizeof src, "%s%s", pre, name);
+    return hf_read(c, src, ndim, d0, d1);
+}
+
 int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
                   uint64_t d0, uint64_t d1)
 {
@@ -145,6 +152,11 @@ int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *fro
     snprintf(src, sizeof src, "%s%s", pre, from);
     hf_layer_name(dst, sizeof dst, l, to);
     return hf_copy(c, src, dst, ndim, d0, d1);
+}
+
+int hf_embed_tokens(struct hf_ctx *c)
+{
+    return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
 }
 
 int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias)
@@ -214,12 +226,13 @@ int hf_put_qkv(struct hf_ctx *c, uint32_t l, float *q, float *k, float *v, uint6
     return bias ? hf_put(c, dst, v, 1, kv_rows, 0) : hf_put(c, dst, v, 2, kv_rows, cols);
 }
 
-int hf_ffn(struct hf_ctx *c, uint32_t l, const char *up_name, const char *gate_name, const char *down_name)
+int hf_ffn(struct hf_ctx *c, const char *pre, uint32_t l, const char *up_name, const char *gate_name,
+           const char *down_name)
 {
     uint64_t d = c->s->d_model, ff = c->s->d_ff;
-    float *up = hf_read(c, up_name, 2, ff, d);
-    float *down = up ? hf_read(c, down_name, 2, d, ff) : NULL;
-    float *gate = down && gate_name ? hf_read(c, gate_name, 2, ff, d) : NULL;
+    float *up = hf_layer_read(c, pre, up_name, 2, ff, d);
+    float *down = up ? hf_layer_read(c, pre, down_name, 2, d, ff) : NULL;
+    float *gate = down && gate_name ? hf_layer_read(c, pre, gate_name, 2, ff, d) : NULL;
     int rc = up && down && (gate || !gate_name) ? model_writer_ffn_layer(c->w, (int)l, up, gate, down) : -1;
     free(up);
     free(gate);
