@@ -12,7 +12,6 @@
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
-#include "common/json_file.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/machine.h"
@@ -66,7 +65,7 @@ int cmd_calibrate(int argc, char **argv)
     struct hw_profile *hw = calloc(1, sizeof *hw);
     struct machine_info mi;
     machine_info_get(&mi);
-    char name[64], out[4096], stamp[32], work[4200];
+    char name[64], out[4096], work[4200];
     snprintf(name, sizeof name, "%.63s", o.name ? o.name : mi.hostname);
     if (o.out)
         snprintf(out, sizeof out, "%s", o.out);
@@ -75,7 +74,6 @@ int cmd_calibrate(int argc, char **argv)
     /* before the measurements: a profile that cannot be written costs nothing */
     if (!hw || out_file_ok("calibrate --out", out, 1) != 0)
         goto out;
-    provenance_stamp(stamp, sizeof stamp);
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "cpu");
     hw->io_threads = 32;
@@ -100,7 +98,7 @@ int cmd_calibrate(int argc, char **argv)
                             &c.chunks, err, sizeof err) != 0 ||
             parse_uint_list(o.quick ? "1,4,16,32" : "1,2,4,8,16,32,64", &c.threads, err, sizeof err) != 0)
             goto out;
-        snprintf(work, sizeof work, "results/calibrate-%s", stamp);
+        result_dir_name(NULL, "calibrate", work, sizeof work);
         c.out_dir = work;
         cJSON *params = opts_to_json(&calibrate_command, &o);
         static const struct sweep_flag flags[] = {

@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "arch_fixture.h"
 #include "check.h"
 #include "common/json_file.h"
 #include "engine/engine.h"
@@ -22,28 +23,6 @@
 
 /* Where the library says why a call failed (it prints nothing itself). */
 static char why[1024];
-
-/* A llama2.c tokenizer of vocab placeholder pieces: the logits do not
- * depend on the tokenizer. */
-static void write_placeholder_tokenizer(const char *path, int vocab)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    int32_t max = 8;
-    fwrite(&max, 4, 1, f);
-    for (int i = 0; i < vocab; i++) {
-        char p[16];
-        snprintf(p, sizeof p, "t%d", i);
-        float score = -1e10f;
-        int32_t len = (int32_t)strlen(p);
-        fwrite(&score, 4, 1, f);
-        fwrite(&len, 4, 1, f);
-        fwrite(p, 1, (size_t)len, f);
-    }
-    fclose(f);
-}
 
 /* The byte-level tokenizer against the tokenizers library's ids. */
 static void check_tokenizer_cases(const char *fixture, const cJSON *ref, int vocab)
@@ -92,7 +71,8 @@ static int check_fixture(const char *fixture)
     char tok[600], dir[600];
     snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
     snprintf(dir, sizeof dir, "%s/m", tmp);
-    write_placeholder_tokenizer(tok, vocab);
+    /* the logits do not depend on the tokenizer: placeholder pieces */
+    CHECK(fx_write_tokenizer(tok, (uint32_t)vocab) == 0);
     int imported = import_hf(fixture, tok, dir, DTYPE_F32, why, sizeof why) == 0;
     if (!imported)
         fprintf(stderr, "%s: %s\n", fixture, why);
