@@ -46,9 +46,32 @@ uint32_t ids_symmetric_difference(const uint32_t *a, uint32_t na, const uint32_t
 
 int byte_src_getc(struct byte_src *s)
 {
-    if (s->f)
-        return getc(s->f);
+    if (s->f) {
+        int c = getc(s->f);
+        s->pos += c != EOF;
+        return c;
+    }
     return s->pos < s->len ? s->p[s->pos++] : EOF;
+}
+
+size_t byte_src_left(const struct byte_src *s)
+{
+    return s->pos < s->len ? s->len - s->pos : 0;
+}
+
+int id_row_reserve(struct id_row *r, size_t n)
+{
+    if (n <= r->cap && r->ids)
+        return 0;
+    size_t cap = r->cap ? r->cap : 16;
+    while (cap < n)
+        cap *= 2;
+    uint32_t *p = realloc(r->ids, cap * sizeof *p);
+    if (!p)
+        return -1;
+    r->ids = p;
+    r->cap = cap;
+    return 0;
 }
 
 /* n bytes into dst; 0, or -1 when fewer are left. */
@@ -56,8 +79,11 @@ static int byte_src_read(struct byte_src *s, void *dst, size_t n)
 {
     if (n == 0) /* a Rice record of an empty difference: dst may be NULL */
         return 0;
-    if (s->f)
-        return fread(dst, 1, n, s->f) == n ? 0 : -1;
+    if (s->f) {
+        size_t got = fread(dst, 1, n, s->f);
+        s->pos += got;
+        return got == n ? 0 : -1;
+    }
     if (n > s->len - s->pos)
         return -1;
     memcpy(dst, s->p + s->pos, n);
@@ -208,6 +234,8 @@ static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, ui
                          char *why, size_t whylen)
 {
     size_t nbytes = (d_ff + 7) / 8;
+    if (nbytes > byte_src_left(src))
+        return WHY("truncated set record");
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
         return WHY("out of memory");
@@ -241,6 +269,8 @@ static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint
     if (nbytes > (uint64_t)d_ff * 8 + 64)
         return WHY("set record of %llu bytes is larger than any set of d_ff %u",
                    (unsigned long long)nbytes, d_ff);
+    if (nbytes > byte_src_left(src))
+        return WHY("truncated set record");
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
         return WHY("out of memory");
@@ -277,8 +307,8 @@ static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint
     return 0;
 }
 
-int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff, uint32_t *out, uint32_t *n,
-               uint32_t *scratch, struct byte_buf *buf, char *why, size_t whylen)
+int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff, struct id_row *out, uint32_t *n,
+               struct id_row *scratch, struct byte_buf *buf, char *why, size_t whylen)
 {
     int tag = byte_src_getc(src);
     uint64_t count;
@@ -291,7 +321,13 @@ int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff
         return WHY("record refers to a set it cannot have (%s)", ref == SET_REF_PREV ? "previous token at a sequence start" : "active set of an active record");
     if (count > d_ff)
         return WHY("set of %llu neurons is larger than d_ff %u", (unsigned long long)count, d_ff);
-    uint32_t *d = ref == SET_REF_NONE ? out : scratch;
+    if (count / 8 > byte_src_left(src)) /* every neuron takes a bit at least */
+        return WHY("set of %llu neurons cannot fit in the %zu bytes left (truncated)", (unsigned long long)count,
+                   byte_src_left(src));
+    struct id_row *dst = ref == SET_REF_NONE ? out : scratch;
+    if (id_row_reserve(dst, count) != 0)
+        return WHY("out of memory");
+    uint32_t *d = dst->ids;
     int rc = code == SET_CODE_BITSET ? decode_bitset(src, d_ff, count, d, buf, why, whylen)
                                      : decode_rice(src, d_ff, count, d, buf, why, whylen);
     if (rc != 0)
@@ -300,7 +336,10 @@ int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff
         *n = (uint32_t)count;
         return 0;
     }
-    /* D XOR ref can hold at most d_ff ids: both are subsets of [0, d_ff). */
-    *n = ids_symmetric_difference(d, (uint32_t)count, refs[ref].ids, refs[ref].n, out);
+    /* D XOR ref: at most count + its reference's ids (and d_ff, as both are
+     * subsets of [0, d_ff)). */
+    if (id_row_reserve(out, count + refs[ref].n) != 0)
+        return WHY("out of memory");
+    *n = ids_symmetric_difference(d, (uint32_t)count, refs[ref].ids, refs[ref].n, out->ids);
     return 0;
 }

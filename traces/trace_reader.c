@@ -24,10 +24,10 @@ struct trace_reader {
     uint64_t check_bytes;              /* checksums and block lengths read so far */
     uint64_t n_tokens, tokens_read, active_events, pred_events;
     uint8_t token_head[2];             /* the current token's marker and flags */
-    uint32_t *cur[2], *prev[2];        /* [n_layers * d_ff] per kind */
+    struct id_row *cur[2], *prev[2];   /* [n_layers] rows per kind, grown to the sets they hold */
     uint32_t *n_cur[2], *n_prev[2];    /* [n_layers] */
     const uint32_t **ptr[2];           /* [n_layers] -> cur rows, handed out */
-    uint32_t *scratch;                 /* [d_ff] */
+    struct id_row scratch;             /* a relative record's difference */
     struct byte_buf buf;               /* a set's payload */
     struct byte_buf blk;               /* a version 2 block */
     bool done;
@@ -42,33 +42,38 @@ void trace_reader_close(struct trace_reader *r)
     if (r->f)
         fclose(r->f);
     for (int k = 0; k < 2; k++) {
+        for (uint32_t l = 0; l < r->meta.n_layers; l++) {
+            free(r->cur[k] ? r->cur[k][l].ids : NULL);
+            free(r->prev[k] ? r->prev[k][l].ids : NULL);
+        }
         free(r->cur[k]);
         free(r->prev[k]);
         free(r->n_cur[k]);
         free(r->n_prev[k]);
         free(r->ptr[k]);
     }
-    free(r->scratch);
+    free(r->scratch.ids);
     byte_buf_free(&r->buf);
     byte_buf_free(&r->blk);
     trace_meta_free(&r->meta);
     free(r);
 }
 
-static int alloc_planes(struct trace_reader *r)
+/* Per layer and kind, an empty row: each grows as its sets need (a header
+ * may claim d_ff neurons that no record of a small file can fill). */
+static int alloc_rows(struct trace_reader *r)
 {
-    size_t plane = (size_t)r->meta.n_layers * r->meta.d_ff;
+    uint32_t n_layers = r->meta.n_layers;
     bool ok = true;
     for (int k = 0; k < 2; k++) {
-        r->cur[k] = malloc(plane * sizeof(uint32_t));
-        r->prev[k] = malloc(plane * sizeof(uint32_t));
+        r->cur[k] = calloc(n_layers, sizeof(struct id_row));
+        r->prev[k] = calloc(n_layers, sizeof(struct id_row));
         r->n_cur[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
         r->n_prev[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
         r->ptr[k] = calloc(r->meta.n_layers, sizeof(uint32_t *));
         ok = ok && r->cur[k] && r->prev[k] && r->n_cur[k] && r->n_prev[k] && r->ptr[k];
     }
-    r->scratch = malloc((size_t)r->meta.d_ff * sizeof(uint32_t));
-    return ok && r->scratch ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 struct trace_reader *trace_reader_open(const char *path, char *err, size_t errlen)
@@ -107,8 +112,8 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
     r->pos = (uint64_t)at;
     if (r->version >= TRACE_VERSION_CHECKED)
         r->check_bytes = TRACE_CRC_BYTES;
-    if (alloc_planes(r) != 0) {
-        ERR("%s: out of memory for %u layers x %u neurons", path, r->meta.n_layers, r->meta.d_ff);
+    if (alloc_rows(r) != 0) {
+        ERR("%s: out of memory for %u layers", path, r->meta.n_layers);
         trace_reader_close(r);
         return NULL;
     }
@@ -203,6 +208,7 @@ static int open_block(struct trace_reader *r, uint32_t l, struct byte_src *src, 
     memset(src, 0, sizeof *src);
     if (r->version < TRACE_VERSION_CHECKED) {
         src->f = r->f;
+        src->len = r->pos < r->file_bytes ? r->file_bytes - r->pos : 0;
         return 0;
     }
     unsigned long long t = (unsigned long long)r->tokens_read;
@@ -259,18 +265,22 @@ static int decode_layer(struct trace_reader *r, uint32_t l, bool seq_start, stru
     uint32_t d_ff = r->meta.d_ff;
     int kinds = r->meta.has_predicted ? 2 : 1;
     for (int k = 0; k < kinds; k++) {
-        size_t row = (size_t)l * d_ff;
         struct id_span refs[3] = {
             {NULL, 0},
-            {seq_start ? NULL : r->prev[k] + row, r->n_prev[k][l]},
-            {k == 1 ? r->cur[0] + row : NULL, r->n_cur[0][l]},
+            {seq_start ? NULL : r->prev[k][l].ids, r->n_prev[k][l]},
+            {k == 1 ? r->cur[0][l].ids : NULL, r->n_cur[0][l]},
         };
         char why[160];
-        if (set_decode(src, refs, d_ff, r->cur[k] + row, &r->n_cur[k][l], r->scratch, &r->buf, why,
-                       sizeof why) != 0)
+        int rc = set_decode(src, refs, d_ff, &r->cur[k][l], &r->n_cur[k][l], &r->scratch, &r->buf, why, sizeof why);
+        if (src->f) { /* version 1: the record's bytes are counted here, and what is left shrinks */
+            r->pos += src->pos;
+            src->len = byte_src_left(src);
+            src->pos = 0;
+        }
+        if (rc != 0)
             return ERR("%s: token %llu layer %u (%s set): %s", r->path, (unsigned long long)r->tokens_read, l,
                        k ? "predicted" : "active", why);
-        r->ptr[k][l] = r->cur[k] + row;
+        r->ptr[k][l] = r->cur[k][l].ids;
         *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
     }
     if (!src->f && src->pos != src->len)
@@ -297,7 +307,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
     r->token_head[0] = (uint8_t)c;
     r->token_head[1] = (uint8_t)flags;
     for (int k = 0; k < 2; k++) {
-        uint32_t *t = r->prev[k];
+        struct id_row *t = r->prev[k];
         r->prev[k] = r->cur[k];
         r->cur[k] = t;
         uint32_t *tn = r->n_prev[k];

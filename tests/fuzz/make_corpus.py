@@ -111,6 +111,8 @@ def main():
                 run(flashbed, "trace", "synth", "--shape", shape, "--tokens", "6", "--prompts", "2",
                     "--out", tr)
                 put("trace", arch + ".trace", open(tr, "rb").read())
+        # a version 1 trace (the synth ones above are the current version)
+        put("trace", "v1.trace", open(os.path.join(ROOT, "tests", "data", "trace_v1.trace"), "rb").read())
         put("tokenizer_sp", "llama-300.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 300))
         put("tokenizer_sp", "llama-40.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 40))
         # OPT's byte-level tokenizer.json (GPT-2 alphabet), as the HF import test writes it
