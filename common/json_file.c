@@ -24,11 +24,11 @@ char *read_text_file(const char *path, size_t *len)
             buf = bigger;
         }
     }
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno; /* what the read said: EISDIR for a folder */
     fclose(f);
     if (!buf || bad) {
         free(buf);
-        errno = bad ? EIO : ENOMEM;
+        errno = bad ? (why ? why : EIO) : ENOMEM;
         return NULL;
     }
     buf[n] = '\0';

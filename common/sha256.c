@@ -89,10 +89,10 @@ int sha256_file_hex(const char *path, char hex[65], char *err, size_t errlen)
     size_t got;
     while ((got = fread(buf, 1, sizeof buf, f)) > 0)
         sha256_update(&s, buf, got);
-    int bad = ferror(f);
+    int bad = ferror(f), why = errno; /* EISDIR for a folder */
     fclose(f);
     if (bad)
-        return err_set(err, errlen, "%s: read failed", path);
+        return err_set(err, errlen, "%s: cannot read: %s", path, strerror(why ? why : EIO));
     sha256_final_hex(&s, hex);
     return 0;
 }

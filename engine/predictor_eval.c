@@ -307,8 +307,8 @@ int predictor_eval_run(const struct model *m, const struct predictor *p, const i
     /* each window is BOS then text: one position would score nothing and
      * the windows would never advance */
     if (engine_context(m, c->context) < 2)
-        return err_set(err, errlen, "a context of %d positions leaves no room for text after BOS",
-                       engine_context(m, c->context));
+        return err_set(err, errlen, "a context of %d position%s leaves no room for text after BOS", engine_context(m, c->context),
+                       engine_context(m, c->context) == 1 ? "" : "s");
     int *top = malloc(n * sizeof *top);
     if (!top || result_init(r, m, p, c->gen_tokens) != 0) {
         free(top);

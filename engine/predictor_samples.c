@@ -110,8 +110,10 @@ int predictor_samples_collect(struct predictor_samples *s, const struct model *m
     if (engine_init_with(&e, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen) != 0)
         return -1;
     if (e.max_seq < 2) {
+        int context = e.max_seq; /* read before engine_free clears it */
         engine_free(&e);
-        return err_set(err, errlen, "a context of %d positions leaves no room for text after BOS", e.max_seq);
+        return err_set(err, errlen, "a context of %d position%s leaves no room for text after BOS", context,
+                       context == 1 ? "" : "s");
     }
     int rc = feed(&e, &col, tokens, n, c);
     engine_free(&e);

@@ -233,6 +233,14 @@ refused "perplexity --context 1 (never ended)" "perplexity --context: a window o
 copy; edit "$WORK/bad/model.json" 'd["max_positions"] = 1'
 refused "perplexity on a model of one position" "leaves no token to score" perplexity --model "$WORK/bad" --text "$TEXT"
 works "perplexity --context 2 scores one token per window" perplexity --model "$M" --text "$TEXT" --context 2
+refused "predictor train --context 1 (the message said 0)" "predictor train: a context of 1 position leaves no room" \
+    predictor train --model "$M" --text "$TEXT" --tokens 10 --rank 4 --epochs 0 --act-threshold 0.01 --context 1
+check "predictor train refused: no predictor written" test ! -e "$M/predictor.safetensors"
+
+# --- a folder given as a text file ------------------------------------------
+refused "perplexity --text FOLDER" "$WORK: cannot read: Is a directory" perplexity --model "$M" --text "$WORK"
+refused "predictor train --text FOLDER" "predictor train --text: $WORK: cannot read: Is a directory" \
+    predictor train --model "$M" --text "$WORK" --tokens 10 --rank 4 --epochs 0 --act-threshold 0.01
 
 # --- hardware profiles -----------------------------------------------------
 hw() { # name, python over d (m1max-cpu.json)
