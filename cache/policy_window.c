@@ -3,16 +3,23 @@
  * is window:5); per token only neurons new to the window are read. After
  * token t the rows last needed at token t+1-K leave. window:1 is predictor.
  *
- * Rows wait in one list per token of their last need (token mod K), so the
- * rows leaving the window are one list, found without looking back at the
- * sets. With a capacity (a DRAM budget) the window shrinks for the layer
- * while it does not fit: the oldest tokens' rows leave first, and when even
- * the current token's rows do not fit, the first of them in id order stay
- * and the rest are dropped after use (overflow). */
+ * Rows wait in one list in the order of their last need (a row needed again
+ * moves to its tail), each with the token of that need: the rows leaving
+ * the window are a run at the head, found without looking back at the sets,
+ * and memory does not grow with K (window:1000000000 is a window longer
+ * than any run). With a capacity (a DRAM budget) the window shrinks for the
+ * layer while it does not fit: the oldest tokens' rows leave first, and
+ * when even the current token's rows do not fit, the first of them in id
+ * order stay and the rest are dropped after use (overflow). */
 #include <stdlib.h>
 
 #include "cache/bucket_list.h"
 #include "cache/policy.h"
+
+struct window_layer {
+    struct bucket_list order; /* one bucket: rows by last need, oldest at the head */
+    uint64_t *last_need;      /* [d_ff]: token of each listed row's last need */
+};
 
 static int window_init(struct policy *p, char *err, size_t errlen)
 {
@@ -20,24 +27,27 @@ static int window_init(struct policy *p, char *err, size_t errlen)
         snprintf(err, errlen, "window: K must be 1 to %u tokens", UINT32_MAX - 1);
         return -1;
     }
-    struct bucket_list *b = calloc(p->n_layers, sizeof *b);
-    p->state = b;
-    for (uint32_t l = 0; b && l < p->n_layers; l++)
-        if (bl_init(&b[l], p->d_ff, (uint32_t)p->arg) != 0)
-            b = NULL;
-    if (!b) {
+    struct window_layer *w = calloc(p->n_layers, sizeof *w);
+    p->state = w;
+    bool ok = w != NULL;
+    for (uint32_t l = 0; ok && l < p->n_layers; l++) {
+        w[l].last_need = malloc((size_t)p->d_ff * sizeof *w[l].last_need);
+        ok = w[l].last_need && bl_init(&w[l].order, p->d_ff, 1) == 0;
+    }
+    if (!ok) {
         snprintf(err, errlen, "window: out of memory");
         return -1;
     }
     return 0;
 }
 
-/* Deletes every row of bucket k; returns how many. */
-static uint32_t drop_bucket(struct policy *p, uint32_t l, struct bucket_list *b, uint32_t k)
+/* Deletes the rows at the head last needed at the head's token; returns how many. */
+static uint32_t drop_oldest_token(struct policy *p, uint32_t l, struct window_layer *w)
 {
-    uint32_t n = 0;
-    for (uint32_t id; (id = b->head[k]) != BL_NONE; n++) {
-        bl_remove(b, id);
+    uint32_t n = 0, head = w->order.head[0];
+    uint64_t token = w->last_need[head];
+    for (uint32_t id; (id = w->order.head[0]) != BL_NONE && w->last_need[id] == token; n++) {
+        bl_remove(&w->order, id);
         policy_delete(p, l, id);
     }
     return n;
@@ -47,31 +57,35 @@ static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32
                           uint32_t n, const uint32_t *misses, uint32_t n_miss)
 {
     (void)misses, (void)n_miss;
-    struct bucket_list *b = (struct bucket_list *)p->state + l;
+    struct window_layer *w = (struct window_layer *)p->state + l;
     uint64_t K = p->arg;
-    uint32_t now = (uint32_t)(t % K);
-    for (uint32_t j = 0; j < n; j++)
-        bl_push_tail(b, need[j], now);
-    /* tokens t+1-K, t+2-K, ... (oldest first) sit in buckets t+1, t+2, ... mod K */
-    uint64_t oldest = t + 1 >= K ? t + 1 - K : 0;
-    if (t + 1 >= K)
-        drop_bucket(p, l, b, (uint32_t)(oldest % K));
-    for (uint64_t s = oldest + 1; p->capacity && p->n_resident[l] > p->capacity && s < t; s++)
-        if (drop_bucket(p, l, b, (uint32_t)(s % K)))
+    for (uint32_t j = 0; j < n; j++) {
+        bl_push_tail(&w->order, need[j], 0);
+        w->last_need[need[j]] = t;
+    }
+    /* the rows last needed at token t+1-K leave: the window after t holds
+     * tokens t+2-K .. t+1 */
+    while (t + 1 >= K && w->order.head[0] != BL_NONE && w->last_need[w->order.head[0]] <= t + 1 - K)
+        drop_oldest_token(p, l, w);
+    while (p->capacity && p->n_resident[l] > p->capacity && w->order.head[0] != BL_NONE &&
+           w->last_need[w->order.head[0]] < t)
+        if (drop_oldest_token(p, l, w))
             p->shrinks++;
     while (p->capacity && p->n_resident[l] > p->capacity) {
-        uint32_t id = b->tail[now]; /* the current token's highest ids go first */
-        bl_remove(b, id);
+        uint32_t id = w->order.tail[0]; /* the current token's highest ids go first */
+        bl_remove(&w->order, id);
         policy_delete(p, l, id);
     }
 }
 
 static void window_free(struct policy *p)
 {
-    struct bucket_list *b = p->state;
-    for (uint32_t l = 0; b && l < p->n_layers; l++)
-        bl_free(&b[l]);
-    free(b);
+    struct window_layer *w = p->state;
+    for (uint32_t l = 0; w && l < p->n_layers; l++) {
+        bl_free(&w[l].order);
+        free(w[l].last_need);
+    }
+    free(w);
 }
 
 const struct policy_ops policy_window = {

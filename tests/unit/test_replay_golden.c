@@ -58,6 +58,18 @@ int main(void)
     /* window:2 (current + previous token): misses 3, 1 (3), 2, 3, 1 (0) = 10;
      * deleted after t1: {0}; t2: {1,2,3}; t3: {0,4}; t4: {2,5} = 8. */
     EXPECT("window:2", "bundled", 0, 10, 80, 3, 10, 8);
+    /* window:K longer than the trace keeps every row: the 6 distinct rows
+     * read once, 7 hits, nothing deleted (its memory does not grow with K). */
+    EXPECT("window:4294967294", "bundled", 0, 6, 48, 7, 6, 0);
+    /* window:5 in 2 rows (16 bytes): the oldest token's rows leave first,
+     * token 0's included, then the current token's highest ids.
+     * t0 misses 0,1,2, drops 2; t1 hits 1, misses 2,3, drops 0 (token 0:
+     * a shrink), 3; t2 misses 0,4, drops 1,2 (shrink); t3 misses 1,2,5,
+     * drops 0,4 (shrink), 5; t4 hits 1, misses 0, drops 2 (shrink). */
+    EXPECT("window:5", "bundled", 16, 11, 88, 2, 11, 9);
+    struct replay_result w5 = run("window:5", "bundled", 16);
+    CHECK_U64(w5.window_shrinks, 4);
+    replay_result_free(&w5);
     /* lru, 3 rows (24 bytes): t1 evicts 0; t2 misses 0,4, evicts 1,2; t3
      * misses 1,2,5, evicts 3,0,4; t4 hits 1, misses 0, evicts 2. */
     EXPECT("lru", "bundled", 24, 10, 80, 3, 10, 7);
