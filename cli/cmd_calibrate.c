@@ -72,7 +72,8 @@ int cmd_calibrate(int argc, char **argv)
     else
         snprintf(out, sizeof out, "results/hw-%s.json", name);
     /* before the measurements: a profile that cannot be written costs nothing */
-    if (!hw || out_file_ok("calibrate --out", out, 1) != 0)
+    const char *inputs[] = {o.sweep, o.file};
+    if (!hw || out_file_ok_beside("calibrate --out", out, 1, inputs, 2, NULL) != 0)
         goto out;
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "cpu");

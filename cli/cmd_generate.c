@@ -332,7 +332,8 @@ int cmd_generate(int argc, char **argv)
     } else {
         text = decode_opts_text("generate", &o.d, &owned, &rc);
     }
-    if (text && o.json && out_file_ok("generate --json", o.json, 0) != 0) {
+    const char *inputs[] = {o.d.prompt_file};
+    if (text && o.json && out_file_ok_beside("generate --json", o.json, 0, inputs, 1, o.model) != 0) {
         text = NULL;
         rc = 1;
     }

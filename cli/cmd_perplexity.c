@@ -162,7 +162,8 @@ int cmd_perplexity(int argc, char **argv)
         opts_free(&perplexity_command, &o);
         return 2;
     }
-    if (o.json && out_file_ok("perplexity --json", o.json, 0) != 0) {
+    const char *inputs[] = {o.text};
+    if (o.json && out_file_ok_beside("perplexity --json", o.json, 0, inputs, 1, o.model) != 0) {
         opts_free(&perplexity_command, &o);
         return 1;
     }

@@ -461,7 +461,10 @@ int cmd_run(int argc, char **argv)
     char dir[4096];
     result_dir_name(o.out, "run", dir, sizeof dir);
     /* before the run, not after every token was generated */
-    if (prompt_text && (out_dir_ok("run --out", dir) != 0 || (o.record && out_file_ok("run --record", o.record, 0) != 0))) {
+    const char *trace_in = o.active && !strncmp(o.active, "trace:", 6) ? o.active + 6 : NULL;
+    const char *inputs[] = {o.d.prompt_file, o.warmup_file, trace_in};
+    if (prompt_text && (out_dir_ok("run --out", dir) != 0 ||
+                        (o.record && out_file_ok_beside("run --record", o.record, 0, inputs, 3, o.model) != 0))) {
         prompt_text = NULL;
         rc = 1;
     }

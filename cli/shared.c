@@ -54,6 +54,18 @@ int out_file_ok(const char *what, const char *path, int make_parent)
     return -1;
 }
 
+int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
+                       size_t n_inputs, const char *model_dir)
+{
+    if (out_file_ok(what, path, make_parent) != 0)
+        return -1;
+    char err[4400];
+    if (out_file_not_input(path, inputs, n_inputs, &model_dir, model_dir ? 1 : 0, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
 /* One of paper_write_table2, _table3, _fig7, with its failure printed. */
 static int paper_printed(int (*write)(const char *, cJSON *, char *, size_t), const char *out_dir,
                          cJSON *provenance)

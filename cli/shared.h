@@ -23,6 +23,10 @@ int write_text_file(const char *path, const char *text);
 int out_dir_ok(const char *what, const char *dir);
 int out_new_dir_ok(const char *what, const char *dir);
 int out_file_ok(const char *what, const char *path, int make_parent);
+/* out_file_ok, and path is none of the command's input files (NULL
+ * entries: options not given) nor a file of its model folder (NULL: none). */
+int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
+                       size_t n_inputs, const char *model_dir);
 
 /* The paper's tables (sim/paper_tables.h) with the reason printed on
  * failure. Only cmd_predict.c calls these; once it calls

@@ -120,6 +120,39 @@ int out_file_check(const char *path, int make_parent, char *err, size_t errlen)
     return check_nearest_ancestor(path, path, make_parent != 0, err, errlen);
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+int out_file_not_input(const char *path, const char *const *inputs, size_t n_inputs, const char *const *folders,
+                       size_t n_folders, char *err, size_t errlen)
+{
+    struct stat out, in;
+    if (stat(path, &out) != 0)
+        return 0;
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i] && stat(inputs[i], &in) == 0 && same_file(&out, &in))
+            return err_set(err, errlen, "%s: is the command's input %s; writing it would destroy it", path,
+                           inputs[i]);
+    for (size_t i = 0; i < n_folders; i++) {
+        /* compare the folders: a path in it may be spelled many ways */
+        char parent[4096];
+        snprintf(parent, sizeof parent, "%s", path);
+        char *slash = strrchr(parent, '/');
+        if (slash == parent)
+            parent[1] = '\0'; /* "/x": the root */
+        else if (slash)
+            *slash = '\0';
+        struct stat pst;
+        if (folders[i] && stat(slash ? parent : ".", &pst) == 0 && stat(folders[i], &in) == 0 &&
+            same_file(&pst, &in))
+            return err_set(err, errlen, "%s: would replace a file of %s, a folder this command reads; write it elsewhere",
+                           path, folders[i]);
+    }
+    return 0;
+}
+
 void out_path_trim(char *path)
 {
     size_t n = strlen(path);

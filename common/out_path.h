@@ -28,6 +28,15 @@ int out_new_dir_check(const char *dir, char *err, size_t errlen);
  * creates missing parent folders; otherwise the parent must exist. */
 int out_file_check(const char *path, int make_parent, char *err, size_t errlen);
 
+/* An output file that is one of the command's inputs would destroy it
+ * (`run --record MODEL/model.json`): refused when path exists and is the
+ * same file (device and inode) as one of inputs[0..n_inputs), or lies in
+ * one of folders[0..n_folders) (a model folder: flashbed replaces no file
+ * of a folder it reads; only `predictor train` writes there). NULL entries
+ * are skipped (options not given); a path that does not exist yet passes. */
+int out_file_not_input(const char *path, const char *const *inputs, size_t n_inputs, const char *const *folders,
+                       size_t n_folders, char *err, size_t errlen);
+
 /* Drops trailing slashes in place ("models/m/" -> "models/m"; "/" stays):
  * a folder written as "<dir>.tmp.<pid>" and renamed needs its plain name. */
 void out_path_trim(char *path);

@@ -73,6 +73,29 @@ expect_error "convert --out exists" "already exists" convert "$WORK/hf" --out "$
 expect_error "model make --out exists (a file)" "already exists" \
     model make --arch opt --shape opt-tiny --dtype f32 --out "$WORK/userfile"
 check "the user's file still untouched" same_bytes "$WORK/userfile" "$USER_SUM"
+
+# ---- an output that is one of the command's inputs: refused, the input intact ----
+MODEL_SUM=$(cat "$WORK/m"/* | md5sum)
+TEXT_SUM=$(md5sum <"$WORK/text.txt")
+TRACE_SUM=$(md5sum <"$WORK/t.trace")
+expect_error "run --record over the model's model.json" "would replace a file of $WORK/m" \
+    run --model "$WORK/m" --mode all --prompt "the cat" -n 2 --threads 1 --record "$WORK/m/model.json" --out "$WORK/run-in"
+expect_error "run --record over --active's trace" "is the command's input" \
+    run --model "$WORK/m" --mode all --active "trace:$WORK/t.trace" --prompt "the cat" -n 2 --threads 1 \
+    --record "$WORK/./t.trace" --out "$WORK/run-in"
+check "run --record refused: no result folder" test ! -e "$WORK/run-in"
+expect_error "generate --json over the model's dram.bin" "would replace a file of $WORK/m" \
+    generate --model "$WORK/m" --prompt "the cat" -n 2 --json "$WORK/m/dram.bin"
+expect_error "perplexity --json over its --text" "is the command's input $WORK/text.txt" \
+    perplexity --model "$WORK/m" --text "$WORK/text.txt" --tokens 16 --json "$WORK/text.txt"
+cp "$WORK/run/run.json" "$WORK/sweep-in.json"
+SWEEP_SUM=$(md5sum <"$WORK/sweep-in.json")
+expect_error "calibrate --out over its --sweep" "is the command's input" \
+    calibrate --quick --sweep "$WORK/sweep-in.json" --out "$WORK/sweep-in.json"
+check "the model folder intact" test "$(cat "$WORK/m"/* | md5sum)" = "$MODEL_SUM"
+check "the text intact" same_bytes "$WORK/text.txt" "$TEXT_SUM"
+check "the trace intact" same_bytes "$WORK/t.trace" "$TRACE_SUM"
+check "the sweep intact" same_bytes "$WORK/sweep-in.json" "$SWEEP_SUM"
 expect_error "perplexity --json on a device" "not a regular file" \
     perplexity --model "$WORK/m" --text "$WORK/text.txt" --tokens 16 --json /dev/null
 check "/dev/null still a device" test -c /dev/null
