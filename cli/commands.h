@@ -16,5 +16,6 @@ int cmd_perplexity(int argc, char **argv);
 int cmd_model(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_predictor(int argc, char **argv);
+int cmd_reproduce(int argc, char **argv);
 
 #endif

@@ -38,6 +38,8 @@ static const struct command commands[] = {
     {"predictor", "activation predictors: train (from a text, into the model folder), eval (Fig. 9a, perplexity)",
      cmd_predictor},
     {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
+    {"reproduce", "the paper's study in one command: Fig. 2b, calibration, traces, policies, Table 3; REPORT.md",
+     cmd_reproduce},
 };
 
 /* Settings every command shares, given before the command. Each falls back

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,4 +203,18 @@ int dio_alignment(const char *path, uint32_t *offset_align, uint32_t *mem_align)
     *offset_align = b;
     *mem_align = b;
     return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) != 0 ? -1 : 0;
+}
+
+int fs_remove_tree(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : -1;
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

@@ -36,4 +36,9 @@ void dir_of(const char *path, char *buf, unsigned len);
 
 bool path_exists(const char *path);
 
+/* rm -r: path and, when it is a folder, everything under it (links are
+ * removed, not followed). A missing path is no error. 0, or -1 with errno
+ * of the first failure. */
+int fs_remove_tree(const char *path);
+
 #endif

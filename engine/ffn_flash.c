@@ -231,7 +231,7 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
     ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
     ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
     if (ff->cfg.stream_dram) {
-        ff->scratch_bytes = FFN_FLASH_STREAM_SCRATCH;
+        ff->scratch_bytes = ffn_flash_stream_scratch(ff->dram_file_bytes, s->n_layers, ff->align);
         ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
     }
     return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&

@@ -44,6 +44,18 @@ enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE, ACTIVE_PREDICTOR, ACTIVE_GATE 
 /* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
 enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
 
+/* The buffer naive streams dram.bin through: one layer's slice of the file
+ * (what it reads per layer), aligned up, at most FFN_FLASH_STREAM_SCRATCH:
+ * a small model's slice is far smaller than 64 MiB. */
+static inline uint64_t ffn_flash_stream_scratch(uint64_t dram_bytes, uint32_t n_layers, uint64_t align)
+{
+    uint64_t per = (dram_bytes + n_layers - 1) / n_layers;
+    per = (per + align - 1) / align * align;
+    if (per == 0)
+        per = align;
+    return per < FFN_FLASH_STREAM_SCRATCH ? per : FFN_FLASH_STREAM_SCRATCH;
+}
+
 struct ffn_flash_config {
     const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
     uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
@@ -51,7 +63,7 @@ struct ffn_flash_config {
     uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
     uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
     bool stream_dram;            /* naive: also stream dram.bin every token, through a
-                                  * scratch buffer of FFN_FLASH_STREAM_SCRATCH bytes */
+                                  * scratch buffer (ffn_flash_stream_scratch) */
     enum active_source active;
     const struct trace *trace;   /* ACTIVE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */

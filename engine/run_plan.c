@@ -9,6 +9,7 @@
 #include "cache/cache.h"
 #include "engine/dtype.h"
 #include "engine/ffn_flash.h"
+#include "engine/model_format.h"
 #include "sim/paper_tables.h"
 #include "traces/trace_window.h"
 
@@ -241,14 +242,15 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     uint64_t avail = in->budget ? in->budget - fixed : 0;
     uint64_t capacity = pol == &policy_hybrid ? hybrid_capacity(in, avail) : 0;
     size_staging(in, pol, lay, capacity, avail / stride, out);
-    out->scratch_bytes = in->stream_dram ? FFN_FLASH_STREAM_SCRATCH : 0;
+    /* FFN_ALIGN: the largest alignment a reader takes, so never less than the engine's */
+    out->scratch_bytes = in->stream_dram ? ffn_flash_stream_scratch(in->m->dram_bytes, s->n_layers, FFN_ALIGN) : 0;
     uint64_t staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
     if (in->budget && staged > avail) {
         human(fixed, b1, sizeof b1), human(staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
         snprintf(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus the "
                  "staging area (%s: %u rows of %llu bytes%s)", b3, fixed_parts(in, parts, sizeof parts), b1, b2,
                  out->staging_rows + out->bounce_rows, (unsigned long long)stride,
-                 out->scratch_bytes ? " and the 64 MiB through which naive streams dram.bin" : "");
+                 out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
         return -1;
     }
     if (in->budget && (pol->uses_budget || pol == &policy_window))

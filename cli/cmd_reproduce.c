@@ -1,0 +1,205 @@
+/* flashbed reproduce: the paper's study in one command (harness/reproduce.h):
+ * parse, plan, run the steps (or write them as a plan, or merge folders),
+ * print where REPORT.md is. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli_parse.h"
+#include "cli/commands.h"
+#include "common/atomic_file.h"
+#include "common/gnuplot.h"
+#include "common/interrupt.h"
+#include "common/log.h"
+#include "common/model_shape.h"
+#include "common/options.h"
+#include "common/provenance.h"
+#include "common/strbuf.h"
+#include "common/subprocess.h"
+#include "engine/backend.h"
+#include "harness/reproduce.h"
+
+struct reproduce_opts {
+    bool tiny, quick, full, merge;
+    char *models, *disk, *data, *out, *plan;
+};
+
+#define O(f) offsetof(struct reproduce_opts, f)
+static const struct opt_def reproduce_options[] = {
+    {"tiny", OPT_FLAG, O(tiny), NULL, NULL, "every step on the tiny shapes (well under a minute; for tests)"},
+    {"quick", OPT_FLAG, O(quick), NULL, NULL, "OPT-1.3B and the tiny shapes of the others (the default)"},
+    {"full", OPT_FLAG, O(full), NULL, NULL, "the paper's scale: 7B shapes, 128 + 256 tokens"},
+    {"models", OPT_STRING, O(models), "opt,falcon,persimmon,phi,llama2", "LIST",
+     "architectures: opt, falcon, persimmon, phi, llama2"},
+    {"disk", OPT_STRING, O(disk), NULL, "DIR", "a folder on the disk to measure (Fig. 2b's scratch file goes there) [default: --out]"},
+    {"data", OPT_STRING, O(data), "../shared/data", "DIR", "the shared data: stories260K and its text, for the recorded trace"},
+    {"out", OPT_STRING, O(out), NULL, "DIR", "the study's folder; run again with the same --out to resume [default: results/reproduce-TIER]"},
+    {"plan", OPT_STRING, O(plan), NULL, "FILE", "write one command per model (each a study of its own folder, for GNU parallel or a Slurm array) instead of running"},
+    {"merge", OPT_FLAG, O(merge), NULL, NULL, "collect the studies in --out's subfolders into one REPORT.md"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command reproduce_command = {
+    .name = "reproduce",
+    .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge]",
+    .summary = "Runs the paper's study on this machine, each step a flashbed command with its result folder\n"
+               "under --out: Fig. 2b (sweep beside fio), calibration, calibrated synthetic traces of every\n"
+               "model's shape and a trace recorded from stories260K, the policy study (replay), and Table 3's\n"
+               "CPU rows measured (rounds alternating the modes) beside the cost model. Then REPORT.md. A\n"
+               "finished step is not run again: repeat the command to resume after Ctrl-C or a failure.\n"
+               "Not built yet: Table 2 and Fig. 7 measured, Fig. 8 (REPORT.md lists them).",
+    .opts = reproduce_options,
+    .max_positional = 0,
+};
+
+static int parse_tier(const struct reproduce_opts *o, enum repro_tier *tier)
+{
+    if (o->tiny + o->quick + o->full > 1) {
+        fb_error("reproduce: give one of --tiny, --quick, --full");
+        return -1;
+    }
+    *tier = o->tiny ? REPRO_TINY : o->full ? REPRO_FULL : REPRO_QUICK;
+    return 0;
+}
+
+/* --models into c->models (pointers into list, which the caller keeps). */
+static int parse_models(char *list, struct repro_config *c)
+{
+    for (char *m = strtok(list, ","); m; m = strtok(NULL, ",")) {
+        if (c->n_models == REPRO_MAX_MODELS) {
+            fb_error("reproduce --models: at most %d", REPRO_MAX_MODELS);
+            return -1;
+        }
+        c->models[c->n_models++] = m;
+    }
+    if (!c->n_models) {
+        fb_error("reproduce --models: empty list");
+        return -1;
+    }
+    return 0;
+}
+
+struct progress_state {
+    bool terminal;
+    size_t ran, skipped;
+};
+
+static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum repro_event ev, double seconds)
+{
+    struct progress_state *st = ctx;
+    const struct repro_step *s = &p->steps[i];
+    if (ev == REPRO_SKIPPED)
+        st->skipped++;
+    if (ev == REPRO_FINISHED)
+        st->ran++;
+    if (!st->terminal || ev == REPRO_SKIPPED)
+        return;
+    if (ev == REPRO_STARTED)
+        fprintf(stderr, "[%zu/%zu] %s ...", i + 1, p->n, s->what);
+    else
+        fprintf(stderr, " %.1f s\n", seconds);
+}
+
+/* The global options every step gets: what this process runs with. */
+static void globals_of(char *min_parallel, size_t len, const char *globals[7])
+{
+    snprintf(min_parallel, len, "%zu", backend_cpu_min_parallel());
+    const char *g[] = {"--configs", configs_dir(), "--plots-dir", plots_dir(), "--min-parallel-work", min_parallel,
+                       NULL};
+    memcpy(globals, g, sizeof g);
+}
+
+static int write_plan(const struct reproduce_opts *o, const struct repro_config *c, const char *program)
+{
+    static const char *const tier_flag[] = {"--tiny", "--quick", "--full"};
+    struct strbuf b = {0};
+    for (size_t i = 0; i < c->n_models; i++)
+        strbuf_add(&b, "%s --configs '%s' --plots-dir '%s' reproduce %s --models %s --disk '%s' --data '%s' --out '%s/%s'\n",
+                   program, configs_dir(), plots_dir(), tier_flag[c->tier], c->models[i], c->disk, c->data, c->out,
+                   c->models[i]);
+    char *text = strbuf_take(&b), err[4400];
+    if (!text || atomic_write_text(o->plan, text, err, sizeof err) != 0) {
+        fb_error("reproduce --plan: %s", text ? err : "out of memory");
+        free(text);
+        return 1;
+    }
+    free(text);
+    fb_info("%zu independent studies written to %s (each line its own folder; then: flashbed reproduce --merge --out %s)",
+            c->n_models, o->plan, c->out);
+    return 0;
+}
+
+static int run_study(const struct repro_config *c, const char *program)
+{
+    char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
+    const char *globals[7];
+    globals_of(min_parallel, sizeof min_parallel, globals);
+    struct repro_plan plan;
+    if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
+        fb_error("reproduce: %s", err);
+        return 2;
+    }
+    interrupt_install();
+    struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
+    bool stopped = false;
+    int rc = repro_run(&plan, program, globals, on_progress, &st, &stopped, err, sizeof err);
+    if (rc != 0)
+        fb_error("reproduce: %s", err);
+    cJSON *prov = provenance_new();
+    const cJSON *line = cJSON_GetObjectItemCaseSensitive(prov, "command_line");
+    if (cJSON_IsString(line))
+        snprintf(cmd, sizeof cmd, "%s", line->valuestring);
+    cJSON_Delete(prov);
+    char rerr[4400];
+    if (repro_report_write(&plan, cmd, rerr, sizeof rerr) != 0) {
+        fb_error("reproduce: REPORT.md: %s", rerr);
+        rc = -1;
+    }
+    if (stopped)
+        fb_info("interrupted: %zu steps finished this time, kept; run the same command to resume", st.ran);
+    else if (rc == 0)
+        fb_info("%zu steps run, %zu done before; report: %s/REPORT.md", st.ran, st.skipped, c->out);
+    repro_plan_free(&plan);
+    return stopped ? 130 : rc == 0 ? 0 : 1;
+}
+
+int cmd_reproduce(int argc, char **argv)
+{
+    struct reproduce_opts o;
+    memset(&o, 0, sizeof o);
+    int rc = cli_parse(&reproduce_command, &o, argc, argv, NULL, NULL);
+    struct repro_config c = {0};
+    char out[4096], program[4096];
+    if (rc == 0 && (parse_tier(&o, &c.tier) != 0 || parse_models(o.models, &c) != 0))
+        rc = -1;
+    ssize_t n = rc == 0 ? readlink("/proc/self/exe", program, sizeof program - 1) : -1;
+    if (rc == 0 && n <= 0) {
+        fb_error("reproduce: cannot find flashbed's own path (/proc/self/exe)");
+        rc = 1;
+    }
+    if (rc != 0) {
+        opts_free(&reproduce_command, &o);
+        return rc > 0 ? (rc == 1 ? 1 : 0) : 2;
+    }
+    program[n] = '\0';
+    snprintf(out, sizeof out, "%s", o.out ? o.out : "");
+    if (!o.out)
+        snprintf(out, sizeof out, "results/reproduce-%s", repro_tier_name(c.tier));
+    c.out = out;
+    c.disk = o.disk ? o.disk : out;
+    c.data = o.data;
+    c.fio = program_available("fio");
+    char err[4400];
+    if (o.merge && repro_merge(out, err, sizeof err) != 0) {
+        fb_error("reproduce --merge: %s", err);
+        rc = 1;
+    } else if (o.merge) {
+        fb_info("report: %s/REPORT.md", out);
+    }
+    else
+        rc = o.plan ? write_plan(&o, &c, program) : run_study(&c, program);
+    opts_free(&reproduce_command, &o);
+    return rc;
+}

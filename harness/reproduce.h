@@ -1,0 +1,106 @@
+/* flashbed reproduce: the paper's study (../shared/PAPER.md) as a plan of
+ * flashbed's own commands, run one after another into one result folder,
+ * then REPORT.md (harness/reproduce_report.h) from their result files.
+ *
+ * The plan is data. Every step is one flashbed command line (the arguments
+ * after the program and its global options) and the path under the
+ * plan's folder that it writes. Steps come in an order that satisfies
+ * their needs (models before the runs on them), so running them in order
+ * is the whole schedule; measured runs of several configurations are
+ * planned round by round (configuration A, B, C, then A, B, C again), so
+ * that a shared machine's drift spreads over all of them instead of
+ * landing on one.
+ *
+ * Resuming: a finished step leaves steps/<id>.json (its arguments, exit
+ * status, seconds, date). Running the plan again skips a step whose marker
+ * holds the same arguments, removes what an unfinished one left and runs
+ * it again, and refuses (naming the step) when the arguments differ: the
+ * folder was made with other settings.
+ *
+ * Tiers: tiny (the tiny shapes, seconds per step: tests), quick (OPT-1.3B
+ * and the tiny shapes of the other architectures: the README's main job),
+ * full (the paper's 7B shapes).
+ *
+ * Return convention: 0, or -1 with a message in err naming the step, its
+ * command and its log. Not thread-safe; one plan at a time. */
+#ifndef FLASHBED_HARNESS_REPRODUCE_H
+#define FLASHBED_HARNESS_REPRODUCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
+
+#define REPRO_MAX_MODELS 5
+
+struct repro_config {
+    enum repro_tier tier;
+    const char *models[REPRO_MAX_MODELS]; /* architectures: opt, falcon, persimmon, phi, llama2 */
+    size_t n_models;
+    const char *out;   /* the study's folder */
+    const char *disk;  /* a folder on the disk Fig. 2b sweeps */
+    const char *data;  /* the shared data (stories260K, texts); NULL or missing: those steps are left out */
+    bool fio;          /* fio is installed: the sweep runs it beside */
+};
+
+/* A step whose first argument is this removes the path after it (a
+ * folder under the plan's, converted and no longer needed) instead of
+ * running flashbed: `rm -r PATH` in --plan. */
+#define REPRO_REMOVE "@remove"
+
+struct repro_step {
+    char id[96];      /* unique and a file name: "fig2b-sweep", "model-opt-1.3b" */
+    char what[160];   /* what the progress line says */
+    char section[32]; /* which part of REPORT.md it feeds: "fig2b", "calibration", ... */
+    char **args;      /* NULL-terminated, heap */
+    char out[4096];   /* what it writes, under the plan's folder */
+};
+
+struct repro_plan {
+    struct repro_step *steps;
+    size_t n, cap;
+    struct repro_config config;
+    char missing[1024]; /* parts of the study the plan leaves out, and why ("" when none) */
+    char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
+};
+
+/* The architectures --models names, and each one's shape per tier. */
+const char *repro_shape(const char *arch, enum repro_tier tier);
+const char *repro_tier_name(enum repro_tier tier);
+
+/* Plans the study for c (strings are copied). */
+int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *err, size_t errlen);
+void repro_plan_free(struct repro_plan *p);
+
+/* One step as a shell command line ("flashbed ARGS", each argument quoted
+ * where needed): for --plan and the messages. */
+void repro_step_command(const struct repro_step *s, const char *program, char *buf, size_t len);
+
+/* Where a step is when the runner calls back. */
+enum repro_event { REPRO_SKIPPED, REPRO_STARTED, REPRO_FINISHED };
+
+/* Called for every step: skipped (done before), started, finished (in
+ * seconds). index counts from 0 over p->n. */
+typedef void (*repro_progress_fn)(void *ctx, const struct repro_plan *p, size_t index, enum repro_event ev,
+                                  double seconds);
+
+/* Runs the steps in order with program (flashbed's own path) and its
+ * global options (NULL-terminated, may be NULL), each step's output and
+ * errors into logs/<id>.log. Stops at the first failure, and between
+ * steps once interrupted() (common/interrupt.h; the step running gets the
+ * signal itself and cleans up): then *stopped is set and 0 returned, the
+ * finished steps kept. */
+int repro_run(const struct repro_plan *p, const char *program, const char *const *globals,
+              repro_progress_fn progress, void *ctx, bool *stopped, char *err, size_t errlen);
+
+/* Writes REPORT.md into the study's folder from what its steps wrote so
+ * far (command_line: how the study was run, for the report's head). */
+int repro_report_write(const struct repro_plan *p, const char *command_line, char *err, size_t errlen);
+
+/* --merge: one REPORT.md in folder from the studies in its subfolders
+ * (each with reproduce.json, as --plan's lines make them), each study's
+ * report under its folder's name; a study without one yet is listed as
+ * not finished. */
+int repro_merge(const char *folder, char *err, size_t errlen);
+
+#endif

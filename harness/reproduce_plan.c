@@ -1,0 +1,340 @@
+/* The study's steps per tier (harness/reproduce.h). Each add_* function
+ * plans one part of the paper; the sizes of a tier are in one table. */
+#include "harness/reproduce.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/errbuf.h"
+
+/* What a tier runs: the sizes every part takes from. */
+struct tier_sizes {
+    const char *sweep_size, *sweep_chunks, *sweep_threads, *sweep_runtime, *sweep_ramp;
+    const char *trace_tokens;         /* synthetic traces */
+    const char *record_prompt_tokens; /* stories260K's recorded trace */
+    const char *record_tokens;
+    const char *budgets;              /* the policy study's DRAM budgets */
+    const char *run_prompt, *run_tokens;   /* measured runs: prompt and generated tokens */
+    const char *base_prompt, *base_tokens; /* naive and hybrid read whole layers: fewer tokens */
+    int rounds;                            /* each measured configuration, alternating */
+};
+
+static const struct tier_sizes tiers[] = {
+    [REPRO_TINY] = {"8m", "4k,64k,256k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1},
+    [REPRO_QUICK] = {"1g", "4k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
+                     "25%", "32", "32", "4", "4", 3},
+    [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
+                    "256", "25%", "128", "256", "4", "4", 3},
+};
+
+/* The architectures and their shapes (configs/models/) per tier. */
+static const struct {
+    const char *arch, *make_arch; /* --models name, model make --arch */
+    const char *shape[3];         /* tiny, quick, full */
+    bool bias_relu;               /* ReLU with biases: 5% firing (--relu-density) */
+} archs[] = {
+    {"opt", "opt", {"opt-tiny", "opt-1.3b", "opt-6.7b"}, true},
+    {"falcon", "falcon", {"falcon-tiny", "falcon-tiny", "falcon-7b"}, false},
+    {"persimmon", "persimmon", {"persimmon-tiny", "persimmon-tiny", "persimmon-8b"}, true},
+    {"phi", "phi", {"phi-tiny", "phi-tiny", "phi-2"}, true},
+    {"llama2", "llama", {"llama-relu-tiny", "llama-relu-tiny", "llama-2-7b-fatrelu"}, false},
+};
+
+#define N_ARCHS (sizeof archs / sizeof archs[0])
+
+static int arch_index(const char *arch)
+{
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (!strcmp(archs[i].arch, arch))
+            return (int)i;
+    return -1;
+}
+
+const char *repro_shape(const char *arch, enum repro_tier tier)
+{
+    int i = arch_index(arch);
+    return i < 0 ? NULL : archs[i].shape[tier];
+}
+
+const char *repro_tier_name(enum repro_tier tier)
+{
+    static const char *names[] = {"tiny", "quick", "full"};
+    return names[tier];
+}
+
+/* Appends a step; args are the command's arguments, NULL-terminated. The
+ * output path is relative to the plan's folder. */
+static struct repro_step *add_step(struct repro_plan *p, const char *section, const char *id, const char *out,
+                                   const char *what, ...)
+{
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 32;
+        struct repro_step *s = realloc(p->steps, cap * sizeof *s);
+        if (!s)
+            return NULL;
+        p->steps = s;
+        p->cap = cap;
+    }
+    struct repro_step *s = &p->steps[p->n];
+    memset(s, 0, sizeof *s);
+    snprintf(s->id, sizeof s->id, "%s", id);
+    snprintf(s->section, sizeof s->section, "%s", section);
+    snprintf(s->what, sizeof s->what, "%s", what);
+    snprintf(s->out, sizeof s->out, "%s/%s", p->config.out, out);
+    return s;
+}
+
+/* The step's arguments from a NULL-terminated list. */
+static int set_args(struct repro_step *s, const char *const *args)
+{
+    size_t n = 0;
+    while (args[n])
+        n++;
+    s->args = calloc(n + 1, sizeof *s->args);
+    for (size_t i = 0; s->args && i < n; i++)
+        if (!(s->args[i] = strdup(args[i])))
+            return -1;
+    return s->args ? 0 : -1;
+}
+
+#define STEP(p, section, id, out, what, ...)                                              \
+    do {                                                                                  \
+        struct repro_step *s_ = add_step(p, section, id, out, what);                      \
+        const char *a_[] = {__VA_ARGS__, NULL};                                           \
+        if (!s_ || set_args(s_, a_) != 0)                                                 \
+            return -1;                                                                    \
+        p->n++;                                                                           \
+    } while (0)
+
+/* A path under the plan's folder, for a step's arguments. */
+static const char *at(const struct repro_plan *p, char *buf, size_t len, const char *fmt, ...)
+{
+    char rel[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    snprintf(buf, len, "%s/%s", p->config.out, rel);
+    return buf;
+}
+
+/* Fig. 2b: the disk's random-read throughput over chunk x threads, beside
+ * fio; then this machine's profile from those points (no second sweep). */
+static int add_flash(struct repro_plan *p, const struct tier_sizes *t)
+{
+    char scratch[4200], out[4200], sweep[4200], hw[4200];
+    snprintf(scratch, sizeof scratch, "%s/flashbed-reproduce-scratch.bin", p->config.disk);
+    at(p, out, sizeof out, "fig2b");
+    if (p->config.fio)
+        STEP(p, "fig2b", "fig2b-sweep", "fig2b", "Fig. 2b: random reads of the disk, chunk x threads, beside fio",
+             "sweep", "--file", scratch, "--size", t->sweep_size, "--chunks", t->sweep_chunks, "--threads",
+             t->sweep_threads, "--runtime", t->sweep_runtime, "--ramp", t->sweep_ramp, "--compare-fio", "--plot",
+             "--out", out);
+    else
+        STEP(p, "fig2b", "fig2b-sweep", "fig2b", "Fig. 2b: random reads of the disk, chunk x threads (no fio here)",
+             "sweep", "--file", scratch, "--size", t->sweep_size, "--chunks", t->sweep_chunks, "--threads",
+             t->sweep_threads, "--runtime", t->sweep_runtime, "--ramp", t->sweep_ramp, "--plot", "--out",
+             out);
+    at(p, sweep, sizeof sweep, "fig2b/sweep.json");
+    at(p, hw, sizeof hw, "calibration/hw.json");
+    STEP(p, "calibration", "calibration", "calibration/hw.json", "this machine's profile (DRAM copies, compute; flash from Fig. 2b)",
+         "calibrate", "--quick", "--sweep", sweep, "--name", "reproduce", "--out", hw);
+    return 0;
+}
+
+/* A synthetic model of the shape (f16, seed 1) as a flashbed model folder:
+ * made as a Hugging Face folder, converted, and the HF folder removed. */
+static int add_model(struct repro_plan *p, int a, const char *shape)
+{
+    char id[96], hf[4200], model[4200], what[160];
+    at(p, hf, sizeof hf, "models/%s-hf", shape);
+    at(p, model, sizeof model, "models/%s", shape);
+    snprintf(id, sizeof id, "model-make-%s", shape);
+    snprintf(what, sizeof what, "synthetic %s (f16, random weights of the real shape)", shape);
+    char rel[200];
+    snprintf(rel, sizeof rel, "models/%s-hf", shape);
+    if (archs[a].bias_relu)
+        STEP(p, "models", id, rel, what, "model", "make", "--arch", archs[a].make_arch, "--shape", shape, "--dtype",
+             "f16", "--relu-density", "0.05", "--seed", "1", "--out", hf);
+    else
+        STEP(p, "models", id, rel, what, "model", "make", "--arch", archs[a].make_arch, "--shape", shape, "--dtype",
+             "f16", "--seed", "1", "--out", hf);
+    snprintf(id, sizeof id, "model-convert-%s", shape);
+    snprintf(what, sizeof what, "%s into flashbed's model format", shape);
+    snprintf(rel, sizeof rel, "models/%s", shape);
+    STEP(p, "models", id, rel, what, "convert", hf, "--out", model, "--dtype", "f16");
+    snprintf(id, sizeof id, "model-tidy-%s", shape);
+    snprintf(what, sizeof what, "remove %s's Hugging Face folder (converted)", shape);
+    snprintf(rel, sizeof rel, "models/%s-hf", shape);
+    STEP(p, "models", id, rel, what, REPRO_REMOVE, hf);
+    return 0;
+}
+
+/* A calibrated synthetic trace of the shape (its architecture's
+ * statistics), its statistics (Fig. 4a), and the policy study on it. */
+static int add_trace_and_policies(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    char id[96], trace[4200], out[4200], what[160], rel[200];
+    at(p, trace, sizeof trace, "traces/%s.trace", shape);
+    snprintf(id, sizeof id, "trace-%s", shape);
+    snprintf(what, sizeof what, "calibrated synthetic trace of %s", shape);
+    snprintf(rel, sizeof rel, "traces/%s.trace", shape);
+    STEP(p, "traces", id, rel, what, "trace", "synth", "--shape", shape, "--tokens", t->trace_tokens, "--seed", "1",
+         "--out", trace);
+    snprintf(id, sizeof id, "trace-info-%s", shape);
+    snprintf(what, sizeof what, "statistics of %s's trace (Fig. 4a)", shape);
+    snprintf(rel, sizeof rel, "traces/%s-info", shape);
+    STEP(p, "traces", id, rel, what, "trace", "info", trace, "--plot", "--out", at(p, out, sizeof out, "%s", rel));
+    snprintf(id, sizeof id, "policies-%s", shape);
+    snprintf(what, sizeof what, "policy study on %s's trace: every policy x layout", shape);
+    snprintf(rel, sizeof rel, "policies/%s", shape);
+    STEP(p, "policies", id, rel, what, "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout",
+         "split,bundled,friends", "--plot", "--quiet", "--out", at(p, out, sizeof out, "%s", rel));
+    return 0;
+}
+
+/* stories260K, a real trained model, records a real trace on TinyStories:
+ * the policy study's trace with real co-activation structure. */
+static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
+{
+    const char *data = p->config.data;
+    char ck[4200], tok[4200], text[4200], model[4200], trace[4200], out[4200];
+    snprintf(ck, sizeof ck, "%s/models/stories260K/stories260K.bin", data);
+    snprintf(tok, sizeof tok, "%s/models/stories260K/tok512.bin", data);
+    snprintf(text, sizeof text, "%s/corpus/tinystories_sample.txt", data);
+    struct stat st;
+    if (stat(ck, &st) != 0 || stat(tok, &st) != 0 || stat(text, &st) != 0) {
+        snprintf(p->missing, sizeof p->missing, "the recorded trace: stories260K or its text is not under %s", data);
+        return 0;
+    }
+    at(p, model, sizeof model, "models/stories260K");
+    at(p, trace, sizeof trace, "traces/stories260K.trace");
+    STEP(p, "traces", "model-stories260K", "models/stories260K", "stories260K (trained) into flashbed's format",
+         "convert", ck, "--tokenizer", tok, "--out", model);
+    /* SwiGLU: a neuron counts as active when |silu(gate).up| > 0.05 (the
+     * trace header records it; trace info prints the density it gives) */
+    STEP(p, "traces", "trace-stories260K", "traces/stories260K-run", "a recorded trace of stories260K on TinyStories",
+         "run", "--model", model, "--mode", "predictor", "--active", "oracle", "--threshold", "0.05", "--record",
+         trace, "--prompt-file", text, "--prompt-tokens", t->record_prompt_tokens, "-n", t->record_tokens,
+         "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "traces/stories260K-run"));
+    STEP(p, "traces", "trace-info-stories260K", "traces/stories260K-info", "statistics of stories260K's trace",
+         "trace", "info", trace, "--plot", "--out", at(p, out, sizeof out, "traces/stories260K-info"));
+    STEP(p, "policies", "policies-stories260K", "policies/stories260K", "policy study on stories260K's recorded trace",
+         "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout", "split,bundled,friends", "--plot",
+         "--quiet", "--out", at(p, out, sizeof out, "policies/stories260K"));
+    return 0;
+}
+
+/* The DRAM budget of Table 3's hybrid and all runs: the paper's half of
+ * the model, except on the tiny shapes, whose two layers are each so large
+ * a share of the model that one layer's staging does not fit in half. */
+static const char *table3_budget(const char *shape)
+{
+    size_t n = strlen(shape);
+    return n > 5 && !strcmp(shape + n - 5, "-tiny") ? "75%" : "50%";
+}
+
+/* Table 3's CPU rows: naive, hybrid and all on the synthetic model, the
+ * neurons chosen by its trace, half the model's bytes as DRAM, round by
+ * round; then the cost model's price of each on this machine's profile. */
+static int add_table3(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    static const char *const modes[] = {"naive", "hybrid", "all"};
+    static const char *const policies[] = {"naive", "hybrid", "window:5"};
+    char id[96], what[160], rel[200], model[4200], active[4300], out[4200], hw[4200], run_json[4200];
+    at(p, model, sizeof model, "models/%s", shape);
+    snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
+    const char *budget = table3_budget(shape);
+    for (int r = 1; r <= t->rounds; r++)
+        for (int m = 0; m < 3; m++) {
+            snprintf(id, sizeof id, "table3-%s-%s-r%d", shape, modes[m], r);
+            snprintf(what, sizeof what, "Table 3: %s %s, round %d of %d", shape, modes[m], r, t->rounds);
+            snprintf(rel, sizeof rel, "table3/%s/%s-r%d", shape, modes[m], r);
+            at(p, out, sizeof out, "%s", rel);
+            if (m == 0) /* naive keeps nothing between tokens: no budget to hold */
+                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "naive", "--active", active,
+                     "--prompt", p->prompt, "--prompt-tokens", t->base_prompt, "-n", t->base_tokens, "--cold", "1",
+                     "--ignore-eos", "--quiet", "--out", out);
+            else if (m == 1) /* hybrid's half is resident from the start: one cold token, as naive */
+                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "hybrid", "--active", active,
+                     "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens", t->base_prompt, "-n",
+                     t->base_tokens, "--cold", "1", "--ignore-eos", "--quiet", "--out", out);
+            else
+                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "all", "--window", "5",
+                     "--active", active, "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens",
+                     t->run_prompt, "-n", t->run_tokens, "--ignore-eos", "--quiet", "--out", out);
+        }
+    at(p, hw, sizeof hw, "calibration/hw.json");
+    for (int m = 0; m < 3; m++) {
+        snprintf(id, sizeof id, "table3-%s-%s-predict", shape, modes[m]);
+        snprintf(what, sizeof what, "Table 3: %s %s, the cost model on this machine's profile", shape, modes[m]);
+        snprintf(rel, sizeof rel, "table3/%s/%s-predict", shape, modes[m]);
+        at(p, run_json, sizeof run_json, "table3/%s/%s-r1/run.json", shape, modes[m]);
+        at(p, out, sizeof out, "%s", rel);
+        if (m < 2) /* naive and hybrid read whole layers: no trace to price */
+            STEP(p, "table3", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
+                 policies[m], "--dram-budget", budget, "--predictor-rank", "none", "--compare", run_json, "--out",
+                 out);
+        else
+            STEP(p, "table3", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
+                 policies[m], "--dram-budget", budget, "--trace", active + 6, "--predictor-rank", "none",
+                 "--compare", run_json, "--out", out);
+    }
+    return 0;
+}
+
+static int plan_steps(struct repro_plan *p)
+{
+    const struct tier_sizes *t = &tiers[p->config.tier];
+    if (add_flash(p, t) != 0)
+        return -1;
+    if (p->config.data && add_recorded_trace(p, t) != 0)
+        return -1;
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        int a = arch_index(p->config.models[i]);
+        const char *shape = archs[a].shape[p->config.tier];
+        if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, a, shape) != 0 ||
+            add_table3(p, shape, t) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    if (c->n_models > REPRO_MAX_MODELS)
+        return err_set(err, errlen, "at most %d models", REPRO_MAX_MODELS);
+    for (size_t i = 0; i < c->n_models; i++) {
+        if (arch_index(c->models[i]) < 0)
+            return err_set(err, errlen, "unknown model '%s' (opt, falcon, persimmon, phi, llama2)", c->models[i]);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(c->models[i], c->models[j]))
+                return err_set(err, errlen, "model '%s' is named twice", c->models[i]);
+    }
+    p->config = *c;
+    /* numbered phrases: longer than any tier's prompt in tokens */
+    size_t len = 0;
+    for (int i = 1; i <= 300 && len + 64 < sizeof p->prompt; i++)
+        len += (size_t)snprintf(p->prompt + len, sizeof p->prompt - len,
+                                "%sthe quick brown fox jumps over the lazy dog %d", i > 1 ? " " : "", i);
+    if (plan_steps(p) != 0) {
+        repro_plan_free(p);
+        return err_set(err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+void repro_plan_free(struct repro_plan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        for (char **a = p->steps[i].args; a && *a; a++)
+            free(*a);
+        free(p->steps[i].args);
+    }
+    free(p->steps);
+    memset(p, 0, sizeof *p);
+}
