@@ -9,6 +9,7 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
+#include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/interrupt.h"
 #include "common/log.h"
@@ -152,8 +153,10 @@ static int run_study(const struct repro_config *c, const char *program)
     if (cJSON_IsString(line))
         snprintf(cmd, sizeof cmd, "%s", line->valuestring);
     cJSON_Delete(prov);
-    char rerr[4400];
-    if (repro_report_write(&plan, cmd, rerr, sizeof rerr) != 0) {
+    char rerr[4400], mark[4200];
+    snprintf(mark, sizeof mark, "%s/reproduce.json", c->out);
+    /* a folder the study did not claim (the user's) gets no report either */
+    if (path_exists(mark) && repro_report_write(&plan, cmd, rerr, sizeof rerr) != 0) {
         fb_error("reproduce: REPORT.md: %s", rerr);
         rc = -1;
     }

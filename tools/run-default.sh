@@ -1,17 +1,16 @@
 #!/usr/bin/env bash
-# Set-up and the main job on a built-in default: installs what is missing,
-# builds flashbed, and runs a short random-read sweep of a scratch file in
-# results/, beside fio, with its plot.
+# Set-up and the main job: installs what is missing, builds flashbed, and
+# runs the paper's study at the quick tier (flashbed reproduce --quick:
+# Fig. 2b beside fio, this machine's profile, traces, the policy study and
+# Table 3's CPU rows measured beside the cost model) into
+# results/reproduce-quick/, then prints where REPORT.md is. Run it again to
+# resume after an interruption: finished steps are not run twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)"
-mkdir -p results
-out="results/sweep-default-$(date -u +%Y%m%d-%H%M%S)"
-build/flashbed sweep --file results/scratch.bin --size 1G \
-    --chunks 4k,16k,64k,256k,1m --threads 1,4,16 --runtime 1 --ramp 0.25 \
-    --compare-fio --plot --out "$out"
-cat "$out/sweep.md"
+out=results/reproduce-quick
+build/flashbed reproduce --quick --out "$out"
 echo
-echo "results: $out/ (sweep.json, sweep.csv, sweep.md, throughput.png, throughput.svg)"
+echo "report: $out/REPORT.md (every table and plot; each result folder beside it has its own provenance)"

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# flashbed reproduce --tiny (issue 16): every part of the study runs, each
+# table and plot exists, the Table 3 numbers in REPORT.md are those of the
+# result files, a second run resumes (nothing runs again), --plan and
+# --merge work, and bad input is refused before anything runs.
+source "$(dirname "$0")/lib.sh"
+S="$WORK/study"
+DATA_ARGS=()
+[ -f "$FLASHBED_DATA/models/stories260K/stories260K.bin" ] && DATA_ARGS=(--data "$FLASHBED_DATA")
+[ ${#DATA_ARGS[@]} -gt 0 ] || echo "note: no shared data under FLASHBED_DATA=$FLASHBED_DATA: the recorded trace is left out"
+
+check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
+check "REPORT.md written" test -s "$S/REPORT.md"
+for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
+               "## Table 3" "## Not in this study yet"; do
+    check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
+done
+check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
+check "the profile" test -s "$S/calibration/hw.json"
+for shape in opt-tiny falcon-tiny persimmon-tiny phi-tiny llama-relu-tiny; do
+    check "$shape: trace" test -s "$S/traces/$shape.trace"
+    check "$shape: trace statistics" test -s "$S/traces/$shape-info/trace_info.json"
+    check "$shape: policy study" test -s "$S/policies/$shape/replay.csv"
+    check "$shape: synthetic model" test -s "$S/models/$shape/model.json"
+    check "$shape: its Hugging Face folder removed" test ! -e "$S/models/$shape-hf"
+    for mode in naive hybrid all; do
+        check "$shape $mode: measured" test -s "$S/table3/$shape/$mode-r1/run.json"
+        check "$shape $mode: modelled" test -s "$S/table3/$shape/$mode-predict/predict.json"
+    done
+done
+if [ ${#DATA_ARGS[@]} -gt 0 ]; then
+    check "stories260K's recorded trace" test -s "$S/traces/stories260K.trace"
+    check "its policy study" test -s "$S/policies/stories260K/replay.md"
+fi
+if command -v gnuplot >/dev/null; then
+    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k; do
+        check "plot $plot.png" test -s "$S/$plot.png"
+        check "plot $plot.svg" test -s "$S/$plot.svg"
+        check "REPORT.md shows $plot.png" bash -c "grep -q '($plot.png)' '$S/REPORT.md' || [ $plot = policies/opt-tiny/bytes_vs_k ]"
+    done
+else
+    echo "note: gnuplot not installed: plots not checked"
+fi
+
+# Table 3's numbers come from the result files: medians of the rounds'
+# run.json summaries and predict.json's prediction, recomputed here.
+check "Table 3 rows are the result files' numbers" python3 - "$S" <<'PY'
+import json, re, statistics, sys
+s = sys.argv[1]
+rows = [l for l in open(f"{s}/REPORT.md") if re.match(r"\| \S+-tiny \| (naive|hybrid|all) \|", l)]
+assert len(rows) == 15, len(rows)
+for row in rows:
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    shape, mode, rounds = cells[0], cells[1], int(cells[3])
+    runs = [json.load(open(f"{s}/table3/{shape}/{mode}-r{r}/run.json"))["summary"] for r in range(1, rounds + 1)]
+    want = [statistics.median(sum(r[k] for k in ("io_ms", "mem_ms", "compute_ms")) for r in runs)]
+    want += [statistics.median(r[k] for r in runs) for k in ("io_ms", "mem_ms", "compute_ms")]
+    got = [float(cells[4].split()[0])] + [float(c) for c in cells[5:8]]
+    p = json.load(open(f"{s}/table3/{shape}/{mode}-predict/predict.json"))["predictions"][0]["prediction"]
+    want += [p["io_ms"] + p["mem_ms"] + p["compute_ms"], p["io_ms"], p["mem_ms"], p["compute_ms"]]
+    got += [float(c) for c in cells[8:12]]
+    for g, w in zip(got, want):
+        assert abs(g - w) <= 0.051, (shape, mode, got, want)
+PY
+
+# Resuming: every step is done, nothing runs again, the report is rewritten.
+out=$("$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S" 2>&1)
+check "a second run resumes: nothing runs again" grep -q "0 steps run" <<<"$out"
+# An unfinished step (its marker gone) runs again, alone.
+rm "$S/steps/trace-info-opt-tiny.json"
+out=$("$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S" 2>&1)
+check "an unfinished step runs again, alone" grep -q "1 steps run" <<<"$out"
+
+# --plan: one independent study per model; --merge collects them.
+check "--plan" "$FLASHBED" reproduce --tiny --models opt,phi --out "$WORK/many" --plan "$WORK/plan.txt"
+check "--plan: one line per model" test "$(wc -l <"$WORK/plan.txt")" = 2
+check "--plan: each line its own folder" grep -q -- "--models phi .*--out '$WORK/many/phi'" "$WORK/plan.txt"
+check "the plan's first line runs" bash -c "$(head -1 "$WORK/plan.txt") 2>/dev/null"
+check "--merge" "$FLASHBED" reproduce --merge --out "$WORK/many"
+check "--merge: the finished study" grep -q "^## opt" "$WORK/many/REPORT.md"
+check "--merge: its tables" grep -q "^| opt-tiny | all |" "$WORK/many/REPORT.md"
+
+# Bad input: refused before anything runs.
+expect_error "two tiers" "one of --tiny, --quick, --full" reproduce --tiny --full --out "$WORK/x"
+expect_error "unknown model" "unknown model 'gpt5'" reproduce --tiny --models opt,gpt5 --out "$WORK/x"
+expect_error "a model twice" "named twice" reproduce --tiny --models opt,opt --out "$WORK/x"
+check "refused: no folder made" test ! -e "$WORK/x"
+mkdir -p "$WORK/mine" && echo "the user's notes" >"$WORK/mine/notes.txt"
+expect_error "a folder that is not a study's" "not a study's folder" reproduce --tiny --models opt --out "$WORK/mine"
+check "the user's folder untouched" test "$(ls "$WORK/mine")" = notes.txt
+expect_error "other settings in a study's folder" "was done with other settings" \
+    reproduce --tiny --models opt --disk "$WORK" --out "$S"
+expect_error "--merge of a folder without studies" "no study folders" reproduce --merge --out "$WORK/mine"
+
+echo "reproduce.sh: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
