@@ -62,7 +62,18 @@ struct repro_plan {
     struct repro_config config;
     char missing[1024]; /* parts of the study the plan leaves out, and why ("" when none) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
+    char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };
+
+/* A measured mode of the paper's ablation: run's --mode and the policy
+ * and layout it stands for (what predict prices). */
+struct repro_mode {
+    const char *mode, *policy, *layout;
+    bool whole_layers; /* naive, hybrid: read whole layers, whatever chooses the neurons */
+};
+
+/* The modes in the paper's order (naive .. all); NULL past the last. */
+const struct repro_mode *repro_mode_at(size_t i);
 
 /* The architectures --models names, and each one's shape per tier. */
 const char *repro_shape(const char *arch, enum repro_tier tier);

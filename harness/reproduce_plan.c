@@ -20,14 +20,15 @@ struct tier_sizes {
     const char *run_prompt, *run_tokens;   /* measured runs: prompt and generated tokens */
     const char *base_prompt, *base_tokens; /* naive and hybrid read whole layers: fewer tokens */
     int rounds;                            /* each measured configuration, alternating */
+    const char *predictor_tokens, *predictor_rank, *predictor_epochs;
 };
 
 static const struct tier_sizes tiers[] = {
-    [REPRO_TINY] = {"8m", "4k,64k,256k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1},
+    [REPRO_TINY] = {"8m", "4k,64k,256k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1, "64", "16", "2"},
     [REPRO_QUICK] = {"1g", "4k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
-                     "25%", "32", "32", "4", "4", 3},
+                     "25%", "32", "32", "4", "4", 3, "1024", "128", "3"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "25%", "128", "256", "4", "4", 3},
+                    "256", "25%", "128", "256", "4", "4", 3, "4096", "128", "3"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier. */
@@ -207,17 +208,20 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
     snprintf(text, sizeof text, "%s/corpus/tinystories_sample.txt", data);
     struct stat st;
     if (stat(ck, &st) != 0 || stat(tok, &st) != 0 || stat(text, &st) != 0) {
-        snprintf(p->missing, sizeof p->missing, "the recorded trace: stories260K or its text is not under %s", data);
+        size_t n = strlen(p->missing);
+        snprintf(p->missing + n, sizeof p->missing - n, "%sthe recorded trace: stories260K or its text is not under %s",
+                 n ? "; " : "", data);
         return 0;
     }
     at(p, model, sizeof model, "models/stories260K");
     at(p, trace, sizeof trace, "traces/stories260K.trace");
     STEP(p, "traces", "model-stories260K", "models/stories260K", "stories260K (trained) into flashbed's format",
          "convert", ck, "--tokenizer", tok, "--out", model);
-    /* SwiGLU: a neuron counts as active when |silu(gate).up| > 0.05 (the
-     * trace header records it; trace info prints the density it gives) */
+    /* SwiGLU: a neuron counts as active when |silu(gate).up| > 0.2 (the
+     * trace header records it; trace info prints the density it gives:
+     * about 14% in the first layer, a sparse FFN's order, where 0.05 gave 35%) */
     STEP(p, "traces", "trace-stories260K", "traces/stories260K-run", "a recorded trace of stories260K on TinyStories",
-         "run", "--model", model, "--mode", "predictor", "--active", "oracle", "--threshold", "0.05", "--record",
+         "run", "--model", model, "--mode", "predictor", "--active", "oracle", "--threshold", "0.2", "--record",
          trace, "--prompt-file", text, "--prompt-tokens", t->record_prompt_tokens, "-n", t->record_tokens,
          "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "traces/stories260K-run"));
     STEP(p, "traces", "trace-info-stories260K", "traces/stories260K-info", "statistics of stories260K's trace",
@@ -228,61 +232,118 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
     return 0;
 }
 
-/* The DRAM budget of Table 3's hybrid and all runs: the paper's half of
- * the model, except on the tiny shapes, whose two layers are each so large
- * a share of the model that one layer's staging does not fit in half. */
-static const char *table3_budget(const char *shape)
+/* The DRAM budget of the measured runs: the paper's half of the model,
+ * except on the tiny shapes, whose two layers are each so large a share of
+ * the model that one layer's staging does not fit in half. */
+static const char *run_budget(const char *shape)
 {
     size_t n = strlen(shape);
     return n > 5 && !strcmp(shape + n - 5, "-tiny") ? "75%" : "50%";
 }
 
-/* Table 3's CPU rows: naive, hybrid and all on the synthetic model, the
- * neurons chosen by its trace, half the model's bytes as DRAM, round by
- * round; then the cost model's price of each on this machine's profile. */
-static int add_table3(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+/* The paper's ablation (Table 2) as run's modes, each a policy and layout
+ * (cli/cmd_run.c's --help); naive and hybrid read whole layers whatever
+ * chooses the neurons, so they run once, on the trace. */
+static const struct repro_mode repro_modes[] = {
+    {"naive", "naive", "coalesce:0", true},   {"hybrid", "hybrid", "coalesce:0", true},
+    {"predictor", "predictor", "split", false}, {"window", "window:5", "split", false},
+    {"all", "window:5", "coalesce:0", false},
+};
+
+const struct repro_mode *repro_mode_at(size_t i)
 {
-    static const char *const modes[] = {"naive", "hybrid", "all"};
-    static const char *const policies[] = {"naive", "hybrid", "window:5"};
-    char id[96], what[160], rel[200], model[4200], active[4300], out[4200], hw[4200], run_json[4200];
+    return i < sizeof repro_modes / sizeof repro_modes[0] ? &repro_modes[i] : NULL;
+}
+
+/* One measured run: mode md on the shape's model, its neurons chosen by
+ * source (trace: the shape's calibrated trace; predictor: the predictor
+ * trained on the model), round r. naive and hybrid run few tokens, one of
+ * them cold; naive keeps nothing between tokens and runs without a budget. */
+static int add_run(struct repro_plan *p, const char *shape, const struct repro_mode *md, const char *source, int r,
+                   const struct tier_sizes *t)
+{
+    char id[96], what[160], rel[200], model[4200], active[4300], out[4200];
     at(p, model, sizeof model, "models/%s", shape);
-    snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
-    const char *budget = table3_budget(shape);
-    for (int r = 1; r <= t->rounds; r++)
-        for (int m = 0; m < 3; m++) {
-            snprintf(id, sizeof id, "table3-%s-%s-r%d", shape, modes[m], r);
-            snprintf(what, sizeof what, "Table 3: %s %s, round %d of %d", shape, modes[m], r, t->rounds);
-            snprintf(rel, sizeof rel, "table3/%s/%s-r%d", shape, modes[m], r);
-            at(p, out, sizeof out, "%s", rel);
-            if (m == 0) /* naive keeps nothing between tokens: no budget to hold */
-                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "naive", "--active", active,
-                     "--prompt", p->prompt, "--prompt-tokens", t->base_prompt, "-n", t->base_tokens, "--cold", "1",
-                     "--ignore-eos", "--quiet", "--out", out);
-            else if (m == 1) /* hybrid's half is resident from the start: one cold token, as naive */
-                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "hybrid", "--active", active,
-                     "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens", t->base_prompt, "-n",
-                     t->base_tokens, "--cold", "1", "--ignore-eos", "--quiet", "--out", out);
-            else
-                STEP(p, "table3", id, rel, what, "run", "--model", model, "--mode", "all", "--window", "5",
-                     "--active", active, "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens",
-                     t->run_prompt, "-n", t->run_tokens, "--ignore-eos", "--quiet", "--out", out);
-        }
+    if (!strcmp(source, "trace"))
+        snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
+    else
+        snprintf(active, sizeof active, "predictor");
+    snprintf(id, sizeof id, "run-%s-%s-%s-r%d", shape, md->mode, source, r);
+    snprintf(what, sizeof what, "%s %s (neurons: %s), round %d of %d", shape, md->mode, source, r, t->rounds);
+    snprintf(rel, sizeof rel, "runs/%s/%s-%s-r%d", shape, md->mode, source, r);
+    at(p, out, sizeof out, "%s", rel);
+    const char *prompt = md->whole_layers ? t->base_prompt : t->run_prompt;
+    const char *tokens = md->whole_layers ? t->base_tokens : t->run_tokens;
+    const char *cold = md->whole_layers ? "1" : "5";
+    if (!strcmp(md->mode, "naive"))
+        STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", "naive", "--active", active, "--prompt",
+             p->prompt, "--prompt-tokens", prompt, "-n", tokens, "--cold", cold, "--ignore-eos", "--quiet", "--out",
+             out);
+    else
+        STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", md->mode, "--window", "5", "--active", active,
+             "--dram-budget", run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", prompt, "-n", tokens,
+             "--cold", cold, "--ignore-eos", "--quiet", "--out", out);
+    return 0;
+}
+
+/* The cost model's price of a mode on this machine's profile, beside the
+ * runs: the trace's volumes (naive and hybrid need none), the predictor's
+ * cost for the predictor-chosen runs. */
+static int add_predict(struct repro_plan *p, const char *shape, const struct repro_mode *md, const char *source,
+                       const char *rank)
+{
+    char id[96], what[160], rel[200], hw[4200], trace[4200], out[4200];
     at(p, hw, sizeof hw, "calibration/hw.json");
-    for (int m = 0; m < 3; m++) {
-        snprintf(id, sizeof id, "table3-%s-%s-predict", shape, modes[m]);
-        snprintf(what, sizeof what, "Table 3: %s %s, the cost model on this machine's profile", shape, modes[m]);
-        snprintf(rel, sizeof rel, "table3/%s/%s-predict", shape, modes[m]);
-        at(p, run_json, sizeof run_json, "table3/%s/%s-r1/run.json", shape, modes[m]);
-        at(p, out, sizeof out, "%s", rel);
-        if (m < 2) /* naive and hybrid read whole layers: no trace to price */
-            STEP(p, "table3", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
-                 policies[m], "--dram-budget", budget, "--predictor-rank", "none", "--compare", run_json, "--out",
-                 out);
-        else
-            STEP(p, "table3", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
-                 policies[m], "--dram-budget", budget, "--trace", active + 6, "--predictor-rank", "none",
-                 "--compare", run_json, "--out", out);
-    }
+    at(p, trace, sizeof trace, "traces/%s.trace", shape);
+    snprintf(id, sizeof id, "predict-%s-%s-%s", shape, md->mode, source);
+    snprintf(what, sizeof what, "%s %s (neurons: %s), the cost model on this machine's profile", shape, md->mode,
+             source);
+    snprintf(rel, sizeof rel, "runs/%s/%s-%s-predict", shape, md->mode, source);
+    at(p, out, sizeof out, "%s", rel);
+    const char *pred_rank = strcmp(source, "predictor") ? "none" : rank;
+    if (md->whole_layers) /* whole layers: predict prices them as sequential reads, without a trace */
+        STEP(p, "runs", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
+             md->policy, "--dram-budget", run_budget(shape), "--predictor-rank", "none", "--out", out);
+    else
+        STEP(p, "runs", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
+             md->policy, "--layout", md->layout, "--dram-budget", run_budget(shape), "--trace", trace,
+             "--predictor-rank", pred_rank, "--out", out);
+    return 0;
+}
+
+/* The predictor the deployable runs use, trained on the synthetic model's
+ * own activations over the shared text. */
+static int add_predictor(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    char id[96], what[160], model[4200];
+    at(p, model, sizeof model, "models/%s", shape);
+    snprintf(id, sizeof id, "predictor-%s", shape);
+    snprintf(what, sizeof what, "%s's activation predictor, rank %s", shape, t->predictor_rank);
+    char rel[200];
+    snprintf(rel, sizeof rel, "models/%s/predictor.safetensors", shape);
+    STEP(p, "runs", id, rel, what, "predictor", "train", "--model", model, "--text", p->text, "--tokens",
+         t->predictor_tokens, "--rank", t->predictor_rank, "--epochs", t->predictor_epochs, "--force");
+    return 0;
+}
+
+/* Tables 2 and 3's measured runs on one shape, round by round (every
+ * configuration once per round, so the modes alternate), then each
+ * configuration's price on this machine's profile. */
+static int add_runs(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    static const char *const sources[] = {"trace", "predictor"};
+    bool trained = p->text[0] != '\0';
+    if (trained && add_predictor(p, shape, t) != 0)
+        return -1;
+    for (int r = 1; r <= t->rounds; r++)
+        for (const struct repro_mode *md = repro_modes; md < repro_modes + 5; md++)
+            for (int src = 0; src < (md->whole_layers || !trained ? 1 : 2); src++)
+                if (add_run(p, shape, md, sources[src], r, t) != 0)
+                    return -1;
+    for (const struct repro_mode *md = repro_modes; md < repro_modes + 5; md++)
+        for (int src = 0; src < (md->whole_layers || !trained ? 1 : 2); src++)
+            if (add_predict(p, shape, md, sources[src], t->predictor_rank) != 0)
+                return -1;
     return 0;
 }
 
@@ -297,7 +358,7 @@ static int plan_steps(struct repro_plan *p)
         int a = arch_index(p->config.models[i]);
         const char *shape = archs[a].shape[p->config.tier];
         if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, a, shape) != 0 ||
-            add_table3(p, shape, t) != 0)
+            add_runs(p, shape, t) != 0)
             return -1;
     }
     return 0;
@@ -321,6 +382,16 @@ int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *e
     for (int i = 1; i <= 300 && len + 64 < sizeof p->prompt; i++)
         len += (size_t)snprintf(p->prompt + len, sizeof p->prompt - len,
                                 "%sthe quick brown fox jumps over the lazy dog %d", i > 1 ? " " : "", i);
+    /* the predictors learn from the shared text; without it they are left out */
+    char text[4200];
+    snprintf(text, sizeof text, "%s/corpus/wiki.test.raw", c->data ? c->data : "");
+    struct stat st;
+    if (c->data && stat(text, &st) == 0)
+        snprintf(p->text, sizeof p->text, "%s", text);
+    else
+        snprintf(p->missing + strlen(p->missing), sizeof p->missing - strlen(p->missing),
+                 "%sthe runs with the trained predictor: no WikiText-2 under %s", p->missing[0] ? "; " : "",
+                 c->data ? c->data : "(no --data)");
     if (plan_steps(p) != 0) {
         repro_plan_free(p);
         return err_set(err, errlen, "out of memory");

@@ -18,6 +18,7 @@
 #include "common/json_file.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
+#include "harness/reproduce_tables.h"
 
 /* A result file of the study, by its path under the study's folder. */
 static void study_path(const struct repro_plan *p, char *buf, size_t len, const char *rel)
@@ -94,32 +95,80 @@ static void section_calibration(struct strbuf *b, const struct repro_plan *p)
     cJSON_Delete(hw);
 }
 
+/* Mean of a JSON array of numbers; NAN when there is none. */
+static double json_mean(const cJSON *a)
+{
+    double sum = 0;
+    int n = 0;
+    for (const cJSON *v = a ? a->child : NULL; v; v = v->next)
+        if (cJSON_IsNumber(v))
+            sum += v->valuedouble, n++;
+    return n ? sum / n : NAN;
+}
+
+static double json_at(const cJSON *a, int i)
+{
+    const cJSON *v = cJSON_GetArrayItem(a, i);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+/* One trace's row from trace info's JSON: how it was made, its size, its
+ * density and s_agg(k) (Fig. 4a: the share of neurons used by any of the
+ * last k tokens). */
+static void trace_row(struct strbuf *b, const char *name, const cJSON *info)
+{
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(info, "source");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(src, "source");
+    const cJSON *profile = cJSON_GetObjectItemCaseSensitive(src, "profile");
+    const cJSON *thr = cJSON_GetObjectItemCaseSensitive(src, "threshold");
+    char how[128];
+    if (cJSON_IsString(kind) && !strcmp(kind->valuestring, "synthetic"))
+        snprintf(how, sizeof how, "synthetic, %s statistics", cJSON_IsString(profile) ? profile->valuestring : "?");
+    else
+        snprintf(how, sizeof how, "recorded (active: abs(act) > %g)", cJSON_IsNumber(thr) ? thr->valuedouble : 0.0);
+    const cJSON *sagg = cJSON_GetObjectItemCaseSensitive(info, "sagg_active");
+    double pred = json_mean(cJSON_GetObjectItemCaseSensitive(info, "density_predicted"));
+    strbuf_add(b, "| %s | %s | %.0f | %.0f x %.0f | %.2f%% |", name, how,
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(info, "tokens")),
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(info, "n_layers")),
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(info, "d_ff")),
+               100 * json_mean(cJSON_GetObjectItemCaseSensitive(info, "density_active")));
+    if (isnan(pred))
+        strbuf_add(b, " none |");
+    else
+        strbuf_add(b, " %.2f%% |", 100 * pred);
+    strbuf_add(b, " %.2f%% | %.2f%% | %.2f%% |\n", 100 * json_at(sagg, 0), 100 * json_at(sagg, 3),
+               100 * json_at(sagg, 15));
+}
+
 /* The traces' statistics: one row per trace, from trace info's JSON. */
 static void section_traces(struct strbuf *b, const struct repro_plan *p)
 {
-    strbuf_add(b, "## Traces and Fig. 4a\n\n");
+    strbuf_add(b, "## Traces and Fig. 4a\n\n"
+                  "Density: mean over layers of the share of neurons active per token; s_agg(k): the share "
+                  "used by any of the last k tokens (the paper's Fig. 4a), active sets.\n\n"
+                  "| trace | made how | tokens | layers x d_ff | density | predicted | s_agg(1) | s_agg(4) | "
+                  "s_agg(16) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     bool any = false;
     for (size_t i = 0; i < p->n; i++) {
         const struct repro_step *s = &p->steps[i];
-        if (strncmp(s->id, "trace-info-", 11))
-            continue;
-        char rel[300], json[4400];
-        snprintf(rel, sizeof rel, "traces/%s-info", s->id + 11);
+        char json[4400];
         snprintf(json, sizeof json, "%s/trace_info.json", s->out);
-        if (!path_exists(json))
+        cJSON *info = strncmp(s->id, "trace-info-", 11) ? NULL : read_json_file(json);
+        if (!info)
             continue;
+        trace_row(b, s->id + 11, info);
+        cJSON_Delete(info);
         any = true;
-        strbuf_add(b, "### %s\n\n", s->id + 11);
-        char md[400];
-        snprintf(md, sizeof md, "%s/trace_info.md", rel);
-        if (!quote_markdown(b, p, md))
-            strbuf_add(b, "Statistics in `%s/trace_info.json`.\n\n", rel);
-        char png[400];
-        snprintf(png, sizeof png, "%s/fig4a.png", rel);
-        link_image(b, p, png, "Fig. 4a");
     }
-    if (!any)
-        strbuf_add(b, "No trace yet.\n\n");
+    strbuf_add(b, any ? "\n(from `traces/<trace>-info/trace_info.json`)\n\n" : "\nNo trace yet.\n\n");
+    for (size_t i = 0; i < p->n; i++) {
+        const struct repro_step *s = &p->steps[i];
+        char png[400];
+        snprintf(png, sizeof png, "traces/%s-info/fig4a.png", s->id + 11);
+        if (!strncmp(s->id, "trace-info-", 11))
+            link_image(b, p, png, s->id + 11);
+    }
     if (p->missing[0])
         strbuf_add(b, "Left out: %s.\n\n", p->missing);
 }
@@ -141,142 +190,10 @@ static void section_policies(struct strbuf *b, const struct repro_plan *p)
         strbuf_add(b, "Not replayed yet.\n\n");
 }
 
-/* Median of n values (sorted in place). */
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : NAN;
-}
-
-#define MAX_ROUNDS 16
-
-/* One Table 3 cell: a mode's runs on a model, measured and modelled. */
-struct t3_row {
-    char budget[32];            /* the runs' --dram-budget ("none") */
-    int rounds;
-    double part[4][MAX_ROUNDS]; /* io, mem, compute, their sum; per round */
-    double model[4];            /* predicted io, mem, compute, sum */
-    bool modelled;
-};
-
-static const char *const t3_keys[] = {"io_ms", "mem_ms", "compute_ms"};
-
-static void t3_read_round(struct t3_row *r, const char *run_json)
-{
-    cJSON *run = read_json_file(run_json);
-    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
-                                                           "parameters");
-    const cJSON *budget = cJSON_GetObjectItemCaseSensitive(params, "dram-budget");
-    snprintf(r->budget, sizeof r->budget, "%s", cJSON_IsString(budget) ? budget->valuestring : "none");
-    if (sum && r->rounds < MAX_ROUNDS) {
-        double total = 0;
-        for (int k = 0; k < 3; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, t3_keys[k]);
-            r->part[k][r->rounds] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-            total += r->part[k][r->rounds];
-        }
-        r->part[3][r->rounds++] = total;
-    }
-    cJSON_Delete(run);
-}
-
-static void t3_read_model(struct t3_row *r, const char *predict_json)
-{
-    cJSON *pr = read_json_file(predict_json);
-    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pr, "predictions"), 0);
-    const cJSON *pred = cJSON_GetObjectItemCaseSensitive(first, "prediction");
-    if (pred) {
-        r->model[3] = 0;
-        for (int k = 0; k < 3; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(pred, t3_keys[k]);
-            r->model[k] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-            r->model[3] += r->model[k];
-        }
-        r->modelled = true;
-    }
-    cJSON_Delete(pr);
-}
-
-static void t3_print_row(struct strbuf *b, const char *shape, const char *mode, struct t3_row *r)
-{
-    double med[4], lo[4], hi[4];
-    for (int k = 0; k < 4; k++) {
-        double v[MAX_ROUNDS];
-        memcpy(v, r->part[k], sizeof v);
-        med[k] = median(v, r->rounds);
-        lo[k] = v[0];
-        hi[k] = v[r->rounds - 1];
-    }
-    strbuf_add(b, "| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", shape, mode, r->budget, r->rounds,
-               med[3], lo[3], hi[3], med[0], med[1], med[2]);
-    if (!r->modelled) {
-        strbuf_add(b, " not modelled yet | | | | | | | |\n");
-        return;
-    }
-    strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", r->model[3], r->model[0], r->model[1], r->model[2]);
-    const int order[] = {3, 0, 1, 2};
-    for (int i = 0; i < 4; i++) {
-        double me = med[order[i]], mo = r->model[order[i]];
-        if (me > 0 && isfinite(me) && isfinite(mo))
-            strbuf_add(b, " %+.0f%% |", 100 * (mo - me) / me);
-        else /* nothing measured: no ratio */
-            strbuf_add(b, " n/a |");
-    }
-    strbuf_add(b, "\n");
-}
-
-static void section_table3(struct strbuf *b, const struct repro_plan *p)
-{
-    static const char *const modes[] = {"naive", "hybrid", "all"};
-    strbuf_add(b, "## Table 3, this machine's CPU rows: measured beside modelled\n\n"
-                  "Synthetic f16 models of the real shapes (random weights), neurons chosen by each shape's "
-                  "calibrated synthetic trace, all = window of 5 tokens (the paper's k = 4), bundled rows. "
-                  "DRAM budget: the paper's half of the model (three quarters on the tiny shapes, whose "
-                  "layers are each too large a share of the model for half); naive keeps nothing between "
-                  "tokens and runs without one. Measured: median over the rounds (min–max of the total), "
-                  "rounds alternating the modes. Modelled: `flashbed predict` on this machine's profile. "
-                  "Errors are modelled against measured.\n\n"
-                  "| model | mode | DRAM budget | rounds | measured ms/token | I/O | mem | compute | modelled | I/O | "
-                  "mem | compute | total err | I/O err | mem err | compute err |\n"
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    bool any = false;
-    for (size_t i = 0; i < p->config.n_models; i++) {
-        const char *shape = repro_shape(p->config.models[i], p->config.tier);
-        for (int m = 0; m < 3; m++) {
-            struct t3_row r = {0};
-            char path[4400], rel[400];
-            for (int round = 1; round <= MAX_ROUNDS; round++) {
-                snprintf(rel, sizeof rel, "table3/%s/%s-r%d/run.json", shape, modes[m], round);
-                study_path(p, path, sizeof path, rel);
-                if (!path_exists(path))
-                    break;
-                t3_read_round(&r, path);
-            }
-            if (!r.rounds)
-                continue;
-            snprintf(rel, sizeof rel, "table3/%s/%s-predict/predict.json", shape, modes[m]);
-            study_path(p, path, sizeof path, rel);
-            t3_read_model(&r, path);
-            t3_print_row(b, shape, modes[m], &r);
-            any = true;
-        }
-    }
-    strbuf_add(b, any ? "\n(from `table3/<model>/<mode>-r<round>/run.json` and `<mode>-predict/predict.json`)\n\n"
-                      : "\nNot measured yet.\n\n");
-}
-
 /* What the paper has that this study does not yet measure. */
 static void section_missing(struct strbuf *b)
 {
     strbuf_add(b, "## Not in this study yet\n\n"
-                  "- Table 2 measured (the ablation naive / hybrid / predictor / window / all with the trained "
-                  "predictor and with the trace): not built yet.\n"
                   "- Fig. 7 measured (latency against DRAM share with `--window auto`): not built yet.\n"
                   "- Fig. 8 (per-token latency over a long generation): not built yet.\n"
                   "- Table 3's rows for the backends this machine lacks (`predict --paper table3`): not "
@@ -299,7 +216,8 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_calibration(&b, p);
     section_traces(&b, p);
     section_policies(&b, p);
-    section_table3(&b, p);
+    repro_section_table2(&b, p);
+    repro_section_table3(&b, p);
     section_missing(&b);
     char *text = strbuf_take(&b);
     char path[4400];

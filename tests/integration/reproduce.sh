@@ -12,7 +12,7 @@ DATA_ARGS=()
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 3" "## Not in this study yet"; do
+               "## Table 2" "## Table 3" "## Not in this study yet"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
@@ -23,10 +23,16 @@ for shape in opt-tiny falcon-tiny persimmon-tiny phi-tiny llama-relu-tiny; do
     check "$shape: policy study" test -s "$S/policies/$shape/replay.csv"
     check "$shape: synthetic model" test -s "$S/models/$shape/model.json"
     check "$shape: its Hugging Face folder removed" test ! -e "$S/models/$shape-hf"
-    for mode in naive hybrid all; do
-        check "$shape $mode: measured" test -s "$S/table3/$shape/$mode-r1/run.json"
-        check "$shape $mode: modelled" test -s "$S/table3/$shape/$mode-predict/predict.json"
+    for mode in naive hybrid predictor window all; do
+        check "$shape $mode: measured" test -s "$S/runs/$shape/$mode-trace-r1/run.json"
+        check "$shape $mode: modelled" test -s "$S/runs/$shape/$mode-trace-predict/predict.json"
     done
+    if [ ${#DATA_ARGS[@]} -gt 0 ]; then
+        check "$shape: a trained predictor" test -s "$S/models/$shape/predictor.safetensors"
+        for mode in predictor window all; do
+            check "$shape $mode with the predictor: measured" test -s "$S/runs/$shape/$mode-predictor-r1/run.json"
+        done
+    fi
 done
 if [ ${#DATA_ARGS[@]} -gt 0 ]; then
     check "stories260K's recorded trace" test -s "$S/traces/stories260K.trace"
@@ -47,16 +53,18 @@ fi
 check "Table 3 rows are the result files' numbers" python3 - "$S" <<'PY'
 import json, re, statistics, sys
 s = sys.argv[1]
-rows = [l for l in open(f"{s}/REPORT.md") if re.match(r"\| \S+-tiny \| (naive|hybrid|all) \|", l)]
+text = open(f"{s}/REPORT.md").read()
+table3 = text[text.index("## Table 3"):].split("\n## ")[0]
+rows = [l for l in table3.splitlines() if re.match(r"\| \S+-tiny \| (naive|hybrid|all) \|", l)]
 assert len(rows) == 15, len(rows)
 for row in rows:
     cells = [c.strip() for c in row.strip().strip("|").split("|")]
     shape, mode, rounds = cells[0], cells[1], int(cells[3])
-    runs = [json.load(open(f"{s}/table3/{shape}/{mode}-r{r}/run.json"))["summary"] for r in range(1, rounds + 1)]
+    runs = [json.load(open(f"{s}/runs/{shape}/{mode}-trace-r{r}/run.json"))["summary"] for r in range(1, rounds + 1)]
     want = [statistics.median(sum(r[k] for k in ("io_ms", "mem_ms", "compute_ms")) for r in runs)]
     want += [statistics.median(r[k] for r in runs) for k in ("io_ms", "mem_ms", "compute_ms")]
     got = [float(cells[4].split()[0])] + [float(c) for c in cells[5:8]]
-    p = json.load(open(f"{s}/table3/{shape}/{mode}-predict/predict.json"))["predictions"][0]["prediction"]
+    p = json.load(open(f"{s}/runs/{shape}/{mode}-trace-predict/predict.json"))["predictions"][0]["prediction"]
     want += [p["io_ms"] + p["mem_ms"] + p["compute_ms"], p["io_ms"], p["mem_ms"], p["compute_ms"]]
     got += [float(c) for c in cells[8:12]]
     for g, w in zip(got, want):

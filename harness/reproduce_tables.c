@@ -1,0 +1,247 @@
+/* Tables 2 and 3 of REPORT.md (harness/reproduce_tables.h). */
+#include "harness/reproduce_tables.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/fsutil.h"
+#include "common/json_file.h"
+#include "common/model_shape.h"
+
+#define MAX_ROUNDS 16
+
+enum { IO, MEM, COMPUTE, TOTAL, N_PARTS }; /* TOTAL: the sum of the three, as predict --compare takes it */
+
+static const char *const part_keys[] = {"io_ms", "mem_ms", "compute_ms"};
+
+/* One configuration (shape, mode, source): its rounds and its price. */
+struct cell {
+    char budget[32];                  /* the runs' --dram-budget ("none") */
+    int rounds;
+    double part[N_PARTS][MAX_ROUNDS]; /* per round */
+    double median[N_PARTS], lo, hi;   /* lo, hi: of the total */
+    double model[N_PARTS];
+    bool modelled;
+};
+
+static void read_round(struct cell *c, const char *run_json)
+{
+    cJSON *run = read_json_file(run_json);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
+                                                           "parameters");
+    const cJSON *budget = cJSON_GetObjectItemCaseSensitive(params, "dram-budget");
+    snprintf(c->budget, sizeof c->budget, "%s", cJSON_IsString(budget) ? budget->valuestring : "none");
+    if (sum && c->rounds < MAX_ROUNDS) {
+        double total = 0;
+        for (int k = 0; k < TOTAL; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, part_keys[k]);
+            c->part[k][c->rounds] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            total += c->part[k][c->rounds];
+        }
+        c->part[TOTAL][c->rounds++] = total;
+    }
+    cJSON_Delete(run);
+}
+
+static void read_model(struct cell *c, const char *predict_json)
+{
+    cJSON *pr = read_json_file(predict_json);
+    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pr, "predictions"), 0);
+    const cJSON *pred = cJSON_GetObjectItemCaseSensitive(first, "prediction");
+    if (pred) {
+        c->model[TOTAL] = 0;
+        for (int k = 0; k < TOTAL; k++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(pred, part_keys[k]);
+            c->model[k] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+            c->model[TOTAL] += c->model[k];
+        }
+        c->modelled = true;
+    }
+    cJSON_Delete(pr);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reads every round of (shape, mode, source) and its price; false when
+ * no round has run. */
+static bool read_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
+                      struct cell *c)
+{
+    memset(c, 0, sizeof *c);
+    char path[4400];
+    for (int round = 1; round <= MAX_ROUNDS; round++) {
+        snprintf(path, sizeof path, "%s/runs/%s/%s-%s-r%d/run.json", p->config.out, shape, mode, source, round);
+        if (!path_exists(path))
+            break;
+        read_round(c, path);
+    }
+    if (!c->rounds)
+        return false;
+    for (int k = 0; k < N_PARTS; k++) {
+        double v[MAX_ROUNDS];
+        memcpy(v, c->part[k], sizeof v);
+        qsort(v, (size_t)c->rounds, sizeof *v, cmp_double);
+        int n = c->rounds;
+        c->median[k] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        if (k == TOTAL)
+            c->lo = v[0], c->hi = v[n - 1];
+    }
+    snprintf(path, sizeof path, "%s/runs/%s/%s-%s-predict/predict.json", p->config.out, shape, mode, source);
+    read_model(c, path);
+    return true;
+}
+
+/* "+12%", or "n/a" when nothing was measured to compare with. */
+static void add_error(struct strbuf *b, double modelled, double measured)
+{
+    if (measured > 0 && isfinite(measured) && isfinite(modelled))
+        strbuf_add(b, " %+.0f%% |", 100 * (modelled - measured) / measured);
+    else
+        strbuf_add(b, " n/a |");
+}
+
+/* A number from configs/paper/<file>'s rows where every key of match
+ * equals its value (NULL-terminated pairs); NAN when the paper has none. */
+static double paper_value(const char *file, const char *const *match, const char *key)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/paper/%s", configs_dir(), file);
+    cJSON *t = read_json_file(path);
+    double v = NAN;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(t, "rows"))
+    {
+        bool all = true;
+        for (const char *const *m = match; *m && all; m += 2) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(row, m[0]);
+            all = cJSON_IsString(f) && !strcmp(f->valuestring, m[1]);
+        }
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(row, key);
+        if (all && cJSON_IsNumber(x)) {
+            v = x->valuedouble;
+            break;
+        }
+    }
+    cJSON_Delete(t);
+    return v;
+}
+
+/* The paper's model of a shape (llama-2-7b-fatrelu is its Llama 2 row). */
+static const char *paper_model(const char *shape)
+{
+    return !strcmp(shape, "llama-2-7b-fatrelu") ? "llama-2-7b" : shape;
+}
+
+static void add_ms(struct strbuf *b, double v)
+{
+    if (isfinite(v))
+        strbuf_add(b, " %.1f |", v);
+    else
+        strbuf_add(b, " — |");
+}
+
+void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
+{
+    static const char *const modes[] = {"naive", "hybrid", "all"};
+    strbuf_add(b, "## Table 3, this machine's CPU rows: measured beside modelled\n\n"
+                  "Synthetic f16 models of the real shapes (random weights), neurons chosen by each shape's "
+                  "calibrated synthetic trace, all = window of 5 tokens (the paper's k = 4), rows bundled. "
+                  "DRAM budget: the paper's half of the model (three quarters on the tiny shapes, whose "
+                  "layers are each too large a share of the model for half); naive keeps nothing between "
+                  "tokens and runs without one. Measured: median over the rounds (min–max of the total), "
+                  "rounds alternating the configurations. Modelled: `flashbed predict` on this machine's "
+                  "profile; errors are modelled against measured. Paper: its M1 Max CPU total (float32), "
+                  "where the shape is one of its models.\n\n"
+                  "| model | mode | DRAM budget | rounds | measured ms/token | I/O | mem | compute | modelled | I/O | "
+                  "mem | compute | total err | I/O err | mem err | compute err | paper M1 Max CPU |\n"
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    bool any = false;
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        const char *shape = repro_shape(p->config.models[i], p->config.tier);
+        for (int m = 0; m < 3; m++) {
+            struct cell c;
+            if (!read_cell(p, shape, modes[m], "trace", &c))
+                continue;
+            any = true;
+            strbuf_add(b, "| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", shape, modes[m], c.budget,
+                       c.rounds, c.median[TOTAL], c.lo, c.hi, c.median[IO], c.median[MEM], c.median[COMPUTE]);
+            if (!c.modelled) {
+                strbuf_add(b, " not modelled yet | | | | | | | |");
+            } else {
+                strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", c.model[TOTAL], c.model[IO], c.model[MEM],
+                           c.model[COMPUTE]);
+                for (int k = 0; k < N_PARTS; k++) {
+                    int part = (k + TOTAL) % N_PARTS; /* total first */
+                    add_error(b, c.model[part], c.median[part]);
+                }
+            }
+            const char *match[] = {"model", paper_model(shape), "method", modes[m], "backend", "CPU", NULL};
+            add_ms(b, paper_value("table3.json", match, "total_ms"));
+            strbuf_add(b, "\n");
+        }
+    }
+    strbuf_add(b, any ? "\n(from `runs/<model>/<mode>-trace-r<round>/run.json`, `<mode>-trace-predict/predict.json`, "
+                        "`configs/paper/table3.json`)\n\n"
+                      : "\nNot measured yet.\n\n");
+}
+
+/* One Table 2 row: a mode with the trace's neurons and the predictor's. */
+static void table2_row(struct strbuf *b, const struct repro_plan *p, const char *shape, const struct repro_mode *md)
+{
+    struct cell tr, pr;
+    bool have_tr = read_cell(p, shape, md->mode, "trace", &tr);
+    bool have_pr = !md->whole_layers && read_cell(p, shape, md->mode, "predictor", &pr);
+    if (!have_tr && !have_pr)
+        return;
+    strbuf_add(b, "| %s | %s |", shape, md->mode);
+    const struct cell *cells[] = {have_tr ? &tr : NULL, have_pr ? &pr : NULL};
+    for (int i = 0; i < 2; i++) {
+        if (!cells[i]) {
+            strbuf_add(b, i == 1 && md->whole_layers ? " (as trace) | | |" : " — | — | — |");
+            continue;
+        }
+        strbuf_add(b, " %.1f (%.1f–%.1f) | %.1f |", cells[i]->median[TOTAL], cells[i]->lo, cells[i]->hi,
+                   cells[i]->median[IO]);
+        add_ms(b, cells[i]->modelled ? cells[i]->model[TOTAL] : NAN);
+    }
+    const char *config = md->whole_layers ? md->mode : !strcmp(md->mode, "predictor") ? "+ predictor"
+                                                   : !strcmp(md->mode, "window")    ? "+ windowing"
+                                                                                    : "+ bundling";
+    const char *match[] = {"config", config, NULL};
+    add_ms(b, paper_value("table2.json", match, "io_ms"));
+    strbuf_add(b, "\n");
+}
+
+void repro_section_table2(struct strbuf *b, const struct repro_plan *p)
+{
+    strbuf_add(b, "## Table 2, measured: the ablation naive .. all\n\n"
+                  "Each mode on the synthetic model, its neurons chosen by the shape's calibrated trace and, "
+                  "deployable, by the rank-R predictor trained on the model's own activations over "
+                  "WikiText-2 (naive and hybrid read whole layers whatever chooses: one column). Budget, "
+                  "rounds and medians as in Table 3; modelled: `flashbed predict` with the trace's "
+                  "volumes (plus the predictor's cost in the predictor column). Paper: OPT-6.7B's I/O ms "
+                  "on the M1 Max (the only model its Table 2 gives), for scale.\n\n"
+                  "| model | mode | trace: ms/token | I/O | modelled | predictor: ms/token | I/O | modelled | "
+                  "paper I/O ms |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    bool any = false;
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        const char *shape = repro_shape(p->config.models[i], p->config.tier);
+        for (size_t m = 0; repro_mode_at(m); m++) {
+            size_t before = b->len;
+            table2_row(b, p, shape, repro_mode_at(m));
+            any = any || b->len > before;
+        }
+    }
+    strbuf_add(b, any ? "\n(from `runs/<model>/<mode>-<trace|predictor>-r<round>/run.json`, "
+                        "`<mode>-<source>-predict/predict.json`, `configs/paper/table2.json`)\n\n"
+                      : "\nNot measured yet.\n\n");
+}
