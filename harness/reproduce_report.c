@@ -198,7 +198,7 @@ static void section_missing(struct strbuf *b)
                   "- Fig. 8 (per-token latency over a long generation): not built yet.\n"
                   "- Table 3's rows for the backends this machine lacks (`predict --paper table3`): not "
                   "built yet.\n"
-                  "- \"What differs from the paper and why\": not built yet.\n\n");
+                  "\n");
 }
 
 int repro_report_write(const struct repro_plan *p, const char *command_line, char *err, size_t errlen)
@@ -218,6 +218,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_policies(&b, p);
     repro_section_table2(&b, p);
     repro_section_table3(&b, p);
+    repro_section_differences(&b, p);
     section_missing(&b);
     char *text = strbuf_take(&b);
     char path[4400];

@@ -11,5 +11,8 @@
 
 void repro_section_table2(struct strbuf *b, const struct repro_plan *p);
 void repro_section_table3(struct strbuf *b, const struct repro_plan *p);
+/* What differs from the paper and why, from the numbers: the disk against
+ * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
+void repro_section_differences(struct strbuf *b, const struct repro_plan *p);
 
 #endif

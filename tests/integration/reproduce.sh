@@ -12,7 +12,7 @@ DATA_ARGS=()
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 2" "## Table 3" "## Not in this study yet"; do
+               "## Table 2" "## Table 3" "## What differs from the paper" "## Not in this study yet"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
@@ -70,6 +70,8 @@ for row in rows:
     for g, w in zip(got, want):
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
 PY
+
+check "the disk beside the M1 Max at 16 KiB" grep -q "^- Flash at 16 KiB chunks: this disk reads" "$S/REPORT.md"
 
 # Resuming: every step is done, nothing runs again, the report is rewritten.
 out=$("$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S" 2>&1)
