@@ -102,6 +102,9 @@ int cmd_model(int argc, char **argv)
         fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o.dtype);
     else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
+    /* -1, the default, means not given: a value typed must lie in (0, 1) */
+    else if (opts_given(&model_make_command, &o, "relu-density") && !(o.relu_density > 0 && o.relu_density < 1))
+        fb_error("model make --relu-density: needs 0 < D < 1, not %g", o.relu_density);
     else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
         fb_error("model make --relu-density: needs --format hf (and a ReLU shape with FFN biases)");
     else if (spectrum_parse(o.up_spectrum, &up, err, sizeof err) != 0)

@@ -237,6 +237,10 @@ refused "predictor train --context 1 (the message said 0)" "predictor train: a c
     predictor train --model "$M" --text "$TEXT" --tokens 10 --rank 4 --epochs 0 --act-threshold 0.01 --context 1
 check "predictor train refused: no predictor written" test ! -e "$M/predictor.safetensors"
 
+refused "model make --relu-density -1 (the default's sentinel, taken silently)" "needs 0 < D < 1, not -1" \
+    model make --arch opt --shape opt-tiny --relu-density -1 --out "$WORK/mk-neg"
+check "model make refused: no folder" test ! -e "$WORK/mk-neg"
+
 # --- a folder given as a text file ------------------------------------------
 refused "perplexity --text FOLDER" "$WORK: cannot read: Is a directory" perplexity --model "$M" --text "$WORK"
 refused "predictor train --text FOLDER" "predictor train --text: $WORK: cannot read: Is a directory" \
