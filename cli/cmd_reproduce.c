@@ -47,10 +47,11 @@ static const struct opt_command reproduce_command = {
     .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge]",
     .summary = "Runs the paper's study on this machine, each step a flashbed command with its result folder\n"
                "under --out: Fig. 2b (sweep beside fio), calibration, calibrated synthetic traces of every\n"
-               "model's shape and a trace recorded from stories260K, the policy study (replay), and Table 3's\n"
-               "CPU rows measured (rounds alternating the modes) beside the cost model. Then REPORT.md. A\n"
-               "finished step is not run again: repeat the command to resume after Ctrl-C or a failure.\n"
-               "Not built yet: Table 2 and Fig. 7 measured, Fig. 8 (REPORT.md lists them).",
+               "model's shape and a trace recorded from stories260K, the policy study (replay), Tables 2\n"
+               "and 3 measured (every mode, neurons from the trace and from a trained predictor, rounds\n"
+               "alternating) beside the cost model and the paper, and Fig. 8 (every token of a long run).\n"
+               "Then REPORT.md. A finished step is not run again: repeat the command to resume after\n"
+               "Ctrl-C or a failure. Not built yet: Fig. 7 measured (REPORT.md lists what is missing).",
     .opts = reproduce_options,
     .max_positional = 0,
 };

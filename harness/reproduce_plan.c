@@ -21,14 +21,15 @@ struct tier_sizes {
     const char *base_prompt, *base_tokens; /* naive and hybrid read whole layers: fewer tokens */
     int rounds;                            /* each measured configuration, alternating */
     const char *predictor_tokens, *predictor_rank, *predictor_epochs;
+    const char *long_tokens;               /* Fig. 8's long generation */
 };
 
 static const struct tier_sizes tiers[] = {
-    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1, "64", "16", "2"},
+    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1, "64", "16", "2", "24"},
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
-                     "25%", "32", "32", "4", "4", 3, "1024", "128", "3"},
+                     "25%", "32", "32", "4", "4", 3, "1024", "128", "3", "200"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "25%", "128", "256", "4", "4", 3, "4096", "128", "3"},
+                    "256", "25%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier. */
@@ -347,6 +348,21 @@ static int add_runs(struct repro_plan *p, const char *shape, const struct tier_s
     return 0;
 }
 
+/* Fig. 8: every token's latency over a long generation in all mode, the
+ * cold start included, on the first model of the study. */
+static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    char what[160], model[4200], active[4300], out[4200];
+    at(p, model, sizeof model, "models/%s", shape);
+    snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
+    snprintf(what, sizeof what, "Fig. 8: %s all over %s generated tokens, every token's latency", shape,
+             t->long_tokens);
+    STEP(p, "fig8", "fig8", "fig8", what, "run", "--model", model, "--mode", "all", "--window", "5", "--active",
+         active, "--dram-budget", run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n",
+         t->long_tokens, "--ignore-eos", "--plot", "--quiet", "--out", at(p, out, sizeof out, "fig8"));
+    return 0;
+}
+
 static int plan_steps(struct repro_plan *p)
 {
     const struct tier_sizes *t = &tiers[p->config.tier];
@@ -359,6 +375,8 @@ static int plan_steps(struct repro_plan *p)
         const char *shape = archs[a].shape[p->config.tier];
         if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, a, shape) != 0 ||
             add_runs(p, shape, t) != 0)
+            return -1;
+        if (i == 0 && add_fig8(p, shape, t) != 0)
             return -1;
     }
     return 0;

@@ -190,12 +190,42 @@ static void section_policies(struct strbuf *b, const struct repro_plan *p)
         strbuf_add(b, "Not replayed yet.\n\n");
 }
 
+/* Fig. 8: the long run's plot, and its cold tokens beside the steady ones. */
+static void section_fig8(struct strbuf *b, const struct repro_plan *p)
+{
+    static const char *const keys[] = {"total_ms", "io_ms", "mem_ms", "compute_ms"};
+    char path[4400];
+    study_path(p, path, sizeof path, "fig8/run.json");
+    strbuf_add(b, "## Fig. 8: every token's latency over a long generation\n\n");
+    cJSON *run = read_json_file(path);
+    if (!run) {
+        strbuf_add(b, "Not measured yet.\n\n");
+        return;
+    }
+    const cJSON *prov = cJSON_GetObjectItemCaseSensitive(run, "provenance");
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(prov, "model");
+    strbuf_add(b, "%s in all mode, a window of 5 tokens, the trace's neurons. The first tokens start with an "
+                  "empty cache (cold); the steady state is the rest.\n\n| tokens | count | ms/token | I/O | mem | "
+                  "compute |\n|---|---:|---:|---:|---:|---:|\n",
+               cJSON_IsString(model) ? model->valuestring : "the model");
+    const char *parts[] = {"cold", "summary"}, *names[] = {"cold start", "steady"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(run, parts[i]);
+        strbuf_add(b, "| %s | %.0f |", names[i], cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "tokens")));
+        for (int k = 0; k < 4; k++)
+            strbuf_add(b, " %.2f |", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, keys[k])));
+        strbuf_add(b, "\n");
+    }
+    strbuf_add(b, "\n(from `fig8/run.json`; every token in `fig8/tokens.csv`)\n\n");
+    link_image(b, p, "fig8/fig8.png", "Fig. 8");
+    cJSON_Delete(run);
+}
+
 /* What the paper has that this study does not yet measure. */
 static void section_missing(struct strbuf *b)
 {
     strbuf_add(b, "## Not in this study yet\n\n"
                   "- Fig. 7 measured (latency against DRAM share with `--window auto`): not built yet.\n"
-                  "- Fig. 8 (per-token latency over a long generation): not built yet.\n"
                   "- Table 3's rows for the backends this machine lacks (`predict --paper table3`): not "
                   "built yet.\n"
                   "\n");
@@ -218,6 +248,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_policies(&b, p);
     repro_section_table2(&b, p);
     repro_section_table3(&b, p);
+    section_fig8(&b, p);
     repro_section_differences(&b, p);
     section_missing(&b);
     char *text = strbuf_take(&b);

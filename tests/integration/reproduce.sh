@@ -12,7 +12,7 @@ DATA_ARGS=()
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 2" "## Table 3" "## What differs from the paper" "## Not in this study yet"; do
+               "## Table 2" "## Table 3" "## Fig. 8" "## What differs from the paper" "## Not in this study yet"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
@@ -38,8 +38,10 @@ if [ ${#DATA_ARGS[@]} -gt 0 ]; then
     check "stories260K's recorded trace" test -s "$S/traces/stories260K.trace"
     check "its policy study" test -s "$S/policies/stories260K/replay.md"
 fi
+check "Fig. 8's long run" test -s "$S/fig8/run.json"
+check "Fig. 8: a row per token" test "$(($(wc -l <"$S/fig8/tokens.csv") - 1))" = 32
 if command -v gnuplot >/dev/null; then
-    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k; do
+    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k fig8/fig8; do
         check "plot $plot.png" test -s "$S/$plot.png"
         check "plot $plot.svg" test -s "$S/$plot.svg"
         check "REPORT.md shows $plot.png" bash -c "grep -q '($plot.png)' '$S/REPORT.md' || [ $plot = policies/opt-tiny/bytes_vs_k ]"
