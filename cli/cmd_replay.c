@@ -234,7 +234,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     rc = 0;
     for (size_t i = 0; i < np && !interrupted() && rc == 0; i++)
         for (size_t k = 0; k < nl && !interrupted(); k++) {
-            struct replay_spec spec = {policies[i], layouts[k], budget, use_pred};
+            struct replay_spec spec = {policies[i], layouts[k], budget, use_pred, true};
             if (replay_run(&tr, &spec, &res[done], err, sizeof err) != 0) {
                 fb_error("replay %s x %s: %s", policies[i], layouts[k], err);
                 rc = 1;
@@ -247,7 +247,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
         for (size_t w = 0; w < SWEEP_K && !interrupted(); w++) {
             char name[32];
             snprintf(name, sizeof name, "window:%zu", w + 1);
-            struct replay_spec spec = {name, layouts[k], budget, use_pred};
+            struct replay_spec spec = {name, layouts[k], budget, use_pred, true};
             if (replay_run(&tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
                 fb_error("replay %s x %s: %s", name, layouts[k], err);
                 rc = 1;

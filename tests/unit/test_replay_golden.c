@@ -15,18 +15,37 @@ static const int *const sets[] = {s0, s1, s2, s3, s4};
 
 static struct trace tr;
 
-static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
+static struct replay_result run_spec(struct replay_spec spec)
 {
-    struct replay_spec spec = {policy, layout, budget, false};
     struct replay_result r;
     char err[256] = "";
     if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "replay %s %s: %s\n", policy, layout, err);
+        fprintf(stderr, "replay %s %s: %s\n", spec.policy, spec.layout, err);
         check_failures++;
         memset(&r, 0, sizeof r);
     }
     return r;
 }
+
+static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
+{
+    return run_spec((struct replay_spec){policy, layout, budget, false, false});
+}
+
+/* A replay with the budget binding, as every row of a budget study. */
+static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
+{
+    return run_spec((struct replay_spec){policy, layout, budget, false, true});
+}
+
+#define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
+    do {                                                                   \
+        CHECK_U64((r).total.reads, want_reads);                            \
+        CHECK_U64((r).total.bytes, want_bytes);                            \
+        CHECK_U64((r).total.hits, want_hits);                              \
+        CHECK_U64((r).total.inserted, want_ins);                           \
+        CHECK_U64((r).total.deleted, want_del);                            \
+    } while (0)
 
 #define EXPECT(policy, layout, budget, want_reads, want_bytes, want_hits, want_ins, want_del) \
     do {                                                                            \
@@ -39,6 +58,59 @@ static struct replay_result run(const char *policy, const char *layout, uint64_t
         CHECK_U64(r_.total.deleted, want_del);                                      \
         replay_result_free(&r_);                                                    \
     } while (0)
+
+/* Feasibility (sim/replay.h): the sets need at most 3 rows of 8 bytes in
+ * the one layer, so a budget under 24 bytes cannot hold a token's rows. */
+static void feasibility_tests(void)
+{
+    /* window:5 in 2 rows: the golden counts above, marked infeasible */
+    struct replay_result r = run_bound("window:5", "bundled", 16);
+    CHECK_COUNTS(r, 11, 88, 2, 11, 9);
+    CHECK(!r.feasible);
+    CHECK_U64(r.budget_rows, 2);
+    CHECK_U64(r.max_needed_rows, 3);
+    CHECK_STR(r.infeasible, "a token needs up to 3 rows in one layer; the budget holds 2 per layer");
+    replay_result_free(&r);
+    r = run_bound("lru", "bundled", 24);
+    CHECK_COUNTS(r, 10, 80, 3, 10, 7);
+    CHECK(r.feasible && !r.infeasible[0]);
+    replay_result_free(&r);
+    /* the predictor ignores the budget, but its rows must fit too */
+    r = run_bound("predictor", "bundled", 16);
+    CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+    CHECK(!r.feasible);
+    replay_result_free(&r);
+    r = run("predictor", "bundled", 0); /* no budget: nothing to judge */
+    CHECK(r.feasible && !r.budget_given);
+    replay_result_free(&r);
+    /* A budget of 0 (or under one row per layer) binds: lru and window keep
+     * nothing and read what the predictor reads; no row fits. */
+    const char *keepers[] = {"lru", "window:5", "belady"};
+    for (int i = 0; i < 3; i++) {
+        r = run_bound(keepers[i], "bundled", 0);
+        CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+        CHECK(!r.feasible);
+        CHECK_STR(r.infeasible, "the budget holds no row per layer (0 bytes < 1 layers x 8-byte rows)");
+        replay_result_free(&r);
+    }
+    r = run("window:5", "bundled", 7); /* 7 bytes: under a row, binding without the flag too */
+    CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+    CHECK(!r.feasible && r.budget_rows == 0);
+    replay_result_free(&r);
+    /* without a budget window:5 holds the whole 5-token trace */
+    r = run("window:5", "bundled", 0);
+    CHECK_COUNTS(r, 6, 48, 7, 6, 0);
+    CHECK(r.feasible);
+    replay_result_free(&r);
+    /* hybrid with nothing resident reads like naive, and streams: feasible */
+    r = run_bound("hybrid", "bundled", 0);
+    CHECK_COUNTS(r, 40, 320, 0, 40, 40);
+    CHECK(r.feasible && r.preload_bytes == 0);
+    replay_result_free(&r);
+    r = run_bound("naive", "bundled", 8);
+    CHECK(r.feasible);
+    replay_result_free(&r);
+}
 
 int main(void)
 {
@@ -111,6 +183,7 @@ int main(void)
     r = run("hybrid", "bundled", 0);
     CHECK_U64(r.preload_bytes, 32);
     replay_result_free(&r);
+    feasibility_tests();
     trace_free(&tr);
 
     /* GLU rows are three vectors: predictor x bundled reads 13 rows of 12 bytes. */
