@@ -71,8 +71,10 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
     p->predicted = lo->predicted = cfg->known_predicted;
     p->n_layers = lo->n_layers = g->n_layers;
     p->d_ff = lo->d_ff = g->d_ff;
-    if (p->ops->uses_budget || p->ops->honours_budget)
+    if (p->ops->uses_budget || p->ops->honours_budget) {
         p->capacity = cfg->capacity_rows < g->d_ff ? cfg->capacity_rows : g->d_ff;
+        p->capped = p->ops->uses_budget || cfg->capacity_rows > 0 || cfg->capacity_binds;
+    }
     lo->vec_bytes = g->vec_bytes;
     lo->vecs_per_row = g->vecs_per_row;
     lo->row_bytes = g->row_bytes;

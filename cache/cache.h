@@ -49,6 +49,8 @@ struct cache_config {
     uint64_t capacity_rows;       /* per layer; 0: none (policies that need no budget) */
     const struct trace *known;    /* the sets to come: hot, belady, friends need it */
     bool known_predicted;
+    bool capacity_binds;          /* capacity_rows holds even when it is 0 (a budget below one row
+                                   * per layer): window keeps nothing, hybrid nothing resident */
 };
 
 struct cache {

@@ -56,6 +56,8 @@ struct policy {
     uint32_t n_layers, d_ff;
     uint64_t arg;               /* window:K -> K */
     uint64_t capacity;          /* rows per layer; 0: none (policies without a budget) */
+    bool capped;                /* capacity is a limit, 0 included (uses_budget policies always;
+                                 * honours_budget ones when a budget was given) */
     uint8_t *resident;          /* [n_layers * d_ff] */
     uint32_t *n_resident;       /* [n_layers] */
     uint64_t deleted;           /* rows deleted so far (the request path reads it per step) */

@@ -1,12 +1,13 @@
 /* hybrid: the first R neurons of each layer resident (preloaded), the rest
  * read every token whether needed or not (the paper's Hybrid baseline: the
- * best possible without sparsity). R is the capacity a budget gives, else
- * half the layer (the paper's half the model in DRAM). */
+ * best possible without sparsity). R is the capacity a budget gives (0 for
+ * a budget below one row per layer: then it reads like naive), else half
+ * the layer (the paper's half the model in DRAM). */
 #include "cache/policy.h"
 
 static uint32_t resident_rows(const struct policy *p)
 {
-    if (!p->capacity)
+    if (!p->capped)
         return p->d_ff / 2;
     return p->capacity < p->d_ff ? (uint32_t)p->capacity : p->d_ff;
 }

@@ -10,7 +10,8 @@
  * than any run). With a capacity (a DRAM budget) the window shrinks for the
  * layer while it does not fit: the oldest tokens' rows leave first, and
  * when even the current token's rows do not fit, the first of them in id
- * order stay and the rest are dropped after use (overflow). */
+ * order stay and the rest are dropped after use (overflow). A capacity of
+ * 0 given as a limit (cache_config.capacity_binds) keeps nothing. */
 #include <stdlib.h>
 
 #include "cache/bucket_list.h"
@@ -67,11 +68,11 @@ static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32
      * tokens t+2-K .. t+1 */
     while (t + 1 >= K && w->order.head[0] != BL_NONE && w->last_need[w->order.head[0]] <= t + 1 - K)
         drop_oldest_token(p, l, w);
-    while (p->capacity && p->n_resident[l] > p->capacity && w->order.head[0] != BL_NONE &&
+    while (p->capped && p->n_resident[l] > p->capacity && w->order.head[0] != BL_NONE &&
            w->last_need[w->order.head[0]] < t)
         if (drop_oldest_token(p, l, w))
             p->shrinks++;
-    while (p->capacity && p->n_resident[l] > p->capacity) {
+    while (p->capped && p->n_resident[l] > p->capacity) {
         uint32_t id = w->order.tail[0]; /* the current token's highest ids go first */
         bl_remove(&w->order, id);
         policy_delete(p, l, id);

@@ -1,4 +1,5 @@
-/* flashbed replay: a trace against policies x layouts (sim/replay.h). */
+/* flashbed replay: a trace against DRAM budgets x policies x layouts
+ * (sim/replay.h), each row priced by the cost model (sim/replay_price.h). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "sim/replay.h"
+#include "sim/replay_price.h"
 #include "sim/replay_report.h"
+#include "sim/replay_study.h"
 #include "traces/trace.h"
 #include "traces/trace_stats.h"
 
@@ -26,7 +29,7 @@
 #define SWEEP_K 17 /* the paper's k = 0..16 */
 
 struct replay_opts {
-    char *trace, *policy, *layout, *budget, *use, *out;
+    char *trace, *policy, *layout, *budget, *use, *out, *hw;
     bool plot, window_sweep, quiet;
 };
 
@@ -34,30 +37,35 @@ struct replay_opts {
 static const struct opt_def replay_options[] = {
     {"trace", OPT_STRING, O(trace), NULL, "FILE", "trace to replay (flashbed trace synth, or recorded)"},
     {"policy", OPT_STRING, O(policy), DEFAULT_POLICIES, "LIST",
-     "policies: naive, hybrid, predictor, window:K, lru, lfu, hot, belady"},
+     "policies: naive, hybrid, predictor, window:K (the last K tokens: the paper's k = K-1), lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
-    {"dram-budget", OPT_STRING, O(budget), "25%", "BYTES|PCT",
-     "FFN cache of lru, lfu, hot, belady: bytes (\"2G\") or a share of the FFN (\"25%\")"},
+    {"dram-budget", OPT_STRING, O(budget), "25%", "LIST",
+     "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
+     "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too)"},
+    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
+     "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
     {"use", OPT_STRING, O(use), NULL, "SETS",
      "which sets to replay [default: predicted when the trace has them, else actual]",
      .allowed = "predicted|actual"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/replay-<timestamp>]"},
     {"window-sweep", OPT_FLAG, O(window_sweep), NULL, NULL,
-     "also replay window:1..17 (the paper's k = 0..16) per layout: window_sweep.csv"},
+     "also replay window:1..17 (the paper's k = 0..16) per layout at the first budget: window_sweep.csv"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
-     "draw fig4a.png/svg (s_agg(k)) and bytes_vs_k.png/svg (implies --window-sweep)"},
-    {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the table"},
+     "draw fig4a, bytes_vs_k (implies --window-sweep) and budget_bytes, budget_ms, budget_reads "
+     "(per token against the budget), each .png and .svg"},
+    {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the tables"},
     OPT_END,
 };
 #undef O
 
 static const struct opt_command replay_command = {
     .name = "replay",
-    .usage = "--trace FILE [--policy LIST] [--layout LIST] [--dram-budget BYTES|PCT] [--use predicted|actual] [--out DIR]",
-    .summary = "Replays an activation trace offline under DRAM caching policies x flash layouts:\n"
+    .usage = "--trace FILE [--policy LIST] [--layout LIST] [--dram-budget LIST] [--hw PROFILE] [--use predicted|actual] [--out DIR]",
+    .summary = "Replays an activation trace offline under DRAM budgets x caching policies x flash layouts:\n"
                "bytes and reads per token, read sizes, hit ratio, DRAM held by the FFN cache, rows\n"
-               "inserted/deleted per token, and the replay speed. Writes replay.json, replay.csv\n"
-               "and replay.md to --out (with --plot: Fig. 4a and bytes per token against K).",
+               "inserted/deleted per token, whether the budget holds what the policy needs, and the\n"
+               "cost model's ms per token on --hw. Writes replay.json, replay.csv and replay.md to\n"
+               "--out (with --plot: Fig. 4a, bytes per token against K and against the budget).",
     .opts = replay_options,
     .max_positional = 0,
 };
@@ -86,13 +94,27 @@ static char **split_list(const char *text, size_t *n)
     return v;
 }
 
-/* A share of the trace's FFN, or bytes. */
-static int parse_budget(const char *text, const struct trace_meta *m, uint64_t *bytes, char *err, size_t errlen)
+/* The --dram-budget list, each a share of the trace's FFN or bytes, into
+ * b[n]. 0, or -1 after printing what is wrong, naming the option, the
+ * list and the element. */
+static int parse_budgets(const char *list, char **items, size_t n, const struct trace_meta *m,
+                         struct replay_budget *b)
 {
-    double ffn = (double)(replay_row_bytes(m) * m->d_ff * m->n_layers), v;
-    if (parse_share_or_size(text, ffn, &v, err, errlen) != 0)
-        return -1;
-    *bytes = (uint64_t)v;
+    double ffn = (double)(replay_row_bytes(m) * m->d_ff * m->n_layers);
+    for (size_t i = 0; i < n; i++) {
+        char err[512];
+        double v;
+        if (!items[i][0]) {
+            fb_error("replay --dram-budget '%s': budget %zu is empty (budgets are separated by single commas)", list,
+                     i + 1);
+            return -1;
+        }
+        if (parse_share_or_size(items[i], ffn, &v, err, sizeof err) != 0) {
+            fb_error("replay --dram-budget '%s': budget %zu: %s", list, i + 1, err);
+            return -1;
+        }
+        b[i] = (struct replay_budget){items[i], (uint64_t)v, ffn > 0 ? v / ffn : 0};
+    }
     return 0;
 }
 
@@ -127,45 +149,51 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
     return rc;
 }
 
+/* Draws plots/<script> into DIR/NAME.png and .svg; 0, or -1 after printing why. */
+static int draw(const char *dir, const char *name, const char *script, const char *const vars[])
+{
+    char png[4200], svg[4200], err[4400];
+    snprintf(png, sizeof png, "%s/%s.png", dir, name);
+    snprintf(svg, sizeof svg, "%s/%s.svg", dir, name);
+    const char *outs[] = {png, svg, NULL};
+    if (gnuplot_render(script, vars, outs, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
+    return -1;
+}
+
 static int write_sweep(const char *dir, const struct replay_result *sweep, size_t nl, bool plot,
                        const char *title)
 {
-    char path[4200], png[4200], svg[4200], var[4300], vtitle[600];
+    char path[4200], var[4300], vtitle[600];
     char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl);
     snprintf(path, sizeof path, "%s/window_sweep.csv", dir);
     int rc = csv ? write_text_file(path, csv) : -1;
     free(csv);
     if (rc != 0 || !plot)
         return rc;
-    snprintf(png, sizeof png, "%s/bytes_vs_k.png", dir);
-    snprintf(svg, sizeof svg, "%s/bytes_vs_k.svg", dir);
     snprintf(var, sizeof var, "csv='%s'", path);
     snprintf(vtitle, sizeof vtitle, "plot_title='%s'", title);
     const char *vars[] = {var, vtitle, NULL};
-    const char *outs[] = {png, svg, NULL};
-    char err[4400];
-    if (gnuplot_render("replay_bytes_vs_k.gp", vars, outs, err, sizeof err) == 0)
-        return 0;
-    fb_error("%s", err);
-    return -1;
+    return draw(dir, "bytes_vs_k", "replay_bytes_vs_k.gp", vars);
 }
 
-static int write_outputs(const char *dir, const char *trace_path, struct replay_result *res, size_t n,
-                         bool complete, cJSON *params)
+static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
+                         const struct replay_report_info *info, cJSON *params)
 {
     char path[4200];
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", params);
-    cJSON *j = replay_report_json(res, n, prov, trace_path, complete);
+    cJSON *j = replay_report_json(rows, n, info, prov);
     snprintf(path, sizeof path, "%s/replay.json", dir);
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
-    char *csv = replay_report_csv(res, n);
+    char *csv = replay_report_csv(rows, n);
     snprintf(path, sizeof path, "%s/replay.csv", dir);
     if (rc == 0)
         rc = csv ? write_text_file(path, csv) : -1;
     free(csv);
-    char *md = replay_report_markdown(res, n, trace_path);
+    char *md = replay_report_markdown(rows, n, info);
     snprintf(path, sizeof path, "%s/replay.md", dir);
     if (rc == 0)
         rc = md ? write_text_file(path, md) : -1;
@@ -173,128 +201,251 @@ static int write_outputs(const char *dir, const char *trace_path, struct replay_
     return rc;
 }
 
-static int run_replay(struct replay_opts *o, cJSON *params)
+/* A gnuplot string variable: name='text' with the quotes text may hold
+ * (a recorded model's name) turned into backquotes. */
+static void gp_string(char *buf, size_t len, const char *name, const char *text)
+{
+    int k = snprintf(buf, len, "%s='", name);
+    for (const char *c = text; *c && (size_t)k + 3 < len; c++)
+        buf[k++] = *c == '\'' ? '`' : *c;
+    snprintf(buf + k, len - (size_t)k, "'");
+}
+
+/* One plot of replay.csv against the budget (plots/replay_vs_budget.gp). */
+static int budget_plot(const char *dir, const char *name, const char *ycol, const char *yscale, const char *ylabel,
+                       const char *title, const char *subtitle)
+{
+    char csv[4200], vcsv[4300], vy[200], vs[100], vl[400], vt[600], vsub[600];
+    snprintf(csv, sizeof csv, "%s/replay.csv", dir);
+    gp_string(vcsv, sizeof vcsv, "csv", csv);
+    gp_string(vy, sizeof vy, "ycol", ycol);
+    snprintf(vs, sizeof vs, "yscale=%s", yscale);
+    gp_string(vl, sizeof vl, "ylabel_text", ylabel);
+    gp_string(vt, sizeof vt, "plot_title", title);
+    gp_string(vsub, sizeof vsub, "plot_subtitle", subtitle);
+    const char *vars[] = {vcsv, vy, vs, vl, vt, vsub, NULL};
+    return draw(dir, name, "replay_vs_budget.gp", vars);
+}
+
+/* The three plots against the budget: bytes, modelled ms and reads per token. */
+static int write_budget_plots(const char *dir, const struct replay_report_info *info)
+{
+    char trace[300], sub[600];
+    replay_trace_title(info, trace, sizeof trace);
+    snprintf(sub, sizeof sub, "%s; %s profile (%s)", trace, info->pricing->hw->name, info->pricing->dtype);
+    if (budget_plot(dir, "budget_bytes", "bytes_per_token", "1e-6", "flash → DRAM per token (MB)",
+                    "Flash bytes read per token against the DRAM budget", sub) != 0 ||
+        budget_plot(dir, "budget_ms", "total_ms", "1", "modelled time per token, I/O + memory + compute (ms)",
+                    "Modelled time per token against the DRAM budget", sub) != 0 ||
+        budget_plot(dir, "budget_reads", "reads_per_token", "1", "flash reads per token",
+                    "Flash reads per token against the DRAM budget", sub) != 0)
+        return -1;
+    return 0;
+}
+
+/* After each row of the study: the progress bar; stops at an interrupt. */
+static bool study_step(void *ctx, size_t done, const char *policy)
+{
+    progress_update(ctx, done, policy);
+    return !interrupted();
+}
+
+/* window:1..17 per layout at the first budget, for bytes_vs_k. */
+static int replay_sweep(const struct replay_study *j, struct replay_result *sweep, size_t *done, size_t base,
+                        struct progress *prog)
 {
     char err[1024];
-    size_t np = 0, nl = 0;
-    char **policies = split_list(o->policy, &np);
-    char **layouts = split_list(o->layout, &nl);
-    int rc = 2;
-    struct trace tr;
-    memset(&tr, 0, sizeof tr);
-    struct replay_result *res = NULL, *sweep = NULL;
-    size_t done = 0, sweep_done = 0;
-    bool use_pred = o->use && strcmp(o->use, "predicted") == 0;
-    char dir[4096];
-    result_dir_name(o->out, "replay", dir, sizeof dir);
-    if (!policies || !layouts) {
-        fb_error("replay: out of memory");
-        goto out;
-    }
-    if (check_lists(policies, np, layouts, nl) != 0)
-        goto out;
-    if (out_dir_ok("replay --out", dir) != 0) {
-        rc = 1;
-        goto out;
-    }
-    if (trace_load(o->trace, &tr, err, sizeof err) != 0) {
-        fb_error("%s", err);
-        rc = 1;
-        goto out;
-    }
-    if (!o->use)
-        use_pred = tr.meta.has_predicted;
-    cJSON_ReplaceItemInObject(params, "use", cJSON_CreateString(use_pred ? "predicted" : "actual"));
-    if (use_pred && !tr.meta.has_predicted) {
-        fb_error("replay --use predicted: %s has no predicted sets (use --use actual)", o->trace);
-        goto out;
-    }
-    uint64_t budget;
-    if (parse_budget(o->budget, &tr.meta, &budget, err, sizeof err) != 0) {
-        fb_error("replay --dram-budget: %s", err);
-        goto out;
-    }
-    cJSON_AddNumberToObject(params, "dram_budget_bytes", (double)budget);
-    cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(dir));
-    if (mkdir_p(dir, 0755) != 0) {
-        fb_error("replay --out: %s: cannot create: %s", dir, strerror(errno));
-        rc = 1;
-        goto out;
-    }
-    bool sweep_on = o->window_sweep || o->plot;
-    res = calloc(np * nl, sizeof *res);
-    sweep = sweep_on ? calloc(SWEEP_K * nl, sizeof *sweep) : NULL;
-    if (!res || (sweep_on && !sweep)) {
-        fb_error("replay: out of memory");
-        goto out;
-    }
-    interrupt_install();
-    struct progress prog;
-    progress_begin(&prog, "replay", np * nl + (sweep_on ? SWEEP_K * nl : 0));
-    rc = 0;
-    for (size_t i = 0; i < np && !interrupted() && rc == 0; i++)
-        for (size_t k = 0; k < nl && !interrupted(); k++) {
-            struct replay_spec spec = {policies[i], layouts[k], budget, use_pred};
-            if (replay_run(&tr, &spec, &res[done], err, sizeof err) != 0) {
-                fb_error("replay %s x %s: %s", policies[i], layouts[k], err);
-                rc = 1;
-                break;
-            }
-            done++;
-            progress_update(&prog, done, policies[i]);
-        }
-    for (size_t k = 0; sweep_on && k < nl && rc == 0; k++)
-        for (size_t w = 0; w < SWEEP_K && !interrupted(); w++) {
+    for (size_t k = 0; k < j->n_layouts; k++)
+        for (size_t w = 0; w < SWEEP_K; w++) {
+            if (interrupted())
+                return 0;
             char name[32];
             snprintf(name, sizeof name, "window:%zu", w + 1);
-            struct replay_spec spec = {name, layouts[k], budget, use_pred};
-            if (replay_run(&tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
-                fb_error("replay %s x %s: %s", name, layouts[k], err);
-                rc = 1;
-                break;
+            struct replay_spec spec = {name, j->layouts[k], j->budgets[0].bytes, j->use_predicted, true};
+            if (replay_run(j->tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
+                fb_error("replay %s x %s: %s", name, j->layouts[k], err);
+                return 1;
             }
-            sweep_done++;
-            progress_update(&prog, done + sweep_done, name);
+            (*done)++;
+            progress_update(prog, base + *done, name);
         }
-    progress_end(&prog);
-    bool complete = !interrupted() && rc == 0 && done == np * nl && sweep_done == (sweep_on ? SWEEP_K * nl : 0);
-    if (interrupted())
-        fb_warn("replay: interrupted; writing the %zu configurations measured", done);
-    if (done) {
-        cJSON *p = params;
-        params = NULL;
-        if (write_outputs(dir, o->trace, res, done, complete, p) != 0)
+    return 0;
+}
+
+/* The budgets as resolved, for the provenance's parameters. */
+static void budget_params(cJSON *params, const struct replay_budget *b, size_t nb)
+{
+    cJSON *a = cJSON_AddArrayToObject(params, "dram_budgets_bytes");
+    for (size_t i = 0; i < nb; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)b[i].bytes));
+    if (nb == 1) /* what a single budget always recorded */
+        cJSON_AddNumberToObject(params, "dram_budget_bytes", (double)b[0].bytes);
+}
+
+/* Everything a run holds, freed in one place. */
+struct replay_state {
+    char **policies, **layouts, **budget_items;
+    struct replay_budget *budgets;
+    struct trace tr;
+    struct replay_pricing pricing;
+    bool priced;
+    struct replay_row *rows;
+    struct replay_result *sweep;
+    size_t done, sweep_done;
+};
+
+static void state_free(struct replay_state *st)
+{
+    replay_rows_free(st->rows, st->done);
+    for (size_t i = 0; st->sweep && i < st->sweep_done; i++)
+        replay_result_free(&st->sweep[i]);
+    free(st->rows);
+    free(st->sweep);
+    if (st->priced)
+        replay_pricing_close(&st->pricing);
+    trace_free(&st->tr);
+    free(st->policies);
+    free(st->layouts);
+    free(st->budget_items);
+    free(st->budgets);
+}
+
+/* Loads the trace and checks what depends on it: the sets, the budgets and
+ * the profile. 0, or the exit status after printing why. */
+static int prepare(struct replay_opts *o, struct replay_state *st, struct replay_study *j, cJSON *params)
+{
+    char err[1024];
+    if (trace_load(o->trace, &st->tr, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return 1;
+    }
+    j->tr = &st->tr;
+    j->use_predicted = o->use ? strcmp(o->use, "predicted") == 0 : st->tr.meta.has_predicted;
+    cJSON_ReplaceItemInObject(params, "use", cJSON_CreateString(j->use_predicted ? "predicted" : "actual"));
+    if (j->use_predicted && !st->tr.meta.has_predicted) {
+        fb_error("replay --use predicted: %s has no predicted sets (use --use actual)", o->trace);
+        return 2;
+    }
+    st->budgets = calloc(j->n_budgets, sizeof *st->budgets);
+    if (!st->budgets) {
+        fb_error("replay: out of memory");
+        return 2;
+    }
+    if (parse_budgets(o->budget, st->budget_items, j->n_budgets, &st->tr.meta, st->budgets) != 0)
+        return 2;
+    j->budgets = st->budgets;
+    budget_params(params, st->budgets, j->n_budgets);
+    if (replay_pricing_open(&st->pricing, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
+        fb_error("replay --hw '%s': %s", o->hw, err);
+        return 2;
+    }
+    st->priced = true;
+    j->pricing = &st->pricing;
+    return 0;
+}
+
+/* Splits and checks the lists given on the command line. 0, or the exit status. */
+static int split_options(struct replay_opts *o, struct replay_state *st, struct replay_study *j)
+{
+    st->policies = split_list(o->policy, &j->n_policies);
+    st->layouts = split_list(o->layout, &j->n_layouts);
+    st->budget_items = split_list(o->budget, &j->n_budgets);
+    if (!st->policies || !st->layouts || !st->budget_items) {
+        fb_error("replay: out of memory");
+        return 2;
+    }
+    j->policies = (const char *const *)st->policies;
+    j->layouts = (const char *const *)st->layouts;
+    return check_lists(st->policies, j->n_policies, st->layouts, j->n_layouts) != 0 ? 2 : 0;
+}
+
+/* Writes what was replayed, then the sweep and the plots. */
+static int write_all(struct replay_opts *o, const char *dir, struct replay_state *st, const struct replay_study *j,
+                     bool sweep_on, bool complete, cJSON *params, int rc)
+{
+    char model[64];
+    bool synthetic = trace_source_synthetic(&st->tr.meta, model, sizeof model);
+    struct replay_report_info info = {o->trace, &st->tr.meta, synthetic, model, &st->pricing, complete};
+    if (st->done) {
+        if (write_outputs(dir, st->rows, st->done, &info, params) != 0)
             rc = 1;
         if (!o->quiet && rc == 0) {
-            char *md = replay_report_markdown(res, done, o->trace);
+            char *md = replay_report_markdown(st->rows, st->done, &info);
             if (md)
                 fputs(md, stdout);
             free(md);
         }
+    } else {
+        cJSON_Delete(params);
     }
-    if (rc == 0 && sweep_on && sweep_done == SWEEP_K * nl) {
+    if (rc == 0 && sweep_on && st->sweep_done == SWEEP_K * j->n_layouts) {
         char title[300];
-        snprintf(title, sizeof title, "bytes per token against window size, %s sets", use_pred ? "predicted" : "active");
-        if (write_sweep(dir, sweep, nl, o->plot, title) != 0)
+        snprintf(title, sizeof title, "bytes per token against window size, %s sets, DRAM budget %s",
+                 j->use_predicted ? "predicted" : "active", j->budgets[0].text);
+        if (write_sweep(dir, st->sweep, j->n_layouts, o->plot, title) != 0)
             rc = 1;
     }
-    if (rc == 0 && o->plot && write_sagg_plot(dir, &tr) != 0)
+    if (rc == 0 && o->plot && complete && write_budget_plots(dir, &info) != 0)
         rc = 1;
+    if (rc == 0 && o->plot && write_sagg_plot(dir, &st->tr) != 0)
+        rc = 1;
+    return rc;
+}
+
+static int run_replay(struct replay_opts *o, cJSON *params)
+{
+    struct replay_state st;
+    memset(&st, 0, sizeof st);
+    struct replay_study j;
+    memset(&j, 0, sizeof j);
+    char dir[4096];
+    result_dir_name(o->out, "replay", dir, sizeof dir);
+    int rc = split_options(o, &st, &j);
+    if (rc == 0 && out_dir_ok("replay --out", dir) != 0)
+        rc = 1;
+    if (rc == 0)
+        rc = prepare(o, &st, &j, params);
+    cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(dir));
+    if (rc == 0 && mkdir_p(dir, 0755) != 0) {
+        fb_error("replay --out: %s: cannot create: %s", dir, strerror(errno));
+        rc = 1;
+    }
+    bool sweep_on = o->window_sweep || o->plot;
+    size_t n_rows = j.n_budgets * j.n_policies * j.n_layouts, n_sweep = sweep_on ? SWEEP_K * j.n_layouts : 0;
+    if (rc == 0) {
+        st.rows = calloc(n_rows, sizeof *st.rows);
+        st.sweep = sweep_on ? calloc(n_sweep, sizeof *st.sweep) : NULL;
+        if (!st.rows || (sweep_on && !st.sweep)) {
+            fb_error("replay: out of memory");
+            rc = 1;
+        }
+    }
+    if (rc != 0) {
+        cJSON_Delete(params);
+        state_free(&st);
+        return rc;
+    }
+    interrupt_install();
+    struct progress prog;
+    progress_begin(&prog, "replay", n_rows + n_sweep);
+    char err[1024];
+    rc = 0;
+    if (replay_study_run(&j, st.rows, &st.done, study_step, &prog, err, sizeof err) != 0) {
+        fb_error("replay %s", err);
+        rc = 1;
+    }
+    if (rc == 0 && sweep_on)
+        rc = replay_sweep(&j, st.sweep, &st.sweep_done, st.done, &prog);
+    progress_end(&prog);
+    bool complete = !interrupted() && rc == 0 && st.done == n_rows && st.sweep_done == n_sweep;
+    if (interrupted())
+        fb_warn("replay: interrupted; writing the %zu configurations replayed", st.done);
+    rc = write_all(o, dir, &st, &j, sweep_on, complete, params, rc);
     if (rc == 0)
         fb_info("results in %s", dir);
     if (rc == 0 && !complete)
         rc = 130;
-out:
-    cJSON_Delete(params);
-    for (size_t i = 0; res && i < done; i++)
-        replay_result_free(&res[i]);
-    for (size_t i = 0; sweep && i < sweep_done; i++)
-        replay_result_free(&sweep[i]);
-    free(res);
-    free(sweep);
-    trace_free(&tr);
-    free(policies);
-    free(layouts);
+    state_free(&st);
     return rc;
 }
 

@@ -163,8 +163,9 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
     const struct model *m = f->m;
     const struct model_shape *s = &m->shape;
     bool traced = ff->cfg.active == ACTIVE_TRACE;
+    /* capacity 0 stays "none" here, as the run plan means it */
     struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
-                              traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted};
+                              traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
     struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
     char err[512];
     if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {

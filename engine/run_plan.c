@@ -277,7 +277,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     for (uint32_t l = 0; l < s->n_layers; l++)
         out->layer_rows[l] = deflt;
     if (in->trace && deflt) {
-        struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted};
+        struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
         struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype), vecs, stride};
         if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
             free(out->layer_rows);

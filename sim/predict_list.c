@@ -182,6 +182,45 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     return 0;
 }
 
+/* The share of the model a replay keeps in DRAM between tokens for the
+ * cost model's hybrid: every weight but the FFN's, and the preloaded rows. */
+static double resident_share(const struct model_shape *sh, const struct replay_result *r)
+{
+    struct param_counts pc;
+    model_shape_params(sh, &pc);
+    double rows = r->row_bytes ? (double)r->preload_bytes / (double)r->row_bytes : 0;
+    double kept = (double)(pc.total - pc.ffn) + rows * (double)model_shape_neuron_weights(sh);
+    return pc.total ? kept / (double)pc.total : 0;
+}
+
+int predict_replayed(const struct predict_setup *s, const struct replay_result *r, struct policy_prediction *out,
+                     char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct cost_config *c = &out->config;
+    if (!s->trace) {
+        snprintf(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
+        return -1;
+    }
+    if (!dtype_bytes(s->dtype)) {
+        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+        return -1;
+    }
+    snprintf(c->policy, sizeof c->policy, "%s", r->policy);
+    c->shape = s->shape;
+    c->hw = s->hw;
+    snprintf(c->dtype, sizeof c->dtype, "%s", s->dtype);
+    snprintf(c->layout, sizeof c->layout, "%s", r->layout);
+    c->dram_share = resident_share(s->shape, r);
+    c->io_threads = s->io_threads;
+    c->context_tokens = s->context_tokens;
+    trace_volumes_of_replay(r, s->trace_path, dtype_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
+    predictor_of(s, c->policy, c);
+    if (cost_predict(c, &out->prediction, err, errlen) != 0)
+        return name_error(c->policy, err, errlen);
+    return 0;
+}
+
 /* What can be checked before any replay: the dtype, the layout, each
  * policy's name and (with a trace) its share of the budget. */
 static int check_all(const struct predict_setup *s, const struct policy_prediction *items, size_t n, char *err,

@@ -31,6 +31,7 @@
 #include "common/model_shape.h"
 #include "sim/cost_model.h"
 #include "sim/hw_profile.h"
+#include "sim/replay.h"
 #include "traces/trace.h"
 
 struct predict_setup {
@@ -66,5 +67,15 @@ int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, 
  * caller frees *out). 0, or -1 with err (nothing allocated). */
 int predict_list(const struct predict_setup *s, const char *list, struct policy_prediction **out, size_t *n,
                  char *err, size_t errlen);
+
+/* Prices one replay of s->trace already run (flashbed replay --hw): r's
+ * policy and layout, its volumes (trace_volumes_of_replay) and the
+ * predictor its policy runs, as predict --trace prices the same replay.
+ * s->layout, s->dram_share and s->use_predicted are not read: r says them.
+ * naive and hybrid are the cost model's sequential baselines (naive reads
+ * the whole model; hybrid what is not resident: the non-FFN weights and
+ * r's preloaded rows). 0, or -1 with err naming the policy. */
+int predict_replayed(const struct predict_setup *s, const struct replay_result *r, struct policy_prediction *out,
+                     char *err, size_t errlen);
 
 #endif

@@ -94,6 +94,36 @@ static void summarize(struct replay_result *res)
     res->events = s->needed;
 }
 
+/* Whether a policy computes a token from its needed rows held in DRAM: all
+ * but those that read rows besides the misses (naive, hybrid), which
+ * compute densely on rows streamed through. */
+static bool holds_needed_rows(const char *policy)
+{
+    const struct policy_ops *ops;
+    uint64_t arg;
+    char err[256];
+    return cache_parse_policy(policy, &ops, &arg, err, sizeof err) == 0 && !ops->extra_reads;
+}
+
+/* Feasibility under the budget (replay.h): a token's rows of one layer must
+ * fit in the layer's share of it. */
+static void judge_feasible(struct replay_result *res, const char *policy)
+{
+    res->feasible = true;
+    res->infeasible[0] = '\0';
+    if (!res->budget_given || !holds_needed_rows(policy) || res->max_needed_rows <= res->budget_rows)
+        return;
+    res->feasible = false;
+    if (res->budget_rows == 0)
+        snprintf(res->infeasible, sizeof res->infeasible,
+                 "the budget holds no row per layer (%" PRIu64 " bytes < %u layers x %" PRIu64 "-byte rows)",
+                 res->dram_budget, res->n_layers, res->row_bytes);
+    else
+        snprintf(res->infeasible, sizeof res->infeasible,
+                 "a token needs up to %" PRIu64 " rows in one layer; the budget holds %" PRIu64 " per layer",
+                 res->max_needed_rows, res->budget_rows);
+}
+
 static void add_step(struct replay_token *tok, const struct cache_step *st)
 {
     tok->needed += st->needed;
@@ -125,7 +155,10 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->d_ff = N;
     res->row_bytes = replay_row_bytes(&tr->meta);
     uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
-    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted};
+    res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
+    res->dram_budget = spec->dram_budget;
+    res->budget_rows = capacity;
+    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
     uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
     struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
                                res->row_bytes};
@@ -152,11 +185,14 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
             struct cache_step st;
             cache_request(&c, t, l, need, n, false, &res->read_sizes, &st);
             add_step(&res->per_token[t], &st);
+            if (n > res->max_needed_rows)
+                res->max_needed_rows = n;
         }
     res->window_shrinks = c.p.shrinks;
     cache_close(&c);
     res->seconds = (double)(now_ns() - start) * 1e-9;
     summarize(res);
+    judge_feasible(res, spec->policy);
     res->events_per_second = res->seconds > 0 ? (double)res->events / res->seconds : 0;
     return 0;
 }

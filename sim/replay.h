@@ -18,7 +18,27 @@
  * capacity-limited policies keep what fits, window:K shrinks for a layer
  * while it does not fit, hybrid keeps that many rows resident (without a
  * budget: half). Hybrid's resident rows are not counted as per-token reads
- * (preload_bytes); hot's pinned rows are read with the first token. */
+ * (preload_bytes); hot's pinned rows are read with the first token.
+ *
+ * Feasibility (a point of a budget study, `flashbed replay --dram-budget
+ * 10%,25%,50%`): a replay under a budget of B bytes is INFEASIBLE when some
+ * token needs more rows in one layer than the layer's share of the budget
+ * holds, C = cache_capacity_rows(B) = B / row_bytes / n_layers: the rows a
+ * token is computed from cannot all be in DRAM at once. This applies to
+ * every policy that computes a token from its needed rows held in DRAM
+ * (predictor, window:K, lru, lfu, hot, belady), those that ignore the
+ * budget (predictor) included: the budget is the DRAM there is, whatever
+ * the policy does with it. A budget below one row per layer (C = 0, a
+ * budget of 0 given as a limit included) is infeasible for all of them.
+ * naive and hybrid read whole layers (or their non-resident part) and
+ * compute densely on rows streamed through: they need no room for a
+ * token's set and are never infeasible (hybrid keeps C rows resident, 0
+ * when C is 0, and then reads like naive). An infeasible replay still runs
+ * and its numbers are what it costs when the rows that do not fit are read
+ * and dropped after use (overflow): a point to show, not to compare.
+ * For hot the test is a lower bound (its misses need room beside its
+ * pinned rows). Without a budget (dram_budget 0, budget_binds false) every
+ * replay is feasible. */
 #ifndef FLASHBED_SIM_REPLAY_H
 #define FLASHBED_SIM_REPLAY_H
 
@@ -38,6 +58,8 @@ struct replay_spec {
     const char *layout;
     uint64_t dram_budget;    /* bytes of FFN cache (0: none), for lru, lfu, hot, belady, and window and hybrid when given */
     bool use_predicted;      /* replay predicted sets (trace must have them), else active */
+    bool budget_binds;       /* dram_budget is a limit even when it is 0 (a budget study's point):
+                              * window and hybrid keep within it, feasibility is judged */
 };
 
 /* One token, summed over layers. */
@@ -70,6 +92,13 @@ struct replay_result {
     double seconds, events_per_second;
     uint64_t friends_tokens;       /* friends layout: tokens the co-activation counts used */
     uint64_t window_shrinks;       /* window with a budget: tokens dropped early, all layers */
+    /* the budget and whether the replay fits in it (feasibility, above) */
+    bool budget_given;             /* spec.dram_budget > 0 or spec.budget_binds */
+    uint64_t dram_budget;          /* spec.dram_budget */
+    uint64_t budget_rows;          /* rows per layer the budget holds, whatever the policy */
+    uint64_t max_needed_rows;      /* most rows one token needed in one layer */
+    bool feasible;
+    char infeasible[160];          /* why not ("" when feasible); no commas (a CSV field) */
 };
 
 /* Checks a policy or layout name (with its argument); 0, or -1 with err. */

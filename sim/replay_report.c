@@ -9,8 +9,9 @@
 #include "common/result_fields.h"
 #include "common/strbuf.h"
 
-static int result_fields(const struct replay_result *r, struct field *f)
+static int result_fields(const struct replay_row *row, struct field *f)
 {
+    const struct replay_result *r = &row->res;
     int n = 0;
 #define FIELD(k, kind_, str, val) FIELD_ADD(f, &n, k, kind_, str, val)
     FIELD("policy", FIELD_STR, r->policy, 0);
@@ -38,9 +39,37 @@ static int result_fields(const struct replay_result *r, struct field *f)
     FIELD("events", FIELD_INT, NULL, r->events);
     FIELD("seconds", FIELD_REAL, NULL, r->seconds);
     FIELD("events_per_second", FIELD_REAL, NULL, r->events_per_second);
+    /* the budget study: the budget, whether the replay fits (sim/replay.h) */
+    FIELD("dram_budget", FIELD_STR, row->budget, 0);
+    FIELD("dram_budget_bytes", FIELD_INT, NULL, r->dram_budget);
+    FIELD("dram_budget_share", FIELD_REAL, NULL, row->budget_share);
+    FIELD("budget_rows_per_layer", FIELD_INT, NULL, r->budget_rows);
+    FIELD("max_needed_rows_per_layer", FIELD_INT, NULL, r->max_needed_rows);
+    FIELD("feasible", FIELD_BOOL, NULL, r->feasible);
+    FIELD("infeasible", FIELD_STR, r->infeasible, 0);
+    if (row->priced) {
+        FIELD("io_ms", FIELD_REAL, NULL, row->modelled.prediction.io_ms);
+        FIELD("mem_ms", FIELD_REAL, NULL, row->modelled.prediction.mem_ms);
+        FIELD("compute_ms", FIELD_REAL, NULL, row->modelled.prediction.compute_ms);
+        FIELD("total_ms", FIELD_REAL, NULL, row->modelled.prediction.serial_ms);
+        FIELD("overlapped_total_ms", FIELD_REAL, NULL, row->modelled.prediction.overlapped_ms);
+    }
 #undef FIELD
     return n;
 }
+
+/* The definition the files state (sim/replay.h has the full one). */
+static const char feasibility_text[] =
+    "a row is infeasible when some token needs more rows in one layer than the layer's share of the budget "
+    "holds (the budget split evenly over the layers): the rows the token is computed from cannot all be in "
+    "DRAM at once. It applies to every policy that computes from its needed rows in DRAM (predictor, "
+    "window, lru, lfu, hot, belady), the predictor included though it ignores the budget; naive and hybrid "
+    "stream whole layers and are never infeasible. An infeasible row's numbers are what it costs when the "
+    "rows that do not fit are read and dropped after use";
+
+static const char baselines_text[] =
+    "naive and hybrid are priced as predict prices them, as sequential reads: naive of the whole model, "
+    "hybrid of what is not resident (its bytes above are the FFN's alone)";
 
 static cJSON *u64_array(const struct replay_result *r, size_t offset)
 {
@@ -52,88 +81,270 @@ static cJSON *u64_array(const struct replay_result *r, size_t offset)
     return a;
 }
 
-cJSON *replay_result_json(const struct replay_result *r, bool per_token)
+static void add_histogram(cJSON *o, const struct read_size_hist *rs)
 {
-    cJSON *o = cJSON_CreateObject();
-    struct field f[FIELDS_MAX];
-    int n = result_fields(r, f);
-    fields_to_json(o, f, n);
-    if (r->friends_tokens)
-        cJSON_AddNumberToObject(o, "friends_tokens_counted", (double)r->friends_tokens);
     cJSON *h = cJSON_AddArrayToObject(o, "read_size_histogram");
     for (int b = 0; b < 64; b++) {
-        if (!r->read_sizes.count[b])
+        if (!rs->count[b])
             continue;
         cJSON *bin = cJSON_CreateObject();
         cJSON_AddNumberToObject(bin, "min_bytes", (double)(1ull << b));
         cJSON_AddNumberToObject(bin, "max_bytes", (double)((2ull << b) - 1));
-        cJSON_AddNumberToObject(bin, "reads", (double)r->read_sizes.count[b]);
+        cJSON_AddNumberToObject(bin, "reads", (double)rs->count[b]);
         cJSON_AddItemToArray(h, bin);
     }
-    if (per_token) {
-        cJSON *pt = cJSON_AddObjectToObject(o, "per_token");
-        cJSON_AddItemToObject(pt, "bytes", u64_array(r, offsetof(struct replay_token, bytes)));
-        cJSON_AddItemToObject(pt, "reads", u64_array(r, offsetof(struct replay_token, reads)));
-        cJSON_AddItemToObject(pt, "hits", u64_array(r, offsetof(struct replay_token, hits)));
-        cJSON_AddItemToObject(pt, "needed", u64_array(r, offsetof(struct replay_token, needed)));
-        cJSON_AddItemToObject(pt, "rows_inserted", u64_array(r, offsetof(struct replay_token, inserted)));
-        cJSON_AddItemToObject(pt, "rows_deleted", u64_array(r, offsetof(struct replay_token, deleted)));
-        cJSON_AddItemToObject(pt, "dram_rows", u64_array(r, offsetof(struct replay_token, peak_rows)));
+}
+
+static void add_per_token(cJSON *o, const struct replay_result *r)
+{
+    cJSON *pt = cJSON_AddObjectToObject(o, "per_token");
+    cJSON_AddItemToObject(pt, "bytes", u64_array(r, offsetof(struct replay_token, bytes)));
+    cJSON_AddItemToObject(pt, "reads", u64_array(r, offsetof(struct replay_token, reads)));
+    cJSON_AddItemToObject(pt, "hits", u64_array(r, offsetof(struct replay_token, hits)));
+    cJSON_AddItemToObject(pt, "needed", u64_array(r, offsetof(struct replay_token, needed)));
+    cJSON_AddItemToObject(pt, "rows_inserted", u64_array(r, offsetof(struct replay_token, inserted)));
+    cJSON_AddItemToObject(pt, "rows_deleted", u64_array(r, offsetof(struct replay_token, deleted)));
+    cJSON_AddItemToObject(pt, "dram_rows", u64_array(r, offsetof(struct replay_token, peak_rows)));
+}
+
+static cJSON *row_json(const struct replay_row *row, const struct friends_note *fn)
+{
+    cJSON *o = cJSON_CreateObject();
+    struct field f[FIELDS_MAX];
+    fields_to_json(o, f, result_fields(row, f));
+    if (row->res.friends_tokens)
+        cJSON_AddNumberToObject(o, "friends_tokens_counted", (double)row->res.friends_tokens);
+    if (fn) {
+        cJSON_AddNumberToObject(o, "friends_bytes_over_bundled", fn->ratio);
+        cJSON_AddStringToObject(o, "friends_note", fn->text);
     }
+    add_histogram(o, &row->res.read_sizes);
+    add_per_token(o, &row->res);
     return o;
 }
 
-cJSON *replay_report_json(const struct replay_result *r, size_t n, cJSON *prov, const char *trace_path,
-                          bool complete)
+static bool same_budget(const struct replay_row *a, const struct replay_row *b)
+{
+    return a->res.dram_budget == b->res.dram_budget && a->res.budget_given == b->res.budget_given &&
+           !strcmp(a->budget, b->budget);
+}
+
+/* Whether rows[i] is the first row of its budget (the budgets, in order). */
+static bool first_of_budget(const struct replay_row *rows, size_t i)
+{
+    for (size_t j = 0; j < i; j++)
+        if (same_budget(&rows[j], &rows[i]))
+            return false;
+    return true;
+}
+
+int replay_friends_note(const struct replay_row *rows, size_t n, size_t i, bool synthetic,
+                        struct friends_note *note)
+{
+    const struct replay_row *fr = &rows[i];
+    if (strcmp(fr->res.layout, "friends") != 0)
+        return 0;
+    for (size_t j = 0; j < n; j++) {
+        const struct replay_row *b = &rows[j];
+        if (strcmp(b->res.layout, "bundled") || strcmp(b->res.policy, fr->res.policy) ||
+            b->res.use_predicted != fr->res.use_predicted || !same_budget(b, fr))
+            continue;
+        if (!(fr->res.bytes_per_token > b->res.bytes_per_token) || b->res.bytes_per_token <= 0)
+            return 0;
+        note->ratio = fr->res.bytes_per_token / b->res.bytes_per_token;
+        snprintf(note->text, sizeof note->text, "friends reads %.2fx the bytes per token of bundled: %s",
+                 note->ratio,
+                 synthetic ? "synthetic traces have no co-activation structure"
+                           : "no co-activation structure found in this trace");
+        return 1;
+    }
+    return 0;
+}
+
+void replay_trace_title(const struct replay_report_info *info, char *buf, size_t len)
+{
+    const struct trace_meta *m = info->meta;
+    snprintf(buf, len, "%s%s(%u layers, d_model %u, d_ff %u), %s trace", info->model,
+             info->model[0] ? " shape " : "shape ", m->n_layers, m->d_model, m->d_ff,
+             info->synthetic ? "synthetic" : "recorded");
+}
+
+static cJSON *budgets_json(const struct replay_row *rows, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) {
+        if (!first_of_budget(rows, i))
+            continue;
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "given", rows[i].budget);
+        cJSON_AddNumberToObject(b, "bytes", (double)rows[i].res.dram_budget);
+        cJSON_AddNumberToObject(b, "share_of_ffn", rows[i].budget_share);
+        cJSON_AddNumberToObject(b, "rows_per_layer", (double)rows[i].res.budget_rows);
+        cJSON_AddItemToArray(a, b);
+    }
+    return a;
+}
+
+static cJSON *pricing_json(const struct replay_pricing *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "hw_profile", p->hw->name);
+    cJSON_AddStringToObject(o, "hw_path", p->hw->path);
+    cJSON_AddStringToObject(o, "dtype", p->dtype);
+    cJSON_AddStringToObject(o, "dtype_note", p->dtype_note);
+    cJSON_AddStringToObject(o, "shape_source", p->shape_source);
+    cJSON_AddNumberToObject(o, "io_threads", p->setup.io_threads);
+    cJSON_AddNumberToObject(o, "context_tokens", p->setup.context_tokens);
+    cJSON_AddStringToObject(o, "baselines", baselines_text);
+    return o;
+}
+
+cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info,
+                          cJSON *prov)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "provenance", prov);
-    cJSON_AddStringToObject(root, "trace", trace_path);
-    cJSON_AddBoolToObject(root, "complete", complete);
+    cJSON_AddStringToObject(root, "trace", info->trace_path);
+    cJSON_AddBoolToObject(root, "complete", info->complete);
+    cJSON *src = cJSON_AddObjectToObject(root, "trace_source");
+    cJSON_AddBoolToObject(src, "synthetic", info->synthetic);
+    cJSON_AddStringToObject(src, "model", info->model);
+    cJSON_AddItemToObject(root, "dram_budgets", budgets_json(rows, n));
+    cJSON_AddStringToObject(root, "feasibility", feasibility_text);
+    if (info->pricing)
+        cJSON_AddItemToObject(root, "pricing", pricing_json(info->pricing));
+    cJSON *notes = cJSON_AddArrayToObject(root, "notes");
     cJSON *a = cJSON_AddArrayToObject(root, "results");
-    for (size_t i = 0; i < n; i++)
-        cJSON_AddItemToArray(a, replay_result_json(&r[i], true));
+    for (size_t i = 0; i < n; i++) {
+        struct friends_note fn;
+        bool noted = replay_friends_note(rows, n, i, info->synthetic, &fn) == 1;
+        cJSON_AddItemToArray(a, row_json(&rows[i], noted ? &fn : NULL));
+        if (noted) {
+            char line[400];
+            snprintf(line, sizeof line, "%s at %s: %s", rows[i].res.policy, rows[i].budget, fn.text);
+            cJSON_AddItemToArray(notes, cJSON_CreateString(line));
+        }
+    }
     return root;
 }
 
-char *replay_report_csv(const struct replay_result *r, size_t n)
+char *replay_report_csv(const struct replay_row *rows, size_t n)
 {
     struct memtext t;
     if (memtext_open(&t) != 0)
         return NULL;
     struct field f[FIELDS_MAX];
-    struct replay_result empty;
+    struct replay_row empty;
     memset(&empty, 0, sizeof empty);
-    fields_csv_header(t.f, f, result_fields(n ? &r[0] : &empty, f));
+    empty.budget = "";
+    int ncols = result_fields(n ? &rows[0] : &empty, f);
+    fields_csv_header(t.f, f, ncols);
     for (size_t i = 0; i < n; i++)
-        {
-            int nf = result_fields(&r[i], f);
-            fields_csv_row(t.f, f, nf, nf);
-        }
+        fields_csv_row(t.f, f, result_fields(&rows[i], f), ncols);
     return memtext_take(&t);
 }
 
-char *replay_report_markdown(const struct replay_result *r, size_t n, const char *trace_path)
+/* "yes", or "infeasible: why". */
+static const char *feasible_cell(const struct replay_result *r, char *buf, size_t len)
+{
+    if (r->feasible)
+        return "yes";
+    snprintf(buf, len, "infeasible: %s", r->infeasible);
+    return buf;
+}
+
+static void md_budgets(FILE *f, const struct replay_row *rows, size_t n)
+{
+    fprintf(f, "DRAM budgets (the FFN cache, split evenly over the layers):\n\n");
+    for (size_t i = 0; i < n; i++)
+        if (first_of_budget(rows, i))
+            fprintf(f, "- %s: %llu bytes, %.2f%% of the FFN, %llu rows per layer\n", rows[i].budget,
+                    (unsigned long long)rows[i].res.dram_budget, 100 * rows[i].budget_share,
+                    (unsigned long long)rows[i].res.budget_rows);
+    fprintf(f, "\nFeasibility: %s.\n\n", feasibility_text);
+}
+
+static void md_replay_table(FILE *f, const struct replay_row *rows, size_t n)
+{
+    fprintf(f, "| budget | policy | layout | DRAM peak (MB) | DRAM kept, mean (MB) | flash→DRAM per token (MB) | "
+               "reads per token | mean read (KiB) | hit ratio | rows inserted / deleted per token | feasible |\n"
+               "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct replay_result *x = &rows[i].res;
+        char why[200];
+        fprintf(f, "| %s | %s | %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.3f | %.0f / %.0f | %s |\n", rows[i].budget,
+                x->policy, x->layout, x->dram_peak_bytes / 1e6, x->dram_kept_mean_bytes / 1e6,
+                x->bytes_per_token / 1e6, x->reads_per_token,
+                x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0, x->hit_ratio,
+                x->rows_inserted_per_token, x->rows_deleted_per_token, feasible_cell(x, why, sizeof why));
+    }
+}
+
+/* The friends notes, beside the table they explain. */
+static void md_friends_notes(FILE *f, const struct replay_row *rows, size_t n, bool synthetic)
+{
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        struct friends_note fn;
+        if (replay_friends_note(rows, n, i, synthetic, &fn) != 1)
+            continue;
+        if (!any)
+            fprintf(f, "\nfriends (co-activation bundling, App. D) against bundled:\n\n");
+        any = true;
+        fprintf(f, "- %s at %s: %s (%.4g MB vs %.4g MB per token).\n", rows[i].res.policy, rows[i].budget,
+                fn.text, rows[i].res.bytes_per_token / 1e6, rows[i].res.bytes_per_token / fn.ratio / 1e6);
+    }
+}
+
+/* The predictor the pricing gave the first policy that runs one. */
+static const char *predictor_source(const struct replay_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].priced && rows[i].modelled.config.predictor_source[0])
+            return rows[i].modelled.config.predictor_source;
+    return "none";
+}
+
+static void md_modelled(FILE *f, const struct replay_row *rows, size_t n, const struct replay_pricing *p)
+{
+    fprintf(f, "\n## Modelled time per token: %s profile, %s, %u reader threads\n\n", p->hw->name, p->dtype,
+            p->setup.io_threads);
+    fprintf(f, "Each row's replayed volumes priced by the cost model (sim/cost_model.h) as predict --trace "
+               "prices them; a mean context of %.0f tokens. Shape: %s.%s%s\n\n- Predictor (every policy but "
+               "naive and hybrid runs one): %s.\n- %s.\n\n",
+            p->setup.context_tokens, p->shape_source, p->dtype_note[0] ? " " : "", p->dtype_note,
+            predictor_source(rows, n), baselines_text);
+    fprintf(f, "| budget | policy | layout | I/O ms | memory ms | compute ms | total ms (serial) | "
+               "total ms (I/O overlapped) | feasible |\n|---|---|---|---:|---:|---:|---:|---:|---|\n");
+    for (size_t i = 0; i < n; i++) {
+        const struct cost_prediction *c = &rows[i].modelled.prediction;
+        char why[200];
+        fprintf(f, "| %s | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", rows[i].budget, rows[i].res.policy,
+                rows[i].res.layout, c->io_ms, c->mem_ms, c->compute_ms, c->serial_ms, c->overlapped_ms,
+                feasible_cell(&rows[i].res, why, sizeof why));
+    }
+}
+
+char *replay_report_markdown(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
 {
     struct memtext t;
     if (memtext_open(&t) != 0)
         return NULL;
-    fprintf(t.f, "# Replay of %s\n\n", trace_path);
+    char title[300];
+    replay_trace_title(info, title, sizeof title);
+    fprintf(t.f, "# Replay of %s\n\n%s", info->trace_path, title);
     if (n)
-        fprintf(t.f, "%llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
-                     "(peak: after a token's loads; kept: held between tokens).\n\n",
-                 (unsigned long long)r[0].n_tokens, r[0].use_predicted ? "predicted" : "active",
-                 (unsigned long long)r[0].row_bytes);
-    fprintf(t.f, "| policy | layout | DRAM peak (MB) | DRAM kept, mean (MB) | flash→DRAM per token (MB) | "
-                 "reads per token | mean read (KiB) | hit ratio | rows inserted / deleted per token |\n"
-                 "|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct replay_result *x = &r[i];
-        fprintf(t.f, "| %s | %s | %.1f | %.1f | %.2f | %.0f | %.1f | %.3f | %.0f / %.0f |\n", x->policy,
-                 x->layout, x->dram_peak_bytes / 1e6, x->dram_kept_mean_bytes / 1e6, x->bytes_per_token / 1e6,
-                 x->reads_per_token, x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0,
-                 x->hit_ratio, x->rows_inserted_per_token, x->rows_deleted_per_token);
-    }
+        fprintf(t.f, "; %llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
+                     "(peak: after a token's loads; kept: held between tokens). window:K keeps the last K "
+                     "tokens, the current one included: the paper's k = K - 1",
+                (unsigned long long)rows[0].res.n_tokens, rows[0].res.use_predicted ? "predicted" : "active",
+                (unsigned long long)rows[0].res.row_bytes);
+    fprintf(t.f, ".\n\n");
+    md_budgets(t.f, rows, n);
+    md_replay_table(t.f, rows, n);
+    md_friends_notes(t.f, rows, n, info->synthetic);
+    if (info->pricing && n && rows[0].priced)
+        md_modelled(t.f, rows, n, info->pricing);
     return memtext_take(&t);
 }
 

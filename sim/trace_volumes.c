@@ -37,19 +37,30 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
         snprintf(err, errlen, "replaying %s: %s", trace_path, why);
         return -1;
     }
-    double tokens = r.n_tokens ? (double)r.n_tokens : 1;
-    memset(v, 0, sizeof *v);
-    v->read_bytes = r.bytes_per_token * scale;
-    v->reads = r.reads_per_token;
-    v->neurons_loaded = r.bytes_per_token / (double)r.row_bytes;
-    v->rows_inserted = r.rows_inserted_per_token;
-    v->rows_deleted = r.rows_deleted_per_token;
-    v->replayed = true;
-    bool matrix = ops == &policy_predictor || ops == &policy_window;
-    v->cache_rows = matrix ? r.dram_mean_bytes / (double)r.row_bytes : (double)r.total.needed / tokens;
-    snprintf(v->source, sizeof v->source, "replay of %s: %s, %s layout, %s sets, %llu tokens%s", trace_path,
-             spec->policy, spec->layout, rs.use_predicted ? "predicted" : "active",
-             (unsigned long long)r.n_tokens, matrix ? "" : "; FFN computed on the needed rows");
+    trace_volumes_of_replay(&r, trace_path, spec->dtype_bytes, tr->meta.bytes_per_weight, v);
     replay_result_free(&r);
     return 0;
+}
+
+void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
+                             uint32_t trace_bytes, struct token_volumes *v)
+{
+    const struct policy_ops *ops;
+    uint64_t arg;
+    char err[256];
+    bool matrix = cache_parse_policy(r->policy, &ops, &arg, err, sizeof err) == 0 &&
+                  (ops == &policy_predictor || ops == &policy_window);
+    double scale = (double)dtype_bytes / trace_bytes;
+    double tokens = r->n_tokens ? (double)r->n_tokens : 1;
+    memset(v, 0, sizeof *v);
+    v->read_bytes = r->bytes_per_token * scale;
+    v->reads = r->reads_per_token;
+    v->neurons_loaded = r->bytes_per_token / (double)r->row_bytes;
+    v->rows_inserted = r->rows_inserted_per_token;
+    v->rows_deleted = r->rows_deleted_per_token;
+    v->replayed = true;
+    v->cache_rows = matrix ? r->dram_mean_bytes / (double)r->row_bytes : (double)r->total.needed / tokens;
+    snprintf(v->source, sizeof v->source, "replay of %s: %s, %s layout, %s sets, %llu tokens%s", trace_path,
+             r->policy, r->layout, r->use_predicted ? "predicted" : "active", (unsigned long long)r->n_tokens,
+             matrix ? "" : "; FFN computed on the needed rows");
 }

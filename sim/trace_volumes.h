@@ -16,6 +16,7 @@
 
 #include "common/model_shape.h"
 #include "sim/cost_model.h"
+#include "sim/replay.h"
 #include "traces/trace.h"
 
 struct trace_volume_spec {
@@ -33,5 +34,12 @@ struct trace_volume_spec {
  * and hybrid are refused: they need no trace. 0, or -1 with err. */
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
                   struct token_volumes *v, char *err, size_t errlen);
+
+/* The same volumes from a replay already run (r: its policy, layout, sets
+ * and counts), priced at dtype_bytes per weight (the replay's bytes are at
+ * trace_bytes per weight). What trace_volumes does after its replay; for a
+ * caller that keeps the replay (flashbed replay --hw). */
+void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
+                             uint32_t trace_bytes, struct token_volumes *v);
 
 #endif

@@ -145,6 +145,12 @@ int trace_choose_sets(const char *use, const struct trace_meta *m, const char *p
 int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,
                         char *err, size_t errlen);
 
+/* How the trace was made, from its header's source JSON: true when it says
+ * "source": "synthetic" (flashbed trace synth), false for a recorded trace
+ * (flashbed run --record, the warm-up) or one that does not say. model
+ * gets its "model" name, "" when it names none. */
+bool trace_source_synthetic(const struct trace_meta *m, char *model, size_t len);
+
 /* The set of (token t, layer l): kind 0 active, 1 predicted. */
 static inline const uint32_t *trace_set(const struct trace *tr, int predicted, uint64_t t,
                                         uint32_t l, uint32_t *n)

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/crc32c.h"
 #include "common/model_shape.h"
 #include "traces/set_codec.h"
@@ -442,6 +444,17 @@ int trace_choose_sets(const char *use, const struct trace_meta *m, const char *p
         return -1;
     }
     return 0;
+}
+
+bool trace_source_synthetic(const struct trace_meta *m, char *model, size_t len)
+{
+    cJSON *src = m->source ? cJSON_Parse(m->source) : NULL;
+    const char *how = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(src, "source"));
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(src, "model"));
+    bool synthetic = how && !strcmp(how, "synthetic");
+    snprintf(model, len, "%s", name ? name : "");
+    cJSON_Delete(src);
+    return synthetic;
 }
 
 int trace_matches_shape(const struct trace *tr, const char *trace_path, const struct model_shape *s,

@@ -90,6 +90,42 @@ check "markdown table" grep -q "| window:5 | bundled |" "$OUT/replay.md"
 check "actual sets" "$FLASHBED" replay --trace "$T" --policy predictor --layout bundled --use actual --dram-budget 1m --out "$WORK/actual" --quiet
 check "budget in bytes recorded" test "$(json_get "$WORK/actual/replay.json" "d['provenance']['parameters']['dram_budget_bytes']")" = 1048576
 
+# A budget study (issue 16, step 4): every policy x layout at each budget,
+# priced in ms per token, infeasible rows marked, friends beside bundled.
+B="$WORK/budgets"
+check "budget list runs" "$FLASHBED" replay --trace "$T" --layout bundled,friends --dram-budget 10%,50% --plot --hw m1max-cpu --out "$B" --quiet
+check "budget list: 2 budgets x 8 policies x 2 layouts" test "$(json_get "$B/replay.json" "len(d['results'])")" = 32
+check "budget list: csv header and 32 rows" test "$(wc -l < "$B/replay.csv")" -eq 33
+check "budget list: csv columns" bash -c "head -1 '$B/replay.csv' | grep -q ',dram_budget,dram_budget_bytes,dram_budget_share,budget_rows_per_layer,max_needed_rows_per_layer,feasible,infeasible,io_ms,mem_ms,compute_ms,total_ms,'"
+check "budget list: a row per budget, policy and layout" test "$(json_get "$B/replay.json" "sorted(set((r['dram_budget'], r['policy'], r['layout']) for r in d['results'])) == sorted((b, p, l) for b in ['10%','50%'] for p in ['naive','hybrid','predictor','window:5','lru','lfu','hot','belady'] for l in ['bundled','friends'])")" = True
+check "budget list: bytes and share" test "$(json_get "$B/replay.json" "[(b['given'], b['bytes'], b['share_of_ffn']) for b in d['dram_budgets']]")" = "[('10%', 13107, 0.1), ('50%', 65536, 0.5)]"
+check "budget list: each row priced" test "$(json_get "$B/replay.json" "all(r['total_ms'] > 0 and abs(r['io_ms'] + r['mem_ms'] + r['compute_ms'] - r['total_ms']) < 1e-9 for r in d['results'])")" = True
+check "budget list: the profile named" test "$(json_get "$B/replay.json" "d['pricing']['hw_profile']")" = m1max-cpu
+# 10% of opt-tiny's FFN is 25 rows a layer; its predicted sets need up to 41
+check "budget list: predictor infeasible at 10%, feasible at 50%" test "$(json_get "$B/replay.json" "[(r['dram_budget'], r['feasible']) for r in d['results'] if r['policy'] == 'predictor' and r['layout'] == 'bundled']")" = "[('10%', False), ('50%', True)]"
+check "budget list: naive never infeasible" test "$(json_get "$B/replay.json" "all(r['feasible'] for r in d['results'] if r['policy'] in ('naive', 'hybrid'))")" = True
+check "budget list: infeasible marked in the markdown" grep -q "^| 10% | predictor | bundled | .* | infeasible: a token needs up to [0-9]* rows in one layer; the budget holds 25 per layer |$" "$B/replay.md"
+check "budget list: infeasible marked in the csv" grep -q "^predictor,bundled,.*,10%,13107,0.1,25,[0-9]*,false,a token needs up to" "$B/replay.csv"
+check "budget list: modelled ms in the markdown" grep -q "^## Modelled time per token: m1max-cpu profile" "$B/replay.md"
+# friends on a synthetic trace: about twice bundled's bytes, said beside the result
+check "friends note in the markdown" grep -q "^- window:5 at 10%: friends reads [0-9.]*x the bytes per token of bundled: synthetic traces have no co-activation structure" "$B/replay.md"
+check "friends note in the json" test "$(json_get "$B/replay.json" "all(r['friends_bytes_over_bundled'] > 1.3 and r['friends_note'].endswith('synthetic traces have no co-activation structure') for r in d['results'] if r['layout'] == 'friends')")" = True
+check "friends notes listed" test "$(json_get "$B/replay.json" "len(d['notes'])")" = 16
+if command -v gnuplot >/dev/null; then
+    for f in budget_bytes budget_ms budget_reads; do
+        for e in png svg; do check "$f.$e drawn" test -s "$B/$f.$e"; done
+    done
+    check "plot title names the trace and profile" grep -q "opt-tiny shape (2 layers, d_model 64, d_ff 256), synthetic trace; m1max-cpu profile (f32)" "$B/budget_ms.svg"
+    check "plot labels the paper's k" grep -q "window:5 (k = 4), bundled" "$B/budget_bytes.svg"
+else
+    echo "gnuplot is not installed: the budget plots are not checked"
+fi
+# A budget of 0 binds: window keeps nothing (the predictor's reads), infeasible
+check "budget 0" "$FLASHBED" replay --trace "$T" --policy predictor,window:5,hybrid --layout bundled --dram-budget 0,100% --out "$WORK/zero" --quiet
+check "budget 0: window reads what the predictor reads" test "$(json_get "$WORK/zero/replay.json" "[r['bytes_total'] for r in d['results'][:2]]" | python3 -c "import sys; a = eval(sys.stdin.read()); print(a[0] == a[1])")" = True
+check "budget 0: marked" test "$(json_get "$WORK/zero/replay.json" "[(r['policy'], r['feasible']) for r in d['results'] if r['dram_budget'] == '0']")" = "[('predictor', False), ('window:5', False), ('hybrid', True)]"
+check "budget 100%: hybrid reads nothing" test "$(json_get "$WORK/zero/replay.json" "d['results'][5]['bytes_total']")" = 0
+
 if command -v gnuplot >/dev/null; then
     check "plots" "$FLASHBED" replay --trace "$T" --policy window:5 --layout bundled --plot --out "$WORK/plots" --quiet
     for f in fig4a.png fig4a.svg bytes_vs_k.png bytes_vs_k.svg window_sweep.csv sagg.csv; do
@@ -129,12 +165,15 @@ expect_error "unknown layout" "unknown layout" replay --trace "$T" --layout zigz
 expect_error "bad budget" "between 0% and 100%" replay --trace "$T" --dram-budget 150% --out "$WORK/bad8"
 expect_error "bad budget size" "dram-budget" replay --trace "$T" --dram-budget 12q --out "$WORK/bad9"
 expect_error "bad --use" "'predicted' or 'actual'" replay --trace "$T" --use guessed --out "$WORK/bad10"
+expect_error "empty budget in a list" "replay --dram-budget '10%,,50%': budget 2 is empty" replay --trace "$T" --dram-budget 10%,,50% --out "$WORK/bad12"
+expect_error "budget over 100% in a list" "replay --dram-budget '10%,200%': budget 2: a share lies between 0% and 100%, not 200%" replay --trace "$T" --dram-budget 10%,200% --out "$WORK/bad13"
+expect_error "unknown --hw" "replay --hw 'no-such-box': hardware profile no-such-box: cannot read" replay --trace "$T" --hw no-such-box --out "$WORK/bad14"
 expect_error "unknown shape" "trace synth --shape" trace synth --shape opt-99b --out "$WORK/bad.trace"
 expect_error "synth without --out" "needs --out" trace synth
 expect_error "more prompts than tokens" "at least --prompts" trace synth --shape opt-tiny --tokens 2 --prompts 3 --out "$WORK/bad.trace"
 expect_error "trace without subcommand" "needs a subcommand" trace
 expect_error "info without file" "needs a trace FILE" trace info
-for i in 1 2 3 4 5 6 7 8 9 10 11; do check "no result folder bad$i" test ! -e "$WORK/bad$i"; done
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do check "no result folder bad$i" test ! -e "$WORK/bad$i"; done
 check "no bad trace written" test ! -e "$WORK/bad.trace"
 check "no temporary left" test -z "$(find "$WORK" -name '*.tmp.*')"
 finish

@@ -4,7 +4,11 @@
 #include "trace_fixture.h"
 
 #include "common/model_shape.h"
+#include "sim/predict_list.h"
 #include "sim/replay.h"
+#include "sim/replay_price.h"
+#include "sim/replay_report.h"
+#include "sim/replay_study.h"
 
 /* One layer, d_ff 8, d_model 4, 1 byte per weight: a vector is 4 bytes, a
  * bundled row 8. Needed sets per token:
@@ -15,17 +19,45 @@ static const int *const sets[] = {s0, s1, s2, s3, s4};
 
 static struct trace tr;
 
-static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
+static struct replay_result run_spec(struct replay_spec spec)
 {
-    struct replay_spec spec = {policy, layout, budget, false};
     struct replay_result r;
     char err[256] = "";
     if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "replay %s %s: %s\n", policy, layout, err);
+        fprintf(stderr, "replay %s %s: %s\n", spec.policy, spec.layout, err);
         check_failures++;
         memset(&r, 0, sizeof r);
     }
     return r;
+}
+
+static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
+{
+    return run_spec((struct replay_spec){policy, layout, budget, false, false});
+}
+
+/* A replay with the budget binding, as every row of a budget study. */
+static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
+{
+    return run_spec((struct replay_spec){policy, layout, budget, false, true});
+}
+
+#define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
+    do {                                                                   \
+        CHECK_U64((r).total.reads, want_reads);                            \
+        CHECK_U64((r).total.bytes, want_bytes);                            \
+        CHECK_U64((r).total.hits, want_hits);                              \
+        CHECK_U64((r).total.inserted, want_ins);                           \
+        CHECK_U64((r).total.deleted, want_del);                            \
+    } while (0)
+
+/* Two results agree in every count. */
+static void check_same_counts(const struct replay_result *a, const struct replay_result *b)
+{
+    CHECK_COUNTS(*a, b->total.reads, b->total.bytes, b->total.hits, b->total.inserted, b->total.deleted);
+    CHECK_U64(a->total.needed, b->total.needed);
+    CHECK_U64(a->dram_peak_bytes, b->dram_peak_bytes);
+    CHECK(a->feasible == b->feasible);
 }
 
 #define EXPECT(policy, layout, budget, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -39,6 +71,159 @@ static struct replay_result run(const char *policy, const char *layout, uint64_t
         CHECK_U64(r_.total.deleted, want_del);                                      \
         replay_result_free(&r_);                                                    \
     } while (0)
+
+/* Feasibility (sim/replay.h): the sets need at most 3 rows of 8 bytes in
+ * the one layer, so a budget under 24 bytes cannot hold a token's rows. */
+static void feasibility_tests(void)
+{
+    /* window:5 in 2 rows: the golden counts above, marked infeasible */
+    struct replay_result r = run_bound("window:5", "bundled", 16);
+    CHECK_COUNTS(r, 11, 88, 2, 11, 9);
+    CHECK(!r.feasible);
+    CHECK_U64(r.budget_rows, 2);
+    CHECK_U64(r.max_needed_rows, 3);
+    CHECK_STR(r.infeasible, "a token needs up to 3 rows in one layer; the budget holds 2 per layer");
+    replay_result_free(&r);
+    r = run_bound("lru", "bundled", 24);
+    CHECK_COUNTS(r, 10, 80, 3, 10, 7);
+    CHECK(r.feasible && !r.infeasible[0]);
+    replay_result_free(&r);
+    /* the predictor ignores the budget, but its rows must fit too */
+    r = run_bound("predictor", "bundled", 16);
+    CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+    CHECK(!r.feasible);
+    replay_result_free(&r);
+    r = run("predictor", "bundled", 0); /* no budget: nothing to judge */
+    CHECK(r.feasible && !r.budget_given);
+    replay_result_free(&r);
+    /* A budget of 0 (or under one row per layer) binds: lru and window keep
+     * nothing and read what the predictor reads; no row fits. */
+    const char *keepers[] = {"lru", "window:5", "belady"};
+    for (int i = 0; i < 3; i++) {
+        r = run_bound(keepers[i], "bundled", 0);
+        CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+        CHECK(!r.feasible);
+        CHECK_STR(r.infeasible, "the budget holds no row per layer (0 bytes < 1 layers x 8-byte rows)");
+        replay_result_free(&r);
+    }
+    r = run("window:5", "bundled", 7); /* 7 bytes: under a row, binding without the flag too */
+    CHECK_COUNTS(r, 13, 104, 0, 13, 13);
+    CHECK(!r.feasible && r.budget_rows == 0);
+    replay_result_free(&r);
+    /* without a budget window:5 holds the whole 5-token trace */
+    r = run("window:5", "bundled", 0);
+    CHECK_COUNTS(r, 6, 48, 7, 6, 0);
+    CHECK(r.feasible);
+    replay_result_free(&r);
+    /* hybrid with nothing resident reads like naive, and streams: feasible */
+    r = run_bound("hybrid", "bundled", 0);
+    CHECK_COUNTS(r, 40, 320, 0, 40, 40);
+    CHECK(r.feasible && r.preload_bytes == 0);
+    replay_result_free(&r);
+    r = run_bound("naive", "bundled", 8);
+    CHECK(r.feasible);
+    replay_result_free(&r);
+}
+
+/* A budget study: the same policy at two budgets has the counts of two
+ * replays at one budget each, rows budget-major. */
+static void study_tests(void)
+{
+    const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
+    const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64}, {"24", 24, 24.0 / 64}};
+    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL};
+    struct replay_row rows[4];
+    memset(rows, 0, sizeof rows);
+    size_t done = 0;
+    char err[512];
+    CHECK(replay_study_run(&st, rows, &done, NULL, NULL, err, sizeof err) == 0);
+    CHECK_U64(done, 4);
+    CHECK_STR(rows[0].res.policy, "window:5");
+    CHECK_STR(rows[1].budget, "16");
+    CHECK_STR(rows[2].budget, "24");
+    CHECK_NEAR(rows[3].budget_share, 0.375, 1e-12);
+    CHECK_COUNTS(rows[0].res, 11, 88, 2, 11, 9); /* window:5 in 16 bytes */
+    CHECK_COUNTS(rows[3].res, 10, 80, 3, 10, 7); /* lru in 24 bytes */
+    CHECK(!rows[0].res.feasible && !rows[1].res.feasible && rows[2].res.feasible && rows[3].res.feasible);
+    const uint64_t at[] = {16, 16, 24, 24};
+    for (int i = 0; i < 4; i++) {
+        struct replay_result one = run(policies[i % 2], "bundled", at[i]);
+        check_same_counts(&rows[i].res, &one);
+        CHECK(!rows[i].priced);
+        replay_result_free(&one);
+    }
+    replay_rows_free(rows, done);
+}
+
+/* friends against bundled: 144 bytes against 104 for the predictor. */
+static void friends_note_tests(void)
+{
+    const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
+    const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64}};
+    struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL};
+    struct replay_row rows[2];
+    memset(rows, 0, sizeof rows);
+    size_t done = 0;
+    char err[512];
+    CHECK(replay_study_run(&st, rows, &done, NULL, NULL, err, sizeof err) == 0 && done == 2);
+    struct friends_note fn;
+    CHECK(replay_friends_note(rows, 2, 0, true, &fn) == 0); /* the bundled row itself */
+    CHECK(replay_friends_note(rows, 2, 1, true, &fn) == 1);
+    CHECK_NEAR(fn.ratio, 144.0 / 104, 1e-12);
+    CHECK_STR(fn.text, "friends reads 1.38x the bytes per token of bundled: synthetic traces have no co-activation structure");
+    CHECK(replay_friends_note(rows, 2, 1, false, &fn) == 1);
+    CHECK(strstr(fn.text, ": no co-activation structure found in this trace") != NULL);
+    CHECK(replay_friends_note(rows + 1, 1, 0, true, &fn) == 0); /* no bundled row to compare with */
+    rows[1].res.bytes_per_token = rows[0].res.bytes_per_token;     /* friends reading no more: no note */
+    CHECK(replay_friends_note(rows, 2, 1, true, &fn) == 0);
+    replay_rows_free(rows, done);
+}
+
+/* A replayed row is priced as predict --trace prices the same replay, by
+ * the same path (predict_replayed beside predict_list). */
+static void pricing_tests(void)
+{
+    struct replay_pricing p;
+    char err[1024];
+    char model[64];
+    CHECK(!trace_source_synthetic(&tr.meta, model, sizeof model) && !model[0]);
+    if (replay_pricing_open(&p, &tr, "fixture", "m1max-cpu", err, sizeof err) != 0) {
+        fprintf(stderr, "pricing: %s\n", err);
+        check_failures++;
+        return;
+    }
+    CHECK(strstr(p.shape_source, "header alone") != NULL);
+    CHECK_STR(p.dtype, "f32"); /* the fixture has 1 byte per weight; m1max-cpu prices f32 only */
+    struct predict_setup s = p.setup;
+    s.layout = "bundled";
+    struct policy_prediction *items = NULL;
+    size_t n = 0;
+    CHECK(predict_list(&s, "window:2,predictor", &items, &n, err, sizeof err) == 0 && n == 2);
+    const char *names[] = {"window:2", "predictor"};
+    for (size_t i = 0; items && i < 2; i++) {
+        struct replay_result r = run(names[i], "bundled", 0);
+        struct policy_prediction one;
+        CHECK(replay_pricing_price(&p, &r, &one, err, sizeof err) == 0);
+        CHECK_NEAR(one.prediction.io_ms, items[i].prediction.io_ms, 1e-12);
+        CHECK_NEAR(one.prediction.mem_ms, items[i].prediction.mem_ms, 1e-12);
+        CHECK_NEAR(one.prediction.compute_ms, items[i].prediction.compute_ms, 1e-12);
+        CHECK_NEAR(one.prediction.bytes_per_token, 4 * r.bytes_per_token, 1e-9); /* 1 -> 4 bytes per weight */
+        replay_result_free(&r);
+    }
+    free(items);
+    /* hybrid: what is not resident, sequentially. With nothing resident the
+     * whole FFN (8 rows x 8 weights x 4 bytes); without a budget half. */
+    struct replay_result h = run_bound("hybrid", "bundled", 0);
+    struct policy_prediction one;
+    CHECK(replay_pricing_price(&p, &h, &one, err, sizeof err) == 0);
+    CHECK_NEAR(one.prediction.bytes_per_token, 256, 1e-9);
+    replay_result_free(&h);
+    h = run("hybrid", "bundled", 0);
+    CHECK(replay_pricing_price(&p, &h, &one, err, sizeof err) == 0);
+    CHECK_NEAR(one.prediction.bytes_per_token, 128, 1e-9);
+    replay_result_free(&h);
+    replay_pricing_close(&p);
+}
 
 int main(void)
 {
@@ -111,6 +296,10 @@ int main(void)
     r = run("hybrid", "bundled", 0);
     CHECK_U64(r.preload_bytes, 32);
     replay_result_free(&r);
+    feasibility_tests();
+    study_tests();
+    friends_note_tests();
+    pricing_tests();
     trace_free(&tr);
 
     /* GLU rows are three vectors: predictor x bundled reads 13 rows of 12 bytes. */

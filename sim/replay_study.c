@@ -1,0 +1,47 @@
+#include "sim/replay_study.h"
+
+#include <stdio.h>
+
+/* Replays one configuration into row and prices it. */
+static int one_row(const struct replay_study *s, const struct replay_budget *b, const char *policy,
+                   const char *layout, struct replay_row *row, size_t *done, char *err, size_t errlen)
+{
+    char why[1024];
+    struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, true};
+    if (replay_run(s->tr, &spec, &row->res, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s x %s at %s: %s", policy, layout, b->text, why);
+        return -1;
+    }
+    (*done)++;
+    row->budget = b->text;
+    row->budget_share = b->share;
+    if (!s->pricing)
+        return 0;
+    if (replay_pricing_price(s->pricing, &row->res, &row->modelled, why, sizeof why) != 0) {
+        snprintf(err, errlen, "pricing %s x %s at %s on %s: %s", policy, layout, b->text, s->pricing->hw->name, why);
+        return -1;
+    }
+    row->priced = true;
+    return 0;
+}
+
+int replay_study_run(const struct replay_study *s, struct replay_row *rows, size_t *done, replay_study_step step,
+                     void *ctx, char *err, size_t errlen)
+{
+    *done = 0;
+    for (size_t b = 0; b < s->n_budgets; b++)
+        for (size_t i = 0; i < s->n_policies; i++)
+            for (size_t k = 0; k < s->n_layouts; k++) {
+                if (one_row(s, &s->budgets[b], s->policies[i], s->layouts[k], &rows[*done], done, err, errlen) != 0)
+                    return -1;
+                if (step && !step(ctx, *done, s->policies[i]))
+                    return 0;
+            }
+    return 0;
+}
+
+void replay_rows_free(struct replay_row *rows, size_t n)
+{
+    for (size_t i = 0; rows && i < n; i++)
+        replay_result_free(&rows[i].res);
+}

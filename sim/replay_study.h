@@ -1,0 +1,66 @@
+/* A budget study: one trace replayed under every DRAM budget x policy x
+ * layout (flashbed replay --dram-budget 10%,25%,50%), each replay priced by
+ * the cost model when a pricing is given (sim/replay_price.h). The rows
+ * come budget-major, then in the order of the policies, then the layouts.
+ *
+ * Every policy gets a row at every budget, those that ignore the budget
+ * (naive, predictor) included, so that each has a point at each budget;
+ * every replay is run with the budget binding (replay_spec.budget_binds):
+ * a budget of 0, or one below a row per layer, keeps window and hybrid
+ * within it and is judged for feasibility like any other (sim/replay.h).
+ * A row at one budget has exactly the counts of a replay at that budget
+ * alone. No printing; the library half of flashbed replay. */
+#ifndef FLASHBED_SIM_REPLAY_STUDY_H
+#define FLASHBED_SIM_REPLAY_STUDY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sim/predict_list.h"
+#include "sim/replay.h"
+#include "sim/replay_price.h"
+#include "traces/trace.h"
+
+/* One DRAM budget of a study. */
+struct replay_budget {
+    const char *text;   /* as given: "25%", "2G" */
+    uint64_t bytes;
+    double share;       /* bytes over the FFN's bytes (for "25%": 0.25 exactly) */
+};
+
+/* One replay at one budget, with the cost model's milliseconds when priced. */
+struct replay_row {
+    struct replay_result res;
+    const char *budget;                /* the budget's text */
+    double budget_share;               /* the budget's share of the FFN */
+    bool priced;                       /* modelled holds the cost model's milliseconds */
+    struct policy_prediction modelled; /* .prediction: the ms; .config: how it was priced */
+};
+
+struct replay_study {
+    const struct trace *tr;
+    const char *const *policies;
+    size_t n_policies;
+    const char *const *layouts;
+    size_t n_layouts;
+    const struct replay_budget *budgets;
+    size_t n_budgets;
+    bool use_predicted;
+    const struct replay_pricing *pricing;  /* NULL: rows not priced */
+};
+
+/* Called after each row (done rows filled, the last of policy); returns
+ * false to stop there (an interrupt). */
+typedef bool (*replay_study_step)(void *ctx, size_t done, const char *policy);
+
+/* Replays (and prices) the study into rows[n_budgets x n_policies x
+ * n_layouts]; *done counts the rows filled, also on failure or a stop
+ * (free them with replay_rows_free). 0, or -1 with err naming the policy,
+ * layout and budget. */
+int replay_study_run(const struct replay_study *s, struct replay_row *rows, size_t *done, replay_study_step step,
+                     void *ctx, char *err, size_t errlen);
+
+void replay_rows_free(struct replay_row *rows, size_t n);
+
+#endif
