@@ -25,11 +25,11 @@ struct tier_sizes {
 };
 
 static const struct tier_sizes tiers[] = {
-    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "25%", "8", "8", "2", "2", 1, "64", "16", "2", "24"},
+    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64", "16", "2", "24"},
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
-                     "25%", "32", "32", "4", "4", 3, "1024", "128", "3", "200"},
+                     "10%,25%,50%", "32", "32", "4", "4", 3, "1024", "128", "3", "200"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "25%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000"},
+                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier. */
@@ -179,7 +179,7 @@ static int add_model(struct repro_plan *p, int a, const char *shape)
  * statistics), its statistics (Fig. 4a), and the policy study on it. */
 static int add_trace_and_policies(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
 {
-    char id[96], trace[4200], out[4200], what[160], rel[200];
+    char id[96], trace[4200], out[4200], what[160], rel[200], hw[4200];
     at(p, trace, sizeof trace, "traces/%s.trace", shape);
     snprintf(id, sizeof id, "trace-%s", shape);
     snprintf(what, sizeof what, "calibrated synthetic trace of %s", shape);
@@ -194,7 +194,8 @@ static int add_trace_and_policies(struct repro_plan *p, const char *shape, const
     snprintf(what, sizeof what, "policy study on %s's trace: every policy x layout", shape);
     snprintf(rel, sizeof rel, "policies/%s", shape);
     STEP(p, "policies", id, rel, what, "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout",
-         "split,bundled,friends", "--plot", "--quiet", "--out", at(p, out, sizeof out, "%s", rel));
+         "split,bundled,friends", "--hw", at(p, hw, sizeof hw, "calibration/hw.json"), "--plot", "--quiet", "--out",
+         at(p, out, sizeof out, "%s", rel));
     return 0;
 }
 
@@ -227,9 +228,11 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
          "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "traces/stories260K-run"));
     STEP(p, "traces", "trace-info-stories260K", "traces/stories260K-info", "statistics of stories260K's trace",
          "trace", "info", trace, "--plot", "--out", at(p, out, sizeof out, "traces/stories260K-info"));
+    char hw[4200];
     STEP(p, "policies", "policies-stories260K", "policies/stories260K", "policy study on stories260K's recorded trace",
-         "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout", "split,bundled,friends", "--plot",
-         "--quiet", "--out", at(p, out, sizeof out, "policies/stories260K"));
+         "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout", "split,bundled,friends", "--hw",
+         at(p, hw, sizeof hw, "calibration/hw.json"), "--plot", "--quiet", "--out",
+         at(p, out, sizeof out, "policies/stories260K"));
     return 0;
 }
 

@@ -175,7 +175,10 @@ static void section_traces(struct strbuf *b, const struct repro_plan *p)
 
 static void section_policies(struct strbuf *b, const struct repro_plan *p)
 {
-    strbuf_add(b, "## The policy study: bytes and reads per token under every policy and layout\n\n");
+    strbuf_add(b, "## The policy study: bytes, reads and modelled ms per token under every policy, layout and "
+                  "DRAM budget\n\n"
+                  "`replay` of each trace at 10%%, 25%% and 50%% of the FFN as DRAM, priced on this machine's profile "
+                  "(an infeasible budget is marked, not dropped).\n\n");
     bool any = false;
     for (size_t i = 0; i < p->n; i++) {
         const struct repro_step *s = &p->steps[i];
@@ -185,6 +188,11 @@ static void section_policies(struct strbuf *b, const struct repro_plan *p)
         snprintf(rel, sizeof rel, "policies/%s/replay.md", s->id + 9);
         strbuf_add(b, "### %s\n\n", s->id + 9);
         any = quote_markdown(b, p, rel) || any;
+        static const char *const plots[] = {"budget_bytes", "budget_ms", "budget_reads", "fig4a"};
+        for (int k = 0; k < 4; k++) {
+            snprintf(rel, sizeof rel, "policies/%s/%s.png", s->id + 9, plots[k]);
+            link_image(b, p, rel, plots[k]);
+        }
     }
     if (!any)
         strbuf_add(b, "Not replayed yet.\n\n");
