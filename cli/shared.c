@@ -7,7 +7,6 @@
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
-#include "sim/paper_tables.h"
 
 int write_json_file(const char *path, const cJSON *json)
 {
@@ -64,32 +63,6 @@ int out_file_ok_beside(const char *what, const char *path, int make_parent, cons
         return 0;
     fb_error("%s: %s", what, err);
     return -1;
-}
-
-/* One of paper_write_table2, _table3, _fig7, with its failure printed. */
-static int paper_printed(int (*write)(const char *, cJSON *, char *, size_t), const char *out_dir,
-                         cJSON *provenance)
-{
-    char err[4400];
-    if (write(out_dir, provenance, err, sizeof err) == 0)
-        return 0;
-    fb_error("%s", err);
-    return -1;
-}
-
-int paper_table2(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_table2, out_dir, provenance);
-}
-
-int paper_table3(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_table3, out_dir, provenance);
-}
-
-int paper_fig7(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_fig7, out_dir, provenance);
 }
 
 void result_dir_name(const char *out, const char *command, char *dir, size_t len)

@@ -28,13 +28,6 @@ int out_file_ok(const char *what, const char *path, int make_parent);
 int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
                        size_t n_inputs, const char *model_dir);
 
-/* The paper's tables (sim/paper_tables.h) with the reason printed on
- * failure. Only cmd_predict.c calls these; once it calls
- * paper_write_table2 and the others itself, they can go. */
-int paper_table2(const char *out_dir, cJSON *provenance);
-int paper_table3(const char *out_dir, cJSON *provenance);
-int paper_fig7(const char *out_dir, cJSON *provenance);
-
 /* A command's option for one of the settings a sweep can refuse
  * (harness/sweep.h); tables end with {0, NULL}. */
 struct sweep_flag {
