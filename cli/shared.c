@@ -53,6 +53,15 @@ int out_file_ok(const char *what, const char *path, int make_parent)
     return -1;
 }
 
+int out_parents_ok(const char *what, const char *path, struct out_parents *p)
+{
+    char err[4400];
+    if (out_parents_make(path, p, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
 int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
                        size_t n_inputs, const char *model_dir)
 {

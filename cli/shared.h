@@ -23,6 +23,11 @@ int write_text_file(const char *path, const char *text);
 int out_dir_ok(const char *what, const char *dir);
 int out_new_dir_ok(const char *what, const char *dir);
 int out_file_ok(const char *what, const char *path, int make_parent);
+/* Makes the missing folders above path (common/out_path.h's
+ * out_parents_make), the failure printed as "WHAT: why"; p then goes to
+ * out_parents_keep or out_parents_undo. */
+struct out_parents;
+int out_parents_ok(const char *what, const char *path, struct out_parents *p);
 /* out_file_ok, and path is none of the command's input files (NULL
  * entries: options not given) nor a file of its model folder (NULL: none). */
 int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
