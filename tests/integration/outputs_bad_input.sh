@@ -222,6 +222,11 @@ TEMP_OF="$WORK/synth" interrupt_case "trace synth, Ctrl-C" INT 130 "$WORK/synth.
 # written, or, on a fast disk, during the sweep that follows)
 TEMP_OF="$WORK/cal.bin" interrupt_case "calibrate, Ctrl-C" INT 130 "$WORK/hw-cut.json" \
     calibrate --quick --file "$WORK/cal.bin" --size 2g --out "$WORK/hw-cut.json"
-rm -rf "$WORK/src-hf" "$WORK/results" "$WORK/cal.bin"
+# without --file its own scratch file, made beside the profile, goes too
+TEMP_OF="$WORK/hw-cut2-sweep/scratch.bin" interrupt_case "calibrate, its own scratch file, Ctrl-C" INT 130 \
+    "$WORK/hw-cut2.json" calibrate --quick --size 2g --out "$WORK/hw-cut2.json"
+check "calibrate, Ctrl-C: its own scratch file removed" test ! -e "$WORK/hw-cut2-sweep/scratch.bin"
+check "calibrate wrote nothing into the working folder's results/" test ! -e "$WORK/results"
+rm -rf "$WORK/src-hf" "$WORK/results" "$WORK/cal.bin" "$WORK/hw-cut-sweep" "$WORK/hw-cut2-sweep"
 
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# flashbed calibrate (from a sweep) and flashbed predict: files, keys, the
-# paper tables, --compare against a hand-written run, and bad input.
+# flashbed calibrate (from a sweep, and measuring: where its sweep goes) and
+# flashbed predict: files, keys, the paper tables (with a given profile),
+# --compare against a hand-written run, and bad input.
 source "$(dirname "$0")/lib.sh"
 SRC=${FLASHBED_SOURCE:?}
 
@@ -10,6 +11,17 @@ check "sweep for calibrate" "$FLASHBED" sweep --file "$WORK/d.bin" --size 4m --c
 check "calibrate from a sweep" "$FLASHBED" calibrate --sweep "$WORK/sweep/sweep.json" --quick \
     --name testbox --out "$WORK/hw/testbox.json"
 check "profile keys" test "$(json_get "$WORK/hw/testbox.json" 'all(k in d for k in ["name","backend","flash","dram","compute","provenance"]) and len(d["flash"]["points"]) == 6 and d["compute"]["dtypes"]["f32"]["bw_bytes"] > 0 and "mape_pct_heldout" in d["flash"]["fit"]')" = True
+
+# calibrate measuring: the sweep it measures goes beside the profile
+# (PROFILE-sweep/), its scratch file is made there and removed, and nothing
+# lands in the working folder (no results/ there).
+mkdir -p "$WORK/cwd"
+check "calibrate measures" bash -c "cd '$WORK/cwd' && '$FLASHBED' calibrate --quick --size 8m --name box --out '$WORK/cal/hw/box.json' 2>/dev/null"
+check "the profile and its sweep, nothing else" test "$(ls "$WORK/cal/hw" | tr '\n' ' ')" = "box-sweep box.json "
+check "the sweep's files" test "$(ls "$WORK/cal/hw/box-sweep" | tr '\n' ' ')" = "sweep.csv sweep.json sweep.md "
+check "the profile's points are the sweep's" test "$(json_get "$WORK/cal/hw/box.json" 'len(d["flash"]["points"])')" = \
+    "$(json_get "$WORK/cal/hw/box-sweep/sweep.json" 'len(d["points"])')"
+check "nothing written in the working folder" test -z "$(ls -A "$WORK/cwd")"
 
 check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
     --dtype f16 --policy window:5 --layout bundled --out "$WORK/pred"
