@@ -312,6 +312,29 @@ out:
     return rc;
 }
 
+/* A rate derived from this very row (a derive_from rule naming its model
+ * and method: "naive" for the dense compute, "window" for the All row's
+ * flash and memory management) reproduces the paper's cell by construction. */
+static bool derived_from(const struct derive_rule *r, const char *model, const char *policy)
+{
+    return r->model[0] && !strcmp(r->model, model) && !strcmp(r->policy, policy);
+}
+
+/* Which of a Table 3 row's cells are calibrations rather than predictions,
+ * from the rules of the profile that priced it (a measured profile has
+ * none), into notes. */
+static void calibrated_cells(struct hw_profile *hw, const char *model, const char *method, const char *dtype,
+                             char *notes, size_t len)
+{
+    const struct compute_rate *rate = hw_compute(hw, dtype);
+    bool all = !strcmp(method, "all");
+    bool io = all && derived_from(&hw->flash_derive, model, "window"); /* its model stays once resolved */
+    bool mem = all && derived_from(&hw->mem_derive, model, "window");
+    bool comp = !strcmp(method, "naive") && rate && derived_from(&rate->derive, model, "naive");
+    if (io || mem || comp)
+        snprintf(notes, len, "calibrated here: %s%s%s", io ? "I/O " : "", mem ? "mem " : "", comp ? "compute" : "");
+}
+
 /* Table 3's introduction: where the profiles come from. */
 static void table3_intro(struct strbuf *md, const struct hw_profile *given)
 {
@@ -372,16 +395,8 @@ int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *
             err_set(err, errlen, "table 3, %s %s %s: %s", s.name, method, str(r, "backend"), why);
             goto out;
         }
-        /* Which cells are calibrations rather than predictions. */
-        bool opt = strcmp(s.name, "opt-6.7b") == 0;
-        bool io_cal = opt && strcmp(method, "all") == 0 &&
-                      (strcmp(hw.name, "m2ultra-metal") == 0 || strcmp(hw.name, "rtx4090-gpu") == 0);
-        bool mem_cal = opt && strcmp(method, "all") == 0;
-        bool comp_cal = opt && strcmp(method, "naive") == 0;
         char notes[400] = "";
-        if (io_cal || mem_cal || comp_cal)
-            snprintf(notes, sizeof notes, "calibrated here: %s%s%s", io_cal ? "I/O " : "",
-                     mem_cal ? "mem " : "", comp_cal ? "compute" : "");
+        calibrated_cells(&hw, s.name, method, c.dtype, notes, sizeof notes);
         if (strcmp(method, "all") == 0 && strstr(c.vol.source, "assumed")) {
             size_t n = strlen(notes);
             snprintf(notes + n, sizeof notes - n, "%sdensities assumed (paper gives none)", n ? "; " : "");

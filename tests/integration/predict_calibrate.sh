@@ -81,6 +81,11 @@ PY
 check "table3: the CPU rows priced with the given profile, the others the paper's" same_or_given "$WORK/paper/table3.json" "$WORK/paper-cpu/table3.json"
 check "table3.md marks the given rows" grep -q '| opt-6.7b | naive | CPU | slowcpu (\*given\*) |' "$WORK/paper-cpu/table3.md"
 check "table3.md marks the paper's rows" grep -q '| opt-6.7b | naive | GPU | rtx4090-gpu (paper) |' "$WORK/paper-cpu/table3.md"
+check "table3 --hw a measured profile" "$FLASHBED" predict --paper table3 --hw "$WORK/hw/testbox.json" --out "$WORK/paper-box"
+check "table3: no cell priced with a measured profile is called calibrated" test \
+    "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "given")')" = False
+check "table3: the paper's cells still are" test \
+    "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "paper")')" = True
 modified m1max-metal slowmetal 'd["flash"]["sequential_bw"] /= 2' "$WORK/slowmetal.json"
 check "table3 --hw slowmetal" "$FLASHBED" predict --paper table3 --hw "$WORK/slowmetal.json" --out "$WORK/paper-metal"
 check "table3: both Metal backends' rows given" test "$(json_get "$WORK/paper-metal/table3.json" 'sorted(set(r["backend"] for r in d["rows"] if r["hw_from"] == "given"))')" = "['Metal M1', 'Metal M2']"
