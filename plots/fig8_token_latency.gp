@@ -5,7 +5,8 @@
 # linear scale so the cold tokens stand at their true height. The cold
 # tokens (run.json leaves them out of its summary: column cold = 1) and the
 # prompt are shaded; the dashed line is the mean of the other tokens, what
-# run.json's summary reports.
+# run.json's summary reports. The cold tokens' totals are also marked with
+# points, which stay visible when a long run makes their bars a pixel wide.
 # flashbed passes: csv (tokens.csv of flashbed run), plot_title, machine,
 # term (pngcairo|svg), outfile. By hand:
 #   gnuplot -e "csv='tokens.csv'; term='svg'; outfile='fig8.svg'" plots/fig8_token_latency.gp
@@ -54,5 +55,6 @@ plot csv using 'index':(column('io_ms') + column('mem_ms') + column('compute_ms'
      ''  using 'index':(column('io_ms') + column('mem_ms')) with boxes lc rgb '#ff7f0e' title 'memory management', \
      ''  using 'index':'io_ms' with boxes lc rgb '#1f77b4' title 'I/O (flash)', \
      steady with lines dt 2 lw 2 lc rgb 'black' title sprintf('mean after the cold tokens: %.2f ms', steady), \
-     NaN with boxes lc rgb '#f6d0c8' title sprintf('cold: the first %d tokens, left out of the summary', n_cold), \
+     ''  using 'index':(column('cold') != 0 ? column('total_ms') : NaN) with points pt 7 ps 0.8 lc rgb '#d62728' \
+         title sprintf('cold (shaded): the first %d tokens, left out of the summary', n_cold), \
      NaN with boxes lc rgb '#e8e8e8' title sprintf('prompt: %d tokens', first_gen)

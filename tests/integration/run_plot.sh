@@ -58,7 +58,7 @@ for f in fig8.png fig8.svg; do
     check "plot: $f" test -s "$WORK/plot/$f"
 done
 check "the title names the model, mode, policy and budget" grep -q "opt-hf (f32), mode all: window:5 + coalesce:0, DRAM budget" "$WORK/plot/fig8.svg"
-check "the cold tokens are in the key" grep -q "cold: the first 3 tokens" "$WORK/plot/fig8.svg"
+check "the cold tokens are in the key" grep -q "cold (shaded): the first 3 tokens" "$WORK/plot/fig8.svg"
 check "no temporaries left" test -z "$(find "$WORK/plot" -name '*.tmp.*')"
 check "the script re-runs on the CSV by hand" gnuplot -e "csv='$WORK/plot/tokens.csv'; term='svg'; outfile='$WORK/byhand.svg'" \
     "$SRC/plots/fig8_token_latency.gp"
