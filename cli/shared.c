@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "common/atomic_file.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
@@ -83,4 +84,8 @@ void result_dir_name(const char *out, const char *command, char *dir, size_t len
     char stamp[32];
     provenance_stamp(stamp, sizeof stamp);
     snprintf(dir, len, "results/%s-%s", command, stamp);
+    /* the stamp has seconds: a second command within the same second would
+     * write into the first one's folder */
+    for (int i = 2; path_exists(dir) && i < 1000; i++)
+        snprintf(dir, len, "results/%s-%s-%d", command, stamp, i);
 }

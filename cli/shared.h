@@ -8,7 +8,8 @@
 
 #include <cjson/cJSON.h>
 
-/* The result folder: out when given, else results/<command>-<timestamp>. */
+/* The result folder: out when given, else results/<command>-<timestamp>,
+ * with -2, -3, ... added when a folder of that name exists already. */
 void result_dir_name(const char *out, const char *command, char *dir, size_t len);
 
 /* A result file written whole or not at all (common/atomic_file.h);

@@ -22,6 +22,9 @@ check "the sweep's files" test "$(ls "$WORK/cal/hw/box-sweep" | tr '\n' ' ')" = 
 check "the profile's points are the sweep's" test "$(json_get "$WORK/cal/hw/box.json" 'len(d["flash"]["points"])')" = \
     "$(json_get "$WORK/cal/hw/box-sweep/sweep.json" 'len(d["points"])')"
 check "nothing written in the working folder" test -z "$(ls -A "$WORK/cwd")"
+# default result folders are stamped to the second: two commands in a row get one each
+check "two predicts in a row" bash -c "cd '$WORK/cwd' && '$FLASHBED' predict >/dev/null && '$FLASHBED' predict --paper table2 >/dev/null"
+check "two result folders" test "$(ls "$WORK/cwd/results" | wc -l)" = 2
 
 check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
     --dtype f16 --policy window:5 --layout bundled --out "$WORK/pred"
