@@ -9,13 +9,16 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/atomic_file.h"
+#include "common/cleanup.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
+#include "common/out_path.h"
 #include "common/provenance.h"
 #include "harness/calibrate.h"
 #include "harness/sweep.h"
@@ -29,14 +32,14 @@ struct calibrate_opts {
 
 #define O(f) offsetof(struct calibrate_opts, f)
 static const struct opt_def calibrate_options[] = {
-    {"file", OPT_STRING, O(file), "results/calibrate.bin", "PATH", "file on the flash device to sweep"},
+    {"file", OPT_STRING, O(file), NULL, "PATH", "file on the flash device to sweep [default: scratch.bin in the sweep folder beside the profile, made for the sweep and removed after it]"},
     {"size", OPT_SIZE, O(size), "1G", "BYTES", "bytes of the file the reads spread over"},
     {"sweep", OPT_STRING, O(sweep), NULL, "SWEEP.json", "take the flash points from this sweep instead of measuring"},
     {"quick", OPT_FLAG, O(quick), NULL, NULL, "a short grid and short timings (about a minute)"},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads for the matrix-vector timing [default: all cores]",
      .max = FB_MAX_THREADS},
     {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
-    {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]"},
+    {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
     OPT_END,
 };
 #undef O
@@ -47,10 +50,85 @@ static const struct opt_command calibrate_command = {
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
                "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
                "speed of a plain matrix-vector product in f32 and f16 (the engine's own kernels are not\n"
-               "timed yet; the profile says so). Writes a hardware profile JSON.",
+               "timed yet; the profile says so). Writes a hardware profile JSON, and the sweep it\n"
+               "measured (sweep.json, sweep.csv, sweep.md) beside it: --out configs/hw/box.json puts it\n"
+               "in configs/hw/box-sweep/. Nothing is written elsewhere (without --file the scratch file\n"
+               "is made in that folder and removed once measured).",
     .opts = calibrate_options,
     .max_positional = 0,
 };
+
+/* Where calibrate keeps the sweep it measures: beside the profile,
+ * PROFILE.json -> PROFILE-sweep (another name gets -sweep appended), so
+ * that it writes nothing outside the path it was given. */
+static void sweep_dir_beside(const char *profile, char *dir, size_t len)
+{
+    size_t n = strlen(profile);
+    if (n > 5 && !strcmp(profile + n - 5, ".json"))
+        n -= 5;
+    snprintf(dir, len, "%.*s-sweep", (int)n, profile);
+}
+
+/* Flash: a sweep into work over --file, or over work/scratch.bin, which is
+ * made here (with the folders above it) and removed once measured; then
+ * large reads for the sequential rate. 0, 1 on error (printed), 130 when
+ * interrupted. */
+static int measure_flash(const struct calibrate_opts *o, const char *work, struct hw_profile *hw, bool *bypassed)
+{
+    char scratch[4300], err[1024];
+    struct out_parents made = {0};
+    bool own = !o->file;
+    snprintf(scratch, sizeof scratch, "%s%s", own ? work : o->file, own ? "/scratch.bin" : "");
+    if (own && out_parents_ok("calibrate --out", scratch, &made) != 0)
+        return 1;
+    bool existed = path_exists(scratch);
+    /* flashbed's own file at its own default path: a second Ctrl-C takes it too */
+    int scratch_handle = own && !existed ? cleanup_add_file(scratch) : -1;
+    struct sweep_config c = {
+        .path = scratch, .size = o->size, .iodepth = 1, .direct = true, .huge_pages = true,
+        .engine = ioengine_find("psync"), .runtime_s = o->quick ? 0.5 : 1.0, .ramp_s = o->quick ? 0.1 : 0.25,
+        .out_dir = work,
+    };
+    int rc = 1;
+    if (parse_size_list(o->quick ? "4k,16k,64k,256k,1m" : "4k,8k,16k,32k,64k,128k,256k,512k,1m", &c.chunks, err,
+                        sizeof err) != 0 ||
+        parse_uint_list(o->quick ? "1,4,16,32" : "1,2,4,8,16,32,64", &c.threads, err, sizeof err) != 0) {
+        fb_error("calibrate: internal: its grid: %s", err);
+        goto out;
+    }
+    static const struct sweep_flag flags[] = {{SWEEP_SET_PATH, "--file"}, {SWEEP_SET_SIZE, "--size"}, {0, NULL}};
+    rc = run_sweep("calibrate", flags, &c, opts_to_json(&calibrate_command, o));
+    if (rc != 0)
+        goto out;
+    /* the sweep polled; the measurements after it do not: a Ctrl-C now
+     * stops calibrate at once, writing no profile */
+    interrupt_exit_on_signal();
+    char sweep_json[4300];
+    snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
+    if (hw_flash_from_sweep(sweep_json, hw, bypassed, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        rc = 1;
+        goto out;
+    }
+    /* Large reads stand in for the sequential rate the naive baseline uses. */
+    struct point_params seq = {.engine = c.engine, .path = scratch, .file_size = o->size, .chunk = 4u << 20,
+                               .threads = 4, .iodepth = 1, .direct = true, .huge_pages = true,
+                               .runtime_s = o->quick ? 0.5 : 1.0, .ramp_s = 0.1, .seed = 7};
+    struct point_result r;
+    if (bench_point_run(&seq, &r, err, sizeof err) == 0)
+        hw->flash.sequential_bw = r.bw_bytes;
+out:
+    u64_list_free(&c.chunks);
+    u64_list_free(&c.threads);
+    if (own && !existed)
+        unlink(scratch);
+    cleanup_forget(scratch_handle);
+    if (rc == 0)
+        out_parents_keep(&made);
+    else
+        out_parents_undo(&made); /* the sweep folder stays while it holds finished points */
+    return rc;
+}
 
 int cmd_calibrate(int argc, char **argv)
 {
@@ -71,16 +149,19 @@ int cmd_calibrate(int argc, char **argv)
         snprintf(out, sizeof out, "%s", o.out);
     else
         snprintf(out, sizeof out, "results/hw-%s.json", name);
-    /* before the measurements: a profile that cannot be written costs nothing */
+    /* before the measurements: a profile (or its sweep) that cannot be written costs nothing */
     const char *inputs[] = {o.sweep, o.file};
     if (!hw || out_file_ok_beside("calibrate --out", out, 1, inputs, 2, NULL) != 0)
+        goto out;
+    sweep_dir_beside(out, work, sizeof work);
+    if (!o.sweep && out_dir_ok("calibrate --out", work) != 0)
         goto out;
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "cpu");
     hw->io_threads = 32;
 
-    /* Flash. */
-    /* a measured sweep refuses a file system without direct I/O */
+    /* Flash: from a sweep given, else measured (a measured sweep refuses a
+     * file system without direct I/O). */
     bool bypassed = true;
     if (o.sweep) {
         char err[1024];
@@ -88,46 +169,10 @@ int cmd_calibrate(int argc, char **argv)
             fb_error("calibrate --sweep: %s", err);
             goto out;
         }
-    } else {
-        struct sweep_config c = {
-            .path = o.file, .size = o.size, .iodepth = 1, .direct = true, .huge_pages = true,
-            .engine = ioengine_find("psync"), .runtime_s = o.quick ? 0.5 : 1.0,
-            .ramp_s = o.quick ? 0.1 : 0.25,
-        };
-        char err[1024];
-        if (parse_size_list(o.quick ? "4k,16k,64k,256k,1m" : "4k,8k,16k,32k,64k,128k,256k,512k,1m",
-                            &c.chunks, err, sizeof err) != 0 ||
-            parse_uint_list(o.quick ? "1,4,16,32" : "1,2,4,8,16,32,64", &c.threads, err, sizeof err) != 0)
-            goto out;
-        result_dir_name(NULL, "calibrate", work, sizeof work);
-        c.out_dir = work;
-        cJSON *params = opts_to_json(&calibrate_command, &o);
-        static const struct sweep_flag flags[] = {
-            {SWEEP_SET_PATH, "--file"}, {SWEEP_SET_SIZE, "--size"}, {0, NULL}};
-        int src = run_sweep("calibrate", flags, &c, params);
-        u64_list_free(&c.chunks);
-        u64_list_free(&c.threads);
-        if (src != 0) {
-            rc = src == 130 ? 130 : 1;
-            goto out;
-        }
-        /* the sweep polled; the measurements after it do not: a Ctrl-C now
-         * stops calibrate at once, writing no profile */
-        interrupt_exit_on_signal();
-        char sweep_json[4300];
-        snprintf(sweep_json, sizeof sweep_json, "%s/sweep.json", work);
-        if (hw_flash_from_sweep(sweep_json, hw, &bypassed, err, sizeof err) != 0) {
-            fb_error("%s", err);
-            goto out;
-        }
-        /* Large reads stand in for the sequential rate the naive baseline uses. */
-        struct point_params seq = {.engine = c.engine, .path = o.file, .file_size = o.size,
-                                   .chunk = 4u << 20, .threads = 4, .iodepth = 1, .direct = true,
-                                   .huge_pages = true, .runtime_s = o.quick ? 0.5 : 1.0, .ramp_s = 0.1, .seed = 7};
-        struct point_result r;
-        if (bench_point_run(&seq, &r, err, sizeof err) == 0)
-            hw->flash.sequential_bw = r.bw_bytes;
+    } else if ((rc = measure_flash(&o, work, hw, &bypassed)) != 0) {
+        goto out;
     }
+    rc = 1;
     if (hw->flash.sequential_bw <= 0)
         for (size_t i = 0; i < hw->flash.n_grid; i++)
             hw->flash.sequential_bw = fmax(hw->flash.sequential_bw, hw->points[i].bw);
@@ -174,8 +219,8 @@ int cmd_calibrate(int argc, char **argv)
 
     cJSON *j = hw_profile_to_json(hw);
     cJSON *prov = provenance_new();
-    if (!o.sweep)
-        provenance_add_disk(prov, o.file);
+    if (!o.sweep) /* the disk of the file swept (work: the scratch file's folder, the file being gone) */
+        provenance_add_disk(prov, o.file ? o.file : work);
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&calibrate_command, &o));
     cJSON_AddItemToObject(j, "provenance", prov);
     cJSON *flash = cJSON_GetObjectItemCaseSensitive(j, "flash");

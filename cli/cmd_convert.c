@@ -7,6 +7,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/options.h"
@@ -54,6 +55,7 @@ int cmd_convert(int argc, char **argv)
         out_path_trim(o.out); /* "m/" names the folder m */
     enum fb_dtype dt;
     struct stat st;
+    struct out_parents made;
     char err[1024];
     rc = 2;
     if (npos != 1)
@@ -69,11 +71,18 @@ int cmd_convert(int argc, char **argv)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
     else if (out_new_dir_ok("convert --out", o.out) != 0)
         ;
+    else if (out_parents_ok("convert --out", o.out, &made) != 0)
+        rc = 1;
     else {
         int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, err, sizeof err)
                                       : import_llama2c(pos[0], o.tokenizer, o.out, dt, err, sizeof err);
         if (irc != 0)
             fb_error("%s", err);
+        /* folders made above --out go again with a failed conversion */
+        if (irc == 0)
+            out_parents_keep(&made);
+        else
+            out_parents_undo(&made);
         rc = irc == 0 ? 0 : 1;
     }
     if (rc == 0)

@@ -6,6 +6,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/out_path.h"
@@ -95,6 +96,7 @@ int cmd_model(int argc, char **argv)
     struct model_shape s;
     enum fb_dtype dt;
     struct spectrum up;
+    struct out_parents made;
     char err[512];
     if (!o.shape || !o.out || !o.arch)
         fb_error("model make: needs --arch, --shape and --out");
@@ -124,12 +126,19 @@ int cmd_model(int argc, char **argv)
         fb_error("model make --up-spectrum: shape %s: %s", s.name, err);
     else if (out_new_dir_ok("model make --out", o.out) != 0)
         ;
+    else if (out_parents_ok("model make --out", o.out, &made) != 0)
+        rc = 1;
     else {
         int mrc = !strcmp(o.format, "llama2c")
                       ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)
                       : synthetic_hf(&s, dt, o.seed, o.relu_density, &up, o.out, err, sizeof err);
         if (mrc != 0)
             fb_error("model make: %s", err);
+        /* folders made above --out go again with a failed model */
+        if (mrc == 0)
+            out_parents_keep(&made);
+        else
+            out_parents_undo(&made);
         rc = mrc == 0 ? 0 : 1;
     }
     opts_free(&model_make_command, &o);

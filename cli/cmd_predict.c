@@ -33,8 +33,8 @@ struct predict_opts {
 #define O(f) offsetof(struct predict_opts, f)
 static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
-    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights", .allowed = "f32|f16|bf16"},
+    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights; with --paper fig7 or all, Fig. 7's [default there: bf16, the paper's]", .allowed = "f32|f16|bf16"},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5); with --trace also lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
@@ -61,7 +61,9 @@ static const struct opt_command predict_command = {
     .summary = "Predicts per-token I/O, memory-management and compute latency with the cost model\n"
                "(sim/cost_model.h) for each policy of --policy (e.g. predictor,window:5,lru with --trace):\n"
                "predict.json has one entry per policy in \"predictions\", predict.md one row per policy.\n"
-               "--paper regenerates the paper's Table 2, Table 3 and Fig. 7 beside the paper's numbers;\n"
+               "--paper regenerates the paper's Table 2, Table 3 and Fig. 7 beside the paper's numbers\n"
+               "(with --hw priced with that profile where it applies, the rows marked; options the\n"
+               "paper's tables fix are refused with --paper);\n"
                "--compare puts a prediction (one policy) beside a measured run.",
     .opts = predict_options,
     .max_positional = 0,
@@ -278,15 +280,49 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
     return rc;
 }
 
-static int run_paper(const char *what, const char *dir, cJSON *prov)
+/* Options --paper does not read: the paper's tables fix the models,
+ * policies, budgets and volumes, so one given with it would be ignored. */
+static const char *const not_for_paper[] = {"model", "policy", "layout", "dram-budget", "density-from", "trace",
+                                            "use", "io-threads", "context", "compare", "predictor-rank", NULL};
+
+/* What --paper takes besides the table: --hw in place of the paper's
+ * profiles, --dtype for Fig. 7; refused rather than ignored where it does
+ * not apply. 0, or -1 (printed). */
+static int paper_options(const struct predict_opts *o, struct paper_given *g)
 {
-    bool all = strcmp(what, "all") == 0;
-    if ((all || !strcmp(what, "table2")) && paper_table2(dir, prov) != 0)
+    for (const char *const *n = not_for_paper; *n; n++)
+        if (opts_given(&predict_command, o, *n)) {
+            fb_error("predict --paper %s: --%s does not apply: the paper's tables fix the models, policies, budgets "
+                     "and volumes (--hw, and --dtype for Fig. 7, do apply)", o->paper, *n);
+            return -1;
+        }
+    bool dtype_given = opts_given(&predict_command, o, "dtype");
+    if (dtype_given && strcmp(o->paper, "fig7") && strcmp(o->paper, "all")) {
+        fb_error("predict --paper %s --dtype: Table 2 and Table 3 are priced at the paper's dtypes; --dtype sets "
+                 "Fig. 7's (--paper fig7 or all)", o->paper);
         return -1;
-    if ((all || !strcmp(what, "table3")) && paper_table3(dir, prov) != 0)
-        return -1;
-    if ((all || !strcmp(what, "fig7")) && paper_fig7(dir, prov) != 0)
-        return -1;
+    }
+    g->hw = opts_given(&predict_command, o, "hw") ? o->hw : NULL;
+    g->fig7_dtype = dtype_given ? o->dtype : NULL;
+    char err[4400];
+    if (paper_check_given(o->paper, g, err, sizeof err) == 0)
+        return 0;
+    fb_error("predict --paper %s%s%s: %s%s", o->paper, g->hw ? " --hw " : "", g->hw ? g->hw : "", err,
+             strstr(err, "Fig. 7") && !dtype_given ? " (--dtype prices Fig. 7 at another)" : "");
+    return -1;
+}
+
+static int run_paper(const char *what, const struct paper_given *g, const char *dir, cJSON *prov)
+{
+    int (*const write[])(const char *, const struct paper_given *, cJSON *, char *, size_t) = {
+        paper_write_table2, paper_write_table3, paper_write_fig7};
+    const char *names[] = {"table2", "table3", "fig7"};
+    char err[4400];
+    for (int i = 0; i < 3; i++)
+        if ((!strcmp(what, "all") || !strcmp(what, names[i])) && write[i](dir, g, prov, err, sizeof err) != 0) {
+            fb_error("%s", err);
+            return -1;
+        }
     fb_info("written to %s/", dir);
     return 0;
 }
@@ -446,10 +482,15 @@ int cmd_predict(int argc, char **argv)
         opts_free(&predict_command, &o);
         return 1;
     }
+    struct paper_given given = {0};
+    if (o.paper && paper_options(&o, &given) != 0) {
+        opts_free(&predict_command, &o);
+        return 1;
+    }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&predict_command, &o));
     if (o.paper)
-        rc = run_paper(o.paper, dir, prov) == 0 ? 0 : 1;
+        rc = run_paper(o.paper, &given, dir, prov) == 0 ? 0 : 1;
     else
         rc = predict(&o, dir, prov) == 0 ? 0 : 1;
     cJSON_Delete(prov);

@@ -1,7 +1,8 @@
 /* flashbed run: the engine with its FFN on flash (engine/ffn_flash.h), or
  * dense as the reference, measured per token as I/O, memory management and
  * compute. Same prompt, sampling and output contract as generate; result
- * files run.json (the format predict --compare reads) and run.md. */
+ * files run.json (the format predict --compare reads), run.md and tokens.csv
+ * (with --plot the paper's Fig. 8 drawn from it). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "common/parse.h"
 #include "common/progress.h"
 #include "common/provenance.h"
+#include "common/subprocess.h"
 #include "engine/decode.h"
 #include "engine/engine.h"
 #include "engine/ffn_flash.h"
@@ -37,7 +39,7 @@ struct run_opts {
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
-    bool buffered, quiet, check;
+    bool buffered, quiet, check, plot;
 };
 
 #define O(f) offsetof(struct run_opts, f)
@@ -72,6 +74,9 @@ static const struct opt_def run_output_options[] = {
     {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets)"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},
+    {"plot", OPT_FLAG, O(plot), NULL, NULL,
+     "also draw fig8.png and fig8.svg from tokens.csv with gnuplot: I/O, memory management and compute per token, "
+     "the cold tokens marked (the paper's Fig. 8)"},
     OPT_END,
 };
 static const struct opt_table run_tables[] = {
@@ -103,7 +108,8 @@ static const struct opt_command run_command = {
         "and its time is predictor_ms; --active gate lets a GLU FFN's gate projection choose\n"
         "(its rows held in DRAM, counted as the predictor's); --active trace:FILE lets a trace\n"
         "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
-        "stdout carries only the text; statistics go to stderr, results to run.json and run.md.",
+        "stdout carries only the text; statistics go to stderr, results to run.json, run.md and\n"
+        "tokens.csv (a row per token), with --plot also the paper's Fig. 8 (fig8.png, fig8.svg).",
     .opts = run_options,
     .max_positional = 0,
     .tables = run_tables,
@@ -468,6 +474,11 @@ int cmd_run(int argc, char **argv)
         prompt_text = NULL;
         rc = 1;
     }
+    if (prompt_text && o.plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */
+        fb_error("run --plot: the plots need gnuplot, which is not installed (apt-get install gnuplot-nox)");
+        prompt_text = NULL;
+        rc = 1;
+    }
     if (!prompt_text) {
         free(text);
         opts_free(&run_command, &o);
@@ -542,7 +553,7 @@ int cmd_run(int argc, char **argv)
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &o));
     if (!p.dense)
         provenance_add_disk(prov, m.ffn_path);
-    struct run_report_extra x = {.mode = o.mode, .cold = (int)o.cold};
+    struct run_report_extra x = {.mode = o.mode, .cold = (int)o.cold, .plot = o.plot};
     x.held_bytes = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &x.oracle_bytes);
     x.predictor_bytes = p.dense ? 0 : ffn_flash_predictor_bytes(&m, &p.cfg);
     x.predictor_madds = p.dense ? 0 : ffn_flash_predictor_madds(&m, &p.cfg);

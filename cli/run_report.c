@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "common/fsutil.h"
+#include "common/gnuplot.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "engine/activation.h"
@@ -69,6 +70,12 @@ static uint64_t peak_rss_bytes(void)
 #else
     return (uint64_t)ru.ru_maxrss * 1024;
 #endif
+}
+
+/* The first tokens, summarized apart as the cold start (--cold, at most every token). */
+static int cold_tokens(const struct run_outcome *r, const struct run_report_extra *x)
+{
+    return x->cold < r->n_rows ? x->cold : r->n_rows;
 }
 
 static const char *source_name(const struct run_setup *p)
@@ -159,7 +166,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
         cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
         cJSON_AddItemToArray(toks, t);
     }
-    int cold = x->cold < r->n_rows ? x->cold : r->n_rows, n;
+    int cold = cold_tokens(r, x), n;
     struct token_row mean;
     mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
     cJSON *sum = row_json(&mean);
@@ -290,6 +297,85 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     return strbuf_take(&t);
 }
 
+/* tokens.csv: a row per token with every per-token field of run.json, its
+ * phase, and whether it is one of the cold tokens the summary leaves out
+ * (so that fig8_token_latency.gp needs nothing but this file). */
+static char *tokens_csv(const struct run_outcome *r, int cold)
+{
+    struct strbuf b = {0};
+    strbuf_add(&b, "index,id,phase,cold");
+    for (size_t k = 0; k < N_KEYS; k++)
+        strbuf_add(&b, ",%s", row_keys[k].key);
+    strbuf_add(&b, "\n");
+    for (int i = 0; i < r->n_rows; i++) {
+        strbuf_add(&b, "%d,%d,%s,%d", i, r->rows[i].id, r->rows[i].generated ? "generated" : "prompt", i < cold);
+        for (size_t k = 0; k < N_KEYS; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
+            strbuf_add(&b, ",%.12g", *row_value(&r->rows[i], k));
+        strbuf_add(&b, "\n");
+    }
+    return strbuf_take(&b);
+}
+
+static void bytes_text(double bytes, char *buf, size_t len)
+{
+    if (bytes >= 1e9)
+        snprintf(buf, len, "%.2f GB", bytes / 1e9);
+    else
+        snprintf(buf, len, "%.2f MB", bytes / 1e6);
+}
+
+/* Fig. 8's title: what ran (model, mode, policy and layout, budget, what
+ * chose the neurons). */
+static void fig8_title(const struct model *m, const struct run_setup *p, const struct run_report_extra *x, char *buf,
+                       size_t len)
+{
+    char budget[96] = "no DRAM budget";
+    if (p->budget) {
+        char bytes[32];
+        bytes_text((double)p->budget, bytes, sizeof bytes);
+        snprintf(budget, sizeof budget, "DRAM budget %s (%.0f%% of the model)", bytes,
+                 p->model_bytes ? 100.0 * (double)p->budget / (double)p->model_bytes : 0);
+    }
+    if (p->dense)
+        snprintf(buf, len, "%s (%s), mode dense (every weight in DRAM), %s", m->shape.name, dtype_name(m->dtype), budget);
+    else
+        snprintf(buf, len, "%s (%s), mode %s: %s + %s, %s, %s neurons", m->shape.name, dtype_name(m->dtype), x->mode,
+                 p->plan.policy, p->layout, budget, source_name(p));
+}
+
+/* Fig. 8's second line: the machine and the disk the FFN was read from. */
+static void fig8_machine(const struct run_setup *p, const cJSON *prov, char *buf, size_t len)
+{
+    const cJSON *mj = cJSON_GetObjectItemCaseSensitive(prov, "machine");
+    const cJSON *dj = cJSON_GetObjectItemCaseSensitive(prov, "disk");
+    const char *host = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mj, "hostname"));
+    const char *cpu = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mj, "cpu"));
+    const char *dev = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dj, "device"));
+    const char *fs = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(dj, "file_system"));
+    int n = snprintf(buf, len, "on %s (%s)", host ? host : "?", cpu ? cpu : "?");
+    if (!p->dense && n > 0 && (size_t)n < len)
+        snprintf(buf + n, len - (size_t)n, ", flash: %s (%s), %s", dev && *dev ? dev : "?", fs ? fs : "?",
+                 p->cfg.direct ? "direct I/O" : "page cache");
+}
+
+/* fig8.png and fig8.svg from dir/tokens.csv (plots/fig8_token_latency.gp). */
+static int write_fig8(const char *dir, const char *title, const char *machine)
+{
+    char csv[4200], png[4200], svg[4200], vcsv[8500], vtitle[1100], vmachine[1100], err[4400];
+    snprintf(csv, sizeof csv, "%s/tokens.csv", dir);
+    snprintf(png, sizeof png, "%s/fig8.png", dir);
+    snprintf(svg, sizeof svg, "%s/fig8.svg", dir);
+    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
+    gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
+    gnuplot_var(vmachine, sizeof vmachine, "machine", machine);
+    const char *vars[] = {vcsv, vtitle, vmachine, NULL};
+    const char *outs[] = {png, svg, NULL};
+    if (gnuplot_render("fig8_token_latency.gp", vars, outs, err, sizeof err) == 0)
+        return 0;
+    fb_error("run --plot: %s", err);
+    return -1;
+}
+
 int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                      const struct run_report_extra *x, cJSON *prov)
 {
@@ -306,6 +392,17 @@ int run_report_write(const char *dir, const struct model *m, const struct run_se
     snprintf(path, sizeof path, "%s/run.md", dir);
     if (rc == 0 && md)
         rc = write_text_file(path, md);
+    char *csv = tokens_csv(r, cold_tokens(r, x));
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    if (rc == 0)
+        rc = csv ? write_text_file(path, csv) : (fb_error("out of memory writing %s", path), -1);
+    free(csv);
+    if (rc == 0 && x->plot) {
+        char title[600], machine[600];
+        fig8_title(m, p, x, title, sizeof title);
+        fig8_machine(p, prov, machine, sizeof machine);
+        rc = write_fig8(dir, title, machine);
+    }
     if (md)
         fputs(md, stderr);
     free(md);

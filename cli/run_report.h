@@ -1,7 +1,7 @@
 /* flashbed run's bookkeeping and result files: what the run was set up
  * with (struct run_setup), what each token cost (struct token_row), and
- * run.json (the format predict --compare reads) and run.md (the paper's
- * Table 3 layout). Part of cli/: it writes files and prints run.md. */
+ * run.json (the format predict --compare reads), run.md (the paper's
+ * Table 3 layout) and tokens.csv with its Fig. 8 plot. Part of cli/: it writes files and prints run.md. */
 #ifndef FLASHBED_CLI_RUN_REPORT_H
 #define FLASHBED_CLI_RUN_REPORT_H
 
@@ -58,10 +58,14 @@ struct run_report_extra {
     uint64_t oracle_bytes; /* the oracle's rows, apart (not counted in held_bytes) */
     uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
     uint64_t predictor_madds; /* its multiply-adds per token */
+    bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
 };
 
-/* Writes dir/run.json and dir/run.md (made with dir when missing) and
- * prints run.md on stderr; takes prov. 0, or -1 (printed). */
+/* Writes dir/run.json, dir/run.md and dir/tokens.csv (a row per token: the
+ * per-token fields, the phase, and whether it is a cold token), made with
+ * dir when missing, with x->plot also fig8.png and fig8.svg from tokens.csv
+ * (plots/fig8_token_latency.gp: the paper's Fig. 8), and prints run.md on
+ * stderr; takes prov. 0, or -1 (printed). */
 int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                      const struct run_report_extra *x, cJSON *prov);
 

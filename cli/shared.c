@@ -4,10 +4,10 @@
 #include <stdio.h>
 
 #include "common/atomic_file.h"
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
-#include "sim/paper_tables.h"
 
 int write_json_file(const char *path, const cJSON *json)
 {
@@ -54,6 +54,15 @@ int out_file_ok(const char *what, const char *path, int make_parent)
     return -1;
 }
 
+int out_parents_ok(const char *what, const char *path, struct out_parents *p)
+{
+    char err[4400];
+    if (out_parents_make(path, p, err, sizeof err) == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
 int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
                        size_t n_inputs, const char *model_dir)
 {
@@ -66,32 +75,6 @@ int out_file_ok_beside(const char *what, const char *path, int make_parent, cons
     return -1;
 }
 
-/* One of paper_write_table2, _table3, _fig7, with its failure printed. */
-static int paper_printed(int (*write)(const char *, cJSON *, char *, size_t), const char *out_dir,
-                         cJSON *provenance)
-{
-    char err[4400];
-    if (write(out_dir, provenance, err, sizeof err) == 0)
-        return 0;
-    fb_error("%s", err);
-    return -1;
-}
-
-int paper_table2(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_table2, out_dir, provenance);
-}
-
-int paper_table3(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_table3, out_dir, provenance);
-}
-
-int paper_fig7(const char *out_dir, cJSON *provenance)
-{
-    return paper_printed(paper_write_fig7, out_dir, provenance);
-}
-
 void result_dir_name(const char *out, const char *command, char *dir, size_t len)
 {
     if (out) {
@@ -101,4 +84,8 @@ void result_dir_name(const char *out, const char *command, char *dir, size_t len
     char stamp[32];
     provenance_stamp(stamp, sizeof stamp);
     snprintf(dir, len, "results/%s-%s", command, stamp);
+    /* the stamp has seconds: a second command within the same second would
+     * write into the first one's folder */
+    for (int i = 2; path_exists(dir) && i < 1000; i++)
+        snprintf(dir, len, "results/%s-%s-%d", command, stamp, i);
 }

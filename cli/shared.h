@@ -8,7 +8,8 @@
 
 #include <cjson/cJSON.h>
 
-/* The result folder: out when given, else results/<command>-<timestamp>. */
+/* The result folder: out when given, else results/<command>-<timestamp>,
+ * with -2, -3, ... added when a folder of that name exists already. */
 void result_dir_name(const char *out, const char *command, char *dir, size_t len);
 
 /* A result file written whole or not at all (common/atomic_file.h);
@@ -23,17 +24,15 @@ int write_text_file(const char *path, const char *text);
 int out_dir_ok(const char *what, const char *dir);
 int out_new_dir_ok(const char *what, const char *dir);
 int out_file_ok(const char *what, const char *path, int make_parent);
+/* Makes the missing folders above path (common/out_path.h's
+ * out_parents_make), the failure printed as "WHAT: why"; p then goes to
+ * out_parents_keep or out_parents_undo. */
+struct out_parents;
+int out_parents_ok(const char *what, const char *path, struct out_parents *p);
 /* out_file_ok, and path is none of the command's input files (NULL
  * entries: options not given) nor a file of its model folder (NULL: none). */
 int out_file_ok_beside(const char *what, const char *path, int make_parent, const char *const *inputs,
                        size_t n_inputs, const char *model_dir);
-
-/* The paper's tables (sim/paper_tables.h) with the reason printed on
- * failure. Only cmd_predict.c calls these; once it calls
- * paper_write_table2 and the others itself, they can go. */
-int paper_table2(const char *out_dir, cJSON *provenance);
-int paper_table3(const char *out_dir, cJSON *provenance);
-int paper_fig7(const char *out_dir, cJSON *provenance);
 
 /* A command's option for one of the settings a sweep can refuse
  * (harness/sweep.h); tables end with {0, NULL}. */

@@ -19,9 +19,13 @@ enum { SLOT_FREE, SLOT_CLAIMED, SLOT_ACTIVE };
  * ".tmp.<pid>" suffix. */
 #define CLEANUP_PATH_MAX 4352
 
+/* What a slot holds: a temporary file, a temporary folder (its files go
+ * too), or a folder made for an output, removed only while empty. */
+enum { KIND_FILE, KIND_DIR, KIND_EMPTY_DIR };
+
 struct cleanup_slot {
     atomic_int state;
-    bool is_dir;
+    int kind;
     char path[CLEANUP_PATH_MAX];
 };
 
@@ -30,7 +34,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "cleanup registry needs lock-free atom
 
 static struct cleanup_slot slots[CLEANUP_SLOTS];
 
-static int add(const char *path, bool is_dir)
+static int add(const char *path, int kind)
 {
     size_t n = strlen(path);
     if (n >= CLEANUP_PATH_MAX)
@@ -40,7 +44,7 @@ static int add(const char *path, bool is_dir)
         if (!atomic_compare_exchange_strong(&slots[i].state, &expected, SLOT_CLAIMED))
             continue;
         memcpy(slots[i].path, path, n + 1);
-        slots[i].is_dir = is_dir;
+        slots[i].kind = kind;
         atomic_store(&slots[i].state, SLOT_ACTIVE);
         return i;
     }
@@ -49,12 +53,17 @@ static int add(const char *path, bool is_dir)
 
 int cleanup_add_file(const char *path)
 {
-    return add(path, false);
+    return add(path, KIND_FILE);
 }
 
 int cleanup_add_dir(const char *path)
 {
-    return add(path, true);
+    return add(path, KIND_DIR);
+}
+
+int cleanup_add_empty_dir(const char *path)
+{
+    return add(path, KIND_EMPTY_DIR);
 }
 
 void cleanup_forget(int handle)
@@ -118,18 +127,20 @@ static void remove_dir_files(const char *dir)
 }
 #endif
 
-static void remove_slots(bool dirs)
+static void remove_slots(int kind)
 {
     for (int i = CLEANUP_SLOTS - 1; i >= 0; i--) {
-        if (atomic_load(&slots[i].state) != SLOT_ACTIVE || slots[i].is_dir != dirs)
+        if (atomic_load(&slots[i].state) != SLOT_ACTIVE || slots[i].kind != kind)
             continue;
-        if (dirs) {
+        if (kind == KIND_DIR) {
             /* twice: a thread still writing may have added a file meanwhile */
             remove_dir_files(slots[i].path);
             if (rmdir(slots[i].path) != 0) {
                 remove_dir_files(slots[i].path);
                 rmdir(slots[i].path);
             }
+        } else if (kind == KIND_EMPTY_DIR) {
+            rmdir(slots[i].path); /* fails, keeping it, while anything is inside */
         } else {
             unlink(slots[i].path);
         }
@@ -138,6 +149,10 @@ static void remove_slots(bool dirs)
 
 void cleanup_remove_all(void)
 {
-    remove_slots(false);
-    remove_slots(true);
+    remove_slots(KIND_FILE);
+    remove_slots(KIND_DIR);
+    /* nested folders in any slot order: a folder empties once the one
+     * inside it went, so as many passes as there are slots suffice */
+    for (int pass = 0; pass < CLEANUP_SLOTS; pass++)
+        remove_slots(KIND_EMPTY_DIR);
 }

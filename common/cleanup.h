@@ -7,7 +7,8 @@
  * leaves nothing half-written behind.
  *
  * Only temporary names are ever registered, never a user's path: removing
- * one that was already renamed or never created does nothing.
+ * one that was already renamed or never created does nothing. The one
+ * exception, folders made for an output, is removed only while empty.
  *
  * Returns: cleanup_add_* a handle (>= 0), or -1 when the path is too long
  * or every slot is taken (the temporary is then not removed on a signal;
@@ -29,10 +30,15 @@ int cleanup_add_file(const char *path);
 /* A temporary folder: removed with the plain files directly inside it
  * (flashbed's model folders are flat). */
 int cleanup_add_dir(const char *path);
+/* A folder flashbed made for an output (a missing parent of --out,
+ * common/out_path.h's out_parents_make): removed, after the temporaries,
+ * only while empty, so what it holds of anyone's is never touched. */
+int cleanup_add_empty_dir(const char *path);
 /* The temporary was renamed into place or removed: nothing to do for it. */
 void cleanup_forget(int handle);
 
-/* Removes every registered temporary: files, then folders. Async-signal-safe. */
+/* Removes every registered temporary: files, then folders, then the empty
+ * folders made for outputs. Async-signal-safe. */
 void cleanup_remove_all(void);
 
 /* How many temporaries are registered now (for tests). */

@@ -28,6 +28,24 @@ void plots_dir_set(const char *dir)
     snprintf(plots_dir_given, sizeof plots_dir_given, "%s", dir ? dir : "");
 }
 
+int gnuplot_var(char *buf, size_t len, const char *name, const char *value)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s='", name);
+    for (const char *c = value; n < len && *c; c++) {
+        if (*c == '\'')
+            buf[n++] = '\'';
+        if (n < len)
+            buf[n++] = *c;
+    }
+    if (n + 2 > len) { /* no room for the value and its closing quote */
+        snprintf(buf, len, "%s=''", name);
+        return -1;
+    }
+    buf[n++] = '\'';
+    buf[n] = '\0';
+    return 0;
+}
+
 int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
                    size_t errlen)
 {

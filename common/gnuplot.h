@@ -20,4 +20,10 @@ void plots_dir_set(const char *dir);
 int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
                    size_t errlen);
 
+/* A string variable for gnuplot_render: name='value', each single quote of
+ * value doubled (gnuplot's escape inside '...'), so a title or path holding
+ * one stays one string. 0, or -1 when buf is too small (buf then holds
+ * name='' so the script still runs). */
+int gnuplot_var(char *buf, size_t len, const char *name, const char *value);
+
 #endif

@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
 
@@ -98,7 +100,7 @@ int out_new_dir_check(const char *dir, char *err, size_t errlen)
         return err_set(err, errlen, "%s: already exists; remove it or choose another --out", dir);
     if (errno != ENOENT && errno != ENOTDIR)
         return err_set(err, errlen, "%s: cannot use: %s", dir, strerror(errno));
-    return check_nearest_ancestor(dir, dir, false, err, errlen);
+    return check_nearest_ancestor(dir, dir, true, err, errlen);
 }
 
 int out_file_check(const char *path, int make_parent, char *err, size_t errlen)
@@ -151,6 +153,92 @@ int out_file_not_input(const char *path, const char *const *inputs, size_t n_inp
                            path, folders[i]);
     }
     return 0;
+}
+
+/* Makes one missing folder, registered first so that no moment exists at
+ * which a signal would leave it. 1 when made, 0 when it appeared
+ * meanwhile (someone else's: not ours to remove), -1 on failure. */
+static int make_one(const char *dir, int *handle)
+{
+    *handle = cleanup_add_empty_dir(dir);
+    if (mkdir(dir, 0755) == 0)
+        return 1;
+    int e = errno;
+    cleanup_forget(*handle);
+    errno = e;
+    return e == EEXIST ? 0 : -1;
+}
+
+int out_parents_make(const char *path, struct out_parents *p, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof *p);
+    /* the missing ancestors, innermost first */
+    char dir[4096], *missing[512];
+    size_t n = 0;
+    struct stat st;
+    int rc = 0;
+    dir_of(path, dir, sizeof dir);
+    for (;;) {
+        if (stat(dir, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                rc = err_set(err, errlen, "%s: cannot create folder %s: not a folder", path, dir);
+            break;
+        }
+        if (errno != ENOENT) {
+            rc = err_set(err, errlen, "%s: cannot create folder %s: %s", path, dir, strerror(errno));
+            break;
+        }
+        if (!strcmp(dir, ".") || !strcmp(dir, "/") || n == sizeof missing / sizeof missing[0])
+            break;
+        if (!(missing[n] = strdup(dir))) {
+            rc = err_set(err, errlen, "%s: out of memory", path);
+            break;
+        }
+        dir_of(missing[n++], dir, sizeof dir);
+    }
+    p->dirs = calloc(n ? n : 1, sizeof *p->dirs);
+    p->handles = calloc(n ? n : 1, sizeof *p->handles);
+    if (rc == 0 && (!p->dirs || !p->handles))
+        rc = err_set(err, errlen, "%s: out of memory", path);
+    for (size_t i = n; i-- > 0;) { /* outermost first */
+        int handle = -1, made = rc == 0 ? make_one(missing[i], &handle) : 0;
+        if (made < 0)
+            rc = err_set(err, errlen, "%s: cannot create folder %s: %s", path, missing[i], strerror(errno));
+        if (made > 0) {
+            p->dirs[p->n] = missing[i];
+            p->handles[p->n++] = handle;
+        } else {
+            free(missing[i]);
+        }
+    }
+    if (rc != 0)
+        out_parents_undo(p);
+    return rc;
+}
+
+static void parents_free(struct out_parents *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        free(p->dirs[i]);
+    free(p->dirs);
+    free(p->handles);
+    memset(p, 0, sizeof *p);
+}
+
+void out_parents_keep(struct out_parents *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        cleanup_forget(p->handles[i]);
+    parents_free(p);
+}
+
+void out_parents_undo(struct out_parents *p)
+{
+    for (size_t i = p->n; i-- > 0;) {
+        rmdir(p->dirs[i]); /* fails, keeping it, while anything is inside */
+        cleanup_forget(p->handles[i]);
+    }
+    parents_free(p);
 }
 
 void out_path_trim(char *path)

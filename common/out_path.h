@@ -19,7 +19,9 @@
 int out_dir_check(const char *dir, char *err, size_t errlen);
 
 /* A new folder that must not exist yet (convert, model make), written as
- * "<dir>.tmp.<pid>" beside it and renamed: its parent must exist. */
+ * "<dir>.tmp.<pid>" beside it and renamed; missing parents are made for it
+ * (out_parents_make), so the nearest existing ancestor must be a writable
+ * folder. */
 int out_new_dir_check(const char *dir, char *err, size_t errlen);
 
 /* A result file written as "<path>.tmp.<pid>" and renamed over path. An
@@ -36,6 +38,27 @@ int out_file_check(const char *path, int make_parent, char *err, size_t errlen);
  * are skipped (options not given); a path that does not exist yet passes. */
 int out_file_not_input(const char *path, const char *const *inputs, size_t n_inputs, const char *const *folders,
                        size_t n_folders, char *err, size_t errlen);
+
+/* The folders above an output that did not exist and were made for it,
+ * remembered so that a failure or a signal takes them away again. */
+struct out_parents {
+    char **dirs;  /* outermost first */
+    int *handles; /* their registrations in common/cleanup.h */
+    size_t n;
+};
+
+/* Makes the missing folders above path (its parent, mkdir -p), each
+ * registered before it exists to be removed, while empty, on a signal.
+ * 0, or -1 with the reason in err (what was made is removed again).
+ * Either way p is then given to out_parents_keep or out_parents_undo. */
+int out_parents_make(const char *path, struct out_parents *p, char *err, size_t errlen);
+
+/* The output is in place: the folders stay (and leave the registry). */
+void out_parents_keep(struct out_parents *p);
+
+/* The output failed: the folders made are removed, innermost first, each
+ * only while empty (one holding anything stays). */
+void out_parents_undo(struct out_parents *p);
 
 /* Drops trailing slashes in place ("models/m/" -> "models/m"; "/" stays):
  * a folder written as "<dir>.tmp.<pid>" and renamed needs its plain name. */

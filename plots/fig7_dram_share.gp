@@ -1,5 +1,7 @@
 # Latency per token against the share of the model held in DRAM (the
-# paper's Fig. 7, modelled). flashbed passes: csv, term, outfile.
+# paper's Fig. 7, modelled). flashbed passes: csv, plot_title (the model,
+# dtype and profile), term, outfile.
+if (!exists('plot_title')) plot_title = 'OPT-6.7B, bf16, rtx4090-gpu profile (modelled)'
 if (term eq 'svg') {
     set terminal svg size 900,600 dynamic enhanced font 'sans,12'
 } else {
@@ -7,7 +9,7 @@ if (term eq 'svg') {
 }
 set output outfile
 set datafile separator ','
-set title 'OPT-6.7B, bf16, rtx4090-gpu profile (modelled)'
+set title plot_title noenhanced
 set xlabel 'DRAM share of the model (%)'
 set ylabel 'latency per token (ms)'
 set grid

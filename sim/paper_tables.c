@@ -89,6 +89,101 @@ static int load_hw(const char *name, struct hw_profile *hw, char *err, size_t er
     return 0;
 }
 
+static bool has_given(const struct paper_given *g)
+{
+    return g && g->hw;
+}
+
+/* The profile a whole table prices with: the given one, else the paper's. */
+static int table_hw(const struct paper_given *g, const char *paper, struct hw_profile *hw, char *err, size_t errlen)
+{
+    return load_hw(has_given(g) ? g->hw : paper, hw, err, errlen);
+}
+
+/* The cost model prices a dtype only where the profile has a compute rate
+ * for it; said here, before any table is written, with what asks for it. */
+static int need_rate(struct hw_profile *hw, const char *dtype, const char *what, char *err, size_t errlen)
+{
+    const struct compute_rate *r = hw_compute(hw, dtype);
+    if (r && r->bw > 0)
+        return 0;
+    return err_set(err, errlen, "%s prices %s weights, and profile %s (%s) has no compute rate for %s", what, dtype,
+                   hw->name, hw->path, dtype);
+}
+
+/* A Table 3 row's profile: its paper profile, or the given one
+ * (*from_given) when that describes the same backend. */
+static int row_hw(const cJSON *r, const struct hw_profile *given, struct hw_profile *hw, bool *from_given, char *err,
+                  size_t errlen)
+{
+    if (load_hw(str(r, "hw"), hw, err, errlen) != 0)
+        return -1;
+    *from_given = given && strcmp(given->backend, hw->backend) == 0;
+    if (*from_given)
+        *hw = *given;
+    return 0;
+}
+
+/* The given profile describes the backend of some Table 3 rows and has a
+ * compute rate for their dtypes. */
+static int check_table3(const struct hw_profile *given, char *err, size_t errlen)
+{
+    cJSON *t = load_json("paper/table3.json", err, errlen);
+    if (!t)
+        return -1;
+    struct hw_profile hw;
+    char backends[128] = "";
+    int matched = 0, rc = 0;
+    const cJSON *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
+    {
+        bool from_given;
+        if (row_hw(r, given, &hw, &from_given, err, errlen) != 0 ||
+            (from_given && need_rate(&hw, str(r, "dtype"), "Table 3's rows on its backend", err, errlen) != 0)) {
+            rc = -1;
+            break;
+        }
+        matched += from_given;
+        if (!from_given && !strstr(backends, hw.backend)) {
+            size_t n = strlen(backends);
+            snprintf(backends + n, sizeof backends - n, "%s%s", n ? ", " : "", hw.backend);
+        }
+    }
+    if (rc == 0 && !matched)
+        rc = err_set(err, errlen, "profile %s (%s) describes the '%s' backend; Table 3's rows run on %s, so none "
+                     "would be priced with it", given->name, given->path, given->backend, backends);
+    cJSON_Delete(t);
+    return rc;
+}
+
+static const char *fig7_dtype(const struct paper_given *g)
+{
+    return g && g->fig7_dtype ? g->fig7_dtype : "bf16";
+}
+
+int paper_check_given(const char *what, const struct paper_given *g, char *err, size_t errlen)
+{
+    bool all = strcmp(what, "all") == 0;
+    struct hw_profile hw;
+    if ((all || !strcmp(what, "fig7")) && g && (g->hw || g->fig7_dtype) &&
+        (table_hw(g, "rtx4090-gpu", &hw, err, errlen) != 0 || need_rate(&hw, fig7_dtype(g), "Fig. 7", err, errlen) != 0))
+        return -1;
+    if (!has_given(g))
+        return 0;
+    if (load_hw(g->hw, &hw, err, errlen) != 0)
+        return -1;
+    if (all || !strcmp(what, "table2")) {
+        cJSON *t = load_json("paper/table2.json", err, errlen);
+        int rc = t ? need_rate(&hw, str(t, "dtype"), "Table 2", err, errlen) : -1;
+        cJSON_Delete(t);
+        if (rc != 0)
+            return -1;
+    }
+    if ((all || !strcmp(what, "table3")) && check_table3(&hw, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
 /* The paper's configuration for one method: policy, layout and per-token volumes. */
 int paper_cost_config(struct cost_config *c, const struct model_shape *s, const char *method,
                         const char *layout, const char *density_suffix)
@@ -135,7 +230,7 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
     return atomic_write_text(path, md, err, errlen);
 }
 
-int paper_write_table2(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
+int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
     cJSON *t = load_json("paper/table2.json", err, errlen);
     if (!t)
@@ -147,13 +242,18 @@ int paper_write_table2(const char *out_dir, cJSON *provenance, char *err, size_t
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     if (model_shape_load(str(t, "model"), &s, err, errlen) != 0 ||
-        load_hw(str(t, "hw"), &hw, err, errlen) != 0)
+        table_hw(g, str(t, "hw"), &hw, err, errlen) != 0)
         goto out;
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
+    cJSON_AddStringToObject(root, "hw", hw.name);
+    cJSON_AddStringToObject(root, "hw_from", has_given(g) ? "given" : "paper");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    strbuf_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM\n\n"
-                "Model: the cost model with the `%s` profile and App. C.1's densities "
+    strbuf_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM%s\n\n", has_given(g) ? " — modelled with a given profile" : "");
+    if (has_given(g))
+        strbuf_add(&md, "Every row is priced with the given profile `%s` (%s) in place of the paper's `%s`.\n\n",
+                   hw.name, hw.path, str(t, "hw"));
+    strbuf_add(&md, "Model: the cost model with the `%s` profile and App. C.1's densities "
                 "(predictor ~10%% of the FFN per token, window k = 4: 2.4%% new, 24%% held). "
                 "The last column uses the densities implied by the table's own flash→DRAM column "
                 "(0.9 GB and 0.2 GB of the 8.59 GB fp16 FFN).\n\n"
@@ -212,8 +312,52 @@ out:
     return rc;
 }
 
-int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
+/* A rate derived from this very row (a derive_from rule naming its model
+ * and method: "naive" for the dense compute, "window" for the All row's
+ * flash and memory management) reproduces the paper's cell by construction. */
+static bool derived_from(const struct derive_rule *r, const char *model, const char *policy)
 {
+    return r->model[0] && !strcmp(r->model, model) && !strcmp(r->policy, policy);
+}
+
+/* Which of a Table 3 row's cells are calibrations rather than predictions,
+ * from the rules of the profile that priced it (a measured profile has
+ * none), into notes. */
+static void calibrated_cells(struct hw_profile *hw, const char *model, const char *method, const char *dtype,
+                             char *notes, size_t len)
+{
+    const struct compute_rate *rate = hw_compute(hw, dtype);
+    bool all = !strcmp(method, "all");
+    bool io = all && derived_from(&hw->flash_derive, model, "window"); /* its model stays once resolved */
+    bool mem = all && derived_from(&hw->mem_derive, model, "window");
+    bool comp = !strcmp(method, "naive") && rate && derived_from(&rate->derive, model, "naive");
+    if (io || mem || comp)
+        snprintf(notes, len, "calibrated here: %s%s%s", io ? "I/O " : "", mem ? "mem " : "", comp ? "compute" : "");
+}
+
+/* Table 3's introduction: where the profiles come from. */
+static void table3_intro(struct strbuf *md, const struct hw_profile *given)
+{
+    strbuf_add(md, "# Table 3 — latency per token (ms): paper / model (error)\n\n");
+    if (given)
+        strbuf_add(md, "Rows on the `%s` backend are priced with the given profile `%s` (%s), marked *given*; "
+                       "the others are modelled from the paper's profiles in configs/hw/, marked *paper*. ",
+                   given->backend, given->name, given->path);
+    else
+        strbuf_add(md, "Paper profiles in configs/hw/. ");
+    strbuf_add(md, "Rates marked *calibrated* were derived from that "
+                   "very cell (the paper publishes nothing else to derive them from), so those cells "
+                   "are not predictions. Naive and hybrid I/O use 16-bit bytes on every backend, as "
+                   "the paper's best-case baselines do.\n\n"
+                   "| model | method | backend | profile | I/O | mem | compute | total | notes |\n"
+                   "|---|---|---|---|---|---|---|---|---|\n");
+}
+
+int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
+{
+    struct hw_profile given;
+    if (has_given(g) && load_hw(g->hw, &given, err, errlen) != 0)
+        return -1;
     cJSON *t = load_json("paper/table3.json", err, errlen);
     if (!t)
         return -1;
@@ -223,22 +367,19 @@ int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 3: end-to-end latency per token (ms)");
+    if (has_given(g))
+        cJSON_AddStringToObject(root, "hw_given", given.path);
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     const cJSON *shares = cJSON_GetObjectItemCaseSensitive(t, "dram_share");
-    strbuf_add(&md, "# Table 3 — latency per token (ms): paper / model (error)\n\n"
-                "Paper profiles in configs/hw/; rates marked *calibrated* were derived from that "
-                "very cell (the paper publishes nothing else to derive them from), so those cells "
-                "are not predictions. Naive and hybrid I/O use 16-bit bytes on every backend, as "
-                "the paper's best-case baselines do.\n\n"
-                "| model | method | backend | I/O | mem | compute | total | notes |\n"
-                "|---|---|---|---|---|---|---|---|\n");
+    table3_intro(&md, has_given(g) ? &given : NULL);
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
         struct model_shape s;
         struct hw_profile hw;
+        bool from_given;
         if (model_shape_load(str(r, "model"), &s, err, errlen) != 0 ||
-            load_hw(str(r, "hw"), &hw, err, errlen) != 0)
+            row_hw(r, has_given(g) ? &given : NULL, &hw, &from_given, err, errlen) != 0)
             goto out;
         const char *method = str(r, "method");
         struct cost_config c = {.shape = &s, .hw = &hw, .io_threads = hw.io_threads, .context_tokens = 256};
@@ -254,16 +395,8 @@ int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t
             err_set(err, errlen, "table 3, %s %s %s: %s", s.name, method, str(r, "backend"), why);
             goto out;
         }
-        /* Which cells are calibrations rather than predictions. */
-        bool opt = strcmp(s.name, "opt-6.7b") == 0;
-        bool io_cal = opt && strcmp(method, "all") == 0 &&
-                      (strcmp(hw.name, "m2ultra-metal") == 0 || strcmp(hw.name, "rtx4090-gpu") == 0);
-        bool mem_cal = opt && strcmp(method, "all") == 0;
-        bool comp_cal = opt && strcmp(method, "naive") == 0;
         char notes[400] = "";
-        if (io_cal || mem_cal || comp_cal)
-            snprintf(notes, sizeof notes, "calibrated here: %s%s%s", io_cal ? "I/O " : "",
-                     mem_cal ? "mem " : "", comp_cal ? "compute" : "");
+        calibrated_cells(&hw, s.name, method, c.dtype, notes, sizeof notes);
         if (strcmp(method, "all") == 0 && strstr(c.vol.source, "assumed")) {
             size_t n = strlen(notes);
             snprintf(notes + n, sizeof notes - n, "%sdensities assumed (paper gives none)", n ? "; " : "");
@@ -274,6 +407,7 @@ int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t
         cJSON_AddStringToObject(o, "method", method);
         cJSON_AddStringToObject(o, "backend", str(r, "backend"));
         cJSON_AddStringToObject(o, "hw", hw.name);
+        cJSON_AddStringToObject(o, "hw_from", from_given ? "given" : "paper");
         cJSON_AddStringToObject(o, "dtype", c.dtype);
         cJSON_AddNumberToObject(o, "paper_io_ms", pi);
         cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
@@ -295,8 +429,8 @@ int paper_write_table3(const char *out_dir, cJSON *provenance, char *err, size_t
             snprintf(mem_cell, sizeof mem_cell, "0 / 0");
         else
             snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p.mem_ms, 100 * rel_err(p.mem_ms, pm));
-        strbuf_add(&md, "| %s | %s | %s | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
-               s.name, method, str(r, "backend"), pi, p.io_ms, 100 * rel_err(p.io_ms, pi), mem_cell, pc,
+        strbuf_add(&md, "| %s | %s | %s | %s (%s) | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
+               s.name, method, str(r, "backend"), hw.name, from_given ? "*given*" : "paper", pi, p.io_ms, 100 * rel_err(p.io_ms, pi), mem_cell, pc,
                p.compute_ms, 100 * rel_err(p.compute_ms, pc), pt, p.serial_ms,
                100 * rel_err(p.serial_ms, pt), notes);
     }
@@ -312,22 +446,30 @@ out:
     return rc;
 }
 
-int paper_write_fig7(const char *out_dir, cJSON *provenance, char *err, size_t errlen)
+int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
     struct model_shape s;
     struct hw_profile hw;
-    if (model_shape_load("opt-6.7b", &s, err, errlen) != 0 ||
-        load_hw("rtx4090-gpu", &hw, err, errlen) != 0)
+    if (model_shape_load("opt-6.7b", &s, err, errlen) != 0 || table_hw(g, "rtx4090-gpu", &hw, err, errlen) != 0)
         return -1;
+    const char *dtype = fig7_dtype(g);
+    char what[256]; /* the figure's subject, in its title, JSON and Markdown */
+    snprintf(what, sizeof what, "OPT-6.7B, %s, %s profile%s", dtype, hw.name,
+             has_given(g) ? " (given in place of the paper's rtx4090-gpu)" : "");
     int rc = -1;
     struct strbuf md = {0}, csv = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
-    cJSON_AddStringToObject(root, "figure", "Fig. 7: OPT-6.7B latency per token against the DRAM share, rtx4090-gpu profile, bf16");
+    char figure[400];
+    snprintf(figure, sizeof figure, "Fig. 7: latency per token against the DRAM share, %s", what);
+    cJSON_AddStringToObject(root, "figure", figure);
+    cJSON_AddStringToObject(root, "hw", hw.name);
+    cJSON_AddStringToObject(root, "hw_from", has_given(g) ? "given" : "paper");
+    cJSON_AddStringToObject(root, "dtype", dtype);
     cJSON_AddStringToObject(root, "s_agg", "s_agg(k) = 0.2062 k^0.322 - 0.1062, through App. C.1: 10% at k=1, 24% at k=5, 2.4% new at k=5");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    strbuf_add(&md, "# Fig. 7 (modelled) — OPT-6.7B, bf16, rtx4090-gpu profile\n\n"
-                "The window grows with the DRAM share: the FFN cache gets what the share leaves after "
+    strbuf_add(&md, "# Fig. 7 (modelled) — %s\n\n", what);
+    strbuf_add(&md, "The window grows with the DRAM share: the FFN cache gets what the share leaves after "
                 "embeddings, attention and predictor; the window length follows from s_agg(k) = "
                 "0.2062·k^0.322 − 0.1062, the curve through App. C.1's three figures (10%% of the FFN "
                 "for one token, 24%% over five, 2.4%% new per token there).\n\n"
@@ -341,13 +483,13 @@ int paper_write_fig7(const char *out_dir, cJSON *provenance, char *err, size_t e
         struct cost_config c = {.shape = &s, .hw = &hw, .policy = "window:1", .layout = "bundled",
                                 .io_threads = hw.io_threads, .context_tokens = 256,
                                 .predictor_fraction = pred, .dram_share = share};
-        snprintf(c.dtype, sizeof c.dtype, "bf16");
+        snprintf(c.dtype, sizeof c.dtype, "%s", dtype);
         /* DRAM left for the FFN cache at this share, from an empty-cache prediction. */
         struct cost_prediction p0, p;
         volumes_from_fractions(&s, &policy_window, 0, 0, &c.vol);
         if (cost_predict(&c, &p0, err, errlen) != 0)
             goto out;
-        double ffn_bytes = (double)model_shape_neuron_weights(&s) * 2 * s.d_ff * s.n_layers;
+        double ffn_bytes = (double)model_shape_neuron_weights(&s) * dtype_bytes(dtype) * s.d_ff * s.n_layers;
         double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
         if (held < paper_s_agg(1)) {
             strbuf_add(&md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);
@@ -380,14 +522,16 @@ int paper_write_fig7(const char *out_dir, cJSON *provenance, char *err, size_t e
     }
     if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
         goto out;
-    char path[4200], png[4200], svg[4200], var[4300];
+    char path[4200], png[4200], svg[4200], var[8500], vtitle[600];
     snprintf(path, sizeof path, "%s/fig7.csv", out_dir);
     if (atomic_write_text(path, csv.s ? csv.s : "", err, errlen) != 0)
         goto out;
     snprintf(png, sizeof png, "%s/fig7.png", out_dir);
     snprintf(svg, sizeof svg, "%s/fig7.svg", out_dir);
-    snprintf(var, sizeof var, "csv='%s'", path);
-    const char *vars[] = {var, NULL};
+    gnuplot_var(var, sizeof var, "csv", path);
+    snprintf(figure, sizeof figure, "%s (modelled)", what);
+    gnuplot_var(vtitle, sizeof vtitle, "plot_title", figure);
+    const char *vars[] = {var, vtitle, NULL};
     const char *outs[] = {png, svg, NULL};
     rc = gnuplot_render("fig7_dram_share.gp", vars, outs, err, errlen);
 out:

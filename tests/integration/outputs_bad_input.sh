@@ -5,7 +5,7 @@
 # create (a byte-for-byte check); a file system without direct I/O is
 # refused or recorded as such, never claimed bypassed; Ctrl-C (SIGINT) and
 # SIGTERM during convert, model make and calibrate remove the unfinished
-# output and exit 130 / 143.
+# output (and the folders made above it) and exit 130 / 143.
 source "$(dirname "$0")/lib.sh"
 # In the sanitizer build a report exits 199: above 128, expect_error calls it
 # a crash instead of taking it for the refusal it expects.
@@ -153,6 +153,19 @@ check "the profile's page_cache_bypassed is the sweep's" \
     test "$(json_get "$WORK/hw-sweep.json" "d['flash']['page_cache_bypassed']")" = \
     "$(json_get "$WORK/sw-cal/sweep.json" "d['page_cache_bypassed']")"
 
+# ---- convert and model make make the folders missing above --out, and take
+# them away again when they fail ----
+check "convert into new folders" "$FLASHBED" convert "$WORK/hf" --out "$WORK/made/a/m"
+check "convert: the model is there" test -s "$WORK/made/a/m/model.json"
+check "model make into new folders" "$FLASHBED" model make --arch opt --shape opt-tiny --dtype f32 --out "$WORK/made/b/c/hf"
+check "model make: the model is there" test -s "$WORK/made/b/c/hf/config.json"
+expect_error "a failed convert into new folders" "none.bin" convert "$WORK/hf" --tokenizer "$WORK/none.bin" --out "$WORK/gone/a/m"
+check "a failed convert: the folders it made are gone" test ! -e "$WORK/gone"
+expect_error "a failed convert into an existing folder's new child" "none.bin" \
+    convert "$WORK/hf" --tokenizer "$WORK/none.bin" --out "$WORK/made/new/m"
+check "a failed convert: the folder that was there stays" test -d "$WORK/made" -a ! -e "$WORK/made/new"
+rm -rf "$WORK/made"
+
 # ---- Ctrl-C and SIGTERM: unfinished output removed, exit 128 + signal ----
 # Starts the command in the background, waits until its temporary exists
 # (the work has begun), signals it, and checks the status and that neither
@@ -171,7 +184,7 @@ interrupt_case() { # description, signal, expected status, destination, command.
     if ! kill -s "$sig" $pid 2>/dev/null; then
         wait $pid
         echo "outputs_bad_input: $what finished before the signal; case skipped"
-        rm -rf "$dest"
+        rm -rf "$dest" ${MADE_ABOVE:+"$MADE_ABOVE"}
         return
     fi
     wait $pid
@@ -183,6 +196,9 @@ interrupt_case() { # description, signal, expected status, destination, command.
     fi
     check "$what: destination absent" test ! -e "$dest"
     check "$what: no temporary left" no_temporaries
+    if [ -n "${MADE_ABOVE:-}" ]; then
+        check "$what: the folders made above it are gone" test ! -e "$MADE_ABOVE"
+    fi
 }
 # opt-125m in f32: about 0.5 GB, seconds to write and to convert.
 interrupt_case "model make, Ctrl-C" INT 130 "$WORK/big-hf" \
@@ -192,6 +208,11 @@ interrupt_case "model make, SIGTERM" TERM 143 "$WORK/big-hf" \
 check "a big model to convert" "$FLASHBED" model make --arch opt --shape opt-125m --dtype f32 --out "$WORK/src-hf"
 interrupt_case "convert, Ctrl-C" INT 130 "$WORK/big" convert "$WORK/src-hf" --out "$WORK/big"
 interrupt_case "convert, SIGTERM" TERM 143 "$WORK/big" convert "$WORK/src-hf" --out "$WORK/big"
+# convert and model make make missing folders above --out; a signal takes them away again
+MADE_ABOVE="$WORK/new1" interrupt_case "convert into new folders, Ctrl-C" INT 130 "$WORK/new1/new2/big" \
+    convert "$WORK/src-hf" --out "$WORK/new1/new2/big"
+MADE_ABOVE="$WORK/new3" interrupt_case "model make into a new folder, SIGTERM" TERM 143 "$WORK/new3/big-hf" \
+    model make --arch opt --shape opt-125m --dtype f32 --out "$WORK/new3/big-hf"
 # trace synth polls: it stops, removes the unfinished trace, and says so.
 TEMP_OF="$WORK/synth" interrupt_case "trace synth, Ctrl-C" INT 130 "$WORK/synth.trace" \
     trace synth --shape opt-6.7b --tokens 4000 --out "$WORK/synth.trace"
@@ -201,6 +222,11 @@ TEMP_OF="$WORK/synth" interrupt_case "trace synth, Ctrl-C" INT 130 "$WORK/synth.
 # written, or, on a fast disk, during the sweep that follows)
 TEMP_OF="$WORK/cal.bin" interrupt_case "calibrate, Ctrl-C" INT 130 "$WORK/hw-cut.json" \
     calibrate --quick --file "$WORK/cal.bin" --size 2g --out "$WORK/hw-cut.json"
-rm -rf "$WORK/src-hf" "$WORK/results" "$WORK/cal.bin"
+# without --file its own scratch file, made beside the profile, goes too
+TEMP_OF="$WORK/hw-cut2-sweep/scratch.bin" interrupt_case "calibrate, its own scratch file, Ctrl-C" INT 130 \
+    "$WORK/hw-cut2.json" calibrate --quick --size 2g --out "$WORK/hw-cut2.json"
+check "calibrate, Ctrl-C: its own scratch file removed" test ! -e "$WORK/hw-cut2-sweep/scratch.bin"
+check "calibrate wrote nothing into the working folder's results/" test ! -e "$WORK/results"
+rm -rf "$WORK/src-hf" "$WORK/results" "$WORK/cal.bin" "$WORK/hw-cut-sweep" "$WORK/hw-cut2-sweep"
 
 finish

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# flashbed calibrate (from a sweep) and flashbed predict: files, keys, the
-# paper tables, --compare against a hand-written run, and bad input.
+# flashbed calibrate (from a sweep, and measuring: where its sweep goes) and
+# flashbed predict: files, keys, the paper tables (with a given profile),
+# --compare against a hand-written run, and bad input.
 source "$(dirname "$0")/lib.sh"
 SRC=${FLASHBED_SOURCE:?}
 
@@ -10,6 +11,20 @@ check "sweep for calibrate" "$FLASHBED" sweep --file "$WORK/d.bin" --size 4m --c
 check "calibrate from a sweep" "$FLASHBED" calibrate --sweep "$WORK/sweep/sweep.json" --quick \
     --name testbox --out "$WORK/hw/testbox.json"
 check "profile keys" test "$(json_get "$WORK/hw/testbox.json" 'all(k in d for k in ["name","backend","flash","dram","compute","provenance"]) and len(d["flash"]["points"]) == 6 and d["compute"]["dtypes"]["f32"]["bw_bytes"] > 0 and "mape_pct_heldout" in d["flash"]["fit"]')" = True
+
+# calibrate measuring: the sweep it measures goes beside the profile
+# (PROFILE-sweep/), its scratch file is made there and removed, and nothing
+# lands in the working folder (no results/ there).
+mkdir -p "$WORK/cwd"
+check "calibrate measures" bash -c "cd '$WORK/cwd' && '$FLASHBED' calibrate --quick --size 8m --name box --out '$WORK/cal/hw/box.json' 2>/dev/null"
+check "the profile and its sweep, nothing else" test "$(ls "$WORK/cal/hw" | tr '\n' ' ')" = "box-sweep box.json "
+check "the sweep's files" test "$(ls "$WORK/cal/hw/box-sweep" | tr '\n' ' ')" = "sweep.csv sweep.json sweep.md "
+check "the profile's points are the sweep's" test "$(json_get "$WORK/cal/hw/box.json" 'len(d["flash"]["points"])')" = \
+    "$(json_get "$WORK/cal/hw/box-sweep/sweep.json" 'len(d["points"])')"
+check "nothing written in the working folder" test -z "$(ls -A "$WORK/cwd")"
+# default result folders are stamped to the second: two commands in a row get one each
+check "two predicts in a row" bash -c "cd '$WORK/cwd' && '$FLASHBED' predict >/dev/null && '$FLASHBED' predict --paper table2 >/dev/null"
+check "two result folders" test "$(ls "$WORK/cwd/results" | wc -l)" = 2
 
 check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
     --dtype f16 --policy window:5 --layout bundled --out "$WORK/pred"
@@ -37,6 +52,64 @@ for f in table2.json table2.md table3.json table3.md fig7.json fig7.md fig7.csv 
     check "paper: $f" test -s "$WORK/paper/$f"
 done
 check "table2 rows" test "$(json_get "$WORK/paper/table2.json" '[r["config"] for r in d["rows"]]')" = "['naive', 'hybrid', '+ predictor', '+ windowing', '+ bundling']"
+check "without --hw every row is the paper's" test "$(json_get "$WORK/paper/table3.json" 'set(r["hw_from"] for r in d["rows"])')" = "{'paper'}"
+
+# --paper --hw: a modified copy of a paper profile prices the rows it
+# applies to, marked "given"; the others keep the paper's numbers.
+modified() { # paper profile, new name, python statement over d, output
+    python3 - "$SRC/configs/hw/$1.json" "$2" "$3" "$4" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["name"] = sys.argv[2]
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[4], "w"))
+PY
+}
+modified m1max-cpu slowcpu 'd["flash"]["sequential_bw"] /= 2' "$WORK/slowcpu.json"
+check "table3 --hw slowcpu" "$FLASHBED" predict --paper table3 --hw "$WORK/slowcpu.json" --out "$WORK/paper-cpu"
+same_or_given() { # default table3.json, given table3.json: the CPU rows given, their naive and hybrid I/O doubled; the others as before
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["rows"] for f in sys.argv[1:])
+ok = len(a) == len(b) and b[0]["hw"] == "slowcpu"
+for x, y in zip(a, b):
+    cpu = x["backend"] == "CPU"
+    ok = ok and y["hw_from"] == ("given" if cpu else "paper")
+    double = cpu and x["method"] in ("naive", "hybrid")
+    ok = ok and abs(y["model_io_ms"] - (2 if double else 1) * x["model_io_ms"]) < 1e-6 * x["model_io_ms"]
+    ok = ok and y["model_compute_ms"] == x["model_compute_ms"] and y["paper_io_ms"] == x["paper_io_ms"]
+sys.exit(0 if ok else 1)
+PY
+}
+check "table3: the CPU rows priced with the given profile, the others the paper's" same_or_given "$WORK/paper/table3.json" "$WORK/paper-cpu/table3.json"
+check "table3.md marks the given rows" grep -q '| opt-6.7b | naive | CPU | slowcpu (\*given\*) |' "$WORK/paper-cpu/table3.md"
+check "table3.md marks the paper's rows" grep -q '| opt-6.7b | naive | GPU | rtx4090-gpu (paper) |' "$WORK/paper-cpu/table3.md"
+check "table3 --hw a measured profile" "$FLASHBED" predict --paper table3 --hw "$WORK/hw/testbox.json" --out "$WORK/paper-box"
+check "table3: no cell priced with a measured profile is called calibrated" test \
+    "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "given")')" = False
+check "table3: the paper's cells still are" test \
+    "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "paper")')" = True
+modified m1max-metal slowmetal 'd["flash"]["sequential_bw"] /= 2' "$WORK/slowmetal.json"
+check "table3 --hw slowmetal" "$FLASHBED" predict --paper table3 --hw "$WORK/slowmetal.json" --out "$WORK/paper-metal"
+check "table3: both Metal backends' rows given" test "$(json_get "$WORK/paper-metal/table3.json" 'sorted(set(r["backend"] for r in d["rows"] if r["hw_from"] == "given"))')" = "['Metal M1', 'Metal M2']"
+check "table2 --hw slowmetal" "$FLASHBED" predict --paper table2 --hw "$WORK/slowmetal.json" --out "$WORK/paper-t2"
+check "table2: naive I/O doubled" test "$(json_get "$WORK/paper-t2/table2.json" "round(d['rows'][0]['model_io_ms'] / $(json_get "$WORK/paper/table2.json" "d['rows'][0]['model_io_ms']"), 6)")" = 2.0
+check "table2: marked" test "$(json_get "$WORK/paper-t2/table2.json" 'd["hw"] + " " + d["hw_from"]')" = "slowmetal given"
+modified rtx4090-gpu slowgpu 'd["compute"]["dtypes"]["bf16"]["derive_from"]["ms"] *= 2' "$WORK/slowgpu.json"
+check "fig7 --hw slowgpu" "$FLASHBED" predict --paper fig7 --hw "$WORK/slowgpu.json" --out "$WORK/paper-f7"
+check "fig7: compute doubled" test "$(json_get "$WORK/paper-f7/fig7.json" "[round(r['compute_ms'], 6) for r in d['rows']]")" = \
+    "$(json_get "$WORK/paper/fig7.json" "[round(2 * r['compute_ms'], 6) for r in d['rows']]")"
+check "fig7: named" test "$(json_get "$WORK/paper-f7/fig7.json" '"slowgpu profile (given" in d["figure"]')" = True
+check "fig7 --dtype f32 with a CPU profile" "$FLASHBED" predict --paper fig7 --hw "$WORK/slowcpu.json" --dtype f32 --out "$WORK/paper-f7cpu"
+modified m1max-cpu tpu 'd["backend"] = "tpu"' "$WORK/tpu.json"
+expect_error "table3 with a backend of no row" "describes the 'tpu' backend" predict --paper table3 --hw "$WORK/tpu.json" --out "$WORK/bad-p1"
+expect_error "fig7 at a dtype the profile lacks" "no compute rate for bf16" predict --paper fig7 --hw "$WORK/slowcpu.json" --out "$WORK/bad-p2"
+expect_error "all: refused before any table" "has no compute rate for" predict --paper all --hw "$WORK/slowcpu.json" --out "$WORK/bad-p3"
+expect_error "an option --paper does not read" "--model does not apply" predict --paper table3 --model opt-1.3b --out "$WORK/bad-p4"
+expect_error "--dtype with table3" "priced at the paper's dtypes" predict --paper table3 --dtype f16 --out "$WORK/bad-p5"
+for d in bad-p1 bad-p2 bad-p3 bad-p4 bad-p5; do
+    check "no output for $d" test ! -e "$WORK/$d"
+done
 
 expect_error "unknown model" "no-such-shape" predict --model no-such-shape --out "$WORK/bad1"
 expect_error "unknown profile" "no-such-hw" predict --hw no-such-hw --out "$WORK/bad2"

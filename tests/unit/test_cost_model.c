@@ -82,8 +82,8 @@ static void test_paper_tables(void)
     CHECK(mkdtemp(dir) != NULL);
     cJSON *prov = provenance_new();
     char err[512];
-    CHECK(paper_write_table2(dir, prov, err, sizeof err) == 0);
-    CHECK(paper_write_table3(dir, prov, err, sizeof err) == 0);
+    CHECK(paper_write_table2(dir, NULL, prov, err, sizeof err) == 0);
+    CHECK(paper_write_table3(dir, NULL, prov, err, sizeof err) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/table2.json", dir);
     cJSON *t2 = read_json(path);

@@ -4,7 +4,8 @@
  * SIGINT in the default mode (common/interrupt.h) removes them and exits
  * 130 while polling mode only sets the flag; err_replace names the user's
  * path; the --out checks (common/out_path.h) refuse what cannot be
- * created, naming the path and the ancestor in the way; and a sweep's
+ * created, naming the path and the ancestor in the way; folders made above
+ * a new output are kept with it or removed, only while empty; and a sweep's
  * scratch file (harness/scratch_file.h) is extended only when it carries
  * flashbed's marker. */
 #include "check.h"
@@ -184,7 +185,8 @@ static void out_paths(void)
     CHECK(refused(out_dir_check(deep, err, sizeof err), err, "is not a folder"));
     CHECK(refused(out_dir_check("", err, sizeof err), err, "empty"));
 
-    CHECK(out_new_dir_check(fresh, err, sizeof err) != 0); /* its parent must exist */
+    CHECK(out_new_dir_check(fresh, err, sizeof err) == 0); /* its missing parents are made for it */
+    CHECK(!exists(fresh));
     char child[300];
     snprintf(child, sizeof child, "%s/model", dir);
     CHECK(out_new_dir_check(child, err, sizeof err) == 0);
@@ -205,6 +207,49 @@ static void out_paths(void)
     CHECK(refused(out_dir_check(long_path, err, sizeof err), err, "longer than"));
     unlink(file);
     rmdir(dir);
+}
+
+/* Folders made above a new output: kept with it, removed (while empty)
+ * after a failure or by a signal's cleanup, someone else's never. */
+static void parents(void)
+{
+    char out[300], top[300], mid[300], err[8192];
+    path_in(top, sizeof top, "p1");
+    path_in(mid, sizeof mid, "p1/p2");
+    path_in(out, sizeof out, "p1/p2/p3/model");
+    struct out_parents p;
+    CHECK(out_parents_make(out, &p, err, sizeof err) == 0 && p.n == 3);
+    CHECK(exists(mid) && !exists(out));
+    CHECK(cleanup_count() == 3);
+    out_parents_undo(&p);
+    CHECK(!exists(top) && cleanup_count() == 0);
+
+    CHECK(out_parents_make(out, &p, err, sizeof err) == 0);
+    out_parents_keep(&p);
+    CHECK(exists(mid) && cleanup_count() == 0);
+    CHECK(out_parents_make(out, &p, err, sizeof err) == 0 && p.n == 0); /* nothing missing */
+    out_parents_keep(&p);
+    char deeper[320], theirs[320];
+    snprintf(deeper, sizeof deeper, "%s/p3/a/b/model", mid);
+    snprintf(theirs, sizeof theirs, "%s/p3/theirs.txt", mid);
+    CHECK(out_parents_make(deeper, &p, err, sizeof err) == 0 && p.n == 2);
+    touch(theirs, "written meanwhile by someone else\n");
+    cleanup_remove_all(); /* what a signal does: the empty ones go, nested in any order */
+    CHECK(exists(theirs) && cleanup_count() == 2);
+    snprintf(deeper, sizeof deeper, "%s/p3/a", mid);
+    CHECK(!exists(deeper));
+    out_parents_undo(&p); /* a folder holding a file stays */
+    CHECK(exists(theirs) && cleanup_count() == 0);
+
+    char under_file[340];
+    snprintf(under_file, sizeof under_file, "%s/x/model", theirs);
+    CHECK(refused(out_parents_make(under_file, &p, err, sizeof err), err, "cannot create folder"));
+    out_parents_undo(&p);
+    unlink(theirs);
+    snprintf(deeper, sizeof deeper, "%s/p3", mid);
+    rmdir(deeper);
+    rmdir(mid);
+    rmdir(top);
 }
 
 static void scratch_marker(void)
@@ -248,6 +293,7 @@ int main(void)
     signals();
     replace();
     out_paths();
+    parents();
     scratch_marker();
     rmdir(root);
     return check_report("test_outputs");
