@@ -12,11 +12,12 @@ DATA_ARGS=()
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 2" "## Table 3" "## Fig. 8" "## What differs from the paper" "## Not in this study yet"; do
+               "## Table 2" "## Table 3" "## Table 3 on every backend" "## Fig. 8" "## What differs from the paper" "## Not in this study yet"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
 check "the profile" test -s "$S/calibration/hw.json"
+check "the paper's Table 3 priced with it" grep -q "reproduce (\*given\*)" "$S/paper-table3/table3.md"
 for shape in opt-tiny falcon-tiny persimmon-tiny phi-tiny llama-relu-tiny; do
     check "$shape: trace" test -s "$S/traces/$shape.trace"
     check "$shape: trace statistics" test -s "$S/traces/$shape-info/trace_info.json"
