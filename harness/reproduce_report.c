@@ -35,8 +35,11 @@ static bool quote_markdown(struct strbuf *b, const struct repro_plan *p, const c
     char *text = read_text_file(path, NULL);
     if (!text)
         return false;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        strbuf_add(b, "%s%s\n", line[0] == '#' ? "##" : "", line);
+    /* line by line, blank lines kept: a Markdown table needs the one before it */
+    for (char *line = text, *end; *line; line = end + (*end != '\0')) {
+        end = line + strcspn(line, "\n");
+        strbuf_add(b, "%s%.*s\n", line[0] == '#' ? "##" : "", (int)(end - line), line);
+    }
     strbuf_add(b, "\n(from `%s`)\n\n", rel);
     free(text);
     return true;
