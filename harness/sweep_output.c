@@ -188,8 +188,14 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
     snprintf(vcsv, sizeof vcsv, "csv='%s'", csv);
     snprintf(vthreads, sizeof vthreads, "threads='%s'", threads);
     snprintf(vfio, sizeof vfio, "has_fio=%d", any_fio(s) ? 1 : 0);
-    snprintf(vtitle, sizeof vtitle, "plot_title='random reads, %s, %s, %s'", s->cfg->engine->name,
-             direct ? "direct I/O" : "page cache", prov_str(d, "device"));
+    /* like for like or said plainly: whose buffers were on which pages */
+    char pages[160] = "";
+    if (any_fio(s))
+        snprintf(pages, sizeof pages, "; buffers: flashbed on %s, fio --mem=%s%s",
+                 s->n_points && s->points[0].result.huge_pages ? "huge pages" : "4 KiB pages",
+                 s->cfg->fio_mem ? s->cfg->fio_mem : "malloc", s->cfg->fio_mem ? "" : " (4 KiB pages)");
+    snprintf(vtitle, sizeof vtitle, "plot_title='random reads, %s, %s, %s%s'", s->cfg->engine->name,
+             direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
     const char *vars[] = {vcsv, vthreads, vfio, vtitle, NULL};
     const char *outs[] = {png, svg, NULL};
     return gnuplot_render("sweep_throughput.gp", vars, outs, err, errlen);
