@@ -44,10 +44,12 @@ void trace_reader_close(struct trace_reader *r)
     if (r->f)
         fclose(r->f);
     for (int k = 0; k < 2; k++) {
-        for (uint32_t l = 0; l < r->meta.n_layers; l++) {
-            free(r->cur[k] ? r->cur[k][l].ids : NULL);
-            free(r->prev[k] ? r->prev[k][l].ids : NULL);
-        }
+        /* rows exist only once alloc_rows ran: a refused header's n_layers
+         * may be anything (the fuzzer's 4278189825 took minutes here) */
+        for (uint32_t l = 0; r->cur[k] && l < r->meta.n_layers; l++)
+            free(r->cur[k][l].ids);
+        for (uint32_t l = 0; r->prev[k] && l < r->meta.n_layers; l++)
+            free(r->prev[k][l].ids);
         free(r->cur[k]);
         free(r->prev[k]);
         free(r->n_cur[k]);
