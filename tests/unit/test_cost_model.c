@@ -213,6 +213,22 @@ static void check_refused(const struct predict_setup *su, const char *list, cons
     CHECK(strstr(err, want) != NULL);
 }
 
+/* A calibrated synthetic trace of the shape, 30 tokens, in memory. */
+static void synth_trace(const struct model_shape *s, uint64_t seed, struct trace *tr)
+{
+    char path[] = "/tmp/flashbed-test-list-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    struct synth_params sp;
+    synth_params_default(&sp, s);
+    sp.tokens = 30;
+    sp.seed = seed;
+    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
+    CHECK(trace_load(path, tr, err, sizeof err) == 0);
+    unlink(path);
+}
+
 static void test_policy_list(void)
 {
     struct model_shape s;
@@ -252,18 +268,8 @@ static void test_policy_list(void)
 
     /* A synthetic trace: every policy replayed for its own volumes. */
     CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
-    char path[] = "/tmp/flashbed-test-list-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    struct synth_params sp;
-    synth_params_default(&sp, &s);
-    sp.tokens = 30;
-    sp.seed = 3;
     struct trace tr;
-    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
-    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
-    unlink(path);
+    synth_trace(&s, 3, &tr);
     su.dram_share = 0.95;
     su.trace = &tr;
     su.trace_path = "synthetic";
@@ -332,18 +338,8 @@ static void test_window_auto(void)
     CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
     CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
-    char path[] = "/tmp/flashbed-test-auto-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    struct synth_params sp;
-    synth_params_default(&sp, &s);
-    sp.tokens = 30;
-    sp.seed = 5;
     struct trace tr;
-    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
-    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
-    unlink(path);
+    synth_trace(&s, 5, &tr);
     struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
                                .io_threads = 4, .context_tokens = 16, .trace = &tr, .trace_path = "synthetic",
                                .predictor_rank = PREDICT_RANK_NONE, .tokens = 12};
