@@ -27,7 +27,7 @@
 struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
         *compare, *use, *predictor_rank;
-    uint64_t io_threads, context;
+    uint64_t io_threads, context, tokens;
 };
 
 #define O(f) offsetof(struct predict_opts, f)
@@ -35,7 +35,7 @@ static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights; with --paper fig7 or all, Fig. 7's [default there: bf16, the paper's]", .allowed = "f32|f16|bf16"},
-    {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5); with --trace also lru, lfu, hot, belady"},
+    {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
     {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)",
@@ -46,6 +46,8 @@ static const struct opt_def predict_options[] = {
     {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]",
      .max = FB_MAX_THREADS},
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
+    {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
+     .max = 1u << 30},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
      .allowed = "table2|table3|fig7|all"},
@@ -138,9 +140,31 @@ static const char *throughput_kind(const struct cost_prediction *p)
     return p->chunk_bytes == 0 ? "sequential" : p->throughput_interpolated ? "interpolated" : "closed form";
 }
 
+/* The policy priced, and what was asked when they differ: "window:5 (window:auto)". */
+static const char *policy_label(const struct policy_prediction *it, char *buf, size_t len)
+{
+    if (!it->window.k)
+        return it->config.policy;
+    snprintf(buf, len, "%s (%s)", it->config.policy, it->asked);
+    return buf;
+}
+
+/* window:auto's choices: K, the rows and tokens it was chosen for, and why. */
+static void window_md(struct strbuf *b, const struct policy_prediction *it, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (it[i].window.k)
+            strbuf_add(b, "\nwindow:auto chose K = %u for a layer cache of %llu rows over %llu tokens, from %s "
+                          "(the cache: the budget less the non-FFN weights and the predictor, at the cost model's "
+                          "dtype; run also holds its KV cache and staging, so its K may be smaller).\n",
+                       it[i].window.k, (unsigned long long)it[i].window_rows,
+                       (unsigned long long)it[i].window_tokens, it[i].window.from);
+}
+
 /* One table row per policy for each of: latency, compute and flash, DRAM. */
 static char *predictions_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
+    char label[128];
     struct strbuf b = {0};
     strbuf_add(&b, "# flashbed predict — %s, %s, %s, %s layout\n\n", s->shape->name, s->hw->name, s->dtype,
                s->layout);
@@ -148,9 +172,10 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
                    "|---|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
         const struct cost_prediction *p = &it[i].prediction;
-        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", it[i].config.policy, p->io_ms, p->mem_ms,
+        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", policy_label(&it[i], label, sizeof label), p->io_ms, p->mem_ms,
                    p->compute_ms, p->serial_ms, p->overlapped_ms);
     }
+    window_md(&b, it, n);
     strbuf_add(&b, "\nCompute, and flash reads with %u threads:\n\n"
                    "| policy | attention ms | predictor ms | FFN ms | output ms | GB per token | reads | "
                    "bytes per read | GB/s | throughput |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
@@ -283,7 +308,7 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
 /* Options --paper does not read: the paper's tables fix the models,
  * policies, budgets and volumes, so one given with it would be ignored. */
 static const char *const not_for_paper[] = {"model", "policy", "layout", "dram-budget", "density-from", "trace",
-                                            "use", "io-threads", "context", "compare", "predictor-rank", NULL};
+                                            "use", "io-threads", "context", "compare", "predictor-rank", "tokens", NULL};
 
 /* What --paper takes besides the table: --hw in place of the paper's
  * profiles, --dtype for Fig. 7; refused rather than ignored where it does
@@ -339,6 +364,11 @@ static int check_names(const struct predict_opts *o, size_t *n)
         fb_error("predict: bad --layout: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
+    if (opts_given(&predict_command, o, "tokens") && !strstr(o->policy, "window:auto")) {
+        fb_error("predict --tokens: the run's tokens choose window:auto's K; --policy %s has no window:auto",
+                 o->policy);
+        return -1;
+    }
     if (o->compare && *n != 1) {
         fb_error("predict --compare puts one prediction beside a run: give one --policy (not %zu)", *n);
         return -1;
@@ -379,6 +409,14 @@ static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, 
     for (size_t i = 0; i < n; i++) {
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "policy", it[i].config.policy);
+        if (it[i].window.k) {
+            cJSON *w = cJSON_AddObjectToObject(e, "window_auto");
+            cJSON_AddStringToObject(w, "asked", it[i].asked);
+            cJSON_AddNumberToObject(w, "window_k", it[i].window.k);
+            cJSON_AddNumberToObject(w, "capacity_rows", (double)it[i].window_rows);
+            cJSON_AddNumberToObject(w, "tokens", (double)it[i].window_tokens);
+            cJSON_AddStringToObject(w, "chosen_from", it[i].window.from);
+        }
         cJSON_AddStringToObject(e, "layout", it[i].config.layout);
         cJSON_AddStringToObject(e, "volume_source", it[i].config.vol.source);
         cJSON_AddStringToObject(e, "predictor_source", it[i].config.predictor_source);
@@ -430,7 +468,8 @@ static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
     if (!hw)
         return -1;
     struct predict_setup s = {.shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
-                              .context_tokens = (double)o->context, .trace_path = o->trace};
+                              .context_tokens = (double)o->context, .trace_path = o->trace,
+                              .tokens = o->tokens};
     if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0) {
         free(hw);
         return -1;

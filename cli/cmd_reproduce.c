@@ -49,9 +49,10 @@ static const struct opt_command reproduce_command = {
                "under --out: Fig. 2b (sweep beside fio), calibration, calibrated synthetic traces of every\n"
                "model's shape and a trace recorded from stories260K, the policy study (replay), Tables 2\n"
                "and 3 measured (every mode, neurons from the trace and from a trained predictor, rounds\n"
-               "alternating) beside the cost model and the paper, and Fig. 8 (every token of a long run).\n"
-               "Then REPORT.md. A finished step is not run again: repeat the command to resume after\n"
-               "Ctrl-C or a failure. Not built yet: Fig. 7 measured (REPORT.md lists what is missing).",
+               "alternating) beside the cost model and the paper, Fig. 8 (every token of a long run), and\n"
+               "Fig. 7 (the first model with --window auto at each DRAM share, beside predict's price of\n"
+               "window:auto and the paper's modelled curve). Then REPORT.md. A finished step is not run\n"
+               "again: repeat the command to resume after Ctrl-C or a failure.",
     .opts = reproduce_options,
     .max_positional = 0,
 };

@@ -1,7 +1,6 @@
 /* Run planning (run_plan.h): presets, the budget, the sizes. */
 #include "engine/run_plan.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +9,7 @@
 #include "engine/dtype.h"
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
-#include "sim/paper_tables.h"
-#include "traces/trace_window.h"
+#include "sim/window_auto.h"
 
 
 int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
@@ -112,40 +110,18 @@ static void size_staging(const struct run_plan_input *in, const struct policy_op
     out->bounce_rows = lay == &layout_coalesce ? out->staging_rows : 1;
 }
 
-static bool is_window_auto(const char *policy)
-{
-    return !strcmp(policy, "window:auto");
-}
-
-/* window:auto's K for a layer cache of `capacity` rows (run_plan.h). */
+/* window:auto's K for a layer cache of `capacity` rows: sim/window_auto.h's
+ * rule, the one predict uses too. */
 static int choose_window(const struct run_plan_input *in, uint64_t capacity, struct run_plan_out *out, char *err,
                          size_t errlen)
 {
-    uint32_t kmax = in->tokens == 0 ? 1 : in->tokens < RUN_MAX_WINDOW ? (uint32_t)in->tokens : RUN_MAX_WINDOW;
-    uint32_t k = 1;
-    if (in->trace) {
-        uint32_t *most = malloc(kmax * sizeof *most);
-        if (!most || trace_window_peaks(in->trace, in->use_predicted, in->tokens, kmax, most) != 0) {
-            free(most);
-            snprintf(err, errlen, "out of memory choosing the window");
-            return -1;
-        }
-        /* window:K keeps the last K-1 tokens' rows between tokens (the
-         * current one's misses arrive as the oldest token's leave), so it
-         * fits when K-1 consecutive tokens' union does: most[K-2] */
-        while (k < kmax && most[k - 1] <= capacity)
-            k++;
-        free(most);
-        out->window_from = "the trace: the largest window whose peak rows kept in any layer over the run fit a layer's cache";
-    } else {
-        double d_ff = in->m->shape.d_ff;
-        while (k < kmax && ceil(paper_s_agg(k) * d_ff) <= (double)capacity)
-            k++;
-        out->window_from = "the s_agg curve the cost model uses (OPT-6.7B, App. C.1): the largest window whose "
-                           "rows kept, s_agg(K-1) of d_ff, fit a layer's cache";
-    }
-    out->window_k = k;
-    snprintf(out->policy, sizeof out->policy, "window:%u", k);
+    struct window_auto_input wi = {in->trace, in->use_predicted, in->tokens, in->m->shape.d_ff, capacity};
+    struct window_auto_choice wc;
+    if (window_auto_choose(&wi, &wc, err, errlen) != 0)
+        return -1;
+    out->window_k = wc.k;
+    out->window_from = wc.from;
+    snprintf(out->policy, sizeof out->policy, "window:%u", wc.k);
     return 0;
 }
 
@@ -155,7 +131,7 @@ static int parse_policy(const struct run_plan_input *in, const struct policy_ops
 {
     uint64_t arg = 0;
     snprintf(out->policy, sizeof out->policy, "%s", in->policy);
-    if (is_window_auto(in->policy)) {
+    if (window_auto_is(in->policy)) {
         *pol = &policy_window;
         if (!in->budget) {
             snprintf(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
@@ -178,9 +154,9 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
     const struct policy_ops *pol;
     const struct layout_ops *lay;
     uint64_t arg = 0;
-    if (!is_window_auto(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
+    if (!window_auto_is(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
         return -1;
-    if (!is_window_auto(policy) && pol == &policy_window && arg > RUN_MAX_WINDOW) {
+    if (!window_auto_is(policy) && pol == &policy_window && arg > RUN_MAX_WINDOW) {
         snprintf(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
         return -1;
     }
@@ -261,7 +237,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
                  b1, s->n_layers, (unsigned long long)stride);
         return -1;
     }
-    if (is_window_auto(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
+    if (window_auto_is(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
     uint32_t vecs = m->arch.glu ? 3 : 2;

@@ -7,13 +7,10 @@
  * to size each layer's storage and the staging area exactly.
  *
  * window:auto is the largest window the budget holds (the paper's Fig. 7
- * follows the budget). Between tokens window:K keeps the rows of the last
- * K-1 tokens (the current token's misses arrive as the oldest token's rows
- * leave), so with a trace K is the largest whose K-1 token peak in any
- * layer over the run (traces/trace_window.h) fits a layer's cache, and the
- * window never shrinks; with the oracle, the largest whose s_agg(K-1) share
- * of d_ff (the curve the cost model uses, sim/paper_tables.h) fits. The
- * plan names the policy it chose (window:K) for the engine and for replay.
+ * follows the budget): sim/window_auto.h's rule (shared with predict) given
+ * the rows each layer's cache gets once everything else the budget holds is
+ * taken, staging included. The plan names the policy it chose (window:K)
+ * for the engine and for replay.
  * A deployable run's predictor stays in DRAM beside the resident weights
  * and the KV cache: the budget holds those three first.
  * 0, or -1 with a message (the numbers that do not fit) in err. */
@@ -25,6 +22,7 @@
 #include <stdint.h>
 
 #include "engine/model.h"
+#include "sim/window_auto.h"
 #include "traces/trace.h"
 
 /* naive, hybrid, predictor, window, all: the paper's ablation as a policy
@@ -34,7 +32,7 @@ int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, cha
                     size_t llen);
 
 /* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
-#define RUN_MAX_WINDOW 4096
+#define RUN_MAX_WINDOW WINDOW_MAX_K
 
 /* Checks a policy and a layout as the run takes them (cache/'s names, and
  * window:auto). 0, or -1 with err naming the bad one. */

@@ -61,6 +61,7 @@ struct repro_plan {
     size_t n, cap;
     struct repro_config config;
     char missing[1024]; /* parts of the study the plan leaves out, and why ("" when none) */
+    char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 
 #include "common/errbuf.h"
+#include "common/model_shape.h"
+#include "sim/paper_tables.h"
 
 /* What a tier runs: the sizes every part takes from. */
 struct tier_sizes {
@@ -22,14 +24,18 @@ struct tier_sizes {
     int rounds;                            /* each measured configuration, alternating */
     const char *predictor_tokens, *predictor_rank, *predictor_epochs;
     const char *long_tokens;               /* Fig. 8's long generation */
+    const char *fig7_shares;               /* Fig. 7's DRAM shares (window:auto), percents */
 };
 
 static const struct tier_sizes tiers[] = {
-    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64", "16", "2", "24"},
+    /* Fig. 7's shares: the tiny shapes' weights outside the FFN are about
+     * two thirds of them (fig7_min_share), so theirs start above that */
+    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64", "16", "2", "24",
+                    "70,80,90"},
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
-                     "10%,25%,50%", "16", "16", "4", "4", 3, "256", "128", "2", "100"},
+                     "10%,25%,50%", "16", "16", "4", "4", 3, "256", "128", "2", "100", "30,40,50,60,70,80"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000"},
+                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000", "30,40,50,60,70,80"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier. */
@@ -368,6 +374,95 @@ static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_s
     return 0;
 }
 
+/* The least DRAM share a Fig. 7 point can take on the shape: the weights
+ * outside the FFN plus one token's neurons (s_agg(1) of the FFN, the
+ * smallest window), below which predict finds no FFN cache row and the run
+ * little more (predict --paper fig7 leaves such shares out too); 0 when the
+ * shape cannot be read (its steps then say why). */
+static double fig7_min_share(const char *shape)
+{
+    struct model_shape s;
+    char err[512];
+    if (model_shape_load(shape, &s, err, sizeof err) != 0)
+        return 0;
+    struct param_counts pc;
+    model_shape_params(&s, &pc);
+    return pc.total ? ((double)(pc.total - pc.ffn) + paper_s_agg(1) * (double)pc.ffn) / (double)pc.total : 0;
+}
+
+/* One Fig. 7 run: all mode, window:auto at the share, round r; the prompt
+ * and tokens of the other measured runs. */
+static int add_fig7_run(struct repro_plan *p, const char *shape, int share, int r, const struct tier_sizes *t)
+{
+    char id[96], what[160], rel[200], model[4200], active[4300], out[4200], budget[16];
+    at(p, model, sizeof model, "models/%s", shape);
+    snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
+    snprintf(budget, sizeof budget, "%d%%", share);
+    snprintf(id, sizeof id, "fig7-%d-r%d", share, r);
+    snprintf(what, sizeof what, "Fig. 7: %s all, window:auto at %d%% DRAM, round %d of %d", shape, share, r, t->rounds);
+    snprintf(rel, sizeof rel, "fig7/%d-r%d", share, r);
+    STEP(p, "fig7", id, rel, what, "run", "--model", model, "--mode", "all", "--window", "auto", "--active", active,
+         "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n", t->run_tokens,
+         "--cold", "5", "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "%s", rel));
+    return 0;
+}
+
+/* The cost model's price of the same point: window:auto chosen over the
+ * run's tokens (its prompt with BOS and every generated token but the
+ * last: prompt + generated), on the trace, on this machine's profile. */
+static int add_fig7_predict(struct repro_plan *p, const char *shape, int share, const struct tier_sizes *t)
+{
+    char id[96], what[160], rel[200], hw[4200], trace[4200], out[4200], budget[16], tokens[32];
+    at(p, hw, sizeof hw, "calibration/hw.json");
+    at(p, trace, sizeof trace, "traces/%s.trace", shape);
+    snprintf(budget, sizeof budget, "%d%%", share);
+    snprintf(tokens, sizeof tokens, "%d", atoi(t->run_prompt) + atoi(t->run_tokens));
+    snprintf(id, sizeof id, "fig7-%d-predict", share);
+    snprintf(what, sizeof what, "Fig. 7: %s window:auto at %d%% DRAM, the cost model on this machine's profile", shape,
+             share);
+    snprintf(rel, sizeof rel, "fig7/%d-predict", share);
+    STEP(p, "fig7", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
+         "window:auto", "--layout", "coalesce:0", "--dram-budget", budget, "--trace", trace, "--tokens", tokens,
+         "--predictor-rank", "none", "--out", at(p, out, sizeof out, "%s", rel));
+    return 0;
+}
+
+/* Fig. 7 measured on the first model: every share the shape can take, round
+ * by round (the shares alternate), each beside its price, and the paper's
+ * modelled curve (OPT-6.7B on its RTX 4090) to overlay. */
+static int add_fig7(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    int shares[16], n = 0;
+    double least = fig7_min_share(shape);
+    for (const char *c = t->fig7_shares; *c && n < 16;) {
+        char *end;
+        int share = (int)strtol(c, &end, 10);
+        c = *end ? end + 1 : end;
+        if (share >= 100 * least) {
+            shares[n++] = share;
+            continue;
+        }
+        size_t len = strlen(p->fig7_left_out);
+        snprintf(p->fig7_left_out + len, sizeof p->fig7_left_out - len, "%s%d%%", len ? ", " : "", share);
+    }
+    if (p->fig7_left_out[0]) {
+        size_t len = strlen(p->fig7_left_out);
+        snprintf(p->fig7_left_out + len, sizeof p->fig7_left_out - len, ": below %s's weights outside the FFN plus "
+                 "one token's neurons, %.1f%% of the model", shape, 100 * least);
+    }
+    for (int r = 1; r <= t->rounds; r++)
+        for (int i = 0; i < n; i++)
+            if (add_fig7_run(p, shape, shares[i], r, t) != 0)
+                return -1;
+    for (int i = 0; i < n; i++)
+        if (add_fig7_predict(p, shape, shares[i], t) != 0)
+            return -1;
+    char out[4200];
+    STEP(p, "fig7", "paper-fig7", "paper-fig7", "Fig. 7 modelled as the paper has it: OPT-6.7B on its RTX 4090",
+         "predict", "--paper", "fig7", "--out", at(p, out, sizeof out, "paper-fig7"));
+    return 0;
+}
+
 static int plan_steps(struct repro_plan *p)
 {
     const struct tier_sizes *t = &tiers[p->config.tier];
@@ -381,7 +476,7 @@ static int plan_steps(struct repro_plan *p)
         if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, a, shape) != 0 ||
             add_runs(p, shape, t) != 0)
             return -1;
-        if (i == 0 && add_fig8(p, shape, t) != 0)
+        if (i == 0 && (add_fig8(p, shape, t) != 0 || add_fig7(p, shape, t) != 0))
             return -1;
     }
     return 0;

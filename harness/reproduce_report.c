@@ -244,14 +244,6 @@ static void section_fig8(struct strbuf *b, const struct repro_plan *p)
     cJSON_Delete(run);
 }
 
-/* What the paper has that this study does not yet measure. */
-static void section_missing(struct strbuf *b)
-{
-    strbuf_add(b, "## Not in this study yet\n\n"
-                  "- Fig. 7 measured (latency against DRAM share with `--window auto`): not built yet.\n"
-                  "\n");
-}
-
 int repro_report_write(const struct repro_plan *p, const char *command_line, char *err, size_t errlen)
 {
     struct strbuf b = {0};
@@ -271,8 +263,8 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     repro_section_table3(&b, p);
     section_paper_table3(&b, p);
     section_fig8(&b, p);
+    repro_section_fig7(&b, p);
     repro_section_differences(&b, p);
-    section_missing(&b);
     char *text = strbuf_take(&b);
     char path[4400];
     study_path(p, path, sizeof path, "REPORT.md");

@@ -12,23 +12,15 @@
 #include "common/json_file.h"
 #include "common/model_shape.h"
 
-#define MAX_ROUNDS 16
-
-enum { IO, MEM, COMPUTE, TOTAL, N_PARTS }; /* TOTAL: the sum of the three, as predict --compare takes it */
-
 static const char *const part_keys[] = {"io_ms", "mem_ms", "compute_ms"};
 
-/* One configuration (shape, mode, source): its rounds and its price. */
-struct cell {
-    char budget[32];                  /* the runs' --dram-budget ("none") */
-    int rounds;
-    double part[N_PARTS][MAX_ROUNDS]; /* per round */
-    double median[N_PARTS], lo, hi;   /* lo, hi: of the total */
-    double model[N_PARTS];
-    bool modelled;
-};
+static double number(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
 
-static void read_round(struct cell *c, const char *run_json)
+static void read_round(struct repro_cell *c, const char *run_json)
 {
     cJSON *run = read_json_file(run_json);
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
@@ -36,30 +28,29 @@ static void read_round(struct cell *c, const char *run_json)
                                                            "parameters");
     const cJSON *budget = cJSON_GetObjectItemCaseSensitive(params, "dram-budget");
     snprintf(c->budget, sizeof c->budget, "%s", cJSON_IsString(budget) ? budget->valuestring : "none");
-    if (sum && c->rounds < MAX_ROUNDS) {
+    if (sum && c->rounds < REPRO_MAX_ROUNDS) {
         double total = 0;
-        for (int k = 0; k < TOTAL; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, part_keys[k]);
-            c->part[k][c->rounds] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-            total += c->part[k][c->rounds];
-        }
-        c->part[TOTAL][c->rounds++] = total;
+        for (int k = 0; k < REPRO_TOTAL; k++)
+            total += c->part[k][c->rounds] = number(sum, part_keys[k]);
+        c->part[REPRO_TOTAL][c->rounds] = total;
+        c->window_k[c->rounds] = number(sum, "window_k");
+        c->rows[c->rounds++] = number(sum, "capacity_rows_per_layer");
     }
     cJSON_Delete(run);
 }
 
-static void read_model(struct cell *c, const char *predict_json)
+static void read_model(struct repro_cell *c, const char *predict_json)
 {
     cJSON *pr = read_json_file(predict_json);
     const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pr, "predictions"), 0);
     const cJSON *pred = cJSON_GetObjectItemCaseSensitive(first, "prediction");
+    const cJSON *window = cJSON_GetObjectItemCaseSensitive(first, "window_auto");
+    c->model_k = number(window, "window_k");
+    c->model_rows = number(window, "capacity_rows");
     if (pred) {
-        c->model[TOTAL] = 0;
-        for (int k = 0; k < TOTAL; k++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(pred, part_keys[k]);
-            c->model[k] = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-            c->model[TOTAL] += c->model[k];
-        }
+        c->model[REPRO_TOTAL] = 0;
+        for (int k = 0; k < REPRO_TOTAL; k++)
+            c->model[REPRO_TOTAL] += c->model[k] = number(pred, part_keys[k]);
         c->modelled = true;
     }
     cJSON_Delete(pr);
@@ -71,37 +62,44 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Reads every round of (shape, mode, source) and its price; false when
- * no round has run. */
-static bool read_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
-                      struct cell *c)
+bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c)
 {
     memset(c, 0, sizeof *c);
+    c->model_k = c->model_rows = NAN;
     char path[4400];
-    for (int round = 1; round <= MAX_ROUNDS; round++) {
-        snprintf(path, sizeof path, "%s/runs/%s/%s-%s-r%d/run.json", p->config.out, shape, mode, source, round);
+    for (int round = 1; round <= REPRO_MAX_ROUNDS; round++) {
+        snprintf(path, sizeof path, "%s/%s-r%d/run.json", p->config.out, prefix, round);
         if (!path_exists(path))
             break;
         read_round(c, path);
     }
     if (!c->rounds)
         return false;
-    for (int k = 0; k < N_PARTS; k++) {
-        double v[MAX_ROUNDS];
+    for (int k = 0; k < REPRO_N_PARTS; k++) {
+        double v[REPRO_MAX_ROUNDS];
         memcpy(v, c->part[k], sizeof v);
         qsort(v, (size_t)c->rounds, sizeof *v, cmp_double);
         int n = c->rounds;
         c->median[k] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-        if (k == TOTAL)
+        if (k == REPRO_TOTAL)
             c->lo = v[0], c->hi = v[n - 1];
     }
-    snprintf(path, sizeof path, "%s/runs/%s/%s-%s-predict/predict.json", p->config.out, shape, mode, source);
+    snprintf(path, sizeof path, "%s/%s-predict/predict.json", p->config.out, prefix);
     read_model(c, path);
     return true;
 }
 
+/* A Tables 2 and 3 configuration: runs/<shape>/<mode>-<source>. */
+static bool read_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
+                      struct repro_cell *c)
+{
+    char prefix[400];
+    snprintf(prefix, sizeof prefix, "runs/%s/%s-%s", shape, mode, source);
+    return repro_read_cell(p, prefix, c);
+}
+
 /* "+12%", or "n/a" when nothing was measured to compare with. */
-static void add_error(struct strbuf *b, double modelled, double measured)
+void repro_add_error(struct strbuf *b, double modelled, double measured)
 {
     if (measured > 0 && isfinite(measured) && isfinite(modelled))
         strbuf_add(b, " %+.0f%% |", 100 * (modelled - measured) / measured);
@@ -141,7 +139,7 @@ static const char *paper_model(const char *shape)
     return !strcmp(shape, "llama-2-7b-fatrelu") ? "llama-2-7b" : shape;
 }
 
-static void add_ms(struct strbuf *b, double v)
+void repro_add_ms(struct strbuf *b, double v)
 {
     if (isfinite(v))
         strbuf_add(b, " %.1f |", v);
@@ -168,24 +166,24 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
     for (size_t i = 0; i < p->config.n_models; i++) {
         const char *shape = repro_shape(p->config.models[i], p->config.tier);
         for (int m = 0; m < 3; m++) {
-            struct cell c;
+            struct repro_cell c;
             if (!read_cell(p, shape, modes[m], "trace", &c))
                 continue;
             any = true;
             strbuf_add(b, "| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", shape, modes[m], c.budget,
-                       c.rounds, c.median[TOTAL], c.lo, c.hi, c.median[IO], c.median[MEM], c.median[COMPUTE]);
+                       c.rounds, c.median[REPRO_TOTAL], c.lo, c.hi, c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE]);
             if (!c.modelled) {
                 strbuf_add(b, " not modelled yet | | | | | | | |");
             } else {
-                strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", c.model[TOTAL], c.model[IO], c.model[MEM],
-                           c.model[COMPUTE]);
-                for (int k = 0; k < N_PARTS; k++) {
-                    int part = (k + TOTAL) % N_PARTS; /* total first */
-                    add_error(b, c.model[part], c.median[part]);
+                strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", c.model[REPRO_TOTAL], c.model[REPRO_IO], c.model[REPRO_MEM],
+                           c.model[REPRO_COMPUTE]);
+                for (int k = 0; k < REPRO_N_PARTS; k++) {
+                    int part = (k + REPRO_TOTAL) % REPRO_N_PARTS; /* total first */
+                    repro_add_error(b, c.model[part], c.median[part]);
                 }
             }
             const char *match[] = {"model", paper_model(shape), "method", modes[m], "backend", "CPU", NULL};
-            add_ms(b, paper_value("table3.json", match, "total_ms"));
+            repro_add_ms(b, paper_value("table3.json", match, "total_ms"));
             strbuf_add(b, "\n");
         }
     }
@@ -197,27 +195,27 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
 /* One Table 2 row: a mode with the trace's neurons and the predictor's. */
 static void table2_row(struct strbuf *b, const struct repro_plan *p, const char *shape, const struct repro_mode *md)
 {
-    struct cell tr, pr;
+    struct repro_cell tr, pr;
     bool have_tr = read_cell(p, shape, md->mode, "trace", &tr);
     bool have_pr = !md->whole_layers && read_cell(p, shape, md->mode, "predictor", &pr);
     if (!have_tr && !have_pr)
         return;
     strbuf_add(b, "| %s | %s |", shape, md->mode);
-    const struct cell *cells[] = {have_tr ? &tr : NULL, have_pr ? &pr : NULL};
+    const struct repro_cell *cells[] = {have_tr ? &tr : NULL, have_pr ? &pr : NULL};
     for (int i = 0; i < 2; i++) {
         if (!cells[i]) {
             strbuf_add(b, i == 1 && md->whole_layers ? " (as trace) | | |" : " — | — | — |");
             continue;
         }
-        strbuf_add(b, " %.1f (%.1f–%.1f) | %.1f |", cells[i]->median[TOTAL], cells[i]->lo, cells[i]->hi,
-                   cells[i]->median[IO]);
-        add_ms(b, cells[i]->modelled ? cells[i]->model[TOTAL] : NAN);
+        strbuf_add(b, " %.1f (%.1f–%.1f) | %.1f |", cells[i]->median[REPRO_TOTAL], cells[i]->lo, cells[i]->hi,
+                   cells[i]->median[REPRO_IO]);
+        repro_add_ms(b, cells[i]->modelled ? cells[i]->model[REPRO_TOTAL] : NAN);
     }
     const char *config = md->whole_layers ? md->mode : !strcmp(md->mode, "predictor") ? "+ predictor"
                                                    : !strcmp(md->mode, "window")    ? "+ windowing"
                                                                                     : "+ bundling";
     const char *match[] = {"config", config, NULL};
-    add_ms(b, paper_value("table2.json", match, "io_ms"));
+    repro_add_ms(b, paper_value("table2.json", match, "io_ms"));
     strbuf_add(b, "\n");
 }
 
@@ -298,10 +296,10 @@ static void differences_model(struct strbuf *b, const struct repro_plan *p)
     static const char *const names[] = {"I/O", "memory management", "compute"};
     for (size_t i = 0; i < p->config.n_models; i++) {
         const char *shape = repro_shape(p->config.models[i], p->config.tier);
-        struct cell c;
+        struct repro_cell c;
         if (!read_cell(p, shape, "all", "trace", &c) || !c.modelled)
             continue;
-        for (int k = 0; k < TOTAL; k++) {
+        for (int k = 0; k < REPRO_TOTAL; k++) {
             double me = c.median[k], mo = c.model[k];
             if (me > 0 && fabs(mo - me) > 0.15 * me)
                 strbuf_add(b, "- %s all: the cost model puts %s at %.2f ms, measured %.2f ms (%+.0f%%).\n", shape,

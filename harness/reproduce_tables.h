@@ -1,16 +1,49 @@
-/* REPORT.md's Tables 2 and 3 (harness/reproduce.h): the measured runs'
- * medians over their rounds beside the cost model's price and the paper's
- * numbers, computed from runs/<shape>/<mode>-<source>-r<round>/run.json,
- * runs/<shape>/<mode>-<source>-predict/predict.json and configs/paper/.
- * Internal to harness/reproduce_*.c. */
+/* REPORT.md's Tables 2 and 3 and Fig. 7 (harness/reproduce.h): the
+ * measured runs' medians over their rounds beside the cost model's price
+ * and the paper's numbers, computed from <prefix>-r<round>/run.json and
+ * <prefix>-predict/predict.json (runs/<shape>/<mode>-<source> for the
+ * tables, fig7/<share> for Fig. 7) and configs/paper/. Internal to
+ * harness/reproduce_*.c. */
 #ifndef FLASHBED_HARNESS_REPRODUCE_TABLES_H
 #define FLASHBED_HARNESS_REPRODUCE_TABLES_H
+
+#include <stdbool.h>
 
 #include "common/strbuf.h"
 #include "harness/reproduce.h"
 
+#define REPRO_MAX_ROUNDS 16
+
+/* REPRO_TOTAL: the sum of the three, as predict --compare takes it */
+enum { REPRO_IO, REPRO_MEM, REPRO_COMPUTE, REPRO_TOTAL, REPRO_N_PARTS };
+
+/* One measured configuration: its rounds and its price. */
+struct repro_cell {
+    char budget[32];                              /* the runs' --dram-budget ("none") */
+    int rounds;
+    double part[REPRO_N_PARTS][REPRO_MAX_ROUNDS]; /* per round */
+    double window_k[REPRO_MAX_ROUNDS];            /* per round: summary.window_k (NAN: none) */
+    double rows[REPRO_MAX_ROUNDS];                /* per round: summary.capacity_rows_per_layer */
+    double median[REPRO_N_PARTS], lo, hi;         /* lo, hi: of the total */
+    double model[REPRO_N_PARTS];
+    double model_k, model_rows;                   /* predict's window:auto K and cache rows (NAN: none) */
+    bool modelled;
+};
+
+/* Reads every round of the configuration at prefix (under the study's
+ * folder) and its price; false when no round has run. */
+bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c);
+
+/* Table cells: " +12% |" ("n/a" without a measurement), " 1.2 |" ("—"). */
+void repro_add_error(struct strbuf *b, double modelled, double measured);
+void repro_add_ms(struct strbuf *b, double v);
+
 void repro_section_table2(struct strbuf *b, const struct repro_plan *p);
 void repro_section_table3(struct strbuf *b, const struct repro_plan *p);
+/* Fig. 7 measured: the first model's runs at each DRAM share with
+ * window:auto beside the cost model's, a CSV and a plot with the paper's
+ * modelled curve (harness/reproduce_fig7.c). */
+void repro_section_fig7(struct strbuf *b, const struct repro_plan *p);
 /* What differs from the paper and why, from the numbers: the disk against
  * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
 void repro_section_differences(struct strbuf *b, const struct repro_plan *p);

@@ -10,6 +10,7 @@
 #include "sim/paper_tables.h"
 #include "sim/replay.h"
 #include "sim/trace_volumes.h"
+#include "sim/window_auto.h"
 
 /* Walks the list's elements: each is checked and, when out is not NULL,
  * copied into out[i].config.policy. *n: how many. */
@@ -31,10 +32,12 @@ static int split_list(const char *list, bool have_trace, struct policy_predictio
         }
         memcpy(name, p, len);
         name[len] = '\0';
-        if (cost_check_policy(name, have_trace, err, errlen) != 0)
+        if (!window_auto_is(name) && cost_check_policy(name, have_trace, err, errlen) != 0)
             return -1;
-        if (out)
+        if (out) {
             memcpy(out[i].config.policy, name, len + 1);
+            memcpy(out[i].asked, name, len + 1);
+        }
         p += len;
         if (!*p)
             break;
@@ -164,6 +167,30 @@ static int name_error(const char *policy, char *err, size_t errlen)
     return -1;
 }
 
+/* window:auto: K for the rows of one layer's FFN cache (ffn_budget at the
+ * cost model's dtype), by the rule run uses; c->policy becomes window:K. */
+static int resolve_window(const struct predict_setup *s, struct policy_prediction *it, char *err, size_t errlen)
+{
+    const struct model_shape *sh = s->shape;
+    double bytes;
+    if (ffn_budget(s, it->asked, &bytes, err, errlen) != 0)
+        return -1;
+    uint64_t row = model_shape_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
+    it->window_rows = cache_capacity_rows(bytes > 0 ? (uint64_t)bytes : 0, row, sh->n_layers, sh->d_ff);
+    if (it->window_rows == 0) {
+        snprintf(err, errlen, "window:auto sizes the window to the DRAM budget: %.1f%% of the model leaves no FFN "
+                 "cache row (%llu bytes) in each of %u layers", 100 * s->dram_share, (unsigned long long)row,
+                 sh->n_layers);
+        return -1;
+    }
+    it->window_tokens = s->tokens ? s->tokens : s->trace ? s->trace->n_tokens : WINDOW_MAX_K;
+    struct window_auto_input in = {s->trace, s->use_predicted, it->window_tokens, sh->d_ff, it->window_rows};
+    if (window_auto_choose(&in, &it->window, err, errlen) != 0)
+        return -1;
+    snprintf(it->config.policy, sizeof it->config.policy, "window:%u", it->window.k);
+    return 0;
+}
+
 static int price_one(const struct predict_setup *s, struct policy_prediction *it, char *err, size_t errlen)
 {
     struct cost_config *c = &it->config;
@@ -174,11 +201,13 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->dram_share = s->dram_share;
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
+    if (window_auto_is(c->policy) && resolve_window(s, it, err, errlen) != 0)
+        return name_error(it->asked, err, errlen);
     if ((s->trace ? trace_config(s, c, err, errlen) : paper_config(s, c, err, errlen)) != 0)
-        return name_error(c->policy, err, errlen);
+        return name_error(it->asked, err, errlen);
     predictor_of(s, c->policy, c);
     if (cost_predict(c, &it->prediction, err, errlen) != 0)
-        return name_error(c->policy, err, errlen);
+        return name_error(it->asked, err, errlen);
     return 0;
 }
 

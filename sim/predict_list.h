@@ -20,6 +20,13 @@
  * (configs/paper/densities.json: predictor_model_fraction); none for a run
  * whose neurons an oracle or a trace chose.
  *
+ * window:auto is resolved to window:K as `flashbed run --window auto`
+ * resolves it (sim/window_auto.h, one rule), from the rows of one layer's
+ * FFN cache: the budget less the non-FFN weights and the predictor, at the
+ * cost model's dtype, over the layers (cache_capacity_rows). run's rows are
+ * fewer (it also holds the KV cache, staging and bounce rows, and pads its
+ * bundles), so near a peak run may choose a smaller K than predict.
+ *
  * Everything is checked before anything is priced. No printing: 0, or -1
  * with a message in err that names the offending policy. */
 #ifndef FLASHBED_SIM_PREDICT_LIST_H
@@ -27,11 +34,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/model_shape.h"
 #include "sim/cost_model.h"
 #include "sim/hw_profile.h"
 #include "sim/replay.h"
+#include "sim/window_auto.h"
 #include "traces/trace.h"
 
 struct predict_setup {
@@ -47,6 +56,8 @@ struct predict_setup {
     bool use_predicted;          /* replay the trace's predicted sets, else the active ones */
     int predictor_rank;          /* > 0: that rank; PREDICT_RANK_AUTO: the paper's share of the model when
                                   * it gives one for the shape, else PREDICT_DEFAULT_RANK; PREDICT_RANK_NONE */
+    uint64_t tokens;             /* window:auto: the run's tokens K is chosen over (0: the trace's length;
+                                  * without a trace, WINDOW_MAX_K) */
 };
 
 #define PREDICT_RANK_AUTO 0
@@ -54,8 +65,13 @@ struct predict_setup {
 #define PREDICT_DEFAULT_RANK 128 /* the default; capped at min(d_model, d_ff) */
 
 struct policy_prediction {
-    struct cost_config config;   /* config.policy: the list's element; config.vol: its volumes */
+    struct cost_config config;   /* config.policy: what was priced (window:auto resolved to window:K);
+                                  * config.vol: its volumes */
     struct cost_prediction prediction;
+    char asked[48];              /* the list's element as given */
+    struct window_auto_choice window; /* window:auto: the K chosen and why (k 0: not asked) */
+    uint64_t window_rows;        /* window:auto: the layer cache's rows K was chosen for */
+    uint64_t window_tokens;      /* window:auto: the tokens it was chosen over */
 };
 
 /* Splits list at its commas and checks each element (cost_check_policy: a

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # flashbed reproduce --tiny (issue 16): every part of the study runs, each
-# table and plot exists, the Table 3 numbers in REPORT.md are those of the
-# result files, a second run resumes (nothing runs again), --plan and
+# table and plot exists, the Table 3 and Fig. 7 numbers in REPORT.md are
+# those of the result files, a second run resumes (nothing runs again), --plan and
 # --merge work, and bad input is refused before anything runs.
 source "$(dirname "$0")/lib.sh"
 S="$WORK/study"
@@ -12,7 +12,7 @@ DATA_ARGS=()
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 2" "## Table 3" "## Table 3 on every backend" "## Fig. 8" "## What differs from the paper" "## Not in this study yet"; do
+               "## Table 2" "## Table 3" "## Table 3 on every backend" "## Fig. 8" "## Fig. 7, measured" "## What differs from the paper"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
@@ -39,10 +39,21 @@ if [ ${#DATA_ARGS[@]} -gt 0 ]; then
     check "stories260K's recorded trace" test -s "$S/traces/stories260K.trace"
     check "its policy study" test -s "$S/policies/stories260K/replay.md"
 fi
+check "nothing left as not built" bash -c "! grep -q 'Not in this study yet' '$S/REPORT.md'"
 check "Fig. 8's long run" test -s "$S/fig8/run.json"
+# Fig. 7 measured on the first model (opt-tiny): each share's runs and price.
+for share in 70 80 90; do
+    check "Fig. 7 at $share%: measured" test -s "$S/fig7/$share-r1/run.json"
+    check "Fig. 7 at $share%: window:auto" test "$(json_get "$S/fig7/$share-r1/run.json" "d['provenance']['parameters']['window']")" = auto
+    check "Fig. 7 at $share%: modelled" test -s "$S/fig7/$share-predict/predict.json"
+    check "Fig. 7 at $share%: predict chose K" test "$(json_get "$S/fig7/$share-predict/predict.json" "d['predictions'][0]['window_auto']['window_k'] >= 1")" = True
+done
+check "Fig. 7: no other model's" test "$(ls "$S/fig7" | grep -c -- '-r1$')" = 3
+check "Fig. 7: the paper's modelled curve" test -s "$S/paper-fig7/fig7.csv"
+check "Fig. 7: its CSV" test -s "$S/fig7/fig7.csv"
 check "Fig. 8: a row per token" test "$(($(wc -l <"$S/fig8/tokens.csv") - 1))" = 32
 if command -v gnuplot >/dev/null; then
-    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k fig8/fig8; do
+    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k fig8/fig8 fig7/fig7; do
         check "plot $plot.png" test -s "$S/$plot.png"
         check "plot $plot.svg" test -s "$S/$plot.svg"
         check "REPORT.md shows $plot.png" bash -c "grep -q '($plot.png)' '$S/REPORT.md' || [ $plot = policies/opt-tiny/bytes_vs_k ]"
@@ -72,6 +83,41 @@ for row in rows:
     got += [float(c) for c in cells[8:12]]
     for g, w in zip(got, want):
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
+PY
+
+# Fig. 7's rows come from the result files too: K from run.json's summary
+# and predict.json's window_auto, medians of the rounds, the price; and the
+# CSV the plot draws holds the same numbers.
+check "Fig. 7 rows are the result files' numbers" python3 - "$S" <<'PY'
+import csv, json, re, statistics, sys
+s = sys.argv[1]
+text = open(f"{s}/REPORT.md").read()
+fig7 = text[text.index("## Fig. 7, measured"):].split("\n## ")[0]
+rows = [l for l in fig7.splitlines() if re.match(r"\| \d+% \|", l)]
+assert len(rows) == 3, rows
+plotted = {int(r["share"]): r for r in csv.DictReader(open(f"{s}/fig7/fig7.csv"))}
+parts = ("io_ms", "mem_ms", "compute_ms")
+for row in rows:
+    cells = [c.strip() for c in row.strip().strip("|").split("|")]
+    share, rounds = int(cells[0].rstrip("%")), int(cells[5])
+    runs = [json.load(open(f"{s}/fig7/{share}-r{r}/run.json"))["summary"] for r in range(1, rounds + 1)]
+    pred = json.load(open(f"{s}/fig7/{share}-predict/predict.json"))["predictions"][0]
+    auto, p = pred["window_auto"], pred["prediction"]
+    assert pred["policy"] == f"window:{auto['window_k']}", pred["policy"]
+    want_k = [runs[0]["window_k"], auto["window_k"], runs[0]["capacity_rows_per_layer"], auto["capacity_rows"]]
+    assert [int(c) for c in cells[1:5]] == want_k, (share, cells[1:5], want_k)
+    measured = [statistics.median(sum(r[k] for k in parts) for r in runs)]
+    measured += [statistics.median(r[k] for r in runs) for k in parts]
+    modelled = [sum(p[k] for k in parts)] + [p[k] for k in parts]
+    got = [float(cells[6].split()[0])] + [float(c) for c in cells[7:14]]
+    for g, w in zip(got, measured + modelled):
+        assert abs(g - w) <= 0.0006, (share, got, measured + modelled)
+    line = plotted[share]
+    names = ["measured_total", "measured_io", "measured_mem", "measured_compute",
+             "modelled_total", "modelled_io", "modelled_mem", "modelled_compute"]
+    for n, w in zip(names, measured + modelled):
+        assert abs(float(line[n]) - w) <= 1e-5 * max(1, abs(w)), (share, n, line[n], w)
+    assert int(line["run_k"]) == runs[0]["window_k"] and int(line["predict_k"]) == auto["window_k"]
 PY
 
 check "the disk beside the M1 Max at 16 KiB" grep -q "^- Flash at 16 KiB chunks: this disk reads" "$S/REPORT.md"

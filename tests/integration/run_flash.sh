@@ -93,6 +93,29 @@ for budget in 60% 80%; do
     check "window:auto at $budget: reads equal the replay's" test "$(json_get "$out/run.json" "[int(t['reads']) for t in d['tokens']]")" = \
         "$(json_get "$out/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$(json_get "$out/run.json" "len(d['tokens'])")]]")"
 done
+# predict --policy window:auto chooses by the same rule: given a budget
+# whose FFN cache has the run's rows per layer (the weights outside the FFN
+# from its own DRAM account, plus those rows of 2 x 64 f32 weights in each
+# of 2 layers, and half a row), over the run's tokens, it chooses the run's K.
+check "predict at 100%" "$FLASHBED" predict --model opt-tiny --dtype f32 --hw m1max-cpu --policy window:auto --layout bundled \
+    --trace "$T" --predictor-rank none --dram-budget 100% --out "$WORK/auto-predict-all"
+nonffn=$(json_get "$WORK/auto-predict-all/predict.json" "(d['prediction']['dram']['embeddings']['gb'] + d['prediction']['dram']['attention']['gb']) * 1e9")
+for budget in 60% 80%; do
+    R="$WORK/auto-$budget/run.json"
+    rows=$(json_get "$R" "d['summary']['capacity_rows_per_layer']")
+    bytes=$(python3 -c "print(round($nonffn + ($rows + 0.5) * 2 * 512))")
+    check "predict window:auto for the run at $budget" "$FLASHBED" predict --model opt-tiny --dtype f32 --hw m1max-cpu \
+        --policy window:auto --layout bundled --trace "$T" --predictor-rank none --dram-budget "$bytes" \
+        --tokens "$(json_get "$R" "d['summary']['prompt_tokens'] + d['summary']['generated_tokens'] - 1")" --out "$WORK/auto-predict-$budget"
+    P_JSON="$WORK/auto-predict-$budget/predict.json"
+    check "predict at $budget: the run's rows" test "$(json_get "$P_JSON" "d['predictions'][0]['window_auto']['capacity_rows']")" = "$rows"
+    check "predict at $budget: the run's K" test "$(json_get "$P_JSON" "d['predictions'][0]['window_auto']['window_k']")" = \
+        "$(json_get "$R" "d['summary']['window_k']")"
+    check "predict at $budget: prices window:K" test "$(json_get "$P_JSON" "d['predictions'][0]['policy']")" = \
+        "$(json_get "$R" "d['summary']['policy']")"
+    check "predict.md says why" grep -q "window:auto chose K = " "$WORK/auto-predict-$budget/predict.md"
+done
+expect_error "predict --tokens without window:auto" "has no window:auto" predict --model opt-tiny --policy window:5 --tokens 8 --out "$WORK/bad-tokens"
 check "a larger budget, a longer window" test "$(json_get "$WORK/auto-60%/run.json" "d['summary']['window_k']")" -lt "$(json_get "$WORK/auto-80%/run.json" "d['summary']['window_k']")"
 check "--window auto with the oracle" "$FLASHBED" run --model "$M" --mode all --window auto --dram-budget 60% --prompt "$P" -n 8 --ignore-eos --threads 1 --quiet --out "$WORK/auto-oracle"
 check "the oracle's window comes from s_agg" test "$(json_get "$WORK/auto-oracle/run.json" "'s_agg' in d['provenance']['policy']['window_chosen_from'] and d['summary']['window_k'] >= 1")" = True

@@ -1,6 +1,6 @@
 /* The cost model's byte accounting, the paper's Table 2 and Table 3, and
  * lists of policies (sim/predict_list.h): each priced as if alone, and the
- * names checked by cache/'s parser. */
+ * names checked by cache/'s parser; window:auto chosen as run chooses it. */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -213,6 +213,22 @@ static void check_refused(const struct predict_setup *su, const char *list, cons
     CHECK(strstr(err, want) != NULL);
 }
 
+/* A calibrated synthetic trace of the shape, 30 tokens, in memory. */
+static void synth_trace(const struct model_shape *s, uint64_t seed, struct trace *tr)
+{
+    char path[] = "/tmp/flashbed-test-list-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    struct synth_params sp;
+    synth_params_default(&sp, s);
+    sp.tokens = 30;
+    sp.seed = seed;
+    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
+    CHECK(trace_load(path, tr, err, sizeof err) == 0);
+    unlink(path);
+}
+
 static void test_policy_list(void)
 {
     struct model_shape s;
@@ -252,18 +268,8 @@ static void test_policy_list(void)
 
     /* A synthetic trace: every policy replayed for its own volumes. */
     CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
-    char path[] = "/tmp/flashbed-test-list-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    close(fd);
-    struct synth_params sp;
-    synth_params_default(&sp, &s);
-    sp.tokens = 30;
-    sp.seed = 3;
     struct trace tr;
-    CHECK(synth_write(&sp, path, err, sizeof err) == 0);
-    CHECK(trace_load(path, &tr, err, sizeof err) == 0);
-    unlink(path);
+    synth_trace(&s, 3, &tr);
     su.dram_share = 0.95;
     su.trace = &tr;
     su.trace_path = "synthetic";
@@ -322,6 +328,68 @@ static void test_predictor_pricing(void)
     free(hw);
 }
 
+/* window:auto: K as run chooses it (sim/window_auto.h) for the rows the
+ * cost model's FFN cache gets, priced exactly as window:K. */
+static void test_window_auto(void)
+{
+    struct model_shape s;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[1024];
+    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    struct trace tr;
+    synth_trace(&s, 5, &tr);
+    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
+                               .io_threads = 4, .context_tokens = 16, .trace = &tr, .trace_path = "synthetic",
+                               .predictor_rank = PREDICT_RANK_NONE, .tokens = 12};
+    size_t n;
+    CHECK(predict_list_check("window:auto,lru", true, &n, err, sizeof err) == 0);
+    CHECK(predict_list_check("window:auto", false, &n, err, sizeof err) == 0);
+    /* the FFN cache: 80% of the model less the weights outside the FFN, in
+     * rows of 2 x 64 f32 weights, split over 2 layers */
+    struct param_counts pc;
+    model_shape_params(&s, &pc);
+    double ffn = 0.8 * (double)pc.total * 4 - (double)(pc.total - pc.ffn) * 4;
+    uint64_t rows = (uint64_t)ffn / 512 / 2;
+    struct window_auto_input wi = {&tr, false, 12, 256, rows};
+    struct window_auto_choice wc;
+    CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
+    struct policy_prediction *it = NULL, *fixed = NULL;
+    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    CHECK_U64(it[0].window_rows, rows);
+    CHECK_U64(it[0].window_tokens, 12);
+    CHECK_U64(it[0].window.k, wc.k);
+    CHECK(wc.k >= 1 && wc.k <= 12);
+    CHECK_STR(it[0].asked, "window:auto");
+    char want[32];
+    snprintf(want, sizeof want, "window:%u", wc.k);
+    CHECK_STR(it[0].config.policy, want);
+    CHECK(strstr(it[0].window.from, "trace") != NULL);
+    CHECK(predict_list(&su, want, &fixed, &n, err, sizeof err) == 0);
+    CHECK(fixed[0].window.k == 0 && !strcmp(fixed[0].asked, want));
+    CHECK(it[0].prediction.io_ms == fixed[0].prediction.io_ms && it[0].prediction.mem_ms == fixed[0].prediction.mem_ms);
+    free(it);
+    free(fixed);
+    /* without --tokens, over the whole trace; without a trace, the s_agg curve */
+    su.tokens = 0;
+    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    CHECK_U64(it[0].window_tokens, 30);
+    free(it);
+    su.trace = NULL;
+    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    wi = (struct window_auto_input){NULL, false, WINDOW_MAX_K, 256, rows};
+    CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
+    CHECK_U64(it[0].window.k, wc.k);
+    CHECK(strstr(it[0].window.from, "s_agg") != NULL);
+    free(it);
+    /* a budget that leaves no row for the cache */
+    su.dram_share = 0.5;
+    check_refused(&su, "window:auto", "leaves no FFN cache row");
+    trace_free(&tr);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -331,5 +399,6 @@ int main(void)
     test_s_agg();
     test_policy_list();
     test_predictor_pricing();
+    test_window_auto();
     return check_report("test_cost_model");
 }

@@ -1,13 +1,15 @@
 /* Run planning (engine/run_plan.h) on a model that exists only as numbers:
  * the presets, the refusals with their numbers, the capacities a budget
  * buys, and window:auto's K, cross-checked against the window policy
- * itself (cache/) running the same tokens. */
+ * itself (cache/) running the same tokens and against the rule predict
+ * shares (sim/window_auto.h) given the same rows. */
 #include "check.h"
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
 #include "engine/run_plan.h"
 #include "sim/paper_tables.h"
+#include "sim/window_auto.h"
 
 /* d_model 4, f32, ReLU (no gate): a row is 2 vectors of 16 bytes = 32
  * bytes of weights, stored in bundles of 64 (the alignment). dram.bin 1000
@@ -157,6 +159,12 @@ static void test_window_auto_trace(void)
         snprintf(want, sizeof want, "window:%u", cases[i].k);
         CHECK_STR(out.policy, want);
         CHECK(out.window_from && strstr(out.window_from, "trace"));
+        /* the one rule predict uses too, given the same rows, chooses the same */
+        struct window_auto_input wi = {&tr, false, 5, 8, cases[i].capacity};
+        struct window_auto_choice wc;
+        CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
+        CHECK_U64(wc.k, cases[i].k);
+        CHECK_STR(wc.from, out.window_from);
         free(out.layer_rows);
         /* the window chosen never shrinks; one token more would (below the run's length) */
         if (cases[i].k > 1)
@@ -192,6 +200,10 @@ static void test_window_auto_oracle(void)
     CHECK(paper_s_agg(5) * 1000 <= 245 && paper_s_agg(6) * 1000 > 245);
     CHECK_U64(out.window_k, 6);
     CHECK(out.window_from && strstr(out.window_from, "s_agg"));
+    struct window_auto_input wi = {NULL, false, 100, 1000, 245};
+    struct window_auto_choice wc;
+    CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
+    CHECK_U64(wc.k, 6);
     free(out.layer_rows);
     /* below s_agg(1) = 10%: no token's rows fit; the window holds the current one only */
     CHECK(plan(&m, "window:auto", FIXED + 133 * STRIDE, NULL, 100, &out, err) == 0); /* 33 + 1 staged */
