@@ -41,7 +41,8 @@ static const struct opt_def replay_options[] = {
     {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "LIST",
      "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
-     "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too)"},
+     "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too); none: no "
+     "budget, as a run without --dram-budget (window keeps every row of its K tokens, hybrid half the FFN)"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
      "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
     {"use", OPT_STRING, O(use), NULL, "SETS",
@@ -108,6 +109,10 @@ static int parse_budgets(const char *list, char **items, size_t n, const struct 
             fb_error("replay --dram-budget '%s': budget %zu is empty (budgets are separated by single commas)", list,
                      i + 1);
             return -1;
+        }
+        if (!strcmp(items[i], "none")) { /* as a run without a budget: window keeps all, hybrid half */
+            b[i] = (struct replay_budget){items[i], 0, 0, true};
+            continue;
         }
         if (parse_share_or_size(items[i], ffn, &v, err, sizeof err) != 0) {
             fb_error("replay --dram-budget '%s': budget %zu: %s", list, i + 1, err);

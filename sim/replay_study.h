@@ -27,6 +27,7 @@ struct replay_budget {
     const char *text;   /* as given: "25%", "2G" */
     uint64_t bytes;
     double share;       /* bytes over the FFN's bytes (for "25%": 0.25 exactly) */
+    bool none;          /* "none": no budget at all (what a run without --dram-budget has), not a binding 0 */
 };
 
 /* One replay at one budget, with the cost model's milliseconds when priced. */

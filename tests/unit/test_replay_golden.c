@@ -130,7 +130,7 @@ static void feasibility_tests(void)
 static void study_tests(void)
 {
     const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
-    const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64}, {"24", 24, 24.0 / 64}};
+    const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL};
     struct replay_row rows[4];
     memset(rows, 0, sizeof rows);
@@ -159,7 +159,7 @@ static void study_tests(void)
 static void friends_note_tests(void)
 {
     const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
-    const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64}};
+    const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL};
     struct replay_row rows[2];
     memset(rows, 0, sizeof rows);
