@@ -244,13 +244,26 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
     return 0;
 }
 
+/* The tiny shapes (configs/models/NAME-tiny.json): tests' sizes. */
+static bool is_tiny(const char *shape)
+{
+    size_t n = strlen(shape);
+    return n > 5 && !strcmp(shape + n - 5, "-tiny");
+}
+
+/* The predictor's rank: the tier's, at most what a tiny shape's d_model
+ * (64) allows. */
+static const char *predictor_rank(const char *shape, const struct tier_sizes *t)
+{
+    return is_tiny(shape) ? "16" : t->predictor_rank;
+}
+
 /* The DRAM budget of the measured runs: the paper's half of the model,
  * except on the tiny shapes, whose two layers are each so large a share of
  * the model that one layer's staging does not fit in half. */
 static const char *run_budget(const char *shape)
 {
-    size_t n = strlen(shape);
-    return n > 5 && !strcmp(shape + n - 5, "-tiny") ? "75%" : "50%";
+    return is_tiny(shape) ? "75%" : "50%";
 }
 
 /* The paper's ablation (Table 2) as run's modes, each a policy and layout
@@ -330,11 +343,11 @@ static int add_predictor(struct repro_plan *p, const char *shape, const struct t
     char id[96], what[160], model[4200];
     at(p, model, sizeof model, "models/%s", shape);
     snprintf(id, sizeof id, "predictor-%s", shape);
-    snprintf(what, sizeof what, "%s's activation predictor, rank %s", shape, t->predictor_rank);
+    snprintf(what, sizeof what, "%s's activation predictor, rank %s", shape, predictor_rank(shape, t));
     char rel[200];
     snprintf(rel, sizeof rel, "models/%s/predictor.safetensors", shape);
     STEP(p, "runs", id, rel, what, "predictor", "train", "--model", model, "--text", p->text, "--tokens",
-         t->predictor_tokens, "--rank", t->predictor_rank, "--epochs", t->predictor_epochs, "--force");
+         t->predictor_tokens, "--rank", predictor_rank(shape, t), "--epochs", t->predictor_epochs, "--force");
     return 0;
 }
 
@@ -354,7 +367,7 @@ static int add_runs(struct repro_plan *p, const char *shape, const struct tier_s
                     return -1;
     for (const struct repro_mode *md = repro_modes; md < repro_modes + 5; md++)
         for (int src = 0; src < (md->whole_layers || !trained ? 1 : 2); src++)
-            if (add_predict(p, shape, md, sources[src], t->predictor_rank) != 0)
+            if (add_predict(p, shape, md, sources[src], predictor_rank(shape, t)) != 0)
                 return -1;
     return 0;
 }
