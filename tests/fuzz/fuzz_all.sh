@@ -30,9 +30,17 @@ mkdir -p "$work"
 for h in "${harnesses[@]}"; do
     mkdir -p "$work/$h"
     start=$(date -u +%FT%TZ) t0=$(date +%s)
-    nice -n 19 "$build/tests/fuzz/fuzz_$h" "$work/$h" "$root/tests/fuzz/corpus/$h" \
+    # a session of its own, whose scheduling group gets nice 19 too: with
+    # the kernel's autogroups, nice alone does not yield to other sessions
+    setsid -w nice -n 19 "$build/tests/fuzz/fuzz_$h" "$work/$h" "$root/tests/fuzz/corpus/$h" \
         -max_total_time="$seconds" -max_len="$(max_len "$h")" -rss_limit_mb=2048 -timeout=10 $(dict "$h") \
-        -print_final_stats=1 -artifact_prefix="$work/$h-" >"$work/$h.log" 2>&1
+        -print_final_stats=1 -artifact_prefix="$work/$h-" >"$work/$h.log" 2>&1 &
+    pid=$!
+    for _ in $(seq 50); do # once setsid has made the new session: never renice ours
+        [ "$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')" = "$pid" ] && { echo 19 >"/proc/$pid/autogroup"; break; } 2>/dev/null
+        sleep 0.1
+    done
+    wait "$pid"
     rc=$? elapsed=$(($(date +%s) - t0))
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$h.log" | grep -o '[0-9]*$')
     crashes=$(cd "$work" && ls -d "$h"-crash-* "$h"-leak-* "$h"-timeout-* "$h"-oom-* 2>/dev/null | tr '\n' ' ')
