@@ -87,11 +87,13 @@ static void on_progress_rows(void *ctx, size_t done, size_t total)
 
 struct train_opts {
     char *model, *text, *rank_layers, *init, *dtype;
-    uint64_t tokens, rank, epochs, batch, seed, threads, context;
+    uint64_t tokens, rank, epochs, batch, seed, threads, context, svd_iterations;
     double lr, threshold, target_recall, act_threshold, holdout;
     bool force;
 };
 
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 #define O(f) offsetof(struct train_opts, f)
 static const struct opt_def train_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (the predictor is written into it)"},
@@ -103,6 +105,8 @@ static const struct opt_def train_options[] = {
     {"rank-layers", OPT_STRING, O(rank_layers), NULL, "SPEC", "per-layer ranks, e.g. 28-31:1024,0:64"},
     {"init", OPT_STRING, O(init), "svd", "HOW", "starting weights: truncated SVD of the up (GLU: gate) "
      "projection, or random", .allowed = "svd|random"},
+    {"svd-iterations", OPT_UINT, O(svd_iterations), STRINGIFY(PREDICTOR_SVD_ITERATIONS), "N", "--init svd: subspace iterations, each two products "
+     "with the matrix (1 or 2 give training a good enough start; more matter with --epochs 0)", .max = 64},
     {"epochs", OPT_UINT, O(epochs), "10", "E", "passes over the training rows (0: the starting weights as they are)",
      .max = 100000},
     {"batch", OPT_UINT, O(batch), "64", "B", "rows per mini-batch", .min = 1, .max = 1 << 20},
@@ -265,6 +269,8 @@ static cJSON *training_json(const struct train_opts *o, const struct text_tokens
     cJSON_AddNumberToObject(j, "train_rows", (double)r->train_rows);
     cJSON_AddNumberToObject(j, "validation_rows", (double)r->val_rows);
     cJSON_AddStringToObject(j, "init", o->init);
+    if (!strcmp(o->init, "svd"))
+        cJSON_AddNumberToObject(j, "svd_iterations", (double)o->svd_iterations);
     cJSON_AddNumberToObject(j, "epochs", (double)o->epochs);
     cJSON_AddNumberToObject(j, "epochs_run", r->epochs_run);
     cJSON_AddBoolToObject(j, "interrupted", r->interrupted);
@@ -319,7 +325,8 @@ static int train_and_save(const struct train_opts *o, const struct model *m, con
     char err[4400];
     enum predictor_init how;
     predictor_init_parse(o->init, &how);
-    if (predictor_init_weights(p, m, how, o->seed, threads_of(o->threads), err, sizeof err) != 0) {
+    if (predictor_init_weights(p, m, how, o->seed, (uint32_t)o->svd_iterations, threads_of(o->threads), err,
+                               sizeof err) != 0) {
         fb_error("predictor train --init: %s", err);
         return 1;
     }

@@ -52,14 +52,13 @@ static void random_layer(uint32_t rank, uint32_t d, uint32_t f, uint64_t seed, f
 }
 
 /* A = V^T, B = U S; bias: the up bias for ReLU, 0 for GLU. */
-static int svd_layer(const struct model *m, uint32_t l, uint32_t rank, uint64_t seed, struct threadpool *pool,
-                     float *w, float *s, float *a, float *b, float *bias, char *err, size_t errlen)
+static int svd_layer(const struct model *m, uint32_t l, uint32_t rank, const struct svd_config *c,
+                     struct threadpool *pool, float *w, float *s, float *a, float *b, float *bias, char *err,
+                     size_t errlen)
 {
     uint32_t d = m->shape.d_model, f = m->shape.d_ff;
     ffn_matrix_f32(m, l, m->arch.glu ? FFN_PART_GATE : FFN_PART_UP, w);
-    struct svd_config c = SVD_CONFIG_DEFAULT;
-    c.seed = seed;
-    if (svd_truncated(w, f, d, rank, &c, pool, b, s, a, err, errlen) != 0)
+    if (svd_truncated(w, f, d, rank, c, pool, b, s, a, err, errlen) != 0)
         return -1;
     for (uint32_t i = 0; i < f; i++)
         for (uint32_t k = 0; k < rank; k++)
@@ -71,7 +70,7 @@ static int svd_layer(const struct model *m, uint32_t l, uint32_t rank, uint64_t 
 }
 
 int predictor_init_weights(struct predictor *p, const struct model *m, enum predictor_init how, uint64_t seed,
-                           int threads, char *err, size_t errlen)
+                           uint32_t svd_iterations, int threads, char *err, size_t errlen)
 {
     uint32_t d = p->d_model, f = p->d_ff, rmax = predictor_max_rank(p);
     if (how == PREDICTOR_INIT_SVD && m->shape.n_layers && !m->layers[0].ffn_bundles)
@@ -82,10 +81,13 @@ int predictor_init_weights(struct predictor *p, const struct model *m, enum pred
     int rc = a && b && bias && w && s ? 0 : err_set(err, errlen, "predictor initialisation: out of memory");
     for (uint32_t l = 0; rc == 0 && l < p->n_layers; l++) {
         uint32_t rank = p->layers[l].rank;
+        struct svd_config c = SVD_CONFIG_DEFAULT;
+        c.seed = layer_seed(seed, l);
+        c.iterations = svd_iterations;
         if (how == PREDICTOR_INIT_RANDOM)
-            random_layer(rank, d, f, layer_seed(seed, l), a, b, bias);
+            random_layer(rank, d, f, c.seed, a, b, bias);
         else
-            rc = svd_layer(m, l, rank, layer_seed(seed, l), pool, w, s, a, b, bias, err, errlen);
+            rc = svd_layer(m, l, rank, &c, pool, w, s, a, b, bias, err, errlen);
         if (rc == 0)
             predictor_set_layer(p, l, a, b, bias);
     }

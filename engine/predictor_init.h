@@ -36,10 +36,15 @@ enum predictor_init { PREDICTOR_INIT_SVD, PREDICTOR_INIT_RANDOM };
 int predictor_init_parse(const char *s, enum predictor_init *out);
 const char *predictor_init_name(enum predictor_init i);
 
+/* The SVD's subspace iterations (svd.h) when none are asked for: enough
+ * for the top directions of a weight matrix to double precision's use. A
+ * start for training needs fewer: each one costs two products with W. */
+#define PREDICTOR_SVD_ITERATIONS 6
+
 /* Fills every layer of p (allocated for m's shape, target set) from m's
- * weights; threads for the SVD's products. random reads nothing of m
- * (which may then be NULL). */
+ * weights; threads for the SVD's products, svd_iterations its subspace
+ * iterations. random reads nothing of m (which may then be NULL). */
 int predictor_init_weights(struct predictor *p, const struct model *m, enum predictor_init how, uint64_t seed,
-                           int threads, char *err, size_t errlen);
+                           uint32_t svd_iterations, int threads, char *err, size_t errlen);
 
 #endif

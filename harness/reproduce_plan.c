@@ -23,6 +23,7 @@ struct tier_sizes {
     const char *base_prompt, *base_tokens; /* naive and hybrid read whole layers: fewer tokens */
     int rounds;                            /* each measured configuration, alternating */
     const char *predictor_tokens, *predictor_rank, *predictor_epochs;
+    const char *predictor_svd_iterations;  /* the SVD start: 1 or 2 do before training */
     const char *long_tokens;               /* Fig. 8's long generation */
     const char *fig7_shares;               /* Fig. 7's DRAM shares (window:auto), percents */
 };
@@ -30,12 +31,15 @@ struct tier_sizes {
 static const struct tier_sizes tiers[] = {
     /* Fig. 7's shares: the tiny shapes' weights outside the FFN are about
      * two thirds of them (fig7_min_share), so theirs start above that */
-    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64", "16", "2", "24",
-                    "70,80,90"},
-    [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "1", "0.25", "256", "64", "64",
-                     "10%,25%,50%", "16", "16", "4", "4", 3, "256", "128", "2", "100", "30,40,50,60,70,80"},
+    [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64",
+                    "16", "2", "1", "24", "70,80,90"},
+    /* quick: sized for about a quarter of an hour on 2 cores, most of it
+     * OPT-1.3B's 30 measured runs; OPT-1.3B's outside-FFN weights are
+     * about 45% of it, so Fig. 7 starts at 50% */
+    [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "0.5", "0.1", "128", "64", "64",
+                     "10%,25%,50%", "12", "12", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "1000", "30,40,50,60,70,80"},
+                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier. */
@@ -347,7 +351,8 @@ static int add_predictor(struct repro_plan *p, const char *shape, const struct t
     char rel[200];
     snprintf(rel, sizeof rel, "models/%s/predictor.safetensors", shape);
     STEP(p, "runs", id, rel, what, "predictor", "train", "--model", model, "--text", p->text, "--tokens",
-         t->predictor_tokens, "--rank", predictor_rank(shape, t), "--epochs", t->predictor_epochs, "--force");
+         t->predictor_tokens, "--rank", predictor_rank(shape, t), "--svd-iterations", t->predictor_svd_iterations,
+         "--epochs", t->predictor_epochs, "--force");
     return 0;
 }
 
@@ -508,9 +513,12 @@ int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *e
                 return err_set(err, errlen, "model '%s' is named twice", c->models[i]);
     }
     p->config = *c;
-    /* numbered phrases: longer than any tier's prompt in tokens */
+    /* numbered phrases of ten words (ten tokens or more in any of our
+     * tokenizers), enough for the tier's longest prompt with some to spare */
+    const struct tier_sizes *t = &tiers[c->tier];
+    int need = atoi(t->run_prompt) > atoi(t->base_prompt) ? atoi(t->run_prompt) : atoi(t->base_prompt);
     size_t len = 0;
-    for (int i = 1; i <= 300 && len + 64 < sizeof p->prompt; i++)
+    for (int i = 1; i <= need / 9 + 2 && len + 64 < sizeof p->prompt; i++)
         len += (size_t)snprintf(p->prompt + len, sizeof p->prompt - len,
                                 "%sthe quick brown fox jumps over the lazy dog %d", i > 1 ? " " : "", i);
     /* the predictors learn from the shared text; without it they are left out */

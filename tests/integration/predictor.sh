@@ -30,6 +30,7 @@ training() { json_get "$M/model.json" "d['predictor']['training']$1"; }
 check "training provenance: the text's sha256" test "$(training "['text_sha256']")" = "$(sha256sum "$TEXT" | cut -d' ' -f1)"
 check "training provenance: tokens, epochs, init, seed" \
     test "$(training "['tokens'], d['predictor']['training']['epochs'], d['predictor']['training']['init'], d['predictor']['training']['seed']")" = "400 0 svd 1"
+check "training provenance: the SVD's iterations (the default)" test "$(training "['svd_iterations']")" = 6
 check "training provenance: loss and recall per layer" test "$(training "['loss'].__len__(), d['predictor']['training']['recall'].__len__()")" = "2 2"
 check "validation recall 1 at full rank" test "$(training "['recall'] == [1, 1]")" = True
 check "ranks recorded" test "$(json_get "$M/model.json" 'd["predictor"]["ranks"]')" = "[64, 64]"
@@ -53,8 +54,9 @@ expect_error "an existing predictor without --force" "already has a predictor" p
     --text "$TEXT" --tokens 400 --rank 8
 check "nothing written" test "$(sum_m)" = "$before"
 check "--force replaces (rank 8, trained, f16)" "$FLASHBED" predictor train --model "$M" --text "$TEXT" --tokens 400 \
-    --rank 8 --epochs 2 --dtype f16 --threads 1 --force
+    --rank 8 --epochs 2 --dtype f16 --svd-iterations 1 --threads 1 --force
 check "the new ranks and dtype" test "$(json_get "$M/model.json" 'd["predictor"]["ranks"], d["predictor"]["dtype"]')" = "[8, 8] f16"
+check "the new SVD iterations" test "$(training "['svd_iterations']")" = 1
 check "eval runs on it, with --plot when gnuplot is here" bash -c "'$FLASHBED' predictor eval --model '$M' --text '$TEXT' \
     --skip 400 --tokens 100 --out '$WORK/eval8' --gen-tokens 0 --threads 1 $(command -v gnuplot >/dev/null && echo --plot) >/dev/null"
 if command -v gnuplot >/dev/null; then

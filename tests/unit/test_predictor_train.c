@@ -85,7 +85,7 @@ static void random_start(struct predictor *p, uint64_t seed)
     uint32_t ranks[LAYERS] = {R, R};
     CHECK(predictor_alloc(p, LAYERS, D, F, ranks, DTYPE_F32, err, sizeof err) == 0);
     /* predictor_init's random start draws from no model: the model argument is not read */
-    CHECK(predictor_init_weights(p, NULL, PREDICTOR_INIT_RANDOM, seed, 1, err, sizeof err) == 0);
+    CHECK(predictor_init_weights(p, NULL, PREDICTOR_INIT_RANDOM, seed, PREDICTOR_SVD_ITERATIONS, 1, err, sizeof err) == 0);
 }
 
 static int by_logit_desc(const void *a, const void *b)
