@@ -25,8 +25,9 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     struct replay_spec rs = {
         .policy = spec->policy,
         .layout = spec->layout,
-        /* the cost model prices the window it is given (its K), unshrunk */
-        .dram_budget = spec->ffn_budget_bytes > 0 && replay_policy_uses_budget(spec->policy)
+        /* within the budget as run and replay keep it: a window the FFN
+         * cache cannot hold shrinks (drops its oldest token early) */
+        .dram_budget = spec->ffn_budget_bytes > 0 && (ops->uses_budget || ops->honours_budget)
                            ? (uint64_t)(spec->ffn_budget_bytes / scale)
                            : 0,
         .use_predicted = spec->use_predicted,

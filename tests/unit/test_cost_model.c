@@ -10,6 +10,7 @@
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
+#include "sim/replay.h"
 #include "traces/trace_synth.h"
 
 static cJSON *read_json(const char *path)
@@ -390,6 +391,48 @@ static void test_window_auto(void)
     free(hw);
 }
 
+/* A window the FFN cache cannot hold is priced as run and replay keep it:
+ * shrunk within the budget, the same volumes as replay at that budget, more
+ * bytes than the unbounded window. */
+static void test_window_within_budget(void)
+{
+    struct model_shape s;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[1024];
+    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    struct trace tr;
+    synth_trace(&s, 5, &tr);
+    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
+                               .io_threads = 4, .context_tokens = 16, .trace = &tr, .trace_path = "synthetic",
+                               .predictor_rank = PREDICT_RANK_NONE, .use_predicted = tr.meta.has_predicted};
+    struct param_counts pc;
+    model_shape_params(&s, &pc);
+    double ffn = 0.8 * (double)pc.total * 4 - (double)(pc.total - pc.ffn) * 4;
+    double scale = 4.0 / tr.meta.bytes_per_weight;
+    struct replay_spec bound = {.policy = "window:12", .layout = "bundled", .dram_budget = (uint64_t)(ffn / scale),
+                                .use_predicted = tr.meta.has_predicted};
+    struct replay_spec unbound = bound;
+    unbound.dram_budget = 0;
+    struct replay_result rb, ru;
+    CHECK(replay_run(&tr, &bound, &rb, err, sizeof err) == 0);
+    CHECK(replay_run(&tr, &unbound, &ru, err, sizeof err) == 0);
+    CHECK(rb.window_shrinks > 0 && ru.window_shrinks == 0); /* the budget binds */
+    CHECK(rb.bytes_per_token > ru.bytes_per_token);
+    struct policy_prediction *it = NULL;
+    size_t n;
+    CHECK(predict_list(&su, "window:12", &it, &n, err, sizeof err) == 0);
+    CHECK(it[0].config.vol.read_bytes == rb.bytes_per_token * scale);
+    CHECK(it[0].config.vol.rows_inserted == rb.rows_inserted_per_token);
+    CHECK(it[0].config.vol.rows_deleted == rb.rows_deleted_per_token);
+    free(it);
+    replay_result_free(&rb);
+    replay_result_free(&ru);
+    trace_free(&tr);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -400,5 +443,6 @@ int main(void)
     test_policy_list();
     test_predictor_pricing();
     test_window_auto();
+    test_window_within_budget();
     return check_report("test_cost_model");
 }
