@@ -121,7 +121,8 @@ static char *read_all(const char *path, size_t *n)
     return b;
 }
 
-/* Loading must fail with an error that names the file and contains want. */
+/* Loading must fail with an error that names the file and contains want
+ * ("": any message that names the file). */
 static void expect_load_error(const char *path, const char *want)
 {
     struct trace tr;
@@ -181,13 +182,7 @@ static void bad_inputs(void)
     /* every truncation point fails cleanly */
     for (size_t cut = 1; cut < n; cut++) {
         write_bytes(bad, b, cut);
-        struct trace tr;
-        int rc = trace_load(bad, &tr, err, sizeof err);
-        CHECK(rc != 0);
-        if (rc == 0)
-            trace_free(&tr);
-        else
-            CHECK(strstr(err, bad) != NULL);
+        expect_load_error(bad, "");
     }
     write_bytes(bad, b, n - 10);
     expect_load_error(bad, "truncated");
@@ -239,12 +234,7 @@ static void bad_inputs(void)
             c[rng_below(&r, n)] ^= (char)(1 + rng_below(&r, 255));
         if (memcmp(c, b, n) != 0) { /* two changes to one byte may cancel */
             write_bytes(bad, c, n);
-            int rc = trace_load(bad, &tr, err, sizeof err);
-            CHECK(rc != 0);
-            if (rc == 0)
-                trace_free(&tr);
-            else
-                CHECK(strstr(err, bad) != NULL);
+            expect_load_error(bad, "");
         }
         free(c);
     }
