@@ -85,6 +85,23 @@ for row in rows:
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
 PY
 
+# The fio line of "What differs" is the sweep's ratios: medians over the
+# thread counts at the smallest and largest chunk.
+if command -v fio >/dev/null; then
+    check "What differs: flashbed against fio, from sweep.json" python3 - "$S" <<'PY'
+import json, re, statistics, sys
+s = sys.argv[1]
+text = open(f"{s}/REPORT.md").read()
+m = re.search(r"- Fig. 2b beside fio: flashbed/fio throughput ([\d.]+)x at (\d+) KiB and ([\d.]+)x at (\d+) KiB", text)
+assert m, "no fio line"
+pts = json.load(open(f"{s}/fig2b/sweep.json"))["points"]
+lo, hi = min(p["chunk_bytes"] for p in pts), max(p["chunk_bytes"] for p in pts)
+for ratio, kib, chunk in ((m[1], m[2], lo), (m[3], m[4], hi)):
+    want = statistics.median(p["bw_ratio_vs_fio"] for p in pts if p["chunk_bytes"] == chunk)
+    assert int(kib) == chunk // 1024 and abs(float(ratio) - want) <= 0.0051, (ratio, kib, want, chunk)
+PY
+fi
+
 # Fig. 7's rows come from the result files too: K from run.json's summary
 # and predict.json's window_auto, medians of the rounds, the price; and the
 # CSV the plot draws holds the same numbers.
