@@ -329,30 +329,47 @@ static void test_predictor_pricing(void)
     free(hw);
 }
 
+/* The window tests' setup: opt-tiny, the M1 Max's CPU profile (returned,
+ * to free) and a 30-token synthetic trace of seed 5, priced in f32 at 80%
+ * of the model on its active sets. */
+static struct hw_profile *window_setup(struct model_shape *s, struct trace *tr, struct predict_setup *su)
+{
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[1024];
+    CHECK(model_shape_load("opt-tiny", s, err, sizeof err) == 0);
+    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    synth_trace(s, 5, tr);
+    *su = (struct predict_setup){.shape = s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
+                                 .io_threads = 4, .context_tokens = 16, .trace = tr, .trace_path = "synthetic",
+                                 .predictor_rank = PREDICT_RANK_NONE};
+    return hw;
+}
+
+/* The FFN cache of the window tests: 80% of the model less the weights
+ * outside the FFN, in f32 bytes. */
+static double window_setup_ffn_bytes(const struct model_shape *s)
+{
+    struct param_counts pc;
+    model_shape_params(s, &pc);
+    return 0.8 * (double)pc.total * 4 - (double)(pc.total - pc.ffn) * 4;
+}
+
 /* window:auto: K as run chooses it (sim/window_auto.h) for the rows the
  * cost model's FFN cache gets, priced exactly as window:K. */
 static void test_window_auto(void)
 {
     struct model_shape s;
-    struct hw_profile *hw = calloc(1, sizeof *hw);
-    char err[1024];
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
     struct trace tr;
-    synth_trace(&s, 5, &tr);
-    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
-                               .io_threads = 4, .context_tokens = 16, .trace = &tr, .trace_path = "synthetic",
-                               .predictor_rank = PREDICT_RANK_NONE, .tokens = 12};
+    struct predict_setup su;
+    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    char err[1024];
+    su.tokens = 12;
     size_t n;
     CHECK(predict_list_check("window:auto,lru", true, &n, err, sizeof err) == 0);
     CHECK(predict_list_check("window:auto", false, &n, err, sizeof err) == 0);
-    /* the FFN cache: 80% of the model less the weights outside the FFN, in
-     * rows of 2 x 64 f32 weights, split over 2 layers */
-    struct param_counts pc;
-    model_shape_params(&s, &pc);
-    double ffn = 0.8 * (double)pc.total * 4 - (double)(pc.total - pc.ffn) * 4;
-    uint64_t rows = (uint64_t)ffn / 512 / 2;
+    /* the FFN cache in rows of 2 x 64 f32 weights, split over 2 layers */
+    uint64_t rows = (uint64_t)window_setup_ffn_bytes(&s) / 512 / 2;
     struct window_auto_input wi = {&tr, false, 12, 256, rows};
     struct window_auto_choice wc;
     CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
@@ -397,22 +414,15 @@ static void test_window_auto(void)
 static void test_window_within_budget(void)
 {
     struct model_shape s;
-    struct hw_profile *hw = calloc(1, sizeof *hw);
-    char err[1024];
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
     struct trace tr;
-    synth_trace(&s, 5, &tr);
-    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
-                               .io_threads = 4, .context_tokens = 16, .trace = &tr, .trace_path = "synthetic",
-                               .predictor_rank = PREDICT_RANK_NONE, .use_predicted = tr.meta.has_predicted};
-    struct param_counts pc;
-    model_shape_params(&s, &pc);
-    double ffn = 0.8 * (double)pc.total * 4 - (double)(pc.total - pc.ffn) * 4;
+    struct predict_setup su;
+    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    char err[1024];
+    su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
     double scale = 4.0 / tr.meta.bytes_per_weight;
-    struct replay_spec bound = {.policy = "window:12", .layout = "bundled", .dram_budget = (uint64_t)(ffn / scale),
-                                .use_predicted = tr.meta.has_predicted};
+    struct replay_spec bound = {.policy = "window:12", .layout = "bundled",
+                                .dram_budget = (uint64_t)(window_setup_ffn_bytes(&s) / scale),
+                                .use_predicted = su.use_predicted};
     struct replay_spec unbound = bound;
     unbound.dram_budget = 0;
     struct replay_result rb, ru;
