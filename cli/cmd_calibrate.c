@@ -49,8 +49,8 @@ static const struct opt_command calibrate_command = {
     .usage = "[--quick] [--file PATH | --sweep SWEEP.json] [--out configs/hw/NAME.json]",
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
                "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
-               "speed of a plain matrix-vector product in f32 and f16 (the engine's own kernels are not\n"
-               "timed yet; the profile says so). Writes a hardware profile JSON, and the sweep it\n"
+               "speed of the engine's matrix-vector kernel in f32 and f16 over weights that do not fit in\n"
+               "the caches, as decode streams them. Writes a hardware profile JSON, and the sweep it\n"
                "measured (sweep.json, sweep.csv, sweep.md) beside it: --out configs/hw/box.json puts it\n"
                "in configs/hw/box-sweep/. Nothing is written elsewhere (without --file the scratch file\n"
                "is made in that folder and removed once measured).",
@@ -212,11 +212,13 @@ int cmd_calibrate(int argc, char **argv)
         if (cr->bw <= 0)
             fb_error("calibrate: %s", err);
         snprintf(cr->source, sizeof cr->source,
-                 "measured: the cpu backend's matvec, 8192 x 4096 %s weights, %u threads", dtypes[h], threads);
+                 "measured: the cpu backend's matvec, 8192 x 4096 %s weights (copies taken in turn, 512 MiB in "
+                 "all), %u threads", dtypes[h], threads);
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
-             "the engine's cpu backend (engine/backend_cpu.c) timed on one 8192 x 4096 matrix: decode at "
-             "batch 1 streams weights, so this bandwidth prices every matrix");
+             "the engine's cpu backend (engine/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
+             "turn so that none is in the caches: decode at batch 1 streams weights, so this bandwidth prices "
+             "every matrix");
 
     cJSON *j = hw_profile_to_json(hw);
     cJSON *prov = provenance_new();

@@ -51,11 +51,14 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
                       double *flops, char *err, size_t errlen)
 {
     enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
-    size_t esize = dtype_size(t);
-    /* the weights on huge pages, as the engine loads dram.bin
-     * (engine/model_load.c) */
+    size_t esize = dtype_size(t), bytes = rows * cols * esize;
+    /* copies of the matrix, 512 MiB in all, taken in turn: decode streams
+     * each weight once per token, so no pass may find the last one in the
+     * last-level cache (one 64 MiB matrix half fits in a 32 MiB L3);
+     * on huge pages, as the engine loads dram.bin (engine/model_load.c) */
+    size_t copies = ((size_t)512 << 20) / bytes + 1;
     struct io_buffer wmem = {0};
-    void *w = io_buffer_alloc(&wmem, rows * cols * esize, true) == 0 ? wmem.base : NULL;
+    char *w = io_buffer_alloc(&wmem, copies * bytes, true) == 0 ? wmem.base : NULL;
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y), *ones = malloc(cols * sizeof *ones);
     struct backend *be = NULL;
     double rate = 0;
@@ -67,8 +70,8 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
         x[i] = 1.0f / (float)(i + 1);
         ones[i] = 1.0f;
     }
-    for (size_t r = 0; r < rows; r++)
-        dtype_from_f32((char *)w + r * cols * esize, t, ones, cols);
+    for (size_t r = 0; r < rows * copies; r++)
+        dtype_from_f32(w + r * cols * esize, t, ones, cols);
     /* the engine's own kernel (engine/backend_cpu.c), on its own thread team */
     be = backend_cpu.create(threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
@@ -76,7 +79,7 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     backend_cpu.matvec(be, y, w, t, x, NULL, (int)rows, (int)cols); /* warm: page faults, thread start */
     uint64_t passes = 0, t0 = now_ns(), now = t0;
     while (now - t0 < (uint64_t)(seconds * 1e9) || passes < 2) {
-        backend_cpu.matvec(be, y, w, t, x, NULL, (int)rows, (int)cols);
+        backend_cpu.matvec(be, y, w + (passes % copies) * bytes, t, x, NULL, (int)rows, (int)cols);
         passes++;
         now = now_ns();
     }

@@ -14,8 +14,9 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x for a rows x cols
  * matrix of f32 (half = 0) or f16 (half = 1) weights, with the CPU backend's
- * matvec on `threads` threads. 0, with the reason in err, when it cannot
- * allocate or start the threads. */
+ * matvec on `threads` threads, over copies of W (512 MiB in all) taken in
+ * turn, so that W comes from DRAM as in decode. 0, with the reason in err,
+ * when it cannot allocate or start the threads. */
 double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
                       double *flops, char *err, size_t errlen);
 
