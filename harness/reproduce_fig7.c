@@ -55,14 +55,6 @@ static void add_num(struct strbuf *b, double v)
         strbuf_add(b, " — |");
 }
 
-/* A CSV field: the number, or empty (gnuplot skips it). */
-static void csv_num(struct strbuf *b, double v, const char *sep)
-{
-    if (isfinite(v))
-        strbuf_add(b, "%.6g%s", v, sep);
-    else
-        strbuf_add(b, "%s", sep);
-}
 
 static void table_row(struct strbuf *b, int share, const struct repro_cell *c)
 {
@@ -84,13 +76,13 @@ static void csv_row(struct strbuf *b, int share, const struct repro_cell *c)
 {
     strbuf_add(b, "%d,", share);
     for (int k = 0; k < REPRO_N_PARTS; k++)
-        csv_num(b, c->median[(k + REPRO_TOTAL) % REPRO_N_PARTS], ",");
+        repro_csv_num(b, c->median[(k + REPRO_TOTAL) % REPRO_N_PARTS], ",");
     for (int k = 0; k < REPRO_N_PARTS; k++)
-        csv_num(b, c->modelled ? c->model[(k + REPRO_TOTAL) % REPRO_N_PARTS] : NAN, ",");
-    csv_num(b, c->lo, ",");
-    csv_num(b, c->hi, ",");
-    csv_num(b, c->window_k[0], ",");
-    csv_num(b, c->model_k, "\n");
+        repro_csv_num(b, c->modelled ? c->model[(k + REPRO_TOTAL) % REPRO_N_PARTS] : NAN, ",");
+    repro_csv_num(b, c->lo, ",");
+    repro_csv_num(b, c->hi, ",");
+    repro_csv_num(b, c->window_k[0], ",");
+    repro_csv_num(b, c->model_k, "\n");
 }
 
 /* fig7/fig7.csv and the plot; what went wrong is said in the report. */

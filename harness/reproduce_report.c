@@ -260,6 +260,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_traces(&b, p);
     section_policies(&b, p);
     repro_section_table2(&b, p);
+    repro_section_ablation(&b, p);
     repro_section_table3(&b, p);
     section_paper_table3(&b, p);
     section_fig8(&b, p);

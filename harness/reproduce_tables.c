@@ -103,6 +103,14 @@ static bool read_cell(const struct repro_plan *p, const char *shape, const char 
     return repro_read_cell(p, prefix, c);
 }
 
+void repro_csv_num(struct strbuf *b, double v, const char *sep)
+{
+    if (isfinite(v))
+        strbuf_add(b, "%.6g%s", v, sep);
+    else
+        strbuf_add(b, "%s", sep);
+}
+
 /* "+12%", or "n/a" when nothing was measured to compare with. */
 void repro_add_error(struct strbuf *b, double modelled, double measured)
 {
@@ -112,9 +120,7 @@ void repro_add_error(struct strbuf *b, double modelled, double measured)
         strbuf_add(b, " n/a |");
 }
 
-/* A number from configs/paper/<file>'s rows where every key of match
- * equals its value (NULL-terminated pairs); NAN when the paper has none. */
-static double paper_value(const char *file, const char *const *match, const char *key)
+double repro_paper_value(const char *file, const char *const *match, const char *key)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/paper/%s", configs_dir(), file);
@@ -188,13 +194,20 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
                 }
             }
             const char *match[] = {"model", paper_model(shape), "method", modes[m], "backend", "CPU", NULL};
-            repro_add_ms(b, paper_value("table3.json", match, "total_ms"));
+            repro_add_ms(b, repro_paper_value("table3.json", match, "total_ms"));
             strbuf_add(b, "\n");
         }
     }
     strbuf_add(b, any ? "\n(from `runs/<model>/<mode>-trace-r<round>/run.json`, `<mode>-trace-predict/predict.json`, "
                         "`configs/paper/table3.json`)\n\n"
                       : "\nNot measured yet.\n\n");
+}
+
+const char *repro_table2_config(const struct repro_mode *md)
+{
+    return md->whole_layers ? md->mode : !strcmp(md->mode, "predictor") ? "+ predictor"
+                                     : !strcmp(md->mode, "window")    ? "+ windowing"
+                                                                      : "+ bundling";
 }
 
 /* One Table 2 row: a mode with the trace's neurons and the predictor's. */
@@ -216,11 +229,8 @@ static void table2_row(struct strbuf *b, const struct repro_plan *p, const char 
                    cells[i]->median[REPRO_IO]);
         repro_add_ms(b, cells[i]->modelled ? cells[i]->model[REPRO_TOTAL] : NAN);
     }
-    const char *config = md->whole_layers ? md->mode : !strcmp(md->mode, "predictor") ? "+ predictor"
-                                                   : !strcmp(md->mode, "window")    ? "+ windowing"
-                                                                                    : "+ bundling";
-    const char *match[] = {"config", config, NULL};
-    repro_add_ms(b, paper_value("table2.json", match, "io_ms"));
+    const char *match[] = {"config", repro_table2_config(md), NULL};
+    repro_add_ms(b, repro_paper_value("table2.json", match, "io_ms"));
     strbuf_add(b, "\n");
 }
 

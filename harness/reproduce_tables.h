@@ -34,11 +34,23 @@ struct repro_cell {
  * folder) and its price; false when no round has run. */
 bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c);
 
+/* A number from configs/paper/<file>'s rows where every key of match
+ * equals its value (NULL-terminated pairs); NAN when the paper has none. */
+double repro_paper_value(const char *file, const char *const *match, const char *key);
+
+/* Table 2's paper row of a mode: its "config" in configs/paper/table2.json. */
+const char *repro_table2_config(const struct repro_mode *md);
+
 /* Table cells: " +12% |" ("n/a" without a measurement), " 1.2 |" ("—"). */
 void repro_add_error(struct strbuf *b, double modelled, double measured);
 void repro_add_ms(struct strbuf *b, double v);
+/* A CSV field and its separator: the number, or empty (gnuplot skips it). */
+void repro_csv_num(struct strbuf *b, double v, const char *sep);
 
 void repro_section_table2(struct strbuf *b, const struct repro_plan *p);
+/* Table 2 as a bar chart per model: runs/<shape>/ablation.csv, .png, .svg
+ * (harness/reproduce_ablation.c). */
+void repro_section_ablation(struct strbuf *b, const struct repro_plan *p);
 void repro_section_table3(struct strbuf *b, const struct repro_plan *p);
 /* Fig. 7 measured: the first model's runs at each DRAM share with
  * window:auto beside the cost model's, a CSV and a plot with the paper's

@@ -53,7 +53,8 @@ check "Fig. 7: the paper's modelled curve" test -s "$S/paper-fig7/fig7.csv"
 check "Fig. 7: its CSV" test -s "$S/fig7/fig7.csv"
 check "Fig. 8: a row per token" test "$(($(wc -l <"$S/fig8/tokens.csv") - 1))" = 32
 if command -v gnuplot >/dev/null; then
-    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k fig8/fig8 fig7/fig7; do
+    for plot in fig2b/throughput traces/opt-tiny-info/fig4a policies/opt-tiny/bytes_vs_k fig8/fig8 fig7/fig7 \
+                runs/opt-tiny/ablation runs/llama-relu-tiny/ablation; do
         check "plot $plot.png" test -s "$S/$plot.png"
         check "plot $plot.svg" test -s "$S/$plot.svg"
         check "REPORT.md shows $plot.png" bash -c "grep -q '($plot.png)' '$S/REPORT.md' || [ $plot = policies/opt-tiny/bytes_vs_k ]"
@@ -83,6 +84,28 @@ for row in rows:
     got += [float(c) for c in cells[8:12]]
     for g, w in zip(got, want):
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
+PY
+
+# The ablation bars are Table 2's numbers: each mode's measured (trace)
+# total and I/O, modelled total, and measured (predictor) total.
+check "ablation bars are Table 2's numbers" python3 - "$S" <<'PY'
+import csv, re, sys
+s = sys.argv[1]
+text = open(f"{s}/REPORT.md").read()
+table2 = text[text.index("## Table 2, measured"):].split("\n## ")[0]
+rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in table2.splitlines()
+        if re.match(r"\| \S+-tiny \| (naive|hybrid|predictor|window|all) \|", l)]
+assert len(rows) == 25, len(rows)
+for cells in rows:
+    shape, mode = cells[0], cells[1]
+    bars = {r["bar"]: r for r in csv.DictReader(open(f"{s}/runs/{shape}/ablation.csv"))}
+    got = bars[f"{mode}: measured (trace)"]
+    assert abs(float(got["total_ms"]) - float(cells[2].split()[0])) <= 0.051, (shape, mode, got, cells)
+    assert abs(float(got["io_ms"]) - float(cells[3])) <= 0.051, (shape, mode, got, cells)
+    assert abs(float(bars[f"{mode}: modelled (trace)"]["total_ms"]) - float(cells[4])) <= 0.051, (shape, mode, cells)
+    if cells[5] not in ("(as trace)", "—"):
+        assert abs(float(bars[f"{mode}: measured (predictor)"]["total_ms"]) - float(cells[5].split()[0])) <= 0.051
+    assert not any(b.startswith(f"{mode}: paper") for b in bars), "the paper's bars belong to OPT-6.7B alone"
 PY
 
 # The fio line of "What differs" is the sweep's ratios: medians over the

@@ -1,0 +1,105 @@
+/* Table 2 as a bar chart, one per model of the study: each mode's measured
+ * ms per token (median over the rounds) with the trace choosing the neurons
+ * and, where it ran, the trained predictor, beside the cost model's price,
+ * each bar stacked I/O, memory, compute; on the paper's own model
+ * (OPT-6.7B, --full) its Table 2 I/O beside them. Every bar is a number of
+ * REPORT.md's Table 2 (the same cells, harness/reproduce_tables.h). */
+#include "harness/reproduce_tables.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/atomic_file.h"
+#include "common/gnuplot.h"
+
+/* One bar: label, then I/O, memory, compute, total (empty: not there). */
+static void csv_bar(struct strbuf *csv, const char *mode, const char *what, double io, double mem, double compute,
+                    double total)
+{
+    strbuf_add(csv, "%s: %s,", mode, what);
+    repro_csv_num(csv, io, ",");
+    repro_csv_num(csv, mem, ",");
+    repro_csv_num(csv, compute, ",");
+    repro_csv_num(csv, total, "\n");
+}
+
+static bool cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
+                 struct repro_cell *c)
+{
+    char prefix[400];
+    snprintf(prefix, sizeof prefix, "runs/%s/%s-%s", shape, mode, source);
+    return repro_read_cell(p, prefix, c);
+}
+
+/* The bars of one model; false when none of its runs has finished. */
+static bool ablation_csv(const struct repro_plan *p, const char *shape, struct strbuf *csv)
+{
+    strbuf_add(csv, "bar,io_ms,mem_ms,compute_ms,total_ms\n");
+    bool any = false, paper = !strcmp(shape, "opt-6.7b"); /* the only model of the paper's Table 2 */
+    for (size_t m = 0; repro_mode_at(m); m++) {
+        const struct repro_mode *md = repro_mode_at(m);
+        struct repro_cell c;
+        if (cell(p, shape, md->mode, "trace", &c)) {
+            any = true;
+            csv_bar(csv, md->mode, "measured (trace)", c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE],
+                    c.median[REPRO_TOTAL]);
+            if (c.modelled)
+                csv_bar(csv, md->mode, "modelled (trace)", c.model[REPRO_IO], c.model[REPRO_MEM], c.model[REPRO_COMPUTE],
+                        c.model[REPRO_TOTAL]);
+        }
+        if (!md->whole_layers && cell(p, shape, md->mode, "predictor", &c)) {
+            any = true;
+            csv_bar(csv, md->mode, "measured (predictor)", c.median[REPRO_IO], c.median[REPRO_MEM],
+                    c.median[REPRO_COMPUTE], c.median[REPRO_TOTAL]);
+        }
+        const char *match[] = {"config", repro_table2_config(md), NULL};
+        double io = paper ? repro_paper_value("table2.json", match, "io_ms") : NAN;
+        if (isfinite(io))
+            csv_bar(csv, md->mode, "paper I/O", io, NAN, NAN, io);
+    }
+    return any;
+}
+
+/* runs/<shape>/ablation.{csv,png,svg}; what went wrong is said in the report. */
+static void draw(struct strbuf *b, const struct repro_plan *p, const char *shape, const char *csv_text)
+{
+    char csv[4400], png[4400], svg[4400], err[4400];
+    snprintf(csv, sizeof csv, "%s/runs/%s/ablation.csv", p->config.out, shape);
+    snprintf(png, sizeof png, "%s/runs/%s/ablation.png", p->config.out, shape);
+    snprintf(svg, sizeof svg, "%s/runs/%s/ablation.svg", p->config.out, shape);
+    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
+        strbuf_add(b, "No CSV, no plot for %s: %s.\n\n", shape, err);
+        return;
+    }
+    char vcsv[8900], vtitle[600], title[400];
+    snprintf(title, sizeof title, "Table 2 measured: %s (synthetic, f16), each mode on this machine beside the cost "
+             "model", shape);
+    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
+    gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
+    const char *vars[] = {vcsv, vtitle, NULL};
+    const char *outs[] = {png, svg, NULL};
+    if (gnuplot_render("table2_ablation.gp", vars, outs, err, sizeof err) != 0) {
+        strbuf_add(b, "%s: the bars are in `runs/%s/ablation.csv`; no plot: %s.\n\n", shape, shape, err);
+        return;
+    }
+    strbuf_add(b, "![Table 2, %s](runs/%s/ablation.png)\n\n", shape, shape);
+}
+
+void repro_section_ablation(struct strbuf *b, const struct repro_plan *p)
+{
+    bool said = false;
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        const char *shape = repro_shape(p->config.models[i], p->config.tier);
+        struct strbuf csv = {0};
+        if (ablation_csv(p, shape, &csv)) {
+            if (!said)
+                strbuf_add(b, "The same as bars (`runs/<model>/ablation.csv`): medians over the rounds, I/O, memory "
+                              "and compute stacked; the paper's I/O beside them on OPT-6.7B, its Table 2's model.\n\n");
+            said = true;
+            draw(b, p, shape, csv.s ? csv.s : "");
+        }
+        free(csv.s);
+    }
+}
