@@ -53,9 +53,11 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
     size_t esize = dtype_size(t), bytes = rows * cols * esize;
     /* copies of the matrix, 512 MiB in all, taken in turn: decode streams
-     * each weight once per token, so no pass may find the last one in the
-     * last-level cache (one 64 MiB matrix half fits in a 32 MiB L3);
-     * on huge pages, as the engine loads dram.bin (engine/model_load.c) */
+     * each weight once per token, so no pass may find the last one's in
+     * the last-level cache (on this VM's 32 MiB L3 one 64 MiB matrix timed
+     * the same within the noise, 2026-11-23; caches of hundreds of MiB
+     * exist); on huge pages, as the engine loads dram.bin
+     * (engine/model_load.c) */
     size_t copies = ((size_t)512 << 20) / bytes + 1;
     struct io_buffer wmem = {0};
     char *w = io_buffer_alloc(&wmem, copies * bytes, true) == 0 ? wmem.base : NULL;
