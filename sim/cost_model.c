@@ -129,6 +129,25 @@ static int load_rule_shape(const struct derive_rule *r, struct model_shape *s, i
     return 0;
 }
 
+/* Rows copied in DRAM per token, as the engine moves them
+ * (engine/ffn_flash.c): each deleted row's hole is filled with the layer's
+ * last row (Fig. 6); an inserted row is read straight into its cache slot
+ * unless its read also spans rows not kept (coalesce:G with G > 0,
+ * friends), which lands in a bounce buffer and is copied from there.
+ * Policies that keep nothing they read (predictor, hot's misses) copy
+ * nothing: their rows are computed in the staging area and dropped. */
+static double rows_copied(const struct policy_ops *pol, const char *layout, const struct token_volumes *v)
+{
+    if (!pol->keeps_reads)
+        return 0;
+    const struct layout_ops *lay;
+    uint64_t arg = 0;
+    char err[256];
+    bool bounced = cache_parse_layout(layout, &lay, &arg, err, sizeof err) == 0 &&
+                   ((lay == &layout_coalesce && arg > 0) || lay == &layout_friends);
+    return v->rows_deleted + (bounced ? v->rows_inserted : 0);
+}
+
 /* Context of the paper's runs: a 128-token prompt, then 256 generated. */
 #define PAPER_CONTEXT 256.0
 
@@ -150,7 +169,8 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
         struct token_volumes v;
         volumes_from_fractions(&s, &policy_window, hw->mem_derive.fraction, 0, &v);
         double rb = row_bytes(&s, bytes);
-        double moved = (v.rows_inserted + v.rows_deleted) * rb;
+        /* the paper's window over bundled rows */
+        double moved = rows_copied(&policy_window, "bundled", &v) * rb;
         hw->copy_row_bytes[0] = rb;
         hw->copy_bw[0] = moved / (hw->mem_derive.ms * 1e-3);
         hw->n_copy = 1;
@@ -232,7 +252,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
         o->rows_inserted = v->rows_inserted;
         o->rows_deleted = v->rows_deleted;
         o->cache_rows = v->cache_rows;
-        double moved = (v->rows_inserted + v->rows_deleted) * rb;
+        double moved = rows_copied(pol, c->layout, v) * rb;
         double bw = hw_copy_bw(c->hw, rb);
         o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) +
                     1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;

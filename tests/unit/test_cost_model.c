@@ -443,6 +443,34 @@ static void test_window_within_budget(void)
     free(hw);
 }
 
+/* Memory management as the engine copies rows: deletions (the last row
+ * fills the hole) and, when reads span rows not kept, insertions out of the
+ * bounce buffer; the predictor keeps nothing it reads and copies nothing. */
+static void test_rows_copied(void)
+{
+    struct model_shape s;
+    struct trace tr;
+    struct predict_setup su;
+    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    char err[1024];
+    const char *layouts[] = {"split", "coalesce:0", "coalesce:2"};
+    for (int i = 0; i < 3; i++) {
+        su.layout = layouts[i];
+        struct policy_prediction *it = NULL;
+        size_t n;
+        CHECK(predict_list(&su, "window:3,predictor", &it, &n, err, sizeof err) == 0);
+        const struct token_volumes *v = &it[0].config.vol;
+        double rb = 2.0 * s.d_model * 4; /* up and down rows, f32 */
+        double rows = v->rows_deleted + (i == 2 ? v->rows_inserted : 0);
+        CHECK(v->rows_deleted > 0 && v->rows_inserted > 0);
+        CHECK_NEAR(it[0].prediction.mem_ms, 1e3 * rows * rb / hw_copy_bw(hw, rb), 1e-9);
+        CHECK(it[1].prediction.mem_ms == 0);
+        free(it);
+    }
+    trace_free(&tr);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -454,5 +482,6 @@ int main(void)
     test_predictor_pricing();
     test_window_auto();
     test_window_within_budget();
+    test_rows_copied();
     return check_report("test_cost_model");
 }
