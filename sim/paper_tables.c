@@ -46,6 +46,18 @@ int paper_density(const char *model, const char *key, double *value, char *sourc
     return rc;
 }
 
+int paper_densities_check(char *err, size_t errlen)
+{
+    cJSON *d = load_json("paper/densities.json", err, errlen);
+    if (!d)
+        return -1;
+    bool ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(d, "models"));
+    cJSON_Delete(d);
+    if (!ok)
+        err_set(err, errlen, "%s/paper/densities.json: no \"models\" object", configs_dir());
+    return ok ? 0 : -1;
+}
+
 /* s_agg(k) = A k^B + C through App. C.1's three OPT-6.7B figures: 10% of the
  * FFN for one token, 24% held by a window of five, 2.4% new per token then
  * (s_agg(5) - s_agg(4)). Valid for k >= 1. */
@@ -232,6 +244,8 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
 
 int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
+    if (paper_densities_check(err, errlen) != 0)
+        return -1;
     cJSON *t = load_json("paper/table2.json", err, errlen);
     if (!t)
         return -1;
@@ -355,6 +369,8 @@ static void table3_intro(struct strbuf *md, const struct hw_profile *given)
 
 int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
+    if (paper_densities_check(err, errlen) != 0)
+        return -1;
     struct hw_profile given;
     if (has_given(g) && load_hw(g->hw, &given, err, errlen) != 0)
         return -1;
@@ -448,6 +464,8 @@ out:
 
 int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
+    if (paper_densities_check(err, errlen) != 0)
+        return -1;
     struct model_shape s;
     struct hw_profile hw;
     if (model_shape_load("opt-6.7b", &s, err, errlen) != 0 || table_hw(g, "rtx4090-gpu", &hw, err, errlen) != 0)

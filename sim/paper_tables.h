@@ -48,8 +48,13 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
 
 /* The paper's density for one model: densities.json models.<model>.<key>.value.
  * -1 when there is none, when it is not a finite number from 0 to 10^6, or
- * when densities.json cannot be read. */
+ * when densities.json cannot be read: pricing calls paper_densities_check
+ * first, so that an unreadable file is an error, not "no density". */
 int paper_density(const char *model, const char *key, double *value, char *source, size_t srclen);
+
+/* 0 when configs/paper/densities.json reads as JSON with a "models"
+ * object; -1 with err naming the file otherwise. */
+int paper_densities_check(char *err, size_t errlen);
 
 /* s_agg(k): share of the FFN's neurons used by k consecutive tokens, a
  * curve through App. C.1's OPT-6.7B figures (10% at k = 1, 24% at k = 5,

@@ -227,6 +227,8 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
 {
     memset(out, 0, sizeof *out);
     struct cost_config *c = &out->config;
+    if (paper_densities_check(err, errlen) != 0)
+        return -1;
     if (!s->trace) {
         snprintf(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
         return -1;
@@ -283,7 +285,8 @@ int predict_list(const struct predict_setup *s, const char *list, struct policy_
                  char *err, size_t errlen)
 {
     size_t count;
-    if (predict_list_check(list, s->trace != NULL, &count, err, errlen) != 0)
+    if (predict_list_check(list, s->trace != NULL, &count, err, errlen) != 0 ||
+        paper_densities_check(err, errlen) != 0)
         return -1;
     struct policy_prediction *items = calloc(count, sizeof *items);
     if (!items) {

@@ -273,6 +273,20 @@ for p in p1 p2 p3 p4 p5 p6 p7 p8; do
     check "no prediction left by a bad profile ($p)" test ! -e "$WORK/$p"
 done
 
+# --- the paper's densities: unreadable is an error, not "no density" ------
+cp -r "$CONFIGS" "$WORK/configs"
+printf '{"models": ' >"$WORK/configs/paper/densities.json"
+refused "predict with a broken densities.json" "configs/paper/densities.json (missing or not JSON)" \
+    --configs "$WORK/configs" "${PRED[@]}" --out "$WORK/p9"
+refused "predict --paper with a broken densities.json" "configs/paper/densities.json (missing or not JSON)" \
+    --configs "$WORK/configs" predict --paper table3 --out "$WORK/p10"
+echo '{"model": {}}' >"$WORK/configs/paper/densities.json"
+refused "densities.json without its models" "densities.json: no \"models\" object" \
+    --configs "$WORK/configs" "${PRED[@]}" --out "$WORK/p11"
+for p in p9 p10 p11; do
+    check "no prediction left by a broken densities.json ($p)" test ! -e "$WORK/$p"
+done
+
 # --- sweep results given to calibrate --sweep ------------------------------
 sweep() { # name, python over d (six valid points)
     python3 - "$WORK/$1.json" "$2" <<'PY'
