@@ -1,0 +1,791 @@
+#!/usr/bin/env python3
+"""Read and write flashbed activation trace files from Python.
+
+A trace records, per token and per FFN layer, which neurons were active and
+(optionally) which ones the predictor marked. The layout is specified in
+traces/trace.h; this module follows the C code in traces/ (trace_file.c,
+trace_reader.c, trace_writer.c, set_codec.c) byte for byte.
+
+Format versions:
+  * reading: version 1 (no checksums: read unchecked) and version 2 (header,
+    every (token, layer) block and the footer each carry a CRC-32C, all
+    verified, and the footer's counts are checked against the body);
+  * writing: version 2 only. Sets are written as records without a
+    reference, as a bitset or as Rice-coded gaps, whichever is smaller; the
+    C writer also tries differences to earlier sets, so files written here
+    are somewhat larger but read back to the same sets.
+
+Errors: every problem with a file raises TraceError, whose message names
+the file and, where it applies, the token and layer, in the C reader's
+words ("FILE: token 3 layer 1: checksum mismatch ..."). The command line
+prints that message on stderr and exits with status 1.
+
+Only the Python 3 standard library is used.
+
+Command line:
+  flashbed_trace.py info TRACE [--json]   header, counts, neurons per layer
+  flashbed_trace.py copy IN OUT           rewrite IN through reader and writer
+  flashbed_trace.py dump TRACE            every set, one line each
+"""
+
+import json
+import os
+import re
+import struct
+import sys
+from itertools import accumulate
+
+MAGIC = b"FBTRACE\0"
+END_MAGIC = b"FBTREND\0"
+TOKEN_MARK = 0xA7
+VERSION = 2           # what the writer writes
+VERSION_CHECKED = 2   # the first version with checksums
+
+TOKEN_GENERATED = 1 << 0  # clear: a prompt token
+TOKEN_SEQ_START = 1 << 1  # first token of a new sequence
+
+FFN_RELU, FFN_GLU = 0, 1
+REF_NONE, REF_PREV, REF_ACTIVE = 0, 1, 2
+CODE_BITSET, CODE_RICE = 0, 1
+
+HEADER_FIXED = 8 + 4 + 6 * 4 + 8 + 4  # magic .. source_len
+FOOTER_BYTES = 8 + 3 * 8              # before its CRC
+MAX_SOURCE = 1 << 20
+# the model shapes' bounds (common/model_shape.h), which the C reader applies
+MAX_LAYERS, MAX_D_MODEL, MAX_D_FF = 1 << 12, 1 << 20, 1 << 22
+
+
+class TraceError(Exception):
+    """A trace file that cannot be read or written; the message names it."""
+
+
+class _Why(Exception):
+    """A short reason from the set codec; the reader adds where it lies."""
+
+
+# ---- CRC-32C (Castagnoli), reflected polynomial 0x82F63B78 ----
+
+def _crc_table():
+    table = []
+    for b in range(256):
+        c = b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc_table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C of data; pass a previous result as crc to continue it."""
+    c = crc ^ 0xFFFFFFFF  # undo the previous final XOR: the register itself
+    table = _CRC_TABLE
+    for byte in data:
+        c = (c >> 8) ^ table[(c ^ byte) & 0xFF]
+    return c ^ 0xFFFFFFFF
+
+
+def block_crc_start(token, layer):
+    """Where a block's CRC starts: the CRC of u64 token and u32 layer, so a
+    block found in the wrong place fails its check."""
+    return crc32c(struct.pack("<QI", token, layer))
+
+
+# ---- varints and set records ----
+
+def _put_varint(out, v):
+    while True:
+        byte = v & 0x7F
+        v >>= 7
+        out.append(byte | (0x80 if v else 0))
+        if not v:
+            return
+
+
+def _varint_from(byte_fn):
+    """A varint read through byte_fn (-1 at the end); None when truncated
+    or longer than 64 bits, as the C get_varint refuses."""
+    v = 0
+    for shift in range(0, 64, 7):
+        c = byte_fn()
+        if c < 0:
+            return None
+        v |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return v
+    return None
+
+
+class _Mem:
+    """Bytes in memory as a set record source (a version 2 block)."""
+
+    def __init__(self, data):
+        self.data, self.pos = data, 0
+
+    def byte(self):
+        if self.pos >= len(self.data):
+            return -1
+        self.pos += 1
+        return self.data[self.pos - 1]
+
+    def take(self, n):
+        if n > len(self.data) - self.pos:
+            return None
+        self.pos += n
+        return self.data[self.pos - n:self.pos]
+
+    def left(self):
+        return len(self.data) - self.pos
+
+
+class _Stream:
+    """A file read in chunks, counting what it consumed: version 1 records
+    are not delimited, so they are decoded straight from it."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, f, pos, file_bytes):
+        self.f, self.buf, self.off = f, b"", 0
+        self.pos, self.file_bytes = pos, file_bytes
+
+    def _fill(self, n):
+        if len(self.buf) - self.off >= n:
+            return True
+        more = self.f.read(max(n - (len(self.buf) - self.off), self.CHUNK))
+        self.buf = self.buf[self.off:] + more
+        self.off = 0
+        return len(self.buf) >= n
+
+    def byte(self):
+        if not self._fill(1):
+            return -1
+        self.off += 1
+        self.pos += 1
+        return self.buf[self.off - 1]
+
+    def take(self, n):
+        if not self._fill(n):
+            return None
+        self.off += n
+        self.pos += n
+        return self.buf[self.off - n:self.off]
+
+    def left(self):
+        return max(self.file_bytes - self.pos, 0)
+
+
+# bit positions set in each byte value, for bitset records
+_BYTE_BITS = [tuple(b for b in range(8) if v >> b & 1) for v in range(256)]
+_RICE = {}
+
+
+class _RiceWords(dict):
+    """Code word (as a bit string in stream order) -> its gap + 1, filled
+    as words are first seen: a trace repeats few distinct words."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def __missing__(self, word):
+        k = self.k
+        v = (len(word) - 1 - k) << k | (int(word[:-k - 1:-1], 2) if k else 0)
+        self[word] = v + 1
+        return v + 1
+
+
+def _rice_tables(k):
+    """The code word pattern and word table for Rice parameter k."""
+    t = _RICE.get(k)
+    if t is None:
+        t = _RICE[k] = (re.compile("1*0" + ("[01]{%d}" % k if k else "")), _RiceWords(k))
+    return t
+
+
+def _decode_bitset(src, d_ff, count):
+    nbytes = (d_ff + 7) // 8
+    data = src.take(nbytes) if nbytes <= src.left() else None
+    if data is None:
+        raise _Why("truncated set record")
+    ids = [i * 8 + b for i, v in enumerate(data) if v for b in _BYTE_BITS[v]]
+    if ids and ids[-1] >= d_ff:
+        raise _Why("neuron %d >= d_ff %d" % (next(i for i in ids if i >= d_ff), d_ff))
+    if len(ids) != count:
+        raise _Why("bitset holds %d neurons but the record says %d" % (len(ids), count))
+    return ids
+
+
+def _decode_rice(src, d_ff, count):
+    k = src.byte()
+    nbytes = _varint_from(src.byte) if k >= 0 else None
+    if nbytes is None:
+        raise _Why("truncated set record")
+    if k > 24:
+        raise _Why("bad Rice parameter %d" % k)
+    if nbytes > d_ff * 8 + 64:
+        raise _Why("set record of %d bytes is larger than any set of d_ff %d" % (nbytes, d_ff))
+    data = src.take(nbytes) if nbytes <= src.left() else None
+    if data is None:
+        raise _Why("truncated set record")
+    if count == 0:
+        return []
+    # The bits in stream order (bit 0 of byte 0 first) as a string: each gap
+    # is then one regex match (unary ones, a zero, k remainder bits lowest
+    # first) and one dict lookup, both in C rather than a Python loop per
+    # bit. A match can only fail at the end, so the matches are contiguous
+    # from bit 0; what follows the count-th is padding.
+    bits = format(int.from_bytes(data, "little"), "0%db" % (nbytes * 8))[::-1] if nbytes else ""
+    pat, words = _rice_tables(k)
+    codes = pat.findall(bits, 0)
+    if len(codes) < count:
+        raise _Why("set record ends inside neuron %d of %d" % (len(codes), count))
+    # id j = gaps 0..j plus j: a running sum of gap + 1 from -1
+    ids = list(accumulate(map(words.__getitem__, codes[:count]), initial=-1))[1:]
+    if ids[-1] >= d_ff:
+        raise _Why("neuron %d >= d_ff %d" % (next(i for i in ids if i >= d_ff), d_ff))
+    return ids
+
+
+def decode_set(src, refs, d_ff):
+    """One set record from src; refs[REF_*] are the sorted lists it may be
+    relative to (None: not available). Returns the sorted ids."""
+    tag = src.byte()
+    count = _varint_from(src.byte) if tag >= 0 else None
+    if count is None:
+        raise _Why("truncated set record")
+    ref, code = tag >> 4, tag & 15
+    if ref > REF_ACTIVE or code > CODE_RICE:
+        raise _Why("unknown set encoding 0x%02x" % tag)
+    if ref != REF_NONE and refs[ref] is None:
+        raise _Why("record refers to a set it cannot have (%s)" % (
+            "previous token at a sequence start" if ref == REF_PREV else "active set of an active record"))
+    if count > d_ff:
+        raise _Why("set of %d neurons is larger than d_ff %d" % (count, d_ff))
+    if count // 8 > src.left():  # every neuron takes a bit at least
+        raise _Why("set of %d neurons cannot fit in the %d bytes left (truncated)" % (count, src.left()))
+    d = (_decode_bitset if code == CODE_BITSET else _decode_rice)(src, d_ff, count)
+    if ref == REF_NONE:
+        return d
+    return sorted(set(d).symmetric_difference(refs[ref]))
+
+
+def _rice_k(n, d_ff):
+    """The Rice parameter near log2(mean gap * ln 2), as the C writer guesses."""
+    mean_gap = (d_ff - n) / n + 1 if n else 1
+    k = 0
+    while k < 24 and (1 << (k + 1)) <= mean_gap * 0.69:
+        k += 1
+    return k
+
+
+def encode_set(out, ids, d_ff):
+    """Appends a record of ids (sorted, < d_ff) with no reference: Rice gaps
+    or a bitset, whichever is smaller (a record is never larger than the
+    bitset, which bounds the block length the C reader accepts)."""
+    n = len(ids)
+    k = _rice_k(n, d_ff)
+    rem = "0%db" % k
+    parts = []
+    prev = -1
+    for i in ids:
+        g = i - prev - 1
+        prev = i
+        parts.append("1" * (g >> k) + "0" + (format(g & ((1 << k) - 1), rem)[::-1] if k else ""))
+    bits = "".join(parts)
+    rice_bytes = (len(bits) + 7) // 8
+    bitset_bytes = (d_ff + 7) // 8
+    rice_varint = bytearray()
+    _put_varint(rice_varint, rice_bytes)
+    if 1 + len(rice_varint) + rice_bytes < bitset_bytes:
+        out.append(REF_NONE << 4 | CODE_RICE)
+        _put_varint(out, n)
+        out.append(k)
+        out += rice_varint
+        out += int(bits[::-1] or "0", 2).to_bytes(rice_bytes, "little")
+    else:
+        out.append(REF_NONE << 4 | CODE_BITSET)
+        _put_varint(out, n)
+        v = 0
+        for i in ids:
+            v |= 1 << i
+        out += v.to_bytes(bitset_bytes, "little")
+
+
+def _set_record_max(d_ff):
+    return 1 + 5 + 1 + 10 + (d_ff + 7) // 8
+
+
+# ---- header ----
+
+class TraceMeta:
+    """What a trace describes: its shape and where it came from."""
+
+    def __init__(self, n_layers, d_model, d_ff, bytes_per_weight=2, ffn_kind=FFN_RELU,
+                 has_predicted=False, source="{}"):
+        self.n_layers, self.d_model, self.d_ff = n_layers, d_model, d_ff
+        self.bytes_per_weight, self.ffn_kind = bytes_per_weight, ffn_kind
+        self.has_predicted, self.source = bool(has_predicted), source
+
+    def block_max(self):
+        return (2 if self.has_predicted else 1) * _set_record_max(self.d_ff)
+
+
+def header_bytes(meta, n_tokens):
+    """The version 2 header with its CRC."""
+    src = meta.source.encode()
+    b = MAGIC + struct.pack("<7IQI", VERSION, meta.n_layers, meta.d_model, meta.d_ff,
+                            meta.bytes_per_weight, meta.ffn_kind, 1 if meta.has_predicted else 0,
+                            n_tokens, len(src)) + src
+    return b + struct.pack("<I", crc32c(b))
+
+
+def _read_header(f):
+    """(meta, n_tokens, version) from f, checked as trace_header_get does;
+    raises _Why with a reason about the header."""
+    head = f.read(8)
+    if head != MAGIC:
+        raise _Why("truncated header" if head and len(head) < 8 and MAGIC.startswith(head)
+                   else "not a flashbed trace (wrong magic number in the header)")
+    rest = f.read(4)
+    if len(rest) != 4:
+        raise _Why("truncated header")
+    version, = struct.unpack("<I", rest)
+    if version > VERSION:
+        raise _Why("header says trace format version %d, newer than this reader reads (%d)" % (version, VERSION))
+    if version == 0:
+        raise _Why("header says trace format version 0, which does not exist")
+    rest = f.read(HEADER_FIXED - 12)
+    if len(rest) != HEADER_FIXED - 12:
+        raise _Why("truncated header")
+    fixed = head + struct.pack("<I", version) + rest
+    n_layers, d_model, d_ff, bpw, kind, flags, n_tokens, slen = struct.unpack("<6IQI", rest)
+    if slen > MAX_SOURCE:
+        raise _Why("header's source description of %d bytes is implausible" % slen)
+    source = f.read(slen)
+    if len(source) != slen:
+        raise _Why("truncated header")
+    # the checksum first: a damaged field then reads as damage, not as a
+    # strange shape
+    if version >= VERSION_CHECKED:
+        stored = f.read(4)
+        if len(stored) != 4:
+            raise _Why("truncated header (no checksum)")
+        want, = struct.unpack("<I", stored)
+        got = crc32c(fixed + source)
+        if got != want:
+            raise _Why("header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged"
+                       % (want, got))
+    if (n_layers == 0 or n_layers > MAX_LAYERS or d_ff == 0 or d_ff > MAX_D_FF or n_layers * d_ff > 1 << 26
+            or d_model == 0 or d_model > MAX_D_MODEL or bpw == 0 or bpw > 8):
+        raise _Why("implausible shape in header (layers %d, d_model %d, d_ff %d, %d bytes per weight)"
+                   % (n_layers, d_model, d_ff, bpw))
+    if kind > FFN_GLU:
+        raise _Why("unknown FFN kind %d in header" % kind)
+    if flags > 1:
+        raise _Why("unknown header flags 0x%x" % flags)
+    text = source.decode("utf-8", errors="replace")
+    return TraceMeta(n_layers, d_model, d_ff, bpw, kind, flags & 1, text), n_tokens, version
+
+
+# ---- reader ----
+
+class Token:
+    """One token: index, flags (TOKEN_*), and per layer the active and
+    (None without them) predicted sets as sorted lists of ints."""
+
+    __slots__ = ("index", "flags", "active", "predicted")
+
+    def __init__(self, index, flags, active, predicted):
+        self.index, self.flags, self.active, self.predicted = index, flags, active, predicted
+
+
+class TraceReader:
+    """Streams a trace token by token; use as a context manager, iterate
+    for Token objects. Header fields are attributes."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        if os.path.isdir(self.path):
+            raise TraceError("%s: is a directory, not a trace file" % self.path)
+        try:
+            self._f = open(self.path, "rb")
+        except OSError as e:
+            raise TraceError("cannot read trace %s: %s" % (self.path, e.strerror)) from None
+        try:
+            self.meta, self.n_tokens, self.version = _read_header(self._f)
+            self.file_bytes = os.fstat(self._f.fileno()).st_size
+        except _Why as e:
+            self._f.close()
+            raise TraceError("%s: %s" % (self.path, e)) from None
+        self._src = _Stream(self._f, self._f.tell(), self.file_bytes)
+        self.tokens_read = self.active_events = self.pred_events = 0
+        self.check_bytes = 4 if self.version >= VERSION_CHECKED else 0
+
+    # header fields as attributes
+    n_layers = property(lambda self: self.meta.n_layers)
+    d_model = property(lambda self: self.meta.d_model)
+    d_ff = property(lambda self: self.meta.d_ff)
+    bytes_per_weight = property(lambda self: self.meta.bytes_per_weight)
+    ffn_kind = property(lambda self: self.meta.ffn_kind)
+    has_predicted = property(lambda self: self.meta.has_predicted)
+    source = property(lambda self: self.meta.source)
+
+    def close(self):
+        self._f.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _err(self, what):
+        return TraceError("%s: %s" % (self.path, what))
+
+    def __iter__(self):
+        """Tokens in order; once all are read, the footer is checked."""
+        L = self.n_layers
+        prev = [[None] * L, [None] * L]
+        while True:
+            c = self._src.byte()
+            if c < 0:
+                raise self._err("truncated after token %d of %d (no end marker)" % (self.tokens_read, self.n_tokens))
+            if c == END_MAGIC[0]:
+                self._read_footer()
+                return
+            self._check_token_start(c)
+            flags = self._src.byte()
+            if flags < 0:
+                raise self._err("token %d: truncated" % self.tokens_read)
+            cur = [[None] * L, [None] * L]
+            for l in range(L):
+                src = self._open_block(l, c, flags)
+                # layer 0's CRC covers the flags: checked, they can be looked at
+                if l == 0 and flags & ~(TOKEN_GENERATED | TOKEN_SEQ_START):
+                    raise self._err("token %d: unknown token flags 0x%02x" % (self.tokens_read, flags))
+                if self.tokens_read == 0:
+                    flags |= TOKEN_SEQ_START
+                self._decode_layer(l, flags & TOKEN_SEQ_START, src, prev, cur)
+            tok = Token(self.tokens_read, flags, cur[0], cur[1] if self.has_predicted else None)
+            self.tokens_read += 1
+            prev = cur
+            yield tok
+
+    def _check_token_start(self, c):
+        if self.tokens_read >= self.n_tokens:
+            if c == TOKEN_MARK:
+                raise self._err("body holds more tokens than the header's %d" % self.n_tokens)
+            raise self._err("after token %d, the last: expected the end marker, found byte 0x%02x"
+                            % (self.tokens_read - 1, c))
+        if c != TOKEN_MARK:
+            raise self._err("token %d: bad token marker 0x%02x" % (self.tokens_read, c))
+
+    def _open_block(self, l, mark, flags):
+        """Where layer l's sets come from: the file itself (version 1), or
+        the block read whole with its length and CRC checked (version 2)."""
+        if self.version < VERSION_CHECKED:
+            return self._src
+        s, t = self._src, self.tokens_read
+        raw = bytearray()
+
+        def byte():
+            c = s.byte()
+            if c >= 0:
+                raw.append(c)
+            return c
+        n = _varint_from(byte)
+        if n is None:
+            raise self._err("token %d layer %d: truncated or damaged block length" % (t, l))
+        if n > self.meta.block_max():
+            raise self._err("token %d layer %d: block of %d bytes is longer than any (%d): the file is damaged"
+                            % (t, l, n, self.meta.block_max()))
+        if n + 4 > s.left():
+            raise self._err("token %d layer %d: block of %d bytes runs past the end of the file "
+                            "(truncated or damaged)" % (t, l, n))
+        data, stored = s.take(n), s.take(4)
+        if data is None or stored is None:
+            raise self._err("token %d layer %d: truncated" % (t, l))
+        crc = block_crc_start(t, l)
+        if l == 0:
+            crc = crc32c(bytes((mark, flags)), crc)
+        crc = crc32c(data, crc32c(raw, crc))
+        want, = struct.unpack("<I", stored)
+        if crc != want:
+            raise self._err("token %d layer %d: checksum mismatch (stored 0x%08x, computed 0x%08x): "
+                            "the file is damaged" % (t, l, want, crc))
+        self.check_bytes += len(raw) + 4
+        return _Mem(data)
+
+    def _decode_layer(self, l, seq_start, src, prev, cur):
+        kinds = 2 if self.has_predicted else 1
+        for k in range(kinds):
+            refs = (None, None if seq_start else (prev[k][l] or []), cur[0][l] if k == 1 else None)
+            try:
+                ids = decode_set(src, refs, self.d_ff)
+            except _Why as e:
+                raise self._err("token %d layer %d (%s set): %s"
+                                % (self.tokens_read, l, "predicted" if k else "active", e)) from None
+            cur[k][l] = ids
+            if k:
+                self.pred_events += len(ids)
+            else:
+                self.active_events += len(ids)
+        if isinstance(src, _Mem) and src.left():
+            raise self._err("token %d layer %d: %d bytes left over after its sets" % (self.tokens_read, l, src.left()))
+
+    def _read_footer(self):
+        checked = self.version >= VERSION_CHECKED
+        rest = self._src.take(7)
+        if rest is None or bytes([END_MAGIC[0]]) + rest != END_MAGIC:
+            raise self._err("after %d tokens: expected a token or the end marker, found garbage" % self.tokens_read)
+        body = self._src.take(FOOTER_BYTES - 8 + (4 if checked else 0))
+        if body is None:
+            raise self._err("truncated end marker")
+        foot = END_MAGIC + body
+        if checked:
+            want, = struct.unpack_from("<I", foot, FOOTER_BYTES)
+            got = crc32c(foot[:FOOTER_BYTES])
+            if got != want:
+                raise self._err("end marker checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged"
+                                % (want, got))
+            self.check_bytes += 4
+        n, na, np_ = struct.unpack_from("<3Q", foot, 8)
+        if n != self.n_tokens or n != self.tokens_read:
+            raise self._err("header says %d tokens, end marker %d, body holds %d" % (self.n_tokens, n, self.tokens_read))
+        if na != self.active_events or np_ != self.pred_events:
+            raise self._err("end marker counts %d active and %d predicted neurons, body holds %d and %d"
+                            % (na, np_, self.active_events, self.pred_events))
+        if self._src.byte() >= 0:
+            raise self._err("trailing bytes after the end marker")
+
+
+def read_tokens(path):
+    """Every token of the trace at path, streamed (a generator)."""
+    with TraceReader(path) as r:
+        yield from r
+
+
+# ---- writer ----
+
+def _tmp_name(path):
+    """The temporary beside path, named as common/atomic_file.c names it."""
+    head, tail = os.path.split(path)
+    stem, dot, ext = tail.rpartition(".")
+    if dot and stem:
+        return os.path.join(head, "%s.tmp.%d.%s" % (stem, os.getpid(), ext))
+    return "%s.tmp.%d" % (path, os.getpid())
+
+
+class TraceWriter:
+    """Writes a version 2 trace to a temporary file, renamed to path by
+    close(); abort() (or an exception inside a with block) removes it."""
+
+    def __init__(self, path, meta):
+        self.path = str(path)
+        if meta.n_layers <= 0 or meta.d_ff <= 0 or meta.d_model <= 0 or meta.bytes_per_weight <= 0:
+            raise TraceError("%s: trace shape must have layers, d_model, d_ff and bytes per weight" % self.path)
+        if len(meta.source.encode()) > MAX_SOURCE:
+            raise TraceError("%s: source description exceeds the format's %d bytes" % (self.path, MAX_SOURCE))
+        self.meta = meta
+        self.tmp = _tmp_name(self.path)
+        self.n_tokens = self.active_events = self.pred_events = 0
+        self._next_layer = None  # None: no token begun
+        self._head = b""
+        try:
+            self._f = open(self.tmp, "wb")
+            self._f.write(header_bytes(meta, 0))  # rewritten with n_tokens at close
+        except OSError as e:
+            self.abort()
+            raise TraceError("cannot write %s: %s" % (self.tmp, e.strerror)) from None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def _err(self, what):
+        return TraceError("%s: %s" % (self.path, what))
+
+    def begin_token(self, flags=0):
+        """Starts the next token; the first of a file starts a sequence."""
+        self._check_token_done()
+        if flags & ~(TOKEN_GENERATED | TOKEN_SEQ_START):
+            raise self._err("unknown token flags 0x%x" % flags)
+        if self.n_tokens == 0:
+            flags |= TOKEN_SEQ_START
+        self._head = bytes((TOKEN_MARK, flags))
+        self._f.write(self._head)
+        self._next_layer = 0
+        self.n_tokens += 1
+
+    def _check_ids(self, what, l, ids):
+        last = -1
+        for i in ids:
+            if not 0 <= i < self.meta.d_ff:
+                raise self._err("token %d layer %d: %s neuron %d outside 0..d_ff %d"
+                                % (self.n_tokens - 1, l, what, i, self.meta.d_ff))
+            if i <= last:
+                raise self._err("token %d layer %d: %s neurons not strictly ascending (%d after %d)"
+                                % (self.n_tokens - 1, l, what, i, last))
+            last = i
+
+    def layer(self, active, predicted=None):
+        """Records the next layer of the current token (layers in order)."""
+        if self._next_layer is None:
+            raise self._err("layer written before begin_token")
+        l = self._next_layer
+        self._check_ids("active", l, active)
+        blk = bytearray()
+        encode_set(blk, active, self.meta.d_ff)
+        self.active_events += len(active)
+        if self.meta.has_predicted:
+            predicted = predicted if predicted is not None else []
+            self._check_ids("predicted", l, predicted)
+            encode_set(blk, predicted, self.meta.d_ff)
+            self.pred_events += len(predicted)
+        rec = bytearray()
+        _put_varint(rec, len(blk))
+        rec += blk
+        crc = block_crc_start(self.n_tokens - 1, l)
+        if l == 0:
+            crc = crc32c(self._head, crc)
+        rec += struct.pack("<I", crc32c(rec, crc))
+        self._f.write(rec)
+        self._next_layer += 1
+
+    def _check_token_done(self):
+        if self._next_layer is not None and self._next_layer != self.meta.n_layers:
+            raise self._err("token %d got %d of %d layers" % (self.n_tokens - 1, self._next_layer, self.meta.n_layers))
+
+    def close(self):
+        """Footer, header with the token count, then rename into place."""
+        try:
+            self._check_token_done()
+            foot = END_MAGIC + struct.pack("<3Q", self.n_tokens, self.active_events, self.pred_events)
+            self._f.write(foot + struct.pack("<I", crc32c(foot)))
+            self._f.seek(0)
+            self._f.write(header_bytes(self.meta, self.n_tokens))
+            self._f.close()
+            os.replace(self.tmp, self.path)
+        except OSError as e:
+            self.abort()
+            raise self._err("write failed: %s" % e.strerror) from None
+        except TraceError:
+            self.abort()
+            raise
+
+    def abort(self):
+        """Drops the temporary; nothing appears at path."""
+        f = getattr(self, "_f", None)
+        if f is not None:
+            f.close()
+        try:
+            os.remove(self.tmp)
+        except OSError:
+            pass
+
+
+def copy_trace(src_path, dst_path):
+    """Rewrites a trace through the reader and writer (as version 2)."""
+    with TraceReader(src_path) as r:
+        w = TraceWriter(dst_path, r.meta)
+        try:
+            for tok in r:
+                w.begin_token(tok.flags)
+                for l in range(r.n_layers):
+                    w.layer(tok.active[l], tok.predicted[l] if tok.predicted else None)
+        except BaseException:
+            w.abort()
+            raise
+        w.close()
+
+
+# ---- statistics and command line ----
+
+def trace_info(path):
+    """Header fields and the counts flashbed trace info derives its
+    densities from: neurons per layer and in all, tokens and sequences."""
+    with TraceReader(path) as r:
+        L = r.n_layers
+        act, pred = [0] * L, [0] * L
+        seqs = generated = 0
+        for tok in r:
+            seqs += bool(tok.flags & TOKEN_SEQ_START)
+            generated += bool(tok.flags & TOKEN_GENERATED)
+            for l in range(L):
+                act[l] += len(tok.active[l])
+                if tok.predicted is not None:
+                    pred[l] += len(tok.predicted[l])
+        return {
+            "file": r.path, "version": r.version, "checked": r.version >= VERSION_CHECKED,
+            "file_bytes": r.file_bytes, "check_bytes": r.check_bytes,
+            "n_layers": L, "layers": L, "d_model": r.d_model, "d_ff": r.d_ff,
+            "bytes_per_weight": r.bytes_per_weight, "ffn_kind": "glu" if r.ffn_kind == FFN_GLU else "relu",
+            "has_predicted": r.has_predicted, "source": r.source,
+            "n_tokens": r.n_tokens, "tokens": r.tokens_read, "sequences": seqs,
+            "prompt_tokens": r.tokens_read - generated, "generated_tokens": generated,
+            "active_neurons": sum(act), "predicted_neurons": sum(pred),
+            "active_per_layer": act, "predicted_per_layer": pred if r.has_predicted else None,
+        }
+
+
+def _print_info(info):
+    print("trace %s" % info["file"])
+    print("  format version %d (%s), %d bytes" % (info["version"], "checked" if info["checked"] else "unchecked",
+                                                   info["file_bytes"]))
+    print("  shape: %d layers, d_model %d, d_ff %d, %d bytes per weight, %s FFN"
+          % (info["n_layers"], info["d_model"], info["d_ff"], info["bytes_per_weight"], info["ffn_kind"]))
+    print("  tokens: %d (%d prompt, %d generated) in %d sequence(s)"
+          % (info["tokens"], info["prompt_tokens"], info["generated_tokens"], info["sequences"]))
+    print("  neurons: %d active, %s predicted" % (info["active_neurons"],
+                                                  info["predicted_neurons"] if info["has_predicted"] else "no"))
+    print("  source: %s" % info["source"])
+
+
+def _dump(path):
+    """Every set as 'token flags layer a|p ids...', the layout of
+    tests/data/trace_v1.sets."""
+    out = sys.stdout
+    for tok in read_tokens(path):
+        for l in range(len(tok.active)):
+            out.write(" ".join(map(str, [tok.index, tok.flags, l, "a"] + tok.active[l])) + "\n")
+            if tok.predicted is not None:
+                out.write(" ".join(map(str, [tok.index, tok.flags, l, "p"] + tok.predicted[l])) + "\n")
+
+
+USAGE = """usage: flashbed_trace.py info TRACE [--json]
+       flashbed_trace.py copy IN OUT
+       flashbed_trace.py dump TRACE"""
+
+
+def main(argv):
+    args = argv[1:]
+    try:
+        if len(args) in (2, 3) and args[0] == "info" and args[2:] in ([], ["--json"]):
+            info = trace_info(args[1])
+            if args[2:]:
+                print(json.dumps(info, indent=1))
+            else:
+                _print_info(info)
+        elif len(args) == 3 and args[0] == "copy":
+            copy_trace(args[1], args[2])
+            print("flashbed_trace: wrote %s" % args[2], file=sys.stderr)
+        elif len(args) == 2 and args[0] == "dump":
+            _dump(args[1])
+        else:
+            print(USAGE, file=sys.stderr)
+            return 2
+    except TraceError as e:
+        print("flashbed_trace: error: %s" % e, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
