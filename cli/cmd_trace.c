@@ -1,4 +1,5 @@
-/* flashbed trace info|synth: look into a trace, or generate a calibrated one. */
+/* flashbed trace info|synth|export: look into a trace, generate a calibrated one,
+ * or export one as rows for other tools (traces/trace_export.h). */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/atomic_file.h"
 #include "common/cleanup.h"
 #include "common/fsutil.h"
@@ -17,8 +19,10 @@
 #include "common/log.h"
 #include "common/model_shape.h"
 #include "common/options.h"
+#include "common/out_path.h"
 #include "common/provenance.h"
 #include "traces/trace.h"
+#include "traces/trace_export.h"
 #include "traces/trace_stats.h"
 #include "traces/trace_synth.h"
 
@@ -396,18 +400,100 @@ static int cmd_trace_info(int argc, char **argv)
     return rc;
 }
 
+/* ---- trace export ---- */
+struct export_opts {
+    char *format;
+    char *out;
+};
+
+#define O(f) offsetof(struct export_opts, f)
+static const struct opt_def export_options[] = {
+    {"format", OPT_STRING, O(format), "csv", "FORMAT", "csv (neurons.csv, tokens.csv) or npz-friendly (flat <u4/u1 arrays)",
+     .allowed = "csv|npz-friendly"},
+    {"out", OPT_STRING, O(out), NULL, "DIR", "new folder to write (must not exist)"},
+    OPT_END,
+};
+#undef O
+
+static const struct opt_command export_command = {
+    .name = "trace export",
+    .usage = "FILE --out DIR [--format csv|npz-friendly]",
+    .summary = "Writes a trace as one row per (token, layer, neuron), active and (when the\n"
+               "trace has them) predicted, for tools that read neither flashbed nor its Python\n"
+               "module: csv gives DIR/neurons.csv (token,layer,neuron,kind) and DIR/tokens.csv\n"
+               "(token,flags,generated,sequence_start); npz-friendly gives little-endian arrays\n"
+               "for numpy's np.fromfile (active_token/layer/neuron.u32, predicted_*.u32,\n"
+               "tokens_flags.u8). Both write DIR/export.json: the files, the trace's header\n"
+               "and the provenance. The trace is streamed and every checksum checked; DIR\n"
+               "appears only when all of it was written.",
+    .opts = export_options,
+    .max_positional = 1,
+};
+
+static int cmd_trace_export(int argc, char **argv)
+{
+    struct export_opts o;
+    memset(&o, 0, sizeof o);
+    char *pos[1] = {NULL};
+    int npos = 0;
+    int rc = cli_parse(&export_command, &o, argc, argv, pos, &npos);
+    if (rc != 0) {
+        opts_free(&export_command, &o);
+        return rc > 0 ? 0 : 2;
+    }
+    if (o.out)
+        out_path_trim(o.out); /* "d/" names the folder d */
+    enum trace_export_format fmt = TRACE_EXPORT_CSV;
+    struct out_parents made;
+    char err[4400];
+    rc = 2;
+    if (npos != 1)
+        fb_error("trace export: needs a trace FILE");
+    else if (!o.out)
+        fb_error("trace export: needs --out DIR");
+    else if (trace_export_format_parse(o.format, &fmt) != 0) /* the table's .allowed refuses it first */
+        fb_error("trace export --format: unknown format '%s' (csv or npz-friendly)", o.format);
+    else if (out_new_dir_ok("trace export --out", o.out) != 0)
+        rc = 1;
+    else if (out_parents_ok("trace export --out", o.out, &made) != 0)
+        rc = 1;
+    else {
+        cJSON *prov = provenance_new();
+        cJSON *params = opts_to_json(&export_command, &o);
+        cJSON_AddStringToObject(params, "trace", pos[0]);
+        cJSON_AddItemToObject(prov, "parameters", params);
+        struct trace_export_counts c;
+        if (trace_export(pos[0], o.out, fmt, prov, &c, err, sizeof err) != 0) {
+            fb_error("%s", err);
+            out_parents_undo(&made); /* folders made above --out go again */
+            rc = 1;
+        } else {
+            out_parents_keep(&made);
+            fb_info("wrote %s (%s: %llu tokens, %llu active and %llu predicted rows)", o.out, o.format,
+                    (unsigned long long)c.tokens, (unsigned long long)c.active_rows,
+                    (unsigned long long)c.predicted_rows);
+            rc = 0;
+        }
+    }
+    opts_free(&export_command, &o);
+    return rc;
+}
+
 int cmd_trace(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "synth") == 0)
         return cmd_trace_synth(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
         return cmd_trace_info(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "export") == 0)
+        return cmd_trace_export(argc - 1, argv + 1);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("trace: needs a subcommand, info or synth%s%s", argc >= 2 ? ", not " : "",
+        fb_error("trace: needs a subcommand, info, synth or export%s%s", argc >= 2 ? ", not " : "",
                  argc >= 2 ? argv[1] : "");
     fprintf(f, "usage: flashbed trace info FILE [--out DIR [--plot]]\n"
-               "       flashbed trace synth --out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]\n");
+               "       flashbed trace synth --out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]\n"
+               "       flashbed trace export FILE --out DIR [--format csv|npz-friendly]\n");
     return help ? 0 : 2;
 }
