@@ -24,7 +24,9 @@ Only the Python 3 standard library is used.
 
 Command line:
   flashbed_trace.py info TRACE [--json]   header, counts, neurons per layer
-  flashbed_trace.py copy IN OUT           rewrite IN through reader and writer
+  flashbed_trace.py copy [--active-only] IN OUT
+                                          rewrite IN through reader and writer
+                                          (--active-only: without predicted sets)
   flashbed_trace.py dump TRACE            every set, one line each
 """
 
@@ -691,15 +693,20 @@ class TraceWriter:
             pass
 
 
-def copy_trace(src_path, dst_path):
-    """Rewrites a trace through the reader and writer (as version 2)."""
+def copy_trace(src_path, dst_path, active_only=False):
+    """Rewrites a trace through the reader and writer (as version 2);
+    active_only drops the predicted sets (a trace of active sets alone)."""
     with TraceReader(src_path) as r:
-        w = TraceWriter(dst_path, r.meta)
+        meta = r.meta
+        if active_only:
+            meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source)
+        w = TraceWriter(dst_path, meta)
         try:
             for tok in r:
                 w.begin_token(tok.flags)
                 for l in range(r.n_layers):
-                    w.layer(tok.active[l], tok.predicted[l] if tok.predicted else None)
+                    keep = tok.predicted is not None and not active_only
+                    w.layer(tok.active[l], tok.predicted[l] if keep else None)
         except BaseException:
             w.abort()
             raise
@@ -760,7 +767,7 @@ def _dump(path):
 
 
 USAGE = """usage: flashbed_trace.py info TRACE [--json]
-       flashbed_trace.py copy IN OUT
+       flashbed_trace.py copy [--active-only] IN OUT
        flashbed_trace.py dump TRACE"""
 
 
@@ -773,9 +780,9 @@ def main(argv):
                 print(json.dumps(info, indent=1))
             else:
                 _print_info(info)
-        elif len(args) == 3 and args[0] == "copy":
-            copy_trace(args[1], args[2])
-            print("flashbed_trace: wrote %s" % args[2], file=sys.stderr)
+        elif args[:1] == ["copy"] and len(args) in (3, 4) and args[1:-2] in ([], ["--active-only"]):
+            copy_trace(args[-2], args[-1], active_only=len(args) == 4)
+            print("flashbed_trace: wrote %s" % args[-1], file=sys.stderr)
         elif len(args) == 2 and args[0] == "dump":
             _dump(args[1])
         else:

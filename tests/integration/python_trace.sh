@@ -110,15 +110,7 @@ check "v1: python reads every set of trace_v1.sets" \
     bash -c "python3 '$PY' dump '$V1' | cmp -s - <(grep -v '^#' '$SRC/tests/data/trace_v1.sets')"
 
 # ---- without predicted sets: written by the Python writer ----
-check "write an active-only trace" python3 -c "
-import sys, flashbed_trace as f
-with f.TraceReader(sys.argv[1]) as r:
-    m = f.TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source)
-    with f.TraceWriter(sys.argv[2], m) as w:
-        for tok in r:
-            w.begin_token(tok.flags)
-            for a in tok.active:
-                w.layer(a)" "$T" "$WORK/active.trace"
+check "write an active-only trace (copy --active-only)" python3 "$PY" copy --active-only "$T" "$WORK/active.trace"
 read_both active "$WORK/active.trace"
 check "active-only: the active neurons of its source" python3 -c "
 import json, sys

@@ -99,15 +99,7 @@ check "version 1 trace: csv, npz-friendly and the Python reader agree" verify "$
 # A trace without predicted sets (written by the Python writer): no
 # predicted rows, no predicted_*.u32.
 A="$WORK/active.trace"
-check "write an active-only trace" env PYTHONPATH="$SRC/python" python3 -c "
-import sys, flashbed_trace as f
-with f.TraceReader(sys.argv[1]) as r:
-    m = f.TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source)
-    with f.TraceWriter(sys.argv[2], m) as w:
-        for tok in r:
-            w.begin_token(tok.flags)
-            for a in tok.active:
-                w.layer(a)" "$T" "$A"
+check "write an active-only trace" python3 "$SRC/python/flashbed_trace.py" copy --active-only "$T" "$A"
 check "export active-only (csv)" "$FLASHBED" trace export "$A" --out "$WORK/acsv"
 check "export active-only (npz-friendly)" "$FLASHBED" trace export "$A" --format npz-friendly --out "$WORK/anpz"
 check "active-only: csv, npz-friendly and the Python reader agree" verify "$A" "$WORK/acsv" "$WORK/anpz" ""
