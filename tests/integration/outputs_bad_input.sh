@@ -216,6 +216,11 @@ MADE_ABOVE="$WORK/new3" interrupt_case "model make into a new folder, SIGTERM" T
 # trace synth polls: it stops, removes the unfinished trace, and says so.
 TEMP_OF="$WORK/synth" interrupt_case "trace synth, Ctrl-C" INT 130 "$WORK/synth.trace" \
     trace synth --shape opt-6.7b --tokens 4000 --out "$WORK/synth.trace"
+# trace export writes its folder under a temporary a signal removes
+check "a trace to export" "$FLASHBED" trace synth --shape opt-1.3b --tokens 200 --seed 1 --out "$WORK/export.trace"
+interrupt_case "trace export, Ctrl-C" INT 130 "$WORK/exported" trace export "$WORK/export.trace" --out "$WORK/exported"
+MADE_ABOVE="$WORK/new4" interrupt_case "trace export into new folders, SIGTERM" TERM 143 "$WORK/new4/exported" \
+    trace export "$WORK/export.trace" --format npz-friendly --out "$WORK/new4/exported"
 # calibrate polls: the first Ctrl-C stops the sweep at a safe point; no
 # profile is written from a cut sweep, and its scratch temporary is gone.
 # (the signal is sent once the scratch file's temporary exists: while it is
