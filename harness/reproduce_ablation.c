@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/atomic_file.h"
 #include "common/gnuplot.h"
 
 /* One bar: label, then I/O, memory, compute, total (empty: not there). */
@@ -25,14 +24,6 @@ static void csv_bar(struct strbuf *csv, const char *mode, const char *what, doub
     repro_csv_num(csv, total, "\n");
 }
 
-static bool cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
-                 struct repro_cell *c)
-{
-    char prefix[400];
-    snprintf(prefix, sizeof prefix, "runs/%s/%s-%s", shape, mode, source);
-    return repro_read_cell(p, prefix, c);
-}
-
 /* The bars of one model; false when none of its runs has finished. */
 static bool ablation_csv(const struct repro_plan *p, const char *shape, struct strbuf *csv)
 {
@@ -41,7 +32,7 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
     for (size_t m = 0; repro_mode_at(m); m++) {
         const struct repro_mode *md = repro_mode_at(m);
         struct repro_cell c;
-        if (cell(p, shape, md->mode, "trace", &c)) {
+        if (repro_read_run_cell(p, shape, md->mode, "trace", &c)) {
             any = true;
             csv_bar(csv, md->mode, "measured (trace)", c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE],
                     c.median[REPRO_TOTAL]);
@@ -49,7 +40,7 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
                 csv_bar(csv, md->mode, "modelled (trace)", c.model[REPRO_IO], c.model[REPRO_MEM], c.model[REPRO_COMPUTE],
                         c.model[REPRO_TOTAL]);
         }
-        if (!md->whole_layers && cell(p, shape, md->mode, "predictor", &c)) {
+        if (!md->whole_layers && repro_read_run_cell(p, shape, md->mode, "predictor", &c)) {
             any = true;
             csv_bar(csv, md->mode, "measured (predictor)", c.median[REPRO_IO], c.median[REPRO_MEM],
                     c.median[REPRO_COMPUTE], c.median[REPRO_TOTAL]);
@@ -65,26 +56,14 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
 /* runs/<shape>/ablation.{csv,png,svg}; what went wrong is said in the report. */
 static void draw(struct strbuf *b, const struct repro_plan *p, const char *shape, const char *csv_text)
 {
-    char csv[4400], png[4400], svg[4400], err[4400];
-    snprintf(csv, sizeof csv, "%s/runs/%s/ablation.csv", p->config.out, shape);
-    snprintf(png, sizeof png, "%s/runs/%s/ablation.png", p->config.out, shape);
-    snprintf(svg, sizeof svg, "%s/runs/%s/ablation.svg", p->config.out, shape);
-    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
-        strbuf_add(b, "No CSV, no plot for %s: %s.\n\n", shape, err);
-        return;
-    }
-    char vcsv[8900], vtitle[600], title[400];
+    char rel[300], alt[300], title[400], vtitle[600];
+    snprintf(rel, sizeof rel, "runs/%s/ablation", shape);
+    snprintf(alt, sizeof alt, "Table 2, %s", shape);
     snprintf(title, sizeof title, "Table 2 measured: %s (synthetic, f16), each mode on this machine beside the cost "
              "model", shape);
-    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
     gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
-    const char *vars[] = {vcsv, vtitle, NULL};
-    const char *outs[] = {png, svg, NULL};
-    if (gnuplot_render("table2_ablation.gp", vars, outs, err, sizeof err) != 0) {
-        strbuf_add(b, "%s: the bars are in `runs/%s/ablation.csv`; no plot: %s.\n\n", shape, shape, err);
-        return;
-    }
-    strbuf_add(b, "![Table 2, %s](runs/%s/ablation.png)\n\n", shape, shape);
+    const char *vars[] = {vtitle, NULL};
+    repro_plot(b, p, rel, csv_text, "table2_ablation.gp", vars, alt);
 }
 
 void repro_section_ablation(struct strbuf *b, const struct repro_plan *p)

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 
@@ -88,28 +87,13 @@ static void csv_row(struct strbuf *b, int share, const struct repro_cell *c)
 /* fig7/fig7.csv and the plot; what went wrong is said in the report. */
 static void draw(struct strbuf *b, const struct repro_plan *p, const char *shape, const char *csv_text)
 {
-    char csv[4400], paper[4400], png[4400], svg[4400], err[4400];
-    snprintf(csv, sizeof csv, "%s/fig7/fig7.csv", p->config.out);
+    char paper[4400], vpaper[8900], vtitle[600], title[400];
     snprintf(paper, sizeof paper, "%s/paper-fig7/fig7.csv", p->config.out);
-    snprintf(png, sizeof png, "%s/fig7/fig7.png", p->config.out);
-    snprintf(svg, sizeof svg, "%s/fig7/fig7.svg", p->config.out);
-    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
-        strbuf_add(b, "No CSV, no plot: %s.\n\n", err);
-        return;
-    }
-    char vcsv[8900], vpaper[8900], vtitle[600], title[400];
     snprintf(title, sizeof title, "Fig. 7 measured: %s, all with window:auto, on this machine", shape);
-    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
     gnuplot_var(vpaper, sizeof vpaper, "paper_csv", path_exists(paper) ? paper : "");
     gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
-    const char *vars[] = {vcsv, vpaper, vtitle, NULL};
-    const char *outs[] = {png, svg, NULL};
-    if (gnuplot_render("fig7_measured.gp", vars, outs, err, sizeof err) != 0) {
-        strbuf_add(b, "The table is in `fig7/fig7.csv`; no plot: %s.\n\n", err);
-        return;
-    }
-    strbuf_add(b, "![Fig. 7 measured](fig7/fig7.png)\n\n");
-    if (!path_exists(paper))
+    const char *vars[] = {vpaper, vtitle, NULL};
+    if (repro_plot(b, p, "fig7/fig7", csv_text, "fig7_measured.gp", vars, "Fig. 7 measured") && !path_exists(paper))
         strbuf_add(b, "The paper's modelled curve is not drawn: `paper-fig7/fig7.csv` is not written yet.\n\n");
 }
 

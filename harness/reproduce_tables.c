@@ -8,7 +8,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/gnuplot.h"
 #include "common/json_file.h"
 #include "common/model_shape.h"
 
@@ -94,13 +96,36 @@ bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repr
     return true;
 }
 
-/* A Tables 2 and 3 configuration: runs/<shape>/<mode>-<source>. */
-static bool read_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
-                      struct repro_cell *c)
+bool repro_read_run_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
+                         struct repro_cell *c)
 {
     char prefix[400];
     snprintf(prefix, sizeof prefix, "runs/%s/%s-%s", shape, mode, source);
     return repro_read_cell(p, prefix, c);
+}
+
+bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_text,
+                const char *script, const char *const vars[], const char *alt)
+{
+    char csv[4400], png[4400], svg[4400], err[4400], vcsv[8900];
+    snprintf(csv, sizeof csv, "%s/%s.csv", p->config.out, rel);
+    snprintf(png, sizeof png, "%s/%s.png", p->config.out, rel);
+    snprintf(svg, sizeof svg, "%s/%s.svg", p->config.out, rel);
+    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
+        strbuf_add(b, "No CSV (`%s.csv`), no plot: %s.\n\n", rel, err);
+        return false;
+    }
+    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
+    const char *all[8] = {vcsv};
+    for (size_t i = 0; vars[i] && i + 2 < sizeof all / sizeof all[0]; i++)
+        all[i + 1] = vars[i];
+    const char *outs[] = {png, svg, NULL};
+    if (gnuplot_render(script, all, outs, err, sizeof err) != 0) {
+        strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
+        return false;
+    }
+    strbuf_add(b, "![%s](%s.png)\n\n", alt, rel);
+    return true;
 }
 
 void repro_csv_num(struct strbuf *b, double v, const char *sep)
@@ -178,7 +203,7 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
         const char *shape = repro_shape(p->config.models[i], p->config.tier);
         for (int m = 0; m < 3; m++) {
             struct repro_cell c;
-            if (!read_cell(p, shape, modes[m], "trace", &c))
+            if (!repro_read_run_cell(p, shape, modes[m], "trace", &c))
                 continue;
             any = true;
             strbuf_add(b, "| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", shape, modes[m], c.budget,
@@ -214,8 +239,8 @@ const char *repro_table2_config(const struct repro_mode *md)
 static void table2_row(struct strbuf *b, const struct repro_plan *p, const char *shape, const struct repro_mode *md)
 {
     struct repro_cell tr, pr;
-    bool have_tr = read_cell(p, shape, md->mode, "trace", &tr);
-    bool have_pr = !md->whole_layers && read_cell(p, shape, md->mode, "predictor", &pr);
+    bool have_tr = repro_read_run_cell(p, shape, md->mode, "trace", &tr);
+    bool have_pr = !md->whole_layers && repro_read_run_cell(p, shape, md->mode, "predictor", &pr);
     if (!have_tr && !have_pr)
         return;
     strbuf_add(b, "| %s | %s |", shape, md->mode);
@@ -360,7 +385,7 @@ static void differences_model(struct strbuf *b, const struct repro_plan *p)
     for (size_t i = 0; i < p->config.n_models; i++) {
         const char *shape = repro_shape(p->config.models[i], p->config.tier);
         struct repro_cell c;
-        if (!read_cell(p, shape, "all", "trace", &c) || !c.modelled)
+        if (!repro_read_run_cell(p, shape, "all", "trace", &c) || !c.modelled)
             continue;
         bool missed = false;
         for (int k = 0; k < REPRO_TOTAL; k++) {

@@ -33,6 +33,17 @@ struct repro_cell {
 /* Reads every round of the configuration at prefix (under the study's
  * folder) and its price; false when no round has run. */
 bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c);
+/* The same for a Tables 2 and 3 configuration: runs/<shape>/<mode>-<source>. */
+bool repro_read_run_cell(const struct repro_plan *p, const char *shape, const char *mode, const char *source,
+                         struct repro_cell *c);
+
+/* Writes csv_text to <study>/<rel>.csv, draws <rel>.png and .svg from it
+ * with plots/<script> (csv= set here, vars: the script's others,
+ * NULL-terminated, at most 6) and links the PNG in the report as
+ * ![alt](<rel>.png); when it cannot, the report says what is there and
+ * why there is no plot. true when drawn. */
+bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_text,
+                const char *script, const char *const vars[], const char *alt);
 
 /* A number from configs/paper/<file>'s rows where every key of match
  * equals its value (NULL-terminated pairs); NAN when the paper has none. */
