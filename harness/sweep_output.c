@@ -62,6 +62,13 @@ static bool any_fio(const struct sweep *s)
     return false;
 }
 
+/* Our read buffers' pages, as the first point found them (every point
+ * allocates the same way). */
+static bool ours_on_huge_pages(const struct sweep *s)
+{
+    return s->n_points && s->points[0].result.huge_pages;
+}
+
 cJSON *sweep_to_json(const struct sweep *s)
 {
     cJSON *root = cJSON_CreateObject();
@@ -124,7 +131,7 @@ char *sweep_to_markdown(const struct sweep *s)
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
     strbuf_add(&t, "- read buffers: %s%s%s\n\n",
-             s->n_points && s->points[0].result.huge_pages ? "transparent huge pages" : "4 KiB pages",
+             ours_on_huge_pages(s) ? "transparent huge pages" : "4 KiB pages",
              fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");
     strbuf_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
     if (fio)
@@ -192,7 +199,7 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
     char pages[160] = "";
     if (any_fio(s))
         snprintf(pages, sizeof pages, "; buffers: flashbed on %s, fio --mem=%s%s",
-                 s->n_points && s->points[0].result.huge_pages ? "huge pages" : "4 KiB pages",
+                 ours_on_huge_pages(s) ? "huge pages" : "4 KiB pages",
                  s->cfg->fio_mem ? s->cfg->fio_mem : "malloc", s->cfg->fio_mem ? "" : " (4 KiB pages)");
     snprintf(vtitle, sizeof vtitle, "plot_title='random reads, %s, %s, %s%s'", s->cfg->engine->name,
              direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
