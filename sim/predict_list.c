@@ -227,8 +227,6 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
 {
     memset(out, 0, sizeof *out);
     struct cost_config *c = &out->config;
-    if (paper_densities_check(err, errlen) != 0)
-        return -1;
     if (!s->trace) {
         snprintf(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
         return -1;

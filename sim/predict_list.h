@@ -90,7 +90,9 @@ int predict_list(const struct predict_setup *s, const char *list, struct policy_
  * s->layout, s->dram_share and s->use_predicted are not read: r says them.
  * naive and hybrid are the cost model's sequential baselines (naive reads
  * the whole model; hybrid what is not resident: the non-FFN weights and
- * r's preloaded rows). 0, or -1 with err naming the policy. */
+ * r's preloaded rows). The caller has checked configs/paper/densities.json
+ * (paper_densities_check: replay_pricing_open does, once). 0, or -1 with
+ * err naming the policy. */
 int predict_replayed(const struct predict_setup *s, const struct replay_result *r, struct policy_prediction *out,
                      char *err, size_t errlen);
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "sim/cost_model.h"
+#include "sim/paper_tables.h"
 
 /* The shape the header names in configs/models/, when it has the header's
  * dimensions. 0 when found. */
@@ -74,8 +75,9 @@ int replay_pricing_open(struct replay_pricing *p, const struct trace *tr, const 
         snprintf(err, errlen, "out of memory for a hardware profile");
         return -1;
     }
+    /* densities.json once here, not once per priced row */
     if (hw_profile_load(hw, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, err, errlen) != 0 ||
-        pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0) {
+        pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0 || paper_densities_check(err, errlen) != 0) {
         replay_pricing_close(p);
         return -1;
     }
