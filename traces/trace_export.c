@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/cleanup.h"
 #include "common/errbuf.h"
+#include "common/fsutil.h"
 #include "common/model_shape.h"
 #include "traces/trace.h"
 
@@ -170,25 +172,6 @@ static cJSON *export_json(const char *trace_path, const struct trace_reader *r, 
     return root;
 }
 
-static int write_export_json(struct export_state *s, const cJSON *j, char *err, size_t errlen)
-{
-    char path[4400];
-    snprintf(path, sizeof path, "%s/export.json", s->tmp);
-    char *text = cJSON_Print(j);
-    if (!text)
-        return err_set(err, errlen, "%s: out of memory", path);
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        int e = errno;
-        free(text);
-        return err_set(err, errlen, "%s: cannot create: %s", path, strerror(e));
-    }
-    bool bad = fputs(text, f) == EOF || fputc('\n', f) == EOF;
-    bad = fclose(f) != 0 || bad;
-    free(text);
-    return bad ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
-}
-
 /* Reads every token and writes its rows; 0, or -1 with err. */
 static int export_body(struct trace_reader *r, struct export_state *s, enum trace_export_format fmt,
                        struct trace_export_counts *c, char *err, size_t errlen)
@@ -269,21 +252,16 @@ int trace_export(const char *trace_path, const char *out_dir, enum trace_export_
     if (rc == 0) {
         cJSON *j = export_json(trace_path, r, fmt, &c, provenance);
         provenance = NULL;
-        rc = write_export_json(&s, j, err, errlen);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/export.json", s.tmp);
+        rc = atomic_write_json(path, j, err, errlen);
         cJSON_Delete(j);
     }
     if (rc == 0 && rename(s.tmp, out_dir) != 0)
         rc = err_set(err, errlen, "%s: cannot rename into place: %s", out_dir, strerror(errno));
     if (rc != 0) {
         close_files(&s);
-        char path[4400];
-        for (int i = 0; i < F_COUNT; i++) {
-            snprintf(path, sizeof path, "%s/%s", s.tmp, file_names[i]);
-            unlink(path);
-        }
-        snprintf(path, sizeof path, "%s/export.json", s.tmp);
-        unlink(path);
-        rmdir(s.tmp);
+        fs_remove_tree(s.tmp); /* our own temporary folder */
         err_replace(err, errlen, s.tmp, out_dir);
     }
     cleanup_forget(handle);
