@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages flashbed needs, only those missing.
 # Used by run-default.sh and run-tests.sh; safe to run again.
+# --for-tests: also, where Debian has them, python3-numpy and python3-torch
+# (without recommends), which the Python tests use and skip without; failing
+# to install them is reported, not an error.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config git libcjson-dev liburing-dev gnuplot-nox fio python3)
@@ -14,13 +17,28 @@ if command -v python3 >/dev/null; then
 fi
 want=()
 for p in "${missing[@]}"; do [ -n "$p" ] && want+=("$p"); done
-[ ${#want[@]} -eq 0 ] && exit 0
 
-echo "install-deps: installing ${want[*]}" >&2
 sudo=()
 [ "$(id -u)" -ne 0 ] && sudo=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-if ! "${sudo[@]}" apt-get install -y -q "${want[@]}" </dev/null; then
-    "${sudo[@]}" apt-get update -q </dev/null
-    "${sudo[@]}" apt-get install -y -q "${want[@]}" </dev/null
+apt_install() { # packages: install, updating the package lists once if that fails
+    "${sudo[@]}" apt-get install -y -q "$@" </dev/null ||
+        { "${sudo[@]}" apt-get update -q </dev/null && "${sudo[@]}" apt-get install -y -q "$@" </dev/null; }
+}
+
+if [ ${#want[@]} -gt 0 ]; then
+    echo "install-deps: installing ${want[*]}" >&2
+    apt_install "${want[@]}"
+fi
+
+if [ "${1:-}" = --for-tests ]; then
+    optional=()
+    for p in python3-numpy python3-torch; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || optional+=("$p")
+    done
+    if [ ${#optional[@]} -gt 0 ]; then
+        echo "install-deps: installing ${optional[*]} for the Python tests" >&2
+        apt_install --no-install-recommends "${optional[@]}" > /dev/null ||
+            echo "install-deps: could not install ${optional[*]}: the tests that need them skip" >&2
+    fi
 fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set-up and every test: installs what is missing, builds flashbed, runs the
+# Set-up and every test: installs what is missing (with, where Debian has
+# them, numpy and PyTorch for the Python tests), builds flashbed, runs the
 # CTest suite, then builds again with AddressSanitizer + UndefinedBehaviorSanitizer
 # and runs the tests under it (unit and integration: the harness threads too),
 # then once more with the engine's portable loops instead of the host's vector
@@ -8,7 +9,7 @@
 # label fuzz); fuzzing itself is a separate clang build (tests/fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/install-deps.sh
+tools/install-deps.sh --for-tests
 jobs=$(nproc)
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -1,0 +1,649 @@
+#!/usr/bin/env python3
+"""Record which FFN neurons a PyTorch model activates, as a flashbed trace.
+
+Forward hooks on each layer's FFN catch, for every token the model scores
+or generates, the value of each FFN neuron: the input of the down
+projection, act(up.x + b) in a plain FFN and act(gate.x) * (up.x) in a GLU.
+A neuron is active by one of two rules, recorded in the trace's header:
+
+  nonzero    value != 0: the ReLU family (ReLU, squared ReLU, FATReLU), which
+             is exactly zero for most neurons;
+  threshold  |value| > T: the others (SiLU, GELU), zero almost nowhere.
+
+These are the rules of flashbed's own oracle (engine/activation.h), so a
+trace recorded here from a model equals `flashbed run --active oracle
+--record` on the same weights and tokens. (A GLU neuron whose up.x is
+exactly 0 while its gate fires is active to flashbed and not here; with
+float arithmetic that does not happen in practice.)
+
+Optionally a predictor's sets are recorded beside the true ones: a Python
+file defining predict(layer, x), given the layer's FFN input x (a tensor of
+[tokens, d_model], after the layer norm) and returning a [tokens, d_ff]
+tensor whose non-zero entries are the neurons it predicts.
+
+Where the FFN lives, per architecture of transformers' modelling code ('*'
+stands for the layer number):
+
+  opt        model.decoder.layers.*.fc1 -> fc2
+  llama      model.layers.*.mlp.up_proj -> down_proj    (GLU)
+  falcon     transformer.h.*.mlp.dense_h_to_4h -> dense_4h_to_h
+  persimmon  model.layers.*.mlp.dense_h_to_4h -> dense_4h_to_h
+  phi        model.layers.*.mlp.fc1 -> fc2
+
+and any other model's with --down-module PATTERN (and --up-module PATTERN
+for a predictor), e.g. --down-module 'model.layers.*.mlp.down_proj'.
+
+Tokens: --tokens N of the text are scored in forward passes of at most
+--context tokens (each pass a sequence of its own in the trace), then
+--generate G tokens are generated greedily after them, each recorded as a
+generated token. The trace's header holds the model's shape (layers,
+d_model, d_ff, bytes per weight, plain or GLU FFN), so flashbed replay,
+trace info and predict --trace read it as they read their own.
+
+Command line (local paths only; nothing is downloaded):
+  flashbed_record.py --model DIR (--text FILE --tokens N | --token-ids FILE)
+                     --out T.trace [options]          (--help lists them)
+
+As a library (torch and transformers need only be importable when used):
+  rec = FfnRecorder(model, find_ffn_layers(model, "opt"), Rule("nonzero"))
+  with TraceWriter(path, rec.meta(source_json)) as w:
+      record_sequence(model, rec, w, token_ids)
+  rec.remove()
+
+Errors: a bad option, file or model raises RecordError with a message
+naming it; the command line prints it and exits with status 1 (2 for usage).
+On Ctrl-C or SIGTERM the tokens recorded so far are kept as a complete,
+shorter trace (fewer tokens than its header's "tokens" + "generate") and
+the exit status is 130; nothing is written when no token was recorded.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import flashbed_trace as ft  # noqa: E402  (beside this file)
+
+
+class RecordError(Exception):
+    pass
+
+
+# architecture (config.json's model_type) -> up-projection pattern,
+# down-projection pattern, GLU, config keys naming the activation (the
+# first present wins) and the activation when none is.
+ARCHS = {
+    "opt": ("model.decoder.layers.*.fc1", "model.decoder.layers.*.fc2", False,
+            ("activation_function",), "relu"),
+    "llama": ("model.layers.*.mlp.up_proj", "model.layers.*.mlp.down_proj", True, ("hidden_act",), "silu"),
+    "falcon": ("transformer.h.*.mlp.dense_h_to_4h", "transformer.h.*.mlp.dense_4h_to_h", False,
+               ("activation", "hidden_act"), "gelu"),
+    "persimmon": ("model.layers.*.mlp.dense_h_to_4h", "model.layers.*.mlp.dense_4h_to_h", False,
+                  ("hidden_act",), "relu2"),
+    "phi": ("model.layers.*.mlp.fc1", "model.layers.*.mlp.fc2", False, ("hidden_act",), "gelu_new"),
+}
+
+# activations that are exactly zero for most inputs: the nonzero rule
+SPARSE_ACTIVATIONS = {"relu", "relu2", "relu6", "fatrelu"}
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise RecordError("PyTorch is not installed (import torch failed): the recorder needs it") from None
+    return torch
+
+
+# ---- finding the FFN ----
+
+class FfnLayers:
+    """Each layer's down projection (its input: the neurons' values) and,
+    when a predictor needs the FFN's input, its up projection."""
+
+    def __init__(self, down, up, glu, down_pattern, up_pattern, activation):
+        self.down, self.up, self.glu = down, up, glu
+        self.down_pattern, self.up_pattern = down_pattern, up_pattern
+        self.activation = activation
+
+
+def match_layers(model, pattern):
+    """The modules named by pattern ('*' stands for the layer number), in
+    layer order; layers must be numbered 0..L-1."""
+    if pattern.count("*") != 1:
+        raise RecordError("module pattern %r: needs exactly one '*' standing for the layer number" % pattern)
+    rx = re.compile("^" + re.escape(pattern).replace(r"\*", r"(\d+)") + "$")
+    found = {}
+    for name, mod in model.named_modules():
+        m = rx.match(name)
+        if m:
+            found[int(m.group(1))] = mod
+    if not found:
+        raise RecordError("module pattern %r matches no module of the model (its modules look like %r)"
+                          % (pattern, _example_names(model)))
+    if sorted(found) != list(range(len(found))):
+        raise RecordError("module pattern %r matches layers %s, not 0..%d" % (pattern, sorted(found), len(found) - 1))
+    return [found[i] for i in range(len(found))]
+
+
+def _example_names(model, n=4):
+    names = [name for name, _ in model.named_modules() if name]
+    return names[:n] + (["..."] if len(names) > n else [])
+
+
+def _config(model):
+    cfg = getattr(model, "config", None)
+    return cfg.to_dict() if hasattr(cfg, "to_dict") else {}
+
+
+def model_type(model):
+    return _config(model).get("model_type")
+
+
+def config_activation(cfg, keys, default):
+    for k in keys:
+        v = cfg.get(k)
+        if isinstance(v, str):
+            return v
+    return default
+
+
+def find_ffn_layers(model, arch=None, down_pattern=None, up_pattern=None, glu=None):
+    """The FFN of model: by arch (a key of ARCHS; default the config's
+    model_type) or by the patterns given, which override the arch's."""
+    arch = arch or model_type(model)
+    known = ARCHS.get(arch)
+    if known is None and down_pattern is None:
+        raise RecordError("model type %r is not one the recorder knows (%s): name its FFN with --down-module"
+                          % (arch, ", ".join(sorted(ARCHS))))
+    cfg = _config(model)
+    activation = config_activation(cfg, known[3], known[4]) if known else None
+    down_pattern = down_pattern or known[1]
+    up_pattern = up_pattern or (known[0] if known else None)
+    down = match_layers(model, down_pattern)
+    up = match_layers(model, up_pattern) if up_pattern else None
+    if up is not None and len(up) != len(down):
+        raise RecordError("%r matches %d layers but %r matches %d" % (up_pattern, len(up), down_pattern, len(down)))
+    glu = known[2] if glu is None and known else bool(glu)
+    return FfnLayers(down, up, glu, down_pattern, up_pattern, activation)
+
+
+def _linear_shape(mod, what):
+    """(in_features, out_features) of a linear-like module."""
+    w = getattr(mod, "weight", None)
+    if w is None or w.dim() != 2:
+        raise RecordError("%s is not a linear layer (no 2-D weight): name the FFN's down projection" % what)
+    return w.shape[1], w.shape[0]
+
+
+# ---- the rule for "active" ----
+
+class Rule:
+    """nonzero: value != 0; threshold: |value| > threshold."""
+
+    def __init__(self, name, threshold=0.0):
+        if name not in ("nonzero", "threshold"):
+            raise RecordError("rule %r: nonzero or threshold" % name)
+        if not threshold >= 0 or threshold == float("inf"):
+            raise RecordError("threshold %r: a finite number >= 0" % threshold)
+        self.name, self.threshold = name, float(threshold)
+
+    @staticmethod
+    def for_activation(activation, threshold=None):
+        """nonzero for the ReLU family, else threshold (0 unless given)."""
+        if activation is not None and activation.lower() in SPARSE_ACTIVATIONS:
+            return Rule("nonzero")
+        return Rule("threshold", threshold or 0.0)
+
+    def active(self, values):
+        """Bool mask of values ([..., d_ff]), on values' device."""
+        if self.name == "nonzero":
+            return values != 0
+        return values.float().abs() > self.threshold
+
+    def describe(self):
+        d = {"rule": self.name}
+        if self.name == "threshold":
+            d["threshold"] = self.threshold
+        return d
+
+
+# ---- hooks ----
+
+class FfnRecorder:
+    """Hooks on every FFN layer. Each forward pass appends, per layer, the
+    active mask of every position ([positions, d_ff] bools) and, with a
+    predictor, its predicted mask; take() hands them over and clears."""
+
+    def __init__(self, model, layers, rule, predictor=None, bytes_per_weight=None):
+        if predictor is not None and layers.up is None:
+            raise RecordError("a predictor needs the FFN's input: name the up projection with --up-module")
+        self.layers, self.rule, self.predictor = layers, rule, predictor
+        self.d_ff, self.d_model = _linear_shape(layers.down[0], "%r layer 0" % layers.down_pattern)
+        for l, mod in enumerate(layers.down):
+            if _linear_shape(mod, "%r layer %d" % (layers.down_pattern, l)) != (self.d_ff, self.d_model):
+                raise RecordError("%r layer %d has another shape than layer 0" % (layers.down_pattern, l))
+        w = layers.down[0].weight
+        self.bytes_per_weight = bytes_per_weight or _config_dtype_bytes(model) or w.element_size()
+        self._active = [[] for _ in layers.down]
+        self._predicted = [[] for _ in layers.down]
+        self._handles = []
+        for l, mod in enumerate(layers.down):
+            self._handles.append(mod.register_forward_pre_hook(self._down_hook(l)))
+        if predictor is not None:
+            for l, mod in enumerate(layers.up):
+                self._handles.append(mod.register_forward_pre_hook(self._up_hook(l)))
+
+    def _down_hook(self, l):
+        def hook(_mod, inputs):
+            v = inputs[0].detach()
+            if v.shape[-1] != self.d_ff:
+                raise RecordError("layer %d: the down projection's input has %d values per position, not d_ff %d"
+                                  % (l, v.shape[-1], self.d_ff))
+            self._active[l].append(self.rule.active(v.reshape(-1, self.d_ff)))
+        return hook
+
+    def _up_hook(self, l):
+        def hook(_mod, inputs):
+            x = inputs[0].detach()
+            x = x.reshape(-1, x.shape[-1])
+            p = self.predictor(l, x)
+            if tuple(p.shape) != (x.shape[0], self.d_ff):
+                raise RecordError("predictor: layer %d returned shape %s for %d positions, not [%d, %d]"
+                                  % (l, tuple(p.shape), x.shape[0], x.shape[0], self.d_ff))
+            self._predicted[l].append(p != 0)
+        return hook
+
+    def meta(self, source):
+        return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, self.bytes_per_weight,
+                            ft.FFN_GLU if self.layers.glu else ft.FFN_RELU, self.predictor is not None,
+                            json.dumps(source))
+
+    def take(self):
+        """Per layer, the [positions, d_ff] masks of the passes since the
+        last take (concatenated), and the predicted ones (None without)."""
+        torch = _torch()
+
+        def cat(lists):
+            out = []
+            for l, parts in enumerate(lists):
+                if not parts:
+                    raise RecordError("layer %d's FFN did not run in the forward pass: is the pattern %r right?"
+                                      % (l, self.layers.down_pattern))
+                out.append(torch.cat(parts) if len(parts) > 1 else parts[0])
+            return out
+        act = cat(self._active)
+        pred = cat(self._predicted) if self.predictor is not None else None
+        self._active = [[] for _ in self.layers.down]
+        self._predicted = [[] for _ in self.layers.down]
+        return act, pred
+
+    def remove(self):
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def _config_dtype_bytes(model):
+    """Bytes per weight of the model's config dtype (after loading,
+    transformers may have set it to the dtype loaded)."""
+    cfg = _config(model)
+    d = cfg.get("torch_dtype") or cfg.get("dtype")
+    return DTYPE_BYTES.get(str(d).replace("torch.", ""))
+
+
+def saved_dtype_bytes(model_dir):
+    """Bytes per weight as the folder's config.json says it was saved."""
+    try:
+        with open(os.path.join(model_dir, "config.json")) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype")))
+
+
+def _index_lists(mask):
+    """[positions, d_ff] bool mask -> per position the sorted indices."""
+    pos_idx = mask.nonzero().cpu()            # sorted by position, then neuron
+    counts = mask.sum(dim=1).cpu().tolist()
+    flat = pos_idx[:, 1].tolist()
+    out, at = [], 0
+    for c in counts:
+        out.append(flat[at:at + c])
+        at += c
+    return out
+
+
+def write_positions(writer, active, predicted, flags, rows=None):
+    """Appends positions (rows of the masks; default all) as tokens, with
+    flags[i] for the i-th; returns how many were written."""
+    n_layers = len(active)
+    if rows is not None:
+        active = [m[rows] for m in active]
+        predicted = [m[rows] for m in predicted] if predicted is not None else None
+    a = [_index_lists(m) for m in active]
+    p = [_index_lists(m) for m in predicted] if predicted is not None else None
+    for t, f in enumerate(flags):
+        writer.begin_token(f)
+        for l in range(n_layers):
+            writer.layer(a[l][t], p[l][t] if p is not None else None)
+    return len(flags)
+
+
+# ---- driving the model ----
+
+def _logits(out):
+    return out.logits if hasattr(out, "logits") else (out[0] if isinstance(out, (tuple, list)) else out)
+
+
+def _takes_cache(model):
+    import inspect
+    try:
+        return "past_key_values" in inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def record_sequence(model, rec, writer, ids, generate=0, device="cpu", stop=None):
+    """Scores ids as one sequence (its first token starts a sequence), then
+    generates greedily `generate` tokens after them, each forwarded and
+    recorded as generated. Returns (tokens written, generated ids).
+    stop: a callable; when it returns true, stops after the current token."""
+    torch = _torch()
+    with torch.no_grad():
+        x = torch.tensor([ids], dtype=torch.long, device=device)
+        cache = _takes_cache(model)
+        out = model(x, use_cache=True) if cache and generate else model(x)
+        act, pred = rec.take()
+        flags = [ft.TOKEN_SEQ_START] + [0] * (len(ids) - 1)
+        n = write_positions(writer, act, pred, flags)
+        past = getattr(out, "past_key_values", None) if cache else None
+        logits, seq, made = _logits(out), list(ids), []
+        for _ in range(generate):
+            if stop is not None and stop():
+                break
+            nxt = int(logits[0, -1].argmax())
+            seq.append(nxt)
+            made.append(nxt)
+            if past is not None:
+                out = model(torch.tensor([[nxt]], device=device), past_key_values=past, use_cache=True)
+                past = out.past_key_values
+            else:  # no cache: the whole sequence again, the last position recorded
+                out = model(torch.tensor([seq], dtype=torch.long, device=device))
+            act, pred = rec.take()
+            n += write_positions(writer, act, pred, [ft.TOKEN_GENERATED], rows=slice(-1, None))
+            logits = _logits(out)
+    return n, made
+
+
+# ---- command line ----
+
+def load_predictor(path):
+    """predict(layer, x) from a Python file."""
+    spec = importlib.util.spec_from_file_location("flashbed_user_predictor", path)
+    if spec is None or not os.path.isfile(path):
+        raise RecordError("--predictor %s: no such Python file" % path)
+    mod = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # the user's code: report whatever it raised
+        raise RecordError("--predictor %s: loading it failed: %s: %s" % (path, type(e).__name__, e)) from None
+    fn = getattr(mod, "predict", None)
+    if not callable(fn):
+        raise RecordError("--predictor %s: defines no function predict(layer, x)" % path)
+    return fn
+
+
+def read_token_ids(path):
+    try:
+        with open(path) as f:
+            words = f.read().replace(",", " ").split()
+    except OSError as e:
+        raise RecordError("--token-ids %s: %s" % (path, e.strerror)) from None
+    try:
+        ids = [int(w) for w in words]
+    except ValueError:
+        raise RecordError("--token-ids %s: not a list of integers" % path) from None
+    if not ids or min(ids) < 0:
+        raise RecordError("--token-ids %s: needs at least one token id, none negative" % path)
+    return ids
+
+
+def check_ids(model, ids, where):
+    emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    vocab = getattr(emb, "num_embeddings", None)
+    if vocab is not None and max(ids) >= vocab:
+        raise RecordError("%s: token id %d is outside the model's vocabulary of %d" % (where, max(ids), vocab))
+
+
+def write_ids(path, ids):
+    """One token id per line, through a temporary renamed into place."""
+    tmp = ft._tmp_name(path)
+    try:
+        with open(tmp, "w") as f:
+            f.write("".join("%d\n" % i for i in ids))
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
+        raise RecordError("--ids-out %s: %s" % (path, e.strerror)) from None
+
+
+def load_tokenizer(path):
+    try:
+        from transformers import AutoTokenizer, PreTrainedTokenizerFast
+    except ImportError:
+        raise RecordError("transformers is not installed: --text needs its tokenizer (or give --token-ids)") from None
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=True)
+    except Exception as first:  # noqa: BLE001  a folder with tokenizer.json alone
+        tj = os.path.join(path, "tokenizer.json")
+        if os.path.isfile(tj):
+            return PreTrainedTokenizerFast(tokenizer_file=tj)
+        raise RecordError("cannot load a tokenizer from %s: %s" % (path, first)) from None
+
+
+def text_token_ids(tokenizer_dir, text_path, n):
+    try:
+        with open(text_path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise RecordError("--text %s: %s" % (text_path, getattr(e, "strerror", None) or e)) from None
+    ids = load_tokenizer(tokenizer_dir)(text)["input_ids"]
+    if len(ids) < n:
+        raise RecordError("--text %s holds %d tokens; --tokens asks for %d" % (text_path, len(ids), n))
+    return ids[:n]
+
+
+def load_model(path, dtype, device):
+    torch = _torch()
+    try:
+        from transformers import AutoModelForCausalLM
+    except ImportError:
+        raise RecordError("transformers is not installed: --model needs it") from None
+    if not os.path.isfile(os.path.join(path, "config.json")):
+        raise RecordError("--model %s: no config.json there (a local Hugging Face folder is needed)" % path)
+    td = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[dtype]
+    # transformers 4.56 renamed torch_dtype to dtype
+    key = "dtype" if _version_at_least(sys.modules["transformers"].__version__, (4, 56)) else "torch_dtype"
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **{key: td})
+    except Exception as e:  # noqa: BLE001  transformers' own errors name the problem
+        raise RecordError("--model %s: transformers cannot load it: %s" % (path, e)) from None
+    return model.to(device).eval()
+
+
+def split_passes(ids, context, generate, max_pos):
+    """ids in passes of at most context tokens; the last leaves room for
+    the generated ones within the model's max_pos positions."""
+    if generate >= max_pos:
+        raise RecordError("--generate %d: the model has %d positions" % (generate, max_pos))
+    passes = [ids[i:i + context] for i in range(0, len(ids), context)]
+    if len(passes[-1]) + generate > max_pos:
+        last, keep = passes.pop(), max_pos - generate
+        passes += [last[:-keep], last[-keep:]]
+    return passes
+
+
+def _version_at_least(text, want):
+    nums = []
+    for part in text.split(".")[:len(want)]:
+        m = re.match(r"\d+", part)
+        nums.append(int(m.group()) if m else 0)
+    return tuple(nums) >= want
+
+
+def _parse(argv):
+    p = argparse.ArgumentParser(
+        prog="flashbed_record.py",
+        description="Record which FFN neurons a Hugging Face causal LM activates, as a flashbed trace.")
+    p.add_argument("--model", required=True, metavar="DIR", help="local Hugging Face model folder")
+    p.add_argument("--text", metavar="FILE", help="text whose tokens are scored (UTF-8)")
+    p.add_argument("--tokens", type=int, metavar="N", help="with --text: score its first N tokens")
+    p.add_argument("--token-ids", metavar="FILE", help="score these token ids instead (integers, whitespace or commas)")
+    p.add_argument("--tokenizer", metavar="DIR", help="tokenizer folder [default: --model]")
+    p.add_argument("--context", type=int, default=0, metavar="C",
+                   help="tokens per forward pass, each a sequence of its own [default: the model's max positions]")
+    p.add_argument("--generate", type=int, default=0, metavar="G",
+                   help="then generate G tokens greedily, each recorded [default: 0]")
+    p.add_argument("--out", required=True, metavar="T.trace", help="trace to write")
+    p.add_argument("--ids-out", metavar="FILE", help="also write the recorded tokens' ids, one per line")
+    p.add_argument("--arch", choices=sorted(ARCHS), help="where the FFN is [default: config.json's model_type]")
+    p.add_argument("--down-module", metavar="PATTERN", help="each layer's down projection, '*' the layer number")
+    p.add_argument("--up-module", metavar="PATTERN", help="each layer's up projection (its input goes to --predictor)")
+    p.add_argument("--glu", choices=("yes", "no"), help="the FFN has a gate [default: the arch's]")
+    p.add_argument("--rule", choices=("auto", "nonzero", "threshold"), default="auto",
+                   help="active: value != 0 or |value| > --threshold; auto: nonzero for the ReLU family [default: auto]")
+    p.add_argument("--threshold", type=float, default=0.0, metavar="T",
+                   help="the threshold rule's T, on the scale of the down projection's input [default: 0]")
+    p.add_argument("--predictor", metavar="FILE.py", help="also record the sets of predict(layer, x) in this file")
+    p.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32",
+                   help="compute in this dtype [default: float32]")
+    p.add_argument("--bytes-per-weight", type=int, metavar="B",
+                   help="the header's bytes per weight [default: as config.json says the weights were saved]")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto [default: auto]")
+    return p.parse_args(argv)
+
+
+def _check_args(a):
+    if (a.text is None) == (a.token_ids is None):
+        raise RecordError("give either --text FILE with --tokens N, or --token-ids FILE")
+    if a.text is not None and (a.tokens is None or a.tokens < 1):
+        raise RecordError("--text needs --tokens N, N >= 1")
+    if a.context < 0 or a.generate < 0:
+        raise RecordError("--context and --generate: numbers >= 0")
+    if a.bytes_per_weight is not None and not 1 <= a.bytes_per_weight <= 8:
+        raise RecordError("--bytes-per-weight %d: 1 to 8" % a.bytes_per_weight)
+    if os.path.isdir(a.out):
+        raise RecordError("--out %s: is a folder; name the trace file" % a.out)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):
+        raise RecordError("--out %s: its folder does not exist" % a.out)
+
+
+class _Interrupt:
+    """Ctrl-C and SIGTERM set a flag; recording stops after the token."""
+
+    def __init__(self):
+        self.hit = False
+        self._old = {s: signal.signal(s, self._on) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _on(self, *_):
+        self.hit = True
+
+    def restore(self):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def _versions():
+    out = {}
+    for name in ("torch", "transformers"):
+        mod = sys.modules.get(name)
+        if mod is not None:
+            out[name] = getattr(mod, "__version__", "?")
+    return out
+
+
+def run(argv):
+    a = _parse(argv)
+    _check_args(a)
+    torch = _torch()
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+    ids = read_token_ids(a.token_ids) if a.token_ids else text_token_ids(a.tokenizer or a.model, a.text, a.tokens)
+    model = load_model(a.model, a.dtype, device)
+    check_ids(model, ids, a.token_ids or a.text)
+    # flashbed's engine computes in float32 with float accumulation: no TF32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    layers = find_ffn_layers(model, a.arch, a.down_module, a.up_module,
+                             None if a.glu is None else a.glu == "yes")
+    rule = (Rule.for_activation(layers.activation, a.threshold) if a.rule == "auto"
+            else Rule(a.rule, a.threshold))
+    rec = FfnRecorder(model, layers, rule, load_predictor(a.predictor) if a.predictor else None,
+                      a.bytes_per_weight or saved_dtype_bytes(a.model))
+    max_pos = _config(model).get("max_position_embeddings") or len(ids)
+    context = min(a.context or max_pos, max_pos)
+    source = {"recorded_by": "python/flashbed_record.py", "model": os.path.abspath(a.model),
+              "model_type": model_type(model), "down_module": layers.down_pattern,
+              "activation": layers.activation, **rule.describe(), "active_sets": "true activations",
+              "predicted_sets": a.predictor, "dtype": a.dtype, "device": str(device),
+              "text": a.text, "token_ids": a.token_ids, "tokens": len(ids), "context": context,
+              "generate": a.generate, "command": " ".join([os.path.basename(sys.argv[0])] + list(argv)),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **_versions()}
+    stop = _Interrupt()
+    written, recorded, t0 = 0, [], time.time()
+    try:
+        w = ft.TraceWriter(a.out, rec.meta(source))
+        try:
+            chunks = split_passes(ids, context, a.generate, max_pos)
+            for ci, chunk in enumerate(chunks):
+                if stop.hit:
+                    break
+                gen = a.generate if ci == len(chunks) - 1 else 0
+                n, made = record_sequence(model, rec, w, chunk, gen, device, stop=lambda: stop.hit)
+                written += n
+                recorded += chunk + made
+                if sys.stderr.isatty():
+                    print("\rflashbed_record: %d tokens" % written, end="", file=sys.stderr, flush=True)
+            if stop.hit and written == 0:
+                raise KeyboardInterrupt
+            if a.ids_out:
+                write_ids(a.ids_out, recorded)
+            w.close()
+        except BaseException:
+            w.abort()
+            raise
+    finally:
+        stop.restore()
+        rec.remove()
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    print("flashbed_record: wrote %s: %d tokens x %d layers (d_ff %d, rule %s) in %.1f s%s"
+          % (a.out, written, len(layers.down), rec.d_ff, rule.name, time.time() - t0,
+             "; interrupted: the tokens recorded so far" if stop.hit else ""), file=sys.stderr)
+    return 130 if stop.hit else 0
+
+
+def main(argv):
+    try:
+        return run(argv)
+    except (RecordError, ft.TraceError) as e:
+        print("flashbed_record: error: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("flashbed_record: interrupted before any token was recorded; nothing written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
