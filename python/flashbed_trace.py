@@ -20,7 +20,17 @@ the file and, where it applies, the token and layer, in the C reader's
 words ("FILE: token 3 layer 1: checksum mismatch ..."). The command line
 prints that message on stderr and exits with status 1.
 
-Only the Python 3 standard library is used.
+Sets: TraceReader(path, sets=...) and read_tokens(path, sets=...) give
+each set in one of three forms, the same neurons in each:
+  * "list" (the default): a sorted list of ints;
+  * "set": a frozenset of ints;
+  * "numpy": a sorted, read-only numpy.uint32 array (bitset records are
+    decoded with numpy.unpackbits, differences with numpy.setxor1d).
+TraceWriter.layer takes sets in any of these forms.
+
+Only the Python 3 standard library is needed. numpy (1.17 or later) is
+optional: it is imported only when sets="numpy" is asked for, and asking
+for it without numpy raises TraceError.
 
 Command line:
   flashbed_trace.py info TRACE [--json]   header, counts, neurons per layer
@@ -63,6 +73,26 @@ class TraceError(Exception):
 
 class _Why(Exception):
     """A short reason from the set codec; the reader adds where it lies."""
+
+
+SET_FORMS = ("list", "set", "numpy")  # what TraceReader's sets= takes
+_np = None  # numpy once _numpy() has imported it
+
+
+def _numpy():
+    """The numpy module, imported on first use: the module itself needs
+    only the standard library."""
+    global _np
+    if _np is None:
+        try:
+            import numpy
+        except ImportError:
+            raise TraceError('sets="numpy" needs numpy, which is not installed '
+                             '(pip install numpy, or use sets="list" or "set")') from None
+        if numpy.lib.NumpyVersion(numpy.__version__) < "1.17.0":  # unpackbits' bitorder
+            raise TraceError('sets="numpy" needs numpy 1.17 or later, not %s' % numpy.__version__)
+        _np = numpy
+    return _np
 
 
 # ---- CRC-32C (Castagnoli), reflected polynomial 0x82F63B78 ----
@@ -219,7 +249,25 @@ def _decode_bitset(src, d_ff, count):
     return ids
 
 
-def _decode_rice(src, d_ff, count):
+def _decode_bitset_np(src, d_ff, count):
+    """_decode_bitset as a numpy.uint32 array, with the same checks."""
+    np = _np
+    nbytes = (d_ff + 7) // 8
+    data = src.take(nbytes) if nbytes <= src.left() else None
+    if data is None:
+        raise _Why("truncated set record")
+    # bit b of byte i is neuron i * 8 + b: little bit order
+    ids = np.flatnonzero(np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little"))
+    if ids.size and ids[-1] >= d_ff:
+        raise _Why("neuron %d >= d_ff %d" % (ids[np.argmax(ids >= d_ff)], d_ff))
+    if ids.size != count:
+        raise _Why("bitset holds %d neurons but the record says %d" % (ids.size, count))
+    return ids.astype(np.uint32)
+
+
+def _rice_steps(src, d_ff, count):
+    """A Rice record's count code words from src, as an iterator of each
+    word's gap + 1 (a neuron's id less the previous one's)."""
     k = src.byte()
     nbytes = _varint_from(src.byte) if k >= 0 else None
     if nbytes is None:
@@ -232,7 +280,7 @@ def _decode_rice(src, d_ff, count):
     if data is None:
         raise _Why("truncated set record")
     if count == 0:
-        return []
+        return iter(())
     # The bits in stream order (bit 0 of byte 0 first) as a string: each gap
     # is then one regex match (unary ones, a zero, k remainder bits lowest
     # first) and one dict lookup, both in C rather than a Python loop per
@@ -243,16 +291,33 @@ def _decode_rice(src, d_ff, count):
     codes = pat.findall(bits, 0)
     if len(codes) < count:
         raise _Why("set record ends inside neuron %d of %d" % (len(codes), count))
+    return map(words.__getitem__, codes[:count])
+
+
+def _decode_rice(src, d_ff, count):
     # id j = gaps 0..j plus j: a running sum of gap + 1 from -1
-    ids = list(accumulate(map(words.__getitem__, codes[:count]), initial=-1))[1:]
-    if ids[-1] >= d_ff:
+    ids = list(accumulate(_rice_steps(src, d_ff, count), initial=-1))[1:]
+    if ids and ids[-1] >= d_ff:
         raise _Why("neuron %d >= d_ff %d" % (next(i for i in ids if i >= d_ff), d_ff))
     return ids
 
 
-def decode_set(src, refs, d_ff):
-    """One set record from src; refs[REF_*] are the sorted lists it may be
-    relative to (None: not available). Returns the sorted ids."""
+def _decode_rice_np(src, d_ff, count):
+    """_decode_rice as a numpy.uint32 array, with the same checks."""
+    np = _np
+    # int64 holds any sum: a word of b bits is worth at most b * 2**24, and
+    # a record holds at most (d_ff * 8 + 64) * 8 < 2**28 bits
+    ids = np.fromiter(_rice_steps(src, d_ff, count), np.int64, count).cumsum() - 1
+    if ids.size and ids[-1] >= d_ff:
+        raise _Why("neuron %d >= d_ff %d" % (ids[np.argmax(ids >= d_ff)], d_ff))
+    return ids.astype(np.uint32)
+
+
+def decode_set(src, refs, d_ff, sets="list"):
+    """One set record from src; refs[REF_*] are the sets it may be relative
+    to (None: not available). Returns the ids in the form sets names (see
+    SET_FORMS): a sorted list, a frozenset, or a sorted read-only
+    numpy.uint32 array; refs are best given in the same form."""
     tag = src.byte()
     count = _varint_from(src.byte) if tag >= 0 else None
     if count is None:
@@ -267,7 +332,17 @@ def decode_set(src, refs, d_ff):
         raise _Why("set of %d neurons is larger than d_ff %d" % (count, d_ff))
     if count // 8 > src.left():  # every neuron takes a bit at least
         raise _Why("set of %d neurons cannot fit in the %d bytes left (truncated)" % (count, src.left()))
+    if sets == "numpy":
+        np = _numpy()
+        d = (_decode_bitset_np if code == CODE_BITSET else _decode_rice_np)(src, d_ff, count)
+        if ref != REF_NONE:
+            # both are sets (ascending ids, no repeats): sorted, the XOR
+            d = np.setxor1d(d, refs[ref], assume_unique=True).astype(np.uint32, copy=False)
+        d.flags.writeable = False  # the next record may be relative to it
+        return d
     d = (_decode_bitset if code == CODE_BITSET else _decode_rice)(src, d_ff, count)
+    if sets == "set":
+        return frozenset(d) if ref == REF_NONE else frozenset(refs[ref]).symmetric_difference(d)
     if ref == REF_NONE:
         return d
     return sorted(set(d).symmetric_difference(refs[ref]))
@@ -395,7 +470,8 @@ def _read_header(f):
 
 class Token:
     """One token: index, flags (TOKEN_*), and per layer the active and
-    (None without them) predicted sets as sorted lists of ints."""
+    (None without them) predicted sets, in the reader's form: sorted lists
+    of ints, frozensets, or sorted read-only numpy.uint32 arrays."""
 
     __slots__ = ("index", "flags", "active", "predicted")
 
@@ -405,10 +481,22 @@ class Token:
 
 class TraceReader:
     """Streams a trace token by token; use as a context manager, iterate
-    for Token objects. Header fields are attributes."""
+    for Token objects. Header fields are attributes. sets picks the form of
+    every set (SET_FORMS): "list" (sorted lists of ints), "set"
+    (frozensets) or "numpy" (sorted read-only numpy.uint32 arrays; numpy
+    is imported here, and TraceError says so when it is not installed)."""
 
-    def __init__(self, path):
+    def __init__(self, path, sets="list"):
         self.path = str(path)
+        if sets not in SET_FORMS:
+            raise ValueError("sets must be one of %s, not %r" % (", ".join(map(repr, SET_FORMS)), sets))
+        self.sets = sets
+        self._empty = []
+        if sets == "set":
+            self._empty = frozenset()
+        elif sets == "numpy":
+            self._empty = _numpy().zeros(0, _np.uint32)
+            self._empty.flags.writeable = False
         if os.path.isdir(self.path):
             raise TraceError("%s: is a directory, not a trace file" % self.path)
         try:
@@ -449,7 +537,7 @@ class TraceReader:
     def __iter__(self):
         """Tokens in order; once all are read, the footer is checked."""
         L = self.n_layers
-        prev = [[None] * L, [None] * L]
+        prev = [[self._empty] * L, [self._empty] * L]
         while True:
             c = self._src.byte()
             if c < 0:
@@ -523,9 +611,9 @@ class TraceReader:
     def _decode_layer(self, l, seq_start, src, prev, cur):
         kinds = 2 if self.has_predicted else 1
         for k in range(kinds):
-            refs = (None, None if seq_start else (prev[k][l] or []), cur[0][l] if k == 1 else None)
+            refs = (None, None if seq_start else prev[k][l], cur[0][l] if k == 1 else None)
             try:
-                ids = decode_set(src, refs, self.d_ff)
+                ids = decode_set(src, refs, self.d_ff, self.sets)
             except _Why as e:
                 raise self._err("token %d layer %d (%s set): %s"
                                 % (self.tokens_read, l, "predicted" if k else "active", e)) from None
@@ -563,9 +651,10 @@ class TraceReader:
             raise self._err("trailing bytes after the end marker")
 
 
-def read_tokens(path):
-    """Every token of the trace at path, streamed (a generator)."""
-    with TraceReader(path) as r:
+def read_tokens(path, sets="list"):
+    """Every token of the trace at path, streamed (a generator); sets as
+    TraceReader takes it."""
+    with TraceReader(path, sets) as r:
         yield from r
 
 
@@ -578,6 +667,16 @@ def _tmp_name(path):
     if dot and stem:
         return os.path.join(head, "%s.tmp.%d.%s" % (stem, os.getpid(), ext))
     return "%s.tmp.%d" % (path, os.getpid())
+
+
+def _as_id_list(ids):
+    """A set in any of the reader's forms as the writer takes it: a list of
+    Python ints (numpy's would overflow the bitset's shifts)."""
+    if isinstance(ids, (set, frozenset)):
+        return sorted(ids)
+    if hasattr(ids, "tolist"):  # a numpy array
+        return ids.tolist()
+    return ids
 
 
 class TraceWriter:
@@ -638,16 +737,19 @@ class TraceWriter:
             last = i
 
     def layer(self, active, predicted=None):
-        """Records the next layer of the current token (layers in order)."""
+        """Records the next layer of the current token (layers in order).
+        The sets are sorted lists of ints, or any form the reader gives
+        (frozensets, numpy arrays)."""
         if self._next_layer is None:
             raise self._err("layer written before begin_token")
         l = self._next_layer
+        active = _as_id_list(active)
         self._check_ids("active", l, active)
         blk = bytearray()
         encode_set(blk, active, self.meta.d_ff)
         self.active_events += len(active)
         if self.meta.has_predicted:
-            predicted = predicted if predicted is not None else []
+            predicted = _as_id_list(predicted) if predicted is not None else []
             self._check_ids("predicted", l, predicted)
             encode_set(blk, predicted, self.meta.d_ff)
             self.pred_events += len(predicted)

@@ -196,4 +196,185 @@ check "copy of a missing file: names it" grep -q "missing.trace" "$WORK/missing.
 python3 "$PY" info > /dev/null 2>&1
 check "no trace named: usage, exit 2" test $? -eq 2
 
+# ---- set forms: sets="set" and sets="numpy" give the list form's sets ----
+# flashbed's synthetic traces hold Rice records only; dense sets written by
+# the Python writer are bitset records, which numpy decodes on its own path.
+check "write a trace with bitset records" python3 - "$WORK/dense.trace" <<'EOF'
+import random, sys, flashbed_trace as f
+rng, d_ff, L = random.Random(7), 203, 3  # d_ff no multiple of 8: padding bits
+def some():
+    p = rng.choice((0, 0.02, 0.3, 0.5, 0.9, 1))
+    ids = set(rng.sample(range(d_ff), int(p * d_ff)))
+    if rng.random() < 0.3:
+        ids.add(d_ff - 1)
+    return sorted(ids)
+sent = []
+with f.TraceWriter(sys.argv[1], f.TraceMeta(L, 32, d_ff, has_predicted=True, source='{"test":"dense"}')) as w:
+    for t in range(40):
+        w.begin_token(f.TOKEN_SEQ_START if t == 20 else f.TOKEN_GENERATED)
+        sets = [(some(), some()) for _ in range(L)]
+        for a, p in sets:
+            w.layer(a, p)
+        sent.append(sets)
+bitsets = 0
+decode = f._decode_bitset
+def counted(*args):
+    global bitsets
+    bitsets += 1
+    return decode(*args)
+f._decode_bitset = counted
+got = [[(tok.active[l], tok.predicted[l]) for l in range(L)] for tok in f.read_tokens(sys.argv[1])]
+sys.exit("read back other sets" if got != sent else "no bitset records" if bitsets < 20 else 0)
+EOF
+read_both dense "$WORK/dense.trace"
+
+# Every set of a trace in each form named against the list form: a frozenset
+# of the same ids, or a sorted read-only numpy.uint32 array of them.
+forms_agree() { # python, trace, forms...
+    local py=$1
+    shift
+    "$py" - "$@" <<'EOF'
+import sys, flashbed_trace as f
+path, forms = sys.argv[1], sys.argv[2:]
+def same(form, want, got):
+    if form == "set":
+        return type(got) is frozenset and got == frozenset(want)
+    return (type(got).__name__ == "ndarray" and str(got.dtype) == "uint32" and not got.flags.writeable
+            and got.tolist() == want)
+readers = [f.TraceReader(path)] + [f.TraceReader(path, sets=s) for s in forms]
+its = [iter(r) for r in readers]
+for toks in zip(*its):
+    base = toks[0]
+    for form, t in zip(forms, toks[1:]):
+        if (t.index, t.flags, t.predicted is None) != (base.index, base.flags, base.predicted is None):
+            sys.exit("%s: token %d: %s form differs in index, flags or predicted" % (path, base.index, form))
+        for what in ("active", "predicted"):
+            want, got = getattr(base, what), getattr(t, what)
+            if want is None:
+                continue
+            if len(got) != len(want):
+                sys.exit("%s: token %d: %s form has %d layers" % (path, base.index, form, len(got)))
+            for l in range(len(want)):
+                if not same(form, want[l], got[l]):
+                    sys.exit("%s: token %d layer %d: %s set of the %s form differs" % (path, base.index, l, what, form))
+for it, r in zip(its[1:], readers[1:]):
+    if next(it, None) is not None:  # the footer checked, and nothing more
+        sys.exit("%s: the %s form reads more tokens" % (path, r.sets))
+    if (r.tokens_read, r.active_events, r.pred_events) != (readers[0].tokens_read, readers[0].active_events,
+                                                             readers[0].pred_events):
+        sys.exit("%s: the %s form counts other totals" % (path, r.sets))
+EOF
+}
+# Copies through the writer from the sets of a form: the same sets.
+copy_from_form() { # python, form, in, out
+    "$1" - "$2" "$3" "$4" <<'EOF'
+import sys, flashbed_trace as f
+form, src, dst = sys.argv[1:]
+with f.TraceReader(src, sets=form) as r, f.TraceWriter(dst, r.meta) as w:
+    for tok in r:
+        w.begin_token(tok.flags)
+        for l in range(r.n_layers):
+            w.layer(tok.active[l], tok.predicted[l] if tok.predicted is not None else None)
+EOF
+}
+for name in pred glu v1 active dense; do
+    case $name in v1) IN="$V1" ;; *) IN="$WORK/$name.trace" ;; esac
+    check "$name: the set form's sets are the list form's" forms_agree python3 "$IN" set
+done
+check "dense: writer takes the set form's frozensets" copy_from_form python3 set "$WORK/dense.trace" "$WORK/dense.set.trace"
+check "dense: ... and writes the same sets" same_sets "$WORK/dense.trace" "$WORK/dense.set.trace"
+check "unknown set form: ValueError naming the forms" python3 -c "
+import sys, flashbed_trace as f
+try:
+    f.TraceReader(sys.argv[1], sets='tuple')
+except ValueError as e:
+    sys.exit('numpy' not in str(e) or 'tuple' not in str(e))
+sys.exit('no ValueError')" "$T"
+
+# numpy missing (a None in sys.modules makes its import fail): the list and
+# set forms work, the numpy form raises TraceError saying why.
+check "numpy missing: list and set forms read, numpy form raises TraceError" python3 - "$T" <<'EOF'
+import sys
+sys.modules["numpy"] = None
+import flashbed_trace as f
+n = sum(1 for _ in f.read_tokens(sys.argv[1])) + sum(1 for _ in f.read_tokens(sys.argv[1], sets="set"))
+if n != 160:
+    sys.exit("read %d tokens, not 2 x 80" % n)
+for attempt in (lambda: f.TraceReader(sys.argv[1], sets="numpy"), lambda: next(f.read_tokens(sys.argv[1], "numpy"))):
+    try:
+        attempt()
+    except f.TraceError as e:
+        if "numpy" not in str(e) or "not installed" not in str(e):
+            sys.exit("message %r does not say numpy is not installed" % str(e))
+    else:
+        sys.exit("no TraceError")
+EOF
+
+# The numpy form wherever a python on the way has numpy (python3 on PATH may
+# be one without it).
+NPY=
+for py in python3 /usr/bin/python3; do
+    if command -v "$py" > /dev/null 2>&1 && "$py" -c "import flashbed_trace as f; f._numpy()" > /dev/null 2>&1; then
+        NPY=$py
+        break
+    fi
+done
+if [ -z "$NPY" ]; then
+    echo "python_trace: numpy not installed: numpy checks skipped"
+else
+    echo "python_trace: numpy checks with $NPY"
+    for name in pred glu v1 active dense; do
+        case $name in v1) IN="$V1" ;; *) IN="$WORK/$name.trace" ;; esac
+        check "$name: the numpy form's sets are the list form's" forms_agree "$NPY" "$IN" numpy set
+    done
+    check "the list and set forms do not import numpy" "$NPY" -c "
+import sys, flashbed_trace as f
+for form in ('list', 'set'):
+    for _ in f.read_tokens(sys.argv[1], sets=form):
+        pass
+sys.exit('numpy' in sys.modules)" "$WORK/dense.trace"
+    check "dense: writer takes the numpy form's arrays" copy_from_form "$NPY" numpy "$WORK/dense.trace" "$WORK/dense.np.trace"
+    check "dense: ... and writes the same sets" same_sets "$WORK/dense.trace" "$WORK/dense.np.trace"
+    # the numpy decoders' checks: the list decoders' words for bad records
+    check "numpy form: bad bitset records refused in the list form's words" "$NPY" - <<'EOF'
+import sys, flashbed_trace as f
+import numpy as np
+d_ff = 13  # two bytes, bits 13..15 padding
+cases = [
+    bytes([0x00, 2, 0x05, 0x00]),        # ids 0, 2
+    bytes([0x00, 1, 0x00, 0x40]),        # id 14: padding
+    bytes([0x00, 3, 0x05, 0x00]),        # says 3, holds 2
+    bytes([0x00, 2, 0x05]),              # truncated
+    bytes([0x20, 3, 0x05, 0x10]),        # ids 0, 2, 12 XOR the active set: 0, 5
+    bytes([0x01, 3, 1, 2, 0b1011_0110, 0x01]),  # Rice, k = 1
+]
+active = [2, 5, 12]
+for rec in cases:
+    out = []
+    for form, refs in (("list", (None, None, active)), ("numpy", (None, None, np.array(active, np.uint32)))):
+        try:
+            got = f.decode_set(f._Mem(rec), refs, d_ff, form)
+            out.append(got if form == "list" else (got.tolist(), str(got.dtype)))
+        except f._Why as e:
+            out.append("error: %s" % e)
+    want = out[0] if isinstance(out[0], str) else (out[0], "uint32")
+    if out[1] != want:
+        sys.exit("record %s: list form %r, numpy form %r" % (rec.hex(), out[0], out[1]))
+EOF
+    for bad in flip cut cuthead head foot; do
+        check "$bad: the numpy form raises the list form's error" "$NPY" - "$WORK/$bad.trace" <<'EOF'
+import sys, flashbed_trace as f
+msgs = []
+for form in ("list", "numpy"):
+    try:
+        for _ in f.read_tokens(sys.argv[1], sets=form):
+            pass
+        msgs.append("no error")
+    except f.TraceError as e:
+        msgs.append(str(e))
+sys.exit(0 if msgs[0] == msgs[1] != "no error" else "list %r, numpy %r" % tuple(msgs))
+EOF
+    done
+fi
+
 finish
