@@ -558,7 +558,10 @@ class TraceReader:
                 if self.tokens_read == 0:
                     flags |= TOKEN_SEQ_START
                 self._decode_layer(l, flags & TOKEN_SEQ_START, src, prev, cur)
-            tok = Token(self.tokens_read, flags, cur[0], cur[1] if self.has_predicted else None)
+            act, pred = cur[0], cur[1] if self.has_predicted else None
+            if self.sets == "list":  # the caller's own lists: the next token decodes against cur's
+                act, pred = [list(x) for x in act], pred and [list(x) for x in pred]
+            tok = Token(self.tokens_read, flags, act, pred)
             self.tokens_read += 1
             prev = cur
             yield tok

@@ -19,36 +19,10 @@ check "crc32c(123456789) is 0xE3069283" \
 check "crc32c continues across parts" \
     python3 -c "import flashbed_trace as f, sys; sys.exit(f.crc32c(b'6789', f.crc32c(b'12345')) != 0xE3069283)"
 
-# Python info --json against flashbed trace info's trace_info.json: the same
-# shape, tokens and sequences, and per layer the neurons flashbed's densities
-# count (density * tokens * d_ff), active and predicted.
+# Python info --json against flashbed trace info's trace_info.json
+# (same_as_flashbed.py: shape, tokens, sequences, neurons per layer).
 same_as_flashbed() { # trace, python info json, flashbed trace_info.json
-    python3 - "$@" <<'EOF'
-import json, sys
-path, py, fb = sys.argv[1], json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
-ok = True
-def want(what, a, b):
-    global ok
-    if a != b:
-        print("%s: %s: python %r, flashbed %r" % (path, what, a, b), file=sys.stderr)
-        ok = False
-for k in ("n_layers", "d_model", "d_ff", "tokens", "sequences"):
-    want(k, py[k], fb[k])
-want("version", py["version"], fb["format_version"])
-want("checked", py["checked"], fb["checked"])
-want("file bytes", py["file_bytes"], fb["file_bytes"])
-n = fb["tokens"] * fb["d_ff"]
-want("active per layer", py["active_per_layer"], [round(d * n) for d in fb["density_active"]])
-want("active total", py["active_neurons"], sum(round(d * n) for d in fb["density_active"]))
-if "density_predicted" in fb:
-    want("predicted per layer", py["predicted_per_layer"], [round(d * n) for d in fb["density_predicted"]])
-    want("predicted total", py["predicted_neurons"], sum(round(d * n) for d in fb["density_predicted"]))
-else:
-    want("has predicted", py["has_predicted"], False)
-    want("predicted total", py["predicted_neurons"], 0)
-want("source", json.loads(py["source"]), fb["source"])
-sys.exit(0 if ok else 1)
-EOF
+    python3 "$SRC/tests/integration/same_as_flashbed.py" "$@"
 }
 
 # Reads trace $2 with both readers into $WORK/$1.py.json and $WORK/$1.fb/.
@@ -102,6 +76,16 @@ check "pred: 3 sequences" python3 -c "import json,sys; sys.exit(json.load(open(s
 # Another architecture: GLU, a d_ff that is no multiple of 8.
 check "synth llama-tiny" "$FLASHBED" trace synth --shape llama-tiny --tokens 30 --prompts 2 --seed 5 --out "$WORK/glu.trace"
 read_both glu "$WORK/glu.trace"
+
+check "pred: a caller changing a token's lists leaves the next token's sets as they are" python3 -c "
+import sys, flashbed_trace as f
+want = [(t.active, t.predicted) for t in f.read_tokens(sys.argv[1])]
+got = []
+for t in f.read_tokens(sys.argv[1]):
+    got.append(([list(x) for x in t.active], [list(x) for x in t.predicted]))
+    for x in t.active + t.predicted:
+        x.append(10**6)
+sys.exit(got != want)" "$T"
 
 # ---- version 1: the committed file, and the sets it is known to hold ----
 V1="$SRC/tests/data/trace_v1.trace"
