@@ -162,7 +162,8 @@ def find_ffn_layers(model, arch=None, down_pattern=None, up_pattern=None, glu=No
         raise RecordError("model type %r is not one the recorder knows (%s): name its FFN with --down-module"
                           % (arch, ", ".join(sorted(ARCHS))))
     cfg = _config(model)
-    activation = config_activation(cfg, known[3], known[4]) if known else None
+    activation = (config_activation(cfg, known[3], known[4]) if known
+                  else config_activation(cfg, ("hidden_act", "activation_function", "activation"), None))
     down_pattern = down_pattern or known[1]
     up_pattern = up_pattern or (known[0] if known else None)
     down = match_layers(model, down_pattern)
@@ -574,47 +575,84 @@ def _versions():
     return out
 
 
+def _commit():
+    """The flashbed checkout's commit, or None outside one."""
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        out = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+class _Setup:
+    """What the command line's options resolve to, before recording."""
+
+    def __init__(self, a):
+        torch = _torch()
+        self.device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+        self.ids = (read_token_ids(a.token_ids) if a.token_ids
+                    else text_token_ids(a.tokenizer or a.model, a.text, a.tokens))
+        self.model = load_model(a.model, a.dtype, self.device)
+        check_ids(self.model, self.ids, a.token_ids or a.text)
+        # flashbed's engine computes in float32 with float accumulation: no TF32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.layers = find_ffn_layers(self.model, a.arch, a.down_module, a.up_module,
+                                      None if a.glu is None else a.glu == "yes")
+        self.rule = (Rule.for_activation(self.layers.activation, a.threshold) if a.rule == "auto"
+                     else Rule(a.rule, a.threshold))
+        max_pos = _config(self.model).get("max_position_embeddings") or len(self.ids) + a.generate + 1
+        self.context = min(a.context or max_pos, max_pos)
+        self.passes = split_passes(self.ids, self.context, a.generate, max_pos)
+        self.rec = FfnRecorder(self.model, self.layers, self.rule,
+                               load_predictor(a.predictor) if a.predictor else None,
+                               a.bytes_per_weight or saved_dtype_bytes(a.model))
+
+    def source(self, a, argv):
+        """The trace header's description: every parameter, and where and
+        when it was recorded."""
+        import platform
+        return {"recorded_by": "python/flashbed_record.py", "model": os.path.abspath(a.model),
+                "model_type": model_type(self.model), "down_module": self.layers.down_pattern,
+                "up_module": self.layers.up_pattern if a.predictor else None,
+                "activation": self.layers.activation, **self.rule.describe(), "active_sets": "true activations",
+                "predicted_sets": a.predictor, "dtype": a.dtype, "device": str(self.device),
+                "text": a.text, "token_ids": a.token_ids, "tokens": len(self.ids), "context": self.context,
+                "generate": a.generate, "command": " ".join([os.path.basename(sys.argv[0])] + list(argv)),
+                "commit": _commit(), "machine": platform.node(),
+                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **_versions()}
+
+
+def _record_passes(a, st, writer, stop):
+    """Every pass, the last with the generated tokens; returns the number
+    of tokens written and their ids."""
+    written, recorded = 0, []
+    for i, chunk in enumerate(st.passes):
+        if stop.hit:
+            break
+        gen = a.generate if i == len(st.passes) - 1 else 0
+        n, made = record_sequence(st.model, st.rec, writer, chunk, gen, st.device, stop=lambda: stop.hit)
+        written += n
+        recorded += chunk + made
+        if sys.stderr.isatty():
+            print("\rflashbed_record: %d tokens" % written, end="", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    return written, recorded
+
+
 def run(argv):
     a = _parse(argv)
     _check_args(a)
-    torch = _torch()
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
-    ids = read_token_ids(a.token_ids) if a.token_ids else text_token_ids(a.tokenizer or a.model, a.text, a.tokens)
-    model = load_model(a.model, a.dtype, device)
-    check_ids(model, ids, a.token_ids or a.text)
-    # flashbed's engine computes in float32 with float accumulation: no TF32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    layers = find_ffn_layers(model, a.arch, a.down_module, a.up_module,
-                             None if a.glu is None else a.glu == "yes")
-    rule = (Rule.for_activation(layers.activation, a.threshold) if a.rule == "auto"
-            else Rule(a.rule, a.threshold))
-    rec = FfnRecorder(model, layers, rule, load_predictor(a.predictor) if a.predictor else None,
-                      a.bytes_per_weight or saved_dtype_bytes(a.model))
-    max_pos = _config(model).get("max_position_embeddings") or len(ids)
-    context = min(a.context or max_pos, max_pos)
-    source = {"recorded_by": "python/flashbed_record.py", "model": os.path.abspath(a.model),
-              "model_type": model_type(model), "down_module": layers.down_pattern,
-              "activation": layers.activation, **rule.describe(), "active_sets": "true activations",
-              "predicted_sets": a.predictor, "dtype": a.dtype, "device": str(device),
-              "text": a.text, "token_ids": a.token_ids, "tokens": len(ids), "context": context,
-              "generate": a.generate, "command": " ".join([os.path.basename(sys.argv[0])] + list(argv)),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **_versions()}
+    st = _Setup(a)
     stop = _Interrupt()
-    written, recorded, t0 = 0, [], time.time()
+    t0 = time.time()
     try:
-        w = ft.TraceWriter(a.out, rec.meta(source))
+        w = ft.TraceWriter(a.out, st.rec.meta(st.source(a, argv)))
         try:
-            chunks = split_passes(ids, context, a.generate, max_pos)
-            for ci, chunk in enumerate(chunks):
-                if stop.hit:
-                    break
-                gen = a.generate if ci == len(chunks) - 1 else 0
-                n, made = record_sequence(model, rec, w, chunk, gen, device, stop=lambda: stop.hit)
-                written += n
-                recorded += chunk + made
-                if sys.stderr.isatty():
-                    print("\rflashbed_record: %d tokens" % written, end="", file=sys.stderr, flush=True)
+            written, recorded = _record_passes(a, st, w, stop)
             if stop.hit and written == 0:
                 raise KeyboardInterrupt
             if a.ids_out:
@@ -625,11 +663,9 @@ def run(argv):
             raise
     finally:
         stop.restore()
-        rec.remove()
-    if sys.stderr.isatty():
-        print(file=sys.stderr)
+        st.rec.remove()
     print("flashbed_record: wrote %s: %d tokens x %d layers (d_ff %d, rule %s) in %.1f s%s"
-          % (a.out, written, len(layers.down), rec.d_ff, rule.name, time.time() - t0,
+          % (a.out, written, len(st.layers.down), st.rec.d_ff, st.rule.name, time.time() - t0,
              "; interrupted: the tokens recorded so far" if stop.hit else ""), file=sys.stderr)
     return 130 if stop.hit else 0
 

@@ -75,7 +75,7 @@ check "glu: predict --trace --model llama-tiny accepts it" "$FLASHBED" predict -
 M="$WORK/tiny-model"
 mkdir -p "$M"
 echo '{"model_type": "tiny", "vocab": 256, "d_model": 64, "d_ff": 256, "layers": 2, "glu": false, "seed": 1,
-       "max_position_embeddings": 1024, "torch_dtype": "float16"}' > "$M/config.json"
+       "max_position_embeddings": 1024, "torch_dtype": "float16", "hidden_act": "relu"}' > "$M/config.json"
 printf 'The quick brown fox jumps over the lazy dog; then it sleeps.' > "$WORK/text.txt"
 stub() { PYTHONPATH="$SRC/tests/integration/stub_transformers:$PYTHONPATH" exec "$TORCH" "$REC" --model "$M" \
     --down-module 'blocks.*.ffn.down' --device cpu "$@"; }
@@ -95,7 +95,7 @@ check "cli: the header names the rule, module and tokens" "$TORCH" -c "
 import json, sys, flashbed_trace as f
 with f.TraceReader(sys.argv[1]) as r:
     s = json.loads(r.source)
-sys.exit(s['rule'] != 'threshold' or s['down_module'] != 'blocks.*.ffn.down' or s['tokens'] != 40
+sys.exit(s['rule'] != 'nonzero' or s['activation'] != 'relu' or s['down_module'] != 'blocks.*.ffn.down' or s['tokens'] != 40
          or s['generate'] != 3 or s['context'] != 16)" \
     "$WORK/cli.trace"
 (stub --token-ids "$WORK/cli.ids" --rule nonzero --context 16 --out "$WORK/ids.trace" 2> /dev/null)
