@@ -13,6 +13,13 @@
 #                 recorder on the prompt's ids (+ the run's generated count)
 #   finish DIR    (flashbed) convert random, run it; compare both pairs
 #   all DIR       the three in turn on one machine
+# With the device tool (its machine has torch and transformers, not
+# flashbed's libraries): here `tools/recorder_check.sh prepare rc` (rc: a
+# folder named in .git/info/exclude), then run there with carry ["rc"]:
+#   tools/recorder_check.sh record rc && cp rc/torch-* rc/hf-random/config.json \
+#       rc/hf-random/model.safetensors $OUT/
+# then copy those back into rc/ (the two hf-random files into rc/hf-random/,
+# with rc/hf-synth/tokenizer.json beside them) and `finish rc` here.
 # Environment: FLASHBED (default build/flashbed), PYTHON (default python3),
 # SHAPE (default opt-tiny), RECORD_DEVICE (the recorder's --device, auto).
 # The comparison's results: DIR/compare-synth.json, DIR/compare-random.json.
