@@ -126,7 +126,7 @@ for _ in $(seq 600); do # until the model is loaded and the trace begun, then a 
     ls "$WORK" | grep -q '^int\.tmp\.' && break
     sleep 0.1
 done
-sleep 1
+sleep 2
 kill -INT $pid
 wait $pid
 check "SIGINT: exit 130" test $? -eq 130
