@@ -52,8 +52,12 @@ class Block(torch.nn.Module):
         self.mix = torch.nn.Linear(d, d)  # stands for attention: position-wise
         self.ffn = Ffn(d, f, glu)
 
+    def mixed(self, x):
+        """x with the running mean of mix(x) over the positions so far added."""
+        return x + torch.cumsum(self.mix(x), dim=1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
+
     def forward(self, x):
-        x = x + torch.cumsum(self.mix(x), dim=1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
+        x = self.mixed(x)
         return x + self.ffn(self.norm(x))
 
 
@@ -77,15 +81,15 @@ class TinyLM(torch.nn.Module):
         return self.head(x)
 
     def reference(self, ids):
-        """Per layer the neuron values of every position, and the logits,
-        by the model's own modules step by step."""
-        x, vals = self.embed(ids), []
-        for b in self.blocks:
-            x = x + torch.cumsum(b.mix(x), dim=1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
-            h = b.norm(x)
-            vals.append(b.ffn.values(h)[0])
+        """Per layer the FFN's input and its neuron values at every
+        position, and the logits, by the model's own modules step by step."""
+        x, inputs, vals = self.embed(ids), [], []
+        for b in self.blocks:  # on [1, positions, d] as forward's are: the same products
+            x = b.mixed(x)
+            inputs.append(b.norm(x))
+            vals.append(b.ffn.values(inputs[-1]))
             x = x + b.ffn.down(vals[-1])
-        return vals, self.head(x)
+        return [h[0] for h in inputs], [v[0] for v in vals], self.head(x)
 
 
 def sets_of(trace):
@@ -121,7 +125,7 @@ def main(out):
     path = os.path.join(out, "relu.trace")
     n, made = record(m, path, fr.Rule("nonzero"), predictor, ids=ids, generate=5)
     full = ids + made
-    vals, logits = m.reference(torch.tensor([full]))
+    inputs, vals, logits = m.reference(torch.tensor([full]))
     greedy = [int(logits[0, t].argmax()) for t in range(len(ids) - 1, len(full) - 1)]
     check("relu: 25 tokens written", n == 25)
     check("relu: the generated tokens are the greedy ones", made == greedy)
@@ -134,13 +138,7 @@ def main(out):
     same = all(toks[t].active[l] == (vals[l][t] > 0).nonzero().flatten().tolist()
                for t in range(25) for l in range(2))
     check("relu: every active set equals value > 0 computed step by step (25 tokens x 2 layers)", same)
-    h = [m.blocks[l].norm for l in range(2)]  # the predictor saw the FFN input
-    ref_pred = []
-    x = m.embed(torch.tensor([full]))
-    for l, b in enumerate(m.blocks):
-        x = x + torch.cumsum(b.mix(x), dim=1) / torch.arange(1, x.shape[1] + 1).view(1, -1, 1)
-        ref_pred.append(((h[l](x)[0] @ wp[l].T) > 0.3))
-        x = x + b.ffn(h[l](x))
+    ref_pred = [(inputs[l] @ wp[l].T) > 0.3 for l in range(2)]  # the predictor on the FFN input
     same = all(toks[t].predicted[l] == ref_pred[l][t].nonzero().flatten().tolist()
                for t in range(25) for l in range(2))
     check("relu: every predicted set equals the predictor's on the FFN input", same)
@@ -153,7 +151,7 @@ def main(out):
     path = os.path.join(out, "glu.trace")
     gids = [i % 512 for i in ids[:12]]
     n, _ = record(g, path, fr.Rule("threshold", 0.02), glu=True, ids=gids)
-    vals, _ = g.reference(torch.tensor([gids]))
+    _, vals, _ = g.reference(torch.tensor([gids]))
     r, toks = sets_of(path)
     check("glu: header says GLU, 2 layers, d_ff 172, no predicted sets",
           (r.n_layers, r.d_ff, r.ffn_kind, r.has_predicted) == (2, 172, ft.FFN_GLU, False))
