@@ -48,6 +48,20 @@ json_get() { # file, python expression over d
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
 
+# The first of PATH's python3 and Debian's /usr/bin/python3 (PATH's may be
+# a pyenv one without Debian's packages) that runs the statement $1
+# without error, on stdout; status 1 when neither does.
+python_that() {
+    local py
+    for py in python3 /usr/bin/python3; do
+        if command -v "$py" > /dev/null 2>&1 && "$py" -c "$1" > /dev/null 2>&1; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
 finish() {
     echo "$(basename "$0"): $checks checks, $failures failed"
     [ $failures -eq 0 ]

@@ -15,18 +15,7 @@ REC="$SRC/python/flashbed_record.py"
 export PYTHONPATH="$SRC/python:$SRC/tests/integration${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
 
-# the first python that imports all of $@ (PATH's python3, then Debian's)
-python_with() {
-    local py
-    for py in python3 /usr/bin/python3; do
-        if command -v "$py" >/dev/null 2>&1 && "$py" -c "import ${*// /,}" 2>/dev/null; then
-            echo "$py"
-            return 0
-        fi
-    done
-    return 1
-}
-PY=$(python_with json) || { echo "python_record: skipped: python3 not found"; exit 77; }
+PY=$(python_that "import json") || { echo "python_record: skipped: python3 not found"; exit 77; }
 
 # ---- refused before torch is needed ----
 err_check() { # what, pattern, exit status, then the command
@@ -45,7 +34,7 @@ rec_error "--out a folder" "is a folder" 1 --model "$WORK" --token-ids "$REC" --
 rec_error "--out in a missing folder" "folder does not exist" 1 --model "$WORK" --token-ids "$REC" --out "$WORK/no/t.trace"
 check "nothing written" test ! -e "$WORK/t.trace"
 
-TORCH=$(python_with torch) || TORCH=
+TORCH=$(python_that "import torch") || TORCH=
 if [ -z "$TORCH" ]; then
     echo "python_record: torch not installed (Debian's python3-torch): hook and command-line checks skipped"
     finish
@@ -138,7 +127,7 @@ check "SIGINT: says it was interrupted" grep -q "interrupted" "$WORK/int.err"
 check "SIGINT: no temporary left" bash -c "! ls '$WORK' | grep -q '\.tmp\.'"
 
 # ---- against the engine, where transformers is installed ----
-TF=$(python_with torch transformers) || TF=
+TF=$(python_that "import torch, transformers") || TF=
 if [ -z "$TF" ]; then
     echo "python_record: transformers not installed: the sets-equal check against flashbed run skipped"
     echo "  (tools/recorder_check.sh runs it; its record stage on a machine with transformers)"

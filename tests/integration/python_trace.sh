@@ -296,13 +296,7 @@ EOF
 
 # The numpy form wherever a python on the way has numpy (python3 on PATH may
 # be one without it).
-NPY=
-for py in python3 /usr/bin/python3; do
-    if command -v "$py" > /dev/null 2>&1 && "$py" -c "import flashbed_trace as f; f._numpy()" > /dev/null 2>&1; then
-        NPY=$py
-        break
-    fi
-done
+NPY=$(python_that "import flashbed_trace as f; f._numpy()") || NPY=
 if [ -z "$NPY" ]; then
     echo "python_trace: numpy not installed: numpy checks skipped"
 else
