@@ -26,7 +26,8 @@ struct config {
     size_t errlen;
 };
 
-/* A positive whole number up to MODEL_MAX_VOCAB; absent: an error when
+/* A positive whole number up to MODEL_MAX_VOCAB; absent (or null, as
+ * transformers saves an optional key left unset): an error when
  * required, else 0 and *out untouched. */
 int cfg_uint(const struct config *c, const char *key, uint32_t *out, int required);
 /* The first of keys that is present (HF renamed some: "n_head" became

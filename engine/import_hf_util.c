@@ -33,7 +33,9 @@ cJSON *hf_read_json(const char *path, char *err, size_t errlen)
 int cfg_uint(const struct config *c, const char *key, uint32_t *out, int required)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->json, key);
-    if (!v && !required)
+    /* transformers saves an optional key it leaves unset as null
+     * (Falcon's num_ln_in_parallel_attn): as good as absent */
+    if ((!v || cJSON_IsNull(v)) && !required)
         return 0;
     uint64_t u;
     /* no count in a config is larger (model_shape_check bounds each later) */
@@ -46,7 +48,7 @@ int cfg_uint(const struct config *c, const char *key, uint32_t *out, int require
 int cfg_uint_any(const struct config *c, const char *const *keys, uint32_t *out, int required)
 {
     for (int i = 0; keys[i]; i++)
-        if (cJSON_HasObjectItem(c->json, keys[i]))
+        if (cJSON_HasObjectItem(c->json, keys[i]) && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(c->json, keys[i])))
             return cfg_uint(c, keys[i], out, 1);
     return required ? cfg_uint(c, keys[0], out, 1) : 0;
 }
