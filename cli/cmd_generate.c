@@ -59,7 +59,7 @@ static const struct opt_default generate_defaults[] = {{"n", "256"}, {"temperatu
 
 static const struct opt_command generate_command = {
     .name = "generate",
-    .usage = "--model DIR (--prompt TEXT | --prompt-file FILE) [-n 256] [options]",
+    .usage = "--model DIR (--prompt TEXT | --prompt-file FILE | --prompt-ids FILE) [-n 256] [options]",
     .summary = "Generates text with all weights in DRAM (the dense reference). stdout carries only\n"
                "the prompt followed by the continuation; statistics go to stderr. Stops at the\n"
                "model's end-of-sequence token or after -n tokens. With --active predictor|gate|oracle\n"
@@ -303,11 +303,9 @@ static int generate(struct gen_state *g, const int *prompt, int n_prompt, cJSON 
 static int run(const struct generate_opts *o, struct model *m, struct engine *e, const char *text, cJSON *json)
 {
     int n_prompt;
-    int *prompt = encode_prompt(m, text, o->d.prompt_tokens, &n_prompt);
-    if (!prompt) {
-        fb_error("generate: cannot allocate the prompt's tokens");
+    int *prompt = decode_opts_prompt("generate", &o->d, m, text, &n_prompt);
+    if (!prompt)
         return -1;
-    }
     struct gen_state g = {.o = o, .m = m, .e = e, .density = strcmp(o->active, "all") ? 0 : -1};
     int rc = generate(&g, prompt, n_prompt, json);
     free(g.ceil.paired);
@@ -332,8 +330,8 @@ int cmd_generate(int argc, char **argv)
     } else {
         text = decode_opts_text("generate", &o.d, &owned, &rc);
     }
-    const char *inputs[] = {o.d.prompt_file};
-    if (text && o.json && out_file_ok_beside("generate --json", o.json, 0, inputs, 1, o.model) != 0) {
+    const char *inputs[] = {o.d.prompt_file, o.d.prompt_ids};
+    if (text && o.json && out_file_ok_beside("generate --json", o.json, 0, inputs, 2, o.model) != 0) {
         text = NULL;
         rc = 1;
     }

@@ -91,7 +91,7 @@ static const struct opt_table run_tables[] = {
 
 static const struct opt_command run_command = {
     .name = "run",
-    .usage = "--model DIR --mode MODE (--prompt TEXT | --prompt-file FILE) [options]",
+    .usage = "--model DIR --mode MODE (--prompt TEXT | --prompt-file FILE | --prompt-ids FILE) [options]",
     .summary =
         "Runs the model with its FFN on flash, as the paper does, measuring every token's I/O,\n"
         "memory-management and compute time. Modes: dense (all in DRAM: the reference), naive\n"
@@ -468,9 +468,9 @@ int cmd_run(int argc, char **argv)
     result_dir_name(o.out, "run", dir, sizeof dir);
     /* before the run, not after every token was generated */
     const char *trace_in = o.active && !strncmp(o.active, "trace:", 6) ? o.active + 6 : NULL;
-    const char *inputs[] = {o.d.prompt_file, o.warmup_file, trace_in};
+    const char *inputs[] = {o.d.prompt_file, o.d.prompt_ids, o.warmup_file, trace_in};
     if (prompt_text && (out_dir_ok("run --out", dir) != 0 ||
-                        (o.record && out_file_ok_beside("run --record", o.record, 0, inputs, 3, o.model) != 0))) {
+                        (o.record && out_file_ok_beside("run --record", o.record, 0, inputs, 4, o.model) != 0))) {
         prompt_text = NULL;
         rc = 1;
     }
@@ -506,14 +506,12 @@ int cmd_run(int argc, char **argv)
     int threads = decode_opts_threads(&o.d);
     /* the KV cache holds exactly the positions this run uses */
     int n_prompt = 0;
-    int *prompt = encode_prompt(&m, prompt_text, o.d.prompt_tokens, &n_prompt);
+    int *prompt = decode_opts_prompt("run", &o.d, &m, prompt_text, &n_prompt);
     int max_seq = n_prompt + (int)o.d.n;
     if (!prompt || max_seq > (int)m.shape.max_positions) {
         if (prompt)
             fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
                      n_prompt, (unsigned long long)o.d.n, m.shape.max_positions);
-        else
-            fb_error("run: cannot allocate the prompt's tokens");
         free(prompt);
         model_close(&m);
         free(text);

@@ -1,6 +1,7 @@
 /* The option fragments generate and run share, and what both make of them. */
 #include "cli/decode_opts.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <unistd.h>
 
@@ -8,13 +9,17 @@
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/model_shape.h"
+#include "common/parse.h"
 
 #define D(f) offsetof(struct decode_opts, f)
 const struct opt_def decode_prompt_options[] = {
     {"prompt", OPT_STRING, D(prompt), NULL, "TEXT", "prompt text"},
     {"prompt-file", OPT_STRING, D(prompt_file), NULL, "FILE", "read the prompt from a file"},
+    {"prompt-ids", OPT_STRING, D(prompt_ids), NULL, "FILE",
+     "the prompt as token ids, separated by white space ('#' starts a comment line), fed as they are: no "
+     "tokenizer, no BOS added (a reference's ids, another tool's tokens)"},
     /* no model holds more positions: larger counts would not fit an int */
-    {"prompt-tokens", OPT_UINT, D(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all)",
+    {"prompt-tokens", OPT_UINT, D(prompt_tokens), "0", "N", "keep the first N prompt tokens (0: all; BOS not counted)",
      .max = MODEL_MAX_POSITIONS},
     {"n", OPT_UINT, D(n), "64", "N", "tokens to generate", .min = 1, .max = MODEL_MAX_POSITIONS, .short_name = 'n'},
     OPT_END,
@@ -44,16 +49,38 @@ const struct opt_def decode_compute_options[] = {
 const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char **owned, int *status)
 {
     *owned = NULL;
-    if (!d->prompt == !d->prompt_file) {
-        fb_error("%s: needs exactly one of --prompt TEXT and --prompt-file FILE", cmd);
+    if ((d->prompt != NULL) + (d->prompt_file != NULL) + (d->prompt_ids != NULL) != 1) {
+        fb_error("%s: needs exactly one of --prompt TEXT, --prompt-file FILE and --prompt-ids FILE", cmd);
         *status = 2;
         return NULL;
     }
     if (d->prompt)
         return d->prompt;
-    *owned = read_prompt_file(d->prompt_file);
+    *owned = read_prompt_file(d->prompt_file ? d->prompt_file : d->prompt_ids);
     *status = 1;
     return *owned;
+}
+
+int *decode_opts_prompt(const char *cmd, const struct decode_opts *d, const struct model *m, const char *text,
+                        int *n)
+{
+    if (!d->prompt_ids) {
+        int *ids = encode_prompt(m, text, d->prompt_tokens, n);
+        if (!ids)
+            fb_error("%s: cannot allocate the prompt's tokens", cmd);
+        return ids;
+    }
+    int *ids;
+    size_t count;
+    char err[256];
+    if (parse_id_list(text, m->shape.vocab_size, &ids, &count, err, sizeof err) != 0) {
+        fb_error("%s --prompt-ids %s: %s", cmd, d->prompt_ids, err);
+        return NULL;
+    }
+    if (d->prompt_tokens && count > d->prompt_tokens)
+        count = (size_t)d->prompt_tokens;
+    *n = count > INT_MAX ? INT_MAX : (int)count;
+    return ids;
 }
 
 int decode_opts_threads(const struct decode_opts *d)

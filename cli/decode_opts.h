@@ -13,9 +13,10 @@
 
 #include "common/options.h"
 #include "engine/decode.h"
+#include "engine/model.h"
 
 struct decode_opts {
-    char *prompt, *prompt_file;
+    char *prompt, *prompt_file, *prompt_ids;
     uint64_t prompt_tokens, n;
     bool ignore_eos;
     double temperature, top_p;
@@ -24,16 +25,24 @@ struct decode_opts {
     char *backend;
 };
 
-extern const struct opt_def decode_prompt_options[];   /* prompt, prompt-file, prompt-tokens, n */
+extern const struct opt_def decode_prompt_options[];   /* prompt, prompt-file, prompt-ids, prompt-tokens, n */
 extern const struct opt_def decode_eos_options[];      /* ignore-eos */
 extern const struct opt_def decode_sampling_options[]; /* temperature, top-p, seed */
 extern const struct opt_def decode_compute_options[];  /* threads, backend */
 
-/* The prompt's text: --prompt, or the file --prompt-file names (then
- * *owned holds it for the caller to free). NULL with the error printed and
- * *status the exit status: 2 unless exactly one of the two was given, 1
- * when the file cannot be read. `cmd` names the command in the message. */
+/* The prompt's text: --prompt, or the file --prompt-file or --prompt-ids
+ * names (then *owned holds it for the caller to free). NULL with the error
+ * printed and *status the exit status: 2 unless exactly one of the three
+ * was given, 1 when the file cannot be read. `cmd` names the command in
+ * the message. */
 const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char **owned, int *status);
+
+/* The prompt's token ids from decode_opts_text's text: the tokenizer's
+ * (BOS first) or, with --prompt-ids, the file's ids as they are, each
+ * checked against m's vocabulary; cut to --prompt-tokens. *n gets the
+ * count; caller frees. NULL with the error printed. */
+int *decode_opts_prompt(const char *cmd, const struct decode_opts *d, const struct model *m, const char *text,
+                        int *n);
 
 /* --threads, 0 meaning every online CPU. */
 int decode_opts_threads(const struct decode_opts *d);

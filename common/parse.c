@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,73 @@ int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen)
 int parse_uint_list(const char *text, struct u64_list *out, char *err, size_t errlen)
 {
     return parse_list(text, out, parse_uint, 1, err, errlen);
+}
+
+/* The next white-space-separated word of *at (comments skipped) into
+ * word[len]; 0 at the end, -1 when it does not fit. */
+static int next_word(const char **at, char *word, size_t len)
+{
+    const char *c = *at;
+    for (;;) {
+        while (isspace((unsigned char)*c))
+            c++;
+        if (*c != '#')
+            break;
+        while (*c && *c != '\n')
+            c++;
+    }
+    size_t n = 0;
+    while (*c && !isspace((unsigned char)*c)) {
+        if (n + 1 >= len)
+            return -1;
+        word[n++] = *c++;
+    }
+    word[n] = '\0';
+    *at = c;
+    return n > 0;
+}
+
+/* parse_id_list's refusal of its word number `index`: the list freed. */
+static int id_refused(int **ids, size_t index, const char *word, uint64_t limit, char *err, size_t errlen)
+{
+    free(*ids);
+    *ids = NULL;
+    if (err && errlen)
+        snprintf(err, errlen, "id %zu, '%.24s', is not a token id below %llu", index, word,
+                 (unsigned long long)limit);
+    return -1;
+}
+
+int parse_id_list(const char *text, uint64_t limit, int **ids, size_t *n, char *err, size_t errlen)
+{
+    *ids = NULL;
+    *n = 0;
+    size_t cap = 0;
+    char word[32];
+    int got;
+    for (const char *at = text ? text : ""; (got = next_word(&at, word, sizeof word)) != 0;) {
+        uint64_t id = 0;
+        if (got < 0 || parse_uint(word, &id, NULL, 0) != 0 || id >= limit || id > INT_MAX) {
+            size_t index = *n + 1;
+            *n = 0;
+            return id_refused(ids, index, got < 0 ? "(a longer word)" : word, limit, err, errlen);
+        }
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            int *grown = realloc(*ids, cap * sizeof **ids);
+            if (!grown) {
+                free(*ids);
+                *ids = NULL;
+                *n = 0;
+                return fail(err, errlen, "out of memory%s", "");
+            }
+            *ids = grown;
+        }
+        (*ids)[(*n)++] = (int)id;
+    }
+    if (*n == 0)
+        return fail(err, errlen, "holds no token ids%s", "");
+    return 0;
 }
 
 int parse_double(const char *text, double *out, char *err, size_t errlen)

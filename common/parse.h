@@ -23,6 +23,11 @@ int parse_size_list(const char *text, struct u64_list *out, char *err, size_t er
 /* Comma-separated positive integers: "1,2,4,8". */
 int parse_uint_list(const char *text, struct u64_list *out, char *err, size_t errlen);
 
+/* Token ids as a file holds them: whole numbers below limit, separated by
+ * white space; a line whose first non-blank character is '#' is a comment.
+ * At least one. *ids (heap, caller frees) gets them, *n their count. */
+int parse_id_list(const char *text, uint64_t limit, int **ids, size_t *n, char *err, size_t errlen);
+
 /* A non-negative integer. */
 int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen);
 

@@ -1,3 +1,7 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "check.h"
 #include "common/parse.h"
 
@@ -72,6 +76,39 @@ static void test_lists(void)
     CHECK(parse_size_list("4k,8q", &l, err, sizeof err) == -1);
 }
 
+/* Token ids as --prompt-ids reads them: white space, comment lines,
+ * every id below the vocabulary, at least one. */
+static void test_id_lists(void)
+{
+    int *ids;
+    size_t n;
+    char err[128];
+    CHECK(parse_id_list("# prompt\n2 17\t300\n\n  # more\n45\n", 320, &ids, &n, err, sizeof err) == 0);
+    CHECK_U64(n, 4);
+    CHECK(ids && ids[0] == 2 && ids[1] == 17 && ids[2] == 300 && ids[3] == 45);
+    free(ids);
+    char many[200 * 4 + 1] = "";
+    for (int i = 0; i < 200; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%d ", i % 10);
+    CHECK(parse_id_list(many, 10, &ids, &n, err, sizeof err) == 0); /* past the first growth */
+    CHECK_U64(n, 200);
+    CHECK(ids && ids[199] == 9);
+    free(ids);
+    CHECK(parse_id_list("1 320", 320, &ids, &n, err, sizeof err) == -1);
+    CHECK(strstr(err, "id 2, '320', is not a token id below 320") != NULL);
+    CHECK(ids == NULL && n == 0);
+    CHECK(parse_id_list("1 -2", 320, &ids, &n, err, sizeof err) == -1);
+    CHECK(strstr(err, "'-2'") != NULL);
+    CHECK(parse_id_list("1 2x", 320, &ids, &n, err, sizeof err) == -1);
+    CHECK(parse_id_list("99999999999999999999999", 320, &ids, &n, err, sizeof err) == -1);
+    CHECK(parse_id_list("123456789012345678901234567890123456789", 1u << 31, &ids, &n, err, sizeof err) == -1);
+    CHECK(strstr(err, "id 1") != NULL);
+    CHECK(parse_id_list("3000000000", 1ull << 40, &ids, &n, err, sizeof err) == -1); /* past an int */
+    CHECK(parse_id_list("# only a comment\n", 320, &ids, &n, err, sizeof err) == -1);
+    CHECK(strstr(err, "holds no token ids") != NULL);
+    CHECK(parse_id_list("", 320, &ids, &n, err, sizeof err) == -1);
+}
+
 static void test_durations_and_numbers(void)
 {
     double s;
@@ -120,6 +157,7 @@ int main(void)
 {
     test_sizes();
     test_lists();
+    test_id_lists();
     test_durations_and_numbers();
     test_format();
     return check_report("test_parse");
