@@ -1,41 +1,80 @@
 #!/usr/bin/env python3
-"""Builds the transformers reference fixtures for tests/unit/test_hf_fixture.c.
+"""Builds the transformers reference fixtures that tests/unit/test_hf_fixture.c
+and tests/integration/hf_fixture_flash.sh check flashbed against.
 
-Needs torch and transformers (and tokenizers for OPT's tokenizer cases), no
-network: run it on a machine that has them (the GPU machine does), then
-commit the small results (tens of KB each).
+Runs in the pinned reference environment (tools/make-reference-env.sh makes
+it; this script refuses any other), on the CPU, with no network:
 
-    python3 tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
+    .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
-ARCH: opt, falcon, falcon-gelu, persimmon, phi, phi-gelu, llama-relu (all
-when none is given). Writes tests/data/<ARCH>_fixture/:
+ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu
+(all when none is given). Writes tests/data/<ARCH>_fixture/:
   config.json, model.safetensors  a tiny random model of the architecture,
-                                  built from its config by transformers and
-                                  saved with save_pretrained (f32)
+                                  built from its config by transformers (its
+                                  biases and norms perturbed so that each
+                                  shows in the logits) and saved with
+                                  save_pretrained (f32)
   tokenizer.json                  OPT only: a byte-level BPE trained here
-  reference.json                  {"arch", "token_ids", "logits": [[vocab] per
-                                   position], "tokenizer_cases", "versions"}
+  recorded.trace                  the ReLU family (opt, llama-relu, falcon,
+                                  persimmon, phi): python/flashbed_record.py's
+                                  activation trace of the same prompt and 8
+                                  greedy tokens (rule: nonzero), which
+                                  tests/integration/hf_fixture_flash.sh
+                                  compares with `flashbed run --record`
+  logits.f32                      transformers' logits at every position of
+                                  prompt_ids + greedy_ids, little-endian f32,
+                                  [position][vocab], from one forward pass
+  reference.json                  see write_reference()
 
-The test converts each folder with flashbed's importer and requires
-max |logit - reference| <= 1e-4 at every position.
+The greedy continuation comes from transformers' own KV cache, one token at
+a time (past_key_values), and its logits must equal the full pass's within
+1e-4. Prompts are drawn until every greedy step's winner leads the runner-up
+by MIN_MARGIN, so that summation-order differences of ~1e-6 cannot change a
+token; reference.json records the smallest lead.
 """
+import hashlib
 import json
 import os
+import random
+import subprocess
 import sys
+import tempfile
 
-import torch
-import transformers
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "reference-env"))
+import pins  # noqa: E402
 
-VOCAB = 512
+pins.require("tools/make_hf_fixture.py")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+
+VOCAB = 320
+PROMPT = 64      # positions fed before generation: RoPE and the KV cache well past a few tokens
+GENERATE = 8     # greedy tokens after them
+MAX_POS = 128
+MIN_MARGIN = 1e-3  # smallest lead of a greedy winner that a fixture accepts
+SEED = 1234
 
 
 def opt():
     from transformers import OPTConfig, OPTForCausalLM
     return OPTForCausalLM(OPTConfig(
-        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=3, ffn_dim=256, num_attention_heads=4,
-        max_position_embeddings=128, word_embed_proj_dim=64, do_layer_norm_before=True,
+        vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, ffn_dim=136, num_attention_heads=4,
+        max_position_embeddings=MAX_POS, word_embed_proj_dim=48, do_layer_norm_before=True,
         activation_function="relu", enable_bias=True, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
-        pad_token_id=1, bos_token_id=2, eos_token_id=2, torch_dtype="float32"))
+        init_std=0.1, pad_token_id=1, bos_token_id=2, eos_token_id=2))
+
+
+def llama(act="silu"):
+    # grouped keys and values (2 of 4 heads); SwiGLU unless act says otherwise
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act=act, max_position_embeddings=MAX_POS, rms_norm_eps=1e-5,
+        rope_theta=10000.0, tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
 
 def falcon(activation="relu"):
@@ -43,17 +82,19 @@ def falcon(activation="relu"):
     # parallel, multi-query attention, no biases, rotary embeddings
     from transformers import FalconConfig, FalconForCausalLM
     return FalconForCausalLM(FalconConfig(
-        vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
-        parallel_attn=True, bias=False, alibi=False, new_decoder_architecture=False, ffn_hidden_size=256,
-        activation=activation, max_position_embeddings=128, rope_theta=10000.0, hidden_dropout=0.0,
+        vocab_size=VOCAB, hidden_size=48, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+        parallel_attn=True, bias=False, alibi=False, new_decoder_architecture=False, ffn_hidden_size=136,
+        activation=activation, max_position_embeddings=MAX_POS, rope_theta=10000.0, hidden_dropout=0.0,
         attention_dropout=0.0, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
 
 def persimmon():
+    # head_dim 12, partial_rotary_factor 0.5: 6 of each head's dims rotate;
+    # qk_layernorm over each head before RoPE
     from transformers import PersimmonConfig, PersimmonForCausalLM
     return PersimmonForCausalLM(PersimmonConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-        hidden_act="relu2", max_position_embeddings=128, rope_theta=25000.0, qk_layernorm=True,
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        hidden_act="relu2", max_position_embeddings=MAX_POS, rope_theta=25000.0, qk_layernorm=True,
         partial_rotary_factor=0.5, hidden_dropout=0.0, attention_dropout=0.0, layer_norm_eps=1e-5,
         tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
@@ -62,31 +103,24 @@ def phi(act="relu"):
     # head_dim 20 and partial_rotary_factor 0.4 rotate 8 of each head's dims
     from transformers import PhiConfig, PhiForCausalLM
     return PhiForCausalLM(PhiConfig(
-        vocab_size=VOCAB, hidden_size=80, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        vocab_size=VOCAB, hidden_size=40, intermediate_size=136, num_hidden_layers=2, num_attention_heads=2,
         hidden_act=act, partial_rotary_factor=0.4, qk_layernorm=False, resid_pdrop=0.0, embd_pdrop=0.0,
-        attention_dropout=0.0, max_position_embeddings=128, rope_theta=10000.0, layer_norm_eps=1e-5,
+        attention_dropout=0.0, max_position_embeddings=MAX_POS, rope_theta=10000.0, layer_norm_eps=1e-5,
         tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
 
-def llama_relu():
-    from transformers import LlamaConfig, LlamaForCausalLM
-    return LlamaForCausalLM(LlamaConfig(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=172, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, hidden_act="relu", max_position_embeddings=128, rms_norm_eps=1e-5,
-        rope_theta=10000.0, tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
+# the architectures whose FFN is ReLU-family: a neuron is active when it is
+# not zero, which flashbed's oracle computes exactly (no threshold)
+RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi")
 
-
-BUILDERS = {"opt": opt, "falcon": falcon, "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon,
-            "phi": phi, "phi-gelu": lambda: phi("gelu_new"), "llama-relu": llama_relu}
+BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
+            "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
+            "phi-gelu": lambda: phi("gelu_new")}
 
 
 def opt_tokenizer(out):
     """A byte-level BPE trained on a few sentences, and its ids for test strings."""
-    try:
-        from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers
-    except ImportError:
-        print("tokenizers not installed: no tokenizer.json written", file=sys.stderr)
-        return []
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -94,45 +128,128 @@ def opt_tokenizer(out):
             "She loved to play outside in the park with her friends.",
             "The quick brown fox jumps over the lazy dog. 12345 caf\u00e9!"] * 20
     trainer = trainers.BpeTrainer(vocab_size=VOCAB, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(text, trainer)
     tok.save(os.path.join(out, "tokenizer.json"))
     return [{"text": s, "ids": tok.encode(s).ids}
             for s in ["Once upon a time", " The lazy dog.", "caf\u00e9 12345", "Hello  world\n"]]
 
 
-def build(arch, out):
-    os.makedirs(out, exist_ok=True)
-    torch.manual_seed(1234)
+def tiny_model(arch):
+    """The architecture's random model, its biases and norms perturbed: random
+    init leaves them at 0 and 1, where a wrong layout would not show."""
+    torch.manual_seed(SEED)
     model = BUILDERS[arch]().eval()
-    # random init leaves biases at 0 and norms at 1: perturb them so every
-    # parameter the importer maps is exercised
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("bias") or "norm" in name:
                 p.add_(0.1 * torch.randn_like(p))
-    model.save_pretrained(out, safe_serialization=True)
-    token_ids = [2, 17, 300, 45, 99, 3, 511, 250, 8, 77, 150, 42]
+    return model
+
+
+def greedy(model, prompt):
+    """GENERATE greedy ids after prompt through transformers' KV cache, the
+    logits of each step, and each winner's lead over the runner-up."""
     with torch.no_grad():
-        logits = model(torch.tensor([token_ids])).logits[0]
-    cases = opt_tokenizer(out) if arch == "opt" else []
-    ref = {"arch": arch, "token_ids": token_ids, "logits": logits.tolist(), "tokenizer_cases": cases,
-           "versions": {"torch": torch.__version__, "transformers": transformers.__version__}}
+        out = model(torch.tensor([prompt]), use_cache=True)
+        ids, rows, leads = [], [], []
+        for _ in range(GENERATE):
+            row = out.logits[0, -1]
+            top = torch.topk(row, 2).values
+            nxt = int(torch.argmax(row))
+            ids.append(nxt)
+            rows.append(row)
+            leads.append(float(top[0] - top[1]))
+            out = model(torch.tensor([[nxt]]), past_key_values=out.past_key_values, use_cache=True)
+    return ids, torch.stack(rows), leads
+
+
+def reference_run(model):
+    """(prompt, greedy ids, logits of the whole sequence, smallest lead): the
+    first prompt, drawn from the seeded generator, whose greedy steps all
+    lead by MIN_MARGIN; the full pass must agree with the cached steps."""
+    rng = random.Random(SEED)
+    for _ in range(50):
+        prompt = [rng.randrange(3, VOCAB) for _ in range(PROMPT)]
+        ids, step_logits, leads = greedy(model, prompt)
+        if min(leads) < MIN_MARGIN:
+            continue
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + ids])).logits[0]
+        drift = float((logits[PROMPT - 1:PROMPT - 1 + GENERATE] - step_logits).abs().max())
+        if drift > 1e-4:
+            sys.exit("make_hf_fixture.py: transformers' cached and full passes differ by %.3g" % drift)
+        return prompt, ids, logits, min(leads)
+    sys.exit("make_hf_fixture.py: no prompt in 50 whose greedy steps all lead by %g" % MIN_MARGIN)
+
+
+def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
+    """reference.json: what the tests read, and how it was made."""
+    raw = logits.numpy().astype("<f4").tobytes()
+    with open(os.path.join(out, "logits.f32"), "wb") as f:
+        f.write(raw)
+    ref = {
+        "format": "flashbed-hf-fixture/1",
+        "arch": arch,
+        "model_type": model.config.model_type,
+        "prompt_ids": prompt,
+        "greedy_ids": ids,
+        "logits": {"file": "logits.f32", "dtype": "f32le", "positions": len(prompt) + len(ids),
+                   "vocab": int(logits.shape[1]), "sha256": hashlib.sha256(raw).hexdigest()},
+        "smallest_greedy_lead": lead,
+        "largest_abs_logit": float(logits.abs().max()),
+        "tokenizer_cases": cases,
+        "made_by": "tools/make_hf_fixture.py (transformers on the CPU, f32, seed %d)" % SEED,
+        "versions": pins.versions(),
+    }
     with open(os.path.join(out, "reference.json"), "w") as f:
-        json.dump(ref, f)
-    print("wrote", out)
+        json.dump(ref, f, indent=1)
+        f.write("\n")
+
+
+def record_trace(out, prompt):
+    """recorded.trace: the recorder's sets for the prompt and its greedy
+    continuation, through its command line as a user runs it."""
+    with tempfile.NamedTemporaryFile("w", suffix=".ids", delete=False) as f:
+        f.write("\n".join(map(str, prompt)) + "\n")
+        ids = f.name
+    try:
+        subprocess.run([sys.executable, os.path.join(HERE, "..", "python", "flashbed_record.py"), "--model", out,
+                        "--token-ids", ids, "--generate", str(GENERATE), "--device", "cpu",
+                        "--out", os.path.join(out, "recorded.trace")], check=True)
+    finally:
+        os.remove(ids)
+
+
+def build(arch, out):
+    os.makedirs(out, exist_ok=True)
+    model = tiny_model(arch)
+    model.save_pretrained(out, safe_serialization=True)
+    gen = os.path.join(out, "generation_config.json")  # not an input of flashbed's
+    if os.path.exists(gen):
+        os.remove(gen)
+    prompt, ids, logits, lead = reference_run(model)
+    cases = opt_tokenizer(out) if arch == "opt" else []
+    write_reference(out, arch, model, prompt, ids, logits, lead, cases)
+    if arch in RECORDED:
+        record_trace(out, prompt)
+    print("wrote %s: %d positions, greedy %s, smallest lead %.3g, largest |logit| %.3g"
+          % (out, len(prompt) + len(ids), ids, lead, float(logits.abs().max())))
 
 
 def main():
     args = sys.argv[1:]
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data")
+    root = os.path.normpath(os.path.join(HERE, "..", "tests", "data"))
     if "--out" in args:
         i = args.index("--out")
+        if i + 1 >= len(args):
+            sys.exit("make_hf_fixture.py: --out needs a folder")
         root = args[i + 1]
         del args[i:i + 2]
     for a in args:
         if a not in BUILDERS:
-            sys.exit(f"make_hf_fixture.py: unknown architecture '{a}' (one of: {', '.join(BUILDERS)})")
+            sys.exit("make_hf_fixture.py: unknown architecture '%s' (one of: %s)" % (a, ", ".join(BUILDERS)))
+    torch.set_num_threads(1)  # one summation order, whatever the machine
     for arch in args or list(BUILDERS):
         build(arch, os.path.join(root, arch + "_fixture"))
 

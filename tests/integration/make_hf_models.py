@@ -9,8 +9,8 @@ standard library only (no torch/transformers/numpy).
   opt OUT              a tiny random OPT (f16 safetensors) and, computed here in
                        double precision from the same f16 values, the greedy
                        continuation of a fixed prompt (OUT/expected_ids.txt) and
-                       the logits at every position (OUT/reference.json, in
-                       tools/make_hf_fixture.py's layout), with a byte-level BPE
+                       the logits at every position (OUT/reference.json and
+                       OUT/logits.f32, in tools/make_hf_fixture.py's layout), with a byte-level BPE
                        tokenizer.json (GPT-2 alphabet)
 """
 import json
@@ -254,7 +254,12 @@ def opt(out):
             out_ids.append(nxt)
     open(os.path.join(out, "expected_ids.txt"), "w").write(" ".join(map(str, seq[:len(seq) - 1])) + "\n")
     # the same layout as tools/make_hf_fixture.py's, for tests/unit/test_hf_fixture.c
-    json.dump({"token_ids": seq[:len(all_logits)], "logits": all_logits},
+    n = len(all_logits)
+    with open(os.path.join(out, "logits.f32"), "wb") as f:
+        f.write(struct.pack("<%df" % (n * V), *[v for row in all_logits for v in row]))
+    json.dump({"format": "flashbed-hf-fixture/1", "arch": "opt", "model_type": "opt", "prompt_ids": seq[:2],
+               "greedy_ids": seq[2:n], "logits": {"file": "logits.f32", "dtype": "f32le", "positions": n, "vocab": V},
+               "tokenizer_cases": [], "made_by": "tests/integration/make_hf_models.py (double precision)"},
               open(os.path.join(out, "reference.json"), "w"))
 
 

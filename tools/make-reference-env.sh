@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The pinned Python environment that regenerates the transformers reference
+# fixtures (tools/make_hf_fixture.py) and runs the recorder check
+# (tools/recorder_check.sh): a virtual environment over Debian's CPU build of
+# torch and its numpy (tools/reference-env/debian.txt, exact versions), with
+# transformers, tokenizers, safetensors and what they need from PyPI
+# (tools/reference-env/requirements.txt, exact versions, --no-deps).
+# Only regeneration needs it: the fixtures are committed, and no test needs
+# PyPI, torch or a network.
+#
+#   tools/make-reference-env.sh [DIR]     DIR defaults to .venv-ref (ignored by git)
+#
+# Then DIR/bin/python runs the scripts. Refuses, naming them, when a pinned
+# Debian package cannot be had at its version, and checks every pin once
+# installed (tools/reference-env/pins.py). Safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${1:-.venv-ref}
+pins=tools/reference-env
+
+sudo=()
+[ "$(id -u)" -ne 0 ] && sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+
+# Debian's packages at their pinned versions
+want=() missing=()
+while read -r pkg version _; do
+    case $pkg in '' | '#'*) continue ;; esac
+    have=$(dpkg-query -W -f='${Status} ${Version}' "$pkg" 2>/dev/null || true)
+    [ "$have" = "install ok installed $version" ] && continue
+    want+=("$pkg=$version")
+done < "$pins/debian.txt"
+if [ ${#want[@]} -gt 0 ]; then
+    echo "make-reference-env: installing ${want[*]}" >&2
+    "${sudo[@]}" apt-get update -q </dev/null >/dev/null || true
+    if ! "${sudo[@]}" apt-get install -y -q --no-install-recommends "${want[@]}" </dev/null >/dev/null; then
+        for w in "${want[@]}"; do
+            apt-cache madison "${w%%=*}" 2>/dev/null | grep -q " ${w#*=} " || missing+=("$w")
+        done
+        echo "make-reference-env: cannot install the pinned Debian packages ${missing[*]:-${want[*]}}" \
+             "(tools/reference-env/debian.txt); this needs Debian 12 (bookworm)" >&2
+        exit 1
+    fi
+fi
+
+if [ ! -x "$dir/bin/python" ]; then
+    echo "make-reference-env: creating $dir" >&2
+    /usr/bin/python3 -m venv --system-site-packages "$dir"
+fi
+"$dir/bin/python" -m pip install -q --disable-pip-version-check --no-deps -r "$pins/requirements.txt"
+if ! "$dir/bin/python" "$pins/pins.py"; then
+    echo "make-reference-env: $dir does not hold the pinned versions (above)" >&2
+    exit 1
+fi
+echo "make-reference-env: $dir ready; run the scripts with $dir/bin/python" >&2
