@@ -6,27 +6,28 @@
 #           loaded by transformers)
 #   random  a random-weight OPT built from a config by transformers, which
 #           flashbed converts
-# Stages, so that the PyTorch part can run on another machine (the GPU one
-# has torch and transformers but cannot build flashbed):
+# Stages (all runs them in turn; each can be rerun alone):
 #   prepare DIR   (flashbed) make synth, run it, save its prompt's token ids
 #   record DIR    (torch + transformers) build random; record both with the
 #                 recorder on the prompt's ids (+ the run's generated count)
 #   finish DIR    (flashbed) convert random, run it; compare both pairs
-#   all DIR       the three in turn on one machine
-# With the device tool (its machine has torch and transformers, not
-# flashbed's libraries): here `tools/recorder_check.sh prepare rc` (rc: a
-# folder named in .git/info/exclude), then run there with carry ["rc"]:
-#   tools/recorder_check.sh record rc && cp rc/torch-* rc/hf-random/config.json \
-#       rc/hf-random/model.safetensors $OUT/
-# then copy those back into rc/ (the two hf-random files into rc/hf-random/,
-# with rc/hf-synth/tokenizer.json beside them) and `finish rc` here.
-# Environment: FLASHBED (default build/flashbed), PYTHON (default python3),
-# SHAPE (default opt-tiny), RECORD_DEVICE (the recorder's --device, auto).
+#   all DIR       the three in turn
+# record needs the pinned reference environment, on the CPU:
+#   tools/make-reference-env.sh && tools/recorder_check.sh all DIR
+# Environment: FLASHBED (default build/flashbed), PYTHON (default
+# .venv-ref/bin/python, else python3), SHAPE (default opt-tiny),
+# RECORD_DEVICE (the recorder's --device, default cpu).
 # The comparison's results: DIR/compare-synth.json, DIR/compare-random.json.
+# The transformers fixtures' recorded traces (tools/make_hf_fixture.py) are
+# the committed, smaller form of the same check, which
+# tests/integration/hf_fixture_flash.sh runs without transformers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FLASHBED=${FLASHBED:-build/flashbed}
-PYTHON=${PYTHON:-python3}
+if [ -z "${PYTHON:-}" ]; then
+    PYTHON=python3
+    [ -x .venv-ref/bin/python ] && PYTHON=.venv-ref/bin/python
+fi
 SHAPE=${SHAPE:-opt-tiny}
 PROMPT="Once upon a time there was a little robot who loved to read books about the sea"
 GENERATE=8
@@ -54,10 +55,12 @@ prepare() {
 record() {
     local d=$1 g
     g=$(cat "$d/generated-count.txt")
+    "$PYTHON" tools/reference-env/pins.py ||
+        { echo "recorder_check: record needs the pinned reference environment (tools/make-reference-env.sh)" >&2; return 1; }
     "$PYTHON" tools/recorder_check.py random-opt "$d/hf-random" --like "$d/hf-synth"
     for m in synth random; do
         "$PYTHON" python/flashbed_record.py --model "$d/hf-$m" --token-ids "$d/prompt-ids.txt" --generate "$g" \
-            --device "${RECORD_DEVICE:-auto}" --out "$d/torch-$m.trace" --ids-out "$d/torch-$m.ids"
+            --device "${RECORD_DEVICE:-cpu}" --out "$d/torch-$m.trace" --ids-out "$d/torch-$m.ids"
     done
 }
 

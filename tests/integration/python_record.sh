@@ -126,11 +126,16 @@ sys.exit(not 43 < n < 443)" "$WORK/int.trace"
 check "SIGINT: says it was interrupted" grep -q "interrupted" "$WORK/int.err"
 check "SIGINT: no temporary left" bash -c "! ls '$WORK' | grep -q '\.tmp\.'"
 
-# ---- against the engine, where transformers is installed ----
-TF=$(python_that "import torch, transformers") || TF=
+# ---- against the engine, where the reference environment is ----
+# (tests/integration/hf_fixture_flash.sh checks the committed recorded
+# traces of the transformers fixtures without it)
+TF=
+if [ -x "$SRC/.venv-ref/bin/python" ] && "$SRC/.venv-ref/bin/python" "$SRC/tools/reference-env/pins.py" 2>/dev/null; then
+    TF="$SRC/.venv-ref/bin/python"
+fi
 if [ -z "$TF" ]; then
-    echo "python_record: transformers not installed: the sets-equal check against flashbed run skipped"
-    echo "  (tools/recorder_check.sh runs it; its record stage on a machine with transformers)"
+    echo "python_record: no pinned reference environment (.venv-ref): the sets-equal check on fresh models skipped"
+    echo "  (tools/make-reference-env.sh makes it, then tools/recorder_check.sh all DIR runs the check)"
 else
     FLASHBED="$FLASHBED" PYTHON="$TF" "$SRC/tools/recorder_check.sh" all "$WORK/check" > "$WORK/check.log" 2>&1
     check "recorder_check: the recorder's sets equal flashbed run's" test $? -eq 0

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The transformers fixtures (tests/data/<arch>_fixture, tools/make_hf_fixture.py)
+# through the flash path, as a user runs them: `flashbed convert` the
+# folder, then `flashbed run --mode all --active oracle` on the reference's
+# prompt ids (--prompt-ids) must generate transformers' greedy tokens, with
+# the FFN read from flash through the neuron cache. For the ReLU family the
+# run's --record trace must equal, set for set, the one PyTorch's hooks
+# recorded on transformers' model (recorded.trace: python/flashbed_record.py,
+# compared by tools/recorder_check.py). Needs python3 (the standard library),
+# no torch, no transformers. Then --prompt-ids' refusals.
+source "$(dirname "$0")/lib.sh"
+
+DATA="$FLASHBED_SOURCE/tests/data"
+COMPARE="$FLASHBED_SOURCE/tools/recorder_check.py"
+
+# A placeholder tokenizer.bin (llama2.c's layout) of $2 pieces: the
+# fixtures other than OPT ship none, and their ids are fed as they are.
+placeholder_tokenizer() { # path, vocabulary size
+    python3 - "$1" "$2" <<'PY'
+import struct, sys
+path, vocab = sys.argv[1], int(sys.argv[2])
+with open(path, "wb") as f:
+    f.write(struct.pack("<i", 8))
+    for i in range(vocab):
+        piece = ("<0x%02X>" % i if i < 256 else "w%d" % i).encode()
+        f.write(struct.pack("<fi", -float(i), len(piece)) + piece)
+PY
+}
+
+# The ids the run fed after its prompt, space-separated (tokens.csv).
+generated_ids() { # run folder
+    awk -F, '$3 == "generated" { printf "%s%s", sep, $2; sep = " " }' "$1/tokens.csv"
+}
+
+# Runs a command with its output kept in $LOG (shown only on failure).
+LOG="$WORK/last.log"
+logged() {
+    "$@" > "$LOG" 2>&1 || { cat "$LOG" >&2; return 1; }
+}
+
+fixture_case() { # arch
+    local arch=$1 fx="$DATA/$1_fixture" w="$WORK/$1"
+    mkdir -p "$w"
+    local ref="$fx/reference.json" tok=()
+    json_get "$ref" '"\n".join(map(str, d["prompt_ids"]))' > "$w/prompt.ids"
+    local want n
+    want=$(json_get "$ref" '" ".join(map(str, d["greedy_ids"]))')
+    n=$(json_get "$ref" 'len(d["greedy_ids"])')
+    if [ ! -f "$fx/tokenizer.json" ]; then
+        placeholder_tokenizer "$w/tok.bin" "$(json_get "$fx/config.json" 'd["vocab_size"]')"
+        tok=(--tokenizer "$w/tok.bin")
+    fi
+    check "$arch: convert" logged "$FLASHBED" convert "$fx" "${tok[@]}" --out "$w/m"
+    # n + 1: the run forwards every token it generates but the last, and
+    # the recorder forwarded all n of transformers' greedy tokens
+    check "$arch: run --mode all --active oracle" logged "$FLASHBED" run --model "$w/m" --mode all --active oracle \
+        --prompt-ids "$w/prompt.ids" -n $((n + 1)) --ignore-eos --record "$w/flashbed.trace" --out "$w/run" --quiet
+    local got
+    got=$(generated_ids "$w/run" | cut -d' ' -f1-"$n")
+    check "$arch: the flash path generates transformers' greedy tokens ($want; got $got)" test "$got" = "$want"
+    if [ -f "$fx/recorded.trace" ]; then
+        check "$arch: the run's active sets equal PyTorch's hooks on transformers" \
+            logged python3 "$COMPARE" compare "$fx/recorded.trace" "$w/flashbed.trace" --json "$w/compare.json"
+        echo "  $arch: $(json_get "$w/compare.json" \
+            '"%d tokens x %d layers, %d of %d sets equal" % (d["tokens"], d["layers"], d["sets_equal"], d["sets_compared"])')"
+    fi
+}
+
+for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu; do
+    fixture_case "$arch"
+done
+check "every ReLU-family fixture has a recorded trace" \
+    test "$(ls "$DATA"/{opt,llama-relu,falcon,persimmon,phi}_fixture/recorded.trace | wc -l)" -eq 5
+
+# --prompt-ids' refusals name the option and the file, and leave no result folder
+M="$WORK/opt/m"
+printf '5 17\n# a comment\n900\n' > "$WORK/outside.ids"
+expect_error "an id outside the vocabulary" "--prompt-ids $WORK/outside.ids: id 3, '900', is not a token id below 320" \
+    run --model "$M" --prompt-ids "$WORK/outside.ids" -n 2 --out "$WORK/bad-run"
+printf '5 x7\n' > "$WORK/word.ids"
+expect_error "a word that is not an id" "id 2, 'x7', is not a token id" \
+    generate --model "$M" --prompt-ids "$WORK/word.ids" -n 2
+printf '# nothing\n\n' > "$WORK/empty.ids"
+expect_error "no ids" "empty.ids: holds no token ids" run --model "$M" --prompt-ids "$WORK/empty.ids" -n 2 \
+    --out "$WORK/bad-run"
+expect_error "a missing file" "$WORK/none.ids: cannot read" run --model "$M" --prompt-ids "$WORK/none.ids" -n 2 \
+    --out "$WORK/bad-run"
+EXPECT_RC=2 expect_error "with --prompt too" "needs exactly one of --prompt TEXT, --prompt-file FILE and --prompt-ids FILE" \
+    run --model "$M" --prompt "hi" --prompt-ids "$WORK/outside.ids" -n 2 --out "$WORK/bad-run"
+check "no result folder after the refusals" test ! -e "$WORK/bad-run"
+# with ids a prompt needs no tokenizer: generate's ids are the dense engine's greedy ones too
+"$FLASHBED" generate --model "$M" --prompt-ids "$WORK/opt/prompt.ids" --temperature 0 -n 8 --json "$WORK/gen.json" \
+    > /dev/null 2>&1
+check "generate --prompt-ids: the prompt fed as given" \
+    test "$(json_get "$WORK/gen.json" '" ".join(map(str, d["prompt_token_ids"]))')" = "$(tr '\n' ' ' < "$WORK/opt/prompt.ids" | sed 's/ $//')"
+check "generate --prompt-ids: transformers' greedy tokens" \
+    test "$(json_get "$WORK/gen.json" '" ".join(str(t["id"]) for t in d["tokens"])')" = \
+    "$(json_get "$DATA/opt_fixture/reference.json" '" ".join(map(str, d["greedy_ids"]))')"
+finish
