@@ -96,4 +96,21 @@ check "generate --prompt-ids: the prompt fed as given" \
 check "generate --prompt-ids: transformers' greedy tokens" \
     test "$(json_get "$WORK/gen.json" '" ".join(str(t["id"]) for t in d["tokens"])')" = \
     "$(json_get "$DATA/opt_fixture/reference.json" '" ".join(map(str, d["greedy_ids"]))')"
+
+# the reference environment's pins: an interpreter without them is refused,
+# every missing or different package named (a copy of the pins with one
+# package nobody has, so the check holds on any machine)
+PINS="$WORK/reference-env"
+cp -r "$FLASHBED_SOURCE/tools/reference-env" "$PINS"
+echo "flashbed-no-such-package==1.0" >> "$PINS/requirements.txt"
+python3 "$PINS/pins.py" 2> "$WORK/pins.err"
+check "pins.py: an interpreter without a pinned package is refused" test $? -eq 1
+check "pins.py: the package named with its pin and where it comes from" \
+    grep -q "flashbed-no-such-package 1.0 (PyPI) is missing" "$WORK/pins.err"
+if ! python3 "$FLASHBED_SOURCE/tools/reference-env/pins.py" 2> /dev/null; then
+    python3 "$FLASHBED_SOURCE/tools/make_hf_fixture.py" --out "$WORK/regen" 2> "$WORK/regen.err"
+    check "make_hf_fixture.py refuses an unpinned interpreter" test $? -ne 0
+    check "make_hf_fixture.py says why" grep -q "needs the pinned reference environment" "$WORK/regen.err"
+    check "make_hf_fixture.py wrote nothing" test ! -e "$WORK/regen"
+fi
 finish

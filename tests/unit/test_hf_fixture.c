@@ -171,8 +171,8 @@ static void check_conversion(const char *fixture, const char *tmp, enum fb_dtype
     CHECK(ran);
     if (!ran)
         return;
-    printf("%s %s: max |logit - transformers| = %.3g over %d positions; greedy %d of %d equal (%d of %d where "
-           "transformers' winner leads by > %g)\n",
+    printf("%s %s: max |logit - reference| = %.3g over %d positions; greedy %d of %d equal (%d of %d where "
+           "the reference's winner leads by > %g)\n",
            fixture, dtype_name(dtype), c.worst, r->positions, c.greedy, c.greedy_steps, c.greedy_sure_ok,
            c.greedy_sure, 2 * tolerance);
     CHECK(c.worst <= tolerance);

@@ -62,7 +62,7 @@ def require(who):
     """Exits with every problem named unless the environment is the pinned one."""
     bad = problems()
     if bad:
-        sys.exit("%s: needs the pinned reference environment (tools/make-reference-env.sh), and %s:\n  %s"
+        sys.exit("%s: needs the pinned reference environment (tools/make-reference-env.sh); %s differs:\n  %s"
                  % (who, sys.executable, "\n  ".join(bad)))
 
 
