@@ -6,8 +6,10 @@
 # the FFN read from flash through the neuron cache. For the ReLU family the
 # run's --record trace must equal, set for set, the one PyTorch's hooks
 # recorded on transformers' model (recorded.trace: python/flashbed_record.py,
-# compared by tools/recorder_check.py). Needs python3 (the standard library),
-# no torch, no transformers. Then --prompt-ids' refusals.
+# compared by tools/recorder_check.py). tools/hf_reference.py, the pure-Python
+# reference of engine_hf_archs.sh, must give transformers' logits too. Needs
+# python3 (the standard library), no torch, no transformers. Then
+# --prompt-ids' refusals and the reference environment's pins.
 source "$(dirname "$0")/lib.sh"
 
 DATA="$FLASHBED_SOURCE/tests/data"
@@ -38,6 +40,23 @@ logged() {
     "$@" > "$LOG" 2>&1 || { cat "$LOG" >&2; return 1; }
 }
 
+# The largest |a - b| between tools/hf_reference.py's logits (text rows on
+# stdin's file $1) and the fixture's logits.f32 ($2), within $3.
+reference_agrees() { # hf_reference.py output, logits.f32, tolerance, name
+    python3 - "$@" <<'PY'
+import struct, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+raw = open(sys.argv[2], "rb").read()
+vocab = len(rows[0]) if rows else 0
+if not rows or len(raw) != 4 * len(rows) * vocab:
+    sys.exit("%d rows of %d logits against %d bytes" % (len(rows), vocab, len(raw)))
+flat = struct.unpack("<%df" % (len(raw) // 4), raw)
+worst = max(abs(v - flat[p * vocab + i]) for p, row in enumerate(rows) for i, v in enumerate(row))
+print("  %s: hf_reference.py against transformers: max |delta logit| %.3g" % (sys.argv[4], worst))
+sys.exit(worst > float(sys.argv[3]))
+PY
+}
+
 fixture_case() { # arch
     local arch=$1 fx="$DATA/$1_fixture" w="$WORK/$1"
     mkdir -p "$w"
@@ -50,6 +69,12 @@ fixture_case() { # arch
         placeholder_tokenizer "$w/tok.bin" "$(json_get "$fx/config.json" 'd["vocab_size"]')"
         tok=(--tokenizer "$w/tok.bin")
     fi
+    # the pure-Python double-precision reference that engine_hf_archs.sh
+    # trusts on the paper's shapes, against transformers itself
+    python3 "$FLASHBED_SOURCE/tools/hf_reference.py" "$fx" $(json_get "$ref" '" ".join(map(str, d["prompt_ids"] + d["greedy_ids"]))') \
+        > "$w/hf_reference.txt"
+    check "$arch: tools/hf_reference.py equals transformers within 1e-4" \
+        reference_agrees "$w/hf_reference.txt" "$fx/logits.f32" 1e-4 "$arch"
     check "$arch: convert" logged "$FLASHBED" convert "$fx" "${tok[@]}" --out "$w/m"
     # n + 1: the run forwards every token it generates but the last, and
     # the recorder forwarded all n of transformers' greedy tokens
