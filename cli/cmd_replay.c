@@ -29,7 +29,7 @@
 #define SWEEP_K 17 /* the paper's k = 0..16 */
 
 struct replay_opts {
-    char *trace, *policy, *layout, *budget, *use, *out, *hw;
+    char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride;
     bool plot, window_sweep, quiet;
 };
 
@@ -43,6 +43,11 @@ static const struct opt_def replay_options[] = {
      "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
      "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too); none: no "
      "budget, as a run without --dram-budget (window keeps every row of its K tokens, hybrid half the FFN)"},
+    {"row-stride", OPT_STRING, O(row_stride), "packed", "S",
+     "bytes a row takes in the FFN cache and on flash: packed (the trace's row as it is: the paper's "
+     "accounting), aligned (rounded up to 4096 bytes, as flashbed's model folder stores bundles for direct "
+     "I/O and a run caches them: replay then holds and reads what run does; run.json's summary.row_stride), "
+     "or bytes; budget shares are of the FFN at this stride"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
      "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
     {"use", OPT_STRING, O(use), NULL, "SETS",
@@ -98,10 +103,10 @@ static char **split_list(const char *text, size_t *n)
 /* The --dram-budget list, each a share of the trace's FFN or bytes, into
  * b[n]. 0, or -1 after printing what is wrong, naming the option, the
  * list and the element. */
-static int parse_budgets(const char *list, char **items, size_t n, const struct trace_meta *m,
+static int parse_budgets(const char *list, char **items, size_t n, const struct trace_meta *m, uint64_t row_bytes,
                          struct replay_budget *b)
 {
-    double ffn = (double)(replay_row_bytes(m) * m->d_ff * m->n_layers);
+    double ffn = (double)(row_bytes * m->d_ff * m->n_layers);
     for (size_t i = 0; i < n; i++) {
         char err[512];
         double v;
@@ -266,7 +271,7 @@ static int replay_sweep(const struct replay_study *j, struct replay_result *swee
                 return 0;
             char name[32];
             snprintf(name, sizeof name, "window:%zu", w + 1);
-            struct replay_spec spec = {name, j->layouts[k], j->budgets[0].bytes, j->use_predicted, true};
+            struct replay_spec spec = {name, j->layouts[k], j->budgets[0].bytes, j->use_predicted, true, j->row_stride};
             if (replay_run(j->tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
                 fb_error("replay %s x %s: %s", name, j->layouts[k], err);
                 return 1;
@@ -336,7 +341,13 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         fb_error("replay: out of memory");
         return 2;
     }
-    if (parse_budgets(o->budget, st->budget_items, j->n_budgets, &st->tr.meta, st->budgets) != 0)
+    if (replay_row_stride(&st->tr.meta, o->row_stride, &j->row_stride, err, sizeof err) != 0) {
+        fb_error("replay --row-stride '%s': %s", o->row_stride, err);
+        return 2;
+    }
+    uint64_t row_bytes = j->row_stride ? j->row_stride : replay_row_bytes(&st->tr.meta);
+    cJSON_AddNumberToObject(params, "row_stride_bytes", (double)row_bytes);
+    if (parse_budgets(o->budget, st->budget_items, j->n_budgets, &st->tr.meta, row_bytes, st->budgets) != 0)
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);

@@ -180,6 +180,12 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
             cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
         cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
         cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+        /* the cache at the stride it holds rows in (ffn.bin's, padded for
+         * direct I/O): replay --row-stride S --dram-budget B reads what this
+         * run read, bytes included */
+        cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
+        cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
+                                (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
     }
     if (!p->dense && strcmp(p->plan.policy, "naive") && strcmp(p->plan.policy, "hybrid"))
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));

@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/limits.h"
 #include "common/model_shape.h"
 #include "engine/dtype.h"
 
@@ -32,7 +33,7 @@
 #define MODEL_JSON "model.json"
 #define MODEL_DRAM_FILE "dram.bin"
 #define MODEL_FFN_FILE "ffn.bin"
-#define FFN_ALIGN 4096u  /* direct-I/O alignment of every bundle (covers 512 B and 4 KiB devices) */
+#define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
 #define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
 
 /* Bytes of one neuron bundle before padding, and its padded stride. */

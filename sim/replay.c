@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/limits.h"
 #include "common/model_shape.h"
+#include "common/parse.h"
 #include "cache/cache.h"
 
 int replay_check_policy(const char *policy, char *err, size_t errlen)
@@ -38,6 +40,31 @@ bool replay_policy_uses_budget(const char *policy)
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {
     return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
+}
+
+int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *out, char *err, size_t errlen)
+{
+    uint64_t packed = replay_row_bytes(m), v;
+    char why[256];
+    if (!strcmp(text, "packed")) {
+        *out = 0;
+        return 0;
+    }
+    if (!strcmp(text, "aligned")) {
+        *out = (packed + FB_BUNDLE_ALIGN - 1) / FB_BUNDLE_ALIGN * FB_BUNDLE_ALIGN;
+        return 0;
+    }
+    if (parse_size(text, &v, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s (packed, aligned or bytes)", why);
+        return -1;
+    }
+    if (v < packed || v > packed * MODEL_MAX_D_FF) {
+        snprintf(err, errlen, "%llu bytes: a row of this trace's shape is %llu bytes, and its stride is no less "
+                 "(nor more than %u rows)", (unsigned long long)v, (unsigned long long)packed, MODEL_MAX_D_FF);
+        return -1;
+    }
+    *out = v == packed ? 0 : v;
+    return 0;
 }
 
 uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
@@ -153,7 +180,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->n_tokens = tr->n_tokens;
     res->n_layers = L;
     res->d_ff = N;
-    res->row_bytes = replay_row_bytes(&tr->meta);
+    res->row_bytes = spec->row_stride ? spec->row_stride : replay_row_bytes(&tr->meta);
     uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
     res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
     res->dram_budget = spec->dram_budget;

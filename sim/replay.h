@@ -60,6 +60,9 @@ struct replay_spec {
     bool use_predicted;      /* replay predicted sets (trace must have them), else active */
     bool budget_binds;       /* dram_budget is a limit even when it is 0 (a budget study's point):
                               * window and hybrid keep within it, feasibility is judged */
+    uint64_t row_stride;     /* bytes a row takes in the cache and in a bundled read (0: the trace's
+                              * packed row, replay_row_bytes); the engine's padded stride
+                              * (replay_row_stride "aligned") holds and reads what a run does */
 };
 
 /* One token, summed over layers. */
@@ -106,6 +109,13 @@ int replay_check_policy(const char *policy, char *err, size_t errlen);
 int replay_check_layout(const char *layout, char *err, size_t errlen);
 /* Whether a policy takes the DRAM budget. */
 bool replay_policy_uses_budget(const char *policy);
+
+/* The row stride replay counts with, from its text: "packed" (0: the
+ * trace's row as it is, replay_row_bytes: the paper's accounting),
+ * "aligned" (rounded up to FB_BUNDLE_ALIGN, as flashbed's model folder
+ * stores bundles and a run caches them: run.json's summary.row_stride), or
+ * bytes (at least the packed row). 0, or -1 with err. */
+int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *out, char *err, size_t errlen);
 
 /* Bytes of one FFN row (neuron) of this trace's shape. */
 uint64_t replay_row_bytes(const struct trace_meta *m);

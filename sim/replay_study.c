@@ -7,7 +7,7 @@ static int one_row(const struct replay_study *s, const struct replay_budget *b, 
                    const char *layout, struct replay_row *row, size_t *done, char *err, size_t errlen)
 {
     char why[1024];
-    struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, !b->none};
+    struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, !b->none, s->row_stride};
     if (replay_run(s->tr, &spec, &row->res, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s x %s at %s: %s", policy, layout, b->text, why);
         return -1;

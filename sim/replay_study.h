@@ -49,6 +49,7 @@ struct replay_study {
     size_t n_budgets;
     bool use_predicted;
     const struct replay_pricing *pricing;  /* NULL: rows not priced */
+    uint64_t row_stride;                   /* replay_spec's: 0, the packed row */
 };
 
 /* Called after each row (done rows filled, the last of policy); returns

@@ -78,6 +78,43 @@ for policy in naive hybrid predictor window:4 lru lfu hot belady; do
         check "$policy $layout: summary names the policy" test "$(json_get "$out/run.json" "d['summary']['policy'] + ' ' + d['summary']['layout']")" = "$policy $layout"
     done
 done
+# A shape whose rows are padded: opt-tiny in f32 has 512-byte bundles at
+# ffn.bin's 4096-byte stride, which the run's cache holds them at. replay
+# at the run's row_stride and its cache's bytes at that stride reads, per
+# token, what the run read, bytes included; at the packed row the same
+# bytes would hold eight times the rows.
+TP="$WORK/padded.trace"
+check "padded: its trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --bytes-per-weight 4 --seed 3 --out "$TP"
+for policy in lru window:4; do
+    for layout in bundled coalesce:2; do
+        out="$WORK/pad-${policy/:/}-${layout/:/}"
+        check "padded $policy $layout runs" "$FLASHBED" run --model "$M" --policy $policy --layout $layout \
+            --active "trace:$TP" --use actual --dram-budget 60% --prompt "$P" -n 20 --ignore-eos --threads 1 \
+            --io-threads 2 --quiet --out "$out"
+        S=$(json_get "$out/run.json" "int(d['summary']['row_stride'])")
+        B=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_stride_bytes'])")
+        check "padded $policy $layout: rows at a 4096-byte stride" test "$S" = 4096
+        check "padded $policy $layout: replay at that stride" "$FLASHBED" replay --trace "$TP" --policy $policy \
+            --layout $layout --dram-budget "$B" --row-stride "$S" --use actual --out "$out/replay" --quiet
+        check "padded $policy $layout: replay's row_bytes is the stride" \
+            test "$(json_get "$out/replay/replay.json" "d['results'][0]['row_bytes']")" = 4096
+        for key in reads:reads bytes_read:bytes rows_inserted:rows_inserted; do
+            check "padded $policy $layout: per-token ${key%%:*} equal the replay's" test \
+                "$(json_get "$out/run.json" "[int(t['${key%%:*}']) for t in d['tokens']]")" = \
+                "$(json_get "$out/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['${key#*:}'][:$(json_get "$out/run.json" "len(d['tokens'])")]]")"
+        done
+    done
+done
+out="$WORK/pad-lru-bundled"
+check "padded: the packed replay at those bytes holds more rows than the run" "$FLASHBED" replay --trace "$TP" \
+    --policy lru --layout bundled --dram-budget "$B" --use actual --out "$out/replay-packed" --quiet
+check "padded: ... and reads less" test "$(json_get "$out/replay-packed/replay.json" "sum(d['results'][0]['per_token']['reads'])")" -lt \
+    "$(json_get "$out/replay/replay.json" "sum(d['results'][0]['per_token']['reads'])")"
+expect_error "replay --row-stride below the packed row" "replay --row-stride '100': 100 bytes: a row of this trace's shape is 512 bytes" \
+    replay --trace "$TP" --policy lru --row-stride 100 --out "$WORK/bad-stride"
+expect_error "replay --row-stride not a size" "replay --row-stride 'wide'" replay --trace "$TP" --row-stride wide --out "$WORK/bad-stride"
+check "replay --row-stride refusals leave no folder" test ! -e "$WORK/bad-stride"
+
 # window:auto: the largest window the budget holds. With a trace it never
 # shrinks, one token more would, and replay at its cache bytes agrees.
 for budget in 60% 80%; do

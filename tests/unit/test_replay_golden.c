@@ -33,13 +33,13 @@ static struct replay_result run_spec(struct replay_spec spec)
 
 static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, false});
+    return run_spec((struct replay_spec){policy, layout, budget, false, false, 0});
 }
 
 /* A replay with the budget binding, as every row of a budget study. */
 static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, true});
+    return run_spec((struct replay_spec){policy, layout, budget, false, true, 0});
 }
 
 #define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -131,7 +131,7 @@ static void study_tests(void)
 {
     const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
     const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL};
+    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL, 0};
     struct replay_row rows[4];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -160,7 +160,7 @@ static void friends_note_tests(void)
 {
     const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
     const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL};
+    struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0};
     struct replay_row rows[2];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -225,9 +225,39 @@ static void pricing_tests(void)
     replay_pricing_close(&p);
 }
 
+/* The row stride: a run caches rows at ffn.bin's padded stride, and replay
+ * counts with it when asked. The fixture's packed row is 8 bytes. */
+static void stride_tests(void)
+{
+    uint64_t s = 99;
+    char err[256];
+    CHECK(replay_row_stride(&tr.meta, "packed", &s, err, sizeof err) == 0 && s == 0);
+    CHECK(replay_row_stride(&tr.meta, "aligned", &s, err, sizeof err) == 0 && s == 4096);
+    CHECK(replay_row_stride(&tr.meta, "16", &s, err, sizeof err) == 0 && s == 16);
+    CHECK(replay_row_stride(&tr.meta, "8", &s, err, sizeof err) == 0 && s == 0); /* the packed row itself */
+    CHECK(replay_row_stride(&tr.meta, "4", &s, err, sizeof err) == -1);
+    CHECK(strstr(err, "a row of this trace's shape is 8 bytes") != NULL);
+    CHECK(replay_row_stride(&tr.meta, "wide", &s, err, sizeof err) == -1);
+    /* lru in 16 bytes at a 16-byte stride holds one row, as the packed
+     * replay does in 8: the same decisions, every read twice the bytes */
+    struct replay_result one = run("lru", "bundled", 8);
+    struct replay_result wide = run_spec((struct replay_spec){"lru", "bundled", 16, false, false, 16});
+    CHECK_U64(wide.capacity_rows, 1);
+    CHECK_U64(wide.row_bytes, 16);
+    CHECK_COUNTS(wide, one.total.reads, 2 * one.total.bytes, one.total.hits, one.total.inserted, one.total.deleted);
+    /* packed at the same 16 bytes it holds two rows: more hits */
+    struct replay_result two = run("lru", "bundled", 16);
+    CHECK_U64(two.capacity_rows, 2);
+    CHECK(two.total.hits > wide.total.hits);
+    replay_result_free(&one);
+    replay_result_free(&wide);
+    replay_result_free(&two);
+}
+
 int main(void)
 {
     fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    stride_tests();
 
     /* naive: all 8 rows every token, nothing kept. split: 16 reads of 4 bytes per token. */
     EXPECT("naive", "split", 0, 80, 320, 0, 40, 40);
