@@ -59,6 +59,15 @@ uint32_t trace_block_crc_start(uint64_t token, uint32_t layer)
     return crc32c(p, sizeof p);
 }
 
+/* The header's one heap part; here, beside the header's reader and writer
+ * (trace_writer.c and trace_reader.c both call it, and this file calls
+ * neither of them). */
+void trace_meta_free(struct trace_meta *m)
+{
+    free(m->source);
+    m->source = NULL;
+}
+
 int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_tokens)
 {
     size_t slen = strlen(m->source);

@@ -31,12 +31,6 @@ struct trace_writer {
 
 #define ERR(...) trace_err(err, errlen, __VA_ARGS__)
 
-void trace_meta_free(struct trace_meta *m)
-{
-    free(m->source);
-    m->source = NULL;
-}
-
 static void writer_free(struct trace_writer *w)
 {
     for (int k = 0; k < 2; k++) {
