@@ -160,13 +160,11 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
 }
 
 /* Draws plots/<script> into DIR/NAME.png and .svg; 0, or -1 after printing why. */
-static int draw(const char *dir, const char *name, const char *script, const char *const vars[])
+static int draw(const char *dir, const char *name, const char *script, const struct gnuplot_arg *args, size_t n)
 {
-    char png[4200], svg[4200], err[4400];
-    snprintf(png, sizeof png, "%s/%s.png", dir, name);
-    snprintf(svg, sizeof svg, "%s/%s.svg", dir, name);
-    const char *outs[] = {png, svg, NULL};
-    if (gnuplot_render(script, vars, outs, err, sizeof err) == 0)
+    char stem[4200], err[4400];
+    snprintf(stem, sizeof stem, "%s/%s", dir, name);
+    if (gnuplot_draw(script, args, n, stem, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
     return -1;
@@ -175,17 +173,15 @@ static int draw(const char *dir, const char *name, const char *script, const cha
 static int write_sweep(const char *dir, const struct replay_result *sweep, size_t nl, bool plot,
                        const char *title)
 {
-    char path[4200], var[4300], vtitle[600];
+    char path[4200];
     char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl);
     snprintf(path, sizeof path, "%s/window_sweep.csv", dir);
     int rc = csv ? write_text_file(path, csv) : -1;
     free(csv);
     if (rc != 0 || !plot)
         return rc;
-    snprintf(var, sizeof var, "csv='%s'", path);
-    snprintf(vtitle, sizeof vtitle, "plot_title='%s'", title);
-    const char *vars[] = {var, vtitle, NULL};
-    return draw(dir, "bytes_vs_k", "replay_bytes_vs_k.gp", vars);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", title)};
+    return draw(dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 2);
 }
 
 static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
@@ -211,30 +207,16 @@ static int write_outputs(const char *dir, const struct replay_row *rows, size_t 
     return rc;
 }
 
-/* A gnuplot string variable: name='text' with the quotes text may hold
- * (a recorded model's name) turned into backquotes. */
-static void gp_string(char *buf, size_t len, const char *name, const char *text)
-{
-    int k = snprintf(buf, len, "%s='", name);
-    for (const char *c = text; *c && (size_t)k + 3 < len; c++)
-        buf[k++] = *c == '\'' ? '`' : *c;
-    snprintf(buf + k, len - (size_t)k, "'");
-}
-
 /* One plot of replay.csv against the budget (plots/replay_vs_budget.gp). */
-static int budget_plot(const char *dir, const char *name, const char *ycol, const char *yscale, const char *ylabel,
+static int budget_plot(const char *dir, const char *name, const char *ycol, double yscale, const char *ylabel,
                        const char *title, const char *subtitle)
 {
-    char csv[4200], vcsv[4300], vy[200], vs[100], vl[400], vt[600], vsub[600];
+    char csv[4200];
     snprintf(csv, sizeof csv, "%s/replay.csv", dir);
-    gp_string(vcsv, sizeof vcsv, "csv", csv);
-    gp_string(vy, sizeof vy, "ycol", ycol);
-    snprintf(vs, sizeof vs, "yscale=%s", yscale);
-    gp_string(vl, sizeof vl, "ylabel_text", ylabel);
-    gp_string(vt, sizeof vt, "plot_title", title);
-    gp_string(vsub, sizeof vsub, "plot_subtitle", subtitle);
-    const char *vars[] = {vcsv, vy, vs, vl, vt, vsub, NULL};
-    return draw(dir, name, "replay_vs_budget.gp", vars);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", csv),           GP_TEXT("ycol", ycol),
+                                       GP_NUMBER("yscale", yscale),   GP_TEXT("ylabel_text", ylabel),
+                                       GP_TEXT("plot_title", title), GP_TEXT("plot_subtitle", subtitle)};
+    return draw(dir, name, "replay_vs_budget.gp", args, 6);
 }
 
 /* The three plots against the budget: bytes, modelled ms and reads per token. */
@@ -243,11 +225,11 @@ static int write_budget_plots(const char *dir, const struct replay_report_info *
     char trace[300], sub[600];
     replay_trace_title(info, trace, sizeof trace);
     snprintf(sub, sizeof sub, "%s; %s profile (%s)", trace, info->pricing->hw->name, info->pricing->dtype);
-    if (budget_plot(dir, "budget_bytes", "bytes_per_token", "1e-6", "flash → DRAM per token (MB)",
+    if (budget_plot(dir, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
                     "Flash bytes read per token against the DRAM budget", sub) != 0 ||
-        budget_plot(dir, "budget_ms", "total_ms", "1", "modelled time per token, I/O + memory + compute (ms)",
+        budget_plot(dir, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
                     "Modelled time per token against the DRAM budget", sub) != 0 ||
-        budget_plot(dir, "budget_reads", "reads_per_token", "1", "flash reads per token",
+        budget_plot(dir, "budget_reads", "reads_per_token", 1, "flash reads per token",
                     "Flash reads per token against the DRAM budget", sub) != 0)
         return -1;
     return 0;

@@ -367,16 +367,12 @@ static void fig8_machine(const struct run_setup *p, const cJSON *prov, char *buf
 /* fig8.png and fig8.svg from dir/tokens.csv (plots/fig8_token_latency.gp). */
 static int write_fig8(const char *dir, const char *title, const char *machine)
 {
-    char csv[4200], png[4200], svg[4200], vcsv[8500], vtitle[1100], vmachine[1100], err[4400];
+    char csv[4200], stem[4200], err[4400];
     snprintf(csv, sizeof csv, "%s/tokens.csv", dir);
-    snprintf(png, sizeof png, "%s/fig8.png", dir);
-    snprintf(svg, sizeof svg, "%s/fig8.svg", dir);
-    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
-    gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
-    gnuplot_var(vmachine, sizeof vmachine, "machine", machine);
-    const char *vars[] = {vcsv, vtitle, vmachine, NULL};
-    const char *outs[] = {png, svg, NULL};
-    if (gnuplot_render("fig8_token_latency.gp", vars, outs, err, sizeof err) == 0)
+    snprintf(stem, sizeof stem, "%s/fig8", dir);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", title),
+                                       GP_TEXT("machine", machine)};
+    if (gnuplot_draw("fig8_token_latency.gp", args, 3, stem, err, sizeof err) == 0)
         return 0;
     fb_error("run --plot: %s", err);
     return -1;

@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
+#include "common/strbuf.h"
 #include "common/subprocess.h"
 
 #ifndef FLASHBED_SOURCE_DIR
@@ -28,73 +29,71 @@ void plots_dir_set(const char *dir)
     snprintf(plots_dir_given, sizeof plots_dir_given, "%s", dir ? dir : "");
 }
 
-int gnuplot_var(char *buf, size_t len, const char *name, const char *value)
+/* name='text' with text escaped for gnuplot's single quotes. */
+static void add_text(struct strbuf *b, const char *name, const char *text)
 {
-    size_t n = (size_t)snprintf(buf, len, "%s='", name);
-    for (const char *c = value; n < len && *c; c++) {
-        if (*c == '\'')
-            buf[n++] = '\'';
-        if (n < len)
-            buf[n++] = *c;
-    }
-    if (n + 2 > len) { /* no room for the value and its closing quote */
-        snprintf(buf, len, "%s=''", name);
-        return -1;
-    }
-    buf[n++] = '\'';
-    buf[n] = '\0';
-    return 0;
+    strbuf_add(b, "%s='", name);
+    for (const char *c = text ? text : ""; *c; c++)
+        strbuf_add(b, "%s", *c == '\'' ? "''" : *c == '\n' || *c == '\r' ? " " : (char[2]){*c, 0});
+    strbuf_add(b, "'; ");
 }
 
-int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
-                   size_t errlen)
+char *gnuplot_commands(const struct gnuplot_arg *args, size_t n, const char *term, const char *outfile)
+{
+    struct strbuf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (args[i].text)
+            add_text(&b, args[i].name, args[i].text);
+        else
+            strbuf_add(&b, "%s=%.17g; ", args[i].name, args[i].number);
+    }
+    add_text(&b, "term", term);
+    add_text(&b, "outfile", outfile);
+    return strbuf_take(&b);
+}
+
+/* One output: gnuplot into its temporary, renamed into place. */
+static int render_one(const char *script_path, const struct gnuplot_arg *args, size_t n, const char *out,
+                      char *err, size_t errlen)
+{
+    const char *ext = strrchr(out, '.');
+    const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
+    char tmp[4200];
+    atomic_tmp_name(out, tmp, sizeof tmp);
+    char *expr = gnuplot_commands(args, n, term, tmp);
+    if (!expr)
+        return err_set(err, errlen, "out of memory drawing %s", out);
+    int tmp_handle = cleanup_add_file(tmp); /* gnuplot writes it; a Ctrl-C removes it */
+    const char *argv[] = {"gnuplot", "-e", expr, script_path, NULL};
+    char *ignored = NULL;
+    int rc = run_capture(argv, &ignored, 0);
+    free(ignored);
+    free(expr);
+    if (rc != 0 || !path_exists(tmp))
+        rc = err_set(err, errlen, "gnuplot failed drawing %s with %s", out, script_path);
+    else if (rename(tmp, out) != 0)
+        rc = err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", out, strerror(errno));
+    if (rc != 0)
+        unlink(tmp);
+    cleanup_forget(tmp_handle);
+    return rc;
+}
+
+int gnuplot_draw(const char *script, const struct gnuplot_arg *args, size_t n, const char *stem, char *err,
+                 size_t errlen)
 {
     if (!program_available("gnuplot"))
         return err_set(err, errlen, "gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
-    char script_path[4096];
+    char script_path[4096], out[4200];
     snprintf(script_path, sizeof script_path, "%s/%s", plots_dir(), script);
     if (!path_exists(script_path))
         return err_set(err, errlen, "plot script %s is missing (is the plots folder set right?)", script_path);
-    for (const char *const *out = outputs; *out; out++) {
-        const char *ext = strrchr(*out, '.');
-        const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
-        char tmp[4200];
-        atomic_tmp_name(*out, tmp, sizeof tmp);
-        int tmp_handle = cleanup_add_file(tmp); /* gnuplot writes it; a Ctrl-C removes it */
-        /* One -e string: every variable, then the terminal and output. */
-        size_t len = strlen(tmp) + 128;
-        for (const char *const *v = vars; *v; v++)
-            len += strlen(*v) + 2;
-        char *expr = malloc(len);
-        if (!expr) {
-            cleanup_forget(tmp_handle);
-            return err_set(err, errlen, "out of memory drawing %s", *out);
-        }
-        expr[0] = '\0';
-        for (const char *const *v = vars; *v; v++) {
-            strcat(expr, *v);
-            strcat(expr, "; ");
-        }
-        char tail[4400];
-        snprintf(tail, sizeof tail, "term='%s'; outfile='%s'", term, tmp);
-        strcat(expr, tail);
-        const char *argv[] = {"gnuplot", "-e", expr, script_path, NULL};
-        char *ignored = NULL;
-        int rc = run_capture(argv, &ignored, 0);
-        free(ignored);
-        free(expr);
-        if (rc != 0 || !path_exists(tmp)) {
-            unlink(tmp);
-            cleanup_forget(tmp_handle);
-            return err_set(err, errlen, "gnuplot failed drawing %s with %s", *out, script_path);
-        }
-        if (rename(tmp, *out) != 0) {
-            err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", *out, strerror(errno));
-            unlink(tmp);
-            cleanup_forget(tmp_handle);
+    const char *exts[] = {"png", "svg"};
+    for (int i = 0; i < 2; i++) {
+        if ((size_t)snprintf(out, sizeof out, "%s.%s", stem, exts[i]) >= sizeof out)
+            return err_set(err, errlen, "the plot's path %s.%s is too long", stem, exts[i]);
+        if (render_one(script_path, args, n, out, err, errlen) != 0)
             return -1;
-        }
-        cleanup_forget(tmp_handle);
     }
     return 0;
 }

@@ -12,18 +12,28 @@ const char *plots_dir(void);
 /* NULL or "" restores the default. */
 void plots_dir_set(const char *dir);
 
-/* Runs plots/<script> once per output in outputs[] (NULL-terminated; the
- * extension, .png or .svg, picks the terminal). vars are "name=value"
- * strings (values quoted by the caller where they are strings). Each
- * output is written to a temporary name and renamed when gnuplot succeeds.
- * Returns 0, or -1 with the reason in err. */
-int gnuplot_render(const char *script, const char *const vars[], const char *const outputs[], char *err,
-                   size_t errlen);
+/* One variable a plot script reads: a string, or with text NULL a number.
+ * gnuplot_draw quotes every string itself (a path or title may hold
+ * quotes, spaces, anything), so callers never build gnuplot syntax. */
+struct gnuplot_arg {
+    const char *name;
+    const char *text;
+    double number;
+};
+#define GP_TEXT(name, text) {(name), (text), 0}
+#define GP_NUMBER(name, value) {(name), NULL, (value)}
 
-/* A string variable for gnuplot_render: name='value', each single quote of
- * value doubled (gnuplot's escape inside '...'), so a title or path holding
- * one stays one string. 0, or -1 when buf is too small (buf then holds
- * name='' so the script still runs). */
-int gnuplot_var(char *buf, size_t len, const char *name, const char *value);
+/* Draws plots/<script> into <stem>.png and <stem>.svg with the n args, the
+ * output names passed as the script's term and outfile. Each output goes to
+ * a temporary name (removed on failure or a signal) renamed into place when
+ * gnuplot succeeds. Returns 0, or -1 with the reason in err. */
+int gnuplot_draw(const char *script, const struct gnuplot_arg *args, size_t n, const char *stem, char *err,
+                 size_t errlen);
+
+/* The gnuplot command string gnuplot_draw passes with -e: each arg as
+ * name='text' (a single quote doubled, as gnuplot reads '...'; a line break
+ * becomes a space, since one would end the command) or name=number, then
+ * term and outfile. NULL when out of memory; caller frees. */
+char *gnuplot_commands(const struct gnuplot_arg *args, size_t n, const char *term, const char *outfile);
 
 #endif

@@ -168,14 +168,11 @@ static int write_text(const char *dir, const char *name, char *text, char *err, 
 
 static int plot(const char *dir, const char *model_name, char *err, size_t errlen)
 {
-    char csv[4300], png[4200], svg[4200], title[600];
-    snprintf(csv, sizeof csv, "csv='%s/fig9a.csv'", dir);
-    snprintf(png, sizeof png, "%s/fig9a.png", dir);
-    snprintf(svg, sizeof svg, "%s/fig9a.svg", dir);
-    snprintf(title, sizeof title, "plot_title='%s'", model_name);
-    const char *vars[] = {csv, title, NULL};
-    const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("fig9a_predictor.gp", vars, outs, err, errlen);
+    char csv[4300], stem[4200];
+    snprintf(csv, sizeof csv, "%s/fig9a.csv", dir);
+    snprintf(stem, sizeof stem, "%s/fig9a", dir);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", model_name)};
+    return gnuplot_draw("fig9a_predictor.gp", args, 2, stem, err, errlen);
 }
 
 int predictor_eval_write(const char *dir, const struct predictor_eval_result *r, const struct predictor *p,

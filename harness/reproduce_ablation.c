@@ -56,14 +56,13 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
 /* runs/<shape>/ablation.{csv,png,svg}; what went wrong is said in the report. */
 static void draw(struct strbuf *b, const struct repro_plan *p, const char *shape, const char *csv_text)
 {
-    char rel[300], alt[300], title[400], vtitle[600];
+    char rel[300], alt[300], title[400];
     snprintf(rel, sizeof rel, "runs/%s/ablation", shape);
     snprintf(alt, sizeof alt, "Table 2, %s", shape);
     snprintf(title, sizeof title, "Table 2 measured: %s (synthetic, f16), each mode on this machine beside the cost "
              "model", shape);
-    gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
-    const char *vars[] = {vtitle, NULL};
-    repro_plot(b, p, rel, csv_text, "table2_ablation.gp", vars, alt);
+    const struct gnuplot_arg args[] = {GP_TEXT("plot_title", title)};
+    repro_plot(b, p, rel, csv_text, "table2_ablation.gp", args, 1, alt);
 }
 
 void repro_section_ablation(struct strbuf *b, const struct repro_plan *p)

@@ -87,13 +87,12 @@ static void csv_row(struct strbuf *b, int share, const struct repro_cell *c)
 /* fig7/fig7.csv and the plot; what went wrong is said in the report. */
 static void draw(struct strbuf *b, const struct repro_plan *p, const char *shape, const char *csv_text)
 {
-    char paper[4400], vpaper[8900], vtitle[600], title[400];
+    char paper[4400], title[400];
     snprintf(paper, sizeof paper, "%s/paper-fig7/fig7.csv", p->config.out);
     snprintf(title, sizeof title, "Fig. 7 measured: %s, all with window:auto, on this machine", shape);
-    gnuplot_var(vpaper, sizeof vpaper, "paper_csv", path_exists(paper) ? paper : "");
-    gnuplot_var(vtitle, sizeof vtitle, "plot_title", title);
-    const char *vars[] = {vpaper, vtitle, NULL};
-    if (repro_plot(b, p, "fig7/fig7", csv_text, "fig7_measured.gp", vars, "Fig. 7 measured") && !path_exists(paper))
+    const struct gnuplot_arg args[] = {GP_TEXT("paper_csv", path_exists(paper) ? paper : ""),
+                                       GP_TEXT("plot_title", title)};
+    if (repro_plot(b, p, "fig7/fig7", csv_text, "fig7_measured.gp", args, 2, "Fig. 7 measured") && !path_exists(paper))
         strbuf_add(b, "The paper's modelled curve is not drawn: `paper-fig7/fig7.csv` is not written yet.\n\n");
 }
 

@@ -105,22 +105,20 @@ bool repro_read_run_cell(const struct repro_plan *p, const char *shape, const ch
 }
 
 bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_text,
-                const char *script, const char *const vars[], const char *alt)
+                const char *script, const struct gnuplot_arg *args, size_t n_args, const char *alt)
 {
-    char csv[4400], png[4400], svg[4400], err[4400], vcsv[8900];
+    char csv[4400], stem[4400], err[4400];
     snprintf(csv, sizeof csv, "%s/%s.csv", p->config.out, rel);
-    snprintf(png, sizeof png, "%s/%s.png", p->config.out, rel);
-    snprintf(svg, sizeof svg, "%s/%s.svg", p->config.out, rel);
+    snprintf(stem, sizeof stem, "%s/%s", p->config.out, rel);
     if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
         strbuf_add(b, "No CSV (`%s.csv`), no plot: %s.\n\n", rel, err);
         return false;
     }
-    gnuplot_var(vcsv, sizeof vcsv, "csv", csv);
-    const char *all[8] = {vcsv};
-    for (size_t i = 0; vars[i] && i + 2 < sizeof all / sizeof all[0]; i++)
-        all[i + 1] = vars[i];
-    const char *outs[] = {png, svg, NULL};
-    if (gnuplot_render(script, all, outs, err, sizeof err) != 0) {
+    struct gnuplot_arg all[8] = {GP_TEXT("csv", csv)};
+    for (size_t i = 0; i < n_args && i + 1 < sizeof all / sizeof all[0]; i++)
+        all[i + 1] = args[i];
+    size_t n_all = n_args + 1 < sizeof all / sizeof all[0] ? n_args + 1 : sizeof all / sizeof all[0];
+    if (gnuplot_draw(script, all, n_all, stem, err, sizeof err) != 0) {
         strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
         return false;
     }

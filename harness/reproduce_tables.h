@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 
+#include "common/gnuplot.h"
 #include "common/strbuf.h"
 #include "harness/reproduce.h"
 
@@ -38,12 +39,12 @@ bool repro_read_run_cell(const struct repro_plan *p, const char *shape, const ch
                          struct repro_cell *c);
 
 /* Writes csv_text to <study>/<rel>.csv, draws <rel>.png and .svg from it
- * with plots/<script> (csv= set here, vars: the script's others,
- * NULL-terminated, at most 6) and links the PNG in the report as
- * ![alt](<rel>.png); when it cannot, the report says what is there and
- * why there is no plot. true when drawn. */
+ * with plots/<script> (csv set here, args[n_args]: the script's others, at
+ * most 7) and links the PNG in the report as ![alt](<rel>.png); when it
+ * cannot, the report says what is there and why there is no plot. true
+ * when drawn. */
 bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_text,
-                const char *script, const char *const vars[], const char *alt);
+                const char *script, const struct gnuplot_arg *args, size_t n_args, const char *alt);
 
 /* A number from configs/paper/<file>'s rows where every key of match
  * equals its value (NULL-terminated pairs); NAN when the paper has none. */

@@ -180,11 +180,9 @@ int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t 
 
 int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
 {
-    char csv[4200], png[4200], svg[4200], threads[1024] = "", vcsv[4300], vthreads[1100],
-         vfio[32], vtitle[512];
+    char csv[4200], stem[4200], threads[1024] = "", title[512];
     snprintf(csv, sizeof csv, "%s/sweep.csv", dir);
-    snprintf(png, sizeof png, "%s/throughput.png", dir);
-    snprintf(svg, sizeof svg, "%s/throughput.svg", dir);
+    snprintf(stem, sizeof stem, "%s/throughput", dir);
     for (size_t i = 0; i < s->cfg->threads.n; i++) {
         char one[24];
         snprintf(one, sizeof one, "%s%llu", i ? " " : "", (unsigned long long)s->cfg->threads.v[i]);
@@ -192,18 +190,15 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
     }
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->provenance, "disk");
     bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
-    snprintf(vcsv, sizeof vcsv, "csv='%s'", csv);
-    snprintf(vthreads, sizeof vthreads, "threads='%s'", threads);
-    snprintf(vfio, sizeof vfio, "has_fio=%d", any_fio(s) ? 1 : 0);
     /* like for like or said plainly: whose buffers were on which pages */
     char pages[160] = "";
     if (any_fio(s))
         snprintf(pages, sizeof pages, "; buffers: flashbed on %s, fio --mem=%s%s",
                  ours_on_huge_pages(s) ? "huge pages" : "4 KiB pages",
                  s->cfg->fio_mem ? s->cfg->fio_mem : "malloc", s->cfg->fio_mem ? "" : " (4 KiB pages)");
-    snprintf(vtitle, sizeof vtitle, "plot_title='random reads, %s, %s, %s%s'", s->cfg->engine->name,
+    snprintf(title, sizeof title, "random reads, %s, %s, %s%s", s->cfg->engine->name,
              direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
-    const char *vars[] = {vcsv, vthreads, vfio, vtitle, NULL};
-    const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("sweep_throughput.gp", vars, outs, err, errlen);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("threads", threads),
+                                       GP_NUMBER("has_fio", any_fio(s) ? 1 : 0), GP_TEXT("plot_title", title)};
+    return gnuplot_draw("sweep_throughput.gp", args, 4, stem, err, errlen);
 }

@@ -540,18 +540,14 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
     }
     if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
         goto out;
-    char path[4200], png[4200], svg[4200], var[8500], vtitle[600];
+    char path[4200], stem[4200];
     snprintf(path, sizeof path, "%s/fig7.csv", out_dir);
     if (atomic_write_text(path, csv.s ? csv.s : "", err, errlen) != 0)
         goto out;
-    snprintf(png, sizeof png, "%s/fig7.png", out_dir);
-    snprintf(svg, sizeof svg, "%s/fig7.svg", out_dir);
-    gnuplot_var(var, sizeof var, "csv", path);
+    snprintf(stem, sizeof stem, "%s/fig7", out_dir);
     snprintf(figure, sizeof figure, "%s (modelled)", what);
-    gnuplot_var(vtitle, sizeof vtitle, "plot_title", figure);
-    const char *vars[] = {var, vtitle, NULL};
-    const char *outs[] = {png, svg, NULL};
-    rc = gnuplot_render("fig7_dram_share.gp", vars, outs, err, errlen);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", figure)};
+    rc = gnuplot_draw("fig7_dram_share.gp", args, 2, stem, err, errlen);
 out:
     free(md.s);
     free(csv.s);

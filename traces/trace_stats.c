@@ -177,7 +177,7 @@ void trace_stats_free(struct trace_stats *s)
 int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot, char *err,
                            size_t errlen)
 {
-    char csv[2048], path[4200], png[4200], svg[4200], var[4300], pred[32];
+    char csv[2048], path[4200];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
     for (int k = 1; k <= (int)s->sagg_k_max; k++)
         len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
@@ -187,11 +187,8 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
         return -1;
     if (!plot)
         return 0;
-    snprintf(png, sizeof png, "%s/fig4a.png", dir);
-    snprintf(svg, sizeof svg, "%s/fig4a.svg", dir);
-    snprintf(var, sizeof var, "csv='%s'", path);
-    snprintf(pred, sizeof pred, "has_pred=%d", has_pred ? 1 : 0);
-    const char *vars[] = {var, pred, NULL};
-    const char *outs[] = {png, svg, NULL};
-    return gnuplot_render("fig4a_sagg.gp", vars, outs, err, errlen);
+    char stem[4200];
+    snprintf(stem, sizeof stem, "%s/fig4a", dir);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_NUMBER("has_pred", has_pred ? 1 : 0)};
+    return gnuplot_draw("fig4a_sagg.gp", args, 2, stem, err, errlen);
 }

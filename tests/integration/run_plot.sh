@@ -65,4 +65,18 @@ check "the script re-runs on the CSV by hand" gnuplot -e "csv='$WORK/plot/tokens
 check "by hand: an SVG" grep -q "<svg" "$WORK/byhand.svg"
 check "dense --plot" "$FLASHBED" run --model "$M" --mode dense --prompt "$P" -n 8 --threads 1 --quiet --plot --out "$WORK/dense"
 check "dense: fig8.png" test -s "$WORK/dense/fig8.png"
+# a model and a result folder whose names hold a quote and a space: the
+# title and the paths stay one gnuplot string each (common/gnuplot.h)
+Q="$WORK/it's a model"
+check "a model folder named with a quote" cp -r "$M" "$Q"
+python3 - "$Q/model.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+m["name"] = "Lily's \"model\""
+json.dump(m, open(sys.argv[1], "w"))
+PY
+check "run --plot there" "$FLASHBED" run --model "$Q" --mode all --prompt "$P" -n 6 --threads 1 --io-threads 2 --quiet \
+    --plot --out "$WORK/Lily's plots"
+check "quoted: fig8.png" test -s "$WORK/Lily's plots/fig8.png"
+check "quoted: the title keeps the quotes" grep -qF "Lily's \"model\" (f32), mode all" "$WORK/Lily's plots/fig8.svg"
 finish
