@@ -4,6 +4,8 @@
 #ifndef FLASHBED_CLI_CLI_PARSE_H
 #define FLASHBED_CLI_CLI_PARSE_H
 
+#include <stdbool.h>
+
 #include "common/options.h"
 
 /* opts_parse, then prints what it found: the command's --help on stdout
@@ -11,6 +13,12 @@
  * exit 2). 0: parsed. The caller frees `out` with opts_free in every case. */
 int cli_parse(const struct opt_command *cmd, void *out, int argc, char **argv, char **positional,
               int *n_positional);
+
+/* With on, every command stops once its options parse (the global option
+ * --check-args, and reproduce --check-plan): cli_parse then returns 1 on
+ * success, as for --help, so the command frees its options and exits 0
+ * having done nothing, and fails as ever on a bad option. */
+void cli_parse_only(bool on);
 
 /* opts_parse_prefix, printing its error; 0 or -1. */
 int cli_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **argv, int *next);

@@ -22,7 +22,7 @@
 #include "harness/reproduce.h"
 
 struct reproduce_opts {
-    bool tiny, quick, full, merge;
+    bool tiny, quick, full, merge, check_plan;
     char *models, *disk, *data, *out, *plan;
 };
 
@@ -38,6 +38,9 @@ static const struct opt_def reproduce_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "the study's folder; run again with the same --out to resume [default: results/reproduce-TIER]"},
     {"plan", OPT_STRING, O(plan), NULL, "FILE", "write one command per model (each a study of its own folder, for GNU parallel or a Slurm array) instead of running"},
     {"merge", OPT_FLAG, O(merge), NULL, NULL, "collect the studies in --out's subfolders into one REPORT.md"},
+    {"check-plan", OPT_FLAG, O(check_plan), NULL, NULL,
+     "run nothing: parse every step's command line against that command's options (each flag the plan writes "
+     "exists and takes its value) and say which do not"},
     OPT_END,
 };
 #undef O
@@ -134,6 +137,39 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
     return 0;
 }
 
+/* --check-plan: every step's arguments through its command's parser, the
+ * command stopping there (cli_parse_only). 0 when all parse, else 1. */
+static int check_plan(const struct repro_config *c)
+{
+    char err[8192], line[8192];
+    struct repro_plan plan;
+    if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
+        fb_error("reproduce: %s", err);
+        return 2;
+    }
+    size_t bad = 0, checked = 0;
+    cli_parse_only(true);
+    for (size_t i = 0; i < plan.n; i++) {
+        if (!strcmp(plan.steps[i].args[0], REPRO_REMOVE))
+            continue; /* the runner's own step, not a flashbed command */
+        checked++;
+        int argc = 0;
+        while (plan.steps[i].args[argc])
+            argc++;
+        if (cli_run_command(argc, plan.steps[i].args) != 0) {
+            repro_step_command(&plan.steps[i], "flashbed", line, sizeof line);
+            fb_error("reproduce --check-plan: step %s does not parse: %s", plan.steps[i].id, line);
+            bad++;
+        }
+    }
+    cli_parse_only(false);
+    if (!bad)
+        fb_info("the %s plan's %zu flashbed commands all parse (%zu steps)", repro_tier_name(c->tier), checked,
+                plan.n);
+    repro_plan_free(&plan);
+    return bad ? 1 : 0;
+}
+
 static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
@@ -179,14 +215,15 @@ int cmd_reproduce(int argc, char **argv)
     char out[4096], program[4096];
     if (rc == 0 && (parse_tier(&o, &c.tier) != 0 || parse_models(o.models, &c) != 0))
         rc = -1;
-    ssize_t n = rc == 0 ? readlink("/proc/self/exe", program, sizeof program - 1) : -1;
-    if (rc == 0 && n <= 0) {
-        fb_error("reproduce: cannot find flashbed's own path (/proc/self/exe)");
-        rc = 1;
-    }
-    if (rc != 0) {
+    if (rc != 0) { /* 1: --help (exit 0); -1: a bad option (2) */
         opts_free(&reproduce_command, &o);
-        return rc > 0 ? (rc == 1 ? 1 : 0) : 2;
+        return rc > 0 ? 0 : 2;
+    }
+    ssize_t n = readlink("/proc/self/exe", program, sizeof program - 1);
+    if (n <= 0) {
+        fb_error("reproduce: cannot find flashbed's own path (/proc/self/exe)");
+        opts_free(&reproduce_command, &o);
+        return 1;
     }
     program[n] = '\0';
     snprintf(out, sizeof out, "%s", o.out ? o.out : "");
@@ -203,6 +240,8 @@ int cmd_reproduce(int argc, char **argv)
     } else if (o.merge) {
         fb_info("report: %s/REPORT.md", out);
     }
+    else if (o.check_plan)
+        rc = check_plan(&c);
     else
         rc = o.plan ? write_plan(&o, &c, program) : run_study(&c, program);
     opts_free(&reproduce_command, &o);

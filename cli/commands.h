@@ -18,4 +18,8 @@ int cmd_run(int argc, char **argv);
 int cmd_predictor(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 
+/* argv[0] names the command (or help); runs it, as main does after the
+ * global options. The exit status. */
+int cli_run_command(int argc, char **argv);
+
 #endif

@@ -49,6 +49,7 @@ struct global_opts {
     char *configs;
     char *plots_dir;
     uint64_t min_parallel_work;
+    bool check_args;
 };
 
 #define O(f) offsetof(struct global_opts, f)
@@ -60,6 +61,9 @@ static const struct opt_def global_options[] = {
     {"min-parallel-work", OPT_UINT, O(min_parallel_work), NULL, "N",
      "cpu backend: multiply-adds below which a step runs on one thread, 0: every step on the team "
      "[default: $FLASHBED_MIN_PARALLEL_WORK, else 32768]"},
+    {"check-args", OPT_FLAG, O(check_args), NULL, NULL,
+     "parse the command's options and stop: exit 0 when they parse, 2 with the error when not (a job file's "
+     "lines checked before a long study)"},
     OPT_END,
 };
 #undef O
@@ -127,11 +131,12 @@ static int parse_globals(int argc, char **argv, int *next)
         rc = apply_env(&g);
     if (rc == 0)
         apply_settings(&g);
+    cli_parse_only(g.check_args);
     opts_free(&global_command, &g);
     return rc;
 }
 
-static int run_command(int argc, char **argv)
+int cli_run_command(int argc, char **argv)
 {
     if (argc < 1) {
         usage(stderr);
@@ -163,5 +168,5 @@ int main(int argc, char **argv)
     int next = argc;
     if (parse_globals(argc, argv, &next) != 0)
         return 2;
-    return run_command(argc - next, argv + next);
+    return cli_run_command(argc - next, argv + next);
 }

@@ -9,6 +9,21 @@ DATA_ARGS=()
 [ -f "$FLASHBED_DATA/models/stories260K/stories260K.bin" ] && DATA_ARGS=(--data "$FLASHBED_DATA")
 [ ${#DATA_ARGS[@]} -gt 0 ] || echo "note: no shared data under FLASHBED_DATA=$FLASHBED_DATA: the recorded trace is left out"
 
+# every flag the plan writes exists in its command's options and parses,
+# in each tier (nothing runs, nothing is written)
+for tier in tiny quick full; do
+    check "reproduce --$tier --check-plan: every step parses" "$FLASHBED" reproduce --$tier "${DATA_ARGS[@]}" \
+        --check-plan --out "$WORK/plan-$tier"
+    check "reproduce --$tier --check-plan writes nothing" test ! -e "$WORK/plan-$tier"
+done
+# --check-args, what --check-plan runs on each step: parses, stops
+check "--check-args: options that parse, exit 0" "$FLASHBED" --check-args run --model "$WORK/none" --prompt hi \
+    --out "$WORK/never"
+check "--check-args: nothing run or written" test ! -e "$WORK/never"
+EXPECT_RC=2 expect_error "--check-args: an unknown flag" "run: unknown option '--bogus'" --check-args run --bogus
+EXPECT_RC=2 expect_error "--check-args: a value out of range" "io-threads" --check-args run --io-threads 0
+check "reproduce --help exits 0" "$FLASHBED" reproduce --help
+
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
