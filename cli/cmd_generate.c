@@ -28,6 +28,7 @@ struct generate_opts {
     bool bandwidth;
     char *active;
     double threshold;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct generate_opts, f)
@@ -68,6 +69,7 @@ static const struct opt_command generate_command = {
     .max_positional = 0,
     .tables = generate_tables,
     .defaults = generate_defaults,
+    OPT_GIVEN_AT(struct generate_opts, given),
 };
 
 struct gen_result {

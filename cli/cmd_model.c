@@ -24,6 +24,7 @@ struct model_make_opts {
     char *up_spectrum;
     uint64_t seed;
     char *out;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct model_make_opts, f)
@@ -71,6 +72,7 @@ static const struct opt_command model_make_command = {
                "config.json (flashbed_up_spectrum), and convert carries it into model.json.",
     .opts = model_make_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct model_make_opts, given),
 };
 
 int cmd_model(int argc, char **argv)

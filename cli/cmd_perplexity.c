@@ -33,6 +33,7 @@ struct perplexity_opts {
     char *json;
     char *active;
     double threshold;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct perplexity_opts, f)
@@ -62,6 +63,7 @@ static const struct opt_command perplexity_command = {
                "it came to is printed too.",
     .opts = perplexity_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct perplexity_opts, given),
 };
 
 /* What scoring came to. */

@@ -28,6 +28,7 @@ struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
         *compare, *use, *predictor_rank;
     uint64_t io_threads, context, tokens;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct predict_opts, f)
@@ -69,6 +70,7 @@ static const struct opt_command predict_command = {
                "--compare puts a prediction (one policy) beside a measured run.",
     .opts = predict_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct predict_opts, given),
 };
 
 /* --predictor-rank: auto, none or a rank >= 1. */

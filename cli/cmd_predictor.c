@@ -90,6 +90,7 @@ struct train_opts {
     uint64_t tokens, rank, epochs, batch, seed, threads, context, svd_iterations;
     double lr, threshold, target_recall, act_threshold, holdout;
     bool force;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define STRINGIFY_(x) #x
@@ -143,6 +144,7 @@ static const struct opt_command train_command = {
                "that recall, with its per-layer thresholds. Ctrl-C keeps the best epochs so far and writes them.",
     .opts = train_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct train_opts, given),
 };
 
 /* Checks that need the model: the target, --act-threshold, the ranks, an
@@ -423,6 +425,7 @@ struct eval_opts {
     uint64_t tokens, skip, gen_tokens, threads, context;
     double threshold;
     bool plot;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct eval_opts, f)
@@ -454,6 +457,7 @@ static const struct opt_command eval_command = {
                "fig9a.csv (and with --plot the paper's Fig. 9a).",
     .opts = eval_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct eval_opts, given),
 };
 
 struct eval_view {

@@ -40,6 +40,7 @@ struct run_opts {
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
     bool buffered, quiet, check, plot;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct run_opts, f)
@@ -113,6 +114,7 @@ static const struct opt_command run_command = {
     .opts = run_options,
     .max_positional = 0,
     .tables = run_tables,
+    OPT_GIVEN_AT(struct run_opts, given),
 };
 
 

@@ -50,6 +50,7 @@ struct global_opts {
     char *plots_dir;
     uint64_t min_parallel_work;
     bool check_args;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct global_opts, f)
@@ -74,6 +75,7 @@ static const struct opt_command global_command = {
     .summary = "",
     .opts = global_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct global_opts, given),
 };
 
 static void usage(FILE *f)

@@ -12,9 +12,7 @@
 /* Which options the user gave, kept beside the values so that commands can
  * tell "--size 4G" from the default; indexed by an option's place among all
  * the command's options. One command at a time is enough for a CLI. */
-#define MAX_OPTS 64
-static const void *given_for;
-static bool given[MAX_OPTS];
+#define MAX_OPTS OPT_MAX_OPTS
 
 /* One parse: the command, the struct it fills, and where its error goes. */
 struct parse {
@@ -327,13 +325,25 @@ static const char *take_value(struct parse *p, const struct opt_def *d, const ch
     return NULL;
 }
 
+/* The parsed struct's record of what was given (cmd->keeps_given). */
+static struct opt_given *given_of(struct parse *p)
+{
+    return (struct opt_given *)((char *)p->out + p->cmd->given);
+}
+
+static void mark_given(struct parse *p, size_t index)
+{
+    if (p->cmd->keeps_given)
+        given_of(p)->set[index] = true;
+}
+
 /* Table checks, then every default. */
 static int parse_start(struct parse *p)
 {
     if (check_tables(p) != 0)
         return -1;
-    given_for = p->out;
-    memset(given, 0, sizeof given);
+    if (p->cmd->keeps_given)
+        memset(given_of(p), 0, sizeof(struct opt_given));
     for (struct opt_pos at = {0}; next_opt(p->cmd, &at);) {
         const char *def = default_of(p->cmd, at.d);
         if (def && set_value(p, &at, def, "the default ") != 0)
@@ -368,7 +378,7 @@ static int parse_option(struct parse *p, int argc, char **argv, int *a, bool pre
         const char *value = take_value(p, at.d, NULL, argc, argv, a);
         if (!value || set_value(p, &at, value, "") != 0)
             return -1;
-        given[at.index] = true;
+        mark_given(p, at.index);
         return 0;
     }
     const char *name = arg + 2, *eq = strchr(name, '=');
@@ -382,7 +392,7 @@ static int parse_option(struct parse *p, int argc, char **argv, int *a, bool pre
     const char *value = take_value(p, at.d, eq, argc, argv, a);
     if (!value || set_value(p, &at, value, "") != 0)
         return -1;
-    given[at.index] = true;
+    mark_given(p, at.index);
     return 0;
 }
 
@@ -540,7 +550,7 @@ cJSON *opts_to_json(const struct opt_command *cmd, const void *values)
 bool opts_given(const struct opt_command *cmd, const void *values, const char *name)
 {
     struct opt_pos at;
-    if (values != given_for || !find_opt(cmd, name, strlen(name), 0, &at))
+    if (!cmd->keeps_given || !find_opt(cmd, name, strlen(name), 0, &at))
         return false;
-    return given[at.index];
+    return ((const struct opt_given *)((const char *)values + cmd->given))->set[at.index];
 }

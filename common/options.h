@@ -76,6 +76,18 @@ struct opt_table {
 
 #define OPT_TABLES_END {.opts = NULL}
 
+/* Options a command may have, all its tables together. */
+#define OPT_MAX_OPTS 64
+
+/* Which options a parse took from the command line rather than a default.
+ * A struct whose command asks (opts_given) holds one, and the command says
+ * where: OPT_GIVEN_AT(struct run_opts, given) among its fields. So each
+ * parsed struct answers for itself, whatever was parsed after it. */
+struct opt_given {
+    bool set[OPT_MAX_OPTS];
+};
+#define OPT_GIVEN_AT(type, member) .given = offsetof(type, member), .keeps_given = true
+
 /* The command's own default for an option of a shared table. */
 struct opt_default {
     const char *name;
@@ -96,6 +108,10 @@ struct opt_command {
     /* Defaults that replace the tables' own, by option name; ended by
      * OPT_DEFAULTS_END. NULL: none. */
     const struct opt_default *defaults;
+    /* Where the command's struct keeps its struct opt_given (OPT_GIVEN_AT);
+     * without keeps_given nothing is kept and opts_given answers false. */
+    size_t given;
+    bool keeps_given;
 };
 
 /* Fills `out` from defaults, then from argv (argv[0] is the subcommand).
@@ -125,7 +141,8 @@ void opts_print_options(const struct opt_def *opts, FILE *f);
 /* {"name": value, ...} for every option, defaults included. */
 cJSON *opts_to_json(const struct opt_command *cmd, const void *values);
 
-/* True when the user gave the option explicitly (not a default). */
+/* True when the user gave the option explicitly (not a default), as the
+ * parse into values recorded it (the command keeps it: OPT_GIVEN_AT). */
 bool opts_given(const struct opt_command *cmd, const void *values, const char *name);
 
 #endif

@@ -30,6 +30,7 @@ struct values {
     double ratio, persist, seconds;
     struct u64_list sizes, list;
     struct fragment frag;
+    struct opt_given given;
 };
 
 #define O(f) offsetof(struct values, f)
@@ -69,6 +70,7 @@ static const struct opt_command command = {
     .max_positional = 2,
     .tables = tables,
     .defaults = defaults,
+    OPT_GIVEN_AT(struct values, given),
 };
 
 static bool in(double v, double lo, double hi)

@@ -13,6 +13,7 @@ struct demo {
     uint64_t count;
     double runtime;
     bool flag;
+    struct opt_given given;
 };
 
 #define O(f) offsetof(struct demo, f)
@@ -26,7 +27,8 @@ static const struct opt_def demo_opts[] = {
     OPT_END,
 };
 #undef O
-static const struct opt_command demo_cmd = {"demo", "[options]", "A demo.", demo_opts, 1};
+static const struct opt_command demo_cmd = {"demo", "[options]", "A demo.", demo_opts, 1,
+                                            OPT_GIVEN_AT(struct demo, given)};
 
 /* Options with ranges and allowed values (the constraint fields). */
 struct ranged {
@@ -36,6 +38,7 @@ struct ranged {
     struct u64_list threads;
     char *mode;
     double secs;
+    struct opt_given given;
 };
 
 #define O(f) offsetof(struct ranged, f)
@@ -73,7 +76,8 @@ static const struct opt_def bad_word_opts[] = { /* 0 would be both a number and 
     OPT_END,
 };
 #undef O
-static const struct opt_command ranged_cmd = {"ranged", "[options]", "Ranges.", ranged_opts, 0};
+static const struct opt_command ranged_cmd = {"ranged", "[options]", "Ranges.", ranged_opts, 0,
+                                              OPT_GIVEN_AT(struct ranged, given)};
 
 /* Parses argv against `opts`; msg gets the error (the parser prints nothing). */
 static int parse_ranged(const struct opt_def *opts, int argc, char **argv, char *msg, size_t len)
@@ -230,6 +234,7 @@ struct cmd_a {
     char *head;
     struct frag f;
     bool tail;
+    struct opt_given given;
 };
 struct cmd_b {
     uint64_t own;
@@ -252,7 +257,7 @@ static const struct opt_table a_tables[] = {
 static const struct opt_default a_defaults[] = {{"n", "256"}, {"t", "1.0"}, OPT_DEFAULTS_END};
 static const struct opt_command cmd_a = {
     .name = "a", .usage = "[options]", .summary = "A.", .opts = a_head, .max_positional = 1,
-    .tables = a_tables, .defaults = a_defaults,
+    .tables = a_tables, .defaults = a_defaults, OPT_GIVEN_AT(struct cmd_a, given),
 };
 static const struct opt_def b_own[] = {
     {"own", OPT_UINT, offsetof(struct cmd_b, own), "3", "N", "its own"},
@@ -340,6 +345,36 @@ static void test_fragments(void)
     opts_free(&cmd_b, &b);
 }
 
+/* Each parsed struct keeps its own answers: a second parse, of another
+ * struct of the same command or of another command, changes nothing in
+ * the first; a command that keeps none answers false. */
+static void test_given_per_struct(void)
+{
+    char err[256];
+    struct demo one, two;
+    memset(&one, 0, sizeof one);
+    memset(&two, 0, sizeof two);
+    char *a1[] = {"demo", "--size", "1m", NULL}, *a2[] = {"demo", "--count", "3", NULL};
+    CHECK(opts_parse(&demo_cmd, &one, 3, a1, NULL, NULL, err, sizeof err) == 0);
+    CHECK(opts_parse(&demo_cmd, &two, 3, a2, NULL, NULL, err, sizeof err) == 0);
+    struct ranged r;
+    memset(&r, 0, sizeof r);
+    char *a3[] = {"ranged", "--size", "4k", NULL};
+    CHECK(opts_parse(&ranged_cmd, &r, 3, a3, NULL, NULL, err, sizeof err) == 0);
+    CHECK(opts_given(&demo_cmd, &one, "size") && !opts_given(&demo_cmd, &one, "count"));
+    CHECK(opts_given(&demo_cmd, &two, "count") && !opts_given(&demo_cmd, &two, "size"));
+    CHECK(opts_given(&ranged_cmd, &r, "size") && !opts_given(&ranged_cmd, &r, "count"));
+    struct cmd_b b;
+    memset(&b, 0, sizeof b);
+    char *b1[] = {"b", "--own", "4", NULL};
+    CHECK(opts_parse(&cmd_b, &b, 3, b1, NULL, NULL, err, sizeof err) == 0);
+    CHECK(!opts_given(&cmd_b, &b, "own")); /* cmd_b keeps no record */
+    opts_free(&demo_cmd, &one);
+    opts_free(&demo_cmd, &two);
+    opts_free(&ranged_cmd, &r);
+    opts_free(&cmd_b, &b);
+}
+
 static int parse(struct demo *d, int argc, char **argv, char **pos, int *npos)
 {
     char err[256];
@@ -408,5 +443,6 @@ int main(void)
     test_help_shows_constraints();
     test_prefix();
     test_fragments();
+    test_given_per_struct();
     return check_report("test_options");
 }
