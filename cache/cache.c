@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 
 uint64_t cache_capacity_rows(uint64_t budget_bytes, uint64_t row_bytes, uint32_t n_layers, uint32_t d_ff)
 {
@@ -31,7 +32,7 @@ static int check_config(const struct cache_config *cfg, char *err, size_t errlen
         return -1;
     const char *who = pops->needs_known ? cfg->policy : lops->needs_known ? cfg->layout : NULL;
     if (who && !cfg->known) {
-        snprintf(err, errlen, "%s needs the sets to come (a trace): %s", who,
+        err_set(err, errlen, "%s needs the sets to come (a trace): %s", who,
                  pops == &policy_belady ? "belady looks into the future" :
                  pops == &policy_hot ? "hot pins the trace's most frequent neurons" :
                                        "friends counts co-activation over the trace");
@@ -79,7 +80,7 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
     lo->vecs_per_row = g->vecs_per_row;
     lo->row_bytes = g->row_bytes;
     if (alloc_buffers(c, g->n_layers, g->d_ff) != 0) {
-        snprintf(err, errlen, "cache: out of memory");
+        err_set(err, errlen, "cache: out of memory");
         cache_close(c);
         return -1;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cache/layout.h"
+#include "common/errbuf.h"
 
 #define FRIENDS_PAIR_BUDGET 200000000ull /* pair updates over all layers */
 
@@ -84,7 +85,7 @@ static int friends_init(struct layout *lo, char *err, size_t errlen)
     }
     lo->state = s;
     if (!s || !s->friend_of || !s->got) {
-        snprintf(err, errlen, "friends: out of memory");
+        err_set(err, errlen, "friends: out of memory");
         return -1;
     }
     /* pair updates if every token were counted: sum of squared set sizes */
@@ -99,7 +100,7 @@ static int friends_init(struct layout *lo, char *err, size_t errlen)
     lo->info = (tr->n_tokens + step - 1) / step;
     for (uint32_t l = 0; l < lo->n_layers; l++)
         if (layer_friends(lo, l, step, s->friend_of + (size_t)l * lo->d_ff) != 0) {
-            snprintf(err, errlen, "friends: out of memory");
+            err_set(err, errlen, "friends: out of memory");
             return -1;
         }
     return 0;

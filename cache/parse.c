@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/errbuf.h"
 
 static const struct policy_ops *const policies[] = {
     &policy_naive, &policy_hybrid, &policy_predictor, &policy_window,
@@ -32,7 +33,7 @@ static int parse_named(const char *spec, const char *what, const char *const *na
         *index = i;
         *arg = 0;
         if (!takes_arg[i] && colon) {
-            snprintf(err, errlen, "%s '%s' takes no argument", what, spec);
+            err_set(err, errlen, "%s '%s' takes no argument", what, spec);
             return -1;
         }
         if (takes_arg[i]) {
@@ -40,14 +41,14 @@ static int parse_named(const char *spec, const char *what, const char *const *na
             errno = 0; /* a number past 2^64 - 1 would read as 2^64 - 1 */
             if (!colon || !colon[1] || colon[1] == '-' || (*arg = strtoull(colon + 1, &end, 10), *end) ||
                 errno == ERANGE) {
-                snprintf(err, errlen, "%s '%s' needs a whole number after ':' (e.g. %s:4)", what, spec,
+                err_set(err, errlen, "%s '%s' needs a whole number after ':' (e.g. %s:4)", what, spec,
                          names[i]);
                 return -1;
             }
         }
         return 0;
     }
-    snprintf(err, errlen, "unknown %s '%s' (available: %s)", what, spec, list);
+    err_set(err, errlen, "unknown %s '%s' (available: %s)", what, spec, list);
     return -1;
 }
 
@@ -64,7 +65,7 @@ int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t
     if (parse_named(text, "policy", names, args, COUNT(policies), &k, arg, err, errlen) != 0)
         return -1;
     if (policies[k] == &policy_window && (*arg == 0 || *arg >= UINT32_MAX)) {
-        snprintf(err, errlen, "policy '%s': a window holds at least the current token (K from 1 to %u)", text,
+        err_set(err, errlen, "policy '%s': a window holds at least the current token (K from 1 to %u)", text,
                  UINT32_MAX - 1);
         return -1;
     }
@@ -85,7 +86,7 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
     if (parse_named(text, "layout", names, args, COUNT(layouts), &k, arg, err, errlen) != 0)
         return -1;
     if (layouts[k] == &layout_coalesce && *arg >= UINT32_MAX) {
-        snprintf(err, errlen, "layout '%s': the gap must be below %u rows", text, UINT32_MAX);
+        err_set(err, errlen, "layout '%s': the gap must be below %u rows", text, UINT32_MAX);
         return -1;
     }
     *ops = layouts[k];

@@ -6,6 +6,7 @@
 
 #include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "common/errbuf.h"
 
 struct belady_layer {
     struct bucket_list b;   /* bucket = token of the next need; n_tokens = never */
@@ -22,7 +23,7 @@ static int belady_init(struct policy *p, char *err, size_t errlen)
     const struct trace *tr = p->known;
     uint64_t T = tr->n_tokens;
     if (T >= UINT32_MAX - 1) {
-        snprintf(err, errlen, "belady: trace too long (%llu tokens)", (unsigned long long)T);
+        err_set(err, errlen, "belady: trace too long (%llu tokens)", (unsigned long long)T);
         return -1;
     }
     const uint64_t *off = p->predicted ? tr->pred_off : tr->active_off;
@@ -53,7 +54,7 @@ static int belady_init(struct policy *p, char *err, size_t errlen)
     }
     free(seen);
     if (!ok) {
-        snprintf(err, errlen, "belady: out of memory");
+        err_set(err, errlen, "belady: out of memory");
         return -1;
     }
     return 0;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cache/policy.h"
+#include "common/errbuf.h"
 
 struct hot_rank {
     uint32_t count, id;
@@ -21,7 +22,7 @@ static int hot_init(struct policy *p, char *err, size_t errlen)
 {
     struct hot_rank *r = malloc(p->d_ff * sizeof *r);
     if (!r) {
-        snprintf(err, errlen, "hot: out of memory");
+        err_set(err, errlen, "hot: out of memory");
         return -1;
     }
     for (uint32_t l = 0; l < p->n_layers; l++) {

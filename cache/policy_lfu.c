@@ -5,6 +5,7 @@
 
 #include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "common/errbuf.h"
 
 #define LFU_MAX_FREQ 4095 /* frequencies saturate: ties beyond are LRU */
 
@@ -21,7 +22,7 @@ static int lfu_init(struct policy *p, char *err, size_t errlen)
         if (bl_init(&s[l].b, p->d_ff, LFU_MAX_FREQ + 1) != 0)
             s = NULL;
     if (!s) {
-        snprintf(err, errlen, "lfu: out of memory");
+        err_set(err, errlen, "lfu: out of memory");
         return -1;
     }
     return 0;

@@ -3,6 +3,7 @@
 
 #include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "common/errbuf.h"
 
 static int lru_init(struct policy *p, char *err, size_t errlen)
 {
@@ -12,7 +13,7 @@ static int lru_init(struct policy *p, char *err, size_t errlen)
         if (bl_init(&b[l], p->d_ff, 1) != 0)
             b = NULL;
     if (!b) {
-        snprintf(err, errlen, "lru: out of memory");
+        err_set(err, errlen, "lru: out of memory");
         return -1;
     }
     return 0;

@@ -16,6 +16,7 @@
 
 #include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "common/errbuf.h"
 
 struct window_layer {
     struct bucket_list order; /* one bucket: rows by last need, oldest at the head */
@@ -25,7 +26,7 @@ struct window_layer {
 static int window_init(struct policy *p, char *err, size_t errlen)
 {
     if (p->arg == 0 || p->arg > UINT32_MAX - 1) {
-        snprintf(err, errlen, "window: K must be 1 to %u tokens", UINT32_MAX - 1);
+        err_set(err, errlen, "window: K must be 1 to %u tokens", UINT32_MAX - 1);
         return -1;
     }
     struct window_layer *w = calloc(p->n_layers, sizeof *w);
@@ -36,7 +37,7 @@ static int window_init(struct policy *p, char *err, size_t errlen)
         ok = w[l].last_need && bl_init(&w[l].order, p->d_ff, 1) == 0;
     }
     if (!ok) {
-        snprintf(err, errlen, "window: out of memory");
+        err_set(err, errlen, "window: out of memory");
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
 #ifndef FLASHBED_COMMON_ERRBUF_H
 #define FLASHBED_COMMON_ERRBUF_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "common/printf_attr.h"
@@ -12,6 +13,9 @@
 /* snprintf into err (which may be NULL when errlen is 0); returns -1, so
  * that "return err_set(err, errlen, ...);" reads as the failure it is. */
 int err_set(char *err, size_t errlen, const char *fmt, ...) FB_PRINTF(3, 4);
+
+/* The same with the arguments of a caller's own variadic function. */
+int err_vset(char *err, size_t errlen, const char *fmt, va_list ap) FB_PRINTF(3, 0);
 
 /* Replaces every occurrence of from in err by to (truncating at errlen):
  * a writer's message about its temporary "<dir>.tmp.<pid>/x" then names

@@ -54,7 +54,7 @@ static int get_str(const cJSON *o, const char *key, char *out, size_t len, const
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsString(v) || strlen(v->valuestring) >= len) {
-        snprintf(err, errlen, "%s: \"%s\" must be a string of under %zu characters", path, key, len);
+        err_set(err, errlen, "%s: \"%s\" must be a string of under %zu characters", path, key, len);
         return -1;
     }
     strcpy(out, v->valuestring);
@@ -66,7 +66,7 @@ static int get_bool(const cJSON *o, const char *key, bool *out, const char *path
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsBool(v)) {
-        snprintf(err, errlen, "%s: \"%s\" must be true or false", path, key);
+        err_set(err, errlen, "%s: \"%s\" must be true or false", path, key);
         return -1;
     }
     *out = cJSON_IsTrue(v);
@@ -153,18 +153,18 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
     memset(s, 0, sizeof *s);
     char path[4096];
     if (config_file_path("models", name, path, sizeof path) != 0) {
-        snprintf(err, errlen, "model shape %.200s...: the name is too long for a path", name);
+        err_set(err, errlen, "model shape %.200s...: the name is too long for a path", name);
         return -1;
     }
     char *text = read_text_file(path, NULL);
     if (!text) {
-        snprintf(err, errlen, "model shape %s: cannot read %s", name, path);
+        err_set(err, errlen, "model shape %s: cannot read %s", name, path);
         return -1;
     }
     cJSON *o = cJSON_Parse(text);
     free(text);
     if (!cJSON_IsObject(o)) {
-        snprintf(err, errlen, "%s: not a JSON object", path);
+        err_set(err, errlen, "%s: not a JSON object", path);
         cJSON_Delete(o);
         return -1;
     }
@@ -196,7 +196,7 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
     else if (strcmp(kind, "glu") == 0)
         s->ffn_kind = FFN_GLU;
     else {
-        snprintf(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
+        err_set(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
         goto out;
     }
     if (get_optional(o, s, path, err, errlen) || model_shape_check(s, path, err, errlen))

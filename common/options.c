@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "common/parse.h"
 
 /* Which options the user gave, kept beside the values so that commands can
@@ -29,8 +30,7 @@ static int fail(struct parse *p, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (p->errlen)
-        vsnprintf(p->err, p->errlen, fmt, ap);
+    err_vset(p->err, p->errlen, fmt, ap);
     va_end(ap);
     return -1;
 }

@@ -9,12 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, const char *text)
-{
-    if (err && errlen)
-        snprintf(err, errlen, fmt, text);
-    return -1;
-}
+#include "common/errbuf.h"
 
 /* Multiplier for a unit suffix, or 0 when the suffix is not a size unit. */
 static uint64_t unit_multiplier(const char *s)
@@ -39,24 +34,24 @@ static uint64_t unit_multiplier(const char *s)
 int parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return fail(err, errlen, "empty size%s", "");
+        return err_set(err, errlen, "empty size%s", "");
     const char *p = text;
     if (!isdigit((unsigned char)*p))
-        return fail(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
+        return err_set(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
     errno = 0;
     char *end;
     uint64_t whole = strtoull(p, &end, 10);
     if (errno == ERANGE)
-        return fail(err, errlen, "size '%s' is too large", text);
+        return err_set(err, errlen, "size '%s' is too large", text);
     /* Up to six decimals keep frac_num * mult below 2^60 (mult <= 2^40). */
     uint64_t frac_num = 0, frac_den = 1;
     if (*end == '.') {
         end++;
         if (!isdigit((unsigned char)*end))
-            return fail(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
+            return err_set(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
         while (isdigit((unsigned char)*end)) {
             if (frac_den == 1000000)
-                return fail(err, errlen, "size '%s' has too many decimals", text);
+                return err_set(err, errlen, "size '%s' has too many decimals", text);
             frac_num = frac_num * 10 + (uint64_t)(*end - '0');
             frac_den *= 10;
             end++;
@@ -64,15 +59,15 @@ int parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
     }
     uint64_t mult = unit_multiplier(end);
     if (!mult)
-        return fail(err, errlen, "'%s' has an unknown size unit (use k, m, g or t; binary)", text);
+        return err_set(err, errlen, "'%s' has an unknown size unit (use k, m, g or t; binary)", text);
     if (whole > UINT64_MAX / mult)
-        return fail(err, errlen, "size '%s' is too large", text);
+        return err_set(err, errlen, "size '%s' is too large", text);
     uint64_t bytes = whole * mult;
     if ((frac_num * mult) % frac_den != 0)
-        return fail(err, errlen, "size '%s' is not a whole number of bytes", text);
+        return err_set(err, errlen, "size '%s' is not a whole number of bytes", text);
     uint64_t extra = frac_num * mult / frac_den;
     if (bytes > UINT64_MAX - extra)
-        return fail(err, errlen, "size '%s' is too large", text);
+        return err_set(err, errlen, "size '%s' is too large", text);
     bytes += extra;
     *out = bytes;
     return 0;
@@ -86,7 +81,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
     out->n = 0;
     out->v = NULL;
     if (!text || !*text)
-        return fail(err, errlen, "empty list%s", "");
+        return err_set(err, errlen, "empty list%s", "");
     size_t cap = 1;
     for (const char *c = text; *c; c++)
         cap += *c == ',';
@@ -95,7 +90,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
     if (!v || !copy) {
         free(v);
         free(copy);
-        return fail(err, errlen, "out of memory%s", "");
+        return err_set(err, errlen, "out of memory%s", "");
     }
     size_t n = 0;
     char *save = copy;
@@ -106,7 +101,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
         if (!*save) {
             free(v);
             free(copy);
-            return fail(err, errlen, "list '%s' has an empty item", text);
+            return err_set(err, errlen, "list '%s' has an empty item", text);
         }
         if (item(save, &v[n], err, errlen) != 0) {
             free(v);
@@ -116,7 +111,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
         if (positive && v[n] == 0) {
             free(v);
             free(copy);
-            return fail(err, errlen, "list '%s' contains 0; values must be positive", text);
+            return err_set(err, errlen, "list '%s' contains 0; values must be positive", text);
         }
         n++;
         if (!comma)
@@ -137,14 +132,14 @@ int parse_size_list(const char *text, struct u64_list *out, char *err, size_t er
 int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return fail(err, errlen, "empty number%s", "");
+        return err_set(err, errlen, "empty number%s", "");
     for (const char *c = text; *c; c++)
         if (!isdigit((unsigned char)*c))
-            return fail(err, errlen, "'%s' is not a non-negative whole number", text);
+            return err_set(err, errlen, "'%s' is not a non-negative whole number", text);
     errno = 0;
     unsigned long long v = strtoull(text, NULL, 10);
     if (errno == ERANGE)
-        return fail(err, errlen, "number '%s' is too large", text);
+        return err_set(err, errlen, "number '%s' is too large", text);
     *out = v;
     return 0;
 }
@@ -184,7 +179,7 @@ static int id_refused(int **ids, size_t index, const char *word, uint64_t limit,
     free(*ids);
     *ids = NULL;
     if (err && errlen)
-        snprintf(err, errlen, "id %zu, '%.24s', is not a token id below %llu", index, word,
+        err_set(err, errlen, "id %zu, '%.24s', is not a token id below %llu", index, word,
                  (unsigned long long)limit);
     return -1;
 }
@@ -210,26 +205,26 @@ int parse_id_list(const char *text, uint64_t limit, int **ids, size_t *n, char *
                 free(*ids);
                 *ids = NULL;
                 *n = 0;
-                return fail(err, errlen, "out of memory%s", "");
+                return err_set(err, errlen, "out of memory%s", "");
             }
             *ids = grown;
         }
         (*ids)[(*n)++] = (int)id;
     }
     if (*n == 0)
-        return fail(err, errlen, "holds no token ids%s", "");
+        return err_set(err, errlen, "holds no token ids%s", "");
     return 0;
 }
 
 int parse_double(const char *text, double *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return fail(err, errlen, "empty number%s", "");
+        return err_set(err, errlen, "empty number%s", "");
     errno = 0;
     char *end;
     double v = strtod(text, &end);
     if (*end || errno == ERANGE || !isfinite(v))
-        return fail(err, errlen, "'%s' is not a number", text);
+        return err_set(err, errlen, "'%s' is not a number", text);
     *out = v;
     return 0;
 }
@@ -237,12 +232,12 @@ int parse_double(const char *text, double *out, char *err, size_t errlen)
 int parse_duration(const char *text, double *seconds, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return fail(err, errlen, "empty duration%s", "");
+        return err_set(err, errlen, "empty duration%s", "");
     errno = 0;
     char *end;
     double v = strtod(text, &end);
     if (end == text || errno == ERANGE || !isfinite(v) || v < 0 || text[0] == '-')
-        return fail(err, errlen, "'%s' is not a duration (expected e.g. 2, 0.5, 500ms)", text);
+        return err_set(err, errlen, "'%s' is not a duration (expected e.g. 2, 0.5, 500ms)", text);
     double scale;
     if (!*end || strcmp(end, "s") == 0)
         scale = 1.0;
@@ -251,7 +246,7 @@ int parse_duration(const char *text, double *seconds, char *err, size_t errlen)
     else if (strcmp(end, "us") == 0)
         scale = 1e-6;
     else
-        return fail(err, errlen, "'%s' has an unknown time unit (use s, ms or us)", text);
+        return err_set(err, errlen, "'%s' has an unknown time unit (use s, ms or us)", text);
     *seconds = v * scale;
     return 0;
 }
@@ -285,14 +280,14 @@ int parse_share_or_size(const char *text, double whole, double *bytes, char *err
         char num[64];
         double pct;
         if (len - 1 >= sizeof num) {
-            snprintf(err, errlen, "'%s' is not a percentage", text);
+            err_set(err, errlen, "'%s' is not a percentage", text);
             return -1;
         }
         snprintf(num, sizeof num, "%.*s", (int)(len - 1), text);
         if (parse_double(num, &pct, err, errlen) != 0)
             return -1;
         if (!(pct >= 0 && pct <= 100)) {
-            snprintf(err, errlen, "a share lies between 0%% and 100%%, not %s", text);
+            err_set(err, errlen, "a share lies between 0%% and 100%%, not %s", text);
             return -1;
         }
         *bytes = pct / 100 * whole;

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errbuf.h"
+
 /* HF rotates int(rope_fraction * head_dim) dims of each head (Persimmon,
  * Phi-2: the first ones); the engine rotates them in adjacent pairs, so
  * the count must be even and, with RoPE, not 0. */
@@ -18,7 +20,7 @@ static int rope_dims_of(const struct model_shape *s, struct arch *a, char *err, 
     if (dims >= 0 && dims <= head_dim)
         a->rope_dims = (uint32_t)dims; /* truncated, as Python's int() */
     if (a->rope_dims == 0 || a->rope_dims % 2) {
-        snprintf(err, errlen,
+        err_set(err, errlen,
                  "rope_fraction %g of head_dim %u rotates %u dims: RoPE needs an even number of them, at least 2",
                  s->rope_fraction, head_dim, a->rope_dims);
         return -1;
@@ -34,7 +36,7 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     else if (!strcmp(s->norm, "layernorm"))
         a->norm = NORM_LAYER;
     else {
-        snprintf(err, errlen, "norm \"%s\" is not supported by the forward pass", s->norm);
+        err_set(err, errlen, "norm \"%s\" is not supported by the forward pass", s->norm);
         return -1;
     }
     if (!strcmp(s->position, "rope"))
@@ -42,7 +44,7 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     else if (!strcmp(s->position, "learned"))
         a->position = POSITION_LEARNED;
     else {
-        snprintf(err, errlen, "position \"%s\" is not supported by the forward pass", s->position);
+        err_set(err, errlen, "position \"%s\" is not supported by the forward pass", s->position);
         return -1;
     }
     static const struct {
@@ -57,7 +59,7 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     if (i < n)
         a->act = acts[i].act;
     else {
-        snprintf(err, errlen, "FFN activation \"%s\" is not supported by the forward pass",
+        err_set(err, errlen, "FFN activation \"%s\" is not supported by the forward pass",
                  s->ffn_activation);
         return -1;
     }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "engine/sampler.h"
 
@@ -35,14 +36,14 @@ bool decode_is_stop(const struct model *m, int id)
 static int check_config(const struct engine *e, const struct decode_config *c, char *err, size_t errlen)
 {
     if (c->n_prompt < 1 || c->n < 0) {
-        snprintf(err, errlen, "the decode loop needs a prompt of at least one token (BOS) and n >= 0, not %d and %d",
+        err_set(err, errlen, "the decode loop needs a prompt of at least one token (BOS) and n >= 0, not %d and %d",
                  c->n_prompt, c->n);
         return -1;
     }
     /* the n-th generated token is not fed back */
     long positions = (long)c->n_prompt + (c->n > 0 ? c->n - 1 : 0);
     if (positions > e->max_seq) {
-        snprintf(err, errlen, "%d prompt and %d generated tokens need %ld positions, the engine holds %d",
+        err_set(err, errlen, "%d prompt and %d generated tokens need %ld positions, the engine holds %d",
                  c->n_prompt, c->n, positions, e->max_seq);
         return -1;
     }
@@ -65,7 +66,7 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         return -1;
     struct sampler smp;
     if (sampler_init(&smp, (int)e->m->shape.vocab_size, c->temperature, c->top_p, c->seed) != 0) {
-        snprintf(err, errlen, "cannot allocate the sampler");
+        err_set(err, errlen, "cannot allocate the sampler");
         return -1;
     }
     int token = c->prompt[0];
@@ -83,7 +84,7 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         if (!prompt_goes_on && r->n_generated < c->n) {
             int next = sampler_sample(&smp, e->s.logits);
             if (next == SAMPLER_NOT_FINITE) {
-                snprintf(err, errlen,
+                err_set(err, errlen,
                          "the logits for generated token %d (position %d) are not finite (NaN or infinity): "
                          "the model's weights hold such values or its activations overflow",
                          r->n_generated + 1, pos);

@@ -3,6 +3,7 @@
  * only move one row's bytes and indices, in constant time. */
 #include "engine/neuron_cache.h"
 
+#include "common/errbuf.h"
 #include "io/io_buffer.h"
 
 #include <inttypes.h>
@@ -13,7 +14,7 @@
 static int init_fail(struct neuron_cache *c, char *err, size_t errlen, const char *msg)
 {
     neuron_cache_free(c);
-    snprintf(err, errlen, "neuron cache: %s", msg);
+    err_set(err, errlen, "neuron cache: %s", msg);
     return -1;
 }
 
@@ -21,16 +22,16 @@ static int init_fail(struct neuron_cache *c, char *err, size_t errlen, const cha
 static int check_shape(uint32_t d_ff, uint32_t capacity, uint64_t row_stride, char *err, size_t errlen)
 {
     if (d_ff == 0) {
-        snprintf(err, errlen, "neuron cache: d_ff is 0");
+        err_set(err, errlen, "neuron cache: d_ff is 0");
         return -1;
     }
     if (capacity == 0 || capacity > d_ff) {
-        snprintf(err, errlen, "neuron cache: capacity %" PRIu32 " rows is outside 1..d_ff (%" PRIu32 ")",
+        err_set(err, errlen, "neuron cache: capacity %" PRIu32 " rows is outside 1..d_ff (%" PRIu32 ")",
                  capacity, d_ff);
         return -1;
     }
     if (row_stride == 0 || row_stride % NEURON_CACHE_ALIGN != 0) {
-        snprintf(err, errlen, "neuron cache: row stride %" PRIu64 " bytes is not a nonzero multiple of %u",
+        err_set(err, errlen, "neuron cache: row stride %" PRIu64 " bytes is not a nonzero multiple of %u",
                  row_stride, NEURON_CACHE_ALIGN);
         return -1;
     }
@@ -38,7 +39,7 @@ static int check_shape(uint32_t d_ff, uint32_t capacity, uint64_t row_stride, ch
      * bookkeeping arrays, d_ff * 8 bytes at most, fit any 64-bit size_t, and
      * the project builds for 64-bit hosts only: common/rng.h uses __int128.) */
     if (row_stride > SIZE_MAX / capacity) {
-        snprintf(err, errlen,
+        err_set(err, errlen,
                  "neuron cache: %" PRIu32 " rows of %" PRIu64 " bytes do not fit in the address space",
                  capacity, row_stride);
         return -1;
@@ -133,17 +134,17 @@ static int check_rows(const struct neuron_cache *c, char *err, size_t errlen)
     for (uint32_t r = 0; r < c->num_used; r++) {
         uint32_t id = c->pointer[r];
         if (id >= c->d_ff) {
-            snprintf(err, errlen, "row %" PRIu32 " holds neuron %" PRIu32 ", d_ff is %" PRIu32, r, id, c->d_ff);
+            err_set(err, errlen, "row %" PRIu32 " holds neuron %" PRIu32 ", d_ff is %" PRIu32, r, id, c->d_ff);
             return -1;
         }
         /* row_of[id] == r for every row also rules out a neuron in two rows */
         if (c->row_of[id] != (int32_t)r) {
-            snprintf(err, errlen, "row %" PRIu32 " holds neuron %" PRIu32 " but row_of says %" PRId32, r, id,
+            err_set(err, errlen, "row %" PRIu32 " holds neuron %" PRIu32 " but row_of says %" PRId32, r, id,
                      c->row_of[id]);
             return -1;
         }
         if (c->up_bias && c->up_bias[r] != c->bias_src[id]) {
-            snprintf(err, errlen, "row %" PRIu32 " has the up bias %g, neuron %" PRIu32 "'s is %g", r,
+            err_set(err, errlen, "row %" PRIu32 " has the up bias %g, neuron %" PRIu32 "'s is %g", r,
                      (double)c->up_bias[r], id, (double)c->bias_src[id]);
             return -1;
         }
@@ -160,13 +161,13 @@ static int check_row_of(const struct neuron_cache *c, char *err, size_t errlen)
             continue;
         resident++;
         if ((uint32_t)r >= c->num_used || c->pointer[r] != i) {
-            snprintf(err, errlen, "row_of[%" PRIu32 "] = %" PRId32 " does not hold it (num_used %" PRIu32 ")", i, r,
+            err_set(err, errlen, "row_of[%" PRIu32 "] = %" PRId32 " does not hold it (num_used %" PRIu32 ")", i, r,
                      c->num_used);
             return -1;
         }
     }
     if (resident != c->num_used) {
-        snprintf(err, errlen, "%" PRIu32 " neurons resident, num_used %" PRIu32, resident, c->num_used);
+        err_set(err, errlen, "%" PRIu32 " neurons resident, num_used %" PRIu32, resident, c->num_used);
         return -1;
     }
     return 0;
@@ -175,11 +176,11 @@ static int check_row_of(const struct neuron_cache *c, char *err, size_t errlen)
 int neuron_cache_check(const struct neuron_cache *c, char *err, size_t errlen)
 {
     if (c->num_used > c->capacity) {
-        snprintf(err, errlen, "num_used %" PRIu32 " > capacity %" PRIu32, c->num_used, c->capacity);
+        err_set(err, errlen, "num_used %" PRIu32 " > capacity %" PRIu32, c->num_used, c->capacity);
         return -1;
     }
     if ((c->up_bias == NULL) != (c->bias_src == NULL)) {
-        snprintf(err, errlen, "up_bias and bias_src disagree on whether the layer has a bias");
+        err_set(err, errlen, "up_bias and bias_src disagree on whether the layer has a bias");
         return -1;
     }
     return check_rows(c, err, errlen) != 0 || check_row_of(c, err, errlen) != 0 ? -1 : 0;

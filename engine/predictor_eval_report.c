@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/atomic_file.h"
+#include "common/errbuf.h"
 #include "common/gnuplot.h"
 #include "common/strbuf.h"
 
@@ -161,7 +162,7 @@ static int write_text(const char *dir, const char *name, char *text, char *err, 
     snprintf(path, sizeof path, "%s/%s", dir, name);
     int rc = text ? atomic_write_text(path, text, err, errlen) : -1;
     if (!text)
-        snprintf(err, errlen, "%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
     free(text);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/errbuf.h"
 #include "engine/dtype.h"
 #include "engine/ffn_flash.h"
 #include "engine/model_format.h"
@@ -134,7 +135,7 @@ static int parse_policy(const struct run_plan_input *in, const struct policy_ops
     if (window_auto_is(in->policy)) {
         *pol = &policy_window;
         if (!in->budget) {
-            snprintf(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
+            err_set(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
             return -1;
         }
         return 0;
@@ -142,7 +143,7 @@ static int parse_policy(const struct run_plan_input *in, const struct policy_ops
     if (cache_parse_policy(in->policy, pol, &arg, err, errlen) != 0)
         return -1;
     if (*pol == &policy_window && arg > RUN_MAX_WINDOW) {
-        snprintf(err, errlen, "policy %s: the engine's window is 1 to %u tokens", in->policy, RUN_MAX_WINDOW);
+        err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", in->policy, RUN_MAX_WINDOW);
         return -1;
     }
     out->window_k = *pol == &policy_window ? (uint32_t)arg : 0;
@@ -157,7 +158,7 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
     if (!window_auto_is(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
         return -1;
     if (!window_auto_is(policy) && pol == &policy_window && arg > RUN_MAX_WINDOW) {
-        snprintf(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
+        err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
         return -1;
     }
     return cache_parse_layout(layout, &lay, &arg, err, errlen);
@@ -166,18 +167,18 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
 {
     if (pol->needs_known && !in->trace && !(pol == &policy_hot && in->profile)) {
-        snprintf(err, errlen, "policy %s needs the sets to come: it runs only when a trace chooses the neurons%s",
+        err_set(err, errlen, "policy %s needs the sets to come: it runs only when a trace chooses the neurons%s",
                  in->policy, pol == &policy_hot ? " or, with the oracle, after a warm-up profile" : "");
         return -1;
     }
     if (pol == &policy_belady && in->tokens > in->trace->n_tokens) {
-        snprintf(err, errlen, "policy belady looks into the future: the run's %llu tokens pass the trace's %llu "
+        err_set(err, errlen, "policy belady looks into the future: the run's %llu tokens pass the trace's %llu "
                  "(a longer trace, or fewer tokens)", (unsigned long long)in->tokens,
                  (unsigned long long)in->trace->n_tokens);
         return -1;
     }
     if (pol->uses_budget && !in->budget) {
-        snprintf(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", in->policy);
+        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", in->policy);
         return -1;
     }
     return 0;
@@ -211,7 +212,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     char parts[96];
     if (in->budget && fixed >= in->budget) {
         human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
-        snprintf(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already take %s",
+        err_set(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already take %s",
                  b2, fixed_parts(in, parts, sizeof parts), b1);
         return -1;
     }
@@ -223,7 +224,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     uint64_t staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
     if (in->budget && staged > avail) {
         human(fixed, b1, sizeof b1), human(staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
-        snprintf(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus the "
+        err_set(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus the "
                  "staging area (%s: %u rows of %llu bytes%s)", b3, fixed_parts(in, parts, sizeof parts), b1, b2,
                  out->staging_rows + out->bounce_rows, (unsigned long long)stride,
                  out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
@@ -233,7 +234,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
         capacity = cache_capacity_rows(avail - staged, stride, s->n_layers, s->d_ff);
     if ((pol->uses_budget || (pol == &policy_window && in->budget)) && capacity == 0) {
         human(avail - staged, b1, sizeof b1);
-        snprintf(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu bytes)",
+        err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu bytes)",
                  b1, s->n_layers, (unsigned long long)stride);
         return -1;
     }
@@ -245,7 +246,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     out->ffn_cache_bytes = capacity * s->n_layers * row_bytes;
     out->layer_rows = calloc(s->n_layers, sizeof *out->layer_rows);
     if (!out->layer_rows) {
-        snprintf(err, errlen, "out of memory");
+        err_set(err, errlen, "out of memory");
         return -1;
     }
     struct ffn_flash_config fc = {.policy = out->policy, .capacity_rows = capacity};

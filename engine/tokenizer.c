@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/errbuf.h"
 #include "common/json_file.h"
 
 static uint32_t hash_bytes(const char *s, size_t len)
@@ -63,11 +64,11 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     t->kind = TOKENIZER_SENTENCEPIECE_BPE;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open tokenizer: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot open tokenizer: %s", path, strerror(errno));
         return -1;
     }
     if (vocab_size < 3) { /* the format's BOS and EOS are ids 1 and 2 */
-        snprintf(err, errlen, "%s: a vocabulary of %d tokens has no room for <s> (1) and </s> (2)", path, vocab_size);
+        err_set(err, errlen, "%s: a vocabulary of %d tokens has no room for <s> (1) and </s> (2)", path, vocab_size);
         fclose(f);
         return -1;
     }
@@ -77,33 +78,33 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     t->piece_len = calloc((size_t)vocab_size, sizeof *t->piece_len);
     t->scores = calloc((size_t)vocab_size, sizeof *t->scores);
     if (fread(&max_len, 4, 1, f) != 1 || max_len <= 0 || max_len > 4096) {
-        snprintf(err, errlen, "%s: not a llama2.c tokenizer (bad max token length)", path);
+        err_set(err, errlen, "%s: not a llama2.c tokenizer (bad max token length)", path);
         goto fail;
     }
     for (int i = 0; i < vocab_size; i++) {
         int32_t len;
         if (fread(&t->scores[i], 4, 1, f) != 1 || fread(&len, 4, 1, f) != 1) {
-            snprintf(err, errlen, "%s: truncated at token %d of %d", path, i, vocab_size);
+            err_set(err, errlen, "%s: truncated at token %d of %d", path, i, vocab_size);
             goto fail;
         }
         if (!isfinite(t->scores[i])) { /* merges compare scores: NaN would never merge */
-            snprintf(err, errlen, "%s: token %d has a non-finite score (%g)", path, i, (double)t->scores[i]);
+            err_set(err, errlen, "%s: token %d has a non-finite score (%g)", path, i, (double)t->scores[i]);
             goto fail;
         }
         if (len < 0 || len > max_len) {
-            snprintf(err, errlen, "%s: token %d has length %d (max %d)", path, i, len, max_len);
+            err_set(err, errlen, "%s: token %d has length %d (max %d)", path, i, len, max_len);
             goto fail;
         }
         t->pieces[i] = malloc((size_t)len + 1);
         if (!t->pieces[i] || fread(t->pieces[i], 1, (size_t)len, f) != (size_t)len) {
-            snprintf(err, errlen, "%s: truncated in token %d of %d", path, i, vocab_size);
+            err_set(err, errlen, "%s: truncated in token %d of %d", path, i, vocab_size);
             goto fail;
         }
         t->pieces[i][len] = '\0';
         t->piece_len[i] = (uint32_t)len;
     }
     if (fgetc(f) != EOF) {
-        snprintf(err, errlen, "%s: holds more than the model's %d tokens", path, vocab_size);
+        err_set(err, errlen, "%s: holds more than the model's %d tokens", path, vocab_size);
         goto fail;
     }
     fclose(f);
@@ -111,7 +112,7 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     t->bos_id = 1;
     t->eos_id = 2;
     if (build_index(t)) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
         tokenizer_free(t);
         return -1;
     }
@@ -440,7 +441,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
-        snprintf(err, errlen, "%s: not a BPE tokenizer.json (no model.vocab and model.merges)", path);
+        err_set(err, errlen, "%s: not a BPE tokenizer.json (no model.vocab and model.merges)", path);
         cJSON_Delete(root);
         return -1;
     }
@@ -460,7 +461,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
         uint64_t id64;
         /* the merges below read these ids again: checked once, here */
         if (json_number_u64(e, "vocab entry", 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen)) {
-            snprintf(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number", path,
+            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number", path,
                      e->string, vocab_size - 1);
             goto fail;
         }
@@ -494,7 +495,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
             t->piece_len[i] = 0;
         }
     if (build_index(t)) {
-        snprintf(err, errlen, "%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
         goto fail;
     }
     for (int b = 0; b < 256; b++) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "common/errbuf.h"
 #include "engine/dtype.h"
 #include "engine/engine.h"
 
@@ -38,7 +39,7 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
     struct engine e;
     char why[512];
     if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
-        snprintf(err, errlen, "the warm-up engine: %s", why);
+        err_set(err, errlen, "the warm-up engine: %s", why);
         return -1;
     }
     int rc = 0;
@@ -47,7 +48,7 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
         engine_forward(&e, in->tokens[pos], pos);
         const char *why = ffn_flash_error(&e.ffn);
         if (why) {
-            snprintf(err, errlen, "warm-up token %d: %s", pos, why);
+            err_set(err, errlen, "warm-up token %d: %s", pos, why);
             rc = -1;
         }
     }
@@ -58,7 +59,7 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
 int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, size_t errlen)
 {
     if (in->n_tokens < 1) {
-        snprintf(err, errlen, "the warm-up has no tokens");
+        err_set(err, errlen, "the warm-up has no tokens");
         return -1;
     }
     struct trace_writer *w = open_profile(in, err, errlen);

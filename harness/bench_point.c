@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "common/rng.h"
 #include "io/direct_io.h"
@@ -215,7 +216,7 @@ static int collect(const struct point_params *p, const struct worker *w, struct 
     uint64_t longest = 0;
     for (unsigned i = 0; i < p->threads; i++) {
         if (w[i].failed && rc == 0) {
-            snprintf(err, errlen, "%s", w[i].err);
+            err_set(err, errlen, "%s", w[i].err);
             rc = -1;
         }
         r->bytes += w[i].bytes;
@@ -247,7 +248,7 @@ int bench_point_run(const struct point_params *p, struct point_result *r, char *
         .direct = p->direct && !(ops->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO)),
     };
     if (p->file_size < p->chunk) {
-        snprintf(err, errlen, "chunk %llu is larger than the file range %llu",
+        err_set(err, errlen, "chunk %llu is larger than the file range %llu",
                  (unsigned long long)p->chunk, (unsigned long long)p->file_size);
         return -1;
     }
@@ -255,14 +256,14 @@ int bench_point_run(const struct point_params *p, struct point_result *r, char *
     if (!job.direct && !(ops->flags & IOENGINE_NO_IO)) {
         int rc = evict_file_cache(p->path);
         if (rc) {
-            snprintf(err, errlen, "cannot evict %s from the page cache: %s", p->path,
+            err_set(err, errlen, "cannot evict %s from the page cache: %s", p->path,
                      strerror(-rc));
             return -1;
         }
     }
     struct worker *w = calloc(p->threads, sizeof *w);
     if (!w) {
-        snprintf(err, errlen, "out of memory for %u threads", p->threads);
+        err_set(err, errlen, "out of memory for %u threads", p->threads);
         return -1;
     }
     run_workers(p, &job, w);

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/errbuf.h"
 #include "common/subprocess.h"
 
 enum { FIO_ARGS = 24, FIO_ARG_LEN = 4200 };
@@ -58,12 +59,12 @@ int fio_parse_json(const char *text, struct fio_result *out, char *err, size_t e
     memset(out, 0, sizeof *out);
     const char *brace = text ? strchr(text, '{') : NULL;
     if (!brace) {
-        snprintf(err, errlen, "fio printed no JSON");
+        err_set(err, errlen, "fio printed no JSON");
         return -1;
     }
     cJSON *root = cJSON_Parse(brace);
     if (!root) {
-        snprintf(err, errlen, "fio's JSON does not parse");
+        err_set(err, errlen, "fio's JSON does not parse");
         return -1;
     }
     int rc = -1;
@@ -73,7 +74,7 @@ int fio_parse_json(const char *text, struct fio_result *out, char *err, size_t e
     const cJSON *bw = read ? cJSON_GetObjectItemCaseSensitive(read, "bw_bytes") : NULL;
     const cJSON *iops = read ? cJSON_GetObjectItemCaseSensitive(read, "iops") : NULL;
     if (!cJSON_IsNumber(bw) || !cJSON_IsNumber(iops)) {
-        snprintf(err, errlen, "fio's JSON has no jobs[0].read.bw_bytes / iops");
+        err_set(err, errlen, "fio's JSON has no jobs[0].read.bw_bytes / iops");
         goto out;
     }
     out->bw_bytes = bw->valuedouble;
@@ -104,7 +105,7 @@ int fio_job_run(const struct point_params *p, const char *mem, struct fio_result
     char *text = NULL;
     int status = run_capture(fio_job_argv(p, mem), &text, 1);
     if (status != 0) {
-        snprintf(err, errlen, "fio exited with status %d for %s", status, p->path);
+        err_set(err, errlen, "fio exited with status %d for %s", status, p->path);
         free(text);
         return -1;
     }

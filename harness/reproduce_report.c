@@ -271,7 +271,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     study_path(p, path, sizeof path, "REPORT.md");
     int rc = text ? atomic_write_text(path, text, err, errlen) : -1;
     if (!text)
-        snprintf(err, errlen, "out of memory");
+        err_set(err, errlen, "out of memory");
     free(text);
     return rc;
 }

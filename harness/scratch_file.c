@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/progress.h"
@@ -40,7 +41,7 @@ static int fd_has_marker(int fd)
 /* The refusal for a file flashbed did not make: named, and what to do. */
 static int not_ours(const char *path, uint64_t size, char *err, size_t errlen)
 {
-    snprintf(err, errlen,
+    err_set(err, errlen,
              "%s is smaller than the %llu bytes to read and is not a flashbed scratch file (it does not "
              "start with flashbed's marker): flashbed writes only into files it created; give a new path, "
              "or a file of at least that size to read as it is",
@@ -56,11 +57,11 @@ int scratch_file_check(const char *path, uint64_t size, enum scratch_action *act
     char dir[4096];
     if (stat(path, &st) == 0) {
         if (!S_ISREG(st.st_mode)) {
-            snprintf(err, errlen, "%s is not a regular file", path);
+            err_set(err, errlen, "%s is not a regular file", path);
             return -1;
         }
         if (access(path, R_OK) != 0) {
-            snprintf(err, errlen, "%s is not readable: %s", path, strerror(errno));
+            err_set(err, errlen, "%s is not readable: %s", path, strerror(errno));
             return -1;
         }
         have = (uint64_t)st.st_size;
@@ -73,13 +74,13 @@ int scratch_file_check(const char *path, uint64_t size, enum scratch_action *act
         if (fd >= 0)
             close(fd);
         if (mine < 0) {
-            snprintf(err, errlen, "%s is not readable: %s", path, strerror(errno));
+            err_set(err, errlen, "%s is not readable: %s", path, strerror(errno));
             return -1;
         }
         if (!mine)
             return not_ours(path, size, err, errlen);
         if (access(path, W_OK) != 0) {
-            snprintf(err, errlen, "%s is smaller than the size to read (%llu bytes) and not writable", path,
+            err_set(err, errlen, "%s is smaller than the size to read (%llu bytes) and not writable", path,
                      (unsigned long long)size);
             return -1;
         }
@@ -87,29 +88,29 @@ int scratch_file_check(const char *path, uint64_t size, enum scratch_action *act
         dir_of(path, dir, sizeof dir);
     } else {
         if (errno != ENOENT) {
-            snprintf(err, errlen, "cannot use %s: %s", path, strerror(errno));
+            err_set(err, errlen, "cannot use %s: %s", path, strerror(errno));
             return -1;
         }
         dir_of(path, dir, sizeof dir);
         struct stat ds;
         if (stat(dir, &ds) != 0 || !S_ISDIR(ds.st_mode)) {
-            snprintf(err, errlen, "cannot create %s: directory %s does not exist", path, dir);
+            err_set(err, errlen, "cannot create %s: directory %s does not exist", path, dir);
             return -1;
         }
         if (access(dir, W_OK) != 0) {
-            snprintf(err, errlen, "cannot create %s: directory %s is not writable", path, dir);
+            err_set(err, errlen, "cannot create %s: directory %s is not writable", path, dir);
             return -1;
         }
         *action = SCRATCH_CREATE;
     }
     uint64_t avail;
     if (free_bytes(dir, &avail) != 0) {
-        snprintf(err, errlen, "cannot tell free space under %s: %s", dir, strerror(errno));
+        err_set(err, errlen, "cannot tell free space under %s: %s", dir, strerror(errno));
         return -1;
     }
     uint64_t need = size - have;
     if (need + FREE_SPACE_MARGIN > avail) {
-        snprintf(err, errlen,
+        err_set(err, errlen,
                  "not enough free space for %s: %llu bytes to write (+%llu MiB margin), %llu free "
                  "under %s",
                  path, (unsigned long long)need, (unsigned long long)(FREE_SPACE_MARGIN >> 20),
@@ -146,7 +147,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
             int e = errno;
             close(fd);
             if (mine < 0) {
-                snprintf(err, errlen, "cannot read %s: %s", path, strerror(e));
+                err_set(err, errlen, "cannot read %s: %s", path, strerror(e));
                 return -1;
             }
             return not_ours(path, size, err, errlen);
@@ -156,7 +157,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
             start = (uint64_t)st.st_size & ~(uint64_t)(BLOCK - 1);
     }
     if (fd < 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        err_set(err, errlen, "cannot write %s: %s", path, strerror(errno));
         cleanup_forget(tmp_handle);
         return -1;
     }
@@ -166,7 +167,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
         if (action == SCRATCH_CREATE)
             unlink(tmp); /* not left behind half-made */
         cleanup_forget(tmp_handle);
-        snprintf(err, errlen, "out of memory");
+        err_set(err, errlen, "out of memory");
         return -1;
     }
     struct rng r;
@@ -176,7 +177,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
     int rc = 0;
     for (uint64_t off = start; off < size && rc == 0; off += BLOCK) {
         if (interrupted()) {
-            snprintf(err, errlen, "interrupted while writing %s", path);
+            err_set(err, errlen, "interrupted while writing %s", path);
             rc = -1;
             break;
         }
@@ -190,7 +191,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
             if (n < 0 && errno == EINTR)
                 continue;
             if (n <= 0) {
-                snprintf(err, errlen, "writing %s failed: %s", path,
+                err_set(err, errlen, "writing %s failed: %s", path,
                          n < 0 ? strerror(errno) : "no progress");
                 rc = -1;
                 break;
@@ -202,7 +203,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
     progress_end(&prog);
     free(buf);
     if (rc == 0 && fsync(fd) != 0) {
-        snprintf(err, errlen, "syncing %s failed: %s", path, strerror(errno));
+        err_set(err, errlen, "syncing %s failed: %s", path, strerror(errno));
         rc = -1;
     }
     close(fd);
@@ -213,7 +214,7 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
         return -1;
     }
     if (action == SCRATCH_CREATE && rename(tmp, path) != 0) {
-        snprintf(err, errlen, "cannot create %s (renaming its temporary into place): %s", path, strerror(errno));
+        err_set(err, errlen, "cannot create %s (renaming its temporary into place): %s", path, strerror(errno));
         unlink(tmp);
         cleanup_forget(tmp_handle);
         return -1;

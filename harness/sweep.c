@@ -291,7 +291,7 @@ int sweep_run(struct sweep *s, enum scratch_action action, cJSON *parameters, ch
      * error is the one reported. */
     char plot_err[512];
     if (s->n_points && c->plot && sweep_plot(s, c->out_dir, plot_err, sizeof plot_err) != 0 && rc != 1) {
-        snprintf(err, errlen, "%s", plot_err);
+        err_set(err, errlen, "%s", plot_err);
         rc = rc == 0 ? 1 : rc;
     }
     return rc;

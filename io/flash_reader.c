@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/limits.h"
 #include "io/direct_io.h"
@@ -99,19 +100,6 @@ struct flash_reader {
 
     struct flash_reader_stats stats;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Records the batch's first error (the others are dropped) and tells the
  * workers to stop claiming. With broken, every later batch fails too. */
@@ -278,27 +266,27 @@ static int check_config(const struct flash_reader_config *cfg, char *err, size_t
 {
     const char *path = cfg && cfg->path ? cfg->path : "(no path)";
     if (!cfg || !cfg->path || !cfg->path[0]) {
-        set_err(err, errlen, "flash reader: no file given");
+        err_set(err, errlen, "flash reader: no file given");
         return -1;
     }
     const struct ioengine_ops *ops = cfg->engine;
     if (!ops) {
-        set_err(err, errlen, "flash reader for %s: no I/O engine given", path);
+        err_set(err, errlen, "flash reader for %s: no I/O engine given", path);
         return -1;
     }
     if (ops->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO) ||
         (!(ops->flags & IOENGINE_SYNC) && (!ops->commit || !ops->getevents || !ops->event))) {
-        set_err(err, errlen, "flash reader for %s: engine %s cannot be used (psync or io_uring)",
+        err_set(err, errlen, "flash reader for %s: engine %s cannot be used (psync or io_uring)",
                 path, ops->name);
         return -1;
     }
     if (cfg->threads < 1 || cfg->threads > MAX_THREADS) {
-        set_err(err, errlen, "flash reader for %s: threads must be 1..%u, not %u", path,
+        err_set(err, errlen, "flash reader for %s: threads must be 1..%u, not %u", path,
                 MAX_THREADS, cfg->threads);
         return -1;
     }
     if (cfg->iodepth < 1 || cfg->iodepth > MAX_IODEPTH) {
-        set_err(err, errlen, "flash reader for %s: iodepth must be 1..%u, not %u", path,
+        err_set(err, errlen, "flash reader for %s: iodepth must be 1..%u, not %u", path,
                 MAX_IODEPTH, cfg->iodepth);
         return -1;
     }
@@ -313,14 +301,14 @@ static int probe_file(const struct flash_reader_config *cfg, uint64_t *size, uin
     const char *path = cfg->path;
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
-        set_err(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        err_set(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
     off_t end = lseek(fd, 0, SEEK_END); /* also right for block devices */
     int lseek_errno = errno;
     close(fd);
     if (end < 0) {
-        set_err(err, errlen, "cannot find the size of %s: %s", path, strerror(lseek_errno));
+        err_set(err, errlen, "cannot find the size of %s: %s", path, strerror(lseek_errno));
         return -1;
     }
     *size = (uint64_t)end;
@@ -337,7 +325,7 @@ static int probe_file(const struct flash_reader_config *cfg, uint64_t *size, uin
     }
     *piece = cfg->max_read && cfg->max_read < MAX_PIECE ? cfg->max_read : MAX_PIECE;
     if (*piece % *align) {
-        set_err(err, errlen,
+        err_set(err, errlen,
                 "flash reader for %s: max_read %llu is not a multiple of the direct-I/O "
                 "alignment %llu",
                 path, (unsigned long long)cfg->max_read, (unsigned long long)*align);
@@ -398,7 +386,7 @@ static bool setups_ok(const struct flash_reader *r, unsigned started, char *err,
         const char *hint = "";
         if (w->setup_err == -EINVAL && r->direct && strcmp(w->setup_what, "open") == 0)
             hint = " (does the file system support direct I/O?)";
-        set_err(err, errlen, "%s %s of %s failed: %s%s", r->ops->name, w->setup_what, r->path,
+        err_set(err, errlen, "%s %s of %s failed: %s%s", r->ops->name, w->setup_what, r->path,
                 strerror(-w->setup_err), hint);
         return false;
     }
@@ -420,7 +408,7 @@ static int start_workers(struct flash_reader *r, char *err, size_t errlen)
     start_gate_wait(&r->gate, started);
     bool ok = create_rc == 0;
     if (!ok)
-        set_err(err, errlen, "flash reader for %s: cannot start reader thread %u of %u: %s",
+        err_set(err, errlen, "flash reader for %s: cannot start reader thread %u of %u: %s",
                 r->path, started + 1, r->nthreads, strerror(create_rc));
     ok = ok && setups_ok(r, started, err, errlen);
     start_gate_open(&r->gate, ok);
@@ -438,7 +426,7 @@ struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, ch
         return NULL;
     struct flash_reader *r = reader_new(cfg, size, align, piece);
     if (!r) {
-        set_err(err, errlen, "flash reader for %s: out of memory", cfg->path);
+        err_set(err, errlen, "flash reader for %s: out of memory", cfg->path);
         return NULL;
     }
     return start_workers(r, err, errlen) == 0 ? r : NULL;
@@ -454,7 +442,7 @@ static int plan_batch(struct flash_reader *r, const struct flash_read *reqs, siz
     for (size_t i = 0; i < n; i++) {
         const struct flash_read *q = &reqs[i];
         if (q->len > size || q->offset > size - q->len) {
-            set_err(err, errlen,
+            err_set(err, errlen,
                     "read %zu of %llu bytes at offset %llu of %s goes past the end of the file "
                     "(%llu bytes)",
                     i, (unsigned long long)q->len, (unsigned long long)q->offset, r->path,
@@ -462,12 +450,12 @@ static int plan_batch(struct flash_reader *r, const struct flash_read *reqs, siz
             return -1;
         }
         if (q->len && !q->dst) {
-            set_err(err, errlen, "read %zu at offset %llu of %s has no destination", i,
+            err_set(err, errlen, "read %zu at offset %llu of %s has no destination", i,
                     (unsigned long long)q->offset, r->path);
             return -1;
         }
         if (r->direct && (q->offset % a || q->len % a || (uintptr_t)q->dst % a)) {
-            set_err(err, errlen,
+            err_set(err, errlen,
                     "read %zu (offset %llu, %llu bytes, buffer %p) of %s is not aligned to %llu "
                     "bytes, as direct I/O requires",
                     i, (unsigned long long)q->offset, (unsigned long long)q->len, q->dst, r->path,
@@ -492,10 +480,10 @@ int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, siz
     bool one_each = true;
     r->stats.batches++;
     if (r->broken) {
-        set_err(err, errlen, "%s", r->broken_err);
+        err_set(err, errlen, "%s", r->broken_err);
         rc = -1;
     } else if (n && !reqs) {
-        set_err(err, errlen, "flash reader for %s: %zu reads but no request array", r->path, n);
+        err_set(err, errlen, "flash reader for %s: %zu reads but no request array", r->path, n);
         rc = -1;
     } else if (n) {
         rc = plan_batch(r, reqs, n, &units, &one_each, err, errlen);
@@ -523,7 +511,7 @@ int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, siz
         r->stats.bytes += r->w[i].bytes;
     }
     if (atomic_load_explicit(&r->failed, memory_order_relaxed)) {
-        set_err(err, errlen, "%s", r->err);
+        err_set(err, errlen, "%s", r->err);
         rc = -1;
     }
     r->reqs = NULL;

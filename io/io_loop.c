@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/errbuf.h"
+
 int io_loop_init(struct io_loop *l, const struct ioengine_ops *ops, struct io_thread *td)
 {
     memset(l, 0, sizeof *l);
@@ -54,11 +56,9 @@ static void run_fail(struct run *r, int status, const char *fmt, ...)
     if (r->status != IO_LOOP_DONE && status != IO_LOOP_LOST)
         return;
     r->status = status;
-    if (!r->err || !r->errlen)
-        return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->err, r->errlen, fmt, ap);
+    err_vset(r->err, r->errlen, fmt, ap);
     va_end(ap);
 }
 

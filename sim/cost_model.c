@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/errbuf.h"
 
 int dtype_bytes(const char *dtype)
 {
@@ -40,7 +41,7 @@ static int check_policy(const char *policy, bool have_trace, const struct policy
     if (cache_parse_policy(policy, ops, &arg, err, errlen) != 0)
         return -1;
     if (!have_trace && cost_policy_needs_trace(*ops)) {
-        snprintf(err, errlen, "policy '%s' is priced from a trace's exact sets only: %s", policy, NEEDS_TRACE);
+        err_set(err, errlen, "policy '%s' is priced from a trace's exact sets only: %s", policy, NEEDS_TRACE);
         return -1;
     }
     return 0;
@@ -53,7 +54,7 @@ static int check_layout(const char *layout, bool have_trace, const struct layout
     if (cache_parse_layout(layout, ops, &arg, err, errlen) != 0)
         return -1;
     if (!have_trace && cost_layout_needs_trace(*ops)) {
-        snprintf(err, errlen, "layout '%s' is priced from a trace's exact sets only: %s", layout, NEEDS_TRACE);
+        err_set(err, errlen, "layout '%s' is priced from a trace's exact sets only: %s", layout, NEEDS_TRACE);
         return -1;
     }
     return 0;
@@ -123,7 +124,7 @@ static int load_rule_shape(const struct derive_rule *r, struct model_shape *s, i
         return -1;
     *bytes = dtype_bytes(r->dtype[0] ? r->dtype : "f16");
     if (!*bytes) {
-        snprintf(err, errlen, "%s derive_from: unknown dtype '%s'", what, r->dtype);
+        err_set(err, errlen, "%s derive_from: unknown dtype '%s'", what, r->dtype);
         return -1;
     }
     return 0;
@@ -185,7 +186,7 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
         hw->points[hw->flash.n_grid++] = pt;
         /* One point: only the read-rate ceiling can move. */
         if (flash_fit(hw->points + hw->flash.n_grid - 1, 1, FIT_IOPS, &hw->flash.fit) < 0) {
-            snprintf(err, errlen, "%s: cannot fit the derived flash point", hw->path);
+            err_set(err, errlen, "%s: cannot fit the derived flash point", hw->path);
             return -1;
         }
         hw->flash_derive.ms = 0; /* resolved once */
@@ -199,12 +200,12 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     const struct model_shape *s = c->shape;
     int bytes = dtype_bytes(c->dtype);
     if (!bytes) {
-        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
+        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
         return -1;
     }
     struct compute_rate *rate = hw_compute(c->hw, c->dtype);
     if (!rate || rate->bw <= 0) {
-        snprintf(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
+        err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
         return -1;
     }
     const struct policy_ops *pol;
@@ -227,7 +228,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
         o->bytes_per_token = naive ? all : all * (1 - c->dram_share);
         o->throughput = c->hw->flash.sequential_bw;
         if (o->throughput <= 0) {
-            snprintf(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
+            err_set(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
             return -1;
         }
         o->chunk_bytes = 0; /* sequential */

@@ -64,7 +64,7 @@ static int read_derive(const cJSON *o, struct derive_rule *d, const char *path, 
         return err_set(err, errlen, "%s: \"%s.fraction\" is a share of the FFN: at most 1, not %g", path, where,
                        d->fraction);
     if (!d->model[0] || d->ms <= 0) {
-        snprintf(err, errlen, "%s: %s.derive_from needs \"model\" and a positive \"ms\"", path, what);
+        err_set(err, errlen, "%s: %s.derive_from needs \"model\" and a positive \"ms\"", path, what);
         return -1;
     }
     return 0;
@@ -76,7 +76,7 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
                       size_t errlen)
 {
     if (!cJSON_IsObject(f)) {
-        snprintf(err, errlen, "%s: missing \"flash\" object", path);
+        err_set(err, errlen, "%s: missing \"flash\" object", path);
         return -1;
     }
     str(f, "source", hw->flash_source, sizeof hw->flash_source);
@@ -108,7 +108,7 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     /* The closed form: given, or fitted here over the parameters named "free". */
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(f, "fit");
     if (!cJSON_IsObject(fit)) {
-        snprintf(err, errlen, "%s: missing \"flash.fit\"", path);
+        err_set(err, errlen, "%s: missing \"flash.fit\"", path);
         return -1;
     }
     double v[5];
@@ -127,13 +127,13 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     }
     if (free_mask && !hw->flash_derive.ms) {
         if (flash_fit(hw->points, n, free_mask, &hw->flash.fit) < 0) {
-            snprintf(err, errlen, "%s: flash.fit frees more parameters than there are points", path);
+            err_set(err, errlen, "%s: flash.fit frees more parameters than there are points", path);
             return -1;
         }
     }
     const struct flash_params *fp = &hw->flash.fit;
     if (!hw->flash_derive.ms && !(fp->L0_s > 0 && fp->b1 > 0 && fp->B_max > 0 && fp->IOPS_max > 0 && fp->p > 0)) {
-        snprintf(err, errlen, "%s: flash.fit needs positive L0_s, b1, B_max, IOPS_max, p", path);
+        err_set(err, errlen, "%s: flash.fit needs positive L0_s, b1, B_max, IOPS_max, p", path);
         return -1;
     }
     return 0;
@@ -143,12 +143,12 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
 {
     memset(hw, 0, sizeof *hw);
     if (config_file_path("hw", name, hw->path, sizeof hw->path) != 0) {
-        snprintf(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
+        err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
         return -1;
     }
     char *text = read_text_file(hw->path, NULL);
     if (!text) {
-        snprintf(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
+        err_set(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
         return -1;
     }
     cJSON *o = cJSON_Parse(text);
@@ -156,7 +156,7 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
     int rc = -1;
     const char *path = hw->path;
     if (!cJSON_IsObject(o)) {
-        snprintf(err, errlen, "%s: not a JSON object", path);
+        err_set(err, errlen, "%s: not a JSON object", path);
         goto out;
     }
     str(o, "name", hw->name, sizeof hw->name);
@@ -167,14 +167,14 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         goto out;
     hw->io_threads = (unsigned)io_threads;
     if (!hw->name[0] || !hw->backend[0]) {
-        snprintf(err, errlen, "%s: needs \"name\" and \"backend\"", path);
+        err_set(err, errlen, "%s: needs \"name\" and \"backend\"", path);
         goto out;
     }
     if (read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) != 0)
         goto out;
     const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
     if (!cJSON_IsObject(dram)) {
-        snprintf(err, errlen, "%s: missing \"dram\" object", path);
+        err_set(err, errlen, "%s: missing \"dram\" object", path);
         goto out;
     }
     str(dram, "source", hw->mem_source, sizeof hw->mem_source);
@@ -197,7 +197,7 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
     if (read_derive(dram, &hw->mem_derive, path, "dram", err, errlen) != 0)
         goto out;
     if (!hw->n_copy && !hw->mem_derive.ms) {
-        snprintf(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
+        err_set(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
         goto out;
     }
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "compute");
@@ -218,13 +218,13 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         if (read_derive(d, &c->derive, path, "compute", err, errlen) != 0)
             goto out;
         if (c->bw <= 0 && c->derive.ms <= 0) {
-            snprintf(err, errlen, "%s: compute.dtypes.%s needs bw_bytes or derive_from", path, c->dtype);
+            err_set(err, errlen, "%s: compute.dtypes.%s needs bw_bytes or derive_from", path, c->dtype);
             goto out;
         }
         hw->n_compute++;
     }
     if (!hw->n_compute) {
-        snprintf(err, errlen, "%s: compute.dtypes is empty", path);
+        err_set(err, errlen, "%s: compute.dtypes is empty", path);
         goto out;
     }
     rc = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/errbuf.h"
 #include "common/parse.h"
 #include "sim/paper_tables.h"
 #include "sim/replay.h"
@@ -22,12 +23,12 @@ static int split_list(const char *list, bool have_trace, struct policy_predictio
     for (const char *p = list;; p++, i++) {
         size_t len = strcspn(p, ",");
         if (len == 0) {
-            snprintf(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
+            err_set(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
                      list);
             return -1;
         }
         if (len >= sizeof name) {
-            snprintf(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list, sizeof name - 1);
+            err_set(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list, sizeof name - 1);
             return -1;
         }
         memcpy(name, p, len);
@@ -99,7 +100,7 @@ static int ffn_budget(const struct predict_setup *s, const char *policy, double 
         char held[32], pheld[32];
         format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
         format_size((uint64_t)pred, pheld, sizeof pheld);
-        snprintf(err, errlen,
+        err_set(err, errlen,
                  "a DRAM budget of %.1f%% of the model leaves no DRAM for an FFN cache once the %s of non-FFN "
                  "weights%s%s%s are held",
                  100 * s->dram_share, held, pred > 0 ? " and the " : "", pred > 0 ? pheld : "",
@@ -163,7 +164,7 @@ static int name_error(const char *policy, char *err, size_t errlen)
 {
     char why[1024];
     snprintf(why, sizeof why, "%s", err);
-    snprintf(err, errlen, "policy '%s': %s", policy, why);
+    err_set(err, errlen, "policy '%s': %s", policy, why);
     return -1;
 }
 
@@ -178,7 +179,7 @@ static int resolve_window(const struct predict_setup *s, struct policy_predictio
     uint64_t row = model_shape_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
     it->window_rows = cache_capacity_rows(bytes > 0 ? (uint64_t)bytes : 0, row, sh->n_layers, sh->d_ff);
     if (it->window_rows == 0) {
-        snprintf(err, errlen, "window:auto sizes the window to the DRAM budget: %.1f%% of the model leaves no FFN "
+        err_set(err, errlen, "window:auto sizes the window to the DRAM budget: %.1f%% of the model leaves no FFN "
                  "cache row (%llu bytes) in each of %u layers", 100 * s->dram_share, (unsigned long long)row,
                  sh->n_layers);
         return -1;
@@ -228,11 +229,11 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     memset(out, 0, sizeof *out);
     struct cost_config *c = &out->config;
     if (!s->trace) {
-        snprintf(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
+        err_set(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
         return -1;
     }
     if (!dtype_bytes(s->dtype)) {
-        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
         return -1;
     }
     snprintf(c->policy, sizeof c->policy, "%s", r->policy);
@@ -256,18 +257,18 @@ static int check_all(const struct predict_setup *s, const struct policy_predicti
                      size_t errlen)
 {
     if (!dtype_bytes(s->dtype)) {
-        snprintf(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
         return -1;
     }
     if (strlen(s->layout) >= sizeof items->config.layout) {
-        snprintf(err, errlen, "layout '%s' is too long", s->layout);
+        err_set(err, errlen, "layout '%s' is too long", s->layout);
         return -1;
     }
     if (cost_check_layout(s->layout, s->trace != NULL, err, errlen) != 0)
         return -1;
     uint32_t most = s->shape->d_model < s->shape->d_ff ? s->shape->d_model : s->shape->d_ff;
     if (s->predictor_rank > (int)most) {
-        snprintf(err, errlen, "a predictor of rank %d passes min(d_model %u, d_ff %u) of %s", s->predictor_rank,
+        err_set(err, errlen, "a predictor of rank %d passes min(d_model %u, d_ff %u) of %s", s->predictor_rank,
                  s->shape->d_model, s->shape->d_ff, s->shape->name);
         return -1;
     }
@@ -288,7 +289,7 @@ int predict_list(const struct predict_setup *s, const char *list, struct policy_
         return -1;
     struct policy_prediction *items = calloc(count, sizeof *items);
     if (!items) {
-        snprintf(err, errlen, "out of memory for %zu predictions", count);
+        err_set(err, errlen, "out of memory for %zu predictions", count);
         return -1;
     }
     int rc = split_list(list, s->trace != NULL, items, &count, err, errlen);

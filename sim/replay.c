@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/errbuf.h"
 #include "common/limits.h"
 #include "common/model_shape.h"
 #include "common/parse.h"
@@ -55,11 +56,11 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
         return 0;
     }
     if (parse_size(text, &v, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s (packed, aligned or bytes)", why);
+        err_set(err, errlen, "%s (packed, aligned or bytes)", why);
         return -1;
     }
     if (v < packed || v > packed * MODEL_MAX_D_FF) {
-        snprintf(err, errlen, "%llu bytes: a row of this trace's shape is %llu bytes, and its stride is no less "
+        err_set(err, errlen, "%llu bytes: a row of this trace's shape is %llu bytes, and its stride is no less "
                  "(nor more than %u rows)", (unsigned long long)v, (unsigned long long)packed, MODEL_MAX_D_FF);
         return -1;
     }
@@ -170,7 +171,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
 {
     memset(res, 0, sizeof *res);
     if (spec->use_predicted && !tr->meta.has_predicted) {
-        snprintf(err, errlen, "predicted sets asked for, but the trace has none");
+        err_set(err, errlen, "predicted sets asked for, but the trace has none");
         return -1;
     }
     const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
@@ -198,7 +199,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->friends_tokens = c.lo.info;
     res->per_token = calloc(tr->n_tokens ? tr->n_tokens : 1, sizeof *res->per_token);
     if (!res->per_token) {
-        snprintf(err, errlen, "replay: out of memory");
+        err_set(err, errlen, "replay: out of memory");
         cache_close(&c);
         return -1;
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 
@@ -55,7 +56,7 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
             first = c;
     }
     if (!first) {
-        snprintf(err, errlen, "%s has no compute rate to price with", p->hw->path);
+        err_set(err, errlen, "%s has no compute rate to price with", p->hw->path);
         return -1;
     }
     snprintf(p->dtype, sizeof p->dtype, "%s", first->dtype);
@@ -72,7 +73,7 @@ int replay_pricing_open(struct replay_pricing *p, const struct trace *tr, const 
     memset(p, 0, sizeof *p);
     p->hw = calloc(1, sizeof *p->hw);
     if (!p->hw) {
-        snprintf(err, errlen, "out of memory for a hardware profile");
+        err_set(err, errlen, "out of memory for a hardware profile");
         return -1;
     }
     /* densities.json once here, not once per priced row */

@@ -2,6 +2,8 @@
 
 #include <stdio.h>
 
+#include "common/errbuf.h"
+
 /* Replays one configuration into row and prices it. */
 static int one_row(const struct replay_study *s, const struct replay_budget *b, const char *policy,
                    const char *layout, struct replay_row *row, size_t *done, char *err, size_t errlen)
@@ -9,7 +11,7 @@ static int one_row(const struct replay_study *s, const struct replay_budget *b, 
     char why[1024];
     struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, !b->none, s->row_stride};
     if (replay_run(s->tr, &spec, &row->res, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s x %s at %s: %s", policy, layout, b->text, why);
+        err_set(err, errlen, "%s x %s at %s: %s", policy, layout, b->text, why);
         return -1;
     }
     (*done)++;
@@ -18,7 +20,7 @@ static int one_row(const struct replay_study *s, const struct replay_budget *b, 
     if (!s->pricing)
         return 0;
     if (replay_pricing_price(s->pricing, &row->res, &row->modelled, why, sizeof why) != 0) {
-        snprintf(err, errlen, "pricing %s x %s at %s on %s: %s", policy, layout, b->text, s->pricing->hw->name, why);
+        err_set(err, errlen, "pricing %s x %s at %s on %s: %s", policy, layout, b->text, s->pricing->hw->name, why);
         return -1;
     }
     row->priced = true;

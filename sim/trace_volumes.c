@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "common/errbuf.h"
 #include "sim/replay.h"
 
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
@@ -14,11 +15,11 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     if (cache_parse_policy(spec->policy, &ops, &arg, err, errlen) != 0)
         return -1;
     if (ops == &policy_naive || ops == &policy_hybrid) {
-        snprintf(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
+        err_set(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
     }
     if (spec->use_predicted && !tr->meta.has_predicted) {
-        snprintf(err, errlen, "%s has no predicted sets (replay its active sets instead)", trace_path);
+        err_set(err, errlen, "%s has no predicted sets (replay its active sets instead)", trace_path);
         return -1;
     }
     double scale = (double)spec->dtype_bytes / tr->meta.bytes_per_weight;
@@ -35,7 +36,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     struct replay_result r;
     char why[512];
     if (replay_run(tr, &rs, &r, why, sizeof why) != 0) {
-        snprintf(err, errlen, "replaying %s: %s", trace_path, why);
+        err_set(err, errlen, "replaying %s: %s", trace_path, why);
         return -1;
     }
     trace_volumes_of_replay(&r, trace_path, spec->dtype_bytes, tr->meta.bytes_per_weight, v);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "sim/paper_tables.h"
 #include "traces/trace_window.h"
 
@@ -20,7 +21,7 @@ static int from_trace(const struct window_auto_input *in, uint32_t kmax, uint32_
     uint32_t *most = malloc(kmax * sizeof *most);
     if (!most || trace_window_peaks(in->trace, in->use_predicted, in->tokens, kmax, most) != 0) {
         free(most);
-        snprintf(err, errlen, "out of memory choosing the window");
+        err_set(err, errlen, "out of memory choosing the window");
         return -1;
     }
     *k = 1;

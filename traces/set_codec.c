@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/errbuf.h"
+
 int byte_buf_reserve(struct byte_buf *b, size_t extra)
 {
     if (b->len + extra <= b->cap)
@@ -228,31 +230,30 @@ static int get_varint(struct byte_src *src, uint64_t *v)
     return -1;
 }
 
-#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
 static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
                          char *why, size_t whylen)
 {
     size_t nbytes = (d_ff + 7) / 8;
     if (nbytes > byte_src_left(src))
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
-        return WHY("out of memory");
+        return err_set(why, whylen, "out of memory");
     if (byte_src_read(src, buf->p, nbytes) != 0)
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     uint64_t n = 0;
     for (size_t i = 0; i < nbytes; i++)
         for (uint8_t byte = buf->p[i]; byte; byte &= (uint8_t)(byte - 1)) {
             uint32_t id = (uint32_t)(i * 8 + (unsigned)__builtin_ctz(byte));
             if (id >= d_ff)
-                return WHY("neuron %u >= d_ff %u", id, d_ff);
+                return err_set(why, whylen, "neuron %u >= d_ff %u", id, d_ff);
             if (n < count)
                 d[n] = id;
             n++;
         }
     if (n != count)
-        return WHY("bitset holds %llu neurons but the record says %llu", (unsigned long long)n,
+        return err_set(why, whylen, "bitset holds %llu neurons but the record says %llu", (unsigned long long)n,
                    (unsigned long long)count);
     return 0;
 }
@@ -263,19 +264,19 @@ static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint
     int k = byte_src_getc(src);
     uint64_t nbytes;
     if (k == EOF || get_varint(src, &nbytes) != 0)
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     if (k > 24)
-        return WHY("bad Rice parameter %d", k);
+        return err_set(why, whylen, "bad Rice parameter %d", k);
     if (nbytes > (uint64_t)d_ff * 8 + 64)
-        return WHY("set record of %llu bytes is larger than any set of d_ff %u",
+        return err_set(why, whylen, "set record of %llu bytes is larger than any set of d_ff %u",
                    (unsigned long long)nbytes, d_ff);
     if (nbytes > byte_src_left(src))
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     buf->len = 0;
     if (byte_buf_reserve(buf, nbytes) != 0)
-        return WHY("out of memory");
+        return err_set(why, whylen, "out of memory");
     if (byte_src_read(src, buf->p, nbytes) != 0)
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     const uint8_t *p = buf->p;
     uint64_t bit = 0, end = nbytes * 8;
     uint64_t next = 0; /* smallest id the next one may take */
@@ -283,24 +284,24 @@ static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint
         uint64_t q = 0;
         for (;;) {
             if (bit >= end)
-                return WHY("set record ends inside neuron %llu of %llu", (unsigned long long)j,
+                return err_set(why, whylen, "set record ends inside neuron %llu of %llu", (unsigned long long)j,
                            (unsigned long long)count);
             int b = (p[bit >> 3] >> (bit & 7)) & 1;
             bit++;
             if (!b)
                 break;
             if (++q > d_ff)
-                return WHY("gap beyond d_ff %u", d_ff);
+                return err_set(why, whylen, "gap beyond d_ff %u", d_ff);
         }
         if (bit + (unsigned)k > end)
-            return WHY("set record ends inside neuron %llu of %llu", (unsigned long long)j,
+            return err_set(why, whylen, "set record ends inside neuron %llu of %llu", (unsigned long long)j,
                        (unsigned long long)count);
         uint64_t v = q << k;
         for (int i = 0; i < k; i++, bit++)
             v |= (uint64_t)((p[bit >> 3] >> (bit & 7)) & 1) << i;
         uint64_t id = next + v;
         if (id >= d_ff)
-            return WHY("neuron %llu >= d_ff %u", (unsigned long long)id, d_ff);
+            return err_set(why, whylen, "neuron %llu >= d_ff %u", (unsigned long long)id, d_ff);
         d[j] = (uint32_t)id;
         next = id + 1;
     }
@@ -313,20 +314,20 @@ int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff
     int tag = byte_src_getc(src);
     uint64_t count;
     if (tag == EOF || get_varint(src, &count) != 0)
-        return WHY("truncated set record");
+        return err_set(why, whylen, "truncated set record");
     unsigned ref = (unsigned)tag >> 4, code = (unsigned)tag & 15;
     if (ref > SET_REF_ACTIVE || code > SET_CODE_RICE)
-        return WHY("unknown set encoding 0x%02x", (unsigned)tag);
+        return err_set(why, whylen, "unknown set encoding 0x%02x", (unsigned)tag);
     if (ref != SET_REF_NONE && !refs[ref].ids)
-        return WHY("record refers to a set it cannot have (%s)", ref == SET_REF_PREV ? "previous token at a sequence start" : "active set of an active record");
+        return err_set(why, whylen, "record refers to a set it cannot have (%s)", ref == SET_REF_PREV ? "previous token at a sequence start" : "active set of an active record");
     if (count > d_ff)
-        return WHY("set of %llu neurons is larger than d_ff %u", (unsigned long long)count, d_ff);
+        return err_set(why, whylen, "set of %llu neurons is larger than d_ff %u", (unsigned long long)count, d_ff);
     if (count / 8 > byte_src_left(src)) /* every neuron takes a bit at least */
-        return WHY("set of %llu neurons cannot fit in the %zu bytes left (truncated)", (unsigned long long)count,
+        return err_set(why, whylen, "set of %llu neurons cannot fit in the %zu bytes left (truncated)", (unsigned long long)count,
                    byte_src_left(src));
     struct id_row *dst = ref == SET_REF_NONE ? out : scratch;
     if (id_row_reserve(dst, count) != 0)
-        return WHY("out of memory");
+        return err_set(why, whylen, "out of memory");
     uint32_t *d = dst->ids;
     int rc = code == SET_CODE_BITSET ? decode_bitset(src, d_ff, count, d, buf, why, whylen)
                                      : decode_rice(src, d_ff, count, d, buf, why, whylen);
@@ -339,7 +340,7 @@ int set_decode(struct byte_src *src, const struct id_span refs[3], uint32_t d_ff
     /* D XOR ref: at most count + its reference's ids (and d_ff, as both are
      * subsets of [0, d_ff)). */
     if (id_row_reserve(out, count + refs[ref].n) != 0)
-        return WHY("out of memory");
+        return err_set(why, whylen, "out of memory");
     *n = ids_symmetric_difference(d, (uint32_t)count, refs[ref].ids, refs[ref].n, out->ids);
     return 0;
 }

@@ -5,16 +5,8 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/errbuf.h"
 #include "common/model_shape.h"
-
-int trace_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 void trace_put_u32(uint8_t p[4], uint32_t v)
 {
@@ -106,7 +98,6 @@ int trace_footer_put(struct byte_buf *b, uint64_t n_tokens, uint64_t active_even
     return 0;
 }
 
-#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
 /* The version 2 header's CRC, read after the source and compared with
  * what the bytes before it give. */
@@ -115,11 +106,11 @@ static int check_header_crc(FILE *f, const uint8_t *fixed, const char *source, u
 {
     uint8_t stored[TRACE_CRC_BYTES];
     if (fread(stored, 1, sizeof stored, f) != sizeof stored)
-        return WHY("truncated header (no checksum)");
+        return err_set(why, whylen, "truncated header (no checksum)");
     uint32_t want = trace_get_u32(stored);
     uint32_t got = crc32c_update(crc32c(fixed, TRACE_HEADER_FIXED), source, slen);
     if (got != want)
-        return WHY("header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged", want,
+        return err_set(why, whylen, "header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged", want,
                    got);
     return 0;
 }
@@ -140,12 +131,12 @@ static int header_fields(const uint8_t *fixed, struct trace_meta *m, uint64_t *n
     if (m->n_layers == 0 || m->n_layers > MODEL_MAX_LAYERS || m->d_ff == 0 || m->d_ff > MODEL_MAX_D_FF ||
         (uint64_t)m->n_layers * m->d_ff > (1u << 26) || m->d_model == 0 || m->d_model > MODEL_MAX_D_MODEL ||
         m->bytes_per_weight == 0 || m->bytes_per_weight > 8)
-        return WHY("implausible shape in header (layers %u, d_model %u, d_ff %u, %u bytes per weight)",
+        return err_set(why, whylen, "implausible shape in header (layers %u, d_model %u, d_ff %u, %u bytes per weight)",
                    m->n_layers, m->d_model, m->d_ff, m->bytes_per_weight);
     if (kind > FFN_GLU)
-        return WHY("unknown FFN kind %u in header", kind);
+        return err_set(why, whylen, "unknown FFN kind %u in header", kind);
     if (flags > 1)
-        return WHY("unknown header flags 0x%x", flags);
+        return err_set(why, whylen, "unknown header flags 0x%x", flags);
     m->ffn_kind = kind;
     m->has_predicted = flags & 1;
     return 0;
@@ -159,27 +150,27 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
     size_t got = fread(fixed, 1, 8, f);
     if (got != 8 || memcmp(fixed, TRACE_MAGIC, 8) != 0)
         return got < 8 && memcmp(fixed, TRACE_MAGIC, got) == 0 && got > 0
-                   ? WHY("truncated header")
-                   : WHY("not a flashbed trace (wrong magic number in the header)");
+                   ? err_set(why, whylen, "truncated header")
+                   : err_set(why, whylen, "not a flashbed trace (wrong magic number in the header)");
     if (fread(fixed + 8, 1, 4, f) != 4)
-        return WHY("truncated header");
+        return err_set(why, whylen, "truncated header");
     *version = trace_get_u32(fixed + 8);
     if (*version > TRACE_VERSION)
-        return WHY("header says trace format version %u, newer than this flashbed reads (%u)", *version,
+        return err_set(why, whylen, "header says trace format version %u, newer than this flashbed reads (%u)", *version,
                    TRACE_VERSION);
     if (*version == 0)
-        return WHY("header says trace format version 0, which does not exist");
+        return err_set(why, whylen, "header says trace format version 0, which does not exist");
     if (fread(fixed + 12, 1, TRACE_HEADER_FIXED - 12, f) != TRACE_HEADER_FIXED - 12)
-        return WHY("truncated header");
+        return err_set(why, whylen, "truncated header");
     uint32_t slen = trace_get_u32(fixed + TRACE_HEADER_FIXED - 4);
     if (slen > TRACE_MAX_SOURCE)
-        return WHY("header's source description of %u bytes is implausible", slen);
+        return err_set(why, whylen, "header's source description of %u bytes is implausible", slen);
     m->source = malloc(slen + 1);
     if (!m->source)
-        return WHY("out of memory");
+        return err_set(why, whylen, "out of memory");
     if (fread(m->source, 1, slen, f) != slen) {
         trace_meta_free(m);
-        return WHY("truncated header");
+        return err_set(why, whylen, "truncated header");
     }
     m->source[slen] = 0;
     /* the checksum first: a damaged field then reads as damage, not as a

@@ -20,8 +20,6 @@
 #define TRACE_CRC_BYTES 4
 #define TRACE_MAX_SOURCE (1u << 20)
 
-/* snprintf into err; returns -1, so that "return trace_err(...)" reads well. */
-int trace_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Appends the header, with its CRC, for version TRACE_VERSION. */
 int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_tokens);

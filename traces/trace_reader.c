@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/crc32c.h"
+#include "common/errbuf.h"
 #include "common/model_shape.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
@@ -35,7 +36,6 @@ struct trace_reader {
     bool done;
 };
 
-#define ERR(...) trace_err(err, errlen, __VA_ARGS__)
 
 void trace_reader_close(struct trace_reader *r)
 {
@@ -84,31 +84,31 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
 {
     struct trace_reader *r = calloc(1, sizeof *r);
     if (!r) {
-        ERR("%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     snprintf(r->path, sizeof r->path, "%s", path);
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        ERR("%s: is a directory, not a trace file", path);
+        err_set(err, errlen, "%s: is a directory, not a trace file", path);
         trace_reader_close(r);
         return NULL;
     }
     r->f = fopen(path, "rb");
     if (!r->f) {
-        ERR("cannot read trace %s: %s", path, strerror(errno));
+        err_set(err, errlen, "cannot read trace %s: %s", path, strerror(errno));
         trace_reader_close(r);
         return NULL;
     }
     char why[256];
     if (trace_header_get(r->f, &r->meta, &r->n_tokens, &r->version, why, sizeof why) != 0) {
-        ERR("%s: %s", path, why);
+        err_set(err, errlen, "%s: %s", path, why);
         trace_reader_close(r);
         return NULL;
     }
     long at = ftell(r->f);
     if (fstat(fileno(r->f), &st) != 0 || at < 0) {
-        ERR("%s: cannot tell its size: %s", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot tell its size: %s", path, strerror(errno));
         trace_reader_close(r);
         return NULL;
     }
@@ -117,7 +117,7 @@ struct trace_reader *trace_reader_open(const char *path, char *err, size_t errle
     if (r->version >= TRACE_VERSION_CHECKED)
         r->check_bytes = TRACE_CRC_BYTES;
     if (alloc_rows(r) != 0) {
-        ERR("%s: out of memory for %u layers", path, r->meta.n_layers);
+        err_set(err, errlen, "%s: out of memory for %u layers", path, r->meta.n_layers);
         trace_reader_close(r);
         return NULL;
     }
@@ -161,28 +161,28 @@ static int read_footer(struct trace_reader *r, char *err, size_t errlen)
     p[0] = (uint8_t)TRACE_END_MAGIC[0];
     bool checked = r->version >= TRACE_VERSION_CHECKED;
     if (read_bytes(r, p + 1, 7) != 0 || memcmp(p, TRACE_END_MAGIC, 8) != 0)
-        return ERR("%s: after %llu tokens: expected a token or the end marker, found garbage", r->path,
+        return err_set(err, errlen, "%s: after %llu tokens: expected a token or the end marker, found garbage", r->path,
                    (unsigned long long)r->tokens_read);
     if (read_bytes(r, p + 8, TRACE_FOOTER_BYTES - 8 + (checked ? TRACE_CRC_BYTES : 0)) != 0)
-        return ERR("%s: truncated end marker", r->path);
+        return err_set(err, errlen, "%s: truncated end marker", r->path);
     if (checked) {
         uint32_t want = trace_get_u32(p + TRACE_FOOTER_BYTES), got = crc32c(p, TRACE_FOOTER_BYTES);
         if (got != want)
-            return ERR("%s: end marker checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+            return err_set(err, errlen, "%s: end marker checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
                        r->path, want, got);
         r->check_bytes += TRACE_CRC_BYTES;
     }
     uint64_t n = trace_get_u64_at(p + 8), na = trace_get_u64_at(p + 16), np = trace_get_u64_at(p + 24);
     if (n != r->n_tokens || n != r->tokens_read)
-        return ERR("%s: header says %llu tokens, end marker %llu, body holds %llu", r->path,
+        return err_set(err, errlen, "%s: header says %llu tokens, end marker %llu, body holds %llu", r->path,
                    (unsigned long long)r->n_tokens, (unsigned long long)n,
                    (unsigned long long)r->tokens_read);
     if (na != r->active_events || np != r->pred_events)
-        return ERR("%s: end marker counts %llu active and %llu predicted neurons, body holds %llu and %llu",
+        return err_set(err, errlen, "%s: end marker counts %llu active and %llu predicted neurons, body holds %llu and %llu",
                    r->path, (unsigned long long)na, (unsigned long long)np,
                    (unsigned long long)r->active_events, (unsigned long long)r->pred_events);
     if (getc(r->f) != EOF)
-        return ERR("%s: trailing bytes after the end marker", r->path);
+        return err_set(err, errlen, "%s: trailing bytes after the end marker", r->path);
     r->done = true;
     return 0;
 }
@@ -220,25 +220,25 @@ static int open_block(struct trace_reader *r, uint32_t l, struct byte_src *src, 
     size_t n_raw;
     uint64_t len, max = trace_block_max(&r->meta);
     if (read_block_len(r, raw, &n_raw, &len) != 0)
-        return ERR("%s: token %llu layer %u: truncated or damaged block length", r->path, t, l);
+        return err_set(err, errlen, "%s: token %llu layer %u: truncated or damaged block length", r->path, t, l);
     if (len > max)
-        return ERR("%s: token %llu layer %u: block of %llu bytes is longer than any (%llu): the file is damaged",
+        return err_set(err, errlen, "%s: token %llu layer %u: block of %llu bytes is longer than any (%llu): the file is damaged",
                    r->path, t, l, (unsigned long long)len, (unsigned long long)max);
     if (r->pos > r->file_bytes || len + TRACE_CRC_BYTES > r->file_bytes - r->pos)
-        return ERR("%s: token %llu layer %u: block of %llu bytes runs past the end of the file (truncated or damaged)",
+        return err_set(err, errlen, "%s: token %llu layer %u: block of %llu bytes runs past the end of the file (truncated or damaged)",
                    r->path, t, l, (unsigned long long)len);
     r->blk.len = 0;
     if (byte_buf_reserve(&r->blk, len) != 0)
-        return ERR("%s: out of memory", r->path);
+        return err_set(err, errlen, "%s: out of memory", r->path);
     if (read_bytes(r, r->blk.p, len) != 0 || read_bytes(r, stored, sizeof stored) != 0)
-        return ERR("%s: token %llu layer %u: truncated", r->path, t, l);
+        return err_set(err, errlen, "%s: token %llu layer %u: truncated", r->path, t, l);
     uint32_t crc = trace_block_crc_start(r->tokens_read, l);
     if (l == 0)
         crc = crc32c_update(crc, r->token_head, sizeof r->token_head);
     crc = crc32c_update(crc32c_update(crc, raw, n_raw), r->blk.p, len);
     uint32_t want = trace_get_u32(stored);
     if (crc != want)
-        return ERR("%s: token %llu layer %u: checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
+        return err_set(err, errlen, "%s: token %llu layer %u: checksum mismatch (stored 0x%08x, computed 0x%08x): the file is damaged",
                    r->path, t, l, want, crc);
     r->check_bytes += n_raw + TRACE_CRC_BYTES;
     src->p = r->blk.p;
@@ -252,12 +252,12 @@ static int check_token_start(struct trace_reader *r, int c, char *err, size_t er
 {
     if (r->tokens_read >= r->n_tokens)
         return c == TRACE_TOKEN_MARK
-                   ? ERR("%s: body holds more tokens than the header's %llu", r->path,
+                   ? err_set(err, errlen, "%s: body holds more tokens than the header's %llu", r->path,
                          (unsigned long long)r->n_tokens)
-                   : ERR("%s: after token %llu, the last: expected the end marker, found byte 0x%02x",
+                   : err_set(err, errlen, "%s: after token %llu, the last: expected the end marker, found byte 0x%02x",
                          r->path, (unsigned long long)r->tokens_read - 1, (unsigned)c);
     if (c != TRACE_TOKEN_MARK)
-        return ERR("%s: token %llu: bad token marker 0x%02x", r->path, (unsigned long long)r->tokens_read,
+        return err_set(err, errlen, "%s: token %llu: bad token marker 0x%02x", r->path, (unsigned long long)r->tokens_read,
                    (unsigned)c);
     return 0;
 }
@@ -282,13 +282,13 @@ static int decode_layer(struct trace_reader *r, uint32_t l, bool seq_start, stru
             src->pos = 0;
         }
         if (rc != 0)
-            return ERR("%s: token %llu layer %u (%s set): %s", r->path, (unsigned long long)r->tokens_read, l,
+            return err_set(err, errlen, "%s: token %llu layer %u (%s set): %s", r->path, (unsigned long long)r->tokens_read, l,
                        k ? "predicted" : "active", why);
         r->ptr[k][l] = r->cur[k][l].ids;
         *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
     }
     if (!src->f && src->pos != src->len)
-        return ERR("%s: token %llu layer %u: %zu bytes left over after its sets", r->path,
+        return err_set(err, errlen, "%s: token %llu layer %u: %zu bytes left over after its sets", r->path,
                    (unsigned long long)r->tokens_read, l, src->len - src->pos);
     return 0;
 }
@@ -299,7 +299,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
         return 0;
     int c = next_byte(r);
     if (c == EOF)
-        return ERR("%s: truncated after token %llu of %llu (no end marker)", r->path,
+        return err_set(err, errlen, "%s: truncated after token %llu of %llu (no end marker)", r->path,
                    (unsigned long long)r->tokens_read, (unsigned long long)r->n_tokens);
     if (c == TRACE_END_MAGIC[0])
         return read_footer(r, err, errlen);
@@ -307,7 +307,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
         return -1;
     int flags = next_byte(r);
     if (flags == EOF)
-        return ERR("%s: token %llu: truncated", r->path, (unsigned long long)r->tokens_read);
+        return err_set(err, errlen, "%s: token %llu: truncated", r->path, (unsigned long long)r->tokens_read);
     r->token_head[0] = (uint8_t)c;
     r->token_head[1] = (uint8_t)flags;
     for (int k = 0; k < 2; k++) {
@@ -324,7 +324,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
             return -1;
         /* layer 0's CRC covers the flags: checked, they can be looked at */
         if (l == 0 && (flags & ~(TRACE_TOKEN_GENERATED | TRACE_TOKEN_SEQ_START)))
-            return ERR("%s: token %llu: unknown token flags 0x%02x", r->path,
+            return err_set(err, errlen, "%s: token %llu: unknown token flags 0x%02x", r->path,
                        (unsigned long long)r->tokens_read, (unsigned)flags);
         if (r->tokens_read == 0)
             flags |= TRACE_TOKEN_SEQ_START;
@@ -382,7 +382,7 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
      * tokens than the file can hold is caught before allocating for them. */
     uint64_t min_token = 2 + 3 * nl * (m->has_predicted ? 2 : 1);
     if (nt > r->file_bytes / min_token) {
-        ERR("%s: header says %llu tokens but the file has only %llu bytes", path, (unsigned long long)nt,
+        err_set(err, errlen, "%s: header says %llu tokens but the file has only %llu bytes", path, (unsigned long long)nt,
             (unsigned long long)r->file_bytes);
         trace_reader_close(r);
         return -1;
@@ -396,7 +396,7 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
     if (m->has_predicted)
         tr->pred_off = calloc(nt * nl + 1, sizeof(uint64_t));
     if (!tr->meta.source || !tr->token_flags || !tr->active_off || (m->has_predicted && !tr->pred_off)) {
-        ERR("%s: out of memory for %llu tokens", path, (unsigned long long)nt);
+        err_set(err, errlen, "%s: out of memory for %llu tokens", path, (unsigned long long)nt);
         trace_reader_close(r);
         trace_free(tr);
         return -1;
@@ -410,7 +410,7 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
             uint64_t i = tok.index * nl + l;
             if (append_ids(&tr->active_ids, &na, &ca, tok.active[l], tok.n_active[l]) != 0 ||
                 (m->has_predicted && append_ids(&tr->pred_ids, &np, &cp, tok.pred[l], tok.n_pred[l]) != 0)) {
-                rc = ERR("%s: out of memory", path);
+                rc = err_set(err, errlen, "%s: out of memory", path);
                 break;
             }
             tr->active_off[i + 1] = na;
@@ -438,11 +438,11 @@ int trace_choose_sets(const char *use, const struct trace_meta *m, const char *p
     else if (!strcmp(use, "predicted") || !strcmp(use, "actual"))
         *predicted = use[0] == 'p';
     else {
-        snprintf(err, errlen, "'%s' is not predicted, actual or auto", use);
+        err_set(err, errlen, "'%s' is not predicted, actual or auto", use);
         return -1;
     }
     if (*predicted && !m->has_predicted) {
-        snprintf(err, errlen, "%s has no predicted sets (use its active sets: actual)", path);
+        err_set(err, errlen, "%s has no predicted sets (use its active sets: actual)", path);
         return -1;
     }
     return 0;
@@ -465,7 +465,7 @@ int trace_matches_shape(const struct trace *tr, const char *trace_path, const st
     const struct trace_meta *m = &tr->meta;
     if (m->n_layers != s->n_layers || m->d_model != s->d_model || m->d_ff != s->d_ff ||
         m->ffn_kind != (uint32_t)s->ffn_kind) {
-        snprintf(err, errlen,
+        err_set(err, errlen,
                  "%s: recorded for %u layers, d_model %u, d_ff %u (%s), but the model shape %s has %u, %u, %u (%s)",
                  trace_path, m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU ? "glu" : "relu",
                  s->name, s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU ? "glu" : "relu");

@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/provenance.h"
@@ -262,7 +263,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
 {
     const struct model_shape *s = p->shape;
     if (p->tokens == 0 || p->prompts == 0 || p->prompts > p->tokens) {
-        snprintf(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
+        err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
                  (unsigned long long)p->tokens, (unsigned long long)p->prompts);
         return -1;
     }
@@ -281,13 +282,13 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
     int rc = -1;
     struct trace_writer *w = NULL;
     if (!m.source || !g || !mark || !active || !pred || !keys) {
-        snprintf(err, errlen, "synth: out of memory");
+        err_set(err, errlen, "synth: out of memory");
         goto out;
     }
     for (uint32_t l = 0; l < L; l++) {
         if (layer_init(&g[l], N, synth_layer_density(p, l, L), p->targets.pred_over_active, p->zipf,
                        &r) != 0) {
-            snprintf(err, errlen, "synth: out of memory");
+            err_set(err, errlen, "synth: out of memory");
             goto out;
         }
     }
@@ -314,7 +315,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
         }
         progress_update(&prog, t + 1, NULL);
         if (interrupted()) {
-            snprintf(err, errlen, "synth: interrupted; %s not written", path);
+            err_set(err, errlen, "synth: interrupted; %s not written", path);
             goto out;
         }
     }

@@ -9,6 +9,7 @@
 
 #include "common/atomic_file.h"
 #include "common/crc32c.h"
+#include "common/errbuf.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
 #include "traces/trace_file.h"
@@ -29,7 +30,6 @@ struct trace_writer {
     struct byte_buf blk;       /* the current layer's sets, until sealed into rec */
 };
 
-#define ERR(...) trace_err(err, errlen, __VA_ARGS__)
 
 static void writer_free(struct trace_writer *w)
 {
@@ -47,7 +47,7 @@ static void writer_free(struct trace_writer *w)
 static int flush_rec(struct trace_writer *w, char *err, size_t errlen)
 {
     if (w->rec.len && fwrite(w->rec.p, 1, w->rec.len, w->f) != w->rec.len)
-        return ERR("%s: write failed: %s", w->path, strerror(errno));
+        return err_set(err, errlen, "%s: write failed: %s", w->path, strerror(errno));
     w->bytes += w->rec.len;
     w->rec.len = 0;
     return 0;
@@ -57,22 +57,22 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
                                        char *err, size_t errlen)
 {
     if (meta->n_layers == 0 || meta->d_ff == 0 || meta->d_model == 0 || meta->bytes_per_weight == 0) {
-        ERR("%s: trace shape must have layers, d_model, d_ff and bytes per weight", path);
+        err_set(err, errlen, "%s: trace shape must have layers, d_model, d_ff and bytes per weight", path);
         return NULL;
     }
     if (strlen(path) >= 4096) {
-        ERR("%s: path too long", path);
+        err_set(err, errlen, "%s: path too long", path);
         return NULL;
     }
     if (meta->source && strlen(meta->source) > TRACE_MAX_SOURCE) {
         /* the reader would refuse the header: do not write a file nothing reads */
-        ERR("%s: source description of %zu bytes exceeds the format's %u", path, strlen(meta->source),
+        err_set(err, errlen, "%s: source description of %zu bytes exceeds the format's %u", path, strlen(meta->source),
             TRACE_MAX_SOURCE);
         return NULL;
     }
     struct trace_writer *w = calloc(1, sizeof *w);
     if (!w) {
-        ERR("%s: out of memory", path);
+        err_set(err, errlen, "%s: out of memory", path);
         return NULL;
     }
     w->meta = *meta;
@@ -86,19 +86,19 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
     }
     w->scratch = malloc(2 * (size_t)meta->d_ff * sizeof(uint32_t));
     if (!w->meta.source || !w->prev[0] || !w->prev[1] || !w->n_prev[0] || !w->n_prev[1] || !w->scratch) {
-        ERR("%s: out of memory for a trace of %u layers x %u neurons", path, meta->n_layers, meta->d_ff);
+        err_set(err, errlen, "%s: out of memory for a trace of %u layers x %u neurons", path, meta->n_layers, meta->d_ff);
         writer_free(w);
         return NULL;
     }
     w->f = fopen(w->tmp, "wb");
     if (!w->f) {
-        ERR("cannot write %s: %s", w->tmp, strerror(errno));
+        err_set(err, errlen, "cannot write %s: %s", w->tmp, strerror(errno));
         writer_free(w);
         return NULL;
     }
     if (trace_header_put(&w->rec, &w->meta, 0) != 0 || flush_rec(w, err, errlen) != 0) {
         if (!w->rec.p)
-            ERR("%s: out of memory", path);
+            err_set(err, errlen, "%s: out of memory", path);
         trace_writer_abort(w);
         return NULL;
     }
@@ -108,15 +108,15 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
 int trace_writer_begin_token(struct trace_writer *w, unsigned flags, char *err, size_t errlen)
 {
     if (w->in_token && w->next_layer != w->meta.n_layers)
-        return ERR("%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
+        return err_set(err, errlen, "%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
                    w->next_layer, w->meta.n_layers);
     if (flags & ~(unsigned)(TRACE_TOKEN_GENERATED | TRACE_TOKEN_SEQ_START))
-        return ERR("%s: unknown token flags 0x%x", w->path, flags);
+        return err_set(err, errlen, "%s: unknown token flags 0x%x", w->path, flags);
     if (w->n_tokens == 0)
         flags |= TRACE_TOKEN_SEQ_START;
     w->seq_start = flags & TRACE_TOKEN_SEQ_START;
     if (byte_buf_reserve(&w->rec, 2) != 0)
-        return ERR("%s: out of memory", w->path);
+        return err_set(err, errlen, "%s: out of memory", w->path);
     w->token_head[0] = TRACE_TOKEN_MARK;
     w->token_head[1] = (uint8_t)flags;
     memcpy(w->rec.p + w->rec.len, w->token_head, 2);
@@ -131,14 +131,14 @@ static int check_ids(const struct trace_writer *w, const char *what, uint32_t la
                      const uint32_t *ids, uint32_t n, char *err, size_t errlen)
 {
     if (n && !ids)
-        return ERR("%s: token %llu layer %u: %s set of %u neurons given as NULL", w->path,
+        return err_set(err, errlen, "%s: token %llu layer %u: %s set of %u neurons given as NULL", w->path,
                    (unsigned long long)w->n_tokens - 1, layer, what, n);
     for (uint32_t j = 0; j < n; j++) {
         if (ids[j] >= w->meta.d_ff)
-            return ERR("%s: token %llu layer %u: %s neuron %u >= d_ff %u", w->path,
+            return err_set(err, errlen, "%s: token %llu layer %u: %s neuron %u >= d_ff %u", w->path,
                        (unsigned long long)w->n_tokens - 1, layer, what, ids[j], w->meta.d_ff);
         if (j && ids[j] <= ids[j - 1])
-            return ERR("%s: token %llu layer %u: %s neurons not strictly ascending (%u after %u)",
+            return err_set(err, errlen, "%s: token %llu layer %u: %s neurons not strictly ascending (%u after %u)",
                        w->path, (unsigned long long)w->n_tokens - 1, layer, what, ids[j], ids[j - 1]);
     }
     return 0;
@@ -157,7 +157,7 @@ static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint3
     if (kind == 1 && !refs[SET_REF_ACTIVE].ids)
         refs[SET_REF_ACTIVE].ids = empty_ref;
     if (set_encode(&w->blk, ids, n, refs, w->meta.d_ff, w->scratch) != 0)
-        return ERR("%s: out of memory", w->path);
+        return err_set(err, errlen, "%s: out of memory", w->path);
     if (n)
         memcpy(prev, ids, n * sizeof *ids);
     w->n_prev[kind][layer] = n;
@@ -169,13 +169,13 @@ static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint3
 static int seal_block(struct trace_writer *w, uint32_t layer, char *err, size_t errlen)
 {
     if (w->blk.len > trace_block_max(&w->meta))
-        return ERR("%s: token %llu layer %u: block of %zu bytes exceeds the format's %llu (a codec bug)",
+        return err_set(err, errlen, "%s: token %llu layer %u: block of %zu bytes exceeds the format's %llu (a codec bug)",
                    w->path, (unsigned long long)w->n_tokens - 1, layer, w->blk.len,
                    (unsigned long long)trace_block_max(&w->meta));
     size_t start = w->rec.len;
     if (byte_buf_put_varint(&w->rec, w->blk.len) != 0 ||
         byte_buf_reserve(&w->rec, w->blk.len + TRACE_CRC_BYTES) != 0)
-        return ERR("%s: out of memory", w->path);
+        return err_set(err, errlen, "%s: out of memory", w->path);
     memcpy(w->rec.p + w->rec.len, w->blk.p, w->blk.len);
     w->rec.len += w->blk.len;
     uint32_t crc = trace_block_crc_start(w->n_tokens - 1, layer);
@@ -193,9 +193,9 @@ int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *a
                        char *err, size_t errlen)
 {
     if (!w->in_token)
-        return ERR("%s: layer %u written before trace_writer_begin_token", w->path, layer);
+        return err_set(err, errlen, "%s: layer %u written before trace_writer_begin_token", w->path, layer);
     if (layer != w->next_layer)
-        return ERR("%s: token %llu: layer %u written where layer %u was due", w->path,
+        return err_set(err, errlen, "%s: token %llu: layer %u written where layer %u was due", w->path,
                    (unsigned long long)w->n_tokens - 1, layer, w->next_layer);
     if (check_ids(w, "active", layer, active, n_active, err, errlen) != 0)
         return -1;
@@ -224,9 +224,9 @@ uint64_t trace_writer_bytes(const struct trace_writer *w)
 static int rewrite_header(struct trace_writer *w, char *err, size_t errlen)
 {
     if (trace_header_put(&w->rec, &w->meta, w->n_tokens) != 0)
-        return ERR("%s: out of memory", w->path);
+        return err_set(err, errlen, "%s: out of memory", w->path);
     if (fseek(w->f, 0, SEEK_SET) != 0 || fwrite(w->rec.p, 1, w->rec.len, w->f) != w->rec.len)
-        return ERR("%s: cannot patch the header: %s", w->path, strerror(errno));
+        return err_set(err, errlen, "%s: cannot patch the header: %s", w->path, strerror(errno));
     w->rec.len = 0;
     return 0;
 }
@@ -235,21 +235,21 @@ int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
 {
     int rc = 0;
     if (w->in_token && w->next_layer != w->meta.n_layers)
-        rc = ERR("%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
+        rc = err_set(err, errlen, "%s: token %llu got %u of %u layers", w->path, (unsigned long long)w->n_tokens - 1,
                  w->next_layer, w->meta.n_layers);
     if (rc == 0 && trace_footer_put(&w->rec, w->n_tokens, w->active_events, w->pred_events) != 0)
-        rc = ERR("%s: out of memory", w->path);
+        rc = err_set(err, errlen, "%s: out of memory", w->path);
     if (rc == 0)
         rc = flush_rec(w, err, errlen);
     if (rc == 0)
         rc = rewrite_header(w, err, errlen);
     if (rc == 0 && fflush(w->f) != 0)
-        rc = ERR("%s: write failed: %s", w->path, strerror(errno));
+        rc = err_set(err, errlen, "%s: write failed: %s", w->path, strerror(errno));
     if (fclose(w->f) != 0 && rc == 0)
-        rc = ERR("%s: write failed: %s", w->path, strerror(errno));
+        rc = err_set(err, errlen, "%s: write failed: %s", w->path, strerror(errno));
     w->f = NULL;
     if (rc == 0 && rename(w->tmp, w->path) != 0)
-        rc = ERR("cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
+        rc = err_set(err, errlen, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
     if (rc != 0)
         remove(w->tmp);
     writer_free(w);
