@@ -15,6 +15,16 @@ uint64_t cache_capacity_rows(uint64_t budget_bytes, uint64_t row_bytes, uint32_t
     return rows < d_ff ? rows : d_ff;
 }
 
+uint64_t policy_layer_rows(const struct policy_ops *ops, uint64_t capacity, uint32_t d_ff)
+{
+    uint64_t cap = capacity < d_ff ? capacity : d_ff;
+    if (ops->uses_budget || (cap && ops->unbudgeted != UNBUDGETED_NONE))
+        return cap;
+    if (ops->unbudgeted == UNBUDGETED_HALF_LAYER)
+        return d_ff / 2;
+    return ops->unbudgeted == UNBUDGETED_ALL_NEEDED ? d_ff : 0;
+}
+
 void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
                         const uint32_t *misses, uint32_t n_miss)
 {

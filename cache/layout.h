@@ -45,6 +45,9 @@ struct layout_ops {
     bool needs_rows;          /* read() looks at the ids, not only their count */
     bool needs_known;         /* init() needs the trace's sets (friends) */
     bool lists_reads;         /* read() can list its reads (contiguous ranges): the engine runs it */
+    bool per_vector;          /* each vector of a row is its own read (split) */
+    bool reads_unneeded;      /* a read may span rows not needed (friends; coalesce:G when G > 0),
+                               * which a run lands in a bounce buffer */
     /* Prepares per-layout data (friends computes co-activation). 0, or -1 with err. */
     int (*init)(struct layout *lo, char *err, size_t errlen);
     /* rows: the ascending ids of layer l read this token; adds their reads to

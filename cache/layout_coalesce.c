@@ -24,5 +24,6 @@ const struct layout_ops layout_coalesce = {
     .needs_rows = true,
     .takes_arg = true,
     .lists_reads = true,
+    .reads_unneeded = true,
     .read = coalesce_read,
 };

@@ -19,5 +19,6 @@ static uint32_t split_read(struct layout *lo, uint32_t l, const uint32_t *rows, 
 const struct layout_ops layout_split = {
     .name = "split",
     .lists_reads = true,
+    .per_vector = true,
     .read = split_read,
 };

@@ -22,15 +22,34 @@
 
 struct policy;
 
+/* Rows of a layer a policy holds when no budget sizes its cache. */
+enum policy_unbudgeted {
+    UNBUDGETED_NONE,       /* keeps nothing between tokens (or always has a budget) */
+    UNBUDGETED_HALF_LAYER, /* hybrid: the paper's half of each layer resident */
+    UNBUDGETED_ALL_NEEDED, /* window: every row its K tokens need, up to the whole layer */
+};
+
+/* What callers outside cache/ may ask of a policy: properties, never its
+ * name or identity, so that a new policy is its own file plus one line in
+ * cache/parse.c. */
 struct policy_ops {
     const char *name;
-    bool takes_arg;          /* "window:K" */
+    bool takes_arg;          /* "window:K": the argument is a count of tokens */
     bool uses_budget;        /* capacity-limited: needs a budget (lru, lfu, hot, belady) */
     bool honours_budget;     /* keeps within a budget when one is given (window shrinks) */
     bool keeps_reads;        /* keeps what it reads for later tokens (rows it drops at once
                               * because the layer is full are overflow) */
     bool needs_known;        /* needs the trace's sets (profile or future) */
     bool preload_is_read;    /* its preload is read from flash with the first token */
+    bool reads_whole_layers; /* reads every row it does not hold, whatever the token needs (naive,
+                              * hybrid): priced without a trace, streamed, nothing placed */
+    bool keeps_resident_part;/* a fixed resident part of each layer beside the streamed rest
+                              * (hybrid): the budget's rows after one layer's stream */
+    bool keeps_recent;       /* holds exactly the rows the last K tokens need (predictor: K = 1,
+                              * window:K): its volumes follow the paper's s_agg curve */
+    bool known_from_profile; /* its known sets may be a frequency profile (a warm-up run's) */
+    bool needs_future;       /* reads the sets to come: a trace must cover every token (belady) */
+    enum policy_unbudgeted unbudgeted;
     /* Optional. Allocates state and preloads resident rows (policy_preload).
      * Called once before the first token. 0, or -1 with err. */
     int (*init)(struct policy *p, char *err, size_t errlen);
@@ -105,6 +124,10 @@ static inline void policy_delete_list(struct policy *p, uint32_t l, const uint32
  * predictor, hot): the misses leave again after the token. */
 void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
                         const uint32_t *misses, uint32_t n_miss);
+
+/* Rows of one layer the policy's cache holds: its capacity (0 included,
+ * for the policies that use a budget), else what `unbudgeted` says. */
+uint64_t policy_layer_rows(const struct policy_ops *ops, uint64_t capacity, uint32_t d_ff);
 
 extern const struct policy_ops policy_naive, policy_hybrid, policy_predictor, policy_window,
     policy_lru, policy_lfu, policy_hot, policy_belady;

@@ -40,6 +40,9 @@ static uint32_t hybrid_extra(struct policy *p, uint32_t l, const uint8_t *is_mis
 const struct policy_ops policy_hybrid = {
     .name = "hybrid",
     .honours_budget = true,
+    .reads_whole_layers = true,
+    .keeps_resident_part = true,
+    .unbudgeted = UNBUDGETED_HALF_LAYER,
     .init = hybrid_init,
     .extra_reads = hybrid_extra,
     .update = policy_drop_misses,

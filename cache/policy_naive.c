@@ -17,6 +17,7 @@ static uint32_t naive_extra(struct policy *p, uint32_t l, const uint8_t *is_miss
 
 const struct policy_ops policy_naive = {
     .name = "naive",
+    .reads_whole_layers = true,
     .extra_reads = naive_extra,
     .update = policy_drop_misses,
 };

@@ -3,5 +3,6 @@
 
 const struct policy_ops policy_predictor = {
     .name = "predictor",
+    .keeps_recent = true,
     .update = policy_drop_misses,
 };

@@ -121,15 +121,11 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
 uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff)
 {
     const struct policy_ops *ops;
-    uint64_t arg, cap = cfg->capacity_rows < d_ff ? cfg->capacity_rows : d_ff;
+    uint64_t arg;
     char err[256];
     if (cache_parse_policy(cfg->policy, &ops, &arg, err, sizeof err) != 0)
         return 0;
-    if (ops == &policy_hybrid)
-        return cap ? (uint32_t)cap : d_ff / 2;
-    if (ops == &policy_window)
-        return cap ? (uint32_t)cap : d_ff;
-    return ops->uses_budget ? (uint32_t)cap : 0;
+    return (uint32_t)policy_layer_rows(ops, cfg->capacity_rows, d_ff);
 }
 
 /* Appends ids[0..n) (ascending) to cache c and reads them straight into

@@ -97,18 +97,16 @@ static void size_staging(const struct run_plan_input *in, const struct policy_op
     uint32_t d_ff = in->m->shape.d_ff;
     uint32_t need = in->trace ? largest_need(in->trace, in->use_predicted, in->tokens) : d_ff;
     uint64_t s;
-    if (pol == &policy_naive)
-        s = d_ff;
-    else if (pol == &policy_hybrid)
-        s = d_ff - (capacity ? capacity : d_ff / 2);
-    else if (pol == &policy_predictor || pol == &policy_hot)
+    if (pol->reads_whole_layers) /* every row it does not hold, each token */
+        s = d_ff - policy_layer_rows(pol, capacity, d_ff);
+    else if (!pol->keeps_reads) /* the needed rows, dropped after the token */
         s = need;
     else /* keeping policies stage only what a full layer cannot keep: batches of a quarter token */
         s = (need + 3) / 4;
-    if (room_rows && s > room_rows / 4 && pol != &policy_naive && pol != &policy_hybrid)
+    if (room_rows && s > room_rows / 4 && !pol->reads_whole_layers)
         s = room_rows / 4; /* the rest of the budget goes to the caches; staging goes in batches */
     out->staging_rows = (uint32_t)(s ? s : 1);
-    out->bounce_rows = lay == &layout_coalesce ? out->staging_rows : 1;
+    out->bounce_rows = lay->reads_unneeded ? out->staging_rows : 1;
 }
 
 /* window:auto's K for a layer cache of `capacity` rows: sim/window_auto.h's
@@ -142,11 +140,11 @@ static int parse_policy(const struct run_plan_input *in, const struct policy_ops
     }
     if (cache_parse_policy(in->policy, pol, &arg, err, errlen) != 0)
         return -1;
-    if (*pol == &policy_window && arg > RUN_MAX_WINDOW) {
+    if ((*pol)->takes_arg && arg > RUN_MAX_WINDOW) {
         err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", in->policy, RUN_MAX_WINDOW);
         return -1;
     }
-    out->window_k = *pol == &policy_window ? (uint32_t)arg : 0;
+    out->window_k = (*pol)->takes_arg ? (uint32_t)arg : 0;
     return 0;
 }
 
@@ -157,7 +155,7 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
     uint64_t arg = 0;
     if (!window_auto_is(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
         return -1;
-    if (!window_auto_is(policy) && pol == &policy_window && arg > RUN_MAX_WINDOW) {
+    if (!window_auto_is(policy) && pol->takes_arg && arg > RUN_MAX_WINDOW) {
         err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
         return -1;
     }
@@ -166,12 +164,12 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
 
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
 {
-    if (pol->needs_known && !in->trace && !(pol == &policy_hot && in->profile)) {
+    if (pol->needs_known && !in->trace && !(pol->known_from_profile && in->profile)) {
         err_set(err, errlen, "policy %s needs the sets to come: it runs only when a trace chooses the neurons%s",
-                 in->policy, pol == &policy_hot ? " or, with the oracle, after a warm-up profile" : "");
+                 in->policy, pol->known_from_profile ? " or, with the oracle, after a warm-up profile" : "");
         return -1;
     }
-    if (pol == &policy_belady && in->tokens > in->trace->n_tokens) {
+    if (pol->needs_future && in->tokens > in->trace->n_tokens) {
         err_set(err, errlen, "policy belady looks into the future: the run's %llu tokens pass the trace's %llu "
                  "(a longer trace, or fewer tokens)", (unsigned long long)in->tokens,
                  (unsigned long long)in->trace->n_tokens);
@@ -217,7 +215,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
         return -1;
     }
     uint64_t avail = in->budget ? in->budget - fixed : 0;
-    uint64_t capacity = pol == &policy_hybrid ? hybrid_capacity(in, avail) : 0;
+    uint64_t capacity = pol->keeps_resident_part ? hybrid_capacity(in, avail) : 0;
     size_staging(in, pol, lay, capacity, avail / stride, out);
     /* FFN_ALIGN: the largest alignment a reader takes, so never less than the engine's */
     out->scratch_bytes = in->stream_dram ? ffn_flash_stream_scratch(in->m->dram_bytes, s->n_layers, FFN_ALIGN) : 0;
@@ -230,9 +228,12 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
                  out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
         return -1;
     }
-    if (in->budget && (pol->uses_budget || pol == &policy_window))
+    /* the caches a budget sizes: those of the policies that use one, and
+     * of those that keep what they read within one (window) */
+    bool sized = pol->uses_budget || (pol->keeps_reads && pol->honours_budget);
+    if (in->budget && sized)
         capacity = cache_capacity_rows(avail - staged, stride, s->n_layers, s->d_ff);
-    if ((pol->uses_budget || (pol == &policy_window && in->budget)) && capacity == 0) {
+    if ((pol->uses_budget || (sized && in->budget)) && capacity == 0) {
         human(avail - staged, b1, sizeof b1);
         err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu bytes)",
                  b1, s->n_layers, (unsigned long long)stride);

@@ -24,12 +24,12 @@ double cost_predictor_params(const struct model_shape *s, double rank)
 
 bool cost_policy_needs_trace(const struct policy_ops *p)
 {
-    return p != &policy_naive && p != &policy_hybrid && p != &policy_predictor && p != &policy_window;
+    return !p->reads_whole_layers && !p->keeps_recent;
 }
 
 bool cost_layout_needs_trace(const struct layout_ops *l)
 {
-    return l != &layout_split && l != &layout_bundled;
+    return l->needs_rows; /* its reads depend on which rows, not only how many */
 }
 
 #define NEEDS_TRACE "lru, lfu, hot, belady and the layouts friends and coalesce:G need volumes replayed from a trace"
@@ -82,8 +82,8 @@ void volumes_from_fractions(const struct model_shape *s, const struct policy_ops
     /* The predictor alone keeps nothing: each token overwrites the last
      * token's rows, so nothing is deleted. The window evicts as many rows as
      * it admits once it is full (the steady state). */
-    v->rows_deleted = p == &policy_window ? v->neurons_loaded : 0;
-    v->cache_rows = p == &policy_window ? resident * neurons : v->neurons_loaded;
+    v->rows_deleted = p->keeps_reads ? v->neurons_loaded : 0;
+    v->cache_rows = p->keeps_reads ? resident * neurons : v->neurons_loaded;
 }
 
 /* Parameter counts of the parts the cost model tells apart. */
@@ -144,8 +144,8 @@ static double rows_copied(const struct policy_ops *pol, const char *layout, cons
     const struct layout_ops *lay;
     uint64_t arg = 0;
     char err[256];
-    bool bounced = cache_parse_layout(layout, &lay, &arg, err, sizeof err) == 0 &&
-                   ((lay == &layout_coalesce && arg > 0) || lay == &layout_friends);
+    bool bounced = cache_parse_layout(layout, &lay, &arg, err, sizeof err) == 0 && lay->reads_unneeded &&
+                   (!lay->takes_arg || arg > 0);
     return v->rows_deleted + (bounced ? v->rows_inserted : 0);
 }
 
@@ -213,7 +213,9 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     if (check_policy(c->policy, c->vol.replayed, &pol, err, errlen) != 0 ||
         check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
         return -1;
-    bool naive = pol == &policy_naive, hybrid = pol == &policy_hybrid, split = lay == &layout_split;
+    /* naive and hybrid stream the model (naive all of it, hybrid beside its resident part) */
+    bool whole = pol->reads_whole_layers, streams_all = whole && !pol->keeps_resident_part;
+    bool split = lay->per_vector;
     struct parts p;
     model_parts(s, &p);
     double B = bytes;
@@ -222,10 +224,10 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     const struct token_volumes *v = &c->vol;
 
     /* I/O. */
-    if (naive || hybrid) {
+    if (whole) {
         int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : bytes;
         double all = (double)bb * (double)p.pc.total;
-        o->bytes_per_token = naive ? all : all * (1 - c->dram_share);
+        o->bytes_per_token = streams_all ? all : all * (1 - c->dram_share);
         o->throughput = c->hw->flash.sequential_bw;
         if (o->throughput <= 0) {
             err_set(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
@@ -249,7 +251,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     o->io_ms = o->throughput > 0 ? 1e3 * o->bytes_per_token / o->throughput : 0;
 
     /* Memory management: the policies that place what they read into the cache. */
-    if (!naive && !hybrid) {
+    if (!whole) {
         o->rows_inserted = v->rows_inserted;
         o->rows_deleted = v->rows_deleted;
         o->cache_rows = v->cache_rows;
@@ -263,7 +265,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     double attn_b = B * (double)p.pc.attention + B * p.kv_per_ctx * c->context_tokens;
     double other_b = B * ((double)p.pc.norms + p.out_proj);
     double pred_params = 0, ffn_b;
-    if (naive || hybrid) {
+    if (whole) {
         ffn_b = B * (double)p.pc.ffn;
     } else {
         pred_params = c->predictor_rank > 0 ? cost_predictor_params(s, c->predictor_rank)
@@ -285,10 +287,10 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     o->dram_embeddings = B * ((double)p.pc.embeddings + (double)p.pc.lm_head);
     o->dram_attention = B * ((double)p.pc.attention + (double)p.pc.norms);
     o->dram_predictor = pred_b;
-    if (naive) {
+    if (streams_all) {
         o->dram_embeddings = o->dram_attention = 0;
         o->dram_ffn = 0;
-    } else if (hybrid) {
+    } else if (whole) {
         /* Half the model resident: what is not embeddings or attention is FFN. */
         o->dram_ffn = fmax(0, c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
     } else {

@@ -125,7 +125,7 @@ static void curve_volumes(const struct model_shape *shape, const struct policy_o
                           struct token_volumes *v)
 {
     double held = paper_s_agg((double)k);
-    double fresh = ops == &policy_window && k > 1 ? held - paper_s_agg((double)(k - 1)) : held;
+    double fresh = ops->keeps_reads && k > 1 ? held - paper_s_agg((double)(k - 1)) : held;
     volumes_from_fractions(shape, ops, fresh, held, v);
     snprintf(v->source, sizeof v->source,
              "s_agg curve through OPT-6.7B's App. C.1 figures (window of %llu token%s: %.2f%% new, %.1f%% held)",
@@ -143,11 +143,11 @@ static int paper_config(const struct predict_setup *s, struct cost_config *c, ch
         return -1;
     char policy[sizeof c->policy];
     memcpy(policy, c->policy, sizeof policy);
-    bool window = ops == &policy_window;
+    bool window = ops->keeps_recent && ops->takes_arg; /* window:K (the predictor is K = 1) */
     double paper_k = -2;
     paper_density(s->shape->name, "window_k", &paper_k, NULL, 0);
     if ((window && (double)k != paper_k + 1) || paper_cost_config(c, s->shape, ops->name, s->layout, "") != 0) {
-        if (ops == &policy_predictor || window) {
+        if (ops->keeps_recent) {
             curve_volumes(s->shape, ops, window ? k : 1, &c->vol);
             /* the predictor runs whatever the window: its size is the shape's */
             double pred = 0;

@@ -14,7 +14,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     uint64_t arg;
     if (cache_parse_policy(spec->policy, &ops, &arg, err, errlen) != 0)
         return -1;
-    if (ops == &policy_naive || ops == &policy_hybrid) {
+    if (ops->reads_whole_layers) {
         err_set(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
     }
@@ -51,7 +51,7 @@ void trace_volumes_of_replay(const struct replay_result *r, const char *trace_pa
     uint64_t arg;
     char err[256];
     bool matrix = cache_parse_policy(r->policy, &ops, &arg, err, sizeof err) == 0 &&
-                  (ops == &policy_predictor || ops == &policy_window);
+                  ops->keeps_recent;
     double scale = (double)dtype_bytes / trace_bytes;
     double tokens = r->n_tokens ? (double)r->n_tokens : 1;
     memset(v, 0, sizeof *v);
