@@ -31,6 +31,11 @@ int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t
 int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
                        size_t errlen);
 
+/* The ops of a policy name (its properties, for callers that hold the
+ * name): "window:auto", the window the budget sizes, is a window. NULL when
+ * the text names no policy. */
+const struct policy_ops *cache_policy_ops(const char *text);
+
 /* The one sizing rule: a byte budget for the FFN caches is split evenly
  * over the layers (the paper preallocates one matrix per layer), in rows of
  * row_bytes, at most d_ff per layer. */

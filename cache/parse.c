@@ -1,6 +1,7 @@
 /* One parser for policy and layout strings ("window:5", "coalesce:2"): the
  * replay, the engine and the cost model all name them through it. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +65,7 @@ int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t
     size_t k;
     if (parse_named(text, "policy", names, args, COUNT(policies), &k, arg, err, errlen) != 0)
         return -1;
-    if (policies[k] == &policy_window && (*arg == 0 || *arg >= UINT32_MAX)) {
+    if (policies[k]->takes_arg && (*arg == 0 || *arg >= UINT32_MAX)) {
         err_set(err, errlen, "policy '%s': a window holds at least the current token (K from 1 to %u)", text,
                  UINT32_MAX - 1);
         return -1;
@@ -91,4 +92,17 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
     }
     *ops = layouts[k];
     return 0;
+}
+
+const struct policy_ops *cache_policy_ops(const char *text)
+{
+    const struct policy_ops *ops;
+    uint64_t arg;
+    char name[64], err[256];
+    const char *colon = strchr(text, ':');
+    if (colon && !strcmp(colon, ":auto") && (size_t)(colon - text) < sizeof name) {
+        snprintf(name, sizeof name, "%.*s:1", (int)(colon - text), text); /* auto: any K will do */
+        text = name;
+    }
+    return cache_parse_policy(text, &ops, &arg, err, sizeof err) == 0 ? ops : NULL;
 }

@@ -58,8 +58,9 @@ static double predictor_of(const struct predict_setup *s, const char *policy, st
 {
     c->predictor_rank = c->predictor_fraction = 0;
     c->predictor_source[0] = '\0';
-    if (!strcmp(policy, "naive") || !strcmp(policy, "hybrid") || s->predictor_rank == PREDICT_RANK_NONE)
-        return 0;
+    const struct policy_ops *ops = cache_policy_ops(policy);
+    if ((ops && ops->reads_whole_layers) || s->predictor_rank == PREDICT_RANK_NONE)
+        return 0; /* a policy that computes every neuron chooses none */
     const struct model_shape *sh = s->shape;
     struct param_counts pc;
     model_shape_params(sh, &pc);

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "trace_fixture.h"
 
+#include "cache/cache.h"
 #include "common/model_shape.h"
 #include "sim/predict_list.h"
 #include "sim/replay.h"
@@ -254,10 +255,36 @@ static void stride_tests(void)
     replay_result_free(&two);
 }
 
+/* What callers outside cache/ ask of a policy: its properties by name
+ * (window:auto is a window), and the one rule for a layer's rows. */
+static void property_tests(void)
+{
+    CHECK(cache_policy_ops("naive") == &policy_naive);
+    CHECK(cache_policy_ops("window:auto") == &policy_window);
+    CHECK(cache_policy_ops("window:7") == &policy_window);
+    CHECK(cache_policy_ops("lru:3") == NULL && cache_policy_ops("mru") == NULL && cache_policy_ops("auto") == NULL);
+    CHECK(policy_naive.reads_whole_layers && !policy_naive.keeps_resident_part);
+    CHECK(policy_hybrid.reads_whole_layers && policy_hybrid.keeps_resident_part);
+    CHECK(policy_predictor.keeps_recent && policy_window.keeps_recent && !policy_lru.keeps_recent);
+    CHECK(policy_hot.known_from_profile && policy_belady.needs_future && !policy_lru.needs_future);
+    /* rows per layer of 100: capacity 30, then none */
+    CHECK_U64(policy_layer_rows(&policy_lru, 30, 100), 30);
+    CHECK_U64(policy_layer_rows(&policy_lru, 0, 100), 0);
+    CHECK_U64(policy_layer_rows(&policy_hybrid, 30, 100), 30);
+    CHECK_U64(policy_layer_rows(&policy_hybrid, 0, 100), 50);
+    CHECK_U64(policy_layer_rows(&policy_window, 0, 100), 100);
+    CHECK_U64(policy_layer_rows(&policy_window, 500, 100), 100);
+    CHECK_U64(policy_layer_rows(&policy_predictor, 30, 100), 0);
+    CHECK_U64(policy_layer_rows(&policy_naive, 0, 100), 0);
+    CHECK(layout_split.per_vector && !layout_bundled.per_vector);
+    CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
+}
+
 int main(void)
 {
     fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
     stride_tests();
+    property_tests();
 
     /* naive: all 8 rows every token, nothing kept. split: 16 reads of 4 bytes per token. */
     EXPECT("naive", "split", 0, 80, 320, 0, 40, 40);
