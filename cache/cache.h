@@ -36,6 +36,10 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
  * the text names no policy. */
 const struct policy_ops *cache_policy_ops(const char *text);
 
+/* The name cache_parse_policy reads back: "lru", or with an argument
+ * "window:5". */
+void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len);
+
 /* The one sizing rule: a byte budget for the FFN caches is split evenly
  * over the layers (the paper preallocates one matrix per layer), in rows of
  * row_bytes, at most d_ff per layer. */

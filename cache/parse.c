@@ -106,3 +106,11 @@ const struct policy_ops *cache_policy_ops(const char *text)
     }
     return cache_parse_policy(text, &ops, &arg, err, sizeof err) == 0 ? ops : NULL;
 }
+
+void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len)
+{
+    if (ops->takes_arg)
+        snprintf(buf, len, "%s:%llu", ops->name, (unsigned long long)arg);
+    else
+        snprintf(buf, len, "%s", ops->name);
+}

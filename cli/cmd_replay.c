@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
@@ -252,7 +253,7 @@ static int replay_sweep(const struct replay_study *j, struct replay_result *swee
             if (interrupted())
                 return 0;
             char name[32];
-            snprintf(name, sizeof name, "window:%zu", w + 1);
+            cache_policy_name(&policy_window, w + 1, name, sizeof name);
             struct replay_spec spec = {name, j->layouts[k], j->budgets[0].bytes, j->use_predicted, true, j->row_stride};
             if (replay_run(j->tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
                 fb_error("replay %s x %s: %s", name, j->layouts[k], err);

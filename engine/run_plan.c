@@ -120,7 +120,7 @@ static int choose_window(const struct run_plan_input *in, uint64_t capacity, str
         return -1;
     out->window_k = wc.k;
     out->window_from = wc.from;
-    snprintf(out->policy, sizeof out->policy, "window:%u", wc.k);
+    cache_policy_name(&policy_window, wc.k, out->policy, sizeof out->policy);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
@@ -222,7 +223,7 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
         paper_density(s->name, "window_resident_fraction", &resident, NULL, 0);
         paper_density(s->name, "window_k", &k, NULL, 0);
         /* the paper: k previous tokens + this one */
-        snprintf(c->policy, sizeof c->policy, "window:%u", (unsigned)k + 1);
+        cache_policy_name(&policy_window, (uint64_t)k + 1, c->policy, sizeof c->policy);
         volumes_from_fractions(s, &policy_window, loaded, resident, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     }
@@ -519,7 +520,7 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
         double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
         if (tokens < 2)
             fresh = held; /* a one-token window reloads everything it holds */
-        snprintf(c.policy, sizeof c.policy, "window:%ld", lround(tokens)); /* a label: volumes given */
+        cache_policy_name(&policy_window, (uint64_t)lround(tokens), c.policy, sizeof c.policy); /* a label: volumes given */
         volumes_from_fractions(&s, &policy_window, fresh, held, &c.vol);
         if (cost_predict(&c, &p, err, errlen) != 0)
             goto out;

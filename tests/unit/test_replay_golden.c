@@ -276,6 +276,11 @@ static void property_tests(void)
     CHECK_U64(policy_layer_rows(&policy_window, 500, 100), 100);
     CHECK_U64(policy_layer_rows(&policy_predictor, 30, 100), 0);
     CHECK_U64(policy_layer_rows(&policy_naive, 0, 100), 0);
+    char name[32];
+    cache_policy_name(&policy_window, 5, name, sizeof name);
+    CHECK_STR(name, "window:5");
+    cache_policy_name(&policy_lru, 9, name, sizeof name);
+    CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
     CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
 }
