@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/ffn_select.h"
 #include "engine/sampler.h"
+#include "engine/text_feed.h"
 
 struct perplexity_opts {
     char *model;
@@ -73,43 +74,50 @@ struct score {
     int window;
 };
 
+/* The running sums while the text is fed (engine/text_feed.h). */
+struct scoring {
+    const int *toks;
+    int vocab;
+    double nll;
+    size_t scored, bad; /* bad: the token whose logits were not finite */
+    struct progress pr;
+};
+
+static int add_token(void *ctx, size_t i, const float *logits)
+{
+    struct scoring *s = ctx;
+    double term = text_feed_nll(logits, s->vocab, s->toks[i], NULL);
+    if (!isfinite(term)) {
+        s->bad = i;
+        return -1;
+    }
+    s->nll += term;
+    s->scored++;
+    return 0;
+}
+
+static void show_progress(void *ctx, size_t done, size_t n)
+{
+    (void)n;
+    progress_update(&((struct scoring *)ctx)->pr, done, NULL);
+}
+
 /* Scores toks[0..n) in windows of the engine's context, each led by BOS.
  * -1, naming the token, when its logits are not finite (NaN weights). */
 static int score(struct engine *e, const int *toks, size_t n, struct score *out)
 {
-    const struct model *m = e->m;
-    int window = e->max_seq - 1; /* text tokens per window after BOS */
-    double nll = 0;
-    size_t scored = 0;
-    struct progress pr;
-    progress_begin(&pr, "perplexity", n);
+    struct scoring s = {.toks = toks, .vocab = (int)e->m->shape.vocab_size};
+    progress_begin(&s.pr, "perplexity", n);
     uint64_t t0 = now_ns();
-    for (size_t start = 0; start < n && !interrupted(); start += (size_t)window) {
-        size_t end = start + (size_t)window < n ? start + (size_t)window : n;
-        int prev = m->bos_id;
-        for (size_t i = start; i < end && !interrupted(); i++) {
-            engine_forward(e, prev, (int)(i - start));
-            float *lg = e->s.logits;
-            /* -log softmax(lg)[toks[i]], computed stably */
-            float max = lg[argmax(lg, (int)m->shape.vocab_size)];
-            double sum = 0;
-            for (uint32_t v = 0; v < m->shape.vocab_size; v++)
-                sum += exp((double)lg[v] - max);
-            double term = log(sum) + max - lg[toks[i]];
-            if (!isfinite(term)) {
-                progress_end(&pr);
-                fb_error("perplexity: the logits for text token %zu are not finite (NaN or infinity): the model's "
-                         "weights hold such values or its activations overflow", i);
-                return -1;
-            }
-            nll += term;
-            scored++;
-            prev = toks[i];
-        }
-        progress_update(&pr, scored, NULL);
+    const struct text_feed f = {.scored = add_token, .progress = show_progress, .ctx = &s};
+    int rc = text_feed_run(e, toks, n, &f);
+    progress_end(&s.pr);
+    if (rc < 0) {
+        fb_error("perplexity: the logits for text token %zu are not finite (NaN or infinity): the model's "
+                 "weights hold such values or its activations overflow", s.bad);
+        return -1;
     }
-    progress_end(&pr);
-    *out = (struct score){nll, (double)(now_ns() - t0) * 1e-9, scored, window};
+    *out = (struct score){s.nll, (double)(now_ns() - t0) * 1e-9, s.scored, e->max_seq - 1};
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "engine/ffn_select.h"
 #include "engine/ffn_probe.h"
+#include "engine/text_feed.h"
 
 /* Short story openings in ordinary words: TinyStories' register for
  * stories260K, and words any synthetic tokenizer spells out. */
@@ -71,20 +72,6 @@ static void compare_observe(void *ctx, int layer, int pos, const float *x, const
     L->active_mass += mass, L->missed_mass += missed;
 }
 
-/* -log softmax(lg)[target], computed stably. */
-static double nll_of(const float *lg, int vocab, int target, int *top)
-{
-    int best = 0;
-    for (int v = 1; v < vocab; v++)
-        if (lg[v] > lg[best])
-            best = v;
-    double sum = 0;
-    for (int v = 0; v < vocab; v++)
-        sum += exp((double)lg[v] - lg[best]);
-    *top = best;
-    return log(sum) + lg[best] - lg[target];
-}
-
 struct text_pass {
     const int *tokens;
     size_t n;
@@ -92,33 +79,39 @@ struct text_pass {
     const int *compare;  /* [n]: dense's top tokens to agree with */
     double nll;
     size_t scored, agree;
+    int vocab;
+    const struct predictor_eval_config *c;
+    const char *stage;
 };
 
-/* Feeds the text in BOS-led windows; 1 if interrupted. */
+static int pass_scored(void *ctx, size_t i, const float *logits)
+{
+    struct text_pass *tp = ctx;
+    int top;
+    tp->nll += text_feed_nll(logits, tp->vocab, tp->tokens[i], &top);
+    if (tp->compare)
+        tp->agree += top == tp->compare[i];
+    else
+        tp->top[i] = top;
+    tp->scored++;
+    return 0;
+}
+
+static void pass_progress(void *ctx, size_t done, size_t n)
+{
+    struct text_pass *tp = ctx;
+    if (tp->c->progress)
+        tp->c->progress(tp->c->ctx, tp->stage, done, n);
+}
+
+/* Feeds the text in BOS-led windows (engine/text_feed.h); 1 if interrupted. */
 static int run_text(struct engine *e, struct text_pass *tp, const struct predictor_eval_config *c, const char *stage)
 {
-    size_t window = (size_t)e->max_seq - 1;
-    int vocab = (int)e->m->shape.vocab_size;
-    for (size_t start = 0; start < tp->n; start += window) {
-        size_t end = start + window < tp->n ? start + window : tp->n;
-        int prev = e->m->bos_id;
-        for (size_t i = start; i < end; i++) {
-            if (interrupted())
-                return 1;
-            engine_forward(e, prev, (int)(i - start));
-            int top;
-            tp->nll += nll_of(e->s.logits, vocab, tp->tokens[i], &top);
-            if (tp->compare)
-                tp->agree += top == tp->compare[i];
-            else
-                tp->top[i] = top;
-            tp->scored++;
-            prev = tp->tokens[i];
-        }
-        if (c->progress)
-            c->progress(c->ctx, stage, end, tp->n);
-    }
-    return 0;
+    tp->vocab = (int)e->m->shape.vocab_size;
+    tp->c = c;
+    tp->stage = stage;
+    const struct text_feed f = {.scored = pass_scored, .progress = pass_progress, .ctx = tp};
+    return text_feed_run(e, tp->tokens, tp->n, &f);
 }
 
 struct greedy_rec {

@@ -8,6 +8,7 @@
 #include "common/interrupt.h"
 #include "engine/engine.h"
 #include "engine/ffn_probe.h"
+#include "engine/text_feed.h"
 
 uint64_t predictor_samples_bytes(uint32_t n_layers, uint32_t d_model, uint32_t d_ff, size_t rows)
 {
@@ -62,6 +63,7 @@ void predictor_samples_put(struct predictor_samples *s, uint32_t layer, size_t r
 struct collector {
     struct predictor_samples *s;
     size_t row; /* the forward pass being run */
+    const struct predictor_collect_config *c;
 };
 
 static void observe(void *ctx, int layer, int pos, const float *x, const float *h, const uint8_t *active)
@@ -71,25 +73,25 @@ static void observe(void *ctx, int layer, int pos, const float *x, const float *
     predictor_samples_put(c->s, (uint32_t)layer, c->row, x, active);
 }
 
-/* Feeds tokens in BOS-led windows of the engine's context; 1 if interrupted. */
+static void feed_before(void *ctx, size_t i)
+{
+    ((struct collector *)ctx)->row = i; /* the probe's observe() files this token's rows under i */
+}
+
+static void feed_progress(void *ctx, size_t done, size_t n)
+{
+    const struct collector *col = ctx;
+    if (col->c->progress)
+        col->c->progress(col->c->ctx, done, n);
+}
+
+/* Feeds tokens in BOS-led windows of the engine's context (engine/text_feed.h); 1 if interrupted. */
 static int feed(struct engine *e, struct collector *col, const int *tokens, size_t n,
                 const struct predictor_collect_config *c)
 {
-    size_t window = (size_t)e->max_seq - 1;
-    for (size_t start = 0; start < n; start += window) {
-        size_t end = start + window < n ? start + window : n;
-        int prev = e->m->bos_id;
-        for (size_t i = start; i < end; i++) {
-            if (interrupted())
-                return 1;
-            col->row = i;
-            engine_forward(e, prev, (int)(i - start));
-            prev = tokens[i];
-        }
-        if (c->progress)
-            c->progress(c->ctx, end, n);
-    }
-    return 0;
+    col->c = c;
+    const struct text_feed f = {.before = feed_before, .progress = feed_progress, .ctx = col};
+    return text_feed_run(e, tokens, n, &f);
 }
 
 int predictor_samples_collect(struct predictor_samples *s, const struct model *m, const int *tokens, size_t n,

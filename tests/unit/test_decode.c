@@ -2,7 +2,9 @@
  * positions it computes and what its callback sees, greedy tokens equal to
  * a hand-written loop over engine_forward, and every stop rule: length,
  * end of sequence (and --ignore-eos), the callback's error, n = 0, an
- * interruption; configurations that do not fit are refused. */
+ * interruption; configurations that do not fit are refused. And the
+ * scoring loop perplexity and the predictors share (engine/text_feed.h). */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "engine/import.h"
 #include "engine/sampler.h"
 #include "engine/synthetic.h"
+#include "engine/text_feed.h"
 
 enum { MAX_STEPS = 64 };
 
@@ -145,6 +148,74 @@ static void test_other_stops(struct engine *e, const int *prompt)
     CHECK_STR(decode_stop_name(r.stop), "interrupted");
 }
 
+/* The scoring loop (engine/text_feed.h): 20 tokens in windows of the
+ * engine's 16 positions, 15 text tokens after BOS each; every token seen
+ * in order, its logits those of the BOS-led window computed by hand. */
+struct feed_seen {
+    int n_before, n_scored, n_progress;
+    size_t order_ok, progress_done[4];
+    double nll;
+    const int *toks;
+    int vocab;
+};
+
+static void fed_before(void *ctx, size_t i)
+{
+    struct feed_seen *s = ctx;
+    s->order_ok += (size_t)s->n_before++ == i;
+}
+
+static int fed_scored(void *ctx, size_t i, const float *logits)
+{
+    struct feed_seen *s = ctx;
+    s->n_scored++;
+    s->nll += text_feed_nll(logits, s->vocab, s->toks[i], NULL);
+    return 0;
+}
+
+static void fed_progress(void *ctx, size_t done, size_t n)
+{
+    struct feed_seen *s = ctx;
+    (void)n;
+    if (s->n_progress < 4)
+        s->progress_done[s->n_progress] = done;
+    s->n_progress++;
+}
+
+static int stop_at_3(void *ctx, size_t i, const float *logits)
+{
+    (void)ctx, (void)logits;
+    return i == 3;
+}
+
+static void test_text_feed(struct engine *e, const struct model *m)
+{
+    int toks[20];
+    for (int i = 0; i < 20; i++)
+        toks[i] = 5 + 7 * i;
+    struct feed_seen s = {.toks = toks, .vocab = (int)m->shape.vocab_size};
+    const struct text_feed f = {fed_before, fed_scored, fed_progress, &s};
+    CHECK(text_feed_run(e, toks, 20, &f) == 0);
+    CHECK(s.n_before == 20 && s.n_scored == 20 && s.order_ok == 20);
+    CHECK(s.n_progress == 2 && s.progress_done[0] == 15 && s.progress_done[1] == 20);
+    double want = 0;
+    for (int start = 0; start < 20; start += 15) {
+        int prev = m->bos_id;
+        for (int i = start; i < 20 && i < start + 15; i++) {
+            engine_forward(e, prev, i - start);
+            int vocab = (int)m->shape.vocab_size, best = argmax(e->s.logits, vocab);
+            double sum = 0;
+            for (int v = 0; v < vocab; v++)
+                sum += exp((double)e->s.logits[v] - e->s.logits[best]);
+            want += log(sum) + e->s.logits[best] - e->s.logits[toks[i]];
+            prev = toks[i];
+        }
+    }
+    CHECK_NEAR(s.nll, want, 1e-9 * (1 + fabs(want)));
+    const struct text_feed stop = {.scored = stop_at_3};
+    CHECK(text_feed_run(e, toks, 20, &stop) == -1);
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-decode-XXXXXX";
@@ -159,6 +230,7 @@ int main(void)
     greedy_by_hand(&e, prompt, 3, 8, greedy);
     test_length(&e, prompt, greedy);
     test_end_of_sequence(&e, &m, prompt, greedy);
+    test_text_feed(&e, &m); /* before test_other_stops, which leaves an interrupt behind */
     test_other_stops(&e, prompt);
     engine_free(&e);
     model_close(&m);
