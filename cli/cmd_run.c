@@ -266,16 +266,9 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     int n = n_prompt, *tokens = text ? encode_prompt(m, text, 0, &n) : (int *)prompt;
     if (n > (int)m->shape.max_positions)
         n = (int)m->shape.max_positions;
-    char path[4096], err[512];
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, sizeof path, "%s/flashbed-warmup-%ld.trace", tmp && *tmp ? tmp : "/tmp", (long)getpid());
-    struct warmup_input in = {m, be, threads, &p->cfg, tokens, n, path};
-    /* flashbed's own scratch trace and its writer's temporary: gone on a signal too */
-    int h_path = cleanup_add_file(path), h_tmp = atomic_tmp_watch(path);
+    char err[512];
+    struct warmup_input in = {m, be, threads, &p->cfg, tokens, n};
     int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
-    unlink(path);
-    cleanup_forget(h_tmp);
-    cleanup_forget(h_path);
     if (rc != 0)
         fb_error("run --warmup-file: %s", err);
     p->have_profile = rc == 0;
@@ -541,7 +534,8 @@ int cmd_run(int argc, char **argv)
         goto done;
     if (rec)
         rec_tmp = atomic_tmp_watch(o.record); /* a second Ctrl-C removes the unfinished trace */
-    p.cfg.record = rec;
+    struct trace_sink rec_sink = trace_writer_sink(rec);
+    p.cfg.record = rec ? &rec_sink : NULL;
     if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
                          open_err, sizeof open_err) != 0) {
         fb_error("run: %s", open_err);

@@ -677,8 +677,9 @@ static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth,
     uint32_t n_active = truth ? n_truth : n_needed;
     bool pred = deployable(&ff->cfg);
     char err[512];
-    if (trace_writer_layer(ff->cfg.record, (uint32_t)layer, active, n_active, pred ? ff->needed : NULL,
-                           pred ? n_needed : 0, err, sizeof err) != 0)
+    const struct trace_sink *rec = ff->cfg.record;
+    if (rec->layer(rec->impl, (uint32_t)layer, active, n_active, pred ? ff->needed : NULL, pred ? n_needed : 0, err,
+                   sizeof err) != 0)
         fail(ff, err);
 }
 
@@ -691,7 +692,7 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
         ff->token++;
         if (ff->cfg.record) {
             char err[512];
-            if (trace_writer_begin_token(ff->cfg.record, ff->next_flags, err, sizeof err) != 0)
+            if (ff->cfg.record->begin_token(ff->cfg.record->impl, ff->next_flags, err, sizeof err) != 0)
                 fail(ff, err);
         }
     }

@@ -79,7 +79,7 @@ struct ffn_flash_config {
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;
     bool direct;
-    struct trace_writer *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
+    const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
                                   * or computed beside any other source) and, under a predictor or the
                                   * gate, the chosen ones as predicted sets; without check a
                                   * predictor's or the gate's choice stands for both */

@@ -2,13 +2,12 @@
 #include "engine/warmup.h"
 
 #include <stdio.h>
-#include <unistd.h>
 
 #include "common/errbuf.h"
 #include "engine/dtype.h"
 #include "engine/engine.h"
 
-static struct trace_writer *open_profile(const struct warmup_input *in, char *err, size_t errlen)
+static struct trace_builder *open_profile(const struct warmup_input *in, char *err, size_t errlen)
 {
     const struct model *m = in->m;
     struct trace_meta tm = model_trace_meta(m);
@@ -16,12 +15,12 @@ static struct trace_writer *open_profile(const struct warmup_input *in, char *er
     snprintf(src, sizeof src, "{\"model\": \"%s\", \"recorded_by\": \"flashbed run warm-up\", \"threshold\": %g}",
              m->shape.name, in->io->threshold);
     tm.source = src;
-    return trace_writer_open(in->path, &tm, err, errlen);
+    return trace_builder_new(&tm, err, errlen);
 }
 
 /* The needed sets of every warm-up token (the oracle's, or those the run's
  * predictor or gate chooses), through a predictor run. */
-static int record(const struct warmup_input *in, struct trace_writer *w, char *err, size_t errlen)
+static int record(const struct warmup_input *in, const struct trace_sink *sink, char *err, size_t errlen)
 {
     struct ffn_flash_config cfg = *in->io;
     cfg.policy = "predictor";
@@ -35,7 +34,7 @@ static int record(const struct warmup_input *in, struct trace_writer *w, char *e
         cfg.active = ACTIVE_ORACLE;
     cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
     cfg.trace = cfg.profile = NULL;
-    cfg.record = w;
+    cfg.record = sink;
     struct engine e;
     char why[512];
     if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
@@ -62,18 +61,13 @@ int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, 
         err_set(err, errlen, "the warm-up has no tokens");
         return -1;
     }
-    struct trace_writer *w = open_profile(in, err, errlen);
-    if (!w)
+    struct trace_builder *b = open_profile(in, err, errlen);
+    if (!b)
         return -1;
-    if (record(in, w, err, errlen) != 0) {
-        trace_writer_abort(w);
-        return -1;
-    }
-    if (trace_writer_close(w, err, errlen) != 0)
-        return -1;
-    if (trace_load(in->path, out, err, errlen) != 0) {
-        unlink(in->path);
+    struct trace_sink sink = trace_builder_sink(b);
+    if (record(in, &sink, err, errlen) != 0) {
+        trace_builder_free(b);
         return -1;
     }
-    return 0;
+    return trace_builder_finish(b, out, err, errlen);
 }

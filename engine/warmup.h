@@ -4,11 +4,11 @@
  * through the model with the flash FFN reading each token's needed rows
  * (policy predictor: nothing kept, no budget), the needed sets (the
  * oracle's active sets, or what the run's predictor or gate chooses) are
- * recorded into a trace at `path`, and the trace is loaded for the run's
- * policy to rank. The warm-up is not the measured run: its reads are not
- * counted. The file at path is the caller's (it may keep it as a record).
- * 0, or -1 with err; nothing is left at path on failure. Single-threaded
- * caller; the engine inside uses `threads` compute threads. */
+ * recorded into a trace in memory (traces/trace.h: trace_builder), which
+ * the run's policy ranks. No file is written. The warm-up is not the
+ * measured run: its reads are not counted. 0, or -1 with err.
+ * Single-threaded caller; the engine inside uses `threads` compute
+ * threads. */
 #ifndef FLASHBED_ENGINE_WARMUP_H
 #define FLASHBED_ENGINE_WARMUP_H
 
@@ -26,7 +26,6 @@ struct warmup_input {
     const struct ffn_flash_config *io; /* the run's I/O settings, source and threshold (engine, threads, direct) */
     const int *tokens;                 /* the warm-up text's tokens, BOS first */
     int n_tokens;
-    const char *path;                  /* where the profile trace is written */
 };
 
 int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, size_t errlen);

@@ -89,6 +89,32 @@ void trace_writer_abort(struct trace_writer *w);
 /* Bytes written so far (header + records). */
 uint64_t trace_writer_bytes(const struct trace_writer *w);
 
+/* ---- where a recorder's sets go: a file or memory ----
+ * The engine records through a sink, token by token and layer by layer, as
+ * trace_writer_begin_token and trace_writer_layer take them; the sink is a
+ * trace file (trace_writer_sink) or a trace built in memory
+ * (trace_builder_sink), which a run's warm-up ranks without a file. */
+struct trace_sink {
+    int (*begin_token)(void *impl, unsigned flags, char *err, size_t errlen);
+    int (*layer)(void *impl, uint32_t layer, const uint32_t *active, uint32_t n_active, const uint32_t *pred,
+                 uint32_t n_pred, char *err, size_t errlen);
+    void *impl;
+};
+
+struct trace_sink trace_writer_sink(struct trace_writer *w);
+
+/* A trace in memory, filled through its sink with the writer's rules
+ * (layers in order, ids strictly ascending below d_ff, a sequence start
+ * first). meta is copied. NULL + err on failure. */
+struct trace_builder;
+struct trace;
+struct trace_builder *trace_builder_new(const struct trace_meta *meta, char *err, size_t errlen);
+struct trace_sink trace_builder_sink(struct trace_builder *b);
+/* The trace built (as trace_load gives one: version TRACE_VERSION, no file
+ * bytes); frees b. An unfinished token is an error. 0, or -1 with err. */
+int trace_builder_finish(struct trace_builder *b, struct trace *out, char *err, size_t errlen);
+void trace_builder_free(struct trace_builder *b);
+
 /* ---- streaming reader ---- */
 struct trace_reader;
 

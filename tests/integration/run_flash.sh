@@ -166,6 +166,11 @@ check "hot with the oracle: same tokens as dense" test "$(ids "$WORK/hot-oracle"
 check "hot with the oracle: the profile is recorded" test "$(json_get "$WORK/hot-oracle/run.json" "'warm-up' in d['provenance']['policy']['profile']")" = True
 check "hot with the oracle: the pinned rows are the first token's reads" test \
     "$(json_get "$WORK/hot-oracle/run.json" "d['tokens'][0]['rows_inserted'] >= d['summary']['capacity_rows_per_layer'] > 0")" = True
+# the warm-up's profile stays in memory: nothing in TMPDIR
+mkdir -p "$WORK/tmpdir"
+check "hot's warm-up in memory" env TMPDIR="$WORK/tmpdir" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% \
+    --prompt "$P" -n 4 --ignore-eos --threads 1 --quiet --out "$WORK/hot-mem"
+check "hot's warm-up writes no scratch file" test -z "$(ls -A "$WORK/tmpdir")"
 echo "the cat sat on the mat" > "$WORK/warm.txt"
 check "hot with a warm-up file" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/warm.txt" --prompt "$P" -n 4 --ignore-eos --threads 1 --quiet --out "$WORK/hot-file"
 expect_error "hot with a missing warm-up file" "none.txt" run --model "$M" --policy hot --dram-budget 70% --warmup-file "$WORK/none.txt" --prompt x --out "$WORK/bad23"

@@ -102,6 +102,77 @@ static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
     free(a), free(p), free(na), free(np);
 }
 
+/* A trace built in memory (trace_builder) equals the same sets written
+ * to a file and loaded, array for array; both through their sinks, as the
+ * engine records. Then the builder's refusals. */
+static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
+{
+    char path[256];
+    path_of(path, sizeof path, "bm.trace");
+    struct trace_meta m = {L, 16, N, 2, FFN_RELU, pred, "{\"model\":\"built\"}"};
+    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
+    CHECK(w && b);
+    if (!w || !b)
+        return;
+    struct trace_sink sinks[2] = {trace_writer_sink(w), trace_builder_sink(b)};
+    struct rng r;
+    rng_seed(&r, 77 + N);
+    uint32_t *a = malloc(N * sizeof *a), *p = malloc(N * sizeof *p);
+    for (uint64_t t = 0; t < T; t++) {
+        unsigned flags = t % 3 == 2 ? TRACE_TOKEN_GENERATED : 0;
+        for (int k = 0; k < 2; k++)
+            CHECK(sinks[k].begin_token(sinks[k].impl, flags, err, sizeof err) == 0);
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t na = make_set(&r, (uint32_t)t, l, N, a, 0), np = make_set(&r, (uint32_t)t, l, N, p, 1);
+            for (int k = 0; k < 2; k++)
+                CHECK(sinks[k].layer(sinks[k].impl, l, a, na, p, np, err, sizeof err) == 0);
+        }
+    }
+    free(a), free(p);
+    CHECK(trace_writer_close(w, err, sizeof err) == 0);
+    struct trace file, mem;
+    CHECK(trace_load(path, &file, err, sizeof err) == 0);
+    CHECK(trace_builder_finish(b, &mem, err, sizeof err) == 0);
+    uint64_t sets = T * L;
+    CHECK(mem.n_tokens == T && file.n_tokens == T);
+    CHECK(memcmp(mem.token_flags, file.token_flags, T) == 0);
+    CHECK(memcmp(mem.active_off, file.active_off, (sets + 1) * sizeof *mem.active_off) == 0);
+    CHECK(memcmp(mem.active_ids, file.active_ids, file.active_off[sets] * sizeof *mem.active_ids) == 0);
+    CHECK(!pred || memcmp(mem.pred_off, file.pred_off, (sets + 1) * sizeof *mem.pred_off) == 0);
+    CHECK(!pred || memcmp(mem.pred_ids, file.pred_ids, file.pred_off[sets] * sizeof *mem.pred_ids) == 0);
+    CHECK(pred == (mem.pred_off != NULL));
+    CHECK_STR(mem.meta.source, "{\"model\":\"built\"}");
+    CHECK(mem.meta.d_ff == N && mem.meta.n_layers == L && mem.version == TRACE_VERSION);
+    trace_free(&file);
+    trace_free(&mem);
+}
+
+static void builder_refusals(void)
+{
+    struct trace_meta m = {2, 16, 8, 2, FFN_RELU, false, NULL};
+    struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
+    struct trace_sink s = trace_builder_sink(b);
+    const uint32_t up[] = {1, 3}, down[] = {3, 1}, big[] = {8};
+    CHECK(s.layer(s.impl, 0, up, 2, NULL, 0, err, sizeof err) == -1); /* before any token */
+    CHECK(s.begin_token(s.impl, 0, err, sizeof err) == 0);
+    CHECK(s.layer(s.impl, 1, up, 2, NULL, 0, err, sizeof err) == -1);
+    CHECK(strstr(err, "layer 1 given out of order") != NULL);
+    CHECK(s.layer(s.impl, 0, down, 2, NULL, 0, err, sizeof err) == -1);
+    CHECK(s.layer(s.impl, 0, big, 1, NULL, 0, err, sizeof err) == -1);
+    CHECK(strstr(err, "not ascending below d_ff 8") != NULL);
+    CHECK(s.layer(s.impl, 0, up, 2, NULL, 0, err, sizeof err) == 0);
+    CHECK(s.begin_token(s.impl, 0, err, sizeof err) == -1); /* layer 1 still missing */
+    struct trace t;
+    CHECK(trace_builder_finish(b, &t, err, sizeof err) == -1);
+    CHECK(strstr(err, "token 0 got 1 of 2 layers") != NULL);
+    b = trace_builder_new(&m, err, sizeof err);
+    CHECK(trace_builder_finish(b, &t, err, sizeof err) == 0 && t.n_tokens == 0 && t.active_off[0] == 0);
+    trace_free(&t);
+    m.d_ff = 0;
+    CHECK(trace_builder_new(&m, err, sizeof err) == NULL);
+}
+
 static void write_bytes(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -612,6 +683,9 @@ int main(void)
     rows_follow_the_sets();
     size_at_3_percent();
     synth_calibration();
+    builder_matches_file(3, 40, 25, true);
+    builder_matches_file(1, 200, 70, false); /* past the builder's first growth */
+    builder_refusals();
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CHECK(system(cmd) == 0);

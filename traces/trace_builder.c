@@ -1,0 +1,191 @@
+/* A trace built in memory (traces/trace.h: trace_builder), and the sinks
+ * that let a recorder write either a file or memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+#include "traces/trace.h"
+
+/* A growable array of uint32 ids and the offsets of its sets. */
+struct id_sets {
+    uint32_t *ids;
+    uint64_t n, cap;
+    uint64_t *off; /* [n_tokens * n_layers + 1] */
+};
+
+struct trace_builder {
+    struct trace_meta meta;
+    uint8_t *flags;          /* [cap_tokens] */
+    uint64_t n_tokens, cap_tokens;
+    uint32_t next_layer;     /* layers given of the current token */
+    struct id_sets active, pred;
+};
+
+static void sets_free(struct id_sets *s)
+{
+    free(s->ids);
+    free(s->off);
+}
+
+void trace_builder_free(struct trace_builder *b)
+{
+    if (!b)
+        return;
+    free(b->meta.source);
+    free(b->flags);
+    sets_free(&b->active);
+    sets_free(&b->pred);
+    free(b);
+}
+
+struct trace_builder *trace_builder_new(const struct trace_meta *meta, char *err, size_t errlen)
+{
+    if (meta->n_layers == 0 || meta->d_ff == 0) {
+        err_set(err, errlen, "a trace in memory needs layers and neurons");
+        return NULL;
+    }
+    struct trace_builder *b = calloc(1, sizeof *b);
+    if (b) {
+        b->meta = *meta;
+        b->meta.source = strdup(meta->source ? meta->source : "{}");
+    }
+    if (!b || !b->meta.source) {
+        trace_builder_free(b);
+        err_set(err, errlen, "out of memory for a trace in memory");
+        return NULL;
+    }
+    return b;
+}
+
+/* Room for one more token's flags and set offsets. */
+static int grow_tokens(struct trace_builder *b)
+{
+    if (b->n_tokens < b->cap_tokens)
+        return 0;
+    uint64_t cap = b->cap_tokens ? 2 * b->cap_tokens : 64, sets = cap * b->meta.n_layers + 1;
+    uint8_t *flags = realloc(b->flags, cap);
+    if (flags)
+        b->flags = flags;
+    uint64_t *a = realloc(b->active.off, sets * sizeof *a);
+    if (a)
+        b->active.off = a;
+    uint64_t *p = b->meta.has_predicted ? realloc(b->pred.off, sets * sizeof *p) : NULL;
+    if (p)
+        b->pred.off = p;
+    if (!flags || !a || (b->meta.has_predicted && !p))
+        return -1;
+    b->cap_tokens = cap;
+    return 0;
+}
+
+static int builder_begin(void *impl, unsigned flags, char *err, size_t errlen)
+{
+    struct trace_builder *b = impl;
+    if (b->n_tokens && b->next_layer != b->meta.n_layers)
+        return err_set(err, errlen, "token %llu got %u of %u layers", (unsigned long long)b->n_tokens - 1,
+                       b->next_layer, b->meta.n_layers);
+    if (grow_tokens(b) != 0)
+        return err_set(err, errlen, "out of memory for token %llu of a trace in memory",
+                       (unsigned long long)b->n_tokens);
+    b->flags[b->n_tokens] = (uint8_t)(flags | (b->n_tokens == 0 ? TRACE_TOKEN_SEQ_START : 0u));
+    uint64_t at = b->n_tokens * b->meta.n_layers;
+    b->active.off[at] = b->active.n;
+    if (b->meta.has_predicted)
+        b->pred.off[at] = b->pred.n;
+    b->n_tokens++;
+    b->next_layer = 0;
+    return 0;
+}
+
+/* Appends ids[0..n) (strictly ascending, below d_ff) to s. */
+static int append_set(struct id_sets *s, const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what,
+                      char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (ids[i] >= d_ff || (i && ids[i] <= ids[i - 1]))
+            return err_set(err, errlen, "%s set: neuron %u is not ascending below d_ff %u", what, ids[i], d_ff);
+    if (n == 0)
+        return 0;
+    if (s->n + n > s->cap) {
+        uint64_t cap = s->cap ? s->cap : 1024;
+        while (cap < s->n + n)
+            cap *= 2;
+        uint32_t *grown = realloc(s->ids, cap * sizeof *grown);
+        if (!grown)
+            return err_set(err, errlen, "out of memory for a trace in memory");
+        s->ids = grown;
+        s->cap = cap;
+    }
+    memcpy(s->ids + s->n, ids, n * sizeof *ids);
+    s->n += n;
+    return 0;
+}
+
+static int builder_layer(void *impl, uint32_t layer, const uint32_t *active, uint32_t n_active,
+                         const uint32_t *pred, uint32_t n_pred, char *err, size_t errlen)
+{
+    struct trace_builder *b = impl;
+    if (b->n_tokens == 0 || layer != b->next_layer || layer >= b->meta.n_layers)
+        return err_set(err, errlen, "layer %u given out of order (expected %u of token %llu)", layer, b->next_layer,
+                       (unsigned long long)b->n_tokens);
+    if (append_set(&b->active, active, n_active, b->meta.d_ff, "active", err, errlen) != 0 ||
+        (b->meta.has_predicted && append_set(&b->pred, pred, n_pred, b->meta.d_ff, "predicted", err, errlen) != 0))
+        return -1;
+    uint64_t next = (b->n_tokens - 1) * b->meta.n_layers + layer + 1;
+    b->active.off[next] = b->active.n;
+    if (b->meta.has_predicted)
+        b->pred.off[next] = b->pred.n;
+    b->next_layer++;
+    return 0;
+}
+
+struct trace_sink trace_builder_sink(struct trace_builder *b)
+{
+    return (struct trace_sink){builder_begin, builder_layer, b};
+}
+
+int trace_builder_finish(struct trace_builder *b, struct trace *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (b->n_tokens && b->next_layer != b->meta.n_layers) {
+        err_set(err, errlen, "token %llu got %u of %u layers", (unsigned long long)b->n_tokens - 1, b->next_layer,
+                b->meta.n_layers);
+        trace_builder_free(b);
+        return -1;
+    }
+    if (b->n_tokens == 0 && grow_tokens(b) != 0) { /* an empty trace still has its one offset */
+        trace_builder_free(b);
+        return err_set(err, errlen, "out of memory for a trace in memory");
+    }
+    if (b->n_tokens == 0) {
+        b->active.off[0] = 0;
+        if (b->meta.has_predicted)
+            b->pred.off[0] = 0;
+    }
+    *out = (struct trace){.meta = b->meta, .n_tokens = b->n_tokens, .token_flags = b->flags,
+                          .active_off = b->active.off, .active_ids = b->active.ids,
+                          .pred_off = b->meta.has_predicted ? b->pred.off : NULL,
+                          .pred_ids = b->meta.has_predicted ? b->pred.ids : NULL, .version = TRACE_VERSION};
+    if (!out->active_ids) /* no neuron was ever active: a valid, empty id array */
+        out->active_ids = calloc(1, sizeof *out->active_ids);
+    if (b->meta.has_predicted && !out->pred_ids)
+        out->pred_ids = calloc(1, sizeof *out->pred_ids);
+    free(b); /* its arrays now belong to out */
+    return 0;
+}
+
+static int writer_begin(void *impl, unsigned flags, char *err, size_t errlen)
+{
+    return trace_writer_begin_token(impl, flags, err, errlen);
+}
+
+static int writer_layer(void *impl, uint32_t layer, const uint32_t *active, uint32_t n_active, const uint32_t *pred,
+                        uint32_t n_pred, char *err, size_t errlen)
+{
+    return trace_writer_layer(impl, layer, active, n_active, pred, n_pred, err, errlen);
+}
+
+struct trace_sink trace_writer_sink(struct trace_writer *w)
+{
+    return (struct trace_sink){writer_begin, writer_layer, w};
+}
