@@ -22,6 +22,7 @@
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
+#include "sim/run_summary.h"
 #include "traces/trace.h"
 
 struct predict_opts {
@@ -212,89 +213,56 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
     return strbuf_take(&b);
 }
 
-/* A run whose predictor (or gate) chose the neurons: its measured time
- * (inside compute) and DRAM beside the predicted, as rows apart from the
- * three components. Returns the Markdown's length. */
-static int compare_predictor(const cJSON *sum, const struct cost_prediction *p, cJSON *rows, char *md, size_t len)
+/* The predictor's rows of the comparison (its time inside compute, its
+ * DRAM held), apart from the three components. Returns the Markdown's length. */
+static int compare_predictor(const struct run_comparison *c, cJSON *rows, char *md, size_t len)
 {
-    const char *src = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "active_source"));
-    if (!src || (strcmp(src, "predictor") && strcmp(src, "gate")))
+    if (!c->has_predictor)
         return 0;
     const char *keys[] = {"predictor_ms", "predictor_dram_bytes"};
-    double pr[] = {p->predictor_ms, p->dram_predictor}, scale[] = {1, 1e-6};
+    const double *v[] = {c->predictor_ms, c->predictor_dram}, scale[] = {1, 1e-6};
     int n = 0;
     for (int i = 0; i < 2; i++) {
-        double me = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, keys[i]));
-        double e = me != 0 ? (pr[i] - me) / me : 0;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "component", keys[i]);
-        cJSON_AddNumberToObject(o, i ? "predicted" : "predicted_ms", pr[i]);
-        cJSON_AddNumberToObject(o, i ? "measured" : "measured_ms", me);
-        cJSON_AddNumberToObject(o, "rel_err", e);
+        cJSON_AddNumberToObject(o, i ? "predicted" : "predicted_ms", v[i][0]);
+        cJSON_AddNumberToObject(o, i ? "measured" : "measured_ms", v[i][1]);
+        cJSON_AddNumberToObject(o, "rel_err", v[i][2]);
         cJSON_AddItemToArray(rows, o);
         n += snprintf(md + n, len - (size_t)n, "| %s (%s, not in the total) | %.3f | %.3f | %+.1f%% |\n",
-                      i ? "predictor DRAM MB" : "predictor ms", i ? "held" : "inside compute", pr[i] * scale[i],
-                      me * scale[i], 100 * e);
+                      i ? "predictor DRAM MB" : "predictor ms", i ? "held" : "inside compute", v[i][0] * scale[i],
+                      v[i][1] * scale[i], 100 * v[i][2]);
     }
     return n;
 }
 
-/* Reads a measured run's summary and writes compare.{json,md}. */
-static int compare_with_run(const char *path, const struct cost_prediction *p, const char *dir,
-                            cJSON *prov)
+/* compare.json and compare.md from a comparison (sim/run_summary.h). */
+static int write_comparison(const char *path, const struct run_comparison *c, struct run_summary *m,
+                            const char *dir, cJSON *prov)
 {
-    char *text = read_text_file(path, NULL);
-    if (!text) {
-        fb_error("cannot read measured run %s", path);
-        return -1;
-    }
-    cJSON *run = cJSON_Parse(text);
-    free(text);
-    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
-    const char *keys[] = {"io_ms", "mem_ms", "compute_ms"};
-    double measured[3], predicted[3] = {p->io_ms, p->mem_ms, p->compute_ms};
-    for (int i = 0; i < 3; i++) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, keys[i]);
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0) {
-            fb_error("%s: %s has no finite non-negative \"summary.%s\" (expected flashbed run's run.json)", path,
-                     run ? "the run" : "not JSON:", keys[i]);
-            cJSON_Delete(run);
-            return -1;
-        }
-        measured[i] = v->valuedouble;
-    }
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", prov);
     cJSON_AddStringToObject(root, "measured_run", path);
-    cJSON *measured_prov = cJSON_DetachItemFromObjectCaseSensitive(run, "provenance");
-    if (measured_prov)
-        cJSON_AddItemToObject(root, "measured_provenance", measured_prov);
+    if (m->provenance) {
+        cJSON_AddItemToObject(root, "measured_provenance", m->provenance);
+        m->provenance = NULL; /* root owns it now */
+    }
     cJSON *rows = cJSON_AddArrayToObject(root, "components");
     char md[4096];
     int len = snprintf(md, sizeof md, "# predicted vs measured — %s\n\n| component | predicted ms | measured ms | error |\n|---|---:|---:|---:|\n", path);
-    double mape = 0;
-    int nm = 0;
-    for (int i = 0; i < 4; i++) {
-        double pr = i < 3 ? predicted[i] : predicted[0] + predicted[1] + predicted[2];
-        double me = i < 3 ? measured[i] : measured[0] + measured[1] + measured[2];
-        double e = me != 0 ? (pr - me) / me : 0;
-        if (i < 3 && me != 0) {
-            mape += fabs(e);
-            nm++;
-        }
+    for (int k = 0; k < RUN_PARTS; k++) {
         cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "component", i < 3 ? keys[i] : "total_ms");
-        cJSON_AddNumberToObject(o, "predicted_ms", pr);
-        cJSON_AddNumberToObject(o, "measured_ms", me);
-        cJSON_AddNumberToObject(o, "rel_err", e);
+        cJSON_AddStringToObject(o, "component", run_part_keys[k]);
+        cJSON_AddNumberToObject(o, "predicted_ms", c->predicted[k]);
+        cJSON_AddNumberToObject(o, "measured_ms", c->measured[k]);
+        cJSON_AddNumberToObject(o, "rel_err", c->rel_err[k]);
         cJSON_AddItemToArray(rows, o);
         len += snprintf(md + len, sizeof md - (size_t)len, "| %s | %.2f | %.2f | %+.1f%% |\n",
-                        i < 3 ? keys[i] : "total", pr, me, 100 * e);
+                        k < RUN_TOTAL ? run_part_keys[k] : "total", c->predicted[k], c->measured[k], 100 * c->rel_err[k]);
     }
-    len += compare_predictor(sum, p, rows, md + len, sizeof md - (size_t)len);
-    mape = nm ? 100 * mape / nm : 0;
-    cJSON_AddNumberToObject(root, "mape_pct", mape);
-    snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", mape);
+    len += compare_predictor(c, rows, md + len, sizeof md - (size_t)len);
+    cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
+    snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", c->mape_pct);
     char out[4200];
     snprintf(out, sizeof out, "%s/compare.json", dir);
     int rc = write_json_file(out, root);
@@ -303,7 +271,22 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
         rc = write_text_file(out, md);
     fputs(md, stdout);
     cJSON_Delete(root);
-    cJSON_Delete(run);
+    return rc;
+}
+
+/* Reads a measured run's summary and writes compare.{json,md}. */
+static int compare_with_run(const char *path, const struct cost_prediction *p, const char *dir, cJSON *prov)
+{
+    struct run_summary m;
+    char err[4400];
+    if (run_summary_read(path, &m, err, sizeof err) != 0) {
+        fb_error("predict --compare: %s", err);
+        return -1;
+    }
+    struct run_comparison c;
+    run_compare(p, &m, &c);
+    int rc = write_comparison(path, &c, &m, dir, prov);
+    run_summary_free(&m);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 #include "common/gnuplot.h"
 #include "common/json_file.h"
 #include "common/model_shape.h"
+#include "sim/run_summary.h"
 
 static const char *const part_keys[] = {"io_ms", "mem_ms", "compute_ms"};
 
@@ -22,23 +23,25 @@ static double number(const cJSON *o, const char *key)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* run.json's parts in the order of the cell's */
+_Static_assert((int)REPRO_IO == (int)RUN_IO && (int)REPRO_MEM == (int)RUN_MEM &&
+                   (int)REPRO_COMPUTE == (int)RUN_COMPUTE && (int)REPRO_TOTAL == (int)RUN_TOTAL,
+               "reproduce's parts are run_summary's");
+
 static void read_round(struct repro_cell *c, const char *run_json)
 {
-    cJSON *run = read_json_file(run_json);
-    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
-    const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
-                                                           "parameters");
-    const cJSON *budget = cJSON_GetObjectItemCaseSensitive(params, "dram-budget");
-    snprintf(c->budget, sizeof c->budget, "%s", cJSON_IsString(budget) ? budget->valuestring : "none");
-    if (sum && c->rounds < REPRO_MAX_ROUNDS) {
-        double total = 0;
-        for (int k = 0; k < REPRO_TOTAL; k++)
-            total += c->part[k][c->rounds] = number(sum, part_keys[k]);
-        c->part[REPRO_TOTAL][c->rounds] = total;
-        c->window_k[c->rounds] = number(sum, "window_k");
-        c->rows[c->rounds++] = number(sum, "capacity_rows_per_layer");
+    struct run_summary m;
+    char err[4400];
+    if (run_summary_read(run_json, &m, err, sizeof err) != 0)
+        return; /* a round that did not finish: the report counts those that did */
+    snprintf(c->budget, sizeof c->budget, "%.*s", (int)sizeof c->budget - 1, m.dram_budget);
+    if (c->rounds < REPRO_MAX_ROUNDS) {
+        for (int k = 0; k <= REPRO_TOTAL; k++)
+            c->part[k][c->rounds] = m.part_ms[k];
+        c->window_k[c->rounds] = m.window_k;
+        c->rows[c->rounds++] = m.capacity_rows;
     }
-    cJSON_Delete(run);
+    run_summary_free(&m);
 }
 
 static void read_model(struct repro_cell *c, const char *predict_json)

@@ -2,7 +2,9 @@
  * lists of policies (sim/predict_list.h): each priced as if alone, and the
  * names checked by cache/'s parser; window:auto chosen as run chooses it. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -11,6 +13,7 @@
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
 #include "sim/replay.h"
+#include "sim/run_summary.h"
 #include "traces/trace_synth.h"
 
 static cJSON *read_json(const char *path)
@@ -471,11 +474,57 @@ static void test_rows_copied(void)
     free(hw);
 }
 
+/* A measured run read once (sim/run_summary.h) and compared with a
+ * prediction: exact parts, relative errors and MAPE; the predictor's rows
+ * when it chose; a run.json without a part refused, naming it. */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static void test_run_summary(void)
+{
+    char dir[] = "/tmp/flashbed-test-runsum-XXXXXX", path[200], err[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    write_text(path, "{\"provenance\": {\"parameters\": {\"dram-budget\": \"50%\"}}, \"summary\": {\"io_ms\": 10, "
+                     "\"mem_ms\": 2, \"compute_ms\": 8, \"window_k\": 5, \"capacity_rows_per_layer\": 300, "
+                     "\"active_source\": \"predictor\", \"predictor_ms\": 1, \"predictor_dram_bytes\": 4e6}}");
+    struct run_summary m;
+    CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+    CHECK(m.part_ms[RUN_TOTAL] == 20 && m.window_k == 5 && m.capacity_rows == 300);
+    CHECK_STR(m.dram_budget, "50%");
+    CHECK(m.provenance != NULL);
+    struct cost_prediction p = {.io_ms = 12, .mem_ms = 1, .compute_ms = 8, .predictor_ms = 1.5, .dram_predictor = 2e6};
+    struct run_comparison c;
+    run_compare(&p, &m, &c);
+    CHECK_NEAR(c.rel_err[RUN_IO], 0.2, 1e-12);
+    CHECK_NEAR(c.rel_err[RUN_MEM], -0.5, 1e-12);
+    CHECK_NEAR(c.rel_err[RUN_COMPUTE], 0, 1e-12);
+    CHECK_NEAR(c.rel_err[RUN_TOTAL], 21.0 / 20 - 1, 1e-12);
+    CHECK_NEAR(c.mape_pct, 100 * (0.2 + 0.5 + 0) / 3, 1e-9);
+    CHECK(c.has_predictor && c.predictor_ms[2] == 0.5 && c.predictor_dram[2] == -0.5);
+    run_summary_free(&m);
+    write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
+    CHECK(strstr(err, "summary.mem_ms") && strstr(err, path));
+    write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": -1, \"compute_ms\": 8}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
     provenance_set_argv(1, argv);
     test_accounting();
+    test_run_summary();
     test_paper_tables();
     test_s_agg();
     test_policy_list();

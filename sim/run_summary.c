@@ -1,0 +1,91 @@
+/* A measured run's summary and the comparison with a prediction (sim/run_summary.h). */
+#include "sim/run_summary.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+#include "common/json_file.h"
+
+const char *const run_part_keys[RUN_PARTS] = {"io_ms", "mem_ms", "compute_ms", "total_ms"};
+
+static double number_or_nan(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void copy_string(char *buf, size_t len, const cJSON *v, const char *otherwise)
+{
+    snprintf(buf, len, "%s", cJSON_IsString(v) ? v->valuestring : otherwise);
+}
+
+int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    cJSON *run = read_json_file(path);
+    if (!run)
+        return err_set(err, errlen, "%s: cannot read it as JSON (expected flashbed run's run.json)", path);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
+    out->part_ms[RUN_TOTAL] = 0;
+    for (int k = 0; k < RUN_TOTAL; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, run_part_keys[k]);
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0) {
+            cJSON_Delete(run);
+            return err_set(err, errlen, "%s: the run has no finite non-negative \"summary.%s\" (expected flashbed "
+                           "run's run.json)", path, run_part_keys[k]);
+        }
+        out->part_ms[RUN_TOTAL] += out->part_ms[k] = v->valuedouble;
+    }
+    out->window_k = number_or_nan(sum, "window_k");
+    out->capacity_rows = number_or_nan(sum, "capacity_rows_per_layer");
+    out->predictor_ms = number_or_nan(sum, "predictor_ms");
+    out->predictor_dram_bytes = number_or_nan(sum, "predictor_dram_bytes");
+    copy_string(out->active_source, sizeof out->active_source, cJSON_GetObjectItemCaseSensitive(sum, "active_source"),
+                "");
+    const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
+                                                           "parameters");
+    copy_string(out->dram_budget, sizeof out->dram_budget, cJSON_GetObjectItemCaseSensitive(params, "dram-budget"),
+                "none");
+    out->provenance = cJSON_DetachItemFromObjectCaseSensitive(run, "provenance");
+    cJSON_Delete(run);
+    return 0;
+}
+
+void run_summary_free(struct run_summary *s)
+{
+    cJSON_Delete(s->provenance);
+    s->provenance = NULL;
+}
+
+double run_rel_err(double predicted, double measured)
+{
+    return measured != 0 ? (predicted - measured) / measured : 0;
+}
+
+void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out)
+{
+    memset(out, 0, sizeof *out);
+    const double predicted[RUN_TOTAL] = {p->io_ms, p->mem_ms, p->compute_ms};
+    double mape = 0;
+    int measured = 0;
+    for (int k = 0; k < RUN_PARTS; k++) {
+        out->predicted[k] = k < RUN_TOTAL ? predicted[k] : predicted[0] + predicted[1] + predicted[2];
+        out->measured[k] = m->part_ms[k];
+        out->rel_err[k] = run_rel_err(out->predicted[k], out->measured[k]);
+        if (k < RUN_TOTAL && out->measured[k] != 0) {
+            mape += fabs(out->rel_err[k]);
+            measured++;
+        }
+    }
+    out->mape_pct = measured ? 100 * mape / measured : 0;
+    out->has_predictor = !strcmp(m->active_source, "predictor") || !strcmp(m->active_source, "gate");
+    if (!out->has_predictor)
+        return;
+    double me_ms = m->predictor_ms, me_dram = m->predictor_dram_bytes; /* NAN when the run lacks them */
+    out->predictor_ms[0] = p->predictor_ms, out->predictor_ms[1] = me_ms;
+    out->predictor_ms[2] = run_rel_err(p->predictor_ms, me_ms);
+    out->predictor_dram[0] = p->dram_predictor, out->predictor_dram[1] = me_dram;
+    out->predictor_dram[2] = run_rel_err(p->dram_predictor, me_dram);
+}

@@ -1,0 +1,52 @@
+/* A measured run as flashbed run's run.json gives it (the "summary" the
+ * command writes after its steady-state tokens), read once for the two
+ * that compare with it: predict --compare and reproduce's tables. And the
+ * comparison of a cost-model prediction with it, component by component
+ * (the paper's Table 3: I/O, memory management, compute, their total).
+ * Returns 0, or -1 with err naming the file and the key; thread-safe. */
+#ifndef FLASHBED_SIM_RUN_SUMMARY_H
+#define FLASHBED_SIM_RUN_SUMMARY_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim/cost_model.h"
+
+enum { RUN_IO, RUN_MEM, RUN_COMPUTE, RUN_TOTAL, RUN_PARTS };
+
+struct run_summary {
+    double part_ms[RUN_PARTS];       /* steady state per token; the total their sum */
+    double window_k;                 /* NAN when absent: the policy kept no window */
+    double capacity_rows;            /* per layer; NAN when absent (dense) */
+    double predictor_ms, predictor_dram_bytes;
+    char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
+    char dram_budget[64];            /* --dram-budget as given; "none" */
+    cJSON *provenance;               /* the run's own (owned; run_summary_free) */
+};
+
+/* Reads path: every part must be a finite number >= 0. */
+int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen);
+void run_summary_free(struct run_summary *s);
+
+/* Names of the parts as run.json and compare.json spell them. */
+extern const char *const run_part_keys[RUN_PARTS];
+
+/* A prediction beside a run: per part predicted, measured and the relative
+ * error (predicted - measured) / measured (0 when nothing was measured);
+ * the mean absolute error over the three components that were measured.
+ * With a predictor or the gate choosing, its time and DRAM too (apart:
+ * inside compute, and held). */
+struct run_comparison {
+    double predicted[RUN_PARTS], measured[RUN_PARTS], rel_err[RUN_PARTS];
+    double mape_pct;
+    int has_predictor;
+    double predictor_ms[3], predictor_dram[3]; /* predicted, measured, rel_err */
+};
+
+void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out);
+
+/* The relative error the comparison uses. */
+double run_rel_err(double predicted, double measured);
+
+#endif
