@@ -130,6 +130,29 @@ out:
     return rc;
 }
 
+/* The profile JSON with its provenance, at out (its folder made). 0, or 1 (printed). */
+static int write_profile(const struct calibrate_opts *o, const char *out, const char *work,
+                         const struct hw_profile *hw, const struct calibrate_fit *fit, bool bypassed)
+{
+    cJSON *j = calibrate_profile_json(hw, fit, bypassed);
+    cJSON *prov = provenance_new();
+    if (!o->sweep) /* the disk of the file swept (work: the scratch file's folder, the file being gone) */
+        provenance_add_disk(prov, o->file ? o->file : work);
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&calibrate_command, o));
+    cJSON_AddItemToObject(j, "provenance", prov);
+    char out_dir[4096];
+    int rc = 1;
+    dir_of(out, out_dir, sizeof out_dir);
+    if (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)
+        fb_error("calibrate --out: %s: cannot create: %s", out_dir, strerror(errno));
+    else if (write_json_file(out, j) == 0) {
+        fb_info("profile written to %s", out);
+        rc = 0;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
     struct calibrate_opts o;
@@ -172,75 +195,19 @@ int cmd_calibrate(int argc, char **argv)
     } else if ((rc = measure_flash(&o, work, hw, &bypassed)) != 0) {
         goto out;
     }
-    rc = 1;
-    if (hw->flash.sequential_bw <= 0)
-        for (size_t i = 0; i < hw->flash.n_grid; i++)
-            hw->flash.sequential_bw = fmax(hw->flash.sequential_bw, hw->points[i].bw);
-    double rms = flash_fit(hw->points, hw->flash.n_grid, FIT_ALL, &hw->flash.fit);
-    double mape_all = flash_mape(&hw->flash.fit, hw->points, hw->flash.n_grid);
-    double mape_held = flash_heldout_mape(hw->points, hw->flash.n_grid);
+    struct calibrate_fit fit;
+    calibrate_fit_flash(hw, &fit);
     fb_info("flash fit: L0 %.1f us, b1 %.2f GB/s, B_max %.2f GB/s, IOPS_max %.0f, p %.2f; MAPE %.1f%% "
             "on all points, %.1f%% on held-out points",
             hw->flash.fit.L0_s * 1e6, hw->flash.fit.b1 / 1e9, hw->flash.fit.B_max / 1e9,
-            hw->flash.fit.IOPS_max, hw->flash.fit.p, mape_all, mape_held);
-
-    /* DRAM row copies. */
-    const size_t rows[] = {4096, 16384, 65536, 262144, 1048576};
-    double per_row_ns = 0;
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        double ns;
-        hw->copy_row_bytes[i] = (double)rows[i];
-        hw->copy_bw[i] = measure_row_copy(rows[i], o.quick ? 0.1 : 0.3, &ns);
-        if (i == 0)
-            per_row_ns = ns;
-        hw->n_copy++;
-    }
-    hw->per_row_ns = 0;
-    snprintf(hw->mem_source, sizeof hw->mem_source,
-             "measured: memcpy of rows between random slots of a 512 MiB buffer on huge pages, as the neuron "
-             "cache's (a 4 KiB row took %.0f ns)",
-             per_row_ns);
-
-    /* Compute: the engine's matrix-vector kernel, f32 and f16 weights. */
-    unsigned threads = (unsigned)machine_compute_threads(o.threads);
-    const char *dtypes[] = {"f32", "f16"};
-    for (int h = 0; h < 2; h++) {
-        struct compute_rate *cr = &hw->compute[hw->n_compute++];
-        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
-        char err[512];
-        cr->bw = measure_matvec(8192, 4096, h, threads, o.quick ? 0.3 : 1.0, &cr->flops, err, sizeof err);
-        if (cr->bw <= 0)
-            fb_error("calibrate: %s", err);
-        snprintf(cr->source, sizeof cr->source,
-                 "measured: the cpu backend's matvec, 8192 x 4096 %s weights (copies taken in turn, 512 MiB in "
-                 "all), %u threads", dtypes[h], threads);
-    }
-    snprintf(hw->compute_note, sizeof hw->compute_note,
-             "the engine's cpu backend (engine/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
-             "turn so that none is in the caches: decode at batch 1 streams weights, so this bandwidth prices "
-             "every matrix");
-
-    cJSON *j = hw_profile_to_json(hw);
-    cJSON *prov = provenance_new();
-    if (!o.sweep) /* the disk of the file swept (work: the scratch file's folder, the file being gone) */
-        provenance_add_disk(prov, o.file ? o.file : work);
-    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&calibrate_command, &o));
-    cJSON_AddItemToObject(j, "provenance", prov);
-    cJSON *flash = cJSON_GetObjectItemCaseSensitive(j, "flash");
-    cJSON *fit = cJSON_GetObjectItemCaseSensitive(flash, "fit");
-    cJSON_AddNumberToObject(fit, "rms_log_error", rms);
-    cJSON_AddNumberToObject(fit, "mape_pct_all_points", mape_all);
-    cJSON_AddNumberToObject(fit, "mape_pct_heldout", mape_held);
-    cJSON_AddBoolToObject(flash, "page_cache_bypassed", bypassed);
-    char out_dir[4096];
-    dir_of(out, out_dir, sizeof out_dir);
-    if (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)
-        fb_error("calibrate --out: %s: cannot create: %s", out_dir, strerror(errno));
-    else if (write_json_file(out, j) == 0) {
-        fb_info("profile written to %s", out);
-        rc = 0;
-    }
-    cJSON_Delete(j);
+            hw->flash.fit.IOPS_max, hw->flash.fit.p, fit.mape_all_pct, fit.mape_heldout_pct);
+    calibrate_measure_memory(hw, o.quick);
+    char why[2][512];
+    calibrate_measure_compute(hw, (unsigned)machine_compute_threads(o.threads), o.quick, why);
+    for (int h = 0; h < 2; h++)
+        if (why[h][0])
+            fb_error("calibrate: %s", why[h]);
+    rc = write_profile(&o, out, work, hw, &fit, bypassed);
 out:
     free(hw);
     opts_free(&calibrate_command, &o);

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "common/rng.h"
 #include "engine/backend.h"
 #include "engine/dtype.h"
+#include "sim/flash_model.h"
 #include "io/io_buffer.h"
 
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row)
@@ -97,4 +99,64 @@ out:
     free(y);
     free(ones);
     return rate;
+}
+
+void calibrate_fit_flash(struct hw_profile *hw, struct calibrate_fit *fit)
+{
+    if (hw->flash.sequential_bw <= 0)
+        for (size_t i = 0; i < hw->flash.n_grid; i++)
+            hw->flash.sequential_bw = fmax(hw->flash.sequential_bw, hw->points[i].bw);
+    fit->rms_log_error = flash_fit(hw->points, hw->flash.n_grid, FIT_ALL, &hw->flash.fit);
+    fit->mape_all_pct = flash_mape(&hw->flash.fit, hw->points, hw->flash.n_grid);
+    fit->mape_heldout_pct = flash_heldout_mape(hw->points, hw->flash.n_grid);
+}
+
+void calibrate_measure_memory(struct hw_profile *hw, bool quick)
+{
+    const size_t rows[] = {4096, 16384, 65536, 262144, 1048576};
+    double per_row_ns = 0;
+    hw->n_copy = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        double ns;
+        hw->copy_row_bytes[i] = (double)rows[i];
+        hw->copy_bw[i] = measure_row_copy(rows[i], quick ? 0.1 : 0.3, &ns);
+        if (i == 0)
+            per_row_ns = ns;
+        hw->n_copy++;
+    }
+    hw->per_row_ns = 0;
+    snprintf(hw->mem_source, sizeof hw->mem_source,
+             "measured: memcpy of rows between random slots of a 512 MiB buffer on huge pages, as the neuron "
+             "cache's (a 4 KiB row took %.0f ns)",
+             per_row_ns);
+}
+
+void calibrate_measure_compute(struct hw_profile *hw, unsigned threads, bool quick, char why[2][512])
+{
+    const char *dtypes[] = {"f32", "f16"};
+    for (int h = 0; h < 2; h++) {
+        struct compute_rate *cr = &hw->compute[hw->n_compute++];
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
+        why[h][0] = '\0';
+        cr->bw = measure_matvec(8192, 4096, h, threads, quick ? 0.3 : 1.0, &cr->flops, why[h], sizeof why[h]);
+        snprintf(cr->source, sizeof cr->source,
+                 "measured: the cpu backend's matvec, 8192 x 4096 %s weights (copies taken in turn, 512 MiB in "
+                 "all), %u threads", dtypes[h], threads);
+    }
+    snprintf(hw->compute_note, sizeof hw->compute_note,
+             "the engine's cpu backend (engine/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
+             "turn so that none is in the caches: decode at batch 1 streams weights, so this bandwidth prices "
+             "every matrix");
+}
+
+cJSON *calibrate_profile_json(const struct hw_profile *hw, const struct calibrate_fit *fit, bool bypassed)
+{
+    cJSON *j = hw_profile_to_json(hw);
+    cJSON *flash = cJSON_GetObjectItemCaseSensitive(j, "flash");
+    cJSON *f = cJSON_GetObjectItemCaseSensitive(flash, "fit");
+    cJSON_AddNumberToObject(f, "rms_log_error", fit->rms_log_error);
+    cJSON_AddNumberToObject(f, "mape_pct_all_points", fit->mape_all_pct);
+    cJSON_AddNumberToObject(f, "mape_pct_heldout", fit->mape_heldout_pct);
+    cJSON_AddBoolToObject(flash, "page_cache_bypassed", bypassed);
+    return j;
 }

@@ -6,7 +6,12 @@
 #ifndef FLASHBED_HARNESS_CALIBRATE_H
 #define FLASHBED_HARNESS_CALIBRATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "sim/hw_profile.h"
 
 /* Bytes/s copying rows of row_bytes between random slots of a buffer far
  * larger than the caches; *ns_per_row gets the time per row. */
@@ -19,5 +24,29 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
  * when it cannot allocate or start the threads. */
 double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
                       double *flops, char *err, size_t errlen);
+
+/* The recipe, step by step, for the program to run and report between. */
+
+/* How well the closed form fits the flash points. */
+struct calibrate_fit {
+    double rms_log_error, mape_all_pct, mape_heldout_pct;
+};
+
+/* The profile's flash model from its sweep points (hw->points, measured
+ * or from a sweep file): the closed form fitted to every point, its errors,
+ * and the sequential rate (the best point when large reads gave none). */
+void calibrate_fit_flash(struct hw_profile *hw, struct calibrate_fit *fit);
+
+/* DRAM row copies of 4 KiB to 1 MiB rows, as the neuron cache moves them. */
+void calibrate_measure_memory(struct hw_profile *hw, bool quick);
+
+/* The engine's matvec in f32 and f16 on `threads` threads: one compute rate
+ * each. A kernel that cannot be timed gets rate 0 and its reason in
+ * why[dtype] (the profile is written all the same). */
+void calibrate_measure_compute(struct hw_profile *hw, unsigned threads, bool quick, char why[2][512]);
+
+/* The profile as JSON, with the fit's errors and whether the flash
+ * points bypassed the page cache. */
+cJSON *calibrate_profile_json(const struct hw_profile *hw, const struct calibrate_fit *fit, bool bypassed);
 
 #endif
