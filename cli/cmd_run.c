@@ -445,148 +445,189 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
     return w;
 }
 
-int cmd_run(int argc, char **argv)
-{
+/* Everything one run holds, freed in one place (run_free). */
+struct run {
     struct run_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&run_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&run_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
     struct run_setup p;
-    memset(&p, 0, sizeof p);
-    char *text = NULL;
-    const char *prompt_text = NULL;
-    if (!o.model) {
-        fb_error("run: needs --model DIR");
-        rc = 2;
-    } else {
-        prompt_text = decode_opts_text("run", &o.d, &text, &rc);
-    }
-    char dir[4096];
-    result_dir_name(o.out, "run", dir, sizeof dir);
-    /* before the run, not after every token was generated */
-    const char *trace_in = o.active && !strncmp(o.active, "trace:", 6) ? o.active + 6 : NULL;
-    const char *inputs[] = {o.d.prompt_file, o.d.prompt_ids, o.warmup_file, trace_in};
-    if (prompt_text && (out_dir_ok("run --out", dir) != 0 ||
-                        (o.record && out_file_ok_beside("run --record", o.record, 0, inputs, 4, o.model) != 0))) {
-        prompt_text = NULL;
-        rc = 1;
-    }
-    if (prompt_text && o.plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */
-        fb_error("run --plot: the plots need gnuplot, which is not installed (apt-get install gnuplot-nox)");
-        prompt_text = NULL;
-        rc = 1;
-    }
-    if (!prompt_text) {
-        free(text);
-        opts_free(&run_command, &o);
-        return rc;
-    }
-    const struct backend_ops *be = backend_find(o.d.backend);
-    p.dense = !strcmp(o.mode, "dense");
+    char *text;                 /* --prompt-file's or --prompt-ids' contents */
+    const char *prompt_text;
+    char dir[4096];             /* the result folder */
+    const struct backend_ops *be;
     struct model m;
-    rc = 1;
-    char open_err[1024];
-    if (model_open_flags(&m, o.model, p.dense ? 0 : MODEL_FFN_ON_FLASH, open_err, sizeof open_err) != 0) {
-        fb_error("%s", open_err);
-        free(text);
-        opts_free(&run_command, &o);
-        return 1;
-    }
-    /* tmpfs takes O_DIRECT yet serves reads from memory: refused, never recorded as bypassed */
-    if (!p.dense && !o.buffered && direct_io_check(m.ffn_path, open_err, sizeof open_err) != 0) {
-        fb_error("run: %s; --buffered reads through the page cache (and the result says so)", open_err);
-        model_close(&m);
-        free(text);
-        opts_free(&run_command, &o);
-        return 1;
-    }
-    int threads = decode_opts_threads(&o.d);
-    /* the KV cache holds exactly the positions this run uses */
-    int n_prompt = 0;
-    int *prompt = decode_opts_prompt("run", &o.d, &m, prompt_text, &n_prompt);
-    int max_seq = n_prompt + (int)o.d.n;
-    if (!prompt || max_seq > (int)m.shape.max_positions) {
-        if (prompt)
-            fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
-                     n_prompt, (unsigned long long)o.d.n, m.shape.max_positions);
-        free(prompt);
-        model_close(&m);
-        free(text);
-        opts_free(&run_command, &o);
-        return 1;
-    }
-    p.model_bytes = m.dram_bytes + m.ffn_bytes;
-    p.kv_bytes = 2ull * m.shape.n_layers * (uint64_t)max_seq * m.kv_dim * sizeof(float);
-    struct trace_writer *rec = NULL;
-    int rec_tmp = -1;
+    bool model_open;
+    int *prompt, n_prompt, max_seq, threads;
+    struct trace_writer *rec;   /* --record's, until closed */
+    int rec_tmp;
     struct engine e;
-    bool engine_up = false;
-    struct run_outcome out = {0};
-    if ((o.dram_budget && parse_budget(o.dram_budget, p.model_bytes, &p.budget) != 0) ||
-        (!p.dense && plan_run(&o, &m, &p) != 0) ||
-        (!p.dense && warm_up(&o, &m, be, threads, prompt, n_prompt, &p) != 0) ||
-        fit_budget(&m, &p, (uint64_t)max_seq - 1) != 0)
-        goto done;
-    if (o.record && !(rec = open_record(&o, &m, &p)))
-        goto done;
-    if (rec)
-        rec_tmp = atomic_tmp_watch(o.record); /* a second Ctrl-C removes the unfinished trace */
-    struct trace_sink rec_sink = trace_writer_sink(rec);
-    p.cfg.record = rec ? &rec_sink : NULL;
-    if (engine_init_with(&e, &m, be, p.dense ? &ffn_dense : &ffn_flash, p.dense ? NULL : &p.cfg, threads, max_seq,
-                         open_err, sizeof open_err) != 0) {
-        fb_error("run: %s", open_err);
-        goto done;
+    bool engine_up;
+    struct run_outcome out;
+};
+
+static void run_free(struct run *r)
+{
+    if (r->rec)
+        trace_writer_abort(r->rec);
+    cleanup_forget(r->rec_tmp);
+    if (r->engine_up)
+        engine_free(&r->e);
+    free(r->out.rows);
+    free(r->prompt);
+    if (r->p.have_trace)
+        trace_free(&r->p.trace);
+    if (r->p.have_profile)
+        trace_free(&r->p.profile);
+    if (r->p.have_sel)
+        select_choice_free(&r->p.sel);
+    free(r->p.plan.layer_rows);
+    if (r->model_open)
+        model_close(&r->m);
+    free(r->text);
+    opts_free(&run_command, &r->o);
+}
+
+/* What must hold before anything is measured: a model, the prompt's text,
+ * result paths that can be written, gnuplot for --plot. The exit status. */
+static int check_inputs(struct run *r)
+{
+    const struct run_opts *o = &r->o;
+    int rc = 0;
+    if (!o->model) {
+        fb_error("run: needs --model DIR");
+        return 2;
     }
-    engine_up = true;
-    interrupt_install();
-    int grc = generate(&o, &m, &e, &p, prompt, n_prompt, &out);
-    if (grc != 0 && !out.rows)
-        goto done;
-    if (out.error[0])
-        fb_error("run: %s", out.error);
+    if (!(r->prompt_text = decode_opts_text("run", &o->d, &r->text, &rc)))
+        return rc;
+    result_dir_name(o->out, "run", r->dir, sizeof r->dir);
+    /* before the run, not after every token was generated */
+    const char *trace_in = o->active && !strncmp(o->active, "trace:", 6) ? o->active + 6 : NULL;
+    const char *inputs[] = {o->d.prompt_file, o->d.prompt_ids, o->warmup_file, trace_in};
+    if (out_dir_ok("run --out", r->dir) != 0 ||
+        (o->record && out_file_ok_beside("run --record", o->record, 0, inputs, 4, o->model) != 0))
+        return 1;
+    if (o->plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */
+        fb_error("run --plot: the plots need gnuplot, which is not installed (apt-get install gnuplot-nox)");
+        return 1;
+    }
+    return 0;
+}
+
+/* The model (ffn.bin on flash, with direct I/O unless --buffered) and the
+ * prompt's tokens, which fix the KV cache's positions. 0, or 1 (printed). */
+static int open_model(struct run *r)
+{
+    const struct run_opts *o = &r->o;
+    char err[1024];
+    r->p.dense = !strcmp(o->mode, "dense");
+    if (model_open_flags(&r->m, o->model, r->p.dense ? 0 : MODEL_FFN_ON_FLASH, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return 1;
+    }
+    r->model_open = true;
+    /* tmpfs takes O_DIRECT yet serves reads from memory: refused, never recorded as bypassed */
+    if (!r->p.dense && !o->buffered && direct_io_check(r->m.ffn_path, err, sizeof err) != 0) {
+        fb_error("run: %s; --buffered reads through the page cache (and the result says so)", err);
+        return 1;
+    }
+    r->prompt = decode_opts_prompt("run", &o->d, &r->m, r->prompt_text, &r->n_prompt);
+    if (!r->prompt)
+        return 1;
+    r->max_seq = r->n_prompt + (int)o->d.n; /* the KV cache holds exactly the positions this run uses */
+    if (r->max_seq > (int)r->m.shape.max_positions) {
+        fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
+                 r->n_prompt, (unsigned long long)o->d.n, r->m.shape.max_positions);
+        return 1;
+    }
+    return 0;
+}
+
+/* The budget, the plan, hot's warm-up and the fit, then the recording and
+ * the engine. 0, or 1 (printed). */
+static int prepare(struct run *r)
+{
+    const struct run_opts *o = &r->o;
+    struct run_setup *p = &r->p;
+    r->be = backend_find(o->d.backend);
+    r->threads = decode_opts_threads(&o->d);
+    p->model_bytes = r->m.dram_bytes + r->m.ffn_bytes;
+    p->kv_bytes = 2ull * r->m.shape.n_layers * (uint64_t)r->max_seq * r->m.kv_dim * sizeof(float);
+    if ((o->dram_budget && parse_budget(o->dram_budget, p->model_bytes, &p->budget) != 0) ||
+        (!p->dense && plan_run(o, &r->m, p) != 0) ||
+        (!p->dense && warm_up(o, &r->m, r->be, r->threads, r->prompt, r->n_prompt, p) != 0) ||
+        fit_budget(&r->m, p, (uint64_t)r->max_seq - 1) != 0)
+        return 1;
+    if (o->record && !(r->rec = open_record(o, &r->m, p)))
+        return 1;
+    if (r->rec)
+        r->rec_tmp = atomic_tmp_watch(o->record); /* a second Ctrl-C removes the unfinished trace */
+    return 0;
+}
+
+/* run.json, run.md, tokens.csv (and the plot), then the recorded trace
+ * closed, or dropped when the run failed or was interrupted. The exit
+ * status: 1 on an error, 130 interrupted, else 0. */
+static int write_results(struct run *r)
+{
+    const struct run_setup *p = &r->p;
     cJSON *prov = provenance_new();
-    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &o));
-    if (!p.dense)
-        provenance_add_disk(prov, m.ffn_path);
-    struct run_report_extra x = {.mode = o.mode, .cold = (int)o.cold, .plot = o.plot};
-    x.held_bytes = p.dense ? 0 : ffn_flash_dram_bytes(&e.ffn, &x.oracle_bytes);
-    x.predictor_bytes = p.dense ? 0 : ffn_flash_predictor_bytes(&m, &p.cfg);
-    x.predictor_madds = p.dense ? 0 : ffn_flash_predictor_madds(&m, &p.cfg);
-    int wrc = run_report_write(dir, &m, &p, &out, &x, prov);
-    if (rec) {
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &r->o));
+    if (!p->dense)
+        provenance_add_disk(prov, r->m.ffn_path);
+    struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot};
+    x.held_bytes = p->dense ? 0 : ffn_flash_dram_bytes(&r->e.ffn, &x.oracle_bytes);
+    x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
+    x.predictor_madds = p->dense ? 0 : ffn_flash_predictor_madds(&r->m, &p->cfg);
+    int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov);
+    bool stopped = !strcmp(r->out.stop, "interrupted");
+    if (r->rec) {
         char err[512];
-        int trc = out.error[0] || !strcmp(out.stop, "interrupted") ? (trace_writer_abort(rec), 0)
-                                                                     : trace_writer_close(rec, err, sizeof err);
+        int trc = r->out.error[0] || stopped ? (trace_writer_abort(r->rec), 0)
+                                             : trace_writer_close(r->rec, err, sizeof err);
+        r->rec = NULL;
         if (trc != 0) {
-            atomic_err_name_path(err, sizeof err, o.record);
+            atomic_err_name_path(err, sizeof err, r->o.record);
             fb_error("run --record: %s", err);
             wrc = -1;
         }
-        rec = NULL;
     }
-    fb_info("results in %s", dir);
-    rc = wrc != 0 || out.error[0] ? 1 : !strcmp(out.stop, "interrupted") ? 130 : 0;
-done:
-    if (rec)
-        trace_writer_abort(rec);
-    cleanup_forget(rec_tmp);
-    if (engine_up)
-        engine_free(&e);
-    free(out.rows);
-    free(prompt);
-    if (p.have_trace)
-        trace_free(&p.trace);
-    if (p.have_profile)
-        trace_free(&p.profile);
-    if (p.have_sel)
-        select_choice_free(&p.sel);
-    free(p.plan.layer_rows);
-    model_close(&m);
-    free(text);
-    opts_free(&run_command, &o);
+    fb_info("results in %s", r->dir);
+    return wrc != 0 || r->out.error[0] ? 1 : stopped ? 130 : 0;
+}
+
+/* The engine over the plan, the tokens, the results. The exit status. */
+static int execute(struct run *r)
+{
+    struct run_setup *p = &r->p;
+    char err[1024];
+    struct trace_sink rec_sink = trace_writer_sink(r->rec);
+    p->cfg.record = r->rec ? &rec_sink : NULL;
+    if (engine_init_with(&r->e, &r->m, r->be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg,
+                         r->threads, r->max_seq, err, sizeof err) != 0) {
+        fb_error("run: %s", err);
+        return 1;
+    }
+    r->engine_up = true;
+    interrupt_install();
+    if (generate(&r->o, &r->m, &r->e, p, r->prompt, r->n_prompt, &r->out) != 0 && !r->out.rows)
+        return 1;
+    if (r->out.error[0])
+        fb_error("run: %s", r->out.error);
+    return write_results(r);
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run *r = calloc(1, sizeof *r);
+    if (!r) {
+        fb_error("run: out of memory");
+        return 1;
+    }
+    r->rec_tmp = -1;
+    int rc = cli_parse(&run_command, &r->o, argc, argv, NULL, NULL);
+    if (rc != 0)
+        rc = rc > 0 ? 0 : 2;
+    else if ((rc = check_inputs(r)) == 0 && (rc = open_model(r)) == 0 && (rc = prepare(r)) == 0)
+        rc = execute(r);
+    run_free(r);
+    free(r);
     return rc;
 }
