@@ -42,6 +42,7 @@ struct layout_read {
 struct layout_ops {
     const char *name;
     bool takes_arg;           /* "coalesce:G" */
+    const char *arg_name;     /* how --help names the argument: "G" */
     bool needs_rows;          /* read() looks at the ids, not only their count */
     bool needs_known;         /* init() needs the trace's sets (friends) */
     bool lists_reads;         /* read() can list its reads (contiguous ranges): the engine runs it */
@@ -73,6 +74,8 @@ struct layout {
     void *state;
 };
 
-extern const struct layout_ops layout_split, layout_bundled, layout_friends, layout_coalesce;
+#define LAYOUT(x) extern const struct layout_ops layout_##x;
+#include "cache/layouts.def"
+#undef LAYOUT
 
 #endif

@@ -23,6 +23,7 @@ const struct layout_ops layout_coalesce = {
     .name = "coalesce",
     .needs_rows = true,
     .takes_arg = true,
+    .arg_name = "G",
     .lists_reads = true,
     .reads_unneeded = true,
     .read = coalesce_read,

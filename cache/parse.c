@@ -9,16 +9,19 @@
 #include "common/errbuf.h"
 
 static const struct policy_ops *const policies[] = {
-    &policy_naive, &policy_hybrid, &policy_predictor, &policy_window,
-    &policy_lru,   &policy_lfu,    &policy_hot,       &policy_belady,
+#define POLICY(x) &policy_##x,
+#include "cache/policies.def"
+#undef POLICY
 };
 static const struct layout_ops *const layouts[] = {
-    &layout_split, &layout_bundled, &layout_friends, &layout_coalesce,
+#define LAYOUT(x) &layout_##x,
+#include "cache/layouts.def"
+#undef LAYOUT
 };
 #define COUNT(a) (sizeof a / sizeof a[0])
 
 /* "name" or "name:N": finds the entry and its argument. */
-static int parse_named(const char *spec, const char *what, const char *const *names, const bool *takes_arg,
+static int parse_named(const char *spec, const char *what, const char *const *names, const char *const *arg_names,
                        size_t n, size_t *index, uint64_t *arg, char *err, size_t errlen)
 {
     const char *colon = strchr(spec, ':');
@@ -27,17 +30,19 @@ static int parse_named(const char *spec, const char *what, const char *const *na
     for (size_t i = 0; i < n; i++) {
         strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
         strncat(list, names[i], sizeof list - strlen(list) - 1);
-        strncat(list, takes_arg[i] ? (strcmp(names[i], "window") == 0 ? ":K" : ":G") : "",
-                sizeof list - strlen(list) - 1);
+        if (arg_names[i]) {
+            strncat(list, ":", sizeof list - strlen(list) - 1);
+            strncat(list, arg_names[i], sizeof list - strlen(list) - 1);
+        }
         if (strlen(names[i]) != len || strncmp(names[i], spec, len) != 0)
             continue;
         *index = i;
         *arg = 0;
-        if (!takes_arg[i] && colon) {
+        if (!arg_names[i] && colon) {
             err_set(err, errlen, "%s '%s' takes no argument", what, spec);
             return -1;
         }
-        if (takes_arg[i]) {
+        if (arg_names[i]) {
             char *end;
             errno = 0; /* a number past 2^64 - 1 would read as 2^64 - 1 */
             if (!colon || !colon[1] || colon[1] == '-' || (*arg = strtoull(colon + 1, &end, 10), *end) ||
@@ -56,11 +61,10 @@ static int parse_named(const char *spec, const char *what, const char *const *na
 int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
                        size_t errlen)
 {
-    const char *names[COUNT(policies)];
-    bool args[COUNT(policies)];
+    const char *names[COUNT(policies)], *args[COUNT(policies)];
     for (size_t i = 0; i < COUNT(policies); i++) {
         names[i] = policies[i]->name;
-        args[i] = policies[i]->takes_arg;
+        args[i] = policies[i]->takes_arg ? policies[i]->arg_name : NULL;
     }
     size_t k;
     if (parse_named(text, "policy", names, args, COUNT(policies), &k, arg, err, errlen) != 0)
@@ -77,11 +81,10 @@ int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t
 int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
                        size_t errlen)
 {
-    const char *names[COUNT(layouts)];
-    bool args[COUNT(layouts)];
+    const char *names[COUNT(layouts)], *args[COUNT(layouts)];
     for (size_t i = 0; i < COUNT(layouts); i++) {
         names[i] = layouts[i]->name;
-        args[i] = layouts[i]->takes_arg;
+        args[i] = layouts[i]->takes_arg ? layouts[i]->arg_name : NULL;
     }
     size_t k;
     if (parse_named(text, "layout", names, args, COUNT(layouts), &k, arg, err, errlen) != 0)

@@ -35,6 +35,7 @@ enum policy_unbudgeted {
 struct policy_ops {
     const char *name;
     bool takes_arg;          /* "window:K": the argument is a count of tokens */
+    const char *arg_name;    /* how --help names the argument: "K" */
     bool uses_budget;        /* capacity-limited: needs a budget (lru, lfu, hot, belady) */
     bool honours_budget;     /* keeps within a budget when one is given (window shrinks) */
     bool keeps_reads;        /* keeps what it reads for later tokens (rows it drops at once
@@ -129,7 +130,8 @@ void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t
  * for the policies that use a budget), else what `unbudgeted` says. */
 uint64_t policy_layer_rows(const struct policy_ops *ops, uint64_t capacity, uint32_t d_ff);
 
-extern const struct policy_ops policy_naive, policy_hybrid, policy_predictor, policy_window,
-    policy_lru, policy_lfu, policy_hot, policy_belady;
+#define POLICY(x) extern const struct policy_ops policy_##x;
+#include "cache/policies.def"
+#undef POLICY
 
 #endif

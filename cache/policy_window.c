@@ -93,6 +93,7 @@ static void window_free(struct policy *p)
 const struct policy_ops policy_window = {
     .name = "window",
     .takes_arg = true,
+    .arg_name = "K",
     .honours_budget = true,
     .keeps_recent = true,
     .unbudgeted = UNBUDGETED_ALL_NEEDED,
