@@ -36,6 +36,11 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
  * the text names no policy. */
 const struct policy_ops *cache_policy_ops(const char *text);
 
+/* The policy or layout of this bare name ("window", "coalesce": no
+ * argument); NULL when none has it. */
+const struct policy_ops *cache_policy_named(const char *name);
+const struct layout_ops *cache_layout_named(const char *name);
+
 /* The name cache_parse_policy reads back: "lru", or with an argument
  * "window:5". */
 void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len);

@@ -117,3 +117,19 @@ void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, si
     else
         snprintf(buf, len, "%s", ops->name);
 }
+
+const struct policy_ops *cache_policy_named(const char *name)
+{
+    for (size_t i = 0; i < COUNT(policies); i++)
+        if (!strcmp(policies[i]->name, name))
+            return policies[i];
+    return NULL;
+}
+
+const struct layout_ops *cache_layout_named(const char *name)
+{
+    for (size_t i = 0; i < COUNT(layouts); i++)
+        if (!strcmp(layouts[i]->name, name))
+            return layouts[i];
+    return NULL;
+}

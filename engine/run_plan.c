@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/mode.h"
 #include "common/errbuf.h"
 #include "engine/dtype.h"
 #include "engine/ffn_flash.h"
@@ -16,26 +17,11 @@
 int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
                     size_t llen)
 {
-    static const struct {
-        const char *mode, *policy, *layout; /* "" policy: window:K; "" layout: coalesce:G */
-    } presets[] = {
-        {"naive", "naive", "coalesce:0"}, {"hybrid", "hybrid", "coalesce:0"}, {"predictor", "predictor", "split"},
-        {"window", "", "split"},          {"all", "", ""},
-    };
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-        if (strcmp(mode, presets[i].mode))
-            continue;
-        if (presets[i].policy[0])
-            snprintf(policy, plen, "%s", presets[i].policy);
-        else
-            snprintf(policy, plen, "window:%s", window);
-        if (presets[i].layout[0])
-            snprintf(layout, llen, "%s", presets[i].layout);
-        else
-            snprintf(layout, llen, "coalesce:%u", coalesce);
-        return 0;
-    }
-    return -1;
+    const struct cache_mode *m = cache_mode_find(mode);
+    if (!m)
+        return -1;
+    cache_mode_names(m, window, coalesce, policy, plen, layout, llen);
+    return 0;
 }
 
 static void human(uint64_t v, char *buf, size_t len)

@@ -26,8 +26,9 @@
 #include "traces/trace.h"
 
 /* naive, hybrid, predictor, window, all: the paper's ablation as a policy
- * and a layout (window K, a number or "auto", and coalescing gap G for the
- * last two). 0, or -1 for an unknown mode. */
+ * and a layout (cache/mode.h's table, with window K, a number or "auto",
+ * and coalescing gap G where the mode takes them). 0, or -1 for an
+ * unknown mode. */
 int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
                     size_t llen);
 

@@ -29,6 +29,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cache/mode.h"
+
 enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
 
 #define REPRO_MAX_MODELS 5
@@ -66,15 +68,19 @@ struct repro_plan {
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };
 
-/* A measured mode of the paper's ablation: run's --mode and the policy
- * and layout it stands for (what predict prices). */
+/* A measured mode of the paper's ablation (cache/mode.h's table): run's
+ * --mode and the policy and layout it stands for at the study's window of
+ * 5 tokens and coalescing gap 0 (what predict prices). */
 struct repro_mode {
-    const char *mode, *policy, *layout;
-    bool whole_layers; /* naive, hybrid: read whole layers, whatever chooses the neurons */
+    const struct cache_mode *m;
+    const char *mode;
+    char policy[32], layout[32];
+    bool whole_layers;  /* reads whole layers whatever chooses the neurons (naive, hybrid) */
+    bool streams_all;   /* holds no part of any layer: runs without a budget (naive) */
 };
 
-/* The modes in the paper's order (naive .. all); NULL past the last. */
-const struct repro_mode *repro_mode_at(size_t i);
+/* Mode i in the paper's order (naive .. all) into out; false past the last. */
+bool repro_mode_get(size_t i, struct repro_mode *out);
 
 /* The architectures --models names, and each one's shape per tier. */
 const char *repro_shape(const char *arch, enum repro_tier tier);

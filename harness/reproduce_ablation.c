@@ -29,8 +29,9 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
 {
     strbuf_add(csv, "bar,io_ms,mem_ms,compute_ms,total_ms\n");
     bool any = false, paper = !strcmp(shape, "opt-6.7b"); /* the only model of the paper's Table 2 */
-    for (size_t m = 0; repro_mode_at(m); m++) {
-        const struct repro_mode *md = repro_mode_at(m);
+    struct repro_mode mode;
+    for (size_t m = 0; repro_mode_get(m, &mode); m++) {
+        const struct repro_mode *md = &mode;
         struct repro_cell c;
         if (repro_read_run_cell(p, shape, md->mode, "trace", &c)) {
             any = true;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cache/cache.h"
 #include "common/errbuf.h"
 #include "common/model_shape.h"
 #include "sim/paper_tables.h"
@@ -270,18 +271,21 @@ static const char *run_budget(const char *shape)
     return is_tiny(shape) ? "75%" : "50%";
 }
 
-/* The paper's ablation (Table 2) as run's modes, each a policy and layout
- * (cli/cmd_run.c's --help); naive and hybrid read whole layers whatever
- * chooses the neurons, so they run once, on the trace. */
-static const struct repro_mode repro_modes[] = {
-    {"naive", "naive", "coalesce:0", true},   {"hybrid", "hybrid", "coalesce:0", true},
-    {"predictor", "predictor", "split", false}, {"window", "window:5", "split", false},
-    {"all", "window:5", "coalesce:0", false},
-};
-
-const struct repro_mode *repro_mode_at(size_t i)
+/* The paper's ablation (Table 2) as run's modes (cache/mode.h), at the
+ * study's window of 5 tokens and gap 0; naive and hybrid read whole layers
+ * whatever chooses the neurons, so they run once, on the trace. */
+bool repro_mode_get(size_t i, struct repro_mode *out)
 {
-    return i < sizeof repro_modes / sizeof repro_modes[0] ? &repro_modes[i] : NULL;
+    const struct cache_mode *m = cache_mode_at(i);
+    if (!m)
+        return false;
+    out->m = m;
+    out->mode = m->name;
+    cache_mode_names(m, "5", 0, out->policy, sizeof out->policy, out->layout, sizeof out->layout);
+    const struct policy_ops *ops = cache_policy_ops(out->policy);
+    out->whole_layers = ops && ops->reads_whole_layers;
+    out->streams_all = out->whole_layers && !ops->keeps_resident_part;
+    return true;
 }
 
 /* One measured run: mode md on the shape's model, its neurons chosen by
@@ -304,8 +308,8 @@ static int add_run(struct repro_plan *p, const char *shape, const struct repro_m
     const char *prompt = md->whole_layers ? t->base_prompt : t->run_prompt;
     const char *tokens = md->whole_layers ? t->base_tokens : t->run_tokens;
     const char *cold = md->whole_layers ? "1" : "5";
-    if (!strcmp(md->mode, "naive"))
-        STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", "naive", "--active", active, "--prompt",
+    if (md->streams_all)
+        STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", md->mode, "--active", active, "--prompt",
              p->prompt, "--prompt-tokens", prompt, "-n", tokens, "--cold", cold, "--ignore-eos", "--quiet", "--out",
              out);
     else
@@ -365,14 +369,15 @@ static int add_runs(struct repro_plan *p, const char *shape, const struct tier_s
     bool trained = p->text[0] != '\0';
     if (trained && add_predictor(p, shape, t) != 0)
         return -1;
+    struct repro_mode md;
     for (int r = 1; r <= t->rounds; r++)
-        for (const struct repro_mode *md = repro_modes; md < repro_modes + 5; md++)
-            for (int src = 0; src < (md->whole_layers || !trained ? 1 : 2); src++)
-                if (add_run(p, shape, md, sources[src], r, t) != 0)
+        for (size_t i = 0; repro_mode_get(i, &md); i++)
+            for (int src = 0; src < (md.whole_layers || !trained ? 1 : 2); src++)
+                if (add_run(p, shape, &md, sources[src], r, t) != 0)
                     return -1;
-    for (const struct repro_mode *md = repro_modes; md < repro_modes + 5; md++)
-        for (int src = 0; src < (md->whole_layers || !trained ? 1 : 2); src++)
-            if (add_predict(p, shape, md, sources[src], predictor_rank(shape, t)) != 0)
+    for (size_t i = 0; repro_mode_get(i, &md); i++)
+        for (int src = 0; src < (md.whole_layers || !trained ? 1 : 2); src++)
+            if (add_predict(p, shape, &md, sources[src], predictor_rank(shape, t)) != 0)
                 return -1;
     return 0;
 }

@@ -231,9 +231,7 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
 
 const char *repro_table2_config(const struct repro_mode *md)
 {
-    return md->whole_layers ? md->mode : !strcmp(md->mode, "predictor") ? "+ predictor"
-                                     : !strcmp(md->mode, "window")    ? "+ windowing"
-                                                                      : "+ bundling";
+    return md->m->paper_label;
 }
 
 /* One Table 2 row: a mode with the trace's neurons and the predictor's. */
@@ -274,9 +272,10 @@ void repro_section_table2(struct strbuf *b, const struct repro_plan *p)
     bool any = false;
     for (size_t i = 0; i < p->config.n_models; i++) {
         const char *shape = repro_shape(p->config.models[i], p->config.tier);
-        for (size_t m = 0; repro_mode_at(m); m++) {
+        struct repro_mode md;
+        for (size_t m = 0; repro_mode_get(m, &md); m++) {
             size_t before = b->len;
-            table2_row(b, p, shape, repro_mode_at(m));
+            table2_row(b, p, shape, &md);
             any = any || b->len > before;
         }
     }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/mode.h"
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
@@ -206,10 +207,15 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
     snprintf(c->layout, sizeof c->layout, "%s", layout);
     paper_density(s->name, "predictor_model_fraction", &pred, NULL, 0);
     c->predictor_fraction = pred;
-    if (strcmp(method, "naive") == 0 || strcmp(method, "hybrid") == 0) {
-        snprintf(c->policy, sizeof c->policy, "%s", method);
-    } else if (strcmp(method, "predictor") == 0) {
-        snprintf(c->policy, sizeof c->policy, "predictor");
+    /* the method is one of the modes (cache/mode.h): its policy decides the volumes */
+    const struct cache_mode *mode = cache_mode_find(method);
+    const struct policy_ops *ops = mode ? cache_policy_named(mode->policy) : NULL;
+    if (!ops)
+        return err_set(c->vol.source, sizeof c->vol.source, "the paper has no method '%s'", method);
+    if (ops->reads_whole_layers) {
+        snprintf(c->policy, sizeof c->policy, "%s", ops->name);
+    } else if (!ops->takes_arg) { /* the predictor: this token's rows */
+        snprintf(c->policy, sizeof c->policy, "%s", ops->name);
         snprintf(key, sizeof key, "predictor_fraction%s", density_suffix);
         if (paper_density(s->name, key, &loaded, src, sizeof src) != 0)
             return -1;

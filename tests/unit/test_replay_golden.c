@@ -4,6 +4,7 @@
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
+#include "cache/mode.h"
 #include "common/model_shape.h"
 #include "sim/predict_list.h"
 #include "sim/replay.h"
@@ -282,6 +283,21 @@ static void property_tests(void)
     cache_policy_name(&policy_lru, 9, name, sizeof name);
     CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
+    /* the one mode table: the paper's order, K and G where a mode takes them */
+    char pol[32], lay[32];
+    const char *order[] = {"naive", "hybrid", "predictor", "window", "all"};
+    for (size_t i = 0; i < 5; i++)
+        CHECK(cache_mode_at(i) && !strcmp(cache_mode_at(i)->name, order[i]));
+    CHECK(cache_mode_at(5) == NULL && cache_mode_find("dense") == NULL);
+    cache_mode_names(cache_mode_find("all"), "auto", 3, pol, sizeof pol, lay, sizeof lay);
+    CHECK_STR(pol, "window:auto");
+    CHECK_STR(lay, "coalesce:3");
+    cache_mode_names(cache_mode_find("naive"), "5", 3, pol, sizeof pol, lay, sizeof lay);
+    CHECK_STR(pol, "naive");
+    CHECK_STR(lay, "coalesce:0");
+    CHECK_STR(cache_mode_find("window")->paper_label, "+ windowing");
+    CHECK(cache_policy_named("window") == &policy_window && cache_layout_named("coalesce") == &layout_coalesce);
+    CHECK(cache_policy_named("window:5") == NULL);
     CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
 }
 

@@ -1,0 +1,31 @@
+/* The paper's ablation (Table 2) as modes: each mode one policy and one
+ * layout, in one table that run --mode, reproduce, predict and the paper's
+ * tables all read. A mode's policy or layout that takes an argument gets
+ * the caller's: window's K (a number, or "auto"), coalesce's G, unless the
+ * table fixes it ("coalesce:0"). Thread-safe (read-only data). */
+#ifndef FLASHBED_CACHE_MODE_H
+#define FLASHBED_CACHE_MODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cache_mode {
+    const char *name;        /* run --mode and the paper tables' "method": naive .. all */
+    const char *paper_label; /* Table 2's words for the row: "naive", "+ predictor", ... */
+    const char *policy;      /* a policy name, its K left to the caller when it takes one */
+    const char *layout;      /* a layout name, "coalesce:0" fixed, "coalesce" taking G */
+};
+
+/* The modes in the paper's order (naive, hybrid, predictor, window, all);
+ * NULL past the last. */
+const struct cache_mode *cache_mode_at(size_t i);
+
+/* The mode named so; NULL when none is. */
+const struct cache_mode *cache_mode_find(const char *name);
+
+/* The mode's policy and layout with the caller's K and G where they take
+ * them: "window:5" (or "window:auto"), "coalesce:3". */
+void cache_mode_names(const struct cache_mode *m, const char *k, uint64_t g, char *policy, size_t plen,
+                      char *layout, size_t llen);
+
+#endif
