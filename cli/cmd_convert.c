@@ -74,8 +74,11 @@ int cmd_convert(int argc, char **argv)
     else if (out_parents_ok("convert --out", o.out, &made) != 0)
         rc = 1;
     else {
-        int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, err, sizeof err)
-                                      : import_llama2c(pos[0], o.tokenizer, o.out, dt, err, sizeof err);
+        struct cli_progress bar;
+        struct progress_report report = cli_progress_report(&bar);
+        int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, &report, err, sizeof err)
+                                      : import_llama2c(pos[0], o.tokenizer, o.out, dt, &report, err, sizeof err);
+        cli_progress_end(&bar);
         if (irc != 0)
             fb_error("%s", err);
         /* folders made above --out go again with a failed conversion */

@@ -131,9 +131,12 @@ int cmd_model(int argc, char **argv)
     else if (out_parents_ok("model make --out", o.out, &made) != 0)
         rc = 1;
     else {
+        struct cli_progress bar;
+        struct progress_report report = cli_progress_report(&bar);
         int mrc = !strcmp(o.format, "llama2c")
-                      ? synthetic_llama2c(&s, o.seed, o.out, err, sizeof err)
-                      : synthetic_hf(&s, dt, o.seed, o.relu_density, &up, o.out, err, sizeof err);
+                      ? synthetic_llama2c(&s, o.seed, o.out, &report, err, sizeof err)
+                      : synthetic_hf(&s, dt, o.seed, o.relu_density, &up, o.out, &report, err, sizeof err);
+        cli_progress_end(&bar);
         if (mrc != 0)
             fb_error("model make: %s", err);
         /* folders made above --out go again with a failed model */

@@ -14,6 +14,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/progress_bar.h"
 #include "common/clock.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
@@ -21,7 +22,6 @@
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
-#include "common/progress.h"
 #include "common/provenance.h"
 #include "common/sha256.h"
 #include "engine/ffn_probe.h"

@@ -106,7 +106,14 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     if (action != SCRATCH_READY)
         fb_info("%s %s (%llu bytes of random data)", action == SCRATCH_CREATE ? "creating" : "extending",
                 c->path, (unsigned long long)c->size);
+    /* the library reports; the bar is drawn here (a copy of the config carries it) */
+    struct sweep_config drawn = *c;
+    struct cli_progress bar;
+    struct progress_report report = cli_progress_report(&bar);
+    drawn.progress = &report;
+    s.cfg = &drawn;
     int rc = sweep_run(&s, action, params, err, sizeof err);
+    cli_progress_end(&bar);
     if (err[0])
         fb_error("%s", err);
     if (s.n_points)

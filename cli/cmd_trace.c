@@ -103,7 +103,11 @@ static int cmd_trace_synth(int argc, char **argv)
         p.recur_decay = o.recur_decay;
         interrupt_install();
         int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
+        struct cli_progress bar;
+        struct progress_report report = cli_progress_report(&bar);
+        p.progress = &report;
         int src = synth_write(&p, o.out, err, sizeof err);
+        cli_progress_end(&bar);
         cleanup_forget(tmp_handle);
         if (src != 0) {
             atomic_err_name_path(err, sizeof err, o.out);

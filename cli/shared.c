@@ -2,6 +2,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
@@ -88,4 +89,30 @@ void result_dir_name(const char *out, const char *command, char *dir, size_t len
      * write into the first one's folder */
     for (int i = 2; path_exists(dir) && i < 1000; i++)
         snprintf(dir, len, "results/%s-%s-%d", command, stamp, i);
+}
+
+static void draw_report(void *ctx, const char *label, uint64_t done, uint64_t total, const char *note)
+{
+    struct cli_progress *p = ctx;
+    if (!p->begun || strcmp(p->label, label)) {
+        if (p->begun)
+            progress_end(&p->bar);
+        progress_begin(&p->bar, label, total);
+        snprintf(p->label, sizeof p->label, "%s", label);
+        p->begun = true;
+    }
+    progress_update(&p->bar, done, note);
+}
+
+struct progress_report cli_progress_report(struct cli_progress *p)
+{
+    memset(p, 0, sizeof *p);
+    return (struct progress_report){draw_report, p};
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+    if (p->begun)
+        progress_end(&p->bar);
+    p->begun = false;
 }

@@ -4,9 +4,12 @@
 #ifndef FLASHBED_CLI_SHARED_H
 #define FLASHBED_CLI_SHARED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
+
+#include "cli/progress_bar.h"
 
 /* The result folder: out when given, else results/<command>-<timestamp>,
  * with -2, -3, ... added when a folder of that name exists already. */
@@ -46,5 +49,16 @@ struct sweep_flag {
  * summary. Takes params. Returns 0, 1 on error, 130 when interrupted. */
 struct sweep_config;
 int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params);
+
+/* The bar a library's progress_report draws (common/progress.h): begun by
+ * its first report, a new label beginning it again; the caller ends it
+ * once the call returns. */
+struct cli_progress {
+    struct progress bar;
+    bool begun;
+    char label[64];
+};
+struct progress_report cli_progress_report(struct cli_progress *p);
+void cli_progress_end(struct cli_progress *p);
 
 #endif

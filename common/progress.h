@@ -1,20 +1,24 @@
-/* A one-line progress bar on stderr, drawn only when stderr is a terminal
- * (CI logs and redirected runs stay clean). */
+/* Progress of long work. Libraries report it through a progress_report,
+ * never drawing: the program passes one that draws a bar
+ * (cli/progress_bar.h). */
 #ifndef FLASHBED_COMMON_PROGRESS_H
 #define FLASHBED_COMMON_PROGRESS_H
 
 #include <stdint.h>
 
-struct progress {
-    int enabled;
-    uint64_t total;
-    uint64_t start_ns;
-    char label[64];
+
+/* How a library reports: fn (NULL: nobody listens) with what it is doing,
+ * done of total steps, and a short note (may be NULL). */
+struct progress_report {
+    void (*fn)(void *ctx, const char *label, uint64_t done, uint64_t total, const char *note);
+    void *ctx;
 };
 
-void progress_begin(struct progress *p, const char *label, uint64_t total);
-/* done of total steps finished; note is a short status (may be NULL). */
-void progress_update(struct progress *p, uint64_t done, const char *note);
-void progress_end(struct progress *p);
+static inline void progress_report(const struct progress_report *r, const char *label, uint64_t done,
+                                   uint64_t total, const char *note)
+{
+    if (r && r->fn)
+        r->fn(r->ctx, label, done, total, note);
+}
 
 #endif

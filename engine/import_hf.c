@@ -111,17 +111,15 @@ static const struct hf_arch *read_config(const char *dir, struct model_shape *s,
     return a;
 }
 
-/* Every tensor, layer by layer (with progress on a terminal). */
-static int copy_weights(struct hf_ctx *c, const struct hf_arch *a)
+/* Every tensor, layer by layer, each layer reported. */
+static int copy_weights(struct hf_ctx *c, const struct hf_arch *a, const struct progress_report *progress)
 {
-    struct progress pr;
-    progress_begin(&pr, "convert", c->s->n_layers);
+    progress_report(progress, "convert", 0, c->s->n_layers, NULL);
     int rc = a->embeddings(c);
     for (uint32_t l = 0; l < c->s->n_layers && !rc; l++) {
         rc = a->layer(c, l);
-        progress_update(&pr, l + 1, NULL);
+        progress_report(progress, "convert", l + 1, c->s->n_layers, NULL);
     }
-    progress_end(&pr);
     return rc ? rc : a->head(c);
 }
 
@@ -191,8 +189,8 @@ static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tok
     return meta;
 }
 
-int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
-              size_t errlen)
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+              const struct progress_report *progress, char *err, size_t errlen)
 {
     struct model_shape s;
     int bos = 1, eos = 2;
@@ -211,7 +209,7 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
     }
     struct hf_ctx c = {&st, &w, &s, err, errlen};
     bool byte_level = false;
-    int rc = copy_weights(&c, a);
+    int rc = copy_weights(&c, a, progress);
     if (!rc)
         rc = add_tokenizer(&w, &s, tokpath, tokenizer, &byte_level, err, errlen);
     st_close(&st);

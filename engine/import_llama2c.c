@@ -64,7 +64,8 @@ static void model_name_of(const char *path, char *buf, size_t len)
 }
 
 static int write_model(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
-                       const struct l2c_header *h, const float *const *t, char *err, size_t errlen)
+                       const struct l2c_header *h, const float *const *t, const struct progress_report *progress,
+                       char *err, size_t errlen)
 {
     struct model_shape s;
     char name[64];
@@ -76,8 +77,7 @@ static int write_model(const char *ckpt, const char *tokenizer, const char *out_
     if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen))
         return -1;
     char n[96];
-    struct progress pr;
-    progress_begin(&pr, "convert", s.n_layers);
+    progress_report(progress, "convert", 0, s.n_layers, NULL);
     if (model_writer_tensor(&w, "tok_embedding", t[T_EMB], 2, (uint64_t[]){s.vocab_size, d}))
         goto fail;
     for (uint32_t l = 0; l < s.n_layers; l++) {
@@ -104,9 +104,8 @@ static int write_model(const char *ckpt, const char *tokenizer, const char *out_
         if (model_writer_ffn_layer(&w, (int)l, t[T_W3] + l * ff * d, t[T_W1] + l * ff * d,
                                    t[T_W2] + l * d * ff))
             goto fail;
-        progress_update(&pr, l + 1, NULL);
+        progress_report(progress, "convert", l + 1, s.n_layers, NULL);
     }
-    progress_end(&pr);
     if (model_writer_tensor(&w, "final_norm.weight", t[T_RMS_FINAL], 1, (uint64_t[]){d}))
         goto fail;
     if (!s.tied_embeddings && model_writer_tensor(&w, "output", t[T_CLS], 2, (uint64_t[]){s.vocab_size, d}))
@@ -132,7 +131,6 @@ static int write_model(const char *ckpt, const char *tokenizer, const char *out_
         cJSON_AddStringToObject(src, "tokenizer_fnv1a64", hex);
     return model_writer_finish(&w, meta);
 fail:
-    progress_end(&pr);
     model_writer_abort(&w);
     return -1;
 }
@@ -222,8 +220,8 @@ static int check_tokenizer(const char *ckpt, const char *tokenizer, int vocab, c
     return 0;
 }
 
-int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype, char *err,
-                   size_t errlen)
+int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+                   const struct progress_report *progress, char *err, size_t errlen)
 {
     int fd = open(ckpt, O_RDONLY);
     if (fd < 0)
@@ -247,7 +245,7 @@ int import_llama2c(const char *ckpt, const char *tokenizer, const char *out_dir,
         t[i] = (const float *)((const char *)map + offsets[i]);
     int rc = check_finite(t, counts, &h, ckpt, err, errlen);
     if (rc == 0)
-        rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t, err, errlen);
+        rc = write_model(ckpt, tokenizer, out_dir, dtype, &h, t, progress, err, errlen);
     munmap(map, (size_t)st.st_size);
     return rc;
 }

@@ -33,7 +33,7 @@ static void fill_uniform(float *buf, size_t k, float scale, float base, struct r
 
 /* n such floats, streamed in chunks. */
 static int write_uniform(FILE *f, struct rng *r, uint64_t n, float scale, float base, float *buf,
-                         struct progress *p, uint64_t *done)
+                         const struct progress_report *p, uint64_t *done, uint64_t total)
 {
     while (n > 0) {
         size_t k = n < CHUNK ? (size_t)n : CHUNK;
@@ -42,7 +42,7 @@ static int write_uniform(FILE *f, struct rng *r, uint64_t n, float scale, float 
             return -1;
         n -= k;
         *done += k;
-        progress_update(p, *done, NULL);
+        progress_report(p, "model make", *done, total, NULL);
     }
     return 0;
 }
@@ -152,7 +152,8 @@ static int finish_output(int ok, struct syn_output *o, const char *out_dir, cons
     return -1;
 }
 
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir, char *err, size_t errlen)
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir,
+                      const struct progress_report *progress, char *err, size_t errlen)
 {
     /* the checkpoint's header has sizes only: a Llama with SiLU is all it can say */
     if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
@@ -196,11 +197,9 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
     int bad = !f || !buf || fwrite(hdr, 4, 7, f) != 7;
     struct rng r;
     rng_seed(&r, seed);
-    struct progress p;
-    progress_begin(&p, "model make", total);
+    progress_report(progress, "model make", 0, total, NULL);
     for (size_t i = 0; i < nparts && !bad; i++)
-        bad = write_uniform(f, &r, parts[i].n, parts[i].scale, parts[i].base, buf, &p, &done) != 0;
-    progress_end(&p);
+        bad = write_uniform(f, &r, parts[i].n, parts[i].scale, parts[i].base, buf, progress, &done, total) != 0;
     if (f && fclose(f) != 0)
         bad = 1;
     free(buf);
@@ -226,8 +225,8 @@ struct syn_writer {
     uint16_t *half;             /* CHUNK halves */
     double *row_norm;           /* the last FILL_SPECTRAL matrix's, rows of them */
     uint64_t rows;
-    struct progress p;
-    uint64_t done;
+    const struct progress_report *progress;
+    uint64_t done, total;
 };
 
 static uint64_t tensor_elems(const struct syn_tensor *t)
@@ -246,7 +245,7 @@ static int put_floats(struct syn_writer *w, const float *x, size_t k, enum fb_dt
         bad = fwrite(w->half, 2, k, w->f) != k;
     }
     w->done += k;
-    progress_update(&w->p, w->done, NULL);
+    progress_report(w->progress, "model make", w->done, w->total, NULL);
     return bad ? -1 : 0;
 }
 
@@ -356,20 +355,21 @@ static int write_header(FILE *f, const struct syn_tensor *t, int n, enum fb_dtyp
 }
 
 static int write_safetensors(const char *path, const struct syn_tensor *t, int n, enum fb_dtype dt,
-                             uint64_t seed, const struct spectrum *up, char *err, size_t errlen)
+                             uint64_t seed, const struct spectrum *up, const struct progress_report *progress,
+                             char *err, size_t errlen)
 {
     uint64_t total = 0;
-    struct syn_writer w = {.f = fopen(path, "wb"), .dt = dt, .up = up};
+    struct syn_writer w = {.f = fopen(path, "wb"), .dt = dt, .up = up, .progress = progress};
     int rc = write_header(w.f, t, n, dt, &total) != 0 ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
     w.buf = malloc(CHUNK * sizeof *w.buf);
     w.half = malloc(CHUNK * sizeof *w.half);
     if (!rc && (!w.buf || !w.half))
         rc = err_set(err, errlen, "%s: out of memory", path);
     rng_seed(&w.r, seed);
-    progress_begin(&w.p, "model make", total);
+    w.total = total;
+    progress_report(progress, "model make", 0, total, NULL);
     for (int i = 0; i < n && !rc; i++)
         rc = write_tensor(&w, &t[i], err, errlen);
-    progress_end(&w.p);
     free(w.buf);
     free(w.half);
     free(w.row_norm);
@@ -458,7 +458,8 @@ int synthetic_relu_density_check(const struct model_shape *s, double relu_densit
 }
 
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
-                 const struct spectrum *up_spectrum, const char *out_dir, char *err, size_t errlen)
+                 const struct spectrum *up_spectrum, const char *out_dir, const struct progress_report *progress,
+                 char *err, size_t errlen)
 {
     static const struct spectrum flat = {.kind = SPECTRUM_FLAT};
     const struct spectrum *up = up_spectrum ? up_spectrum : &flat;
@@ -480,7 +481,7 @@ int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, do
     snprintf(path, sizeof path, "%s/model.safetensors", out.tmp);
     if (!rc)
         rc = write_safetensors(path, ts, syn_hf_tensors(s, relu_density, up->kind != SPECTRUM_FLAT, ts), t, seed, up,
-                               err, errlen);
+                               progress, err, errlen);
     free(ts);
     snprintf(path, sizeof path, "%s/config.json", out.tmp);
     if (!rc)

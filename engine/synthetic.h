@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "common/progress.h"
 #include "engine/dtype.h"
 #include "engine/spectrum.h"
 
@@ -15,8 +16,8 @@
  * 256 byte tokens, then letter pieces), so other engines can run the same
  * weights. Llama-architecture shapes only. 0, or -1 with the reason in err
  * and nothing left behind. */
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir, char *err,
-                      size_t errlen);
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir,
+                      const struct progress_report *progress, char *err, size_t errlen);
 
 /* Writes a Hugging Face style folder: config.json, model.safetensors (dtype
  * f32, f16 or bf16) and a tokenizer.json of the SentencePiece kind over the
@@ -29,9 +30,11 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
  * same random stream (the other tensors equal the flat model's) and is
  * recorded in config.json as "flashbed_up_spectrum"; with a density each
  * neuron's bias is scaled by its own row norm. 0, or -1 with the reason in
- * err and nothing left behind. */
+ * err and nothing left behind. Both report their progress to progress (may
+ * be NULL). */
 int synthetic_hf(const struct model_shape *s, enum fb_dtype t, uint64_t seed, double relu_density,
-                 const struct spectrum *up_spectrum, const char *out_dir, char *err, size_t errlen);
+                 const struct spectrum *up_spectrum, const char *out_dir, const struct progress_report *progress,
+                 char *err, size_t errlen);
 
 /* Whether synthetic_hf takes relu_density for shape s (negative: none
  * asked, always fine): 0, or -1 with the reason in err. Callers that check

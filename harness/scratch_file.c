@@ -126,8 +126,8 @@ static void fill_random(struct rng *r, uint64_t *buf, size_t words)
         buf[i] = rng_next(r);
 }
 
-int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action action, char *err,
-                         size_t errlen)
+int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action action,
+                         const struct progress_report *progress, char *err, size_t errlen)
 {
     if (action == SCRATCH_READY)
         return 0;
@@ -172,8 +172,8 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
     }
     struct rng r;
     rng_seed(&r, 0x5eedf1a5ull);
-    struct progress prog;
-    progress_begin(&prog, "writing scratch file", (size - start + BLOCK - 1) / BLOCK);
+    uint64_t blocks = (size - start + BLOCK - 1) / BLOCK;
+    progress_report(progress, "writing scratch file", 0, blocks, NULL);
     int rc = 0;
     for (uint64_t off = start; off < size && rc == 0; off += BLOCK) {
         if (interrupted()) {
@@ -198,9 +198,8 @@ int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action ac
             }
             done += (size_t)n;
         }
-        progress_update(&prog, (off - start) / BLOCK + 1, NULL);
+        progress_report(progress, "writing scratch file", (off - start) / BLOCK + 1, blocks, NULL);
     }
-    progress_end(&prog);
     free(buf);
     if (rc == 0 && fsync(fd) != 0) {
         err_set(err, errlen, "syncing %s failed: %s", path, strerror(errno));

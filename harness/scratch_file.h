@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/progress.h"
+
 /* The first bytes of every scratch file flashbed creates. */
 #define SCRATCH_MARKER "flashbed scratch file: random data for read benchmarks; safe to delete\n"
 
@@ -36,7 +38,7 @@ int scratch_file_check(const char *path, uint64_t size, enum scratch_action *act
  * pseudo-random data starting with the marker, and syncs it to disk. A
  * file to extend is checked for the marker again before any write. Shows progress on a
  * terminal. 0, or -1 with a reason in err. */
-int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action action, char *err,
-                         size_t errlen);
+int scratch_file_prepare(const char *path, uint64_t size, enum scratch_action action,
+                         const struct progress_report *progress, char *err, size_t errlen);
 
 #endif

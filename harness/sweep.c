@@ -194,12 +194,12 @@ static void describe(const struct point_params *p, char *buf, size_t len)
 
 /* Measures one point (and fio's run of the same job when asked) into pt.
  * 0; 1 with the reason in err; 130 when interrupted (pt incomplete). */
-static int measure_point(const struct sweep_config *c, struct sweep_point *pt, struct progress *prog,
-                         size_t done, char *err, size_t errlen)
+static int measure_point(const struct sweep_config *c, struct sweep_point *pt, size_t done, size_t total,
+                         char *err, size_t errlen)
 {
     char what[96];
     describe(&pt->params, what, sizeof what);
-    progress_update(prog, done, what);
+    progress_report(c->progress, "sweep", done, total, what);
     if (bench_point_run(&pt->params, &pt->result, err, errlen) != 0)
         return 1;
     if (pt->result.interrupted)
@@ -207,7 +207,7 @@ static int measure_point(const struct sweep_config *c, struct sweep_point *pt, s
     pt->params.iodepth = pt->result.iodepth;
     if (!c->compare_fio)
         return 0;
-    progress_update(prog, done, "fio: same job");
+    progress_report(c->progress, "sweep", done, total, "fio: same job");
     if (fio_job_run(&pt->params, c->fio_mem, &pt->fio, err, errlen) != 0) {
         if (!interrupted())
             return 1;
@@ -242,8 +242,6 @@ static struct point_params point_at(const struct sweep_config *c, size_t ti, siz
 static int measure_all(struct sweep *s, char *err, size_t errlen)
 {
     const struct sweep_config *c = s->cfg;
-    struct progress prog;
-    progress_begin(&prog, "sweep", s->total);
     uint64_t seed_base = c->seed ? c->seed : (uint64_t)time(NULL) ^ now_ns();
     int rc = 0;
     size_t done = 0;
@@ -256,7 +254,7 @@ static int measure_all(struct sweep *s, char *err, size_t errlen)
             struct sweep_point pt;
             memset(&pt, 0, sizeof pt);
             pt.params = point_at(c, ti, ci, seed_base + done);
-            if ((rc = measure_point(c, &pt, &prog, done, err, errlen)) != 0)
+            if ((rc = measure_point(c, &pt, done, s->total, err, errlen)) != 0)
                 break;
             if (add_point(s, &pt) != 0) {
                 err_set(err, errlen, "out of memory");
@@ -268,7 +266,6 @@ static int measure_all(struct sweep *s, char *err, size_t errlen)
             if (sweep_write_files(s, c->out_dir, err, errlen) != 0)
                 rc = 1;
         }
-    progress_end(&prog);
     return rc == 0 && interrupted() ? 130 : rc;
 }
 
@@ -279,7 +276,7 @@ int sweep_run(struct sweep *s, enum scratch_action action, cJSON *parameters, ch
         err[0] = '\0';
     s->total = c->chunks.n * c->threads.n;
     interrupt_install();
-    if (scratch_file_prepare(c->path, c->size, action, err, errlen) != 0) {
+    if (scratch_file_prepare(c->path, c->size, action, c->progress, err, errlen) != 0) {
         cJSON_Delete(parameters);
         return interrupted() ? 130 : 1;
     }

@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/parse.h"
+#include "common/progress.h"
 #include "harness/bench_point.h"
 #include "harness/fio_job.h"
 #include "harness/scratch_file.h"
@@ -29,6 +30,7 @@ struct sweep_config {
     uint64_t seed;                /* 0: a fresh seed per point, as fio's randrepeat=0 */
     bool huge_pages;              /* read buffers on transparent huge pages */
     const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */
+    const struct progress_report *progress; /* the scratch file written, then each point (NULL: none) */
 };
 
 struct sweep_point {

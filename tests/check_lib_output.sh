@@ -12,7 +12,6 @@ layers=(common io traces cache sim engine harness)
 allowed=(
     common/log.c        # the logger itself, which cli/ prints through
     common/log.h        # its declarations
-    common/progress.c   # a progress bar, drawn on stderr only when it is a terminal
 )
 
 is_allowed() {

@@ -295,8 +295,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
     w = trace_writer_open(path, &m, err, errlen);
     if (!w)
         goto out;
-    struct progress prog;
-    progress_begin(&prog, "synth", p->tokens);
+    progress_report(p->progress, "synth", 0, p->tokens, NULL);
     uint64_t per_seq = p->tokens / p->prompts;
     for (uint64_t t = 0; t < p->tokens; t++) {
         uint64_t seq = t / per_seq < p->prompts ? t / per_seq : p->prompts - 1;
@@ -313,13 +312,12 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
             if (trace_writer_layer(w, l, active, na, pred, g[l].n_pred, err, errlen) != 0)
                 goto out;
         }
-        progress_update(&prog, t + 1, NULL);
+        progress_report(p->progress, "synth", t + 1, p->tokens, NULL);
         if (interrupted()) {
             err_set(err, errlen, "synth: interrupted; %s not written", path);
             goto out;
         }
     }
-    progress_end(&prog);
     rc = trace_writer_close(w, err, errlen);
     w = NULL;
 out:

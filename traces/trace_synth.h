@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "common/progress.h"
 #include "traces/synth_profile.h"
 
 #define SYNTH_RECENT 16 /* earlier tokens whose sets refills may draw from */
@@ -42,6 +43,7 @@ struct synth_params {
     const struct synth_profile *profile; /* the statistics, picked from the shape */
     bool profile_fallback;     /* the paper has none for this shape: OPT-6.7B's */
     struct synth_targets targets; /* the profile's, first/middle/last from its curve */
+    const struct progress_report *progress; /* NULL: none reported */
 };
 
 /* Defaults: the shape's profile (traces/synth_profile.h), its targets and

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t v = vocab < 0 ? -(int64_t)vocab : vocab;
     snprintf(tok, sizeof tok, "%s", fuzz_write_tokenizer_bin("tokenizer.bin", v >= 1 && v <= MAX_VOCAB ? (int)v : 1));
     snprintf(out, sizeof out, "%s", fuzz_path("out"));
-    int rc = import_llama2c(ckpt, tok, out, DTYPE_F32, err, sizeof err);
+    int rc = import_llama2c(ckpt, tok, out, DTYPE_F32, NULL, err, sizeof err);
     fuzz_note("import_llama2c", rc, err);
     if (rc == 0)
         fuzz_remove("out");

@@ -24,9 +24,9 @@ static inline int fixture_opt_tiny(char *tmp, char *dir, size_t dlen, uint64_t s
     snprintf(hf, sizeof hf, "%s/hf", tmp);
     snprintf(dir, dlen, "%s/m", tmp);
     if (model_shape_load("opt-tiny", shape, err, errlen) != 0 ||
-        synthetic_hf(shape, DTYPE_F32, seed, relu_density, NULL, hf, err, errlen) != 0)
+        synthetic_hf(shape, DTYPE_F32, seed, relu_density, NULL, hf, NULL, err, errlen) != 0)
         return -1;
-    return import_hf(hf, NULL, dir, DTYPE_F32, err, errlen);
+    return import_hf(hf, NULL, dir, DTYPE_F32, NULL, err, errlen);
 }
 
 /* Removes the temporary folder fixture_opt_tiny made. 0, or -1. */

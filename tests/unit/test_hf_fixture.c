@@ -142,7 +142,7 @@ static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dt
     if (fx_write_tokenizer(tok, (uint32_t)pieces) != 0)
         return snprintf(why, sizeof why, "cannot write %s", tok), -1;
     snprintf(dir, sizeof dir, "%s/%s", tmp, dtype_name(dtype));
-    if (import_hf(fixture, tok, dir, dtype, why, sizeof why) != 0)
+    if (import_hf(fixture, tok, dir, dtype, NULL, why, sizeof why) != 0)
         return -1;
     struct model m;
     struct engine e;

@@ -261,13 +261,13 @@ static void scratch_marker(void)
     enum scratch_action a = SCRATCH_READY;
     CHECK(refused(scratch_file_check(user, 1 << 20, &a, err, sizeof err), err, "not a flashbed scratch file"));
     CHECK(strstr(err, user) != NULL);
-    CHECK(scratch_file_prepare(user, 1 << 20, SCRATCH_EXTEND, err, sizeof err) != 0); /* asked anyway: refused */
+    CHECK(scratch_file_prepare(user, 1 << 20, SCRATCH_EXTEND, NULL, err, sizeof err) != 0); /* asked anyway: refused */
     struct stat st;
     CHECK(stat(user, &st) == 0 && st.st_size == (off_t)strlen("a user's notes, not random data\n"));
     CHECK(scratch_file_check(user, 8, &a, err, sizeof err) == 0 && a == SCRATCH_READY); /* large enough: read as is */
 
     CHECK(scratch_file_check(own, 1 << 20, &a, err, sizeof err) == 0 && a == SCRATCH_CREATE);
-    CHECK(scratch_file_prepare(own, 1 << 20, a, err, sizeof err) == 0);
+    CHECK(scratch_file_prepare(own, 1 << 20, a, NULL, err, sizeof err) == 0);
     char head[sizeof SCRATCH_MARKER];
     FILE *f = fopen(own, "rb");
     CHECK(f && fread(head, 1, sizeof head - 1, f) == sizeof head - 1);
@@ -276,7 +276,7 @@ static void scratch_marker(void)
     head[sizeof head - 1] = '\0';
     CHECK_STR(head, SCRATCH_MARKER);
     CHECK(scratch_file_check(own, 5 << 20, &a, err, sizeof err) == 0 && a == SCRATCH_EXTEND);
-    CHECK(scratch_file_prepare(own, 5 << 20, a, err, sizeof err) == 0);
+    CHECK(scratch_file_prepare(own, 5 << 20, a, NULL, err, sizeof err) == 0);
     CHECK(stat(own, &st) == 0 && st.st_size == 5 << 20);
     CHECK(cleanup_count() == 0); /* the temporary was forgotten once renamed */
     unlink(user);

@@ -87,8 +87,8 @@ int main(void)
         snprintf(dir, sizeof dir, "%s/m%d", tmp, k);
         struct spectrum sp;
         CHECK(spectrum_parse(cases[k].spectrum, &sp, why, sizeof why) == 0);
-        CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, cases[k].density, &sp, hf, why, sizeof why) == 0);
-        CHECK(import_hf(hf, NULL, dir, DTYPE_F32, why, sizeof why) == 0);
+        CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, cases[k].density, &sp, hf, NULL, why, sizeof why) == 0);
+        CHECK(import_hf(hf, NULL, dir, DTYPE_F32, NULL, why, sizeof why) == 0);
         struct model m;
         struct engine e;
         CHECK(model_open(&m, dir, why, sizeof why) == 0);
@@ -117,7 +117,7 @@ int main(void)
     CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
     char hf[600];
     snprintf(hf, sizeof hf, "%s/llama", tmp);
-    CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, NULL, hf, why, sizeof why) == -1);
+    CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, NULL, hf, NULL, why, sizeof why) == -1);
     CHECK(access(hf, F_OK) != 0);
     CHECK(rmdir(tmp) == 0);
     return check_report("test_relu_density");

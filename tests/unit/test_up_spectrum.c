@@ -210,7 +210,7 @@ static int make(struct hf *h, const char *tmp, const char *name, const char *sha
     snprintf(h->dir, sizeof h->dir, "%s/%s", tmp, name);
     if (model_shape_load(shape, &s, err, sizeof err) != 0 || spectrum_parse(spec, &sp, why, sizeof why) != 0)
         return -1;
-    if (synthetic_hf(&s, DTYPE_F32, 11, density, &sp, h->dir, why, sizeof why) != 0)
+    if (synthetic_hf(&s, DTYPE_F32, 11, density, &sp, h->dir, NULL, why, sizeof why) != 0)
         return -1;
     return st_open(&h->st, h->dir, why, sizeof why);
 }
@@ -359,7 +359,7 @@ static void test_refused(const char *tmp)
     CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
     struct spectrum sp = {.kind = SPECTRUM_LOWRANK, .rank = 65, .noise = 0.1};
     snprintf(dir, sizeof dir, "%s/refused", tmp);
-    CHECK(synthetic_hf(&s, DTYPE_F16, 1, -1, &sp, dir, why, sizeof why) == -1);
+    CHECK(synthetic_hf(&s, DTYPE_F16, 1, -1, &sp, dir, NULL, why, sizeof why) == -1);
     CHECK(strstr(why, "rank 65") != NULL);
     CHECK(access(dir, F_OK) != 0);
 }

@@ -1,4 +1,5 @@
-#include "common/progress.h"
+/* The progress bar (cli/progress_bar.h). */
+#include "cli/progress_bar.h"
 
 #include <stdio.h>
 #include <string.h>
