@@ -176,11 +176,11 @@ static int choose_source(const struct run_opts *o, const struct model *m, struct
         return -1;
     p->have_sel = true;
     const struct select_config *c = &p->sel.cfg;
-    p->cfg.active = c->source == SELECT_PREDICTOR ? ACTIVE_PREDICTOR : c->source == SELECT_GATE ? ACTIVE_GATE : ACTIVE_ORACLE;
+    p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
     p->cfg.predictor = c->predictor;
     p->cfg.gate_threshold = c->threshold;
     /* the truth beside a predictor: what it was trained to predict, unless told */
-    if (c->source != SELECT_ORACLE)
+    if (c->source != SOURCE_ORACLE)
         p->cfg.threshold = opts_given(&run_command, o, "act-threshold") || !c->predictor
                                ? (float)o->act_threshold
                                : c->predictor->act_threshold;
@@ -191,8 +191,8 @@ static int choose_source(const struct run_opts *o, const struct model *m, struct
 /* What the source cannot do with this run's policy and options. */
 static int check_source(const struct run_opts *o, const struct run_setup *p)
 {
-    bool chooser = p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE;
-    if (o->check && p->cfg.active == ACTIVE_ORACLE) {
+    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
+    if (o->check && p->cfg.active == SOURCE_ORACLE) {
         fb_error("run --check compares a predictor, the gate or a trace with the true activations: the oracle's "
                  "choice is them (use --active predictor, gate or trace:FILE)");
         return -1;
@@ -237,7 +237,7 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
             fb_error("run --use: %s", err);
             return -1;
         }
-        p->cfg.active = ACTIVE_TRACE;
+        p->cfg.active = SOURCE_TRACE;
         p->cfg.trace = &p->trace;
         snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)",
                  o->active + 6, p->cfg.use_predicted ? "predicted" : "active",
@@ -427,7 +427,7 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
         fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
-    bool chooser = p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE;
+    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
     char src[4400], err[512];

@@ -82,11 +82,11 @@ static int cold_tokens(const struct run_outcome *r, const struct run_report_extr
 static const char *source_name(const struct run_setup *p)
 {
     switch (p->cfg.active) {
-    case ACTIVE_TRACE:
+    case SOURCE_TRACE:
         return "trace";
-    case ACTIVE_PREDICTOR:
+    case SOURCE_PREDICTOR:
         return "predictor";
-    case ACTIVE_GATE:
+    case SOURCE_GATE:
         return "gate";
     default:
         return "oracle";
@@ -102,11 +102,11 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     cJSON_AddStringToObject(sum, "active_source", source_name(p));
     cJSON_AddNumberToObject(sum, "predictor_dram_bytes", (double)x->predictor_bytes);
     cJSON_AddNumberToObject(sum, "predictor_madds_per_token", (double)x->predictor_madds);
-    if (p->cfg.active == ACTIVE_PREDICTOR) {
+    if (p->cfg.active == SOURCE_PREDICTOR) {
         cJSON *pt = cJSON_AddObjectToObject(sum, "predictor_threshold");
         predictor_thresholds_json(p->cfg.predictor, pt);
     }
-    if (p->cfg.active == ACTIVE_GATE)
+    if (p->cfg.active == SOURCE_GATE)
         cJSON_AddNumberToObject(sum, "gate_threshold", p->cfg.gate_threshold);
     cJSON_AddBoolToObject(sum, "check", p->cfg.check);
     if (!p->cfg.check)
@@ -229,7 +229,7 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
     double all = (double)m->shape.n_layers * m->shape.d_ff;
     double density = all > 0 ? needed / all : 0;
     /* the ReLU family is sparse at exactly zero; the others' density is the threshold's */
-    bool thresholded = p->cfg.active == ACTIVE_ORACLE && !activation_sparse(m->arch.act);
+    bool thresholded = p->cfg.active == SOURCE_ORACLE && !activation_sparse(m->arch.act);
     strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
     if (thresholded)
         strbuf_add(t, ", from --threshold %g on %s", p->cfg.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
@@ -243,10 +243,10 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
 static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJSON *sum)
 {
 #define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, k))
-    if (p->cfg.active == ACTIVE_PREDICTOR || p->cfg.active == ACTIVE_GATE)
+    if (p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE)
         strbuf_add(t, "- %s: %.2f MB held in DRAM (inside the budget and the engine's DRAM), %.2f M multiply-adds "
                       "per token, %.3f ms per token = %.2f%% of the token's time\n",
-                   p->cfg.active == ACTIVE_GATE ? "gate rows" : "predictor", NUM("predictor_dram_bytes") / 1e6,
+                   p->cfg.active == SOURCE_GATE ? "gate rows" : "predictor", NUM("predictor_dram_bytes") / 1e6,
                    NUM("predictor_madds_per_token") / 1e6, NUM("predictor_ms"),
                    NUM("total_ms") > 0 ? 100 * NUM("predictor_ms") / NUM("total_ms") : 0);
     if (p->cfg.check)

@@ -30,7 +30,7 @@ static int load_predictor(const char *cmd, const struct model *m, struct select_
 static void describe(const struct model *m, struct select_choice *c)
 {
     double mb = (double)neuron_select_bytes(m, &c->cfg) / 1e6, mmadds = (double)neuron_select_madds(m, &c->cfg) / 1e6;
-    if (c->cfg.source == SELECT_PREDICTOR) {
+    if (c->cfg.source == SOURCE_PREDICTOR) {
         uint32_t lo = c->pred.layers[0].rank, hi = predictor_max_rank(&c->pred);
         for (uint32_t l = 0; l < c->pred.n_layers; l++)
             lo = c->pred.layers[l].rank < lo ? c->pred.layers[l].rank : lo;
@@ -40,7 +40,7 @@ static void describe(const struct model *m, struct select_choice *c)
         snprintf(c->desc, sizeof c->desc,
                  "predictor: %s (%s), threshold %s, trained for %s; %.2f MB in DRAM, %.2f M multiply-adds per token",
                  ranks, dtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
-    } else if (c->cfg.source == SELECT_GATE)
+    } else if (c->cfg.source == SOURCE_GATE)
         snprintf(c->desc, sizeof c->desc,
                  "gate: |act(gate.x)| > %g (App. C.5); its rows %.2f MB in DRAM, %.2f M multiply-adds per token",
                  c->cfg.threshold, mb, mmadds);
@@ -54,17 +54,17 @@ int select_choice_make(const char *cmd, const char *name, bool threshold_given, 
 {
     memset(out, 0, sizeof *out);
     if (!strcmp(name, "predictor"))
-        out->cfg.source = SELECT_PREDICTOR;
+        out->cfg.source = SOURCE_PREDICTOR;
     else if (!strcmp(name, "gate"))
-        out->cfg.source = SELECT_GATE;
+        out->cfg.source = SOURCE_GATE;
     else if (!strcmp(name, "oracle"))
-        out->cfg.source = SELECT_ORACLE;
+        out->cfg.source = SOURCE_ORACLE;
     else {
         fb_error("%s --active: '%s' is not oracle, predictor or gate", cmd, name);
         return -1;
     }
     out->cfg.threshold = threshold_given ? (float)threshold : 0;
-    if (out->cfg.source == SELECT_PREDICTOR) {
+    if (out->cfg.source == SOURCE_PREDICTOR) {
         if (threshold_given && (threshold < 0 || threshold > 1)) {
             fb_error("%s --threshold %g: the predictor's threshold is a probability, 0 to 1", cmd, threshold);
             return -1;

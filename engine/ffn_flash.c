@@ -158,7 +158,7 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
 {
     const struct model *m = f->m;
     const struct model_shape *s = &m->shape;
-    bool traced = ff->cfg.active == ACTIVE_TRACE;
+    bool traced = ff->cfg.active == SOURCE_TRACE;
     /* capacity 0 stays "none" here, as the run plan means it */
     struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
                               traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
@@ -246,19 +246,19 @@ static int check_trace(const struct ffn_flash_config *cfg, const struct model_sh
     return 0;
 }
 
-/* The selector for cfg's source (the oracle for ACTIVE_ORACLE and ACTIVE_TRACE). */
+/* The selector for cfg's source (the oracle for SOURCE_ORACLE and SOURCE_TRACE). */
 static struct select_config choose_config(const struct ffn_flash_config *cfg)
 {
-    if (cfg->active == ACTIVE_PREDICTOR)
-        return (struct select_config){SELECT_PREDICTOR, cfg->predictor, 0};
-    if (cfg->active == ACTIVE_GATE)
-        return (struct select_config){SELECT_GATE, NULL, cfg->gate_threshold};
-    return (struct select_config){SELECT_ORACLE, NULL, cfg->threshold};
+    if (cfg->active == SOURCE_PREDICTOR)
+        return (struct select_config){SOURCE_PREDICTOR, cfg->predictor, 0};
+    if (cfg->active == SOURCE_GATE)
+        return (struct select_config){SOURCE_GATE, NULL, cfg->gate_threshold};
+    return (struct select_config){SOURCE_ORACLE, NULL, cfg->threshold};
 }
 
 static bool deployable(const struct ffn_flash_config *cfg)
 {
-    return cfg->active == ACTIVE_PREDICTOR || cfg->active == ACTIVE_GATE;
+    return cfg->active == SOURCE_PREDICTOR || cfg->active == SOURCE_GATE;
 }
 
 uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg)
@@ -281,13 +281,13 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
 {
     const struct ffn_flash_config *cfg = &ff->cfg;
     struct select_config c = choose_config(cfg);
-    if (cfg->active != ACTIVE_TRACE) {
+    if (cfg->active != SOURCE_TRACE) {
         if (neuron_select_open(&ff->choose, f->m, &c, ff->err, ff->errlen) != 0)
             return -1;
         ff->have_choose = true;
     }
-    bool truth = cfg->active != ACTIVE_ORACLE && (cfg->check || (cfg->record && cfg->active == ACTIVE_TRACE));
-    struct select_config oracle = {SELECT_ORACLE, NULL, cfg->threshold};
+    bool truth = cfg->active != SOURCE_ORACLE && (cfg->check || (cfg->record && cfg->active == SOURCE_TRACE));
+    struct select_config oracle = {SOURCE_ORACLE, NULL, cfg->threshold};
     if (truth) {
         if (neuron_select_open(&ff->truth, f->m, &oracle, ff->err, ff->errlen) != 0)
             return -1;
@@ -296,7 +296,7 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
     ff->recorded = malloc(f->m->shape.d_ff * sizeof *ff->recorded);
     if (!ff->recorded)
         return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
-    ff->oracle_bytes = cfg->active == ACTIVE_ORACLE ? ff->choose.rows_bytes : ff->truth.rows_bytes;
+    ff->oracle_bytes = cfg->active == SOURCE_ORACLE ? ff->choose.rows_bytes : ff->truth.rows_bytes;
     ff->predictor_bytes = ffn_flash_predictor_bytes(f->m, cfg);
     return 0;
 }
@@ -318,7 +318,7 @@ static int flash_create(struct ffn *f, char *err, size_t errlen)
     ff->token = -1;
     ff->stride = m->bundle_stride;
     ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
-    if (cfg->active == ACTIVE_TRACE && check_trace(cfg, s, err, errlen) != 0)
+    if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
         return -1;
     if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
         return -1;
@@ -641,7 +641,7 @@ static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
 {
     if (!cached)
         return 0;
-    if (ff->cfg.active == ACTIVE_TRACE)
+    if (ff->cfg.active == SOURCE_TRACE)
         return trace_needed(ff, layer, ff->needed);
     double t0 = now_ms();
     uint32_t n = neuron_select_layer(&ff->choose, layer, f->be_ops, f->be, x, ff->needed);
@@ -656,11 +656,11 @@ static const uint32_t *true_set(struct ffn *f, struct flash_ffn *ff, int layer, 
                                 uint32_t n_needed, uint32_t *n)
 {
     *n = 0;
-    if (ff->cfg.active == ACTIVE_ORACLE && cached) {
+    if (ff->cfg.active == SOURCE_ORACLE && cached) {
         *n = n_needed;
         return ff->needed;
     }
-    struct neuron_select *s = ff->cfg.active == ACTIVE_ORACLE ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
+    struct neuron_select *s = ff->cfg.active == SOURCE_ORACLE ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
     if (!s)
         return NULL;
     double t0 = now_ms();

@@ -36,10 +36,11 @@
 #include <stdint.h>
 
 #include "engine/ffn.h"
+#include "engine/neuron_select.h"
 #include "engine/predictor.h"
 #include "traces/trace.h"
 
-enum active_source { ACTIVE_ORACLE, ACTIVE_TRACE, ACTIVE_PREDICTOR, ACTIVE_GATE };
+/* which neurons: one type, engine/neuron_select.h's enum neuron_source */
 
 /* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
 enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
@@ -64,17 +65,17 @@ struct ffn_flash_config {
     uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
     bool stream_dram;            /* naive: also stream dram.bin every token, through a
                                   * scratch buffer (ffn_flash_stream_scratch) */
-    enum active_source active;
-    const struct trace *trace;   /* ACTIVE_TRACE: must match the model's shape */
+    enum neuron_source active;
+    const struct trace *trace;   /* SOURCE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
-    const struct trace *profile; /* ACTIVE_ORACLE: the sets a policy that needs them ranks (hot's
+    const struct trace *profile; /* SOURCE_ORACLE: the sets a policy that needs them ranks (hot's
                                   * warm-up profile, engine/warmup.h: active sets); NULL: none */
     float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
                                   * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
                                   * without a gate, above this; the ReLU family ignores it */
-    const struct predictor *predictor; /* ACTIVE_PREDICTOR: of the model's shape; its threshold applies */
-    float gate_threshold;        /* ACTIVE_GATE: |act(gate·x)| above this is chosen */
-    bool check;                  /* not ACTIVE_ORACLE: also compute the true activations (the oracle's
+    const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; its threshold applies */
+    float gate_threshold;        /* SOURCE_GATE: |act(gate·x)| above this is chosen */
+    bool check;                  /* not SOURCE_ORACLE: also compute the true activations (the oracle's
                                   * rows in DRAM) and count missed and extra neurons per token */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;

@@ -13,9 +13,9 @@
 #include "engine/activation.h"
 #include "engine/model_format.h"
 
-const char *select_source_name(enum select_source src)
+const char *neuron_source_name(enum neuron_source src)
 {
-    return src == SELECT_PREDICTOR ? "predictor" : src == SELECT_GATE ? "gate" : "oracle";
+    return src == SOURCE_PREDICTOR ? "predictor" : src == SOURCE_GATE ? "gate" : src == SOURCE_TRACE ? "trace" : "oracle";
 }
 
 /* Bytes of one [n_layers][d_ff][d_model] matrix in the model's dtype. */
@@ -28,11 +28,14 @@ static uint64_t matrix_bytes(const struct model *m)
 int neuron_select_check(const struct model *m, const struct select_config *c, char *err, size_t errlen)
 {
     const struct model_shape *s = &m->shape;
-    if (c->source == SELECT_GATE && !m->arch.glu)
+    if (c->source == SOURCE_TRACE)
+        return err_set(err, errlen, "a trace's sets are replayed, not computed: neurons are selected by the oracle, a "
+                       "predictor or the gate");
+    if (c->source == SOURCE_GATE && !m->arch.glu)
         return err_set(err, errlen,
                        "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
                        s->name, s->ffn_activation);
-    if (c->source != SELECT_PREDICTOR)
+    if (c->source != SOURCE_PREDICTOR)
         return 0;
     const struct predictor *p = c->predictor;
     if (!p)
@@ -46,12 +49,14 @@ int neuron_select_check(const struct model *m, const struct select_config *c, ch
 uint64_t neuron_select_bytes(const struct model *m, const struct select_config *c)
 {
     switch (c->source) {
-    case SELECT_PREDICTOR:
+    case SOURCE_PREDICTOR:
         return c->predictor ? predictor_bytes(c->predictor) : 0;
-    case SELECT_GATE:
+    case SOURCE_GATE:
         return matrix_bytes(m);
-    case SELECT_ORACLE:
+    case SOURCE_ORACLE:
         return matrix_bytes(m) * (m->arch.glu ? 2 : 1);
+    case SOURCE_TRACE: /* replayed, not computed: nothing held here */
+        break;
     }
     return 0;
 }
@@ -61,12 +66,14 @@ uint64_t neuron_select_madds(const struct model *m, const struct select_config *
     const struct model_shape *s = &m->shape;
     uint64_t one = (uint64_t)s->n_layers * s->d_ff * s->d_model;
     switch (c->source) {
-    case SELECT_PREDICTOR:
+    case SOURCE_PREDICTOR:
         return c->predictor ? predictor_madds(c->predictor) : 0;
-    case SELECT_GATE:
+    case SOURCE_GATE:
         return one;
-    case SELECT_ORACLE:
+    case SOURCE_ORACLE:
         return one * (m->arch.glu ? 2 : 1);
+    case SOURCE_TRACE:
+        break;
     }
     return 0;
 }
@@ -119,14 +126,14 @@ int neuron_select_open(struct neuron_select *s, const struct model *m, const str
     if (neuron_select_check(m, c, err, errlen) != 0)
         return -1;
     uint32_t d_ff = m->shape.d_ff;
-    uint32_t rank = c->source == SELECT_PREDICTOR ? predictor_max_rank(c->predictor) : 1;
+    uint32_t rank = c->source == SOURCE_PREDICTOR ? predictor_max_rank(c->predictor) : 1;
     s->z = malloc(d_ff * sizeof *s->z);
     s->g = malloc(d_ff * sizeof *s->g);
     s->h = malloc(rank * sizeof *s->h);
     int rc = s->z && s->g && s->h ? 0 : err_set(err, errlen, "out of memory choosing neurons");
-    if (rc == 0 && c->source == SELECT_ORACLE)
+    if (rc == 0 && c->source == SOURCE_ORACLE)
         rc = load_matrix(m, 0, &s->up, err, errlen);
-    if (rc == 0 && (c->source == SELECT_GATE || (c->source == SELECT_ORACLE && m->arch.glu)))
+    if (rc == 0 && (c->source == SOURCE_GATE || (c->source == SOURCE_ORACLE && m->arch.glu)))
         rc = load_matrix(m, 1, &s->gate, err, errlen);
     s->rows_bytes = (s->up ? matrix_bytes(m) : 0) + (s->gate ? matrix_bytes(m) : 0);
     if (rc != 0)
@@ -179,13 +186,15 @@ uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct ba
     const struct model_shape *sh = &s->m->shape;
     uint64_t at = (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype);
     switch (s->cfg.source) {
-    case SELECT_PREDICTOR:
+    case SOURCE_PREDICTOR:
         return predictor_predict(s->cfg.predictor, (uint32_t)layer, be, b, x, s->h, s->z, out);
-    case SELECT_GATE:
+    case SOURCE_GATE:
         return gate_layer(s, (const uint8_t *)s->gate + at, be, b, x, out);
-    case SELECT_ORACLE:
+    case SOURCE_ORACLE:
         return oracle_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, be,
                             b, x, out);
+    case SOURCE_TRACE: /* neuron_select_check refuses it */
+        break;
     }
     return 0;
 }

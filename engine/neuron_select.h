@@ -31,13 +31,16 @@
 #include "engine/model.h"
 #include "engine/predictor.h"
 
-enum select_source { SELECT_ORACLE, SELECT_PREDICTOR, SELECT_GATE };
+/* The one neuron-source type: what chooses a token's needed neurons.
+ * neuron_select computes the first three; a trace (the flash FFN's, run
+ * --active trace:FILE) replays recorded sets. */
+enum neuron_source { SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TRACE };
 
 struct select_config {
-    enum select_source source;
-    const struct predictor *predictor; /* SELECT_PREDICTOR: of the model's shape; kept by pointer,
+    enum neuron_source source;
+    const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; kept by pointer,
                                         * its own threshold applies */
-    float threshold;                   /* SELECT_GATE: |act(gate·x)| above it; SELECT_ORACLE on a
+    float threshold;                   /* SOURCE_GATE: |act(gate·x)| above it; SOURCE_ORACLE on a
                                         * SiLU or GELU FFN: |h| above it (unused for the ReLU family) */
 };
 
@@ -72,6 +75,6 @@ uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct ba
                              const float *x, uint32_t *out);
 
 /* "oracle", "predictor", "gate". */
-const char *select_source_name(enum select_source src);
+const char *neuron_source_name(enum neuron_source src);
 
 #endif

@@ -30,8 +30,8 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
     cfg.staging_rows = in->m->shape.d_ff;
     cfg.bounce_rows = 1;
     cfg.stream_dram = false;
-    if (cfg.active == ACTIVE_TRACE)
-        cfg.active = ACTIVE_ORACLE;
+    if (cfg.active == SOURCE_TRACE)
+        cfg.active = SOURCE_ORACLE;
     cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
     cfg.trace = cfg.profile = NULL;
     cfg.record = sink;
