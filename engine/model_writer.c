@@ -297,7 +297,7 @@ int file_fnv1a64(const char *path, char hex[17])
     if (!f)
         return -1;
     uint64_t h = 0xcbf29ce484222325ull;
-    static unsigned char buf[1 << 16];
+    unsigned char buf[1 << 14]; /* the caller's stack: thread-safe */
     size_t got;
     while ((got = fread(buf, 1, sizeof buf, f)) > 0)
         for (size_t i = 0; i < got; i++)

@@ -10,14 +10,10 @@
 #include "common/errbuf.h"
 #include "common/subprocess.h"
 
-enum { FIO_ARGS = 24, FIO_ARG_LEN = 4200 };
-static char fio_arg_text[FIO_ARGS][FIO_ARG_LEN];
-static const char *fio_args[FIO_ARGS + 1];
-
-const char *const *fio_job_argv(const struct point_params *p, const char *mem)
+const char *const *fio_job_argv(const struct point_params *p, const char *mem, struct fio_argv *out)
 {
     int n = 0;
-#define ARG(...) snprintf(fio_arg_text[n], FIO_ARG_LEN, __VA_ARGS__), fio_args[n] = fio_arg_text[n], n++
+#define ARG(...) snprintf(out->text[n], FIO_ARG_LEN, __VA_ARGS__), out->argv[n] = out->text[n], n++
     ARG("fio");
     ARG("--name=flashbed");
     ARG("--filename=%s", p->path);
@@ -42,8 +38,8 @@ const char *const *fio_job_argv(const struct point_params *p, const char *mem)
     if (mem)
         ARG("--mem=%s", mem);
 #undef ARG
-    fio_args[n] = NULL;
-    return fio_args;
+    out->argv[n] = NULL;
+    return out->argv;
 }
 
 static uint64_t percentile(const cJSON *pct, const char *key)
@@ -103,7 +99,11 @@ int fio_job_run(const struct point_params *p, const char *mem, struct fio_result
                 size_t errlen)
 {
     char *text = NULL;
-    int status = run_capture(fio_job_argv(p, mem), &text, 1);
+    struct fio_argv *args = malloc(sizeof *args);
+    if (!args)
+        return err_set(err, errlen, "out of memory for fio's command line");
+    int status = run_capture(fio_job_argv(p, mem, args), &text, 1);
+    free(args);
     if (status != 0) {
         err_set(err, errlen, "fio exited with status %d for %s", status, p->path);
         free(text);

@@ -14,9 +14,16 @@ struct fio_result {
     uint64_t lat_p50_ns, lat_p90_ns, lat_p99_ns, lat_p999_ns; /* clat percentiles */
 };
 
-/* The fio command line for p, as a NULL-terminated argv in static storage.
- * mem is fio's --mem (buffer allocation: "malloc", "shmhuge", ...), NULL for fio's default. */
-const char *const *fio_job_argv(const struct point_params *p, const char *mem);
+/* The fio command line for p, as a NULL-terminated argv held in the
+ * caller's *out (no static storage: two command lines can coexist).
+ * mem is fio's --mem (buffer allocation: "malloc", "shmhuge", ...), NULL
+ * for fio's default. Returns out->argv. */
+enum { FIO_ARGS = 24, FIO_ARG_LEN = 4200 };
+struct fio_argv {
+    char text[FIO_ARGS][FIO_ARG_LEN];
+    const char *argv[FIO_ARGS + 1];
+};
+const char *const *fio_job_argv(const struct point_params *p, const char *mem, struct fio_argv *out);
 
 /* Parses fio's --output-format=json text (leading non-JSON lines are skipped).
  * 0, or -1 with a reason in err. */

@@ -81,7 +81,8 @@ static void test_job_matches_point(void)
         .runtime_s = 2,
         .ramp_s = 0.5,
     };
-    const char *const *argv = fio_job_argv(&p, NULL);
+    static struct fio_argv args, args2;
+    const char *const *argv = fio_job_argv(&p, NULL, &args);
     CHECK_STR(argv[0], "fio");
     CHECK(has_arg(argv, "--filename=/data/f.bin"));
     CHECK(has_arg(argv, "--size=1073741824"));
@@ -101,8 +102,9 @@ static void test_job_matches_point(void)
     CHECK(has_arg(argv, "--group_reporting"));
     CHECK(has_arg(argv, "--output-format=json"));
     CHECK(!has_arg(argv, "--mem=shmhuge"));
-    argv = fio_job_argv(&p, "shmhuge");
-    CHECK(has_arg(argv, "--mem=shmhuge"));
+    const char *const *argv2 = fio_job_argv(&p, "shmhuge", &args2);
+    CHECK(has_arg(argv2, "--mem=shmhuge"));
+    CHECK(!has_arg(argv, "--mem=shmhuge")); /* the first command line is still its own */
     CHECK_U64(fio_huge_pages_needed(&p), 16); /* 16 threads x one 32k buffer each */
     p.chunk = 3u << 20;
     CHECK_U64(fio_huge_pages_needed(&p), 32);
