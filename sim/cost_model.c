@@ -194,108 +194,135 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
     return 0;
 }
 
-int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
-{
-    memset(o, 0, sizeof *o);
-    const struct model_shape *s = c->shape;
-    int bytes = dtype_bytes(c->dtype);
-    if (!bytes) {
-        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
-        return -1;
-    }
-    struct compute_rate *rate = hw_compute(c->hw, c->dtype);
-    if (!rate || rate->bw <= 0) {
-        err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
-        return -1;
-    }
+/* What every part of one prediction shares. */
+struct pricing {
+    const struct cost_config *c;
     const struct policy_ops *pol;
-    const struct layout_ops *lay;
-    if (check_policy(c->policy, c->vol.replayed, &pol, err, errlen) != 0 ||
-        check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
-        return -1;
-    /* naive and hybrid stream the model (naive all of it, hybrid beside its resident part) */
-    bool whole = pol->reads_whole_layers, streams_all = whole && !pol->keeps_resident_part;
-    bool split = lay->per_vector;
+    const struct compute_rate *rate;
     struct parts p;
-    model_parts(s, &p);
-    double B = bytes;
-    o->model_bytes = B * (double)p.pc.total;
-    double rb = row_bytes(s, bytes);
-    const struct token_volumes *v = &c->vol;
+    double B;          /* bytes per weight */
+    double rb;         /* bytes of one row */
+    bool whole;        /* reads whole layers (naive, hybrid): the model streamed */
+    bool streams_all;  /* holds no part of any layer (naive) */
+    bool split;        /* each vector its own read */
+};
 
-    /* I/O. */
-    if (whole) {
-        int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : bytes;
-        double all = (double)bb * (double)p.pc.total;
-        o->bytes_per_token = streams_all ? all : all * (1 - c->dram_share);
+/* Flash: sequential for whole layers, else the rows the volumes load. */
+static int price_io(const struct pricing *x, struct cost_prediction *o, char *err, size_t errlen)
+{
+    const struct cost_config *c = x->c;
+    const struct token_volumes *v = &c->vol;
+    if (x->whole) {
+        int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : (int)x->B;
+        double all = (double)bb * (double)x->p.pc.total;
+        o->bytes_per_token = x->streams_all ? all : all * (1 - c->dram_share);
         o->throughput = c->hw->flash.sequential_bw;
-        if (o->throughput <= 0) {
-            err_set(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
-            return -1;
-        }
+        if (o->throughput <= 0)
+            return err_set(err, errlen, "%s gives no sequential bandwidth for naive/hybrid", c->hw->path);
         o->chunk_bytes = 0; /* sequential */
         o->reads_per_token = 0;
     } else {
-        int pieces = s->ffn_kind == FFN_GLU ? 3 : 2;
-        o->chunk_bytes = split ? rb / pieces : rb;
-        o->bytes_per_token = v->read_bytes > 0 ? v->read_bytes : v->neurons_loaded * rb;
-        o->reads_per_token = v->reads > 0 ? v->reads
-                             : v->neurons_loaded * (split ? pieces : 1);
+        int pieces = c->shape->ffn_kind == FFN_GLU ? 3 : 2;
+        o->chunk_bytes = x->split ? x->rb / pieces : x->rb;
+        o->bytes_per_token = v->read_bytes > 0 ? v->read_bytes : v->neurons_loaded * x->rb;
+        o->reads_per_token = v->reads > 0 ? v->reads : v->neurons_loaded * (x->split ? pieces : 1);
         /* With coalesced reads the mean read is larger than one bundle. */
         double chunk = o->reads_per_token > 0 ? o->bytes_per_token / o->reads_per_token : o->chunk_bytes;
         if (chunk > 0)
             o->chunk_bytes = chunk;
-        o->throughput = flash_throughput(&c->hw->flash, o->chunk_bytes, c->io_threads,
-                                         &o->throughput_interpolated);
+        o->throughput = flash_throughput(&c->hw->flash, o->chunk_bytes, c->io_threads, &o->throughput_interpolated);
     }
     o->io_ms = o->throughput > 0 ? 1e3 * o->bytes_per_token / o->throughput : 0;
+    return 0;
+}
 
-    /* Memory management: the policies that place what they read into the cache. */
-    if (!whole) {
-        o->rows_inserted = v->rows_inserted;
-        o->rows_deleted = v->rows_deleted;
-        o->cache_rows = v->cache_rows;
-        double moved = rows_copied(pol, c->layout, v) * rb;
-        double bw = hw_copy_bw(c->hw, rb);
-        o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) +
-                    1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;
-    }
+/* Memory management: the policies that place what they read into the cache. */
+static void price_memory(const struct pricing *x, struct cost_prediction *o)
+{
+    const struct cost_config *c = x->c;
+    const struct token_volumes *v = &c->vol;
+    if (x->whole)
+        return;
+    o->rows_inserted = v->rows_inserted;
+    o->rows_deleted = v->rows_deleted;
+    o->cache_rows = v->cache_rows;
+    double moved = rows_copied(x->pol, c->layout, v) * x->rb;
+    double bw = hw_copy_bw(c->hw, x->rb);
+    o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) + 1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;
+}
 
-    /* Compute: bandwidth-bound unless the FLOPs take longer. */
-    double attn_b = B * (double)p.pc.attention + B * p.kv_per_ctx * c->context_tokens;
-    double other_b = B * ((double)p.pc.norms + p.out_proj);
+/* Compute: bandwidth-bound unless the FLOPs take longer. */
+static double compute_ms(const struct pricing *x, double bytes)
+{
+    return 1e3 * fmax(bytes / x->rate->bw, x->rate->flops > 0 ? bytes / x->B * 2 / x->rate->flops : 0);
+}
+
+static void price_compute(const struct pricing *x, struct cost_prediction *o)
+{
+    const struct cost_config *c = x->c;
+    const struct token_volumes *v = &c->vol;
+    double B = x->B;
+    double attn_b = B * (double)x->p.pc.attention + B * x->p.kv_per_ctx * c->context_tokens;
+    double other_b = B * ((double)x->p.pc.norms + x->p.out_proj);
     double pred_params = 0, ffn_b;
-    if (whole) {
-        ffn_b = B * (double)p.pc.ffn;
+    if (x->whole) {
+        ffn_b = B * (double)x->p.pc.ffn;
     } else {
-        pred_params = c->predictor_rank > 0 ? cost_predictor_params(s, c->predictor_rank)
-                                            : c->predictor_fraction * (double)p.pc.total;
-        ffn_b = v->cache_rows * rb + B * p.ffn_bias;
+        pred_params = c->predictor_rank > 0 ? cost_predictor_params(c->shape, c->predictor_rank)
+                                            : c->predictor_fraction * (double)x->p.pc.total;
+        ffn_b = v->cache_rows * x->rb + B * x->p.ffn_bias;
     }
-    double pred_b = B * pred_params;
-#define COMPUTE_MS(b) (1e3 * fmax((b) / rate->bw, rate->flops > 0 ? (b) / B * 2 / rate->flops : 0))
-    o->attention_ms = COMPUTE_MS(attn_b);
-    o->other_ms = COMPUTE_MS(other_b);
-    o->predictor_ms = COMPUTE_MS(pred_b);
-    o->ffn_ms = COMPUTE_MS(ffn_b);
-#undef COMPUTE_MS
+    o->dram_predictor = B * pred_params;
+    o->attention_ms = compute_ms(x, attn_b);
+    o->other_ms = compute_ms(x, other_b);
+    o->predictor_ms = compute_ms(x, o->dram_predictor);
+    o->ffn_ms = compute_ms(x, ffn_b);
     o->compute_ms = o->attention_ms + o->other_ms + o->predictor_ms + o->ffn_ms;
-    o->serial_ms = o->io_ms + o->mem_ms + o->compute_ms;
-    o->overlapped_ms = fmax(o->io_ms, o->compute_ms) + o->mem_ms;
+}
 
-    /* DRAM held, by part. */
-    o->dram_embeddings = B * ((double)p.pc.embeddings + (double)p.pc.lm_head);
-    o->dram_attention = B * ((double)p.pc.attention + (double)p.pc.norms);
-    o->dram_predictor = pred_b;
-    if (streams_all) {
+/* DRAM held, by part. */
+static void price_dram(const struct pricing *x, struct cost_prediction *o)
+{
+    double B = x->B;
+    o->dram_embeddings = B * ((double)x->p.pc.embeddings + (double)x->p.pc.lm_head);
+    o->dram_attention = B * ((double)x->p.pc.attention + (double)x->p.pc.norms);
+    if (x->streams_all) {
         o->dram_embeddings = o->dram_attention = 0;
         o->dram_ffn = 0;
-    } else if (whole) {
+    } else if (x->whole) {
         /* Half the model resident: what is not embeddings or attention is FFN. */
-        o->dram_ffn = fmax(0, c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
+        o->dram_ffn = fmax(0, x->c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
     } else {
-        o->dram_ffn = v->cache_rows * rb + B * p.ffn_bias;
+        o->dram_ffn = x->c->vol.cache_rows * x->rb + B * x->p.ffn_bias;
     }
     o->dram_total = o->dram_embeddings + o->dram_attention + o->dram_predictor + o->dram_ffn;
+}
+
+int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    struct pricing x = {.c = c, .B = dtype_bytes(c->dtype)};
+    if (!x.B)
+        return err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
+    x.rate = hw_compute(c->hw, c->dtype);
+    if (!x.rate || x.rate->bw <= 0)
+        return err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
+    const struct layout_ops *lay;
+    if (check_policy(c->policy, c->vol.replayed, &x.pol, err, errlen) != 0 ||
+        check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
+        return -1;
+    x.whole = x.pol->reads_whole_layers;
+    x.streams_all = x.whole && !x.pol->keeps_resident_part;
+    x.split = lay->per_vector;
+    model_parts(c->shape, &x.p);
+    o->model_bytes = x.B * (double)x.p.pc.total;
+    x.rb = row_bytes(c->shape, (int)x.B);
+    if (price_io(&x, o, err, errlen) != 0)
+        return -1;
+    price_memory(&x, o);
+    price_compute(&x, o);
+    o->serial_ms = o->io_ms + o->mem_ms + o->compute_ms;
+    o->overlapped_ms = fmax(o->io_ms, o->compute_ms) + o->mem_ms;
+    price_dram(&x, o);
     return 0;
 }
