@@ -181,6 +181,74 @@ static uint64_t hybrid_capacity(const struct run_plan_input *in, uint64_t avail)
     return r < s->d_ff ? r : s->d_ff;
 }
 
+/* Rows each layer's cache holds: the policy's default, or with a trace
+ * what a dry run of it shows the policy keeps (run_plan.h). */
+static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out, uint64_t capacity, char *err,
+                      size_t errlen)
+{
+    const struct model *m = in->m;
+    const struct model_shape *s = &m->shape;
+    out->layer_rows = calloc(s->n_layers, sizeof *out->layer_rows);
+    if (!out->layer_rows)
+        return err_set(err, errlen, "out of memory");
+    struct ffn_flash_config fc = {.policy = out->policy, .capacity_rows = capacity};
+    uint32_t deflt = ffn_flash_default_rows(&fc, s->d_ff);
+    for (uint32_t l = 0; l < s->n_layers; l++)
+        out->layer_rows[l] = deflt;
+    if (!in->trace || !deflt)
+        return 0;
+    struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
+    struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype),
+                               m->arch.glu ? 3 : 2, m->bundle_stride};
+    if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
+        free(out->layer_rows);
+        out->layer_rows = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Staging, bounce rows and naive's dram.bin buffer, within what the
+ * budget leaves after the fixed part (avail). 0, or -1 with err. */
+static int plan_staging(const struct run_plan_input *in, const struct policy_ops *pol, const struct layout_ops *lay,
+                        uint64_t fixed, uint64_t avail, uint64_t capacity, uint64_t *staged,
+                        struct run_plan_out *out, char *err, size_t errlen)
+{
+    uint64_t stride = in->m->bundle_stride;
+    size_staging(in, pol, lay, capacity, avail / stride, out);
+    /* FFN_ALIGN: the largest alignment a reader takes, so never less than the engine's */
+    out->scratch_bytes =
+        in->stream_dram ? ffn_flash_stream_scratch(in->m->dram_bytes, in->m->shape.n_layers, FFN_ALIGN) : 0;
+    *staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
+    if (!in->budget || *staged <= avail)
+        return 0;
+    char b1[32], b2[32], b3[32], parts[96];
+    human(fixed, b1, sizeof b1), human(*staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
+    return err_set(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus "
+                   "the staging area (%s: %u rows of %llu bytes%s)", b3, fixed_parts(in, parts, sizeof parts), b1,
+                   b2, out->staging_rows + out->bounce_rows, (unsigned long long)stride,
+                   out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
+}
+
+/* The rows per layer the budget's rest holds for the policies it sizes:
+ * those that use one, and those that keep what they read within one
+ * (window). capacity is left as it is for the others. */
+static int plan_capacity(const struct run_plan_input *in, const struct policy_ops *pol, uint64_t room,
+                         uint64_t *capacity, char *err, size_t errlen)
+{
+    const struct model_shape *s = &in->m->shape;
+    bool sized = pol->uses_budget || (pol->keeps_reads && pol->honours_budget);
+    if (in->budget && sized)
+        *capacity = cache_capacity_rows(room, in->m->bundle_stride, s->n_layers, s->d_ff);
+    if ((pol->uses_budget || (sized && in->budget)) && *capacity == 0) {
+        char b1[32];
+        human(room, b1, sizeof b1);
+        return err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu "
+                       "bytes)", b1, s->n_layers, (unsigned long long)in->m->bundle_stride);
+    }
+    return 0;
+}
+
 int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -188,69 +256,30 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     const struct model_shape *s = &m->shape;
     const struct policy_ops *pol;
     const struct layout_ops *lay;
-    uint64_t arg, stride = m->bundle_stride, fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes;
-    char b1[32], b2[32], b3[32];
+    uint64_t arg, fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes, staged;
     if (parse_policy(in, &pol, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
         check_input(in, pol, err, errlen) != 0)
         return -1;
-    char parts[96];
     if (in->budget && fixed >= in->budget) {
+        char b1[32], b2[32], parts[96];
         human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
-        err_set(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already take %s",
-                 b2, fixed_parts(in, parts, sizeof parts), b1);
-        return -1;
+        return err_set(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already "
+                       "take %s", b2, fixed_parts(in, parts, sizeof parts), b1);
     }
     uint64_t avail = in->budget ? in->budget - fixed : 0;
     uint64_t capacity = pol->keeps_resident_part ? hybrid_capacity(in, avail) : 0;
-    size_staging(in, pol, lay, capacity, avail / stride, out);
-    /* FFN_ALIGN: the largest alignment a reader takes, so never less than the engine's */
-    out->scratch_bytes = in->stream_dram ? ffn_flash_stream_scratch(in->m->dram_bytes, s->n_layers, FFN_ALIGN) : 0;
-    uint64_t staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
-    if (in->budget && staged > avail) {
-        human(fixed, b1, sizeof b1), human(staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
-        err_set(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus the "
-                 "staging area (%s: %u rows of %llu bytes%s)", b3, fixed_parts(in, parts, sizeof parts), b1, b2,
-                 out->staging_rows + out->bounce_rows, (unsigned long long)stride,
-                 out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
+    if (plan_staging(in, pol, lay, fixed, avail, capacity, &staged, out, err, errlen) != 0 ||
+        plan_capacity(in, pol, avail - (in->budget ? staged : 0), &capacity, err, errlen) != 0)
         return -1;
-    }
-    /* the caches a budget sizes: those of the policies that use one, and
-     * of those that keep what they read within one (window) */
-    bool sized = pol->uses_budget || (pol->keeps_reads && pol->honours_budget);
-    if (in->budget && sized)
-        capacity = cache_capacity_rows(avail - staged, stride, s->n_layers, s->d_ff);
-    if ((pol->uses_budget || (sized && in->budget)) && capacity == 0) {
-        human(avail - staged, b1, sizeof b1);
-        err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu bytes)",
-                 b1, s->n_layers, (unsigned long long)stride);
-        return -1;
-    }
     if (window_auto_is(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
-    uint32_t vecs = m->arch.glu ? 3 : 2;
-    uint64_t row_bytes = (uint64_t)vecs * s->d_model * dtype_size(m->dtype);
+    uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * s->d_model * dtype_size(m->dtype);
     out->ffn_cache_bytes = capacity * s->n_layers * row_bytes;
-    out->layer_rows = calloc(s->n_layers, sizeof *out->layer_rows);
-    if (!out->layer_rows) {
-        err_set(err, errlen, "out of memory");
+    if (layer_rows(in, out, capacity, err, errlen) != 0)
         return -1;
-    }
-    struct ffn_flash_config fc = {.policy = out->policy, .capacity_rows = capacity};
-    uint32_t deflt = ffn_flash_default_rows(&fc, s->d_ff);
     for (uint32_t l = 0; l < s->n_layers; l++)
-        out->layer_rows[l] = deflt;
-    if (in->trace && deflt) {
-        struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
-        struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype), vecs, stride};
-        if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
-            free(out->layer_rows);
-            out->layer_rows = NULL;
-            return -1;
-        }
-    }
-    for (uint32_t l = 0; l < s->n_layers; l++)
-        out->held_bytes += (uint64_t)out->layer_rows[l] * stride;
+        out->held_bytes += (uint64_t)out->layer_rows[l] * m->bundle_stride;
     out->held_bytes += staged;
     return 0;
 }
