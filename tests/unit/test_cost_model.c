@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_files.h"
 #include "common/provenance.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
@@ -477,22 +478,12 @@ static void test_rows_copied(void)
 /* A measured run read once (sim/run_summary.h) and compared with a
  * prediction: exact parts, relative errors and MAPE; the predictor's rows
  * when it chose; a run.json without a part refused, naming it. */
-static void write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
-}
-
 static void test_run_summary(void)
 {
     char dir[] = "/tmp/flashbed-test-runsum-XXXXXX", path[200], err[512];
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/run.json", dir);
-    write_text(path, "{\"provenance\": {\"parameters\": {\"dram-budget\": \"50%\"}}, \"summary\": {\"io_ms\": 10, "
+    test_write_text(path, "{\"provenance\": {\"parameters\": {\"dram-budget\": \"50%\"}}, \"summary\": {\"io_ms\": 10, "
                      "\"mem_ms\": 2, \"compute_ms\": 8, \"window_k\": 5, \"capacity_rows_per_layer\": 300, "
                      "\"active_source\": \"predictor\", \"predictor_ms\": 1, \"predictor_dram_bytes\": 4e6}}");
     struct run_summary m;
@@ -510,10 +501,10 @@ static void test_run_summary(void)
     CHECK_NEAR(c.mape_pct, 100 * (0.2 + 0.5 + 0) / 3, 1e-9);
     CHECK(c.has_predictor && c.predictor_ms[2] == 0.5 && c.predictor_dram[2] == -0.5);
     run_summary_free(&m);
-    write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
     CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
     CHECK(strstr(err, "summary.mem_ms") && strstr(err, path));
-    write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": -1, \"compute_ms\": 8}}");
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": -1, \"compute_ms\": 8}}");
     CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
     unlink(path);
     rmdir(dir);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "test_files.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/subprocess.h"
@@ -26,16 +27,6 @@ static void check_commands(void)
     cmd = gnuplot_commands(NULL, 0, "pngcairo", "x.png");
     CHECK_STR(cmd, "term='pngcairo'; outfile='x.png'; ");
     free(cmd);
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL);
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
 }
 
 static long file_size(const char *path)
@@ -67,8 +58,8 @@ static void check_draw(void)
     snprintf(stem, sizeof stem, "%s/plot it's", dir);
     snprintf(png, sizeof png, "%s.png", stem);
     snprintf(svg, sizeof svg, "%s.svg", stem);
-    write_file(csv, "1,2\n2,4\n3,3\n");
-    write_file(script, "if (term eq 'svg') { set terminal svg } else { set terminal pngcairo }\n"
+    test_write_text(csv, "1,2\n2,4\n3,3\n");
+    test_write_text(script, "if (term eq 'svg') { set terminal svg } else { set terminal pngcairo }\n"
                        "set output outfile\nset datafile separator ','\nset title plot_title noenhanced\n"
                        "plot csv using 1:($2 * yscale) with lines\n");
     plots_dir_set(dir);
@@ -81,7 +72,7 @@ static void check_draw(void)
     CHECK(file_size(png) > 0);
     CHECK(file_size(svg) > 0);
     /* a failing script: no plot, no temporary, and the error names the output */
-    write_file(script, "this is not gnuplot\n");
+    test_write_text(script, "this is not gnuplot\n");
     snprintf(stem, sizeof stem, "%s/broken", dir);
     snprintf(png, sizeof png, "%s.png", stem);
     CHECK(gnuplot_draw("line.gp", args, 3, stem, err, sizeof err) == -1);
