@@ -27,7 +27,7 @@
 #include "traces/trace_stats.h"
 
 #define DEFAULT_POLICIES "naive,hybrid,predictor,window:5,lru,lfu,hot,belady"
-#define SWEEP_K 17 /* the paper's k = 0..16 */
+#define SWEEP_K REPLAY_SWEEP_K
 
 struct replay_opts {
     char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride;
@@ -76,30 +76,6 @@ static const struct opt_command replay_command = {
     .opts = replay_options,
     .max_positional = 0,
 };
-
-/* Splits a comma list into a NULL-terminated array of strings (one heap block). */
-static char **split_list(const char *text, size_t *n)
-{
-    size_t count = 1, len = strlen(text);
-    for (const char *c = text; *c; c++)
-        count += *c == ',';
-    char **v = malloc((count + 1) * sizeof *v + len + 1);
-    if (!v)
-        return NULL;
-    char *copy = (char *)(v + count + 1);
-    memcpy(copy, text, len + 1);
-    size_t k = 0;
-    for (char *tok = copy;; tok++) {
-        v[k++] = tok;
-        tok = strchr(tok, ',');
-        if (!tok)
-            break;
-        *tok = 0;
-    }
-    v[k] = NULL;
-    *n = k;
-    return v;
-}
 
 /* The --dram-budget list, each a share of the trace's FFN or bytes, into
  * b[n]. 0, or -1 after printing what is wrong, naming the option, the
@@ -243,26 +219,17 @@ static bool study_step(void *ctx, size_t done, const char *policy)
     return !interrupted();
 }
 
-/* window:1..17 per layout at the first budget, for bytes_vs_k. */
-static int replay_sweep(const struct replay_study *j, struct replay_result *sweep, size_t *done, size_t base,
-                        struct progress *prog)
+/* After each replay of the window sweep: the bar, past the study's rows. */
+struct sweep_progress {
+    struct progress *bar;
+    size_t base;
+};
+
+static bool sweep_step(void *ctx, size_t done, const char *policy)
 {
-    char err[1024];
-    for (size_t k = 0; k < j->n_layouts; k++)
-        for (size_t w = 0; w < SWEEP_K; w++) {
-            if (interrupted())
-                return 0;
-            char name[32];
-            cache_policy_name(&policy_window, w + 1, name, sizeof name);
-            struct replay_spec spec = {name, j->layouts[k], j->budgets[0].bytes, j->use_predicted, true, j->row_stride};
-            if (replay_run(j->tr, &spec, &sweep[k * SWEEP_K + w], err, sizeof err) != 0) {
-                fb_error("replay %s x %s: %s", name, j->layouts[k], err);
-                return 1;
-            }
-            (*done)++;
-            progress_update(prog, base + *done, name);
-        }
-    return 0;
+    const struct sweep_progress *sp = ctx;
+    progress_update(sp->bar, sp->base + done, policy);
+    return !interrupted();
 }
 
 /* The budgets as resolved, for the provenance's parameters. */
@@ -346,9 +313,9 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
 /* Splits and checks the lists given on the command line. 0, or the exit status. */
 static int split_options(struct replay_opts *o, struct replay_state *st, struct replay_study *j)
 {
-    st->policies = split_list(o->policy, &j->n_policies);
-    st->layouts = split_list(o->layout, &j->n_layouts);
-    st->budget_items = split_list(o->budget, &j->n_budgets);
+    st->policies = split_commas(o->policy, &j->n_policies);
+    st->layouts = split_commas(o->layout, &j->n_layouts);
+    st->budget_items = split_commas(o->budget, &j->n_budgets);
     if (!st->policies || !st->layouts || !st->budget_items) {
         fb_error("replay: out of memory");
         return 2;
@@ -433,8 +400,11 @@ static int run_replay(struct replay_opts *o, cJSON *params)
         fb_error("replay %s", err);
         rc = 1;
     }
-    if (rc == 0 && sweep_on)
-        rc = replay_sweep(&j, st.sweep, &st.sweep_done, st.done, &prog);
+    struct sweep_progress sp = {&prog, st.done};
+    if (rc == 0 && sweep_on && !interrupted() && replay_window_sweep(&j, st.sweep, &st.sweep_done, sweep_step, &sp, err, sizeof err) != 0) {
+        fb_error("replay %s", err);
+        rc = 1;
+    }
     progress_end(&prog);
     bool complete = !interrupted() && rc == 0 && st.done == n_rows && st.sweep_done == n_sweep;
     if (interrupted())

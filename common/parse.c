@@ -299,3 +299,26 @@ int parse_share_or_size(const char *text, double whole, double *bytes, char *err
     *bytes = (double)v;
     return 0;
 }
+
+char **split_commas(const char *text, size_t *n)
+{
+    size_t count = 1, len = strlen(text);
+    for (const char *c = text; *c; c++)
+        count += *c == ',';
+    char **v = malloc((count + 1) * sizeof *v + len + 1);
+    if (!v)
+        return NULL;
+    char *copy = (char *)(v + count + 1);
+    memcpy(copy, text, len + 1);
+    size_t k = 0;
+    for (char *tok = copy;; tok++) {
+        v[k++] = tok;
+        tok = strchr(tok, ',');
+        if (!tok)
+            break;
+        *tok = 0;
+    }
+    v[k] = NULL;
+    *n = k;
+    return v;
+}

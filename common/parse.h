@@ -20,6 +20,11 @@ int parse_size(const char *text, uint64_t *out, char *err, size_t errlen);
 /* Comma-separated sizes: "4k,32k,1m". Empty items are rejected. */
 int parse_size_list(const char *text, struct u64_list *out, char *err, size_t errlen);
 
+/* The items of a comma-separated list, as they are ("" for an empty one):
+ * a NULL-terminated array in one allocation (free() it), *n items; NULL
+ * when out of memory. */
+char **split_commas(const char *text, size_t *n);
+
 /* Comma-separated positive integers: "1,2,4,8". */
 int parse_uint_list(const char *text, struct u64_list *out, char *err, size_t errlen);
 

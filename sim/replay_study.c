@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 
+#include "cache/cache.h"
 #include "common/errbuf.h"
 
 /* Replays one configuration into row and prices it. */
@@ -46,4 +47,23 @@ void replay_rows_free(struct replay_row *rows, size_t n)
 {
     for (size_t i = 0; rows && i < n; i++)
         replay_result_free(&rows[i].res);
+}
+
+int replay_window_sweep(const struct replay_study *s, struct replay_result *sweep, size_t *done,
+                        replay_study_step step, void *ctx, char *err, size_t errlen)
+{
+    char why[1024];
+    for (size_t k = 0; k < s->n_layouts; k++)
+        for (size_t w = 0; w < REPLAY_SWEEP_K; w++) {
+            char name[32];
+            cache_policy_name(&policy_window, w + 1, name, sizeof name);
+            struct replay_spec spec = {name, s->layouts[k], s->budgets[0].bytes, s->use_predicted, true,
+                                       s->row_stride};
+            if (replay_run(s->tr, &spec, &sweep[k * REPLAY_SWEEP_K + w], why, sizeof why) != 0)
+                return err_set(err, errlen, "%s x %s: %s", name, s->layouts[k], why);
+            (*done)++;
+            if (step && !step(ctx, *done, name))
+                return 0;
+        }
+    return 0;
 }

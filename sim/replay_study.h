@@ -65,4 +65,13 @@ int replay_study_run(const struct replay_study *s, struct replay_row *rows, size
 
 void replay_rows_free(struct replay_row *rows, size_t n);
 
+/* The window sweep beside a study (the paper's Fig. 4b, bytes against k):
+ * window:1..REPLAY_SWEEP_K per layout at the study's first budget, into
+ * sweep[layout * REPLAY_SWEEP_K + k - 1]; *done counts the replays
+ * filled. step (may be NULL) after each, with the policy's name; false
+ * stops the sweep (returns 0). 0, or -1 with err naming the replay. */
+#define REPLAY_SWEEP_K 17 /* the paper's k = 0..16 */
+int replay_window_sweep(const struct replay_study *s, struct replay_result *sweep, size_t *done,
+                        replay_study_step step, void *ctx, char *err, size_t errlen);
+
 #endif

@@ -109,6 +109,19 @@ static void test_id_lists(void)
     CHECK(parse_id_list("", 320, &ids, &n, err, sizeof err) == -1);
 }
 
+static void test_split_commas(void)
+{
+    size_t n = 0;
+    char **v = split_commas("lru,window:5,,hot", &n);
+    CHECK(v && n == 4);
+    CHECK(v && !strcmp(v[0], "lru") && !strcmp(v[1], "window:5") && !strcmp(v[2], "") && !strcmp(v[3], "hot"));
+    CHECK(v && v[4] == NULL);
+    free(v);
+    v = split_commas("one", &n);
+    CHECK(v && n == 1 && !strcmp(v[0], "one"));
+    free(v);
+}
+
 static void test_durations_and_numbers(void)
 {
     double s;
@@ -158,6 +171,7 @@ int main(void)
     test_sizes();
     test_lists();
     test_id_lists();
+    test_split_commas();
     test_durations_and_numbers();
     test_format();
     return check_report("test_parse");
