@@ -75,6 +75,69 @@ static const struct opt_command model_make_command = {
     OPT_GIVEN_AT(struct model_make_opts, given),
 };
 
+/* Every option's refusal, naming the option, before anything is written:
+ * 0 with the shape, dtype and spectrum, or the exit status (printed). */
+static int check_make(const struct model_make_opts *o, struct model_shape *s, enum fb_dtype *dt, struct spectrum *up)
+{
+    char err[512];
+    bool llama2c = !strcmp(o->format, "llama2c");
+    if (!o->shape || !o->out || !o->arch)
+        fb_error("model make: needs --arch, --shape and --out");
+    else if (dtype_parse(o->dtype, dt) != 0)
+        fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o->dtype);
+    else if (llama2c && *dt != DTYPE_F32)
+        fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o->dtype);
+    /* -1, the default, means not given: a value typed must lie in (0, 1) */
+    else if (opts_given(&model_make_command, o, "relu-density") && !(o->relu_density > 0 && o->relu_density < 1))
+        fb_error("model make --relu-density: needs 0 < D < 1, not %g", o->relu_density);
+    else if (llama2c && o->relu_density >= 0)
+        fb_error("model make --relu-density: needs --format hf (and a ReLU shape with FFN biases)");
+    else if (spectrum_parse(o->up_spectrum, up, err, sizeof err) != 0)
+        fb_error("model make --up-spectrum: %s", err);
+    /* a llama2.c checkpoint has no field to record it in: a converted copy
+     * could not say its spectrum was shaped */
+    else if (llama2c && up->kind != SPECTRUM_FLAT)
+        fb_error("model make --up-spectrum: needs --format hf (a llama2.c checkpoint cannot record it)");
+    else if (model_shape_load(o->shape, s, err, sizeof err) != 0)
+        fb_error("%s", err);
+    else if (strcmp(s->arch, o->arch) != 0)
+        fb_error("model make: shape %s is a %s model, not %s", s->name, s->arch, o->arch);
+    /* The writers refuse these too; checked here to name the option. */
+    else if (synthetic_relu_density_check(s, o->relu_density, err, sizeof err) != 0)
+        fb_error("model make --relu-density: %s", err);
+    else if (spectrum_check_shape(up, s->d_ff, s->d_model, err, sizeof err) != 0)
+        fb_error("model make --up-spectrum: shape %s: %s", s->name, err);
+    else if (out_new_dir_ok("model make --out", o->out) != 0)
+        ;
+    else
+        return 0;
+    return 2;
+}
+
+/* The model written (the folders made above --out kept, or removed again
+ * when it fails). The exit status. */
+static int make(const struct model_make_opts *o, const struct model_shape *s, enum fb_dtype dt,
+                const struct spectrum *up)
+{
+    struct out_parents made;
+    char err[512];
+    if (out_parents_ok("model make --out", o->out, &made) != 0)
+        return 1;
+    struct cli_progress bar;
+    struct progress_report report = cli_progress_report(&bar);
+    int mrc = !strcmp(o->format, "llama2c")
+                  ? synthetic_llama2c(s, o->seed, o->out, &report, err, sizeof err)
+                  : synthetic_hf(s, dt, o->seed, o->relu_density, up, o->out, &report, err, sizeof err);
+    cli_progress_end(&bar);
+    if (mrc != 0) {
+        fb_error("model make: %s", err);
+        out_parents_undo(&made);
+        return 1;
+    }
+    out_parents_keep(&made);
+    return 0;
+}
+
 int cmd_model(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
@@ -94,58 +157,11 @@ int cmd_model(int argc, char **argv)
     }
     if (o.out)
         out_path_trim(o.out); /* "m/" names the folder m */
-    rc = 2;
     struct model_shape s;
     enum fb_dtype dt;
     struct spectrum up;
-    struct out_parents made;
-    char err[512];
-    if (!o.shape || !o.out || !o.arch)
-        fb_error("model make: needs --arch, --shape and --out");
-    else if (dtype_parse(o.dtype, &dt) != 0)
-        fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o.dtype);
-    else if (!strcmp(o.format, "llama2c") && dt != DTYPE_F32)
-        fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o.dtype);
-    /* -1, the default, means not given: a value typed must lie in (0, 1) */
-    else if (opts_given(&model_make_command, &o, "relu-density") && !(o.relu_density > 0 && o.relu_density < 1))
-        fb_error("model make --relu-density: needs 0 < D < 1, not %g", o.relu_density);
-    else if (!strcmp(o.format, "llama2c") && o.relu_density >= 0)
-        fb_error("model make --relu-density: needs --format hf (and a ReLU shape with FFN biases)");
-    else if (spectrum_parse(o.up_spectrum, &up, err, sizeof err) != 0)
-        fb_error("model make --up-spectrum: %s", err);
-    /* a llama2.c checkpoint has no field to record it in: a converted copy
-     * could not say its spectrum was shaped */
-    else if (!strcmp(o.format, "llama2c") && up.kind != SPECTRUM_FLAT)
-        fb_error("model make --up-spectrum: needs --format hf (a llama2.c checkpoint cannot record it)");
-    else if (model_shape_load(o.shape, &s, err, sizeof err) != 0)
-        fb_error("%s", err);
-    else if (strcmp(s.arch, o.arch) != 0)
-        fb_error("model make: shape %s is a %s model, not %s", s.name, s.arch, o.arch);
-    /* The writers refuse these too; checked here to name the option. */
-    else if (synthetic_relu_density_check(&s, o.relu_density, err, sizeof err) != 0)
-        fb_error("model make --relu-density: %s", err);
-    else if (spectrum_check_shape(&up, s.d_ff, s.d_model, err, sizeof err) != 0)
-        fb_error("model make --up-spectrum: shape %s: %s", s.name, err);
-    else if (out_new_dir_ok("model make --out", o.out) != 0)
-        ;
-    else if (out_parents_ok("model make --out", o.out, &made) != 0)
-        rc = 1;
-    else {
-        struct cli_progress bar;
-        struct progress_report report = cli_progress_report(&bar);
-        int mrc = !strcmp(o.format, "llama2c")
-                      ? synthetic_llama2c(&s, o.seed, o.out, &report, err, sizeof err)
-                      : synthetic_hf(&s, dt, o.seed, o.relu_density, &up, o.out, &report, err, sizeof err);
-        cli_progress_end(&bar);
-        if (mrc != 0)
-            fb_error("model make: %s", err);
-        /* folders made above --out go again with a failed model */
-        if (mrc == 0)
-            out_parents_keep(&made);
-        else
-            out_parents_undo(&made);
-        rc = mrc == 0 ? 0 : 1;
-    }
+    if ((rc = check_make(&o, &s, &dt, &up)) == 0)
+        rc = make(&o, &s, dt, &up);
     opts_free(&model_make_command, &o);
     return rc;
 }
