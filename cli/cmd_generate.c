@@ -315,6 +315,48 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
     return rc;
 }
 
+/* --json's provenance, filled before generating. */
+static cJSON *json_start(const struct generate_opts *o, const struct model *m, int threads, const char *backend)
+{
+    cJSON *json = cJSON_CreateObject();
+    cJSON *prov = provenance_new();
+    cJSON_AddItemToObject(prov, "parameters", opts_to_json(&generate_command, o));
+    cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    cJSON_AddNumberToObject(prov, "threads", threads);
+    cJSON_AddStringToObject(prov, "backend", backend);
+    cJSON_AddItemToObject(json, "provenance", prov);
+    return json;
+}
+
+/* The model open: the engine with its neuron source, the tokens, --json.
+ * The exit status. */
+static int generate_with(const struct generate_opts *o, struct model *m, const char *text)
+{
+    const struct backend_ops *be = backend_find(o->d.backend);
+    int threads = decode_opts_threads(&o->d);
+    cJSON *json = o->json ? json_start(o, m, threads, be->name) : NULL;
+    struct engine e;
+    struct select_choice sel;
+    bool have_sel = false, up = false;
+    int rc = 1;
+    if (strcmp(o->active, "all") && o->bandwidth)
+        fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
+    else
+        up = select_engine_init("generate", o->active, opts_given(&generate_command, o, "threshold"), o->threshold,
+                                &e, m, be, threads, 0, &sel, &have_sel) == 0;
+    if (up) {
+        interrupt_install();
+        if (run(o, m, &e, text, json) == 0)
+            rc = json && write_json_file(o->json, json) != 0 ? 1 : 0;
+        engine_free(&e);
+    }
+    if (have_sel)
+        select_choice_free(&sel);
+    cJSON_Delete(json);
+    return rc;
+}
+
 int cmd_generate(int argc, char **argv)
 {
     struct generate_opts o;
@@ -337,51 +379,17 @@ int cmd_generate(int argc, char **argv)
         text = NULL;
         rc = 1;
     }
-    if (!text) {
-        free(owned);
-        opts_free(&generate_command, &o);
-        return rc;
-    }
-    const struct backend_ops *be = backend_find(o.d.backend);
     struct model m;
-    struct engine e;
-    int threads = decode_opts_threads(&o.d);
     char err[1024];
-    if (model_open(&m, o.model, err, sizeof err) != 0) {
+    if (text && model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("%s", err);
-        free(owned);
-        opts_free(&generate_command, &o);
-        return 1;
+        text = NULL;
+        rc = 1;
     }
-    cJSON *json = NULL;
-    if (o.json) {
-        json = cJSON_CreateObject();
-        cJSON *prov = provenance_new();
-        cJSON_AddItemToObject(prov, "parameters", opts_to_json(&generate_command, &o));
-        cJSON_AddStringToObject(prov, "model", m.shape.name);
-        cJSON_AddStringToObject(prov, "dtype", dtype_name(m.dtype));
-        cJSON_AddNumberToObject(prov, "threads", threads);
-        cJSON_AddStringToObject(prov, "backend", be->name);
-        cJSON_AddItemToObject(json, "provenance", prov);
+    if (text) {
+        rc = generate_with(&o, &m, text);
+        model_close(&m);
     }
-    rc = 1;
-    struct select_choice sel;
-    bool have_sel = false, up = false;
-    if (strcmp(o.active, "all") && o.bandwidth)
-        fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
-    else
-        up = select_engine_init("generate", o.active, opts_given(&generate_command, &o, "threshold"), o.threshold, &e,
-                                &m, be, threads, 0, &sel, &have_sel) == 0;
-    if (up) {
-        interrupt_install();
-        if (run(&o, &m, &e, text, json) == 0)
-            rc = json && write_json_file(o.json, json) != 0 ? 1 : 0;
-        engine_free(&e);
-    }
-    if (have_sel)
-        select_choice_free(&sel);
-    cJSON_Delete(json);
-    model_close(&m);
     free(owned);
     opts_free(&generate_command, &o);
     return rc;
