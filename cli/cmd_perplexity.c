@@ -158,6 +158,54 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     return rc;
 }
 
+/* The text's tokens (no BOS: each window adds its own), cut to --tokens.
+ * NULL (printed) when it cannot be read or held. */
+static int *text_tokens(const struct perplexity_opts *o, const struct model *m, size_t *n)
+{
+    size_t len;
+    char *text = read_text_file(o->text, &len);
+    if (!text) {
+        fb_error("%s: cannot read: %s", o->text, strerror(errno));
+        return NULL;
+    }
+    int *toks = malloc(tokenizer_max_tokens(len) * sizeof *toks);
+    if (!toks)
+        fb_error("perplexity: out of memory for the tokens of %s", o->text);
+    else
+        *n = tokenizer_encode(&m->tok, text, len, false, toks);
+    free(text);
+    if (toks && o->tokens && o->tokens < *n)
+        *n = o->tokens;
+    return toks;
+}
+
+/* The engine with its neuron source over the tokens, then the result. The
+ * exit status. */
+static int score_text(const struct perplexity_opts *o, struct model *m, const int *toks, size_t n)
+{
+    struct engine e;
+    struct select_choice sel;
+    bool have_sel = false;
+    int rc = 1;
+    if (n == 0)
+        fb_error("%s: no tokens to score", o->text);
+    else if (engine_context(m, (int)o->context) < 2) /* BOS and nothing to score: windows would not advance */
+        fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
+                 engine_context(m, (int)o->context));
+    else if (select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
+                                &e, m, &backend_cpu, machine_compute_threads(o->threads), (int)o->context, &sel,
+                                &have_sel) == 0) {
+        interrupt_install();
+        struct score sc;
+        if (score(&e, toks, n, &sc) == 0)
+            rc = report(o, m, &e, &sc, have_sel ? &sel : NULL);
+        engine_free(&e);
+    }
+    if (have_sel)
+        select_choice_free(&sel);
+    return rc;
+}
+
 int cmd_perplexity(int argc, char **argv)
 {
     struct perplexity_opts o;
@@ -167,58 +215,24 @@ int cmd_perplexity(int argc, char **argv)
         opts_free(&perplexity_command, &o);
         return rc > 0 ? 0 : 2;
     }
-    if (!o.model || !o.text) {
-        fb_error("perplexity: needs --model DIR and --text FILE");
-        opts_free(&perplexity_command, &o);
-        return 2;
-    }
     const char *inputs[] = {o.text};
-    if (o.json && out_file_ok_beside("perplexity --json", o.json, 0, inputs, 1, o.model) != 0) {
-        opts_free(&perplexity_command, &o);
-        return 1;
-    }
-    size_t len;
-    char *text = read_text_file(o.text, &len);
-    if (!text) {
-        fb_error("%s: cannot read: %s", o.text, strerror(errno));
-        opts_free(&perplexity_command, &o);
-        return 1;
-    }
     struct model m;
     char err[1024];
-    if (model_open(&m, o.model, err, sizeof err) != 0) {
+    if (!o.model || !o.text) {
+        fb_error("perplexity: needs --model DIR and --text FILE");
+        rc = 2;
+    } else if (o.json && out_file_ok_beside("perplexity --json", o.json, 0, inputs, 1, o.model) != 0) {
+        rc = 1;
+    } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("%s", err);
-        free(text);
-        opts_free(&perplexity_command, &o);
-        return 1;
+        rc = 1;
+    } else {
+        size_t n = 0;
+        int *toks = text_tokens(&o, &m, &n);
+        rc = toks ? score_text(&o, &m, toks, n) : 1;
+        free(toks);
+        model_close(&m);
     }
-    int *toks = malloc(tokenizer_max_tokens(len) * sizeof *toks);
-    size_t n = tokenizer_encode(&m.tok, text, len, false, toks);
-    free(text);
-    if (o.tokens && o.tokens < n)
-        n = o.tokens;
-    struct engine e;
-    struct select_choice sel;
-    bool have_sel = false;
-    rc = 1;
-    if (n == 0)
-        fb_error("%s: no tokens to score", o.text);
-    else if (engine_context(&m, (int)o.context) < 2) /* BOS and nothing to score: windows would not advance */
-        fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
-                 engine_context(&m, (int)o.context));
-    else if (select_engine_init("perplexity", o.active, opts_given(&perplexity_command, &o, "threshold"), o.threshold,
-                                &e, &m, &backend_cpu, machine_compute_threads(o.threads),
-                                (int)o.context, &sel, &have_sel) == 0) {
-        interrupt_install();
-        struct score sc;
-        if (score(&e, toks, n, &sc) == 0)
-            rc = report(&o, &m, &e, &sc, have_sel ? &sel : NULL);
-        engine_free(&e);
-    }
-    if (have_sel)
-        select_choice_free(&sel);
-    free(toks);
-    model_close(&m);
     opts_free(&perplexity_command, &o);
     return rc;
 }
