@@ -374,6 +374,85 @@ static void table3_intro(struct strbuf *md, const struct hw_profile *given)
                    "|---|---|---|---|---|---|---|---|---|\n");
 }
 
+/* One Table 3 row priced: its configuration, prediction, hardware and notes. */
+struct table3_cell {
+    struct model_shape s;
+    struct hw_profile hw;
+    bool from_given;
+    struct cost_config c;
+    struct cost_prediction p;
+    char notes[400];
+};
+
+static int price_table3_row(const cJSON *r, const cJSON *shares, const struct hw_profile *given,
+                            struct table3_cell *x, char *err, size_t errlen)
+{
+    char why[512];
+    if (model_shape_load(str(r, "model"), &x->s, err, errlen) != 0 ||
+        row_hw(r, given, &x->hw, &x->from_given, err, errlen) != 0)
+        return -1;
+    const char *method = str(r, "method");
+    x->c = (struct cost_config){.shape = &x->s, .hw = &x->hw, .io_threads = x->hw.io_threads, .context_tokens = 256};
+    x->c.dram_share = num(shares, x->s.name);
+    snprintf(x->c.dtype, sizeof x->c.dtype, "%s", str(r, "dtype"));
+    snprintf(x->c.baseline_io_dtype, sizeof x->c.baseline_io_dtype, "f16");
+    if (paper_cost_config(&x->c, &x->s, method, "bundled", "") != 0)
+        return err_set(err, errlen, "table 3: no paper densities for %s", x->s.name);
+    if (cost_predict(&x->c, &x->p, why, sizeof why) != 0)
+        return err_set(err, errlen, "table 3, %s %s %s: %s", x->s.name, method, str(r, "backend"), why);
+    x->notes[0] = '\0';
+    calibrated_cells(&x->hw, x->s.name, method, x->c.dtype, x->notes, sizeof x->notes);
+    if (strcmp(method, "all") == 0 && strstr(x->c.vol.source, "assumed")) {
+        size_t n = strlen(x->notes);
+        snprintf(x->notes + n, sizeof x->notes - n, "%sdensities assumed (paper gives none)", n ? "; " : "");
+    }
+    return 0;
+}
+
+/* The row's JSON: paper and model per component, and their errors. */
+static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
+{
+    const struct cost_prediction *p = &x->p;
+    const char *keys[] = {"io", "mem", "compute", "total"}, *paper[] = {"io_ms", "mem_ms", "compute_ms", "total_ms"};
+    double model[] = {p->io_ms, p->mem_ms, p->compute_ms, p->serial_ms};
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", x->s.name);
+    cJSON_AddStringToObject(o, "method", str(r, "method"));
+    cJSON_AddStringToObject(o, "backend", str(r, "backend"));
+    cJSON_AddStringToObject(o, "hw", x->hw.name);
+    cJSON_AddStringToObject(o, "hw_from", x->from_given ? "given" : "paper");
+    cJSON_AddStringToObject(o, "dtype", x->c.dtype);
+    for (int k = 0; k < 4; k++) {
+        char key[40];
+        double pv = num(r, paper[k]);
+        snprintf(key, sizeof key, "paper_%s_ms", keys[k]);
+        cJSON_AddNumberToObject(o, key, pv);
+        snprintf(key, sizeof key, "model_%s_ms", keys[k]);
+        cJSON_AddNumberToObject(o, key, model[k]);
+        snprintf(key, sizeof key, "%s_rel_err", keys[k]);
+        cJSON_AddNumberToObject(o, key, rel_err(model[k], pv));
+    }
+    cJSON_AddStringToObject(o, "notes", x->notes);
+    cJSON_AddStringToObject(o, "volume_source", x->c.vol.source);
+    return o;
+}
+
+/* The row's Markdown line. */
+static void table3_row_md(struct strbuf *md, const cJSON *r, const struct table3_cell *x)
+{
+    const struct cost_prediction *p = &x->p;
+    double pi = num(r, "io_ms"), pm = num(r, "mem_ms"), pc = num(r, "compute_ms"), pt = num(r, "total_ms");
+    char mem_cell[64];
+    if (pm == 0 && p->mem_ms == 0)
+        snprintf(mem_cell, sizeof mem_cell, "0 / 0");
+    else
+        snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p->mem_ms, 100 * rel_err(p->mem_ms, pm));
+    strbuf_add(md, "| %s | %s | %s | %s (%s) | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
+               x->s.name, str(r, "method"), str(r, "backend"), x->hw.name, x->from_given ? "*given*" : "paper", pi,
+               p->io_ms, 100 * rel_err(p->io_ms, pi), mem_cell, pc, p->compute_ms, 100 * rel_err(p->compute_ms, pc),
+               pt, p->serial_ms, 100 * rel_err(p->serial_ms, pt), x->notes);
+}
+
 int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
     if (paper_densities_check(err, errlen) != 0)
@@ -385,7 +464,6 @@ int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *
     if (!t)
         return -1;
     int rc = -1;
-    char why[512];
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
@@ -396,66 +474,17 @@ int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *
     const cJSON *shares = cJSON_GetObjectItemCaseSensitive(t, "dram_share");
     table3_intro(&md, has_given(g) ? &given : NULL);
     const cJSON *r;
+    struct table3_cell *x = malloc(sizeof *x);
+    if (!x) {
+        err_set(err, errlen, "table 3: out of memory");
+        goto out;
+    }
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        struct model_shape s;
-        struct hw_profile hw;
-        bool from_given;
-        if (model_shape_load(str(r, "model"), &s, err, errlen) != 0 ||
-            row_hw(r, has_given(g) ? &given : NULL, &hw, &from_given, err, errlen) != 0)
+        if (price_table3_row(r, shares, has_given(g) ? &given : NULL, x, err, errlen) != 0)
             goto out;
-        const char *method = str(r, "method");
-        struct cost_config c = {.shape = &s, .hw = &hw, .io_threads = hw.io_threads, .context_tokens = 256};
-        c.dram_share = num(shares, s.name);
-        snprintf(c.dtype, sizeof c.dtype, "%s", str(r, "dtype"));
-        snprintf(c.baseline_io_dtype, sizeof c.baseline_io_dtype, "f16");
-        if (paper_cost_config(&c, &s, method, "bundled", "") != 0) {
-            err_set(err, errlen, "table 3: no paper densities for %s", s.name);
-            goto out;
-        }
-        struct cost_prediction p;
-        if (cost_predict(&c, &p, why, sizeof why) != 0) {
-            err_set(err, errlen, "table 3, %s %s %s: %s", s.name, method, str(r, "backend"), why);
-            goto out;
-        }
-        char notes[400] = "";
-        calibrated_cells(&hw, s.name, method, c.dtype, notes, sizeof notes);
-        if (strcmp(method, "all") == 0 && strstr(c.vol.source, "assumed")) {
-            size_t n = strlen(notes);
-            snprintf(notes + n, sizeof notes - n, "%sdensities assumed (paper gives none)", n ? "; " : "");
-        }
-        double pi = num(r, "io_ms"), pm = num(r, "mem_ms"), pc = num(r, "compute_ms"), pt = num(r, "total_ms");
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "model", s.name);
-        cJSON_AddStringToObject(o, "method", method);
-        cJSON_AddStringToObject(o, "backend", str(r, "backend"));
-        cJSON_AddStringToObject(o, "hw", hw.name);
-        cJSON_AddStringToObject(o, "hw_from", from_given ? "given" : "paper");
-        cJSON_AddStringToObject(o, "dtype", c.dtype);
-        cJSON_AddNumberToObject(o, "paper_io_ms", pi);
-        cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
-        cJSON_AddNumberToObject(o, "io_rel_err", rel_err(p.io_ms, pi));
-        cJSON_AddNumberToObject(o, "paper_mem_ms", pm);
-        cJSON_AddNumberToObject(o, "model_mem_ms", p.mem_ms);
-        cJSON_AddNumberToObject(o, "mem_rel_err", rel_err(p.mem_ms, pm));
-        cJSON_AddNumberToObject(o, "paper_compute_ms", pc);
-        cJSON_AddNumberToObject(o, "model_compute_ms", p.compute_ms);
-        cJSON_AddNumberToObject(o, "compute_rel_err", rel_err(p.compute_ms, pc));
-        cJSON_AddNumberToObject(o, "paper_total_ms", pt);
-        cJSON_AddNumberToObject(o, "model_total_ms", p.serial_ms);
-        cJSON_AddNumberToObject(o, "total_rel_err", rel_err(p.serial_ms, pt));
-        cJSON_AddStringToObject(o, "notes", notes);
-        cJSON_AddStringToObject(o, "volume_source", c.vol.source);
-        cJSON_AddItemToArray(rows, o);
-        char mem_cell[64];
-        if (pm == 0 && p.mem_ms == 0)
-            snprintf(mem_cell, sizeof mem_cell, "0 / 0");
-        else
-            snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p.mem_ms, 100 * rel_err(p.mem_ms, pm));
-        strbuf_add(&md, "| %s | %s | %s | %s (%s) | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
-               s.name, method, str(r, "backend"), hw.name, from_given ? "*given*" : "paper", pi, p.io_ms, 100 * rel_err(p.io_ms, pi), mem_cell, pc,
-               p.compute_ms, 100 * rel_err(p.compute_ms, pc), pt, p.serial_ms,
-               100 * rel_err(p.serial_ms, pt), notes);
+        cJSON_AddItemToArray(rows, table3_row_json(r, x));
+        table3_row_md(&md, r, x);
     }
     strbuf_add(&md, "\nNot derivable from what the paper publishes: its Metal \"All\" compute (438 and "
                 "271 ms) is slower than its dense compute (193 and 125 ms); a bandwidth model of the "
@@ -463,6 +492,7 @@ int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
     rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "", err, errlen);
 out:
+    free(x);
     free(md.s);
     cJSON_Delete(root);
     cJSON_Delete(t);
