@@ -249,6 +249,51 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
     return atomic_write_text(path, md, err, errlen);
 }
 
+/* One Table 2 row: priced with App. C.1's densities (p) and with those the
+ * table's own byte column implies (p2), into its JSON and Markdown. */
+static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *s, struct hw_profile *hw,
+                      cJSON *rows, struct strbuf *md, char *err, size_t errlen)
+{
+    char why[512];
+    struct cost_config c = {.shape = s, .hw = hw, .dram_share = 0.5, .io_threads = hw->io_threads,
+                            .context_tokens = 256};
+    snprintf(c.dtype, sizeof c.dtype, "%s", str(t, "dtype"));
+    struct cost_prediction p, p2;
+    snprintf(why, sizeof why, "no paper densities for %s", s->name);
+    if (paper_cost_config(&c, s, str(r, "policy"), str(r, "layout"), "") != 0 ||
+        cost_predict(&c, &p, why, sizeof why) != 0)
+        return err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
+    /* Same configuration with the densities Table 2's byte column implies. */
+    struct cost_config c2 = c;
+    if (paper_cost_config(&c2, s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
+        cost_predict(&c2, &p2, why, sizeof why) != 0)
+        p2 = p;
+    double paper_io = num(r, "io_ms");
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "config", str(r, "config"));
+    cJSON_AddStringToObject(o, "policy", str(r, "policy"));
+    cJSON_AddStringToObject(o, "layout", str(r, "layout"));
+    cJSON_AddNumberToObject(o, "paper_io_ms", paper_io);
+    cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
+    cJSON_AddNumberToObject(o, "rel_err", rel_err(p.io_ms, paper_io));
+    cJSON_AddNumberToObject(o, "model_io_ms_table2_densities", p2.io_ms);
+    cJSON_AddNumberToObject(o, "rel_err_table2_densities", rel_err(p2.io_ms, paper_io));
+    cJSON_AddNumberToObject(o, "paper_flash_gb", num(r, "flash_gb"));
+    cJSON_AddNumberToObject(o, "model_flash_gb", p.bytes_per_token / 1e9);
+    cJSON_AddNumberToObject(o, "paper_dram_gb", num(r, "dram_gb"));
+    cJSON_AddNumberToObject(o, "model_dram_gb", p.dram_total / 1e9);
+    cJSON_AddNumberToObject(o, "paper_throughput_gbps", num(r, "throughput_gbps"));
+    cJSON_AddNumberToObject(o, "model_throughput_gbps", p.throughput / 1e9);
+    cJSON_AddNumberToObject(o, "chunk_bytes", p.chunk_bytes);
+    cJSON_AddStringToObject(o, "volume_source", c.vol.source);
+    cJSON_AddItemToArray(rows, o);
+    strbuf_add(md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
+               str(r, "config"), num(r, "dram_gb"), p.dram_total / 1e9, num(r, "flash_gb"), p.bytes_per_token / 1e9,
+               num(r, "throughput_gbps"), p.throughput / 1e9, paper_io, p.io_ms, 100 * rel_err(p.io_ms, paper_io),
+               p2.io_ms, 100 * rel_err(p2.io_ms, paper_io));
+    return 0;
+}
+
 int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
     if (paper_densities_check(err, errlen) != 0)
@@ -258,7 +303,6 @@ int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *
         return -1;
     struct model_shape s;
     struct hw_profile hw;
-    char why[512];
     int rc = -1;
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
@@ -283,44 +327,8 @@ int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        struct cost_config c = {.shape = &s, .hw = &hw, .dram_share = 0.5, .io_threads = hw.io_threads,
-                                .context_tokens = 256};
-        snprintf(c.dtype, sizeof c.dtype, "%s", str(t, "dtype"));
-        struct cost_prediction p, p2;
-        snprintf(why, sizeof why, "no paper densities for %s", s.name);
-        if (paper_cost_config(&c, &s, str(r, "policy"), str(r, "layout"), "") != 0 ||
-            cost_predict(&c, &p, why, sizeof why) != 0) {
-            err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
+        if (table2_row(t, r, &s, &hw, rows, &md, err, errlen) != 0)
             goto out;
-        }
-        /* Same configuration with the densities Table 2's byte column implies. */
-        struct cost_config c2 = c;
-        if (paper_cost_config(&c2, &s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
-            cost_predict(&c2, &p2, why, sizeof why) != 0)
-            p2 = p;
-        double paper_io = num(r, "io_ms");
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "config", str(r, "config"));
-        cJSON_AddStringToObject(o, "policy", str(r, "policy"));
-        cJSON_AddStringToObject(o, "layout", str(r, "layout"));
-        cJSON_AddNumberToObject(o, "paper_io_ms", paper_io);
-        cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
-        cJSON_AddNumberToObject(o, "rel_err", rel_err(p.io_ms, paper_io));
-        cJSON_AddNumberToObject(o, "model_io_ms_table2_densities", p2.io_ms);
-        cJSON_AddNumberToObject(o, "rel_err_table2_densities", rel_err(p2.io_ms, paper_io));
-        cJSON_AddNumberToObject(o, "paper_flash_gb", num(r, "flash_gb"));
-        cJSON_AddNumberToObject(o, "model_flash_gb", p.bytes_per_token / 1e9);
-        cJSON_AddNumberToObject(o, "paper_dram_gb", num(r, "dram_gb"));
-        cJSON_AddNumberToObject(o, "model_dram_gb", p.dram_total / 1e9);
-        cJSON_AddNumberToObject(o, "paper_throughput_gbps", num(r, "throughput_gbps"));
-        cJSON_AddNumberToObject(o, "model_throughput_gbps", p.throughput / 1e9);
-        cJSON_AddNumberToObject(o, "chunk_bytes", p.chunk_bytes);
-        cJSON_AddStringToObject(o, "volume_source", c.vol.source);
-        cJSON_AddItemToArray(rows, o);
-        strbuf_add(&md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
-               str(r, "config"), num(r, "dram_gb"), p.dram_total / 1e9, num(r, "flash_gb"),
-               p.bytes_per_token / 1e9, num(r, "throughput_gbps"), p.throughput / 1e9, paper_io,
-               p.io_ms, 100 * rel_err(p.io_ms, paper_io), p2.io_ms, 100 * rel_err(p2.io_ms, paper_io));
     }
     strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
                 "imply 1.17 GB/s in the +predictor row (0.9 GB, 738 ms) and 1.27 GB/s in the "
