@@ -507,6 +507,55 @@ out:
     return rc;
 }
 
+/* One DRAM share of Fig. 7: the window the FFN cache holds there, priced,
+ * into rows, md and csv. 0 (a share too small is a row saying so), or -1
+ * with err. */
+static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const char *dtype, double pred, int pct,
+                      cJSON *rows, struct strbuf *md, struct strbuf *csv, char *err, size_t errlen)
+{
+    double share = pct / 100.0;
+    struct cost_config c = {.shape = s, .hw = hw, .policy = "window:1", .layout = "bundled",
+                            .io_threads = hw->io_threads, .context_tokens = 256, .predictor_fraction = pred,
+                            .dram_share = share};
+    snprintf(c.dtype, sizeof c.dtype, "%s", dtype);
+    /* DRAM left for the FFN cache at this share, from an empty-cache prediction. */
+    struct cost_prediction p0, p;
+    volumes_from_fractions(s, &policy_window, 0, 0, &c.vol);
+    if (cost_predict(&c, &p0, err, errlen) != 0)
+        return -1;
+    double ffn_bytes = (double)model_shape_neuron_weights(s) * dtype_bytes(dtype) * s->d_ff * s->n_layers;
+    double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
+    if (held < paper_s_agg(1)) {
+        strbuf_add(md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);
+        return 0;
+    }
+    if (held > 1)
+        held = 1;
+    double tokens = s_agg_tokens(held);
+    double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
+    if (tokens < 2)
+        fresh = held; /* a one-token window reloads everything it holds */
+    cache_policy_name(&policy_window, (uint64_t)lround(tokens), c.policy, sizeof c.policy); /* a label: volumes given */
+    volumes_from_fractions(s, &policy_window, fresh, held, &c.vol);
+    if (cost_predict(&c, &p, err, errlen) != 0)
+        return -1;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "dram_share", share);
+    cJSON_AddNumberToObject(o, "window_tokens", tokens);
+    cJSON_AddNumberToObject(o, "ffn_held", held);
+    cJSON_AddNumberToObject(o, "ffn_new_per_token", fresh);
+    cJSON_AddNumberToObject(o, "io_ms", p.io_ms);
+    cJSON_AddNumberToObject(o, "mem_ms", p.mem_ms);
+    cJSON_AddNumberToObject(o, "compute_ms", p.compute_ms);
+    cJSON_AddNumberToObject(o, "total_ms", p.serial_ms);
+    cJSON_AddItemToArray(rows, o);
+    strbuf_add(md, "| %d%% | %.1f | %.1f%% | %.2f%% | %.1f | %.1f | %.1f | %.1f |\n", pct, tokens, 100 * held,
+               100 * fresh, p.io_ms, p.mem_ms, p.compute_ms, p.serial_ms);
+    strbuf_add(csv, "%.2f,%.3f,%.5f,%.6f,%.4f,%.4f,%.4f,%.4f\n", share, tokens, held, fresh, p.io_ms, p.mem_ms,
+               p.compute_ms, p.serial_ms);
+    return 0;
+}
+
 int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
 {
     if (paper_densities_check(err, errlen) != 0)
@@ -541,48 +590,9 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
     strbuf_add(&csv, "dram_share,window_tokens,ffn_held,ffn_new,io_ms,mem_ms,compute_ms,total_ms\n");
     double pred = 0;
     paper_density("opt-6.7b", "predictor_model_fraction", &pred, NULL, 0);
-    for (int pct = 35; pct <= 80; pct += 5) {
-        double share = pct / 100.0;
-        struct cost_config c = {.shape = &s, .hw = &hw, .policy = "window:1", .layout = "bundled",
-                                .io_threads = hw.io_threads, .context_tokens = 256,
-                                .predictor_fraction = pred, .dram_share = share};
-        snprintf(c.dtype, sizeof c.dtype, "%s", dtype);
-        /* DRAM left for the FFN cache at this share, from an empty-cache prediction. */
-        struct cost_prediction p0, p;
-        volumes_from_fractions(&s, &policy_window, 0, 0, &c.vol);
-        if (cost_predict(&c, &p0, err, errlen) != 0)
+    for (int pct = 35; pct <= 80; pct += 5)
+        if (fig7_point(&s, &hw, dtype, pred, pct, rows, &md, &csv, err, errlen) != 0)
             goto out;
-        double ffn_bytes = (double)model_shape_neuron_weights(&s) * dtype_bytes(dtype) * s.d_ff * s.n_layers;
-        double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
-        if (held < paper_s_agg(1)) {
-            strbuf_add(&md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);
-            continue;
-        }
-        if (held > 1)
-            held = 1;
-        double tokens = s_agg_tokens(held);
-        double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
-        if (tokens < 2)
-            fresh = held; /* a one-token window reloads everything it holds */
-        cache_policy_name(&policy_window, (uint64_t)lround(tokens), c.policy, sizeof c.policy); /* a label: volumes given */
-        volumes_from_fractions(&s, &policy_window, fresh, held, &c.vol);
-        if (cost_predict(&c, &p, err, errlen) != 0)
-            goto out;
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "dram_share", share);
-        cJSON_AddNumberToObject(o, "window_tokens", tokens);
-        cJSON_AddNumberToObject(o, "ffn_held", held);
-        cJSON_AddNumberToObject(o, "ffn_new_per_token", fresh);
-        cJSON_AddNumberToObject(o, "io_ms", p.io_ms);
-        cJSON_AddNumberToObject(o, "mem_ms", p.mem_ms);
-        cJSON_AddNumberToObject(o, "compute_ms", p.compute_ms);
-        cJSON_AddNumberToObject(o, "total_ms", p.serial_ms);
-        cJSON_AddItemToArray(rows, o);
-        strbuf_add(&md, "| %d%% | %.1f | %.1f%% | %.2f%% | %.1f | %.1f | %.1f | %.1f |\n", pct, tokens,
-               100 * held, 100 * fresh, p.io_ms, p.mem_ms, p.compute_ms, p.serial_ms);
-        strbuf_add(&csv, "%.2f,%.3f,%.5f,%.6f,%.4f,%.4f,%.4f,%.4f\n", share, tokens, held, fresh, p.io_ms,
-               p.mem_ms, p.compute_ms, p.serial_ms);
-    }
     if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
         goto out;
     char path[4200], stem[4200];
