@@ -259,80 +259,106 @@ static char *source_json(const struct synth_params *p)
     return text;
 }
 
+/* The generator's state: one per layer, and the scratch every layer shares. */
+struct synth_state {
+    struct layer_gen *g; /* [n_layers] */
+    uint8_t *mark;       /* [d_ff] */
+    uint32_t *active, *pred;
+    struct keyed *keys;
+    struct rng r;
+};
+
+static void synth_state_free(struct synth_state *st, uint32_t n_layers)
+{
+    if (st->g)
+        for (uint32_t l = 0; l < n_layers; l++) {
+            free(st->g[l].cdf);
+            free(st->g[l].pred);
+            free(st->g[l].recent);
+        }
+    free(st->g);
+    free(st->mark);
+    free(st->active);
+    free(st->pred);
+    free(st->keys);
+}
+
+static int synth_state_init(struct synth_state *st, const struct synth_params *p, char *err, size_t errlen)
+{
+    uint32_t L = p->shape->n_layers, N = p->shape->d_ff;
+    rng_seed(&st->r, p->seed);
+    st->g = calloc(L, sizeof *st->g);
+    st->mark = calloc(N, 1);
+    st->active = malloc(N * sizeof(uint32_t));
+    st->pred = malloc(N * sizeof(uint32_t));
+    st->keys = malloc(N * sizeof *st->keys);
+    if (!st->g || !st->mark || !st->active || !st->pred || !st->keys)
+        return err_set(err, errlen, "synth: out of memory");
+    for (uint32_t l = 0; l < L; l++)
+        if (layer_init(&st->g[l], N, synth_layer_density(p, l, L), p->targets.pred_over_active, p->zipf,
+                       &st->r) != 0)
+            return err_set(err, errlen, "synth: out of memory");
+    return 0;
+}
+
+/* Token t's flags: a sequence starts every tokens/prompts tokens (the
+ * last takes the rest), its first prompt_share of it is the prompt. */
+static unsigned token_flags(const struct synth_params *p, uint64_t t)
+{
+    uint64_t per_seq = p->tokens / p->prompts;
+    uint64_t seq = t / per_seq < p->prompts ? t / per_seq : p->prompts - 1;
+    uint64_t pos = t - seq * per_seq;
+    uint64_t len = seq == p->prompts - 1 ? p->tokens - seq * per_seq : per_seq;
+    return (pos == 0 ? TRACE_TOKEN_SEQ_START : 0) |
+           (pos >= (uint64_t)(len * p->prompt_share) ? TRACE_TOKEN_GENERATED : 0);
+}
+
+/* Every token through the writer, reported as it goes. */
+static int synth_tokens(const struct synth_params *p, struct synth_state *st, struct trace_writer *w,
+                        const char *path, char *err, size_t errlen)
+{
+    uint32_t L = p->shape->n_layers, N = p->shape->d_ff;
+    progress_report(p->progress, "synth", 0, p->tokens, NULL);
+    for (uint64_t t = 0; t < p->tokens; t++) {
+        unsigned flags = token_flags(p, t);
+        if (trace_writer_begin_token(w, flags, err, errlen) != 0)
+            return -1;
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t na;
+            layer_step(&st->g[l], N, p, flags & TRACE_TOKEN_SEQ_START, &st->r, st->mark, st->active, &na, st->pred,
+                       st->keys);
+            if (trace_writer_layer(w, l, st->active, na, st->pred, st->g[l].n_pred, err, errlen) != 0)
+                return -1;
+        }
+        progress_report(p->progress, "synth", t + 1, p->tokens, NULL);
+        if (interrupted())
+            return err_set(err, errlen, "synth: interrupted; %s not written", path);
+    }
+    return 0;
+}
+
 int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen)
 {
     const struct model_shape *s = p->shape;
-    if (p->tokens == 0 || p->prompts == 0 || p->prompts > p->tokens) {
-        err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
-                 (unsigned long long)p->tokens, (unsigned long long)p->prompts);
-        return -1;
-    }
-    uint32_t L = s->n_layers, N = s->d_ff;
+    if (p->tokens == 0 || p->prompts == 0 || p->prompts > p->tokens)
+        return err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
+                       (unsigned long long)p->tokens, (unsigned long long)p->prompts);
     struct trace_meta m = {
-        .n_layers = L, .d_model = s->d_model, .d_ff = N, .bytes_per_weight = p->bytes_per_weight,
+        .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .bytes_per_weight = p->bytes_per_weight,
         .ffn_kind = s->ffn_kind, .has_predicted = true, .source = source_json(p),
     };
-    struct rng r;
-    rng_seed(&r, p->seed);
-    struct layer_gen *g = calloc(L, sizeof *g);
-    uint8_t *mark = calloc(N, 1);
-    uint32_t *active = malloc(N * sizeof(uint32_t));
-    uint32_t *pred = malloc(N * sizeof(uint32_t));
-    struct keyed *keys = malloc(N * sizeof *keys);
-    int rc = -1;
+    struct synth_state st = {0};
     struct trace_writer *w = NULL;
-    if (!m.source || !g || !mark || !active || !pred || !keys) {
+    int rc = -1;
+    if (!m.source)
         err_set(err, errlen, "synth: out of memory");
-        goto out;
+    else if (synth_state_init(&st, p, err, errlen) == 0 && (w = trace_writer_open(path, &m, err, errlen)) &&
+             synth_tokens(p, &st, w, path, err, errlen) == 0) {
+        rc = trace_writer_close(w, err, errlen);
+        w = NULL;
     }
-    for (uint32_t l = 0; l < L; l++) {
-        if (layer_init(&g[l], N, synth_layer_density(p, l, L), p->targets.pred_over_active, p->zipf,
-                       &r) != 0) {
-            err_set(err, errlen, "synth: out of memory");
-            goto out;
-        }
-    }
-    w = trace_writer_open(path, &m, err, errlen);
-    if (!w)
-        goto out;
-    progress_report(p->progress, "synth", 0, p->tokens, NULL);
-    uint64_t per_seq = p->tokens / p->prompts;
-    for (uint64_t t = 0; t < p->tokens; t++) {
-        uint64_t seq = t / per_seq < p->prompts ? t / per_seq : p->prompts - 1;
-        uint64_t pos = t - seq * per_seq;
-        uint64_t len = seq == p->prompts - 1 ? p->tokens - seq * per_seq : per_seq;
-        bool start = pos == 0;
-        unsigned flags = (start ? TRACE_TOKEN_SEQ_START : 0) |
-                         (pos >= (uint64_t)(len * p->prompt_share) ? TRACE_TOKEN_GENERATED : 0);
-        if (trace_writer_begin_token(w, flags, err, errlen) != 0)
-            goto out;
-        for (uint32_t l = 0; l < L; l++) {
-            uint32_t na;
-            layer_step(&g[l], N, p, start, &r, mark, active, &na, pred, keys);
-            if (trace_writer_layer(w, l, active, na, pred, g[l].n_pred, err, errlen) != 0)
-                goto out;
-        }
-        progress_report(p->progress, "synth", t + 1, p->tokens, NULL);
-        if (interrupted()) {
-            err_set(err, errlen, "synth: interrupted; %s not written", path);
-            goto out;
-        }
-    }
-    rc = trace_writer_close(w, err, errlen);
-    w = NULL;
-out:
     trace_writer_abort(w);
-    if (g)
-        for (uint32_t l = 0; l < L; l++) {
-            free(g[l].cdf);
-            free(g[l].pred);
-            free(g[l].recent);
-        }
-    free(g);
-    free(mark);
-    free(active);
-    free(pred);
-    free(keys);
+    synth_state_free(&st, s->n_layers);
     free(m.source);
     return rc;
 }
