@@ -79,6 +79,66 @@ static uint64_t top_tenth_events(const uint32_t *freq, uint32_t N, uint64_t T, u
     return top;
 }
 
+/* Sequences, prompt and generated tokens, from the flags; the longest
+ * sequence's length. */
+static uint64_t count_tokens(const struct trace *tr, struct trace_stats *s)
+{
+    uint64_t seq_len = 0, longest = 0;
+    for (uint64_t t = 0; t < tr->n_tokens; t++) {
+        if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START) {
+            s->n_sequences++;
+            seq_len = 0;
+        }
+        seq_len++;
+        longest = seq_len > longest ? seq_len : longest;
+        if (tr->token_flags[t] & TRACE_TOKEN_GENERATED)
+            s->n_generated_tokens++;
+        else
+            s->n_prompt_tokens++;
+    }
+    return longest;
+}
+
+/* The scratch the per-layer counts share. */
+struct stats_scratch {
+    uint32_t *freq, *count;
+    uint8_t *in_pred;
+    uint64_t hits;   /* active neurons that were also predicted, all layers */
+    double hot_sum;  /* per layer, the top tenth's share of its events */
+};
+
+/* Layer l: its densities, events, the active neurons predicted, the hot
+ * tenth's share. */
+static void layer_counts(const struct trace *tr, uint32_t l, struct trace_stats *s, struct stats_scratch *x)
+{
+    const uint32_t N = tr->meta.d_ff;
+    const uint64_t T = tr->n_tokens;
+    memset(x->freq, 0, N * sizeof *x->freq);
+    uint64_t la = 0, lp = 0;
+    for (uint64_t t = 0; t < T; t++) {
+        uint32_t na, np = 0;
+        const uint32_t *a = trace_set(tr, 0, t, l, &na);
+        const uint32_t *p = tr->meta.has_predicted ? trace_set(tr, 1, t, l, &np) : NULL;
+        for (uint32_t j = 0; j < na; j++)
+            x->freq[a[j]]++;
+        for (uint32_t j = 0; j < np; j++)
+            x->in_pred[p[j]] = 1;
+        for (uint32_t j = 0; j < na && p; j++)
+            x->hits += x->in_pred[a[j]];
+        for (uint32_t j = 0; j < np; j++)
+            x->in_pred[p[j]] = 0;
+        la += na;
+        lp += np;
+    }
+    s->active_events += la;
+    s->pred_events += lp;
+    s->density_active[l] = T ? (double)la / ((double)T * N) : 0;
+    if (s->density_pred)
+        s->density_pred[l] = T ? (double)lp / ((double)T * N) : 0;
+    uint64_t top = top_tenth_events(x->freq, N, T, x->count);
+    x->hot_sum += la ? (double)top / la : 0;
+}
+
 int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -91,80 +151,38 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
         s->density_pred = calloc(L, sizeof(double));
     uint32_t *last_seen = malloc(N * sizeof(uint32_t));
     uint32_t *over = malloc((T ? T : 1) * TRACE_SAGG_MAX * sizeof(uint32_t));
-    uint32_t *freq = calloc(N, sizeof(uint32_t));
-    uint8_t *in_pred = calloc(N, 1);
-    uint32_t *count = malloc((T + 1) * sizeof(uint32_t));
-    if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) || !last_seen || !over ||
-        !freq || !in_pred || !count) {
-        free(count);
-        free(last_seen);
-        free(over);
-        free(freq);
-        free(in_pred);
+    struct stats_scratch x = {calloc(N, sizeof(uint32_t)), malloc((T + 1) * sizeof(uint32_t)), calloc(N, 1), 0, 0};
+    int rc = 0;
+    if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) || !last_seen || !over || !x.freq ||
+        !x.in_pred || !x.count) {
         trace_stats_free(s);
-        return -1;
+        rc = -1;
+        goto out;
     }
-    uint64_t seq_len = 0, longest = 0;
-    for (uint64_t t = 0; t < T; t++) {
-        if (tr->token_flags[t] & TRACE_TOKEN_SEQ_START) {
-            s->n_sequences++;
-            seq_len = 0;
-        }
-        seq_len++;
-        longest = seq_len > longest ? seq_len : longest;
-        if (tr->token_flags[t] & TRACE_TOKEN_GENERATED)
-            s->n_generated_tokens++;
-        else
-            s->n_prompt_tokens++;
-    }
-    uint64_t hits = 0;
-    double hot_sum = 0;
-    for (uint32_t l = 0; l < L; l++) {
-        memset(freq, 0, N * sizeof *freq);
-        uint64_t la = 0, lp = 0;
-        for (uint64_t t = 0; t < T; t++) {
-            uint32_t na, np = 0;
-            const uint32_t *a = trace_set(tr, 0, t, l, &na);
-            const uint32_t *p = tr->meta.has_predicted ? trace_set(tr, 1, t, l, &np) : NULL;
-            for (uint32_t j = 0; j < na; j++)
-                freq[a[j]]++;
-            for (uint32_t j = 0; j < np; j++)
-                in_pred[p[j]] = 1;
-            for (uint32_t j = 0; j < na && p; j++)
-                hits += in_pred[a[j]];
-            for (uint32_t j = 0; j < np; j++)
-                in_pred[p[j]] = 0;
-            la += na;
-            lp += np;
-        }
-        s->active_events += la;
-        s->pred_events += lp;
-        s->density_active[l] = T ? (double)la / ((double)T * N) : 0;
-        if (s->density_pred)
-            s->density_pred[l] = T ? (double)lp / ((double)T * N) : 0;
-        uint64_t top = top_tenth_events(freq, N, T, count);
-        hot_sum += la ? (double)top / la : 0;
-    }
+    uint64_t longest = count_tokens(tr, s);
+    for (uint32_t l = 0; l < L; l++)
+        layer_counts(tr, l, s, &x);
     for (uint32_t l = 0; l < L; l++) {
         s->mean_density_active += s->density_active[l] / L;
         if (s->density_pred)
             s->mean_density_pred += s->density_pred[l] / L;
     }
-    s->hot10_share = hot_sum / L;
+    s->hot10_share = x.hot_sum / L;
     s->sagg_k_max = (uint32_t)(longest < 16 ? longest : 16);
     if (tr->meta.has_predicted) {
-        s->recall = s->active_events ? (double)hits / s->active_events : 0;
+        s->recall = s->active_events ? (double)x.hits / s->active_events : 0;
         s->pred_over_active = s->active_events ? (double)s->pred_events / s->active_events : 0;
     }
     sagg_kind(tr, 0, last_seen, over, s->sagg_active);
     if (tr->meta.has_predicted)
         sagg_kind(tr, 1, last_seen, over, s->sagg_pred);
+out:
     free(last_seen);
     free(over);
-    free(freq);
-    free(in_pred);
-    free(count);
-    return 0;
+    free(x.freq);
+    free(x.in_pred);
+    free(x.count);
+    return rc;
 }
 
 void trace_stats_free(struct trace_stats *s)
