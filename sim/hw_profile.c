@@ -139,47 +139,15 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     return 0;
 }
 
-int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
+/* The "dram" object: copy points (row bytes, bandwidth) or what they derive from. */
+static int read_dram(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
 {
-    memset(hw, 0, sizeof *hw);
-    if (config_file_path("hw", name, hw->path, sizeof hw->path) != 0) {
-        err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
-        return -1;
-    }
-    char *text = read_text_file(hw->path, NULL);
-    if (!text) {
-        err_set(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
-        return -1;
-    }
-    cJSON *o = cJSON_Parse(text);
-    free(text);
-    int rc = -1;
-    const char *path = hw->path;
-    if (!cJSON_IsObject(o)) {
-        err_set(err, errlen, "%s: not a JSON object", path);
-        goto out;
-    }
-    str(o, "name", hw->name, sizeof hw->name);
-    str(o, "backend", hw->backend, sizeof hw->backend);
-    uint64_t io_threads = 32;
-    if (cJSON_HasObjectItem(o, "io_threads") &&
-        json_get_u64(o, "io_threads", 1, FB_MAX_THREADS, &io_threads, path, err, errlen))
-        goto out;
-    hw->io_threads = (unsigned)io_threads;
-    if (!hw->name[0] || !hw->backend[0]) {
-        err_set(err, errlen, "%s: needs \"name\" and \"backend\"", path);
-        goto out;
-    }
-    if (read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) != 0)
-        goto out;
     const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
-    if (!cJSON_IsObject(dram)) {
-        err_set(err, errlen, "%s: missing \"dram\" object", path);
-        goto out;
-    }
+    if (!cJSON_IsObject(dram))
+        return err_set(err, errlen, "%s: missing \"dram\" object", path);
     str(dram, "source", hw->mem_source, sizeof hw->mem_source);
     if (num(dram, "dram", "per_row_ns", 0, 0, false, &hw->per_row_ns, path, err, errlen))
-        goto out;
+        return -1;
     const cJSON *cp;
     cJSON_ArrayForEach(cp, cJSON_GetObjectItemCaseSensitive(dram, "copy"))
     {
@@ -190,16 +158,20 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         snprintf(where, sizeof where, "dram.copy[%zu]", hw->n_copy);
         if (num(cp, where, "row_bytes", HW_REQUIRED, 0, true, &rb, path, err, errlen) ||
             num(cp, where, "bw_bytes", HW_REQUIRED, 0, true, &bw, path, err, errlen))
-            goto out;
+            return -1;
         hw->copy_row_bytes[hw->n_copy] = rb;
         hw->copy_bw[hw->n_copy++] = bw;
     }
     if (read_derive(dram, &hw->mem_derive, path, "dram", err, errlen) != 0)
-        goto out;
-    if (!hw->n_copy && !hw->mem_derive.ms) {
-        err_set(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
-        goto out;
-    }
+        return -1;
+    if (!hw->n_copy && !hw->mem_derive.ms)
+        return err_set(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
+    return 0;
+}
+
+/* The "compute" object: a rate per dtype, measured or derived. */
+static int read_compute(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
+{
     const cJSON *comp = cJSON_GetObjectItemCaseSensitive(o, "compute");
     str(comp, "note", hw->compute_note, sizeof hw->compute_note);
     const cJSON *d;
@@ -213,22 +185,52 @@ int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t e
         snprintf(where, sizeof where, "compute.dtypes.%.20s", c->dtype);
         if (num(d, where, "bw_bytes", 0, 0, false, &c->bw, path, err, errlen) ||
             num(d, where, "flops", 0, 0, false, &c->flops, path, err, errlen))
-            goto out;
+            return -1;
         str(d, "source", c->source, sizeof c->source);
         if (read_derive(d, &c->derive, path, "compute", err, errlen) != 0)
-            goto out;
-        if (c->bw <= 0 && c->derive.ms <= 0) {
-            err_set(err, errlen, "%s: compute.dtypes.%s needs bw_bytes or derive_from", path, c->dtype);
-            goto out;
-        }
+            return -1;
+        if (c->bw <= 0 && c->derive.ms <= 0)
+            return err_set(err, errlen, "%s: compute.dtypes.%s needs bw_bytes or derive_from", path, c->dtype);
         hw->n_compute++;
     }
-    if (!hw->n_compute) {
-        err_set(err, errlen, "%s: compute.dtypes is empty", path);
-        goto out;
-    }
-    rc = 0;
-out:
+    if (!hw->n_compute)
+        return err_set(err, errlen, "%s: compute.dtypes is empty", path);
+    return 0;
+}
+
+/* The profile's name, backend and reader threads. */
+static int read_head(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
+{
+    str(o, "name", hw->name, sizeof hw->name);
+    str(o, "backend", hw->backend, sizeof hw->backend);
+    uint64_t io_threads = 32;
+    if (cJSON_HasObjectItem(o, "io_threads") &&
+        json_get_u64(o, "io_threads", 1, FB_MAX_THREADS, &io_threads, path, err, errlen))
+        return -1;
+    hw->io_threads = (unsigned)io_threads;
+    if (!hw->name[0] || !hw->backend[0])
+        return err_set(err, errlen, "%s: needs \"name\" and \"backend\"", path);
+    return 0;
+}
+
+int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
+{
+    memset(hw, 0, sizeof *hw);
+    if (config_file_path("hw", name, hw->path, sizeof hw->path) != 0)
+        return err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
+    char *text = read_text_file(hw->path, NULL);
+    if (!text)
+        return err_set(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    const char *path = hw->path;
+    int rc = -1;
+    if (!cJSON_IsObject(o))
+        err_set(err, errlen, "%s: not a JSON object", path);
+    else if (read_head(o, hw, path, err, errlen) == 0 &&
+             read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) == 0 &&
+             read_dram(o, hw, path, err, errlen) == 0 && read_compute(o, hw, path, err, errlen) == 0)
+        rc = 0;
     cJSON_Delete(o);
     return rc;
 }
