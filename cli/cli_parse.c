@@ -2,6 +2,7 @@
 #include "cli/cli_parse.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "common/log.h"
 
@@ -32,4 +33,16 @@ int cli_parse_prefix(const struct opt_command *cmd, void *out, int argc, char **
     if (rc < 0)
         fb_error("%s", err);
     return rc;
+}
+
+bool cli_start(const struct opt_command *cmd, void *out, size_t size, int argc, char **argv, char **positional,
+               int *n_positional, int *status)
+{
+    memset(out, 0, size);
+    int rc = cli_parse(cmd, out, argc, argv, positional, n_positional);
+    if (rc == 0)
+        return true;
+    opts_free(cmd, out);
+    *status = rc > 0 ? 0 : 2;
+    return false;
 }

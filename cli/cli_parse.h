@@ -14,6 +14,13 @@
 int cli_parse(const struct opt_command *cmd, void *out, int argc, char **argv, char **positional,
               int *n_positional);
 
+/* The start every command shares: out zeroed (size bytes), then
+ * cli_parse. true when the command goes on; false when it stops there,
+ * its options freed and *status its exit status (0 after --help or with
+ * --check-args, 2 for a bad option). */
+bool cli_start(const struct opt_command *cmd, void *out, size_t size, int argc, char **argv, char **positional,
+               int *n_positional, int *status);
+
 /* With on, every command stops once its options parse (the global option
  * --check-args, and reproduce --check-plan): cli_parse then returns 1 on
  * success, as for --help, so the command frees its options and exits 0

@@ -156,12 +156,9 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
 int cmd_calibrate(int argc, char **argv)
 {
     struct calibrate_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&calibrate_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&calibrate_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&calibrate_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     rc = 1;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     struct machine_info mi;

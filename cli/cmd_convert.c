@@ -43,14 +43,11 @@ static const struct opt_command convert_command = {
 int cmd_convert(int argc, char **argv)
 {
     struct convert_opts o;
-    memset(&o, 0, sizeof o);
     char *pos[1] = {NULL};
     int npos = 0;
-    int rc = cli_parse(&convert_command, &o, argc, argv, pos, &npos);
-    if (rc != 0) {
-        opts_free(&convert_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&convert_command, &o, sizeof o, argc, argv, pos, &npos, &rc))
+        return rc;
     if (o.out)
         out_path_trim(o.out); /* "m/" names the folder m */
     enum fb_dtype dt;

@@ -360,12 +360,9 @@ static int generate_with(const struct generate_opts *o, struct model *m, const c
 int cmd_generate(int argc, char **argv)
 {
     struct generate_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&generate_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&generate_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&generate_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     char *owned = NULL;
     const char *text = NULL;
     if (!o.model) {

@@ -149,12 +149,9 @@ int cmd_model(int argc, char **argv)
         return 2;
     }
     struct model_make_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&model_make_command, &o, argc - 1, argv + 1, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&model_make_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&model_make_command, &o, sizeof o, argc - 1, argv + 1, NULL, NULL, &rc))
+        return rc;
     if (o.out)
         out_path_trim(o.out); /* "m/" names the folder m */
     struct model_shape s;

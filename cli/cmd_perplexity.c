@@ -209,12 +209,9 @@ static int score_text(const struct perplexity_opts *o, struct model *m, const in
 int cmd_perplexity(int argc, char **argv)
 {
     struct perplexity_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&perplexity_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&perplexity_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&perplexity_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     const char *inputs[] = {o.text};
     struct model m;
     char err[1024];

@@ -494,12 +494,9 @@ out:
 int cmd_predict(int argc, char **argv)
 {
     struct predict_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&predict_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&predict_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&predict_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     char dir[4096];
     result_dir_name(o.out, "predict", dir, sizeof dir);
     if (out_dir_ok("predict --out", dir) != 0) {

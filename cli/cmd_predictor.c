@@ -393,12 +393,9 @@ static int train_model(const struct train_opts *o, const struct model *m)
 static int cmd_predictor_train(int argc, char **argv)
 {
     struct train_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&train_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&train_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&train_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     struct model m;
     char err[1024];
     if (!o.model || !o.text || !opts_given(&train_command, &o, "tokens")) {
@@ -554,12 +551,9 @@ static int eval_model(const struct eval_opts *o, const struct model *m)
 static int cmd_predictor_eval(int argc, char **argv)
 {
     struct eval_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&eval_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&eval_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&eval_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     struct model m;
     char err[1024];
     if (!o.model || !o.text || !o.out) {

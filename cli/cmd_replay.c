@@ -421,12 +421,9 @@ static int run_replay(struct replay_opts *o, cJSON *params)
 int cmd_replay(int argc, char **argv)
 {
     struct replay_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&replay_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&replay_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&replay_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     if (!o.trace) {
         fb_error("replay: needs --trace FILE");
         opts_free(&replay_command, &o);

@@ -128,12 +128,9 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
 int cmd_sweep(int argc, char **argv)
 {
     struct sweep_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&sweep_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&sweep_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&sweep_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     if (!o.file) {
         fb_error("sweep: needs --file PATH (the file to read; created if missing)");
         opts_free(&sweep_command, &o);

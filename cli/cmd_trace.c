@@ -71,12 +71,9 @@ static const struct opt_command synth_command = {
 static int cmd_trace_synth(int argc, char **argv)
 {
     struct synth_opts o;
-    memset(&o, 0, sizeof o);
-    int rc = cli_parse(&synth_command, &o, argc, argv, NULL, NULL);
-    if (rc != 0) {
-        opts_free(&synth_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&synth_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
+        return rc;
     char err[512];
     struct model_shape shape;
     rc = 2;
@@ -354,14 +351,11 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
 static int cmd_trace_info(int argc, char **argv)
 {
     struct info_opts o;
-    memset(&o, 0, sizeof o);
     char *pos[1] = {NULL};
     int npos = 0;
-    int rc = cli_parse(&info_command, &o, argc, argv, pos, &npos);
-    if (rc != 0) {
-        opts_free(&info_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&info_command, &o, sizeof o, argc, argv, pos, &npos, &rc))
+        return rc;
     if (npos != 1) {
         fb_error("trace info: needs a trace FILE");
         opts_free(&info_command, &o);
@@ -437,14 +431,11 @@ static const struct opt_command export_command = {
 static int cmd_trace_export(int argc, char **argv)
 {
     struct export_opts o;
-    memset(&o, 0, sizeof o);
     char *pos[1] = {NULL};
     int npos = 0;
-    int rc = cli_parse(&export_command, &o, argc, argv, pos, &npos);
-    if (rc != 0) {
-        opts_free(&export_command, &o);
-        return rc > 0 ? 0 : 2;
-    }
+    int rc;
+    if (!cli_start(&export_command, &o, sizeof o, argc, argv, pos, &npos, &rc))
+        return rc;
     if (o.out)
         out_path_trim(o.out); /* "d/" names the folder d */
     enum trace_export_format fmt = TRACE_EXPORT_CSV;
