@@ -283,30 +283,23 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
 /* Sizes the caches and staging to the budget (engine/run_plan.h) and refuses what cannot fit. */
 static int fit_budget(const struct model *m, struct run_setup *p, uint64_t tokens)
 {
+    char err[512];
     if (p->dense) {
-        if (p->budget && m->dram_bytes + p->kv_bytes + m->ffn_bytes > p->budget) {
-            fb_error("run --mode dense: the model needs %.2f GB in DRAM, the budget is %.2f GB",
-                     (double)(m->dram_bytes + p->kv_bytes + m->ffn_bytes) / 1e9, (double)p->budget / 1e9);
-            return -1;
-        }
-        return 0;
+        if (run_plan_dense_check(m, p->kv_bytes, p->budget, err, sizeof err) == 0)
+            return 0;
+        fb_error("run --mode dense: %s", err);
+        return -1;
     }
     struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
                                 .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
                                 .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
                                 .tokens = tokens, .stream_dram = p->cfg.stream_dram,
                                 .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg)};
-    char err[512];
     if (run_plan_make(&in, &p->plan, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return -1;
     }
-    p->cfg.policy = p->plan.policy; /* window:auto resolved */
-    p->cfg.profile = p->have_profile ? &p->profile : NULL;
-    p->cfg.capacity_rows = p->plan.capacity_rows;
-    p->cfg.layer_rows = p->plan.layer_rows;
-    p->cfg.staging_rows = p->plan.staging_rows;
-    p->cfg.bounce_rows = p->plan.bounce_rows;
+    run_plan_apply(&p->plan, p->have_profile ? &p->profile : NULL, &p->cfg);
     return 0;
 }
 

@@ -283,3 +283,22 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     out->held_bytes += staged;
     return 0;
 }
+
+void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile, struct ffn_flash_config *cfg)
+{
+    cfg->policy = plan->policy;
+    cfg->profile = profile;
+    cfg->capacity_rows = plan->capacity_rows;
+    cfg->layer_rows = plan->layer_rows;
+    cfg->staging_rows = plan->staging_rows;
+    cfg->bounce_rows = plan->bounce_rows;
+}
+
+int run_plan_dense_check(const struct model *m, uint64_t kv_bytes, uint64_t budget, char *err, size_t errlen)
+{
+    uint64_t need = m->dram_bytes + kv_bytes + m->ffn_bytes;
+    if (budget && need > budget)
+        return err_set(err, errlen, "the model needs %.2f GB in DRAM, the budget is %.2f GB", (double)need / 1e9,
+                       (double)budget / 1e9);
+    return 0;
+}

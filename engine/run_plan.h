@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/ffn_flash.h"
 #include "engine/model.h"
 #include "sim/window_auto.h"
 #include "traces/trace.h"
@@ -66,5 +67,14 @@ struct run_plan_out {
 };
 
 int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen);
+
+/* The plan into the flash FFN's configuration: the policy run (window:auto
+ * resolved), the rows per layer, staging and bounce rows, and hot's
+ * warm-up profile (NULL: none). cfg keeps pointers into plan. */
+void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile, struct ffn_flash_config *cfg);
+
+/* A dense run within a budget (0: none): the whole model and the KV cache
+ * in DRAM. 0, or -1 with err saying both sizes. */
+int run_plan_dense_check(const struct model *m, uint64_t kv_bytes, uint64_t budget, char *err, size_t errlen);
 
 #endif

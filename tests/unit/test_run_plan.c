@@ -216,6 +216,27 @@ static void test_window_auto_oracle(void)
     free(out.layer_rows);
 }
 
+/* The plan into the flash FFN's configuration, and a dense run's budget. */
+static void test_apply_and_dense(void)
+{
+    struct model m = fake_model(2, 100);
+    struct run_plan_out out;
+    char err[512];
+    CHECK(plan(&m, "lru", FIXED + 40 * STRIDE, NULL, 10, &out, err) == 0);
+    struct ffn_flash_config cfg = {0};
+    struct trace profile = {0};
+    run_plan_apply(&out, &profile, &cfg);
+    CHECK(cfg.policy == out.policy && cfg.layer_rows == out.layer_rows && cfg.profile == &profile);
+    CHECK(cfg.capacity_rows == out.capacity_rows && cfg.staging_rows == out.staging_rows &&
+          cfg.bounce_rows == out.bounce_rows);
+    free(out.layer_rows);
+    m.ffn_bytes = 2 * 100 * STRIDE; /* 12800: with dram.bin 1000 and the KV cache 100, 13900 in all */
+    CHECK(run_plan_dense_check(&m, 100, 0, err, sizeof err) == 0);
+    CHECK(run_plan_dense_check(&m, 100, 13900, err, sizeof err) == 0);
+    CHECK(run_plan_dense_check(&m, 100, 13899, err, sizeof err) == -1);
+    CHECK(strstr(err, "the model needs 0.00 GB in DRAM") != NULL);
+}
+
 int main(void)
 {
     test_presets();
@@ -223,5 +244,6 @@ int main(void)
     test_capacity();
     test_window_auto_trace();
     test_window_auto_oracle();
+    test_apply_and_dense();
     return check_report("test_run_plan");
 }
