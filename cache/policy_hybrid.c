@@ -7,8 +7,8 @@
 
 static uint32_t resident_rows(const struct policy *p)
 {
-    if (!p->capped)
-        return p->d_ff / 2;
+    if (!p->capped) /* no budget: the one rule (cache.c), half the layer */
+        return (uint32_t)policy_layer_rows(p->ops, 0, p->d_ff);
     return p->capacity < p->d_ff ? (uint32_t)p->capacity : p->d_ff;
 }
 
