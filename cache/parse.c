@@ -101,11 +101,14 @@ const struct policy_ops *cache_policy_ops(const char *text)
 {
     const struct policy_ops *ops;
     uint64_t arg;
-    char name[64], err[256];
+    char err[256];
     const char *colon = strchr(text, ':');
-    if (colon && !strcmp(colon, ":auto") && (size_t)(colon - text) < sizeof name) {
-        snprintf(name, sizeof name, "%.*s:1", (int)(colon - text), text); /* auto: any K will do */
-        text = name;
+    if (colon && !strcmp(colon, ":auto")) { /* the K the budget sizes: a policy taking K */
+        for (size_t i = 0; i < COUNT(policies); i++)
+            if (policies[i]->takes_arg && strlen(policies[i]->name) == (size_t)(colon - text) &&
+                !strncmp(policies[i]->name, text, (size_t)(colon - text)))
+                return policies[i];
+        return NULL;
     }
     return cache_parse_policy(text, &ops, &arg, err, sizeof err) == 0 ? ops : NULL;
 }

@@ -1,9 +1,8 @@
+#include "common/errbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "common/errbuf.h"
 
 int err_vset(char *err, size_t errlen, const char *fmt, va_list ap)
 {

@@ -34,7 +34,7 @@ static uint64_t unit_multiplier(const char *s)
 int parse_size(const char *text, uint64_t *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return err_set(err, errlen, "empty size%s", "");
+        return err_set(err, errlen, "empty size");
     const char *p = text;
     if (!isdigit((unsigned char)*p))
         return err_set(err, errlen, "'%s' is not a size (expected e.g. 4096, 32k, 4G)", text);
@@ -81,7 +81,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
     out->n = 0;
     out->v = NULL;
     if (!text || !*text)
-        return err_set(err, errlen, "empty list%s", "");
+        return err_set(err, errlen, "empty list");
     size_t cap = 1;
     for (const char *c = text; *c; c++)
         cap += *c == ',';
@@ -90,7 +90,7 @@ static int parse_list(const char *text, struct u64_list *out, item_parser item,
     if (!v || !copy) {
         free(v);
         free(copy);
-        return err_set(err, errlen, "out of memory%s", "");
+        return err_set(err, errlen, "out of memory");
     }
     size_t n = 0;
     char *save = copy;
@@ -132,7 +132,7 @@ int parse_size_list(const char *text, struct u64_list *out, char *err, size_t er
 int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return err_set(err, errlen, "empty number%s", "");
+        return err_set(err, errlen, "empty number");
     for (const char *c = text; *c; c++)
         if (!isdigit((unsigned char)*c))
             return err_set(err, errlen, "'%s' is not a non-negative whole number", text);
@@ -178,10 +178,8 @@ static int id_refused(int **ids, size_t index, const char *word, uint64_t limit,
 {
     free(*ids);
     *ids = NULL;
-    if (err && errlen)
-        err_set(err, errlen, "id %zu, '%.24s', is not a token id below %llu", index, word,
-                 (unsigned long long)limit);
-    return -1;
+    return err_set(err, errlen, "id %zu, '%.24s', is not a token id below %llu", index, word,
+                   (unsigned long long)limit);
 }
 
 int parse_id_list(const char *text, uint64_t limit, int **ids, size_t *n, char *err, size_t errlen)
@@ -205,21 +203,21 @@ int parse_id_list(const char *text, uint64_t limit, int **ids, size_t *n, char *
                 free(*ids);
                 *ids = NULL;
                 *n = 0;
-                return err_set(err, errlen, "out of memory%s", "");
+                return err_set(err, errlen, "out of memory");
             }
             *ids = grown;
         }
         (*ids)[(*n)++] = (int)id;
     }
     if (*n == 0)
-        return err_set(err, errlen, "holds no token ids%s", "");
+        return err_set(err, errlen, "holds no token ids");
     return 0;
 }
 
 int parse_double(const char *text, double *out, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return err_set(err, errlen, "empty number%s", "");
+        return err_set(err, errlen, "empty number");
     errno = 0;
     char *end;
     double v = strtod(text, &end);
@@ -232,7 +230,7 @@ int parse_double(const char *text, double *out, char *err, size_t errlen)
 int parse_duration(const char *text, double *seconds, char *err, size_t errlen)
 {
     if (!text || !*text)
-        return err_set(err, errlen, "empty duration%s", "");
+        return err_set(err, errlen, "empty duration");
     errno = 0;
     char *end;
     double v = strtod(text, &end);

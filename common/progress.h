@@ -6,7 +6,6 @@
 
 #include <stdint.h>
 
-
 /* How a library reports: fn (NULL: nobody listens) with what it is doing,
  * done of total steps, and a short note (may be NULL). */
 struct progress_report {

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "common/interrupt.h"
+#include "engine/sampler.h"
 
 int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct text_feed *f)
 {
@@ -29,10 +30,7 @@ int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct te
 
 double text_feed_nll(const float *logits, int vocab, int target, int *top)
 {
-    int best = 0;
-    for (int v = 1; v < vocab; v++)
-        if (logits[v] > logits[best])
-            best = v;
+    int best = argmax(logits, vocab);
     double sum = 0;
     for (int v = 0; v < vocab; v++)
         sum += exp((double)logits[v] - logits[best]);

@@ -27,6 +27,7 @@
 #include "common/fsutil.h"
 #include "engine/engine.h"
 #include "engine/import.h"
+#include "engine/sampler.h"
 #include "hf_reference.h"
 
 /* f32 rounding of every weight to f16 moves these models' logits (|logit|
@@ -77,15 +78,6 @@ struct hf_compare {
     int greedy_sure;   /* of those, where the reference's winner leads by > 2 tolerances */
     int greedy_sure_ok;
 };
-
-static int argmax(const float *v, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (v[i] > v[best])
-            best = i;
-    return best;
-}
 
 /* The reference's lead of its winner at position p over the runner-up. */
 static double reference_lead(const struct hf_reference *r, int p)
