@@ -5,6 +5,7 @@
 
 #include "common/errbuf.h"
 #include "traces/trace.h"
+#include "traces/trace_file.h"
 
 /* A growable array of uint32 ids and the offsets of its sets. */
 struct id_sets {
@@ -97,27 +98,15 @@ static int builder_begin(void *impl, unsigned flags, char *err, size_t errlen)
     return 0;
 }
 
-/* Appends ids[0..n) (strictly ascending, below d_ff) to s. */
-static int append_set(struct id_sets *s, const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what,
-                      char *err, size_t errlen)
+/* Appends ids[0..n) to s once they are a set of the trace (the writer's check). */
+static int append_set(const struct trace_builder *b, struct id_sets *s, uint32_t layer, const uint32_t *ids,
+                      uint32_t n, const char *what, char *err, size_t errlen)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (ids[i] >= d_ff || (i && ids[i] <= ids[i - 1]))
-            return err_set(err, errlen, "%s set: neuron %u is not ascending below d_ff %u", what, ids[i], d_ff);
-    if (n == 0)
-        return 0;
-    if (s->n + n > s->cap) {
-        uint64_t cap = s->cap ? s->cap : 1024;
-        while (cap < s->n + n)
-            cap *= 2;
-        uint32_t *grown = realloc(s->ids, cap * sizeof *grown);
-        if (!grown)
-            return err_set(err, errlen, "out of memory for a trace in memory");
-        s->ids = grown;
-        s->cap = cap;
-    }
-    memcpy(s->ids + s->n, ids, n * sizeof *ids);
-    s->n += n;
+    char why[160];
+    if (trace_check_ids(ids, n, b->meta.d_ff, what, why, sizeof why) != 0)
+        return err_set(err, errlen, "token %llu layer %u: %s", (unsigned long long)b->n_tokens - 1, layer, why);
+    if (trace_append_ids(&s->ids, &s->n, &s->cap, ids, n) != 0)
+        return err_set(err, errlen, "out of memory for a trace in memory");
     return 0;
 }
 
@@ -128,8 +117,8 @@ static int builder_layer(void *impl, uint32_t layer, const uint32_t *active, uin
     if (b->n_tokens == 0 || layer != b->next_layer || layer >= b->meta.n_layers)
         return err_set(err, errlen, "layer %u given out of order (expected %u of token %llu)", layer, b->next_layer,
                        (unsigned long long)b->n_tokens);
-    if (append_set(&b->active, active, n_active, b->meta.d_ff, "active", err, errlen) != 0 ||
-        (b->meta.has_predicted && append_set(&b->pred, pred, n_pred, b->meta.d_ff, "predicted", err, errlen) != 0))
+    if (append_set(b, &b->active, layer, active, n_active, "active", err, errlen) != 0 ||
+        (b->meta.has_predicted && append_set(b, &b->pred, layer, pred, n_pred, "predicted", err, errlen) != 0))
         return -1;
     uint64_t next = (b->n_tokens - 1) * b->meta.n_layers + layer + 1;
     b->active.off[next] = b->active.n;

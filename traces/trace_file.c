@@ -1,6 +1,5 @@
 #include "traces/trace_file.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,5 +179,36 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
         trace_meta_free(m);
         return -1;
     }
+    return 0;
+}
+
+int trace_check_ids(const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what, char *why, size_t whylen)
+{
+    if (n && !ids)
+        return err_set(why, whylen, "%s set of %u neurons given as NULL", what, n);
+    for (uint32_t j = 0; j < n; j++) {
+        if (ids[j] >= d_ff)
+            return err_set(why, whylen, "%s neuron %u >= d_ff %u", what, ids[j], d_ff);
+        if (j && ids[j] <= ids[j - 1])
+            return err_set(why, whylen, "%s neurons not strictly ascending (%u after %u)", what, ids[j], ids[j - 1]);
+    }
+    return 0;
+}
+
+int trace_append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n)
+{
+    if (*len + n > *cap) {
+        uint64_t c = *cap ? *cap : 1u << 16;
+        while (c < *len + n)
+            c *= 2;
+        uint32_t *p = realloc(*ids, c * sizeof **ids);
+        if (!p)
+            return -1;
+        *ids = p;
+        *cap = c;
+    }
+    if (n)
+        memcpy(*ids + *len, src, n * sizeof *src);
+    *len += n;
     return 0;
 }

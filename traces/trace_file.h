@@ -41,6 +41,14 @@ static inline uint64_t trace_block_max(const struct trace_meta *m)
     return (m->has_predicted ? 2 : 1) * set_record_max(m->d_ff);
 }
 
+/* Whether ids[0..n) is a set of the trace: strictly ascending neuron ids
+ * below d_ff. 0, or -1 with why ("active neuron 9 >= d_ff 8"; what names
+ * the set) for the caller to place (writer and builder alike). */
+int trace_check_ids(const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what, char *why, size_t whylen);
+
+/* Appends n ids to a growing array (*len of *cap used). 0, or -1 out of memory. */
+int trace_append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n);
+
 /* Reads and checks the header (its CRC from version 2 on) and *version;
  * 0, or -1 with a reason in why that says it is about the header. */
 int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t *version, char *why,

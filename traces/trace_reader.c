@@ -351,25 +351,6 @@ void trace_free(struct trace *tr)
     memset(tr, 0, sizeof *tr);
 }
 
-/* Appends n ids to a growing array. */
-static int append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n)
-{
-    if (*len + n > *cap) {
-        uint64_t c = *cap ? *cap : 1u << 16;
-        while (c < *len + n)
-            c *= 2;
-        uint32_t *p = realloc(*ids, c * sizeof **ids);
-        if (!p)
-            return -1;
-        *ids = p;
-        *cap = c;
-    }
-    if (n)
-        memcpy(*ids + *len, src, n * sizeof *src);
-    *len += n;
-    return 0;
-}
-
 int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
 {
     memset(tr, 0, sizeof *tr);
@@ -408,8 +389,8 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
         tr->token_flags[tok.index] = (uint8_t)tok.flags;
         for (uint32_t l = 0; l < nl; l++) {
             uint64_t i = tok.index * nl + l;
-            if (append_ids(&tr->active_ids, &na, &ca, tok.active[l], tok.n_active[l]) != 0 ||
-                (m->has_predicted && append_ids(&tr->pred_ids, &np, &cp, tok.pred[l], tok.n_pred[l]) != 0)) {
+            if (trace_append_ids(&tr->active_ids, &na, &ca, tok.active[l], tok.n_active[l]) != 0 ||
+                (m->has_predicted && trace_append_ids(&tr->pred_ids, &np, &cp, tok.pred[l], tok.n_pred[l]) != 0)) {
                 rc = err_set(err, errlen, "%s: out of memory", path);
                 break;
             }

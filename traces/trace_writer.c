@@ -130,17 +130,10 @@ int trace_writer_begin_token(struct trace_writer *w, unsigned flags, char *err, 
 static int check_ids(const struct trace_writer *w, const char *what, uint32_t layer,
                      const uint32_t *ids, uint32_t n, char *err, size_t errlen)
 {
-    if (n && !ids)
-        return err_set(err, errlen, "%s: token %llu layer %u: %s set of %u neurons given as NULL", w->path,
-                   (unsigned long long)w->n_tokens - 1, layer, what, n);
-    for (uint32_t j = 0; j < n; j++) {
-        if (ids[j] >= w->meta.d_ff)
-            return err_set(err, errlen, "%s: token %llu layer %u: %s neuron %u >= d_ff %u", w->path,
-                       (unsigned long long)w->n_tokens - 1, layer, what, ids[j], w->meta.d_ff);
-        if (j && ids[j] <= ids[j - 1])
-            return err_set(err, errlen, "%s: token %llu layer %u: %s neurons not strictly ascending (%u after %u)",
-                       w->path, (unsigned long long)w->n_tokens - 1, layer, what, ids[j], ids[j - 1]);
-    }
+    char why[160];
+    if (trace_check_ids(ids, n, w->meta.d_ff, what, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: token %llu layer %u: %s", w->path, (unsigned long long)w->n_tokens - 1,
+                       layer, why);
     return 0;
 }
 

@@ -159,8 +159,9 @@ static void builder_refusals(void)
     CHECK(s.layer(s.impl, 1, up, 2, NULL, 0, err, sizeof err) == -1);
     CHECK(strstr(err, "layer 1 given out of order") != NULL);
     CHECK(s.layer(s.impl, 0, down, 2, NULL, 0, err, sizeof err) == -1);
+    CHECK(strstr(err, "active neurons not strictly ascending (1 after 3)") != NULL);
     CHECK(s.layer(s.impl, 0, big, 1, NULL, 0, err, sizeof err) == -1);
-    CHECK(strstr(err, "not ascending below d_ff 8") != NULL);
+    CHECK(strstr(err, "token 0 layer 0: active neuron 8 >= d_ff 8") != NULL);
     CHECK(s.layer(s.impl, 0, up, 2, NULL, 0, err, sizeof err) == 0);
     CHECK(s.begin_token(s.impl, 0, err, sizeof err) == -1); /* layer 1 still missing */
     struct trace t;
