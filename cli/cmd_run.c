@@ -197,8 +197,7 @@ static int check_source(const struct run_opts *o, const struct run_setup *p)
                  "choice is them (use --active predictor, gate or trace:FILE)");
         return -1;
     }
-    const struct policy_ops *ops = cache_policy_ops(p->policy);
-    if (chooser && ops && ops->reads_whole_layers) {
+    if (chooser && p->ops->reads_whole_layers) {
         fb_error("run --active %s: policy %s reads every neuron it does not hold, so nothing is chosen (use "
                  "--mode predictor, window or all, or --active oracle)", o->active, p->policy);
         return -1;
@@ -219,9 +218,9 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
         return -1;
     p->cfg.policy = p->policy;
     p->cfg.layout = p->layout;
+    p->ops = cache_policy_ops(p->policy); /* checked by choose_policy: a policy */
     /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
-    const struct policy_ops *ops = cache_policy_ops(p->policy);
-    p->cfg.stream_dram = ops && ops->reads_whole_layers && !ops->keeps_resident_part;
+    p->cfg.stream_dram = p->ops->reads_whole_layers && !p->ops->keeps_resident_part;
     if (!strncmp(o->active, "trace:", 6)) {
         char err[512];
         if (trace_load(o->active + 6, &p->trace, err, sizeof err) != 0) {
@@ -257,8 +256,7 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
 static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
                    const int *prompt, int n_prompt, struct run_setup *p)
 {
-    const struct policy_ops *ops = cache_policy_ops(p->policy);
-    if (!ops || !ops->known_from_profile || p->have_trace)
+    if (!p->ops->known_from_profile || p->have_trace)
         return 0;
     char *text = o->warmup_file ? read_prompt_file(o->warmup_file) : NULL;
     if (o->warmup_file && !text)

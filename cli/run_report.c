@@ -188,8 +188,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
         cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
                                 (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
     }
-    const struct policy_ops *ops = p->dense ? NULL : cache_policy_ops(p->plan.policy);
-    if (ops && !ops->reads_whole_layers) /* a density of what was chosen */
+    if (p->ops && !p->ops->reads_whole_layers) /* a density of what was chosen */
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
@@ -221,8 +220,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
  * that makes every neuron active leaves nothing for the policy to save. */
 static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
 {
-    const struct policy_ops *ops = cache_policy_ops(p->plan.policy);
-    if (ops && ops->reads_whole_layers) {
+    if (p->ops && p->ops->reads_whole_layers) {
         strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", p->plan.policy);
         return;
     }

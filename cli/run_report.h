@@ -32,6 +32,7 @@ struct run_setup {
     struct ffn_flash_config cfg;
     struct run_plan_out plan;
     char policy[64], layout[64];
+    const struct policy_ops *ops; /* policy's properties, read once (NULL: dense) */
     struct trace trace, profile; /* profile: hot's warm-up under the oracle */
     bool have_trace, have_profile;
     char profile_desc[256];
