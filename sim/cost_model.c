@@ -326,3 +326,8 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     price_dram(&x, o);
     return 0;
 }
+
+double cost_rel_err(double predicted, double reference)
+{
+    return reference != 0 ? (predicted - reference) / reference : 0;
+}

@@ -73,6 +73,10 @@ struct cost_prediction {
 
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
 
+/* A prediction's relative error against a reference (measured, or the
+ * paper's): (predicted - reference) / reference, 0 when the reference is 0. */
+double cost_rel_err(double predicted, double reference);
+
 /* Parameters of a rank-r activation predictor on every layer
  * (engine/predictor.h): A r x d_model, B d_ff x r and a bias of d_ff. Its
  * multiply-adds per token are the same count less the biases. The cost

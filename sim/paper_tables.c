@@ -90,11 +90,6 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static double rel_err(double model, double paper)
-{
-    return paper != 0 ? (model - paper) / paper : 0;
-}
-
 /* Loads a profile and resolves its paper-derived rates. */
 static int load_hw(const char *name, struct hw_profile *hw, char *err, size_t errlen)
 {
@@ -275,9 +270,9 @@ static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *
     cJSON_AddStringToObject(o, "layout", str(r, "layout"));
     cJSON_AddNumberToObject(o, "paper_io_ms", paper_io);
     cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
-    cJSON_AddNumberToObject(o, "rel_err", rel_err(p.io_ms, paper_io));
+    cJSON_AddNumberToObject(o, "rel_err", cost_rel_err(p.io_ms, paper_io));
     cJSON_AddNumberToObject(o, "model_io_ms_table2_densities", p2.io_ms);
-    cJSON_AddNumberToObject(o, "rel_err_table2_densities", rel_err(p2.io_ms, paper_io));
+    cJSON_AddNumberToObject(o, "rel_err_table2_densities", cost_rel_err(p2.io_ms, paper_io));
     cJSON_AddNumberToObject(o, "paper_flash_gb", num(r, "flash_gb"));
     cJSON_AddNumberToObject(o, "model_flash_gb", p.bytes_per_token / 1e9);
     cJSON_AddNumberToObject(o, "paper_dram_gb", num(r, "dram_gb"));
@@ -289,8 +284,8 @@ static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *
     cJSON_AddItemToArray(rows, o);
     strbuf_add(md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
                str(r, "config"), num(r, "dram_gb"), p.dram_total / 1e9, num(r, "flash_gb"), p.bytes_per_token / 1e9,
-               num(r, "throughput_gbps"), p.throughput / 1e9, paper_io, p.io_ms, 100 * rel_err(p.io_ms, paper_io),
-               p2.io_ms, 100 * rel_err(p2.io_ms, paper_io));
+               num(r, "throughput_gbps"), p.throughput / 1e9, paper_io, p.io_ms, 100 * cost_rel_err(p.io_ms, paper_io),
+               p2.io_ms, 100 * cost_rel_err(p2.io_ms, paper_io));
     return 0;
 }
 
@@ -438,7 +433,7 @@ static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
         snprintf(key, sizeof key, "model_%s_ms", keys[k]);
         cJSON_AddNumberToObject(o, key, model[k]);
         snprintf(key, sizeof key, "%s_rel_err", keys[k]);
-        cJSON_AddNumberToObject(o, key, rel_err(model[k], pv));
+        cJSON_AddNumberToObject(o, key, cost_rel_err(model[k], pv));
     }
     cJSON_AddStringToObject(o, "notes", x->notes);
     cJSON_AddStringToObject(o, "volume_source", x->c.vol.source);
@@ -454,11 +449,11 @@ static void table3_row_md(struct strbuf *md, const cJSON *r, const struct table3
     if (pm == 0 && p->mem_ms == 0)
         snprintf(mem_cell, sizeof mem_cell, "0 / 0");
     else
-        snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p->mem_ms, 100 * rel_err(p->mem_ms, pm));
+        snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p->mem_ms, 100 * cost_rel_err(p->mem_ms, pm));
     strbuf_add(md, "| %s | %s | %s | %s (%s) | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
                x->s.name, str(r, "method"), str(r, "backend"), x->hw.name, x->from_given ? "*given*" : "paper", pi,
-               p->io_ms, 100 * rel_err(p->io_ms, pi), mem_cell, pc, p->compute_ms, 100 * rel_err(p->compute_ms, pc),
-               pt, p->serial_ms, 100 * rel_err(p->serial_ms, pt), x->notes);
+               p->io_ms, 100 * cost_rel_err(p->io_ms, pi), mem_cell, pc, p->compute_ms, 100 * cost_rel_err(p->compute_ms, pc),
+               pt, p->serial_ms, 100 * cost_rel_err(p->serial_ms, pt), x->notes);
 }
 
 int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)

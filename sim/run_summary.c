@@ -59,11 +59,6 @@ void run_summary_free(struct run_summary *s)
     s->provenance = NULL;
 }
 
-double run_rel_err(double predicted, double measured)
-{
-    return measured != 0 ? (predicted - measured) / measured : 0;
-}
-
 void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out)
 {
     memset(out, 0, sizeof *out);
@@ -73,7 +68,7 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
     for (int k = 0; k < RUN_PARTS; k++) {
         out->predicted[k] = k < RUN_TOTAL ? predicted[k] : predicted[0] + predicted[1] + predicted[2];
         out->measured[k] = m->part_ms[k];
-        out->rel_err[k] = run_rel_err(out->predicted[k], out->measured[k]);
+        out->rel_err[k] = cost_rel_err(out->predicted[k], out->measured[k]);
         if (k < RUN_TOTAL && out->measured[k] != 0) {
             mape += fabs(out->rel_err[k]);
             measured++;
@@ -85,7 +80,7 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
         return;
     double me_ms = m->predictor_ms, me_dram = m->predictor_dram_bytes; /* NAN when the run lacks them */
     out->predictor_ms[0] = p->predictor_ms, out->predictor_ms[1] = me_ms;
-    out->predictor_ms[2] = run_rel_err(p->predictor_ms, me_ms);
+    out->predictor_ms[2] = cost_rel_err(p->predictor_ms, me_ms);
     out->predictor_dram[0] = p->dram_predictor, out->predictor_dram[1] = me_dram;
-    out->predictor_dram[2] = run_rel_err(p->dram_predictor, me_dram);
+    out->predictor_dram[2] = cost_rel_err(p->dram_predictor, me_dram);
 }

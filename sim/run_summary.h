@@ -2,7 +2,8 @@
  * command writes after its steady-state tokens), read once for the two
  * that compare with it: predict --compare and reproduce's tables. And the
  * comparison of a cost-model prediction with it, component by component
- * (the paper's Table 3: I/O, memory management, compute, their total).
+ * (the paper's Table 3: I/O, memory management, compute, their total;
+ * errors as cost_rel_err gives them).
  * Returns 0, or -1 with err naming the file and the key; thread-safe. */
 #ifndef FLASHBED_SIM_RUN_SUMMARY_H
 #define FLASHBED_SIM_RUN_SUMMARY_H
@@ -45,8 +46,5 @@ struct run_comparison {
 };
 
 void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out);
-
-/* The relative error the comparison uses. */
-double run_rel_err(double predicted, double measured);
 
 #endif
