@@ -13,6 +13,7 @@
 #include "common/gnuplot.h"
 #include "common/json_file.h"
 #include "common/model_shape.h"
+#include "sim/cost_model.h"
 #include "sim/run_summary.h"
 
 static const char *const part_keys[] = {"io_ms", "mem_ms", "compute_ms"};
@@ -141,7 +142,7 @@ void repro_csv_num(struct strbuf *b, double v, const char *sep)
 void repro_add_error(struct strbuf *b, double modelled, double measured)
 {
     if (measured > 0 && isfinite(measured) && isfinite(modelled))
-        strbuf_add(b, " %+.0f%% |", 100 * (modelled - measured) / measured);
+        strbuf_add(b, " %+.0f%% |", 100 * cost_rel_err(modelled, measured));
     else
         strbuf_add(b, " n/a |");
 }
@@ -392,7 +393,7 @@ static void differences_model(struct strbuf *b, const struct repro_plan *p)
             double me = c.median[k], mo = c.model[k];
             if (me > 0 && fabs(mo - me) > 0.15 * me) {
                 strbuf_add(b, "- %s all: the cost model puts %s at %.2f ms, measured %.2f ms (%+.0f%%).\n", shape,
-                           names[k], mo, me, 100 * (mo - me) / me);
+                           names[k], mo, me, 100 * cost_rel_err(mo, me));
                 missed = true;
             }
         }
