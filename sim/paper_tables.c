@@ -206,7 +206,7 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
     const struct cache_mode *mode = cache_mode_find(method);
     const struct policy_ops *ops = mode ? cache_policy_named(mode->policy) : NULL;
     if (!ops)
-        return err_set(c->vol.source, sizeof c->vol.source, "the paper has no method '%s'", method);
+        return -1; /* not one of the paper's methods: the callers say what they lack */
     if (ops->reads_whole_layers) {
         snprintf(c->policy, sizeof c->policy, "%s", ops->name);
     } else if (!ops->takes_arg) { /* the predictor: this token's rows */

@@ -40,7 +40,8 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
 /* The paper's configuration of `method` ("naive", "hybrid", "predictor",
  * "window"/"all") for a shape: policy, layout and per-token volumes from
  * densities.json (key suffix "" for App. C's text, "_table2" for Table 2's
- * byte column). 0, or -1 when the paper has no densities for the shape. */
+ * byte column). 0, or -1 when the paper has no densities for the shape or
+ * the method is none of cache/mode.h's modes. */
 struct cost_config;
 struct model_shape;
 int paper_cost_config(struct cost_config *c, const struct model_shape *s, const char *method,
