@@ -10,7 +10,6 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
-#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/interrupt.h"
 #include "common/log.h"
