@@ -1,5 +1,5 @@
 /* The FFN cache's decisions, one object for the offline replay
- * (sim/replay.c) and the engine's flash FFN (engine/ffn_flash.c): a policy
+ * (sim/replay.c) and the engine's flash FFN (engine/ffn/ffn_flash.c): a policy
  * (cache/policy.h) and a flash layout (cache/layout.h) named by the same
  * strings everywhere, one rule that turns a byte budget into per-layer
  * capacities, and ONE request path per (token, layer):

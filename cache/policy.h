@@ -2,7 +2,7 @@
  * Decisions only: which rows of a layer stay in DRAM between tokens. The one
  * request path (cache/request.h) owns the resident-row bookkeeping and is
  * driven by the offline replay (sim/replay.c) and by the engine's flash FFN
- * (engine/ffn_flash.c) alike; each policy_*.c only decides what to read
+ * (engine/ffn/ffn_flash.c) alike; each policy_*.c only decides what to read
  * besides the misses and what to delete afterwards.
  *
  * Policies see the needed sets as they come (token by token, one layer at a

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/options.h"
-#include "engine/import.h"
+#include "engine/import/import.h"
 
 struct convert_opts {
     char *out;

@@ -17,9 +17,9 @@
 #include "common/provenance.h"
 #include "common/json_file.h"
 #include "cli/select_opts.h"
-#include "engine/decode.h"
-#include "engine/engine.h"
-#include "engine/ffn_select.h"
+#include "engine/forward/decode.h"
+#include "engine/forward/engine.h"
+#include "engine/ffn/ffn_select.h"
 
 struct generate_opts {
     char *model;

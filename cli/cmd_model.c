@@ -12,8 +12,8 @@
 #include "common/out_path.h"
 #include "common/model_shape.h"
 #include "common/options.h"
-#include "engine/spectrum.h"
-#include "engine/synthetic.h"
+#include "engine/import/spectrum.h"
+#include "engine/import/synthetic.h"
 
 struct model_make_opts {
     char *arch;

@@ -19,10 +19,10 @@
 #include "common/json_file.h"
 #include "cli/progress_bar.h"
 #include "cli/select_opts.h"
-#include "engine/engine.h"
-#include "engine/ffn_select.h"
-#include "engine/sampler.h"
-#include "engine/text_feed.h"
+#include "engine/forward/engine.h"
+#include "engine/ffn/ffn_select.h"
+#include "engine/forward/sampler.h"
+#include "engine/forward/text_feed.h"
 
 struct perplexity_opts {
     char *model;
@@ -73,7 +73,7 @@ struct score {
     int window;
 };
 
-/* The running sums while the text is fed (engine/text_feed.h). */
+/* The running sums while the text is fed (engine/forward/text_feed.h). */
 struct scoring {
     const int *toks;
     int vocab;

@@ -1,6 +1,6 @@
 /* flashbed predictor train|eval: activation predictors (issue 13; the
  * paper's §3.1 and App. B). Parses, calls the library
- * (engine/predictor_samples.h, predictor_init.h, predictor_train.h,
+ * (engine/training/predictor_samples.h, predictor_init.h, predictor_train.h,
  * predictor_eval.h) and prints. */
 #include <errno.h>
 #include <math.h>
@@ -24,14 +24,14 @@
 #include "common/options.h"
 #include "common/provenance.h"
 #include "common/sha256.h"
-#include "engine/ffn_probe.h"
-#include "engine/predictor.h"
-#include "engine/predictor_eval.h"
-#include "engine/predictor_eval_report.h"
-#include "engine/predictor_init.h"
-#include "engine/predictor_ranks.h"
-#include "engine/predictor_samples.h"
-#include "engine/predictor_train.h"
+#include "engine/ffn/ffn_probe.h"
+#include "engine/predictor/predictor.h"
+#include "engine/training/predictor_eval.h"
+#include "engine/training/predictor_eval_report.h"
+#include "engine/predictor/predictor_init.h"
+#include "engine/predictor/predictor_ranks.h"
+#include "engine/training/predictor_samples.h"
+#include "engine/training/predictor_train.h"
 
 /* ---- shared: the text ---- */
 

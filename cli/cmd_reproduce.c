@@ -18,7 +18,7 @@
 #include "common/provenance.h"
 #include "common/strbuf.h"
 #include "common/subprocess.h"
-#include "engine/backend.h"
+#include "engine/compute/backend.h"
 #include "harness/reproduce.h"
 
 struct reproduce_opts {

@@ -1,4 +1,4 @@
-/* flashbed run: the engine with its FFN on flash (engine/ffn_flash.h), or
+/* flashbed run: the engine with its FFN on flash (engine/ffn/ffn_flash.h), or
  * dense as the reference, measured per token as I/O, memory management and
  * compute. Same prompt, sampling and output contract as generate; result
  * files run.json (the format predict --compare reads), run.md and tokens.csv
@@ -26,12 +26,12 @@
 #include "common/parse.h"
 #include "common/provenance.h"
 #include "common/subprocess.h"
-#include "engine/decode.h"
-#include "engine/engine.h"
-#include "engine/ffn_flash.h"
-#include "engine/model_format.h"
-#include "engine/run_plan.h"
-#include "engine/warmup.h"
+#include "engine/forward/decode.h"
+#include "engine/forward/engine.h"
+#include "engine/ffn/ffn_flash.h"
+#include "engine/model/model_format.h"
+#include "engine/ffn/run_plan.h"
+#include "engine/forward/warmup.h"
 #include "io/direct_io.h"
 #include "traces/trace.h"
 
@@ -251,7 +251,7 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
     return check_source(o, p);
 }
 
-/* hot under the oracle, a predictor or the gate ranks the neurons of a warm-up (engine/warmup.h):
+/* hot under the oracle, a predictor or the gate ranks the neurons of a warm-up (engine/forward/warmup.h):
  * the --warmup-file text, else the prompt, run before the measured tokens. */
 static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
                    const int *prompt, int n_prompt, struct run_setup *p)
@@ -278,7 +278,7 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     return rc;
 }
 
-/* Sizes the caches and staging to the budget (engine/run_plan.h) and refuses what cannot fit. */
+/* Sizes the caches and staging to the budget (engine/ffn/run_plan.h) and refuses what cannot fit. */
 static int fit_budget(const struct model *m, struct run_setup *p, uint64_t tokens)
 {
     char err[512];

@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "common/options.h"
-#include "engine/decode.h"
-#include "engine/model.h"
+#include "engine/forward/decode.h"
+#include "engine/model/model.h"
 
 struct decode_opts {
     char *prompt, *prompt_file, *prompt_ids;

@@ -14,7 +14,7 @@
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
-#include "engine/backend.h"
+#include "engine/compute/backend.h"
 
 struct command {
     const char *name;

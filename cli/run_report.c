@@ -14,8 +14,8 @@
 #include "common/gnuplot.h"
 #include "common/log.h"
 #include "common/strbuf.h"
-#include "engine/activation.h"
-#include "engine/dtype.h"
+#include "engine/compute/activation.h"
+#include "engine/model/dtype.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
  * struct token_row: one table for the JSON, the means and the Markdown. */

@@ -11,9 +11,9 @@
 #include <cjson/cJSON.h>
 
 #include "cli/select_opts.h"
-#include "engine/ffn_flash.h"
-#include "engine/model.h"
-#include "engine/run_plan.h"
+#include "engine/ffn/ffn_flash.h"
+#include "engine/model/model.h"
+#include "engine/ffn/run_plan.h"
 #include "traces/trace.h"
 
 /* One token's measured costs. */

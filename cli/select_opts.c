@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "engine/engine.h"
-#include "engine/ffn_select.h"
+#include "engine/forward/engine.h"
+#include "engine/ffn/ffn_select.h"
 
 static int load_predictor(const char *cmd, const struct model *m, struct select_choice *c)
 {

@@ -1,5 +1,5 @@
 /* --active and --threshold as perplexity, generate and run take them: the
- * source that chooses the FFN's neurons (engine/neuron_select.h) and its
+ * source that chooses the FFN's neurons (engine/ffn/neuron_select.h) and its
  * threshold. Loads the model's activation predictor, refusing a folder
  * without one with the command that makes it, and the gate on a model
  * without a gate projection. Prints its errors as "CMD --active: ...". */
@@ -8,9 +8,9 @@
 
 #include <stdbool.h>
 
-#include "engine/model.h"
-#include "engine/neuron_select.h"
-#include "engine/predictor.h"
+#include "engine/model/model.h"
+#include "engine/ffn/neuron_select.h"
+#include "engine/predictor/predictor.h"
 
 struct select_choice {
     struct select_config cfg;   /* cfg.predictor points at pred */
@@ -29,7 +29,7 @@ int select_choice_make(const char *cmd, const char *name, bool threshold_given, 
 void select_choice_free(struct select_choice *c);
 
 /* perplexity's and generate's engine for --active: dense for "all", else
- * the masked dense FFN (engine/ffn_select.h) over the choice, made into
+ * the masked dense FFN (engine/ffn/ffn_select.h) over the choice, made into
  * *sel (*have_sel: free it). 0, or -1 (printed). */
 struct engine;
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,

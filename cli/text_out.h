@@ -6,8 +6,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/model.h"
-#include "engine/tokenizer.h"
+#include "engine/model/model.h"
+#include "engine/tokenizer/tokenizer.h"
 
 /* The file's text (caller frees), or NULL with the error printed. */
 char *read_prompt_file(const char *path);

@@ -9,15 +9,15 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "common/rng.h"
-#include "engine/backend.h"
-#include "engine/dtype.h"
+#include "engine/compute/backend.h"
+#include "engine/model/dtype.h"
 #include "sim/flash_model.h"
 #include "io/io_buffer.h"
 
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row)
 {
     /* 512 MiB of rows: well past any last-level cache; on huge pages, as
-     * the neuron cache's rows are (engine/neuron_cache.c): with 4 KiB pages
+     * the neuron cache's rows are (engine/ffn/neuron_cache.c): with 4 KiB pages
      * each random row also costs TLB misses the engine does not pay */
     size_t n_rows = ((size_t)512 << 20) / row_bytes;
     if (n_rows < 64)
@@ -58,7 +58,7 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
      * the last-level cache (on this VM's 32 MiB L3 one 64 MiB matrix timed
      * the same within the noise, 2026-11-23; caches of hundreds of MiB
      * exist); on huge pages, as the engine loads dram.bin
-     * (engine/model_load.c) */
+     * (engine/model/model_load.c) */
     size_t copies = ((size_t)512 << 20) / bytes + 1;
     struct io_buffer wmem = {0};
     char *w = io_buffer_alloc(&wmem, copies * bytes, true) == 0 ? wmem.base : NULL;
@@ -75,7 +75,7 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     }
     for (size_t r = 0; r < rows * copies; r++)
         dtype_from_f32(w + r * cols * esize, t, ones, cols);
-    /* the engine's own kernel (engine/backend_cpu.c), on its own thread team */
+    /* the engine's own kernel (engine/compute/backend_cpu.c), on its own thread team */
     be = backend_cpu.create(threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
         goto out;
@@ -144,7 +144,7 @@ void calibrate_measure_compute(struct hw_profile *hw, unsigned threads, bool qui
                  "all), %u threads", dtypes[h], threads);
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
-             "the engine's cpu backend (engine/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
+             "the engine's cpu backend (engine/compute/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
              "turn so that none is in the caches: decode at batch 1 streams weights, so this bandwidth prices "
              "every matrix");
 }

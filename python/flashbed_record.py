@@ -10,7 +10,7 @@ A neuron is active by one of two rules, recorded in the trace's header:
              is exactly zero for most neurons;
   threshold  |value| > T: the others (SiLU, GELU), zero almost nowhere.
 
-These are the rules of flashbed's own oracle (engine/activation.h), so a
+These are the rules of flashbed's own oracle (engine/compute/activation.h), so a
 trace recorded here from a model equals `flashbed run --active oracle
 --record` on the same weights and tokens. (A GLU neuron whose up.x is
 exactly 0 while its gate fires is active to flashbed and not here; with

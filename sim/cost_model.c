@@ -131,7 +131,7 @@ static int load_rule_shape(const struct derive_rule *r, struct model_shape *s, i
 }
 
 /* Rows copied in DRAM per token, as the engine moves them
- * (engine/ffn_flash.c): each deleted row's hole is filled with the layer's
+ * (engine/ffn/ffn_flash.c): each deleted row's hole is filled with the layer's
  * last row (Fig. 6); an inserted row is read straight into its cache slot
  * unless its read also spans rows not kept (coalesce:G with G > 0,
  * friends), which lands in a bounce buffer and is copied from there.

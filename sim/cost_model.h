@@ -78,7 +78,7 @@ int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
 double cost_rel_err(double predicted, double reference);
 
 /* Parameters of a rank-r activation predictor on every layer
- * (engine/predictor.h): A r x d_model, B d_ff x r and a bias of d_ff. Its
+ * (engine/predictor/predictor.h): A r x d_model, B d_ff x r and a bias of d_ff. Its
  * multiply-adds per token are the same count less the biases. The cost
  * model holds it in DRAM at the weights' dtype and computes it like any
  * weights: bytes / decode bandwidth, or 2 FLOPs per parameter / FLOP rate. */

@@ -1,4 +1,4 @@
-/* window:auto, the one rule both `flashbed run` (engine/run_plan.c) and
+/* window:auto, the one rule both `flashbed run` (engine/ffn/run_plan.c) and
  * `flashbed predict` (sim/predict_list.c) use to choose a sliding window's
  * K from a layer cache's rows: the paper's Fig. 7, where the window grows
  * with the DRAM share.

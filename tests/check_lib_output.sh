@@ -6,7 +6,9 @@
 # files allowed below. Writing to a FILE * the caller passes is fine.
 set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
-layers=(common io traces cache sim engine harness)
+layers=(common io traces cache sim
+        engine/tokenizer engine/model engine/import engine/compute engine/predictor
+        engine/ffn engine/forward engine/training harness)
 
 # Allowed, each with its reason.
 allowed=(

@@ -1,4 +1,4 @@
-/* Fuzzes Hugging Face config.json as `convert` reads it (engine/import_hf.c
+/* Fuzzes Hugging Face config.json as `convert` reads it (engine/import/import_hf.c
  * and one reader per architecture, import_hf_<arch>.c): model_type, sizes,
  * heads, activation, rotary settings, norms, special token ids. The folder
  * holds only config.json, so an accepted shape ends at the missing
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/import.h"
+#include "engine/import/import.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

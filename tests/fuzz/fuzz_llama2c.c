@@ -1,5 +1,5 @@
 /* Fuzzes llama2.c checkpoints as `convert` reads them
- * (engine/import_llama2c.c): the 7 int32 header, its limits and the
+ * (engine/import/import_llama2c.c): the 7 int32 header, its limits and the
  * tensors' extents against the file's size, then the conversion itself
  * into a model folder (removed after each input). Beside the checkpoint
  * lies a tokenizer.bin of exactly the vocabulary the header names, so a
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/import.h"
+#include "engine/import/import.h"
 #include "fuzz_util.h"
 
 enum { MAX_VOCAB = 4096 };

@@ -1,5 +1,5 @@
 /* Fuzzes model.json as the engine opens a model folder
- * (engine/model_load.c): format, shape (common/model_shape.c), dtype, the
+ * (engine/model/model_load.c): format, shape (common/model_shape.c), dtype, the
  * "dram" and "ffn" layout, every DRAM tensor's dtype, shape, offset and
  * size, the tokenizer entry. The harness makes the rest of the folder
  * agree with what the input claims where it cheaply can: dram.bin of the
@@ -17,9 +17,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/dtype.h"
-#include "engine/engine.h"
-#include "engine/model.h"
+#include "engine/model/dtype.h"
+#include "engine/forward/engine.h"
+#include "engine/model/model.h"
 #include "fuzz_util.h"
 
 enum { MAX_DRAM = 8 << 20, MAX_VOCAB = 1 << 16 };

@@ -1,4 +1,4 @@
-/* Fuzzes the safetensors reader (engine/safetensors.c): the 8-byte header
+/* Fuzzes the safetensors reader (engine/import/safetensors.c): the 8-byte header
  * length, the JSON header and every entry's dtype, shape and data_offsets
  * checked against the file; then every tensor the header lists is read
  * back as f32 with its own shape, as the importers read them, so that a
@@ -10,7 +10,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/safetensors.h"
+#include "engine/import/safetensors.h"
 #include "fuzz_util.h"
 
 enum { MAX_DIMS = 4 };

@@ -1,4 +1,4 @@
-/* Fuzzes llama2.c's tokenizer.bin reader (engine/tokenizer.c,
+/* Fuzzes llama2.c's tokenizer.bin reader (engine/tokenizer/tokenizer.c,
  * tokenizer_load_llama2c): int32 max_len, then per token a float score,
  * an int32 length and the bytes. The vocabulary size comes from a
  * model's header, not the file: the harness counts the records that fit
@@ -6,7 +6,7 @@
  * too many or too few), then uses what loaded. */
 #include <string.h>
 
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "fuzz_tokenizer_use.h"
 #include "fuzz_util.h"
 

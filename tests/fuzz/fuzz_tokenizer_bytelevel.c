@@ -1,12 +1,12 @@
 /* Fuzzes tokenizer.json of the byte-level BPE kind (GPT-2, OPT, Falcon,
- * Phi: engine/tokenizer.c, tokenizer_load_hf_bytelevel): model.vocab in
+ * Phi: engine/tokenizer/tokenizer.c, tokenizer_load_hf_bytelevel): model.vocab in
  * GPT-2's byte alphabet, model.merges as "a b" or ["a", "b"],
  * added_tokens. The vocabulary size comes from config.json, not the file:
  * the harness loads with the number of vocab entries and added tokens
  * (and one more, an id the tokenizer never produces), then uses it. */
 #include <cjson/cJSON.h>
 
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "fuzz_tokenizer_use.h"
 #include "fuzz_util.h"
 

@@ -1,6 +1,6 @@
 /* Fuzzes tokenizer.json of the SentencePiece kind (Llama, Persimmon:
  * BPE with byte_fallback, "▁" for spaces), which `convert` rewrites as a
- * llama2.c tokenizer.bin (engine/import_hf_tokenizer.c,
+ * llama2.c tokenizer.bin (engine/import/import_hf_tokenizer.c,
  * hf_convert_sp_tokenizer); the result is then loaded and used as the
  * engine would. The vocabulary size comes from config.json: the harness
  * uses the number of vocab entries (and one more, which must be refused:
@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/import_hf_arch.h"
-#include "engine/tokenizer.h"
+#include "engine/import/import_hf_arch.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "fuzz_tokenizer_use.h"
 #include "fuzz_util.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 static void fuzz_encode_decode(const struct tokenizer *t, const char *text, size_t len)
 {

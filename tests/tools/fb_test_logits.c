@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/engine.h"
+#include "engine/forward/engine.h"
 
 int main(int argc, char **argv)
 {

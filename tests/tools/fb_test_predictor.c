@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/model.h"
+#include "engine/model/model.h"
 #include "predictor_fixture.h"
 
 int main(int argc, char **argv)

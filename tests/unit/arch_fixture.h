@@ -1,6 +1,6 @@
 /* A model of any architecture the engine runs, with random weights kept
  * in memory as f32 and written as a flashbed model folder through the
- * internal model writer (engine/model_format.h) under the tensor names
+ * internal model writer (engine/model/model_format.h) under the tensor names
  * the importers write. test_engine_reference computes the same weights
  * with its own double-precision forward pass; fb_test_arch_model writes a
  * folder for the integration tests' CLI runs.
@@ -22,9 +22,9 @@
 
 #include "common/model_shape.h"
 #include "common/rng.h"
-#include "engine/dtype.h"
-#include "engine/model.h"
-#include "engine/model_format.h"
+#include "engine/model/dtype.h"
+#include "engine/model/model.h"
+#include "engine/model/model_format.h"
 
 struct fx_layer {
     float *n1w, *n1b, *n2w, *n2b;          /* attn_norm, ffn_norm (+ biases) */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 
 #include "common/model_shape.h"
-#include "engine/import.h"
-#include "engine/synthetic.h"
+#include "engine/import/import.h"
+#include "engine/import/synthetic.h"
 
 /* tmp: a mkdtemp template ("/tmp/name-XXXXXX"), filled in; dir[dlen] gets
  * the model folder inside it. 0, or -1 with err. */

@@ -25,8 +25,8 @@
 
 #include "common/errbuf.h"
 #include "common/rng.h"
-#include "engine/model.h"
-#include "engine/predictor.h"
+#include "engine/model/model.h"
+#include "engine/predictor/predictor.h"
 
 static inline void fixture_exact_layer(const struct model *m, uint32_t l, float *a, float *b, float *bias)
 {

@@ -1,4 +1,4 @@
-/* The FFN activations (engine/activation.h) at fixed points, against
+/* The FFN activations (engine/compute/activation.h) at fixed points, against
  * values computed in double from their definitions (Python's math.erf,
  * math.tanh); the rule for "active" each implies (the ReLU family sparse at
  * exactly zero, a GLU's gate deciding; SiLU and GELU by threshold) and the
@@ -11,8 +11,8 @@
 
 #include "check.h"
 #include "common/model_shape.h"
-#include "engine/activation.h"
-#include "engine/ffn_probe.h"
+#include "engine/compute/activation.h"
+#include "engine/ffn/ffn_probe.h"
 
 /* within float rounding of the double value */
 #define CHECK_ACT(v, act, t, want) CHECK_NEAR(activation_apply_t((v), (act), (t)), (want), 2e-7 * (fabs(want) + 1))

@@ -11,7 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 /* GPT-2's alphabet, written independently of the engine's: printable
  * Latin-1 bytes stand for themselves, the others for U+0100 onwards. */

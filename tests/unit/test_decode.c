@@ -1,9 +1,9 @@
-/* The decode loop (engine/decode.h) on a small synthetic OPT: which
+/* The decode loop (engine/forward/decode.h) on a small synthetic OPT: which
  * positions it computes and what its callback sees, greedy tokens equal to
  * a hand-written loop over engine_forward, and every stop rule: length,
  * end of sequence (and --ignore-eos), the callback's error, n = 0, an
  * interruption; configurations that do not fit are refused. And the
- * scoring loop perplexity and the predictors share (engine/text_feed.h). */
+ * scoring loop perplexity and the predictors share (engine/forward/text_feed.h). */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,12 +14,12 @@
 #include "check.h"
 #include "model_fixture.h"
 #include "common/interrupt.h"
-#include "engine/decode.h"
-#include "engine/engine.h"
-#include "engine/import.h"
-#include "engine/sampler.h"
-#include "engine/synthetic.h"
-#include "engine/text_feed.h"
+#include "engine/forward/decode.h"
+#include "engine/forward/engine.h"
+#include "engine/import/import.h"
+#include "engine/forward/sampler.h"
+#include "engine/import/synthetic.h"
+#include "engine/forward/text_feed.h"
 
 enum { MAX_STEPS = 64 };
 
@@ -148,7 +148,7 @@ static void test_other_stops(struct engine *e, const int *prompt)
     CHECK_STR(decode_stop_name(r.stop), "interrupted");
 }
 
-/* The scoring loop (engine/text_feed.h): 20 tokens in windows of the
+/* The scoring loop (engine/forward/text_feed.h): 20 tokens in windows of the
  * engine's 16 positions, 15 text tokens after BOS each; every token seen
  * in order, its logits those of the BOS-led window computed by hand. */
 struct feed_seen {

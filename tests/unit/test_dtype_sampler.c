@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/dtype.h"
-#include "engine/sampler.h"
+#include "engine/model/dtype.h"
+#include "engine/forward/sampler.h"
 
 int main(void)
 {

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/backend.h"
-#include "engine/dtype.h"
-#include "engine/membw.h"
+#include "engine/compute/backend.h"
+#include "engine/model/dtype.h"
+#include "engine/compute/membw.h"
 
 static uint32_t rng = 2463534242u;
 

@@ -41,7 +41,7 @@
 
 #include "arch_fixture.h"
 #include "check.h"
-#include "engine/engine.h"
+#include "engine/forward/engine.h"
 
 /* Where the library says why a call failed (it prints nothing itself). */
 static char why[1024];

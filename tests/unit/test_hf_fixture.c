@@ -25,9 +25,9 @@
 #include "arch_fixture.h"
 #include "check.h"
 #include "common/fsutil.h"
-#include "engine/engine.h"
-#include "engine/import.h"
-#include "engine/sampler.h"
+#include "engine/forward/engine.h"
+#include "engine/import/import.h"
+#include "engine/forward/sampler.h"
 #include "hf_reference.h"
 
 /* f32 rounding of every weight to f16 moves these models' logits (|logit|

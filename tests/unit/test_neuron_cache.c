@@ -1,4 +1,4 @@
-/* The neuron cache storage (engine/neuron_cache.h) through its API alone:
+/* The neuron cache storage (engine/ffn/neuron_cache.h) through its API alone:
  * init's refusals; golden cases with exact rows, where a delete moves the
  * last row's bytes, pointer, row_of and up bias into the hole and appends in
  * ascending id order take adjacent rows that one read fills; the refusals
@@ -14,7 +14,7 @@
 #include "check.h"
 
 #include "common/rng.h"
-#include "engine/neuron_cache.h"
+#include "engine/ffn/neuron_cache.h"
 
 static void check_ok(const struct neuron_cache *c, int line)
 {

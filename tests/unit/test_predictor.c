@@ -1,4 +1,4 @@
-/* Activation predictors (engine/predictor.h): the forward against a
+/* Activation predictors (engine/predictor/predictor.h): the forward against a
  * double-precision reference, the thresholds' ends, the weights' round
  * trips through f16 and through the model folder, and the refusals. */
 #include "check.h"
@@ -12,11 +12,11 @@
 #include "common/json_file.h"
 #include "common/model_shape.h"
 #include "common/rng.h"
-#include "engine/engine.h"
-#include "engine/import.h"
-#include "engine/model.h"
-#include "engine/predictor.h"
-#include "engine/synthetic.h"
+#include "engine/forward/engine.h"
+#include "engine/import/import.h"
+#include "engine/model/model.h"
+#include "engine/predictor/predictor.h"
+#include "engine/import/synthetic.h"
 
 enum { L = 3, D = 48, F = 96 };
 static const uint32_t ranks[L] = {4, 16, 48};

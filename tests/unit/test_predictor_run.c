@@ -15,13 +15,13 @@
 
 #include "check.h"
 #include "model_fixture.h"
-#include "engine/engine.h"
-#include "engine/ffn_flash.h"
-#include "engine/ffn_select.h"
-#include "engine/import.h"
-#include "engine/run_plan.h"
-#include "engine/sampler.h"
-#include "engine/synthetic.h"
+#include "engine/forward/engine.h"
+#include "engine/ffn/ffn_flash.h"
+#include "engine/ffn/ffn_select.h"
+#include "engine/import/import.h"
+#include "engine/ffn/run_plan.h"
+#include "engine/forward/sampler.h"
+#include "engine/import/synthetic.h"
 #include "predictor_fixture.h"
 
 enum { N_PROMPT = 4, N_GEN = 10, MAX_SEQ = N_PROMPT + N_GEN };

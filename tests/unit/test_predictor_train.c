@@ -1,4 +1,4 @@
-/* Predictor training (engine/predictor_train.h) on a planted problem:
+/* Predictor training (engine/training/predictor_train.h) on a planted problem:
  * x ~ N(0, I), labels = the logits of a known rank-r predictor > 0. From a
  * random start, training recovers it: marking per neuron as many rows as
  * truly fired (the planted density), recall >= 0.99; at threshold 0.5,
@@ -19,11 +19,11 @@
 
 #include "common/interrupt.h"
 #include "common/rng.h"
-#include "engine/predictor.h"
-#include "engine/predictor_init.h"
-#include "engine/predictor_ranks.h"
-#include "engine/predictor_samples.h"
-#include "engine/predictor_train.h"
+#include "engine/predictor/predictor.h"
+#include "engine/predictor/predictor_init.h"
+#include "engine/predictor/predictor_ranks.h"
+#include "engine/training/predictor_samples.h"
+#include "engine/training/predictor_train.h"
 
 enum { LAYERS = 2, D = 16, F = 48, R = 2, ROWS = 8000 };
 

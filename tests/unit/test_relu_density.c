@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/engine.h"
-#include "engine/import.h"
-#include "engine/model_format.h"
-#include "engine/spectrum.h"
-#include "engine/synthetic.h"
+#include "engine/forward/engine.h"
+#include "engine/import/import.h"
+#include "engine/model/model_format.h"
+#include "engine/import/spectrum.h"
+#include "engine/import/synthetic.h"
 
 /* Where the library says why a call failed (it prints nothing itself). */
 static char why[1024];

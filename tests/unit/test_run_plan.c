@@ -1,4 +1,4 @@
-/* Run planning (engine/run_plan.h) on a model that exists only as numbers:
+/* Run planning (engine/ffn/run_plan.h) on a model that exists only as numbers:
  * the presets, the refusals with their numbers, the capacities a budget
  * buys, and window:auto's K, cross-checked against the window policy
  * itself (cache/) running the same tokens and against the rule predict
@@ -7,7 +7,7 @@
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
-#include "engine/run_plan.h"
+#include "engine/ffn/run_plan.h"
 #include "sim/paper_tables.h"
 #include "sim/window_auto.h"
 

@@ -1,4 +1,4 @@
-/* The truncated SVD (engine/svd.h) on matrices of known spectrum:
+/* The truncated SVD (engine/predictor/svd.h) on matrices of known spectrum:
  * W = U diag(s) V^T from random orthonormal U, V. The top singular values
  * come back to within rounding, the vectors are orthonormal and span
  * W's; a full-rank request reconstructs W; thread counts give the same
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "common/rng.h"
-#include "engine/svd.h"
-#include "engine/threadpool.h"
+#include "engine/predictor/svd.h"
+#include "engine/compute/threadpool.h"
 
 enum { M = 150, N = 48 };
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 struct known {
     const char *text;

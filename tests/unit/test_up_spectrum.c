@@ -1,4 +1,4 @@
-/* model make --up-spectrum (engine/spectrum.h): the text form is read and
+/* model make --up-spectrum (engine/import/spectrum.h): the text form is read and
  * refused as documented; generated matrices have the asked singular values
  * (measured by a Jacobi eigen-solve of their Gram matrix in double), the
  * flat fill's Frobenius norm, and bytes that depend on the seed alone;
@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/safetensors.h"
-#include "engine/spectrum.h"
-#include "engine/synthetic.h"
+#include "engine/import/safetensors.h"
+#include "engine/import/spectrum.h"
+#include "engine/import/synthetic.h"
 
 static char why[1024];
 

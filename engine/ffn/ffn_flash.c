@@ -1,0 +1,780 @@
+/* The flash-resident FFN (see ffn_flash.h for the modes). One layer step:
+ *   1. which neurons: the oracle, the predictor, the gate (neuron_select.h),
+ *      or the trace's set
+ *   2. memory management: the cache drops what left the window and reserves
+ *      rows for the misses (naive and hybrid have no cache)
+ *   3. I/O: one batch of reads straight into the reserved rows
+ *   4. compute: the backend's ffn_rows over the rows held
+ * Every step is timed separately; nothing is allocated per token. */
+#include "engine/ffn/ffn_flash.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/errbuf.h"
+#include "cache/cache.h"
+#include "engine/compute/activation.h"
+#include "io/flash_reader.h"
+#include "engine/model/model_format.h"
+#include "engine/ffn/neuron_cache.h"
+#include "engine/ffn/neuron_select.h"
+#include "io/io_buffer.h"
+
+enum { MAX_READ = 1u << 20 };
+
+/* Where a row read this token goes (mark[] bits, cleared after the step). */
+enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
+
+struct flash_ffn {
+    struct ffn_flash_config cfg;
+    char *err;                         /* create's error buffer (ffn.h), while it runs */
+    size_t errlen;
+    struct flash_reader *reader;       /* ffn.bin */
+    struct flash_reader *dram_reader;  /* naive: dram.bin */
+    struct cache decide;               /* the policy and layout: cache/cache.h */
+    struct neuron_cache *caches;       /* [n_layers] storage of the rows kept */
+    uint8_t *staging, *bounce, *scratch;
+    struct io_buffer staging_mem, bounce_mem, scratch_mem;
+    uint32_t staging_rows, bounce_rows;
+    uint64_t dram_file_bytes, align, stride, vec_bytes;
+    struct neuron_select choose;       /* oracle, predictor, gate: what drives the reads */
+    struct neuron_select truth;        /* the oracle beside another source (check, record) */
+    bool have_choose, have_truth;
+    float *z;                          /* [d_ff] staged rows' biases */
+    float *tmp_out;                    /* [d_model] a partial FFN output */
+    uint32_t *needed;                  /* [d_ff] the neurons this layer needs */
+    uint32_t *recorded;                /* [d_ff] the true active ones, when the choice is not them */
+    uint32_t *late;                    /* [d_ff] needed rows the policy dropped: leave after compute */
+    uint32_t *staged;                  /* [staging_rows] the neuron in each staging row */
+    uint8_t *mark;                     /* [d_ff] MARK_* of the rows in this step */
+    struct flash_read *reqs;           /* [3 * d_ff + 1] */
+    struct bounce_copy { uint32_t id; uint64_t from; uint8_t *to; } *copies; /* [bounce_rows] */
+    uint32_t n_reqs, n_staged, n_copies, bounce_used;
+    uint64_t staging_bytes, bounce_bytes, scratch_bytes, cache_bytes, oracle_bytes, predictor_bytes;
+    int64_t token;                     /* index of the token being computed */
+    unsigned next_flags;
+    struct ffn_flash_token acc;
+    char error[512];                   /* the first failure; the run stops on it */
+};
+
+/* Read buffers: 2 MiB-aligned huge pages, touched now (io/io_buffer.h),
+ * so page faults belong to set-up, not to the first token. */
+static uint8_t *read_buffer(struct io_buffer *b, uint64_t bytes)
+{
+    return io_buffer_alloc(b, bytes ? bytes : 1, true) == 0 ? b->base : NULL;
+}
+
+static uint64_t bundle_offset(const struct model *m, int layer, uint32_t neuron)
+{
+    return ((uint64_t)layer * m->shape.d_ff + neuron) * m->bundle_stride;
+}
+
+static void fail(struct flash_ffn *ff, const char *what)
+{
+    if (!ff->error[0])
+        snprintf(ff->error, sizeof ff->error, "%s", what);
+}
+
+static int open_readers(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct ioengine_ops *eng = ioengine_find(ff->cfg.io_engine ? ff->cfg.io_engine : "psync");
+    if (!eng) {
+        err_set(ff->err, ff->errlen, "I/O engine: unknown '%s' (%s)", ff->cfg.io_engine, ioengine_names());
+        return -1;
+    }
+    struct flash_reader_config rc = {
+        .path = f->m->ffn_path,
+        .engine = eng,
+        .threads = ff->cfg.io_threads ? ff->cfg.io_threads : 32,
+        .iodepth = ff->cfg.iodepth ? ff->cfg.iodepth : 1,
+        .direct = ff->cfg.direct,
+        .max_read = MAX_READ,
+    };
+    char err[512];
+    if (!(ff->reader = flash_reader_open(&rc, err, sizeof err))) {
+        err_set(ff->err, ff->errlen, "%s", err);
+        return -1;
+    }
+    ff->align = flash_reader_alignment(ff->reader);
+    if (f->m->bundle_stride % ff->align) {
+        err_set(ff->err, ff->errlen, "%s: bundles of %llu bytes are not multiples of the file system's direct-I/O alignment %llu",
+                 f->m->ffn_path, (unsigned long long)f->m->bundle_stride, (unsigned long long)ff->align);
+        return -1;
+    }
+    if (ff->cfg.stream_dram) {
+        char dram_path[4300];
+        snprintf(dram_path, sizeof dram_path, "%s/%s", f->m->dir, MODEL_DRAM_FILE);
+        rc.path = dram_path;
+        if (!(ff->dram_reader = flash_reader_open(&rc, err, sizeof err))) {
+            err_set(ff->err, ff->errlen, "%s", err);
+            return -1;
+        }
+        ff->dram_file_bytes = f->m->dram_bytes;
+    }
+    return 0;
+}
+
+uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff)
+{
+    const struct policy_ops *ops;
+    uint64_t arg;
+    char err[256];
+    if (cache_parse_policy(cfg->policy, &ops, &arg, err, sizeof err) != 0)
+        return 0;
+    return (uint32_t)policy_layer_rows(ops, cfg->capacity_rows, d_ff);
+}
+
+/* Appends ids[0..n) (ascending) to cache c and reads them straight into
+ * their rows: one read per run of adjacent ids. The resident part a policy
+ * starts with (hybrid's), not counted per token. */
+static int load_rows(struct ffn *f, struct flash_ffn *ff, int layer, struct neuron_cache *c, const uint32_t *ids,
+                     uint32_t n)
+{
+    uint32_t j = 0;
+    while (j < n) {
+        uint32_t k = j + 1;
+        while (k < n && ids[k] == ids[k - 1] + 1)
+            k++;
+        uint32_t row = neuron_cache_append(c, ids[j]);
+        for (uint32_t i = j + 1; i < k; i++)
+            neuron_cache_append(c, ids[i]);
+        struct flash_read rq = {bundle_offset(f->m, layer, ids[j]), (uint64_t)(k - j) * ff->stride,
+                                c->rows + (uint64_t)row * ff->stride};
+        char err[512];
+        if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0) {
+            err_set(ff->err, ff->errlen, "%s", err);
+            return -1;
+        }
+        j = k;
+    }
+    return 0;
+}
+
+static int open_decisions(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct model *m = f->m;
+    const struct model_shape *s = &m->shape;
+    bool traced = ff->cfg.active == SOURCE_TRACE;
+    /* capacity 0 stays "none" here, as the run plan means it */
+    struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
+                              traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
+    struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
+    char err[512];
+    if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
+        err_set(ff->err, ff->errlen, "%s", err);
+        return -1;
+    }
+    if (!ff->decide.lo.ops->lists_reads) {
+        err_set(ff->err, ff->errlen, "layout %s: the engine cannot run it (its reads are not ranges of ffn.bin, whose bundles are "
+                 "in neuron order)", ff->cfg.layout);
+        return -1;
+    }
+    return 0;
+}
+
+/* The neuron cache of every layer, sized as configured, with the rows the
+ * policy starts with read in (hybrid's resident part). */
+static int open_caches(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct model *m = f->m;
+    const struct model_shape *s = &m->shape;
+    ff->caches = calloc(s->n_layers, sizeof *ff->caches);
+    if (!ff->caches)
+        return -1;
+    char err[512];
+    for (uint32_t l = 0; l < s->n_layers; l++) {
+        uint32_t cap = ff->cfg.layer_rows ? ff->cfg.layer_rows[l] : ffn_flash_default_rows(&ff->cfg, s->d_ff);
+        if (cap == 0)
+            continue;
+        if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, ff->stride, m->layers[l].ffn_up_bias, err,
+                              sizeof err) != 0) {
+            err_set(ff->err, ff->errlen, "neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap, (unsigned long long)ff->stride,
+                     err);
+            return -1;
+        }
+        ff->cache_bytes += (uint64_t)cap * ff->stride;
+        if (ff->decide.p.ops->preload_is_read)
+            continue; /* hot's pinned rows are read with the first token */
+        uint32_t n = cache_preloaded_rows(&ff->decide, l, ff->late);
+        if (n > cap) {
+            err_set(ff->err, ff->errlen, "layer %u: the policy starts with %u rows, the cache holds %u", l, n, cap);
+            return -1;
+        }
+        if (load_rows(f, ff, (int)l, &ff->caches[l], ff->late, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
+{
+    uint32_t N = s->d_ff;
+    ff->staging_rows = ff->cfg.staging_rows ? ff->cfg.staging_rows : 1;
+    ff->bounce_rows = ff->cfg.bounce_rows ? ff->cfg.bounce_rows : 1;
+    ff->staging_bytes = (uint64_t)ff->staging_rows * ff->stride;
+    ff->bounce_bytes = (uint64_t)ff->bounce_rows * ff->stride;
+    ff->needed = malloc(N * sizeof *ff->needed);
+    ff->late = malloc(N * sizeof *ff->late);
+    ff->mark = calloc(N, 1);
+    ff->staged = malloc(ff->staging_rows * sizeof *ff->staged);
+    ff->copies = malloc(ff->bounce_rows * sizeof *ff->copies);
+    ff->reqs = malloc((3 * (size_t)N + 1) * sizeof *ff->reqs);
+    ff->tmp_out = calloc(s->d_model, sizeof(float));
+    ff->z = malloc(N * sizeof *ff->z); /* staged biases */
+    ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
+    ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
+    if (ff->cfg.stream_dram) {
+        ff->scratch_bytes = ffn_flash_stream_scratch(ff->dram_file_bytes, s->n_layers, ff->align);
+        ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
+    }
+    return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&
+                   ff->staging && ff->bounce && (!ff->cfg.stream_dram || ff->scratch)
+               ? 0
+               : -1;
+}
+
+static int check_trace(const struct ffn_flash_config *cfg, const struct model_shape *s, char *err, size_t errlen)
+{
+    if (trace_matches_shape(cfg->trace, "the trace", s, err, errlen) != 0)
+        return -1;
+    if (cfg->use_predicted && !cfg->trace->meta.has_predicted)
+        return err_set(err, errlen, "the trace has no predicted sets");
+    return 0;
+}
+
+/* The selector for cfg's source (the oracle for SOURCE_ORACLE and SOURCE_TRACE). */
+static struct select_config choose_config(const struct ffn_flash_config *cfg)
+{
+    if (cfg->active == SOURCE_PREDICTOR)
+        return (struct select_config){SOURCE_PREDICTOR, cfg->predictor, 0};
+    if (cfg->active == SOURCE_GATE)
+        return (struct select_config){SOURCE_GATE, NULL, cfg->gate_threshold};
+    return (struct select_config){SOURCE_ORACLE, NULL, cfg->threshold};
+}
+
+static bool deployable(const struct ffn_flash_config *cfg)
+{
+    return cfg->active == SOURCE_PREDICTOR || cfg->active == SOURCE_GATE;
+}
+
+uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg)
+{
+    struct select_config c = choose_config(cfg);
+    return deployable(cfg) ? neuron_select_bytes(m, &c) : 0;
+}
+
+uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash_config *cfg)
+{
+    struct select_config c = choose_config(cfg);
+    return deployable(cfg) ? neuron_select_madds(m, &c) : 0;
+}
+
+/* What chooses the neurons, and the true activations beside it when check
+ * asks for them or a trace-driven run records (the oracle's choice is
+ * them; a predictor's record without check holds its choice only: a
+ * deployment has no up rows to know more). */
+static int open_selectors(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct ffn_flash_config *cfg = &ff->cfg;
+    struct select_config c = choose_config(cfg);
+    if (cfg->active != SOURCE_TRACE) {
+        if (neuron_select_open(&ff->choose, f->m, &c, ff->err, ff->errlen) != 0)
+            return -1;
+        ff->have_choose = true;
+    }
+    bool truth = cfg->active != SOURCE_ORACLE && (cfg->check || (cfg->record && cfg->active == SOURCE_TRACE));
+    struct select_config oracle = {SOURCE_ORACLE, NULL, cfg->threshold};
+    if (truth) {
+        if (neuron_select_open(&ff->truth, f->m, &oracle, ff->err, ff->errlen) != 0)
+            return -1;
+        ff->have_truth = true;
+    }
+    ff->recorded = malloc(f->m->shape.d_ff * sizeof *ff->recorded);
+    if (!ff->recorded)
+        return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
+    ff->oracle_bytes = cfg->active == SOURCE_ORACLE ? ff->choose.rows_bytes : ff->truth.rows_bytes;
+    ff->predictor_bytes = ffn_flash_predictor_bytes(f->m, cfg);
+    return 0;
+}
+
+static int flash_create(struct ffn *f, char *err, size_t errlen)
+{
+    const struct ffn_flash_config *cfg = f->config;
+    const struct model *m = f->m;
+    const struct model_shape *s = &m->shape;
+    struct flash_ffn *ff = calloc(1, sizeof *ff);
+    if (!ff || !cfg) {
+        free(ff);
+        return err_set(err, errlen, "the flash FFN needs its configuration");
+    }
+    f->priv = ff;
+    ff->err = err;
+    ff->errlen = errlen;
+    ff->cfg = *cfg;
+    ff->token = -1;
+    ff->stride = m->bundle_stride;
+    ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
+    if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
+        return -1;
+    if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
+        return -1;
+    if (alloc_step_buffers(ff, s) != 0) {
+        err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
+        return -1;
+    }
+    if (open_caches(f, ff) != 0)
+        return -1;
+    if (open_selectors(f, ff) != 0)
+        return -1;
+    ff->err = NULL; /* the buffer is create's caller's: later failures go through ffn_flash_error */
+    ff->errlen = 0;
+    return 0;
+}
+
+static uint32_t trace_needed(const struct flash_ffn *ff, int layer, uint32_t *out)
+{
+    const struct trace *tr = ff->cfg.trace;
+    uint32_t n;
+    const uint32_t *ids = trace_set(tr, ff->cfg.use_predicted, (uint64_t)ff->token % tr->n_tokens,
+                                    (uint32_t)layer, &n);
+    memcpy(out, ids, n * sizeof *out);
+    return n;
+}
+
+/* Issues ff->reqs[0..n) and waits; bytes and requests as the reader issued them. */
+static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n, uint64_t *bytes)
+{
+    char err[512];
+    struct flash_reader_stats before, after;
+    flash_reader_stats(r, &before);
+    double t0 = now_ms();
+    int rc = n ? flash_reader_read(r, ff->reqs, n, err, sizeof err) : 0;
+    ff->acc.io_ms += now_ms() - t0;
+    flash_reader_stats(r, &after);
+    ff->acc.io_requests += after.reads - before.reads;
+    *bytes += after.bytes - before.bytes;
+    if (rc != 0)
+        fail(ff, err);
+    return rc;
+}
+
+/* naive: dram.bin streamed through the scratch buffer, a slice per layer so
+ * the whole file passes once per token. */
+static void naive_read_dram(struct flash_ffn *ff, int layer, int n_layers)
+{
+    uint64_t per = (ff->dram_file_bytes + (uint64_t)n_layers - 1) / (uint64_t)n_layers;
+    per = (per + ff->align - 1) / ff->align * ff->align;
+    uint64_t lo = per * (uint64_t)layer, hi = lo + per;
+    uint64_t end = (ff->dram_file_bytes + ff->align - 1) / ff->align * ff->align;
+    if (hi > end)
+        hi = end;
+    while (lo < hi) {
+        uint64_t len = hi - lo < ff->scratch_bytes ? hi - lo : ff->scratch_bytes;
+        /* the last aligned piece may pass the end of the file: read what exists */
+        uint64_t exist = ff->dram_file_bytes > lo ? ff->dram_file_bytes - lo : 0;
+        if (len > exist)
+            len = (exist / ff->align) * ff->align;
+        if (len == 0)
+            break;
+        ff->reqs[0] = (struct flash_read){lo, len, ff->scratch};
+        if (read_batch(ff, ff->dram_reader, 1, &ff->acc.dram_bytes_read) != 0)
+            return;
+        lo += len;
+    }
+}
+
+/* out += the FFN over rows[0..n) (bias: one per row, or NULL) */
+static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *rows, uint32_t n, const float *bias,
+                         const float *x, float *out)
+{
+    if (!n)
+        return;
+    const struct model *m = f->m;
+    double t0 = now_ms();
+    f->be_ops->ffn_rows(f->be, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
+                        &m->arch);
+    f->be_ops->add(f->be, out, ff->tmp_out, (int)m->shape.d_model);
+    ff->acc.ffn_ms += now_ms() - t0;
+}
+
+/* Issues the queued reads, copies rows out of the bounce buffer, computes
+ * the staged rows and empties both. */
+static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
+{
+    read_batch(ff, ff->reader, ff->n_reqs, &ff->acc.bytes_read);
+    double t0 = now_ms();
+    for (uint32_t k = 0; k < ff->n_copies; k++)
+        memcpy(ff->copies[k].to, ff->bounce + ff->copies[k].from, ff->stride);
+    ff->acc.mem_ms += now_ms() - t0;
+    const float *bias = f->m->layers[layer].ffn_up_bias;
+    float *staged_bias = bias ? ff->z : NULL; /* z is free once the needed set is known */
+    for (uint32_t k = 0; bias && k < ff->n_staged; k++)
+        staged_bias[k] = bias[ff->staged[k]];
+    compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
+    ff->n_reqs = ff->n_staged = ff->n_copies = ff->bounce_used = 0;
+}
+
+/* Where row id lands: its cache row, or the next staging row. */
+static uint8_t *row_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t id, const float *x, float *out)
+{
+    if (!(ff->mark[id] & MARK_ONCE))
+        return ff->caches[layer].rows + (uint64_t)ff->caches[layer].row_of[id] * ff->stride;
+    if (ff->n_staged == ff->staging_rows)
+        flush(f, ff, layer, x, out);
+    ff->staged[ff->n_staged] = id;
+    return ff->staging + (uint64_t)ff->n_staged++ * ff->stride;
+}
+
+/* Whether a read of ids first..first+count-1 can land in place: all of them
+ * read this step, all kept or all used once (then adjacent rows hold them). */
+static bool lands_in_place(const struct flash_ffn *ff, uint32_t first, uint32_t count)
+{
+    uint8_t kind = ff->mark[first] & (MARK_READ | MARK_ONCE);
+    if (!(kind & MARK_READ) || ((kind & MARK_ONCE) && count > ff->staging_rows))
+        return false;
+    for (uint32_t i = 1; i < count; i++)
+        if ((ff->mark[first + i] & (MARK_READ | MARK_ONCE)) != kind)
+            return false;
+    return true;
+}
+
+/* A read spanning rows it does not keep (coalescing): into the bounce
+ * buffer, a piece at a time, and the rows read this step copied out. */
+static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t first, uint32_t count,
+                          const float *x, float *out)
+{
+    for (uint32_t done = 0; done < count;) {
+        uint32_t piece = count - done < ff->bounce_rows ? count - done : ff->bounce_rows;
+        if (ff->bounce_used + piece > ff->bounce_rows)
+            flush(f, ff, layer, x, out);
+        uint64_t from = (uint64_t)ff->bounce_used * ff->stride;
+        ff->reqs[ff->n_reqs++] = (struct flash_read){bundle_offset(f->m, layer, first + done),
+                                                     (uint64_t)piece * ff->stride, ff->bounce + from};
+        for (uint32_t i = 0; i < piece; i++) {
+            uint32_t id = first + done + i;
+            if (ff->mark[id] & MARK_READ) {
+                uint8_t *to = row_home(f, ff, layer, id, x, out);
+                ff->copies[ff->n_copies++] = (struct bounce_copy){id, from + (uint64_t)i * ff->stride, to};
+            }
+        }
+        ff->bounce_used += piece;
+        done += piece;
+    }
+}
+
+/* A later vector of a staged row (split reads a row's up, gate and down
+ * one after another): the staging row its first vector took, so the
+ * vectors meet in one bundle and the row is computed once; NULL for
+ * anything else. The first vector flushes when staging is full, so the
+ * row's vectors never straddle a flush. */
+static uint8_t *staged_vector_home(const struct flash_ffn *ff, const struct layout_read *rd)
+{
+    if (rd->vec <= 0 || !(ff->mark[rd->first] & MARK_ONCE) || !ff->n_staged ||
+        ff->staged[ff->n_staged - 1] != rd->first)
+        return NULL;
+    return ff->staging + (uint64_t)(ff->n_staged - 1) * ff->stride;
+}
+
+/* Queues the layout's reads of this step, flushing whenever the staging or
+ * bounce area is full. */
+static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const struct cache_step *st,
+                        const float *x, float *out)
+{
+    for (uint32_t r = 0; r < st->n_reads; r++) {
+        const struct layout_read *rd = &st->reads[r];
+        if (!lands_in_place(ff, rd->first, rd->count)) {
+            queue_bounced(f, ff, layer, rd->first, rd->count, x, out);
+            continue;
+        }
+        uint8_t *dst = staged_vector_home(ff, rd);
+        if (!dst) {
+            if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
+                flush(f, ff, layer, x, out);
+            dst = row_home(f, ff, layer, rd->first, x, out);
+            for (uint32_t i = 1; i < rd->count; i++)
+                row_home(f, ff, layer, rd->first + i, x, out);
+        }
+        uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
+        if (rd->vec >= 0) {
+            /* one vector of the bundle (model_format.h: up | gate | down), widened to
+             * the direct-I/O alignment when vectors are smaller than its blocks */
+            uint64_t lo = (uint64_t)rd->vec * ff->vec_bytes / ff->align * ff->align;
+            uint64_t hi = ((uint64_t)(rd->vec + 1) * ff->vec_bytes + ff->align - 1) / ff->align * ff->align;
+            off += lo;
+            dst += lo;
+            len = (hi < ff->stride ? hi : ff->stride) - lo;
+        }
+        ff->reqs[ff->n_reqs++] = (struct flash_read){off, len, dst};
+    }
+}
+
+/* Marks what the decision says of each row; collects the needed rows the
+ * policy dropped (they leave after the compute). */
+static uint32_t classify(struct flash_ffn *ff, const struct cache_step *st, uint32_t n_needed)
+{
+    for (uint32_t j = 0; j < n_needed; j++)
+        ff->mark[ff->needed[j]] |= MARK_NEED;
+    for (uint32_t j = 0; j < st->n_rows; j++)
+        ff->mark[st->rows[j]] |= MARK_READ;
+    for (uint32_t j = 0; j < st->n_misses; j++)
+        ff->mark[st->misses[j]] |= MARK_MISS;
+    for (uint32_t j = 0; j < st->n_extra; j++)
+        ff->mark[st->extra[j]] |= MARK_ONCE;
+    uint32_t n_late = 0;
+    for (uint32_t j = 0; j < st->n_deleted; j++) {
+        uint32_t id = st->deleted[j];
+        if (ff->mark[id] & MARK_MISS)
+            ff->mark[id] |= MARK_ONCE;
+        else if (ff->mark[id] & MARK_NEED)
+            ff->late[n_late++] = id;
+    }
+    return n_late;
+}
+
+static void clear_marks(struct flash_ffn *ff, const struct cache_step *st, uint32_t n_needed)
+{
+    for (uint32_t j = 0; j < n_needed; j++)
+        ff->mark[ff->needed[j]] = 0;
+    for (uint32_t j = 0; j < st->n_rows; j++)
+        ff->mark[st->rows[j]] = 0;
+}
+
+/* Rows the policy dropped that this token does not need leave now (room
+ * for the new ones); the kept rows read this step are appended in id order. */
+static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    for (uint32_t j = 0; j < st->n_deleted; j++)
+        if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->rows)
+            neuron_cache_delete(c, st->deleted[j]);
+}
+
+static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step *st)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    for (uint32_t j = 0; j < st->n_rows; j++) {
+        uint32_t id = st->rows[j];
+        if (ff->mark[id] & MARK_ONCE)
+            continue;
+        if (!c->rows || c->num_used == c->capacity) {
+            char why[256];
+            snprintf(why, sizeof why, "token %lld, layer %d: the policy keeps more rows than the %u the cache holds",
+                     (long long)ff->token, layer, c->capacity);
+            fail(ff, why);
+            return -1;
+        }
+        neuron_cache_append(c, id);
+    }
+    return 0;
+}
+
+/* check: the true active neurons this step does not compute (neither
+ * needed nor held in the layer's cache at compute time, i.e. after the
+ * policy's deletions) and the needed ones that are not active. */
+static void count_misses(struct flash_ffn *ff, int layer, const uint32_t *truth, uint32_t n_truth, uint32_t n_needed)
+{
+    const struct neuron_cache *c = &ff->caches[layer];
+    uint32_t both = 0, missed = 0;
+    for (uint32_t j = 0; j < n_truth; j++) {
+        uint32_t id = truth[j];
+        if (ff->mark[id] & MARK_NEED)
+            both++;
+        else if (!c->row_of || c->row_of[id] < 0)
+            missed++;
+    }
+    ff->acc.active += n_truth;
+    ff->acc.missed += missed;
+    ff->acc.extra += n_needed - both;
+}
+
+/* One layer's decision, memory management, reads and compute; truth (check)
+ * is counted against what the step computes. */
+static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const uint32_t *truth,
+                           uint32_t n_truth, const float *x, float *out)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    const struct layer_weights *L = &f->m->layers[layer];
+    memset(out, 0, f->m->shape.d_model * sizeof *out);
+    double t0 = now_ms();
+    uint64_t shrinks = ff->decide.p.shrinks;
+    struct cache_step st;
+    cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
+    uint32_t n_late = classify(ff, &st, n_needed);
+    make_room(ff, layer, &st);
+    ff->acc.mem_ms += now_ms() - t0;
+    if (truth)
+        count_misses(ff, layer, truth, n_truth, n_needed);
+    /* the rows held: hits, and what the policy keeps from earlier tokens */
+    if (c->rows)
+        compute_rows(f, ff, c->rows, c->num_used, L->ffn_up_bias ? c->up_bias : NULL, x, out);
+    t0 = now_ms();
+    for (uint32_t j = 0; j < n_late; j++)
+        neuron_cache_delete(c, ff->late[j]);
+    uint32_t first_new = c->rows ? c->num_used : 0;
+    int rc = append_kept(ff, layer, &st);
+    ff->acc.mem_ms += now_ms() - t0;
+    if (rc == 0) {
+        queue_reads(f, ff, layer, &st, x, out);
+        uint32_t once = ff->n_staged;
+        flush(f, ff, layer, x, out);
+        if (c->rows)
+            compute_rows(f, ff, c->rows + (uint64_t)first_new * ff->stride, c->num_used - first_new,
+                         L->ffn_up_bias ? c->up_bias + first_new : NULL, x, out);
+        ff->acc.cache_rows += once;
+    }
+    clear_marks(ff, &st, n_needed);
+    ff->acc.reads += st.n_reads;
+    ff->acc.rows_inserted += st.n_rows;
+    ff->acc.rows_deleted += st.n_deleted + st.n_extra;
+    ff->acc.overflow_rows += st.overflow;
+    ff->acc.window_shrinks += (uint32_t)(ff->decide.p.shrinks - shrinks);
+    ff->acc.cache_rows += c->rows ? c->num_used : 0;
+}
+
+/* The neurons the source chooses for this layer (none for naive and
+ * hybrid, which read all they do not hold whatever is needed). */
+static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, bool cached)
+{
+    if (!cached)
+        return 0;
+    if (ff->cfg.active == SOURCE_TRACE)
+        return trace_needed(ff, layer, ff->needed);
+    double t0 = now_ms();
+    uint32_t n = neuron_select_layer(&ff->choose, layer, f->be_ops, f->be, x, ff->needed);
+    ff->acc.predictor_ms += now_ms() - t0;
+    return n;
+}
+
+/* The true active set: the oracle's choice when it drove the step, else
+ * computed beside it (the oracle under naive and hybrid, check, a traced
+ * record). NULL (n 0) when unknown: a predictor or the gate without check. */
+static const uint32_t *true_set(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, bool cached,
+                                uint32_t n_needed, uint32_t *n)
+{
+    *n = 0;
+    if (ff->cfg.active == SOURCE_ORACLE && cached) {
+        *n = n_needed;
+        return ff->needed;
+    }
+    struct neuron_select *s = ff->cfg.active == SOURCE_ORACLE ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
+    if (!s)
+        return NULL;
+    double t0 = now_ms();
+    *n = neuron_select_layer(s, layer, f->be_ops, f->be, x, ff->recorded);
+    ff->acc.check_ms += now_ms() - t0;
+    return ff->recorded;
+}
+
+/* The trace gets the true sets (or, unknown, the choice in their place)
+ * and, under a predictor or the gate, the choice as predicted sets. */
+static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth, uint32_t n_truth, uint32_t n_needed)
+{
+    const uint32_t *active = truth ? truth : ff->needed;
+    uint32_t n_active = truth ? n_truth : n_needed;
+    bool pred = deployable(&ff->cfg);
+    char err[512];
+    const struct trace_sink *rec = ff->cfg.record;
+    if (rec->layer(rec->impl, (uint32_t)layer, active, n_active, pred ? ff->needed : NULL, pred ? n_needed : 0, err,
+                   sizeof err) != 0)
+        fail(ff, err);
+}
+
+static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
+{
+    (void)pos;
+    struct flash_ffn *ff = f->priv;
+    const struct model *m = f->m;
+    if (layer == 0) {
+        ff->token++;
+        if (ff->cfg.record) {
+            char err[512];
+            if (ff->cfg.record->begin_token(ff->cfg.record->impl, ff->next_flags, err, sizeof err) != 0)
+                fail(ff, err);
+        }
+    }
+    bool cached = !ff->decide.p.ops->extra_reads;
+    uint32_t n_needed = choose_needed(f, ff, layer, x, cached), n_truth = 0;
+    const uint32_t *truth = ff->cfg.record || ff->cfg.check ? true_set(f, ff, layer, x, cached, n_needed, &n_truth)
+                                                             : NULL;
+    if (ff->cfg.stream_dram)
+        naive_read_dram(ff, layer, (int)m->shape.n_layers);
+    if (ff->cfg.record)
+        record_layer(ff, layer, truth, n_truth, n_needed);
+    ff->acc.needed += n_needed;
+    policy_forward(f, ff, layer, n_needed, ff->cfg.check && cached ? truth : NULL, n_truth, x, out);
+    if (m->layers[layer].ffn_down_bias)
+        f->be_ops->add(f->be, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
+}
+
+static void flash_destroy(struct ffn *f)
+{
+    struct flash_ffn *ff = f->priv;
+    if (!ff)
+        return;
+    if (ff->caches)
+        for (uint32_t l = 0; l < f->m->shape.n_layers; l++)
+            neuron_cache_free(&ff->caches[l]);
+    free(ff->caches);
+    if (ff->reader)
+        flash_reader_close(ff->reader);
+    if (ff->dram_reader)
+        flash_reader_close(ff->dram_reader);
+    if (ff->staging)
+        io_buffer_free(&ff->staging_mem);
+    if (ff->bounce)
+        io_buffer_free(&ff->bounce_mem);
+    cache_close(&ff->decide);
+    if (ff->scratch)
+        io_buffer_free(&ff->scratch_mem);
+    neuron_select_close(&ff->choose);
+    neuron_select_close(&ff->truth);
+    free(ff->z);
+    free(ff->tmp_out);
+    free(ff->needed);
+    free(ff->recorded);
+    free(ff->late);
+    free(ff->mark);
+    free(ff->staged);
+    free(ff->copies);
+    free(ff->reqs);
+    free(ff);
+    f->priv = NULL;
+}
+
+void ffn_flash_next_token(struct ffn *f, unsigned trace_flags)
+{
+    struct flash_ffn *ff = f->priv;
+    ff->next_flags = trace_flags;
+}
+
+void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
+{
+    struct flash_ffn *ff = f->priv;
+    *out = ff->acc;
+    memset(&ff->acc, 0, sizeof ff->acc);
+}
+
+const char *ffn_flash_error(const struct ffn *f)
+{
+    const struct flash_ffn *ff = f->priv;
+    return ff && ff->error[0] ? ff->error : NULL;
+}
+
+uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
+{
+    const struct flash_ffn *ff = f->priv;
+    if (oracle_bytes)
+        *oracle_bytes = ff->oracle_bytes;
+    return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes + ff->predictor_bytes;
+}
+
+const struct ffn_ops ffn_flash = {
+    .name = "flash",
+    .create = flash_create,
+    .forward = flash_forward,
+    .destroy = flash_destroy,
+};

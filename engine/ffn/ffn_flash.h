@@ -1,0 +1,136 @@
+/* The flash-resident FFN: the paper's system inside the engine. The FFN file
+ * (ffn.bin) stays on flash; per token and layer the neurons the token needs
+ * are read with a pool of reader threads (io/flash_reader.h) and the FFN is
+ * computed on compact rows. Which rows stay in DRAM and how rows become
+ * reads is asked of cache/ (cache/cache.h): the same policy and layout
+ * objects, and the same request path, that the offline replay drives, so
+ * a run reads exactly what `flashbed replay` counts for it. One layer step:
+ *
+ *   1. which neurons: the oracle's up-projection, or the trace's set
+ *   2. the decision: cache_request (misses, rows read besides, rows deleted)
+ *   3. rows the policy dropped and this token does not need leave the
+ *      layer's neuron cache (engine/ffn/neuron_cache.h, the paper's Fig. 6)
+ *   4. compute over the rows held; then the needed rows it dropped leave
+ *   5. rows it keeps are appended and read straight into place; rows used
+ *      once (naive's and hybrid's streamed part, a predictor's rows, what a
+ *      full cache cannot keep) are read into a staging area, a batch at a
+ *      time, and computed there; a read that also covers rows it does not
+ *      keep (coalescing) lands in a bounce buffer and is copied out
+ *
+ * Modes of the CLI are presets of a policy and a layout: naive (+ dram.bin
+ * streamed every token), hybrid, predictor, window, all. "Needed" comes from
+ * the oracle (the true activations, from up-projection rows held in DRAM for
+ * that purpose: a measuring device, not a deployable predictor), from a
+ * trace (which drives the reads of paper-scale shapes with synthetic
+ * weights), or, as a deployment would, from the model's activation
+ * predictor or a GLU FFN's gate projection (engine/ffn/neuron_select.h). The
+ * predictor's weights and the gate's rows are held in DRAM and counted as
+ * the engine's (a budget must hold them); the oracle's rows are reported
+ * apart. With check, the true activations are computed beside a predictor,
+ * gate or trace, and what the choice missed and added is counted per
+ * token. Everything is allocated by create; nothing per token. */
+#ifndef FLASHBED_ENGINE_FFN_FLASH_H
+#define FLASHBED_ENGINE_FFN_FLASH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/ffn/ffn.h"
+#include "engine/ffn/neuron_select.h"
+#include "engine/predictor/predictor.h"
+#include "traces/trace.h"
+
+/* which neurons: one type, engine/ffn/neuron_select.h's enum neuron_source */
+
+/* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
+enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
+
+/* The buffer naive streams dram.bin through: one layer's slice of the file
+ * (what it reads per layer), aligned up, at most FFN_FLASH_STREAM_SCRATCH:
+ * a small model's slice is far smaller than 64 MiB. */
+static inline uint64_t ffn_flash_stream_scratch(uint64_t dram_bytes, uint32_t n_layers, uint64_t align)
+{
+    uint64_t per = (dram_bytes + n_layers - 1) / n_layers;
+    per = (per + align - 1) / align * align;
+    if (per == 0)
+        per = align;
+    return per < FFN_FLASH_STREAM_SCRATCH ? per : FFN_FLASH_STREAM_SCRATCH;
+}
+
+struct ffn_flash_config {
+    const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
+    uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
+    const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
+    uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
+    uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
+    bool stream_dram;            /* naive: also stream dram.bin every token, through a
+                                  * scratch buffer (ffn_flash_stream_scratch) */
+    enum neuron_source active;
+    const struct trace *trace;   /* SOURCE_TRACE: must match the model's shape */
+    bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
+    const struct trace *profile; /* SOURCE_ORACLE: the sets a policy that needs them ranks (hot's
+                                  * warm-up profile, engine/forward/warmup.h: active sets); NULL: none */
+    float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
+                                  * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
+                                  * without a gate, above this; the ReLU family ignores it */
+    const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; its threshold applies */
+    float gate_threshold;        /* SOURCE_GATE: |act(gate·x)| above this is chosen */
+    bool check;                  /* not SOURCE_ORACLE: also compute the true activations (the oracle's
+                                  * rows in DRAM) and count missed and extra neurons per token */
+    const char *io_engine;       /* psync or io_uring */
+    unsigned io_threads, iodepth;
+    bool direct;
+    const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
+                                  * or computed beside any other source) and, under a predictor or the
+                                  * gate, the chosen ones as predicted sets; without check a
+                                  * predictor's or the gate's choice stands for both */
+};
+
+/* What one token cost, summed over layers. */
+struct ffn_flash_token {
+    double io_ms;          /* waiting for reads */
+    double mem_ms;         /* the policy's decisions, deletions, insertions, copies */
+    double ffn_ms;         /* computing the FFN on the rows */
+    double predictor_ms;   /* finding the needed neurons (the oracle's up-projection, the predictor, the gate) */
+    double check_ms;       /* computing the true activations beside another source (check, record) */
+    uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
+    uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
+    uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
+    uint64_t rows_inserted, rows_deleted;
+    uint64_t cache_rows;   /* rows held after loading, all layers */
+    uint64_t needed;       /* neurons the token needed, all layers */
+    uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */
+    uint32_t window_shrinks; /* window: tokens dropped early to fit the cache, all layers */
+    /* check: against the true activations, all layers */
+    uint64_t active;       /* neurons truly active */
+    uint64_t missed;       /* active but not computed: neither chosen nor held in the cache */
+    uint64_t extra;        /* chosen but not active */
+};
+
+extern const struct ffn_ops ffn_flash;
+
+/* ffn_flash.create reads its struct ffn_flash_config from f->config
+ * (engine_init_with's ffn_config). */
+/* Flags for the trace being recorded (TRACE_TOKEN_*), for the next token. */
+void ffn_flash_next_token(struct ffn *f, unsigned trace_flags);
+/* The last token's costs (since the previous call). */
+void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out);
+/* The first failure (an I/O error, a token that does not fit the cache, a
+ * trace write), or NULL: the run checks after every token and stops. */
+const char *ffn_flash_error(const struct ffn *f);
+/* Rows of storage the flash FFN gives each layer for a configuration when
+ * cfg->layer_rows is NULL: the policy's capacity, hybrid's resident part,
+ * a window without a budget the whole layer, nothing for naive and predictor. */
+uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff);
+/* Bytes the FFN implementation holds in DRAM: caches, staging, and what
+ * chooses the neurons (the predictor's weights, the gate's rows); the
+ * oracle's rows (the oracle's own, or check's) apart in *oracle_bytes. */
+uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes);
+/* What choosing the neurons holds in DRAM and costs in multiply-adds per
+ * token for cfg on model m, known before create (a budget counts the
+ * bytes): a predictor's weights, the gate's rows; 0 for the oracle (a
+ * measuring device) and a trace. */
+uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg);
+uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash_config *cfg);
+
+#endif

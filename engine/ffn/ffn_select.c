@@ -1,0 +1,115 @@
+/* The dense FFN on the chosen neurons (ffn_select.h). */
+#include "engine/ffn/ffn_select.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/errbuf.h"
+
+enum { GATHER_BYTES = 64u << 20 }; /* the compact buffer: a whole layer, or 64 MiB of bundles */
+
+struct select_ffn {
+    struct neuron_select sel;
+    uint32_t *ids;    /* [d_ff] chosen this step */
+    uint8_t *rows;    /* [batch] gathered bundles */
+    float *bias;      /* [batch] their up biases */
+    float *part;      /* [d_model] one batch's output */
+    uint32_t batch;
+    struct ffn_select_stats stats;
+};
+
+static int select_create(struct ffn *f, char *err, size_t errlen)
+{
+    const struct select_config *c = f->config;
+    const struct model *m = f->m;
+    struct select_ffn *sf = calloc(1, sizeof *sf);
+    if (!sf || !c) {
+        free(sf);
+        return err_set(err, errlen, "the masked dense FFN needs its configuration");
+    }
+    f->priv = sf;
+    if (!m->ffn)
+        return err_set(err, errlen, "the masked dense FFN computes from the FFN in DRAM: the model left it on flash");
+    if (neuron_select_open(&sf->sel, m, c, err, errlen) != 0)
+        return -1;
+    uint64_t fit = GATHER_BYTES / m->bundle_stride;
+    sf->batch = fit < 1 ? 1 : fit < m->shape.d_ff ? (uint32_t)fit : m->shape.d_ff;
+    sf->ids = malloc(m->shape.d_ff * sizeof *sf->ids);
+    sf->rows = aligned_alloc(64, (size_t)sf->batch * m->bundle_stride);
+    sf->bias = malloc(sf->batch * sizeof *sf->bias);
+    sf->part = malloc(m->shape.d_model * sizeof *sf->part);
+    if (!sf->ids || !sf->rows || !sf->bias || !sf->part)
+        return err_set(err, errlen, "the masked dense FFN cannot allocate %u rows of %llu bytes", sf->batch,
+                       (unsigned long long)m->bundle_stride);
+    return 0;
+}
+
+/* out = the FFN over the bundles of ids[0..n), gathered a batch at a time. */
+static void compute_chosen(struct ffn *f, struct select_ffn *sf, int layer, uint32_t n, const float *x, float *out)
+{
+    const struct model *m = f->m;
+    const struct layer_weights *L = &m->layers[layer];
+    int d = (int)m->shape.d_model;
+    memset(out, 0, (size_t)d * sizeof *out);
+    for (uint32_t lo = 0; lo < n; lo += sf->batch) {
+        uint32_t k = n - lo < sf->batch ? n - lo : sf->batch;
+        for (uint32_t j = 0; j < k; j++) {
+            uint32_t id = sf->ids[lo + j];
+            memcpy(sf->rows + (size_t)j * m->bundle_stride, (const uint8_t *)L->ffn_bundles + (size_t)id * m->bundle_stride,
+                   m->bundle_stride);
+            if (L->ffn_up_bias)
+                sf->bias[j] = L->ffn_up_bias[id];
+        }
+        f->be_ops->ffn_rows(f->be, sf->part, sf->rows, m->bundle_stride, (int)k, L->ffn_up_bias ? sf->bias : NULL, x,
+                            d, m->dtype, &m->arch);
+        f->be_ops->add(f->be, out, sf->part, d);
+    }
+}
+
+static void select_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
+{
+    (void)pos;
+    struct select_ffn *sf = f->priv;
+    const struct model *m = f->m;
+    const struct layer_weights *L = &m->layers[layer];
+    double t0 = now_ms();
+    uint32_t n = neuron_select_layer(&sf->sel, layer, f->be_ops, f->be, x, sf->ids);
+    sf->stats.select_ms += now_ms() - t0;
+    sf->stats.steps++;
+    sf->stats.chosen += n;
+    if (n == m->shape.d_ff) /* every neuron: dense's own call, bit for bit */
+        f->be_ops->ffn_rows(f->be, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, x,
+                            (int)m->shape.d_model, m->dtype, &m->arch);
+    else
+        compute_chosen(f, sf, layer, n, x, out);
+    if (L->ffn_down_bias)
+        f->be_ops->add(f->be, out, L->ffn_down_bias, (int)m->shape.d_model);
+}
+
+static void select_destroy(struct ffn *f)
+{
+    struct select_ffn *sf = f->priv;
+    if (!sf)
+        return;
+    neuron_select_close(&sf->sel);
+    free(sf->ids);
+    free(sf->rows);
+    free(sf->bias);
+    free(sf->part);
+    free(sf);
+    f->priv = NULL;
+}
+
+void ffn_select_stats(const struct ffn *f, struct ffn_select_stats *out)
+{
+    const struct select_ffn *sf = f->priv;
+    *out = sf->stats;
+}
+
+const struct ffn_ops ffn_select = {
+    .name = "select",
+    .create = select_create,
+    .forward = select_forward,
+    .destroy = select_destroy,
+};

@@ -1,0 +1,80 @@
+/* Which FFN neurons a token uses in a layer, chosen from the layer's FFN
+ * input x (after its norm). Three sources behind one call:
+ *
+ *   predictor  the paper's deployable low-rank predictor (predictor.h):
+ *              sigmoid(B·(A·x) + bias) > its threshold
+ *   gate       GLU FFNs only (the paper's App. C.5): the gate projection
+ *              decides, neuron i when |act(gate_i·x)| > threshold
+ *   oracle     the true activations from the up (and gate) rows, by the
+ *              rule of activation.h: the ReLU family when the activation's
+ *              output is not zero (a GLU's gate), SiLU and GELU when
+ *              |act(gate·x)·(up·x)| (a GLU) or |act(up·x + b)| > threshold.
+ *              A measuring device, not a deployable mode.
+ *
+ * The flash FFN (ffn_flash.h) reads the neurons chosen; the masked dense
+ * FFN (ffn_select.h) computes on them only. The gate and the oracle hold
+ * rows of every layer in DRAM as contiguous [n_layers][d_ff][d_model]
+ * matrices in the model's dtype, copied at open from the model's DRAM
+ * bundles, or read from ffn.bin when the FFN stays on flash.
+ *
+ * What a source holds in DRAM and its multiply-adds per token are known
+ * before opening (a DRAM budget counts them): the predictor's weights, the
+ * gate's rows (a deployment would hold them: they count as its predictor),
+ * the oracle's rows (reported apart: not deployable). */
+#ifndef FLASHBED_ENGINE_NEURON_SELECT_H
+#define FLASHBED_ENGINE_NEURON_SELECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/compute/backend.h"
+#include "engine/model/model.h"
+#include "engine/predictor/predictor.h"
+
+/* The one neuron-source type: what chooses a token's needed neurons.
+ * neuron_select computes the first three; a trace (the flash FFN's, run
+ * --active trace:FILE) replays recorded sets. */
+enum neuron_source { SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TRACE };
+
+struct select_config {
+    enum neuron_source source;
+    const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; kept by pointer,
+                                        * its own threshold applies */
+    float threshold;                   /* SOURCE_GATE: |act(gate·x)| above it; SOURCE_ORACLE on a
+                                        * SiLU or GELU FFN: |h| above it (unused for the ReLU family) */
+};
+
+struct neuron_select {
+    struct select_config cfg;
+    const struct model *m;
+    void *up, *gate;     /* [n_layers][d_ff][d_model], model dtype: what the source reads, or NULL */
+    float *z, *g;        /* [d_ff] pre-activations (the predictor's logits in z) */
+    float *h;            /* [max rank] the predictor's A·x */
+    uint64_t rows_bytes; /* up + gate */
+};
+
+/* Whether c can choose m's neurons: gate needs a GLU FFN, the predictor
+ * the model's shape. 0, or -1 with err. Loads nothing. */
+int neuron_select_check(const struct model *m, const struct select_config *c, char *err, size_t errlen);
+
+/* DRAM the source holds for m (weights or rows; scratch aside), and its
+ * multiply-adds per token (all layers). */
+uint64_t neuron_select_bytes(const struct model *m, const struct select_config *c);
+uint64_t neuron_select_madds(const struct model *m, const struct select_config *c);
+
+/* Checks c and loads what the source reads. 0, or -1 with err naming the
+ * file; *s is then closed (closing it again is safe). */
+int neuron_select_open(struct neuron_select *s, const struct model *m, const struct select_config *c, char *err,
+                       size_t errlen);
+void neuron_select_close(struct neuron_select *s);
+
+/* Layer l's chosen neurons for FFN input x[d_model]: ascending ids into
+ * out[d_ff]; returns how many. With the backend's matvec (its threads);
+ * allocates nothing. */
+uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct backend_ops *be, struct backend *b,
+                             const float *x, uint32_t *out);
+
+/* "oracle", "predictor", "gate". */
+const char *neuron_source_name(enum neuron_source src);
+
+#endif

@@ -1,0 +1,80 @@
+/* Planning a flash run (flashbed run): the policy and layout a mode stands
+ * for, and how a DRAM budget is shared between the weights that stay in
+ * DRAM, the KV cache, the staging areas and the FFN caches. Sizes follow
+ * cache/'s one rule (cache_capacity_rows), so `flashbed replay` given the
+ * plan's ffn_cache_bytes decides exactly as the run does. When a trace
+ * drives the neurons, the plan replays the run's decisions once (no I/O)
+ * to size each layer's storage and the staging area exactly.
+ *
+ * window:auto is the largest window the budget holds (the paper's Fig. 7
+ * follows the budget): sim/window_auto.h's rule (shared with predict) given
+ * the rows each layer's cache gets once everything else the budget holds is
+ * taken, staging included. The plan names the policy it chose (window:K)
+ * for the engine and for replay.
+ * A deployable run's predictor stays in DRAM beside the resident weights
+ * and the KV cache: the budget holds those three first.
+ * 0, or -1 with a message (the numbers that do not fit) in err. */
+#ifndef FLASHBED_ENGINE_RUN_PLAN_H
+#define FLASHBED_ENGINE_RUN_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/ffn/ffn_flash.h"
+#include "engine/model/model.h"
+#include "sim/window_auto.h"
+#include "traces/trace.h"
+
+/* naive, hybrid, predictor, window, all: the paper's ablation as a policy
+ * and a layout (cache/mode.h's table, with window K, a number or "auto",
+ * and coalescing gap G where the mode takes them). 0, or -1 for an
+ * unknown mode. */
+int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+                    size_t llen);
+
+/* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
+#define RUN_MAX_WINDOW WINDOW_MAX_K
+
+/* Checks a policy and a layout as the run takes them (cache/'s names, and
+ * window:auto). 0, or -1 with err naming the bad one. */
+int run_plan_check_names(const char *policy, const char *layout, char *err, size_t errlen);
+
+struct run_plan_input {
+    const struct model *m;
+    const char *policy, *layout;
+    uint64_t budget;            /* bytes the engine may hold; 0: none */
+    uint64_t kv_bytes;
+    const struct trace *trace;  /* NULL: the oracle chooses the neurons */
+    const struct trace *profile; /* the oracle: a warm-up's active sets, for hot (engine/forward/warmup.h) */
+    bool use_predicted;
+    uint64_t tokens;            /* tokens the run computes (the trace is replayed cyclically) */
+    bool stream_dram;           /* naive: dram.bin is streamed through a scratch buffer */
+    uint64_t predictor_bytes;   /* what chooses the neurons holds in DRAM (a predictor's weights, the
+                                 * gate's rows: ffn_flash_predictor_bytes); the budget holds it first */
+};
+
+struct run_plan_out {
+    char policy[64];            /* the policy run: the input's, window:auto resolved to window:K */
+    uint32_t window_k;          /* window:K's K (0: not a window) */
+    const char *window_from;    /* window:auto: what chose K (static text); NULL otherwise */
+    uint64_t capacity_rows;     /* the policy's rows per layer (0: none) */
+    uint64_t ffn_cache_bytes;   /* capacity_rows * layers * a bundle's bytes: replay's --dram-budget */
+    uint32_t *layer_rows;       /* [n_layers] storage per layer (malloc'd; free it) */
+    uint32_t staging_rows, bounce_rows;
+    uint64_t scratch_bytes;     /* naive's dram.bin scratch */
+    uint64_t held_bytes;        /* caches + staging + bounce + scratch */
+};
+
+int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen);
+
+/* The plan into the flash FFN's configuration: the policy run (window:auto
+ * resolved), the rows per layer, staging and bounce rows, and hot's
+ * warm-up profile (NULL: none). cfg keeps pointers into plan. */
+void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile, struct ffn_flash_config *cfg);
+
+/* A dense run within a budget (0: none): the whole model and the KV cache
+ * in DRAM. 0, or -1 with err saying both sizes. */
+int run_plan_dense_check(const struct model *m, uint64_t kv_bytes, uint64_t budget, char *err, size_t errlen);
+
+#endif

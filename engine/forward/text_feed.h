@@ -1,0 +1,35 @@
+/* Feeding a text through the engine to score it, the one loop behind
+ * perplexity, predictor eval and predictor training's sample collection:
+ * the tokens go in windows of the engine's context, each window led by BOS
+ * at position 0, so the logits after position p predict the window's
+ * token p. A caller sees each token before its forward (the probe FFN
+ * records then) and the logits after it. Single-threaded use of one
+ * engine; the engine's own threads compute. */
+#ifndef FLASHBED_ENGINE_TEXT_FEED_H
+#define FLASHBED_ENGINE_TEXT_FEED_H
+
+#include <stddef.h>
+
+#include "engine/forward/engine.h"
+
+struct text_feed {
+    /* Optional: before text token i's logits are computed. */
+    void (*before)(void *ctx, size_t i);
+    /* Optional: the logits that predict text token i (vocab_size of them);
+     * non-zero stops the feed, which returns -1. */
+    int (*scored)(void *ctx, size_t i, const float *logits);
+    /* Optional: after each window, done of n tokens fed. */
+    void (*progress)(void *ctx, size_t done, size_t n);
+    void *ctx;
+};
+
+/* Feeds tokens[0..n) (window = the engine's max_seq - 1 text tokens after
+ * BOS). 0 when all were fed, 1 when interrupted() stopped it between
+ * tokens, -1 when `scored` stopped it. */
+int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct text_feed *f);
+
+/* -log softmax(logits)[target], computed stably in double; *top (may be
+ * NULL) gets the argmax. */
+double text_feed_nll(const float *logits, int vocab, int target, int *top);
+
+#endif

@@ -1,0 +1,73 @@
+/* Warm-up profile (warmup.h). */
+#include "engine/forward/warmup.h"
+
+#include <stdio.h>
+
+#include "common/errbuf.h"
+#include "engine/model/dtype.h"
+#include "engine/forward/engine.h"
+
+static struct trace_builder *open_profile(const struct warmup_input *in, char *err, size_t errlen)
+{
+    const struct model *m = in->m;
+    struct trace_meta tm = model_trace_meta(m);
+    char src[512];
+    snprintf(src, sizeof src, "{\"model\": \"%s\", \"recorded_by\": \"flashbed run warm-up\", \"threshold\": %g}",
+             m->shape.name, in->io->threshold);
+    tm.source = src;
+    return trace_builder_new(&tm, err, errlen);
+}
+
+/* The needed sets of every warm-up token (the oracle's, or those the run's
+ * predictor or gate chooses), through a predictor run. */
+static int record(const struct warmup_input *in, const struct trace_sink *sink, char *err, size_t errlen)
+{
+    struct ffn_flash_config cfg = *in->io;
+    cfg.policy = "predictor";
+    cfg.layout = "bundled";
+    cfg.capacity_rows = 0;
+    cfg.layer_rows = NULL;
+    cfg.staging_rows = in->m->shape.d_ff;
+    cfg.bounce_rows = 1;
+    cfg.stream_dram = false;
+    if (cfg.active == SOURCE_TRACE)
+        cfg.active = SOURCE_ORACLE;
+    cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
+    cfg.trace = cfg.profile = NULL;
+    cfg.record = sink;
+    struct engine e;
+    char why[512];
+    if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
+        err_set(err, errlen, "the warm-up engine: %s", why);
+        return -1;
+    }
+    int rc = 0;
+    for (int pos = 0; pos < in->n_tokens && rc == 0; pos++) {
+        ffn_flash_next_token(&e.ffn, pos == 0 ? TRACE_TOKEN_SEQ_START : 0u);
+        engine_forward(&e, in->tokens[pos], pos);
+        const char *why = ffn_flash_error(&e.ffn);
+        if (why) {
+            err_set(err, errlen, "warm-up token %d: %s", pos, why);
+            rc = -1;
+        }
+    }
+    engine_free(&e);
+    return rc;
+}
+
+int warmup_profile(const struct warmup_input *in, struct trace *out, char *err, size_t errlen)
+{
+    if (in->n_tokens < 1) {
+        err_set(err, errlen, "the warm-up has no tokens");
+        return -1;
+    }
+    struct trace_builder *b = open_profile(in, err, errlen);
+    if (!b)
+        return -1;
+    struct trace_sink sink = trace_builder_sink(b);
+    if (record(in, &sink, err, errlen) != 0) {
+        trace_builder_free(b);
+        return -1;
+    }
+    return trace_builder_finish(b, out, err, errlen);
+}

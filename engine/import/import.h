@@ -1,0 +1,27 @@
+/* Importers: a source model in, a flashbed model folder out (model_format.h). */
+#ifndef FLASHBED_ENGINE_IMPORT_H
+#define FLASHBED_ENGINE_IMPORT_H
+
+#include <stddef.h>
+
+#include "common/progress.h"
+#include "engine/model/dtype.h"
+
+/* Both return 0, or -1 with the reason in err (naming the file and the
+ * tensor) and nothing left behind in out_dir; progress (may be NULL) hears
+ * of each layer converted. */
+
+/* A llama2.c checkpoint (legacy format: 7 int32 header, f32 tensors) and
+ * its tokenizer.bin (required: NULL is refused). */
+int import_llama2c(const char *checkpoint, const char *tokenizer, const char *out_dir,
+                   enum fb_dtype dtype, const struct progress_report *progress, char *err, size_t errlen);
+
+/* A Hugging Face folder (config.json, model.safetensors or a sharded
+ * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
+ * FATReLU), OPT, Falcon, Persimmon and Phi (engine/import/import_hf_arch.h and
+ * one import_hf_<arch>.c each). tokenizer:
+ * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+              const struct progress_report *progress, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,133 @@
+/* Inside the Hugging Face importer (import_hf*.c): what the driver
+ * (import_hf.c) shares with one file per architecture. Each architecture
+ * is a config.json reader and a name table: which HF tensors become which
+ * flashbed tensors (model.h's layer_weights, model_format.h's writer). */
+#ifndef FLASHBED_ENGINE_IMPORT_HF_ARCH_H
+#define FLASHBED_ENGINE_IMPORT_HF_ARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/model_shape.h"
+#include "engine/model/model_format.h"
+#include "engine/import/safetensors.h"
+
+/* A JSON object from path; NULL with "PATH: why" in err. */
+cJSON *hf_read_json(const char *path, char *err, size_t errlen);
+
+/* config.json, with where to say what is wrong with it. */
+struct config {
+    const cJSON *json;
+    const char *path;
+    char *err;
+    size_t errlen;
+};
+
+/* A positive whole number up to MODEL_MAX_VOCAB; absent (or null, as
+ * transformers saves an optional key left unset): an error when
+ * required, else 0 and *out untouched. */
+int cfg_uint(const struct config *c, const char *key, uint32_t *out, int required);
+/* The first of keys that is present (HF renamed some: "n_head" became
+ * "num_attention_heads"), read as cfg_uint; keys ends with NULL. */
+int cfg_uint_any(const struct config *c, const char *const *keys, uint32_t *out, int required);
+/* The number, or def when absent or not a number; not range-checked here:
+ * the shape it fills goes through model_shape_check. */
+double cfg_num(const cJSON *c, const char *key, double def);
+int cfg_bool(const cJSON *c, const char *key, int def);
+const char *cfg_str(const cJSON *c, const char *key);
+/* -1 with "PATH: KEY WHY" when key is true (def when absent): for the
+ * options an architecture has that flashbed does not implement. */
+int cfg_refuse_true(const struct config *c, const char *key, int def, const char *why);
+/* -1 when rope_scaling is set (no architecture here supports it). */
+int cfg_refuse_rope_scaling(const struct config *c);
+/* Sets s->ffn_activation (common/model_shape.h's names) from the HF
+ * activation in config key `key` (def when absent; engine/import/hf_act.h maps
+ * the names), or -1 naming the key and the value when it is not one of
+ * allowed (HF names, ", "-separated: what this architecture supports). */
+int cfg_activation(const struct config *c, const char *key, const char *def, const char *allowed,
+                   struct model_shape *s);
+
+/* One conversion: the source tensors, the writer, the shape. */
+struct hf_ctx {
+    const struct st_set *st;
+    struct model_writer *w;
+    const struct model_shape *s;
+    char *err; /* the writer's buffer too */
+    size_t errlen;
+};
+
+/* HF tensor src as f32 with the given shape; NULL with the reason in c->err. */
+float *hf_read(struct hf_ctx *c, const char *src, int ndim, uint64_t d0, uint64_t d1);
+/* Writes v as flashbed tensor dst and frees it (v NULL: a read failed, -1). */
+int hf_put(struct hf_ctx *c, const char *dst, float *v, int ndim, uint64_t d0, uint64_t d1);
+/* hf_read then hf_put. */
+int hf_copy(struct hf_ctx *c, const char *src, const char *dst, int ndim, uint64_t d0, uint64_t d1);
+/* Layer l's flashbed name ("layers.L.what"). */
+void hf_layer_name(char *buf, size_t len, uint32_t l, const char *what);
+/* hf_read of a layer's HF tensor pre + name ("model.layers.3." + "mlp.fc1.weight"). */
+float *hf_layer_read(struct hf_ctx *c, const char *pre, const char *name, int ndim, uint64_t d0, uint64_t d1);
+/* hf_copy of layer l's HF tensor pre + from into layers.l.to. */
+int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
+                  uint64_t d0, uint64_t d1);
+/* The head: the final norm's weight (and bias, when norm_bias is not
+ * NULL) and, unless tied, lm_head.weight as output. */
+int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias);
+/* The token embeddings under transformers' common name,
+ * model.embed_tokens.weight (Llama, Persimmon, Phi). */
+int hf_embed_tokens(struct hf_ctx *c);
+/* Writes layer l's q or k (what: "attn.wq", "attn.bq", ...), heads blocks
+ * of head_dim rows of cols values, after reordering each head's rotated
+ * rows for the engine's RoPE (hf_rope_to_pairs); frees v. */
+int hf_put_rope(struct hf_ctx *c, uint32_t l, const char *what, float *v, uint32_t heads, uint64_t cols);
+/* Writes layer l's attn.wq, attn.wk (reordered as hf_put_rope does) and
+ * attn.wv, or with cols 1 the biases attn.bq, attn.bk, attn.bv; frees
+ * all three (NULL ones: a read failed, -1). */
+int hf_put_qkv(struct hf_ctx *c, uint32_t l, float *q, float *k, float *v, uint64_t cols);
+/* Reads layer l's FFN, HF tensors pre + up, pre + gate (NULL: none) and
+ * pre + down, and writes its bundles. */
+int hf_ffn(struct hf_ctx *c, const char *pre, uint32_t l, const char *up, const char *gate, const char *down);
+
+/* Head dimensions and the rotated share of them, from the shape. */
+uint32_t hf_head_dim(const struct model_shape *s);
+uint32_t hf_rope_dims(const struct model_shape *s);
+
+/* HF rotates each head's first rot dims by halves (rotate_half: dim i
+ * with i + rot/2); the engine rotates adjacent pairs (2i, 2i + 1). Moves,
+ * in each of `heads` blocks of hd rows of cols values, row i to 2i and row
+ * i + rot/2 to 2i + 1 for i < rot/2; rows from rot on stay. A bias is
+ * cols 1, a per-head norm heads 1 and cols 1. 0, or -1 (out of memory). */
+int hf_rope_to_pairs(float *w, uint32_t heads, uint32_t hd, uint32_t rot, uint64_t cols);
+
+/* Fused query_key_value rows (Falcon, Persimmon): n_kv groups, each of
+ * n_heads/n_kv query heads, then the group's key head, then its value
+ * head, head_dim rows each. Persimmon and multi-head Falcon are n_kv =
+ * n_heads ([head][q, k, v][head_dim]); multi-query Falcon is n_kv = 1 (all
+ * queries, then k, then v). Splits fused (rows x cols, cols 1 for a bias)
+ * into new q (n_heads heads), k and v (n_kv heads each); frees fused. 0, or
+ * -1 with the reason in c->err (fused NULL: its read failed). */
+int hf_split_qkv(struct hf_ctx *c, float *fused, uint64_t cols, float **q, float **k, float **v);
+
+/* An architecture: its config.json reader and its tensors. */
+struct hf_arch {
+    const char *model_type;
+    int bos_id, eos_id; /* when config.json names none */
+    /* fills the shape's architecture keys and sizes (s is zeroed, with
+     * defaults: norm_eps 1e-5, rope_fraction 1, rope_theta 10000) */
+    int (*shape)(const struct config *c, struct model_shape *s);
+    int (*embeddings)(struct hf_ctx *c);
+    int (*layer)(struct hf_ctx *c, uint32_t l);
+    int (*head)(struct hf_ctx *c); /* final norm, output and its bias */
+};
+
+extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi;
+
+/* tokenizer.json of the SentencePiece kind rewritten as a llama2.c
+ * tokenizer.bin at out; 1, writing nothing, for a byte-level BPE; -1 with
+ * the reason in err. */
+int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                            size_t errlen);
+
+#endif

@@ -1,0 +1,159 @@
+/* Llama and OPT folders: config.json keys and tensor names
+ * (transformers' modeling_llama.py and modeling_opt.py). */
+#include "engine/import/import_hf_arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+
+/* FATReLU's threshold: transformers has no FATReLU, so a Llama with
+ * hidden_act "fatrelu" (ProSparse's relufied Llama 2, or flashbed model
+ * make's) says its threshold in this flashbed key. */
+#define FATRELU_KEY "flashbed_fatrelu_threshold"
+
+static int llama_activation(const struct config *c, struct model_shape *s)
+{
+    if (cfg_activation(c, "hidden_act", "silu", "silu, relu, fatrelu", s))
+        return -1;
+    if (strcmp(s->ffn_activation, "fatrelu") != 0)
+        return 0;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c->json, FATRELU_KEY);
+    if (!cJSON_IsNumber(t) || t->valuedouble < 0)
+        return err_set(c->err, c->errlen, "%s: hidden_act \"fatrelu\" needs \"" FATRELU_KEY "\", a number >= 0",
+                       c->path);
+    s->fatrelu_threshold = t->valuedouble;
+    return 0;
+}
+
+static int llama_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "llama");
+    uint32_t head_dim = 0;
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
+        cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || cfg_uint(c, "head_dim", &head_dim, 0))
+        return -1;
+    if (head_dim && (uint64_t)head_dim * s->n_heads != s->d_model)
+        return err_set(c->err, c->errlen, "%s: \"head_dim\" %u other than hidden_size / num_attention_heads is not supported",
+                       c->path, head_dim);
+    if (llama_activation(c, s) || cfg_refuse_rope_scaling(c) ||
+        cfg_refuse_true(c, "attention_bias", 0, "Llama with attention biases") ||
+        cfg_refuse_true(c, "mlp_bias", 0, "Llama with MLP biases"))
+        return -1;
+    s->ffn_kind = FFN_GLU;
+    snprintf(s->norm, sizeof s->norm, "rmsnorm");
+    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
+    snprintf(s->position, sizeof s->position, "rope");
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
+    return 0;
+}
+
+static int opt_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "opt");
+    uint32_t proj = 0;
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "ffn_dim", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
+        cfg_uint(c, "word_embed_proj_dim", &proj, 0))
+        return -1;
+    const char *act = cfg_str(c->json, "activation_function");
+    if (act && strcmp(act, "relu") != 0)
+        return err_set(c->err, c->errlen, "%s: activation_function \"%s\" is not supported for opt (relu)",
+                       c->path, act);
+    if (!cfg_bool(c->json, "do_layer_norm_before", 1) || (proj && proj != s->d_model))
+        return err_set(c->err, c->errlen,
+                       "%s: post-LayerNorm or projected-embedding OPT variants (opt-350m) are not supported",
+                       c->path);
+    if (!cfg_bool(c->json, "enable_bias", 1))
+        return err_set(c->err, c->errlen, "%s: OPT without biases is not supported", c->path);
+    s->ffn_kind = FFN_RELU;
+    snprintf(s->ffn_activation, sizeof s->ffn_activation, "relu");
+    snprintf(s->norm, sizeof s->norm, "layernorm");
+    snprintf(s->position, sizeof s->position, "learned");
+    s->position_offset = 2;
+    s->rope_fraction = 0; /* no RoPE, as configs/models/opt-*.json say */
+    s->rope_theta = 0;
+    s->biases = true;
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 1);
+    return 0;
+}
+
+static int llama_layer(struct hf_ctx *c, uint32_t l)
+{
+    const struct model_shape *s = c->s;
+    uint64_t d = s->d_model, hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
+    char pre[64];
+    snprintf(pre, sizeof pre, "model.layers.%u.", l);
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0))
+        return -1;
+    /* q and k: rows reordered for the engine's RoPE */
+    if (hf_put_rope(c, l, "attn.wq", hf_layer_read(c, pre, "self_attn.q_proj.weight", 2, q, d), s->n_heads, d) ||
+        hf_put_rope(c, l, "attn.wk", hf_layer_read(c, pre, "self_attn.k_proj.weight", 2, kv, d), s->n_kv_heads, d))
+        return -1;
+    if (hf_layer_copy(c, pre, l, "self_attn.v_proj.weight", "attn.wv", 2, kv, d) ||
+        hf_layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
+        hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0))
+        return -1;
+    return hf_ffn(c, pre, l, "mlp.up_proj.weight", "mlp.gate_proj.weight", "mlp.down_proj.weight");
+}
+
+static int opt_layer(struct hf_ctx *c, uint32_t l)
+{
+    uint64_t d = c->s->d_model, ff = c->s->d_ff;
+    char pre[64];
+    snprintf(pre, sizeof pre, "model.decoder.layers.%u.", l);
+    static const struct {
+        const char *from, *to;
+        int nd;
+        char rows, cols; /* 'd' d_model, 'f' d_ff */
+    } names[] = {
+        {"self_attn_layer_norm.weight", "attn_norm.weight", 1, 'd', 0},
+        {"self_attn_layer_norm.bias", "attn_norm.bias", 1, 'd', 0},
+        {"self_attn.q_proj.weight", "attn.wq", 2, 'd', 'd'},
+        {"self_attn.k_proj.weight", "attn.wk", 2, 'd', 'd'},
+        {"self_attn.v_proj.weight", "attn.wv", 2, 'd', 'd'},
+        {"self_attn.out_proj.weight", "attn.wo", 2, 'd', 'd'},
+        {"self_attn.q_proj.bias", "attn.bq", 1, 'd', 0},
+        {"self_attn.k_proj.bias", "attn.bk", 1, 'd', 0},
+        {"self_attn.v_proj.bias", "attn.bv", 1, 'd', 0},
+        {"self_attn.out_proj.bias", "attn.bo", 1, 'd', 0},
+        {"final_layer_norm.weight", "ffn_norm.weight", 1, 'd', 0},
+        {"final_layer_norm.bias", "ffn_norm.bias", 1, 'd', 0},
+        {"fc1.bias", "ffn.up_bias", 1, 'f', 0},
+        {"fc2.bias", "ffn.down_bias", 1, 'd', 0},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (hf_layer_copy(c, pre, l, names[i].from, names[i].to, names[i].nd, names[i].rows == 'f' ? ff : d,
+                       names[i].cols == 'f' ? ff : names[i].cols ? d : 0))
+            return -1;
+    return hf_ffn(c, pre, l, "fc1.weight", NULL, "fc2.weight");
+}
+
+static int opt_embeddings(struct hf_ctx *c)
+{
+    const struct model_shape *s = c->s;
+    return hf_copy(c, "model.decoder.embed_tokens.weight", "tok_embedding", 2, s->vocab_size, s->d_model) ||
+                   hf_copy(c, "model.decoder.embed_positions.weight", "pos_embedding", 2,
+                           s->max_positions + s->position_offset, s->d_model)
+               ? -1
+               : 0;
+}
+
+static int llama_head(struct hf_ctx *c)
+{
+    return hf_head_copy(c, "model.norm.weight", NULL);
+}
+
+static int opt_head(struct hf_ctx *c)
+{
+    return hf_head_copy(c, "model.decoder.final_layer_norm.weight", "model.decoder.final_layer_norm.bias");
+}
+
+const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, hf_embed_tokens, llama_layer, llama_head};
+const struct hf_arch hf_arch_opt = {"opt", 1, 2, opt_shape, opt_embeddings, opt_layer, opt_head};

@@ -1,0 +1,125 @@
+/* tokenizer.json of the SentencePiece kind into a llama2.c tokenizer.bin
+ * (Llama, Persimmon); the byte-level kind (OPT, Falcon, Phi) is left to
+ * the engine's own reader of tokenizer.json. */
+#include "engine/import/import_hf_arch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+#include "common/json_file.h"
+#include "engine/tokenizer/tokenizer.h"
+
+/* tokenizer.json of the SentencePiece kind (Llama: BPE with byte fallback,
+ * "▁" for spaces) rewritten as a llama2.c tokenizer.bin: merge rank r
+ * becomes the merged piece's score -r. Returns 1, writing nothing, for a
+ * byte-level BPE (GPT-2/OPT), which the engine reads as tokenizer.json. */
+int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                            size_t errlen)
+{
+    cJSON *t = hf_read_json(path, err, errlen);
+    if (!t)
+        return -1;
+    int rc = -1;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(t, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const char *type = cfg_str(model, "type");
+    char **pieces = calloc(s->vocab_size, sizeof *pieces);
+    float *scores = malloc(s->vocab_size * sizeof *scores);
+    FILE *f = NULL;
+    if (!pieces || !scores) {
+        err_set(err, errlen, "%s: out of memory for %u pieces", path, s->vocab_size);
+        goto out;
+    }
+    if (!type || strcmp(type, "BPE") != 0 || !cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
+        err_set(err, errlen, "%s: not a BPE tokenizer with \"vocab\" and \"merges\"", path);
+        goto out;
+    }
+    if (!cfg_bool(model, "byte_fallback", 0)) {
+        rc = 1; /* byte-level: kept as tokenizer.json */
+        goto out;
+    }
+    for (uint32_t i = 0; i < s->vocab_size; i++)
+        scores[i] = TOKENIZER_NO_MERGE;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, vocab)
+    {
+        uint64_t id;
+        /* the merges below read these ids again: checked once, here */
+        if (json_number_u64(e, "vocab entry", 0, s->vocab_size - 1, &id, path, err, errlen)) {
+            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%u or not a whole number", path,
+                    e->string, s->vocab_size - 1);
+            goto out;
+        }
+        /* "▁" (U+2581, e2 96 81) is SentencePiece's space */
+        size_t n = strlen(e->string);
+        char *p = malloc(n + 1), *q = p;
+        if (!p) {
+            err_set(err, errlen, "%s: out of memory", path);
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (i + 2 < n && !memcmp(e->string + i, "\xe2\x96\x81", 3)) {
+                *q++ = ' ';
+                i += 2;
+            } else
+                *q++ = e->string[i];
+        }
+        *q = '\0';
+        free(pieces[id]);
+        pieces[id] = p;
+    }
+    int rank = 0;
+    cJSON_ArrayForEach(e, merges)
+    {
+        char merged[512];
+        if (cJSON_IsString(e)) { /* "a b" */
+            const char *sp = strchr(e->valuestring, ' ');
+            if (!sp)
+                continue;
+            snprintf(merged, sizeof merged, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
+        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"] */
+            snprintf(merged, sizeof merged, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring,
+                     cJSON_GetArrayItem(e, 1)->valuestring);
+        } else
+            continue;
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(vocab, merged);
+        if (cJSON_IsNumber(id) && scores[(int)id->valuedouble] == TOKENIZER_NO_MERGE)
+            scores[(int)id->valuedouble] = -(float)rank;
+        rank++;
+    }
+    f = fopen(out, "wb");
+    int32_t max_len = 1;
+    for (uint32_t i = 0; i < s->vocab_size; i++) {
+        if (!pieces[i]) {
+            err_set(err, errlen, "%s: no vocab entry for id %u", path, i);
+            goto out;
+        }
+        if ((int32_t)strlen(pieces[i]) > max_len)
+            max_len = (int32_t)strlen(pieces[i]);
+    }
+    int bad = !f || fwrite(&max_len, 4, 1, f) != 1;
+    for (uint32_t i = 0; i < s->vocab_size && !bad; i++) {
+        int32_t len = (int32_t)strlen(pieces[i]);
+        bad = fwrite(&scores[i], 4, 1, f) != 1 || fwrite(&len, 4, 1, f) != 1 ||
+              fwrite(pieces[i], 1, (size_t)len, f) != (size_t)len;
+    }
+    if (f && fclose(f) != 0)
+        bad = 1;
+    f = NULL;
+    if (bad)
+        err_set(err, errlen, "%s: cannot write", out);
+    rc = bad ? -1 : 0;
+out:
+    if (f)
+        fclose(f);
+    for (uint32_t i = 0; pieces && i < s->vocab_size; i++)
+        free(pieces[i]);
+    free(pieces);
+    free(scores);
+    cJSON_Delete(t);
+    return rc;
+}

@@ -1,0 +1,391 @@
+#include "engine/import/safetensors.h"
+
+#include "common/atomic_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/checked.h"
+#include "common/errbuf.h"
+#include "common/json_file.h"
+#include "engine/model/dtype.h"
+
+static int st_dtype(const char *s, enum fb_dtype *t)
+{
+    if (!strcmp(s, "F32"))
+        *t = DTYPE_F32;
+    else if (!strcmp(s, "F16"))
+        *t = DTYPE_F16;
+    else if (!strcmp(s, "BF16"))
+        *t = DTYPE_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+/* Checks one header entry against the file: dtype known, byte range inside
+ * the data and exactly dtype size x shape. */
+static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_t errlen)
+{
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    enum fb_dtype t;
+    if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) {
+        err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", f->path, e->string,
+                cJSON_IsString(dt) ? dt->valuestring : "(none)");
+        return -1;
+    }
+    uint64_t n = 1, dim, begin, end, len;
+    const cJSON *d;
+    if (!cJSON_IsArray(shape)) {
+        err_set(err, errlen, "%s: tensor '%s' has no shape", f->path, e->string);
+        return -1;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%s' shape", e->string);
+    cJSON_ArrayForEach(d, shape)
+    {
+        if (json_number_u64(d, what, 0, UINT64_MAX, &dim, f->path, err, errlen))
+            return -1;
+        if (checked_mul_u64(n, dim, &n))
+            return err_set(err, errlen, "%s: tensor '%s' has a shape whose element count overflows", f->path,
+                           e->string);
+    }
+    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
+        err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
+        return -1;
+    }
+    snprintf(what, sizeof what, "tensor '%s' data_offsets[0]", e->string);
+    if (json_number_u64(cJSON_GetArrayItem(off, 0), what, 0, UINT64_MAX, &begin, f->path, err, errlen))
+        return -1;
+    snprintf(what, sizeof what, "tensor '%s' data_offsets[1]", e->string);
+    if (json_number_u64(cJSON_GetArrayItem(off, 1), what, begin, UINT64_MAX, &end, f->path, err, errlen))
+        return -1;
+    if (checked_mul_u64(n, dtype_size(t), &len))
+        return err_set(err, errlen, "%s: tensor '%s' has a shape whose byte count overflows", f->path, e->string);
+    if (end - begin != len) {
+        err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path,
+                e->string, (unsigned long long)(end - begin), (unsigned long long)len);
+        return -1;
+    }
+    /* data_start + end could wrap: compared inside the data, and printed
+     * as the sum's two terms */
+    if (!range_within(begin, len, f->size - f->data_start)) {
+        err_set(err, errlen, "%s: tensor '%s' ends at byte %zu + %llu, past the end of the file (%zu bytes)",
+                f->path, e->string, f->data_start, (unsigned long long)end, f->size);
+        return -1;
+    }
+    return 0;
+}
+
+static int open_file(struct st_file *f, const char *path, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->path, sizeof f->path, "%s", path);
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    f->size = (size_t)st.st_size;
+    uint64_t hlen = 0;
+    if (f->size < 8 || pread(fd, &hlen, 8, 0) != 8 || hlen > f->size - 8 || hlen > (100u << 20)) {
+        err_set(err, errlen, "%s: not a safetensors file (header length %llu, file %zu bytes)", path,
+                (unsigned long long)hlen, f->size);
+        close(fd);
+        return -1;
+    }
+    f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (f->map == MAP_FAILED) {
+        f->map = NULL;
+        err_set(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        return -1;
+    }
+    f->data_start = 8 + (size_t)hlen;
+    f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
+    if (!cJSON_IsObject(f->header)) {
+        err_set(err, errlen, "%s: safetensors header is not a JSON object", path);
+        return -1;
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f->header)
+    {
+        if (!strcmp(e->string, "__metadata__"))
+            continue;
+        if (check_entry(f, e, err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static void close_file(struct st_file *f)
+{
+    if (f->map)
+        munmap((void *)f->map, f->size);
+    cJSON_Delete(f->header);
+    memset(f, 0, sizeof *f);
+}
+
+int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *idx = fopen(path, "rb");
+    if (!idx) {
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        s->files = calloc(1, sizeof *s->files);
+        s->n_files = 1;
+        if (access(path, R_OK) != 0) {
+            err_set(err, errlen, "%s: neither model.safetensors nor model.safetensors.index.json", dir);
+            st_close(s);
+            return -1;
+        }
+        if (open_file(&s->files[0], path, err, errlen)) {
+            st_close(s);
+            return -1;
+        }
+        return 0;
+    }
+    fseek(idx, 0, SEEK_END);
+    long n = ftell(idx);
+    fseek(idx, 0, SEEK_SET);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (text && fread(text, 1, (size_t)n, idx) == (size_t)n)
+        text[n] = '\0';
+    else {
+        free(text);
+        text = NULL;
+    }
+    fclose(idx);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    cJSON *wm = cJSON_DetachItemFromObjectCaseSensitive(root, "weight_map");
+    cJSON_Delete(root);
+    if (!cJSON_IsObject(wm)) {
+        err_set(err, errlen, "%s: no \"weight_map\" object", path);
+        cJSON_Delete(wm);
+        return -1;
+    }
+    s->weight_map = wm;
+    /* one st_file per distinct shard name */
+    int cap = cJSON_GetArraySize(wm);
+    s->files = calloc((size_t)cap + 1, sizeof *s->files);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, wm)
+    {
+        if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
+            err_set(err, errlen, "%s: weight_map entry '%s' is not a file name", path, e->string);
+            st_close(s);
+            return -1;
+        }
+        char shard[4200];
+        snprintf(shard, sizeof shard, "%s/%s", dir, e->valuestring);
+        int seen = 0;
+        for (int i = 0; i < s->n_files; i++)
+            seen |= !strcmp(s->files[i].path, shard);
+        if (seen)
+            continue;
+        if (open_file(&s->files[s->n_files++], shard, err, errlen)) {
+            st_close(s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void st_close(struct st_set *s)
+{
+    for (int i = 0; s->files && i < s->n_files; i++)
+        close_file(&s->files[i]);
+    free(s->files);
+    cJSON_Delete(s->weight_map);
+    memset(s, 0, sizeof *s);
+}
+
+static const struct st_file *find(const struct st_set *s, const char *name, const cJSON **entry)
+{
+    for (int i = 0; i < s->n_files; i++) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(s->files[i].header, name);
+        if (e) {
+            *entry = e;
+            return &s->files[i];
+        }
+    }
+    return NULL;
+}
+
+int st_has(const struct st_set *s, const char *name)
+{
+    const cJSON *e;
+    return find(s, name, &e) != NULL;
+}
+
+/* A NaN or infinite weight poisons every logit it reaches: one pass over
+ * what was just copied costs little beside reading it. n when all are finite. */
+static uint64_t first_non_finite(const float *v, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return i;
+    return n;
+}
+
+float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
+                   size_t errlen)
+{
+    const cJSON *e;
+    const struct st_file *f = find(s, name, &e);
+    if (!f) {
+        err_set(err, errlen, "%s: tensor '%s' is missing", s->n_files ? s->files[0].path : "safetensors", name);
+        return NULL;
+    }
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    uint64_t n = 1;
+    int ok = cJSON_GetArraySize(shape) == ndim;
+    for (int i = 0; ok && i < ndim; i++) {
+        ok = (uint64_t)cJSON_GetArrayItem(shape, i)->valuedouble == dims[i];
+        n *= dims[i];
+    }
+    if (!ok) {
+        char want[128] = "", *p = want;
+        for (int i = 0; i < ndim; i++)
+            p += snprintf(p, (size_t)(want + sizeof want - p), i ? ", %llu" : "%llu", (unsigned long long)dims[i]);
+        err_set(err, errlen, "%s: tensor '%s' does not have the shape [%s] that config.json implies", f->path,
+                name, want);
+        return NULL;
+    }
+    enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
+    st_dtype(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
+    uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
+    float *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) {
+        err_set(err, errlen, "%s: out of memory reading tensor '%s'", f->path, name);
+        return NULL;
+    }
+    /* the data may sit at any byte offset: copy out rather than cast */
+    const unsigned char *src = f->map + f->data_start + begin;
+    if (t == DTYPE_F32)
+        memcpy(out, src, n * 4);
+    else
+        for (uint64_t i = 0; i < n; i++) {
+            uint16_t v;
+            memcpy(&v, src + 2 * i, 2);
+            out[i] = t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
+        }
+    uint64_t bad = first_non_finite(out, n);
+    if (bad < n) {
+        err_set(err, errlen, "%s: tensor '%s' holds a non-finite value (%g) at element %llu", f->path, name,
+                (double)out[bad], (unsigned long long)bad);
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+int st_open_file(struct st_set *s, const char *path, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->files = calloc(1, sizeof *s->files);
+    if (!s->files)
+        return err_set(err, errlen, "%s: out of memory", path);
+    s->n_files = 1;
+    if (open_file(&s->files[0], path, err, errlen) != 0) {
+        st_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *st_dtype_name(enum fb_dtype t)
+{
+    return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
+}
+
+static uint64_t tensor_elems(const struct st_tensor *t)
+{
+    uint64_t n = 1;
+    for (int k = 0; k < t->ndim; k++)
+        n *= t->dims[k];
+    return n;
+}
+
+/* The header: names, dtypes, shapes, byte ranges in order; padded to 8. */
+static char *st_header(const struct st_tensor *t, int n, const cJSON *metadata)
+{
+    cJSON *h = cJSON_CreateObject();
+    uint64_t off = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t bytes = tensor_elems(&t[i]) * dtype_size(t[i].dtype);
+        cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
+        cJSON_AddStringToObject(e, "dtype", st_dtype_name(t[i].dtype));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int k = 0; k < t[i].ndim; k++)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].dims[k]));
+        cJSON *o = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)off));
+        cJSON_AddItemToArray(o, cJSON_CreateNumber((double)(off + bytes)));
+        off += bytes;
+    }
+    if (metadata)
+        cJSON_AddItemToObject(h, "__metadata__", cJSON_Duplicate(metadata, 1));
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    return text;
+}
+
+/* The tensor's bytes in its dtype, converted a chunk at a time (one
+ * fwrite per 4096 elements, not one per element). */
+static int write_tensor(FILE *f, const struct st_tensor *t)
+{
+    uint64_t n = tensor_elems(t);
+    if (t->dtype == DTYPE_F32)
+        return fwrite(t->data, sizeof(float), n, f) == n ? 0 : -1;
+    uint16_t half[4096];
+    for (uint64_t i = 0; i < n; i += 4096) {
+        size_t k = n - i < 4096 ? (size_t)(n - i) : 4096;
+        dtype_from_f32(half, t->dtype, t->data + i, k);
+        if (fwrite(half, 2, k, f) != k)
+            return -1;
+    }
+    return 0;
+}
+
+int st_write_header(FILE *f, const struct st_tensor *t, int n, const cJSON *metadata)
+{
+    char *text = st_header(t, n, metadata);
+    if (!text)
+        return -1;
+    size_t tl = strlen(text), pad = (8 - tl % 8) % 8;
+    uint64_t hlen = tl + pad;
+    int bad = fwrite(&hlen, 8, 1, f) != 1 || fwrite(text, 1, tl, f) != tl || fwrite("        ", 1, pad, f) != pad;
+    free(text);
+    return bad ? -1 : 0;
+}
+
+int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen)
+{
+    struct atomic_file af;
+    if (atomic_open(&af, path, err, errlen) != 0)
+        return -1;
+    int bad = st_write_header(af.f, t, n, metadata) != 0;
+    for (int i = 0; i < n && !bad; i++)
+        bad = write_tensor(af.f, &t[i]) != 0;
+    if (bad) {
+        atomic_abort(&af);
+        return err_set(err, errlen, "%s: write failed", path);
+    }
+    return atomic_commit(&af, err, errlen);
+}

@@ -1,0 +1,82 @@
+/* Architecture choices from a shape's strings: the one place where OPT,
+ * Llama and later Falcon, Phi-2 or Persimmon differ. */
+#include "engine/model/model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+
+/* HF rotates int(rope_fraction * head_dim) dims of each head (Persimmon,
+ * Phi-2: the first ones); the engine rotates them in adjacent pairs, so
+ * the count must be even and, with RoPE, not 0. */
+static int rope_dims_of(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    uint32_t head_dim = s->d_model / s->n_heads;
+    double dims = s->rope_fraction * head_dim;
+    a->rope_dims = 0;
+    if (a->position != POSITION_ROPE)
+        return 0;
+    if (dims >= 0 && dims <= head_dim)
+        a->rope_dims = (uint32_t)dims; /* truncated, as Python's int() */
+    if (a->rope_dims == 0 || a->rope_dims % 2) {
+        err_set(err, errlen,
+                 "rope_fraction %g of head_dim %u rotates %u dims: RoPE needs an even number of them, at least 2",
+                 s->rope_fraction, head_dim, a->rope_dims);
+        return -1;
+    }
+    return 0;
+}
+
+int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    memset(a, 0, sizeof *a);
+    if (!strcmp(s->norm, "rmsnorm"))
+        a->norm = NORM_RMS;
+    else if (!strcmp(s->norm, "layernorm"))
+        a->norm = NORM_LAYER;
+    else {
+        err_set(err, errlen, "norm \"%s\" is not supported by the forward pass", s->norm);
+        return -1;
+    }
+    if (!strcmp(s->position, "rope"))
+        a->position = POSITION_ROPE;
+    else if (!strcmp(s->position, "learned"))
+        a->position = POSITION_LEARNED;
+    else {
+        err_set(err, errlen, "position \"%s\" is not supported by the forward pass", s->position);
+        return -1;
+    }
+    static const struct {
+        const char *name;
+        enum activation act;
+    } acts[] = {{"relu", ACT_RELU},          {"swiglu", ACT_SILU},   {"silu", ACT_SILU},
+                {"gelu", ACT_GELU},          {"gelu_tanh", ACT_GELU_TANH}, {"squared_relu", ACT_SQUARED_RELU},
+                {"fatrelu", ACT_FATRELU}};
+    size_t i = 0, n = sizeof acts / sizeof acts[0];
+    while (i < n && strcmp(s->ffn_activation, acts[i].name))
+        i++;
+    if (i < n)
+        a->act = acts[i].act;
+    else {
+        err_set(err, errlen, "FFN activation \"%s\" is not supported by the forward pass",
+                 s->ffn_activation);
+        return -1;
+    }
+    a->glu = s->ffn_kind == FFN_GLU;
+    a->biases = s->biases;
+    a->tied_output = s->tied_embeddings;
+    a->parallel_block = s->parallel_block;
+    a->qk_norm = s->qk_norm;
+    a->output_bias = s->output_bias;
+    a->fatrelu_threshold = (float)s->fatrelu_threshold;
+    a->norm_eps = (float)s->norm_eps;
+    a->position_offset = s->position_offset;
+    a->rope_theta = (float)s->rope_theta;
+    return rope_dims_of(s, a, err, errlen);
+}
+
+void layer_tensor_name(char *buf, size_t len, int layer, const char *what)
+{
+    snprintf(buf, len, "layers.%d.%s", layer, what);
+}

@@ -1,0 +1,97 @@
+#include "engine/model/dtype.h"
+
+#include <string.h>
+
+const char *dtype_name(enum fb_dtype t)
+{
+    return t == DTYPE_F32 ? "f32" : t == DTYPE_F16 ? "f16" : "bf16";
+}
+
+int dtype_parse(const char *s, enum fb_dtype *out)
+{
+    if (!strcmp(s, "f32") || !strcmp(s, "float32") || !strcmp(s, "F32"))
+        *out = DTYPE_F32;
+    else if (!strcmp(s, "f16") || !strcmp(s, "float16") || !strcmp(s, "F16"))
+        *out = DTYPE_F16;
+    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16") || !strcmp(s, "BF16"))
+        *out = DTYPE_BF16;
+    else
+        return -1;
+    return 0;
+}
+
+static uint32_t bits_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float float_of(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t f32_to_f16(float f)
+{
+    uint32_t x = bits_of(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t abs = x & 0x7fffffff;
+    if (abs >= 0x7f800000) /* inf or NaN */
+        return sign | 0x7c00 | (abs > 0x7f800000 ? 0x200 : 0);
+    if (abs >= 0x477ff000) /* rounds to above 65504: overflow */
+        return sign | 0x7c00;
+    if (abs < 0x38800000) { /* below 2^-14: subnormal half (or zero) */
+        /* value * 2^24 rounded to nearest even is the subnormal's bits */
+        float scaled = float_of(abs) * 16777216.0f;
+        uint32_t m = (uint32_t)scaled;
+        float rem = scaled - (float)m;
+        if (rem > 0.5f || (rem == 0.5f && (m & 1)))
+            m++;
+        return sign | (uint16_t)m;
+    }
+    uint32_t mant = abs & 0x7fffff;
+    uint32_t exp = (abs >> 23) - 127 + 15;
+    uint32_t h = (exp << 10) | (mant >> 13);
+    uint32_t rest = mant & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+        h++; /* may carry into the exponent, which is the right answer */
+    return sign | (uint16_t)h;
+}
+
+uint16_t f32_to_bf16(float f)
+{
+    uint32_t x = bits_of(f);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n)
+{
+    uint16_t *d = dst;
+    if (t == DTYPE_F32)
+        memcpy(dst, src, n * 4);
+    else if (t == DTYPE_F16)
+        for (size_t i = 0; i < n; i++)
+            d[i] = f32_to_f16(src[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            d[i] = f32_to_bf16(src[i]);
+}
+
+void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n)
+{
+    const uint16_t *s = src;
+    if (t == DTYPE_F32)
+        memcpy(dst, src, n * 4);
+    else if (t == DTYPE_F16)
+        for (size_t i = 0; i < n; i++)
+            dst[i] = f16_to_f32(s[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            dst[i] = bf16_to_f32(s[i]);
+}

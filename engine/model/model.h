@@ -1,0 +1,108 @@
+/* A loaded flashbed model: the shape, the architecture's choices as data,
+ * and pointers into the DRAM tensors and the FFN bundles. */
+#ifndef FLASHBED_ENGINE_MODEL_H
+#define FLASHBED_ENGINE_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/model_shape.h"
+#include "engine/model/dtype.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "traces/trace.h"
+
+/* What differs between architectures, as data; forward.c reads only this. */
+enum norm_kind { NORM_RMS, NORM_LAYER };
+enum position_kind { POSITION_ROPE, POSITION_LEARNED };
+enum activation {
+    ACT_RELU,
+    ACT_SILU,
+    ACT_GELU,         /* exact: x/2 (1 + erf(x / sqrt 2)) (Falcon's nn.GELU) */
+    ACT_GELU_TANH,    /* the tanh approximation (Phi-2's "gelu_new") */
+    ACT_SQUARED_RELU, /* relu(x)^2 (Persimmon) */
+    ACT_FATRELU,      /* x if x > t else 0 (arch.fatrelu_threshold; ProSparse's Llama 2) */
+};
+
+struct arch {
+    enum norm_kind norm;
+    enum position_kind position;
+    enum activation act;
+    bool glu;            /* act(gate . x) * (up . x) */
+    bool biases;         /* q, k, v, o, up, down and norm biases */
+    bool tied_output;    /* logits through the token embedding */
+    bool parallel_block; /* attention and FFN read the same normed input (one norm per layer) */
+    bool qk_norm;        /* LayerNorm over each head's q and k before RoPE (Persimmon) */
+    bool output_bias;    /* the LM head adds a bias (Phi-2) */
+    float fatrelu_threshold;
+    float norm_eps;
+    uint32_t position_offset; /* OPT: learned positions start at 2 */
+    float rope_theta;
+    uint32_t rope_dims;  /* dims of each head rotated (partial RoPE) */
+};
+
+/* Fills a from the shape's strings; -1 with a reason when the forward
+ * pass does not support them (the shape is still valid for traces). */
+int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size_t errlen);
+
+struct layer_weights {
+    const float *attn_norm, *attn_norm_bias; /* (d_model,) */
+    const void *wq;                          /* (n_heads * head_dim, d_model) */
+    const void *wk, *wv;                     /* (n_kv_heads * head_dim, d_model) */
+    const void *wo;                          /* (d_model, n_heads * head_dim) */
+    const float *bq, *bk, *bv, *bo;          /* biases or NULL */
+    const float *q_norm, *q_norm_bias;       /* (head_dim,) with qk_norm, else NULL */
+    const float *k_norm, *k_norm_bias;
+    const float *ffn_norm, *ffn_norm_bias;   /* (d_model,); NULL in a parallel block (attn_norm serves both) */
+    const float *ffn_up_bias;                /* (d_ff,) or NULL */
+    const float *ffn_down_bias;              /* (d_model,) or NULL */
+    const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */
+};
+
+struct model {
+    char dir[4096];
+    struct model_shape shape;
+    struct arch arch;
+    enum fb_dtype dtype;     /* of the matrices; norms and biases are f32 */
+    uint32_t head_dim, q_dim, kv_dim;
+    const void *tok_embedding; /* (vocab, d_model) */
+    const void *pos_embedding; /* (max_positions + position_offset, d_model) or NULL */
+    const float *final_norm, *final_norm_bias;
+    const void *output;        /* (vocab, d_model): the embedding when tied */
+    const float *output_bias;  /* (vocab,) or NULL */
+    struct layer_weights *layers;
+    uint64_t bundle_stride, bundle_bytes;
+    int bos_id, eos_id;
+    int stop_ids[4], n_stop; /* generation ends at any of these */
+    struct tokenizer tok;
+    /* owned memory */
+    void *dram;
+    size_t dram_bytes;
+    void *ffn;               /* NULL when the FFN stays on flash */
+    size_t ffn_bytes;
+    char ffn_path[4200];     /* ffn.bin: layer l's bundles start at l * d_ff * bundle_stride */
+};
+
+/* Opens a model folder: checks model.json against the files, reads the
+ * DRAM tensors and the FFN file into memory. Returns 0, or -1 with the
+ * reason in err, naming the file and the tensor; on failure nothing is
+ * left open. */
+int model_open(struct model *m, const char *dir, char *err, size_t errlen);
+
+enum model_open_flags {
+    MODEL_FFN_ON_FLASH = 1u << 0, /* leave ffn.bin on flash (checked, not read): layers' ffn_bundles are NULL */
+};
+int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen);
+void model_close(struct model *m);
+
+/* Weight bytes one decode step reads (all matrices + the FFN bundles). */
+uint64_t model_bytes_per_token(const struct model *m);
+
+/* The header of a trace recorded on m (shape, weight size, FFN kind);
+ * source and has_predicted are the recorder's to set. */
+struct trace_meta model_trace_meta(const struct model *m);
+
+/* Canonical tensor names, shared by the writers and the loader. */
+void layer_tensor_name(char *buf, size_t len, int layer, const char *what);
+
+#endif

@@ -1,0 +1,93 @@
+/* The flashbed model folder: the only format the engine reads.
+ *
+ *   model.json  metadata: the shape (same keys as configs/models/NAME.json, so
+ *               model_shape_load() reads it), dtype, tokenizer, source hash,
+ *               the table of DRAM tensors and the FFN file's layout
+ *   dram.bin    DRAM-resident tensors (embeddings, attention, norms, biases,
+ *               output), each at a 64-byte aligned offset
+ *   ffn.bin     FFN weights by neuron bundle: for layer l, neuron i, at
+ *               (l * d_ff + i) * bundle_stride: up row [d_model], gate row
+ *               [d_model] (GLU only), down column [d_model] -- the paper's
+ *               row-column bundle, so one read brings all neuron i needs.
+ *               bundle_stride is bundle_bytes rounded up to FFN_ALIGN so
+ *               every bundle can be read with direct I/O.
+ *   tokenizer.* the tokenizer, copied from the source
+ *
+ * Matrices are stored row-major [out, in] (y = W x) in the model's dtype;
+ * norms and biases always in f32 (they are small and precision-sensitive). */
+#ifndef FLASHBED_ENGINE_MODEL_FORMAT_H
+#define FLASHBED_ENGINE_MODEL_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/limits.h"
+#include "common/model_shape.h"
+#include "engine/model/dtype.h"
+
+#define MODEL_FORMAT_NAME "flashbed-model"
+#define MODEL_FORMAT_VERSION 1
+#define MODEL_JSON "model.json"
+#define MODEL_DRAM_FILE "dram.bin"
+#define MODEL_FFN_FILE "ffn.bin"
+#define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
+#define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
+
+/* Bytes of one neuron bundle before padding, and its padded stride. */
+uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t);
+uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t);
+/* Offsets inside a bundle, in elements of the dtype. */
+static inline uint64_t ffn_bundle_up(void) { return 0; }
+static inline uint64_t ffn_bundle_gate(const struct model_shape *s) { return s->d_model; }
+static inline uint64_t ffn_bundle_down(const struct model_shape *s)
+{
+    return (uint64_t)s->d_model * (s->ffn_kind == FFN_GLU ? 2 : 1);
+}
+
+/* The shape's keys as JSON (the inverse of model_shape_load). */
+void model_shape_to_json(const struct model_shape *s, cJSON *o);
+
+/* Writes a model folder. Tensors go to a temporary folder "<dir>.tmp.<pid>"
+ * renamed into place by model_writer_finish, so a failed conversion leaves
+ * nothing behind. Layers' FFNs must be added in order 0..n_layers-1. Every
+ * call returns 0, or -1 with the reason in the err buffer given to
+ * model_writer_begin (which must outlive the writer). */
+struct model_writer {
+    char dir[4096], tmp[4200]; /* messages name dir, the user's path, not tmp */
+    int cleanup;               /* tmp's handle in common/cleanup.h, -1 when none */
+    struct model_shape shape;
+    enum fb_dtype dtype;
+    FILE *dram, *ffn;
+    uint64_t dram_off;
+    int ffn_layers_written;
+    cJSON *tensors;
+    void *scratch;       /* one bundle / one converted row */
+    float *column;       /* one down column gathered to f32 */
+    char *err;           /* the caller's buffer for failures */
+    size_t errlen;
+};
+
+int model_writer_begin(struct model_writer *w, const char *dir, const struct model_shape *s,
+                       enum fb_dtype t, char *err, size_t errlen);
+/* A DRAM tensor from f32 data; matrices are stored in the model dtype,
+ * vectors (ndim 1) in f32. */
+int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
+                        const uint64_t *dims);
+/* One layer's FFN from f32 matrices as the source stores them:
+ * up and gate [d_ff, d_model] (gate NULL unless GLU), down [d_model, d_ff]. */
+int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, const float *gate,
+                           const float *down);
+/* Copies a file (the tokenizer) into the folder under name. */
+int model_writer_copy_file(struct model_writer *w, const char *src, const char *name);
+/* Writes model.json (meta: extra keys such as tokenizer, source) and renames
+ * the folder into place. Takes ownership of meta. */
+int model_writer_finish(struct model_writer *w, cJSON *meta);
+void model_writer_abort(struct model_writer *w);
+
+/* A 64-bit FNV-1a hash of a file, as hex, to tie a model to its source. */
+int file_fnv1a64(const char *path, char hex[17]);
+
+#endif

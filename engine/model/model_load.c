@@ -1,0 +1,373 @@
+/* Opening a flashbed model folder: model.json is checked against the
+ * files before any weight is trusted. */
+#include "engine/model/model.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/checked.h"
+#include "common/errbuf.h"
+#include "common/json_file.h"
+#include "engine/model/model_format.h"
+
+/* Reads a whole file into 2 MiB-aligned memory (huge pages where the
+ * kernel gives them: fewer TLB misses when every token streams it). */
+static void *read_whole(const char *path, size_t expect, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        err_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size != expect) {
+        err_set(err, errlen, "%s: is %lld bytes, model.json says %zu", path, (long long)st.st_size, expect);
+        close(fd);
+        return NULL;
+    }
+    void *buf = NULL;
+    size_t alloc = expect ? expect : 1;
+    if (posix_memalign(&buf, 2u << 20, alloc) != 0) {
+        err_set(err, errlen, "%s: cannot allocate %zu bytes", path, expect);
+        close(fd);
+        return NULL;
+    }
+#ifdef MADV_HUGEPAGE
+    madvise(buf, alloc, MADV_HUGEPAGE);
+#endif
+    size_t done = 0;
+    while (done < expect) {
+        ssize_t got = read(fd, (char *)buf + done, expect - done > (1u << 30) ? (1u << 30) : expect - done);
+        if (got <= 0) {
+            err_set(err, errlen, "%s: read failed at byte %zu: %s", path, done,
+                    got < 0 ? strerror(errno) : "end of file");
+            free(buf);
+            close(fd);
+            return NULL;
+        }
+        done += (size_t)got;
+    }
+    close(fd);
+    *len = expect;
+    return buf;
+}
+
+struct table {
+    const cJSON *tensors;
+    const char *json_path;
+    const struct model *m;
+    char *err; /* where tensor() says what is wrong */
+    size_t errlen;
+};
+
+/* The tensor called name, checked for dtype, shape and bounds. */
+static const void *tensor(const struct table *tb, const char *name, enum fb_dtype t, int ndim,
+                          uint64_t d0, uint64_t d1)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, tb->tensors)
+    {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(n) && !strcmp(n->valuestring, name))
+            break;
+    }
+    if (!e) {
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' is missing", tb->json_path, name);
+        return NULL;
+    }
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
+    const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+    enum fb_dtype got;
+    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &got) || got != t) {
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
+                cJSON_IsString(dt) ? dt->valuestring : "(none)", dtype_name(t));
+        return NULL;
+    }
+    uint64_t want[2] = {d0, d1};
+    if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != ndim) {
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
+        return NULL;
+    }
+    char what[160];
+    for (int i = 0; i < ndim; i++) {
+        snprintf(what, sizeof what, "tensor '%s' shape[%d]", name, i);
+        uint64_t got_dim;
+        if (json_number_u64(cJSON_GetArrayItem(shape, i), what, want[i], want[i], &got_dim, tb->json_path,
+                            tb->err, tb->errlen))
+            return NULL;
+    }
+    /* the shape's dimensions are bounded (MODEL_MAX_*): the product fits */
+    uint64_t len = (ndim == 1 ? d0 : d0 * d1) * dtype_size(t), offset, nbytes;
+    snprintf(what, sizeof what, "tensor '%s' \"offset\"", name);
+    if (json_number_u64(off, what, 0, tb->m->dram_bytes, &offset, tb->json_path, tb->err, tb->errlen))
+        return NULL;
+    snprintf(what, sizeof what, "tensor '%s' \"bytes\"", name);
+    if (json_number_u64(bytes, what, len, len, &nbytes, tb->json_path, tb->err, tb->errlen))
+        return NULL;
+    if (offset % 4 != 0 || !range_within(offset, len, tb->m->dram_bytes)) {
+        err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset: %llu bytes at %llu %s %s (%zu bytes)",
+                tb->json_path, name, (unsigned long long)len, (unsigned long long)offset,
+                offset % 4 ? "are misaligned in" : "pass the end of", MODEL_DRAM_FILE, tb->m->dram_bytes);
+        return NULL;
+    }
+    return (const char *)tb->m->dram + offset;
+}
+
+static int load_layers(struct model *m, const struct table *tb)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t d = s->d_model;
+    char n[96];
+#define T(field, what, type, nd, a, b)                                                           \
+    do {                                                                                        \
+        layer_tensor_name(n, sizeof n, (int)l, what);                                           \
+        if (!(L->field = tensor(tb, n, type, nd, a, b)))                                        \
+            return -1;                                                                          \
+    } while (0)
+    const struct arch *a = &m->arch;
+    bool ffn_norm = !a->parallel_block; /* a parallel block's one norm is attn_norm */
+    for (uint32_t l = 0; l < s->n_layers; l++) {
+        struct layer_weights *L = &m->layers[l];
+        T(attn_norm, "attn_norm.weight", DTYPE_F32, 1, d, 0);
+        T(wq, "attn.wq", m->dtype, 2, m->q_dim, d);
+        T(wk, "attn.wk", m->dtype, 2, m->kv_dim, d);
+        T(wv, "attn.wv", m->dtype, 2, m->kv_dim, d);
+        T(wo, "attn.wo", m->dtype, 2, d, m->q_dim);
+        if (ffn_norm)
+            T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
+        if (a->norm == NORM_LAYER) {
+            T(attn_norm_bias, "attn_norm.bias", DTYPE_F32, 1, d, 0);
+            if (ffn_norm)
+                T(ffn_norm_bias, "ffn_norm.bias", DTYPE_F32, 1, d, 0);
+        }
+        if (a->qk_norm) {
+            T(q_norm, "attn.q_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
+            T(q_norm_bias, "attn.q_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
+            T(k_norm, "attn.k_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
+            T(k_norm_bias, "attn.k_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
+        }
+        if (a->biases) {
+            T(bq, "attn.bq", DTYPE_F32, 1, m->q_dim, 0);
+            T(bk, "attn.bk", DTYPE_F32, 1, m->kv_dim, 0);
+            T(bv, "attn.bv", DTYPE_F32, 1, m->kv_dim, 0);
+            T(bo, "attn.bo", DTYPE_F32, 1, d, 0);
+            T(ffn_up_bias, "ffn.up_bias", DTYPE_F32, 1, s->d_ff, 0);
+            T(ffn_down_bias, "ffn.down_bias", DTYPE_F32, 1, d, 0);
+        }
+        L->ffn_bundles = m->ffn ? (const char *)m->ffn + (uint64_t)l * s->d_ff * m->bundle_stride : NULL;
+    }
+#undef T
+    return 0;
+}
+
+int model_open(struct model *m, const char *dir, char *err, size_t errlen)
+{
+    return model_open_flags(m, dir, 0, err, errlen);
+}
+
+/* model.json's "dram" and "ffn" sections against the shape and dtype. */
+static int check_layout(struct model *m, const cJSON *o, const char *path, uint64_t *dram_bytes,
+                        uint64_t *ffn_bytes, char *err, size_t errlen)
+{
+    const struct model_shape *s = &m->shape;
+    const cJSON *dram = cJSON_GetObjectItemCaseSensitive(o, "dram");
+    const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(o, "ffn");
+    uint64_t stride;
+    if (!cJSON_IsObject(dram) || !cJSON_IsObject(ffn))
+        return err_set(err, errlen, "%s: \"dram\" or \"ffn\" section missing or malformed", path);
+    /* sizes past SIZE_MAX / 2 cannot be read into memory, and bounding
+     * them keeps every sum below 2^64 */
+    if (json_get_u64(dram, "bytes", 0, SIZE_MAX / 2, dram_bytes, path, err, errlen) ||
+        json_get_u64(ffn, "bytes", 0, SIZE_MAX / 2, ffn_bytes, path, err, errlen) ||
+        json_get_u64(ffn, "bundle_stride", 1, SIZE_MAX / 2, &stride, path, err, errlen))
+        return -1;
+    m->bundle_bytes = ffn_bundle_bytes(s, m->dtype);
+    m->bundle_stride = ffn_bundle_stride(s, m->dtype);
+    if (stride != m->bundle_stride || *ffn_bytes != stride * s->d_ff * s->n_layers)
+        return err_set(err, errlen, "%s: FFN layout (bundle_stride %llu, %llu bytes) does not match the shape",
+                       path, (unsigned long long)stride, (unsigned long long)*ffn_bytes);
+    return 0;
+}
+
+/* dram.bin into memory; ffn.bin too, or only checked when it stays on flash. */
+static int load_files(struct model *m, const char *dir, unsigned flags, uint64_t dram_bytes, uint64_t ffn_bytes,
+                      char *err, size_t errlen)
+{
+    char fpath[4300];
+    snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_DRAM_FILE);
+    if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes, err, errlen)))
+        return -1;
+    snprintf(m->ffn_path, sizeof m->ffn_path, "%s/%s", dir, MODEL_FFN_FILE);
+    if (!(flags & MODEL_FFN_ON_FLASH))
+        return (m->ffn = read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes, err, errlen)) ? 0 : -1;
+    struct stat st;
+    if (stat(m->ffn_path, &st) != 0)
+        return err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
+    if ((uint64_t)st.st_size != ffn_bytes)
+        return err_set(err, errlen, "%s: is %lld bytes, model.json says %llu", m->ffn_path,
+                       (long long)st.st_size, (unsigned long long)ffn_bytes);
+    m->ffn_bytes = ffn_bytes;
+    return 0;
+}
+
+/* Every DRAM tensor the architecture needs, found and checked. */
+static int load_tensors(struct model *m, const struct table *tb)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t d = s->d_model;
+    if (!(m->tok_embedding = tensor(tb, "tok_embedding", m->dtype, 2, s->vocab_size, d)) ||
+        !(m->final_norm = tensor(tb, "final_norm.weight", DTYPE_F32, 1, d, 0)))
+        return -1;
+    if (m->arch.norm == NORM_LAYER && !(m->final_norm_bias = tensor(tb, "final_norm.bias", DTYPE_F32, 1, d, 0)))
+        return -1;
+    if (m->arch.position == POSITION_LEARNED &&
+        !(m->pos_embedding =
+              tensor(tb, "pos_embedding", m->dtype, 2, s->max_positions + s->position_offset, d)))
+        return -1;
+    m->output = m->arch.tied_output ? m->tok_embedding : tensor(tb, "output", m->dtype, 2, s->vocab_size, d);
+    if (!m->output)
+        return -1;
+    if (m->arch.output_bias && !(m->output_bias = tensor(tb, "output.bias", DTYPE_F32, 1, s->vocab_size, 0)))
+        return -1;
+    m->layers = calloc(s->n_layers, sizeof *m->layers);
+    if (!m->layers)
+        return err_set(tb->err, tb->errlen, "%s: cannot allocate %u layers", tb->json_path, s->n_layers);
+    return load_layers(m, tb);
+}
+
+/* The tokenizer model.json names, and its special ids. */
+static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, const char *path, char *err,
+                          size_t errlen)
+{
+    const struct model_shape *s = &m->shape;
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(o, "tokenizer");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(tok, "kind");
+    const cJSON *tfile = cJSON_GetObjectItemCaseSensitive(tok, "file");
+    if (!cJSON_IsString(kind) || !cJSON_IsString(tfile))
+        return err_set(err, errlen, "%s: \"tokenizer\" must name its \"kind\" and \"file\"", path);
+    /* a file of the model folder: no path, and not the folder itself */
+    const char *tname = tfile->valuestring;
+    if (!tname[0] || strchr(tname, '/') || !strcmp(tname, ".") || !strcmp(tname, ".."))
+        return err_set(err, errlen, "%s: tokenizer \"file\" must be a file name inside the model folder, not \"%.100s\"",
+                       path, tname);
+    char fpath[4300];
+    snprintf(fpath, sizeof fpath, "%s/%s", dir, tfile->valuestring);
+    int tok_rc;
+    if (!strcmp(kind->valuestring, "sentencepiece-bpe"))
+        tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, errlen);
+    else if (!strcmp(kind->valuestring, "byte-level-bpe"))
+        tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, errlen);
+    else
+        return err_set(err, errlen,
+                       "%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
+                       kind->valuestring);
+    if (tok_rc != 0)
+        return -1;
+    uint64_t bos, eos;
+    if (json_get_u64(tok, "bos_id", 0, s->vocab_size - 1, &bos, path, err, errlen) ||
+        json_get_u64(tok, "eos_id", 0, s->vocab_size - 1, &eos, path, err, errlen))
+        return -1;
+    m->bos_id = m->tok.bos_id = (int)bos;
+    m->eos_id = m->tok.eos_id = (int)eos;
+    m->stop_ids[m->n_stop++] = m->eos_id;
+    const cJSON *stops = cJSON_GetObjectItemCaseSensitive(tok, "stop_ids"), *it;
+    cJSON_ArrayForEach(it, stops)
+    {
+        uint64_t id;
+        if (json_number_u64(it, "tokenizer \"stop_ids\" entry", 0, s->vocab_size - 1, &id, path, err, errlen))
+            return -1;
+        if (m->n_stop < 4 && (int)id != m->eos_id)
+            m->stop_ids[m->n_stop++] = (int)id;
+    }
+    return 0;
+}
+
+/* model.json's format, shape, architecture and dtype. */
+static int read_header(struct model *m, const cJSON *o, const char *path, char *err, size_t errlen)
+{
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(o, "format");
+    if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0)
+        return err_set(err, errlen, "%s: not a flashbed model (no \"format\": \"%s\")", path,
+                       MODEL_FORMAT_NAME);
+    if (model_shape_load(path, &m->shape, err, errlen) != 0)
+        return -1;
+    const struct model_shape *s = &m->shape;
+    char why[512];
+    if (arch_from_shape(s, &m->arch, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: %s", path, why);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype))
+        return err_set(err, errlen, "%s: unknown \"dtype\" (f32, f16 or bf16)", path);
+    m->head_dim = s->d_model / s->n_heads;
+    m->q_dim = s->n_heads * m->head_dim;
+    m->kv_dim = s->n_kv_heads * m->head_dim;
+    return 0;
+}
+
+int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->dir, sizeof m->dir, "%s", dir);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return err_set(err, errlen, "%s: not a model folder (convert a model with flashbed convert)", dir);
+    char *text = read_text_file(path, NULL);
+    if (!text)
+        return err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    uint64_t dram_bytes = 0, ffn_bytes = 0;
+    struct table tb = {NULL, path, m, err, errlen};
+    int rc = read_header(m, o, path, err, errlen);
+    if (rc == 0)
+        rc = check_layout(m, o, path, &dram_bytes, &ffn_bytes, err, errlen);
+    if (rc == 0)
+        rc = load_files(m, dir, flags, dram_bytes, ffn_bytes, err, errlen);
+    if (rc == 0) {
+        tb.tensors = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors");
+        rc = load_tensors(m, &tb);
+    }
+    if (rc == 0)
+        rc = load_tokenizer(m, o, dir, path, err, errlen);
+    cJSON_Delete(o);
+    if (rc)
+        model_close(m);
+    return rc;
+}
+
+void model_close(struct model *m)
+{
+    free(m->dram);
+    free(m->ffn);
+    free(m->layers);
+    tokenizer_free(&m->tok);
+    memset(m, 0, sizeof *m);
+}
+
+struct trace_meta model_trace_meta(const struct model *m)
+{
+    return (struct trace_meta){.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
+                               .bytes_per_weight = (uint32_t)dtype_size(m->dtype),
+                               .ffn_kind = (uint32_t)m->shape.ffn_kind};
+}
+
+uint64_t model_bytes_per_token(const struct model *m)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t es = dtype_size(m->dtype), d = s->d_model;
+    uint64_t attn = (2 * (uint64_t)m->q_dim * d + 2 * (uint64_t)m->kv_dim * d) * es;
+    uint64_t ffn = m->bundle_bytes * s->d_ff;
+    return s->n_layers * (attn + ffn) + (uint64_t)s->vocab_size * d * es + d * es;
+}

@@ -1,0 +1,309 @@
+/* Writing a flashbed model folder (see model_format.h). */
+#include "engine/model/model_format.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/errbuf.h"
+#include "common/provenance.h"
+
+uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t)
+{
+    return model_shape_neuron_weights(s) * dtype_size(t);
+}
+
+uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
+{
+    uint64_t b = ffn_bundle_bytes(s, t);
+    return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
+}
+
+void model_shape_to_json(const struct model_shape *s, cJSON *o)
+{
+    cJSON_AddStringToObject(o, "name", s->name);
+    cJSON_AddStringToObject(o, "arch", s->arch);
+    cJSON_AddNumberToObject(o, "d_model", s->d_model);
+    cJSON_AddNumberToObject(o, "d_ff", s->d_ff);
+    cJSON_AddNumberToObject(o, "n_layers", s->n_layers);
+    cJSON_AddNumberToObject(o, "n_heads", s->n_heads);
+    cJSON_AddNumberToObject(o, "n_kv_heads", s->n_kv_heads);
+    cJSON_AddNumberToObject(o, "vocab_size", s->vocab_size);
+    cJSON_AddNumberToObject(o, "max_positions", s->max_positions);
+    cJSON_AddStringToObject(o, "ffn_kind", s->ffn_kind == FFN_GLU ? "glu" : "relu");
+    cJSON_AddStringToObject(o, "ffn_activation", s->ffn_activation);
+    cJSON_AddStringToObject(o, "norm", s->norm);
+    cJSON_AddNumberToObject(o, "norm_eps", s->norm_eps);
+    cJSON_AddStringToObject(o, "position", s->position);
+    cJSON_AddNumberToObject(o, "position_offset", s->position_offset);
+    cJSON_AddNumberToObject(o, "rope_fraction", s->rope_fraction);
+    cJSON_AddNumberToObject(o, "rope_theta", s->rope_theta);
+    cJSON_AddBoolToObject(o, "biases", s->biases);
+    cJSON_AddBoolToObject(o, "tied_embeddings", s->tied_embeddings);
+    cJSON_AddBoolToObject(o, "parallel_block", s->parallel_block);
+    /* optional keys: written only when set, so older shapes' files stay as they were */
+    if (s->fatrelu_threshold != 0)
+        cJSON_AddNumberToObject(o, "fatrelu_threshold", s->fatrelu_threshold);
+    if (s->qk_norm)
+        cJSON_AddBoolToObject(o, "qk_norm", true);
+    if (s->output_bias)
+        cJSON_AddBoolToObject(o, "output_bias", true);
+}
+
+static int remove_tree(const char *dir)
+{
+    static const char *files[] = {MODEL_JSON, MODEL_DRAM_FILE, MODEL_FFN_FILE, "tokenizer.bin",
+                                  "tokenizer.json"};
+    char p[4400];
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    return rmdir(dir);
+}
+
+/* The writer's failures go to the buffer its caller gave model_writer_begin. */
+#define WERR(w, ...) err_set((w)->err, (w)->errlen, __VA_ARGS__)
+
+int model_writer_begin(struct model_writer *w, const char *dir, const struct model_shape *s,
+                       enum fb_dtype t, char *err, size_t errlen)
+{
+    memset(w, 0, sizeof *w);
+    w->err = err;
+    w->errlen = errlen;
+    snprintf(w->dir, sizeof w->dir, "%s", dir);
+    snprintf(w->tmp, sizeof w->tmp, "%s.tmp.%d", dir, (int)getpid());
+    w->shape = *s;
+    w->dtype = t;
+    w->cleanup = -1;
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        return WERR(w, "%s: already exists; remove it or choose another folder", dir);
+    /* registered before it exists: a Ctrl-C at any point leaves nothing */
+    w->cleanup = cleanup_add_dir(w->tmp);
+    if (mkdir(w->tmp, 0755) != 0) {
+        WERR(w, "%s: cannot create folder: %s", dir, strerror(errno));
+        cleanup_forget(w->cleanup);
+        w->tmp[0] = '\0'; /* not ours: abort must not remove it */
+        return -1;
+    }
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_DRAM_FILE);
+    w->dram = fopen(p, "wb");
+    snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_FFN_FILE);
+    w->ffn = fopen(p, "wb");
+    w->tensors = cJSON_CreateArray();
+    w->scratch = calloc(1, ffn_bundle_stride(s, t) > (uint64_t)s->d_ff * 4 ? ffn_bundle_stride(s, t)
+                                                                             : (uint64_t)s->d_ff * 4);
+    w->column = malloc((size_t)s->d_model * 4);
+    if (!w->dram || !w->ffn || !w->scratch || !w->column) {
+        WERR(w, "%s: cannot create model files: %s", w->dir, strerror(errno));
+        model_writer_abort(w);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_or_fail(struct model_writer *w, FILE *f, const void *buf, size_t n, const char *what)
+{
+    if (fwrite(buf, 1, n, f) != n)
+        return WERR(w, "%s: write failed (%s): %s", w->dir, what, strerror(errno));
+    return 0;
+}
+
+int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
+                        const uint64_t *dims)
+{
+    static const char zeros[DRAM_ALIGN];
+    enum fb_dtype t = ndim >= 2 ? w->dtype : DTYPE_F32;
+    uint64_t rows = ndim >= 2 ? dims[0] : 1, cols = dims[ndim - 1];
+    for (int i = 1; i < ndim - 1; i++)
+        rows *= dims[i];
+    uint64_t pad = (DRAM_ALIGN - w->dram_off % DRAM_ALIGN) % DRAM_ALIGN;
+    if (write_or_fail(w, w->dram, zeros, pad, name))
+        return -1;
+    w->dram_off += pad;
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", name);
+    cJSON_AddStringToObject(e, "dtype", dtype_name(t));
+    cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+    for (int i = 0; i < ndim; i++)
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[i]));
+    cJSON_AddNumberToObject(e, "offset", (double)w->dram_off);
+    cJSON_AddNumberToObject(e, "bytes", (double)(rows * cols * dtype_size(t)));
+    cJSON_AddItemToArray(w->tensors, e);
+    /* row by row so the conversion buffer stays one row long */
+    void *row = t == DTYPE_F32 ? NULL : malloc(cols * 2);
+    if (t != DTYPE_F32 && !row)
+        return WERR(w, "%s: out of memory converting tensor '%s'", w->dir, name);
+    for (uint64_t r = 0; r < rows; r++) {
+        const float *src = data + r * cols;
+        const void *out = src;
+        if (row) {
+            dtype_from_f32(row, t, src, cols);
+            out = row;
+        }
+        if (write_or_fail(w, w->dram, out, cols * dtype_size(t), name)) {
+            free(row);
+            return -1;
+        }
+    }
+    free(row);
+    w->dram_off += rows * cols * dtype_size(t);
+    return 0;
+}
+
+int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, const float *gate,
+                           const float *down)
+{
+    const struct model_shape *s = &w->shape;
+    if (layer != w->ffn_layers_written)
+        return WERR(w, "%s: FFN layer %d written out of order", w->dir, layer);
+    uint64_t d = s->d_model, n = s->d_ff, es = dtype_size(w->dtype);
+    uint64_t stride = ffn_bundle_stride(s, w->dtype);
+    char *b = w->scratch;
+    for (uint64_t i = 0; i < n; i++) {
+        memset(b, 0, stride);
+        dtype_from_f32(b + ffn_bundle_up() * es, w->dtype, up + i * d, d);
+        if (s->ffn_kind == FFN_GLU)
+            dtype_from_f32(b + ffn_bundle_gate(s) * es, w->dtype, gate + i * d, d);
+        for (uint64_t j = 0; j < d; j++)
+            w->column[j] = down[j * n + i];
+        dtype_from_f32(b + ffn_bundle_down(s) * es, w->dtype, w->column, d);
+        if (write_or_fail(w, w->ffn, b, stride, "ffn"))
+            return -1;
+    }
+    w->ffn_layers_written++;
+    return 0;
+}
+
+int model_writer_copy_file(struct model_writer *w, const char *src, const char *name)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", w->tmp, name);
+    FILE *in = fopen(src, "rb");
+    if (!in)
+        return WERR(w, "%s: cannot read: %s", src, strerror(errno));
+    FILE *out = fopen(p, "wb");
+    int rc = out ? 0 : -1;
+    char buf[65536];
+    size_t got;
+    while (rc == 0 && (got = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, got, out) != got)
+            rc = -1;
+    if (ferror(in) || (out && fclose(out) != 0))
+        rc = -1;
+    fclose(in);
+    if (rc)
+        WERR(w, "%s: cannot copy %s into the model folder as %s", w->dir, src, name);
+    return rc;
+}
+
+int model_writer_finish(struct model_writer *w, cJSON *meta)
+{
+    const struct model_shape *s = &w->shape;
+    int rc = -1;
+    if (w->ffn_layers_written != (int)s->n_layers) {
+        WERR(w, "%s: %d of %u FFN layers written", w->dir, w->ffn_layers_written, s->n_layers);
+        goto out;
+    }
+    int e1 = fclose(w->dram), e2 = fclose(w->ffn);
+    w->dram = w->ffn = NULL;
+    if (e1 || e2) {
+        WERR(w, "%s: cannot write model files: %s", w->dir, strerror(errno));
+        goto out;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "format", MODEL_FORMAT_NAME);
+    cJSON_AddNumberToObject(o, "format_version", MODEL_FORMAT_VERSION);
+    model_shape_to_json(s, o);
+    cJSON_AddStringToObject(o, "dtype", dtype_name(w->dtype));
+    for (cJSON *it = meta ? meta->child : NULL; it; it = it->next)
+        cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, 1));
+    cJSON *dram = cJSON_AddObjectToObject(o, "dram");
+    cJSON_AddStringToObject(dram, "file", MODEL_DRAM_FILE);
+    cJSON_AddNumberToObject(dram, "bytes", (double)w->dram_off);
+    cJSON_AddItemToObject(dram, "tensors", w->tensors);
+    w->tensors = NULL;
+    cJSON *ffn = cJSON_AddObjectToObject(o, "ffn");
+    cJSON_AddStringToObject(ffn, "file", MODEL_FFN_FILE);
+    cJSON_AddStringToObject(ffn, "layout", s->ffn_kind == FFN_GLU ? "bundle:up,gate,down" : "bundle:up,down");
+    cJSON_AddNumberToObject(ffn, "bundle_bytes", (double)ffn_bundle_bytes(s, w->dtype));
+    cJSON_AddNumberToObject(ffn, "bundle_stride", (double)ffn_bundle_stride(s, w->dtype));
+    cJSON_AddNumberToObject(ffn, "alignment", FFN_ALIGN);
+    cJSON_AddNumberToObject(ffn, "bytes",
+                            (double)(ffn_bundle_stride(s, w->dtype) * s->d_ff * s->n_layers));
+    cJSON_AddItemToObject(o, "provenance", provenance_new());
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_JSON);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    FILE *f = fopen(p, "w");
+    int bad = !text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
+    if (f && fclose(f) != 0) /* closed even after a failed write */
+        bad = 1;
+    if (bad) {
+        WERR(w, "%s: cannot write %s: %s", w->dir, MODEL_JSON, strerror(errno));
+        free(text);
+        goto out;
+    }
+    free(text);
+    if (rename(w->tmp, w->dir) != 0) {
+        WERR(w, "%s: cannot move the finished folder into place: %s", w->dir, strerror(errno));
+        goto out;
+    }
+    cleanup_forget(w->cleanup);
+    w->cleanup = -1;
+    rc = 0;
+out:
+    cJSON_Delete(meta);
+    if (rc)
+        model_writer_abort(w);
+    else {
+        cJSON_Delete(w->tensors);
+        free(w->scratch);
+        free(w->column);
+        memset(w, 0, sizeof *w);
+        w->cleanup = -1;
+    }
+    return rc;
+}
+
+void model_writer_abort(struct model_writer *w)
+{
+    if (w->dram)
+        fclose(w->dram);
+    if (w->ffn)
+        fclose(w->ffn);
+    cJSON_Delete(w->tensors);
+    free(w->scratch);
+    free(w->column);
+    if (w->tmp[0]) {
+        remove_tree(w->tmp);
+        /* a failure about a file in the temporary names the user's folder */
+        err_replace(w->err, w->errlen, w->tmp, w->dir);
+    }
+    cleanup_forget(w->cleanup);
+    memset(w, 0, sizeof *w);
+    w->cleanup = -1;
+}
+
+int file_fnv1a64(const char *path, char hex[17])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    uint64_t h = 0xcbf29ce484222325ull;
+    unsigned char buf[1 << 14]; /* the caller's stack: thread-safe */
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < got; i++)
+            h = (h ^ buf[i]) * 0x100000001b3ull;
+    int bad = ferror(f);
+    fclose(f);
+    snprintf(hex, 17, "%016llx", (unsigned long long)h);
+    return bad ? -1 : 0;
+}
