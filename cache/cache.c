@@ -89,6 +89,7 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
     lo->vec_bytes = g->vec_bytes;
     lo->vecs_per_row = g->vecs_per_row;
     lo->row_bytes = g->row_bytes;
+    lo->read_align = g->read_align;
     if (alloc_buffers(c, g->n_layers, g->d_ff) != 0) {
         err_set(err, errlen, "cache: out of memory");
         cache_close(c);

@@ -56,6 +56,8 @@ struct cache_geometry {
     uint64_t vec_bytes;       /* d_model * bytes per weight */
     uint32_t vecs_per_row;    /* 2 (up, down) or 3 (up, gate, down) */
     uint64_t row_bytes;       /* one bundle on flash (the engine's aligned stride) */
+    uint64_t read_align;      /* direct I/O's block, to which a per-vector (split) read widens;
+                               * 0: a vector is read exactly (packed replay) */
 };
 
 struct cache_config {

@@ -31,6 +31,26 @@ static inline void tally_reads(struct read_tally *t, uint64_t count, uint64_t si
         t->sizes->count[63 - __builtin_clzll(size | 1)] += count;
 }
 
+/* Where vector v of a bundle is read: at offset *off into the bundle,
+ * *len bytes. With align 0 exactly the vector (v * vec_bytes, vec_bytes);
+ * with a direct-I/O alignment the read widens to whole blocks of it,
+ * never past the bundle's stride (row_bytes), which is how the engine's
+ * flash FFN issues a per-vector (split) read, and so how the split layout
+ * counts its bytes. */
+static inline void layout_vector_span(uint64_t vec_bytes, uint64_t row_bytes, uint64_t align, uint32_t v,
+                                      uint64_t *off, uint64_t *len)
+{
+    uint64_t lo = (uint64_t)v * vec_bytes, hi = lo + vec_bytes;
+    if (align > 1) {
+        lo = lo / align * align;
+        hi = (hi + align - 1) / align * align;
+        if (hi > row_bytes)
+            hi = row_bytes;
+    }
+    *off = lo;
+    *len = hi - lo;
+}
+
 /* One read: `count` whole bundles of adjacent neurons first..first+count-1
  * (vec < 0), or vector `vec` of neuron first's bundle alone (count 1): up,
  * (gate,) down in model_format.h's bundle order. */
@@ -69,6 +89,8 @@ struct layout {
     uint32_t vecs_per_row;    /* 2 (relu) or 3 (glu) */
     uint64_t row_bytes;       /* one bundle on flash: vecs_per_row * vec_bytes, or the
                                * model's aligned bundle stride in the engine */
+    uint64_t read_align;      /* a per-vector read widens to blocks of this many bytes
+                               * (layout_vector_span); 0: exactly the vector */
     uint64_t arg;             /* coalesce:G -> G */
     uint64_t info;            /* friends: tokens the counts used */
     void *state;

@@ -1,12 +1,18 @@
 /* split: up column, down row (and gate row) of a neuron live in separate
- * matrices: each is its own read of d_model * bytes. */
+ * matrices: each is its own read of d_model * bytes, widened to whole
+ * direct-I/O blocks when the geometry has an alignment (layout_vector_span:
+ * the engine reads exactly that). */
 #include "cache/layout.h"
 
 static uint32_t split_read(struct layout *lo, uint32_t l, const uint32_t *rows, uint32_t n,
                            struct read_tally *t, struct layout_read *out)
 {
     (void)l;
-    tally_reads(t, (uint64_t)n * lo->vecs_per_row, lo->vec_bytes);
+    for (uint32_t v = 0; v < lo->vecs_per_row; v++) {
+        uint64_t off, len;
+        layout_vector_span(lo->vec_bytes, lo->row_bytes, lo->read_align, v, &off, &len);
+        tally_reads(t, n, len);
+    }
     if (!out)
         return 0;
     uint32_t k = 0;

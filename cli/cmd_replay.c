@@ -30,7 +30,7 @@
 #define SWEEP_K REPLAY_SWEEP_K
 
 struct replay_opts {
-    char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride;
+    char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride, *read_align;
     bool plot, window_sweep, quiet;
 };
 
@@ -49,6 +49,9 @@ static const struct opt_def replay_options[] = {
      "accounting), aligned (rounded up to 4096 bytes, as flashbed's model folder stores bundles for direct "
      "I/O and a run caches them: replay then holds and reads what run does; run.json's summary.row_stride), "
      "or bytes; budget shares are of the FFN at this stride"},
+    {"read-align", OPT_STRING, O(read_align), "0", "BYTES",
+     "the direct-I/O block a split read widens to (each vector read as whole blocks, never past the row "
+     "stride), as a run reads: run.json's summary.read_align; 0: each vector read exactly"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
      "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
     {"use", OPT_STRING, O(use), NULL, "SETS",
@@ -297,6 +300,11 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     }
     uint64_t row_bytes = j->row_stride ? j->row_stride : replay_row_bytes(&st->tr.meta);
     cJSON_AddNumberToObject(params, "row_stride_bytes", (double)row_bytes);
+    if (replay_read_align(row_bytes, o->read_align, &j->read_align, err, sizeof err) != 0) {
+        fb_error("replay --read-align '%s': %s", o->read_align, err);
+        return 2;
+    }
+    cJSON_AddNumberToObject(params, "read_align", (double)j->read_align);
     if (parse_budgets(o->budget, st->budget_items, j->n_budgets, &st->tr.meta, row_bytes, st->budgets) != 0)
         return 2;
     j->budgets = st->budgets;

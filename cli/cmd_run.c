@@ -565,6 +565,7 @@ static int write_results(struct run *r)
         provenance_add_disk(prov, r->m.ffn_path);
     struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot};
     x.held_bytes = p->dense ? 0 : ffn_flash_dram_bytes(&r->e.ffn, &x.oracle_bytes);
+    x.read_align = p->dense ? 0 : ffn_flash_read_align(&r->e.ffn);
     x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
     x.predictor_madds = p->dense ? 0 : ffn_flash_predictor_madds(&r->m, &p->cfg);
     int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov);

@@ -187,6 +187,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
         cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
         cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
                                 (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
+        /* the block a split read widens to: replay --read-align A counts it */
+        cJSON_AddNumberToObject(sum, "read_align", (double)x->read_align);
     }
     if (p->ops && !p->ops->reads_whole_layers) /* a density of what was chosen */
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));

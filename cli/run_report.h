@@ -57,6 +57,7 @@ struct run_report_extra {
     int cold;              /* tokens summarized apart as the cold start */
     uint64_t held_bytes;   /* what the flash FFN holds in DRAM (ffn_flash_dram_bytes) */
     uint64_t oracle_bytes; /* the oracle's rows, apart (not counted in held_bytes) */
+    uint64_t read_align;   /* ffn.bin's direct-I/O alignment (ffn_flash_read_align) */
     uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
     uint64_t predictor_madds; /* its multiply-adds per token */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */

@@ -68,6 +68,23 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
     return 0;
 }
 
+int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char *err, size_t errlen)
+{
+    uint64_t v;
+    char why[256];
+    if (parse_size(text, &v, why, sizeof why) != 0) {
+        err_set(err, errlen, "%s (0 or bytes)", why);
+        return -1;
+    }
+    if (v && ((v & (v - 1)) || row_bytes % v)) {
+        err_set(err, errlen, "%llu bytes: an alignment is a power of two dividing the row stride (%llu bytes)",
+                (unsigned long long)v, (unsigned long long)row_bytes);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
 {
     uint64_t total = 0;
@@ -189,7 +206,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
     uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
     struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
-                               res->row_bytes};
+                               res->row_bytes, spec->read_align};
     struct cache c;
     uint64_t start = now_ns();
     if (cache_open(&c, &cfg, &g, err, errlen) != 0)

@@ -63,6 +63,8 @@ struct replay_spec {
     uint64_t row_stride;     /* bytes a row takes in the cache and in a bundled read (0: the trace's
                               * packed row, replay_row_bytes); the engine's padded stride
                               * (replay_row_stride "aligned") holds and reads what a run does */
+    uint64_t read_align;     /* a split (per-vector) read widens to blocks of this many bytes, as
+                              * direct I/O reads it (run.json's summary.read_align); 0: exactly */
 };
 
 /* One token, summed over layers. */
@@ -116,6 +118,11 @@ bool replay_policy_uses_budget(const char *policy);
  * stores bundles and a run caches them: run.json's summary.row_stride), or
  * bytes (at least the packed row). 0, or -1 with err. */
 int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *out, char *err, size_t errlen);
+/* The direct-I/O block a split read widens to, from text ("0": none, or
+ * bytes): a power of two that divides row_bytes, the stride it is read at
+ * (ffn.bin's stride is a multiple of the alignment it is read with).
+ * 0, or -1 with err. */
+int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char *err, size_t errlen);
 
 /* Bytes of one FFN row (neuron) of this trace's shape. */
 uint64_t replay_row_bytes(const struct trace_meta *m);

@@ -10,7 +10,7 @@ static int one_row(const struct replay_study *s, const struct replay_budget *b, 
                    const char *layout, struct replay_row *row, size_t *done, char *err, size_t errlen)
 {
     char why[1024];
-    struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, !b->none, s->row_stride};
+    struct replay_spec spec = {policy, layout, b->bytes, s->use_predicted, !b->none, s->row_stride, s->read_align};
     if (replay_run(s->tr, &spec, &row->res, why, sizeof why) != 0) {
         err_set(err, errlen, "%s x %s at %s: %s", policy, layout, b->text, why);
         return -1;
@@ -58,7 +58,7 @@ int replay_window_sweep(const struct replay_study *s, struct replay_result *swee
             char name[32];
             cache_policy_name(&policy_window, w + 1, name, sizeof name);
             struct replay_spec spec = {name, s->layouts[k], s->budgets[0].bytes, s->use_predicted, true,
-                                       s->row_stride};
+                                       s->row_stride, s->read_align};
             if (replay_run(s->tr, &spec, &sweep[k * REPLAY_SWEEP_K + w], why, sizeof why) != 0)
                 return err_set(err, errlen, "%s x %s: %s", name, s->layouts[k], why);
             (*done)++;

@@ -50,6 +50,7 @@ struct replay_study {
     bool use_predicted;
     const struct replay_pricing *pricing;  /* NULL: rows not priced */
     uint64_t row_stride;                   /* replay_spec's: 0, the packed row */
+    uint64_t read_align;                   /* replay_spec's: 0, vectors read exactly */
 };
 
 /* Called after each row (done rows filled, the last of policy); returns

@@ -162,7 +162,7 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
     /* capacity 0 stays "none" here, as the run plan means it */
     struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
                               traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
-    struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
+    struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride, ff->align};
     char err[512];
     if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
         err_set(ff->err, ff->errlen, "%s", err);
@@ -501,12 +501,11 @@ static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const st
         uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
         if (rd->vec >= 0) {
             /* one vector of the bundle (model_format.h: up | gate | down), widened to
-             * the direct-I/O alignment when vectors are smaller than its blocks */
-            uint64_t lo = (uint64_t)rd->vec * ff->vec_bytes / ff->align * ff->align;
-            uint64_t hi = ((uint64_t)(rd->vec + 1) * ff->vec_bytes + ff->align - 1) / ff->align * ff->align;
+             * the direct-I/O alignment as the split layout counts it */
+            uint64_t lo;
+            layout_vector_span(ff->vec_bytes, ff->stride, ff->align, (uint32_t)rd->vec, &lo, &len);
             off += lo;
             dst += lo;
-            len = (hi < ff->stride ? hi : ff->stride) - lo;
         }
         ff->reqs[ff->n_reqs++] = (struct flash_read){off, len, dst};
     }
@@ -770,6 +769,12 @@ uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
     if (oracle_bytes)
         *oracle_bytes = ff->oracle_bytes;
     return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes + ff->predictor_bytes;
+}
+
+uint64_t ffn_flash_read_align(const struct ffn *f)
+{
+    const struct flash_ffn *ff = f->priv;
+    return ff->align;
 }
 
 const struct ffn_ops ffn_flash = {

@@ -126,6 +126,9 @@ uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_f
  * chooses the neurons (the predictor's weights, the gate's rows); the
  * oracle's rows (the oracle's own, or check's) apart in *oracle_bytes. */
 uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes);
+/* The direct-I/O alignment ffn.bin is read at: a per-vector (split) read
+ * widens to its blocks (cache/layout.h: layout_vector_span). */
+uint64_t ffn_flash_read_align(const struct ffn *f);
 /* What choosing the neurons holds in DRAM and costs in multiply-adds per
  * token for cfg on model m, known before create (a budget counts the
  * bytes): a predictor's weights, the gate's rows; 0 for the oracle (a

@@ -199,7 +199,7 @@ static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out,
         return 0;
     struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
     struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype),
-                               m->arch.glu ? 3 : 2, m->bundle_stride};
+                               m->arch.glu ? 3 : 2, m->bundle_stride, 0 /* rows only: no bytes */};
     if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
         free(out->layer_rows);
         out->layer_rows = NULL;

@@ -82,11 +82,13 @@ done
 # ffn.bin's 4096-byte stride, which the run's cache holds them at. replay
 # at the run's row_stride and its cache's bytes at that stride reads, per
 # token, what the run read, bytes included; at the packed row the same
-# bytes would hold eight times the rows.
+# bytes would hold eight times the rows. A split read widens each 256-byte
+# vector to direct I/O's blocks (summary.read_align), as replay
+# --read-align counts it.
 TP="$WORK/padded.trace"
 check "padded: its trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --bytes-per-weight 4 --seed 3 --out "$TP"
 for policy in lru window:4; do
-    for layout in bundled coalesce:2; do
+    for layout in bundled coalesce:2 split; do
         out="$WORK/pad-${policy/:/}-${layout/:/}"
         check "padded $policy $layout runs" "$FLASHBED" run --model "$M" --policy $policy --layout $layout \
             --active "trace:$TP" --use actual --dram-budget 60% --prompt "$P" -n 20 --ignore-eos --threads 1 \
@@ -94,8 +96,10 @@ for policy in lru window:4; do
         S=$(json_get "$out/run.json" "int(d['summary']['row_stride'])")
         B=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_stride_bytes'])")
         check "padded $policy $layout: rows at a 4096-byte stride" test "$S" = 4096
+        A=$(json_get "$out/run.json" "int(d['summary']['read_align'])")
+        check "padded $policy $layout: read at an alignment" test "$A" -gt 0
         check "padded $policy $layout: replay at that stride" "$FLASHBED" replay --trace "$TP" --policy $policy \
-            --layout $layout --dram-budget "$B" --row-stride "$S" --use actual --out "$out/replay" --quiet
+            --layout $layout --dram-budget "$B" --row-stride "$S" --read-align "$A" --use actual --out "$out/replay" --quiet
         check "padded $policy $layout: replay's row_bytes is the stride" \
             test "$(json_get "$out/replay/replay.json" "d['results'][0]['row_bytes']")" = 4096
         for key in reads:reads bytes_read:bytes rows_inserted:rows_inserted; do

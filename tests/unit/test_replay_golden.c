@@ -35,13 +35,13 @@ static struct replay_result run_spec(struct replay_spec spec)
 
 static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, false, 0});
+    return run_spec((struct replay_spec){policy, layout, budget, false, false, 0, 0});
 }
 
 /* A replay with the budget binding, as every row of a budget study. */
 static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, true, 0});
+    return run_spec((struct replay_spec){policy, layout, budget, false, true, 0, 0});
 }
 
 #define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -133,7 +133,7 @@ static void study_tests(void)
 {
     const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
     const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL, 0};
+    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL, 0, 0};
     struct replay_row rows[4];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -162,7 +162,7 @@ static void friends_note_tests(void)
 {
     const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
     const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0};
+    struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0, 0};
     struct replay_row rows[2];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -243,7 +243,7 @@ static void stride_tests(void)
     /* lru in 16 bytes at a 16-byte stride holds one row, as the packed
      * replay does in 8: the same decisions, every read twice the bytes */
     struct replay_result one = run("lru", "bundled", 8);
-    struct replay_result wide = run_spec((struct replay_spec){"lru", "bundled", 16, false, false, 16});
+    struct replay_result wide = run_spec((struct replay_spec){"lru", "bundled", 16, false, false, 16, 0});
     CHECK_U64(wide.capacity_rows, 1);
     CHECK_U64(wide.row_bytes, 16);
     CHECK_COUNTS(wide, one.total.reads, 2 * one.total.bytes, one.total.hits, one.total.inserted, one.total.deleted);
@@ -254,6 +254,38 @@ static void stride_tests(void)
     replay_result_free(&one);
     replay_result_free(&wide);
     replay_result_free(&two);
+}
+
+/* A split read widened to direct I/O's blocks, as the engine issues it.
+ * The row's 2 vectors of 4 bytes at a 16-byte stride: with 8-byte blocks
+ * the up vector is bytes 0-7 and the down vector 0-7 too (it starts at
+ * 4: block 0), 8 bytes each; with 16-byte blocks each is the whole row. */
+static void read_align_tests(void)
+{
+    uint64_t off, len, a;
+    layout_vector_span(4, 16, 0, 1, &off, &len);
+    CHECK(off == 4 && len == 4);
+    layout_vector_span(4, 16, 8, 1, &off, &len);
+    CHECK(off == 0 && len == 8);
+    layout_vector_span(12, 32, 8, 1, &off, &len); /* bytes 12-23: blocks 8-23 */
+    CHECK(off == 8 && len == 16);
+    layout_vector_span(4, 4096, 4096, 2, &off, &len); /* never past the stride */
+    CHECK(off == 0 && len == 4096);
+    /* predictor reads the 13 needed rows: 26 vector reads, of 4, 8 or 16 bytes */
+    uint64_t want[] = {0, 104, 8, 208, 16, 416};
+    for (int i = 0; i < 3; i++) {
+        struct replay_result r = run_spec((struct replay_spec){"predictor", "split", 0, false, false, 16, want[2 * i]});
+        CHECK_U64(r.total.reads, 26);
+        CHECK_U64(r.total.bytes, want[2 * i + 1]);
+        replay_result_free(&r);
+    }
+    char err[256];
+    CHECK(replay_read_align(16, "0", &a, err, sizeof err) == 0 && a == 0);
+    CHECK(replay_read_align(4096, "512", &a, err, sizeof err) == 0 && a == 512);
+    CHECK(replay_read_align(16, "12", &a, err, sizeof err) == -1); /* not a power of two */
+    CHECK(strstr(err, "a power of two dividing the row stride (16 bytes)") != NULL);
+    CHECK(replay_read_align(16, "32", &a, err, sizeof err) == -1); /* does not divide the stride */
+    CHECK(replay_read_align(16, "x", &a, err, sizeof err) == -1);
 }
 
 /* What callers outside cache/ ask of a policy: its properties by name
@@ -305,6 +337,7 @@ int main(void)
 {
     fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
     stride_tests();
+    read_align_tests();
     property_tests();
 
     /* naive: all 8 rows every token, nothing kept. split: 16 reads of 4 bytes per token. */

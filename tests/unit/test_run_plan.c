@@ -123,7 +123,7 @@ static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capa
     char policy[32], err[256];
     snprintf(policy, sizeof policy, "window:%u", k);
     struct cache_config cc = {policy, "bundled", capacity, tr, false, false};
-    struct cache_geometry g = {1, 8, 16, 2, STRIDE};
+    struct cache_geometry g = {1, 8, 16, 2, STRIDE, 0};
     struct cache c;
     uint64_t overflow = 0;
     if (cache_open(&c, &cc, &g, err, sizeof err) != 0)
