@@ -103,20 +103,26 @@ int json_number_finite(const cJSON *v, const char *what, double min, double max,
                    max, got);
 }
 
+/* obj's member key (NULL when obj is no object or lacks it), and its name
+ * quoted as messages give it. */
+static const cJSON *member(const cJSON *obj, const char *key, char *what, size_t whatlen)
+{
+    snprintf(what, whatlen, "\"%s\"", key);
+    return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+}
+
 int json_get_u64(const cJSON *obj, const char *key, uint64_t min, uint64_t max, uint64_t *out,
                  const char *path, char *err, size_t errlen)
 {
-    const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
     char what[128];
-    snprintf(what, sizeof what, "\"%s\"", key);
+    const cJSON *v = member(obj, key, what, sizeof what);
     return json_number_u64(v, what, min, max, out, path, err, errlen);
 }
 
 int json_get_finite(const cJSON *obj, const char *key, double min, double max, double *out,
                     const char *path, char *err, size_t errlen)
 {
-    const cJSON *v = cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
     char what[128];
-    snprintf(what, sizeof what, "\"%s\"", key);
+    const cJSON *v = member(obj, key, what, sizeof what);
     return json_number_finite(v, what, min, max, out, path, err, errlen);
 }

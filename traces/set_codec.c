@@ -230,11 +230,9 @@ static int get_varint(struct byte_src *src, uint64_t *v)
     return -1;
 }
 
-
-static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
-                         char *why, size_t whylen)
+/* A set record's nbytes of payload into buf (its bytes replaced). */
+static int read_payload(struct byte_src *src, struct byte_buf *buf, uint64_t nbytes, char *why, size_t whylen)
 {
-    size_t nbytes = (d_ff + 7) / 8;
     if (nbytes > byte_src_left(src))
         return err_set(why, whylen, "truncated set record");
     buf->len = 0;
@@ -242,6 +240,15 @@ static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, ui
         return err_set(why, whylen, "out of memory");
     if (byte_src_read(src, buf->p, nbytes) != 0)
         return err_set(why, whylen, "truncated set record");
+    return 0;
+}
+
+static int decode_bitset(struct byte_src *src, uint32_t d_ff, uint64_t count, uint32_t *d, struct byte_buf *buf,
+                         char *why, size_t whylen)
+{
+    size_t nbytes = (d_ff + 7) / 8;
+    if (read_payload(src, buf, nbytes, why, whylen) != 0)
+        return -1;
     uint64_t n = 0;
     for (size_t i = 0; i < nbytes; i++)
         for (uint8_t byte = buf->p[i]; byte; byte &= (uint8_t)(byte - 1)) {
@@ -270,13 +277,8 @@ static int decode_rice(struct byte_src *src, uint32_t d_ff, uint64_t count, uint
     if (nbytes > (uint64_t)d_ff * 8 + 64)
         return err_set(why, whylen, "set record of %llu bytes is larger than any set of d_ff %u",
                    (unsigned long long)nbytes, d_ff);
-    if (nbytes > byte_src_left(src))
-        return err_set(why, whylen, "truncated set record");
-    buf->len = 0;
-    if (byte_buf_reserve(buf, nbytes) != 0)
-        return err_set(why, whylen, "out of memory");
-    if (byte_src_read(src, buf->p, nbytes) != 0)
-        return err_set(why, whylen, "truncated set record");
+    if (read_payload(src, buf, nbytes, why, whylen) != 0)
+        return -1;
     const uint8_t *p = buf->p;
     uint64_t bit = 0, end = nbytes * 8;
     uint64_t next = 0; /* smallest id the next one may take */

@@ -72,6 +72,9 @@ float *hf_layer_read(struct hf_ctx *c, const char *pre, const char *name, int nd
 /* hf_copy of layer l's HF tensor pre + from into layers.l.to. */
 int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to, int ndim,
                   uint64_t d0, uint64_t d1);
+/* A LayerNorm of layer l with its bias: pre + from ".weight" and ".bias"
+ * ([d_model] each) into layers.l.to ".weight" and ".bias". */
+int hf_layer_norm(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to);
 /* The head: the final norm's weight (and bias, when norm_bias is not
  * NULL) and, unless tied, lm_head.weight as output. */
 int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bias);

@@ -88,8 +88,7 @@ static int falcon_layer(struct hf_ctx *c, uint32_t l)
     uint64_t fused_rows = (s->n_heads + 2ull * s->n_kv_heads) * hd;
     char pre[64];
     snprintf(pre, sizeof pre, "transformer.h.%u.", l);
-    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
-        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
+    if (hf_layer_norm(c, pre, l, "input_layernorm", "attn_norm"))
         return -1;
     float *q, *k, *v;
     if (hf_split_qkv(c, hf_layer_read(c, pre, "self_attention.query_key_value.weight", 2, fused_rows, d), d, &q, &k,

@@ -52,8 +52,7 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
     uint64_t d = s->d_model, ff = s->d_ff;
     char pre[64];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
-    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
-        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0))
+    if (hf_layer_norm(c, pre, l, "input_layernorm", "attn_norm"))
         return -1;
     float *q, *k, *v;
     if (hf_split_qkv(c, hf_layer_read(c, pre, "self_attn.query_key_value.weight", 2, 3 * d, d), d, &q, &k, &v) ||
@@ -64,8 +63,7 @@ static int persimmon_layer(struct hf_ctx *c, uint32_t l)
         return -1;
     if (hf_layer_copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) || hf_layer_copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
         (s->qk_norm && qk_norms(c, pre, l)) ||
-        hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0) ||
-        hf_layer_copy(c, pre, l, "post_attention_layernorm.bias", "ffn_norm.bias", 1, d, 0) ||
+        hf_layer_norm(c, pre, l, "post_attention_layernorm", "ffn_norm") ||
         hf_layer_copy(c, pre, l, "mlp.dense_h_to_4h.bias", "ffn.up_bias", 1, ff, 0) ||
         hf_layer_copy(c, pre, l, "mlp.dense_4h_to_h.bias", "ffn.down_bias", 1, d, 0))
         return -1;

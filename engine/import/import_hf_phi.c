@@ -52,8 +52,7 @@ static int phi_layer(struct hf_ctx *c, uint32_t l)
     uint64_t d = c->s->d_model, ff = c->s->d_ff;
     char pre[64];
     snprintf(pre, sizeof pre, "model.layers.%u.", l);
-    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) ||
-        hf_layer_copy(c, pre, l, "input_layernorm.bias", "attn_norm.bias", 1, d, 0) || qkv(c, pre, l, d) ||
+    if (hf_layer_norm(c, pre, l, "input_layernorm", "attn_norm") || qkv(c, pre, l, d) ||
         qkv(c, pre, l, 1) || hf_layer_copy(c, pre, l, "self_attn.dense.weight", "attn.wo", 2, d, d) ||
         hf_layer_copy(c, pre, l, "self_attn.dense.bias", "attn.bo", 1, d, 0) ||
         hf_layer_copy(c, pre, l, "mlp.fc1.bias", "ffn.up_bias", 1, ff, 0) ||

@@ -156,6 +156,19 @@ int hf_layer_copy(struct hf_ctx *c, const char *pre, uint32_t l, const char *fro
     return hf_copy(c, src, dst, ndim, d0, d1);
 }
 
+int hf_layer_norm(struct hf_ctx *c, const char *pre, uint32_t l, const char *from, const char *to)
+{
+    char src[160], dst[64];
+    uint64_t d = c->s->d_model;
+    snprintf(src, sizeof src, "%s.weight", from);
+    snprintf(dst, sizeof dst, "%s.weight", to);
+    if (hf_layer_copy(c, pre, l, src, dst, 1, d, 0) != 0)
+        return -1;
+    snprintf(src, sizeof src, "%s.bias", from);
+    snprintf(dst, sizeof dst, "%s.bias", to);
+    return hf_layer_copy(c, pre, l, src, dst, 1, d, 0);
+}
+
 int hf_embed_tokens(struct hf_ctx *c)
 {
     return hf_copy(c, "model.embed_tokens.weight", "tok_embedding", 2, c->s->vocab_size, c->s->d_model);
