@@ -23,6 +23,7 @@
 #include "common/provenance.h"
 #include "traces/trace.h"
 #include "traces/trace_export.h"
+#include "traces/trace_info.h"
 #include "traces/trace_stats.h"
 #include "traces/trace_synth.h"
 
@@ -144,54 +145,6 @@ static const struct opt_command info_command = {
     .max_positional = 1,
 };
 
-/* A synthetic trace's target, -1 when its header has none. */
-static double target(const cJSON *targets, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(targets, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-/* Layer l's target density from the header, -1 when it has none (traces
- * recorded by the engine, synthetic ones written before the profiles). */
-static double layer_target(const cJSON *targets, uint32_t l)
-{
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(targets, "density_layers");
-    const cJSON *v = cJSON_IsArray(a) ? cJSON_GetArrayItem(a, (int)l) : NULL;
-    return cJSON_IsNumber(v) ? v->valuedouble : -1;
-}
-
-struct calib_row {
-    const char *name, *key;
-    double achieved;
-    bool percent;
-};
-
-static int calibration_rows(const struct trace *tr, const struct trace_stats *s, const cJSON *targets,
-                            struct calib_row *r)
-{
-    uint32_t L = s->n_layers, mid = (uint32_t)(15.0 / 31.0 * (L - 1) + 0.5);
-    int n = 0;
-    r[n++] = (struct calib_row){"active density, first layer", "density_first", s->density_active[0], true};
-    r[n++] = (struct calib_row){"active density, middle layer", "density_middle", s->density_active[mid], true};
-    r[n++] = (struct calib_row){"active density, last layer", "density_last", s->density_active[L - 1], true};
-    r[n++] = (struct calib_row){"active density, mean", "density_mean", s->mean_density_active, true};
-    /* only Llama 2's profile has it (App. C.5): no row of dashes elsewhere */
-    if (target(targets, "window2_active") >= 0)
-        r[n++] = (struct calib_row){"window of 2 tokens holds (active)", "window2_active",
-                                    s->sagg_k_max >= 2 ? s->sagg_active[1] : -1, true};
-    if (tr->meta.has_predicted) {
-        r[n++] = (struct calib_row){"predicted / active", "pred_over_active", s->pred_over_active, false};
-        r[n++] = (struct calib_row){"recall (active that were predicted)", "recall", s->recall, true};
-        r[n++] = (struct calib_row){"predicted density (predictor alone)", "pred_density", s->mean_density_pred, true};
-        /* -1 (printed "-", null in JSON) where no sequence has 5 tokens */
-        r[n++] = (struct calib_row){"window of 5 tokens holds (predicted)", "window5_pred",
-                                    s->sagg_k_max >= 5 ? s->sagg_pred[4] : -1, true};
-        r[n++] = (struct calib_row){"new per token, window k=4 (predicted)", "new_per_token_pred",
-                                    s->sagg_k_max >= 5 ? trace_stats_new_per_token(s->sagg_pred, 4) : -1, true};
-    }
-    return n;
-}
-
 static void fmt_value(char *buf, size_t len, double v, bool percent)
 {
     if (v < 0)
@@ -200,12 +153,6 @@ static void fmt_value(char *buf, size_t len, double v, bool percent)
         snprintf(buf, len, "%.2f%%", 100 * v);
     else
         snprintf(buf, len, "%.2fx", v);
-}
-
-static double bits_per_neuron(const struct trace_stats *s, uint64_t bytes)
-{
-    uint64_t events = s->active_events + s->pred_events;
-    return events ? 8.0 * (double)bytes / (double)events : 0;
 }
 
 /* s_agg(k) for k = 1..sagg_k_max: beyond the longest sequence there is no
@@ -235,11 +182,11 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     if (tr->version >= TRACE_VERSION_CHECKED)
         printf("  format version %u (CRC-32C per token and layer: checked), %llu bytes (%.2f bits per recorded "
                "neuron, %.3f of them checksums and block lengths)\n",
-               tr->version, (unsigned long long)tr->file_bytes, bits_per_neuron(s, tr->file_bytes),
-               bits_per_neuron(s, tr->check_bytes));
+               tr->version, (unsigned long long)tr->file_bytes, trace_bits_per_neuron(s, tr->file_bytes),
+               trace_bits_per_neuron(s, tr->check_bytes));
     else
         printf("  format version %u (no checksums: unchecked), %llu bytes (%.2f bits per recorded neuron)\n",
-               tr->version, (unsigned long long)tr->file_bytes, bits_per_neuron(s, tr->file_bytes));
+               tr->version, (unsigned long long)tr->file_bytes, trace_bits_per_neuron(s, tr->file_bytes));
     printf("  shape: %u layers, d_model %u, d_ff %u, %u bytes per weight, %s FFN\n", m->n_layers,
            m->d_model, m->d_ff, m->bytes_per_weight, m->ffn_kind == FFN_GLU ? "glu" : "relu");
     printf("  tokens: %llu (%llu prompt, %llu generated) in %llu sequence(s)\n",
@@ -257,11 +204,10 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     /* a shape the paper did not measure: also what the profile rests on */
     if (cJSON_IsString(prof_src) && !(cJSON_IsString(stat) && strcmp(stat->valuestring, prof_src->valuestring) == 0))
         printf("  profile statistics: %s\n", prof_src->valuestring);
-    const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
     printf("\ndensity per layer\n| layer | target | active | predicted |\n|---:|---:|---:|---:|\n");
     for (uint32_t l = 0; l < m->n_layers; l++) {
         char tv[32];
-        fmt_value(tv, sizeof tv, layer_target(targets, l), true);
+        fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
         printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
         if (s->density_pred)
             printf(" %.2f%% |\n", 100 * s->density_pred[l]);
@@ -270,63 +216,16 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     }
     printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations (power law: well above 10%%)\n",
            100 * s->hot10_share);
-    struct calib_row rows[16];
-    int n = calibration_rows(tr, s, targets, rows);
+    struct trace_calib_row rows[TRACE_CALIB_MAX_ROWS];
+    int n = trace_calibration_rows(tr, s, source, rows);
     printf("\ncalibration (the profile's target vs achieved)\n| statistic | target | achieved |\n|---|---:|---:|\n");
     for (int i = 0; i < n; i++) {
         char tv[32], av[32];
-        fmt_value(tv, sizeof tv, targets ? target(targets, rows[i].key) : -1, rows[i].percent);
+        fmt_value(tv, sizeof tv, rows[i].target, rows[i].percent);
         fmt_value(av, sizeof av, rows[i].achieved, rows[i].percent);
         printf("| %s | %s | %s |\n", rows[i].name, tv, av);
     }
     print_sagg(m, s);
-}
-
-static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, const cJSON *source,
-                        cJSON *params)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON *prov = provenance_new();
-    cJSON_AddItemToObject(prov, "parameters", params);
-    cJSON_AddItemToObject(root, "provenance", prov);
-    cJSON_AddItemToObject(root, "source", source ? cJSON_Duplicate(source, 1) : cJSON_CreateNull());
-    cJSON_AddNumberToObject(root, "n_layers", tr->meta.n_layers);
-    cJSON_AddNumberToObject(root, "d_model", tr->meta.d_model);
-    cJSON_AddNumberToObject(root, "d_ff", tr->meta.d_ff);
-    cJSON_AddNumberToObject(root, "tokens", (double)s->n_tokens);
-    cJSON_AddNumberToObject(root, "sequences", (double)s->n_sequences);
-    cJSON_AddNumberToObject(root, "file_bytes", (double)tr->file_bytes);
-    cJSON_AddNumberToObject(root, "format_version", tr->version);
-    cJSON_AddBoolToObject(root, "checked", tr->version >= TRACE_VERSION_CHECKED);
-    cJSON_AddNumberToObject(root, "bits_per_neuron", bits_per_neuron(s, tr->file_bytes));
-    cJSON_AddNumberToObject(root, "check_bits_per_neuron", bits_per_neuron(s, tr->check_bytes));
-    cJSON_AddItemToObject(root, "density_active", cJSON_CreateDoubleArray(s->density_active, (int)s->n_layers));
-    if (s->density_pred)
-        cJSON_AddItemToObject(root, "density_predicted", cJSON_CreateDoubleArray(s->density_pred, (int)s->n_layers));
-    /* k = 1..sagg_k_max: [k-1] is s_agg(k) */
-    cJSON_AddItemToObject(root, "sagg_active", cJSON_CreateDoubleArray(s->sagg_active, (int)s->sagg_k_max));
-    if (tr->meta.has_predicted)
-        cJSON_AddItemToObject(root, "sagg_predicted", cJSON_CreateDoubleArray(s->sagg_pred, (int)s->sagg_k_max));
-    cJSON_AddNumberToObject(root, "hot10_share", s->hot10_share);
-    const cJSON *targets = cJSON_GetObjectItemCaseSensitive(source, "targets");
-    struct calib_row rows[16];
-    int n = calibration_rows(tr, s, targets, rows);
-    cJSON *cal = cJSON_AddArrayToObject(root, "calibration");
-    for (int i = 0; i < n; i++) {
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddStringToObject(o, "statistic", rows[i].key);
-        double t = targets ? target(targets, rows[i].key) : -1;
-        if (t >= 0)
-            cJSON_AddNumberToObject(o, "target", t);
-        else
-            cJSON_AddNullToObject(o, "target");
-        if (rows[i].achieved >= 0)
-            cJSON_AddNumberToObject(o, "achieved", rows[i].achieved);
-        else
-            cJSON_AddNullToObject(o, "achieved");
-        cJSON_AddItemToArray(cal, o);
-    }
-    return root;
 }
 
 static int write_info_files(const char *dir, bool plot, const struct trace *tr,
@@ -338,7 +237,9 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
         return -1;
     }
     char path[4200];
-    cJSON *j = info_json(tr, s, source, params);
+    cJSON *prov = provenance_new();
+    cJSON_AddItemToObject(prov, "parameters", params);
+    cJSON *j = trace_info_json(tr, s, source, prov);
     snprintf(path, sizeof path, "%s/trace_info.json", dir);
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
