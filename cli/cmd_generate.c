@@ -17,6 +17,7 @@
 #include "common/provenance.h"
 #include "common/json_file.h"
 #include "cli/select_opts.h"
+#include "engine/forward/bw_ceiling.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
 #include "engine/ffn/ffn_select.h"
@@ -79,66 +80,6 @@ struct gen_result {
     const char *stop;
 };
 
-/* --bandwidth: after every timed decode step the backend's own threads
- * read the model's resident weights once with a plain read loop, and the
- * step's weight bandwidth is compared with that pass's. The ceiling is so
- * measured on the very pages the step streams (on a virtual machine two
- * buffers of the same size read up to 20% apart, by where their pages
- * landed), on the same threads, side by side in time (a neighbour's load
- * on a shared machine weighs on both alike). */
-struct ceiling {
-    double resident_bytes; /* what one pass reads: dram.bin and ffn.bin as loaded */
-    int passes;
-    double read_s;  /* all passes */
-    double *paired; /* (n) per step: step's weight bandwidth / its pass's read bandwidth */
-    double best_bw;
-};
-
-static int ceiling_open(struct ceiling *c, const struct model *m, int n)
-{
-    *c = (struct ceiling){.resident_bytes = (double)m->dram_bytes + (m->ffn ? (double)m->ffn_bytes : 0)};
-    c->paired = calloc((size_t)n + 1, sizeof *c->paired);
-    if (!c->paired) {
-        fb_error("generate: cannot allocate the bandwidth record");
-        return -1;
-    }
-    return 0;
-}
-
-/* one pass after a decode step of step_s that read `bytes` of weights */
-static void ceiling_pass(struct ceiling *c, struct engine *e, const struct model *m, double step_s,
-                         double bytes)
-{
-    double s = e->be_ops->read_pass(e->be, m->dram, m->dram_bytes);
-    if (m->ffn)
-        s += e->be_ops->read_pass(e->be, m->ffn, m->ffn_bytes);
-    double bw = c->resident_bytes / s;
-    c->read_s += s;
-    c->paired[c->passes++] = bytes / step_s / bw;
-    if (bw > c->best_bw)
-        c->best_bw = bw;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double ceiling_median_paired(struct ceiling *c)
-{
-    if (!c->passes)
-        return 0;
-    qsort(c->paired, (size_t)c->passes, sizeof *c->paired, cmp_double);
-    return c->passes % 2 ? c->paired[c->passes / 2]
-                         : 0.5 * (c->paired[c->passes / 2 - 1] + c->paired[c->passes / 2]);
-}
-
-static double ceiling_bandwidth(const struct ceiling *c)
-{
-    return c->read_s > 0 ? c->passes * c->resident_bytes / c->read_s : 0;
-}
-
 /* One generation: the decode loop's callback writes the text and times
  * every step; the totals go to stderr and --json. */
 struct gen_state {
@@ -146,7 +87,7 @@ struct gen_state {
     const struct model *m;
     struct engine *e;
     cJSON *toks; /* --json: one record per generated token */
-    struct ceiling ceil;
+    struct bw_ceiling ceil;
     double bytes_per_token;
     struct gen_result r;
     double density;  /* --active: FFN neurons computed / all; -1 dense */
@@ -177,7 +118,7 @@ static void gen_step(struct gen_state *g, const struct decode_step *s)
         if (g->r.best_s == 0 || step < g->r.best_s)
             g->r.best_s = step;
         if (g->o->bandwidth) {
-            ceiling_pass(&g->ceil, g->e, g->m, step, g->bytes_per_token);
+            bw_ceiling_pass(&g->ceil, g->e, step, g->bytes_per_token);
             t_done = now_ns();
         }
     }
@@ -230,8 +171,8 @@ static void report(struct gen_state *g, cJSON *json)
     }
     double weight_bw = tg * g->bytes_per_token, dram_bw = 0, median_paired = 0;
     if (g->o->bandwidth && g->ceil.passes > 0) {
-        dram_bw = ceiling_bandwidth(&g->ceil);
-        median_paired = ceiling_median_paired(&g->ceil);
+        dram_bw = bw_ceiling_bandwidth(&g->ceil);
+        median_paired = bw_ceiling_median_paired(&g->ceil);
         print_bandwidth(g, weight_bw, dram_bw, median_paired);
     } else if (g->o->bandwidth) {
         fb_warn("generate: --bandwidth needs at least two generated tokens; no ratio to report");
@@ -277,8 +218,13 @@ static int tokens_to_generate(const struct generate_opts *o, const struct engine
 static int generate(struct gen_state *g, const int *prompt, int n_prompt, cJSON *json)
 {
     int n = tokens_to_generate(g->o, g->e, n_prompt);
-    if (n < 0 || (g->o->bandwidth && ceiling_open(&g->ceil, g->m, n) != 0))
+    if (n < 0)
         return -1;
+    char err[256];
+    if (g->o->bandwidth && bw_ceiling_open(&g->ceil, g->m, n + 1, err, sizeof err) != 0) {
+        fb_error("generate --bandwidth: %s", err);
+        return -1;
+    }
     g->bytes_per_token = (double)model_bytes_per_token(g->m);
     cJSON *ids = json ? cJSON_AddArrayToObject(json, "prompt_token_ids") : NULL;
     g->toks = json ? cJSON_AddArrayToObject(json, "tokens") : NULL;
@@ -288,7 +234,6 @@ static int generate(struct gen_state *g, const int *prompt, int n_prompt, cJSON 
     struct decode_config c = decode_opts_config(&g->o->d, prompt, n_prompt, n);
     struct decode_hooks h = {.token = gen_token, .ctx = g};
     struct decode_result res;
-    char err[256];
     if (decode_run(g->e, &c, &h, &res, err, sizeof err) != 0) {
         fb_error("generate: %s", err);
         return -1;
@@ -310,7 +255,7 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
         return -1;
     struct gen_state g = {.o = o, .m = m, .e = e, .density = strcmp(o->active, "all") ? 0 : -1};
     int rc = generate(&g, prompt, n_prompt, json);
-    free(g.ceil.paired);
+    bw_ceiling_close(&g.ceil);
     free(prompt);
     return rc;
 }

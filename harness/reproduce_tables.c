@@ -12,6 +12,7 @@
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
 #include "common/json_file.h"
+#include "common/median.h"
 #include "common/model_shape.h"
 #include "sim/cost_model.h"
 #include "sim/run_summary.h"
@@ -62,19 +63,6 @@ static void read_model(struct repro_cell *c, const char *predict_json)
     cJSON_Delete(pr);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of v[0..n) (n >= 1), sorting v. */
-static double median_of(double *v, size_t n)
-{
-    qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c)
 {
     memset(c, 0, sizeof *c);
@@ -91,7 +79,7 @@ bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repr
     for (int k = 0; k < REPRO_N_PARTS; k++) {
         double v[REPRO_MAX_ROUNDS];
         memcpy(v, c->part[k], sizeof v);
-        c->median[k] = median_of(v, (size_t)c->rounds);
+        c->median[k] = median_sorting(v, (size_t)c->rounds);
         if (k == REPRO_TOTAL)
             c->lo = v[0], c->hi = v[c->rounds - 1];
     }
@@ -365,7 +353,7 @@ static void differences_fio(struct strbuf *b, const struct repro_plan *p)
         bool small = !cJSON_IsString(mem) || !strstr(mem->valuestring, "huge");
         strbuf_add(b, "- Fig. 2b beside fio: flashbed/fio throughput %.2fx at %.0f KiB and %.2fx at %.0f KiB "
                       "(medians over the thread counts)",
-                   median_of(r_lo, n_lo), lo / 1024, median_of(r_hi, n_hi), hi / 1024);
+                   median_sorting(r_lo, n_lo), lo / 1024, median_sorting(r_hi, n_hi), hi / 1024);
         if (small && ours_huge)
             strbuf_add(b, ": fio's buffers were on 4 KiB pages and ours on huge pages (no free reserved huge "
                           "pages here); on a virtual disk each 4 KiB page of a direct read can cost the host a "

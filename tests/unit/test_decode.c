@@ -14,6 +14,8 @@
 #include "check.h"
 #include "model_fixture.h"
 #include "common/interrupt.h"
+#include "common/median.h"
+#include "engine/forward/bw_ceiling.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
 #include "engine/import/import.h"
@@ -216,6 +218,28 @@ static void test_text_feed(struct engine *e, const struct model *m)
     CHECK(text_feed_run(e, toks, 20, &stop) == -1);
 }
 
+/* The bandwidth ceiling's record: one pass per step up to its room,
+ * resident bytes as loaded, the median of the paired ratios. */
+static void test_bw_ceiling(struct engine *e, const struct model *m)
+{
+    struct bw_ceiling c;
+    char err[256];
+    CHECK(bw_ceiling_open(&c, m, 3, err, sizeof err) == 0);
+    CHECK(bw_ceiling_bandwidth(&c) == 0 && bw_ceiling_median_paired(&c) == 0); /* before any pass */
+    CHECK_NEAR(c.resident_bytes, (double)m->dram_bytes + (m->ffn ? (double)m->ffn_bytes : 0), 0);
+    for (int i = 0; i < 4; i++)
+        bw_ceiling_pass(&c, e, 1e-3 * (i + 1), 1e6);
+    CHECK_U64((uint64_t)c.passes, 3); /* the fourth has no room */
+    CHECK(c.read_s > 0 && c.best_bw > 0);
+    CHECK(bw_ceiling_bandwidth(&c) <= c.best_bw * (1 + 1e-9));
+    double p1 = c.paired[1];
+    double sorted[3] = {c.paired[0], c.paired[1], c.paired[2]};
+    CHECK_NEAR(bw_ceiling_median_paired(&c), median_sorting(sorted, 3), 0);
+    CHECK(p1 > 0);
+    bw_ceiling_close(&c);
+    CHECK(c.paired == NULL);
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-decode-XXXXXX";
@@ -230,6 +254,7 @@ int main(void)
     greedy_by_hand(&e, prompt, 3, 8, greedy);
     test_length(&e, prompt, greedy);
     test_end_of_sequence(&e, &m, prompt, greedy);
+    test_bw_ceiling(&e, &m);
     test_text_feed(&e, &m); /* before test_other_stops, which leaves an interrupt behind */
     test_other_stops(&e, prompt);
     engine_free(&e);

@@ -2,6 +2,7 @@
 
 #include "check.h"
 #include "common/histogram.h"
+#include "common/median.h"
 
 /* Values below 128 are counted exactly: nearest-rank percentiles are exact. */
 static void test_exact_small_values(void)
@@ -95,8 +96,20 @@ static void test_merge_and_empty(void)
     CHECK_U64(a.max, 100);
 }
 
+/* The median of rounds (common/median.h): odd, even, one, none. */
+static void test_median(void)
+{
+    double odd[] = {5, 1, 3}, even[] = {4, 1, 3, 2}, one[] = {7};
+    CHECK_NEAR(median_sorting(odd, 3), 3, 0);
+    CHECK_NEAR(median_sorting(even, 4), 2.5, 0);
+    CHECK_NEAR(even[0], 1, 0); /* sorted in place */
+    CHECK_NEAR(median_sorting(one, 1), 7, 0);
+    CHECK_NEAR(median_sorting(NULL, 0), 0, 0);
+}
+
 int main(void)
 {
+    test_median();
     test_exact_small_values();
     test_rank_rounding();
     test_bucket_tiling();
