@@ -153,8 +153,9 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
     return rc;
 }
 
-int cmd_calibrate(int argc, char **argv)
+int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct calibrate_opts o;
     int rc;
     if (!cli_start(&calibrate_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

@@ -357,8 +357,9 @@ static int generate_with(const struct generate_opts *o, struct model *m, const c
     return rc;
 }
 
-int cmd_generate(int argc, char **argv)
+int cmd_generate(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct generate_opts o;
     int rc;
     if (!cli_start(&generate_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

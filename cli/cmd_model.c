@@ -138,8 +138,9 @@ static int make(const struct model_make_opts *o, const struct model_shape *s, en
     return 0;
 }
 
-int cmd_model(int argc, char **argv)
+int cmd_model(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             opts_print_help(&model_make_command, stdout);

@@ -205,8 +205,9 @@ static int score_text(const struct perplexity_opts *o, struct model *m, const in
     return rc;
 }
 
-int cmd_perplexity(int argc, char **argv)
+int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct perplexity_opts o;
     int rc;
     if (!cli_start(&perplexity_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

@@ -491,8 +491,9 @@ out:
     return rc;
 }
 
-int cmd_predict(int argc, char **argv)
+int cmd_predict(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct predict_opts o;
     int rc;
     if (!cli_start(&predict_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

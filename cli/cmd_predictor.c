@@ -573,8 +573,9 @@ static int cmd_predictor_eval(int argc, char **argv)
     return rc;
 }
 
-int cmd_predictor(int argc, char **argv)
+int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
         return cmd_predictor_train(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)

@@ -418,8 +418,9 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     return rc;
 }
 
-int cmd_replay(int argc, char **argv)
+int cmd_replay(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct replay_opts o;
     int rc;
     if (!cli_start(&replay_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

@@ -605,8 +605,9 @@ static int execute(struct run *r)
     return write_results(r);
 }
 
-int cmd_run(int argc, char **argv)
+int cmd_run(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct run *r = calloc(1, sizeof *r);
     if (!r) {
         fb_error("run: out of memory");

@@ -125,8 +125,9 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     return rc;
 }
 
-int cmd_sweep(int argc, char **argv)
+int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct sweep_opts o;
     int rc;
     if (!cli_start(&sweep_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))

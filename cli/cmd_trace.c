@@ -474,8 +474,9 @@ static int cmd_trace_export(int argc, char **argv)
     return rc;
 }
 
-int cmd_trace(int argc, char **argv)
+int cmd_trace(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     if (argc >= 2 && strcmp(argv[1], "synth") == 0)
         return cmd_trace_synth(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
