@@ -244,6 +244,7 @@ static void budget_params(cJSON *params, const struct replay_budget *b, size_t n
 
 /* Everything a run holds, freed in one place. */
 struct replay_state {
+    const struct fb_settings *set; /* the global settings (configs, plot scripts) */
     char **policies, **layouts, **budget_items;
     struct replay_budget *budgets;
     struct trace tr;
@@ -301,7 +302,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);
-    if (replay_pricing_open(&st->pricing, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
+    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
         fb_error("replay --hw '%s': %s", o->hw, err);
         return 2;
     }
@@ -358,10 +359,11 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
     return rc;
 }
 
-static int run_replay(struct replay_opts *o, cJSON *params)
+static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
 {
     struct replay_state st;
     memset(&st, 0, sizeof st);
+    st.set = set;
     struct replay_study j;
     memset(&j, 0, sizeof j);
     char dir[4096];
@@ -420,7 +422,6 @@ static int run_replay(struct replay_opts *o, cJSON *params)
 
 int cmd_replay(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct replay_opts o;
     int rc;
     if (!cli_start(&replay_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
@@ -431,7 +432,7 @@ int cmd_replay(int argc, char **argv, const struct fb_settings *set)
         return 2;
     }
     cJSON *params = opts_to_json(&replay_command, &o);
-    rc = run_replay(&o, params);
+    rc = run_replay(&o, set, params);
     opts_free(&replay_command, &o);
     return rc;
 }

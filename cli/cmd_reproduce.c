@@ -114,15 +114,14 @@ static void globals_of(const struct fb_settings *set, char *min_parallel, size_t
     memcpy(globals, g, sizeof g);
 }
 
-static int write_plan(const struct reproduce_opts *o, const struct repro_config *c, const char *program,
-                      const struct fb_settings *set)
+static int write_plan(const struct reproduce_opts *o, const struct repro_config *c, const char *program)
 {
     static const char *const tier_flag[] = {"--tiny", "--quick", "--full"};
     struct strbuf b = {0};
     for (size_t i = 0; i < c->n_models; i++)
         strbuf_add(&b, "%s --configs '%s' --plots-dir '%s' reproduce %s --models %s --disk '%s' --data '%s' --out '%s/%s'\n",
-                   program, set->configs_dir, set->plots_dir, tier_flag[c->tier], c->models[i], c->disk, c->data, c->out,
-                   c->models[i]);
+                   program, c->settings->configs_dir, c->settings->plots_dir, tier_flag[c->tier], c->models[i], c->disk,
+                   c->data, c->out, c->models[i]);
     char *text = strbuf_take(&b), err[4400];
     if (!text || atomic_write_text(o->plan, text, err, sizeof err) != 0) {
         fb_error("reproduce --plan: %s", text ? err : "out of memory");
@@ -137,7 +136,7 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
 
 /* --check-plan: every step's arguments through its command's parser, the
  * command stopping there (cli_parse_only). 0 when all parse, else 1. */
-static int check_plan(const struct repro_config *c, const struct fb_settings *set)
+static int check_plan(const struct repro_config *c)
 {
     char err[8192], line[8192];
     struct repro_plan plan;
@@ -154,7 +153,7 @@ static int check_plan(const struct repro_config *c, const struct fb_settings *se
         int argc = 0;
         while (plan.steps[i].args[argc])
             argc++;
-        if (cli_run_command(argc, plan.steps[i].args, set) != 0) {
+        if (cli_run_command(argc, plan.steps[i].args, c->settings) != 0) {
             repro_step_command(&plan.steps[i], "flashbed", line, sizeof line);
             fb_error("reproduce --check-plan: step %s does not parse: %s", plan.steps[i].id, line);
             bad++;
@@ -168,11 +167,11 @@ static int check_plan(const struct repro_config *c, const struct fb_settings *se
     return bad ? 1 : 0;
 }
 
-static int run_study(const struct repro_config *c, const char *program, const struct fb_settings *set)
+static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
     const char *globals[7];
-    globals_of(set, min_parallel, sizeof min_parallel, globals);
+    globals_of(c->settings, min_parallel, sizeof min_parallel, globals);
     struct repro_plan plan;
     if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
         fb_error("reproduce: %s", err);
@@ -209,7 +208,7 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     struct reproduce_opts o;
     memset(&o, 0, sizeof o);
     int rc = cli_parse(&reproduce_command, &o, argc, argv, NULL, NULL);
-    struct repro_config c = {0};
+    struct repro_config c = {.settings = set};
     char out[4096], program[4096];
     if (rc == 0 && (parse_tier(&o, &c.tier) != 0 || parse_models(o.models, &c) != 0))
         rc = -1;
@@ -239,9 +238,9 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
         fb_info("report: %s/REPORT.md", out);
     }
     else if (o.check_plan)
-        rc = check_plan(&c, set);
+        rc = check_plan(&c);
     else
-        rc = o.plan ? write_plan(&o, &c, program, set) : run_study(&c, program, set);
+        rc = o.plan ? write_plan(&o, &c, program) : run_study(&c, program);
     opts_free(&reproduce_command, &o);
     return rc;
 }

@@ -68,7 +68,7 @@ static const struct opt_command synth_command = {
     .max_positional = 0,
 };
 
-static int cmd_trace_synth(int argc, char **argv)
+static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
 {
     struct synth_opts o;
     int rc;
@@ -81,7 +81,7 @@ static int cmd_trace_synth(int argc, char **argv)
         fb_error("trace synth: needs --out FILE");
     } else if (out_file_ok("trace synth --out", o.out, 0) != 0) {
         rc = 1;
-    } else if (model_shape_load(o.shape, &shape, err, sizeof err) != 0) {
+    } else if (model_shape_load(set, o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
     } else if (o.prompts > o.tokens) {
         /* each sequence needs a token: a relation the table cannot declare */
@@ -476,9 +476,8 @@ static int cmd_trace_export(int argc, char **argv)
 
 int cmd_trace(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     if (argc >= 2 && strcmp(argv[1], "synth") == 0)
-        return cmd_trace_synth(argc - 1, argv + 1);
+        return cmd_trace_synth(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
         return cmd_trace_info(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "export") == 0)

@@ -267,9 +267,10 @@ struct ref_case {
 
 static int case_shape(const struct ref_case *c, struct model_shape *s)
 {
+    const struct fb_settings set = fb_settings_defaults();
     if (!c->shape)
         *s = small_shape(c->opt);
-    else if (model_shape_load(c->shape, s, why, sizeof why) != 0)
+    else if (model_shape_load(&set, c->shape, s, why, sizeof why) != 0)
         return -1;
     if (c->activation)
         snprintf(s->ffn_activation, sizeof s->ffn_activation, "%s", c->activation);
