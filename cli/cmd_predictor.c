@@ -491,7 +491,8 @@ static void print_eval(const struct predictor_eval_result *r, const char *out)
            r->model_madds ? 100.0 * (double)r->predictor_madds / (double)r->model_madds : 0.0, out);
 }
 
-static int evaluate(const struct eval_opts *o, const struct model *m, struct predictor *p)
+static int evaluate(const struct eval_opts *o, const struct fb_settings *set, const struct model *m,
+                    struct predictor *p)
 {
     struct text_tokens t = {0};
     if (load_text("predictor eval", m, o->text, o->skip, o->tokens, &t) != 0)
@@ -514,7 +515,7 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&eval_command, o));
     struct predictor_eval_source src = {.model_dir = o->model, .model_name = m->shape.name, .text = o->text,
                                         .text_sha256 = t.sha256, .gen_tokens = (int)o->gen_tokens};
-    rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, err, sizeof err);
+    rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, set, err, sizeof err);
     if (rc != 0)
         fb_error("predictor eval --out: %s", err);
     else
@@ -525,7 +526,7 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     return rc;
 }
 
-static int eval_model(const struct eval_opts *o, const struct model *m)
+static int eval_model(const struct eval_opts *o, const struct fb_settings *set, const struct model *m)
 {
     struct predictor p;
     char err[4400];
@@ -543,12 +544,12 @@ static int eval_model(const struct eval_opts *o, const struct model *m)
         fb_error("predictor eval --out: %s: cannot create: %s", o->out, strerror(errno));
         rc = 1;
     } else
-        rc = evaluate(o, m, &p);
+        rc = evaluate(o, set, m, &p);
     predictor_free(&p);
     return rc;
 }
 
-static int cmd_predictor_eval(int argc, char **argv)
+static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *set)
 {
     struct eval_opts o;
     int rc;
@@ -566,7 +567,7 @@ static int cmd_predictor_eval(int argc, char **argv)
         rc = 1;
     } else {
         interrupt_install();
-        rc = eval_model(&o, &m);
+        rc = eval_model(&o, set, &m);
         model_close(&m);
     }
     opts_free(&eval_command, &o);
@@ -579,7 +580,7 @@ int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
         return cmd_predictor_train(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)
-        return cmd_predictor_eval(argc - 1, argv + 1);
+        return cmd_predictor_eval(argc - 1, argv + 1, set);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)

@@ -438,6 +438,7 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
 
 /* Everything one run holds, freed in one place (run_free). */
 struct run {
+    const struct fb_settings *set; /* the global settings (plot scripts, the backend's tuning) */
     struct run_opts o;
     struct run_setup p;
     char *text;                 /* --prompt-file's or --prompt-ids' contents */
@@ -563,7 +564,8 @@ static int write_results(struct run *r)
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &r->o));
     if (!p->dense)
         provenance_add_disk(prov, r->m.ffn_path);
-    struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot};
+    struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,
+                                 .settings = r->set};
     x.held_bytes = p->dense ? 0 : ffn_flash_dram_bytes(&r->e.ffn, &x.oracle_bytes);
     x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
     x.predictor_madds = p->dense ? 0 : ffn_flash_predictor_madds(&r->m, &p->cfg);
@@ -607,12 +609,12 @@ static int execute(struct run *r)
 
 int cmd_run(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct run *r = calloc(1, sizeof *r);
     if (!r) {
         fb_error("run: out of memory");
         return 1;
     }
+    r->set = set;
     r->rec_tmp = -1;
     int rc = cli_parse(&run_command, &r->o, argc, argv, NULL, NULL);
     if (rc != 0)

@@ -127,7 +127,6 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
 
 int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     struct sweep_opts o;
     int rc;
     if (!cli_start(&sweep_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
@@ -150,6 +149,7 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
         .compare_fio = o.compare_fio,
         .fio_mem = o.fio_mem,
         .plot = o.plot,
+        .settings = set,
         .seed = o.seed,
         .huge_pages = !o.small_pages,
     };

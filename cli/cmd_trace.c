@@ -329,7 +329,7 @@ static cJSON *info_json(const struct trace *tr, const struct trace_stats *s, con
     return root;
 }
 
-static int write_info_files(const char *dir, bool plot, const struct trace *tr,
+static int write_info_files(const char *dir, bool plot, const struct fb_settings *set, const struct trace *tr,
                             const struct trace_stats *s, const cJSON *source, cJSON *params)
 {
     if (mkdir_p(dir, 0755) != 0) {
@@ -343,12 +343,12 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
     char err[4400];
-    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, err, sizeof err)) != 0)
+    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
         fb_error("%s", err);
     return rc;
 }
 
-static int cmd_trace_info(int argc, char **argv)
+static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
 {
     struct info_opts o;
     char *pos[1] = {NULL};
@@ -388,7 +388,7 @@ static int cmd_trace_info(int argc, char **argv)
         if (o.out) {
             cJSON *params = opts_to_json(&info_command, &o);
             cJSON_AddStringToObject(params, "trace", pos[0]);
-            rc = write_info_files(o.out, o.plot, &tr, &s, source, params) == 0 ? 0 : 1;
+            rc = write_info_files(o.out, o.plot, set, &tr, &s, source, params) == 0 ? 0 : 1;
         }
         cJSON_Delete(source);
         trace_stats_free(&s);
@@ -479,7 +479,7 @@ int cmd_trace(int argc, char **argv, const struct fb_settings *set)
     if (argc >= 2 && strcmp(argv[1], "synth") == 0)
         return cmd_trace_synth(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
-        return cmd_trace_info(argc - 1, argv + 1);
+        return cmd_trace_info(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "export") == 0)
         return cmd_trace_export(argc - 1, argv + 1);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);

@@ -129,7 +129,6 @@ static struct fb_settings settings_of(const struct global_opts *g)
 /* Every result's provenance records the settings in force. */
 static void record_settings(const struct fb_settings *set)
 {
-    plots_dir_set(set->plots_dir);
     backend_cpu_set_min_parallel(set->min_parallel_work);
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "configs_dir", set->configs_dir);

@@ -122,7 +122,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     for (size_t i = 0; i < n_args && i + 1 < sizeof all / sizeof all[0]; i++)
         all[i + 1] = args[i];
     size_t n_all = n_args + 1 < sizeof all / sizeof all[0] ? n_args + 1 : sizeof all / sizeof all[0];
-    if (gnuplot_draw(script, all, n_all, stem, err, sizeof err) != 0) {
+    if (gnuplot_draw(p->config.settings, script, all, n_all, stem, err, sizeof err) != 0) {
         strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
         return false;
     }

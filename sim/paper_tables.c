@@ -605,7 +605,7 @@ int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const s
     snprintf(stem, sizeof stem, "%s/fig7", out_dir);
     snprintf(figure, sizeof figure, "%s (modelled)", what);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", figure)};
-    rc = gnuplot_draw("fig7_dram_share.gp", args, 2, stem, err, errlen);
+    rc = gnuplot_draw(set, "fig7_dram_share.gp", args, 2, stem, err, errlen);
 out:
     free(md.s);
     free(csv.s);
