@@ -42,7 +42,7 @@ static const struct opt_command convert_command = {
 
 int cmd_convert(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
+    (void)set; /* converting reads no setting: no shape name, plot or backend */
     struct convert_opts o;
     char *pos[1] = {NULL};
     int npos = 0;

@@ -181,8 +181,8 @@ static int check_train(const struct train_opts *o, const struct model *m, uint32
 }
 
 /* Samples from the text; 0, 1 on error, 130 when interrupted. */
-static int collect(const struct train_opts *o, const struct model *m, const struct text_tokens *t,
-                   struct predictor_samples *s, double *seconds)
+static int collect(const struct train_opts *o, const struct fb_settings *set, const struct model *m,
+                   const struct text_tokens *t, struct predictor_samples *s, double *seconds)
 {
     char err[1024];
     const struct model_shape *sh = &m->shape;
@@ -192,8 +192,8 @@ static int collect(const struct train_opts *o, const struct model *m, const stru
     }
     struct progress pr;
     progress_begin(&pr, "samples", t->n);
-    struct predictor_collect_config c = {.threads = threads_of(o->threads), .context = (int)o->context,
-                                         .act_threshold = (float)o->act_threshold,
+    struct predictor_collect_config c = {.settings = set, .threads = threads_of(o->threads),
+                                         .context = (int)o->context, .act_threshold = (float)o->act_threshold,
                                          .progress = on_progress_rows, .ctx = &pr};
     uint64_t t0 = now_ns();
     int rc = predictor_samples_collect(s, m, t->ids, t->n, &c, err, sizeof err);
@@ -355,7 +355,7 @@ static int train_and_save(const struct train_opts *o, const struct model *m, con
     return rc;
 }
 
-static int train_model(const struct train_opts *o, const struct model *m)
+static int train_model(const struct train_opts *o, const struct fb_settings *set, const struct model *m)
 {
     uint32_t *ranks = calloc(m->shape.n_layers ? m->shape.n_layers : 1, sizeof *ranks);
     enum predictor_target target;
@@ -368,7 +368,7 @@ static int train_model(const struct train_opts *o, const struct model *m)
     struct predictor_samples s = {0};
     double collect_s = 0;
     if (rc == 0)
-        rc = collect(o, m, &t, &s, &collect_s);
+        rc = collect(o, set, m, &t, &s, &collect_s);
     struct predictor p = {0};
     char err[512];
     enum fb_dtype dt = !strcmp(o->dtype, "f16") ? DTYPE_F16 : DTYPE_F32;
@@ -390,7 +390,7 @@ static int train_model(const struct train_opts *o, const struct model *m)
     return rc;
 }
 
-static int cmd_predictor_train(int argc, char **argv)
+static int cmd_predictor_train(int argc, char **argv, const struct fb_settings *set)
 {
     struct train_opts o;
     int rc;
@@ -408,7 +408,7 @@ static int cmd_predictor_train(int argc, char **argv)
         rc = 1;
     } else {
         interrupt_install();
-        rc = train_model(&o, &m);
+        rc = train_model(&o, set, &m);
         model_close(&m);
     }
     opts_free(&train_command, &o);
@@ -500,8 +500,9 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     if (opts_given(&eval_command, o, "threshold"))
         predictor_set_threshold(p, o->threshold);
     struct eval_view v = {0};
-    struct predictor_eval_config c = {.threads = threads_of(o->threads), .context = (int)o->context,
-                                      .gen_tokens = (int)o->gen_tokens, .progress = on_eval_progress, .ctx = &v};
+    struct predictor_eval_config c = {.settings = set, .threads = threads_of(o->threads),
+                                      .context = (int)o->context, .gen_tokens = (int)o->gen_tokens,
+                                      .progress = on_eval_progress, .ctx = &v};
     struct predictor_eval_result r;
     char err[4400];
     int rc = predictor_eval_run(m, p, t.ids, t.n, &c, &r, err, sizeof err);
@@ -576,9 +577,8 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
 
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
-    (void)set; /* SETTINGS-TODO: passed down in the commits that follow */
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
-        return cmd_predictor_train(argc - 1, argv + 1);
+        return cmd_predictor_train(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)
         return cmd_predictor_eval(argc - 1, argv + 1, set);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);

@@ -7,15 +7,12 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
-#include "common/gnuplot.h"
 #include "common/interrupt.h"
 #include "common/log.h"
-#include "common/model_shape.h"
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
 #include "common/settings.h"
-#include "engine/backend.h"
 
 struct command {
     const char *name;
@@ -129,7 +126,6 @@ static struct fb_settings settings_of(const struct global_opts *g)
 /* Every result's provenance records the settings in force. */
 static void record_settings(const struct fb_settings *set)
 {
-    backend_cpu_set_min_parallel(set->min_parallel_work);
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "configs_dir", set->configs_dir);
     cJSON_AddStringToObject(s, "plots_dir", set->plots_dir);

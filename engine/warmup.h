@@ -14,12 +14,14 @@
 
 #include <stddef.h>
 
+#include "common/settings.h"
 #include "engine/backend.h"
 #include "engine/ffn_flash.h"
 #include "engine/model.h"
 #include "traces/trace.h"
 
 struct warmup_input {
+    const struct fb_settings *settings; /* the engine's backend tuning */
     const struct model *m;
     const struct backend_ops *be;
     int threads;

@@ -93,7 +93,7 @@ int main(void)
         struct model m;
         struct engine e;
         CHECK(model_open(&m, dir, why, sizeof why) == 0);
-        CHECK(engine_init(&e, &m, &backend_cpu, &ffn_counting, 1, 0, why, sizeof why) == 0);
+        CHECK(engine_init(&e, &set, &m, &backend_cpu, &ffn_counting, 1, 0, why, sizeof why) == 0);
         for (int p = 0; p < TOKENS; p++)
             engine_forward(&e, p == 0 ? m.bos_id : 260 + (p * 37) % 700, p);
         struct counts *c = e.ffn.priv;
