@@ -73,7 +73,8 @@ static void sweep_dir_beside(const char *profile, char *dir, size_t len)
  * made here (with the folders above it) and removed once measured; then
  * large reads for the sequential rate. 0, 1 on error (printed), 130 when
  * interrupted. */
-static int measure_flash(const struct calibrate_opts *o, const char *work, struct hw_profile *hw, bool *bypassed)
+static int measure_flash(const struct calibrate_opts *o, const struct fb_settings *set, const char *work,
+                         struct hw_profile *hw, bool *bypassed)
 {
     char scratch[4300], err[1024];
     struct out_parents made = {0};
@@ -87,7 +88,7 @@ static int measure_flash(const struct calibrate_opts *o, const char *work, struc
     struct sweep_config c = {
         .path = scratch, .size = o->size, .iodepth = 1, .direct = true, .huge_pages = true,
         .engine = ioengine_find("psync"), .runtime_s = o->quick ? 0.5 : 1.0, .ramp_s = o->quick ? 0.1 : 0.25,
-        .out_dir = work,
+        .out_dir = work, .settings = set,
     };
     int rc = 1;
     if (parse_size_list(o->quick ? "4k,16k,64k,256k,1m" : "4k,8k,16k,32k,64k,128k,256k,512k,1m", &c.chunks, err,
@@ -153,7 +154,7 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
     return rc;
 }
 
-int cmd_calibrate(int argc, char **argv)
+int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
 {
     struct calibrate_opts o;
     int rc;
@@ -189,7 +190,7 @@ int cmd_calibrate(int argc, char **argv)
             fb_error("calibrate --sweep: %s", err);
             goto out;
         }
-    } else if ((rc = measure_flash(&o, work, hw, &bypassed)) != 0) {
+    } else if ((rc = measure_flash(&o, set, work, hw, &bypassed)) != 0) {
         goto out;
     }
     struct calibrate_fit fit;
@@ -200,7 +201,7 @@ int cmd_calibrate(int argc, char **argv)
             hw->flash.fit.IOPS_max, hw->flash.fit.p, fit.mape_all_pct, fit.mape_heldout_pct);
     calibrate_measure_memory(hw, o.quick);
     char why[2][512];
-    calibrate_measure_compute(hw, (unsigned)machine_compute_threads(o.threads), o.quick, why);
+    calibrate_measure_compute(hw, set, (unsigned)machine_compute_threads(o.threads), o.quick, why);
     for (int h = 0; h < 2; h++)
         if (why[h][0])
             fb_error("calibrate: %s", why[h]);

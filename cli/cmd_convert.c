@@ -40,8 +40,9 @@ static const struct opt_command convert_command = {
     .max_positional = 1,
 };
 
-int cmd_convert(int argc, char **argv)
+int cmd_convert(int argc, char **argv, const struct fb_settings *set)
 {
+    (void)set; /* converting reads no setting: no shape name, plot or backend */
     struct convert_opts o;
     char *pos[1] = {NULL};
     int npos = 0;

@@ -276,7 +276,8 @@ static cJSON *json_start(const struct generate_opts *o, const struct model *m, i
 
 /* The model open: the engine with its neuron source, the tokens, --json.
  * The exit status. */
-static int generate_with(const struct generate_opts *o, struct model *m, const char *text)
+static int generate_with(const struct generate_opts *o, const struct fb_settings *set, struct model *m,
+                         const char *text)
 {
     const struct backend_ops *be = backend_find(o->d.backend);
     int threads = decode_opts_threads(&o->d);
@@ -289,7 +290,7 @@ static int generate_with(const struct generate_opts *o, struct model *m, const c
         fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
     else
         up = select_engine_init("generate", o->active, opts_given(&generate_command, o, "threshold"), o->threshold,
-                                &e, m, be, threads, 0, &sel, &have_sel) == 0;
+                                &e, set, m, be, threads, 0, &sel, &have_sel) == 0;
     if (up) {
         interrupt_install();
         if (run(o, m, &e, text, json) == 0)
@@ -302,7 +303,7 @@ static int generate_with(const struct generate_opts *o, struct model *m, const c
     return rc;
 }
 
-int cmd_generate(int argc, char **argv)
+int cmd_generate(int argc, char **argv, const struct fb_settings *set)
 {
     struct generate_opts o;
     int rc;
@@ -329,7 +330,7 @@ int cmd_generate(int argc, char **argv)
         rc = 1;
     }
     if (text) {
-        rc = generate_with(&o, &m, text);
+        rc = generate_with(&o, set, &m, text);
         model_close(&m);
     }
     free(owned);

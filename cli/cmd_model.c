@@ -77,7 +77,8 @@ static const struct opt_command model_make_command = {
 
 /* Every option's refusal, naming the option, before anything is written:
  * 0 with the shape, dtype and spectrum, or the exit status (printed). */
-static int check_make(const struct model_make_opts *o, struct model_shape *s, enum fb_dtype *dt, struct spectrum *up)
+static int check_make(const struct model_make_opts *o, const struct fb_settings *set, struct model_shape *s,
+                      enum fb_dtype *dt, struct spectrum *up)
 {
     char err[512];
     bool llama2c = !strcmp(o->format, "llama2c");
@@ -98,7 +99,7 @@ static int check_make(const struct model_make_opts *o, struct model_shape *s, en
      * could not say its spectrum was shaped */
     else if (llama2c && up->kind != SPECTRUM_FLAT)
         fb_error("model make --up-spectrum: needs --format hf (a llama2.c checkpoint cannot record it)");
-    else if (model_shape_load(o->shape, s, err, sizeof err) != 0)
+    else if (model_shape_load(set, o->shape, s, err, sizeof err) != 0)
         fb_error("%s", err);
     else if (strcmp(s->arch, o->arch) != 0)
         fb_error("model make: shape %s is a %s model, not %s", s->name, s->arch, o->arch);
@@ -138,7 +139,7 @@ static int make(const struct model_make_opts *o, const struct model_shape *s, en
     return 0;
 }
 
-int cmd_model(int argc, char **argv)
+int cmd_model(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -157,7 +158,7 @@ int cmd_model(int argc, char **argv)
     struct model_shape s;
     enum fb_dtype dt;
     struct spectrum up;
-    if ((rc = check_make(&o, &s, &dt, &up)) == 0)
+    if ((rc = check_make(&o, set, &s, &dt, &up)) == 0)
         rc = make(&o, &s, dt, &up);
     opts_free(&model_make_command, &o);
     return rc;

@@ -180,7 +180,8 @@ static int *text_tokens(const struct perplexity_opts *o, const struct model *m, 
 
 /* The engine with its neuron source over the tokens, then the result. The
  * exit status. */
-static int score_text(const struct perplexity_opts *o, struct model *m, const int *toks, size_t n)
+static int score_text(const struct perplexity_opts *o, const struct fb_settings *set, struct model *m, const int *toks,
+                      size_t n)
 {
     struct engine e;
     struct select_choice sel;
@@ -192,7 +193,7 @@ static int score_text(const struct perplexity_opts *o, struct model *m, const in
         fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
                  engine_context(m, (int)o->context));
     else if (select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
-                                &e, m, &backend_cpu, machine_compute_threads(o->threads), (int)o->context, &sel,
+                                &e, set, m, &backend_cpu, machine_compute_threads(o->threads), (int)o->context, &sel,
                                 &have_sel) == 0) {
         interrupt_install();
         struct score sc;
@@ -205,7 +206,7 @@ static int score_text(const struct perplexity_opts *o, struct model *m, const in
     return rc;
 }
 
-int cmd_perplexity(int argc, char **argv)
+int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
 {
     struct perplexity_opts o;
     int rc;
@@ -225,7 +226,7 @@ int cmd_perplexity(int argc, char **argv)
     } else {
         size_t n = 0;
         int *toks = text_tokens(&o, &m, &n);
-        rc = toks ? score_text(&o, &m, toks, n) : 1;
+        rc = toks ? score_text(&o, set, &m, toks, n) : 1;
         free(toks);
         model_close(&m);
     }

@@ -298,7 +298,7 @@ static const char *const not_for_paper[] = {"model", "policy", "layout", "dram-b
 /* What --paper takes besides the table: --hw in place of the paper's
  * profiles, --dtype for Fig. 7; refused rather than ignored where it does
  * not apply. 0, or -1 (printed). */
-static int paper_options(const struct predict_opts *o, struct paper_given *g)
+static int paper_options(const struct predict_opts *o, const struct fb_settings *set, struct paper_given *g)
 {
     for (const char *const *n = not_for_paper; *n; n++)
         if (opts_given(&predict_command, o, *n)) {
@@ -315,21 +315,23 @@ static int paper_options(const struct predict_opts *o, struct paper_given *g)
     g->hw = opts_given(&predict_command, o, "hw") ? o->hw : NULL;
     g->fig7_dtype = dtype_given ? o->dtype : NULL;
     char err[4400];
-    if (paper_check_given(o->paper, g, err, sizeof err) == 0)
+    if (paper_check_given(set, o->paper, g, err, sizeof err) == 0)
         return 0;
     fb_error("predict --paper %s%s%s: %s%s", o->paper, g->hw ? " --hw " : "", g->hw ? g->hw : "", err,
              strstr(err, "Fig. 7") && !dtype_given ? " (--dtype prices Fig. 7 at another)" : "");
     return -1;
 }
 
-static int run_paper(const char *what, const struct paper_given *g, const char *dir, cJSON *prov)
+static int run_paper(const struct fb_settings *set, const char *what, const struct paper_given *g, const char *dir,
+                     cJSON *prov)
 {
-    int (*const write[])(const char *, const struct paper_given *, cJSON *, char *, size_t) = {
+    int (*const write[])(const struct fb_settings *, const char *, const struct paper_given *, cJSON *, char *,
+                         size_t) = {
         paper_write_table2, paper_write_table3, paper_write_fig7};
     const char *names[] = {"table2", "table3", "fig7"};
     char err[4400];
     for (int i = 0; i < 3; i++)
-        if ((!strcmp(what, "all") || !strcmp(what, names[i])) && write[i](dir, g, prov, err, sizeof err) != 0) {
+        if ((!strcmp(what, "all") || !strcmp(what, names[i])) && write[i](set, dir, g, prov, err, sizeof err) != 0) {
             fb_error("%s", err);
             return -1;
         }
@@ -442,7 +444,7 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
 }
 
 /* Loads the shape, the profile and the trace, prices the list, writes it. */
-static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
+static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
 {
     size_t n;
     if (check_names(o, &n) != 0)
@@ -452,7 +454,7 @@ static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
     struct hw_profile *hw = calloc(1, sizeof *hw);
     if (!hw)
         return -1;
-    struct predict_setup s = {.shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
+    struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
                               .tokens = o->tokens};
     if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0) {
@@ -463,8 +465,8 @@ static int predict(const struct predict_opts *o, const char *dir, cJSON *prov)
     struct trace tr;
     struct policy_prediction *items = NULL;
     int rc = -1;
-    if (model_shape_load(o->model, &shape, err, sizeof err) != 0 || hw_profile_load(o->hw, hw, err, sizeof err) != 0 ||
-        cost_resolve_profile(hw, err, sizeof err) != 0) {
+    if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
+        hw_profile_load(set, o->hw, hw, err, sizeof err) != 0 || cost_resolve_profile(hw, set, err, sizeof err) != 0) {
         fb_error("%s", err);
         goto out;
     }
@@ -491,7 +493,7 @@ out:
     return rc;
 }
 
-int cmd_predict(int argc, char **argv)
+int cmd_predict(int argc, char **argv, const struct fb_settings *set)
 {
     struct predict_opts o;
     int rc;
@@ -504,16 +506,16 @@ int cmd_predict(int argc, char **argv)
         return 1;
     }
     struct paper_given given = {0};
-    if (o.paper && paper_options(&o, &given) != 0) {
+    if (o.paper && paper_options(&o, set, &given) != 0) {
         opts_free(&predict_command, &o);
         return 1;
     }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&predict_command, &o));
     if (o.paper)
-        rc = run_paper(o.paper, &given, dir, prov) == 0 ? 0 : 1;
+        rc = run_paper(set, o.paper, &given, dir, prov) == 0 ? 0 : 1;
     else
-        rc = predict(&o, dir, prov) == 0 ? 0 : 1;
+        rc = predict(&o, set, dir, prov) == 0 ? 0 : 1;
     cJSON_Delete(prov);
     opts_free(&predict_command, &o);
     return rc;

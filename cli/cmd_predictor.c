@@ -181,8 +181,8 @@ static int check_train(const struct train_opts *o, const struct model *m, uint32
 }
 
 /* Samples from the text; 0, 1 on error, 130 when interrupted. */
-static int collect(const struct train_opts *o, const struct model *m, const struct text_tokens *t,
-                   struct predictor_samples *s, double *seconds)
+static int collect(const struct train_opts *o, const struct fb_settings *set, const struct model *m,
+                   const struct text_tokens *t, struct predictor_samples *s, double *seconds)
 {
     char err[1024];
     const struct model_shape *sh = &m->shape;
@@ -192,8 +192,8 @@ static int collect(const struct train_opts *o, const struct model *m, const stru
     }
     struct progress pr;
     progress_begin(&pr, "samples", t->n);
-    struct predictor_collect_config c = {.threads = threads_of(o->threads), .context = (int)o->context,
-                                         .act_threshold = (float)o->act_threshold,
+    struct predictor_collect_config c = {.settings = set, .threads = threads_of(o->threads),
+                                         .context = (int)o->context, .act_threshold = (float)o->act_threshold,
                                          .progress = on_progress_rows, .ctx = &pr};
     uint64_t t0 = now_ns();
     int rc = predictor_samples_collect(s, m, t->ids, t->n, &c, err, sizeof err);
@@ -355,7 +355,7 @@ static int train_and_save(const struct train_opts *o, const struct model *m, con
     return rc;
 }
 
-static int train_model(const struct train_opts *o, const struct model *m)
+static int train_model(const struct train_opts *o, const struct fb_settings *set, const struct model *m)
 {
     uint32_t *ranks = calloc(m->shape.n_layers ? m->shape.n_layers : 1, sizeof *ranks);
     enum predictor_target target;
@@ -368,7 +368,7 @@ static int train_model(const struct train_opts *o, const struct model *m)
     struct predictor_samples s = {0};
     double collect_s = 0;
     if (rc == 0)
-        rc = collect(o, m, &t, &s, &collect_s);
+        rc = collect(o, set, m, &t, &s, &collect_s);
     struct predictor p = {0};
     char err[512];
     enum fb_dtype dt = !strcmp(o->dtype, "f16") ? DTYPE_F16 : DTYPE_F32;
@@ -390,7 +390,7 @@ static int train_model(const struct train_opts *o, const struct model *m)
     return rc;
 }
 
-static int cmd_predictor_train(int argc, char **argv)
+static int cmd_predictor_train(int argc, char **argv, const struct fb_settings *set)
 {
     struct train_opts o;
     int rc;
@@ -408,7 +408,7 @@ static int cmd_predictor_train(int argc, char **argv)
         rc = 1;
     } else {
         interrupt_install();
-        rc = train_model(&o, &m);
+        rc = train_model(&o, set, &m);
         model_close(&m);
     }
     opts_free(&train_command, &o);
@@ -491,7 +491,8 @@ static void print_eval(const struct predictor_eval_result *r, const char *out)
            r->model_madds ? 100.0 * (double)r->predictor_madds / (double)r->model_madds : 0.0, out);
 }
 
-static int evaluate(const struct eval_opts *o, const struct model *m, struct predictor *p)
+static int evaluate(const struct eval_opts *o, const struct fb_settings *set, const struct model *m,
+                    struct predictor *p)
 {
     struct text_tokens t = {0};
     if (load_text("predictor eval", m, o->text, o->skip, o->tokens, &t) != 0)
@@ -499,8 +500,9 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     if (opts_given(&eval_command, o, "threshold"))
         predictor_set_threshold(p, o->threshold);
     struct eval_view v = {0};
-    struct predictor_eval_config c = {.threads = threads_of(o->threads), .context = (int)o->context,
-                                      .gen_tokens = (int)o->gen_tokens, .progress = on_eval_progress, .ctx = &v};
+    struct predictor_eval_config c = {.settings = set, .threads = threads_of(o->threads),
+                                      .context = (int)o->context, .gen_tokens = (int)o->gen_tokens,
+                                      .progress = on_eval_progress, .ctx = &v};
     struct predictor_eval_result r;
     char err[4400];
     int rc = predictor_eval_run(m, p, t.ids, t.n, &c, &r, err, sizeof err);
@@ -514,7 +516,7 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&eval_command, o));
     struct predictor_eval_source src = {.model_dir = o->model, .model_name = m->shape.name, .text = o->text,
                                         .text_sha256 = t.sha256, .gen_tokens = (int)o->gen_tokens};
-    rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, err, sizeof err);
+    rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, set, err, sizeof err);
     if (rc != 0)
         fb_error("predictor eval --out: %s", err);
     else
@@ -525,7 +527,7 @@ static int evaluate(const struct eval_opts *o, const struct model *m, struct pre
     return rc;
 }
 
-static int eval_model(const struct eval_opts *o, const struct model *m)
+static int eval_model(const struct eval_opts *o, const struct fb_settings *set, const struct model *m)
 {
     struct predictor p;
     char err[4400];
@@ -543,12 +545,12 @@ static int eval_model(const struct eval_opts *o, const struct model *m)
         fb_error("predictor eval --out: %s: cannot create: %s", o->out, strerror(errno));
         rc = 1;
     } else
-        rc = evaluate(o, m, &p);
+        rc = evaluate(o, set, m, &p);
     predictor_free(&p);
     return rc;
 }
 
-static int cmd_predictor_eval(int argc, char **argv)
+static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *set)
 {
     struct eval_opts o;
     int rc;
@@ -566,19 +568,19 @@ static int cmd_predictor_eval(int argc, char **argv)
         rc = 1;
     } else {
         interrupt_install();
-        rc = eval_model(&o, &m);
+        rc = eval_model(&o, set, &m);
         model_close(&m);
     }
     opts_free(&eval_command, &o);
     return rc;
 }
 
-int cmd_predictor(int argc, char **argv)
+int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
-        return cmd_predictor_train(argc - 1, argv + 1);
+        return cmd_predictor_train(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)
-        return cmd_predictor_eval(argc - 1, argv + 1);
+        return cmd_predictor_eval(argc - 1, argv + 1, set);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)

@@ -124,7 +124,7 @@ static int check_lists(char **policies, size_t np, char **layouts, size_t nl)
     return 0;
 }
 
-static int write_sagg_plot(const char *dir, const struct trace *tr)
+static int write_sagg_plot(const struct fb_settings *set, const char *dir, const struct trace *tr)
 {
     struct trace_stats s;
     if (trace_stats_compute(tr, &s) != 0) {
@@ -132,7 +132,7 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
         return -1;
     }
     char err[4400];
-    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true, err, sizeof err);
+    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true, set, err, sizeof err);
     if (rc != 0)
         fb_error("%s", err);
     trace_stats_free(&s);
@@ -140,18 +140,19 @@ static int write_sagg_plot(const char *dir, const struct trace *tr)
 }
 
 /* Draws plots/<script> into DIR/NAME.png and .svg; 0, or -1 after printing why. */
-static int draw(const char *dir, const char *name, const char *script, const struct gnuplot_arg *args, size_t n)
+static int draw(const struct fb_settings *set, const char *dir, const char *name, const char *script,
+                const struct gnuplot_arg *args, size_t n)
 {
     char stem[4200], err[4400];
     snprintf(stem, sizeof stem, "%s/%s", dir, name);
-    if (gnuplot_draw(script, args, n, stem, err, sizeof err) == 0)
+    if (gnuplot_draw(set, script, args, n, stem, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
     return -1;
 }
 
-static int write_sweep(const char *dir, const struct replay_result *sweep, size_t nl, bool plot,
-                       const char *title)
+static int write_sweep(const struct fb_settings *set, const char *dir, const struct replay_result *sweep, size_t nl,
+                       bool plot, const char *title)
 {
     char path[4200];
     char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl);
@@ -161,7 +162,7 @@ static int write_sweep(const char *dir, const struct replay_result *sweep, size_
     if (rc != 0 || !plot)
         return rc;
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", title)};
-    return draw(dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 2);
+    return draw(set, dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 2);
 }
 
 static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
@@ -188,28 +189,28 @@ static int write_outputs(const char *dir, const struct replay_row *rows, size_t 
 }
 
 /* One plot of replay.csv against the budget (plots/replay_vs_budget.gp). */
-static int budget_plot(const char *dir, const char *name, const char *ycol, double yscale, const char *ylabel,
-                       const char *title, const char *subtitle)
+static int budget_plot(const struct fb_settings *set, const char *dir, const char *name, const char *ycol,
+                       double yscale, const char *ylabel, const char *title, const char *subtitle)
 {
     char csv[4200];
     snprintf(csv, sizeof csv, "%s/replay.csv", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv),           GP_TEXT("ycol", ycol),
                                        GP_NUMBER("yscale", yscale),   GP_TEXT("ylabel_text", ylabel),
                                        GP_TEXT("plot_title", title), GP_TEXT("plot_subtitle", subtitle)};
-    return draw(dir, name, "replay_vs_budget.gp", args, 6);
+    return draw(set, dir, name, "replay_vs_budget.gp", args, 6);
 }
 
 /* The three plots against the budget: bytes, modelled ms and reads per token. */
-static int write_budget_plots(const char *dir, const struct replay_report_info *info)
+static int write_budget_plots(const struct fb_settings *set, const char *dir, const struct replay_report_info *info)
 {
     char trace[300], sub[600];
     replay_trace_title(info, trace, sizeof trace);
     snprintf(sub, sizeof sub, "%s; %s profile (%s)", trace, info->pricing->hw->name, info->pricing->dtype);
-    if (budget_plot(dir, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
+    if (budget_plot(set, dir, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
                     "Flash bytes read per token against the DRAM budget", sub) != 0 ||
-        budget_plot(dir, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
+        budget_plot(set, dir, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
                     "Modelled time per token against the DRAM budget", sub) != 0 ||
-        budget_plot(dir, "budget_reads", "reads_per_token", 1, "flash reads per token",
+        budget_plot(set, dir, "budget_reads", "reads_per_token", 1, "flash reads per token",
                     "Flash reads per token against the DRAM budget", sub) != 0)
         return -1;
     return 0;
@@ -247,6 +248,7 @@ static void budget_params(cJSON *params, const struct replay_budget *b, size_t n
 
 /* Everything a run holds, freed in one place. */
 struct replay_state {
+    const struct fb_settings *set; /* the global settings (configs, plot scripts) */
     char **policies, **layouts, **budget_items;
     struct replay_budget *budgets;
     struct trace tr;
@@ -309,7 +311,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);
-    if (replay_pricing_open(&st->pricing, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
+    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
         fb_error("replay --hw '%s': %s", o->hw, err);
         return 2;
     }
@@ -356,20 +358,21 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
         char title[300];
         snprintf(title, sizeof title, "bytes per token against window size, %s sets, DRAM budget %s",
                  j->use_predicted ? "predicted" : "active", j->budgets[0].text);
-        if (write_sweep(dir, st->sweep, j->n_layouts, o->plot, title) != 0)
+        if (write_sweep(st->set, dir, st->sweep, j->n_layouts, o->plot, title) != 0)
             rc = 1;
     }
-    if (rc == 0 && o->plot && complete && write_budget_plots(dir, &info) != 0)
+    if (rc == 0 && o->plot && complete && write_budget_plots(st->set, dir, &info) != 0)
         rc = 1;
-    if (rc == 0 && o->plot && write_sagg_plot(dir, &st->tr) != 0)
+    if (rc == 0 && o->plot && write_sagg_plot(st->set, dir, &st->tr) != 0)
         rc = 1;
     return rc;
 }
 
-static int run_replay(struct replay_opts *o, cJSON *params)
+static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
 {
     struct replay_state st;
     memset(&st, 0, sizeof st);
+    st.set = set;
     struct replay_study j;
     memset(&j, 0, sizeof j);
     char dir[4096];
@@ -426,7 +429,7 @@ static int run_replay(struct replay_opts *o, cJSON *params)
     return rc;
 }
 
-int cmd_replay(int argc, char **argv)
+int cmd_replay(int argc, char **argv, const struct fb_settings *set)
 {
     struct replay_opts o;
     int rc;
@@ -438,7 +441,7 @@ int cmd_replay(int argc, char **argv)
         return 2;
     }
     cJSON *params = opts_to_json(&replay_command, &o);
-    rc = run_replay(&o, params);
+    rc = run_replay(&o, set, params);
     opts_free(&replay_command, &o);
     return rc;
 }

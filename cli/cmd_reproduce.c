@@ -10,15 +10,12 @@
 #include "cli/commands.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
-#include "common/gnuplot.h"
 #include "common/interrupt.h"
 #include "common/log.h"
-#include "common/model_shape.h"
 #include "common/options.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
 #include "common/subprocess.h"
-#include "engine/compute/backend.h"
 #include "harness/reproduce.h"
 
 struct reproduce_opts {
@@ -109,11 +106,11 @@ static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum re
 }
 
 /* The global options every step gets: what this process runs with. */
-static void globals_of(char *min_parallel, size_t len, const char *globals[7])
+static void globals_of(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[7])
 {
-    snprintf(min_parallel, len, "%zu", backend_cpu_min_parallel());
-    const char *g[] = {"--configs", configs_dir(), "--plots-dir", plots_dir(), "--min-parallel-work", min_parallel,
-                       NULL};
+    snprintf(min_parallel, len, "%zu", set->min_parallel_work);
+    const char *g[] = {"--configs", set->configs_dir, "--plots-dir", set->plots_dir, "--min-parallel-work",
+                       min_parallel, NULL};
     memcpy(globals, g, sizeof g);
 }
 
@@ -123,8 +120,8 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
     struct strbuf b = {0};
     for (size_t i = 0; i < c->n_models; i++)
         strbuf_add(&b, "%s --configs '%s' --plots-dir '%s' reproduce %s --models %s --disk '%s' --data '%s' --out '%s/%s'\n",
-                   program, configs_dir(), plots_dir(), tier_flag[c->tier], c->models[i], c->disk, c->data, c->out,
-                   c->models[i]);
+                   program, c->settings->configs_dir, c->settings->plots_dir, tier_flag[c->tier], c->models[i], c->disk,
+                   c->data, c->out, c->models[i]);
     char *text = strbuf_take(&b), err[4400];
     if (!text || atomic_write_text(o->plan, text, err, sizeof err) != 0) {
         fb_error("reproduce --plan: %s", text ? err : "out of memory");
@@ -156,7 +153,7 @@ static int check_plan(const struct repro_config *c)
         int argc = 0;
         while (plan.steps[i].args[argc])
             argc++;
-        if (cli_run_command(argc, plan.steps[i].args) != 0) {
+        if (cli_run_command(argc, plan.steps[i].args, c->settings) != 0) {
             repro_step_command(&plan.steps[i], "flashbed", line, sizeof line);
             fb_error("reproduce --check-plan: step %s does not parse: %s", plan.steps[i].id, line);
             bad++;
@@ -174,7 +171,7 @@ static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
     const char *globals[7];
-    globals_of(min_parallel, sizeof min_parallel, globals);
+    globals_of(c->settings, min_parallel, sizeof min_parallel, globals);
     struct repro_plan plan;
     if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
         fb_error("reproduce: %s", err);
@@ -206,12 +203,12 @@ static int run_study(const struct repro_config *c, const char *program)
     return stopped ? 130 : rc == 0 ? 0 : 1;
 }
 
-int cmd_reproduce(int argc, char **argv)
+int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
 {
     struct reproduce_opts o;
     memset(&o, 0, sizeof o);
     int rc = cli_parse(&reproduce_command, &o, argc, argv, NULL, NULL);
-    struct repro_config c = {0};
+    struct repro_config c = {.settings = set};
     char out[4096], program[4096];
     if (rc == 0 && (parse_tier(&o, &c.tier) != 0 || parse_models(o.models, &c) != 0))
         rc = -1;

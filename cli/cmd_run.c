@@ -253,8 +253,8 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
 
 /* hot under the oracle, a predictor or the gate ranks the neurons of a warm-up (engine/forward/warmup.h):
  * the --warmup-file text, else the prompt, run before the measured tokens. */
-static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
-                   const int *prompt, int n_prompt, struct run_setup *p)
+static int warm_up(const struct run_opts *o, const struct fb_settings *set, const struct model *m,
+                   const struct backend_ops *be, int threads, const int *prompt, int n_prompt, struct run_setup *p)
 {
     if (!p->ops->known_from_profile || p->have_trace)
         return 0;
@@ -265,7 +265,8 @@ static int warm_up(const struct run_opts *o, const struct model *m, const struct
     if (n > (int)m->shape.max_positions)
         n = (int)m->shape.max_positions;
     char err[512];
-    struct warmup_input in = {m, be, threads, &p->cfg, tokens, n};
+    struct warmup_input in = {.settings = set, .m = m, .be = be, .threads = threads, .io = &p->cfg,
+                              .tokens = tokens, .n_tokens = n};
     int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
     if (rc != 0)
         fb_error("run --warmup-file: %s", err);
@@ -438,6 +439,7 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
 
 /* Everything one run holds, freed in one place (run_free). */
 struct run {
+    const struct fb_settings *set; /* the global settings (plot scripts, the backend's tuning) */
     struct run_opts o;
     struct run_setup p;
     char *text;                 /* --prompt-file's or --prompt-ids' contents */
@@ -543,7 +545,7 @@ static int prepare(struct run *r)
     p->kv_bytes = 2ull * r->m.shape.n_layers * (uint64_t)r->max_seq * r->m.kv_dim * sizeof(float);
     if ((o->dram_budget && parse_budget(o->dram_budget, p->model_bytes, &p->budget) != 0) ||
         (!p->dense && plan_run(o, &r->m, p) != 0) ||
-        (!p->dense && warm_up(o, &r->m, r->be, r->threads, r->prompt, r->n_prompt, p) != 0) ||
+        (!p->dense && warm_up(o, r->set, &r->m, r->be, r->threads, r->prompt, r->n_prompt, p) != 0) ||
         fit_budget(&r->m, p, (uint64_t)r->max_seq - 1) != 0)
         return 1;
     if (o->record && !(r->rec = open_record(o, &r->m, p)))
@@ -563,7 +565,8 @@ static int write_results(struct run *r)
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &r->o));
     if (!p->dense)
         provenance_add_disk(prov, r->m.ffn_path);
-    struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot};
+    struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,
+                                 .settings = r->set};
     x.held_bytes = p->dense ? 0 : ffn_flash_dram_bytes(&r->e.ffn, &x.oracle_bytes);
     x.read_align = p->dense ? 0 : ffn_flash_read_align(&r->e.ffn);
     x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
@@ -592,7 +595,7 @@ static int execute(struct run *r)
     char err[1024];
     struct trace_sink rec_sink = trace_writer_sink(r->rec);
     p->cfg.record = r->rec ? &rec_sink : NULL;
-    if (engine_init_with(&r->e, &r->m, r->be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg,
+    if (engine_init_with(&r->e, r->set, &r->m, r->be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg,
                          r->threads, r->max_seq, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return 1;
@@ -606,13 +609,14 @@ static int execute(struct run *r)
     return write_results(r);
 }
 
-int cmd_run(int argc, char **argv)
+int cmd_run(int argc, char **argv, const struct fb_settings *set)
 {
     struct run *r = calloc(1, sizeof *r);
     if (!r) {
         fb_error("run: out of memory");
         return 1;
     }
+    r->set = set;
     r->rec_tmp = -1;
     int rc = cli_parse(&run_command, &r->o, argc, argv, NULL, NULL);
     if (rc != 0)

@@ -125,7 +125,7 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     return rc;
 }
 
-int cmd_sweep(int argc, char **argv)
+int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
 {
     struct sweep_opts o;
     int rc;
@@ -149,6 +149,7 @@ int cmd_sweep(int argc, char **argv)
         .compare_fio = o.compare_fio,
         .fio_mem = o.fio_mem,
         .plot = o.plot,
+        .settings = set,
         .seed = o.seed,
         .huge_pages = !o.small_pages,
     };

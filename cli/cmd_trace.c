@@ -69,7 +69,7 @@ static const struct opt_command synth_command = {
     .max_positional = 0,
 };
 
-static int cmd_trace_synth(int argc, char **argv)
+static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
 {
     struct synth_opts o;
     int rc;
@@ -82,7 +82,7 @@ static int cmd_trace_synth(int argc, char **argv)
         fb_error("trace synth: needs --out FILE");
     } else if (out_file_ok("trace synth --out", o.out, 0) != 0) {
         rc = 1;
-    } else if (model_shape_load(o.shape, &shape, err, sizeof err) != 0) {
+    } else if (model_shape_load(set, o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
     } else if (o.prompts > o.tokens) {
         /* each sequence needs a token: a relation the table cannot declare */
@@ -228,7 +228,7 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     print_sagg(m, s);
 }
 
-static int write_info_files(const char *dir, bool plot, const struct trace *tr,
+static int write_info_files(const char *dir, bool plot, const struct fb_settings *set, const struct trace *tr,
                             const struct trace_stats *s, const cJSON *source, cJSON *params)
 {
     if (mkdir_p(dir, 0755) != 0) {
@@ -244,12 +244,12 @@ static int write_info_files(const char *dir, bool plot, const struct trace *tr,
     int rc = write_json_file(path, j);
     cJSON_Delete(j);
     char err[4400];
-    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, err, sizeof err)) != 0)
+    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
         fb_error("%s", err);
     return rc;
 }
 
-static int cmd_trace_info(int argc, char **argv)
+static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
 {
     struct info_opts o;
     char *pos[1] = {NULL};
@@ -289,7 +289,7 @@ static int cmd_trace_info(int argc, char **argv)
         if (o.out) {
             cJSON *params = opts_to_json(&info_command, &o);
             cJSON_AddStringToObject(params, "trace", pos[0]);
-            rc = write_info_files(o.out, o.plot, &tr, &s, source, params) == 0 ? 0 : 1;
+            rc = write_info_files(o.out, o.plot, set, &tr, &s, source, params) == 0 ? 0 : 1;
         }
         cJSON_Delete(source);
         trace_stats_free(&s);
@@ -375,12 +375,12 @@ static int cmd_trace_export(int argc, char **argv)
     return rc;
 }
 
-int cmd_trace(int argc, char **argv)
+int cmd_trace(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc >= 2 && strcmp(argv[1], "synth") == 0)
-        return cmd_trace_synth(argc - 1, argv + 1);
+        return cmd_trace_synth(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "info") == 0)
-        return cmd_trace_info(argc - 1, argv + 1);
+        return cmd_trace_info(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "export") == 0)
         return cmd_trace_export(argc - 1, argv + 1);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);

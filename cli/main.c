@@ -7,19 +7,17 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
-#include "common/gnuplot.h"
 #include "common/interrupt.h"
 #include "common/log.h"
-#include "common/model_shape.h"
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
-#include "engine/compute/backend.h"
+#include "common/settings.h"
 
 struct command {
     const char *name;
     const char *summary;
-    int (*run)(int argc, char **argv);
+    int (*run)(int argc, char **argv, const struct fb_settings *set);
 };
 
 static const struct command commands[] = {
@@ -43,8 +41,9 @@ static const struct command commands[] = {
 };
 
 /* Settings every command shares, given before the command. Each falls back
- * to an environment variable, read here only: the library takes values
- * (setters), and provenance records what was in force. */
+ * to an environment variable, read here only: they become one struct
+ * fb_settings (common/settings.h) passed down to the command, and
+ * provenance records what was in force. */
 struct global_opts {
     char *configs;
     char *plots_dir;
@@ -112,33 +111,44 @@ static int apply_env(struct global_opts *g)
     return 0;
 }
 
-/* Hands the settings to the library and records them for provenance. */
-static void apply_settings(const struct global_opts *g)
+/* The settings g gives: a folder left out or given as "" is the default's. */
+static struct fb_settings settings_of(const struct global_opts *g)
 {
-    configs_dir_set(g->configs);
-    plots_dir_set(g->plots_dir);
-    backend_cpu_set_min_parallel((size_t)g->min_parallel_work);
+    struct fb_settings set = fb_settings_defaults();
+    if (g->configs && *g->configs)
+        set.configs_dir = g->configs;
+    if (g->plots_dir && *g->plots_dir)
+        set.plots_dir = g->plots_dir;
+    set.min_parallel_work = (size_t)g->min_parallel_work;
+    return set;
+}
+
+/* Every result's provenance records the settings in force. */
+static void record_settings(const struct fb_settings *set)
+{
     cJSON *s = cJSON_CreateObject();
-    cJSON_AddStringToObject(s, "configs_dir", configs_dir());
-    cJSON_AddStringToObject(s, "plots_dir", plots_dir());
-    cJSON_AddNumberToObject(s, "min_parallel_work", (double)backend_cpu_min_parallel());
+    cJSON_AddStringToObject(s, "configs_dir", set->configs_dir);
+    cJSON_AddStringToObject(s, "plots_dir", set->plots_dir);
+    cJSON_AddNumberToObject(s, "min_parallel_work", (double)set->min_parallel_work);
     provenance_set_settings(s);
 }
 
-static int parse_globals(int argc, char **argv, int *next)
+/* The global options into g (the caller's: set borrows its strings, so the
+ * caller frees g once the command is done) and the settings they give. */
+static int parse_globals(struct global_opts *g, int argc, char **argv, int *next, struct fb_settings *set)
 {
-    struct global_opts g = {.min_parallel_work = BACKEND_CPU_MIN_PARALLEL_DEFAULT};
-    int rc = cli_parse_prefix(&global_command, &g, argc, argv, next);
+    int rc = cli_parse_prefix(&global_command, g, argc, argv, next);
     if (rc == 0)
-        rc = apply_env(&g);
-    if (rc == 0)
-        apply_settings(&g);
-    cli_parse_only(g.check_args);
-    opts_free(&global_command, &g);
+        rc = apply_env(g);
+    if (rc == 0) {
+        *set = settings_of(g);
+        record_settings(set);
+    }
+    cli_parse_only(g->check_args);
     return rc;
 }
 
-int cli_run_command(int argc, char **argv)
+int cli_run_command(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc < 1) {
         usage(stderr);
@@ -149,14 +159,14 @@ int cli_run_command(int argc, char **argv)
             char *help_argv[] = {argv[1], "--help", NULL};
             for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
                 if (strcmp(commands[i].name, argv[1]) == 0)
-                    return commands[i].run(2, help_argv);
+                    return commands[i].run(2, help_argv, set);
         }
         usage(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(commands[i].name, argv[0]) == 0)
-            return commands[i].run(argc, argv);
+            return commands[i].run(argc, argv, set);
     fprintf(stderr, "flashbed: error: unknown command '%s'\n\n", argv[0]);
     usage(stderr);
     return 2;
@@ -167,8 +177,10 @@ int main(int argc, char **argv)
     provenance_set_argv(argc, argv);
     /* Until a long run asks to poll, Ctrl-C removes unfinished output and exits. */
     interrupt_exit_on_signal();
+    struct global_opts g = {.min_parallel_work = FB_MIN_PARALLEL_WORK_DEFAULT};
+    struct fb_settings set;
     int next = argc;
-    if (parse_globals(argc, argv, &next) != 0)
-        return 2;
-    return cli_run_command(argc - next, argv + next);
+    int rc = parse_globals(&g, argc, argv, &next, &set) != 0 ? 2 : cli_run_command(argc - next, argv + next, &set);
+    opts_free(&global_command, &g);
+    return rc;
 }

@@ -368,14 +368,14 @@ static void fig8_machine(const struct run_setup *p, const cJSON *prov, char *buf
 }
 
 /* fig8.png and fig8.svg from dir/tokens.csv (plots/fig8_token_latency.gp). */
-static int write_fig8(const char *dir, const char *title, const char *machine)
+static int write_fig8(const struct fb_settings *set, const char *dir, const char *title, const char *machine)
 {
     char csv[4200], stem[4200], err[4400];
     snprintf(csv, sizeof csv, "%s/tokens.csv", dir);
     snprintf(stem, sizeof stem, "%s/fig8", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", title),
                                        GP_TEXT("machine", machine)};
-    if (gnuplot_draw("fig8_token_latency.gp", args, 3, stem, err, sizeof err) == 0)
+    if (gnuplot_draw(set, "fig8_token_latency.gp", args, 3, stem, err, sizeof err) == 0)
         return 0;
     fb_error("run --plot: %s", err);
     return -1;
@@ -406,7 +406,7 @@ int run_report_write(const char *dir, const struct model *m, const struct run_se
         char title[600], machine[600];
         fig8_title(m, p, x, title, sizeof title);
         fig8_machine(p, prov, machine, sizeof machine);
-        rc = write_fig8(dir, title, machine);
+        rc = write_fig8(x->settings, dir, title, machine);
     }
     if (md)
         fputs(md, stderr);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/select_opts.h"
+#include "common/settings.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model.h"
 #include "engine/ffn/run_plan.h"
@@ -61,6 +62,7 @@ struct run_report_extra {
     uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
     uint64_t predictor_madds; /* its multiply-adds per token */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
+    const struct fb_settings *settings; /* where plot's script is (read only when plot) */
 };
 
 /* Writes dir/run.json, dir/run.md and dir/tokens.csv (a row per token: the

@@ -93,8 +93,9 @@ void select_choice_free(struct select_choice *c)
 }
 
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,
-                       struct engine *e, const struct model *m, const struct backend_ops *be, int threads,
-                       int max_seq, struct select_choice *sel, bool *have_sel)
+                       struct engine *e, const struct fb_settings *set, const struct model *m,
+                       const struct backend_ops *be, int threads, int max_seq, struct select_choice *sel,
+                       bool *have_sel)
 {
     *have_sel = false;
     bool sparse = strcmp(active, "all") != 0;
@@ -102,8 +103,8 @@ int select_engine_init(const char *cmd, const char *active, bool threshold_given
         return -1;
     *have_sel = sparse;
     char err[1024];
-    if (engine_init_with(e, m, be, sparse ? &ffn_select : &ffn_dense, sparse ? &sel->cfg : NULL, threads, max_seq,
-                         err, sizeof err) != 0) {
+    if (engine_init_with(e, set, m, be, sparse ? &ffn_select : &ffn_dense, sparse ? &sel->cfg : NULL, threads,
+                         max_seq, err, sizeof err) != 0) {
         fb_error("%s: %s", cmd, err);
         return -1;
     }

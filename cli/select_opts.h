@@ -33,8 +33,9 @@ void select_choice_free(struct select_choice *c);
  * *sel (*have_sel: free it). 0, or -1 (printed). */
 struct engine;
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,
-                       struct engine *e, const struct model *m, const struct backend_ops *be, int threads,
-                       int max_seq, struct select_choice *sel, bool *have_sel);
+                       struct engine *e, const struct fb_settings *set, const struct model *m,
+                       const struct backend_ops *be, int threads, int max_seq, struct select_choice *sel,
+                       bool *have_sel);
 
 /* The help text of --threshold for the commands that take --active. */
 #define SELECT_THRESHOLD_HELP                                                                                     \

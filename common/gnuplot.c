@@ -13,22 +13,6 @@
 #include "common/strbuf.h"
 #include "common/subprocess.h"
 
-#ifndef FLASHBED_SOURCE_DIR
-#define FLASHBED_SOURCE_DIR "."
-#endif
-
-static char plots_dir_given[2048];
-
-const char *plots_dir(void)
-{
-    return plots_dir_given[0] ? plots_dir_given : FLASHBED_SOURCE_DIR "/plots";
-}
-
-void plots_dir_set(const char *dir)
-{
-    snprintf(plots_dir_given, sizeof plots_dir_given, "%s", dir ? dir : "");
-}
-
 /* name='text' with text escaped for gnuplot's single quotes. */
 static void add_text(struct strbuf *b, const char *name, const char *text)
 {
@@ -79,13 +63,13 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
     return rc;
 }
 
-int gnuplot_draw(const char *script, const struct gnuplot_arg *args, size_t n, const char *stem, char *err,
-                 size_t errlen)
+int gnuplot_draw(const struct fb_settings *set, const char *script, const struct gnuplot_arg *args, size_t n,
+                 const char *stem, char *err, size_t errlen)
 {
     if (!program_available("gnuplot"))
         return err_set(err, errlen, "gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
     char script_path[4096], out[4200];
-    snprintf(script_path, sizeof script_path, "%s/%s", plots_dir(), script);
+    snprintf(script_path, sizeof script_path, "%s/%s", set->plots_dir, script);
     if (!path_exists(script_path))
         return err_set(err, errlen, "plot script %s is missing (is the plots folder set right?)", script_path);
     const char *exts[] = {"png", "svg"};

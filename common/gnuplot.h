@@ -1,16 +1,12 @@
-/* Plots are gnuplot scripts in plots/, run at run time: flashbed passes the
- * data file and output names as gnuplot variables. */
+/* Plots are gnuplot scripts in plots/ (the settings' plots_dir,
+ * common/settings.h), run at run time: flashbed passes the data file and
+ * output names as gnuplot variables. */
 #ifndef FLASHBED_COMMON_GNUPLOT_H
 #define FLASHBED_COMMON_GNUPLOT_H
 
 #include <stddef.h>
 
-/* Directory holding the .gp scripts: what plots_dir_set() was given, else
- * the source tree's plots/ (compiled in). */
-const char *plots_dir(void);
-
-/* NULL or "" restores the default. */
-void plots_dir_set(const char *dir);
+#include "common/settings.h"
 
 /* One variable a plot script reads: a string, or with text NULL a number.
  * gnuplot_draw quotes every string itself (a path or title may hold
@@ -23,12 +19,12 @@ struct gnuplot_arg {
 #define GP_TEXT(name, text) {(name), (text), 0}
 #define GP_NUMBER(name, value) {(name), NULL, (value)}
 
-/* Draws plots/<script> into <stem>.png and <stem>.svg with the n args, the
- * output names passed as the script's term and outfile. Each output goes to
+/* Draws <set->plots_dir>/<script> into <stem>.png and <stem>.svg with the n
+ * args, the output names passed as the script's term and outfile. Each output goes to
  * a temporary name (removed on failure or a signal) renamed into place when
  * gnuplot succeeds. Returns 0, or -1 with the reason in err. */
-int gnuplot_draw(const char *script, const struct gnuplot_arg *args, size_t n, const char *stem, char *err,
-                 size_t errlen);
+int gnuplot_draw(const struct fb_settings *set, const char *script, const struct gnuplot_arg *args, size_t n,
+                 const char *stem, char *err, size_t errlen);
 
 /* The gnuplot command string gnuplot_draw passes with -e: each arg as
  * name='text' (a single quote doubled, as gnuplot reads '...'; a line break

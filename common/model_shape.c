@@ -10,28 +10,12 @@
 #include "common/errbuf.h"
 #include "common/json_file.h"
 
-#ifndef FLASHBED_SOURCE_DIR
-#define FLASHBED_SOURCE_DIR "."
-#endif
-
-static char configs_dir_given[4096];
-
-const char *configs_dir(void)
-{
-    return configs_dir_given[0] ? configs_dir_given : FLASHBED_SOURCE_DIR "/configs";
-}
-
-void configs_dir_set(const char *dir)
-{
-    snprintf(configs_dir_given, sizeof configs_dir_given, "%s", dir ? dir : "");
-}
-
-int config_file_path(const char *kind, const char *name, char *buf, size_t len)
+int config_file_path(const struct fb_settings *set, const char *kind, const char *name, char *buf, size_t len)
 {
     size_t n = strlen(name);
     int w = strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0)
                 ? snprintf(buf, len, "%s", name)
-                : snprintf(buf, len, "%s/%s/%s.json", configs_dir(), kind, name);
+                : snprintf(buf, len, "%s/%s/%s.json", set->configs_dir, kind, name);
     if (w < 0 || (size_t)w >= len) {
         buf[0] = '\0';
         return -1;
@@ -148,14 +132,9 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
     return check_heads(s, path, err, errlen);
 }
 
-int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen)
+/* The shape in the file at path (named name in messages) into s (zeroed). */
+static int shape_from_file(const char *name, const char *path, struct model_shape *s, char *err, size_t errlen)
 {
-    memset(s, 0, sizeof *s);
-    char path[4096];
-    if (config_file_path("models", name, path, sizeof path) != 0) {
-        err_set(err, errlen, "model shape %.200s...: the name is too long for a path", name);
-        return -1;
-    }
     char *text = read_text_file(path, NULL);
     if (!text) {
         err_set(err, errlen, "model shape %s: cannot read %s", name, path);
@@ -208,6 +187,27 @@ int model_shape_load(const char *name, struct model_shape *s, char *err, size_t 
 out:
     cJSON_Delete(o);
     return rc;
+}
+
+/* Shape paths are at most this long, as config_file_path makes them. */
+#define SHAPE_PATH_MAX 4096
+
+int model_shape_load(const struct fb_settings *set, const char *name, struct model_shape *s, char *err,
+                     size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    char path[SHAPE_PATH_MAX];
+    if (config_file_path(set, "models", name, path, sizeof path) != 0)
+        return err_set(err, errlen, "model shape %.200s...: the name is too long for a path", name);
+    return shape_from_file(name, path, s, err, errlen);
+}
+
+int model_shape_read(const char *path, struct model_shape *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    if (strlen(path) >= SHAPE_PATH_MAX)
+        return err_set(err, errlen, "model shape %.200s...: the name is too long for a path", path);
+    return shape_from_file(path, path, s, err, errlen);
 }
 
 uint64_t model_shape_neuron_weights(const struct model_shape *s)

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/settings.h"
+
 enum ffn_kind {
     FFN_RELU, /* up, activation, down: neuron i = up row i + down column i */
     FFN_GLU,  /* gate and up, activation(gate) * up, down: + gate row i */
@@ -53,13 +55,18 @@ struct param_counts {
     uint64_t total;
 };
 
-/* name: a shape name ("opt-6.7b", looked up in configs/models/) or a path
- * to a .json file. 0, or -1 with a reason naming the file and key in err:
- * dimensions outside the MODEL_MAX_* bounds, heads that do not divide
- * d_model (or KV heads the heads), an odd head_dim or a rope_fraction
- * outside (0, 1] with RoPE, numbers that are negative, fractional where a
- * count is meant, or not finite. */
-int model_shape_load(const char *name, struct model_shape *s, char *err, size_t errlen);
+/* name: a shape name ("opt-6.7b", looked up in set's configs folder,
+ * models/) or a path to a .json file (config_file_path). 0, or -1 with a
+ * reason naming the file and key in err: dimensions outside the MODEL_MAX_*
+ * bounds, heads that do not divide d_model (or KV heads the heads), an odd
+ * head_dim or a rope_fraction outside (0, 1] with RoPE, numbers that are
+ * negative, fractional where a count is meant, or not finite. */
+int model_shape_load(const struct fb_settings *set, const char *name, struct model_shape *s, char *err,
+                     size_t errlen);
+
+/* The same from the file at path, never looked up among the configs (a
+ * model folder's model.json). */
+int model_shape_read(const char *path, struct model_shape *s, char *err, size_t errlen);
 
 /* What any shape must be, wherever it came from (a shape file, model.json,
  * an HF config.json): dimensions within MODEL_MAX_*, heads dividing
@@ -73,16 +80,10 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c);
 /* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
 uint64_t model_shape_neuron_weights(const struct model_shape *s);
 
-/* The folder holding flashbed's configs: what configs_dir_set() was given,
- * else the source tree's configs/. */
-const char *configs_dir(void);
-
-/* NULL or "" restores the default. */
-void configs_dir_set(const char *dir);
-
 /* A config named by the user: a path when it has a '/' or ends in .json,
- * else configs/<kind>/<name>.json ("models", "hw"). 0, or -1 when that
- * path does not fit in len (buf then holds "": nothing by that name). */
-int config_file_path(const char *kind, const char *name, char *buf, size_t len);
+ * else <set->configs_dir>/<kind>/<name>.json ("models", "hw"). 0, or -1
+ * when that path does not fit in len (buf then holds "": nothing by that
+ * name). */
+int config_file_path(const struct fb_settings *set, const char *kind, const char *name, char *buf, size_t len);
 
 #endif

@@ -48,8 +48,8 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row)
     return (double)copies * (double)row_bytes / secs;
 }
 
-double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
-                      double *flops, char *err, size_t errlen)
+double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, int half, unsigned threads,
+                      double seconds, double *flops, char *err, size_t errlen)
 {
     enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
     size_t esize = dtype_size(t), bytes = rows * cols * esize;
@@ -76,7 +76,7 @@ double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, doub
     for (size_t r = 0; r < rows * copies; r++)
         dtype_from_f32(w + r * cols * esize, t, ones, cols);
     /* the engine's own kernel (engine/compute/backend_cpu.c), on its own thread team */
-    be = backend_cpu.create(threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
+    be = backend_cpu.create(set, threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
         goto out;
     backend_cpu.matvec(be, y, w, t, x, NULL, (int)rows, (int)cols); /* warm: page faults, thread start */
@@ -131,14 +131,15 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick)
              per_row_ns);
 }
 
-void calibrate_measure_compute(struct hw_profile *hw, unsigned threads, bool quick, char why[2][512])
+void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
+                               char why[2][512])
 {
     const char *dtypes[] = {"f32", "f16"};
     for (int h = 0; h < 2; h++) {
         struct compute_rate *cr = &hw->compute[hw->n_compute++];
         snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
         why[h][0] = '\0';
-        cr->bw = measure_matvec(8192, 4096, h, threads, quick ? 0.3 : 1.0, &cr->flops, why[h], sizeof why[h]);
+        cr->bw = measure_matvec(set, 8192, 4096, h, threads, quick ? 0.3 : 1.0, &cr->flops, why[h], sizeof why[h]);
         snprintf(cr->source, sizeof cr->source,
                  "measured: the cpu backend's matvec, 8192 x 4096 %s weights (copies taken in turn, 512 MiB in "
                  "all), %u threads", dtypes[h], threads);

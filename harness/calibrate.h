@@ -19,11 +19,12 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x for a rows x cols
  * matrix of f32 (half = 0) or f16 (half = 1) weights, with the CPU backend's
- * matvec on `threads` threads, over copies of W (512 MiB in all) taken in
- * turn, so that W comes from DRAM as in decode. 0, with the reason in err,
- * when it cannot allocate or start the threads. */
-double measure_matvec(size_t rows, size_t cols, int half, unsigned threads, double seconds,
-                      double *flops, char *err, size_t errlen);
+ * matvec on `threads` threads (tuned by set, as the engine's), over copies
+ * of W (512 MiB in all) taken in turn, so that W comes from DRAM as in
+ * decode. 0, with the reason in err, when it cannot allocate or start the
+ * threads. */
+double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, int half, unsigned threads,
+                      double seconds, double *flops, char *err, size_t errlen);
 
 /* The recipe, step by step, for the program to run and report between. */
 
@@ -43,7 +44,8 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick);
 /* The engine's matvec in f32 and f16 on `threads` threads: one compute rate
  * each. A kernel that cannot be timed gets rate 0 and its reason in
  * why[dtype] (the profile is written all the same). */
-void calibrate_measure_compute(struct hw_profile *hw, unsigned threads, bool quick, char why[2][512]);
+void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
+                               char why[2][512]);
 
 /* The profile as JSON, with the fit's errors and whether the flash
  * points bypassed the page cache. */

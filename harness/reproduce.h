@@ -30,6 +30,7 @@
 #include <stddef.h>
 
 #include "cache/mode.h"
+#include "common/settings.h"
 
 enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
 
@@ -43,6 +44,7 @@ struct repro_config {
     const char *disk;  /* a folder on the disk Fig. 2b sweeps */
     const char *data;  /* the shared data (stories260K, texts); NULL or missing: those steps are left out */
     bool fio;          /* fio is installed: the sweep runs it beside */
+    const struct fb_settings *settings; /* configs and plot scripts the plan and report read (borrowed) */
 };
 
 /* A step whose first argument is this removes the path after it (a
@@ -86,7 +88,8 @@ bool repro_mode_get(size_t i, struct repro_mode *out);
 const char *repro_shape(const char *arch, enum repro_tier tier);
 const char *repro_tier_name(enum repro_tier tier);
 
-/* Plans the study for c (strings are copied). */
+/* Plans the study for c (strings are copied; c->settings is kept by
+ * pointer, for the report). */
 int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *err, size_t errlen);
 void repro_plan_free(struct repro_plan *p);
 

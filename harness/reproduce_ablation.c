@@ -47,7 +47,7 @@ static bool ablation_csv(const struct repro_plan *p, const char *shape, struct s
                     c.median[REPRO_COMPUTE], c.median[REPRO_TOTAL]);
         }
         const char *match[] = {"config", repro_table2_config(md), NULL};
-        double io = paper ? repro_paper_value("table2.json", match, "io_ms") : NAN;
+        double io = paper ? repro_paper_value(p, "table2.json", match, "io_ms") : NAN;
         if (isfinite(io))
             csv_bar(csv, md->mode, "paper I/O", io, NAN, NAN, io);
     }

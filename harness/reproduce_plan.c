@@ -402,11 +402,11 @@ static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_s
  * smallest window), below which predict finds no FFN cache row and the run
  * little more (predict --paper fig7 leaves such shares out too); 0 when the
  * shape cannot be read (its steps then say why). */
-static double fig7_min_share(const char *shape)
+static double fig7_min_share(const struct repro_plan *p, const char *shape)
 {
     struct model_shape s;
     char err[512];
-    if (model_shape_load(shape, &s, err, sizeof err) != 0)
+    if (model_shape_load(p->config.settings, shape, &s, err, sizeof err) != 0)
         return 0;
     struct param_counts pc;
     model_shape_params(&s, &pc);
@@ -456,7 +456,7 @@ static int add_fig7_predict(struct repro_plan *p, const char *shape, int share, 
 static int add_fig7(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
 {
     int shares[16], n = 0;
-    double least = fig7_min_share(shape);
+    double least = fig7_min_share(p, shape);
     for (const char *c = t->fig7_shares; *c && n < 16;) {
         char *end;
         int share = (int)strtol(c, &end, 10);

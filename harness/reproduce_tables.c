@@ -110,7 +110,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     for (size_t i = 0; i < n_args && i + 1 < sizeof all / sizeof all[0]; i++)
         all[i + 1] = args[i];
     size_t n_all = n_args + 1 < sizeof all / sizeof all[0] ? n_args + 1 : sizeof all / sizeof all[0];
-    if (gnuplot_draw(script, all, n_all, stem, err, sizeof err) != 0) {
+    if (gnuplot_draw(p->config.settings, script, all, n_all, stem, err, sizeof err) != 0) {
         strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
         return false;
     }
@@ -135,10 +135,10 @@ void repro_add_error(struct strbuf *b, double modelled, double measured)
         strbuf_add(b, " n/a |");
 }
 
-double repro_paper_value(const char *file, const char *const *match, const char *key)
+double repro_paper_value(const struct repro_plan *p, const char *file, const char *const *match, const char *key)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/paper/%s", configs_dir(), file);
+    snprintf(path, sizeof path, "%s/paper/%s", p->config.settings->configs_dir, file);
     cJSON *t = read_json_file(path);
     double v = NAN;
     const cJSON *row;
@@ -209,7 +209,7 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
                 }
             }
             const char *match[] = {"model", paper_model(shape), "method", modes[m], "backend", "CPU", NULL};
-            repro_add_ms(b, repro_paper_value("table3.json", match, "total_ms"));
+            repro_add_ms(b, repro_paper_value(p, "table3.json", match, "total_ms"));
             strbuf_add(b, "\n");
         }
     }
@@ -243,7 +243,7 @@ static void table2_row(struct strbuf *b, const struct repro_plan *p, const char 
         repro_add_ms(b, cells[i]->modelled ? cells[i]->model[REPRO_TOTAL] : NAN);
     }
     const char *match[] = {"config", repro_table2_config(md), NULL};
-    repro_add_ms(b, repro_paper_value("table2.json", match, "io_ms"));
+    repro_add_ms(b, repro_paper_value(p, "table2.json", match, "io_ms"));
     strbuf_add(b, "\n");
 }
 
@@ -299,7 +299,7 @@ static double swept_bw(const struct repro_plan *p, double chunk, double *threads
 static void differences_flash(struct strbuf *b, const struct repro_plan *p)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/hw/m1max-cpu.json", configs_dir());
+    snprintf(path, sizeof path, "%s/hw/m1max-cpu.json", p->config.settings->configs_dir);
     cJSON *paper = read_json_file(path);
     const cJSON *pt;
     cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(paper, "flash"), "points"))

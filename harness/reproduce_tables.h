@@ -46,9 +46,10 @@ bool repro_read_run_cell(const struct repro_plan *p, const char *shape, const ch
 bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_text,
                 const char *script, const struct gnuplot_arg *args, size_t n_args, const char *alt);
 
-/* A number from configs/paper/<file>'s rows where every key of match
- * equals its value (NULL-terminated pairs); NAN when the paper has none. */
-double repro_paper_value(const char *file, const char *const *match, const char *key);
+/* A number from configs/paper/<file>'s rows (in the folder p's settings
+ * name) where every key of match equals its value (NULL-terminated pairs);
+ * NAN when the paper has none. */
+double repro_paper_value(const struct repro_plan *p, const char *file, const char *const *match, const char *key);
 
 /* Table 2's paper row of a mode: its "config" in configs/paper/table2.json. */
 const char *repro_table2_config(const struct repro_mode *md);

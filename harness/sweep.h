@@ -11,6 +11,7 @@
 
 #include "common/parse.h"
 #include "common/progress.h"
+#include "common/settings.h"
 #include "harness/bench_point.h"
 #include "harness/fio_job.h"
 #include "harness/scratch_file.h"
@@ -27,6 +28,7 @@ struct sweep_config {
     const char *out_dir;
     bool compare_fio;
     bool plot;
+    const struct fb_settings *settings; /* where plot's script is (read only when plot) */
     uint64_t seed;                /* 0: a fresh seed per point, as fio's randrepeat=0 */
     bool huge_pages;              /* read buffers on transparent huge pages */
     const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */

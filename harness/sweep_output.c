@@ -200,5 +200,5 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
              direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("threads", threads),
                                        GP_NUMBER("has_fio", any_fio(s) ? 1 : 0), GP_TEXT("plot_title", title)};
-    return gnuplot_draw("sweep_throughput.gp", args, 4, stem, err, errlen);
+    return gnuplot_draw(s->cfg->settings, "sweep_throughput.gp", args, 4, stem, err, errlen);
 }

@@ -117,10 +117,10 @@ static double row_bytes(const struct model_shape *s, int bytes)
     return (double)model_shape_neuron_weights(s) * bytes;
 }
 
-static int load_rule_shape(const struct derive_rule *r, struct model_shape *s, int *bytes,
-                           const char *what, char *err, size_t errlen)
+static int load_rule_shape(const struct fb_settings *set, const struct derive_rule *r, struct model_shape *s,
+                           int *bytes, const char *what, char *err, size_t errlen)
 {
-    if (model_shape_load(r->model, s, err, errlen) != 0)
+    if (model_shape_load(set, r->model, s, err, errlen) != 0)
         return -1;
     *bytes = dtype_bytes(r->dtype[0] ? r->dtype : "f16");
     if (!*bytes) {
@@ -152,7 +152,7 @@ static double rows_copied(const struct policy_ops *pol, const char *layout, cons
 /* Context of the paper's runs: a 128-token prompt, then 256 generated. */
 #define PAPER_CONTEXT 256.0
 
-int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
+int cost_resolve_profile(struct hw_profile *hw, const struct fb_settings *set, char *err, size_t errlen)
 {
     struct model_shape s;
     int bytes;
@@ -160,12 +160,12 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
         struct compute_rate *c = &hw->compute[i];
         if (c->derive.ms <= 0)
             continue;
-        if (load_rule_shape(&c->derive, &s, &bytes, "compute", err, errlen) != 0)
+        if (load_rule_shape(set, &c->derive, &s, &bytes, "compute", err, errlen) != 0)
             return -1;
         c->bw = dense_compute_bytes(&s, bytes, PAPER_CONTEXT) / (c->derive.ms * 1e-3);
     }
     if (hw->mem_derive.ms > 0) {
-        if (load_rule_shape(&hw->mem_derive, &s, &bytes, "dram", err, errlen) != 0)
+        if (load_rule_shape(set, &hw->mem_derive, &s, &bytes, "dram", err, errlen) != 0)
             return -1;
         struct token_volumes v;
         volumes_from_fractions(&s, &policy_window, hw->mem_derive.fraction, 0, &v);
@@ -178,7 +178,7 @@ int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen)
         hw->per_row_ns = 0;
     }
     if (hw->flash_derive.ms > 0 && hw->flash.n_grid < HW_MAX_POINTS) {
-        if (load_rule_shape(&hw->flash_derive, &s, &bytes, "flash", err, errlen) != 0)
+        if (load_rule_shape(set, &hw->flash_derive, &s, &bytes, "flash", err, errlen) != 0)
             return -1;
         double rb = row_bytes(&s, bytes);
         double moved = hw->flash_derive.fraction * s.d_ff * s.n_layers * rb;

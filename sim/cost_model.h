@@ -104,8 +104,9 @@ void volumes_from_fractions(const struct model_shape *s, const struct policy_ops
                             double resident, struct token_volumes *v);
 
 /* Turns a profile's derive_from rules (paper rows) into rates. Loads the
- * model shapes the rules name. 0, or -1 with a reason. */
-int cost_resolve_profile(struct hw_profile *hw, char *err, size_t errlen);
+ * model shapes the rules name (from set's configs folder). 0, or -1 with a
+ * reason. */
+int cost_resolve_profile(struct hw_profile *hw, const struct fb_settings *set, char *err, size_t errlen);
 
 /* Prices c. 0, or -1 with err (an unknown dtype, policy or layout; a
  * policy or layout that needs a trace without replayed volumes; a profile

@@ -213,10 +213,11 @@ static int read_head(const cJSON *o, struct hw_profile *hw, const char *path, ch
     return 0;
 }
 
-int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen)
+int hw_profile_load(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err,
+                    size_t errlen)
 {
     memset(hw, 0, sizeof *hw);
-    if (config_file_path("hw", name, hw->path, sizeof hw->path) != 0)
+    if (config_file_path(set, "hw", name, hw->path, sizeof hw->path) != 0)
         return err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
     char *text = read_text_file(hw->path, NULL);
     if (!text)

@@ -16,6 +16,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/settings.h"
 #include "sim/flash_model.h"
 
 enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6 };
@@ -58,8 +59,10 @@ struct hw_profile {
     char compute_note[300];
 };
 
-/* name: "m1max-cpu" (configs/hw/) or a path. 0, or -1 with err naming the file. */
-int hw_profile_load(const char *name, struct hw_profile *hw, char *err, size_t errlen);
+/* name: "m1max-cpu" (set's configs folder, hw/) or a path
+ * (config_file_path). 0, or -1 with err naming the file. */
+int hw_profile_load(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err,
+                    size_t errlen);
 
 /* The flash points of a `flashbed sweep` result (sweep.json's "points":
  * chunk_bytes, threads, bw_bytes) into hw->points and hw->flash's grid,

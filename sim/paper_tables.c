@@ -16,19 +16,20 @@
 #include "common/strbuf.h"
 #include "sim/cost_model.h"
 
-static cJSON *load_json(const char *rel, char *err, size_t errlen)
+static cJSON *load_json(const struct fb_settings *set, const char *rel, char *err, size_t errlen)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", configs_dir(), rel);
+    snprintf(path, sizeof path, "%s/%s", set->configs_dir, rel);
     cJSON *o = read_json_file(path);
     if (!o)
         err_set(err, errlen, "cannot read %s (missing or not JSON)", path);
     return o;
 }
 
-int paper_density(const char *model, const char *key, double *value, char *source, size_t srclen)
+int paper_density(const struct fb_settings *set, const char *model, const char *key, double *value, char *source,
+                  size_t srclen)
 {
-    cJSON *d = load_json("paper/densities.json", NULL, 0); /* unreadable: no density */
+    cJSON *d = load_json(set, "paper/densities.json", NULL, 0); /* unreadable: no density */
     if (!d)
         return -1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(
@@ -48,15 +49,15 @@ int paper_density(const char *model, const char *key, double *value, char *sourc
     return rc;
 }
 
-int paper_densities_check(char *err, size_t errlen)
+int paper_densities_check(const struct fb_settings *set, char *err, size_t errlen)
 {
-    cJSON *d = load_json("paper/densities.json", err, errlen);
+    cJSON *d = load_json(set, "paper/densities.json", err, errlen);
     if (!d)
         return -1;
     bool ok = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(d, "models"));
     cJSON_Delete(d);
     if (!ok)
-        err_set(err, errlen, "%s/paper/densities.json: no \"models\" object", configs_dir());
+        err_set(err, errlen, "%s/paper/densities.json: no \"models\" object", set->configs_dir);
     return ok ? 0 : -1;
 }
 
@@ -91,9 +92,9 @@ static const char *str(const cJSON *o, const char *k)
 }
 
 /* Loads a profile and resolves its paper-derived rates. */
-static int load_hw(const char *name, struct hw_profile *hw, char *err, size_t errlen)
+static int load_hw(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err, size_t errlen)
 {
-    if (hw_profile_load(name, hw, err, errlen) != 0 || cost_resolve_profile(hw, err, errlen) != 0)
+    if (hw_profile_load(set, name, hw, err, errlen) != 0 || cost_resolve_profile(hw, set, err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -104,9 +105,10 @@ static bool has_given(const struct paper_given *g)
 }
 
 /* The profile a whole table prices with: the given one, else the paper's. */
-static int table_hw(const struct paper_given *g, const char *paper, struct hw_profile *hw, char *err, size_t errlen)
+static int table_hw(const struct fb_settings *set, const struct paper_given *g, const char *paper,
+                    struct hw_profile *hw, char *err, size_t errlen)
 {
-    return load_hw(has_given(g) ? g->hw : paper, hw, err, errlen);
+    return load_hw(set, has_given(g) ? g->hw : paper, hw, err, errlen);
 }
 
 /* The cost model prices a dtype only where the profile has a compute rate
@@ -122,10 +124,10 @@ static int need_rate(struct hw_profile *hw, const char *dtype, const char *what,
 
 /* A Table 3 row's profile: its paper profile, or the given one
  * (*from_given) when that describes the same backend. */
-static int row_hw(const cJSON *r, const struct hw_profile *given, struct hw_profile *hw, bool *from_given, char *err,
-                  size_t errlen)
+static int row_hw(const struct fb_settings *set, const cJSON *r, const struct hw_profile *given, struct hw_profile *hw,
+                  bool *from_given, char *err, size_t errlen)
 {
-    if (load_hw(str(r, "hw"), hw, err, errlen) != 0)
+    if (load_hw(set, str(r, "hw"), hw, err, errlen) != 0)
         return -1;
     *from_given = given && strcmp(given->backend, hw->backend) == 0;
     if (*from_given)
@@ -135,9 +137,9 @@ static int row_hw(const cJSON *r, const struct hw_profile *given, struct hw_prof
 
 /* The given profile describes the backend of some Table 3 rows and has a
  * compute rate for their dtypes. */
-static int check_table3(const struct hw_profile *given, char *err, size_t errlen)
+static int check_table3(const struct fb_settings *set, const struct hw_profile *given, char *err, size_t errlen)
 {
-    cJSON *t = load_json("paper/table3.json", err, errlen);
+    cJSON *t = load_json(set, "paper/table3.json", err, errlen);
     if (!t)
         return -1;
     struct hw_profile hw;
@@ -147,7 +149,7 @@ static int check_table3(const struct hw_profile *given, char *err, size_t errlen
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
         bool from_given;
-        if (row_hw(r, given, &hw, &from_given, err, errlen) != 0 ||
+        if (row_hw(set, r, given, &hw, &from_given, err, errlen) != 0 ||
             (from_given && need_rate(&hw, str(r, "dtype"), "Table 3's rows on its backend", err, errlen) != 0)) {
             rc = -1;
             break;
@@ -170,37 +172,39 @@ static const char *fig7_dtype(const struct paper_given *g)
     return g && g->fig7_dtype ? g->fig7_dtype : "bf16";
 }
 
-int paper_check_given(const char *what, const struct paper_given *g, char *err, size_t errlen)
+int paper_check_given(const struct fb_settings *set, const char *what, const struct paper_given *g, char *err,
+                      size_t errlen)
 {
     bool all = strcmp(what, "all") == 0;
     struct hw_profile hw;
     if ((all || !strcmp(what, "fig7")) && g && (g->hw || g->fig7_dtype) &&
-        (table_hw(g, "rtx4090-gpu", &hw, err, errlen) != 0 || need_rate(&hw, fig7_dtype(g), "Fig. 7", err, errlen) != 0))
+        (table_hw(set, g, "rtx4090-gpu", &hw, err, errlen) != 0 ||
+         need_rate(&hw, fig7_dtype(g), "Fig. 7", err, errlen) != 0))
         return -1;
     if (!has_given(g))
         return 0;
-    if (load_hw(g->hw, &hw, err, errlen) != 0)
+    if (load_hw(set, g->hw, &hw, err, errlen) != 0)
         return -1;
     if (all || !strcmp(what, "table2")) {
-        cJSON *t = load_json("paper/table2.json", err, errlen);
+        cJSON *t = load_json(set, "paper/table2.json", err, errlen);
         int rc = t ? need_rate(&hw, str(t, "dtype"), "Table 2", err, errlen) : -1;
         cJSON_Delete(t);
         if (rc != 0)
             return -1;
     }
-    if ((all || !strcmp(what, "table3")) && check_table3(&hw, err, errlen) != 0)
+    if ((all || !strcmp(what, "table3")) && check_table3(set, &hw, err, errlen) != 0)
         return -1;
     return 0;
 }
 
 /* The paper's configuration for one method: policy, layout and per-token volumes. */
-int paper_cost_config(struct cost_config *c, const struct model_shape *s, const char *method,
-                        const char *layout, const char *density_suffix)
+int paper_cost_config(const struct fb_settings *set, struct cost_config *c, const struct model_shape *s,
+                      const char *method, const char *layout, const char *density_suffix)
 {
     char key[64], src[240];
     double loaded = 0, resident = 0, k = 0, pred = 0;
     snprintf(c->layout, sizeof c->layout, "%s", layout);
-    paper_density(s->name, "predictor_model_fraction", &pred, NULL, 0);
+    paper_density(set, s->name, "predictor_model_fraction", &pred, NULL, 0);
     c->predictor_fraction = pred;
     /* the method is one of the modes (cache/mode.h): its policy decides the volumes */
     const struct cache_mode *mode = cache_mode_find(method);
@@ -212,17 +216,17 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
     } else if (!ops->takes_arg) { /* the predictor: this token's rows */
         snprintf(c->policy, sizeof c->policy, "%s", ops->name);
         snprintf(key, sizeof key, "predictor_fraction%s", density_suffix);
-        if (paper_density(s->name, key, &loaded, src, sizeof src) != 0)
+        if (paper_density(set, s->name, key, &loaded, src, sizeof src) != 0)
             return -1;
         volumes_from_fractions(s, &policy_predictor, loaded, 0, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     } else { /* window / all */
         snprintf(key, sizeof key, "window_new_fraction%s", density_suffix);
-        if (paper_density(s->name, key, &loaded, src, sizeof src) != 0 &&
-            paper_density(s->name, "window_new_fraction", &loaded, src, sizeof src) != 0)
+        if (paper_density(set, s->name, key, &loaded, src, sizeof src) != 0 &&
+            paper_density(set, s->name, "window_new_fraction", &loaded, src, sizeof src) != 0)
             return -1;
-        paper_density(s->name, "window_resident_fraction", &resident, NULL, 0);
-        paper_density(s->name, "window_k", &k, NULL, 0);
+        paper_density(set, s->name, "window_resident_fraction", &resident, NULL, 0);
+        paper_density(set, s->name, "window_k", &k, NULL, 0);
         /* the paper: k previous tokens + this one */
         cache_policy_name(&policy_window, (uint64_t)k + 1, c->policy, sizeof c->policy);
         volumes_from_fractions(s, &policy_window, loaded, resident, &c->vol);
@@ -246,8 +250,8 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
 
 /* One Table 2 row: priced with App. C.1's densities (p) and with those the
  * table's own byte column implies (p2), into its JSON and Markdown. */
-static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *s, struct hw_profile *hw,
-                      cJSON *rows, struct strbuf *md, char *err, size_t errlen)
+static int table2_row(const struct fb_settings *set, const cJSON *t, const cJSON *r, const struct model_shape *s,
+                      struct hw_profile *hw, cJSON *rows, struct strbuf *md, char *err, size_t errlen)
 {
     char why[512];
     struct cost_config c = {.shape = s, .hw = hw, .dram_share = 0.5, .io_threads = hw->io_threads,
@@ -255,12 +259,12 @@ static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *
     snprintf(c.dtype, sizeof c.dtype, "%s", str(t, "dtype"));
     struct cost_prediction p, p2;
     snprintf(why, sizeof why, "no paper densities for %s", s->name);
-    if (paper_cost_config(&c, s, str(r, "policy"), str(r, "layout"), "") != 0 ||
+    if (paper_cost_config(set, &c, s, str(r, "policy"), str(r, "layout"), "") != 0 ||
         cost_predict(&c, &p, why, sizeof why) != 0)
         return err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
     /* Same configuration with the densities Table 2's byte column implies. */
     struct cost_config c2 = c;
-    if (paper_cost_config(&c2, s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
+    if (paper_cost_config(set, &c2, s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
         cost_predict(&c2, &p2, why, sizeof why) != 0)
         p2 = p;
     double paper_io = num(r, "io_ms");
@@ -289,11 +293,12 @@ static int table2_row(const cJSON *t, const cJSON *r, const struct model_shape *
     return 0;
 }
 
-int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
+int paper_write_table2(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+                       cJSON *provenance, char *err, size_t errlen)
 {
-    if (paper_densities_check(err, errlen) != 0)
+    if (paper_densities_check(set, err, errlen) != 0)
         return -1;
-    cJSON *t = load_json("paper/table2.json", err, errlen);
+    cJSON *t = load_json(set, "paper/table2.json", err, errlen);
     if (!t)
         return -1;
     struct model_shape s;
@@ -301,8 +306,8 @@ int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *
     int rc = -1;
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
-    if (model_shape_load(str(t, "model"), &s, err, errlen) != 0 ||
-        table_hw(g, str(t, "hw"), &hw, err, errlen) != 0)
+    if (model_shape_load(set, str(t, "model"), &s, err, errlen) != 0 ||
+        table_hw(set, g, str(t, "hw"), &hw, err, errlen) != 0)
         goto out;
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
@@ -322,7 +327,7 @@ int paper_write_table2(const char *out_dir, const struct paper_given *g, cJSON *
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        if (table2_row(t, r, &s, &hw, rows, &md, err, errlen) != 0)
+        if (table2_row(set, t, r, &s, &hw, rows, &md, err, errlen) != 0)
             goto out;
     }
     strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
@@ -387,19 +392,19 @@ struct table3_cell {
     char notes[400];
 };
 
-static int price_table3_row(const cJSON *r, const cJSON *shares, const struct hw_profile *given,
-                            struct table3_cell *x, char *err, size_t errlen)
+static int price_table3_row(const struct fb_settings *set, const cJSON *r, const cJSON *shares,
+                            const struct hw_profile *given, struct table3_cell *x, char *err, size_t errlen)
 {
     char why[512];
-    if (model_shape_load(str(r, "model"), &x->s, err, errlen) != 0 ||
-        row_hw(r, given, &x->hw, &x->from_given, err, errlen) != 0)
+    if (model_shape_load(set, str(r, "model"), &x->s, err, errlen) != 0 ||
+        row_hw(set, r, given, &x->hw, &x->from_given, err, errlen) != 0)
         return -1;
     const char *method = str(r, "method");
     x->c = (struct cost_config){.shape = &x->s, .hw = &x->hw, .io_threads = x->hw.io_threads, .context_tokens = 256};
     x->c.dram_share = num(shares, x->s.name);
     snprintf(x->c.dtype, sizeof x->c.dtype, "%s", str(r, "dtype"));
     snprintf(x->c.baseline_io_dtype, sizeof x->c.baseline_io_dtype, "f16");
-    if (paper_cost_config(&x->c, &x->s, method, "bundled", "") != 0)
+    if (paper_cost_config(set, &x->c, &x->s, method, "bundled", "") != 0)
         return err_set(err, errlen, "table 3: no paper densities for %s", x->s.name);
     if (cost_predict(&x->c, &x->p, why, sizeof why) != 0)
         return err_set(err, errlen, "table 3, %s %s %s: %s", x->s.name, method, str(r, "backend"), why);
@@ -456,14 +461,15 @@ static void table3_row_md(struct strbuf *md, const cJSON *r, const struct table3
                pt, p->serial_ms, 100 * cost_rel_err(p->serial_ms, pt), x->notes);
 }
 
-int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
+int paper_write_table3(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+                       cJSON *provenance, char *err, size_t errlen)
 {
-    if (paper_densities_check(err, errlen) != 0)
+    if (paper_densities_check(set, err, errlen) != 0)
         return -1;
     struct hw_profile given;
-    if (has_given(g) && load_hw(g->hw, &given, err, errlen) != 0)
+    if (has_given(g) && load_hw(set, g->hw, &given, err, errlen) != 0)
         return -1;
-    cJSON *t = load_json("paper/table3.json", err, errlen);
+    cJSON *t = load_json(set, "paper/table3.json", err, errlen);
     if (!t)
         return -1;
     int rc = -1;
@@ -484,7 +490,7 @@ int paper_write_table3(const char *out_dir, const struct paper_given *g, cJSON *
     }
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        if (price_table3_row(r, shares, has_given(g) ? &given : NULL, x, err, errlen) != 0)
+        if (price_table3_row(set, r, shares, has_given(g) ? &given : NULL, x, err, errlen) != 0)
             goto out;
         cJSON_AddItemToArray(rows, table3_row_json(r, x));
         table3_row_md(&md, r, x);
@@ -551,13 +557,15 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
     return 0;
 }
 
-int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *provenance, char *err, size_t errlen)
+int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+                     cJSON *provenance, char *err, size_t errlen)
 {
-    if (paper_densities_check(err, errlen) != 0)
+    if (paper_densities_check(set, err, errlen) != 0)
         return -1;
     struct model_shape s;
     struct hw_profile hw;
-    if (model_shape_load("opt-6.7b", &s, err, errlen) != 0 || table_hw(g, "rtx4090-gpu", &hw, err, errlen) != 0)
+    if (model_shape_load(set, "opt-6.7b", &s, err, errlen) != 0 ||
+        table_hw(set, g, "rtx4090-gpu", &hw, err, errlen) != 0)
         return -1;
     const char *dtype = fig7_dtype(g);
     char what[256]; /* the figure's subject, in its title, JSON and Markdown */
@@ -584,7 +592,7 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
                 "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     strbuf_add(&csv, "dram_share,window_tokens,ffn_held,ffn_new,io_ms,mem_ms,compute_ms,total_ms\n");
     double pred = 0;
-    paper_density("opt-6.7b", "predictor_model_fraction", &pred, NULL, 0);
+    paper_density(set, "opt-6.7b", "predictor_model_fraction", &pred, NULL, 0);
     for (int pct = 35; pct <= 80; pct += 5)
         if (fig7_point(&s, &hw, dtype, pred, pct, rows, &md, &csv, err, errlen) != 0)
             goto out;
@@ -597,7 +605,7 @@ int paper_write_fig7(const char *out_dir, const struct paper_given *g, cJSON *pr
     snprintf(stem, sizeof stem, "%s/fig7", out_dir);
     snprintf(figure, sizeof figure, "%s (modelled)", what);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", figure)};
-    rc = gnuplot_draw("fig7_dram_share.gp", args, 2, stem, err, errlen);
+    rc = gnuplot_draw(set, "fig7_dram_share.gp", args, 2, stem, err, errlen);
 out:
     free(md.s);
     free(csv.s);

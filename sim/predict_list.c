@@ -67,7 +67,7 @@ static double predictor_of(const struct predict_setup *s, const char *policy, st
     char src[120];
     double share;
     if (s->predictor_rank == PREDICT_RANK_AUTO &&
-        paper_density(sh->name, "predictor_model_fraction", &share, src, sizeof src) == 0) {
+        paper_density(s->settings, sh->name, "predictor_model_fraction", &share, src, sizeof src) == 0) {
         c->predictor_fraction = share;
         snprintf(c->predictor_source, sizeof c->predictor_source, "the paper's share for %.40s: %.2f%% of the model (%s)",
                  sh->name, 100 * share, src);
@@ -146,13 +146,14 @@ static int paper_config(const struct predict_setup *s, struct cost_config *c, ch
     memcpy(policy, c->policy, sizeof policy);
     bool window = ops->keeps_recent && ops->takes_arg; /* window:K (the predictor is K = 1) */
     double paper_k = -2;
-    paper_density(s->shape->name, "window_k", &paper_k, NULL, 0);
-    if ((window && (double)k != paper_k + 1) || paper_cost_config(c, s->shape, ops->name, s->layout, "") != 0) {
+    paper_density(s->settings, s->shape->name, "window_k", &paper_k, NULL, 0);
+    if ((window && (double)k != paper_k + 1) ||
+        paper_cost_config(s->settings, c, s->shape, ops->name, s->layout, "") != 0) {
         if (ops->keeps_recent) {
             curve_volumes(s->shape, ops, window ? k : 1, &c->vol);
             /* the predictor runs whatever the window: its size is the shape's */
             double pred = 0;
-            paper_density(s->shape->name, "predictor_model_fraction", &pred, NULL, 0);
+            paper_density(s->settings, s->shape->name, "predictor_model_fraction", &pred, NULL, 0);
             c->predictor_fraction = pred;
         }
     }
@@ -286,7 +287,7 @@ int predict_list(const struct predict_setup *s, const char *list, struct policy_
 {
     size_t count;
     if (predict_list_check(list, s->trace != NULL, &count, err, errlen) != 0 ||
-        paper_densities_check(err, errlen) != 0)
+        paper_densities_check(s->settings, err, errlen) != 0)
         return -1;
     struct policy_prediction *items = calloc(count, sizeof *items);
     if (!items) {

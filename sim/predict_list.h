@@ -37,6 +37,7 @@
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "common/settings.h"
 #include "sim/cost_model.h"
 #include "sim/hw_profile.h"
 #include "sim/replay.h"
@@ -44,6 +45,7 @@
 #include "traces/trace.h"
 
 struct predict_setup {
+    const struct fb_settings *settings; /* where the paper's densities are (its configs folder) */
     const struct model_shape *shape;
     struct hw_profile *hw;       /* with its derived rates resolved (cost_resolve_profile) */
     const char *dtype;           /* f32, f16, bf16 */

@@ -10,11 +10,12 @@
 
 /* The shape the header names in configs/models/, when it has the header's
  * dimensions. 0 when found. */
-static int named_shape(const struct trace *tr, struct model_shape *s, char *src, size_t len)
+static int named_shape(const struct fb_settings *set, const struct trace *tr, struct model_shape *s, char *src,
+                       size_t len)
 {
     char model[64], why[512];
     trace_source_synthetic(&tr->meta, model, sizeof model);
-    if (!model[0] || model_shape_load(model, s, why, sizeof why) != 0)
+    if (!model[0] || model_shape_load(set, model, s, why, sizeof why) != 0)
         return -1;
     if (trace_matches_shape(tr, "the trace", s, why, sizeof why) != 0)
         return -1;
@@ -67,8 +68,8 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
     return 0;
 }
 
-int replay_pricing_open(struct replay_pricing *p, const struct trace *tr, const char *trace_path, const char *hw,
-                        char *err, size_t errlen)
+int replay_pricing_open(struct replay_pricing *p, const struct fb_settings *set, const struct trace *tr,
+                        const char *trace_path, const char *hw, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->hw = calloc(1, sizeof *p->hw);
@@ -77,14 +78,15 @@ int replay_pricing_open(struct replay_pricing *p, const struct trace *tr, const 
         return -1;
     }
     /* densities.json once here, not once per priced row */
-    if (hw_profile_load(hw, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, err, errlen) != 0 ||
-        pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0 || paper_densities_check(err, errlen) != 0) {
+    if (hw_profile_load(set, hw, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, set, err, errlen) != 0 ||
+        pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0 || paper_densities_check(set, err, errlen) != 0) {
         replay_pricing_close(p);
         return -1;
     }
-    if (named_shape(tr, &p->shape, p->shape_source, sizeof p->shape_source) != 0)
+    if (named_shape(set, tr, &p->shape, p->shape_source, sizeof p->shape_source) != 0)
         header_shape(&tr->meta, &p->shape, p->shape_source, sizeof p->shape_source);
     p->setup = (struct predict_setup){
+        .settings = set,
         .shape = &p->shape,
         .hw = p->hw,
         .dtype = p->dtype,

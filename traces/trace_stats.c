@@ -192,8 +192,8 @@ void trace_stats_free(struct trace_stats *s)
     s->density_active = s->density_pred = NULL;
 }
 
-int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot, char *err,
-                           size_t errlen)
+int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot,
+                           const struct fb_settings *set, char *err, size_t errlen)
 {
     char csv[2048], path[4200];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
@@ -208,5 +208,5 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
     char stem[4200];
     snprintf(stem, sizeof stem, "%s/fig4a", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_NUMBER("has_pred", has_pred ? 1 : 0)};
-    return gnuplot_draw("fig4a_sagg.gp", args, 2, stem, err, errlen);
+    return gnuplot_draw(set, "fig4a_sagg.gp", args, 2, stem, err, errlen);
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/settings.h"
 #include "engine/model/dtype.h"
 #include "engine/model/model.h"
 
@@ -18,9 +19,10 @@ struct backend_ops {
     const char *name;
     /* An instance with `threads` compute threads and scratch for vectors
      * of up to max_dim floats (d_model, d_ff, FFN rows) and attention over max_seq positions for
-     * max_heads heads. NULL, with the reason in err, on failure. */
-    struct backend *(*create)(int threads, size_t max_dim, size_t max_seq, size_t max_heads, char *err,
-                              size_t errlen);
+     * max_heads heads, tuned by set (read at create: the cpu backend's
+     * min_parallel_work). NULL, with the reason in err, on failure. */
+    struct backend *(*create)(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
+                              size_t max_heads, char *err, size_t errlen);
     void (*destroy)(struct backend *b);
     /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
      * NULL). out must not alias x. */
@@ -62,13 +64,6 @@ struct backend_ops {
 };
 
 extern const struct backend_ops backend_cpu;
-
-/* Work (multiply-adds) below which the cpu backend computes a step on one
- * thread: waking the team costs microseconds. Backends created afterwards
- * use it; 0 puts every step on the team (tests of the threaded paths). */
-#define BACKEND_CPU_MIN_PARALLEL_DEFAULT 32768
-void backend_cpu_set_min_parallel(size_t work);
-size_t backend_cpu_min_parallel(void);
 
 /* A backend by name ("cpu"); NULL when unknown. */
 const struct backend_ops *backend_find(const char *name);

@@ -602,18 +602,6 @@ static double cpu_read_pass(struct backend *b, const void *buf, size_t bytes)
 
 /* ---- lifecycle ---- */
 
-static size_t min_parallel_work = BACKEND_CPU_MIN_PARALLEL_DEFAULT;
-
-void backend_cpu_set_min_parallel(size_t work)
-{
-    min_parallel_work = work;
-}
-
-size_t backend_cpu_min_parallel(void)
-{
-    return min_parallel_work;
-}
-
 static void cpu_destroy(struct backend *b)
 {
     if (!b)
@@ -626,8 +614,8 @@ static void cpu_destroy(struct backend *b)
     free(b);
 }
 
-static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, size_t max_heads, char *err,
-                                  size_t errlen)
+static struct backend *cpu_create(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
+                                  size_t max_heads, char *err, size_t errlen)
 {
     if (threads > FB_MAX_THREADS) {
         err_set(err, errlen, "cpu backend: %d compute threads, more than the limit of %d", threads, FB_MAX_THREADS);
@@ -641,7 +629,7 @@ static struct backend *cpu_create(int threads, size_t max_dim, size_t max_seq, s
     b->threads = threads < 1 ? 1 : threads;
     b->max_dim = (max_dim + 15) / 16 * 16;
     b->max_seq = max_seq;
-    b->min_parallel = min_parallel_work;
+    b->min_parallel = set->min_parallel_work;
     b->pool = threadpool_create(b->threads);
     /* Each group sum starts half a page past a 4 KiB boundary. The
      * write-back pass stores into it while loading a down column that

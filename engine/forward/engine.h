@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "common/settings.h"
 #include "engine/compute/backend.h"
 #include "engine/ffn/ffn.h"
 #include "engine/model/model.h"
@@ -34,15 +35,16 @@ struct engine {
  * at the model's max_positions (0 or less: max_positions). */
 int engine_context(const struct model *m, int max_seq);
 
-/* max_seq 0: the model's max_positions. 0, or -1 with the reason in err
- * and nothing left started. err is empty when the FFN's create failed: it
- * prints its own error (ffn.h). */
-int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
-                const struct ffn_ops *ffn, int threads, int max_seq, char *err, size_t errlen);
+/* max_seq 0: the model's max_positions. set tunes the backend (read at
+ * init). 0, or -1 with the reason in err and nothing left started. err is
+ * empty when the FFN's create failed: it prints its own error (ffn.h). */
+int engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
+                const struct backend_ops *be, const struct ffn_ops *ffn, int threads, int max_seq, char *err,
+                size_t errlen);
 /* The same with settings for the FFN implementation (kept by pointer). */
-int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
-                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq, char *err,
-                     size_t errlen);
+int engine_init_with(struct engine *e, const struct fb_settings *set, const struct model *m,
+                     const struct backend_ops *be, const struct ffn_ops *ffn, const void *ffn_config, int threads,
+                     int max_seq, char *err, size_t errlen);
 void engine_free(struct engine *e);
 
 /* Runs token at position pos (0 <= pos < max_seq) and leaves the next

@@ -7,10 +7,11 @@
 
 #include "common/errbuf.h"
 
-int engine_init(struct engine *e, const struct model *m, const struct backend_ops *be,
-                const struct ffn_ops *ffn, int threads, int max_seq, char *err, size_t errlen)
+int engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
+                const struct backend_ops *be, const struct ffn_ops *ffn, int threads, int max_seq, char *err,
+                size_t errlen)
 {
-    return engine_init_with(e, m, be, ffn, NULL, threads, max_seq, err, errlen);
+    return engine_init_with(e, set, m, be, ffn, NULL, threads, max_seq, err, errlen);
 }
 
 int engine_context(const struct model *m, int max_seq)
@@ -19,9 +20,9 @@ int engine_context(const struct model *m, int max_seq)
     return max_seq > 0 && (uint32_t)max_seq < most ? max_seq : (int)most;
 }
 
-int engine_init_with(struct engine *e, const struct model *m, const struct backend_ops *be,
-                     const struct ffn_ops *ffn, const void *ffn_config, int threads, int max_seq, char *err,
-                     size_t errlen)
+int engine_init_with(struct engine *e, const struct fb_settings *set, const struct model *m,
+                     const struct backend_ops *be, const struct ffn_ops *ffn, const void *ffn_config, int threads,
+                     int max_seq, char *err, size_t errlen)
 {
     memset(e, 0, sizeof *e);
     const struct model_shape *s = &m->shape;
@@ -33,7 +34,7 @@ int engine_init_with(struct engine *e, const struct model *m, const struct backe
     if (widest < s->d_ff)
         widest = s->d_ff;
     e->be_threads = threads < 1 ? 1 : threads;
-    e->be = be->create(e->be_threads, widest, (size_t)e->max_seq, s->n_heads, err, errlen);
+    e->be = be->create(set, e->be_threads, widest, (size_t)e->max_seq, s->n_heads, err, errlen);
     if (!e->be)
         return -1;
     struct run_state *r = &e->s;

@@ -37,7 +37,7 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
     cfg.record = sink;
     struct engine e;
     char why[512];
-    if (engine_init_with(&e, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
+    if (engine_init_with(&e, in->settings, in->m, in->be, &ffn_flash, &cfg, in->threads, in->n_tokens, why, sizeof why) != 0) {
         err_set(err, errlen, "the warm-up engine: %s", why);
         return -1;
     }

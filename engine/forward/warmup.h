@@ -14,12 +14,14 @@
 
 #include <stddef.h>
 
+#include "common/settings.h"
 #include "engine/compute/backend.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model.h"
 #include "traces/trace.h"
 
 struct warmup_input {
+    const struct fb_settings *settings; /* the engine's backend tuning */
     const struct model *m;
     const struct backend_ops *be;
     int threads;

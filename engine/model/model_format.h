@@ -1,7 +1,7 @@
 /* The flashbed model folder: the only format the engine reads.
  *
  *   model.json  metadata: the shape (same keys as configs/models/NAME.json, so
- *               model_shape_load() reads it), dtype, tokenizer, source hash,
+ *               model_shape_read() reads it), dtype, tokenizer, source hash,
  *               the table of DRAM tensors and the FFN file's layout
  *   dram.bin    DRAM-resident tensors (embeddings, attention, norms, biases,
  *               output), each at a 64-byte aligned offset

@@ -299,7 +299,7 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0)
         return err_set(err, errlen, "%s: not a flashbed model (no \"format\": \"%s\")", path,
                        MODEL_FORMAT_NAME);
-    if (model_shape_load(path, &m->shape, err, errlen) != 0)
+    if (model_shape_read(path, &m->shape, err, errlen) != 0)
         return -1;
     const struct model_shape *s = &m->shape;
     char why[512];

@@ -174,7 +174,7 @@ static int dense_pass(const struct model *m, const struct predictor *p, struct t
     struct engine e;
     int rc = cmp.h && cmp.logits && cmp.ids ? 0 : err_set(err, errlen, "predictor evaluation: out of memory");
     if (rc == 0)
-        rc = engine_init_with(&e, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen);
+        rc = engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen);
     if (rc == 0) {
         cmp.e = &e;
         rc = run_text(&e, tp, c, "dense");
@@ -194,7 +194,7 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
 {
     struct select_config sc = {.source = SOURCE_PREDICTOR, .predictor = p};
     struct engine e;
-    if (engine_init_with(&e, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
     int rc = run_text(&e, tp, c, "predictor");
     if (rc == 0 && c->gen_tokens > 0)
@@ -209,7 +209,7 @@ static int oracle_pass(const struct model *m, const struct predictor *p, struct 
 {
     struct select_config sc = {.source = SOURCE_ORACLE, .threshold = p->act_threshold};
     struct engine e;
-    if (engine_init_with(&e, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
     int rc = run_text(&e, tp, c, "oracle");
     engine_free(&e);

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/settings.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -45,6 +46,7 @@
 extern const char *const predictor_eval_prompts[];
 
 struct predictor_eval_config {
+    const struct fb_settings *settings; /* the engine's backend tuning */
     int threads;
     int context;         /* window length with BOS; 0: the model's */
     int gen_tokens;      /* greedy tokens per prompt (0: no greedy comparison) */

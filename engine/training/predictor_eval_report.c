@@ -167,18 +167,18 @@ static int write_text(const char *dir, const char *name, char *text, char *err, 
     return rc;
 }
 
-static int plot(const char *dir, const char *model_name, char *err, size_t errlen)
+static int plot(const struct fb_settings *set, const char *dir, const char *model_name, char *err, size_t errlen)
 {
     char csv[4300], stem[4200];
     snprintf(csv, sizeof csv, "%s/fig9a.csv", dir);
     snprintf(stem, sizeof stem, "%s/fig9a", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", model_name)};
-    return gnuplot_draw("fig9a_predictor.gp", args, 2, stem, err, errlen);
+    return gnuplot_draw(set, "fig9a_predictor.gp", args, 2, stem, err, errlen);
 }
 
 int predictor_eval_write(const char *dir, const struct predictor_eval_result *r, const struct predictor *p,
-                         const struct predictor_eval_source *src, cJSON *prov, bool want_plot, char *err,
-                         size_t errlen)
+                         const struct predictor_eval_source *src, cJSON *prov, bool want_plot,
+                         const struct fb_settings *set, char *err, size_t errlen)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/eval.json", dir);
@@ -190,6 +190,6 @@ int predictor_eval_write(const char *dir, const struct predictor_eval_result *r,
     if (rc == 0)
         rc = write_text(dir, "fig9a.csv", fig9a_csv(r), err, errlen);
     if (rc == 0 && want_plot)
-        rc = plot(dir, src->model_name, err, errlen);
+        rc = plot(set, dir, src->model_name, err, errlen);
     return rc;
 }

@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/settings.h"
 #include "engine/predictor/predictor.h"
 #include "engine/training/predictor_eval.h"
 
@@ -41,8 +42,11 @@ cJSON *predictor_eval_json(const struct predictor_eval_result *r, const struct p
 char *predictor_eval_markdown(const struct predictor_eval_result *r, const struct predictor *p,
                               const struct predictor_eval_source *src);
 
-/* eval.json (takes prov), eval.md, fig9a.csv and with plot the figure, into dir (which must exist). */
+/* eval.json (takes prov), eval.md, fig9a.csv and with plot the figure
+ * (its script in set's plots folder; set is read only when plot), into dir
+ * (which must exist). */
 int predictor_eval_write(const char *dir, const struct predictor_eval_result *r, const struct predictor *p,
-                         const struct predictor_eval_source *src, cJSON *prov, bool plot, char *err, size_t errlen);
+                         const struct predictor_eval_source *src, cJSON *prov, bool plot,
+                         const struct fb_settings *set, char *err, size_t errlen);
 
 #endif

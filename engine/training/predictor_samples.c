@@ -109,7 +109,7 @@ int predictor_samples_collect(struct predictor_samples *s, const struct model *m
     struct ffn_probe_config pc = {.target = s->target, .act_threshold = s->act_threshold, .observe = observe,
                                   .ctx = &col};
     struct engine e;
-    if (engine_init_with(&e, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen) != 0)
         return -1;
     if (e.max_seq < 2) {
         int context = e.max_seq; /* read before engine_free clears it */

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/settings.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -66,6 +67,7 @@ void predictor_samples_put(struct predictor_samples *s, uint32_t layer, size_t r
                            const uint8_t *active);
 
 struct predictor_collect_config {
+    const struct fb_settings *settings; /* the engine's backend tuning */
     int threads;          /* the engine's compute threads */
     int context;          /* window length with BOS; 0: the model's */
     float act_threshold;  /* GLU models: what "active" means (ffn_probe.h) */

@@ -40,14 +40,15 @@ static void ask(struct hw_profile *hw)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    const struct fb_settings set = fb_settings_defaults();
     const char *path = fuzz_write("hw.json", data, size);
     struct hw_profile *hw = malloc(sizeof *hw);
     if (!hw)
         abort();
     char err[1024];
-    int rc = hw_profile_load(path, hw, err, sizeof err);
+    int rc = hw_profile_load(&set, path, hw, err, sizeof err);
     if (rc == 0)
-        rc = cost_resolve_profile(hw, err, sizeof err);
+        rc = cost_resolve_profile(hw, &set, err, sizeof err);
     fuzz_note("hw_profile_load", rc, err);
     if (rc == 0)
         ask(hw);

@@ -118,10 +118,11 @@ static void touch_tensors(const struct model *m)
  * table, every norm and bias at its size). */
 static void run_two_tokens(const struct model *m)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct engine e;
     char err[512];
     int seq = m->shape.max_positions < 2 ? (int)m->shape.max_positions : 2;
-    if (engine_init(&e, m, &backend_cpu, &ffn_dense, 1, seq, err, sizeof err) != 0) {
+    if (engine_init(&e, &set, m, &backend_cpu, &ffn_dense, 1, seq, err, sizeof err) != 0) {
         fuzz_note("engine_init", -1, err);
         return;
     }

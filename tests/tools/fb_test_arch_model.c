@@ -15,6 +15,7 @@
 
 int main(int argc, char **argv)
 {
+    const struct fb_settings set = fb_settings_defaults();
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: %s SHAPE DIR [SEED]\n", argv[0]);
         return 2;
@@ -22,7 +23,7 @@ int main(int argc, char **argv)
     char err[4400], tok[4200];
     struct model_shape s;
     struct fx_model f;
-    if (model_shape_load(argv[1], &s, err, sizeof err) != 0) {
+    if (model_shape_load(&set, argv[1], &s, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

@@ -15,6 +15,7 @@
 
 int main(int argc, char **argv)
 {
+    const struct fb_settings set = fb_settings_defaults();
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL_DIR ID [ID ...]\n", argv[0]);
         return 2;
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
     }
     struct engine e;
     int n = argc - 2;
-    if (engine_init(&e, &m, &backend_cpu, &ffn_dense, 1, n, err, sizeof err) != 0) {
+    if (engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 1, n, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         model_close(&m);
         return 1;

@@ -16,6 +16,7 @@
 static inline int fixture_opt_tiny(char *tmp, char *dir, size_t dlen, uint64_t seed, double relu_density,
                                    struct model_shape *shape, char *err, size_t errlen)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char hf[600];
     if (!mkdtemp(tmp)) {
         snprintf(err, errlen, "mkdtemp %s failed", tmp);
@@ -23,7 +24,7 @@ static inline int fixture_opt_tiny(char *tmp, char *dir, size_t dlen, uint64_t s
     }
     snprintf(hf, sizeof hf, "%s/hf", tmp);
     snprintf(dir, dlen, "%s/m", tmp);
-    if (model_shape_load("opt-tiny", shape, err, errlen) != 0 ||
+    if (model_shape_load(&set, "opt-tiny", shape, err, errlen) != 0 ||
         synthetic_hf(shape, DTYPE_F32, seed, relu_density, NULL, hf, NULL, err, errlen) != 0)
         return -1;
     return import_hf(hf, NULL, dir, DTYPE_F32, NULL, err, errlen);

@@ -90,6 +90,7 @@ static void test_active_rule(void)
 
 static void test_arch(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct arch a;
     char err[512];
@@ -108,19 +109,19 @@ static void test_arch(void)
         {"opt-tiny", 0, false, false, false, ACT_RELU},
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        CHECK(model_shape_load(want[i].shape, &s, err, sizeof err) == 0);
+        CHECK(model_shape_load(&set, want[i].shape, &s, err, sizeof err) == 0);
         CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
         CHECK_U64(a.rope_dims, want[i].rope_dims);
         CHECK(a.parallel_block == want[i].parallel && a.qk_norm == want[i].qk_norm);
         CHECK(a.output_bias == want[i].output_bias && a.act == want[i].act);
     }
-    CHECK(model_shape_load("llama-relu-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-relu-tiny", &s, err, sizeof err) == 0);
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
     CHECK(a.fatrelu_threshold == 0.01f && a.glu);
     snprintf(s.ffn_activation, sizeof s.ffn_activation, "gelu_tanh");
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.act == ACT_GELU_TANH);
     /* RoPE rotates pairs: an odd count of dims, or none, is refused */
-    CHECK(model_shape_load("falcon-tiny", &s, err, sizeof err) == 0); /* head_dim 16 */
+    CHECK(model_shape_load(&set, "falcon-tiny", &s, err, sizeof err) == 0); /* head_dim 16 */
     s.rope_fraction = 0.3125;                                          /* 5 dims */
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
     CHECK(strstr(err, "even") != NULL && strstr(err, "rotates 5 dims") != NULL);

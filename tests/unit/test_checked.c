@@ -125,8 +125,9 @@ static void test_json_finite(void)
 /* llama-tiny's shape, changed by the caller, through model_shape_check. */
 static int shape_ok(void (*change)(struct model_shape *), char *err, size_t errlen)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
-    if (model_shape_load("llama-tiny", &s, err, errlen) != 0)
+    if (model_shape_load(&set, "llama-tiny", &s, err, errlen) != 0)
         return -2;
     change(&s);
     return model_shape_check(&s, "m.json", err, errlen);
@@ -150,6 +151,7 @@ static void rope_fraction_zero(struct model_shape *s) { s->rope_fraction = 0; }
 
 static void test_shape_check(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char err[512];
     CHECK(shape_ok(same, err, sizeof err) == 0);
     CHECK(shape_ok(odd_head, err, sizeof err) == -1 && strstr(err, "head_dim 11") && strstr(err, "m.json"));
@@ -164,7 +166,7 @@ static void test_shape_check(void)
     CHECK(shape_ok(rope_fraction_zero, err, sizeof err) == -1 && strstr(err, "\"rope_fraction\""));
     /* the bounds keep the largest shape's products inside 64 bits */
     struct model_shape s;
-    CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-tiny", &s, err, sizeof err) == 0);
     s.d_model = MODEL_MAX_D_MODEL, s.n_heads = 1, s.n_kv_heads = 1, s.d_ff = MODEL_MAX_D_FF;
     s.n_layers = MODEL_MAX_LAYERS, s.vocab_size = MODEL_MAX_VOCAB;
     CHECK(model_shape_check(&s, "m.json", err, sizeof err) == 0);

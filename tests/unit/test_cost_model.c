@@ -37,12 +37,13 @@ static double row_num(const cJSON *r, const char *k)
 
 static void test_accounting(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
-    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-metal", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load(&set, "m1max-metal", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
                             .dram_share = 0.5, .policy = "naive", .layout = "bundled"};
     snprintf(c.dtype, sizeof c.dtype, "f16");
@@ -73,7 +74,7 @@ static void test_accounting(void)
     /* Overlap never exceeds the serial sum. */
     CHECK(p.overlapped_ms <= p.serial_ms + 1e-9);
     /* Llama: three pieces per neuron (gate, up, down). */
-    CHECK(model_shape_load("llama-2-7b", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-2-7b", &s, err, sizeof err) == 0);
     volumes_from_fractions(&s, &policy_window, 0.01, 0.1, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.chunk_bytes, 4096 * 2, 0);
@@ -83,12 +84,13 @@ static void test_accounting(void)
 
 static void test_paper_tables(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char dir[] = "/tmp/flashbed-test-paper-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     cJSON *prov = provenance_new();
     char err[512];
-    CHECK(paper_write_table2(dir, NULL, prov, err, sizeof err) == 0);
-    CHECK(paper_write_table3(dir, NULL, prov, err, sizeof err) == 0);
+    CHECK(paper_write_table2(&set, dir, NULL, prov, err, sizeof err) == 0);
+    CHECK(paper_write_table3(&set, dir, NULL, prov, err, sizeof err) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/table2.json", dir);
     cJSON *t2 = read_json(path);
@@ -236,14 +238,15 @@ static void synth_trace(const struct model_shape *s, uint64_t seed, struct trace
 
 static void test_policy_list(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
-    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.5,
-                               .io_threads = 32, .context_tokens = 256};
+    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
+    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled",
+                               .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
     check_list_equals_singles(&su, "naive,window:5,window:3", (const char *const[]){"naive", "window:5", "window:3"});
     size_t n;
@@ -272,7 +275,7 @@ static void test_policy_list(void)
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
 
     /* A synthetic trace: every policy replayed for its own volumes. */
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
     struct trace tr;
     synth_trace(&s, 3, &tr);
     su.dram_share = 0.95;
@@ -293,15 +296,16 @@ static void test_policy_list(void)
  * shape, the paper's share of the model, or none; held in DRAM and timed. */
 static void test_predictor_pricing(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
     CHECK_NEAR(cost_predictor_params(&s, 128), 32.0 * (128 * (4096 + 16384) + 16384), 0.5);
-    struct predict_setup su = {.shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.5,
-                               .io_threads = 32, .context_tokens = 256};
+    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled",
+                               .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     struct policy_prediction *it = NULL;
     size_t n;
     struct param_counts pc;
@@ -325,7 +329,7 @@ static void test_predictor_pricing(void)
     free(it);
     su.predictor_rank = 5000;
     check_refused(&su, "predictor", "rank 5000 passes min(d_model 4096, d_ff 16384)");
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
     su.predictor_rank = PREDICT_RANK_AUTO; /* no paper share for it: rank 128 capped at d_model */
     CHECK(predict_list(&su, "window:3", &it, &n, err, sizeof err) == 0);
     CHECK_NEAR(it[0].prediction.dram_predictor, cost_predictor_params(&s, 64) * 4, 1e-6);
@@ -336,17 +340,18 @@ static void test_predictor_pricing(void)
 /* The window tests' setup: opt-tiny, the M1 Max's CPU profile (returned,
  * to free) and a 30-token synthetic trace of seed 5, priced in f32 at 80%
  * of the model on its active sets. */
-static struct hw_profile *window_setup(struct model_shape *s, struct trace *tr, struct predict_setup *su)
+static struct hw_profile *window_setup(const struct fb_settings *set, struct model_shape *s, struct trace *tr,
+                                       struct predict_setup *su)
 {
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    CHECK(model_shape_load("opt-tiny", s, err, sizeof err) == 0);
-    CHECK(hw_profile_load("m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, err, sizeof err) == 0);
+    CHECK(model_shape_load(set, "opt-tiny", s, err, sizeof err) == 0);
+    CHECK(hw_profile_load(set, "m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, set, err, sizeof err) == 0);
     synth_trace(s, 5, tr);
-    *su = (struct predict_setup){.shape = s, .hw = hw, .dtype = "f32", .layout = "bundled", .dram_share = 0.8,
-                                 .io_threads = 4, .context_tokens = 16, .trace = tr, .trace_path = "synthetic",
-                                 .predictor_rank = PREDICT_RANK_NONE};
+    *su = (struct predict_setup){.settings = set, .shape = s, .hw = hw, .dtype = "f32", .layout = "bundled",
+                                 .dram_share = 0.8, .io_threads = 4, .context_tokens = 16, .trace = tr,
+                                 .trace_path = "synthetic", .predictor_rank = PREDICT_RANK_NONE};
     return hw;
 }
 
@@ -366,7 +371,8 @@ static void test_window_auto(void)
     struct model_shape s;
     struct trace tr;
     struct predict_setup su;
-    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    const struct fb_settings set = fb_settings_defaults();
+    struct hw_profile *hw = window_setup(&set, &s, &tr, &su);
     char err[1024];
     su.tokens = 12;
     size_t n;
@@ -420,7 +426,8 @@ static void test_window_within_budget(void)
     struct model_shape s;
     struct trace tr;
     struct predict_setup su;
-    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    const struct fb_settings set = fb_settings_defaults();
+    struct hw_profile *hw = window_setup(&set, &s, &tr, &su);
     char err[1024];
     su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
     double scale = 4.0 / tr.meta.bytes_per_weight;
@@ -455,7 +462,8 @@ static void test_rows_copied(void)
     struct model_shape s;
     struct trace tr;
     struct predict_setup su;
-    struct hw_profile *hw = window_setup(&s, &tr, &su);
+    const struct fb_settings set = fb_settings_defaults();
+    struct hw_profile *hw = window_setup(&set, &s, &tr, &su);
     char err[1024];
     const char *layouts[] = {"split", "coalesce:0", "coalesce:2"};
     for (int i = 0; i < 3; i++) {

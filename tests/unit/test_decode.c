@@ -242,6 +242,7 @@ static void test_bw_ceiling(struct engine *e, const struct model *m)
 
 int main(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char tmp[] = "/tmp/flashbed-test-decode-XXXXXX";
     struct model_shape shape;
     char err[512], dir[600];
@@ -249,7 +250,7 @@ int main(void)
     struct model m;
     struct engine e;
     CHECK(model_open(&m, dir, err, sizeof err) == 0);
-    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, 1, 16, err, sizeof err) == 0);
+    CHECK(engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 1, 16, err, sizeof err) == 0);
     int prompt[3] = {m.bos_id, 300, 421}, greedy[8];
     greedy_by_hand(&e, prompt, 3, 8, greedy);
     test_length(&e, prompt, greedy);

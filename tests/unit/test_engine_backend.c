@@ -66,8 +66,17 @@ static double act_ref(double v, enum activation act, double t)
 
 static const int max_threads = 3;
 
+/* Every call on the thread team, however small. */
+static struct fb_settings team_settings(void)
+{
+    struct fb_settings set = fb_settings_defaults();
+    set.min_parallel_work = 0;
+    return set;
+}
+
 static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
 {
+    const struct fb_settings set = team_settings();
     float *val = malloc((size_t)rows * cols * sizeof *val), *x = malloc((size_t)cols * sizeof *x);
     float *b = malloc((size_t)rows * sizeof *b);
     void *w = weights(t, (size_t)rows * cols, val);
@@ -77,7 +86,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
         b[r] = uniform();
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(th, (size_t)cols, 1, 1, NULL, 0);
+        struct backend *be = backend_cpu.create(&set, th, (size_t)cols, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)rows * sizeof *out[th]);
         backend_cpu.matvec(be, out[th], w, t, x, bias ? b : NULL, rows, cols);
@@ -112,6 +121,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
 /* Bundles of up | gate | down (gate only when a->glu), stride padded. */
 static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, bool up_bias)
 {
+    const struct fb_settings set = team_settings();
     bool glu = a->glu;
     int parts = glu ? 3 : 2;
     size_t es = dtype_size(t), stride = ((size_t)parts * d * es + 63) / 64 * 64;
@@ -128,7 +138,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
         x[i] = uniform();
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(th, (size_t)d, 1, 1, NULL, 0);
+        struct backend *be = backend_cpu.create(&set, th, (size_t)d, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)d * sizeof *out[th]);
         backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, a);
@@ -176,6 +186,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
 
 static void test_read_share(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     enum { N = 64 * 1000 + 48 }; /* floats (a multiple of 16: aligned_alloc wants whole 64-byte blocks); the last 48 are below a worker's 64-float step */
     float *buf = aligned_alloc(64, N * sizeof *buf);
     for (int i = 0; i < N; i++)
@@ -185,7 +196,7 @@ static void test_read_share(void)
         for (int w = 0; w < workers; w++)
             sum += membw_read_share(buf, 64 * 1000 * sizeof *buf, w, workers);
         CHECK(sum == 64 * 1000.0);
-        struct backend *be = backend_cpu.create(workers, 8, 1, 1, NULL, 0);
+        struct backend *be = backend_cpu.create(&set, workers, 8, 1, 1, NULL, 0);
         CHECK(be != NULL);
         double s = backend_cpu.read_pass(be, buf, N * sizeof *buf);
         CHECK(s > 0 && s < 10);
@@ -198,10 +209,11 @@ static void test_read_share(void)
  * pos * theta^(-i/rot); the dims past rot are not touched. */
 static void test_rope(int heads, int head_dim, int rot, int pos, float theta)
 {
+    const struct fb_settings set = fb_settings_defaults();
     float v[64], orig[64];
     for (int i = 0; i < heads * head_dim; i++)
         v[i] = orig[i] = uniform();
-    struct backend *be = backend_cpu.create(1, 64, 1, 1, NULL, 0);
+    struct backend *be = backend_cpu.create(&set, 1, 64, 1, 1, NULL, 0);
     CHECK(be != NULL);
     backend_cpu.rope(be, v, heads, head_dim, rot, pos, theta);
     backend_cpu.destroy(be);
@@ -231,8 +243,7 @@ int main(void)
     test_rope(3, 20, 8, 13, 10000.0f); /* Phi-2's 40% */
     test_rope(2, 8, 2, 200, 10000.0f);
     test_read_share();
-    /* every call on the thread team, however small */
-    backend_cpu_set_min_parallel(0);
+    /* from here on every call is on the thread team (team_settings) */
     const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
     const int row_counts[] = {1, 2, 3, 17, 33, 100, 257};
     const int col_counts[] = {1, 7, 8, 9, 31, 32, 33, 40, 72, 100, 2053};

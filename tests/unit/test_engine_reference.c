@@ -267,9 +267,10 @@ struct ref_case {
 
 static int case_shape(const struct ref_case *c, struct model_shape *s)
 {
+    const struct fb_settings set = fb_settings_defaults();
     if (!c->shape)
         *s = small_shape(c->opt);
-    else if (model_shape_load(c->shape, s, why, sizeof why) != 0)
+    else if (model_shape_load(&set, c->shape, s, why, sizeof why) != 0)
         return -1;
     if (c->activation)
         snprintf(s->ffn_activation, sizeof s->ffn_activation, "%s", c->activation);
@@ -284,6 +285,9 @@ static float *last_logits;
 
 static void compare(const struct ref_case *c, enum fb_dtype t, int threads, double tol, const char *tmp)
 {
+    /* every step on the thread team, however small, so 2 threads test the split paths */
+    struct fb_settings set = fb_settings_defaults();
+    set.min_parallel_work = 0;
     char dir[512], tok[600];
     snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, c->label, dtype_name(t), threads);
     snprintf(tok, sizeof tok, "%s/tok-%s.bin", tmp, c->label);
@@ -298,7 +302,7 @@ static void compare(const struct ref_case *c, enum fb_dtype t, int threads, doub
     CHECK(model_open(&m, dir, why, sizeof why) == 0);
     CHECK_U64(m.bundle_stride % FFN_ALIGN, 0);
     struct engine e;
-    CHECK(engine_init(&e, &m, &backend_cpu, &ffn_dense, threads, 0, why, sizeof why) == 0);
+    CHECK(engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, threads, 0, why, sizeof why) == 0);
     static const int toks[POSITIONS] = {1, 260, 265, 3, 269, 100, 7, 261};
     size_t V = s.vocab_size;
     double worst = 0, *logits = malloc(V * sizeof *logits);
@@ -352,8 +356,6 @@ int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-engine-XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
-    /* every step on the thread team, however small, so 2 threads test the split paths */
-    backend_cpu_set_min_parallel(0);
     for (int i = 0; i < N_CASES; i++) {
         compare(&cases[i], DTYPE_F32, 1, 2e-5, tmp);
         compare(&cases[i], DTYPE_F32, 2, 2e-5, tmp);

@@ -62,10 +62,11 @@ static void check_draw(void)
     test_write_text(script, "if (term eq 'svg') { set terminal svg } else { set terminal pngcairo }\n"
                        "set output outfile\nset datafile separator ','\nset title plot_title noenhanced\n"
                        "plot csv using 1:($2 * yscale) with lines\n");
-    plots_dir_set(dir);
+    struct fb_settings set = fb_settings_defaults();
+    set.plots_dir = dir;
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_NUMBER("yscale", 2),
                                        GP_TEXT("plot_title", "Lily's model, 'quoted'")};
-    int rc = gnuplot_draw("line.gp", args, 3, stem, err, sizeof err);
+    int rc = gnuplot_draw(&set, "line.gp", args, 3, stem, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "gnuplot_draw: %s\n", err);
     CHECK(rc == 0);
@@ -75,13 +76,12 @@ static void check_draw(void)
     test_write_text(script, "this is not gnuplot\n");
     snprintf(stem, sizeof stem, "%s/broken", dir);
     snprintf(png, sizeof png, "%s.png", stem);
-    CHECK(gnuplot_draw("line.gp", args, 3, stem, err, sizeof err) == -1);
+    CHECK(gnuplot_draw(&set, "line.gp", args, 3, stem, err, sizeof err) == -1);
     CHECK(strstr(err, png) != NULL);
     CHECK(file_size(png) == -1);
     CHECK(temporaries(dir) == 0);
-    CHECK(gnuplot_draw("missing.gp", args, 3, stem, err, sizeof err) == -1);
+    CHECK(gnuplot_draw(&set, "missing.gp", args, 3, stem, err, sizeof err) == -1);
     CHECK(strstr(err, "missing.gp is missing") != NULL);
-    plots_dir_set(NULL);
     fs_remove_tree(dir);
 }
 

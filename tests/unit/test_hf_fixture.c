@@ -120,6 +120,7 @@ static void compare_run(struct engine *e, const struct hf_reference *r, double t
 static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dtype, const struct hf_reference *r,
                           double tolerance, struct hf_compare *c)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char tok[1200], dir[1200];
     snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
     /* the logits do not depend on the tokenizer: placeholder pieces, as
@@ -141,7 +142,7 @@ static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dt
     int rc = -1;
     if (model_open(&m, dir, why, sizeof why) == 0) {
         if (hf_reference_fits(r, fixture, (int)m.shape.vocab_size, (int)m.shape.max_positions, why, sizeof why) == 0 &&
-            engine_init(&e, &m, &backend_cpu, &ffn_dense, 2, r->positions, why, sizeof why) == 0) {
+            engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 2, r->positions, why, sizeof why) == 0) {
             compare_run(&e, r, tolerance, c);
             engine_free(&e);
             rc = 0;

@@ -5,10 +5,11 @@
 
 int main(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct param_counts c;
     char err[512];
-    CHECK(model_shape_load("opt-6.7b", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
     CHECK_U64(s.d_model, 4096);
     CHECK_U64(s.d_ff, 16384);
     CHECK_U64(s.n_layers, 32);
@@ -28,7 +29,7 @@ int main(void)
     CHECK_NEAR((double)c.ffn / (double)c.total, 0.6462, 0.0015);
     CHECK_U64(model_shape_neuron_weights(&s), 8192);
 
-    CHECK(model_shape_load("llama-2-7b", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-2-7b", &s, err, sizeof err) == 0);
     CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings);
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 6738415616ull); /* Llama-2-7B's published parameter count */
@@ -37,14 +38,14 @@ int main(void)
     const char *names[] = {"opt-125m", "opt-1.3b", "falcon-7b", "persimmon-8b", "phi-2",
                            "opt-tiny", "llama-tiny"};
     for (int i = 0; i < 7; i++) {
-        CHECK(model_shape_load(names[i], &s, err, sizeof err) == 0);
+        CHECK(model_shape_load(&set, names[i], &s, err, sizeof err) == 0);
         CHECK_STR(s.name, names[i]);
     }
-    CHECK(model_shape_load("opt-125m", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-125m", &s, err, sizeof err) == 0);
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 125239296ull); /* OPT-125m's published parameter count */
 
-    CHECK(model_shape_load("no-such-model", &s, err, sizeof err) == -1);
+    CHECK(model_shape_load(&set, "no-such-model", &s, err, sizeof err) == -1);
     CHECK(strstr(err, "no-such-model") != NULL);
     return check_report("test_model_shape");
 }

@@ -72,10 +72,11 @@ static uint32_t reference(const float *a, const float *b, const float *bias, uin
 
 static void test_forward(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct predictor p;
     float *w = random_predictor(&p, DTYPE_F32, 7);
     char err[256];
-    struct backend *be = backend_cpu.create(2, F, 4, 1, err, sizeof err);
+    struct backend *be = backend_cpu.create(&set, 2, F, 4, 1, err, sizeof err);
     CHECK(be != NULL);
     struct rng r;
     rng_seed(&r, 11);

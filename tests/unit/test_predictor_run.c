@@ -62,9 +62,10 @@ static struct ffn_flash_config flash_config(enum neuron_source a, const struct p
 static void run_flash(const struct model *m, const struct ffn_flash_config *cfg, const int *prompt, int *out,
                       struct counted *c)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct engine e;
     char err[512];
-    CHECK(engine_init_with(&e, m, &backend_cpu, &ffn_flash, cfg, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(engine_init_with(&e, &set, m, &backend_cpu, &ffn_flash, cfg, 1, MAX_SEQ, err, sizeof err) == 0);
     greedy(&e, prompt, out, true, c);
     uint64_t oracle;
     uint64_t held = ffn_flash_dram_bytes(&e.ffn, &oracle);
@@ -75,6 +76,7 @@ static void run_flash(const struct model *m, const struct ffn_flash_config *cfg,
 
 static void test_flash(const struct model *dense, const struct model *flash, const int *prompt)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char err[512];
     struct predictor exact, weak;
     CHECK(fixture_predictor(dense, "exact", 1, &exact, err, sizeof err) == 0);
@@ -82,7 +84,7 @@ static void test_flash(const struct model *dense, const struct model *flash, con
     struct engine e;
     int want[N_GEN], got[N_GEN];
     struct counted c, o;
-    CHECK(engine_init(&e, dense, &backend_cpu, &ffn_dense, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(engine_init(&e, &set, dense, &backend_cpu, &ffn_dense, 1, MAX_SEQ, err, sizeof err) == 0);
     greedy(&e, prompt, want, false, &c);
     engine_free(&e);
 
@@ -114,9 +116,10 @@ static void test_flash(const struct model *dense, const struct model *flash, con
 static void select_logits(const struct model *m, const struct select_config *c, const int *prompt, float *logits,
                           double *density)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct engine e;
     char err[512];
-    CHECK(engine_init_with(&e, m, &backend_cpu, &ffn_select, c, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(engine_init_with(&e, &set, m, &backend_cpu, &ffn_select, c, 1, MAX_SEQ, err, sizeof err) == 0);
     for (int pos = 0; pos < N_PROMPT; pos++)
         engine_forward(&e, prompt[pos], pos);
     memcpy(logits, e.s.logits, m->shape.vocab_size * sizeof *logits);
@@ -137,11 +140,12 @@ static double max_diff(const float *a, const float *b, uint32_t n)
 
 static void test_select(const struct model *m, const int *prompt)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char err[512];
     uint32_t V = m->shape.vocab_size;
     float *dense = malloc(V * sizeof *dense), *got = malloc(V * sizeof *got);
     struct engine e;
-    CHECK(engine_init(&e, m, &backend_cpu, &ffn_dense, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(engine_init(&e, &set, m, &backend_cpu, &ffn_dense, 1, MAX_SEQ, err, sizeof err) == 0);
     for (int pos = 0; pos < N_PROMPT; pos++)
         engine_forward(&e, prompt[pos], pos);
     memcpy(dense, e.s.logits, V * sizeof *dense);

@@ -71,11 +71,12 @@ static void rm_dir(const char *dir, const char *const *files, int n)
 
 int main(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char tmp[] = "/tmp/flashbed-test-density-XXXXXX";
     CHECK(mkdtemp(tmp) != NULL);
     struct model_shape s;
     char err[512];
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
     static const struct {
         double density;
         const char *spectrum;
@@ -92,7 +93,7 @@ int main(void)
         struct model m;
         struct engine e;
         CHECK(model_open(&m, dir, why, sizeof why) == 0);
-        CHECK(engine_init(&e, &m, &backend_cpu, &ffn_counting, 1, 0, why, sizeof why) == 0);
+        CHECK(engine_init(&e, &set, &m, &backend_cpu, &ffn_counting, 1, 0, why, sizeof why) == 0);
         for (int p = 0; p < TOKENS; p++)
             engine_forward(&e, p == 0 ? m.bos_id : 260 + (p * 37) % 700, p);
         struct counts *c = e.ffn.priv;
@@ -114,7 +115,7 @@ int main(void)
         rm_dir(dir, m_files, 4);
     }
     /* a Llama shape has no ReLU to set */
-    CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-tiny", &s, err, sizeof err) == 0);
     char hf[600];
     snprintf(hf, sizeof hf, "%s/llama", tmp);
     CHECK(synthetic_hf(&s, DTYPE_F16, 1, 0.1, NULL, hf, NULL, why, sizeof why) == -1);

@@ -185,11 +185,12 @@ static void friends_note_tests(void)
  * the same path (predict_replayed beside predict_list). */
 static void pricing_tests(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct replay_pricing p;
     char err[1024];
     char model[64];
     CHECK(!trace_source_synthetic(&tr.meta, model, sizeof model) && !model[0]);
-    if (replay_pricing_open(&p, &tr, "fixture", "m1max-cpu", err, sizeof err) != 0) {
+    if (replay_pricing_open(&p, &set, &tr, "fixture", "m1max-cpu", err, sizeof err) != 0) {
         fprintf(stderr, "pricing: %s\n", err);
         check_failures++;
         return;

@@ -145,6 +145,7 @@ static void check_trace(const struct trace *tr, bool pred)
 
 int main(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct trace tr;
     for (uint64_t seed = 1; seed <= 3; seed++) {
         random_trace(&tr, seed, 3, 64, 40);
@@ -157,7 +158,7 @@ int main(void)
     int fd = mkstemp(path);
     CHECK(fd >= 0);
     close(fd);
-    CHECK(model_shape_load("opt-tiny", &shape, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-tiny", &shape, err, sizeof err) == 0);
     struct synth_params p;
     synth_params_default(&p, &shape);
     p.tokens = 48;

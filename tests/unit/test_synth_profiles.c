@@ -31,9 +31,10 @@ static char err[1024];
 
 static int synth(const char *shape_name, struct model_shape *shape, uint64_t tokens, struct trace *tr)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char path[256];
     snprintf(path, sizeof path, "%s/%s.trace", dir, shape_name);
-    if (model_shape_load(shape_name, shape, err, sizeof err) != 0)
+    if (model_shape_load(&set, shape_name, shape, err, sizeof err) != 0)
         return -1;
     struct synth_params p;
     synth_params_default(&p, shape);
@@ -128,6 +129,7 @@ static void table_is_complete(void)
  * naming that profile first. */
 static void shapes_pick_profiles(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     static const char *const expect[][2] = {
         {"opt-6.7b", "opt-6.7b"}, {"opt-1.3b", "opt-6.7b"}, {"opt-125m", "opt-6.7b"},
         {"opt-tiny", "opt-6.7b"}, {"falcon-7b", "falcon-7b"}, {"falcon-tiny", "falcon-7b"},
@@ -139,13 +141,13 @@ static void shapes_pick_profiles(void)
     struct model_shape s;
     bool fallback;
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
-        CHECK(model_shape_load(expect[i][0], &s, err, sizeof err) == 0);
+        CHECK(model_shape_load(&set, expect[i][0], &s, err, sizeof err) == 0);
         CHECK_STR(synth_profile_for(&s, &fallback)->name, expect[i][1]);
         CHECK(fallback == (strncmp(expect[i][0], "llama", 5) == 0 && strcmp(s.ffn_activation, "swiglu") == 0));
     }
     /* every shape there, listed above or not */
     char path[4200];
-    snprintf(path, sizeof path, "%s/models", configs_dir());
+    snprintf(path, sizeof path, "%s/models", set.configs_dir);
     DIR *d = opendir(path);
     CHECK(d != NULL);
     int seen = 0;
@@ -155,7 +157,7 @@ static void shapes_pick_profiles(void)
             continue;
         char name[256];
         snprintf(name, sizeof name, "%.*s", (int)(len - 5), e->d_name);
-        CHECK(model_shape_load(name, &s, err, sizeof err) == 0);
+        CHECK(model_shape_load(&set, name, &s, err, sizeof err) == 0);
         const char *picked = synth_profile_for(&s, &fallback)->name;
         if (strncmp(s.paper_statistics, picked, strlen(picked)) != 0)
             fprintf(stderr, "%s: paper_statistics \"%s\" does not name %s\n", name, s.paper_statistics, picked);
@@ -233,13 +235,14 @@ static uint64_t body_hash(const char *path)
  * 40 --prompts 2 --seed 7). */
 static void opt_unchanged(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     static const struct {
         const char *shape;
         uint64_t hash;
     } golden[] = {{"opt-tiny", 0xeee8f82cc5cb1a07ull}, {"opt-1.3b", 0xe0de110aa03f731dull}};
     for (size_t i = 0; i < 2; i++) {
         struct model_shape s;
-        CHECK(model_shape_load(golden[i].shape, &s, err, sizeof err) == 0);
+        CHECK(model_shape_load(&set, golden[i].shape, &s, err, sizeof err) == 0);
         struct synth_params p;
         synth_params_default(&p, &s);
         p.tokens = 40;

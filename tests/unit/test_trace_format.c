@@ -374,10 +374,11 @@ static void size_at_3_percent(void)
 /* The generator reaches its targets on a small shape, and s_agg behaves. */
 static void synth_calibration(void)
 {
+    const struct fb_settings set = fb_settings_defaults();
     char path[256];
     path_of(path, sizeof path, "synth.trace");
     struct model_shape shape;
-    CHECK(model_shape_load("opt-1.3b", &shape, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-1.3b", &shape, err, sizeof err) == 0);
     struct synth_params p;
     synth_params_default(&p, &shape);
     p.tokens = 64;

@@ -204,11 +204,12 @@ struct hf {
 static int make(struct hf *h, const char *tmp, const char *name, const char *shape, const char *spec,
                 double density)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct spectrum sp;
     char err[256];
     snprintf(h->dir, sizeof h->dir, "%s/%s", tmp, name);
-    if (model_shape_load(shape, &s, err, sizeof err) != 0 || spectrum_parse(spec, &sp, why, sizeof why) != 0)
+    if (model_shape_load(&set, shape, &s, err, sizeof err) != 0 || spectrum_parse(spec, &sp, why, sizeof why) != 0)
         return -1;
     if (synthetic_hf(&s, DTYPE_F32, 11, density, &sp, h->dir, NULL, why, sizeof why) != 0)
         return -1;
@@ -323,9 +324,10 @@ static void test_row_bias(const char *tmp)
 /* llama-tiny: gate and up shaped alike, down left flat. */
 static void test_glu(const char *tmp)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     char err[256];
-    CHECK(model_shape_load("llama-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "llama-tiny", &s, err, sizeof err) == 0);
     struct hf flat, pw;
     CHECK(make(&flat, tmp, "lflat", "llama-tiny", "flat", -1) == 0);
     CHECK(make(&pw, tmp, "lpow", "llama-tiny", "power:1", -1) == 0);
@@ -354,9 +356,10 @@ static void test_glu(const char *tmp)
 /* A rank beyond the matrix is refused before anything is written. */
 static void test_refused(const char *tmp)
 {
+    const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     char err[256], dir[600];
-    CHECK(model_shape_load("opt-tiny", &s, err, sizeof err) == 0);
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
     struct spectrum sp = {.kind = SPECTRUM_LOWRANK, .rank = 65, .noise = 0.1};
     snprintf(dir, sizeof dir, "%s/refused", tmp);
     CHECK(synthetic_hf(&s, DTYPE_F16, 1, -1, &sp, dir, NULL, why, sizeof why) == -1);
