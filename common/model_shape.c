@@ -132,23 +132,11 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
     return check_heads(s, path, err, errlen);
 }
 
-/* The shape in the file at path (named name in messages) into s (zeroed). */
-static int shape_from_file(const char *name, const char *path, struct model_shape *s, char *err, size_t errlen)
+/* The keys every shape file has, each within its bounds; ffn_kind from
+ * its name. */
+static int get_required(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
 {
-    char *text = read_text_file(path, NULL);
-    if (!text) {
-        err_set(err, errlen, "model shape %s: cannot read %s", name, path);
-        return -1;
-    }
-    cJSON *o = cJSON_Parse(text);
-    free(text);
-    if (!cJSON_IsObject(o)) {
-        err_set(err, errlen, "%s: not a JSON object", path);
-        cJSON_Delete(o);
-        return -1;
-    }
     char kind[16];
-    int rc = -1;
     if (get_str(o, "name", s->name, sizeof s->name, path, err, errlen) ||
         get_str(o, "arch", s->arch, sizeof s->arch, path, err, errlen) ||
         get_u32(o, "d_model", &s->d_model, 1, MODEL_MAX_D_MODEL, path, err, errlen) ||
@@ -169,16 +157,34 @@ static int shape_from_file(const char *name, const char *path, struct model_shap
         get_bool(o, "biases", &s->biases, path, err, errlen) ||
         get_bool(o, "tied_embeddings", &s->tied_embeddings, path, err, errlen) ||
         get_bool(o, "parallel_block", &s->parallel_block, path, err, errlen))
-        goto out;
+        return -1;
     if (strcmp(kind, "relu") == 0)
         s->ffn_kind = FFN_RELU;
     else if (strcmp(kind, "glu") == 0)
         s->ffn_kind = FFN_GLU;
-    else {
-        err_set(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
-        goto out;
+    else
+        return err_set(err, errlen, "%s: \"ffn_kind\" must be \"relu\" or \"glu\", not \"%s\"", path, kind);
+    return 0;
+}
+
+/* The shape in the file at path (named name in messages) into s (zeroed). */
+static int shape_from_file(const char *name, const char *path, struct model_shape *s, char *err, size_t errlen)
+{
+    char *text = read_text_file(path, NULL);
+    if (!text) {
+        err_set(err, errlen, "model shape %s: cannot read %s", name, path);
+        return -1;
     }
-    if (get_optional(o, s, path, err, errlen) || model_shape_check(s, path, err, errlen))
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    if (!cJSON_IsObject(o)) {
+        err_set(err, errlen, "%s: not a JSON object", path);
+        cJSON_Delete(o);
+        return -1;
+    }
+    int rc = -1;
+    if (get_required(o, s, path, err, errlen) || get_optional(o, s, path, err, errlen) ||
+        model_shape_check(s, path, err, errlen))
         goto out;
     const cJSON *ps = cJSON_GetObjectItemCaseSensitive(o, "paper_statistics");
     if (cJSON_IsString(ps))

@@ -59,69 +59,107 @@ static double objective(const struct fit_problem *fpb, const double *x)
     return isfinite(sse) ? sse : 1e30;
 }
 
-static double nelder_mead(const struct fit_problem *fpb, double *x, int dim, int iters)
+/* The simplex: dim + 1 vertices in log-parameter space and the objective
+ * at each, ordered best first by simplex_sort. */
+struct simplex {
+    int dim;
+    double v[NPAR + 1][NPAR];
+    double f[NPAR + 1];
+};
+
+/* Best first, by exchanges (the order equal values end in is part of the
+ * fit's result, so it stays this simple sort). */
+static void simplex_sort(struct simplex *s)
 {
-    double simplex[NPAR + 1][NPAR], f[NPAR + 1];
-    for (int i = 0; i <= dim; i++) {
-        memcpy(simplex[i], x, sizeof(double) * (size_t)dim);
-        if (i)
-            simplex[i][i - 1] += 0.5;
-        f[i] = objective(fpb, simplex[i]);
-    }
-    for (int it = 0; it < iters; it++) {
-        /* Order: best first. */
-        for (int i = 0; i <= dim; i++)
-            for (int j = i + 1; j <= dim; j++)
-                if (f[j] < f[i]) {
-                    double t = f[i];
-                    f[i] = f[j];
-                    f[j] = t;
-                    for (int k = 0; k < dim; k++) {
-                        double u = simplex[i][k];
-                        simplex[i][k] = simplex[j][k];
-                        simplex[j][k] = u;
-                    }
-                }
-        if (fabs(f[dim] - f[0]) <= 1e-15 * (fabs(f[0]) + 1e-30) && it > 50)
-            break;
-        double centroid[NPAR] = {0}, xr[NPAR], xe[NPAR], xc[NPAR];
-        for (int i = 0; i < dim; i++)
-            for (int k = 0; k < dim; k++)
-                centroid[k] += simplex[i][k] / dim;
-        for (int k = 0; k < dim; k++)
-            xr[k] = centroid[k] + (centroid[k] - simplex[dim][k]);
-        double fr = objective(fpb, xr);
-        if (fr < f[0]) {
-            for (int k = 0; k < dim; k++)
-                xe[k] = centroid[k] + 2 * (centroid[k] - simplex[dim][k]);
-            double fe = objective(fpb, xe);
-            memcpy(simplex[dim], fe < fr ? xe : xr, sizeof(double) * (size_t)dim);
-            f[dim] = fe < fr ? fe : fr;
-        } else if (fr < f[dim - 1]) {
-            memcpy(simplex[dim], xr, sizeof(double) * (size_t)dim);
-            f[dim] = fr;
-        } else {
-            for (int k = 0; k < dim; k++)
-                xc[k] = centroid[k] + 0.5 * (simplex[dim][k] - centroid[k]);
-            double fc = objective(fpb, xc);
-            if (fc < f[dim]) {
-                memcpy(simplex[dim], xc, sizeof(double) * (size_t)dim);
-                f[dim] = fc;
-            } else {
-                for (int i = 1; i <= dim; i++) {
-                    for (int k = 0; k < dim; k++)
-                        simplex[i][k] = simplex[0][k] + 0.5 * (simplex[i][k] - simplex[0][k]);
-                    f[i] = objective(fpb, simplex[i]);
+    int dim = s->dim;
+    for (int i = 0; i <= dim; i++)
+        for (int j = i + 1; j <= dim; j++)
+            if (s->f[j] < s->f[i]) {
+                double t = s->f[i];
+                s->f[i] = s->f[j];
+                s->f[j] = t;
+                for (int k = 0; k < dim; k++) {
+                    double u = s->v[i][k];
+                    s->v[i][k] = s->v[j][k];
+                    s->v[j][k] = u;
                 }
             }
-        }
+}
+
+static void replace_worst(struct simplex *s, const double *x, double fx)
+{
+    memcpy(s->v[s->dim], x, sizeof(double) * (size_t)s->dim);
+    s->f[s->dim] = fx;
+}
+
+/* Every vertex halfway towards the best: the step of last resort, when
+ * neither reflecting nor contracting the worst vertex improved it. */
+static void simplex_shrink(const struct fit_problem *fpb, struct simplex *s)
+{
+    for (int i = 1; i <= s->dim; i++) {
+        for (int k = 0; k < s->dim; k++)
+            s->v[i][k] = s->v[0][k] + 0.5 * (s->v[i][k] - s->v[0][k]);
+        s->f[i] = objective(fpb, s->v[i]);
+    }
+}
+
+/* One Nelder-Mead step on a sorted simplex: the worst vertex reflected
+ * through the others' centroid, expanded when that is the best yet,
+ * contracted when it is no better than the second worst, else a shrink. */
+static void simplex_step(const struct fit_problem *fpb, struct simplex *s)
+{
+    int dim = s->dim;
+    const double *worst = s->v[dim];
+    double centroid[NPAR] = {0}, xr[NPAR], xe[NPAR], xc[NPAR];
+    for (int i = 0; i < dim; i++)
+        for (int k = 0; k < dim; k++)
+            centroid[k] += s->v[i][k] / dim;
+    for (int k = 0; k < dim; k++)
+        xr[k] = centroid[k] + (centroid[k] - worst[k]);
+    double fr = objective(fpb, xr);
+    if (fr < s->f[0]) {
+        for (int k = 0; k < dim; k++)
+            xe[k] = centroid[k] + 2 * (centroid[k] - worst[k]);
+        double fe = objective(fpb, xe);
+        replace_worst(s, fe < fr ? xe : xr, fe < fr ? fe : fr);
+    } else if (fr < s->f[dim - 1]) {
+        replace_worst(s, xr, fr);
+    } else {
+        for (int k = 0; k < dim; k++)
+            xc[k] = centroid[k] + 0.5 * (worst[k] - centroid[k]);
+        double fc = objective(fpb, xc);
+        if (fc < s->f[dim])
+            replace_worst(s, xc, fc);
+        else
+            simplex_shrink(fpb, s);
+    }
+}
+
+/* Minimises the objective from x (dim free parameters, in log space) for
+ * at most iters steps; x becomes the best vertex, whose value is returned. */
+static double nelder_mead(const struct fit_problem *fpb, double *x, int dim, int iters)
+{
+    struct simplex s = {.dim = dim};
+    for (int i = 0; i <= dim; i++) {
+        memcpy(s.v[i], x, sizeof(double) * (size_t)dim);
+        if (i)
+            s.v[i][i - 1] += 0.5;
+        s.f[i] = objective(fpb, s.v[i]);
+    }
+    for (int it = 0; it < iters; it++) {
+        simplex_sort(&s);
+        /* converged: the vertices agree to rounding (after a few steps,
+         * so a flat start does not stop the search at once) */
+        if (fabs(s.f[dim] - s.f[0]) <= 1e-15 * (fabs(s.f[0]) + 1e-30) && it > 50)
+            break;
+        simplex_step(fpb, &s);
     }
     int best = 0;
     for (int i = 1; i <= dim; i++)
-        if (f[i] < f[best])
+        if (s.f[i] < s.f[best])
             best = i;
-    memcpy(x, simplex[best], sizeof(double) * (size_t)dim);
-    return f[best];
+    memcpy(x, s.v[best], sizeof(double) * (size_t)dim);
+    return s.f[best];
 }
 
 /* Starting values read off the data. */

@@ -72,16 +72,10 @@ static int read_derive(const cJSON *o, struct derive_rule *d, const char *path, 
 
 static const char *fit_names[] = {"L0_s", "b1", "B_max", "IOPS_max", "p"};
 
-static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, char *err,
-                      size_t errlen)
+/* flash.points: the measured throughput grid (at most HW_MAX_POINTS;
+ * more are ignored), into hw->points and the model's grid. */
+static int read_flash_points(const cJSON *f, struct hw_profile *hw, const char *path, char *err, size_t errlen)
 {
-    if (!cJSON_IsObject(f)) {
-        err_set(err, errlen, "%s: missing \"flash\" object", path);
-        return -1;
-    }
-    str(f, "source", hw->flash_source, sizeof hw->flash_source);
-    if (num(f, "flash", "sequential_bw", 0, 0, false, &hw->flash.sequential_bw, path, err, errlen))
-        return -1;
     const cJSON *pts = cJSON_GetObjectItemCaseSensitive(f, "points");
     size_t n = 0;
     const cJSON *p;
@@ -103,14 +97,18 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     }
     hw->flash.grid = hw->points;
     hw->flash.n_grid = n;
-    if (read_derive(f, &hw->flash_derive, path, "flash", err, errlen) != 0)
-        return -1;
-    /* The closed form: given, or fitted here over the parameters named "free". */
+    return 0;
+}
+
+/* flash.fit, the closed form: given, or fitted here to the points over the
+ * parameters named in "free". A profile whose flash point derives from a
+ * paper's row (derive_from) is fitted by the cost model once that point is
+ * added (cost_resolve_profile), so it need not hold a usable fit here. */
+static int read_flash_fit(const cJSON *f, struct hw_profile *hw, const char *path, char *err, size_t errlen)
+{
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(f, "fit");
-    if (!cJSON_IsObject(fit)) {
-        err_set(err, errlen, "%s: missing \"flash.fit\"", path);
-        return -1;
-    }
+    if (!cJSON_IsObject(fit))
+        return err_set(err, errlen, "%s: missing \"flash.fit\"", path);
     double v[5];
     for (int i = 0; i < 5; i++)
         if (num(fit, "flash.fit", fit_names[i], 0, 0, false, &v[i], path, err, errlen))
@@ -125,18 +123,28 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
             if (cJSON_IsString(name) && strcmp(name->valuestring, fit_names[i]) == 0)
                 free_mask |= 1u << i;
     }
-    if (free_mask && !hw->flash_derive.ms) {
-        if (flash_fit(hw->points, n, free_mask, &hw->flash.fit) < 0) {
-            err_set(err, errlen, "%s: flash.fit frees more parameters than there are points", path);
-            return -1;
-        }
-    }
+    if (free_mask && !hw->flash_derive.ms && flash_fit(hw->points, hw->flash.n_grid, free_mask, &hw->flash.fit) < 0)
+        return err_set(err, errlen, "%s: flash.fit frees more parameters than there are points", path);
     const struct flash_params *fp = &hw->flash.fit;
-    if (!hw->flash_derive.ms && !(fp->L0_s > 0 && fp->b1 > 0 && fp->B_max > 0 && fp->IOPS_max > 0 && fp->p > 0)) {
-        err_set(err, errlen, "%s: flash.fit needs positive L0_s, b1, B_max, IOPS_max, p", path);
+    if (!hw->flash_derive.ms && !(fp->L0_s > 0 && fp->b1 > 0 && fp->B_max > 0 && fp->IOPS_max > 0 && fp->p > 0))
+        return err_set(err, errlen, "%s: flash.fit needs positive L0_s, b1, B_max, IOPS_max, p", path);
+    return 0;
+}
+
+static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, char *err,
+                      size_t errlen)
+{
+    if (!cJSON_IsObject(f)) {
+        err_set(err, errlen, "%s: missing \"flash\" object", path);
         return -1;
     }
-    return 0;
+    str(f, "source", hw->flash_source, sizeof hw->flash_source);
+    if (num(f, "flash", "sequential_bw", 0, 0, false, &hw->flash.sequential_bw, path, err, errlen))
+        return -1;
+    if (read_flash_points(f, hw, path, err, errlen) != 0 ||
+        read_derive(f, &hw->flash_derive, path, "flash", err, errlen) != 0)
+        return -1;
+    return read_flash_fit(f, hw, path, err, errlen);
 }
 
 /* The "dram" object: copy points (row bytes, bandwidth) or what they derive from. */

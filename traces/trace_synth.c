@@ -130,11 +130,12 @@ static int cmp_u32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* One token of one layer: evolve the predicted set, then draw the active one.
- * mark is a zeroed [d_ff] scratch (left zeroed). */
-static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_params *p, bool seq_start,
-                       struct rng *r, uint8_t *mark, uint32_t *active, uint32_t *n_active,
-                       uint32_t *pred_sorted, struct keyed *keys)
+/* The predicted set's next token: each neuron stays with probability
+ * persist (none at a sequence's start), and the set is refilled to its size
+ * from the neurons of the last tokens (recur) or by popularity. Every
+ * predicted neuron is left marked 1 in mark; returns how many there are. */
+static uint32_t evolve_predicted(struct layer_gen *g, uint32_t n, const struct synth_params *p, bool seq_start,
+                                 struct rng *r, uint8_t *mark)
 {
     uint32_t kept = 0;
     if (seq_start)
@@ -168,15 +169,29 @@ static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_param
         mark[id] = 1;
         g->pred[kept++] = id;
     }
+    return kept;
+}
+
+/* The predicted set becomes the newest of the recent tokens' sets, which
+ * the next tokens' refills draw from. */
+static void remember_predicted(struct layer_gen *g, uint32_t kept)
+{
     g->n_pred = kept;
     memcpy(g->recent + (size_t)g->recent_next * g->want_pred, g->pred, kept * sizeof *g->pred);
     g->n_recent[g->recent_next] = kept;
     g->recent_next = (g->recent_next + 1) % SYNTH_RECENT;
     if (g->recent_filled < SYNTH_RECENT)
         g->recent_filled++;
-    /* Active: a recall share of the predicted set drawn by popularity without
-     * replacement (exponential keys -ln(u)/w, smallest first), the rest drawn
-     * by popularity from outside it: hot neurons fire whenever predicted. */
+}
+
+/* Active: a recall share of the predicted set drawn by popularity without
+ * replacement (exponential keys -ln(u)/w, smallest first), the rest drawn
+ * by popularity from outside it: hot neurons fire whenever predicted.
+ * Leaves mark zeroed again; returns how many are active (unsorted). */
+static uint32_t draw_active(const struct layer_gen *g, uint32_t n, const struct synth_params *p, struct rng *r,
+                            uint8_t *mark, uint32_t *active, struct keyed *keys)
+{
+    uint32_t kept = g->n_pred;
     uint32_t from_pred = (uint32_t)lround(g->want_active * p->targets.recall);
     if (from_pred > kept)
         from_pred = kept;
@@ -204,6 +219,18 @@ static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_param
         mark[g->pred[j]] = 0;
     for (uint32_t j = from_pred; j < na; j++)
         mark[active[j]] = 0;
+    return na;
+}
+
+/* One token of one layer: evolve the predicted set, then draw the active one.
+ * mark is a zeroed [d_ff] scratch (left zeroed). */
+static void layer_step(struct layer_gen *g, uint32_t n, const struct synth_params *p, bool seq_start,
+                       struct rng *r, uint8_t *mark, uint32_t *active, uint32_t *n_active,
+                       uint32_t *pred_sorted, struct keyed *keys)
+{
+    uint32_t kept = evolve_predicted(g, n, p, seq_start, r, mark);
+    remember_predicted(g, kept);
+    uint32_t na = draw_active(g, n, p, r, mark, active, keys);
     memcpy(pred_sorted, g->pred, kept * sizeof *pred_sorted);
     qsort(pred_sorted, kept, sizeof *pred_sorted, cmp_u32);
     qsort(active, na, sizeof *active, cmp_u32);

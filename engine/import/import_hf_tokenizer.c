@@ -11,67 +11,52 @@
 #include "common/json_file.h"
 #include "engine/tokenizer/tokenizer.h"
 
-/* tokenizer.json of the SentencePiece kind (Llama: BPE with byte fallback,
- * "▁" for spaces) rewritten as a llama2.c tokenizer.bin: merge rank r
- * becomes the merged piece's score -r. Returns 1, writing nothing, for a
- * byte-level BPE (GPT-2/OPT), which the engine reads as tokenizer.json. */
-int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
-                            size_t errlen)
+/* A vocab key as llama2.c spells it: "▁" (U+2581, e2 96 81), which is
+ * SentencePiece's space, becomes ' '. NULL when out of memory. */
+static char *sp_piece(const char *key)
 {
-    cJSON *t = hf_read_json(path, err, errlen);
-    if (!t)
-        return -1;
-    int rc = -1;
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(t, "model");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    const char *type = cfg_str(model, "type");
-    char **pieces = calloc(s->vocab_size, sizeof *pieces);
-    float *scores = malloc(s->vocab_size * sizeof *scores);
-    FILE *f = NULL;
-    if (!pieces || !scores) {
-        err_set(err, errlen, "%s: out of memory for %u pieces", path, s->vocab_size);
-        goto out;
+    size_t n = strlen(key);
+    char *p = malloc(n + 1), *q = p;
+    if (!p)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 2 < n && !memcmp(key + i, "\xe2\x96\x81", 3)) {
+            *q++ = ' ';
+            i += 2;
+        } else
+            *q++ = key[i];
     }
-    if (!type || strcmp(type, "BPE") != 0 || !cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
-        err_set(err, errlen, "%s: not a BPE tokenizer with \"vocab\" and \"merges\"", path);
-        goto out;
-    }
-    if (!cfg_bool(model, "byte_fallback", 0)) {
-        rc = 1; /* byte-level: kept as tokenizer.json */
-        goto out;
-    }
-    for (uint32_t i = 0; i < s->vocab_size; i++)
-        scores[i] = TOKENIZER_NO_MERGE;
+    *q = '\0';
+    return p;
+}
+
+/* model.vocab into pieces[id]; ids are checked here once for everything
+ * that reads them later (the merges). */
+static int read_sp_vocab(const cJSON *vocab, char **pieces, uint32_t vocab_size, const char *path, char *err,
+                         size_t errlen)
+{
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
         uint64_t id;
-        /* the merges below read these ids again: checked once, here */
-        if (json_number_u64(e, "vocab entry", 0, s->vocab_size - 1, &id, path, err, errlen)) {
-            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%u or not a whole number", path,
-                    e->string, s->vocab_size - 1);
-            goto out;
-        }
-        /* "▁" (U+2581, e2 96 81) is SentencePiece's space */
-        size_t n = strlen(e->string);
-        char *p = malloc(n + 1), *q = p;
-        if (!p) {
-            err_set(err, errlen, "%s: out of memory", path);
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (i + 2 < n && !memcmp(e->string + i, "\xe2\x96\x81", 3)) {
-                *q++ = ' ';
-                i += 2;
-            } else
-                *q++ = e->string[i];
-        }
-        *q = '\0';
+        if (json_number_u64(e, "vocab entry", 0, vocab_size - 1, &id, path, err, errlen))
+            return err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%u or not a whole number",
+                           path, e->string, vocab_size - 1);
+        char *p = sp_piece(e->string);
+        if (!p)
+            return err_set(err, errlen, "%s: out of memory", path);
         free(pieces[id]);
         pieces[id] = p;
     }
+    return 0;
+}
+
+/* Merge rank r gives its merged piece the score -r (the first rank of a
+ * piece made by several merges); merges of "a b" or ["a", "b"]. */
+static void score_merges(const cJSON *vocab, const cJSON *merges, float *scores)
+{
     int rank = 0;
+    const cJSON *e;
     cJSON_ArrayForEach(e, merges)
     {
         char merged[512];
@@ -91,31 +76,74 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
             scores[(int)id->valuedouble] = -(float)rank;
         rank++;
     }
-    f = fopen(out, "wb");
+}
+
+/* tokenizer.bin at out: the longest piece's length, then per id its score,
+ * length and bytes. Every id needs a piece. (out is created before that is
+ * checked; it lies in the model's temporary folder, which a failure removes.) */
+static int write_llama2c_tokenizer(const char *out, char *const *pieces, const float *scores, uint32_t vocab_size,
+                                   const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(out, "wb");
     int32_t max_len = 1;
-    for (uint32_t i = 0; i < s->vocab_size; i++) {
+    for (uint32_t i = 0; i < vocab_size; i++) {
         if (!pieces[i]) {
-            err_set(err, errlen, "%s: no vocab entry for id %u", path, i);
-            goto out;
+            if (f)
+                fclose(f);
+            return err_set(err, errlen, "%s: no vocab entry for id %u", path, i);
         }
         if ((int32_t)strlen(pieces[i]) > max_len)
             max_len = (int32_t)strlen(pieces[i]);
     }
     int bad = !f || fwrite(&max_len, 4, 1, f) != 1;
-    for (uint32_t i = 0; i < s->vocab_size && !bad; i++) {
+    for (uint32_t i = 0; i < vocab_size && !bad; i++) {
         int32_t len = (int32_t)strlen(pieces[i]);
         bad = fwrite(&scores[i], 4, 1, f) != 1 || fwrite(&len, 4, 1, f) != 1 ||
               fwrite(pieces[i], 1, (size_t)len, f) != (size_t)len;
     }
     if (f && fclose(f) != 0)
         bad = 1;
-    f = NULL;
     if (bad)
-        err_set(err, errlen, "%s: cannot write", out);
-    rc = bad ? -1 : 0;
+        return err_set(err, errlen, "%s: cannot write", out);
+    return 0;
+}
+
+/* tokenizer.json of the SentencePiece kind (Llama: BPE with byte fallback,
+ * "▁" for spaces) rewritten as a llama2.c tokenizer.bin: merge rank r
+ * becomes the merged piece's score -r. Returns 1, writing nothing, for a
+ * byte-level BPE (GPT-2/OPT), which the engine reads as tokenizer.json. */
+int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                            size_t errlen)
+{
+    cJSON *t = hf_read_json(path, err, errlen);
+    if (!t)
+        return -1;
+    int rc = -1;
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(t, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const char *type = cfg_str(model, "type");
+    char **pieces = calloc(s->vocab_size, sizeof *pieces);
+    float *scores = malloc(s->vocab_size * sizeof *scores);
+    if (!pieces || !scores) {
+        err_set(err, errlen, "%s: out of memory for %u pieces", path, s->vocab_size);
+        goto out;
+    }
+    if (!type || strcmp(type, "BPE") != 0 || !cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
+        err_set(err, errlen, "%s: not a BPE tokenizer with \"vocab\" and \"merges\"", path);
+        goto out;
+    }
+    if (!cfg_bool(model, "byte_fallback", 0)) {
+        rc = 1; /* byte-level: kept as tokenizer.json */
+        goto out;
+    }
+    for (uint32_t i = 0; i < s->vocab_size; i++)
+        scores[i] = TOKENIZER_NO_MERGE;
+    if (read_sp_vocab(vocab, pieces, s->vocab_size, path, err, errlen) != 0)
+        goto out;
+    score_merges(vocab, merges, scores);
+    rc = write_llama2c_tokenizer(out, pieces, scores, s->vocab_size, path, err, errlen);
 out:
-    if (f)
-        fclose(f);
     for (uint32_t i = 0; pieces && i < s->vocab_size; i++)
         free(pieces[i]);
     free(pieces);

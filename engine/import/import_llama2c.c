@@ -63,55 +63,40 @@ static void model_name_of(const char *path, char *buf, size_t len)
         *dot = '\0';
 }
 
-static int write_model(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
-                       const struct l2c_header *h, const float *const *t, const struct progress_report *progress,
-                       char *err, size_t errlen)
+/* Layer l's attention and norm tensors, then its FFN, from the
+ * checkpoint's per-kind arrays t (all layers of a kind back to back). */
+static int write_layer(struct model_writer *w, const struct model_shape *s, const float *const *t, uint32_t l)
 {
-    struct model_shape s;
-    char name[64];
-    model_name_of(ckpt, name, sizeof name);
-    shape_from_header(h, name, &s);
-    uint64_t d = s.d_model, hs = d / s.n_heads, q_dim = s.n_heads * hs, kv_dim = s.n_kv_heads * hs;
-    uint64_t ff = s.d_ff;
-    struct model_writer w;
-    if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen))
-        return -1;
+    uint64_t d = s->d_model, hs = d / s->n_heads, q_dim = s->n_heads * hs, kv_dim = s->n_kv_heads * hs;
+    uint64_t ff = s->d_ff;
     char n[96];
-    progress_report(progress, "convert", 0, s.n_layers, NULL);
-    if (model_writer_tensor(&w, "tok_embedding", t[T_EMB], 2, (uint64_t[]){s.vocab_size, d}))
-        goto fail;
-    for (uint32_t l = 0; l < s.n_layers; l++) {
-        struct {
-            const char *what;
-            const float *data;
-            int ndim;
-            uint64_t d0, d1;
-        } parts[] = {
-            {"attn_norm.weight", t[T_RMS_ATT] + l * d, 1, d, 0},
-            {"attn.wq", t[T_WQ] + l * q_dim * d, 2, q_dim, d},
-            {"attn.wk", t[T_WK] + l * kv_dim * d, 2, kv_dim, d},
-            {"attn.wv", t[T_WV] + l * kv_dim * d, 2, kv_dim, d},
-            {"attn.wo", t[T_WO] + l * d * q_dim, 2, d, q_dim},
-            {"ffn_norm.weight", t[T_RMS_FFN] + l * d, 1, d, 0},
-        };
-        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-            layer_tensor_name(n, sizeof n, (int)l, parts[i].what);
-            uint64_t dims[2] = {parts[i].d0, parts[i].d1};
-            if (model_writer_tensor(&w, n, parts[i].data, parts[i].ndim, dims))
-                goto fail;
-        }
-        /* w3 is the up projection, w1 the gate, w2 the down projection */
-        if (model_writer_ffn_layer(&w, (int)l, t[T_W3] + l * ff * d, t[T_W1] + l * ff * d,
-                                   t[T_W2] + l * d * ff))
-            goto fail;
-        progress_report(progress, "convert", l + 1, s.n_layers, NULL);
+    struct {
+        const char *what;
+        const float *data;
+        int ndim;
+        uint64_t d0, d1;
+    } parts[] = {
+        {"attn_norm.weight", t[T_RMS_ATT] + l * d, 1, d, 0},
+        {"attn.wq", t[T_WQ] + l * q_dim * d, 2, q_dim, d},
+        {"attn.wk", t[T_WK] + l * kv_dim * d, 2, kv_dim, d},
+        {"attn.wv", t[T_WV] + l * kv_dim * d, 2, kv_dim, d},
+        {"attn.wo", t[T_WO] + l * d * q_dim, 2, d, q_dim},
+        {"ffn_norm.weight", t[T_RMS_FFN] + l * d, 1, d, 0},
+    };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        layer_tensor_name(n, sizeof n, (int)l, parts[i].what);
+        uint64_t dims[2] = {parts[i].d0, parts[i].d1};
+        if (model_writer_tensor(w, n, parts[i].data, parts[i].ndim, dims))
+            return -1;
     }
-    if (model_writer_tensor(&w, "final_norm.weight", t[T_RMS_FINAL], 1, (uint64_t[]){d}))
-        goto fail;
-    if (!s.tied_embeddings && model_writer_tensor(&w, "output", t[T_CLS], 2, (uint64_t[]){s.vocab_size, d}))
-        goto fail;
-    if (model_writer_copy_file(&w, tokenizer, "tokenizer.bin"))
-        goto fail;
+    /* w3 is the up projection, w1 the gate, w2 the down projection */
+    return model_writer_ffn_layer(w, (int)l, t[T_W3] + l * ff * d, t[T_W1] + l * ff * d, t[T_W2] + l * d * ff);
+}
+
+/* model.json's tokenizer and source keys: llama2.c's token ids, and the
+ * files converted with their hashes. */
+static cJSON *model_meta(const char *ckpt, const char *tokenizer)
+{
     cJSON *meta = cJSON_CreateObject();
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
     cJSON_AddStringToObject(tok, "kind", "sentencepiece-bpe");
@@ -129,7 +114,36 @@ static int write_model(const char *ckpt, const char *tokenizer, const char *out_
     cJSON_AddStringToObject(src, "tokenizer", tokenizer);
     if (file_fnv1a64(tokenizer, hex) == 0)
         cJSON_AddStringToObject(src, "tokenizer_fnv1a64", hex);
-    return model_writer_finish(&w, meta);
+    return meta;
+}
+
+static int write_model(const char *ckpt, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+                       const struct l2c_header *h, const float *const *t, const struct progress_report *progress,
+                       char *err, size_t errlen)
+{
+    struct model_shape s;
+    char name[64];
+    model_name_of(ckpt, name, sizeof name);
+    shape_from_header(h, name, &s);
+    uint64_t d = s.d_model;
+    struct model_writer w;
+    if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen))
+        return -1;
+    progress_report(progress, "convert", 0, s.n_layers, NULL);
+    if (model_writer_tensor(&w, "tok_embedding", t[T_EMB], 2, (uint64_t[]){s.vocab_size, d}))
+        goto fail;
+    for (uint32_t l = 0; l < s.n_layers; l++) {
+        if (write_layer(&w, &s, t, l) != 0)
+            goto fail;
+        progress_report(progress, "convert", l + 1, s.n_layers, NULL);
+    }
+    if (model_writer_tensor(&w, "final_norm.weight", t[T_RMS_FINAL], 1, (uint64_t[]){d}))
+        goto fail;
+    if (!s.tied_embeddings && model_writer_tensor(&w, "output", t[T_CLS], 2, (uint64_t[]){s.vocab_size, d}))
+        goto fail;
+    if (model_writer_copy_file(&w, tokenizer, "tokenizer.bin"))
+        goto fail;
+    return model_writer_finish(&w, model_meta(ckpt, tokenizer));
 fail:
     model_writer_abort(&w);
     return -1;

@@ -138,27 +138,29 @@ static void close_file(struct st_file *f)
     memset(f, 0, sizeof *f);
 }
 
-int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
+/* A folder without an index: its one model.safetensors. */
+static int open_single(struct st_set *s, const char *dir, char *err, size_t errlen)
 {
-    memset(s, 0, sizeof *s);
     char path[4200];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    FILE *idx = fopen(path, "rb");
-    if (!idx) {
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        s->files = calloc(1, sizeof *s->files);
-        s->n_files = 1;
-        if (access(path, R_OK) != 0) {
-            err_set(err, errlen, "%s: neither model.safetensors nor model.safetensors.index.json", dir);
-            st_close(s);
-            return -1;
-        }
-        if (open_file(&s->files[0], path, err, errlen)) {
-            st_close(s);
-            return -1;
-        }
-        return 0;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    s->files = calloc(1, sizeof *s->files);
+    s->n_files = 1;
+    if (access(path, R_OK) != 0) {
+        err_set(err, errlen, "%s: neither model.safetensors nor model.safetensors.index.json", dir);
+        st_close(s);
+        return -1;
     }
+    if (open_file(&s->files[0], path, err, errlen)) {
+        st_close(s);
+        return -1;
+    }
+    return 0;
+}
+
+/* The index's "weight_map", detached from the rest of it (which nothing
+ * needs); NULL when the file cannot be read or parsed. Closes idx. */
+static cJSON *read_weight_map(FILE *idx)
+{
     fseek(idx, 0, SEEK_END);
     long n = ftell(idx);
     fseek(idx, 0, SEEK_SET);
@@ -174,20 +176,21 @@ int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
     free(text);
     cJSON *wm = cJSON_DetachItemFromObjectCaseSensitive(root, "weight_map");
     cJSON_Delete(root);
-    if (!cJSON_IsObject(wm)) {
-        err_set(err, errlen, "%s: no \"weight_map\" object", path);
-        cJSON_Delete(wm);
-        return -1;
-    }
-    s->weight_map = wm;
-    /* one st_file per distinct shard name */
-    int cap = cJSON_GetArraySize(wm);
+    return wm;
+}
+
+/* One st_file per distinct shard the weight map names (many tensors share
+ * a shard); index is the index file's path, for the messages. */
+static int open_shards(struct st_set *s, const char *dir, const char *index, char *err, size_t errlen)
+{
+    int cap = cJSON_GetArraySize(s->weight_map);
     s->files = calloc((size_t)cap + 1, sizeof *s->files);
     const cJSON *e;
-    cJSON_ArrayForEach(e, wm)
+    cJSON_ArrayForEach(e, s->weight_map)
     {
+        /* a shard is a file beside the index, never a path elsewhere */
         if (!cJSON_IsString(e) || strchr(e->valuestring, '/')) {
-            err_set(err, errlen, "%s: weight_map entry '%s' is not a file name", path, e->string);
+            err_set(err, errlen, "%s: weight_map entry '%s' is not a file name", index, e->string);
             st_close(s);
             return -1;
         }
@@ -204,6 +207,24 @@ int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
         }
     }
     return 0;
+}
+
+int st_open(struct st_set *s, const char *dir, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    FILE *idx = fopen(path, "rb");
+    if (!idx)
+        return open_single(s, dir, err, errlen);
+    cJSON *wm = read_weight_map(idx);
+    if (!cJSON_IsObject(wm)) {
+        err_set(err, errlen, "%s: no \"weight_map\" object", path);
+        cJSON_Delete(wm);
+        return -1;
+    }
+    s->weight_map = wm;
+    return open_shards(s, dir, path, err, errlen);
 }
 
 void st_close(struct st_set *s)

@@ -202,20 +202,12 @@ int model_writer_copy_file(struct model_writer *w, const char *src, const char *
     return rc;
 }
 
-int model_writer_finish(struct model_writer *w, cJSON *meta)
+/* model.json's object: the format, the shape, the caller's keys (meta),
+ * and where the DRAM tensors and FFN bundles lie. The tensor table moves
+ * into it (w->tensors becomes NULL), so it is freed with the object. */
+static cJSON *model_json(struct model_writer *w, const cJSON *meta)
 {
     const struct model_shape *s = &w->shape;
-    int rc = -1;
-    if (w->ffn_layers_written != (int)s->n_layers) {
-        WERR(w, "%s: %d of %u FFN layers written", w->dir, w->ffn_layers_written, s->n_layers);
-        goto out;
-    }
-    int e1 = fclose(w->dram), e2 = fclose(w->ffn);
-    w->dram = w->ffn = NULL;
-    if (e1 || e2) {
-        WERR(w, "%s: cannot write model files: %s", w->dir, strerror(errno));
-        goto out;
-    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "format", MODEL_FORMAT_NAME);
     cJSON_AddNumberToObject(o, "format_version", MODEL_FORMAT_VERSION);
@@ -237,6 +229,12 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     cJSON_AddNumberToObject(ffn, "bytes",
                             (double)(ffn_bundle_stride(s, w->dtype) * s->d_ff * s->n_layers));
     cJSON_AddItemToObject(o, "provenance", provenance_new());
+    return o;
+}
+
+/* Writes o as model.json into the temporary folder and frees o. */
+static int write_model_json(struct model_writer *w, cJSON *o)
+{
     char p[4400];
     snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_JSON);
     char *text = cJSON_Print(o);
@@ -245,12 +243,32 @@ int model_writer_finish(struct model_writer *w, cJSON *meta)
     int bad = !text || !f || fputs(text, f) < 0 || fputc('\n', f) < 0;
     if (f && fclose(f) != 0) /* closed even after a failed write */
         bad = 1;
-    if (bad) {
+    if (bad) /* before free(), which may change errno */
         WERR(w, "%s: cannot write %s: %s", w->dir, MODEL_JSON, strerror(errno));
-        free(text);
-        goto out;
-    }
     free(text);
+    return bad ? -1 : 0;
+}
+
+/* The data files complete: every FFN layer written, both files flushed
+ * and closed (a full disk shows at fclose). */
+static int close_data_files(struct model_writer *w)
+{
+    const struct model_shape *s = &w->shape;
+    if (w->ffn_layers_written != (int)s->n_layers)
+        return WERR(w, "%s: %d of %u FFN layers written", w->dir, w->ffn_layers_written, s->n_layers);
+    int e1 = fclose(w->dram), e2 = fclose(w->ffn);
+    w->dram = w->ffn = NULL;
+    if (e1 || e2)
+        return WERR(w, "%s: cannot write model files: %s", w->dir, strerror(errno));
+    return 0;
+}
+
+int model_writer_finish(struct model_writer *w, cJSON *meta)
+{
+    int rc = -1;
+    if (close_data_files(w) != 0 || write_model_json(w, model_json(w, meta)) != 0)
+        goto out;
+    /* the folder appears under its name only now, complete */
     if (rename(w->tmp, w->dir) != 0) {
         WERR(w, "%s: cannot move the finished folder into place: %s", w->dir, strerror(errno));
         goto out;

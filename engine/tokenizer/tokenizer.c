@@ -57,6 +57,30 @@ static int build_index(struct tokenizer *t)
     return 0;
 }
 
+/* The file's records after its header: per token a score, a length and
+ * the piece's bytes, vocab_size of them and nothing after. */
+static int read_pieces(struct tokenizer *t, FILE *f, int32_t max_len, const char *path, char *err, size_t errlen)
+{
+    int vocab_size = t->vocab_size;
+    for (int i = 0; i < vocab_size; i++) {
+        int32_t len;
+        if (fread(&t->scores[i], 4, 1, f) != 1 || fread(&len, 4, 1, f) != 1)
+            return err_set(err, errlen, "%s: truncated at token %d of %d", path, i, vocab_size);
+        if (!isfinite(t->scores[i])) /* merges compare scores: NaN would never merge */
+            return err_set(err, errlen, "%s: token %d has a non-finite score (%g)", path, i, (double)t->scores[i]);
+        if (len < 0 || len > max_len)
+            return err_set(err, errlen, "%s: token %d has length %d (max %d)", path, i, len, max_len);
+        t->pieces[i] = malloc((size_t)len + 1);
+        if (!t->pieces[i] || fread(t->pieces[i], 1, (size_t)len, f) != (size_t)len)
+            return err_set(err, errlen, "%s: truncated in token %d of %d", path, i, vocab_size);
+        t->pieces[i][len] = '\0';
+        t->piece_len[i] = (uint32_t)len;
+    }
+    if (fgetc(f) != EOF)
+        return err_set(err, errlen, "%s: holds more than the model's %d tokens", path, vocab_size);
+    return 0;
+}
+
 int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size, char *err,
                            size_t errlen)
 {
@@ -81,32 +105,8 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
         err_set(err, errlen, "%s: not a llama2.c tokenizer (bad max token length)", path);
         goto fail;
     }
-    for (int i = 0; i < vocab_size; i++) {
-        int32_t len;
-        if (fread(&t->scores[i], 4, 1, f) != 1 || fread(&len, 4, 1, f) != 1) {
-            err_set(err, errlen, "%s: truncated at token %d of %d", path, i, vocab_size);
-            goto fail;
-        }
-        if (!isfinite(t->scores[i])) { /* merges compare scores: NaN would never merge */
-            err_set(err, errlen, "%s: token %d has a non-finite score (%g)", path, i, (double)t->scores[i]);
-            goto fail;
-        }
-        if (len < 0 || len > max_len) {
-            err_set(err, errlen, "%s: token %d has length %d (max %d)", path, i, len, max_len);
-            goto fail;
-        }
-        t->pieces[i] = malloc((size_t)len + 1);
-        if (!t->pieces[i] || fread(t->pieces[i], 1, (size_t)len, f) != (size_t)len) {
-            err_set(err, errlen, "%s: truncated in token %d of %d", path, i, vocab_size);
-            goto fail;
-        }
-        t->pieces[i][len] = '\0';
-        t->piece_len[i] = (uint32_t)len;
-    }
-    if (fgetc(f) != EOF) {
-        err_set(err, errlen, "%s: holds more than the model's %d tokens", path, vocab_size);
+    if (read_pieces(t, f, max_len, path, err, errlen) != 0)
         goto fail;
-    }
     fclose(f);
     t->max_piece_len = (uint32_t)max_len;
     t->bos_id = 1;
@@ -427,44 +427,26 @@ static int key_to_bytes(const char *key, const int byte_of[512], char *out, size
     return 0;
 }
 
-int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab_size, char *err,
-                                size_t errlen)
+/* model.vocab into the pieces, each key turned back into its raw bytes
+ * (GPT-2's byte alphabet); ids are checked here once for everything that
+ * reads them later (the merges). */
+static int load_vocab(struct tokenizer *t, const cJSON *vocab, int vocab_size, const char *path, char *err,
+                      size_t errlen)
 {
-    memset(t, 0, sizeof *t);
-    t->kind = TOKENIZER_BYTE_BPE;
-    t->vocab_size = vocab_size;
-    char *text = read_text_file(path, NULL);
-    cJSON *root = text ? cJSON_Parse(text) : NULL;
-    free(text);
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
-    if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
-        err_set(err, errlen, "%s: not a BPE tokenizer.json (no model.vocab and model.merges)", path);
-        cJSON_Delete(root);
-        return -1;
-    }
     int cp_of[256], byte_of[512];
     byte_code_points(cp_of);
     for (int i = 0; i < 512; i++)
         byte_of[i] = -1;
     for (int b = 0; b < 256; b++)
         byte_of[cp_of[b]] = b;
-    t->pieces = calloc((size_t)vocab_size, sizeof *t->pieces);
-    t->piece_len = calloc((size_t)vocab_size, sizeof *t->piece_len);
-    t->scores = calloc((size_t)vocab_size, sizeof *t->scores);
     const cJSON *e;
     char piece[1024];
     cJSON_ArrayForEach(e, vocab)
     {
         uint64_t id64;
-        /* the merges below read these ids again: checked once, here */
-        if (json_number_u64(e, "vocab entry", 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen)) {
-            err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number", path,
-                     e->string, vocab_size - 1);
-            goto fail;
-        }
+        if (json_number_u64(e, "vocab entry", 0, (uint64_t)vocab_size - 1, &id64, path, err, errlen))
+            return err_set(err, errlen, "%s: vocab entry '%.100s' has an id outside 0..%d or not a whole number",
+                           path, e->string, vocab_size - 1);
         int id = (int)id64;
         size_t n;
         if (strlen(e->string) >= sizeof piece / 2 || key_to_bytes(e->string, byte_of, piece, &n)) {
@@ -479,6 +461,14 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
         if (n > t->max_piece_len)
             t->max_piece_len = (uint32_t)n;
     }
+    return 0;
+}
+
+/* added_tokens fill ids the vocab left out (their text as it is); every
+ * id still without a piece gets an empty one. */
+static void add_added_tokens(struct tokenizer *t, const cJSON *added, int vocab_size)
+{
+    const cJSON *e;
     cJSON_ArrayForEach(e, added)
     {
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
@@ -494,14 +484,35 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
             t->pieces[i] = strdup("");
             t->piece_len[i] = 0;
         }
-    if (build_index(t)) {
-        err_set(err, errlen, "%s: out of memory", path);
-        goto fail;
+}
+
+/* One merge's two halves: "a b" (older files) or ["a", "b"]; false for
+ * anything else, which is skipped. left holds a's copy in the first form. */
+static bool merge_halves(const cJSON *e, char *left, size_t leftlen, const char **a, const char **b)
+{
+    if (cJSON_IsString(e)) {
+        const char *sp = strchr(e->valuestring, ' ');
+        if (!sp || (size_t)(sp - e->valuestring) >= leftlen)
+            return false;
+        snprintf(left, leftlen, "%.*s", (int)(sp - e->valuestring), e->valuestring);
+        *a = left;
+        *b = sp + 1;
+        return true;
     }
-    for (int b = 0; b < 256; b++) {
-        char c = (char)b;
-        t->byte_ids[b] = tokenizer_lookup(t, &c, 1);
+    if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+        cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
+        *a = cJSON_GetArrayItem(e, 0)->valuestring;
+        *b = cJSON_GetArrayItem(e, 1)->valuestring;
+        return true;
     }
+    return false;
+}
+
+/* The merges as an open-addressing table from a pair of ids to its rank
+ * (its place in the list: lower merges first) and the merged id. A merge
+ * whose halves or result are not in the vocab still takes its rank. */
+static void load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *merges)
+{
     int n_merges = cJSON_GetArraySize(merges);
     uint32_t size = 1;
     while (size < 2u * (uint32_t)n_merges + 2)
@@ -513,22 +524,12 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     for (uint32_t i = 0; i < size; i++)
         t->pair_rank[i] = -1;
     int rank = 0;
+    const cJSON *e;
     cJSON_ArrayForEach(e, merges)
     {
         const char *a, *b;
         char left[512];
-        if (cJSON_IsString(e)) {
-            const char *sp = strchr(e->valuestring, ' ');
-            if (!sp || (size_t)(sp - e->valuestring) >= sizeof left)
-                continue;
-            snprintf(left, sizeof left, "%.*s", (int)(sp - e->valuestring), e->valuestring);
-            a = left;
-            b = sp + 1;
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-            a = cJSON_GetArrayItem(e, 0)->valuestring;
-            b = cJSON_GetArrayItem(e, 1)->valuestring;
-        } else
+        if (!merge_halves(e, left, sizeof left, &a, &b))
             continue;
         const cJSON *ia = cJSON_GetObjectItemCaseSensitive(vocab, a), *ib = cJSON_GetObjectItemCaseSensitive(vocab, b);
         char ab[1024];
@@ -547,6 +548,41 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
         t->pair_rank[i] = r;
         t->pair_merged[i] = (int32_t)im->valuedouble;
     }
+}
+
+int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab_size, char *err,
+                                size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = TOKENIZER_BYTE_BPE;
+    t->vocab_size = vocab_size;
+    char *text = read_text_file(path, NULL);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges)) {
+        err_set(err, errlen, "%s: not a BPE tokenizer.json (no model.vocab and model.merges)", path);
+        cJSON_Delete(root);
+        return -1;
+    }
+    t->pieces = calloc((size_t)vocab_size, sizeof *t->pieces);
+    t->piece_len = calloc((size_t)vocab_size, sizeof *t->piece_len);
+    t->scores = calloc((size_t)vocab_size, sizeof *t->scores);
+    if (load_vocab(t, vocab, vocab_size, path, err, errlen) != 0)
+        goto fail;
+    add_added_tokens(t, added, vocab_size);
+    if (build_index(t)) {
+        err_set(err, errlen, "%s: out of memory", path);
+        goto fail;
+    }
+    for (int b = 0; b < 256; b++) {
+        char c = (char)b;
+        t->byte_ids[b] = tokenizer_lookup(t, &c, 1);
+    }
+    load_merges(t, vocab, merges);
     cJSON_Delete(root);
     return 0;
 fail:

@@ -7,9 +7,9 @@
 #include "engine/model/dtype.h"
 #include "engine/forward/sampler.h"
 
-int main(void)
+/* f16: exact bit patterns, rounding to nearest even, subnormals, overflow */
+static void test_f16(void)
 {
-    /* f16: exact bit patterns, rounding to nearest even, subnormals, overflow */
     CHECK_U64(f32_to_f16(1.0f), 0x3c00);
     CHECK_U64(f32_to_f16(-2.0f), 0xc000);
     CHECK_U64(f32_to_f16(65504.0f), 0x7bff);
@@ -39,7 +39,10 @@ int main(void)
             CHECK_U64(f32_to_f16(f16_to_f32((uint16_t)h)), h);
             break;
         }
-    /* bf16 */
+}
+
+static void test_bf16_and_names(void)
+{
     CHECK_U64(f32_to_bf16(1.0f), 0x3f80);
     CHECK_U64(f32_to_bf16(1.00390625f), 0x3f80); /* halfway: to even */
     CHECK_U64(f32_to_bf16(1.01171875f), 0x3f82);
@@ -48,8 +51,12 @@ int main(void)
     CHECK(dtype_parse("bf16", &t) == 0 && t == DTYPE_BF16);
     CHECK(dtype_parse("f8", &t) == -1);
 
-    /* sampler: greedy takes the argmax; tiny top-p always the top token;
-     * one seed, one sequence; samples follow the distribution */
+}
+
+/* sampler: greedy takes the argmax; tiny top-p always the top token;
+ * one seed, one sequence */
+static void test_sampler_choices(void)
+{
     float logits[4];
     struct sampler s;
     CHECK(sampler_init(&s, 4, 0.0f, 0.9f, 1) == 0);
@@ -65,7 +72,7 @@ int main(void)
         }
     }
     sampler_free(&s);
-    int seq[2][20], counts[4] = {0};
+    int seq[2][20];
     for (int r = 0; r < 2; r++) {
         CHECK(sampler_init(&s, 4, 1.0f, 1.0f, 99) == 0);
         for (int i = 0; i < 20; i++) {
@@ -75,6 +82,14 @@ int main(void)
         sampler_free(&s);
     }
     CHECK(memcmp(seq[0], seq[1], sizeof seq[0]) == 0);
+}
+
+/* samples follow the distribution, within top-p's nucleus */
+static void test_sampler_distribution(void)
+{
+    float logits[4];
+    struct sampler s;
+    int counts[4] = {0};
     CHECK(sampler_init(&s, 4, 1.0f, 1.0f, 5) == 0);
     for (int i = 0; i < 20000; i++) {
         memcpy(logits, (float[]){0.0f, 1.0f, 2.0f, 0.5f}, sizeof logits);
@@ -95,5 +110,13 @@ int main(void)
     }
     CHECK_U64(outside, 0);
     sampler_free(&s);
+}
+
+int main(void)
+{
+    test_f16();
+    test_bf16_and_names();
+    test_sampler_choices();
+    test_sampler_distribution();
     return check_report("test_dtype_sampler");
 }

@@ -118,6 +118,31 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
     free(b);
 }
 
+/* The FFN over n_rows bundles of values val (up | gate | down) in double
+ * precision into want, with the sum of the terms' magnitudes into mag
+ * (the scale of the rounding to allow); ub: the up biases or NULL. */
+static void ffn_reference(const float *val, int n_rows, int d, const struct arch *a, const float *ub,
+                          const float *x, double *want, double *mag)
+{
+    bool glu = a->glu;
+    int parts = glu ? 3 : 2;
+    for (int r = 0; r < n_rows; r++) {
+        const float *v = val + (size_t)r * parts * d;
+        double z = ub ? ub[r] : 0.0, g = 0.0;
+        for (int i = 0; i < d; i++) {
+            z += (double)v[i] * x[i];
+            if (glu)
+                g += (double)v[d + i] * x[i];
+        }
+        double h = glu ? act_ref(g, a->act, a->fatrelu_threshold) * z : act_ref(z, a->act, a->fatrelu_threshold);
+        const float *down = v + (size_t)(parts - 1) * d;
+        for (int i = 0; i < d; i++) {
+            want[i] += h * down[i];
+            mag[i] += fabs(h * down[i]);
+        }
+    }
+}
+
 /* Bundles of up | gate | down (gate only when a->glu), stride padded. */
 static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, bool up_bias)
 {
@@ -145,21 +170,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
         backend_cpu.destroy(be);
     }
     double *want = calloc((size_t)d, sizeof *want), *mag = calloc((size_t)d, sizeof *mag);
-    for (int r = 0; r < n_rows; r++) {
-        const float *v = val + (size_t)r * parts * d;
-        double z = up_bias ? ub[r] : 0.0, g = 0.0;
-        for (int i = 0; i < d; i++) {
-            z += (double)v[i] * x[i];
-            if (glu)
-                g += (double)v[d + i] * x[i];
-        }
-        double h = glu ? act_ref(g, a->act, a->fatrelu_threshold) * z : act_ref(z, a->act, a->fatrelu_threshold);
-        const float *down = v + (size_t)(parts - 1) * d;
-        for (int i = 0; i < d; i++) {
-            want[i] += h * down[i];
-            mag[i] += fabs(h * down[i]);
-        }
-    }
+    ffn_reference(val, n_rows, d, a, up_bias ? ub : NULL, x, want, mag);
     int bad = 0, differ = 0;
     for (int i = 0; i < d; i++) {
         /* h carries the rounding of two d-long sums */

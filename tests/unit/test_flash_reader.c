@@ -126,6 +126,55 @@ static void check_batches(struct flash_reader *r, uint64_t max_read, struct io_b
     }
 }
 
+/* An empty batch returns at once. A read past the end of the file fails,
+ * naming the offset; the reader stays usable. show: print the message
+ * (once per engine, to see what a user would). */
+static void check_empty_and_past_end(struct flash_reader *r, struct io_buffer *dst, const char *label, bool show)
+{
+    char err[512];
+    struct flash_reader_stats s0, s1;
+    flash_reader_stats(r, &s0);
+    CHECK(flash_reader_read(r, NULL, 0, err, sizeof err) == 0);
+    flash_reader_stats(r, &s1);
+    CHECK_U64(s1.reads, s0.reads);
+    CHECK_U64(s1.bytes, s0.bytes);
+
+    struct flash_read past = {FILE_SIZE - 4096, 8192, dst->base};
+    err[0] = '\0';
+    CHECK(flash_reader_read(r, &past, 1, err, sizeof err) == -1);
+    char off[32];
+    snprintf(off, sizeof off, "%u", FILE_SIZE - 4096);
+    CHECK(strstr(err, off) != NULL && strstr(err, "end of the file") != NULL);
+    if (show)
+        printf("%s: past the end: %s\n", label, err);
+}
+
+/* Direct I/O at alignment a: a misaligned offset or buffer is refused,
+ * naming the read (the second of a pair), and so is a misaligned length. */
+static void check_misaligned(struct flash_reader *r, struct io_buffer *dst, uint64_t a, const char *label,
+                             bool show)
+{
+    char err[512];
+    struct flash_read mis[3] = {
+        {4096, 4096, dst->base},
+        {4096 + 1, 4096, (char *)dst->base + 8192},
+        {0, 4096, (char *)dst->base + 1},
+    };
+    for (int i = 1; i < 3; i++) {
+        struct flash_read pair[2] = {mis[0], mis[i]};
+        err[0] = '\0';
+        CHECK(flash_reader_read(r, pair, 2, err, sizeof err) == -1);
+        CHECK(strstr(err, "aligned") != NULL && strstr(err, "read 1 ") != NULL);
+        if (i == 1)
+            CHECK(strstr(err, "offset 4097") != NULL);
+        if (show)
+            printf("%s: misaligned: %s\n", label, err);
+    }
+    struct flash_read odd_len = {0, a + a / 2, dst->base};
+    CHECK(flash_reader_read(r, &odd_len, 1, err, sizeof err) == -1);
+    CHECK(strstr(err, "aligned") != NULL);
+}
+
 static void test_matrix(const char *path, const struct ioengine_ops *eng, bool direct,
                         struct io_buffer *dst)
 {
@@ -150,45 +199,9 @@ static void test_matrix(const char *path, const struct ioengine_ops *eng, bool d
             else
                 CHECK_U64(a, 1);
             check_batches(r, MAX_READ, dst, t * 10 + d + (direct ? 100 : 0), label);
-
-            /* An empty batch returns at once. */
-            struct flash_reader_stats s0, s1;
-            flash_reader_stats(r, &s0);
-            CHECK(flash_reader_read(r, NULL, 0, err, sizeof err) == 0);
-            flash_reader_stats(r, &s1);
-            CHECK_U64(s1.reads, s0.reads);
-            CHECK_U64(s1.bytes, s0.bytes);
-
-            /* Past the end of the file: fails, naming the offset; the reader stays usable. */
-            struct flash_read past = {FILE_SIZE - 4096, 8192, dst->base};
-            err[0] = '\0';
-            CHECK(flash_reader_read(r, &past, 1, err, sizeof err) == -1);
-            char off[32];
-            snprintf(off, sizeof off, "%u", FILE_SIZE - 4096);
-            CHECK(strstr(err, off) != NULL && strstr(err, "end of the file") != NULL);
-            if (t == 0 && d == 0)
-                printf("%s: past the end: %s\n", label, err);
-
-            if (direct && a <= 4096) {
-                struct flash_read mis[3] = {
-                    {4096, 4096, dst->base},
-                    {4096 + 1, 4096, (char *)dst->base + 8192},
-                    {0, 4096, (char *)dst->base + 1},
-                };
-                for (int i = 1; i < 3; i++) {
-                    struct flash_read pair[2] = {mis[0], mis[i]};
-                    err[0] = '\0';
-                    CHECK(flash_reader_read(r, pair, 2, err, sizeof err) == -1);
-                    CHECK(strstr(err, "aligned") != NULL && strstr(err, "read 1 ") != NULL);
-                    if (i == 1)
-                        CHECK(strstr(err, "offset 4097") != NULL);
-                    if (t == 0 && d == 0)
-                        printf("%s: misaligned: %s\n", label, err);
-                }
-                struct flash_read odd_len = {0, a + a / 2, dst->base};
-                CHECK(flash_reader_read(r, &odd_len, 1, err, sizeof err) == -1);
-                CHECK(strstr(err, "aligned") != NULL);
-            }
+            check_empty_and_past_end(r, dst, label, t == 0 && d == 0);
+            if (direct && a <= 4096)
+                check_misaligned(r, dst, a, label, t == 0 && d == 0);
             struct flash_read first = {0, a > 4096 ? a : 4096, dst->base};
             CHECK(flash_reader_read(r, &first, 1, err, sizeof err) == 0);
             CHECK(memcmp(dst->base, expect, first.len) == 0);

@@ -191,6 +191,91 @@ static void test_bad_init(void)
     neuron_cache_free(&c);
 }
 
+/* The golden sequence's steps share one cache of d_ff 16 and 8 rows, the
+ * flash image its rows are read from, and the up biases. */
+
+/* 1..3 then 7, 8: each run of adjacent ids one read into the next rows. */
+static void golden_fill(struct neuron_cache *c, const uint8_t *image, const float *bias)
+{
+    CHECK_U64(neuron_cache_append(c, 1), 0);
+    CHECK_U64(neuron_cache_append(c, 2), 1);
+    CHECK_U64(neuron_cache_append(c, 3), 2);
+    read_run(c, image, 1, 3, 0);
+    CHECK_U64(neuron_cache_append(c, 7), 3);
+    CHECK_U64(neuron_cache_append(c, 8), 4);
+    read_run(c, image, 7, 2, 3);
+    CHECK_ROWS(c, 1, 2, 3, 7, 8);
+    CHECK(c->row_of[1] == 0 && c->row_of[2] == 1 && c->row_of[3] == 2 && c->row_of[7] == 3 && c->row_of[8] == 4);
+    CHECK(c->up_bias[0] == bias[1] && c->up_bias[3] == bias[7] && c->up_bias[4] == bias[8]);
+    CHECK(bytes_follow(c, image));
+    CHECK_OK(c);
+}
+
+/* Deletes: the last row moves into the hole (bytes, id and bias), the
+ * last row itself moves nothing, and what is not resident changes nothing. */
+static void golden_deletes(struct neuron_cache *c, const uint8_t *image, const float *bias, uint64_t stride)
+{
+    /* 2 leaves row 1: the last row (8) moves in, bytes, id and bias */
+    CHECK(neuron_cache_delete(c, 2));
+    CHECK_ROWS(c, 1, 8, 3, 7);
+    CHECK(c->row_of[2] == -1 && c->row_of[8] == 1);
+    CHECK(c->up_bias[1] == bias[8]);
+    CHECK(memcmp(c->rows + stride, image + 8 * stride, stride) == 0);
+    CHECK(bytes_follow(c, image));
+    CHECK_OK(c);
+
+    /* 7 is the last row: nothing moves */
+    CHECK(neuron_cache_delete(c, 7));
+    CHECK_ROWS(c, 1, 8, 3);
+    CHECK(c->row_of[7] == -1);
+    CHECK(bytes_follow(c, image));
+    CHECK_OK(c);
+
+    /* not resident, or not a neuron: nothing changes */
+    struct snapshot s = snap(c);
+    CHECK(!neuron_cache_delete(c, 7));
+    CHECK(!neuron_cache_delete(c, 0));
+    CHECK(!neuron_cache_delete(c, 16));
+    CHECK(!neuron_cache_delete(c, UINT32_MAX));
+    CHECK(unchanged(c, s));
+
+    /* 1 leaves row 0: 3 moves in */
+    CHECK(neuron_cache_delete(c, 1));
+    CHECK_ROWS(c, 3, 8);
+    CHECK(c->row_of[3] == 0 && c->up_bias[0] == bias[3]);
+}
+
+static void golden_refill(struct neuron_cache *c, const uint8_t *image, const float *bias)
+{
+    /* appends go on from num_used: 10..12 into rows 2..4, one read */
+    CHECK_U64(neuron_cache_append(c, 10), 2);
+    CHECK_U64(neuron_cache_append(c, 11), 3);
+    CHECK_U64(neuron_cache_append(c, 12), 4);
+    read_run(c, image, 10, 3, 2);
+    CHECK_ROWS(c, 3, 8, 10, 11, 12);
+    CHECK(c->up_bias[2] == bias[10] && c->up_bias[4] == bias[12]);
+    CHECK(bytes_follow(c, image));
+    CHECK_OK(c);
+}
+
+static void golden_drain(struct neuron_cache *c, const uint8_t *image)
+{
+    /* down to empty, from the front: each time the last row moves to 0 */
+    const uint32_t order[] = {3, 12, 11, 10, 8};
+    const uint32_t moved[] = {12, 11, 10, 8, UINT32_MAX};
+    for (int k = 0; k < 5; k++) {
+        CHECK(neuron_cache_delete(c, order[k]));
+        CHECK(c->row_of[order[k]] == -1);
+        if (moved[k] != UINT32_MAX)
+            CHECK(c->pointer[0] == moved[k] && c->row_of[moved[k]] == 0);
+        CHECK(bytes_follow(c, image));
+        CHECK_OK(c);
+    }
+    CHECK_EMPTY(c);
+    for (uint32_t i = 0; i < 16; i++)
+        CHECK(c->row_of[i] == -1);
+}
+
 /* d_ff 16, 8 rows: appends take the next rows, a run of adjacent ids is one
  * read, and each delete moves exactly the last row into the hole. */
 static void test_golden(void)
@@ -202,73 +287,10 @@ static void test_golden(void)
     uint8_t *image = make_image(16, stride);
     struct neuron_cache c = make(16, 8, stride, bias);
     uint8_t *rows = c.rows;
-
-    CHECK_U64(neuron_cache_append(&c, 1), 0);
-    CHECK_U64(neuron_cache_append(&c, 2), 1);
-    CHECK_U64(neuron_cache_append(&c, 3), 2);
-    read_run(&c, image, 1, 3, 0);
-    CHECK_U64(neuron_cache_append(&c, 7), 3);
-    CHECK_U64(neuron_cache_append(&c, 8), 4);
-    read_run(&c, image, 7, 2, 3);
-    CHECK_ROWS(&c, 1, 2, 3, 7, 8);
-    CHECK(c.row_of[1] == 0 && c.row_of[2] == 1 && c.row_of[3] == 2 && c.row_of[7] == 3 && c.row_of[8] == 4);
-    CHECK(c.up_bias[0] == bias[1] && c.up_bias[3] == bias[7] && c.up_bias[4] == bias[8]);
-    CHECK(bytes_follow(&c, image));
-    CHECK_OK(&c);
-
-    /* 2 leaves row 1: the last row (8) moves in, bytes, id and bias */
-    CHECK(neuron_cache_delete(&c, 2));
-    CHECK_ROWS(&c, 1, 8, 3, 7);
-    CHECK(c.row_of[2] == -1 && c.row_of[8] == 1);
-    CHECK(c.up_bias[1] == bias[8]);
-    CHECK(memcmp(c.rows + stride, image + 8 * stride, stride) == 0);
-    CHECK(bytes_follow(&c, image));
-    CHECK_OK(&c);
-
-    /* 7 is the last row: nothing moves */
-    CHECK(neuron_cache_delete(&c, 7));
-    CHECK_ROWS(&c, 1, 8, 3);
-    CHECK(c.row_of[7] == -1);
-    CHECK(bytes_follow(&c, image));
-    CHECK_OK(&c);
-
-    /* not resident, or not a neuron: nothing changes */
-    struct snapshot s = snap(&c);
-    CHECK(!neuron_cache_delete(&c, 7));
-    CHECK(!neuron_cache_delete(&c, 0));
-    CHECK(!neuron_cache_delete(&c, 16));
-    CHECK(!neuron_cache_delete(&c, UINT32_MAX));
-    CHECK(unchanged(&c, s));
-
-    /* 1 leaves row 0: 3 moves in */
-    CHECK(neuron_cache_delete(&c, 1));
-    CHECK_ROWS(&c, 3, 8);
-    CHECK(c.row_of[3] == 0 && c.up_bias[0] == bias[3]);
-
-    /* appends go on from num_used: 10..12 into rows 2..4, one read */
-    CHECK_U64(neuron_cache_append(&c, 10), 2);
-    CHECK_U64(neuron_cache_append(&c, 11), 3);
-    CHECK_U64(neuron_cache_append(&c, 12), 4);
-    read_run(&c, image, 10, 3, 2);
-    CHECK_ROWS(&c, 3, 8, 10, 11, 12);
-    CHECK(c.up_bias[2] == bias[10] && c.up_bias[4] == bias[12]);
-    CHECK(bytes_follow(&c, image));
-    CHECK_OK(&c);
-
-    /* down to empty, from the front: each time the last row moves to 0 */
-    const uint32_t order[] = {3, 12, 11, 10, 8};
-    const uint32_t moved[] = {12, 11, 10, 8, UINT32_MAX};
-    for (int k = 0; k < 5; k++) {
-        CHECK(neuron_cache_delete(&c, order[k]));
-        CHECK(c.row_of[order[k]] == -1);
-        if (moved[k] != UINT32_MAX)
-            CHECK(c.pointer[0] == moved[k] && c.row_of[moved[k]] == 0);
-        CHECK(bytes_follow(&c, image));
-        CHECK_OK(&c);
-    }
-    CHECK_EMPTY(&c);
-    for (uint32_t i = 0; i < 16; i++)
-        CHECK(c.row_of[i] == -1);
+    golden_fill(&c, image, bias);
+    golden_deletes(&c, image, bias, stride);
+    golden_refill(&c, image, bias);
+    golden_drain(&c, image);
     CHECK(c.rows == rows); /* never reallocated */
     neuron_cache_free(&c);
     free(image);

@@ -270,7 +270,9 @@ static const struct opt_table b_tables[] = {
 };
 static const struct opt_command cmd_b = {.name = "b", .usage = "", .summary = "B.", .tables = b_tables};
 
-static void test_fragments(void)
+/* a: the command's defaults over the fragment's; values, positionals,
+ * what was given and the JSON, tables in order. */
+static void fragments_in_a(void)
 {
     char err[256], *pos[1];
     int npos = 0;
@@ -298,7 +300,12 @@ static void test_fragments(void)
     cJSON_Delete(j);
     opts_free(&cmd_a, &a);
     CHECK(a.f.text == NULL && a.head == NULL);
+}
 
+/* b: the fragment's own defaults, ranges and refusals under b's name. */
+static void fragments_in_b(void)
+{
+    char err[256];
     struct cmd_b b;
     memset(&b, 0, sizeof b);
     char *b1[] = {"b", "--n", "7", NULL};
@@ -319,8 +326,11 @@ static void test_fragments(void)
     CHECK(opts_parse(&cmd_b, &b, 2, b4, NULL, NULL, err, sizeof err) == -1);
     CHECK_STR(err, "b: unexpected argument '-x' (see flashbed b --help)");
     opts_free(&cmd_b, &b);
+}
 
-    /* --help shows each command's default and the short name */
+/* --help shows each command's default and the short name */
+static void fragments_help(void)
+{
     char *help = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&help, &len);
@@ -329,8 +339,15 @@ static void test_fragments(void)
     CHECK(strstr(help, "a count (also -n) [default: 256] [range: at least 1]") != NULL);
     CHECK(strstr(help, "--head") < strstr(help, "--text") && strstr(help, "--t T") < strstr(help, "--tail"));
     free(help);
+}
 
-    /* tables that declare an option twice, or a default for no option */
+/* tables that declare an option twice, or a default for no option */
+static void fragments_bad_tables(void)
+{
+    char err[256];
+    struct cmd_b b;
+    memset(&b, 0, sizeof b);
+    char *b1[] = {"b", "--n", "7", NULL};
     static const struct opt_table twice[] = {{frag_opts, 0}, {frag_opts, 0}, OPT_TABLES_END};
     struct opt_command bad = cmd_b;
     bad.tables = twice;
@@ -343,6 +360,14 @@ static void test_fragments(void)
     CHECK(opts_parse(&bad, &b, 1, b1, NULL, NULL, err, sizeof err) == -1);
     CHECK_STR(err, "internal: b sets a default for --zz, an option it does not have");
     opts_free(&cmd_b, &b);
+}
+
+static void test_fragments(void)
+{
+    fragments_in_a();
+    fragments_in_b();
+    fragments_help();
+    fragments_bad_tables();
 }
 
 /* Each parsed struct keeps its own answers: a second parse, of another
@@ -382,7 +407,8 @@ static int parse(struct demo *d, int argc, char **argv, char **pos, int *npos)
     return opts_parse(&demo_cmd, d, argc, argv, pos, npos, err, sizeof err);
 }
 
-int main(void)
+/* The defaults, then every kind of value given, and the JSON of them. */
+static void test_values(void)
 {
     struct demo d;
     char *pos[2];
@@ -418,7 +444,15 @@ int main(void)
     free(text);
     cJSON_Delete(j);
     opts_free(&demo_cmd, &d);
+}
 
+/* An unknown option, a bad size, a missing value, a positional too many,
+ * a value on a flag: refused; --help answers 1. */
+static void test_refusals(void)
+{
+    struct demo d;
+    char *pos[2];
+    int npos = 0;
     char *bad1[] = {"demo", "--nope", NULL};
     CHECK(parse(&d, 2, bad1, pos, &npos) == -1);
     opts_free(&demo_cmd, &d);
@@ -437,7 +471,12 @@ int main(void)
     char *help[] = {"demo", "--help", NULL};
     CHECK(parse(&d, 2, help, pos, &npos) == 1);
     opts_free(&demo_cmd, &d);
+}
 
+int main(void)
+{
+    test_values();
+    test_refusals();
     test_ranges();
     test_uint_word();
     test_help_shows_constraints();

@@ -201,6 +201,76 @@ static void test_bad_thresholds(const char *dir, const struct model_shape *shape
     cJSON_Delete(good);
 }
 
+/* A random predictor for shape, rank 8 + l in layer l, f16, with a
+ * uniform threshold, a target, an activation threshold and training notes
+ * to round-trip. w: the weights' scratch (the caller frees it). */
+static void folder_predictor(struct predictor *p, const struct model_shape *shape, float **w)
+{
+    char err[512];
+    uint32_t r[64];
+    for (uint32_t l = 0; l < shape->n_layers; l++)
+        r[l] = 8 + l;
+    CHECK(predictor_alloc(p, shape->n_layers, shape->d_model, shape->d_ff, r, DTYPE_F16, err, sizeof err) == 0);
+    struct rng g;
+    rng_seed(&g, 5);
+    size_t n = (size_t)(8 + shape->n_layers) * (shape->d_model + shape->d_ff) + shape->d_ff;
+    *w = malloc(n * sizeof **w);
+    for (uint32_t l = 0; l < shape->n_layers; l++) {
+        fill(*w, n, &g, 0.5f);
+        predictor_set_layer(p, l, *w, *w + (size_t)r[l] * shape->d_model,
+                            *w + (size_t)r[l] * (shape->d_model + shape->d_ff));
+    }
+    predictor_set_threshold(p, 0.3);
+    p->target = PREDICT_GLU_ABS;
+    p->act_threshold = 0.01f;
+    p->training = cJSON_CreateObject();
+    cJSON_AddNumberToObject(p->training, "epochs", 2);
+}
+
+/* Saved once, refused a second time without replace, then replaced and
+ * loaded: every field and the f16 weights bit for bit; loading it for
+ * another number of layers is refused. */
+static void check_save_and_load(const struct predictor *p, const char *dir, const struct model_shape *shape)
+{
+    char err[512];
+    struct predictor q;
+    CHECK(predictor_save(p, dir, false, err, sizeof err) == 0);
+    CHECK(predictor_save(p, dir, false, err, sizeof err) == -1);
+    CHECK(strstr(err, "already has a predictor") != NULL);
+    CHECK(predictor_save(p, dir, true, err, sizeof err) == 0);
+    CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == 0);
+    CHECK(q.dtype == DTYPE_F16 && q.target == PREDICT_GLU_ABS);
+    double t;
+    CHECK(predictor_threshold_uniform(&q, &t) && t == 0.3 && q.target_recall == 0);
+    CHECK(fabsf(q.act_threshold - 0.01f) < 1e-6f);
+    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(q.training, "epochs")) == 2);
+    CHECK_U64(q.mem_bytes, p->mem_bytes);
+    CHECK(memcmp(q.mem, p->mem, p->mem_bytes) == 0); /* the f16 weights, bit for bit */
+    predictor_free(&q);
+    CHECK(predictor_load(&q, dir, shape->n_layers + 1, shape->d_model, shape->d_ff, err, sizeof err) == -1);
+    CHECK(strstr(err, "ranks for each of") != NULL);
+}
+
+/* per-layer thresholds from a target recall, exactly as saved */
+static void check_per_layer_thresholds(struct predictor *p, const char *dir, const struct model_shape *shape)
+{
+    char err[512];
+    struct predictor q;
+    double t;
+    for (uint32_t l = 0; l < shape->n_layers; l++)
+        p->layers[l].threshold = predictor_threshold_of_logit(-3.0f + 0.37f * (float)l);
+    p->target_recall = 0.95;
+    CHECK(predictor_save(p, dir, true, err, sizeof err) == 0);
+    CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == 0);
+    CHECK(q.target_recall == 0.95 && !predictor_threshold_uniform(&q, &t));
+    for (uint32_t l = 0; l < shape->n_layers; l++)
+        CHECK(q.layers[l].threshold == p->layers[l].threshold);
+    char text[128];
+    predictor_threshold_text(&q, text, sizeof text);
+    CHECK(strstr(text, "per layer") && strstr(text, "recall 0.95"));
+    predictor_free(&q);
+}
+
 /* Through a real model folder: saved, found, loaded bit for bit, refused
  * twice without replace, and the model still opens with it. */
 static void test_model_folder(void)
@@ -212,60 +282,17 @@ static void test_model_folder(void)
     struct predictor none;
     CHECK(predictor_load(&none, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 1);
 
-    uint32_t r[64];
-    for (uint32_t l = 0; l < shape.n_layers; l++)
-        r[l] = 8 + l;
-    struct predictor p, q;
-    CHECK(predictor_alloc(&p, shape.n_layers, shape.d_model, shape.d_ff, r, DTYPE_F16, err, sizeof err) == 0);
-    struct rng g;
-    rng_seed(&g, 5);
-    size_t n = (size_t)(8 + shape.n_layers) * (shape.d_model + shape.d_ff) + shape.d_ff;
-    float *w = malloc(n * sizeof *w), *back = malloc(n * sizeof *back);
-    for (uint32_t l = 0; l < shape.n_layers; l++) {
-        fill(w, n, &g, 0.5f);
-        predictor_set_layer(&p, l, w, w + (size_t)r[l] * shape.d_model,
-                            w + (size_t)r[l] * (shape.d_model + shape.d_ff));
-    }
-    predictor_set_threshold(&p, 0.3);
-    p.target = PREDICT_GLU_ABS;
-    p.act_threshold = 0.01f;
-    p.training = cJSON_CreateObject();
-    cJSON_AddNumberToObject(p.training, "epochs", 2);
-    CHECK(predictor_save(&p, dir, false, err, sizeof err) == 0);
-    CHECK(predictor_save(&p, dir, false, err, sizeof err) == -1);
-    CHECK(strstr(err, "already has a predictor") != NULL);
-    CHECK(predictor_save(&p, dir, true, err, sizeof err) == 0);
-    CHECK(predictor_load(&q, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 0);
-    CHECK(q.dtype == DTYPE_F16 && q.target == PREDICT_GLU_ABS);
-    double t;
-    CHECK(predictor_threshold_uniform(&q, &t) && t == 0.3 && q.target_recall == 0);
-    CHECK(fabsf(q.act_threshold - 0.01f) < 1e-6f);
-    CHECK(cJSON_GetNumberValue(cJSON_GetObjectItem(q.training, "epochs")) == 2);
-    CHECK_U64(q.mem_bytes, p.mem_bytes);
-    CHECK(memcmp(q.mem, p.mem, p.mem_bytes) == 0); /* the f16 weights, bit for bit */
-    predictor_free(&q);
-    CHECK(predictor_load(&q, dir, shape.n_layers + 1, shape.d_model, shape.d_ff, err, sizeof err) == -1);
-    CHECK(strstr(err, "ranks for each of") != NULL);
-    /* per-layer thresholds from a target recall, exactly as saved */
-    for (uint32_t l = 0; l < shape.n_layers; l++)
-        p.layers[l].threshold = predictor_threshold_of_logit(-3.0f + 0.37f * (float)l);
-    p.target_recall = 0.95;
-    CHECK(predictor_save(&p, dir, true, err, sizeof err) == 0);
-    CHECK(predictor_load(&q, dir, shape.n_layers, shape.d_model, shape.d_ff, err, sizeof err) == 0);
-    CHECK(q.target_recall == 0.95 && !predictor_threshold_uniform(&q, &t));
-    for (uint32_t l = 0; l < shape.n_layers; l++)
-        CHECK(q.layers[l].threshold == p.layers[l].threshold);
-    char text[128];
-    predictor_threshold_text(&q, text, sizeof text);
-    CHECK(strstr(text, "per layer") && strstr(text, "recall 0.95"));
-    predictor_free(&q);
+    struct predictor p;
+    float *w;
+    folder_predictor(&p, &shape, &w);
+    check_save_and_load(&p, dir, &shape);
+    check_per_layer_thresholds(&p, dir, &shape);
     test_bad_thresholds(dir, &shape);
     struct model m;
     CHECK(model_open(&m, dir, err, sizeof err) == 0); /* model.json with a predictor still opens */
     model_close(&m);
     predictor_free(&p);
     free(w);
-    free(back);
     CHECK(fixture_remove(tmp) == 0);
 }
 

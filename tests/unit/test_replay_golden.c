@@ -334,13 +334,10 @@ static void property_tests(void)
     CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
 }
 
-int main(void)
+/* Every policy and layout on the one-layer trace (tr): reads, bytes,
+ * hits, rows inserted and deleted, counted by hand in each comment. */
+static void golden_counts(void)
 {
-    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
-    stride_tests();
-    read_align_tests();
-    property_tests();
-
     /* naive: all 8 rows every token, nothing kept. split: 16 reads of 4 bytes per token. */
     EXPECT("naive", "split", 0, 80, 320, 0, 40, 40);
     EXPECT("naive", "bundled", 0, 40, 320, 0, 40, 40);
@@ -388,7 +385,11 @@ int main(void)
      * of 16 bytes: t0 0(+1), 2 -> 2; t1 1(+2), 3 -> 2; t2 0, 4 -> 2;
      * t3 1(+2), 5 -> 2; t4 0(+1) -> 1. */
     EXPECT("predictor", "friends", 0, 9, 144, 0, 13, 13);
+}
 
+/* DRAM over the tokens, the read-size histogram and hybrid's preload. */
+static void dram_and_read_sizes(void)
+{
     /* DRAM of window:2: rows after each token's loads 3, 4, 5, 5, 4 -> peak
      * 5 rows of 8 bytes; kept after each token 3, 3, 2, 3, 2 ({0,1}). */
     struct replay_result r = run("window:2", "bundled", 0);
@@ -408,12 +409,11 @@ int main(void)
     r = run("hybrid", "bundled", 0);
     CHECK_U64(r.preload_bytes, 32);
     replay_result_free(&r);
-    feasibility_tests();
-    study_tests();
-    friends_note_tests();
-    pricing_tests();
-    trace_free(&tr);
+}
 
+/* Other traces in tr: GLU rows, and two layers sharing the budget. */
+static void glu_and_two_layers(void)
+{
     /* GLU rows are three vectors: predictor x bundled reads 13 rows of 12 bytes. */
     fixture_trace(&tr, 1, 4, 8, FFN_GLU, 5, sets);
     EXPECT("predictor", "bundled", 0, 13, 156, 0, 13, 13);
@@ -424,12 +424,28 @@ int main(void)
      * 3 rows per layer, so lru costs exactly twice the one-layer count. */
     const int *const two[] = {s0, s0, s1, s1, s2, s2, s3, s3, s4, s4};
     fixture_trace(&tr, 2, 4, 8, FFN_RELU, 5, two);
-    r = run("lru", "bundled", 48);
+    struct replay_result r = run("lru", "bundled", 48);
     CHECK_U64(r.capacity_rows, 3);
     CHECK_U64(r.total.reads, 20);
     CHECK_U64(r.total.needed, 26);
     replay_result_free(&r);
     trace_free(&tr);
+}
+
+int main(void)
+{
+    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    stride_tests();
+    read_align_tests();
+    property_tests();
+    golden_counts();
+    dram_and_read_sizes();
+    feasibility_tests();
+    study_tests();
+    friends_note_tests();
+    pricing_tests();
+    trace_free(&tr);
+    glu_and_two_layers();
 
     /* Spec errors are reported, not guessed. */
     char err[256];

@@ -75,21 +75,25 @@ static uint64_t distinct_rows(const struct trace *tr, bool pred)
     return n;
 }
 
-static void check_trace(const struct trace *tr, bool pred)
+/* bundled = split / 2 in reads, same bytes, for every policy */
+static void check_bundled_vs_split(const struct trace *tr, bool pred, uint64_t budget)
 {
-    uint64_t row = replay_row_bytes(&tr->meta), L = tr->meta.n_layers, N = tr->meta.d_ff;
     static const char *const policies[] = {"naive", "hybrid", "predictor", "window:3", "lru", "lfu", "hot", "belady"};
-    /* bundled = split / 2 in reads, same bytes, for every policy */
     for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
-        struct replay_result s = run(tr, policies[i], "split", row * L * N / 5, pred);
-        struct replay_result b = run(tr, policies[i], "bundled", row * L * N / 5, pred);
+        struct replay_result s = run(tr, policies[i], "split", budget, pred);
+        struct replay_result b = run(tr, policies[i], "bundled", budget, pred);
         CHECK_U64(s.total.reads, 2 * b.total.reads);
         CHECK_U64(s.total.bytes, b.total.bytes);
         CHECK_U64(s.total.hits, b.total.hits);
         replay_result_free(&s);
         replay_result_free(&b);
     }
-    /* window:1 == predictor */
+}
+
+/* window:1 == predictor; returns the predictor's result, which the later
+ * checks compare with (the caller frees it) */
+static struct replay_result check_window1_is_predictor(const struct trace *tr, bool pred)
+{
     struct replay_result w1 = run(tr, "window:1", "bundled", 0, pred);
     struct replay_result pr = run(tr, "predictor", "bundled", 0, pred);
     CHECK_U64(w1.total.reads, pr.total.reads);
@@ -99,7 +103,12 @@ static void check_trace(const struct trace *tr, bool pred)
     CHECK_U64(w1.total.deleted, pr.total.deleted);
     CHECK_U64(w1.dram_peak_bytes, pr.dram_peak_bytes);
     replay_result_free(&w1);
-    /* unlimited lru (and belady) load each neuron once */
+    return pr;
+}
+
+/* unlimited lru (and belady) load each neuron once */
+static void check_unlimited_loads_once(const struct trace *tr, bool pred)
+{
     uint64_t once = distinct_rows(tr, pred);
     struct replay_result lru = run(tr, "lru", "bundled", UINT64_MAX / 2, pred);
     struct replay_result bel = run(tr, "belady", "bundled", UINT64_MAX / 2, pred);
@@ -108,9 +117,15 @@ static void check_trace(const struct trace *tr, bool pred)
     CHECK_U64(lru.total.deleted, 0);
     replay_result_free(&lru);
     replay_result_free(&bel);
-    /* belady <= every capacity-limited policy (and the predictor) at each capacity */
+}
+
+/* belady <= every capacity-limited policy (and the predictor) at each
+ * capacity (shares of ffn_bytes), within the budget plus the predictor's
+ * peak (pred_peak) */
+static void check_belady_least(const struct trace *tr, bool pred, uint64_t ffn_bytes, uint64_t pred_peak)
+{
     for (uint64_t pct = 0; pct <= 60; pct += 15) {
-        uint64_t budget = row * L * N * pct / 100;
+        uint64_t budget = ffn_bytes * pct / 100;
         struct replay_result b = run(tr, "belady", "bundled", budget, pred);
         static const char *const others[] = {"lru", "lfu", "predictor"};
         for (size_t i = 0; i < 3; i++) {
@@ -121,10 +136,15 @@ static void check_trace(const struct trace *tr, bool pred)
                         others[i], (unsigned long long)o.total.reads, (unsigned long long)pct);
             replay_result_free(&o);
         }
-        CHECK(b.dram_peak_bytes <= budget + pr.dram_peak_bytes);
+        CHECK(b.dram_peak_bytes <= budget + pred_peak);
         replay_result_free(&b);
     }
-    /* longer windows never hit less */
+}
+
+/* longer windows never hit less; coalescing never reads more often than
+ * bundled, and G = 0 only merges neighbours */
+static void check_windows_and_coalescing(const struct trace *tr, bool pred)
+{
     uint64_t last_hits = 0;
     for (int k = 1; k <= 8; k++) {
         char name[16];
@@ -134,12 +154,21 @@ static void check_trace(const struct trace *tr, bool pred)
         last_hits = w.total.hits;
         replay_result_free(&w);
     }
-    /* coalescing never reads more often than bundled, and G = 0 only merges neighbours */
     struct replay_result c = run(tr, "window:3", "coalesce:4", 0, pred);
     struct replay_result b = run(tr, "window:3", "bundled", 0, pred);
     CHECK(c.total.reads <= b.total.reads && c.total.bytes >= b.total.bytes);
     replay_result_free(&c);
     replay_result_free(&b);
+}
+
+static void check_trace(const struct trace *tr, bool pred)
+{
+    uint64_t row = replay_row_bytes(&tr->meta), L = tr->meta.n_layers, N = tr->meta.d_ff;
+    check_bundled_vs_split(tr, pred, row * L * N / 5);
+    struct replay_result pr = check_window1_is_predictor(tr, pred);
+    check_unlimited_loads_once(tr, pred);
+    check_belady_least(tr, pred, row * L * N, pr.dram_peak_bytes);
+    check_windows_and_coalescing(tr, pred);
     replay_result_free(&pr);
 }
 

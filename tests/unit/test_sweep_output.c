@@ -32,25 +32,9 @@ static void make_point(struct sweep_point *p, uint64_t chunk, unsigned threads, 
         hist_add(&p->result.lat, i);
 }
 
-int main(void)
+static void check_json(const struct sweep *s)
 {
-    char *argv[] = {"flashbed", "sweep", "--file", "x.bin", NULL};
-    provenance_set_argv(4, argv);
-    struct sweep_config cfg = {.path = "x.bin", .engine = &ioengine_psync, .direct = true};
-    uint64_t threads[] = {1, 4};
-    cfg.threads.n = 2;
-    cfg.threads.v = threads;
-    struct sweep_point pts[2];
-    make_point(&pts[0], 4096, 1, 2.0, 1000);
-    make_point(&pts[1], 1 << 20, 4, 2.0, 100);
-    pts[1].has_fio = true;
-    pts[1].fio.bw_bytes = pts[1].result.bw_bytes / 0.8; /* ours at 80% of fio */
-    pts[1].fio.iops = 62.5;
-    pts[1].fio.lat_p50_ns = 777;
-    struct sweep s = {.cfg = &cfg, .provenance = provenance_new(), .points = pts, .n_points = 2,
-                      .complete = true};
-
-    cJSON *j = sweep_to_json(&s);
+    cJSON *j = sweep_to_json(s);
     CHECK(cJSON_IsObject(cJSON_GetObjectItem(j, "provenance")));
     CHECK(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "provenance"), "git_commit")));
     CHECK_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "provenance"), "command_line")->valuestring,
@@ -76,8 +60,11 @@ int main(void)
     CHECK_NEAR(cJSON_GetObjectItem(p1, "fio_iops")->valuedouble, 62.5, 0);
     CHECK_NEAR(cJSON_GetObjectItem(p1, "fio_lat_p50_ns")->valuedouble, 777, 0);
     cJSON_Delete(j);
+}
 
-    char *csv = sweep_to_csv(&s);
+static void check_csv(const struct sweep *s)
+{
+    char *csv = sweep_to_csv(s);
     const char *head = "engine,chunk_bytes,threads,iodepth,direct,bytes,ios,seconds,bw_bytes,iops,";
     CHECK(strncmp(csv, head, strlen(head)) == 0);
     CHECK(strstr(csv, ",bw_ratio_vs_fio\n") != NULL);
@@ -97,22 +84,28 @@ int main(void)
     }
     CHECK(lines == 3);
     free(csv);
+}
 
-    char *md = sweep_to_markdown(&s);
+static void check_markdown(const struct sweep *s)
+{
+    char *md = sweep_to_markdown(s);
     CHECK(strstr(md, "| chunk | threads |") != NULL);
     CHECK(strstr(md, "| 4k | 1 | 1 |") != NULL);
     CHECK(strstr(md, "| 1m | 4 | 1 |") != NULL);
     CHECK(strstr(md, "0.800 |") != NULL);
     CHECK(strstr(md, "page cache bypassed") != NULL);
     free(md);
+}
 
+static void check_files(const struct sweep *s)
+{
     /* Written files parse back. */
     char dir[] = "/tmp/flashbed-test-sweep-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
     char sub[128];
     snprintf(sub, sizeof sub, "%s/out", dir);
     char err[512];
-    CHECK(sweep_write_files(&s, sub, err, sizeof err) == 0);
+    CHECK(sweep_write_files(s, sub, err, sizeof err) == 0);
     char path[256];
     snprintf(path, sizeof path, "%s/sweep.json", sub);
     FILE *f = fopen(path, "r");
@@ -134,6 +127,29 @@ int main(void)
     }
     rmdir(sub);
     rmdir(dir);
+}
+
+int main(void)
+{
+    char *argv[] = {"flashbed", "sweep", "--file", "x.bin", NULL};
+    provenance_set_argv(4, argv);
+    struct sweep_config cfg = {.path = "x.bin", .engine = &ioengine_psync, .direct = true};
+    uint64_t threads[] = {1, 4};
+    cfg.threads.n = 2;
+    cfg.threads.v = threads;
+    struct sweep_point pts[2];
+    make_point(&pts[0], 4096, 1, 2.0, 1000);
+    make_point(&pts[1], 1 << 20, 4, 2.0, 100);
+    pts[1].has_fio = true;
+    pts[1].fio.bw_bytes = pts[1].result.bw_bytes / 0.8; /* ours at 80% of fio */
+    pts[1].fio.iops = 62.5;
+    pts[1].fio.lat_p50_ns = 777;
+    struct sweep s = {.cfg = &cfg, .provenance = provenance_new(), .points = pts, .n_points = 2,
+                      .complete = true};
+    check_json(&s);
+    check_csv(&s);
+    check_markdown(&s);
+    check_files(&s);
     cJSON_Delete(s.provenance);
     return check_report("test_sweep_output");
 }

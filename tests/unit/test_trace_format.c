@@ -234,15 +234,11 @@ static void small_trace(const char *path, uint32_t N, uint32_t neuron)
     CHECK(trace_writer_close(w, err, sizeof err) == 0);
 }
 
-static void bad_inputs(void)
+/* A damaged header: wrong magic, a newer version, every truncation, a
+ * changed field without its CRC (damage) and with it (a writer's bug). b
+ * (n bytes, a good trace) is changed in place and left as it came. */
+static void bad_headers(const char *bad, char *b, size_t n)
 {
-    char good[256], bad[256];
-    path_of(good, sizeof good, "good.trace");
-    path_of(bad, sizeof bad, "bad.trace");
-    small_trace(good, 1024, 900);
-    size_t n;
-    char *b = read_all(good, &n);
-
     write_bytes(bad, "hello world, not a trace at all", 31);
     expect_load_error(bad, "wrong magic");
     write_bytes(bad, "", 0);
@@ -276,6 +272,11 @@ static void bad_inputs(void)
     write_bytes(bad, b, n);
     expect_load_error(bad, "but the file has only");
     b[(8 + 4 + 6 * 4) + 6] = 0;
+}
+
+/* Sets outside the header's d_ff, and bytes after the last token. */
+static void bad_sets(const char *bad, char *b, size_t n)
+{
     /* neuron 900 recorded, header shrunk to d_ff 512 */
     memcpy(b + 8 + 4 + 8, "\x00\x02\x00\x00", 4);
     reseal_header(b);
@@ -295,6 +296,10 @@ static void bad_inputs(void)
     struct trace tr;
     CHECK(trace_load(bad, &tr, err, sizeof err) == 0); /* restored: loads again */
     trace_free(&tr);
+}
+
+static void corrupted_bytes(const char *bad, const char *b, size_t n)
+{
     /* corrupted bytes anywhere: an error naming the file, never a crash
      * (ASan runs this) nor a trace (the CRCs see it) */
     struct rng r;
@@ -314,9 +319,10 @@ static void bad_inputs(void)
     char missing[256];
     path_of(missing, sizeof missing, "missing.trace");
     expect_load_error(missing, "cannot read");
-    free(b);
+}
 
-    /* the writer refuses bad sets, and an aborted trace leaves nothing behind */
+static void writer_refusals(void)
+{
     char w_path[256];
     path_of(w_path, sizeof w_path, "refused.trace");
     struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}"};
@@ -339,6 +345,22 @@ static void bad_inputs(void)
     CHECK(trace_writer_open(w_path, &m, err, sizeof err) == NULL && strstr(err, "exceeds the format's"));
     CHECK(stat(w_path, &st) != 0);
     free(big);
+}
+
+static void bad_inputs(void)
+{
+    char good[256], bad[256];
+    path_of(good, sizeof good, "good.trace");
+    path_of(bad, sizeof bad, "bad.trace");
+    small_trace(good, 1024, 900);
+    size_t n;
+    char *b = read_all(good, &n);
+    bad_headers(bad, b, n);
+    bad_sets(bad, b, n);
+    corrupted_bytes(bad, b, n);
+    free(b);
+    /* the writer refuses bad sets, and an aborted trace leaves nothing behind */
+    writer_refusals();
 }
 
 /* 256 tokens x 32 layers x 16384 neurons at 3% (active sets only): well under 10 MB. */
