@@ -142,21 +142,26 @@ static void attention(struct engine *e, int l, int pos)
     b->matvec(e->be, r->xb2, L->wo, m->dtype, r->att_out, L->bo, d, (int)m->q_dim);
 }
 
+/* xb = norm(x) with the layer's norm (attn_norm or ffn_norm, weight and
+ * bias), the arch's kind of norm: the input of a branch. */
+static void norm_into_xb(struct engine *e, const float *weight, const float *bias)
+{
+    const struct arch *a = &e->m->arch;
+    e->be_ops->norm(e->be, e->s.xb, e->s.x, weight, bias, (int)e->m->shape.d_model, a->norm, a->norm_eps);
+}
+
 /* x += attn(norm1(x)); x += ffn(norm2(x)): OPT, Llama, Persimmon. */
 static void sequential_block(struct engine *e, int l, int pos)
 {
-    const struct model *m = e->m;
-    const struct layer_weights *L = &m->layers[l];
-    const struct arch *a = &m->arch;
-    const struct backend_ops *b = e->be_ops;
+    const struct layer_weights *L = &e->m->layers[l];
     struct run_state *r = &e->s;
-    int d = (int)m->shape.d_model;
-    b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
+    int d = (int)e->m->shape.d_model;
+    norm_into_xb(e, L->attn_norm, L->attn_norm_bias);
     attention(e, l, pos);
-    b->add(e->be, r->x, r->xb2, d);
-    b->norm(e->be, r->xb, r->x, L->ffn_norm, L->ffn_norm_bias, d, a->norm, a->norm_eps);
+    e->be_ops->add(e->be, r->x, r->xb2, d);
+    norm_into_xb(e, L->ffn_norm, L->ffn_norm_bias);
     e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->xb2);
-    b->add(e->be, r->x, r->xb2, d);
+    e->be_ops->add(e->be, r->x, r->xb2, d);
 }
 
 /* x += attn(n) + ffn(n) with n = norm(x), one norm per layer (Falcon,
@@ -164,17 +169,14 @@ static void sequential_block(struct engine *e, int l, int pos)
  * summed before the residual, in HF's order. */
 static void parallel_block(struct engine *e, int l, int pos)
 {
-    const struct model *m = e->m;
-    const struct layer_weights *L = &m->layers[l];
-    const struct arch *a = &m->arch;
-    const struct backend_ops *b = e->be_ops;
+    const struct layer_weights *L = &e->m->layers[l];
     struct run_state *r = &e->s;
-    int d = (int)m->shape.d_model;
-    b->norm(e->be, r->xb, r->x, L->attn_norm, L->attn_norm_bias, d, a->norm, a->norm_eps);
+    int d = (int)e->m->shape.d_model;
+    norm_into_xb(e, L->attn_norm, L->attn_norm_bias);
     attention(e, l, pos);
     e->ffn.ops->forward(&e->ffn, l, pos, r->xb, r->ffn_out);
-    b->add(e->be, r->ffn_out, r->xb2, d);
-    b->add(e->be, r->x, r->ffn_out, d);
+    e->be_ops->add(e->be, r->ffn_out, r->xb2, d);
+    e->be_ops->add(e->be, r->x, r->ffn_out, d);
 }
 
 /* logits = output · final_norm(x) (+ output bias). */
