@@ -21,6 +21,7 @@
 
 #include "cache/layout.h"
 #include "cache/policy.h"
+#include "cache/policy_spec.h"
 #include "traces/trace.h"
 
 /* policy: naive, hybrid, predictor, window:K (K >= 1 tokens, the current
@@ -40,10 +41,6 @@ const struct policy_ops *cache_policy_ops(const char *text);
  * argument); NULL when none has it. */
 const struct policy_ops *cache_policy_named(const char *name);
 const struct layout_ops *cache_layout_named(const char *name);
-
-/* The name cache_parse_policy reads back: "lru", or with an argument
- * "window:5". */
-void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len);
 
 /* The one sizing rule: a byte budget for the FFN caches is split evenly
  * over the layers (the paper preallocates one matrix per layer), in rows of

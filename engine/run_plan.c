@@ -20,7 +20,10 @@ int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, cha
     const struct cache_mode *m = cache_mode_find(mode);
     if (!m)
         return -1;
-    cache_mode_names(m, window, coalesce, policy, plen, layout, llen);
+    bool k_auto = !strcmp(window, "auto");
+    struct policy_spec p = cache_mode_policy(m, k_auto ? 0 : strtoull(window, NULL, 10), k_auto);
+    cache_policy_name(&p, policy, plen);
+    cache_mode_layout(m, coalesce, layout, llen);
     return 0;
 }
 
@@ -106,7 +109,8 @@ static int choose_window(const struct run_plan_input *in, uint64_t capacity, str
         return -1;
     out->window_k = wc.k;
     out->window_from = wc.from;
-    cache_policy_name(&policy_window, wc.k, out->policy, sizeof out->policy);
+    struct policy_spec w = policy_spec_of(&policy_window, wc.k);
+    cache_policy_name(&w, out->policy, sizeof out->policy);
     return 0;
 }
 

@@ -204,7 +204,7 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
     c->predictor_fraction = pred;
     /* the method is one of the modes (cache/mode.h): its policy decides the volumes */
     const struct cache_mode *mode = cache_mode_find(method);
-    const struct policy_ops *ops = mode ? cache_policy_named(mode->policy) : NULL;
+    const struct policy_ops *ops = mode ? mode->policy : NULL;
     if (!ops)
         return -1; /* not one of the paper's methods: the callers say what they lack */
     if (ops->reads_whole_layers) {
@@ -224,7 +224,8 @@ int paper_cost_config(struct cost_config *c, const struct model_shape *s, const 
         paper_density(s->name, "window_resident_fraction", &resident, NULL, 0);
         paper_density(s->name, "window_k", &k, NULL, 0);
         /* the paper: k previous tokens + this one */
-        cache_policy_name(&policy_window, (uint64_t)k + 1, c->policy, sizeof c->policy);
+        struct policy_spec w = policy_spec_of(&policy_window, (uint64_t)k + 1);
+        cache_policy_name(&w, c->policy, sizeof c->policy);
         volumes_from_fractions(s, &policy_window, loaded, resident, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     }
@@ -530,7 +531,8 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
     double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
     if (tokens < 2)
         fresh = held; /* a one-token window reloads everything it holds */
-    cache_policy_name(&policy_window, (uint64_t)lround(tokens), c.policy, sizeof c.policy); /* a label: volumes given */
+    struct policy_spec w = policy_spec_of(&policy_window, (uint64_t)lround(tokens));
+    cache_policy_name(&w, c.policy, sizeof c.policy); /* a label: volumes given */
     volumes_from_fractions(s, &policy_window, fresh, held, &c.vol);
     if (cost_predict(&c, &p, err, errlen) != 0)
         return -1;

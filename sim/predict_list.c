@@ -189,7 +189,8 @@ static int resolve_window(const struct predict_setup *s, struct policy_predictio
     struct window_auto_input in = {s->trace, s->use_predicted, it->window_tokens, sh->d_ff, it->window_rows};
     if (window_auto_choose(&in, &it->window, err, errlen) != 0)
         return -1;
-    cache_policy_name(&policy_window, it->window.k, it->config.policy, sizeof it->config.policy);
+    struct policy_spec w = policy_spec_of(&policy_window, it->window.k);
+    cache_policy_name(&w, it->config.policy, sizeof it->config.policy);
     return 0;
 }
 

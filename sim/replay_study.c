@@ -56,7 +56,8 @@ int replay_window_sweep(const struct replay_study *s, struct replay_result *swee
     for (size_t k = 0; k < s->n_layouts; k++)
         for (size_t w = 0; w < REPLAY_SWEEP_K; w++) {
             char name[32];
-            cache_policy_name(&policy_window, w + 1, name, sizeof name);
+            struct policy_spec window = policy_spec_of(&policy_window, w + 1);
+            cache_policy_name(&window, name, sizeof name);
             struct replay_spec spec = {name, s->layouts[k], s->budgets[0].bytes, s->use_predicted, true,
                                        s->row_stride};
             if (replay_run(s->tr, &spec, &sweep[k * REPLAY_SWEEP_K + w], why, sizeof why) != 0)

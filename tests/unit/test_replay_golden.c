@@ -278,9 +278,11 @@ static void property_tests(void)
     CHECK_U64(policy_layer_rows(&policy_predictor, 30, 100), 0);
     CHECK_U64(policy_layer_rows(&policy_naive, 0, 100), 0);
     char name[32];
-    cache_policy_name(&policy_window, 5, name, sizeof name);
+    struct policy_spec spec = policy_spec_of(&policy_window, 5);
+    cache_policy_name(&spec, name, sizeof name);
     CHECK_STR(name, "window:5");
-    cache_policy_name(&policy_lru, 9, name, sizeof name);
+    spec = policy_spec_of(&policy_lru, 9);
+    cache_policy_name(&spec, name, sizeof name);
     CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
     /* the one mode table: the paper's order, K and G where a mode takes them */
@@ -289,10 +291,14 @@ static void property_tests(void)
     for (size_t i = 0; i < 5; i++)
         CHECK(cache_mode_at(i) && !strcmp(cache_mode_at(i)->name, order[i]));
     CHECK(cache_mode_at(5) == NULL && cache_mode_find("dense") == NULL);
-    cache_mode_names(cache_mode_find("all"), "auto", 3, pol, sizeof pol, lay, sizeof lay);
+    spec = cache_mode_policy(cache_mode_find("all"), 0, true);
+    cache_policy_name(&spec, pol, sizeof pol);
+    cache_mode_layout(cache_mode_find("all"), 3, lay, sizeof lay);
     CHECK_STR(pol, "window:auto");
     CHECK_STR(lay, "coalesce:3");
-    cache_mode_names(cache_mode_find("naive"), "5", 3, pol, sizeof pol, lay, sizeof lay);
+    spec = cache_mode_policy(cache_mode_find("naive"), 5, false);
+    cache_policy_name(&spec, pol, sizeof pol);
+    cache_mode_layout(cache_mode_find("naive"), 3, lay, sizeof lay);
     CHECK_STR(pol, "naive");
     CHECK_STR(lay, "coalesce:0");
     CHECK_STR(cache_mode_find("window")->paper_label, "+ windowing");
