@@ -56,7 +56,8 @@ struct cache_geometry {
 };
 
 struct cache_config {
-    const char *policy, *layout;
+    struct policy_spec policy;    /* window:auto resolved: a K */
+    const char *layout;
     uint64_t capacity_rows;       /* per layer; 0: none (policies that need no budget) */
     const struct trace *known;    /* the sets to come: hot, belady, friends need it */
     bool known_predicted;
@@ -96,7 +97,8 @@ struct cache_step {
 
 /* Sets the cache up; every row starts on flash except what the policy
  * preloads (hybrid's resident part, hot's pinned rows). 0, or -1 with err
- * (a bad name, hot/belady/friends without known sets, memory). */
+ * (no policy or K unresolved, a bad layout name, hot/belady/friends
+ * without known sets, memory). */
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
                size_t errlen);
 void cache_close(struct cache *c);

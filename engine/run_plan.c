@@ -201,7 +201,9 @@ static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out,
         out->layer_rows[l] = deflt;
     if (!in->trace || !deflt)
         return 0;
-    struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
+    struct cache_config cc = {{0}, in->layout, capacity, in->trace, in->use_predicted, false};
+    if (cache_policy_parse(out->policy, false, &cc.policy, err, errlen) != 0) /* until the plan holds a value */
+        return -1;
     struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype),
                                m->arch.glu ? 3 : 2, m->bundle_stride};
     if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {

@@ -186,7 +186,9 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
     res->dram_budget = spec->dram_budget;
     res->budget_rows = capacity;
-    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
+    struct cache_config cfg = {{0}, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
+    if (cache_policy_parse(spec->policy, false, &cfg.policy, err, errlen) != 0) /* until the spec holds a value */
+        return -1;
     uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
     struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
                                res->row_bytes};

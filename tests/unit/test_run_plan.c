@@ -122,7 +122,9 @@ static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capa
 {
     char policy[32], err[256];
     snprintf(policy, sizeof policy, "window:%u", k);
-    struct cache_config cc = {policy, "bundled", capacity, tr, false, false};
+    struct cache_config cc = {{0}, "bundled", capacity, tr, false, false};
+    if (cache_policy_parse(policy, false, &cc.policy, err, sizeof err) != 0)
+        return UINT64_MAX;
     struct cache_geometry g = {1, 8, 16, 2, STRIDE};
     struct cache c;
     uint64_t overflow = 0;
