@@ -97,7 +97,8 @@ static int ffn_budget(const struct predict_setup *s, const char *policy, double 
     struct cost_config c;
     double pred = predictor_of(s, policy, &c) * b;
     *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b - pred;
-    if (replay_policy_uses_budget(policy) && *bytes <= 0) {
+    const struct policy_ops *ops = cache_policy_ops(policy); /* until the config holds a value */
+    if (ops && ops->uses_budget && *bytes <= 0) {
         char held[32], pheld[32];
         format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
         format_size((uint64_t)pred, pheld, sizeof pheld);

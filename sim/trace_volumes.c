@@ -24,7 +24,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     }
     double scale = (double)spec->dtype_bytes / tr->meta.bytes_per_weight;
     struct replay_spec rs = {
-        .policy = spec->policy,
+        .policy = {ops, arg, false},
         .layout = spec->layout,
         /* within the budget as run and replay keep it: a window the FFN
          * cache cannot hold shrinks (drops its oldest token early) */
@@ -47,11 +47,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
 void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
                              uint32_t trace_bytes, struct token_volumes *v)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    bool matrix = cache_parse_policy(r->policy, &ops, &arg, err, sizeof err) == 0 &&
-                  ops->keeps_recent;
+    bool matrix = r->pol.ops->keeps_recent;
     double scale = (double)dtype_bytes / trace_bytes;
     double tokens = r->n_tokens ? (double)r->n_tokens : 1;
     memset(v, 0, sizeof *v);

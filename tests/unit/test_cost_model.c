@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "policy_text.h"
 #include "test_files.h"
 #include "common/provenance.h"
 #include "sim/cost_model.h"
@@ -424,7 +425,7 @@ static void test_window_within_budget(void)
     char err[1024];
     su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
     double scale = 4.0 / tr.meta.bytes_per_weight;
-    struct replay_spec bound = {.policy = "window:12", .layout = "bundled",
+    struct replay_spec bound = {.policy = POLICY("window:12"), .layout = "bundled",
                                 .dram_budget = (uint64_t)(window_setup_ffn_bytes(&s) / scale),
                                 .use_predicted = su.use_predicted};
     struct replay_spec unbound = bound;

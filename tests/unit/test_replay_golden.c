@@ -1,6 +1,7 @@
 /* Exact bytes, reads, hits and row counts of every policy and layout on
  * small traces worked out by hand (the derivations are in the comments). */
 #include "check.h"
+#include "policy_text.h"
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
@@ -26,7 +27,9 @@ static struct replay_result run_spec(struct replay_spec spec)
     struct replay_result r;
     char err[256] = "";
     if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "replay %s %s: %s\n", spec.policy, spec.layout, err);
+        char name[POLICY_NAME_MAX];
+        cache_policy_name(&spec.policy, name, sizeof name);
+        fprintf(stderr, "replay %s %s: %s\n", name, spec.layout, err);
         check_failures++;
         memset(&r, 0, sizeof r);
     }
@@ -35,13 +38,13 @@ static struct replay_result run_spec(struct replay_spec spec)
 
 static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, false, 0});
+    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, false, 0});
 }
 
 /* A replay with the budget binding, as every row of a budget study. */
 static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, true, 0});
+    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, true, 0});
 }
 
 #define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -132,8 +135,9 @@ static void feasibility_tests(void)
 static void study_tests(void)
 {
     const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
+    const struct policy_spec pols[] = {POLICY(policies[0]), POLICY(policies[1])};
     const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL, 0};
+    struct replay_study st = {&tr, pols, 2, layouts, 1, budgets, 2, false, NULL, 0};
     struct replay_row rows[4];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -160,7 +164,8 @@ static void study_tests(void)
 /* friends against bundled: 144 bytes against 104 for the predictor. */
 static void friends_note_tests(void)
 {
-    const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
+    const struct policy_spec policies[] = {POLICY("predictor")};
+    const char *layouts[] = {"bundled", "friends"};
     const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0};
     struct replay_row rows[2];
@@ -243,7 +248,7 @@ static void stride_tests(void)
     /* lru in 16 bytes at a 16-byte stride holds one row, as the packed
      * replay does in 8: the same decisions, every read twice the bytes */
     struct replay_result one = run("lru", "bundled", 8);
-    struct replay_result wide = run_spec((struct replay_spec){"lru", "bundled", 16, false, false, 16});
+    struct replay_result wide = run_spec((struct replay_spec){POLICY("lru"), "bundled", 16, false, false, 16});
     CHECK_U64(wide.capacity_rows, 1);
     CHECK_U64(wide.row_bytes, 16);
     CHECK_COUNTS(wide, one.total.reads, 2 * one.total.bytes, one.total.hits, one.total.inserted, one.total.deleted);
@@ -405,12 +410,13 @@ int main(void)
 
     /* Spec errors are reported, not guessed. */
     char err[256];
-    CHECK(replay_check_policy("window:0", err, sizeof err) != 0);
-    CHECK(replay_check_policy("window", err, sizeof err) != 0);
-    CHECK(replay_check_policy("lru:3", err, sizeof err) != 0);
-    CHECK(replay_check_policy("fifo", err, sizeof err) != 0 && strstr(err, "available"));
+    struct policy_spec pol;
+    CHECK(cache_policy_parse("window:0", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("window", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("lru:3", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("fifo", false, &pol, err, sizeof err) != 0 && strstr(err, "available"));
     CHECK(replay_check_layout("coalesce:x", err, sizeof err) != 0);
     CHECK(replay_check_layout("coalesce:0", err, sizeof err) == 0);
-    CHECK(replay_policy_uses_budget("belady") && !replay_policy_uses_budget("window:3"));
+    CHECK(POLICY("belady").ops->uses_budget && !POLICY("window:3").ops->uses_budget);
     return check_report("test_replay_golden");
 }
