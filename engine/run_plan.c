@@ -27,6 +27,12 @@ int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, cha
     return 0;
 }
 
+/* "window:auto" (until the plan takes a policy value). */
+static bool auto_text(const char *policy)
+{
+    return !strcmp(policy, "window:auto");
+}
+
 static void human(uint64_t v, char *buf, size_t len)
 {
     double x = (double)v;
@@ -120,7 +126,7 @@ static int parse_policy(const struct run_plan_input *in, const struct policy_ops
 {
     uint64_t arg = 0;
     snprintf(out->policy, sizeof out->policy, "%s", in->policy);
-    if (window_auto_is(in->policy)) {
+    if (auto_text(in->policy)) {
         *pol = &policy_window;
         if (!in->budget) {
             err_set(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
@@ -143,9 +149,9 @@ int run_plan_check_names(const char *policy, const char *layout, char *err, size
     const struct policy_ops *pol;
     const struct layout_ops *lay;
     uint64_t arg = 0;
-    if (!window_auto_is(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
+    if (!auto_text(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
         return -1;
-    if (!window_auto_is(policy) && pol->takes_arg && arg > RUN_MAX_WINDOW) {
+    if (!auto_text(policy) && pol->takes_arg && arg > RUN_MAX_WINDOW) {
         err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
         return -1;
     }
@@ -277,7 +283,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     if (plan_staging(in, pol, lay, fixed, avail, capacity, &staged, out, err, errlen) != 0 ||
         plan_capacity(in, pol, avail - (in->budget ? staged : 0), &capacity, err, errlen) != 0)
         return -1;
-    if (window_auto_is(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
+    if (auto_text(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
     uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * s->d_model * dtype_size(m->dtype);

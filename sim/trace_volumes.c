@@ -10,10 +10,7 @@
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
                   struct token_volumes *v, char *err, size_t errlen)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    if (cache_parse_policy(spec->policy, &ops, &arg, err, errlen) != 0)
-        return -1;
+    const struct policy_ops *ops = spec->policy.ops;
     if (ops->reads_whole_layers) {
         err_set(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
@@ -24,7 +21,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     }
     double scale = (double)spec->dtype_bytes / tr->meta.bytes_per_weight;
     struct replay_spec rs = {
-        .policy = {ops, arg, false},
+        .policy = spec->policy,
         .layout = spec->layout,
         /* within the budget as run and replay keep it: a window the FFN
          * cache cannot hold shrinks (drops its oldest token early) */

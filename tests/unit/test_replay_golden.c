@@ -204,9 +204,10 @@ static void pricing_tests(void)
     struct predict_setup s = p.setup;
     s.layout = "bundled";
     struct policy_prediction *items = NULL;
-    size_t n = 0;
-    CHECK(predict_list(&s, "window:2,predictor", &items, &n, err, sizeof err) == 0 && n == 2);
+    size_t n = 2;
     const char *names[] = {"window:2", "predictor"};
+    const struct policy_spec list[] = {POLICY(names[0]), POLICY(names[1])};
+    CHECK(predict_list(&s, list, n, &items, err, sizeof err) == 0 && n == 2);
     for (size_t i = 0; items && i < 2; i++) {
         struct replay_result r = run(names[i], "bundled", 0);
         struct policy_prediction one;
