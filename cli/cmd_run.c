@@ -140,10 +140,7 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
  * agree with an explicit --mode). */
 static int choose_policy(const struct run_opts *o, struct run_setup *p)
 {
-    char window[24] = "auto";
-    if (o->window)
-        snprintf(window, sizeof window, "%llu", (unsigned long long)o->window);
-    if (run_mode_preset(o->mode, window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
+    if (run_mode_preset(o->mode, (uint32_t)o->window, (uint32_t)o->coalesce, &p->policy, p->layout,
                         sizeof p->layout) != 0) {
         fb_error("internal: run --mode '%s' has no preset", o->mode); /* the option's allowed values do */
         return -1;
@@ -151,19 +148,25 @@ static int choose_policy(const struct run_opts *o, struct run_setup *p)
     bool mode_given = opts_given(&run_command, o, "mode");
     if (!o->policy && !o->layout)
         return 0;
-    const char *policy = o->policy ? o->policy : p->policy;
-    const char *layout = o->layout ? o->layout : mode_given ? p->layout : "bundled";
-    if (mode_given && (strcmp(policy, p->policy) || strcmp(layout, p->layout))) {
-        fb_error("run: --mode %s means --policy %s --layout %s, not %s and %s", o->mode, p->policy, p->layout, policy,
-                 layout);
-        return -1;
-    }
-    char err[256];
-    if (run_plan_check_names(policy, layout, err, sizeof err) != 0) {
+    char err[256], preset[POLICY_NAME_MAX], given[POLICY_NAME_MAX];
+    struct policy_spec policy = p->policy;
+    if (o->policy && cache_policy_parse(o->policy, true, &policy, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return -1;
     }
-    snprintf(p->policy, sizeof p->policy, "%s", policy);
+    const char *layout = o->layout ? o->layout : mode_given ? p->layout : "bundled";
+    if (mode_given && (!policy_spec_equal(&policy, &p->policy) || strcmp(layout, p->layout))) {
+        cache_policy_name(&p->policy, preset, sizeof preset);
+        cache_policy_name(&policy, given, sizeof given);
+        fb_error("run: --mode %s means --policy %s --layout %s, not %s and %s", o->mode, preset, p->layout, given,
+                 layout);
+        return -1;
+    }
+    if (run_plan_check(&policy, layout, err, sizeof err) != 0) {
+        fb_error("run: %s", err);
+        return -1;
+    }
+    p->policy = policy;
     snprintf(p->layout, sizeof p->layout, "%s", layout);
     return 0;
 }
@@ -197,9 +200,11 @@ static int check_source(const struct run_opts *o, const struct run_setup *p)
                  "choice is them (use --active predictor, gate or trace:FILE)");
         return -1;
     }
-    if (chooser && p->ops->reads_whole_layers) {
+    if (chooser && p->policy.ops->reads_whole_layers) {
+        char policy[POLICY_NAME_MAX];
+        cache_policy_name(&p->policy, policy, sizeof policy);
         fb_error("run --active %s: policy %s reads every neuron it does not hold, so nothing is chosen (use "
-                 "--mode predictor, window or all, or --active oracle)", o->active, p->policy);
+                 "--mode predictor, window or all, or --active oracle)", o->active, policy);
         return -1;
     }
     return 0;
@@ -218,9 +223,8 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
         return -1;
     p->cfg.policy = p->policy;
     p->cfg.layout = p->layout;
-    p->ops = cache_policy_ops(p->policy); /* checked by choose_policy: a policy */
     /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
-    p->cfg.stream_dram = p->ops->reads_whole_layers && !p->ops->keeps_resident_part;
+    p->cfg.stream_dram = p->policy.ops->reads_whole_layers && !p->policy.ops->keeps_resident_part;
     if (!strncmp(o->active, "trace:", 6)) {
         char err[512];
         if (trace_load(o->active + 6, &p->trace, err, sizeof err) != 0) {
@@ -256,7 +260,7 @@ static int plan_run(const struct run_opts *o, const struct model *m, struct run_
 static int warm_up(const struct run_opts *o, const struct model *m, const struct backend_ops *be, int threads,
                    const int *prompt, int n_prompt, struct run_setup *p)
 {
-    if (!p->ops->known_from_profile || p->have_trace)
+    if (!p->policy.ops->known_from_profile || p->have_trace)
         return 0;
     char *text = o->warmup_file ? read_prompt_file(o->warmup_file) : NULL;
     if (o->warmup_file && !text)

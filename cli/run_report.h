@@ -31,8 +31,8 @@ struct run_setup {
     bool dense;
     struct ffn_flash_config cfg;
     struct run_plan_out plan;
-    char policy[64], layout[64];
-    const struct policy_ops *ops; /* policy's properties, read once (NULL: dense) */
+    struct policy_spec policy;    /* as asked (window:auto unresolved); ops NULL: dense */
+    char layout[64];
     struct trace trace, profile; /* profile: hot's warm-up under the oracle */
     bool have_trace, have_profile;
     char profile_desc[256];

@@ -120,12 +120,9 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
 
 uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    if (cache_parse_policy(cfg->policy, &ops, &arg, err, sizeof err) != 0)
+    if (!cfg->policy.ops)
         return 0;
-    return (uint32_t)policy_layer_rows(ops, cfg->capacity_rows, d_ff);
+    return (uint32_t)policy_layer_rows(cfg->policy.ops, cfg->capacity_rows, d_ff);
 }
 
 /* Appends ids[0..n) (ascending) to cache c and reads them straight into
@@ -160,12 +157,11 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
     const struct model_shape *s = &m->shape;
     bool traced = ff->cfg.active == SOURCE_TRACE;
     /* capacity 0 stays "none" here, as the run plan means it */
-    struct cache_config cc = {{0}, ff->cfg.layout, ff->cfg.capacity_rows,
+    struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
                               traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
     struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride};
     char err[512];
-    if (cache_policy_parse(ff->cfg.policy, false, &cc.policy, err, sizeof err) != 0 || /* until cfg holds a value */
-        cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
+    if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
         err_set(ff->err, ff->errlen, "%s", err);
         return -1;
     }
