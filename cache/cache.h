@@ -24,21 +24,14 @@
 #include "cache/policy_spec.h"
 #include "traces/trace.h"
 
-/* policy: naive, hybrid, predictor, window:K (K >= 1 tokens, the current
- * one included: the paper's k = 4 is window:5), lru, lfu, hot, belady.
+/* A policy is parsed into a value by cache_policy_parse (cache/policy_spec.h).
  * layout: split, bundled, friends, coalesce:G. 0, or -1 with err. */
-int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen);
 int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
                        size_t errlen);
 
-/* The ops of a policy name (its properties, for callers that hold the
- * name): "window:auto", the window the budget sizes, is a window. NULL when
- * the text names no policy. */
-const struct policy_ops *cache_policy_ops(const char *text);
-
 /* The policy or layout of this bare name ("window", "coalesce": no
- * argument); NULL when none has it. */
+ * argument); NULL when none has it. For tables that name an entry (the
+ * mode table's layouts); a caller asks a policy's properties, not its name. */
 const struct policy_ops *cache_policy_named(const char *name);
 const struct layout_ops *cache_layout_named(const char *name);
 

@@ -82,12 +82,6 @@ static int parse_policy_name(const char *text, const struct policy_ops **ops, ui
     return 0;
 }
 
-int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen)
-{
-    return parse_policy_name(text, ops, arg, err, errlen);
-}
-
 /* "name:auto" for a policy that takes an argument: its ops; else NULL. */
 static const struct policy_ops *auto_policy(const char *text)
 {
@@ -170,13 +164,6 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
     }
     *ops = layouts[k];
     return 0;
-}
-
-const struct policy_ops *cache_policy_ops(const char *text)
-{
-    struct policy_spec p;
-    char err[256];
-    return cache_policy_parse(text, true, &p, err, sizeof err) == 0 ? p.ops : NULL;
 }
 
 void cache_policy_name(const struct policy_spec *p, char *buf, size_t len)

@@ -262,14 +262,23 @@ static void stride_tests(void)
     replay_result_free(&two);
 }
 
-/* What callers outside cache/ ask of a policy: its properties by name
- * (window:auto is a window), and the one rule for a layer's rows. */
+/* The ops a name parses into (window:auto taken); NULL when it names none. */
+static const struct policy_ops *ops_of(const char *text)
+{
+    struct policy_spec p;
+    char err[256];
+    return cache_policy_parse(text, true, &p, err, sizeof err) == 0 ? p.ops : NULL;
+}
+
+/* What callers outside cache/ ask of a policy: its properties, from the
+ * value a name parses into (window:auto is a window), and the one rule for
+ * a layer's rows. */
 static void property_tests(void)
 {
-    CHECK(cache_policy_ops("naive") == &policy_naive);
-    CHECK(cache_policy_ops("window:auto") == &policy_window);
-    CHECK(cache_policy_ops("window:7") == &policy_window);
-    CHECK(cache_policy_ops("lru:3") == NULL && cache_policy_ops("mru") == NULL && cache_policy_ops("auto") == NULL);
+    CHECK(ops_of("naive") == &policy_naive);
+    CHECK(ops_of("window:auto") == &policy_window);
+    CHECK(ops_of("window:7") == &policy_window);
+    CHECK(ops_of("lru:3") == NULL && ops_of("mru") == NULL && ops_of("auto") == NULL);
     CHECK(policy_naive.reads_whole_layers && !policy_naive.keeps_resident_part);
     CHECK(policy_hybrid.reads_whole_layers && policy_hybrid.keeps_resident_part);
     CHECK(policy_predictor.keeps_recent && policy_window.keeps_recent && !policy_lru.keeps_recent);
