@@ -151,6 +151,25 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
     cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
 }
 
+/* The summary's policy of a flash run: the policy run and its cache. */
+static void summary_policy_json(cJSON *sum, const struct model *m, const struct run_setup *p)
+{
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(&p->plan.policy, name, sizeof name);
+    cJSON_AddStringToObject(sum, "policy", name);
+    cJSON_AddStringToObject(sum, "layout", p->layout);
+    if (p->plan.window_k)
+        cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
+    cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+    cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    /* the cache at the stride it holds rows in (ffn.bin's, padded for
+     * direct I/O): replay --row-stride S --dram-budget B reads what this
+     * run read, bytes included */
+    cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
+    cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
+                            (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
+}
+
 /* run.json: provenance, per-token rows, and the summaries (steady state:
  * every token after the cold ones; also cold, prompt and generated apart). */
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
@@ -183,22 +202,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddItemToObject(root, "summary", sum);
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
-    if (!p->dense) {
-        char name[POLICY_NAME_MAX];
-        cache_policy_name(&p->plan.policy, name, sizeof name);
-        cJSON_AddStringToObject(sum, "policy", name);
-        cJSON_AddStringToObject(sum, "layout", p->layout);
-        if (p->plan.window_k)
-            cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
-        cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
-        cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
-        /* the cache at the stride it holds rows in (ffn.bin's, padded for
-         * direct I/O): replay --row-stride S --dram-budget B reads what this
-         * run read, bytes included */
-        cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
-        cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
-                                (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
-    }
+    if (!p->dense)
+        summary_policy_json(sum, m, p);
     if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
