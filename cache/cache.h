@@ -1,8 +1,9 @@
 /* The FFN cache's decisions, one object for the offline replay
  * (sim/replay.c) and the engine's flash FFN (engine/ffn_flash.c): a policy
- * (cache/policy.h) and a flash layout (cache/layout.h) named by the same
- * strings everywhere, one rule that turns a byte budget into per-layer
- * capacities, and ONE request path per (token, layer):
+ * (cache/policy.h), given as a value (cache/policy_spec.h), and a flash
+ * layout (cache/layout.h) named by the same strings everywhere, one rule
+ * that turns a byte budget into per-layer capacities, and ONE request path
+ * per (token, layer):
  *
  *   needed rows already resident are hits; the misses, plus any rows the
  *   policy reads besides (naive, hybrid), go through the layout into reads;
