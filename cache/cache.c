@@ -32,22 +32,21 @@ void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t
     policy_delete_list(p, l, misses, n_miss);
 }
 
-static int check_config(const struct cache_config *cfg, char *err, size_t errlen)
+static int check_config(const struct cache_config *cfg, const struct layout_ops **lops, uint64_t *larg, char *err,
+                        size_t errlen)
 {
-    const struct policy_ops *pops;
-    const struct layout_ops *lops;
-    uint64_t arg;
-    if (cache_parse_policy(cfg->policy, &pops, &arg, err, errlen) != 0 ||
-        cache_parse_layout(cfg->layout, &lops, &arg, err, errlen) != 0)
+    const struct policy_ops *pops = cfg->policy.ops;
+    if (!pops || cfg->policy.arg_auto)
+        return err_set(err, errlen, "the cache needs a policy%s", pops ? " with its K chosen" : "");
+    if (cache_parse_layout(cfg->layout, lops, larg, err, errlen) != 0)
         return -1;
-    const char *who = pops->needs_known ? cfg->policy : lops->needs_known ? cfg->layout : NULL;
-    if (who && !cfg->known) {
-        err_set(err, errlen, "%s needs the sets to come (a trace): %s", who,
-                 pops == &policy_belady ? "belady looks into the future" :
-                 pops == &policy_hot ? "hot pins the trace's most frequent neurons" :
-                                       "friends counts co-activation over the trace");
-        return -1;
-    }
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(&cfg->policy, name, sizeof name);
+    const char *who = pops->needs_known ? name : (*lops)->needs_known ? cfg->layout : NULL;
+    if (who && !cfg->known)
+        return err_set(err, errlen, "%s needs the sets to come (a trace): %s %s", who,
+                       pops->needs_known ? pops->name : (*lops)->name,
+                       pops->needs_known ? pops->known_for : (*lops)->known_for);
     return 0;
 }
 
@@ -72,12 +71,16 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
                size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    if (check_config(cfg, err, errlen) != 0)
+    const struct layout_ops *lops;
+    uint64_t larg;
+    if (check_config(cfg, &lops, &larg, err, errlen) != 0)
         return -1;
     struct policy *p = &c->p;
     struct layout *lo = &c->lo;
-    cache_parse_policy(cfg->policy, &p->ops, &p->arg, err, errlen);
-    cache_parse_layout(cfg->layout, &lo->ops, &lo->arg, err, errlen);
+    lo->ops = lops;
+    lo->arg = larg;
+    p->ops = cfg->policy.ops;
+    p->arg = cfg->policy.arg;
     p->known = lo->known = cfg->known;
     p->predicted = lo->predicted = cfg->known_predicted;
     p->n_layers = lo->n_layers = g->n_layers;

@@ -1,8 +1,9 @@
 /* The FFN cache's decisions, one object for the offline replay
  * (sim/replay.c) and the engine's flash FFN (engine/ffn/ffn_flash.c): a policy
- * (cache/policy.h) and a flash layout (cache/layout.h) named by the same
- * strings everywhere, one rule that turns a byte budget into per-layer
- * capacities, and ONE request path per (token, layer):
+ * (cache/policy.h), given as a value (cache/policy_spec.h), and a flash
+ * layout (cache/layout.h) named by the same strings everywhere, one rule
+ * that turns a byte budget into per-layer capacities, and ONE request path
+ * per (token, layer):
  *
  *   needed rows already resident are hits; the misses, plus any rows the
  *   policy reads besides (naive, hybrid), go through the layout into reads;
@@ -21,29 +22,19 @@
 
 #include "cache/layout.h"
 #include "cache/policy.h"
+#include "cache/policy_spec.h"
 #include "traces/trace.h"
 
-/* policy: naive, hybrid, predictor, window:K (K >= 1 tokens, the current
- * one included: the paper's k = 4 is window:5), lru, lfu, hot, belady.
+/* A policy is parsed into a value by cache_policy_parse (cache/policy_spec.h).
  * layout: split, bundled, friends, coalesce:G. 0, or -1 with err. */
-int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen);
 int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
                        size_t errlen);
 
-/* The ops of a policy name (its properties, for callers that hold the
- * name): "window:auto", the window the budget sizes, is a window. NULL when
- * the text names no policy. */
-const struct policy_ops *cache_policy_ops(const char *text);
-
 /* The policy or layout of this bare name ("window", "coalesce": no
- * argument); NULL when none has it. */
+ * argument); NULL when none has it. For tables that name an entry (the
+ * mode table's layouts); a caller asks a policy's properties, not its name. */
 const struct policy_ops *cache_policy_named(const char *name);
 const struct layout_ops *cache_layout_named(const char *name);
-
-/* The name cache_parse_policy reads back: "lru", or with an argument
- * "window:5". */
-void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len);
 
 /* The one sizing rule: a byte budget for the FFN caches is split evenly
  * over the layers (the paper preallocates one matrix per layer), in rows of
@@ -61,7 +52,8 @@ struct cache_geometry {
 };
 
 struct cache_config {
-    const char *policy, *layout;
+    struct policy_spec policy;    /* window:auto resolved: a K */
+    const char *layout;
     uint64_t capacity_rows;       /* per layer; 0: none (policies that need no budget) */
     const struct trace *known;    /* the sets to come: hot, belady, friends need it */
     bool known_predicted;
@@ -101,7 +93,8 @@ struct cache_step {
 
 /* Sets the cache up; every row starts on flash except what the policy
  * preloads (hybrid's resident part, hot's pinned rows). 0, or -1 with err
- * (a bad name, hot/belady/friends without known sets, memory). */
+ * (no policy or K unresolved, a bad layout name, hot/belady/friends
+ * without known sets, memory). */
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
                size_t errlen);
 void cache_close(struct cache *c);

@@ -65,6 +65,7 @@ struct layout_ops {
     const char *arg_name;     /* how --help names the argument: "G" */
     bool needs_rows;          /* read() looks at the ids, not only their count */
     bool needs_known;         /* init() needs the trace's sets (friends) */
+    const char *known_for;    /* needs_known: what it reads them for, as a refusal says it */
     bool lists_reads;         /* read() can list its reads (contiguous ranges): the engine runs it */
     bool per_vector;          /* each vector of a row is its own read (split) */
     bool reads_unneeded;      /* a read may span rows not needed (friends; coalesce:G when G > 0),

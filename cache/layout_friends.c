@@ -142,6 +142,7 @@ const struct layout_ops layout_friends = {
     .name = "friends",
     .needs_rows = true,
     .needs_known = true,
+    .known_for = "counts co-activation over the trace",
     .reads_unneeded = true,
     .init = friends_init,
     .read = friends_read,

@@ -1,18 +1,17 @@
 /* The one mode table (cache/mode.h). */
 #include "cache/mode.h"
 
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cache/cache.h"
 
 static const struct cache_mode modes[] = {
-    {"naive", "naive", "naive", "coalesce:0"},
-    {"hybrid", "hybrid", "hybrid", "coalesce:0"},
-    {"predictor", "+ predictor", "predictor", "split"},
-    {"window", "+ windowing", "window", "split"},
-    {"all", "+ bundling", "window", "coalesce"},
+    {"naive", "naive", &policy_naive, "coalesce:0"},
+    {"hybrid", "hybrid", &policy_hybrid, "coalesce:0"},
+    {"predictor", "+ predictor", &policy_predictor, "split"},
+    {"window", "+ windowing", &policy_window, "split"},
+    {"all", "+ bundling", &policy_window, "coalesce"},
 };
 
 const struct cache_mode *cache_mode_at(size_t i)
@@ -28,22 +27,20 @@ const struct cache_mode *cache_mode_find(const char *name)
     return NULL;
 }
 
-/* name:arg when the bare name is one that takes an argument, else name. */
-static void with_arg(char *buf, size_t len, const char *name, bool takes_arg, const char *arg)
+struct policy_spec cache_mode_policy(const struct cache_mode *m, uint64_t k, bool k_auto)
 {
-    if (takes_arg)
-        snprintf(buf, len, "%s:%s", name, arg);
-    else
-        snprintf(buf, len, "%s", name);
+    struct policy_spec p = policy_spec_of(m->policy, k);
+    p.arg_auto = k_auto && m->policy->takes_arg;
+    if (p.arg_auto)
+        p.arg = 0;
+    return p;
 }
 
-void cache_mode_names(const struct cache_mode *m, const char *k, uint64_t g, char *policy, size_t plen,
-                      char *layout, size_t llen)
+void cache_mode_layout(const struct cache_mode *m, uint64_t g, char *layout, size_t len)
 {
-    const struct policy_ops *pol = cache_policy_named(m->policy);
     const struct layout_ops *lay = cache_layout_named(m->layout);
-    char gs[24];
-    snprintf(gs, sizeof gs, "%llu", (unsigned long long)g);
-    with_arg(policy, plen, m->policy, pol && pol->takes_arg, k);
-    with_arg(layout, llen, m->layout, lay && lay->takes_arg, gs);
+    if (lay && lay->takes_arg)
+        snprintf(layout, len, "%s:%llu", m->layout, (unsigned long long)g);
+    else
+        snprintf(layout, len, "%s", m->layout);
 }

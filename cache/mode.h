@@ -1,18 +1,21 @@
 /* The paper's ablation (Table 2) as modes: each mode one policy and one
  * layout, in one table that run --mode, reproduce, predict and the paper's
  * tables all read. A mode's policy or layout that takes an argument gets
- * the caller's: window's K (a number, or "auto"), coalesce's G, unless the
+ * the caller's: window's K (a number, or auto), coalesce's G, unless the
  * table fixes it ("coalesce:0"). Thread-safe (read-only data). */
 #ifndef FLASHBED_CACHE_MODE_H
 #define FLASHBED_CACHE_MODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cache/policy_spec.h"
 
 struct cache_mode {
     const char *name;        /* run --mode and the paper tables' "method": naive .. all */
     const char *paper_label; /* Table 2's words for the row: "naive", "+ predictor", ... */
-    const char *policy;      /* a policy name, its K left to the caller when it takes one */
+    const struct policy_ops *policy; /* its K left to the caller when it takes one */
     const char *layout;      /* a layout name, "coalesce:0" fixed, "coalesce" taking G */
 };
 
@@ -23,9 +26,10 @@ const struct cache_mode *cache_mode_at(size_t i);
 /* The mode named so; NULL when none is. */
 const struct cache_mode *cache_mode_find(const char *name);
 
-/* The mode's policy and layout with the caller's K and G where they take
- * them: "window:5" (or "window:auto"), "coalesce:3". */
-void cache_mode_names(const struct cache_mode *m, const char *k, uint64_t g, char *policy, size_t plen,
-                      char *layout, size_t llen);
+/* The mode's policy with the caller's K where it takes one (window:5, or
+ * with k_auto window:auto), and its layout's name with the caller's G
+ * where it takes one ("coalesce:3"; the table's "coalesce:0" stays). */
+struct policy_spec cache_mode_policy(const struct cache_mode *m, uint64_t k, bool k_auto);
+void cache_mode_layout(const struct cache_mode *m, uint64_t g, char *layout, size_t len);
 
 #endif

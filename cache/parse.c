@@ -1,5 +1,6 @@
-/* One parser for policy and layout strings ("window:5", "coalesce:2"): the
- * replay, the engine and the cost model all name them through it. */
+/* One parser for policy and layout strings ("window:5", "coalesce:2"), and
+ * the one formatter of a policy value back into its name
+ * (cache/policy_spec.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +59,11 @@ static int parse_named(const char *spec, const char *what, const char *const *na
     return -1;
 }
 
-int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen)
+/* The policy a name gives, with its argument (window:K's K, range
+ * checked). The text parser behind cache_policy_parse; "window:auto" is
+ * not a name here. */
+static int parse_policy_name(const char *text, const struct policy_ops **ops, uint64_t *arg, char *err,
+                             size_t errlen)
 {
     const char *names[COUNT(policies)], *args[COUNT(policies)];
     for (size_t i = 0; i < COUNT(policies); i++) {
@@ -76,6 +80,71 @@ int cache_parse_policy(const char *text, const struct policy_ops **ops, uint64_t
     }
     *ops = policies[k];
     return 0;
+}
+
+/* "name:auto" for a policy that takes an argument: its ops; else NULL. */
+static const struct policy_ops *auto_policy(const char *text)
+{
+    const char *colon = strchr(text, ':');
+    if (!colon || strcmp(colon, ":auto") != 0)
+        return NULL;
+    for (size_t i = 0; i < COUNT(policies); i++)
+        if (policies[i]->takes_arg && strlen(policies[i]->name) == (size_t)(colon - text) &&
+            !strncmp(policies[i]->name, text, (size_t)(colon - text)))
+            return policies[i];
+    return NULL;
+}
+
+int cache_policy_parse(const char *text, bool auto_ok, struct policy_spec *out, char *err, size_t errlen)
+{
+    const struct policy_ops *ops = auto_ok ? auto_policy(text) : NULL;
+    uint64_t arg = 0;
+    memset(out, 0, sizeof *out);
+    if (ops) { /* the K a budget sizes: resolved by the caller (sim/window_auto.h) */
+        out->ops = ops;
+        out->arg_auto = true;
+        return 0;
+    }
+    if (parse_policy_name(text, &ops, &arg, err, errlen) != 0)
+        return -1;
+    *out = policy_spec_of(ops, arg);
+    return 0;
+}
+
+/* One element of a list, p[0..len), into out. */
+static int parse_element(const char *list, const char *p, size_t len, size_t i, bool auto_ok,
+                         struct policy_spec *out, char *err, size_t errlen)
+{
+    char name[POLICY_NAME_MAX];
+    if (len == 0)
+        return err_set(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
+                       list);
+    if (len >= sizeof name)
+        return err_set(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list,
+                       sizeof name - 1);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    return cache_policy_parse(name, auto_ok, out, err, errlen);
+}
+
+int cache_policy_parse_list(const char *list, bool auto_ok, struct policy_spec **out, size_t *n, char *err,
+                            size_t errlen)
+{
+    size_t count = 1;
+    for (const char *p = list; *p; p++)
+        count += *p == ',';
+    *n = 0;
+    if (!(*out = calloc(count, sizeof **out)))
+        return err_set(err, errlen, "out of memory for %zu policies", count);
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, ",");
+        if (parse_element(list, p, len, *n, auto_ok, &(*out)[*n], err, errlen) != 0)
+            return -1;
+        ++*n;
+        p += len;
+        if (!*p)
+            return 0;
+    }
 }
 
 int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
@@ -97,28 +166,14 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
     return 0;
 }
 
-const struct policy_ops *cache_policy_ops(const char *text)
+void cache_policy_name(const struct policy_spec *p, char *buf, size_t len)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    const char *colon = strchr(text, ':');
-    if (colon && !strcmp(colon, ":auto")) { /* the K the budget sizes: a policy taking K */
-        for (size_t i = 0; i < COUNT(policies); i++)
-            if (policies[i]->takes_arg && strlen(policies[i]->name) == (size_t)(colon - text) &&
-                !strncmp(policies[i]->name, text, (size_t)(colon - text)))
-                return policies[i];
-        return NULL;
-    }
-    return cache_parse_policy(text, &ops, &arg, err, sizeof err) == 0 ? ops : NULL;
-}
-
-void cache_policy_name(const struct policy_ops *ops, uint64_t arg, char *buf, size_t len)
-{
-    if (ops->takes_arg)
-        snprintf(buf, len, "%s:%llu", ops->name, (unsigned long long)arg);
+    if (p->ops && p->ops->takes_arg && p->arg_auto)
+        snprintf(buf, len, "%s:auto", p->ops->name);
+    else if (p->ops && p->ops->takes_arg)
+        snprintf(buf, len, "%s:%llu", p->ops->name, (unsigned long long)p->arg);
     else
-        snprintf(buf, len, "%s", ops->name);
+        snprintf(buf, len, "%s", p->ops ? p->ops->name : "");
 }
 
 const struct policy_ops *cache_policy_named(const char *name)

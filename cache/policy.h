@@ -41,6 +41,7 @@ struct policy_ops {
     bool keeps_reads;        /* keeps what it reads for later tokens (rows it drops at once
                               * because the layer is full are overflow) */
     bool needs_known;        /* needs the trace's sets (profile or future) */
+    const char *known_for;   /* needs_known: what it reads them for, as a refusal says it */
     bool preload_is_read;    /* its preload is read from flash with the first token */
     bool reads_whole_layers; /* reads every row it does not hold, whatever the token needs (naive,
                               * hybrid): priced without a trace, streamed, nothing placed */

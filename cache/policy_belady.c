@@ -99,6 +99,7 @@ const struct policy_ops policy_belady = {
     .uses_budget = true,
     .keeps_reads = true,
     .needs_known = true,
+    .known_for = "looks into the future",
     .needs_future = true,
     .init = belady_init,
     .update = belady_update,

@@ -47,6 +47,7 @@ const struct policy_ops policy_hot = {
     .name = "hot",
     .uses_budget = true,
     .needs_known = true,
+    .known_for = "pins the trace's most frequent neurons",
     .known_from_profile = true,
     .preload_is_read = true,
     .init = hot_init,

@@ -143,12 +143,21 @@ static const char *throughput_kind(const struct cost_prediction *p)
     return p->chunk_bytes == 0 ? "sequential" : p->throughput_interpolated ? "interpolated" : "closed form";
 }
 
+/* The name of the policy priced. */
+static const char *priced(const struct policy_prediction *it, char *buf, size_t len)
+{
+    cache_policy_name(&it->config.policy, buf, len);
+    return buf;
+}
+
 /* The policy priced, and what was asked when they differ: "window:5 (window:auto)". */
 static const char *policy_label(const struct policy_prediction *it, char *buf, size_t len)
 {
+    char name[POLICY_NAME_MAX], asked[POLICY_NAME_MAX];
     if (!it->window.k)
-        return it->config.policy;
-    snprintf(buf, len, "%s (%s)", it->config.policy, it->asked);
+        return priced(it, buf, len);
+    cache_policy_name(&it->asked, asked, sizeof asked);
+    snprintf(buf, len, "%s (%s)", priced(it, name, sizeof name), asked);
     return buf;
 }
 
@@ -167,7 +176,7 @@ static void window_md(struct strbuf *b, const struct policy_prediction *it, size
 /* One table row per policy for each of: latency, compute and flash, DRAM. */
 static char *predictions_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
-    char label[128];
+    char label[128], name[POLICY_NAME_MAX];
     struct strbuf b = {0};
     strbuf_add(&b, "# flashbed predict — %s, %s, %s, %s layout\n\n", s->shape->name, s->hw->name, s->dtype,
                s->layout);
@@ -185,7 +194,8 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
                s->io_threads);
     for (size_t i = 0; i < n; i++) {
         const struct cost_prediction *p = &it[i].prediction;
-        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.0f | %.0f | %.2f | %s |\n", it[i].config.policy,
+        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.0f | %.0f | %.2f | %s |\n",
+                   priced(&it[i], name, sizeof name),
                    p->attention_ms, p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9,
                    p->reads_per_token, p->chunk_bytes, p->throughput / 1e9, throughput_kind(p));
     }
@@ -195,7 +205,7 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
     for (size_t i = 0; i < n; i++) {
         const struct cost_prediction *p = &it[i].prediction;
         const double parts[] = {p->dram_embeddings, p->dram_attention, p->dram_predictor, p->dram_ffn, p->dram_total};
-        strbuf_add(&b, "| %s |", it[i].config.policy);
+        strbuf_add(&b, "| %s |", priced(&it[i], name, sizeof name));
         for (int k = 0; k < 5; k++)
             strbuf_add(&b, " %.2f (%.1f%%) |", parts[k] / 1e9, 100 * parts[k] / p->model_bytes);
         strbuf_add(&b, "\n");
@@ -203,12 +213,12 @@ static char *predictions_md(const struct predict_setup *s, const struct policy_p
     strbuf_add(&b, "\nPredictor (what chooses the neurons: held in DRAM, computed every token; the FFN cache gets "
                    "the budget less it):\n\n");
     for (size_t i = 0; i < n; i++)
-        strbuf_add(&b, "- %s: %s\n", it[i].config.policy,
+        strbuf_add(&b, "- %s: %s\n", priced(&it[i], name, sizeof name),
                    it[i].config.predictor_source[0] ? it[i].config.predictor_source
                                                     : "none (the policy reads every neuron, or none asked for)");
     strbuf_add(&b, "\nVolumes:\n\n");
     for (size_t i = 0; i < n; i++)
-        strbuf_add(&b, "- %s: %s\n", it[i].config.policy,
+        strbuf_add(&b, "- %s: %s\n", priced(&it[i], name, sizeof name),
                    it[i].config.vol.source[0] ? it[i].config.vol.source : "whole model (no sparsity)");
     return strbuf_take(&b);
 }
@@ -339,11 +349,23 @@ static int run_paper(const struct fb_settings *set, const char *what, const stru
     return 0;
 }
 
-/* The policies and the layout, checked before anything is loaded. */
-static int check_names(const struct predict_opts *o, size_t *n)
+/* Whether any of the n policies asks for window:auto. */
+static bool asks_auto(const struct policy_spec *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i].arg_auto)
+            return true;
+    return false;
+}
+
+/* The policies (parsed into *p, *n of them: the caller frees *p) and the
+ * layout, checked before anything is loaded. A policy the list names before
+ * one that does not parse is checked first, as the list reads. */
+static int check_names(const struct predict_opts *o, struct policy_spec **p, size_t *n)
 {
     char err[1024];
-    if (predict_list_check(o->policy, o->trace != NULL, n, err, sizeof err) != 0) {
+    int rc = cache_policy_parse_list(o->policy, true, p, n, err, sizeof err);
+    if (predict_list_check(*p, *n, o->trace != NULL, err, sizeof err) != 0 || rc != 0) {
         fb_error("predict: bad --policy: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
@@ -351,7 +373,7 @@ static int check_names(const struct predict_opts *o, size_t *n)
         fb_error("predict: bad --layout: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
-    if (opts_given(&predict_command, o, "tokens") && !strstr(o->policy, "window:auto")) {
+    if (opts_given(&predict_command, o, "tokens") && !asks_auto(*p, *n)) {
         fb_error("predict --tokens: the run's tokens choose window:auto's K; --policy %s has no window:auto",
                  o->policy);
         return -1;
@@ -395,10 +417,12 @@ static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, 
     cJSON *list = cJSON_AddArrayToObject(root, "predictions");
     for (size_t i = 0; i < n; i++) {
         cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "policy", it[i].config.policy);
+        char name[POLICY_NAME_MAX];
+        cJSON_AddStringToObject(e, "policy", priced(&it[i], name, sizeof name));
         if (it[i].window.k) {
             cJSON *w = cJSON_AddObjectToObject(e, "window_auto");
-            cJSON_AddStringToObject(w, "asked", it[i].asked);
+            cache_policy_name(&it[i].asked, name, sizeof name);
+            cJSON_AddStringToObject(w, "asked", name);
             cJSON_AddNumberToObject(w, "window_k", it[i].window.k);
             cJSON_AddNumberToObject(w, "capacity_rows", (double)it[i].window_rows);
             cJSON_AddNumberToObject(w, "tokens", (double)it[i].window_tokens);
@@ -447,24 +471,23 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
 static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
 {
     size_t n;
-    if (check_names(o, &n) != 0)
+    struct policy_spec *policies = NULL;
+    struct hw_profile *hw = NULL;
+    int rc = -1;
+    if (check_names(o, &policies, &n) != 0 || !(hw = calloc(1, sizeof *hw))) {
+        free(policies);
         return -1;
+    }
     char err[1024];
     struct model_shape shape;
-    struct hw_profile *hw = calloc(1, sizeof *hw);
-    if (!hw)
-        return -1;
     struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
                               .tokens = o->tokens};
-    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0) {
-        free(hw);
-        return -1;
-    }
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;
-    int rc = -1;
+    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
+        goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
         hw_profile_load(set, o->hw, hw, err, sizeof err) != 0 || cost_resolve_profile(hw, set, err, sizeof err) != 0) {
         fb_error("%s", err);
@@ -481,7 +504,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
             goto out;
         s.trace = &tr;
     }
-    if (predict_list(&s, o->policy, &items, &n, err, sizeof err) != 0)
+    if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
         rc = write_predictions(o, dir, prov, &s, items, n);
@@ -490,6 +513,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         trace_free(&tr);
 out:
     free(hw);
+    free(policies);
     return rc;
 }
 

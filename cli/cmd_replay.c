@@ -108,11 +108,13 @@ static int parse_budgets(const char *list, char **items, size_t n, const struct 
     return 0;
 }
 
-static int check_lists(char **policies, size_t np, char **layouts, size_t nl)
+/* The policies, parsed into pols[np] (window:auto is predict's and run's:
+ * a replay needs its K), and the layouts, checked. 0, or -1 (printed). */
+static int check_lists(char **policies, size_t np, struct policy_spec *pols, char **layouts, size_t nl)
 {
     char err[512];
     for (size_t i = 0; i < np; i++)
-        if (replay_check_policy(policies[i], err, sizeof err) != 0) {
+        if (cache_policy_parse(policies[i], false, &pols[i], err, sizeof err) != 0) {
             fb_error("replay --policy: %s", err);
             return -1;
         }
@@ -250,6 +252,7 @@ static void budget_params(cJSON *params, const struct replay_budget *b, size_t n
 struct replay_state {
     const struct fb_settings *set; /* the global settings (configs, plot scripts) */
     char **policies, **layouts, **budget_items;
+    struct policy_spec *pols;  /* policies parsed */
     struct replay_budget *budgets;
     struct trace tr;
     struct replay_pricing pricing;
@@ -270,6 +273,7 @@ static void state_free(struct replay_state *st)
         replay_pricing_close(&st->pricing);
     trace_free(&st->tr);
     free(st->policies);
+    free(st->pols);
     free(st->layouts);
     free(st->budget_items);
     free(st->budgets);
@@ -326,13 +330,14 @@ static int split_options(struct replay_opts *o, struct replay_state *st, struct 
     st->policies = split_commas(o->policy, &j->n_policies);
     st->layouts = split_commas(o->layout, &j->n_layouts);
     st->budget_items = split_commas(o->budget, &j->n_budgets);
-    if (!st->policies || !st->layouts || !st->budget_items) {
+    st->pols = st->policies ? calloc(j->n_policies, sizeof *st->pols) : NULL;
+    if (!st->policies || !st->pols || !st->layouts || !st->budget_items) {
         fb_error("replay: out of memory");
         return 2;
     }
-    j->policies = (const char *const *)st->policies;
+    j->policies = st->pols;
     j->layouts = (const char *const *)st->layouts;
-    return check_lists(st->policies, j->n_policies, st->layouts, j->n_layouts) != 0 ? 2 : 0;
+    return check_lists(st->policies, j->n_policies, st->pols, st->layouts, j->n_layouts) != 0 ? 2 : 0;
 }
 
 /* Writes what was replayed, then the sweep and the plots. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cache/cache.h"
+#include "cache/policy_spec.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
@@ -30,8 +30,8 @@
 #include "engine/forward/engine.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model_format.h"
-#include "engine/ffn/run_plan.h"
-#include "engine/forward/warmup.h"
+#include "engine/run/run_plan.h"
+#include "engine/run/run_setup.h"
 #include "io/direct_io.h"
 #include "traces/trace.h"
 
@@ -136,173 +136,26 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
     return 0;
 }
 
-/* The policy and layout: --mode's preset, or --policy/--layout (which must
- * agree with an explicit --mode). */
-static int choose_policy(const struct run_opts *o, struct run_setup *p)
+/* run's options as engine/run/run_setup.h takes them, --policy parsed into a
+ * value here, the one place run reads a policy's name (a dense run reads
+ * none). 0, or -1 (printed). */
+static int setup_options(const struct run_opts *o, const struct fb_settings *set, bool dense, struct run_options *ro)
 {
-    char window[24] = "auto";
-    if (o->window)
-        snprintf(window, sizeof window, "%llu", (unsigned long long)o->window);
-    if (run_mode_preset(o->mode, window, (uint32_t)o->coalesce, p->policy, sizeof p->policy, p->layout,
-                        sizeof p->layout) != 0) {
-        fb_error("internal: run --mode '%s' has no preset", o->mode); /* the option's allowed values do */
-        return -1;
-    }
-    bool mode_given = opts_given(&run_command, o, "mode");
-    if (!o->policy && !o->layout)
-        return 0;
-    const char *policy = o->policy ? o->policy : p->policy;
-    const char *layout = o->layout ? o->layout : mode_given ? p->layout : "bundled";
-    if (mode_given && (strcmp(policy, p->policy) || strcmp(layout, p->layout))) {
-        fb_error("run: --mode %s means --policy %s --layout %s, not %s and %s", o->mode, p->policy, p->layout, policy,
-                 layout);
-        return -1;
-    }
-    char err[256];
-    if (run_plan_check_names(policy, layout, err, sizeof err) != 0) {
+    *ro = (struct run_options){
+        .cmd = "run", .mode = o->mode, .mode_given = opts_given(&run_command, o, "mode"), .layout = o->layout,
+        .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
+        .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"),
+        .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
+        .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
+        .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .warmup_file = o->warmup_file,
+        .settings = set};
+    char err[512];
+    if (!dense && o->policy && cache_policy_parse(o->policy, true, &ro->policy, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return -1;
     }
-    snprintf(p->policy, sizeof p->policy, "%s", policy);
-    snprintf(p->layout, sizeof p->layout, "%s", layout);
     return 0;
 }
-
-/* --active oracle, predictor or gate (cli/select_opts.h): the engine's source and its threshold. */
-static int choose_source(const struct run_opts *o, const struct model *m, struct run_setup *p)
-{
-    bool given = opts_given(&run_command, o, "threshold");
-    if (select_choice_make("run", o->active, given, o->threshold, m, &p->sel) != 0)
-        return -1;
-    p->have_sel = true;
-    const struct select_config *c = &p->sel.cfg;
-    p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
-    p->cfg.predictor = c->predictor;
-    p->cfg.gate_threshold = c->threshold;
-    /* the truth beside a predictor: what it was trained to predict, unless told */
-    if (c->source != SOURCE_ORACLE)
-        p->cfg.threshold = opts_given(&run_command, o, "act-threshold") || !c->predictor
-                               ? (float)o->act_threshold
-                               : c->predictor->act_threshold;
-    snprintf(p->active_desc, sizeof p->active_desc, "%s", p->sel.desc);
-    return 0;
-}
-
-/* What the source cannot do with this run's policy and options. */
-static int check_source(const struct run_opts *o, const struct run_setup *p)
-{
-    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
-    if (o->check && p->cfg.active == SOURCE_ORACLE) {
-        fb_error("run --check compares a predictor, the gate or a trace with the true activations: the oracle's "
-                 "choice is them (use --active predictor, gate or trace:FILE)");
-        return -1;
-    }
-    if (chooser && p->ops->reads_whole_layers) {
-        fb_error("run --active %s: policy %s reads every neuron it does not hold, so nothing is chosen (use "
-                 "--mode predictor, window or all, or --active oracle)", o->active, p->policy);
-        return -1;
-    }
-    return 0;
-}
-
-static int plan_run(const struct run_opts *o, const struct model *m, struct run_setup *p)
-{
-    const struct model_shape *s = &m->shape;
-    p->cfg.threshold = (float)o->threshold;
-    p->cfg.check = o->check;
-    p->cfg.io_engine = o->io_engine;
-    p->cfg.io_threads = (unsigned)o->io_threads;
-    p->cfg.iodepth = (unsigned)o->iodepth;
-    p->cfg.direct = !o->buffered;
-    if (choose_policy(o, p) != 0)
-        return -1;
-    p->cfg.policy = p->policy;
-    p->cfg.layout = p->layout;
-    p->ops = cache_policy_ops(p->policy); /* checked by choose_policy: a policy */
-    /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
-    p->cfg.stream_dram = p->ops->reads_whole_layers && !p->ops->keeps_resident_part;
-    if (!strncmp(o->active, "trace:", 6)) {
-        char err[512];
-        if (trace_load(o->active + 6, &p->trace, err, sizeof err) != 0) {
-            fb_error("run --active: %s", err);
-            return -1;
-        }
-        p->have_trace = true;
-        if (trace_matches_shape(&p->trace, o->active + 6, s, err, sizeof err) != 0) {
-            fb_error("run --active: %s", err);
-            return -1;
-        }
-        if (trace_choose_sets(o->use, &p->trace.meta, o->active + 6, &p->cfg.use_predicted, err, sizeof err) != 0) {
-            fb_error("run --use: %s", err);
-            return -1;
-        }
-        p->cfg.active = SOURCE_TRACE;
-        p->cfg.trace = &p->trace;
-        snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)",
-                 o->active + 6, p->cfg.use_predicted ? "predicted" : "active",
-                 (unsigned long long)p->trace.n_tokens);
-    } else if (!strcmp(o->active, "oracle") || !strcmp(o->active, "predictor") || !strcmp(o->active, "gate")) {
-        if (choose_source(o, m, p) != 0)
-            return -1;
-    } else {
-        fb_error("run --active: '%s' is not oracle, predictor, gate or trace:FILE", o->active);
-        return -1;
-    }
-    return check_source(o, p);
-}
-
-/* hot under the oracle, a predictor or the gate ranks the neurons of a warm-up (engine/forward/warmup.h):
- * the --warmup-file text, else the prompt, run before the measured tokens. */
-static int warm_up(const struct run_opts *o, const struct fb_settings *set, const struct model *m,
-                   const struct backend_ops *be, int threads, const int *prompt, int n_prompt, struct run_setup *p)
-{
-    if (!p->ops->known_from_profile || p->have_trace)
-        return 0;
-    char *text = o->warmup_file ? read_prompt_file(o->warmup_file) : NULL;
-    if (o->warmup_file && !text)
-        return -1;
-    int n = n_prompt, *tokens = text ? encode_prompt(m, text, 0, &n) : (int *)prompt;
-    if (n > (int)m->shape.max_positions)
-        n = (int)m->shape.max_positions;
-    char err[512];
-    struct warmup_input in = {.settings = set, .m = m, .be = be, .threads = threads, .io = &p->cfg,
-                              .tokens = tokens, .n_tokens = n};
-    int rc = tokens ? warmup_profile(&in, &p->profile, err, sizeof err) : (snprintf(err, sizeof err, "out of memory"), -1);
-    if (rc != 0)
-        fb_error("run --warmup-file: %s", err);
-    p->have_profile = rc == 0;
-    snprintf(p->profile_desc, sizeof p->profile_desc, "hot ranks the %s's needed neurons over a warm-up of %d tokens (%s)",
-             o->active, n, o->warmup_file ? o->warmup_file : "the prompt");
-    if (tokens != prompt)
-        free(tokens);
-    free(text);
-    return rc;
-}
-
-/* Sizes the caches and staging to the budget (engine/ffn/run_plan.h) and refuses what cannot fit. */
-static int fit_budget(const struct model *m, struct run_setup *p, uint64_t tokens)
-{
-    char err[512];
-    if (p->dense) {
-        if (run_plan_dense_check(m, p->kv_bytes, p->budget, err, sizeof err) == 0)
-            return 0;
-        fb_error("run --mode dense: %s", err);
-        return -1;
-    }
-    struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
-                                .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
-                                .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
-                                .tokens = tokens, .stream_dram = p->cfg.stream_dram,
-                                .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg)};
-    if (run_plan_make(&in, &p->plan, err, sizeof err) != 0) {
-        fb_error("run: %s", err);
-        return -1;
-    }
-    run_plan_apply(&p->plan, p->have_profile ? &p->profile : NULL, &p->cfg);
-    return 0;
-}
-
-
 
 /* One run through the decode loop: its callback records a row of costs per
  * computed position, shows progress, and writes the generated text. */
@@ -441,6 +294,7 @@ static struct trace_writer *open_record(const struct run_opts *o, const struct m
 struct run {
     const struct fb_settings *set; /* the global settings (plot scripts, the backend's tuning) */
     struct run_opts o;
+    struct run_options ro;      /* o as data, for engine/run/run_setup.h */
     struct run_setup p;
     char *text;                 /* --prompt-file's or --prompt-ids' contents */
     const char *prompt_text;
@@ -465,13 +319,7 @@ static void run_free(struct run *r)
         engine_free(&r->e);
     free(r->out.rows);
     free(r->prompt);
-    if (r->p.have_trace)
-        trace_free(&r->p.trace);
-    if (r->p.have_profile)
-        trace_free(&r->p.profile);
-    if (r->p.have_sel)
-        select_choice_free(&r->p.sel);
-    free(r->p.plan.layer_rows);
+    run_setup_free(&r->p);
     if (r->model_open)
         model_close(&r->m);
     free(r->text);
@@ -533,21 +381,50 @@ static int open_model(struct run *r)
     return 0;
 }
 
-/* The budget, the plan, hot's warm-up and the fit, then the recording and
- * the engine. 0, or 1 (printed). */
+/* hot's warm-up (engine/run/run_setup.h) over the --warmup-file text, else
+ * the prompt. 0, or -1 (printed). */
+static int warm_up(struct run *r)
+{
+    const struct run_opts *o = &r->o;
+    if (!run_setup_needs_warmup(&r->p))
+        return 0;
+    char *text = o->warmup_file ? read_prompt_file(o->warmup_file) : NULL;
+    if (o->warmup_file && !text)
+        return -1;
+    int n = r->n_prompt, *tokens = text ? encode_prompt(&r->m, text, 0, &n) : r->prompt;
+    char err[2048] = "run --warmup-file: out of memory";
+    int rc = tokens ? run_setup_warmup(&r->ro, &r->m, r->be, r->threads, tokens, n, &r->p, err, sizeof err) : -1;
+    if (rc != 0)
+        fb_error("%s", err);
+    if (tokens != r->prompt)
+        free(tokens);
+    free(text);
+    return rc;
+}
+
+/* The budget, the setup (policy, source), hot's warm-up and the fit, then
+ * the recording. 0, or 1 (printed). */
 static int prepare(struct run *r)
 {
     const struct run_opts *o = &r->o;
     struct run_setup *p = &r->p;
     r->be = backend_find(o->d.backend);
     r->threads = decode_opts_threads(&o->d);
-    p->model_bytes = r->m.dram_bytes + r->m.ffn_bytes;
-    p->kv_bytes = 2ull * r->m.shape.n_layers * (uint64_t)r->max_seq * r->m.kv_dim * sizeof(float);
+    run_setup_sizes(p, &r->m, r->max_seq);
+    char err[10240]; /* a trace's or the model's path in it */
     if ((o->dram_budget && parse_budget(o->dram_budget, p->model_bytes, &p->budget) != 0) ||
-        (!p->dense && plan_run(o, &r->m, p) != 0) ||
-        (!p->dense && warm_up(o, r->set, &r->m, r->be, r->threads, r->prompt, r->n_prompt, p) != 0) ||
-        fit_budget(&r->m, p, (uint64_t)r->max_seq - 1) != 0)
+        setup_options(o, r->set, p->dense, &r->ro) != 0)
         return 1;
+    if (!p->dense && run_setup_plan(&r->ro, &r->m, p, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return 1;
+    }
+    if (warm_up(r) != 0)
+        return 1;
+    if (run_setup_fit(&r->ro, &r->m, p, (uint64_t)r->max_seq - 1, err, sizeof err) != 0) {
+        fb_error("%s", err);
+        return 1;
+    }
     if (o->record && !(r->rec = open_record(o, &r->m, p)))
         return 1;
     if (r->rec)

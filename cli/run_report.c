@@ -122,6 +122,57 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     cJSON_AddNumberToObject(sum, "tokens_with_misses", with_miss);
 }
 
+/* provenance.policy of a flash run: the policy run and the one asked for,
+ * by their names, and what the plan gave it. */
+static void policy_json(cJSON *prov, const struct model *m, const struct run_setup *p)
+{
+    char name[POLICY_NAME_MAX];
+    cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
+    cache_policy_name(&p->plan.policy, name, sizeof name);
+    cJSON_AddStringToObject(pol, "policy", name);
+    cache_policy_name(&p->policy, name, sizeof name);
+    cJSON_AddStringToObject(pol, "policy_requested", name);
+    cJSON_AddStringToObject(pol, "layout", p->layout);
+    if (p->plan.window_k)
+        cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
+    if (p->plan.window_from)
+        cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
+    if (p->have_profile)
+        cJSON_AddStringToObject(pol, "profile", p->profile_desc);
+    cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+    cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
+    for (uint32_t l = 0; l < m->shape.n_layers; l++)
+        cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
+    cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
+    cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
+    cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
+    cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
+    cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
+}
+
+/* The summary's policy of a flash run: the policy run and its cache. */
+static void summary_policy_json(cJSON *sum, const struct model *m, const struct run_setup *p,
+                                const struct run_report_extra *x)
+{
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(&p->plan.policy, name, sizeof name);
+    cJSON_AddStringToObject(sum, "policy", name);
+    cJSON_AddStringToObject(sum, "layout", p->layout);
+    if (p->plan.window_k)
+        cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
+    cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
+    cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    /* the cache at the stride it holds rows in (ffn.bin's, padded for
+     * direct I/O): replay --row-stride S --dram-budget B reads what this
+     * run read, bytes included */
+    cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
+    cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
+                            (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
+    /* the block a split read widens to: replay --read-align A counts it */
+    cJSON_AddNumberToObject(sum, "read_align", (double)x->read_align);
+}
+
 /* run.json: provenance, per-token rows, and the summaries (steady state:
  * every token after the cold ones; also cold, prompt and generated apart). */
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
@@ -137,28 +188,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
-    if (!p->dense) {
-        cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
-        cJSON_AddStringToObject(pol, "policy", p->plan.policy);
-        cJSON_AddStringToObject(pol, "policy_requested", p->policy);
-        cJSON_AddStringToObject(pol, "layout", p->layout);
-        if (p->plan.window_k)
-            cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
-        if (p->plan.window_from)
-            cJSON_AddStringToObject(pol, "window_chosen_from", p->plan.window_from);
-        if (p->have_profile)
-            cJSON_AddStringToObject(pol, "profile", p->profile_desc);
-        cJSON_AddNumberToObject(pol, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
-        cJSON_AddNumberToObject(pol, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
-        cJSON *lr = cJSON_AddArrayToObject(pol, "cache_rows_by_layer");
-        for (uint32_t l = 0; l < m->shape.n_layers; l++)
-            cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
-        cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
-        cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
-        cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
-        cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
-        cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
-    }
+    if (!p->dense)
+        policy_json(prov, m, p);
     cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
     for (int i = 0; i < r->n_rows; i++) {
         cJSON *t = row_json(&r->rows[i]);
@@ -174,23 +205,9 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddItemToObject(root, "summary", sum);
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
-    if (!p->dense) {
-        cJSON_AddStringToObject(sum, "policy", p->plan.policy);
-        cJSON_AddStringToObject(sum, "layout", p->layout);
-        if (p->plan.window_k)
-            cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
-        cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
-        cJSON_AddNumberToObject(sum, "capacity_rows_per_layer", (double)p->plan.capacity_rows);
-        /* the cache at the stride it holds rows in (ffn.bin's, padded for
-         * direct I/O): replay --row-stride S --dram-budget B reads what this
-         * run read, bytes included */
-        cJSON_AddNumberToObject(sum, "row_stride", (double)m->bundle_stride);
-        cJSON_AddNumberToObject(sum, "ffn_cache_stride_bytes",
-                                (double)p->plan.capacity_rows * m->shape.n_layers * (double)m->bundle_stride);
-        /* the block a split read widens to: replay --read-align A counts it */
-        cJSON_AddNumberToObject(sum, "read_align", (double)x->read_align);
-    }
-    if (p->ops && !p->ops->reads_whole_layers) /* a density of what was chosen */
+    if (!p->dense)
+        summary_policy_json(sum, m, p, x);
+    if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
         cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
@@ -222,8 +239,10 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
  * that makes every neuron active leaves nothing for the policy to save. */
 static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
 {
-    if (p->ops && p->ops->reads_whole_layers) {
-        strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", p->plan.policy);
+    if (p->policy.ops && p->policy.ops->reads_whole_layers) {
+        char name[POLICY_NAME_MAX];
+        cache_policy_name(&p->plan.policy, name, sizeof name);
+        strbuf_add(t, "- density: not measured (policy %s computes every neuron)\n", name);
         return;
     }
     double all = (double)m->shape.n_layers * m->shape.d_ff;
@@ -264,11 +283,13 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
     struct strbuf t = {0};
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(&p->plan.policy, name, sizeof name);
     if (p->dense)
         strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
     else
         strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
-                   p->plan.policy, p->plan.window_from ? " (window:auto)" : "", p->layout);
+                   name, p->plan.window_from ? " (window:auto)" : "", p->layout);
     strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
     strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
@@ -338,7 +359,8 @@ static void bytes_text(double bytes, char *buf, size_t len)
 static void fig8_title(const struct model *m, const struct run_setup *p, const struct run_report_extra *x, char *buf,
                        size_t len)
 {
-    char budget[96] = "no DRAM budget";
+    char budget[96] = "no DRAM budget", name[POLICY_NAME_MAX];
+    cache_policy_name(&p->plan.policy, name, sizeof name);
     if (p->budget) {
         char bytes[32];
         bytes_text((double)p->budget, bytes, sizeof bytes);
@@ -349,7 +371,7 @@ static void fig8_title(const struct model *m, const struct run_setup *p, const s
         snprintf(buf, len, "%s (%s), mode dense (every weight in DRAM), %s", m->shape.name, dtype_name(m->dtype), budget);
     else
         snprintf(buf, len, "%s (%s), mode %s: %s + %s, %s, %s neurons", m->shape.name, dtype_name(m->dtype), x->mode,
-                 p->plan.policy, p->layout, budget, source_name(p));
+                 name, p->layout, budget, source_name(p));
 }
 
 /* Fig. 8's second line: the machine and the disk the FFN was read from. */

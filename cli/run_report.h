@@ -1,7 +1,8 @@
-/* flashbed run's bookkeeping and result files: what the run was set up
- * with (struct run_setup), what each token cost (struct token_row), and
- * run.json (the format predict --compare reads), run.md (the paper's
- * Table 3 layout) and tokens.csv with its Fig. 8 plot. Part of cli/: it writes files and prints run.md. */
+/* flashbed run's bookkeeping and result files: what each token cost
+ * (struct token_row) and, with what the run was set up with
+ * (engine/run/run_setup.h), run.json (the format predict --compare reads),
+ * run.md (the paper's Table 3 layout) and tokens.csv with its Fig. 8 plot.
+ * Part of cli/: it writes files and prints run.md. */
 #ifndef FLASHBED_CLI_RUN_REPORT_H
 #define FLASHBED_CLI_RUN_REPORT_H
 
@@ -10,12 +11,9 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli/select_opts.h"
 #include "common/settings.h"
-#include "engine/ffn/ffn_flash.h"
 #include "engine/model/model.h"
-#include "engine/ffn/run_plan.h"
-#include "traces/trace.h"
+#include "engine/run/run_setup.h"
 
 /* One token's measured costs. */
 struct token_row {
@@ -26,23 +24,6 @@ struct token_row {
         overflow_rows, window_shrinks;
     double check_ms;              /* --check: the true activations' time, inside compute, apart from attention */
     double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
-};
-
-struct run_setup {
-    bool dense;
-    struct ffn_flash_config cfg;
-    struct run_plan_out plan;
-    char policy[64], layout[64];
-    const struct policy_ops *ops; /* policy's properties, read once (NULL: dense) */
-    struct trace trace, profile; /* profile: hot's warm-up under the oracle */
-    bool have_trace, have_profile;
-    char profile_desc[256];
-    uint64_t budget;           /* 0: none */
-    uint64_t model_bytes;      /* dram.bin + ffn.bin */
-    uint64_t kv_bytes;
-    char active_desc[400];
-    struct select_choice sel;  /* --active oracle, predictor or gate (have_sel) */
-    bool have_sel;
 };
 
 struct run_outcome {

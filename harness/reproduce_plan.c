@@ -281,9 +281,11 @@ bool repro_mode_get(size_t i, struct repro_mode *out)
         return false;
     out->m = m;
     out->mode = m->name;
-    cache_mode_names(m, "5", 0, out->policy, sizeof out->policy, out->layout, sizeof out->layout);
-    const struct policy_ops *ops = cache_policy_ops(out->policy);
-    out->whole_layers = ops && ops->reads_whole_layers;
+    struct policy_spec policy = cache_mode_policy(m, 5, false);
+    const struct policy_ops *ops = policy.ops;
+    cache_policy_name(&policy, out->policy, sizeof out->policy);
+    cache_mode_layout(m, 0, out->layout, sizeof out->layout);
+    out->whole_layers = ops->reads_whole_layers;
     out->streams_all = out->whole_layers && !ops->keeps_resident_part;
     return true;
 }

@@ -34,16 +34,14 @@ bool cost_layout_needs_trace(const struct layout_ops *l)
 
 #define NEEDS_TRACE "lru, lfu, hot, belady and the layouts friends and coalesce:G need volumes replayed from a trace"
 
-static int check_policy(const char *policy, bool have_trace, const struct policy_ops **ops, char *err,
-                        size_t errlen)
+int cost_check_policy(const struct policy_spec *policy, bool have_trace, char *err, size_t errlen)
 {
-    uint64_t arg;
-    if (cache_parse_policy(policy, ops, &arg, err, errlen) != 0)
-        return -1;
-    if (!have_trace && cost_policy_needs_trace(*ops)) {
-        err_set(err, errlen, "policy '%s' is priced from a trace's exact sets only: %s", policy, NEEDS_TRACE);
-        return -1;
-    }
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(policy, name, sizeof name);
+    if (!policy->ops)
+        return err_set(err, errlen, "no policy to price");
+    if (!have_trace && cost_policy_needs_trace(policy->ops))
+        return err_set(err, errlen, "policy '%s' is priced from a trace's exact sets only: %s", name, NEEDS_TRACE);
     return 0;
 }
 
@@ -58,12 +56,6 @@ static int check_layout(const char *layout, bool have_trace, const struct layout
         return -1;
     }
     return 0;
-}
-
-int cost_check_policy(const char *policy, bool have_trace, char *err, size_t errlen)
-{
-    const struct policy_ops *ops;
-    return check_policy(policy, have_trace, &ops, err, errlen);
 }
 
 int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen)
@@ -308,9 +300,10 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     if (!x.rate || x.rate->bw <= 0)
         return err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
     const struct layout_ops *lay;
-    if (check_policy(c->policy, c->vol.replayed, &x.pol, err, errlen) != 0 ||
+    if (cost_check_policy(&c->policy, c->vol.replayed, err, errlen) != 0 ||
         check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
         return -1;
+    x.pol = c->policy.ops;
     x.whole = x.pol->reads_whole_layers;
     x.streams_all = x.whole && !x.pol->keeps_resident_part;
     x.split = lay->per_vector;

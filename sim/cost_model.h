@@ -10,8 +10,8 @@
  *          effective decode bandwidth (batch-1 decode is bandwidth-bound),
  *          or FLOPs / FLOP rate when that is larger
  *
- * Policies and layouts are named by cache/'s strings, parsed by cache/'s one
- * parser (cache_parse_policy, cache_parse_layout): naive and hybrid read the
+ * Policies are cache/'s values (cache/policy_spec.h), layouts cache/'s
+ * strings (cache_parse_layout): naive and hybrid read the
  * whole (or the non-resident) model sequentially; every other policy reads
  * its per-token volumes at the layout's read size (split: the up, gate and
  * down pieces apart; any other layout: whole bundles, with the reads a
@@ -27,6 +27,7 @@
 
 #include "cache/layout.h"
 #include "cache/policy.h"
+#include "cache/policy_spec.h"
 #include "common/model_shape.h"
 #include "sim/hw_profile.h"
 
@@ -47,8 +48,8 @@ struct cost_config {
     struct hw_profile *hw;
     char dtype[8];              /* weights on flash and in DRAM: f32, f16, bf16 */
     char baseline_io_dtype[8];  /* naive/hybrid bytes at this dtype ("" = dtype) */
-    char policy[48];            /* a cache/ policy: naive, hybrid, predictor, window:K (the last
-                                 * K tokens, this one included), lru, lfu, hot, belady */
+    struct policy_spec policy;  /* a cache/ policy: naive, hybrid, predictor, window:K (the last
+                                 * K tokens, this one included; not auto), lru, lfu, hot, belady */
     char layout[48];            /* a cache/ layout: split, bundled, friends, coalesce:G */
     double dram_share;          /* hybrid: share of the model kept resident */
     unsigned io_threads;
@@ -84,16 +85,15 @@ double cost_rel_err(double predicted, double reference);
  * weights: bytes / decode bandwidth, or 2 FLOPs per parameter / FLOP rate. */
 double cost_predictor_params(const struct model_shape *s, double rank);
 
-/* Whether a policy or layout (cache_parse_policy's and cache_parse_layout's
- * ops) is priced only from a replay of a trace's exact sets: lru, lfu, hot,
- * belady; friends, coalesce:G. */
+/* Whether a policy or layout (its ops) is priced only from a replay of a
+ * trace's exact sets: lru, lfu, hot, belady; friends, coalesce:G. */
 bool cost_policy_needs_trace(const struct policy_ops *p);
 bool cost_layout_needs_trace(const struct layout_ops *l);
 
-/* Checks a policy and a layout string for cost_predict: known to cache/'s
- * parser, and, when no trace is replayed, priceable without one. The error
- * names the policy or layout. 0, or -1 with err. */
-int cost_check_policy(const char *policy, bool have_trace, char *err, size_t errlen);
+/* Checks a policy and a layout string for cost_predict: a policy, a layout
+ * cache/'s parser knows, and, when no trace is replayed, priceable without
+ * one. The error names the policy or layout. 0, or -1 with err. */
+int cost_check_policy(const struct policy_spec *policy, bool have_trace, char *err, size_t errlen);
 int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen);
 
 /* Volumes per token from fractions of all FFN neurons (the paper's way of

@@ -208,13 +208,13 @@ int paper_cost_config(const struct fb_settings *set, struct cost_config *c, cons
     c->predictor_fraction = pred;
     /* the method is one of the modes (cache/mode.h): its policy decides the volumes */
     const struct cache_mode *mode = cache_mode_find(method);
-    const struct policy_ops *ops = mode ? cache_policy_named(mode->policy) : NULL;
+    const struct policy_ops *ops = mode ? mode->policy : NULL;
     if (!ops)
         return -1; /* not one of the paper's methods: the callers say what they lack */
     if (ops->reads_whole_layers) {
-        snprintf(c->policy, sizeof c->policy, "%s", ops->name);
+        c->policy = policy_spec_of(ops, 0);
     } else if (!ops->takes_arg) { /* the predictor: this token's rows */
-        snprintf(c->policy, sizeof c->policy, "%s", ops->name);
+        c->policy = policy_spec_of(ops, 0);
         snprintf(key, sizeof key, "predictor_fraction%s", density_suffix);
         if (paper_density(set, s->name, key, &loaded, src, sizeof src) != 0)
             return -1;
@@ -228,7 +228,7 @@ int paper_cost_config(const struct fb_settings *set, struct cost_config *c, cons
         paper_density(set, s->name, "window_resident_fraction", &resident, NULL, 0);
         paper_density(set, s->name, "window_k", &k, NULL, 0);
         /* the paper: k previous tokens + this one */
-        cache_policy_name(&policy_window, (uint64_t)k + 1, c->policy, sizeof c->policy);
+        c->policy = policy_spec_of(&policy_window, (uint64_t)k + 1);
         volumes_from_fractions(s, &policy_window, loaded, resident, &c->vol);
         snprintf(c->vol.source, sizeof c->vol.source, "%s", src);
     }
@@ -515,7 +515,7 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
                       cJSON *rows, struct strbuf *md, struct strbuf *csv, char *err, size_t errlen)
 {
     double share = pct / 100.0;
-    struct cost_config c = {.shape = s, .hw = hw, .policy = "window:1", .layout = "bundled",
+    struct cost_config c = {.shape = s, .hw = hw, .policy = policy_spec_of(&policy_window, 1), .layout = "bundled",
                             .io_threads = hw->io_threads, .context_tokens = 256, .predictor_fraction = pred,
                             .dram_share = share};
     snprintf(c.dtype, sizeof c.dtype, "%s", dtype);
@@ -536,7 +536,7 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
     double fresh = paper_s_agg(tokens) - paper_s_agg(tokens > 2 ? tokens - 1 : 1);
     if (tokens < 2)
         fresh = held; /* a one-token window reloads everything it holds */
-    cache_policy_name(&policy_window, (uint64_t)lround(tokens), c.policy, sizeof c.policy); /* a label: volumes given */
+    c.policy = policy_spec_of(&policy_window, (uint64_t)lround(tokens)); /* a label: volumes given */
     volumes_from_fractions(s, &policy_window, fresh, held, &c.vol);
     if (cost_predict(&c, &p, err, errlen) != 0)
         return -1;

@@ -13,53 +13,21 @@
 #include "sim/trace_volumes.h"
 #include "sim/window_auto.h"
 
-/* Walks the list's elements: each is checked and, when out is not NULL,
- * copied into out[i].config.policy. *n: how many. */
-static int split_list(const char *list, bool have_trace, struct policy_prediction *out, size_t *n, char *err,
-                      size_t errlen)
+int predict_list_check(const struct policy_spec *policies, size_t n, bool have_trace, char *err, size_t errlen)
 {
-    char name[sizeof out->config.policy];
-    size_t i = 0;
-    for (const char *p = list;; p++, i++) {
-        size_t len = strcspn(p, ",");
-        if (len == 0) {
-            err_set(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
-                     list);
+    for (size_t i = 0; i < n; i++)
+        if (cost_check_policy(&policies[i], have_trace, err, errlen) != 0)
             return -1;
-        }
-        if (len >= sizeof name) {
-            err_set(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list, sizeof name - 1);
-            return -1;
-        }
-        memcpy(name, p, len);
-        name[len] = '\0';
-        if (!window_auto_is(name) && cost_check_policy(name, have_trace, err, errlen) != 0)
-            return -1;
-        if (out) {
-            memcpy(out[i].config.policy, name, len + 1);
-            memcpy(out[i].asked, name, len + 1);
-        }
-        p += len;
-        if (!*p)
-            break;
-    }
-    *n = i + 1;
     return 0;
-}
-
-int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, size_t errlen)
-{
-    return split_list(list, have_trace, NULL, n, err, errlen);
 }
 
 /* The predictor a policy runs (predict_list.h), into c: its rank or share
  * of the model and where that comes from. Returns its parameters (0: none). */
-static double predictor_of(const struct predict_setup *s, const char *policy, struct cost_config *c)
+static double predictor_of(const struct predict_setup *s, const struct policy_spec *policy, struct cost_config *c)
 {
     c->predictor_rank = c->predictor_fraction = 0;
     c->predictor_source[0] = '\0';
-    const struct policy_ops *ops = cache_policy_ops(policy);
-    if ((ops && ops->reads_whole_layers) || s->predictor_rank == PREDICT_RANK_NONE)
+    if (policy->ops->reads_whole_layers || s->predictor_rank == PREDICT_RANK_NONE)
         return 0; /* a policy that computes every neuron chooses none */
     const struct model_shape *sh = s->shape;
     struct param_counts pc;
@@ -89,7 +57,8 @@ static double predictor_of(const struct predict_setup *s, const char *policy, st
 /* The FFN cache's share of the DRAM budget at the cost model's dtype: the
  * budget less the weights that always stay in DRAM and the predictor.
  * Policies that take a budget are refused when nothing is left. */
-static int ffn_budget(const struct predict_setup *s, const char *policy, double *bytes, char *err, size_t errlen)
+static int ffn_budget(const struct predict_setup *s, const struct policy_spec *policy, double *bytes, char *err,
+                      size_t errlen)
 {
     struct param_counts pc;
     model_shape_params(s->shape, &pc);
@@ -97,7 +66,7 @@ static int ffn_budget(const struct predict_setup *s, const char *policy, double 
     struct cost_config c;
     double pred = predictor_of(s, policy, &c) * b;
     *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b - pred;
-    if (replay_policy_uses_budget(policy) && *bytes <= 0) {
+    if (policy->ops->uses_budget && *bytes <= 0) {
         char held[32], pheld[32];
         format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
         format_size((uint64_t)pred, pheld, sizeof pheld);
@@ -116,7 +85,7 @@ static int trace_config(const struct predict_setup *s, struct cost_config *c, ch
 {
     struct trace_volume_spec spec = {.policy = c->policy, .layout = c->layout, .use_predicted = s->use_predicted,
                                      .dtype_bytes = dtype_bytes(s->dtype)};
-    if (ffn_budget(s, c->policy, &spec.ffn_budget_bytes, err, errlen) != 0)
+    if (ffn_budget(s, &c->policy, &spec.ffn_budget_bytes, err, errlen) != 0)
         return -1;
     return trace_volumes(s->trace, s->trace_path, &spec, &c->vol, err, errlen);
 }
@@ -136,14 +105,11 @@ static void curve_volumes(const struct model_shape *shape, const struct policy_o
 /* Volumes from the paper's densities: its own figures when it states them
  * (for a window, when K is the paper's k previous tokens + this one), else
  * the s_agg curve fitted to OPT-6.7B's figures. naive and hybrid need none. */
-static int paper_config(const struct predict_setup *s, struct cost_config *c, char *err, size_t errlen)
+static void paper_config(const struct predict_setup *s, struct cost_config *c)
 {
-    const struct policy_ops *ops;
-    uint64_t k;
-    if (cache_parse_policy(c->policy, &ops, &k, err, errlen) != 0)
-        return -1;
-    char policy[sizeof c->policy];
-    memcpy(policy, c->policy, sizeof policy);
+    const struct policy_ops *ops = c->policy.ops;
+    uint64_t k = c->policy.arg;
+    struct policy_spec policy = c->policy;
     bool window = ops->keeps_recent && ops->takes_arg; /* window:K (the predictor is K = 1) */
     double paper_k = -2;
     paper_density(s->settings, s->shape->name, "window_k", &paper_k, NULL, 0);
@@ -157,26 +123,27 @@ static int paper_config(const struct predict_setup *s, struct cost_config *c, ch
             c->predictor_fraction = pred;
         }
     }
-    memcpy(c->policy, policy, sizeof policy); /* the list's spelling, not the paper's */
-    return 0;
+    c->policy = policy; /* the list's K, not the paper's */
 }
 
 /* Puts "policy 'P': " before the message in err. Returns -1. */
-static int name_error(const char *policy, char *err, size_t errlen)
+static int name_error(const struct policy_spec *policy, char *err, size_t errlen)
 {
-    char why[1024];
+    char why[1024], name[POLICY_NAME_MAX];
     snprintf(why, sizeof why, "%s", err);
-    err_set(err, errlen, "policy '%s': %s", policy, why);
+    cache_policy_name(policy, name, sizeof name);
+    err_set(err, errlen, "policy '%s': %s", name, why);
     return -1;
 }
 
 /* window:auto: K for the rows of one layer's FFN cache (ffn_budget at the
- * cost model's dtype), by the rule run uses; c->policy becomes window:K. */
+ * cost model's dtype), by the rule run uses (window_auto_resolve);
+ * c->policy becomes window:K. */
 static int resolve_window(const struct predict_setup *s, struct policy_prediction *it, char *err, size_t errlen)
 {
     const struct model_shape *sh = s->shape;
     double bytes;
-    if (ffn_budget(s, it->asked, &bytes, err, errlen) != 0)
+    if (ffn_budget(s, &it->asked, &bytes, err, errlen) != 0)
         return -1;
     uint64_t row = model_shape_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
     it->window_rows = cache_capacity_rows(bytes > 0 ? (uint64_t)bytes : 0, row, sh->n_layers, sh->d_ff);
@@ -188,10 +155,7 @@ static int resolve_window(const struct predict_setup *s, struct policy_predictio
     }
     it->window_tokens = s->tokens ? s->tokens : s->trace ? s->trace->n_tokens : WINDOW_MAX_K;
     struct window_auto_input in = {s->trace, s->use_predicted, it->window_tokens, sh->d_ff, it->window_rows};
-    if (window_auto_choose(&in, &it->window, err, errlen) != 0)
-        return -1;
-    cache_policy_name(&policy_window, it->window.k, it->config.policy, sizeof it->config.policy);
-    return 0;
+    return window_auto_resolve(&it->asked, &in, &it->config.policy, &it->window, err, errlen);
 }
 
 static int price_one(const struct predict_setup *s, struct policy_prediction *it, char *err, size_t errlen)
@@ -204,13 +168,16 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->dram_share = s->dram_share;
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
-    if (window_auto_is(c->policy) && resolve_window(s, it, err, errlen) != 0)
-        return name_error(it->asked, err, errlen);
-    if ((s->trace ? trace_config(s, c, err, errlen) : paper_config(s, c, err, errlen)) != 0)
-        return name_error(it->asked, err, errlen);
-    predictor_of(s, c->policy, c);
+    c->policy = it->asked;
+    if (it->asked.arg_auto && resolve_window(s, it, err, errlen) != 0)
+        return name_error(&it->asked, err, errlen);
+    if (s->trace && trace_config(s, c, err, errlen) != 0)
+        return name_error(&it->asked, err, errlen);
+    if (!s->trace)
+        paper_config(s, c);
+    predictor_of(s, &c->policy, c);
     if (cost_predict(c, &it->prediction, err, errlen) != 0)
-        return name_error(it->asked, err, errlen);
+        return name_error(&it->asked, err, errlen);
     return 0;
 }
 
@@ -238,7 +205,7 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
         err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
         return -1;
     }
-    snprintf(c->policy, sizeof c->policy, "%s", r->policy);
+    c->policy = r->pol;
     c->shape = s->shape;
     c->hw = s->hw;
     snprintf(c->dtype, sizeof c->dtype, "%s", s->dtype);
@@ -247,9 +214,9 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
     trace_volumes_of_replay(r, s->trace_path, dtype_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
-    predictor_of(s, c->policy, c);
+    predictor_of(s, &c->policy, c);
     if (cost_predict(c, &out->prediction, err, errlen) != 0)
-        return name_error(c->policy, err, errlen);
+        return name_error(&c->policy, err, errlen);
     return 0;
 }
 
@@ -276,34 +243,32 @@ static int check_all(const struct predict_setup *s, const struct policy_predicti
     }
     for (size_t i = 0; s->trace && i < n; i++) {
         double bytes;
-        if (ffn_budget(s, items[i].config.policy, &bytes, err, errlen) != 0)
-            return name_error(items[i].config.policy, err, errlen);
+        if (ffn_budget(s, &items[i].asked, &bytes, err, errlen) != 0)
+            return name_error(&items[i].asked, err, errlen);
     }
     return 0;
 }
 
-int predict_list(const struct predict_setup *s, const char *list, struct policy_prediction **out, size_t *n,
-                 char *err, size_t errlen)
+int predict_list(const struct predict_setup *s, const struct policy_spec *policies, size_t n,
+                 struct policy_prediction **out, char *err, size_t errlen)
 {
-    size_t count;
-    if (predict_list_check(list, s->trace != NULL, &count, err, errlen) != 0 ||
+    if (predict_list_check(policies, n, s->trace != NULL, err, errlen) != 0 ||
         paper_densities_check(s->settings, err, errlen) != 0)
         return -1;
-    struct policy_prediction *items = calloc(count, sizeof *items);
+    struct policy_prediction *items = calloc(n ? n : 1, sizeof *items);
     if (!items) {
-        err_set(err, errlen, "out of memory for %zu predictions", count);
+        err_set(err, errlen, "out of memory for %zu predictions", n);
         return -1;
     }
-    int rc = split_list(list, s->trace != NULL, items, &count, err, errlen);
-    if (rc == 0)
-        rc = check_all(s, items, count, err, errlen);
-    for (size_t i = 0; rc == 0 && i < count; i++)
+    for (size_t i = 0; i < n; i++)
+        items[i].asked = items[i].config.policy = policies[i];
+    int rc = check_all(s, items, n, err, errlen);
+    for (size_t i = 0; rc == 0 && i < n; i++)
         rc = price_one(s, &items[i], err, errlen);
     if (rc != 0) {
         free(items);
         return -1;
     }
     *out = items;
-    *n = count;
     return 0;
 }

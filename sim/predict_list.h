@@ -1,5 +1,6 @@
-/* flashbed predict's library half: a comma-separated list of cache/
- * policies ("lru,belady,window:5") priced under one configuration, one
+/* flashbed predict's library half: a list of cache/ policies (values,
+ * parsed at the command line from "lru,belady,window:5":
+ * cache_policy_parse_list) priced under one configuration, one
  * cost_predict per policy, each exactly as if it were priced alone.
  *
  * A policy's per-token volumes come from the paper's densities
@@ -8,8 +9,7 @@
  * or, given a trace, from replaying the trace under that policy and the
  * layout (sim/trace_volumes.h). naive and hybrid need no volumes (and no
  * trace); lru, lfu, hot, belady and the layouts friends and coalesce:G
- * need a trace. Names are cache/'s (cache_parse_policy,
- * cache_parse_layout), checked through cost_check_policy/_layout.
+ * need a trace. Checked through cost_check_policy/_layout.
  *
  * Every policy but naive and hybrid also runs an activation predictor
  * (something must choose the neurons): its weights are held in DRAM (the
@@ -21,7 +21,7 @@
  * whose neurons an oracle or a trace chose.
  *
  * window:auto is resolved to window:K as `flashbed run --window auto`
- * resolves it (sim/window_auto.h, one rule), from the rows of one layer's
+ * resolves it (sim/window_auto.h: window_auto_resolve), from the rows of one layer's
  * FFN cache: the budget less the non-FFN weights and the predictor, at the
  * cost model's dtype, over the layers (cache_capacity_rows). run's rows are
  * fewer (it also holds the KV cache, staging and bounce rows, and pads its
@@ -70,21 +70,21 @@ struct policy_prediction {
     struct cost_config config;   /* config.policy: what was priced (window:auto resolved to window:K);
                                   * config.vol: its volumes */
     struct cost_prediction prediction;
-    char asked[48];              /* the list's element as given */
+    struct policy_spec asked;    /* the list's element (window:auto unresolved) */
     struct window_auto_choice window; /* window:auto: the K chosen and why (k 0: not asked) */
     uint64_t window_rows;        /* window:auto: the layer cache's rows K was chosen for */
     uint64_t window_tokens;      /* window:auto: the tokens it was chosen over */
 };
 
-/* Splits list at its commas and checks each element (cost_check_policy: a
- * cache/ policy, and one priced without a trace unless have_trace). An
- * empty element is an error naming its position. *n: how many. */
-int predict_list_check(const char *list, bool have_trace, size_t *n, char *err, size_t errlen);
+/* Checks each of the n policies (cost_check_policy: one priced without a
+ * trace unless have_trace), in order. 0, or -1 with err naming the first
+ * that is not. */
+int predict_list_check(const struct policy_spec *policies, size_t n, bool have_trace, char *err, size_t errlen);
 
-/* Prices every policy of list, in its order, into *out (*n of them; the
- * caller frees *out). 0, or -1 with err (nothing allocated). */
-int predict_list(const struct predict_setup *s, const char *list, struct policy_prediction **out, size_t *n,
-                 char *err, size_t errlen);
+/* Prices the n policies, in their order, into *out (n of them; the caller
+ * frees *out). 0, or -1 with err (nothing allocated). */
+int predict_list(const struct predict_setup *s, const struct policy_spec *policies, size_t n,
+                 struct policy_prediction **out, char *err, size_t errlen);
 
 /* Prices one replay of s->trace already run (flashbed replay --hw): r's
  * policy and layout, its volumes (trace_volumes_of_replay) and the

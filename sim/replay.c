@@ -16,26 +16,11 @@
 #include "common/parse.h"
 #include "cache/cache.h"
 
-int replay_check_policy(const char *policy, char *err, size_t errlen)
-{
-    const struct policy_ops *ops;
-    uint64_t arg;
-    return cache_parse_policy(policy, &ops, &arg, err, errlen);
-}
-
 int replay_check_layout(const char *layout, char *err, size_t errlen)
 {
     const struct layout_ops *ops;
     uint64_t arg;
     return cache_parse_layout(layout, &ops, &arg, err, errlen);
-}
-
-bool replay_policy_uses_budget(const char *policy)
-{
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    return cache_parse_policy(policy, &ops, &arg, err, sizeof err) == 0 && ops->uses_budget;
 }
 
 uint64_t replay_row_bytes(const struct trace_meta *m)
@@ -139,24 +124,16 @@ static void summarize(struct replay_result *res)
     res->events = s->needed;
 }
 
-/* Whether a policy computes a token from its needed rows held in DRAM: all
- * but those that read rows besides the misses (naive, hybrid), which
- * compute densely on rows streamed through. */
-static bool holds_needed_rows(const char *policy)
-{
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    return cache_parse_policy(policy, &ops, &arg, err, sizeof err) == 0 && !ops->extra_reads;
-}
-
 /* Feasibility under the budget (replay.h): a token's rows of one layer must
- * fit in the layer's share of it. */
-static void judge_feasible(struct replay_result *res, const char *policy)
+ * fit in the layer's share of it. Only for the policies that compute a
+ * token from its needed rows held in DRAM: all but those that read rows
+ * besides the misses (naive, hybrid), which compute densely on rows
+ * streamed through. */
+static void judge_feasible(struct replay_result *res, const struct policy_ops *ops)
 {
     res->feasible = true;
     res->infeasible[0] = '\0';
-    if (!res->budget_given || !holds_needed_rows(policy) || res->max_needed_rows <= res->budget_rows)
+    if (!res->budget_given || ops->extra_reads || res->max_needed_rows <= res->budget_rows)
         return;
     res->feasible = false;
     if (res->budget_rows == 0)
@@ -192,7 +169,8 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         return -1;
     }
     const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
-    snprintf(res->policy, sizeof res->policy, "%s", spec->policy);
+    res->pol = spec->policy;
+    cache_policy_name(&spec->policy, res->policy, sizeof res->policy);
     snprintf(res->layout, sizeof res->layout, "%s", spec->layout);
     res->use_predicted = spec->use_predicted;
     res->n_tokens = tr->n_tokens;
@@ -237,7 +215,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     cache_close(&c);
     res->seconds = (double)(now_ns() - start) * 1e-9;
     summarize(res);
-    judge_feasible(res, spec->policy);
+    judge_feasible(res, spec->policy.ops);
     res->events_per_second = res->seconds > 0 ? (double)res->events / res->seconds : 0;
     return 0;
 }

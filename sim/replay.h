@@ -47,14 +47,16 @@
 #include <stdint.h>
 
 #include "cache/layout.h"
+#include "cache/policy_spec.h"
 #include "traces/trace.h"
 
 /* What to replay. policy: naive, hybrid, predictor, window:K (K >= 1 tokens,
  * the current one included: the paper's k = 4 is window:5), lru, lfu, hot,
- * belady. layout: split, bundled, friends, coalesce:G (bundled rows merged
- * into one read across gaps of up to G unneeded rows). */
+ * belady, as a value (cache/policy_spec.h; not window:auto). layout: split,
+ * bundled, friends, coalesce:G (bundled rows merged into one read across
+ * gaps of up to G unneeded rows). */
 struct replay_spec {
-    const char *policy;
+    struct policy_spec policy;
     const char *layout;
     uint64_t dram_budget;    /* bytes of FFN cache (0: none), for lru, lfu, hot, belady, and window and hybrid when given */
     bool use_predicted;      /* replay predicted sets (trace must have them), else active */
@@ -78,7 +80,9 @@ struct replay_token {
 };
 
 struct replay_result {
-    char policy[48], layout[48];
+    struct policy_spec pol;        /* the policy replayed */
+    char policy[POLICY_NAME_MAX];  /* its name (cache_policy_name), as reports write it */
+    char layout[48];
     bool use_predicted;
     uint64_t n_tokens;
     uint32_t n_layers, d_ff;
@@ -106,11 +110,8 @@ struct replay_result {
     char infeasible[160];          /* why not ("" when feasible); no commas (a CSV field) */
 };
 
-/* Checks a policy or layout name (with its argument); 0, or -1 with err. */
-int replay_check_policy(const char *policy, char *err, size_t errlen);
+/* Checks a layout name (with its argument); 0, or -1 with err. */
 int replay_check_layout(const char *layout, char *err, size_t errlen);
-/* Whether a policy takes the DRAM budget. */
-bool replay_policy_uses_budget(const char *policy);
 
 /* The row stride replay counts with, from its text: "packed" (0: the
  * trace's row as it is, replay_row_bytes: the paper's accounting),

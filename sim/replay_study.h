@@ -41,7 +41,7 @@ struct replay_row {
 
 struct replay_study {
     const struct trace *tr;
-    const char *const *policies;
+    const struct policy_spec *policies;
     size_t n_policies;
     const char *const *layouts;
     size_t n_layouts;

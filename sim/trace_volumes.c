@@ -10,10 +10,7 @@
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,
                   struct token_volumes *v, char *err, size_t errlen)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    if (cache_parse_policy(spec->policy, &ops, &arg, err, errlen) != 0)
-        return -1;
+    const struct policy_ops *ops = spec->policy.ops;
     if (ops->reads_whole_layers) {
         err_set(err, errlen, "naive and hybrid read the whole (or the non-resident) model: they need no trace");
         return -1;
@@ -47,11 +44,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
 void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
                              uint32_t trace_bytes, struct token_volumes *v)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    bool matrix = cache_parse_policy(r->policy, &ops, &arg, err, sizeof err) == 0 &&
-                  ops->keeps_recent;
+    bool matrix = r->pol.ops->keeps_recent;
     double scale = (double)dtype_bytes / trace_bytes;
     double tokens = r->n_tokens ? (double)r->n_tokens : 1;
     memset(v, 0, sizeof *v);

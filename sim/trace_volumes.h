@@ -20,7 +20,7 @@
 #include "traces/trace.h"
 
 struct trace_volume_spec {
-    const char *policy;       /* any replay policy: predictor, window:K, lru, lfu, hot, belady */
+    struct policy_spec policy; /* any replay policy: predictor, window:K, lru, lfu, hot, belady */
     const char *layout;       /* any replay layout: split, bundled, friends, coalesce:G */
     bool use_predicted;       /* replay the predicted sets, else the active ones */
     double ffn_budget_bytes;  /* FFN cache at the cost model's dtype (capacity policies) */
@@ -29,7 +29,7 @@ struct trace_volume_spec {
 
 /* Replays tr and fills v (neurons loaded, rows inserted/deleted, rows
  * computed on, reads and read bytes per token; replayed set; source names
- * the trace), for cost_predict under the same policy and layout strings
+ * the trace), for cost_predict under the same policy and layout
  * (the replay's read count and bytes carry coalescing and friends). naive
  * and hybrid are refused: they need no trace. 0, or -1 with err. */
 int trace_volumes(const struct trace *tr, const char *trace_path, const struct trace_volume_spec *spec,

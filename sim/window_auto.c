@@ -10,11 +10,6 @@
 #include "sim/paper_tables.h"
 #include "traces/trace_window.h"
 
-bool window_auto_is(const char *policy)
-{
-    return !strcmp(policy, "window:auto");
-}
-
 /* The largest K whose K-1 consecutive tokens' union, most[K-2], fits. */
 static int from_trace(const struct window_auto_input *in, uint32_t kmax, uint32_t *k, char *err, size_t errlen)
 {
@@ -46,5 +41,20 @@ int window_auto_choose(const struct window_auto_input *in, struct window_auto_ch
     out->k = k;
     out->from = "the s_agg curve the cost model uses (OPT-6.7B, App. C.1): the largest window whose rows kept, "
                 "s_agg(K-1) of d_ff, fit a layer's cache";
+    return 0;
+}
+
+int window_auto_resolve(const struct policy_spec *asked, const struct window_auto_input *in,
+                        struct policy_spec *out, struct window_auto_choice *why, char *err, size_t errlen)
+{
+    why->k = 0;
+    why->from = NULL;
+    if (!asked->arg_auto) {
+        *out = *asked;
+        return 0;
+    }
+    if (window_auto_choose(in, why, err, errlen) != 0)
+        return -1;
+    *out = policy_spec_of(asked->ops, why->k);
     return 0;
 }

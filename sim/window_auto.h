@@ -1,7 +1,8 @@
-/* window:auto, the one rule both `flashbed run` (engine/ffn/run_plan.c) and
+/* window:auto, the one rule both `flashbed run` (engine/run/run_plan.c) and
  * `flashbed predict` (sim/predict_list.c) use to choose a sliding window's
  * K from a layer cache's rows: the paper's Fig. 7, where the window grows
- * with the DRAM share.
+ * with the DRAM share. window_auto_resolve is the one place a policy value
+ * asking for window:auto (cache/policy_spec.h: arg_auto) becomes window:K.
  *
  * Between tokens window:K keeps the rows of the last K-1 tokens (the
  * current token's misses arrive as the oldest token's rows leave), so:
@@ -30,13 +31,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/policy_spec.h"
 #include "traces/trace.h"
 
 /* The window is 1 to this many tokens (window:K, auto included). */
 #define WINDOW_MAX_K 4096
-
-/* policy is "window:auto" (not a cache/ name: the callers resolve it). */
-bool window_auto_is(const char *policy);
 
 struct window_auto_input {
     const struct trace *trace; /* NULL: the s_agg curve */
@@ -53,5 +52,11 @@ struct window_auto_choice {
 
 int window_auto_choose(const struct window_auto_input *in, struct window_auto_choice *out, char *err,
                        size_t errlen);
+
+/* The policy asked for with its K chosen: window:auto becomes window:K by
+ * window_auto_choose (why: K and what chose it); any other policy is
+ * itself (why->k 0). 0, or -1 with err. */
+int window_auto_resolve(const struct policy_spec *asked, const struct window_auto_input *in,
+                        struct policy_spec *out, struct window_auto_choice *why, char *err, size_t errlen);
 
 #endif

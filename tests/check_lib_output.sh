@@ -8,7 +8,7 @@ set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 layers=(common io traces cache sim
         engine/tokenizer engine/model engine/import engine/compute engine/predictor
-        engine/ffn engine/forward engine/training harness)
+        engine/ffn engine/forward engine/run engine/training harness)
 
 # Allowed, each with its reason.
 allowed=(

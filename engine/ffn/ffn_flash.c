@@ -120,12 +120,9 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
 
 uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff)
 {
-    const struct policy_ops *ops;
-    uint64_t arg;
-    char err[256];
-    if (cache_parse_policy(cfg->policy, &ops, &arg, err, sizeof err) != 0)
+    if (!cfg->policy.ops)
         return 0;
-    return (uint32_t)policy_layer_rows(ops, cfg->capacity_rows, d_ff);
+    return (uint32_t)policy_layer_rows(cfg->policy.ops, cfg->capacity_rows, d_ff);
 }
 
 /* Appends ids[0..n) (ascending) to cache c and reads them straight into

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cache/policy_spec.h"
 #include "engine/ffn/ffn.h"
 #include "engine/ffn/neuron_select.h"
 #include "engine/predictor/predictor.h"
@@ -58,7 +59,8 @@ static inline uint64_t ffn_flash_stream_scratch(uint64_t dram_bytes, uint32_t n_
 }
 
 struct ffn_flash_config {
-    const char *policy, *layout; /* cache/ names: which rows stay, how rows become reads */
+    struct policy_spec policy;   /* which rows stay (window:auto resolved: the plan's) */
+    const char *layout;          /* a cache/ name: how rows become reads */
     uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
     const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
     uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
@@ -69,7 +71,7 @@ struct ffn_flash_config {
     const struct trace *trace;   /* SOURCE_TRACE: must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
     const struct trace *profile; /* SOURCE_ORACLE: the sets a policy that needs them ranks (hot's
-                                  * warm-up profile, engine/forward/warmup.h: active sets); NULL: none */
+                                  * warm-up profile, engine/run/warmup.h: active sets); NULL: none */
     float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
                                   * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
                                   * without a gate, above this; the ReLU family ignores it */

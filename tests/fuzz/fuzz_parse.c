@@ -1,8 +1,9 @@
 /* Fuzzes the parsers of values users type (common/parse.c, and the policy
- * and layout names of cache/parse.c and predict's policy lists): the first
- * byte picks the parser, the rest is the text. What parses is checked
- * against the parser's promise (a list has its elements, a share is
- * inside its whole) and formatted back as the program prints it. */
+ * and layout names of cache/parse.c, policy lists as predict takes them):
+ * the first byte picks the parser, the rest is the text. What parses is
+ * checked against the parser's promise (a list has its elements, a share
+ * is inside its whole, a policy's name parses back to the same value) and
+ * formatted back as the program prints it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,6 +21,31 @@ static void check_list(const struct u64_list *l)
         format_size(l->v[i], buf, sizeof buf);
 }
 
+/* A policy value is written back as a name that parses to the same value. */
+static void check_policy(const struct policy_spec *p)
+{
+    char name[POLICY_NAME_MAX], err[512];
+    struct policy_spec q;
+    cache_policy_name(p, name, sizeof name);
+    if (!p->ops || cache_policy_parse(name, true, &q, err, sizeof err) != 0 || !policy_spec_equal(p, &q))
+        abort();
+}
+
+static int parse_policy_list(const char *text, char *err, size_t errlen)
+{
+    struct policy_spec *p = NULL;
+    size_t n = 0;
+    int rc = cache_policy_parse_list(text, true, &p, &n, err, errlen);
+    for (size_t i = 0; i < n; i++)
+        check_policy(&p[i]);
+    char why[512];
+    predict_list_check(p, n, false, why, sizeof why);
+    if (predict_list_check(p, n, true, err, errlen) != 0)
+        rc = -1;
+    free(p);
+    return rc;
+}
+
 static int parse_one(int which, const char *text, char *err, size_t errlen)
 {
     char buf[32];
@@ -27,9 +53,8 @@ static int parse_one(int which, const char *text, char *err, size_t errlen)
     uint64_t u, arg;
     double d;
     struct u64_list l = {0, NULL};
-    const struct policy_ops *p;
+    struct policy_spec p;
     const struct layout_ops *lo;
-    size_t n;
     switch (which) {
     case P_SIZE:
         if ((rc = parse_size(text, &u, err, errlen)) == 0)
@@ -67,14 +92,16 @@ static int parse_one(int which, const char *text, char *err, size_t errlen)
             abort();
         break;
     case P_POLICY:
-        rc = cache_parse_policy(text, &p, &arg, err, errlen);
+        if (cache_policy_parse(text, false, &p, err, errlen) == 0 && p.arg_auto)
+            abort(); /* window:auto only where asked for */
+        if ((rc = cache_policy_parse(text, true, &p, err, errlen)) == 0)
+            check_policy(&p);
         break;
     case P_LAYOUT:
         rc = cache_parse_layout(text, &lo, &arg, err, errlen);
         break;
     case P_LIST:
-        predict_list_check(text, false, &n, err, errlen);
-        rc = predict_list_check(text, true, &n, err, errlen);
+        rc = parse_policy_list(text, err, errlen);
         break;
     }
     return rc;

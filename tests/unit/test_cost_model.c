@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "policy_text.h"
 #include "test_files.h"
 #include "common/provenance.h"
 #include "sim/cost_model.h"
@@ -45,7 +46,7 @@ static void test_accounting(void)
     CHECK(hw_profile_load(&set, "m1max-metal", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
-                            .dram_share = 0.5, .policy = "naive", .layout = "bundled"};
+                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = "bundled"};
     snprintf(c.dtype, sizeof c.dtype, "f16");
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
@@ -53,11 +54,11 @@ static void test_accounting(void)
     CHECK_NEAR(p.model_bytes, 13316947968.0, 0.5);
     CHECK_NEAR(p.bytes_per_token, 13316947968.0, 0.5);
     CHECK_NEAR(p.io_ms, 13316947968.0 / 6.10e9 * 1e3, 1e-6);
-    snprintf(c.policy, sizeof c.policy, "hybrid");
+    c.policy = POLICY("hybrid");
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.bytes_per_token, 13316947968.0 / 2, 0.5);
     /* The window: 2.4% of 32 x 16384 neurons, bundled 16 KiB reads (up row + down column, fp16). */
-    snprintf(c.policy, sizeof c.policy, "window:5");
+    c.policy = POLICY("window:5");
     volumes_from_fractions(&s, &policy_window, 0.024, 0.24, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.reads_per_token, 0.024 * 32 * 16384, 1e-6);
@@ -203,18 +204,45 @@ static bool same_prediction(const struct cost_prediction *a, const struct cost_p
     return a->throughput_interpolated == b->throughput_interpolated;
 }
 
+/* predict's --policy as its command line takes it (cli/cmd_predict.c):
+ * the list parsed (window:auto taken), each element checked, then priced.
+ * check_list stops before pricing. */
+static int check_list(const char *list, bool have_trace, size_t *n, char *err, size_t errlen)
+{
+    struct policy_spec *p = NULL;
+    int rc = cache_policy_parse_list(list, true, &p, n, err, errlen);
+    if (predict_list_check(p, *n, have_trace, err, errlen) != 0)
+        rc = -1;
+    free(p);
+    return rc;
+}
+
+static int price_list(const struct predict_setup *su, const char *list, struct policy_prediction **out, size_t *n,
+                      char *err, size_t errlen)
+{
+    struct policy_spec *p = NULL;
+    size_t np = 0;
+    int rc = cache_policy_parse_list(list, true, &p, &np, err, errlen);
+    if (predict_list_check(p, np, su->trace != NULL, err, errlen) != 0)
+        rc = -1;
+    if (rc == 0 && (rc = predict_list(su, p, np, out, err, errlen)) == 0)
+        *n = np;
+    free(p);
+    return rc;
+}
+
 /* A list of three gives the three single-policy predictions, in order. */
 static void check_list_equals_singles(const struct predict_setup *su, const char *list, const char *const one[3])
 {
     struct policy_prediction *all = NULL, *single = NULL;
     size_t n = 0, m = 0;
     char err[1024];
-    CHECK(predict_list(su, list, &all, &n, err, sizeof err) == 0);
+    CHECK(price_list(su, list, &all, &n, err, sizeof err) == 0);
     CHECK_U64(n, 3);
     for (size_t i = 0; all && i < 3; i++) {
-        CHECK(predict_list(su, one[i], &single, &m, err, sizeof err) == 0);
+        CHECK(price_list(su, one[i], &single, &m, err, sizeof err) == 0);
         CHECK_U64(m, 1);
-        CHECK_STR(all[i].config.policy, one[i]);
+        CHECK_STR(POLICY_NAME(&all[i].config.policy), one[i]);
         CHECK(single && same_prediction(&all[i].prediction, &single[0].prediction));
         CHECK(single && all[i].prediction.io_ms > 0);
         CHECK_STR(all[i].config.vol.source, single ? single[0].config.vol.source : "");
@@ -230,7 +258,7 @@ static void check_refused(const struct predict_setup *su, const char *list, cons
     struct policy_prediction *out = NULL;
     size_t n = 7;
     char err[1024] = "";
-    CHECK(predict_list(su, list, &out, &n, err, sizeof err) == -1);
+    CHECK(price_list(su, list, &out, &n, err, sizeof err) == -1);
     CHECK(out == NULL && n == 7);
     if (!strstr(err, want))
         fprintf(stderr, "'%s': error \"%s\" lacks \"%s\"\n", list, err, want);
@@ -267,12 +295,12 @@ static void test_policy_list(void)
     /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
     check_list_equals_singles(&su, "naive,window:5,window:3", (const char *const[]){"naive", "window:5", "window:3"});
     size_t n;
-    CHECK(predict_list_check("lru,belady,window:5", true, &n, err, sizeof err) == 0);
+    CHECK(check_list("lru,belady,window:5", true, &n, err, sizeof err) == 0);
     CHECK_U64(n, 3);
     /* lru needs a trace's exact sets; so do coalesce:G and friends. */
     check_refused(&su, "lru", "policy 'lru' is priced from a trace's exact sets only");
     check_refused(&su, "window:5,lru", "policy 'lru'");
-    CHECK(predict_list_check("window:5,lru", false, &n, err, sizeof err) == -1);
+    CHECK(check_list("window:5,lru", false, &n, err, sizeof err) == -1);
     su.layout = "coalesce:2";
     check_refused(&su, "window:5", "layout 'coalesce:2'");
     su.layout = "bundled";
@@ -285,7 +313,7 @@ static void test_policy_list(void)
     check_refused(&su, "window:x", "policy 'window:x' needs a whole number");
     /* cost_predict itself refuses lru without replayed volumes. */
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256, .dram_share = 0.5,
-                            .policy = "lru", .layout = "bundled", .dtype = "f32"};
+                            .policy = POLICY("lru"), .layout = "bundled", .dtype = "f32"};
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == -1 && strstr(err, "'lru'"));
     c.vol.replayed = true;
@@ -327,28 +355,28 @@ static void test_predictor_pricing(void)
     size_t n;
     struct param_counts pc;
     model_shape_params(&s, &pc);
-    CHECK(predict_list(&su, "naive,predictor", &it, &n, err, sizeof err) == 0); /* auto: the paper's 1.25% */
+    CHECK(price_list(&su, "naive,predictor", &it, &n, err, sizeof err) == 0); /* auto: the paper's 1.25% */
     CHECK(it[0].prediction.dram_predictor == 0 && it[0].prediction.predictor_ms == 0);
     CHECK_NEAR(it[1].prediction.dram_predictor, 0.0125 * (double)pc.total * 4, 1);
     CHECK(strstr(it[1].config.predictor_source, "1.25%") != NULL);
     double paper_ms = it[1].prediction.predictor_ms;
     free(it);
     su.predictor_rank = 256;
-    CHECK(predict_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
     CHECK_NEAR(it[0].prediction.dram_predictor, cost_predictor_params(&s, 256) * 4, 1);
     CHECK(it[0].prediction.predictor_ms > 0 && it[0].prediction.predictor_ms != paper_ms);
     CHECK(strstr(it[0].config.predictor_source, "rank 256") != NULL);
     double with = it[0].prediction.compute_ms;
     free(it);
     su.predictor_rank = PREDICT_RANK_NONE;
-    CHECK(predict_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "predictor", &it, &n, err, sizeof err) == 0);
     CHECK(it[0].prediction.dram_predictor == 0 && it[0].prediction.predictor_ms == 0 && it[0].prediction.compute_ms < with);
     free(it);
     su.predictor_rank = 5000;
     check_refused(&su, "predictor", "rank 5000 passes min(d_model 4096, d_ff 16384)");
     CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
     su.predictor_rank = PREDICT_RANK_AUTO; /* no paper share for it: rank 128 capped at d_model */
-    CHECK(predict_list(&su, "window:3", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "window:3", &it, &n, err, sizeof err) == 0);
     CHECK_NEAR(it[0].prediction.dram_predictor, cost_predictor_params(&s, 64) * 4, 1e-6);
     free(it);
     free(hw);
@@ -393,36 +421,36 @@ static void test_window_auto(void)
     char err[1024];
     su.tokens = 12;
     size_t n;
-    CHECK(predict_list_check("window:auto,lru", true, &n, err, sizeof err) == 0);
-    CHECK(predict_list_check("window:auto", false, &n, err, sizeof err) == 0);
+    CHECK(check_list("window:auto,lru", true, &n, err, sizeof err) == 0);
+    CHECK(check_list("window:auto", false, &n, err, sizeof err) == 0);
     /* the FFN cache in rows of 2 x 64 f32 weights, split over 2 layers */
     uint64_t rows = (uint64_t)window_setup_ffn_bytes(&s) / 512 / 2;
     struct window_auto_input wi = {&tr, false, 12, 256, rows};
     struct window_auto_choice wc;
     CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
     struct policy_prediction *it = NULL, *fixed = NULL;
-    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
     CHECK_U64(it[0].window_rows, rows);
     CHECK_U64(it[0].window_tokens, 12);
     CHECK_U64(it[0].window.k, wc.k);
     CHECK(wc.k >= 1 && wc.k <= 12);
-    CHECK_STR(it[0].asked, "window:auto");
+    CHECK_STR(POLICY_NAME(&it[0].asked), "window:auto");
     char want[32];
     snprintf(want, sizeof want, "window:%u", wc.k);
-    CHECK_STR(it[0].config.policy, want);
+    CHECK_STR(POLICY_NAME(&it[0].config.policy), want);
     CHECK(strstr(it[0].window.from, "trace") != NULL);
-    CHECK(predict_list(&su, want, &fixed, &n, err, sizeof err) == 0);
-    CHECK(fixed[0].window.k == 0 && !strcmp(fixed[0].asked, want));
+    CHECK(price_list(&su, want, &fixed, &n, err, sizeof err) == 0);
+    CHECK(fixed[0].window.k == 0 && !strcmp(POLICY_NAME(&fixed[0].asked), want));
     CHECK(it[0].prediction.io_ms == fixed[0].prediction.io_ms && it[0].prediction.mem_ms == fixed[0].prediction.mem_ms);
     free(it);
     free(fixed);
     /* without --tokens, over the whole trace; without a trace, the s_agg curve */
     su.tokens = 0;
-    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
     CHECK_U64(it[0].window_tokens, 30);
     free(it);
     su.trace = NULL;
-    CHECK(predict_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "window:auto", &it, &n, err, sizeof err) == 0);
     wi = (struct window_auto_input){NULL, false, WINDOW_MAX_K, 256, rows};
     CHECK(window_auto_choose(&wi, &wc, err, sizeof err) == 0);
     CHECK_U64(it[0].window.k, wc.k);
@@ -448,7 +476,7 @@ static void test_window_within_budget(void)
     char err[1024];
     su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
     double scale = 4.0 / tr.meta.bytes_per_weight;
-    struct replay_spec bound = {.policy = "window:12", .layout = "bundled",
+    struct replay_spec bound = {.policy = POLICY("window:12"), .layout = "bundled",
                                 .dram_budget = (uint64_t)(window_setup_ffn_bytes(&s) / scale),
                                 .use_predicted = su.use_predicted};
     struct replay_spec unbound = bound;
@@ -460,7 +488,7 @@ static void test_window_within_budget(void)
     CHECK(rb.bytes_per_token > ru.bytes_per_token);
     struct policy_prediction *it = NULL;
     size_t n;
-    CHECK(predict_list(&su, "window:12", &it, &n, err, sizeof err) == 0);
+    CHECK(price_list(&su, "window:12", &it, &n, err, sizeof err) == 0);
     CHECK(it[0].config.vol.read_bytes == rb.bytes_per_token * scale);
     CHECK(it[0].config.vol.rows_inserted == rb.rows_inserted_per_token);
     CHECK(it[0].config.vol.rows_deleted == rb.rows_deleted_per_token);
@@ -487,7 +515,7 @@ static void test_rows_copied(void)
         su.layout = layouts[i];
         struct policy_prediction *it = NULL;
         size_t n;
-        CHECK(predict_list(&su, "window:3,predictor", &it, &n, err, sizeof err) == 0);
+        CHECK(price_list(&su, "window:3,predictor", &it, &n, err, sizeof err) == 0);
         const struct token_volumes *v = &it[0].config.vol;
         double rb = 2.0 * s.d_model * 4; /* up and down rows, f32 */
         double rows = v->rows_deleted + (i == 2 ? v->rows_inserted : 0);

@@ -1,6 +1,7 @@
 /* Exact bytes, reads, hits and row counts of every policy and layout on
  * small traces worked out by hand (the derivations are in the comments). */
 #include "check.h"
+#include "policy_text.h"
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
@@ -26,7 +27,9 @@ static struct replay_result run_spec(struct replay_spec spec)
     struct replay_result r;
     char err[256] = "";
     if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
-        fprintf(stderr, "replay %s %s: %s\n", spec.policy, spec.layout, err);
+        char name[POLICY_NAME_MAX];
+        cache_policy_name(&spec.policy, name, sizeof name);
+        fprintf(stderr, "replay %s %s: %s\n", name, spec.layout, err);
         check_failures++;
         memset(&r, 0, sizeof r);
     }
@@ -35,13 +38,13 @@ static struct replay_result run_spec(struct replay_spec spec)
 
 static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, false, 0, 0});
+    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, false, 0, 0});
 }
 
 /* A replay with the budget binding, as every row of a budget study. */
 static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){policy, layout, budget, false, true, 0, 0});
+    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, true, 0, 0});
 }
 
 #define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -132,8 +135,9 @@ static void feasibility_tests(void)
 static void study_tests(void)
 {
     const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
+    const struct policy_spec pols[] = {POLICY(policies[0]), POLICY(policies[1])};
     const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
-    struct replay_study st = {&tr, policies, 2, layouts, 1, budgets, 2, false, NULL, 0, 0};
+    struct replay_study st = {&tr, pols, 2, layouts, 1, budgets, 2, false, NULL, 0, 0};
     struct replay_row rows[4];
     memset(rows, 0, sizeof rows);
     size_t done = 0;
@@ -160,7 +164,8 @@ static void study_tests(void)
 /* friends against bundled: 144 bytes against 104 for the predictor. */
 static void friends_note_tests(void)
 {
-    const char *policies[] = {"predictor"}, *layouts[] = {"bundled", "friends"};
+    const struct policy_spec policies[] = {POLICY("predictor")};
+    const char *layouts[] = {"bundled", "friends"};
     const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0, 0};
     struct replay_row rows[2];
@@ -200,9 +205,10 @@ static void pricing_tests(void)
     struct predict_setup s = p.setup;
     s.layout = "bundled";
     struct policy_prediction *items = NULL;
-    size_t n = 0;
-    CHECK(predict_list(&s, "window:2,predictor", &items, &n, err, sizeof err) == 0 && n == 2);
+    size_t n = 2;
     const char *names[] = {"window:2", "predictor"};
+    const struct policy_spec list[] = {POLICY(names[0]), POLICY(names[1])};
+    CHECK(predict_list(&s, list, n, &items, err, sizeof err) == 0 && n == 2);
     for (size_t i = 0; items && i < 2; i++) {
         struct replay_result r = run(names[i], "bundled", 0);
         struct policy_prediction one;
@@ -244,7 +250,7 @@ static void stride_tests(void)
     /* lru in 16 bytes at a 16-byte stride holds one row, as the packed
      * replay does in 8: the same decisions, every read twice the bytes */
     struct replay_result one = run("lru", "bundled", 8);
-    struct replay_result wide = run_spec((struct replay_spec){"lru", "bundled", 16, false, false, 16, 0});
+    struct replay_result wide = run_spec((struct replay_spec){POLICY("lru"), "bundled", 16, false, false, 16, 0});
     CHECK_U64(wide.capacity_rows, 1);
     CHECK_U64(wide.row_bytes, 16);
     CHECK_COUNTS(wide, one.total.reads, 2 * one.total.bytes, one.total.hits, one.total.inserted, one.total.deleted);
@@ -275,7 +281,7 @@ static void read_align_tests(void)
     /* predictor reads the 13 needed rows: 26 vector reads, of 4, 8 or 16 bytes */
     uint64_t want[] = {0, 104, 8, 208, 16, 416};
     for (int i = 0; i < 3; i++) {
-        struct replay_result r = run_spec((struct replay_spec){"predictor", "split", 0, false, false, 16, want[2 * i]});
+        struct replay_result r = run_spec((struct replay_spec){POLICY("predictor"), "split", 0, false, false, 16, want[2 * i]});
         CHECK_U64(r.total.reads, 26);
         CHECK_U64(r.total.bytes, want[2 * i + 1]);
         replay_result_free(&r);
@@ -291,12 +297,23 @@ static void read_align_tests(void)
 
 /* What callers outside cache/ ask of a policy: its properties by name
  * (window:auto is a window), and the one rule for a layer's rows. */
+/* The ops a name parses into (window:auto taken); NULL when it names none. */
+static const struct policy_ops *ops_of(const char *text)
+{
+    struct policy_spec p;
+    char err[256];
+    return cache_policy_parse(text, true, &p, err, sizeof err) == 0 ? p.ops : NULL;
+}
+
+/* What callers outside cache/ ask of a policy: its properties, from the
+ * value a name parses into (window:auto is a window), and the one rule for
+ * a layer's rows. */
 static void property_tests(void)
 {
-    CHECK(cache_policy_ops("naive") == &policy_naive);
-    CHECK(cache_policy_ops("window:auto") == &policy_window);
-    CHECK(cache_policy_ops("window:7") == &policy_window);
-    CHECK(cache_policy_ops("lru:3") == NULL && cache_policy_ops("mru") == NULL && cache_policy_ops("auto") == NULL);
+    CHECK(ops_of("naive") == &policy_naive);
+    CHECK(ops_of("window:auto") == &policy_window);
+    CHECK(ops_of("window:7") == &policy_window);
+    CHECK(ops_of("lru:3") == NULL && ops_of("mru") == NULL && ops_of("auto") == NULL);
     CHECK(policy_naive.reads_whole_layers && !policy_naive.keeps_resident_part);
     CHECK(policy_hybrid.reads_whole_layers && policy_hybrid.keeps_resident_part);
     CHECK(policy_predictor.keeps_recent && policy_window.keeps_recent && !policy_lru.keeps_recent);
@@ -311,9 +328,11 @@ static void property_tests(void)
     CHECK_U64(policy_layer_rows(&policy_predictor, 30, 100), 0);
     CHECK_U64(policy_layer_rows(&policy_naive, 0, 100), 0);
     char name[32];
-    cache_policy_name(&policy_window, 5, name, sizeof name);
+    struct policy_spec spec = policy_spec_of(&policy_window, 5);
+    cache_policy_name(&spec, name, sizeof name);
     CHECK_STR(name, "window:5");
-    cache_policy_name(&policy_lru, 9, name, sizeof name);
+    spec = policy_spec_of(&policy_lru, 9);
+    cache_policy_name(&spec, name, sizeof name);
     CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
     /* the one mode table: the paper's order, K and G where a mode takes them */
@@ -322,10 +341,14 @@ static void property_tests(void)
     for (size_t i = 0; i < 5; i++)
         CHECK(cache_mode_at(i) && !strcmp(cache_mode_at(i)->name, order[i]));
     CHECK(cache_mode_at(5) == NULL && cache_mode_find("dense") == NULL);
-    cache_mode_names(cache_mode_find("all"), "auto", 3, pol, sizeof pol, lay, sizeof lay);
+    spec = cache_mode_policy(cache_mode_find("all"), 0, true);
+    cache_policy_name(&spec, pol, sizeof pol);
+    cache_mode_layout(cache_mode_find("all"), 3, lay, sizeof lay);
     CHECK_STR(pol, "window:auto");
     CHECK_STR(lay, "coalesce:3");
-    cache_mode_names(cache_mode_find("naive"), "5", 3, pol, sizeof pol, lay, sizeof lay);
+    spec = cache_mode_policy(cache_mode_find("naive"), 5, false);
+    cache_policy_name(&spec, pol, sizeof pol);
+    cache_mode_layout(cache_mode_find("naive"), 3, lay, sizeof lay);
     CHECK_STR(pol, "naive");
     CHECK_STR(lay, "coalesce:0");
     CHECK_STR(cache_mode_find("window")->paper_label, "+ windowing");
@@ -449,12 +472,13 @@ int main(void)
 
     /* Spec errors are reported, not guessed. */
     char err[256];
-    CHECK(replay_check_policy("window:0", err, sizeof err) != 0);
-    CHECK(replay_check_policy("window", err, sizeof err) != 0);
-    CHECK(replay_check_policy("lru:3", err, sizeof err) != 0);
-    CHECK(replay_check_policy("fifo", err, sizeof err) != 0 && strstr(err, "available"));
+    struct policy_spec pol;
+    CHECK(cache_policy_parse("window:0", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("window", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("lru:3", false, &pol, err, sizeof err) != 0);
+    CHECK(cache_policy_parse("fifo", false, &pol, err, sizeof err) != 0 && strstr(err, "available"));
     CHECK(replay_check_layout("coalesce:x", err, sizeof err) != 0);
     CHECK(replay_check_layout("coalesce:0", err, sizeof err) == 0);
-    CHECK(replay_policy_uses_budget("belady") && !replay_policy_uses_budget("window:3"));
+    CHECK(POLICY("belady").ops->uses_budget && !POLICY("window:3").ops->uses_budget);
     return check_report("test_replay_golden");
 }

@@ -1,13 +1,14 @@
-/* Run planning (engine/ffn/run_plan.h) on a model that exists only as numbers:
+/* Run planning (engine/run/run_plan.h) on a model that exists only as numbers:
  * the presets, the refusals with their numbers, the capacities a budget
  * buys, and window:auto's K, cross-checked against the window policy
  * itself (cache/) running the same tokens and against the rule predict
  * shares (sim/window_auto.h) given the same rows. */
 #include "check.h"
+#include "policy_text.h"
 #include "trace_fixture.h"
 
 #include "cache/cache.h"
-#include "engine/ffn/run_plan.h"
+#include "engine/run/run_plan.h"
 #include "sim/paper_tables.h"
 #include "sim/window_auto.h"
 
@@ -32,7 +33,7 @@ static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
 static int plan(const struct model *m, const char *policy, uint64_t budget, const struct trace *tr,
                 uint64_t tokens, struct run_plan_out *out, char *err)
 {
-    struct run_plan_input in = {.m = m, .policy = policy, .layout = "bundled", .budget = budget, .kv_bytes = 100,
+    struct run_plan_input in = {.m = m, .policy = POLICY(policy), .layout = "bundled", .budget = budget, .kv_bytes = 100,
                                 .trace = tr, .tokens = tokens};
     err[0] = 0;
     return run_plan_make(&in, out, err, 512);
@@ -40,22 +41,24 @@ static int plan(const struct model *m, const char *policy, uint64_t budget, cons
 
 static void test_presets(void)
 {
-    char pol[64], lay[64];
-    CHECK(run_mode_preset("naive", "5", 0, pol, sizeof pol, lay, sizeof lay) == 0);
-    CHECK_STR(pol, "naive");
+    struct policy_spec pol;
+    char lay[64];
+    CHECK(run_mode_preset("naive", 5, 0, &pol, lay, sizeof lay) == 0);
+    CHECK_STR(POLICY_NAME(&pol), "naive");
     CHECK_STR(lay, "coalesce:0");
-    CHECK(run_mode_preset("window", "7", 0, pol, sizeof pol, lay, sizeof lay) == 0);
-    CHECK_STR(pol, "window:7");
+    CHECK(run_mode_preset("window", 7, 0, &pol, lay, sizeof lay) == 0);
+    CHECK_STR(POLICY_NAME(&pol), "window:7");
     CHECK_STR(lay, "split");
-    CHECK(run_mode_preset("all", "auto", 3, pol, sizeof pol, lay, sizeof lay) == 0);
-    CHECK_STR(pol, "window:auto");
+    CHECK(run_mode_preset("all", 0, 3, &pol, lay, sizeof lay) == 0); /* window 0: auto */
+    CHECK_STR(POLICY_NAME(&pol), "window:auto");
     CHECK_STR(lay, "coalesce:3");
-    CHECK(run_mode_preset("turbo", "5", 0, pol, sizeof pol, lay, sizeof lay) == -1);
+    CHECK(run_mode_preset("turbo", 5, 0, &pol, lay, sizeof lay) == -1);
     char err[256];
-    CHECK(run_plan_check_names("window:auto", "bundled", err, sizeof err) == 0);
-    CHECK(run_plan_check_names("window:5000", "bundled", err, sizeof err) == -1);
+    const struct policy_spec wauto = POLICY("window:auto"), w5000 = POLICY("window:5000"), lru = POLICY("lru");
+    CHECK(run_plan_check(&wauto, "bundled", err, sizeof err) == 0);
+    CHECK(run_plan_check(&w5000, "bundled", err, sizeof err) == -1);
     CHECK(strstr(err, "1 to 4096") != NULL);
-    CHECK(run_plan_check_names("lru", "diagonal", err, sizeof err) == -1);
+    CHECK(run_plan_check(&lru, "diagonal", err, sizeof err) == -1);
 }
 
 /* The refusals name the numbers that do not fit. */
@@ -98,7 +101,7 @@ static void test_capacity(void)
     CHECK_U64(out.layer_rows[1], 3);
     CHECK_U64(out.held_bytes, 192 + 384);
     CHECK_U64(out.window_k, 3);
-    CHECK_STR(out.policy, "window:3");
+    CHECK_STR(POLICY_NAME(&out.policy), "window:3");
     CHECK(out.window_from == NULL);
     free(out.layer_rows);
     /* hybrid without a budget: half of each layer resident, the rest staged */
@@ -120,9 +123,8 @@ static const int *const sets[] = {s0, s1, s2, s3, s4};
  * or dropped rows of the current token (overflow). */
 static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capacity)
 {
-    char policy[32], err[256];
-    snprintf(policy, sizeof policy, "window:%u", k);
-    struct cache_config cc = {policy, "bundled", capacity, tr, false, false};
+    char err[256];
+    struct cache_config cc = {policy_spec_of(&policy_window, k), "bundled", capacity, tr, false, false};
     struct cache_geometry g = {1, 8, 16, 2, STRIDE, 0};
     struct cache c;
     uint64_t overflow = 0;
@@ -157,7 +159,7 @@ static void test_window_auto_trace(void)
         CHECK_U64(out.capacity_rows, cases[i].capacity);
         CHECK_U64(out.window_k, cases[i].k);
         snprintf(want, sizeof want, "window:%u", cases[i].k);
-        CHECK_STR(out.policy, want);
+        CHECK_STR(POLICY_NAME(&out.policy), want);
         CHECK(out.window_from && strstr(out.window_from, "trace"));
         /* the one rule predict uses too, given the same rows, chooses the same */
         struct window_auto_input wi = {&tr, false, 5, 8, cases[i].capacity};
@@ -226,7 +228,7 @@ static void test_apply_and_dense(void)
     struct ffn_flash_config cfg = {0};
     struct trace profile = {0};
     run_plan_apply(&out, &profile, &cfg);
-    CHECK(cfg.policy == out.policy && cfg.layer_rows == out.layer_rows && cfg.profile == &profile);
+    CHECK(policy_spec_equal(&cfg.policy, &out.policy) && cfg.layer_rows == out.layer_rows && cfg.profile == &profile);
     CHECK(cfg.capacity_rows == out.capacity_rows && cfg.staging_rows == out.staging_rows &&
           cfg.bounce_rows == out.bounce_rows);
     free(out.layer_rows);

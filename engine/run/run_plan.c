@@ -1,5 +1,5 @@
 /* Run planning (run_plan.h): presets, the budget, the sizes. */
-#include "engine/ffn/run_plan.h"
+#include "engine/run/run_plan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +14,14 @@
 #include "sim/window_auto.h"
 
 
-int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy, char *layout,
                     size_t llen)
 {
     const struct cache_mode *m = cache_mode_find(mode);
     if (!m)
         return -1;
-    cache_mode_names(m, window, coalesce, policy, plen, layout, llen);
+    *policy = cache_mode_policy(m, window, window == 0);
+    cache_mode_layout(m, coalesce, layout, llen);
     return 0;
 }
 
@@ -102,57 +103,57 @@ static int choose_window(const struct run_plan_input *in, uint64_t capacity, str
 {
     struct window_auto_input wi = {in->trace, in->use_predicted, in->tokens, in->m->shape.d_ff, capacity};
     struct window_auto_choice wc;
-    if (window_auto_choose(&wi, &wc, err, errlen) != 0)
+    if (window_auto_resolve(&in->policy, &wi, &out->policy, &wc, err, errlen) != 0)
         return -1;
     out->window_k = wc.k;
     out->window_from = wc.from;
-    cache_policy_name(&policy_window, wc.k, out->policy, sizeof out->policy);
     return 0;
 }
 
-/* The policy's operations; window:auto is a window whose K the plan chooses. */
-static int parse_policy(const struct run_plan_input *in, const struct policy_ops **pol, struct run_plan_out *out,
-                        char *err, size_t errlen)
+/* A window the engine holds: K up to RUN_MAX_WINDOW (auto: chosen so). */
+static int check_window(const struct policy_spec *policy, char *err, size_t errlen)
 {
-    uint64_t arg = 0;
-    snprintf(out->policy, sizeof out->policy, "%s", in->policy);
-    if (window_auto_is(in->policy)) {
-        *pol = &policy_window;
-        if (!in->budget) {
-            err_set(err, errlen, "policy window:auto sizes the window to a DRAM budget: it needs one");
-            return -1;
-        }
+    char name[POLICY_NAME_MAX];
+    if (!policy->ops->takes_arg || policy->arg_auto || policy->arg <= RUN_MAX_WINDOW)
+        return 0;
+    cache_policy_name(policy, name, sizeof name);
+    return err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", name, RUN_MAX_WINDOW);
+}
+
+/* The policy run, as far as it is known before the budget is shared:
+ * window:auto's K is chosen later (choose_window), and needs a budget. */
+static int start_policy(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen)
+{
+    char name[POLICY_NAME_MAX];
+    out->policy = in->policy;
+    if (in->policy.arg_auto) {
+        cache_policy_name(&in->policy, name, sizeof name);
+        if (!in->budget)
+            return err_set(err, errlen, "policy %s sizes the window to a DRAM budget: it needs one", name);
         return 0;
     }
-    if (cache_parse_policy(in->policy, pol, &arg, err, errlen) != 0)
+    if (check_window(&in->policy, err, errlen) != 0)
         return -1;
-    if ((*pol)->takes_arg && arg > RUN_MAX_WINDOW) {
-        err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", in->policy, RUN_MAX_WINDOW);
-        return -1;
-    }
-    out->window_k = (*pol)->takes_arg ? (uint32_t)arg : 0;
+    out->window_k = in->policy.ops->takes_arg ? (uint32_t)in->policy.arg : 0;
     return 0;
 }
 
-int run_plan_check_names(const char *policy, const char *layout, char *err, size_t errlen)
+int run_plan_check(const struct policy_spec *policy, const char *layout, char *err, size_t errlen)
 {
-    const struct policy_ops *pol;
     const struct layout_ops *lay;
-    uint64_t arg = 0;
-    if (!window_auto_is(policy) && cache_parse_policy(policy, &pol, &arg, err, errlen) != 0)
+    uint64_t arg;
+    if (check_window(policy, err, errlen) != 0)
         return -1;
-    if (!window_auto_is(policy) && pol->takes_arg && arg > RUN_MAX_WINDOW) {
-        err_set(err, errlen, "policy %s: the engine's window is 1 to %u tokens", policy, RUN_MAX_WINDOW);
-        return -1;
-    }
     return cache_parse_layout(layout, &lay, &arg, err, errlen);
 }
 
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
 {
+    char policy[POLICY_NAME_MAX];
+    cache_policy_name(&in->policy, policy, sizeof policy);
     if (pol->needs_known && !in->trace && !(pol->known_from_profile && in->profile)) {
         err_set(err, errlen, "policy %s needs the sets to come: it runs only when a trace chooses the neurons%s",
-                 in->policy, pol->known_from_profile ? " or, with the oracle, after a warm-up profile" : "");
+                 policy, pol->known_from_profile ? " or, with the oracle, after a warm-up profile" : "");
         return -1;
     }
     if (pol->needs_future && in->tokens > in->trace->n_tokens) {
@@ -162,7 +163,7 @@ static int check_input(const struct run_plan_input *in, const struct policy_ops 
         return -1;
     }
     if (pol->uses_budget && !in->budget) {
-        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", in->policy);
+        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", policy);
         return -1;
     }
     return 0;
@@ -254,10 +255,10 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     memset(out, 0, sizeof *out);
     const struct model *m = in->m;
     const struct model_shape *s = &m->shape;
-    const struct policy_ops *pol;
+    const struct policy_ops *pol = in->policy.ops;
     const struct layout_ops *lay;
     uint64_t arg, fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes, staged;
-    if (parse_policy(in, &pol, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
+    if (start_policy(in, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
         check_input(in, pol, err, errlen) != 0)
         return -1;
     if (in->budget && fixed >= in->budget) {
@@ -271,7 +272,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     if (plan_staging(in, pol, lay, fixed, avail, capacity, &staged, out, err, errlen) != 0 ||
         plan_capacity(in, pol, avail - (in->budget ? staged : 0), &capacity, err, errlen) != 0)
         return -1;
-    if (window_auto_is(in->policy) && choose_window(in, capacity, out, err, errlen) != 0)
+    if (in->policy.arg_auto && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
     uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * s->d_model * dtype_size(m->dtype);

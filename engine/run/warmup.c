@@ -1,5 +1,5 @@
 /* Warm-up profile (warmup.h). */
-#include "engine/forward/warmup.h"
+#include "engine/run/warmup.h"
 
 #include <stdio.h>
 
@@ -23,7 +23,7 @@ static struct trace_builder *open_profile(const struct warmup_input *in, char *e
 static int record(const struct warmup_input *in, const struct trace_sink *sink, char *err, size_t errlen)
 {
     struct ffn_flash_config cfg = *in->io;
-    cfg.policy = "predictor";
+    cfg.policy = policy_spec_of(&policy_predictor, 0); /* keeps nothing: reads each token's needed rows */
     cfg.layout = "bundled";
     cfg.capacity_rows = 0;
     cfg.layer_rows = NULL;

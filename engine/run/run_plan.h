@@ -7,10 +7,10 @@
  * to size each layer's storage and the staging area exactly.
  *
  * window:auto is the largest window the budget holds (the paper's Fig. 7
- * follows the budget): sim/window_auto.h's rule (shared with predict) given
- * the rows each layer's cache gets once everything else the budget holds is
- * taken, staging included. The plan names the policy it chose (window:K)
- * for the engine and for replay.
+ * follows the budget): sim/window_auto.h's rule (window_auto_resolve,
+ * shared with predict) given the rows each layer's cache gets once
+ * everything else the budget holds is taken, staging included. The plan
+ * holds the policy it chose (window:K) for the engine and for replay.
  * A deployable run's predictor stays in DRAM beside the resident weights
  * and the KV cache: the budget holds those three first.
  * 0, or -1 with a message (the numbers that do not fit) in err. */
@@ -21,32 +21,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/policy_spec.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model.h"
 #include "sim/window_auto.h"
 #include "traces/trace.h"
 
 /* naive, hybrid, predictor, window, all: the paper's ablation as a policy
- * and a layout (cache/mode.h's table, with window K, a number or "auto",
- * and coalescing gap G where the mode takes them). 0, or -1 for an
- * unknown mode. */
-int run_mode_preset(const char *mode, const char *window, uint32_t coalesce, char *policy, size_t plen, char *layout,
+ * and a layout (cache/mode.h's table, with window K, 0 for auto, and
+ * coalescing gap G where the mode takes them). 0, or -1 for an unknown
+ * mode. */
+int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy, char *layout,
                     size_t llen);
 
 /* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
 #define RUN_MAX_WINDOW WINDOW_MAX_K
 
-/* Checks a policy and a layout as the run takes them (cache/'s names, and
- * window:auto). 0, or -1 with err naming the bad one. */
-int run_plan_check_names(const char *policy, const char *layout, char *err, size_t errlen);
+/* Checks a policy and a layout as the run takes them: a window the engine
+ * holds (window:auto included), a layout cache/ names. 0, or -1 with err
+ * naming the bad one. */
+int run_plan_check(const struct policy_spec *policy, const char *layout, char *err, size_t errlen);
 
 struct run_plan_input {
     const struct model *m;
-    const char *policy, *layout;
+    struct policy_spec policy;  /* window:auto: K chosen by the plan */
+    const char *layout;
     uint64_t budget;            /* bytes the engine may hold; 0: none */
     uint64_t kv_bytes;
     const struct trace *trace;  /* NULL: the oracle chooses the neurons */
-    const struct trace *profile; /* the oracle: a warm-up's active sets, for hot (engine/forward/warmup.h) */
+    const struct trace *profile; /* the oracle: a warm-up's active sets, for hot (engine/run/warmup.h) */
     bool use_predicted;
     uint64_t tokens;            /* tokens the run computes (the trace is replayed cyclically) */
     bool stream_dram;           /* naive: dram.bin is streamed through a scratch buffer */
@@ -55,7 +58,7 @@ struct run_plan_input {
 };
 
 struct run_plan_out {
-    char policy[64];            /* the policy run: the input's, window:auto resolved to window:K */
+    struct policy_spec policy;  /* the policy run: the input's, window:auto resolved to window:K */
     uint32_t window_k;          /* window:K's K (0: not a window) */
     const char *window_from;    /* window:auto: what chose K (static text); NULL otherwise */
     uint64_t capacity_rows;     /* the policy's rows per layer (0: none) */
@@ -70,7 +73,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
 
 /* The plan into the flash FFN's configuration: the policy run (window:auto
  * resolved), the rows per layer, staging and bounce rows, and hot's
- * warm-up profile (NULL: none). cfg keeps pointers into plan. */
+ * warm-up profile (NULL: none). cfg keeps a pointer into plan (layer_rows). */
 void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile, struct ffn_flash_config *cfg);
 
 /* A dense run within a budget (0: none): the whole model and the KV cache

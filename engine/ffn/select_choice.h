@@ -1,0 +1,37 @@
+/* --active and --threshold as perplexity, generate and run take them, as
+ * data: the source that chooses the FFN's neurons (engine/ffn/neuron_select.h)
+ * by its name, with its threshold. Loads the model's activation predictor
+ * (refusing a folder without one with the command that makes it) and
+ * refuses the gate on a model without a gate projection.
+ *
+ * No printing. 0, or -1 with err holding the whole line the command prints
+ * ("run --active predictor: ..."): this module is those commands' option
+ * logic, so unlike other library code its messages name the command (cmd)
+ * and the option at fault. Not thread-safe: one choice per caller. */
+#ifndef FLASHBED_ENGINE_SELECT_CHOICE_H
+#define FLASHBED_ENGINE_SELECT_CHOICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/model/model.h"
+#include "engine/ffn/neuron_select.h"
+#include "engine/predictor/predictor.h"
+
+struct select_choice {
+    struct select_config cfg;   /* cfg.predictor points at pred */
+    struct predictor pred;      /* the model's, loaded (have_pred) */
+    bool have_pred;
+    char desc[384];             /* for people: the source, its threshold, what it holds and costs */
+};
+
+/* name: oracle, predictor or gate. The threshold, when given, is the
+ * source's: the predictor's probability (0..1; default its recorded one),
+ * the gate's cut on |act(gate·x)|, the oracle's on |act(gate·x)·(up·x)|
+ * or |act(up·x + b)| (SiLU and GELU FFNs: the ReLU family is active when
+ * not zero; default 0 for both). On failure out holds nothing to free. */
+int select_choice_open(const char *cmd, const char *name, bool threshold_given, double threshold,
+                       const struct model *m, struct select_choice *out, char *err, size_t errlen);
+void select_choice_free(struct select_choice *c);
+
+#endif

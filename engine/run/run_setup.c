@@ -1,0 +1,174 @@
+/* flashbed run's setup from its options as data (run_setup.h). */
+#include "engine/run/run_setup.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+#include "engine/run/warmup.h"
+
+void run_setup_sizes(struct run_setup *p, const struct model *m, int max_seq)
+{
+    p->model_bytes = m->dram_bytes + m->ffn_bytes;
+    p->kv_bytes = 2ull * m->shape.n_layers * (uint64_t)max_seq * m->kv_dim * sizeof(float);
+}
+
+int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
+{
+    if (run_mode_preset(o->mode, o->window, o->coalesce, &p->policy, p->layout, sizeof p->layout) != 0)
+        return err_set(err, errlen, "internal: %s --mode '%s' has no preset", o->cmd, o->mode);
+    if (!o->policy.ops && !o->layout)
+        return 0;
+    struct policy_spec policy = o->policy.ops ? o->policy : p->policy;
+    const char *layout = o->layout ? o->layout : o->mode_given ? p->layout : "bundled";
+    char why[512], preset[POLICY_NAME_MAX], given[POLICY_NAME_MAX];
+    if (o->mode_given && (!policy_spec_equal(&policy, &p->policy) || strcmp(layout, p->layout))) {
+        cache_policy_name(&p->policy, preset, sizeof preset);
+        cache_policy_name(&policy, given, sizeof given);
+        return err_set(err, errlen, "%s: --mode %s means --policy %s --layout %s, not %s and %s", o->cmd, o->mode,
+                       preset, p->layout, given, layout);
+    }
+    if (run_plan_check(&policy, layout, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: %s", o->cmd, why);
+    p->policy = policy;
+    if (layout != p->layout) /* the preset's own buffer: copying it onto itself would empty it */
+        snprintf(p->layout, sizeof p->layout, "%s", layout);
+    return 0;
+}
+
+/* --active oracle, predictor or gate (engine/ffn/select_choice.h): the engine's
+ * source and its threshold. */
+static int choose_source(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
+                         size_t errlen)
+{
+    if (select_choice_open(o->cmd, o->active, o->threshold_given, o->threshold, m, &p->sel, err, errlen) != 0)
+        return -1;
+    p->have_sel = true;
+    const struct select_config *c = &p->sel.cfg;
+    p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
+    p->cfg.predictor = c->predictor;
+    p->cfg.gate_threshold = c->threshold;
+    /* the truth beside a predictor: what it was trained to predict, unless told */
+    if (c->source != SOURCE_ORACLE)
+        p->cfg.threshold = o->act_threshold_given || !c->predictor ? (float)o->act_threshold
+                                                                   : c->predictor->act_threshold;
+    snprintf(p->active_desc, sizeof p->active_desc, "%s", p->sel.desc);
+    return 0;
+}
+
+/* --active trace:FILE: the trace, of the model's shape, and its sets (--use). */
+static int open_trace(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
+                      size_t errlen)
+{
+    const char *path = o->active + 6;
+    char why[4600];
+    if (trace_load(path, &p->trace, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --active: %s", o->cmd, why);
+    p->have_trace = true;
+    if (trace_matches_shape(&p->trace, path, &m->shape, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --active: %s", o->cmd, why);
+    if (trace_choose_sets(o->use, &p->trace.meta, path, &p->cfg.use_predicted, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --use: %s", o->cmd, why);
+    p->cfg.active = SOURCE_TRACE;
+    p->cfg.trace = &p->trace;
+    snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)", path,
+             p->cfg.use_predicted ? "predicted" : "active", (unsigned long long)p->trace.n_tokens);
+    return 0;
+}
+
+int run_setup_check_source(const struct run_options *o, const struct run_setup *p, char *err, size_t errlen)
+{
+    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
+    if (o->check && p->cfg.active == SOURCE_ORACLE)
+        return err_set(err, errlen, "%s --check compares a predictor, the gate or a trace with the true activations: "
+                       "the oracle's choice is them (use --active predictor, gate or trace:FILE)", o->cmd);
+    if (chooser && p->policy.ops->reads_whole_layers) {
+        char policy[POLICY_NAME_MAX];
+        cache_policy_name(&p->policy, policy, sizeof policy);
+        return err_set(err, errlen, "%s --active %s: policy %s reads every neuron it does not hold, so nothing is "
+                       "chosen (use --mode predictor, window or all, or --active oracle)", o->cmd, o->active, policy);
+    }
+    return 0;
+}
+
+int run_setup_plan(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
+                   size_t errlen)
+{
+    p->cfg.threshold = (float)o->threshold;
+    p->cfg.check = o->check;
+    p->cfg.io_engine = o->io_engine;
+    p->cfg.io_threads = o->io_threads;
+    p->cfg.iodepth = o->iodepth;
+    p->cfg.direct = o->direct;
+    if (run_setup_policy(o, p, err, errlen) != 0)
+        return -1;
+    p->cfg.policy = p->policy;
+    p->cfg.layout = p->layout;
+    /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
+    p->cfg.stream_dram = p->policy.ops->reads_whole_layers && !p->policy.ops->keeps_resident_part;
+    int rc;
+    if (!strncmp(o->active, "trace:", 6))
+        rc = open_trace(o, m, p, err, errlen);
+    else if (!strcmp(o->active, "oracle") || !strcmp(o->active, "predictor") || !strcmp(o->active, "gate"))
+        rc = choose_source(o, m, p, err, errlen);
+    else
+        rc = err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate or trace:FILE", o->cmd,
+                     o->active);
+    return rc != 0 ? -1 : run_setup_check_source(o, p, err, errlen);
+}
+
+bool run_setup_needs_warmup(const struct run_setup *p)
+{
+    return !p->dense && p->policy.ops->known_from_profile && !p->have_trace;
+}
+
+int run_setup_warmup(const struct run_options *o, const struct model *m, const struct backend_ops *be, int threads,
+                     const int *tokens, int n, struct run_setup *p, char *err, size_t errlen)
+{
+    if (n > (int)m->shape.max_positions)
+        n = (int)m->shape.max_positions;
+    char why[1024], policy[POLICY_NAME_MAX];
+    struct warmup_input in = {.settings = o->settings, .m = m, .be = be, .threads = threads, .io = &p->cfg,
+                              .tokens = tokens, .n_tokens = n};
+    if (warmup_profile(&in, &p->profile, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --warmup-file: %s", o->cmd, why);
+    p->have_profile = true;
+    cache_policy_name(&p->policy, policy, sizeof policy);
+    snprintf(p->profile_desc, sizeof p->profile_desc, "%s ranks the %s's needed neurons over a warm-up of %d tokens "
+             "(%s)", policy, o->active, n, o->warmup_file ? o->warmup_file : "the prompt");
+    return 0;
+}
+
+int run_setup_fit(const struct run_options *o, const struct model *m, struct run_setup *p, uint64_t tokens,
+                  char *err, size_t errlen)
+{
+    char why[1024];
+    if (p->dense) {
+        if (run_plan_dense_check(m, p->kv_bytes, p->budget, why, sizeof why) == 0)
+            return 0;
+        return err_set(err, errlen, "%s --mode dense: %s", o->cmd, why);
+    }
+    struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
+                                .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
+                                .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
+                                .tokens = tokens, .stream_dram = p->cfg.stream_dram,
+                                .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg)};
+    if (run_plan_make(&in, &p->plan, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: %s", o->cmd, why);
+    run_plan_apply(&p->plan, p->have_profile ? &p->profile : NULL, &p->cfg);
+    return 0;
+}
+
+void run_setup_free(struct run_setup *p)
+{
+    if (p->have_trace)
+        trace_free(&p->trace);
+    if (p->have_profile)
+        trace_free(&p->profile);
+    if (p->have_sel)
+        select_choice_free(&p->sel);
+    p->have_trace = p->have_profile = p->have_sel = false;
+    free(p->plan.layer_rows);
+    p->plan.layer_rows = NULL;
+}
