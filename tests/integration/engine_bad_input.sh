@@ -3,11 +3,7 @@
 # non-zero exit, and no model folder left behind.
 source "$(dirname "$0")/lib.sh"
 
-SRC="$FLASHBED_DATA/models/stories260K"
-if [ ! -f "$SRC/stories260K.bin" ]; then
-    echo "skipped: stories260K not found under FLASHBED_DATA=$FLASHBED_DATA"
-    exit 77
-fi
+need_stories260k
 CK="$SRC/stories260K.bin"
 TOK="$SRC/tok512.bin"
 OUT="$WORK/out"

@@ -7,11 +7,7 @@
 # double precision (logits compared by test_hf_fixture). Then bad folders: each a clear error, no model folder left.
 source "$(dirname "$0")/lib.sh"
 
-SRC="$FLASHBED_DATA/models/stories260K"
-if [ ! -f "$SRC/stories260K.bin" ]; then
-    echo "skipped: stories260K not found under FLASHBED_DATA=$FLASHBED_DATA"
-    exit 77
-fi
+need_stories260k
 MAKE="$FLASHBED_SOURCE/tests/integration/make_hf_models.py"
 python3 "$MAKE" llama "$SRC/stories260K.bin" "$SRC/tok512.bin" "$WORK/hf-llama"
 python3 "$MAKE" opt "$WORK/hf-opt"

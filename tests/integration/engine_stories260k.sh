@@ -5,11 +5,7 @@
 # and f16/bf16 conversions run and stay sane.
 source "$(dirname "$0")/lib.sh"
 
-SRC="$FLASHBED_DATA/models/stories260K"
-if [ ! -f "$SRC/stories260K.bin" ] || [ ! -f "$SRC/tok512.bin" ]; then
-    echo "skipped: stories260K not found under FLASHBED_DATA=$FLASHBED_DATA"
-    exit 77
-fi
+need_stories260k
 M="$WORK/s260"
 check "convert" "$FLASHBED" convert "$SRC/stories260K.bin" --tokenizer "$SRC/tok512.bin" --out "$M"
 check "model.json" test -f "$M/model.json"

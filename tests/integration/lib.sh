@@ -8,6 +8,16 @@ mkdir -p "$WORK"
 failures=0
 checks=0
 
+# Skips the test (exit 77, CTest's "skipped") unless the shared data holds
+# stories260K's checkpoint and tokenizer; sets SRC to their folder.
+need_stories260k() {
+    SRC="$FLASHBED_DATA/models/stories260K"
+    if [ ! -f "$SRC/stories260K.bin" ] || [ ! -f "$SRC/tok512.bin" ]; then
+        echo "skipped: stories260K not found under FLASHBED_DATA=$FLASHBED_DATA"
+        exit 77
+    fi
+}
+
 fail() {
     echo "FAIL: $*" >&2
     failures=$((failures + 1))
