@@ -18,6 +18,17 @@ const char *neuron_source_name(enum neuron_source src)
     return src == SOURCE_PREDICTOR ? "predictor" : src == SOURCE_GATE ? "gate" : src == SOURCE_TRACE ? "trace" : "oracle";
 }
 
+bool neuron_source_parse(const char *name, enum neuron_source *out)
+{
+    static const enum neuron_source computed[] = {SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE};
+    for (size_t i = 0; i < sizeof computed / sizeof *computed; i++)
+        if (!strcmp(name, neuron_source_name(computed[i]))) {
+            *out = computed[i];
+            return true;
+        }
+    return false;
+}
+
 /* Bytes of one [n_layers][d_ff][d_model] matrix in the model's dtype. */
 static uint64_t matrix_bytes(const struct model *m)
 {

@@ -24,6 +24,7 @@
 #ifndef FLASHBED_ENGINE_NEURON_SELECT_H
 #define FLASHBED_ENGINE_NEURON_SELECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,7 +75,10 @@ void neuron_select_close(struct neuron_select *s);
 uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct backend_ops *be, struct backend *b,
                              const float *x, uint32_t *out);
 
-/* "oracle", "predictor", "gate". */
+/* "oracle", "predictor", "gate", "trace". */
 const char *neuron_source_name(enum neuron_source src);
+/* The computed source name names (oracle, predictor, gate: what --active
+ * takes besides trace:FILE) into *out; false for any other text. */
+bool neuron_source_parse(const char *name, enum neuron_source *out);
 
 #endif

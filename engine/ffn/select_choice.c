@@ -64,13 +64,7 @@ int select_choice_open(const char *cmd, const char *name, bool threshold_given, 
                        const struct model *m, struct select_choice *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!strcmp(name, "predictor"))
-        out->cfg.source = SOURCE_PREDICTOR;
-    else if (!strcmp(name, "gate"))
-        out->cfg.source = SOURCE_GATE;
-    else if (!strcmp(name, "oracle"))
-        out->cfg.source = SOURCE_ORACLE;
-    else
+    if (!neuron_source_parse(name, &out->cfg.source))
         return err_set(err, errlen, "%s --active: '%s' is not oracle, predictor or gate", cmd, name);
     out->cfg.threshold = threshold_given ? (float)threshold : 0;
     if (out->cfg.source == SOURCE_PREDICTOR && open_predictor(cmd, threshold_given, threshold, m, out, err, errlen) != 0)

@@ -110,7 +110,7 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
     int rc;
     if (!strncmp(o->active, "trace:", 6))
         rc = open_trace(o, m, p, err, errlen);
-    else if (!strcmp(o->active, "oracle") || !strcmp(o->active, "predictor") || !strcmp(o->active, "gate"))
+    else if (neuron_source_parse(o->active, &(enum neuron_source){0}))
         rc = choose_source(o, m, p, err, errlen);
     else
         rc = err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate or trace:FILE", o->cmd,
