@@ -157,27 +157,6 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     return rc;
 }
 
-/* The text's tokens (no BOS: each window adds its own), cut to --tokens.
- * NULL (printed) when it cannot be read or held. */
-static int *text_tokens(const struct perplexity_opts *o, const struct model *m, size_t *n)
-{
-    size_t len;
-    char *text = read_text_file(o->text, &len);
-    if (!text) {
-        fb_error("%s: cannot read: %s", o->text, strerror(errno));
-        return NULL;
-    }
-    int *toks = malloc(tokenizer_max_tokens(len) * sizeof *toks);
-    if (!toks)
-        fb_error("perplexity: out of memory for the tokens of %s", o->text);
-    else
-        *n = tokenizer_encode(&m->tok, text, len, false, toks);
-    free(text);
-    if (toks && o->tokens && o->tokens < *n)
-        *n = o->tokens;
-    return toks;
-}
-
 /* The engine with its neuron source over the tokens, then the result. The
  * exit status. */
 static int score_text(const struct perplexity_opts *o, const struct fb_settings *set, struct model *m, const int *toks,
@@ -224,10 +203,11 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
         fb_error("%s", err);
         rc = 1;
     } else {
-        size_t n = 0;
-        int *toks = text_tokens(&o, &m, &n);
-        rc = toks ? score_text(&o, set, &m, toks, n) : 1;
-        free(toks);
+        struct text_tokens t;
+        if (text_tokens_load(&m, o.text, 0, o.tokens, &t, err, sizeof err) != 0)
+            fb_error("%s", err);
+        rc = t.ids ? score_text(&o, set, &m, t.ids, t.n) : 1;
+        text_tokens_free(&t);
         model_close(&m);
     }
     opts_free(&perplexity_command, &o);

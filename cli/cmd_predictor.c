@@ -24,6 +24,7 @@
 #include "common/options.h"
 #include "common/provenance.h"
 #include "common/sha256.h"
+#include "engine/forward/text_feed.h"
 #include "engine/ffn/ffn_probe.h"
 #include "engine/predictor/predictor.h"
 #include "engine/training/predictor_eval.h"
@@ -35,40 +36,22 @@
 
 /* ---- shared: the text ---- */
 
-struct text_tokens {
-    int *ids;
-    size_t n;
-    char sha256[65];
-};
-
 /* The text's tokens from skip on, at least want of them (want 0: all, at
  * least one); 0 or 1 with the error printed. */
 static int load_text(const char *cmd, const struct model *m, const char *path, uint64_t skip, uint64_t want,
                      struct text_tokens *t)
 {
     char err[4400];
-    if (sha256_file_hex(path, t->sha256, err, sizeof err) != 0) {
+    if (text_tokens_load(m, path, skip, want, t, err, sizeof err) != 0) {
         fb_error("%s --text: %s", cmd, err);
         return 1;
     }
-    size_t len;
-    char *text = read_text_file(path, &len);
-    t->ids = text ? malloc(tokenizer_max_tokens(len) * sizeof *t->ids) : NULL;
-    if (!t->ids) {
-        fb_error("%s --text: %s: cannot read: %s", cmd, path, text ? "out of memory" : strerror(errno));
-        free(text);
-        return 1;
-    }
-    size_t n = tokenizer_encode(&m->tok, text, len, false, t->ids);
-    free(text);
-    size_t avail = n > skip ? n - (size_t)skip : 0;
+    size_t avail = t->n_in_file > skip ? t->n_in_file - (size_t)skip : 0;
     if (avail == 0 || (want && avail < want)) {
-        fb_error("%s --tokens: %s has %zu tokens%s; %llu asked for", cmd, path, n, skip ? " before --skip" : "",
-                 (unsigned long long)(want ? want : 1) + (unsigned long long)skip);
+        fb_error("%s --tokens: %s has %zu tokens%s; %llu asked for", cmd, path, t->n_in_file,
+                 skip ? " before --skip" : "", (unsigned long long)(want ? want : 1) + (unsigned long long)skip);
         return 1;
     }
-    memmove(t->ids, t->ids + skip, avail * sizeof *t->ids);
-    t->n = want ? (size_t)want : avail;
     return 0;
 }
 
@@ -385,7 +368,7 @@ static int train_model(const struct train_opts *o, const struct fb_settings *set
     }
     predictor_free(&p);
     predictor_samples_free(&s);
-    free(t.ids);
+    text_tokens_free(&t);
     free(ranks);
     return rc;
 }
@@ -509,7 +492,7 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     progress_end(&v.bar);
     if (rc != 0) {
         fb_error("predictor eval: %s", err);
-        free(t.ids);
+        text_tokens_free(&t);
         return 1;
     }
     cJSON *prov = provenance_new();
@@ -523,7 +506,7 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
         print_eval(&r, o->out);
     rc = rc != 0 ? 1 : r.interrupted ? 130 : 0;
     predictor_eval_result_free(&r);
-    free(t.ids);
+    text_tokens_free(&t);
     return rc;
 }
 

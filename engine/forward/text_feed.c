@@ -1,9 +1,15 @@
 /* The one scoring loop (engine/forward/text_feed.h). */
 #include "engine/forward/text_feed.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "common/errbuf.h"
 #include "common/interrupt.h"
+#include "common/json_file.h"
+#include "common/sha256.h"
 #include "engine/forward/sampler.h"
 
 int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct text_feed *f)
@@ -37,4 +43,34 @@ double text_feed_nll(const float *logits, int vocab, int target, int *top)
     if (top)
         *top = best;
     return log(sum) + logits[best] - logits[target];
+}
+
+int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, struct text_tokens *t,
+                     char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    if (sha256_file_hex(path, t->sha256, err, errlen) != 0)
+        return -1;
+    size_t len;
+    char *text = read_text_file(path, &len);
+    if (!text)
+        return err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    t->ids = malloc(tokenizer_max_tokens(len) * sizeof *t->ids);
+    if (!t->ids) {
+        free(text);
+        return err_set(err, errlen, "%s: out of memory for its tokens", path);
+    }
+    t->n_in_file = tokenizer_encode(&m->tok, text, len, false, t->ids);
+    free(text);
+    size_t avail = t->n_in_file > skip ? t->n_in_file - (size_t)skip : 0;
+    memmove(t->ids, t->ids + (avail ? skip : 0), avail * sizeof *t->ids);
+    t->n = want && want < avail ? (size_t)want : avail;
+    return 0;
+}
+
+void text_tokens_free(struct text_tokens *t)
+{
+    free(t->ids);
+    t->ids = NULL;
+    t->n = 0;
 }

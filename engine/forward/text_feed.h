@@ -28,6 +28,24 @@ struct text_feed {
  * tokens, -1 when `scored` stopped it. */
 int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct text_feed *f);
 
+/* A text file's tokens, as the feed takes them: no BOS (each window adds
+ * its own). */
+struct text_tokens {
+    int *ids;          /* [n], owned (text_tokens_free) */
+    size_t n;          /* from token skip on, at most want of them */
+    size_t n_in_file;  /* every token of the text */
+    char sha256[65];   /* the file's, hex: which text a result came from */
+};
+
+/* The UTF-8 text file at path in model m's tokens, from token skip on, at
+ * most want of them (want 0: all); fewer when the text has fewer (the
+ * caller judges whether that is enough). 0, or -1 with err naming the
+ * file (unreadable, out of memory); t owns its ids either way
+ * (text_tokens_free). */
+int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, struct text_tokens *t,
+                     char *err, size_t errlen);
+void text_tokens_free(struct text_tokens *t);
+
 /* -log softmax(logits)[target], computed stably in double; *top (may be
  * NULL) gets the argmax. */
 double text_feed_nll(const float *logits, int vocab, int target, int *top);

@@ -15,6 +15,7 @@
 #include "model_fixture.h"
 #include "common/interrupt.h"
 #include "common/median.h"
+#include "common/sha256.h"
 #include "engine/forward/bw_ceiling.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
@@ -240,6 +241,34 @@ static void test_bw_ceiling(struct engine *e, const struct model *m)
     CHECK(c.paired == NULL);
 }
 
+/* A text file's tokens: all, from a skip, cut to a count, and a missing
+ * file named in the error. */
+static void test_text_tokens(const struct model *m, const char *dir)
+{
+    char path[700], err[1024];
+    snprintf(path, sizeof path, "%s/text.txt", dir);
+    const char *text = "the cat sat on the mat and the dog ran";
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+    int want[64];
+    size_t n = tokenizer_encode(&m->tok, text, strlen(text), false, want);
+    CHECK(n > 4);
+    struct text_tokens t;
+    CHECK(text_tokens_load(m, path, 0, 0, &t, err, sizeof err) == 0);
+    CHECK(t.n == n && t.n_in_file == n && memcmp(t.ids, want, n * sizeof *want) == 0);
+    char hex[65];
+    CHECK(sha256_file_hex(path, hex, err, sizeof err) == 0 && strcmp(hex, t.sha256) == 0);
+    text_tokens_free(&t);
+    CHECK(text_tokens_load(m, path, 2, 3, &t, err, sizeof err) == 0);
+    CHECK(t.n == 3 && t.n_in_file == n && memcmp(t.ids, want + 2, 3 * sizeof *want) == 0);
+    text_tokens_free(&t);
+    CHECK(text_tokens_load(m, path, n + 5, 0, &t, err, sizeof err) == 0 && t.n == 0); /* skipped past the end */
+    text_tokens_free(&t);
+    remove(path);
+    CHECK(text_tokens_load(m, path, 0, 0, &t, err, sizeof err) == -1 && strstr(err, "text.txt") != NULL);
+    text_tokens_free(&t);
+}
+
 int main(void)
 {
     const struct fb_settings set = fb_settings_defaults();
@@ -256,6 +285,7 @@ int main(void)
     test_length(&e, prompt, greedy);
     test_end_of_sequence(&e, &m, prompt, greedy);
     test_bw_ceiling(&e, &m);
+    test_text_tokens(&m, dir);
     test_text_feed(&e, &m); /* before test_other_stops, which leaves an interrupt behind */
     test_other_stops(&e, prompt);
     engine_free(&e);
