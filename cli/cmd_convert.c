@@ -9,8 +9,8 @@
 #include "cli/commands.h"
 #include "cli/shared.h"
 #include "common/log.h"
-#include "common/out_path.h"
 #include "common/options.h"
+#include "common/out_path.h"
 #include "engine/import/import.h"
 
 struct convert_opts {

@@ -8,19 +8,19 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
+#include "cli/select_opts.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/interrupt.h"
+#include "common/json_file.h"
 #include "common/log.h"
 #include "common/options.h"
 #include "common/provenance.h"
-#include "common/json_file.h"
-#include "cli/select_opts.h"
+#include "engine/ffn/ffn_select.h"
 #include "engine/forward/bw_ceiling.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
-#include "engine/ffn/ffn_select.h"
 
 struct generate_opts {
     char *model;

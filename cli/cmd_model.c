@@ -9,9 +9,9 @@
 #include "cli/shared.h"
 #include "common/fsutil.h"
 #include "common/log.h"
-#include "common/out_path.h"
 #include "common/model_shape.h"
 #include "common/options.h"
+#include "common/out_path.h"
 #include "engine/import/spectrum.h"
 #include "engine/import/synthetic.h"
 

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "engine/forward/engine.h"
 #include "engine/ffn/ffn_select.h"
+#include "engine/forward/engine.h"
 
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,
                        struct engine *e, const struct fb_settings *set, const struct model *m,

@@ -6,8 +6,8 @@
 
 #include <stdbool.h>
 
-#include "engine/model/model.h"
 #include "engine/ffn/select_choice.h"
+#include "engine/model/model.h"
 
 /* perplexity's and generate's engine for --active: dense for "all", else
  * the masked dense FFN (engine/ffn/ffn_select.h) over the choice, made into

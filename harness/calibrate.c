@@ -11,8 +11,8 @@
 #include "common/rng.h"
 #include "engine/compute/backend.h"
 #include "engine/model/dtype.h"
-#include "sim/flash_model.h"
 #include "io/io_buffer.h"
+#include "sim/flash_model.h"
 
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row)
 {

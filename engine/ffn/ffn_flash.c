@@ -14,14 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "common/clock.h"
 #include "common/errbuf.h"
-#include "cache/cache.h"
 #include "engine/compute/activation.h"
-#include "io/flash_reader.h"
-#include "engine/model/model_format.h"
 #include "engine/ffn/neuron_cache.h"
 #include "engine/ffn/neuron_select.h"
+#include "engine/model/model_format.h"
+#include "io/flash_reader.h"
 #include "io/io_buffer.h"
 
 enum { MAX_READ = 1u << 20 };

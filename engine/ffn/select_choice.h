@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "engine/model/model.h"
 #include "engine/ffn/neuron_select.h"
+#include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
 struct select_choice {

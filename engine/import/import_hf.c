@@ -16,9 +16,9 @@
 #include "common/json_file.h"
 #include "common/progress.h"
 #include "engine/import/import_hf_arch.h"
+#include "engine/import/safetensors.h"
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
-#include "engine/import/safetensors.h"
 #include "engine/tokenizer/tokenizer.h"
 
 static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt, &hf_arch_falcon, &hf_arch_persimmon,

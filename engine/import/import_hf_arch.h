@@ -12,8 +12,8 @@
 #include <cjson/cJSON.h>
 
 #include "common/model_shape.h"
-#include "engine/model/model_format.h"
 #include "engine/import/safetensors.h"
+#include "engine/model/model_format.h"
 
 /* A JSON object from path; NULL with "PATH: why" in err. */
 cJSON *hf_read_json(const char *path, char *err, size_t errlen);

@@ -8,8 +8,8 @@
 
 #include "common/model_shape.h"
 #include "common/progress.h"
-#include "engine/model/dtype.h"
 #include "engine/import/spectrum.h"
+#include "engine/model/dtype.h"
 
 /* Writes out_dir/model.bin (llama2.c checkpoint, f32) and out_dir/tokenizer.bin
  * (a synthetic SentencePiece vocabulary of the shape's size: specials, the

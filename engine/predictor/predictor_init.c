@@ -7,9 +7,9 @@
 
 #include "common/errbuf.h"
 #include "common/rng.h"
+#include "engine/compute/threadpool.h"
 #include "engine/model/ffn_matrix.h"
 #include "engine/predictor/svd.h"
-#include "engine/compute/threadpool.h"
 
 int predictor_init_parse(const char *s, enum predictor_init *out)
 {

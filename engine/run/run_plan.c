@@ -8,8 +8,8 @@
 #include "cache/cache.h"
 #include "cache/mode.h"
 #include "common/errbuf.h"
-#include "engine/model/dtype.h"
 #include "engine/ffn/ffn_flash.h"
+#include "engine/model/dtype.h"
 #include "engine/model/model_format.h"
 #include "sim/window_auto.h"
 

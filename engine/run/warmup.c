@@ -4,8 +4,8 @@
 #include <stdio.h>
 
 #include "common/errbuf.h"
-#include "engine/model/dtype.h"
 #include "engine/forward/engine.h"
+#include "engine/model/dtype.h"
 
 static struct trace_builder *open_profile(const struct warmup_input *in, char *err, size_t errlen)
 {

@@ -7,10 +7,10 @@
 
 #include "common/errbuf.h"
 #include "common/interrupt.h"
+#include "engine/ffn/ffn_probe.h"
+#include "engine/ffn/ffn_select.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
-#include "engine/ffn/ffn_select.h"
-#include "engine/ffn/ffn_probe.h"
 #include "engine/forward/text_feed.h"
 
 /* Short story openings in ordinary words: TinyStories' register for

@@ -6,8 +6,8 @@
 
 #include "common/errbuf.h"
 #include "common/interrupt.h"
-#include "engine/forward/engine.h"
 #include "engine/ffn/ffn_probe.h"
+#include "engine/forward/engine.h"
 #include "engine/forward/text_feed.h"
 
 uint64_t predictor_samples_bytes(uint32_t n_layers, uint32_t d_model, uint32_t d_ff, size_t rows)

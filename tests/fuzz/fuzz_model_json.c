@@ -17,8 +17,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/model/dtype.h"
 #include "engine/forward/engine.h"
+#include "engine/model/dtype.h"
 #include "engine/model/model.h"
 #include "fuzz_util.h"
 

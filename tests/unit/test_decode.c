@@ -19,10 +19,10 @@
 #include "engine/forward/bw_ceiling.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
-#include "engine/import/import.h"
 #include "engine/forward/sampler.h"
-#include "engine/import/synthetic.h"
 #include "engine/forward/text_feed.h"
+#include "engine/import/import.h"
+#include "engine/import/synthetic.h"
 
 enum { MAX_STEPS = 64 };
 

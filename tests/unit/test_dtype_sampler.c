@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/model/dtype.h"
 #include "engine/forward/sampler.h"
+#include "engine/model/dtype.h"
 
 /* f16: exact bit patterns, rounding to nearest even, subnormals, overflow */
 static void test_f16(void)

@@ -13,8 +13,8 @@
 
 #include "check.h"
 #include "engine/compute/backend.h"
-#include "engine/model/dtype.h"
 #include "engine/compute/membw.h"
+#include "engine/model/dtype.h"
 
 static uint32_t rng = 2463534242u;
 

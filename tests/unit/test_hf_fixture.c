@@ -26,8 +26,8 @@
 #include "check.h"
 #include "common/fsutil.h"
 #include "engine/forward/engine.h"
-#include "engine/import/import.h"
 #include "engine/forward/sampler.h"
+#include "engine/import/import.h"
 #include "hf_reference.h"
 
 /* f32 rounding of every weight to f16 moves these models' logits (|logit|

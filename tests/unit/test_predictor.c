@@ -14,9 +14,9 @@
 #include "common/rng.h"
 #include "engine/forward/engine.h"
 #include "engine/import/import.h"
+#include "engine/import/synthetic.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
-#include "engine/import/synthetic.h"
 
 enum { L = 3, D = 48, F = 96 };
 static const uint32_t ranks[L] = {4, 16, 48};

@@ -16,13 +16,13 @@
 #include "check.h"
 #include "policy_text.h"
 #include "model_fixture.h"
-#include "engine/forward/engine.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/ffn/ffn_select.h"
-#include "engine/import/import.h"
-#include "engine/run/run_plan.h"
+#include "engine/forward/engine.h"
 #include "engine/forward/sampler.h"
+#include "engine/import/import.h"
 #include "engine/import/synthetic.h"
+#include "engine/run/run_plan.h"
 #include "predictor_fixture.h"
 
 enum { N_PROMPT = 4, N_GEN = 10, MAX_SEQ = N_PROMPT + N_GEN };

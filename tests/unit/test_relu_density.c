@@ -12,9 +12,9 @@
 #include "check.h"
 #include "engine/forward/engine.h"
 #include "engine/import/import.h"
-#include "engine/model/model_format.h"
 #include "engine/import/spectrum.h"
 #include "engine/import/synthetic.h"
+#include "engine/model/model_format.h"
 
 /* Where the library says why a call failed (it prints nothing itself). */
 static char why[1024];

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "common/rng.h"
-#include "engine/predictor/svd.h"
 #include "engine/compute/threadpool.h"
+#include "engine/predictor/svd.h"
 
 enum { M = 150, N = 48 };
 
