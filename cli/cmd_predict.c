@@ -18,10 +18,10 @@
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
-#include "common/strbuf.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
+#include "sim/predict_report.h"
 #include "sim/run_summary.h"
 #include "traces/trace.h"
 
@@ -103,124 +103,6 @@ static int parse_budget(const char *text, double model_bytes, double *share, cha
     }
     *share = fmin(1.0, bytes / model_bytes);
     return 0;
-}
-
-static cJSON *prediction_json(const struct cost_prediction *p)
-{
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "io_ms", p->io_ms);
-    cJSON_AddNumberToObject(o, "mem_ms", p->mem_ms);
-    cJSON_AddNumberToObject(o, "compute_ms", p->compute_ms);
-    cJSON_AddNumberToObject(o, "attention_ms", p->attention_ms);
-    cJSON_AddNumberToObject(o, "predictor_ms", p->predictor_ms);
-    cJSON_AddNumberToObject(o, "ffn_ms", p->ffn_ms);
-    cJSON_AddNumberToObject(o, "output_ms", p->other_ms);
-    cJSON_AddNumberToObject(o, "serial_total_ms", p->serial_ms);
-    cJSON_AddNumberToObject(o, "overlapped_total_ms", p->overlapped_ms);
-    cJSON_AddNumberToObject(o, "bytes_per_token", p->bytes_per_token);
-    cJSON_AddNumberToObject(o, "reads_per_token", p->reads_per_token);
-    cJSON_AddNumberToObject(o, "chunk_bytes", p->chunk_bytes);
-    cJSON_AddNumberToObject(o, "throughput_bytes", p->throughput);
-    cJSON_AddBoolToObject(o, "throughput_interpolated", p->throughput_interpolated);
-    cJSON_AddNumberToObject(o, "rows_inserted_per_token", p->rows_inserted);
-    cJSON_AddNumberToObject(o, "rows_deleted_per_token", p->rows_deleted);
-    cJSON_AddNumberToObject(o, "cache_rows", p->cache_rows);
-    cJSON *d = cJSON_AddObjectToObject(o, "dram");
-    const double parts[] = {p->dram_embeddings, p->dram_attention, p->dram_predictor, p->dram_ffn, p->dram_total};
-    const char *names[] = {"embeddings", "attention", "predictor", "ffn_cache", "total"};
-    for (int i = 0; i < 5; i++) {
-        cJSON *e = cJSON_AddObjectToObject(d, names[i]);
-        cJSON_AddNumberToObject(e, "gb", parts[i] / 1e9);
-        cJSON_AddNumberToObject(e, "pct_of_model", 100 * parts[i] / p->model_bytes);
-    }
-    cJSON_AddNumberToObject(o, "model_gb", p->model_bytes / 1e9);
-    cJSON_AddNumberToObject(o, "predictor_bytes", p->dram_predictor);
-    return o;
-}
-
-static const char *throughput_kind(const struct cost_prediction *p)
-{
-    return p->chunk_bytes == 0 ? "sequential" : p->throughput_interpolated ? "interpolated" : "closed form";
-}
-
-/* The name of the policy priced. */
-static const char *priced(const struct policy_prediction *it, char *buf, size_t len)
-{
-    cache_policy_name(&it->config.policy, buf, len);
-    return buf;
-}
-
-/* The policy priced, and what was asked when they differ: "window:5 (window:auto)". */
-static const char *policy_label(const struct policy_prediction *it, char *buf, size_t len)
-{
-    char name[POLICY_NAME_MAX], asked[POLICY_NAME_MAX];
-    if (!it->window.k)
-        return priced(it, buf, len);
-    cache_policy_name(&it->asked, asked, sizeof asked);
-    snprintf(buf, len, "%s (%s)", priced(it, name, sizeof name), asked);
-    return buf;
-}
-
-/* window:auto's choices: K, the rows and tokens it was chosen for, and why. */
-static void window_md(struct strbuf *b, const struct policy_prediction *it, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (it[i].window.k)
-            strbuf_add(b, "\nwindow:auto chose K = %u for a layer cache of %llu rows over %llu tokens, from %s "
-                          "(the cache: the budget less the non-FFN weights and the predictor, at the cost model's "
-                          "dtype; run also holds its KV cache and staging, so its K may be smaller).\n",
-                       it[i].window.k, (unsigned long long)it[i].window_rows,
-                       (unsigned long long)it[i].window_tokens, it[i].window.from);
-}
-
-/* One table row per policy for each of: latency, compute and flash, DRAM. */
-static char *predictions_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
-{
-    char label[128], name[POLICY_NAME_MAX];
-    struct strbuf b = {0};
-    strbuf_add(&b, "# flashbed predict — %s, %s, %s, %s layout\n\n", s->shape->name, s->hw->name, s->dtype,
-               s->layout);
-    strbuf_add(&b, "| policy | I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
-                   "|---|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct cost_prediction *p = &it[i].prediction;
-        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", policy_label(&it[i], label, sizeof label), p->io_ms, p->mem_ms,
-                   p->compute_ms, p->serial_ms, p->overlapped_ms);
-    }
-    window_md(&b, it, n);
-    strbuf_add(&b, "\nCompute, and flash reads with %u threads:\n\n"
-                   "| policy | attention ms | predictor ms | FFN ms | output ms | GB per token | reads | "
-                   "bytes per read | GB/s | throughput |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
-               s->io_threads);
-    for (size_t i = 0; i < n; i++) {
-        const struct cost_prediction *p = &it[i].prediction;
-        strbuf_add(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.3f | %.0f | %.0f | %.2f | %s |\n",
-                   priced(&it[i], name, sizeof name),
-                   p->attention_ms, p->predictor_ms, p->ffn_ms, p->other_ms, p->bytes_per_token / 1e9,
-                   p->reads_per_token, p->chunk_bytes, p->throughput / 1e9, throughput_kind(p));
-    }
-    strbuf_add(&b, "\nDRAM, GB (%% of the model):\n\n"
-                   "| policy | embeddings | attention | predictor | FFN cache | total |\n"
-                   "|---|---:|---:|---:|---:|---:|\n");
-    for (size_t i = 0; i < n; i++) {
-        const struct cost_prediction *p = &it[i].prediction;
-        const double parts[] = {p->dram_embeddings, p->dram_attention, p->dram_predictor, p->dram_ffn, p->dram_total};
-        strbuf_add(&b, "| %s |", priced(&it[i], name, sizeof name));
-        for (int k = 0; k < 5; k++)
-            strbuf_add(&b, " %.2f (%.1f%%) |", parts[k] / 1e9, 100 * parts[k] / p->model_bytes);
-        strbuf_add(&b, "\n");
-    }
-    strbuf_add(&b, "\nPredictor (what chooses the neurons: held in DRAM, computed every token; the FFN cache gets "
-                   "the budget less it):\n\n");
-    for (size_t i = 0; i < n; i++)
-        strbuf_add(&b, "- %s: %s\n", priced(&it[i], name, sizeof name),
-                   it[i].config.predictor_source[0] ? it[i].config.predictor_source
-                                                    : "none (the policy reads every neuron, or none asked for)");
-    strbuf_add(&b, "\nVolumes:\n\n");
-    for (size_t i = 0; i < n; i++)
-        strbuf_add(&b, "- %s: %s\n", priced(&it[i], name, sizeof name),
-                   it[i].config.vol.source[0] ? it[i].config.vol.source : "whole model (no sparsity)");
-    return strbuf_take(&b);
 }
 
 /* The predictor's rows of the comparison (its time inside compute, its
@@ -405,43 +287,11 @@ static int load_trace(const struct predict_opts *o, const struct model_shape *sh
     return -1;
 }
 
-static cJSON *predictions_json(cJSON *prov, const struct policy_prediction *it, size_t n)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddItemReferenceToObject(root, "provenance", prov);
-    if (n == 1) { /* one policy: the shape predict.json always had */
-        cJSON_AddStringToObject(root, "volume_source", it[0].config.vol.source);
-        cJSON_AddStringToObject(root, "predictor_source", it[0].config.predictor_source);
-        cJSON_AddItemToObject(root, "prediction", prediction_json(&it[0].prediction));
-    }
-    cJSON *list = cJSON_AddArrayToObject(root, "predictions");
-    for (size_t i = 0; i < n; i++) {
-        cJSON *e = cJSON_CreateObject();
-        char name[POLICY_NAME_MAX];
-        cJSON_AddStringToObject(e, "policy", priced(&it[i], name, sizeof name));
-        if (it[i].window.k) {
-            cJSON *w = cJSON_AddObjectToObject(e, "window_auto");
-            cache_policy_name(&it[i].asked, name, sizeof name);
-            cJSON_AddStringToObject(w, "asked", name);
-            cJSON_AddNumberToObject(w, "window_k", it[i].window.k);
-            cJSON_AddNumberToObject(w, "capacity_rows", (double)it[i].window_rows);
-            cJSON_AddNumberToObject(w, "tokens", (double)it[i].window_tokens);
-            cJSON_AddStringToObject(w, "chosen_from", it[i].window.from);
-        }
-        cJSON_AddStringToObject(e, "layout", it[i].config.layout);
-        cJSON_AddStringToObject(e, "volume_source", it[i].config.vol.source);
-        cJSON_AddStringToObject(e, "predictor_source", it[i].config.predictor_source);
-        cJSON_AddItemToObject(e, "prediction", prediction_json(&it[i].prediction));
-        cJSON_AddItemToArray(list, e);
-    }
-    return root;
-}
-
-/* Writes predict.json and predict.md, then the comparison or the table. */
+/* Writes predict.json and predict.md (sim/predict_report.h), then the comparison or the table. */
 static int write_predictions(const struct predict_opts *o, const char *dir, cJSON *prov,
                              const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
-    char *md = predictions_md(s, it, n);
+    char *md = predict_report_md(s, it, n);
     if (!md) {
         fb_error("out of memory writing %s/predict.md", dir);
         return -1;
@@ -451,7 +301,7 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
         free(md);
         return -1;
     }
-    cJSON *root = predictions_json(prov, it, n);
+    cJSON *root = predict_report_json(it, n, prov);
     char path[4200];
     snprintf(path, sizeof path, "%s/predict.json", dir);
     int rc = write_json_file(path, root);

@@ -15,17 +15,11 @@
 #include "common/median.h"
 #include "common/model_shape.h"
 #include "sim/cost_model.h"
+#include "sim/predict_report.h"
 #include "sim/run_summary.h"
 
-static const char *const part_keys[] = {"io_ms", "mem_ms", "compute_ms"};
-
-static double number(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-/* run.json's parts in the order of the cell's */
+/* run.json's and predict.json's parts (both in run_summary's order) in the
+ * order of the cell's */
 _Static_assert((int)REPRO_IO == (int)RUN_IO && (int)REPRO_MEM == (int)RUN_MEM &&
                    (int)REPRO_COMPUTE == (int)RUN_COMPUTE && (int)REPRO_TOTAL == (int)RUN_TOTAL,
                "reproduce's parts are run_summary's");
@@ -48,19 +42,19 @@ static void read_round(struct repro_cell *c, const char *run_json)
 
 static void read_model(struct repro_cell *c, const char *predict_json)
 {
-    cJSON *pr = read_json_file(predict_json);
-    const cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(pr, "predictions"), 0);
-    const cJSON *pred = cJSON_GetObjectItemCaseSensitive(first, "prediction");
-    const cJSON *window = cJSON_GetObjectItemCaseSensitive(first, "window_auto");
-    c->model_k = number(window, "window_k");
-    c->model_rows = number(window, "capacity_rows");
-    if (pred) {
+    struct predict_first f;
+    char err[4400];
+    /* A predict.json not written yet (its step has not run) or unreadable
+     * leaves the cell unmodelled: f then says nothing was predicted. */
+    (void)predict_report_read_first(predict_json, &f, err, sizeof err);
+    c->model_k = f.window_k;
+    c->model_rows = f.capacity_rows;
+    if (f.predicted) {
         c->model[REPRO_TOTAL] = 0;
         for (int k = 0; k < REPRO_TOTAL; k++)
-            c->model[REPRO_TOTAL] += c->model[k] = number(pred, part_keys[k]);
+            c->model[REPRO_TOTAL] += c->model[k] = f.part_ms[k];
         c->modelled = true;
     }
-    cJSON_Delete(pr);
 }
 
 bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c)
