@@ -204,7 +204,7 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else {
         struct text_tokens t;
-        if (text_tokens_load(&m, o.text, 0, o.tokens, &t, err, sizeof err) != 0)
+        if (text_tokens_load(&m, o.text, 0, o.tokens, false, &t, err, sizeof err) != 0)
             fb_error("%s", err);
         rc = t.ids ? score_text(&o, set, &m, t.ids, t.n) : 1;
         text_tokens_free(&t);

@@ -42,7 +42,7 @@ static int load_text(const char *cmd, const struct model *m, const char *path, u
                      struct text_tokens *t)
 {
     char err[4400];
-    if (text_tokens_load(m, path, skip, want, t, err, sizeof err) != 0) {
+    if (text_tokens_load(m, path, skip, want, true, t, err, sizeof err) != 0) {
         fb_error("%s --text: %s", cmd, err);
         return 1;
     }

@@ -45,11 +45,11 @@ double text_feed_nll(const float *logits, int vocab, int target, int *top)
     return log(sum) + logits[best] - logits[target];
 }
 
-int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, struct text_tokens *t,
-                     char *err, size_t errlen)
+int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
+                     struct text_tokens *t, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
-    if (sha256_file_hex(path, t->sha256, err, errlen) != 0)
+    if (hash && sha256_file_hex(path, t->sha256, err, errlen) != 0)
         return -1;
     size_t len;
     char *text = read_text_file(path, &len);

@@ -8,6 +8,7 @@
 #ifndef FLASHBED_ENGINE_TEXT_FEED_H
 #define FLASHBED_ENGINE_TEXT_FEED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "engine/forward/engine.h"
@@ -34,16 +35,17 @@ struct text_tokens {
     int *ids;          /* [n], owned (text_tokens_free) */
     size_t n;          /* from token skip on, at most want of them */
     size_t n_in_file;  /* every token of the text */
-    char sha256[65];   /* the file's, hex: which text a result came from */
+    char sha256[65];   /* with hash: the file's, hex (which text a result came from); else "" */
 };
 
 /* The UTF-8 text file at path in model m's tokens, from token skip on, at
  * most want of them (want 0: all); fewer when the text has fewer (the
- * caller judges whether that is enough). 0, or -1 with err naming the
- * file (unreadable, out of memory); t owns its ids either way
- * (text_tokens_free). */
-int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, struct text_tokens *t,
-                     char *err, size_t errlen);
+ * caller judges whether that is enough). With hash, first the file's
+ * SHA-256 (a file that cannot be opened is named as sha256_file_hex names
+ * it). 0, or -1 with err naming the file (unreadable, out of memory); t
+ * owns its ids either way (text_tokens_free). */
+int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
+                     struct text_tokens *t, char *err, size_t errlen);
 void text_tokens_free(struct text_tokens *t);
 
 /* -log softmax(logits)[target], computed stably in double; *top (may be

@@ -254,18 +254,21 @@ static void test_text_tokens(const struct model *m, const char *dir)
     size_t n = tokenizer_encode(&m->tok, text, strlen(text), false, want);
     CHECK(n > 4);
     struct text_tokens t;
-    CHECK(text_tokens_load(m, path, 0, 0, &t, err, sizeof err) == 0);
+    CHECK(text_tokens_load(m, path, 0, 0, true, &t, err, sizeof err) == 0);
     CHECK(t.n == n && t.n_in_file == n && memcmp(t.ids, want, n * sizeof *want) == 0);
     char hex[65];
     CHECK(sha256_file_hex(path, hex, err, sizeof err) == 0 && strcmp(hex, t.sha256) == 0);
     text_tokens_free(&t);
-    CHECK(text_tokens_load(m, path, 2, 3, &t, err, sizeof err) == 0);
+    CHECK(text_tokens_load(m, path, 2, 3, false, &t, err, sizeof err) == 0);
     CHECK(t.n == 3 && t.n_in_file == n && memcmp(t.ids, want + 2, 3 * sizeof *want) == 0);
+    CHECK(t.sha256[0] == '\0'); /* not asked for */
     text_tokens_free(&t);
-    CHECK(text_tokens_load(m, path, n + 5, 0, &t, err, sizeof err) == 0 && t.n == 0); /* skipped past the end */
+    CHECK(text_tokens_load(m, path, n + 5, 0, false, &t, err, sizeof err) == 0 && t.n == 0); /* skipped past the end */
     text_tokens_free(&t);
     remove(path);
-    CHECK(text_tokens_load(m, path, 0, 0, &t, err, sizeof err) == -1 && strstr(err, "text.txt") != NULL);
+    CHECK(text_tokens_load(m, path, 0, 0, false, &t, err, sizeof err) == -1 && strstr(err, "text.txt: cannot read"));
+    text_tokens_free(&t);
+    CHECK(text_tokens_load(m, path, 0, 0, true, &t, err, sizeof err) == -1 && strstr(err, "text.txt") != NULL);
     text_tokens_free(&t);
 }
 
