@@ -14,7 +14,6 @@
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
 #include "cli/progress_bar.h"
-#include "cli/run_report.h"
 #include "cli/shared.h"
 #include "cli/text_out.h"
 #include "common/atomic_file.h"
@@ -31,6 +30,7 @@
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model_format.h"
 #include "engine/run/run_plan.h"
+#include "engine/run/run_report.h"
 #include "engine/run/run_setup.h"
 #include "io/direct_io.h"
 #include "traces/trace.h"
@@ -448,10 +448,15 @@ static int write_results(struct run *r)
     x.read_align = p->dense ? 0 : ffn_flash_read_align(&r->e.ffn);
     x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
     x.predictor_madds = p->dense ? 0 : ffn_flash_predictor_madds(&r->m, &p->cfg);
-    int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov);
+    char err[4400], *md; /* room for two paths: a temporary's and its file's */
+    int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov, &md, err, sizeof err);
+    if (wrc != 0)
+        fb_error(wrc == -2 ? "run --plot: %s" : "%s", err);
+    if (md) /* run.md after the error line: a failed write still shows the measurements */
+        fputs(md, stderr);
+    free(md);
     bool stopped = !strcmp(r->out.stop, "interrupted");
     if (r->rec) {
-        char err[512];
         int trc = r->out.error[0] || stopped ? (trace_writer_abort(r->rec), 0)
                                              : trace_writer_close(r->rec, err, sizeof err);
         r->rec = NULL;

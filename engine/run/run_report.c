@@ -1,5 +1,5 @@
-/* flashbed run's result files (run_report.h). */
-#include "cli/run_report.h"
+/* flashbed run's result files (engine/run/run_report.h). */
+#include "engine/run/run_report.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -9,13 +9,14 @@
 #include <sys/resource.h>
 
 #include "cache/cache.h"
-#include "cli/commands.h"
+#include "common/atomic_file.h"
+#include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
-#include "common/log.h"
 #include "common/strbuf.h"
 #include "engine/compute/activation.h"
 #include "engine/model/dtype.h"
+#include "engine/predictor/predictor.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
  * struct token_row: one table for the JSON, the means and the Markdown. */
@@ -390,49 +391,55 @@ static void fig8_machine(const struct run_setup *p, const cJSON *prov, char *buf
 }
 
 /* fig8.png and fig8.svg from dir/tokens.csv (plots/fig8_token_latency.gp). */
-static int write_fig8(const struct fb_settings *set, const char *dir, const char *title, const char *machine)
+static int write_fig8(const struct model *m, const struct run_setup *p, const struct run_report_extra *x,
+                      const char *dir, const cJSON *prov, char *err, size_t errlen)
 {
-    char csv[4200], stem[4200], err[4400];
+    char csv[4200], stem[4200], title[600], machine[600];
     snprintf(csv, sizeof csv, "%s/tokens.csv", dir);
     snprintf(stem, sizeof stem, "%s/fig8", dir);
+    fig8_title(m, p, x, title, sizeof title);
+    fig8_machine(p, prov, machine, sizeof machine);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", title),
                                        GP_TEXT("machine", machine)};
-    if (gnuplot_draw(set, "fig8_token_latency.gp", args, 3, stem, err, sizeof err) == 0)
-        return 0;
-    fb_error("run --plot: %s", err);
-    return -1;
+    return gnuplot_draw(x->settings, "fig8_token_latency.gp", args, 3, stem, err, errlen);
+}
+
+/* dir/run.json, dir/run.md and dir/tokens.csv, in that order, each only
+ * when the one before it was written. run.md's text is made from run.json's
+ * numbers into *md even when run.json could not be written: the caller
+ * still shows the measurements. 0, or -1 with err. */
+static int write_files(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
+                       const struct run_report_extra *x, const cJSON *root, char **md, char *err, size_t errlen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    int rc = atomic_write_json(path, root, err, errlen);
+    *md = run_markdown(m, p, root);
+    snprintf(path, sizeof path, "%s/run.md", dir);
+    if (rc == 0)
+        rc = *md ? atomic_write_text(path, *md, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
+    if (rc != 0)
+        return rc;
+    char *csv = tokens_csv(r, cold_tokens(r, x));
+    snprintf(path, sizeof path, "%s/tokens.csv", dir);
+    rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
+    free(csv);
+    return rc;
 }
 
 int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
-                     const struct run_report_extra *x, cJSON *prov)
+                     const struct run_report_extra *x, cJSON *prov, char **md, char *err, size_t errlen)
 {
+    *md = NULL;
     if (mkdir_p(dir, 0755) != 0) {
-        fb_error("cannot create %s: %s", dir, strerror(errno));
+        err_set(err, errlen, "cannot create %s: %s", dir, strerror(errno));
         cJSON_Delete(prov);
         return -1;
     }
-    cJSON *root = run_json(m, p, r, x, prov);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/run.json", dir);
-    int rc = write_json_file(path, root);
-    char *md = run_markdown(m, p, root);
-    snprintf(path, sizeof path, "%s/run.md", dir);
-    if (rc == 0 && md)
-        rc = write_text_file(path, md);
-    char *csv = tokens_csv(r, cold_tokens(r, x));
-    snprintf(path, sizeof path, "%s/tokens.csv", dir);
-    if (rc == 0)
-        rc = csv ? write_text_file(path, csv) : (fb_error("out of memory writing %s", path), -1);
-    free(csv);
-    if (rc == 0 && x->plot) {
-        char title[600], machine[600];
-        fig8_title(m, p, x, title, sizeof title);
-        fig8_machine(p, prov, machine, sizeof machine);
-        rc = write_fig8(x->settings, dir, title, machine);
-    }
-    if (md)
-        fputs(md, stderr);
-    free(md);
+    cJSON *root = run_json(m, p, r, x, prov); /* takes prov */
+    int rc = write_files(dir, m, p, r, x, root, md, err, errlen);
+    if (rc == 0 && x->plot && write_fig8(m, p, x, dir, prov, err, errlen) != 0)
+        rc = -2;
     cJSON_Delete(root);
     return rc;
 }

@@ -1,0 +1,78 @@
+/* flashbed run's result files, from what the run was set up with
+ * (engine/run/run_setup.h) and what each of its tokens cost (struct
+ * token_row, filled by the caller's decode loop):
+ *
+ *   run.json    provenance, a row per token and the summaries (steady
+ *               state, cold, prompt, generated): the format sim/'s
+ *               run_summary_read reads back for predict --compare and
+ *               reproduce's tables;
+ *   run.md      the steady state as the paper's Table 3, whose text also
+ *               comes back to the caller, which prints it;
+ *   tokens.csv  a row per token, and with a plot fig8.png and fig8.svg
+ *               drawn from it (plots/fig8_token_latency.gp: the paper's
+ *               Fig. 8).
+ *
+ * The writer lives in the run layer, beside the setup it reports, so that
+ * cli/cmd_run.c only parses, calls and prints. No printing: run_report_write
+ * returns 0, or -1 or -2 (below) with one line of why in err. It keeps no
+ * state: calls for different folders may run on different threads (the
+ * temporaries' clean-up list is thread-safe), though the peak RSS it
+ * records is the whole process's. */
+#ifndef FLASHBED_ENGINE_RUN_REPORT_H
+#define FLASHBED_ENGINE_RUN_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/settings.h"
+#include "engine/model/model.h"
+#include "engine/run/run_setup.h"
+
+/* One token's measured costs. */
+struct token_row {
+    int id;
+    bool generated;
+    double total_ms, io_ms, mem_ms, compute_ms, ffn_ms, predictor_ms, attention_ms;
+    double bytes_read, reads, io_requests, dram_bytes_read, rows_inserted, rows_deleted, cache_rows, needed,
+        overflow_rows, window_shrinks;
+    double check_ms;              /* --check: the true activations' time, inside compute, apart from attention */
+    double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
+};
+
+/* What the run's tokens gave: rows[0..n_rows), a row per computed position. */
+struct run_outcome {
+    struct token_row *rows;
+    int n_rows, n_prompt, n_gen; /* n_prompt + n_gen: the tokens asked for (n_rows counts those computed) */
+    const char *stop;            /* why decoding stopped (decode_stop_name), run.json's stop_reason */
+    char error[512];             /* the run's failure, if any (the caller's: not written) */
+};
+
+/* What run.json records besides the setup and the rows. */
+struct run_report_extra {
+    const char *mode;      /* --mode as given */
+    int cold;              /* tokens summarized apart as the cold start */
+    uint64_t held_bytes;   /* what the flash FFN holds in DRAM (ffn_flash_dram_bytes) */
+    uint64_t oracle_bytes; /* the oracle's rows, apart (not counted in held_bytes) */
+    uint64_t read_align;   /* ffn.bin's direct-I/O alignment (ffn_flash_read_align) */
+    uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
+    uint64_t predictor_madds; /* its multiply-adds per token */
+    bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
+    const struct fb_settings *settings; /* where plot's script is (read only when plot) */
+};
+
+/* Writes dir/run.json, dir/run.md and dir/tokens.csv (a row per token: the
+ * per-token fields, the phase, and whether it is a cold token), made with
+ * dir when missing, with x->plot also fig8.png and fig8.svg from tokens.csv.
+ * Takes prov (freed on every path). *md gets run.md's text (caller frees)
+ * whenever it was made, on a failure too, else NULL: the caller prints it
+ * after the error, as run always has. Returns 0; -1 when the folder or a
+ * file could not be written (the files after it are not tried); -2 when
+ * the three files were written but the plot could not be drawn, so that
+ * the caller can name the option (run --plot). */
+int run_report_write(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
+                     const struct run_report_extra *x, cJSON *prov, char **md, char *err, size_t errlen);
+
+#endif
