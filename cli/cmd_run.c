@@ -29,6 +29,7 @@
 #include "engine/forward/engine.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model_format.h"
+#include "engine/run/run_exec.h"
 #include "engine/run/run_plan.h"
 #include "engine/run/run_report.h"
 #include "engine/run/run_setup.h"
@@ -157,114 +158,6 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
     return 0;
 }
 
-/* One run through the decode loop: its callback records a row of costs per
- * computed position, shows progress, and writes the generated text. */
-struct run_decode {
-    const struct run_opts *o;
-    const struct model *m;
-    struct engine *e;
-    bool dense;
-    struct run_outcome *out;
-    struct progress bar;
-    bool show; /* the progress bar */
-};
-
-/* The trace being recorded learns where each token comes from. */
-static void run_before(void *ctx, int pos, bool generated)
-{
-    struct run_decode *d = ctx;
-    ffn_flash_next_token(&d->e->ffn, (pos == 0 ? TRACE_TOKEN_SEQ_START : 0u) | (generated ? TRACE_TOKEN_GENERATED : 0u));
-}
-
-/* The flash FFN's costs of the last token into r; -1 when it failed. */
-static int take_flash_costs(struct run_decode *d, struct token_row *r)
-{
-    struct ffn_flash_token ft;
-    ffn_flash_take_token(&d->e->ffn, &ft);
-    r->io_ms = ft.io_ms;
-    r->mem_ms = ft.mem_ms;
-    r->ffn_ms = ft.ffn_ms;
-    r->predictor_ms = ft.predictor_ms;
-    r->bytes_read = (double)ft.bytes_read;
-    r->reads = (double)ft.reads;
-    r->io_requests = (double)ft.io_requests;
-    r->dram_bytes_read = (double)ft.dram_bytes_read;
-    r->overflow_rows = (double)ft.overflow_rows;
-    r->rows_inserted = (double)ft.rows_inserted;
-    r->rows_deleted = (double)ft.rows_deleted;
-    r->cache_rows = (double)ft.cache_rows;
-    r->needed = (double)ft.needed;
-    r->window_shrinks = ft.window_shrinks;
-    r->check_ms = ft.check_ms;
-    r->active = (double)ft.active;
-    r->missed = (double)ft.missed;
-    r->extra = (double)ft.extra;
-    const char *err = ffn_flash_error(&d->e->ffn);
-    if (err)
-        snprintf(d->out->error, sizeof d->out->error, "%s", err);
-    return err ? -1 : 0;
-}
-
-static int run_token(void *ctx, const struct decode_step *s)
-{
-    struct run_decode *d = ctx;
-    struct token_row *r = &d->out->rows[d->out->n_rows++];
-    r->total_ms = (double)(s->end_ns - s->start_ns) * 1e-6;
-    r->id = s->token;
-    r->generated = s->generated;
-    if (!d->dense && take_flash_costs(d, r) != 0)
-        return -1;
-    r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
-    r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms - r->check_ms;
-    if (d->show) {
-        char note[96];
-        snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
-        progress_update(&d->bar, (uint64_t)s->pos + 1, note);
-    }
-    if (s->sampled >= 0 && !d->o->quiet) {
-        emit_token(&d->m->tok, s->token, s->sampled, NULL);
-        fflush(stdout);
-    }
-    return 0;
-}
-
-static int generate(const struct run_opts *o, struct model *m, struct engine *e, struct run_setup *p,
-                    const int *prompt, int n_prompt, struct run_outcome *out)
-{
-    int n = (int)o->d.n;
-    out->rows = calloc((size_t)(n_prompt + n), sizeof *out->rows);
-    if (!out->rows) {
-        fb_error("run: cannot allocate the per-token rows");
-        return -1;
-    }
-    if (!o->quiet)
-        emit_prompt(&m->tok, prompt, n_prompt);
-    /* a bar on the terminal, unless the text is being written there */
-    struct run_decode d = {.o = o, .m = m, .e = e, .dense = p->dense, .out = out,
-                           .show = o->quiet || !isatty(STDOUT_FILENO)};
-    if (d.show)
-        progress_begin(&d.bar, "run", (uint64_t)(n_prompt + n - 1));
-    struct decode_config c = decode_opts_config(&o->d, prompt, n_prompt, n);
-    struct decode_hooks h = {.before = p->dense ? NULL : run_before, .token = run_token, .ctx = &d};
-    struct decode_result res;
-    int rc = decode_run(e, &c, &h, &res, out->error, sizeof out->error);
-    if (d.show)
-        progress_end(&d.bar);
-    if (rc != 0) { /* nothing ran: no results to write */
-        fb_error("run: %s", out->error);
-        free(out->rows);
-        out->rows = NULL;
-        return -1;
-    }
-    if (!o->quiet)
-        fputc('\n', stdout);
-    out->n_prompt = n_prompt;
-    out->n_gen = res.n_generated;
-    out->stop = decode_stop_name(res.stop);
-    return out->error[0] ? -1 : 0;
-}
-
-
 /* --record: the trace this run's true active sets go to. NULL (printed) on failure. */
 static struct trace_writer *open_record(const struct run_opts *o, const struct model *m, const struct run_setup *p)
 {
@@ -309,6 +202,57 @@ struct run {
     bool engine_up;
     struct run_outcome out;
 };
+
+/* What run shows of each token as it is measured: the progress bar, and
+ * the generated text on stdout. */
+struct run_show {
+    const struct run_opts *o;
+    const struct model *m;
+    struct progress bar;
+    bool show; /* the progress bar */
+};
+
+static void show_token(void *ctx, const struct decode_step *s, const struct token_row *r)
+{
+    struct run_show *v = ctx;
+    if (v->show) {
+        char note[96];
+        snprintf(note, sizeof note, "%.1f ms/token, I/O %.1f ms", r->total_ms, r->io_ms);
+        progress_update(&v->bar, (uint64_t)s->pos + 1, note);
+    }
+    if (s->sampled >= 0 && !v->o->quiet) {
+        emit_token(&v->m->tok, s->token, s->sampled, NULL);
+        fflush(stdout);
+    }
+}
+
+/* The measured tokens (engine/run/run_exec.h) into r->out, the text and the
+ * bar around them. 0 when there are results to write (r->out.error may say
+ * the run failed), or -1 (printed) when there are none. */
+static int generate(struct run *r)
+{
+    const struct run_opts *o = &r->o;
+    int n = (int)o->d.n;
+    if (!o->quiet)
+        emit_prompt(&r->m.tok, r->prompt, r->n_prompt);
+    /* a bar on the terminal, unless the text is being written there */
+    struct run_show v = {.o = o, .m = &r->m, .show = o->quiet || !isatty(STDOUT_FILENO)};
+    if (v.show)
+        progress_begin(&v.bar, "run", (uint64_t)(r->n_prompt + n - 1));
+    struct run_exec_config c = {.decode = decode_opts_config(&o->d, r->prompt, r->n_prompt, n), .dense = r->p.dense,
+                                .token = show_token, .ctx = &v};
+    char err[512];
+    int rc = run_exec(&r->e, &c, &r->out, err, sizeof err);
+    if (v.show)
+        progress_end(&v.bar);
+    if (rc != 0) { /* nothing ran: no results to write */
+        fb_error("run: %s", err);
+        return -1;
+    }
+    if (!o->quiet)
+        fputc('\n', stdout);
+    return 0;
+}
 
 static void run_free(struct run *r)
 {
@@ -484,7 +428,7 @@ static int execute(struct run *r)
     }
     r->engine_up = true;
     interrupt_install();
-    if (generate(&r->o, &r->m, &r->e, p, r->prompt, r->n_prompt, &r->out) != 0 && !r->out.rows)
+    if (generate(r) != 0)
         return 1;
     if (r->out.error[0])
         fb_error("run: %s", r->out.error);

@@ -1,0 +1,94 @@
+/* flashbed run's measuring loop (engine/run/run_exec.h). */
+#include "engine/run/run_exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/errbuf.h"
+#include "engine/ffn/ffn_flash.h"
+
+/* The loop's state, which decode_run's hooks share. */
+struct exec {
+    struct engine *e;
+    const struct run_exec_config *c;
+    struct run_outcome *out;
+};
+
+/* The trace being recorded learns where each token comes from. */
+static void exec_before(void *ctx, int pos, bool generated)
+{
+    struct exec *x = ctx;
+    ffn_flash_next_token(&x->e->ffn, (pos == 0 ? TRACE_TOKEN_SEQ_START : 0u) | (generated ? TRACE_TOKEN_GENERATED : 0u));
+}
+
+/* The flash FFN's costs of the last token into r; -1 when it failed, its
+ * reason in out->error. */
+static int take_flash_costs(struct exec *x, struct token_row *r)
+{
+    struct ffn_flash_token ft;
+    ffn_flash_take_token(&x->e->ffn, &ft);
+    r->io_ms = ft.io_ms;
+    r->mem_ms = ft.mem_ms;
+    r->ffn_ms = ft.ffn_ms;
+    r->predictor_ms = ft.predictor_ms;
+    r->bytes_read = (double)ft.bytes_read;
+    r->reads = (double)ft.reads;
+    r->io_requests = (double)ft.io_requests;
+    r->dram_bytes_read = (double)ft.dram_bytes_read;
+    r->overflow_rows = (double)ft.overflow_rows;
+    r->rows_inserted = (double)ft.rows_inserted;
+    r->rows_deleted = (double)ft.rows_deleted;
+    r->cache_rows = (double)ft.cache_rows;
+    r->needed = (double)ft.needed;
+    r->window_shrinks = ft.window_shrinks;
+    r->check_ms = ft.check_ms;
+    r->active = (double)ft.active;
+    r->missed = (double)ft.missed;
+    r->extra = (double)ft.extra;
+    const char *err = ffn_flash_error(&x->e->ffn);
+    return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
+}
+
+/* A row per computed position: the pass's time, the flash FFN's share of
+ * it, and the rest as compute, of which attention is what no other part
+ * claims. Non-zero (the flash FFN failed) stops decode_run. */
+static int exec_token(void *ctx, const struct decode_step *s)
+{
+    struct exec *x = ctx;
+    struct token_row *r = &x->out->rows[x->out->n_rows++];
+    r->total_ms = (double)(s->end_ns - s->start_ns) * 1e-6;
+    r->id = s->token;
+    r->generated = s->generated;
+    if (!x->c->dense && take_flash_costs(x, r) != 0)
+        return -1;
+    r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
+    r->attention_ms = r->compute_ms - r->ffn_ms - r->predictor_ms - r->check_ms;
+    if (x->c->token)
+        x->c->token(x->c->ctx, s, r);
+    return 0;
+}
+
+int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outcome *out, char *err,
+             size_t errlen)
+{
+    *out = (struct run_outcome){0};
+    const struct decode_config *d = &c->decode;
+    /* decode_run refuses a negative n itself, and needs no rows to say so */
+    size_t rows = (size_t)(d->n_prompt > 0 ? d->n_prompt : 0) + (size_t)(d->n > 0 ? d->n : 0);
+    out->rows = calloc(rows ? rows : 1, sizeof *out->rows);
+    if (!out->rows)
+        return err_set(err, errlen, "cannot allocate the per-token rows");
+    struct exec x = {.e = e, .c = c, .out = out};
+    struct decode_hooks h = {.before = c->dense ? NULL : exec_before, .token = exec_token, .ctx = &x};
+    struct decode_result res;
+    if (decode_run(e, d, &h, &res, err, errlen) != 0) { /* nothing to report */
+        free(out->rows);
+        out->rows = NULL;
+        out->n_rows = 0;
+        return -1;
+    }
+    out->n_prompt = d->n_prompt;
+    out->n_gen = res.n_generated;
+    out->stop = decode_stop_name(res.stop);
+    return 0;
+}

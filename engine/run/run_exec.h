@@ -1,0 +1,57 @@
+/* flashbed run's measuring loop, over an engine built from a run's setup
+ * (engine/run/run_setup.h):
+ *
+ *   run_exec          the decode loop (engine/forward/decode.h) with a row
+ *                     of costs per computed position (struct token_row,
+ *                     engine/run/run_report.h): the forward pass's time
+ *                     and, with the flash FFN, its I/O, memory-management,
+ *                     FFN, predictor and --check times and counts; compute
+ *                     is the rest of the pass, attention the rest of
+ *                     compute. The flash FFN is told before each pass
+ *                     whether the token starts the sequence and whether it
+ *                     was generated, which a recorded trace keeps.
+ *
+ * The loop measures what run_report_write then writes, so that
+ * cli/cmd_run.c only draws the progress bar and writes the text, in the
+ * per-token hook.
+ * No printing. -1 with one line of why in err, written with err_set, which
+ * the caller prefixes with the command ("run: "). Not thread-safe: one run
+ * at a time on an engine; the hook runs on the calling thread, between
+ * forward passes. */
+#ifndef FLASHBED_ENGINE_RUN_EXEC_H
+#define FLASHBED_ENGINE_RUN_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine/forward/decode.h"
+#include "engine/forward/engine.h"
+#include "engine/run/run_report.h"
+
+/* Told of each row once it is complete: the decode step it measured
+ * (position, token, the token sampled from it) and the row itself. */
+typedef void (*run_exec_hook)(void *ctx, const struct decode_step *step, const struct token_row *row);
+
+struct run_exec_config {
+    struct decode_config decode; /* the prompt, n and sampling, as decode_run takes them */
+    bool dense;                  /* the engine's FFN is dense: no flash costs, nothing told per token */
+    run_exec_hook token;         /* optional */
+    void *ctx;                   /* the hook's */
+};
+
+/* Runs c->decode on e (built with ffn_flash over a setup's cfg, or
+ * ffn_dense when c->dense) into *out, which it zeroes first: rows[0..n_rows)
+ * (room for n_prompt + n; a run to the end computes n_prompt + n - 1),
+ * n_prompt, n_gen and stop (decode_stop_name). Returns 0 when the loop ran,
+ * whatever stopped it: an interruption ("interrupted"), or the flash FFN
+ * failing, when out->error says why, stop is "error" and the last row, the
+ * failed token's, holds its costs but no compute or attention split and
+ * was not given to the hook; the rows are results either way (the caller
+ * frees out->rows). Returns -1 with err, out->rows NULL and nothing to
+ * report, when the rows cannot be allocated or decode_run fails (the
+ * configuration does not fit e, or non-finite logits, after the hook saw
+ * the positions before). */
+int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outcome *out, char *err,
+             size_t errlen);
+
+#endif
