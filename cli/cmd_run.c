@@ -158,31 +158,6 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
     return 0;
 }
 
-/* --record: the trace this run's true active sets go to. NULL (printed) on failure. */
-static struct trace_writer *open_record(const struct run_opts *o, const struct model *m, const struct run_setup *p)
-{
-    if (p->dense) {
-        fb_error("run --record: the dense mode does not look at activations; use --mode all (or another flash mode)");
-        return NULL;
-    }
-    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
-    struct trace_meta tm = model_trace_meta(m);
-    tm.has_predicted = chooser;
-    char src[4400], err[512];
-    /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
-    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
-             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"}",
-             m->shape.name, m->dir, p->cfg.threshold, chooser ? o->active : p->have_trace ? "trace" : "oracle",
-             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
-    tm.source = src;
-    struct trace_writer *w = trace_writer_open(o->record, &tm, err, sizeof err);
-    if (!w) {
-        atomic_err_name_path(err, sizeof err, o->record);
-        fb_error("run --record: %s", err);
-    }
-    return w;
-}
-
 /* Everything one run holds, freed in one place (run_free). */
 struct run {
     const struct fb_settings *set; /* the global settings (plot scripts, the backend's tuning) */
@@ -369,8 +344,11 @@ static int prepare(struct run *r)
         fb_error("%s", err);
         return 1;
     }
-    if (o->record && !(r->rec = open_record(o, &r->m, p)))
+    /* 512: where run has always cut the writer's message */
+    if (o->record && !(r->rec = run_record_open(o->record, &r->m, p, err, 512))) {
+        fb_error("run --record: %s", err);
         return 1;
+    }
     if (r->rec)
         r->rec_tmp = atomic_tmp_watch(o->record); /* a second Ctrl-C removes the unfinished trace */
     return 0;

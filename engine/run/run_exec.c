@@ -1,9 +1,10 @@
-/* flashbed run's measuring loop (engine/run/run_exec.h). */
+/* flashbed run's measuring loop and its recording (engine/run/run_exec.h). */
 #include "engine/run/run_exec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_flash.h"
 
@@ -91,4 +92,27 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
     out->n_gen = res.n_generated;
     out->stop = decode_stop_name(res.stop);
     return 0;
+}
+
+struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
+                                     size_t errlen)
+{
+    if (p->dense) {
+        err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
+        return NULL;
+    }
+    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
+    struct trace_meta tm = model_trace_meta(m);
+    tm.has_predicted = chooser;
+    char src[4400];
+    /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
+    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
+             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"}",
+             m->shape.name, m->dir, p->cfg.threshold, neuron_source_name(p->cfg.active),
+             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
+    tm.source = src;
+    struct trace_writer *w = trace_writer_open(path, &tm, err, errlen);
+    if (!w)
+        atomic_err_name_path(err, errlen, path);
+    return w;
 }

@@ -1,5 +1,5 @@
-/* flashbed run's measuring loop, over an engine built from a run's setup
- * (engine/run/run_setup.h):
+/* flashbed run's measuring loop and its recording, over an engine built
+ * from a run's setup (engine/run/run_setup.h):
  *
  *   run_exec          the decode loop (engine/forward/decode.h) with a row
  *                     of costs per computed position (struct token_row,
@@ -9,15 +9,19 @@
  *                     is the rest of the pass, attention the rest of
  *                     compute. The flash FFN is told before each pass
  *                     whether the token starts the sequence and whether it
- *                     was generated, which a recorded trace keeps.
+ *                     was generated, which a recorded trace keeps;
+ *   run_record_open   --record's trace writer, its metadata and source
+ *                     taken from the model and the setup.
  *
  * The loop measures what run_report_write then writes, so that
  * cli/cmd_run.c only draws the progress bar and writes the text, in the
  * per-token hook.
- * No printing. -1 with one line of why in err, written with err_set, which
- * the caller prefixes with the command ("run: "). Not thread-safe: one run
- * at a time on an engine; the hook runs on the calling thread, between
- * forward passes. */
+ * No printing. Failures return -1 (run_exec) or NULL (run_record_open)
+ * with one line of why in err, written with err_set, which the caller
+ * prefixes with the command and option ("run: ", "run --record: "); like
+ * run_setup's, the one about a dense run names run's way out (--mode). Not
+ * thread-safe: one run at a time on an engine; the hook runs on the
+ * calling thread, between forward passes. */
 #ifndef FLASHBED_ENGINE_RUN_EXEC_H
 #define FLASHBED_ENGINE_RUN_EXEC_H
 
@@ -26,7 +30,10 @@
 
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
+#include "engine/model/model.h"
 #include "engine/run/run_report.h"
+#include "engine/run/run_setup.h"
+#include "traces/trace.h"
 
 /* Told of each row once it is complete: the decode step it measured
  * (position, token, the token sampled from it) and the row itself. */
@@ -53,5 +60,17 @@ struct run_exec_config {
  * the positions before). */
 int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outcome *out, char *err,
              size_t errlen);
+
+/* Opens the trace that a run set up as p on m records to path: the model's
+ * trace metadata, with predicted sets beside the true ones when a predictor
+ * or the gate chooses, and a source JSON naming the model, the threshold,
+ * the source and what the active sets are (a chooser's record without
+ * --check holds its choice in their place, and says so). The caller hands
+ * it to the flash FFN (trace_writer_sink as p->cfg.record), then closes it,
+ * or aborts it when the run failed. NULL with err when p is dense (it
+ * looks at no activations) or the file cannot be opened (err naming path,
+ * not its temporary). */
+struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
+                                     size_t errlen);
 
 #endif
