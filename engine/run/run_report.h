@@ -1,6 +1,6 @@
 /* flashbed run's result files, from what the run was set up with
  * (engine/run/run_setup.h) and what each of its tokens cost (struct
- * token_row, filled by the caller's decode loop):
+ * token_row, filled by run_exec's decode loop, engine/run/run_exec.h):
  *
  *   run.json    provenance, a row per token and the summaries (steady
  *               state, cold, prompt, generated): the format sim/'s
