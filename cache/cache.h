@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "cache/layout.h"
+#include "cache/layout_spec.h"
 #include "cache/policy.h"
 #include "cache/policy_spec.h"
 #include "traces/trace.h"
