@@ -240,11 +240,3 @@ const struct policy_ops *cache_policy_named(const char *name)
             return policies[i];
     return NULL;
 }
-
-const struct layout_ops *cache_layout_named(const char *name)
-{
-    for (size_t i = 0; i < COUNT(layouts); i++)
-        if (!strcmp(layouts[i]->name, name))
-            return layouts[i];
-    return NULL;
-}

@@ -160,6 +160,16 @@ static void add_step(struct replay_token *tok, const struct cache_step *st)
     tok->kept_rows += st->resident_after;
 }
 
+/* The cache of cfg with the layout named so (the spec's name, until the
+ * spec carries a value). */
+static int open_cache(struct cache *c, struct cache_config *cfg, const char *layout, const struct cache_geometry *g,
+                      char *err, size_t errlen)
+{
+    if (cache_layout_parse(layout, &cfg->layout, err, errlen) != 0)
+        return -1;
+    return cache_open(c, cfg, g, err, errlen);
+}
+
 int replay_run(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
                char *err, size_t errlen)
 {
@@ -181,13 +191,13 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
     res->dram_budget = spec->dram_budget;
     res->budget_rows = capacity;
-    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
+    struct cache_config cfg = {spec->policy, {0}, capacity, tr, spec->use_predicted, res->budget_given};
     uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
     struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
                                res->row_bytes, spec->read_align};
     struct cache c;
     uint64_t start = now_ns();
-    if (cache_open(&c, &cfg, &g, err, errlen) != 0)
+    if (open_cache(&c, &cfg, spec->layout, &g, err, errlen) != 0)
         return -1;
     res->capacity_rows = c.p.capacity;
     res->preload_bytes = (c.p.ops->preload_is_read ? 0 : c.p.preloaded) * res->row_bytes;

@@ -336,23 +336,26 @@ static void property_tests(void)
     CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
     /* the one mode table: the paper's order, K and G where a mode takes them */
-    char pol[32], lay[32];
+    char pol[32];
+    struct layout_spec lay;
     const char *order[] = {"naive", "hybrid", "predictor", "window", "all"};
     for (size_t i = 0; i < 5; i++)
         CHECK(cache_mode_at(i) && !strcmp(cache_mode_at(i)->name, order[i]));
     CHECK(cache_mode_at(5) == NULL && cache_mode_find("dense") == NULL);
     spec = cache_mode_policy(cache_mode_find("all"), 0, true);
     cache_policy_name(&spec, pol, sizeof pol);
-    cache_mode_layout(cache_mode_find("all"), 3, lay, sizeof lay);
+    lay = cache_mode_layout(cache_mode_find("all"), 3);
     CHECK_STR(pol, "window:auto");
-    CHECK_STR(lay, "coalesce:3");
+    CHECK_STR(LAYOUT_NAME(&lay), "coalesce:3");
     spec = cache_mode_policy(cache_mode_find("naive"), 5, false);
     cache_policy_name(&spec, pol, sizeof pol);
-    cache_mode_layout(cache_mode_find("naive"), 3, lay, sizeof lay);
+    lay = cache_mode_layout(cache_mode_find("naive"), 3);
     CHECK_STR(pol, "naive");
-    CHECK_STR(lay, "coalesce:0");
+    CHECK(lay.ops == &layout_coalesce && lay.arg == 0);
     CHECK_STR(cache_mode_find("window")->paper_label, "+ windowing");
-    CHECK(cache_policy_named("window") == &policy_window && cache_layout_named("coalesce") == &layout_coalesce);
+    lay = cache_mode_layout(cache_mode_find("predictor"), 3);
+    CHECK(lay.ops == &layout_split && lay.arg == 0);
+    CHECK(cache_policy_named("window") == &policy_window);
     CHECK(cache_policy_named("window:5") == NULL);
     CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
 }
