@@ -16,13 +16,6 @@
 #include "common/parse.h"
 #include "cache/cache.h"
 
-int replay_check_layout(const char *layout, char *err, size_t errlen)
-{
-    const struct layout_ops *ops;
-    uint64_t arg;
-    return cache_parse_layout(layout, &ops, &arg, err, errlen);
-}
-
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {
     return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
@@ -160,16 +153,6 @@ static void add_step(struct replay_token *tok, const struct cache_step *st)
     tok->kept_rows += st->resident_after;
 }
 
-/* The cache of cfg with the layout named so (the spec's name, until the
- * spec carries a value). */
-static int open_cache(struct cache *c, struct cache_config *cfg, const char *layout, const struct cache_geometry *g,
-                      char *err, size_t errlen)
-{
-    if (cache_layout_parse(layout, &cfg->layout, err, errlen) != 0)
-        return -1;
-    return cache_open(c, cfg, g, err, errlen);
-}
-
 int replay_run(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
                char *err, size_t errlen)
 {
@@ -181,7 +164,8 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
     res->pol = spec->policy;
     cache_policy_name(&spec->policy, res->policy, sizeof res->policy);
-    snprintf(res->layout, sizeof res->layout, "%s", spec->layout);
+    res->lay = spec->layout;
+    cache_layout_name(&spec->layout, res->layout, sizeof res->layout);
     res->use_predicted = spec->use_predicted;
     res->n_tokens = tr->n_tokens;
     res->n_layers = L;
@@ -191,13 +175,13 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
     res->dram_budget = spec->dram_budget;
     res->budget_rows = capacity;
-    struct cache_config cfg = {spec->policy, {0}, capacity, tr, spec->use_predicted, res->budget_given};
+    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
     uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
     struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
                                res->row_bytes, spec->read_align};
     struct cache c;
     uint64_t start = now_ns();
-    if (open_cache(&c, &cfg, spec->layout, &g, err, errlen) != 0)
+    if (cache_open(&c, &cfg, &g, err, errlen) != 0)
         return -1;
     res->capacity_rows = c.p.capacity;
     res->preload_bytes = (c.p.ops->preload_is_read ? 0 : c.p.preloaded) * res->row_bytes;
