@@ -26,10 +26,8 @@
 #include "cache/policy_spec.h"
 #include "traces/trace.h"
 
-/* A policy is parsed into a value by cache_policy_parse (cache/policy_spec.h).
- * layout: split, bundled, friends, coalesce:G. 0, or -1 with err. */
-int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen);
+/* Policies and layouts are parsed into values by cache_policy_parse and
+ * cache_layout_parse (cache/policy_spec.h, cache/layout_spec.h). */
 
 /* The policy of this bare name ("window": no argument); NULL when none has
  * it. For tables that name an entry; a caller asks a policy's properties,

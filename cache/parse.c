@@ -168,12 +168,6 @@ static int parse_layout_name(const char *text, const struct layout_ops **ops, ui
     return 0;
 }
 
-int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen)
-{
-    return parse_layout_name(text, ops, arg, err, errlen);
-}
-
 int cache_layout_parse(const char *text, struct layout_spec *out, char *err, size_t errlen)
 {
     const struct layout_ops *ops;
