@@ -32,21 +32,22 @@ void policy_drop_misses(struct policy *p, uint64_t t, uint32_t l, const uint32_t
     policy_delete_list(p, l, misses, n_miss);
 }
 
-static int check_config(const struct cache_config *cfg, const struct layout_ops **lops, uint64_t *larg, char *err,
-                        size_t errlen)
+static int check_config(const struct cache_config *cfg, char *err, size_t errlen)
 {
     const struct policy_ops *pops = cfg->policy.ops;
+    const struct layout_ops *lops = cfg->layout.ops;
     if (!pops || cfg->policy.arg_auto)
         return err_set(err, errlen, "the cache needs a policy%s", pops ? " with its K chosen" : "");
-    if (cache_parse_layout(cfg->layout, lops, larg, err, errlen) != 0)
-        return -1;
-    char name[POLICY_NAME_MAX];
+    if (!lops)
+        return err_set(err, errlen, "the cache needs a layout");
+    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     cache_policy_name(&cfg->policy, name, sizeof name);
-    const char *who = pops->needs_known ? name : (*lops)->needs_known ? cfg->layout : NULL;
+    cache_layout_name(&cfg->layout, layout, sizeof layout);
+    const char *who = pops->needs_known ? name : lops->needs_known ? layout : NULL;
     if (who && !cfg->known)
         return err_set(err, errlen, "%s needs the sets to come (a trace): %s %s", who,
-                       pops->needs_known ? pops->name : (*lops)->name,
-                       pops->needs_known ? pops->known_for : (*lops)->known_for);
+                       pops->needs_known ? pops->name : lops->name,
+                       pops->needs_known ? pops->known_for : lops->known_for);
     return 0;
 }
 
@@ -71,14 +72,12 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
                size_t errlen)
 {
     memset(c, 0, sizeof *c);
-    const struct layout_ops *lops;
-    uint64_t larg;
-    if (check_config(cfg, &lops, &larg, err, errlen) != 0)
+    if (check_config(cfg, err, errlen) != 0)
         return -1;
     struct policy *p = &c->p;
     struct layout *lo = &c->lo;
-    lo->ops = lops;
-    lo->arg = larg;
+    lo->ops = cfg->layout.ops;
+    lo->arg = cfg->layout.arg;
     p->ops = cfg->policy.ops;
     p->arg = cfg->policy.arg;
     p->known = lo->known = cfg->known;

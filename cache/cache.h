@@ -1,7 +1,7 @@
 /* The FFN cache's decisions, one object for the offline replay
  * (sim/replay.c) and the engine's flash FFN (engine/ffn/ffn_flash.c): a policy
- * (cache/policy.h), given as a value (cache/policy_spec.h), and a flash
- * layout (cache/layout.h) named by the same strings everywhere, one rule
+ * (cache/policy.h) and a flash layout (cache/layout.h), each given as a
+ * value (cache/policy_spec.h, cache/layout_spec.h), one rule
  * that turns a byte budget into per-layer capacities, and ONE request path
  * per (token, layer):
  *
@@ -21,20 +21,18 @@
 #include <stdint.h>
 
 #include "cache/layout.h"
+#include "cache/layout_spec.h"
 #include "cache/policy.h"
 #include "cache/policy_spec.h"
 #include "traces/trace.h"
 
-/* A policy is parsed into a value by cache_policy_parse (cache/policy_spec.h).
- * layout: split, bundled, friends, coalesce:G. 0, or -1 with err. */
-int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen);
+/* Policies and layouts are parsed into values by cache_policy_parse and
+ * cache_layout_parse (cache/policy_spec.h, cache/layout_spec.h). */
 
-/* The policy or layout of this bare name ("window", "coalesce": no
- * argument); NULL when none has it. For tables that name an entry (the
- * mode table's layouts); a caller asks a policy's properties, not its name. */
+/* The policy of this bare name ("window": no argument); NULL when none has
+ * it. For tables that name an entry; a caller asks a policy's properties,
+ * not its name. */
 const struct policy_ops *cache_policy_named(const char *name);
-const struct layout_ops *cache_layout_named(const char *name);
 
 /* The one sizing rule: a byte budget for the FFN caches is split evenly
  * over the layers (the paper preallocates one matrix per layer), in rows of
@@ -53,7 +51,7 @@ struct cache_geometry {
 
 struct cache_config {
     struct policy_spec policy;    /* window:auto resolved: a K */
-    const char *layout;
+    struct layout_spec layout;
     uint64_t capacity_rows;       /* per layer; 0: none (policies that need no budget) */
     const struct trace *known;    /* the sets to come: hot, belady, friends need it */
     bool known_predicted;
@@ -93,7 +91,7 @@ struct cache_step {
 
 /* Sets the cache up; every row starts on flash except what the policy
  * preloads (hybrid's resident part, hot's pinned rows). 0, or -1 with err
- * (no policy or K unresolved, a bad layout name, hot/belady/friends
+ * (no policy or K unresolved, no layout, hot/belady/friends
  * without known sets, memory). */
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
                size_t errlen);

@@ -70,6 +70,10 @@ struct layout_ops {
     bool per_vector;          /* each vector of a row is its own read (split) */
     bool reads_unneeded;      /* a read may span rows not needed (friends; coalesce:G when G > 0),
                                * which a run lands in a bounce buffer */
+    bool baseline;            /* each needed bundle in a read of its own, nothing added (bundled):
+                               * what replay's report measures a layout that needs_known against */
+    const char *structure;    /* needs_known: what it looks for in the sets, as a report names it
+                               * when the trace has none ("co-activation") */
     /* Prepares per-layout data (friends computes co-activation). 0, or -1 with err. */
     int (*init)(struct layout *lo, char *err, size_t errlen);
     /* rows: the ascending ids of layer l read this token; adds their reads to

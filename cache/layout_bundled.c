@@ -17,5 +17,6 @@ static uint32_t bundled_read(struct layout *lo, uint32_t l, const uint32_t *rows
 const struct layout_ops layout_bundled = {
     .name = "bundled",
     .lists_reads = true,
+    .baseline = true,
     .read = bundled_read,
 };

@@ -143,6 +143,7 @@ const struct layout_ops layout_friends = {
     .needs_rows = true,
     .needs_known = true,
     .known_for = "counts co-activation over the trace",
+    .structure = "co-activation",
     .reads_unneeded = true,
     .init = friends_init,
     .read = friends_read,

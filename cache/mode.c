@@ -1,17 +1,16 @@
 /* The one mode table (cache/mode.h). */
 #include "cache/mode.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "cache/cache.h"
 
 static const struct cache_mode modes[] = {
-    {"naive", "naive", &policy_naive, "coalesce:0"},
-    {"hybrid", "hybrid", &policy_hybrid, "coalesce:0"},
-    {"predictor", "+ predictor", &policy_predictor, "split"},
-    {"window", "+ windowing", &policy_window, "split"},
-    {"all", "+ bundling", &policy_window, "coalesce"},
+    {"naive", "naive", &policy_naive, {&layout_coalesce, 0}, false},
+    {"hybrid", "hybrid", &policy_hybrid, {&layout_coalesce, 0}, false},
+    {"predictor", "+ predictor", &policy_predictor, {&layout_split, 0}, false},
+    {"window", "+ windowing", &policy_window, {&layout_split, 0}, false},
+    {"all", "+ bundling", &policy_window, {&layout_coalesce, 0}, true},
 };
 
 const struct cache_mode *cache_mode_at(size_t i)
@@ -36,11 +35,7 @@ struct policy_spec cache_mode_policy(const struct cache_mode *m, uint64_t k, boo
     return p;
 }
 
-void cache_mode_layout(const struct cache_mode *m, uint64_t g, char *layout, size_t len)
+struct layout_spec cache_mode_layout(const struct cache_mode *m, uint64_t g)
 {
-    const struct layout_ops *lay = cache_layout_named(m->layout);
-    if (lay && lay->takes_arg)
-        snprintf(layout, len, "%s:%llu", m->layout, (unsigned long long)g);
-    else
-        snprintf(layout, len, "%s", m->layout);
+    return m->layout_takes_g ? layout_spec_of(m->layout.ops, g) : m->layout;
 }

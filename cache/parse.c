@@ -1,6 +1,6 @@
 /* One parser for policy and layout strings ("window:5", "coalesce:2"), and
- * the one formatter of a policy value back into its name
- * (cache/policy_spec.h). */
+ * the one formatter of each value back into its name
+ * (cache/policy_spec.h, cache/layout_spec.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,8 +147,10 @@ int cache_policy_parse_list(const char *list, bool auto_ok, struct policy_spec *
     }
 }
 
-int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
-                       size_t errlen)
+/* The layout a name gives, with its argument (coalesce:G's G, range
+ * checked). The text parser behind cache_layout_parse. */
+static int parse_layout_name(const char *text, const struct layout_ops **ops, uint64_t *arg, char *err,
+                             size_t errlen)
 {
     const char *names[COUNT(layouts)], *args[COUNT(layouts)];
     for (size_t i = 0; i < COUNT(layouts); i++) {
@@ -166,6 +168,55 @@ int cache_parse_layout(const char *text, const struct layout_ops **ops, uint64_t
     return 0;
 }
 
+int cache_layout_parse(const char *text, struct layout_spec *out, char *err, size_t errlen)
+{
+    const struct layout_ops *ops;
+    uint64_t arg = 0;
+    memset(out, 0, sizeof *out);
+    if (parse_layout_name(text, &ops, &arg, err, errlen) != 0)
+        return -1;
+    *out = layout_spec_of(ops, arg);
+    return 0;
+}
+
+int cache_layout_parse_list(const char *list, struct layout_spec **out, size_t *n, char *err, size_t errlen)
+{
+    size_t count = 1, len = strlen(list);
+    for (const char *p = list; *p; p++)
+        count += *p == ',';
+    *n = 0;
+    *out = calloc(count, sizeof **out);
+    char *copy = malloc(len + 1); /* each element NUL-ended in place: any length parses */
+    if (!*out || !copy) {
+        free(copy);
+        return err_set(err, errlen, "out of memory for %zu layouts", count);
+    }
+    memcpy(copy, list, len + 1);
+    for (char *p = copy;;) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (cache_layout_parse(p, &(*out)[*n], err, errlen) != 0) {
+            free(copy);
+            return -1;
+        }
+        ++*n;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    free(copy);
+    return 0;
+}
+
+void cache_layout_name(const struct layout_spec *l, char *buf, size_t len)
+{
+    if (l->ops && l->ops->takes_arg)
+        snprintf(buf, len, "%s:%llu", l->ops->name, (unsigned long long)l->arg);
+    else
+        snprintf(buf, len, "%s", l->ops ? l->ops->name : "");
+}
+
 void cache_policy_name(const struct policy_spec *p, char *buf, size_t len)
 {
     if (p->ops && p->ops->takes_arg && p->arg_auto)
@@ -181,13 +232,5 @@ const struct policy_ops *cache_policy_named(const char *name)
     for (size_t i = 0; i < COUNT(policies); i++)
         if (!strcmp(policies[i]->name, name))
             return policies[i];
-    return NULL;
-}
-
-const struct layout_ops *cache_layout_named(const char *name)
-{
-    for (size_t i = 0; i < COUNT(layouts); i++)
-        if (!strcmp(layouts[i]->name, name))
-            return layouts[i];
     return NULL;
 }

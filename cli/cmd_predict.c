@@ -241,9 +241,10 @@ static bool asks_auto(const struct policy_spec *p, size_t n)
 }
 
 /* The policies (parsed into *p, *n of them: the caller frees *p) and the
- * layout, checked before anything is loaded. A policy the list names before
- * one that does not parse is checked first, as the list reads. */
-static int check_names(const struct predict_opts *o, struct policy_spec **p, size_t *n)
+ * layout (into *layout), checked before anything is loaded: the one place
+ * predict reads a policy's or a layout's name. A policy the list names
+ * before one that does not parse is checked first, as the list reads. */
+static int check_names(const struct predict_opts *o, struct policy_spec **p, size_t *n, struct layout_spec *layout)
 {
     char err[1024];
     int rc = cache_policy_parse_list(o->policy, true, p, n, err, sizeof err);
@@ -251,7 +252,8 @@ static int check_names(const struct predict_opts *o, struct policy_spec **p, siz
         fb_error("predict: bad --policy: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
-    if (cost_check_layout(o->layout, o->trace != NULL, err, sizeof err) != 0) {
+    if (cache_layout_parse(o->layout, layout, err, sizeof err) != 0 ||
+        cost_check_layout(layout, o->trace != NULL, err, sizeof err) != 0) {
         fb_error("predict: bad --layout: %s%s", err, strstr(err, "from a trace") ? " (--trace FILE)" : "");
         return -1;
     }
@@ -322,15 +324,16 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
 {
     size_t n;
     struct policy_spec *policies = NULL;
+    struct layout_spec layout;
     struct hw_profile *hw = NULL;
     int rc = -1;
-    if (check_names(o, &policies, &n) != 0 || !(hw = calloc(1, sizeof *hw))) {
+    if (check_names(o, &policies, &n, &layout) != 0 || !(hw = calloc(1, sizeof *hw))) {
         free(policies);
         return -1;
     }
     char err[1024];
     struct model_shape shape;
-    struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = o->layout,
+    struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
                               .tokens = o->tokens};
     struct param_counts pc;

@@ -109,8 +109,11 @@ static int parse_budgets(const char *list, char **items, size_t n, const struct 
 }
 
 /* The policies, parsed into pols[np] (window:auto is predict's and run's:
- * a replay needs its K), and the layouts, checked. 0, or -1 (printed). */
-static int check_lists(char **policies, size_t np, struct policy_spec *pols, char **layouts, size_t nl)
+ * a replay needs its K), then --layout's list into *lays (*nl of them; the
+ * caller frees *lays): the one place replay reads a policy's or a layout's
+ * name. 0, or -1 (printed). */
+static int parse_lists(char **policies, size_t np, struct policy_spec *pols, const char *layouts,
+                       struct layout_spec **lays, size_t *nl)
 {
     char err[512];
     for (size_t i = 0; i < np; i++)
@@ -118,11 +121,10 @@ static int check_lists(char **policies, size_t np, struct policy_spec *pols, cha
             fb_error("replay --policy: %s", err);
             return -1;
         }
-    for (size_t i = 0; i < nl; i++)
-        if (replay_check_layout(layouts[i], err, sizeof err) != 0) {
-            fb_error("replay --layout: %s", err);
-            return -1;
-        }
+    if (cache_layout_parse_list(layouts, lays, nl, err, sizeof err) != 0) {
+        fb_error("replay --layout: %s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -251,8 +253,9 @@ static void budget_params(cJSON *params, const struct replay_budget *b, size_t n
 /* Everything a run holds, freed in one place. */
 struct replay_state {
     const struct fb_settings *set; /* the global settings (configs, plot scripts) */
-    char **policies, **layouts, **budget_items;
+    char **policies, **budget_items;
     struct policy_spec *pols;  /* policies parsed */
+    struct layout_spec *lays;  /* layouts parsed */
     struct replay_budget *budgets;
     struct trace tr;
     struct replay_pricing pricing;
@@ -274,7 +277,7 @@ static void state_free(struct replay_state *st)
     trace_free(&st->tr);
     free(st->policies);
     free(st->pols);
-    free(st->layouts);
+    free(st->lays);
     free(st->budget_items);
     free(st->budgets);
 }
@@ -328,16 +331,16 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
 static int split_options(struct replay_opts *o, struct replay_state *st, struct replay_study *j)
 {
     st->policies = split_commas(o->policy, &j->n_policies);
-    st->layouts = split_commas(o->layout, &j->n_layouts);
     st->budget_items = split_commas(o->budget, &j->n_budgets);
     st->pols = st->policies ? calloc(j->n_policies, sizeof *st->pols) : NULL;
-    if (!st->policies || !st->pols || !st->layouts || !st->budget_items) {
+    if (!st->policies || !st->pols || !st->budget_items) {
         fb_error("replay: out of memory");
         return 2;
     }
     j->policies = st->pols;
-    j->layouts = (const char *const *)st->layouts;
-    return check_lists(st->policies, j->n_policies, st->pols, st->layouts, j->n_layouts) != 0 ? 2 : 0;
+    int rc = parse_lists(st->policies, j->n_policies, st->pols, o->layout, &st->lays, &j->n_layouts) != 0 ? 2 : 0;
+    j->layouts = st->lays;
+    return rc;
 }
 
 /* Writes what was replayed, then the sweep and the plots. */

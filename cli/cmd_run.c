@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
@@ -137,13 +138,13 @@ static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
     return 0;
 }
 
-/* run's options as engine/run/run_setup.h takes them, --policy parsed into a
- * value here, the one place run reads a policy's name (a dense run reads
- * none). 0, or -1 (printed). */
+/* run's options as engine/run/run_setup.h takes them, --policy and --layout
+ * parsed into values here, the one place run reads a policy's or a layout's
+ * name (a dense run reads neither). 0, or -1 (printed). */
 static int setup_options(const struct run_opts *o, const struct fb_settings *set, bool dense, struct run_options *ro)
 {
     *ro = (struct run_options){
-        .cmd = "run", .mode = o->mode, .mode_given = opts_given(&run_command, o, "mode"), .layout = o->layout,
+        .cmd = "run", .mode = o->mode, .mode_given = opts_given(&run_command, o, "mode"),
         .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
         .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"),
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
@@ -151,7 +152,8 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .warmup_file = o->warmup_file,
         .settings = set};
     char err[512];
-    if (!dense && o->policy && cache_policy_parse(o->policy, true, &ro->policy, err, sizeof err) != 0) {
+    if (!dense && ((o->policy && cache_policy_parse(o->policy, true, &ro->policy, err, sizeof err) != 0) ||
+                   (o->layout && cache_layout_parse(o->layout, &ro->layout, err, sizeof err) != 0))) {
         fb_error("run: %s", err);
         return -1;
     }

@@ -284,7 +284,8 @@ bool repro_mode_get(size_t i, struct repro_mode *out)
     struct policy_spec policy = cache_mode_policy(m, 5, false);
     const struct policy_ops *ops = policy.ops;
     cache_policy_name(&policy, out->policy, sizeof out->policy);
-    cache_mode_layout(m, 0, out->layout, sizeof out->layout);
+    struct layout_spec layout = cache_mode_layout(m, 0);
+    cache_layout_name(&layout, out->layout, sizeof out->layout);
     out->whole_layers = ops->reads_whole_layers;
     out->streams_all = out->whole_layers && !ops->keeps_resident_part;
     return true;

@@ -45,23 +45,15 @@ int cost_check_policy(const struct policy_spec *policy, bool have_trace, char *e
     return 0;
 }
 
-static int check_layout(const char *layout, bool have_trace, const struct layout_ops **ops, char *err,
-                        size_t errlen)
+int cost_check_layout(const struct layout_spec *layout, bool have_trace, char *err, size_t errlen)
 {
-    uint64_t arg;
-    if (cache_parse_layout(layout, ops, &arg, err, errlen) != 0)
-        return -1;
-    if (!have_trace && cost_layout_needs_trace(*ops)) {
-        err_set(err, errlen, "layout '%s' is priced from a trace's exact sets only: %s", layout, NEEDS_TRACE);
-        return -1;
-    }
+    char name[LAYOUT_NAME_MAX];
+    cache_layout_name(layout, name, sizeof name);
+    if (!layout->ops)
+        return err_set(err, errlen, "no layout to price");
+    if (!have_trace && cost_layout_needs_trace(layout->ops))
+        return err_set(err, errlen, "layout '%s' is priced from a trace's exact sets only: %s", name, NEEDS_TRACE);
     return 0;
-}
-
-int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen)
-{
-    const struct layout_ops *ops;
-    return check_layout(layout, have_trace, &ops, err, errlen);
 }
 
 void volumes_from_fractions(const struct model_shape *s, const struct policy_ops *p, double loaded,
@@ -129,15 +121,13 @@ static int load_rule_shape(const struct fb_settings *set, const struct derive_ru
  * friends), which lands in a bounce buffer and is copied from there.
  * Policies that keep nothing they read (predictor, hot's misses) copy
  * nothing: their rows are computed in the staging area and dropped. */
-static double rows_copied(const struct policy_ops *pol, const char *layout, const struct token_volumes *v)
+static double rows_copied(const struct policy_ops *pol, const struct layout_spec *layout,
+                          const struct token_volumes *v)
 {
     if (!pol->keeps_reads)
         return 0;
-    const struct layout_ops *lay;
-    uint64_t arg = 0;
-    char err[256];
-    bool bounced = cache_parse_layout(layout, &lay, &arg, err, sizeof err) == 0 && lay->reads_unneeded &&
-                   (!lay->takes_arg || arg > 0);
+    const struct layout_ops *lay = layout->ops;
+    bool bounced = lay->reads_unneeded && (!lay->takes_arg || layout->arg > 0);
     return v->rows_deleted + (bounced ? v->rows_inserted : 0);
 }
 
@@ -163,7 +153,8 @@ int cost_resolve_profile(struct hw_profile *hw, const struct fb_settings *set, c
         volumes_from_fractions(&s, &policy_window, hw->mem_derive.fraction, 0, &v);
         double rb = row_bytes(&s, bytes);
         /* the paper's window over bundled rows */
-        double moved = rows_copied(&policy_window, "bundled", &v) * rb;
+        const struct layout_spec bundled = layout_spec_of(&layout_bundled, 0);
+        double moved = rows_copied(&policy_window, &bundled, &v) * rb;
         hw->copy_row_bytes[0] = rb;
         hw->copy_bw[0] = moved / (hw->mem_derive.ms * 1e-3);
         hw->n_copy = 1;
@@ -238,7 +229,7 @@ static void price_memory(const struct pricing *x, struct cost_prediction *o)
     o->rows_inserted = v->rows_inserted;
     o->rows_deleted = v->rows_deleted;
     o->cache_rows = v->cache_rows;
-    double moved = rows_copied(x->pol, c->layout, v) * x->rb;
+    double moved = rows_copied(x->pol, &c->layout, v) * x->rb;
     double bw = hw_copy_bw(c->hw, x->rb);
     o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) + 1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;
 }
@@ -299,14 +290,13 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     x.rate = hw_compute(c->hw, c->dtype);
     if (!x.rate || x.rate->bw <= 0)
         return err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
-    const struct layout_ops *lay;
     if (cost_check_policy(&c->policy, c->vol.replayed, err, errlen) != 0 ||
-        check_layout(c->layout, c->vol.replayed, &lay, err, errlen) != 0)
+        cost_check_layout(&c->layout, c->vol.replayed, err, errlen) != 0)
         return -1;
     x.pol = c->policy.ops;
     x.whole = x.pol->reads_whole_layers;
     x.streams_all = x.whole && !x.pol->keeps_resident_part;
-    x.split = lay->per_vector;
+    x.split = c->layout.ops->per_vector;
     model_parts(c->shape, &x.p);
     o->model_bytes = x.B * (double)x.p.pc.total;
     x.rb = row_bytes(c->shape, (int)x.B);

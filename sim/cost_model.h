@@ -10,8 +10,8 @@
  *          effective decode bandwidth (batch-1 decode is bandwidth-bound),
  *          or FLOPs / FLOP rate when that is larger
  *
- * Policies are cache/'s values (cache/policy_spec.h), layouts cache/'s
- * strings (cache_parse_layout): naive and hybrid read the
+ * Policies and layouts are cache/'s values (cache/policy_spec.h,
+ * cache/layout_spec.h): naive and hybrid read the
  * whole (or the non-resident) model sequentially; every other policy reads
  * its per-token volumes at the layout's read size (split: the up, gate and
  * down pieces apart; any other layout: whole bundles, with the reads a
@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "cache/layout.h"
+#include "cache/layout_spec.h"
 #include "cache/policy.h"
 #include "cache/policy_spec.h"
 #include "common/model_shape.h"
@@ -50,7 +51,7 @@ struct cost_config {
     char baseline_io_dtype[8];  /* naive/hybrid bytes at this dtype ("" = dtype) */
     struct policy_spec policy;  /* a cache/ policy: naive, hybrid, predictor, window:K (the last
                                  * K tokens, this one included; not auto), lru, lfu, hot, belady */
-    char layout[48];            /* a cache/ layout: split, bundled, friends, coalesce:G */
+    struct layout_spec layout;  /* a cache/ layout: split, bundled, friends, coalesce:G */
     double dram_share;          /* hybrid: share of the model kept resident */
     unsigned io_threads;
     double context_tokens;      /* mean KV-cache length over the decode */
@@ -90,11 +91,11 @@ double cost_predictor_params(const struct model_shape *s, double rank);
 bool cost_policy_needs_trace(const struct policy_ops *p);
 bool cost_layout_needs_trace(const struct layout_ops *l);
 
-/* Checks a policy and a layout string for cost_predict: a policy, a layout
- * cache/'s parser knows, and, when no trace is replayed, priceable without
- * one. The error names the policy or layout. 0, or -1 with err. */
+/* Checks a policy and a layout for cost_predict: there is one, and, when no
+ * trace is replayed, it is priceable without one. The error names the
+ * policy or layout. 0, or -1 with err. */
 int cost_check_policy(const struct policy_spec *policy, bool have_trace, char *err, size_t errlen);
-int cost_check_layout(const char *layout, bool have_trace, char *err, size_t errlen);
+int cost_check_layout(const struct layout_spec *layout, bool have_trace, char *err, size_t errlen);
 
 /* Volumes per token from fractions of all FFN neurons (the paper's way of
  * stating them): the predictor (or any policy but the window) loads
@@ -108,7 +109,7 @@ void volumes_from_fractions(const struct model_shape *s, const struct policy_ops
  * reason. */
 int cost_resolve_profile(struct hw_profile *hw, const struct fb_settings *set, char *err, size_t errlen);
 
-/* Prices c. 0, or -1 with err (an unknown dtype, policy or layout; a
+/* Prices c. 0, or -1 with err (an unknown dtype, no policy or layout; a
  * policy or layout that needs a trace without replayed volumes; a profile
  * lacking a rate). */
 int cost_predict(const struct cost_config *c, struct cost_prediction *out, char *err, size_t errlen);

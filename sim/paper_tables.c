@@ -199,11 +199,11 @@ int paper_check_given(const struct fb_settings *set, const char *what, const str
 
 /* The paper's configuration for one method: policy, layout and per-token volumes. */
 int paper_cost_config(const struct fb_settings *set, struct cost_config *c, const struct model_shape *s,
-                      const char *method, const char *layout, const char *density_suffix)
+                      const char *method, const struct layout_spec *layout, const char *density_suffix)
 {
     char key[64], src[240];
     double loaded = 0, resident = 0, k = 0, pred = 0;
-    snprintf(c->layout, sizeof c->layout, "%s", layout);
+    c->layout = *layout;
     paper_density(set, s->name, "predictor_model_fraction", &pred, NULL, 0);
     c->predictor_fraction = pred;
     /* the method is one of the modes (cache/mode.h): its policy decides the volumes */
@@ -253,25 +253,30 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
 static int table2_row(const struct fb_settings *set, const cJSON *t, const cJSON *r, const struct model_shape *s,
                       struct hw_profile *hw, cJSON *rows, struct strbuf *md, char *err, size_t errlen)
 {
-    char why[512];
+    char why[512], name[LAYOUT_NAME_MAX];
     struct cost_config c = {.shape = s, .hw = hw, .dram_share = 0.5, .io_threads = hw->io_threads,
                             .context_tokens = 256};
     snprintf(c.dtype, sizeof c.dtype, "%s", str(t, "dtype"));
     struct cost_prediction p, p2;
+    /* the table's file is an edge: its layout's name becomes a value here */
+    struct layout_spec layout;
+    if (cache_layout_parse(str(r, "layout"), &layout, why, sizeof why) != 0)
+        return err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
+    cache_layout_name(&layout, name, sizeof name);
     snprintf(why, sizeof why, "no paper densities for %s", s->name);
-    if (paper_cost_config(set, &c, s, str(r, "policy"), str(r, "layout"), "") != 0 ||
+    if (paper_cost_config(set, &c, s, str(r, "policy"), &layout, "") != 0 ||
         cost_predict(&c, &p, why, sizeof why) != 0)
         return err_set(err, errlen, "table 2, %s: %s", str(r, "config"), why);
     /* Same configuration with the densities Table 2's byte column implies. */
     struct cost_config c2 = c;
-    if (paper_cost_config(set, &c2, s, str(r, "policy"), str(r, "layout"), "_table2") != 0 ||
+    if (paper_cost_config(set, &c2, s, str(r, "policy"), &layout, "_table2") != 0 ||
         cost_predict(&c2, &p2, why, sizeof why) != 0)
         p2 = p;
     double paper_io = num(r, "io_ms");
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "config", str(r, "config"));
     cJSON_AddStringToObject(o, "policy", str(r, "policy"));
-    cJSON_AddStringToObject(o, "layout", str(r, "layout"));
+    cJSON_AddStringToObject(o, "layout", name);
     cJSON_AddNumberToObject(o, "paper_io_ms", paper_io);
     cJSON_AddNumberToObject(o, "model_io_ms", p.io_ms);
     cJSON_AddNumberToObject(o, "rel_err", cost_rel_err(p.io_ms, paper_io));
@@ -404,7 +409,8 @@ static int price_table3_row(const struct fb_settings *set, const cJSON *r, const
     x->c.dram_share = num(shares, x->s.name);
     snprintf(x->c.dtype, sizeof x->c.dtype, "%s", str(r, "dtype"));
     snprintf(x->c.baseline_io_dtype, sizeof x->c.baseline_io_dtype, "f16");
-    if (paper_cost_config(set, &x->c, &x->s, method, "bundled", "") != 0)
+    const struct layout_spec bundled = layout_spec_of(&layout_bundled, 0);
+    if (paper_cost_config(set, &x->c, &x->s, method, &bundled, "") != 0)
         return err_set(err, errlen, "table 3: no paper densities for %s", x->s.name);
     if (cost_predict(&x->c, &x->p, why, sizeof why) != 0)
         return err_set(err, errlen, "table 3, %s %s %s: %s", x->s.name, method, str(r, "backend"), why);
@@ -515,7 +521,8 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
                       cJSON *rows, struct strbuf *md, struct strbuf *csv, char *err, size_t errlen)
 {
     double share = pct / 100.0;
-    struct cost_config c = {.shape = s, .hw = hw, .policy = policy_spec_of(&policy_window, 1), .layout = "bundled",
+    struct cost_config c = {.shape = s, .hw = hw, .policy = policy_spec_of(&policy_window, 1),
+                            .layout = layout_spec_of(&layout_bundled, 0),
                             .io_threads = hw->io_threads, .context_tokens = 256, .predictor_fraction = pred,
                             .dram_share = share};
     snprintf(c.dtype, sizeof c.dtype, "%s", dtype);

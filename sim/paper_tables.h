@@ -51,8 +51,9 @@ int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const s
  * the method is none of cache/mode.h's modes. */
 struct cost_config;
 struct model_shape;
+struct layout_spec;
 int paper_cost_config(const struct fb_settings *set, struct cost_config *c, const struct model_shape *s,
-                      const char *method, const char *layout, const char *density_suffix);
+                      const char *method, const struct layout_spec *layout, const char *density_suffix);
 
 /* The paper's density for one model: densities.json models.<model>.<key>.value.
  * -1 when there is none, when it is not a finite number from 0 to 10^6, or

@@ -114,7 +114,7 @@ static void paper_config(const struct predict_setup *s, struct cost_config *c)
     double paper_k = -2;
     paper_density(s->settings, s->shape->name, "window_k", &paper_k, NULL, 0);
     if ((window && (double)k != paper_k + 1) ||
-        paper_cost_config(s->settings, c, s->shape, ops->name, s->layout, "") != 0) {
+        paper_cost_config(s->settings, c, s->shape, ops->name, &s->layout, "") != 0) {
         if (ops->keeps_recent) {
             curve_volumes(s->shape, ops, window ? k : 1, &c->vol);
             /* the predictor runs whatever the window: its size is the shape's */
@@ -164,7 +164,7 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->shape = s->shape;
     c->hw = s->hw;
     snprintf(c->dtype, sizeof c->dtype, "%s", s->dtype);
-    snprintf(c->layout, sizeof c->layout, "%s", s->layout);
+    c->layout = s->layout;
     c->dram_share = s->dram_share;
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
@@ -209,7 +209,7 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->shape = s->shape;
     c->hw = s->hw;
     snprintf(c->dtype, sizeof c->dtype, "%s", s->dtype);
-    snprintf(c->layout, sizeof c->layout, "%s", r->layout);
+    c->layout = r->lay;
     c->dram_share = resident_share(s->shape, r);
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
@@ -229,11 +229,7 @@ static int check_all(const struct predict_setup *s, const struct policy_predicti
         err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
         return -1;
     }
-    if (strlen(s->layout) >= sizeof items->config.layout) {
-        err_set(err, errlen, "layout '%s' is too long", s->layout);
-        return -1;
-    }
-    if (cost_check_layout(s->layout, s->trace != NULL, err, errlen) != 0)
+    if (cost_check_layout(&s->layout, s->trace != NULL, err, errlen) != 0)
         return -1;
     uint32_t most = s->shape->d_model < s->shape->d_ff ? s->shape->d_model : s->shape->d_ff;
     if (s->predictor_rank > (int)most) {

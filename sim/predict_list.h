@@ -49,7 +49,7 @@ struct predict_setup {
     const struct model_shape *shape;
     struct hw_profile *hw;       /* with its derived rates resolved (cost_resolve_profile) */
     const char *dtype;           /* f32, f16, bf16 */
-    const char *layout;          /* one cache/ layout for every policy */
+    struct layout_spec layout;   /* one cache/ layout for every policy */
     double dram_share;           /* DRAM for the model, as a share of its bytes at dtype (<= 1) */
     unsigned io_threads;
     double context_tokens;       /* mean KV-cache length over the decode */

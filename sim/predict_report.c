@@ -84,10 +84,11 @@ static void window_md(struct strbuf *b, const struct policy_prediction *it, size
 /* One table row per policy for each of: latency, compute and flash, DRAM. */
 char *predict_report_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
-    char label[128], name[POLICY_NAME_MAX];
+    char label[128], name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     struct strbuf b = {0};
+    cache_layout_name(&s->layout, layout, sizeof layout);
     strbuf_add(&b, "# flashbed predict — %s, %s, %s, %s layout\n\n", s->shape->name, s->hw->name, s->dtype,
-               s->layout);
+               layout);
     strbuf_add(&b, "| policy | I/O ms | mem ms | compute ms | total ms (serial) | total ms (I/O overlapped) |\n"
                    "|---|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
@@ -145,7 +146,7 @@ cJSON *predict_report_json(const struct policy_prediction *it, size_t n, cJSON *
     cJSON *list = cJSON_AddArrayToObject(root, "predictions");
     for (size_t i = 0; i < n; i++) {
         cJSON *e = cJSON_CreateObject();
-        char name[POLICY_NAME_MAX];
+        char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
         cJSON_AddStringToObject(e, "policy", priced(&it[i], name, sizeof name));
         if (it[i].window.k) {
             cJSON *w = cJSON_AddObjectToObject(e, "window_auto");
@@ -156,7 +157,8 @@ cJSON *predict_report_json(const struct policy_prediction *it, size_t n, cJSON *
             cJSON_AddNumberToObject(w, "tokens", (double)it[i].window_tokens);
             cJSON_AddStringToObject(w, "chosen_from", it[i].window.from);
         }
-        cJSON_AddStringToObject(e, "layout", it[i].config.layout);
+        cache_layout_name(&it[i].config.layout, layout, sizeof layout);
+        cJSON_AddStringToObject(e, "layout", layout);
         cJSON_AddStringToObject(e, "volume_source", it[i].config.vol.source);
         cJSON_AddStringToObject(e, "predictor_source", it[i].config.predictor_source);
         cJSON_AddItemToObject(e, "prediction", prediction_json(&it[i].prediction));

@@ -16,13 +16,6 @@
 #include "common/parse.h"
 #include "cache/cache.h"
 
-int replay_check_layout(const char *layout, char *err, size_t errlen)
-{
-    const struct layout_ops *ops;
-    uint64_t arg;
-    return cache_parse_layout(layout, &ops, &arg, err, errlen);
-}
-
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {
     return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
@@ -171,7 +164,8 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
     const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
     res->pol = spec->policy;
     cache_policy_name(&spec->policy, res->policy, sizeof res->policy);
-    snprintf(res->layout, sizeof res->layout, "%s", spec->layout);
+    res->lay = spec->layout;
+    cache_layout_name(&spec->layout, res->layout, sizeof res->layout);
     res->use_predicted = spec->use_predicted;
     res->n_tokens = tr->n_tokens;
     res->n_layers = L;

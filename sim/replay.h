@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "cache/layout.h"
+#include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "traces/trace.h"
 
@@ -54,10 +55,10 @@
  * the current one included: the paper's k = 4 is window:5), lru, lfu, hot,
  * belady, as a value (cache/policy_spec.h; not window:auto). layout: split,
  * bundled, friends, coalesce:G (bundled rows merged into one read across
- * gaps of up to G unneeded rows). */
+ * gaps of up to G unneeded rows), as a value (cache/layout_spec.h). */
 struct replay_spec {
     struct policy_spec policy;
-    const char *layout;
+    struct layout_spec layout;
     uint64_t dram_budget;    /* bytes of FFN cache (0: none), for lru, lfu, hot, belady, and window and hybrid when given */
     bool use_predicted;      /* replay predicted sets (trace must have them), else active */
     bool budget_binds;       /* dram_budget is a limit even when it is 0 (a budget study's point):
@@ -82,7 +83,8 @@ struct replay_token {
 struct replay_result {
     struct policy_spec pol;        /* the policy replayed */
     char policy[POLICY_NAME_MAX];  /* its name (cache_policy_name), as reports write it */
-    char layout[48];
+    struct layout_spec lay;        /* the layout replayed */
+    char layout[LAYOUT_NAME_MAX];  /* its name (cache_layout_name), as reports write it */
     bool use_predicted;
     uint64_t n_tokens;
     uint32_t n_layers, d_ff;
@@ -109,9 +111,6 @@ struct replay_result {
     bool feasible;
     char infeasible[160];          /* why not ("" when feasible); no commas (a CSV field) */
 };
-
-/* Checks a layout name (with its argument); 0, or -1 with err. */
-int replay_check_layout(const char *layout, char *err, size_t errlen);
 
 /* The row stride replay counts with, from its text: "packed" (0: the
  * trace's row as it is, replay_row_bytes: the paper's accounting),

@@ -142,20 +142,20 @@ int replay_friends_note(const struct replay_row *rows, size_t n, size_t i, bool 
                         struct friends_note *note)
 {
     const struct replay_row *fr = &rows[i];
-    if (strcmp(fr->res.layout, "friends") != 0)
+    const struct layout_ops *lo = fr->res.lay.ops;
+    if (!lo->needs_known || !lo->structure)
         return 0;
     for (size_t j = 0; j < n; j++) {
         const struct replay_row *b = &rows[j];
-        if (strcmp(b->res.layout, "bundled") || strcmp(b->res.policy, fr->res.policy) ||
+        if (!b->res.lay.ops->baseline || !policy_spec_equal(&b->res.pol, &fr->res.pol) ||
             b->res.use_predicted != fr->res.use_predicted || !same_budget(b, fr))
             continue;
         if (!(fr->res.bytes_per_token > b->res.bytes_per_token) || b->res.bytes_per_token <= 0)
             return 0;
         note->ratio = fr->res.bytes_per_token / b->res.bytes_per_token;
-        snprintf(note->text, sizeof note->text, "friends reads %.2fx the bytes per token of bundled: %s",
-                 note->ratio,
-                 synthetic ? "synthetic traces have no co-activation structure"
-                           : "no co-activation structure found in this trace");
+        snprintf(note->text, sizeof note->text, "%s reads %.2fx the bytes per token of %s: %s %s structure%s",
+                 fr->res.layout, note->ratio, b->res.layout, synthetic ? "synthetic traces have no" : "no",
+                 lo->structure, synthetic ? "" : " found in this trace");
         return 1;
     }
     return 0;

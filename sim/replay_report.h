@@ -40,11 +40,13 @@ struct friends_note {
     char text[240];     /* "friends reads 2.03x the bytes per token of bundled: <reason>" */
 };
 
-/* 1 and *note when rows[i] is a friends row that reads more bytes per token
- * than the bundled row of the same policy, sets and budget; else 0 (no
- * such bundled row among rows, or friends reads no more). The reason:
- * synthetic traces have no co-activation structure; in a recorded one
- * none was found. */
+/* 1 and *note when rows[i] is a row of a layout that looks for a structure
+ * in the sets (its ops' needs_known and structure: friends, co-activation)
+ * and reads more bytes per token than the baseline layout's row (bundled)
+ * of the same policy, sets and budget; else 0 (no such baseline row among
+ * rows, or it reads no more). The reason: synthetic traces have no such
+ * structure; in a recorded one none was found. The note names both
+ * layouts by their names. */
 int replay_friends_note(const struct replay_row *rows, size_t n, size_t i, bool synthetic,
                         struct friends_note *note);
 

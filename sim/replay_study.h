@@ -43,7 +43,7 @@ struct replay_study {
     const struct trace *tr;
     const struct policy_spec *policies;
     size_t n_policies;
-    const char *const *layouts;
+    const struct layout_spec *layouts;
     size_t n_layouts;
     const struct replay_budget *budgets;
     size_t n_budgets;

@@ -21,7 +21,7 @@
 
 struct trace_volume_spec {
     struct policy_spec policy; /* any replay policy: predictor, window:K, lru, lfu, hot, belady */
-    const char *layout;       /* any replay layout: split, bundled, friends, coalesce:G */
+    struct layout_spec layout; /* any replay layout: split, bundled, friends, coalesce:G */
     bool use_predicted;       /* replay the predicted sets, else the active ones */
     double ffn_budget_bytes;  /* FFN cache at the cost model's dtype (capacity policies) */
     int dtype_bytes;          /* the cost model's bytes per weight */

@@ -166,8 +166,10 @@ static int open_decisions(struct ffn *f, struct flash_ffn *ff)
         return -1;
     }
     if (!ff->decide.lo.ops->lists_reads) {
+        char layout[LAYOUT_NAME_MAX];
+        cache_layout_name(&ff->cfg.layout, layout, sizeof layout);
         err_set(ff->err, ff->errlen, "layout %s: the engine cannot run it (its reads are not ranges of ffn.bin, whose bundles are "
-                 "in neuron order)", ff->cfg.layout);
+                 "in neuron order)", layout);
         return -1;
     }
     return 0;

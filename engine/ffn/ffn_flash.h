@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "engine/ffn/ffn.h"
 #include "engine/ffn/neuron_select.h"
@@ -60,7 +61,7 @@ static inline uint64_t ffn_flash_stream_scratch(uint64_t dram_bytes, uint32_t n_
 
 struct ffn_flash_config {
     struct policy_spec policy;   /* which rows stay (window:auto resolved: the plan's) */
-    const char *layout;          /* a cache/ name: how rows become reads */
+    struct layout_spec layout;   /* how rows become reads (cache/layout_spec.h) */
     uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
     const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
     uint32_t staging_rows;       /* rows read for one token only go through this many at a time */

@@ -14,14 +14,14 @@
 #include "sim/window_auto.h"
 
 
-int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy, char *layout,
-                    size_t llen)
+int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy,
+                    struct layout_spec *layout)
 {
     const struct cache_mode *m = cache_mode_find(mode);
     if (!m)
         return -1;
     *policy = cache_mode_policy(m, window, window == 0);
-    cache_mode_layout(m, coalesce, layout, llen);
+    *layout = cache_mode_layout(m, coalesce);
     return 0;
 }
 
@@ -138,13 +138,9 @@ static int start_policy(const struct run_plan_input *in, struct run_plan_out *ou
     return 0;
 }
 
-int run_plan_check(const struct policy_spec *policy, const char *layout, char *err, size_t errlen)
+int run_plan_check(const struct policy_spec *policy, char *err, size_t errlen)
 {
-    const struct layout_ops *lay;
-    uint64_t arg;
-    if (check_window(policy, err, errlen) != 0)
-        return -1;
-    return cache_parse_layout(layout, &lay, &arg, err, errlen);
+    return check_window(policy, err, errlen);
 }
 
 static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
@@ -256,10 +252,11 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     const struct model *m = in->m;
     const struct model_shape *s = &m->shape;
     const struct policy_ops *pol = in->policy.ops;
-    const struct layout_ops *lay;
-    uint64_t arg, fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes, staged;
-    if (start_policy(in, out, err, errlen) != 0 || cache_parse_layout(in->layout, &lay, &arg, err, errlen) != 0 ||
-        check_input(in, pol, err, errlen) != 0)
+    const struct layout_ops *lay = in->layout.ops;
+    uint64_t fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes, staged;
+    if (!lay)
+        return err_set(err, errlen, "the plan needs a layout");
+    if (start_policy(in, out, err, errlen) != 0 || check_input(in, pol, err, errlen) != 0)
         return -1;
     if (in->budget && fixed >= in->budget) {
         char b1[32], b2[32], parts[96];

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/model/model.h"
@@ -31,21 +32,20 @@
  * and a layout (cache/mode.h's table, with window K, 0 for auto, and
  * coalescing gap G where the mode takes them). 0, or -1 for an unknown
  * mode. */
-int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy, char *layout,
-                    size_t llen);
+int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy,
+                    struct layout_spec *layout);
 
 /* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
 #define RUN_MAX_WINDOW WINDOW_MAX_K
 
-/* Checks a policy and a layout as the run takes them: a window the engine
- * holds (window:auto included), a layout cache/ names. 0, or -1 with err
- * naming the bad one. */
-int run_plan_check(const struct policy_spec *policy, const char *layout, char *err, size_t errlen);
+/* Checks a policy as the run takes it: a window the engine holds
+ * (window:auto included). 0, or -1 with err naming it. */
+int run_plan_check(const struct policy_spec *policy, char *err, size_t errlen);
 
 struct run_plan_input {
     const struct model *m;
     struct policy_spec policy;  /* window:auto: K chosen by the plan */
-    const char *layout;
+    struct layout_spec layout;
     uint64_t budget;            /* bytes the engine may hold; 0: none */
     uint64_t kv_bytes;
     const struct trace *trace;  /* NULL: the oracle chooses the neurons */

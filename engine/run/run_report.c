@@ -127,13 +127,14 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
  * by their names, and what the plan gave it. */
 static void policy_json(cJSON *prov, const struct model *m, const struct run_setup *p)
 {
-    char name[POLICY_NAME_MAX];
+    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     cJSON *pol = cJSON_AddObjectToObject(prov, "policy");
     cache_policy_name(&p->plan.policy, name, sizeof name);
     cJSON_AddStringToObject(pol, "policy", name);
     cache_policy_name(&p->policy, name, sizeof name);
     cJSON_AddStringToObject(pol, "policy_requested", name);
-    cJSON_AddStringToObject(pol, "layout", p->layout);
+    cache_layout_name(&p->layout, layout, sizeof layout);
+    cJSON_AddStringToObject(pol, "layout", layout);
     if (p->plan.window_k)
         cJSON_AddNumberToObject(pol, "window_k", p->plan.window_k);
     if (p->plan.window_from)
@@ -156,10 +157,11 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
 static void summary_policy_json(cJSON *sum, const struct model *m, const struct run_setup *p,
                                 const struct run_report_extra *x)
 {
-    char name[POLICY_NAME_MAX];
+    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     cache_policy_name(&p->plan.policy, name, sizeof name);
     cJSON_AddStringToObject(sum, "policy", name);
-    cJSON_AddStringToObject(sum, "layout", p->layout);
+    cache_layout_name(&p->layout, layout, sizeof layout);
+    cJSON_AddStringToObject(sum, "layout", layout);
     if (p->plan.window_k)
         cJSON_AddNumberToObject(sum, "window_k", p->plan.window_k);
     cJSON_AddNumberToObject(sum, "ffn_cache_bytes", (double)p->plan.ffn_cache_bytes);
@@ -284,13 +286,14 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
     struct strbuf t = {0};
-    char name[POLICY_NAME_MAX];
+    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     cache_policy_name(&p->plan.policy, name, sizeof name);
+    cache_layout_name(&p->layout, layout, sizeof layout);
     if (p->dense)
         strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
     else
         strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
-                   name, p->plan.window_from ? " (window:auto)" : "", p->layout);
+                   name, p->plan.window_from ? " (window:auto)" : "", layout);
     strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
     strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
@@ -360,8 +363,9 @@ static void bytes_text(double bytes, char *buf, size_t len)
 static void fig8_title(const struct model *m, const struct run_setup *p, const struct run_report_extra *x, char *buf,
                        size_t len)
 {
-    char budget[96] = "no DRAM budget", name[POLICY_NAME_MAX];
+    char budget[96] = "no DRAM budget", name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
     cache_policy_name(&p->plan.policy, name, sizeof name);
+    cache_layout_name(&p->layout, layout, sizeof layout);
     if (p->budget) {
         char bytes[32];
         bytes_text((double)p->budget, bytes, sizeof bytes);
@@ -372,7 +376,7 @@ static void fig8_title(const struct model *m, const struct run_setup *p, const s
         snprintf(buf, len, "%s (%s), mode dense (every weight in DRAM), %s", m->shape.name, dtype_name(m->dtype), budget);
     else
         snprintf(buf, len, "%s (%s), mode %s: %s + %s, %s, %s neurons", m->shape.name, dtype_name(m->dtype), x->mode,
-                 name, p->layout, budget, source_name(p));
+                 name, layout, budget, source_name(p));
 }
 
 /* Fig. 8's second line: the machine and the disk the FFN was read from. */

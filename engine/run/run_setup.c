@@ -16,24 +16,27 @@ void run_setup_sizes(struct run_setup *p, const struct model *m, int max_seq)
 
 int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
 {
-    if (run_mode_preset(o->mode, o->window, o->coalesce, &p->policy, p->layout, sizeof p->layout) != 0)
+    if (run_mode_preset(o->mode, o->window, o->coalesce, &p->policy, &p->layout) != 0)
         return err_set(err, errlen, "internal: %s --mode '%s' has no preset", o->cmd, o->mode);
-    if (!o->policy.ops && !o->layout)
+    if (!o->policy.ops && !o->layout.ops)
         return 0;
     struct policy_spec policy = o->policy.ops ? o->policy : p->policy;
-    const char *layout = o->layout ? o->layout : o->mode_given ? p->layout : "bundled";
-    char why[512], preset[POLICY_NAME_MAX], given[POLICY_NAME_MAX];
-    if (o->mode_given && (!policy_spec_equal(&policy, &p->policy) || strcmp(layout, p->layout))) {
+    /* --policy alone: --layout's default, bundled */
+    struct layout_spec layout = o->layout.ops ? o->layout : o->mode_given ? p->layout
+                                                                           : layout_spec_of(&layout_bundled, 0);
+    char why[512], preset[POLICY_NAME_MAX], given[POLICY_NAME_MAX], lpreset[LAYOUT_NAME_MAX], lgiven[LAYOUT_NAME_MAX];
+    if (o->mode_given && (!policy_spec_equal(&policy, &p->policy) || !layout_spec_equal(&layout, &p->layout))) {
         cache_policy_name(&p->policy, preset, sizeof preset);
         cache_policy_name(&policy, given, sizeof given);
+        cache_layout_name(&p->layout, lpreset, sizeof lpreset);
+        cache_layout_name(&layout, lgiven, sizeof lgiven);
         return err_set(err, errlen, "%s: --mode %s means --policy %s --layout %s, not %s and %s", o->cmd, o->mode,
-                       preset, p->layout, given, layout);
+                       preset, lpreset, given, lgiven);
     }
-    if (run_plan_check(&policy, layout, why, sizeof why) != 0)
+    if (run_plan_check(&policy, why, sizeof why) != 0)
         return err_set(err, errlen, "%s: %s", o->cmd, why);
     p->policy = policy;
-    if (layout != p->layout) /* the preset's own buffer: copying it onto itself would empty it */
-        snprintf(p->layout, sizeof p->layout, "%s", layout);
+    p->layout = layout;
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* flashbed run's setup, decided from its options as plain data (struct
  * run_options: what cli/cmd_run.c parsed from the command line, the
- * policy already a value):
+ * policy and the layout already values):
  *
  *   run_setup_plan     the policy and layout (a mode's preset, or --policy
  *                      and --layout, which must agree with an explicit
@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "common/settings.h"
 #include "engine/compute/backend.h"
@@ -41,7 +42,7 @@ struct run_options {
     const char *mode;           /* naive, hybrid, predictor, window, all (dense needs no setup) */
     bool mode_given;            /* --mode was given: --policy and --layout must agree with it */
     struct policy_spec policy;  /* --policy (ops NULL: not given); window:auto taken */
-    const char *layout;         /* --layout (NULL: not given) */
+    struct layout_spec layout;  /* --layout (ops NULL: not given) */
     uint32_t window;            /* --window's K (0: auto) */
     uint32_t coalesce;          /* --coalesce's G */
     const char *active;         /* oracle, predictor, gate, or trace:FILE */
@@ -64,7 +65,7 @@ struct run_setup {
     struct ffn_flash_config cfg;
     struct run_plan_out plan;
     struct policy_spec policy;  /* as asked (window:auto unresolved: plan.policy has its K); ops NULL: dense */
-    char layout[64];
+    struct layout_spec layout;  /* ops NULL: dense */
     struct trace trace, profile; /* profile: hot's warm-up under a computed source */
     bool have_trace, have_profile;
     char profile_desc[256];

@@ -24,7 +24,7 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
 {
     struct ffn_flash_config cfg = *in->io;
     cfg.policy = policy_spec_of(&policy_predictor, 0); /* keeps nothing: reads each token's needed rows */
-    cfg.layout = "bundled";
+    cfg.layout = layout_spec_of(&layout_bundled, 0);
     cfg.capacity_rows = 0;
     cfg.layer_rows = NULL;
     cfg.staging_rows = in->m->shape.d_ff;

@@ -1,11 +1,13 @@
 /* Fuzzes the parsers of values users type (common/parse.c, and the policy
- * and layout names of cache/parse.c, policy lists as predict takes them):
- * the first byte picks the parser, the rest is the text. What parses is
- * checked against the parser's promise (a list has its elements, a share
- * is inside its whole, a policy's name parses back to the same value) and
- * formatted back as the program prints it. */
+ * and layout names of cache/parse.c, policy lists as predict takes them,
+ * layout lists as replay takes them): the first byte picks the parser, the
+ * rest is the text. What parses is checked against the parser's promise (a
+ * list has its elements, a share is inside its whole, a policy's or a
+ * layout's name parses back to the same value) and formatted back as the
+ * program prints it. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cache/cache.h"
 #include "common/parse.h"
@@ -31,6 +33,36 @@ static void check_policy(const struct policy_spec *p)
         abort();
 }
 
+/* A layout value is written back as a name that parses to the same value. */
+static void check_layout(const struct layout_spec *l)
+{
+    char name[LAYOUT_NAME_MAX], err[512];
+    struct layout_spec m;
+    cache_layout_name(l, name, sizeof name);
+    if (!l->ops || cache_layout_parse(name, &m, err, sizeof err) != 0 || !layout_spec_equal(l, &m))
+        abort();
+}
+
+/* The text as one layout and as replay's list of them: the same answer
+ * when it has no comma, every element written back as it parses. */
+static int parse_layouts(const char *text, char *err, size_t errlen)
+{
+    struct layout_spec one, *l = NULL;
+    size_t n = 0;
+    char why[512];
+    int rc = cache_layout_parse(text, &one, err, errlen);
+    if (rc == 0)
+        check_layout(&one);
+    int rc_list = cache_layout_parse_list(text, &l, &n, why, sizeof why);
+    for (size_t i = 0; i < n; i++)
+        check_layout(&l[i]);
+    if (!strchr(text, ',') && (rc != rc_list || (rc == 0 && (n != 1 || !layout_spec_equal(&one, &l[0]))) ||
+                               (rc != 0 && strcmp(err, why) != 0)))
+        abort(); /* a list of one refuses as the parser words it */
+    free(l);
+    return rc;
+}
+
 static int parse_policy_list(const char *text, char *err, size_t errlen)
 {
     struct policy_spec *p = NULL;
@@ -50,11 +82,10 @@ static int parse_one(int which, const char *text, char *err, size_t errlen)
 {
     char buf[32];
     int rc = -1;
-    uint64_t u, arg;
+    uint64_t u;
     double d;
     struct u64_list l = {0, NULL};
     struct policy_spec p;
-    const struct layout_ops *lo;
     switch (which) {
     case P_SIZE:
         if ((rc = parse_size(text, &u, err, errlen)) == 0)
@@ -98,7 +129,7 @@ static int parse_one(int which, const char *text, char *err, size_t errlen)
             check_policy(&p);
         break;
     case P_LAYOUT:
-        rc = cache_parse_layout(text, &lo, &arg, err, errlen);
+        rc = parse_layouts(text, err, errlen);
         break;
     case P_LIST:
         rc = parse_policy_list(text, err, errlen);

@@ -149,10 +149,12 @@ def main():
         for name, text in options.items():
             put("options", name, text)
         # the first byte picks fuzz_parse.c's parser: 0 size, 1 size list, 2 count list, 3 count,
-        # 4 number, 5 share or size, 6 duration, 7 policy, 8 layout, 9 predict's policy list
+        # 4 number, 5 share or size, 6 duration, 7 policy, 8 layout (alone and as replay's list),
+        # 9 predict's policy list
         values = [(0, "4k"), (0, "1.5M"), (0, "16t"), (1, "4k,32k,1m"), (2, "1,2,4,8"), (3, "18446744073709551615"),
                   (4, "-1e308"), (5, "50%"), (5, "2.5G"), (6, "500ms"), (6, "0.25us"), (7, "window:5"),
-                  (7, "lfu"), (8, "coalesce:2"), (9, "naive,predictor,window:3,lru")]
+                  (7, "lfu"), (8, "coalesce:2"), (9, "naive,predictor,window:3,lru"),
+                  (8, "split,bundled,friends,coalesce:0"), (8, "bundled,,coalesce:x")]
         for i, (which, text) in enumerate(values):
             put("parse", "%02d" % i, bytes([which]) + text.encode())
     finally:

@@ -46,7 +46,7 @@ static void test_accounting(void)
     CHECK(hw_profile_load(&set, "m1max-metal", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
-                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = "bundled"};
+                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
     snprintf(c.dtype, sizeof c.dtype, "f16");
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
@@ -66,7 +66,7 @@ static void test_accounting(void)
     CHECK_NEAR(p.bytes_per_token, 0.024 * 32 * 16384 * 16384, 1);
     CHECK_NEAR(p.throughput, 2.25e9, 2.25e9 * 1e-3); /* the Table 2 point, interpolated exactly */
     CHECK_NEAR(p.rows_inserted, p.rows_deleted, 0);
-    snprintf(c.layout, sizeof c.layout, "split");
+    c.layout = LAYOUT("split");
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK_NEAR(p.reads_per_token, 2 * 0.024 * 32 * 16384, 1e-6); /* twice the reads, same bytes */
     CHECK_NEAR(p.chunk_bytes, 8192, 0);
@@ -290,7 +290,7 @@ static void test_policy_list(void)
     CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
     CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
-    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled",
+    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
     check_list_equals_singles(&su, "naive,window:5,window:3", (const char *const[]){"naive", "window:5", "window:3"});
@@ -301,9 +301,9 @@ static void test_policy_list(void)
     check_refused(&su, "lru", "policy 'lru' is priced from a trace's exact sets only");
     check_refused(&su, "window:5,lru", "policy 'lru'");
     CHECK(check_list("window:5,lru", false, &n, err, sizeof err) == -1);
-    su.layout = "coalesce:2";
+    su.layout = LAYOUT("coalesce:2");
     check_refused(&su, "window:5", "layout 'coalesce:2'");
-    su.layout = "bundled";
+    su.layout = LAYOUT("bundled");
     /* Empty elements and unknown names, named. */
     check_refused(&su, "window:5,", "policy 2 of 'window:5,' is empty");
     check_refused(&su, ",window:5", "policy 1 of ',window:5' is empty");
@@ -313,7 +313,7 @@ static void test_policy_list(void)
     check_refused(&su, "window:x", "policy 'window:x' needs a whole number");
     /* cost_predict itself refuses lru without replayed volumes. */
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256, .dram_share = 0.5,
-                            .policy = POLICY("lru"), .layout = "bundled", .dtype = "f32"};
+                            .policy = POLICY("lru"), .layout = LAYOUT("bundled"), .dtype = "f32"};
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == -1 && strstr(err, "'lru'"));
     c.vol.replayed = true;
@@ -328,7 +328,7 @@ static void test_policy_list(void)
     su.trace_path = "synthetic";
     su.use_predicted = tr.meta.has_predicted;
     check_list_equals_singles(&su, "lru,belady,window:5", (const char *const[]){"lru", "belady", "window:5"});
-    su.layout = "coalesce:2";
+    su.layout = LAYOUT("coalesce:2");
     check_list_equals_singles(&su, "hot,predictor,lfu", (const char *const[]){"hot", "predictor", "lfu"});
     check_refused(&su, "lru,naive", "policy 'naive': naive and hybrid");
     su.dram_share = 0.1; /* below the non-FFN weights */
@@ -349,7 +349,7 @@ static void test_predictor_pricing(void)
     CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
     CHECK_NEAR(cost_predictor_params(&s, 128), 32.0 * (128 * (4096 + 16384) + 16384), 0.5);
-    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled",
+    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     struct policy_prediction *it = NULL;
     size_t n;
@@ -394,7 +394,7 @@ static struct hw_profile *window_setup(const struct fb_settings *set, struct mod
     CHECK(hw_profile_load(set, "m1max-cpu", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, set, err, sizeof err) == 0);
     synth_trace(s, 5, tr);
-    *su = (struct predict_setup){.settings = set, .shape = s, .hw = hw, .dtype = "f32", .layout = "bundled",
+    *su = (struct predict_setup){.settings = set, .shape = s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                  .dram_share = 0.8, .io_threads = 4, .context_tokens = 16, .trace = tr,
                                  .trace_path = "synthetic", .predictor_rank = PREDICT_RANK_NONE};
     return hw;
@@ -476,7 +476,7 @@ static void test_window_within_budget(void)
     char err[1024];
     su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
     double scale = 4.0 / tr.meta.bytes_per_weight;
-    struct replay_spec bound = {.policy = POLICY("window:12"), .layout = "bundled",
+    struct replay_spec bound = {.policy = POLICY("window:12"), .layout = LAYOUT("bundled"),
                                 .dram_budget = (uint64_t)(window_setup_ffn_bytes(&s) / scale),
                                 .use_predicted = su.use_predicted};
     struct replay_spec unbound = bound;
@@ -512,7 +512,7 @@ static void test_rows_copied(void)
     char err[1024];
     const char *layouts[] = {"split", "coalesce:0", "coalesce:2"};
     for (int i = 0; i < 3; i++) {
-        su.layout = layouts[i];
+        su.layout = LAYOUT(layouts[i]);
         struct policy_prediction *it = NULL;
         size_t n;
         CHECK(price_list(&su, "window:3,predictor", &it, &n, err, sizeof err) == 0);

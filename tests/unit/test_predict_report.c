@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "policy_text.h"
 #include "test_files.h"
 #include "common/atomic_file.h"
 #include "common/json_file.h"
@@ -170,7 +171,7 @@ int main(void)
     CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
     CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
     CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
-    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = "bundled",
+    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                .dram_share = 0.6, .io_threads = 32, .context_tokens = 256};
     test_list(&su, dir);
     test_one(&su, dir);

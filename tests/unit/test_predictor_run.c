@@ -55,7 +55,7 @@ static void greedy(struct engine *e, const int *prompt, int *out, bool flash, st
 
 static struct ffn_flash_config flash_config(enum neuron_source a, const struct predictor *p, bool check)
 {
-    return (struct ffn_flash_config){.policy = POLICY("predictor"), .layout = "split", .staging_rows = 256,
+    return (struct ffn_flash_config){.policy = POLICY("predictor"), .layout = LAYOUT("split"), .staging_rows = 256,
                                      .bounce_rows = 1, .active = a, .predictor = p, .check = check,
                                      .io_threads = 2, .iodepth = 1, .direct = false};
 }
@@ -183,7 +183,7 @@ static void test_budget(const struct model *flash, const struct model *dense)
     struct predictor p;
     CHECK(fixture_predictor(dense, "exact", 1, &p, err, sizeof err) == 0);
     uint64_t kv = 4096, pb = predictor_bytes(&p);
-    struct run_plan_input in = {.m = flash, .policy = POLICY("predictor"), .layout = "split", .kv_bytes = kv, .tokens = 8,
+    struct run_plan_input in = {.m = flash, .policy = POLICY("predictor"), .layout = LAYOUT("split"), .kv_bytes = kv, .tokens = 8,
                                 .budget = flash->dram_bytes + kv + pb - 1};
     struct run_plan_out out;
     CHECK(run_plan_make(&in, &out, err, sizeof err) == 0);

@@ -29,7 +29,7 @@ static struct replay_result run_spec(struct replay_spec spec)
     if (replay_run(&tr, &spec, &r, err, sizeof err) != 0) {
         char name[POLICY_NAME_MAX];
         cache_policy_name(&spec.policy, name, sizeof name);
-        fprintf(stderr, "replay %s %s: %s\n", name, spec.layout, err);
+        fprintf(stderr, "replay %s %s: %s\n", name, LAYOUT_NAME(&spec.layout), err);
         check_failures++;
         memset(&r, 0, sizeof r);
     }
@@ -38,13 +38,13 @@ static struct replay_result run_spec(struct replay_spec spec)
 
 static struct replay_result run(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, false, 0, 0});
+    return run_spec((struct replay_spec){POLICY(policy), LAYOUT(layout), budget, false, false, 0, 0});
 }
 
 /* A replay with the budget binding, as every row of a budget study. */
 static struct replay_result run_bound(const char *policy, const char *layout, uint64_t budget)
 {
-    return run_spec((struct replay_spec){POLICY(policy), layout, budget, false, true, 0, 0});
+    return run_spec((struct replay_spec){POLICY(policy), LAYOUT(layout), budget, false, true, 0, 0});
 }
 
 #define CHECK_COUNTS(r, want_reads, want_bytes, want_hits, want_ins, want_del) \
@@ -134,7 +134,8 @@ static void feasibility_tests(void)
  * replays at one budget each, rows budget-major. */
 static void study_tests(void)
 {
-    const char *policies[] = {"window:5", "lru"}, *layouts[] = {"bundled"};
+    const char *policies[] = {"window:5", "lru"};
+    const struct layout_spec layouts[] = {LAYOUT("bundled")};
     const struct policy_spec pols[] = {POLICY(policies[0]), POLICY(policies[1])};
     const struct replay_budget budgets[] = {{"16", 16, 16.0 / 64, false}, {"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, pols, 2, layouts, 1, budgets, 2, false, NULL, 0, 0};
@@ -165,7 +166,7 @@ static void study_tests(void)
 static void friends_note_tests(void)
 {
     const struct policy_spec policies[] = {POLICY("predictor")};
-    const char *layouts[] = {"bundled", "friends"};
+    const struct layout_spec layouts[] = {LAYOUT("bundled"), LAYOUT("friends")};
     const struct replay_budget budgets[] = {{"24", 24, 24.0 / 64, false}};
     struct replay_study st = {&tr, policies, 1, layouts, 2, budgets, 1, false, NULL, 0, 0};
     struct replay_row rows[2];
@@ -203,7 +204,7 @@ static void pricing_tests(void)
     CHECK(strstr(p.shape_source, "header alone") != NULL);
     CHECK_STR(p.dtype, "f32"); /* the fixture has 1 byte per weight; m1max-cpu prices f32 only */
     struct predict_setup s = p.setup;
-    s.layout = "bundled";
+    s.layout = LAYOUT("bundled");
     struct policy_prediction *items = NULL;
     size_t n = 2;
     const char *names[] = {"window:2", "predictor"};
@@ -250,7 +251,7 @@ static void stride_tests(void)
     /* lru in 16 bytes at a 16-byte stride holds one row, as the packed
      * replay does in 8: the same decisions, every read twice the bytes */
     struct replay_result one = run("lru", "bundled", 8);
-    struct replay_result wide = run_spec((struct replay_spec){POLICY("lru"), "bundled", 16, false, false, 16, 0});
+    struct replay_result wide = run_spec((struct replay_spec){POLICY("lru"), LAYOUT("bundled"), 16, false, false, 16, 0});
     CHECK_U64(wide.capacity_rows, 1);
     CHECK_U64(wide.row_bytes, 16);
     CHECK_COUNTS(wide, one.total.reads, 2 * one.total.bytes, one.total.hits, one.total.inserted, one.total.deleted);
@@ -281,7 +282,7 @@ static void read_align_tests(void)
     /* predictor reads the 13 needed rows: 26 vector reads, of 4, 8 or 16 bytes */
     uint64_t want[] = {0, 104, 8, 208, 16, 416};
     for (int i = 0; i < 3; i++) {
-        struct replay_result r = run_spec((struct replay_spec){POLICY("predictor"), "split", 0, false, false, 16, want[2 * i]});
+        struct replay_result r = run_spec((struct replay_spec){POLICY("predictor"), LAYOUT("split"), 0, false, false, 16, want[2 * i]});
         CHECK_U64(r.total.reads, 26);
         CHECK_U64(r.total.bytes, want[2 * i + 1]);
         replay_result_free(&r);
@@ -336,23 +337,26 @@ static void property_tests(void)
     CHECK_STR(name, "lru");
     CHECK(layout_split.per_vector && !layout_bundled.per_vector);
     /* the one mode table: the paper's order, K and G where a mode takes them */
-    char pol[32], lay[32];
+    char pol[32];
+    struct layout_spec lay;
     const char *order[] = {"naive", "hybrid", "predictor", "window", "all"};
     for (size_t i = 0; i < 5; i++)
         CHECK(cache_mode_at(i) && !strcmp(cache_mode_at(i)->name, order[i]));
     CHECK(cache_mode_at(5) == NULL && cache_mode_find("dense") == NULL);
     spec = cache_mode_policy(cache_mode_find("all"), 0, true);
     cache_policy_name(&spec, pol, sizeof pol);
-    cache_mode_layout(cache_mode_find("all"), 3, lay, sizeof lay);
+    lay = cache_mode_layout(cache_mode_find("all"), 3);
     CHECK_STR(pol, "window:auto");
-    CHECK_STR(lay, "coalesce:3");
+    CHECK_STR(LAYOUT_NAME(&lay), "coalesce:3");
     spec = cache_mode_policy(cache_mode_find("naive"), 5, false);
     cache_policy_name(&spec, pol, sizeof pol);
-    cache_mode_layout(cache_mode_find("naive"), 3, lay, sizeof lay);
+    lay = cache_mode_layout(cache_mode_find("naive"), 3);
     CHECK_STR(pol, "naive");
-    CHECK_STR(lay, "coalesce:0");
+    CHECK(lay.ops == &layout_coalesce && lay.arg == 0);
     CHECK_STR(cache_mode_find("window")->paper_label, "+ windowing");
-    CHECK(cache_policy_named("window") == &policy_window && cache_layout_named("coalesce") == &layout_coalesce);
+    lay = cache_mode_layout(cache_mode_find("predictor"), 3);
+    CHECK(lay.ops == &layout_split && lay.arg == 0);
+    CHECK(cache_policy_named("window") == &policy_window);
     CHECK(cache_policy_named("window:5") == NULL);
     CHECK(layout_coalesce.reads_unneeded && layout_friends.reads_unneeded && !layout_bundled.reads_unneeded);
 }
@@ -477,8 +481,9 @@ int main(void)
     CHECK(cache_policy_parse("window", false, &pol, err, sizeof err) != 0);
     CHECK(cache_policy_parse("lru:3", false, &pol, err, sizeof err) != 0);
     CHECK(cache_policy_parse("fifo", false, &pol, err, sizeof err) != 0 && strstr(err, "available"));
-    CHECK(replay_check_layout("coalesce:x", err, sizeof err) != 0);
-    CHECK(replay_check_layout("coalesce:0", err, sizeof err) == 0);
+    struct layout_spec lay;
+    CHECK(cache_layout_parse("coalesce:x", &lay, err, sizeof err) != 0);
+    CHECK(cache_layout_parse("coalesce:0", &lay, err, sizeof err) == 0);
     CHECK(POLICY("belady").ops->uses_budget && !POLICY("window:3").ops->uses_budget);
     return check_report("test_replay_golden");
 }

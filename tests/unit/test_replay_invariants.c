@@ -18,7 +18,7 @@
 static struct replay_result run(const struct trace *tr, const char *policy, const char *layout,
                                 uint64_t budget, bool pred)
 {
-    struct replay_spec spec = {POLICY(policy), layout, budget, pred, false, 0, 0};
+    struct replay_spec spec = {POLICY(policy), LAYOUT(layout), budget, pred, false, 0, 0};
     struct replay_result r;
     char err[256] = "";
     if (replay_run(tr, &spec, &r, err, sizeof err) != 0) {

@@ -33,7 +33,7 @@ static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
 static int plan(const struct model *m, const char *policy, uint64_t budget, const struct trace *tr,
                 uint64_t tokens, struct run_plan_out *out, char *err)
 {
-    struct run_plan_input in = {.m = m, .policy = POLICY(policy), .layout = "bundled", .budget = budget, .kv_bytes = 100,
+    struct run_plan_input in = {.m = m, .policy = POLICY(policy), .layout = LAYOUT("bundled"), .budget = budget, .kv_bytes = 100,
                                 .trace = tr, .tokens = tokens};
     err[0] = 0;
     return run_plan_make(&in, out, err, 512);
@@ -42,23 +42,23 @@ static int plan(const struct model *m, const char *policy, uint64_t budget, cons
 static void test_presets(void)
 {
     struct policy_spec pol;
-    char lay[64];
-    CHECK(run_mode_preset("naive", 5, 0, &pol, lay, sizeof lay) == 0);
+    struct layout_spec lay;
+    CHECK(run_mode_preset("naive", 5, 0, &pol, &lay) == 0);
     CHECK_STR(POLICY_NAME(&pol), "naive");
-    CHECK_STR(lay, "coalesce:0");
-    CHECK(run_mode_preset("window", 7, 0, &pol, lay, sizeof lay) == 0);
+    CHECK_STR(LAYOUT_NAME(&lay), "coalesce:0");
+    CHECK(run_mode_preset("window", 7, 0, &pol, &lay) == 0);
     CHECK_STR(POLICY_NAME(&pol), "window:7");
-    CHECK_STR(lay, "split");
-    CHECK(run_mode_preset("all", 0, 3, &pol, lay, sizeof lay) == 0); /* window 0: auto */
+    CHECK_STR(LAYOUT_NAME(&lay), "split");
+    CHECK(run_mode_preset("all", 0, 3, &pol, &lay) == 0); /* window 0: auto */
     CHECK_STR(POLICY_NAME(&pol), "window:auto");
-    CHECK_STR(lay, "coalesce:3");
-    CHECK(run_mode_preset("turbo", 5, 0, &pol, lay, sizeof lay) == -1);
+    CHECK_STR(LAYOUT_NAME(&lay), "coalesce:3");
+    CHECK(run_mode_preset("turbo", 5, 0, &pol, &lay) == -1);
     char err[256];
     const struct policy_spec wauto = POLICY("window:auto"), w5000 = POLICY("window:5000"), lru = POLICY("lru");
-    CHECK(run_plan_check(&wauto, "bundled", err, sizeof err) == 0);
-    CHECK(run_plan_check(&w5000, "bundled", err, sizeof err) == -1);
+    CHECK(run_plan_check(&wauto, err, sizeof err) == 0);
+    CHECK(run_plan_check(&w5000, err, sizeof err) == -1);
     CHECK(strstr(err, "1 to 4096") != NULL);
-    CHECK(run_plan_check(&lru, "diagonal", err, sizeof err) == -1);
+    CHECK(run_plan_check(&lru, err, sizeof err) == 0);
 }
 
 /* The refusals name the numbers that do not fit. */
@@ -124,7 +124,7 @@ static const int *const sets[] = {s0, s1, s2, s3, s4};
 static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capacity)
 {
     char err[256];
-    struct cache_config cc = {policy_spec_of(&policy_window, k), "bundled", capacity, tr, false, false};
+    struct cache_config cc = {policy_spec_of(&policy_window, k), LAYOUT("bundled"), capacity, tr, false, false};
     struct cache_geometry g = {1, 8, 16, 2, STRIDE, 0};
     struct cache c;
     uint64_t overflow = 0;

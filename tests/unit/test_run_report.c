@@ -48,7 +48,7 @@ static struct run_setup flash_setup(void)
     struct run_setup p;
     memset(&p, 0, sizeof p);
     p.policy = POLICY("window:3");
-    snprintf(p.layout, sizeof p.layout, "bundled");
+    p.layout = LAYOUT("bundled");
     p.plan.policy = p.policy;
     p.plan.window_k = 3;
     p.plan.capacity_rows = 5;

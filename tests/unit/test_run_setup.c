@@ -58,48 +58,47 @@ static void test_policy(void)
     struct run_options o = defaults();
     CHECK(policy_of(&o, &p, err) == 0);
     CHECK_STR(POLICY_NAME(&p.policy), "window:5");
-    CHECK_STR(p.layout, "coalesce:0");
+    CHECK_STR(LAYOUT_NAME(&p.layout), "coalesce:0");
     o.window = 0; /* auto */
     o.coalesce = 3;
     CHECK(policy_of(&o, &p, err) == 0);
     CHECK(p.policy.arg_auto && p.policy.ops == &policy_window);
-    CHECK_STR(p.layout, "coalesce:3");
-    /* --policy alone: replay's default layout, bundled */
+    CHECK_STR(LAYOUT_NAME(&p.layout), "coalesce:3");
+    /* --policy alone: --layout's default, bundled */
     o = defaults();
     o.policy = POLICY("lru");
     CHECK(policy_of(&o, &p, err) == 0);
     CHECK_STR(POLICY_NAME(&p.policy), "lru");
-    CHECK_STR(p.layout, "bundled");
+    CHECK_STR(LAYOUT_NAME(&p.layout), "bundled");
     /* --layout alone: the mode's policy */
     o = defaults();
-    o.layout = "split";
+    o.layout = LAYOUT("split");
     CHECK(policy_of(&o, &p, err) == 0);
     CHECK_STR(POLICY_NAME(&p.policy), "window:5");
-    CHECK_STR(p.layout, "split");
+    CHECK_STR(LAYOUT_NAME(&p.layout), "split");
     /* an explicit --mode: --policy and --layout must say the same, by value */
     o = defaults();
     o.mode = "window";
     o.mode_given = true;
     o.policy = POLICY("window:5");
     CHECK(policy_of(&o, &p, err) == 0);
-    CHECK_STR(p.layout, "split");
+    CHECK_STR(LAYOUT_NAME(&p.layout), "split");
     o.policy = POLICY("lru");
     CHECK(policy_of(&o, &p, err) == -1);
     CHECK_STR(err, "run: --mode window means --policy window:5 --layout split, not lru and split");
     o = defaults();
     o.mode_given = true;
-    o.layout = "diagonal";
+    o.layout = LAYOUT("split");
     CHECK(policy_of(&o, &p, err) == -1);
-    CHECK_STR(err, "run: --mode all means --policy window:5 --layout coalesce:0, not window:5 and diagonal");
+    CHECK_STR(err, "run: --mode all means --policy window:5 --layout coalesce:0, not window:5 and split");
+    o.layout = LAYOUT("coalesce:00"); /* the same value as the mode's coalesce:0 */
+    CHECK(policy_of(&o, &p, err) == 0);
+    CHECK_STR(LAYOUT_NAME(&p.layout), "coalesce:0");
     /* what the engine cannot run */
     o = defaults();
     o.policy = POLICY("window:5000");
     CHECK(policy_of(&o, &p, err) == -1);
     CHECK_STR(err, "run: policy window:5000: the engine's window is 1 to 4096 tokens");
-    o = defaults();
-    o.layout = "diagonal";
-    CHECK(policy_of(&o, &p, err) == -1);
-    CHECK(strncmp(err, "run: unknown layout 'diagonal'", 30) == 0);
     o = defaults();
     o.mode = "turbo";
     CHECK(policy_of(&o, &p, err) == -1);
@@ -130,7 +129,7 @@ static void test_computed_sources(void)
     CHECK(p.cfg.active == SOURCE_ORACLE && p.have_sel && !p.have_trace);
     CHECK_NEAR(p.cfg.threshold, 0.25, 0);
     CHECK_STR(POLICY_NAME(&p.cfg.policy), "window:5");
-    CHECK_STR(p.cfg.layout, "coalesce:0");
+    CHECK_STR(LAYOUT_NAME(&p.cfg.layout), "coalesce:0");
     CHECK(!p.cfg.stream_dram && !p.cfg.direct && p.cfg.io_threads == 4 && p.cfg.iodepth == 8);
     CHECK_STR(p.cfg.io_engine, "io_uring");
     CHECK_STR(p.active_desc, "oracle: true activations from up-projection rows held in DRAM (a measuring device, "
