@@ -222,7 +222,7 @@ static void test_trace_lru(const struct model *m, const char *dir, const int *pr
     CHECK(write_trace(path, m) == 0);
     struct run_options o = options(&set, active);
     o.policy = POLICY("lru");
-    o.layout = "bundled";
+    o.layout = LAYOUT("bundled");
     struct run_setup p;
     CHECK(setup(&o, m, 60, &p) == 0);
     CHECK(p.plan.capacity_rows > 0 && p.plan.capacity_rows < m->shape.d_ff);
