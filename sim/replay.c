@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cache.h"
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "common/limits.h"
 #include "common/model_shape.h"
 #include "common/parse.h"
-#include "cache/cache.h"
 
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {

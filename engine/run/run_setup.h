@@ -31,9 +31,9 @@
 #include "common/settings.h"
 #include "engine/compute/backend.h"
 #include "engine/ffn/ffn_flash.h"
+#include "engine/ffn/select_choice.h"
 #include "engine/model/model.h"
 #include "engine/run/run_plan.h"
-#include "engine/ffn/select_choice.h"
 #include "traces/trace.h"
 
 /* run's options as data. */

@@ -36,15 +36,23 @@ static double row_num(const cJSON *r, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* OPT-6.7B's shape and a hardware profile, resolved for the cost model. */
+static void load_opt67(const struct fb_settings *set, const char *profile, struct model_shape *s,
+                       struct hw_profile *hw)
+{
+    char err[1024];
+    CHECK(model_shape_load(set, "opt-6.7b", s, err, sizeof err) == 0);
+    CHECK(hw_profile_load(set, profile, hw, err, sizeof err) == 0);
+    CHECK(cost_resolve_profile(hw, set, err, sizeof err) == 0);
+}
+
 static void test_accounting(void)
 {
     const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
-    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load(&set, "m1max-metal", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
+    load_opt67(&set, "m1max-metal", &s, hw);
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
                             .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
     snprintf(c.dtype, sizeof c.dtype, "f16");
@@ -287,9 +295,7 @@ static void test_policy_list(void)
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
+    load_opt67(&set, "m1max-cpu", &s, hw);
     struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
@@ -345,9 +351,7 @@ static void test_predictor_pricing(void)
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    CHECK(model_shape_load(&set, "opt-6.7b", &s, err, sizeof err) == 0);
-    CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
-    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0);
+    load_opt67(&set, "m1max-cpu", &s, hw);
     CHECK_NEAR(cost_predictor_params(&s, 128), 32.0 * (128 * (4096 + 16384) + 16384), 0.5);
     struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
                                .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};

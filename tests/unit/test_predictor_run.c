@@ -197,12 +197,9 @@ static void test_budget(const struct model *flash, const struct model *dense)
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-predictor-run-XXXXXX";
-    struct model_shape shape;
     char err[512], dir[600];
-    CHECK(fixture_opt_tiny(tmp, dir, sizeof dir, 5, 0.15, &shape, err, sizeof err) == 0);
     struct model dense, flash;
-    CHECK(model_open(&dense, dir, err, sizeof err) == 0);
-    CHECK(model_open_flags(&flash, dir, MODEL_FFN_ON_FLASH, err, sizeof err) == 0);
+    CHECK(fixture_dense_and_flash(tmp, dir, sizeof dir, &dense, &flash, err, sizeof err) == 0);
     int prompt[N_PROMPT] = {dense.bos_id, 300, 421, 77};
     test_flash(&dense, &flash, prompt);
     test_select(&dense, prompt);

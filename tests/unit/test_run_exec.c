@@ -86,6 +86,19 @@ static struct run_options options(const struct fb_settings *set, const char *act
                                 .settings = set};
 }
 
+/* The flash engine over setup p runs the prompt through run_exec, its rows
+ * checked (check_rows); e and out are the caller's to free. */
+static void run_flash(const struct fb_settings *set, const struct model *m, struct run_setup *p, const int *prompt,
+                      struct engine *e, struct run_outcome *out)
+{
+    char err[1024];
+    struct told t;
+    CHECK(engine_init_with(e, set, m, &backend_cpu, &ffn_flash, &p->cfg, 1, MAX_SEQ, err, sizeof err) == 0);
+    struct run_exec_config c = config(prompt, false, &t);
+    CHECK(run_exec(e, &c, out, err, sizeof err) == 0);
+    check_rows(out, &t, prompt);
+}
+
 /* run's setup of o on the flash model, within budget (0: none), as
  * cli/cmd_run.c sets it up; 0 or -1. */
 static int setup(const struct run_options *o, const struct model *m, uint64_t budget_pct, struct run_setup *p)
@@ -140,12 +153,8 @@ static void test_oracle_record(const struct model *m, const char *dir, const int
     struct trace_sink sink = trace_writer_sink(w);
     p.cfg.record = &sink;
     struct engine e;
-    struct told t;
     struct run_outcome out;
-    CHECK(engine_init_with(&e, &set, m, &backend_cpu, &ffn_flash, &p.cfg, 1, MAX_SEQ, err, sizeof err) == 0);
-    struct run_exec_config c = config(prompt, false, &t);
-    CHECK(run_exec(&e, &c, &out, err, sizeof err) == 0);
-    check_rows(&out, &t, prompt);
+    run_flash(&set, m, &p, prompt, &e, &out);
     CHECK(trace_writer_close(w, err, sizeof err) == 0);
     struct trace tr;
     CHECK(trace_load(path, &tr, err, sizeof err) == 0);
@@ -227,12 +236,8 @@ static void test_trace_lru(const struct model *m, const char *dir, const int *pr
     CHECK(setup(&o, m, 60, &p) == 0);
     CHECK(p.plan.capacity_rows > 0 && p.plan.capacity_rows < m->shape.d_ff);
     struct engine e;
-    struct told t;
     struct run_outcome out;
-    CHECK(engine_init_with(&e, &set, m, &backend_cpu, &ffn_flash, &p.cfg, 1, MAX_SEQ, err, sizeof err) == 0);
-    struct run_exec_config c = config(prompt, false, &t);
-    CHECK(run_exec(&e, &c, &out, err, sizeof err) == 0);
-    check_rows(&out, &t, prompt);
+    run_flash(&set, m, &p, prompt, &e, &out);
     struct replay_spec spec = {.policy = p.plan.policy, .layout = p.layout,
                                .dram_budget = p.plan.capacity_rows * m->shape.n_layers * m->bundle_stride,
                                .budget_binds = true, .row_stride = m->bundle_stride,
@@ -304,12 +309,9 @@ static void test_stops(const struct model *m, const char *model_dir, const int *
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-run-exec-XXXXXX";
-    struct model_shape shape;
     char err[512], dir[600];
-    CHECK(fixture_opt_tiny(tmp, dir, sizeof dir, 5, 0.15, &shape, err, sizeof err) == 0);
     struct model dense, flash;
-    CHECK(model_open(&dense, dir, err, sizeof err) == 0);
-    CHECK(model_open_flags(&flash, dir, MODEL_FFN_ON_FLASH, err, sizeof err) == 0);
+    CHECK(fixture_dense_and_flash(tmp, dir, sizeof dir, &dense, &flash, err, sizeof err) == 0);
     int prompt[N_PROMPT] = {dense.bos_id, 300, 421, 77}, ids[MAX_SEQ];
     test_dense(&dense, prompt, ids);
     test_oracle_record(&flash, tmp, prompt, ids);
