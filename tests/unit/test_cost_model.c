@@ -289,15 +289,22 @@ static void synth_trace(const struct model_shape *s, uint64_t seed, struct trace
     unlink(path);
 }
 
+/* predict's setup over OPT-6.7B on the M1 Max CPU profile: f32, bundled,
+ * half the model in DRAM, 32 I/O threads, 256 tokens of context. */
+static struct predict_setup opt67_setup(const struct fb_settings *set, struct model_shape *s, struct hw_profile *hw)
+{
+    load_opt67(set, "m1max-cpu", s, hw);
+    return (struct predict_setup){.settings = set, .shape = s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
+                                  .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
+}
+
 static void test_policy_list(void)
 {
     const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    load_opt67(&set, "m1max-cpu", &s, hw);
-    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
-                               .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
+    struct predict_setup su = opt67_setup(&set, &s, hw);
     /* The paper's densities: its own window, another on the s_agg curve, a baseline. */
     check_list_equals_singles(&su, "naive,window:5,window:3", (const char *const[]){"naive", "window:5", "window:3"});
     size_t n;
@@ -351,10 +358,8 @@ static void test_predictor_pricing(void)
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[1024];
-    load_opt67(&set, "m1max-cpu", &s, hw);
+    struct predict_setup su = opt67_setup(&set, &s, hw);
     CHECK_NEAR(cost_predictor_params(&s, 128), 32.0 * (128 * (4096 + 16384) + 16384), 0.5);
-    struct predict_setup su = {.settings = &set, .shape = &s, .hw = hw, .dtype = "f32", .layout = LAYOUT("bundled"),
-                               .dram_share = 0.5, .io_threads = 32, .context_tokens = 256};
     struct policy_prediction *it = NULL;
     size_t n;
     struct param_counts pc;
