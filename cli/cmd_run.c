@@ -368,10 +368,7 @@ static int write_results(struct run *r)
         provenance_add_disk(prov, r->m.ffn_path);
     struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,
                                  .settings = r->set};
-    x.held_bytes = p->dense ? 0 : ffn_flash_dram_bytes(&r->e.ffn, &x.oracle_bytes);
-    x.read_align = p->dense ? 0 : ffn_flash_read_align(&r->e.ffn);
-    x.predictor_bytes = p->dense ? 0 : ffn_flash_predictor_bytes(&r->m, &p->cfg);
-    x.predictor_madds = p->dense ? 0 : ffn_flash_predictor_madds(&r->m, &p->cfg);
+    run_engine_extra(&r->e, &r->m, p, &x);
     char err[4400], *md; /* room for two paths: a temporary's and its file's */
     int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov, &md, err, sizeof err);
     if (wrc != 0)
@@ -401,8 +398,7 @@ static int execute(struct run *r)
     char err[1024];
     struct trace_sink rec_sink = trace_writer_sink(r->rec);
     p->cfg.record = r->rec ? &rec_sink : NULL;
-    if (engine_init_with(&r->e, r->set, &r->m, r->be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg,
-                         r->threads, r->max_seq, err, sizeof err) != 0) {
+    if (run_engine_init(&r->e, r->set, &r->m, r->be, p, r->threads, r->max_seq, err, sizeof err) != 0) {
         fb_error("run: %s", err);
         return 1;
     }

@@ -116,3 +116,23 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
         atomic_err_name_path(err, errlen, path);
     return w;
 }
+
+int run_engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
+                    const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
+                    size_t errlen)
+{
+    return engine_init_with(e, set, m, be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg, threads,
+                            max_seq, err, errlen);
+}
+
+void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
+                      struct run_report_extra *x)
+{
+    x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
+    if (p->dense)
+        return;
+    x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
+    x->read_align = ffn_flash_read_align(&e->ffn);
+    x->predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg);
+    x->predictor_madds = ffn_flash_predictor_madds(m, &p->cfg);
+}

@@ -70,6 +70,18 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
  * or aborts it when the run failed. NULL with err when p is dense (it
  * looks at no activations) or the file cannot be opened (err naming path,
  * not its temporary). */
+/* Builds e over model m for setup p: the dense FFN for a dense run, else
+ * the flash FFN with p->cfg (its record sink already set when recording).
+ * 0, or -1 with err (engine_init_with's). */
+int run_engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
+                    const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
+                    size_t errlen);
+/* What run.json records of the built engine beside the setup and the rows:
+ * the DRAM the flash FFN holds (caches, staging, its chooser; the oracle's
+ * rows apart), ffn.bin's read alignment, the chooser's bytes and
+ * multiply-adds per token. Zero for a dense run. */
+void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
+                      struct run_report_extra *x);
 struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
                                      size_t errlen);
 

@@ -93,10 +93,17 @@ static void run_flash(const struct fb_settings *set, const struct model *m, stru
 {
     char err[1024];
     struct told t;
-    CHECK(engine_init_with(e, set, m, &backend_cpu, &ffn_flash, &p->cfg, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(run_engine_init(e, set, m, &backend_cpu, p, 1, MAX_SEQ, err, sizeof err) == 0);
+    CHECK(strcmp(e->ffn.ops->name, "flash") == 0);
     struct run_exec_config c = config(prompt, false, &t);
     CHECK(run_exec(e, &c, out, err, sizeof err) == 0);
     check_rows(out, &t, prompt);
+    /* what run.json records of the flash engine: its DRAM, its alignment */
+    struct run_report_extra x = {.held_bytes = 1};
+    run_engine_extra(e, m, p, &x);
+    uint64_t oracle;
+    CHECK(x.held_bytes == ffn_flash_dram_bytes(&e->ffn, &oracle) && x.held_bytes > 0 && x.oracle_bytes == oracle);
+    CHECK(x.read_align == ffn_flash_read_align(&e->ffn) && x.read_align > 0);
 }
 
 /* run's setup of o on the flash model, within budget (0: none), as
@@ -133,6 +140,13 @@ static void test_dense(const struct model *m, const int *prompt, int *ids)
         const struct token_row *r = &out.rows[i];
         CHECK(r->io_ms == 0 && r->bytes_read == 0 && r->reads == 0 && r->compute_ms == r->total_ms);
         ids[i] = r->id;
+    }
+    { /* a dense run records no flash engine: every extra 0 */
+        struct run_setup dense = {.dense = true};
+        struct run_report_extra x = {.held_bytes = 1, .read_align = 1, .predictor_bytes = 1};
+        run_engine_extra(&e, m, &dense, &x);
+        CHECK(x.held_bytes == 0 && x.oracle_bytes == 0 && x.read_align == 0 && x.predictor_bytes == 0 &&
+              x.predictor_madds == 0);
     }
     free(out.rows);
     engine_free(&e);
