@@ -8,6 +8,7 @@
 
 #include "cache/cache.h"
 #include "common/errbuf.h"
+#include "common/parse.h"
 
 static const struct policy_ops *const policies[] = {
 #define POLICY(x) &policy_##x,
@@ -111,40 +112,33 @@ int cache_policy_parse(const char *text, bool auto_ok, struct policy_spec *out, 
     return 0;
 }
 
-/* One element of a list, p[0..len), into out. */
-static int parse_element(const char *list, const char *p, size_t len, size_t i, bool auto_ok,
-                         struct policy_spec *out, char *err, size_t errlen)
+/* Element i of list, its text item, into out. */
+static int parse_element(const char *list, const char *item, size_t i, bool auto_ok, struct policy_spec *out,
+                         char *err, size_t errlen)
 {
-    char name[POLICY_NAME_MAX];
+    size_t len = strlen(item);
     if (len == 0)
         return err_set(err, errlen, "policy %zu of '%s' is empty (policies are separated by single commas)", i + 1,
                        list);
-    if (len >= sizeof name)
-        return err_set(err, errlen, "policy %zu of '%s' is longer than %zu characters", i + 1, list,
-                       sizeof name - 1);
-    memcpy(name, p, len);
-    name[len] = '\0';
-    return cache_policy_parse(name, auto_ok, out, err, errlen);
+    if (len >= POLICY_NAME_MAX)
+        return err_set(err, errlen, "policy %zu of '%s' is longer than %d characters", i + 1, list,
+                       POLICY_NAME_MAX - 1);
+    return cache_policy_parse(item, auto_ok, out, err, errlen);
 }
 
 int cache_policy_parse_list(const char *list, bool auto_ok, struct policy_spec **out, size_t *n, char *err,
                             size_t errlen)
 {
-    size_t count = 1;
-    for (const char *p = list; *p; p++)
-        count += *p == ',';
+    size_t count;
+    char **items = split_commas(list, &count);
     *n = 0;
-    if (!(*out = calloc(count, sizeof **out)))
-        return err_set(err, errlen, "out of memory for %zu policies", count);
-    for (const char *p = list;; p++) {
-        size_t len = strcspn(p, ",");
-        if (parse_element(list, p, len, *n, auto_ok, &(*out)[*n], err, errlen) != 0)
-            return -1;
-        ++*n;
-        p += len;
-        if (!*p)
-            return 0;
-    }
+    *out = calloc(count, sizeof **out);
+    int rc = items && *out ? 0 : err_set(err, errlen, "out of memory for %zu policies", count);
+    while (rc == 0 && *n < count)
+        if ((rc = parse_element(list, items[*n], *n, auto_ok, &(*out)[*n], err, errlen)) == 0)
+            ++*n;
+    free(items);
+    return rc;
 }
 
 /* The layout a name gives, with its argument (coalesce:G's G, range
@@ -181,32 +175,16 @@ int cache_layout_parse(const char *text, struct layout_spec *out, char *err, siz
 
 int cache_layout_parse_list(const char *list, struct layout_spec **out, size_t *n, char *err, size_t errlen)
 {
-    size_t count = 1, len = strlen(list);
-    for (const char *p = list; *p; p++)
-        count += *p == ',';
+    size_t count;
+    char **items = split_commas(list, &count);
     *n = 0;
     *out = calloc(count, sizeof **out);
-    char *copy = malloc(len + 1); /* each element NUL-ended in place: any length parses */
-    if (!*out || !copy) {
-        free(copy);
-        return err_set(err, errlen, "out of memory for %zu layouts", count);
-    }
-    memcpy(copy, list, len + 1);
-    for (char *p = copy;;) {
-        char *comma = strchr(p, ',');
-        if (comma)
-            *comma = '\0';
-        if (cache_layout_parse(p, &(*out)[*n], err, errlen) != 0) {
-            free(copy);
-            return -1;
-        }
-        ++*n;
-        if (!comma)
-            break;
-        p = comma + 1;
-    }
-    free(copy);
-    return 0;
+    int rc = items && *out ? 0 : err_set(err, errlen, "out of memory for %zu layouts", count);
+    while (rc == 0 && *n < count)
+        if ((rc = cache_layout_parse(items[*n], &(*out)[*n], err, errlen)) == 0)
+            ++*n;
+    free(items);
+    return rc;
 }
 
 void cache_layout_name(const struct layout_spec *l, char *buf, size_t len)

@@ -304,6 +304,7 @@ char **split_commas(const char *text, size_t *n)
     for (const char *c = text; *c; c++)
         count += *c == ',';
     char **v = malloc((count + 1) * sizeof *v + len + 1);
+    *n = count;
     if (!v)
         return NULL;
     char *copy = (char *)(v + count + 1);

@@ -22,7 +22,7 @@ int parse_size_list(const char *text, struct u64_list *out, char *err, size_t er
 
 /* The items of a comma-separated list, as they are ("" for an empty one):
  * a NULL-terminated array in one allocation (free() it), *n items; NULL
- * when out of memory. */
+ * when out of memory, *n still the number of items the list has. */
 char **split_commas(const char *text, size_t *n);
 
 /* Comma-separated positive integers: "1,2,4,8". */
