@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 
+#include "engine/compute/backend.h"
 #include "engine/ffn/select_choice.h"
 #include "engine/model/model.h"
 

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "common/rng.h"
-#include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
 #include "engine/model/dtype.h"
 #include "io/io_buffer.h"
 #include "sim/flash_model.h"
@@ -63,7 +63,7 @@ double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, i
     struct io_buffer wmem = {0};
     char *w = io_buffer_alloc(&wmem, copies * bytes, true) == 0 ? wmem.base : NULL;
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y), *ones = malloc(cols * sizeof *ones);
-    struct backend *be = NULL;
+    struct cpu_kernels *be = NULL;
     double rate = 0;
     if (!w || !x || !y || !ones) {
         err_set(err, errlen, "out of memory for a %zu x %zu matrix", rows, cols);
@@ -75,14 +75,14 @@ double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, i
     }
     for (size_t r = 0; r < rows * copies; r++)
         dtype_from_f32(w + r * cols * esize, t, ones, cols);
-    /* the engine's own kernel (engine/compute/backend_cpu.c), on its own thread team */
-    be = backend_cpu.create(set, threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
+    /* the engine's own kernel (engine/compute/cpu_kernels.c), on its own thread team */
+    be = ck_create(set, threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
         goto out;
-    backend_cpu.matvec(be, y, w, t, x, NULL, (int)rows, (int)cols); /* warm: page faults, thread start */
+    ck_matvec(be, y, w, t, x, NULL, (int)rows, (int)cols); /* warm: page faults, thread start */
     uint64_t passes = 0, t0 = now_ns(), now = t0;
     while (now - t0 < (uint64_t)(seconds * 1e9) || passes < 2) {
-        backend_cpu.matvec(be, y, w + (passes % copies) * bytes, t, x, NULL, (int)rows, (int)cols);
+        ck_matvec(be, y, w + (passes % copies) * bytes, t, x, NULL, (int)rows, (int)cols);
         passes++;
         now = now_ns();
     }
@@ -92,7 +92,7 @@ double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, i
     rate = (double)rows * (double)cols * (double)esize * (double)passes / secs;
 out:
     if (be)
-        backend_cpu.destroy(be);
+        ck_destroy(be);
     if (w)
         io_buffer_free(&wmem);
     free(x);
@@ -145,7 +145,7 @@ void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *
                  "all), %u threads", dtypes[h], threads);
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
-             "the engine's cpu backend (engine/compute/backend_cpu.c) timed on 8192 x 4096 matrices, copies taken in "
+             "the engine's cpu backend (engine/compute/cpu_kernels.c) timed on 8192 x 4096 matrices, copies taken in "
              "turn so that none is in the caches: decode at batch 1 streams weights, so this bandwidth prices "
              "every matrix");
 }

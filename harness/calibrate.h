@@ -2,7 +2,7 @@
  * hardware profile (sim/hw_profile.h). Flash through the sweep code; DRAM
  * row copies the way the neuron cache moves rows (Fig. 6: a deleted row is
  * overwritten by the last one); compute by timing the engine's own
- * matrix-vector kernel (engine/compute/backend_cpu.c). */
+ * matrix-vector kernel (engine/compute/cpu_kernels.c). */
 #ifndef FLASHBED_HARNESS_CALIBRATE_H
 #define FLASHBED_HARNESS_CALIBRATE_H
 

@@ -1,71 +1,147 @@
-/* The operations the forward pass needs, as an ops table (as fio's
- * ioengines): the CPU backend implements them today; cuda and metal
- * backends slot in beside it by filling the same table. All vectors are
- * f32; matrices and FFN bundles are in the model's storage dtype. None of
- * the hooks allocates: scratch is sized once at create. */
+/* One backend interface for every device the engine computes on (as
+ * ggml-backend separates memory from compute; learnt from, not copied):
+ *
+ *   memory   buffers a backend owns (device memory, or pinned host memory
+ *            the host can read), and existing host memory registered with
+ *            it (the model's mapping, I/O buffers); a dev_ref is a byte
+ *            offset into one buffer, what every op takes;
+ *   copies   upload (host -> buffer), download (buffer -> host), and a
+ *            batched row move inside a buffer (the neuron cache's
+ *            swap-with-last, paper Fig. 6);
+ *   a queue  every copy and op is enqueued on the backend's one in-order
+ *            queue and may run later: the host may reuse an upload's
+ *            source, or read a download's destination, only after an
+ *            event recorded after it has been waited on (or after sync);
+ *   compute  the forward pass's steps, on f32 vectors over f32/f16/bf16
+ *            weights, with the same contracts as the CPU kernels
+ *            (cpu_kernels.h).
+ *
+ * Backends: cpu (the CPU kernels in place on host memory; its queue runs
+ * each call before returning), sim (a strict simulated device: the CPU
+ * kernels in its own buffers on a queue thread that runs only when the
+ * host waits, bit-identical to cpu; backend_sim.h), opencl and cuda (one
+ * kernel source, kernels/). Every call returns 0, or -1 with the reason
+ * in backend_error(); a failure inside the queue (a kernel that faulted,
+ * an injected fault) is reported by the next sync or event wait, and the
+ * backend stays failed. Nothing aborts. Threading: one host thread calls
+ * an instance at a time. */
 #ifndef FLASHBED_ENGINE_BACKEND_H
 #define FLASHBED_ENGINE_BACKEND_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/settings.h"
+#include "engine/compute/cpu_kernels.h"
 #include "engine/model/dtype.h"
 #include "engine/model/model.h"
 
 struct backend;
+struct dev_buf;
+
+/* A place in a buffer: buf NULL is "none" (an absent bias). */
+struct dev_ref {
+    struct dev_buf *buf;
+    size_t off; /* bytes */
+};
+
+static inline struct dev_ref dev_at(struct dev_ref r, size_t bytes)
+{
+    return (struct dev_ref){r.buf, r.off + bytes};
+}
+
+enum buf_kind {
+    BUF_DEVICE, /* the device's own memory: reached only through copies and ops */
+    BUF_PINNED, /* host memory the device copies from and to at full speed; the host reads it too */
+};
+
+struct backend_config {
+    const struct fb_settings *set; /* tuning (the CPU kernels' min_parallel_work) */
+    int threads;                   /* host threads a backend that computes on the CPU uses */
+    size_t max_dim;                /* the widest vector: d_model, q_dim, d_ff, FFN rows */
+    size_t max_seq, max_heads;     /* attention's scores */
+    struct cpu_kernels *host;      /* the engine's CPU kernels: the cpu backend computes with them */
+};
+
+struct backend_info {
+    const char *device;  /* the device's name, as its driver gives it */
+    bool emulated;       /* computed by a model of a device (sim, PoCL): no GPU timings */
+    bool host_visible;   /* dev_host() gives a host address for every buffer (cpu) */
+    uint64_t mem_bytes;  /* device memory, 0 when unknown */
+};
+
+/* What went through the queue since create. */
+struct backend_counts {
+    uint64_t bytes_up, bytes_down, bytes_moved; /* uploads, downloads, row moves */
+    uint64_t copies, launches, syncs;           /* syncs: sync() and event waits */
+};
+
+/* One row move of move_rows: row src of the buffer to row dst. */
+struct row_move {
+    int32_t dst, src;
+};
 
 struct backend_ops {
     const char *name;
-    /* An instance with `threads` compute threads and scratch for vectors
-     * of up to max_dim floats (d_model, d_ff, FFN rows) and attention over max_seq positions for
-     * max_heads heads, tuned by set (read at create: the cpu backend's
-     * min_parallel_work). NULL, with the reason in err, on failure. */
-    struct backend *(*create)(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
-                              size_t max_heads, char *err, size_t errlen);
+    /* An instance; NULL, with the reason in err, when the backend has no
+     * device here or cannot start (a kernel build log is in err). */
+    struct backend *(*create)(const struct backend_config *cfg, char *err, size_t errlen);
     void (*destroy)(struct backend *b);
-    /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
-     * NULL). out must not alias x. */
-    void (*matvec)(struct backend *b, float *out, const void *w, enum fb_dtype t, const float *x,
-                   const float *bias, int rows, int cols);
-    /* The FFN over neuron bundles (model_format.h): for each of n_rows
-     * bundles r at rows + r * row_stride, with z = up_r . x (+ up_bias[r]),
-     * h = act(gate_r . x) * z when a->glu, else act(z), act being a->act
-     * (FATReLU at a->fatrelu_threshold); out[d] = sum h * down_r.
-     * Dense passes all d_ff bundles of a layer; a neuron cache passes its
-     * compact rows and their biases. out is overwritten. The result does
-     * not depend on the number of threads. */
-    void (*ffn_rows)(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
-                     const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a);
-    /* out[n_heads * head_dim] = softmax(q k^T / sqrt(head_dim)) v over
-     * positions 0..n_pos-1 of one layer's cache (kv_dim floats per position;
-     * query head h reads kv head h / (n_heads / n_kv_heads)). */
-    void (*attention)(struct backend *b, float *out, const float *q, const float *k_cache,
-                      const float *v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim);
-    /* out[d] = norm(x) * weight (+ bias): RMSNorm, or LayerNorm when kind
-     * says so. out may alias x. */
-    void (*norm)(struct backend *b, float *out, const float *x, const float *weight,
-                 const float *bias, int d, enum norm_kind kind, float eps);
-    /* Rotates adjacent pairs (i, i+1) of the first rot_dims dims of each
-     * head of vec (n_heads heads of head_dim) by pos * theta^(-i/rot_dims)
-     * (HF's frequencies: over the rotated dims, not the head); the other
-     * dims are left as they are (partial RoPE). */
-    void (*rope)(struct backend *b, float *vec, int n_heads, int head_dim, int rot_dims, int pos,
-                 float theta);
-    /* y[n] += x[n] */
-    void (*add)(struct backend *b, float *y, const float *x, int n);
-    /* out[d] = row r of table (dtype t), widened to f32 */
-    void (*embed)(struct backend *b, float *out, const void *table, enum fb_dtype t, int r, int d);
-    /* Reads buf[bytes] (32-byte aligned, in the memory the weights stream
-     * from) once with the whole team and returns the seconds it took: the
-     * read-only ceiling that decode's weight bandwidth is compared with,
-     * measured on the same threads between tokens. */
-    double (*read_pass)(struct backend *b, const void *buf, size_t bytes);
+    const char *(*error)(struct backend *b); /* why the last call failed */
+    void (*info)(struct backend *b, struct backend_info *out);
+    void (*counts)(struct backend *b, struct backend_counts *out);
+
+    /* ---- memory ---- */
+    /* A buffer of bytes of kind; -1 when the device refuses (too big). */
+    int (*alloc)(struct backend *b, size_t bytes, enum buf_kind kind, struct dev_buf **out);
+    /* Wraps host memory the caller keeps (bytes from host) as a buffer
+     * copies can reach; on cpu ops compute on it in place. Freed with
+     * buf_free, which leaves the memory to its owner (NULL: nothing). */
+    int (*register_host)(struct backend *b, void *host, size_t bytes, struct dev_buf **out);
+    void (*buf_free)(struct backend *b, struct dev_buf *buf);
+    /* The host address of a buffer's byte 0, or NULL when the host cannot
+     * reach it (device memory off the cpu backend). Reading it is safe
+     * only after the work writing it is waited for. */
+    void *(*host_ptr)(struct backend *b, struct dev_buf *buf);
+
+    /* ---- copies and the queue ---- */
+    int (*upload)(struct backend *b, struct dev_ref dst, const void *src, size_t bytes);
+    int (*download)(struct backend *b, void *dst, struct dev_ref src, size_t bytes);
+    /* For each of n moves in order: row_bytes at base + src * row_bytes to
+     * base + dst * row_bytes; moves is a buffer of n struct row_move,
+     * uploaded by the host before. */
+    int (*move_rows)(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
+    /* A mark after everything enqueued so far; event_wait blocks until
+     * the queue has passed it. */
+    int (*event_record)(struct backend *b, uint64_t *event);
+    int (*event_wait)(struct backend *b, uint64_t event);
+    int (*sync)(struct backend *b); /* waits for everything enqueued */
+
+    /* ---- compute: the contracts of cpu_kernels.h, on buffers ---- */
+    int (*matvec)(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
+                  struct dev_ref bias, int rows, int cols);
+    int (*ffn_rows)(struct backend *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
+                    struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a);
+    /* ids: a buffer of n_ids int32 bundle numbers */
+    int (*ffn_ids)(struct backend *b, struct dev_ref out, struct dev_ref bundles, size_t row_stride,
+                   struct dev_ref ids, int n_ids, struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t,
+                   const struct arch *a);
+    int (*attention)(struct backend *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
+                     struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim);
+    int (*norm)(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
+                int d, enum norm_kind kind, float eps);
+    int (*rope)(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta);
+    int (*add)(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
+    int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 };
 
-extern const struct backend_ops backend_cpu;
+extern const struct backend_ops backend_cpu, backend_sim, backend_opencl, backend_cuda;
 
-/* A backend by name ("cpu"); NULL when unknown. */
+/* A backend by name (cpu, sim, opencl, cuda); NULL when unknown. A known
+ * backend that this build or machine lacks is found: its create says so. */
 const struct backend_ops *backend_find(const char *name);
+/* "cpu, sim, opencl, cuda": the names backend_find knows. */
+const char *backend_names(void);
 
 #endif

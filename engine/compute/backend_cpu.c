@@ -1,624 +1,30 @@
-/* The CPU backend: f32 compute over f32/f16/bf16 weights, rows split over
- * a thread team, AVX2/FMA/F16C intrinsics where the compiler targets them
- * and plain loops with independent accumulators (which compilers vectorize
- * for NEON and others) elsewhere. Decode at batch 1 is memory-bound, so the
- * loops aim to stream weights at full bandwidth, not to save flops. */
-#include "engine/compute/backend.h"
-
-#include <math.h>
-#include <stdatomic.h>
-#include <stdint.h>
+/* The cpu backend: the CPU kernels in place, on host memory. Its buffers
+ * are host allocations (pinned or not, the same here), a registered
+ * buffer is the host memory itself, and its queue runs each call before
+ * returning: events are passed as soon as they are recorded. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/errbuf.h"
-#include "common/limits.h"
-#include "engine/compute/activation.h"
-#include "engine/compute/membw.h"
-#include "engine/compute/threadpool.h"
-
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#include <immintrin.h>
-#define HAVE_AVX2 1
-#endif
-
-#define FFN_GROUPS 16 /* see the FFN below */
-#define PAGE_FLOATS 1024 /* floats in a 4 KiB page */
+#include "engine/compute/backend.h"
+#include "engine/compute/backend_impl.h"
 
 struct backend {
-    struct threadpool *pool;
-    int threads;
-    size_t max_dim, max_seq;
-    size_t min_parallel; /* multiply-adds below which one thread works alone */
-    float *partial_buf; /* the allocation partial lies in */
-    float *partial;     /* (FFN_GROUPS, partial_stride): the FFN's group sums (below) */
-    size_t partial_stride;
-    struct work_slot *slots; /* one per thread: the rows it owns (below) */
-    float *att;     /* (max_heads, max_seq): attention scores */
-    float *read_sums; /* (threads, 16): read_pass's sums, a cache line each */
+    struct backend_base base;
+    struct cpu_kernels *k; /* the engine's: not ours to free */
+    uint64_t events;
 };
 
-/* ---- kernels: one row against x ---- */
-
-#ifdef HAVE_AVX2
-static inline float hsum256(__m256 v)
+static void *at(struct dev_ref r)
 {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+    return r.buf ? (char *)r.buf->host + r.off : NULL;
 }
 
-static inline __attribute__((always_inline)) __m256 load8(const void *w, enum fb_dtype t, int i)
+static struct backend *cpu_create(const struct backend_config *cfg, char *err, size_t errlen)
 {
-    if (t == DTYPE_F32)
-        return _mm256_loadu_ps((const float *)w + i);
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
-    if (t == DTYPE_F16)
-        return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-#endif
-
-static inline __attribute__((always_inline)) float elem(const void *w, enum fb_dtype t, int i)
-{
-    if (t == DTYPE_F32)
-        return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
-}
-
-#ifndef HAVE_AVX2
-/* dst[16] = w[i, i + 16) widened: the portable loops' load, a block the
- * compiler turns into vector conversions (NEON, SSE2) */
-static inline __attribute__((always_inline)) void widen16(float *dst, const void *w, enum fb_dtype t, int i)
-{
-#if defined(__aarch64__) && defined(__ARM_FP16_FORMAT_IEEE)
-    if (t == DTYPE_F16) { /* the hardware's own conversion (fcvtl) */
-        const __fp16 *h = (const __fp16 *)w + i;
-        for (int k = 0; k < 16; k++)
-            dst[k] = (float)h[k];
-        return;
-    }
-#endif
-    for (int k = 0; k < 16; k++)
-        dst[k] = elem(w, t, i + k);
-}
-#endif
-
-/* How the weights stream depends on the micro-architecture; each rule
- * here was measured on a 2-vCPU development VM against the read loop of
- * membw.c (tools/bench-dense.sh, generate --bandwidth).
- *
- * A 16-bit row costs about twice the instructions per byte (the
- * conversion), so the out-of-order window reaches half as far ahead, and
- * without help it streamed at ~75% of that bandwidth on Zen 3: those rows go
- * one at a time, as one sequential stream, and each step prefetches the
- * bytes PREFETCH_AHEAD further on (non-temporal: they are read once),
- * which keeps misses in flight across the 4 KiB boundaries where the
- * hardware prefetchers restart (~90%). Two 16-bit rows at a time ran
- * slower, with or without prefetch; so did other distances (512-8192).
- *
- * f32 rows differ by machine. On Zen 3 (AVX2 only) they went two at a time,
- * sharing each load of x, with no software prefetch (96%, against ~88% one
- * at a time; prefetches only took miss slots there). On Zen 4 (AVX-512)
- * pairs were the slowest way (75-85%) and f32 rows stream best like the
- * 16-bit ones, one at a time with the same prefetch (93-95%; without the
- * prefetch about the same; 512-bit kernels no faster, the loads being
- * what waits). The build has no micro-architecture switch, so AVX-512
- * stands in for "Zen 4 or later"; a new machine wants its own measurement. */
-#define PREFETCH_AHEAD 1024
-#if defined(__AVX512F__)
-#define PAIR_F32_ROWS 0
-#else
-#define PAIR_F32_ROWS 1
-#endif
-
-static inline bool pair_rows(enum fb_dtype t)
-{
-    return PAIR_F32_ROWS && t == DTYPE_F32;
-}
-
-static inline int prefetch_ahead(enum fb_dtype t)
-{
-    return pair_rows(t) ? -1 : PREFETCH_AHEAD;
-}
-
-#ifdef HAVE_AVX2
-/* `lines` cache lines from p on */
-static inline __attribute__((always_inline)) void prefetch_lines(const char *p, int lines)
-{
-    for (int k = 0; k < lines; k++)
-        _mm_prefetch(p + 64 * k, _MM_HINT_NTA);
-}
-#endif
-
-/* dot_as and axpy_as take a prefetch pointer pf (NULL: none): each step
- * prefetches, from pf on, as many bytes as it reads from w. */
-
-/* A row's dot product: four accumulators of 8 lanes over i stepping by 32,
- * then 8 at a time into the first, then one at a time. dot2_as gives each
- * of its two rows exactly this order, so pairing rows (to share the loads
- * of x) changes no result. */
-static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb_dtype t, const float *x, int n,
-                                                          const char *pf)
-{
-    int i = 0;
-    float sum = 0.0f;
-#ifdef HAVE_AVX2
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (; i + 32 <= n; i += 32) {
-        if (pf)
-            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
-        a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
-        a1 = _mm256_fmadd_ps(load8(w, t, i + 8), _mm256_loadu_ps(x + i + 8), a1);
-        a2 = _mm256_fmadd_ps(load8(w, t, i + 16), _mm256_loadu_ps(x + i + 16), a2);
-        a3 = _mm256_fmadd_ps(load8(w, t, i + 24), _mm256_loadu_ps(x + i + 24), a3);
-    }
-    for (; i + 8 <= n; i += 8)
-        a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
-    sum = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-#else
-    (void)pf;
-    float acc[16] = {0}, wb[16];
-    for (; i + 16 <= n; i += 16) {
-        widen16(wb, w, t, i);
-        for (int k = 0; k < 16; k++)
-            acc[k] += wb[k] * x[i + k];
-    }
-    for (int k = 0; k < 16; k++)
-        sum += acc[k];
-#endif
-    for (; i < n; i++)
-        sum += elem(w, t, i) * x[i];
-    return sum;
-}
-
-/* Two rows against x in one pass, each summed as dot_as sums it (no
- * prefetch: only f32 rows go in pairs). */
-static inline __attribute__((always_inline)) void dot2_as(const void *w0, const void *w1, enum fb_dtype t,
-                                                          const float *x, int n, float *out0, float *out1)
-{
-#ifdef HAVE_AVX2
-    int i = 0;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-    for (; i + 32 <= n; i += 32) {
-        __m256 x0 = _mm256_loadu_ps(x + i), x1 = _mm256_loadu_ps(x + i + 8);
-        a0 = _mm256_fmadd_ps(load8(w0, t, i), x0, a0);
-        b0 = _mm256_fmadd_ps(load8(w1, t, i), x0, b0);
-        a1 = _mm256_fmadd_ps(load8(w0, t, i + 8), x1, a1);
-        b1 = _mm256_fmadd_ps(load8(w1, t, i + 8), x1, b1);
-        __m256 x2 = _mm256_loadu_ps(x + i + 16), x3 = _mm256_loadu_ps(x + i + 24);
-        a2 = _mm256_fmadd_ps(load8(w0, t, i + 16), x2, a2);
-        b2 = _mm256_fmadd_ps(load8(w1, t, i + 16), x2, b2);
-        a3 = _mm256_fmadd_ps(load8(w0, t, i + 24), x3, a3);
-        b3 = _mm256_fmadd_ps(load8(w1, t, i + 24), x3, b3);
-    }
-    for (; i + 8 <= n; i += 8) {
-        __m256 x0 = _mm256_loadu_ps(x + i);
-        a0 = _mm256_fmadd_ps(load8(w0, t, i), x0, a0);
-        b0 = _mm256_fmadd_ps(load8(w1, t, i), x0, b0);
-    }
-    float s0 = hsum256(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    float s1 = hsum256(_mm256_add_ps(_mm256_add_ps(b0, b1), _mm256_add_ps(b2, b3)));
-    for (; i < n; i++) {
-        s0 += elem(w0, t, i) * x[i];
-        s1 += elem(w1, t, i) * x[i];
-    }
-    *out0 = s0;
-    *out1 = s1;
-#else
-    *out0 = dot_as(w0, t, x, n, NULL);
-    *out1 = dot_as(w1, t, x, n, NULL);
-#endif
-}
-
-/* y[n] += a * w[n] */
-static inline __attribute__((always_inline)) void axpy_as(float *y, float a, const void *w, enum fb_dtype t, int n,
-                                                          const char *pf)
-{
-    int i = 0;
-#ifdef HAVE_AVX2
-    __m256 av = _mm256_set1_ps(a);
-    for (; i + 32 <= n; i += 32) {
-        if (pf)
-            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
-        for (int k = i; k < i + 32; k += 8)
-            _mm256_storeu_ps(y + k, _mm256_fmadd_ps(av, load8(w, t, k), _mm256_loadu_ps(y + k)));
-    }
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, load8(w, t, i), _mm256_loadu_ps(y + i)));
-#else
-    (void)pf;
-    float wb[16];
-    for (; i + 16 <= n; i += 16) {
-        widen16(wb, w, t, i);
-        for (int k = 0; k < 16; k++)
-            y[i + k] += a * wb[k];
-    }
-#endif
-    for (; i < n; i++)
-        y[i] += a * elem(w, t, i);
-}
-
-/* One copy of each loop per storage type, so the type test is not in the
- * inner loop. */
-static float dot(const void *w, enum fb_dtype t, const float *x, int n)
-{
-    switch (t) {
-    case DTYPE_F16:
-        return dot_as(w, DTYPE_F16, x, n, NULL);
-    case DTYPE_BF16:
-        return dot_as(w, DTYPE_BF16, x, n, NULL);
-    default:
-        return dot_as(w, DTYPE_F32, x, n, NULL);
-    }
-}
-
-static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
-{
-    switch (t) {
-    case DTYPE_F16:
-        axpy_as(y, a, w, DTYPE_F16, n, NULL);
-        break;
-    case DTYPE_BF16:
-        axpy_as(y, a, w, DTYPE_BF16, n, NULL);
-        break;
-    default:
-        axpy_as(y, a, w, DTYPE_F32, n, NULL);
-    }
-}
-
-/* ---- sharing out the work ----
- * Each worker owns a contiguous share of the rows (or FFN groups) and
- * takes it a chunk at a time from its own counter, so its weights stream
- * from memory in one run the hardware prefetchers can follow; a worker
- * that has finished its share takes chunks from the others' (the next one
- * each has not started), so on a shared machine a descheduled thread
- * delays only the chunk it is in, not its whole share. */
-
-struct work_slot {
-    _Alignas(64) atomic_int next; /* the first row not yet taken */
-    int end;
-};
-
-static void share_out(struct backend *b, int n, int workers, int chunk)
-{
-    for (int w = 0; w < workers; w++) {
-        int lo = (int)((long long)n * w / workers) / chunk * chunk;
-        int hi = w + 1 == workers ? n : (int)((long long)n * (w + 1) / workers) / chunk * chunk;
-        atomic_store_explicit(&b->slots[w].next, lo, memory_order_relaxed);
-        b->slots[w].end = hi;
-    }
-}
-
-/* The next chunk [*lo, *hi) for `worker`: its own first, then the others'
- * in turn; *victim (0 at the start) remembers whose it is on. */
-static bool take_chunk(struct backend *b, int worker, int workers, int chunk, int *victim, int *lo, int *hi)
-{
-    for (; *victim < workers; ++*victim) {
-        struct work_slot *s = &b->slots[(worker + *victim) % workers];
-        if (atomic_load_explicit(&s->next, memory_order_relaxed) >= s->end)
-            continue;
-        int c = atomic_fetch_add_explicit(&s->next, chunk, memory_order_relaxed);
-        if (c < s->end) {
-            *lo = c;
-            *hi = c + chunk < s->end ? c + chunk : s->end;
-            return true;
-        }
-    }
-    return false;
-}
-
-static void split(int n, int worker, int workers, int *lo, int *hi)
-{
-    *lo = (int)((long long)n * worker / workers);
-    *hi = (int)((long long)n * (worker + 1) / workers);
-}
-
-/* ---- matvec ---- */
-
-#define ROW_CHUNK 16 /* rows per chunk; even, so rows pair up */
-
-struct matvec_job {
-    struct backend *b;
-    float *out;
-    const void *w;
-    enum fb_dtype t;
-    const float *x, *bias;
-    int rows, cols;
-};
-
-static inline __attribute__((always_inline)) void matvec_rows_as(const struct matvec_job *j, enum fb_dtype t,
-                                                                 int lo, int hi)
-{
-    size_t row_bytes = (size_t)j->cols * dtype_size(t);
-    const char *w = (const char *)j->w + (size_t)lo * row_bytes;
-    int ahead = prefetch_ahead(t);
-    int r = lo;
-    if (pair_rows(t))
-        for (; r + 2 <= hi; r += 2, w += 2 * row_bytes)
-            dot2_as(w, w + row_bytes, t, j->x, j->cols, &j->out[r], &j->out[r + 1]);
-    for (; r < hi; r++, w += row_bytes)
-        j->out[r] = dot_as(w, t, j->x, j->cols, ahead >= 0 ? w + ahead : NULL);
-    if (j->bias)
-        for (r = lo; r < hi; r++)
-            j->out[r] += j->bias[r];
-}
-
-static void matvec_rows(const struct matvec_job *j, int lo, int hi)
-{
-    switch (j->t) {
-    case DTYPE_F16:
-        matvec_rows_as(j, DTYPE_F16, lo, hi);
-        break;
-    case DTYPE_BF16:
-        matvec_rows_as(j, DTYPE_BF16, lo, hi);
-        break;
-    default:
-        matvec_rows_as(j, DTYPE_F32, lo, hi);
-    }
-}
-
-static void matvec_part(void *arg, int worker, int workers)
-{
-    struct matvec_job *j = arg;
-    int lo, hi, victim = 0;
-    while (take_chunk(j->b, worker, workers, ROW_CHUNK, &victim, &lo, &hi))
-        matvec_rows(j, lo, hi);
-}
-
-static void cpu_matvec(struct backend *b, float *out, const void *w, enum fb_dtype t, const float *x,
-                       const float *bias, int rows, int cols)
-{
-    struct matvec_job j = {b, out, w, t, x, bias, rows, cols};
-    /* small matrices are not worth waking the team for */
-    if ((size_t)rows * (size_t)cols < b->min_parallel) {
-        matvec_rows(&j, 0, rows);
-        return;
-    }
-    share_out(b, rows, b->threads, ROW_CHUNK);
-    threadpool_run(b->pool, matvec_part, &j);
-}
-
-/* ---- FFN over bundles ----
- * The rows are cut into FFN_GROUPS fixed groups; one thread computes a
- * group alone, streaming each bundle once (up and gate side by side, then
- * down: the whole neuron from one contiguous read) into the group's own
- * sum, and the sums are added in group order. So the result depends
- * neither on the number of threads nor on which thread took which group. */
-
-struct ffn_job {
-    struct backend *b;
-    float *out;
-    const char *rows;
-    size_t stride;
-    int n_rows, d;
-    const float *up_bias, *x;
-    enum fb_dtype t;
-    enum activation act;
-    float act_threshold; /* FATReLU's */
-    bool glu;
-};
-
-static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_job *j, enum fb_dtype t, int g)
-{
-    float *acc = j->b->partial + (size_t)g * j->b->partial_stride;
-    memset(acc, 0, (size_t)j->d * sizeof *acc);
-    size_t row_bytes = (size_t)j->d * dtype_size(t);
-    size_t down_off = row_bytes * (j->glu ? 2 : 1);
-    int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
-    int ahead = prefetch_ahead(t);
-    for (int r = lo; r < hi; r++) {
-        const char *bundle = j->rows + (size_t)r * j->stride, *gate_row = bundle + row_bytes;
-        float z, gate = 0.0f;
-        if (j->glu && pair_rows(t)) {
-            dot2_as(bundle, gate_row, t, j->x, j->d, &z, &gate);
-        } else {
-            z = dot_as(bundle, t, j->x, j->d, ahead >= 0 ? bundle + ahead : NULL);
-            if (j->glu)
-                gate = dot_as(gate_row, t, j->x, j->d, ahead >= 0 ? gate_row + ahead : NULL);
-        }
-        if (j->up_bias)
-            z += j->up_bias[r];
-        float h = j->glu ? activation_apply_t(gate, j->act, j->act_threshold) * z
-                         : activation_apply_t(z, j->act, j->act_threshold);
-        if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
-            axpy_as(acc, h, bundle + down_off, t, j->d, ahead >= 0 ? bundle + down_off + ahead : NULL);
-    }
-}
-
-static void ffn_group(const struct ffn_job *j, int g)
-{
-    switch (j->t) {
-    case DTYPE_F16:
-        ffn_group_as(j, DTYPE_F16, g);
-        break;
-    case DTYPE_BF16:
-        ffn_group_as(j, DTYPE_BF16, g);
-        break;
-    default:
-        ffn_group_as(j, DTYPE_F32, g);
-    }
-}
-
-static void ffn_groups(void *arg, int worker, int workers)
-{
-    struct ffn_job *j = arg;
-    int lo, hi, victim = 0;
-    while (take_chunk(j->b, worker, workers, 1, &victim, &lo, &hi))
-        ffn_group(j, lo);
-}
-
-static void ffn_reduce(void *arg, int worker, int workers)
-{
-    struct ffn_job *j = arg;
-    int lo, hi;
-    split(j->d, worker, workers, &lo, &hi);
-    const float *p = j->b->partial;
-    for (int i = lo; i < hi; i++) {
-        float s = 0.0f;
-        for (int g = 0; g < FFN_GROUPS; g++)
-            s += p[(size_t)g * j->b->partial_stride + i];
-        j->out[i] = s;
-    }
-}
-
-static void cpu_ffn_rows(struct backend *b, float *out, const void *rows, size_t row_stride, int n_rows,
-                         const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
-{
-    struct ffn_job j = {b, out, rows, row_stride, n_rows, d, up_bias, x, t, a->act, a->fatrelu_threshold, a->glu};
-    if ((size_t)n_rows * (size_t)d < b->min_parallel) {
-        for (int g = 0; g < FFN_GROUPS; g++)
-            ffn_group(&j, g);
-        ffn_reduce(&j, 0, 1);
-        return;
-    }
-    share_out(b, FFN_GROUPS, b->threads, 1);
-    threadpool_run(b->pool, ffn_groups, &j);
-    threadpool_run(b->pool, ffn_reduce, &j);
-}
-
-/* ---- attention ---- */
-
-struct attn_job {
-    struct backend *b;
-    float *out;
-    const float *q, *k, *v;
-    int n_pos, n_heads, kv_mul, head_dim, kv_dim;
-};
-
-static void attn_part(void *arg, int worker, int workers)
-{
-    struct attn_job *j = arg;
-    int lo, hi;
-    split(j->n_heads, worker, workers, &lo, &hi);
-    float scale = 1.0f / sqrtf((float)j->head_dim);
-    for (int h = lo; h < hi; h++) {
-        const float *q = j->q + (size_t)h * j->head_dim;
-        size_t kv_off = (size_t)(h / j->kv_mul) * j->head_dim;
-        float *att = j->b->att + (size_t)h * j->b->max_seq;
-        float max = -INFINITY;
-        for (int t = 0; t < j->n_pos; t++) {
-            att[t] = dot(j->k + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, q, j->head_dim) * scale;
-            if (att[t] > max)
-                max = att[t];
-        }
-        float sum = 0.0f;
-        for (int t = 0; t < j->n_pos; t++) {
-            att[t] = expf(att[t] - max);
-            sum += att[t];
-        }
-        float *o = j->out + (size_t)h * j->head_dim;
-        memset(o, 0, (size_t)j->head_dim * sizeof *o);
-        for (int t = 0; t < j->n_pos; t++)
-            axpy(o, att[t] / sum, j->v + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, j->head_dim);
-    }
-}
-
-static void cpu_attention(struct backend *b, float *out, const float *q, const float *k_cache,
-                          const float *v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
-{
-    struct attn_job j = {b, out, q, k_cache, v_cache, n_pos, n_heads, n_heads / n_kv_heads, head_dim,
-                         n_kv_heads * head_dim};
-    if ((size_t)n_pos * (size_t)n_heads * (size_t)head_dim < b->min_parallel / 2)
-        attn_part(&j, 0, 1);
-    else
-        threadpool_run(b->pool, attn_part, &j);
-}
-
-/* ---- small vector steps ---- */
-
-static void cpu_norm(struct backend *b, float *out, const float *x, const float *weight,
-                     const float *bias, int d, enum norm_kind kind, float eps)
-{
-    (void)b;
-    float mean = 0.0f;
-    if (kind == NORM_LAYER) {
-        for (int i = 0; i < d; i++)
-            mean += x[i];
-        mean /= (float)d;
-    }
-    float ss = 0.0f;
-    for (int i = 0; i < d; i++)
-        ss += (x[i] - mean) * (x[i] - mean);
-    float inv = 1.0f / sqrtf(ss / (float)d + eps);
-    for (int i = 0; i < d; i++)
-        out[i] = weight[i] * ((x[i] - mean) * inv) + (bias ? bias[i] : 0.0f);
-}
-
-static void cpu_rope(struct backend *b, float *vec, int n_heads, int head_dim, int rot_dims, int pos,
-                     float theta)
-{
-    (void)b;
-    for (int i = 0; i < rot_dims; i += 2) {
-        float freq = 1.0f / powf(theta, (float)i / (float)rot_dims);
-        float angle = (float)pos * freq, c = cosf(angle), s = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *v = vec + (size_t)h * head_dim;
-            float v0 = v[i], v1 = v[i + 1];
-            v[i] = v0 * c - v1 * s;
-            v[i + 1] = v0 * s + v1 * c;
-        }
-    }
-}
-
-static void cpu_add(struct backend *b, float *y, const float *x, int n)
-{
-    (void)b;
-    for (int i = 0; i < n; i++)
-        y[i] += x[i];
-}
-
-static void cpu_embed(struct backend *b, float *out, const void *table, enum fb_dtype t, int r, int d)
-{
-    (void)b;
-    dtype_to_f32(out, (const char *)table + (size_t)r * d * dtype_size(t), t, (size_t)d);
-}
-
-/* ---- the read-only ceiling ---- */
-
-struct read_job {
-    const void *buf;
-    size_t bytes;
-    float *sums; /* one per worker, so the loads cannot be optimized away */
-};
-
-static void read_part(void *arg, int worker, int workers)
-{
-    struct read_job *j = arg;
-    j->sums[worker * 16] = membw_read_share(j->buf, j->bytes, worker, workers);
-}
-
-static double cpu_read_pass(struct backend *b, const void *buf, size_t bytes)
-{
-    struct read_job j = {buf, bytes, b->read_sums};
-    uint64_t t0 = now_ns();
-    threadpool_run(b->pool, read_part, &j);
-    return (double)(now_ns() - t0) * 1e-9;
-}
-
-/* ---- lifecycle ---- */
-
-static void cpu_destroy(struct backend *b)
-{
-    if (!b)
-        return;
-    threadpool_destroy(b->pool);
-    free(b->partial_buf);
-    free(b->att);
-    free(b->slots);
-    free(b->read_sums);
-    free(b);
-}
-
-static struct backend *cpu_create(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
-                                  size_t max_heads, char *err, size_t errlen)
-{
-    if (threads > FB_MAX_THREADS) {
-        err_set(err, errlen, "cpu backend: %d compute threads, more than the limit of %d", threads, FB_MAX_THREADS);
+    if (!cfg->host) {
+        err_set(err, errlen, "cpu backend: no CPU kernels to compute with");
         return NULL;
     }
     struct backend *b = calloc(1, sizeof *b);
@@ -626,52 +32,241 @@ static struct backend *cpu_create(const struct fb_settings *set, int threads, si
         err_set(err, errlen, "cpu backend: out of memory");
         return NULL;
     }
-    b->threads = threads < 1 ? 1 : threads;
-    b->max_dim = (max_dim + 15) / 16 * 16;
-    b->max_seq = max_seq;
-    b->min_parallel = set->min_parallel_work;
-    b->pool = threadpool_create(b->threads);
-    /* Each group sum starts half a page past a 4 KiB boundary. The
-     * write-back pass stores into it while loading a down column that
-     * starts on a 4 KiB boundary; a load whose address matches an older
-     * store's in the low 12 bits waits for it (4K aliasing), and a sum at
-     * malloc's usual 16 bytes past a page made the f16 FFN ~10% slower
-     * from L3 (decode from DRAM, memory-bound, showed no difference; the
-     * host's bandwidth bursts, where the FFN is near its compute speed,
-     * are where it can count). */
-    b->partial_stride = (b->max_dim + PAGE_FLOATS - 1) / PAGE_FLOATS * PAGE_FLOATS;
-    b->partial_buf = aligned_alloc(4096, (FFN_GROUPS + 1) * b->partial_stride * sizeof *b->partial);
-    b->partial = b->partial_buf ? b->partial_buf + PAGE_FLOATS / 2 : NULL;
-    b->att = malloc(max_heads * max_seq * sizeof *b->att);
-    b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
-    b->read_sums = aligned_alloc(64, (size_t)b->threads * 16 * sizeof *b->read_sums);
-    if (!b->pool || !b->partial || !b->att || !b->slots || !b->read_sums) {
-        err_set(err, errlen, "cpu backend: cannot start %d threads or allocate scratch", b->threads);
-        cpu_destroy(b);
-        return NULL;
-    }
+    b->k = cfg->host;
     return b;
+}
+
+static void cpu_destroy(struct backend *b)
+{
+    free(b);
+}
+
+static const char *cpu_error(struct backend *b)
+{
+    return b->base.err;
+}
+
+static void cpu_info(struct backend *b, struct backend_info *out)
+{
+    (void)b;
+    *out = (struct backend_info){.device = "host CPU", .emulated = false, .host_visible = true, .mem_bytes = 0};
+}
+
+static void cpu_counts(struct backend *b, struct backend_counts *out)
+{
+    *out = b->base.counts;
+}
+
+static int cpu_alloc(struct backend *b, size_t bytes, enum buf_kind kind, struct dev_buf **out)
+{
+    struct dev_buf *d = bk_buf_new(&b->base, bytes, kind);
+    if (!d)
+        return -1;
+    d->host = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (!d->host) {
+        free(d);
+        return bk_fail(&b->base, "cannot allocate %zu bytes of host memory", bytes);
+    }
+    memset(d->host, 0, bytes);
+    *out = d;
+    return 0;
+}
+
+static int cpu_register(struct backend *b, void *host, size_t bytes, struct dev_buf **out)
+{
+    struct dev_buf *d = bk_buf_new(&b->base, bytes, BUF_PINNED);
+    if (!d)
+        return -1;
+    d->host = host;
+    d->registered = true;
+    *out = d;
+    return 0;
+}
+
+static void cpu_buf_free(struct backend *b, struct dev_buf *buf)
+{
+    (void)b;
+    if (!buf)
+        return;
+    if (!buf->registered)
+        free(buf->host);
+    free(buf);
+}
+
+static void *cpu_host_ptr(struct backend *b, struct dev_buf *buf)
+{
+    (void)b;
+    return buf->host;
+}
+
+static int cpu_upload(struct backend *b, struct dev_ref dst, const void *src, size_t bytes)
+{
+    if (bk_span(&b->base, dst, bytes, false, "upload destination"))
+        return -1;
+    memmove(at(dst), src, bytes);
+    b->base.counts.bytes_up += bytes;
+    b->base.counts.copies++;
+    return 0;
+}
+
+static int cpu_download(struct backend *b, void *dst, struct dev_ref src, size_t bytes)
+{
+    if (bk_span(&b->base, src, bytes, false, "download source"))
+        return -1;
+    memmove(dst, at(src), bytes);
+    b->base.counts.bytes_down += bytes;
+    b->base.counts.copies++;
+    return 0;
+}
+
+static int cpu_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n)
+{
+    if (bk_check_move_rows(&b->base, base, row_bytes, moves, n))
+        return -1;
+    const struct row_move *mv = at(moves);
+    size_t rows = (base.buf->bytes - base.off) / row_bytes;
+    for (int i = 0; i < n; i++) {
+        if (mv[i].dst < 0 || mv[i].src < 0 || (size_t)mv[i].dst >= rows || (size_t)mv[i].src >= rows)
+            return bk_fail(&b->base, "move_rows: move %d (%d <- %d) is outside the %zu rows", i, mv[i].dst,
+                           mv[i].src, rows);
+        memmove((char *)at(base) + (size_t)mv[i].dst * row_bytes, (char *)at(base) + (size_t)mv[i].src * row_bytes,
+                row_bytes);
+    }
+    b->base.counts.bytes_moved += (uint64_t)n * row_bytes;
+    b->base.counts.copies++;
+    return 0;
+}
+
+static int cpu_event_record(struct backend *b, uint64_t *event)
+{
+    *event = ++b->events;
+    return 0;
+}
+
+static int cpu_event_wait(struct backend *b, uint64_t event)
+{
+    if (event > b->events)
+        return bk_fail(&b->base, "event %llu was never recorded", (unsigned long long)event);
+    b->base.counts.syncs++;
+    return 0;
+}
+
+static int cpu_sync(struct backend *b)
+{
+    b->base.counts.syncs++;
+    return 0;
+}
+
+static int cpu_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
+                      struct dev_ref bias, int rows, int cols)
+{
+    if (bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
+        return -1;
+    ck_matvec(b->k, at(out), at(w), t, at(x), at(bias), rows, cols);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
+                        struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
+{
+    if (bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
+        return -1;
+    ck_ffn_rows(b->k, at(out), at(rows), row_stride, n_rows, at(up_bias), at(x), d, t, a);
+    b->base.counts.launches++;
+    return 0;
+}
+
+/* The ids are checked against the bundles the buffer holds before the
+ * kernel reads them: a bad id is an error, not a stray read. */
+static int cpu_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bundles, size_t row_stride,
+                       struct dev_ref ids, int n_ids, struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t,
+                       const struct arch *a)
+{
+    if (bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
+        return -1;
+    const int32_t *id = at(ids);
+    size_t held = (bundles.buf->bytes - bundles.off) / row_stride;
+    size_t biases = up_bias.buf ? (up_bias.buf->bytes - up_bias.off) / sizeof(float) : held;
+    for (int i = 0; i < n_ids; i++)
+        if (id[i] < 0 || (size_t)id[i] >= held || (size_t)id[i] >= biases)
+            return bk_fail(&b->base, "ffn ids: id %d (at %d) is outside the %zu bundles", id[i], i, held);
+    ck_ffn_ids(b->k, at(out), at(bundles), row_stride, id, n_ids, at(up_bias), at(x), d, t, a);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
+                         struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
+{
+    if (bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
+        return -1;
+    ck_attention(b->k, at(out), at(q), at(k_cache), at(v_cache), n_pos, n_heads, n_kv_heads, head_dim);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight,
+                    struct dev_ref bias, int d, enum norm_kind kind, float eps)
+{
+    if (bk_check_norm(&b->base, out, x, weight, bias, d))
+        return -1;
+    ck_norm(b->k, at(out), at(x), at(weight), at(bias), d, kind, eps);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+                    float theta)
+{
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+        return -1;
+    ck_rope(b->k, at(vec), n_heads, head_dim, rot_dims, pos, theta);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
+{
+    if (bk_check_add(&b->base, y, x, n))
+        return -1;
+    ck_add(b->k, at(y), at(x), n);
+    b->base.counts.launches++;
+    return 0;
+}
+
+static int cpu_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
+{
+    if (bk_check_embed(&b->base, out, table, t, r, d))
+        return -1;
+    ck_embed(b->k, at(out), at(table), t, r, d);
+    b->base.counts.launches++;
+    return 0;
 }
 
 const struct backend_ops backend_cpu = {
     .name = "cpu",
     .create = cpu_create,
     .destroy = cpu_destroy,
+    .error = cpu_error,
+    .info = cpu_info,
+    .counts = cpu_counts,
+    .alloc = cpu_alloc,
+    .register_host = cpu_register,
+    .buf_free = cpu_buf_free,
+    .host_ptr = cpu_host_ptr,
+    .upload = cpu_upload,
+    .download = cpu_download,
+    .move_rows = cpu_move_rows,
+    .event_record = cpu_event_record,
+    .event_wait = cpu_event_wait,
+    .sync = cpu_sync,
     .matvec = cpu_matvec,
     .ffn_rows = cpu_ffn_rows,
+    .ffn_ids = cpu_ffn_ids,
     .attention = cpu_attention,
     .norm = cpu_norm,
     .rope = cpu_rope,
     .add = cpu_add,
     .embed = cpu_embed,
-    .read_pass = cpu_read_pass,
 };
-
-const struct backend_ops *backend_find(const char *name)
-{
-    static const struct backend_ops *all[] = {&backend_cpu};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        if (!strcmp(all[i]->name, name))
-            return all[i];
-    return NULL;
-}

@@ -9,7 +9,7 @@
 /* Worker `worker` of `workers` reads its contiguous share of buf (`bytes`,
  * 32-byte aligned) and returns a sum of what it read, which the caller
  * must use (store it), so the loads cannot be optimized away. The
- * CPU backend's read_pass hook runs this on its own thread team. */
+ * CPU kernels' ck_read_pass runs this on its own thread team. */
 float membw_read_share(const void *buf, size_t bytes, int worker, int workers);
 
 #endif

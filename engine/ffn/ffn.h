@@ -1,12 +1,17 @@
 /* The per-layer FFN step, replaceable: `dense` computes over all d_ff
- * bundles held in DRAM; the flash-resident FFN (neuron cache) implements
- * the same ops over the compact rows it loaded. forward.c calls only this. */
+ * bundles on the engine's backend (backend.h), where the weights are; the
+ * flash-resident FFN (neuron cache), the selected and the probed FFNs
+ * compute on the host with the CPU kernels over the rows they hold, and
+ * the engine brings them the layer's input and takes their output back
+ * (no copy on the cpu backend). forward.c calls only this. */
 #ifndef FLASHBED_ENGINE_FFN_H
 #define FLASHBED_ENGINE_FFN_H
 
 #include <stddef.h>
 
 #include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
+#include "engine/compute/dev_model.h"
 #include "engine/model/model.h"
 
 struct ffn;
@@ -18,16 +23,20 @@ struct ffn_ops {
      * destroy, which releases what create started. */
     int (*create)(struct ffn *f, char *err, size_t errlen);
     /* out[d_model] = FFN_layer(x) for the FFN-normed input x, down bias
-     * included. Called once per layer per token; must not allocate. */
+     * included, on the host. Called once per layer per token; must not
+     * allocate. NULL when the FFN computes on the device. */
     void (*forward)(struct ffn *f, int layer, int pos, const float *x, float *out);
+    /* The same on the backend's buffers, enqueued (x and out of d_model
+     * floats); 0, or -1 with the backend's error. NULL for a host FFN. */
+    int (*forward_device)(struct ffn *f, int layer, int pos, struct dev_ref x, struct dev_ref out);
     void (*destroy)(struct ffn *f);
 };
 
 struct ffn {
     const struct ffn_ops *ops;
     const struct model *m;
-    const struct backend_ops *be_ops;
-    struct backend *be;
+    struct cpu_kernels *ck;       /* the host's kernels */
+    const struct dev_model *dev;  /* the weights on the backend (dev->ops, dev->be) */
     const void *config; /* the implementation's settings (e.g. struct ffn_flash_config), or NULL */
     void *priv;         /* the implementation's own state */
 };

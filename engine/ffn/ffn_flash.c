@@ -394,9 +394,9 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
         return;
     const struct model *m = f->m;
     double t0 = now_ms();
-    f->be_ops->ffn_rows(f->be, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
+    ck_ffn_rows(f->ck, ff->tmp_out, rows, m->bundle_stride, (int)n, bias, x, (int)m->shape.d_model, m->dtype,
                         &m->arch);
-    f->be_ops->add(f->be, out, ff->tmp_out, (int)m->shape.d_model);
+    ck_add(f->ck, out, ff->tmp_out, (int)m->shape.d_model);
     ff->acc.ffn_ms += now_ms() - t0;
 }
 
@@ -642,7 +642,7 @@ static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
     if (ff->cfg.active == SOURCE_TRACE)
         return trace_needed(ff, layer, ff->needed);
     double t0 = now_ms();
-    uint32_t n = neuron_select_layer(&ff->choose, layer, f->be_ops, f->be, x, ff->needed);
+    uint32_t n = neuron_select_layer(&ff->choose, layer, f->ck, x, ff->needed);
     ff->acc.predictor_ms += now_ms() - t0;
     return n;
 }
@@ -662,7 +662,7 @@ static const uint32_t *true_set(struct ffn *f, struct flash_ffn *ff, int layer, 
     if (!s)
         return NULL;
     double t0 = now_ms();
-    *n = neuron_select_layer(s, layer, f->be_ops, f->be, x, ff->recorded);
+    *n = neuron_select_layer(s, layer, f->ck, x, ff->recorded);
     ff->acc.check_ms += now_ms() - t0;
     return ff->recorded;
 }
@@ -705,7 +705,7 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
     ff->acc.needed += n_needed;
     policy_forward(f, ff, layer, n_needed, ff->cfg.check && cached ? truth : NULL, n_truth, x, out);
     if (m->layers[layer].ffn_down_bias)
-        f->be_ops->add(f->be, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
+        ck_add(f->ck, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
 }
 
 static void flash_destroy(struct ffn *f)

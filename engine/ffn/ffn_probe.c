@@ -59,9 +59,9 @@ static void activity(struct ffn *f, struct probe *p, int layer, const float *x)
     const struct ffn_probe_config *c = f->config;
     int d = (int)m->shape.d_model, n = (int)m->shape.d_ff;
     size_t mat = (size_t)n * (size_t)d * dtype_size(m->dtype) * (size_t)layer;
-    f->be_ops->matvec(f->be, p->z, (const uint8_t *)p->up + mat, m->dtype, x, m->layers[layer].ffn_up_bias, n, d);
+    ck_matvec(f->ck, p->z, (const uint8_t *)p->up + mat, m->dtype, x, m->layers[layer].ffn_up_bias, n, d);
     if (p->gate)
-        f->be_ops->matvec(f->be, p->g, (const uint8_t *)p->gate + mat, m->dtype, x, NULL, n, d);
+        ck_matvec(f->ck, p->g, (const uint8_t *)p->gate + mat, m->dtype, x, NULL, n, d);
     for (int i = 0; i < n; i++) {
         float g = p->gate ? p->g[i] : 0.0f;
         p->h[i] = ffn_neuron_value(&m->arch, p->z[i], g);

@@ -61,9 +61,9 @@ static void compute_chosen(struct ffn *f, struct select_ffn *sf, int layer, uint
             if (L->ffn_up_bias)
                 sf->bias[j] = L->ffn_up_bias[id];
         }
-        f->be_ops->ffn_rows(f->be, sf->part, sf->rows, m->bundle_stride, (int)k, L->ffn_up_bias ? sf->bias : NULL, x,
+        ck_ffn_rows(f->ck, sf->part, sf->rows, m->bundle_stride, (int)k, L->ffn_up_bias ? sf->bias : NULL, x,
                             d, m->dtype, &m->arch);
-        f->be_ops->add(f->be, out, sf->part, d);
+        ck_add(f->ck, out, sf->part, d);
     }
 }
 
@@ -74,17 +74,17 @@ static void select_forward(struct ffn *f, int layer, int pos, const float *x, fl
     const struct model *m = f->m;
     const struct layer_weights *L = &m->layers[layer];
     double t0 = now_ms();
-    uint32_t n = neuron_select_layer(&sf->sel, layer, f->be_ops, f->be, x, sf->ids);
+    uint32_t n = neuron_select_layer(&sf->sel, layer, f->ck, x, sf->ids);
     sf->stats.select_ms += now_ms() - t0;
     sf->stats.steps++;
     sf->stats.chosen += n;
     if (n == m->shape.d_ff) /* every neuron: dense's own call, bit for bit */
-        f->be_ops->ffn_rows(f->be, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, x,
+        ck_ffn_rows(f->ck, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, x,
                             (int)m->shape.d_model, m->dtype, &m->arch);
     else
         compute_chosen(f, sf, layer, n, x, out);
     if (L->ffn_down_bias)
-        f->be_ops->add(f->be, out, L->ffn_down_bias, (int)m->shape.d_model);
+        ck_add(f->ck, out, L->ffn_down_bias, (int)m->shape.d_model);
 }
 
 static void select_destroy(struct ffn *f)

@@ -164,13 +164,13 @@ void neuron_select_close(struct neuron_select *s)
 
 /* The true activations: what the oracle knows. */
 static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void *gate, int layer,
-                             const struct backend_ops *be, struct backend *b, const float *x, uint32_t *out)
+                             struct cpu_kernels *k, const float *x, uint32_t *out)
 {
     const struct model *m = s->m;
     const struct model_shape *sh = &m->shape;
-    be->matvec(b, s->z, up, m->dtype, x, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
+    ck_matvec(k, s->z, up, m->dtype, x, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
     if (m->arch.glu)
-        be->matvec(b, s->g, gate, m->dtype, x, NULL, (int)sh->d_ff, (int)sh->d_model);
+        ck_matvec(k, s->g, gate, m->dtype, x, NULL, (int)sh->d_ff, (int)sh->d_model);
     uint32_t n = 0;
     for (uint32_t i = 0; i < sh->d_ff; i++)
         if (ffn_neuron_active(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f, s->cfg.threshold))
@@ -179,11 +179,11 @@ static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void
 }
 
 /* The gate alone decides (App. C.5). */
-static uint32_t gate_layer(struct neuron_select *s, const void *gate, const struct backend_ops *be, struct backend *b,
-                           const float *x, uint32_t *out)
+static uint32_t gate_layer(struct neuron_select *s, const void *gate, struct cpu_kernels *k, const float *x,
+                           uint32_t *out)
 {
     const struct model *m = s->m;
-    be->matvec(b, s->g, gate, m->dtype, x, NULL, (int)m->shape.d_ff, (int)m->shape.d_model);
+    ck_matvec(k, s->g, gate, m->dtype, x, NULL, (int)m->shape.d_ff, (int)m->shape.d_model);
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->shape.d_ff; i++)
         if (fabsf(activation_apply_t(s->g[i], m->arch.act, m->arch.fatrelu_threshold)) > s->cfg.threshold)
@@ -191,19 +191,19 @@ static uint32_t gate_layer(struct neuron_select *s, const void *gate, const stru
     return n;
 }
 
-uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct backend_ops *be, struct backend *b,
-                             const float *x, uint32_t *out)
+uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kernels *k, const float *x,
+                             uint32_t *out)
 {
     const struct model_shape *sh = &s->m->shape;
     uint64_t at = (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype);
     switch (s->cfg.source) {
     case SOURCE_PREDICTOR:
-        return predictor_predict(s->cfg.predictor, (uint32_t)layer, be, b, x, s->h, s->z, out);
+        return predictor_predict(s->cfg.predictor, (uint32_t)layer, k, x, s->h, s->z, out);
     case SOURCE_GATE:
-        return gate_layer(s, (const uint8_t *)s->gate + at, be, b, x, out);
+        return gate_layer(s, (const uint8_t *)s->gate + at, k, x, out);
     case SOURCE_ORACLE:
-        return oracle_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, be,
-                            b, x, out);
+        return oracle_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, k, x,
+                            out);
     case SOURCE_TRACE: /* neuron_select_check refuses it */
         break;
     }

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -72,7 +72,7 @@ void neuron_select_close(struct neuron_select *s);
 /* Layer l's chosen neurons for FFN input x[d_model]: ascending ids into
  * out[d_ff]; returns how many. With the backend's matvec (its threads);
  * allocates nothing. */
-uint32_t neuron_select_layer(struct neuron_select *s, int layer, const struct backend_ops *be, struct backend *b,
+uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kernels *k,
                              const float *x, uint32_t *out);
 
 /* "oracle", "predictor", "gate", "trace". */

@@ -25,9 +25,9 @@ void bw_ceiling_pass(struct bw_ceiling *c, struct engine *e, double step_s, doub
     const struct model *m = e->m;
     if (c->passes >= c->max_passes)
         return;
-    double s = e->be_ops->read_pass(e->be, m->dram, m->dram_bytes);
+    double s = ck_read_pass(e->ck, m->dram, m->dram_bytes);
     if (m->ffn)
-        s += e->be_ops->read_pass(e->be, m->ffn, m->ffn_bytes);
+        s += ck_read_pass(e->ck, m->ffn, m->ffn_bytes);
     double bw = c->resident_bytes / s;
     c->read_s += s;
     c->paired[c->passes++] = bytes / step_s / bw;

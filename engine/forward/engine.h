@@ -1,5 +1,8 @@
-/* One inference engine: a model, a backend, an FFN implementation and the
- * run state (activations and a KV cache preallocated for the context). */
+/* One inference engine: a model, a backend (backend.h) holding its
+ * weights, an FFN implementation and the run state (activations and a KV
+ * cache preallocated for the context, in the backend's memory). Every
+ * step is enqueued on the backend; a token's logits come back to the host
+ * at its end. */
 #ifndef FLASHBED_ENGINE_ENGINE_H
 #define FLASHBED_ENGINE_ENGINE_H
 
@@ -7,28 +10,46 @@
 
 #include "common/settings.h"
 #include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
+#include "engine/compute/dev_model.h"
 #include "engine/ffn/ffn.h"
 #include "engine/model/model.h"
 
+/* The activations, on the backend: refs into one buffer. */
 struct run_state {
-    float *x;        /* (d_model) the residual stream */
-    float *xb, *xb2; /* (d_model) normed input, branch output */
-    float *ffn_out;  /* (d_model) the FFN's output beside xb2's attention (parallel blocks) */
-    float *q;        /* (q_dim) */
-    float *att_out;  /* (q_dim) */
-    float *k_cache;  /* (n_layers, max_seq, kv_dim) */
-    float *v_cache;  /* (n_layers, max_seq, kv_dim) */
-    float *logits;   /* (vocab) */
+    struct dev_ref x;        /* (d_model) the residual stream */
+    struct dev_ref xb, xb2;  /* (widest), (d_model): normed input, branch output */
+    struct dev_ref ffn_out;  /* (d_model) the FFN's output beside xb2's attention (parallel blocks) */
+    struct dev_ref q;        /* (q_dim) */
+    struct dev_ref att_out;  /* (q_dim) */
+    struct dev_ref k_cache;  /* (n_layers, max_seq, kv_dim) */
+    struct dev_ref v_cache;  /* (n_layers, max_seq, kv_dim) */
+    struct dev_ref logits_dev; /* (vocab) */
+    float *logits;           /* (vocab) on the host: the last token's, after engine_forward */
+};
+
+/* Host memory a host FFN reads its input from and writes its output to
+ * when the backend's memory is not the host's (pinned buffers). */
+struct host_bridge {
+    struct dev_buf *buf; /* (2, d_model) floats, or NULL on the cpu backend */
+    float *x, *out;
 };
 
 struct engine {
     const struct model *m;
+    struct cpu_kernels *ck; /* the host's kernels: host FFNs, predictors, the cpu backend */
     const struct backend_ops *be_ops;
     struct backend *be;
+    struct backend_info be_info;
+    struct dev_model w;     /* the weights on the backend */
     struct ffn ffn;
+    struct dev_buf *state;  /* what s's refs point into */
+    struct dev_buf *logits_host; /* pinned, where logits come back; NULL on the cpu backend */
+    struct host_bridge bridge;
     struct run_state s;
     int max_seq; /* positions the KV cache holds */
     int be_threads;
+    char err[512]; /* why engine_forward failed */
 };
 
 /* The positions an engine initialised with max_seq holds: max_seq, capped
@@ -48,7 +69,8 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
 void engine_free(struct engine *e);
 
 /* Runs token at position pos (0 <= pos < max_seq) and leaves the next
- * token's logits in e->s.logits. Allocates nothing. */
-void engine_forward(struct engine *e, int token, int pos);
+ * token's logits in e->s.logits. Allocates nothing. 0, or -1 with the
+ * backend's reason in e->err (a device fault: the engine is then spent). */
+int engine_forward(struct engine *e, int token, int pos);
 
 #endif

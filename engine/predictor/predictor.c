@@ -150,12 +150,11 @@ double predictor_threshold_of_logit(float cut)
     return 1 / (1 + exp(-(double)cut));
 }
 
-uint32_t predictor_predict(const struct predictor *p, uint32_t l, const struct backend_ops *be, struct backend *b,
-                           const float *x, float *h, float *logits, uint32_t *out)
+uint32_t predictor_predict(const struct predictor *p, uint32_t l, struct cpu_kernels *k, const float *x, float *h, float *logits, uint32_t *out)
 {
     const struct predictor_layer *L = &p->layers[l];
-    be->matvec(b, h, L->a, p->dtype, x, NULL, (int)L->rank, (int)p->d_model);
-    be->matvec(b, logits, L->b, p->dtype, h, L->bias, (int)p->d_ff, (int)L->rank);
+    ck_matvec(k, h, L->a, p->dtype, x, NULL, (int)L->rank, (int)p->d_model);
+    ck_matvec(k, logits, L->b, p->dtype, h, L->bias, (int)p->d_ff, (int)L->rank);
     float cut = predictor_logit_threshold(L->threshold);
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->d_ff; i++)

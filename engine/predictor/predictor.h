@@ -33,7 +33,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
 #include "engine/model/dtype.h"
 
 #define PREDICTOR_FILE "predictor.safetensors"
@@ -90,7 +90,7 @@ uint32_t predictor_max_rank(const struct predictor *p);
 /* Layer l's predicted-active neurons for FFN input x[d_model]: ascending
  * ids into out[d_ff]; returns how many. Scratch: h[max rank], logits[d_ff].
  * Computed with the backend's matvec (its threads); allocates nothing. */
-uint32_t predictor_predict(const struct predictor *p, uint32_t l, const struct backend_ops *be, struct backend *b,
+uint32_t predictor_predict(const struct predictor *p, uint32_t l, struct cpu_kernels *k,
                            const float *x, float *h, float *logits, uint32_t *out);
 
 /* The logit a probability threshold t stands for: -inf at 0, +inf at 1

@@ -56,7 +56,7 @@ static void compare_observe(void *ctx, int layer, int pos, const float *x, const
     struct compare *c = ctx;
     if (!c->counting)
         return;
-    uint32_t n = predictor_predict(c->p, (uint32_t)layer, c->e->be_ops, c->e->be, x, c->h, c->logits, c->ids);
+    uint32_t n = predictor_predict(c->p, (uint32_t)layer, c->e->ck, x, c->h, c->logits, c->ids);
     struct predictor_eval_layer *L = &c->layers[layer];
     uint32_t k = 0, f = c->p->d_ff;
     uint64_t tp = 0, fp = 0, fn = 0;

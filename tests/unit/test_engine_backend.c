@@ -1,4 +1,4 @@
-/* The CPU backend's matvec and FFN against double-precision sums, over
+/* The CPU kernels' matvec and FFN against double-precision sums, over
  * shapes that reach every path of the kernels (paired rows and an odd last
  * row, the 32-wide steps, the 8-wide and scalar tails, biases, short row
  * chunks taken by other threads), in f32, f16 and bf16, the FFN with every
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "engine/compute/backend.h"
+#include "engine/compute/cpu_kernels.h"
 #include "engine/compute/membw.h"
 #include "engine/model/dtype.h"
 
@@ -86,11 +86,11 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
         b[r] = uniform();
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(&set, th, (size_t)cols, 1, 1, NULL, 0);
+        struct cpu_kernels *be = ck_create(&set, th, (size_t)cols, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)rows * sizeof *out[th]);
-        backend_cpu.matvec(be, out[th], w, t, x, bias ? b : NULL, rows, cols);
-        backend_cpu.destroy(be);
+        ck_matvec(be, out[th], w, t, x, bias ? b : NULL, rows, cols);
+        ck_destroy(be);
     }
     int bad = 0, differ = 0;
     for (int r = 0; r < rows; r++) {
@@ -163,11 +163,11 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
         x[i] = uniform();
     float *out[4];
     for (int th = 1; th <= max_threads; th++) {
-        struct backend *be = backend_cpu.create(&set, th, (size_t)d, 1, 1, NULL, 0);
+        struct cpu_kernels *be = ck_create(&set, th, (size_t)d, 1, 1, NULL, 0);
         CHECK(be != NULL);
         out[th] = malloc((size_t)d * sizeof *out[th]);
-        backend_cpu.ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, a);
-        backend_cpu.destroy(be);
+        ck_ffn_rows(be, out[th], rows, stride, n_rows, up_bias ? ub : NULL, x, d, t, a);
+        ck_destroy(be);
     }
     double *want = calloc((size_t)d, sizeof *want), *mag = calloc((size_t)d, sizeof *mag);
     ffn_reference(val, n_rows, d, a, up_bias ? ub : NULL, x, want, mag);
@@ -207,11 +207,11 @@ static void test_read_share(void)
         for (int w = 0; w < workers; w++)
             sum += membw_read_share(buf, 64 * 1000 * sizeof *buf, w, workers);
         CHECK(sum == 64 * 1000.0);
-        struct backend *be = backend_cpu.create(&set, workers, 8, 1, 1, NULL, 0);
+        struct cpu_kernels *be = ck_create(&set, workers, 8, 1, 1, NULL, 0);
         CHECK(be != NULL);
-        double s = backend_cpu.read_pass(be, buf, N * sizeof *buf);
+        double s = ck_read_pass(be, buf, N * sizeof *buf);
         CHECK(s > 0 && s < 10);
-        backend_cpu.destroy(be);
+        ck_destroy(be);
     }
     free(buf);
 }
@@ -224,10 +224,10 @@ static void test_rope(int heads, int head_dim, int rot, int pos, float theta)
     float v[64], orig[64];
     for (int i = 0; i < heads * head_dim; i++)
         v[i] = orig[i] = uniform();
-    struct backend *be = backend_cpu.create(&set, 1, 64, 1, 1, NULL, 0);
+    struct cpu_kernels *be = ck_create(&set, 1, 64, 1, 1, NULL, 0);
     CHECK(be != NULL);
-    backend_cpu.rope(be, v, heads, head_dim, rot, pos, theta);
-    backend_cpu.destroy(be);
+    ck_rope(be, v, heads, head_dim, rot, pos, theta);
+    ck_destroy(be);
     double worst = 0;
     bool rest_same = true;
     for (int h = 0; h < heads; h++) {

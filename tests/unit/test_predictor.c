@@ -76,7 +76,7 @@ static void test_forward(void)
     struct predictor p;
     float *w = random_predictor(&p, DTYPE_F32, 7);
     char err[256];
-    struct backend *be = backend_cpu.create(&set, 2, F, 4, 1, err, sizeof err);
+    struct cpu_kernels *be = ck_create(&set, 2, F, 4, 1, err, sizeof err);
     CHECK(be != NULL);
     struct rng r;
     rng_seed(&r, 11);
@@ -90,7 +90,7 @@ static void test_forward(void)
         const float *a = w + l * per, *b = a + (size_t)ranks[l] * D, *bias = b + (size_t)F * ranks[l];
         double margin;
         uint32_t nw = reference(a, b, bias, ranks[l], x, 0.5, want, &margin);
-        uint32_t ng = predictor_predict(&p, l, &backend_cpu, be, x, h, logits, got);
+        uint32_t ng = predictor_predict(&p, l, be, x, h, logits, got);
         if (margin < 1e-5)
             continue; /* a probability on the threshold: float and double may differ */
         compared++;
@@ -100,13 +100,13 @@ static void test_forward(void)
     CHECK(compared >= 30);
     /* the thresholds' ends: 0 predicts every neuron, 1 none */
     predictor_set_threshold(&p, 0);
-    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), F);
+    CHECK_U64(predictor_predict(&p, 0, be, x, h, logits, got), F);
     predictor_set_threshold(&p, 1);
-    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), 0);
+    CHECK_U64(predictor_predict(&p, 0, be, x, h, logits, got), 0);
     /* a layer's own threshold serves that layer only */
     p.layers[1].threshold = 0;
-    CHECK_U64(predictor_predict(&p, 1, &backend_cpu, be, x, h, logits, got), F);
-    CHECK_U64(predictor_predict(&p, 0, &backend_cpu, be, x, h, logits, got), 0);
+    CHECK_U64(predictor_predict(&p, 1, be, x, h, logits, got), F);
+    CHECK_U64(predictor_predict(&p, 0, be, x, h, logits, got), 0);
     double t;
     CHECK(!predictor_threshold_uniform(&p, &t));
     CHECK(isinf(predictor_logit_threshold(0)) && predictor_logit_threshold(0) < 0);
@@ -120,7 +120,7 @@ static void test_forward(void)
     CHECK_U64(predictor_madds(&p), (4 + 16 + 48) * (D + F));
     CHECK(predictor_bytes(&p) >= (uint64_t)(4 + 16 + 48) * (D + F) * 4 + L * F * 4);
     CHECK_U64(predictor_max_rank(&p), 48);
-    backend_cpu.destroy(be);
+    ck_destroy(be);
     predictor_free(&p);
     free(w);
 }

@@ -57,7 +57,8 @@ static void count_destroy(struct ffn *f)
     free(f->priv);
 }
 
-static const struct ffn_ops ffn_counting = {"counting", count_create, count_forward, count_destroy};
+static const struct ffn_ops ffn_counting = {
+    .name = "counting", .create = count_create, .forward = count_forward, .destroy = count_destroy};
 
 static void rm_dir(const char *dir, const char *const *files, int n)
 {
