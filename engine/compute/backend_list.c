@@ -5,6 +5,7 @@
 
 #include "common/errbuf.h"
 #include "engine/compute/backend.h"
+#include "engine/compute/backend_opencl.h"
 
 static struct backend *absent_create(const char *name, const char *why, char *err, size_t errlen)
 {
@@ -29,6 +30,13 @@ static struct backend *opencl_absent(const struct backend_config *cfg, char *err
                                    "then rebuild)", err, errlen);
 }
 const struct backend_ops backend_opencl = {.name = "opencl", .create = opencl_absent};
+
+int opencl_build_source(const char *src, char *log, size_t loglen)
+{
+    (void)src;
+    err_set(log, loglen, "opencl backend: this build has no OpenCL");
+    return 1;
+}
 #endif
 
 #ifndef FLASHBED_HAVE_CUDA
