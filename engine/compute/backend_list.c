@@ -7,19 +7,12 @@
 #include "engine/compute/backend.h"
 #include "engine/compute/backend_opencl.h"
 
+#if !defined(FLASHBED_HAVE_OPENCL) || !defined(FLASHBED_HAVE_CUDA)
 static struct backend *absent_create(const char *name, const char *why, char *err, size_t errlen)
 {
     err_set(err, errlen, "%s backend: %s", name, why);
     return NULL;
 }
-
-#ifndef FLASHBED_HAVE_SIM
-static struct backend *sim_absent(const struct backend_config *cfg, char *err, size_t errlen)
-{
-    (void)cfg;
-    return absent_create("sim", "not built yet", err, errlen);
-}
-const struct backend_ops backend_sim = {.name = "sim", .create = sim_absent};
 #endif
 
 #ifndef FLASHBED_HAVE_OPENCL
@@ -43,8 +36,10 @@ int opencl_build_source(const char *src, char *log, size_t loglen)
 static struct backend *cuda_absent(const struct backend_config *cfg, char *err, size_t errlen)
 {
     (void)cfg;
-    return absent_create("cuda", "this build has no CUDA (configure with the CUDA toolkit's nvcc on PATH)", err,
-                         errlen);
+    return absent_create("cuda",
+                         "this build has no CUDA (nvcc was not found at configure time, or FLASHBED_CUDA is off: "
+                         "sanitizer and fuzz builds leave it out)",
+                         err, errlen);
 }
 const struct backend_ops backend_cuda = {.name = "cuda", .create = cuda_absent};
 #endif
