@@ -5,19 +5,30 @@
 # and runs the tests under it (unit and integration: the harness threads too),
 # then once more with the engine's portable loops instead of the host's vector
 # kernels (what an Arm or older x86 machine runs), and runs the suite there.
-# Where nvcc is found (on PATH or in /usr/local/cuda/bin), a fourth build,
-# build-cuda, compiles the cuda backend too (FLASHBED_CUDA=ON: nvcc with
-# --Werror all-warnings, architectures 80;86;89;90) and runs the unit tests
-# there (ctest -L unit: the cuda tests skip, 77, without a GPU; the rest
-# must pass); running it on a GPU is tools/gpu-check.sh's.
+# Where nvcc is found (on PATH or in /usr/local/cuda/bin), the first build
+# is the CUDA build: it compiles the cuda backend too (FLASHBED_CUDA=ON:
+# nvcc with --Werror all-warnings, architectures 80;86;89;90) and runs the
+# whole suite (the cuda tests skip, 77, without a GPU; the rest must
+# pass); running it on a GPU is tools/gpu-check.sh's. The sanitizer build
+# leaves CUDA out (its runtime is not instrumented), the portable build
+# too (its concern is the CPU kernels).
 # Each run replays every committed fuzz corpus (tests/fuzz: the fuzz_* tests,
 # label fuzz); fuzzing itself is a separate clang build (tests/fuzz/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh --for-tests
 jobs=$(nproc)
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+fi
+cuda=OFF
+if command -v nvcc >/dev/null 2>&1; then
+    cuda=ON
+else
+    echo "run-tests: no nvcc: the cuda backend is not compiled" >&2
+fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_CUDA=$cuda >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 
@@ -26,17 +37,7 @@ cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j"$jobs")
 
-cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_HOT_FLAGS= >/dev/null
+cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_HOT_FLAGS= -DFLASHBED_CUDA=OFF >/dev/null
 cmake --build build-portable -j"$jobs"
 (cd build-portable && ctest --output-on-failure -j"$jobs")
 
-if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
-    export PATH=/usr/local/cuda/bin:$PATH
-fi
-if command -v nvcc >/dev/null 2>&1; then
-    cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_CUDA=ON >/dev/null
-    cmake --build build-cuda -j"$jobs"
-    (cd build-cuda && ctest --output-on-failure -j"$jobs" -L unit)
-else
-    echo "run-tests: no nvcc: the CUDA build (build-cuda) is not checked"
-fi
