@@ -57,6 +57,12 @@ static inline float bt_uniform(void) /* in [-1, 1) */
     return (float)(bt_rng >> 8) / 8388608.0f - 1.0f;
 }
 
+static inline uint8_t bt_byte(void)
+{
+    bt_uniform();
+    return (uint8_t)(bt_rng >> 24);
+}
+
 static inline void bt_fill(float *v, size_t n, float scale, float base)
 {
     for (size_t i = 0; i < n; i++)

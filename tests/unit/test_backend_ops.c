@@ -540,7 +540,7 @@ static void test_move_rows(struct bt *t, size_t row_bytes, const struct row_move
     size_t bytes = ROWS * row_bytes;
     uint8_t *rows = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
     for (size_t i = 0; i < bytes; i++)
-        rows[i] = (uint8_t)(bt_uniform() * 127);
+        rows[i] = bt_byte();
     memcpy(want, rows, bytes);
     for (int i = 0; i < n; i++)
         memmove(want + (size_t)moves[i].dst * row_bytes, want + (size_t)moves[i].src * row_bytes, row_bytes);
@@ -577,7 +577,7 @@ static void test_round_trip(struct bt *t, size_t bytes)
 {
     uint8_t *src = malloc(bytes + 8), *got = malloc(bytes + 8), *part = malloc(bytes + 8);
     for (size_t i = 0; i < bytes; i++)
-        src[i] = (uint8_t)(bt_uniform() * 127), part[i] = (uint8_t)~src[i];
+        src[i] = bt_byte(), part[i] = (uint8_t)~src[i];
     struct gbuf g;
     gb_new(t, bytes, src, &g);
     gb_read(t, &g, got);
@@ -601,7 +601,7 @@ static void test_host_buffers(struct bt *t)
     enum { N = 1000 };
     uint8_t src[N], mem[N + 3], got[N];
     for (int i = 0; i < N; i++)
-        src[i] = (uint8_t)(bt_uniform() * 127), mem[i] = 0;
+        src[i] = bt_byte(), mem[i] = 0;
     struct dev_buf *pinned = NULL, *reg = NULL;
     if (bt_ok(t, t->ops->alloc(t->b, N, BUF_PINNED, &pinned), "a pinned buffer") == 0) {
         bt_ok(t, t->ops->upload(t->b, (struct dev_ref){pinned, 0}, src, N), "upload to a pinned buffer");
