@@ -48,6 +48,7 @@ struct global_opts {
     char *configs;
     char *plots_dir;
     uint64_t min_parallel_work;
+    uint64_t sim_fail_at, sim_delay_us;
     bool check_args;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
@@ -61,6 +62,12 @@ static const struct opt_def global_options[] = {
     {"min-parallel-work", OPT_UINT, O(min_parallel_work), NULL, "N",
      "cpu backend: multiply-adds below which a step runs on one thread, 0: every step on the team "
      "[default: $FLASHBED_MIN_PARALLEL_WORK, else 32768]"},
+    {"sim-fail-at", OPT_UINT, O(sim_fail_at), NULL, "N",
+     "sim backend: the Nth copy or launch (1-based) fails, reported at the next wait; 0: none "
+     "[default: $FLASHBED_SIM_FAIL_AT, else 0]"},
+    {"sim-delay-us", OPT_UINT, O(sim_delay_us), NULL, "US",
+     "sim backend: microseconds its queue waits before each command; 0: none "
+     "[default: $FLASHBED_SIM_DELAY_US, else 0]"},
     {"check-args", OPT_FLAG, O(check_args), NULL, NULL,
      "parse the command's options and stop: exit 0 when they parse, 2 with the error when not (a job file's "
      "lines checked before a long study)"},
@@ -88,6 +95,21 @@ static void usage(FILE *f)
     opts_print_options(global_options, f);
 }
 
+/* *value from the environment variable env when the command line left
+ * option out; 0, or -1 after saying why it does not parse. */
+static int env_uint(const struct global_opts *g, const char *option, const char *env, uint64_t *value)
+{
+    const char *v = getenv(env);
+    if (opts_given(&global_command, g, option) || !v || !*v)
+        return 0;
+    char err[256];
+    if (parse_uint(v, value, err, sizeof err) != 0) {
+        fb_error("%s: %s", env, err);
+        return -1;
+    }
+    return 0;
+}
+
 /* The environment's value for each global option the command line left out. */
 static int apply_env(struct global_opts *g)
 {
@@ -100,15 +122,11 @@ static int apply_env(struct global_opts *g)
         free(g->plots_dir);
         g->plots_dir = strdup(env);
     }
-    env = getenv("FLASHBED_MIN_PARALLEL_WORK");
-    if (!opts_given(&global_command, g, "min-parallel-work") && env && *env) {
-        char err[256];
-        if (parse_uint(env, &g->min_parallel_work, err, sizeof err) != 0) {
-            fb_error("FLASHBED_MIN_PARALLEL_WORK: %s", err);
-            return -1;
-        }
-    }
-    return 0;
+    return env_uint(g, "min-parallel-work", "FLASHBED_MIN_PARALLEL_WORK", &g->min_parallel_work) ||
+                   env_uint(g, "sim-fail-at", "FLASHBED_SIM_FAIL_AT", &g->sim_fail_at) ||
+                   env_uint(g, "sim-delay-us", "FLASHBED_SIM_DELAY_US", &g->sim_delay_us)
+               ? -1
+               : 0;
 }
 
 /* The settings g gives: a folder left out or given as "" is the default's. */
@@ -120,16 +138,24 @@ static struct fb_settings settings_of(const struct global_opts *g)
     if (g->plots_dir && *g->plots_dir)
         set.plots_dir = g->plots_dir;
     set.min_parallel_work = (size_t)g->min_parallel_work;
+    set.sim_fail_at = g->sim_fail_at;
+    set.sim_delay_us = g->sim_delay_us;
     return set;
 }
 
-/* Every result's provenance records the settings in force. */
+/* Every result's provenance records the settings in force (the sim
+ * backend's injected faults and delays when there are any: a result
+ * without them reads as before they existed). */
 static void record_settings(const struct fb_settings *set)
 {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "configs_dir", set->configs_dir);
     cJSON_AddStringToObject(s, "plots_dir", set->plots_dir);
     cJSON_AddNumberToObject(s, "min_parallel_work", (double)set->min_parallel_work);
+    if (set->sim_fail_at)
+        cJSON_AddNumberToObject(s, "sim_fail_at", (double)set->sim_fail_at);
+    if (set->sim_delay_us)
+        cJSON_AddNumberToObject(s, "sim_delay_us", (double)set->sim_delay_us);
     provenance_set_settings(s);
 }
 

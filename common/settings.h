@@ -13,6 +13,7 @@
 #define FLASHBED_COMMON_SETTINGS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Work (multiply-adds) below which the cpu backend computes a step on one
  * thread: waking the team costs microseconds. */
@@ -23,11 +24,15 @@ struct fb_settings {
     const char *plots_dir;    /* the gnuplot scripts (*.gp) */
     size_t min_parallel_work; /* cpu backend: multiply-adds below which a step runs on one thread;
                                * 0 puts every step on the team (tests of the threaded paths) */
+    /* The sim backend's fault injection (engine/compute/backend_sim.h), to
+     * check that a device fault or a slow device is handled: */
+    uint64_t sim_fail_at;  /* the Nth copy or launch (1-based) fails; 0: none */
+    uint64_t sim_delay_us; /* microseconds the queue thread waits before each command; 0: none */
 };
 
 /* The defaults: the source tree's configs/ and plots/ (its path compiled
- * in, so the build tree runs without installing) and
- * FB_MIN_PARALLEL_WORK_DEFAULT. */
+ * in, so the build tree runs without installing),
+ * FB_MIN_PARALLEL_WORK_DEFAULT, and no injected faults or delays. */
 struct fb_settings fb_settings_defaults(void);
 
 #endif

@@ -45,6 +45,9 @@ check "environment" env FLASHBED_CONFIGS="$WORK/configs" FLASHBED_MIN_PARALLEL_W
 check "environment recorded" test "$(json_get "$WORK/set2/predict.json" '[d["provenance"]["settings"][k] for k in ("configs_dir", "min_parallel_work")]')" = "['$WORK/configs', 7]"
 check "the option wins over the environment" env FLASHBED_MIN_PARALLEL_WORK=7 "$FLASHBED" --min-parallel-work 9 predict --out "$WORK/set3"
 check "option recorded" test "$(json_get "$WORK/set3/predict.json" 'd["provenance"]["settings"]["min_parallel_work"]')" = 9
+check "no sim faults recorded when off" test "$(json_get "$WORK/set3/predict.json" '"sim_fail_at" in d["provenance"]["settings"] or "sim_delay_us" in d["provenance"]["settings"]')" = False
+check "sim knobs" env FLASHBED_SIM_DELAY_US=5 "$FLASHBED" --sim-fail-at 12 predict --out "$WORK/set4"
+check "sim knobs recorded" test "$(json_get "$WORK/set4/predict.json" '[d["provenance"]["settings"][k] for k in ("sim_fail_at", "sim_delay_us")]')" = "[12, 5]"
 expect_error "configs from an empty folder" "$WORK/none/models/opt-6.7b.json" --configs "$WORK/none" predict --out "$WORK/bad0"
 expect_error "unknown global option" "unknown option '--nope' before the command" --nope predict
 
