@@ -91,6 +91,25 @@ check "run: sim's tokens are cpu's" test "$(tokens "$WORK/run-sim/run.json")" = 
 evals() { json_get "$1" '(d["perplexity_dense"], d["perplexity_predictor"], d["perplexity_oracle"], d["greedy"], d["layers"])'; }
 check "predictor eval: sim's figures are cpu's" test "$(evals "$WORK/eval-sim/eval.json")" = "$(evals "$WORK/eval-cpu/eval.json")"
 
+# A device fault (sim's injected failure of the Nth copy or launch): while
+# the model is uploaded, and in the middle of the tokens; each command
+# stops with one line naming it, and writes no result.
+for n in 3 300; do
+    FAIL=(--sim-fail-at $n)
+    expect_error "generate, fault $n" "generate: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${GEN[@]}" --backend sim --json "$WORK/fault-gen.json"
+    expect_error "perplexity, fault $n" "perplexity: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${PPL[@]}" --backend sim --json "$WORK/fault-ppl.json"
+    expect_error "run, fault $n" "run: position [0-9]*: sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${RUN[@]}" --mode all --backend sim --out "$WORK/fault-run"
+    expect_error "predictor eval, fault $n" "predictor eval: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${EVAL[@]}" --backend sim --out "$WORK/fault-eval"
+    check "fault $n: nothing written" test ! -e "$WORK/fault-gen.json" -a ! -e "$WORK/fault-ppl.json" \
+        -a ! -e "$WORK/fault-run" -a ! -e "$WORK/fault-eval"
+done
+check "a fault in the middle names the position" grep -q "generate: position [1-9][0-9]*: " \
+    <<<"$("$FLASHBED" --sim-fail-at 300 "${GEN[@]}" --backend sim 2>&1 >/dev/null)"
+
 if [ ! -f "$FLASHBED_DATA/models/stories260K/stories260K.bin" ]; then
     echo "stories260K not found under FLASHBED_DATA=$FLASHBED_DATA: its comparison is skipped"
     finish
