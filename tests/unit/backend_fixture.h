@@ -210,6 +210,34 @@ static inline int bt_class(float v)
     return isnan(v) ? 1 : isinf(v) ? (v > 0 ? 2 : 3) : 0;
 }
 
+/* The worst |error| / tolerance seen per op (the first word of what), for
+ * the summary a device backend's run prints: how much room each stated
+ * tolerance leaves. */
+enum { BT_MAX_OPS = 16 };
+static struct {
+    char op[24];
+    double worst;
+} bt_worst[BT_MAX_OPS];
+
+static inline void bt_note(const char *what, double ratio)
+{
+    size_t len = strcspn(what, " ");
+    for (int i = 0; i < BT_MAX_OPS; i++) {
+        if (!bt_worst[i].op[0])
+            snprintf(bt_worst[i].op, sizeof bt_worst[i].op, "%.*s", (int)len, what);
+        if (strlen(bt_worst[i].op) == len && !strncmp(bt_worst[i].op, what, len)) {
+            bt_worst[i].worst = fmax(bt_worst[i].worst, ratio);
+            return;
+        }
+    }
+}
+
+static inline void bt_print_worst(const struct bt *t)
+{
+    for (int i = 0; i < BT_MAX_OPS && bt_worst[i].op[0]; i++)
+        printf("%s on %s: worst |error| / tolerance %.3g\n", bt_worst[i].op, t->name, bt_worst[i].worst);
+}
+
 /* n outputs against the reference: bit for bit on cpu and sim; else a
  * non-finite reference value in the same class, a finite one within tol[i]
  * (NULL: exactly). The outputs off, the first few printed. */
@@ -223,8 +251,11 @@ static inline int bt_compare(const struct bt *t, const char *what, const float *
             ok = memcmp(&got[i], &want[i], sizeof(float)) == 0;
         else if (!isfinite(want[i]))
             ok = bt_class(got[i]) == bt_class(want[i]);
-        else
-            ok = isfinite(got[i]) && fabs((double)got[i] - want[i]) <= (tol ? tol[i] : 0.0);
+        else {
+            double err = fabs((double)got[i] - want[i]), bound = tol ? tol[i] : 0.0;
+            ok = isfinite(got[i]) && err <= bound;
+            bt_note(what, err == 0 ? 0 : bound > 0 ? err / bound : INFINITY);
+        }
         if (!ok && off++ < 3)
             fprintf(stderr, "%s %s: [%zu] = %.9g, want %.9g (tolerance %g)\n", t->name, what, i, got[i], want[i],
                     t->exact ? 0.0 : tol ? tol[i] : 0.0);

@@ -1063,6 +1063,8 @@ int main(int argc, char **argv)
     test_refusals(&t);
     test_calibrate_loop(&t);
     test_forward(&t);
+    if (!t.exact)
+        bt_print_worst(&t);
     bt_close(&t);
     char name[64];
     snprintf(name, sizeof name, "backend_ops_%s", argv[1]);
