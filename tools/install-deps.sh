@@ -6,7 +6,10 @@
 # to install them is reported, not an error.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config git libcjson-dev liburing-dev gnuplot-nox fio python3)
+# The OpenCL headers and ICD loader build the opencl backend; PoCL runs it
+# on the CPU where there is no GPU (its test then runs, not skips).
+packages=(build-essential cmake pkg-config git libcjson-dev liburing-dev gnuplot-nox fio python3
+          ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

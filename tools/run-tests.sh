@@ -5,6 +5,11 @@
 # and runs the tests under it (unit and integration: the harness threads too),
 # then once more with the engine's portable loops instead of the host's vector
 # kernels (what an Arm or older x86 machine runs), and runs the suite there.
+# Where nvcc is found (on PATH or in /usr/local/cuda/bin), a fourth build,
+# build-cuda, compiles the cuda backend too (FLASHBED_CUDA=ON: nvcc with
+# --Werror all-warnings, architectures 80;86;89;90) and runs the unit tests
+# there (ctest -L unit: the cuda tests skip, 77, without a GPU; the rest
+# must pass); running it on a GPU is tools/gpu-check.sh's.
 # Each run replays every committed fuzz corpus (tests/fuzz: the fuzz_* tests,
 # label fuzz); fuzzing itself is a separate clang build (tests/fuzz/README.md).
 set -euo pipefail
@@ -24,3 +29,14 @@ cmake --build build-asan -j"$jobs"
 cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_HOT_FLAGS= >/dev/null
 cmake --build build-portable -j"$jobs"
 (cd build-portable && ctest --output-on-failure -j"$jobs")
+
+if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH=/usr/local/cuda/bin:$PATH
+fi
+if command -v nvcc >/dev/null 2>&1; then
+    cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_CUDA=ON >/dev/null
+    cmake --build build-cuda -j"$jobs"
+    (cd build-cuda && ctest --output-on-failure -j"$jobs" -L unit)
+else
+    echo "run-tests: no nvcc: the CUDA build (build-cuda) is not checked"
+fi

@@ -5,20 +5,14 @@
 
 #include "common/errbuf.h"
 #include "engine/compute/backend.h"
+#include "engine/compute/backend_opencl.h"
 
+#if !defined(FLASHBED_HAVE_OPENCL) || !defined(FLASHBED_HAVE_CUDA)
 static struct backend *absent_create(const char *name, const char *why, char *err, size_t errlen)
 {
     err_set(err, errlen, "%s backend: %s", name, why);
     return NULL;
 }
-
-#ifndef FLASHBED_HAVE_SIM
-static struct backend *sim_absent(const struct backend_config *cfg, char *err, size_t errlen)
-{
-    (void)cfg;
-    return absent_create("sim", "not built yet", err, errlen);
-}
-const struct backend_ops backend_sim = {.name = "sim", .create = sim_absent};
 #endif
 
 #ifndef FLASHBED_HAVE_OPENCL
@@ -29,14 +23,23 @@ static struct backend *opencl_absent(const struct backend_config *cfg, char *err
                                    "then rebuild)", err, errlen);
 }
 const struct backend_ops backend_opencl = {.name = "opencl", .create = opencl_absent};
+
+int opencl_build_source(const char *src, char *log, size_t loglen)
+{
+    (void)src;
+    err_set(log, loglen, "opencl backend: this build has no OpenCL");
+    return 1;
+}
 #endif
 
 #ifndef FLASHBED_HAVE_CUDA
 static struct backend *cuda_absent(const struct backend_config *cfg, char *err, size_t errlen)
 {
     (void)cfg;
-    return absent_create("cuda", "this build has no CUDA (configure with the CUDA toolkit's nvcc on PATH)", err,
-                         errlen);
+    return absent_create("cuda",
+                         "this build has no CUDA (nvcc was not found at configure time, or FLASHBED_CUDA is off: "
+                         "sanitizer and fuzz builds leave it out)",
+                         err, errlen);
 }
 const struct backend_ops backend_cuda = {.name = "cuda", .create = cuda_absent};
 #endif
