@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
@@ -25,7 +26,7 @@
 #include "sim/hw_profile.h"
 
 struct calibrate_opts {
-    char *file, *sweep, *name, *out;
+    char *file, *sweep, *name, *out, *backend;
     uint64_t size, threads;
     bool quick;
 };
@@ -38,6 +39,9 @@ static const struct opt_def calibrate_options[] = {
     {"quick", OPT_FLAG, O(quick), NULL, NULL, "a short grid and short timings (about a minute)"},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads for the matrix-vector timing [default: all cores]",
      .max = FB_MAX_THREADS},
+    {"backend", OPT_STRING, O(backend), "cpu", "NAME",
+     "whose matrix-vector rate the profile records: cpu (the CPU kernels), or a GPU's through opencl or cuda "
+     "(sim, and OpenCL on a CPU, are emulated devices and refused)", .allowed = BACKEND_OPT_ALLOWED},
     {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
     {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
     OPT_END,
@@ -133,13 +137,15 @@ out:
 
 /* The profile JSON with its provenance, at out (its folder made). 0, or 1 (printed). */
 static int write_profile(const struct calibrate_opts *o, const char *out, const char *work,
-                         const struct hw_profile *hw, const struct calibrate_fit *fit, bool bypassed)
+                         const struct hw_profile *hw, const struct calibrate_fit *fit, bool bypassed,
+                         const struct cli_backend *be)
 {
     cJSON *j = calibrate_profile_json(hw, fit, bypassed);
     cJSON *prov = provenance_new();
     if (!o->sweep) /* the disk of the file swept (work: the scratch file's folder, the file being gone) */
         provenance_add_disk(prov, o->file ? o->file : work);
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&calibrate_command, o));
+    cli_backend_provenance(prov, be);
     cJSON_AddItemToObject(j, "provenance", prov);
     char out_dir[4096];
     int rc = 1;
@@ -152,6 +158,58 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
     }
     cJSON_Delete(j);
     return rc;
+}
+
+/* The backend whose compute rates the profile records: one that starts
+ * here and is not a model of a device. 0, or -1 (printed). */
+static int check_backend(const struct calibrate_opts *o, const struct fb_settings *set, struct cli_backend *be)
+{
+    if (cli_backend_open("calibrate", o->backend, set, be) != 0)
+        return -1;
+    if (!be->emulated)
+        return 0;
+    fb_error("calibrate --backend %s: an emulated device (%s) gives no GPU rates; calibrate on a machine with the "
+             "GPU, or with --backend cpu", o->backend, be->device);
+    return -1;
+}
+
+/* Flash from the sweep given, else measured (a measured sweep refuses a
+ * file system without direct I/O), and its fit. 0, 1 on error (printed),
+ * 130 when interrupted. */
+static int flash_profile(const struct calibrate_opts *o, const struct fb_settings *set, const char *work,
+                         struct hw_profile *hw, bool *bypassed, struct calibrate_fit *fit)
+{
+    *bypassed = true;
+    int rc = 0;
+    char err[1024];
+    if (o->sweep && hw_flash_from_sweep(o->sweep, hw, bypassed, err, sizeof err) != 0) {
+        fb_error("calibrate --sweep: %s", err);
+        return 1;
+    }
+    if (!o->sweep && (rc = measure_flash(o, set, work, hw, bypassed)) != 0)
+        return rc;
+    calibrate_fit_flash(hw, fit);
+    fb_info("flash fit: L0 %.1f us, b1 %.2f GB/s, B_max %.2f GB/s, IOPS_max %.0f, p %.2f; MAPE %.1f%% "
+            "on all points, %.1f%% on held-out points",
+            hw->flash.fit.L0_s * 1e6, hw->flash.fit.b1 / 1e9, hw->flash.fit.B_max / 1e9,
+            hw->flash.fit.IOPS_max, hw->flash.fit.p, fit->mape_all_pct, fit->mape_heldout_pct);
+    return 0;
+}
+
+/* The compute rates: the CPU kernels' (cpu), else the device's through
+ * the backend interface. */
+static void measure_compute(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw,
+                            const struct cli_backend *be)
+{
+    char why[2][512];
+    unsigned threads = (unsigned)machine_compute_threads(o->threads);
+    if (be->ops == &backend_cpu)
+        calibrate_measure_compute(hw, set, threads, o->quick, why);
+    else
+        calibrate_measure_backend(hw, set, be->ops, threads, o->quick, why);
+    for (int h = 0; h < 2; h++)
+        if (why[h][0])
+            fb_error("calibrate: %s", why[h]);
 }
 
 int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
@@ -172,40 +230,22 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
         snprintf(out, sizeof out, "results/hw-%s.json", name);
     /* before the measurements: a profile (or its sweep) that cannot be written costs nothing */
     const char *inputs[] = {o.sweep, o.file};
+    struct cli_backend be;
     if (!hw || out_file_ok_beside("calibrate --out", out, 1, inputs, 2, NULL) != 0)
         goto out;
     sweep_dir_beside(out, work, sizeof work);
-    if (!o.sweep && out_dir_ok("calibrate --out", work) != 0)
+    if ((!o.sweep && out_dir_ok("calibrate --out", work) != 0) || check_backend(&o, set, &be) != 0)
         goto out;
     snprintf(hw->name, sizeof hw->name, "%s", name);
-    snprintf(hw->backend, sizeof hw->backend, "cpu");
+    snprintf(hw->backend, sizeof hw->backend, "%s", be.ops->name);
     hw->io_threads = 32;
-
-    /* Flash: from a sweep given, else measured (a measured sweep refuses a
-     * file system without direct I/O). */
-    bool bypassed = true;
-    if (o.sweep) {
-        char err[1024];
-        if (hw_flash_from_sweep(o.sweep, hw, &bypassed, err, sizeof err) != 0) {
-            fb_error("calibrate --sweep: %s", err);
-            goto out;
-        }
-    } else if ((rc = measure_flash(&o, set, work, hw, &bypassed)) != 0) {
-        goto out;
-    }
+    bool bypassed;
     struct calibrate_fit fit;
-    calibrate_fit_flash(hw, &fit);
-    fb_info("flash fit: L0 %.1f us, b1 %.2f GB/s, B_max %.2f GB/s, IOPS_max %.0f, p %.2f; MAPE %.1f%% "
-            "on all points, %.1f%% on held-out points",
-            hw->flash.fit.L0_s * 1e6, hw->flash.fit.b1 / 1e9, hw->flash.fit.B_max / 1e9,
-            hw->flash.fit.IOPS_max, hw->flash.fit.p, fit.mape_all_pct, fit.mape_heldout_pct);
+    if ((rc = flash_profile(&o, set, work, hw, &bypassed, &fit)) != 0)
+        goto out;
     calibrate_measure_memory(hw, o.quick);
-    char why[2][512];
-    calibrate_measure_compute(hw, set, (unsigned)machine_compute_threads(o.threads), o.quick, why);
-    for (int h = 0; h < 2; h++)
-        if (why[h][0])
-            fb_error("calibrate: %s", why[h]);
-    rc = write_profile(&o, out, work, hw, &fit, bypassed);
+    measure_compute(&o, set, hw, &be);
+    rc = write_profile(&o, out, work, hw, &fit, bypassed, &be);
 out:
     free(hw);
     opts_free(&calibrate_command, &o);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
@@ -261,7 +262,8 @@ static int run(const struct generate_opts *o, struct model *m, struct engine *e,
 }
 
 /* --json's provenance, filled before generating. */
-static cJSON *json_start(const struct generate_opts *o, const struct model *m, int threads, const char *backend)
+static cJSON *json_start(const struct generate_opts *o, const struct model *m, int threads,
+                         const struct cli_backend *backend)
 {
     cJSON *json = cJSON_CreateObject();
     cJSON *prov = provenance_new();
@@ -269,7 +271,7 @@ static cJSON *json_start(const struct generate_opts *o, const struct model *m, i
     cJSON_AddStringToObject(prov, "model", m->shape.name);
     cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
     cJSON_AddNumberToObject(prov, "threads", threads);
-    cJSON_AddStringToObject(prov, "backend", backend);
+    cli_backend_provenance(prov, backend);
     cJSON_AddItemToObject(json, "provenance", prov);
     return json;
 }
@@ -279,18 +281,22 @@ static cJSON *json_start(const struct generate_opts *o, const struct model *m, i
 static int generate_with(const struct generate_opts *o, const struct fb_settings *set, struct model *m,
                          const char *text)
 {
-    const struct backend_ops *be = backend_find(o->d.backend);
+    struct cli_backend be;
+    if (cli_backend_open("generate", o->d.backend, set, &be) != 0)
+        return 1;
     int threads = decode_opts_threads(&o->d);
-    cJSON *json = o->json ? json_start(o, m, threads, be->name) : NULL;
+    cJSON *json = o->json ? json_start(o, m, threads, &be) : NULL;
     struct engine e;
     struct select_choice sel;
     bool have_sel = false, up = false;
     int rc = 1;
     if (strcmp(o->active, "all") && o->bandwidth)
         fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
+    else if (o->bandwidth && be.ops != &backend_cpu) /* the weights are then in the device's memory */
+        fb_error("generate --bandwidth compares the weight reads with the host's DRAM: it needs --backend cpu");
     else
         up = select_engine_init("generate", o->active, opts_given(&generate_command, o, "threshold"), o->threshold,
-                                &e, set, m, be, threads, 0, &sel, &have_sel) == 0;
+                                &e, set, m, be.ops, threads, 0, &sel, &have_sel) == 0;
     if (up) {
         interrupt_install();
         if (run(o, m, &e, text, json) == 0)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -30,6 +31,7 @@ struct perplexity_opts {
     uint64_t tokens;
     uint64_t context;
     uint64_t threads;
+    char *backend;
     char *json;
     char *active;
     double threshold;
@@ -44,6 +46,7 @@ static const struct opt_def perplexity_options[] = {
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
+    {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
     {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
      .allowed = "all|predictor|gate|oracle"},
@@ -102,7 +105,8 @@ static void show_progress(void *ctx, size_t done, size_t n)
 }
 
 /* Scores toks[0..n) in windows of the engine's context, each led by BOS.
- * -1, naming the token, when its logits are not finite (NaN weights). */
+ * -1, naming the token, when its logits are not finite (NaN weights) or
+ * its forward pass failed (printed). */
 static int score(struct engine *e, const int *toks, size_t n, struct score *out)
 {
     struct scoring s = {.toks = toks, .vocab = (int)e->m->shape.vocab_size};
@@ -111,6 +115,10 @@ static int score(struct engine *e, const int *toks, size_t n, struct score *out)
     const struct text_feed f = {.scored = add_token, .progress = show_progress, .ctx = &s};
     int rc = text_feed_run(e, toks, n, &f);
     progress_end(&s.pr);
+    if (rc == TEXT_FEED_FAILED) {
+        fb_error("perplexity: text token %zu: %s", s.scored, e->err);
+        return -1;
+    }
     if (rc < 0) {
         fb_error("perplexity: the logits for text token %zu are not finite (NaN or infinity): the model's "
                  "weights hold such values or its activations overflow", s.bad);
@@ -122,7 +130,7 @@ static int score(struct engine *e, const int *toks, size_t n, struct score *out)
 
 /* The result on stdout (and the FFN density with --active), and --json. */
 static int report(const struct perplexity_opts *o, const struct model *m, struct engine *e, const struct score *sc,
-                  const struct select_choice *sel)
+                  const struct select_choice *sel, const struct cli_backend *be)
 {
     double mean = sc->nll / (double)sc->scored, ppl = exp(mean), density = -1;
     printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl, sc->scored,
@@ -141,6 +149,7 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&perplexity_command, o));
     cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cli_backend_provenance(prov, be);
     cJSON_AddItemToObject(j, "provenance", prov);
     cJSON_AddNumberToObject(j, "perplexity", ppl);
     cJSON_AddNumberToObject(j, "mean_nll", mean);
@@ -164,6 +173,7 @@ static int score_text(const struct perplexity_opts *o, const struct fb_settings 
 {
     struct engine e;
     struct select_choice sel;
+    struct cli_backend be;
     bool have_sel = false;
     int rc = 1;
     if (n == 0)
@@ -171,13 +181,14 @@ static int score_text(const struct perplexity_opts *o, const struct fb_settings 
     else if (engine_context(m, (int)o->context) < 2) /* BOS and nothing to score: windows would not advance */
         fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
                  engine_context(m, (int)o->context));
-    else if (select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
-                                &e, set, m, &backend_cpu, machine_compute_threads(o->threads), (int)o->context, &sel,
+    else if (cli_backend_open("perplexity", o->backend, set, &be) == 0 &&
+             select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
+                                &e, set, m, be.ops, machine_compute_threads(o->threads), (int)o->context, &sel,
                                 &have_sel) == 0) {
         interrupt_install();
         struct score sc;
         if (score(&e, toks, n, &sc) == 0)
-            rc = report(o, m, &e, &sc, have_sel ? &sel : NULL);
+            rc = report(o, m, &e, &sc, have_sel ? &sel : NULL, &be);
         engine_free(&e);
     }
     if (have_sel)

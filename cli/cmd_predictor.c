@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
@@ -22,6 +23,7 @@
 #include "common/log.h"
 #include "common/machine.h"
 #include "common/options.h"
+#include "common/out_path.h"
 #include "common/provenance.h"
 #include "common/sha256.h"
 #include "engine/ffn/ffn_probe.h"
@@ -401,7 +403,7 @@ static int cmd_predictor_train(int argc, char **argv, const struct fb_settings *
 /* ---- predictor eval ---- */
 
 struct eval_opts {
-    char *model, *text, *out;
+    char *model, *text, *out, *backend;
     uint64_t tokens, skip, gen_tokens, threads, context;
     double threshold;
     bool plot;
@@ -423,6 +425,7 @@ static const struct opt_def eval_options[] = {
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
+    {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     OPT_END,
 };
 #undef O
@@ -475,7 +478,7 @@ static void print_eval(const struct predictor_eval_result *r, const char *out)
 }
 
 static int evaluate(const struct eval_opts *o, const struct fb_settings *set, const struct model *m,
-                    struct predictor *p)
+                    struct predictor *p, const struct cli_backend *be)
 {
     struct text_tokens t = {0};
     if (load_text("predictor eval", m, o->text, o->skip, o->tokens, &t) != 0)
@@ -483,7 +486,7 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     if (opts_given(&eval_command, o, "threshold"))
         predictor_set_threshold(p, o->threshold);
     struct eval_view v = {0};
-    struct predictor_eval_config c = {.settings = set, .threads = threads_of(o->threads),
+    struct predictor_eval_config c = {.settings = set, .backend = be->ops, .threads = threads_of(o->threads),
                                       .context = (int)o->context, .gen_tokens = (int)o->gen_tokens,
                                       .progress = on_eval_progress, .ctx = &v};
     struct predictor_eval_result r;
@@ -497,6 +500,7 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&eval_command, o));
+    cli_backend_provenance(prov, be);
     struct predictor_eval_source src = {.model_dir = o->model, .model_name = m->shape.name, .text = o->text,
                                         .text_sha256 = t.sha256, .gen_tokens = (int)o->gen_tokens};
     rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, set, err, sizeof err);
@@ -523,12 +527,21 @@ static int eval_model(const struct eval_opts *o, const struct fb_settings *set, 
             fb_error("predictor eval --model: %s", err);
         return 1;
     }
-    int rc = 0;
-    if (mkdir_p(o->out, 0755) != 0) {
-        fb_error("predictor eval --out: %s: cannot create: %s", o->out, strerror(errno));
-        rc = 1;
-    } else
-        rc = evaluate(o, set, m, &p);
+    /* the folder is made only once the backend started, and taken away
+     * again (while empty) when the evaluation fails */
+    char first[4200];
+    snprintf(first, sizeof first, "%s/eval.json", o->out);
+    struct out_parents made = {0};
+    struct cli_backend be;
+    int rc = 1;
+    if (cli_backend_open("predictor eval", o->backend, set, &be) == 0 &&
+        out_parents_ok("predictor eval --out", first, &made) == 0) {
+        rc = evaluate(o, set, m, &p, &be);
+        if (rc == 1)
+            out_parents_undo(&made);
+        else
+            out_parents_keep(&made);
+    }
     predictor_free(&p);
     return rc;
 }

@@ -11,6 +11,7 @@
 
 #include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/decode_opts.h"
@@ -170,6 +171,7 @@ struct run {
     const char *prompt_text;
     char dir[4096];             /* the result folder */
     const struct backend_ops *be;
+    struct cli_backend backend; /* be, and its device as run.json records it */
     struct model m;
     bool model_open;
     int *prompt, n_prompt, max_seq, threads;
@@ -329,7 +331,9 @@ static int prepare(struct run *r)
 {
     const struct run_opts *o = &r->o;
     struct run_setup *p = &r->p;
-    r->be = backend_find(o->d.backend);
+    if (cli_backend_open("run", o->d.backend, r->set, &r->backend) != 0)
+        return 1;
+    r->be = r->backend.ops;
     r->threads = decode_opts_threads(&o->d);
     run_setup_sizes(p, &r->m, r->max_seq);
     char err[10240]; /* a trace's or the model's path in it */
@@ -364,6 +368,7 @@ static int write_results(struct run *r)
     const struct run_setup *p = &r->p;
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&run_command, &r->o));
+    cli_backend_provenance(prov, &r->backend);
     if (!p->dense)
         provenance_add_disk(prov, r->m.ffn_path);
     struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,

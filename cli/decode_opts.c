@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <unistd.h>
 
+#include "cli/backend_opts.h"
 #include "cli/text_out.h"
 #include "common/log.h"
 #include "common/machine.h"
@@ -41,7 +42,7 @@ const struct opt_def decode_sampling_options[] = {
 
 const struct opt_def decode_compute_options[] = {
     {"threads", OPT_UINT, D(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
-    {"backend", OPT_STRING, D(backend), "cpu", "NAME", "compute backend: cpu", .allowed = "cpu"},
+    {"backend", OPT_STRING, D(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     OPT_END,
 };
 #undef D

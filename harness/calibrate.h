@@ -2,7 +2,8 @@
  * hardware profile (sim/hw_profile.h). Flash through the sweep code; DRAM
  * row copies the way the neuron cache moves rows (Fig. 6: a deleted row is
  * overwritten by the last one); compute by timing the engine's own
- * matrix-vector kernel (engine/compute/cpu_kernels.c). */
+ * matrix-vector kernel (engine/compute/cpu_kernels.c), or a device
+ * backend's through the backend interface (calibrate_device.c). */
 #ifndef FLASHBED_HARNESS_CALIBRATE_H
 #define FLASHBED_HARNESS_CALIBRATE_H
 
@@ -11,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "engine/compute/backend.h"
 #include "sim/hw_profile.h"
 
 /* Bytes/s copying rows of row_bytes between random slots of a buffer far
@@ -46,6 +48,25 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick);
  * why[dtype] (the profile is written all the same). */
 void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
                                char why[2][512]);
+
+/* Effective bytes/s (weights read) and FLOP/s of y = W x through backend
+ * b's matvec (engine/compute/backend.h), W of f32 (half = 0) or f16
+ * (half = 1) weights uploaded into the device's own memory (copies taken
+ * in turn, span bytes of them and at least one), launches enqueued in
+ * batches of 8, each batch synced, for about `seconds` (16 launches at
+ * least) after two batches that warm the kernel. 0, with the reason in
+ * err, when the device refuses the memory or a call fails. */
+double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols, int half,
+                              size_t span, double seconds, double *flops, char *err, size_t errlen);
+
+/* calibrate_measure_compute on a device backend (ops, started here with
+ * `threads` host threads): the matvec rates of f32 and f16 weights in its
+ * memory, the device named in each rate's source. A backend that does not
+ * start, or a rate that cannot be taken, gets rate 0 and its reason in
+ * why[dtype]. The caller refuses an emulated backend first: a model of a
+ * device has no GPU rates. */
+void calibrate_measure_backend(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
+                               unsigned threads, bool quick, char why[2][512]);
 
 /* The profile as JSON, with the fit's errors and whether the flash
  * points bypassed the page cache. */

@@ -50,12 +50,33 @@ static int check_config(const struct engine *e, const struct decode_config *c, c
     return 0;
 }
 
-/* The forward pass of step->token at step->pos, timed. */
-static void forward_timed(struct engine *e, struct decode_step *step)
+/* The forward pass of step->token at step->pos, timed, then the token
+ * sampled from its logits when the prompt is done and tokens are still
+ * due (*eos: it was a stop token); r counts the pass. 0, or -1 with err
+ * set: the forward pass failed (the backend's reason; not counted) or the
+ * logits are not finite. */
+static int decode_step_run(struct engine *e, const struct decode_config *c, struct sampler *smp,
+                           struct decode_result *r, struct decode_step *step, bool *eos, char *err,
+                           size_t errlen)
 {
     step->start_ns = now_ns();
-    engine_forward(e, step->token, step->pos);
+    int rc = engine_forward(e, step->token, step->pos);
     step->end_ns = now_ns();
+    if (rc != 0)
+        return err_set(err, errlen, "position %d: %s", step->pos, e->err);
+    r->n_forward++;
+    *eos = false;
+    if (step->pos + 1 < c->n_prompt || r->n_generated >= c->n)
+        return 0;
+    int next = sampler_sample(smp, e->s.logits);
+    if (next == SAMPLER_NOT_FINITE)
+        return err_set(err, errlen,
+                       "the logits for generated token %d (position %d) are not finite (NaN or infinity): "
+                       "the model's weights hold such values or its activations overflow",
+                       r->n_generated + 1, step->pos);
+    *eos = !c->ignore_eos && decode_is_stop(e->m, next);
+    step->sampled = *eos ? -1 : next;
+    return 0;
 }
 
 int decode_run(struct engine *e, const struct decode_config *c, const struct decode_hooks *h,
@@ -69,7 +90,7 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         err_set(err, errlen, "cannot allocate the sampler");
         return -1;
     }
-    int token = c->prompt[0];
+    int token = c->prompt[0], rc = 0;
     for (int pos = 0;; pos++) {
         if (interrupted()) {
             r->stop = DECODE_INTERRUPTED;
@@ -78,28 +99,17 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         struct decode_step step = {.pos = pos, .token = token, .generated = pos >= c->n_prompt, .sampled = -1};
         if (h->before)
             h->before(h->ctx, pos, step.generated);
-        forward_timed(e, &step);
-        r->n_forward++;
-        bool prompt_goes_on = pos + 1 < c->n_prompt, eos = false;
-        if (!prompt_goes_on && r->n_generated < c->n) {
-            int next = sampler_sample(&smp, e->s.logits);
-            if (next == SAMPLER_NOT_FINITE) {
-                err_set(err, errlen,
-                         "the logits for generated token %d (position %d) are not finite (NaN or infinity): "
-                         "the model's weights hold such values or its activations overflow",
-                         r->n_generated + 1, pos);
-                sampler_free(&smp);
-                r->stop = DECODE_ERROR;
-                return -1;
-            }
-            eos = !c->ignore_eos && decode_is_stop(e->m, next);
-            step.sampled = eos ? -1 : next;
+        bool eos;
+        if (decode_step_run(e, c, &smp, r, &step, &eos, err, errlen) != 0) {
+            r->stop = DECODE_ERROR;
+            rc = -1;
+            break;
         }
         if (h->token && h->token(h->ctx, &step) != 0) {
             r->stop = DECODE_ERROR;
             break;
         }
-        if (prompt_goes_on) {
+        if (pos + 1 < c->n_prompt) {
             token = c->prompt[pos + 1];
             continue;
         }
@@ -107,12 +117,10 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
             r->stop = DECODE_EOS;
             break;
         }
-        if (step.sampled < 0) /* n was 0 */
-            break;
-        if (++r->n_generated == c->n)
+        if (step.sampled < 0 || ++r->n_generated == c->n) /* sampled < 0: n was 0 */
             break;
         token = step.sampled;
     }
     sampler_free(&smp);
-    return 0;
+    return rc;
 }

@@ -86,7 +86,9 @@ struct decode_result {
  * configuration does not fit e (n_prompt < 1, n < 0, more positions than
  * e->max_seq) or the sampler cannot be allocated; -1 with err naming the
  * position, after the hooks saw the positions before it, when the logits
- * to sample from are not finite (NaN or infinite weights). */
+ * to sample from are not finite (NaN or infinite weights) or when its
+ * forward pass failed (engine_forward: the backend's reason, a device
+ * fault; r->stop is then DECODE_ERROR and the engine is spent). */
 int decode_run(struct engine *e, const struct decode_config *c, const struct decode_hooks *h,
                struct decode_result *r, char *err, size_t errlen);
 

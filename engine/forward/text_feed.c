@@ -23,7 +23,8 @@ int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct te
                 return 1;
             if (f->before)
                 f->before(f->ctx, i);
-            engine_forward(e, prev, (int)(i - start));
+            if (engine_forward(e, prev, (int)(i - start)) != 0)
+                return TEXT_FEED_FAILED;
             if (f->scored && f->scored(f->ctx, i, e->s.logits) != 0)
                 return -1;
             prev = tokens[i];

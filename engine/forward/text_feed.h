@@ -26,7 +26,9 @@ struct text_feed {
 
 /* Feeds tokens[0..n) (window = the engine's max_seq - 1 text tokens after
  * BOS). 0 when all were fed, 1 when interrupted() stopped it between
- * tokens, -1 when `scored` stopped it. */
+ * tokens, -1 when `scored` stopped it, TEXT_FEED_FAILED when a forward
+ * pass failed (the backend's reason in e->err; the engine is spent). */
+#define TEXT_FEED_FAILED (-2)
 int text_feed_run(struct engine *e, const int *tokens, size_t n, const struct text_feed *f);
 
 /* A text file's tokens, as the feed takes them: no BOS (each window adds

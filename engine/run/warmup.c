@@ -44,7 +44,11 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
     int rc = 0;
     for (int pos = 0; pos < in->n_tokens && rc == 0; pos++) {
         ffn_flash_next_token(&e.ffn, pos == 0 ? TRACE_TOKEN_SEQ_START : 0u);
-        engine_forward(&e, in->tokens[pos], pos);
+        if (engine_forward(&e, in->tokens[pos], pos) != 0) {
+            err_set(err, errlen, "warm-up token %d: %s", pos, e.err);
+            rc = -1;
+            break;
+        }
         const char *why = ffn_flash_error(&e.ffn);
         if (why) {
             err_set(err, errlen, "warm-up token %d: %s", pos, why);

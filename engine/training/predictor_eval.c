@@ -104,14 +104,22 @@ static void pass_progress(void *ctx, size_t done, size_t n)
         tp->c->progress(tp->c->ctx, tp->stage, done, n);
 }
 
-/* Feeds the text in BOS-led windows (engine/forward/text_feed.h); 1 if interrupted. */
-static int run_text(struct engine *e, struct text_pass *tp, const struct predictor_eval_config *c, const char *stage)
+static const struct backend_ops *be_of(const struct predictor_eval_config *c)
+{
+    return c->backend ? c->backend : &backend_cpu;
+}
+
+/* Feeds the text in BOS-led windows (engine/forward/text_feed.h); 1 if
+ * interrupted, -1 with err when a forward pass failed. */
+static int run_text(struct engine *e, struct text_pass *tp, const struct predictor_eval_config *c, const char *stage,
+                    char *err, size_t errlen)
 {
     tp->vocab = (int)e->m->shape.vocab_size;
     tp->c = c;
     tp->stage = stage;
     const struct text_feed f = {.scored = pass_scored, .progress = pass_progress, .ctx = tp};
-    return text_feed_run(e, tp->tokens, tp->n, &f);
+    int rc = text_feed_run(e, tp->tokens, tp->n, &f);
+    return rc == TEXT_FEED_FAILED ? err_set(err, errlen, "the %s pass: %s", stage, e->err) : rc;
 }
 
 struct greedy_rec {
@@ -174,10 +182,10 @@ static int dense_pass(const struct model *m, const struct predictor *p, struct t
     struct engine e;
     int rc = cmp.h && cmp.logits && cmp.ids ? 0 : err_set(err, errlen, "predictor evaluation: out of memory");
     if (rc == 0)
-        rc = engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_probe, &pc, c->threads, c->context, err, errlen);
+        rc = engine_init_with(&e, c->settings, m, be_of(c), &ffn_probe, &pc, c->threads, c->context, err, errlen);
     if (rc == 0) {
         cmp.e = &e;
-        rc = run_text(&e, tp, c, "dense");
+        rc = run_text(&e, tp, c, "dense", err, errlen);
         cmp.counting = false;
         if (rc == 0 && c->gen_tokens > 0)
             rc = run_greedy(&e, c, r->greedy_dense, r->n_prompts, "greedy dense", err, errlen);
@@ -194,9 +202,9 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
 {
     struct select_config sc = {.source = SOURCE_PREDICTOR, .predictor = p};
     struct engine e;
-    if (engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, c->settings, m, be_of(c), &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
-    int rc = run_text(&e, tp, c, "predictor");
+    int rc = run_text(&e, tp, c, "predictor", err, errlen);
     if (rc == 0 && c->gen_tokens > 0)
         rc = run_greedy(&e, c, r->greedy_predictor, r->n_prompts, "greedy predictor", err, errlen);
     engine_free(&e);
@@ -209,9 +217,9 @@ static int oracle_pass(const struct model *m, const struct predictor *p, struct 
 {
     struct select_config sc = {.source = SOURCE_ORACLE, .threshold = p->act_threshold};
     struct engine e;
-    if (engine_init_with(&e, c->settings, m, &backend_cpu, &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
+    if (engine_init_with(&e, c->settings, m, be_of(c), &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
-    int rc = run_text(&e, tp, c, "oracle");
+    int rc = run_text(&e, tp, c, "oracle", err, errlen);
     engine_free(&e);
     return rc;
 }

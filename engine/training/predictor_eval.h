@@ -30,7 +30,8 @@
  * Library code: nothing printed; progress through the callback, on the
  * caller's thread. Returns 0 (result filled; interrupted set when Ctrl-C
  * cut it short, the figures then cover what ran), or -1 with the reason in
- * err. */
+ * err (an engine that cannot start on the backend, a forward pass that
+ * failed there). */
 #ifndef FLASHBED_ENGINE_PREDICTOR_EVAL_H
 #define FLASHBED_ENGINE_PREDICTOR_EVAL_H
 
@@ -39,6 +40,7 @@
 #include <stdint.h>
 
 #include "common/settings.h"
+#include "engine/compute/backend.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -47,6 +49,7 @@ extern const char *const predictor_eval_prompts[];
 
 struct predictor_eval_config {
     const struct fb_settings *settings; /* the engine's backend tuning */
+    const struct backend_ops *backend;  /* where every pass computes (NULL: cpu) */
     int threads;
     int context;         /* window length with BOS; 0: the model's */
     int gen_tokens;      /* greedy tokens per prompt (0: no greedy comparison) */

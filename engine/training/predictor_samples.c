@@ -118,6 +118,8 @@ int predictor_samples_collect(struct predictor_samples *s, const struct model *m
                        context == 1 ? "" : "s");
     }
     int rc = feed(&e, &col, tokens, n, c);
+    if (rc == TEXT_FEED_FAILED)
+        rc = err_set(err, errlen, "collecting samples: %s", e.err);
     engine_free(&e);
     return rc;
 }

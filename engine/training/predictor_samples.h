@@ -77,7 +77,9 @@ struct predictor_collect_config {
 };
 
 /* Runs m (its FFN in DRAM) over tokens[0..n) into s (allocated for at
- * least n rows, the model's shape); s->target and act_threshold are set. */
+ * least n rows, the model's shape) on the cpu backend; s->target and
+ * act_threshold are set. 0; 1 when interrupted; -1 with err (the engine
+ * could not start, a forward pass failed). */
 int predictor_samples_collect(struct predictor_samples *s, const struct model *m, const int *tokens, size_t n,
                               const struct predictor_collect_config *c, char *err, size_t errlen);
 

@@ -41,7 +41,11 @@ int main(int argc, char **argv)
             rc = 1;
             break;
         }
-        engine_forward(&e, (int)id, p);
+        if (engine_forward(&e, (int)id, p) != 0) {
+            fprintf(stderr, "position %d: %s\n", p, e.err);
+            rc = 1;
+            break;
+        }
         for (uint32_t v = 0; v < m.shape.vocab_size; v++)
             printf(v ? " %.9g" : "%.9g", e.s.logits[v]);
         putchar('\n');

@@ -67,7 +67,7 @@ expect_error "prompt and prompt-file" "exactly one of" generate --model "$M" --p
 expect_error "missing prompt file" "cannot read" generate --model "$M" --prompt-file "$WORK/none.txt"
 EXPECT_RC=2 expect_error "bad top-p" "generate --top-p: 1.5 is out of range (0 to 1)" generate --model "$M" --prompt x --top-p 1.5
 EXPECT_RC=2 expect_error "negative temperature" "generate --temperature: -1 is out of range" generate --model "$M" --prompt x --temperature -1
-EXPECT_RC=2 expect_error "unknown backend" "unknown backend 'cuda'" generate --model "$M" --prompt x --backend cuda
+EXPECT_RC=2 expect_error "unknown backend" "unknown backend 'metal'" generate --model "$M" --prompt x --backend metal
 expect_error "missing text" "cannot read" perplexity --model "$M" --text "$WORK/none.txt"
 expect_error "a dense run over its budget" "run --mode dense: the model needs" run --model "$M" --mode dense \
     --dram-budget 4k --prompt x -n 1 --out "$WORK/dense-over"

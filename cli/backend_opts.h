@@ -1,0 +1,38 @@
+/* --backend as every command that computes takes it (generate, run,
+ * perplexity, predictor eval, calibrate): the names the option tables
+ * allow, the backend started once before any work so that one this build
+ * or machine lacks is refused in one line before anything is written, and
+ * what result files record of it. Prints its errors ("flashbed: error:
+ * CMD --backend NAME: why"). */
+#ifndef FLASHBED_CLI_BACKEND_OPTS_H
+#define FLASHBED_CLI_BACKEND_OPTS_H
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/settings.h"
+#include "engine/compute/backend.h"
+
+/* For an option row: {"backend", OPT_STRING, O(backend), "cpu", "NAME",
+ * BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED}; backend_names()'s. */
+#define BACKEND_OPT_ALLOWED "cpu|sim|opencl|cuda"
+#define BACKEND_OPT_HELP                                                                                          \
+    "compute backend: cpu (the CPU kernels), sim (a simulated device, bit-identical to cpu), opencl or cuda"
+
+/* The backend a command computes on, as its result files record it. */
+struct cli_backend {
+    const struct backend_ops *ops;
+    char device[128]; /* backend_info.device, copied */
+    bool emulated;    /* a model of a device (sim, OpenCL on a CPU): no GPU timings */
+};
+
+/* Starts backend name once (and stops it again) to learn its device, so
+ * that a backend that cannot start here is refused before any work. 0, or
+ * -1 (printed, naming cmd and the option). */
+int cli_backend_open(const char *cmd, const char *name, const struct fb_settings *set, struct cli_backend *out);
+
+/* "backend", "device" and "emulated" into a result file's provenance. */
+void cli_backend_provenance(cJSON *prov, const struct cli_backend *b);
+
+#endif

@@ -1,0 +1,153 @@
+/* calibrate's compute rates on a device backend (calibrate.h): the
+ * engine's matvec through the backend interface (engine/compute/backend.h)
+ * on weights in the device's own memory. */
+#include "harness/calibrate.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/clock.h"
+#include "common/errbuf.h"
+#include "engine/model/dtype.h"
+
+/* Buffers of one timing: copies of W, x and y, in the device's memory. */
+struct dev_matvec {
+    const struct backend_ops *ops;
+    struct backend *b;
+    struct dev_buf *w, *x, *y;
+    size_t bytes, copies; /* one matrix's, and how many are taken in turn */
+};
+
+static void dev_matvec_free(struct dev_matvec *d)
+{
+    d->ops->sync(d->b); /* nothing left in flight on what is freed */
+    d->ops->buf_free(d->b, d->w);
+    d->ops->buf_free(d->b, d->x);
+    d->ops->buf_free(d->b, d->y);
+}
+
+/* The copies of an all-ones W and x = 1/(i+1), uploaded and waited for. */
+static int dev_matvec_fill(struct dev_matvec *d, size_t rows, size_t cols, enum fb_dtype t, char *err, size_t errlen)
+{
+    const struct backend_ops *o = d->ops;
+    float *ones = malloc(cols * sizeof *ones), *x = malloc(cols * sizeof *x);
+    char *w = malloc(d->bytes);
+    int rc = ones && x && w ? 0 : err_set(err, errlen, "out of memory for a %zu x %zu matrix", rows, cols);
+    for (size_t i = 0; rc == 0 && i < cols; i++) {
+        ones[i] = 1.0f;
+        x[i] = 1.0f / (float)(i + 1);
+    }
+    for (size_t r = 0; rc == 0 && r < rows; r++)
+        dtype_from_f32(w + r * cols * dtype_size(t), t, ones, cols);
+    for (size_t c = 0; rc == 0 && c < d->copies; c++)
+        rc = o->upload(d->b, (struct dev_ref){d->w, c * d->bytes}, w, d->bytes);
+    if (rc == 0)
+        rc = o->upload(d->b, (struct dev_ref){d->x, 0}, x, cols * sizeof *x);
+    if (rc == 0)
+        rc = o->sync(d->b); /* the sources are freed below */
+    if (rc != 0 && !err[0])
+        err_set(err, errlen, "%s backend: %s", o->name, o->error(d->b));
+    free(ones), free(x), free(w);
+    return rc ? -1 : 0;
+}
+
+/* Launches in batches of 8, each batch waited for, until seconds passed
+ * (at least two batches); the passes into *passes, the seconds returned,
+ * or -1 with err. */
+static double dev_matvec_time(struct dev_matvec *d, int rows, int cols, enum fb_dtype t, double seconds,
+                              uint64_t *passes, char *err, size_t errlen)
+{
+    const struct backend_ops *o = d->ops;
+    struct dev_ref y = {d->y, 0}, x = {d->x, 0}, none = {0};
+    *passes = 0;
+    uint64_t t0 = now_ns(), now = t0;
+    while (now - t0 < (uint64_t)(seconds * 1e9) || *passes < 16) {
+        for (int i = 0; i < 8; i++, (*passes)++) {
+            struct dev_ref w = {d->w, (size_t)(*passes % d->copies) * d->bytes};
+            if (o->matvec(d->b, y, w, t, x, none, rows, cols) != 0)
+                return err_set(err, errlen, "%s backend: %s", o->name, o->error(d->b));
+        }
+        if (o->sync(d->b) != 0)
+            return err_set(err, errlen, "%s backend: %s", o->name, o->error(d->b));
+        now = now_ns();
+    }
+    return (double)(now - t0) * 1e-9;
+}
+
+double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols, int half,
+                              size_t span, double seconds, double *flops, char *err, size_t errlen)
+{
+    enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
+    struct dev_matvec d = {.ops = ops, .b = b, .bytes = rows * cols * dtype_size(t)};
+    d.copies = span / d.bytes + 1;
+    err[0] = '\0';
+    double rate = 0;
+    if (ops->alloc(b, d.copies * d.bytes, BUF_DEVICE, &d.w) != 0 ||
+        ops->alloc(b, cols * sizeof(float), BUF_DEVICE, &d.x) != 0 ||
+        ops->alloc(b, rows * sizeof(float), BUF_DEVICE, &d.y) != 0)
+        err_set(err, errlen, "%s backend: %s", ops->name, ops->error(b));
+    else if (dev_matvec_fill(&d, rows, cols, t, err, errlen) == 0) {
+        /* warm: the kernel's first launch (a driver may compile it then) */
+        uint64_t passes;
+        double secs = dev_matvec_time(&d, (int)rows, (int)cols, t, 0, &passes, err, errlen);
+        if (secs >= 0)
+            secs = dev_matvec_time(&d, (int)rows, (int)cols, t, seconds, &passes, err, errlen);
+        if (secs > 0) {
+            rate = (double)d.bytes * (double)passes / secs;
+            if (flops)
+                *flops = 2.0 * (double)rows * (double)cols * (double)passes / secs;
+        }
+    }
+    dev_matvec_free(&d);
+    return rate;
+}
+
+/* The backend on a host team of `threads` (its config's), with room for
+ * vectors of max_dim. NULL with why set. */
+static struct backend *start(const struct backend_ops *ops, const struct fb_settings *set, unsigned threads,
+                             size_t max_dim, struct cpu_kernels **ck, char *why, size_t len)
+{
+    *ck = ck_create(set, threads < 1 ? 1 : (int)threads, max_dim, 1, 1, why, len);
+    if (!*ck)
+        return NULL;
+    struct backend_config cfg = {.set = set, .threads = threads < 1 ? 1 : (int)threads, .max_dim = max_dim,
+                                 .max_seq = 1, .max_heads = 1, .host = *ck};
+    struct backend *b = ops->create(&cfg, why, len);
+    if (!b) {
+        ck_destroy(*ck);
+        *ck = NULL;
+    }
+    return b;
+}
+
+void calibrate_measure_backend(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
+                               unsigned threads, bool quick, char why[2][512])
+{
+    const char *dtypes[] = {"f32", "f16"};
+    struct cpu_kernels *ck;
+    char fail[512] = "";
+    struct backend *b = start(ops, set, threads, 8192, &ck, fail, sizeof fail);
+    struct backend_info info = {.device = "?"};
+    if (b)
+        ops->info(b, &info);
+    for (int h = 0; h < 2; h++) {
+        struct compute_rate *cr = &hw->compute[hw->n_compute++];
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
+        snprintf(why[h], sizeof why[h], "%s", fail);
+        if (b)
+            /* 256 MiB of copies: past a GPU's last-level cache (50 MiB on
+             * an H100), as decode streams every weight once per token */
+            cr->bw = measure_backend_matvec(ops, b, 8192, 4096, h, (size_t)256 << 20, quick ? 0.3 : 1.0, &cr->flops,
+                                            why[h], sizeof why[h]);
+        snprintf(cr->source, sizeof cr->source,
+                 "measured: the %s backend's matvec on %.60s, 8192 x 4096 %s weights in device memory (copies "
+                 "taken in turn, 256 MiB in all)", ops->name, info.device, dtypes[h]);
+    }
+    snprintf(hw->compute_note, sizeof hw->compute_note,
+             "the engine's %s backend on %.60s, its matvec timed through the backend interface on 8192 x 4096 "
+             "matrices in the device's memory, copies taken in turn so that none is in its caches", ops->name,
+             info.device);
+    if (b)
+        ops->destroy(b);
+    ck_destroy(ck);
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# --backend on every command that computes (issue 30): an unknown name is
+# refused by the option parser, naming the option; a backend that cannot
+# start here (cuda without a device or without a CUDA build) fails in one
+# line naming the command and option, and writes nothing; calibrate takes
+# no GPU rates from an emulated device (sim); result files record the
+# backend, its device and whether it is emulated; sim computes what cpu
+# computes, bit for bit (tokens, perplexity, a predictor's evaluation), on
+# a test model and on stories260K (each part skipped, saying so, when sim
+# or the shared data is absent).
+source "$(dirname "$0")/lib.sh"
+MAKE_PRED=${FLASHBED_TEST_PREDICTOR:?the fb_test_predictor helper}
+
+check "opt-tiny model" "$FLASHBED" model make --arch opt --shape opt-tiny --dtype f32 --seed 5 --relu-density 0.15 --out "$WORK/opt-hf"
+check "convert it" "$FLASHBED" convert "$WORK/opt-hf" --out "$WORK/opt"
+M="$WORK/opt"
+printf 'the cat sat on the mat and the dog ran to the park. %.0s' $(seq 12) > "$WORK/text.txt"
+check "a predictor for it" "$MAKE_PRED" "$M" exact
+GEN=(generate --model "$M" --prompt "the cat sat" -n 12 --temperature 0 --threads 1)
+PPL=(perplexity --model "$M" --text "$WORK/text.txt" --tokens 120 --threads 1)
+RUN=(run --model "$M" --prompt "the cat sat" -n 8 --ignore-eos --threads 1 --io-threads 2 --quiet)
+EVAL=(predictor eval --model "$M" --text "$WORK/text.txt" --tokens 60 --gen-tokens 4 --threads 1)
+
+# An unknown name: the parser's refusal names the option and lists the names.
+for cmd in generate perplexity run "predictor eval" calibrate; do
+    EXPECT_RC=2 expect_error "$cmd --backend nosuch" "$cmd --backend: unknown backend 'nosuch' (expected 'cpu', 'sim', 'opencl' or 'cuda')" \
+        $cmd --backend nosuch
+done
+
+# Provenance on cpu: the backend, its device, not emulated.
+prov_is() { # file, backend, emulated (Python's True/False)
+    test "$(json_get "$1" '(d["provenance"]["backend"], d["provenance"]["device"] != "", d["provenance"]["emulated"])')" = "('$2', True, $3)"
+}
+check "generate on cpu" "$FLASHBED" "${GEN[@]}" --json "$WORK/gen-cpu.json"
+check "perplexity on cpu" "$FLASHBED" "${PPL[@]}" --json "$WORK/ppl-cpu.json"
+check "run on cpu" "$FLASHBED" "${RUN[@]}" --mode all --out "$WORK/run-cpu"
+check "predictor eval on cpu" "$FLASHBED" "${EVAL[@]}" --out "$WORK/eval-cpu"
+for f in gen-cpu.json ppl-cpu.json run-cpu/run.json eval-cpu/eval.json; do
+    check "$f records backend cpu, its device, not emulated" prov_is "$WORK/$f" cpu False
+done
+check "the device is the host CPU" test "$(json_get "$WORK/gen-cpu.json" 'd["provenance"]["device"]')" = "host CPU"
+
+# A backend that cannot start: one line, naming the command and option;
+# nothing written. (Where it starts, a GPU machine with a CUDA build, this
+# part has nothing to check.)
+one_line_refusal() { # what, then the command; writes nothing asked of it
+    local what=$1 err
+    shift
+    checks=$((checks + 1))
+    err=$("$FLASHBED" "$@" 2>&1 >/dev/null)
+    local rc=$?
+    if [ $rc -eq 0 ] || [ $rc -gt 128 ]; then
+        fail "$what: exit $rc, expected a failure"
+    elif [ "$(wc -l <<<"$err")" -ne 1 ] || ! grep -q -- "^flashbed: error: $what: cuda backend: " <<<"$err"; then
+        fail "$what: not one line naming it: $err"
+    fi
+}
+if "$FLASHBED" "${GEN[@]}" -n 1 --backend cuda >/dev/null 2>&1; then
+    echo "cuda starts here: its refusals are not checked"
+else
+    one_line_refusal "generate --backend cuda" "${GEN[@]}" --backend cuda --json "$WORK/no-gen.json"
+    one_line_refusal "perplexity --backend cuda" "${PPL[@]}" --backend cuda --json "$WORK/no-ppl.json"
+    one_line_refusal "run --backend cuda" "${RUN[@]}" --mode dense --backend cuda --out "$WORK/no/run"
+    one_line_refusal "predictor eval --backend cuda" "${EVAL[@]}" --backend cuda --out "$WORK/no/eval"
+    one_line_refusal "calibrate --backend cuda" calibrate --quick --backend cuda --out "$WORK/no/hw/box.json"
+    check "nothing written" test ! -e "$WORK/no" -a ! -e "$WORK/no-gen.json" -a ! -e "$WORK/no-ppl.json"
+fi
+
+# sim: the same bits as cpu, recorded as emulated; calibrate refuses it.
+if ! "$FLASHBED" "${GEN[@]}" -n 1 --backend sim >/dev/null 2>"$WORK/sim.err"; then
+    echo "sim is absent in this build ($(cat "$WORK/sim.err")): its comparisons are skipped"
+    expect_error "calibrate --backend sim, absent" "calibrate --backend sim: sim backend: " \
+        calibrate --quick --backend sim --out "$WORK/no/hw/box.json"
+    check "nothing written" test ! -e "$WORK/no"
+    finish
+fi
+expect_error "calibrate --backend sim" "calibrate --backend sim: an emulated device (.*) gives no GPU rates" \
+    calibrate --quick --backend sim --out "$WORK/no/hw/box.json"
+check "nothing written" test ! -e "$WORK/no"
+check "generate on sim" "$FLASHBED" "${GEN[@]}" --backend sim --json "$WORK/gen-sim.json"
+check "perplexity on sim" "$FLASHBED" "${PPL[@]}" --backend sim --json "$WORK/ppl-sim.json"
+check "run on sim" "$FLASHBED" "${RUN[@]}" --mode all --backend sim --out "$WORK/run-sim"
+check "predictor eval on sim" "$FLASHBED" "${EVAL[@]}" --backend sim --out "$WORK/eval-sim"
+for f in gen-sim.json ppl-sim.json run-sim/run.json eval-sim/eval.json; do
+    check "$f records backend sim, emulated" prov_is "$WORK/$f" sim True
+done
+tokens() { json_get "$1" '[t["id"] for t in d["tokens"]]'; }
+check "generate: sim's tokens are cpu's" test "$(tokens "$WORK/gen-sim.json")" = "$(tokens "$WORK/gen-cpu.json")"
+check "perplexity: sim's is cpu's" test "$(json_get "$WORK/ppl-sim.json" 'd["perplexity"]')" = "$(json_get "$WORK/ppl-cpu.json" 'd["perplexity"]')"
+check "run: sim's tokens are cpu's" test "$(tokens "$WORK/run-sim/run.json")" = "$(tokens "$WORK/run-cpu/run.json")"
+evals() { json_get "$1" '(d["perplexity_dense"], d["perplexity_predictor"], d["perplexity_oracle"], d["greedy"], d["layers"])'; }
+check "predictor eval: sim's figures are cpu's" test "$(evals "$WORK/eval-sim/eval.json")" = "$(evals "$WORK/eval-cpu/eval.json")"
+
+# A device fault (sim's injected failure of the Nth copy or launch): while
+# the model is uploaded, and in the middle of the tokens; each command
+# stops with one line naming it, and writes no result.
+for n in 3 300; do
+    FAIL=(--sim-fail-at $n)
+    expect_error "generate, fault $n" "generate: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${GEN[@]}" --backend sim --json "$WORK/fault-gen.json"
+    expect_error "perplexity, fault $n" "perplexity: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${PPL[@]}" --backend sim --json "$WORK/fault-ppl.json"
+    expect_error "run, fault $n" "run: position [0-9]*: sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${RUN[@]}" --mode all --backend sim --out "$WORK/fault-run"
+    expect_error "predictor eval, fault $n" "predictor eval: .*sim backend: command $n .*: an injected failure" \
+        "${FAIL[@]}" "${EVAL[@]}" --backend sim --out "$WORK/fault-eval"
+    check "fault $n: nothing written" test ! -e "$WORK/fault-gen.json" -a ! -e "$WORK/fault-ppl.json" \
+        -a ! -e "$WORK/fault-run" -a ! -e "$WORK/fault-eval"
+done
+check "a fault in the middle names the position" grep -q "generate: position [1-9][0-9]*: " \
+    <<<"$("$FLASHBED" --sim-fail-at 300 "${GEN[@]}" --backend sim 2>&1 >/dev/null)"
+
+if [ ! -f "$FLASHBED_DATA/models/stories260K/stories260K.bin" ]; then
+    echo "stories260K not found under FLASHBED_DATA=$FLASHBED_DATA: its comparison is skipped"
+    finish
+fi
+need_stories260k
+check "convert stories260K" "$FLASHBED" convert "$SRC/stories260K.bin" --tokenizer "$SRC/tok512.bin" --out "$WORK/s260"
+for b in cpu sim; do
+    check "stories260K on $b" "$FLASHBED" generate --model "$WORK/s260" --prompt "Once upon a time" --temperature 0 -n 60 \
+        --backend $b --json "$WORK/s260-$b.json"
+done
+check "stories260K: sim's tokens are cpu's" test "$(tokens "$WORK/s260-sim.json")" = "$(tokens "$WORK/s260-cpu.json")"
+finish
