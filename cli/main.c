@@ -49,6 +49,8 @@ struct global_opts {
     char *plots_dir;
     uint64_t min_parallel_work;
     uint64_t sim_fail_at, sim_delay_us;
+    uint64_t opencl_device;
+    bool opencl_device_set; /* by the option or the environment */
     bool check_args;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
@@ -68,6 +70,9 @@ static const struct opt_def global_options[] = {
     {"sim-delay-us", OPT_UINT, O(sim_delay_us), NULL, "US",
      "sim backend: microseconds its queue waits before each command; 0: none "
      "[default: $FLASHBED_SIM_DELAY_US, else 0]"},
+    {"opencl-device", OPT_UINT, O(opencl_device), NULL, "N",
+     "opencl backend: compute on device N, counted over every platform's devices in order "
+     "[default: $FLASHBED_OPENCL_DEVICE, else the first GPU, else the first device]"},
     {"check-args", OPT_FLAG, O(check_args), NULL, NULL,
      "parse the command's options and stop: exit 0 when they parse, 2 with the error when not (a job file's "
      "lines checked before a long study)"},
@@ -122,9 +127,12 @@ static int apply_env(struct global_opts *g)
         free(g->plots_dir);
         g->plots_dir = strdup(env);
     }
+    g->opencl_device_set = opts_given(&global_command, g, "opencl-device") ||
+                           ((env = getenv("FLASHBED_OPENCL_DEVICE")) && *env);
     return env_uint(g, "min-parallel-work", "FLASHBED_MIN_PARALLEL_WORK", &g->min_parallel_work) ||
                    env_uint(g, "sim-fail-at", "FLASHBED_SIM_FAIL_AT", &g->sim_fail_at) ||
-                   env_uint(g, "sim-delay-us", "FLASHBED_SIM_DELAY_US", &g->sim_delay_us)
+                   env_uint(g, "sim-delay-us", "FLASHBED_SIM_DELAY_US", &g->sim_delay_us) ||
+                   env_uint(g, "opencl-device", "FLASHBED_OPENCL_DEVICE", &g->opencl_device)
                ? -1
                : 0;
 }
@@ -140,6 +148,8 @@ static struct fb_settings settings_of(const struct global_opts *g)
     set.min_parallel_work = (size_t)g->min_parallel_work;
     set.sim_fail_at = g->sim_fail_at;
     set.sim_delay_us = g->sim_delay_us;
+    if (g->opencl_device_set)
+        set.opencl_device = g->opencl_device > INT32_MAX ? INT32_MAX : (int64_t)g->opencl_device;
     return set;
 }
 
@@ -156,6 +166,8 @@ static void record_settings(const struct fb_settings *set)
         cJSON_AddNumberToObject(s, "sim_fail_at", (double)set->sim_fail_at);
     if (set->sim_delay_us)
         cJSON_AddNumberToObject(s, "sim_delay_us", (double)set->sim_delay_us);
+    if (set->opencl_device >= 0)
+        cJSON_AddNumberToObject(s, "opencl_device", (double)set->opencl_device);
     provenance_set_settings(s);
 }
 

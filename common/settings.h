@@ -28,11 +28,15 @@ struct fb_settings {
      * check that a device fault or a slow device is handled: */
     uint64_t sim_fail_at;  /* the Nth copy or launch (1-based) fails; 0: none */
     uint64_t sim_delay_us; /* microseconds the queue thread waits before each command; 0: none */
+    /* The opencl backend's device: its number over every platform's
+     * devices in order; -1: the first GPU, else the first device. */
+    int64_t opencl_device;
 };
 
 /* The defaults: the source tree's configs/ and plots/ (its path compiled
  * in, so the build tree runs without installing),
- * FB_MIN_PARALLEL_WORK_DEFAULT, and no injected faults or delays. */
+ * FB_MIN_PARALLEL_WORK_DEFAULT, no injected faults or delays, and the
+ * opencl backend's own choice of device. */
 struct fb_settings fb_settings_defaults(void);
 
 #endif

@@ -41,9 +41,9 @@ static void ocl_destroy(struct backend *b)
 }
 
 /* The device, what the backend reports of it, its context and queue. */
-static int open_device(struct backend *b, char *err, size_t errlen)
+static int open_device(struct backend *b, int64_t want, char *err, size_t errlen)
 {
-    if (ocl_pick_device(&b->dev, err, errlen) != 0)
+    if (ocl_pick_device(want, &b->dev, err, errlen) != 0)
         return -1;
     cl_device_type type = 0;
     cl_ulong mem = 0, max_alloc = 0;
@@ -118,7 +118,7 @@ static struct backend *ocl_create(const struct backend_config *cfg, char *err, s
         err_set(err, errlen, "opencl backend: out of memory");
         return NULL;
     }
-    if (open_device(b, err, errlen) || make_kernels(b, err, errlen) || make_scratch(b, cfg, err, errlen)) {
+    if (open_device(b, cfg->set ? cfg->set->opencl_device : -1, err, errlen) || make_kernels(b, err, errlen) || make_scratch(b, cfg, err, errlen)) {
         ocl_destroy(b);
         return NULL;
     }

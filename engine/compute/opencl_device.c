@@ -73,7 +73,7 @@ static int all_devices(cl_device_id *devs, cl_uint cap, cl_device_type *types)
     return (int)n;
 }
 
-int ocl_pick_device(cl_device_id *out, char *err, size_t errlen)
+int ocl_pick_device(int64_t want, cl_device_id *out, char *err, size_t errlen)
 {
     cl_device_id devs[64];
     cl_device_type types[64];
@@ -86,14 +86,11 @@ int ocl_pick_device(cl_device_id *out, char *err, size_t errlen)
         err_set(err, errlen, "opencl backend: no OpenCL device (install pocl-opencl-icd for the CPU)");
         return 1;
     }
-    const char *want = getenv("FLASHBED_OPENCL_DEVICE");
-    if (want && *want) {
-        char *end;
-        long i = strtol(want, &end, 10);
-        if (*end || i < 0 || i >= n)
-            return err_set(err, errlen, "opencl backend: FLASHBED_OPENCL_DEVICE=%s is not one of the %d devices (0-%d)",
-                           want, n, n - 1);
-        *out = devs[i];
+    if (want >= 0) {
+        if (want >= n)
+            return err_set(err, errlen, "opencl backend: device %lld is not one of the %d devices (0-%d)",
+                           (long long)want, n, n - 1);
+        *out = devs[want];
         return 0;
     }
     *out = devs[0];
@@ -151,7 +148,7 @@ int ocl_build(cl_context ctx, cl_device_id dev, const char *src, cl_program *out
 int opencl_build_source(const char *src, char *log, size_t loglen)
 {
     cl_device_id dev;
-    int rc = ocl_pick_device(&dev, log, loglen);
+    int rc = ocl_pick_device(-1, &dev, log, loglen);
     if (rc != 0)
         return rc;
     cl_int cl;

@@ -60,12 +60,12 @@ static inline cl_mem ocl_mem(struct dev_ref r)
 }
 
 /* ---- opencl_device.c ---- */
-/* The device to compute on: FLASHBED_OPENCL_DEVICE=<index> over every
- * platform's devices in order, else the first GPU, else the first
+/* The device to compute on: number want (0 or more) over every
+ * platform's devices in order; want < 0: the first GPU, else the first
  * device. Returns 1 (not -1) when the machine has no platform or no
  * device, with the reason in err, so that callers can tell "no OpenCL
  * here" from a failure. */
-int ocl_pick_device(cl_device_id *out, char *err, size_t errlen);
+int ocl_pick_device(int64_t want, cl_device_id *out, char *err, size_t errlen);
 /* The program of src built for dev in ctx; on failure err holds the
  * first lines of the driver's build log. */
 int ocl_build(cl_context ctx, cl_device_id dev, const char *src, cl_program *out, char *err, size_t errlen);

@@ -561,19 +561,21 @@ static void print_tallies(void)
                tallies[i].worst, tallies[i].tol);
 }
 
-/* FLASHBED_OPENCL_DEVICE picks a device by number, and one past the
- * devices is refused by name. */
+/* The opencl_device setting picks a device by number, and one past the
+ * devices is refused by number. */
 static void test_device_choice(const struct backend_config *cfg)
 {
-    setenv("FLASHBED_OPENCL_DEVICE", "0", 1);
-    struct backend *b = O->create(cfg, err, sizeof err);
+    struct fb_settings set = *cfg->set;
+    struct backend_config c = *cfg;
+    c.set = &set;
+    set.opencl_device = 0;
+    struct backend *b = O->create(&c, err, sizeof err);
     CHECK(b != NULL);
     if (b)
         O->destroy(b);
-    setenv("FLASHBED_OPENCL_DEVICE", "999", 1);
-    CHECK(O->create(cfg, err, sizeof err) == NULL);
-    CHECK(strstr(err, "FLASHBED_OPENCL_DEVICE=999 is not one of the") != NULL);
-    unsetenv("FLASHBED_OPENCL_DEVICE");
+    set.opencl_device = 999;
+    CHECK(O->create(&c, err, sizeof err) == NULL);
+    CHECK(strstr(err, "device 999 is not one of the") != NULL);
 }
 
 /* Run with the ICD loader pointed at no vendors (tests/CMakeLists.txt):
