@@ -64,7 +64,9 @@ static int xfer_open(struct xfer *x, const struct xfer_plan *p, char *err, size_
 
 static void xfer_close(struct xfer *x)
 {
-    x->ops->sync(x->b); /* nothing in flight on what is freed (a failed backend says so again: ignored) */
+    /* nothing in flight on what is freed (a failed backend says so again: ignored) */
+    if (x->ops->sync(x->b) == 0)
+        x->tally->syncs++;
     x->ops->buf_free(x->b, x->dev);
     x->ops->buf_free(x->b, x->pinned);
     free(x->pageable);
