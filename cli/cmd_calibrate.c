@@ -200,11 +200,11 @@ static void measure_cpu(const struct calibrate_opts *o, const struct fb_settings
 /* A device backend's rates, before the flash is measured: a device that
  * fails costs no sweep, and no profile is written. 0, or 1 (printed). */
 static int measure_device(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw,
-                          const struct cli_backend *be)
+                          const struct backend_ops *ops)
 {
     char err[1024];
     unsigned threads = (unsigned)machine_compute_threads(o->threads);
-    if (calibrate_measure_device(hw, set, be->ops, threads, o->quick, err, sizeof err) != 0) {
+    if (calibrate_measure_device(hw, set, ops, threads, o->quick, err, sizeof err) != 0) {
         fb_error("calibrate --backend %s: %s", o->backend, err);
         return 1;
     }
@@ -245,7 +245,7 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     snprintf(hw->backend, sizeof hw->backend, "%s", be.ops->name);
     hw->io_threads = 32;
     bool device = be.ops != &backend_cpu;
-    if (device && measure_device(&o, set, hw, &be) != 0)
+    if (device && measure_device(&o, set, hw, be.ops) != 0)
         goto out;
     bool bypassed;
     struct calibrate_fit fit;
