@@ -40,8 +40,9 @@ static const struct opt_def calibrate_options[] = {
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads for the matrix-vector timing [default: all cores]",
      .max = FB_MAX_THREADS},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME",
-     "whose matrix-vector rate the profile records: cpu (the CPU kernels), or a GPU's through opencl or cuda "
-     "(sim, and OpenCL on a CPU, are emulated devices and refused)", .allowed = BACKEND_OPT_ALLOWED},
+     "whose rates the profile records: cpu (the CPU kernels' matrix-vector rate), or a device's through sim, "
+     "opencl or cuda (its matrix-vector rates, copies and waits; sim and OpenCL on a CPU are emulated devices: "
+     "the profile is marked so, and predict takes it only with --allow-emulated)", .allowed = BACKEND_OPT_ALLOWED},
     {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
     {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
     OPT_END,
@@ -54,7 +55,9 @@ static const struct opt_command calibrate_command = {
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
                "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
                "speed of the engine's matrix-vector kernel in f32 and f16 over weights that do not fit in\n"
-               "the caches, as decode streams them. Writes a hardware profile JSON, and the sweep it\n"
+               "the caches, as decode streams them; with --backend B (not cpu) the device's instead, in\n"
+               "f32, f16 and bf16, and its upload and download bandwidth from pinned and ordinary memory,\n"
+               "launch and synchronisation latency (\"device\"). Writes a hardware profile JSON, and the sweep it\n"
                "measured (sweep.json, sweep.csv, sweep.md) beside it: --out configs/hw/box.json puts it\n"
                "in configs/hw/box-sweep/. Nothing is written elsewhere (without --file the scratch file\n"
                "is made in that folder and removed once measured).",
@@ -160,19 +163,6 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
     return rc;
 }
 
-/* The backend whose compute rates the profile records: one that starts
- * here and is not a model of a device. 0, or -1 (printed). */
-static int check_backend(const struct calibrate_opts *o, const struct fb_settings *set, struct cli_backend *be)
-{
-    if (cli_backend_open("calibrate", o->backend, set, be) != 0)
-        return -1;
-    if (!be->emulated)
-        return 0;
-    fb_error("calibrate --backend %s: an emulated device (%s) gives no GPU rates; calibrate on a machine with the "
-             "GPU, or with --backend cpu", o->backend, be->device);
-    return -1;
-}
-
 /* Flash from the sweep given, else measured (a measured sweep refuses a
  * file system without direct I/O), and its fit. 0, 1 on error (printed),
  * 130 when interrupted. */
@@ -196,20 +186,34 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
     return 0;
 }
 
-/* The compute rates: the CPU kernels' (cpu), else the device's through
- * the backend interface. */
-static void measure_compute(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw,
-                            const struct cli_backend *be)
+/* The CPU kernels' compute rates (a kernel that cannot be timed is said,
+ * and the profile written all the same, as before devices). */
+static void measure_cpu(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw)
 {
     char why[2][512];
-    unsigned threads = (unsigned)machine_compute_threads(o->threads);
-    if (be->ops == &backend_cpu)
-        calibrate_measure_compute(hw, set, threads, o->quick, why);
-    else
-        calibrate_measure_backend(hw, set, be->ops, threads, o->quick, why);
+    calibrate_measure_compute(hw, set, (unsigned)machine_compute_threads(o->threads), o->quick, why);
     for (int h = 0; h < 2; h++)
         if (why[h][0])
             fb_error("calibrate: %s", why[h]);
+}
+
+/* A device backend's rates, before the flash is measured: a device that
+ * fails costs no sweep, and no profile is written. 0, or 1 (printed). */
+static int measure_device(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw,
+                          const struct backend_ops *ops)
+{
+    char err[1024];
+    unsigned threads = (unsigned)machine_compute_threads(o->threads);
+    if (calibrate_measure_device(hw, set, ops, threads, o->quick, err, sizeof err) != 0) {
+        fb_error("calibrate --backend %s: %s", o->backend, err);
+        return 1;
+    }
+    const struct hw_device *d = &hw->device;
+    fb_info("device %s%s: upload %.2f GB/s pinned, %.2f GB/s ordinary (%.0f MiB); launch %.1f us, sync %.1f us",
+            d->name, hw->emulated ? " (emulated)" : "", d->h2d_pinned_bw[d->n_xfer - 1] / 1e9,
+            d->h2d_pageable_bw[d->n_xfer - 1] / 1e9, d->xfer_bytes[d->n_xfer - 1] / (1 << 20), d->launch_s * 1e6,
+            d->sync_s * 1e6);
+    return 0;
 }
 
 int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
@@ -234,17 +238,22 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     if (!hw || out_file_ok_beside("calibrate --out", out, 1, inputs, 2, NULL) != 0)
         goto out;
     sweep_dir_beside(out, work, sizeof work);
-    if ((!o.sweep && out_dir_ok("calibrate --out", work) != 0) || check_backend(&o, set, &be) != 0)
+    if ((!o.sweep && out_dir_ok("calibrate --out", work) != 0) ||
+        cli_backend_open("calibrate", o.backend, set, &be) != 0)
         goto out;
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "%s", be.ops->name);
     hw->io_threads = 32;
+    bool device = be.ops != &backend_cpu;
+    if (device && measure_device(&o, set, hw, be.ops) != 0)
+        goto out;
     bool bypassed;
     struct calibrate_fit fit;
     if ((rc = flash_profile(&o, set, work, hw, &bypassed, &fit)) != 0)
         goto out;
     calibrate_measure_memory(hw, o.quick);
-    measure_compute(&o, set, hw, &be);
+    if (!device)
+        measure_cpu(&o, set, hw);
     rc = write_profile(&o, out, work, hw, &fit, bypassed, &be);
 out:
     free(hw);

@@ -29,6 +29,7 @@ struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
         *compare, *use, *predictor_rank;
     uint64_t io_threads, context, tokens;
+    bool allow_emulated;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -50,6 +51,7 @@ static const struct opt_def predict_options[] = {
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
      .max = 1u << 30},
+    {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL, "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the pipeline and are no GPU's, so such a profile is refused without this"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
      .allowed = "table2|table3|fig7|all"},
@@ -206,6 +208,7 @@ static int paper_options(const struct predict_opts *o, const struct fb_settings 
     }
     g->hw = opts_given(&predict_command, o, "hw") ? o->hw : NULL;
     g->fig7_dtype = dtype_given ? o->dtype : NULL;
+    g->allow_emulated = o->allow_emulated;
     char err[4400];
     if (paper_check_given(set, o->paper, g, err, sizeof err) == 0)
         return 0;
@@ -342,7 +345,8 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
         goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
-        hw_profile_load(set, o->hw, hw, err, sizeof err) != 0 || cost_resolve_profile(hw, set, err, sizeof err) != 0) {
+        hw_profile_load_flags(set, o->hw, o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, hw, err, sizeof err) != 0 ||
+        cost_resolve_profile(hw, set, err, sizeof err) != 0) {
         fb_error("%s", err);
         goto out;
     }

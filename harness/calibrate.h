@@ -50,23 +50,24 @@ void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *
                                char why[2][512]);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x through backend
- * b's matvec (engine/compute/backend.h), W of f32 (half = 0) or f16
- * (half = 1) weights uploaded into the device's own memory (copies taken
+ * b's matvec (engine/compute/backend.h), W of t weights uploaded into the device's own memory (copies taken
  * in turn, span bytes of them and at least one), launches enqueued in
  * batches of 8, each batch synced, for about `seconds` (16 launches at
  * least) after two batches that warm the kernel. 0, with the reason in
  * err, when the device refuses the memory or a call fails. */
-double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols, int half,
-                              size_t span, double seconds, double *flops, char *err, size_t errlen);
+double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols,
+                              enum fb_dtype t, size_t span, double seconds, double *flops, char *err, size_t errlen);
 
-/* calibrate_measure_compute on a device backend (ops, started here with
- * `threads` host threads): the matvec rates of f32 and f16 weights in its
- * memory, the device named in each rate's source. A backend that does not
- * start, or a rate that cannot be taken, gets rate 0 and its reason in
- * why[dtype]. The caller refuses an emulated backend first: a model of a
- * device has no GPU rates. */
-void calibrate_measure_backend(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
-                               unsigned threads, bool quick, char why[2][512]);
+/* A device backend (ops, started here with `threads` host threads)
+ * measured through the backend interface: its copy and queue rates
+ * (calibrate_transfer.h) into hw->device, and the matvec rates of f32,
+ * f16 and bf16 weights in its memory into hw->compute, the device named in
+ * each source. An emulated device (sim, OpenCL on a CPU) is measured the
+ * same way and marks the profile emulated, with a note. 0, or -1 with the
+ * reason in err when the backend does not start or any call fails (no
+ * rate is guessed: the caller writes no profile). */
+int calibrate_measure_device(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
+                             unsigned threads, bool quick, char *err, size_t errlen);
 
 /* The profile as JSON, with the fit's errors and whether the flash
  * points bypassed the page cache. */

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "engine/model/dtype.h"
+#include "harness/calibrate_transfer.h"
 
 /* Buffers of one timing: copies of W, x and y, in the device's memory. */
 struct dev_matvec {
@@ -74,10 +75,9 @@ static double dev_matvec_time(struct dev_matvec *d, int rows, int cols, enum fb_
     return (double)(now - t0) * 1e-9;
 }
 
-double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols, int half,
-                              size_t span, double seconds, double *flops, char *err, size_t errlen)
+double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols,
+                              enum fb_dtype t, size_t span, double seconds, double *flops, char *err, size_t errlen)
 {
-    enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
     struct dev_matvec d = {.ops = ops, .b = b, .bytes = rows * cols * dtype_size(t)};
     d.copies = span / d.bytes + 1;
     err[0] = '\0';
@@ -120,34 +120,73 @@ static struct backend *start(const struct backend_ops *ops, const struct fb_sett
     return b;
 }
 
-void calibrate_measure_backend(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
-                               unsigned threads, bool quick, char why[2][512])
+/* The matvec rate of each dtype on b into hw->compute (f32, f16, bf16:
+ * every dtype a GPU row may be priced at). */
+static int device_compute(struct hw_profile *hw, const struct backend_ops *ops, struct backend *b,
+                          const char *device, bool quick, char *err, size_t errlen)
 {
-    const char *dtypes[] = {"f32", "f16"};
-    struct cpu_kernels *ck;
-    char fail[512] = "";
-    struct backend *b = start(ops, set, threads, 8192, &ck, fail, sizeof fail);
-    struct backend_info info = {.device = "?"};
-    if (b)
-        ops->info(b, &info);
-    for (int h = 0; h < 2; h++) {
+    static const char *names[] = {"f32", "f16", "bf16"};
+    static const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+    for (int h = 0; h < 3; h++) {
         struct compute_rate *cr = &hw->compute[hw->n_compute++];
-        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
-        snprintf(why[h], sizeof why[h], "%s", fail);
-        if (b)
-            /* 256 MiB of copies: past a GPU's last-level cache (50 MiB on
-             * an H100), as decode streams every weight once per token */
-            cr->bw = measure_backend_matvec(ops, b, 8192, 4096, h, (size_t)256 << 20, quick ? 0.3 : 1.0, &cr->flops,
-                                            why[h], sizeof why[h]);
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", names[h]);
+        /* 256 MiB of copies: past a GPU's last-level cache (50 MiB on an
+         * H100), as decode streams every weight once per token */
+        cr->bw = measure_backend_matvec(ops, b, 8192, 4096, types[h], (size_t)256 << 20, quick ? 0.3 : 1.0,
+                                        &cr->flops, err, errlen);
+        if (!(cr->bw > 0))
+            return err[0] ? -1 : err_set(err, errlen, "%s backend: no time measured for %s", ops->name, names[h]);
         snprintf(cr->source, sizeof cr->source,
                  "measured: the %s backend's matvec on %.60s, 8192 x 4096 %s weights in device memory (copies "
-                 "taken in turn, 256 MiB in all)", ops->name, info.device, dtypes[h]);
+                 "taken in turn, 256 MiB in all)", ops->name, device, names[h]);
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
              "the engine's %s backend on %.60s, its matvec timed through the backend interface on 8192 x 4096 "
              "matrices in the device's memory, copies taken in turn so that none is in its caches", ops->name,
-             info.device);
-    if (b)
-        ops->destroy(b);
+             device);
+    return 0;
+}
+
+/* The device's name and copy and queue rates into hw->device; an
+ * emulated device marks the profile. */
+static int device_transfers(struct hw_profile *hw, const struct backend_ops *ops, struct backend *b,
+                            const struct backend_info *info, bool quick, char *err, size_t errlen)
+{
+    struct hw_device *d = &hw->device;
+    struct xfer_plan plan = calibrate_xfer_plan(quick);
+    struct xfer_tally tally;
+    if (measure_device_transfers(ops, b, &plan, d, &tally, err, errlen) != 0)
+        return -1;
+    d->present = true;
+    snprintf(d->name, sizeof d->name, "%s", info->device);
+    snprintf(d->source, sizeof d->source,
+             "measured: the %s backend's upload and download (each copy then a sync; the median of %d) from "
+             "pinned and from malloc'd memory, %d adds of one float per sync, and %d waits on an empty queue",
+             ops->name, plan.samples, plan.launches, plan.waits);
+    hw->emulated = info->emulated;
+    if (info->emulated)
+        snprintf(hw->emulated_note, sizeof hw->emulated_note,
+                 "measured on an emulated device (%.80s): a check of the pipeline through the backend "
+                 "interface, not a GPU's rates; predict refuses it without --allow-emulated", info->device);
+    return 0;
+}
+
+int calibrate_measure_device(struct hw_profile *hw, const struct fb_settings *set, const struct backend_ops *ops,
+                             unsigned threads, bool quick, char *err, size_t errlen)
+{
+    struct cpu_kernels *ck;
+    err[0] = '\0';
+    struct backend *b = start(ops, set, threads, 8192, &ck, err, errlen);
+    if (!b)
+        return -1;
+    struct backend_info info = {.device = "?"};
+    ops->info(b, &info);
+    if (!info.device)
+        info.device = "?";
+    int rc = device_transfers(hw, ops, b, &info, quick, err, errlen);
+    if (rc == 0)
+        rc = device_compute(hw, ops, b, info.device, quick, err, errlen);
+    ops->destroy(b);
     ck_destroy(ck);
+    return rc;
 }

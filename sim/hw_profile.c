@@ -206,6 +206,69 @@ static int read_compute(const cJSON *o, struct hw_profile *hw, const char *path,
     return 0;
 }
 
+static const char *xfer_keys[] = {"h2d_pinned_bw_bytes", "h2d_pageable_bw_bytes", "d2h_pinned_bw_bytes",
+                                   "d2h_pageable_bw_bytes"};
+
+static double *xfer_field(struct hw_device *d, int k)
+{
+    double *f[] = {d->h2d_pinned_bw, d->h2d_pageable_bw, d->d2h_pinned_bw, d->d2h_pageable_bw};
+    return f[k];
+}
+
+/* device.transfers: per copy size (ascending), the four bandwidths. */
+static int read_transfers(const cJSON *dev, struct hw_device *d, const char *path, char *err, size_t errlen)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(dev, "transfers"))
+    {
+        if (d->n_xfer == HW_MAX_XFER)
+            break;
+        char where[64];
+        size_t i = d->n_xfer;
+        snprintf(where, sizeof where, "device.transfers[%zu]", i);
+        if (num(t, where, "bytes", HW_REQUIRED, 0, true, &d->xfer_bytes[i], path, err, errlen))
+            return -1;
+        if (i > 0 && d->xfer_bytes[i] <= d->xfer_bytes[i - 1])
+            return err_set(err, errlen, "%s: \"%s.bytes\" must be larger than the size before it", path, where);
+        for (int k = 0; k < 4; k++)
+            if (num(t, where, xfer_keys[k], HW_REQUIRED, 0, true, &xfer_field(d, k)[i], path, err, errlen))
+                return -1;
+        d->n_xfer++;
+    }
+    if (!d->n_xfer)
+        return err_set(err, errlen, "%s: device.transfers is empty", path);
+    return 0;
+}
+
+/* The "device" object, when there is one; and whether the profile is
+ * of an emulated device, refused unless flags allow it. */
+static int read_device(const cJSON *o, unsigned flags, struct hw_profile *hw, const char *path, char *err,
+                       size_t errlen)
+{
+    hw->emulated = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "emulated"));
+    str(o, "emulated_note", hw->emulated_note, sizeof hw->emulated_note);
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
+    struct hw_device *d = &hw->device;
+    if (dev) {
+        if (!cJSON_IsObject(dev))
+            return err_set(err, errlen, "%s: \"device\" is not an object", path);
+        d->present = true;
+        str(dev, "name", d->name, sizeof d->name);
+        str(dev, "source", d->source, sizeof d->source);
+        if (read_transfers(dev, d, path, err, errlen) != 0 ||
+            num(dev, "device", "launch_s", HW_REQUIRED, 0, true, &d->launch_s, path, err, errlen) ||
+            num(dev, "device", "sync_s", HW_REQUIRED, 0, true, &d->sync_s, path, err, errlen) ||
+            num(dev, "device", "event_s", HW_REQUIRED, 0, true, &d->event_s, path, err, errlen))
+            return -1;
+    }
+    if (hw->emulated && !(flags & HW_LOAD_ALLOW_EMULATED))
+        return err_set(err, errlen,
+                       "%s: a profile of an emulated device (%s backend on %s): its rates check the pipeline and "
+                       "are no GPU's; predict --allow-emulated prices with it all the same",
+                       path, hw->backend, d->name[0] ? d->name : "an unnamed device");
+    return 0;
+}
+
 /* The profile's name, backend and reader threads. */
 static int read_head(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
 {
@@ -224,6 +287,12 @@ static int read_head(const cJSON *o, struct hw_profile *hw, const char *path, ch
 int hw_profile_load(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err,
                     size_t errlen)
 {
+    return hw_profile_load_flags(set, name, 0, hw, err, errlen);
+}
+
+int hw_profile_load_flags(const struct fb_settings *set, const char *name, unsigned flags, struct hw_profile *hw,
+                          char *err, size_t errlen)
+{
     memset(hw, 0, sizeof *hw);
     if (config_file_path(set, "hw", name, hw->path, sizeof hw->path) != 0)
         return err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
@@ -236,7 +305,7 @@ int hw_profile_load(const struct fb_settings *set, const char *name, struct hw_p
     int rc = -1;
     if (!cJSON_IsObject(o))
         err_set(err, errlen, "%s: not a JSON object", path);
-    else if (read_head(o, hw, path, err, errlen) == 0 &&
+    else if (read_head(o, hw, path, err, errlen) == 0 && read_device(o, flags, hw, path, err, errlen) == 0 &&
              read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) == 0 &&
              read_dram(o, hw, path, err, errlen) == 0 && read_compute(o, hw, path, err, errlen) == 0)
         rc = 0;
@@ -290,19 +359,33 @@ int hw_flash_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed,
     return 0;
 }
 
+/* y at x over n points (xs ascending): log-interpolated in x, clamped. */
+static double interp_log(const double *xs, const double *ys, size_t n, double x)
+{
+    if (!n)
+        return 0;
+    if (x <= xs[0])
+        return ys[0];
+    for (size_t i = 1; i < n; i++)
+        if (x <= xs[i]) {
+            double a = xs[i - 1], b = xs[i];
+            double u = (log(x) - log(a)) / (log(b) - log(a));
+            return ys[i - 1] + u * (ys[i] - ys[i - 1]);
+        }
+    return ys[n - 1];
+}
+
 double hw_copy_bw(const struct hw_profile *hw, double row_bytes)
 {
-    if (!hw->n_copy)
-        return 0;
-    if (row_bytes <= hw->copy_row_bytes[0])
-        return hw->copy_bw[0];
-    for (size_t i = 1; i < hw->n_copy; i++)
-        if (row_bytes <= hw->copy_row_bytes[i]) {
-            double a = hw->copy_row_bytes[i - 1], b = hw->copy_row_bytes[i];
-            double u = (log(row_bytes) - log(a)) / (log(b) - log(a));
-            return hw->copy_bw[i - 1] + u * (hw->copy_bw[i] - hw->copy_bw[i - 1]);
-        }
-    return hw->copy_bw[hw->n_copy - 1];
+    return interp_log(hw->copy_row_bytes, hw->copy_bw, hw->n_copy, row_bytes);
+}
+
+double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double bytes)
+{
+    const struct hw_device *d = &hw->device;
+    const double *bw = h2d ? (pinned ? d->h2d_pinned_bw : d->h2d_pageable_bw)
+                           : (pinned ? d->d2h_pinned_bw : d->d2h_pageable_bw);
+    return d->present ? interp_log(d->xfer_bytes, bw, d->n_xfer, bytes) : 0;
 }
 
 struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype)
@@ -313,12 +396,40 @@ struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype)
     return NULL;
 }
 
+/* "emulated" (and its note) and "device", for a profile of a device. */
+static void device_to_json(const struct hw_profile *hw, cJSON *o)
+{
+    const struct hw_device *d = &hw->device;
+    if (!d->present && !hw->emulated)
+        return;
+    cJSON_AddBoolToObject(o, "emulated", hw->emulated);
+    if (hw->emulated)
+        cJSON_AddStringToObject(o, "emulated_note", hw->emulated_note);
+    if (!d->present)
+        return;
+    cJSON *j = cJSON_AddObjectToObject(o, "device");
+    cJSON_AddStringToObject(j, "name", d->name);
+    cJSON_AddStringToObject(j, "source", d->source);
+    cJSON *ts = cJSON_AddArrayToObject(j, "transfers");
+    for (size_t i = 0; i < d->n_xfer; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "bytes", d->xfer_bytes[i]);
+        for (int k = 0; k < 4; k++)
+            cJSON_AddNumberToObject(t, xfer_keys[k], xfer_field((struct hw_device *)d, k)[i]);
+        cJSON_AddItemToArray(ts, t);
+    }
+    cJSON_AddNumberToObject(j, "launch_s", d->launch_s);
+    cJSON_AddNumberToObject(j, "sync_s", d->sync_s);
+    cJSON_AddNumberToObject(j, "event_s", d->event_s);
+}
+
 cJSON *hw_profile_to_json(const struct hw_profile *hw)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", hw->name);
     cJSON_AddStringToObject(o, "backend", hw->backend);
     cJSON_AddNumberToObject(o, "io_threads", hw->io_threads);
+    device_to_json(hw, o);
     cJSON *f = cJSON_AddObjectToObject(o, "flash");
     cJSON_AddStringToObject(f, "source", hw->flash_source);
     cJSON_AddNumberToObject(f, "sequential_bw", hw->flash.sequential_bw);

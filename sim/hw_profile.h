@@ -19,7 +19,7 @@
 #include "common/settings.h"
 #include "sim/flash_model.h"
 
-enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6 };
+enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6, HW_MAX_XFER = 8 };
 
 /* A rate fixed by one of the paper's rows: the row's time for the work the
  * cost model computes for `model` under `policy` at `dtype`. */
@@ -40,6 +40,24 @@ struct compute_rate {
     char source[200];
 };
 
+/* A compute device's copies and queue, measured through the backend
+ * interface (calibrate --backend B; engine/compute/backend.h): host ->
+ * device ("h2d", upload) and device -> host ("d2h", download) bandwidth
+ * at a few sizes, from pinned memory (BUF_PINNED) and from ordinary
+ * malloc'd memory; the time per launch of a tiny op when many are queued,
+ * and the time of a wait on an empty queue (sync, and event record +
+ * wait). The profile's "device" object; absent from a CPU profile. */
+struct hw_device {
+    bool present;
+    char name[128];  /* the device, as its driver names it */
+    char source[300];
+    size_t n_xfer;
+    double xfer_bytes[HW_MAX_XFER];          /* ascending */
+    double h2d_pinned_bw[HW_MAX_XFER], h2d_pageable_bw[HW_MAX_XFER];
+    double d2h_pinned_bw[HW_MAX_XFER], d2h_pageable_bw[HW_MAX_XFER];
+    double launch_s, sync_s, event_s;
+};
+
 struct hw_profile {
     char name[64];
     char path[4096];
@@ -57,10 +75,22 @@ struct hw_profile {
     struct compute_rate compute[HW_MAX_DTYPES];
     size_t n_compute;
     char compute_note[300];
+    /* measured on a model of a device (sim, OpenCL on a CPU such as
+     * PoCL): its device rates check the pipeline and are no GPU's, so the
+     * loader refuses it unless asked (HW_LOAD_ALLOW_EMULATED) */
+    bool emulated;
+    char emulated_note[300];
+    struct hw_device device;
 };
 
+enum { HW_LOAD_ALLOW_EMULATED = 1 };
+
 /* name: "m1max-cpu" (set's configs folder, hw/) or a path
- * (config_file_path). 0, or -1 with err naming the file. */
+ * (config_file_path). 0, or -1 with err naming the file. A profile marked
+ * "emulated" is refused (its rates would price a GPU row from a model of
+ * one) unless flags has HW_LOAD_ALLOW_EMULATED; hw_profile_load passes 0. */
+int hw_profile_load_flags(const struct fb_settings *set, const char *name, unsigned flags, struct hw_profile *hw,
+                          char *err, size_t errlen);
 int hw_profile_load(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err,
                     size_t errlen);
 
@@ -78,10 +108,17 @@ int hw_flash_from_sweep(const char *path, struct hw_profile *hw, bool *bypassed,
 /* DRAM copy bandwidth for rows of row_bytes (log-interpolated, clamped). */
 double hw_copy_bw(const struct hw_profile *hw, double row_bytes);
 
+/* The device's copy bandwidth for copies of bytes (log-interpolated over
+ * its sizes, clamped): host -> device when h2d, else device -> host; from
+ * pinned memory when pinned, else from ordinary memory. 0 when the
+ * profile has no device. */
+double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double bytes);
+
 /* The compute rate for a dtype, NULL if the profile has none. */
 struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype);
 
-/* JSON of a profile (what calibrate writes). */
+/* JSON of a profile (what calibrate writes); "emulated", its note and
+ * "device" only for a profile of a device. */
 cJSON *hw_profile_to_json(const struct hw_profile *hw);
 
 #endif

@@ -91,10 +91,14 @@ static const char *str(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* Loads a profile and resolves its paper-derived rates. */
-static int load_hw(const struct fb_settings *set, const char *name, struct hw_profile *hw, char *err, size_t errlen)
+/* Loads a profile (one of an emulated device only when g allows it) and
+ * resolves its paper-derived rates. */
+static int load_hw(const struct fb_settings *set, const struct paper_given *g, const char *name,
+                   struct hw_profile *hw, char *err, size_t errlen)
 {
-    if (hw_profile_load(set, name, hw, err, errlen) != 0 || cost_resolve_profile(hw, set, err, errlen) != 0)
+    unsigned flags = g && g->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0;
+    if (hw_profile_load_flags(set, name, flags, hw, err, errlen) != 0 ||
+        cost_resolve_profile(hw, set, err, errlen) != 0)
         return -1;
     return 0;
 }
@@ -108,7 +112,7 @@ static bool has_given(const struct paper_given *g)
 static int table_hw(const struct fb_settings *set, const struct paper_given *g, const char *paper,
                     struct hw_profile *hw, char *err, size_t errlen)
 {
-    return load_hw(set, has_given(g) ? g->hw : paper, hw, err, errlen);
+    return load_hw(set, g, has_given(g) ? g->hw : paper, hw, err, errlen);
 }
 
 /* The cost model prices a dtype only where the profile has a compute rate
@@ -127,7 +131,7 @@ static int need_rate(struct hw_profile *hw, const char *dtype, const char *what,
 static int row_hw(const struct fb_settings *set, const cJSON *r, const struct hw_profile *given, struct hw_profile *hw,
                   bool *from_given, char *err, size_t errlen)
 {
-    if (load_hw(set, str(r, "hw"), hw, err, errlen) != 0)
+    if (load_hw(set, NULL, str(r, "hw"), hw, err, errlen) != 0)
         return -1;
     *from_given = given && strcmp(given->backend, hw->backend) == 0;
     if (*from_given)
@@ -183,7 +187,7 @@ int paper_check_given(const struct fb_settings *set, const char *what, const str
         return -1;
     if (!has_given(g))
         return 0;
-    if (load_hw(set, g->hw, &hw, err, errlen) != 0)
+    if (load_hw(set, g, g->hw, &hw, err, errlen) != 0)
         return -1;
     if (all || !strcmp(what, "table2")) {
         cJSON *t = load_json(set, "paper/table2.json", err, errlen);
@@ -473,7 +477,7 @@ int paper_write_table3(const struct fb_settings *set, const char *out_dir, const
     if (paper_densities_check(set, err, errlen) != 0)
         return -1;
     struct hw_profile given;
-    if (has_given(g) && load_hw(set, g->hw, &given, err, errlen) != 0)
+    if (has_given(g) && load_hw(set, g, g->hw, &given, err, errlen) != 0)
         return -1;
     cJSON *t = load_json(set, "paper/table3.json", err, errlen);
     if (!t)

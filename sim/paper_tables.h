@@ -7,6 +7,7 @@
 #ifndef FLASHBED_SIM_PAPER_TABLES_H
 #define FLASHBED_SIM_PAPER_TABLES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -25,6 +26,7 @@
 struct paper_given {
     const char *hw;         /* a name in configs/hw/ or a path; NULL: none */
     const char *fig7_dtype; /* NULL: bf16 */
+    bool allow_emulated;    /* hw may be a profile of an emulated device (hw_profile_load_flags) */
 };
 
 /* Whether `what` (table2, table3, fig7 or all) can be priced with g: the

@@ -2,8 +2,11 @@
 # --backend on every command that computes (issue 30): an unknown name is
 # refused by the option parser, naming the option; a backend that cannot
 # start here (cuda without a device or without a CUDA build) fails in one
-# line naming the command and option, and writes nothing; calibrate takes
-# no GPU rates from an emulated device (sim); result files record the
+# line naming the command and option, and writes nothing; calibrate
+# measures an emulated device (sim, OpenCL on a CPU) and marks its profile
+# emulated, with the device's copy, wait and matvec rates, and predict
+# refuses such a profile in one line naming it unless --allow-emulated; a
+# device fault fails calibrate and writes nothing; result files record the
 # backend, its device and whether it is emulated; sim computes what cpu
 # computes, bit for bit (tokens, perplexity, a predictor's evaluation), on
 # a test model and on stories260K (each part skipped, saying so, when sim
@@ -68,7 +71,8 @@ else
     check "nothing written" test ! -e "$WORK/no" -a ! -e "$WORK/no-gen.json" -a ! -e "$WORK/no-ppl.json"
 fi
 
-# sim: the same bits as cpu, recorded as emulated; calibrate refuses it.
+# sim: the same bits as cpu, recorded as emulated; calibrate measures it
+# and marks the profile emulated.
 if ! "$FLASHBED" "${GEN[@]}" -n 1 --backend sim >/dev/null 2>"$WORK/sim.err"; then
     echo "sim is absent in this build ($(cat "$WORK/sim.err")): its comparisons are skipped"
     expect_error "calibrate --backend sim, absent" "calibrate --backend sim: sim backend: " \
@@ -76,9 +80,55 @@ if ! "$FLASHBED" "${GEN[@]}" -n 1 --backend sim >/dev/null 2>"$WORK/sim.err"; th
     check "nothing written" test ! -e "$WORK/no"
     finish
 fi
-expect_error "calibrate --backend sim" "calibrate --backend sim: an emulated device (.*) gives no GPU rates" \
-    calibrate --quick --backend sim --out "$WORK/no/hw/box.json"
+check "sweep for calibrate" "$FLASHBED" sweep --file "$WORK/d.bin" --size 4m --chunks 4k,16k,64k --threads 1,2 \
+    --runtime 0.05 --ramp 0 --engine null --out "$WORK/sweep"
+CAL=(calibrate --quick --sweep "$WORK/sweep/sweep.json")
+# A device's profile: backend, emulated or not (Python's True/False), the
+# copy sizes, every device rate positive, the matvec dtypes.
+device_profile_is() { # file, backend, emulated
+    test "$(json_get "$1" '(d["backend"], d["emulated"], d["provenance"]["emulated"], "emulated_note" in d,
+        [t["bytes"] for t in d["device"]["transfers"]],
+        all(t[k] > 0 for t in d["device"]["transfers"] for k in ("h2d_pinned_bw_bytes", "h2d_pageable_bw_bytes",
+            "d2h_pinned_bw_bytes", "d2h_pageable_bw_bytes")),
+        all(d["device"][k] > 0 for k in ("launch_s", "sync_s", "event_s")), d["device"]["name"] == d["provenance"]["device"],
+        sorted(d["compute"]["dtypes"]), all(r["bw_bytes"] > 0 for r in d["compute"]["dtypes"].values()))')" = \
+        "('$2', $3, $3, $3, [16384, 262144, 4194304, 67108864], True, True, True, ['bf16', 'f16', 'f32'], True)"
+}
+# predict on an emulated profile: refused in one line naming the file, and
+# nothing written; priced with --allow-emulated.
+predict_emulated() { # what, profile
+    local err
+    PRED=(predict --model opt-1.3b --hw "$2" --dtype f16)
+    expect_error "$1: predict refuses it" "$2: a profile of an emulated device (.* backend on .*): .*predict --allow-emulated" \
+        "${PRED[@]}" --out "$WORK/no/pred"
+    err=$("$FLASHBED" "${PRED[@]}" --out "$WORK/no/pred" 2>&1 >/dev/null)
+    check "$1: the refusal is one line" test "$(wc -l <<<"$err")" = 1
+    check "$1: predict --allow-emulated prices with it" "$FLASHBED" "${PRED[@]}" --allow-emulated --out "$WORK/pred-$1"
+    check "$1: its compute rate priced" test "$(json_get "$WORK/pred-$1/predict.json" 'd["predictions"][0]["prediction"]["compute_ms"] > 0')" = True
+    expect_error "$1: predict --paper refuses it" "a profile of an emulated device" predict --paper table2 --hw "$2" --out "$WORK/no/paper"
+    check "$1: nothing written" test ! -e "$WORK/no"
+}
+check "calibrate --backend sim" "$FLASHBED" "${CAL[@]}" --backend sim --out "$WORK/hw/sim.json"
+check "the sim profile: emulated, noted, the device's rates" device_profile_is "$WORK/hw/sim.json" sim True
+predict_emulated sim "$WORK/hw/sim.json"
+expect_error "a device fault: calibrate fails with its reason" \
+    "calibrate --backend sim: sim backend: command 5 .*: an injected failure" \
+    --sim-fail-at 5 "${CAL[@]}" --backend sim --out "$WORK/no/hw/box.json"
 check "nothing written" test ! -e "$WORK/no"
+if ! probe=$("$FLASHBED" "${GEN[@]}" -n 1 --backend opencl 2>&1 >/dev/null); then
+    echo "opencl does not start here ($probe): its calibration is skipped"
+else
+    check "calibrate --backend opencl" "$FLASHBED" "${CAL[@]}" --backend opencl --out "$WORK/hw/ocl.json"
+    if [ "$(json_get "$WORK/hw/ocl.json" 'd["emulated"]')" = True ]; then
+        check "the opencl profile (a CPU device): emulated, noted, the device's rates" \
+            device_profile_is "$WORK/hw/ocl.json" opencl True
+        predict_emulated opencl "$WORK/hw/ocl.json"
+    else
+        check "the opencl profile (a GPU): the device's rates" device_profile_is "$WORK/hw/ocl.json" opencl False
+        check "predict prices with it" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/ocl.json" --dtype f16 \
+            --out "$WORK/pred-ocl"
+    fi
+fi
 check "generate on sim" "$FLASHBED" "${GEN[@]}" --backend sim --json "$WORK/gen-sim.json"
 check "perplexity on sim" "$FLASHBED" "${PPL[@]}" --backend sim --json "$WORK/ppl-sim.json"
 check "run on sim" "$FLASHBED" "${RUN[@]}" --mode all --backend sim --out "$WORK/run-sim"

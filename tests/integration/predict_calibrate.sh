@@ -12,6 +12,7 @@ check "calibrate from a sweep" "$FLASHBED" calibrate --sweep "$WORK/sweep/sweep.
     --name testbox --out "$WORK/hw/testbox.json"
 check "profile keys" test "$(json_get "$WORK/hw/testbox.json" 'all(k in d for k in ["name","backend","flash","dram","compute","provenance"]) and len(d["flash"]["points"]) == 6 and d["compute"]["dtypes"]["f32"]["bw_bytes"] > 0 and "mape_pct_heldout" in d["flash"]["fit"]')" = True
 check "the cpu backend's rates, recorded with its device" test "$(json_get "$WORK/hw/testbox.json" '(d["backend"], d["provenance"]["backend"], d["provenance"]["device"], d["provenance"]["emulated"])')" = "('cpu', 'cpu', 'host CPU', False)"
+check "a cpu profile: no device part, f32 and f16 as before" test "$(json_get "$WORK/hw/testbox.json" '("device" in d, "emulated" in d, "emulated_note" in d, sorted(d["compute"]["dtypes"]))')" = "(False, False, False, ['f16', 'f32'])"
 
 # calibrate measuring: the sweep it measures goes beside the profile
 # (PROFILE-sweep/), its scratch file is made there and removed, and nothing

@@ -1015,8 +1015,9 @@ static void test_calibrate_loop(struct bt *t)
 {
     char err[512];
     double flops = 0;
-    for (int half = 0; half < 2; half++) {
-        double rate = measure_backend_matvec(t->ops, t->b, 65, 257, half, 1 << 20, 0.01, &flops, err, sizeof err);
+    for (int dt = 0; dt < 3; dt++) {
+        double rate =
+            measure_backend_matvec(t->ops, t->b, 65, 257, (enum fb_dtype)dt, 1 << 20, 0.01, &flops, err, sizeof err);
         if (!(rate > 0))
             fprintf(stderr, "%s: calibrate's matvec loop: %s\n", t->name, err);
         CHECK(rate > 0 && flops > 0);
