@@ -100,6 +100,10 @@ struct ffn_flash_token {
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
     uint64_t rows_inserted, rows_deleted;
+    uint64_t row_moves;    /* deletions that moved the last row into the hole (Fig. 6), all layers */
+    uint64_t h2d_bytes;    /* uploaded to a device whose memory is not the host's (0 on cpu): rows
+                            * appended and staged (row_stride bytes each, and 4 for an up bias),
+                            * and the row moves lists (8 bytes a move) */
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */
