@@ -28,7 +28,18 @@
  * the engine's (a budget must hold them); the oracle's rows are reported
  * apart. With check, the true activations are computed beside a predictor,
  * gate or trace, and what the choice missed and added is counted per
- * token. Everything is allocated by create; nothing per token. */
+ * token. Everything is allocated by create; nothing per token.
+ *
+ * On the engine's backend: on cpu the host path above, in place. On a
+ * backend whose memory is not the host's (sim, opencl, cuda) the same
+ * decisions are taken on the host, the layer's cache rows and biases are
+ * mirrored in device memory (neuron_cache_dev.h: step 3's deletions as
+ * batched row moves, step 5's rows uploaded into place once read) and the
+ * FFN is computed there (ffn_flash_dev.h: once-used rows uploaded to a
+ * device staging area); x is brought to the host only when a host-side
+ * chooser reads it. This first device slice still reads rows into the
+ * host cache and staging (they are the uploads' sources), so the host
+ * memory of the cache is not yet saved. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
