@@ -1,9 +1,11 @@
 /* The per-layer FFN step, replaceable: `dense` computes over all d_ff
  * bundles on the engine's backend (backend.h), where the weights are; the
- * flash-resident FFN (neuron cache), the selected and the probed FFNs
- * compute on the host with the CPU kernels over the rows they hold, and
- * the engine brings them the layer's input and takes their output back
- * (no copy on the cpu backend). forward.c calls only this. */
+ * flash-resident FFN (neuron cache) computes on the backend too, over the
+ * rows its cache holds in device memory (ffn_flash.h; on the cpu backend
+ * in place on the host); the selected and the probed FFNs compute on the
+ * host with the CPU kernels over the rows they hold, and the engine brings
+ * them the layer's input and takes their output back (no copy on the cpu
+ * backend). forward.c calls only this. */
 #ifndef FLASHBED_ENGINE_FFN_H
 #define FLASHBED_ENGINE_FFN_H
 
@@ -24,10 +26,11 @@ struct ffn_ops {
     int (*create)(struct ffn *f, char *err, size_t errlen);
     /* out[d_model] = FFN_layer(x) for the FFN-normed input x, down bias
      * included, on the host. Called once per layer per token; must not
-     * allocate. NULL when the FFN computes on the device. */
+     * allocate. NULL when the FFN computes on the device only. */
     void (*forward)(struct ffn *f, int layer, int pos, const float *x, float *out);
     /* The same on the backend's buffers, enqueued (x and out of d_model
-     * floats); 0, or -1 with the backend's error. NULL for a host FFN. */
+     * floats); 0, or -1 with the backend's error. NULL for a host FFN.
+     * The engine calls it whenever it is there. */
     int (*forward_device)(struct ffn *f, int layer, int pos, struct dev_ref x, struct dev_ref out);
     void (*destroy)(struct ffn *f);
 };

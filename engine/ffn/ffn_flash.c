@@ -18,7 +18,9 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "engine/compute/activation.h"
+#include "engine/ffn/ffn_flash_dev.h"
 #include "engine/ffn/neuron_cache.h"
+#include "engine/ffn/neuron_cache_dev.h"
 #include "engine/ffn/neuron_select.h"
 #include "engine/model/model_format.h"
 #include "io/flash_reader.h"
@@ -37,6 +39,12 @@ struct flash_ffn {
     struct flash_reader *dram_reader;  /* naive: dram.bin */
     struct cache decide;               /* the policy and layout: cache/cache.h */
     struct neuron_cache *caches;       /* [n_layers] storage of the rows kept */
+    /* A backend whose memory is not the host's (on_device): each cache's
+     * rows mirrored in device memory and the FFN computed there; zeroed
+     * mirrors (no-ops) otherwise. */
+    struct neuron_cache_dev *mirrors;  /* [n_layers] */
+    struct flash_dev fdev;
+    bool on_device, dev_failed;
     uint8_t *staging, *bounce, *scratch;
     struct io_buffer staging_mem, bounce_mem, scratch_mem;
     uint32_t staging_rows, bounce_rows;
@@ -77,6 +85,23 @@ static void fail(struct flash_ffn *ff, const char *what)
 {
     if (!ff->error[0])
         snprintf(ff->error, sizeof ff->error, "%s", what);
+}
+
+/* A device failure: the step's host decisions go on (they stay in step
+ * with replay), the layer returns -1 and the token fails. */
+static void fail_dev(struct flash_ffn *ff, const char *why)
+{
+    ff->dev_failed = true;
+    fail(ff, why);
+}
+
+static void dev_check(struct flash_ffn *ff, int rc)
+{
+    if (rc != 0 && !ff->dev_failed) {
+        char why[sizeof ff->error];
+        err_set(why, sizeof why, "%s backend: %s", ff->fdev.ops->name, ff->fdev.ops->error(ff->fdev.be));
+        fail_dev(ff, why);
+    }
 }
 
 static int open_readers(struct ffn *f, struct flash_ffn *ff)
@@ -300,6 +325,41 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
     return 0;
 }
 
+/* Each cache's mirror (zeroed: the host path), and on a backend whose
+ * memory is not the host's the mirrors on the device, with the rows the
+ * policy starts with (hybrid's) uploaded now (set-up, not a token's
+ * upload), and the staging area. */
+static int open_device(struct ffn *f, struct flash_ffn *ff)
+{
+    const struct dev_model *dm = f->dev;
+    ff->mirrors = calloc(f->m->shape.n_layers, sizeof *ff->mirrors);
+    if (!ff->mirrors)
+        return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
+    struct backend_info info = {.host_visible = true};
+    if (dm && dm->be)
+        dm->ops->info(dm->be, &info);
+    if (info.host_visible)
+        return 0;
+    if (fdev_init(&ff->fdev, dm->ops, dm->be, f->m, ff->staging_rows, ff->err, ff->errlen) != 0)
+        return -1;
+    ff->on_device = true;
+    uint64_t setup = 0;
+    for (uint32_t l = 0; l < f->m->shape.n_layers; l++) {
+        const struct neuron_cache *c = &ff->caches[l];
+        if (!c->rows)
+            continue;
+        if (ncd_init(&ff->mirrors[l], dm->ops, dm->be, c->capacity, ff->stride, c->up_bias != NULL, ff->err,
+                     ff->errlen) != 0)
+            return -1;
+        if (ncd_upload(&ff->mirrors[l], c, 0, c->num_used, &setup) != 0)
+            return err_set(ff->err, ff->errlen, "%s backend: %s", dm->ops->name, dm->ops->error(dm->be));
+    }
+    /* the host rows were the uploads' sources */
+    if (dm->ops->sync(dm->be) != 0)
+        return err_set(ff->err, ff->errlen, "%s backend: %s", dm->ops->name, dm->ops->error(dm->be));
+    return 0;
+}
+
 static int flash_create(struct ffn *f, char *err, size_t errlen)
 {
     const struct ffn_flash_config *cfg = f->config;
@@ -327,7 +387,7 @@ static int flash_create(struct ffn *f, char *err, size_t errlen)
     }
     if (open_caches(f, ff) != 0)
         return -1;
-    if (open_selectors(f, ff) != 0)
+    if (open_selectors(f, ff) != 0 || open_device(f, ff) != 0)
         return -1;
     ff->err = NULL; /* the buffer is create's caller's: later failures go through ffn_flash_error */
     ff->errlen = 0;
@@ -404,6 +464,8 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
  * the staged rows and empties both. */
 static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
 {
+    if (ff->on_device) /* the staging rows and biases are the last upload's sources until it ran */
+        dev_check(ff, fdev_stage_wait(&ff->fdev));
     read_batch(ff, ff->reader, ff->n_reqs, &ff->acc.bytes_read);
     double t0 = now_ms();
     for (uint32_t k = 0; k < ff->n_copies; k++)
@@ -413,7 +475,13 @@ static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x
     float *staged_bias = bias ? ff->z : NULL; /* z is free once the needed set is known */
     for (uint32_t k = 0; bias && k < ff->n_staged; k++)
         staged_bias[k] = bias[ff->staged[k]];
-    compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
+    if (ff->on_device) {
+        t0 = now_ms();
+        dev_check(ff, fdev_staged(&ff->fdev, ff->staging, ff->n_staged, staged_bias, &ff->acc.h2d_bytes));
+        ff->acc.ffn_ms += now_ms() - t0;
+    } else {
+        compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
+    }
     ff->n_reqs = ff->n_staged = ff->n_copies = ff->bounce_used = 0;
 }
 
@@ -541,6 +609,23 @@ static void clear_marks(struct flash_ffn *ff, const struct cache_step *st, uint3
         ff->mark[st->rows[j]] = 0;
 }
 
+/* Neuron id leaves layer's cache (neuron_cache_delete): the last row
+ * moving into its hole is counted and, on a device, recorded for the
+ * layer's batched move. */
+static void drop_row(struct flash_ffn *ff, int layer, uint32_t id)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    if (id >= c->d_ff || c->row_of[id] < 0)
+        return;
+    uint32_t r = (uint32_t)c->row_of[id], last = c->num_used - 1;
+    if (r != last) {
+        ff->acc.row_moves++;
+        if (ncd_record_move(&ff->mirrors[layer], r, last) != 0)
+            fail_dev(ff, "the flash FFN moved more rows in one step than its cache holds");
+    }
+    neuron_cache_delete(c, id);
+}
+
 /* Rows the policy dropped that this token does not need leave now (room
  * for the new ones); the kept rows read this step are appended in id order. */
 static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
@@ -548,7 +633,7 @@ static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *
     struct neuron_cache *c = &ff->caches[layer];
     for (uint32_t j = 0; j < st->n_deleted; j++)
         if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->rows)
-            neuron_cache_delete(c, st->deleted[j]);
+            drop_row(ff, layer, st->deleted[j]);
 }
 
 static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step *st)
@@ -589,29 +674,66 @@ static void count_misses(struct flash_ffn *ff, int layer, const uint32_t *truth,
     ff->acc.extra += n_needed - both;
 }
 
+/* Rows [first, first + n) of layer's cache, computed into out: on the
+ * host, or on the device's mirror of them. */
+static void compute_cached(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t first, uint32_t n, const float *x,
+                           float *out)
+{
+    const struct neuron_cache *c = &ff->caches[layer];
+    bool bias = f->m->layers[layer].ffn_up_bias != NULL;
+    if (!ff->on_device) {
+        if (c->rows)
+            compute_rows(f, ff, c->rows + (uint64_t)first * ff->stride, n, bias ? c->up_bias + first : NULL, x, out);
+        return;
+    }
+    const struct neuron_cache_dev *d = &ff->mirrors[layer];
+    double t0 = now_ms();
+    dev_check(ff, fdev_rows(&ff->fdev, d->be ? ncd_rows(d, first) : (struct dev_ref){0}, n,
+                            d->be && bias ? ncd_bias(d, first) : (struct dev_ref){0}));
+    ff->acc.ffn_ms += now_ms() - t0;
+}
+
+/* The step's counts into the token's. */
+static void count_step(struct flash_ffn *ff, const struct neuron_cache *c, const struct cache_step *st,
+                       uint64_t shrinks)
+{
+    ff->acc.reads += st->n_reads;
+    ff->acc.rows_inserted += st->n_rows;
+    ff->acc.rows_deleted += st->n_deleted + st->n_extra;
+    ff->acc.overflow_rows += st->overflow;
+    ff->acc.window_shrinks += (uint32_t)(ff->decide.p.shrinks - shrinks);
+    ff->acc.cache_rows += c->rows ? c->num_used : 0;
+}
+
 /* One layer's decision, memory management, reads and compute; truth (check)
- * is counted against what the step computes. */
+ * is counted against what the step computes. On a device (x and out NULL
+ * unless the host reads them) the deletions are moved there in a batch
+ * before the held rows are computed (a second one after, when needed rows
+ * the policy dropped leave), and the rows appended are uploaded once read. */
 static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const uint32_t *truth,
                            uint32_t n_truth, const float *x, float *out)
 {
     struct neuron_cache *c = &ff->caches[layer];
-    const struct layer_weights *L = &f->m->layers[layer];
-    memset(out, 0, f->m->shape.d_model * sizeof *out);
+    struct neuron_cache_dev *d = &ff->mirrors[layer];
+    if (out)
+        memset(out, 0, f->m->shape.d_model * sizeof *out);
     double t0 = now_ms();
     uint64_t shrinks = ff->decide.p.shrinks;
     struct cache_step st;
     cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
     uint32_t n_late = classify(ff, &st, n_needed);
+    dev_check(ff, ncd_begin(d)); /* the host rows were the last step's upload sources */
     make_room(ff, layer, &st);
+    dev_check(ff, ncd_apply_moves(d, &ff->acc.h2d_bytes));
     ff->acc.mem_ms += now_ms() - t0;
     if (truth)
         count_misses(ff, layer, truth, n_truth, n_needed);
     /* the rows held: hits, and what the policy keeps from earlier tokens */
-    if (c->rows)
-        compute_rows(f, ff, c->rows, c->num_used, L->ffn_up_bias ? c->up_bias : NULL, x, out);
+    compute_cached(f, ff, layer, 0, c->num_used, x, out);
     t0 = now_ms();
     for (uint32_t j = 0; j < n_late; j++)
-        neuron_cache_delete(c, ff->late[j]);
+        drop_row(ff, layer, ff->late[j]);
+    dev_check(ff, ncd_apply_moves(d, &ff->acc.h2d_bytes));
     uint32_t first_new = c->rows ? c->num_used : 0;
     int rc = append_kept(ff, layer, &st);
     ff->acc.mem_ms += now_ms() - t0;
@@ -619,18 +741,15 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
         queue_reads(f, ff, layer, &st, x, out);
         uint32_t once = ff->n_staged;
         flush(f, ff, layer, x, out);
-        if (c->rows)
-            compute_rows(f, ff, c->rows + (uint64_t)first_new * ff->stride, c->num_used - first_new,
-                         L->ffn_up_bias ? c->up_bias + first_new : NULL, x, out);
+        t0 = now_ms();
+        dev_check(ff, ncd_upload(d, c, first_new, c->num_used - first_new, &ff->acc.h2d_bytes));
+        ff->acc.mem_ms += now_ms() - t0;
+        compute_cached(f, ff, layer, first_new, c->num_used - first_new, x, out);
         ff->acc.cache_rows += once;
     }
+    dev_check(ff, ncd_end(d));
     clear_marks(ff, &st, n_needed);
-    ff->acc.reads += st.n_reads;
-    ff->acc.rows_inserted += st.n_rows;
-    ff->acc.rows_deleted += st.n_deleted + st.n_extra;
-    ff->acc.overflow_rows += st.overflow;
-    ff->acc.window_shrinks += (uint32_t)(ff->decide.p.shrinks - shrinks);
-    ff->acc.cache_rows += c->rows ? c->num_used : 0;
+    count_step(ff, c, &st, shrinks);
 }
 
 /* The neurons the source chooses for this layer (none for naive and
@@ -681,9 +800,21 @@ static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth,
         fail(ff, err);
 }
 
-static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
+/* Whether the host reads this layer's x (choose_needed, true_set): a
+ * device run downloads it only then. */
+static bool host_reads_x(const struct flash_ffn *ff, bool cached)
 {
-    (void)pos;
+    const struct ffn_flash_config *c = &ff->cfg;
+    bool chooses = cached && c->active != SOURCE_TRACE;
+    bool truth = (c->record || c->check) && !(c->active == SOURCE_ORACLE && cached) &&
+                 (c->active == SOURCE_ORACLE || ff->have_truth);
+    return chooses || truth;
+}
+
+/* One layer but its down bias: x on the host (NULL on a device when the
+ * host does not read it), out on the host (NULL on a device). */
+static void flash_layer(struct ffn *f, int layer, const float *x, float *out)
+{
     struct flash_ffn *ff = f->priv;
     const struct model *m = f->m;
     if (layer == 0) {
@@ -704,8 +835,36 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
         record_layer(ff, layer, truth, n_truth, n_needed);
     ff->acc.needed += n_needed;
     policy_forward(f, ff, layer, n_needed, ff->cfg.check && cached ? truth : NULL, n_truth, x, out);
+}
+
+static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
+{
+    (void)pos;
+    const struct model *m = f->m;
+    flash_layer(f, layer, x, out);
     if (m->layers[layer].ffn_down_bias)
         ck_add(f->ck, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
+}
+
+/* On the engine's buffers: where the host reaches them (cpu), the host
+ * path in place, as the engine runs a host FFN; else on the device. */
+static int flash_forward_device(struct ffn *f, int layer, int pos, struct dev_ref x, struct dev_ref out)
+{
+    struct flash_ffn *ff = f->priv;
+    const struct dev_model *dm = f->dev;
+    if (!ff->on_device) {
+        const char *xb = dm->ops->host_ptr(dm->be, x.buf);
+        char *ob = dm->ops->host_ptr(dm->be, out.buf);
+        flash_forward(f, layer, pos, (const float *)(xb + x.off), (float *)(ob + out.off));
+        return 0;
+    }
+    bool need_x = host_reads_x(ff, !ff->decide.p.ops->extra_reads);
+    if (fdev_layer_begin(&ff->fdev, x, out, need_x) != 0)
+        return -1;
+    flash_layer(f, layer, need_x ? ff->fdev.x_host : NULL, NULL);
+    if (ff->dev_failed)
+        return -1;
+    return fdev_layer_end(&ff->fdev, dev_model_ref(dm, f->m->layers[layer].ffn_down_bias));
 }
 
 static void flash_destroy(struct ffn *f)
@@ -713,6 +872,12 @@ static void flash_destroy(struct ffn *f)
     struct flash_ffn *ff = f->priv;
     if (!ff)
         return;
+    if (ff->fdev.be)
+        ff->fdev.ops->sync(ff->fdev.be); /* nothing in flight reads what is freed */
+    for (uint32_t l = 0; ff->mirrors && l < f->m->shape.n_layers; l++)
+        ncd_free(&ff->mirrors[l]);
+    free(ff->mirrors);
+    fdev_free(&ff->fdev);
     if (ff->caches)
         for (uint32_t l = 0; l < f->m->shape.n_layers; l++)
             neuron_cache_free(&ff->caches[l]);
@@ -780,5 +945,6 @@ const struct ffn_ops ffn_flash = {
     .name = "flash",
     .create = flash_create,
     .forward = flash_forward,
+    .forward_device = flash_forward_device,
     .destroy = flash_destroy,
 };

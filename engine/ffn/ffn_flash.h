@@ -28,7 +28,18 @@
  * the engine's (a budget must hold them); the oracle's rows are reported
  * apart. With check, the true activations are computed beside a predictor,
  * gate or trace, and what the choice missed and added is counted per
- * token. Everything is allocated by create; nothing per token. */
+ * token. Everything is allocated by create; nothing per token.
+ *
+ * On the engine's backend: on cpu the host path above, in place. On a
+ * backend whose memory is not the host's (sim, opencl, cuda) the same
+ * decisions are taken on the host, the layer's cache rows and biases are
+ * mirrored in device memory (neuron_cache_dev.h: step 3's deletions as
+ * batched row moves, step 5's rows uploaded into place once read) and the
+ * FFN is computed there (ffn_flash_dev.h: once-used rows uploaded to a
+ * device staging area); x is brought to the host only when a host-side
+ * chooser reads it. This first device slice still reads rows into the
+ * host cache and staging (they are the uploads' sources), so the host
+ * memory of the cache is not yet saved. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
@@ -100,6 +111,10 @@ struct ffn_flash_token {
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
     uint64_t rows_inserted, rows_deleted;
+    uint64_t row_moves;    /* deletions that moved the last row into the hole (Fig. 6), all layers */
+    uint64_t h2d_bytes;    /* uploaded to a device whose memory is not the host's (0 on cpu): rows
+                            * appended and staged (row_stride bytes each, and 4 for an up bias),
+                            * and the row moves lists (8 bytes a move) */
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */

@@ -46,6 +46,8 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->active = (double)ft.active;
     r->missed = (double)ft.missed;
     r->extra = (double)ft.extra;
+    r->h2d_bytes = (double)ft.h2d_bytes;
+    r->row_moves = (double)ft.row_moves;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
 }
@@ -129,8 +131,10 @@ void run_engine_extra(struct engine *e, const struct model *m, const struct run_
                       struct run_report_extra *x)
 {
     x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
+    x->device = false;
     if (p->dense)
         return;
+    x->device = !e->be_info.host_visible;
     x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
     x->read_align = ffn_flash_read_align(&e->ffn);
     x->predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg);

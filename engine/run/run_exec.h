@@ -79,7 +79,8 @@ int run_engine_init(struct engine *e, const struct fb_settings *set, const struc
 /* What run.json records of the built engine beside the setup and the rows:
  * the DRAM the flash FFN holds (caches, staging, its chooser; the oracle's
  * rows apart), ffn.bin's read alignment, the chooser's bytes and
- * multiply-adds per token. Zero for a dense run. */
+ * multiply-adds per token, whether the FFN ran on a device whose memory
+ * is not the host's. Zero (false) for a dense run. */
 void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
                       struct run_report_extra *x);
 struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,

@@ -28,9 +28,12 @@ static const struct {
     K(total_ms), K(io_ms), K(mem_ms), K(compute_ms), K(ffn_ms), K(predictor_ms), K(attention_ms),
     K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
     K(needed), K(overflow_rows), K(window_shrinks), K(check_ms), K(active), K(missed), K(extra),
+    /* a device whose memory is not the host's only (run_report_extra.device): last */
+    K(h2d_bytes), K(row_moves),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
+#define N_HOST_KEYS (N_KEYS - 2) /* the keys of every run: a cpu run's files stay as they were */
 
 static double *row_value(struct token_row *r, size_t k)
 {
@@ -54,10 +57,10 @@ static void mean_rows(struct token_row *rows, int lo, int hi, int generated, str
     *count = n;
 }
 
-static cJSON *row_json(struct token_row *r)
+static cJSON *row_json(struct token_row *r, bool device)
 {
     cJSON *o = cJSON_CreateObject();
-    for (size_t k = 0; k < N_KEYS; k++)
+    for (size_t k = 0; k < (device ? N_KEYS : N_HOST_KEYS); k++)
         cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
     return o;
 }
@@ -195,7 +198,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
         policy_json(prov, m, p);
     cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
     for (int i = 0; i < r->n_rows; i++) {
-        cJSON *t = row_json(&r->rows[i]);
+        cJSON *t = row_json(&r->rows[i], x->device);
         cJSON_AddNumberToObject(t, "index", i);
         cJSON_AddNumberToObject(t, "id", r->rows[i].id);
         cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
@@ -204,7 +207,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     int cold = cold_tokens(r, x), n;
     struct token_row mean;
     mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
-    cJSON *sum = row_json(&mean);
+    cJSON *sum = row_json(&mean, x->device);
     cJSON_AddItemToObject(root, "summary", sum);
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
@@ -230,7 +233,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
             mean_rows(r->rows, 0, cold, -1, &mean, &n);
         else
             mean_rows(r->rows, cold, r->n_rows, k == 2, &mean, &n);
-        cJSON *part = row_json(&mean);
+        cJSON *part = row_json(&mean, x->device);
         cJSON_AddNumberToObject(part, "tokens", n);
         cJSON_AddItemToObject(root, names[k], part);
     }
@@ -327,6 +330,9 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
                    "(engine holds %.2f GB, oracle rows %.2f GB).\n",
                NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
                NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
+    if (cJSON_GetObjectItemCaseSensitive(sum, "h2d_bytes")) /* a device run only */
+        strbuf_add(&t, "Uploaded to the device: %.3f MB per token (rows read and the row moves lists), %.1f rows "
+                       "moved there per token.\n", NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "row_moves"));
 #undef NUM
     return strbuf_take(&t);
 }
@@ -338,12 +344,12 @@ static char *tokens_csv(const struct run_outcome *r, int cold)
 {
     struct strbuf b = {0};
     strbuf_add(&b, "index,id,phase,cold");
-    for (size_t k = 0; k < N_KEYS; k++)
+    for (size_t k = 0; k < N_HOST_KEYS; k++)
         strbuf_add(&b, ",%s", row_keys[k].key);
     strbuf_add(&b, "\n");
     for (int i = 0; i < r->n_rows; i++) {
         strbuf_add(&b, "%d,%d,%s,%d", i, r->rows[i].id, r->rows[i].generated ? "generated" : "prompt", i < cold);
-        for (size_t k = 0; k < N_KEYS; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
+        for (size_t k = 0; k < N_HOST_KEYS; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
             strbuf_add(&b, ",%.12g", *row_value(&r->rows[i], k));
         strbuf_add(&b, "\n");
     }

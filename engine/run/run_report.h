@@ -40,6 +40,8 @@ struct token_row {
         overflow_rows, window_shrinks;
     double check_ms;              /* --check: the true activations' time, inside compute, apart from attention */
     double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
+    double h2d_bytes, row_moves;  /* uploaded to the device, rows moved there (ffn_flash.h); run.json has
+                                   * them on a device whose memory is not the host's only */
 };
 
 /* What the run's tokens gave: rows[0..n_rows), a row per computed position. */
@@ -59,6 +61,8 @@ struct run_report_extra {
     uint64_t read_align;   /* ffn.bin's direct-I/O alignment (ffn_flash_read_align) */
     uint64_t predictor_bytes; /* of held_bytes, what chooses the neurons (predictor, gate rows) */
     uint64_t predictor_madds; /* its multiply-adds per token */
+    bool device;           /* the backend's memory is not the host's: run.json's rows and summaries
+                            * also give h2d_bytes and row_moves (a cpu run's files keep their keys) */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
 };

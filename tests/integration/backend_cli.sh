@@ -140,6 +140,14 @@ tokens() { json_get "$1" '[t["id"] for t in d["tokens"]]'; }
 check "generate: sim's tokens are cpu's" test "$(tokens "$WORK/gen-sim.json")" = "$(tokens "$WORK/gen-cpu.json")"
 check "perplexity: sim's is cpu's" test "$(json_get "$WORK/ppl-sim.json" 'd["perplexity"]')" = "$(json_get "$WORK/ppl-cpu.json" 'd["perplexity"]')"
 check "run: sim's tokens are cpu's" test "$(tokens "$WORK/run-sim/run.json")" = "$(tokens "$WORK/run-cpu/run.json")"
+# run's FFN on a device (issue 31): the same reads; the uploads per token
+# are the rows inserted (a row and its up bias each) and the row moves
+# lists (8 bytes a move); a cpu run's files have no device keys.
+per_token() { json_get "$1" "[int(t['$2']) for t in d['tokens']]"; }
+check "run: sim's bytes read per token are cpu's" test "$(per_token "$WORK/run-sim/run.json" bytes_read)" = "$(per_token "$WORK/run-cpu/run.json" bytes_read)"
+check "run: sim's uploads per token are the rows inserted and the moves lists" test "$(json_get "$WORK/run-sim/run.json" \
+    "all(t['h2d_bytes'] == t['rows_inserted'] * (d['summary']['row_stride'] + 4) + 8 * t['row_moves'] for t in d['tokens']) and d['summary']['h2d_bytes'] > 0")" = True
+check "run on cpu: no device keys" test "$(json_get "$WORK/run-cpu/run.json" "'h2d_bytes' in d['tokens'][0] or 'row_moves' in d['summary']")" = False
 evals() { json_get "$1" '(d["perplexity_dense"], d["perplexity_predictor"], d["perplexity_oracle"], d["greedy"], d["layers"])'; }
 check "predictor eval: sim's figures are cpu's" test "$(evals "$WORK/eval-sim/eval.json")" = "$(evals "$WORK/eval-cpu/eval.json")"
 
