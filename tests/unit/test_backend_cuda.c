@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "engine/compute/backend.h"
 #include "engine/compute/cpu_kernels.h"
 #include "engine/model/dtype.h"
@@ -23,16 +24,7 @@ enum { GUARD = 256, MAX_DIM = 1024, MAX_SEQ = 64, MAX_HEADS = 8 };
 static const struct backend_ops *ops = &backend_cuda;
 static struct backend *be;
 static struct cpu_kernels *ck;
-static uint32_t rng = 2463534242u;
 static int launches, copies; /* what this test enqueued */
-
-static float uniform(void) /* in [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (float)(rng >> 8) / 8388608.0f - 1.0f;
-}
 
 static float *randoms(size_t n)
 {

@@ -20,6 +20,7 @@
 
 #include "arch_fixture.h"
 #include "check.h"
+#include "test_rng.h"
 #include "engine/compute/backend.h"
 #include "engine/compute/backend_opencl.h"
 #include "engine/compute/cpu_kernels.h"
@@ -35,15 +36,6 @@ static int ops_called; /* ops enqueued on ob: its launch count */
 
 /* ---- inputs ---- */
 
-static uint32_t rng = 2463534242u;
-
-static float uniform(void) /* in [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (float)(rng >> 8) / 8388608.0f - 1.0f;
-}
 
 static float *randoms(size_t n, float scale)
 {

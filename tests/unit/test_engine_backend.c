@@ -12,19 +12,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "test_rng.h"
 #include "engine/compute/cpu_kernels.h"
 #include "engine/compute/membw.h"
 #include "engine/model/dtype.h"
 
-static uint32_t rng = 2463534242u;
-
-static float uniform(void) /* in [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 17;
-    rng ^= rng << 5;
-    return (float)(rng >> 8) / 8388608.0f - 1.0f;
-}
 
 /* n weights of type t, and their values as f32 */
 static void *weights(enum fb_dtype t, size_t n, float *val)
