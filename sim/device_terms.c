@@ -32,8 +32,29 @@ void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, str
     out->bytes_down = (uint64_t)s->vocab * sizeof(float) + x_layers * s->d_model * sizeof(float);
     out->bytes_moved = v->row_moves * row;
     /* each group's rows and biases; each batch's list and its moves on the rows and biases */
-    out->copies = groups * (bias ? 2 : 1) + v->move_batches * (bias ? 3 : 2) + 1 + x_layers;
+    out->uploads = groups * (bias ? 2 : 1) + v->move_batches;
+    out->downloads = 1 + x_layers;
+    out->copies = out->uploads + out->downloads + v->move_batches * (bias ? 2 : 1);
     out->launches = pass_launches(s) + ffn_launches(s, v);
     uint64_t stage_waits = v->staged_groups + (v->pending_before ? 1 : 0) - (v->pending_after ? 1 : 0);
     out->syncs = 1 + x_layers + (v->first_token ? 0 : s->cached_layers) + stage_waits;
+}
+
+/* ms for bytes in n copies, at the bandwidth of their mean size. */
+static double copy_ms(const struct hw_profile *hw, bool h2d, uint64_t bytes, uint64_t n)
+{
+    if (!bytes || !n)
+        return 0;
+    double bw = hw_device_bw(hw, h2d, true, (double)bytes / (double)n);
+    return bw > 0 ? 1e3 * (double)bytes / bw : 0;
+}
+
+void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, struct dev_time *out)
+{
+    const struct hw_device *d = &hw->device;
+    double wait_s = d->event_s > 0 ? d->event_s : d->sync_s;
+    out->h2d_ms = copy_ms(hw, true, t->bytes_up, t->uploads);
+    out->d2h_ms = copy_ms(hw, false, t->bytes_down, t->downloads);
+    out->launch_ms = 1e3 * (double)t->launches * d->launch_s;
+    out->sync_ms = t->syncs ? 1e3 * (d->sync_s + (double)(t->syncs - 1) * wait_s) : 0;
 }

@@ -27,12 +27,14 @@
  *           flush staged rows)
  * The groups, batches and the carry are the run's (the engine counts them:
  * engine/ffn/ffn_flash.h) or, priced ahead, the cost model's estimate.
- * Pure functions; no errors. */
+ * Pure functions; no errors; thread-safe. */
 #ifndef FLASHBED_SIM_DEVICE_TERMS_H
 #define FLASHBED_SIM_DEVICE_TERMS_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "sim/hw_profile.h"
 
 /* The model and the run as the device sees them. */
 struct dev_shape {
@@ -58,8 +60,19 @@ struct dev_volumes {
 struct dev_terms {
     uint64_t bytes_up, bytes_down, bytes_moved;
     uint64_t copies, launches, syncs;
+    uint64_t uploads, downloads; /* of the copies (the rest are row moves) */
 };
 
 void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, struct dev_terms *out);
+
+/* The terms' time on a profile's device (hw_profile.h: struct hw_device):
+ * uploads from pinned memory at their mean size, downloads likewise, a
+ * launch_s per launch, sync_s for the head's sync and event_s (sync_s when
+ * absent) for every other wait. Row moves run on the device: priced with
+ * its compute, not here. */
+struct dev_time {
+    double h2d_ms, d2h_ms, launch_ms, sync_ms;
+};
+void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, struct dev_time *out);
 
 #endif
