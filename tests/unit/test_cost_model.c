@@ -605,6 +605,17 @@ static void test_run_summary(void)
     CHECK_NEAR(c.rel_err[RUN_TOTAL], 21.0 / 20 - 1, 1e-12);
     CHECK_NEAR(c.mape_pct, 100 * (0.2 + 0.5 + 0) / 3, 1e-9);
     CHECK(c.has_predictor && c.predictor_ms[2] == 0.5 && c.predictor_dram[2] == -0.5);
+    CHECK(!c.has_device && isnan(m.device[0])); /* a cpu run */
+    run_summary_free(&m);
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"h2d_bytes\": 1000, "
+                     "\"d2h_bytes\": 400, \"launches\": 30, \"syncs\": 5}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+    run_compare(&p, &m, &c);
+    CHECK(!c.has_device); /* a profile without a device */
+    p.device = true, p.dev_bytes_up = 1500, p.dev_bytes_down = 400, p.dev_launches = 30, p.dev_syncs = 4;
+    run_compare(&p, &m, &c);
+    CHECK(c.has_device && c.device[0][0] == 1500 && c.device[0][1] == 1000 && c.device[0][2] == 0.5);
+    CHECK(c.device[1][2] == 0 && c.device[2][1] == 30 && c.device[3][2] == -0.2);
     run_summary_free(&m);
     test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
     CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
