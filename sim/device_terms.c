@@ -41,11 +41,11 @@ void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, str
 }
 
 /* ms for bytes in n copies, at the bandwidth of their mean size. */
-static double copy_ms(const struct hw_profile *hw, bool h2d, uint64_t bytes, uint64_t n)
+static double copy_ms(const struct hw_profile *hw, bool h2d, bool pinned, uint64_t bytes, uint64_t n)
 {
     if (!bytes || !n)
         return 0;
-    double bw = hw_device_bw(hw, h2d, true, (double)bytes / (double)n);
+    double bw = hw_device_bw(hw, h2d, pinned, (double)bytes / (double)n);
     return bw > 0 ? 1e3 * (double)bytes / bw : 0;
 }
 
@@ -53,8 +53,10 @@ void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, stru
 {
     const struct hw_device *d = &hw->device;
     double wait_s = d->event_s > 0 ? d->event_s : d->sync_s;
-    out->h2d_ms = copy_ms(hw, true, t->bytes_up, t->uploads);
-    out->d2h_ms = copy_ms(hw, false, t->bytes_down, t->downloads);
+    /* the rows go up from the host cache and staging rows, ordinary memory
+     * today (neuron_cache_dev.h); x and the logits come down into pinned memory */
+    out->h2d_ms = copy_ms(hw, true, false, t->bytes_up, t->uploads);
+    out->d2h_ms = copy_ms(hw, false, true, t->bytes_down, t->downloads);
     out->launch_ms = 1e3 * (double)t->launches * d->launch_s;
     out->sync_ms = t->syncs ? 1e3 * (d->sync_s + (double)(t->syncs - 1) * wait_s) : 0;
 }

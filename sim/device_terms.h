@@ -66,7 +66,8 @@ struct dev_terms {
 void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, struct dev_terms *out);
 
 /* The terms' time on a profile's device (hw_profile.h: struct hw_device):
- * uploads from pinned memory at their mean size, downloads likewise, a
+ * uploads from ordinary (pageable) memory at their mean size, as the
+ * engine uploads its rows today, downloads into pinned memory likewise, a
  * launch_s per launch, sync_s for the head's sync and event_s (sync_s when
  * absent) for every other wait. Row moves run on the device: priced with
  * its compute, not here. */

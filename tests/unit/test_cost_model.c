@@ -108,8 +108,10 @@ static void test_device_pricing(void)
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK(!p.device && p.h2d_ms == 0 && p.dev_launches == 0);
     struct hw_device *d = &hw->device;
-    *d = (struct hw_device){.present = true, .n_xfer = 1, .xfer_bytes = {1e6}, .h2d_pinned_bw = {10e9},
-                            .d2h_pinned_bw = {5e9}, .launch_s = 5e-6, .sync_s = 20e-6, .event_s = 10e-6};
+    /* the rows go up from ordinary memory, x and the logits come down into pinned memory */
+    *d = (struct hw_device){.present = true, .n_xfer = 1, .xfer_bytes = {1e6}, .h2d_pinned_bw = {20e9},
+                            .h2d_pageable_bw = {10e9}, .d2h_pinned_bw = {5e9}, .d2h_pageable_bw = {1e9},
+                            .launch_s = 5e-6, .sync_s = 20e-6, .event_s = 10e-6};
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     /* naive: every row staged once, one group a layer; only the logits come back */
     CHECK(p.device);
