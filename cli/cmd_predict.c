@@ -130,6 +130,26 @@ static int compare_predictor(const struct run_comparison *c, cJSON *rows, char *
     return n;
 }
 
+/* The device's counts per token, modelled beside measured (a device run
+ * priced on a profile with a device). Returns the Markdown's length. */
+static int compare_device(const struct run_comparison *c, cJSON *rows, char *md, size_t len)
+{
+    if (!c->has_device)
+        return 0;
+    int n = 0;
+    for (int k = 0; k < 4; k++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "component", run_device_keys[k]);
+        cJSON_AddNumberToObject(o, "predicted", c->device[k][0]);
+        cJSON_AddNumberToObject(o, "measured", c->device[k][1]);
+        cJSON_AddNumberToObject(o, "rel_err", c->device[k][2]);
+        cJSON_AddItemToArray(rows, o);
+        n += snprintf(md + n, len - (size_t)n, "| device %s per token (a count, not in the total) | %.0f | %.0f | "
+                      "%+.1f%% |\n", run_device_keys[k], c->device[k][0], c->device[k][1], 100 * c->device[k][2]);
+    }
+    return n;
+}
+
 /* compare.json and compare.md from a comparison (sim/run_summary.h). */
 static int write_comparison(const char *path, const struct run_comparison *c, struct run_summary *m,
                             const char *dir, cJSON *prov)
@@ -155,6 +175,7 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
                         k < RUN_TOTAL ? run_part_keys[k] : "total", c->predicted[k], c->measured[k], 100 * c->rel_err[k]);
     }
     len += compare_predictor(c, rows, md + len, sizeof md - (size_t)len);
+    len += compare_device(c, rows, md + len, sizeof md - (size_t)len);
     cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
     snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", c->mape_pct);
     char out[4200];

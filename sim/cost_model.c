@@ -7,6 +7,7 @@
 
 #include "cache/cache.h"
 #include "common/errbuf.h"
+#include "sim/device_terms.h"
 
 int dtype_bytes(const char *dtype)
 {
@@ -281,6 +282,45 @@ static void price_dram(const struct pricing *x, struct cost_prediction *o)
     o->dram_total = o->dram_embeddings + o->dram_attention + o->dram_predictor + o->dram_ffn;
 }
 
+/* The device's terms (a profile with a device only), from the volumes as
+ * cost_model.h's struct cost_prediction says. */
+static void price_device(const struct pricing *x, struct cost_prediction *o)
+{
+    const struct cost_config *c = x->c;
+    const struct model_shape *s = c->shape;
+    if (!c->hw->device.present)
+        return;
+    bool predictor = strcmp(x->pol->name, "predictor") == 0, cache = !x->streams_all && !predictor;
+    uint64_t L = s->n_layers;
+    double rows = x->whole ? fmin((double)L * s->d_ff, o->bytes_per_token / x->rb) : c->vol.rows_inserted;
+    double moves = cache && !x->whole ? c->vol.rows_deleted : 0;
+    struct dev_shape ds = {.n_layers = s->n_layers, .d_model = s->d_model, .vocab = s->vocab_size,
+                           .n_heads = s->n_heads, .n_kv_heads = s->n_kv_heads, .row_stride = (uint64_t)x->rb,
+                           .up_bias = s->biases, .down_bias = s->biases,
+                           .pos_embedding = strcmp(s->position, "learned") == 0,
+                           .rope = strcmp(s->position, "rope") == 0, .qk_norm = s->qk_norm,
+                           .parallel_block = s->parallel_block, .host_reads_x = !x->whole,
+                           .cached_layers = cache ? s->n_layers : 0};
+    struct dev_volumes v = {.rows_inserted = (uint64_t)(rows + 0.5), .row_moves = (uint64_t)(moves + 0.5),
+                            .staged_groups = x->whole || predictor ? L : 0, .append_groups = cache && !x->whole ? L : 0,
+                            .move_batches = moves > 0 ? L : 0};
+    struct dev_terms t;
+    struct dev_time tm;
+    dev_terms_token(&ds, &v, &t);
+    dev_terms_time(c->hw, &t, &tm);
+    o->device = true;
+    o->dev_bytes_up = (double)t.bytes_up;
+    o->dev_bytes_down = (double)t.bytes_down;
+    o->dev_row_moves = (double)v.row_moves;
+    o->dev_launches = (double)t.launches;
+    o->dev_syncs = (double)t.syncs;
+    o->h2d_ms = tm.h2d_ms;
+    o->d2h_ms = tm.d2h_ms;
+    o->launch_ms = tm.launch_ms;
+    o->sync_ms = tm.sync_ms;
+    o->device_total_ms = o->serial_ms + tm.h2d_ms + tm.d2h_ms + tm.launch_ms + tm.sync_ms;
+}
+
 int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
@@ -307,6 +347,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     o->serial_ms = o->io_ms + o->mem_ms + o->compute_ms;
     o->overlapped_ms = fmax(o->io_ms, o->compute_ms) + o->mem_ms;
     price_dram(&x, o);
+    price_device(&x, o);
     return 0;
 }
 

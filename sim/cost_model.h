@@ -18,7 +18,11 @@
  * replay counted). Volumes stated as fractions of the FFN (the paper's way)
  * price predictor, window:K, split and bundled; lru, lfu, hot, belady,
  * friends and coalesce:G depend on a trace's exact sets and are priced only
- * from a replay of one (sim/trace_volumes.h). */
+ * from a replay of one (sim/trace_volumes.h).
+ *
+ * With a device in the profile (calibrate --backend B), the FFN's rows are
+ * also uploaded to it and the pass is launched and synchronised there:
+ * struct cost_prediction's device terms (sim/device_terms.h). */
 #ifndef FLASHBED_SIM_COST_MODEL_H
 #define FLASHBED_SIM_COST_MODEL_H
 
@@ -71,6 +75,15 @@ struct cost_prediction {
     double rows_inserted, rows_deleted, cache_rows;
     double model_bytes;         /* all weights at dtype */
     double dram_embeddings, dram_attention, dram_predictor, dram_ffn, dram_total;
+    /* A profile with a device (hw_profile.h: device.present): the flash FFN
+     * on it, its movement terms (sim/device_terms.h) per token, estimated
+     * from the volumes (the whole-layer policies' and the predictor's rows
+     * staged in one group per layer, a caching policy's appended in one,
+     * its deletions moved in one batch), and their times, apart from the
+     * totals above; device_total_ms adds them to serial_ms. */
+    bool device;
+    double dev_bytes_up, dev_bytes_down, dev_row_moves, dev_launches, dev_syncs;
+    double h2d_ms, d2h_ms, launch_ms, sync_ms, device_total_ms;
 };
 
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */

@@ -9,6 +9,21 @@
 #include "common/json_file.h"
 #include "common/strbuf.h"
 
+/* A device's terms per token (cost_model.h), on a profile with a device only. */
+static void device_json(cJSON *d, const struct cost_prediction *p)
+{
+    cJSON_AddNumberToObject(d, "h2d_bytes", p->dev_bytes_up);
+    cJSON_AddNumberToObject(d, "d2h_bytes", p->dev_bytes_down);
+    cJSON_AddNumberToObject(d, "row_moves", p->dev_row_moves);
+    cJSON_AddNumberToObject(d, "launches", p->dev_launches);
+    cJSON_AddNumberToObject(d, "syncs", p->dev_syncs);
+    cJSON_AddNumberToObject(d, "h2d_ms", p->h2d_ms);
+    cJSON_AddNumberToObject(d, "d2h_ms", p->d2h_ms);
+    cJSON_AddNumberToObject(d, "launch_ms", p->launch_ms);
+    cJSON_AddNumberToObject(d, "sync_ms", p->sync_ms);
+    cJSON_AddNumberToObject(d, "total_ms", p->device_total_ms);
+}
+
 /* One policy's "prediction": the cost model's numbers, every one of them, so
  * that a reader needs nothing else (DRAM also as a share of the model). */
 static cJSON *prediction_json(const struct cost_prediction *p)
@@ -41,6 +56,8 @@ static cJSON *prediction_json(const struct cost_prediction *p)
     }
     cJSON_AddNumberToObject(o, "model_gb", p->model_bytes / 1e9);
     cJSON_AddNumberToObject(o, "predictor_bytes", p->dram_predictor);
+    if (p->device)
+        device_json(cJSON_AddObjectToObject(o, "device"), p);
     return o;
 }
 
@@ -81,6 +98,25 @@ static void window_md(struct strbuf *b, const struct policy_prediction *it, size
                        (unsigned long long)it[i].window_tokens, it[i].window.from);
 }
 
+/* The device's terms, when the profile has a device. */
+static void device_md(struct strbuf *b, const struct policy_prediction *it, size_t n)
+{
+    char name[POLICY_NAME_MAX];
+    if (!n || !it[0].prediction.device)
+        return;
+    strbuf_add(b, "\nOn the device (%s), per token, apart from the totals above:\n\n"
+                  "| policy | MB up | MB down | launches | syncs | upload ms | download ms | launch ms | sync ms | "
+                  "total ms (serial + device) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+               it[0].config.hw->device.name);
+    for (size_t i = 0; i < n; i++) {
+        const struct cost_prediction *p = &it[i].prediction;
+        strbuf_add(b, "| %s | %.3f | %.3f | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.1f |\n",
+                   priced(&it[i], name, sizeof name), p->dev_bytes_up / 1e6, p->dev_bytes_down / 1e6,
+                   p->dev_launches, p->dev_syncs, p->h2d_ms, p->d2h_ms, p->launch_ms, p->sync_ms,
+                   p->device_total_ms);
+    }
+}
+
 /* One table row per policy for each of: latency, compute and flash, DRAM. */
 char *predict_report_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
@@ -119,6 +155,7 @@ char *predict_report_md(const struct predict_setup *s, const struct policy_predi
             strbuf_add(&b, " %.2f (%.1f%%) |", parts[k] / 1e9, 100 * parts[k] / p->model_bytes);
         strbuf_add(&b, "\n");
     }
+    device_md(&b, it, n);
     strbuf_add(&b, "\nPredictor (what chooses the neurons: held in DRAM, computed every token; the FFN cache gets "
                    "the budget less it):\n\n");
     for (size_t i = 0; i < n; i++)

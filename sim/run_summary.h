@@ -21,6 +21,8 @@ struct run_summary {
     double window_k;                 /* NAN when absent: the policy kept no window */
     double capacity_rows;            /* per layer; NAN when absent (dense) */
     double predictor_ms, predictor_dram_bytes;
+    double device[4];                /* a device run's h2d_bytes, d2h_bytes, launches, syncs per token
+                                      * (run_device_keys); NAN when absent (a cpu run) */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */
@@ -32,17 +34,22 @@ void run_summary_free(struct run_summary *s);
 
 /* Names of the parts as run.json and compare.json spell them. */
 extern const char *const run_part_keys[RUN_PARTS];
+/* The device's counts per token as run.json and compare.json spell them. */
+extern const char *const run_device_keys[4];
 
 /* A prediction beside a run: per part predicted, measured and the relative
  * error (predicted - measured) / measured (0 when nothing was measured);
  * the mean absolute error over the three components that were measured.
  * With a predictor or the gate choosing, its time and DRAM too (apart:
- * inside compute, and held). */
+ * inside compute, and held); a device run against a profile with a
+ * device, the device's counts per token too (sim/device_terms.h). */
 struct run_comparison {
     double predicted[RUN_PARTS], measured[RUN_PARTS], rel_err[RUN_PARTS];
     double mape_pct;
     int has_predictor;
     double predictor_ms[3], predictor_dram[3]; /* predicted, measured, rel_err */
+    int has_device;            /* a device run priced on a profile with a device */
+    double device[4][3];       /* run_device_keys': predicted, measured, rel_err */
 };
 
 void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out);

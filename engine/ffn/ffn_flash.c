@@ -478,6 +478,7 @@ static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x
     if (ff->on_device) {
         t0 = now_ms();
         dev_check(ff, fdev_staged(&ff->fdev, ff->staging, ff->n_staged, staged_bias, &ff->acc.h2d_bytes));
+        ff->acc.staged_groups += ff->n_staged > 0;
         ff->acc.ffn_ms += now_ms() - t0;
     } else {
         compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
@@ -693,6 +694,14 @@ static void compute_cached(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     ff->acc.ffn_ms += now_ms() - t0;
 }
 
+/* The deletions recorded since the last batch, moved on the device. */
+static void apply_moves(struct flash_ffn *ff, struct neuron_cache_dev *d)
+{
+    uint32_t before = d->n_applied;
+    dev_check(ff, ncd_apply_moves(d, &ff->acc.h2d_bytes));
+    ff->acc.move_batches += d->n_applied != before;
+}
+
 /* The step's counts into the token's. */
 static void count_step(struct flash_ffn *ff, const struct neuron_cache *c, const struct cache_step *st,
                        uint64_t shrinks)
@@ -724,7 +733,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     uint32_t n_late = classify(ff, &st, n_needed);
     dev_check(ff, ncd_begin(d)); /* the host rows were the last step's upload sources */
     make_room(ff, layer, &st);
-    dev_check(ff, ncd_apply_moves(d, &ff->acc.h2d_bytes));
+    apply_moves(ff, d);
     ff->acc.mem_ms += now_ms() - t0;
     if (truth)
         count_misses(ff, layer, truth, n_truth, n_needed);
@@ -733,7 +742,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     t0 = now_ms();
     for (uint32_t j = 0; j < n_late; j++)
         drop_row(ff, layer, ff->late[j]);
-    dev_check(ff, ncd_apply_moves(d, &ff->acc.h2d_bytes));
+    apply_moves(ff, d);
     uint32_t first_new = c->rows ? c->num_used : 0;
     int rc = append_kept(ff, layer, &st);
     ff->acc.mem_ms += now_ms() - t0;
@@ -743,6 +752,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
         flush(f, ff, layer, x, out);
         t0 = now_ms();
         dev_check(ff, ncd_upload(d, c, first_new, c->num_used - first_new, &ff->acc.h2d_bytes));
+        ff->acc.append_groups += d->be && c->num_used > first_new;
         ff->acc.mem_ms += now_ms() - t0;
         compute_cached(f, ff, layer, first_new, c->num_used - first_new, x, out);
         ff->acc.cache_rows += once;
@@ -918,6 +928,7 @@ void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
 {
     struct flash_ffn *ff = f->priv;
     *out = ff->acc;
+    out->stage_pending = ff->fdev.stage_pending;
     memset(&ff->acc, 0, sizeof ff->acc);
 }
 

@@ -115,6 +115,11 @@ struct ffn_flash_token {
     uint64_t h2d_bytes;    /* uploaded to a device whose memory is not the host's (0 on cpu): rows
                             * appended and staged (row_stride bytes each, and 4 for an up bias),
                             * and the row moves lists (8 bytes a move) */
+    /* on such a device, what the queue was given (sim/device_terms.h prices them): */
+    uint64_t staged_groups; /* uploads of rows used once, each computed as a group */
+    uint64_t append_groups; /* layers whose appended rows were uploaded and computed */
+    uint64_t move_batches;  /* batched row moves */
+    bool stage_pending;     /* at the token's end, a staged group not yet waited for */
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */

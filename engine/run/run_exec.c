@@ -13,6 +13,7 @@ struct exec {
     struct engine *e;
     const struct run_exec_config *c;
     struct run_outcome *out;
+    struct backend_counts last; /* the backend's counts when the token began */
 };
 
 /* The trace being recorded learns where each token comes from. */
@@ -48,8 +49,25 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->extra = (double)ft.extra;
     r->h2d_bytes = (double)ft.h2d_bytes;
     r->row_moves = (double)ft.row_moves;
+    r->staged_groups = (double)ft.staged_groups;
+    r->append_groups = (double)ft.append_groups;
+    r->move_batches = (double)ft.move_batches;
+    r->stage_pending = ft.stage_pending;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
+}
+
+/* The backend's counts over the token (the pass ends with a sync: all
+ * it enqueued has run). */
+static void take_device_counts(struct exec *x, struct token_row *r)
+{
+    struct backend_counts c;
+    x->e->be_ops->counts(x->e->be, &c);
+    r->d2h_bytes = (double)(c.bytes_down - x->last.bytes_down);
+    r->launches = (double)(c.launches - x->last.launches);
+    r->syncs = (double)(c.syncs - x->last.syncs);
+    r->copies = (double)(c.copies - x->last.copies);
+    x->last = c;
 }
 
 /* A row per computed position: the pass's time, the flash FFN's share of
@@ -62,6 +80,7 @@ static int exec_token(void *ctx, const struct decode_step *s)
     r->total_ms = (double)(s->end_ns - s->start_ns) * 1e-6;
     r->id = s->token;
     r->generated = s->generated;
+    take_device_counts(x, r);
     if (!x->c->dense && take_flash_costs(x, r) != 0)
         return -1;
     r->compute_ms = r->total_ms - r->io_ms - r->mem_ms;
@@ -82,6 +101,7 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
     if (!out->rows)
         return err_set(err, errlen, "cannot allocate the per-token rows");
     struct exec x = {.e = e, .c = c, .out = out};
+    e->be_ops->counts(e->be, &x.last); /* what set-up uploaded is not a token's */
     struct decode_hooks h = {.before = c->dense ? NULL : exec_before, .token = exec_token, .ctx = &x};
     struct decode_result res;
     if (decode_run(e, d, &h, &res, err, errlen) != 0) { /* nothing to report */

@@ -29,11 +29,11 @@ static const struct {
     K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
     K(needed), K(overflow_rows), K(window_shrinks), K(check_ms), K(active), K(missed), K(extra),
     /* a device whose memory is not the host's only (run_report_extra.device): last */
-    K(h2d_bytes), K(row_moves),
+    K(h2d_bytes), K(row_moves), K(d2h_bytes), K(launches), K(syncs),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
-#define N_HOST_KEYS (N_KEYS - 2) /* the keys of every run: a cpu run's files stay as they were */
+#define N_HOST_KEYS (N_KEYS - 5) /* the keys of every run: a cpu run's files stay as they were */
 
 static double *row_value(struct token_row *r, size_t k)
 {
@@ -332,7 +332,9 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
                NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
     if (cJSON_GetObjectItemCaseSensitive(sum, "h2d_bytes")) /* a device run only */
         strbuf_add(&t, "Uploaded to the device: %.3f MB per token (rows read and the row moves lists), %.1f rows "
-                       "moved there per token.\n", NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "row_moves"));
+                       "moved there per token; %.3f MB downloaded, %.1f launches and %.1f synchronisations per "
+                       "token.\n", NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "row_moves"), NUM(sum, "d2h_bytes") / 1e6,
+                   NUM(sum, "launches"), NUM(sum, "syncs"));
 #undef NUM
     return strbuf_take(&t);
 }

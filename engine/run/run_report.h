@@ -42,6 +42,11 @@ struct token_row {
     double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
     double h2d_bytes, row_moves;  /* uploaded to the device, rows moved there (ffn_flash.h); run.json has
                                    * them on a device whose memory is not the host's only */
+    double d2h_bytes, launches, syncs; /* on such a device, the backend's counts over the token
+                                        * (backend.h: struct backend_counts); run.json has them beside h2d_bytes */
+    /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
+    double copies, staged_groups, append_groups, move_batches;
+    bool stage_pending;
 };
 
 /* What the run's tokens gave: rows[0..n_rows), a row per computed position. */

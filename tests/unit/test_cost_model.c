@@ -91,6 +91,51 @@ static void test_accounting(void)
     free(hw);
 }
 
+/* A profile with a device prices the device's terms (sim/device_terms.h)
+ * apart from the totals; one without prices none. OPT-6.7B, f16: a row is
+ * 16384 bytes (+ 4 for the up bias). */
+static void test_device_pricing(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[512];
+    load_opt67(&set, "m1max-metal", &s, hw);
+    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
+                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
+    snprintf(c.dtype, sizeof c.dtype, "f16");
+    struct cost_prediction p;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK(!p.device && p.h2d_ms == 0 && p.dev_launches == 0);
+    struct hw_device *d = &hw->device;
+    /* the rows go up from ordinary memory, x and the logits come down into pinned memory */
+    *d = (struct hw_device){.present = true, .n_xfer = 1, .xfer_bytes = {1e6}, .h2d_pinned_bw = {20e9},
+                            .h2d_pageable_bw = {10e9}, .d2h_pinned_bw = {5e9}, .d2h_pageable_bw = {1e9},
+                            .launch_s = 5e-6, .sync_s = 20e-6, .event_s = 10e-6};
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    /* naive: every row staged once, one group a layer; only the logits come back */
+    CHECK(p.device);
+    CHECK_NEAR(p.dev_bytes_up, 32.0 * 16384 * (16384 + 4), 0);
+    CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4, 0);
+    CHECK_NEAR(p.dev_launches, 3 + 32 * 9 + 2 + 32 * 2 + 2 * 32, 0);
+    CHECK_NEAR(p.dev_syncs, 1 + 32, 0);
+    CHECK_NEAR(p.h2d_ms, 1e3 * p.dev_bytes_up / 10e9, 1e-9);
+    CHECK_NEAR(p.d2h_ms, 1e3 * p.dev_bytes_down / 5e9, 1e-9);
+    CHECK_NEAR(p.launch_ms, p.dev_launches * 5e-3, 1e-9);
+    CHECK_NEAR(p.sync_ms, 20e-3 + 32 * 10e-3, 1e-9);
+    CHECK_NEAR(p.device_total_ms, p.serial_ms + p.h2d_ms + p.d2h_ms + p.launch_ms + p.sync_ms, 1e-9);
+    /* the window: rows appended and moved, x downloaded per layer, a wait per cached layer */
+    c.policy = POLICY("window:5");
+    volumes_from_fractions(&s, &policy_window, 0.024, 0.24, &c.vol);
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    double rows = floor(0.024 * 32 * 16384 + 0.5);
+    CHECK_NEAR(p.dev_row_moves, rows, 0);
+    CHECK_NEAR(p.dev_bytes_up, rows * (16384 + 4) + 8 * rows, 0);
+    CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4 + 32 * 4096 * 4, 0);
+    CHECK_NEAR(p.dev_syncs, 1 + 32 + 32, 0);
+    free(hw);
+}
+
 /* table2.json in dir: each row's error as computed, and within the
  * paper's rounding of its densities. */
 static void check_table2(const char *dir)
@@ -562,6 +607,17 @@ static void test_run_summary(void)
     CHECK_NEAR(c.rel_err[RUN_TOTAL], 21.0 / 20 - 1, 1e-12);
     CHECK_NEAR(c.mape_pct, 100 * (0.2 + 0.5 + 0) / 3, 1e-9);
     CHECK(c.has_predictor && c.predictor_ms[2] == 0.5 && c.predictor_dram[2] == -0.5);
+    CHECK(!c.has_device && isnan(m.device[0])); /* a cpu run */
+    run_summary_free(&m);
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"h2d_bytes\": 1000, "
+                     "\"d2h_bytes\": 400, \"launches\": 30, \"syncs\": 5}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+    run_compare(&p, &m, &c);
+    CHECK(!c.has_device); /* a profile without a device */
+    p.device = true, p.dev_bytes_up = 1500, p.dev_bytes_down = 400, p.dev_launches = 30, p.dev_syncs = 4;
+    run_compare(&p, &m, &c);
+    CHECK(c.has_device && c.device[0][0] == 1500 && c.device[0][1] == 1000 && c.device[0][2] == 0.5);
+    CHECK(c.device[1][2] == 0 && c.device[2][1] == 30 && c.device[3][2] == -0.2);
     run_summary_free(&m);
     test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
     CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
@@ -577,6 +633,7 @@ int main(void)
     char *argv[] = {"test_cost_model", NULL};
     provenance_set_argv(1, argv);
     test_accounting();
+    test_device_pricing();
     test_run_summary();
     test_paper_tables();
     test_s_agg();
