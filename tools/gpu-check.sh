@@ -19,7 +19,7 @@
 # one line saying so) where there is no GPU: nvidia-smi absent or listing
 # none, or the CUDA runtime counting no device.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$(pwd)
 out=results/gpu-check
 build=build-cuda

@@ -155,7 +155,7 @@ check "predictor eval: sim's figures are cpu's" test "$(evals "$WORK/eval-sim/ev
 # the model is uploaded, and in the middle of the tokens; each command
 # stops with one line naming it, and writes no result.
 for n in 3 300; do
-    FAIL=(--sim-fail-at $n)
+    FAIL=(--sim-fail-at "$n")
     expect_error "generate, fault $n" "generate: .*sim backend: command $n .*: an injected failure" \
         "${FAIL[@]}" "${GEN[@]}" --backend sim --json "$WORK/fault-gen.json"
     expect_error "perplexity, fault $n" "perplexity: .*sim backend: command $n .*: an injected failure" \
