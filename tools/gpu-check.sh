@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 root=$(pwd)
 out=results/gpu-check
-build=build-cuda
+build="build-cuda"
 data=${FLASHBED_DATA:-$root/../shared/data}
 jobs=$(nproc)
 
