@@ -31,7 +31,7 @@
 
 struct replay_opts {
     char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride, *read_align;
-    bool plot, window_sweep, quiet;
+    bool plot, window_sweep, quiet, allow_emulated;
 };
 
 #define O(f) offsetof(struct replay_opts, f)
@@ -54,6 +54,9 @@ static const struct opt_def replay_options[] = {
      "stride), as a run reads: run.json's summary.read_align; 0: each vector read exactly"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
      "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
+    {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL,
+     "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the "
+     "pipeline and are no GPU's, so such a profile is refused without this"},
     {"use", OPT_STRING, O(use), NULL, "SETS",
      "which sets to replay [default: predicted when the trace has them, else actual]",
      .allowed = "predicted|actual"},
@@ -318,7 +321,8 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);
-    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw, err, sizeof err) != 0) {
+    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw,
+                            o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, err, sizeof err) != 0) {
         fb_error("replay --hw '%s': %s", o->hw, err);
         return 2;
     }

@@ -264,7 +264,7 @@ static int read_device(const cJSON *o, unsigned flags, struct hw_profile *hw, co
     if (hw->emulated && !(flags & HW_LOAD_ALLOW_EMULATED))
         return err_set(err, errlen,
                        "%s: a profile of an emulated device (%s backend on %s): its rates check the pipeline and "
-                       "are no GPU's; predict --allow-emulated prices with it all the same",
+                       "are no GPU's; --allow-emulated (predict, replay) prices with it all the same",
                        path, hw->backend, d->name[0] ? d->name : "an unnamed device");
     return 0;
 }

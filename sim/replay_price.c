@@ -69,7 +69,7 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
 }
 
 int replay_pricing_open(struct replay_pricing *p, const struct fb_settings *set, const struct trace *tr,
-                        const char *trace_path, const char *hw, char *err, size_t errlen)
+                        const char *trace_path, const char *hw, unsigned hw_flags, char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
     p->hw = calloc(1, sizeof *p->hw);
@@ -78,7 +78,7 @@ int replay_pricing_open(struct replay_pricing *p, const struct fb_settings *set,
         return -1;
     }
     /* densities.json once here, not once per priced row */
-    if (hw_profile_load(set, hw, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, set, err, errlen) != 0 ||
+    if (hw_profile_load_flags(set, hw, hw_flags, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, set, err, errlen) != 0 ||
         pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0 || paper_densities_check(set, err, errlen) != 0) {
         replay_pricing_close(p);
         return -1;

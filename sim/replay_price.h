@@ -42,10 +42,11 @@ struct replay_pricing {
 
 /* Loads the profile hw (a name in set's configs folder, hw/, or a .json
  * path) and picks the shape and the dtype for tr. set is kept by pointer
- * (the paper's densities are read when pricing). 0, or -1 with err (the
- * profile unreadable or without any compute rate). */
+ * (the paper's densities are read when pricing). hw_flags: hw_profile.h's
+ * load flags (HW_LOAD_ALLOW_EMULATED). 0, or -1 with err (the profile
+ * unreadable, without any compute rate, or emulated and not allowed). */
 int replay_pricing_open(struct replay_pricing *p, const struct fb_settings *set, const struct trace *tr,
-                        const char *trace_path, const char *hw, char *err, size_t errlen);
+                        const char *trace_path, const char *hw, unsigned hw_flags, char *err, size_t errlen);
 
 /* Prices r (a replay of the trace given to replay_pricing_open). */
 int replay_pricing_price(const struct replay_pricing *p, const struct replay_result *r, struct policy_prediction *out,

@@ -99,15 +99,20 @@ device_profile_is() { # file, backend, emulated
 predict_emulated() { # what, profile
     local err
     PRED=(predict --model opt-1.3b --hw "$2" --dtype f16)
-    expect_error "$1: predict refuses it" "$2: a profile of an emulated device (.* backend on .*): .*predict --allow-emulated" \
+    expect_error "$1: predict refuses it" "$2: a profile of an emulated device (.* backend on .*): .*--allow-emulated (predict, replay)" \
         "${PRED[@]}" --out "$WORK/no/pred"
     err=$("$FLASHBED" "${PRED[@]}" --out "$WORK/no/pred" 2>&1 >/dev/null)
     check "$1: the refusal is one line" test "$(wc -l <<<"$err")" = 1
     check "$1: predict --allow-emulated prices with it" "$FLASHBED" "${PRED[@]}" --allow-emulated --out "$WORK/pred-$1"
     check "$1: its compute rate priced" test "$(json_get "$WORK/pred-$1/predict.json" 'd["predictions"][0]["prediction"]["compute_ms"] > 0')" = True
     expect_error "$1: predict --paper refuses it" "a profile of an emulated device" predict --paper table2 --hw "$2" --out "$WORK/no/paper"
+    expect_error "$1: replay refuses it" "replay --hw '$2': $2: a profile of an emulated device" \
+        replay --trace "$WORK/run.trace" --policy window:3 --hw "$2" --quiet --out "$WORK/no/replay"
+    check "$1: replay --allow-emulated prices with it" "$FLASHBED" replay --trace "$WORK/run.trace" --policy window:3 \
+        --hw "$2" --allow-emulated --quiet --out "$WORK/replay-$1"
     check "$1: nothing written" test ! -e "$WORK/no"
 }
+check "a trace to replay" "$FLASHBED" "${RUN[@]}" --mode window --record "$WORK/run.trace" --out "$WORK/run-trace"
 check "calibrate --backend sim" "$FLASHBED" "${CAL[@]}" --backend sim --out "$WORK/hw/sim.json"
 check "the sim profile: emulated, noted, the device's rates" device_profile_is "$WORK/hw/sim.json" sim True
 predict_emulated sim "$WORK/hw/sim.json"

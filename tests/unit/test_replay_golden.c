@@ -196,7 +196,7 @@ static void pricing_tests(void)
     char err[1024];
     char model[64];
     CHECK(!trace_source_synthetic(&tr.meta, model, sizeof model) && !model[0]);
-    if (replay_pricing_open(&p, &set, &tr, "fixture", "m1max-cpu", err, sizeof err) != 0) {
+    if (replay_pricing_open(&p, &set, &tr, "fixture", "m1max-cpu", 0, err, sizeof err) != 0) {
         fprintf(stderr, "pricing: %s\n", err);
         check_failures++;
         return;
