@@ -203,7 +203,7 @@ int main(int argc, char **argv)
     int prompt[N_PROMPT] = {dense.bos_id, 300, 421, 77, 12};
     snprintf(trace_path, sizeof trace_path, "%s/sets.trace", tmp);
     snprintf(trace_active, sizeof trace_active, "trace:%s", trace_path);
-    CHECK(write_trace(trace_path, &flash) == 0);
+    CHECK(write_mod16_trace(trace_path, &flash, MAX_SEQ) == 0);
     uint64_t rows[2] = {0}, moves[2] = {0}; /* no cache (naive, hybrid's streamed, predictor); caches */
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < sizeof cases / sizeof cases[0]; k++) {

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "model_fixture.h"
 #include "policy_text.h"
+#include "trace_file_fixture.h"
 #include "common/interrupt.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/forward/engine.h"
@@ -202,36 +203,6 @@ static void test_oracle_record(const struct model *m, const char *dir, const int
     CHECK(access(path, F_OK) != 0);
 }
 
-/* A trace of the model's shape: token t needs, in layer l, the neurons i
- * with (3i + 5t + 7l) mod 16 < 3, 48 of 256: consecutive tokens share
- * some, so lru both hits and misses. 0, or -1. */
-static int write_trace(const char *path, const struct model *m)
-{
-    char err[512];
-    const struct model_shape *s = &m->shape;
-    struct trace_meta tm = {s->n_layers, s->d_model, s->d_ff, 4, FFN_RELU, false, "{}"};
-    struct trace_writer *w = trace_writer_open(path, &tm, err, sizeof err);
-    uint32_t *set = malloc(s->d_ff * sizeof *set);
-    for (uint32_t t = 0; w && set && t < TRACE_TOKENS; t++) {
-        if (trace_writer_begin_token(w, 0, err, sizeof err) != 0)
-            goto fail;
-        for (uint32_t l = 0; l < s->n_layers; l++) {
-            uint32_t n = 0;
-            for (uint32_t i = 0; i < s->d_ff; i++)
-                if ((3 * i + 5 * t + 7 * l) % 16 < 3)
-                    set[n++] = i;
-            if (trace_writer_layer(w, l, set, n, NULL, 0, err, sizeof err) != 0)
-                goto fail;
-        }
-    }
-    free(set);
-    return w && trace_writer_close(w, err, sizeof err) == 0 ? 0 : -1;
-fail:
-    free(set);
-    trace_writer_abort(w);
-    return -1;
-}
-
 /* The trace drives lru under a budget: per token, the reads, bytes and rows
  * inserted that replay counts for the same trace at the run's row stride,
  * read alignment and cache (what tests/integration/run_flash.sh checks
@@ -242,7 +213,7 @@ static void test_trace_lru(const struct model *m, const char *dir, const int *pr
     char path[700], active[720], err[1024];
     snprintf(path, sizeof path, "%s/lru.trace", dir);
     snprintf(active, sizeof active, "trace:%s", path);
-    CHECK(write_trace(path, m) == 0);
+    CHECK(write_mod16_trace(path, m, TRACE_TOKENS) == 0); /* 48 of 256 neurons per layer */
     struct run_options o = options(&set, active);
     o.policy = POLICY("lru");
     o.layout = LAYOUT("bundled");

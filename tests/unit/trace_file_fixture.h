@@ -1,0 +1,44 @@
+/* A trace file of a model's shape for the engine tests that read one
+ * (a run's --active trace): token t needs, in layer l, the neurons i with
+ * (3i + 5t + 7l) mod 16 < 3, 3 in 16: consecutive tokens share some, so a
+ * policy under a budget both hits and drops rows a token needs (lru
+ * misses, belady keeps the ones needed soonest: the second batch of row
+ * moves on a device). */
+#ifndef FLASHBED_TESTS_TRACE_FILE_FIXTURE_H
+#define FLASHBED_TESTS_TRACE_FILE_FIXTURE_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "engine/model/model.h"
+#include "traces/trace.h"
+
+/* n_tokens tokens into path; 0, or -1 (nothing left but a failed write). */
+static int write_mod16_trace(const char *path, const struct model *m, uint32_t n_tokens)
+{
+    char err[512];
+    const struct model_shape *s = &m->shape;
+    struct trace_meta tm = {s->n_layers, s->d_model, s->d_ff, 4, FFN_RELU, false, "{}"};
+    struct trace_writer *w = trace_writer_open(path, &tm, err, sizeof err);
+    uint32_t *set = malloc(s->d_ff * sizeof *set);
+    int rc = w && set ? 0 : -1;
+    for (uint32_t t = 0; rc == 0 && t < n_tokens; t++) {
+        rc = trace_writer_begin_token(w, 0, err, sizeof err);
+        for (uint32_t l = 0; rc == 0 && l < s->n_layers; l++) {
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < s->d_ff; i++)
+                if ((3 * i + 5 * t + 7 * l) % 16 < 3)
+                    set[n++] = i;
+            rc = trace_writer_layer(w, l, set, n, NULL, 0, err, sizeof err);
+        }
+    }
+    free(set);
+    if (rc != 0) {
+        if (w)
+            trace_writer_abort(w);
+        return -1;
+    }
+    return trace_writer_close(w, err, sizeof err);
+}
+
+#endif
