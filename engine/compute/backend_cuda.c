@@ -233,7 +233,7 @@ static void *cuda_host_ptr(struct backend *b, struct dev_buf *buf)
 
 static int cuda_upload(struct backend *b, struct dev_ref dst, const void *src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, dst, bytes, false, "upload destination"))
+    if (bk_span(&b->base, dst, bytes, false, "upload destination"))
         return -1;
     if (bytes && cu_check(b, cudaMemcpyAsync(cu_at(dst), src, bytes, cudaMemcpyDefault, b->stream), "upload"))
         return -1;
@@ -244,7 +244,7 @@ static int cuda_upload(struct backend *b, struct dev_ref dst, const void *src, s
 
 static int cuda_download(struct backend *b, void *dst, struct dev_ref src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, src, bytes, false, "download source"))
+    if (bk_span(&b->base, src, bytes, false, "download source"))
         return -1;
     if (bytes && cu_check(b, cudaMemcpyAsync(dst, cu_at(src), bytes, cudaMemcpyDefault, b->stream), "download"))
         return -1;

@@ -57,7 +57,7 @@ static int launched(struct backend *b, cudaError_t e, const char *op)
  * the fault word (pinned), read when the queue is next waited for. */
 int cuda_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n)
 {
-    if (b->base.failed || bk_check_move_rows(&b->base, base, row_bytes, moves, n))
+    if (bk_check_move_rows(&b->base, base, row_bytes, moves, n))
         return -1;
     size_t rows = (base.buf->bytes - base.off) / row_bytes;
     if (cu_check(b, fbk_cuda_move_rows(b->stream, ref(base), row_bytes, rows, ref(moves), n, b->move_fault),
@@ -71,7 +71,7 @@ int cuda_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, str
 int cuda_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
                 struct dev_ref bias, int rows, int cols)
 {
-    if (b->base.failed || bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
+    if (bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
         return -1;
     return launched(b, fbk_cuda_matvec(b->stream, ref(out), ref(w), kdtype(t), ref(x), ref(bias), rows, cols),
                     "matvec launch");
@@ -92,7 +92,7 @@ static int ffn(struct backend *b, struct dev_ref out, struct fbk_ffn *f, const s
 int cuda_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
                   struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
+    if (bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
         return -1;
     struct fbk_ffn f = {.bundles = ref(rows), .stride = row_stride, .n = n_rows, .held = (size_t)n_rows,
                         .up_bias = ref(up_bias), .x = ref(x), .d = d};
@@ -104,7 +104,7 @@ int cuda_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, si
 int cuda_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bundles, size_t row_stride, struct dev_ref ids,
                  int n_ids, struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
+    if (bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
         return -1;
     size_t held = (bundles.buf->bytes - bundles.off) / row_stride;
     if (up_bias.buf) {
@@ -119,7 +119,7 @@ int cuda_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bundles, 
 int cuda_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
                    struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
 {
-    if (b->base.failed || bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
+    if (bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
         return -1;
     if ((size_t)n_pos > b->max_seq || (size_t)n_heads > b->max_heads)
         return bk_fail(&b->base, "attention: %d positions of %d heads pass the %zu of %zu the backend was created for",
@@ -133,7 +133,7 @@ int cuda_attention(struct backend *b, struct dev_ref out, struct dev_ref q, stru
 int cuda_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
               int d, enum norm_kind kind, float eps)
 {
-    if (b->base.failed || bk_check_norm(&b->base, out, x, weight, bias, d))
+    if (bk_check_norm(&b->base, out, x, weight, bias, d))
         return -1;
     int k = kind == NORM_LAYER ? FBK_NORM_LAYER : FBK_NORM_RMS;
     return launched(b, fbk_cuda_norm(b->stream, ref(out), ref(x), ref(weight), ref(bias), d, k, eps), "norm launch");
@@ -141,21 +141,21 @@ int cuda_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct de
 
 int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta)
 {
-    if (b->base.failed || bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
         return -1;
     return launched(b, fbk_cuda_rope(b->stream, ref(vec), n_heads, head_dim, rot_dims, pos, theta), "rope launch");
 }
 
 int cuda_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
 {
-    if (b->base.failed || bk_check_add(&b->base, y, x, n))
+    if (bk_check_add(&b->base, y, x, n))
         return -1;
     return launched(b, fbk_cuda_add(b->stream, ref(y), ref(x), n), "add launch");
 }
 
 int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
-    if (b->base.failed || bk_check_embed(&b->base, out, table, t, r, d))
+    if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
     return launched(b, fbk_cuda_embed(b->stream, ref(out), ref(table), kdtype(t), r, d), "embed launch");
 }

@@ -18,6 +18,8 @@ int bk_fail(struct backend_base *b, const char *fmt, ...)
 
 int bk_span(struct backend_base *b, struct dev_ref ref, size_t bytes, bool may_be_absent, const char *what)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (!ref.buf)
         return may_be_absent ? 0 : bk_fail(b, "%s: no buffer", what);
     if (ref.off > ref.buf->bytes || bytes > ref.buf->bytes - ref.off)
@@ -51,6 +53,8 @@ static int check_positive(struct backend_base *b, const char *op, int n, const c
 int bk_check_matvec(struct backend_base *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
                     struct dev_ref bias, int rows, int cols)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "matvec", rows, "rows") || check_positive(b, "matvec", cols, "cols"))
         return -1;
     size_t r = (size_t)rows, c = (size_t)cols;
@@ -66,6 +70,8 @@ int bk_check_matvec(struct backend_base *b, struct dev_ref out, struct dev_ref w
 int bk_check_ffn(struct backend_base *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
                  struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "ffn", d, "d") || n_rows < 0)
         return n_rows < 0 ? bk_fail(b, "ffn: %d rows", n_rows) : -1;
     size_t bundle = bk_bundle_bytes(d, t, a);
@@ -82,6 +88,8 @@ int bk_check_ffn(struct backend_base *b, struct dev_ref out, struct dev_ref rows
 int bk_check_attention(struct backend_base *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
                        struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "attention", n_pos, "positions") || check_positive(b, "attention", n_heads, "heads") ||
         check_positive(b, "attention", n_kv_heads, "kv heads") || check_positive(b, "attention", head_dim, "head dim"))
         return -1;
@@ -96,6 +104,8 @@ int bk_check_attention(struct backend_base *b, struct dev_ref out, struct dev_re
 
 int bk_check_move_rows(struct backend_base *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (n < 0 || row_bytes == 0)
         return bk_fail(b, "move_rows: %d moves of %zu bytes", n, row_bytes);
     return bk_span(b, moves, (size_t)n * sizeof(struct row_move), false, "move_rows moves") ||
@@ -107,6 +117,8 @@ int bk_check_move_rows(struct backend_base *b, struct dev_ref base, size_t row_b
 int bk_check_ffn_ids(struct backend_base *b, struct dev_ref out, struct dev_ref bundles, size_t row_stride,
                      struct dev_ref ids, int n_ids, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (n_ids < 0)
         return bk_fail(b, "ffn ids: %d ids", n_ids);
     return bk_check_ffn(b, out, bundles, row_stride, 0, (struct dev_ref){0}, x, d, t, a) ||
@@ -118,6 +130,8 @@ int bk_check_ffn_ids(struct backend_base *b, struct dev_ref out, struct dev_ref 
 int bk_check_norm(struct backend_base *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight,
                   struct dev_ref bias, int d)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "norm", d, "d"))
         return -1;
     size_t n = (size_t)d * sizeof(float);
@@ -129,6 +143,8 @@ int bk_check_norm(struct backend_base *b, struct dev_ref out, struct dev_ref x, 
 
 int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (n_heads <= 0 || rot_dims < 0 || rot_dims > head_dim || rot_dims % 2)
         return bk_fail(b, "rope: %d heads, %d of %d dims rotated", n_heads, rot_dims, head_dim);
     return bk_span(b, vec, (size_t)n_heads * head_dim * sizeof(float), false, "rope vector");
@@ -136,6 +152,8 @@ int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int h
 
 int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int n)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "add", n, "n"))
         return -1;
     size_t bytes = (size_t)n * sizeof(float);
@@ -144,6 +162,8 @@ int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int
 
 int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
     if (check_positive(b, "embed", d, "d") || r < 0)
         return r < 0 ? bk_fail(b, "embed: row %d", r) : -1;
     size_t row = (size_t)d * dtype_size(t);

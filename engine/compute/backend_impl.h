@@ -36,7 +36,9 @@ int bk_span(struct backend_base *b, struct dev_ref ref, size_t bytes, bool may_b
 struct dev_buf *bk_buf_new(struct backend_base *b, size_t bytes, enum buf_kind kind);
 
 /* The checks of each op's operands against its contract (backend.h): 0,
- * or -1 with the error naming the operand. Every backend runs them. */
+ * or -1 with the error naming the operand. Every backend runs them, and
+ * they (and bk_span) refuse at once on a failed backend, its error kept:
+ * so a backend's calls need no check of their own for that. */
 int bk_check_matvec(struct backend_base *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
                     struct dev_ref bias, int rows, int cols);
 int bk_check_ffn(struct backend_base *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,

@@ -220,7 +220,7 @@ static void *ocl_host_ptr(struct backend *b, struct dev_buf *buf)
 
 static int ocl_upload(struct backend *b, struct dev_ref dst, const void *src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, dst, bytes, false, "upload destination"))
+    if (bk_span(&b->base, dst, bytes, false, "upload destination"))
         return -1;
     if (bytes && ocl_check(b, clEnqueueWriteBuffer(b->q, ocl_mem(dst), CL_FALSE, dst.off, bytes, src, 0, NULL, NULL),
                            "upload"))
@@ -232,7 +232,7 @@ static int ocl_upload(struct backend *b, struct dev_ref dst, const void *src, si
 
 static int ocl_download(struct backend *b, void *dst, struct dev_ref src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, src, bytes, false, "download source"))
+    if (bk_span(&b->base, src, bytes, false, "download source"))
         return -1;
     if (bytes && ocl_check(b, clEnqueueReadBuffer(b->q, ocl_mem(src), CL_FALSE, src.off, bytes, dst, 0, NULL, NULL),
                            "download"))

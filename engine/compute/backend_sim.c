@@ -70,7 +70,7 @@ static int push(struct backend *b, struct sim_cmd *c)
 
 static int sim_upload(struct backend *b, struct dev_ref dst, const void *src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, dst, bytes, false, "upload destination"))
+    if (bk_span(&b->base, dst, bytes, false, "upload destination"))
         return -1;
     if (!src && bytes)
         return bk_fail(&b->base, "upload: no source");
@@ -80,7 +80,7 @@ static int sim_upload(struct backend *b, struct dev_ref dst, const void *src, si
 /* The destination is poisoned now: read before the wait, it is NaN. */
 static int sim_download(struct backend *b, void *dst, struct dev_ref src, size_t bytes)
 {
-    if (b->base.failed || bk_span(&b->base, src, bytes, false, "download source"))
+    if (bk_span(&b->base, src, bytes, false, "download source"))
         return -1;
     if (!dst && bytes)
         return bk_fail(&b->base, "download: no destination");
@@ -91,7 +91,7 @@ static int sim_download(struct backend *b, void *dst, struct dev_ref src, size_t
 
 static int sim_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n)
 {
-    if (b->base.failed || bk_check_move_rows(&b->base, base, row_bytes, moves, n))
+    if (bk_check_move_rows(&b->base, base, row_bytes, moves, n))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_MOVE_ROWS, .writes = base.buf,
                                      .u.move = {base, moves, row_bytes, n}});
@@ -139,7 +139,7 @@ static int sim_sync(struct backend *b)
 static int sim_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
                       struct dev_ref bias, int rows, int cols)
 {
-    if (b->base.failed || bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
+    if (bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_MATVEC, .writes = out.buf,
                                      .u.matvec = {out, w, x, bias, t, rows, cols}});
@@ -148,7 +148,7 @@ static int sim_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, e
 static int sim_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
                         struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
+    if (bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
         return -1;
     struct sim_ffn f = {.out = out, .rows = rows, .up_bias = up_bias, .x = x, .row_stride = row_stride, .n = n_rows,
                         .d = d, .t = t, .a = *a};
@@ -161,7 +161,7 @@ static int sim_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bun
                        struct dev_ref ids, int n_ids, struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t,
                        const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
+    if (bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
         return -1;
     struct sim_ffn f = {.out = out, .rows = bundles, .ids = ids, .up_bias = up_bias, .x = x,
                         .row_stride = row_stride, .n = n_ids, .d = d, .t = t, .a = *a};
@@ -171,7 +171,7 @@ static int sim_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bun
 static int sim_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
                          struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
 {
-    if (b->base.failed || bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
+    if (bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_ATTENTION, .writes = out.buf,
                                      .u.att = {out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim}});
@@ -180,7 +180,7 @@ static int sim_attention(struct backend *b, struct dev_ref out, struct dev_ref q
 static int sim_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight,
                     struct dev_ref bias, int d, enum norm_kind kind, float eps)
 {
-    if (b->base.failed || bk_check_norm(&b->base, out, x, weight, bias, d))
+    if (bk_check_norm(&b->base, out, x, weight, bias, d))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_NORM, .writes = out.buf,
                                      .u.norm = {out, x, weight, bias, d, kind, eps}});
@@ -189,7 +189,7 @@ static int sim_norm(struct backend *b, struct dev_ref out, struct dev_ref x, str
 static int sim_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
                     float theta)
 {
-    if (b->base.failed || bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_ROPE, .writes = vec.buf,
                                      .u.rope = {vec, n_heads, head_dim, rot_dims, pos, theta}});
@@ -197,14 +197,14 @@ static int sim_rope(struct backend *b, struct dev_ref vec, int n_heads, int head
 
 static int sim_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
 {
-    if (b->base.failed || bk_check_add(&b->base, y, x, n))
+    if (bk_check_add(&b->base, y, x, n))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_ADD, .writes = y.buf, .u.add = {y, x, n}});
 }
 
 static int sim_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
-    if (b->base.failed || bk_check_embed(&b->base, out, table, t, r, d))
+    if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_EMBED, .writes = out.buf, .u.embed = {out, table, t, r, d}});
 }

@@ -136,7 +136,7 @@ static int grow(struct backend *b, cl_mem *m, size_t bytes, const char *what)
 int ocl_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,
                struct dev_ref bias, int rows, int cols)
 {
-    if (b->base.failed || bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
+    if (bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
         return -1;
     struct args a = args_of(b, K_MATVEC);
     arg_ref(&a, out);
@@ -200,7 +200,7 @@ static int ffn_run(struct backend *b, struct dev_ref out, struct dev_ref bundles
 int ocl_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, size_t row_stride, int n_rows,
                  struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
+    if (bk_check_ffn(&b->base, out, rows, row_stride, n_rows, up_bias, x, d, t, a))
         return -1;
     return ffn_run(b, out, rows, row_stride, (struct dev_ref){0}, n_rows, (size_t)n_rows, up_bias, x, d, t, a);
 }
@@ -210,7 +210,7 @@ int ocl_ffn_rows(struct backend *b, struct dev_ref out, struct dev_ref rows, siz
 int ocl_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bundles, size_t row_stride, struct dev_ref ids,
                 int n_ids, struct dev_ref up_bias, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a)
 {
-    if (b->base.failed || bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
+    if (bk_check_ffn_ids(&b->base, out, bundles, row_stride, ids, n_ids, x, d, t, a))
         return -1;
     size_t held = (bundles.buf->bytes - bundles.off) / row_stride;
     if (up_bias.buf) {
@@ -223,7 +223,7 @@ int ocl_ffn_ids(struct backend *b, struct dev_ref out, struct dev_ref bundles, s
 int ocl_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struct dev_ref k_cache,
                   struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim)
 {
-    if (b->base.failed || bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
+    if (bk_check_attention(&b->base, out, q, k_cache, v_cache, n_pos, n_heads, n_kv_heads, head_dim))
         return -1;
     if ((size_t)n_pos > b->att_stride || (size_t)n_heads > b->att_heads) {
         size_t stride = (size_t)n_pos > b->att_stride ? (size_t)n_pos : b->att_stride;
@@ -254,7 +254,7 @@ int ocl_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struc
 int ocl_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
              int d, enum norm_kind kind, float eps)
 {
-    if (b->base.failed || bk_check_norm(&b->base, out, x, weight, bias, d))
+    if (bk_check_norm(&b->base, out, x, weight, bias, d))
         return -1;
     struct args a = args_of(b, K_NORM);
     arg_ref(&a, out);
@@ -272,7 +272,7 @@ int ocl_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev
 
 int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta)
 {
-    if (b->base.failed || bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
         return -1;
     struct args a = args_of(b, K_ROPE);
     arg_ref(&a, vec);
@@ -289,7 +289,7 @@ int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, i
 
 int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
 {
-    if (b->base.failed || bk_check_add(&b->base, y, x, n))
+    if (bk_check_add(&b->base, y, x, n))
         return -1;
     struct args a = args_of(b, K_ADD);
     arg_ref(&a, y);
@@ -303,7 +303,7 @@ int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
 
 int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
-    if (b->base.failed || bk_check_embed(&b->base, out, table, t, r, d))
+    if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
     struct args a = args_of(b, K_EMBED);
     arg_ref(&a, out);
@@ -321,7 +321,7 @@ int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum 
  * behind it, so the wait that passes the call sees its verdict. */
 int ocl_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n)
 {
-    if (b->base.failed || bk_check_move_rows(&b->base, base, row_bytes, moves, n))
+    if (bk_check_move_rows(&b->base, base, row_bytes, moves, n))
         return -1;
     struct args a = args_of(b, K_MOVE_ROWS);
     arg_ref(&a, base);
