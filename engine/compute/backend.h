@@ -67,7 +67,8 @@ struct backend_config {
 struct backend_info {
     const char *device;  /* the device's name, as its driver gives it */
     bool emulated;       /* computed by a model of a device (sim, PoCL): no GPU timings */
-    bool host_visible;   /* dev_host() gives a host address for every buffer (cpu) */
+    bool host_visible;   /* host_ptr() gives a host address for every buffer (cpu) */
+    bool zeroed;         /* alloc's memory starts zeroed, backed only where written (cpu) */
     uint64_t mem_bytes;  /* device memory, 0 when unknown */
 };
 

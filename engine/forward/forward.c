@@ -43,14 +43,18 @@ static size_t lay_out_state(struct run_state *r, const struct model *m, int max_
     return at;
 }
 
-/* A buffer of bytes, zeroed (uploads of zeros: a device's memory starts
- * undefined); 0 or -1 with the reason in err. */
+/* A buffer of bytes, zeroed: already by a backend whose alloc zeroes
+ * (cpu: the KV cache's pages stay unbacked until used), else through the
+ * host's address or uploads of zeros (a device's memory starts undefined);
+ * 0 or -1 with the reason in err. */
 static int alloc_zeroed(struct engine *e, size_t bytes, enum buf_kind kind, struct dev_buf **out, const char *what,
                         char *err, size_t errlen)
 {
     const struct backend_ops *b = e->be_ops;
     if (b->alloc(e->be, bytes, kind, out) != 0)
         return err_set(err, errlen, "%s backend: %s (%zu MiB): %s", b->name, what, bytes >> 20, b->error(e->be));
+    if (e->be_info.zeroed)
+        return 0;
     void *host = b->host_ptr(e->be, *out);
     if (host) {
         memset(host, 0, bytes);
