@@ -107,6 +107,9 @@ struct ffn_flash_token {
     double ffn_ms;         /* computing the FFN on the rows */
     double predictor_ms;   /* finding the needed neurons (the oracle's up-projection, the predictor, the gate) */
     double check_ms;       /* computing the true activations beside another source (check, record) */
+    double exposed_io_ms;  /* of io_ms, what the host still waited for reads after the device had
+                            * finished all it was given before them (not overlapped); io_ms on cpu */
+    double h2d_ms;         /* the device's time in this token's uploads (backend event timing); 0 on cpu */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
