@@ -74,22 +74,32 @@ static void xfer_close(struct xfer *x)
 }
 
 /* One copy of bytes (h2d: host -> device), from or to pinned or
- * malloc'd memory, and a sync: its seconds, or -1. */
+ * malloc'd memory, between two events, and a sync: the device's seconds
+ * between the events (event_elapsed), or -1. The device's time, not the
+ * host's around the sync: the sync's own latency is sync_s, priced apart
+ * (device_terms), and what the engine reports of its copies (a token's
+ * h2d_ms) is event time too. */
 static double copy_once(struct xfer *x, bool h2d, bool pinned, size_t bytes)
 {
     char *host = pinned ? x->pinned_host : x->pageable;
     struct dev_ref d = {x->dev, 0};
-    uint64_t t0 = now_ns();
-    int rc = h2d ? x->ops->upload(x->b, d, host, bytes) : x->ops->download(x->b, host, d, bytes);
+    uint64_t e0, e1;
+    double ms = -1;
+    int rc = x->ops->event_record(x->b, &e0);
+    if (rc == 0)
+        rc = h2d ? x->ops->upload(x->b, d, host, bytes) : x->ops->download(x->b, host, d, bytes);
+    if (rc == 0)
+        rc = x->ops->event_record(x->b, &e1);
     if (rc == 0)
         rc = x->ops->sync(x->b);
-    uint64_t t1 = now_ns();
+    if (rc == 0)
+        rc = x->ops->event_elapsed(x->b, e0, e1, &ms);
     if (rc != 0)
         return -1;
     x->tally->copies++;
     x->tally->syncs++;
     *(h2d ? &x->tally->bytes_up : &x->tally->bytes_down) += bytes;
-    return (double)(t1 - t0) * 1e-9;
+    return ms * 1e-3;
 }
 
 /* Bytes/s of the median of `samples` copies, after one untimed. */

@@ -2,10 +2,13 @@
  * the backend interface (engine/compute/backend.h) so that every backend
  * is timed by the same code: upload and download bandwidth from pinned
  * memory (a BUF_PINNED buffer, through host_ptr) and from ordinary
- * malloc'd memory, at the sizes the engine copies; the time per launch of
- * a tiny op when many are queued; the time of a wait on an empty queue
- * (sync, and event_record + event_wait). Each bandwidth and wait is the
- * median of its samples (a shared machine's rates swing).
+ * malloc'd memory, at the sizes the engine copies, each copy timed by the
+ * device (event_elapsed between events around it, as the engine times its
+ * uploads); the time per launch of a tiny op when many are queued (the
+ * host's clock: enqueueing, not only the device, bounds it); the time of
+ * a wait on an empty queue (sync, and event_record + event_wait). Each
+ * bandwidth and wait is the median of its samples (a shared machine's
+ * rates swing).
  *
  * Returns 0, or -1 with the reason (the backend's error) in err: a
  * failing device fails the measurement, nothing is guessed. Threading:
@@ -25,7 +28,7 @@
 struct xfer_plan {
     const size_t *sizes;
     size_t n_sizes;
-    int samples;  /* timed copy + sync per size, direction and memory kind, after one untimed */
+    int samples;  /* timed copy (events around it) + sync per size, direction and memory kind, after one untimed */
     int launches; /* adds of one float queued before one sync, per round */
     int waits;    /* syncs, and event record + waits, on an empty queue */
 };

@@ -78,6 +78,10 @@ struct backend_counts {
     uint64_t copies, launches, syncs;           /* syncs: sync() and event waits */
 };
 
+/* The events every backend keeps timing for (event_elapsed): the last
+ * this many recorded. An older one can still be waited for. */
+enum { BACKEND_EVENTS_KEPT = 4096 };
+
 /* One row move of move_rows: row src of the buffer to row dst. */
 struct row_move {
     int32_t dst, src;
@@ -118,6 +122,24 @@ struct backend_ops {
     int (*event_record)(struct backend *b, uint64_t *event);
     int (*event_wait)(struct backend *b, uint64_t event);
     int (*sync)(struct backend *b); /* waits for everything enqueued */
+    /* *ms = the device's time between two events recorded on this
+     * instance's queue, from recorded before (or as) to: what the queue
+     * took to run the work enqueued between them. Both must have
+     * completed: waited for with event_wait or sync, or an event recorded
+     * after them waited for (the queue is in order). Returns 0, or -1 with
+     * the reason in error() (the backend stays usable) when either is not
+     * complete yet, was never recorded, is older than the last
+     * BACKEND_EVENTS_KEPT recorded (its record recycled: refused, never
+     * answered wrong), or to precedes from; from == to gives 0. It is not
+     * a wait: it blocks on nothing and leaves counts (syncs included)
+     * unchanged. Whose clock: cpu runs every copy and op synchronously in
+     * the calling thread, so its events are the host's monotonic clock
+     * when recorded; sim's queue thread stamps each event's mark as it
+     * reaches it, on a clock that runs only while that thread runs
+     * commands (its idle time while the host has not waited yet does not
+     * count: backend_sim.h); opencl takes the marker's profiling end, cuda
+     * cudaEventElapsedTime (about 0.5 us resolution). */
+    int (*event_elapsed)(struct backend *b, uint64_t from, uint64_t to, double *ms);
 
     /* ---- compute: the contracts of cpu_kernels.h, on buffers ---- */
     int (*matvec)(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_dtype t, struct dev_ref x,

@@ -17,7 +17,8 @@
  *                  host_ptr gives NULL for it;
  *   the queue      one non-blocking stream: copies are cudaMemcpyAsync on
  *                  it, ops are kernel launches on it; events are a ring of
- *                  CUDA events recorded on it; sync is cudaStreamSynchronize.
+ *                  CUDA events recorded on it, with timing (event_elapsed:
+ *                  cudaEventElapsedTime); sync is cudaStreamSynchronize.
  *
  * A launch's error comes from cudaGetLastError after it; a fault while the
  * queue runs comes back from the next sync or event wait, and leaves the
@@ -69,9 +70,6 @@ static int start(struct backend *b, const struct backend_config *cfg)
     b->mem_bytes = p.totalGlobalMem;
     if (cu_check(b, cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking), "cudaStreamCreate"))
         return -1;
-    for (int i = 0; i < CUDA_EVENT_RING; i++)
-        if (cu_check(b, cudaEventCreateWithFlags(&b->ring[i], cudaEventDisableTiming), "cudaEventCreate"))
-            return -1;
     b->max_dim = cfg->max_dim ? cfg->max_dim : 1;
     b->max_seq = cfg->max_seq ? cfg->max_seq : 1;
     b->max_heads = cfg->max_heads ? cfg->max_heads : 1;
@@ -258,7 +256,10 @@ static int cuda_event_record(struct backend *b, uint64_t *event)
     if (b->base.failed)
         return -1;
     uint64_t n = b->events + 1;
-    if (cu_check(b, cudaEventRecord(b->ring[n % CUDA_EVENT_RING], b->stream), "cudaEventRecord"))
+    cudaEvent_t *slot = &b->ring[n % CUDA_EVENT_RING];
+    /* with timing (no cudaEventDisableTiming): event_elapsed reads it */
+    if ((!*slot && cu_check(b, cudaEventCreateWithFlags(slot, cudaEventDefault), "cudaEventCreate")) ||
+        cu_check(b, cudaEventRecord(*slot, b->stream), "cudaEventRecord"))
         return -1;
     b->events = n;
     *event = n;
@@ -289,6 +290,34 @@ static int cuda_event_wait(struct backend *b, uint64_t event)
     return queue_passed(b, cudaEventSynchronize(b->ring[event % CUDA_EVENT_RING]), "the queue (event wait)");
 }
 
+/* 0 when a kept event has completed; -1, the backend not failed, when
+ * it has not yet (a fault in the queue is the waits' to report). */
+static int event_done(struct backend *b, uint64_t event)
+{
+    cudaError_t e = cudaEventQuery(b->ring[event % CUDA_EVENT_RING]);
+    if (e == cudaSuccess)
+        return 0;
+    (void)cudaGetLastError(); /* cudaErrorNotReady is no fault */
+    return bk_fail(&b->base, "event_elapsed: event %llu has not completed (wait for it first): %s",
+                   (unsigned long long)event, cudaGetErrorString(e));
+}
+
+static int cuda_event_elapsed(struct backend *b, uint64_t from, uint64_t to, double *ms)
+{
+    if (bk_check_events(&b->base, from, to, b->events) || event_done(b, from) || event_done(b, to))
+        return -1;
+    if (from == to) {
+        *ms = 0.0;
+        return 0;
+    }
+    float t = 0.0f;
+    if (cu_check(b, cudaEventElapsedTime(&t, b->ring[from % CUDA_EVENT_RING], b->ring[to % CUDA_EVENT_RING]),
+                 "event_elapsed: cudaEventElapsedTime"))
+        return -1;
+    *ms = t > 0.0f ? (double)t : 0.0;
+    return 0;
+}
+
 static int cuda_sync(struct backend *b)
 {
     if (b->base.failed)
@@ -313,6 +342,7 @@ const struct backend_ops backend_cuda = {
     .move_rows = cuda_move_rows,
     .event_record = cuda_event_record,
     .event_wait = cuda_event_wait,
+    .event_elapsed = cuda_event_elapsed,
     .sync = cuda_sync,
     .matvec = cuda_matvec,
     .ffn_rows = cuda_ffn_rows,

@@ -13,8 +13,10 @@
 #include "engine/compute/backend_impl.h"
 
 /* Events are CUDA events recorded on the stream, reused round a ring: the
- * counter names an event, and its slot is counter % CUDA_EVENT_RING. */
-#define CUDA_EVENT_RING 64
+ * counter names an event, and its slot is counter % CUDA_EVENT_RING.
+ * They keep timing (event_elapsed), and are created as the ring first
+ * reaches their slot. */
+#define CUDA_EVENT_RING BACKEND_EVENTS_KEPT
 
 struct backend {
     struct backend_base base;

@@ -28,6 +28,24 @@ int bk_span(struct backend_base *b, struct dev_ref ref, size_t bytes, bool may_b
     return 0;
 }
 
+int bk_check_events(struct backend_base *b, uint64_t from, uint64_t to, uint64_t recorded)
+{
+    if (b->failed)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        uint64_t e = i ? to : from;
+        if (e == 0 || e > recorded)
+            return bk_fail(b, "event_elapsed: event %llu was never recorded", (unsigned long long)e);
+    }
+    if (to < from)
+        return bk_fail(b, "event_elapsed: event %llu was recorded before event %llu, not after",
+                       (unsigned long long)to, (unsigned long long)from);
+    if (recorded - from >= BACKEND_EVENTS_KEPT)
+        return bk_fail(b, "event_elapsed: event %llu is older than the last %d recorded: its time is not kept",
+                       (unsigned long long)from, BACKEND_EVENTS_KEPT);
+    return 0;
+}
+
 struct dev_buf *bk_buf_new(struct backend_base *b, size_t bytes, enum buf_kind kind)
 {
     struct dev_buf *d = calloc(1, sizeof *d);

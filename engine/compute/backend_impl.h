@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/printf_attr.h"
 #include "engine/compute/backend.h"
@@ -34,6 +35,13 @@ int bk_span(struct backend_base *b, struct dev_ref ref, size_t bytes, bool may_b
 /* A new dev_buf record (the memory is the caller's to attach); NULL with
  * the error set when out of memory. */
 struct dev_buf *bk_buf_new(struct backend_base *b, size_t bytes, enum buf_kind kind);
+
+/* event_elapsed's checks of its two events against the recorded ones
+ * (backend.h): 0 when both were recorded (1..recorded), from <= to, and
+ * from is among the last BACKEND_EVENTS_KEPT; else -1 with the reason.
+ * Whether they have completed is the backend's to check. Refuses at once
+ * on a failed backend, its error kept. */
+int bk_check_events(struct backend_base *b, uint64_t from, uint64_t to, uint64_t recorded);
 
 /* The checks of each op's operands against its contract (backend.h): 0,
  * or -1 with the error naming the operand. Every backend runs them, and

@@ -5,7 +5,9 @@
  * once for their whole life, their mapping being their host address;
  * registered host memory is used in place (CL_MEM_USE_HOST_PTR), so its
  * owner must not change it while the device may read it. Copies are
- * enqueued without blocking, events are markers on the queue, and a
+ * enqueued without blocking, events are markers on the queue (profiled:
+ * event_elapsed is the difference of two markers' CL_PROFILING_COMMAND_END,
+ * the device's clock when all the work before each had finished), and a
  * failure inside the queue (an enqueue refused, a move outside its rows)
  * leaves the instance failed. The compute ops are in opencl_ops.c, the
  * device and the program build in opencl_device.c. */
@@ -60,7 +62,9 @@ static int open_device(struct backend *b, int64_t want, char *err, size_t errlen
     if (rc != CL_SUCCESS)
         return err_set(err, errlen, "opencl backend: cannot create a context on %s: %s", b->device,
                        ocl_error_name(rc));
-    b->q = clCreateCommandQueue(b->ctx, b->dev, 0, &rc);
+    /* profiling: event_elapsed's clock; on PoCL's CPU device a timestamp
+     * per command, within the noise of a small enqueue */
+    b->q = clCreateCommandQueue(b->ctx, b->dev, CL_QUEUE_PROFILING_ENABLE, &rc);
     if (rc != CL_SUCCESS)
         return err_set(err, errlen, "opencl backend: cannot create a queue on %s: %s", b->device, ocl_error_name(rc));
     return 0;
@@ -285,6 +289,35 @@ static int ocl_event_wait(struct backend *b, uint64_t event)
     return event > b->move_mark ? moves_checked(b) : 0;
 }
 
+/* The device clock (ns) when the marker of a kept event completed; -1,
+ * the backend not failed, when it has not yet (or the driver keeps no
+ * time for it): a fault in the queue is the waits' to report. */
+static int marker_end(struct backend *b, uint64_t event, cl_ulong *ns)
+{
+    cl_event ev = b->ring[event % OCL_EVENTS];
+    cl_int status = CL_QUEUED;
+    if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) != CL_SUCCESS ||
+        status != CL_COMPLETE)
+        return bk_fail(&b->base, "event_elapsed: event %llu has not completed (wait for it first)",
+                       (unsigned long long)event);
+    cl_int rc = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof *ns, ns, NULL);
+    if (rc != CL_SUCCESS)
+        return bk_fail(&b->base, "event_elapsed: no profiling time for event %llu: %s", (unsigned long long)event,
+                       ocl_error_name(rc));
+    return 0;
+}
+
+static int ocl_event_elapsed(struct backend *b, uint64_t from, uint64_t to, double *ms)
+{
+    cl_ulong t0 = 0, t1 = 0;
+    if (bk_check_events(&b->base, from, to, b->events) || marker_end(b, from, &t0) || marker_end(b, to, &t1))
+        return -1;
+    /* one clock, and the queue in order: a later marker cannot end first;
+     * a driver that says so anyway gets 0, not a negative time */
+    *ms = t1 > t0 ? (double)(t1 - t0) * 1e-6 : 0.0;
+    return 0;
+}
+
 static int ocl_sync(struct backend *b)
 {
     if (b->base.failed)
@@ -311,6 +344,7 @@ const struct backend_ops backend_opencl = {
     .move_rows = ocl_move_rows,
     .event_record = ocl_event_record,
     .event_wait = ocl_event_wait,
+    .event_elapsed = ocl_event_elapsed,
     .sync = ocl_sync,
     .matvec = ocl_matvec,
     .ffn_rows = ocl_ffn_rows,

@@ -123,6 +123,8 @@ static int sim_event_wait(struct backend *b, uint64_t event)
     if (event == 0 || event > b->events)
         return bk_fail(&b->base, "event %llu was never recorded", (unsigned long long)event);
     sim_queue_until_event(b, event);
+    if (event > b->waited)
+        b->waited = event;
     return wait_result(b, "at an event wait");
 }
 
@@ -131,7 +133,21 @@ static int sim_sync(struct backend *b)
     if (b->base.failed)
         return -1;
     sim_queue_drain(b);
+    b->waited = b->events;
     return wait_result(b, "at sync");
+}
+
+/* Strict: an event the host has not waited for (nor one after it) is
+ * refused, even where a full ring happened to run its mark. */
+static int sim_event_elapsed(struct backend *b, uint64_t from, uint64_t to, double *ms)
+{
+    if (bk_check_events(&b->base, from, to, b->events))
+        return -1;
+    if (to > b->waited)
+        return bk_fail(&b->base, "event_elapsed: event %llu has not been waited for (on sim it has not run)",
+                       (unsigned long long)to);
+    *ms = (double)(sim_queue_stamp(b, to) - sim_queue_stamp(b, from)) * 1e-6;
+    return 0;
 }
 
 /* ---- compute: the checks every backend makes, then a command ---- */
@@ -225,6 +241,7 @@ const struct backend_ops backend_sim = {
     .move_rows = sim_move_rows,
     .event_record = sim_event_record,
     .event_wait = sim_event_wait,
+    .event_elapsed = sim_event_elapsed,
     .sync = sim_sync,
     .matvec = sim_matvec,
     .ffn_rows = sim_ffn_rows,

@@ -28,6 +28,15 @@
  *            the offset named.
  *   counts   struct backend_counts counts what ran: a command still on
  *            the ring is not counted yet; syncs counts the waits made.
+ *   timing   event_elapsed answers only for events the host has waited
+ *            for (event_wait on it or a later one, or sync; not a ring
+ *            that ran because it was full, nor buf_free): before that it
+ *            has not run. Its time is the queue thread's busy clock (the
+ *            monotonic time it spent running commands, sim_delay_us's
+ *            sleeps included) when the event's mark ran, so two events
+ *            measure the work between them, e.g. an upload's memcpy, not
+ *            the host's time before it waited. It is no wait: it runs
+ *            nothing and counts nothing.
  *   faults   fb_settings' sim_fail_at (the Nth copy or launch, counted
  *            from 1 in the order enqueued, fails when it comes to run)
  *            and sim_delay_us (the queue thread sleeps this long before

@@ -59,6 +59,11 @@ struct sim_queue {
     uint64_t enqueued, ran;        /* commands put on the ring and taken off it, since create */
     uint64_t want_ran, want_event; /* the host waits until ran and passed reach these */
     uint64_t passed;               /* the last event whose mark ran */
+    /* event_elapsed's clock: the time the thread has spent running
+     * commands, and its value when event e's mark ran, at
+     * stamp[e % BACKEND_EVENTS_KEPT] */
+    uint64_t busy_ns;
+    uint64_t stamp[BACKEND_EVENTS_KEPT];
 };
 
 /* A buffer's memory: dev_buf's handle. */
@@ -76,6 +81,7 @@ struct backend {
     uint64_t fail_at, delay_us; /* fb_settings' sim_fail_at, sim_delay_us */
     uint64_t commands;         /* copies and launches enqueued */
     uint64_t events;           /* events recorded */
+    uint64_t waited;           /* the last event a wait (event_wait, sync) has passed */
     struct sim_mem *live;
     struct sim_queue q;
     bool queue_started;
@@ -111,6 +117,9 @@ void sim_queue_push(struct backend *b, const struct sim_cmd *c);
 /* Runs everything on the ring / up to event's mark. */
 void sim_queue_drain(struct backend *b);
 void sim_queue_until_event(struct backend *b, uint64_t event);
+/* The busy clock's value when event's mark ran (ns); the mark must have
+ * run and be among the last BACKEND_EVENTS_KEPT recorded. */
+uint64_t sim_queue_stamp(struct backend *b, uint64_t event);
 
 /* ---- one command (backend_sim_exec.c), queue thread ---- */
 /* Runs c, or drops it when the backend has failed; a failure (injected,

@@ -1,9 +1,14 @@
 /* The sim backend's queue (backend_sim.h): a ring of commands allocated
  * once, and a thread that runs them in order, only when the host asks
  * and waits: the host says how far (want_ran, want_event), the thread
- * runs up to there and wakes it. Nothing is allocated per command. */
+ * runs up to there and wakes it. Nothing is allocated per command. The
+ * thread times what it runs (busy_ns) and stamps each event's mark with
+ * it: the device's clock of event_elapsed, which stands still while the
+ * thread waits for the host, as a device that ran the queue at once would
+ * not have waited. */
 #include <stdlib.h>
 
+#include "common/clock.h"
 #include "common/errbuf.h"
 #include "engine/compute/backend_sim_impl.h"
 
@@ -27,10 +32,16 @@ static void *queue_main(void *arg)
         /* the host is blocked in run_locked until wanted() turns false:
          * nothing else touches the slot or the memory it names */
         pthread_mutex_unlock(&q->mu);
+        uint64_t t0 = now_ns();
         sim_exec(b, c);
+        uint64_t spent = now_ns() - t0;
         pthread_mutex_lock(&q->mu);
-        if (c->kind == SIM_EVENT)
+        if (c->kind == SIM_EVENT) {
+            q->stamp[c->seq % BACKEND_EVENTS_KEPT] = q->busy_ns;
             q->passed = c->seq;
+        } else {
+            q->busy_ns += spent;
+        }
         q->head = (q->head + 1) % SIM_QUEUE_COMMANDS;
         q->count--;
         q->ran++;
@@ -136,4 +147,13 @@ void sim_queue_until_event(struct backend *b, uint64_t event)
     pthread_mutex_lock(&q->mu);
     run_locked(q, 0, event);
     pthread_mutex_unlock(&q->mu);
+}
+
+uint64_t sim_queue_stamp(struct backend *b, uint64_t event)
+{
+    struct sim_queue *q = &b->q;
+    pthread_mutex_lock(&q->mu);
+    uint64_t t = q->stamp[event % BACKEND_EVENTS_KEPT];
+    pthread_mutex_unlock(&q->mu);
+    return t;
 }

@@ -26,7 +26,9 @@ extern const char fb_opencl_source[];
 enum ocl_kernel { K_MATVEC, K_FFN_H, K_FFN_DOWN, K_ATTENTION, K_NORM, K_ROPE, K_ADD, K_EMBED, K_MOVE_ROWS, K_COUNT };
 extern const char *const ocl_kernel_names[K_COUNT];
 
-#define OCL_EVENTS 64 /* events kept: an older one is passed when a kept one is */
+/* Events kept, the markers event_elapsed reads the profiling times of:
+ * an older one is waited for by waiting for the oldest kept one. */
+#define OCL_EVENTS BACKEND_EVENTS_KEPT
 
 struct backend {
     struct backend_base base;

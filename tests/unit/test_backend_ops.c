@@ -12,7 +12,8 @@
  * multi-head, grouped and multi-query caches; RMS and LayerNorm with and
  * without a bias (and in place); RoPE whole and partial; add; embed per
  * dtype; batched row moves, chained; copies round trip; events ordering
- * the host's reuse of its buffers; the queue's counts; NaN and infinity
+ * the host's reuse of its buffers; the queue's counts; event_elapsed
+ * (> 0 over a 64 MiB upload, its refusals, no count changed); NaN and infinity
  * propagated as the CPU kernels do; a ref past its buffer refused with a
  * message and the backend usable after; the forward pass of each
  * architecture (backend_forward.h); calibrate's timing loop.
@@ -700,6 +701,88 @@ static void test_counts(struct bt *t)
     t->ops->buf_free(t->b, buf);
 }
 
+/* ---- event_elapsed: the device's time between two events ---- */
+
+/* rc must be -1 with a one-line reason naming the event, the backend
+ * usable after (a refusal is no fault). */
+static void elapsed_refused(struct bt *t, uint64_t from, uint64_t to, const char *what)
+{
+    double ms = -1;
+    int rc = t->ops->event_elapsed(t->b, from, to, &ms);
+    const char *why = t->ops->error(t->b);
+    bool named = why && strstr(why, "event") && !strchr(why, '\n');
+    if (rc != -1 || !named)
+        fprintf(stderr, "%s event_elapsed %s: returned %d, reason \"%s\"\n", t->name, what, rc, why ? why : "(null)");
+    CHECK(rc == -1);
+    CHECK(named);
+}
+
+static void counts_same(const struct backend_counts *a, const struct backend_counts *b)
+{
+    CHECK_U64(b->bytes_up, a->bytes_up);
+    CHECK_U64(b->bytes_down, a->bytes_down);
+    CHECK_U64(b->bytes_moved, a->bytes_moved);
+    CHECK_U64(b->copies, a->copies);
+    CHECK_U64(b->launches, a->launches);
+    CHECK_U64(b->syncs, a->syncs);
+}
+
+/* The last of BACKEND_EVENTS_KEPT more events, all passed: `old` is no
+ * longer kept and is refused; the oldest kept one still answers. */
+static void test_events_recycled(struct bt *t, uint64_t old)
+{
+    uint64_t last = 0;
+    for (int i = 0; i < BACKEND_EVENTS_KEPT; i++)
+        bt_ok(t, t->ops->event_record(t->b, &last), "event_record");
+    bt_ok(t, t->ops->sync(t->b), "sync");
+    elapsed_refused(t, old, last, "of a recycled event");
+    double ms = -1;
+    bt_ok(t, t->ops->event_elapsed(t->b, last - BACKEND_EVENTS_KEPT + 1, last, &ms), "the oldest kept event");
+    CHECK(ms >= 0 && isfinite(ms));
+}
+
+/* 64 MiB up between two events: a time > 0 and finite, also when only a
+ * later event was waited for; one event twice: 0; refused: the wrong way
+ * round, unknown, recycled, and (sim, where it has not run) not waited
+ * for. Counts unchanged by event_elapsed. */
+static void test_event_times(struct bt *t)
+{
+    const size_t bytes = (size_t)64 << 20;
+    uint8_t *src = malloc(bytes);
+    struct dev_buf *buf;
+    memset(src, 0x5a, bytes);
+    if (bt_ok(t, t->ops->alloc(t->b, bytes, BUF_DEVICE, &buf), "alloc of 64 MiB") != 0) {
+        free(src);
+        return;
+    }
+    uint64_t e0, e1, e2;
+    bt_ok(t, t->ops->event_record(t->b, &e0), "event_record");
+    bt_ok(t, t->ops->upload(t->b, (struct dev_ref){buf, 0}, src, bytes), "upload of 64 MiB");
+    bt_ok(t, t->ops->event_record(t->b, &e1), "event_record");
+    bt_ok(t, t->ops->event_record(t->b, &e2), "event_record");
+    if (!strcmp(t->name, "sim"))
+        elapsed_refused(t, e0, e1, "before any wait (sim: not run)");
+    bt_ok(t, t->ops->event_wait(t->b, e2), "event_wait"); /* e1 passed with it: the queue is in order */
+    struct backend_counts c0, c1;
+    t->ops->counts(t->b, &c0);
+    double ms = -1, same = -1;
+    bt_ok(t, t->ops->event_elapsed(t->b, e0, e1, &ms), "event_elapsed of an upload");
+    CHECK(ms > 0 && isfinite(ms));
+    bt_ok(t, t->ops->event_elapsed(t->b, e1, e1, &same), "event_elapsed of one event");
+    CHECK(same == 0);
+    elapsed_refused(t, e1, e0, "the wrong way round");
+    elapsed_refused(t, 0, e1, "of event 0");
+    elapsed_refused(t, e0, e2 + 1000, "of an event never recorded");
+    t->ops->counts(t->b, &c1);
+    counts_same(&c0, &c1);
+    test_events_recycled(t, e0);
+    bt_ok(t, t->ops->upload(t->b, (struct dev_ref){buf, 0}, src, 1000), "upload after the refusals");
+    bt_ok(t, t->ops->sync(t->b), "sync after the refusals");
+    printf("%s: 64 MiB upload between two events: %.3f ms\n", t->name, ms);
+    t->ops->buf_free(t->b, buf);
+    free(src);
+}
+
 /* ---- refusals: a ref past its buffer ---- */
 
 /* rc must be -1 with a one-line reason naming the overrun. */
@@ -1056,6 +1139,7 @@ int main(int argc, char **argv)
     test_moves(&t);
     test_events(&t);
     test_counts(&t);
+    test_event_times(&t);
     test_adds_embeds(&t);
     test_matvecs(&t);
     test_ffns_rows(&t);
