@@ -97,6 +97,7 @@ struct flash_reader {
      * (a failed submit or reap): every later batch fails with it. */
     bool broken;
     char broken_err[512];
+    bool in_flight;             /* submitted, not yet waited for (the caller's thread only) */
 
     struct flash_reader_stats stats;
 };
@@ -471,26 +472,9 @@ static int plan_batch(struct flash_reader *r, const struct flash_read *reqs, siz
     return 0;
 }
 
-int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
-                      size_t errlen)
+/* Hands the planned batch to the first active workers (under mu). */
+static void start_batch(struct flash_reader *r, const struct flash_read *reqs, uint64_t units, bool one_each)
 {
-    uint64_t t0 = now_ns();
-    int rc = 0;
-    uint64_t units = 0;
-    bool one_each = true;
-    r->stats.batches++;
-    if (r->broken) {
-        err_set(err, errlen, "%s", r->broken_err);
-        rc = -1;
-    } else if (n && !reqs) {
-        err_set(err, errlen, "flash reader for %s: %zu reads but no request array", r->path, n);
-        rc = -1;
-    } else if (n) {
-        rc = plan_batch(r, reqs, n, &units, &one_each, err, errlen);
-    }
-    if (rc || units == 0)
-        goto out;
-
     unsigned active = units < r->nthreads ? (unsigned)units : r->nthreads;
     pthread_mutex_lock(&r->mu);
     r->reqs = reqs;
@@ -504,9 +488,47 @@ int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, siz
     r->generation++;
     for (unsigned i = 0; i < active; i++)
         pthread_cond_signal(&r->w[i].wake);
+    pthread_mutex_unlock(&r->mu);
+    r->in_flight = true;
+}
+
+int flash_reader_submit(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
+                        size_t errlen)
+{
+    uint64_t t0 = now_ns();
+    int rc = 0;
+    uint64_t units = 0;
+    bool one_each = true;
+    if (r->in_flight) {
+        err_set(err, errlen, "flash reader for %s: a batch is already in flight", r->path);
+        return -1;
+    }
+    r->stats.batches++;
+    if (r->broken) {
+        err_set(err, errlen, "%s", r->broken_err);
+        rc = -1;
+    } else if (n && !reqs) {
+        err_set(err, errlen, "flash reader for %s: %zu reads but no request array", r->path, n);
+        rc = -1;
+    } else if (n) {
+        rc = plan_batch(r, reqs, n, &units, &one_each, err, errlen);
+    }
+    if (rc == 0 && units)
+        start_batch(r, reqs, units, one_each);
+    r->stats.wait_ms += (double)(now_ns() - t0) * 1e-6;
+    return rc;
+}
+
+int flash_reader_wait(struct flash_reader *r, char *err, size_t errlen)
+{
+    if (!r->in_flight)
+        return 0;
+    uint64_t t0 = now_ns();
+    int rc = 0;
+    pthread_mutex_lock(&r->mu);
     while (r->running)
         pthread_cond_wait(&r->done, &r->mu);
-    for (unsigned i = 0; i < active; i++) {
+    for (unsigned i = 0; i < r->active; i++) {
         r->stats.reads += r->w[i].reads;
         r->stats.bytes += r->w[i].bytes;
     }
@@ -516,10 +538,17 @@ int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, siz
     }
     r->reqs = NULL;
     pthread_mutex_unlock(&r->mu);
-
-out:
+    r->in_flight = false;
     r->stats.wait_ms += (double)(now_ns() - t0) * 1e-6;
     return rc;
+}
+
+int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
+                      size_t errlen)
+{
+    if (flash_reader_submit(r, reqs, n, err, errlen) != 0)
+        return -1;
+    return flash_reader_wait(r, err, errlen);
 }
 
 uint64_t flash_reader_alignment(const struct flash_reader *r)
@@ -539,6 +568,9 @@ void flash_reader_stats(const struct flash_reader *r, struct flash_reader_stats 
 
 void flash_reader_close(struct flash_reader *r)
 {
-    if (r)
-        reader_destroy(r, r->nthreads);
+    if (!r)
+        return;
+    char err[8];
+    flash_reader_wait(r, err, sizeof err); /* reads in flight still write their destinations */
+    reader_destroy(r, r->nthreads);
 }

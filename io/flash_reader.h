@@ -41,7 +41,7 @@ struct flash_reader_config {
 struct flash_reader_stats {
     uint64_t batches;               /* calls to flash_reader_read */
     uint64_t reads, bytes;          /* reads completed, as issued (after splitting) */
-    double wait_ms;                 /* time callers spent in flash_reader_read */
+    double wait_ms;                 /* time callers spent in flash_reader_read (submit and wait) */
 };
 
 struct flash_reader;
@@ -63,6 +63,16 @@ struct flash_reader *flash_reader_open(const struct flash_reader_config *cfg, ch
 int flash_reader_read(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
                       size_t errlen);
 
+/* The same in two halves, so the caller can work while the reads run:
+ * flash_reader_submit checks the requests (failing as above, nothing then
+ * in flight) and hands them to the threads; flash_reader_wait returns when
+ * all are complete, with the batch's error. reqs and the destinations
+ * must stay untouched until the wait. One batch in flight: a second submit
+ * before the wait fails; a wait with nothing in flight returns 0. The
+ * stats' wait_ms counts the time spent in both calls. */
+int flash_reader_submit(struct flash_reader *r, const struct flash_read *reqs, size_t n, char *err,
+                        size_t errlen);
+int flash_reader_wait(struct flash_reader *r, char *err, size_t errlen);
 /* Offsets, lengths and buffers must be multiples of this (1 without direct I/O). */
 uint64_t flash_reader_alignment(const struct flash_reader *r);
 bool flash_reader_direct(const struct flash_reader *r);

@@ -301,13 +301,18 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
                            .rope = strcmp(s->position, "rope") == 0, .qk_norm = s->qk_norm,
                            .parallel_block = s->parallel_block, .host_reads_x = !x->whole,
                            .cached_layers = cache ? s->n_layers : 0};
+    /* per layer: one group of rows used once or one of rows appended, each
+     * one upload run, and one batch of reads with its wait for the device
+     * (naive: a second, its slice of dram.bin); that wait covers the ring
+     * slot sent a layer before, so reusing it waits for nothing more */
     struct dev_volumes v = {.rows_inserted = (uint64_t)(rows + 0.5), .row_moves = (uint64_t)(moves + 0.5),
                             .staged_groups = x->whole || predictor ? L : 0, .append_groups = cache && !x->whole ? L : 0,
-                            .move_batches = moves > 0 ? L : 0};
+                            .move_batches = moves > 0 ? L : 0, .read_waits = x->streams_all ? 2 * L : L};
+    v.upload_runs = v.staged_groups + v.append_groups;
     struct dev_terms t;
     struct dev_time tm;
     dev_terms_token(&ds, &v, &t);
-    dev_terms_time(c->hw, &t, &tm);
+    dev_terms_time(c->hw, &t, true, &tm);
     o->device = true;
     o->dev_bytes_up = (double)t.bytes_up;
     o->dev_bytes_down = (double)t.bytes_down;

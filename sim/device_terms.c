@@ -27,17 +27,15 @@ void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, str
     memset(out, 0, sizeof *out);
     uint64_t bias = s->up_bias ? sizeof(float) : 0, row = s->row_stride + bias;
     uint64_t x_layers = s->host_reads_x ? s->n_layers : 0;
-    uint64_t groups = v->staged_groups + v->append_groups;
     out->bytes_up = v->rows_inserted * row + v->row_moves * 8;
     out->bytes_down = (uint64_t)s->vocab * sizeof(float) + x_layers * s->d_model * sizeof(float);
     out->bytes_moved = v->row_moves * row;
-    /* each group's rows and biases; each batch's list and its moves on the rows and biases */
-    out->uploads = groups * (bias ? 2 : 1) + v->move_batches;
+    /* each run's rows and biases; each batch's list and its moves on the rows and biases */
+    out->uploads = v->upload_runs * (bias ? 2 : 1) + v->move_batches;
     out->downloads = 1 + x_layers;
     out->copies = out->uploads + out->downloads + v->move_batches * (bias ? 2 : 1);
     out->launches = pass_launches(s) + ffn_launches(s, v);
-    uint64_t stage_waits = v->staged_groups + (v->pending_before ? 1 : 0) - (v->pending_after ? 1 : 0);
-    out->syncs = 1 + x_layers + (v->first_token ? 0 : s->cached_layers) + stage_waits;
+    out->syncs = 1 + x_layers + (v->first_token ? 0 : s->cached_layers) + v->ring_waits + v->read_waits;
 }
 
 /* ms for bytes in n copies, at the bandwidth of their mean size. */
@@ -49,13 +47,12 @@ static double copy_ms(const struct hw_profile *hw, bool h2d, bool pinned, uint64
     return bw > 0 ? 1e3 * (double)bytes / bw : 0;
 }
 
-void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, struct dev_time *out)
+void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, bool pinned, struct dev_time *out)
 {
     const struct hw_device *d = &hw->device;
     double wait_s = d->event_s > 0 ? d->event_s : d->sync_s;
-    /* the rows go up from the host cache and staging rows, ordinary memory
-     * today (neuron_cache_dev.h); x and the logits come down into pinned memory */
-    out->h2d_ms = copy_ms(hw, true, false, t->bytes_up, t->uploads);
+    /* the rows go up from the pinned ring; x and the logits come down into pinned memory */
+    out->h2d_ms = copy_ms(hw, true, pinned, t->bytes_up, t->uploads);
     out->d2h_ms = copy_ms(hw, false, true, t->bytes_down, t->downloads);
     out->launch_ms = 1e3 * (double)t->launches * d->launch_s;
     out->sync_ms = t->syncs ? 1e3 * (d->sync_s + (double)(t->syncs - 1) * wait_s) : 0;

@@ -9,8 +9,9 @@
  * dev_terms_token mirrors what those files enqueue, so that sim's counts
  * over a token equal its result exactly (tests/unit/test_device_terms.c):
  *   up      rows inserted x (row stride + 4 with an up bias): appended to
- *           the cache or staged once, both uploaded; + 8 bytes a row move
- *           (the moves lists)
+ *           the cache or staged once, both uploaded from the pinned ring
+ *           (ffn/flash_ring.h) in runs, each a rows upload and a biases
+ *           upload; + 8 bytes a row move (the moves lists)
  *   down    the logits (vocab floats), and x (d_model floats) per layer
  *           when a host-side selector reads it (host_reads_x)
  *   moved   row moves x (row stride + 4 with an up bias)
@@ -22,11 +23,12 @@
  *           final norm and the head's matvec
  *   sync    the head's sync, a wait for x per layer that downloads it, a
  *           wait per cached layer on its previous step (not the first
- *           token), and a wait per staged group before the staging rows
- *           are rewritten (carried to the next token when the token's last
- *           flush staged rows)
- * The groups, batches and the carry are the run's (the engine counts them:
- * engine/ffn/ffn_flash.h) or, priced ahead, the cost model's estimate.
+ *           token), a wait per ring slot reused while its uploads were
+ *           pending, and a wait for the device per batch of flash reads
+ *           (what makes the exposed I/O measurable)
+ * The groups, runs, batches and waits are the run's (the engine counts
+ * them: engine/ffn/ffn_flash.h) or, priced ahead, the cost model's
+ * estimate.
  * Pure functions; no errors; thread-safe. */
 #ifndef FLASHBED_SIM_DEVICE_TERMS_H
 #define FLASHBED_SIM_DEVICE_TERMS_H
@@ -53,8 +55,10 @@ struct dev_volumes {
     uint64_t staged_groups;  /* uploads of rows used once, each computed as a group */
     uint64_t append_groups;  /* layers whose appended rows were uploaded and computed */
     uint64_t move_batches;   /* batched row moves */
+    uint64_t upload_runs;    /* the ring's uploads of consecutive rows (each with its biases') */
+    uint64_t ring_waits;     /* waits before reusing a ring slot */
+    uint64_t read_waits;     /* waits for the device while reads were in flight */
     bool first_token;        /* no previous step to wait for */
-    bool pending_before, pending_after; /* a staged group not yet waited for, at the token's start and end */
 };
 
 struct dev_terms {
@@ -66,14 +70,15 @@ struct dev_terms {
 void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, struct dev_terms *out);
 
 /* The terms' time on a profile's device (hw_profile.h: struct hw_device):
- * uploads from ordinary (pageable) memory at their mean size, as the
- * engine uploads its rows today, downloads into pinned memory likewise, a
+ * uploads from pinned memory at their mean size (the engine's ring is
+ * pinned; pinned false: its ordinary-memory fallback), downloads into
+ * pinned memory likewise, a
  * launch_s per launch, sync_s for the head's sync and event_s (sync_s when
  * absent) for every other wait. Row moves run on the device: priced with
  * its compute, not here. */
 struct dev_time {
     double h2d_ms, d2h_ms, launch_ms, sync_ms;
 };
-void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, struct dev_time *out);
+void dev_terms_time(const struct hw_profile *hw, const struct dev_terms *t, bool pinned, struct dev_time *out);
 
 #endif

@@ -118,7 +118,8 @@ struct backend_ops {
      * uploaded by the host before. */
     int (*move_rows)(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
     /* A mark after everything enqueued so far; event_wait blocks until
-     * the queue has passed it. */
+     * the queue has passed it. Events are numbered 1, 2, ... in the order
+     * recorded, so one waited for completes every smaller one. */
     int (*event_record)(struct backend *b, uint64_t *event);
     int (*event_wait)(struct backend *b, uint64_t event);
     int (*sync)(struct backend *b); /* waits for everything enqueued */

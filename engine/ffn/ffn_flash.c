@@ -19,6 +19,7 @@
 #include "common/errbuf.h"
 #include "engine/compute/activation.h"
 #include "engine/ffn/ffn_flash_dev.h"
+#include "engine/ffn/flash_ring.h"
 #include "engine/ffn/neuron_cache.h"
 #include "engine/ffn/neuron_cache_dev.h"
 #include "engine/ffn/neuron_select.h"
@@ -44,6 +45,7 @@ struct flash_ffn {
      * mirrors (no-ops) otherwise. */
     struct neuron_cache_dev *mirrors;  /* [n_layers] */
     struct flash_dev fdev;
+    struct flash_ring ring;            /* on_device: where rows read from flash land (pinned) */
     bool on_device, dev_failed;
     uint8_t *staging, *bounce, *scratch;
     struct io_buffer staging_mem, bounce_mem, scratch_mem;
@@ -62,7 +64,10 @@ struct flash_ffn {
     struct flash_read *reqs;           /* [3 * d_ff + 1] */
     struct bounce_copy { uint32_t id; uint64_t from; uint8_t *to; } *copies; /* [bounce_rows] */
     uint32_t n_reqs, n_staged, n_copies, bounce_used;
+    uint32_t last_id;                  /* the row last read in place, when one row */
+    uint8_t *last_home;                /* where it went (NULL: none) */
     uint64_t staging_bytes, bounce_bytes, scratch_bytes, cache_bytes, oracle_bytes, predictor_bytes;
+    uint64_t device_bytes;             /* on_device: the mirrors' rows and biases, the device staging area */
     int64_t token;                     /* index of the token being computed */
     unsigned next_flags;
     struct ffn_flash_token acc;
@@ -150,30 +155,61 @@ uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_f
     return (uint32_t)policy_layer_rows(cfg->policy.ops, cfg->capacity_rows, d_ff);
 }
 
-/* Appends ids[0..n) (ascending) to cache c and reads them straight into
- * their rows: one read per run of adjacent ids. The resident part a policy
- * starts with (hybrid's), not counted per token. */
-static int load_rows(struct ffn *f, struct flash_ffn *ff, int layer, struct neuron_cache *c, const uint32_t *ids,
-                     uint32_t n)
+/* Where rows [row, row + n) of layer's cache are read to: the host
+ * cache's rows, or on a device the pinned ring, sent to the mirror's rows
+ * (room for n made first: n <= the ring's slot). */
+static uint8_t *load_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t row, uint32_t n)
 {
-    uint32_t j = 0;
-    while (j < n) {
-        uint32_t k = j + 1;
-        while (k < n && ids[k] == ids[k - 1] + 1)
+    const struct neuron_cache *c = &ff->caches[layer];
+    if (!ff->on_device)
+        return c->rows + (uint64_t)row * ff->stride;
+    if ((fring_room(&ff->ring) < n && fring_send(&ff->ring) != 0) || fring_ready(&ff->ring) != 0)
+        return NULL;
+    const float *bias = f->m->layers[layer].ffn_up_bias;
+    const struct neuron_cache_dev *d = &ff->mirrors[layer];
+    uint8_t *at = NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *p = fring_place(&ff->ring, ncd_rows(d, row + i), ncd_bias(d, row + i), bias ? c->up_bias[row + i] : 0);
+        at = i ? at : p;
+    }
+    return at;
+}
+
+/* Appends ids[0..n) (ascending) to layer's cache and reads them straight
+ * into their rows: one read per run of adjacent ids (per ring slot on a
+ * device). The resident part a policy starts with (hybrid's), not
+ * counted per token. */
+static int load_rows(struct ffn *f, struct flash_ffn *ff, int layer, const uint32_t *ids, uint32_t n)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    uint32_t most = ff->on_device ? ff->ring.slot_rows : n;
+    for (uint32_t j = 0, k; j < n; j = k) {
+        for (k = j + 1; k < n && k - j < most && ids[k] == ids[k - 1] + 1;)
             k++;
         uint32_t row = neuron_cache_append(c, ids[j]);
         for (uint32_t i = j + 1; i < k; i++)
             neuron_cache_append(c, ids[i]);
-        struct flash_read rq = {bundle_offset(f->m, layer, ids[j]), (uint64_t)(k - j) * ff->stride,
-                                c->rows + (uint64_t)row * ff->stride};
+        uint8_t *dst = load_home(f, ff, layer, row, k - j);
+        struct flash_read rq = {bundle_offset(f->m, layer, ids[j]), (uint64_t)(k - j) * ff->stride, dst};
         char err[512];
-        if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0) {
-            err_set(ff->err, ff->errlen, "%s", err);
-            return -1;
-        }
-        j = k;
+        if (!dst)
+            return err_set(ff->err, ff->errlen, "%s backend: %s", ff->fdev.ops->name, ff->fdev.ops->error(ff->fdev.be));
+        if (flash_reader_read(ff->reader, &rq, 1, err, sizeof err) != 0)
+            return err_set(ff->err, ff->errlen, "%s", err);
     }
     return 0;
+}
+
+/* The rows the policy starts layer l with (hybrid's resident part). */
+static int preload(struct ffn *f, struct flash_ffn *ff, uint32_t l)
+{
+    if (ff->decide.p.ops->preload_is_read)
+        return 0; /* hot's pinned rows are read with the first token */
+    uint32_t n = cache_preloaded_rows(&ff->decide, l, ff->late);
+    if (n > ff->caches[l].capacity)
+        return err_set(ff->err, ff->errlen, "layer %u: the policy starts with %u rows, the cache holds %u", l, n,
+                       ff->caches[l].capacity);
+    return load_rows(f, ff, (int)l, ff->late, n);
 }
 
 static int open_decisions(struct ffn *f, struct flash_ffn *ff)
@@ -214,21 +250,15 @@ static int open_caches(struct ffn *f, struct flash_ffn *ff)
         uint32_t cap = ff->cfg.layer_rows ? ff->cfg.layer_rows[l] : ffn_flash_default_rows(&ff->cfg, s->d_ff);
         if (cap == 0)
             continue;
-        if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, ff->stride, m->layers[l].ffn_up_bias, err,
-                              sizeof err) != 0) {
+        if (neuron_cache_init(&ff->caches[l], s->d_ff, cap, ff->stride, m->layers[l].ffn_up_bias, !ff->on_device,
+                              err, sizeof err) != 0) {
             err_set(ff->err, ff->errlen, "neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap, (unsigned long long)ff->stride,
                      err);
             return -1;
         }
-        ff->cache_bytes += (uint64_t)cap * ff->stride;
-        if (ff->decide.p.ops->preload_is_read)
-            continue; /* hot's pinned rows are read with the first token */
-        uint32_t n = cache_preloaded_rows(&ff->decide, l, ff->late);
-        if (n > cap) {
-            err_set(ff->err, ff->errlen, "layer %u: the policy starts with %u rows, the cache holds %u", l, n, cap);
-            return -1;
-        }
-        if (load_rows(f, ff, (int)l, &ff->caches[l], ff->late, n) != 0)
+        if (!ff->on_device) /* else the device's (open_device) */
+            ff->cache_bytes += (uint64_t)cap * ff->stride;
+        if (!ff->on_device && preload(f, ff, l) != 0)
             return -1;
     }
     return 0;
@@ -249,14 +279,15 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
     ff->reqs = malloc((3 * (size_t)N + 1) * sizeof *ff->reqs);
     ff->tmp_out = calloc(s->d_model, sizeof(float));
     ff->z = malloc(N * sizeof *ff->z); /* staged biases */
-    ff->staging = read_buffer(&ff->staging_mem, ff->staging_bytes);
+    /* on a device rows used once go through the pinned ring (open_device) */
+    ff->staging = ff->on_device ? NULL : read_buffer(&ff->staging_mem, ff->staging_bytes);
     ff->bounce = read_buffer(&ff->bounce_mem, ff->bounce_bytes);
     if (ff->cfg.stream_dram) {
         ff->scratch_bytes = ffn_flash_stream_scratch(ff->dram_file_bytes, s->n_layers, ff->align);
         ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
     }
     return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&
-                   ff->staging && ff->bounce && (!ff->cfg.stream_dram || ff->scratch)
+                   (ff->staging || ff->on_device) && ff->bounce && (!ff->cfg.stream_dram || ff->scratch)
                ? 0
                : -1;
 }
@@ -325,38 +356,55 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
     return 0;
 }
 
-/* Each cache's mirror (zeroed: the host path), and on a backend whose
- * memory is not the host's the mirrors on the device, with the rows the
- * policy starts with (hybrid's) uploaded now (set-up, not a token's
- * upload), and the staging area. */
+/* Whether the engine's backend computes in memory the host cannot reach
+ * (sim, opencl, cuda): then the caches live there (open_device). */
+static bool backend_off_host(const struct ffn *f)
+{
+    const struct dev_model *dm = f->dev;
+    struct backend_info info = {.host_visible = true};
+    if (dm && dm->be)
+        dm->ops->info(dm->be, &info);
+    return !info.host_visible;
+}
+
+/* The backend's error as the FFN's create error. */
+static int dev_create_fail(struct flash_ffn *ff)
+{
+    return err_set(ff->err, ff->errlen, "%s backend: %s", ff->fdev.ops->name, ff->fdev.ops->error(ff->fdev.be));
+}
+
+/* Each cache's mirror on the device, with the rows the policy starts
+ * with (hybrid's) read through the ring now (set-up, not a token's), the
+ * ring and the staging area; zeroed mirrors (no-ops) on the host path. */
 static int open_device(struct ffn *f, struct flash_ffn *ff)
 {
     const struct dev_model *dm = f->dev;
     ff->mirrors = calloc(f->m->shape.n_layers, sizeof *ff->mirrors);
     if (!ff->mirrors)
         return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
-    struct backend_info info = {.host_visible = true};
-    if (dm && dm->be)
-        dm->ops->info(dm->be, &info);
-    if (info.host_visible)
+    if (!ff->on_device)
         return 0;
-    if (fdev_init(&ff->fdev, dm->ops, dm->be, f->m, ff->staging_rows, ff->err, ff->errlen) != 0)
+    if (fdev_init(&ff->fdev, dm->ops, dm->be, f->m, ff->staging_rows, ff->err, ff->errlen) != 0 ||
+        fring_init(&ff->ring, dm->ops, dm->be, ff->staging_rows, ff->stride, ff->err, ff->errlen) != 0)
         return -1;
-    ff->on_device = true;
-    uint64_t setup = 0;
+    ff->staging_bytes = FLASH_RING_SLOTS * ff->staging_bytes; /* the ring, pinned, is the host's staging */
+    ff->device_bytes = ff->staging_bytes / FLASH_RING_SLOTS;
     for (uint32_t l = 0; l < f->m->shape.n_layers; l++) {
         const struct neuron_cache *c = &ff->caches[l];
-        if (!c->rows)
+        if (!c->capacity)
             continue;
         if (ncd_init(&ff->mirrors[l], dm->ops, dm->be, c->capacity, ff->stride, c->up_bias != NULL, ff->err,
                      ff->errlen) != 0)
             return -1;
-        if (ncd_upload(&ff->mirrors[l], c, 0, c->num_used, &setup) != 0)
-            return err_set(ff->err, ff->errlen, "%s backend: %s", dm->ops->name, dm->ops->error(dm->be));
+        ff->device_bytes += (uint64_t)c->capacity * (ff->stride + (c->up_bias ? sizeof(float) : 0) +
+                                                     sizeof(struct row_move));
+        if (preload(f, ff, l) != 0)
+            return -1;
     }
-    /* the host rows were the uploads' sources */
-    if (dm->ops->sync(dm->be) != 0)
-        return err_set(ff->err, ff->errlen, "%s backend: %s", dm->ops->name, dm->ops->error(dm->be));
+    double ms;
+    if (fring_send(&ff->ring) != 0 || dm->ops->sync(dm->be) != 0 || fring_take_ms(&ff->ring, &ms) != 0)
+        return dev_create_fail(ff);
+    ff->ring.sends = ff->ring.runs_sent = ff->ring.waits = ff->ring.bytes_up = 0; /* set-up, not a token's */
     return 0;
 }
 
@@ -377,6 +425,7 @@ static int flash_create(struct ffn *f, char *err, size_t errlen)
     ff->token = -1;
     ff->stride = m->bundle_stride;
     ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
+    ff->on_device = backend_off_host(f);
     if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
         return -1;
     if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
@@ -385,9 +434,7 @@ static int flash_create(struct ffn *f, char *err, size_t errlen)
         err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
         return -1;
     }
-    if (open_caches(f, ff) != 0)
-        return -1;
-    if (open_selectors(f, ff) != 0 || open_device(f, ff) != 0)
+    if (open_caches(f, ff) != 0 || open_selectors(f, ff) != 0 || open_device(f, ff) != 0)
         return -1;
     ff->err = NULL; /* the buffer is create's caller's: later failures go through ffn_flash_error */
     ff->errlen = 0;
@@ -404,15 +451,34 @@ static uint32_t trace_needed(const struct flash_ffn *ff, int layer, uint32_t *ou
     return n;
 }
 
+/* On a device, while a batch of reads is in flight: waits until the
+ * device has done all it was given, so that what the reads still take
+ * after is the exposed I/O (the rest overlapped the device's work). */
+static void wait_device(struct flash_ffn *ff)
+{
+    uint64_t ev;
+    dev_check(ff, ff->fdev.ops->event_record(ff->fdev.be, &ev) || ff->fdev.ops->event_wait(ff->fdev.be, ev));
+    fring_covered(&ff->ring, ev);
+    ff->acc.read_waits++;
+}
+
 /* Issues ff->reqs[0..n) and waits; bytes and requests as the reader issued them. */
 static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n, uint64_t *bytes)
 {
     char err[512];
     struct flash_reader_stats before, after;
     flash_reader_stats(r, &before);
-    double t0 = now_ms();
-    int rc = n ? flash_reader_read(r, ff->reqs, n, err, sizeof err) : 0;
-    ff->acc.io_ms += now_ms() - t0;
+    double t0 = now_ms(), t_dev = t0;
+    int rc = n ? flash_reader_submit(r, ff->reqs, n, err, sizeof err) : 0;
+    if (rc == 0 && n && ff->on_device && !ff->dev_failed) {
+        wait_device(ff);
+        t_dev = now_ms();
+    }
+    if (rc == 0)
+        rc = flash_reader_wait(r, err, sizeof err);
+    double t1 = now_ms();
+    ff->acc.io_ms += t1 - t0;
+    ff->acc.exposed_io_ms += t1 - t_dev;
     flash_reader_stats(r, &after);
     ff->acc.io_requests += after.reads - before.reads;
     *bytes += after.bytes - before.bytes;
@@ -460,41 +526,88 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
     ff->acc.ffn_ms += now_ms() - t0;
 }
 
-/* Issues the queued reads, copies rows out of the bounce buffer, computes
- * the staged rows and empties both. */
-static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
+/* Issues the queued reads and copies rows out of the bounce buffer; on a
+ * device the ring's slot then goes up (transfer). */
+static void issue_reads(struct flash_ffn *ff)
 {
-    if (ff->on_device) /* the staging rows and biases are the last upload's sources until it ran */
-        dev_check(ff, fdev_stage_wait(&ff->fdev));
     read_batch(ff, ff->reader, ff->n_reqs, &ff->acc.bytes_read);
     double t0 = now_ms();
     for (uint32_t k = 0; k < ff->n_copies; k++)
         memcpy(ff->copies[k].to, ff->bounce + ff->copies[k].from, ff->stride);
     ff->acc.mem_ms += now_ms() - t0;
+    ff->n_reqs = ff->n_copies = ff->bounce_used = 0;
+}
+
+static void transfer(struct flash_ffn *ff)
+{
+    issue_reads(ff);
+    double t0 = now_ms();
+    dev_check(ff, fring_send(&ff->ring));
+    ff->acc.mem_ms += now_ms() - t0;
+}
+
+/* Issues the queued reads, computes the staged rows as one group and
+ * empties the staging (on a device: sends the ring's slot, then the group
+ * on the device's staging area). */
+static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
+{
+    if (ff->on_device) {
+        transfer(ff);
+        double t0 = now_ms();
+        if (ff->n_staged)
+            dev_check(ff, fdev_rows(&ff->fdev, fdev_stage_rows(&ff->fdev, 0), ff->n_staged,
+                                    fdev_stage_bias(&ff->fdev, 0)));
+        ff->acc.staged_groups += ff->n_staged > 0;
+        ff->acc.ffn_ms += now_ms() - t0;
+        ff->n_staged = 0;
+        return;
+    }
+    issue_reads(ff);
     const float *bias = f->m->layers[layer].ffn_up_bias;
     float *staged_bias = bias ? ff->z : NULL; /* z is free once the needed set is known */
     for (uint32_t k = 0; bias && k < ff->n_staged; k++)
         staged_bias[k] = bias[ff->staged[k]];
-    if (ff->on_device) {
-        t0 = now_ms();
-        dev_check(ff, fdev_staged(&ff->fdev, ff->staging, ff->n_staged, staged_bias, &ff->acc.h2d_bytes));
-        ff->acc.staged_groups += ff->n_staged > 0;
-        ff->acc.ffn_ms += now_ms() - t0;
-    } else {
-        compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
-    }
-    ff->n_reqs = ff->n_staged = ff->n_copies = ff->bounce_used = 0;
+    compute_rows(f, ff, ff->staging, ff->n_staged, staged_bias, x, out);
+    ff->n_staged = 0;
 }
 
-/* Where row id lands: its cache row, or the next staging row. */
+/* On a device: room for n rows in the ring's slot, sending it when full
+ * (its reads issued first), so that n rows placed next are adjacent, and
+ * the slot ready to be written. */
+static void ring_room(struct flash_ffn *ff, uint32_t n)
+{
+    if (!ff->on_device)
+        return;
+    if (fring_room(&ff->ring) < n)
+        transfer(ff);
+    double t0 = now_ms();
+    dev_check(ff, fring_ready(&ff->ring));
+    ff->acc.mem_ms += now_ms() - t0;
+}
+
+/* Where row id lands: its cache row, or the next staging row; on a
+ * device the ring's next row, sent to the mirror's or the device
+ * staging area's row (the caller made room in the ring). */
 static uint8_t *row_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t id, const float *x, float *out)
 {
-    if (!(ff->mark[id] & MARK_ONCE))
-        return ff->caches[layer].rows + (uint64_t)ff->caches[layer].row_of[id] * ff->stride;
+    const struct neuron_cache *c = &ff->caches[layer];
+    const float *bias = f->m->layers[layer].ffn_up_bias;
+    if (!(ff->mark[id] & MARK_ONCE)) {
+        uint32_t r = (uint32_t)c->row_of[id];
+        if (!ff->on_device)
+            return c->rows + (uint64_t)r * ff->stride;
+        const struct neuron_cache_dev *d = &ff->mirrors[layer];
+        ring_room(ff, 1); /* the caller made room for its read: only a flush between makes a new slot */
+        return fring_place(&ff->ring, ncd_rows(d, r), ncd_bias(d, r), bias ? bias[id] : 0);
+    }
     if (ff->n_staged == ff->staging_rows)
         flush(f, ff, layer, x, out);
-    ff->staged[ff->n_staged] = id;
-    return ff->staging + (uint64_t)ff->n_staged++ * ff->stride;
+    uint32_t k = ff->n_staged++;
+    ff->staged[k] = id;
+    if (!ff->on_device)
+        return ff->staging + (uint64_t)k * ff->stride;
+    ring_room(ff, 1);
+    return fring_place(&ff->ring, fdev_stage_rows(&ff->fdev, k), fdev_stage_bias(&ff->fdev, k), bias ? bias[id] : 0);
 }
 
 /* Whether a read of ids first..first+count-1 can land in place: all of them
@@ -519,6 +632,7 @@ static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32
         uint32_t piece = count - done < ff->bounce_rows ? count - done : ff->bounce_rows;
         if (ff->bounce_used + piece > ff->bounce_rows)
             flush(f, ff, layer, x, out);
+        ring_room(ff, piece);
         uint64_t from = (uint64_t)ff->bounce_used * ff->stride;
         ff->reqs[ff->n_reqs++] = (struct flash_read){bundle_offset(f->m, layer, first + done),
                                                      (uint64_t)piece * ff->stride, ff->bounce + from};
@@ -534,48 +648,65 @@ static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32
     }
 }
 
-/* A later vector of a staged row (split reads a row's up, gate and down
- * one after another): the staging row its first vector took, so the
- * vectors meet in one bundle and the row is computed once; NULL for
- * anything else. The first vector flushes when staging is full, so the
- * row's vectors never straddle a flush. */
-static uint8_t *staged_vector_home(const struct flash_ffn *ff, const struct layout_read *rd)
+/* A later vector of a row (split reads a row's up, gate and down one
+ * after another): where its first vector went, so the vectors meet in one
+ * bundle and the row is computed (and on a device sent) once; NULL for
+ * anything else. Nothing is flushed or sent between a row's vectors. */
+static uint8_t *later_vector_home(const struct flash_ffn *ff, const struct layout_read *rd)
 {
-    if (rd->vec <= 0 || !(ff->mark[rd->first] & MARK_ONCE) || !ff->n_staged ||
-        ff->staged[ff->n_staged - 1] != rd->first)
+    if (rd->vec <= 0 || rd->count != 1 || !ff->last_home || ff->last_id != rd->first)
         return NULL;
-    return ff->staging + (uint64_t)(ff->n_staged - 1) * ff->stride;
+    return ff->last_home;
+}
+
+/* Rows first..first + count - 1, all read this step and of one kind,
+ * read straight into their homes (vec >= 0: one vector of the bundle). */
+static void queue_in_place(struct ffn *f, struct flash_ffn *ff, int layer, const struct layout_read *rd,
+                           const float *x, float *out)
+{
+    uint8_t *dst = later_vector_home(ff, rd);
+    if (!dst) {
+        if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
+            flush(f, ff, layer, x, out);
+        ring_room(ff, rd->count);
+        dst = row_home(f, ff, layer, rd->first, x, out);
+        for (uint32_t i = 1; i < rd->count; i++)
+            row_home(f, ff, layer, rd->first + i, x, out);
+        ff->last_id = rd->first + rd->count - 1;
+        ff->last_home = rd->count == 1 ? dst : NULL;
+    }
+    uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
+    if (rd->vec >= 0) {
+        /* one vector of the bundle (model_format.h: up | gate | down), widened to
+         * the direct-I/O alignment as the split layout counts it */
+        uint64_t lo;
+        layout_vector_span(ff->vec_bytes, ff->stride, ff->align, (uint32_t)rd->vec, &lo, &len);
+        off += lo;
+        dst += lo;
+    }
+    ff->reqs[ff->n_reqs++] = (struct flash_read){off, len, dst};
 }
 
 /* Queues the layout's reads of this step, flushing whenever the staging or
- * bounce area is full. */
+ * bounce area is full; on a device, a read of kept rows longer than the
+ * ring's slot goes in pieces of a slot (the same bytes). */
 static void queue_reads(struct ffn *f, struct flash_ffn *ff, int layer, const struct cache_step *st,
                         const float *x, float *out)
 {
+    ff->last_home = NULL;
     for (uint32_t r = 0; r < st->n_reads; r++) {
         const struct layout_read *rd = &st->reads[r];
         if (!lands_in_place(ff, rd->first, rd->count)) {
             queue_bounced(f, ff, layer, rd->first, rd->count, x, out);
             continue;
         }
-        uint8_t *dst = staged_vector_home(ff, rd);
-        if (!dst) {
-            if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
-                flush(f, ff, layer, x, out);
-            dst = row_home(f, ff, layer, rd->first, x, out);
-            for (uint32_t i = 1; i < rd->count; i++)
-                row_home(f, ff, layer, rd->first + i, x, out);
+        uint32_t most = ff->on_device ? ff->ring.slot_rows : rd->count;
+        for (uint32_t done = 0; done < rd->count; done += most) {
+            struct layout_read piece = *rd;
+            piece.first = rd->first + done;
+            piece.count = rd->count - done < most ? rd->count - done : most;
+            queue_in_place(f, ff, layer, &piece, x, out);
         }
-        uint64_t off = bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
-        if (rd->vec >= 0) {
-            /* one vector of the bundle (model_format.h: up | gate | down), widened to
-             * the direct-I/O alignment as the split layout counts it */
-            uint64_t lo;
-            layout_vector_span(ff->vec_bytes, ff->stride, ff->align, (uint32_t)rd->vec, &lo, &len);
-            off += lo;
-            dst += lo;
-        }
-        ff->reqs[ff->n_reqs++] = (struct flash_read){off, len, dst};
     }
 }
 
@@ -633,7 +764,7 @@ static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *
 {
     struct neuron_cache *c = &ff->caches[layer];
     for (uint32_t j = 0; j < st->n_deleted; j++)
-        if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->rows)
+        if (!(ff->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->capacity)
             drop_row(ff, layer, st->deleted[j]);
 }
 
@@ -644,7 +775,7 @@ static int append_kept(struct flash_ffn *ff, int layer, const struct cache_step 
         uint32_t id = st->rows[j];
         if (ff->mark[id] & MARK_ONCE)
             continue;
-        if (!c->rows || c->num_used == c->capacity) {
+        if (!c->capacity || c->num_used == c->capacity) {
             char why[256];
             snprintf(why, sizeof why, "token %lld, layer %d: the policy keeps more rows than the %u the cache holds",
                      (long long)ff->token, layer, c->capacity);
@@ -711,7 +842,7 @@ static void count_step(struct flash_ffn *ff, const struct neuron_cache *c, const
     ff->acc.rows_deleted += st->n_deleted + st->n_extra;
     ff->acc.overflow_rows += st->overflow;
     ff->acc.window_shrinks += (uint32_t)(ff->decide.p.shrinks - shrinks);
-    ff->acc.cache_rows += c->rows ? c->num_used : 0;
+    ff->acc.cache_rows += c->capacity ? c->num_used : 0;
 }
 
 /* One layer's decision, memory management, reads and compute; truth (check)
@@ -731,7 +862,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     struct cache_step st;
     cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
     uint32_t n_late = classify(ff, &st, n_needed);
-    dev_check(ff, ncd_begin(d)); /* the host rows were the last step's upload sources */
+    dev_check(ff, ncd_begin(d)); /* the moves list was the last step's upload source */
     make_room(ff, layer, &st);
     apply_moves(ff, d);
     ff->acc.mem_ms += now_ms() - t0;
@@ -743,17 +874,14 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     for (uint32_t j = 0; j < n_late; j++)
         drop_row(ff, layer, ff->late[j]);
     apply_moves(ff, d);
-    uint32_t first_new = c->rows ? c->num_used : 0;
+    uint32_t first_new = c->capacity ? c->num_used : 0;
     int rc = append_kept(ff, layer, &st);
     ff->acc.mem_ms += now_ms() - t0;
     if (rc == 0) {
         queue_reads(f, ff, layer, &st, x, out);
         uint32_t once = ff->n_staged;
-        flush(f, ff, layer, x, out);
-        t0 = now_ms();
-        dev_check(ff, ncd_upload(d, c, first_new, c->num_used - first_new, &ff->acc.h2d_bytes));
+        flush(f, ff, layer, x, out); /* on a device the appended rows went up with the ring */
         ff->acc.append_groups += d->be && c->num_used > first_new;
-        ff->acc.mem_ms += now_ms() - t0;
         compute_cached(f, ff, layer, first_new, c->num_used - first_new, x, out);
         ff->acc.cache_rows += once;
     }
@@ -887,6 +1015,8 @@ static void flash_destroy(struct ffn *f)
     for (uint32_t l = 0; ff->mirrors && l < f->m->shape.n_layers; l++)
         ncd_free(&ff->mirrors[l]);
     free(ff->mirrors);
+    if (ff->ring.be)
+        fring_free(&ff->ring);
     fdev_free(&ff->fdev);
     if (ff->caches)
         for (uint32_t l = 0; l < f->m->shape.n_layers; l++)
@@ -927,8 +1057,17 @@ void ffn_flash_next_token(struct ffn *f, unsigned trace_flags)
 void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
 {
     struct flash_ffn *ff = f->priv;
+    if (ff->on_device) { /* the pass ended with a sync: the ring's sends are complete */
+        struct flash_ring *r = &ff->ring;
+        fring_synced(r);
+        ff->acc.h2d_bytes += r->bytes_up;
+        ff->acc.upload_runs += r->runs_sent;
+        ff->acc.ring_waits += r->waits;
+        r->bytes_up = r->runs_sent = r->waits = r->sends = 0;
+        if (fring_take_ms(r, &ff->acc.h2d_ms) != 0)
+            dev_check(ff, -1);
+    }
     *out = ff->acc;
-    out->stage_pending = ff->fdev.stage_pending;
     memset(&ff->acc, 0, sizeof ff->acc);
 }
 
@@ -944,6 +1083,14 @@ uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
     if (oracle_bytes)
         *oracle_bytes = ff->oracle_bytes;
     return ff->staging_bytes + ff->bounce_bytes + ff->scratch_bytes + ff->cache_bytes + ff->predictor_bytes;
+}
+
+uint64_t ffn_flash_device_bytes(const struct ffn *f, bool *pinned)
+{
+    const struct flash_ffn *ff = f->priv;
+    if (pinned)
+        *pinned = !ff->on_device || ff->ring.pinned;
+    return ff->device_bytes;
 }
 
 uint64_t ffn_flash_read_align(const struct ffn *f)

@@ -35,11 +35,14 @@
  * decisions are taken on the host, the layer's cache rows and biases are
  * mirrored in device memory (neuron_cache_dev.h: step 3's deletions as
  * batched row moves, step 5's rows uploaded into place once read) and the
- * FFN is computed there (ffn_flash_dev.h: once-used rows uploaded to a
- * device staging area); x is brought to the host only when a host-side
- * chooser reads it. This first device slice still reads rows into the
- * host cache and staging (they are the uploads' sources), so the host
- * memory of the cache is not yet saved. */
+ * FFN is computed there (ffn_flash_dev.h: once-used rows on a device
+ * staging area); x is brought to the host only when a host-side chooser
+ * reads it. Rows read from flash land in a pinned staging ring
+ * (flash_ring.h) and go up straight into their cache or staging rows; the
+ * host keeps the caches' bookkeeping only, not their rows. While a batch
+ * of reads is in flight the host waits for the device first, so the
+ * reads' remaining wait is the exposed I/O (exposed_io_ms); the device
+ * meanwhile ran the uploads and compute enqueued before. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
@@ -119,10 +122,12 @@ struct ffn_flash_token {
                             * appended and staged (row_stride bytes each, and 4 for an up bias),
                             * and the row moves lists (8 bytes a move) */
     /* on such a device, what the queue was given (sim/device_terms.h prices them): */
-    uint64_t staged_groups; /* uploads of rows used once, each computed as a group */
-    uint64_t append_groups; /* layers whose appended rows were uploaded and computed */
+    uint64_t staged_groups; /* groups of rows used once computed on the device staging area */
+    uint64_t append_groups; /* layers whose appended rows were computed as a group */
     uint64_t move_batches;  /* batched row moves */
-    bool stage_pending;     /* at the token's end, a staged group not yet waited for */
+    uint64_t upload_runs;   /* the staging ring's uploads of rows (each with its biases' upload) */
+    uint64_t ring_waits;    /* waits for a ring slot's previous uploads before reusing it */
+    uint64_t read_waits;    /* waits for the device while a batch of reads was in flight */
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */
@@ -148,10 +153,17 @@ const char *ffn_flash_error(const struct ffn *f);
  * cfg->layer_rows is NULL: the policy's capacity, hybrid's resident part,
  * a window without a budget the whole layer, nothing for naive and predictor. */
 uint32_t ffn_flash_default_rows(const struct ffn_flash_config *cfg, uint32_t d_ff);
-/* Bytes the FFN implementation holds in DRAM: caches, staging, and what
- * chooses the neurons (the predictor's weights, the gate's rows); the
- * oracle's rows (the oracle's own, or check's) apart in *oracle_bytes. */
+/* Bytes the FFN implementation holds in DRAM: caches, staging (on a
+ * device the pinned ring, FLASH_RING_SLOTS x staging rows, and no cache
+ * rows), and what chooses the neurons (the predictor's weights, the
+ * gate's rows); the oracle's rows (the oracle's own, or check's) apart in
+ * *oracle_bytes. */
 uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes);
+/* On a device whose memory is not the host's: the bytes the FFN holds
+ * there (the caches' rows, biases and move lists, the staging area), and
+ * whether the ring is pinned (else ordinary memory: slower uploads).
+ * 0 and true on cpu. */
+uint64_t ffn_flash_device_bytes(const struct ffn *f, bool *pinned);
 /* The direct-I/O alignment ffn.bin is read at: a per-vector (split) read
  * widens to its blocks (cache/layout.h: layout_vector_span). */
 uint64_t ffn_flash_read_align(const struct ffn *f);

@@ -72,33 +72,14 @@ int fdev_rows(struct flash_dev *fd, struct dev_ref rows, uint32_t n, struct dev_
     return 0;
 }
 
-int fdev_stage_wait(struct flash_dev *fd)
+struct dev_ref fdev_stage_rows(const struct flash_dev *fd, uint32_t k)
 {
-    if (!fd->stage_pending)
-        return 0;
-    fd->stage_pending = false;
-    return fd->ops->event_wait(fd->be, fd->staged);
+    return (struct dev_ref){fd->stage_rows, (size_t)k * fd->m->bundle_stride};
 }
 
-int fdev_staged(struct flash_dev *fd, const uint8_t *rows, uint32_t n, const float *bias, uint64_t *h2d)
+struct dev_ref fdev_stage_bias(const struct flash_dev *fd, uint32_t k)
 {
-    if (n == 0)
-        return 0;
-    size_t bytes = (size_t)n * fd->m->bundle_stride;
-    struct dev_ref at = {fd->stage_rows, 0}, b = {0};
-    if (fd->ops->upload(fd->be, at, rows, bytes))
-        return -1;
-    *h2d += bytes;
-    if (bias) {
-        b = (struct dev_ref){fd->stage_bias, 0};
-        if (fd->ops->upload(fd->be, b, bias, (size_t)n * sizeof(float)))
-            return -1;
-        *h2d += (uint64_t)n * sizeof(float);
-    }
-    if (fdev_rows(fd, at, n, b) || fd->ops->event_record(fd->be, &fd->staged))
-        return -1;
-    fd->stage_pending = true;
-    return 0;
+    return fd->stage_bias ? (struct dev_ref){fd->stage_bias, (size_t)k * sizeof(float)} : (struct dev_ref){0};
 }
 
 int fdev_layer_end(struct flash_dev *fd, struct dev_ref down_bias)

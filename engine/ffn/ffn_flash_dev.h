@@ -11,9 +11,10 @@
  *            layer's one forced synchronisation
  *   staging  rows used once (naive's and hybrid's streamed rows, a
  *            predictor's, what a full cache cannot keep) and their biases
- *            are uploaded into a device staging area of staging_rows rows
- *            and computed there; fdev_stage_wait, before the host rewrites
- *            its staging rows, waits for the last such upload
+ *            go up (through the pinned ring, flash_ring.h) into a device
+ *            staging area of staging_rows rows, fdev_stage_rows/_bias, and
+ *            are computed there as one group, fdev_rows; the in-order
+ *            queue keeps the next group's uploads behind that compute
  *
  * Every call returns 0, or -1 with the backend's error (ops->error). One
  * host thread. */
@@ -35,8 +36,6 @@ struct flash_dev {
     struct dev_buf *stage_rows, *stage_bias; /* the staging area (bias NULL without an up bias) */
     struct dev_buf *x_pinned;
     float *x_host;                          /* the layer's x, when downloaded */
-    uint64_t staged;                        /* the event after the last staging upload */
-    bool stage_pending;
     struct dev_ref x, out;                  /* the layer's */
     bool written;                           /* out holds a group's sum already */
 };
@@ -54,11 +53,9 @@ int fdev_layer_begin(struct flash_dev *fd, struct dev_ref x, struct dev_ref out,
  * stride) with biases bias (none: no up bias); the first group of a layer
  * writes out, so a layer with no rows at all still gives zeros. */
 int fdev_rows(struct flash_dev *fd, struct dev_ref rows, uint32_t n, struct dev_ref bias);
-/* Waits until the host may rewrite the rows it last staged. */
-int fdev_stage_wait(struct flash_dev *fd);
-/* Uploads n staged rows (and their biases, NULL: none) from the host and
- * computes them; *h2d grows by the bytes uploaded. */
-int fdev_staged(struct flash_dev *fd, const uint8_t *rows, uint32_t n, const float *bias, uint64_t *h2d);
+/* Row k of the device staging area, and its bias (none without an up bias). */
+struct dev_ref fdev_stage_rows(const struct flash_dev *fd, uint32_t k);
+struct dev_ref fdev_stage_bias(const struct flash_dev *fd, uint32_t k);
 /* The layer ends: zeros if nothing was computed, then the down bias. */
 int fdev_layer_end(struct flash_dev *fd, struct dev_ref down_bias);
 

@@ -48,7 +48,7 @@ static int check_shape(uint32_t d_ff, uint32_t capacity, uint64_t row_stride, ch
 }
 
 int neuron_cache_init(struct neuron_cache *c, uint32_t d_ff, uint32_t capacity, uint64_t row_stride,
-                      const float *up_bias, char *err, size_t errlen)
+                      const float *up_bias, bool host_rows, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
     if (check_shape(d_ff, capacity, row_stride, err, errlen) != 0)
@@ -60,9 +60,9 @@ int neuron_cache_init(struct neuron_cache *c, uint32_t d_ff, uint32_t capacity, 
 
     /* huge pages (2 MiB-aligned, touched now): direct reads land in few DMA
      * segments, and page faults stay out of the first tokens */
-    if (io_buffer_alloc(&c->rows_mem, (size_t)capacity * row_stride, true) != 0)
+    if (host_rows && io_buffer_alloc(&c->rows_mem, (size_t)capacity * row_stride, true) != 0)
         return init_fail(c, err, errlen, "out of memory for the rows");
-    c->rows = c->rows_mem.base;
+    c->rows = host_rows ? c->rows_mem.base : NULL;
     c->pointer = calloc(capacity, sizeof *c->pointer);
     c->row_of = malloc((size_t)d_ff * sizeof *c->row_of);
     if (up_bias)
@@ -96,7 +96,8 @@ static void delete_row(struct neuron_cache *c, uint32_t r)
     uint32_t last = c->num_used - 1, gone = c->pointer[r];
     if (r != last) {
         uint32_t moved = c->pointer[last];
-        memcpy(row_bytes(c, r), row_bytes(c, last), c->row_stride);
+        if (c->rows)
+            memcpy(row_bytes(c, r), row_bytes(c, last), c->row_stride);
         c->pointer[r] = moved;
         if (c->up_bias)
             c->up_bias[r] = c->up_bias[last];

@@ -43,7 +43,8 @@ struct neuron_cache {
     uint32_t d_ff;
     uint32_t capacity;      /* rows preallocated */
     uint64_t row_stride;    /* bytes per row: the model's bundle_stride */
-    uint8_t *rows;          /* capacity * row_stride bytes, NEURON_CACHE_ALIGN-aligned */
+    uint8_t *rows;          /* capacity * row_stride bytes, NEURON_CACHE_ALIGN-aligned; NULL when
+                             * the rows live elsewhere (a device's memory: bookkeeping only) */
     struct io_buffer rows_mem; /* the mapping behind rows (huge pages where allowed) */
     uint32_t *pointer;      /* [capacity] */
     float *up_bias;         /* [capacity], NULL when the model has no up bias */
@@ -54,11 +55,13 @@ struct neuron_cache {
 
 /* Preallocates capacity rows (1..d_ff) of row_stride bytes (a nonzero
  * multiple of NEURON_CACHE_ALIGN) for a layer of d_ff neurons, none
- * resident. up_bias: the layer's [d_ff] up-projection bias, copied per row
- * on append (NULL: none); it must outlive the cache. 0, or -1 with err and
- * *c cleared (neuron_cache_free on it is safe). */
+ * resident; without host_rows only the bookkeeping (rows NULL: the rows
+ * are a device's, which the caller moves as delete says). up_bias: the
+ * layer's [d_ff] up-projection bias, copied per row on append (NULL:
+ * none); it must outlive the cache. 0, or -1 with err and *c cleared
+ * (neuron_cache_free on it is safe). */
 int neuron_cache_init(struct neuron_cache *c, uint32_t d_ff, uint32_t capacity, uint64_t row_stride,
-                      const float *up_bias, char *err, size_t errlen);
+                      const float *up_bias, bool host_rows, char *err, size_t errlen);
 
 /* Releases everything and clears *c; safe twice, and after a failed init.
  * A cleared cache (zeroed, freed, or a failed init: a layer the engine

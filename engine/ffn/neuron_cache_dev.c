@@ -75,22 +75,6 @@ int ncd_apply_moves(struct neuron_cache_dev *d, uint64_t *h2d)
     return 0;
 }
 
-int ncd_upload(struct neuron_cache_dev *d, const struct neuron_cache *c, uint32_t first, uint32_t n, uint64_t *h2d)
-{
-    if (!d->be || n == 0)
-        return 0;
-    size_t bytes = (size_t)n * d->row_stride;
-    if (d->ops->upload(d->be, ncd_rows(d, first), c->rows + (size_t)first * d->row_stride, bytes))
-        return -1;
-    *h2d += bytes;
-    if (!d->bias)
-        return 0;
-    if (d->ops->upload(d->be, ncd_bias(d, first), c->up_bias + first, (size_t)n * sizeof(float)))
-        return -1;
-    *h2d += (uint64_t)n * sizeof(float);
-    return 0;
-}
-
 int ncd_end(struct neuron_cache_dev *d)
 {
     if (!d->be)

@@ -12,15 +12,15 @@
  *           memory and applied as one batched move_rows on the rows and
  *           one on the biases (the same list, 4-byte rows)
  *
- * Rows read from flash are uploaded from where they were read: today the
- * host cache's own rows, which thus still exist on the host and act as the
- * staging area (a limitation of this first slice: the host memory of the
- * cache is not saved, and deletions still move the host's copy too).
+ * Rows read from flash reach the mirror through the pinned staging ring
+ * (flash_ring.h: each row placed with ncd_rows/ncd_bias of its row); the
+ * host cache then keeps only its bookkeeping (neuron_cache_init without
+ * host rows), so the cache's memory is the device's, not the host's.
  *
  * Queue discipline (backend.h): an upload reads its source when it runs,
  * so a step begins (ncd_begin) by waiting for the event the previous step
  * of the same layer ended with (ncd_end); only then may the host rewrite
- * the host rows, biases or moves list that step uploaded from. Every call
+ * the moves list that step uploaded from. Every call
  * returns 0, or -1 with the backend's error (ops->error). One host thread;
  * a zeroed struct is "no mirror" (a layer without rows): every call is a
  * no-op on it. */
@@ -59,8 +59,6 @@ int ncd_record_move(struct neuron_cache_dev *d, uint32_t dst, uint32_t src);
 /* Uploads the moves recorded since the last call and enqueues them on the
  * rows and biases; *h2d grows by the bytes uploaded. */
 int ncd_apply_moves(struct neuron_cache_dev *d, uint64_t *h2d);
-/* Uploads rows [first, first + n) and their biases from the host cache c. */
-int ncd_upload(struct neuron_cache_dev *d, const struct neuron_cache *c, uint32_t first, uint32_t n, uint64_t *h2d);
 /* Records the event the next ncd_begin waits for. */
 int ncd_end(struct neuron_cache_dev *d);
 

@@ -54,7 +54,9 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->staged_groups = (double)ft.staged_groups;
     r->append_groups = (double)ft.append_groups;
     r->move_batches = (double)ft.move_batches;
-    r->stage_pending = ft.stage_pending;
+    r->upload_runs = (double)ft.upload_runs;
+    r->ring_waits = (double)ft.ring_waits;
+    r->read_waits = (double)ft.read_waits;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
 }

@@ -28,7 +28,6 @@ struct watch {
     struct engine *e;
     struct dev_shape shape;
     struct backend_counts last;
-    bool pending;   /* the last token's stage_pending */
     int n;
     const char *what;
     uint64_t staged, appended, batches; /* over the run */
@@ -57,8 +56,8 @@ static void on_row(void *ctx, const struct decode_step *s, const struct token_ro
     struct backend_counts c;
     w->e->be_ops->counts(w->e->be, &c);
     struct dev_volumes v = {(uint64_t)r->rows_inserted, (uint64_t)r->row_moves, (uint64_t)r->staged_groups,
-                            (uint64_t)r->append_groups, (uint64_t)r->move_batches, w->n == 0, w->pending,
-                            r->stage_pending};
+                            (uint64_t)r->append_groups, (uint64_t)r->move_batches, (uint64_t)r->upload_runs,
+                            (uint64_t)r->ring_waits, (uint64_t)r->read_waits, w->n == 0};
     struct dev_terms t;
     dev_terms_token(&w->shape, &v, &t);
     int before = check_failures;
@@ -78,7 +77,6 @@ static void on_row(void *ctx, const struct decode_step *s, const struct token_ro
     w->staged += v.staged_groups;
     w->appended += v.append_groups;
     w->batches += v.move_batches;
-    w->pending = r->stage_pending;
     w->last = c;
     w->n++;
 }
@@ -93,7 +91,6 @@ static void run_case(const struct model *m, const struct run_case *c, const int 
     char err[1024];
     w->shape = shape_of(m, c);
     w->n = 0;
-    w->pending = false;
     w->what = c->policy ? c->policy : c->mode;
     CHECK(setup(&set, m, c, &p) == 0);
     if (run_engine_init(&e, &set, m, &backend_sim, &p, 1, MAX_SEQ, err, sizeof err) != 0) {

@@ -46,6 +46,10 @@ struct watch {
     int n, vocab;
     struct tok t[N_ROWS];
     struct backend_counts last;
+    /* the memory the flash FFN holds: in DRAM, on the device (pinned: its ring
+     * is); the plan's cache rows and staging area, in bytes */
+    uint64_t dram, device, cache, staging;
+    bool pinned;
 };
 
 static void on_row(void *ctx, const struct decode_step *s, const struct token_row *r)
@@ -93,6 +97,11 @@ static int run_on(const struct backend_ops *be, const struct model *m, const str
     w->e = &e;
     w->vocab = (int)m->shape.vocab_size;
     e.be_ops->counts(e.be, &w->last); /* the weights' and hybrid's resident rows' uploads are set-up */
+    w->dram = ffn_flash_dram_bytes(&e.ffn, NULL);
+    w->device = ffn_flash_device_bytes(&e.ffn, &w->pinned);
+    w->staging = (uint64_t)p.cfg.staging_rows * m->bundle_stride;
+    for (uint32_t l = 0; l < m->shape.n_layers; l++)
+        w->cache += (uint64_t)p.plan.layer_rows[l] * m->bundle_stride;
     struct decode_config d = {.prompt = prompt, .n_prompt = N_PROMPT, .n = N_GEN, .ignore_eos = true};
     struct run_exec_config rc = {.decode = d, .token = on_row, .ctx = w};
     struct run_outcome out;
@@ -128,6 +137,11 @@ static void compare_token(const char *what, const struct tok *d, const struct to
     CHECK_U64(d->r.rows_inserted, c->r.rows_inserted);
     CHECK_U64(d->r.row_moves, c->r.row_moves);
     CHECK_U64(c->r.h2d_bytes, 0);
+    /* the reads' exposed part: all of them on cpu, at most all on a device;
+     * the uploads' device time: none on cpu */
+    CHECK(c->r.exposed_io_ms == c->r.io_ms && c->r.h2d_ms == 0);
+    CHECK(d->r.exposed_io_ms >= 0 && d->r.exposed_io_ms <= d->r.io_ms + 1e-9);
+    CHECK(isfinite(d->r.h2d_ms) && d->r.h2d_ms >= 0 && (d->r.h2d_bytes > 0 || d->r.h2d_ms == 0));
     uint64_t want = (uint64_t)d->r.rows_inserted * bundle + (uint64_t)d->r.row_moves * sizeof(struct row_move);
     CHECK_U64(d->r.h2d_bytes, want);
     CHECK_U64(d->up, d->r.h2d_bytes);
@@ -158,6 +172,11 @@ static int compare_case(const struct backend_ops *be, const struct model *m, con
     }
     bool bias = m->layers[0].ffn_up_bias != NULL;
     uint64_t bundle = m->bundle_stride + (bias ? sizeof(float) : 0);
+    /* on the device the caches' rows are the device's and the staging is a
+     * pinned ring of two slots: DRAM holds the cache rows less, a staging more */
+    CHECK(dev->pinned && cpu->pinned && cpu->device == 0);
+    CHECK_U64(dev->dram + cpu->cache, cpu->dram + cpu->staging);
+    CHECK(dev->device >= cpu->cache + cpu->staging);
     char what[200];
     for (int i = 0; dev && cpu && i < dev->n && i < cpu->n; i++) {
         snprintf(what, sizeof what, "%s %s, token %d", be->name, c->policy ? c->policy : c->mode, i);

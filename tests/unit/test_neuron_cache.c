@@ -111,7 +111,7 @@ static struct neuron_cache make(uint32_t d_ff, uint32_t capacity, uint64_t strid
 {
     struct neuron_cache c;
     char err[256] = "";
-    if (neuron_cache_init(&c, d_ff, capacity, stride, bias, err, sizeof err) != 0) {
+    if (neuron_cache_init(&c, d_ff, capacity, stride, bias, true, err, sizeof err) != 0) {
         fprintf(stderr, "neuron_cache_init: %s\n", err);
         exit(1);
     }
@@ -173,7 +173,7 @@ static void test_bad_init(void)
         struct neuron_cache c;
         memset(&c, 0xab, sizeof c);
         char err[256] = "";
-        CHECK(neuron_cache_init(&c, bad[k].d_ff, bad[k].capacity, bad[k].stride, NULL, err, sizeof err) == -1);
+        CHECK(neuron_cache_init(&c, bad[k].d_ff, bad[k].capacity, bad[k].stride, NULL, true, err, sizeof err) == -1);
         CHECK(strstr(err, bad[k].says) != NULL);
         CHECK(c.rows == NULL && c.pointer == NULL && c.row_of == NULL && c.num_used == 0);
         neuron_cache_free(&c); /* safe after a failed init */
@@ -539,9 +539,37 @@ static void test_random_against_model(void)
         random_case(seed);
 }
 
+/* Without host rows (a device holds them): the same bookkeeping as a
+ * cache with rows under the same appends and deletes, and no rows. */
+static void test_bookkeeping_only(void)
+{
+    float bias[16];
+    for (int i = 0; i < 16; i++)
+        bias[i] = (float)i + 0.5f;
+    struct neuron_cache with = make(16, 6, NEURON_CACHE_ALIGN, bias), books;
+    char err[256] = "";
+    CHECK(neuron_cache_init(&books, 16, 6, NEURON_CACHE_ALIGN, bias, false, err, sizeof err) == 0);
+    CHECK(books.rows == NULL);
+    static const int ops[] = {3, 7, 9, 11, -7, 2, -3, 5, 14, -11, 1};
+    for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+        if (ops[k] >= 0)
+            CHECK_U64(neuron_cache_append(&books, (uint32_t)ops[k]), neuron_cache_append(&with, (uint32_t)ops[k]));
+        else
+            CHECK(neuron_cache_delete(&books, (uint32_t)-ops[k]) == neuron_cache_delete(&with, (uint32_t)-ops[k]));
+    }
+    CHECK_U64(books.num_used, with.num_used);
+    CHECK(memcmp(books.pointer, with.pointer, with.num_used * sizeof *with.pointer) == 0);
+    CHECK(memcmp(books.up_bias, with.up_bias, with.num_used * sizeof *with.up_bias) == 0);
+    CHECK(memcmp(books.row_of, with.row_of, 16 * sizeof *with.row_of) == 0);
+    CHECK(neuron_cache_check(&books, err, sizeof err) == 0);
+    neuron_cache_free(&books);
+    neuron_cache_free(&with);
+}
+
 int main(void)
 {
     test_bad_init();
+    test_bookkeeping_only();
     test_golden();
     test_capacity();
     test_check_reports();
