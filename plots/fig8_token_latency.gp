@@ -7,11 +7,17 @@
 # prompt are shaded; the dashed line is the mean of the other tokens, what
 # run.json's summary reports. The cold tokens' totals are also marked with
 # points, which stay visible when a long run makes their bars a pixel wide.
+# On a device whose memory is not the host's (device = 1: tokens.csv has
+# exposed_io_ms and h2d_ms) the I/O bar is split into the reads still
+# waited for after the device had finished (exposed) and those the device's
+# work hid (overlapped), and the device's time in the uploads is drawn as a
+# line beside the bars (device time, not a part of the host's total).
 # flashbed passes: csv (tokens.csv of flashbed run), plot_title, machine,
-# term (pngcairo|svg), outfile. By hand:
+# device (0|1), term (pngcairo|svg), outfile. By hand:
 #   gnuplot -e "csv='tokens.csv'; term='svg'; outfile='fig8.svg'" plots/fig8_token_latency.gp
 if (!exists('plot_title')) plot_title = csv
 if (!exists('machine')) machine = ''
+if (!exists('device')) device = 0
 if (term eq 'svg') {
     set terminal svg size 1000,600 dynamic enhanced font 'sans,12'
 } else {
@@ -51,6 +57,17 @@ if (n_cold > 0) {
 }
 
 # Stacked: each bar is drawn from 0 to its cumulative height, tallest first.
+if (device) {
+plot csv using 'index':(column('io_ms') + column('mem_ms') + column('compute_ms')) with boxes lc rgb '#2ca02c' title 'compute (host: enqueue and waits)', \
+     ''  using 'index':(column('io_ms') + column('mem_ms')) with boxes lc rgb '#ff7f0e' title 'memory management', \
+     ''  using 'index':'io_ms' with boxes lc rgb '#9ecae1' title 'I/O overlapped with the device', \
+     ''  using 'index':'exposed_io_ms' with boxes lc rgb '#1f77b4' title 'I/O exposed (flash)', \
+     ''  using 'index':'h2d_ms' with linespoints pt 6 ps 0.5 lw 1.5 lc rgb '#9467bd' title 'host-to-device copies (device time)', \
+     steady with lines dt 2 lw 2 lc rgb 'black' title sprintf('mean after the cold tokens: %.2f ms', steady), \
+     ''  using 'index':(column('cold') != 0 ? column('total_ms') : NaN) with points pt 7 ps 0.8 lc rgb '#d62728' \
+         title sprintf('cold (shaded): the first %d tokens, left out of the summary', n_cold), \
+     NaN with boxes lc rgb '#e8e8e8' title sprintf('prompt: %d tokens', first_gen)
+} else {
 plot csv using 'index':(column('io_ms') + column('mem_ms') + column('compute_ms')) with boxes lc rgb '#2ca02c' title 'compute', \
      ''  using 'index':(column('io_ms') + column('mem_ms')) with boxes lc rgb '#ff7f0e' title 'memory management', \
      ''  using 'index':'io_ms' with boxes lc rgb '#1f77b4' title 'I/O (flash)', \
@@ -58,3 +75,4 @@ plot csv using 'index':(column('io_ms') + column('mem_ms') + column('compute_ms'
      ''  using 'index':(column('cold') != 0 ? column('total_ms') : NaN) with points pt 7 ps 0.8 lc rgb '#d62728' \
          title sprintf('cold (shaded): the first %d tokens, left out of the summary', n_cold), \
      NaN with boxes lc rgb '#e8e8e8' title sprintf('prompt: %d tokens', first_gen)
+}

@@ -156,10 +156,13 @@ void run_engine_extra(struct engine *e, const struct model *m, const struct run_
 {
     x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
     x->device = false;
+    x->device_bytes = 0;
+    x->staging_pinned = true;
     if (p->dense)
         return;
     x->device = !e->be_info.host_visible;
     x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
+    x->device_bytes = ffn_flash_device_bytes(&e->ffn, &x->staging_pinned);
     x->read_align = ffn_flash_read_align(&e->ffn);
     x->predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg);
     x->predictor_madds = ffn_flash_predictor_madds(m, &p->cfg);

@@ -29,11 +29,11 @@ static const struct {
     K(bytes_read), K(reads), K(io_requests), K(dram_bytes_read), K(rows_inserted), K(rows_deleted), K(cache_rows),
     K(needed), K(overflow_rows), K(window_shrinks), K(check_ms), K(active), K(missed), K(extra),
     /* a device whose memory is not the host's only (run_report_extra.device): last */
-    K(h2d_bytes), K(row_moves), K(d2h_bytes), K(launches), K(syncs),
+    K(h2d_bytes), K(row_moves), K(d2h_bytes), K(launches), K(syncs), K(exposed_io_ms), K(h2d_ms),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
-#define N_HOST_KEYS (N_KEYS - 5) /* the keys of every run: a cpu run's files stay as they were */
+#define N_HOST_KEYS (N_KEYS - 7) /* the keys of every run: a cpu run's files stay as they were */
 
 static double *row_value(struct token_row *r, size_t k)
 {
@@ -218,6 +218,12 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
+    if (x->device && !p->dense) { /* where the flash FFN's memory is on a device */
+        cJSON *dm = cJSON_AddObjectToObject(root, "device_memory");
+        cJSON_AddNumberToObject(dm, "device_bytes", (double)x->device_bytes);
+        cJSON_AddNumberToObject(dm, "ffn_dram_bytes", (double)x->held_bytes);
+        cJSON_AddBoolToObject(dm, "staging_pinned", x->staging_pinned);
+    }
     if (!p->dense)
         chooser_json(sum, m, p, x, &mean, r);
     cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
@@ -283,6 +289,27 @@ static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJS
 #undef NUM
 }
 
+/* A device run: what crossed to the device, and how much of the reads
+ * the device's work hid. */
+static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
+{
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device_memory");
+    double io = NUM(sum, "io_ms"), exposed = NUM(sum, "exposed_io_ms");
+    strbuf_add(t, "Uploaded to the device: %.3f MB per token (rows read and the row moves lists), in %.3f ms of the "
+                  "device's time from %s staging; %.1f rows moved there per token; %.3f MB downloaded, %.1f launches "
+                  "and %.1f synchronisations per token.\n",
+               NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "h2d_ms"),
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "staging_pinned")) ? "pinned" : "ordinary (unpinned)",
+               NUM(sum, "row_moves"), NUM(sum, "d2h_bytes") / 1e6, NUM(sum, "launches"), NUM(sum, "syncs"));
+    strbuf_add(t, "I/O exposed (waited for after the device had finished its work): %.2f of %.2f ms per token (%.0f%% "
+                  "overlapped with the device). The flash FFN holds %.2f MB in device memory (its caches and staging "
+                  "area) and %.2f MB in DRAM (the pinned staging ring, bounce and what chooses the neurons).\n",
+               exposed, io, io > 0 ? 100 * (io - exposed) / io : 0, NUM(dev, "device_bytes") / 1e6,
+               NUM(dev, "ffn_dram_bytes") / 1e6);
+#undef NUM
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -331,10 +358,7 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
                NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
                NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
     if (cJSON_GetObjectItemCaseSensitive(sum, "h2d_bytes")) /* a device run only */
-        strbuf_add(&t, "Uploaded to the device: %.3f MB per token (rows read and the row moves lists), %.1f rows "
-                       "moved there per token; %.3f MB downloaded, %.1f launches and %.1f synchronisations per "
-                       "token.\n", NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "row_moves"), NUM(sum, "d2h_bytes") / 1e6,
-                   NUM(sum, "launches"), NUM(sum, "syncs"));
+        device_lines(&t, root, sum);
 #undef NUM
     return strbuf_take(&t);
 }
@@ -342,16 +366,17 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
 /* tokens.csv: a row per token with every per-token field of run.json, its
  * phase, and whether it is one of the cold tokens the summary leaves out
  * (so that fig8_token_latency.gp needs nothing but this file). */
-static char *tokens_csv(const struct run_outcome *r, int cold)
+static char *tokens_csv(const struct run_outcome *r, int cold, bool device)
 {
     struct strbuf b = {0};
+    size_t keys = device ? N_KEYS : N_HOST_KEYS;
     strbuf_add(&b, "index,id,phase,cold");
-    for (size_t k = 0; k < N_HOST_KEYS; k++)
+    for (size_t k = 0; k < keys; k++)
         strbuf_add(&b, ",%s", row_keys[k].key);
     strbuf_add(&b, "\n");
     for (int i = 0; i < r->n_rows; i++) {
         strbuf_add(&b, "%d,%d,%s,%d", i, r->rows[i].id, r->rows[i].generated ? "generated" : "prompt", i < cold);
-        for (size_t k = 0; k < N_HOST_KEYS; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
+        for (size_t k = 0; k < keys; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
             strbuf_add(&b, ",%.12g", *row_value(&r->rows[i], k));
         strbuf_add(&b, "\n");
     }
@@ -412,8 +437,8 @@ static int write_fig8(const struct model *m, const struct run_setup *p, const st
     fig8_title(m, p, x, title, sizeof title);
     fig8_machine(p, prov, machine, sizeof machine);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", title),
-                                       GP_TEXT("machine", machine)};
-    return gnuplot_draw(x->settings, "fig8_token_latency.gp", args, 3, stem, err, errlen);
+                                       GP_TEXT("machine", machine), GP_NUMBER("device", x->device ? 1 : 0)};
+    return gnuplot_draw(x->settings, "fig8_token_latency.gp", args, 4, stem, err, errlen);
 }
 
 /* dir/run.json, dir/run.md and dir/tokens.csv, in that order, each only
@@ -432,7 +457,7 @@ static int write_files(const char *dir, const struct model *m, const struct run_
         rc = *md ? atomic_write_text(path, *md, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
     if (rc != 0)
         return rc;
-    char *csv = tokens_csv(r, cold_tokens(r, x));
+    char *csv = tokens_csv(r, cold_tokens(r, x), x->device);
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
     rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
     free(csv);

@@ -69,6 +69,8 @@ struct run_report_extra {
     uint64_t predictor_madds; /* its multiply-adds per token */
     bool device;           /* the backend's memory is not the host's: run.json's rows and summaries
                             * also give h2d_bytes and row_moves (a cpu run's files keep their keys) */
+    uint64_t device_bytes; /* device: what the flash FFN holds in device memory (ffn_flash_device_bytes) */
+    bool staging_pinned;   /* device: its staging ring is pinned (else ordinary memory, slower uploads) */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
 };
