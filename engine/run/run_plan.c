@@ -131,7 +131,8 @@ static int start_policy(const struct run_plan_input *in, const struct plan_share
     if (in->policy.arg_auto) {
         cache_policy_name(&in->policy, name, sizeof name);
         if (!sh->budget)
-            return err_set(err, errlen, "policy %s sizes the window to a DRAM budget: it needs one", name);
+            return err_set(err, errlen, "policy %s sizes the window to a DRAM budget%s: it needs one", name,
+                           in->device ? " or a device budget" : "");
         return 0;
     }
     if (check_window(&in->policy, err, errlen) != 0)
@@ -162,7 +163,8 @@ static int check_input(const struct run_plan_input *in, const struct plan_share 
         return -1;
     }
     if (pol->uses_budget && !sh->budget) {
-        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", policy);
+        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget%s", policy,
+                in->device ? " or a device budget" : "");
         return -1;
     }
     return 0;

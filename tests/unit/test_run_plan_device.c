@@ -137,6 +137,9 @@ static void test_device_refusals(void)
     /* a backend computing in host memory has no device memory to budget */
     CHECK(plan(&m, "window:3", false, 0, FIXED + 4096, NULL, &out, err) == -1);
     CHECK(strstr(err, "a device budget needs a device whose memory is not the host's") != NULL);
+    /* on a device, either budget sizes what needs one */
+    CHECK(plan(&m, "lru", true, 0, 0, NULL, &out, err) == -1);
+    CHECK_STR(err, "policy lru keeps what a budget holds: it needs a DRAM budget or a device budget");
     /* a budget-sized policy takes the device budget as its budget */
     CHECK(plan(&m, "lru", true, 0, FIXED + 2 * STRIDE + 6 * DROW, NULL, &out, err) == 0);
     CHECK_U64(out.capacity_rows, 3);
