@@ -22,6 +22,8 @@ int cli_backend_open(const char *cmd, const char *name, const struct fb_settings
         out->ops->info(b, &info);
         snprintf(out->device, sizeof out->device, "%s", info.device ? info.device : "unknown");
         out->emulated = info.emulated;
+        out->host_visible = info.host_visible;
+        out->mem_bytes = info.mem_bytes;
         out->ops->destroy(b);
     }
     ck_destroy(ck);

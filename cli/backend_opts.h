@@ -8,6 +8,7 @@
 #define FLASHBED_CLI_BACKEND_OPTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +26,8 @@ struct cli_backend {
     const struct backend_ops *ops;
     char device[128]; /* backend_info.device, copied */
     bool emulated;    /* a model of a device (sim, OpenCL on a CPU): no GPU timings */
+    bool host_visible; /* its memory is the host's (cpu): no device memory to budget */
+    uint64_t mem_bytes; /* the device's memory, 0 when unknown (backend_info.mem_bytes) */
 };
 
 /* Starts backend name once (and stops it again) to learn its device, so

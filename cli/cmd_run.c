@@ -39,7 +39,8 @@
 #include "traces/trace.h"
 
 struct run_opts {
-    char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *io_engine, *record, *out, *warmup_file;
+    char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
+        *warmup_file;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
@@ -67,6 +68,7 @@ static const struct opt_def run_options[] = {
      .min = 0, .max = OPT_NO_MAX},
     {"check", OPT_FLAG, O(check), NULL, NULL, "beside a predictor, the gate or a trace: also compute the true activations (up-projection rows held in DRAM, reported apart) and count per token the active neurons missed and the extra ones read"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
+    {"device-budget", OPT_STRING, O(device_budget), NULL, "PCT|BYTES", "on a device whose memory is not the host's (sim, opencl, cuda): device memory the engine may hold (weights, KV cache, neuron caches, device staging): 30% of the model, or 2G; the caches are sized to it, and --dram-budget then holds the host's part (pinned staging ring, bounce buffer, predictor) [default: the caches follow --dram-budget]"},
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring", .allowed = "psync|io_uring"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
@@ -123,16 +125,17 @@ static const struct opt_command run_command = {
 
 
 
-static int parse_budget(const char *text, uint64_t model_bytes, uint64_t *out)
+/* --dram-budget or --device-budget (option, and where: "DRAM", "the device"). */
+static int parse_budget(const char *option, const char *where, const char *text, uint64_t model_bytes, uint64_t *out)
 {
     char err[256];
     double bytes = 0;
     if (parse_share_or_size(text, (double)model_bytes, &bytes, err, sizeof err) != 0) {
-        fb_error("run --dram-budget '%s': %s", text, err);
+        fb_error("run --%s '%s': %s", option, text, err);
         return -1;
     }
     if (bytes < 1) {
-        fb_error("run --dram-budget '%s': leaves nothing in DRAM", text);
+        fb_error("run --%s '%s': leaves nothing in %s", option, text, where);
         return -1;
     }
     *out = (uint64_t)bytes;
@@ -304,6 +307,28 @@ static int open_model(struct run *r)
     return 0;
 }
 
+/* What the plan puts on a device whose memory is not the host's (a dense
+ * run: the whole model and the KV cache); 0 on the host. */
+static uint64_t device_bytes(const struct run *r)
+{
+    if (!r->p.device)
+        return 0;
+    return r->p.dense ? r->m.dram_bytes + r->m.ffn_bytes + r->p.kv_bytes : r->p.plan.device_bytes;
+}
+
+/* A device that says how much memory it has is refused a plan it cannot
+ * hold, before anything is allocated. 0, or -1 (printed). */
+static int device_fits(const struct run *r)
+{
+    uint64_t need = device_bytes(r), has = r->backend.mem_bytes;
+    if (!has || need <= has)
+        return 0;
+    fb_error("run: the device cannot hold the %llu bytes (%.2f MB) this run puts on it (weights, KV cache, neuron "
+             "caches, staging): %s has %llu bytes; --device-budget SIZE sizes the neuron caches to what it can give",
+             (unsigned long long)need, (double)need / 1e6, r->backend.device, (unsigned long long)has);
+    return -1;
+}
+
 /* hot's warm-up (engine/run/run_setup.h) over the --warmup-file text, else
  * the prompt. 0, or -1 (printed). */
 static int warm_up(struct run *r)
@@ -337,7 +362,11 @@ static int prepare(struct run *r)
     r->threads = decode_opts_threads(&o->d);
     run_setup_sizes(p, &r->m, r->max_seq);
     char err[10240]; /* a trace's or the model's path in it */
-    if ((o->dram_budget && parse_budget(o->dram_budget, p->model_bytes, &p->budget) != 0) ||
+    p->device = !r->backend.host_visible;
+    p->backend = r->be->name;
+    if ((o->dram_budget && parse_budget("dram-budget", "DRAM", o->dram_budget, p->model_bytes, &p->budget) != 0) ||
+        (o->device_budget &&
+         parse_budget("device-budget", "the device", o->device_budget, p->model_bytes, &p->device_budget) != 0) ||
         setup_options(o, r->set, p->dense, &r->ro) != 0)
         return 1;
     if (!p->dense && run_setup_plan(&r->ro, &r->m, p, err, sizeof err) != 0) {
@@ -350,6 +379,8 @@ static int prepare(struct run *r)
         fb_error("%s", err);
         return 1;
     }
+    if (device_fits(r) != 0)
+        return 1;
     /* 512: where run has always cut the writer's message */
     if (o->record && !(r->rec = run_record_open(o->record, &r->m, p, err, 512))) {
         fb_error("run --record: %s", err);
@@ -404,7 +435,12 @@ static int execute(struct run *r)
     struct trace_sink rec_sink = trace_writer_sink(r->rec);
     p->cfg.record = r->rec ? &rec_sink : NULL;
     if (run_engine_init(&r->e, r->set, &r->m, r->be, p, r->threads, r->max_seq, err, sizeof err) != 0) {
-        fb_error("run: %s", err);
+        if (p->device) /* most likely the device ran out of memory: say what the plan asked of it */
+            fb_error("run: %s; if the device cannot hold the %llu bytes this run puts on it (weights, KV cache, "
+                     "neuron caches, staging), --device-budget SIZE sizes the neuron caches to what it can give", err,
+                     (unsigned long long)device_bytes(r));
+        else
+            fb_error("run: %s", err);
         return 1;
     }
     r->engine_up = true;

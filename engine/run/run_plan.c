@@ -1,5 +1,6 @@
 /* Run planning (run_plan.h): presets, the budget, the sizes. */
 #include "engine/run/run_plan.h"
+#include "engine/run/run_plan_share.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct
     return 0;
 }
 
-static void human(uint64_t v, char *buf, size_t len)
+void plan_human(uint64_t v, char *buf, size_t len)
 {
     double x = (double)v;
     snprintf(buf, len, "%.2f %s", x / (x >= 1e9 ? 1e9 : x >= 1e6 ? 1e6 : 1e3), x >= 1e9 ? "GB" : x >= 1e6 ? "MB" : "kB");
@@ -38,7 +39,7 @@ static const char *fixed_parts(const struct run_plan_input *in, char *buf, size_
     char b[32];
     if (!in->predictor_bytes)
         return "";
-    human(in->predictor_bytes, b, sizeof b);
+    plan_human(in->predictor_bytes, b, sizeof b);
     snprintf(buf, len, " and the predictor (%s)", b);
     return buf;
 }
@@ -122,14 +123,16 @@ static int check_window(const struct policy_spec *policy, char *err, size_t errl
 
 /* The policy run, as far as it is known before the budget is shared:
  * window:auto's K is chosen later (choose_window), and needs a budget. */
-static int start_policy(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen)
+static int start_policy(const struct run_plan_input *in, const struct plan_share *sh, struct run_plan_out *out,
+                        char *err, size_t errlen)
 {
     char name[POLICY_NAME_MAX];
     out->policy = in->policy;
     if (in->policy.arg_auto) {
         cache_policy_name(&in->policy, name, sizeof name);
-        if (!in->budget)
-            return err_set(err, errlen, "policy %s sizes the window to a DRAM budget: it needs one", name);
+        if (!sh->budget)
+            return err_set(err, errlen, "policy %s sizes the window to a DRAM budget%s: it needs one", name,
+                           in->device ? " or a device budget" : "");
         return 0;
     }
     if (check_window(&in->policy, err, errlen) != 0)
@@ -143,7 +146,8 @@ int run_plan_check(const struct policy_spec *policy, char *err, size_t errlen)
     return check_window(policy, err, errlen);
 }
 
-static int check_input(const struct run_plan_input *in, const struct policy_ops *pol, char *err, size_t errlen)
+static int check_input(const struct run_plan_input *in, const struct plan_share *sh, const struct policy_ops *pol,
+                       char *err, size_t errlen)
 {
     char policy[POLICY_NAME_MAX];
     cache_policy_name(&in->policy, policy, sizeof policy);
@@ -158,23 +162,28 @@ static int check_input(const struct run_plan_input *in, const struct policy_ops 
                  (unsigned long long)in->trace->n_tokens);
         return -1;
     }
-    if (pol->uses_budget && !in->budget) {
-        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget", policy);
+    if (pol->uses_budget && !sh->budget) {
+        err_set(err, errlen, "policy %s keeps what a budget holds: it needs a DRAM budget%s", policy,
+                in->device ? " or a device budget" : "");
         return -1;
     }
     return 0;
 }
 
 /* hybrid: R resident rows per layer beside one layer's streamed rest (the
- * paper's half of the model in DRAM when no budget is given). */
-static uint64_t hybrid_capacity(const struct run_plan_input *in, uint64_t avail)
+ * paper's half of the model in DRAM when no budget is given), in the
+ * share's memory. */
+static uint64_t hybrid_capacity(const struct run_plan_input *in, const struct plan_share *sh, uint64_t avail)
 {
     const struct model_shape *s = &in->m->shape;
-    uint64_t stride = in->m->bundle_stride, layer = (uint64_t)s->d_ff * stride;
-    if (!in->budget)
+    uint64_t layer = (uint64_t)s->d_ff * sh->stage_row;
+    if (!sh->budget)
         return 0;
     uint64_t room = avail > layer ? avail - layer : 0;
-    uint64_t r = s->n_layers > 1 ? room / ((uint64_t)(s->n_layers - 1) * stride) : s->d_ff;
+    /* R rows in each layer and the streamed layer's other d_ff - R staged: R (L row - stage) more than a
+     * staged layer (DRAM: R (L - 1) rows; one layer: all of it) */
+    uint64_t per = (uint64_t)s->n_layers * sh->row_bytes - sh->stage_row;
+    uint64_t r = per ? room / per : s->d_ff;
     return r < s->d_ff ? r : s->d_ff;
 }
 
@@ -206,44 +215,79 @@ static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out,
 }
 
 /* Staging, bounce rows and naive's dram.bin buffer, within what the
- * budget leaves after the fixed part (avail). 0, or -1 with err. */
-static int plan_staging(const struct run_plan_input *in, const struct policy_ops *pol, const struct layout_ops *lay,
-                        uint64_t fixed, uint64_t avail, uint64_t capacity, uint64_t *staged,
+ * share leaves after its fixed part (avail): *staged is what they take
+ * there (on the device, its staging area alone), out->held_bytes what
+ * they take in DRAM. 0, or -1 with err. */
+static int plan_staging(const struct run_plan_input *in, const struct plan_share *sh, const struct policy_ops *pol,
+                        const struct layout_ops *lay, uint64_t avail, uint64_t capacity, uint64_t *staged,
                         struct run_plan_out *out, char *err, size_t errlen)
 {
     uint64_t stride = in->m->bundle_stride;
-    size_staging(in, pol, lay, capacity, avail / stride, out);
+    size_staging(in, pol, lay, capacity, avail / sh->row_bytes, out);
     /* FFN_ALIGN: the largest alignment a reader takes, so never less than the engine's */
     out->scratch_bytes =
         in->stream_dram ? ffn_flash_stream_scratch(in->m->dram_bytes, in->m->shape.n_layers, FFN_ALIGN) : 0;
-    *staged = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
-    if (!in->budget || *staged <= avail)
+    out->held_bytes = (uint64_t)(out->staging_rows + out->bounce_rows) * stride + out->scratch_bytes;
+    *staged = sh->device ? (uint64_t)out->staging_rows * sh->stage_row : out->held_bytes;
+    if (!sh->budget || *staged <= avail)
         return 0;
+    if (sh->device)
+        return plan_device_refuse_staging(sh, *staged, out, err, errlen);
     char b1[32], b2[32], b3[32], parts[96];
-    human(fixed, b1, sizeof b1), human(*staged, b2, sizeof b2), human(in->budget, b3, sizeof b3);
+    plan_human(sh->fixed, b1, sizeof b1), plan_human(*staged, b2, sizeof b2), plan_human(sh->budget, b3, sizeof b3);
     return err_set(err, errlen, "the DRAM budget of %s cannot hold the resident weights and KV cache%s (%s) plus "
                    "the staging area (%s: %u rows of %llu bytes%s)", b3, fixed_parts(in, parts, sizeof parts), b1,
                    b2, out->staging_rows + out->bounce_rows, (unsigned long long)stride,
                    out->scratch_bytes ? " and the buffer through which naive streams dram.bin" : "");
 }
 
-/* The rows per layer the budget's rest holds for the policies it sizes:
- * those that use one, and those that keep what they read within one
- * (window). capacity is left as it is for the others. */
-static int plan_capacity(const struct run_plan_input *in, const struct policy_ops *pol, uint64_t room,
-                         uint64_t *capacity, char *err, size_t errlen)
+/* The rows per layer the share's rest (room, after staged bytes of
+ * staging) holds for the policies it sizes: those that use a budget, and
+ * those that keep what they read within one (window). capacity is left as
+ * it is for the others. */
+static int plan_capacity(const struct run_plan_input *in, const struct plan_share *sh, const struct policy_ops *pol,
+                         uint64_t room, uint64_t staged, uint64_t *capacity, char *err, size_t errlen)
 {
     const struct model_shape *s = &in->m->shape;
     bool sized = pol->uses_budget || (pol->keeps_reads && pol->honours_budget);
-    if (in->budget && sized)
-        *capacity = cache_capacity_rows(room, in->m->bundle_stride, s->n_layers, s->d_ff);
-    if ((pol->uses_budget || (sized && in->budget)) && *capacity == 0) {
-        char b1[32];
-        human(room, b1, sizeof b1);
-        return err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu "
-                       "bytes)", b1, s->n_layers, (unsigned long long)in->m->bundle_stride);
+    if (sh->budget && sized)
+        *capacity = cache_capacity_rows(room, sh->row_bytes, s->n_layers, s->d_ff);
+    if (!((pol->uses_budget || (sized && sh->budget)) && *capacity == 0))
+        return 0;
+    if (sh->device)
+        return plan_device_refuse_rows(in, sh, staged, err, errlen);
+    char b1[32];
+    plan_human(room, b1, sizeof b1);
+    return err_set(err, errlen, "the %s left for the FFN caches hold no row in each of %u layers (a row is %llu "
+                   "bytes)", b1, s->n_layers, (unsigned long long)in->m->bundle_stride);
+}
+
+/* The share the caches are sized to: the device budget's when given, else
+ * the DRAM budget's (weights, KV cache and predictor first). */
+static int plan_share(const struct run_plan_input *in, struct plan_share *sh, char *err, size_t errlen)
+{
+    if (in->device_budget && !in->device)
+        return err_set(err, errlen, "a device budget needs a device whose memory is not the host's: this backend "
+                       "computes in host memory, which the DRAM budget bounds");
+    if (in->device_budget) {
+        plan_share_device(in, sh);
+        return 0;
     }
+    uint64_t stride = in->m->bundle_stride;
+    *sh = (struct plan_share){.budget = in->budget, .fixed = in->m->dram_bytes + in->kv_bytes + in->predictor_bytes,
+                              .row_bytes = stride, .stage_row = stride};
     return 0;
+}
+
+/* The share's fixed part does not leave room for anything. */
+static int refuse_fixed(const struct run_plan_input *in, const struct plan_share *sh, char *err, size_t errlen)
+{
+    if (sh->device)
+        return plan_device_refuse_fixed(sh, err, errlen);
+    char b1[32], b2[32], parts[96];
+    plan_human(sh->fixed, b1, sizeof b1), plan_human(sh->budget, b2, sizeof b2);
+    return err_set(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already "
+                   "take %s", b2, fixed_parts(in, parts, sizeof parts), b1);
 }
 
 int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen)
@@ -253,21 +297,19 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     const struct model_shape *s = &m->shape;
     const struct policy_ops *pol = in->policy.ops;
     const struct layout_ops *lay = in->layout.ops;
-    uint64_t fixed = m->dram_bytes + in->kv_bytes + in->predictor_bytes, staged;
+    struct plan_share sh;
+    uint64_t staged;
     if (!lay)
         return err_set(err, errlen, "the plan needs a layout");
-    if (start_policy(in, out, err, errlen) != 0 || check_input(in, pol, err, errlen) != 0)
+    if (plan_share(in, &sh, err, errlen) != 0 || start_policy(in, &sh, out, err, errlen) != 0 ||
+        check_input(in, &sh, pol, err, errlen) != 0)
         return -1;
-    if (in->budget && fixed >= in->budget) {
-        char b1[32], b2[32], parts[96];
-        human(fixed, b1, sizeof b1), human(in->budget, b2, sizeof b2);
-        return err_set(err, errlen, "the DRAM budget of %s: the weights that stay in DRAM and the KV cache%s already "
-                       "take %s", b2, fixed_parts(in, parts, sizeof parts), b1);
-    }
-    uint64_t avail = in->budget ? in->budget - fixed : 0;
-    uint64_t capacity = pol->keeps_resident_part ? hybrid_capacity(in, avail) : 0;
-    if (plan_staging(in, pol, lay, fixed, avail, capacity, &staged, out, err, errlen) != 0 ||
-        plan_capacity(in, pol, avail - (in->budget ? staged : 0), &capacity, err, errlen) != 0)
+    if (sh.budget && sh.fixed >= sh.budget)
+        return refuse_fixed(in, &sh, err, errlen);
+    uint64_t avail = sh.budget ? sh.budget - sh.fixed : 0;
+    uint64_t capacity = pol->keeps_resident_part ? hybrid_capacity(in, &sh, avail) : 0;
+    if (plan_staging(in, &sh, pol, lay, avail, capacity, &staged, out, err, errlen) != 0 ||
+        plan_capacity(in, &sh, pol, avail - (sh.budget ? staged : 0), staged, &capacity, err, errlen) != 0)
         return -1;
     if (in->policy.arg_auto && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
@@ -278,7 +320,11 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
         return -1;
     for (uint32_t l = 0; l < s->n_layers; l++)
         out->held_bytes += (uint64_t)out->layer_rows[l] * m->bundle_stride;
-    out->held_bytes += staged;
+    if (in->device && plan_device_finish(in, &sh, out, err, errlen) != 0) {
+        free(out->layer_rows);
+        out->layer_rows = NULL;
+        return -1;
+    }
     return 0;
 }
 
@@ -290,6 +336,17 @@ void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile
     cfg->layer_rows = plan->layer_rows;
     cfg->staging_rows = plan->staging_rows;
     cfg->bounce_rows = plan->bounce_rows;
+}
+
+int run_plan_dense_device_check(const struct model *m, uint64_t kv_bytes, uint64_t device_budget, char *err,
+                                size_t errlen)
+{
+    uint64_t need = m->dram_bytes + kv_bytes + m->ffn_bytes;
+    char b1[32], b2[32];
+    if (!device_budget || need <= device_budget)
+        return 0;
+    plan_human(need, b1, sizeof b1), plan_human(device_budget, b2, sizeof b2);
+    return err_set(err, errlen, "the model and its KV cache need %s on the device, the device budget is %s", b1, b2);
 }
 
 int run_plan_dense_check(const struct model *m, uint64_t kv_bytes, uint64_t budget, char *err, size_t errlen)

@@ -13,6 +13,21 @@
  * holds the policy it chose (window:K) for the engine and for replay.
  * A deployable run's predictor stays in DRAM beside the resident weights
  * and the KV cache: the budget holds those three first.
+ *
+ * On a backend whose memory is not the host's (sim, opencl, cuda: the
+ * input's device), the model's non-FFN weights, the KV cache, the neuron
+ * caches (rows, up biases, the device's moves lists) and the device
+ * staging area live in device memory, and the host keeps beside them a
+ * pinned staging ring (RUN_PINNED_RING_SLOTS slots of staging_rows rows,
+ * where rows read from flash land before their upload), the bounce buffer,
+ * naive's scratch, the predictor and the pinned x and moves lists. Without
+ * a device budget nothing changes: the plan is the DRAM budget's on every
+ * backend (the same caches and decisions as cpu and replay), and only
+ * records what lands where. With one, the same rule sizes the caches to
+ * what the device budget leaves after the weights, the KV cache and the
+ * device staging area (a cache row costing its stride, its up bias and its
+ * 8-byte device move entry), and a DRAM budget given too must hold the
+ * host's part (pinned memory counts against DRAM).
  * 0, or -1 with a message (the numbers that do not fit) in err. */
 #ifndef FLASHBED_ENGINE_RUN_PLAN_H
 #define FLASHBED_ENGINE_RUN_PLAN_H
@@ -24,6 +39,7 @@
 #include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
 #include "engine/ffn/ffn_flash.h"
+#include "engine/ffn/flash_ring.h"
 #include "engine/model/model.h"
 #include "sim/window_auto.h"
 #include "traces/trace.h"
@@ -34,6 +50,15 @@
  * mode. */
 int run_mode_preset(const char *mode, uint32_t window, uint32_t coalesce, struct policy_spec *policy,
                     struct layout_spec *layout);
+
+/* The pinned staging ring's slots on a device (see above): a slot is
+ * rewritten only after its upload's event completed, so two let one
+ * batch's reads land while the other's upload runs. */
+#define RUN_PINNED_RING_SLOTS FLASH_RING_SLOTS /* engine/ffn/flash_ring.h: the ring the flash FFN stages rows in */
+
+/* The pinned ring's bytes for staging_rows rows of row_stride bytes per
+ * slot: what the plan counts against DRAM on a device. */
+uint64_t run_plan_ring_bytes(uint32_t staging_rows, uint64_t row_stride);
 
 /* The K of "window:K", "auto" included, is 1..RUN_MAX_WINDOW. */
 #define RUN_MAX_WINDOW WINDOW_MAX_K
@@ -55,6 +80,9 @@ struct run_plan_input {
     bool stream_dram;           /* naive: dram.bin is streamed through a scratch buffer */
     uint64_t predictor_bytes;   /* what chooses the neurons holds in DRAM (a predictor's weights, the
                                  * gate's rows: ffn_flash_predictor_bytes); the budget holds it first */
+    bool device;                /* the backend's memory is not the host's (backend_info.host_visible false) */
+    uint64_t device_budget;     /* device bytes the engine may hold (device only); 0: none, the DRAM
+                                 * budget sizes the caches */
 };
 
 struct run_plan_out {
@@ -67,6 +95,15 @@ struct run_plan_out {
     uint32_t staging_rows, bounce_rows;
     uint64_t scratch_bytes;     /* naive's dram.bin scratch */
     uint64_t held_bytes;        /* caches + staging + bounce + scratch */
+    /* on a device (the input's device; all 0 otherwise): */
+    bool device_sized;          /* the caches were sized to the device budget */
+    uint64_t device_bytes;      /* device memory held: weights, KV cache, caches (rows, up biases, moves
+                                 * lists) and the device staging area */
+    uint64_t device_fixed_bytes; /* of it, the non-FFN weights and the KV cache */
+    uint64_t device_row_bytes;  /* a cache row on the device: stride, up bias, device move entry */
+    uint64_t device_stage_bytes; /* of it, the device staging area (rows and their up biases) */
+    uint64_t pinned_bytes;      /* pinned host memory: the ring, x and the moves lists */
+    uint64_t host_bytes;        /* DRAM held beside the device: pinned, bounce, scratch, predictor */
 };
 
 int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen);
@@ -79,5 +116,10 @@ void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile
 /* A dense run within a budget (0: none): the whole model and the KV cache
  * in DRAM. 0, or -1 with err saying both sizes. */
 int run_plan_dense_check(const struct model *m, uint64_t kv_bytes, uint64_t budget, char *err, size_t errlen);
+
+/* A dense run on a device within a device budget (0: none): the whole
+ * model and the KV cache on it. 0, or -1 with err saying both sizes. */
+int run_plan_dense_device_check(const struct model *m, uint64_t kv_bytes, uint64_t device_budget, char *err,
+                                size_t errlen);
 
 #endif

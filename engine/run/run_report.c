@@ -126,6 +126,24 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     cJSON_AddNumberToObject(sum, "tokens_with_misses", with_miss);
 }
 
+/* provenance.policy.device of a flash run on a device whose memory is not
+ * the host's: what the plan holds there and beside it in DRAM, and which
+ * budget sized the caches. */
+static void device_json(cJSON *pol, const struct run_setup *p)
+{
+    const struct run_plan_out *pl = &p->plan;
+    cJSON *d = cJSON_AddObjectToObject(pol, "device");
+    cJSON_AddStringToObject(d, "caches_sized_by", pl->device_sized ? "device budget" : p->budget ? "DRAM budget" : "no budget");
+    cJSON_AddNumberToObject(d, "budget_bytes", (double)p->device_budget);
+    cJSON_AddNumberToObject(d, "bytes_held", (double)pl->device_bytes);
+    cJSON_AddNumberToObject(d, "weights_kv_bytes", (double)pl->device_fixed_bytes);
+    cJSON_AddNumberToObject(d, "staging_bytes", (double)pl->device_stage_bytes);
+    cJSON_AddNumberToObject(d, "cache_row_bytes", (double)pl->device_row_bytes);
+    cJSON_AddNumberToObject(d, "pinned_bytes", (double)pl->pinned_bytes);
+    cJSON_AddNumberToObject(d, "host_bytes_held", (double)pl->host_bytes);
+    cJSON_AddNumberToObject(d, "pinned_ring_slots", RUN_PINNED_RING_SLOTS);
+}
+
 /* provenance.policy of a flash run: the policy run and the one asked for,
  * by their names, and what the plan gave it. */
 static void policy_json(cJSON *prov, const struct model *m, const struct run_setup *p)
@@ -151,6 +169,8 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
         cJSON_AddItemToArray(lr, cJSON_CreateNumber(p->plan.layer_rows[l]));
     cJSON_AddNumberToObject(pol, "staging_rows", p->plan.staging_rows);
     cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
+    if (p->device)
+        device_json(pol, p);
     cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
     cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
     cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
@@ -192,6 +212,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddStringToObject(prov, "mode", x->mode);
     cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
     cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
+    if (p->device) /* a cpu run's files keep their keys */
+        cJSON_AddNumberToObject(prov, "device_budget_bytes", (double)p->device_budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
@@ -310,6 +332,29 @@ static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
 #undef NUM
 }
 
+/* On a device whose memory is not the host's: what the run holds there,
+ * which budget sized the caches, and the host's pinned part. */
+static void device_line(struct strbuf *t, const struct model *m, const struct run_setup *p)
+{
+    const struct run_plan_out *pl = &p->plan;
+    char by[96] = "no budget (the policy's default rows)";
+    if (p->device_budget)
+        snprintf(by, sizeof by, "the device budget of %.2f MB", (double)p->device_budget / 1e6);
+    else if (p->budget)
+        snprintf(by, sizeof by, "the DRAM budget (no device budget)");
+    if (p->dense) {
+        strbuf_add(t, "- device memory: the whole model and the KV cache, %.2f MB (%s)\n",
+                   (double)(m->dram_bytes + m->ffn_bytes + p->kv_bytes) / 1e6,
+                   p->device_budget ? by : "no device budget");
+        return;
+    }
+    strbuf_add(t, "- device memory: %.2f MB held (weights and KV cache %.2f MB, neuron caches %.2f MB, staging %.2f MB), "
+                  "the caches sized by %s; beside it in DRAM %.2f MB, of it %.2f MB pinned\n",
+               (double)pl->device_bytes / 1e6, (double)pl->device_fixed_bytes / 1e6,
+               (double)(pl->device_bytes - pl->device_fixed_bytes - pl->device_stage_bytes) / 1e6,
+               (double)pl->device_stage_bytes / 1e6, by, (double)pl->host_bytes / 1e6, (double)pl->pinned_bytes / 1e6);
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -336,6 +381,8 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
         density_line(&t, m, p, NUM(sum, "needed"));
         chooser_lines(&t, p, sum);
     }
+    if (p->device)
+        device_line(&t, m, p);
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",

@@ -143,20 +143,33 @@ int run_setup_warmup(const struct run_options *o, const struct model *m, const s
     return 0;
 }
 
+/* A dense run: the model and the KV cache within the DRAM budget, and
+ * with a device budget on the device too. */
+static int fit_dense(const struct run_options *o, const struct model *m, const struct run_setup *p, char *err,
+                     size_t errlen)
+{
+    char why[1024];
+    if (run_plan_dense_check(m, p->kv_bytes, p->budget, why, sizeof why) != 0 ||
+        run_plan_dense_device_check(m, p->kv_bytes, p->device_budget, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --mode dense: %s", o->cmd, why);
+    return 0;
+}
+
 int run_setup_fit(const struct run_options *o, const struct model *m, struct run_setup *p, uint64_t tokens,
                   char *err, size_t errlen)
 {
     char why[1024];
-    if (p->dense) {
-        if (run_plan_dense_check(m, p->kv_bytes, p->budget, why, sizeof why) == 0)
-            return 0;
-        return err_set(err, errlen, "%s --mode dense: %s", o->cmd, why);
-    }
+    if (p->device_budget && !p->device)
+        return err_set(err, errlen, "%s --device-budget: the %s backend computes in host memory: there is no device "
+                       "memory to budget (--dram-budget bounds it)", o->cmd, p->backend ? p->backend : "host");
+    if (p->dense)
+        return fit_dense(o, m, p, err, errlen);
     struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
                                 .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
                                 .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
                                 .tokens = tokens, .stream_dram = p->cfg.stream_dram,
-                                .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg)};
+                                .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg), .device = p->device,
+                                .device_budget = p->device_budget};
     if (run_plan_make(&in, &p->plan, why, sizeof why) != 0)
         return err_set(err, errlen, "%s: %s", o->cmd, why);
     run_plan_apply(&p->plan, p->have_profile ? &p->profile : NULL, &p->cfg);

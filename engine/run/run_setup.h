@@ -11,8 +11,10 @@
  *   run_setup_warmup   hot's warm-up profile under a computed source
  *                      (engine/run/warmup.h), when run_setup_needs_warmup;
  *   run_setup_fit      the caches, staging and bounce rows sized to the
- *                      DRAM budget (engine/run/run_plan.h), or a dense run's
- *                      check against it.
+ *                      DRAM budget, or on a device with a device budget to
+ *                      it (engine/run/run_plan.h), or a dense run's check
+ *                      against them; a device budget without a device is
+ *                      refused naming the option.
  *
  * The command line's parsing, its files and its printing stay in cli/.
  * No printing. 0, or -1 with err holding the whole line run prints: these
@@ -70,6 +72,9 @@ struct run_setup {
     bool have_trace, have_profile;
     char profile_desc[256];
     uint64_t budget;            /* 0: none */
+    bool device;                /* the backend's memory is not the host's (backend_info.host_visible false) */
+    const char *backend;        /* its name, as messages say it (NULL: unnamed) */
+    uint64_t device_budget;     /* --device-budget; 0: none (a device's caches follow the DRAM budget) */
     uint64_t model_bytes;       /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
     char active_desc[400];
