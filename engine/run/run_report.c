@@ -201,6 +201,28 @@ static void summary_policy_json(cJSON *sum, const struct model *m, const struct 
 
 /* run.json: provenance, per-token rows, and the summaries (steady state:
  * every token after the cold ones; also cold, prompt and generated apart). */
+/* run.json's tokens: a row per computed position. */
+static void tokens_json(cJSON *root, const struct run_outcome *r, bool device)
+{
+    cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
+    for (int i = 0; i < r->n_rows; i++) {
+        cJSON *t = row_json(&r->rows[i], device);
+        cJSON_AddNumberToObject(t, "index", i);
+        cJSON_AddNumberToObject(t, "id", r->rows[i].id);
+        cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
+        cJSON_AddItemToArray(toks, t);
+    }
+}
+
+/* Where the flash FFN's memory is on a device. */
+static void device_memory_json(cJSON *root, const struct run_report_extra *x)
+{
+    cJSON *dm = cJSON_AddObjectToObject(root, "device_memory");
+    cJSON_AddNumberToObject(dm, "device_bytes", (double)x->device_bytes);
+    cJSON_AddNumberToObject(dm, "ffn_dram_bytes", (double)x->held_bytes);
+    cJSON_AddBoolToObject(dm, "staging_pinned", x->staging_pinned);
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -218,14 +240,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);
-    cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
-    for (int i = 0; i < r->n_rows; i++) {
-        cJSON *t = row_json(&r->rows[i], x->device);
-        cJSON_AddNumberToObject(t, "index", i);
-        cJSON_AddNumberToObject(t, "id", r->rows[i].id);
-        cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
-        cJSON_AddItemToArray(toks, t);
-    }
+    tokens_json(root, r, x->device);
     int cold = cold_tokens(r, x), n;
     struct token_row mean;
     mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
@@ -240,12 +255,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
-    if (x->device && !p->dense) { /* where the flash FFN's memory is on a device */
-        cJSON *dm = cJSON_AddObjectToObject(root, "device_memory");
-        cJSON_AddNumberToObject(dm, "device_bytes", (double)x->device_bytes);
-        cJSON_AddNumberToObject(dm, "ffn_dram_bytes", (double)x->held_bytes);
-        cJSON_AddBoolToObject(dm, "staging_pinned", x->staging_pinned);
-    }
+    if (x->device && !p->dense)
+        device_memory_json(root, x);
     if (!p->dense)
         chooser_json(sum, m, p, x, &mean, r);
     cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
