@@ -168,8 +168,8 @@ static void run_shape(const char *shape, struct watch *w)
     int n = mx_cases(&x, cases, MAX_CASES - (int)(sizeof more / sizeof more[0]));
     for (size_t k = 0; k < sizeof more / sizeof more[0]; k++, n++) {
         cases[n].rc = more[k];
-        mx_fill(&x, &cases[n], MX_TRACE_ACTIVE, false, false);
-        cases[n].rc.active = NULL; /* traced: flash_run_fixture.h's trace_active, --use auto */
+        mx_fill(&x, &cases[n], MX_TRACE_PREDICTED, false, false); /* --use auto: the predicted sets */
+        cases[n].rc.active = NULL; /* traced: flash_run_fixture.h's trace_active */
         cases[n].rc.use = NULL;
     }
     int prompt[N_PROMPT] = {x.dense.bos_id, 300, 421, 77, 12};
