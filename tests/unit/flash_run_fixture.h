@@ -1,6 +1,7 @@
 /* What the flash-FFN-on-a-device tests share (test_ffn_flash_device,
  * test_device_terms): the run's length, a case (a mode, or a policy and
- * layout, under a budget, chosen by the oracle or a trace), a trace file
+ * layout, under a budget, chosen by the oracle, a trace, the predictor or
+ * the gate, with or without --check), a trace file
  * (trace_file_fixture.h), and run's setup of a case as cli/cmd_run.c makes it. */
 #ifndef FLASHBED_TEST_FLASH_RUN_FIXTURE_H
 #define FLASHBED_TEST_FLASH_RUN_FIXTURE_H
@@ -23,6 +24,9 @@ struct run_case {
     const char *policy, *layout; /* NULL: the mode's */
     uint64_t budget_pct;         /* 0: none */
     bool traced;                 /* the trace (trace_path) chooses, not the oracle */
+    const char *active;          /* NULL: as traced says; else --active (oracle, predictor, gate, trace:FILE) */
+    const char *use;             /* --use with a trace (NULL: auto) */
+    bool check;                  /* --check */
 };
 
 static char trace_path[700], trace_active[720];
@@ -30,8 +34,9 @@ static char trace_path[700], trace_active[720];
 /* run's setup of c, as cli/cmd_run.c sets it up; 0 or -1. */
 static int setup(const struct fb_settings *set, const struct model *m, const struct run_case *c, struct run_setup *p)
 {
-    struct run_options o = {.cmd = "run", .mode = c->mode, .window = 3, .active = c->traced ? trace_active : "oracle",
-                            .use = "auto",
+    const char *active = c->active ? c->active : c->traced ? trace_active : "oracle";
+    struct run_options o = {.cmd = "run", .mode = c->mode, .window = 3, .active = active,
+                            .use = c->use ? c->use : "auto", .check = c->check,
                             .io_engine = "psync", .io_threads = 1, .iodepth = 1, .direct = false, .settings = set};
     if (c->policy) {
         o.policy = POLICY(c->policy);

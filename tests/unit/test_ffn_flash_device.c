@@ -17,12 +17,12 @@
  *   - the paths are exercised: rows staged and rows moved in the runs.
  * Usage: test_ffn_flash_device BACKEND (sim, opencl, cuda); a backend that
  * cannot start here exits 77 (sim always starts). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "device_run_fixture.h"
 #include "flash_run_fixture.h"
 #include "model_fixture.h"
 #include "policy_text.h"
@@ -32,128 +32,6 @@
 #include "engine/run/run_setup.h"
 #include "traces/trace.h"
 
-
-/* What one token gave. */
-struct tok {
-    int id;
-    struct token_row r;
-    uint64_t up, moved; /* the backend's counts over the token */
-    float *logits;
-};
-
-struct watch {
-    struct engine *e;
-    int n, vocab;
-    struct tok t[N_ROWS];
-    struct backend_counts last;
-    /* the memory the flash FFN holds: in DRAM, on the device (pinned: its ring
-     * is); the plan's cache rows and staging area, in bytes */
-    uint64_t dram, device, cache, staging;
-    bool pinned;
-};
-
-static void on_row(void *ctx, const struct decode_step *s, const struct token_row *r)
-{
-    (void)s;
-    struct watch *w = ctx;
-    if (w->n >= N_ROWS)
-        return;
-    struct tok *t = &w->t[w->n++];
-    t->id = r->id;
-    t->r = *r;
-    struct backend_counts c;
-    w->e->be_ops->counts(w->e->be, &c);
-    t->up = c.bytes_up - w->last.bytes_up;
-    t->moved = c.bytes_moved - w->last.bytes_moved;
-    w->last = c;
-    t->logits = malloc((size_t)w->vocab * sizeof(float));
-    if (t->logits)
-        memcpy(t->logits, w->e->s.logits, (size_t)w->vocab * sizeof(float));
-}
-
-static void watch_free(struct watch *w)
-{
-    for (int i = 0; i < w->n; i++)
-        free(w->t[i].logits);
-}
-
-
-
-
-/* The prompt through the flash engine on be, every token watched; 0 or -1
- * (the engine did not start: err says why). */
-static int run_on(const struct backend_ops *be, const struct model *m, const struct run_case *c, const int *prompt,
-                  struct watch *w, char *err, size_t errlen)
-{
-    const struct fb_settings set = fb_settings_defaults();
-    struct run_setup p;
-    struct engine e;
-    memset(w, 0, sizeof *w);
-    CHECK(setup(&set, m, c, &p) == 0);
-    if (run_engine_init(&e, &set, m, be, &p, 1, MAX_SEQ, err, errlen) != 0) {
-        run_setup_free(&p);
-        return -1;
-    }
-    w->e = &e;
-    w->vocab = (int)m->shape.vocab_size;
-    e.be_ops->counts(e.be, &w->last); /* the weights' and hybrid's resident rows' uploads are set-up */
-    w->dram = ffn_flash_dram_bytes(&e.ffn, NULL);
-    w->device = ffn_flash_device_bytes(&e.ffn, &w->pinned);
-    w->staging = (uint64_t)p.cfg.staging_rows * m->bundle_stride;
-    for (uint32_t l = 0; l < m->shape.n_layers; l++)
-        w->cache += (uint64_t)p.plan.layer_rows[l] * m->bundle_stride;
-    struct decode_config d = {.prompt = prompt, .n_prompt = N_PROMPT, .n = N_GEN, .ignore_eos = true};
-    struct run_exec_config rc = {.decode = d, .token = on_row, .ctx = w};
-    struct run_outcome out;
-    CHECK(run_exec(&e, &rc, &out, err, errlen) == 0);
-    CHECK_STR(out.error, "");
-    CHECK_U64(w->n, N_ROWS);
-    free(out.rows);
-    engine_free(&e);
-    run_setup_free(&p);
-    return 0;
-}
-
-/* The worst |device - cpu| over a token's logits, against cpu's largest |logit|. */
-static double logit_error(const float *dev, const float *cpu, int n, double *scale)
-{
-    double worst = 0;
-    *scale = 0;
-    for (int i = 0; i < n; i++) {
-        worst = fmax(worst, fabs((double)dev[i] - cpu[i]));
-        *scale = fmax(*scale, fabs((double)cpu[i]));
-    }
-    return worst;
-}
-
-/* Token i of the device run d against the cpu run c (bundle: a row's
- * upload, its stride and its up bias). */
-static void compare_token(const char *what, const struct tok *d, const struct tok *c, int vocab, bool exact,
-                          uint64_t bundle, uint64_t stride)
-{
-    CHECK(d->id == c->id);
-    CHECK_U64(d->r.bytes_read, c->r.bytes_read);
-    CHECK_U64(d->r.reads, c->r.reads);
-    CHECK_U64(d->r.rows_inserted, c->r.rows_inserted);
-    CHECK_U64(d->r.row_moves, c->r.row_moves);
-    CHECK_U64(c->r.h2d_bytes, 0);
-    /* the reads' exposed part: all of them on cpu, at most all on a device;
-     * the uploads' device time: none on cpu */
-    CHECK(c->r.exposed_io_ms == c->r.io_ms && c->r.h2d_ms == 0);
-    CHECK(d->r.exposed_io_ms >= 0 && d->r.exposed_io_ms <= d->r.io_ms + 1e-9);
-    CHECK(isfinite(d->r.h2d_ms) && d->r.h2d_ms >= 0 && (d->r.h2d_bytes > 0 || d->r.h2d_ms == 0));
-    uint64_t want = (uint64_t)d->r.rows_inserted * bundle + (uint64_t)d->r.row_moves * sizeof(struct row_move);
-    CHECK_U64(d->r.h2d_bytes, want);
-    CHECK_U64(d->up, d->r.h2d_bytes);
-    CHECK_U64(d->moved, (uint64_t)d->r.row_moves * (stride + (bundle - stride)));
-    if (!d->logits || !c->logits)
-        return;
-    double scale, worst = logit_error(d->logits, c->logits, vocab, &scale);
-    bool ok = exact ? memcmp(d->logits, c->logits, (size_t)vocab * sizeof(float)) == 0 : worst <= 1e-4 * scale;
-    if (!ok)
-        fprintf(stderr, "%s: logits off by %g (scale %g)\n", what, worst, scale);
-    CHECK(ok);
-}
 
 /* Case c on be against cpu; *staged and *moved grow by the rows uploaded
  * and moved. 77 when be cannot start here, else 0. */
@@ -172,11 +50,8 @@ static int compare_case(const struct backend_ops *be, const struct model *m, con
     }
     bool bias = m->layers[0].ffn_up_bias != NULL;
     uint64_t bundle = m->bundle_stride + (bias ? sizeof(float) : 0);
-    /* on the device the caches' rows are the device's and the staging is a
-     * pinned ring of two slots: DRAM holds the cache rows less, a staging more */
-    CHECK(dev->pinned && cpu->pinned && cpu->device == 0);
-    CHECK_U64(dev->dram + cpu->cache, cpu->dram + cpu->staging);
-    CHECK(dev->device >= cpu->cache + cpu->staging);
+    if (dev && cpu)
+        compare_memory(dev, cpu);
     char what[200];
     for (int i = 0; dev && cpu && i < dev->n && i < cpu->n; i++) {
         snprintf(what, sizeof what, "%s %s, token %d", be->name, c->policy ? c->policy : c->mode, i);
@@ -193,15 +68,15 @@ static int compare_case(const struct backend_ops *be, const struct model *m, con
 }
 
 static const struct run_case cases[] = {
-    {"naive", NULL, NULL, 0, false},
-    {"hybrid", NULL, NULL, 0, false},
-    {"predictor", NULL, NULL, 0, false},
-    {"window", NULL, NULL, 0, false},
-    {"all", NULL, NULL, 0, false},
-    {"window", "window:3", "split", 45, false},
-    {"all", "lru", "bundled", 45, false},
-    {"all", "belady", "bundled", 30, true},
-    {"all", "lfu", "bundled", 30, true},
+    {"naive", NULL, NULL, 0, false, NULL, NULL, false},
+    {"hybrid", NULL, NULL, 0, false, NULL, NULL, false},
+    {"predictor", NULL, NULL, 0, false, NULL, NULL, false},
+    {"window", NULL, NULL, 0, false, NULL, NULL, false},
+    {"all", NULL, NULL, 0, false, NULL, NULL, false},
+    {"window", "window:3", "split", 45, false, NULL, NULL, false},
+    {"all", "lru", "bundled", 45, false, NULL, NULL, false},
+    {"all", "belady", "bundled", 30, true, NULL, NULL, false},
+    {"all", "lfu", "bundled", 30, true, NULL, NULL, false},
 };
 
 int main(int argc, char **argv)

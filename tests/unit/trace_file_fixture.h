@@ -14,7 +14,7 @@
 #include "traces/trace.h"
 
 /* n_tokens tokens into path; 0, or -1 (nothing left but a failed write). */
-static int write_mod16_trace(const char *path, const struct model *m, uint32_t n_tokens)
+static inline int write_mod16_trace(const char *path, const struct model *m, uint32_t n_tokens)
 {
     char err[512];
     const struct model_shape *s = &m->shape;
