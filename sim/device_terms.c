@@ -11,6 +11,8 @@ static uint64_t pass_launches(const struct dev_shape *s)
         per_layer += (uint64_t)s->n_heads + s->n_kv_heads;
     if (s->rope)
         per_layer += 2;
+    if (s->device_predictor)
+        per_layer += 2;
     uint64_t embed = s->pos_embedding ? 3 : 1;
     return embed + per_layer * s->n_layers + 2; /* + the final norm and the head */
 }
@@ -26,16 +28,16 @@ void dev_terms_token(const struct dev_shape *s, const struct dev_volumes *v, str
 {
     memset(out, 0, sizeof *out);
     uint64_t bias = s->up_bias ? sizeof(float) : 0, row = s->row_stride + bias;
-    uint64_t x_layers = s->host_reads_x ? s->n_layers : 0;
+    uint64_t x_layers = s->host_reads_x ? s->n_layers : 0, p_layers = s->device_predictor ? s->n_layers : 0;
     out->bytes_up = v->rows_inserted * row + v->row_moves * 8;
-    out->bytes_down = (uint64_t)s->vocab * sizeof(float) + x_layers * s->d_model * sizeof(float);
+    out->bytes_down = ((uint64_t)s->vocab + x_layers * s->d_model + p_layers * s->d_ff) * sizeof(float);
     out->bytes_moved = v->row_moves * row;
     /* each run's rows and biases; each batch's list and its moves on the rows and biases */
     out->uploads = v->upload_runs * (bias ? 2 : 1) + v->move_batches;
-    out->downloads = 1 + x_layers;
+    out->downloads = 1 + x_layers + p_layers;
     out->copies = out->uploads + out->downloads + v->move_batches * (bias ? 2 : 1);
     out->launches = pass_launches(s) + ffn_launches(s, v);
-    out->syncs = 1 + x_layers + (v->first_token ? 0 : s->cached_layers) + v->ring_waits + v->read_waits;
+    out->syncs = 1 + x_layers + p_layers + v->step_waits + v->ring_waits + v->read_waits;
 }
 
 /* ms for bytes in n copies, at the bandwidth of their mean size. */

@@ -13,19 +13,22 @@
  *           (ffn/flash_ring.h) in runs, each a rows upload and a biases
  *           upload; + 8 bytes a row move (the moves lists)
  *   down    the logits (vocab floats), and x (d_model floats) per layer
- *           when a host-side selector reads it (host_reads_x)
+ *           when a host-side selector reads it (host_reads_x), the
+ *           predictor's logits (d_ff floats) per layer when it runs on
+ *           the device (device_predictor)
  *   moved   row moves x (row stride + 4 with an up bias)
  *   launch  embed (+ the learned position's embed and add), per layer the
  *           norms, q/k/v/o matvecs, head norms, rope, attention and the
- *           residual adds, and the FFN's groups: the first call of a layer
+ *           residual adds, the device predictor's two matvecs, and the
+ *           FFN's groups: the first call of a layer
  *           writes out (one launch, even with no rows), every later group
  *           of rows one ffn_rows and one add; the down bias one add; the
  *           final norm and the head's matvec
- *   sync    the head's sync, a wait for x per layer that downloads it, a
- *           wait per cached layer on its previous step (not the first
- *           token), a wait per ring slot reused while its uploads were
- *           pending, and a wait for the device per batch of flash reads
- *           (what makes the exposed I/O measurable)
+ *   sync    the head's sync, a wait for x (or the predictor's logits) per
+ *           layer that downloads them, and the waits the engine counts: for
+ *           the device per batch of flash reads (what makes the exposed I/O
+ *           measurable), for a ring slot or a cached layer's previous step
+ *           not covered by a later wait (events are numbered in order)
  * The groups, runs, batches and waits are the run's (the engine counts
  * them: engine/ffn/ffn_flash.h) or, priced ahead, the cost model's
  * estimate.
@@ -45,8 +48,9 @@ struct dev_shape {
     bool up_bias, down_bias; /* the FFN's */
     bool pos_embedding;     /* learned positions: a second embed and an add */
     bool rope, qk_norm, parallel_block;
-    bool host_reads_x;      /* a host-side selector (oracle, predictor, gate, check, record) reads x */
-    uint32_t cached_layers; /* layers whose cache lives on the device (0 for naive and predictor) */
+    bool host_reads_x;      /* a host-side selector (oracle, gate, check, record) reads x */
+    bool device_predictor;  /* the predictor chooses, on the device: per layer its logits come down */
+    uint32_t d_ff;          /* the predictor's logits */
 };
 
 /* One token's volumes. */
@@ -58,7 +62,7 @@ struct dev_volumes {
     uint64_t upload_runs;    /* the ring's uploads of consecutive rows (each with its biases') */
     uint64_t ring_waits;     /* waits before reusing a ring slot */
     uint64_t read_waits;     /* waits for the device while reads were in flight */
-    bool first_token;        /* no previous step to wait for */
+    uint64_t step_waits;     /* waits for a cached layer's previous step */
 };
 
 struct dev_terms {

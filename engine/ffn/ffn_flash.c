@@ -20,6 +20,7 @@
 #include "engine/compute/activation.h"
 #include "engine/ffn/ffn_flash_dev.h"
 #include "engine/ffn/flash_ring.h"
+#include "engine/ffn/predictor_dev.h"
 #include "engine/ffn/neuron_cache.h"
 #include "engine/ffn/neuron_cache_dev.h"
 #include "engine/ffn/neuron_select.h"
@@ -45,8 +46,10 @@ struct flash_ffn {
      * mirrors (no-ops) otherwise. */
     struct neuron_cache_dev *mirrors;  /* [n_layers] */
     struct flash_dev fdev;
-    struct flash_ring ring;            /* on_device: where rows read from flash land (pinned) */
-    bool on_device, dev_failed;
+    struct flash_ring ring;            /* on_device: where rows read from flash land (pinned); its
+                                        * covered is the latest event waited for, for every wait here */
+    struct predictor_dev pdev;         /* on_device with the predictor: computed there */
+    bool on_device, dev_failed, dev_predict;
     uint8_t *staging, *bounce, *scratch;
     struct io_buffer staging_mem, bounce_mem, scratch_mem;
     uint32_t staging_rows, bounce_rows;
@@ -388,7 +391,12 @@ static int open_device(struct ffn *f, struct flash_ffn *ff)
         fring_init(&ff->ring, dm->ops, dm->be, ff->staging_rows, ff->stride, ff->err, ff->errlen) != 0)
         return -1;
     ff->staging_bytes = FLASH_RING_SLOTS * ff->staging_bytes; /* the ring, pinned, is the host's staging */
-    ff->device_bytes = ff->staging_bytes / FLASH_RING_SLOTS;
+    if (ff->cfg.active == SOURCE_PREDICTOR) {
+        if (pdev_init(&ff->pdev, dm->ops, dm->be, ff->cfg.predictor, ff->err, ff->errlen) != 0)
+            return -1;
+        ff->dev_predict = true;
+    }
+    ff->device_bytes = ff->staging_bytes / FLASH_RING_SLOTS + pdev_bytes(&ff->pdev);
     for (uint32_t l = 0; l < f->m->shape.n_layers; l++) {
         const struct neuron_cache *c = &ff->caches[l];
         if (!c->capacity)
@@ -862,7 +870,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     struct cache_step st;
     cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
     uint32_t n_late = classify(ff, &st, n_needed);
-    dev_check(ff, ncd_begin(d)); /* the moves list was the last step's upload source */
+    dev_check(ff, ncd_begin(d, ff->ring.covered)); /* the moves list was the last step's upload source */
     make_room(ff, layer, &st);
     apply_moves(ff, d);
     ff->acc.mem_ms += now_ms() - t0;
@@ -899,7 +907,15 @@ static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
     if (ff->cfg.active == SOURCE_TRACE)
         return trace_needed(ff, layer, ff->needed);
     double t0 = now_ms();
-    uint32_t n = neuron_select_layer(&ff->choose, layer, f->ck, x, ff->needed);
+    uint32_t n = 0;
+    if (ff->dev_predict) { /* x stays on the device; its logits come down */
+        uint64_t ev = 0;
+        dev_check(ff, pdev_choose(&ff->pdev, (uint32_t)layer, ff->fdev.x, ff->needed, &n, &ev));
+        fring_covered(&ff->ring, ev);
+        ff->acc.predictor_ms += now_ms() - t0;
+        return n;
+    }
+    n = neuron_select_layer(&ff->choose, layer, f->ck, x, ff->needed);
     ff->acc.predictor_ms += now_ms() - t0;
     return n;
 }
@@ -943,7 +959,7 @@ static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth,
 static bool host_reads_x(const struct flash_ffn *ff, bool cached)
 {
     const struct ffn_flash_config *c = &ff->cfg;
-    bool chooses = cached && c->active != SOURCE_TRACE;
+    bool chooses = cached && c->active != SOURCE_TRACE && !ff->dev_predict;
     bool truth = (c->record || c->check) && !(c->active == SOURCE_ORACLE && cached) &&
                  (c->active == SOURCE_ORACLE || ff->have_truth);
     return chooses || truth;
@@ -1017,6 +1033,7 @@ static void flash_destroy(struct ffn *f)
     free(ff->mirrors);
     if (ff->ring.be)
         fring_free(&ff->ring);
+    pdev_free(&ff->pdev);
     fdev_free(&ff->fdev);
     if (ff->caches)
         for (uint32_t l = 0; l < f->m->shape.n_layers; l++)
@@ -1054,19 +1071,30 @@ void ffn_flash_next_token(struct ffn *f, unsigned trace_flags)
     ff->next_flags = trace_flags;
 }
 
+/* On a device, after the pass's sync: what the ring and the mirrors did
+ * this token, and the uploads' device time. */
+static void take_device(struct ffn *f, struct flash_ffn *ff)
+{
+    struct flash_ring *r = &ff->ring;
+    fring_synced(r);
+    for (uint32_t l = 0; l < f->m->shape.n_layers; l++) {
+        ncd_synced(&ff->mirrors[l]);
+        ff->acc.step_waits += ff->mirrors[l].waits;
+        ff->mirrors[l].waits = 0;
+    }
+    ff->acc.h2d_bytes += r->bytes_up;
+    ff->acc.upload_runs += r->runs_sent;
+    ff->acc.ring_waits += r->waits;
+    r->bytes_up = r->runs_sent = r->waits = r->sends = 0;
+    if (fring_take_ms(r, &ff->acc.h2d_ms) != 0)
+        dev_check(ff, -1);
+}
+
 void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
 {
     struct flash_ffn *ff = f->priv;
-    if (ff->on_device) { /* the pass ended with a sync: the ring's sends are complete */
-        struct flash_ring *r = &ff->ring;
-        fring_synced(r);
-        ff->acc.h2d_bytes += r->bytes_up;
-        ff->acc.upload_runs += r->runs_sent;
-        ff->acc.ring_waits += r->waits;
-        r->bytes_up = r->runs_sent = r->waits = r->sends = 0;
-        if (fring_take_ms(r, &ff->acc.h2d_ms) != 0)
-            dev_check(ff, -1);
-    }
+    if (ff->on_device) /* the pass ended with a sync: everything enqueued is complete */
+        take_device(f, ff);
     *out = ff->acc;
     memset(&ff->acc, 0, sizeof ff->acc);
 }

@@ -37,7 +37,9 @@
  * batched row moves, step 5's rows uploaded into place once read) and the
  * FFN is computed there (ffn_flash_dev.h: once-used rows on a device
  * staging area); x is brought to the host only when a host-side chooser
- * reads it. Rows read from flash land in a pinned staging ring
+ * reads it (the oracle, the gate, check, a record): the predictor is
+ * computed on the device too (predictor_dev.h), only its logits come
+ * down. Rows read from flash land in a pinned staging ring
  * (flash_ring.h) and go up straight into their cache or staging rows; the
  * host keeps the caches' bookkeeping only, not their rows. While a batch
  * of reads is in flight the host waits for the device first, so the
@@ -128,6 +130,7 @@ struct ffn_flash_token {
     uint64_t upload_runs;   /* the staging ring's uploads of rows (each with its biases' upload) */
     uint64_t ring_waits;    /* waits for a ring slot's previous uploads before reusing it */
     uint64_t read_waits;    /* waits for the device while a batch of reads was in flight */
+    uint64_t step_waits;    /* waits for a cached layer's previous step (not covered by a later wait) */
     uint64_t cache_rows;   /* rows held after loading, all layers */
     uint64_t needed;       /* neurons the token needed, all layers */
     uint64_t overflow_rows; /* needed rows the cache could not keep: read, used, dropped */

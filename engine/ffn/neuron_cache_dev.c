@@ -36,7 +36,7 @@ void ncd_free(struct neuron_cache_dev *d)
     memset(d, 0, sizeof *d);
 }
 
-int ncd_begin(struct neuron_cache_dev *d)
+int ncd_begin(struct neuron_cache_dev *d, uint64_t covered)
 {
     if (!d->be)
         return 0;
@@ -44,7 +44,15 @@ int ncd_begin(struct neuron_cache_dev *d)
     if (!d->pending)
         return 0;
     d->pending = false;
+    if (d->done <= covered)
+        return 0;
+    d->waits++;
     return d->ops->event_wait(d->be, d->done);
+}
+
+void ncd_synced(struct neuron_cache_dev *d)
+{
+    d->pending = false;
 }
 
 int ncd_record_move(struct neuron_cache_dev *d, uint32_t dst, uint32_t src)

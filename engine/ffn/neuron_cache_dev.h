@@ -44,6 +44,7 @@ struct neuron_cache_dev {
     uint32_t n_moves, n_applied;   /* recorded this step; of them, enqueued */
     uint64_t done;                 /* the event the last step ended with */
     bool pending;                  /* done is to be waited for */
+    uint64_t waits;                /* ncd_begin's waits, reset by the caller */
 };
 
 /* Allocates the mirror of a cache of capacity rows of row_stride bytes
@@ -52,8 +53,12 @@ int ncd_init(struct neuron_cache_dev *d, const struct backend_ops *ops, struct b
              uint64_t row_stride, bool with_bias, char *err, size_t errlen);
 void ncd_free(struct neuron_cache_dev *d);
 
-/* Waits for the previous step's copies; the moves list starts empty. */
-int ncd_begin(struct neuron_cache_dev *d);
+/* Waits for the previous step's copies unless an event at or after its end
+ * was waited for already (covered: events are numbered in order,
+ * backend.h); the moves list starts empty. */
+int ncd_begin(struct neuron_cache_dev *d, uint64_t covered);
+/* The backend synced: nothing of the previous step is pending. */
+void ncd_synced(struct neuron_cache_dev *d);
 /* Records that row src moves to row dst (a deletion of the host cache). */
 int ncd_record_move(struct neuron_cache_dev *d, uint32_t dst, uint32_t src);
 /* Uploads the moves recorded since the last call and enqueues them on the

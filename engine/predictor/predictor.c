@@ -155,7 +155,12 @@ uint32_t predictor_predict(const struct predictor *p, uint32_t l, struct cpu_ker
     const struct predictor_layer *L = &p->layers[l];
     ck_matvec(k, h, L->a, p->dtype, x, NULL, (int)L->rank, (int)p->d_model);
     ck_matvec(k, logits, L->b, p->dtype, h, L->bias, (int)p->d_ff, (int)L->rank);
-    float cut = predictor_logit_threshold(L->threshold);
+    return predictor_choose(p, l, logits, out);
+}
+
+uint32_t predictor_choose(const struct predictor *p, uint32_t l, const float *logits, uint32_t *out)
+{
+    float cut = predictor_logit_threshold(p->layers[l].threshold);
     uint32_t n = 0;
     for (uint32_t i = 0; i < p->d_ff; i++)
         if (logits[i] > cut)

@@ -93,6 +93,11 @@ uint32_t predictor_max_rank(const struct predictor *p);
 uint32_t predictor_predict(const struct predictor *p, uint32_t l, struct cpu_kernels *k,
                            const float *x, float *h, float *logits, uint32_t *out);
 
+/* Layer l's predicted-active neurons from its logits[d_ff] (computed here
+ * by predictor_predict, or on a device): ascending ids into out[d_ff];
+ * returns how many. */
+uint32_t predictor_choose(const struct predictor *p, uint32_t l, const float *logits, uint32_t *out);
+
 /* The logit a probability threshold t stands for: -inf at 0, +inf at 1
  * (computed in double: a calibrated threshold near 1 keeps its logit). */
 float predictor_logit_threshold(double t);

@@ -57,6 +57,7 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->upload_runs = (double)ft.upload_runs;
     r->ring_waits = (double)ft.ring_waits;
     r->read_waits = (double)ft.read_waits;
+    r->step_waits = (double)ft.step_waits;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
 }

@@ -47,7 +47,7 @@ struct token_row {
     double d2h_bytes, launches, syncs; /* on such a device, the backend's counts over the token
                                         * (backend.h: struct backend_counts); run.json has them beside h2d_bytes */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
-    double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits;
+    double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;
 };
 
 /* What the run's tokens gave: rows[0..n_rows), a row per computed position. */

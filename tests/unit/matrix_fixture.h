@@ -220,9 +220,18 @@ static inline int mx_cases(const struct mx_model *x, struct mx_case *out, int ma
     return n;
 }
 
+/* Whether the predictor chooses on the device (device_terms.h's
+ * device_predictor): the predictor beside a policy that chooses. */
+static inline bool mx_device_predictor(const struct mx_case *c)
+{
+    bool whole = !strcmp(c->rc.mode, "naive") || !strcmp(c->rc.mode, "hybrid");
+    return !whole && c->source == MX_PREDICTOR;
+}
+
 /* Whether the host reads each layer's x (device_terms.h's host_reads_x):
- * a source that chooses on the host (the oracle, the predictor, the gate)
- * beside a policy that chooses (not one that reads whole layers), or the
+ * a source that chooses on the host (the oracle, the gate; the predictor
+ * runs on the device) beside a policy that chooses (not one that reads
+ * whole layers), or the
  * true activations beside the choice, which --check asks for and a
  * trace-driven --record records (the oracle's own choice is them: beside
  * a policy that reads whole layers only the record reads them). */
@@ -230,7 +239,7 @@ static inline bool mx_reads_x(const struct mx_case *c)
 {
     bool whole = !strcmp(c->rc.mode, "naive") || !strcmp(c->rc.mode, "hybrid");
     bool trace = c->rc.traced, oracle = c->source == MX_ORACLE;
-    bool chooses = !whole && !trace;
+    bool chooses = !whole && !trace && !mx_device_predictor(c);
     bool truth = oracle ? c->record && whole : c->rc.check || (c->record && trace);
     return chooses || truth;
 }

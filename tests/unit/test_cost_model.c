@@ -124,15 +124,16 @@ static void test_device_pricing(void)
     CHECK_NEAR(p.launch_ms, p.dev_launches * 5e-3, 1e-9);
     CHECK_NEAR(p.sync_ms, 20e-3 + 64 * 10e-3, 1e-9);
     CHECK_NEAR(p.device_total_ms, p.serial_ms + p.h2d_ms + p.d2h_ms + p.launch_ms + p.sync_ms, 1e-9);
-    /* the window: rows appended and moved, x downloaded per layer, a wait per cached layer */
+    /* the window: rows appended and moved, the predictor on the device (its
+     * logits come down per layer), the previous step's wait covered */
     c.policy = POLICY("window:5");
     volumes_from_fractions(&s, &policy_window, 0.024, 0.24, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     double rows = floor(0.024 * 32 * 16384 + 0.5);
     CHECK_NEAR(p.dev_row_moves, rows, 0);
     CHECK_NEAR(p.dev_bytes_up, rows * (16384 + 4) + 8 * rows, 0);
-    CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4 + 32 * 4096 * 4, 0);
-    CHECK_NEAR(p.dev_syncs, 1 + 32 + 32 + 32, 0); /* + a wait for reads per layer */
+    CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4 + 32 * 16384 * 4, 0); /* the predictor's logits per layer */
+    CHECK_NEAR(p.dev_syncs, 1 + 32 + 32, 0); /* + a wait for the logits, one for the reads per layer */
     free(hw);
 }
 

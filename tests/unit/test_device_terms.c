@@ -49,15 +49,13 @@ struct watch {
 static struct dev_shape shape_of(const struct model *m, const struct mx_case *c)
 {
     const struct model_shape *s = &m->shape;
-    const char *mode = c->rc.mode;
-    bool cache = strcmp(mode, "naive") != 0 && strcmp(mode, "predictor") != 0;
     return (struct dev_shape){
         .n_layers = s->n_layers, .d_model = s->d_model, .vocab = s->vocab_size, .n_heads = s->n_heads,
         .n_kv_heads = s->n_kv_heads, .row_stride = m->bundle_stride, .up_bias = m->layers[0].ffn_up_bias != NULL,
         .down_bias = m->layers[0].ffn_down_bias != NULL, .pos_embedding = m->pos_embedding != NULL,
         .rope = m->arch.position == POSITION_ROPE, .qk_norm = m->arch.qk_norm,
         .parallel_block = m->arch.parallel_block, .host_reads_x = mx_reads_x(c),
-        .cached_layers = cache ? s->n_layers : 0};
+        .device_predictor = mx_device_predictor(c), .d_ff = s->d_ff};
 }
 
 static void on_row(void *ctx, const struct decode_step *s, const struct token_row *r)
@@ -68,7 +66,7 @@ static void on_row(void *ctx, const struct decode_step *s, const struct token_ro
     w->e->be_ops->counts(w->e->be, &c);
     struct dev_volumes v = {(uint64_t)r->rows_inserted, (uint64_t)r->row_moves, (uint64_t)r->staged_groups,
                             (uint64_t)r->append_groups, (uint64_t)r->move_batches, (uint64_t)r->upload_runs,
-                            (uint64_t)r->ring_waits, (uint64_t)r->read_waits, w->n == 0};
+                            (uint64_t)r->ring_waits, (uint64_t)r->read_waits, (uint64_t)r->step_waits};
     struct dev_terms t;
     dev_terms_token(&w->shape, &v, &t);
     int before = check_failures;
