@@ -35,6 +35,11 @@ struct cli_backend {
  * -1 (printed, naming cmd and the option). */
 int cli_backend_open(const char *cmd, const char *name, const struct fb_settings *set, struct cli_backend *out);
 
+/* The same without printing: 0, or -1 with why in err (for a caller that
+ * only asks which backends start here: reproduce's device rows). */
+int cli_backend_probe(const char *name, const struct fb_settings *set, struct cli_backend *out, char *err,
+                      size_t errlen);
+
 /* "backend", "device" and "emulated" into a result file's provenance. */
 void cli_backend_provenance(cJSON *prov, const struct cli_backend *b);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "common/atomic_file.h"
@@ -56,6 +57,28 @@ static const struct opt_command reproduce_command = {
     .opts = reproduce_options,
     .max_positional = 0,
 };
+
+/* The device backends that start here, for Table 3's device rows; the
+ * others, with why, into c->devices_absent. */
+static void find_devices(struct repro_config *c)
+{
+    static const char *const names[] = {"sim", "opencl", "cuda"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && c->n_devices < REPRO_MAX_DEVICES; i++) {
+        struct cli_backend b;
+        char err[1024], *why;
+        if (cli_backend_probe(names[i], c->settings, &b, err, sizeof err) == 0) {
+            struct repro_device *d = &c->devices[c->n_devices++];
+            snprintf(d->backend, sizeof d->backend, "%s", names[i]);
+            snprintf(d->device, sizeof d->device, "%s", b.device);
+            d->emulated = b.emulated;
+            continue;
+        }
+        if ((why = strchr(err, '\n')))
+            *why = '\0'; /* a kernel build log: its first line */
+        size_t n = strlen(c->devices_absent);
+        snprintf(c->devices_absent + n, sizeof c->devices_absent - n, "%s%s (%.160s)", n ? "; " : "", names[i], err);
+    }
+}
 
 static int parse_tier(const struct reproduce_opts *o, enum repro_tier *tier)
 {
@@ -230,6 +253,8 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     c.disk = o.disk ? o.disk : out;
     c.data = o.data;
     c.fio = program_available("fio");
+    if (!o.merge)
+        find_devices(&c);
     char err[4400];
     if (o.merge && repro_merge(out, err, sizeof err) != 0) {
         fb_error("reproduce --merge: %s", err);

@@ -35,6 +35,15 @@
 enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
 
 #define REPRO_MAX_MODELS 5
+#define REPRO_MAX_DEVICES 3
+
+/* A device backend that starts here (sim always; opencl, cuda where they
+ * do): Table 3's device rows are measured on it (cli/ finds them). */
+struct repro_device {
+    char backend[16];  /* sim, opencl, cuda */
+    char device[128];  /* as its driver names it */
+    bool emulated;     /* a model of a device (sim, OpenCL on a CPU): no GPU timings */
+};
 
 struct repro_config {
     enum repro_tier tier;
@@ -44,6 +53,9 @@ struct repro_config {
     const char *disk;  /* a folder on the disk Fig. 2b sweeps */
     const char *data;  /* the shared data (stories260K, texts); NULL or missing: those steps are left out */
     bool fio;          /* fio is installed: the sweep runs it beside */
+    struct repro_device devices[REPRO_MAX_DEVICES]; /* Table 3's device rows run on each */
+    size_t n_devices;
+    char devices_absent[512]; /* the device backends that did not start here, and why ("" when none) */
     const struct fb_settings *settings; /* configs and plot scripts the plan and report read (borrowed) */
 };
 
@@ -66,6 +78,7 @@ struct repro_plan {
     struct repro_config config;
     char missing[1024]; /* parts of the study the plan leaves out, and why ("" when none) */
     char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
+    char device_shape[32]; /* the shape of Table 3's device rows ("" when none are planned) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };

@@ -11,6 +11,7 @@
 #include "cache/cache.h"
 #include "common/errbuf.h"
 #include "common/model_shape.h"
+#include "harness/reproduce_plan.h"
 #include "sim/paper_tables.h"
 
 /* What a tier runs: the sizes every part takes from. */
@@ -78,10 +79,9 @@ const char *repro_tier_name(enum repro_tier tier)
     return names[tier];
 }
 
-/* Appends a step; args are the command's arguments, NULL-terminated. The
- * output path is relative to the plan's folder. */
+/* Appends a step (harness/reproduce_plan.h). */
 static struct repro_step *add_step(struct repro_plan *p, const char *section, const char *id, const char *out,
-                                   const char *what, ...)
+                                   const char *what)
 {
     if (p->n == p->cap) {
         size_t cap = p->cap ? 2 * p->cap : 32;
@@ -113,17 +113,25 @@ static int set_args(struct repro_step *s, const char *const *args)
     return s->args ? 0 : -1;
 }
 
-#define STEP(p, section, id, out, what, ...)                                              \
-    do {                                                                                  \
-        struct repro_step *s_ = add_step(p, section, id, out, what);                      \
-        const char *a_[] = {__VA_ARGS__, NULL};                                           \
-        if (!s_ || set_args(s_, a_) != 0)                                                 \
-            return -1;                                                                    \
-        p->n++;                                                                           \
-    } while (0)
+int repro_plan_add(struct repro_plan *p, const char *section, const char *id, const char *out, const char *what,
+                   const char *const *args)
+{
+    struct repro_step *s = add_step(p, section, id, out, what);
+    if (!s)
+        return -1;
+    p->n++; /* counted at once, so that repro_plan_free frees what set_args made */
+    return set_args(s, args);
+}
 
-/* A path under the plan's folder, for a step's arguments. */
-static const char *at(const struct repro_plan *p, char *buf, size_t len, const char *fmt, ...)
+bool repro_plan_has(const struct repro_plan *p, const char *id)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (!strcmp(p->steps[i].id, id))
+            return true;
+    return false;
+}
+
+const char *repro_plan_at(const struct repro_plan *p, char *buf, size_t len, const char *fmt, ...)
 {
     char rel[1024];
     va_list ap;
@@ -133,6 +141,8 @@ static const char *at(const struct repro_plan *p, char *buf, size_t len, const c
     snprintf(buf, len, "%s/%s", p->config.out, rel);
     return buf;
 }
+
+#define at repro_plan_at
 
 /* Fig. 2b: the disk's random-read throughput over chunk x threads, beside
  * fio; then this machine's profile from those points (no second sweep). */
@@ -266,7 +276,7 @@ static const char *predictor_rank(const char *shape, const struct tier_sizes *t)
 /* The DRAM budget of the measured runs: the paper's half of the model,
  * except on the tiny shapes, whose two layers are each so large a share of
  * the model that one layer's staging does not fit in half. */
-static const char *run_budget(const char *shape)
+const char *repro_run_budget(const char *shape)
 {
     return is_tiny(shape) ? "75%" : "50%";
 }
@@ -317,7 +327,7 @@ static int add_run(struct repro_plan *p, const char *shape, const struct repro_m
              out);
     else
         STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", md->mode, "--window", "5", "--active", active,
-             "--dram-budget", run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", prompt, "-n", tokens,
+             "--dram-budget", repro_run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", prompt, "-n", tokens,
              "--cold", cold, "--ignore-eos", "--quiet", "--out", out);
     return 0;
 }
@@ -339,10 +349,10 @@ static int add_predict(struct repro_plan *p, const char *shape, const struct rep
     const char *pred_rank = strcmp(source, "predictor") ? "none" : rank;
     if (md->whole_layers) /* whole layers: predict prices them as sequential reads, without a trace */
         STEP(p, "runs", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
-             md->policy, "--dram-budget", run_budget(shape), "--predictor-rank", "none", "--out", out);
+             md->policy, "--dram-budget", repro_run_budget(shape), "--predictor-rank", "none", "--out", out);
     else
         STEP(p, "runs", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
-             md->policy, "--layout", md->layout, "--dram-budget", run_budget(shape), "--trace", trace,
+             md->policy, "--layout", md->layout, "--dram-budget", repro_run_budget(shape), "--trace", trace,
              "--predictor-rank", pred_rank, "--out", out);
     return 0;
 }
@@ -395,7 +405,7 @@ static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_s
     snprintf(what, sizeof what, "Fig. 8: %s all over %s generated tokens, every token's latency", shape,
              t->long_tokens);
     STEP(p, "fig8", "fig8", "fig8", what, "run", "--model", model, "--mode", "all", "--window", "5", "--active",
-         active, "--dram-budget", run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n",
+         active, "--dram-budget", repro_run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n",
          t->long_tokens, "--ignore-eos", "--plot", "--quiet", "--out", at(p, out, sizeof out, "fig8"));
     return 0;
 }
@@ -489,6 +499,43 @@ static int add_fig7(struct repro_plan *p, const char *shape, const struct tier_s
     return 0;
 }
 
+/* Table 3's device rows: OPT's (the paper's GPU rows are OPT-6.7B's) at a
+ * shape PoCL computes in seconds per run, the quick tier's OPT-1.3B on the
+ * full tier; its model and trace first, where the plan has none. */
+static int add_device_rows(struct repro_plan *p, const struct tier_sizes *t)
+{
+    static const char *const shapes[] = {"opt-tiny", "opt-125m", "opt-1.3b"};
+    const char *shape = shapes[p->config.tier];
+    char id[96], trace[4200], rel[200], what[160];
+    snprintf(id, sizeof id, "model-make-%s", shape);
+    if (!repro_plan_has(p, id) && add_model(p, arch_index("opt"), shape) != 0)
+        return -1;
+    snprintf(id, sizeof id, "trace-%s", shape);
+    snprintf(rel, sizeof rel, "traces/%s.trace", shape);
+    snprintf(what, sizeof what, "calibrated synthetic trace of %s", shape);
+    if (!repro_plan_has(p, id))
+        STEP(p, "traces", id, rel, what, "trace", "synth", "--shape", shape, "--tokens", t->trace_tokens, "--seed",
+             "1", "--out", at(p, trace, sizeof trace, "%s", rel));
+    /* at most two rounds: the rows check the pipeline, and PoCL's runs are the tier's slowest */
+    int rounds = t->rounds < 2 ? t->rounds : 2;
+    struct repro_device_sizes z = {shape, t->base_prompt, t->base_tokens, t->run_prompt, t->run_tokens, rounds};
+    return repro_plan_devices(p, &z);
+}
+
+/* Device rows are planned where the study has OPT and a device starts. */
+static bool plans_devices(struct repro_plan *p)
+{
+    bool opt = false;
+    for (size_t i = 0; i < p->config.n_models; i++)
+        opt = opt || !strcmp(p->config.models[i], "opt");
+    if (!opt && p->config.n_devices) {
+        size_t n = strlen(p->missing);
+        snprintf(p->missing + n, sizeof p->missing - n, "%sTable 3's device rows: they are OPT's, and --models "
+                 "leaves opt out", n ? "; " : "");
+    }
+    return opt && p->config.n_devices;
+}
+
 static int plan_steps(struct repro_plan *p)
 {
     const struct tier_sizes *t = &tiers[p->config.tier];
@@ -505,7 +552,7 @@ static int plan_steps(struct repro_plan *p)
         if (i == 0 && (add_fig8(p, shape, t) != 0 || add_fig7(p, shape, t) != 0))
             return -1;
     }
-    return 0;
+    return plans_devices(p) ? add_device_rows(p, t) : 0;
 }
 
 int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *err, size_t errlen)

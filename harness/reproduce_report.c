@@ -263,6 +263,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     repro_section_ablation(&b, p);
     repro_section_table3(&b, p);
     section_paper_table3(&b, p);
+    repro_section_devices(&b, p);
     section_fig8(&b, p);
     repro_section_fig7(&b, p);
     repro_section_differences(&b, p);

@@ -69,6 +69,10 @@ void repro_section_table3(struct strbuf *b, const struct repro_plan *p);
  * window:auto beside the cost model's, a CSV and a plot with the paper's
  * modelled curve (harness/reproduce_fig7.c). */
 void repro_section_fig7(struct strbuf *b, const struct repro_plan *p);
+/* Table 3's device rows: naive and all measured on each device backend
+ * beside the price with its own profile, emulated ones labelled, and the
+ * paper's device rows modelled (harness/reproduce_device.c). */
+void repro_section_devices(struct strbuf *b, const struct repro_plan *p);
 /* What differs from the paper and why, from the numbers: the disk against
  * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
 void repro_section_differences(struct strbuf *b, const struct repro_plan *p);

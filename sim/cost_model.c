@@ -319,6 +319,8 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
     o->dev_row_moves = (double)v.row_moves;
     o->dev_launches = (double)t.launches;
     o->dev_syncs = (double)t.syncs;
+    o->dev_uploads = (double)t.uploads;
+    o->dev_downloads = (double)t.downloads;
     o->h2d_ms = tm.h2d_ms;
     o->d2h_ms = tm.d2h_ms;
     o->launch_ms = tm.launch_ms;

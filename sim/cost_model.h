@@ -83,6 +83,7 @@ struct cost_prediction {
      * totals above; device_total_ms adds them to serial_ms. */
     bool device;
     double dev_bytes_up, dev_bytes_down, dev_row_moves, dev_launches, dev_syncs;
+    double dev_uploads, dev_downloads; /* the copies the bytes go in (their mean size sets the rate) */
     double h2d_ms, d2h_ms, launch_ms, sync_ms, device_total_ms;
 };
 

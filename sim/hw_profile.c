@@ -253,9 +253,12 @@ static int read_device(const cJSON *o, unsigned flags, struct hw_profile *hw, co
         if (!cJSON_IsObject(dev))
             return err_set(err, errlen, "%s: \"device\" is not an object", path);
         d->present = true;
+        d->host_visible = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "host_visible"));
         str(dev, "name", d->name, sizeof d->name);
         str(dev, "source", d->source, sizeof d->source);
-        if (read_transfers(dev, d, path, err, errlen) != 0 ||
+        /* unified memory copies nothing: its transfers are absent */
+        bool xfers = !d->host_visible || cJSON_HasObjectItem(dev, "transfers");
+        if ((xfers && read_transfers(dev, d, path, err, errlen) != 0) ||
             num(dev, "device", "launch_s", HW_REQUIRED, 0, true, &d->launch_s, path, err, errlen) ||
             num(dev, "device", "sync_s", HW_REQUIRED, 0, true, &d->sync_s, path, err, errlen) ||
             num(dev, "device", "event_s", HW_REQUIRED, 0, true, &d->event_s, path, err, errlen))
@@ -385,7 +388,7 @@ double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double b
     const struct hw_device *d = &hw->device;
     const double *bw = h2d ? (pinned ? d->h2d_pinned_bw : d->h2d_pageable_bw)
                            : (pinned ? d->d2h_pinned_bw : d->d2h_pageable_bw);
-    return d->present ? interp_log(d->xfer_bytes, bw, d->n_xfer, bytes) : 0;
+    return d->present && !d->host_visible && d->n_xfer ? interp_log(d->xfer_bytes, bw, d->n_xfer, bytes) : 0;
 }
 
 struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype)
@@ -410,7 +413,9 @@ static void device_to_json(const struct hw_profile *hw, cJSON *o)
     cJSON *j = cJSON_AddObjectToObject(o, "device");
     cJSON_AddStringToObject(j, "name", d->name);
     cJSON_AddStringToObject(j, "source", d->source);
-    cJSON *ts = cJSON_AddArrayToObject(j, "transfers");
+    if (d->host_visible)
+        cJSON_AddBoolToObject(j, "host_visible", true);
+    cJSON *ts = d->n_xfer || !d->host_visible ? cJSON_AddArrayToObject(j, "transfers") : NULL;
     for (size_t i = 0; i < d->n_xfer; i++) {
         cJSON *t = cJSON_CreateObject();
         cJSON_AddNumberToObject(t, "bytes", d->xfer_bytes[i]);

@@ -46,9 +46,16 @@ struct compute_rate {
  * at a few sizes, from pinned memory (BUF_PINNED) and from ordinary
  * malloc'd memory; the time per launch of a tiny op when many are queued,
  * and the time of a wait on an empty queue (sync, and event record +
- * wait). The profile's "device" object; absent from a CPU profile. */
+ * wait). The profile's "device" object; absent from a CPU profile.
+ *
+ * A device that computes on the host's own memory (unified memory: Apple
+ * silicon's GPU) says "host_visible": true and gives no "transfers": the
+ * rows read from flash land where the GPU reads them, so nothing is
+ * copied and the copies are priced at 0 ms (hw_device_bw gives 0); its
+ * launches and waits are priced as any device's. */
 struct hw_device {
     bool present;
+    bool host_visible; /* unified memory: no copies between host and device */
     char name[128];  /* the device, as its driver names it */
     char source[300];
     size_t n_xfer;
@@ -111,7 +118,8 @@ double hw_copy_bw(const struct hw_profile *hw, double row_bytes);
 /* The device's copy bandwidth for copies of bytes (log-interpolated over
  * its sizes, clamped): host -> device when h2d, else device -> host; from
  * pinned memory when pinned, else from ordinary memory. 0 when the
- * profile has no device. */
+ * profile has no device, or a host-visible one (no copy is made: the
+ * device terms price its copies at 0 ms, sim/device_terms.h). */
 double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double bytes);
 
 /* The compute rate for a dtype, NULL if the profile has none. */

@@ -427,6 +427,50 @@ static int price_table3_row(const struct fb_settings *set, const cJSON *r, const
     return 0;
 }
 
+/* A row whose profile has a device (hw_profile.h: struct hw_device): the
+ * cost model's device terms per token (sim/device_terms.h), apart from the
+ * serial total, as predict prices them; total_ms adds them to it. */
+static cJSON *table3_device_json(const struct table3_cell *x)
+{
+    const struct cost_prediction *p = &x->p;
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "name", x->hw.device.name);
+    cJSON_AddBoolToObject(d, "host_visible", x->hw.device.host_visible);
+    cJSON_AddNumberToObject(d, "h2d_bytes", p->dev_bytes_up);
+    cJSON_AddNumberToObject(d, "uploads", p->dev_uploads);
+    cJSON_AddNumberToObject(d, "d2h_bytes", p->dev_bytes_down);
+    cJSON_AddNumberToObject(d, "downloads", p->dev_downloads);
+    cJSON_AddNumberToObject(d, "row_moves", p->dev_row_moves);
+    cJSON_AddNumberToObject(d, "launches", p->dev_launches);
+    cJSON_AddNumberToObject(d, "syncs", p->dev_syncs);
+    cJSON_AddNumberToObject(d, "h2d_ms", p->h2d_ms);
+    cJSON_AddNumberToObject(d, "d2h_ms", p->d2h_ms);
+    cJSON_AddNumberToObject(d, "launch_ms", p->launch_ms);
+    cJSON_AddNumberToObject(d, "sync_ms", p->sync_ms);
+    cJSON_AddNumberToObject(d, "total_ms", p->device_total_ms);
+    return d;
+}
+
+/* The row's device terms as a Markdown line (device rows only): on unified
+ * memory the copies are none, said so rather than priced. */
+static void table3_device_md(struct strbuf *md, const cJSON *r, const struct table3_cell *x)
+{
+    const struct cost_prediction *p = &x->p;
+    char up[64], down[64];
+    if (x->hw.device.host_visible) {
+        snprintf(up, sizeof up, "none (unified memory)");
+        snprintf(down, sizeof down, "none");
+    } else {
+        snprintf(up, sizeof up, "%.1f MB: %.2f ms", p->dev_bytes_up / 1e6, p->h2d_ms);
+        snprintf(down, sizeof down, "%.2f ms", p->d2h_ms);
+    }
+    double pt = num(r, "total_ms");
+    strbuf_add(md, "| %s | %s | %s | %s | %s | %s | %.0f: %.2f ms | %.0f: %.2f ms | %.0f | %.0f / %.0f (%+.0f%%) |\n",
+               x->s.name, str(r, "method"), str(r, "backend"), x->hw.name, up, down, p->dev_launches, p->launch_ms,
+               p->dev_syncs, p->sync_ms, p->serial_ms, pt, p->device_total_ms,
+               100 * cost_rel_err(p->device_total_ms, pt));
+}
+
 /* The row's JSON: paper and model per component, and their errors. */
 static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
 {
@@ -452,6 +496,8 @@ static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
     }
     cJSON_AddStringToObject(o, "notes", x->notes);
     cJSON_AddStringToObject(o, "volume_source", x->c.vol.source);
+    if (p->device)
+        cJSON_AddItemToObject(o, "device", table3_device_json(x));
     return o;
 }
 
@@ -471,6 +517,41 @@ static void table3_row_md(struct strbuf *md, const cJSON *r, const struct table3
                pt, p->serial_ms, 100 * cost_rel_err(p->serial_ms, pt), x->notes);
 }
 
+/* Every row of Table 3 priced into rows and md; the rows on a device
+ * (their profile has one) also into dev, a second table. */
+static int table3_rows(const struct fb_settings *set, const cJSON *t, const struct hw_profile *given, cJSON *rows,
+                       struct strbuf *md, struct strbuf *dev, char *err, size_t errlen)
+{
+    const cJSON *shares = cJSON_GetObjectItemCaseSensitive(t, "dram_share"), *r;
+    struct table3_cell *x = malloc(sizeof *x);
+    int rc = x ? 0 : err_set(err, errlen, "table 3: out of memory");
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
+    {
+        if (rc != 0 || (rc = price_table3_row(set, r, shares, given, x, err, errlen)) != 0)
+            break;
+        cJSON_AddItemToArray(rows, table3_row_json(r, x));
+        table3_row_md(md, r, x);
+        if (x->p.device)
+            table3_device_md(dev, r, x);
+    }
+    free(x);
+    return rc;
+}
+
+/* The device rows' table, when there is one. */
+static void table3_device_section(struct strbuf *md, const struct strbuf *dev)
+{
+    if (dev->s)
+        strbuf_add(md, "\nOn the device, per token, apart from the totals above: the cost model's device terms "
+                       "(sim/device_terms.h) with the device object of each row's profile (its sources there): "
+                       "the FFN rows read from flash uploaded to the device, the logits (and x, for a host-side "
+                       "selector) downloaded, every launch and every wait. Public specifications, not measurements; "
+                       "on unified memory nothing is copied.\n\n"
+                       "| model | method | backend | profile | uploaded (h2d) | d2h | launches | waits (sync) | "
+                       "serial total | paper / model + device (error) |\n|---|---|---|---|---|---|---|---|---|---|\n%s",
+                   dev->s);
+}
+
 int paper_write_table3(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
                        cJSON *provenance, char *err, size_t errlen)
 {
@@ -483,35 +564,24 @@ int paper_write_table3(const struct fb_settings *set, const char *out_dir, const
     if (!t)
         return -1;
     int rc = -1;
-    struct strbuf md = {0};
+    struct strbuf md = {0}, dev = {0};
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 3: end-to-end latency per token (ms)");
     if (has_given(g))
         cJSON_AddStringToObject(root, "hw_given", given.path);
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
-    const cJSON *shares = cJSON_GetObjectItemCaseSensitive(t, "dram_share");
     table3_intro(&md, has_given(g) ? &given : NULL);
-    const cJSON *r;
-    struct table3_cell *x = malloc(sizeof *x);
-    if (!x) {
-        err_set(err, errlen, "table 3: out of memory");
+    if (table3_rows(set, t, has_given(g) ? &given : NULL, rows, &md, &dev, err, errlen) != 0)
         goto out;
-    }
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
-    {
-        if (price_table3_row(set, r, shares, has_given(g) ? &given : NULL, x, err, errlen) != 0)
-            goto out;
-        cJSON_AddItemToArray(rows, table3_row_json(r, x));
-        table3_row_md(&md, r, x);
-    }
     strbuf_add(&md, "\nNot derivable from what the paper publishes: its Metal \"All\" compute (438 and "
                 "271 ms) is slower than its dense compute (193 and 125 ms); a bandwidth model of the "
                 "same kernels cannot produce that, so those cells show the model's bandwidth-bound "
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
+    table3_device_section(&md, &dev);
     rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "", err, errlen);
 out:
-    free(x);
+    free(dev.s);
     free(md.s);
     cJSON_Delete(root);
     cJSON_Delete(t);

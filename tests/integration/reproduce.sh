@@ -27,7 +27,7 @@ check "reproduce --help exits 0" "$FLASHBED" reproduce --help
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
-               "## Table 2" "## Table 3" "## Table 3 on every backend" "## Fig. 8" "## Fig. 7, measured" "## What differs from the paper"; do
+               "## Table 2" "## Table 3" "## Table 3 on every backend" "## Table 3's device rows" "## Fig. 8" "## Fig. 7, measured" "## What differs from the paper"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"
 done
 check "Fig. 2b table" test -s "$S/fig2b/sweep.md"
@@ -99,6 +99,45 @@ for row in rows:
     got += [float(c) for c in cells[8:12]]
     for g, w in zip(got, want):
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
+PY
+
+# Table 3's device rows: naive and all on every device backend that starts
+# (sim always), each beside the price with its own calibrated profile, the
+# emulated ones labelled, and the paper's GPU and Metal rows modelled.
+check "sim's device profile, emulated" test "$(json_get "$S/calibration/hw-sim.json" '(d["backend"], d["emulated"], "device" in d)')" = "('sim', True, True)"
+check "the device rows are the result files' numbers" python3 - "$S" <<'PY'
+import json, os, re, statistics, sys
+s = sys.argv[1]
+text = open(f"{s}/REPORT.md").read()
+sec = text[text.index("## Table 3's device rows"):].split("\n## ")[0]
+rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in sec.splitlines()
+        if re.match(r"\| (sim|opencl|cuda) \|", l)]
+backends = sorted({r[0] for r in rows})
+ran = sorted(b for b in ("sim", "opencl", "cuda") if os.path.exists(f"{s}/runs/opt-tiny/naive-trace-{b}-r1/run.json"))
+assert "sim" in backends and backends == ran, (backends, ran)
+assert len(rows) == 2 * len(backends), rows
+for c in rows:
+    b, mode, rounds = c[0], c[3], int(c[4])
+    runs = [json.load(open(f"{s}/runs/opt-tiny/{mode}-trace-{b}-r{r}/run.json")) for r in range(1, rounds + 1)]
+    assert all(r["provenance"]["backend"] == b for r in runs)
+    want = statistics.median(sum(r["summary"][k] for k in ("io_ms", "mem_ms", "compute_ms")) for r in runs)
+    assert abs(float(c[5].split()[0]) - want) <= 0.051, (c, want)
+    dev = json.load(open(f"{s}/runs/opt-tiny/{mode}-trace-{b}-predict/predict.json"))["predictions"][0]["prediction"]["device"]
+    assert abs(float(c[6]) - dev["total_ms"]) <= 0.051, (c, dev)
+    m = runs[0]["summary"]
+    assert c[10] == f"{m['h2d_bytes'] / 1e6:.1f} / {dev['h2d_bytes'] / 1e6:.1f}", (c[10], m, dev)
+    assert c[11] == f"{m['launches']:.1f} / {dev['launches']:.1f}" and c[12] == f"{m['syncs']:.1f} / {dev['syncs']:.1f}", c
+    emulated = json.load(open(f"{s}/calibration/hw-{b}.json"))["emulated"]
+    assert (c[14] == "emulated device: a check of the pipeline, not a GPU timing") == emulated, c
+paper = json.load(open(f"{s}/paper-table3/table3.json"))["rows"]
+for r in paper:
+    if "device" not in r:
+        continue
+    line = [l for l in sec.splitlines() if l.startswith(f"| {r['backend']} (the paper's) | {r['hw']} | {r['model']} | {r['method']} |")]
+    assert len(line) == 1, (r["backend"], r["method"])
+    cells = [c.strip() for c in line[0].strip().strip("|").split("|")]
+    assert abs(float(cells[6]) - r["device"]["total_ms"]) <= 0.051 and float(cells[13]) == r["paper_total_ms"], cells
+assert any(r["hw"] == "rtx4090-gpu" and "device" in r for r in paper) and any(r["hw"] == "m1max-metal" and "device" in r for r in paper)
 PY
 
 # The ablation bars are Table 2's numbers: each mode's measured (trace)

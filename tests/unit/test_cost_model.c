@@ -53,6 +53,7 @@ static void test_accounting(void)
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
     load_opt67(&set, "m1max-metal", &s, hw);
+    hw->device = (struct hw_device){0}; /* the Metal profile without its (unified) device: none priced */
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
                             .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
     snprintf(c.dtype, sizeof c.dtype, "f16");
@@ -101,6 +102,7 @@ static void test_device_pricing(void)
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
     load_opt67(&set, "m1max-metal", &s, hw);
+    hw->device = (struct hw_device){0}; /* the Metal profile without its (unified) device: none priced */
     struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
                             .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
     snprintf(c.dtype, sizeof c.dtype, "f16");

@@ -1,0 +1,48 @@
+/* Inside reproduce's planner (harness/reproduce_plan.c and the parts of
+ * the study planned in files of their own, reproduce_device.c): appending
+ * a step, paths under the study's folder, the measured runs' budget.
+ * Internal to harness/reproduce_*.c; not thread-safe, as the plan is not. */
+#ifndef FLASHBED_HARNESS_REPRODUCE_PLAN_H
+#define FLASHBED_HARNESS_REPRODUCE_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "harness/reproduce.h"
+
+/* Appends a step with args (NULL-terminated, copied); out is relative to
+ * the plan's folder. 0, or -1 when out of memory. */
+int repro_plan_add(struct repro_plan *p, const char *section, const char *id, const char *out, const char *what,
+                   const char *const *args);
+
+#define STEP(p, section, id, out, what, ...)                                              \
+    do {                                                                                  \
+        const char *a_[] = {__VA_ARGS__, NULL};                                           \
+        if (repro_plan_add(p, section, id, out, what, a_) != 0)                           \
+            return -1;                                                                    \
+    } while (0)
+
+/* A path under the plan's folder (printf-style), into buf; returns buf. */
+const char *repro_plan_at(const struct repro_plan *p, char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Whether the plan already has a step of this id. */
+bool repro_plan_has(const struct repro_plan *p, const char *id);
+
+/* The DRAM budget of the measured runs on a shape: the paper's half,
+ * three quarters on the tiny shapes. */
+const char *repro_run_budget(const char *shape);
+
+/* Table 3's device rows (harness/reproduce_device.c): on every device of
+ * the plan's config, its calibration (an emulated profile where the device
+ * is one), naive and all on shape round by round, and each one's price
+ * with that profile. rounds and the token counts are the tier's. */
+struct repro_device_sizes {
+    const char *shape;
+    const char *base_prompt, *base_tokens; /* naive: reads whole layers */
+    const char *run_prompt, *run_tokens;   /* all */
+    int rounds;
+};
+int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z);
+
+#endif
