@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
+#include "sim/predict_report.h"
 #include "common/gnuplot.h"
 #include "common/json_file.h"
 #include "common/model_shape.h"
@@ -436,18 +437,7 @@ static cJSON *table3_device_json(const struct table3_cell *x)
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "name", x->hw.device.name);
     cJSON_AddBoolToObject(d, "host_visible", x->hw.device.host_visible);
-    cJSON_AddNumberToObject(d, "h2d_bytes", p->dev_bytes_up);
-    cJSON_AddNumberToObject(d, "uploads", p->dev_uploads);
-    cJSON_AddNumberToObject(d, "d2h_bytes", p->dev_bytes_down);
-    cJSON_AddNumberToObject(d, "downloads", p->dev_downloads);
-    cJSON_AddNumberToObject(d, "row_moves", p->dev_row_moves);
-    cJSON_AddNumberToObject(d, "launches", p->dev_launches);
-    cJSON_AddNumberToObject(d, "syncs", p->dev_syncs);
-    cJSON_AddNumberToObject(d, "h2d_ms", p->h2d_ms);
-    cJSON_AddNumberToObject(d, "d2h_ms", p->d2h_ms);
-    cJSON_AddNumberToObject(d, "launch_ms", p->launch_ms);
-    cJSON_AddNumberToObject(d, "sync_ms", p->sync_ms);
-    cJSON_AddNumberToObject(d, "total_ms", p->device_total_ms);
+    predict_device_json(d, p);
     return d;
 }
 

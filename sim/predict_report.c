@@ -9,11 +9,12 @@
 #include "common/json_file.h"
 #include "common/strbuf.h"
 
-/* A device's terms per token (cost_model.h), on a profile with a device only. */
-static void device_json(cJSON *d, const struct cost_prediction *p)
+void predict_device_json(cJSON *d, const struct cost_prediction *p)
 {
     cJSON_AddNumberToObject(d, "h2d_bytes", p->dev_bytes_up);
+    cJSON_AddNumberToObject(d, "uploads", p->dev_uploads);
     cJSON_AddNumberToObject(d, "d2h_bytes", p->dev_bytes_down);
+    cJSON_AddNumberToObject(d, "downloads", p->dev_downloads);
     cJSON_AddNumberToObject(d, "row_moves", p->dev_row_moves);
     cJSON_AddNumberToObject(d, "launches", p->dev_launches);
     cJSON_AddNumberToObject(d, "syncs", p->dev_syncs);
@@ -57,7 +58,7 @@ static cJSON *prediction_json(const struct cost_prediction *p)
     cJSON_AddNumberToObject(o, "model_gb", p->model_bytes / 1e9);
     cJSON_AddNumberToObject(o, "predictor_bytes", p->dram_predictor);
     if (p->device)
-        device_json(cJSON_AddObjectToObject(o, "device"), p);
+        predict_device_json(cJSON_AddObjectToObject(o, "device"), p);
     return o;
 }
 

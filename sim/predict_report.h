@@ -40,6 +40,10 @@
  * referenced as its "provenance" (prov stays the caller's, and must
  * outlive the object). The caller frees it with cJSON_Delete. */
 cJSON *predict_report_json(const struct policy_prediction *it, size_t n, cJSON *prov);
+/* A prediction's device terms per token (cost_model.h, on a profile with a
+ * device) into d: bytes and counts up and down, row moves, launches,
+ * syncs, their times and total_ms; predict.json's and table3.json's. */
+void predict_device_json(cJSON *d, const struct cost_prediction *p);
 
 /* predict.md's text for the n predictions s priced (heap: the caller
  * frees it), or NULL when out of memory. */

@@ -74,17 +74,10 @@ static inline void watch_free(struct watch *w)
 /* The prompt through engine e, every token watched. */
 static inline void run_watched(struct engine *e, const struct model *m, const int *prompt, struct watch *w)
 {
-    char err[1024];
     w->e = e;
     w->vocab = (int)m->shape.vocab_size;
-    e->be_ops->counts(e->be, &w->last); /* the weights' and hybrid's resident rows' uploads are set-up */
-    struct decode_config d = {.prompt = prompt, .n_prompt = N_PROMPT, .n = N_GEN, .ignore_eos = true};
-    struct run_exec_config rc = {.decode = d, .token = on_row, .ctx = w};
-    struct run_outcome out;
-    CHECK(run_exec(e, &rc, &out, err, sizeof err) == 0);
-    CHECK_STR(out.error, "");
+    run_prompt(e, prompt, on_row, w, &w->last);
     CHECK_U64(w->n, N_ROWS);
-    free(out.rows);
 }
 
 /* Case c on be, every token watched, recording to record when not NULL;

@@ -12,8 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "policy_text.h"
 #include "trace_file_fixture.h"
+#include "engine/compute/backend.h"
+#include "engine/run/run_exec.h"
 #include "engine/run/run_setup.h"
 #include "traces/trace.h"
 
@@ -55,6 +58,36 @@ static int setup(const struct fb_settings *set, const struct model *m, const str
         return -1;
     }
     return 0;
+}
+
+/* The prompt through engine e, each token's row to hook(ctx), the backend's
+ * counts before the first token into *last (set-up's uploads are no token's). */
+static inline void run_prompt(struct engine *e, const int *prompt, run_exec_hook hook, void *ctx,
+                              struct backend_counts *last)
+{
+    char err[1024];
+    e->be_ops->counts(e->be, last);
+    struct decode_config d = {.prompt = prompt, .n_prompt = N_PROMPT, .n = N_GEN, .ignore_eos = true};
+    struct run_exec_config rc = {.decode = d, .token = hook, .ctx = ctx};
+    struct run_outcome out;
+    CHECK(run_exec(e, &rc, &out, err, sizeof err) == 0);
+    CHECK_STR(out.error, "");
+    CHECK_U64(out.n_rows, N_ROWS);
+    free(out.rows);
+}
+
+/* The backend a device test's one argument names; NULL (after saying why)
+ * when it is missing or unknown. */
+static inline const struct backend_ops *backend_arg(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s BACKEND (%s)\n", argv[0], backend_names());
+        return NULL;
+    }
+    const struct backend_ops *be = backend_find(argv[1]);
+    if (!be)
+        fprintf(stderr, "%s: unknown backend\n", argv[1]);
+    return be;
 }
 
 #endif

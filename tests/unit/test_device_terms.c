@@ -97,16 +97,9 @@ static void on_row(void *ctx, const struct decode_step *s, const struct token_ro
 /* Engine e (built on sim) through the prompt, every token checked. */
 static void run_checked(struct engine *e, const int *prompt, struct watch *w)
 {
-    char err[1024];
     w->e = e;
-    e->be_ops->counts(e->be, &w->last); /* set-up's uploads are no token's */
-    struct decode_config d = {.prompt = prompt, .n_prompt = N_PROMPT, .n = N_GEN, .ignore_eos = true};
-    struct run_exec_config rc = {.decode = d, .token = on_row, .ctx = w};
-    struct run_outcome out;
-    CHECK(run_exec(e, &rc, &out, err, sizeof err) == 0);
-    CHECK_STR(out.error, "");
+    run_prompt(e, prompt, on_row, w, &w->last);
     CHECK_U64(w->n, N_ROWS);
-    free(out.rows);
 }
 
 /* Case c of x on sim (recording into x's folder when c says), every token

@@ -81,15 +81,9 @@ static const struct run_case cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s BACKEND (%s)\n", argv[0], backend_names());
+    const struct backend_ops *be = backend_arg(argc, argv);
+    if (!be)
         return 2;
-    }
-    const struct backend_ops *be = backend_find(argv[1]);
-    if (!be) {
-        fprintf(stderr, "%s: unknown backend\n", argv[1]);
-        return 2;
-    }
     char tmp[] = "/tmp/flashbed-test-ffn-flash-device-XXXXXX";
     char err[512], dir[600];
     struct model dense, flash;

@@ -136,15 +136,9 @@ static int run_shape(const struct backend_ops *be, const char *shape, struct tal
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s BACKEND (%s)\n", argv[0], backend_names());
+    const struct backend_ops *be = backend_arg(argc, argv);
+    if (!be)
         return 2;
-    }
-    const struct backend_ops *be = backend_find(argv[1]);
-    if (!be) {
-        fprintf(stderr, "%s: unknown backend\n", argv[1]);
-        return 2;
-    }
     static const char *const shapes[] = {"opt-tiny", "llama-relu-tiny"};
     int rc = 0;
     for (size_t k = 0; rc == 0 && k < sizeof shapes / sizeof shapes[0]; k++) {

@@ -4,6 +4,7 @@
  * itself (cache/) running the same tokens and against the rule predict
  * shares (sim/window_auto.h) given the same rows. */
 #include "check.h"
+#include "plan_model_fixture.h"
 #include "policy_text.h"
 #include "trace_fixture.h"
 
@@ -12,23 +13,8 @@
 #include "sim/paper_tables.h"
 #include "sim/window_auto.h"
 
-/* d_model 4, f32, ReLU (no gate): a row is 2 vectors of 16 bytes = 32
- * bytes of weights, stored in bundles of 64 (the alignment). dram.bin 1000
- * bytes; the KV cache is given as 100. */
-enum { STRIDE = 64, FIXED = 1000 + 100 };
-
-static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
-{
-    struct model m;
-    memset(&m, 0, sizeof m);
-    m.shape.n_layers = n_layers;
-    m.shape.d_ff = d_ff;
-    m.shape.d_model = 4;
-    m.dtype = DTYPE_F32;
-    m.bundle_stride = STRIDE;
-    m.dram_bytes = 1000;
-    return m;
-}
+/* plan_model_fixture.h's model; the KV cache is given as 100. */
+enum { STRIDE = PLAN_STRIDE, FIXED = PLAN_DRAM + 100 };
 
 static int plan(const struct model *m, const char *policy, uint64_t budget, const struct trace *tr,
                 uint64_t tokens, struct run_plan_out *out, char *err)

@@ -7,6 +7,7 @@
  * backend in host memory refuses a device budget. A model that exists only
  * as numbers. */
 #include "check.h"
+#include "plan_model_fixture.h"
 #include "policy_text.h"
 #include "trace_fixture.h"
 
@@ -16,20 +17,7 @@
 /* d_model 4, f32, ReLU: bundles of 64 bytes; dram.bin 1000 bytes, the KV
  * cache 100. On the device a cache row is 64 + 8 (its move entry), 4 more
  * with an up bias; pinned x is 16 bytes. */
-enum { STRIDE = 64, FIXED = 1000 + 100, DROW = STRIDE + 8, X_PINNED = 16 };
-
-static struct model fake_model(uint32_t n_layers, uint32_t d_ff)
-{
-    struct model m;
-    memset(&m, 0, sizeof m);
-    m.shape.n_layers = n_layers;
-    m.shape.d_ff = d_ff;
-    m.shape.d_model = 4;
-    m.dtype = DTYPE_F32;
-    m.bundle_stride = STRIDE;
-    m.dram_bytes = 1000;
-    return m;
-}
+enum { STRIDE = PLAN_STRIDE, FIXED = PLAN_DRAM + 100, DROW = STRIDE + 8, X_PINNED = 16 };
 
 static int plan(const struct model *m, const char *policy, bool device, uint64_t budget, uint64_t device_budget,
                 const struct trace *tr, struct run_plan_out *out, char *err)
