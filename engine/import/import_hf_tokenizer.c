@@ -3,6 +3,7 @@
  * the engine's own reader of tokenizer.json. */
 #include "engine/import/import_hf_arch.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,31 +52,69 @@ static int read_sp_vocab(const cJSON *vocab, char **pieces, uint32_t vocab_size,
     return 0;
 }
 
-/* Merge rank r gives its merged piece the score -r (the first rank of a
- * piece made by several merges); merges of "a b" or ["a", "b"]. */
-static void score_merges(const cJSON *vocab, const cJSON *merges, float *scores)
+/* The vocab as (piece, id) sorted by piece, for lookups by bsearch: a
+ * cJSON object lookup is a list walk, and 32,000 merges over a 32,000-piece
+ * vocab made the tokenizer most of a small model's conversion. */
+struct vocab_entry {
+    const char *piece;
+    double id;
+};
+
+static int by_piece(const void *a, const void *b)
 {
-    int rank = 0;
+    return strcmp(((const struct vocab_entry *)a)->piece, ((const struct vocab_entry *)b)->piece);
+}
+
+/* The merged piece of merge e ("a b" or ["a", "b"]) into merged; false
+ * for anything else. */
+static bool merged_piece(const cJSON *e, char *merged, size_t len)
+{
+    if (cJSON_IsString(e)) { /* "a b" */
+        const char *sp = strchr(e->valuestring, ' ');
+        if (!sp)
+            return false;
+        snprintf(merged, len, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
+        return true;
+    }
+    if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
+        cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"] */
+        snprintf(merged, len, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring, cJSON_GetArrayItem(e, 1)->valuestring);
+        return true;
+    }
+    return false;
+}
+
+/* Merge rank r gives its merged piece the score -r (the first rank of a
+ * piece made by several merges); merges of "a b" or ["a", "b"]. -1 when
+ * out of memory. */
+static int score_merges(const cJSON *vocab, const cJSON *merges, float *scores, uint32_t vocab_size)
+{
+    size_t n = 0, cap = (size_t)cJSON_GetArraySize(vocab);
+    struct vocab_entry *idx = malloc((cap ? cap : 1) * sizeof *idx);
+    if (!idx)
+        return -1;
     const cJSON *e;
+    cJSON_ArrayForEach(e, vocab)
+    {
+        if (cJSON_IsNumber(e) && n < cap)
+            idx[n++] = (struct vocab_entry){e->string, e->valuedouble};
+    }
+    qsort(idx, n, sizeof *idx, by_piece);
+    int rank = 0;
     cJSON_ArrayForEach(e, merges)
     {
+        struct vocab_entry key = {0};
         char merged[512];
-        if (cJSON_IsString(e)) { /* "a b" */
-            const char *sp = strchr(e->valuestring, ' ');
-            if (!sp)
-                continue;
-            snprintf(merged, sizeof merged, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
-        } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-                   cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"] */
-            snprintf(merged, sizeof merged, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring,
-                     cJSON_GetArrayItem(e, 1)->valuestring);
-        } else
+        if (!merged_piece(e, merged, sizeof merged))
             continue;
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(vocab, merged);
-        if (cJSON_IsNumber(id) && scores[(int)id->valuedouble] == TOKENIZER_NO_MERGE)
-            scores[(int)id->valuedouble] = -(float)rank;
+        key.piece = merged;
+        const struct vocab_entry *hit = bsearch(&key, idx, n, sizeof *idx, by_piece);
+        if (hit && hit->id >= 0 && hit->id < vocab_size && scores[(int)hit->id] == TOKENIZER_NO_MERGE)
+            scores[(int)hit->id] = -(float)rank;
         rank++;
     }
+    free(idx);
+    return 0;
 }
 
 /* tokenizer.bin at out: the longest piece's length, then per id its score,
@@ -141,7 +180,10 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
         scores[i] = TOKENIZER_NO_MERGE;
     if (read_sp_vocab(vocab, pieces, s->vocab_size, path, err, errlen) != 0)
         goto out;
-    score_merges(vocab, merges, scores);
+    if (score_merges(vocab, merges, scores, s->vocab_size) != 0) {
+        err_set(err, errlen, "%s: out of memory for the merges", path);
+        goto out;
+    }
     rc = write_llama2c_tokenizer(out, pieces, scores, s->vocab_size, path, err, errlen);
 out:
     for (uint32_t i = 0; pieces && i < s->vocab_size; i++)
