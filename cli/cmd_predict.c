@@ -137,7 +137,7 @@ static int compare_device(const struct run_comparison *c, cJSON *rows, char *md,
     if (!c->has_device)
         return 0;
     int n = 0;
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < RUN_DEVICE_KEYS; k++) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "component", run_device_keys[k]);
         cJSON_AddNumberToObject(o, "predicted", c->device[k][0]);

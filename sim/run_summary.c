@@ -42,8 +42,9 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
     out->capacity_rows = number_or_nan(sum, "capacity_rows_per_layer");
     out->predictor_ms = number_or_nan(sum, "predictor_ms");
     out->predictor_dram_bytes = number_or_nan(sum, "predictor_dram_bytes");
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < RUN_DEVICE_KEYS; k++)
         out->device[k] = number_or_nan(sum, run_device_keys[k]);
+    out->io_ms_exposed = number_or_nan(sum, "exposed_io_ms");
     copy_string(out->active_source, sizeof out->active_source, cJSON_GetObjectItemCaseSensitive(sum, "active_source"),
                 "");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
@@ -61,7 +62,7 @@ void run_summary_free(struct run_summary *s)
     s->provenance = NULL;
 }
 
-const char *const run_device_keys[4] = {"h2d_bytes", "d2h_bytes", "launches", "syncs"};
+const char *const run_device_keys[RUN_DEVICE_KEYS] = {"h2d_bytes", "d2h_bytes", "launches", "syncs", "h2d_ms"};
 
 /* The device's counts, modelled beside measured. */
 static void compare_device(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out)
@@ -69,8 +70,9 @@ static void compare_device(const struct cost_prediction *p, const struct run_sum
     out->has_device = p->device && !isnan(m->device[0]);
     if (!out->has_device)
         return;
-    const double predicted[4] = {p->dev_bytes_up, p->dev_bytes_down, p->dev_launches, p->dev_syncs};
-    for (int k = 0; k < 4; k++) {
+    const double predicted[RUN_DEVICE_KEYS] = {p->dev_bytes_up, p->dev_bytes_down, p->dev_launches, p->dev_syncs,
+                                               p->h2d_ms};
+    for (int k = 0; k < RUN_DEVICE_KEYS; k++) {
         out->device[k][0] = predicted[k];
         out->device[k][1] = m->device[k];
         out->device[k][2] = cost_rel_err(predicted[k], m->device[k]);

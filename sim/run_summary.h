@@ -15,14 +15,16 @@
 #include "sim/cost_model.h"
 
 enum { RUN_IO, RUN_MEM, RUN_COMPUTE, RUN_TOTAL, RUN_PARTS };
+enum { RUN_DEVICE_KEYS = 5 };
 
 struct run_summary {
     double part_ms[RUN_PARTS];       /* steady state per token; the total their sum */
     double window_k;                 /* NAN when absent: the policy kept no window */
     double capacity_rows;            /* per layer; NAN when absent (dense) */
     double predictor_ms, predictor_dram_bytes;
-    double device[4];                /* a device run's h2d_bytes, d2h_bytes, launches, syncs per token
-                                      * (run_device_keys); NAN when absent (a cpu run) */
+    double device[RUN_DEVICE_KEYS];  /* a device run's h2d_bytes, d2h_bytes, launches, syncs and h2d_ms
+                                      * per token (run_device_keys); NAN when absent (a cpu run) */
+    double io_ms_exposed;            /* a device run's exposed_io_ms; NAN when absent */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */
@@ -34,8 +36,9 @@ void run_summary_free(struct run_summary *s);
 
 /* Names of the parts as run.json and compare.json spell them. */
 extern const char *const run_part_keys[RUN_PARTS];
-/* The device's counts per token as run.json and compare.json spell them. */
-extern const char *const run_device_keys[4];
+/* The device's counts per token as run.json and compare.json spell them,
+ * and the uploads' device time. */
+extern const char *const run_device_keys[RUN_DEVICE_KEYS];
 
 /* A prediction beside a run: per part predicted, measured and the relative
  * error (predicted - measured) / measured (0 when nothing was measured);
@@ -49,7 +52,7 @@ struct run_comparison {
     int has_predictor;
     double predictor_ms[3], predictor_dram[3]; /* predicted, measured, rel_err */
     int has_device;            /* a device run priced on a profile with a device */
-    double device[4][3];       /* run_device_keys': predicted, measured, rel_err */
+    double device[RUN_DEVICE_KEYS][3]; /* run_device_keys': predicted, measured, rel_err */
 };
 
 void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out);

@@ -125,10 +125,12 @@ for c in rows:
     dev = json.load(open(f"{s}/runs/opt-tiny/{mode}-trace-{b}-predict/predict.json"))["predictions"][0]["prediction"]["device"]
     assert abs(float(c[6]) - dev["total_ms"]) <= 0.051, (c, dev)
     m = runs[0]["summary"]
-    assert c[10] == f"{m['h2d_bytes'] / 1e6:.1f} / {dev['h2d_bytes'] / 1e6:.1f}", (c[10], m, dev)
-    assert c[11] == f"{m['launches']:.1f} / {dev['launches']:.1f}" and c[12] == f"{m['syncs']:.1f} / {dev['syncs']:.1f}", c
+    assert c[8] == f"{m['h2d_ms']:.3f} / {dev['h2d_ms']:.3f}", (c[8], m, dev)
+    assert c[9] == f"{m['exposed_io_ms']:.3f} / {m['io_ms']:.3f}" and m['exposed_io_ms'] <= m['io_ms'], (c[9], m)
+    assert c[11] == f"{m['h2d_bytes'] / 1e6:.1f} / {dev['h2d_bytes'] / 1e6:.1f}", (c[11], m, dev)
+    assert c[12] == f"{m['launches']:.1f} / {dev['launches']:.1f}" and c[13] == f"{m['syncs']:.1f} / {dev['syncs']:.1f}", c
     emulated = json.load(open(f"{s}/calibration/hw-{b}.json"))["emulated"]
-    assert (c[14] == "emulated device: a check of the pipeline, not a GPU timing") == emulated, c
+    assert (c[15] == "emulated device: a check of the pipeline, not a GPU timing") == emulated, c
 paper = json.load(open(f"{s}/paper-table3/table3.json"))["rows"]
 for r in paper:
     if "device" not in r:
@@ -136,7 +138,7 @@ for r in paper:
     line = [l for l in sec.splitlines() if l.startswith(f"| {r['backend']} (the paper's) | {r['hw']} | {r['model']} | {r['method']} |")]
     assert len(line) == 1, (r["backend"], r["method"])
     cells = [c.strip() for c in line[0].strip().strip("|").split("|")]
-    assert abs(float(cells[6]) - r["device"]["total_ms"]) <= 0.051 and float(cells[13]) == r["paper_total_ms"], cells
+    assert abs(float(cells[6]) - r["device"]["total_ms"]) <= 0.051 and float(cells[14]) == r["paper_total_ms"], cells
 assert any(r["hw"] == "rtx4090-gpu" and "device" in r for r in paper) and any(r["hw"] == "m1max-metal" and "device" in r for r in paper)
 PY
 
