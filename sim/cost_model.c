@@ -7,6 +7,7 @@
 
 #include "cache/cache.h"
 #include "common/errbuf.h"
+#include "common/limits.h"
 #include "sim/device_terms.h"
 
 int dtype_bytes(const char *dtype)
@@ -293,9 +294,11 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
     bool predictor = strcmp(x->pol->name, "predictor") == 0, cache = !x->streams_all && !predictor;
     uint64_t L = s->n_layers;
     double rows = x->whole ? fmin((double)L * s->d_ff, o->bytes_per_token / x->rb) : c->vol.rows_inserted;
+    /* a row goes up as the engine stores it: its bundle, padded to the direct-I/O alignment */
+    uint64_t stride = ((uint64_t)ceil(x->rb) + FB_BUNDLE_ALIGN - 1) / FB_BUNDLE_ALIGN * FB_BUNDLE_ALIGN;
     double moves = cache && !x->whole ? c->vol.rows_deleted : 0;
     struct dev_shape ds = {.n_layers = s->n_layers, .d_model = s->d_model, .vocab = s->vocab_size,
-                           .n_heads = s->n_heads, .n_kv_heads = s->n_kv_heads, .row_stride = (uint64_t)x->rb,
+                           .n_heads = s->n_heads, .n_kv_heads = s->n_kv_heads, .row_stride = stride,
                            .up_bias = s->biases, .down_bias = s->biases,
                            .pos_embedding = strcmp(s->position, "learned") == 0,
                            .rope = strcmp(s->position, "rope") == 0, .qk_norm = s->qk_norm,

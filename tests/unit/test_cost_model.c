@@ -136,6 +136,14 @@ static void test_device_pricing(void)
     CHECK_NEAR(p.dev_bytes_up, rows * (16384 + 4) + 8 * rows, 0);
     CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4 + 32 * 16384 * 4, 0); /* the predictor's logits per layer */
     CHECK_NEAR(p.dev_syncs, 1 + 32 + 32, 0); /* + a wait for the logits, one for the reads per layer */
+    /* OPT-125M in f16: a row's 2 x 768 x 2 = 3072 bytes are stored (and go up)
+     * as a 4096-byte bundle: naive uploads every row at that stride */
+    struct model_shape small;
+    CHECK(model_shape_load(&set, "opt-125m", &small, err, sizeof err) == 0);
+    c.shape = &small;
+    c.policy = POLICY("naive");
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK_NEAR(p.dev_bytes_up, 12.0 * 3072 * (4096 + 4), 0);
     free(hw);
 }
 
