@@ -302,7 +302,8 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
                            .up_bias = s->biases, .down_bias = s->biases,
                            .pos_embedding = strcmp(s->position, "learned") == 0,
                            .rope = strcmp(s->position, "rope") == 0, .qk_norm = s->qk_norm,
-                           .parallel_block = s->parallel_block, .device_predictor = !x->whole,
+                           .parallel_block = s->parallel_block,
+                           .device_predictor = !x->whole && (c->predictor_fraction > 0 || c->predictor_rank > 0),
                            .d_ff = s->d_ff};
     /* per layer: one group of rows used once or one of rows appended, each
      * one upload run, and one batch of reads with its wait for the device

@@ -129,6 +129,7 @@ static void test_device_pricing(void)
     /* the window: rows appended and moved, the predictor on the device (its
      * logits come down per layer), the previous step's wait covered */
     c.policy = POLICY("window:5");
+    c.predictor_fraction = 0.0125;
     volumes_from_fractions(&s, &policy_window, 0.024, 0.24, &c.vol);
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     double rows = floor(0.024 * 32 * 16384 + 0.5);
@@ -136,6 +137,11 @@ static void test_device_pricing(void)
     CHECK_NEAR(p.dev_bytes_up, rows * (16384 + 4) + 8 * rows, 0);
     CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4 + 32 * 16384 * 4, 0); /* the predictor's logits per layer */
     CHECK_NEAR(p.dev_syncs, 1 + 32 + 32, 0); /* + a wait for the logits, one for the reads per layer */
+    /* no predictor priced (a trace chooses): nothing but the logits comes down */
+    c.predictor_fraction = 0;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK_NEAR(p.dev_bytes_down, 50272.0 * 4, 0);
+    CHECK_NEAR(p.dev_syncs, 1 + 32, 0);
     /* OPT-125M in f16: a row's 2 x 768 x 2 = 3072 bytes are stored (and go up)
      * as a 4096-byte bundle: naive uploads every row at that stride */
     struct model_shape small;
