@@ -32,13 +32,14 @@ for cells in rows:
     run = json.load(open(f"{g}/runs/opt-tiny-{mode}/run.json"))
     s = run["summary"]
     assert run["provenance"]["backend"] == "sim", run["provenance"]
-    got = [float(c) for c in cells[2:6]]
-    want = [s[k] for k in ("total_ms", "io_ms", "mem_ms", "compute_ms")]
+    got = [float(c) for c in cells[2:7]]
+    want = [s[k] for k in ("total_ms", "io_ms", "exposed_io_ms", "mem_ms", "compute_ms")]
     assert all(abs(a - b) <= 0.051 for a, b in zip(got, want)), (got, want)
-    assert abs(float(cells[6]) - s["h2d_bytes"] / 1e6) <= 0.051, (cells, s["h2d_bytes"])
+    assert abs(float(cells[7]) - s["h2d_bytes"] / 1e6) <= 0.051, (cells, s["h2d_bytes"])
+    assert abs(float(cells[8]) - s["h2d_ms"]) <= 0.0051, (cells, s["h2d_ms"])
     p = json.load(open(f"{g}/runs/opt-tiny-{mode}-predict/predict.json"))["predictions"][0]["prediction"]
-    assert abs(float(cells[7]) - p["device"]["total_ms"]) <= 0.051, (cells, p["device"])
-    assert cells[8] == {"naive": "2218", "all": "84"}[mode], cells
+    assert abs(float(cells[9]) - p["device"]["total_ms"]) <= 0.051, (cells, p["device"])
+    assert cells[10] == {"naive": "2218", "all": "84"}[mode], cells
 PY
 bad=$(GPU_CHECK_BACKEND=tpu GPU_CHECK_OUT="$WORK/bad" bash "$SRC/tools/gpu-check.sh" 2>&1)
 check "an unknown backend: exit 2, said, nothing written" test $? = 2 -a ! -e "$WORK/bad"
