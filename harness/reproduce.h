@@ -79,6 +79,7 @@ struct repro_plan {
     char missing[1024]; /* parts of the study the plan leaves out, and why ("" when none) */
     char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
     char device_shape[32]; /* the shape of Table 3's device rows ("" when none are planned) */
+    char device_budget[8]; /* and all's --dram-budget there */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };

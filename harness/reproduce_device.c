@@ -38,7 +38,7 @@ static int add_device_run(struct repro_plan *p, const struct repro_device *d, co
              "--ignore-eos", "--quiet", "--out", out);
     else
         STEP(p, "device", id, rel, what, "run", "--model", model, "--backend", d->backend, "--mode", m, "--window",
-             "5", "--active", active, "--dram-budget", repro_run_budget(z->shape), "--prompt", p->prompt,
+             "5", "--active", active, "--dram-budget", z->budget, "--prompt", p->prompt,
              "--prompt-tokens", z->run_prompt, "-n", z->run_tokens, "--cold", "5", "--ignore-eos", "--quiet", "--out",
              out);
     return 0;
@@ -58,10 +58,10 @@ static int add_device_predict(struct repro_plan *p, const struct repro_device *d
     snprintf(rel, sizeof rel, "runs/%s/%s-trace-%s-predict", z->shape, m, d->backend);
     repro_plan_at(p, out, sizeof out, "%s", rel);
     const char *naive[] = {"predict", "--model", z->shape, "--hw", hw, "--dtype", "f16", "--policy", "naive",
-                           "--dram-budget", repro_run_budget(z->shape), "--predictor-rank", "none", "--out", out,
+                           "--dram-budget", z->budget, "--predictor-rank", "none", "--out", out,
                            allow, NULL};
     const char *all[] = {"predict", "--model", z->shape, "--hw", hw, "--dtype", "f16", "--policy", "window:5",
-                         "--layout", "bundled", "--dram-budget", repro_run_budget(z->shape), "--trace", trace,
+                         "--layout", "bundled", "--dram-budget", z->budget, "--trace", trace,
                          "--predictor-rank", "none", "--out", out, allow, NULL};
     return repro_plan_add(p, "device", id, rel, what, mode == 0 ? naive : all);
 }
@@ -71,6 +71,7 @@ int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z)
     char sweep[4200], hw[4200], id[96], rel[200], what[160], name[64];
     repro_plan_at(p, sweep, sizeof sweep, "fig2b/sweep.json");
     snprintf(p->device_shape, sizeof p->device_shape, "%s", z->shape);
+    snprintf(p->device_budget, sizeof p->device_budget, "%s", z->budget);
     for (size_t i = 0; i < p->config.n_devices; i++) {
         const struct repro_device *d = &p->config.devices[i];
         snprintf(id, sizeof id, "calibration-%s", d->backend);
@@ -156,7 +157,7 @@ static void device_row(struct strbuf *b, const struct repro_plan *p, const struc
         return;
     struct device_price m;
     read_device_price(p, prefix, d->backend, &m);
-    struct run_summary s = {.device = {NAN, NAN, NAN, NAN, NAN}, .io_ms_exposed = NAN};
+    struct run_summary s = {.device = {NAN, NAN, NAN, NAN, NAN}, .read_ms = NAN};
     snprintf(path, sizeof path, "%s/%s-r1/run.json", p->config.out, prefix);
     bool counted = run_summary_read(path, &s, err, sizeof err) == 0;
     strbuf_add(b, "| %s | %s | %s | %s | %d | %.1f (%.1f–%.1f) |", d->backend, d->device, p->device_shape,
@@ -164,7 +165,7 @@ static void device_row(struct strbuf *b, const struct repro_plan *p, const struc
     repro_add_ms(b, m.total_ms);
     repro_add_error(b, m.total_ms, c.median[REPRO_TOTAL]);
     add_ms_pair(b, counted ? s.device[4] : NAN, m.h2d_ms);
-    add_ms_pair(b, counted ? s.io_ms_exposed : NAN, counted ? s.part_ms[RUN_IO] : NAN);
+    add_ms_pair(b, counted ? s.part_ms[RUN_IO] : NAN, counted ? s.read_ms : NAN);
     repro_add_ms(b, m.wait_ms);
     add_pair(b, counted ? s.device[0] : NAN, m.h2d_bytes, 1e6);
     add_pair(b, counted ? s.device[2] : NAN, m.launches, 1);
@@ -227,10 +228,10 @@ void repro_section_devices(struct strbuf *b, const struct repro_plan *p)
                   "the first round's run.json, exact. A row on an emulated device (sim, OpenCL on a CPU) is a check "
                   "of the pipeline, not a GPU timing. The paper's GPU and Metal rows follow, modelled from their "
                   "profiles' public specifications (`paper-table3/`).%s%s\n\n",
-               p->device_shape, repro_run_budget(p->device_shape), p->config.devices_absent[0] ? " Not here: " : "",
+               p->device_shape, p->device_budget, p->config.devices_absent[0] ? " Not here: " : "",
                p->config.devices_absent);
     strbuf_add(b, "| backend | device | model | mode | rounds | measured ms/token | modelled ms/token | error | "
-                  "h2d ms measured (device time) / modelled | I/O ms exposed / all (measured) | modelled launch + "
+                  "h2d ms measured (device time) / modelled | I/O ms exposed / reads' whole time (measured) | modelled launch + "
                   "sync ms | uploaded MB/token measured / modelled | launches measured / modelled | syncs measured / "
                   "modelled | paper ms/token | what it is |\n"
                   "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");

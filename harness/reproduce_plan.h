@@ -41,6 +41,7 @@ struct repro_device_sizes {
     const char *shape;
     const char *base_prompt, *base_tokens; /* naive: reads whole layers */
     const char *run_prompt, *run_tokens;   /* all */
+    const char *budget;                    /* all's --dram-budget */
     int rounds;
 };
 int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z);

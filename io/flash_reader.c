@@ -98,6 +98,7 @@ struct flash_reader {
     bool broken;
     char broken_err[512];
     bool in_flight;             /* submitted, not yet waited for (the caller's thread only) */
+    uint64_t start_ns, done_ns; /* the batch handed to the threads; its last read done (under mu) */
 
     struct flash_reader_stats stats;
 };
@@ -213,8 +214,10 @@ static void serve_batches(struct worker *w)
         run_batch(w);
 
         pthread_mutex_lock(&r->mu);
-        if (--r->running == 0)
+        if (--r->running == 0) {
+            r->done_ns = now_ns();
             pthread_cond_signal(&r->done);
+        }
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -485,6 +488,7 @@ static void start_batch(struct flash_reader *r, const struct flash_read *reqs, u
     r->err[0] = '\0';
     r->active = active;
     r->running = active;
+    r->start_ns = r->done_ns = now_ns();
     r->generation++;
     for (unsigned i = 0; i < active; i++)
         pthread_cond_signal(&r->w[i].wake);
@@ -504,6 +508,7 @@ int flash_reader_submit(struct flash_reader *r, const struct flash_read *reqs, s
         return -1;
     }
     r->stats.batches++;
+    r->stats.last_batch_ms = 0; /* a batch of nothing took nothing */
     if (r->broken) {
         err_set(err, errlen, "%s", r->broken_err);
         rc = -1;
@@ -537,6 +542,7 @@ int flash_reader_wait(struct flash_reader *r, char *err, size_t errlen)
         rc = -1;
     }
     r->reqs = NULL;
+    r->stats.last_batch_ms = (double)(r->done_ns - r->start_ns) * 1e-6;
     pthread_mutex_unlock(&r->mu);
     r->in_flight = false;
     r->stats.wait_ms += (double)(now_ns() - t0) * 1e-6;

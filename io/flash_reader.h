@@ -42,6 +42,8 @@ struct flash_reader_stats {
     uint64_t batches;               /* calls to flash_reader_read */
     uint64_t reads, bytes;          /* reads completed, as issued (after splitting) */
     double wait_ms;                 /* time callers spent in flash_reader_read (submit and wait) */
+    double last_batch_ms;           /* the last batch waited for: from its hand-off to the threads until
+                                     * its last read completed, whatever the caller did meanwhile */
 };
 
 struct flash_reader;

@@ -8,10 +8,11 @@
 # run.json's summary reports. The cold tokens' totals are also marked with
 # points, which stay visible when a long run makes their bars a pixel wide.
 # On a device whose memory is not the host's (device = 1: tokens.csv has
-# exposed_io_ms and h2d_ms) the I/O bar is split into the reads still
-# waited for after the device had finished (exposed) and those the device's
-# work hid (overlapped), and the device's time in the uploads is drawn as a
-# line beside the bars (device time, not a part of the host's total).
+# read_ms and h2d_ms) the I/O bar is the reads the token still waited for
+# after the device had finished its work (exposed), and two lines beside
+# the bars give the reads' whole time (the rest of it overlapped the
+# device's work, inside compute) and the device's time in the uploads
+# (device time, not a part of the host's total).
 # flashbed passes: csv (tokens.csv of flashbed run), plot_title, machine,
 # device (0|1), term (pngcairo|svg), outfile. By hand:
 #   gnuplot -e "csv='tokens.csv'; term='svg'; outfile='fig8.svg'" plots/fig8_token_latency.gp
@@ -60,8 +61,8 @@ if (n_cold > 0) {
 if (device) {
 plot csv using 'index':(column('io_ms') + column('mem_ms') + column('compute_ms')) with boxes lc rgb '#2ca02c' title 'compute (host: enqueue and waits)', \
      ''  using 'index':(column('io_ms') + column('mem_ms')) with boxes lc rgb '#ff7f0e' title 'memory management', \
-     ''  using 'index':'io_ms' with boxes lc rgb '#9ecae1' title 'I/O overlapped with the device', \
-     ''  using 'index':'exposed_io_ms' with boxes lc rgb '#1f77b4' title 'I/O exposed (flash)', \
+     ''  using 'index':'io_ms' with boxes lc rgb '#1f77b4' title 'I/O exposed (flash)', \
+     ''  using 'index':'read_ms' with linespoints pt 4 ps 0.5 lw 1.5 lc rgb '#17becf' title 'reads in flight (overlapping the device)', \
      ''  using 'index':'h2d_ms' with linespoints pt 6 ps 0.5 lw 1.5 lc rgb '#9467bd' title 'host-to-device copies (device time)', \
      steady with lines dt 2 lw 2 lc rgb 'black' title sprintf('mean after the cold tokens: %.2f ms', steady), \
      ''  using 'index':(column('cold') != 0 ? column('total_ms') : NaN) with points pt 7 ps 0.8 lc rgb '#d62728' \

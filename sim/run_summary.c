@@ -44,7 +44,7 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
     out->predictor_dram_bytes = number_or_nan(sum, "predictor_dram_bytes");
     for (int k = 0; k < RUN_DEVICE_KEYS; k++)
         out->device[k] = number_or_nan(sum, run_device_keys[k]);
-    out->io_ms_exposed = number_or_nan(sum, "exposed_io_ms");
+    out->read_ms = number_or_nan(sum, "read_ms");
     copy_string(out->active_source, sizeof out->active_source, cJSON_GetObjectItemCaseSensitive(sum, "active_source"),
                 "");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),

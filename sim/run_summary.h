@@ -24,7 +24,8 @@ struct run_summary {
     double predictor_ms, predictor_dram_bytes;
     double device[RUN_DEVICE_KEYS];  /* a device run's h2d_bytes, d2h_bytes, launches, syncs and h2d_ms
                                       * per token (run_device_keys); NAN when absent (a cpu run) */
-    double io_ms_exposed;            /* a device run's exposed_io_ms; NAN when absent */
+    double read_ms;                  /* a device run's reads' whole time (io_ms: their exposed part); NAN
+                                      * when absent */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */

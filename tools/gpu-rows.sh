@@ -56,7 +56,7 @@ print(f"- this machine's disk (swept here, O_DIRECT): sequential {fl.get('sequen
       + (f"16 KiB random reads {rand / 1e9:.2f} GB/s (best over threads)" if rand else "no 16 KiB point")
       + "; not the paper's SSD (M1 Max: 6.1 GB/s sequential, 2.25 GB/s at 16 KiB)")
 print()
-print("| model | mode | measured ms/token | I/O | of it exposed | mem | compute | uploaded MB/token | uploads' device ms | modelled ms/token (serial + device) | paper RTX 4090 (OPT-6.7B) |")
+print("| model | mode | measured ms/token | I/O (exposed) | reads' whole time | mem | compute | uploaded MB/token | uploads' device ms | modelled ms/token (serial + device) | paper RTX 4090 (OPT-6.7B) |")
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 paper = {"naive": 2218, "all": 84}
 for shape in shapes:
@@ -65,15 +65,16 @@ for shape in shapes:
         pred = load(f"{out}/runs/{shape}-{mode}-predict/predict.json")
         p = pred["predictions"][0]["prediction"] if pred else {}
         model = p.get("device", {}).get("total_ms", p.get("serial_total_ms"))
-        keys = ("total_ms", "io_ms", "exposed_io_ms", "mem_ms", "compute_ms")
+        keys = ("total_ms", "io_ms", "read_ms", "mem_ms", "compute_ms")
         m = [f"{run[k]:.1f}" if k in run else "—" for k in keys] if run else ["not run"] + [""] * 4
         up = f"{run['h2d_bytes'] / 1e6:.1f}" if run and "h2d_bytes" in run else "—"
         h2d = f"{run['h2d_ms']:.2f}" if run and "h2d_ms" in run else "—"
         print(f"| {shape} | {mode} | " + " | ".join(m) + f" | {up} | {h2d} | " + (f"{model:.1f}" if model is not None else "—")
               + f" | {paper[mode]} |")
 print()
-print("Measured: the steady tokens' mean (run.json's summary; exposed: the reads still waited for after the "
-      "device had finished its work; the uploads' device ms: timed by events); modelled: `predict` on the calibrated profile "
+print("Measured: the steady tokens' mean (run.json's summary; I/O: the reads the token still waited for after the "
+      "device had finished its work, the rest of their whole time overlapped it; the uploads' device ms: timed "
+      "by events); modelled: `predict` on the calibrated profile "
       "(its device terms included). The paper's numbers are its RTX 4090 with its SSD, for OPT-6.7B; the "
       "weights here are synthetic (the shape, not the checkpoint).")
 PY

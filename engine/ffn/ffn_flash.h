@@ -43,8 +43,9 @@
  * (flash_ring.h) and go up straight into their cache or staging rows; the
  * host keeps the caches' bookkeeping only, not their rows. While a batch
  * of reads is in flight the host waits for the device first, so the
- * reads' remaining wait is the exposed I/O (exposed_io_ms); the device
- * meanwhile ran the uploads and compute enqueued before. */
+ * reads' remaining wait is the exposed I/O (io_ms: what the token paid for
+ * its reads; read_ms is their whole time); the device meanwhile ran the
+ * uploads and compute enqueued before, counted as compute. */
 #ifndef FLASHBED_ENGINE_FFN_FLASH_H
 #define FLASHBED_ENGINE_FFN_FLASH_H
 
@@ -107,13 +108,15 @@ struct ffn_flash_config {
 
 /* What one token cost, summed over layers. */
 struct ffn_flash_token {
-    double io_ms;          /* waiting for reads */
+    double io_ms;          /* waiting for reads; on a device, only after the device had finished all it was
+                            * given before them (the exposed I/O; the wait for the device is compute) */
     double mem_ms;         /* the policy's decisions, deletions, insertions, copies */
     double ffn_ms;         /* computing the FFN on the rows */
     double predictor_ms;   /* finding the needed neurons (the oracle's up-projection, the predictor, the gate) */
     double check_ms;       /* computing the true activations beside another source (check, record) */
-    double exposed_io_ms;  /* of io_ms, what the host still waited for reads after the device had
-                            * finished all it was given before them (not overlapped); io_ms on cpu */
+    double read_ms;        /* the reads' own time: from each batch's hand-off to the reader threads to its
+                            * last completion (io/flash_reader.h), whatever the host did meanwhile; on a
+                            * device what of it io_ms does not hold overlapped the device's work */
     double h2d_ms;         /* the device's time in this token's uploads (backend event timing); 0 on cpu */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */

@@ -47,7 +47,7 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->active = (double)ft.active;
     r->missed = (double)ft.missed;
     r->extra = (double)ft.extra;
-    r->exposed_io_ms = ft.exposed_io_ms;
+    r->read_ms = ft.read_ms;
     r->h2d_ms = ft.h2d_ms;
     r->h2d_bytes = (double)ft.h2d_bytes;
     r->row_moves = (double)ft.row_moves;

@@ -40,7 +40,7 @@ struct token_row {
         overflow_rows, window_shrinks;
     double check_ms;              /* --check: the true activations' time, inside compute, apart from attention */
     double active, missed, extra; /* --check: truly active; active but not computed; chosen but not active */
-    double exposed_io_ms, h2d_ms; /* of io_ms, the reads not overlapped with device work; the
+    double read_ms, h2d_ms;       /* the reads' whole time (io_ms the exposed part of it); the
                                    * device's time in uploads (ffn_flash.h) */
     double h2d_bytes, row_moves;  /* uploaded to the device, rows moved there (ffn_flash.h); run.json has
                                    * them on a device whose memory is not the host's only */

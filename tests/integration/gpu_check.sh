@@ -33,7 +33,7 @@ for cells in rows:
     s = run["summary"]
     assert run["provenance"]["backend"] == "sim", run["provenance"]
     got = [float(c) for c in cells[2:7]]
-    want = [s[k] for k in ("total_ms", "io_ms", "exposed_io_ms", "mem_ms", "compute_ms")]
+    want = [s[k] for k in ("total_ms", "io_ms", "read_ms", "mem_ms", "compute_ms")]
     assert all(abs(a - b) <= 0.051 for a, b in zip(got, want)), (got, want)
     assert abs(float(cells[7]) - s["h2d_bytes"] / 1e6) <= 0.051, (cells, s["h2d_bytes"])
     assert abs(float(cells[8]) - s["h2d_ms"]) <= 0.0051, (cells, s["h2d_ms"])
