@@ -84,32 +84,7 @@ static inline int mx_arch_model(const char *name, const char *tmp, const char *d
  * (3i + 5t + 7l + 1) mod 16 < 4 (partly the same). */
 static inline int mx_write_trace(const char *path, const struct model *m, uint32_t n_tokens)
 {
-    char err[512];
-    const struct model_shape *s = &m->shape;
-    struct trace_meta tm = {s->n_layers, s->d_model, s->d_ff, 4, (uint32_t)s->ffn_kind, true, "{}"};
-    struct trace_writer *w = trace_writer_open(path, &tm, err, sizeof err);
-    uint32_t *set = malloc(2 * s->d_ff * sizeof *set), *pred = set ? set + s->d_ff : NULL;
-    int rc = w && set ? 0 : -1;
-    for (uint32_t t = 0; rc == 0 && t < n_tokens; t++) {
-        rc = trace_writer_begin_token(w, 0, err, sizeof err);
-        for (uint32_t l = 0; rc == 0 && l < s->n_layers; l++) {
-            uint32_t n = 0, np = 0;
-            for (uint32_t i = 0; i < s->d_ff; i++) {
-                if ((3 * i + 5 * t + 7 * l) % 16 < 3)
-                    set[n++] = i;
-                if ((3 * i + 5 * t + 7 * l + 1) % 16 < 4)
-                    pred[np++] = i;
-            }
-            rc = trace_writer_layer(w, l, set, n, pred, np, err, sizeof err);
-        }
-    }
-    free(set);
-    if (rc != 0) {
-        if (w)
-            trace_writer_abort(w);
-        return -1;
-    }
-    return trace_writer_close(w, err, sizeof err);
+    return write_mod16_trace_as(path, m, n_tokens, (uint32_t)m->shape.ffn_kind, true);
 }
 
 /* The predictor source's predictor, written into x's folder. */
