@@ -138,4 +138,9 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
  * not finished. */
 int repro_merge(const char *folder, char *err, size_t errlen);
 
+/* The sweep the profiles take the flash from, relative to the study: read
+ * into huge pages as the engine's buffers are ("fig2b-huge/sweep.json" when
+ * Fig. 2b itself ran on small pages beside fio, else "fig2b/sweep.json"). */
+const char *repro_engine_sweep(const struct repro_plan *p);
+
 #endif

@@ -69,7 +69,7 @@ static int add_device_predict(struct repro_plan *p, const struct repro_device *d
 int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z)
 {
     char sweep[4200], hw[4200], id[96], rel[200], what[160], name[64];
-    repro_plan_at(p, sweep, sizeof sweep, "fig2b/sweep.json");
+    repro_plan_at(p, sweep, sizeof sweep, "%s", repro_engine_sweep(p));
     snprintf(p->device_shape, sizeof p->device_shape, "%s", z->shape);
     snprintf(p->device_budget, sizeof p->device_budget, "%s", z->budget);
     for (size_t i = 0; i < p->config.n_devices; i++) {

@@ -16,6 +16,7 @@
 #include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/json_file.h"
+#include "common/median.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
 #include "harness/reproduce_tables.h"
@@ -54,6 +55,58 @@ static void link_image(struct strbuf *b, const struct repro_plan *p, const char 
         strbuf_add(b, "![%s](%s)\n\n", title, rel);
 }
 
+/* The sweep at rel's points as {chunk, threads, bw}; n of them (at most max). */
+static size_t sweep_points(const struct repro_plan *p, const char *rel, double (*pts)[3], size_t max)
+{
+    char path[4400];
+    study_path(p, path, sizeof path, rel);
+    cJSON *sw = read_json_file(path);
+    size_t n = 0;
+    const cJSON *pt;
+    cJSON_ArrayForEach(pt, cJSON_GetObjectItemCaseSensitive(sw, "points"))
+    {
+        if (n == max)
+            break;
+        const char *k[] = {"chunk_bytes", "threads", "bw_bytes"};
+        for (int i = 0; i < 3; i++)
+            pts[n][i] = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(pt, k[i]));
+        n++;
+    }
+    cJSON_Delete(sw);
+    return n;
+}
+
+/* The median over the thread counts of huge / small at chunk; NAN without a pair. */
+static double gain_at(double (*small)[3], size_t ns, double (*huge)[3], size_t nh, double chunk)
+{
+    double r[64];
+    size_t n = 0;
+    for (size_t i = 0; i < ns; i++)
+        for (size_t j = 0; j < nh && n < 64; j++)
+            if (small[i][0] == chunk && huge[j][0] == chunk && small[i][1] == huge[j][1] && small[i][2] > 0)
+                r[n++] = huge[j][2] / small[i][2];
+    return n ? median_sorting(r, n) : NAN;
+}
+
+/* The engine's buffers on huge pages against the same reads into 4 KiB
+ * pages (Fig. 2b's, like fio's): at the smallest and largest chunk. */
+static void huge_page_gain(struct strbuf *b, const struct repro_plan *p)
+{
+    static double small[256][3], huge[256][3];
+    size_t ns = sweep_points(p, "fig2b/sweep.json", small, 256), nh = sweep_points(p, "fig2b-huge/sweep.json", huge, 256);
+    double lo = INFINITY, hi = 0;
+    for (size_t i = 0; i < ns; i++)
+        lo = fmin(lo, small[i][0]), hi = fmax(hi, small[i][0]);
+    double g_lo = gain_at(small, ns, huge, nh, lo), g_hi = gain_at(small, ns, huge, nh, hi);
+    if (isnan(g_lo) || isnan(g_hi))
+        return;
+    strbuf_add(b, "The huge-page gain, its own series: flashbed reading into huge pages (as the engine's buffers "
+                  "are: `fig2b-huge/`, the profile's flash) against the same reads into 4 KiB pages above, "
+                  "%.2fx at %.0f KiB and %.2fx at %.0f KiB (medians over the thread counts).\n\n",
+               g_lo, lo / 1024, g_hi, hi / 1024);
+    link_image(b, p, "fig2b-huge/throughput.png", "Fig. 2b on huge pages");
+}
+
 static void section_fig2b(struct strbuf *b, const struct repro_plan *p)
 {
     strbuf_add(b, "## Fig. 2b: this disk's random-read throughput\n\n");
@@ -64,6 +117,8 @@ static void section_fig2b(struct strbuf *b, const struct repro_plan *p)
     link_image(b, p, "fig2b/throughput.png", "Fig. 2b");
     if (!p->config.fio)
         strbuf_add(b, "fio is not installed here: no fio column.\n\n");
+    else
+        huge_page_gain(b, p);
 }
 
 /* Every number under key of the profile, as "path: value" lines. */

@@ -267,12 +267,12 @@ void repro_section_table2(struct strbuf *b, const struct repro_plan *p)
                       : "\nNot measured yet.\n\n");
 }
 
-/* This disk's best throughput at chunk bytes (any thread count) from
- * Fig. 2b's sweep.json; NAN when the sweep has no such point. */
+/* This disk's best throughput at chunk bytes (any thread count) from the
+ * engine's sweep (huge pages); NAN when the sweep has no such point. */
 static double swept_bw(const struct repro_plan *p, double chunk, double *threads)
 {
     char path[4400];
-    snprintf(path, sizeof path, "%s/fig2b/sweep.json", p->config.out);
+    snprintf(path, sizeof path, "%s/%s", p->config.out, repro_engine_sweep(p));
     cJSON *sw = read_json_file(path);
     double best = NAN;
     const cJSON *pt;
@@ -355,7 +355,8 @@ static void differences_fio(struct strbuf *b, const struct repro_plan *p)
                           "(`echo 64 > /proc/sys/vm/nr_hugepages`) and run `sweep --compare-fio --fio-mem "
                           "shmhuge`, or ours on small pages with `sweep --small-pages`.\n");
         else
-            strbuf_add(b, ".\n");
+            strbuf_add(b, "%s.\n", small && !ours_huge ? ", like for like: both reading into 4 KiB pages (the "
+                                                          "huge-page gain is its own series under Fig. 2b)" : "");
     }
     cJSON_Delete(sw);
 }

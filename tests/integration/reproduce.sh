@@ -179,6 +179,25 @@ for ratio, kib, chunk in ((m[1], m[2], lo), (m[3], m[4], hi)):
     want = statistics.median(p["bw_ratio_vs_fio"] for p in pts if p["chunk_bytes"] == chunk)
     assert int(kib) == chunk // 1024 and abs(float(ratio) - want) <= 0.0051, (ratio, kib, want, chunk)
 PY
+    check "Fig. 2b like for like, the huge-page gain its own series" python3 - "$S" <<'PY'
+import json, re, statistics, sys
+s = sys.argv[1]
+text = open(f"{s}/REPORT.md").read()
+small = json.load(open(f"{s}/fig2b/sweep.json"))
+huge = json.load(open(f"{s}/fig2b-huge/sweep.json"))
+assert small["provenance"]["parameters"].get("small-pages") in (True, "true", 1), small["provenance"]["parameters"]
+assert not any(p["huge_pages"] for p in small["points"]), "Fig. 2b beside fio reads into 4 KiB pages"
+assert "like for like: both reading into 4 KiB pages" in text
+m = re.search(r"The huge-page gain, its own series: .* ([\d.]+)x at (\d+) KiB and ([\d.]+)x at (\d+) KiB", text)
+assert m, "no huge-page gain line"
+for gain, kib in ((m[1], m[2]), (m[3], m[4])):
+    chunk = int(kib) * 1024
+    bw = {p["threads"]: p["bw_bytes"] for p in small["points"] if p["chunk_bytes"] == chunk}
+    want = statistics.median(p["bw_bytes"] / bw[p["threads"]] for p in huge["points"] if p["chunk_bytes"] == chunk)
+    assert abs(float(gain) - want) <= 0.0051, (gain, kib, want)
+hw = json.load(open(f"{s}/calibration/hw.json"))
+assert "fig2b-huge/sweep.json" in json.dumps(hw["provenance"]), "the profile's flash is the engine's (huge-page) sweep"
+PY
 fi
 
 # Fig. 7's rows come from the result files too: K from run.json's summary
