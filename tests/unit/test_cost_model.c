@@ -46,17 +46,25 @@ static void load_opt67(const struct fb_settings *set, const char *profile, struc
     CHECK(cost_resolve_profile(hw, set, err, sizeof err) == 0);
 }
 
+/* OPT-6.7B in f16, naive, bundled, half the model, on the Metal profile
+ * without its (unified) device, so none is priced: the cases start here. */
+static struct cost_config opt67_naive_f16(const struct fb_settings *set, struct model_shape *s, struct hw_profile *hw)
+{
+    load_opt67(set, "m1max-metal", s, hw);
+    hw->device = (struct hw_device){0};
+    struct cost_config c = {.shape = s, .hw = hw, .io_threads = 32, .context_tokens = 256,
+                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
+    snprintf(c.dtype, sizeof c.dtype, "f16");
+    return c;
+}
+
 static void test_accounting(void)
 {
     const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
-    load_opt67(&set, "m1max-metal", &s, hw);
-    hw->device = (struct hw_device){0}; /* the Metal profile without its (unified) device: none priced */
-    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
-                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
-    snprintf(c.dtype, sizeof c.dtype, "f16");
+    struct cost_config c = opt67_naive_f16(&set, &s, hw);
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     /* OPT-6.7B in fp16: 6,658,473,984 x 2 bytes = 13.3 GB, the paper's "13.4 GB" (6.7B nominal). */
@@ -101,11 +109,7 @@ static void test_device_pricing(void)
     struct model_shape s;
     struct hw_profile *hw = calloc(1, sizeof *hw);
     char err[512];
-    load_opt67(&set, "m1max-metal", &s, hw);
-    hw->device = (struct hw_device){0}; /* the Metal profile without its (unified) device: none priced */
-    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 256,
-                            .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
-    snprintf(c.dtype, sizeof c.dtype, "f16");
+    struct cost_config c = opt67_naive_f16(&set, &s, hw);
     struct cost_prediction p;
     CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
     CHECK(!p.device && p.h2d_ms == 0 && p.dev_launches == 0);
