@@ -323,8 +323,8 @@ static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJS
 #undef NUM
 }
 
-/* A device run: what crossed to the device, and how much of the reads
- * the device's work hid. */
+/* A device run: what crossed to the device, from which staging, and how
+ * much of the reads the device's work hid. */
 static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
 {
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
@@ -337,12 +337,11 @@ static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "staging_pinned")) ? "pinned" : "ordinary (unpinned)",
                NUM(sum, "row_moves"), NUM(sum, "d2h_bytes") / 1e6, NUM(sum, "launches"), NUM(sum, "syncs"));
     double hidden = reads > exposed ? reads - exposed : 0;
+    /* what the device holds is the plan's "- device memory" line above */
     strbuf_add(t, "The reads took %.2f ms per token (from their hand-off to the reader threads to their last "
                   "completion); the token waited %.2f ms for them after the device had finished its work (its I/O, "
-                  "exposed), so %.2f ms (%.0f%%) overlapped the device's work. The flash FFN holds %.2f MB in device memory (its caches and staging "
-                  "area) and %.2f MB in DRAM (the pinned staging ring, bounce and what chooses the neurons).\n",
-               reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0, NUM(dev, "device_bytes") / 1e6,
-               NUM(dev, "ffn_dram_bytes") / 1e6);
+                  "exposed), so %.2f ms (%.0f%%) overlapped the device's work.\n",
+               reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0);
 #undef NUM
 }
 
