@@ -83,6 +83,12 @@ uint32_t fring_room(const struct flash_ring *r);
 /* Makes the current slot writable (see ready above); the caller calls it
  * before placing rows after a send. */
 int fring_ready(struct flash_ring *r);
+/* Whether fring_ready has anything to do: the current slot's last send may
+ * still be pending (checked per row placed, so no call). */
+static inline bool fring_slot_pending(const struct flash_ring *r)
+{
+    return r->slot[r->cur].pending;
+}
 /* Every event up to ev is complete (the caller waited for it). */
 void fring_covered(struct flash_ring *r, uint64_t ev);
 /* Everything enqueued is complete (the caller synced the backend). */
