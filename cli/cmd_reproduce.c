@@ -129,11 +129,11 @@ static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum re
 }
 
 /* The global options every step gets: what this process runs with. */
-static void globals_of(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[7])
+static void globals_of(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[8])
 {
     snprintf(min_parallel, len, "%zu", set->min_parallel_work);
     const char *g[] = {"--configs", set->configs_dir, "--plots-dir", set->plots_dir, "--min-parallel-work",
-                       min_parallel, NULL};
+                       min_parallel, set->pin_threads ? NULL : "--no-pin", NULL};
     memcpy(globals, g, sizeof g);
 }
 
@@ -193,7 +193,7 @@ static int check_plan(const struct repro_config *c)
 static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
-    const char *globals[7];
+    const char *globals[8];
     globals_of(c->settings, min_parallel, sizeof min_parallel, globals);
     struct repro_plan plan;
     if (repro_plan_build(c, &plan, err, sizeof err) != 0) {

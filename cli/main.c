@@ -51,6 +51,7 @@ struct global_opts {
     uint64_t sim_fail_at, sim_delay_us;
     uint64_t opencl_device;
     bool opencl_device_set; /* by the option or the environment */
+    bool no_pin;
     bool check_args;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
@@ -73,6 +74,9 @@ static const struct opt_def global_options[] = {
     {"opencl-device", OPT_UINT, O(opencl_device), NULL, "N",
      "opencl backend: compute on device N, counted over every platform's devices in order "
      "[default: $FLASHBED_OPENCL_DEVICE, else the first GPU, else the first device]"},
+    {"no-pin", OPT_FLAG, O(no_pin), NULL, NULL,
+     "cpu backend: leave the compute threads where the scheduler puts them, instead of one per CPU "
+     "[default: pinned, unless $FLASHBED_NO_PIN is 1]"},
     {"check-args", OPT_FLAG, O(check_args), NULL, NULL,
      "parse the command's options and stop: exit 0 when they parse, 2 with the error when not (a job file's "
      "lines checked before a long study)"},
@@ -127,6 +131,8 @@ static int apply_env(struct global_opts *g)
         free(g->plots_dir);
         g->plots_dir = strdup(env);
     }
+    if (!g->no_pin && (env = getenv("FLASHBED_NO_PIN")) && !strcmp(env, "1"))
+        g->no_pin = true;
     g->opencl_device_set = opts_given(&global_command, g, "opencl-device") ||
                            ((env = getenv("FLASHBED_OPENCL_DEVICE")) && *env);
     return env_uint(g, "min-parallel-work", "FLASHBED_MIN_PARALLEL_WORK", &g->min_parallel_work) ||
@@ -146,6 +152,7 @@ static struct fb_settings settings_of(const struct global_opts *g)
     if (g->plots_dir && *g->plots_dir)
         set.plots_dir = g->plots_dir;
     set.min_parallel_work = (size_t)g->min_parallel_work;
+    set.pin_threads = !g->no_pin;
     set.sim_fail_at = g->sim_fail_at;
     set.sim_delay_us = g->sim_delay_us;
     if (g->opencl_device_set)
@@ -162,6 +169,7 @@ static void record_settings(const struct fb_settings *set)
     cJSON_AddStringToObject(s, "configs_dir", set->configs_dir);
     cJSON_AddStringToObject(s, "plots_dir", set->plots_dir);
     cJSON_AddNumberToObject(s, "min_parallel_work", (double)set->min_parallel_work);
+    cJSON_AddBoolToObject(s, "pin_threads", set->pin_threads);
     if (set->sim_fail_at)
         cJSON_AddNumberToObject(s, "sim_fail_at", (double)set->sim_fail_at);
     if (set->sim_delay_us)

@@ -10,6 +10,7 @@ struct fb_settings fb_settings_defaults(void)
         .configs_dir = FLASHBED_SOURCE_DIR "/configs",
         .plots_dir = FLASHBED_SOURCE_DIR "/plots",
         .min_parallel_work = FB_MIN_PARALLEL_WORK_DEFAULT,
+        .pin_threads = true,
         .opencl_device = -1,
     };
 }

@@ -12,6 +12,7 @@
 #ifndef FLASHBED_COMMON_SETTINGS_H
 #define FLASHBED_COMMON_SETTINGS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ struct fb_settings {
     const char *plots_dir;    /* the gnuplot scripts (*.gp) */
     size_t min_parallel_work; /* cpu backend: multiply-adds below which a step runs on one thread;
                                * 0 puts every step on the team (tests of the threaded paths) */
+    bool pin_threads;         /* cpu backend: its compute team one thread per CPU (common/cpu_pin.h) */
     /* The sim backend's fault injection (engine/compute/backend_sim.h), to
      * check that a device fault or a slow device is handled: */
     uint64_t sim_fail_at;  /* the Nth copy or launch (1-based) fails; 0: none */
@@ -35,7 +37,7 @@ struct fb_settings {
 
 /* The defaults: the source tree's configs/ and plots/ (its path compiled
  * in, so the build tree runs without installing),
- * FB_MIN_PARALLEL_WORK_DEFAULT, no injected faults or delays, and the
+ * FB_MIN_PARALLEL_WORK_DEFAULT, the compute team pinned, no injected faults or delays, and the
  * opencl backend's own choice of device. */
 struct fb_settings fb_settings_defaults(void);
 

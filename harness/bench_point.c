@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 
 #include "common/clock.h"
+#include "common/cpu_pin.h"
 #include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "common/rng.h"
@@ -171,6 +172,7 @@ static void measure(struct worker *w)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    cpu_pin_release_self(); /* started by a pinned thread: not on its CPU */
     rng_seed(&w->rng, w->p->seed * 1000003ull + w->index);
     hist_init(&w->lat);
     worker_setup(w);

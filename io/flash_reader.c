@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/cpu_pin.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/limits.h"
@@ -228,6 +229,7 @@ static void *worker_main(void *arg)
     struct flash_reader *r = w->r;
     const struct ioengine_ops *ops = r->ops;
 
+    cpu_pin_release_self(); /* started by a pinned compute thread: not on its CPU */
     int rc = ops->setup(&w->td);
     if (rc)
         w->setup_what = "engine setup";

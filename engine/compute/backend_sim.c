@@ -22,7 +22,9 @@ static struct backend *sim_create(const struct backend_config *cfg, char *err, s
     b->delay_us = set->sim_delay_us;
     /* its own kernels: the engine's (cfg->host) serve the host thread,
      * which may run a host FFN on them between waits */
-    b->k = ck_create(set, cfg->threads < 1 ? 1 : cfg->threads, cfg->max_dim, cfg->max_seq, cfg->max_heads, err,
+    struct fb_settings unpinned = *set; /* the team's worker 0 is the queue thread, not this one */
+    unpinned.pin_threads = false;
+    b->k = ck_create(&unpinned, cfg->threads < 1 ? 1 : cfg->threads, cfg->max_dim, cfg->max_seq, cfg->max_heads, err,
                      errlen);
     if (!b->k || sim_queue_start(b, err, errlen) != 0) {
         sim_destroy(b);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common/clock.h"
+#include "common/cpu_pin.h"
 #include "common/errbuf.h"
 #include "engine/compute/backend_sim_impl.h"
 
@@ -22,6 +23,7 @@ static void *queue_main(void *arg)
 {
     struct backend *b = arg;
     struct sim_queue *q = &b->q;
+    cpu_pin_release_self(); /* started by a pinned thread: not on its CPU */
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->quit && !wanted(q))

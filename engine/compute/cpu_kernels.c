@@ -630,6 +630,11 @@ void ck_destroy(struct cpu_kernels *b)
     free(b);
 }
 
+bool ck_pinned(const struct cpu_kernels *k)
+{
+    return threadpool_pinned(k->pool);
+}
+
 struct cpu_kernels *ck_create(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
                                   size_t max_heads, char *err, size_t errlen)
 {
@@ -646,7 +651,7 @@ struct cpu_kernels *ck_create(const struct fb_settings *set, int threads, size_t
     b->max_dim = (max_dim + 15) / 16 * 16;
     b->max_seq = max_seq;
     b->min_parallel = set->min_parallel_work;
-    b->pool = threadpool_create(b->threads);
+    b->pool = set->pin_threads ? threadpool_create_pinned(b->threads) : threadpool_create(b->threads);
     /* Each group sum starts half a page past a 4 KiB boundary. The
      * write-back pass stores into it while loading a down column that
      * starts on a 4 KiB boundary; a load whose address matches an older

@@ -9,6 +9,7 @@
 #ifndef FLASHBED_ENGINE_CPU_KERNELS_H
 #define FLASHBED_ENGINE_CPU_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,11 +21,15 @@ struct cpu_kernels;
 
 /* An instance with `threads` compute threads and scratch for vectors of
  * up to max_dim floats (d_model, d_ff, FFN rows) and attention over
- * max_seq positions for max_heads heads, tuned by set (min_parallel_work,
- * read here). NULL, with the reason in err, on failure. */
+ * max_seq positions for max_heads heads, tuned by set (min_parallel_work
+ * and pin_threads, read here: pinned, the calling thread is the team's
+ * worker 0 on its CPU until destroy, threadpool.h). NULL, with the reason
+ * in err, on failure. */
 struct cpu_kernels *ck_create(const struct fb_settings *set, int threads, size_t max_dim, size_t max_seq,
                               size_t max_heads, char *err, size_t errlen);
 void ck_destroy(struct cpu_kernels *k);
+/* Whether its team is pinned one thread per CPU (a team of one never is). */
+bool ck_pinned(const struct cpu_kernels *k);
 
 /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
  * NULL). out must not alias x. */

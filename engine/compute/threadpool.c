@@ -4,6 +4,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "common/cpu_pin.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define cpu_relax() _mm_pause()
@@ -29,11 +31,13 @@ struct threadpool {
     atomic_int stop;
     void (*fn)(void *, int, int);
     void *arg;
+    bool pinned; /* one CPU per worker; the creating thread released on destroy */
 };
 
 struct worker_arg {
     struct threadpool *p;
     int id;
+    int cpu; /* pinned there; -1: not pinned */
 };
 
 static void *worker_main(void *v)
@@ -41,6 +45,8 @@ static void *worker_main(void *v)
     struct worker_arg *wa = v;
     struct threadpool *p = wa->p;
     int id = wa->id;
+    if (wa->cpu >= 0)
+        cpu_pin_self(wa->cpu); /* a failure leaves it where the scheduler puts it: slower, not wrong */
     free(wa);
     unsigned long seen = 0;
     for (;;) {
@@ -70,30 +76,66 @@ static void *worker_main(void *v)
     return NULL;
 }
 
-struct threadpool *threadpool_create(int n)
+/* cpus[0..n) for the team, one each, from the allowed set; false when it
+ * has fewer CPUs than the team (pinning two threads to one CPU would make
+ * them take turns) or the caller cannot be pinned. */
+static bool plan_pins(int n, int *cpus)
+{
+    int allowed = cpu_pin_allowed(cpus, n);
+    return n > 1 && allowed >= n && cpu_pin_self(cpus[0]) == 0;
+}
+
+static struct threadpool *create(int n, bool pin)
 {
     if (n < 1)
         n = 1;
     struct threadpool *p = calloc(1, sizeof *p);
-    if (!p)
+    int *cpus = calloc((size_t)n, sizeof *cpus);
+    if (!p || !cpus) {
+        free(p);
+        free(cpus);
         return NULL;
+    }
     p->n = n;
     p->threads = calloc((size_t)n, sizeof *p->threads);
+    if (!p->threads) {
+        free(p);
+        free(cpus);
+        return NULL;
+    }
+    p->pinned = pin && plan_pins(n, cpus);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->start, NULL);
     pthread_cond_init(&p->done, NULL);
     for (int i = 1; i < n; i++) {
         struct worker_arg *wa = malloc(sizeof *wa);
-        wa->p = p;
-        wa->id = i;
-        if (pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+        if (wa)
+            *wa = (struct worker_arg){p, i, p->pinned ? cpus[i] : -1};
+        if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
             free(wa);
             p->n = i;
             threadpool_destroy(p);
-            return NULL;
+            p = NULL;
+            break;
         }
     }
+    free(cpus);
     return p;
+}
+
+struct threadpool *threadpool_create(int n)
+{
+    return create(n, false);
+}
+
+struct threadpool *threadpool_create_pinned(int n)
+{
+    return create(n, true);
+}
+
+bool threadpool_pinned(const struct threadpool *p)
+{
+    return p->pinned;
 }
 
 void threadpool_run(struct threadpool *p, void (*fn)(void *arg, int worker, int n), void *arg)
@@ -164,6 +206,8 @@ void threadpool_destroy(struct threadpool *p)
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->start);
     pthread_cond_destroy(&p->done);
+    if (p->pinned)
+        cpu_pin_release_self();
     free(p->threads);
     free(p);
 }

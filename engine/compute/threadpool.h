@@ -3,12 +3,22 @@
 #ifndef FLASHBED_ENGINE_THREADPOOL_H
 #define FLASHBED_ENGINE_THREADPOOL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct threadpool;
 
 /* n workers in all (n - 1 threads are started); NULL on failure. */
 struct threadpool *threadpool_create(int n);
+/* The same with each worker pinned to its own CPU of the allowed set
+ * (common/cpu_pin.h says why), the calling thread as worker 0 on the
+ * first: the team then computes at full speed beside threads that sleep
+ * and wake (reader threads). Not pinned (threadpool_pinned false) when the
+ * set has fewer CPUs than n or the system refuses. The caller must run the
+ * team's jobs and destroy it from this same thread, which destroy returns
+ * to the allowed set. */
+struct threadpool *threadpool_create_pinned(int n);
+bool threadpool_pinned(const struct threadpool *p);
 /* Runs fn(arg, worker, n) on every worker and returns when all are done. */
 void threadpool_run(struct threadpool *p, void (*fn)(void *arg, int worker, int n), void *arg);
 int threadpool_size(const struct threadpool *p);

@@ -99,7 +99,11 @@ static int start_backend(struct engine *e, const struct fb_settings *set, int th
     const struct model *m = e->m;
     size_t widest = widest_vector(m);
     e->be_threads = threads < 1 ? 1 : threads;
-    e->ck = ck_create(set, e->be_threads, widest, (size_t)e->max_seq, m->shape.n_heads, err, errlen);
+    /* the team pinned only where it computes the pass: a device's runtime
+     * (PoCL) starts its own threads from this one, which would inherit a pin */
+    struct fb_settings host = *set;
+    host.pin_threads = set->pin_threads && !strcmp(e->be_ops->name, "cpu");
+    e->ck = ck_create(&host, e->be_threads, widest, (size_t)e->max_seq, m->shape.n_heads, err, errlen);
     if (!e->ck)
         return -1;
     struct backend_config cfg = {.set = set, .threads = e->be_threads, .max_dim = widest,
