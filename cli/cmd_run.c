@@ -40,7 +40,7 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file;
+        *warmup_file, *read_ahead;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
@@ -73,6 +73,11 @@ static const struct opt_def run_options[] = {
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
+    {"read-ahead", OPT_STRING, O(read_ahead), "on", "on|off",
+     "on the cpu backend, with the sets known before a layer's input (--active trace:FILE) and a policy that "
+     "keeps what it reads (not naive or hybrid): issue the next layer's reads while this layer computes, the I/O the token waits for reported as io_ms and "
+     "the reads' whole time as read_ms; off: each layer reads, then computes (the paper's serial breakdown)",
+     .allowed = "on|off"},
     OPT_END,
 };
 static const struct opt_def run_output_options[] = {
@@ -153,7 +158,8 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"),
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
         .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
-        .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .warmup_file = o->warmup_file,
+        .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
+        .warmup_file = o->warmup_file,
         .settings = set};
     char err[512];
     if (!dense && ((o->policy && cache_policy_parse(o->policy, true, &ro->policy, err, sizeof err) != 0) ||

@@ -62,14 +62,27 @@ static void wait_device(struct flash_ffn *ff)
     ff->acc.read_waits++;
 }
 
-/* Issues ff->reqs[0..n) and waits; bytes and requests as the reader issued them. */
-static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n, uint64_t *bytes)
+/* A batch waited for: its reads' own time, requests and bytes as the
+ * reader issued them, since the stats in before. */
+static void count_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_reader_stats *before,
+                        uint64_t *bytes)
+{
+    struct flash_reader_stats after;
+    flash_reader_stats(r, &after);
+    ff->acc.read_ms += after.last_batch_ms; /* 0 for a batch of nothing */
+    ff->acc.io_requests += after.reads - before->reads;
+    *bytes += after.bytes - before->bytes;
+}
+
+/* Issues reqs[0..n) and waits; bytes and requests as the reader issued them. */
+static int read_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
+                      uint64_t *bytes)
 {
     char err[512];
-    struct flash_reader_stats before, after;
+    struct flash_reader_stats before;
     flash_reader_stats(r, &before);
     double t0 = now_ms();
-    int rc = n ? flash_reader_submit(r, ff->reqs, n, err, sizeof err) : 0;
+    int rc = n ? flash_reader_submit(r, reqs, n, err, sizeof err) : 0;
     double t_sub = now_ms(), t_dev = t_sub;
     if (rc == 0 && n && ff->on_device && !ff->dev_failed) {
         wait_device(ff);
@@ -79,10 +92,8 @@ static int read_batch(struct flash_ffn *ff, struct flash_reader *r, size_t n, ui
         rc = flash_reader_wait(r, err, sizeof err);
     double t1 = now_ms();
     ff->acc.io_ms += (t1 - t0) - (t_dev - t_sub); /* the wait for the device is its compute */
-    flash_reader_stats(r, &after);
-    ff->acc.read_ms += n ? after.last_batch_ms : 0;
-    ff->acc.io_requests += after.reads - before.reads;
-    *bytes += after.bytes - before.bytes;
+    if (n)
+        count_batch(ff, r, &before, bytes);
     if (rc != 0)
         fail(ff, err);
     return rc;
@@ -106,8 +117,8 @@ static void naive_read_dram(struct flash_ffn *ff, int layer, int n_layers)
             len = (exist / ff->align) * ff->align;
         if (len == 0)
             break;
-        ff->reqs[0] = (struct flash_read){lo, len, ff->scratch};
-        if (read_batch(ff, ff->dram_reader, 1, &ff->acc.dram_bytes_read) != 0)
+        ff->dram_req = (struct flash_read){lo, len, ff->scratch};
+        if (read_batch(ff, ff->dram_reader, &ff->dram_req, 1, &ff->acc.dram_bytes_read) != 0)
             return;
         lo += len;
     }
@@ -131,7 +142,7 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
  * device the ring's slot then goes up (transfer). */
 static void issue_reads(struct flash_ffn *ff)
 {
-    read_batch(ff, ff->reader, ff->n_reqs, &ff->acc.bytes_read);
+    read_batch(ff, ff->reader, ff->reqs, ff->n_reqs, &ff->acc.bytes_read);
     double t0 = now_ms();
     for (uint32_t k = 0; k < ff->n_copies; k++)
         memcpy(ff->copies[k].to, ff->bounce + ff->copies[k].from, ff->stride);
@@ -401,7 +412,7 @@ static void count_misses(struct flash_ffn *ff, int layer, const uint32_t *truth,
         uint32_t id = truth[j];
         if (ff->mark[id] & MARK_NEED)
             both++;
-        else if (!c->row_of || c->row_of[id] < 0)
+        else if (!c->row_of || c->row_of[id] < 0 || (ff->mark[id] & MARK_READ)) /* read ahead: appended already */
             missed++;
     }
     ff->acc.active += n_truth;
@@ -448,23 +459,36 @@ static void count_step(struct flash_ffn *ff, const struct neuron_cache *c, const
     ff->acc.cache_rows += c->capacity ? c->num_used : 0;
 }
 
-/* One layer's decision, memory management, reads and compute; truth (check)
+/* The policy's decision for layer on ff->needed[0..n_needed): the step's
+ * rows marked. */
+static void decide(struct flash_ffn *ff, int layer, uint32_t n_needed, struct flash_step *s)
+{
+    double t0 = now_ms();
+    s->layer = layer;
+    s->n_needed = n_needed;
+    s->went_ahead = s->in_flight = false;
+    s->shrinks = ff->decide.p.shrinks;
+    cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &s->st);
+    s->n_late = classify(ff, &s->st, n_needed);
+    ff->acc.mem_ms += now_ms() - t0;
+}
+
+/* A decided layer's memory management, reads and compute; truth (check)
  * is counted against what the step computes. On a device (x and out NULL
  * unless the host reads them) the deletions are moved there in a batch
  * before the held rows are computed (a second one after, when needed rows
  * the policy dropped leave), and the rows appended are uploaded once read. */
-static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint32_t n_needed, const uint32_t *truth,
+static void policy_forward(struct ffn *f, struct flash_ffn *ff, const struct flash_step *s, const uint32_t *truth,
                            uint32_t n_truth, const float *x, float *out)
 {
+    int layer = s->layer;
+    uint32_t n_late = s->n_late, n_needed = s->n_needed;
+    const struct cache_step st = s->st;
     struct neuron_cache *c = &ff->caches[layer];
     struct neuron_cache_dev *d = &ff->mirrors[layer];
     if (out)
         memset(out, 0, f->m->shape.d_model * sizeof *out);
     double t0 = now_ms();
-    uint64_t shrinks = ff->decide.p.shrinks;
-    struct cache_step st;
-    cache_request(&ff->decide, (uint64_t)ff->token, (uint32_t)layer, ff->needed, n_needed, true, NULL, &st);
-    uint32_t n_late = classify(ff, &st, n_needed);
     dev_check(ff, ncd_begin(d, ff->ring.covered)); /* the moves list was the last step's upload source */
     make_room(ff, layer, &st);
     apply_moves(ff, d);
@@ -490,7 +514,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, int layer, uint3
     }
     dev_check(ff, ncd_end(d));
     clear_marks(ff, &st, n_needed);
-    count_step(ff, c, &st, shrinks);
+    count_step(ff, c, &st, s->shrinks);
 }
 
 /* The neurons the source chooses for this layer (none for naive and
@@ -560,30 +584,148 @@ static bool host_reads_x(const struct flash_ffn *ff, bool cached)
     return chooses || truth;
 }
 
+/* Whether a layer's step may be decided before its turn: on the host,
+ * with sets that do not need the layer's input. */
+static bool reads_ahead(const struct flash_ffn *ff)
+{
+    return ffn_flash_reads_ahead(&ff->cfg, ff->on_device);
+}
+
+/* Whether a decided step's reads can run while another layer computes:
+ * every row read is kept and lands in its own cache row. */
+static bool can_go_ahead(const struct flash_ffn *ff, const struct flash_step *s)
+{
+    if (s->n_late || s->st.n_extra)
+        return false;
+    for (uint32_t r = 0; r < s->st.n_reads; r++) {
+        const struct layout_read *rd = &s->st.reads[r];
+        if ((ff->mark[rd->first] & MARK_ONCE) || !lands_in_place(ff, rd->first, rd->count))
+            return false;
+    }
+    return true;
+}
+
+/* A decided step's memory management done and its reads handed to the
+ * reader without waiting; its counts taken, its marks cleared. */
+static void go_ahead(struct ffn *f, struct flash_ffn *ff, struct flash_step *s)
+{
+    struct neuron_cache *c = &ff->caches[s->layer];
+    double t0 = now_ms();
+    make_room(ff, s->layer, &s->st);
+    s->first_new = c->capacity ? c->num_used : 0;
+    int rc = append_kept(ff, s->layer, &s->st);
+    if (rc == 0)
+        queue_reads(f, ff, s->layer, &s->st, NULL, NULL); /* all in place: nothing flushes */
+    ff->acc.mem_ms += now_ms() - t0;
+    s->went_ahead = true;
+    ff->acc.layers_ahead++;
+    if (rc == 0 && ff->n_reqs) {
+        char err[512];
+        t0 = now_ms();
+        flash_reader_stats(ff->reader, &s->before);
+        s->in_flight = flash_reader_submit(ff->reader, ff->reqs, ff->n_reqs, err, sizeof err) == 0;
+        if (!s->in_flight)
+            fail(ff, err);
+        ff->acc.io_ms += now_ms() - t0;
+    }
+    ff->n_reqs = 0;
+    count_step(ff, c, &s->st, s->shrinks);
+    clear_marks(ff, &s->st, s->n_needed);
+}
+
+/* Layer's neurons chosen and its step decided (gone ahead when it can). */
+static struct flash_step *decide_layer(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, bool cached)
+{
+    struct flash_step *s = &ff->steps[layer % 2];
+    decide(ff, layer, choose_needed(f, ff, layer, x, cached), s);
+    if (reads_ahead(ff) && can_go_ahead(ff, s))
+        go_ahead(f, ff, s);
+    return s;
+}
+
+/* A step gone ahead, in its turn: the exposed wait for its reads, check's
+ * counts (the rows read count as not held, as in the step's own order). */
+static void finish_ahead(struct flash_ffn *ff, const struct flash_step *s, const uint32_t *truth, uint32_t n_truth)
+{
+    if (s->in_flight) {
+        char err[512];
+        double t0 = now_ms();
+        int rc = flash_reader_wait(ff->reader, err, sizeof err);
+        ff->acc.io_ms += now_ms() - t0;
+        count_batch(ff, ff->reader, &s->before, &ff->acc.bytes_read);
+        if (rc != 0)
+            fail(ff, err);
+    }
+    if (!truth)
+        return;
+    for (uint32_t j = 0; j < s->n_needed; j++)
+        ff->mark[ff->needed[j]] |= MARK_NEED;
+    for (uint32_t j = 0; j < s->st.n_rows; j++)
+        ff->mark[s->st.rows[j]] |= MARK_READ;
+    count_misses(ff, s->layer, truth, n_truth, s->n_needed);
+    clear_marks(ff, &s->st, s->n_needed);
+}
+
+/* A step gone ahead computed as its own order would: the rows held, then
+ * those appended (the same groups, the same bits). */
+static void compute_ahead(struct ffn *f, struct flash_ffn *ff, const struct flash_step *s, const float *x,
+                          float *out)
+{
+    const struct neuron_cache *c = &ff->caches[s->layer];
+    memset(out, 0, f->m->shape.d_model * sizeof *out);
+    compute_cached(f, ff, s->layer, 0, s->first_new, x, out);
+    uint32_t used = c->capacity ? c->num_used : 0;
+    compute_cached(f, ff, s->layer, s->first_new, used - s->first_new, x, out);
+}
+
+/* The token's start at layer 0: its count and, recording, its trace entry. */
+static void begin_token(struct flash_ffn *ff)
+{
+    ff->token++;
+    ff->steps[0].layer = ff->steps[1].layer = -1;
+    if (ff->cfg.record) {
+        char err[512];
+        if (ff->cfg.record->begin_token(ff->cfg.record->impl, ff->next_flags, err, sizeof err) != 0)
+            fail(ff, err);
+    }
+}
+
 /* One layer but its down bias: x on the host (NULL on a device when the
- * host does not read it), out on the host (NULL on a device). */
+ * host does not read it), out on the host (NULL on a device). With
+ * read-ahead, the next layer's step is decided (and its reads in flight)
+ * before this one computes. */
 static void flash_layer(struct ffn *f, int layer, const float *x, float *out)
 {
     struct flash_ffn *ff = f->priv;
     const struct model *m = f->m;
-    if (layer == 0) {
-        ff->token++;
-        if (ff->cfg.record) {
-            char err[512];
-            if (ff->cfg.record->begin_token(ff->cfg.record->impl, ff->next_flags, err, sizeof err) != 0)
-                fail(ff, err);
-        }
-    }
+    if (layer == 0)
+        begin_token(ff);
     bool cached = !ff->decide.p.ops->extra_reads;
-    uint32_t n_needed = choose_needed(f, ff, layer, x, cached), n_truth = 0;
+    struct flash_step *s = ff->steps[layer % 2].layer == layer ? &ff->steps[layer % 2]
+                                                                : decide_layer(f, ff, layer, x, cached);
+    uint32_t n_needed = s->n_needed, n_truth = 0;
     const uint32_t *truth = ff->cfg.record || ff->cfg.check ? true_set(f, ff, layer, x, cached, n_needed, &n_truth)
                                                              : NULL;
-    if (ff->cfg.stream_dram)
-        naive_read_dram(ff, layer, (int)m->shape.n_layers);
     if (ff->cfg.record)
         record_layer(ff, layer, truth, n_truth, n_needed);
     ff->acc.needed += n_needed;
-    policy_forward(f, ff, layer, n_needed, ff->cfg.check && cached ? truth : NULL, n_truth, x, out);
+    const uint32_t *counted = ff->cfg.check && cached ? truth : NULL;
+    bool next = reads_ahead(ff) && layer + 1 < (int)m->shape.n_layers && !ff->error[0];
+    if (s->went_ahead) {
+        finish_ahead(ff, s, counted, n_truth);
+        if (next)
+            decide_layer(f, ff, layer + 1, NULL, cached);
+        if (ff->cfg.stream_dram)
+            naive_read_dram(ff, layer, (int)m->shape.n_layers);
+        compute_ahead(f, ff, s, x, out);
+    } else {
+        if (ff->cfg.stream_dram)
+            naive_read_dram(ff, layer, (int)m->shape.n_layers);
+        policy_forward(f, ff, s, counted, n_truth, x, out);
+        if (next)
+            decide_layer(f, ff, layer + 1, NULL, cached);
+    }
+    s->layer = -1;
 }
 
 static void flash_forward(struct ffn *f, int layer, int pos, const float *x, float *out)

@@ -97,6 +97,9 @@ struct ffn_flash_config {
     float gate_threshold;        /* SOURCE_GATE: |act(gate·x)| above this is chosen */
     bool check;                  /* not SOURCE_ORACLE: also compute the true activations (the oracle's
                                   * rows in DRAM) and count missed and extra neurons per token */
+    bool read_ahead;             /* on the host, with the sets known before the layer's input (a trace):
+                                  * a layer's reads are issued while the layer before it computes
+                                  * (ffn_flash_reads_ahead, ffn_flash_impl.h) */
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;
     bool direct;
@@ -105,6 +108,17 @@ struct ffn_flash_config {
                                   * gate, the chosen ones as predicted sets; without check a
                                   * predictor's or the gate's choice stands for both */
 };
+
+/* Whether layers' reads go ahead (cfg->read_ahead): on the host, where a
+ * trace gives the sets before a layer's input, under a policy that keeps
+ * what it reads (naive and hybrid compute their rows from the staging
+ * area, which the layer computing holds). Each layer still goes ahead only
+ * when all its rows land in their cache rows (ffn_flash_impl.h). */
+static inline bool ffn_flash_reads_ahead(const struct ffn_flash_config *cfg, bool on_device)
+{
+    return cfg->read_ahead && !on_device && cfg->policy.ops && !cfg->policy.ops->extra_reads &&
+           cfg->active == SOURCE_TRACE;
+}
 
 /* What one token cost, summed over layers. */
 struct ffn_flash_token {
@@ -118,6 +132,8 @@ struct ffn_flash_token {
                             * last completion (io/flash_reader.h), whatever the host did meanwhile; on a
                             * device what of it io_ms does not hold overlapped the device's work */
     double h2d_ms;         /* the device's time in this token's uploads (backend event timing); 0 on cpu */
+    uint64_t layers_ahead;        /* read-ahead: layers whose step was done, and reads issued, before
+                                   * their turn (while the layer before computed) */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */

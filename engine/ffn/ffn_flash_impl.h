@@ -25,6 +25,23 @@ enum { MAX_READ = 1u << 20 };
 /* Where a row read this token goes (mark[] bits, cleared after the step). */
 enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
 
+/* A layer's decision taken before its turn (read-ahead): the next layer's
+ * step decided, and its reads handed to the reader, while this layer
+ * computes. Only a step whose rows all land in their own cache rows goes
+ * ahead (no staging, bounce buffer or needed row dropped: those are
+ * shared with the layer computing); another is decided ahead and finished
+ * in its turn as without read-ahead. The cache_step stays valid until the
+ * next decision, which comes after the layer's turn. */
+struct flash_step {
+    int layer;            /* -1: none decided ahead */
+    struct cache_step st;
+    uint32_t n_needed, n_late, first_new;
+    uint64_t shrinks;     /* the policy's window shrinks before the decision */
+    bool went_ahead;      /* memory management done and reads handed over (marks cleared) */
+    bool in_flight;       /* a batch of its reads was submitted */
+    struct flash_reader_stats before;
+};
+
 struct flash_ffn {
     struct ffn_flash_config cfg;
     char *err;                         /* create's error buffer (ffn.h), while it runs */
@@ -57,6 +74,9 @@ struct flash_ffn {
     uint32_t *staged;                  /* [staging_rows] the neuron in each staging row */
     uint8_t *mark;                     /* [d_ff] MARK_* of the rows in this step */
     struct flash_read *reqs;           /* [3 * d_ff + 1] */
+    struct flash_read dram_req;        /* naive's dram.bin slice, apart: reqs may be in flight */
+    struct flash_step steps[2];        /* layer L's decision in steps[L % 2]: the next layer's decided
+                                        * ahead while this one's is still in use (read-ahead) */
     struct bounce_copy { uint32_t id; uint64_t from; uint8_t *to; } *copies; /* [bounce_rows] */
     uint32_t n_reqs, n_staged, n_copies, bounce_used;
     uint32_t last_id;                  /* the row last read in place, when one row */

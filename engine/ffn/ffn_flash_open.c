@@ -334,6 +334,7 @@ int ffn_flash_create(struct ffn *f, char *err, size_t errlen)
     ff->errlen = errlen;
     ff->cfg = *cfg;
     ff->token = -1;
+    ff->steps[0].layer = ff->steps[1].layer = -1;
     ff->stride = m->bundle_stride;
     ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
     ff->on_device = backend_off_host(f);
@@ -359,6 +360,11 @@ void ffn_flash_destroy(struct ffn *f)
         return;
     if (ff->fdev.be)
         ff->fdev.ops->sync(ff->fdev.be); /* nothing in flight reads what is freed */
+    /* nor writes it: a read-ahead batch lands in the caches' rows */
+    if (ff->reader)
+        flash_reader_close(ff->reader);
+    if (ff->dram_reader)
+        flash_reader_close(ff->dram_reader);
     for (uint32_t l = 0; ff->mirrors && l < f->m->shape.n_layers; l++)
         ncd_free(&ff->mirrors[l]);
     free(ff->mirrors);
@@ -370,10 +376,6 @@ void ffn_flash_destroy(struct ffn *f)
         for (uint32_t l = 0; l < f->m->shape.n_layers; l++)
             neuron_cache_free(&ff->caches[l]);
     free(ff->caches);
-    if (ff->reader)
-        flash_reader_close(ff->reader);
-    if (ff->dram_reader)
-        flash_reader_close(ff->dram_reader);
     if (ff->staging)
         io_buffer_free(&ff->staging_mem);
     if (ff->bounce)

@@ -48,6 +48,7 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->missed = (double)ft.missed;
     r->extra = (double)ft.extra;
     r->read_ms = ft.read_ms;
+    r->layers_ahead = (double)ft.layers_ahead;
     r->h2d_ms = ft.h2d_ms;
     r->h2d_bytes = (double)ft.h2d_bytes;
     r->row_moves = (double)ft.row_moves;
@@ -156,12 +157,13 @@ void run_engine_extra(struct engine *e, const struct model *m, const struct run_
                       struct run_report_extra *x)
 {
     x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
-    x->device = false;
+    x->device = x->read_ahead = false;
     x->device_bytes = 0;
     x->staging_pinned = true;
     if (p->dense)
         return;
     x->device = !e->be_info.host_visible;
+    x->read_ahead = ffn_flash_reads_ahead(&p->cfg, x->device);
     x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
     x->device_bytes = ffn_flash_device_bytes(&e->ffn, &x->staging_pinned);
     x->read_align = ffn_flash_read_align(&e->ffn);

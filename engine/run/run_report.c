@@ -30,10 +30,23 @@ static const struct {
     K(needed), K(overflow_rows), K(window_shrinks), K(check_ms), K(active), K(missed), K(extra),
     /* a device whose memory is not the host's only (run_report_extra.device): last */
     K(h2d_bytes), K(row_moves), K(d2h_bytes), K(launches), K(syncs), K(read_ms), K(h2d_ms),
+    /* on the host with read-ahead only (read_ms too) */
+    K(layers_ahead),
 #undef K
 };
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
-#define N_HOST_KEYS (N_KEYS - 7) /* the keys of every run: a cpu run's files stay as they were */
+#define N_HOST_KEYS (N_KEYS - 8) /* the keys of every run: a cpu run's files stay as they were */
+#define N_DEVICE_KEYS (N_KEYS - 1)
+
+/* Whether row key k is in x's files: every run's, a device's, and on the
+ * host with read-ahead the reads' own time (io_ms the exposed part of it)
+ * and the layers that went ahead. */
+static bool key_shown(size_t k, const struct run_report_extra *x)
+{
+    if (k < N_HOST_KEYS || (x->device && k < N_DEVICE_KEYS))
+        return true;
+    return x->read_ahead && (k == N_DEVICE_KEYS || row_keys[k].off == offsetof(struct token_row, read_ms));
+}
 
 static double *row_value(struct token_row *r, size_t k)
 {
@@ -57,11 +70,12 @@ static void mean_rows(struct token_row *rows, int lo, int hi, int generated, str
     *count = n;
 }
 
-static cJSON *row_json(struct token_row *r, bool device)
+static cJSON *row_json(struct token_row *r, const struct run_report_extra *x)
 {
     cJSON *o = cJSON_CreateObject();
-    for (size_t k = 0; k < (device ? N_KEYS : N_HOST_KEYS); k++)
-        cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (key_shown(k, x))
+            cJSON_AddNumberToObject(o, row_keys[k].key, *row_value(r, k));
     return o;
 }
 
@@ -174,6 +188,7 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
     cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
     cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
     cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
+    cJSON_AddBoolToObject(pol, "read_ahead", ffn_flash_reads_ahead(&p->cfg, p->device));
 }
 
 /* The summary's policy of a flash run: the policy run and its cache. */
@@ -202,11 +217,11 @@ static void summary_policy_json(cJSON *sum, const struct model *m, const struct 
 /* run.json: provenance, per-token rows, and the summaries (steady state:
  * every token after the cold ones; also cold, prompt and generated apart). */
 /* run.json's tokens: a row per computed position. */
-static void tokens_json(cJSON *root, const struct run_outcome *r, bool device)
+static void tokens_json(cJSON *root, const struct run_outcome *r, const struct run_report_extra *x)
 {
     cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
     for (int i = 0; i < r->n_rows; i++) {
-        cJSON *t = row_json(&r->rows[i], device);
+        cJSON *t = row_json(&r->rows[i], x);
         cJSON_AddNumberToObject(t, "index", i);
         cJSON_AddNumberToObject(t, "id", r->rows[i].id);
         cJSON_AddStringToObject(t, "phase", r->rows[i].generated ? "generated" : "prompt");
@@ -240,11 +255,11 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);
-    tokens_json(root, r, x->device);
+    tokens_json(root, r, x);
     int cold = cold_tokens(r, x), n;
     struct token_row mean;
     mean_rows(r->rows, cold, r->n_rows, -1, &mean, &n);
-    cJSON *sum = row_json(&mean, x->device);
+    cJSON *sum = row_json(&mean, x);
     cJSON_AddItemToObject(root, "summary", sum);
     cJSON_AddNumberToObject(sum, "tokens", n);
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
@@ -260,7 +275,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     if (!p->dense)
         chooser_json(sum, m, p, x, &mean, r);
     cJSON_AddNumberToObject(sum, "tokens_per_second", mean.total_ms > 0 ? 1e3 / mean.total_ms : 0);
-    double read_ms = x->device ? mean.read_ms : mean.io_ms; /* a device's io_ms is the exposed part only */
+    /* with a device or read-ahead io_ms is the exposed part only */
+    double read_ms = x->device || x->read_ahead ? mean.read_ms : mean.io_ms;
     cJSON_AddNumberToObject(sum, "read_throughput_bytes",
                             read_ms > 0 ? (mean.bytes_read + mean.dram_bytes_read) / (read_ms * 1e-3) : 0);
     cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
@@ -273,7 +289,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
             mean_rows(r->rows, 0, cold, -1, &mean, &n);
         else
             mean_rows(r->rows, cold, r->n_rows, k == 2, &mean, &n);
-        cJSON *part = row_json(&mean, x->device);
+        cJSON *part = row_json(&mean, x);
         cJSON_AddNumberToObject(part, "tokens", n);
         cJSON_AddItemToObject(root, names[k], part);
     }
@@ -342,6 +358,19 @@ static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
                   "completion); the token waited %.2f ms for them after the device had finished its work (its I/O, "
                   "exposed), so %.2f ms (%.0f%%) overlapped the device's work.\n",
                reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0);
+#undef NUM
+}
+
+/* Read-ahead on the host: how much of the reads the compute hid. */
+static void ahead_lines(struct strbuf *t, const cJSON *sum, uint32_t n_layers)
+{
+#define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, k))
+    double exposed = NUM("io_ms"), reads = NUM("read_ms"), hidden = reads > exposed ? reads - exposed : 0;
+    strbuf_add(t, "Read-ahead: %.1f of %u layers per token had their reads issued while the layer before them "
+                  "computed. The reads took %.2f ms per token (from their hand-off to the reader threads to their "
+                  "last completion); the token waited %.2f ms for them (its I/O, exposed), so %.2f ms (%.0f%%) "
+                  "overlapped compute.\n",
+               NUM("layers_ahead"), n_layers, reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0);
 #undef NUM
 }
 
@@ -419,6 +448,8 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
                NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
     if (cJSON_GetObjectItemCaseSensitive(sum, "h2d_bytes")) /* a device run only */
         device_lines(&t, root, sum);
+    else if (cJSON_GetObjectItemCaseSensitive(sum, "layers_ahead")) /* read-ahead on the host */
+        ahead_lines(&t, sum, m->shape.n_layers);
 #undef NUM
     return strbuf_take(&t);
 }
@@ -426,18 +457,19 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
 /* tokens.csv: a row per token with every per-token field of run.json, its
  * phase, and whether it is one of the cold tokens the summary leaves out
  * (so that fig8_token_latency.gp needs nothing but this file). */
-static char *tokens_csv(const struct run_outcome *r, int cold, bool device)
+static char *tokens_csv(const struct run_outcome *r, int cold, const struct run_report_extra *x)
 {
     struct strbuf b = {0};
-    size_t keys = device ? N_KEYS : N_HOST_KEYS;
     strbuf_add(&b, "index,id,phase,cold");
-    for (size_t k = 0; k < keys; k++)
-        strbuf_add(&b, ",%s", row_keys[k].key);
+    for (size_t k = 0; k < N_KEYS; k++)
+        if (key_shown(k, x))
+            strbuf_add(&b, ",%s", row_keys[k].key);
     strbuf_add(&b, "\n");
     for (int i = 0; i < r->n_rows; i++) {
         strbuf_add(&b, "%d,%d,%s,%d", i, r->rows[i].id, r->rows[i].generated ? "generated" : "prompt", i < cold);
-        for (size_t k = 0; k < keys; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
-            strbuf_add(&b, ",%.12g", *row_value(&r->rows[i], k));
+        for (size_t k = 0; k < N_KEYS; k++) /* 12 digits: byte counts of a 13 GB model stay exact */
+            if (key_shown(k, x))
+                strbuf_add(&b, ",%.12g", *row_value(&r->rows[i], k));
         strbuf_add(&b, "\n");
     }
     return strbuf_take(&b);
@@ -517,7 +549,7 @@ static int write_files(const char *dir, const struct model *m, const struct run_
         rc = *md ? atomic_write_text(path, *md, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
     if (rc != 0)
         return rc;
-    char *csv = tokens_csv(r, cold_tokens(r, x), x->device);
+    char *csv = tokens_csv(r, cold_tokens(r, x), x);
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
     rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
     free(csv);

@@ -46,6 +46,8 @@ struct token_row {
                                    * them on a device whose memory is not the host's only */
     double d2h_bytes, launches, syncs; /* on such a device, the backend's counts over the token
                                         * (backend.h: struct backend_counts); run.json has them beside h2d_bytes */
+    double layers_ahead;          /* layers whose reads went ahead (ffn_flash.h); run.json has it, and
+                                   * read_ms, on the host with read-ahead only */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
     double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;
 };
@@ -71,6 +73,8 @@ struct run_report_extra {
                             * also give h2d_bytes and row_moves (a cpu run's files keep their keys) */
     uint64_t device_bytes; /* device: what the flash FFN holds in device memory (ffn_flash_device_bytes) */
     bool staging_pinned;   /* device: its staging ring is pinned (else ordinary memory, slower uploads) */
+    bool read_ahead;       /* on the host, layers' reads went ahead (ffn_flash_reads_ahead): the rows
+                            * also give read_ms, and io_ms is the exposed part of it */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
 };

@@ -104,6 +104,7 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
     p->cfg.io_threads = o->io_threads;
     p->cfg.iodepth = o->iodepth;
     p->cfg.direct = o->direct;
+    p->cfg.read_ahead = o->read_ahead;
     if (run_setup_policy(o, p, err, errlen) != 0)
         return -1;
     p->cfg.policy = p->policy;

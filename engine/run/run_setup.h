@@ -57,6 +57,7 @@ struct run_options {
     const char *io_engine;
     unsigned io_threads, iodepth;
     bool direct;                /* not --buffered */
+    bool read_ahead;            /* --read-ahead on (ffn_flash.h) */
     const char *warmup_file;    /* the warm-up's text, as messages name it (NULL: the prompt) */
     const struct fb_settings *settings; /* the warm-up's backend reads its tuning here */
 };

@@ -40,7 +40,8 @@ static int setup(const struct fb_settings *set, const struct model *m, const str
     const char *active = c->active ? c->active : c->traced ? trace_active : "oracle";
     struct run_options o = {.cmd = "run", .mode = c->mode, .window = 3, .active = active,
                             .use = c->use ? c->use : "auto", .check = c->check,
-                            .io_engine = "psync", .io_threads = 1, .iodepth = 1, .direct = false, .settings = set};
+                            .io_engine = "psync", .io_threads = 1, .iodepth = 1, .direct = false,
+                            .read_ahead = true, .settings = set};
     if (c->policy) {
         o.policy = POLICY(c->policy);
         o.layout = LAYOUT(c->layout);

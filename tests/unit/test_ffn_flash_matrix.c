@@ -13,7 +13,12 @@
  *   - a recorded trace on the device is byte for byte the cpu's;
  *   - the paths are exercised: every source inserts rows, the budgets move
  *     rows, --check finds the true sets, and the trace's and the
- *     predictor's choices apart from them.
+ *     predictor's choices apart from them;
+ *   - the cpu runs read ahead (flash_run_fixture.h asks for it) where the
+ *     sets are known before a layer's input: layers go ahead under the
+ *     trace's sets, never under the oracle, the predictor or the gate,
+ *     never on the device — so every comparison above is also
+ *     read-ahead's against the layer-by-layer path.
  * Usage: test_ffn_flash_matrix BACKEND (sim, opencl, cuda); a backend that
  * cannot start here exits 77 (sim always starts). */
 #include <stdio.h>
@@ -31,6 +36,7 @@ enum { MAX_CASES = 128 };
 struct tally {
     uint64_t rows[MX_SOURCES], moves[MX_SOURCES];
     uint64_t active[MX_SOURCES], off[MX_SOURCES]; /* --check's truly active, and missed + extra */
+    uint64_t ahead[MX_SOURCES], dev_ahead;         /* layers read ahead: on cpu, on the device */
     int cases, records;
 };
 
@@ -63,6 +69,8 @@ static void compare_runs(const struct mx_case *c, const struct model *m, const s
         compare_token(what, &dev->t[i], &cpu->t[i], dev->vocab, exact, bundle, m->bundle_stride);
         t->rows[c->source] += (uint64_t)dev->t[i].r.rows_inserted;
         t->moves[c->source] += (uint64_t)dev->t[i].r.row_moves;
+        t->ahead[c->source] += (uint64_t)cpu->t[i].r.layers_ahead;
+        t->dev_ahead += (uint64_t)dev->t[i].r.layers_ahead;
         if (c->rc.check) {
             t->active[c->source] += (uint64_t)dev->t[i].r.active;
             t->off[c->source] += (uint64_t)(dev->t[i].r.missed + dev->t[i].r.extra);
@@ -129,7 +137,10 @@ static int run_shape(const struct backend_ops *be, const char *shape, struct tal
         CHECK(!used || t->rows[s] > 0);
         CHECK(!used || s == MX_ORACLE || t->active[s] > 0);
         CHECK(!used || s == MX_ORACLE || s == MX_GATE || t->off[s] > 0);
+        bool traced = s == MX_TRACE_ACTIVE || s == MX_TRACE_PREDICTED;
+        CHECK(!used || (traced ? t->ahead[s] > 0 : t->ahead[s] == 0));
     }
+    CHECK_U64(t->dev_ahead, 0);
     mx_close(&x);
     return rc;
 }
