@@ -69,7 +69,10 @@ static const struct opt_def run_options[] = {
     {"check", OPT_FLAG, O(check), NULL, NULL, "beside a predictor, the gate or a trace: also compute the true activations (up-projection rows held in DRAM, reported apart) and count per token the active neurons missed and the extra ones read"},
     {"dram-budget", OPT_STRING, O(dram_budget), NULL, "PCT|BYTES", "DRAM the engine may hold (weights, caches, buffers): 50% of the model, or 6G"},
     {"device-budget", OPT_STRING, O(device_budget), NULL, "PCT|BYTES", "on a device whose memory is not the host's (sim, opencl, cuda): device memory the engine may hold (weights, KV cache, neuron caches, device staging): 30% of the model, or 2G; the caches are sized to it, and --dram-budget then holds the host's part (pinned staging ring, bounce buffer, predictor) [default: the caches follow --dram-budget]"},
-    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "flash reads: psync or io_uring", .allowed = "psync|io_uring"},
+    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME",
+     "flash reads: psync or io_uring; auto: measure psync with --io-threads threads, io_uring with 2 threads x 16 "
+     "reads in flight and with 4 x 8, on batches like the run's from the model's ffn.bin, and read with the "
+     "fastest (run.json's io_engine_choice)", .allowed = "psync|io_uring|auto"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
@@ -189,6 +192,8 @@ struct run {
     struct engine e;
     bool engine_up;
     struct run_outcome out;
+    struct run_reader_choice reader; /* --io-engine auto's measurements */
+    bool reader_chosen;
 };
 
 /* What run shows of each token as it is measured: the progress bar, and
@@ -379,6 +384,13 @@ static int prepare(struct run *r)
         fb_error("%s", err);
         return 1;
     }
+    if (!p->dense && !strcmp(o->io_engine, "auto")) {
+        if (run_reader_choose(&r->m, p, &r->reader, err, sizeof err) != 0) {
+            fb_error("run: %s", err);
+            return 1;
+        }
+        r->reader_chosen = true;
+    }
     if (warm_up(r) != 0)
         return 1;
     if (run_setup_fit(&r->ro, &r->m, p, (uint64_t)r->max_seq - 1, err, sizeof err) != 0) {
@@ -409,7 +421,7 @@ static int write_results(struct run *r)
     if (!p->dense)
         provenance_add_disk(prov, r->m.ffn_path);
     struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,
-                                 .settings = r->set};
+                                 .settings = r->set, .reader = r->reader_chosen ? &r->reader : NULL};
     run_engine_extra(&r->e, &r->m, p, &x);
     char err[4400], *md; /* room for two paths: a temporary's and its file's */
     int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov, &md, err, sizeof err);

@@ -61,6 +61,9 @@
 
 /* which neurons: one type, engine/ffn/neuron_select.h's enum neuron_source */
 
+/* The longest read the flash FFN hands its reader: longer ones are split. */
+enum { FFN_FLASH_MAX_READ = 1u << 20 };
+
 /* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
 enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
 

@@ -20,7 +20,7 @@
 #include "io/flash_reader.h"
 #include "io/io_buffer.h"
 
-enum { MAX_READ = 1u << 20 };
+enum { MAX_READ = FFN_FLASH_MAX_READ };
 
 /* Where a row read this token goes (mark[] bits, cleared after the step). */
 enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };

@@ -191,6 +191,25 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
     cJSON_AddBoolToObject(pol, "read_ahead", ffn_flash_reads_ahead(&p->cfg, p->device));
 }
 
+/* --io-engine auto: each candidate's throughput on batches like the run's. */
+static void reader_choice_json(cJSON *pol, const struct run_reader_choice *c)
+{
+    cJSON *o = cJSON_AddObjectToObject(pol, "io_engine_choice");
+    cJSON_AddNumberToObject(o, "read_bytes", (double)c->read_bytes);
+    cJSON_AddNumberToObject(o, "batch_reads", c->batch_reads);
+    cJSON_AddNumberToObject(o, "rounds", RUN_READER_ROUNDS);
+    cJSON *arr = cJSON_AddArrayToObject(o, "candidates");
+    for (size_t i = 0; i < c->n; i++) {
+        cJSON *k = cJSON_CreateObject();
+        cJSON_AddStringToObject(k, "io_engine", c->c[i].engine);
+        cJSON_AddNumberToObject(k, "io_threads", c->c[i].threads);
+        cJSON_AddNumberToObject(k, "iodepth", c->c[i].iodepth);
+        cJSON_AddNumberToObject(k, "bytes_per_second", c->c[i].bytes_per_s);
+        cJSON_AddBoolToObject(k, "chosen", i == c->best);
+        cJSON_AddItemToArray(arr, k);
+    }
+}
+
 /* The summary's policy of a flash run: the policy run and its cache. */
 static void summary_policy_json(cJSON *sum, const struct model *m, const struct run_setup *p,
                                 const struct run_report_extra *x)
@@ -255,6 +274,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);
+    if (!p->dense && x->reader)
+        reader_choice_json(cJSON_GetObjectItemCaseSensitive(prov, "policy"), x->reader);
     tokens_json(root, r, x);
     int cold = cold_tokens(r, x), n;
     struct token_row mean;
@@ -361,6 +382,29 @@ static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
 #undef NUM
 }
 
+/* The flash reader, and how --io-engine auto chose it (run.json's
+ * provenance.policy.io_engine_choice). */
+static void reader_line(struct strbuf *t, const struct run_setup *p, const cJSON *root)
+{
+#define GET(o, k) cJSON_GetObjectItemCaseSensitive(o, k)
+#define NUM(o, k) cJSON_GetNumberValue(GET(o, k))
+    strbuf_add(t, "- reads: %s, %u threads x %u in flight", p->cfg.io_engine, p->cfg.io_threads, p->cfg.iodepth);
+    const cJSON *c = GET(GET(GET(root, "provenance"), "policy"), "io_engine_choice"), *k;
+    if (c) {
+        strbuf_add(t, ", the fastest on batches like this run's (%.0f reads of %.0f bytes from ffn.bin, median of %.0f):",
+                   NUM(c, "batch_reads"), NUM(c, "read_bytes"), NUM(c, "rounds"));
+        const char *sep = "";
+        cJSON_ArrayForEach(k, GET(c, "candidates")) {
+            strbuf_add(t, "%s %s %.0f x %.0f %.2f GB/s", sep, cJSON_GetStringValue(GET(k, "io_engine")),
+                       NUM(k, "io_threads"), NUM(k, "iodepth"), NUM(k, "bytes_per_second") / 1e9);
+            sep = ";";
+        }
+    }
+    strbuf_add(t, "\n");
+#undef NUM
+#undef GET
+}
+
 /* Read-ahead on the host: how much of the reads the compute hid. */
 static void ahead_lines(struct strbuf *t, const cJSON *sum, uint32_t n_layers)
 {
@@ -425,6 +469,8 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     }
     if (p->device)
         device_line(&t, m, p);
+    if (!p->dense)
+        reader_line(&t, p, root);
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",

@@ -29,6 +29,7 @@
 
 #include "common/settings.h"
 #include "engine/model/model.h"
+#include "engine/run/run_reader.h"
 #include "engine/run/run_setup.h"
 
 /* One token's measured costs. */
@@ -76,6 +77,7 @@ struct run_report_extra {
     bool read_ahead;       /* on the host, layers' reads went ahead (ffn_flash_reads_ahead): the rows
                             * also give read_ms, and io_ms is the exposed part of it */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
+    const struct run_reader_choice *reader; /* --io-engine auto's measurements, or NULL */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
 };
 

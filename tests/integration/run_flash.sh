@@ -46,6 +46,22 @@ check "replay the same" "$FLASHBED" replay --trace "$T" --policy window:3 --layo
 n_tok=$(json_get "$WORK/traced/run.json" "len(d['tokens'])")
 check "reads per token equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['reads']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$n_tok]]")"
 check "rows inserted equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['rows_inserted']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['rows_inserted'][:$n_tok]]")"
+# Read-ahead (on by default with a trace): every layer's reads go ahead
+# here, what the token waited for is apart from the reads' time; off, the
+# same tokens and reads layer by layer, and the files keep their old keys.
+check "traced: read ahead" test "$(json_get "$WORK/traced/run.json" "(d['provenance']['policy']['read_ahead'], all(t['layers_ahead'] == 2 and t['read_ms'] >= 0 for t in d['tokens']))")" = "(True, True)"
+check "run.md says what overlapped" grep -q "^Read-ahead: 2.0 of 2 layers" "$WORK/traced/run.md"
+check "tokens.csv has read_ms" grep -q ",read_ms,layers_ahead$" "$WORK/traced/tokens.csv"
+check "--read-ahead off" "$FLASHBED" run --model "$M" --mode all --window 3 --active "trace:$T" --prompt "$P" -n 20 --ignore-eos --threads 1 --read-ahead off --out "$WORK/traced-off"
+for key in id reads bytes_read rows_inserted rows_deleted; do
+    check "read-ahead off: the same $key" test "$(json_get "$WORK/traced-off/run.json" "[t['$key'] for t in d['tokens']]")" = "$(json_get "$WORK/traced/run.json" "[t['$key'] for t in d['tokens']]")"
+done
+check "read-ahead off: no read-ahead keys" test "$(json_get "$WORK/traced-off/run.json" "(d['provenance']['policy']['read_ahead'], 'layers_ahead' in d['summary'], 'read_ms' in d['summary'])")" = "(False, False, False)"
+check "the oracle does not read ahead" test "$(json_get "$WORK/all/run.json" "d['provenance']['policy']['read_ahead']")" = False
+# --io-engine auto: three readers measured on the model's ffn.bin, the fastest used.
+check "--io-engine auto" "$FLASHBED" run --model "$M" --mode all --window 3 --active "trace:$T" --io-engine auto --prompt "$P" -n 8 --ignore-eos --threads 1 --out "$WORK/auto"
+check "auto: the fastest candidate chosen and used" test "$(json_get "$WORK/auto/run.json" "(lambda p, c: (len(c), sum(x['chosen'] for x in c), max(c, key=lambda x: x['bytes_per_second'])['io_engine'] == p['io_engine'], all(x['bytes_per_second'] > 0 for x in c)))(d['provenance']['policy'], d['provenance']['policy']['io_engine_choice']['candidates'])")" = "(3, 1, True, True)"
+check "auto: run.md names the reader" grep -q "^- reads: .*the fastest on batches like this run's" "$WORK/auto/run.md"
 
 # Every policy x two layouts, trace-driven under a budget: the run reads,
 # per token, exactly what replay counts at the run's ffn_cache_bytes. The
