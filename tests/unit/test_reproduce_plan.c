@@ -75,8 +75,8 @@ static void table3_steps(const struct repro_plan *p, const char *shape)
         for (int r = 1; r <= 3; r++) {
             snprintf(id, sizeof id, "run-%s-%s-trace-r%d", shape, modes[m], r);
             const struct repro_step *s = step(p, id);
-            CHECK_STR(arg(s, "--prompt-tokens"), m < 2 ? "2" : "8");
-            CHECK_STR(arg(s, "-n"), m < 2 ? "3" : "8");
+            CHECK_STR(arg(s, "--prompt-tokens"), m < 2 ? "2" : "4");
+            CHECK_STR(arg(s, "-n"), m < 2 ? "3" : "6");
             CHECK_STR(arg(s, "--cold"), m < 2 ? "1" : "5");
             CHECK(m == 0 ? arg(s, "--dram-budget") == NULL : !strcmp(arg(s, "--dram-budget"), "50%"));
         }
