@@ -50,9 +50,9 @@ int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z)
 /* Whether real shapes fit this machine, taken one after another
  * (harness/reproduce_fit.c): a shape's f16 weights at most half the memory
  * (the config's mem_bytes, or this machine's), and on the disk under the
- * study's folder room for its model and its Hugging Face folder beside
- * every model taken before, what the rest of the study writes (committed)
- * and 1 GiB to spare. What the study's folder holds already counts as room,
+ * study's folder room for its model (a fifth more than its weights: rows
+ * padded) and its Hugging Face folder beside every model taken before,
+ * what the rest of the study writes (committed) and 1 GiB to spare. What the study's folder holds already counts as room,
  * so that a resumed study plans what the first run did. */
 struct repro_fit {
     uint64_t mem, avail, committed; /* bytes */
