@@ -22,17 +22,22 @@
 struct reproduce_opts {
     bool tiny, quick, full, merge, check_plan;
     char *models, *disk, *data, *out, *plan;
+    uint64_t memory;
 };
 
 #define O(f) offsetof(struct reproduce_opts, f)
 static const struct opt_def reproduce_options[] = {
     {"tiny", OPT_FLAG, O(tiny), NULL, NULL, "every step on the tiny shapes (well under a minute; for tests)"},
-    {"quick", OPT_FLAG, O(quick), NULL, NULL, "OPT-1.3B and the tiny shapes of the others (the default)"},
+    {"quick", OPT_FLAG, O(quick), NULL, NULL,
+     "OPT-1.3B and the tiny shapes of the others, Table 3's CPU rows also at Phi-2 and a 1.1B Llama where they "
+     "fit (the default)"},
     {"full", OPT_FLAG, O(full), NULL, NULL, "the paper's scale: 7B shapes, 128 + 256 tokens"},
     {"models", OPT_STRING, O(models), "opt,falcon,persimmon,phi,llama2", "LIST",
      "architectures: opt, falcon, persimmon, phi, llama2"},
     {"disk", OPT_STRING, O(disk), NULL, "DIR", "a folder on the disk to measure (Fig. 2b's scratch file goes there) [default: --out]"},
     {"data", OPT_STRING, O(data), "../shared/data", "DIR", "the shared data: stories260K and its text, for the recorded trace"},
+    {"memory", OPT_SIZE, O(memory), "0", "SIZE",
+     "--quick measures Table 3 at a real shape whose f16 weights fit half of this [default 0: this machine's memory]"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "the study's folder; run again with the same --out to resume [default: results/reproduce-TIER]"},
     {"plan", OPT_STRING, O(plan), NULL, "FILE", "write one command per model (each a study of its own folder, for GNU parallel or a Slurm array) instead of running"},
     {"merge", OPT_FLAG, O(merge), NULL, NULL, "collect the studies in --out's subfolders into one REPORT.md"},
@@ -157,6 +162,20 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
     return 0;
 }
 
+/* The real shapes the plan adds for Table 3's CPU rows, and those left out. */
+static void say_table3_shapes(const struct repro_plan *p)
+{
+    char shapes[256] = "";
+    for (size_t i = 0, n = 0; i < p->config.n_models; i++)
+        if (p->table3_shape[i][0])
+            n += (size_t)snprintf(shapes + n, n < sizeof shapes ? sizeof shapes - n : 0, "%s%s", n ? ", " : "",
+                                  p->table3_shape[i]);
+    if (shapes[0])
+        fb_info("Table 3's CPU rows also at the real shapes %s", shapes);
+    if (p->table3_left_out[0])
+        fb_info("Table 3's real shapes left out: %s", p->table3_left_out);
+}
+
 /* --check-plan: every step's arguments through its command's parser, the
  * command stopping there (cli_parse_only). 0 when all parse, else 1. */
 static int check_plan(const struct repro_config *c)
@@ -186,6 +205,7 @@ static int check_plan(const struct repro_config *c)
     if (!bad)
         fb_info("the %s plan's %zu flashbed commands all parse (%zu steps)", repro_tier_name(c->tier), checked,
                 plan.n);
+    say_table3_shapes(&plan);
     repro_plan_free(&plan);
     return bad ? 1 : 0;
 }
@@ -200,6 +220,7 @@ static int run_study(const struct repro_config *c, const char *program)
         fb_error("reproduce: %s", err);
         return 2;
     }
+    say_table3_shapes(&plan);
     interrupt_install();
     struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
     bool stopped = false;
@@ -252,6 +273,7 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     c.out = out;
     c.disk = o.disk ? o.disk : out;
     c.data = o.data;
+    c.mem_bytes = o.memory;
     c.fio = program_available("fio");
     if (!o.merge)
         find_devices(&c);

@@ -18,8 +18,10 @@
  * folder was made with other settings.
  *
  * Tiers: tiny (the tiny shapes, seconds per step: tests), quick (OPT-1.3B
- * and the tiny shapes of the other architectures: the README's main job),
- * full (the paper's 7B shapes).
+ * and the tiny shapes of the other architectures: the README's main job;
+ * Table 3's CPU rows also at the real shape of every architecture that has
+ * one of at most 3B fitting this machine: Phi-2, TinyLlama's 1.1B with
+ * FATReLU), full (the paper's 7B shapes).
  *
  * Return convention: 0, or -1 with a message in err naming the step, its
  * command and its log. Not thread-safe; one plan at a time. */
@@ -28,6 +30,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cache/mode.h"
 #include "common/settings.h"
@@ -57,6 +60,7 @@ struct repro_config {
     size_t n_devices;
     char devices_absent[512]; /* the device backends that did not start here, and why ("" when none) */
     const struct fb_settings *settings; /* configs and plot scripts the plan and report read (borrowed) */
+    uint64_t mem_bytes; /* the memory whose half a real shape's weights must fit in (0: this machine's) */
 };
 
 /* A step whose first argument is this removes the path after it (a
@@ -80,6 +84,11 @@ struct repro_plan {
     char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
     char device_shape[32]; /* the shape of Table 3's device rows ("" when none are planned) */
     char device_budget[8]; /* and all's --dram-budget there */
+    /* per model of config.models: the real shape Table 3's CPU rows also
+     * run at, beside the tier's ("" when none: the tier's shape is real, or
+     * the architecture has none that fits) */
+    char table3_shape[REPRO_MAX_MODELS][32];
+    char table3_left_out[1024]; /* the real shapes left out, and why ("" when none) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
 };
@@ -101,6 +110,9 @@ bool repro_mode_get(size_t i, struct repro_mode *out);
 /* The architectures --models names, and each one's shape per tier. */
 const char *repro_shape(const char *arch, enum repro_tier tier);
 const char *repro_tier_name(enum repro_tier tier);
+/* The real shape of at most 3B the quick tier measures an architecture's
+ * Table 3 CPU rows at where it fits; NULL when it has none. */
+const char *repro_table3_shape(const char *arch);
 
 /* Plans the study for c (strings are copied; c->settings is kept by
  * pointer, for the report). */

@@ -11,6 +11,7 @@
 #include "cache/cache.h"
 #include "common/errbuf.h"
 #include "common/model_shape.h"
+#include "common/parse.h"
 #include "harness/reproduce_plan.h"
 #include "sim/paper_tables.h"
 
@@ -28,6 +29,11 @@ struct tier_sizes {
     const char *predictor_svd_iterations;  /* the SVD start: 1 or 2 do before training */
     const char *long_tokens;               /* Fig. 8's long generation */
     const char *fig7_shares;               /* Fig. 7's DRAM shares (window:auto), percents */
+    /* Table 3's CPU rows at the real shapes the quick tier adds (NULL in the
+     * others: their shapes are the tier's): fewer tokens for naive and
+     * hybrid, which read every FFN row of a model up to 5.6 GB per token */
+    const char *real_base_prompt, *real_base_tokens, *real_run_prompt, *real_run_tokens;
+    int real_rounds;
 };
 
 static const struct tier_sizes tiers[] = {
@@ -37,24 +43,35 @@ static const struct tier_sizes tiers[] = {
                     "16", "2", "1", "24", "70,80,90"},
     /* quick: sized for about ten minutes on 2 cores, most of it OPT-1.3B's
      * 30 measured runs (8 + 8 tokens, the first 5 cold); OPT-1.3B's
-     * outside-FFN weights are about 45% of it, so Fig. 7 starts at 50% */
+     * outside-FFN weights are about 45% of it, so Fig. 7 starts at 50%.
+     * The real shapes added for Table 3 (Phi-2: 5.6 GB, 2.3 s per token
+     * naive, 2.3 s all at half of it in DRAM, where its window does not
+     * fit): naive and hybrid 2 + 3 tokens (4 measured after 1 cold), all
+     * 4 + 6 (5 after the 5 cold that fill the window); with their models
+     * made, about four more minutes */
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "0.5", "0.1", "128", "64", "64",
-                     "10%,25%,50%", "8", "8", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80"},
+                     "10%,25%,50%", "8", "8", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80", "2", "3", "4", "6",
+                     3},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
                     "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80"},
 };
 
-/* The architectures and their shapes (configs/models/) per tier. */
+/* The architectures and their shapes (configs/models/) per tier, and the
+ * real shape of at most 3B the quick tier measures Table 3's CPU rows at
+ * where the tier's shape is a tiny one and the real one fits this machine
+ * (NULL: Falcon and Persimmon have none below 7B). */
 static const struct {
     const char *arch, *make_arch; /* --models name, model make --arch */
     const char *shape[3];         /* tiny, quick, full */
     bool bias_relu;               /* ReLU with biases: 5% firing (--relu-density) */
+    const char *table3_quick;     /* real shape of Table 3's CPU rows in the quick tier */
 } archs[] = {
-    {"opt", "opt", {"opt-tiny", "opt-1.3b", "opt-6.7b"}, true},
-    {"falcon", "falcon", {"falcon-tiny", "falcon-tiny", "falcon-7b"}, false},
-    {"persimmon", "persimmon", {"persimmon-tiny", "persimmon-tiny", "persimmon-8b"}, true},
-    {"phi", "phi", {"phi-tiny", "phi-tiny", "phi-2"}, true},
-    {"llama2", "llama", {"llama-relu-tiny", "llama-relu-tiny", "llama-2-7b-fatrelu"}, false},
+    {"opt", "opt", {"opt-tiny", "opt-1.3b", "opt-6.7b"}, true, "opt-1.3b"},
+    {"falcon", "falcon", {"falcon-tiny", "falcon-tiny", "falcon-7b"}, false, NULL},
+    {"persimmon", "persimmon", {"persimmon-tiny", "persimmon-tiny", "persimmon-8b"}, true, NULL},
+    {"phi", "phi", {"phi-tiny", "phi-tiny", "phi-2"}, true, "phi-2"},
+    /* TinyLlama-1.1B's shape with FATReLU, as llama-2-7b-fatrelu is Llama 2's */
+    {"llama2", "llama", {"llama-relu-tiny", "llama-relu-tiny", "llama-2-7b-fatrelu"}, false, "llama-1.1b-fatrelu"},
 };
 
 #define N_ARCHS (sizeof archs / sizeof archs[0])
@@ -71,6 +88,12 @@ const char *repro_shape(const char *arch, enum repro_tier tier)
 {
     int i = arch_index(arch);
     return i < 0 ? NULL : archs[i].shape[tier];
+}
+
+const char *repro_table3_shape(const char *arch)
+{
+    int i = arch_index(arch);
+    return i < 0 ? NULL : archs[i].table3_quick;
 }
 
 const char *repro_tier_name(enum repro_tier tier)
@@ -211,16 +234,26 @@ static int add_model(struct repro_plan *p, int a, const char *shape)
 }
 
 /* A calibrated synthetic trace of the shape (its architecture's
- * statistics), its statistics (Fig. 4a), and the policy study on it. */
-static int add_trace_and_policies(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+ * statistics). */
+static int add_trace(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
 {
-    char id[96], trace[4200], out[4200], what[160], rel[200], hw[4200];
+    char id[96], trace[4200], what[160], rel[200];
     at(p, trace, sizeof trace, "traces/%s.trace", shape);
     snprintf(id, sizeof id, "trace-%s", shape);
     snprintf(what, sizeof what, "calibrated synthetic trace of %s", shape);
     snprintf(rel, sizeof rel, "traces/%s.trace", shape);
     STEP(p, "traces", id, rel, what, "trace", "synth", "--shape", shape, "--tokens", t->trace_tokens, "--seed", "1",
          "--out", trace);
+    return 0;
+}
+
+/* The shape's trace, its statistics (Fig. 4a), and the policy study on it. */
+static int add_trace_and_policies(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
+{
+    char id[96], trace[4200], out[4200], what[160], rel[200], hw[4200];
+    at(p, trace, sizeof trace, "traces/%s.trace", shape);
+    if (add_trace(p, shape, t) != 0)
+        return -1;
     snprintf(id, sizeof id, "trace-info-%s", shape);
     snprintf(what, sizeof what, "statistics of %s's trace (Fig. 4a)", shape);
     snprintf(rel, sizeof rel, "traces/%s-info", shape);
@@ -313,12 +346,20 @@ bool repro_mode_get(size_t i, struct repro_mode *out)
     return true;
 }
 
+/* The measured runs' sizes: a tier's, or those of the real shapes it adds
+ * for Table 3. */
+struct run_sizes {
+    const char *run_prompt, *run_tokens;   /* prompt and generated tokens */
+    const char *base_prompt, *base_tokens; /* naive and hybrid */
+    int rounds;
+};
+
 /* One measured run: mode md on the shape's model, its neurons chosen by
  * source (trace: the shape's calibrated trace; predictor: the predictor
  * trained on the model), round r. naive and hybrid run few tokens, one of
  * them cold; naive keeps nothing between tokens and runs without a budget. */
 static int add_run(struct repro_plan *p, const char *shape, const struct repro_mode *md, const char *source, int r,
-                   const struct tier_sizes *t)
+                   const struct run_sizes *t)
 {
     char id[96], what[160], rel[200], model[4200], active[4300], out[4200];
     at(p, model, sizeof model, "models/%s", shape);
@@ -394,11 +435,12 @@ static int add_runs(struct repro_plan *p, const char *shape, const struct tier_s
     bool trained = p->text[0] != '\0';
     if (trained && add_predictor(p, shape, t) != 0)
         return -1;
+    const struct run_sizes z = {t->run_prompt, t->run_tokens, t->base_prompt, t->base_tokens, t->rounds};
     struct repro_mode md;
     for (int r = 1; r <= t->rounds; r++)
         for (size_t i = 0; repro_mode_get(i, &md); i++)
             for (int src = 0; src < (md.whole_layers || !trained ? 1 : 2); src++)
-                if (add_run(p, shape, &md, sources[src], r, t) != 0)
+                if (add_run(p, shape, &md, sources[src], r, &z) != 0)
                     return -1;
     for (size_t i = 0; repro_mode_get(i, &md); i++)
         for (int src = 0; src < (md.whole_layers || !trained ? 1 : 2); src++)
@@ -553,6 +595,63 @@ static bool plans_devices(struct repro_plan *p)
     return opt && p->config.n_devices;
 }
 
+/* Table 3's CPU modes: the paper's rows. */
+static bool table3_mode(const char *mode)
+{
+    return !strcmp(mode, "naive") || !strcmp(mode, "hybrid") || !strcmp(mode, "all");
+}
+
+/* Table 3's CPU rows at a real shape the tier adds: its model and trace,
+ * naive, hybrid and all on the trace round by round (the modes
+ * alternating), then each one's price on this machine's profile. */
+static int add_table3_real(struct repro_plan *p, int a, const char *shape, const struct tier_sizes *t)
+{
+    if (add_model(p, a, shape) != 0 || add_trace(p, shape, t) != 0)
+        return -1;
+    const struct run_sizes z = {t->real_run_prompt, t->real_run_tokens, t->real_base_prompt, t->real_base_tokens,
+                                t->real_rounds};
+    struct repro_mode md;
+    for (int r = 1; r <= z.rounds; r++)
+        for (size_t i = 0; repro_mode_get(i, &md); i++)
+            if (table3_mode(md.mode) && add_run(p, shape, &md, "trace", r, &z) != 0)
+                return -1;
+    for (size_t i = 0; repro_mode_get(i, &md); i++)
+        if (table3_mode(md.mode) && add_predict(p, shape, &md, "trace", "none") != 0)
+            return -1;
+    return 0;
+}
+
+/* The real shapes the quick tier adds for Table 3 (archs[].table3_quick,
+ * where the tier's shape is another) that fit this machine, beside what
+ * the rest of the study writes (its models, Fig. 2b's file), into
+ * p->table3_shape; the others, and why, into p->table3_left_out. */
+static void choose_table3_shapes(struct repro_plan *p, const struct tier_sizes *t)
+{
+    if (p->config.tier != REPRO_QUICK)
+        return;
+    uint64_t committed = 0;
+    char err[256];
+    if (parse_size(t->sweep_size, &committed, err, sizeof err) != 0)
+        committed = 0;
+    for (size_t i = 0; i < p->config.n_models; i++)
+        committed += repro_shape_bytes(p, archs[arch_index(p->config.models[i])].shape[p->config.tier]);
+    struct repro_fit f;
+    repro_fit_start(p, committed, &f);
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        int a = arch_index(p->config.models[i]);
+        const char *real = archs[a].table3_quick;
+        char why[512];
+        if (!real || !strcmp(real, archs[a].shape[p->config.tier]))
+            continue;
+        if (repro_fit_take(&f, p, real, why, sizeof why)) {
+            snprintf(p->table3_shape[i], sizeof p->table3_shape[i], "%s", real);
+            continue;
+        }
+        size_t n = strlen(p->table3_left_out);
+        snprintf(p->table3_left_out + n, sizeof p->table3_left_out - n, "%s%s", n ? "; " : "", why);
+    }
+}
+
 static int plan_steps(struct repro_plan *p)
 {
     const struct tier_sizes *t = &tiers[p->config.tier];
@@ -569,7 +668,14 @@ static int plan_steps(struct repro_plan *p)
         if (i == 0 && (add_fig8(p, shape, t) != 0 || add_fig7(p, shape, t) != 0))
             return -1;
     }
-    return plans_devices(p) ? add_device_rows(p, t) : 0;
+    if (plans_devices(p) && add_device_rows(p, t) != 0)
+        return -1;
+    /* last: the study's own parts first, then the larger models */
+    choose_table3_shapes(p, t);
+    for (size_t i = 0; i < p->config.n_models; i++)
+        if (p->table3_shape[i][0] && add_table3_real(p, arch_index(p->config.models[i]), p->table3_shape[i], t) != 0)
+            return -1;
+    return 0;
 }
 
 int repro_plan_build(const struct repro_config *c, struct repro_plan *p, char *err, size_t errlen)

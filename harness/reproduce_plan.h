@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "harness/reproduce.h"
 
@@ -45,5 +46,21 @@ struct repro_device_sizes {
     int rounds;
 };
 int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z);
+
+/* Whether real shapes fit this machine, taken one after another
+ * (harness/reproduce_fit.c): a shape's f16 weights at most half the memory
+ * (the config's mem_bytes, or this machine's), and on the disk under the
+ * study's folder room for its model (a fifth more than its weights: rows
+ * padded) and its Hugging Face folder beside every model taken before,
+ * what the rest of the study writes (committed) and 1 GiB to spare. What the study's folder holds already counts as room,
+ * so that a resumed study plans what the first run did. */
+struct repro_fit {
+    uint64_t mem, avail, committed; /* bytes */
+};
+void repro_fit_start(const struct repro_plan *p, uint64_t committed, struct repro_fit *f);
+/* true, the shape's bytes committed; false with why (its name first). */
+bool repro_fit_take(struct repro_fit *f, const struct repro_plan *p, const char *shape, char *why, size_t len);
+/* A shape's weights in f16 (configs/models); 0 when it cannot be read. */
+uint64_t repro_shape_bytes(const struct repro_plan *p, const char *shape);
 
 #endif

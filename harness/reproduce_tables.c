@@ -24,12 +24,27 @@ _Static_assert((int)REPRO_IO == (int)RUN_IO && (int)REPRO_MEM == (int)RUN_MEM &&
                    (int)REPRO_COMPUTE == (int)RUN_COMPUTE && (int)REPRO_TOTAL == (int)RUN_TOTAL,
                "reproduce's parts are run_summary's");
 
+/* How many tokens a round measured (its steady state) and left out as
+ * cold: the report says what each row stands on. */
+static void read_tokens(struct repro_cell *c, const char *run_json)
+{
+    cJSON *run = read_json_file(run_json);
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(run, "summary");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(sum, "tokens");
+    const cJSON *cold = cJSON_GetObjectItemCaseSensitive(sum, "cold_tokens_excluded");
+    c->tokens = cJSON_IsNumber(n) ? n->valuedouble : NAN;
+    c->cold = cJSON_IsNumber(cold) ? cold->valuedouble : 0;
+    cJSON_Delete(run);
+}
+
 static void read_round(struct repro_cell *c, const char *run_json)
 {
     struct run_summary m;
     char err[4400];
     if (run_summary_read(run_json, &m, err, sizeof err) != 0)
         return; /* a round that did not finish: the report counts those that did */
+    if (!c->rounds)
+        read_tokens(c, run_json);
     snprintf(c->budget, sizeof c->budget, "%.*s", (int)sizeof c->budget - 1, m.dram_budget);
     if (c->rounds < REPRO_MAX_ROUNDS) {
         for (int k = 0; k <= REPRO_TOTAL; k++)
@@ -60,7 +75,7 @@ static void read_model(struct repro_cell *c, const char *predict_json)
 bool repro_read_cell(const struct repro_plan *p, const char *prefix, struct repro_cell *c)
 {
     memset(c, 0, sizeof *c);
-    c->model_k = c->model_rows = NAN;
+    c->model_k = c->model_rows = c->tokens = NAN;
     char path[4400];
     for (int round = 1; round <= REPRO_MAX_ROUNDS; round++) {
         snprintf(path, sizeof path, "%s/%s-r%d/run.json", p->config.out, prefix, round);
@@ -167,47 +182,95 @@ void repro_add_ms(struct strbuf *b, double v)
         strbuf_add(b, " — |");
 }
 
+static const char *const table3_modes[] = {"naive", "hybrid", "all"};
+
+/* The tokens a row stands on: those measured per round, after the cold ones. */
+static void add_tokens(struct strbuf *b, const struct repro_cell *c)
+{
+    if (isnan(c->tokens))
+        strbuf_add(b, " — |");
+    else if (c->cold > 0)
+        strbuf_add(b, " %.0f (+%.0f cold) |", c->tokens, c->cold);
+    else
+        strbuf_add(b, " %.0f |", c->tokens);
+}
+
+/* Table 3's rows at one shape (naive, hybrid, all on the trace); true when
+ * any has run. */
+static bool table3_rows(struct strbuf *b, const struct repro_plan *p, const char *shape)
+{
+    bool any = false;
+    for (int m = 0; m < 3; m++) {
+        struct repro_cell c;
+        if (!repro_read_run_cell(p, shape, table3_modes[m], "trace", &c))
+            continue;
+        any = true;
+        strbuf_add(b, "| %s | %s | %s | %d |", shape, table3_modes[m], c.budget, c.rounds);
+        add_tokens(b, &c);
+        strbuf_add(b, " %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", c.median[REPRO_TOTAL], c.lo, c.hi,
+                   c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE]);
+        if (!c.modelled) {
+            strbuf_add(b, " not modelled yet | | | | | | | |");
+        } else {
+            strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", c.model[REPRO_TOTAL], c.model[REPRO_IO], c.model[REPRO_MEM],
+                       c.model[REPRO_COMPUTE]);
+            for (int k = 0; k < REPRO_N_PARTS; k++) {
+                int part = (k + REPRO_TOTAL) % REPRO_N_PARTS; /* total first */
+                repro_add_error(b, c.model[part], c.median[part]);
+            }
+        }
+        const char *match[] = {"model", paper_model(shape), "method", table3_modes[m], "backend", "CPU", NULL};
+        repro_add_ms(b, repro_paper_value(p, "table3.json", match, "total_ms"));
+        strbuf_add(b, "\n");
+    }
+    return any;
+}
+
+/* The shapes each architecture's rows ran at: the tier's, and the real
+ * one the quick tier adds where one fits (those left out, and why). */
+static void table3_shapes(struct strbuf *b, const struct repro_plan *p)
+{
+    strbuf_add(b, "Shapes, per architecture:");
+    for (size_t i = 0; i < p->config.n_models; i++) {
+        const char *arch = p->config.models[i], *shape = repro_shape(arch, p->config.tier);
+        const char *real = repro_table3_shape(arch);
+        strbuf_add(b, "%s %s: ", i ? ";" : "", arch);
+        if (p->table3_shape[i][0])
+            strbuf_add(b, "%s (real) and %s", p->table3_shape[i], shape);
+        else if (p->config.tier == REPRO_QUICK && !real)
+            strbuf_add(b, "%s only (no real shape of at most 3B: --full has %s)", shape,
+                       repro_shape(arch, REPRO_FULL));
+        else
+            strbuf_add(b, "%s", shape);
+    }
+    strbuf_add(b, ". The tiny shapes' rows test the pipeline, not the latencies: their tokens are mostly fixed "
+                  "costs.%s%s%s\n\n", p->table3_left_out[0] ? " Left out here: " : "", p->table3_left_out,
+               p->table3_left_out[0] ? "." : "");
+}
+
 void repro_section_table3(struct strbuf *b, const struct repro_plan *p)
 {
-    static const char *const modes[] = {"naive", "hybrid", "all"};
     strbuf_add(b, "## Table 3, this machine's CPU rows: measured beside modelled\n\n"
                   "Synthetic f16 models of the real shapes (random weights), neurons chosen by each shape's "
                   "calibrated synthetic trace, all = window of 5 tokens (the paper's k = 4), rows bundled. "
                   "DRAM budget: the paper's half of the model (three quarters on the tiny shapes, whose "
                   "layers are each too large a share of the model for half); naive keeps nothing between "
                   "tokens and runs without one. Measured: median over the rounds (min–max of the total), "
-                  "rounds alternating the configurations. Modelled: `flashbed predict` on this machine's "
-                  "profile; errors are modelled against measured. Paper: its M1 Max CPU total (float32), "
-                  "where the shape is one of its models.\n\n"
-                  "| model | mode | DRAM budget | rounds | measured ms/token | I/O | mem | compute | modelled | I/O | "
-                  "mem | compute | total err | I/O err | mem err | compute err | paper M1 Max CPU |\n"
-                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                  "rounds alternating the configurations; tokens: those each round measured (its prompt and "
+                  "generated tokens but the last), after the cold ones. Modelled: `flashbed predict` on this "
+                  "machine's profile; errors are modelled against measured. Paper: its M1 Max CPU total "
+                  "(float32), where the shape is one of its models.\n\n");
+    table3_shapes(b, p);
+    strbuf_add(b, "| shape | mode | DRAM budget | rounds | tokens/round | measured ms/token | I/O | mem | compute | "
+                  "modelled | I/O | mem | compute | total err | I/O err | mem err | compute err | paper M1 Max CPU |\n"
+                  "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     bool any = false;
     for (size_t i = 0; i < p->config.n_models; i++) {
-        const char *shape = repro_shape(p->config.models[i], p->config.tier);
-        for (int m = 0; m < 3; m++) {
-            struct repro_cell c;
-            if (!repro_read_run_cell(p, shape, modes[m], "trace", &c))
-                continue;
-            any = true;
-            strbuf_add(b, "| %s | %s | %s | %d | %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", shape, modes[m], c.budget,
-                       c.rounds, c.median[REPRO_TOTAL], c.lo, c.hi, c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE]);
-            if (!c.modelled) {
-                strbuf_add(b, " not modelled yet | | | | | | | |");
-            } else {
-                strbuf_add(b, " %.1f | %.1f | %.1f | %.1f |", c.model[REPRO_TOTAL], c.model[REPRO_IO], c.model[REPRO_MEM],
-                           c.model[REPRO_COMPUTE]);
-                for (int k = 0; k < REPRO_N_PARTS; k++) {
-                    int part = (k + REPRO_TOTAL) % REPRO_N_PARTS; /* total first */
-                    repro_add_error(b, c.model[part], c.median[part]);
-                }
-            }
-            const char *match[] = {"model", paper_model(shape), "method", modes[m], "backend", "CPU", NULL};
-            repro_add_ms(b, repro_paper_value(p, "table3.json", match, "total_ms"));
-            strbuf_add(b, "\n");
-        }
+        if (p->table3_shape[i][0])
+            any = table3_rows(b, p, p->table3_shape[i]) || any;
+        any = table3_rows(b, p, repro_shape(p->config.models[i], p->config.tier)) || any;
     }
-    strbuf_add(b, any ? "\n(from `runs/<model>/<mode>-trace-r<round>/run.json`, `<mode>-trace-predict/predict.json`, "
+    strbuf_add(b, any ? "\n(from `runs/<shape>/<mode>-trace-r<round>/run.json`, `<mode>-trace-predict/predict.json`, "
                         "`configs/paper/table3.json`)\n\n"
                       : "\nNot measured yet.\n\n");
 }
@@ -366,9 +429,12 @@ static void differences_fio(struct strbuf *b, const struct repro_plan *p)
 static void differences_model(struct strbuf *b, const struct repro_plan *p)
 {
     static const char *const names[] = {"I/O", "memory management", "compute"};
-    for (size_t i = 0; i < p->config.n_models; i++) {
-        const char *shape = repro_shape(p->config.models[i], p->config.tier);
+    for (size_t j = 0; j < 2 * p->config.n_models; j++) {
+        size_t i = j / 2; /* each model's real shape the tier adds, then the tier's */
+        const char *shape = j % 2 ? repro_shape(p->config.models[i], p->config.tier) : p->table3_shape[i];
         struct repro_cell c;
+        if (!shape[0])
+            continue;
         if (!repro_read_run_cell(p, shape, "all", "trace", &c) || !c.modelled)
             continue;
         bool missed = false;

@@ -28,6 +28,7 @@ struct repro_cell {
     double median[REPRO_N_PARTS], lo, hi;         /* lo, hi: of the total */
     double model[REPRO_N_PARTS];
     double model_k, model_rows;                   /* predict's window:auto K and cache rows (NAN: none) */
+    double tokens, cold;                          /* the first round's measured and cold tokens (NAN: none) */
     bool modelled;
 };
 

@@ -16,6 +16,32 @@ for tier in tiny quick full; do
         --check-plan --out "$WORK/plan-$tier"
     check "reproduce --$tier --check-plan writes nothing" test ! -e "$WORK/plan-$tier"
 done
+# The quick tier measures Table 3's CPU rows at the real shapes whose f16
+# weights fit half the memory (Phi-2 5.6 GB, the 1.1B Llama 2.2 GB) and
+# the disk; the others are left out, saying why (the plan's steps:
+# test_reproduce_plan). The disk here may be short: then it says so.
+plan_says() { # MEMORY: what --check-plan of the quick tier says
+    "$FLASHBED" reproduce --quick --memory "$1" --check-plan --out "$WORK/plan-quick" 2>&1
+}
+lacks() { ! grep -q "$1" <<<"$2"; } # TEXT OUTPUT
+out=$(plan_says 64g)
+if grep -q "do not fit the" <<<"$out"; then
+    echo "note: the disk here is short of room for the real shapes: $out"
+else
+    check "--quick: Table 3 also at Phi-2 and the 1.1B Llama" \
+        grep -q "Table 3's CPU rows also at the real shapes phi-2, llama-1.1b-fatrelu$" <<<"$out"
+    out=$(plan_says 6g)
+    check "--quick, 6 GiB: the 1.1B Llama only" grep -q "also at the real shapes llama-1.1b-fatrelu$" <<<"$out"
+    check "--quick, 6 GiB: Phi-2 left out, saying why" grep -q "left out: phi-2: its 5.6 GB of f16 weights are \
+more than half of the 6.4 GB of memory" <<<"$out"
+fi
+out=$(plan_says 4g)
+check "--quick, 4 GiB: no real shape added" lacks "also at the real shapes" "$out"
+check "--quick, 4 GiB: both left out" grep -q "; llama-1.1b-fatrelu: its 2.2 GB of f16 weights" <<<"$out"
+for tier in tiny full; do
+    out=$("$FLASHBED" reproduce --$tier --memory 64g --check-plan --out "$WORK/plan-$tier" 2>&1)
+    check "--$tier: no real shape added" lacks "real shapes" "$out"
+done
 # --check-args, what --check-plan runs on each step: parses, stops
 check "--check-args: options that parse, exit 0" "$FLASHBED" --check-args run --model "$WORK/none" --prompt hi \
     --out "$WORK/never"
@@ -87,16 +113,20 @@ text = open(f"{s}/REPORT.md").read()
 table3 = text[text.index("## Table 3"):].split("\n## ")[0]
 rows = [l for l in table3.splitlines() if re.match(r"\| \S+-tiny \| (naive|hybrid|all) \|", l)]
 assert len(rows) == 15, len(rows)
+assert "| shape | mode | DRAM budget | rounds | tokens/round | measured ms/token |" in table3
+assert "Shapes, per architecture: opt: opt-tiny; falcon: falcon-tiny; persimmon: persimmon-tiny; phi: phi-tiny; " \
+       "llama2: llama-relu-tiny." in table3, "the tiny tier's rows at the tiny shapes, and no real one"
 for row in rows:
     cells = [c.strip() for c in row.strip().strip("|").split("|")]
     shape, mode, rounds = cells[0], cells[1], int(cells[3])
     runs = [json.load(open(f"{s}/runs/{shape}/{mode}-trace-r{r}/run.json"))["summary"] for r in range(1, rounds + 1)]
+    assert cells[4] == f"{runs[0]['tokens']} (+{runs[0]['cold_tokens_excluded']} cold)", (cells[4], runs[0]["tokens"])
     want = [statistics.median(sum(r[k] for k in ("io_ms", "mem_ms", "compute_ms")) for r in runs)]
     want += [statistics.median(r[k] for r in runs) for k in ("io_ms", "mem_ms", "compute_ms")]
-    got = [float(cells[4].split()[0])] + [float(c) for c in cells[5:8]]
+    got = [float(cells[5].split()[0])] + [float(c) for c in cells[6:9]]
     p = json.load(open(f"{s}/runs/{shape}/{mode}-trace-predict/predict.json"))["predictions"][0]["prediction"]
     want += [p["io_ms"] + p["mem_ms"] + p["compute_ms"], p["io_ms"], p["mem_ms"], p["compute_ms"]]
-    got += [float(c) for c in cells[8:12]]
+    got += [float(c) for c in cells[9:13]]
     for g, w in zip(got, want):
         assert abs(g - w) <= 0.051, (shape, mode, got, want)
 PY

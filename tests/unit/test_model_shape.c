@@ -45,6 +45,15 @@ int main(void)
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 125239296ull); /* OPT-125m's published parameter count */
 
+    /* the real shapes reproduce --quick measures Table 3 at beside OPT-1.3B */
+    CHECK(model_shape_load(&set, "llama-1.1b-fatrelu", &s, err, sizeof err) == 0);
+    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && s.fatrelu_threshold == 0.01);
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 1100048384ull); /* TinyLlama-1.1B's published parameter count */
+    CHECK(model_shape_load(&set, "phi-2", &s, err, sizeof err) == 0);
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 2779683840ull); /* Phi-2's published parameter count */
+
     CHECK(model_shape_load(&set, "no-such-model", &s, err, sizeof err) == -1);
     CHECK(strstr(err, "no-such-model") != NULL);
     return check_report("test_model_shape");
