@@ -374,6 +374,9 @@ static int add_run(struct repro_plan *p, const char *shape, const struct repro_m
     const char *prompt = md->whole_layers ? t->base_prompt : t->run_prompt;
     const char *tokens = md->whole_layers ? t->base_tokens : t->run_tokens;
     const char *cold = md->whole_layers ? "1" : "5";
+    /* --read-ahead off here, in Fig. 7 and in Fig. 8: the paper's serial
+     * breakdown, whose I/O the cost model's prices (tools/bench-engine.sh
+     * measures the overlap) */
     if (md->streams_all)
         STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", md->mode, "--active", active, "--prompt",
              p->prompt, "--prompt-tokens", prompt, "-n", tokens, "--cold", cold, "--ignore-eos", "--quiet", "--out",
@@ -381,7 +384,7 @@ static int add_run(struct repro_plan *p, const char *shape, const struct repro_m
     else
         STEP(p, "runs", id, rel, what, "run", "--model", model, "--mode", md->mode, "--window", "5", "--active", active,
              "--dram-budget", repro_run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", prompt, "-n", tokens,
-             "--cold", cold, "--ignore-eos", "--quiet", "--out", out);
+             "--cold", cold, "--read-ahead", "off", "--ignore-eos", "--quiet", "--out", out);
     return 0;
 }
 
@@ -460,7 +463,8 @@ static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_s
              t->long_tokens);
     STEP(p, "fig8", "fig8", "fig8", what, "run", "--model", model, "--mode", "all", "--window", "5", "--active",
          active, "--dram-budget", repro_run_budget(shape), "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n",
-         t->long_tokens, "--ignore-eos", "--plot", "--quiet", "--out", at(p, out, sizeof out, "fig8"));
+         t->long_tokens, "--read-ahead", "off", "--ignore-eos", "--plot", "--quiet", "--out",
+         at(p, out, sizeof out, "fig8"));
     return 0;
 }
 
@@ -493,7 +497,7 @@ static int add_fig7_run(struct repro_plan *p, const char *shape, int share, int 
     snprintf(rel, sizeof rel, "fig7/%d-r%d", share, r);
     STEP(p, "fig7", id, rel, what, "run", "--model", model, "--mode", "all", "--window", "auto", "--active", active,
          "--dram-budget", budget, "--prompt", p->prompt, "--prompt-tokens", t->run_prompt, "-n", t->run_tokens,
-         "--cold", "5", "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "%s", rel));
+         "--cold", "5", "--read-ahead", "off", "--ignore-eos", "--quiet", "--out", at(p, out, sizeof out, "%s", rel));
     return 0;
 }
 
