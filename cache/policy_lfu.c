@@ -40,9 +40,9 @@ static void lfu_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t 
     /* a needed row that was resident is needed again: frequency 2 or more */
     for (uint32_t j = 0; j < n; j++)
         r->pos[need[j]] = RL_NONE;
-    rl_append(r, misses, n_miss); /* frequency 1, the most recent last */
+    rl_append(r, misses, n_miss, NULL, 0); /* frequency 1, the most recent last */
     if (p->n_resident[l] > p->capacity)
-        rl_delete_head(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity), 0);
+        rl_delete_oldest(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity));
 }
 
 static void lfu_free(struct policy *p)

@@ -26,9 +26,9 @@ static void lru_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t 
 {
     (void)t, (void)misses, (void)n_miss;
     struct recency_log *r = (struct recency_log *)p->state + l;
-    rl_append(r, need, n); /* tail = most recent */
+    rl_append(r, need, n, NULL, 0); /* tail = most recent */
     if (p->n_resident[l] > p->capacity)
-        rl_delete_head(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity), 0);
+        rl_delete_oldest(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity));
 }
 
 static void lru_free(struct policy *p)

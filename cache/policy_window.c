@@ -47,7 +47,7 @@ static int window_init(struct policy *p, char *err, size_t errlen)
  * group of the log: they were listed together); returns how many. */
 static uint32_t drop_oldest_token(struct policy *p, uint32_t l, struct window_layer *w)
 {
-    return rl_head(&w->order) == RL_NONE ? 0 : rl_delete_head(&w->order, p, l, UINT32_MAX, 1);
+    return rl_head(&w->order) == RL_NONE ? 0 : rl_delete_group(&w->order, p, l);
 }
 
 static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need,
@@ -56,9 +56,7 @@ static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32
     (void)misses, (void)n_miss;
     struct window_layer *w = (struct window_layer *)p->state + l;
     uint64_t K = p->arg;
-    for (uint32_t j = 0; j < n; j++)
-        w->last_need[need[j]] = t;
-    rl_append(&w->order, need, n);
+    rl_append(&w->order, need, n, w->last_need, t);
     /* the rows last needed at token t+1-K leave: the window after t holds
      * tokens t+2-K .. t+1 */
     uint32_t head;

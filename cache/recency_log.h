@@ -70,18 +70,26 @@ static inline void rl_compact(struct recency_log *r)
 }
 
 /* Lists ids[0..n) (distinct, below 2^31) at the tail in this order as one
- * group, each leaving its older place. */
-static inline void rl_append(struct recency_log *r, const uint32_t *ids, uint32_t n)
+ * group, each leaving its older place; with stamp, also stamp[id] = t for
+ * each (window's token of the last need, in the same pass). */
+static inline void rl_append(struct recency_log *r, const uint32_t *ids, uint32_t n, uint64_t *stamp, uint64_t t)
 {
     if (!n)
         return;
     if (r->cap - r->len < n)
         rl_compact(r);
-    uint32_t *out = r->ids + r->len;
-    for (uint32_t j = 0; j < n; j++) {
-        out[j] = ids[j];
-        r->pos[ids[j]] = r->len + j;
-    }
+    uint32_t *out = r->ids + r->len, *pos = r->pos, at = r->len;
+    if (stamp)
+        for (uint32_t j = 0; j < n; j++) {
+            out[j] = ids[j];
+            pos[ids[j]] = at + j;
+            stamp[ids[j]] = t;
+        }
+    else
+        for (uint32_t j = 0; j < n; j++) {
+            out[j] = ids[j];
+            pos[ids[j]] = at + j;
+        }
     out[0] |= RL_GROUP;
     r->len += n;
 }
@@ -107,31 +115,57 @@ static inline void rl_pop_tail(struct recency_log *r)
     r->pos[r->ids[--r->len] & ~RL_GROUP] = RL_NONE;
 }
 
-/* Unlists the live entries from the head on and deletes their rows from
- * p's layer l (policy_delete's work, the ids appended to p->deleted_ids
- * in order), at most max of them, stopping before the next group's first
- * entry when group is set (the head's own mark does not count). Returns
- * how many. p->deleted_ids has room for one id past the step's deletions:
- * every entry is written there, and only a live one counted. */
-static inline uint32_t rl_delete_head(struct recency_log *r, struct policy *p, uint32_t l, uint32_t max,
-                                      int group)
+/* Unlists entry i when it is live (pos[id] is i) and then deletes its
+ * row from layer res (policy_delete's work but the counts, which the
+ * caller adds: returns 1 when deleted). Branch-free: most entries a scan
+ * passes are stale, and which is a coin toss. The id goes to *out either
+ * way; the caller keeps it by advancing out by the result. */
+static inline uint32_t rl_delete_entry(uint32_t *pos, uint8_t *res, uint32_t raw, uint32_t i, uint32_t *out)
 {
-    uint8_t *res = policy_row(p, l);
-    uint32_t *ids = r->ids, *pos = r->pos, *out = p->deleted_ids + p->n_deleted_ids;
-    uint32_t i = r->head, end = r->len, k = 0, stop = group ? RL_GROUP : 0;
-    for (; i < end && k < max; i++) {
-        if (i > r->head && (ids[i] & stop))
-            break;
-        uint32_t id = ids[i] & ~RL_GROUP, live = pos[id] == i;
-        out[k] = id;
-        k += live;
-        res[id] &= (uint8_t)(live - 1);   /* live: 0, else as it was */
-        pos[id] |= (uint32_t)0 - live;    /* live: RL_NONE */
-    }
-    r->head = i;
+    uint32_t id = raw & ~RL_GROUP, live = pos[id] == i;
+    *out = id;
+    res[id] &= (uint8_t)(live - 1);   /* live: 0, else as it was */
+    pos[id] |= (uint32_t)0 - live;    /* live: RL_NONE */
+    return live;
+}
+
+/* The counts of k rows deleted from p's layer l (policy_delete's). */
+static inline void rl_deleted(struct policy *p, uint32_t l, uint32_t k)
+{
     p->n_resident[l] -= k;
     p->deleted += k;
     p->n_deleted_ids += k;
+}
+
+/* Unlists the max oldest live entries (fewer when the log runs out) and
+ * deletes their rows from p's layer l, appending the ids to
+ * p->deleted_ids in order. Returns how many. p->deleted_ids has room for
+ * one id past the step's deletions (rl_delete_entry writes every entry). */
+static inline uint32_t rl_delete_oldest(struct recency_log *r, struct policy *p, uint32_t l, uint32_t max)
+{
+    uint8_t *res = policy_row(p, l);
+    uint32_t *ids = r->ids, *pos = r->pos, *out = p->deleted_ids + p->n_deleted_ids;
+    uint32_t i = r->head, end = r->len, k = 0;
+    for (; i < end && k < max; i++)
+        k += rl_delete_entry(pos, res, ids[i], i, out + k);
+    r->head = i;
+    rl_deleted(p, l, k);
+    return k;
+}
+
+/* As rl_delete_oldest, for the live entries of the head's group: up to
+ * the next group's first entry. Returns how many. */
+static inline uint32_t rl_delete_group(struct recency_log *r, struct policy *p, uint32_t l)
+{
+    uint8_t *res = policy_row(p, l);
+    uint32_t *ids = r->ids, *pos = r->pos, *out = p->deleted_ids + p->n_deleted_ids;
+    uint32_t i = r->head, end = r->len, k = 0;
+    if (i < end)
+        k += rl_delete_entry(pos, res, ids[i++], r->head, out);
+    for (; i < end && !(ids[i] & RL_GROUP); i++)
+        k += rl_delete_entry(pos, res, ids[i], i, out + k);
+    r->head = i;
+    rl_deleted(p, l, k);
     return k;
 }
 
