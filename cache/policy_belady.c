@@ -106,14 +106,16 @@ static void start_layer(struct policy *p, struct belady_state *s, uint32_t l)
     struct belady_layer *ly = &s->layers[l];
     ly->next_use = s->n_spare ? s->spare[--s->n_spare] : s->arena + (size_t)l * s->per_layer;
     ly->rows = ly->next_use + b[T].at;
+    uint32_t *seen = s->seen;
     for (uint32_t i = 0; i < p->d_ff; i++)
-        s->seen[i] = (uint32_t)T;
+        seen[i] = (uint32_t)T;
     for (uint64_t t = T; t-- > 0;) {
         const uint32_t *ids = all + off[t * p->n_layers + l];
-        uint32_t *next = ly->next_use + b[t].at;
-        for (uint32_t j = 0; j < b[t].room; j++) {
-            next[j] = s->seen[ids[j]];
-            s->seen[ids[j]] = (uint32_t)t;
+        uint32_t *next = ly->next_use + b[t].at, n = b[t].room;
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t id = ids[j];
+            next[j] = seen[id];
+            seen[id] = (uint32_t)t;
         }
     }
 }
@@ -133,11 +135,13 @@ static void belady_update(struct policy *p, uint64_t t, uint32_t l, const uint32
     /* the next uses are the trace's set's: a request of another size reads no further than it */
     uint32_t m = n < b[t].room ? n : b[t].room, max = ly->max;
     const uint32_t *next = ly->next_use + b[t].at;
+    uint32_t *rows = ly->rows;
     for (uint32_t j = 0; j < m; j++) {
-        struct belady_bucket *k = &b[next[j]];
+        uint32_t nu = next[j];
+        struct belady_bucket *k = &b[nu];
         if (k->put < k->room)
-            ly->rows[k->at + k->put++] = need[j];
-        max = next[j] > max ? next[j] : max;
+            rows[k->at + k->put++] = need[j];
+        max = nu > max ? nu : max;
     }
     /* a resident row waits in a bucket after t: the buckets up to t are spent */
     while (p->n_resident[l] > p->capacity) {
