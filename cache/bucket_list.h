@@ -1,7 +1,10 @@
 /* Intrusive doubly-linked lists of neuron ids, grouped in numbered buckets:
- * one array of links per layer, no allocation per operation. LRU uses one
- * bucket (recency order), LFU one per frequency, Belady one per next-use
- * token. Internal to cache/. */
+ * one array of links per layer, no allocation per operation; a row needed
+ * again is unlinked and moved. The straightforward form of the policies'
+ * orders (LRU: one bucket in recency order, LFU: one per frequency,
+ * Belady: one per next-use token), which the policies no longer use
+ * (cache/recency_log.h, policy_belady.c's arrays are faster) and
+ * tests/unit/test_policy_fast.c checks them against. Internal to cache/. */
 #ifndef FLASHBED_CACHE_BUCKET_LIST_H
 #define FLASHBED_CACHE_BUCKET_LIST_H
 

@@ -56,7 +56,7 @@ static int alloc_buffers(struct cache *c, uint32_t L, uint32_t N)
     c->misses = malloc(N * sizeof(uint32_t));
     c->extra = malloc(N * sizeof(uint32_t));
     c->rows = malloc(N * sizeof(uint32_t));
-    c->deleted = malloc(N * sizeof(uint32_t));
+    c->deleted = malloc((N + 1) * sizeof(uint32_t)); /* one past: policy.h's deleted_ids */
     c->preload = malloc(N * sizeof(uint32_t));
     c->is_miss = calloc(N, 1);
     c->reads = malloc(3 * (size_t)N * sizeof *c->reads);
@@ -180,6 +180,39 @@ static void rows_to_read(struct cache *c, uint64_t t, uint32_t l, bool want_ids,
     }
 }
 
+/* The needed rows not resident, into c->misses in order; returns how
+ * many. Branch-free: whether a needed row is resident is a coin toss for
+ * the policies that keep rows, and a mispredicted branch per row costs more
+ * than the store. With insert, the misses are also inserted as they are
+ * found (one pass over the set instead of two), which only the policies
+ * whose decisions before the update do not look at residency allow. */
+static uint32_t find_misses(struct cache *c, uint8_t *res, const uint32_t *need, uint32_t n, bool insert)
+{
+    uint32_t *misses = c->misses, n_miss = 0;
+    if (insert)
+        for (uint32_t j = 0; j < n; j++) {
+            uint32_t id = need[j];
+            misses[n_miss] = id;
+            n_miss += !res[id];
+            res[id] = 1;
+        }
+    else
+        for (uint32_t j = 0; j < n; j++) {
+            misses[n_miss] = need[j];
+            n_miss += !res[need[j]];
+        }
+    return n_miss;
+}
+
+/* Needed rows the policy did not keep after the update. */
+static uint32_t count_overflow(const uint8_t *res, const uint32_t *need, uint32_t n)
+{
+    uint32_t over = 0;
+    for (uint32_t j = 0; j < n; j++)
+        over += !res[need[j]];
+    return over;
+}
+
 void cache_request(struct cache *c, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n, bool list_reads,
                    struct read_size_hist *sizes, struct cache_step *s)
 {
@@ -187,12 +220,14 @@ void cache_request(struct cache *c, uint64_t t, uint32_t l, const uint32_t *need
     struct layout *lo = &c->lo;
     memset(s, 0, sizeof *s);
     uint8_t *res = policy_row(p, l);
-    for (uint32_t j = 0; j < n; j++)
-        if (!res[need[j]])
-            c->misses[s->n_misses++] = need[j];
+    /* rows_to_read looks at residency for extra rows and a first token's
+     * counted preload; otherwise nothing before the update does */
+    bool early_insert = !p->ops->extra_reads && !(t == 0 && p->ops->preload_is_read);
+    uint32_t n_miss = find_misses(c, res, need, n, early_insert);
+    s->n_misses = n_miss;
     s->misses = c->misses;
     s->needed = n;
-    s->hits = n - s->n_misses;
+    s->hits = n - n_miss;
     bool want_ids = lo->ops->needs_rows || list_reads || (t == 0 && p->ops->preload_is_read);
     rows_to_read(c, t, l, want_ids, s);
     struct read_tally tally = {0, 0, sizes};
@@ -200,19 +235,21 @@ void cache_request(struct cache *c, uint64_t t, uint32_t l, const uint32_t *need
     s->reads = c->reads;
     s->bytes = tally.bytes;
     s->n_flash_reads = tally.reads;
-    for (uint32_t j = 0; j < s->n_misses; j++)
-        res[c->misses[j]] = 1;
-    p->n_resident[l] += s->n_misses;
+    if (!early_insert) {
+        const uint32_t *misses = c->misses;
+        for (uint32_t j = 0; j < n_miss; j++)
+            res[misses[j]] = 1;
+    }
+    p->n_resident[l] += n_miss;
     p->deleted_ids = c->deleted;
     p->n_deleted_ids = 0;
-    p->ops->update(p, t, l, need, n, c->misses, s->n_misses);
+    p->ops->update(p, t, l, need, n, c->misses, n_miss);
     p->deleted_ids = NULL;
     s->deleted = c->deleted;
     s->n_deleted = p->n_deleted_ids;
     /* extra rows are used for this token only */
     p->deleted += s->n_extra;
     if (p->ops->keeps_reads)
-        for (uint32_t j = 0; j < n; j++)
-            s->overflow += !res[need[j]];
+        s->overflow = count_overflow(res, need, n);
     s->resident_after = p->n_resident[l];
 }

@@ -84,7 +84,9 @@ struct policy {
     uint64_t deleted;           /* rows deleted so far (the request path reads it per step) */
     uint64_t preloaded;         /* rows preloaded by init */
     uint64_t shrinks;           /* window: tokens dropped early to stay within capacity */
-    uint32_t *deleted_ids;      /* when not NULL: ids deleted in this step are appended */
+    uint32_t *deleted_ids;      /* when not NULL: ids deleted in this step are appended; the request
+                                 * path sets it for update, with room for d_ff + 1 (a branch-free
+                                 * delete, cache/recency_log.h, writes one past the last) */
     uint32_t n_deleted_ids;
     void *state;
 };

@@ -1,27 +1,31 @@
 /* lfu: keep the rows needed most often while resident, up to the layer's
  * capacity (frequency restarts at 1 when a row comes back); ties go to the
- * least recently needed. O(1) per access: one list per frequency. */
+ * least recently needed (a token's rows count as needed in id order).
+ *
+ * On the request path (cache/cache.h) the victims always have frequency 1:
+ * a layer holds at most its capacity before a token, and the token's
+ * misses are its only new rows, all of frequency 1; so the rows to evict
+ * (what exceeds the capacity) are at most the misses, and the rows of
+ * frequency 1 at least the misses. A row needed again while resident (2 or
+ * more) is therefore never the least frequent, and stays. So only the rows
+ * of frequency 1 are listed, least recently needed first (cache/
+ * recency_log.h): the misses enter it, a row needed again leaves it. An
+ * LFU with a list per frequency decides the same, row for row
+ * (tests/unit/test_policy_fast.c checks it). */
 #include <stdlib.h>
 
-#include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "cache/recency_log.h"
 #include "common/errbuf.h"
-
-#define LFU_MAX_FREQ 4095 /* frequencies saturate: ties beyond are LRU */
-
-struct lfu_layer {
-    struct bucket_list b;   /* bucket = frequency */
-    uint32_t min;           /* no resident row has a lower frequency */
-};
 
 static int lfu_init(struct policy *p, char *err, size_t errlen)
 {
-    struct lfu_layer *s = calloc(p->n_layers, sizeof *s);
-    p->state = s;
-    for (uint32_t l = 0; s && l < p->n_layers; l++)
-        if (bl_init(&s[l].b, p->d_ff, LFU_MAX_FREQ + 1) != 0)
-            s = NULL;
-    if (!s) {
+    struct recency_log *r = calloc(p->n_layers, sizeof *r);
+    p->state = r;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        if (rl_init(&r[l], p->d_ff) != 0)
+            r = NULL;
+    if (!r) {
         err_set(err, errlen, "lfu: out of memory");
         return -1;
     }
@@ -31,31 +35,22 @@ static int lfu_init(struct policy *p, char *err, size_t errlen)
 static void lfu_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
                        const uint32_t *misses, uint32_t n_miss)
 {
-    (void)t, (void)misses, (void)n_miss;
-    struct lfu_layer *s = (struct lfu_layer *)p->state + l;
-    struct bucket_list *b = &s->b;
-    for (uint32_t j = 0; j < n; j++) {
-        uint32_t f = b->bucket[need[j]];
-        f = f == BL_NONE ? 1 : f < LFU_MAX_FREQ ? f + 1 : f;
-        bl_push_tail(b, need[j], f);
-        if (f == 1)
-            s->min = 1;
-    }
-    while (p->n_resident[l] > p->capacity) {
-        while (s->min <= LFU_MAX_FREQ && b->head[s->min] == BL_NONE)
-            s->min++;
-        uint32_t victim = b->head[s->min];
-        bl_remove(b, victim);
-        policy_delete(p, l, victim);
-    }
+    (void)t;
+    struct recency_log *r = (struct recency_log *)p->state + l;
+    /* a needed row that was resident is needed again: frequency 2 or more */
+    for (uint32_t j = 0; j < n; j++)
+        r->pos[need[j]] = RL_NONE;
+    rl_append(r, misses, n_miss, NULL, 0); /* frequency 1, the most recent last */
+    if (p->n_resident[l] > p->capacity)
+        rl_delete_oldest(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity));
 }
 
 static void lfu_free(struct policy *p)
 {
-    struct lfu_layer *s = p->state;
-    for (uint32_t l = 0; s && l < p->n_layers; l++)
-        bl_free(&s[l].b);
-    free(s);
+    struct recency_log *r = p->state;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        rl_free(&r[l]);
+    free(r);
 }
 
 const struct policy_ops policy_lfu = {

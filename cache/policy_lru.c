@@ -1,18 +1,20 @@
-/* lru: keep the most recently needed rows up to the layer's capacity. */
+/* lru: keep the most recently needed rows up to the layer's capacity. A
+ * token's rows count as needed in id order: of two rows last needed by the
+ * same token the lower id leaves first. */
 #include <stdlib.h>
 
-#include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "cache/recency_log.h"
 #include "common/errbuf.h"
 
 static int lru_init(struct policy *p, char *err, size_t errlen)
 {
-    struct bucket_list *b = calloc(p->n_layers, sizeof *b);
-    p->state = b;
-    for (uint32_t l = 0; b && l < p->n_layers; l++)
-        if (bl_init(&b[l], p->d_ff, 1) != 0)
-            b = NULL;
-    if (!b) {
+    struct recency_log *r = calloc(p->n_layers, sizeof *r);
+    p->state = r;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        if (rl_init(&r[l], p->d_ff) != 0)
+            r = NULL;
+    if (!r) {
         err_set(err, errlen, "lru: out of memory");
         return -1;
     }
@@ -23,22 +25,18 @@ static void lru_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t 
                        const uint32_t *misses, uint32_t n_miss)
 {
     (void)t, (void)misses, (void)n_miss;
-    struct bucket_list *b = (struct bucket_list *)p->state + l;
-    for (uint32_t j = 0; j < n; j++)
-        bl_push_tail(b, need[j], 0); /* tail = most recent */
-    while (p->n_resident[l] > p->capacity) {
-        uint32_t victim = b->head[0];
-        bl_remove(b, victim);
-        policy_delete(p, l, victim);
-    }
+    struct recency_log *r = (struct recency_log *)p->state + l;
+    rl_append(r, need, n, NULL, 0); /* tail = most recent */
+    if (p->n_resident[l] > p->capacity)
+        rl_delete_oldest(r, p, l, (uint32_t)(p->n_resident[l] - p->capacity));
 }
 
 static void lru_free(struct policy *p)
 {
-    struct bucket_list *b = p->state;
-    for (uint32_t l = 0; b && l < p->n_layers; l++)
-        bl_free(&b[l]);
-    free(b);
+    struct recency_log *r = p->state;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        rl_free(&r[l]);
+    free(r);
 }
 
 const struct policy_ops policy_lru = {

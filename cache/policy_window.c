@@ -4,9 +4,9 @@
  * token t the rows last needed at token t+1-K leave. window:1 is predictor.
  *
  * Rows wait in one list in the order of their last need (a row needed again
- * moves to its tail), each with the token of that need: the rows leaving
- * the window are a run at the head, found without looking back at the sets,
- * and memory does not grow with K (window:1000000000 is a window longer
+ * moves to its tail; cache/recency_log.h), each with the token of that
+ * need: the rows leaving the window are a run at the head, found without
+ * looking back at the sets, and memory does not grow with K (window:1000000000 is a window longer
  * than any run). With a capacity (a DRAM budget) the window shrinks for the
  * layer while it does not fit: the oldest tokens' rows leave first, and
  * when even the current token's rows do not fit, the first of them in id
@@ -14,12 +14,12 @@
  * 0 given as a limit (cache_config.capacity_binds) keeps nothing. */
 #include <stdlib.h>
 
-#include "cache/bucket_list.h"
 #include "cache/policy.h"
+#include "cache/recency_log.h"
 #include "common/errbuf.h"
 
 struct window_layer {
-    struct bucket_list order; /* one bucket: rows by last need, oldest at the head */
+    struct recency_log order; /* rows by last need, oldest at the head */
     uint64_t *last_need;      /* [d_ff]: token of each listed row's last need */
 };
 
@@ -34,7 +34,7 @@ static int window_init(struct policy *p, char *err, size_t errlen)
     bool ok = w != NULL;
     for (uint32_t l = 0; ok && l < p->n_layers; l++) {
         w[l].last_need = malloc((size_t)p->d_ff * sizeof *w[l].last_need);
-        ok = w[l].last_need && bl_init(&w[l].order, p->d_ff, 1) == 0;
+        ok = w[l].last_need && rl_init(&w[l].order, p->d_ff) == 0;
     }
     if (!ok) {
         err_set(err, errlen, "window: out of memory");
@@ -43,16 +43,11 @@ static int window_init(struct policy *p, char *err, size_t errlen)
     return 0;
 }
 
-/* Deletes the rows at the head last needed at the head's token; returns how many. */
+/* Deletes the rows at the head last needed at the head's token (one
+ * group of the log: they were listed together); returns how many. */
 static uint32_t drop_oldest_token(struct policy *p, uint32_t l, struct window_layer *w)
 {
-    uint32_t n = 0, head = w->order.head[0];
-    uint64_t token = w->last_need[head];
-    for (uint32_t id; (id = w->order.head[0]) != BL_NONE && w->last_need[id] == token; n++) {
-        bl_remove(&w->order, id);
-        policy_delete(p, l, id);
-    }
-    return n;
+    return rl_head(&w->order) == RL_NONE ? 0 : rl_delete_group(&w->order, p, l);
 }
 
 static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need,
@@ -61,21 +56,21 @@ static void window_update(struct policy *p, uint64_t t, uint32_t l, const uint32
     (void)misses, (void)n_miss;
     struct window_layer *w = (struct window_layer *)p->state + l;
     uint64_t K = p->arg;
-    for (uint32_t j = 0; j < n; j++) {
-        bl_push_tail(&w->order, need[j], 0);
-        w->last_need[need[j]] = t;
-    }
+    rl_append(&w->order, need, n, w->last_need, t);
     /* the rows last needed at token t+1-K leave: the window after t holds
      * tokens t+2-K .. t+1 */
-    while (t + 1 >= K && w->order.head[0] != BL_NONE && w->last_need[w->order.head[0]] <= t + 1 - K)
+    uint32_t head;
+    while (t + 1 >= K && (head = rl_head(&w->order)) != RL_NONE && w->last_need[head] <= t + 1 - K)
         drop_oldest_token(p, l, w);
-    while (p->capped && p->n_resident[l] > p->capacity && w->order.head[0] != BL_NONE &&
-           w->last_need[w->order.head[0]] < t)
+    while (p->capped && p->n_resident[l] > p->capacity && (head = rl_head(&w->order)) != RL_NONE &&
+           w->last_need[head] < t)
         if (drop_oldest_token(p, l, w))
             p->shrinks++;
     while (p->capped && p->n_resident[l] > p->capacity) {
-        uint32_t id = w->order.tail[0]; /* the current token's highest ids go first */
-        bl_remove(&w->order, id);
+        uint32_t id = rl_tail(&w->order); /* the current token's highest ids go first */
+        if (id == RL_NONE)
+            break;
+        rl_pop_tail(&w->order);
         policy_delete(p, l, id);
     }
 }
@@ -84,7 +79,7 @@ static void window_free(struct policy *p)
 {
     struct window_layer *w = p->state;
     for (uint32_t l = 0; w && l < p->n_layers; l++) {
-        bl_free(&w[l].order);
+        rl_free(&w[l].order);
         free(w[l].last_need);
     }
     free(w);
