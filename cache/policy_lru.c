@@ -9,16 +9,7 @@
 
 static int lru_init(struct policy *p, char *err, size_t errlen)
 {
-    struct recency_log *r = calloc(p->n_layers, sizeof *r);
-    p->state = r;
-    for (uint32_t l = 0; r && l < p->n_layers; l++)
-        if (rl_init(&r[l], p->d_ff) != 0)
-            r = NULL;
-    if (!r) {
-        err_set(err, errlen, "lru: out of memory");
-        return -1;
-    }
-    return 0;
+    return rl_init_layers(p) == 0 ? 0 : err_set(err, errlen, "lru: out of memory");
 }
 
 static void lru_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t *need, uint32_t n,
@@ -33,10 +24,7 @@ static void lru_update(struct policy *p, uint64_t t, uint32_t l, const uint32_t 
 
 static void lru_free(struct policy *p)
 {
-    struct recency_log *r = p->state;
-    for (uint32_t l = 0; r && l < p->n_layers; l++)
-        rl_free(&r[l]);
-    free(r);
+    rl_free_layers(p);
 }
 
 const struct policy_ops policy_lru = {

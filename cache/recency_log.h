@@ -51,6 +51,26 @@ static inline void rl_free(struct recency_log *r)
     free(r->pos);
 }
 
+/* p->state: a log per layer, each for p->d_ff ids (lru's and lfu's
+ * state). 0, or -1 (memory; rl_free_layers frees what was made). */
+static inline int rl_init_layers(struct policy *p)
+{
+    struct recency_log *r = calloc(p->n_layers, sizeof *r);
+    p->state = r;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        if (rl_init(&r[l], p->d_ff) != 0)
+            return -1;
+    return r ? 0 : -1;
+}
+
+static inline void rl_free_layers(struct policy *p)
+{
+    struct recency_log *r = p->state;
+    for (uint32_t l = 0; r && l < p->n_layers; l++)
+        rl_free(&r[l]);
+    free(r);
+}
+
 /* The live entries moved to the front, in order; a group's mark moves to
  * its first live entry, and a group without one is gone. */
 static inline void rl_compact(struct recency_log *r)

@@ -16,15 +16,20 @@
  * predictors, the device rows' OPT-125M (a quarter of a GB) */
 #define FIT_SPARE (1ull << 30)
 
-uint64_t repro_shape_bytes(const struct repro_plan *p, const char *shape)
+bool repro_shape_params(const struct repro_plan *p, const char *shape, struct param_counts *pc)
 {
     struct model_shape s;
     char err[512];
     if (model_shape_load(p->config.settings, shape, &s, err, sizeof err) != 0)
-        return 0;
+        return false;
+    model_shape_params(&s, pc);
+    return true;
+}
+
+uint64_t repro_shape_bytes(const struct repro_plan *p, const char *shape)
+{
     struct param_counts pc;
-    model_shape_params(&s, &pc);
-    return 2 * pc.total; /* f16 */
+    return repro_shape_params(p, shape, &pc) ? 2 * pc.total : 0; /* f16 */
 }
 
 static uint64_t tree_bytes; /* nftw's callback has no context; the plan is not thread-safe either */

@@ -475,12 +475,9 @@ static int add_fig8(struct repro_plan *p, const char *shape, const struct tier_s
  * shape cannot be read (its steps then say why). */
 static double fig7_min_share(const struct repro_plan *p, const char *shape)
 {
-    struct model_shape s;
-    char err[512];
-    if (model_shape_load(p->config.settings, shape, &s, err, sizeof err) != 0)
-        return 0;
     struct param_counts pc;
-    model_shape_params(&s, &pc);
+    if (!repro_shape_params(p, shape, &pc))
+        return 0;
     return pc.total ? ((double)(pc.total - pc.ffn) + paper_s_agg(1) * (double)pc.ffn) / (double)pc.total : 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/model_shape.h"
 #include "harness/reproduce.h"
 
 /* Appends a step with args (NULL-terminated, copied); out is relative to
@@ -60,7 +61,9 @@ struct repro_fit {
 void repro_fit_start(const struct repro_plan *p, uint64_t committed, struct repro_fit *f);
 /* true, the shape's bytes committed; false with why (its name first). */
 bool repro_fit_take(struct repro_fit *f, const struct repro_plan *p, const char *shape, char *why, size_t len);
-/* A shape's weights in f16 (configs/models); 0 when it cannot be read. */
+/* A shape's parameters (configs/models); false when it cannot be read. */
+bool repro_shape_params(const struct repro_plan *p, const char *shape, struct param_counts *pc);
+/* A shape's weights in f16; 0 when it cannot be read. */
 uint64_t repro_shape_bytes(const struct repro_plan *p, const char *shape);
 
 #endif
