@@ -186,40 +186,30 @@ static void empty_job(void *arg, int worker, int n)
     (void)arg, (void)worker, (void)n;
 }
 
-/* Busy for `us` microseconds, as the engine's serial steps between kernels. */
-static void busy_us(double us)
-{
-    uint64_t t0 = now_ns();
-    while ((double)(now_ns() - t0) < us * 1e3)
-        ;
-}
-
-/* Seconds of one empty job: hot, the median of reps each after 20 us of
- * work on the calling thread (the workers still spinning, as between the
- * engine's kernels: the median, since a worker descheduled now and then is
- * the machine's load, not the team's); cold (gap_s > 0), the mean of reps
- * each after gap_s asleep, as a batch of reads keeps the caller waiting
- * (the mean: a token pays every slow wake-up). */
+/* Seconds of one empty job: hot, the least over reps batches of 200 back
+ * to back of the batch's mean (the workers spinning, as between the
+ * engine's kernels: the hand-off alone; the time a busy machine takes the
+ * CPU from a working team is in the kernels' measured rate already); cold
+ * (gap_s > 0), the mean of reps each after gap_s asleep, as a batch of
+ * reads keeps the caller waiting (the mean: a token pays every slow
+ * wake-up). */
 static double job_time(struct threadpool *p, double gap_s, int reps)
 {
-    double t[1000], sum = 0;
-    reps = reps > 1000 ? 1000 : reps;
+    double sum = 0, least = INFINITY;
     for (int i = 0; i < reps; i++) {
         if (gap_s > 0) {
             struct timespec ts = {0, (long)(gap_s * 1e9)};
             nanosleep(&ts, NULL);
-        } else {
-            busy_us(20);
         }
+        int n = gap_s > 0 ? 1 : 200;
         uint64_t t0 = now_ns();
-        threadpool_run(p, empty_job, NULL);
-        t[i] = (double)(now_ns() - t0) * 1e-9;
-        sum += t[i];
+        for (int k = 0; k < n; k++)
+            threadpool_run(p, empty_job, NULL);
+        double t = (double)(now_ns() - t0) * 1e-9 / n;
+        sum += t;
+        least = fmin(least, t);
     }
-    if (gap_s > 0)
-        return sum / reps;
-    qsort(t, (size_t)reps, sizeof t[0], cmp_double);
-    return t[reps / 2];
+    return gap_s > 0 ? sum / reps : least;
 }
 
 int calibrate_measure_team(struct hw_fixed *f, const struct fb_settings *set, unsigned threads, bool quick,
@@ -232,7 +222,7 @@ int calibrate_measure_team(struct hw_fixed *f, const struct fb_settings *set, un
     f->team_threads = threadpool_size(p);
     f->min_parallel_work = (double)set->min_parallel_work;
     threadpool_run(p, empty_job, NULL); /* the threads started */
-    f->job_hot_s = job_time(p, 0, quick ? 200 : 1000);
+    f->job_hot_s = job_time(p, 0, quick ? 5 : 20);
     const double gaps[] = {100e-6, 300e-6, 1e-3, 3e-3};
     f->n_cold = 0;
     for (size_t i = 0; i < sizeof gaps / sizeof gaps[0]; i++) {
@@ -242,8 +232,8 @@ int calibrate_measure_team(struct hw_fixed *f, const struct fb_settings *set, un
     threadpool_destroy(p);
     snprintf(f->job_source, sizeof f->job_source,
              "measured: an empty job over the engine's thread team (engine/compute/threadpool.h) of %.0f threads: "
-             "hot, the median of %d, each after 20 us of work on the caller; cold, the mean of %d, each after "
-             "0.1, 0.3, 1 or 3 ms asleep; the kernels' min_parallel_work %.0f", f->team_threads, quick ? 200 : 1000, quick ? 16 : 64,
+             "hot, the least mean of %d batches of 200 back to back; cold, the mean of %d, each after "
+             "0.1, 0.3, 1 or 3 ms asleep; the kernels' min_parallel_work %.0f", f->team_threads, quick ? 5 : 20, quick ? 16 : 64,
              f->min_parallel_work);
     f->token_s = 0;
     snprintf(f->token_source, sizeof f->token_source,

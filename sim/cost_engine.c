@@ -62,35 +62,57 @@ void engine_reads_of(const struct engine_view *v, struct engine_reads *out)
     add_requests(out, L, rows * stride);
 }
 
-/* Two jobs (groups, sum) for an FFN call over n rows of d, when parallel. */
-static double ffn_jobs(double n, double d, double w)
+static void add_jobs(struct engine_jobs *out, double n, double bytes, int after)
 {
-    return n >= 1 && n * d >= w ? 2 : 0;
+    if (n <= 0)
+        return;
+    out->kind[out->n_kinds++] = (struct job_kind){n, bytes, after};
+    out->jobs += n;
+    out->cold += after != JOB_HOT ? n : 0;
 }
 
-void engine_jobs_of(const struct engine_view *v, double *jobs, double *cold)
+/* An FFN call over n rows of d (ck_ffn_rows): its groups, then their sum
+ * (no work to speak of), when parallel; the groups' job after a wait. */
+static void ffn_call(struct engine_jobs *out, const struct engine_view *v, double L, double n, int after)
+{
+    double d = v->shape->d_model;
+    if (n < 1 || n * d < v->min_parallel)
+        return;
+    add_jobs(out, L, n * (double)model_shape_neuron_weights(v->shape) * v->bytes, after);
+    add_jobs(out, L, 0, JOB_HOT);
+}
+
+/* A matrix-vector product of r x c, when parallel. */
+static void matvec(struct engine_jobs *out, const struct engine_view *v, double n, double r, double c, int after)
+{
+    if (r * c >= v->min_parallel)
+        add_jobs(out, n, r * c * v->bytes, after);
+}
+
+void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out)
 {
     const struct model_shape *s = v->shape;
-    double d = s->d_model, w = v->min_parallel, L = s->n_layers;
+    double d = s->d_model, L = s->n_layers;
     double hd = d / s->n_heads, kv = hd * s->n_kv_heads;
-    double per = (d * d >= w) * 2 + (kv * d >= w) * 2 + (v->context * s->n_heads * hd >= w / 2);
+    memset(out, 0, sizeof *out);
+    matvec(out, v, 2 * L, d, d, JOB_HOT);  /* q, o */
+    matvec(out, v, 2 * L, kv, d, JOB_HOT); /* k, v */
+    if (v->context * s->n_heads * hd >= v->min_parallel / 2)
+        add_jobs(out, L, 2 * v->context * kv * sizeof(float), JOB_HOT);
     double before = 0, after; /* the FFN's rows computed before the layer's reads, and after */
     if (v->whole) {
-        double held = v->streams_all ? 0 : engine_hybrid_rows(v);
-        before = held;
-        after = s->d_ff - held;
+        before = v->streams_all ? 0 : engine_hybrid_rows(v);
+        after = s->d_ff - before;
     } else {
         after = v->rows_loaded / L;
         before = v->keeps ? fmax(0, v->rows_held - v->rows_loaded) / L : 0;
     }
-    double f_after = ffn_jobs(after, d, w);
-    per += ffn_jobs(before, d, w) + f_after;
-    if (v->predictor && v->predictor_rank > 0)
-        per += (v->predictor_rank * d >= w) + (s->d_ff * v->predictor_rank >= w);
-    double head = (double)s->vocab_size * d >= w;
-    *jobs = L * per + head;
-    /* the first FFN job after each layer's reads; else the token's first job, the team asleep since the last */
-    *cold = f_after > 0 ? L : 0;
-    if (per == 0 && head > 0)
-        *cold = 1;
+    ffn_call(out, v, L, before, JOB_HOT);
+    ffn_call(out, v, L, after, JOB_AFTER_LAYER);
+    if (v->predictor && v->predictor_rank > 0) {
+        matvec(out, v, L, v->predictor_rank, d, JOB_HOT);
+        matvec(out, v, L, s->d_ff, v->predictor_rank, JOB_HOT);
+    }
+    /* the lm_head: after the token's wait when no layer woke the team (it slept since the last token) */
+    matvec(out, v, 1, s->vocab_size, d, out->jobs > 0 ? JOB_HOT : JOB_AFTER_TOKEN);
 }

@@ -80,7 +80,22 @@ double engine_hybrid_rows(const struct engine_view *v);
 /* The token's batches of reads. */
 void engine_reads_of(const struct engine_view *v, struct engine_reads *out);
 
-/* The token's parallel jobs: all of them, and how many of them cold. */
-void engine_jobs_of(const struct engine_view *v, double *jobs, double *cold);
+/* n alike parallel jobs a token, each over `bytes` of weights (its work),
+ * after a wait (cold) or not: a layer's reads (JOB_AFTER_LAYER) or the
+ * token's (JOB_AFTER_TOKEN). */
+enum { JOB_HOT, JOB_AFTER_LAYER, JOB_AFTER_TOKEN };
+struct job_kind {
+    double n, bytes;
+    int after;
+};
+
+struct engine_jobs {
+    struct job_kind kind[8];
+    int n_kinds;
+    double jobs, cold; /* all of them, and the cold ones */
+};
+
+/* The token's parallel jobs. */
+void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out);
 
 #endif

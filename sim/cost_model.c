@@ -230,6 +230,22 @@ static double batch_ms(const struct pricing *x, const struct io_batch_kind *k, s
     return 1e3 * k->n * (f->batch_s + t);
 }
 
+/* One job's cost beyond its work: the hand-off (hot) or the wake-up after
+ * its wait (cold: the profile's cold job after a layer's share of the
+ * token's reads, or after all of them), less what the caller hides of a
+ * late worker's delay w by taking its chunks: w/2 while the job's work
+ * per thread h lasts, w - h after (an empty job, as calibrate times it,
+ * hides nothing). */
+static double job_s(const struct pricing *x, const struct job_kind *k, double io_s)
+{
+    const struct hw_profile *hw = x->c->hw;
+    double w = k->after == JOB_HOT ? hw->fixed.job_hot_s
+                                   : hw_job_cold(hw, k->after == JOB_AFTER_LAYER ? io_s / x->c->shape->n_layers : io_s);
+    double threads = hw->fixed.team_threads > 1 ? hw->fixed.team_threads : 1;
+    double h = k->bytes / x->rate->bw / threads;
+    return fmax(w / 2, w - h);
+}
+
 /* The engine's view of c (sim/cost_engine.h). */
 static void engine_view_of(const struct pricing *x, struct engine_view *v)
 {
@@ -348,11 +364,14 @@ static void price_compute(const struct pricing *x, struct cost_prediction *o)
         return;
     const struct hw_fixed *f = &c->hw->fixed;
     struct engine_view ev;
+    struct engine_jobs j;
     engine_view_of(x, &ev);
-    engine_jobs_of(&ev, &o->team_jobs, &o->team_cold_jobs);
-    /* a job after reads waits a layer's reads; the token's only job, the token's */
-    double gap = 1e-3 * o->io_ms / (o->team_jobs > 1 ? c->shape->n_layers : 1);
-    o->jobs_ms = 1e3 * ((o->team_jobs - o->team_cold_jobs) * f->job_hot_s + o->team_cold_jobs * hw_job_cold(c->hw, gap));
+    engine_jobs_of(&ev, &j);
+    o->team_jobs = j.jobs;
+    o->team_cold_jobs = j.cold;
+    o->jobs_ms = 0;
+    for (int i = 0; i < j.n_kinds; i++)
+        o->jobs_ms += 1e3 * j.kind[i].n * job_s(x, &j.kind[i], 1e-3 * o->io_ms);
     o->token_fixed_ms = 1e3 * f->token_s;
     o->other_ms += o->jobs_ms + o->token_fixed_ms;
     o->compute_ms += o->jobs_ms + o->token_fixed_ms;

@@ -31,8 +31,9 @@
  * reads one thread issues in turn, each its fixed cost and bytes), and
  * compute adds per parallel job of the team job_hot_s, or for a job
  * after a wait (a layer's reads, or the token's when its only job is the
- * lm_head's) the profile's cold job after that wait, and token_s per
- * token. Without them (an older profile, the paper's), naive
+ * lm_head's) the profile's cold job after that wait, less what the caller
+ * hides of the late worker by taking its chunks (max(w/2, w - h), h the
+ * job's work per thread), and token_s per token. Without them (an older profile, the paper's), naive
  * and hybrid stream sequentially as above and no fixed cost is priced.
  *
  * With a device in the profile (calibrate --backend B), the FFN's rows are
