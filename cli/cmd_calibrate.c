@@ -22,6 +22,7 @@
 #include "common/out_path.h"
 #include "common/provenance.h"
 #include "harness/calibrate.h"
+#include "harness/calibrate_fixed.h"
 #include "harness/sweep.h"
 #include "sim/hw_profile.h"
 
@@ -76,6 +77,25 @@ static void sweep_dir_beside(const char *profile, char *dir, size_t len)
     snprintf(dir, len, "%.*s-sweep", (int)n, profile);
 }
 
+/* After the sweep, on its file: large reads for the sequential rate the
+ * naive baseline uses, and the fixed costs per read and per batch
+ * (harness/calibrate_fixed.h). 0, or 1 (printed). */
+static int measure_after_sweep(const struct calibrate_opts *o, const char *scratch, struct hw_profile *hw)
+{
+    char err[1024];
+    struct point_params seq = {.engine = ioengine_find("psync"), .path = scratch, .file_size = o->size,
+                               .chunk = 4u << 20, .threads = 4, .iodepth = 1, .direct = true, .huge_pages = true,
+                               .runtime_s = o->quick ? 0.5 : 1.0, .ramp_s = 0.1, .seed = 7};
+    struct point_result r;
+    if (bench_point_run(&seq, &r, err, sizeof err) == 0)
+        hw->flash.sequential_bw = r.bw_bytes;
+    if (calibrate_measure_reads(&hw->fixed, scratch, hw->io_threads, o->quick, err, sizeof err) != 0) {
+        fb_error("calibrate: %s", err);
+        return 1;
+    }
+    return 0;
+}
+
 /* Flash: a sweep into work over --file, or over work/scratch.bin, which is
  * made here (with the folders above it) and removed once measured; then
  * large reads for the sequential rate. 0, 1 on error (printed), 130 when
@@ -118,13 +138,7 @@ static int measure_flash(const struct calibrate_opts *o, const struct fb_setting
         rc = 1;
         goto out;
     }
-    /* Large reads stand in for the sequential rate the naive baseline uses. */
-    struct point_params seq = {.engine = c.engine, .path = scratch, .file_size = o->size, .chunk = 4u << 20,
-                               .threads = 4, .iodepth = 1, .direct = true, .huge_pages = true,
-                               .runtime_s = o->quick ? 0.5 : 1.0, .ramp_s = 0.1, .seed = 7};
-    struct point_result r;
-    if (bench_point_run(&seq, &r, err, sizeof err) == 0)
-        hw->flash.sequential_bw = r.bw_bytes;
+    rc = measure_after_sweep(o, scratch, hw);
 out:
     u64_list_free(&c.chunks);
     u64_list_free(&c.threads);
@@ -176,6 +190,8 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
         fb_error("calibrate --sweep: %s", err);
         return 1;
     }
+    if (o->sweep)
+        calibrate_reads_unmeasured(&hw->fixed, "calibrate --sweep reads no file");
     if (!o->sweep && (rc = measure_flash(o, set, work, hw, bypassed)) != 0)
         return rc;
     calibrate_fit_flash(hw, fit);
@@ -191,10 +207,18 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
 static void measure_cpu(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw)
 {
     char why[2][512];
-    calibrate_measure_compute(hw, set, (unsigned)machine_compute_threads(o->threads), o->quick, why);
+    unsigned threads = (unsigned)machine_compute_threads(o->threads);
+    calibrate_measure_compute(hw, set, threads, o->quick, why);
     for (int h = 0; h < 2; h++)
         if (why[h][0])
             fb_error("calibrate: %s", why[h]);
+    if (calibrate_measure_team(&hw->fixed, set, threads, o->quick, why[0], sizeof why[0]) != 0)
+        fb_error("calibrate: %s", why[0]);
+    const struct hw_fixed *f = &hw->fixed;
+    fb_info("fixed costs: read %.1f us (psync), %.1f us (io_uring); batch %.1f us; tail x%.2f at %.0f threads; "
+            "team job %.1f us hot, %.1f us after 3 ms asleep", f->read_s[HW_IO_PSYNC] * 1e6, f->read_s[HW_IO_URING] * 1e6,
+            f->batch_s * 1e6, f->n_tail ? f->tail_factor[f->n_tail - 1] : 1,
+            f->n_tail ? f->tail_threads[f->n_tail - 1] : 0, f->job_hot_s * 1e6, f->n_cold ? f->job_cold_s[f->n_cold - 1] * 1e6 : 0);
 }
 
 /* A device backend's rates, before the flash is measured: a device that

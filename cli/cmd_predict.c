@@ -27,7 +27,7 @@
 
 struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
-        *compare, *use, *predictor_rank;
+        *compare, *use, *predictor_rank, *io_engine;
     uint64_t io_threads, context, tokens;
     bool allow_emulated;
     struct opt_given given; /* which options the command line gave (opts_given) */
@@ -48,6 +48,7 @@ static const struct opt_def predict_options[] = {
      .allowed = "auto|predicted|actual"},
     {"io-threads", OPT_UINT, O(io_threads), "0", "N", "flash reader threads [default: the profile's]",
      .max = FB_MAX_THREADS},
+    {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME", "the engine's reads, whose fixed cost per read a profile with fixed costs gives (run's --io-engine)", .allowed = "psync|io_uring"},
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
      .max = 1u << 30},
@@ -208,7 +209,7 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
 /* Options --paper does not read: the paper's tables fix the models,
  * policies, budgets and volumes, so one given with it would be ignored. */
 static const char *const not_for_paper[] = {"model", "policy", "layout", "dram-budget", "density-from", "trace",
-                                            "use", "io-threads", "context", "compare", "predictor-rank", "tokens", NULL};
+                                            "use", "io-threads", "io-engine", "context", "compare", "predictor-rank", "tokens", NULL};
 
 /* What --paper takes besides the table: --hw in place of the paper's
  * profiles, --dtype for Fig. 7; refused rather than ignored where it does
@@ -359,7 +360,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     struct model_shape shape;
     struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
-                              .tokens = o->tokens};
+                              .tokens = o->tokens, .io_engine = o->io_engine};
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;

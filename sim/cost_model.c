@@ -8,6 +8,8 @@
 #include "cache/cache.h"
 #include "common/errbuf.h"
 #include "common/limits.h"
+#include "common/settings.h"
+#include "sim/cost_engine.h"
 #include "sim/device_terms.h"
 
 int dtype_bytes(const char *dtype)
@@ -190,13 +192,108 @@ struct pricing {
     bool whole;        /* reads whole layers (naive, hybrid): the model streamed */
     bool streams_all;  /* holds no part of any layer (naive) */
     bool split;        /* each vector its own read */
+    bool engine;       /* the profile has fixed costs: priced as the engine reads and computes */
 };
+
+/* The device's rate for reads of c bytes: the best the profile's flash
+ * gives at any of its thread counts up to the reader's (a low point of a
+ * noisy sweep does not set it; one thread's chain of reads is priced by
+ * the per-read cost instead). */
+static double device_rate(const struct hw_profile *hw, double c, double threads)
+{
+    bool interp;
+    double best = flash_throughput(&hw->flash, c, threads, &interp);
+    for (size_t i = 0; i < hw->flash.n_grid; i++)
+        if (hw->points[i].threads <= threads)
+            best = fmax(best, flash_throughput(&hw->flash, c, hw->points[i].threads, &interp));
+    return best;
+}
+
+/* One kind of batch (sim/cost_engine.h), as cost_model.h's formula prices
+ * it; its parts beyond the bytes into o. Returns its ms per token. */
+static double batch_ms(const struct pricing *x, const struct io_batch_kind *k, struct cost_prediction *o)
+{
+    const struct hw_profile *hw = x->c->hw;
+    const struct hw_fixed *f = &hw->fixed;
+    double most = x->c->io_threads ? x->c->io_threads : hw->io_threads;
+    double T = fmax(1, fmin(k->reads, most)), c = k->bytes / k->reads;
+    double X = device_rate(hw, c, most);
+    if (X <= 0)
+        return 0;
+    double bytes_s = k->reads * c / X, round_s = T * c / X;
+    int e = hw_io_engine(x->c->io_engine[0] ? x->c->io_engine : "psync");
+    double one = e < 0 ? 0 : f->read_s[e] + (f->read_bw[e] > 0 ? c / f->read_bw[e] : 0);
+    double t = fmax(bytes_s + (hw_read_tail(hw, T) - 1) * round_s, ceil(k->reads / T) * one);
+    o->io_batches += k->n;
+    o->io_batch_ms += 1e3 * k->n * f->batch_s;
+    o->io_tail_ms += 1e3 * k->n * (t - bytes_s);
+    return 1e3 * k->n * (f->batch_s + t);
+}
+
+/* One job's cost beyond its work: the hand-off (hot) or the wake-up after
+ * its wait (cold: the profile's cold job after a layer's share of the
+ * token's reads, or after all of them), less what the caller hides of a
+ * late worker's delay w by taking its chunks: w/2 while the job's work
+ * per thread h lasts, w - h after (an empty job, as calibrate times it,
+ * hides nothing). */
+static double job_s(const struct pricing *x, const struct job_kind *k, double io_s)
+{
+    const struct hw_profile *hw = x->c->hw;
+    double w = k->after == JOB_HOT ? hw->fixed.job_hot_s
+                                   : hw_job_cold(hw, k->after == JOB_AFTER_LAYER ? io_s / x->c->shape->n_layers : io_s);
+    double threads = hw->fixed.team_threads > 1 ? hw->fixed.team_threads : 1;
+    double h = k->bytes / x->rate->bw / threads;
+    return fmax(w / 2, w - h);
+}
+
+/* The engine's view of c (sim/cost_engine.h). */
+static void engine_view_of(const struct pricing *x, struct engine_view *v)
+{
+    const struct cost_config *c = x->c;
+    memset(v, 0, sizeof *v);
+    v->shape = c->shape;
+    v->bytes = (int)x->B;
+    v->whole = x->whole;
+    v->streams_all = x->streams_all;
+    v->keeps = x->pol->keeps_reads;
+    v->predictor = c->predictor_fraction > 0 || c->predictor_rank > 0;
+    v->predictor_rank = c->predictor_rank;
+    v->share = c->dram_share;
+    v->context = c->context_tokens;
+    v->reads = c->vol.reads > 0 ? c->vol.reads : c->vol.neurons_loaded;
+    v->read_bytes = c->vol.neurons_loaded * engine_row_stride(c->shape, (int)x->B);
+    v->rows_held = c->vol.cache_rows;
+    v->rows_loaded = c->vol.neurons_loaded;
+    v->min_parallel = c->hw->fixed.min_parallel_work > 0 ? c->hw->fixed.min_parallel_work : FB_MIN_PARALLEL_WORK_DEFAULT;
+}
+
+/* Flash as the engine reads it: its batches, each priced (batch_ms). */
+static void price_engine_io(const struct pricing *x, struct cost_prediction *o)
+{
+    struct engine_view v;
+    struct engine_reads r;
+    engine_view_of(x, &v);
+    engine_reads_of(&v, &r);
+    o->fixed = true;
+    o->bytes_per_token = o->reads_per_token = 0;
+    for (int i = 0; i < r.n_kinds; i++) {
+        o->bytes_per_token += r.kind[i].n * r.kind[i].bytes;
+        o->reads_per_token += r.kind[i].n * r.kind[i].reads;
+        o->io_ms += batch_ms(x, &r.kind[i], o);
+    }
+    o->chunk_bytes = o->reads_per_token > 0 ? o->bytes_per_token / o->reads_per_token : 0;
+    o->throughput = o->io_ms > 0 ? o->bytes_per_token / (o->io_ms * 1e-3) : 0;
+}
 
 /* Flash: sequential for whole layers, else the rows the volumes load. */
 static int price_io(const struct pricing *x, struct cost_prediction *o, char *err, size_t errlen)
 {
     const struct cost_config *c = x->c;
     const struct token_volumes *v = &c->vol;
+    if (x->engine) {
+        price_engine_io(x, o);
+        return 0;
+    }
     if (x->whole) {
         int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : (int)x->B;
         double all = (double)bb * (double)x->p.pc.total;
@@ -263,6 +360,21 @@ static void price_compute(const struct pricing *x, struct cost_prediction *o)
     o->predictor_ms = compute_ms(x, o->dram_predictor);
     o->ffn_ms = compute_ms(x, ffn_b);
     o->compute_ms = o->attention_ms + o->other_ms + o->predictor_ms + o->ffn_ms;
+    if (!x->engine)
+        return;
+    const struct hw_fixed *f = &c->hw->fixed;
+    struct engine_view ev;
+    struct engine_jobs j;
+    engine_view_of(x, &ev);
+    engine_jobs_of(&ev, &j);
+    o->team_jobs = j.jobs;
+    o->team_cold_jobs = j.cold;
+    o->jobs_ms = 0;
+    for (int i = 0; i < j.n_kinds; i++)
+        o->jobs_ms += 1e3 * j.kind[i].n * job_s(x, &j.kind[i], 1e-3 * o->io_ms);
+    o->token_fixed_ms = 1e3 * f->token_s;
+    o->other_ms += o->jobs_ms + o->token_fixed_ms;
+    o->compute_ms += o->jobs_ms + o->token_fixed_ms;
 }
 
 /* DRAM held, by part. */
@@ -294,6 +406,11 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
     bool predictor = strcmp(x->pol->name, "predictor") == 0, cache = !x->streams_all && !predictor;
     uint64_t L = s->n_layers;
     double rows = x->whole ? fmin((double)L * s->d_ff, o->bytes_per_token / x->rb) : c->vol.rows_inserted;
+    if (x->whole && x->engine) { /* bytes_per_token holds dram.bin and the padding: the rows as the engine reads them */
+        struct engine_view ev;
+        engine_view_of(x, &ev);
+        rows = (double)L * (s->d_ff - (x->streams_all ? 0 : engine_hybrid_rows(&ev)));
+    }
     /* a row goes up as the engine stores it: its bundle, padded to the direct-I/O alignment */
     uint64_t stride = ((uint64_t)ceil(x->rb) + FB_BUNDLE_ALIGN - 1) / FB_BUNDLE_ALIGN * FB_BUNDLE_ALIGN;
     double moves = cache && !x->whole ? c->vol.rows_deleted : 0;
@@ -348,6 +465,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     x.whole = x.pol->reads_whole_layers;
     x.streams_all = x.whole && !x.pol->keeps_resident_part;
     x.split = c->layout.ops->per_vector;
+    x.engine = c->hw->fixed.present && !x.split; /* split's vectors: priced by bytes as before */
     model_parts(c->shape, &x.p);
     o->model_bytes = x.B * (double)x.p.pc.total;
     x.rb = row_bytes(c->shape, (int)x.B);

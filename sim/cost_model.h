@@ -20,6 +20,22 @@
  * friends and coalesce:G depend on a trace's exact sets and are priced only
  * from a replay of one (sim/trace_volumes.h).
  *
+ * With fixed costs in the profile (calibrate measures them: hw_profile.h's
+ * struct hw_fixed), every policy's reads are priced as the engine issues
+ * them (sim/cost_engine.h: batches per layer, requests split at the
+ * reader's largest read, rows padded on flash): per batch of R reads of
+ * c bytes over T = min(R, io_threads) threads,
+ *     batch_s + max(R c / X(c, T) + (tail(T) - 1) T c / X(c, T),
+ *                   ceil(R / T) (read_s + c / read_bw))
+ * (X the flash throughput above; the slowest thread's extra round; the
+ * reads one thread issues in turn, each its fixed cost and bytes), and
+ * compute adds per parallel job of the team job_hot_s, or for a job
+ * after a wait (a layer's reads, or the token's when its only job is the
+ * lm_head's) the profile's cold job after that wait, less what the caller
+ * hides of the late worker by taking its chunks (max(w/2, w - h), h the
+ * job's work per thread), and token_s per token. Without them (an older profile, the paper's), naive
+ * and hybrid stream sequentially as above and no fixed cost is priced.
+ *
  * With a device in the profile (calibrate --backend B), the FFN's rows are
  * also uploaded to it and the pass is launched and synchronised there:
  * struct cost_prediction's device terms (sim/device_terms.h). */
@@ -63,6 +79,7 @@ struct cost_config {
     double predictor_rank;      /* > 0: instead, a rank-r predictor per layer (cost_predictor_params) */
     char predictor_source[240]; /* where the predictor's size comes from ("": none priced) */
     struct token_volumes vol;   /* for every policy but naive and hybrid */
+    char io_engine[16];         /* the engine's reads: psync or io_uring ("": psync) */
 };
 
 struct cost_prediction {
@@ -85,6 +102,16 @@ struct cost_prediction {
     double dev_bytes_up, dev_bytes_down, dev_row_moves, dev_launches, dev_syncs;
     double dev_uploads, dev_downloads; /* the copies the bytes go in (their mean size sets the rate) */
     double h2d_ms, d2h_ms, launch_ms, sync_ms, device_total_ms;
+    /* A profile with fixed costs (hw_profile.h: struct hw_fixed): the
+     * reads priced as the engine issues them (sim/cost_engine.h), and
+     * the fixed costs inside io_ms and compute_ms: io_batches batches of
+     * reads a token, each batch_s (io_batch_ms), and what the slowest
+     * reader thread or the reads' own latency add beyond the bytes
+     * (io_tail_ms); team_jobs parallel jobs, team_cold_jobs of them cold
+     * (jobs_ms), and the token's own (token_fixed_ms). */
+    bool fixed;
+    double io_batches, io_batch_ms, io_tail_ms;
+    double team_jobs, team_cold_jobs, jobs_ms, token_fixed_ms;
 };
 
 int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */

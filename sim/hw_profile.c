@@ -272,6 +272,103 @@ static int read_device(const cJSON *o, unsigned flags, struct hw_profile *hw, co
     return 0;
 }
 
+const char *const hw_io_engine_names[HW_IO_ENGINES] = {"psync", "io_uring"};
+
+int hw_io_engine(const char *name)
+{
+    for (int i = 0; i < HW_IO_ENGINES; i++)
+        if (name && strcmp(name, hw_io_engine_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+#define FIXED_ABSENT "absent from the profile (written before calibrate measured fixed costs): priced as 0"
+
+/* fixed.tail: per active reader threads, the batch tail factor (>= 1 in
+ * a measurement; taken as given), threads ascending. */
+static int read_tail(const cJSON *fx, struct hw_fixed *f, const char *path, char *err, size_t errlen)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(fx, "tail"))
+    {
+        if (f->n_tail == HW_MAX_TAIL)
+            break;
+        char where[64];
+        size_t i = f->n_tail;
+        snprintf(where, sizeof where, "fixed.tail[%zu]", i);
+        if (num(t, where, "threads", HW_REQUIRED, 0, true, &f->tail_threads[i], path, err, errlen) ||
+            num(t, where, "factor", HW_REQUIRED, 0, true, &f->tail_factor[i], path, err, errlen))
+            return -1;
+        if (i > 0 && f->tail_threads[i] <= f->tail_threads[i - 1])
+            return err_set(err, errlen, "%s: \"%s.threads\" must be more than the entry before it", path, where);
+        f->n_tail++;
+    }
+    return 0;
+}
+
+/* fixed.job_cold: [{"gap_s", "job_s"}], waits ascending. */
+static int read_cold(const cJSON *fx, struct hw_fixed *f, const char *path, char *err, size_t errlen)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(fx, "job_cold"))
+    {
+        if (f->n_cold == HW_MAX_TAIL)
+            break;
+        char where[64];
+        size_t i = f->n_cold;
+        snprintf(where, sizeof where, "fixed.job_cold[%zu]", i);
+        if (num(t, where, "gap_s", HW_REQUIRED, 0, true, &f->cold_gap_s[i], path, err, errlen) ||
+            num(t, where, "job_s", HW_REQUIRED, 0, false, &f->job_cold_s[i], path, err, errlen))
+            return -1;
+        if (i > 0 && f->cold_gap_s[i] <= f->cold_gap_s[i - 1])
+            return err_set(err, errlen, "%s: \"%s.gap_s\" must be more than the entry before it", path, where);
+        f->n_cold++;
+    }
+    return 0;
+}
+
+/* fixed.read_s: {"psync": {"s", "bw_bytes"}, "io_uring": {...}}, either absent. */
+static int read_per_read(const cJSON *fx, struct hw_fixed *f, const char *path, char *err, size_t errlen)
+{
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(fx, "read_s");
+    for (int e = 0; e < HW_IO_ENGINES; e++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(rs, hw_io_engine_names[e]);
+        char where[64];
+        snprintf(where, sizeof where, "fixed.read_s.%s", hw_io_engine_names[e]);
+        if (o && (num(o, where, "s", HW_REQUIRED, 0, false, &f->read_s[e], path, err, errlen) ||
+                  num(o, where, "bw_bytes", 0, 0, false, &f->read_bw[e], path, err, errlen)))
+            return -1;
+    }
+    return 0;
+}
+
+/* The "fixed" object (hw_profile.h: struct hw_fixed); absent: every term 0, said so. */
+static int read_fixed(const cJSON *o, struct hw_fixed *f, const char *path, char *err, size_t errlen)
+{
+    const cJSON *fx = cJSON_GetObjectItemCaseSensitive(o, "fixed");
+    char *src[] = {f->read_source, f->batch_source, f->tail_source, f->job_source, f->token_source};
+    const char *keys[] = {"read_source", "batch_source", "tail_source", "job_source", "token_source"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(src[i], 300, "%s", FIXED_ABSENT);
+        if (fx)
+            str(fx, keys[i], src[i], 300);
+    }
+    if (!fx)
+        return 0;
+    if (!cJSON_IsObject(fx))
+        return err_set(err, errlen, "%s: \"fixed\" is not an object", path);
+    f->present = true;
+    if (read_per_read(fx, f, path, err, errlen) || read_tail(fx, f, path, err, errlen) ||
+        num(fx, "fixed", "batch_s", 0, 0, false, &f->batch_s, path, err, errlen) ||
+        num(fx, "fixed", "team_threads", 0, 0, false, &f->team_threads, path, err, errlen) ||
+        num(fx, "fixed", "min_parallel_work", 0, 0, false, &f->min_parallel_work, path, err, errlen) ||
+        num(fx, "fixed", "job_hot_s", 0, 0, false, &f->job_hot_s, path, err, errlen) ||
+        read_cold(fx, f, path, err, errlen) ||
+        num(fx, "fixed", "token_s", 0, 0, false, &f->token_s, path, err, errlen))
+        return -1;
+    return 0;
+}
+
 /* The profile's name, backend and reader threads. */
 static int read_head(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
 {
@@ -310,7 +407,8 @@ int hw_profile_load_flags(const struct fb_settings *set, const char *name, unsig
         err_set(err, errlen, "%s: not a JSON object", path);
     else if (read_head(o, hw, path, err, errlen) == 0 && read_device(o, flags, hw, path, err, errlen) == 0 &&
              read_flash(cJSON_GetObjectItemCaseSensitive(o, "flash"), hw, path, err, errlen) == 0 &&
-             read_dram(o, hw, path, err, errlen) == 0 && read_compute(o, hw, path, err, errlen) == 0)
+             read_dram(o, hw, path, err, errlen) == 0 && read_compute(o, hw, path, err, errlen) == 0 &&
+             read_fixed(o, &hw->fixed, path, err, errlen) == 0)
         rc = 0;
     cJSON_Delete(o);
     return rc;
@@ -391,6 +489,23 @@ double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double b
     return d->present && !d->host_visible && d->n_xfer ? interp_log(d->xfer_bytes, bw, d->n_xfer, bytes) : 0;
 }
 
+double hw_read_tail(const struct hw_profile *hw, double threads)
+{
+    const struct hw_fixed *f = &hw->fixed;
+    if (!f->n_tail || threads <= 0)
+        return 1;
+    double x[HW_MAX_TAIL];
+    for (size_t i = 0; i < f->n_tail; i++)
+        x[i] = f->tail_threads[i];
+    return interp_log(x, f->tail_factor, f->n_tail, threads);
+}
+
+double hw_job_cold(const struct hw_profile *hw, double gap_s)
+{
+    const struct hw_fixed *f = &hw->fixed;
+    return f->n_cold ? interp_log(f->cold_gap_s, f->job_cold_s, f->n_cold, gap_s > 0 ? gap_s : 0) : 0;
+}
+
 struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype)
 {
     for (size_t i = 0; i < hw->n_compute; i++)
@@ -426,6 +541,44 @@ static void device_to_json(const struct hw_profile *hw, cJSON *o)
     cJSON_AddNumberToObject(j, "launch_s", d->launch_s);
     cJSON_AddNumberToObject(j, "sync_s", d->sync_s);
     cJSON_AddNumberToObject(j, "event_s", d->event_s);
+}
+
+/* "fixed", for a profile that has it (hw_profile.h: struct hw_fixed). */
+static void fixed_to_json(const struct hw_fixed *f, cJSON *o)
+{
+    if (!f->present)
+        return;
+    cJSON *j = cJSON_AddObjectToObject(o, "fixed");
+    cJSON *rs = cJSON_AddObjectToObject(j, "read_s");
+    for (int e = 0; e < HW_IO_ENGINES; e++) {
+        cJSON *r = cJSON_AddObjectToObject(rs, hw_io_engine_names[e]);
+        cJSON_AddNumberToObject(r, "s", f->read_s[e]);
+        cJSON_AddNumberToObject(r, "bw_bytes", f->read_bw[e]);
+    }
+    cJSON_AddStringToObject(j, "read_source", f->read_source);
+    cJSON_AddNumberToObject(j, "batch_s", f->batch_s);
+    cJSON_AddStringToObject(j, "batch_source", f->batch_source);
+    cJSON *tail = cJSON_AddArrayToObject(j, "tail");
+    for (size_t i = 0; i < f->n_tail; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "threads", f->tail_threads[i]);
+        cJSON_AddNumberToObject(t, "factor", f->tail_factor[i]);
+        cJSON_AddItemToArray(tail, t);
+    }
+    cJSON_AddStringToObject(j, "tail_source", f->tail_source);
+    cJSON_AddNumberToObject(j, "team_threads", f->team_threads);
+    cJSON_AddNumberToObject(j, "min_parallel_work", f->min_parallel_work);
+    cJSON_AddNumberToObject(j, "job_hot_s", f->job_hot_s);
+    cJSON *cold = cJSON_AddArrayToObject(j, "job_cold");
+    for (size_t i = 0; i < f->n_cold; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, "gap_s", f->cold_gap_s[i]);
+        cJSON_AddNumberToObject(t, "job_s", f->job_cold_s[i]);
+        cJSON_AddItemToArray(cold, t);
+    }
+    cJSON_AddStringToObject(j, "job_source", f->job_source);
+    cJSON_AddNumberToObject(j, "token_s", f->token_s);
+    cJSON_AddStringToObject(j, "token_source", f->token_source);
 }
 
 cJSON *hw_profile_to_json(const struct hw_profile *hw)
@@ -470,5 +623,6 @@ cJSON *hw_profile_to_json(const struct hw_profile *hw)
         cJSON_AddNumberToObject(r, "flops", hw->compute[i].flops);
         cJSON_AddStringToObject(r, "source", hw->compute[i].source);
     }
+    fixed_to_json(&hw->fixed, o);
     return o;
 }

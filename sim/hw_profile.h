@@ -19,7 +19,11 @@
 #include "common/settings.h"
 #include "sim/flash_model.h"
 
-enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6, HW_MAX_XFER = 8 };
+enum { HW_MAX_POINTS = 256, HW_MAX_COPY = 16, HW_MAX_DTYPES = 6, HW_MAX_XFER = 8, HW_MAX_TAIL = 8 };
+
+/* The I/O engines a profile gives a fixed cost per read for (io/ioengine.h). */
+enum { HW_IO_PSYNC, HW_IO_URING, HW_IO_ENGINES };
+extern const char *const hw_io_engine_names[HW_IO_ENGINES]; /* "psync", "io_uring" */
 
 /* A rate fixed by one of the paper's rows: the row's time for the work the
  * cost model computes for `model` under `policy` at `dtype`. */
@@ -65,6 +69,46 @@ struct hw_device {
     double launch_s, sync_s, event_s;
 };
 
+/* The fixed costs the engine pays beside its bytes (the profile's "fixed"
+ * object, measured by calibrate: harness/calibrate_fixed.c), each with
+ * where it came from. A profile written before calibrate measured them
+ * has none: every term is 0 and each source says so.
+ *   read_s     per read, per I/O engine: the intercept of a read's time
+ *              over its size, one reader thread at queue depth 1 (system
+ *              call, completion, the device's latency); read_bw the slope's
+ *              bytes/s. 0: not measured (that engine unavailable).
+ *   batch_s    per batch of reads: handing it to the reader threads and
+ *              learning it is done, beyond its reads
+ *   tail       per active reader threads T: a batch of one read per
+ *              thread takes `factor` times the time per read of a long
+ *              batch at T (the slowest thread, not the mean); 1 when absent
+ *   job_*_s    one parallel job over the compute team (engine/compute/
+ *              threadpool.h) of team_threads: hot (the workers spinning:
+ *              jobs back to back) and cold (the first job after the caller
+ *              waited, as for a batch of reads: job_cold_s after waits of
+ *              cold_gap_s, ascending; the workers spin a while, then
+ *              sleep; job_cold_s[last] stands for longer waits);
+ *              the kernels run one thread alone below
+ *              min_parallel_work multiply-adds (the cost model counts
+ *              jobs with it: sim/cost_engine.h)
+ *   token_s    per token, beyond its jobs and bytes */
+struct hw_fixed {
+    bool present;
+    double read_s[HW_IO_ENGINES], read_bw[HW_IO_ENGINES];
+    char read_source[300];
+    double batch_s;
+    char batch_source[300];
+    size_t n_tail;
+    double tail_threads[HW_MAX_TAIL], tail_factor[HW_MAX_TAIL]; /* threads ascending */
+    char tail_source[300];
+    double team_threads, min_parallel_work, job_hot_s;
+    size_t n_cold;
+    double cold_gap_s[HW_MAX_TAIL], job_cold_s[HW_MAX_TAIL];
+    char job_source[300];
+    double token_s;
+    char token_source[300];
+};
+
 struct hw_profile {
     char name[64];
     char path[4096];
@@ -88,6 +132,7 @@ struct hw_profile {
     bool emulated;
     char emulated_note[300];
     struct hw_device device;
+    struct hw_fixed fixed;
 };
 
 enum { HW_LOAD_ALLOW_EMULATED = 1 };
@@ -121,6 +166,17 @@ double hw_copy_bw(const struct hw_profile *hw, double row_bytes);
  * profile has no device, or a host-visible one (no copy is made: the
  * device terms price its copies at 0 ms, sim/device_terms.h). */
 double hw_device_bw(const struct hw_profile *hw, bool h2d, bool pinned, double bytes);
+
+/* The batch tail at `threads` active reader threads (log-interpolated
+ * over the profile's, clamped); 1 when the profile has none. */
+double hw_read_tail(const struct hw_profile *hw, double threads);
+
+/* A cold job's seconds after the caller waited gap_s (log-interpolated
+ * over the profile's waits, clamped); 0 when the profile has none. */
+double hw_job_cold(const struct hw_profile *hw, double gap_s);
+
+/* The index of an I/O engine's name in hw_io_engine_names, -1 if none. */
+int hw_io_engine(const char *name);
 
 /* The compute rate for a dtype, NULL if the profile has none. */
 struct compute_rate *hw_compute(struct hw_profile *hw, const char *dtype);

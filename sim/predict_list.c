@@ -168,6 +168,7 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->dram_share = s->dram_share;
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
+    snprintf(c->io_engine, sizeof c->io_engine, "%s", s->io_engine ? s->io_engine : "");
     c->policy = it->asked;
     if (it->asked.arg_auto && resolve_window(s, it, err, errlen) != 0)
         return name_error(&it->asked, err, errlen);

@@ -58,6 +58,7 @@ struct predict_setup {
     bool use_predicted;          /* replay the trace's predicted sets, else the active ones */
     int predictor_rank;          /* > 0: that rank; PREDICT_RANK_AUTO: the paper's share of the model when
                                   * it gives one for the shape, else PREDICT_DEFAULT_RANK; PREDICT_RANK_NONE */
+    const char *io_engine;       /* the engine's reads: psync or io_uring (NULL: psync) */
     uint64_t tokens;             /* window:auto: the run's tokens K is chosen over (0: the trace's length;
                                   * without a trace, WINDOW_MAX_K) */
 };

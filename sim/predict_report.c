@@ -9,6 +9,18 @@
 #include "common/json_file.h"
 #include "common/strbuf.h"
 
+/* The fixed costs inside io_ms and compute_ms (a profile with them). */
+static void predict_fixed_json(cJSON *f, const struct cost_prediction *p)
+{
+    cJSON_AddNumberToObject(f, "read_batches", p->io_batches);
+    cJSON_AddNumberToObject(f, "batch_ms", p->io_batch_ms);
+    cJSON_AddNumberToObject(f, "read_tail_ms", p->io_tail_ms);
+    cJSON_AddNumberToObject(f, "team_jobs", p->team_jobs);
+    cJSON_AddNumberToObject(f, "team_cold_jobs", p->team_cold_jobs);
+    cJSON_AddNumberToObject(f, "jobs_ms", p->jobs_ms);
+    cJSON_AddNumberToObject(f, "token_ms", p->token_fixed_ms);
+}
+
 void predict_device_json(cJSON *d, const struct cost_prediction *p)
 {
     cJSON_AddNumberToObject(d, "h2d_bytes", p->dev_bytes_up);
@@ -59,6 +71,8 @@ static cJSON *prediction_json(const struct cost_prediction *p)
     cJSON_AddNumberToObject(o, "predictor_bytes", p->dram_predictor);
     if (p->device)
         predict_device_json(cJSON_AddObjectToObject(o, "device"), p);
+    if (p->fixed)
+        predict_fixed_json(cJSON_AddObjectToObject(o, "fixed"), p);
     return o;
 }
 

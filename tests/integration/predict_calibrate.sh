@@ -24,6 +24,9 @@ check "the sweep's files" test "$(ls "$WORK/cal/hw/box-sweep" | tr '\n' ' ')" = 
 check "the profile's points are the sweep's" test "$(json_get "$WORK/cal/hw/box.json" 'len(d["flash"]["points"])')" = \
     "$(json_get "$WORK/cal/hw/box-sweep/sweep.json" 'len(d["points"])')"
 check "nothing written in the working folder" test -z "$(ls -A "$WORK/cwd")"
+# the fixed costs (sim/hw_profile.h: struct hw_fixed), each term with its source
+check "fixed costs measured on the scratch file" test "$(json_get "$WORK/cal/hw/box.json" '(lambda f: (f["read_s"]["psync"]["s"] > 0, f["batch_s"] >= 0, [t["threads"] for t in f["tail"]], all(t["factor"] >= 1 for t in f["tail"]), f["team_threads"] >= 1, f["job_hot_s"] > 0, 1 <= len(f["job_cold"]) <= 4 and f["job_cold"][0]["gap_s"] >= 0.0001 and all(a["gap_s"] < b["gap_s"] for a, b in zip(f["job_cold"], f["job_cold"][1:])) and all(c["job_s"] > 0 for c in f["job_cold"]), f["min_parallel_work"], all(f[k].startswith("measured") for k in ("read_source", "batch_source", "tail_source", "job_source")), f["token_s"], len(f["token_source"]) > 0))(d["fixed"])')" = "(True, True, [1, 4, 16, 32], True, True, True, True, 32768, True, 0, True)"
+check "from a sweep: no read terms, said so; the team measured" test "$(json_get "$WORK/hw/testbox.json" '(lambda f: (f["read_s"]["psync"]["s"], f["tail"], f["read_source"], f["job_source"].startswith("measured")))(d["fixed"])')" = "(0, [], 'not measured (calibrate --sweep reads no file): 0', True)"
 # default result folders are stamped to the second: two commands in a row get one each
 check "two predicts in a row" bash -c "cd '$WORK/cwd' && '$FLASHBED' predict >/dev/null && '$FLASHBED' predict --paper table2 >/dev/null"
 check "two result folders" test "$(ls "$WORK/cwd/results" | wc -l)" = 2
@@ -32,6 +35,8 @@ check "predict with the new profile" "$FLASHBED" predict --model opt-1.3b --hw "
     --dtype f16 --policy window:5 --layout bundled --out "$WORK/pred"
 check "predict.json keys" test "$(json_get "$WORK/pred/predict.json" 'all(k in d["prediction"] for k in ["io_ms","mem_ms","compute_ms","serial_total_ms","overlapped_total_ms","dram"]) and "provenance" in d')" = True
 check "predict.md" grep -q '| I/O ms | mem ms | compute ms |' "$WORK/pred/predict.md"
+check "predict.json: the fixed costs priced" test "$(json_get "$WORK/pred/predict.json" 'sorted(d["prediction"]["fixed"])')" = \
+    "['batch_ms', 'jobs_ms', 'read_batches', 'read_tail_ms', 'team_cold_jobs', 'team_jobs', 'token_ms']"
 
 check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 \
     --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"

@@ -603,6 +603,188 @@ static void test_rows_copied(void)
     free(hw);
 }
 
+/* A profile with known fixed costs (sim/hw_profile.h: struct hw_fixed) and
+ * a flat flash of 1 GB/s from 4 KiB to 1 MiB at 1 to 32 threads, so that
+ * every term is priced by hand. */
+static struct hw_profile *fixed_profile(void)
+{
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    snprintf(hw->path, sizeof hw->path, "hand-made");
+    hw->io_threads = 32;
+    const double chunks[] = {4096, 1048576}, threads[] = {1, 32};
+    for (int t = 0; t < 2; t++)
+        for (int c = 0; c < 2; c++)
+            hw->points[hw->flash.n_grid++] = (struct flash_point){chunks[c], threads[t], 1e9};
+    hw->flash.grid = hw->points;
+    hw->flash.sequential_bw = 1e9;
+    hw->flash.fit = (struct flash_params){1e-4, 1e9, 2e9, 1e5, 2};
+    hw->compute[hw->n_compute++] = (struct compute_rate){.dtype = "f16", .bw = 1e10};
+    hw->copy_row_bytes[0] = 4096;
+    hw->copy_bw[hw->n_copy++] = 1e10;
+    struct hw_fixed *f = &hw->fixed;
+    f->present = true;
+    f->read_s[HW_IO_PSYNC] = 50e-6;
+    f->read_bw[HW_IO_PSYNC] = 2e9;
+    f->batch_s = 20e-6;
+    f->n_tail = 2;
+    f->tail_threads[0] = 1, f->tail_factor[0] = 1.5;
+    f->tail_threads[1] = 32, f->tail_factor[1] = 1.25;
+    f->min_parallel_work = 32768;
+    f->team_threads = 2;
+    f->job_hot_s = 1e-6, f->token_s = 10e-6;
+    f->n_cold = 2; /* a job after 0.1 ms asleep costs 20 us, after 1 ms or more 100 us */
+    f->cold_gap_s[0] = 1e-4, f->job_cold_s[0] = 20e-6;
+    f->cold_gap_s[1] = 1e-3, f->job_cold_s[1] = 100e-6;
+    return hw;
+}
+
+/* opt-tiny (d_model 64, d_ff 256, 2 layers) in f16 on fixed_profile: a row
+ * is 256 bytes, 4096 on flash; dram.bin 2 x (182144 - 65536) = 233216
+ * bytes, 118784 a layer (29 x 4096, one read); a layer's rows 1 MiB, one
+ * read. Each batch one read on one thread: tail 1.5 of its bytes' time
+ * beats the read's own 50 us + bytes at 2 GB/s; plus batch_s. The team: no
+ * kernel reaches 32768 multiply-adds but the lm_head's (1024 x 64): one
+ * job, cold. */
+static void test_fixed_naive_tiny(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    struct hw_profile *hw = fixed_profile();
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
+    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 8, .dram_share = 1,
+                            .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
+    snprintf(c.dtype, sizeof c.dtype, "f16");
+    struct cost_prediction p;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK(p.fixed);
+    CHECK_NEAR(p.io_batches, 4, 0);
+    CHECK_NEAR(p.reads_per_token, 4, 0);
+    CHECK_NEAR(p.bytes_per_token, 2 * (118784.0 + 1048576), 0);
+    double dram = 20e-6 + 1.5 * 118784 / 1e9, rows = 20e-6 + 1.5 * 1048576 / 1e9;
+    CHECK_NEAR(p.io_ms, 1e3 * 2 * (dram + rows), 1e-9);
+    CHECK_NEAR(p.io_batch_ms, 1e3 * 4 * 20e-6, 1e-12);
+    CHECK_NEAR(p.io_tail_ms, 1e3 * 2 * 0.5 * (118784 + 1048576) / 1e9, 1e-9);
+    CHECK_NEAR(p.team_jobs, 1, 0);
+    CHECK_NEAR(p.team_cold_jobs, 1, 0);
+    /* the job after the token's 3.6 ms of reads: 100 us, less its work per thread (131072 bytes at 10 GB/s, over 2) */
+    double job = 100e-6 - 131072 / 1e10 / 2;
+    CHECK_NEAR(p.jobs_ms, 1e3 * job, 1e-12);
+    CHECK_NEAR(p.token_fixed_ms, 0.01, 1e-12);
+    /* the bytes' compute as without fixed costs, plus the job and the token */
+    hw->fixed.present = false;
+    struct cost_prediction q;
+    CHECK(cost_predict(&c, &q, err, sizeof err) == 0);
+    CHECK(!q.fixed && q.jobs_ms == 0 && q.io_batches == 0);
+    CHECK_NEAR(p.compute_ms, q.compute_ms + 1e3 * job + 0.01, 1e-9);
+    free(hw);
+}
+
+/* A window's reads on opt-tiny: 40 reads of a 4 KiB row a layer over 32
+ * threads: the bytes' time 163.84 us and a quarter round's tail (32 reads:
+ * 131.072 us) beat two reads in turn on one thread (2 x 52.048 us); then
+ * one read a layer, where the chain wins: 50 us + 4096 / 2 GB/s against
+ * 1.5 x 4.096 us, and the token's one job follows a shorter wait. */
+static void test_fixed_window_tiny(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    struct hw_profile *hw = fixed_profile();
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
+    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 8, .dram_share = 0.75,
+                            .policy = POLICY("window:5"), .layout = LAYOUT("bundled")};
+    snprintf(c.dtype, sizeof c.dtype, "f16");
+    c.vol = (struct token_volumes){.neurons_loaded = 80, .rows_inserted = 80, .rows_deleted = 80,
+                                   .cache_rows = 200, .reads = 80};
+    struct cost_prediction p;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK_NEAR(p.bytes_per_token, 80 * 4096.0, 0);
+    double batch = 20e-6 + 40 * 4096 / 1e9 + 0.25 * 32 * 4096 / 1e9;
+    CHECK_NEAR(p.io_ms, 1e3 * 2 * batch, 1e-9);
+    CHECK_NEAR(p.team_jobs, 1, 0);
+    c.vol = (struct token_volumes){.neurons_loaded = 2, .rows_inserted = 2, .cache_rows = 100, .reads = 2};
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    double io_s = 2 * (20e-6 + 50e-6 + 4096 / 2e9);
+    CHECK_NEAR(p.io_ms, 1e3 * io_s, 1e-9);
+    /* the lm_head's job waited the token's reads: 0.144 ms, between the profile's waits (log-interpolated) */
+    double w = 20e-6 + 80e-6 * log(io_s / 1e-4) / log(10);
+    CHECK_NEAR(p.jobs_ms, 1e3 * (w - 131072 / 1e10 / 2), 1e-9);
+    free(hw);
+}
+
+/* opt-1.3b's jobs a token, naive: q, k, v, o (2048 x 2048), attention at a
+ * context of 8 (8 x 32 x 64 = 16384: half the threshold), the FFN's two
+ * after its reads (the first cold) in each of 24 layers, and the lm_head:
+ * 24 x 7 + 1 = 169, 24 cold. hybrid: its held rows computed first, two
+ * more jobs a layer. Reads: the FFN's 64 MiB a layer as 64 reads of 1 MiB. */
+static void test_fixed_jobs_13b(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    struct hw_profile *hw = fixed_profile();
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
+    struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = 8, .dram_share = 0.5,
+                            .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
+    snprintf(c.dtype, sizeof c.dtype, "f16");
+    struct cost_prediction p;
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK_NEAR(p.team_jobs, 169, 0);
+    CHECK_NEAR(p.team_cold_jobs, 24, 0);
+    /* each job's work per thread hides half its delay: q, k, v, o, attention and the lm_head 0.5 us; the
+     * FFN's sums (no work) 1 us; its groups after the reads 50 us (64 MiB: 3.4 ms a thread, more than 100 us) */
+    CHECK_NEAR(p.jobs_ms, 1e3 * (121 * 0.5e-6 + 24 * 1e-6 + 24 * 50e-6), 1e-9);
+    /* dram.bin's slice a layer: 2 x (1315758080 - 2 x 2048 x 8192 x 24) / 24, aligned up: 10386 x 4096 bytes */
+    CHECK_NEAR(p.reads_per_token, 24 * (ceil(10386 * 4096.0 / 1048576) + 64), 0);
+    c.policy = POLICY("hybrid");
+    CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+    CHECK_NEAR(p.team_jobs, 24 * 9 + 1, 0);
+    CHECK_NEAR(p.io_batches, 24, 0);
+    free(hw);
+}
+
+/* A profile written before fixed costs loads with none, each source
+ * saying so; a profile with them writes and reads back the same. */
+static void test_fixed_profile_json(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct hw_profile *hw = calloc(1, sizeof *hw), *back = calloc(1, sizeof *back);
+    char err[1024];
+    CHECK(hw_profile_load(&set, "m1max-cpu", hw, err, sizeof err) == 0);
+    CHECK(!hw->fixed.present && hw->fixed.batch_s == 0 && hw->fixed.n_tail == 0 && hw_read_tail(hw, 8) == 1);
+    CHECK(strstr(hw->fixed.read_source, "absent from the profile") && strstr(hw->fixed.job_source, "priced as 0"));
+    cJSON *j = hw_profile_to_json(hw);
+    CHECK(!cJSON_HasObjectItem(j, "fixed"));
+    cJSON_Delete(j);
+    struct hw_profile *f = fixed_profile();
+    snprintf(f->name, sizeof f->name, "box");
+    snprintf(f->backend, sizeof f->backend, "cpu");
+    snprintf(f->fixed.tail_source, sizeof f->fixed.tail_source, "by hand");
+    char path[] = "/tmp/flashbed-fixed-XXXXXX.json";
+    int fd = mkstemps(path, 5);
+    CHECK(fd >= 0);
+    close(fd);
+    j = hw_profile_to_json(f);
+    char *text = cJSON_Print(j);
+    test_write_text(path, text);
+    free(text);
+    cJSON_Delete(j);
+    if (hw_profile_load(&set, path, back, err, sizeof err) != 0)
+        fprintf(stderr, "%s\n", err);
+    CHECK(back->path[0] && !err[0]);
+    CHECK(back->fixed.present && back->fixed.read_s[HW_IO_PSYNC] == 50e-6 && back->fixed.read_bw[HW_IO_PSYNC] == 2e9);
+    CHECK(back->fixed.n_tail == 2 && back->fixed.tail_factor[1] == 1.25 && !strcmp(back->fixed.tail_source, "by hand"));
+    CHECK(back->fixed.n_cold == 2 && back->fixed.job_cold_s[1] == 100e-6 && back->fixed.cold_gap_s[0] == 1e-4);
+    CHECK(back->fixed.min_parallel_work == 32768 && back->fixed.token_s == 10e-6);
+    CHECK_NEAR(hw_read_tail(back, 1), 1.5, 0);
+    CHECK_NEAR(hw_read_tail(back, 64), 1.25, 0); /* clamped */
+    unlink(path);
+    free(f);
+    free(hw);
+    free(back);
+}
+
 /* A measured run read once (sim/run_summary.h) and compared with a
  * prediction: exact parts, relative errors and MAPE; the predictor's rows
  * when it chose; a run.json without a part refused, naming it. */
@@ -663,5 +845,9 @@ int main(void)
     test_window_auto();
     test_window_within_budget();
     test_rows_copied();
+    test_fixed_naive_tiny();
+    test_fixed_window_tiny();
+    test_fixed_jobs_13b();
+    test_fixed_profile_json();
     return check_report("test_cost_model");
 }

@@ -1,0 +1,118 @@
+#include "sim/cost_engine.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/limits.h"
+
+double engine_row_stride(const struct model_shape *s, int bytes)
+{
+    double b = (double)model_shape_neuron_weights(s) * bytes;
+    return ceil(b / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
+}
+
+double engine_dram_bytes(const struct model_shape *s, int bytes)
+{
+    struct param_counts pc;
+    model_shape_params(s, &pc);
+    double rows = (double)model_shape_neuron_weights(s) * s->d_ff * s->n_layers;
+    return bytes * ((double)pc.total - rows);
+}
+
+/* run_plan.c's hybrid_capacity on the cost model's sizes: the KV cache
+ * at twice the mean context (the run's longest), in f32. */
+double engine_hybrid_rows(const struct engine_view *v)
+{
+    const struct model_shape *s = v->shape;
+    double stride = engine_row_stride(s, v->bytes), dram = engine_dram_bytes(s, v->bytes);
+    double model = dram + stride * s->d_ff * s->n_layers;
+    double kv = 2.0 * s->n_layers * (2 * v->context + 1) * ((double)s->d_model / s->n_heads * s->n_kv_heads) * 4;
+    double room = v->share * model - dram - kv - (double)s->d_ff * stride;
+    double per = (double)s->n_layers * stride - stride;
+    if (room <= 0)
+        return 0;
+    double r = per > 0 ? floor(room / per) : s->d_ff;
+    return fmin(r, s->d_ff);
+}
+
+/* n batches of one request of `bytes` each, split at ENGINE_MAX_READ. */
+static void add_requests(struct engine_reads *out, double n, double bytes)
+{
+    if (n <= 0 || bytes <= 0)
+        return;
+    out->kind[out->n_kinds++] = (struct io_batch_kind){n, ceil(bytes / ENGINE_MAX_READ), bytes};
+}
+
+void engine_reads_of(const struct engine_view *v, struct engine_reads *out)
+{
+    const struct model_shape *s = v->shape;
+    double L = s->n_layers, stride = engine_row_stride(s, v->bytes);
+    memset(out, 0, sizeof *out);
+    if (!v->whole) {
+        if (v->reads > 0)
+            out->kind[out->n_kinds++] = (struct io_batch_kind){L, v->reads / L, v->read_bytes / L};
+        return;
+    }
+    if (v->streams_all) {
+        double per = ceil(engine_dram_bytes(s, v->bytes) / L / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
+        double scratch = fmin(per, ENGINE_STREAM_SCRATCH), fills = ceil(per / scratch);
+        add_requests(out, L * fills, per / fills);
+    }
+    double rows = v->streams_all ? s->d_ff : s->d_ff - engine_hybrid_rows(v);
+    add_requests(out, L, rows * stride);
+}
+
+static void add_jobs(struct engine_jobs *out, double n, double bytes, int after)
+{
+    if (n <= 0)
+        return;
+    out->kind[out->n_kinds++] = (struct job_kind){n, bytes, after};
+    out->jobs += n;
+    out->cold += after != JOB_HOT ? n : 0;
+}
+
+/* An FFN call over n rows of d (ck_ffn_rows): its groups, then their sum
+ * (no work to speak of), when parallel; the groups' job after a wait. */
+static void ffn_call(struct engine_jobs *out, const struct engine_view *v, double L, double n, int after)
+{
+    double d = v->shape->d_model;
+    if (n < 1 || n * d < v->min_parallel)
+        return;
+    add_jobs(out, L, n * (double)model_shape_neuron_weights(v->shape) * v->bytes, after);
+    add_jobs(out, L, 0, JOB_HOT);
+}
+
+/* A matrix-vector product of r x c, when parallel. */
+static void matvec(struct engine_jobs *out, const struct engine_view *v, double n, double r, double c, int after)
+{
+    if (r * c >= v->min_parallel)
+        add_jobs(out, n, r * c * v->bytes, after);
+}
+
+void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out)
+{
+    const struct model_shape *s = v->shape;
+    double d = s->d_model, L = s->n_layers;
+    double hd = d / s->n_heads, kv = hd * s->n_kv_heads;
+    memset(out, 0, sizeof *out);
+    matvec(out, v, 2 * L, d, d, JOB_HOT);  /* q, o */
+    matvec(out, v, 2 * L, kv, d, JOB_HOT); /* k, v */
+    if (v->context * s->n_heads * hd >= v->min_parallel / 2)
+        add_jobs(out, L, 2 * v->context * kv * sizeof(float), JOB_HOT);
+    double before = 0, after; /* the FFN's rows computed before the layer's reads, and after */
+    if (v->whole) {
+        before = v->streams_all ? 0 : engine_hybrid_rows(v);
+        after = s->d_ff - before;
+    } else {
+        after = v->rows_loaded / L;
+        before = v->keeps ? fmax(0, v->rows_held - v->rows_loaded) / L : 0;
+    }
+    ffn_call(out, v, L, before, JOB_HOT);
+    ffn_call(out, v, L, after, JOB_AFTER_LAYER);
+    if (v->predictor && v->predictor_rank > 0) {
+        matvec(out, v, L, v->predictor_rank, d, JOB_HOT);
+        matvec(out, v, L, s->d_ff, v->predictor_rank, JOB_HOT);
+    }
+    /* the lm_head: after the token's wait when no layer woke the team (it slept since the last token) */
+    matvec(out, v, 1, s->vocab_size, d, out->jobs > 0 ? JOB_HOT : JOB_AFTER_TOKEN);
+}
