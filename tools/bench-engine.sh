@@ -4,8 +4,8 @@
 # alternating, medians of ROUNDS (>= 5):
 #
 #   1. compute: run's compute per token (naive: every weight once a token,
-#      just read from flash; all: the rows it holds and the rest of the
-#      model) beside dense generate's per token on the same model, as
+#      just read from flash; all, layer by layer: the rows it holds and the
+#      rest of the model) beside dense generate's per token on the same model, as
 #      weight bytes computed per second: naive's compute / dense's should be
 #      >= 0.85;
 #   2. reads: the engine's read throughput (run --mode naive, its reads of
@@ -62,7 +62,9 @@ for r in $(seq 1 "$ROUNDS"); do
     "$FB" generate --model "$MODEL" --prompt-file "$OUT/prompt.txt" --prompt-tokens 4 -n "$GEN" --temperature 0 \
         --threads "$THREADS" --json "$OUT/dense-$r.json" >/dev/null 2>"$OUT/dense-$r.log"
     "$FB" run "${RUN[@]}" --mode naive --out "$OUT/naive-$r" >"$OUT/naive-$r.log" 2>&1
-    "$FB" run "${RUN[@]}" --mode all --window 5 --dram-budget "$BUDGET" --out "$OUT/all-$r" >"$OUT/all-$r.log" 2>&1
+    # layer by layer: its compute alone, not shared with reads issued ahead (item 5 measures those)
+    "$FB" run "${RUN[@]}" --mode all --window 5 --dram-budget "$BUDGET" --read-ahead off --out "$OUT/all-$r" \
+        >"$OUT/all-$r.log" 2>&1
     "$FB" --no-pin run "${RUN[@]}" --mode naive --out "$OUT/naive-nopin-$r" >"$OUT/naive-nopin-$r.log" 2>&1
     "$FB" generate --model "$SPARSE_MODEL" --prompt-file "$OUT/prompt.txt" --prompt-tokens 4 -n "$GEN" --temperature 0 \
         --threads "$THREADS" --json "$OUT/sparse-dense-$r.json" >/dev/null 2>"$OUT/sparse-dense-$r.log"
