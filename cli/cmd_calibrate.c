@@ -34,7 +34,7 @@ struct calibrate_opts {
 
 #define O(f) offsetof(struct calibrate_opts, f)
 static const struct opt_def calibrate_options[] = {
-    {"file", OPT_STRING, O(file), NULL, "PATH", "file on the flash device to sweep [default: scratch.bin in the sweep folder beside the profile, made for the sweep and removed after it]"},
+    {"file", OPT_STRING, O(file), NULL, "PATH", "file on the flash device to sweep [default: scratch.bin in the sweep folder beside the profile, made for the sweep and removed after it]; with --sweep, the swept file (it must exist): the fixed costs per read and per batch and the sequential rate are measured on it"},
     {"size", OPT_SIZE, O(size), "1G", "BYTES", "bytes of the file the reads spread over"},
     {"sweep", OPT_STRING, O(sweep), NULL, "SWEEP.json", "take the flash points from this sweep instead of measuring"},
     {"quick", OPT_FLAG, O(quick), NULL, NULL, "a short grid and short timings (about a minute)"},
@@ -52,7 +52,7 @@ static const struct opt_def calibrate_options[] = {
 
 static const struct opt_command calibrate_command = {
     .name = "calibrate",
-    .usage = "[--quick] [--file PATH | --sweep SWEEP.json] [--out configs/hw/NAME.json]",
+    .usage = "[--quick] [--file PATH] [--sweep SWEEP.json] [--out configs/hw/NAME.json]",
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
                "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
                "speed of the engine's matrix-vector kernel in f32 and f16 over weights that do not fit in\n"
@@ -190,8 +190,16 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
         fb_error("calibrate --sweep: %s", err);
         return 1;
     }
-    if (o->sweep)
+    if (o->sweep && o->file) { /* the sweep's file: its fixed costs and sequential rate measured on it */
+        if (!path_exists(o->file)) {
+            fb_error("calibrate --file: %s does not exist (with --sweep the file is read, not made)", o->file);
+            return 1;
+        }
+        if (measure_after_sweep(o, o->file, hw) != 0)
+            return 1;
+    } else if (o->sweep) {
         calibrate_reads_unmeasured(&hw->fixed, "calibrate --sweep reads no file");
+    }
     if (!o->sweep && (rc = measure_flash(o, set, work, hw, bypassed)) != 0)
         return rc;
     calibrate_fit_flash(hw, fit);

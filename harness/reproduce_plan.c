@@ -199,7 +199,8 @@ static int add_flash(struct repro_plan *p, const struct tier_sizes *t)
     at(p, sweep, sizeof sweep, "%s", repro_engine_sweep(p));
     at(p, hw, sizeof hw, "calibration/hw.json");
     STEP(p, "calibration", "calibration", "calibration/hw.json", "this machine's profile (DRAM copies, compute; flash from Fig. 2b)",
-         "calibrate", "--quick", "--sweep", sweep, "--name", "reproduce", "--out", hw);
+         "calibrate", "--quick", "--sweep", sweep, "--file", scratch, "--size", t->sweep_size, "--name", "reproduce",
+         "--out", hw);
     STEP(p, "paper", "paper-table3", "paper-table3", "Table 3 modelled: this machine's CPU rows, the paper's other backends",
          "predict", "--paper", "table3", "--hw", hw, "--out", at(p, out, sizeof out, "paper-table3"));
     return 0;
