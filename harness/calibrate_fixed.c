@@ -15,7 +15,7 @@
 #include "io/io_buffer.h"
 #include "io/ioengine.h"
 
-enum { SMALL = 4096, LARGE = 65536, BIG = 1 << 20, MOST_READS = 1024 };
+enum { SMALL = HW_TAIL_READ_BYTES, LARGE = 65536, BIG = 1 << 20, MOST_READS = 1024 };
 
 /* What one reader measurement works on: the file, its buffer (one slot
  * per read, so no two reads share a destination) and the requests. */

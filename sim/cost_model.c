@@ -220,7 +220,11 @@ static double batch_ms(const struct pricing *x, const struct io_batch_kind *k, s
     double X = device_rate(hw, c, most);
     if (X <= 0)
         return 0;
-    double bytes_s = k->reads * c / X, round_s = T * c / X;
+    /* the slowest thread's lag is a skew in time (threads woken one after
+     * another, one read's latency), measured on 4 KiB reads: it does not
+     * grow with the read's size */
+    double Xs = device_rate(hw, HW_TAIL_READ_BYTES, most);
+    double bytes_s = k->reads * c / X, round_s = Xs > 0 ? T * HW_TAIL_READ_BYTES / Xs : 0;
     int e = hw_io_engine(x->c->io_engine[0] ? x->c->io_engine : "psync");
     double one = e < 0 ? 0 : f->read_s[e] + (f->read_bw[e] > 0 ? c / f->read_bw[e] : 0);
     double t = fmax(bytes_s + (hw_read_tail(hw, T) - 1) * round_s, ceil(k->reads / T) * one);

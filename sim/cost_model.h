@@ -25,9 +25,10 @@
  * them (sim/cost_engine.h: batches per layer, requests split at the
  * reader's largest read, rows padded on flash): per batch of R reads of
  * c bytes over T = min(R, io_threads) threads,
- *     batch_s + max(R c / X(c, T) + (tail(T) - 1) T c / X(c, T),
+ *     batch_s + max(R c / X(c, T) + (tail(T) - 1) T s / X(s, T),
  *                   ceil(R / T) (read_s + c / read_bw))
- * (X the flash throughput above; the slowest thread's extra round; the
+ * (X the flash throughput above; the slowest thread's lag, a skew in time
+ * measured on reads of s = HW_TAIL_READ_BYTES, whatever c is; the
  * reads one thread issues in turn, each its fixed cost and bytes), and
  * compute adds per parallel job of the team job_hot_s, or for a job
  * after a wait (a layer's reads, or the token's when its only job is the

@@ -284,47 +284,48 @@ int hw_io_engine(const char *name)
 
 #define FIXED_ABSENT "absent from the profile (written before calibrate measured fixed costs): priced as 0"
 
+/* A list of {xk, yk} pairs under fx's key, xk ascending (and > 0; yk > 0
+ * too when y_positive), at most HW_MAX_TAIL, into x, y and *n. */
+struct pair_list {
+    const char *key, *xk, *yk;
+    bool y_positive;
+    double *x, *y;
+    size_t *n;
+};
+
+static int read_pairs(const cJSON *fx, const struct pair_list *l, const char *path, char *err, size_t errlen)
+{
+    const cJSON *t;
+    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(fx, l->key))
+    {
+        if (*l->n == HW_MAX_TAIL)
+            break;
+        char where[64];
+        size_t i = *l->n;
+        snprintf(where, sizeof where, "fixed.%s[%zu]", l->key, i);
+        if (num(t, where, l->xk, HW_REQUIRED, 0, true, &l->x[i], path, err, errlen) ||
+            num(t, where, l->yk, HW_REQUIRED, 0, l->y_positive, &l->y[i], path, err, errlen))
+            return -1;
+        if (i > 0 && l->x[i] <= l->x[i - 1])
+            return err_set(err, errlen, "%s: \"%s.%s\" must be more than the entry before it", path, where, l->xk);
+        (*l->n)++;
+    }
+    return 0;
+}
+
 /* fixed.tail: per active reader threads, the batch tail factor (>= 1 in
  * a measurement; taken as given), threads ascending. */
 static int read_tail(const cJSON *fx, struct hw_fixed *f, const char *path, char *err, size_t errlen)
 {
-    const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(fx, "tail"))
-    {
-        if (f->n_tail == HW_MAX_TAIL)
-            break;
-        char where[64];
-        size_t i = f->n_tail;
-        snprintf(where, sizeof where, "fixed.tail[%zu]", i);
-        if (num(t, where, "threads", HW_REQUIRED, 0, true, &f->tail_threads[i], path, err, errlen) ||
-            num(t, where, "factor", HW_REQUIRED, 0, true, &f->tail_factor[i], path, err, errlen))
-            return -1;
-        if (i > 0 && f->tail_threads[i] <= f->tail_threads[i - 1])
-            return err_set(err, errlen, "%s: \"%s.threads\" must be more than the entry before it", path, where);
-        f->n_tail++;
-    }
-    return 0;
+    struct pair_list l = {"tail", "threads", "factor", true, f->tail_threads, f->tail_factor, &f->n_tail};
+    return read_pairs(fx, &l, path, err, errlen);
 }
 
 /* fixed.job_cold: [{"gap_s", "job_s"}], waits ascending. */
 static int read_cold(const cJSON *fx, struct hw_fixed *f, const char *path, char *err, size_t errlen)
 {
-    const cJSON *t;
-    cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(fx, "job_cold"))
-    {
-        if (f->n_cold == HW_MAX_TAIL)
-            break;
-        char where[64];
-        size_t i = f->n_cold;
-        snprintf(where, sizeof where, "fixed.job_cold[%zu]", i);
-        if (num(t, where, "gap_s", HW_REQUIRED, 0, true, &f->cold_gap_s[i], path, err, errlen) ||
-            num(t, where, "job_s", HW_REQUIRED, 0, false, &f->job_cold_s[i], path, err, errlen))
-            return -1;
-        if (i > 0 && f->cold_gap_s[i] <= f->cold_gap_s[i - 1])
-            return err_set(err, errlen, "%s: \"%s.gap_s\" must be more than the entry before it", path, where);
-        f->n_cold++;
-    }
-    return 0;
+    struct pair_list l = {"job_cold", "gap_s", "job_s", false, f->cold_gap_s, f->job_cold_s, &f->n_cold};
+    return read_pairs(fx, &l, path, err, errlen);
 }
 
 /* fixed.read_s: {"psync": {"s", "bw_bytes"}, "io_uring": {...}}, either absent. */

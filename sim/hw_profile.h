@@ -81,7 +81,8 @@ struct hw_device {
  *              learning it is done, beyond its reads
  *   tail       per active reader threads T: a batch of one read per
  *              thread takes `factor` times the time per read of a long
- *              batch at T (the slowest thread, not the mean); 1 when absent
+ *              batch at T (the slowest thread, not the mean), on reads of
+ *              HW_TAIL_READ_BYTES; 1 when absent
  *   job_*_s    one parallel job over the compute team (engine/compute/
  *              threadpool.h) of team_threads: hot (the workers spinning:
  *              jobs back to back) and cold (the first job after the caller
@@ -92,6 +93,9 @@ struct hw_device {
  *              min_parallel_work multiply-adds (the cost model counts
  *              jobs with it: sim/cost_engine.h)
  *   token_s    per token, beyond its jobs and bytes */
+/* The read size calibrate measures the batch tail at (harness/calibrate_fixed.c). */
+enum { HW_TAIL_READ_BYTES = 4096 };
+
 struct hw_fixed {
     bool present;
     double read_s[HW_IO_ENGINES], read_bw[HW_IO_ENGINES];
