@@ -64,7 +64,7 @@ void engine_reads_of(const struct engine_view *v, struct engine_reads *out)
 
 static void add_jobs(struct engine_jobs *out, double n, double bytes, int after)
 {
-    if (n <= 0)
+    if (n <= 0 || out->n_kinds == ENGINE_JOB_KINDS) /* the count above is every kind engine_jobs_of adds */
         return;
     out->kind[out->n_kinds++] = (struct job_kind){n, bytes, after};
     out->jobs += n;

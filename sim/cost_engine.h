@@ -89,8 +89,12 @@ struct job_kind {
     int after;
 };
 
+/* q and o, k and v, attention, the FFN's two calls (groups and sum each),
+ * the predictor's two, the lm_head */
+enum { ENGINE_JOB_KINDS = 10 };
+
 struct engine_jobs {
-    struct job_kind kind[8];
+    struct job_kind kind[ENGINE_JOB_KINDS];
     int n_kinds;
     double jobs, cold; /* all of them, and the cold ones */
 };

@@ -11,6 +11,7 @@
 #include "policy_text.h"
 #include "test_files.h"
 #include "common/provenance.h"
+#include "sim/cost_engine.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
@@ -745,6 +746,25 @@ static void test_fixed_jobs_13b(void)
     free(hw);
 }
 
+/* Every kind of job at once (a cache and a ranked predictor, every step on
+ * the team): all ENGINE_JOB_KINDS kinds, one per kind a layer but the
+ * lm_head's one a token (the predict with a calibrated profile that found
+ * eight kinds too few). */
+static void test_every_job_kind(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
+    struct engine_view v = {.shape = &s, .bytes = 2, .keeps = true, .predictor = true, .predictor_rank = 128,
+                            .context = 64, .rows_held = 24 * 1000, .rows_loaded = 24 * 100, .min_parallel = 0};
+    struct engine_jobs j;
+    engine_jobs_of(&v, &j);
+    CHECK_U64(j.n_kinds, ENGINE_JOB_KINDS);
+    CHECK_NEAR(j.jobs, 24 * (2 + 2 + 1 + 2 + 2 + 2) + 1, 0);
+    CHECK_NEAR(j.cold, 24, 0);
+}
+
 /* A profile written before fixed costs loads with none, each source
  * saying so; a profile with them writes and reads back the same. */
 static void test_fixed_profile_json(void)
@@ -849,6 +869,7 @@ int main(void)
     test_fixed_naive_tiny();
     test_fixed_window_tiny();
     test_fixed_jobs_13b();
+    test_every_job_kind();
     test_fixed_profile_json();
     return check_report("test_cost_model");
 }
