@@ -34,7 +34,12 @@ cmake --build build -j"$jobs"
 
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFLASHBED_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# use_tls=0: LeakSanitizer's scan of dynamic TLS reads a bogus range for
+# PoCL's dlopen'd libraries on this glibc ("DTLS 6 at 0x77b-0x80000187d")
+# and its tracer dies ("Tracer caught signal 11"), which layout alone
+# decides (an opencl run's --out path one character longer); without it
+# leaks are still found, only TLS is not a root.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=use_tls=0 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --output-on-failure -j"$jobs")
 
 cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFLASHBED_HOT_FLAGS= -DFLASHBED_CUDA=OFF >/dev/null
