@@ -545,6 +545,19 @@ static void device_to_json(const struct hw_profile *hw, cJSON *o)
 }
 
 /* "fixed", for a profile that has it (hw_profile.h: struct hw_fixed). */
+/* [{xk: x[i], yk: y[i]}, ...] under j's key: read_pairs' list. */
+static void write_pairs(cJSON *j, const char *key, const char *xk, const char *yk, const double *x, const double *y,
+                        size_t n)
+{
+    cJSON *arr = cJSON_AddArrayToObject(j, key);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddNumberToObject(t, xk, x[i]);
+        cJSON_AddNumberToObject(t, yk, y[i]);
+        cJSON_AddItemToArray(arr, t);
+    }
+}
+
 static void fixed_to_json(const struct hw_fixed *f, cJSON *o)
 {
     if (!f->present)
@@ -559,24 +572,12 @@ static void fixed_to_json(const struct hw_fixed *f, cJSON *o)
     cJSON_AddStringToObject(j, "read_source", f->read_source);
     cJSON_AddNumberToObject(j, "batch_s", f->batch_s);
     cJSON_AddStringToObject(j, "batch_source", f->batch_source);
-    cJSON *tail = cJSON_AddArrayToObject(j, "tail");
-    for (size_t i = 0; i < f->n_tail; i++) {
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddNumberToObject(t, "threads", f->tail_threads[i]);
-        cJSON_AddNumberToObject(t, "factor", f->tail_factor[i]);
-        cJSON_AddItemToArray(tail, t);
-    }
+    write_pairs(j, "tail", "threads", "factor", f->tail_threads, f->tail_factor, f->n_tail);
     cJSON_AddStringToObject(j, "tail_source", f->tail_source);
     cJSON_AddNumberToObject(j, "team_threads", f->team_threads);
     cJSON_AddNumberToObject(j, "min_parallel_work", f->min_parallel_work);
     cJSON_AddNumberToObject(j, "job_hot_s", f->job_hot_s);
-    cJSON *cold = cJSON_AddArrayToObject(j, "job_cold");
-    for (size_t i = 0; i < f->n_cold; i++) {
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddNumberToObject(t, "gap_s", f->cold_gap_s[i]);
-        cJSON_AddNumberToObject(t, "job_s", f->job_cold_s[i]);
-        cJSON_AddItemToArray(cold, t);
-    }
+    write_pairs(j, "job_cold", "gap_s", "job_s", f->cold_gap_s, f->job_cold_s, f->n_cold);
     cJSON_AddStringToObject(j, "job_source", f->job_source);
     cJSON_AddNumberToObject(j, "token_s", f->token_s);
     cJSON_AddStringToObject(j, "token_source", f->token_source);
