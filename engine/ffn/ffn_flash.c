@@ -74,29 +74,50 @@ static void count_batch(struct flash_ffn *ff, struct flash_reader *r, const stru
     *bytes += after.bytes - before->bytes;
 }
 
-/* Issues reqs[0..n) and waits; bytes and requests as the reader issued them. */
-static int read_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
+/* Hands reqs[0..n) to r without waiting (its stats before into *before);
+ * true when a batch is in flight. The time it takes is I/O. */
+static bool submit_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
+                         struct flash_reader_stats *before)
+{
+    if (!n)
+        return false;
+    char err[512];
+    flash_reader_stats(r, before);
+    double t0 = now_ms();
+    bool in_flight = flash_reader_submit(r, reqs, n, err, sizeof err) == 0;
+    ff->acc.io_ms += now_ms() - t0;
+    if (!in_flight)
+        fail(ff, err);
+    return in_flight;
+}
+
+/* Waits for the batch in flight on r: the wait is I/O (exposed, when the
+ * batch went ahead); then its counts (count_batch). */
+static int wait_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_reader_stats *before,
                       uint64_t *bytes)
 {
     char err[512];
-    struct flash_reader_stats before;
-    flash_reader_stats(r, &before);
     double t0 = now_ms();
-    int rc = n ? flash_reader_submit(r, reqs, n, err, sizeof err) : 0;
-    double t_sub = now_ms(), t_dev = t_sub;
-    if (rc == 0 && n && ff->on_device && !ff->dev_failed) {
-        wait_device(ff);
-        t_dev = now_ms();
-    }
-    if (rc == 0)
-        rc = flash_reader_wait(r, err, sizeof err);
-    double t1 = now_ms();
-    ff->acc.io_ms += (t1 - t0) - (t_dev - t_sub); /* the wait for the device is its compute */
-    if (n)
-        count_batch(ff, r, &before, bytes);
+    int rc = flash_reader_wait(r, err, sizeof err);
+    ff->acc.io_ms += now_ms() - t0;
+    count_batch(ff, r, before, bytes);
     if (rc != 0)
         fail(ff, err);
     return rc;
+}
+
+/* Issues reqs[0..n) and waits; bytes and requests as the reader issued
+ * them. On a device the host first waits for the device: that wait is its
+ * compute, not I/O. */
+static int read_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
+                      uint64_t *bytes)
+{
+    struct flash_reader_stats before;
+    if (!submit_batch(ff, r, reqs, n, &before))
+        return n ? -1 : 0;
+    if (ff->on_device && !ff->dev_failed)
+        wait_device(ff);
+    return wait_batch(ff, r, &before, bytes);
 }
 
 /* naive: dram.bin streamed through the scratch buffer, a slice per layer so
@@ -619,15 +640,8 @@ static void go_ahead(struct ffn *f, struct flash_ffn *ff, struct flash_step *s)
     ff->acc.mem_ms += now_ms() - t0;
     s->went_ahead = true;
     ff->acc.layers_ahead++;
-    if (rc == 0 && ff->n_reqs) {
-        char err[512];
-        t0 = now_ms();
-        flash_reader_stats(ff->reader, &s->before);
-        s->in_flight = flash_reader_submit(ff->reader, ff->reqs, ff->n_reqs, err, sizeof err) == 0;
-        if (!s->in_flight)
-            fail(ff, err);
-        ff->acc.io_ms += now_ms() - t0;
-    }
+    if (rc == 0)
+        s->in_flight = submit_batch(ff, ff->reader, ff->reqs, ff->n_reqs, &s->before);
     ff->n_reqs = 0;
     count_step(ff, c, &s->st, s->shrinks);
     clear_marks(ff, &s->st, s->n_needed);
@@ -647,15 +661,8 @@ static struct flash_step *decide_layer(struct ffn *f, struct flash_ffn *ff, int 
  * counts (the rows read count as not held, as in the step's own order). */
 static void finish_ahead(struct flash_ffn *ff, const struct flash_step *s, const uint32_t *truth, uint32_t n_truth)
 {
-    if (s->in_flight) {
-        char err[512];
-        double t0 = now_ms();
-        int rc = flash_reader_wait(ff->reader, err, sizeof err);
-        ff->acc.io_ms += now_ms() - t0;
-        count_batch(ff, ff->reader, &s->before, &ff->acc.bytes_read);
-        if (rc != 0)
-            fail(ff, err);
-    }
+    if (s->in_flight)
+        wait_batch(ff, ff->reader, &s->before, &ff->acc.bytes_read);
     if (!truth)
         return;
     for (uint32_t j = 0; j < s->n_needed; j++)
