@@ -360,25 +360,34 @@ static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJS
 #undef NUM
 }
 
+/* How much of the reads' own time (read_ms) the token did not wait for
+ * (io_ms, the exposed part): what overlapped `overlapped`, the wait
+ * counted from `waited_after` ("" or " after ..."). */
+static void overlap_sentence(struct strbuf *t, const cJSON *sum, const char *waited_after, const char *overlapped)
+{
+    double exposed = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "io_ms"));
+    double reads = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "read_ms"));
+    double hidden = reads > exposed ? reads - exposed : 0;
+    strbuf_add(t, "The reads took %.2f ms per token (from their hand-off to the reader threads to their last "
+                  "completion); the token waited %.2f ms for them%s (its I/O, exposed), so %.2f ms (%.0f%%) "
+                  "overlapped %s.\n",
+               reads, exposed, waited_after, hidden, reads > 0 ? 100 * hidden / reads : 0, overlapped);
+}
+
 /* A device run: what crossed to the device, from which staging, and how
  * much of the reads the device's work hid. */
 static void device_lines(struct strbuf *t, const cJSON *root, const cJSON *sum)
 {
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device_memory");
-    double exposed = NUM(sum, "io_ms"), reads = NUM(sum, "read_ms");
     strbuf_add(t, "Uploaded to the device: %.3f MB per token (rows read and the row moves lists), in %.3f ms of the "
                   "device's time from %s staging; %.1f rows moved there per token; %.3f MB downloaded, %.1f launches "
                   "and %.1f synchronisations per token.\n",
                NUM(sum, "h2d_bytes") / 1e6, NUM(sum, "h2d_ms"),
                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(dev, "staging_pinned")) ? "pinned" : "ordinary (unpinned)",
                NUM(sum, "row_moves"), NUM(sum, "d2h_bytes") / 1e6, NUM(sum, "launches"), NUM(sum, "syncs"));
-    double hidden = reads > exposed ? reads - exposed : 0;
     /* what the device holds is the plan's "- device memory" line above */
-    strbuf_add(t, "The reads took %.2f ms per token (from their hand-off to the reader threads to their last "
-                  "completion); the token waited %.2f ms for them after the device had finished its work (its I/O, "
-                  "exposed), so %.2f ms (%.0f%%) overlapped the device's work.\n",
-               reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0);
+    overlap_sentence(t, sum, " after the device had finished its work", "the device's work");
 #undef NUM
 }
 
@@ -408,14 +417,10 @@ static void reader_line(struct strbuf *t, const struct run_setup *p, const cJSON
 /* Read-ahead on the host: how much of the reads the compute hid. */
 static void ahead_lines(struct strbuf *t, const cJSON *sum, uint32_t n_layers)
 {
-#define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, k))
-    double exposed = NUM("io_ms"), reads = NUM("read_ms"), hidden = reads > exposed ? reads - exposed : 0;
     strbuf_add(t, "Read-ahead: %.1f of %u layers per token had their reads issued while the layer before them "
-                  "computed. The reads took %.2f ms per token (from their hand-off to the reader threads to their "
-                  "last completion); the token waited %.2f ms for them (its I/O, exposed), so %.2f ms (%.0f%%) "
-                  "overlapped compute.\n",
-               NUM("layers_ahead"), n_layers, reads, exposed, hidden, reads > 0 ? 100 * hidden / reads : 0);
-#undef NUM
+                  "computed. ",
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "layers_ahead")), n_layers);
+    overlap_sentence(t, sum, "", "compute");
 }
 
 /* On a device whose memory is not the host's: what the run holds there,
