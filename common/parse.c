@@ -276,7 +276,7 @@ int parse_share_or_size(const char *text, double whole, double *bytes, char *err
     size_t len = strlen(text);
     if (len && text[len - 1] == '%') {
         char num[64];
-        double pct;
+        double pct = 0; /* -O3 cannot see parse_double sets it on success */
         if (len - 1 >= sizeof num) {
             err_set(err, errlen, "'%s' is not a percentage", text);
             return -1;
