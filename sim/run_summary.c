@@ -83,11 +83,20 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
 {
     memset(out, 0, sizeof *out);
     const double predicted[RUN_TOTAL] = {p->io_ms, p->mem_ms, p->compute_ms};
+    double parts[RUN_PARTS];
+    memcpy(parts, m->part_ms, sizeof parts);
+    out->overlapped = !isnan(m->read_ms) && m->read_ms > m->part_ms[RUN_IO];
+    if (out->overlapped) { /* the model's serial reads against the reads' whole time */
+        out->exposed_io_ms = m->part_ms[RUN_IO];
+        out->overlapped_total_ms = m->part_ms[RUN_TOTAL];
+        parts[RUN_TOTAL] += m->read_ms - parts[RUN_IO];
+        parts[RUN_IO] = m->read_ms;
+    }
     double mape = 0;
     int measured = 0;
     for (int k = 0; k < RUN_PARTS; k++) {
         out->predicted[k] = k < RUN_TOTAL ? predicted[k] : predicted[0] + predicted[1] + predicted[2];
-        out->measured[k] = m->part_ms[k];
+        out->measured[k] = parts[k];
         out->rel_err[k] = cost_rel_err(out->predicted[k], out->measured[k]);
         if (k < RUN_TOTAL && out->measured[k] != 0) {
             mape += fabs(out->rel_err[k]);

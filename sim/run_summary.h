@@ -24,7 +24,8 @@ struct run_summary {
     double predictor_ms, predictor_dram_bytes;
     double device[RUN_DEVICE_KEYS];  /* a device run's h2d_bytes, d2h_bytes, launches, syncs and h2d_ms
                                       * per token (run_device_keys); NAN when absent (a cpu run) */
-    double read_ms;                  /* a device run's reads' whole time (io_ms: their exposed part); NAN
+    double read_ms;                  /* the reads' whole time of a run that overlapped them (a device's
+                                      * ring, read-ahead; io_ms: their exposed part); NAN
                                       * when absent */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
@@ -44,12 +45,19 @@ extern const char *const run_device_keys[RUN_DEVICE_KEYS];
 /* A prediction beside a run: per part predicted, measured and the relative
  * error (predicted - measured) / measured (0 when nothing was measured);
  * the mean absolute error over the three components that were measured.
+ * The cost model prices a token's reads serially; a run that overlapped
+ * some of its reads with compute (read-ahead, a device's ring: read_ms
+ * above io_ms) is compared by its reads' whole time and the serial sum of
+ * its parts, its exposed I/O and its token's real time kept beside.
  * With a predictor or the gate choosing, its time and DRAM too (apart:
  * inside compute, and held); a device run against a profile with a
  * device, the device's counts per token too (sim/device_terms.h). */
 struct run_comparison {
     double predicted[RUN_PARTS], measured[RUN_PARTS], rel_err[RUN_PARTS];
     double mape_pct;
+    int overlapped;            /* the run hid part of its reads behind compute: measured[RUN_IO] is read_ms */
+    double exposed_io_ms;      /* then the run's io_ms, the reads' part that was not hidden */
+    double overlapped_total_ms; /* and the token's real time (io_ms + mem_ms + compute_ms) */
     int has_predictor;
     double predictor_ms[3], predictor_dram[3]; /* predicted, measured, rel_err */
     int has_device;            /* a device run priced on a profile with a device */

@@ -843,6 +843,21 @@ static void test_run_summary(void)
     CHECK(c.has_device && c.device[0][0] == 1500 && c.device[0][1] == 1000 && c.device[0][2] == 0.5);
     CHECK(c.device[1][2] == 0 && c.device[2][1] == 30 && c.device[3][2] == -0.2);
     run_summary_free(&m);
+    /* a run that hid 30 of its 40 ms of reads: compared by its reads' whole time */
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"read_ms\": 40}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+    p.io_ms = 36;
+    run_compare(&p, &m, &c);
+    CHECK(c.overlapped && c.exposed_io_ms == 10 && c.overlapped_total_ms == 20);
+    CHECK(c.measured[RUN_IO] == 40 && c.measured[RUN_TOTAL] == 50 && c.measured[RUN_COMPUTE] == 8);
+    CHECK_NEAR(c.rel_err[RUN_IO], -0.1, 1e-12);
+    CHECK_NEAR(c.rel_err[RUN_TOTAL], 45.0 / 50 - 1, 1e-12);
+    run_summary_free(&m);
+    test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"read_ms\": 10}}");
+    CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+    run_compare(&p, &m, &c);
+    CHECK(!c.overlapped && c.measured[RUN_IO] == 10); /* nothing hidden: as before */
+    run_summary_free(&m);
     test_write_text(path, "{\"summary\": {\"io_ms\": 10, \"compute_ms\": 8}}");
     CHECK(run_summary_read(path, &m, err, sizeof err) == -1);
     CHECK(strstr(err, "summary.mem_ms") && strstr(err, path));
