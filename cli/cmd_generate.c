@@ -36,8 +36,7 @@ struct generate_opts {
 #define O(f) offsetof(struct generate_opts, f)
 static const struct opt_def generate_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert)"},
-    {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
-     .allowed = "all|predictor|gate|oracle"},
+    {"active", OPT_STRING, O(active), "all", "SOURCE", SELECT_ACTIVE_HELP, .allowed = SELECT_ACTIVE_ALLOWED},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
     OPT_END,
 };
@@ -65,8 +64,9 @@ static const struct opt_command generate_command = {
     .usage = "--model DIR (--prompt TEXT | --prompt-file FILE | --prompt-ids FILE) [-n 256] [options]",
     .summary = "Generates text with all weights in DRAM (the dense reference). stdout carries only\n"
                "the prompt followed by the continuation; statistics go to stderr. Stops at the\n"
-               "model's end-of-sequence token or after -n tokens. With --active predictor|gate|oracle\n"
-               "the FFN is computed only on the neurons that source chooses (the density is reported).",
+               "model's end-of-sequence token or after -n tokens. With --active\n"
+               "predictor|gate|gate-cal|teal|oracle the FFN is computed only on the neurons that source\n"
+               "chooses (the density and the FFN weight bytes per token are reported).",
     .opts = generate_options,
     .max_positional = 0,
     .tables = generate_tables,
@@ -92,6 +92,7 @@ struct gen_state {
     double bytes_per_token;
     struct gen_result r;
     double density;  /* --active: FFN neurons computed / all; -1 dense */
+    struct ffn_select_summary su; /* --active: density, input density, bytes per token */
     uint64_t t0;     /* the prompt's first forward pass began */
     uint64_t t_step; /* the last counted step ended: a step is the forward pass, sampling and output */
 };
@@ -153,6 +154,30 @@ static void print_bandwidth(struct gen_state *g, double weight_bw, double dram_b
             100 * median_paired, g->r.best_s > 0 ? 1 / g->r.best_s : 0, 100 * best_bw / dram_bw);
 }
 
+/* With --active: the FFN's density and the FFN weight bytes a token reads (ffn_select.h), on stderr. */
+static void print_density(struct gen_state *g)
+{
+    ffn_select_summarize(&g->e->ffn, &g->su);
+    g->density = g->su.density;
+    fprintf(stderr, "FFN density: %.4f%% of the neurons computed per token and layer (chosen by the %s)\n",
+            100 * g->density, g->o->active);
+    if (g->su.input_density >= 0)
+        fprintf(stderr, "FFN input density: %.4f%% of the input channels kept per token and layer\n",
+                100 * g->su.input_density);
+    fprintf(stderr, "FFN weights read: %.0f bytes per token (%.2f%% of dense's %.0f)\n", g->su.bytes_per_token,
+            g->su.dense_bytes_per_token > 0 ? 100 * g->su.bytes_per_token / g->su.dense_bytes_per_token : 0,
+            g->su.dense_bytes_per_token);
+}
+
+static void density_json(const struct gen_state *g, cJSON *s)
+{
+    cJSON_AddNumberToObject(s, "density", g->density);
+    if (g->su.input_density >= 0)
+        cJSON_AddNumberToObject(s, "input_density", g->su.input_density);
+    cJSON_AddNumberToObject(s, "ffn_bytes_per_token", g->su.bytes_per_token);
+    cJSON_AddNumberToObject(s, "dense_ffn_bytes_per_token", g->su.dense_bytes_per_token);
+}
+
 /* The statistics on stderr and in --json's summary. */
 static void report(struct gen_state *g, cJSON *json)
 {
@@ -163,13 +188,8 @@ static void report(struct gen_state *g, cJSON *json)
             "prompt tokens: %d (with BOS), generated tokens: %d (stopped: %s)\n"
             "prompt processing: %.2f tokens/s, generation: %.2f tokens/s\n",
             r->n_prompt, r->n_gen, r->stop, pp, tg);
-    if (g->density >= 0) {
-        struct ffn_select_stats st;
-        ffn_select_stats(&g->e->ffn, &st);
-        g->density = st.steps ? (double)st.chosen / ((double)st.steps * g->m->shape.d_ff) : 0;
-        fprintf(stderr, "FFN density: %.4f%% of the neurons computed per token and layer (chosen by the %s)\n",
-                100 * g->density, g->o->active);
-    }
+    if (g->density >= 0)
+        print_density(g);
     double weight_bw = tg * g->bytes_per_token, dram_bw = 0, median_paired = 0;
     if (g->o->bandwidth && g->ceil.passes > 0) {
         dram_bw = bw_ceiling_bandwidth(&g->ceil);
@@ -197,7 +217,7 @@ static void report(struct gen_state *g, cJSON *json)
     cJSON_AddNumberToObject(s, "generation_tokens_per_second", tg);
     cJSON_AddNumberToObject(s, "weight_bytes_per_token", g->bytes_per_token);
     if (g->density >= 0)
-        cJSON_AddNumberToObject(s, "density", g->density);
+        density_json(g, s);
 }
 
 /* -n within the context after the prompt; -1 when the prompt alone passes it. */

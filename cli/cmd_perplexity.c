@@ -48,8 +48,7 @@ static const struct opt_def perplexity_options[] = {
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
-    {"active", OPT_STRING, O(active), "all", "SOURCE", "FFN neurons computed: all (dense), or only those the model's activation predictor, the gate projection (GLU FFNs) or the oracle (true activations) chooses",
-     .allowed = "all|predictor|gate|oracle"},
+    {"active", OPT_STRING, O(active), "all", "SOURCE", SELECT_ACTIVE_HELP, .allowed = SELECT_ACTIVE_ALLOWED},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
     OPT_END,
 };
@@ -61,9 +60,10 @@ static const struct opt_command perplexity_command = {
     .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
                "of the context length each led by BOS, and every token after BOS is scored.\n"
                "Prints the perplexity and the mean negative log-likelihood on stdout. With --active\n"
-               "predictor|gate|oracle the FFN is computed only on the neurons that source chooses\n"
-               "(all weights in DRAM), so the accuracy a choice costs is measured; the FFN density\n"
-               "it came to is printed too.",
+               "predictor|gate|gate-cal|teal|oracle the FFN is computed only on the neurons that\n"
+               "source chooses (all weights in DRAM), so the accuracy a choice costs is measured; the\n"
+               "FFN density it came to and the FFN weight bytes a token would read are printed too\n"
+               "(and in --json: density, input_density for teal, ffn_bytes_per_token).",
     .opts = perplexity_options,
     .max_positional = 0,
     OPT_GIVEN_AT(struct perplexity_opts, given),
@@ -128,19 +128,39 @@ static int score(struct engine *e, const int *toks, size_t n, struct score *out)
     return 0;
 }
 
-/* The result on stdout (and the FFN density with --active), and --json. */
+/* The FFN's density and bytes per token with --active, on stdout. */
+static void print_density(const struct perplexity_opts *o, const struct ffn_select_summary *su)
+{
+    printf("FFN density %.4f%% (neurons computed per token and layer, chosen by the %s; %.3f ms per token "
+           "choosing them)\n", 100 * su->density, o->active, su->select_ms_per_token);
+    if (su->input_density >= 0)
+        printf("FFN input density %.4f%% (input channels kept per token and layer)\n", 100 * su->input_density);
+    printf("FFN weights read %.0f bytes per token (%.2f%% of dense's %.0f)\n", su->bytes_per_token,
+           su->dense_bytes_per_token > 0 ? 100 * su->bytes_per_token / su->dense_bytes_per_token : 0,
+           su->dense_bytes_per_token);
+}
+
+static void density_json(cJSON *j, const struct select_choice *sel, const struct ffn_select_summary *su)
+{
+    cJSON_AddStringToObject(j, "active_source", sel->desc);
+    cJSON_AddNumberToObject(j, "density", su->density);
+    if (su->input_density >= 0)
+        cJSON_AddNumberToObject(j, "input_density", su->input_density);
+    if (sel->have_cal)
+        cJSON_AddNumberToObject(j, "calibrated_sparsity", sel->cal.sparsity);
+}
+
+/* The result on stdout (and the FFN density and bytes with --active), and --json. */
 static int report(const struct perplexity_opts *o, const struct model *m, struct engine *e, const struct score *sc,
                   const struct select_choice *sel, const struct cli_backend *be)
 {
-    double mean = sc->nll / (double)sc->scored, ppl = exp(mean), density = -1;
+    double mean = sc->nll / (double)sc->scored, ppl = exp(mean);
+    struct ffn_select_summary su = {.bytes_per_token = (double)ffn_dense_bytes_per_token(m)};
     printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl, sc->scored,
            mean, sc->window, interrupted() ? " [interrupted]" : "");
     if (sel) {
-        struct ffn_select_stats st;
-        ffn_select_stats(&e->ffn, &st);
-        density = st.steps ? (double)st.chosen / ((double)st.steps * m->shape.d_ff) : 0;
-        printf("FFN density %.4f%% (neurons computed per token and layer, chosen by the %s; %.3f ms per token "
-               "choosing them)\n", 100 * density, o->active, sc->scored ? st.select_ms / (double)sc->scored : 0);
+        ffn_select_summarize(&e->ffn, &su);
+        print_density(o, &su);
     }
     fprintf(stderr, "%.1f tokens/s\n", sc->scored / sc->secs);
     if (!o->json)
@@ -157,10 +177,10 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     cJSON_AddNumberToObject(j, "window", sc->window);
     cJSON_AddBoolToObject(j, "interrupted", interrupted());
     cJSON_AddStringToObject(j, "active", o->active);
-    if (sel) {
-        cJSON_AddStringToObject(j, "active_source", sel->desc);
-        cJSON_AddNumberToObject(j, "density", density);
-    }
+    cJSON_AddNumberToObject(j, "ffn_bytes_per_token", su.bytes_per_token);
+    cJSON_AddNumberToObject(j, "dense_ffn_bytes_per_token", (double)ffn_dense_bytes_per_token(m));
+    if (sel)
+        density_json(j, sel, &su);
     int rc = write_json_file(o->json, j) ? 1 : 0;
     cJSON_Delete(j);
     return rc;

@@ -59,7 +59,7 @@ static const struct opt_def run_options[] = {
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
      .max = MODEL_MAX_D_FF},
-    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides), or trace:FILE"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one global --threshold), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json: flashbed sparsify calibrate), or trace:FILE (teal, input sparsity, is not implemented on flash yet: perplexity and generate take it)"},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
@@ -121,7 +121,9 @@ static const struct opt_command run_command = {
         "not a deployable predictor); --active predictor runs the model's activation predictor\n"
         "(flashbed predictor train), the deployable mode: its weights count in the DRAM budget\n"
         "and its time is predictor_ms; --active gate lets a GLU FFN's gate projection choose\n"
-        "(its rows held in DRAM, counted as the predictor's); --active trace:FILE lets a trace\n"
+        "(its rows held in DRAM, counted as the predictor's), --active gate-cal the same with the\n"
+        "per-layer thresholds of the model's sparsify.json (flashbed sparsify calibrate; --active\n"
+        "teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
         "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json, run.md and\n"
         "tokens.csv (a row per token), with --plot also the paper's Fig. 8 (fig8.png, fig8.svg).",

@@ -18,6 +18,7 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set);
 int cmd_model(int argc, char **argv, const struct fb_settings *set);
 int cmd_run(int argc, char **argv, const struct fb_settings *set);
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set);
+int cmd_sparsify(int argc, char **argv, const struct fb_settings *set);
 int cmd_reproduce(int argc, char **argv, const struct fb_settings *set);
 
 /* argv[0] names the command (or help); runs it with set, as main does

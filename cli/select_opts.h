@@ -23,6 +23,6 @@ int select_engine_init(const char *cmd, const char *active, bool threshold_given
 #define SELECT_THRESHOLD_HELP                                                                                     \
     "the chooser's threshold: predictor, the probability above which a neuron is predicted active "              \
     "[default: the predictor's own]; gate, |act(gate.x)| above T; oracle on a SiLU or GELU FFN, |act(gate).up| " \
-    "(|act(up)| without a gate) above T"
+    "(|act(up)| without a gate) above T; gate-cal and teal take none (their thresholds are in sparsify.json)"
 
 #endif

@@ -98,6 +98,7 @@ struct ffn_flash_config {
                                   * without a gate, above this; the ReLU family ignores it */
     const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; its threshold applies */
     float gate_threshold;        /* SOURCE_GATE: |act(gate·x)| above this is chosen */
+    const float *gate_layer_thresholds; /* SOURCE_GATE calibrated (gate-cal): [n_layers] replacing gate_threshold, or NULL */
     bool check;                  /* not SOURCE_ORACLE: also compute the true activations (the oracle's
                                   * rows in DRAM) and count missed and extra neurons per token */
     bool read_ahead;             /* on the host, with the sets known before the layer's input (a trace):

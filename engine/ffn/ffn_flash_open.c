@@ -216,10 +216,11 @@ static int check_trace(const struct ffn_flash_config *cfg, const struct model_sh
 static struct select_config choose_config(const struct ffn_flash_config *cfg)
 {
     if (cfg->active == SOURCE_PREDICTOR)
-        return (struct select_config){SOURCE_PREDICTOR, cfg->predictor, 0};
+        return (struct select_config){.source = SOURCE_PREDICTOR, .predictor = cfg->predictor};
     if (cfg->active == SOURCE_GATE)
-        return (struct select_config){SOURCE_GATE, NULL, cfg->gate_threshold};
-    return (struct select_config){SOURCE_ORACLE, NULL, cfg->threshold};
+        return (struct select_config){.source = SOURCE_GATE, .threshold = cfg->gate_threshold,
+                                      .layer_thresholds = cfg->gate_layer_thresholds};
+    return (struct select_config){.source = SOURCE_ORACLE, .threshold = cfg->threshold};
 }
 
 uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg)
@@ -248,7 +249,7 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
         ff->have_choose = true;
     }
     bool truth = cfg->active != SOURCE_ORACLE && (cfg->check || (cfg->record && cfg->active == SOURCE_TRACE));
-    struct select_config oracle = {SOURCE_ORACLE, NULL, cfg->threshold};
+    struct select_config oracle = {.source = SOURCE_ORACLE, .threshold = cfg->threshold};
     if (truth) {
         if (neuron_select_open(&ff->truth, f->m, &oracle, ff->err, ff->errlen) != 0)
             return -1;

@@ -1,11 +1,13 @@
 /* The dense FFN on the chosen neurons (ffn_select.h). */
 #include "engine/ffn/ffn_select.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/errbuf.h"
+#include "engine/model/dtype.h"
 
 enum { GATHER_BYTES = 64u << 20 }; /* the compact buffer: a whole layer, or 64 MiB of bundles */
 
@@ -45,6 +47,27 @@ static int select_create(struct ffn *f, char *err, size_t errlen)
     return 0;
 }
 
+/* Bytes of one neuron's bundle, padding and biases aside: (2 or 3) rows. */
+static uint64_t neuron_bytes(const struct model *m)
+{
+    return (uint64_t)(m->arch.glu ? 3 : 2) * m->shape.d_model * dtype_size(m->dtype);
+}
+
+uint64_t ffn_dense_bytes_per_token(const struct model *m)
+{
+    return (uint64_t)m->shape.n_layers * m->shape.d_ff * neuron_bytes(m);
+}
+
+/* What layer step with n chosen reads: bundles, or for input sparsity the
+ * kept columns of up and gate and the kept rows of down. */
+static uint64_t step_bytes(const struct model *m, const struct neuron_select *s, uint32_t n)
+{
+    if (s->cfg.source != SOURCE_TEAL)
+        return n * neuron_bytes(m);
+    uint64_t cols = (uint64_t)s->kept_inputs * (m->arch.glu ? 2 : 1) * m->shape.d_ff;
+    return (cols + (uint64_t)n * m->shape.d_model) * dtype_size(m->dtype);
+}
+
 /* out = the FFN over the bundles of ids[0..n), gathered a batch at a time. */
 static void compute_chosen(struct ffn *f, struct select_ffn *sf, int layer, uint32_t n, const float *x, float *out)
 {
@@ -78,11 +101,16 @@ static void select_forward(struct ffn *f, int layer, int pos, const float *x, fl
     sf->stats.select_ms += now_ms() - t0;
     sf->stats.steps++;
     sf->stats.chosen += n;
+    sf->stats.bytes += step_bytes(m, &sf->sel, n);
+    bool teal = sf->sel.cfg.source == SOURCE_TEAL;
+    if (teal) /* computed on the kept channels: x with the dropped ones zero (x itself when all are kept) */
+        sf->stats.kept_inputs += sf->sel.kept_inputs;
+    const float *in = teal ? sf->sel.xs : x;
     if (n == m->shape.d_ff) /* every neuron: dense's own call, bit for bit */
-        ck_ffn_rows(f->ck, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, x,
+        ck_ffn_rows(f->ck, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, in,
                             (int)m->shape.d_model, m->dtype, &m->arch);
     else
-        compute_chosen(f, sf, layer, n, x, out);
+        compute_chosen(f, sf, layer, n, in, out);
     if (L->ffn_down_bias)
         ck_add(f->ck, out, L->ffn_down_bias, (int)m->shape.d_model);
 }
@@ -105,6 +133,21 @@ void ffn_select_stats(const struct ffn *f, struct ffn_select_stats *out)
 {
     const struct select_ffn *sf = f->priv;
     *out = sf->stats;
+}
+
+void ffn_select_summarize(const struct ffn *f, struct ffn_select_summary *out)
+{
+    const struct select_ffn *sf = f->priv;
+    const struct model_shape *s = &f->m->shape;
+    const struct ffn_select_stats *st = &sf->stats;
+    double steps = (double)st->steps, tokens = steps / (s->n_layers ? s->n_layers : 1);
+    *out = (struct ffn_select_summary){.density = steps ? (double)st->chosen / (steps * s->d_ff) : 0,
+                                       .input_density = -1,
+                                       .bytes_per_token = tokens > 0 ? (double)st->bytes / tokens : 0,
+                                       .dense_bytes_per_token = (double)ffn_dense_bytes_per_token(f->m),
+                                       .select_ms_per_token = tokens > 0 ? st->select_ms / tokens : 0};
+    if (sf->sel.cfg.source == SOURCE_TEAL)
+        out->input_density = steps ? (double)st->kept_inputs / (steps * s->d_model) : 0;
 }
 
 const struct ffn_ops ffn_select = {

@@ -25,13 +25,35 @@
 extern const struct ffn_ops ffn_select;
 
 /* What the choice came to since create: layer steps, neurons chosen (all
- * layers) and the time spent choosing. */
+ * layers), the FFN weight bytes those steps would read, and the time spent
+ * choosing. Bytes are exact counts in the model's dtype, biases aside: a
+ * neuron source reads the whole bundle of each chosen neuron (up, gate and
+ * down rows: (2 or 3)·d_model elements, what the flash FFN reads); input
+ * sparsity reads the kept channels' columns of up and gate ((1 or 2)·d_ff
+ * elements each) and the kept rows of down (d_model each). Dense reads
+ * d_ff bundles a layer. */
 struct ffn_select_stats {
-    uint64_t steps;   /* layer forward calls */
-    uint64_t chosen;  /* neurons chosen over them */
-    double select_ms; /* choosing them */
+    uint64_t steps;       /* layer forward calls */
+    uint64_t chosen;      /* neurons chosen over them (teal: rows of down kept) */
+    uint64_t kept_inputs; /* teal: input channels kept over them; else 0 */
+    uint64_t bytes;       /* FFN weight bytes read over them */
+    double select_ms;     /* choosing them */
 };
 
 void ffn_select_stats(const struct ffn *f, struct ffn_select_stats *out);
+
+/* Per token and layer shares and per token bytes, for the reports. */
+struct ffn_select_summary {
+    double density;          /* neurons (rows of down) computed / d_ff */
+    double input_density;    /* teal: input channels kept / d_model; -1 for the other sources */
+    double bytes_per_token;  /* FFN weight bytes a token reads, all layers */
+    double dense_bytes_per_token;
+    double select_ms_per_token;
+};
+
+void ffn_select_summarize(const struct ffn *f, struct ffn_select_summary *out);
+
+/* The dense FFN's weight bytes per token (all layers), by the rule above. */
+uint64_t ffn_dense_bytes_per_token(const struct model *m);
 
 #endif

@@ -15,12 +15,24 @@
 
 const char *neuron_source_name(enum neuron_source src)
 {
-    return src == SOURCE_PREDICTOR ? "predictor" : src == SOURCE_GATE ? "gate" : src == SOURCE_TRACE ? "trace" : "oracle";
+    switch (src) {
+    case SOURCE_PREDICTOR:
+        return "predictor";
+    case SOURCE_GATE:
+        return "gate";
+    case SOURCE_TRACE:
+        return "trace";
+    case SOURCE_TEAL:
+        return "teal";
+    case SOURCE_ORACLE:
+        break;
+    }
+    return "oracle";
 }
 
 bool neuron_source_parse(const char *name, enum neuron_source *out)
 {
-    static const enum neuron_source computed[] = {SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE};
+    static const enum neuron_source computed[] = {SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TEAL};
     for (size_t i = 0; i < sizeof computed / sizeof *computed; i++)
         if (!strcmp(name, neuron_source_name(computed[i]))) {
             *out = computed[i];
@@ -46,6 +58,8 @@ int neuron_select_check(const struct model *m, const struct select_config *c, ch
         return err_set(err, errlen,
                        "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
                        s->name, s->ffn_activation);
+    if (c->source == SOURCE_TEAL && (!c->input_thresholds || !c->inter_thresholds))
+        return err_set(err, errlen, "input sparsity needs its calibrated thresholds (flashbed sparsify calibrate)");
     if (c->source != SOURCE_PREDICTOR)
         return 0;
     const struct predictor *p = c->predictor;
@@ -67,6 +81,7 @@ uint64_t neuron_select_bytes(const struct model *m, const struct select_config *
     case SOURCE_ORACLE:
         return matrix_bytes(m) * (m->arch.glu ? 2 : 1);
     case SOURCE_TRACE: /* replayed, not computed: nothing held here */
+    case SOURCE_TEAL:  /* chooses as the FFN computes: nothing held beside it */
         break;
     }
     return 0;
@@ -84,6 +99,7 @@ uint64_t neuron_select_madds(const struct model *m, const struct select_config *
     case SOURCE_ORACLE:
         return one * (m->arch.glu ? 2 : 1);
     case SOURCE_TRACE:
+    case SOURCE_TEAL:
         break;
     }
     return 0;
@@ -141,10 +157,12 @@ int neuron_select_open(struct neuron_select *s, const struct model *m, const str
     s->z = malloc(d_ff * sizeof *s->z);
     s->g = malloc(d_ff * sizeof *s->g);
     s->h = malloc(rank * sizeof *s->h);
-    int rc = s->z && s->g && s->h ? 0 : err_set(err, errlen, "out of memory choosing neurons");
-    if (rc == 0 && c->source == SOURCE_ORACLE)
+    s->xs = malloc(m->shape.d_model * sizeof *s->xs);
+    int rc = s->z && s->g && s->h && s->xs ? 0 : err_set(err, errlen, "out of memory choosing neurons");
+    bool both = c->source == SOURCE_ORACLE || c->source == SOURCE_TEAL;
+    if (rc == 0 && both)
         rc = load_matrix(m, 0, &s->up, err, errlen);
-    if (rc == 0 && (c->source == SOURCE_GATE || (c->source == SOURCE_ORACLE && m->arch.glu)))
+    if (rc == 0 && (c->source == SOURCE_GATE || (both && m->arch.glu)))
         rc = load_matrix(m, 1, &s->gate, err, errlen);
     s->rows_bytes = (s->up ? matrix_bytes(m) : 0) + (s->gate ? matrix_bytes(m) : 0);
     if (rc != 0)
@@ -159,6 +177,7 @@ void neuron_select_close(struct neuron_select *s)
     free(s->z);
     free(s->g);
     free(s->h);
+    free(s->xs);
     memset(s, 0, sizeof *s);
 }
 
@@ -178,16 +197,46 @@ static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void
     return n;
 }
 
-/* The gate alone decides (App. C.5). */
-static uint32_t gate_layer(struct neuron_select *s, const void *gate, struct cpu_kernels *k, const float *x,
-                           uint32_t *out)
+/* The gate alone decides (App. C.5), with one threshold or the layer's. */
+static uint32_t gate_layer(struct neuron_select *s, const void *gate, int layer, struct cpu_kernels *k,
+                           const float *x, uint32_t *out)
 {
     const struct model *m = s->m;
+    float t = s->cfg.layer_thresholds ? s->cfg.layer_thresholds[layer] : s->cfg.threshold;
     ck_matvec(k, s->g, gate, m->dtype, x, NULL, (int)m->shape.d_ff, (int)m->shape.d_model);
     uint32_t n = 0;
     for (uint32_t i = 0; i < m->shape.d_ff; i++)
-        if (fabsf(activation_apply_t(s->g[i], m->arch.act, m->arch.fatrelu_threshold)) > s->cfg.threshold)
+        if (fabsf(activation_apply_t(s->g[i], m->arch.act, m->arch.fatrelu_threshold)) > t)
             out[n++] = i;
+    return n;
+}
+
+/* Input sparsity: x's small channels dropped into xs, then the rows of down
+ * whose |h| over the kept channels passes the layer's cut. */
+static uint32_t teal_layer(struct neuron_select *s, const void *up, const void *gate, int layer,
+                           struct cpu_kernels *k, const float *x, uint32_t *out)
+{
+    const struct model *m = s->m;
+    const struct arch *a = &m->arch;
+    const struct model_shape *sh = &m->shape;
+    float cut_x = s->cfg.input_thresholds[layer], cut_h = s->cfg.inter_thresholds[layer];
+    uint32_t kept = 0;
+    for (uint32_t j = 0; j < sh->d_model; j++) {
+        bool keep = fabsf(x[j]) > cut_x;
+        s->xs[j] = keep ? x[j] : 0.0f;
+        kept += keep;
+    }
+    s->kept_inputs = kept;
+    ck_matvec(k, s->z, up, m->dtype, s->xs, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
+    if (a->glu)
+        ck_matvec(k, s->g, gate, m->dtype, s->xs, NULL, (int)sh->d_ff, (int)sh->d_model);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < sh->d_ff; i++) {
+        float h = a->glu ? activation_apply_t(s->g[i], a->act, a->fatrelu_threshold) * s->z[i]
+                         : activation_apply_t(s->z[i], a->act, a->fatrelu_threshold);
+        if (fabsf(h) > cut_h)
+            out[n++] = i;
+    }
     return n;
 }
 
@@ -200,7 +249,10 @@ uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kern
     case SOURCE_PREDICTOR:
         return predictor_predict(s->cfg.predictor, (uint32_t)layer, k, x, s->h, s->z, out);
     case SOURCE_GATE:
-        return gate_layer(s, (const uint8_t *)s->gate + at, k, x, out);
+        return gate_layer(s, (const uint8_t *)s->gate + at, layer, k, x, out);
+    case SOURCE_TEAL:
+        return teal_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, k,
+                          x, out);
     case SOURCE_ORACLE:
         return oracle_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, k, x,
                             out);

@@ -4,7 +4,16 @@
  *   predictor  the paper's deployable low-rank predictor (predictor.h):
  *              sigmoid(B·(A·x) + bias) > its threshold
  *   gate       GLU FFNs only (the paper's App. C.5): the gate projection
- *              decides, neuron i when |act(gate_i·x)| > threshold
+ *              decides, neuron i when |act(gate_i·x)| > threshold; the
+ *              calibrated gate (CATS-style, --active gate-cal) is the same
+ *              source with one threshold per layer (sparsify_file.h)
+ *   teal       input sparsity (TEAL-style): the input channels j with
+ *              |x_j| <= the layer's input threshold are dropped (x' keeps
+ *              the others; the dropped columns of up and gate are never
+ *              used), and neuron i is chosen when |act(gate_i·x')·(up_i·x')|
+ *              (|act(up_i·x' + b)| without a gate) > the layer's
+ *              intermediate threshold: the rows of down it keeps. The FFN
+ *              is then computed on x' (neuron_select.xs).
  *   oracle     the true activations from the up (and gate) rows, by the
  *              rule of activation.h: the ReLU family when the activation's
  *              output is not zero (a GLU's gate), SiLU and GELU when
@@ -35,7 +44,7 @@
 /* The one neuron-source type: what chooses a token's needed neurons.
  * neuron_select computes the first three; a trace (the flash FFN's, run
  * --active trace:FILE) replays recorded sets. */
-enum neuron_source { SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TRACE };
+enum neuron_source { SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TRACE, SOURCE_TEAL };
 
 struct select_config {
     enum neuron_source source;
@@ -43,6 +52,9 @@ struct select_config {
                                         * its own threshold applies */
     float threshold;                   /* SOURCE_GATE: |act(gate·x)| above it; SOURCE_ORACLE on a
                                         * SiLU or GELU FFN: |h| above it (unused for the ReLU family) */
+    const float *layer_thresholds;     /* SOURCE_GATE calibrated: [n_layers], replacing threshold; or NULL */
+    const float *input_thresholds;     /* SOURCE_TEAL: [n_layers] |x_j| above it is kept */
+    const float *inter_thresholds;     /* SOURCE_TEAL: [n_layers] |h_i| above it is kept */
 };
 
 struct neuron_select {
@@ -51,6 +63,8 @@ struct neuron_select {
     void *up, *gate;     /* [n_layers][d_ff][d_model], model dtype: what the source reads, or NULL */
     float *z, *g;        /* [d_ff] pre-activations (the predictor's logits in z) */
     float *h;            /* [max rank] the predictor's A·x */
+    float *xs;           /* [d_model] SOURCE_TEAL: the last input with its dropped channels zero */
+    uint32_t kept_inputs; /* SOURCE_TEAL: channels kept in the last call */
     uint64_t rows_bytes; /* up + gate */
 };
 
@@ -75,10 +89,10 @@ void neuron_select_close(struct neuron_select *s);
 uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kernels *k,
                              const float *x, uint32_t *out);
 
-/* "oracle", "predictor", "gate", "trace". */
+/* "oracle", "predictor", "gate", "trace", "teal". */
 const char *neuron_source_name(enum neuron_source src);
-/* The computed source name names (oracle, predictor, gate: what --active
- * takes besides trace:FILE) into *out; false for any other text. */
+/* The computed source name names (oracle, predictor, gate, teal) into
+ * *out; false for any other text. */
 bool neuron_source_parse(const char *name, enum neuron_source *out);
 
 #endif

@@ -23,8 +23,41 @@ static int load_predictor(const char *cmd, const struct model *m, struct select_
     return 0;
 }
 
+/* The per-layer thresholds of the model's sparsify.json, for gate-cal or teal. */
+static int load_calibrated(const char *cmd, const char *name, const struct model *m, struct select_choice *c,
+                           char *err, size_t errlen)
+{
+    char why[4800];
+    bool teal = c->cfg.source == SOURCE_TEAL;
+    if (sparsify_load(m, teal ? SPARSIFY_INPUT : SPARSIFY_GATE, &c->cal, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --active %s: %s", cmd, name, why);
+    c->have_cal = true;
+    c->cfg.layer_thresholds = teal ? NULL : c->cal.gate;
+    c->cfg.input_thresholds = teal ? c->cal.input : NULL;
+    c->cfg.inter_thresholds = teal ? c->cal.inter : NULL;
+    return 0;
+}
+
+static void describe_calibrated(const struct model *m, struct select_choice *c)
+{
+    double mb = (double)neuron_select_bytes(m, &c->cfg) / 1e6, mmadds = (double)neuron_select_madds(m, &c->cfg) / 1e6;
+    if (c->cfg.source == SOURCE_TEAL)
+        snprintf(c->desc, sizeof c->desc,
+                 "teal: input channels with |x| above, and rows of down with |act(gate.x').(up.x')| above, per-layer "
+                 "thresholds calibrated for sparsity %g (sparsify.json); nothing held beside the FFN",
+                 c->cal.sparsity);
+    else
+        snprintf(c->desc, sizeof c->desc,
+                 "gate-cal: |act(gate.x)| above per-layer thresholds calibrated for sparsity %g (sparsify.json); its "
+                 "rows %.2f MB in DRAM, %.2f M multiply-adds per token", c->cal.sparsity, mb, mmadds);
+}
+
 static void describe(const struct model *m, struct select_choice *c)
 {
+    if (c->have_cal) {
+        describe_calibrated(m, c);
+        return;
+    }
     double mb = (double)neuron_select_bytes(m, &c->cfg) / 1e6, mmadds = (double)neuron_select_madds(m, &c->cfg) / 1e6;
     if (c->cfg.source == SOURCE_PREDICTOR) {
         uint32_t lo = c->pred.layers[0].rank, hi = predictor_max_rank(&c->pred);
@@ -60,15 +93,45 @@ static int open_predictor(const char *cmd, bool threshold_given, double threshol
     return 0;
 }
 
+bool select_choice_known(const char *name)
+{
+    enum neuron_source src;
+    return !strcmp(name, "gate-cal") || (neuron_source_parse(name, &src) && src != SOURCE_TRACE);
+}
+
+/* gate-cal is the gate with sparsify.json's thresholds; teal is its own source. */
+static int open_source(const char *cmd, const char *name, bool threshold_given, double threshold,
+                       const struct model *m, struct select_choice *out, char *err, size_t errlen)
+{
+    bool cal = !strcmp(name, "gate-cal");
+    if (cal)
+        out->cfg.source = SOURCE_GATE;
+    else if (!neuron_source_parse(name, &out->cfg.source))
+        return err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate, gate-cal or teal", cmd, name);
+    cal = cal || out->cfg.source == SOURCE_TEAL;
+    if (cal && threshold_given)
+        return err_set(err, errlen, "%s --threshold: --active %s takes its per-layer thresholds from the model's %s; "
+                       "leave out --threshold (or use --active gate for one global threshold)", cmd, name,
+                       SPARSIFY_FILE);
+    out->cfg.threshold = threshold_given ? (float)threshold : 0;
+    if (out->cfg.source == SOURCE_GATE && cal && !m->arch.glu)
+        return err_set(err, errlen, "%s --active %s: %s's FFN (%s, no GLU) has no gate projection", cmd, name,
+                       m->shape.name, m->shape.ffn_activation);
+    if (cal)
+        return load_calibrated(cmd, name, m, out, err, errlen);
+    if (out->cfg.source == SOURCE_PREDICTOR)
+        return open_predictor(cmd, threshold_given, threshold, m, out, err, errlen);
+    return 0;
+}
+
 int select_choice_open(const char *cmd, const char *name, bool threshold_given, double threshold,
                        const struct model *m, struct select_choice *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!neuron_source_parse(name, &out->cfg.source))
-        return err_set(err, errlen, "%s --active: '%s' is not oracle, predictor or gate", cmd, name);
-    out->cfg.threshold = threshold_given ? (float)threshold : 0;
-    if (out->cfg.source == SOURCE_PREDICTOR && open_predictor(cmd, threshold_given, threshold, m, out, err, errlen) != 0)
+    if (open_source(cmd, name, threshold_given, threshold, m, out, err, errlen) != 0) {
+        select_choice_free(out);
         return -1;
+    }
     char why[512];
     if (neuron_select_check(m, &out->cfg, why, sizeof why) != 0) {
         err_set(err, errlen, "%s --active %s: %s", cmd, name, why);
@@ -83,5 +146,8 @@ void select_choice_free(struct select_choice *c)
 {
     if (c->have_pred)
         predictor_free(&c->pred);
+    if (c->have_cal)
+        sparsify_free(&c->cal);
     c->have_pred = false;
+    c->have_cal = false;
 }

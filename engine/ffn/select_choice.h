@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "engine/ffn/neuron_select.h"
+#include "engine/ffn/sparsify_file.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -22,16 +23,33 @@ struct select_choice {
     struct select_config cfg;   /* cfg.predictor points at pred */
     struct predictor pred;      /* the model's, loaded (have_pred) */
     bool have_pred;
+    struct sparsify_thresholds cal; /* gate-cal, teal: the model's sparsify.json (have_cal) */
+    bool have_cal;
     char desc[384];             /* for people: the source, its threshold, what it holds and costs */
 };
 
-/* name: oracle, predictor or gate. The threshold, when given, is the
- * source's: the predictor's probability (0..1; default its recorded one),
- * the gate's cut on |act(gate·x)|, the oracle's on |act(gate·x)·(up·x)|
- * or |act(up·x + b)| (SiLU and GELU FFNs: the ReLU family is active when
- * not zero; default 0 for both). On failure out holds nothing to free. */
+/* name: oracle, predictor, gate, gate-cal or teal. The threshold, when
+ * given, is the source's: the predictor's probability (0..1; default its
+ * recorded one), the gate's cut on |act(gate·x)|, the oracle's on
+ * |act(gate·x)·(up·x)| or |act(up·x + b)| (SiLU and GELU FFNs: the ReLU
+ * family is active when not zero; default 0 for both). gate-cal (the gate
+ * with the per-layer thresholds of the model's sparsify.json) and teal
+ * (input sparsity, the same file's) take none. On failure out holds
+ * nothing to free. */
 int select_choice_open(const char *cmd, const char *name, bool threshold_given, double threshold,
                        const struct model *m, struct select_choice *out, char *err, size_t errlen);
 void select_choice_free(struct select_choice *c);
+
+/* Whether name is one of the names select_choice_open takes. */
+bool select_choice_known(const char *name);
+
+/* --active's allowed values for the masked dense FFN, and its help. */
+#define SELECT_ACTIVE_ALLOWED "all|predictor|gate|gate-cal|teal|oracle"
+#define SELECT_ACTIVE_HELP                                                                                       \
+    "FFN neurons computed: all (dense), or only those chosen by the model's activation predictor, the gate "     \
+    "projection (GLU FFNs; one global --threshold), gate-cal (the gate with the per-layer thresholds of "        \
+    "the model's sparsify.json, CATS-style), teal (input sparsity from sparsify.json: small input channels "    \
+    "and small intermediate rows dropped, TEAL-style) or the oracle (true activations); make sparsify.json "    \
+    "with `flashbed sparsify calibrate`"
 
 #endif

@@ -105,7 +105,7 @@ static const char *source_name(const struct run_setup *p)
     case SOURCE_PREDICTOR:
         return "predictor";
     case SOURCE_GATE:
-        return "gate";
+        return p->cfg.gate_layer_thresholds ? "gate-cal" : "gate";
     default:
         return "oracle";
     }
@@ -124,7 +124,11 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
         cJSON *pt = cJSON_AddObjectToObject(sum, "predictor_threshold");
         predictor_thresholds_json(p->cfg.predictor, pt);
     }
-    if (p->cfg.active == SOURCE_GATE)
+    if (p->cfg.active == SOURCE_GATE && p->cfg.gate_layer_thresholds) {
+        cJSON *t = cJSON_AddArrayToObject(sum, "gate_thresholds");
+        for (uint32_t l = 0; l < m->shape.n_layers; l++)
+            cJSON_AddItemToArray(t, cJSON_CreateNumber(p->cfg.gate_layer_thresholds[l]));
+    } else if (p->cfg.active == SOURCE_GATE)
         cJSON_AddNumberToObject(sum, "gate_threshold", p->cfg.gate_threshold);
     cJSON_AddBoolToObject(sum, "check", p->cfg.check);
     if (!p->cfg.check)

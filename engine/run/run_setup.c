@@ -49,9 +49,14 @@ static int choose_source(const struct run_options *o, const struct model *m, str
         return -1;
     p->have_sel = true;
     const struct select_config *c = &p->sel.cfg;
+    if (c->source == SOURCE_TEAL)
+        return err_set(err, errlen, "%s --active teal: input sparsity reads columns of gate and up, which needs a "
+                       "transposed flash layout that is not implemented on flash yet (perplexity and generate take "
+                       "--active teal)", o->cmd);
     p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
     p->cfg.predictor = c->predictor;
     p->cfg.gate_threshold = c->threshold;
+    p->cfg.gate_layer_thresholds = c->layer_thresholds;
     /* the truth beside a predictor: what it was trained to predict, unless told */
     if (c->source != SOURCE_ORACLE)
         p->cfg.threshold = o->act_threshold_given || !c->predictor ? (float)o->act_threshold
@@ -114,10 +119,10 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
     int rc;
     if (!strncmp(o->active, "trace:", 6))
         rc = open_trace(o, m, p, err, errlen);
-    else if (neuron_source_parse(o->active, &(enum neuron_source){0}))
+    else if (select_choice_known(o->active))
         rc = choose_source(o, m, p, err, errlen);
     else
-        rc = err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate or trace:FILE", o->cmd,
+        rc = err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate, gate-cal, teal or trace:FILE", o->cmd,
                      o->active);
     return rc != 0 ? -1 : run_setup_check_source(o, p, err, errlen);
 }

@@ -230,7 +230,7 @@ fi
 expect_error "no model" "needs --model" run --prompt x --out "$WORK/bad1"
 EXPECT_RC=2 expect_error "unknown mode" "run --mode: unknown mode 'turbo'" run --model "$M" --mode turbo --prompt x --out "$WORK/bad2"
 expect_error "trace of another shape" "recorded for" run --model "$WORK/s260" --mode all --active "trace:$T" --prompt x --out "$WORK/bad3"
-expect_error "bad --active" "gate or trace:FILE" run --model "$M" --active magic --prompt x --out "$WORK/bad4"
+expect_error "bad --active" "gate, gate-cal, teal or trace:FILE" run --model "$M" --active magic --prompt x --out "$WORK/bad4"
 check "a budget below one token's neurons still runs" "$FLASHBED" run --model "$M" --mode all --active "trace:$T" --dram-budget 650k --prompt "$P" -n 8 --ignore-eos --threads 1 --quiet --out "$WORK/overflow"
 check "the rows that do not fit are overflow" test "$(json_get "$WORK/overflow/run.json" "sum(t['overflow_rows'] for t in d['tokens']) > 0")" = True
 expect_error "budget below the staging area" "staging area\\|hold no row" run --model "$M" --mode all --active "trace:$T" --dram-budget 535k --prompt x --out "$WORK/bad12"

@@ -157,7 +157,7 @@ static void test_select(const struct model *m, const int *prompt)
     for (int k = 0; k < 3; k++) {
         struct predictor p;
         CHECK(fixture_predictor(m, kinds[k], 7, &p, err, sizeof err) == 0);
-        struct select_config c = {SOURCE_PREDICTOR, &p, 0};
+        struct select_config c = {.source = SOURCE_PREDICTOR, .predictor = &p};
         select_logits(m, &c, prompt, got, &density[k]);
         diff[k] = max_diff(got, dense, V);
         predictor_free(&p);
@@ -165,11 +165,11 @@ static void test_select(const struct model *m, const int *prompt)
     CHECK(density[0] == 1.0 && diff[0] == 0.0); /* every neuron: dense's own call */
     CHECK(density[1] > 0.05 && density[1] < 0.4 && diff[1] < 1e-4); /* the same terms, grouped otherwise */
     CHECK(diff[2] > 1e-2);                                            /* half the neurons, the wrong ones */
-    struct select_config oracle = {SOURCE_ORACLE, NULL, 0};
+    struct select_config oracle = {.source = SOURCE_ORACLE};
     double od;
     select_logits(m, &oracle, prompt, got, &od);
     CHECK(fabs(od - density[1]) < 1e-12 && max_diff(got, dense, V) < 1e-4); /* the exact predictor is the oracle */
-    struct select_config gate = {SOURCE_GATE, NULL, 0};
+    struct select_config gate = {.source = SOURCE_GATE};
     CHECK(neuron_select_check(m, &gate, err, sizeof err) == -1);
     CHECK(strstr(err, "GLU FFNs only") != NULL);
     free(dense);

@@ -184,7 +184,7 @@ static void test_source_refusals(void)
     o = defaults();
     o.active = "bogus";
     CHECK(plan_of(&o, &relu, &p, err) == -1);
-    CHECK_STR(err, "run --active: 'bogus' is not oracle, predictor, gate or trace:FILE");
+    CHECK_STR(err, "run --active: 'bogus' is not oracle, predictor, gate, gate-cal, teal or trace:FILE");
     run_setup_free(&p);
     o.active = "predictor";
     o.threshold = 2;
