@@ -7,7 +7,7 @@ it; this script refuses any other), on the CPU, with no network:
 
     .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
-ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu
+ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu, phi3
 (all when none is given). Writes tests/data/<ARCH>_fixture/:
   config.json, model.safetensors  a tiny random model of the architecture,
                                   built from its config by transformers (its
@@ -109,13 +109,25 @@ def phi(act="relu"):
         tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
 
+def phi3():
+    # fused qkv_proj (grouped: 2 key/value heads of 4) and gate_up_proj;
+    # sliding_window None: transformers 4.46.3 would mask keys that far back
+    from transformers import Phi3Config, Phi3ForCausalLM
+    return Phi3ForCausalLM(Phi3Config(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS,
+        original_max_position_embeddings=MAX_POS, rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=None,
+        sliding_window=None, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, tie_word_embeddings=False,
+        initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0))
+
+
 # the architectures whose FFN is ReLU-family: a neuron is active when it is
 # not zero, which flashbed's oracle computes exactly (no threshold)
 RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi")
 
 BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
             "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
-            "phi-gelu": lambda: phi("gelu_new")}
+            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3}
 
 
 def opt_tokenizer(out):

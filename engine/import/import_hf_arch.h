@@ -126,6 +126,13 @@ struct hf_arch {
 };
 
 extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi;
+extern const struct hf_arch hf_arch_phi3;
+
+/* Caps s->max_positions to config key sliding_window (absent or null:
+ * nothing): transformers masks keys at distance >= sliding_window, which
+ * no sequence of at most that many positions reaches, so the engine's full
+ * attention is exact there. -1 naming the key when it is not a count. */
+int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s);
 
 /* tokenizer.json of the SentencePiece kind rewritten as a llama2.c
  * tokenizer.bin at out; 1, writing nothing, for a byte-level BPE; -1 with
