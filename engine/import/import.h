@@ -28,7 +28,8 @@ struct import_dtype {
  * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
  * FATReLU), OPT, Falcon, Persimmon and Phi (engine/import/import_hf_arch.h and
  * one import_hf_<arch>.c each). model.json's "source" says which dtype
- * was written and why ("dtype", "dtype_from", "checkpoint_dtypes"). tokenizer:
+ * was written and why ("dtype", "dtype_from", "checkpoint_dtypes"); dtype
+ * NULL keeps the checkpoint's. tokenizer:
  * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
 int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
               const struct progress_report *progress, char *err, size_t errlen);

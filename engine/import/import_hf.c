@@ -221,6 +221,9 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
     struct st_set st;
     if (st_open(&st, dir, err, errlen))
         return -1;
+    struct import_dtype own = {.keep = true, .dtype = DTYPE_F32};
+    if (!dtype)
+        dtype = &own;
     choose_dtype(&st, dtype);
     struct model_writer w;
     if (model_writer_begin(&w, out_dir, &s, dtype->dtype, err, errlen)) {

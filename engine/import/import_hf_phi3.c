@@ -46,7 +46,7 @@ static int phi3_refusals(const struct config *c)
 
 static int phi3_shape(const struct config *c, struct model_shape *s)
 {
-    snprintf(s->arch, sizeof s->arch, "llama"); /* the forward pass's choices are Llama's */
+    snprintf(s->arch, sizeof s->arch, "phi3");
     if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
         cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
         cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||

@@ -85,6 +85,7 @@ arch_case falcon falcon-tiny
 arch_case persimmon persimmon-tiny --relu-density 0.3
 arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
+arch_case phi3 phi3-tiny --up-spectrum power:1
 
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
@@ -132,7 +133,26 @@ refuse "persimmon rope_scaling" persimmon-tiny 'c["rope_scaling"] = {"type": "li
     '"rope_scaling" is not supported'
 refuse "llama fatrelu without its threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]' \
     'needs "flashbed_fatrelu_threshold"'
+refuse "phi3 rope_scaling (longrope)" phi3-tiny \
+    'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}' \
+    'config.json: "rope_scaling" is not supported'
+refuse "phi3 partial_rotary_factor" phi3-tiny 'c["partial_rotary_factor"] = 0.75' \
+    'config.json: "partial_rotary_factor": 0.75 is not supported for phi3'
+refuse "phi3 sliding_window not a count" phi3-tiny 'c["sliding_window"] = -1' 'config.json: "sliding_window"'
+refuse "phi3 unknown hidden_act" phi3-tiny 'c["hidden_act"] = "quick_gelu"' '"hidden_act": "quick_gelu" is not supported for phi3'
 refuse "llama unknown hidden_act" llama-tiny 'c["hidden_act"] = "gelu"' '"hidden_act": "gelu" is not supported for llama'
+
+# Phi-3's sliding_window: transformers 4.46.3 masks keys that far back,
+# which no sequence of at most sliding_window positions reaches: the
+# model converts with max_positions capped to it, and runs as before
+rm -rf "$WORK/phi3-window" "$WORK/phi3-window-m"
+cp -r "$WORK/phi3-tiny" "$WORK/phi3-window"
+python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c["sliding_window"] = 100; json.dump(c, open(p, "w"))' \
+    "$WORK/phi3-window/config.json"
+check "phi3 with a sliding_window converts" "$FLASHBED" convert "$WORK/phi3-window" --out "$WORK/phi3-window-m"
+check "phi3: max_positions capped to sliding_window" \
+    test "$(json_get "$WORK/phi3-window-m/model.json" 'd["max_positions"]')" = 100
+check "phi3: the same weights" cmp -s "$WORK/phi3-window-m/ffn.bin" "$WORK/phi3-tiny-m/ffn.bin"
 
 if [ $failures -eq 0 ] && [ ${#pending[@]} -gt 0 ]; then
     echo "$(basename "$0"): $checks checks passed; skipped: ${pending[*]} not supported by the forward pass yet"
