@@ -37,7 +37,7 @@ static const struct opt_command convert_command = {
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
-               "tokenizer.json) of a Llama, OPT, Falcon, Persimmon or Phi model. The weights keep\n"
+               "tokenizer.json) of a Llama, OPT, Falcon, Persimmon, Phi or Phi-3 model. The weights keep\n"
                "the checkpoint's dtype (f32, f16 or bf16) unless --dtype says otherwise.",
     .opts = convert_options,
     .max_positional = 1,
