@@ -36,6 +36,9 @@ configuration_*.py defaults), not from flashbed's code:
              final_layernorm; lm_head with a bias
   phi3       llama's block (modeling_phi3.py) with qkv_proj fused as q rows,
              then k, then v, and gate_up_proj as gate rows, then up rows
+  bamboo     TurboSparse-Mistral (BambooForCausalLM, its own modeling_bamboo.py):
+             llama's block and names, the FFN dReLU: act(gate_proj) *
+             act(up_proj), act being hidden_act (relu)
 
 RoPE, as transformers' default rope: rot = int(head_dim * partial_rotary_factor),
 inv_freq[i] = theta^(-2i/rot) for i < rot/2, and within the rotated dims
@@ -282,6 +285,24 @@ class Phi3(Llama):
         return fused[:half], fused[half:]
 
 
+class Bamboo(Llama):
+    """TurboSparse-Mistral (model_type "bamboo"): Mistral's layers under
+    Llama's names with BambooMLP's dReLU, down(act(gate x) * act(up x))
+    (its published modeling_bamboo.py; act is hidden_act, relu)."""
+
+    def __init__(self, cfg, w):
+        super().__init__(cfg, w)
+        self.window = cfg.get("sliding_window")
+
+    def glu(self, gate, up):
+        return [self.act(g) * self.act(u) for g, u in zip(gate, up)]
+
+    def logits(self, ids):
+        if self.window is not None and len(ids) >= self.window:
+            raise SystemExit("sliding_window %d: %d positions reach it; not in this reference" % (self.window, len(ids)))
+        return super().logits(ids)
+
+
 class OPT(Model):
     def __init__(self, cfg, w):
         super().__init__(cfg, w)
@@ -421,7 +442,7 @@ class Phi(Model):
         return linear(self.w.matrix(weight), n, self.w.vector("lm_head.bias"))
 
 
-ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "phi3": Phi3}
+ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "phi3": Phi3, "bamboo": Bamboo}
 
 
 def main(argv):

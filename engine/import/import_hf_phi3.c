@@ -22,7 +22,7 @@
 
 #include "common/errbuf.h"
 
-int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s)
+int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by)
 {
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(c->json, "sliding_window");
     if (!w || cJSON_IsNull(w))
@@ -30,8 +30,10 @@ int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s)
     uint32_t window = 0;
     if (cfg_uint(c, "sliding_window", &window, 1))
         return -1;
-    if (window < s->max_positions)
-        s->max_positions = window;
+    if (window <= short_by)
+        return err_set(c->err, c->errlen, "%s: \"sliding_window\" %u leaves no position to run", c->path, window);
+    if (window - short_by < s->max_positions)
+        s->max_positions = window - short_by;
     return 0;
 }
 
@@ -53,7 +55,7 @@ static int phi3_shape(const struct config *c, struct model_shape *s)
         cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
         cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
         cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
-        phi3_refusals(c) || hf_cap_to_sliding_window(c, s))
+        phi3_refusals(c) || hf_cap_to_sliding_window(c, s, 0))
         return -1;
     s->ffn_kind = FFN_GLU;
     snprintf(s->norm, sizeof s->norm, "rmsnorm");

@@ -256,6 +256,14 @@ static const char *llama_check(const struct model_shape *s)
                                                                              : NULL;
 }
 
+static const char *bamboo_check(const struct model_shape *s)
+{
+    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
+        s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
+        return "Bamboo has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on whole heads";
+    return strcmp(s->ffn_activation, "drelu") ? "Bamboo's FFN is dReLU (relu on gate and up)" : NULL;
+}
+
 static const char *phi3_check(const struct model_shape *s)
 {
     if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
@@ -372,6 +380,9 @@ static const struct syn_arch archs[] = {
      "intermediate_size", phi_layer, phi_check, phi_config},
     {"phi3", "Phi3ForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
      phi3_layer, phi3_check, phi3_config},
+    /* TurboSparse-Mistral's: Llama's tensors, hidden_act relu (dReLU in BambooMLP) */
+    {"bamboo", "BambooForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     llama_layer, bamboo_check, llama_config},
 };
 
 static const struct syn_arch *find(const struct model_shape *s)
@@ -385,7 +396,7 @@ static const struct syn_arch *find(const struct model_shape *s)
 int syn_hf_check(const struct model_shape *s, char *why, size_t len)
 {
     const struct syn_arch *a = find(s);
-    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, phi3)"
+    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, phi3, bamboo)"
                          : a->check(s);
     if (!bad && !hf_act_from_flashbed(s->ffn_activation))
         bad = "its FFN activation has no Hugging Face name";
