@@ -17,8 +17,9 @@ configuration_*.py defaults), not from flashbed's code:
 
   llama      RMSNorm; q/k/v/o_proj; RoPE on whole heads (rotate_half); grouped
              key/value heads; act(gate_proj) * up_proj, down_proj; hidden_act
-             silu or relu, or "fatrelu" with flashbed's
-             "flashbed_fatrelu_threshold" (transformers has no FATReLU)
+             silu or relu, or "fatrelu" with its threshold in ProSparse's
+             "hidden_act_param" or flashbed's "flashbed_fatrelu_threshold"
+             (transformers has no FATReLU)
   opt        pre-LayerNorm; learned positions offset by 2; biases everywhere;
              fc1, relu, fc2; LM head tied to the embedding unless said otherwise
   falcon     Falcon-7B decoder: one input_layernorm feeding attention and MLP in
@@ -232,7 +233,8 @@ class Model:
 class Llama(Model):
     def __init__(self, cfg, w):
         super().__init__(cfg, w)
-        self.act = activation(cfg.get("hidden_act", "silu"), cfg.get("flashbed_fatrelu_threshold", 0.0))
+        self.act = activation(cfg.get("hidden_act", "silu"),
+                              cfg.get("hidden_act_param", cfg.get("flashbed_fatrelu_threshold", 0.0)))
         self.eps = cfg.get("rms_norm_eps", 1e-6)
 
     def embed(self, tok, pos):

@@ -8,7 +8,7 @@ it; this script refuses any other), on the CPU, with no network:
     .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
 ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu, phi3,
-drelu
+drelu, prosparse
 (all when none is given). Writes tests/data/<ARCH>_fixture/:
   config.json, model.safetensors  a tiny random model of the architecture,
                                   built from its config by transformers (its
@@ -144,21 +144,51 @@ def drelu():
     return model
 
 
+PROSPARSE_THRESHOLD = 0.01  # ProSparse-Llama-2-7B's
+
+
+class FATReLU(torch.nn.Module):
+    """x where x > threshold, else 0: ProSparse's FATReLU."""
+
+    def __init__(self, threshold):
+        super().__init__()
+        self.threshold = threshold
+
+    def forward(self, x):
+        return torch.where(x > self.threshold, x, torch.zeros_like(x))
+
+
+def prosparse():
+    # ProSparse's Llama 2: Llama's MLP, act_fn(gate_proj(x)) * up_proj(x),
+    # with act_fn FATReLU(hidden_act_param) as its published modelling code
+    # builds it; transformers' Llama with each act_fn swapped, saved with
+    # ProSparse's keys (CONFIG_AS)
+    model = llama("relu")
+    for layer in model.model.layers:
+        layer.mlp.act_fn = FATReLU(PROSPARSE_THRESHOLD)
+    return model
+
+
 # config.json keys rewritten after save_pretrained, and what reference.json
 # says of how the model was built
-CONFIG_AS = {"drelu": {"model_type": "bamboo", "architectures": ["BambooForCausalLM"]}}
+CONFIG_AS = {"drelu": {"model_type": "bamboo", "architectures": ["BambooForCausalLM"]},
+             "prosparse": {"hidden_act": "fatrelu", "hidden_act_param": PROSPARSE_THRESHOLD}}
 NOTES = {"drelu": "transformers' MistralForCausalLM with every layer's mlp.forward replaced by BambooMLP's "
                   "(TurboSparse-Mistral's published modeling_bamboo.py): down_proj(act_fn(gate_proj(x)) * "
-                  "act_fn(up_proj(x))), act_fn relu; config.json saved as model_type bamboo"}
+                  "act_fn(up_proj(x))), act_fn relu; config.json saved as model_type bamboo",
+         "prosparse": "transformers' LlamaForCausalLM with every layer's mlp.act_fn replaced by FATReLU(%g) "
+                      "(x if x > threshold else 0), as ProSparse's published modelling code builds it; config.json "
+                      "saved with hidden_act fatrelu and hidden_act_param %g" % (PROSPARSE_THRESHOLD, PROSPARSE_THRESHOLD)}
 
 
 # the architectures whose FFN is ReLU-family: a neuron is active when it is
 # not zero, which flashbed's oracle computes exactly (no threshold)
-RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi", "drelu")
+RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi", "drelu", "prosparse")
 
 BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
             "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
-            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu}
+            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu,
+            "prosparse": prosparse}
 
 
 def opt_tokenizer(out):

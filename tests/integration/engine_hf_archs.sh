@@ -133,7 +133,13 @@ refuse "persimmon odd rotated dims" persimmon-tiny 'c["partial_rotary_factor"] =
 refuse "persimmon rope_scaling" persimmon-tiny 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
     '"rope_scaling" is not supported'
 refuse "llama fatrelu without its threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]' \
-    'needs "flashbed_fatrelu_threshold"'
+    'config.json: hidden_act "fatrelu" needs its threshold: "hidden_act_param" (ProSparse.s) or "flashbed_fatrelu_threshold"'
+refuse "fatrelu thresholds that disagree" llama-relu-tiny 'c["hidden_act_param"] = 0.5' \
+    'config.json: "hidden_act_param" 0.5 and "flashbed_fatrelu_threshold" 0.01 disagree'
+refuse "a negative ProSparse threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]; c["hidden_act_param"] = -0.1' \
+    'config.json: "hidden_act_param" must be a number >= 0'
+refuse "a ProSparse threshold that is text" llama-relu-tiny 'c["hidden_act_param"] = "0.01"' \
+    'config.json: "hidden_act_param" must be a number >= 0'
 refuse "phi3 rope_scaling (longrope)" phi3-tiny \
     'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}' \
     'config.json: "rope_scaling" is not supported'
