@@ -37,8 +37,9 @@ static const struct opt_command convert_command = {
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
-               "tokenizer.json) of a Llama, OPT, Falcon, Persimmon, Phi or Phi-3 model. The weights keep\n"
-               "the checkpoint's dtype (f32, f16 or bf16) unless --dtype says otherwise.",
+               "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
+               "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model. The weights keep the\n"
+               "checkpoint's dtype (f32, f16 or bf16) unless --dtype says otherwise.",
     .opts = convert_options,
     .max_positional = 1,
 };

@@ -26,7 +26,8 @@ struct import_dtype {
 
 /* A Hugging Face folder (config.json, model.safetensors or a sharded
  * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
- * FATReLU), OPT, Falcon, Persimmon, Phi and Phi-3 (engine/import/import_hf_arch.h and
+ * FATReLU), OPT, Falcon, Persimmon, Phi, Phi-3 and TurboSparse-Mistral
+ * (bamboo: dReLU) (engine/import/import_hf_arch.h and
  * one import_hf_<arch>.c each). model.json's "source" says which dtype
  * was written and why ("dtype", "dtype_from", "checkpoint_dtypes"); dtype
  * NULL keeps the checkpoint's. tokenizer:
