@@ -22,8 +22,7 @@
 #include "engine/tokenizer/tokenizer.h"
 
 static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt, &hf_arch_falcon, &hf_arch_persimmon,
-                                              &hf_arch_phi, &hf_arch_phi3,
-                                              &hf_arch_bamboo};
+                                              &hf_arch_phi, &hf_arch_phi3, &hf_arch_bamboo};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static const struct hf_arch *find_arch(const struct config *c)
@@ -36,8 +35,9 @@ static const struct hf_arch *find_arch(const struct config *c)
     for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(type, archs[i]->model_type))
             return archs[i];
-    err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, phi3, bamboo)",
-            c->path, type);
+    err_set(c->err, c->errlen,
+            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, phi3, bamboo)", c->path,
+            type);
     return NULL;
 }
 

@@ -39,8 +39,8 @@ static int llama_activation(const struct config *c, struct model_shape *s)
         return -1;
     if (!has_ours && !has_theirs)
         return err_set(c->err, c->errlen,
-                       "%s: hidden_act \"fatrelu\" needs its threshold: \"" PROSPARSE_KEY "\" (ProSparse's) or \"" FATRELU_KEY
-                       "\", a number >= 0",
+                       "%s: hidden_act \"fatrelu\" needs its threshold: \"" PROSPARSE_KEY "\" (ProSparse's) or "
+                       "\"" FATRELU_KEY "\", a number >= 0",
                        c->path);
     if (has_ours && has_theirs && ours != theirs)
         return err_set(c->err, c->errlen, "%s: \"" PROSPARSE_KEY "\" %g and \"" FATRELU_KEY "\" %g disagree", c->path,
