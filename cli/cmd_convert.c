@@ -22,7 +22,9 @@ struct convert_opts {
 #define O(f) offsetof(struct convert_opts, f)
 static const struct opt_def convert_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weight storage", .allowed = "f32|f16|bf16"},
+    {"dtype", OPT_STRING, O(dtype), NULL, "TYPE",
+     "weight storage (default: the checkpoint's own, its matrices' when it mixes; llama2.c: f32)",
+     .allowed = "f32|f16|bf16"},
     {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
      "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
     OPT_END,
@@ -35,7 +37,9 @@ static const struct opt_command convert_command = {
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
-               "tokenizer.json) of a Llama, OPT, Falcon, Persimmon or Phi model.",
+               "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
+               "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model. The weights keep the\n"
+               "checkpoint's dtype (f32, f16 or bf16) unless --dtype says otherwise.",
     .opts = convert_options,
     .max_positional = 1,
 };
@@ -51,7 +55,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         return rc;
     if (o.out)
         out_path_trim(o.out); /* "m/" names the folder m */
-    enum fb_dtype dt;
+    enum fb_dtype dt = DTYPE_F32;
     struct stat st;
     struct out_parents made;
     char err[1024];
@@ -60,7 +64,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert: needs the INPUT model (see flashbed convert --help)");
     else if (!o.out)
         fb_error("convert: needs --out DIR");
-    else if (dtype_parse(o.dtype, &dt) != 0)
+    else if (o.dtype && dtype_parse(o.dtype, &dt) != 0)
         fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
     else if (stat(pos[0], &st) != 0)
         fb_error("%s: does not exist", pos[0]);
@@ -74,9 +78,14 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
     else {
         struct cli_progress bar;
         struct progress_report report = cli_progress_report(&bar);
-        int irc = S_ISDIR(st.st_mode) ? import_hf(pos[0], o.tokenizer, o.out, dt, &report, err, sizeof err)
-                                      : import_llama2c(pos[0], o.tokenizer, o.out, dt, &report, err, sizeof err);
+        struct import_dtype hf_dt = {.keep = !o.dtype, .dtype = dt};
+        int irc = S_ISDIR(st.st_mode)
+                      ? import_hf(pos[0], o.tokenizer, o.out, &hf_dt, &report, err, sizeof err)
+                      : import_llama2c(pos[0], o.tokenizer, o.out, hf_dt.dtype, &report, err, sizeof err);
         cli_progress_end(&bar);
+        if (irc == 0 && S_ISDIR(st.st_mode))
+            fb_info("weights in %s (%s; the checkpoint holds %s)", dtype_name(hf_dt.dtype),
+                    hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
         if (irc != 0)
             fb_error("%s", err);
         /* folders made above --out go again with a failed conversion */

@@ -29,7 +29,7 @@ struct model_make_opts {
 
 #define O(f) offsetof(struct model_make_opts, f)
 static const struct opt_def model_make_options[] = {
-    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt, llama, falcon, persimmon or phi"},
+    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt, llama, falcon, persimmon, phi, phi3 or bamboo"},
     {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
     {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written (llama2c: f32 only)",
      .allowed = "f32|f16|bf16"},
@@ -48,14 +48,15 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch opt|llama|falcon|persimmon|phi --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
+    .usage = "--arch opt|llama|falcon|persimmon|phi|phi3|bamboo --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
                "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
                "tokenizer.json over a synthetic vocabulary of the shape's size) with the tensor\n"
                "names, fused layouts and config keys of the architecture's transformers model\n"
                "(Falcon's fused query_key_value, Persimmon's per-head one and q/k LayerNorms,\n"
-               "Phi's LM head bias, a relufied Falcon as \"activation\": \"relu\", a Llama's FATReLU\n"
-               "as \"hidden_act\": \"fatrelu\" with flashbed_fatrelu_threshold), or with --format\n"
+               "Phi's LM head bias, Phi-3's fused qkv_proj and gate_up_proj, a relufied Falcon as\n"
+               "\"activation\": \"relu\", a Llama's FATReLU as \"hidden_act\": \"fatrelu\" with\n"
+               "flashbed_fatrelu_threshold, TurboSparse's dReLU as model_type bamboo), or with --format\n"
                "llama2c a llama2.c checkpoint (model.bin, f32) and tokenizer.bin, so other engines\n"
                "can run the same weights. Convert either with flashbed convert.\n"
                "\n"

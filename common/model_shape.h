@@ -30,7 +30,8 @@ struct model_shape {
     char arch[32];          /* "opt", "llama", "falcon", "persimmon", "phi" */
     uint32_t d_model, d_ff, n_layers, n_heads, n_kv_heads, vocab_size, max_positions;
     enum ffn_kind ffn_kind;
-    char ffn_activation[32];/* "relu", "squared_relu", "fatrelu", "gelu" (erf), "gelu_tanh", "swiglu" */
+    char ffn_activation[32];/* "relu", "squared_relu", "fatrelu", "gelu" (erf), "gelu_tanh", "swiglu",
+                             * "drelu" (a GLU's relu(gate . x) * relu(up . x): TurboSparse) */
     double fatrelu_threshold; /* FATReLU: x if x > t else 0 ("fatrelu_threshold", default 0) */
     char norm[16];          /* "layernorm" or "rmsnorm" */
     double norm_eps;

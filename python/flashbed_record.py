@@ -29,6 +29,9 @@ stands for the layer number):
   falcon     transformer.h.*.mlp.dense_h_to_4h -> dense_4h_to_h
   persimmon  model.layers.*.mlp.dense_h_to_4h -> dense_4h_to_h
   phi        model.layers.*.mlp.fc1 -> fc2
+  phi3       model.layers.*.mlp.gate_up_proj -> down_proj   (GLU)
+  bamboo     model.layers.*.mlp.up_proj -> down_proj    (dReLU: TurboSparse-Mistral,
+             loaded as Mistral with BambooMLP's forward, see load_bamboo)
 
 and any other model's with --down-module PATTERN (and --up-module PATTERN
 for a predictor), e.g. --down-module 'model.layers.*.mlp.down_proj'.
@@ -86,6 +89,9 @@ ARCHS = {
     "persimmon": ("model.layers.*.mlp.dense_h_to_4h", "model.layers.*.mlp.dense_4h_to_h", False,
                   ("hidden_act",), "relu2"),
     "phi": ("model.layers.*.mlp.fc1", "model.layers.*.mlp.fc2", False, ("hidden_act",), "gelu_new"),
+    "phi3": ("model.layers.*.mlp.gate_up_proj", "model.layers.*.mlp.down_proj", True, ("hidden_act",), "silu"),
+    # TurboSparse-Mistral: relu on gate and up (dReLU), zero when either is
+    "bamboo": ("model.layers.*.mlp.up_proj", "model.layers.*.mlp.down_proj", True, ("hidden_act",), "relu"),
 }
 
 # activations that are exactly zero for most inputs: the nonzero rule
@@ -142,7 +148,8 @@ def _config(model):
 
 
 def model_type(model):
-    return _config(model).get("model_type")
+    # load_bamboo's model is a Mistral one in Bamboo's clothes
+    return getattr(model, "flashbed_model_type", None) or _config(model).get("model_type")
 
 
 def config_activation(cfg, keys, default):
@@ -164,6 +171,7 @@ def find_ffn_layers(model, arch=None, down_pattern=None, up_pattern=None, glu=No
     cfg = _config(model)
     activation = (config_activation(cfg, known[3], known[4]) if known
                   else config_activation(cfg, ("hidden_act", "activation_function", "activation"), None))
+    activation = getattr(model, "flashbed_activation", None) or activation  # load_fatrelu_llama's
     down_pattern = down_pattern or known[1]
     up_pattern = up_pattern or (known[0] if known else None)
     down = match_layers(model, down_pattern)
@@ -466,6 +474,57 @@ def text_token_ids(tokenizer_dir, text_path, n):
     return ids[:n]
 
 
+def load_bamboo(path, key, td):
+    """A model_type "bamboo" folder (TurboSparse-Mistral; transformers has
+    no Bamboo and its remote modeling_bamboo.py is not run): Mistral's
+    model, whose layers and names Bamboo's are, with each MLP's forward
+    BambooMLP's, down_proj(act_fn(gate_proj(x)) * act_fn(up_proj(x)))."""
+    from transformers import MistralConfig, MistralForCausalLM
+    with open(os.path.join(path, "config.json")) as f:
+        cfg = json.load(f)
+    for k in ("model_type", "architectures", "auto_map"):
+        cfg.pop(k, None)
+    model = MistralForCausalLM.from_pretrained(path, config=MistralConfig(**cfg), local_files_only=True,
+                                               **{key: td})
+    for layer in model.model.layers:
+        mlp = layer.mlp
+        mlp.forward = (lambda m: lambda x: m.down_proj(m.act_fn(m.gate_proj(x)) * m.act_fn(m.up_proj(x))))(mlp)
+    model.flashbed_model_type = "bamboo"
+    return model
+
+
+class FATReLU:
+    """x where x > threshold, else 0 (ProSparse's FATReLU), as a module."""
+
+    @staticmethod
+    def make(threshold):
+        torch = _torch()
+
+        class _FATReLU(torch.nn.Module):
+            def forward(self, x):
+                return torch.where(x > threshold, x, torch.zeros_like(x))
+
+        return _FATReLU()
+
+
+def load_fatrelu_llama(path, key, td, cfg):
+    """A Llama with hidden_act "fatrelu" (ProSparse's Llama 2, threshold in
+    hidden_act_param; flashbed model make's, in flashbed_fatrelu_threshold):
+    transformers' Llama with each act_fn FATReLU, as ProSparse's own
+    modelling code builds it (transformers has no FATReLU)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    threshold = cfg.get("hidden_act_param", cfg.get("flashbed_fatrelu_threshold"))
+    if not isinstance(threshold, (int, float)) or threshold < 0:
+        raise RecordError("--model %s: hidden_act fatrelu needs hidden_act_param, a number >= 0" % path)
+    cfg = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures", "auto_map")}
+    cfg["hidden_act"] = "relu"
+    model = LlamaForCausalLM.from_pretrained(path, config=LlamaConfig(**cfg), local_files_only=True, **{key: td})
+    for layer in model.model.layers:
+        layer.mlp.act_fn = FATReLU.make(float(threshold))
+    model.flashbed_activation = "fatrelu"
+    return model
+
+
 def load_model(path, dtype, device):
     torch = _torch()
     try:
@@ -478,7 +537,14 @@ def load_model(path, dtype, device):
     # transformers 4.56 renamed torch_dtype to dtype
     key = "dtype" if _version_at_least(sys.modules["transformers"].__version__, (4, 56)) else "torch_dtype"
     try:
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **{key: td})
+        with open(os.path.join(path, "config.json")) as f:
+            cfg = json.load(f)
+        if cfg.get("model_type") == "bamboo":
+            model = load_bamboo(path, key, td)
+        elif cfg.get("model_type") == "llama" and cfg.get("hidden_act") == "fatrelu":
+            model = load_fatrelu_llama(path, key, td, cfg)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **{key: td})
     except Exception as e:  # noqa: BLE001  transformers' own errors name the problem
         raise RecordError("--model %s: transformers cannot load it: %s" % (path, e)) from None
     return model.to(device).eval()

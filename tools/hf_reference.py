@@ -12,13 +12,14 @@ sequence from position 0; for every position one line of vocab_size logits
 (%.9g, space-separated) goes to stdout.
 
 Written from transformers' modeling_llama.py, modeling_opt.py,
-modeling_falcon.py, modeling_persimmon.py and modeling_phi.py (and their
+modeling_falcon.py, modeling_persimmon.py, modeling_phi.py and modeling_phi3.py (and their
 configuration_*.py defaults), not from flashbed's code:
 
   llama      RMSNorm; q/k/v/o_proj; RoPE on whole heads (rotate_half); grouped
              key/value heads; act(gate_proj) * up_proj, down_proj; hidden_act
-             silu or relu, or "fatrelu" with flashbed's
-             "flashbed_fatrelu_threshold" (transformers has no FATReLU)
+             silu or relu, or "fatrelu" with its threshold in ProSparse's
+             "hidden_act_param" or flashbed's "flashbed_fatrelu_threshold"
+             (transformers has no FATReLU)
   opt        pre-LayerNorm; learned positions offset by 2; biases everywhere;
              fc1, relu, fc2; LM head tied to the embedding unless said otherwise
   falcon     Falcon-7B decoder: one input_layernorm feeding attention and MLP in
@@ -34,6 +35,11 @@ configuration_*.py defaults), not from flashbed's code:
   phi        parallel block on input_layernorm; q/k/v_proj and dense with
              biases; partial RoPE as Persimmon; fc1, hidden_act, fc2;
              final_layernorm; lm_head with a bias
+  phi3       llama's block (modeling_phi3.py) with qkv_proj fused as q rows,
+             then k, then v, and gate_up_proj as gate rows, then up rows
+  bamboo     TurboSparse-Mistral (BambooForCausalLM, its own modeling_bamboo.py):
+             llama's block and names, the FFN dReLU: act(gate_proj) *
+             act(up_proj), act being hidden_act (relu)
 
 RoPE, as transformers' default rope: rot = int(head_dim * partial_rotary_factor),
 inv_freq[i] = theta^(-2i/rot) for i < rot/2, and within the rotated dims
@@ -227,29 +233,76 @@ class Model:
 class Llama(Model):
     def __init__(self, cfg, w):
         super().__init__(cfg, w)
-        self.act = activation(cfg.get("hidden_act", "silu"), cfg.get("flashbed_fatrelu_threshold", 0.0))
+        self.act = activation(cfg.get("hidden_act", "silu"),
+                              cfg.get("hidden_act_param", cfg.get("flashbed_fatrelu_threshold", 0.0)))
         self.eps = cfg.get("rms_norm_eps", 1e-6)
 
     def embed(self, tok, pos):
         return self.w.matrix("model.embed_tokens.weight")[tok]
 
+    def qkv(self, p, n):
+        w = self.w
+        return (linear(w.matrix(p + "self_attn.q_proj.weight"), n), linear(w.matrix(p + "self_attn.k_proj.weight"), n),
+                linear(w.matrix(p + "self_attn.v_proj.weight"), n))
+
+    def gate_up(self, p, n):
+        return linear(self.w.matrix(p + "mlp.gate_proj.weight"), n), linear(self.w.matrix(p + "mlp.up_proj.weight"), n)
+
+    def glu(self, gate, up):
+        return [self.act(g) * u for g, u in zip(gate, up)]
+
     def layer(self, l, x, pos):
         w, p = self.w, "model.layers.%d." % l
         n = rms_norm(x, w.vector(p + "input_layernorm.weight"), self.eps)
-        a = self.self_attention(l, linear(w.matrix(p + "self_attn.q_proj.weight"), n),
-                                linear(w.matrix(p + "self_attn.k_proj.weight"), n),
-                                linear(w.matrix(p + "self_attn.v_proj.weight"), n), pos)
+        a = self.self_attention(l, *self.qkv(p, n), pos)
         h = add(x, linear(w.matrix(p + "self_attn.o_proj.weight"), a))
         n = rms_norm(h, w.vector(p + "post_attention_layernorm.weight"), self.eps)
-        gate = linear(w.matrix(p + "mlp.gate_proj.weight"), n)
-        up = linear(w.matrix(p + "mlp.up_proj.weight"), n)
-        f = linear(w.matrix(p + "mlp.down_proj.weight"), [self.act(g) * u for g, u in zip(gate, up)])
+        f = linear(w.matrix(p + "mlp.down_proj.weight"), self.glu(*self.gate_up(p, n)))
         return add(h, f)
 
     def head(self, x):
         n = rms_norm(x, self.w.vector("model.norm.weight"), self.eps)
         tied = self.cfg.get("tie_word_embeddings", False)
         return linear(self.w.matrix("model.embed_tokens.weight" if tied else "lm_head.weight"), n)
+
+
+class Phi3(Llama):
+    """Llama's block with Phi3Attention's fused qkv_proj (q rows, then k,
+    then v) and Phi3MLP's gate_up_proj (chunk(2): gate, then up)."""
+
+    def __init__(self, cfg, w):
+        super().__init__(cfg, w)
+        self.eps = cfg.get("rms_norm_eps", 1e-5)
+        if cfg.get("sliding_window") is not None:
+            raise SystemExit("sliding_window is not in this reference")
+
+    def qkv(self, p, n):
+        fused = linear(self.w.matrix(p + "self_attn.qkv_proj.weight"), n)
+        q, kv = self.n_heads * self.hd, self.n_kv * self.hd
+        return fused[:q], fused[q:q + kv], fused[q + kv:]
+
+    def gate_up(self, p, n):
+        fused = linear(self.w.matrix(p + "mlp.gate_up_proj.weight"), n)
+        half = len(fused) // 2
+        return fused[:half], fused[half:]
+
+
+class Bamboo(Llama):
+    """TurboSparse-Mistral (model_type "bamboo"): Mistral's layers under
+    Llama's names with BambooMLP's dReLU, down(act(gate x) * act(up x))
+    (its published modeling_bamboo.py; act is hidden_act, relu)."""
+
+    def __init__(self, cfg, w):
+        super().__init__(cfg, w)
+        self.window = cfg.get("sliding_window")
+
+    def glu(self, gate, up):
+        return [self.act(g) * self.act(u) for g, u in zip(gate, up)]
+
+    def logits(self, ids):
+        if self.window is not None and len(ids) >= self.window:
+            raise SystemExit("sliding_window %d: %d positions reach it; not in this reference" % (self.window, len(ids)))
+        return super().logits(ids)
 
 
 class OPT(Model):
@@ -391,7 +444,7 @@ class Phi(Model):
         return linear(self.w.matrix(weight), n, self.w.vector("lm_head.bias"))
 
 
-ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi}
+ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "phi3": Phi3, "bamboo": Bamboo}
 
 
 def main(argv):

@@ -7,7 +7,8 @@ it; this script refuses any other), on the CPU, with no network:
 
     .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
-ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu
+ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu, phi3,
+drelu, prosparse
 (all when none is given). Writes tests/data/<ARCH>_fixture/:
   config.json, model.safetensors  a tiny random model of the architecture,
                                   built from its config by transformers (its
@@ -109,13 +110,85 @@ def phi(act="relu"):
         tie_word_embeddings=False, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
 
 
+def phi3():
+    # fused qkv_proj (grouped: 2 key/value heads of 4) and gate_up_proj;
+    # sliding_window None: transformers 4.46.3 would mask keys that far back
+    from transformers import Phi3Config, Phi3ForCausalLM
+    return Phi3ForCausalLM(Phi3Config(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS,
+        original_max_position_embeddings=MAX_POS, rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=None,
+        sliding_window=None, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, tie_word_embeddings=False,
+        initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0))
+
+
+def drelu_forward(mlp):
+    """BambooMLP's forward (TurboSparse-Mistral's published modeling_bamboo.py):
+    act_fn on the gate and on up, dReLU."""
+    return lambda x: mlp.down_proj(mlp.act_fn(mlp.gate_proj(x)) * mlp.act_fn(mlp.up_proj(x)))
+
+
+def drelu():
+    # TurboSparse-Mistral: transformers has no Bamboo, so Mistral's model
+    # (the layers Bamboo's code took from it) with each MLP's forward
+    # replaced by BambooMLP's; saved as model_type "bamboo" (CONFIG_AS).
+    # sliding_window 4096 as TurboSparse-Mistral's: far past these positions
+    from transformers import MistralConfig, MistralForCausalLM
+    model = MistralForCausalLM(MistralConfig(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="relu", max_position_embeddings=MAX_POS, rms_norm_eps=1e-5,
+        rope_theta=10000.0, sliding_window=4096, attention_dropout=0.0, tie_word_embeddings=False,
+        initializer_range=0.1, bos_token_id=1, eos_token_id=2))
+    for layer in model.model.layers:
+        layer.mlp.forward = drelu_forward(layer.mlp)
+    return model
+
+
+PROSPARSE_THRESHOLD = 0.01  # ProSparse-Llama-2-7B's
+
+
+class FATReLU(torch.nn.Module):
+    """x where x > threshold, else 0: ProSparse's FATReLU."""
+
+    def __init__(self, threshold):
+        super().__init__()
+        self.threshold = threshold
+
+    def forward(self, x):
+        return torch.where(x > self.threshold, x, torch.zeros_like(x))
+
+
+def prosparse():
+    # ProSparse's Llama 2: Llama's MLP, act_fn(gate_proj(x)) * up_proj(x),
+    # with act_fn FATReLU(hidden_act_param) as its published modelling code
+    # builds it; transformers' Llama with each act_fn swapped, saved with
+    # ProSparse's keys (CONFIG_AS)
+    model = llama("relu")
+    for layer in model.model.layers:
+        layer.mlp.act_fn = FATReLU(PROSPARSE_THRESHOLD)
+    return model
+
+
+# config.json keys rewritten after save_pretrained, and what reference.json
+# says of how the model was built
+CONFIG_AS = {"drelu": {"model_type": "bamboo", "architectures": ["BambooForCausalLM"]},
+             "prosparse": {"hidden_act": "fatrelu", "hidden_act_param": PROSPARSE_THRESHOLD}}
+NOTES = {"drelu": "transformers' MistralForCausalLM with every layer's mlp.forward replaced by BambooMLP's "
+                  "(TurboSparse-Mistral's published modeling_bamboo.py): down_proj(act_fn(gate_proj(x)) * "
+                  "act_fn(up_proj(x))), act_fn relu; config.json saved as model_type bamboo",
+         "prosparse": "transformers' LlamaForCausalLM with every layer's mlp.act_fn replaced by FATReLU(%g) "
+                      "(x if x > threshold else 0), as ProSparse's published modelling code builds it; config.json "
+                      "saved with hidden_act fatrelu and hidden_act_param %g" % (PROSPARSE_THRESHOLD, PROSPARSE_THRESHOLD)}
+
+
 # the architectures whose FFN is ReLU-family: a neuron is active when it is
 # not zero, which flashbed's oracle computes exactly (no threshold)
-RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi")
+RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi", "drelu", "prosparse")
 
 BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
             "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
-            "phi-gelu": lambda: phi("gelu_new")}
+            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu,
+            "prosparse": prosparse}
 
 
 def opt_tokenizer(out):
@@ -191,7 +264,7 @@ def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
     ref = {
         "format": "flashbed-hf-fixture/1",
         "arch": arch,
-        "model_type": model.config.model_type,
+        "model_type": CONFIG_AS.get(arch, {}).get("model_type", model.config.model_type),
         "prompt_ids": prompt,
         "greedy_ids": ids,
         "logits": {"file": "logits.f32", "dtype": "f32le", "positions": len(prompt) + len(ids),
@@ -200,6 +273,7 @@ def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
         "largest_abs_logit": float(logits.abs().max()),
         "tokenizer_cases": cases,
         "made_by": "tools/make_hf_fixture.py (transformers on the CPU, f32, seed %d)" % SEED,
+        **({"model": NOTES[arch]} if arch in NOTES else {}),
         "versions": pins.versions(),
     }
     with open(os.path.join(out, "reference.json"), "w") as f:
@@ -225,6 +299,14 @@ def build(arch, out):
     os.makedirs(out, exist_ok=True)
     model = tiny_model(arch)
     model.save_pretrained(out, safe_serialization=True)
+    if arch in CONFIG_AS:
+        path = os.path.join(out, "config.json")
+        with open(path) as f:
+            config = json.load(f)
+        config.update(CONFIG_AS[arch])
+        with open(path, "w") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+            f.write("\n")
     gen = os.path.join(out, "generation_config.json")  # not an input of flashbed's
     if os.path.exists(gen):
         os.remove(gen)

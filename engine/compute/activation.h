@@ -41,21 +41,25 @@ static inline bool activation_sparse(enum activation act)
 }
 
 /* Neuron i's value before the down projection, from z = up_i·x (+ b_i)
- * and, for a GLU, g = gate_i·x: act(g)·z, else act(z). */
+ * and, for a GLU, g = gate_i·x: act(g)·z (act(g)·act(z) with act_on_up,
+ * dReLU), else act(z). */
 static inline float ffn_neuron_value(const struct arch *a, float z, float g)
 {
-    return a->glu ? activation_apply_t(g, a->act, a->fatrelu_threshold) * z
-                  : activation_apply_t(z, a->act, a->fatrelu_threshold);
+    float up = a->glu && !a->act_on_up ? z : activation_apply_t(z, a->act, a->fatrelu_threshold);
+    return a->glu ? activation_apply_t(g, a->act, a->fatrelu_threshold) * up : up;
 }
 
 /* The one rule for "active", shared by the oracle, the probe and the
  * reports. The ReLU family is sparse at exactly zero: active when the
  * activation's output is not zero (a GLU's gate, act(g); a plain FFN's
- * act(z)), and threshold is not used. The others (SiLU, GELU) are zero
- * almost nowhere: active when |value| > threshold, on the scale of the
- * neuron's value. */
+ * act(z); dReLU's product act(g)·act(z), zero when either is), and
+ * threshold is not used. The others (SiLU, GELU) are zero almost nowhere:
+ * active when |value| > threshold, on the scale of the neuron's value. */
 static inline bool ffn_neuron_active(const struct arch *a, float z, float g, float threshold)
 {
+    if (activation_sparse(a->act) && a->glu && a->act_on_up)
+        return activation_apply_t(g, a->act, a->fatrelu_threshold) != 0.0f &&
+               activation_apply_t(z, a->act, a->fatrelu_threshold) != 0.0f;
     if (activation_sparse(a->act))
         return activation_apply_t(a->glu ? g : z, a->act, a->fatrelu_threshold) != 0.0f;
     return fabsf(ffn_neuron_value(a, z, g)) > threshold;

@@ -84,6 +84,7 @@ static int ffn(struct backend *b, struct dev_ref out, struct fbk_ffn *f, const s
         return bk_fail(&b->base, "ffn: %d bundles pass the %zu the backend was created for", f->n, b->max_dim);
     f->t = kdtype(t);
     f->glu = a->glu;
+    f->act_up = a->act_on_up;
     f->act = kact(a->act);
     f->threshold = a->fatrelu_threshold;
     return launched(b, fbk_cuda_ffn(b->stream, ref(out), b->ffn_h, f), "ffn launch");

@@ -401,7 +401,7 @@ struct ffn_job {
     enum fb_dtype t;
     enum activation act;
     float act_threshold; /* FATReLU's */
-    bool glu;
+    bool glu, act_on_up;
 };
 
 static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_job *j, enum fb_dtype t, int g)
@@ -425,8 +425,8 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
         }
         if (j->up_bias)
             z += j->up_bias[n];
-        float h = j->glu ? activation_apply_t(gate, j->act, j->act_threshold) * z
-                         : activation_apply_t(z, j->act, j->act_threshold);
+        float up = j->glu && !j->act_on_up ? z : activation_apply_t(z, j->act, j->act_threshold);
+        float h = j->glu ? activation_apply_t(gate, j->act, j->act_threshold) * up : up;
         if (h != 0.0f) /* a silent ReLU neuron writes nothing back */
             axpy_as(acc, h, bundle + down_off, t, j->d, ahead >= 0 ? bundle + down_off + ahead : NULL);
     }
@@ -485,7 +485,7 @@ void ck_ffn_rows(struct cpu_kernels *b, float *out, const void *rows, size_t row
                  const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
 {
     struct ffn_job j = {b,    out,  rows,  row_stride, n_rows, d, up_bias, x, NULL, t, a->act, a->fatrelu_threshold,
-                        a->glu};
+                        a->glu, a->act_on_up};
     ffn_run(b, &j);
 }
 
@@ -493,7 +493,7 @@ void ck_ffn_ids(struct cpu_kernels *b, float *out, const void *bundles, size_t r
                 int n_ids, const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
 {
     struct ffn_job j = {b,    out,  bundles, row_stride, n_ids, d, up_bias, x, ids, t, a->act, a->fatrelu_threshold,
-                        a->glu};
+                        a->glu, a->act_on_up};
     ffn_run(b, &j);
 }
 

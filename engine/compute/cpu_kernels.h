@@ -37,7 +37,8 @@ void ck_matvec(struct cpu_kernels *k, float *out, const void *w, enum fb_dtype t
                int rows, int cols);
 /* The FFN over neuron bundles (model_format.h): for each of n_rows
  * bundles r at rows + r * row_stride, with z = up_r . x (+ up_bias[r]),
- * h = act(gate_r . x) * z when a->glu, else act(z), act being a->act
+ * h = act(gate_r . x) * z when a->glu (act(gate_r . x) * act(z) with
+ * a->act_on_up, dReLU), else act(z), act being a->act
  * (FATReLU at a->fatrelu_threshold); out[d] = sum h * down_r. Dense
  * passes all d_ff bundles of a layer; a neuron cache passes its compact
  * rows and their biases. out is overwritten. The result does not depend

@@ -176,6 +176,7 @@ static int ffn_run(struct backend *b, struct dev_ref out, struct dev_ref bundles
     arg_int(&a, d);
     arg_int(&a, dtype_code(t));
     arg_int(&a, ar->glu);
+    arg_int(&a, ar->act_on_up);
     arg_int(&a, act_code(ar->act));
     arg_float(&a, ar->fatrelu_threshold);
     if (launch(&a, (size_t)n, "ffn"))

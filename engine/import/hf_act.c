@@ -14,6 +14,7 @@ static const struct {
     {"gelu_pytorch_tanh", "gelu_tanh"},
     {"silu", "swiglu"},
     {"fatrelu", "fatrelu"},
+    {"relu", "drelu"}, /* Bamboo's hidden_act: BambooMLP applies it to gate and up */
 };
 
 #define N_ACTS (sizeof acts / sizeof acts[0])

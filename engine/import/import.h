@@ -2,6 +2,7 @@
 #ifndef FLASHBED_ENGINE_IMPORT_H
 #define FLASHBED_ENGINE_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/progress.h"
@@ -16,12 +17,22 @@
 int import_llama2c(const char *checkpoint, const char *tokenizer, const char *out_dir,
                    enum fb_dtype dtype, const struct progress_report *progress, char *err, size_t errlen);
 
+/* The weights' dtype of a Hugging Face conversion. */
+struct import_dtype {
+    bool keep;          /* in: the checkpoint's own, its matrices' when it mixes (st_matrix_dtype) */
+    enum fb_dtype dtype; /* in: the one asked for unless keep; out: the one written */
+    char held[64];      /* out: what the checkpoint holds ("matrices bf16, vectors f32") */
+};
+
 /* A Hugging Face folder (config.json, model.safetensors or a sharded
  * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
- * FATReLU), OPT, Falcon, Persimmon and Phi (engine/import/import_hf_arch.h and
- * one import_hf_<arch>.c each). tokenizer:
+ * FATReLU), OPT, Falcon, Persimmon, Phi, Phi-3 and TurboSparse-Mistral
+ * (bamboo: dReLU) (engine/import/import_hf_arch.h and
+ * one import_hf_<arch>.c each). model.json's "source" says which dtype
+ * was written and why ("dtype", "dtype_from", "checkpoint_dtypes"); dtype
+ * NULL keeps the checkpoint's. tokenizer:
  * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
-int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
               const struct progress_report *progress, char *err, size_t errlen);
 
 #endif

@@ -22,7 +22,7 @@
 #include "engine/tokenizer/tokenizer.h"
 
 static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt, &hf_arch_falcon, &hf_arch_persimmon,
-                                              &hf_arch_phi};
+                                              &hf_arch_phi, &hf_arch_phi3, &hf_arch_bamboo};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static const struct hf_arch *find_arch(const struct config *c)
@@ -35,8 +35,9 @@ static const struct hf_arch *find_arch(const struct config *c)
     for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(type, archs[i]->model_type))
             return archs[i];
-    err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi)",
-            c->path, type);
+    err_set(c->err, c->errlen,
+            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, phi3, bamboo)", c->path,
+            type);
     return NULL;
 }
 
@@ -167,9 +168,27 @@ static void copy_flashbed_keys(const char *dir, cJSON *src)
     cJSON_Delete(c);
 }
 
+/* The dtype to write: the one asked for, or the checkpoint's matrices'. */
+static void choose_dtype(const struct st_set *st, struct import_dtype *dt)
+{
+    struct st_dtypes d = st_dtype_census(st);
+    char m[24], v[24];
+    snprintf(dt->held, sizeof dt->held, "matrices %s, vectors %s", st_dtype_mask_name(d.matrices, m, sizeof m),
+             st_dtype_mask_name(d.vectors, v, sizeof v));
+    if (dt->keep)
+        dt->dtype = st_matrix_dtype(d);
+}
+
+static void dtype_meta(cJSON *src, const struct import_dtype *dt)
+{
+    cJSON_AddStringToObject(src, "dtype", dtype_name(dt->dtype));
+    cJSON_AddStringToObject(src, "dtype_from", dt->keep ? "checkpoint (its matrices')" : "--dtype");
+    cJSON_AddStringToObject(src, "checkpoint_dtypes", dt->held);
+}
+
 /* model.json's "tokenizer" and "source" sections. */
 static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tokpath, bool byte_level, int bos,
-                         int eos)
+                         int eos, const struct import_dtype *dt)
 {
     cJSON *meta = cJSON_CreateObject();
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
@@ -185,11 +204,12 @@ static cJSON *model_meta(const char *dir, const char *tokenizer, const char *tok
     if (file_fnv1a64(path, hex) == 0)
         cJSON_AddStringToObject(src, "config_fnv1a64", hex);
     cJSON_AddStringToObject(src, "tokenizer", tokenizer ? tokenizer : tokpath);
+    dtype_meta(src, dt);
     copy_flashbed_keys(dir, src);
     return meta;
 }
 
-int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum fb_dtype dtype,
+int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
               const struct progress_report *progress, char *err, size_t errlen)
 {
     struct model_shape s;
@@ -202,8 +222,12 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
     struct st_set st;
     if (st_open(&st, dir, err, errlen))
         return -1;
+    struct import_dtype own = {.keep = true, .dtype = DTYPE_F32};
+    if (!dtype)
+        dtype = &own;
+    choose_dtype(&st, dtype);
     struct model_writer w;
-    if (model_writer_begin(&w, out_dir, &s, dtype, err, errlen)) {
+    if (model_writer_begin(&w, out_dir, &s, dtype->dtype, err, errlen)) {
         st_close(&st);
         return -1;
     }
@@ -217,5 +241,5 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, enum 
         model_writer_abort(&w); /* removes the temporary folder */
         return -1;
     }
-    return model_writer_finish(&w, model_meta(dir, tokenizer, tokpath, byte_level, bos, eos));
+    return model_writer_finish(&w, model_meta(dir, tokenizer, tokpath, byte_level, bos, eos, dtype));
 }

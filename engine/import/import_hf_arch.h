@@ -126,6 +126,16 @@ struct hf_arch {
 };
 
 extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi;
+extern const struct hf_arch hf_arch_phi3, hf_arch_bamboo;
+
+/* Caps s->max_positions to config key sliding_window less short_by
+ * (absent or null: nothing): transformers masks keys at distance >=
+ * sliding_window (Phi-3 in 4.46.3: short_by 0), which no sequence of at
+ * most that many positions reaches, so the engine's full attention is
+ * exact there; short_by 1 where transformers' versions differed by one
+ * on the window's edge. -1 naming the key when it is not a count above
+ * short_by. */
+int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by);
 
 /* tokenizer.json of the SentencePiece kind rewritten as a llama2.c
  * tokenizer.bin at out; 1, writing nothing, for a byte-level BPE; -1 with

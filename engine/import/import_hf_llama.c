@@ -7,10 +7,25 @@
 
 #include "common/errbuf.h"
 
-/* FATReLU's threshold: transformers has no FATReLU, so a Llama with
- * hidden_act "fatrelu" (ProSparse's relufied Llama 2, or flashbed model
- * make's) says its threshold in this flashbed key. */
+/* FATReLU's threshold: transformers has no FATReLU. ProSparse's Llama 2
+ * (SparseLLM/prosparse-llama-2-7b) says hidden_act "fatrelu" with the
+ * threshold in "hidden_act_param" (0.01), for its own modelling code
+ * (auto_map), whose one change to Llama's computation is that FATReLU on
+ * the gate: act_fn(gate_proj(x)) * up_proj(x). flashbed model make writes
+ * its own key, FATRELU_KEY. Either names it; both must agree. */
 #define FATRELU_KEY "flashbed_fatrelu_threshold"
+#define PROSPARSE_KEY "hidden_act_param"
+
+static int fatrelu_threshold(const struct config *c, const char *key, double *t)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(c->json, key);
+    if (!v)
+        return 0;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0) || v->valuedouble > 1e30)
+        return err_set(c->err, c->errlen, "%s: \"%s\" must be a number >= 0 (FATReLU's threshold)", c->path, key);
+    *t = v->valuedouble;
+    return 1;
+}
 
 static int llama_activation(const struct config *c, struct model_shape *s)
 {
@@ -18,11 +33,19 @@ static int llama_activation(const struct config *c, struct model_shape *s)
         return -1;
     if (strcmp(s->ffn_activation, "fatrelu") != 0)
         return 0;
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(c->json, FATRELU_KEY);
-    if (!cJSON_IsNumber(t) || t->valuedouble < 0)
-        return err_set(c->err, c->errlen, "%s: hidden_act \"fatrelu\" needs \"" FATRELU_KEY "\", a number >= 0",
+    double ours = 0, theirs = 0;
+    int has_ours = fatrelu_threshold(c, FATRELU_KEY, &ours), has_theirs = fatrelu_threshold(c, PROSPARSE_KEY, &theirs);
+    if (has_ours < 0 || has_theirs < 0)
+        return -1;
+    if (!has_ours && !has_theirs)
+        return err_set(c->err, c->errlen,
+                       "%s: hidden_act \"fatrelu\" needs its threshold: \"" PROSPARSE_KEY "\" (ProSparse's) or "
+                       "\"" FATRELU_KEY "\", a number >= 0",
                        c->path);
-    s->fatrelu_threshold = t->valuedouble;
+    if (has_ours && has_theirs && ours != theirs)
+        return err_set(c->err, c->errlen, "%s: \"" PROSPARSE_KEY "\" %g and \"" FATRELU_KEY "\" %g disagree", c->path,
+                       theirs, ours);
+    s->fatrelu_threshold = has_theirs ? theirs : ours;
     return 0;
 }
 

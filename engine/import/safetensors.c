@@ -254,6 +254,48 @@ int st_has(const struct st_set *s, const char *name)
     return find(s, name, &e) != NULL;
 }
 
+struct st_dtypes st_dtype_census(const struct st_set *s)
+{
+    struct st_dtypes d = {0, 0};
+    for (int i = 0; i < s->n_files; i++) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, s->files[i].header)
+        {
+            enum fb_dtype t;
+            const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+            if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) /* __metadata__ */
+                continue;
+            if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "shape")) >= 2)
+                d.matrices |= 1u << t;
+            else
+                d.vectors |= 1u << t;
+        }
+    }
+    return d;
+}
+
+enum fb_dtype st_matrix_dtype(struct st_dtypes d)
+{
+    if (d.matrices == 1u << DTYPE_F16)
+        return DTYPE_F16;
+    if (d.matrices == 1u << DTYPE_BF16)
+        return DTYPE_BF16;
+    return DTYPE_F32;
+}
+
+const char *st_dtype_mask_name(unsigned mask, char *buf, size_t len)
+{
+    static const enum fb_dtype order[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (mask & (1u << order[i]) && at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? "+" : "", dtype_name(order[i]));
+    if (!at)
+        snprintf(buf, len, "none");
+    return buf;
+}
+
 /* A NaN or infinite weight poisons every logit it reaches: one pass over
  * what was just copied costs little beside reading it. n when all are finite. */
 static uint64_t first_non_finite(const float *v, uint64_t n)

@@ -58,6 +58,19 @@ int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *me
  * in err when missing, of another shape, or holding a NaN or infinity. */
 float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
                    size_t errlen);
+/* Which dtypes the set's tensors are stored in, as bit masks of
+ * 1u << enum fb_dtype: matrices (2 or more dims) and vectors apart, since
+ * checkpoints keep norms in f32 beside bf16 or f16 matrices. */
+struct st_dtypes {
+    unsigned matrices, vectors;
+};
+struct st_dtypes st_dtype_census(const struct st_set *s);
+/* The one dtype that holds every matrix of the census exactly: their own
+ * when they share one, else f32 (f16 and bf16 both widen to it exactly). */
+enum fb_dtype st_matrix_dtype(struct st_dtypes d);
+/* "bf16" or "f16+bf16" for a mask (empty: "none"), into buf. */
+const char *st_dtype_mask_name(unsigned mask, char *buf, size_t len);
+
 /* Whether the set holds a tensor called name. */
 int st_has(const struct st_set *s, const char *name);
 

@@ -153,6 +153,21 @@ static void llama_layer(struct syn_list *x, const struct model_shape *s)
     down_proj(x, "mlp.down_proj", false);
 }
 
+/* Phi-3's fused qkv_proj (q rows, then k, then v) and gate_up_proj (the
+ * gate's rows, then up's: one tensor, shaped as a whole when shaped). */
+static void phi3_layer(struct syn_list *x, const struct model_shape *s)
+{
+    uint64_t kv = s->n_kv_heads * x->hd;
+    vec(x, "input_layernorm.weight", x->d, 1);
+    linear(x, "self_attn.qkv_proj", x->d + 2 * kv, false);
+    linear(x, "self_attn.o_proj", x->d, false);
+    vec(x, "post_attention_layernorm.weight", x->d, 1);
+    mat(x, "mlp.gate_up_proj.weight", 2 * x->ff, x->d, x->sd);
+    if (x->shaped)
+        x->t[x->n - 1].fill = FILL_SPECTRAL;
+    down_proj(x, "mlp.down_proj", false);
+}
+
 /* Falcon's fused query_key_value: all query heads then one key and one
  * value head (multi-query), or [head][q, k, v] (as many key/value heads as
  * query heads): (n_heads + 2 n_kv) heads of rows either way. */
@@ -241,6 +256,25 @@ static const char *llama_check(const struct model_shape *s)
                                                                              : NULL;
 }
 
+static const char *bamboo_check(const struct model_shape *s)
+{
+    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
+        s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
+        return "Bamboo has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on whole heads";
+    return strcmp(s->ffn_activation, "drelu") ? "Bamboo's FFN is dReLU (relu on gate and up)" : NULL;
+}
+
+static const char *phi3_check(const struct model_shape *s)
+{
+    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
+        s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
+        return "Phi-3 has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on whole heads";
+    const char *a = s->ffn_activation;
+    return strcmp(a, "swiglu") && strcmp(a, "relu") && strcmp(a, "gelu") && strcmp(a, "gelu_tanh")
+               ? "Phi-3's activation is silu, relu, gelu or gelu_new"
+               : NULL;
+}
+
 static const char *falcon_check(const struct model_shape *s)
 {
     if (s->ffn_kind != FFN_RELU || s->biases || !s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
@@ -285,6 +319,16 @@ static void llama_config(cJSON *c, const struct model_shape *s)
     /* transformers has no FATReLU: the importer's own key (import_hf_llama.c) */
     if (!strcmp(s->ffn_activation, "fatrelu"))
         cJSON_AddNumberToObject(c, "flashbed_fatrelu_threshold", s->fatrelu_threshold);
+}
+
+static void phi3_config(cJSON *c, const struct model_shape *s)
+{
+    cJSON_AddNumberToObject(c, "num_key_value_heads", s->n_kv_heads);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", s->norm_eps);
+    cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
+    cJSON_AddStringToObject(c, "hidden_act", hf_act_from_flashbed(s->ffn_activation));
+    cJSON_AddNullToObject(c, "rope_scaling");
+    cJSON_AddNullToObject(c, "sliding_window"); /* max_positions is the shape's own */
 }
 
 static void falcon_config(cJSON *c, const struct model_shape *s)
@@ -334,6 +378,11 @@ static const struct syn_arch archs[] = {
      "intermediate_size", persimmon_layer, persimmon_check, persimmon_config},
     {"phi", "PhiForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.final_layernorm",
      "intermediate_size", phi_layer, phi_check, phi_config},
+    {"phi3", "Phi3ForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     phi3_layer, phi3_check, phi3_config},
+    /* TurboSparse-Mistral's: Llama's tensors, hidden_act relu (dReLU in BambooMLP) */
+    {"bamboo", "BambooForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     llama_layer, bamboo_check, llama_config},
 };
 
 static const struct syn_arch *find(const struct model_shape *s)
@@ -347,7 +396,7 @@ static const struct syn_arch *find(const struct model_shape *s)
 int syn_hf_check(const struct model_shape *s, char *why, size_t len)
 {
     const struct syn_arch *a = find(s);
-    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi)"
+    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, phi3, bamboo)"
                          : a->check(s);
     if (!bad && !hf_act_from_flashbed(s->ffn_activation))
         bad = "its FFN activation has no Hugging Face name";

@@ -52,7 +52,7 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
         enum activation act;
     } acts[] = {{"relu", ACT_RELU},          {"swiglu", ACT_SILU},   {"silu", ACT_SILU},
                 {"gelu", ACT_GELU},          {"gelu_tanh", ACT_GELU_TANH}, {"squared_relu", ACT_SQUARED_RELU},
-                {"fatrelu", ACT_FATRELU}};
+                {"fatrelu", ACT_FATRELU}, {"drelu", ACT_RELU}};
     size_t i = 0, n = sizeof acts / sizeof acts[0];
     while (i < n && strcmp(s->ffn_activation, acts[i].name))
         i++;
@@ -64,6 +64,11 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
         return -1;
     }
     a->glu = s->ffn_kind == FFN_GLU;
+    a->act_on_up = !strcmp(s->ffn_activation, "drelu");
+    if (a->act_on_up && !a->glu) {
+        err_set(err, errlen, "FFN activation \"drelu\" (relu on gate and up) needs ffn_kind \"glu\"");
+        return -1;
+    }
     a->biases = s->biases;
     a->tied_output = s->tied_embeddings;
     a->parallel_block = s->parallel_block;

@@ -29,6 +29,7 @@ struct arch {
     enum position_kind position;
     enum activation act;
     bool glu;            /* act(gate . x) * (up . x) */
+    bool act_on_up;      /* a GLU's up through act too: act(gate . x) * act(up . x) (TurboSparse's dReLU) */
     bool biases;         /* q, k, v, o, up, down and norm biases */
     bool tied_output;    /* logits through the token embedding */
     bool parallel_block; /* attention and FFN read the same normed input (one norm per layer) */

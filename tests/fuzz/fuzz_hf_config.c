@@ -16,7 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(dir, sizeof dir, "%s", fuzz_mkdir("hf"));
     snprintf(out, sizeof out, "%s", fuzz_path("out"));
     fuzz_write("hf/config.json", data, size);
-    int rc = import_hf(dir, NULL, out, DTYPE_F32, NULL, err, sizeof err);
+    struct import_dtype dt = {.keep = true, .dtype = DTYPE_F32};
+    int rc = import_hf(dir, NULL, out, &dt, NULL, err, sizeof err);
     fuzz_note("import_hf", rc, err);
     if (rc == 0) {
         fprintf(stderr, "import_hf converted a folder without weights\n");

@@ -85,6 +85,8 @@ arch_case falcon falcon-tiny
 arch_case persimmon persimmon-tiny --relu-density 0.3
 arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
+arch_case phi3 phi3-tiny --up-spectrum power:1
+arch_case bamboo drelu-tiny
 
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
@@ -131,8 +133,55 @@ refuse "persimmon odd rotated dims" persimmon-tiny 'c["partial_rotary_factor"] =
 refuse "persimmon rope_scaling" persimmon-tiny 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
     '"rope_scaling" is not supported'
 refuse "llama fatrelu without its threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]' \
-    'needs "flashbed_fatrelu_threshold"'
+    'config.json: hidden_act "fatrelu" needs its threshold: "hidden_act_param" (ProSparse.s) or "flashbed_fatrelu_threshold"'
+refuse "fatrelu thresholds that disagree" llama-relu-tiny 'c["hidden_act_param"] = 0.5' \
+    'config.json: "hidden_act_param" 0.5 and "flashbed_fatrelu_threshold" 0.01 disagree'
+refuse "a negative ProSparse threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]; c["hidden_act_param"] = -0.1' \
+    'config.json: "hidden_act_param" must be a number >= 0'
+refuse "a ProSparse threshold that is text" llama-relu-tiny 'c["hidden_act_param"] = "0.01"' \
+    'config.json: "hidden_act_param" must be a number >= 0'
+refuse "phi3 rope_scaling (longrope)" phi3-tiny \
+    'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}' \
+    'config.json: "rope_scaling" is not supported'
+refuse "phi3 partial_rotary_factor" phi3-tiny 'c["partial_rotary_factor"] = 0.75' \
+    'config.json: "partial_rotary_factor": 0.75 is not supported for phi3'
+refuse "phi3 sliding_window not a count" phi3-tiny 'c["sliding_window"] = -1' 'config.json: "sliding_window"'
+refuse "phi3 unknown hidden_act" phi3-tiny 'c["hidden_act"] = "quick_gelu"' '"hidden_act": "quick_gelu" is not supported for phi3'
+refuse "bamboo (dReLU) with hidden_act silu" drelu-tiny 'c["hidden_act"] = "silu"' \
+    'config.json: "hidden_act": "silu" is not supported for bamboo (relu'
+refuse "bamboo without hidden_act" drelu-tiny 'del c["hidden_act"]' '"hidden_act": absent is not supported for bamboo'
+refuse "bamboo with experts (TurboSparse-Mixtral)" drelu-tiny 'c["num_local_experts"] = 8; c["num_experts_per_tok"] = 2' \
+    'config.json: "num_local_experts": a mixture of experts (TurboSparse-Mixtral) is not supported for model_type bamboo'
+refuse "bamboo rope_scaling" drelu-tiny 'c["rope_scaling"] = {"type": "linear", "factor": 2.0}' \
+    'config.json: "rope_scaling" is not supported'
+refuse "bamboo head_dim other than hidden / heads" drelu-tiny 'c["head_dim"] = 16' \
+    'config.json: "head_dim" 16 other than hidden_size / num_attention_heads'
+refuse "TurboSparse-Mixtral's own model_type" drelu-tiny 'c["model_type"] = "turbosparse_mixtral"' \
+    'model_type "turbosparse_mixtral" is not supported'
 refuse "llama unknown hidden_act" llama-tiny 'c["hidden_act"] = "gelu"' '"hidden_act": "gelu" is not supported for llama'
+
+# Phi-3's sliding_window: transformers 4.46.3 masks keys that far back,
+# which no sequence of at most sliding_window positions reaches: the
+# model converts with max_positions capped to it, and runs as before
+rm -rf "$WORK/phi3-window" "$WORK/phi3-window-m"
+cp -r "$WORK/phi3-tiny" "$WORK/phi3-window"
+python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c["sliding_window"] = 100; json.dump(c, open(p, "w"))' \
+    "$WORK/phi3-window/config.json"
+check "phi3 with a sliding_window converts" "$FLASHBED" convert "$WORK/phi3-window" --out "$WORK/phi3-window-m"
+check "phi3: max_positions capped to sliding_window" \
+    test "$(json_get "$WORK/phi3-window-m/model.json" 'd["max_positions"]')" = 100
+check "phi3: the same weights" cmp -s "$WORK/phi3-window-m/ffn.bin" "$WORK/phi3-tiny-m/ffn.bin"
+
+# TurboSparse-Mistral's sliding_window 4096 of 32768 positions: capped
+# to 4095, every key of such a sequence inside Mistral's window
+rm -rf "$WORK/drelu-window" "$WORK/drelu-window-m"
+cp -r "$WORK/drelu-tiny" "$WORK/drelu-window"
+python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c["sliding_window"] = 100; json.dump(c, open(p, "w"))' \
+    "$WORK/drelu-window/config.json"
+check "bamboo with a sliding_window converts" "$FLASHBED" convert "$WORK/drelu-window" --out "$WORK/drelu-window-m"
+check "bamboo: max_positions capped to sliding_window - 1" \
+    test "$(json_get "$WORK/drelu-window-m/model.json" 'd["max_positions"]')" = 99
+check "bamboo: model.json says drelu" test "$(json_get "$WORK/drelu-window-m/model.json" 'd["ffn_activation"]')" = drelu
 
 if [ $failures -eq 0 ] && [ ${#pending[@]} -gt 0 ]; then
     echo "$(basename "$0"): $checks checks passed; skipped: ${pending[*]} not supported by the forward pass yet"

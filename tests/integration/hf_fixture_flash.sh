@@ -91,11 +91,11 @@ fixture_case() { # arch
     fi
 }
 
-for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu; do
+for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu phi3 drelu prosparse; do
     fixture_case "$arch"
 done
 check "every ReLU-family fixture has a recorded trace" \
-    test "$(ls "$DATA"/{opt,llama-relu,falcon,persimmon,phi}_fixture/recorded.trace | wc -l)" -eq 5
+    test "$(ls "$DATA"/{opt,llama-relu,falcon,persimmon,phi,drelu,prosparse}_fixture/recorded.trace | wc -l)" -eq 7
 
 # --prompt-ids' refusals name the option and the file, and leave no result folder
 M="$WORK/opt/m"

@@ -140,5 +140,16 @@ else
     FLASHBED="$FLASHBED" PYTHON="$TF" "$SRC/tools/recorder_check.sh" all "$WORK/check" > "$WORK/check.log" 2>&1
     check "recorder_check: the recorder's sets equal flashbed run's" test $? -eq 0
     cat "$WORK/check.log" | grep "against" >&2
+    # what transformers cannot load alone (a bamboo folder: dReLU; a Llama
+    # with hidden_act fatrelu: ProSparse's), through the recorder's own
+    # loaders: the sets of the fixtures' committed traces again
+    for fx in drelu prosparse; do
+        d="$SRC/tests/data/${fx}_fixture"
+        json_get "$d/reference.json" '"\n".join(map(str, d["prompt_ids"]))' > "$WORK/$fx.ids"
+        check "$fx: the recorder loads it" "$TF" "$REC" --model "$d" --token-ids "$WORK/$fx.ids" --generate 8 \
+            --device cpu --out "$WORK/$fx.trace"
+        check "$fx: the sets of its recorded.trace" "$TF" "$SRC/tools/recorder_check.py" compare "$d/recorded.trace" \
+            "$WORK/$fx.trace"
+    done
 fi
 finish

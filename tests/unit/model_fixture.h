@@ -28,7 +28,8 @@ static inline int fixture_opt_tiny(char *tmp, char *dir, size_t dlen, uint64_t s
     if (model_shape_load(&set, "opt-tiny", shape, err, errlen) != 0 ||
         synthetic_hf(shape, DTYPE_F32, seed, relu_density, NULL, hf, NULL, err, errlen) != 0)
         return -1;
-    return import_hf(hf, NULL, dir, DTYPE_F32, NULL, err, errlen);
+    struct import_dtype dt = {.keep = false, .dtype = DTYPE_F32};
+    return import_hf(hf, NULL, dir, &dt, NULL, err, errlen);
 }
 
 /* fixture_opt_tiny's model (seed 5, ReLU density 0.15) opened twice: with

@@ -71,6 +71,17 @@ static void test_active_rule(void)
     CHECK(ffn_neuron_active(&fat_glu, 1e-9f, 0.3f, 1.0f));
     CHECK(ffn_neuron_value(&fat_glu, 2.0f, 0.3f) == 0.6f);
     CHECK(ffn_neuron_value(&fat_glu, 2.0f, 0.2f) == 0.0f);
+    /* dReLU (TurboSparse): relu(gate) * relu(up), active when the product is not zero */
+    struct arch drelu = {.act = ACT_RELU, .glu = true, .act_on_up = true};
+    CHECK(ffn_neuron_value(&drelu, 2.0f, 0.5f) == 1.0f);
+    CHECK(ffn_neuron_value(&drelu, -2.0f, 0.5f) == 0.0f); /* a ReLU GLU's value: -1 */
+    CHECK(ffn_neuron_value(&drelu, 2.0f, -0.5f) == 0.0f);
+    CHECK(ffn_neuron_active(&drelu, 1e-30f, 1e-30f, 5.0f));
+    CHECK(!ffn_neuron_active(&drelu, -2.0f, 0.5f, 0.0f));
+    CHECK(!ffn_neuron_active(&drelu, 2.0f, -0.5f, 0.0f));
+    CHECK(!ffn_neuron_active(&drelu, 0.0f, 3.0f, 0.0f));
+    struct arch relu_glu = {.act = ACT_RELU, .glu = true};
+    CHECK(ffn_neuron_active(&relu_glu, -2.0f, 0.5f, 0.0f)); /* the gate alone decides there */
     /* GELU, SiLU: |value| above the threshold */
     CHECK(ffn_neuron_active(&gelu, 1.0f, 0, 0.1f));       /* 0.841 */
     CHECK(!ffn_neuron_active(&gelu, -3.0f, 0, 0.01f));    /* -0.004 */
@@ -119,7 +130,13 @@ static void test_arch(void)
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
     CHECK(a.fatrelu_threshold == 0.01f && a.glu);
     snprintf(s.ffn_activation, sizeof s.ffn_activation, "gelu_tanh");
-    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.act == ACT_GELU_TANH);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.act == ACT_GELU_TANH && !a.act_on_up);
+    /* dReLU: ReLU on a GLU's gate and up; a plain FFN has no up to add it to */
+    snprintf(s.ffn_activation, sizeof s.ffn_activation, "drelu");
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.act == ACT_RELU && a.glu && a.act_on_up);
+    s.ffn_kind = FFN_RELU;
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
+    CHECK(strstr(err, "\"drelu\"") != NULL && strstr(err, "\"glu\"") != NULL);
     /* RoPE rotates pairs: an odd count of dims, or none, is refused */
     CHECK(model_shape_load(&set, "falcon-tiny", &s, err, sizeof err) == 0); /* head_dim 16 */
     s.rope_fraction = 0.3125;                                          /* 5 dims */

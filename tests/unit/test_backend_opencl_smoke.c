@@ -164,6 +164,7 @@ static const struct arch ffn_archs[] = {
     {.act = ACT_FATRELU, .fatrelu_threshold = 0.1f},
     {.act = ACT_FATRELU, .glu = true, .fatrelu_threshold = 0.05f},
     {.act = ACT_SILU},
+    {.act = ACT_RELU, .glu = true, .act_on_up = true}, /* dReLU */
 };
 enum { N_FFN_ARCHS = sizeof ffn_archs / sizeof ffn_archs[0] };
 

@@ -154,7 +154,8 @@ static void ffn_scale(const struct bundles *B, const struct arch *a, const int32
                 g += (double)gate[j] * x[j], gm += fabs((double)gate[j] * x[j]);
         }
         double v = a->glu ? g : z, act = activation_apply_t((float)v, a->act, a->fatrelu_threshold);
-        double h = a->glu ? act * z : act;
+        double up_v = a->act_on_up ? activation_apply_t((float)z, a->act, a->fatrelu_threshold) : z;
+        double h = a->glu ? act * up_v : act;
         double dh = a->glu ? (2 + 2 * fabs(g)) * fabs(z) * gm + fabs(act) * zm : (2 + 2 * fabs(z)) * zm;
         for (int i = 0; i < d; i++)
             tol[i] += rtol * (fabs(h) + dh) * fabs(down[i]);
@@ -181,7 +182,8 @@ static void test_ffn_rows(struct bt *t, enum fb_dtype dt, const struct arch *a, 
     gb_floats(t, ub, (size_t)n_rows, &gub);
     gb_new(t, (size_t)d * 4, NULL, &go);
     char what[128];
-    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d%s%s", dtype_name(dt), a->glu ? "glu " : "",
+    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d%s%s", dtype_name(dt),
+             a->act_on_up ? "glu, act on up too: " : a->glu ? "glu " : "",
              act_name(a->act), n_rows, d, with_bias ? " + up bias" : "", B.stride > B.bundle ? " padded" : "");
     struct dev_ref bias = with_bias ? gub.at : (struct dev_ref){0};
     bt_ok(t, t->ops->ffn_rows(t->b, go.at, gr.at, B.stride, n_rows, bias, gx.at, d, dt, a), what);
@@ -195,7 +197,9 @@ static void test_ffn_rows(struct bt *t, enum fb_dtype dt, const struct arch *a, 
     free(x), free(ub), free(want), free(got), free(tol);
 }
 
-/* Every activation, plain and GLU (FATReLU at two thresholds). */
+/* Every activation, plain and GLU (FATReLU at two thresholds), and a
+ * GLU with act on up too (dReLU; SiLU there only to reach the flag with
+ * another function). */
 static const struct arch ffn_archs[] = {
     {.act = ACT_RELU},           {.act = ACT_RELU, .glu = true},
     {.act = ACT_SILU},           {.act = ACT_SILU, .glu = true},
@@ -203,6 +207,7 @@ static const struct arch ffn_archs[] = {
     {.act = ACT_GELU_TANH},      {.act = ACT_GELU_TANH, .glu = true},
     {.act = ACT_SQUARED_RELU},   {.act = ACT_SQUARED_RELU, .glu = true},
     {.act = ACT_FATRELU, .fatrelu_threshold = 0.1f}, {.act = ACT_FATRELU, .glu = true, .fatrelu_threshold = 0.05f},
+    {.act = ACT_RELU, .glu = true, .act_on_up = true}, {.act = ACT_SILU, .glu = true, .act_on_up = true},
 };
 enum { N_ARCHS = sizeof ffn_archs / sizeof ffn_archs[0] };
 
@@ -287,7 +292,7 @@ static void test_ffn_ids(struct bt *t, enum fb_dtype dt, const struct arch *a, i
     float *want = malloc((size_t)d * 4), *got = malloc((size_t)d * 4);
     double *tol = malloc((size_t)d * sizeof *tol);
     char what[128];
-    snprintf(what, sizeof what, "ffn_ids %s %s%s %d of %d bundles x %d", dtype_name(dt), a->glu ? "glu " : "",
+    snprintf(what, sizeof what, "ffn_ids %s %s%s %d of %d bundles x %d", dtype_name(dt), a->act_on_up ? "glu, act on up too: " : a->glu ? "glu " : "",
              act_name(a->act), n_ids, N, d);
     bt_ok(t, run_ffn_ids(t, &c, ids, n_ids, got, what), what);
     ck_ffn_ids(t->ref, want, c.B.mem, c.B.stride, ids, n_ids, c.with_bias ? c.ub : NULL, c.x, d, dt, a);

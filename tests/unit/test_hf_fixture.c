@@ -135,7 +135,8 @@ static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dt
     if (fx_write_tokenizer(tok, (uint32_t)pieces) != 0)
         return snprintf(why, sizeof why, "cannot write %s", tok), -1;
     snprintf(dir, sizeof dir, "%s/%s", tmp, dtype_name(dtype));
-    if (import_hf(fixture, tok, dir, dtype, NULL, why, sizeof why) != 0)
+    struct import_dtype dt = {.keep = false, .dtype = dtype};
+    if (import_hf(fixture, tok, dir, &dt, NULL, why, sizeof why) != 0)
         return -1;
     struct model m;
     struct engine e;
@@ -319,7 +320,8 @@ int main(void)
         check_fixture(one);
         return check_report("test_hf_fixture");
     }
-    const char *archs[] = {"opt", "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi", "phi-gelu"};
+    const char *archs[] = {"opt",  "llama", "llama-relu", "falcon", "falcon-gelu",
+                           "persimmon", "phi", "phi-gelu", "phi3", "drelu", "prosparse"};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         char fixture[512];
         snprintf(fixture, sizeof fixture, "%s/%s_fixture", TEST_DATA_DIR, archs[i]);

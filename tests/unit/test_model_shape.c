@@ -1,5 +1,7 @@
 /* Shapes load from configs/models/ and their parameter counts match hand
  * arithmetic on the public configs. */
+#include <string.h>
+
 #include "check.h"
 #include "common/model_shape.h"
 
@@ -53,6 +55,11 @@ int main(void)
     CHECK(model_shape_load(&set, "phi-2", &s, err, sizeof err) == 0);
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 2779683840ull); /* Phi-2's published parameter count */
+    CHECK(model_shape_load(&set, "phi-3-mini", &s, err, sizeof err) == 0);
+    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && !strcmp(s.arch, "phi3"));
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 3821079552ull); /* Phi-3-mini's published parameter count */
+    CHECK_U64(model_shape_neuron_weights(&s), 3 * 3072);
 
     CHECK(model_shape_load(&set, "no-such-model", &s, err, sizeof err) == -1);
     CHECK(strstr(err, "no-such-model") != NULL);

@@ -90,7 +90,8 @@ int main(void)
         struct spectrum sp;
         CHECK(spectrum_parse(cases[k].spectrum, &sp, why, sizeof why) == 0);
         CHECK(synthetic_hf(&s, DTYPE_F32, 7 + k, cases[k].density, &sp, hf, NULL, why, sizeof why) == 0);
-        CHECK(import_hf(hf, NULL, dir, DTYPE_F32, NULL, why, sizeof why) == 0);
+        struct import_dtype dt = {.keep = false, .dtype = DTYPE_F32};
+        CHECK(import_hf(hf, NULL, dir, &dt, NULL, why, sizeof why) == 0);
         struct model m;
         struct engine e;
         CHECK(model_open(&m, dir, why, sizeof why) == 0);

@@ -60,7 +60,7 @@ extern "C" cudaError_t fbk_cuda_ffn(cudaStream_t s, struct fbk_ref out, float *h
                                                   f->bundles.off, f->stride, bytes(f->ids), f->ids.off, use_ids,
                                                   f->n, f->held, bytes(f->up_bias), f->up_bias.off,
                                                   f->up_bias.p != NULL, bytes(f->x), f->x.off, f->d, f->t, f->glu,
-                                                  f->act, f->threshold);
+                                                  f->act_up, f->act, f->threshold);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
         return e;

@@ -41,7 +41,7 @@ struct fbk_ffn {
     int n;              /* bundles (or ids) */
     size_t held;        /* bundles the buffer (and the up biases) hold */
     struct fbk_ref up_bias, x;
-    int d, t, glu, act;
+    int d, t, glu, act_up, act;
     float threshold;
 };
 

@@ -1,0 +1,126 @@
+/* Phi-3 folders (transformers 4.46.3's modeling_phi3.py and
+ * configuration_phi3.py; Phi-3-mini-4k): Llama's block (RMSNorm, RoPE over
+ * whole heads, SwiGLU, no biases) with two fused projections, split here:
+ * qkv_proj holds q's rows, then k's, then v's; gate_up_proj holds the
+ * gate's d_ff rows, then up's (Phi3MLP's chunk(2): gate first).
+ *
+ * Refused, naming the key: rope_scaling (longrope/su, Phi-3-mini-128k: its
+ * per-dimension frequencies are not data in the engine yet) and
+ * partial_rotary_factor other than 1 (later transformers read it for
+ * Phi-4-mini). sliding_window is honoured: transformers 4.46.3 masks keys
+ * at distance >= sliding_window from the query (Phi3Model's causal mask,
+ * eager and sdpa alike), which no sequence of at most sliding_window
+ * positions reaches; the model is converted with max_positions capped to
+ * it (hf_cap_to_sliding_window), where the engine's full attention is
+ * exactly transformers'. auto_map (Microsoft's remote modeling_phi3.py) is
+ * the code transformers took in as its own Phi3; it is not run. */
+#include "engine/import/import_hf_arch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/errbuf.h"
+
+int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by)
+{
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(c->json, "sliding_window");
+    if (!w || cJSON_IsNull(w))
+        return 0;
+    uint32_t window = 0;
+    if (cfg_uint(c, "sliding_window", &window, 1))
+        return -1;
+    if (window <= short_by)
+        return err_set(c->err, c->errlen, "%s: \"sliding_window\" %u leaves no position to run", c->path, window);
+    if (window - short_by < s->max_positions)
+        s->max_positions = window - short_by;
+    return 0;
+}
+
+static int phi3_refusals(const struct config *c)
+{
+    double partial = cfg_num(c->json, "partial_rotary_factor", 1.0);
+    if (partial != 1.0)
+        return err_set(c->err, c->errlen, "%s: \"partial_rotary_factor\": %g is not supported for phi3 (1)",
+                       c->path, partial);
+    return cfg_refuse_rope_scaling(c);
+}
+
+static int phi3_shape(const struct config *c, struct model_shape *s)
+{
+    snprintf(s->arch, sizeof s->arch, "phi3");
+    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
+        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
+        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
+        cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
+        cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
+        phi3_refusals(c) || hf_cap_to_sliding_window(c, s, 0))
+        return -1;
+    s->ffn_kind = FFN_GLU;
+    snprintf(s->norm, sizeof s->norm, "rmsnorm");
+    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-5);
+    snprintf(s->position, sizeof s->position, "rope");
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
+    return 0;
+}
+
+/* rows [first, first + n) of a rows x cols matrix, in a new buffer. */
+static float *take_rows(const float *m, uint64_t first, uint64_t n, uint64_t cols)
+{
+    float *out = malloc((size_t)(n * cols) * sizeof *out);
+    if (out)
+        memcpy(out, m + first * cols, (size_t)(n * cols) * sizeof *out);
+    return out;
+}
+
+static int phi3_qkv(struct hf_ctx *c, const char *pre, uint32_t l)
+{
+    const struct model_shape *s = c->s;
+    uint64_t d = s->d_model, hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
+    float *fused = hf_layer_read(c, pre, "self_attn.qkv_proj.weight", 2, q + 2 * kv, d);
+    if (!fused)
+        return -1;
+    float *wq = take_rows(fused, 0, q, d), *wk = take_rows(fused, q, kv, d), *wv = take_rows(fused, q + kv, kv, d);
+    free(fused);
+    if (!wq || !wk || !wv) {
+        free(wq);
+        free(wk);
+        free(wv);
+        return err_set(c->err, c->errlen, "out of memory splitting layer %u's qkv_proj", l);
+    }
+    return hf_put_qkv(c, l, wq, wk, wv, d);
+}
+
+static int phi3_ffn(struct hf_ctx *c, const char *pre, uint32_t l)
+{
+    uint64_t d = c->s->d_model, ff = c->s->d_ff;
+    float *fused = hf_layer_read(c, pre, "mlp.gate_up_proj.weight", 2, 2 * ff, d);
+    float *down = fused ? hf_layer_read(c, pre, "mlp.down_proj.weight", 2, d, ff) : NULL;
+    int rc = -1;
+    if (fused && down) /* gate is rows [0, ff), up rows [ff, 2 ff) */
+        rc = model_writer_ffn_layer(c->w, (int)l, fused + ff * d, fused, down);
+    free(fused);
+    free(down);
+    return rc;
+}
+
+static int phi3_layer(struct hf_ctx *c, uint32_t l)
+{
+    uint64_t d = c->s->d_model, q = c->s->n_heads * (uint64_t)hf_head_dim(c->s);
+    char pre[64];
+    snprintf(pre, sizeof pre, "model.layers.%u.", l);
+    if (hf_layer_copy(c, pre, l, "input_layernorm.weight", "attn_norm.weight", 1, d, 0) || phi3_qkv(c, pre, l) ||
+        hf_layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
+        hf_layer_copy(c, pre, l, "post_attention_layernorm.weight", "ffn_norm.weight", 1, d, 0))
+        return -1;
+    return phi3_ffn(c, pre, l);
+}
+
+static int phi3_head(struct hf_ctx *c)
+{
+    return hf_head_copy(c, "model.norm.weight", NULL);
+}
+
+const struct hf_arch hf_arch_phi3 = {"phi3", 1, 32000, phi3_shape, hf_embed_tokens, phi3_layer, phi3_head};
