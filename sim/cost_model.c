@@ -86,7 +86,7 @@ static void model_parts(const struct model_shape *s, struct parts *p)
 {
     model_shape_params(s, &p->pc);
     p->out_proj = (double)s->vocab_size * s->d_model;
-    double head_dim = (double)s->d_model / s->n_heads;
+    double head_dim = model_shape_head_dim(s);
     p->kv_per_ctx = 2.0 * s->n_layers * s->n_kv_heads * head_dim;
     p->ffn_bias = s->biases ? (double)s->n_layers * s->d_ff : 0;
 }
