@@ -21,8 +21,8 @@
 #include "engine/model/model_format.h"
 #include "engine/tokenizer/tokenizer.h"
 
-static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt, &hf_arch_falcon, &hf_arch_persimmon,
-                                              &hf_arch_phi};
+static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt,     &hf_arch_falcon, &hf_arch_persimmon,
+                                              &hf_arch_phi,   &hf_arch_mistral, &hf_arch_qwen2,  &hf_arch_qwen3};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static const struct hf_arch *find_arch(const struct config *c)
@@ -35,7 +35,7 @@ static const struct hf_arch *find_arch(const struct config *c)
     for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(type, archs[i]->model_type))
             return archs[i];
-    err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi)",
+    err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3)",
             c->path, type);
     return NULL;
 }

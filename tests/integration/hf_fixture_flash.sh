@@ -91,7 +91,7 @@ fixture_case() { # arch
     fi
 }
 
-for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu; do
+for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu llama3 mistral qwen2 qwen3; do
     fixture_case "$arch"
 done
 check "every ReLU-family fixture has a recorded trace" \

@@ -319,7 +319,8 @@ int main(void)
         check_fixture(one);
         return check_report("test_hf_fixture");
     }
-    const char *archs[] = {"opt", "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi", "phi-gelu"};
+    const char *archs[] = {"opt",      "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi",
+                           "phi-gelu", "llama3", "mistral",   "qwen2",  "qwen3"};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         char fixture[512];
         snprintf(fixture, sizeof fixture, "%s/%s_fixture", TEST_DATA_DIR, archs[i]);
