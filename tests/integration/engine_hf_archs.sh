@@ -85,6 +85,13 @@ arch_case falcon falcon-tiny
 arch_case persimmon persimmon-tiny --relu-density 0.3
 arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
+# the Llama family of today (issue 33): Llama 3.1's rope_scaling, Mistral's
+# sliding window (6 positions of the 10 fed), Qwen2's q/k/v biases, Qwen3's
+# q/k RMSNorm and its own head_dim
+arch_case llama llama3-tiny
+arch_case mistral mistral-tiny
+arch_case qwen2 qwen2-tiny
+arch_case qwen3 qwen3-tiny
 
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
@@ -133,6 +140,25 @@ refuse "persimmon rope_scaling" persimmon-tiny 'c["rope_scaling"] = {"type": "li
 refuse "llama fatrelu without its threshold" llama-relu-tiny 'del c["flashbed_fatrelu_threshold"]' \
     'needs "flashbed_fatrelu_threshold"'
 refuse "llama unknown hidden_act" llama-tiny 'c["hidden_act"] = "gelu"' '"hidden_act": "gelu" is not supported for llama'
+# rope_scaling: a type the engine does not compute, and a llama3 one short of a key
+for t in dynamic yarn longrope; do
+    refuse "llama rope_scaling $t" llama3-tiny "c['rope_scaling'] = {'rope_type': '$t', 'factor': 4.0}" \
+        "\"rope_scaling\" type \"$t\" is not supported (default, linear, llama3)"
+done
+refuse "llama3 rope_scaling without low_freq_factor" llama3-tiny 'del c["rope_scaling"]["low_freq_factor"]' \
+    '"rope_scaling" of type "llama3" needs "low_freq_factor", a number above 0'
+refuse "llama3 rope_scaling high_freq_factor under low_freq_factor" llama3-tiny \
+    'c["rope_scaling"]["high_freq_factor"] = 0.5' '"high_freq_factor" 0.5 must be above "low_freq_factor" 1'
+refuse "llama mlp_bias" llama-tiny 'c["mlp_bias"] = True' '"mlp_bias": true is not supported (MLP biases)'
+refuse "llama attention_bias" llama-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+refuse "mistral attention_bias" mistral-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+refuse "qwen2 use_sliding_window" qwen2-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
+refuse "qwen3 use_sliding_window" qwen3-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
+refuse "qwen3 attention_bias" qwen3-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+refuse "qwen3 a sliding layer" qwen3-tiny 'c["layer_types"] = ["full_attention", "sliding_attention"]' \
+    '"layer_types": "sliding_attention" is not supported (full_attention)'
+refuse "qwen3 rope_scaling yarn" qwen3-tiny 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}' \
+    '"rope_scaling" type "yarn" is not supported'
 
 if [ $failures -eq 0 ] && [ ${#pending[@]} -gt 0 ]; then
     echo "$(basename "$0"): $checks checks passed; skipped: ${pending[*]} not supported by the forward pass yet"
