@@ -1048,12 +1048,16 @@ struct fwd_case {
     const char *label, *shape;
 };
 
-/* The five architectures' test shapes (and FATReLU Llama), d_ff one
- * more than the shape's and a vocabulary of 1000 or 509: no group size
- * divides them. */
+/* The architectures' test shapes (and FATReLU Llama), d_ff one more
+ * than the shape's and a vocabulary of 1000 or 509: no group size divides
+ * them. llama3 turns RoPE by Llama 3.1's scaled frequencies, mistral
+ * attends over a window of 6 of the 29 positions (an offset into the
+ * cache), qwen2 has q/k/v biases alone, qwen3 per-head q/k RMSNorms and a
+ * head_dim twice d_model / n_heads. */
 static const struct fwd_case fwd_cases[] = {
     {"opt", "opt-tiny"},         {"llama", "llama-tiny"}, {"falcon", "falcon-tiny"},
     {"persimmon", "persimmon-tiny"}, {"phi", "phi-tiny"}, {"llama-fatrelu", "llama-relu-tiny"},
+    {"llama3", "llama3-tiny"},   {"mistral", "mistral-tiny"}, {"qwen2", "qwen2-tiny"}, {"qwen3", "qwen3-tiny"},
 };
 
 static void test_forward_case(struct bt *t, const struct fwd_case *c, enum fb_dtype dt, const char *tmp)
