@@ -304,6 +304,11 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
     c->total = c->embeddings + c->lm_head + c->attention + c->ffn + c->norms;
 }
 
+double model_shape_attended(const struct model_shape *s, double context)
+{
+    return s->sliding_window && context > s->sliding_window ? s->sliding_window : context;
+}
+
 uint32_t model_shape_head_dim(const struct model_shape *s)
 {
     return s->head_dim ? s->head_dim : s->d_model / s->n_heads;

@@ -90,6 +90,10 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c);
 /* A head's dims: head_dim when stated, else d_model / n_heads. */
 uint32_t model_shape_head_dim(const struct model_shape *s);
 
+/* The cached positions one token attends to at a context of context
+ * tokens: all of them, or the last sliding_window (Mistral). */
+double model_shape_attended(const struct model_shape *s, double context);
+
 /* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
 uint64_t model_shape_neuron_weights(const struct model_shape *s);
 

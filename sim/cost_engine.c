@@ -97,8 +97,9 @@ void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out)
     memset(out, 0, sizeof *out);
     matvec(out, v, 2 * L, d, d, JOB_HOT);  /* q, o */
     matvec(out, v, 2 * L, kv, d, JOB_HOT); /* k, v */
-    if (v->context * s->n_heads * hd >= v->min_parallel / 2)
-        add_jobs(out, L, 2 * v->context * kv * sizeof(float), JOB_HOT);
+    double attended = model_shape_attended(s, v->context); /* a sliding window reads its last W */
+    if (attended * s->n_heads * hd >= v->min_parallel / 2)
+        add_jobs(out, L, 2 * attended * kv * sizeof(float), JOB_HOT);
     double before = 0, after; /* the FFN's rows computed before the layer's reads, and after */
     if (v->whole) {
         before = v->streams_all ? 0 : engine_hybrid_rows(v);
