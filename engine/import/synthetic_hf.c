@@ -322,7 +322,8 @@ static void llama_config(cJSON *c, const struct model_shape *s)
     /* transformers has no FATReLU: the importer's own key (import_hf_llama.c) */
     if (!strcmp(s->ffn_activation, "fatrelu"))
         cJSON_AddNumberToObject(c, "flashbed_fatrelu_threshold", s->fatrelu_threshold);
-    cJSON_AddNumberToObject(c, "head_dim", model_shape_head_dim(s));
+    if (s->head_dim) /* stated only where it is not hidden_size / num_attention_heads */
+        cJSON_AddNumberToObject(c, "head_dim", s->head_dim);
     rope_scaling_config(c, s);
 }
 

@@ -180,7 +180,7 @@ static void test_shape_check(void)
     CHECK(shape_ok(factor_zero, err, sizeof err) == -1 && strstr(err, "\"rope_factor\""));
     CHECK(shape_ok(bands_crossed, err, sizeof err) == -1 && strstr(err, "\"rope_high_freq_factor\""));
     CHECK(shape_ok(no_original, err, sizeof err) == -1 && strstr(err, "\"rope_original_max_positions\""));
-    CHECK(shape_ok(head_dim_odd, err, sizeof err) == -1 && strstr(err, "head_dim 9"));
+    CHECK(shape_ok(head_dim_odd, err, sizeof err) == -1 && strstr(err, "\"head_dim\" 9"));
     /* a stated head_dim: the heads need not divide d_model (Qwen3) */
     CHECK(shape_ok(head_dim_heads_not_dividing, err, sizeof err) == 0);
     /* the bounds keep the largest shape's products inside 64 bits */
