@@ -7,6 +7,9 @@
 
 static int mistral_shape(const struct config *c, struct model_shape *s)
 {
+    /* MistralConfig's default: 8 key/value heads when the key is absent */
+    if (!cJSON_HasObjectItem(c->json, "num_key_value_heads"))
+        s->n_kv_heads = 8;
     if (hf_llama_config(c, s, "mistral") ||
         cfg_refuse_true(c, "attention_bias", 0, "attention biases: Mistral has none") ||
         cfg_uint(c, "sliding_window", &s->sliding_window, 0))

@@ -29,7 +29,8 @@ static int qwen_window(const struct config *c)
 
 static int qwen2_shape(const struct config *c, struct model_shape *s)
 {
-    if (hf_llama_config(c, s, "qwen2") || qwen_window(c))
+    if (hf_llama_config(c, s, "qwen2") || qwen_window(c) ||
+        cfg_refuse_true(c, "use_mrope", 0, "Qwen2-VL's multimodal RoPE"))
         return -1;
     s->qkv_bias = true;
     return 0;

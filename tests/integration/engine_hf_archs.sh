@@ -155,6 +155,12 @@ refuse "mistral attention_bias" mistral-tiny 'c["attention_bias"] = True' '"atte
 refuse "qwen2 use_sliding_window" qwen2-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
 refuse "qwen3 use_sliding_window" qwen3-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
 refuse "qwen3 attention_bias" qwen3-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+# MistralConfig's default of 8 key/value heads (mistral-tiny has 4 of 8)
+refuse "mistral without num_key_value_heads: 8" mistral-tiny 'del c["num_key_value_heads"]' \
+    "tensor 'model.layers.0.self_attn.k_proj.weight' does not have the shape \\[64, 64\\]"
+refuse "qwen2 use_mrope" qwen2-tiny 'c["use_mrope"] = True' '"use_mrope": true is not supported'
+refuse "llama partial_rotary_factor" llama3-tiny 'c["partial_rotary_factor"] = 0.5' \
+    '"partial_rotary_factor" 0.5 is not supported for llama'
 refuse "qwen3 a sliding layer" qwen3-tiny 'c["layer_types"] = ["full_attention", "sliding_attention"]' \
     '"layer_types": "sliding_attention" is not supported (full_attention)'
 refuse "qwen3 rope_scaling yarn" qwen3-tiny 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}' \
