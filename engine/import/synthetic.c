@@ -161,6 +161,11 @@ int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *ou
         return err_set(err, errlen,
                        "shape %s (%s, %s) cannot be written as a llama2.c checkpoint (SwiGLU Llama shapes only)",
                        s->name, s->arch, s->ffn_activation);
+    if (s->rope_scaling[0] || s->head_dim || s->qkv_bias || s->qk_norm || s->sliding_window)
+        return err_set(err, errlen,
+                       "shape %s cannot be written as a llama2.c checkpoint: its header has no rope_scaling, head_dim, "
+                       "q/k/v biases, q/k norms or sliding window",
+                       s->name);
     struct syn_output out;
     char path[4300];
     if (begin_output(s, out_dir, &out, err, errlen))
