@@ -130,10 +130,11 @@ static int check_heads(const struct model_shape *s, const char *path, char *err,
                        s->n_kv_heads, s->n_heads);
     uint32_t head_dim = model_shape_head_dim(s);
     if (strcmp(s->position, "rope") == 0 && head_dim % 2)
-        return s->head_dim ? err_set(err, errlen, "%s: \"head_dim\" %u: RoPE needs an even head_dim", path, head_dim)
-                           : err_set(err, errlen,
-                                     "%s: \"d_model\" %u / \"n_heads\" %u gives head_dim %u: RoPE needs an even head_dim",
-                                     path, s->d_model, s->n_heads, head_dim);
+        return s->head_dim
+                   ? err_set(err, errlen, "%s: \"head_dim\" %u: RoPE needs an even head_dim", path, head_dim)
+                   : err_set(err, errlen,
+                             "%s: \"d_model\" %u / \"n_heads\" %u gives head_dim %u: RoPE needs an even head_dim", path,
+                             s->d_model, s->n_heads, head_dim);
     if ((uint64_t)head_dim * s->n_heads > MODEL_MAX_D_MODEL)
         return err_set(err, errlen, "%s: \"head_dim\" %u x \"n_heads\" %u is over %u", path, head_dim, s->n_heads,
                        MODEL_MAX_D_MODEL);

@@ -348,7 +348,8 @@ static void price_compute(const struct pricing *x, struct cost_prediction *o)
     const struct cost_config *c = x->c;
     const struct token_volumes *v = &c->vol;
     double B = x->B;
-    double attn_b = B * (double)x->p.pc.attention + B * x->p.kv_per_ctx * model_shape_attended(c->shape, c->context_tokens);
+    double attn_b =
+        B * (double)x->p.pc.attention + B * x->p.kv_per_ctx * model_shape_attended(c->shape, c->context_tokens);
     double other_b = B * ((double)x->p.pc.norms + x->p.out_proj);
     double pred_params = 0, ffn_b;
     if (x->whole) {

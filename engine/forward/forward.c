@@ -256,9 +256,8 @@ static int attention(struct engine *e, int l, int pos)
     return b->matvec(e->be, r->q, W(e, L->wq), m->dtype, r->xb, W(e, L->bq), (int)m->q_dim, d) ||
            b->matvec(e->be, k, W(e, L->wk), m->dtype, r->xb, W(e, L->bk), kv, d) ||
            b->matvec(e->be, v, W(e, L->wv), m->dtype, r->xb, W(e, L->bv), kv, d) || position_qk(e, L, k, pos) ||
-           b->attention(e->be, r->att_out, r->q, dev_at(k_layer, from_bytes), dev_at(v_layer, from_bytes), pos + 1 - from,
-                        (int)m->shape.n_heads,
-                        (int)m->shape.n_kv_heads, (int)m->head_dim) ||
+           b->attention(e->be, r->att_out, r->q, dev_at(k_layer, from_bytes), dev_at(v_layer, from_bytes),
+                        pos + 1 - from, (int)m->shape.n_heads, (int)m->shape.n_kv_heads, (int)m->head_dim) ||
            b->matvec(e->be, r->xb2, W(e, L->wo), m->dtype, r->att_out, W(e, L->bo), d, (int)m->q_dim);
 }
 

@@ -35,8 +35,9 @@ static const struct hf_arch *find_arch(const struct config *c)
     for (size_t i = 0; i < N_ARCHS; i++)
         if (!strcmp(type, archs[i]->model_type))
             return archs[i];
-    err_set(c->err, c->errlen, "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3)",
-            c->path, type);
+    err_set(c->err, c->errlen,
+            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3)", c->path,
+            type);
     return NULL;
 }
 

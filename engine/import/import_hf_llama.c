@@ -56,8 +56,9 @@ int hf_llama_config(const struct config *c, struct model_shape *s, const char *a
      * config; these attentions rotate whole heads */
     double partial = cfg_num(c->json, "partial_rotary_factor", 1.0);
     if (partial != 1.0)
-        return err_set(c->err, c->errlen, "%s: \"partial_rotary_factor\" %g is not supported for %s (whole heads rotate)",
-                       c->path, partial, arch);
+        return err_set(c->err, c->errlen,
+                       "%s: \"partial_rotary_factor\" %g is not supported for %s (whole heads rotate)", c->path, partial,
+                       arch);
     s->ffn_kind = FFN_GLU;
     snprintf(s->norm, sizeof s->norm, "rmsnorm");
     s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);

@@ -16,7 +16,8 @@
  * "full_attention". */
 static int qwen_window(const struct config *c)
 {
-    if (cfg_refuse_true(c, "use_sliding_window", 0, "Qwen's sliding window differs between transformers' attention kernels"))
+    if (cfg_refuse_true(c, "use_sliding_window", 0,
+                        "Qwen's sliding window differs between transformers' attention kernels"))
         return -1;
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(c->json, "layer_types"), *t;
     cJSON_ArrayForEach(t, types) {

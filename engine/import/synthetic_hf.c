@@ -429,7 +429,8 @@ static const struct syn_arch *find(const struct model_shape *s)
 int syn_hf_check(const struct model_shape *s, char *why, size_t len)
 {
     const struct syn_arch *a = find(s);
-    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, mistral, qwen2, qwen3)"
+    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, mistral, qwen2, "
+                           "qwen3)"
                          : a->check(s);
     if (!bad && !hf_act_from_flashbed(s->ffn_activation))
         bad = "its FFN activation has no Hugging Face name";

@@ -36,7 +36,8 @@ struct arch {
     bool qkv_bias;       /* q, k and v biases (Qwen2 has these alone) */
     bool tied_output;    /* logits through the token embedding */
     bool parallel_block; /* attention and FFN read the same normed input (one norm per layer) */
-    bool qk_norm;        /* the model's norm over each head's q and k before RoPE (Persimmon: LayerNorm, Qwen3: RMSNorm) */
+    bool qk_norm;        /* the model's norm over each head's q and k before RoPE (Persimmon: LayerNorm,
+                          * Qwen3: RMSNorm) */
     bool output_bias;    /* the LM head adds a bias (Phi-2) */
     float fatrelu_threshold;
     float norm_eps;
