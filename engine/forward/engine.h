@@ -52,7 +52,6 @@ struct engine {
     int max_seq; /* positions the KV cache holds */
     int be_threads;
     char err[512]; /* why engine_forward failed */
-    float *rope_freq_host; /* the RoPE frequencies' source, kept while an upload may read it */
 };
 
 /* The positions an engine initialised with max_seq holds: max_seq, capped

@@ -95,21 +95,20 @@ static int alloc_state(struct engine *e, char *err, size_t errlen)
 }
 
 /* The model's RoPE frequencies, computed once (arch_rope_freqs), into
- * the run state on the backend. The host copy lives as long as the engine,
- * as the weights' do, so the upload is not waited for here: a device's
- * fault surfaces at the first wait, as the weights' uploads' do. */
+ * the run state on the backend, waited for: set-up's uploads are done
+ * (and counted) before the FFN's set-up and the first token. */
 static int upload_rope_freqs(struct engine *e, char *err, size_t errlen)
 {
     const struct arch *a = &e->m->arch;
     size_t pairs = a->rope_dims / 2 + 1;
-    e->rope_freq_host = calloc(pairs, sizeof *e->rope_freq_host);
-    if (!e->rope_freq_host)
+    float *freq = calloc(pairs, sizeof *freq);
+    if (!freq)
         return err_set(err, errlen, "the RoPE frequencies: out of memory");
-    arch_rope_freqs(a, e->rope_freq_host, &e->s.rope_scale);
+    arch_rope_freqs(a, freq, &e->s.rope_scale);
     const struct backend_ops *b = e->be_ops;
-    if (b->upload(e->be, e->s.rope_freq, e->rope_freq_host, pairs * sizeof *e->rope_freq_host))
-        return err_set(err, errlen, "%s backend: the RoPE frequencies: %s", b->name, b->error(e->be));
-    return 0;
+    int rc = b->upload(e->be, e->s.rope_freq, freq, pairs * sizeof *freq) || b->sync(e->be);
+    free(freq);
+    return rc ? err_set(err, errlen, "%s backend: %s", b->name, b->error(e->be)) : 0;
 }
 
 /* The host's kernels, the backend and the weights on it. */
@@ -142,7 +141,8 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
     e->m = m;
     e->be_ops = be;
     e->max_seq = engine_context(m, max_seq);
-    if (start_backend(e, set, threads, err, errlen) || alloc_state(e, err, errlen)) {
+    if (start_backend(e, set, threads, err, errlen) || alloc_state(e, err, errlen) ||
+        upload_rope_freqs(e, err, errlen)) {
         engine_free(e);
         return -1;
     }
@@ -150,11 +150,6 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
     if (ffn->create(&e->ffn, err, errlen) != 0) {
         ffn->destroy(&e->ffn); /* releases what create started (reader threads) */
         e->ffn.ops = NULL;
-        engine_free(e);
-        return -1;
-    }
-    /* after the FFN's own set-up, whose uploads and waits come first */
-    if (upload_rope_freqs(e, err, errlen)) {
         engine_free(e);
         return -1;
     }
@@ -174,7 +169,6 @@ void engine_free(struct engine *e)
         e->be_ops->destroy(e->be);
     }
     ck_destroy(e->ck);
-    free(e->rope_freq_host);
     memset(e, 0, sizeof *e);
 }
 
