@@ -1,5 +1,6 @@
 /* Architecture choices from a shape's strings: the one place where OPT,
- * Llama and later Falcon, Phi-2 or Persimmon differ. */
+ * Llama, Falcon, Phi-2, Persimmon, Mistral and Qwen differ, and RoPE's
+ * frequency table (rope_scaling) computed from them. */
 #include "engine/model/model.h"
 
 #include <math.h>
