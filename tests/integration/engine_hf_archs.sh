@@ -33,6 +33,11 @@ sys.exit(0 if worst <= float(sys.argv[3]) else 1)
 PY
 }
 
+# Whether two logit files of the same size differ somewhere by more than $3.
+logits_differ() {
+    ! logits_close "$@" >/dev/null
+}
+
 # model.json's shape keys must be the shape file's: config.json says
 # everything the shape says, and convert reads it back.
 shape_round_trip() { # model.json, shape name
@@ -92,6 +97,27 @@ arch_case llama llama3-tiny
 arch_case mistral mistral-tiny
 arch_case qwen2 qwen2-tiny
 arch_case qwen3 qwen3-tiny
+
+# linear rope_scaling (every frequency divided by the factor): llama-tiny's
+# folder with a factor of 4 in config.json, converted and against the reference
+rm -rf "$WORK/llama-linear" "$WORK/llama-linear-m"
+cp -r "$WORK/llama-tiny" "$WORK/llama-linear"
+python3 - "$WORK/llama-linear/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["rope_scaling"] = {"type": "linear", "factor": 4.0}
+json.dump(c, open(sys.argv[1], "w"))
+PY
+check "llama with linear rope_scaling: convert" "$FLASHBED" convert "$WORK/llama-linear" --out "$WORK/llama-linear-m"
+check "llama with linear rope_scaling: model.json keeps it" \
+    test "$(json_get "$WORK/llama-linear-m/model.json" '(d["rope_scaling"], d["rope_factor"])')" = "('linear', 4)"
+"$LOGITS" "$WORK/llama-linear-m" $IDS >"$WORK/llama-linear.flashbed"
+python3 "$REF" "$WORK/llama-linear" $IDS >"$WORK/llama-linear.reference"
+echo "llama-tiny with linear rope_scaling:"
+check "llama with linear rope_scaling: logits within 1e-4 of the reference" \
+    logits_close "$WORK/llama-linear.flashbed" "$WORK/llama-linear.reference" 1e-4
+check "llama with linear rope_scaling: the scaling moves the logits (against llama-tiny's, by over 1e-3)" \
+    logits_differ "$WORK/llama-linear.flashbed" "$WORK/llama-tiny.flashbed" 1e-3
 
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
