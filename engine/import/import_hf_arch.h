@@ -43,10 +43,11 @@ const char *cfg_str(const cJSON *c, const char *key);
 int cfg_refuse_true(const struct config *c, const char *key, int def, const char *why);
 /* -1 when rope_scaling is set (for the architectures that support none). */
 int cfg_refuse_rope_scaling(const struct config *c);
-/* rope_scaling (import_hf_rope.c): null, absent or "default": nothing;
- * "linear" and "llama3" (rope_type, or type in older configs) into s's
- * rope_scaling keys; any other type, or a number missing or not above 0,
- * -1 naming the key and the value. */
+/* rope_scaling (import_hf_rope.c), or rope_parameters where newer
+ * transformers write it (its rope_theta then replaces s->rope_theta):
+ * null, absent or "default": nothing; "linear" and "llama3" (rope_type,
+ * or type in older configs) into s's rope_scaling keys; any other type,
+ * or a number missing or not above 0, -1 naming the key and the value. */
 int cfg_rope_scaling(const struct config *c, struct model_shape *s);
 /* Sets s->ffn_activation (common/model_shape.h's names) from the HF
  * activation in config key `key` (def when absent; engine/import/hf_act.h maps

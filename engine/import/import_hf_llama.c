@@ -49,6 +49,7 @@ int hf_llama_config(const struct config *c, struct model_shape *s, const char *a
         return -1;
     /* pretraining_tp > 1 splits each matmul into slices that transformers
      * sums again: the same function, so it is not refused */
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
     if (llama_activation(c, s) || cfg_rope_scaling(c, s) ||
         cfg_refuse_true(c, "mlp_bias", 0, "MLP biases"))
         return -1;
@@ -63,7 +64,6 @@ int hf_llama_config(const struct config *c, struct model_shape *s, const char *a
     snprintf(s->norm, sizeof s->norm, "rmsnorm");
     s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
     snprintf(s->position, sizeof s->position, "rope");
-    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
     s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
     return 0;
 }

@@ -45,7 +45,13 @@ static int llama3_scaling(const struct config *c, const cJSON *r, struct model_s
 
 int cfg_rope_scaling(const struct config *c, struct model_shape *s)
 {
-    const cJSON *r = cJSON_GetObjectItemCaseSensitive(c->json, "rope_scaling");
+    /* newer transformers save rope_theta and the scaling together as
+     * rope_parameters; older ones rope_theta beside rope_scaling */
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(c->json, "rope_parameters");
+    if (cJSON_IsObject(r))
+        s->rope_theta = cfg_num(r, "rope_theta", s->rope_theta);
+    else
+        r = cJSON_GetObjectItemCaseSensitive(c->json, "rope_scaling");
     if (!r || cJSON_IsNull(r))
         return 0;
     /* transformers reads "rope_type", and "type" from older configs */

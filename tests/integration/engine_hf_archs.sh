@@ -119,6 +119,22 @@ check "llama with linear rope_scaling: logits within 1e-4 of the reference" \
 check "llama with linear rope_scaling: the scaling moves the logits (against llama-tiny's, by over 1e-3)" \
     logits_differ "$WORK/llama-linear.flashbed" "$WORK/llama-tiny.flashbed" 1e-3
 
+# newer transformers write rope_theta and the scaling as rope_parameters:
+# llama3-tiny's folder so written (theta 20000 there, none beside it) keeps both
+rm -rf "$WORK/llama3-params" "$WORK/llama3-params-m"
+cp -r "$WORK/llama3-tiny" "$WORK/llama3-params"
+python3 - "$WORK/llama3-params/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("rope_theta")
+c["rope_parameters"] = dict(c.pop("rope_scaling"), rope_theta=20000.0)
+json.dump(c, open(sys.argv[1], "w"))
+PY
+check "llama3 with rope_parameters: convert" "$FLASHBED" convert "$WORK/llama3-params" --out "$WORK/llama3-params-m"
+check "llama3 with rope_parameters: its theta and scaling in model.json" \
+    test "$(json_get "$WORK/llama3-params-m/model.json" \
+        '(d["rope_theta"], d["rope_scaling"], d["rope_factor"], d["rope_original_max_positions"])')" = "(20000, 'llama3', 8, 128)"
+
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
 python3 "$FLASHBED_SOURCE/tests/integration/make_hf_models.py" opt "$WORK/bpe"
