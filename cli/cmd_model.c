@@ -29,7 +29,8 @@ struct model_make_opts {
 
 #define O(f) offsetof(struct model_make_opts, f)
 static const struct opt_def model_make_options[] = {
-    {"arch", OPT_STRING, O(arch), NULL, "NAME", "architecture the shape must have: opt, llama, falcon, persimmon, phi, phi3 or bamboo"},
+    {"arch", OPT_STRING, O(arch), NULL, "NAME",
+     "architecture the shape must have: opt, llama, falcon, persimmon, phi, phi3, bamboo, mistral, qwen2 or qwen3"},
     {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
     {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written (llama2c: f32 only)",
      .allowed = "f32|f16|bf16"},
@@ -48,7 +49,8 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch opt|llama|falcon|persimmon|phi|phi3|bamboo --shape NAME [--dtype f16] [--up-spectrum SPEC] [--seed S] --out DIR",
+    .usage = "--arch opt|llama|falcon|persimmon|phi|phi3|bamboo|mistral|qwen2|qwen3 --shape NAME [--dtype f16] [--up-spectrum SPEC] "
+             "[--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
                "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
                "tokenizer.json over a synthetic vocabulary of the shape's size) with the tensor\n"

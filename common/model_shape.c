@@ -64,6 +64,25 @@ static int get_num(const cJSON *o, const char *key, double *out, const char *pat
     return json_get_finite(o, key, 0, 1e300, out, path, err, errlen);
 }
 
+/* rope_scaling and its numbers, when the file has it (every number a
+ * scaling type needs must be there; model_shape_check judges them). */
+static int get_rope_scaling(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (!cJSON_HasObjectItem(o, "rope_scaling"))
+        return 0;
+    if (get_str(o, "rope_scaling", s->rope_scaling, sizeof s->rope_scaling, path, err, errlen) ||
+        get_num(o, "rope_factor", &s->rope_factor, path, err, errlen))
+        return -1;
+    if (strcmp(s->rope_scaling, "llama3") != 0)
+        return 0;
+    return get_num(o, "rope_low_freq_factor", &s->rope_low_freq_factor, path, err, errlen) ||
+                   get_num(o, "rope_high_freq_factor", &s->rope_high_freq_factor, path, err, errlen) ||
+                   get_u32(o, "rope_original_max_positions", &s->rope_original_max_positions, 1,
+                           MODEL_MAX_POSITIONS, path, err, errlen)
+               ? -1
+               : 0;
+}
+
 /* The keys later architectures added, absent from older files. */
 static int get_optional(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
 {
@@ -74,7 +93,13 @@ static int get_optional(const cJSON *o, struct model_shape *s, const char *path,
         return -1;
     if (cJSON_HasObjectItem(o, "output_bias") && get_bool(o, "output_bias", &s->output_bias, path, err, errlen))
         return -1;
-    return 0;
+    if ((cJSON_HasObjectItem(o, "head_dim") &&
+         get_u32(o, "head_dim", &s->head_dim, 1, MODEL_MAX_D_MODEL, path, err, errlen)) ||
+        (cJSON_HasObjectItem(o, "qkv_bias") && get_bool(o, "qkv_bias", &s->qkv_bias, path, err, errlen)) ||
+        (cJSON_HasObjectItem(o, "sliding_window") &&
+         get_u32(o, "sliding_window", &s->sliding_window, 1, MODEL_MAX_POSITIONS, path, err, errlen)))
+        return -1;
+    return get_rope_scaling(o, s, path, err, errlen);
 }
 
 static int check_dim(const char *path, const char *key, uint32_t v, uint32_t min, uint32_t max, char *err,
@@ -97,20 +122,48 @@ static int check_real(const char *path, const char *key, double v, char *err, si
  * without its partner (the rotation reads one past the head). */
 static int check_heads(const struct model_shape *s, const char *path, char *err, size_t errlen)
 {
-    if (s->d_model % s->n_heads)
+    if (!s->head_dim && s->d_model % s->n_heads)
         return err_set(err, errlen, "%s: \"n_heads\" %u does not divide \"d_model\" %u", path, s->n_heads,
                        s->d_model);
     if (s->n_heads % s->n_kv_heads)
         return err_set(err, errlen, "%s: \"n_kv_heads\" %u does not divide \"n_heads\" %u", path,
                        s->n_kv_heads, s->n_heads);
-    uint32_t head_dim = s->d_model / s->n_heads;
+    uint32_t head_dim = model_shape_head_dim(s);
     if (strcmp(s->position, "rope") == 0 && head_dim % 2)
-        return err_set(err, errlen,
-                       "%s: \"d_model\" %u / \"n_heads\" %u gives head_dim %u: RoPE needs an even head_dim",
-                       path, s->d_model, s->n_heads, head_dim);
+        return s->head_dim
+                   ? err_set(err, errlen, "%s: \"head_dim\" %u: RoPE needs an even head_dim", path, head_dim)
+                   : err_set(err, errlen,
+                             "%s: \"d_model\" %u / \"n_heads\" %u gives head_dim %u: RoPE needs an even head_dim", path,
+                             s->d_model, s->n_heads, head_dim);
+    if ((uint64_t)head_dim * s->n_heads > MODEL_MAX_D_MODEL)
+        return err_set(err, errlen, "%s: \"head_dim\" %u x \"n_heads\" %u is over %u", path, head_dim, s->n_heads,
+                       MODEL_MAX_D_MODEL);
     if (strcmp(s->position, "rope") == 0 && !(s->rope_fraction > 0 && s->rope_fraction <= 1))
         return err_set(err, errlen, "%s: \"rope_fraction\" must be above 0 and at most 1 with RoPE, not %g",
                        path, s->rope_fraction);
+    return 0;
+}
+
+/* A rope_scaling this engine computes, with numbers it can use: factor
+ * above 0; llama3's high_freq_factor above its low_freq_factor, which is
+ * above 0 (the blend divides by their difference and by each). */
+static int check_rope_scaling(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (!s->rope_scaling[0])
+        return 0;
+    bool llama3 = !strcmp(s->rope_scaling, "llama3");
+    if (!llama3 && strcmp(s->rope_scaling, "linear") != 0)
+        return err_set(err, errlen, "%s: \"rope_scaling\" \"%s\" is not one of linear, llama3", path,
+                       s->rope_scaling);
+    if (!(isfinite(s->rope_factor) && s->rope_factor > 0))
+        return err_set(err, errlen, "%s: \"rope_factor\" must be above 0, not %g", path, s->rope_factor);
+    if (llama3 && !(isfinite(s->rope_high_freq_factor) && s->rope_low_freq_factor > 0 &&
+                    s->rope_high_freq_factor > s->rope_low_freq_factor))
+        return err_set(err, errlen,
+                       "%s: \"rope_low_freq_factor\" %g and \"rope_high_freq_factor\" %g: llama3 needs 0 < low < high",
+                       path, s->rope_low_freq_factor, s->rope_high_freq_factor);
+    if (llama3 && !s->rope_original_max_positions)
+        return err_set(err, errlen, "%s: \"rope_original_max_positions\" must be at least 1 with llama3", path);
     return 0;
 }
 
@@ -119,7 +172,7 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
     if (check_dim(path, "d_model", s->d_model, 1, MODEL_MAX_D_MODEL, err, errlen) ||
         check_dim(path, "d_ff", s->d_ff, 1, MODEL_MAX_D_FF, err, errlen) ||
         check_dim(path, "n_layers", s->n_layers, 1, MODEL_MAX_LAYERS, err, errlen) ||
-        check_dim(path, "n_heads", s->n_heads, 1, s->d_model, err, errlen) ||
+        check_dim(path, "n_heads", s->n_heads, 1, s->head_dim ? MODEL_MAX_D_MODEL : s->d_model, err, errlen) ||
         check_dim(path, "n_kv_heads", s->n_kv_heads, 1, s->n_heads, err, errlen) ||
         check_dim(path, "vocab_size", s->vocab_size, 1, MODEL_MAX_VOCAB, err, errlen) ||
         check_dim(path, "max_positions", s->max_positions, 1, MODEL_MAX_POSITIONS, err, errlen) ||
@@ -127,7 +180,10 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
         check_real(path, "norm_eps", s->norm_eps, err, errlen) ||
         check_real(path, "rope_fraction", s->rope_fraction, err, errlen) ||
         check_real(path, "rope_theta", s->rope_theta, err, errlen) ||
-        check_real(path, "fatrelu_threshold", s->fatrelu_threshold, err, errlen))
+        check_real(path, "fatrelu_threshold", s->fatrelu_threshold, err, errlen) ||
+        check_dim(path, "head_dim", s->head_dim, 0, MODEL_MAX_D_MODEL, err, errlen) ||
+        check_dim(path, "sliding_window", s->sliding_window, 0, MODEL_MAX_POSITIONS, err, errlen) ||
+        check_rope_scaling(s, path, err, errlen))
         return -1;
     return check_heads(s, path, err, errlen);
 }
@@ -225,17 +281,19 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
 {
     memset(c, 0, sizeof *c);
     uint64_t d = s->d_model, L = s->n_layers;
-    uint64_t head_dim = d / s->n_heads;
-    uint64_t kv = head_dim * s->n_kv_heads;
+    uint64_t head_dim = model_shape_head_dim(s);
+    uint64_t q = head_dim * s->n_heads, kv = head_dim * s->n_kv_heads;
     c->embeddings = (uint64_t)s->vocab_size * d;
     if (strcmp(s->position, "learned") == 0)
         c->embeddings += (uint64_t)(s->max_positions + s->position_offset) * d;
     c->lm_head = s->tied_embeddings ? 0 : (uint64_t)s->vocab_size * d;
     if (s->output_bias)
         c->lm_head += s->vocab_size;
-    uint64_t attn = d * d + 2 * d * kv + d * d; /* q, k, v, o */
+    uint64_t attn = d * q + 2 * d * kv + q * d; /* q, k, v, o */
+    if (s->biases || s->qkv_bias)
+        attn += q + 2 * kv;
     if (s->biases)
-        attn += d + 2 * kv + d;
+        attn += d; /* o */
     c->attention = attn * L;
     uint64_t ffn = model_shape_neuron_weights(s) * s->d_ff;
     if (s->biases)
@@ -244,7 +302,17 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
     uint64_t norm = strcmp(s->norm, "layernorm") == 0 ? 2 * d : d; /* weight (+ bias) */
     uint64_t norms_per_layer = s->parallel_block ? 1 : 2;
     c->norms = norm * (norms_per_layer * L + 1);
-    if (s->qk_norm)
-        c->norms += 4 * head_dim * L; /* q and k: weight and bias over a head */
+    if (s->qk_norm) /* q and k: weight (and a LayerNorm's bias) over a head */
+        c->norms += (strcmp(s->norm, "layernorm") == 0 ? 4 : 2) * head_dim * L;
     c->total = c->embeddings + c->lm_head + c->attention + c->ffn + c->norms;
+}
+
+double model_shape_attended(const struct model_shape *s, double context)
+{
+    return s->sliding_window && context > s->sliding_window ? s->sliding_window : context;
+}
+
+uint32_t model_shape_head_dim(const struct model_shape *s)
+{
+    return s->head_dim ? s->head_dim : s->d_model / s->n_heads;
 }

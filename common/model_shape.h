@@ -43,6 +43,16 @@ struct model_shape {
     /* optional keys (false when absent): */
     bool qk_norm;     /* Persimmon: a LayerNorm over each head's q and k ([head_dim], before RoPE) */
     bool output_bias; /* Phi-2: the LM head has a bias [vocab] */
+    uint32_t head_dim; /* a head's dims when stated (Qwen3: not d_model / n_heads); 0: d_model / n_heads */
+    bool qkv_bias;     /* q, k and v biases without the others (Qwen2); biases implies them */
+    /* RoPE's frequencies rescaled (HF's rope_scaling): "" none, "linear"
+     * (all divided by rope_factor) or "llama3" (Llama 3.1: wavelengths
+     * past original/low_freq_factor divided by rope_factor, those under
+     * original/high_freq_factor kept, a smooth blend between) */
+    char rope_scaling[16];
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
+    uint32_t rope_original_max_positions;
+    uint32_t sliding_window; /* attention over the last sliding_window positions (Mistral); 0: all */
     char paper_statistics[160]; /* where trace statistics for this shape come from */
 };
 
@@ -77,6 +87,13 @@ int model_shape_read(const char *path, struct model_shape *s, char *err, size_t 
 int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen);
 
 void model_shape_params(const struct model_shape *s, struct param_counts *c);
+
+/* A head's dims: head_dim when stated, else d_model / n_heads. */
+uint32_t model_shape_head_dim(const struct model_shape *s);
+
+/* The cached positions one token attends to at a context of context
+ * tokens: all of them, or the last sliding_window (Mistral). */
+double model_shape_attended(const struct model_shape *s, double context);
 
 /* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
 uint64_t model_shape_neuron_weights(const struct model_shape *s);

@@ -26,7 +26,7 @@ double engine_hybrid_rows(const struct engine_view *v)
     const struct model_shape *s = v->shape;
     double stride = engine_row_stride(s, v->bytes), dram = engine_dram_bytes(s, v->bytes);
     double model = dram + stride * s->d_ff * s->n_layers;
-    double kv = 2.0 * s->n_layers * (2 * v->context + 1) * ((double)s->d_model / s->n_heads * s->n_kv_heads) * 4;
+    double kv = 2.0 * s->n_layers * (2 * v->context + 1) * ((double)model_shape_head_dim(s) * s->n_kv_heads) * 4;
     double room = v->share * model - dram - kv - (double)s->d_ff * stride;
     double per = (double)s->n_layers * stride - stride;
     if (room <= 0)
@@ -93,12 +93,13 @@ void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out)
 {
     const struct model_shape *s = v->shape;
     double d = s->d_model, L = s->n_layers;
-    double hd = d / s->n_heads, kv = hd * s->n_kv_heads;
+    double hd = model_shape_head_dim(s), kv = hd * s->n_kv_heads;
     memset(out, 0, sizeof *out);
     matvec(out, v, 2 * L, d, d, JOB_HOT);  /* q, o */
     matvec(out, v, 2 * L, kv, d, JOB_HOT); /* k, v */
-    if (v->context * s->n_heads * hd >= v->min_parallel / 2)
-        add_jobs(out, L, 2 * v->context * kv * sizeof(float), JOB_HOT);
+    double attended = model_shape_attended(s, v->context); /* a sliding window reads its last W */
+    if (attended * s->n_heads * hd >= v->min_parallel / 2)
+        add_jobs(out, L, 2 * attended * kv * sizeof(float), JOB_HOT);
     double before = 0, after; /* the FFN's rows computed before the layer's reads, and after */
     if (v->whole) {
         before = v->streams_all ? 0 : engine_hybrid_rows(v);

@@ -86,7 +86,7 @@ static void model_parts(const struct model_shape *s, struct parts *p)
 {
     model_shape_params(s, &p->pc);
     p->out_proj = (double)s->vocab_size * s->d_model;
-    double head_dim = (double)s->d_model / s->n_heads;
+    double head_dim = model_shape_head_dim(s);
     p->kv_per_ctx = 2.0 * s->n_layers * s->n_kv_heads * head_dim;
     p->ffn_bias = s->biases ? (double)s->n_layers * s->d_ff : 0;
 }
@@ -97,7 +97,7 @@ static double dense_compute_bytes(const struct model_shape *s, int bytes, double
     struct parts p;
     model_parts(s, &p);
     return bytes * ((double)p.pc.attention + (double)p.pc.ffn + (double)p.pc.norms + p.out_proj +
-                    p.kv_per_ctx * context);
+                    p.kv_per_ctx * model_shape_attended(s, context));
 }
 
 static double row_bytes(const struct model_shape *s, int bytes)
@@ -348,7 +348,8 @@ static void price_compute(const struct pricing *x, struct cost_prediction *o)
     const struct cost_config *c = x->c;
     const struct token_volumes *v = &c->vol;
     double B = x->B;
-    double attn_b = B * (double)x->p.pc.attention + B * x->p.kv_per_ctx * c->context_tokens;
+    double attn_b =
+        B * (double)x->p.pc.attention + B * x->p.kv_per_ctx * model_shape_attended(c->shape, c->context_tokens);
     double other_b = B * ((double)x->p.pc.norms + x->p.out_proj);
     double pred_params = 0, ffn_b;
     if (x->whole) {

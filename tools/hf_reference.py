@@ -12,14 +12,20 @@ sequence from position 0; for every position one line of vocab_size logits
 (%.9g, space-separated) goes to stdout.
 
 Written from transformers' modeling_llama.py, modeling_opt.py,
-modeling_falcon.py, modeling_persimmon.py, modeling_phi.py and modeling_phi3.py (and their
-configuration_*.py defaults), not from flashbed's code:
+modeling_falcon.py, modeling_persimmon.py, modeling_phi.py,
+modeling_phi3.py, modeling_mistral.py, modeling_qwen2.py, modeling_qwen3.py and
+modeling_rope_utils.py (and their configuration_*.py defaults), not from
+flashbed's code:
 
   llama      RMSNorm; q/k/v/o_proj; RoPE on whole heads (rotate_half); grouped
              key/value heads; act(gate_proj) * up_proj, down_proj; hidden_act
              silu or relu, or "fatrelu" with its threshold in ProSparse's
              "hidden_act_param" or flashbed's "flashbed_fatrelu_threshold"
              (transformers has no FATReLU)
+  mistral    Llama with sliding_window: position p attends to p - W + 1 .. p
+  qwen2      Llama with q/k/v_proj biases; use_sliding_window true is refused
+  qwen3      Llama with head_dim from the config and q_norm/k_norm, an RMSNorm
+             over each head of q and k before RoPE; no biases
   opt        pre-LayerNorm; learned positions offset by 2; biases everywhere;
              fc1, relu, fc2; LM head tied to the embedding unless said otherwise
   falcon     Falcon-7B decoder: one input_layernorm feeding attention and MLP in
@@ -44,6 +50,12 @@ configuration_*.py defaults), not from flashbed's code:
 RoPE, as transformers' default rope: rot = int(head_dim * partial_rotary_factor),
 inv_freq[i] = theta^(-2i/rot) for i < rot/2, and within the rotated dims
 x[i] pairs with x[i + rot/2] (rotate_half); dims from rot on pass unchanged.
+rope_scaling (Llama family): "linear" divides every inv_freq by factor;
+"llama3" keeps those whose wavelength 2 pi / f is under
+original_max_position_embeddings / high_freq_factor, divides by factor those
+over original / low_freq_factor, and between them mixes f / factor and f by
+s = (original / wavelength - low_freq_factor) / (high_freq_factor -
+low_freq_factor): (1 - s) f / factor + s f.
 """
 import json
 import math
@@ -149,12 +161,38 @@ def activation(name, threshold=0.0):
     return table[name]
 
 
-def rope(head, pos, rot, theta):
-    """rotate_half RoPE on the first rot dims of one head."""
-    half = rot // 2
+def inv_freqs(cfg, rot, theta):
+    """RoPE's per-pair frequencies, rope_scaling applied (the docstring)."""
+    base = [theta ** (-2.0 * i / rot) for i in range(rot // 2)]
+    sc = cfg.get("rope_scaling") or {}
+    kind = sc.get("rope_type", sc.get("type", "default"))
+    if kind == "default":
+        return base
+    if kind == "linear":
+        return [f / sc["factor"] for f in base]
+    if kind != "llama3":
+        raise SystemExit("rope_scaling %r is not in this reference" % kind)
+    factor, low, high = sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"]
+    orig = sc["original_max_position_embeddings"]
+    out = []
+    for f in base:
+        wavelength = 2 * math.pi / f
+        if wavelength < orig / high:
+            out.append(f)
+        elif wavelength > orig / low:
+            out.append(f / factor)
+        else:
+            s = (orig / wavelength - low) / (high - low)
+            out.append((1 - s) * f / factor + s * f)
+    return out
+
+
+def rope(head, pos, freqs):
+    """rotate_half RoPE on the first 2 len(freqs) dims of one head."""
+    half = len(freqs)
     out = list(head)
     for i in range(half):
-        angle = pos * theta ** (-2.0 * i / rot)
+        angle = pos * freqs[i]
         c, s = math.cos(angle), math.sin(angle)
         a, b = head[i], head[i + half]
         out[i] = a * c - b * s
@@ -162,9 +200,12 @@ def rope(head, pos, rot, theta):
     return out
 
 
-def attend(qs, keys, values, n_heads, n_kv, hd):
+def attend(qs, keys, values, n_heads, n_kv, hd, window=None):
     """One position's attention over the cached keys and values (all
-    earlier positions and this one): per head softmax(q.k / sqrt(hd)) v."""
+    earlier positions and this one, or the last `window` of them): per
+    head softmax(q.k / sqrt(hd)) v."""
+    if window:
+        keys, values = keys[-window:], values[-window:]
     out = []
     group = n_heads // n_kv
     for h in range(n_heads):
@@ -191,10 +232,12 @@ class Model:
         self.cfg, self.w = cfg, w
         self.d = cfg["hidden_size"]
         self.n_heads = cfg["num_attention_heads"]
-        self.hd = self.d // self.n_heads
+        self.hd = cfg.get("head_dim") or self.d // self.n_heads
         self.n_kv = cfg.get("num_key_value_heads") or self.n_heads
         self.rot = int(self.hd * cfg.get("partial_rotary_factor", 1.0))
         self.theta = cfg.get("rope_theta", 10000.0)
+        self.freqs = inv_freqs(cfg, self.rot, self.theta)
+        self.window = None  # attention over every cached position
         self.eps = 1e-5  # LayerNorm's; architectures with their own key set it
         self.cache = {}
 
@@ -205,12 +248,12 @@ class Model:
             qs = [qk_norm(l, h, "q") for h in qs]
             ks = [qk_norm(l, h, "k") for h in ks]
         if self.rot:
-            qs = [rope(h, pos, self.rot, self.theta) for h in qs]
-            ks = [rope(h, pos, self.rot, self.theta) for h in ks]
+            qs = [rope(h, pos, self.freqs) for h in qs]
+            ks = [rope(h, pos, self.freqs) for h in ks]
         keys, values = self.cache.setdefault(l, ([], []))
         keys.append(ks)
         values.append(vs)
-        return attend(qs, keys, values, self.n_heads, self.n_kv, self.hd)
+        return attend(qs, keys, values, self.n_heads, self.n_kv, self.hd, self.window)
 
     def ln(self, name, x):
         """LayerNorm with weight and bias, HF tensor prefix name."""
@@ -240,10 +283,18 @@ class Llama(Model):
     def embed(self, tok, pos):
         return self.w.matrix("model.embed_tokens.weight")[tok]
 
+    def proj(self, p, x):
+        """A q/k/v projection, with its bias where the layer has one (Qwen2)."""
+        b = self.w.vector(p + ".bias") if self.w.has(p + ".bias") else None
+        return linear(self.w.matrix(p + ".weight"), x, b)
+
+    def qk_norm(self, l, head, which):
+        """Qwen3's q_norm / k_norm: RMSNorm over one head."""
+        return rms_norm(head, self.w.vector("model.layers.%d.self_attn.%s_norm.weight" % (l, which)), self.eps)
+
     def qkv(self, p, n):
-        w = self.w
-        return (linear(w.matrix(p + "self_attn.q_proj.weight"), n), linear(w.matrix(p + "self_attn.k_proj.weight"), n),
-                linear(w.matrix(p + "self_attn.v_proj.weight"), n))
+        return (self.proj(p + "self_attn.q_proj", n), self.proj(p + "self_attn.k_proj", n),
+                self.proj(p + "self_attn.v_proj", n))
 
     def gate_up(self, p, n):
         return linear(self.w.matrix(p + "mlp.gate_proj.weight"), n), linear(self.w.matrix(p + "mlp.up_proj.weight"), n)
@@ -254,7 +305,8 @@ class Llama(Model):
     def layer(self, l, x, pos):
         w, p = self.w, "model.layers.%d." % l
         n = rms_norm(x, w.vector(p + "input_layernorm.weight"), self.eps)
-        a = self.self_attention(l, *self.qkv(p, n), pos)
+        qk = self.qk_norm if w.has(p + "self_attn.q_norm.weight") else None
+        a = self.self_attention(l, *self.qkv(p, n), pos, qk)
         h = add(x, linear(w.matrix(p + "self_attn.o_proj.weight"), a))
         n = rms_norm(h, w.vector(p + "post_attention_layernorm.weight"), self.eps)
         f = linear(w.matrix(p + "mlp.down_proj.weight"), self.glu(*self.gate_up(p, n)))
@@ -287,22 +339,26 @@ class Phi3(Llama):
         return fused[:half], fused[half:]
 
 
-class Bamboo(Llama):
-    """TurboSparse-Mistral (model_type "bamboo"): Mistral's layers under
-    Llama's names with BambooMLP's dReLU, down(act(gate x) * act(up x))
-    (its published modeling_bamboo.py; act is hidden_act, relu)."""
-
+class Mistral(Llama):
     def __init__(self, cfg, w):
         super().__init__(cfg, w)
         self.window = cfg.get("sliding_window")
 
+
+class Qwen(Llama):
+    def __init__(self, cfg, w):
+        super().__init__(cfg, w)
+        if cfg.get("use_sliding_window"):
+            raise SystemExit("use_sliding_window: true is not in this reference")
+
+
+class Bamboo(Mistral):
+    """TurboSparse-Mistral (model_type "bamboo"): Mistral's layers under
+    Llama's names with BambooMLP's dReLU, down(act(gate x) * act(up x))
+    (its published modeling_bamboo.py; act is hidden_act, relu)."""
+
     def glu(self, gate, up):
         return [self.act(g) * self.act(u) for g, u in zip(gate, up)]
-
-    def logits(self, ids):
-        if self.window is not None and len(ids) >= self.window:
-            raise SystemExit("sliding_window %d: %d positions reach it; not in this reference" % (self.window, len(ids)))
-        return super().logits(ids)
 
 
 class OPT(Model):
@@ -444,7 +500,8 @@ class Phi(Model):
         return linear(self.w.matrix(weight), n, self.w.vector("lm_head.bias"))
 
 
-ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "phi3": Phi3, "bamboo": Bamboo}
+ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "mistral": Mistral,
+         "qwen2": Qwen, "qwen3": Qwen, "phi3": Phi3, "bamboo": Bamboo}
 
 
 def main(argv):
@@ -456,8 +513,8 @@ def main(argv):
         cfg = json.load(f)
     if cfg.get("model_type") not in ARCHS:
         raise SystemExit("model_type %r is not in this reference (%s)" % (cfg.get("model_type"), ", ".join(ARCHS)))
-    if cfg.get("rope_scaling"):
-        raise SystemExit("rope_scaling is not in this reference")
+    if cfg.get("rope_scaling") and cfg["model_type"] not in ("llama", "mistral", "qwen2", "qwen3"):
+        raise SystemExit("rope_scaling is not in this reference for %s" % cfg["model_type"])
     model = ARCHS[cfg["model_type"]](cfg, Weights(read_tensors(folder)))
     for row in model.logits(ids):
         print(" ".join("%.9g" % v for v in row))

@@ -7,9 +7,21 @@ it; this script refuses any other), on the CPU, with no network:
 
     .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
-ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu, phi3,
-drelu, prosparse
-(all when none is given). Writes tests/data/<ARCH>_fixture/:
+ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu,
+phi3, drelu, prosparse, llama3, mistral, qwen2, qwen3 (all when none is given).
+
+qwen3: transformers 4.46.3 (pinned) has no Qwen3 classes, and its Qwen2
+attention hard-codes q/k/v biases and head_dim = hidden / heads, both of
+which Qwen3 changed. The qwen3 reference is therefore transformers' Llama
+classes (4.46.3's LlamaAttention takes an explicit head_dim and no biases,
+and its decoder layer, MLP and RMSNorm are Qwen2's and Qwen3's) with
+Qwen3's per-head RMSNorm over q and k ([head_dim], eps rms_norm_eps)
+applied to each head of q_proj's and k_proj's output before RoPE, as
+transformers' modeling_qwen3.py does (q_norm(q_proj(x).view(..., head_dim))),
+through forward hooks on q_proj and k_proj; the norms are the attention's
+own modules, so their weights save as self_attn.q_norm.weight and
+self_attn.k_norm.weight, Qwen3's names, and config.json is rewritten as
+a Qwen3 config (model_type "qwen3"). reference.json says so. Writes tests/data/<ARCH>_fixture/:
   config.json, model.safetensors  a tiny random model of the architecture,
                                   built from its config by transformers (its
                                   biases and norms perturbed so that each
@@ -181,14 +193,104 @@ NOTES = {"drelu": "transformers' MistralForCausalLM with every layer's mlp.forwa
                       "saved with hidden_act fatrelu and hidden_act_param %g" % (PROSPARSE_THRESHOLD, PROSPARSE_THRESHOLD)}
 
 
+def llama3():
+    # Llama 3.x's RoPE scaling (rope_type "llama3", factor 8) with an
+    # original context of 32 so that the fixture's 72 positions pass it:
+    # head_dim 12 at theta 10000 has one high-frequency pair (wavelength
+    # 6.3 < 32/4), one smoothed (29 between 8 and 32) and four divided by 8;
+    # tied embeddings, grouped KV heads
+    from transformers import LlamaConfig, LlamaForCausalLM
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS, rms_norm_eps=1e-5,
+        rope_theta=10000.0, rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                          "high_freq_factor": 4.0, "original_max_position_embeddings": 32},
+        tie_word_embeddings=True, initializer_range=0.1, bos_token_id=1, eos_token_id=2))
+
+
+def mistral():
+    # a sliding window of 24 positions, well inside the fixture's 72
+    from transformers import MistralConfig, MistralForCausalLM
+    return MistralForCausalLM(MistralConfig(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS, rms_norm_eps=1e-5,
+        rope_theta=10000.0, sliding_window=24, tie_word_embeddings=False, initializer_range=0.1,
+        attention_dropout=0.0, bos_token_id=1, eos_token_id=2))
+
+
+def qwen2():
+    # q, k and v biases (no o or MLP biases), tied embeddings as Qwen2.5's
+    # small models, no sliding window
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    return Qwen2ForCausalLM(Qwen2Config(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS, rms_norm_eps=1e-5,
+        rope_theta=10000.0, use_sliding_window=False, sliding_window=4096, max_window_layers=2,
+        tie_word_embeddings=True, initializer_range=0.1, attention_dropout=0.0, bos_token_id=1, eos_token_id=2))
+
+
+class HeadRMSNorm(torch.nn.Module):
+    """Qwen3's q_norm / k_norm: an RMSNorm over each head_dim slice."""
+
+    def __init__(self, head_dim, eps):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(head_dim))
+        self.eps = eps
+        self.head_dim = head_dim
+
+    def forward(self, x):
+        shape = x.shape
+        h = x.view(*shape[:-1], -1, self.head_dim).float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (self.weight * h).view(shape)
+
+
+def qwen3():
+    # head_dim 16 where hidden / heads is 12 (Qwen3 states head_dim), no
+    # biases, the per-head q/k RMSNorm before RoPE (the docstring says how)
+    from transformers import LlamaConfig, LlamaForCausalLM
+    eps = 1e-6
+    model = LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, hidden_act="silu", max_position_embeddings=MAX_POS,
+        rms_norm_eps=eps, rope_theta=10000.0, attention_bias=False, tie_word_embeddings=False,
+        initializer_range=0.1, bos_token_id=1, eos_token_id=2))
+    for layer in model.model.layers:
+        attn = layer.self_attn
+        attn.q_norm = HeadRMSNorm(16, eps)
+        attn.k_norm = HeadRMSNorm(16, eps)
+        attn.q_proj.register_forward_hook(lambda mod, inp, out, n=attn.q_norm: n(out))
+        attn.k_proj.register_forward_hook(lambda mod, inp, out, n=attn.k_norm: n(out))
+    return model
+
+
+def as_qwen3_config(out):
+    """Rewrites the saved Llama config as Qwen3's keys (Qwen3-8B's set)."""
+    path = os.path.join(out, "config.json")
+    with open(path) as f:
+        c = json.load(f)
+    for k in ("mlp_bias", "pretraining_tp"):
+        c.pop(k, None)
+    c.update({"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "use_sliding_window": False,
+              "sliding_window": None, "max_window_layers": c["num_hidden_layers"]})
+    with open(path, "w") as f:
+        json.dump(c, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+QWEN3_NOTE = ("transformers 4.46.3 has no Qwen3: its Llama classes (explicit head_dim, no biases) with Qwen3's "
+              "per-head RMSNorm q_norm/k_norm applied to q_proj's and k_proj's output before RoPE, as "
+              "modeling_qwen3.py; config.json rewritten as Qwen3's")
+
+
 # the architectures whose FFN is ReLU-family: a neuron is active when it is
 # not zero, which flashbed's oracle computes exactly (no threshold)
 RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi", "drelu", "prosparse")
 
 BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
             "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
-            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu,
-            "prosparse": prosparse}
+            "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu, "prosparse": prosparse,
+            "llama3": llama3, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3}
 
 
 def opt_tokenizer(out):
@@ -264,7 +366,8 @@ def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
     ref = {
         "format": "flashbed-hf-fixture/1",
         "arch": arch,
-        "model_type": CONFIG_AS.get(arch, {}).get("model_type", model.config.model_type),
+        "model_type": "qwen3" if arch == "qwen3" else CONFIG_AS.get(arch, {}).get("model_type",
+                                                                               model.config.model_type),
         "prompt_ids": prompt,
         "greedy_ids": ids,
         "logits": {"file": "logits.f32", "dtype": "f32le", "positions": len(prompt) + len(ids),
@@ -276,6 +379,8 @@ def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
         **({"model": NOTES[arch]} if arch in NOTES else {}),
         "versions": pins.versions(),
     }
+    if arch == "qwen3":
+        ref["reference_model"] = QWEN3_NOTE
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(ref, f, indent=1)
         f.write("\n")
@@ -310,6 +415,8 @@ def build(arch, out):
     gen = os.path.join(out, "generation_config.json")  # not an input of flashbed's
     if os.path.exists(gen):
         os.remove(gen)
+    if arch == "qwen3":
+        as_qwen3_config(out)
     prompt, ids, logits, lead = reference_run(model)
     cases = opt_tokenizer(out) if arch == "opt" else []
     write_reference(out, arch, model, prompt, ids, logits, lead, cases)

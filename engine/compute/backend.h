@@ -155,7 +155,10 @@ struct backend_ops {
                      struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim);
     int (*norm)(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
                 int d, enum norm_kind kind, float eps);
-    int (*rope)(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta);
+    /* inv_freq: rot_dims / 2 floats, pair j's turn per position
+     * (arch_rope_freqs); cos and sin are multiplied by scale */
+    int (*rope)(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+                struct dev_ref inv_freq, float scale);
     int (*add)(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
     int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 };

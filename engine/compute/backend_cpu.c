@@ -237,11 +237,11 @@ static int cpu_norm(struct backend *b, struct dev_ref out, struct dev_ref x, str
 }
 
 static int cpu_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
-                    float theta)
+                    struct dev_ref inv_freq, float scale)
 {
-    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims, inv_freq))
         return -1;
-    ck_rope(b->k, at(vec), n_heads, head_dim, rot_dims, pos, theta);
+    ck_rope(b->k, at(vec), n_heads, head_dim, rot_dims, pos, at(inv_freq), scale);
     b->base.counts.launches++;
     return 0;
 }

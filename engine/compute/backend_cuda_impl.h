@@ -57,7 +57,8 @@ int cuda_attention(struct backend *b, struct dev_ref out, struct dev_ref q, stru
                    struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim);
 int cuda_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
               int d, enum norm_kind kind, float eps);
-int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta);
+int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+              struct dev_ref inv_freq, float scale);
 int cuda_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
 int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 

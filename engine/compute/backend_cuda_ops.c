@@ -140,11 +140,13 @@ int cuda_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct de
     return launched(b, fbk_cuda_norm(b->stream, ref(out), ref(x), ref(weight), ref(bias), d, k, eps), "norm launch");
 }
 
-int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta)
+int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+              struct dev_ref inv_freq, float scale)
 {
-    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims, inv_freq))
         return -1;
-    return launched(b, fbk_cuda_rope(b->stream, ref(vec), n_heads, head_dim, rot_dims, pos, theta), "rope launch");
+    return launched(b, fbk_cuda_rope(b->stream, ref(vec), n_heads, head_dim, rot_dims, pos, ref(inv_freq), scale),
+                    "rope launch");
 }
 
 int cuda_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)

@@ -159,13 +159,17 @@ int bk_check_norm(struct backend_base *b, struct dev_ref out, struct dev_ref x, 
                : 0;
 }
 
-int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims)
+int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims,
+                  struct dev_ref inv_freq)
 {
     if (b->failed) /* the reason the queue gave stays the error */
         return -1;
     if (n_heads <= 0 || rot_dims < 0 || rot_dims > head_dim || rot_dims % 2)
         return bk_fail(b, "rope: %d heads, %d of %d dims rotated", n_heads, rot_dims, head_dim);
-    return bk_span(b, vec, (size_t)n_heads * head_dim * sizeof(float), false, "rope vector");
+    return bk_span(b, vec, (size_t)n_heads * head_dim * sizeof(float), false, "rope vector") ||
+                   bk_span(b, inv_freq, (size_t)(rot_dims / 2) * sizeof(float), false, "rope frequencies")
+               ? -1
+               : 0;
 }
 
 int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int n)

@@ -59,7 +59,8 @@ int bk_check_ffn_ids(struct backend_base *b, struct dev_ref out, struct dev_ref 
                      struct dev_ref ids, int n_ids, struct dev_ref x, int d, enum fb_dtype t, const struct arch *a);
 int bk_check_norm(struct backend_base *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight,
                   struct dev_ref bias, int d);
-int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims);
+int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims,
+                  struct dev_ref inv_freq);
 int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int n);
 int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 int bk_check_move_rows(struct backend_base *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);

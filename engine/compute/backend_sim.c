@@ -205,12 +205,12 @@ static int sim_norm(struct backend *b, struct dev_ref out, struct dev_ref x, str
 }
 
 static int sim_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
-                    float theta)
+                    struct dev_ref inv_freq, float scale)
 {
-    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims, inv_freq))
         return -1;
     return push(b, &(struct sim_cmd){.kind = SIM_ROPE, .writes = vec.buf,
-                                     .u.rope = {vec, n_heads, head_dim, rot_dims, pos, theta}});
+                                     .u.rope = {vec, inv_freq, n_heads, head_dim, rot_dims, pos, scale}});
 }
 
 static int sim_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)

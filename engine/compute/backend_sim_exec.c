@@ -115,7 +115,7 @@ static int exec_kernel(struct backend *b, const struct sim_cmd *c)
         break;
     case SIM_ROPE:
         ck_rope(b->k, (float *)sim_at(u->rope.vec), u->rope.n_heads, u->rope.head_dim, u->rope.rot_dims, u->rope.pos,
-                u->rope.theta);
+                (const float *)sim_at(u->rope.inv_freq), u->rope.scale);
         break;
     case SIM_ADD:
         ck_add(b->k, (float *)sim_at(u->add.y), (const float *)sim_at(u->add.x), u->add.n);

@@ -42,7 +42,7 @@ struct sim_cmd {
         } ffn;
         struct { struct dev_ref out, q, k, v; int n_pos, n_heads, n_kv_heads, head_dim; } att;
         struct { struct dev_ref out, x, weight, bias; int d; enum norm_kind kind; float eps; } norm;
-        struct { struct dev_ref vec; int n_heads, head_dim, rot_dims, pos; float theta; } rope;
+        struct { struct dev_ref vec, inv_freq; int n_heads, head_dim, rot_dims, pos; float scale; } rope;
         struct { struct dev_ref y, x; int n; } add;
         struct { struct dev_ref out, table; enum fb_dtype t; int r, d; } embed;
     } u;

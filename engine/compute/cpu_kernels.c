@@ -566,12 +566,11 @@ void ck_norm(struct cpu_kernels *b, float *out, const float *x, const float *wei
 }
 
 void ck_rope(struct cpu_kernels *b, float *vec, int n_heads, int head_dim, int rot_dims, int pos,
-                     float theta)
+             const float *inv_freq, float scale)
 {
     (void)b;
     for (int i = 0; i < rot_dims; i += 2) {
-        float freq = 1.0f / powf(theta, (float)i / (float)rot_dims);
-        float angle = (float)pos * freq, c = cosf(angle), s = sinf(angle);
+        float angle = (float)pos * inv_freq[i / 2], c = cosf(angle) * scale, s = sinf(angle) * scale;
         for (int h = 0; h < n_heads; h++) {
             float *v = vec + (size_t)h * head_dim;
             float v0 = v[i], v1 = v[i + 1];

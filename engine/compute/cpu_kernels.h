@@ -59,10 +59,11 @@ void ck_attention(struct cpu_kernels *k, float *out, const float *q, const float
 void ck_norm(struct cpu_kernels *k, float *out, const float *x, const float *weight, const float *bias, int d,
              enum norm_kind kind, float eps);
 /* Rotates adjacent pairs (i, i+1) of the first rot_dims dims of each head
- * of vec (n_heads heads of head_dim) by pos * theta^(-i/rot_dims) (HF's
- * frequencies: over the rotated dims, not the head); the other dims are
- * left as they are (partial RoPE). */
-void ck_rope(struct cpu_kernels *k, float *vec, int n_heads, int head_dim, int rot_dims, int pos, float theta);
+ * of vec (n_heads heads of head_dim) by pos * inv_freq[i/2] (the model's
+ * frequencies as data: arch_rope_freqs), cos and sin times scale; the
+ * other dims are left as they are (partial RoPE). */
+void ck_rope(struct cpu_kernels *k, float *vec, int n_heads, int head_dim, int rot_dims, int pos, const float *inv_freq,
+             float scale);
 /* y[n] += x[n] */
 void ck_add(struct cpu_kernels *k, float *y, const float *x, int n);
 /* out[d] = row r of table (dtype t), widened to f32 */

@@ -88,7 +88,8 @@ int ocl_attention(struct backend *b, struct dev_ref out, struct dev_ref q, struc
                   struct dev_ref v_cache, int n_pos, int n_heads, int n_kv_heads, int head_dim);
 int ocl_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev_ref weight, struct dev_ref bias,
              int d, enum norm_kind kind, float eps);
-int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta);
+int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+             struct dev_ref inv_freq, float scale);
 int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
 int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 int ocl_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);

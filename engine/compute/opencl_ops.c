@@ -271,9 +271,10 @@ int ocl_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev
     return 0;
 }
 
-int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos, float theta)
+int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
+             struct dev_ref inv_freq, float scale)
 {
-    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims))
+    if (bk_check_rope(&b->base, vec, n_heads, head_dim, rot_dims, inv_freq))
         return -1;
     struct args a = args_of(b, K_ROPE);
     arg_ref(&a, vec);
@@ -281,7 +282,8 @@ int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, i
     arg_int(&a, head_dim);
     arg_int(&a, rot_dims);
     arg_int(&a, pos);
-    arg_float(&a, theta);
+    arg_ref(&a, inv_freq);
+    arg_float(&a, scale);
     if (launch(&a, groups_for(b, (size_t)n_heads * (size_t)(rot_dims / 2)), "rope"))
         return -1;
     b->base.counts.launches++;

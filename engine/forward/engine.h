@@ -25,6 +25,8 @@ struct run_state {
     struct dev_ref k_cache;  /* (n_layers, max_seq, kv_dim) */
     struct dev_ref v_cache;  /* (n_layers, max_seq, kv_dim) */
     struct dev_ref logits_dev; /* (vocab) */
+    struct dev_ref rope_freq;  /* (rope_dims / 2) the model's RoPE frequencies (arch_rope_freqs) */
+    float rope_scale;          /* and the factor on their cos and sin */
     float *logits;           /* (vocab) on the host: the last token's, after engine_forward */
 };
 

@@ -32,9 +32,10 @@ static size_t widest_vector(const struct model *m)
 static size_t lay_out_state(struct run_state *r, const struct model *m, int max_seq, struct dev_buf *buf)
 {
     size_t d = m->shape.d_model, kv = (size_t)m->shape.n_layers * max_seq * m->kv_dim;
-    size_t floats[] = {d, widest_vector(m), d, d, m->q_dim, m->q_dim, kv, kv, m->shape.vocab_size};
+    size_t pairs = m->arch.rope_dims / 2 + 1; /* + 1: a place even without RoPE */
+    size_t floats[] = {d, widest_vector(m), d, d, m->q_dim, m->q_dim, kv, kv, m->shape.vocab_size, pairs};
     struct dev_ref *refs[] = {&r->x, &r->xb, &r->xb2, &r->ffn_out, &r->q, &r->att_out, &r->k_cache, &r->v_cache,
-                              &r->logits_dev};
+                              &r->logits_dev, &r->rope_freq};
     size_t at = 0;
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         *refs[i] = (struct dev_ref){buf, at};
@@ -93,6 +94,23 @@ static int alloc_state(struct engine *e, char *err, size_t errlen)
     return e->be_ops->sync(e->be) == 0 ? 0 : err_set(err, errlen, "%s backend: %s", e->be_ops->name, e->be_ops->error(e->be));
 }
 
+/* The model's RoPE frequencies, computed once (arch_rope_freqs), into
+ * the run state on the backend, waited for: set-up's uploads are done
+ * (and counted) before the FFN's set-up and the first token. */
+static int upload_rope_freqs(struct engine *e, char *err, size_t errlen)
+{
+    const struct arch *a = &e->m->arch;
+    size_t pairs = a->rope_dims / 2 + 1;
+    float *freq = calloc(pairs, sizeof *freq);
+    if (!freq)
+        return err_set(err, errlen, "the RoPE frequencies: out of memory");
+    arch_rope_freqs(a, freq, &e->s.rope_scale);
+    const struct backend_ops *b = e->be_ops;
+    int rc = b->upload(e->be, e->s.rope_freq, freq, pairs * sizeof *freq) || b->sync(e->be);
+    free(freq);
+    return rc ? err_set(err, errlen, "%s backend: %s", b->name, b->error(e->be)) : 0;
+}
+
 /* The host's kernels, the backend and the weights on it. */
 static int start_backend(struct engine *e, const struct fb_settings *set, int threads, char *err, size_t errlen)
 {
@@ -123,7 +141,8 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
     e->m = m;
     e->be_ops = be;
     e->max_seq = engine_context(m, max_seq);
-    if (start_backend(e, set, threads, err, errlen) || alloc_state(e, err, errlen)) {
+    if (start_backend(e, set, threads, err, errlen) || alloc_state(e, err, errlen) ||
+        upload_rope_freqs(e, err, errlen)) {
         engine_free(e);
         return -1;
     }
@@ -174,14 +193,16 @@ static int embed(struct engine *e, int token, int pos)
            b->add(e->be, e->s.x, e->s.xb2, d);
 }
 
-/* Each of n_heads heads of v through the LayerNorm over a head that all
- * heads share (Persimmon's q_layernorm and k_layernorm). */
+/* Each of n_heads heads of v through the norm over a head that all heads
+ * share, of the model's kind (Persimmon's q_layernorm and k_layernorm,
+ * Qwen3's q_norm and k_norm: RMSNorm, no bias). */
 static int head_norm(struct engine *e, struct dev_ref v, int n_heads, const float *w, const float *bias)
 {
     size_t hd = e->m->head_dim;
+    const struct arch *a = &e->m->arch;
     for (int h = 0; h < n_heads; h++) {
         struct dev_ref vh = dev_at(v, (size_t)h * hd * sizeof(float));
-        if (e->be_ops->norm(e->be, vh, vh, W(e, w), W(e, bias), (int)hd, NORM_LAYER, e->m->arch.norm_eps))
+        if (e->be_ops->norm(e->be, vh, vh, W(e, w), W(e, bias), (int)hd, a->norm, a->norm_eps))
             return -1;
     }
     return 0;
@@ -200,8 +221,17 @@ static int position_qk(struct engine *e, const struct layer_weights *L, struct d
         return -1;
     if (a->position != POSITION_ROPE)
         return 0;
-    return e->be_ops->rope(e->be, e->s.q, n_heads, hd, (int)a->rope_dims, pos, a->rope_theta) ||
-           e->be_ops->rope(e->be, k, n_kv, hd, (int)a->rope_dims, pos, a->rope_theta);
+    const struct run_state *r = &e->s;
+    return e->be_ops->rope(e->be, r->q, n_heads, hd, (int)a->rope_dims, pos, r->rope_freq, r->rope_scale) ||
+           e->be_ops->rope(e->be, k, n_kv, hd, (int)a->rope_dims, pos, r->rope_freq, r->rope_scale);
+}
+
+/* The first cached position attention at pos reads: with a sliding
+ * window of W (Mistral), the last W positions, pos among them (HF masks
+ * j <= pos - W); else 0. */
+static int window_start(const struct arch *a, int pos)
+{
+    return a->sliding_window && pos >= (int)a->sliding_window ? pos + 1 - (int)a->sliding_window : 0;
 }
 
 /* xb2 = attention(xb) for layer l at pos; writes this position's K and V. */
@@ -215,11 +245,13 @@ static int attention(struct engine *e, int l, int pos)
     size_t layer_bytes = (size_t)l * e->max_seq * kv * sizeof(float), pos_bytes = (size_t)pos * kv * sizeof(float);
     struct dev_ref k_layer = dev_at(r->k_cache, layer_bytes), v_layer = dev_at(r->v_cache, layer_bytes);
     struct dev_ref k = dev_at(k_layer, pos_bytes), v = dev_at(v_layer, pos_bytes);
+    int from = window_start(&m->arch, pos);
+    size_t from_bytes = (size_t)from * kv * sizeof(float);
     return b->matvec(e->be, r->q, W(e, L->wq), m->dtype, r->xb, W(e, L->bq), (int)m->q_dim, d) ||
            b->matvec(e->be, k, W(e, L->wk), m->dtype, r->xb, W(e, L->bk), kv, d) ||
            b->matvec(e->be, v, W(e, L->wv), m->dtype, r->xb, W(e, L->bv), kv, d) || position_qk(e, L, k, pos) ||
-           b->attention(e->be, r->att_out, r->q, k_layer, v_layer, pos + 1, (int)m->shape.n_heads,
-                        (int)m->shape.n_kv_heads, (int)m->head_dim) ||
+           b->attention(e->be, r->att_out, r->q, dev_at(k_layer, from_bytes), dev_at(v_layer, from_bytes),
+                        pos + 1 - from, (int)m->shape.n_heads, (int)m->shape.n_kv_heads, (int)m->head_dim) ||
            b->matvec(e->be, r->xb2, W(e, L->wo), m->dtype, r->att_out, W(e, L->bo), d, (int)m->q_dim);
 }
 

@@ -41,8 +41,14 @@ const char *cfg_str(const cJSON *c, const char *key);
 /* -1 with "PATH: KEY WHY" when key is true (def when absent): for the
  * options an architecture has that flashbed does not implement. */
 int cfg_refuse_true(const struct config *c, const char *key, int def, const char *why);
-/* -1 when rope_scaling is set (no architecture here supports it). */
+/* -1 when rope_scaling is set (for the architectures that support none). */
 int cfg_refuse_rope_scaling(const struct config *c);
+/* rope_scaling (import_hf_rope.c), or rope_parameters where newer
+ * transformers write it (its rope_theta then replaces s->rope_theta):
+ * null, absent or "default": nothing; "linear" and "llama3" (rope_type,
+ * or type in older configs) into s's rope_scaling keys; any other type,
+ * or a number missing or not above 0, -1 naming the key and the value. */
+int cfg_rope_scaling(const struct config *c, struct model_shape *s);
 /* Sets s->ffn_activation (common/model_shape.h's names) from the HF
  * activation in config key `key` (def when absent; engine/import/hf_act.h maps
  * the names), or -1 naming the key and the value when it is not one of
@@ -125,8 +131,18 @@ struct hf_arch {
     int (*head)(struct hf_ctx *c); /* final norm, output and its bias */
 };
 
-extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi;
-extern const struct hf_arch hf_arch_phi3, hf_arch_bamboo;
+extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi,
+    hf_arch_mistral, hf_arch_qwen2, hf_arch_qwen3, hf_arch_phi3, hf_arch_bamboo;
+
+/* The Llama family (Llama, Mistral, Qwen2, Qwen3; import_hf_llama.c):
+ * the keys their configs share (sizes, head_dim, hidden_act, rope_theta,
+ * rope_scaling, rms_norm_eps, tie_word_embeddings; mlp_bias true
+ * refused) into s, its arch named arch; 0 or -1 naming the key. */
+int hf_llama_config(const struct config *c, struct model_shape *s, const char *arch);
+/* A Llama-family layer: q, k, v, o, the two RMSNorms and the GLU, with
+ * q/k/v biases when the shape has qkv_bias and q/k norms with qk_norm. */
+int hf_llama_layer(struct hf_ctx *c, uint32_t l);
+int hf_llama_head(struct hf_ctx *c);
 
 /* Caps s->max_positions to config key sliding_window less short_by
  * (absent or null: nothing): transformers masks keys at distance >=

@@ -49,30 +49,54 @@ static int llama_activation(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-static int llama_shape(const struct config *c, struct model_shape *s)
+/* head_dim, kept in the shape only where it is not hidden_size /
+ * num_attention_heads (Qwen3), so that other shapes stay as they were. */
+static int llama_head_dim(const struct config *c, struct model_shape *s)
 {
-    snprintf(s->arch, sizeof s->arch, "llama");
     uint32_t head_dim = 0;
+    if (cfg_uint(c, "head_dim", &head_dim, 0))
+        return -1;
+    if (head_dim && (s->d_model % s->n_heads || head_dim != s->d_model / s->n_heads))
+        s->head_dim = head_dim;
+    return 0;
+}
+
+int hf_llama_config(const struct config *c, struct model_shape *s, const char *arch)
+{
+    snprintf(s->arch, sizeof s->arch, "%s", arch);
     if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
         cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
         cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
         cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
-        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || cfg_uint(c, "head_dim", &head_dim, 0))
+        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || llama_head_dim(c, s))
         return -1;
-    if (head_dim && (uint64_t)head_dim * s->n_heads != s->d_model)
-        return err_set(c->err, c->errlen, "%s: \"head_dim\" %u other than hidden_size / num_attention_heads is not supported",
-                       c->path, head_dim);
-    if (llama_activation(c, s) || cfg_refuse_rope_scaling(c) ||
-        cfg_refuse_true(c, "attention_bias", 0, "Llama with attention biases") ||
-        cfg_refuse_true(c, "mlp_bias", 0, "Llama with MLP biases"))
+    /* pretraining_tp > 1 splits each matmul into slices that transformers
+     * sums again: the same function, so it is not refused */
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
+    if (llama_activation(c, s) || cfg_rope_scaling(c, s) ||
+        cfg_refuse_true(c, "mlp_bias", 0, "MLP biases"))
         return -1;
+    /* transformers' rope utilities read partial_rotary_factor from any
+     * config; these attentions rotate whole heads */
+    double partial = cfg_num(c->json, "partial_rotary_factor", 1.0);
+    if (partial != 1.0)
+        return err_set(c->err, c->errlen,
+                       "%s: \"partial_rotary_factor\" %g is not supported for %s (whole heads rotate)", c->path, partial,
+                       arch);
     s->ffn_kind = FFN_GLU;
     snprintf(s->norm, sizeof s->norm, "rmsnorm");
     s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
     snprintf(s->position, sizeof s->position, "rope");
-    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
     s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
     return 0;
+}
+
+static int llama_shape(const struct config *c, struct model_shape *s)
+{
+    return hf_llama_config(c, s, "llama") ||
+                   cfg_refuse_true(c, "attention_bias", 0, "Llama with attention biases: q, k, v and o")
+               ? -1
+               : 0;
 }
 
 static int opt_shape(const struct config *c, struct model_shape *s)
@@ -107,7 +131,31 @@ static int opt_shape(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-static int llama_layer(struct hf_ctx *c, uint32_t l)
+/* q, k and v biases (Qwen2), q's and k's rotated rows reordered as
+ * their weights'. */
+static int llama_qkv_bias(struct hf_ctx *c, const char *pre, uint32_t l)
+{
+    const struct model_shape *s = c->s;
+    uint64_t hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
+    float *bq = hf_layer_read(c, pre, "self_attn.q_proj.bias", 1, q, 0);
+    float *bk = bq ? hf_layer_read(c, pre, "self_attn.k_proj.bias", 1, kv, 0) : NULL;
+    float *bv = bk ? hf_layer_read(c, pre, "self_attn.v_proj.bias", 1, kv, 0) : NULL;
+    return hf_put_qkv(c, l, bq, bk, bv, 1);
+}
+
+/* Qwen3's q_norm and k_norm ([head_dim] RMSNorm weights), reordered like
+ * q's and k's rows (the norm commutes with a reordering). */
+static int llama_qk_norms(struct hf_ctx *c, const char *pre, uint32_t l)
+{
+    uint64_t hd = hf_head_dim(c->s);
+    return hf_put_rope(c, l, "attn.q_norm.weight", hf_layer_read(c, pre, "self_attn.q_norm.weight", 1, hd, 0), 1, 1) ||
+                   hf_put_rope(c, l, "attn.k_norm.weight", hf_layer_read(c, pre, "self_attn.k_norm.weight", 1, hd, 0),
+                               1, 1)
+               ? -1
+               : 0;
+}
+
+int hf_llama_layer(struct hf_ctx *c, uint32_t l)
 {
     const struct model_shape *s = c->s;
     uint64_t d = s->d_model, hd = hf_head_dim(s), q = s->n_heads * hd, kv = s->n_kv_heads * hd;
@@ -117,7 +165,8 @@ static int llama_layer(struct hf_ctx *c, uint32_t l)
         return -1;
     /* q and k: rows reordered for the engine's RoPE */
     if (hf_put_rope(c, l, "attn.wq", hf_layer_read(c, pre, "self_attn.q_proj.weight", 2, q, d), s->n_heads, d) ||
-        hf_put_rope(c, l, "attn.wk", hf_layer_read(c, pre, "self_attn.k_proj.weight", 2, kv, d), s->n_kv_heads, d))
+        hf_put_rope(c, l, "attn.wk", hf_layer_read(c, pre, "self_attn.k_proj.weight", 2, kv, d), s->n_kv_heads, d) ||
+        (s->qkv_bias && llama_qkv_bias(c, pre, l)) || (s->qk_norm && llama_qk_norms(c, pre, l)))
         return -1;
     if (hf_layer_copy(c, pre, l, "self_attn.v_proj.weight", "attn.wv", 2, kv, d) ||
         hf_layer_copy(c, pre, l, "self_attn.o_proj.weight", "attn.wo", 2, d, q) ||
@@ -168,7 +217,7 @@ static int opt_embeddings(struct hf_ctx *c)
                : 0;
 }
 
-static int llama_head(struct hf_ctx *c)
+int hf_llama_head(struct hf_ctx *c)
 {
     return hf_head_copy(c, "model.norm.weight", NULL);
 }
@@ -178,5 +227,5 @@ static int opt_head(struct hf_ctx *c)
     return hf_head_copy(c, "model.decoder.final_layer_norm.weight", "model.decoder.final_layer_norm.bias");
 }
 
-const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, hf_embed_tokens, llama_layer, llama_head};
+const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, hf_embed_tokens, hf_llama_layer, hf_llama_head};
 const struct hf_arch hf_arch_opt = {"opt", 1, 2, opt_shape, opt_embeddings, opt_layer, opt_head};

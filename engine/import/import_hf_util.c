@@ -185,7 +185,7 @@ int hf_head_copy(struct hf_ctx *c, const char *norm_weight, const char *norm_bia
 
 uint32_t hf_head_dim(const struct model_shape *s)
 {
-    return s->d_model / s->n_heads;
+    return model_shape_head_dim(s);
 }
 
 uint32_t hf_rope_dims(const struct model_shape *s)

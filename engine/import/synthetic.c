@@ -152,15 +152,28 @@ static int finish_output(int ok, struct syn_output *o, const char *out_dir, cons
     return -1;
 }
 
-int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir,
-                      const struct progress_report *progress, char *err, size_t errlen)
+/* The checkpoint's header has sizes only: a Llama with SiLU, plain RoPE
+ * and d_model / n_heads dims a head is all it can say. 0, or -1 why. */
+static int llama2c_can_say(const struct model_shape *s, char *err, size_t errlen)
 {
-    /* the checkpoint's header has sizes only: a Llama with SiLU is all it can say */
     if (strcmp(s->arch, "llama") != 0 || s->ffn_kind != FFN_GLU || s->biases || s->parallel_block ||
         s->rope_fraction != 1.0 || strcmp(s->ffn_activation, "swiglu") != 0)
         return err_set(err, errlen,
                        "shape %s (%s, %s) cannot be written as a llama2.c checkpoint (SwiGLU Llama shapes only)",
                        s->name, s->arch, s->ffn_activation);
+    if (s->rope_scaling[0] || s->head_dim || s->qkv_bias || s->qk_norm || s->sliding_window)
+        return err_set(err, errlen,
+                       "shape %s cannot be written as a llama2.c checkpoint: its header has no rope_scaling, head_dim, "
+                       "q/k/v biases, q/k norms or sliding window",
+                       s->name);
+    return 0;
+}
+
+int synthetic_llama2c(const struct model_shape *s, uint64_t seed, const char *out_dir,
+                      const struct progress_report *progress, char *err, size_t errlen)
+{
+    if (llama2c_can_say(s, err, errlen))
+        return -1;
     struct syn_output out;
     char path[4300];
     if (begin_output(s, out_dir, &out, err, errlen))

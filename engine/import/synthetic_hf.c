@@ -138,14 +138,21 @@ static void opt_layer(struct syn_list *x, const struct model_shape *s)
     down_proj(x, "fc2", true);
 }
 
+/* The Llama family: Qwen2's q/k/v biases (qkv_bias), Qwen3's per-head
+ * q_norm and k_norm (qk_norm) and head_dim (o_proj reads n_heads x
+ * head_dim). */
 static void llama_layer(struct syn_list *x, const struct model_shape *s)
 {
-    uint64_t kv = s->n_kv_heads * x->hd;
+    uint64_t q = s->n_heads * x->hd, kv = s->n_kv_heads * x->hd;
     vec(x, "input_layernorm.weight", x->d, 1);
-    linear(x, "self_attn.q_proj", x->d, false);
-    linear(x, "self_attn.k_proj", kv, false);
-    linear(x, "self_attn.v_proj", kv, false);
-    linear(x, "self_attn.o_proj", x->d, false);
+    linear(x, "self_attn.q_proj", q, s->qkv_bias);
+    linear(x, "self_attn.k_proj", kv, s->qkv_bias);
+    linear(x, "self_attn.v_proj", kv, s->qkv_bias);
+    if (s->qk_norm) {
+        vec(x, "self_attn.q_norm.weight", x->hd, 1);
+        vec(x, "self_attn.k_norm.weight", x->hd, 1);
+    }
+    mat(x, "self_attn.o_proj.weight", x->d, q, 1.0f / sqrtf((float)q));
     vec(x, "post_attention_layernorm.weight", x->d, 1);
     /* the gate decides which neurons are near zero: shaped alike */
     up_proj(x, "mlp.gate_proj", false);
@@ -246,29 +253,59 @@ static const char *opt_check(const struct model_shape *s)
                : NULL;
 }
 
-static const char *llama_check(const struct model_shape *s)
+/* What the Llama family shares: a GLU FFN, no o/MLP biases, sequential
+ * RMSNorm blocks, RoPE on whole heads. */
+static const char *llama_family_check(const struct model_shape *s)
 {
-    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
-        s->output_bias)
-        return "Llama has a GLU FFN, no biases, sequential blocks and RoPE on whole heads";
+    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->output_bias ||
+        strcmp(s->norm, "rmsnorm") != 0 || strcmp(s->position, "rope") != 0)
+        return "the Llama family has a GLU FFN, no o or MLP biases, sequential RMSNorm blocks and RoPE on whole heads";
     const char *a = s->ffn_activation;
     return strcmp(a, "swiglu") && strcmp(a, "relu") && strcmp(a, "fatrelu") ? "Llama's activation is silu, relu or fatrelu"
                                                                              : NULL;
 }
 
+static const char *llama_check(const struct model_shape *s)
+{
+    if (s->qk_norm || s->qkv_bias || s->sliding_window)
+        return "Llama has no q/k norms, no q/k/v biases and no sliding window";
+    return llama_family_check(s);
+}
+
+static const char *mistral_check(const struct model_shape *s)
+{
+    return s->qk_norm || s->qkv_bias ? "Mistral has no q/k norms and no q/k/v biases" : llama_family_check(s);
+}
+
+static const char *qwen2_check(const struct model_shape *s)
+{
+    if (s->qk_norm || !s->qkv_bias || s->sliding_window)
+        return "Qwen2 has q/k/v biases, no q/k norms and (here) no sliding window";
+    return llama_family_check(s);
+}
+
+static const char *qwen3_check(const struct model_shape *s)
+{
+    if (!s->qk_norm || s->qkv_bias || s->sliding_window)
+        return "Qwen3 has q/k norms, no q/k/v biases and (here) no sliding window";
+    return llama_family_check(s);
+}
+
 static const char *bamboo_check(const struct model_shape *s)
 {
-    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
-        s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
-        return "Bamboo has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on whole heads";
+    if (s->ffn_kind != FFN_GLU || s->biases || s->qkv_bias || s->sliding_window || s->parallel_block ||
+        s->rope_fraction != 1.0 || s->qk_norm || s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
+        return "Bamboo has a GLU FFN, RMSNorm, no biases, no sliding window, sequential blocks and RoPE on "
+               "whole heads";
     return strcmp(s->ffn_activation, "drelu") ? "Bamboo's FFN is dReLU (relu on gate and up)" : NULL;
 }
 
 static const char *phi3_check(const struct model_shape *s)
 {
-    if (s->ffn_kind != FFN_GLU || s->biases || s->parallel_block || s->rope_fraction != 1.0 || s->qk_norm ||
-        s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
-        return "Phi-3 has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on whole heads";
+    if (s->ffn_kind != FFN_GLU || s->biases || s->qkv_bias || s->sliding_window || s->parallel_block ||
+        s->rope_fraction != 1.0 || s->qk_norm || s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
+        return "Phi-3 has a GLU FFN, RMSNorm, no biases, no sliding window, sequential blocks and RoPE on "
+               "whole heads";
     const char *a = s->ffn_activation;
     return strcmp(a, "swiglu") && strcmp(a, "relu") && strcmp(a, "gelu") && strcmp(a, "gelu_tanh")
                ? "Phi-3's activation is silu, relu, gelu or gelu_new"
@@ -310,6 +347,8 @@ static void opt_config(cJSON *c, const struct model_shape *s)
     cJSON_AddBoolToObject(c, "enable_bias", 1);
 }
 
+static void rope_scaling_config(cJSON *c, const struct model_shape *s);
+
 static void llama_config(cJSON *c, const struct model_shape *s)
 {
     cJSON_AddNumberToObject(c, "num_key_value_heads", s->n_kv_heads);
@@ -319,6 +358,45 @@ static void llama_config(cJSON *c, const struct model_shape *s)
     /* transformers has no FATReLU: the importer's own key (import_hf_llama.c) */
     if (!strcmp(s->ffn_activation, "fatrelu"))
         cJSON_AddNumberToObject(c, "flashbed_fatrelu_threshold", s->fatrelu_threshold);
+    if (s->head_dim) /* stated only where it is not hidden_size / num_attention_heads */
+        cJSON_AddNumberToObject(c, "head_dim", s->head_dim);
+    rope_scaling_config(c, s);
+}
+
+/* The shape's RoPE scaling as transformers' rope_scaling object. */
+static void rope_scaling_config(cJSON *c, const struct model_shape *s)
+{
+    if (!s->rope_scaling[0]) {
+        cJSON_AddNullToObject(c, "rope_scaling");
+        return;
+    }
+    cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
+    cJSON_AddStringToObject(r, "rope_type", s->rope_scaling);
+    cJSON_AddNumberToObject(r, "factor", s->rope_factor);
+    if (strcmp(s->rope_scaling, "llama3") != 0)
+        return;
+    cJSON_AddNumberToObject(r, "low_freq_factor", s->rope_low_freq_factor);
+    cJSON_AddNumberToObject(r, "high_freq_factor", s->rope_high_freq_factor);
+    cJSON_AddNumberToObject(r, "original_max_position_embeddings", s->rope_original_max_positions);
+}
+
+static void mistral_config(cJSON *c, const struct model_shape *s)
+{
+    llama_config(c, s);
+    if (s->sliding_window)
+        cJSON_AddNumberToObject(c, "sliding_window", s->sliding_window);
+    else
+        cJSON_AddNullToObject(c, "sliding_window");
+}
+
+/* Qwen2 and Qwen3: no sliding window (use_sliding_window false). */
+static void qwen_config(cJSON *c, const struct model_shape *s)
+{
+    llama_config(c, s);
+    cJSON_AddBoolToObject(c, "use_sliding_window", 0);
+    cJSON_AddNumberToObject(c, "max_window_layers", s->n_layers);
+    if (s->qk_norm)
+        cJSON_AddBoolToObject(c, "attention_bias", 0);
 }
 
 static void phi3_config(cJSON *c, const struct model_shape *s)
@@ -378,6 +456,12 @@ static const struct syn_arch archs[] = {
      "intermediate_size", persimmon_layer, persimmon_check, persimmon_config},
     {"phi", "PhiForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.final_layernorm",
      "intermediate_size", phi_layer, phi_check, phi_config},
+    {"mistral", "MistralForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     llama_layer, mistral_check, mistral_config},
+    {"qwen2", "Qwen2ForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     llama_layer, qwen2_check, qwen_config},
+    {"qwen3", "Qwen3ForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
+     llama_layer, qwen3_check, qwen_config},
     {"phi3", "Phi3ForCausalLM", "model.embed_tokens.weight", "model.layers.", "model.norm", "intermediate_size",
      phi3_layer, phi3_check, phi3_config},
     /* TurboSparse-Mistral's: Llama's tensors, hidden_act relu (dReLU in BambooMLP) */
@@ -396,7 +480,8 @@ static const struct syn_arch *find(const struct model_shape *s)
 int syn_hf_check(const struct model_shape *s, char *why, size_t len)
 {
     const struct syn_arch *a = find(s);
-    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, phi3, bamboo)"
+    const char *bad = !a ? "not an architecture the writer knows (opt, llama, falcon, persimmon, phi, mistral, qwen2, "
+                           "qwen3, phi3, bamboo)"
                          : a->check(s);
     if (!bad && !hf_act_from_flashbed(s->ffn_activation))
         bad = "its FFN activation has no Hugging Face name";
@@ -413,7 +498,7 @@ int syn_hf_capacity(const struct model_shape *s)
 int syn_hf_tensors(const struct model_shape *s, double density, bool shaped, struct syn_tensor *t)
 {
     const struct syn_arch *a = find(s);
-    struct syn_list x = {.t = t, .d = s->d_model, .ff = s->d_ff, .hd = s->d_model / s->n_heads,
+    struct syn_list x = {.t = t, .d = s->d_model, .ff = s->d_ff, .hd = model_shape_head_dim(s),
                          .sd = 1.0f / sqrtf((float)s->d_model), .sf = 1.0f / sqrtf((float)s->d_ff),
                          .shaped = shaped, .density = density};
     add(&x, "", a->embeddings, 2, s->vocab_size, s->d_model, 1.0f, 0);

@@ -1,7 +1,9 @@
 /* Architecture choices from a shape's strings: the one place where OPT,
- * Llama and later Falcon, Phi-2 or Persimmon differ. */
+ * Llama, Falcon, Phi-2, Persimmon, Mistral and Qwen differ, and RoPE's
+ * frequency table (rope_scaling) computed from them. */
 #include "engine/model/model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +14,7 @@
  * the count must be even and, with RoPE, not 0. */
 static int rope_dims_of(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
 {
-    uint32_t head_dim = s->d_model / s->n_heads;
+    uint32_t head_dim = model_shape_head_dim(s);
     double dims = s->rope_fraction * head_dim;
     a->rope_dims = 0;
     if (a->position != POSITION_ROPE)
@@ -25,6 +27,24 @@ static int rope_dims_of(const struct model_shape *s, struct arch *a, char *err, 
                  s->rope_fraction, head_dim, a->rope_dims);
         return -1;
     }
+    return 0;
+}
+
+/* The shape's rope_scaling (model_shape_check has judged its numbers). */
+static int rope_scaling_of(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    a->rope_factor = s->rope_factor;
+    a->rope_low_freq_factor = s->rope_low_freq_factor;
+    a->rope_high_freq_factor = s->rope_high_freq_factor;
+    a->rope_original_max_positions = s->rope_original_max_positions;
+    if (!s->rope_scaling[0])
+        a->rope_scaling = ROPE_PLAIN;
+    else if (!strcmp(s->rope_scaling, "linear"))
+        a->rope_scaling = ROPE_LINEAR;
+    else if (!strcmp(s->rope_scaling, "llama3"))
+        a->rope_scaling = ROPE_LLAMA3;
+    else
+        return err_set(err, errlen, "rope_scaling \"%s\" is not supported by the forward pass", s->rope_scaling);
     return 0;
 }
 
@@ -70,6 +90,8 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
         return -1;
     }
     a->biases = s->biases;
+    a->qkv_bias = s->biases || s->qkv_bias;
+    a->sliding_window = s->sliding_window;
     a->tied_output = s->tied_embeddings;
     a->parallel_block = s->parallel_block;
     a->qk_norm = s->qk_norm;
@@ -78,10 +100,39 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     a->norm_eps = (float)s->norm_eps;
     a->position_offset = s->position_offset;
     a->rope_theta = (float)s->rope_theta;
-    return rope_dims_of(s, a, err, errlen);
+    return rope_dims_of(s, a, err, errlen) || rope_scaling_of(s, a, err, errlen) ? -1 : 0;
 }
 
 void layer_tensor_name(char *buf, size_t len, int layer, const char *what)
 {
     snprintf(buf, len, "layers.%d.%s", layer, what);
+}
+
+/* Llama 3.1's rule (HF's _compute_llama3_parameters): a pair whose
+ * wavelength 2 pi / f is under original / high_freq_factor keeps f, one
+ * over original / low_freq_factor turns factor times slower, and one
+ * between blends the two by where original / wavelength falls between
+ * low_freq_factor and high_freq_factor. */
+static double llama3_freq(const struct arch *a, double f)
+{
+    double wavelen = 2 * M_PI / f, orig = a->rope_original_max_positions;
+    if (wavelen < orig / a->rope_high_freq_factor)
+        return f;
+    if (wavelen > orig / a->rope_low_freq_factor)
+        return f / a->rope_factor;
+    double smooth = (orig / wavelen - a->rope_low_freq_factor) / (a->rope_high_freq_factor - a->rope_low_freq_factor);
+    return (1 - smooth) * f / a->rope_factor + smooth * f;
+}
+
+void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale)
+{
+    for (uint32_t j = 0; j < a->rope_dims / 2; j++) {
+        double f = 1.0 / pow(a->rope_theta, (double)(2 * j) / a->rope_dims);
+        if (a->rope_scaling == ROPE_LINEAR)
+            f /= a->rope_factor;
+        else if (a->rope_scaling == ROPE_LLAMA3)
+            f = llama3_freq(a, f);
+        inv_freq[j] = (float)f;
+    }
+    *scale = 1.0f;
 }

@@ -24,23 +24,39 @@ enum activation {
     ACT_FATRELU,      /* x if x > t else 0 (arch.fatrelu_threshold; ProSparse's Llama 2) */
 };
 
+/* How RoPE's per-pair frequencies are rescaled (HF's rope_scaling). */
+enum rope_scaling { ROPE_PLAIN, ROPE_LINEAR, ROPE_LLAMA3 };
+
 struct arch {
     enum norm_kind norm;
     enum position_kind position;
     enum activation act;
     bool glu;            /* act(gate . x) * (up . x) */
     bool act_on_up;      /* a GLU's up through act too: act(gate . x) * act(up . x) (TurboSparse's dReLU) */
-    bool biases;         /* q, k, v, o, up, down and norm biases */
+    bool biases;         /* o, up and down biases (and q, k, v: qkv_bias is set with it) */
+    bool qkv_bias;       /* q, k and v biases (Qwen2 has these alone) */
     bool tied_output;    /* logits through the token embedding */
     bool parallel_block; /* attention and FFN read the same normed input (one norm per layer) */
-    bool qk_norm;        /* LayerNorm over each head's q and k before RoPE (Persimmon) */
+    bool qk_norm;        /* the model's norm over each head's q and k before RoPE (Persimmon: LayerNorm,
+                          * Qwen3: RMSNorm) */
     bool output_bias;    /* the LM head adds a bias (Phi-2) */
     float fatrelu_threshold;
     float norm_eps;
     uint32_t position_offset; /* OPT: learned positions start at 2 */
     float rope_theta;
     uint32_t rope_dims;  /* dims of each head rotated (partial RoPE) */
+    enum rope_scaling rope_scaling;
+    double rope_factor, rope_low_freq_factor, rope_high_freq_factor, rope_original_max_positions;
+    uint32_t sliding_window; /* attend to the last sliding_window positions; 0: all */
 };
+
+/* RoPE's frequencies as data: inv_freq[j], j < rope_dims / 2, the turn
+ * per position of each head's pair (2j, 2j + 1) (HF's inv_freq after
+ * rope_scaling: theta^(-2j/rope_dims), divided by rope_factor for linear,
+ * Llama 3.1's band rule for llama3), and *scale, the factor on cos and
+ * sin (HF's attention_scaling: 1 for these). The engine computes them
+ * once per model and RoPE reads them. */
+void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale);
 
 /* Fills a from the shape's strings; -1 with a reason when the forward
  * pass does not support them (the shape is still valid for traces). */

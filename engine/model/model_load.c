@@ -152,14 +152,18 @@ static int load_layers(struct model *m, const struct table *tb)
         }
         if (a->qk_norm) {
             T(q_norm, "attn.q_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
-            T(q_norm_bias, "attn.q_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
             T(k_norm, "attn.k_norm.weight", DTYPE_F32, 1, m->head_dim, 0);
+        }
+        if (a->qk_norm && a->norm == NORM_LAYER) {
+            T(q_norm_bias, "attn.q_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
             T(k_norm_bias, "attn.k_norm.bias", DTYPE_F32, 1, m->head_dim, 0);
         }
-        if (a->biases) {
+        if (a->qkv_bias) {
             T(bq, "attn.bq", DTYPE_F32, 1, m->q_dim, 0);
             T(bk, "attn.bk", DTYPE_F32, 1, m->kv_dim, 0);
             T(bv, "attn.bv", DTYPE_F32, 1, m->kv_dim, 0);
+        }
+        if (a->biases) {
             T(bo, "attn.bo", DTYPE_F32, 1, d, 0);
             T(ffn_up_bias, "ffn.up_bias", DTYPE_F32, 1, s->d_ff, 0);
             T(ffn_down_bias, "ffn.down_bias", DTYPE_F32, 1, d, 0);
@@ -308,7 +312,7 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
     if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype))
         return err_set(err, errlen, "%s: unknown \"dtype\" (f32, f16 or bf16)", path);
-    m->head_dim = s->d_model / s->n_heads;
+    m->head_dim = model_shape_head_dim(s);
     m->q_dim = s->n_heads * m->head_dim;
     m->kv_dim = s->n_kv_heads * m->head_dim;
     return 0;

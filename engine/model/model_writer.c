@@ -22,6 +22,21 @@ uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
     return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
 }
 
+/* The RoPE scaling a shape keeps, so a converted model keeps its
+ * frequencies (model_shape.c's get_rope_scaling reads these). */
+static void rope_scaling_to_json(const struct model_shape *s, cJSON *o)
+{
+    if (!s->rope_scaling[0])
+        return;
+    cJSON_AddStringToObject(o, "rope_scaling", s->rope_scaling);
+    cJSON_AddNumberToObject(o, "rope_factor", s->rope_factor);
+    if (strcmp(s->rope_scaling, "llama3") != 0)
+        return;
+    cJSON_AddNumberToObject(o, "rope_low_freq_factor", s->rope_low_freq_factor);
+    cJSON_AddNumberToObject(o, "rope_high_freq_factor", s->rope_high_freq_factor);
+    cJSON_AddNumberToObject(o, "rope_original_max_positions", s->rope_original_max_positions);
+}
+
 void model_shape_to_json(const struct model_shape *s, cJSON *o)
 {
     cJSON_AddStringToObject(o, "name", s->name);
@@ -51,6 +66,13 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o)
         cJSON_AddBoolToObject(o, "qk_norm", true);
     if (s->output_bias)
         cJSON_AddBoolToObject(o, "output_bias", true);
+    if (s->head_dim)
+        cJSON_AddNumberToObject(o, "head_dim", s->head_dim);
+    if (s->qkv_bias)
+        cJSON_AddBoolToObject(o, "qkv_bias", true);
+    if (s->sliding_window)
+        cJSON_AddNumberToObject(o, "sliding_window", s->sliding_window);
+    rope_scaling_to_json(s, o);
 }
 
 static int remove_tree(const char *dir)

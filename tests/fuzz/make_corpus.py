@@ -85,6 +85,9 @@ def small_sp_tokenizer(path, keep):
     return json.dumps(t, ensure_ascii=False)
 
 
+TODAY = [("llama3-tiny", "llama"), ("mistral-tiny", "mistral"), ("qwen2-tiny", "qwen2"), ("qwen3-tiny", "qwen3")]
+
+
 def main():
     flashbed = os.path.abspath(sys.argv[1])
     shared = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "..", "shared", "data")
@@ -111,6 +114,14 @@ def main():
                 run(flashbed, "trace", "synth", "--shape", shape, "--tokens", "6", "--prompts", "2",
                     "--out", tr)
                 put("trace", arch + ".trace", open(tr, "rb").read())
+        # issue 33's Llama family: config.json (rope_scaling, sliding_window,
+        # head_dim, Qwen's keys) and model.json (the shape's new keys)
+        for shape, kind in TODAY:
+            hf, m = os.path.join(tmp, shape + "-hf"), os.path.join(tmp, shape + "-m")
+            run(flashbed, "model", "make", "--arch", kind, "--shape", shape, "--dtype", "f32", "--out", hf)
+            put("hf_config", shape + ".json", open(os.path.join(hf, "config.json"), "rb").read())
+            run(flashbed, "convert", hf, "--out", m)
+            put("model_json", shape + ".json", open(os.path.join(m, "model.json"), "rb").read())
         # a version 1 trace (the synth ones above are the current version)
         put("trace", "v1.trace", open(os.path.join(ROOT, "tests", "data", "trace_v1.trace"), "rb").read())
         put("tokenizer_sp", "llama-300.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 300))

@@ -33,6 +33,11 @@ sys.exit(0 if worst <= float(sys.argv[3]) else 1)
 PY
 }
 
+# Whether two logit files of the same size differ somewhere by more than $3.
+logits_differ() {
+    ! logits_close "$@" >/dev/null
+}
+
 # model.json's shape keys must be the shape file's: config.json says
 # everything the shape says, and convert reads it back.
 shape_round_trip() { # model.json, shape name
@@ -87,6 +92,50 @@ arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
 arch_case phi3 phi3-tiny --up-spectrum power:1
 arch_case bamboo drelu-tiny
+# the Llama family of today (issue 33): Llama 3.1's rope_scaling, Mistral's
+# sliding window (6 positions of the 10 fed), Qwen2's q/k/v biases, Qwen3's
+# q/k RMSNorm and its own head_dim
+arch_case llama llama3-tiny
+arch_case mistral mistral-tiny
+arch_case qwen2 qwen2-tiny
+arch_case qwen3 qwen3-tiny
+
+# linear rope_scaling (every frequency divided by the factor): llama-tiny's
+# folder with a factor of 4 in config.json, converted and against the reference
+rm -rf "$WORK/llama-linear" "$WORK/llama-linear-m"
+cp -r "$WORK/llama-tiny" "$WORK/llama-linear"
+python3 - "$WORK/llama-linear/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["rope_scaling"] = {"type": "linear", "factor": 4.0}
+json.dump(c, open(sys.argv[1], "w"))
+PY
+check "llama with linear rope_scaling: convert" "$FLASHBED" convert "$WORK/llama-linear" --out "$WORK/llama-linear-m"
+check "llama with linear rope_scaling: model.json keeps it" \
+    test "$(json_get "$WORK/llama-linear-m/model.json" '(d["rope_scaling"], d["rope_factor"])')" = "('linear', 4)"
+"$LOGITS" "$WORK/llama-linear-m" $IDS >"$WORK/llama-linear.flashbed"
+python3 "$REF" "$WORK/llama-linear" $IDS >"$WORK/llama-linear.reference"
+echo "llama-tiny with linear rope_scaling:"
+check "llama with linear rope_scaling: logits within 1e-4 of the reference" \
+    logits_close "$WORK/llama-linear.flashbed" "$WORK/llama-linear.reference" 1e-4
+check "llama with linear rope_scaling: the scaling moves the logits (against llama-tiny's, by over 1e-3)" \
+    logits_differ "$WORK/llama-linear.flashbed" "$WORK/llama-tiny.flashbed" 1e-3
+
+# newer transformers write rope_theta and the scaling as rope_parameters:
+# llama3-tiny's folder so written (theta 20000 there, none beside it) keeps both
+rm -rf "$WORK/llama3-params" "$WORK/llama3-params-m"
+cp -r "$WORK/llama3-tiny" "$WORK/llama3-params"
+python3 - "$WORK/llama3-params/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.pop("rope_theta")
+c["rope_parameters"] = dict(c.pop("rope_scaling"), rope_theta=20000.0)
+json.dump(c, open(sys.argv[1], "w"))
+PY
+check "llama3 with rope_parameters: convert" "$FLASHBED" convert "$WORK/llama3-params" --out "$WORK/llama3-params-m"
+check "llama3 with rope_parameters: its theta and scaling in model.json" \
+    test "$(json_get "$WORK/llama3-params-m/model.json" \
+        '(d["rope_theta"], d["rope_scaling"], d["rope_factor"], d["rope_original_max_positions"])')" = "(20000, 'llama3', 8, 128)"
 
 # tokenizers: Falcon and Phi ship byte-level BPE, kept as tokenizer.json;
 # Persimmon a SentencePiece one, rewritten as tokenizer.bin
@@ -159,6 +208,31 @@ refuse "bamboo head_dim other than hidden / heads" drelu-tiny 'c["head_dim"] = 1
 refuse "TurboSparse-Mixtral's own model_type" drelu-tiny 'c["model_type"] = "turbosparse_mixtral"' \
     'model_type "turbosparse_mixtral" is not supported'
 refuse "llama unknown hidden_act" llama-tiny 'c["hidden_act"] = "gelu"' '"hidden_act": "gelu" is not supported for llama'
+# rope_scaling: a type the engine does not compute, and a llama3 one short of a key
+for t in dynamic yarn longrope; do
+    refuse "llama rope_scaling $t" llama3-tiny "c['rope_scaling'] = {'rope_type': '$t', 'factor': 4.0}" \
+        "\"rope_scaling\" type \"$t\" is not supported (default, linear, llama3)"
+done
+refuse "llama3 rope_scaling without low_freq_factor" llama3-tiny 'del c["rope_scaling"]["low_freq_factor"]' \
+    '"rope_scaling" of type "llama3" needs "low_freq_factor", a number above 0'
+refuse "llama3 rope_scaling high_freq_factor under low_freq_factor" llama3-tiny \
+    'c["rope_scaling"]["high_freq_factor"] = 0.5' '"high_freq_factor" 0.5 must be above "low_freq_factor" 1'
+refuse "llama mlp_bias" llama-tiny 'c["mlp_bias"] = True' '"mlp_bias": true is not supported (MLP biases)'
+refuse "llama attention_bias" llama-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+refuse "mistral attention_bias" mistral-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+refuse "qwen2 use_sliding_window" qwen2-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
+refuse "qwen3 use_sliding_window" qwen3-tiny 'c["use_sliding_window"] = True' '"use_sliding_window": true is not supported'
+refuse "qwen3 attention_bias" qwen3-tiny 'c["attention_bias"] = True' '"attention_bias": true is not supported'
+# MistralConfig's default of 8 key/value heads (mistral-tiny has 4 of 8)
+refuse "mistral without num_key_value_heads: 8" mistral-tiny 'del c["num_key_value_heads"]' \
+    "tensor 'model.layers.0.self_attn.k_proj.weight' does not have the shape \\[64, 64\\]"
+refuse "qwen2 use_mrope" qwen2-tiny 'c["use_mrope"] = True' '"use_mrope": true is not supported'
+refuse "llama partial_rotary_factor" llama3-tiny 'c["partial_rotary_factor"] = 0.5' \
+    '"partial_rotary_factor" 0.5 is not supported for llama'
+refuse "qwen3 a sliding layer" qwen3-tiny 'c["layer_types"] = ["full_attention", "sliding_attention"]' \
+    '"layer_types": "sliding_attention" is not supported (full_attention)'
+refuse "qwen3 rope_scaling yarn" qwen3-tiny 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}' \
+    '"rope_scaling" type "yarn" is not supported'
 
 # Phi-3's sliding_window: transformers 4.46.3 masks keys that far back,
 # which no sequence of at most sliding_window positions reaches: the

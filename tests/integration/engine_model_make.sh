@@ -72,6 +72,10 @@ expect_error "unsupported architecture shape" "cannot be written as a Hugging Fa
 expect_error "relu density without FFN biases (Falcon)" "has no FFN biases to set" model make --arch falcon --shape falcon-tiny --relu-density 0.1 --out "$OUT"
 expect_error "relu density on a FATReLU Llama (no biases)" "relu-density: shape llama-relu-tiny" model make --arch llama --shape llama-relu-tiny --relu-density 0.1 --out "$OUT"
 expect_error "llama2c cannot say FATReLU" "SwiGLU Llama shapes only" model make --arch llama --shape llama-relu-tiny --format llama2c --dtype f32 --out "$OUT"
+expect_error "llama2c cannot say Llama 3.1's rope_scaling" "its header has no rope_scaling" model make --arch llama \
+    --shape llama3-tiny --format llama2c --dtype f32 --out "$OUT"
+expect_error "a shape of another architecture" "shape qwen3-tiny is a qwen3 model, not llama" model make --arch llama \
+    --shape qwen3-tiny --out "$OUT"
 expect_error "out exists" "already exists" model make --arch opt --shape opt-tiny --out "$WORK/opt"
 check "nothing left behind" bash -c "! ls '$WORK' | grep -q 'out'"
 finish

@@ -91,7 +91,8 @@ fixture_case() { # arch
     fi
 }
 
-for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu phi3 drelu prosparse; do
+for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu phi3 drelu prosparse llama3 mistral qwen2 \
+    qwen3; do
     fixture_case "$arch"
 done
 check "every ReLU-family fixture has a recorded trace" \

@@ -29,7 +29,7 @@
 struct fx_layer {
     float *n1w, *n1b, *n2w, *n2b;          /* attn_norm, ffn_norm (+ biases) */
     float *wq, *wk, *wv, *wo, *bq, *bk, *bv, *bo;
-    float *qnw, *qnb, *knw, *knb;          /* the per-head q and k LayerNorms, [head_dim] */
+    float *qnw, *qnb, *knw, *knb;          /* the per-head q and k norms, [head_dim] (biases: LayerNorm's) */
     float *up, *gate, *down, *bup, *bdown; /* up, gate [ff][d]; down [d][ff] */
 };
 
@@ -90,7 +90,7 @@ static inline int fx_init(struct fx_model *f, const struct model_shape *s, uint6
     memset(f, 0, sizeof *f);
     f->s = *s;
     f->d = s->d_model, f->ff = s->d_ff, f->nl = s->n_layers, f->h = s->n_heads, f->kvh = s->n_kv_heads;
-    f->hd = s->d_model / s->n_heads, f->v = s->vocab_size;
+    f->hd = s->head_dim ? s->head_dim : s->d_model / s->n_heads, f->v = s->vocab_size;
     f->layernorm = !strcmp(s->norm, "layernorm");
     f->learned = !strcmp(s->position, "learned");
     f->glu = s->ffn_kind == FFN_GLU;
@@ -212,15 +212,18 @@ static inline int fx_write_layer(const struct fx_model *f, struct model_writer *
     if (!rc && !f->parallel)
         rc = fx_tensor(w, l, "ffn_norm.weight", L->n2w, d, 0) ||
              (f->layernorm && fx_tensor(w, l, "ffn_norm.bias", L->n2b, d, 0));
+    /* the q/k norms are of the model's norm: a LayerNorm's have biases */
     if (!rc && s->qk_norm)
         rc = fx_tensor(w, l, "attn.q_norm.weight", L->qnw, f->hd, 0) ||
-             fx_tensor(w, l, "attn.q_norm.bias", L->qnb, f->hd, 0) ||
              fx_tensor(w, l, "attn.k_norm.weight", L->knw, f->hd, 0) ||
-             fx_tensor(w, l, "attn.k_norm.bias", L->knb, f->hd, 0);
-    if (!rc && s->biases)
+             (f->layernorm && (fx_tensor(w, l, "attn.q_norm.bias", L->qnb, f->hd, 0) ||
+                               fx_tensor(w, l, "attn.k_norm.bias", L->knb, f->hd, 0)));
+    if (!rc && (s->biases || s->qkv_bias)) /* qkv_bias: Qwen2's q, k and v biases alone */
         rc = fx_tensor(w, l, "attn.bq", L->bq, q, 0) || fx_tensor(w, l, "attn.bk", L->bk, kv, 0) ||
-             fx_tensor(w, l, "attn.bv", L->bv, kv, 0) || fx_tensor(w, l, "attn.bo", L->bo, d, 0) ||
-             fx_tensor(w, l, "ffn.up_bias", L->bup, f->ff, 0) || fx_tensor(w, l, "ffn.down_bias", L->bdown, d, 0);
+             fx_tensor(w, l, "attn.bv", L->bv, kv, 0);
+    if (!rc && s->biases)
+        rc = fx_tensor(w, l, "attn.bo", L->bo, d, 0) || fx_tensor(w, l, "ffn.up_bias", L->bup, f->ff, 0) ||
+             fx_tensor(w, l, "ffn.down_bias", L->bdown, d, 0);
     return rc ? -1 : model_writer_ffn_layer(w, l, L->up, f->glu ? L->gate : NULL, L->down);
 }
 

@@ -152,9 +152,54 @@ static void test_arch(void)
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == -1);
 }
 
+/* RoPE's frequencies as data: plain theta^(-2j/rot); linear divides
+ * each by the factor; llama3 (Llama 3.1's rule, checked here pair by pair
+ * against the band each wavelength falls in) keeps the short ones,
+ * divides the long ones and blends between. */
+static void test_rope_freqs(void)
+{
+    struct arch a = {.position = POSITION_ROPE, .rope_theta = 10000, .rope_dims = 8};
+    float plain[4], f[4], scale = 0;
+    arch_rope_freqs(&a, plain, &scale);
+    CHECK(scale == 1.0f);
+    for (int j = 0; j < 4; j++)
+        CHECK_NEAR(plain[j], pow(10000, -2.0 * j / 8), 1e-7 * plain[j]);
+    a.rope_scaling = ROPE_LINEAR, a.rope_factor = 4;
+    arch_rope_freqs(&a, f, &scale);
+    for (int j = 0; j < 4; j++)
+        CHECK_NEAR(f[j], plain[j] / 4.0, 1e-7 * plain[j]);
+    /* wavelengths 6.3, 63, 628, 6283 against original 128: under 128/4
+     * kept, over 128/1 divided by 8, 63 blended with s = (128/63 - 1)/3 */
+    a.rope_scaling = ROPE_LLAMA3, a.rope_factor = 8, a.rope_low_freq_factor = 1, a.rope_high_freq_factor = 4;
+    a.rope_original_max_positions = 128;
+    arch_rope_freqs(&a, f, &scale);
+    CHECK(scale == 1.0f);
+    CHECK(f[0] == plain[0]);
+    double w1 = 2 * M_PI / pow(10000, -2.0 / 8), s1 = (128 / w1 - 1) / 3;
+    CHECK(s1 > 0 && s1 < 1);
+    CHECK_NEAR(f[1], (1 - s1) * plain[1] / 8 + s1 * plain[1], 1e-6 * plain[1]);
+    CHECK(f[1] > plain[1] / 8 && f[1] < plain[1]);
+    CHECK_NEAR(f[2], plain[2] / 8.0, 1e-7 * plain[2]);
+    CHECK_NEAR(f[3], plain[3] / 8.0, 1e-7 * plain[3]);
+    /* the shape's keys reach the arch */
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load(&set, "llama-3.1-8b", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
+    CHECK(a.rope_scaling == ROPE_LLAMA3 && a.rope_factor == 8 && a.rope_original_max_positions == 8192);
+    CHECK(model_shape_load(&set, "mistral-7b", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.sliding_window == 4096 && a.rope_scaling == ROPE_PLAIN);
+    CHECK(model_shape_load(&set, "qwen2.5-7b", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.qkv_bias && !a.biases);
+    CHECK(model_shape_load(&set, "qwen3-8b", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.qk_norm && a.norm == NORM_RMS && a.rope_dims == 128);
+}
+
 int main(void)
 {
     test_values();
+    test_rope_freqs();
     test_active_rule();
     test_arch();
     return check_report("test_activation");

@@ -187,11 +187,17 @@ static void test_elementwise(void)
 {
     enum { H = 3, HD = 20, ROT = 12, N = 1001, ROWS = 11, D = 77 };
     float *v = randoms(H * HD), *want = malloc(N * sizeof *want), *got = malloc(N * sizeof *got);
-    struct dev_ref dv = put(v, H * HD * sizeof(float));
-    ck_rope(ck, v, H, HD, ROT, 17, 10000.0f);
-    CHECK(ops->rope(be, dv, H, HD, ROT, 17, 10000.0f) == 0);
+    const struct arch llama3 = {.rope_theta = 10000, .rope_dims = ROT, .rope_scaling = ROPE_LLAMA3, .rope_factor = 8,
+                                .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+                                .rope_original_max_positions = 32};
+    float freq[ROT / 2], scale;
+    arch_rope_freqs(&llama3, freq, &scale);
+    struct dev_ref dv = put(v, H * HD * sizeof(float)), dfreq = put(freq, sizeof freq);
+    ck_rope(ck, v, H, HD, ROT, 17, freq, scale);
+    CHECK(ops->rope(be, dv, H, HD, ROT, 17, dfreq, scale) == 0);
     get(got, dv, H * HD * sizeof(float));
     close_to(got, v, H * HD, 1e-5f, "rope");
+    drop(dfreq);
     float *y = randoms(N), *x = randoms(N);
     struct dev_ref dy = put(y, N * sizeof(float)), dx = put(x, N * sizeof(float));
     ck_add(ck, y, x, N);

@@ -251,15 +251,20 @@ static void test_norm(int d, enum norm_kind kind, bool bias, bool in_place)
     free(x), free(w), free(b), free(want), free(got);
 }
 
-static void test_rope(int heads, int head_dim, int rot, int pos, float theta)
+/* kind: the frequencies' kind (theta, scaling), its rope_dims set here */
+static void test_rope(int heads, int head_dim, int rot, int pos, const struct arch *kind)
 {
+    struct arch a = *kind;
+    a.rope_dims = (uint32_t)rot;
+    float freq[80] = {0}, scale;
+    arch_rope_freqs(&a, freq, &scale);
     size_t n = (size_t)heads * head_dim;
     float *want = randoms(n, 1), *got = malloc(n * sizeof *got);
-    struct dev_ref vec = put(want, n * sizeof(float));
-    CHECK(O->rope(ob, vec, heads, head_dim, rot, pos, theta) == 0);
+    struct dev_ref vec = put(want, n * sizeof(float)), dfreq = put(freq, sizeof freq);
+    CHECK(O->rope(ob, vec, heads, head_dim, rot, pos, dfreq, scale) == 0);
     ops_called++;
     take(got, vec, n * sizeof(float));
-    ck_rope(ck, want, heads, head_dim, rot, pos, theta);
+    ck_rope(ck, want, heads, head_dim, rot, pos, freq, scale);
     char what[64];
     snprintf(what, sizeof what, "%d heads x %d, %d rotated, pos %d", heads, head_dim, rot, pos);
     record("rope", DTYPE_F32, 1e-5, got, want, n, what);
@@ -316,12 +321,17 @@ static void test_ops(void)
     for (int i = 0; i < 4; i++)
         for (int v = 0; v < 4; v++)
             test_norm(dims[i], v % 2 ? NORM_LAYER : NORM_RMS, v >= 2, (i + v) % 2 == 0);
-    test_rope(4, 16, 16, 7, 10000.0f);
-    test_rope(4, 16, 8, 7, 25000.0f);
-    test_rope(3, 20, 8, 13, 10000.0f);
-    test_rope(2, 8, 2, 200, 10000.0f);
-    test_rope(3, 10, 0, 5, 10000.0f);
-    test_rope(5, 130, 128, 101, 500000.0f);
+    const struct arch plain = {.rope_theta = 10000}, wide = {.rope_theta = 500000}, p25k = {.rope_theta = 25000};
+    const struct arch llama3 = {.rope_theta = 500000, .rope_scaling = ROPE_LLAMA3, .rope_factor = 8,
+                                .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+                                .rope_original_max_positions = 64};
+    test_rope(4, 16, 16, 7, &plain);
+    test_rope(4, 16, 8, 7, &p25k);
+    test_rope(3, 20, 8, 13, &plain);
+    test_rope(2, 8, 2, 200, &plain);
+    test_rope(3, 10, 0, 5, &plain);
+    test_rope(5, 130, 128, 101, &wide);
+    test_rope(5, 130, 128, 101, &llama3);
 }
 
 /* ---- move_rows ---- */

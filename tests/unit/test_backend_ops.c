@@ -451,8 +451,23 @@ static void test_norms(struct bt *t)
 
 /* ---- rope ---- */
 
-static void test_rope(struct bt *t, int n_heads, int hd, int rot, int pos, float theta)
+/* rot / 2 + 1 frequencies of the arch's kind (theta, scaled as it
+ * says) on the backend and in freq; the cos/sin scale in *scale. */
+static void rope_table(struct bt *t, const struct arch *a, float *freq, float *scale, struct gbuf *g)
 {
+    arch_rope_freqs(a, freq, scale);
+    gb_floats(t, freq, a->rope_dims / 2 + 1, g);
+}
+
+static void test_rope(struct bt *t, int n_heads, int hd, int rot, int pos, const struct arch *kind)
+{
+    struct arch a = *kind;
+    a.rope_dims = (uint32_t)rot;
+    float freq[80] = {0}, scale;
+    struct gbuf gf;
+    rope_table(t, &a, freq, &scale, &gf);
+    if (a.rope_scaling == ROPE_LINEAR)
+        scale = 0.75f; /* a magnitude factor on cos and sin, as longrope's */
     size_t n = (size_t)n_heads * hd;
     float *v = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
     double *tol = malloc(n * sizeof *tol);
@@ -465,24 +480,36 @@ static void test_rope(struct bt *t, int n_heads, int hd, int rot, int pos, float
     struct gbuf gv;
     gb_floats(t, v, n, &gv);
     char what[96];
-    snprintf(what, sizeof what, "rope %d heads of %d, %d rotated, position %d", n_heads, hd, rot, pos);
-    bt_ok(t, t->ops->rope(t->b, gv.at, n_heads, hd, rot, pos, theta), what);
+    snprintf(what, sizeof what, "rope %d heads of %d, %d rotated, position %d, scaling %d", n_heads, hd, rot, pos,
+             (int)a.rope_scaling);
+    bt_ok(t, t->ops->rope(t->b, gv.at, n_heads, hd, rot, pos, gf.at, scale), what);
     gb_read(t, &gv, got);
-    ck_rope(t->ref, want, n_heads, hd, rot, pos, theta);
+    ck_rope(t->ref, want, n_heads, hd, rot, pos, freq, scale);
     bt_compare(t, what, got, want, tol, n);
     gb_done(t, &gv, NULL, what);
+    gb_done(t, &gf, freq, what); /* the table is an input: untouched */
     free(v), free(want), free(got), free(tol);
 }
 
 static void test_ropes(struct bt *t)
 {
     static const int pos[] = {0, 3, 257};
+    const struct arch plain = {.rope_theta = 10000}, persimmon = {.rope_theta = 25000};
+    /* Llama 3.1's bands at a small original context (all three kinds of
+     * pair at head_dim 18), and a linear table: frequencies as data */
+    const struct arch llama3 = {.rope_theta = 500000, .rope_scaling = ROPE_LLAMA3, .rope_factor = 8,
+                                .rope_low_freq_factor = 1, .rope_high_freq_factor = 4,
+                                .rope_original_max_positions = 64};
+    const struct arch linear = {.rope_theta = 10000, .rope_scaling = ROPE_LINEAR, .rope_factor = 4};
     for (int p = 0; p < 3; p++) {
-        test_rope(t, 1, 2, 2, pos[p], 10000);
-        test_rope(t, 3, 18, 18, pos[p], 10000);  /* whole heads */
-        test_rope(t, 4, 34, 16, pos[p], 25000);  /* Persimmon: about half */
-        test_rope(t, 2, 66, 26, pos[p], 10000);  /* Phi-2: 40% */
-        test_rope(t, 5, 130, 0, pos[p], 10000);  /* nothing rotated */
+        test_rope(t, 1, 2, 2, pos[p], &plain);
+        test_rope(t, 3, 18, 18, pos[p], &plain);      /* whole heads */
+        test_rope(t, 4, 34, 16, pos[p], &persimmon);  /* Persimmon: about half */
+        test_rope(t, 2, 66, 26, pos[p], &plain);      /* Phi-2: 40% */
+        test_rope(t, 5, 130, 0, pos[p], &plain);      /* nothing rotated */
+        test_rope(t, 3, 18, 18, pos[p], &llama3);
+        test_rope(t, 4, 130, 128, pos[p], &llama3);   /* Llama 3.1's head */
+        test_rope(t, 2, 34, 34, pos[p], &linear);
     }
 }
 
@@ -820,7 +847,9 @@ static void test_refusals(struct bt *t)
     refused(t, o->ffn_ids(b, at0, at0, 8 * 2 * 4, end, 2, none, at0, 8, DTYPE_F32, &relu), "ffn_ids ids past");
     refused(t, o->attention(b, at0, at0, at0, end, 2, 2, 1, 8), "attention v cache past");
     refused(t, o->norm(b, at0, at0, end, none, 8, NORM_RMS, 1e-5f), "norm weight past");
-    refused(t, o->rope(b, end, 2, 4, 4, 1, 10000), "rope vector past");
+    refused(t, o->rope(b, end, 2, 4, 4, 1, at0, 1), "rope vector past");
+    refused(t, o->rope(b, at0, 1, 4, 4, 1, end, 1), "rope frequencies past");
+    CHECK(o->rope(b, at0, 1, 4, 4, 1, none, 1) == -1 && strstr(o->error(b), "rope frequencies"));
     refused(t, o->add(b, at0, end, 2), "add x past");
     refused(t, o->embed(b, at0, at0, DTYPE_F32, 8, 8), "embed row past");
     refused(t, o->upload(b, end, host, 8), "upload past");
@@ -910,20 +939,24 @@ static void nonfinite_vector_ops(struct bt *t, float poison)
         ck_norm(t->ref, want, x, w, w, D, nk, 1e-5f);
         bt_compare_class(t, kind ? "layer norm with NaN or infinity" : "rms norm with NaN or infinity", got, want, D);
     }
-    bt_ok(t, t->ops->rope(t->b, gx.at, 5, 13, 8, 7, 10000), "rope, non-finite");
+    const struct arch a = {.rope_theta = 10000, .rope_dims = 8};
+    float freq[5], scale;
+    struct gbuf gf;
+    rope_table(t, &a, freq, &scale, &gf);
+    bt_ok(t, t->ops->rope(t->b, gx.at, 5, 13, 8, 7, gf.at, scale), "rope, non-finite");
     gb_read(t, &gx, got);
     memcpy(want, x, sizeof want);
-    ck_rope(t->ref, want, 5, 13, 8, 7, 10000);
+    ck_rope(t->ref, want, 5, 13, 8, 7, freq, scale);
     bt_compare_class(t, "rope with NaN or infinity", got, want, D);
     bt_ok(t, t->ops->add(t->b, gy.at, gx.at, D), "add, non-finite");
     gb_read(t, &gy, got);
     memcpy(want, y, sizeof y);
     float xr[D];
     memcpy(xr, x, sizeof xr);
-    ck_rope(t->ref, xr, 5, 13, 8, 7, 10000);
+    ck_rope(t->ref, xr, 5, 13, 8, 7, freq, scale);
     ck_add(t->ref, want, xr, D);
     bt_compare_class(t, "add with NaN or infinity", got, want, D);
-    gb_free(t, &gx), gb_free(t, &gw), gb_free(t, &go), gb_free(t, &gy);
+    gb_free(t, &gx), gb_free(t, &gw), gb_free(t, &go), gb_free(t, &gy), gb_free(t, &gf);
 }
 
 /* f16 and bf16 infinities and NaNs widen to f32's */
@@ -1020,12 +1053,16 @@ struct fwd_case {
     const char *label, *shape;
 };
 
-/* The five architectures' test shapes (and FATReLU Llama), d_ff one
- * more than the shape's and a vocabulary of 1000 or 509: no group size
- * divides them. */
+/* The architectures' test shapes (and FATReLU Llama), d_ff one more
+ * than the shape's and a vocabulary of 1000 or 509: no group size divides
+ * them. llama3 turns RoPE by Llama 3.1's scaled frequencies, mistral
+ * attends over a window of 6 of the 29 positions (an offset into the
+ * cache), qwen2 has q/k/v biases alone, qwen3 per-head q/k RMSNorms and a
+ * head_dim twice d_model / n_heads. */
 static const struct fwd_case fwd_cases[] = {
     {"opt", "opt-tiny"},         {"llama", "llama-tiny"}, {"falcon", "falcon-tiny"},
     {"persimmon", "persimmon-tiny"}, {"phi", "phi-tiny"}, {"llama-fatrelu", "llama-relu-tiny"},
+    {"llama3", "llama3-tiny"},   {"mistral", "mistral-tiny"}, {"qwen2", "qwen2-tiny"}, {"qwen3", "qwen3-tiny"},
 };
 
 static void test_forward_case(struct bt *t, const struct fwd_case *c, enum fb_dtype dt, const char *tmp)

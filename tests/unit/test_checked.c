@@ -148,6 +148,17 @@ static void huge_layers(struct model_shape *s) { s->n_layers = UINT32_MAX; }
 static void nan_eps(struct model_shape *s) { s->norm_eps = NAN; }
 static void inf_theta(struct model_shape *s) { s->rope_theta = INFINITY; }
 static void rope_fraction_zero(struct model_shape *s) { s->rope_fraction = 0; }
+static void llama3(struct model_shape *s)
+{
+    snprintf(s->rope_scaling, sizeof s->rope_scaling, "llama3");
+    s->rope_factor = 8, s->rope_low_freq_factor = 1, s->rope_high_freq_factor = 4, s->rope_original_max_positions = 64;
+}
+static void yarn(struct model_shape *s) { llama3(s), snprintf(s->rope_scaling, sizeof s->rope_scaling, "yarn"); }
+static void factor_zero(struct model_shape *s) { llama3(s), s->rope_factor = 0; }
+static void bands_crossed(struct model_shape *s) { llama3(s), s->rope_high_freq_factor = 1; }
+static void no_original(struct model_shape *s) { llama3(s), s->rope_original_max_positions = 0; }
+static void head_dim_odd(struct model_shape *s) { s->head_dim = 9; }
+static void head_dim_heads_not_dividing(struct model_shape *s) { s->head_dim = 16, s->n_heads = 7, s->n_kv_heads = 7; }
 
 static void test_shape_check(void)
 {
@@ -164,6 +175,14 @@ static void test_shape_check(void)
     CHECK(shape_ok(nan_eps, err, sizeof err) == -1 && strstr(err, "\"norm_eps\""));
     CHECK(shape_ok(inf_theta, err, sizeof err) == -1 && strstr(err, "\"rope_theta\""));
     CHECK(shape_ok(rope_fraction_zero, err, sizeof err) == -1 && strstr(err, "\"rope_fraction\""));
+    CHECK(shape_ok(llama3, err, sizeof err) == 0);
+    CHECK(shape_ok(yarn, err, sizeof err) == -1 && strstr(err, "\"rope_scaling\" \"yarn\""));
+    CHECK(shape_ok(factor_zero, err, sizeof err) == -1 && strstr(err, "\"rope_factor\""));
+    CHECK(shape_ok(bands_crossed, err, sizeof err) == -1 && strstr(err, "\"rope_high_freq_factor\""));
+    CHECK(shape_ok(no_original, err, sizeof err) == -1 && strstr(err, "\"rope_original_max_positions\""));
+    CHECK(shape_ok(head_dim_odd, err, sizeof err) == -1 && strstr(err, "\"head_dim\" 9"));
+    /* a stated head_dim: the heads need not divide d_model (Qwen3) */
+    CHECK(shape_ok(head_dim_heads_not_dividing, err, sizeof err) == 0);
     /* the bounds keep the largest shape's products inside 64 bits */
     struct model_shape s;
     CHECK(model_shape_load(&set, "llama-tiny", &s, err, sizeof err) == 0);

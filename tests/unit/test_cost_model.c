@@ -867,6 +867,36 @@ static void test_run_summary(void)
     rmdir(dir);
 }
 
+/* A sliding window (Mistral 7B's 4096) caps the KV cache a token reads:
+ * attention's time stops growing with the context there, while the same
+ * shape without the window keeps growing (linearly). */
+static void test_sliding_window(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s, dummy;
+    struct hw_profile *hw = calloc(1, sizeof *hw);
+    char err[512];
+    load_opt67(&set, "m1max-metal", &dummy, hw);
+    hw->device = (struct hw_device){0};
+    CHECK(model_shape_load(&set, "mistral-7b", &s, err, sizeof err) == 0);
+    double attn[2][3];
+    static const double ctx[] = {2048, 4096, 16384};
+    for (int windowed = 0; windowed < 2; windowed++)
+        for (int i = 0; i < 3; i++) {
+            s.sliding_window = windowed ? 4096 : 0;
+            struct cost_config c = {.shape = &s, .hw = hw, .io_threads = 32, .context_tokens = ctx[i],
+                                    .dram_share = 0.5, .policy = POLICY("naive"), .layout = LAYOUT("bundled")};
+            snprintf(c.dtype, sizeof c.dtype, "f16");
+            struct cost_prediction p;
+            CHECK(cost_predict(&c, &p, err, sizeof err) == 0);
+            attn[windowed][i] = p.attention_ms;
+        }
+    CHECK(attn[1][0] == attn[0][0] && attn[1][1] == attn[0][1]); /* within the window: the same */
+    CHECK(attn[1][2] == attn[1][1]);                             /* past it: capped */
+    CHECK(attn[0][2] > attn[0][1] && attn[0][1] > attn[0][0]);
+    free(hw);
+}
+
 int main(void)
 {
     char *argv[] = {"test_cost_model", NULL};
@@ -886,5 +916,6 @@ int main(void)
     test_fixed_jobs_13b();
     test_every_job_kind();
     test_fixed_profile_json();
+    test_sliding_window();
     return check_report("test_cost_model");
 }

@@ -209,16 +209,21 @@ static void test_read_share(void)
 }
 
 /* Adjacent pairs (i, i+1) of each head's first rot dims turn by
- * pos * theta^(-i/rot); the dims past rot are not touched. */
+ * pos * theta^(-i/rot) (the plain table arch_rope_freqs makes, scale 1);
+ * the dims past rot are not touched. */
 static void test_rope(int heads, int head_dim, int rot, int pos, float theta)
 {
+    struct arch a = {.position = POSITION_ROPE, .rope_theta = theta, .rope_dims = (uint32_t)rot};
+    float freq[32], scale = 0;
+    arch_rope_freqs(&a, freq, &scale);
+    CHECK(scale == 1.0f);
     const struct fb_settings set = fb_settings_defaults();
     float v[64], orig[64];
     for (int i = 0; i < heads * head_dim; i++)
         v[i] = orig[i] = uniform();
     struct cpu_kernels *be = ck_create(&set, 1, 64, 1, 1, NULL, 0);
     CHECK(be != NULL);
-    ck_rope(be, v, heads, head_dim, rot, pos, theta);
+    ck_rope(be, v, heads, head_dim, rot, pos, freq, scale);
     ck_destroy(be);
     double worst = 0;
     bool rest_same = true;

@@ -17,6 +17,13 @@
  *              tanh form
  *   llama-relu llama-relu-tiny: a FATReLU gate (threshold 0.01), and the
  *              same at 0.3, where many more gates fall under it
+ *   llama3     llama3-tiny: RoPE at Llama 3.1's scaled frequencies (pairs
+ *              of wavelength under original/high_freq_factor kept, over
+ *              original/low_freq_factor slowed by factor, blended between)
+ *   mistral    mistral-tiny: attention over the last 6 positions
+ *   qwen2      qwen2-tiny: q, k and v biases, no other bias
+ *   qwen3      qwen3-tiny: an RMSNorm over each head's q and k before
+ *              RoPE, head_dim 16 where d_model / n_heads is 8
  *
  * Partial RoPE rotates adjacent pairs (i, i+1) of each head's first
  * int(rope_fraction * head_dim) dims by pos * theta^(-i/rot) (HF's
@@ -32,7 +39,8 @@
  * each architecture's feature left out of the reference (GELU's form
  * swapped, FATReLU as ReLU, RoPE over the whole head or with the head's
  * frequencies, no q/k norm, no output bias, a sequential block) moved the
- * logits by 9.6e-4 to 9. */
+ * logits by 9.6e-4 to 9 (issue 33's: Llama 3.1's scaling left out 0.18,
+ * Mistral's window 0.62, Qwen2's q/k/v biases 1.99). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +63,8 @@ struct ref {
     enum ref_act act;
     double fat_t, eps, theta;
     int rot;          /* dims of each head rotated; 0 with learned positions */
+    double freq[64];  /* pair j's turn per position: theta^(-2j/rot), rescaled as the shape says */
+    int window;       /* positions attended (the last ones); 0: all */
     double *kc, *vc;  /* [layers][POSITIONS][kv_dim] */
 };
 
@@ -113,22 +123,44 @@ static void ref_mv(double *o, const float *w, const double *x, int rows, int col
     }
 }
 
-static void ref_rope(double *v, int heads, int hd, int rot, int pos, double theta)
+/* The reference's frequencies: plain, linear (divided by the factor) or
+ * Llama 3.1's bands, read from the shape's keys here. */
+static void ref_freqs(struct ref *r, const struct model_shape *s)
+{
+    for (int j = 0; j < r->rot / 2; j++) {
+        double f = pow(r->theta, -2.0 * j / r->rot), wave = 2 * M_PI / f;
+        double lo = s->rope_original_max_positions / s->rope_low_freq_factor;
+        double hi = s->rope_original_max_positions / s->rope_high_freq_factor;
+        if (!strcmp(s->rope_scaling, "linear"))
+            f /= s->rope_factor;
+        else if (!strcmp(s->rope_scaling, "llama3") && wave > lo)
+            f /= s->rope_factor;
+        else if (!strcmp(s->rope_scaling, "llama3") && wave >= hi) {
+            double t = (s->rope_original_max_positions / wave - s->rope_low_freq_factor) /
+                       (s->rope_high_freq_factor - s->rope_low_freq_factor);
+            f = t * f + (1 - t) * f / s->rope_factor;
+        }
+        r->freq[j] = f;
+    }
+}
+
+static void ref_rope(double *v, int heads, int hd, int rot, int pos, const double *freq)
 {
     for (int h = 0; h < heads; h++)
         for (int i = 0; i < rot; i += 2) {
-            double a = pos * pow(theta, -(double)i / rot), c = cos(a), s = sin(a);
+            double a = pos * freq[i / 2], c = cos(a), s = sin(a);
             double x0 = v[h * hd + i], x1 = v[h * hd + i + 1];
             v[h * hd + i] = x0 * c - x1 * s;
             v[h * hd + i + 1] = x0 * s + x1 * c;
         }
 }
 
-/* Each head of v through LayerNorm over head_dim with one shared w, b. */
-static void ref_head_norm(double *v, int heads, int hd, const float *w, const float *b, double eps)
+/* Each head of v through the model's norm over head_dim with one shared
+ * w (and b: LayerNorm's). */
+static void ref_head_norm(double *v, int heads, int hd, const float *w, const float *b, bool layer, double eps)
 {
     for (int h = 0; h < heads; h++)
-        ref_norm(v + h * hd, v + h * hd, hd, w, b, true, eps);
+        ref_norm(v + h * hd, v + h * hd, hd, w, b, layer, eps);
 }
 
 /* o[d] = attention of layer l on the normed input xn at pos. */
@@ -137,22 +169,23 @@ static void ref_attention(struct ref *r, int l, const double *xn, int pos, doubl
     const struct fx_model *f = &r->f;
     const struct fx_layer *L = &f->l[l];
     int d = (int)f->d, hd = (int)f->hd, H = (int)f->h, KV = (int)f->kvh, kv = KV * hd;
-    bool b = f->s.biases;
+    bool b = f->s.biases, bqkv = b || f->s.qkv_bias;
     double *q = calloc((size_t)H * hd, sizeof *q), *att = calloc((size_t)H * hd, sizeof *att);
     double *k = r->kc + ((size_t)l * POSITIONS + pos) * kv, *v = r->vc + ((size_t)l * POSITIONS + pos) * kv;
-    ref_mv(q, L->wq, xn, H * hd, d, b ? L->bq : NULL);
-    ref_mv(k, L->wk, xn, kv, d, b ? L->bk : NULL);
-    ref_mv(v, L->wv, xn, kv, d, b ? L->bv : NULL);
+    ref_mv(q, L->wq, xn, H * hd, d, bqkv ? L->bq : NULL);
+    ref_mv(k, L->wk, xn, kv, d, bqkv ? L->bk : NULL);
+    ref_mv(v, L->wv, xn, kv, d, bqkv ? L->bv : NULL);
     if (f->s.qk_norm) {
-        ref_head_norm(q, H, hd, L->qnw, L->qnb, r->eps);
-        ref_head_norm(k, KV, hd, L->knw, L->knb, r->eps);
+        ref_head_norm(q, H, hd, L->qnw, L->qnb, f->layernorm, r->eps);
+        ref_head_norm(k, KV, hd, L->knw, L->knb, f->layernorm, r->eps);
     }
-    ref_rope(q, H, hd, r->rot, pos, r->theta);
-    ref_rope(k, KV, hd, r->rot, pos, r->theta);
+    ref_rope(q, H, hd, r->rot, pos, r->freq);
+    ref_rope(k, KV, hd, r->rot, pos, r->freq);
+    int first = r->window && pos >= r->window ? pos - r->window + 1 : 0;
     for (int h = 0; h < H; h++) {
         int kvh = h / (H / KV);
         double sc[POSITIONS], max = -1e300, sum = 0;
-        for (int t = 0; t <= pos; t++) {
+        for (int t = first; t <= pos; t++) {
             const double *kt = r->kc + ((size_t)l * POSITIONS + t) * kv + kvh * hd;
             sc[t] = 0;
             for (int i = 0; i < hd; i++)
@@ -160,9 +193,9 @@ static void ref_attention(struct ref *r, int l, const double *xn, int pos, doubl
             sc[t] /= sqrt(hd);
             max = fmax(max, sc[t]);
         }
-        for (int t = 0; t <= pos; t++)
+        for (int t = first; t <= pos; t++)
             sum += (sc[t] = exp(sc[t] - max));
-        for (int t = 0; t <= pos; t++)
+        for (int t = first; t <= pos; t++)
             for (int i = 0; i < hd; i++)
                 att[h * hd + i] += sc[t] / sum * r->vc[((size_t)l * POSITIONS + t) * kv + kvh * hd + i];
     }
@@ -227,6 +260,10 @@ static int ref_init(struct ref *r, const struct model_shape *s, float ffn_scale)
     r->eps = s->norm_eps;
     r->theta = s->rope_theta;
     r->rot = strcmp(s->position, "rope") ? 0 : (int)(s->rope_fraction * r->f.hd);
+    if (r->rot > 128)
+        return -1;
+    ref_freqs(r, s);
+    r->window = (int)s->sliding_window;
     size_t kv = (size_t)s->n_layers * POSITIONS * s->n_kv_heads * r->f.hd;
     r->kc = calloc(kv, sizeof *r->kc);
     r->vc = calloc(kv, sizeof *r->vc);
@@ -349,6 +386,10 @@ static const struct ref_case cases[] = {
     {"phi-gelu_tanh", "phi-tiny", false, "gelu_tanh", 0, 2.5f},
     {"llama-relu", "llama-relu-tiny", false, NULL, 0, 2.5f},
     {"llama-fatrelu0.3", "llama-relu-tiny", false, NULL, 0.3, 2.5f},
+    {"llama3", "llama3-tiny", false, NULL, 0, 2.5f},
+    {"mistral", "mistral-tiny", false, NULL, 0, 2.5f},
+    {"qwen2", "qwen2-tiny", false, NULL, 0, 2.5f},
+    {"qwen3", "qwen3-tiny", false, NULL, 0, 2.5f},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -320,8 +320,9 @@ int main(void)
         check_fixture(one);
         return check_report("test_hf_fixture");
     }
-    const char *archs[] = {"opt",  "llama", "llama-relu", "falcon", "falcon-gelu",
-                           "persimmon", "phi", "phi-gelu", "phi3", "drelu", "prosparse"};
+    const char *archs[] = {"opt",      "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi",
+                           "phi-gelu", "llama3", "mistral",   "qwen2",  "qwen3",
+                           "phi3",     "drelu", "prosparse"};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         char fixture[512];
         snprintf(fixture, sizeof fixture, "%s/%s_fixture", TEST_DATA_DIR, archs[i]);

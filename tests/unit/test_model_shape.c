@@ -1,9 +1,110 @@
 /* Shapes load from configs/models/ and their parameter counts match hand
  * arithmetic on the public configs. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 #include "check.h"
 #include "common/model_shape.h"
+#include "engine/model/model_format.h"
+
+/* Issue 33's shapes: each one's parameter count is its model card's, which
+ * checks head_dim, the q/k/v biases and the q/k norms as counted; the new
+ * keys are read. */
+static void test_todays_shapes(const struct fb_settings *set)
+{
+    static const struct {
+        const char *name;
+        uint64_t params;
+    } want[] = {
+        {"llama-3.1-8b", 8030261248ull}, /* Llama 3.1 8B */
+        {"mistral-7b", 7241732096ull},   /* Mistral 7B v0.1 */
+        {"qwen2.5-7b", 7615616512ull},   /* Qwen2.5-7B: 7.61B */
+        {"qwen3-8b", 8190735360ull},     /* Qwen3-8B: 8.19B */
+    };
+    struct model_shape s;
+    struct param_counts c;
+    char err[512];
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        CHECK(model_shape_load(set, want[i].name, &s, err, sizeof err) == 0);
+        model_shape_params(&s, &c);
+        CHECK_U64(c.total, want[i].params);
+    }
+    CHECK(model_shape_load(set, "llama-3.1-8b", &s, err, sizeof err) == 0);
+    CHECK_STR(s.rope_scaling, "llama3");
+    CHECK(s.rope_factor == 8 && s.rope_low_freq_factor == 1 && s.rope_high_freq_factor == 4);
+    CHECK_U64(s.rope_original_max_positions, 8192);
+    CHECK(model_shape_load(set, "mistral-7b", &s, err, sizeof err) == 0);
+    CHECK_U64(s.sliding_window, 4096);
+    CHECK(model_shape_load(set, "qwen2.5-7b", &s, err, sizeof err) == 0);
+    CHECK(s.qkv_bias && !s.biases && !s.qk_norm);
+    CHECK(model_shape_load(set, "qwen3-tiny", &s, err, sizeof err) == 0);
+    CHECK(s.qk_norm && !s.qkv_bias);
+    CHECK_U64(model_shape_head_dim(&s), 16); /* stated: d_model / n_heads is 8 */
+    CHECK(model_shape_load(set, "llama-2-7b", &s, err, sizeof err) == 0);
+    CHECK(!s.rope_scaling[0] && !s.sliding_window && !s.head_dim && !s.qkv_bias); /* absent keys */
+    CHECK_U64(model_shape_head_dim(&s), 128);
+}
+
+/* model.json's shape (model_shape_to_json) reads back as it was, the new
+ * keys with it. */
+static void test_round_trip(const struct fb_settings *set)
+{
+    const char *names[] = {"llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "qwen3-8b", "opt-6.7b", "persimmon-8b"};
+    char path[] = "/tmp/flashbed-shape-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        struct model_shape s, back;
+        CHECK(model_shape_load(set, names[i], &s, err, sizeof err) == 0);
+        cJSON *o = cJSON_CreateObject();
+        model_shape_to_json(&s, o);
+        char *text = cJSON_Print(o);
+        FILE *f = fopen(path, "w");
+        CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+        free(text);
+        cJSON_Delete(o);
+        CHECK(model_shape_read(path, &back, err, sizeof err) == 0);
+        snprintf(back.name, sizeof back.name, "%s", s.name);
+        memcpy(back.paper_statistics, s.paper_statistics, sizeof s.paper_statistics);
+        CHECK(!strcmp(back.rope_scaling, s.rope_scaling) && back.rope_factor == s.rope_factor &&
+              back.rope_low_freq_factor == s.rope_low_freq_factor &&
+              back.rope_high_freq_factor == s.rope_high_freq_factor &&
+              back.rope_original_max_positions == s.rope_original_max_positions);
+        CHECK(back.head_dim == s.head_dim && back.qkv_bias == s.qkv_bias && back.sliding_window == s.sliding_window &&
+              back.qk_norm == s.qk_norm && back.biases == s.biases);
+        struct param_counts a, b;
+        model_shape_params(&s, &a), model_shape_params(&back, &b);
+        CHECK_U64(b.total, a.total);
+    }
+    unlink(path);
+}
+
+/* The real shapes of at most 4B: reproduce --quick's Table 3 beside
+ * OPT-1.3B, and Phi-3-mini; their published parameter counts. */
+static void test_small_real_shapes(const struct fb_settings *set)
+{
+    struct model_shape s;
+    struct param_counts c;
+    char err[512];
+    CHECK(model_shape_load(set, "llama-1.1b-fatrelu", &s, err, sizeof err) == 0);
+    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && s.fatrelu_threshold == 0.01);
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 1100048384ull); /* TinyLlama-1.1B's published parameter count */
+    CHECK(model_shape_load(set, "phi-2", &s, err, sizeof err) == 0);
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 2779683840ull); /* Phi-2's published parameter count */
+    CHECK(model_shape_load(set, "phi-3-mini", &s, err, sizeof err) == 0);
+    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && !strcmp(s.arch, "phi3"));
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 3821079552ull); /* Phi-3-mini's published parameter count */
+    CHECK_U64(model_shape_neuron_weights(&s), 3 * 3072);
+
+}
 
 int main(void)
 {
@@ -47,20 +148,9 @@ int main(void)
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 125239296ull); /* OPT-125m's published parameter count */
 
-    /* the real shapes reproduce --quick measures Table 3 at beside OPT-1.3B */
-    CHECK(model_shape_load(&set, "llama-1.1b-fatrelu", &s, err, sizeof err) == 0);
-    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && s.fatrelu_threshold == 0.01);
-    model_shape_params(&s, &c);
-    CHECK_U64(c.total, 1100048384ull); /* TinyLlama-1.1B's published parameter count */
-    CHECK(model_shape_load(&set, "phi-2", &s, err, sizeof err) == 0);
-    model_shape_params(&s, &c);
-    CHECK_U64(c.total, 2779683840ull); /* Phi-2's published parameter count */
-    CHECK(model_shape_load(&set, "phi-3-mini", &s, err, sizeof err) == 0);
-    CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && !strcmp(s.arch, "phi3"));
-    model_shape_params(&s, &c);
-    CHECK_U64(c.total, 3821079552ull); /* Phi-3-mini's published parameter count */
-    CHECK_U64(model_shape_neuron_weights(&s), 3 * 3072);
-
+    test_small_real_shapes(&set);
+    test_todays_shapes(&set);
+    test_round_trip(&set);
     CHECK(model_shape_load(&set, "no-such-model", &s, err, sizeof err) == -1);
     CHECK(strstr(err, "no-such-model") != NULL);
     return check_report("test_model_shape");

@@ -92,13 +92,14 @@ extern "C" cudaError_t fbk_cuda_norm(cudaStream_t s, struct fbk_ref out, struct 
 
 // Nothing to turn (no rotated dims) is no launch.
 extern "C" cudaError_t fbk_cuda_rope(cudaStream_t s, struct fbk_ref vec, int n_heads, int head_dim, int rot_dims,
-                                     int pos, float theta)
+                                     int pos, struct fbk_ref inv_freq, float scale)
 {
     long long pairs = (long long)n_heads * (rot_dims / 2);
     if (pairs == 0)
         return cudaSuccess;
     unsigned g = group_for(pairs);
-    fb_rope<<<groups_of(pairs, g), g, 0, s>>>(bytes(vec), vec.off, n_heads, head_dim, rot_dims, pos, theta);
+    fb_rope<<<groups_of(pairs, g), g, 0, s>>>(bytes(vec), vec.off, n_heads, head_dim, rot_dims, pos, bytes(inv_freq),
+                                              inv_freq.off, scale);
     return cudaGetLastError();
 }
 

@@ -56,7 +56,7 @@ cudaError_t fbk_cuda_attention(cudaStream_t s, struct fbk_ref out, struct fbk_re
 cudaError_t fbk_cuda_norm(cudaStream_t s, struct fbk_ref out, struct fbk_ref x, struct fbk_ref weight,
                           struct fbk_ref bias, int d, int kind, float eps);
 cudaError_t fbk_cuda_rope(cudaStream_t s, struct fbk_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
-                          float theta);
+                          struct fbk_ref inv_freq, float scale);
 cudaError_t fbk_cuda_add(cudaStream_t s, struct fbk_ref y, struct fbk_ref x, int n);
 cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d);
 /* moves: n (int32 dst, src) pairs over rows rows of row_bytes at base; the
