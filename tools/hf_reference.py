@@ -325,8 +325,7 @@ class Phi3(Llama):
     def __init__(self, cfg, w):
         super().__init__(cfg, w)
         self.eps = cfg.get("rms_norm_eps", 1e-5)
-        if cfg.get("sliding_window") is not None:
-            raise SystemExit("sliding_window is not in this reference")
+        self.window = cfg.get("sliding_window")  # Mistral's: p attends to p - W + 1 .. p
 
     def qkv(self, p, n):
         fused = linear(self.w.matrix(p + "self_attn.qkv_proj.weight"), n)

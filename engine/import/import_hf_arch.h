@@ -145,11 +145,10 @@ int hf_llama_layer(struct hf_ctx *c, uint32_t l);
 int hf_llama_head(struct hf_ctx *c);
 
 /* Caps s->max_positions to config key sliding_window less short_by
- * (absent or null: nothing): transformers masks keys at distance >=
- * sliding_window (Phi-3 in 4.46.3: short_by 0), which no sequence of at
- * most that many positions reaches, so the engine's full attention is
- * exact there; short_by 1 where transformers' versions differed by one
- * on the window's edge. -1 naming the key when it is not a count above
+ * (absent or null: nothing), where transformers' versions differed by one
+ * on the window's edge (TurboSparse-Mistral's modelling code, short_by
+ * 1): no sequence of that many positions reaches the window, so the
+ * engine's full attention is exact there under either. -1 naming the key when it is not a count above
  * short_by. */
 int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by);
 

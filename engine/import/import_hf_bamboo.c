@@ -22,6 +22,21 @@
 
 #include "common/errbuf.h"
 
+int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by)
+{
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(c->json, "sliding_window");
+    if (!w || cJSON_IsNull(w))
+        return 0;
+    uint32_t window = 0;
+    if (cfg_uint(c, "sliding_window", &window, 1))
+        return -1;
+    if (window <= short_by)
+        return err_set(c->err, c->errlen, "%s: \"sliding_window\" %u leaves no position to run", c->path, window);
+    if (window - short_by < s->max_positions)
+        s->max_positions = window - short_by;
+    return 0;
+}
+
 static int bamboo_refusals(const struct config *c)
 {
     if (cJSON_HasObjectItem(c->json, "num_local_experts"))

@@ -7,12 +7,11 @@
  * Refused, naming the key: rope_scaling (longrope/su, Phi-3-mini-128k: its
  * per-dimension frequencies are not data in the engine yet) and
  * partial_rotary_factor other than 1 (later transformers read it for
- * Phi-4-mini). sliding_window is honoured: transformers 4.46.3 masks keys
- * at distance >= sliding_window from the query (Phi3Model's causal mask,
- * eager and sdpa alike), which no sequence of at most sliding_window
- * positions reaches; the model is converted with max_positions capped to
- * it (hf_cap_to_sliding_window), where the engine's full attention is
- * exactly transformers'. auto_map (Microsoft's remote modeling_phi3.py) is
+ * Phi-4-mini). sliding_window is honoured as Mistral's is: transformers
+ * 4.46.3 masks keys at distance >= sliding_window from the query
+ * (Phi3Model's causal mask, eager and sdpa alike), so position p attends
+ * to p - W + 1 .. p, the engine's window (model_shape.sliding_window).
+ * auto_map (Microsoft's remote modeling_phi3.py) is
  * the code transformers took in as its own Phi3; it is not run. */
 #include "engine/import/import_hf_arch.h"
 
@@ -21,21 +20,6 @@
 #include <string.h>
 
 #include "common/errbuf.h"
-
-int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint32_t short_by)
-{
-    const cJSON *w = cJSON_GetObjectItemCaseSensitive(c->json, "sliding_window");
-    if (!w || cJSON_IsNull(w))
-        return 0;
-    uint32_t window = 0;
-    if (cfg_uint(c, "sliding_window", &window, 1))
-        return -1;
-    if (window <= short_by)
-        return err_set(c->err, c->errlen, "%s: \"sliding_window\" %u leaves no position to run", c->path, window);
-    if (window - short_by < s->max_positions)
-        s->max_positions = window - short_by;
-    return 0;
-}
 
 static int phi3_refusals(const struct config *c)
 {
@@ -55,7 +39,7 @@ static int phi3_shape(const struct config *c, struct model_shape *s)
         cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
         cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
         cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
-        phi3_refusals(c) || hf_cap_to_sliding_window(c, s, 0))
+        phi3_refusals(c) || cfg_uint(c, "sliding_window", &s->sliding_window, 0))
         return -1;
     s->ffn_kind = FFN_GLU;
     snprintf(s->norm, sizeof s->norm, "rmsnorm");

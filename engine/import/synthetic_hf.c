@@ -302,9 +302,9 @@ static const char *bamboo_check(const struct model_shape *s)
 
 static const char *phi3_check(const struct model_shape *s)
 {
-    if (s->ffn_kind != FFN_GLU || s->biases || s->qkv_bias || s->sliding_window || s->parallel_block ||
+    if (s->ffn_kind != FFN_GLU || s->biases || s->qkv_bias || s->parallel_block ||
         s->rope_fraction != 1.0 || s->qk_norm || s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
-        return "Phi-3 has a GLU FFN, RMSNorm, no biases, no sliding window, sequential blocks and RoPE on "
+        return "Phi-3 has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on "
                "whole heads";
     const char *a = s->ffn_activation;
     return strcmp(a, "swiglu") && strcmp(a, "relu") && strcmp(a, "gelu") && strcmp(a, "gelu_tanh")
@@ -406,7 +406,10 @@ static void phi3_config(cJSON *c, const struct model_shape *s)
     cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
     cJSON_AddStringToObject(c, "hidden_act", hf_act_from_flashbed(s->ffn_activation));
     cJSON_AddNullToObject(c, "rope_scaling");
-    cJSON_AddNullToObject(c, "sliding_window"); /* max_positions is the shape's own */
+    if (s->sliding_window)
+        cJSON_AddNumberToObject(c, "sliding_window", s->sliding_window);
+    else
+        cJSON_AddNullToObject(c, "sliding_window");
 }
 
 static void falcon_config(cJSON *c, const struct model_shape *s)

@@ -234,17 +234,22 @@ refuse "qwen3 a sliding layer" qwen3-tiny 'c["layer_types"] = ["full_attention",
 refuse "qwen3 rope_scaling yarn" qwen3-tiny 'c["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0}' \
     '"rope_scaling" type "yarn" is not supported'
 
-# Phi-3's sliding_window: transformers 4.46.3 masks keys that far back,
-# which no sequence of at most sliding_window positions reaches: the
-# model converts with max_positions capped to it, and runs as before
+# Phi-3's sliding_window: transformers 4.46.3 masks keys at distance >= W,
+# as Mistral's: a window of 6 of the 10 positions fed, against the
+# reference with the same window, and moving the logits
 rm -rf "$WORK/phi3-window" "$WORK/phi3-window-m"
 cp -r "$WORK/phi3-tiny" "$WORK/phi3-window"
-python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c["sliding_window"] = 100; json.dump(c, open(p, "w"))' \
+python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c["sliding_window"] = 6; json.dump(c, open(p, "w"))' \
     "$WORK/phi3-window/config.json"
 check "phi3 with a sliding_window converts" "$FLASHBED" convert "$WORK/phi3-window" --out "$WORK/phi3-window-m"
-check "phi3: max_positions capped to sliding_window" \
-    test "$(json_get "$WORK/phi3-window-m/model.json" 'd["max_positions"]')" = 100
-check "phi3: the same weights" cmp -s "$WORK/phi3-window-m/ffn.bin" "$WORK/phi3-tiny-m/ffn.bin"
+check "phi3: model.json keeps the window, not a cap" \
+    test "$(json_get "$WORK/phi3-window-m/model.json" '(d["sliding_window"], d["max_positions"] > 6)')" = "(6, True)"
+"$LOGITS" "$WORK/phi3-window-m" $IDS >"$WORK/phi3-window.flashbed"
+python3 "$REF" "$WORK/phi3-window" $IDS >"$WORK/phi3-window.reference"
+check "phi3 with a window of 6: logits within 1e-4 of the reference" \
+    logits_close "$WORK/phi3-window.flashbed" "$WORK/phi3-window.reference" 1e-4
+check "phi3: the window moves the logits (against phi3-tiny's, by over 1e-3)" \
+    logits_differ "$WORK/phi3-window.flashbed" "$WORK/phi3-tiny.flashbed" 1e-3
 
 # TurboSparse-Mistral's sliding_window 4096 of 32768 positions: capped
 # to 4095, every key of such a sequence inside Mistral's window
