@@ -61,7 +61,8 @@ static int add_cell(struct repro_plan *p, const struct repro_sparsity *z, size_t
     snprintf(rel, sizeof rel, "sparsity/%s/%s%s%s.json", z->text_names[text], source, setting[0] ? "-" : "",
              setting);
     snprintf(id, sizeof id, "sparsity-%s-%s%s%s", z->text_names[text], source, setting[0] ? "-" : "", setting);
-    snprintf(what, sizeof what, "%s: perplexity on %s, %s %s", z->name, z->text_names[text], source, setting);
+    snprintf(what, sizeof what, "%s: perplexity on %s, %s%s%s", z->name, z->text_names[text], source,
+             setting[0] ? " " : "", setting);
     snprintf(skip, sizeof skip, "%llu",
              (unsigned long long)(strcmp(z->texts[text], z->calib_text) ? 0 : z->calib_tokens));
     snprintf(tokens, sizeof tokens, "%llu", (unsigned long long)z->tokens);
@@ -89,11 +90,17 @@ static int add_sparsity_cells(struct repro_plan *p, const struct repro_sparsity 
     return 0;
 }
 
+/* The predictor, trained into the study's own model folder (z->model under
+ * the plan's folder: never a user's): the step's output is the predictor's
+ * file, which an unfinished try leaves to be removed. */
 static int add_predictor(struct repro_plan *p, const struct repro_sparsity *z)
 {
-    char tokens[32], rel[200];
+    char tokens[32], rel[4400];
+    size_t root = strlen(p->config.out);
+    if (strncmp(z->model, p->config.out, root) || z->model[root] != '/')
+        return -1; /* a plan error: only reproduce trains, into its models/ */
     snprintf(tokens, sizeof tokens, "%llu", (unsigned long long)z->calib_tokens);
-    snprintf(rel, sizeof rel, "sparsity/predictor-trained");
+    snprintf(rel, sizeof rel, "%s/predictor.safetensors", z->model + root + 1);
     const char *args[24] = {"predictor", "train", "--model", z->model, "--text", z->calib_text, "--tokens", tokens,
                             "--force"};
     size_t n = 9;
@@ -226,6 +233,7 @@ static void text_table(struct strbuf *b, const struct repro_plan *p, size_t text
     static const char *const sources[] = {"gate", "gate-cal", "teal", "predictor"};
     struct sparsity_cell dense;
     bool have = read_cell(p, z->text_names[text], "dense", "", &dense);
+    dense.density = 1; /* every neuron: perplexity's dense JSON has no density */
     strbuf_add(b, "### %s on %s\n\n", z->name, z->text_names[text]);
     if (!have) {
         strbuf_add(b, "Not measured yet.\n\n");
@@ -273,7 +281,8 @@ void repro_section_sparsity(struct strbuf *b, const struct repro_plan *p)
     for (size_t t = 0; t < z->n_texts; t++)
         text_table(b, p, t);
     strbuf_add(b, "The same study of any model folder with a GLU FFN: `flashbed sparsify study --model DIR "
-                  "--text FILE[,FILE] --out DIR`.\n\n");
+                  "--text FILE[,FILE] --calibration-text FILE [--calibration-tokens N] [--tokens N] [--sparsities "
+                  "LIST] [--predictor-thresholds LIST] --out DIR` (the predictor where the folder has one).\n\n");
 }
 
 int repro_sparsity_plan_build(const struct repro_sparsity *z, const char *out, const struct fb_settings *set,
