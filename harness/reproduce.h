@@ -91,6 +91,7 @@ struct repro_sparsity {
     size_t n_predictor;
     bool train_predictor;      /* the plan trains it (into a model folder of the study's own) */
     char predictor_act[32];    /* predictor train's --act-threshold ("" its default) */
+    char predictor_rank[16];   /* predictor train's --rank ("" its default, 128: more than a small model's d_model) */
 };
 
 struct repro_step {

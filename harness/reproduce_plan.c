@@ -310,6 +310,8 @@ static void plan_sparsity_study(struct repro_plan *p, const struct tier_sizes *t
     z->train_predictor = true;
     /* SwiGLU: truly active when |silu(gate).up| > 0.2, as the recorded trace counts */
     snprintf(z->predictor_act, sizeof z->predictor_act, "0.2");
+    /* d_model 64: a quarter of it (the paper's 1024 of Llama's 4096) */
+    snprintf(z->predictor_rank, sizeof z->predictor_rank, "16");
 }
 
 /* stories260K, a real trained model, records a real trace on TinyStories:

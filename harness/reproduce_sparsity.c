@@ -108,6 +108,10 @@ static int add_predictor(struct repro_plan *p, const struct repro_sparsity *z)
         args[n++] = "--act-threshold";
         args[n++] = z->predictor_act;
     }
+    if (z->predictor_rank[0]) {
+        args[n++] = "--rank";
+        args[n++] = z->predictor_rank;
+    }
     args[n] = NULL;
     char what[160];
     snprintf(what, sizeof what, "%s: its activation predictor, trained on the calibration tokens", z->name);

@@ -17,6 +17,8 @@ set ylabel 'perplexity'
 set grid
 set key top right
 set xrange [0:*]
+# perplexity spans orders of magnitude from the dense point to the sparsest settings
+set logscale y
 # dense is one point; each other source a curve over its settings
 plot for [i=1:words(sources)] csv index (i-1) using 1:2 \
      with linespoints lw 2 pt (i == 1 ? 3 : 5 + 2*i) ps (i == 1 ? 2.5 : 1.2) title word(sources, i)
