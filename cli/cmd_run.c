@@ -122,9 +122,10 @@ static const struct opt_command run_command = {
         "not a deployable predictor); --active predictor runs the model's activation predictor\n"
         "(flashbed predictor train), the deployable mode: its weights count in the DRAM budget\n"
         "and its time is predictor_ms; --active gate lets a GLU FFN's gate projection choose\n"
-        "(its rows held in DRAM, counted as the predictor's), --active gate-cal the same with the\n"
-        "per-layer thresholds of the model's sparsify.json (flashbed sparsify calibrate; --active\n"
-        "teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
+        "(its rows held in DRAM, counted as the predictor's; with --sparsify FILE and no\n"
+        "--threshold, the file's global threshold), --active gate-cal the same with the per-layer\n"
+        "thresholds of the model's sparsify.json or --sparsify FILE (flashbed sparsify calibrate;\n"
+        "--active teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
         "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json, run.md and\n"
         "tokens.csv (a row per token), with --plot also the paper's Fig. 8 (fig8.png, fig8.svg).",
