@@ -4,8 +4,9 @@
 # report's table has a row per cell, dense's bytes are the model's dense FFN
 # bytes, teal at sparsity 0 is dense, the calibration text is scored past
 # its calibration tokens, the model folder is only read, a second run skips
-# every finished step; without a predictor the predictor is left out; bad
-# input is refused before anything runs, naming the option, nothing written.
+# every finished step, Ctrl-C keeps the finished ones; without a predictor
+# the predictor is left out; bad input is refused before anything runs,
+# naming the option, nothing written.
 source "$(dirname "$0")/lib.sh"
 
 check "model make llama-tiny" "$FLASHBED" model make --arch llama --shape llama-tiny --seed 5 --out "$WORK/hf"
@@ -98,4 +99,21 @@ check "sparsify study, no predictor" "$FLASHBED" sparsify study --model "$WORK/m
 check "no predictor cell" test "$(ls "$WORK/s2/sparsity/other")" = "$(printf '%s\n' dense.json gate-cal-s50.json gate-s50.json teal-s50.json)"
 check "no predictor row" bash -c "! grep -q '^| predictor' '$WORK/s2/REPORT.md'"
 check "the model folder has no sparsify.json" test ! -e "$WORK/m/sparsify.json"
+
+# ---- Ctrl-C: the finished steps kept, the same command resumes
+I="$WORK/interrupted"
+"$FLASHBED" sparsify study --model "$WORK/m" --text "$WORK/other.txt,$WORK/calib.txt" --calibration-text "$WORK/calib.txt" \
+    --calibration-tokens 300 --tokens 300 --sparsities 0,0.25,0.5,0.7 --out "$I" >"$WORK/int.log" 2>&1 &
+pid=$!
+for _ in $(seq 400); do [ "$(ls "$I/steps" 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.02; done
+kill -INT $pid
+wait $pid
+rc=$?
+check "interrupted: exit 130" test $rc = 130
+kept=$(ls "$I/steps" | wc -l)
+check "interrupted: some steps finished, kept, not all (30)" test "$kept" -ge 2 -a "$kept" -lt 30
+check "interrupted: says so" grep -q "interrupted: .* steps finished this time, kept" "$WORK/int.log"
+out=$("$FLASHBED" sparsify study --model "$WORK/m" --text "$WORK/other.txt,$WORK/calib.txt" \
+    --calibration-text "$WORK/calib.txt" --calibration-tokens 300 --tokens 300 --sparsities 0,0.25,0.5,0.7 --out "$I" 2>&1)
+check "resumed: the kept steps not run again" grep -q "$((30 - kept)) steps run, $kept done before" <<<"$out"
 finish
