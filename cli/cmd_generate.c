@@ -28,7 +28,7 @@ struct generate_opts {
     struct decode_opts d; /* the prompt, -n, sampling, threads and backend (shared with run) */
     char *json;
     bool bandwidth;
-    char *active;
+    char *active, *sparsify;
     double threshold;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
@@ -38,6 +38,7 @@ static const struct opt_def generate_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (flashbed convert)"},
     {"active", OPT_STRING, O(active), "all", "SOURCE", SELECT_ACTIVE_HELP, .allowed = SELECT_ACTIVE_ALLOWED},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
+    {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     OPT_END,
 };
 static const struct opt_def generate_output_options[] = {
@@ -316,7 +317,11 @@ static int generate_with(const struct generate_opts *o, const struct fb_settings
         fb_error("generate --bandwidth compares the weight reads with the host's DRAM: it needs --backend cpu");
     else
         up = select_engine_init("generate", o->active, opts_given(&generate_command, o, "threshold"), o->threshold,
-                                &e, set, m, be.ops, threads, 0, &sel, &have_sel) == 0;
+                                o->sparsify, &e, set, m, be.ops, threads, 0, &sel, &have_sel) == 0;
+    if (up && json && have_sel && sel.have_cal) { /* which thresholds file, for what target */
+        cJSON_AddStringToObject(json, "sparsify_file", sel.cal_path);
+        cJSON_AddNumberToObject(json, "calibrated_sparsity", sel.cal.sparsity);
+    }
     if (up) {
         interrupt_install();
         if (run(o, m, &e, text, json) == 0)

@@ -33,8 +33,9 @@ struct perplexity_opts {
     uint64_t threads;
     char *backend;
     char *json;
-    char *active;
+    char *active, *sparsify;
     double threshold;
+    uint64_t skip;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -42,7 +43,9 @@ struct perplexity_opts {
 static const struct opt_def perplexity_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder"},
     {"text", OPT_STRING, O(text), NULL, "FILE", "text to score (UTF-8)"},
-    {"tokens", OPT_UINT, O(tokens), "0", "N", "score the first N tokens of the text (0: all)"},
+    {"tokens", OPT_UINT, O(tokens), "0", "N", "score N tokens of the text (0: all), from --skip on"},
+    {"skip", OPT_UINT, O(skip), "0", "N", "score the text from its (N+1)-th token (a calibration text past the "
+     "tokens its thresholds were chosen on)", .max = OPT_NO_MAX},
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
@@ -50,20 +53,22 @@ static const struct opt_def perplexity_options[] = {
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
     {"active", OPT_STRING, O(active), "all", "SOURCE", SELECT_ACTIVE_HELP, .allowed = SELECT_ACTIVE_ALLOWED},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", SELECT_THRESHOLD_HELP, .min = 0, .max = OPT_NO_MAX},
+    {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     OPT_END,
 };
 #undef O
 
 static const struct opt_command perplexity_command = {
     .name = "perplexity",
-    .usage = "--model DIR --text FILE [--tokens N]",
+    .usage = "--model DIR --text FILE [--skip N] [--tokens N]",
     .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
                "of the context length each led by BOS, and every token after BOS is scored.\n"
                "Prints the perplexity and the mean negative log-likelihood on stdout. With --active\n"
                "predictor|gate|gate-cal|teal|oracle the FFN is computed only on the neurons that\n"
                "source chooses (all weights in DRAM), so the accuracy a choice costs is measured; the\n"
                "FFN density it came to and the FFN weight bytes a token would read are printed too\n"
-               "(and in --json: density, input_density for teal, ffn_bytes_per_token).",
+               "(and in --json: density, input_density for teal, ffn_bytes_per_token; ms_per_token is the\n"
+               "scoring time per token scored, as tokens/s on stderr).",
     .opts = perplexity_options,
     .max_positional = 0,
     OPT_GIVEN_AT(struct perplexity_opts, given),
@@ -146,8 +151,10 @@ static void density_json(cJSON *j, const struct select_choice *sel, const struct
     cJSON_AddNumberToObject(j, "density", su->density);
     if (su->input_density >= 0)
         cJSON_AddNumberToObject(j, "input_density", su->input_density);
-    if (sel->have_cal)
+    if (sel->have_cal) {
         cJSON_AddNumberToObject(j, "calibrated_sparsity", sel->cal.sparsity);
+        cJSON_AddStringToObject(j, "sparsify_file", sel->cal_path);
+    }
 }
 
 /* The result on stdout (and the FFN density and bytes with --active), and --json. */
@@ -174,6 +181,8 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     cJSON_AddNumberToObject(j, "perplexity", ppl);
     cJSON_AddNumberToObject(j, "mean_nll", mean);
     cJSON_AddNumberToObject(j, "tokens_scored", (double)sc->scored);
+    cJSON_AddNumberToObject(j, "tokens_skipped", (double)o->skip);
+    cJSON_AddNumberToObject(j, "ms_per_token", 1e3 * sc->secs / (double)sc->scored);
     cJSON_AddNumberToObject(j, "window", sc->window);
     cJSON_AddBoolToObject(j, "interrupted", interrupted());
     cJSON_AddStringToObject(j, "active", o->active);
@@ -196,14 +205,17 @@ static int score_text(const struct perplexity_opts *o, const struct fb_settings 
     struct cli_backend be;
     bool have_sel = false;
     int rc = 1;
-    if (n == 0)
+    if (n == 0 && o->skip)
+        fb_error("perplexity --skip %llu: %s has no tokens left after the first %llu", (unsigned long long)o->skip,
+                 o->text, (unsigned long long)o->skip);
+    else if (n == 0)
         fb_error("%s: no tokens to score", o->text);
     else if (engine_context(m, (int)o->context) < 2) /* BOS and nothing to score: windows would not advance */
         fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
                  engine_context(m, (int)o->context));
     else if (cli_backend_open("perplexity", o->backend, set, &be) == 0 &&
              select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
-                                &e, set, m, be.ops, machine_compute_threads(o->threads), (int)o->context, &sel,
+                                o->sparsify, &e, set, m, be.ops, machine_compute_threads(o->threads), (int)o->context, &sel,
                                 &have_sel) == 0) {
         interrupt_install();
         struct score sc;
@@ -235,7 +247,7 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else {
         struct text_tokens t;
-        if (text_tokens_load(&m, o.text, 0, o.tokens, false, &t, err, sizeof err) != 0)
+        if (text_tokens_load(&m, o.text, o.skip, o.tokens, false, &t, err, sizeof err) != 0)
             fb_error("%s", err);
         rc = t.ids ? score_text(&o, set, &m, t.ids, t.n) : 1;
         text_tokens_free(&t);

@@ -9,6 +9,7 @@
 #include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/interrupt.h"
@@ -133,15 +134,6 @@ static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum re
         fprintf(stderr, " %.1f s\n", seconds);
 }
 
-/* The global options every step gets: what this process runs with. */
-static void globals_of(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[8])
-{
-    snprintf(min_parallel, len, "%zu", set->min_parallel_work);
-    const char *g[] = {"--configs", set->configs_dir, "--plots-dir", set->plots_dir, "--min-parallel-work",
-                       min_parallel, set->pin_threads ? NULL : "--no-pin", NULL};
-    memcpy(globals, g, sizeof g);
-}
-
 static int write_plan(const struct reproduce_opts *o, const struct repro_config *c, const char *program)
 {
     static const char *const tier_flag[] = {"--tiny", "--quick", "--full"};
@@ -214,7 +206,7 @@ static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
     const char *globals[8];
-    globals_of(c->settings, min_parallel, sizeof min_parallel, globals);
+    cli_step_globals(c->settings, min_parallel, sizeof min_parallel, globals);
     struct repro_plan plan;
     if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
         fb_error("reproduce: %s", err);

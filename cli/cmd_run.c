@@ -40,7 +40,7 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file, *read_ahead;
+        *warmup_file, *read_ahead, *sparsify;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
@@ -59,7 +59,8 @@ static const struct opt_def run_options[] = {
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
      .max = MODEL_MAX_D_FF},
-    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one global --threshold), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json: flashbed sparsify calibrate), or trace:FILE (teal, input sparsity, is not implemented on flash yet: perplexity and generate take it)"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one threshold for every layer: --threshold T, or the global one of --sparsify FILE), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json or --sparsify FILE: flashbed sparsify calibrate), or trace:FILE (teal, input sparsity, is not implemented on flash yet: perplexity and generate take it)"},
+    {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
     {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
@@ -121,9 +122,10 @@ static const struct opt_command run_command = {
         "not a deployable predictor); --active predictor runs the model's activation predictor\n"
         "(flashbed predictor train), the deployable mode: its weights count in the DRAM budget\n"
         "and its time is predictor_ms; --active gate lets a GLU FFN's gate projection choose\n"
-        "(its rows held in DRAM, counted as the predictor's), --active gate-cal the same with the\n"
-        "per-layer thresholds of the model's sparsify.json (flashbed sparsify calibrate; --active\n"
-        "teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
+        "(its rows held in DRAM, counted as the predictor's; with --sparsify FILE and no\n"
+        "--threshold, the file's global threshold), --active gate-cal the same with the per-layer\n"
+        "thresholds of the model's sparsify.json or --sparsify FILE (flashbed sparsify calibrate;\n"
+        "--active teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
         "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json, run.md and\n"
         "tokens.csv (a row per token), with --plot also the paper's Fig. 8 (fig8.png, fig8.svg).",
@@ -160,7 +162,7 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
     *ro = (struct run_options){
         .cmd = "run", .mode = o->mode, .mode_given = opts_given(&run_command, o, "mode"),
         .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
-        .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"),
+        .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"), .sparsify = o->sparsify,
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
         .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),

@@ -1,6 +1,7 @@
 /* flashbed sparsify calibrate: per-layer thresholds for training-free FFN
  * sparsity (engine/training/sparsify_calibrate.h), written into the model
- * folder as sparsify.json (engine/ffn/sparsify_file.h). */
+ * folder as sparsify.json or to --out FILE (engine/ffn/sparsify_file.h).
+ * `sparsify study` is cli/cmd_sparsify_study.c. */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,7 +9,9 @@
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/progress_bar.h"
+#include "cli/shared.h"
 #include "common/clock.h"
+#include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/log.h"
 #include "common/machine.h"
@@ -19,7 +22,7 @@
 #include "engine/training/sparsify_calibrate.h"
 
 struct calibrate_opts {
-    char *model, *text, *kind;
+    char *model, *text, *kind, *out;
     uint64_t tokens, threads, context;
     double sparsity;
     bool force;
@@ -28,7 +31,9 @@ struct calibrate_opts {
 
 #define O(f) offsetof(struct calibrate_opts, f)
 static const struct opt_def calibrate_options[] = {
-    {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (sparsify.json is written into it)"},
+    {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (sparsify.json is written into it unless --out)"},
+    {"out", OPT_STRING, O(out), NULL, "FILE", "write the thresholds to FILE instead of the model folder's "
+     "sparsify.json (perplexity, generate and run read it with --sparsify FILE)"},
     {"text", OPT_STRING, O(text), NULL, "FILE", "calibration text the dense model is run over (UTF-8)"},
     {"sparsity", OPT_DOUBLE, O(sparsity), NULL, "S", "target share dropped per layer, 0 <= S < 1", .max = 1,
      .max_open = true},
@@ -39,22 +44,25 @@ static const struct opt_def calibrate_options[] = {
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
-    {"force", OPT_FLAG, O(force), NULL, NULL, "replace the sparsify.json the model folder already has"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, "replace the sparsify.json the model folder already has (or --out's FILE)"},
     OPT_END,
 };
 #undef O
 
 static const struct opt_command calibrate_command = {
     .name = "sparsify calibrate",
-    .usage = "--model DIR --text FILE --sparsity S [--kind gate|input|both] [--tokens N]",
+    .usage = "--model DIR --text FILE --sparsity S [--kind gate|input|both] [--tokens N] [--out FILE]",
     .summary = "Chooses per-layer thresholds for training-free FFN sparsity on a calibration text and\n"
                "writes them into the model folder (sparsify.json, with the text's name, SHA-256 and token\n"
                "count, the model's identity and provenance). The dense model is run over N tokens of the\n"
                "text; per layer, a share S of the values falls at or below each threshold:\n"
-               "  gate  |act(gate.x)| (CATS-style): perplexity/generate/run --active gate-cal use it\n"
+               "  gate  |act(gate.x)| (CATS-style): perplexity/generate/run --active gate-cal use it;\n"
+               "        also one global threshold for every layer (a share S of all layers' values\n"
+               "        pooled at or below it, to within 1/65536): --active gate --sparsify FILE uses it\n"
                "  input |x_j| of the FFN input after the norm, and |act(gate.x').(up.x')| over the kept\n"
                "        channels x' (TEAL-style): perplexity/generate --active teal use them\n"
-               "A threshold of -1 drops nothing (S = 0).",
+               "A threshold of -1 drops nothing (S = 0). With --out FILE the thresholds go to FILE\n"
+               "instead (the model folder is not written): --sparsify FILE reads them.",
     .opts = calibrate_options,
     .max_positional = 0,
     OPT_GIVEN_AT(struct calibrate_opts, given),
@@ -66,8 +74,10 @@ static int check_calibrate(const struct calibrate_opts *o, const struct model *m
     if ((kind & SPARSIFY_GATE) && !m->arch.glu)
         fb_error("sparsify calibrate --kind %s: %s's FFN (%s) has no gate projection; the gate thresholds need a GLU "
                  "FFN (use --kind input)", o->kind, o->model, m->shape.ffn_activation);
-    else if (!o->force && sparsify_present(o->model))
+    else if (!o->out && !o->force && sparsify_present(o->model))
         fb_error("sparsify calibrate: %s already has %s; --force replaces it", o->model, SPARSIFY_FILE);
+    else if (o->out && !o->force && path_exists(o->out))
+        fb_error("sparsify calibrate --out: %s already exists; --force replaces it", o->out);
     else
         return 0;
     return 2;
@@ -114,6 +124,8 @@ static void print_thresholds(const struct calibrate_opts *o, const struct sparsi
 {
     printf("sparsify: %s, sparsity %g (%s) over %zu tokens of %s\n", o->model, t->sparsity,
            sparsify_kind_name(t->kind), tokens, o->text);
+    if (t->gate)
+        printf("gate, global (every layer): %.6g\n", t->gate_global);
     printf("layer  gate           input          intermediate\n");
     for (uint32_t l = 0; l < t->n_layers; l++) {
         char g[24] = "-", in[24] = "-", h[24] = "-";
@@ -147,7 +159,7 @@ static int calibrate_model(const struct calibrate_opts *o, const struct fb_setti
         progress_end(&pr);
         if (rc == 1)
             fb_error("sparsify calibrate: interrupted; nothing written");
-        else if (rc != 0 || sparsify_write(m, &th, extra_json(o, &t, (double)(now_ns() - t0) * 1e-9), err,
+        else if (rc != 0 || sparsify_write(m, &th, extra_json(o, &t, (double)(now_ns() - t0) * 1e-9), o->out, err,
                                            sizeof err) != 0)
             fb_error("sparsify calibrate: %s", err);
         else
@@ -157,6 +169,13 @@ static int calibrate_model(const struct calibrate_opts *o, const struct fb_setti
     sparsify_free(&th);
     text_tokens_free(&t);
     return rc;
+}
+
+/* --out FILE: writable, and none of the inputs nor a file of the model folder. */
+static int calibrate_out_ok(const struct calibrate_opts *o)
+{
+    const char *inputs[] = {o->text};
+    return out_file_ok_beside("sparsify calibrate --out", o->out, 0, inputs, 1, o->model);
 }
 
 static int cmd_sparsify_calibrate(int argc, char **argv, const struct fb_settings *set)
@@ -170,7 +189,9 @@ static int cmd_sparsify_calibrate(int argc, char **argv, const struct fb_setting
     if (!o.model || !o.text || !opts_given(&calibrate_command, &o, "sparsity")) {
         fb_error("sparsify calibrate: needs --model DIR, --text FILE and --sparsity S");
         rc = 2;
-    } else if (out_dir_ok("sparsify calibrate --model", o.model) != 0) { /* sparsify.json is written there */
+    } else if (!o.out && out_dir_ok("sparsify calibrate --model", o.model) != 0) { /* sparsify.json is written there */
+        rc = 1;
+    } else if (o.out && calibrate_out_ok(&o) != 0) {
         rc = 1;
     } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("sparsify calibrate --model: %s", err);
@@ -188,10 +209,14 @@ int cmd_sparsify(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc >= 2 && strcmp(argv[1], "calibrate") == 0)
         return cmd_sparsify_calibrate(argc - 1, argv + 1, set);
+    if (argc >= 2 && strcmp(argv[1], "study") == 0)
+        return cmd_sparsify_study(argc - 1, argv + 1, set);
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("sparsify: needs a subcommand, calibrate%s%s", argc >= 2 ? ", not " : "", argc >= 2 ? argv[1] : "");
-    fprintf(f, "usage: flashbed sparsify calibrate %s\n", calibrate_command.usage);
+        fb_error("sparsify: needs a subcommand, calibrate or study%s%s", argc >= 2 ? ", not " : "",
+                 argc >= 2 ? argv[1] : "");
+    fprintf(f, "usage: flashbed sparsify calibrate %s\n       flashbed sparsify study --model DIR --text FILE[,FILE] "
+            "--calibration-text FILE --out DIR [...]\n", calibrate_command.usage);
     return help ? 0 : 2;
 }

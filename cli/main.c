@@ -35,7 +35,7 @@ static const struct command commands[] = {
     {"run", "the model with its FFN on flash (the paper's system), measured per token: I/O, memory, compute", cmd_run},
     {"predictor", "activation predictors: train (from a text, into the model folder), eval (Fig. 9a, perplexity)",
      cmd_predictor},
-    {"sparsify", "training-free FFN sparsity: calibrate (per-layer gate and input thresholds into the model folder)",
+    {"sparsify", "training-free FFN sparsity: calibrate (per-layer and global gate thresholds, input thresholds), study (quality against bytes per neuron source)",
      cmd_sparsify},
     {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
     {"reproduce", "the paper's study in one command: Fig. 2b, calibration, traces, policies, Table 3; REPORT.md",

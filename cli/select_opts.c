@@ -9,14 +9,19 @@
 #include "engine/forward/engine.h"
 
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,
-                       struct engine *e, const struct fb_settings *set, const struct model *m,
+                       const char *sparsify, struct engine *e, const struct fb_settings *set, const struct model *m,
                        const struct backend_ops *be, int threads, int max_seq, struct select_choice *sel,
                        bool *have_sel)
 {
     *have_sel = false;
     bool sparse = strcmp(active, "all") != 0;
     char err[10240]; /* the model's folder, twice */
-    if (sparse && select_choice_open(cmd, active, threshold_given, threshold, m, sel, err, sizeof err) != 0) {
+    if (!sparse && sparsify) {
+        fb_error("%s --sparsify %s: the dense FFN (--active all) reads no thresholds file (gate, gate-cal and teal "
+                 "do)", cmd, sparsify);
+        return -1;
+    }
+    if (sparse && select_choice_open(cmd, active, threshold_given, threshold, sparsify, m, sel, err, sizeof err) != 0) {
         fb_error("%s", err);
         return -1;
     }

@@ -15,7 +15,7 @@
  * *sel (*have_sel: free it). 0, or -1 (printed). */
 struct engine;
 int select_engine_init(const char *cmd, const char *active, bool threshold_given, double threshold,
-                       struct engine *e, const struct fb_settings *set, const struct model *m,
+                       const char *sparsify, struct engine *e, const struct fb_settings *set, const struct model *m,
                        const struct backend_ops *be, int threads, int max_seq, struct select_choice *sel,
                        bool *have_sel);
 
@@ -23,6 +23,7 @@ int select_engine_init(const char *cmd, const char *active, bool threshold_given
 #define SELECT_THRESHOLD_HELP                                                                                     \
     "the chooser's threshold: predictor, the probability above which a neuron is predicted active "              \
     "[default: the predictor's own]; gate, |act(gate.x)| above T; oracle on a SiLU or GELU FFN, |act(gate).up| " \
-    "(|act(up)| without a gate) above T; gate-cal and teal take none (their thresholds are in sparsify.json)"
+    "(|act(up)| without a gate) above T; gate-cal and teal take none (their thresholds are in sparsify.json or --sparsify FILE); gate without it " \
+    "and with --sparsify FILE: the file's global threshold"
 
 #endif

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
+#include "common/settings.h"
 
 int write_json_file(const char *path, const cJSON *json)
 {
@@ -115,4 +116,12 @@ void cli_progress_end(struct cli_progress *p)
     if (p->begun)
         progress_end(&p->bar);
     p->begun = false;
+}
+
+void cli_step_globals(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[8])
+{
+    snprintf(min_parallel, len, "%zu", set->min_parallel_work);
+    const char *g[] = {"--configs", set->configs_dir, "--plots-dir", set->plots_dir, "--min-parallel-work",
+                       min_parallel, set->pin_threads ? NULL : "--no-pin", NULL};
+    memcpy(globals, g, sizeof g);
 }

@@ -18,6 +18,12 @@ void result_dir_name(const char *out, const char *command, char *dir, size_t len
 /* A result file written whole or not at all (common/atomic_file.h);
  * 0, or -1 with the reason printed. */
 int write_json_file(const char *path, const cJSON *json);
+
+/* The global options every step of a plan (reproduce, sparsify study) gets:
+ * what this process runs with, into globals (NULL-ended; min_parallel holds
+ * a number they point at). */
+struct fb_settings;
+void cli_step_globals(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[8]);
 int write_text_file(const char *path, const char *text);
 
 /* The checks of common/out_path.h, done right after option parsing so a

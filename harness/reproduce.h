@@ -68,6 +68,32 @@ struct repro_config {
  * running flashbed: `rm -r PATH` in --plan. */
 #define REPRO_REMOVE "@remove"
 
+/* The quality-against-bytes study of the training-free neuron sources
+ * (harness/reproduce_sparsity.c): on one model, each source's perplexity
+ * on each text beside the FFN bytes a token reads. Planned where model is
+ * not "": by reproduce on stories260K, by `flashbed sparsify study` on any
+ * model folder. */
+#define REPRO_SPARSITY_MAX 8 /* sparsities, predictor thresholds */
+#define REPRO_SPARSITY_TEXTS 2
+struct repro_sparsity {
+    char model[4200];          /* a flashbed model folder with a GLU FFN ("" none planned) */
+    char name[64];             /* what the report calls it */
+    bool trained;              /* a trained model (its perplexities mean something), not random weights */
+    char calib_text[4400];     /* the thresholds and the predictor are calibrated on its first calib_tokens */
+    uint64_t calib_tokens;
+    char texts[REPRO_SPARSITY_TEXTS][4400];   /* scored; past the calibration tokens where it is calib_text */
+    char text_names[REPRO_SPARSITY_TEXTS][32];
+    size_t n_texts;
+    uint64_t tokens;           /* scored per text */
+    double sparsities[REPRO_SPARSITY_MAX];    /* sparsify calibrate's targets, each in [0, 1) */
+    size_t n_sparsities;
+    double predictor_p[REPRO_SPARSITY_MAX];   /* the predictor's probability thresholds (none: no predictor) */
+    size_t n_predictor;
+    bool train_predictor;      /* the plan trains it (into a model folder of the study's own) */
+    char predictor_act[32];    /* predictor train's --act-threshold ("" its default) */
+    char predictor_rank[16];   /* predictor train's --rank ("" its default, 128: more than a small model's d_model) */
+};
+
 struct repro_step {
     char id[96];      /* unique and a file name: "fig2b-sweep", "model-opt-1.3b" */
     char what[160];   /* what the progress line says */
@@ -91,6 +117,7 @@ struct repro_plan {
     char table3_left_out[1024]; /* the real shapes left out, and why ("" when none) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
+    struct repro_sparsity sparsity; /* the training-free sparsity study (model "": not planned) */
 };
 
 /* A measured mode of the paper's ablation (cache/mode.h's table): run's
@@ -139,6 +166,13 @@ typedef void (*repro_progress_fn)(void *ctx, const struct repro_plan *p, size_t 
  * finished steps kept. */
 int repro_run(const struct repro_plan *p, const char *program, const char *const *globals,
               repro_progress_fn progress, void *ctx, bool *stopped, char *err, size_t errlen);
+
+/* `flashbed sparsify study`: a plan of the training-free sparsity study
+ * alone, of z (copied) under out (kept by pointer), run by repro_run; and
+ * its REPORT.md (the study's section). 0, or -1 with err. */
+int repro_sparsity_plan_build(const struct repro_sparsity *z, const char *out, const struct fb_settings *set,
+                              struct repro_plan *p, char *err, size_t errlen);
+int repro_sparsity_report_write(const struct repro_plan *p, const char *command_line, char *err, size_t errlen);
 
 /* Writes REPORT.md into the study's folder from what its steps wrote so
  * far (command_line: how the study was run, for the report's head). */

@@ -34,13 +34,16 @@ struct tier_sizes {
      * hybrid, which read every FFN row of a model up to 5.6 GB per token */
     const char *real_base_prompt, *real_base_tokens, *real_run_prompt, *real_run_tokens;
     int real_rounds;
+    /* the training-free sparsity study on stories260K: calibration tokens,
+     * tokens scored per text, target sparsities, the predictor's thresholds */
+    const char *sparsity_calib, *sparsity_tokens, *sparsities, *sparsity_predictor;
 };
 
 static const struct tier_sizes tiers[] = {
     /* Fig. 7's shares: the tiny shapes' weights outside the FFN are about
      * two thirds of them (fig7_min_share), so theirs start above that */
     [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64",
-                    "16", "2", "1", "24", "70,80,90"},
+                    "16", "2", "1", "24", "70,80,90", NULL, NULL, NULL, NULL, 0, "512", "256", "0.5", "0.5"},
     /* quick: sized for about ten minutes on 2 cores, most of it OPT-1.3B's
      * 30 measured runs (8 + 8 tokens, the first 5 cold); OPT-1.3B's
      * outside-FFN weights are about 45% of it, so Fig. 7 starts at 50%.
@@ -51,9 +54,10 @@ static const struct tier_sizes tiers[] = {
      * made, about four more minutes */
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "0.5", "0.1", "128", "64", "64",
                      "10%,25%,50%", "8", "8", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80", "2", "3", "4", "6",
-                     3},
+                     3, "2048", "4096", "0.25,0.5,0.7,0.9", "0.3,0.5,0.7,0.9"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
-                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80"},
+                    "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80",
+                    NULL, NULL, NULL, NULL, 0, "4096", "16384", "0.25,0.5,0.6,0.7,0.8,0.9", "0.2,0.3,0.5,0.7,0.9"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier, and the
@@ -268,6 +272,48 @@ static int add_trace_and_policies(struct repro_plan *p, const char *shape, const
     return 0;
 }
 
+/* A tier's comma-separated numbers into v (at most max); how many. */
+static size_t numbers(const char *list, double *v, size_t max)
+{
+    size_t n = 0;
+    for (const char *c = list; c && *c && n < max; c += strcspn(c, ",") + (c[strcspn(c, ",")] == ',')) {
+        char *end;
+        v[n++] = strtod(c, &end);
+    }
+    return n;
+}
+
+/* The training-free sparsity study on stories260K (the model the recorded
+ * trace converted: a trained SwiGLU model), calibrated on TinyStories'
+ * first tokens, scored past them and on WikiText-2; with its predictor
+ * when the plan trains predictors (WikiText-2 is there). */
+static void plan_sparsity_study(struct repro_plan *p, const struct tier_sizes *t)
+{
+    struct repro_sparsity *z = &p->sparsity;
+    const char *data = p->config.data;
+    at(p, z->model, sizeof z->model, "models/stories260K");
+    snprintf(z->name, sizeof z->name, "stories260K");
+    z->trained = true;
+    snprintf(z->calib_text, sizeof z->calib_text, "%s/corpus/tinystories_sample.txt", data);
+    z->calib_tokens = strtoull(t->sparsity_calib, NULL, 10);
+    z->tokens = strtoull(t->sparsity_tokens, NULL, 10);
+    snprintf(z->texts[0], sizeof z->texts[0], "%s", z->calib_text);
+    snprintf(z->text_names[0], sizeof z->text_names[0], "tinystories");
+    z->n_texts = 1;
+    if (p->text[0]) {
+        snprintf(z->texts[1], sizeof z->texts[1], "%s", p->text);
+        snprintf(z->text_names[1], sizeof z->text_names[1], "wikitext2");
+        z->n_texts = 2;
+    }
+    z->n_sparsities = numbers(t->sparsities, z->sparsities, REPRO_SPARSITY_MAX);
+    z->n_predictor = numbers(t->sparsity_predictor, z->predictor_p, REPRO_SPARSITY_MAX);
+    z->train_predictor = true;
+    /* SwiGLU: truly active when |silu(gate).up| > 0.2, as the recorded trace counts */
+    snprintf(z->predictor_act, sizeof z->predictor_act, "0.2");
+    /* d_model 64: a quarter of it (the paper's 1024 of Llama's 4096) */
+    snprintf(z->predictor_rank, sizeof z->predictor_rank, "16");
+}
+
 /* stories260K, a real trained model, records a real trace on TinyStories:
  * the policy study's trace with real co-activation structure. */
 static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
@@ -302,7 +348,8 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
          "replay", "--trace", trace, "--dram-budget", t->budgets, "--layout", "split,bundled,friends", "--hw",
          at(p, hw, sizeof hw, "calibration/hw.json"), "--plot", "--quiet", "--out",
          at(p, out, sizeof out, "policies/stories260K"));
-    return 0;
+    plan_sparsity_study(p, t);
+    return repro_plan_sparsity(p);
 }
 
 /* The tiny shapes (configs/models/NAME-tiny.json): tests' sizes. */

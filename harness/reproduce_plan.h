@@ -31,6 +31,10 @@ const char *repro_plan_at(const struct repro_plan *p, char *buf, size_t len, con
 /* Whether the plan already has a step of this id. */
 bool repro_plan_has(const struct repro_plan *p, const char *id);
 
+/* The training-free sparsity study's steps (harness/reproduce_sparsity.c)
+ * for p->sparsity; none when its model is "". 0, or -1 out of memory. */
+int repro_plan_sparsity(struct repro_plan *p);
+
 /* The DRAM budget of the measured runs on a shape: the paper's half,
  * three quarters on the tiny shapes. */
 const char *repro_run_budget(const char *shape);

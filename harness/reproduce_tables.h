@@ -74,6 +74,10 @@ void repro_section_fig7(struct strbuf *b, const struct repro_plan *p);
  * beside the price with its own profile, emulated ones labelled, and the
  * paper's device rows modelled (harness/reproduce_device.c). */
 void repro_section_devices(struct strbuf *b, const struct repro_plan *p);
+/* The training-free sparsity study: per scored text a table of every
+ * source's perplexity beside its FFN bytes per token, and its plot
+ * (harness/reproduce_sparsity.c); nothing when the plan has no study. */
+void repro_section_sparsity(struct strbuf *b, const struct repro_plan *p);
 /* What differs from the paper and why, from the numbers: the disk against
  * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
 void repro_section_differences(struct strbuf *b, const struct repro_plan *p);

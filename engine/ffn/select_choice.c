@@ -23,16 +23,22 @@ static int load_predictor(const char *cmd, const struct model *m, struct select_
     return 0;
 }
 
-/* The per-layer thresholds of the model's sparsify.json, for gate-cal or teal. */
-static int load_calibrated(const char *cmd, const char *name, const struct model *m, struct select_choice *c,
-                           char *err, size_t errlen)
+/* The thresholds of the file (sparsify, or the model's sparsify.json):
+ * per layer for gate-cal or teal, the global one for the gate. */
+static int load_calibrated(const char *cmd, const char *name, const char *sparsify, const struct model *m,
+                           struct select_choice *c, char *err, size_t errlen)
 {
     char why[4800];
-    bool teal = c->cfg.source == SOURCE_TEAL;
-    if (sparsify_load(m, teal ? SPARSIFY_INPUT : SPARSIFY_GATE, &c->cal, why, sizeof why) != 0)
-        return err_set(err, errlen, "%s --active %s: %s", cmd, name, why);
+    bool teal = c->cfg.source == SOURCE_TEAL, global = !strcmp(name, "gate");
+    if (sparsify_load(m, sparsify, teal ? SPARSIFY_INPUT : SPARSIFY_GATE, &c->cal, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --active %s%s%s: %s", cmd, name, sparsify ? " --sparsify " : "",
+                       sparsify ? sparsify : "", why);
     c->have_cal = true;
-    c->cfg.layer_thresholds = teal ? NULL : c->cal.gate;
+    snprintf(c->cal_path, sizeof c->cal_path, "%s", sparsify ? sparsify : "");
+    if (!sparsify)
+        snprintf(c->cal_path, sizeof c->cal_path, "%s/%s", m->dir, SPARSIFY_FILE);
+    c->cfg.threshold = global ? c->cal.gate_global : 0;
+    c->cfg.layer_thresholds = teal || global ? NULL : c->cal.gate;
     c->cfg.input_thresholds = teal ? c->cal.input : NULL;
     c->cfg.inter_thresholds = teal ? c->cal.inter : NULL;
     return 0;
@@ -41,15 +47,20 @@ static int load_calibrated(const char *cmd, const char *name, const struct model
 static void describe_calibrated(const struct model *m, struct select_choice *c)
 {
     double mb = (double)neuron_select_bytes(m, &c->cfg) / 1e6, mmadds = (double)neuron_select_madds(m, &c->cfg) / 1e6;
+    const char *file = c->cal_path;
     if (c->cfg.source == SOURCE_TEAL)
         snprintf(c->desc, sizeof c->desc,
                  "teal: input channels with |x| above, and rows of down with |act(gate.x').(up.x')| above, per-layer "
-                 "thresholds calibrated for sparsity %g (sparsify.json); nothing held beside the FFN",
-                 c->cal.sparsity);
+                 "thresholds calibrated for sparsity %g (%.200s); nothing held beside the FFN", c->cal.sparsity, file);
+    else if (!c->cfg.layer_thresholds)
+        snprintf(c->desc, sizeof c->desc,
+                 "gate: |act(gate.x)| > %g in every layer, the global threshold calibrated for sparsity %g (%.200s); its "
+                 "rows %.2f MB in DRAM, %.2f M multiply-adds per token", c->cfg.threshold, c->cal.sparsity, file, mb,
+                 mmadds);
     else
         snprintf(c->desc, sizeof c->desc,
-                 "gate-cal: |act(gate.x)| above per-layer thresholds calibrated for sparsity %g (sparsify.json); its "
-                 "rows %.2f MB in DRAM, %.2f M multiply-adds per token", c->cal.sparsity, mb, mmadds);
+                 "gate-cal: |act(gate.x)| above per-layer thresholds calibrated for sparsity %g (%.200s); its "
+                 "rows %.2f MB in DRAM, %.2f M multiply-adds per token", c->cal.sparsity, file, mb, mmadds);
 }
 
 static void describe(const struct model *m, struct select_choice *c)
@@ -99,9 +110,12 @@ bool select_choice_known(const char *name)
     return !strcmp(name, "gate-cal") || (neuron_source_parse(name, &src) && src != SOURCE_TRACE);
 }
 
-/* gate-cal is the gate with sparsify.json's thresholds; teal is its own source. */
+/* gate-cal is the gate with a file's per-layer thresholds, the gate with
+ * --sparsify and no --threshold the file's global one; teal is its own
+ * source. */
 static int open_source(const char *cmd, const char *name, bool threshold_given, double threshold,
-                       const struct model *m, struct select_choice *out, char *err, size_t errlen)
+                       const char *sparsify, const struct model *m, struct select_choice *out, char *err,
+                       size_t errlen)
 {
     bool cal = !strcmp(name, "gate-cal");
     if (cal)
@@ -110,25 +124,29 @@ static int open_source(const char *cmd, const char *name, bool threshold_given, 
         return err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate, gate-cal or teal", cmd, name);
     cal = cal || out->cfg.source == SOURCE_TEAL;
     if (cal && threshold_given)
-        return err_set(err, errlen, "%s --threshold: --active %s takes its per-layer thresholds from the model's %s; "
+        return err_set(err, errlen, "%s --threshold: --active %s takes its per-layer thresholds from %s; "
                        "leave out --threshold (or use --active gate for one global threshold)", cmd, name,
-                       SPARSIFY_FILE);
+                       sparsify ? sparsify : "the model's " SPARSIFY_FILE);
+    if (sparsify && !cal && out->cfg.source != SOURCE_GATE)
+        return err_set(err, errlen, "%s --sparsify %s: --active %s reads no thresholds file (gate, gate-cal and teal "
+                       "do)", cmd, sparsify, name);
     out->cfg.threshold = threshold_given ? (float)threshold : 0;
     if (out->cfg.source == SOURCE_GATE && cal && !m->arch.glu)
         return err_set(err, errlen, "%s --active %s: %s's FFN (%s, no GLU) has no gate projection", cmd, name,
                        m->shape.name, m->shape.ffn_activation);
-    if (cal)
-        return load_calibrated(cmd, name, m, out, err, errlen);
+    if (cal || (out->cfg.source == SOURCE_GATE && sparsify && !threshold_given && m->arch.glu))
+        return load_calibrated(cmd, name, sparsify, m, out, err, errlen);
     if (out->cfg.source == SOURCE_PREDICTOR)
         return open_predictor(cmd, threshold_given, threshold, m, out, err, errlen);
     return 0;
 }
 
 int select_choice_open(const char *cmd, const char *name, bool threshold_given, double threshold,
-                       const struct model *m, struct select_choice *out, char *err, size_t errlen)
+                       const char *sparsify, const struct model *m, struct select_choice *out, char *err,
+                       size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (open_source(cmd, name, threshold_given, threshold, m, out, err, errlen) != 0) {
+    if (open_source(cmd, name, threshold_given, threshold, sparsify, m, out, err, errlen) != 0) {
         select_choice_free(out);
         return -1;
     }

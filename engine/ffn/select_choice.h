@@ -23,9 +23,10 @@ struct select_choice {
     struct select_config cfg;   /* cfg.predictor points at pred */
     struct predictor pred;      /* the model's, loaded (have_pred) */
     bool have_pred;
-    struct sparsify_thresholds cal; /* gate-cal, teal: the model's sparsify.json (have_cal) */
+    struct sparsify_thresholds cal; /* gate-cal, teal, gate from a file: its thresholds (have_cal) */
     bool have_cal;
-    char desc[384];             /* for people: the source, its threshold, what it holds and costs */
+    char cal_path[4200];        /* with have_cal: the file read (--sparsify, or the model's sparsify.json) */
+    char desc[640];             /* for people: the source, its threshold, what it holds and costs */
 };
 
 /* name: oracle, predictor, gate, gate-cal or teal. The threshold, when
@@ -33,11 +34,17 @@ struct select_choice {
  * recorded one), the gate's cut on |act(gate·x)|, the oracle's on
  * |act(gate·x)·(up·x)| or |act(up·x + b)| (SiLU and GELU FFNs: the ReLU
  * family is active when not zero; default 0 for both). gate-cal (the gate
- * with the per-layer thresholds of the model's sparsify.json) and teal
- * (input sparsity, the same file's) take none. On failure out holds
- * nothing to free. */
+ * with the per-layer thresholds of a thresholds file) and teal (input
+ * sparsity, the same file's) take none. The file is `sparsify` (--sparsify
+ * FILE) when not NULL, else the model's sparsify.json. The gate with no
+ * threshold but `sparsify` given takes that file's global threshold (one
+ * for every layer); the gate never reads the model's sparsify.json by
+ * itself (its default stays 0), and a given threshold wins over the file
+ * (which is then not read). `sparsify` with another source is refused. On
+ * failure out holds nothing to free. */
 int select_choice_open(const char *cmd, const char *name, bool threshold_given, double threshold,
-                       const struct model *m, struct select_choice *out, char *err, size_t errlen);
+                       const char *sparsify, const struct model *m, struct select_choice *out, char *err,
+                       size_t errlen);
 void select_choice_free(struct select_choice *c);
 
 /* Whether name is one of the names select_choice_open takes. */
@@ -47,9 +54,15 @@ bool select_choice_known(const char *name);
 #define SELECT_ACTIVE_ALLOWED "all|predictor|gate|gate-cal|teal|oracle"
 #define SELECT_ACTIVE_HELP                                                                                       \
     "FFN neurons computed: all (dense), or only those chosen by the model's activation predictor, the gate "     \
-    "projection (GLU FFNs; one global --threshold), gate-cal (the gate with the per-layer thresholds of "        \
-    "the model's sparsify.json, CATS-style), teal (input sparsity from sparsify.json: small input channels "    \
-    "and small intermediate rows dropped, TEAL-style) or the oracle (true activations); make sparsify.json "    \
-    "with `flashbed sparsify calibrate`"
+    "projection (GLU FFNs; one threshold for every layer: --threshold T, or with --sparsify FILE and no "        \
+    "--threshold the file's global one), gate-cal (the gate with the per-layer thresholds of the model's "      \
+    "sparsify.json or --sparsify FILE, CATS-style), teal (input sparsity from the same file: small input "      \
+    "channels and small intermediate rows dropped, TEAL-style) or the oracle (true activations); make the "     \
+    "thresholds with `flashbed sparsify calibrate`"
+
+/* --sparsify's help, for the commands that take --active. */
+#define SELECT_SPARSIFY_HELP                                                                                     \
+    "thresholds file of `flashbed sparsify calibrate --out FILE` that gate-cal, teal and gate (its global "      \
+    "threshold, when --threshold is left out) read instead of the model's sparsify.json"
 
 #endif

@@ -145,6 +145,9 @@ static void add_thresholds(cJSON *j, const struct sparsify_thresholds *t)
         cJSON *g = cJSON_AddObjectToObject(j, "gate");
         cJSON_AddStringToObject(g, "rule", "neuron i kept when |act(gate_i.x)| > thresholds[layer]");
         cJSON_AddItemToObject(g, "thresholds", floats_json(t->gate, t->n_layers));
+        cJSON_AddStringToObject(g, "global_rule", "perplexity/generate/run --active gate --sparsify FILE: neuron i "
+                                "kept when |act(gate_i.x)| > global_threshold in every layer");
+        cJSON_AddNumberToObject(g, "global_threshold", t->gate_global);
     }
     if (t->input) {
         cJSON *in = cJSON_AddObjectToObject(j, "input");
@@ -156,10 +159,10 @@ static void add_thresholds(cJSON *j, const struct sparsify_thresholds *t)
     }
 }
 
-int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, cJSON *extra, char *err,
-                   size_t errlen)
+int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, cJSON *extra, const char *path,
+                   char *err, size_t errlen)
 {
-    char fp[65], path[4200];
+    char fp[65], in_dir[4200];
     if (sparsify_model_fingerprint(m, fp, err, errlen) != 0) {
         cJSON_Delete(extra);
         return -1;
@@ -176,8 +179,8 @@ int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, c
         cJSON_AddItemToObject(j, item->string, item);
     }
     cJSON_Delete(extra);
-    snprintf(path, sizeof path, "%s/%s", m->dir, SPARSIFY_FILE);
-    int rc = atomic_write_json(path, j, err, errlen);
+    snprintf(in_dir, sizeof in_dir, "%s/%s", m->dir, SPARSIFY_FILE);
+    int rc = atomic_write_json(path ? path : in_dir, j, err, errlen);
     cJSON_Delete(j);
     return rc;
 }
@@ -247,6 +250,18 @@ static int read_floats(const cJSON *obj, const char *section, const char *key, f
     return 0;
 }
 
+/* The gate's global cut; a file from before it had none reads as an error
+ * naming the key (calibrate again). */
+static int read_global(const cJSON *g, float *out, const char *path, char *err, size_t errlen)
+{
+    double d;
+    if (json_number_finite(cJSON_GetObjectItemCaseSensitive(g, "global_threshold"), "\"gate\".\"global_threshold\"",
+                           -1, 3.4e38, &d, path, err, errlen) != 0)
+        return -1;
+    *out = (float)d;
+    return 0;
+}
+
 static int read_section(const cJSON *j, const char *section, const char *why, const char *path, char *err,
                         size_t errlen, const cJSON **out)
 {
@@ -264,7 +279,8 @@ static int read_thresholds(const cJSON *j, enum sparsify_kind need, struct spars
     const cJSON *g, *in;
     if ((need & SPARSIFY_GATE) &&
         (read_section(j, "gate", "the calibrated gate needs them", path, err, errlen, &g) != 0 ||
-         read_floats(g, "gate", "thresholds", t->gate, n, path, err, errlen) != 0))
+         read_floats(g, "gate", "thresholds", t->gate, n, path, err, errlen) != 0 ||
+         read_global(g, &t->gate_global, path, err, errlen) != 0))
         return -1;
     if ((need & SPARSIFY_INPUT) &&
         (read_section(j, "input", "input sparsity needs them", path, err, errlen, &in) != 0 ||
@@ -294,12 +310,19 @@ static int read_file(const struct model *m, const cJSON *j, enum sparsify_kind n
     return 0;
 }
 
-int sparsify_load(const struct model *m, enum sparsify_kind need, struct sparsify_thresholds *t, char *err,
-                  size_t errlen)
+int sparsify_load(const struct model *m, const char *file, enum sparsify_kind need, struct sparsify_thresholds *t,
+                  char *err, size_t errlen)
 {
     char path[4200];
     memset(t, 0, sizeof *t);
-    snprintf(path, sizeof path, "%s/%s", m->dir, SPARSIFY_FILE);
+    snprintf(path, sizeof path, "%s", file ? file : "");
+    if (!file)
+        snprintf(path, sizeof path, "%s/%s", m->dir, SPARSIFY_FILE);
+    if (file && !path_exists(path)) {
+        err_set(err, errlen, "%s: no such file (make it with `flashbed sparsify calibrate --model %s --text FILE "
+                "--sparsity S --out %s`)", path, m->dir, path);
+        return 1;
+    }
     if (!path_exists(path)) {
         err_set(err, errlen, "%s has no sparsity thresholds (%s): make them with `flashbed sparsify calibrate "
                 "--model %s --text FILE --sparsity S`", m->dir, SPARSIFY_FILE, m->dir);

@@ -3,7 +3,8 @@
  * model folder, read back by the neuron sources gate-cal and teal
  * (neuron_select.h). Per layer, for a target sparsity S:
  *
- *   gate (CATS-style)   t_l: a share S of |act(gate·x)| falls at or below it
+ *   gate (CATS-style)   t_l: a share S of |act(gate·x)| falls at or below it;
+ *                       and gate_global, one cut for all layers pooled
  *   input (TEAL-style)  u_l: a share S of the FFN input's |x_j| (after the
  *                       norm) falls at or below it (those channels dropped);
  *                       v_l: a share S of |h|, h = act(gate·x)·(up·x) from
@@ -36,6 +37,8 @@ struct sparsify_thresholds {
     double sparsity;       /* the target share dropped */
     enum sparsify_kind kind; /* which thresholds are present */
     float *gate;           /* [n_layers] with SPARSIFY_GATE, else NULL */
+    float gate_global;     /* with SPARSIFY_GATE: one cut for every layer (a share S of all layers'
+                            * |act(gate.x)| pooled at or below it; sparsify_calibrate.h) */
     float *input;          /* [n_layers] with SPARSIFY_INPUT, else NULL */
     float *inter;          /* [n_layers] with SPARSIFY_INPUT, else NULL */
 };
@@ -54,17 +57,17 @@ bool sparsify_kind_parse(const char *name, enum sparsify_kind *out);
  * stays on flash). Two conversions of one checkpoint share it. */
 int sparsify_model_fingerprint(const struct model *m, char hex[65], char *err, size_t errlen);
 
-/* Writes m->dir/sparsify.json atomically: t, the model's identity, and
- * `extra`'s members (text, its hash, tokens, provenance: moved in, extra is
- * consumed). */
-int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, cJSON *extra, char *err,
-                   size_t errlen);
+/* Writes path (NULL: m->dir/sparsify.json) atomically: t, the model's
+ * identity, and `extra`'s members (text, its hash, tokens, provenance:
+ * moved in, extra is consumed). */
+int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, cJSON *extra, const char *path,
+                   char *err, size_t errlen);
 
-/* Reads m->dir/sparsify.json into t, refusing a file for another model and
- * one without the thresholds `need` asks for. 1 (err says so) when there is
- * no such file. */
-int sparsify_load(const struct model *m, enum sparsify_kind need, struct sparsify_thresholds *t, char *err,
-                  size_t errlen);
+/* Reads path (NULL: m->dir/sparsify.json) into t, refusing a file for
+ * another model and one without the thresholds `need` asks for. 1 (err
+ * says so) when there is no such file. */
+int sparsify_load(const struct model *m, const char *path, enum sparsify_kind need, struct sparsify_thresholds *t,
+                  char *err, size_t errlen);
 
 bool sparsify_present(const char *model_dir);
 

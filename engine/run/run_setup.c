@@ -45,7 +45,8 @@ int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err
 static int choose_source(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
                          size_t errlen)
 {
-    if (select_choice_open(o->cmd, o->active, o->threshold_given, o->threshold, m, &p->sel, err, errlen) != 0)
+    if (select_choice_open(o->cmd, o->active, o->threshold_given, o->threshold, o->sparsify, m, &p->sel, err,
+                           errlen) != 0)
         return -1;
     p->have_sel = true;
     const struct select_config *c = &p->sel.cfg;
@@ -117,7 +118,10 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
     /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
     p->cfg.stream_dram = p->policy.ops->reads_whole_layers && !p->policy.ops->keeps_resident_part;
     int rc;
-    if (!strncmp(o->active, "trace:", 6))
+    if (!strncmp(o->active, "trace:", 6) && o->sparsify)
+        rc = err_set(err, errlen, "%s --sparsify %s: --active %s reads no thresholds file (gate and gate-cal do)",
+                     o->cmd, o->sparsify, o->active);
+    else if (!strncmp(o->active, "trace:", 6))
         rc = open_trace(o, m, p, err, errlen);
     else if (select_choice_known(o->active))
         rc = choose_source(o, m, p, err, errlen);

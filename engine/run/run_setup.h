@@ -51,6 +51,7 @@ struct run_options {
     const char *use;            /* with trace:FILE: predicted, actual or auto */
     double threshold;           /* --threshold: the chooser's */
     bool threshold_given;
+    const char *sparsify;       /* --sparsify FILE: gate-cal's and the gate's thresholds file (NULL: the model's) */
     double act_threshold;       /* --act-threshold: the truth beside a chooser */
     bool act_threshold_given;
     bool check;
@@ -78,7 +79,7 @@ struct run_setup {
     uint64_t device_budget;     /* --device-budget; 0: none (a device's caches follow the DRAM budget) */
     uint64_t model_bytes;       /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
-    char active_desc[400];
+    char active_desc[800];
     struct select_choice sel;   /* --active oracle, predictor or gate (have_sel) */
     bool have_sel;
 };

@@ -15,15 +15,32 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-float sparsify_cut(float *v, size_t n, double share)
+static float cut_sorted(const float *v, size_t n, double share)
 {
     size_t k = (size_t)floor(share * (double)n + 1e-9);
     if (k == 0 || n == 0)
         return -1.0f;
-    if (k > n)
-        k = n;
+    return v[(k > n ? n : k) - 1];
+}
+
+float sparsify_cut(float *v, size_t n, double share)
+{
+    if (cut_sorted(v, n, share) < 0)
+        return -1.0f;
     qsort(v, n, sizeof *v, cmp_float);
-    return v[k - 1];
+    return cut_sorted(v, n, share);
+}
+
+size_t sparsify_pool_count(size_t n)
+{
+    return n < SPARSIFY_POOL_PER_LAYER ? n : SPARSIFY_POOL_PER_LAYER;
+}
+
+void sparsify_pool_add(const float *sorted, size_t n, float *pool)
+{
+    size_t q = sparsify_pool_count(n);
+    for (size_t i = 0; i < q; i++) /* the largest value of the i-th of q equal runs */
+        pool[i] = sorted[(size_t)(((unsigned long long)(i + 1) * n) / q) - 1];
 }
 
 /* A row of w[d] dotted with x[d], in double. */
@@ -111,15 +128,18 @@ int sparsify_inter_values(const struct model *m, const struct predictor_samples 
     return rc;
 }
 
-/* Layer l's thresholds into t, with v holding rows x max(d_model, d_ff) values. */
+/* Layer l's thresholds into t, with v holding rows x max(d_model, d_ff)
+ * values; its gate values' order statistics into pool (the global cut's). */
 static int layer_thresholds(const struct model *m, const struct predictor_samples *s, uint32_t l, double share,
-                            struct sparsify_thresholds *t, float *v, char *err, size_t errlen)
+                            struct sparsify_thresholds *t, float *v, float *pool, char *err, size_t errlen)
 {
-    size_t rows = s->n_rows;
+    size_t rows = s->n_rows, n = rows * m->shape.d_ff;
     if (t->gate) {
         if (sparsify_gate_values(m, s, l, v, err, errlen) != 0)
             return -1;
-        t->gate[l] = sparsify_cut(v, rows * m->shape.d_ff, share);
+        qsort(v, n, sizeof *v, cmp_float);
+        t->gate[l] = cut_sorted(v, n, share);
+        sparsify_pool_add(v, n, pool + l * sparsify_pool_count(n));
     }
     if (t->input) {
         sparsify_input_values(s, l, v);
@@ -146,14 +166,17 @@ int sparsify_from_samples(const struct model *m, const struct predictor_samples 
     if (s->n_rows == 0)
         return err_set(err, errlen, "no samples to calibrate on");
     size_t width = sh->d_ff > sh->d_model ? sh->d_ff : sh->d_model;
-    float *v = malloc(s->n_rows * width * sizeof *v);
-    if (!v)
-        return err_set(err, errlen, "out of memory for %zu rows of %zu values", s->n_rows, width);
-    int rc = sparsify_alloc(out, sh->n_layers, kind, err, errlen);
+    size_t pooled = sh->n_layers * sparsify_pool_count(s->n_rows * sh->d_ff);
+    float *v = malloc(s->n_rows * width * sizeof *v), *pool = malloc((pooled ? pooled : 1) * sizeof *pool);
+    int rc = v && pool ? sparsify_alloc(out, sh->n_layers, kind, err, errlen)
+                       : err_set(err, errlen, "out of memory for %zu rows of %zu values", s->n_rows, width);
     out->sparsity = sparsity;
     for (uint32_t l = 0; rc == 0 && l < sh->n_layers; l++)
-        rc = layer_thresholds(m, s, l, sparsity, out, v, err, errlen);
+        rc = layer_thresholds(m, s, l, sparsity, out, v, pool, err, errlen);
+    if (rc == 0 && out->gate)
+        out->gate_global = sparsify_cut(pool, pooled, sparsity);
     free(v);
+    free(pool);
     if (rc != 0)
         sparsify_free(out);
     return rc;

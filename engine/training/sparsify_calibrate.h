@@ -10,6 +10,17 @@
  *           |h_i| = |act(gate_i·x')·(up_i·x' + b_i)| (|act(up_i·x' + b_i)|
  *           without a gate), x' keeping the channels above the input cut
  *
+ * and, for the gate, one global cut for every layer: a share S of all
+ * layers' |act(gate·x)| pooled falls at or below it. Pooling every value
+ * of a large model is too much memory (7B: 32 layers x 11008 neurons x the
+ * tokens), so each layer contributes Q = min(its count, 65536) evenly
+ * spaced order statistics of its sorted values (the largest of each of Q
+ * equal runs); every layer has the same count, so each weighs the same.
+ * With the pooled cut c taken as below, a layer whose samples at or below
+ * c number a has between a/Q and (a+1)/Q of its values at or below c, so
+ * the true pooled share is within 1/Q of S (above S - 1/(L·Q), below
+ * S + 1/Q): 1.5e-5 at Q = 65536.
+ *
  * The cut of n values for share S is the k-th smallest, k = floor(S·n)
  * (S·n taken 1e-9 up, so that 0.7·1000 is 700): exactly k values fall at
  * or below it when none ties with it; k = 0 gives -1 (nothing dropped).
@@ -26,8 +37,15 @@
 #include "engine/ffn/sparsify_file.h"
 #include "engine/training/predictor_samples.h"
 
-/* The cut of v[0..n) for share (sorts v). */
+/* The cut of v[0..n) for share (sorts v; not when the cut is -1). */
 float sparsify_cut(float *v, size_t n, double share);
+
+/* The global gate cut's pool: Q = sparsify_pool_count(n) order statistics
+ * of a layer's n sorted values into pool[0..Q), the largest of each of Q
+ * equal runs (the last is the maximum). */
+#define SPARSIFY_POOL_PER_LAYER 65536
+size_t sparsify_pool_count(size_t n);
+void sparsify_pool_add(const float *sorted, size_t n, float *pool);
 
 /* Layer l's values over the samples' rows, into out: |act(gate·x)|
  * [rows][d_ff] (GLU only), |x| [rows][d_model], and |h| [rows][d_ff] from

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # flashbed reproduce --tiny (issue 16): every part of the study runs, each
 # table and plot exists, the Table 3 and Fig. 7 numbers in REPORT.md are
-# those of the result files, a second run resumes (nothing runs again), --plan and
+# those of the result files, the training-free sparsity study on stories260K
+# (with the shared data) has every cell and its section, a second run resumes (nothing runs again), --plan and
 # --merge work, and bad input is refused before anything runs.
 source "$(dirname "$0")/lib.sh"
 S="$WORK/study"
@@ -79,6 +80,25 @@ done
 if [ ${#DATA_ARGS[@]} -gt 0 ]; then
     check "stories260K's recorded trace" test -s "$S/traces/stories260K.trace"
     check "its policy study" test -s "$S/policies/stories260K/replay.md"
+    # the training-free sparsity study on stories260K (tiny: S = 0.5, P > 0.5)
+    check "the study's thresholds (gate per layer and global, input)" test "$(json_get "$S/sparsity/thresholds/s50.json" 'd["sparsity"], d["kind"], d["gate"]["global_threshold"] > 0')" = "0.5 both True"
+    check "the study's predictor, in its own stories260K folder" test -s "$S/models/stories260K/predictor.safetensors"
+    for text in tinystories wikitext2; do
+        for cell in dense gate-s50 gate-cal-s50 teal-s50 predictor-p50; do
+            check "sparsity $text $cell: measured" test "$(json_get "$S/sparsity/$text/$cell.json" 'd["tokens_scored"], d["ms_per_token"] > 0')" = "256 True"
+        done
+        check "sparsity $text: the gate from the thresholds file" test "$(json_get "$S/sparsity/$text/gate-s50.json" 'd["sparsify_file"].endswith("sparsity/thresholds/s50.json")')" = True
+        check "REPORT.md: the $text table" grep -q "^### stories260K on $text" "$S/REPORT.md"
+        for row in "| dense | every neuron |" "| gate | S = 0.5 |" "| gate-cal | S = 0.5 |" "| teal | S = 0.5 |" "| predictor | P > 0.5 |"; do
+            check "REPORT.md: $text's row '$row'" bash -c "sed -n '/^### stories260K on $text/,/^###\|^## /p' '$S/REPORT.md' | grep -qF '$row'"
+        done
+    done
+    check "tinystories scored past the calibration tokens" test "$(json_get "$S/sparsity/tinystories/dense.json" 'd["tokens_skipped"]')" = 512
+    check "REPORT.md: the sparsity section" grep -q "^## Training-free sparsity: quality against bytes (stories260K)" "$S/REPORT.md"
+    if command -v gnuplot >/dev/null; then
+        check "the sparsity plot" test -s "$S/sparsity/tinystories-quality.png"
+        check "REPORT.md shows it" grep -q "(sparsity/tinystories-quality.png)" "$S/REPORT.md"
+    fi
 fi
 check "nothing left as not built" bash -c "! grep -q 'Not in this study yet' '$S/REPORT.md'"
 check "Fig. 8's long run" test -s "$S/fig8/run.json"

@@ -5,7 +5,10 @@
 # and exact bytes per token; teal at sparsity 0 is dense; gate-cal with
 # every threshold T is --active gate --threshold T; run takes gate-cal and
 # refuses teal; bad input refused, naming the option or file and key, with
-# nothing written.
+# nothing written. calibrate --out FILE leaves the folder's file alone;
+# --sparsify FILE on perplexity, generate and run (gate: the file's global
+# threshold, as --threshold of it; --threshold wins), recorded in the JSON;
+# perplexity --skip scores N fewer tokens, ms_per_token in its JSON.
 source "$(dirname "$0")/lib.sh"
 
 check "model make llama-tiny" "$FLASHBED" model make --arch llama --shape llama-tiny --seed 5 --out "$WORK/hf"
@@ -111,4 +114,56 @@ check "calibrate --kind gate --force" "$FLASHBED" sparsify calibrate --model "$M
     --kind gate --tokens 400 --threads 1 --force
 expect_error "teal from a gate-only file" "no \"input\" thresholds" perplexity --model "$M" --text "$TEXT" \
     --tokens 50 --active teal
+
+# ---- --out FILE: the folder's file untouched; --sparsify FILE; the gate's global threshold
+before=$(md5sum <"$S")
+T7="$WORK/t70.json"
+check "calibrate --out (sparsity 0.7)" "$FLASHBED" sparsify calibrate --model "$M" --text "$TEXT" --sparsity 0.7 \
+    --tokens 400 --threads 1 --out "$T7"
+check "the folder's sparsify.json untouched" test "$(md5sum <"$S")" = "$before"
+check "--out's file: target, kind, a global gate threshold" test "$(json_get "$T7" 'd["sparsity"], d["kind"], d["gate"]["global_threshold"] > 0')" = "0.7 both True"
+expect_error "an existing --out without --force" "calibrate --out: .*t70.json already exists; --force" sparsify \
+    calibrate --model "$M" --text "$TEXT" --sparsity 0.5 --tokens 400 --out "$T7"
+check "nothing written" test "$(json_get "$T7" 'd["sparsity"]')" = 0.7
+check "calibrate --out --force" "$FLASHBED" sparsify calibrate --model "$M" --text "$TEXT" --sparsity 0.7 \
+    --tokens 400 --threads 1 --out "$T7" --force
+G7=$(json_get "$T7" 'repr(d["gate"]["global_threshold"])')
+check "gate --sparsify: the global threshold" ppl --active gate --sparsify "$T7" --json "$WORK/g7.json"
+check "gate --sparsify = gate --threshold <global>" test "$(ppl --active gate --sparsify "$T7" | head -2 | cut -c1-60)" = \
+    "$(ppl --active gate --threshold "$G7" | head -2 | cut -c1-60)"
+check "gate --sparsify: density near 0.3" test "$(pj g7 '0.15 < d["density"] < 0.45')" = True
+check "gate --sparsify: the file and its target recorded" test "$(pj g7 'd["sparsify_file"], d["calibrated_sparsity"], d["provenance"]["parameters"]["sparsify"]')" = "$T7 0.7 $T7"
+check "gate --threshold wins over --sparsify" test "$(ppl --active gate --sparsify "$T7" --threshold 0.05 | head -2 | cut -c1-60)" = \
+    "$(ppl --active gate --threshold 0.05 | head -2 | cut -c1-60)"
+check "gate-cal --sparsify" ppl --active gate-cal --sparsify "$T7" --json "$WORK/c7.json"
+check "gate-cal --sparsify: the file's target, not the folder's" test "$(pj c7 'd["calibrated_sparsity"], 0.15 < d["density"] < 0.45')" = "0.7 True"
+check "teal --sparsify" ppl --active teal --sparsify "$T7" --json "$WORK/t7.json"
+check "teal --sparsify: input density near 0.3" test "$(pj t7 '0.15 < d["input_density"] < 0.45')" = True
+check "generate gate-cal --sparsify" "$FLASHBED" generate --model "$M" --prompt "the cat" -n 4 --temperature 0 \
+    --active gate-cal --sparsify "$T7" --json "$WORK/gen7.json" --threads 1
+check "generate's JSON: the file and its target" test "$(json_get "$WORK/gen7.json" 'd["sparsify_file"], d["calibrated_sparsity"]')" = "$T7 0.7"
+check "run gate-cal --sparsify" "$FLASHBED" run --model "$M" --prompt "the cat" -n 4 --mode all --active gate-cal \
+    --sparsify "$T7" --threads 1 --out "$WORK/r7"
+check "run.json: the file's per-layer thresholds" test "$(json_get "$WORK/r7/run.json" 'd["summary"]["gate_thresholds"]')" = "$(json_get "$T7" 'd["gate"]["thresholds"]')"
+expect_error "--sparsify with the dense FFN" "perplexity --sparsify .*reads no thresholds file" perplexity \
+    --model "$M" --text "$TEXT" --tokens 50 --sparsify "$T7"
+expect_error "--sparsify with the oracle" "perplexity --sparsify .*--active oracle reads no thresholds file" \
+    perplexity --model "$M" --text "$TEXT" --tokens 50 --active oracle --sparsify "$T7"
+expect_error "--sparsify: no such file" "--sparsify $WORK/none.json: $WORK/none.json: no such file" perplexity \
+    --model "$M" --text "$TEXT" --tokens 50 --active gate-cal --sparsify "$WORK/none.json"
+expect_error "--sparsify: another model's file" "t70.json: \"model\".\"fingerprint_sha256\"" perplexity \
+    --model "$WORK/m2" --text "$TEXT" --tokens 50 --active gate --sparsify "$T7"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); del d['gate']['global_threshold']; json.dump(d,open(sys.argv[2],'w'))" "$T7" "$WORK/old.json"
+expect_error "a file without the global threshold" "old.json: \"gate\".\"global_threshold\"" perplexity \
+    --model "$M" --text "$TEXT" --tokens 50 --active gate --sparsify "$WORK/old.json"
+
+# ---- perplexity --skip; ms_per_token
+check "perplexity, the whole text" "$FLASHBED" perplexity --model "$M" --text "$TEXT" --threads 1 --json "$WORK/all.json"
+check "perplexity --skip 100" "$FLASHBED" perplexity --model "$M" --text "$TEXT" --threads 1 --skip 100 \
+    --json "$WORK/skip.json"
+check "--skip 100 scores 100 fewer" test "$(pj skip 'd["tokens_scored"] + 100, d["tokens_skipped"]')" = "$(pj all 'd["tokens_scored"]') 100"
+check "--skip: another perplexity" test "$(pj skip 'd["perplexity"]')" != "$(pj all 'd["perplexity"]')"
+check "ms_per_token: positive" test "$(pj skip 'd["ms_per_token"] > 0')" = True
+expect_error "--skip past the text" "perplexity --skip 100000: .*text.txt has no tokens left after the first 100000" \
+    perplexity --model "$M" --text "$TEXT" --skip 100000
 finish

@@ -5,8 +5,14 @@
  * half the memory; a smaller memory leaves them out and says why; the tiny
  * and full tiers add none. The disk check depends on the machine's free
  * space: where it leaves a shape out, that shape's checks are skipped,
- * saying so. */
+ * saying so. The training-free sparsity study: on stories260K where the
+ * shared data is (its steps, ids, arguments and order per tier), and alone
+ * as `sparsify study` plans it (no predictor trained, the user's model
+ * only read). */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "harness/reproduce.h"
@@ -15,10 +21,12 @@
 
 static struct fb_settings set;
 
+static const char *data; /* the shared data, NULL without it */
+
 static void plan(enum repro_tier tier, uint64_t mem, struct repro_plan *p)
 {
     struct repro_config c = {.tier = tier, .n_models = 5, .out = "tests-no-such-dir/study",
-                             .disk = "tests-no-such-dir/study", .settings = &set, .mem_bytes = mem};
+                             .disk = "tests-no-such-dir/study", .settings = &set, .mem_bytes = mem, .data = data};
     static const char *const models[] = {"opt", "falcon", "persimmon", "phi", "llama2"};
     for (int i = 0; i < 5; i++)
         c.models[i] = models[i];
@@ -159,9 +167,124 @@ static void other_tiers(void)
     }
 }
 
+/* A step's argument ends with text. */
+static bool arg_ends(const struct repro_step *s, const char *flag, const char *text)
+{
+    const char *a = arg(s, flag);
+    return a && strlen(a) >= strlen(text) && !strcmp(a + strlen(a) - strlen(text), text);
+}
+
+/* One text's cells of the stories260K study: dense, gate (global, from the
+ * thresholds file), gate-cal and teal per sparsity, the predictor. */
+static void sparsity_cells(const struct repro_plan *p, const char *text, const char *skip, const char *tokens,
+                           const char *sp, const char *pr)
+{
+    char id[96], file[64];
+    snprintf(id, sizeof id, "sparsity-%s-dense", text);
+    const struct repro_step *d = step(p, id);
+    CHECK(d && arg(d, "--active") == NULL && arg(d, "--sparsify") == NULL);
+    CHECK_STR(arg(d, "--skip"), skip);
+    CHECK_STR(arg(d, "--tokens"), tokens);
+    snprintf(file, sizeof file, "sparsity/%s/dense.json", text);
+    CHECK(arg_ends(d, "--json", file));
+    static const char *const sources[] = {"gate", "gate-cal", "teal"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(id, sizeof id, "sparsity-%s-%s-%s", text, sources[i], sp);
+        const struct repro_step *s = step(p, id);
+        snprintf(file, sizeof file, "sparsity/thresholds/%s.json", sp);
+        CHECK(s && arg_ends(s, "--sparsify", file) && arg(s, "--threshold") == NULL);
+        CHECK_STR(arg(s, "--active"), sources[i]);
+        CHECK(step_index(p, "sparsity-thresholds-s50") < step_index(p, id));
+    }
+    snprintf(id, sizeof id, "sparsity-%s-predictor-%s", text, pr);
+    const struct repro_step *s = step(p, id);
+    CHECK(s && arg(s, "--sparsify") == NULL);
+    CHECK_STR(arg(s, "--active"), "predictor");
+    CHECK(step_index(p, "sparsity-predictor") < step_index(p, id));
+}
+
+/* reproduce's study on stories260K, where the shared data is. */
+static void sparsity_in_reproduce(void)
+{
+    if (!data) {
+        fprintf(stderr, "note: no shared data: the stories260K sparsity study is not planned, not checked\n");
+        return;
+    }
+    struct repro_plan p;
+    plan(REPRO_TINY, 64 * GIB, &p);
+    CHECK_STR(p.sparsity.name, "stories260K");
+    /* tiny: S = 0.5, P = 0.5: thresholds, the predictor, 2 texts x (dense + 3 sources + predictor) */
+    CHECK_U64(steps_with(&p, "sparsity-"), 1 + 1 + 2 * 5);
+    const struct repro_step *t = step(&p, "sparsity-thresholds-s50");
+    CHECK(t && arg_ends(t, "--out", "study/sparsity/thresholds/s50.json") && arg_ends(t, "--out", ".json"));
+    CHECK_STR(arg(t, "--tokens"), "512");
+    CHECK_STR(arg(t, "--kind"), "both");
+    CHECK(arg_ends(t, "--model", "study/models/stories260K"));
+    const struct repro_step *pr = step(&p, "sparsity-predictor");
+    CHECK(pr && arg_ends(pr, "--model", "study/models/stories260K"));
+    CHECK_STR(arg(pr, "--rank"), "16");
+    CHECK_STR(arg(pr, "--act-threshold"), "0.2");
+    CHECK(pr && strstr(pr->out, "models/stories260K/predictor.safetensors") != NULL);
+    CHECK(step_index(&p, "model-stories260K") < step_index(&p, "sparsity-thresholds-s50"));
+    sparsity_cells(&p, "tinystories", "512", "256", "s50", "p50");
+    sparsity_cells(&p, "wikitext2", "0", "256", "s50", "p50");
+    repro_plan_free(&p);
+    plan(REPRO_QUICK, 64 * GIB, &p);
+    /* quick: 4 sparsities, 4 predictor thresholds */
+    CHECK_U64(steps_with(&p, "sparsity-"), 4 + 1 + 2 * (1 + 3 * 4 + 4));
+    CHECK(step(&p, "sparsity-thresholds-s25") && step(&p, "sparsity-thresholds-s90"));
+    CHECK_STR(arg(step(&p, "sparsity-thresholds-s70"), "--tokens"), "2048");
+    sparsity_cells(&p, "tinystories", "2048", "4096", "s50", "p30");
+    sparsity_cells(&p, "wikitext2", "0", "4096", "s50", "p90");
+    repro_plan_free(&p);
+}
+
+/* `sparsify study`'s plan: the same cells of a user's model, no predictor
+ * trained, every output under --out. */
+static void sparsity_alone(void)
+{
+    struct repro_sparsity *z = calloc(1, sizeof *z);
+    snprintf(z->model, sizeof z->model, "user/model");
+    snprintf(z->name, sizeof z->name, "m");
+    snprintf(z->calib_text, sizeof z->calib_text, "c.txt");
+    snprintf(z->texts[0], sizeof z->texts[0], "c.txt");
+    snprintf(z->texts[1], sizeof z->texts[1], "w.txt");
+    snprintf(z->text_names[0], sizeof z->text_names[0], "c");
+    snprintf(z->text_names[1], sizeof z->text_names[1], "w");
+    z->n_texts = 2;
+    z->calib_tokens = 100;
+    z->tokens = 50;
+    z->sparsities[0] = 0.5;
+    z->sparsities[1] = 0.7;
+    z->n_sparsities = 2;
+    z->predictor_p[0] = 0.5;
+    z->n_predictor = 1;
+    struct repro_plan p;
+    char err[256];
+    CHECK(repro_sparsity_plan_build(z, "out", &set, &p, err, sizeof err) == 0);
+    CHECK_U64(p.n, 2 + 2 * (1 + 3 * 2 + 1));
+    CHECK(step(&p, "sparsity-predictor") == NULL);
+    for (size_t i = 0; i < p.n; i++) {
+        CHECK(!strncmp(p.steps[i].out, "out/", 4));
+        CHECK_STR(arg(&p.steps[i], "--model"), "user/model");
+    }
+    CHECK_STR(arg(step(&p, "sparsity-c-teal-s70"), "--skip"), "100");
+    CHECK_STR(arg(step(&p, "sparsity-w-teal-s70"), "--skip"), "0");
+    CHECK_STR(arg(step(&p, "sparsity-thresholds-s70"), "--out"), "out/sparsity/thresholds/s70.json");
+    CHECK_STR(arg(step(&p, "sparsity-w-predictor-p50"), "--threshold"), "0.5");
+    repro_plan_free(&p);
+    free(z);
+}
+
 int main(void)
 {
     set = fb_settings_defaults();
+    const char *d = getenv("FLASHBED_DATA");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/models/stories260K/stories260K.bin", d ? d : FLASHBED_DATA_DEFAULT);
+    data = access(probe, R_OK) == 0 ? (d ? d : FLASHBED_DATA_DEFAULT) : NULL;
+    sparsity_in_reproduce();
+    sparsity_alone();
     quick_with_memory();
     quick_short_of_memory();
     other_tiers();

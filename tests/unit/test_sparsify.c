@@ -7,7 +7,9 @@
  *   - teal's FFN against a double-precision reference on random inputs,
  *     with exact counts of kept channels, kept rows and bytes
  *   - gate-cal with every layer's threshold T is the gate with T
- *   - sparsify.json round trip; a file from another model (fingerprint,
+ *   - the global gate cut: exact on a small model (every value pooled),
+ *     within 1/Q of the share on layers of more values than its pool;
+ *   - sparsify.json round trip (in the folder and at a path of its own); a file from another model (fingerprint,
  *     shape) and one without the thresholds asked for are refused, naming
  *     the file and the key. */
 #include <math.h>
@@ -94,16 +96,20 @@ static void collect(const struct model *m, struct predictor_samples *s)
     CHECK_U64(s->n_rows, N_ROWS);
 }
 
-/* Each threshold leaves exactly floor(S·N) values at or below it. */
+/* Each threshold leaves exactly floor(S·N) values at or below it; the
+ * global gate cut floor(S·L·N) of all layers' (a layer's values fewer than
+ * the pool's Q: every one pooled, so exact). */
 static void check_counts(const struct model *m, const struct predictor_samples *s, double S,
                          const struct sparsify_thresholds *t)
 {
     char err[256];
-    size_t nf = s->n_rows * m->shape.d_ff, nd = s->n_rows * m->shape.d_model;
+    size_t nf = s->n_rows * m->shape.d_ff, nd = s->n_rows * m->shape.d_model, global = 0;
     float *v = malloc(nf * sizeof *v);
+    CHECK(nf <= SPARSIFY_POOL_PER_LAYER);
     for (uint32_t l = 0; l < m->shape.n_layers; l++) {
         CHECK(sparsify_gate_values(m, s, l, v, err, sizeof err) == 0);
         CHECK_U64(count_at_or_below(v, nf, t->gate[l]), (size_t)floor(S * nf + 1e-9));
+        global += count_at_or_below(v, nf, t->gate_global);
         sparsify_input_values(s, l, v);
         CHECK_U64(count_at_or_below(v, nd, t->input[l]), (size_t)floor(S * nd + 1e-9));
         size_t raw = 0; /* the input values straight from the samples, not through the library */
@@ -115,7 +121,40 @@ static void check_counts(const struct model *m, const struct predictor_samples *
         CHECK_U64(count_at_or_below(v, nf, t->inter[l]), (size_t)floor(S * nf + 1e-9));
         CHECK(t->gate[l] > 0 && t->input[l] > 0 && t->inter[l] > 0);
     }
+    CHECK_U64(global, (size_t)floor(S * nf * m->shape.n_layers + 1e-9));
     free(v);
+}
+
+/* The pool of order statistics: layers of more values than Q, of unlike
+ * scales, the pooled cut within 1/Q of the share of all their values. */
+static void test_pool(void)
+{
+    enum { L = 3, N = 3 * SPARSIFY_POOL_PER_LAYER + 17 };
+    float *v = malloc((size_t)L * N * sizeof *v), *sorted = malloc(N * sizeof *v);
+    float *pool = malloc((size_t)L * SPARSIFY_POOL_PER_LAYER * sizeof *pool);
+    struct rng r;
+    rng_seed(&r, 9);
+    CHECK_U64(sparsify_pool_count(N), SPARSIFY_POOL_PER_LAYER);
+    for (int l = 0; l < L; l++) {
+        for (int i = 0; i < N; i++)
+            v[(size_t)l * N + i] = (float)(rng_unit(&r) * (l + 1) * (l + 1));
+        memcpy(sorted, v + (size_t)l * N, N * sizeof *v);
+        sparsify_cut(sorted, N, 0.5); /* sorts */
+        sparsify_pool_add(sorted, N, pool + (size_t)l * SPARSIFY_POOL_PER_LAYER);
+        CHECK(pool[(size_t)(l + 1) * SPARSIFY_POOL_PER_LAYER - 1] == sorted[N - 1]);
+    }
+    const double shares[] = {0.1, 0.5, 0.7, 0.9};
+    for (size_t s = 0; s < sizeof shares / sizeof *shares; s++) {
+        float *copy = malloc((size_t)L * SPARSIFY_POOL_PER_LAYER * sizeof *copy);
+        memcpy(copy, pool, (size_t)L * SPARSIFY_POOL_PER_LAYER * sizeof *copy);
+        float cut = sparsify_cut(copy, (size_t)L * SPARSIFY_POOL_PER_LAYER, shares[s]);
+        double share = (double)count_at_or_below(v, (size_t)L * N, cut) / ((double)L * N);
+        CHECK(fabs(share - shares[s]) <= 1.0 / SPARSIFY_POOL_PER_LAYER);
+        free(copy);
+    }
+    free(v);
+    free(sorted);
+    free(pool);
 }
 
 static void test_calibration(const struct model *m, const struct predictor_samples *s)
@@ -332,24 +371,40 @@ static void check_refused(const struct model *m, enum sparsify_kind need, const 
 {
     struct sparsify_thresholds t;
     char err[4800];
-    CHECK(sparsify_load(m, need, &t, err, sizeof err) == -1);
+    CHECK(sparsify_load(m, NULL, need, &t, err, sizeof err) == -1);
     CHECK(strstr(err, SPARSIFY_FILE) != NULL && strstr(err, key) != NULL);
     if (!strstr(err, key))
         fprintf(stderr, "  (message: %s)\n", err);
+}
+
+/* Written to and read from a path of its own; a missing path is named. */
+static void test_file_elsewhere(const struct model *m, const struct sparsify_thresholds *t)
+{
+    char err[4800], path[4300];
+    struct sparsify_thresholds back;
+    snprintf(path, sizeof path, "%s/elsewhere.json", m->dir);
+    CHECK(sparsify_load(m, path, SPARSIFY_GATE, &back, err, sizeof err) == 1);
+    CHECK(strstr(err, "elsewhere.json") != NULL);
+    CHECK(sparsify_write(m, t, cJSON_CreateObject(), path, err, sizeof err) == 0);
+    CHECK(sparsify_load(m, path, SPARSIFY_BOTH, &back, err, sizeof err) == 0);
+    CHECK(back.gate_global == t->gate_global && back.gate[0] == t->gate[0] && back.inter[0] == t->inter[0]);
+    sparsify_free(&back);
+    CHECK(remove(path) == 0);
 }
 
 static void test_file(const struct model *m, const struct model *other, const struct predictor_samples *s)
 {
     char err[4800], cmd[9000];
     struct sparsify_thresholds t, back;
-    CHECK(sparsify_load(m, SPARSIFY_GATE, &back, err, sizeof err) == 1); /* none yet */
+    CHECK(sparsify_load(m, NULL, SPARSIFY_GATE, &back, err, sizeof err) == 1); /* none yet */
     CHECK(sparsify_from_samples(m, s, 0.5, SPARSIFY_BOTH, &t, err, sizeof err) == 0);
-    CHECK(sparsify_write(m, &t, cJSON_CreateObject(), err, sizeof err) == 0);
-    CHECK(sparsify_load(m, SPARSIFY_BOTH, &back, err, sizeof err) == 0);
-    CHECK(back.sparsity == 0.5);
+    CHECK(sparsify_write(m, &t, cJSON_CreateObject(), NULL, err, sizeof err) == 0);
+    CHECK(sparsify_load(m, NULL, SPARSIFY_BOTH, &back, err, sizeof err) == 0);
+    CHECK(back.sparsity == 0.5 && back.gate_global == t.gate_global && t.gate_global > 0);
     for (uint32_t l = 0; l < m->shape.n_layers; l++)
         CHECK(back.gate[l] == t.gate[l] && back.input[l] == t.input[l] && back.inter[l] == t.inter[l]);
     sparsify_free(&back);
+    test_file_elsewhere(m, &t);
     snprintf(cmd, sizeof cmd, "cp '%s/%s' '%s/'", m->dir, SPARSIFY_FILE, other->dir);
     CHECK(system(cmd) == 0);
     check_refused(other, SPARSIFY_GATE, "fingerprint_sha256"); /* same shape, other weights */
@@ -358,7 +413,7 @@ static void test_file(const struct model *m, const struct model *other, const st
     edit_file(m, "model", "d_ff", cJSON_CreateNumber(m->shape.d_ff));
     edit_file(m, NULL, "gate", NULL);
     check_refused(m, SPARSIFY_GATE, "\"gate\"");
-    CHECK(sparsify_load(m, SPARSIFY_INPUT, &back, err, sizeof err) == 0);
+    CHECK(sparsify_load(m, NULL, SPARSIFY_INPUT, &back, err, sizeof err) == 0);
     sparsify_free(&back);
     sparsify_free(&t);
 }
@@ -376,6 +431,7 @@ int main(void)
     }
     CHECK(m.arch.glu && m.shape.d_model <= 64 && m.shape.n_layers <= 8);
     test_cut();
+    test_pool();
     struct predictor_samples s;
     collect(&m, &s);
     test_calibration(&m, &s);
