@@ -10,9 +10,9 @@
 source "$(dirname "$0")/lib.sh"
 
 check "model make llama-tiny" "$FLASHBED" model make --arch llama --shape llama-tiny --seed 5 --out "$WORK/hf"
-check "convert" "$FLASHBED" convert "$WORK/hf" --out "$WORK/m"
+check "convert" "$FLASHBED" convert "$WORK/hf" --dtype f32 --out "$WORK/m"
 check "model make opt-tiny (no GLU)" "$FLASHBED" model make --arch opt --shape opt-tiny --seed 3 --out "$WORK/ohf"
-check "convert it" "$FLASHBED" convert "$WORK/ohf" --out "$WORK/opt"
+check "convert it" "$FLASHBED" convert "$WORK/ohf" --dtype f32 --out "$WORK/opt"
 words=(the a cat dog sat on mat ran to park and saw big small red blue bird tree house girl boy mom dad happy day)
 RANDOM=7
 for f in calib other; do
