@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_flash.h"
@@ -133,11 +135,17 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
     char src[4400];
+    /* which chooser exactly (gate-cal: its thresholds file and target), JSON-quoted */
+    cJSON *desc = cJSON_CreateString(p->have_sel ? p->sel.desc : "");
+    char *chosen_by = desc ? cJSON_PrintUnformatted(desc) : NULL;
+    cJSON_Delete(desc);
     /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
     snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
-             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"}",
+             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"%s%s}",
              m->shape.name, m->dir, p->cfg.threshold, neuron_source_name(p->cfg.active),
-             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations");
+             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
+             chooser && chosen_by ? ", \"chosen_by\": " : "", chooser && chosen_by ? chosen_by : "");
+    free(chosen_by);
     tm.source = src;
     struct trace_writer *w = trace_writer_open(path, &tm, err, errlen);
     if (!w)

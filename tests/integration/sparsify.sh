@@ -82,7 +82,9 @@ expect_error "run --active teal" "not implemented on flash yet" run --model "$M"
     --active teal --out "$WORK/r0"
 check "no run folder" test ! -e "$WORK/r0"
 check "run --active gate-cal" "$FLASHBED" run --model "$M" --prompt "the cat" -n 6 --mode all --active gate-cal \
-    --threads 1 --out "$WORK/r1"
+    --threads 1 --record "$WORK/r1.trace" --out "$WORK/r1"
+check "its trace: the chosen sets, gate-cal and its file named" \
+    sh -c '"$1" trace info "$2" | grep "chosen_by" | grep -q "gate-cal: .*sparsify.json"' _ "$FLASHBED" "$WORK/r1.trace"
 check "run.json: the per-layer thresholds" test "$(json_get "$WORK/r1/run.json" 'd["summary"]["gate_thresholds"]')" = "$(sj 'd["gate"]["thresholds"]')"
 
 # ---- gate-cal with every threshold T is the gate with T
