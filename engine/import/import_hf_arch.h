@@ -139,6 +139,16 @@ extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_
  * rope_scaling, rms_norm_eps, tie_word_embeddings; mlp_bias true
  * refused) into s, its arch named arch; 0 or -1 naming the key. */
 int hf_llama_config(const struct config *c, struct model_shape *s, const char *arch);
+/* What the Llama family shares with Phi-3 and TurboSparse-Mistral, which
+ * read their activation and scaling keys their own way: the sizes,
+ * head_dim, rope_theta, a GLU, RMSNorm (rms_norm_eps, default eps), RoPE
+ * and tie_word_embeddings into s, its arch named arch; 0 or -1 naming the
+ * key. */
+int hf_llama_block(const struct config *c, struct model_shape *s, const char *arch, double eps);
+/* -1 naming the key when hf_llama_block found a head_dim other than
+ * hidden_size / num_attention_heads, for an architecture whose modelling
+ * code ignores the key (Phi-3 in transformers 4.46.3, Bamboo). */
+int hf_refuse_head_dim(const struct config *c, const struct model_shape *s);
 /* A Llama-family layer: q, k, v, o, the two RMSNorms and the GLU, with
  * q/k/v biases when the shape has qkv_bias and q/k norms with qk_norm. */
 int hf_llama_layer(struct hf_ctx *c, uint32_t l);

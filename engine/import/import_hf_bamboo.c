@@ -58,26 +58,10 @@ static int bamboo_refusals(const struct config *c)
 
 static int bamboo_shape(const struct config *c, struct model_shape *s)
 {
-    snprintf(s->arch, sizeof s->arch, "bamboo");
-    uint32_t head_dim = 0;
-    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
-        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
-        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
-        cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
-        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || cfg_uint(c, "head_dim", &head_dim, 0) ||
-        bamboo_refusals(c) || hf_cap_to_sliding_window(c, s, 1))
+    if (hf_llama_block(c, s, "bamboo", 1e-6) || hf_refuse_head_dim(c, s) || bamboo_refusals(c) ||
+        hf_cap_to_sliding_window(c, s, 1))
         return -1;
-    if (head_dim && (uint64_t)head_dim * s->n_heads != s->d_model)
-        return err_set(c->err, c->errlen,
-                       "%s: \"head_dim\" %u other than hidden_size / num_attention_heads is not supported", c->path,
-                       head_dim);
-    s->ffn_kind = FFN_GLU;
     snprintf(s->ffn_activation, sizeof s->ffn_activation, "drelu");
-    snprintf(s->norm, sizeof s->norm, "rmsnorm");
-    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
-    snprintf(s->position, sizeof s->position, "rope");
-    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
-    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
     return 0;
 }
 

@@ -61,7 +61,7 @@ static int llama_head_dim(const struct config *c, struct model_shape *s)
     return 0;
 }
 
-int hf_llama_config(const struct config *c, struct model_shape *s, const char *arch)
+int hf_llama_block(const struct config *c, struct model_shape *s, const char *arch, double eps)
 {
     snprintf(s->arch, sizeof s->arch, "%s", arch);
     if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
@@ -70,9 +70,31 @@ int hf_llama_config(const struct config *c, struct model_shape *s, const char *a
         cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
         cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) || llama_head_dim(c, s))
         return -1;
+    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
+    s->ffn_kind = FFN_GLU;
+    snprintf(s->norm, sizeof s->norm, "rmsnorm");
+    s->norm_eps = cfg_num(c->json, "rms_norm_eps", eps);
+    snprintf(s->position, sizeof s->position, "rope");
+    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
+    return 0;
+}
+
+int hf_refuse_head_dim(const struct config *c, const struct model_shape *s)
+{
+    if (!s->head_dim)
+        return 0;
+    return err_set(c->err, c->errlen,
+                   "%s: \"head_dim\" %u other than hidden_size / num_attention_heads is not supported for %s (its "
+                   "modelling code takes hidden_size / num_attention_heads)",
+                   c->path, s->head_dim, s->arch);
+}
+
+int hf_llama_config(const struct config *c, struct model_shape *s, const char *arch)
+{
+    if (hf_llama_block(c, s, arch, 1e-6))
+        return -1;
     /* pretraining_tp > 1 splits each matmul into slices that transformers
      * sums again: the same function, so it is not refused */
-    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
     if (llama_activation(c, s) || cfg_rope_scaling(c, s) ||
         cfg_refuse_true(c, "mlp_bias", 0, "MLP biases"))
         return -1;
@@ -83,11 +105,6 @@ int hf_llama_config(const struct config *c, struct model_shape *s, const char *a
         return err_set(c->err, c->errlen,
                        "%s: \"partial_rotary_factor\" %g is not supported for %s (whole heads rotate)", c->path, partial,
                        arch);
-    s->ffn_kind = FFN_GLU;
-    snprintf(s->norm, sizeof s->norm, "rmsnorm");
-    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-6);
-    snprintf(s->position, sizeof s->position, "rope");
-    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
     return 0;
 }
 

@@ -32,22 +32,11 @@ static int phi3_refusals(const struct config *c)
 
 static int phi3_shape(const struct config *c, struct model_shape *s)
 {
-    snprintf(s->arch, sizeof s->arch, "phi3");
-    if (cfg_uint(c, "hidden_size", &s->d_model, 1) || cfg_uint(c, "intermediate_size", &s->d_ff, 1) ||
-        cfg_uint(c, "num_hidden_layers", &s->n_layers, 1) ||
-        cfg_uint(c, "num_attention_heads", &s->n_heads, 1) ||
-        cfg_uint(c, "num_key_value_heads", &s->n_kv_heads, 0) || cfg_uint(c, "vocab_size", &s->vocab_size, 1) ||
-        cfg_uint(c, "max_position_embeddings", &s->max_positions, 1) ||
-        cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
-        phi3_refusals(c) || cfg_uint(c, "sliding_window", &s->sliding_window, 0))
-        return -1;
-    s->ffn_kind = FFN_GLU;
-    snprintf(s->norm, sizeof s->norm, "rmsnorm");
-    s->norm_eps = cfg_num(c->json, "rms_norm_eps", 1e-5);
-    snprintf(s->position, sizeof s->position, "rope");
-    s->rope_theta = cfg_num(c->json, "rope_theta", 10000);
-    s->tied_embeddings = cfg_bool(c->json, "tie_word_embeddings", 0);
-    return 0;
+    return hf_llama_block(c, s, "phi3", 1e-5) || hf_refuse_head_dim(c, s) ||
+                   cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
+                   phi3_refusals(c) || cfg_uint(c, "sliding_window", &s->sliding_window, 0)
+               ? -1
+               : 0;
 }
 
 /* rows [first, first + n) of a rows x cols matrix, in a new buffer. */
