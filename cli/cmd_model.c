@@ -49,8 +49,8 @@ static const struct opt_def model_make_options[] = {
 
 static const struct opt_command model_make_command = {
     .name = "model make",
-    .usage = "--arch opt|llama|falcon|persimmon|phi|phi3|bamboo|mistral|qwen2|qwen3 --shape NAME [--dtype f16] [--up-spectrum SPEC] "
-             "[--seed S] --out DIR",
+    .usage = "--arch opt|llama|falcon|persimmon|phi|phi3|bamboo|mistral|qwen2|qwen3 --shape NAME [--dtype f16]\n"
+             "       [--up-spectrum SPEC] [--seed S] --out DIR",
     .summary = "Writes a synthetic model of a real shape with random weights scaled so activations\n"
                "stay finite: a Hugging Face style folder (config.json, model.safetensors, a\n"
                "tokenizer.json over a synthetic vocabulary of the shape's size) with the tensor\n"
