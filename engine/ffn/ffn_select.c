@@ -50,7 +50,7 @@ static int select_create(struct ffn *f, char *err, size_t errlen)
 /* Bytes of one neuron's bundle, padding and biases aside: (2 or 3) rows. */
 static uint64_t neuron_bytes(const struct model *m)
 {
-    return (uint64_t)(m->arch.glu ? 3 : 2) * m->shape.d_model * dtype_size(m->dtype);
+    return model_shape_neuron_weights(&m->shape) * dtype_size(m->dtype);
 }
 
 uint64_t ffn_dense_bytes_per_token(const struct model *m)

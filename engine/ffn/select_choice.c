@@ -34,8 +34,9 @@ static int load_calibrated(const char *cmd, const char *name, const char *sparsi
         return err_set(err, errlen, "%s --active %s%s%s: %s", cmd, name, sparsify ? " --sparsify " : "",
                        sparsify ? sparsify : "", why);
     c->have_cal = true;
-    snprintf(c->cal_path, sizeof c->cal_path, "%s", sparsify ? sparsify : "");
-    if (!sparsify)
+    if (sparsify)
+        snprintf(c->cal_path, sizeof c->cal_path, "%s", sparsify);
+    else
         snprintf(c->cal_path, sizeof c->cal_path, "%s/%s", m->dir, SPARSIFY_FILE);
     c->cfg.threshold = global ? c->cal.gate_global : 0;
     c->cfg.layer_thresholds = teal || global ? NULL : c->cal.gate;
