@@ -70,6 +70,8 @@ struct layout_ops {
     bool per_vector;          /* each vector of a row is its own read (split) */
     bool reads_unneeded;      /* a read may span rows not needed (friends; coalesce:G when G > 0),
                                * which a run lands in a bounce buffer */
+    bool transposed;          /* rows are the transposed file's channel bundles and down rows, in two
+                               * caches (cache/transposed.h): input sparsity's layout, and only its */
     bool baseline;            /* each needed bundle in a read of its own, nothing added (bundled):
                                * what replay's report measures a layout that needs_known against */
     const char *structure;    /* needs_known: what it looks for in the sets, as a report names it

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "cache/cache.h"
+#include "cache/transposed.h"
 
 static struct layout_spec parse(const char *text, char *err)
 {
@@ -26,7 +27,7 @@ static void test_round_trip(void)
     } cases[] = {
         {"split", &layout_split, 0},       {"bundled", &layout_bundled, 0},   {"friends", &layout_friends, 0},
         {"coalesce:0", &layout_coalesce, 0}, {"coalesce:2", &layout_coalesce, 2},
-        {"coalesce:4294967294", &layout_coalesce, 4294967294ull},
+        {"coalesce:4294967294", &layout_coalesce, 4294967294ull}, {"transposed", &layout_transposed, 0},
     };
     char err[256], name[LAYOUT_NAME_MAX];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -57,9 +58,9 @@ static void test_refusals(void)
 {
     char err[256];
     CHECK(parse("diagonal", err).ops == NULL);
-    CHECK_STR(err, "unknown layout 'diagonal' (available: split, bundled, friends, coalesce:G)");
+    CHECK_STR(err, "unknown layout 'diagonal' (available: split, bundled, friends, coalesce:G, transposed)");
     CHECK(parse("", err).ops == NULL);
-    CHECK_STR(err, "unknown layout '' (available: split, bundled, friends, coalesce:G)");
+    CHECK_STR(err, "unknown layout '' (available: split, bundled, friends, coalesce:G, transposed)");
     CHECK(parse("coalesce", err).ops == NULL);
     CHECK_STR(err, "layout 'coalesce' needs a whole number after ':' (e.g. coalesce:4)");
     static const char *const not_numbers[] = {"coalesce:", "coalesce:x", "coalesce:-1", "coalesce:1x",
@@ -94,11 +95,11 @@ static void test_lists(void)
         size_t before;
         const char *err;
     } bad[] = {
-        {"split,,bundled", 1, "unknown layout '' (available: split, bundled, friends, coalesce:G)"},
-        {"split,", 1, "unknown layout '' (available: split, bundled, friends, coalesce:G)"},
-        {",split", 0, "unknown layout '' (available: split, bundled, friends, coalesce:G)"},
-        {"", 0, "unknown layout '' (available: split, bundled, friends, coalesce:G)"},
-        {"bundled,nope,split", 1, "unknown layout 'nope' (available: split, bundled, friends, coalesce:G)"},
+        {"split,,bundled", 1, "unknown layout '' (available: split, bundled, friends, coalesce:G, transposed)"},
+        {"split,", 1, "unknown layout '' (available: split, bundled, friends, coalesce:G, transposed)"},
+        {",split", 0, "unknown layout '' (available: split, bundled, friends, coalesce:G, transposed)"},
+        {"", 0, "unknown layout '' (available: split, bundled, friends, coalesce:G, transposed)"},
+        {"bundled,nope,split", 1, "unknown layout 'nope' (available: split, bundled, friends, coalesce:G, transposed)"},
         {"split,bundled,coalesce:x", 2, "layout 'coalesce:x' needs a whole number after ':' (e.g. coalesce:4)"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -109,8 +110,39 @@ static void test_lists(void)
     }
 }
 
+/* The transposed layout's two streams (cache/transposed.h): Llama-2-7B's
+ * shape in f16 packed and at a 4096-byte alignment, and the budget split in
+ * proportion to their sizes. */
+static void test_transposed_geometry(void)
+{
+    struct transposed_geometry g;
+    cache_transposed_geometry(32, 4096, 11008, true, 2, 0, &g);
+    CHECK_U64(g.chan.d_ff, 4096);
+    CHECK_U64(g.chan.vecs_per_row, 2);
+    CHECK_U64(g.chan.row_bytes, 2 * 11008 * 2);
+    CHECK_U64(g.down.d_ff, 11008);
+    CHECK_U64(g.down.row_bytes, 4096 * 2);
+    cache_transposed_geometry(2, 100, 300, false, 4, 4096, &g);
+    CHECK_U64(g.chan.row_bytes, 4096);   /* 1200 bytes padded */
+    CHECK_U64(g.down.row_bytes, 4096);   /* 400 bytes padded */
+    CHECK_U64(g.chan.read_align, 4096);
+    uint64_t chan, down;
+    cache_transposed_geometry(32, 4096, 11008, true, 2, 0, &g);
+    /* half the FFN: chan gets 2/3 of the budget, down 1/3; each half its rows */
+    uint64_t ffn = 32ull * 4096 * 11008 * 2 * 3;
+    cache_transposed_capacity(ffn / 2, &g, &chan, &down);
+    CHECK_U64(chan, 2048);
+    CHECK_U64(down, 5504);
+    cache_transposed_capacity(0, &g, &chan, &down);
+    CHECK_U64(chan + down, 0);
+    cache_transposed_capacity(ffn * 2, &g, &chan, &down); /* at most every row */
+    CHECK_U64(chan, 4096);
+    CHECK_U64(down, 11008);
+}
+
 int main(void)
 {
+    test_transposed_geometry();
     test_round_trip();
     test_refusals();
     test_lists();
