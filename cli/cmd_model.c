@@ -1,4 +1,5 @@
-/* flashbed model make: a synthetic model of a real shape. */
+/* flashbed model make: a synthetic model of a real shape (model verify:
+ * cli/cmd_model_verify.c). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,12 +145,14 @@ static int make(const struct model_make_opts *o, const struct model_shape *s, en
 
 int cmd_model(int argc, char **argv, const struct fb_settings *set)
 {
+    if (argc >= 2 && strcmp(argv[1], "verify") == 0)
+        return cmd_model_verify(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             opts_print_help(&model_make_command, stdout);
             return 0;
         }
-        fb_error("model: expected a subcommand: make (see flashbed model make --help)");
+        fb_error("model: expected a subcommand: make or verify (see flashbed model make --help, model verify --help)");
         return 2;
     }
     struct model_make_opts o;
