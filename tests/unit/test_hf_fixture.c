@@ -322,7 +322,7 @@ int main(void)
     }
     const char *archs[] = {"opt",      "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi",
                            "phi-gelu", "llama3", "mistral",   "qwen2",  "qwen3",
-                           "phi3",     "drelu", "prosparse"};
+                           "phi3",     "drelu", "prosparse", "phi3_longrope"};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         char fixture[512];
         snprintf(fixture, sizeof fixture, "%s/%s_fixture", TEST_DATA_DIR, archs[i]);
