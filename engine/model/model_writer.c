@@ -2,6 +2,7 @@
 #include "engine/model/model_format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,13 +24,26 @@ uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
     return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
 }
 
+/* A list of doubles as raw JSON, each to 17 digits: cJSON's own printing
+ * settles for 15 where they read back within an epsilon, not exactly. */
+static void add_exact_list(cJSON *o, const char *key, const double *v, uint32_t n)
+{
+    char text[MODEL_MAX_ROPE_PAIRS * 26 + 3];
+    size_t at = 0;
+    text[at++] = '[';
+    for (uint32_t i = 0; i < n && i < MODEL_MAX_ROPE_PAIRS; i++)
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s%.17g", i ? ", " : "", v[i]);
+    snprintf(text + at, sizeof text - at, "]");
+    cJSON_AddRawToObject(o, key, text);
+}
+
 /* longrope's keys, and its rule in words for whoever reads model.json
  * (arch_rope_table_at applies it; the reader ignores the words). */
 static void longrope_to_json(const struct model_shape *s, cJSON *o)
 {
     cJSON_AddNumberToObject(o, "rope_original_max_positions", s->rope_original_max_positions);
-    cJSON_AddItemToObject(o, "rope_short_factor", cJSON_CreateDoubleArray(s->rope_short_factor, (int)s->rope_pairs));
-    cJSON_AddItemToObject(o, "rope_long_factor", cJSON_CreateDoubleArray(s->rope_long_factor, (int)s->rope_pairs));
+    add_exact_list(o, "rope_short_factor", s->rope_short_factor, s->rope_pairs);
+    add_exact_list(o, "rope_long_factor", s->rope_long_factor, s->rope_pairs);
     cJSON_AddStringToObject(o, "rope_longrope_rule", LONGROPE_RULE);
 }
 
