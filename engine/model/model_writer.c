@@ -24,15 +24,27 @@ uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
     return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
 }
 
-/* A list of doubles as raw JSON, each to 17 digits: cJSON's own printing
- * settles for 15 where they read back within an epsilon, not exactly. */
+/* v in the fewest digits (15 to 17) that read back as v exactly. */
+static void exact_number(char *buf, size_t len, double v)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+/* A list of doubles as raw JSON, each read back exactly: cJSON's own
+ * printing settles for 15 digits where they read back within an epsilon. */
 static void add_exact_list(cJSON *o, const char *key, const double *v, uint32_t n)
 {
-    char text[MODEL_MAX_ROPE_PAIRS * 26 + 3];
+    char text[MODEL_MAX_ROPE_PAIRS * 26 + 3], num[32];
     size_t at = 0;
     text[at++] = '[';
-    for (uint32_t i = 0; i < n && i < MODEL_MAX_ROPE_PAIRS; i++)
-        at += (size_t)snprintf(text + at, sizeof text - at, "%s%.17g", i ? ", " : "", v[i]);
+    for (uint32_t i = 0; i < n && i < MODEL_MAX_ROPE_PAIRS; i++) {
+        exact_number(num, sizeof num, v[i]);
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s%s", i ? ", " : "", num);
+    }
     snprintf(text + at, sizeof text - at, "]");
     cJSON_AddRawToObject(o, key, text);
 }
