@@ -10,6 +10,7 @@
 
 #include "common/cleanup.h"
 #include "common/errbuf.h"
+#include "common/json_file.h"
 #include "common/provenance.h"
 #include "engine/model/model.h"
 
@@ -24,38 +25,15 @@ uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
     return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
 }
 
-/* v in the fewest digits (15 to 17) that read back as v exactly. */
-static void exact_number(char *buf, size_t len, double v)
-{
-    for (int digits = 15; digits <= 17; digits++) {
-        snprintf(buf, len, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v)
-            return;
-    }
-}
-
-/* A list of doubles as raw JSON, each read back exactly: cJSON's own
- * printing settles for 15 digits where they read back within an epsilon. */
-static void add_exact_list(cJSON *o, const char *key, const double *v, uint32_t n)
-{
-    char text[MODEL_MAX_ROPE_PAIRS * 26 + 3], num[32];
-    size_t at = 0;
-    text[at++] = '[';
-    for (uint32_t i = 0; i < n && i < MODEL_MAX_ROPE_PAIRS; i++) {
-        exact_number(num, sizeof num, v[i]);
-        at += (size_t)snprintf(text + at, sizeof text - at, "%s%s", i ? ", " : "", num);
-    }
-    snprintf(text + at, sizeof text - at, "]");
-    cJSON_AddRawToObject(o, key, text);
-}
-
 /* longrope's keys, and its rule in words for whoever reads model.json
  * (arch_rope_table_at applies it; the reader ignores the words). */
 static void longrope_to_json(const struct model_shape *s, cJSON *o)
 {
     cJSON_AddNumberToObject(o, "rope_original_max_positions", s->rope_original_max_positions);
-    add_exact_list(o, "rope_short_factor", s->rope_short_factor, s->rope_pairs);
-    add_exact_list(o, "rope_long_factor", s->rope_long_factor, s->rope_pairs);
+    /* each read back exactly (a failure, out of memory, leaves the key
+     * out: model_shape_read then refuses the file by its name) */
+    json_add_exact_doubles(o, "rope_short_factor", s->rope_short_factor, s->rope_pairs);
+    json_add_exact_doubles(o, "rope_long_factor", s->rope_long_factor, s->rope_pairs);
     cJSON_AddStringToObject(o, "rope_longrope_rule", LONGROPE_RULE);
 }
 

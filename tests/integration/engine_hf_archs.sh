@@ -92,6 +92,9 @@ arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
 arch_case phi3 phi3-tiny --up-spectrum power:1
 arch_case bamboo drelu-tiny
+# Phi-3's longrope from model make's config.json (Phi3Config's rope_scaling
+# and original_max_position_embeddings 4 of the 10 positions fed)
+arch_case phi3 phi3-longrope-tiny
 # the Llama family of today (issue 33): Llama 3.1's rope_scaling, Mistral's
 # sliding window (6 positions of the 10 fed), Qwen2's q/k/v biases, Qwen3's
 # q/k RMSNorm and its own head_dim
