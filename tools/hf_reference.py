@@ -254,8 +254,7 @@ class Model:
         self.n_kv = cfg.get("num_key_value_heads") or self.n_heads
         self.rot = int(self.hd * cfg.get("partial_rotary_factor", 1.0))
         self.theta = cfg.get("rope_theta", 10000.0)
-        self.freqs = inv_freqs(cfg, self.rot, self.theta) if cfg.get("model_type") != "phi3" else \
-            inv_freqs({}, self.rot, self.theta)
+        self.freqs = self.unscaled_or_scaled_freqs()
         self.window = None  # attention over every cached position
         self.eps = 1e-5  # LayerNorm's; architectures with their own key set it
         self.cache = {}
@@ -274,6 +273,10 @@ class Model:
         keys.append(ks)
         values.append(vs)
         return attend(qs, keys, values, self.n_heads, self.n_kv, self.hd, self.window)
+
+    def unscaled_or_scaled_freqs(self):
+        """The frequencies of every position, rope_scaling applied."""
+        return inv_freqs(self.cfg, self.rot, self.theta)
 
     def rope_at(self, pos):
         """The frequencies and cos/sin factor that rotate position pos."""
@@ -350,6 +353,10 @@ class Phi3(Llama):
         super().__init__(cfg, w)
         self.eps = cfg.get("rms_norm_eps", 1e-5)
         self.window = cfg.get("sliding_window")  # Mistral's: p attends to p - W + 1 .. p
+
+    def unscaled_or_scaled_freqs(self):
+        """Unscaled: longrope's frequencies depend on the position (rope_at)."""
+        return inv_freqs({}, self.rot, self.theta)
 
     def rope_at(self, pos):
         if self.cfg.get("rope_scaling"):
