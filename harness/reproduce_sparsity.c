@@ -222,10 +222,14 @@ static void add_row(struct strbuf *b, const char *source, const char *setting, c
  * gnuplot's index), rows of FFN MB per token and perplexity. */
 static void csv_block(struct strbuf *csv, const struct repro_sparsity_cell *c, size_t n)
 {
+    size_t rows = 0;
     for (size_t i = 0; i < n; i++)
-        if (isfinite(c[i].ppl) && isfinite(c[i].bytes))
+        if (isfinite(c[i].ppl) && isfinite(c[i].bytes)) {
             strbuf_add(csv, "%.6g,%.6g\n", c[i].bytes / 1e6, c[i].ppl);
-    strbuf_add(csv, "\n\n");
+            rows++;
+        }
+    /* gnuplot counts no empty block: a row of nothing keeps the next source's index */
+    strbuf_add(csv, rows ? "\n\n" : "NaN,NaN\n\n\n");
 }
 
 /* One source's cells on a text: the table's rows and the plot's block. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/model_shape.h"
 #include "harness/reproduce_tables.h"
 
 static const char *const shape_sources[] = {"gate", "gate-cal", "teal"};
@@ -60,33 +61,74 @@ static void add_row(struct strbuf *b, const struct repro_plan *p, const char *so
     strbuf_add(b, "\n");
 }
 
-/* The shapes' perplexities in one sentence: dense's range, and how far the
- * sparse cells lie from their own shape's dense (nothing measured: none). */
-static void perplexity_range(struct strbuf *b, const struct repro_plan *p)
+/* How far the shapes' sparse cells' perplexities lie from their own
+ * dense's, into *lo and *hi (infinite where none is measured). */
+static void perplexity_spread(const struct repro_plan *p, double *lo, double *hi)
 {
-    double lo = INFINITY, hi = -INFINITY, dlo = INFINITY, dhi = -INFINITY;
+    *lo = INFINITY;
+    *hi = -INFINITY;
     for (size_t m = 0; m < p->n_shapes; m++) {
+        const struct repro_sparsity *z = &p->shapes[m];
         struct repro_sparsity_cell d, c;
-        read_at(p, &p->shapes[m], "dense", 0, &d);
-        if (!isfinite(d.ppl))
-            continue;
-        lo = fmin(lo, d.ppl);
-        hi = fmax(hi, d.ppl);
-        for (size_t k = 0; k < N_SHAPE_SOURCES; k++)
-            for (size_t i = 0; i < p->shapes[m].n_sparsities; i++) {
-                read_at(p, &p->shapes[m], shape_sources[k], p->shapes[m].sparsities[i], &c);
+        read_at(p, z, "dense", 0, &d);
+        for (size_t k = 0; k < N_SHAPE_SOURCES && isfinite(d.ppl); k++)
+            for (size_t i = 0; i < z->n_sparsities; i++) {
+                read_at(p, z, shape_sources[k], z->sparsities[i], &c);
                 if (isfinite(c.ppl)) {
-                    dlo = fmin(dlo, c.ppl / d.ppl - 1);
-                    dhi = fmax(dhi, c.ppl / d.ppl - 1);
+                    *lo = fmin(*lo, c.ppl / d.ppl - 1);
+                    *hi = fmax(*hi, c.ppl / d.ppl - 1);
                 }
             }
     }
+}
+
+/* The shapes' perplexities in words: each one's dense, how far the sparse
+ * cells lie from it, and the shapes whose head is their embeddings. */
+static void perplexity_note(struct strbuf *b, const struct repro_plan *p)
+{
+    strbuf_add(b, " (dense here:");
+    char tied[256] = "";
+    for (size_t m = 0, n = 0; m < p->n_shapes; m++) {
+        struct repro_sparsity_cell d;
+        read_at(p, &p->shapes[m], "dense", 0, &d);
+        strbuf_add(b, "%s %s ", m ? "," : "", p->shapes[m].name);
+        strbuf_add(b, isfinite(d.ppl) ? "%.3g" : "not measured", d.ppl);
+        struct model_shape sh;
+        char err[256];
+        if (model_shape_load(p->config.settings, p->shapes[m].name, &sh, err, sizeof err) == 0 &&
+            sh.tied_embeddings && n < sizeof tied)
+            n += (size_t)snprintf(tied + n, sizeof tied - n, "%s%s", n ? " and " : "", sh.name);
+    }
+    double lo, hi;
+    perplexity_spread(p, &lo, &hi);
     if (isfinite(lo))
-        strbuf_add(b, " (dense here: %.1f to %.1f", lo, hi);
-    if (isfinite(lo) && isfinite(dlo))
-        strbuf_add(b, "; every sparse cell %+.1f%% to %+.1f%% of its shape's dense", 100 * dlo, 100 * dhi);
-    if (isfinite(lo))
-        strbuf_add(b, ")");
+        strbuf_add(b, "; every sparse cell %+.1f%% to %+.1f%% of its shape's dense", 100 * lo, 100 * hi);
+    if (tied[0])
+        strbuf_add(b, "; %s tie the LM head to the embeddings, which model make draws at scale 1 where a head "
+                      "gets 1/sqrt(d_model): their logits, and perplexities, are the larger for it", tied);
+    strbuf_add(b, ")");
+}
+
+/* Cells that read a share of the dense FFN more than 5 points below the
+ * 1 - S asked for: a ReLU-gated FFN is sparse by itself, and a threshold of
+ * 0 then drops every zero. */
+static void below_target(struct strbuf *b, const struct repro_plan *p)
+{
+    size_t n = 0;
+    for (size_t m = 0; m < p->n_shapes; m++)
+        for (size_t k = 0; k < N_SHAPE_SOURCES; k++)
+            for (size_t i = 0; i < p->shapes[m].n_sparsities; i++) {
+                struct repro_sparsity_cell c;
+                double s = p->shapes[m].sparsities[i];
+                read_at(p, &p->shapes[m], shape_sources[k], s, &c);
+                if (!(c.bytes / c.dense_bytes < 1 - s - 0.05))
+                    continue;
+                strbuf_add(b, "%s%s %s at S = %g (%.1f%%)", n++ ? ", " : "Read less than 1 - S: ",
+                           p->shapes[m].name, shape_sources[k], s, 100 * c.bytes / c.dense_bytes);
+            }
+    if (n)
+        strbuf_add(b, ": a ReLU-gated FFN is sparse by itself, and where S asks for less than it has, the "
+                      "threshold is 0 and drops every zero.\n\n");
 }
 
 static void shapes_intro(struct strbuf *b, const struct repro_plan *p)
@@ -102,13 +144,12 @@ static void shapes_intro(struct strbuf *b, const struct repro_plan *p)
                   "stories260K is, on %s alone: thresholds for each S chosen on its first %llu tokens, the next "
                   "%llu scored with dense, gate, gate-cal and teal. No predictor is trained for them: a predictor "
                   "learns which neurons a trained model's inputs fire, and random weights have nothing to learn. "
-                  "Their perplexities are left out of the table: random weights score about as badly whatever is "
-                  "dropped",
+                  "Their perplexities are left out of the table: a random model predicts nothing, so how far a "
+                  "choice moves its perplexity says nothing of what the choice costs a trained model",
                z->dtype[0] ? z->dtype : "f16", z->text_names[0], (unsigned long long)z->calib_tokens,
                (unsigned long long)z->tokens);
-    perplexity_range(b, p);
-    strbuf_add(b, ", so their change says nothing of what a choice costs a trained model; each cell's JSON "
-                  "(`sparsity-shapes/SHAPE/%s/`) has it. What the shapes measure is the FFN weight bytes a token "
+    perplexity_note(b, p);
+    strbuf_add(b, "; each cell's JSON (`sparsity-shapes/SHAPE/%s/`) has it. What the shapes measure is the FFN weight bytes a token "
                   "reads under each choice and its time. Each cell: FFN KB read per token (of the model's dense "
                   "FFN), ms per token (weights in DRAM, the masked dense FFN). %s's column repeats its %s table "
                   "above%s%s.\n\n",
@@ -126,6 +167,7 @@ static char *plot_csv(const struct repro_plan *p)
             const struct repro_sparsity *z = model_at(p, m);
             struct repro_sparsity_cell c;
             read_at(p, z, "dense", 0, &c);
+            size_t rows = 0;
             for (size_t i = 0; i <= z->n_sparsities; i++) {
                 if (i > 0)
                     read_at(p, z, shape_sources[k], z->sparsities[i - 1], &c);
@@ -133,8 +175,10 @@ static char *plot_csv(const struct repro_plan *p)
                     continue;
                 strbuf_add(&csv, "%g,%.6g,", i ? z->sparsities[i - 1] : 0.0, c.bytes / 1e3);
                 repro_csv_num(&csv, c.ms, "\n");
+                rows++;
             }
-            strbuf_add(&csv, "\n\n");
+            /* gnuplot counts no empty block: a row of nothing keeps the index */
+            strbuf_add(&csv, rows ? "\n\n" : "NaN,NaN,NaN\n\n\n");
         }
     return strbuf_take(&csv);
 }
@@ -173,6 +217,7 @@ void repro_section_sparsity_shapes(struct strbuf *b, const struct repro_plan *p)
         for (size_t i = 0; i < z->n_sparsities; i++)
             add_row(b, p, shape_sources[k], z->sparsities[i]);
     strbuf_add(b, "\n");
+    below_target(b, p);
     shapes_plot(b, p);
     strbuf_add(b, "To measure what these choices cost in quality, run the study on a trained checkpoint: convert "
                   "it (`flashbed convert CHECKPOINT --out DIR`) and give DIR to the command below.\n\n");
