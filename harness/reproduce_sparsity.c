@@ -75,7 +75,7 @@ static int add_thresholds(struct repro_plan *p, const struct repro_sparsity *z, 
 static int add_cell(struct repro_plan *p, const struct repro_sparsity *z, size_t text, const char *source,
                     const char *setting, const char *const *extra)
 {
-    char id[96], what[160], rel[200], out[4400], skip[32], tokens[32], pre[64];
+    char id[200], what[160], rel[200], out[4400], skip[32], tokens[32], pre[64]; /* id: the step keeps 95 */
     const char *dash = setting[0] ? "-" : "";
     id_prefix(z, pre, sizeof pre);
     snprintf(rel, sizeof rel, "%s/%s/%s%s%s.json", repro_sparsity_dir(z), z->text_names[text], source, dash, setting);
