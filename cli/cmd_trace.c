@@ -174,6 +174,26 @@ static void print_sagg(const struct trace_meta *m, const struct trace_stats *s)
     }
 }
 
+/* The density table: per layer, target, active, predicted and (with
+ * channel sets) kept channels. */
+static void print_densities(const struct trace_meta *m, const struct trace_stats *s, const cJSON *source)
+{
+    printf("\ndensity per layer\n| layer | target | active | predicted |%s\n|---:|---:|---:|---:|%s\n",
+           s->density_channels ? " channels |" : "", s->density_channels ? "---:|" : "");
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        char tv[32];
+        fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
+        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
+        if (s->density_pred)
+            printf(" %.2f%% |", 100 * s->density_pred[l]);
+        else
+            printf(" - |");
+        if (s->density_channels)
+            printf(" %.2f%% |", 100 * s->density_channels[l]);
+        printf("\n");
+    }
+}
+
 static void print_info(const char *path, const struct trace *tr, const struct trace_stats *s,
                        const cJSON *source)
 {
@@ -193,6 +213,11 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
            (unsigned long long)s->n_tokens, (unsigned long long)s->n_prompt_tokens,
            (unsigned long long)s->n_generated_tokens, (unsigned long long)s->n_sequences);
     printf("  predicted sets: %s\n", m->has_predicted ? "yes" : "no");
+    if (s->density_channels)
+        printf("  channel sets: yes (input channels kept: %.2f%% of d_model %u on average)\n",
+               100 * s->mean_density_channels, m->d_model);
+    else
+        printf("  channel sets: no\n");
     printf("  source: %s\n", m->source);
     const cJSON *stat = cJSON_GetObjectItemCaseSensitive(source, "statistics");
     if (cJSON_IsString(stat))
@@ -204,16 +229,7 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     /* a shape the paper did not measure: also what the profile rests on */
     if (cJSON_IsString(prof_src) && !(cJSON_IsString(stat) && strcmp(stat->valuestring, prof_src->valuestring) == 0))
         printf("  profile statistics: %s\n", prof_src->valuestring);
-    printf("\ndensity per layer\n| layer | target | active | predicted |\n|---:|---:|---:|---:|\n");
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        char tv[32];
-        fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
-        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
-        if (s->density_pred)
-            printf(" %.2f%% |\n", 100 * s->density_pred[l]);
-        else
-            printf(" - |\n");
-    }
+    print_densities(m, s, source);
     printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations (power law: well above 10%%)\n",
            100 * s->hot10_share);
     struct trace_calib_row rows[TRACE_CALIB_MAX_ROWS];
