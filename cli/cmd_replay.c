@@ -39,7 +39,9 @@ static const struct opt_def replay_options[] = {
     {"trace", OPT_STRING, O(trace), NULL, "FILE", "trace to replay (flashbed trace synth, or recorded)"},
     {"policy", OPT_STRING, O(policy), DEFAULT_POLICIES, "LIST",
      "policies: naive, hybrid, predictor, window:K (the last K tokens: the paper's k = K-1), lru, lfu, hot, belady"},
-    {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
+    {"layout", OPT_STRING, O(layout), "split,bundled", "LIST",
+     "layouts: split, bundled, friends, coalesce:G; transposed (input sparsity: a trace with channel sets, which "
+     "the others refuse; its channel and down streams are reported apart, not priced by --hw)"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "LIST",
      "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
      "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too); none: no "
