@@ -31,7 +31,7 @@
 struct synth_opts {
     char *shape;
     uint64_t tokens, prompts, seed, bytes_per_weight;
-    double persist, zipf, recur, recur_decay;
+    double persist, zipf, recur, recur_decay, channel_density, active_density;
     char *out;
 };
 
@@ -50,6 +50,12 @@ static const struct opt_def synth_options[] = {
     {"recur", OPT_DOUBLE, O(recur), "0.75", "R", "share of refills drawn from earlier tokens' sets (calibrated)", .max = 1},
     {"recur-decay", OPT_DOUBLE, O(recur_decay), "0.52", "D", "chance such a draw reaches one token further back (calibrated)",
      .max = 1, .max_open = true},
+    {"channel-density", OPT_DOUBLE, O(channel_density), "0", "D",
+     "input sparsity (the neuron source teal; replay --layout transposed): also record each token's kept input "
+     "channels, this share of d_model per layer; 0: no channel sets", .max = 1},
+    {"active-density", OPT_DOUBLE, O(active_density), "0", "D",
+     "every layer's active density (the rows of down kept under teal), instead of the profile's curve; 0: the "
+     "profile's", .max = 1},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };
@@ -99,6 +105,8 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         p.zipf = o.zipf;
         p.recur = o.recur;
         p.recur_decay = o.recur_decay;
+        p.channel_density = o.channel_density;
+        p.active_density = o.active_density;
         interrupt_install();
         int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
         struct cli_progress bar;

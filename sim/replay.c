@@ -266,18 +266,17 @@ static int replay_transposed(const struct trace *tr, const struct replay_spec *s
     return 0;
 }
 
-/* The layout against the trace's sets (replay.h): transposed needs channel
- * sets, with packed rows; the neuron layouts refuse them. */
-static int check_layout(const struct trace *tr, const struct replay_spec *spec, char *err, size_t errlen)
+int replay_check_layout(const struct trace_meta *m, const struct layout_spec *layout, uint64_t row_stride,
+                        uint64_t read_align, char *err, size_t errlen)
 {
-    bool transposed = spec->layout.ops && spec->layout.ops->transposed;
-    if (transposed && !tr->meta.has_channels)
+    bool transposed = layout->ops && layout->ops->transposed;
+    if (transposed && !m->has_channels)
         return err_set(err, errlen, "layout transposed needs a trace with channel sets (input sparsity's kept channels: "
                                     "flashbed run --active teal --record, or trace synth --channel-density)");
-    if (!transposed && tr->meta.has_channels)
+    if (!transposed && m->has_channels)
         return err_set(err, errlen, "the trace has channel sets (input sparsity), which only layout transposed reads: "
                                     "a neuron layout would read every bundle");
-    if (transposed && (spec->row_stride || spec->read_align))
+    if (transposed && (row_stride || read_align))
         return err_set(err, errlen, "layout transposed is replayed with packed rows (--row-stride packed, --read-align 0)");
     return 0;
 }
@@ -290,7 +289,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         err_set(err, errlen, "predicted sets asked for, but the trace has none");
         return -1;
     }
-    if (check_layout(tr, spec, err, errlen) != 0)
+    if (replay_check_layout(&tr->meta, &spec->layout, spec->row_stride, spec->read_align, err, errlen) != 0)
         return -1;
     res->pol = spec->policy;
     cache_policy_name(&spec->policy, res->policy, sizeof res->policy);

@@ -158,6 +158,12 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
  * 0, or -1 with err. */
 int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char *err, size_t errlen);
 
+/* Whether layout can replay a trace of m (its sets, the stride and the
+ * alignment), as replay_run checks it: transposed needs channel sets and
+ * packed rows, a neuron layout refuses channel sets. 0, or -1 with err. */
+int replay_check_layout(const struct trace_meta *m, const struct layout_spec *layout, uint64_t row_stride,
+                        uint64_t read_align, char *err, size_t errlen);
+
 /* Bytes of one FFN row (neuron) of this trace's shape. */
 uint64_t replay_row_bytes(const struct trace_meta *m);
 

@@ -282,11 +282,18 @@ static const char *feasible_cell(const struct replay_result *r, char *buf, size_
 static void md_budgets(FILE *f, const struct replay_row *rows, size_t n)
 {
     fprintf(f, "DRAM budgets (the FFN cache, split evenly over the layers):\n\n");
-    for (size_t i = 0; i < n; i++)
-        if (first_of_budget(rows, i))
+    for (size_t i = 0; i < n; i++) {
+        if (!first_of_budget(rows, i))
+            continue;
+        if (rows[i].res.transposed)
+            fprintf(f, "- %s: %llu bytes, %.2f%% of the FFN, %llu channel bundles and %llu rows of down per layer\n",
+                    rows[i].budget, (unsigned long long)rows[i].res.dram_budget, 100 * rows[i].budget_share,
+                    (unsigned long long)rows[i].res.chan.budget_rows, (unsigned long long)rows[i].res.down.budget_rows);
+        else
             fprintf(f, "- %s: %llu bytes, %.2f%% of the FFN, %llu rows per layer\n", rows[i].budget,
                     (unsigned long long)rows[i].res.dram_budget, 100 * rows[i].budget_share,
                     (unsigned long long)rows[i].res.budget_rows);
+    }
     fprintf(f, "\nFeasibility: %s.\n\n", feasibility_text);
 }
 
