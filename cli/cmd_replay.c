@@ -41,7 +41,7 @@ static const struct opt_def replay_options[] = {
      "policies: naive, hybrid, predictor, window:K (the last K tokens: the paper's k = K-1), lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "split,bundled", "LIST",
      "layouts: split, bundled, friends, coalesce:G; transposed (input sparsity: a trace with channel sets, which "
-     "the others refuse; its channel and down streams are reported apart, not priced by --hw)"},
+     "the others refuse; its channel and down streams are reported apart)"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "LIST",
      "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
      "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too); none: no "

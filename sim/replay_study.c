@@ -20,7 +20,7 @@ static int one_row(const struct replay_study *s, const struct replay_budget *b, 
     (*done)++;
     row->budget = b->text;
     row->budget_share = b->share;
-    if (!s->pricing || row->res.transposed) /* the transposed layout is priced by predict --mode teal */
+    if (!s->pricing)
         return 0;
     if (replay_pricing_price(s->pricing, &row->res, &row->modelled, why, sizeof why) != 0) {
         err_set(err, errlen, "pricing %s x %s at %s on %s: %s", policy, layout, b->text, s->pricing->hw->name, why);

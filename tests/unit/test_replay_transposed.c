@@ -12,6 +12,7 @@
 #include "sim/replay.h"
 #include "sim/replay_report.h"
 #include "sim/replay_study.h"
+#include "sim/trace_volumes.h"
 
 /* One layer, d_model 4, d_ff 6, ReLU, 1 byte per weight: a channel bundle
  * is an up column of 6 bytes, a row of down 4 bytes; each stream is 24
@@ -133,6 +134,27 @@ static void window_counts(void)
     replay_result_free(&r);
 }
 
+/* The cost model's volumes of the lru replay (sim/trace_volumes.h), per
+ * token at 2 bytes per weight: channels 24 bytes / 6 = 4 bundles read over
+ * 5 tokens (0.8), 2 deleted (0.4), 5 needed (1.0, held and computed: lru
+ * computes its needed rows); down 24 / 4 = 6 rows (1.2), 3 deleted (0.6),
+ * 8 needed (1.6). */
+static void cost_volumes(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&tr, "lru", "transposed", 24, err);
+    struct token_volumes v;
+    trace_volumes_of_replay(&r, "hand", 2, 1, &v);
+    CHECK(v.transposed && v.replayed);
+    const double got[] = {v.chan.rows_loaded, v.chan.reads, v.chan.read_bytes, v.chan.rows_deleted, v.chan.computed,
+                          v.chan.cache_rows, v.down.rows_loaded, v.down.read_bytes, v.down.rows_deleted,
+                          v.down.computed, v.down.cache_rows};
+    const double want[] = {0.8, 0.8, 9.6, 0.4, 1.0, 1.0, 1.2, 9.6, 0.6, 1.6, 1.6};
+    for (int i = 0; i < 11; i++)
+        CHECK_NEAR(got[i], want[i], 1e-12);
+    replay_result_free(&r);
+}
+
 static void refusals(void)
 {
     char err[256] = "";
@@ -182,6 +204,7 @@ int main(void)
     window_counts();
     refusals();
     report_columns();
+    cost_volumes();
     trace_free(&tr);
     trace_free(&plain);
     return check_report("test_replay_transposed");
