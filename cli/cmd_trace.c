@@ -389,9 +389,9 @@ static int cmd_trace_export(int argc, char **argv)
             rc = 1;
         } else {
             out_parents_keep(&made);
-            fb_info("wrote %s (%s: %llu tokens, %llu active and %llu predicted rows)", o.out, o.format,
+            fb_info("wrote %s (%s: %llu tokens, %llu active, %llu predicted and %llu channel rows)", o.out, o.format,
                     (unsigned long long)c.tokens, (unsigned long long)c.active_rows,
-                    (unsigned long long)c.predicted_rows);
+                    (unsigned long long)c.predicted_rows, (unsigned long long)c.channel_rows);
             rc = 0;
         }
     }

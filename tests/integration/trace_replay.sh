@@ -193,5 +193,16 @@ for r in csv.DictReader(open(sys.argv[1])):
 expect_error "neuron layout on channel sets" "the trace has channel sets (input sparsity), which only layout transposed reads" replay --trace "$C" --layout bundled --out "$WORK/teal-bad1"
 expect_error "transposed without channel sets" "layout transposed needs a trace with channel sets" replay --trace "$T" --layout transposed --out "$WORK/teal-bad2"
 check "no result folder for the refusals" test ! -e "$WORK/teal-bad1" -a ! -e "$WORK/teal-bad2"
+check "export csv keeps the channel sets" "$FLASHBED" trace export "$C" --format csv --out "$WORK/teal-csv"
+check "export npz-friendly keeps the channel sets" "$FLASHBED" trace export "$C" --format npz-friendly --out "$WORK/teal-npz"
+check "exported channel rows: 24 tokens x layers x d_model/2, in both forms" python3 -c "
+import json, os, sys
+csv_dir, npz_dir = sys.argv[1], sys.argv[2]
+meta = json.load(open(os.path.join(csv_dir, 'export.json')))
+h = meta['header']
+want = 24 * h['n_layers'] * (h['d_model'] // 2)
+rows = sum(1 for line in open(os.path.join(csv_dir, 'neurons.csv')) if line.rstrip().endswith(',channel'))
+size = os.path.getsize(os.path.join(npz_dir, 'channel_id.u32'))
+sys.exit(not (h['has_channels'] and meta['channel_rows'] == want == rows and size == 4 * want))" "$WORK/teal-csv" "$WORK/teal-npz"
 
 finish
