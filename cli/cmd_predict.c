@@ -29,6 +29,7 @@ struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
         *compare, *use, *predictor_rank, *io_engine;
     uint64_t io_threads, context, tokens;
+    double channel_density, down_density;
     bool allow_emulated;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
@@ -39,7 +40,9 @@ static const struct opt_def predict_options[] = {
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights; with --paper fig7 or all, Fig. 7's [default there: bf16, the paper's]", .allowed = "f32|f16|bf16"},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
-    {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G"},
+    {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G; transposed: input sparsity (the neuron source teal), its channel bundles and rows of down, from a trace with channel sets or --channel-density and --down-density, no predictor"},
+    {"channel-density", OPT_DOUBLE, O(channel_density), "0", "D", "--layout transposed without --trace: the input channels kept per token and layer, over d_model", .max = 1},
+    {"down-density", OPT_DOUBLE, O(down_density), "0", "D", "--layout transposed without --trace: the rows of down kept per token and layer, over d_ff", .max = 1},
     {"dram-budget", OPT_STRING, O(dram_budget), "50%", "PCT|BYTES", "DRAM for the model: share kept resident by hybrid"},
     {"density-from", OPT_STRING, O(density_from), "paper", "SOURCE", "per-token FFN volumes: paper (configs/paper/densities.json)",
      .allowed = "paper"},
@@ -376,7 +379,8 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     struct model_shape shape;
     struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
-                              .tokens = o->tokens, .io_engine = o->io_engine};
+                              .tokens = o->tokens, .io_engine = o->io_engine,
+                              .channel_density = o->channel_density, .down_density = o->down_density};
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;

@@ -39,7 +39,9 @@ static const struct opt_def replay_options[] = {
     {"trace", OPT_STRING, O(trace), NULL, "FILE", "trace to replay (flashbed trace synth, or recorded)"},
     {"policy", OPT_STRING, O(policy), DEFAULT_POLICIES, "LIST",
      "policies: naive, hybrid, predictor, window:K (the last K tokens: the paper's k = K-1), lru, lfu, hot, belady"},
-    {"layout", OPT_STRING, O(layout), "split,bundled", "LIST", "layouts: split, bundled, friends, coalesce:G"},
+    {"layout", OPT_STRING, O(layout), "split,bundled", "LIST",
+     "layouts: split, bundled, friends, coalesce:G; transposed (input sparsity: a trace with channel sets, which "
+     "the others refuse; its channel and down streams are reported apart)"},
     {"dram-budget", OPT_STRING, O(budget), "25%", "LIST",
      "FFN cache budgets, each bytes (\"2G\") or a share of the FFN (\"25%\"): \"10%,25%,50%\" replays every "
      "policy and layout at each (lru, lfu, hot, belady keep within it; window and hybrid too); none: no "
@@ -285,8 +287,22 @@ static void state_free(struct replay_state *st)
     free(st->budgets);
 }
 
-/* Loads the trace and checks what depends on it: the sets, the budgets and
- * the profile. 0, or the exit status after printing why. */
+/* Each --layout against the trace (replay_check_layout), before anything
+ * is written. 0, or the exit status after printing why. */
+static int check_layouts(const struct replay_opts *o, const struct replay_state *st, const struct replay_study *j)
+{
+    char err[512], name[LAYOUT_NAME_MAX];
+    for (size_t k = 0; k < j->n_layouts; k++)
+        if (replay_check_layout(&st->tr.meta, &j->layouts[k], j->row_stride, j->read_align, err, sizeof err) != 0) {
+            cache_layout_name(&j->layouts[k], name, sizeof name);
+            fb_error("replay --layout %s: %s: %s", name, o->trace, err);
+            return 2;
+        }
+    return 0;
+}
+
+/* Loads the trace and checks what depends on it: the sets, the layouts, the
+ * budgets and the profile. 0, or the exit status after printing why. */
 static int prepare(struct replay_opts *o, struct replay_state *st, struct replay_study *j, cJSON *params)
 {
     char err[1024];
@@ -321,6 +337,8 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);
+    if (check_layouts(o, st, j) != 0)
+        return 2;
     if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw,
                             o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, err, sizeof err) != 0) {
         fb_error("replay --hw '%s': %s", o->hw, err);

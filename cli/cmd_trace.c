@@ -31,7 +31,7 @@
 struct synth_opts {
     char *shape;
     uint64_t tokens, prompts, seed, bytes_per_weight;
-    double persist, zipf, recur, recur_decay;
+    double persist, zipf, recur, recur_decay, channel_density, active_density;
     char *out;
 };
 
@@ -50,6 +50,12 @@ static const struct opt_def synth_options[] = {
     {"recur", OPT_DOUBLE, O(recur), "0.75", "R", "share of refills drawn from earlier tokens' sets (calibrated)", .max = 1},
     {"recur-decay", OPT_DOUBLE, O(recur_decay), "0.52", "D", "chance such a draw reaches one token further back (calibrated)",
      .max = 1, .max_open = true},
+    {"channel-density", OPT_DOUBLE, O(channel_density), "0", "D",
+     "input sparsity (the neuron source teal; replay --layout transposed): also record each token's kept input "
+     "channels, this share of d_model per layer; 0: no channel sets", .max = 1},
+    {"active-density", OPT_DOUBLE, O(active_density), "0", "D",
+     "every layer's active density (the rows of down kept under teal), instead of the profile's curve; 0: the "
+     "profile's", .max = 1},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };
@@ -99,6 +105,8 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         p.zipf = o.zipf;
         p.recur = o.recur;
         p.recur_decay = o.recur_decay;
+        p.channel_density = o.channel_density;
+        p.active_density = o.active_density;
         interrupt_install();
         int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
         struct cli_progress bar;
@@ -174,6 +182,26 @@ static void print_sagg(const struct trace_meta *m, const struct trace_stats *s)
     }
 }
 
+/* The density table: per layer, target, active, predicted and (with
+ * channel sets) kept channels. */
+static void print_densities(const struct trace_meta *m, const struct trace_stats *s, const cJSON *source)
+{
+    printf("\ndensity per layer\n| layer | target | active | predicted |%s\n|---:|---:|---:|---:|%s\n",
+           s->density_channels ? " channels |" : "", s->density_channels ? "---:|" : "");
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        char tv[32];
+        fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
+        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
+        if (s->density_pred)
+            printf(" %.2f%% |", 100 * s->density_pred[l]);
+        else
+            printf(" - |");
+        if (s->density_channels)
+            printf(" %.2f%% |", 100 * s->density_channels[l]);
+        printf("\n");
+    }
+}
+
 static void print_info(const char *path, const struct trace *tr, const struct trace_stats *s,
                        const cJSON *source)
 {
@@ -193,6 +221,11 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
            (unsigned long long)s->n_tokens, (unsigned long long)s->n_prompt_tokens,
            (unsigned long long)s->n_generated_tokens, (unsigned long long)s->n_sequences);
     printf("  predicted sets: %s\n", m->has_predicted ? "yes" : "no");
+    if (s->density_channels)
+        printf("  channel sets: yes (input channels kept: %.2f%% of d_model %u on average)\n",
+               100 * s->mean_density_channels, m->d_model);
+    else
+        printf("  channel sets: no\n");
     printf("  source: %s\n", m->source);
     const cJSON *stat = cJSON_GetObjectItemCaseSensitive(source, "statistics");
     if (cJSON_IsString(stat))
@@ -204,16 +237,7 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     /* a shape the paper did not measure: also what the profile rests on */
     if (cJSON_IsString(prof_src) && !(cJSON_IsString(stat) && strcmp(stat->valuestring, prof_src->valuestring) == 0))
         printf("  profile statistics: %s\n", prof_src->valuestring);
-    printf("\ndensity per layer\n| layer | target | active | predicted |\n|---:|---:|---:|---:|\n");
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        char tv[32];
-        fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
-        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
-        if (s->density_pred)
-            printf(" %.2f%% |\n", 100 * s->density_pred[l]);
-        else
-            printf(" - |\n");
-    }
+    print_densities(m, s, source);
     printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations (power law: well above 10%%)\n",
            100 * s->hot10_share);
     struct trace_calib_row rows[TRACE_CALIB_MAX_ROWS];
@@ -365,9 +389,9 @@ static int cmd_trace_export(int argc, char **argv)
             rc = 1;
         } else {
             out_parents_keep(&made);
-            fb_info("wrote %s (%s: %llu tokens, %llu active and %llu predicted rows)", o.out, o.format,
+            fb_info("wrote %s (%s: %llu tokens, %llu active, %llu predicted and %llu channel rows)", o.out, o.format,
                     (unsigned long long)c.tokens, (unsigned long long)c.active_rows,
-                    (unsigned long long)c.predicted_rows);
+                    (unsigned long long)c.predicted_rows, (unsigned long long)c.channel_rows);
             rc = 0;
         }
     }

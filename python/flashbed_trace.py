@@ -2,7 +2,8 @@
 """Read and write flashbed activation trace files from Python.
 
 A trace records, per token and per FFN layer, which neurons were active and
-(optionally) which ones the predictor marked. The layout is specified in
+(optionally) which ones the predictor marked and which input channels an
+input-sparse source (TEAL) kept (header flag bit 1; ids below d_model). The layout is specified in
 traces/trace.h; this module follows the C code in traces/ (trace_file.c,
 trace_reader.c, trace_writer.c, set_codec.c) byte for byte.
 
@@ -55,6 +56,7 @@ VERSION_CHECKED = 2   # the first version with checksums
 
 TOKEN_GENERATED = 1 << 0  # clear: a prompt token
 TOKEN_SEQ_START = 1 << 1  # first token of a new sequence
+FLAG_PREDICTED, FLAG_CHANNELS = 1 << 0, 1 << 1  # header flags
 
 FFN_RELU, FFN_GLU = 0, 1
 REF_NONE, REF_PREV, REF_ACTIVE = 0, 1, 2
@@ -400,20 +402,25 @@ class TraceMeta:
     """What a trace describes: its shape and where it came from."""
 
     def __init__(self, n_layers, d_model, d_ff, bytes_per_weight=2, ffn_kind=FFN_RELU,
-                 has_predicted=False, source="{}"):
+                 has_predicted=False, source="{}", has_channels=False):
         self.n_layers, self.d_model, self.d_ff = n_layers, d_model, d_ff
         self.bytes_per_weight, self.ffn_kind = bytes_per_weight, ffn_kind
         self.has_predicted, self.source = bool(has_predicted), source
+        self.has_channels = bool(has_channels)
+
+    def flags(self):
+        return (FLAG_PREDICTED if self.has_predicted else 0) | (FLAG_CHANNELS if self.has_channels else 0)
 
     def block_max(self):
-        return (2 if self.has_predicted else 1) * _set_record_max(self.d_ff)
+        return ((2 if self.has_predicted else 1) * _set_record_max(self.d_ff)
+                + (_set_record_max(self.d_model) if self.has_channels else 0))
 
 
 def header_bytes(meta, n_tokens):
     """The version 2 header with its CRC."""
     src = meta.source.encode()
     b = MAGIC + struct.pack("<7IQI", VERSION, meta.n_layers, meta.d_model, meta.d_ff,
-                            meta.bytes_per_weight, meta.ffn_kind, 1 if meta.has_predicted else 0,
+                            meta.bytes_per_weight, meta.ffn_kind, meta.flags(),
                             n_tokens, len(src)) + src
     return b + struct.pack("<I", crc32c(b))
 
@@ -460,23 +467,28 @@ def _read_header(f):
                    % (n_layers, d_model, d_ff, bpw))
     if kind > FFN_GLU:
         raise _Why("unknown FFN kind %d in header" % kind)
-    if flags > 1:
+    if flags & ~(FLAG_PREDICTED | FLAG_CHANNELS):
         raise _Why("unknown header flags 0x%x" % flags)
+    if flags & FLAG_CHANNELS and version < VERSION_CHECKED:
+        raise _Why("channel sets flagged in a version %d header (they came with version 2)" % version)
     text = source.decode("utf-8", errors="replace")
-    return TraceMeta(n_layers, d_model, d_ff, bpw, kind, flags & 1, text), n_tokens, version
+    meta = TraceMeta(n_layers, d_model, d_ff, bpw, kind, flags & FLAG_PREDICTED, text, flags & FLAG_CHANNELS)
+    return meta, n_tokens, version
 
 
 # ---- reader ----
 
 class Token:
-    """One token: index, flags (TOKEN_*), and per layer the active and
-    (None without them) predicted sets, in the reader's form: sorted lists
-    of ints, frozensets, or sorted read-only numpy.uint32 arrays."""
+    """One token: index, flags (TOKEN_*), and per layer the active, the
+    predicted and the kept input channels' sets (None without them), in the
+    reader's form: sorted lists of ints, frozensets, or sorted read-only
+    numpy.uint32 arrays."""
 
-    __slots__ = ("index", "flags", "active", "predicted")
+    __slots__ = ("index", "flags", "active", "predicted", "channels")
 
-    def __init__(self, index, flags, active, predicted):
+    def __init__(self, index, flags, active, predicted, channels=None):
         self.index, self.flags, self.active, self.predicted = index, flags, active, predicted
+        self.channels = channels
 
 
 class TraceReader:
@@ -520,6 +532,7 @@ class TraceReader:
     bytes_per_weight = property(lambda self: self.meta.bytes_per_weight)
     ffn_kind = property(lambda self: self.meta.ffn_kind)
     has_predicted = property(lambda self: self.meta.has_predicted)
+    has_channels = property(lambda self: self.meta.has_channels)
     source = property(lambda self: self.meta.source)
 
     def close(self):
@@ -537,7 +550,7 @@ class TraceReader:
     def __iter__(self):
         """Tokens in order; once all are read, the footer is checked."""
         L = self.n_layers
-        prev = [[self._empty] * L, [self._empty] * L]
+        prev = [[self._empty] * L for _ in range(3)]
         while True:
             c = self._src.byte()
             if c < 0:
@@ -549,7 +562,7 @@ class TraceReader:
             flags = self._src.byte()
             if flags < 0:
                 raise self._err("token %d: truncated" % self.tokens_read)
-            cur = [[None] * L, [None] * L]
+            cur = [[None] * L for _ in range(3)]
             for l in range(L):
                 src = self._open_block(l, c, flags)
                 # layer 0's CRC covers the flags: checked, they can be looked at
@@ -559,9 +572,11 @@ class TraceReader:
                     flags |= TOKEN_SEQ_START
                 self._decode_layer(l, flags & TOKEN_SEQ_START, src, prev, cur)
             act, pred = cur[0], cur[1] if self.has_predicted else None
+            chan = cur[2] if self.has_channels else None
             if self.sets == "list":  # the caller's own lists: the next token decodes against cur's
                 act, pred = [list(x) for x in act], pred and [list(x) for x in pred]
-            tok = Token(self.tokens_read, flags, act, pred)
+                chan = chan and [list(x) for x in chan]
+            tok = Token(self.tokens_read, flags, act, pred, chan)
             self.tokens_read += 1
             prev = cur
             yield tok
@@ -612,18 +627,18 @@ class TraceReader:
         return _Mem(data)
 
     def _decode_layer(self, l, seq_start, src, prev, cur):
-        kinds = 2 if self.has_predicted else 1
-        for k in range(kinds):
+        kinds = [0] + ([1] if self.has_predicted else []) + ([2] if self.has_channels else [])
+        for k in kinds:
             refs = (None, None if seq_start else prev[k][l], cur[0][l] if k == 1 else None)
             try:
-                ids = decode_set(src, refs, self.d_ff, self.sets)
+                ids = decode_set(src, refs, self.d_model if k == 2 else self.d_ff, self.sets)
             except _Why as e:
                 raise self._err("token %d layer %d (%s set): %s"
-                                % (self.tokens_read, l, "predicted" if k else "active", e)) from None
+                                % (self.tokens_read, l, ("active", "predicted", "channel")[k], e)) from None
             cur[k][l] = ids
-            if k:
+            if k == 1:
                 self.pred_events += len(ids)
-            else:
+            elif k == 0:
                 self.active_events += len(ids)
         if isinstance(src, _Mem) and src.left():
             raise self._err("token %d layer %d: %d bytes left over after its sets" % (self.tokens_read, l, src.left()))
@@ -728,26 +743,43 @@ class TraceWriter:
         self._next_layer = 0
         self.n_tokens += 1
 
-    def _check_ids(self, what, l, ids):
-        last = -1
+    def _check_ids(self, what, l, ids, unit="neuron", bound_name="d_ff"):
+        last, bound = -1, self.meta.d_model if bound_name == "d_model" else self.meta.d_ff
         for i in ids:
-            if not 0 <= i < self.meta.d_ff:
-                raise self._err("token %d layer %d: %s neuron %d outside 0..d_ff %d"
-                                % (self.n_tokens - 1, l, what, i, self.meta.d_ff))
+            if not 0 <= i < bound:
+                raise self._err("token %d layer %d: %s %s %d outside 0..%s %d"
+                                % (self.n_tokens - 1, l, what, unit, i, bound_name, bound))
             if i <= last:
-                raise self._err("token %d layer %d: %s neurons not strictly ascending (%d after %d)"
-                                % (self.n_tokens - 1, l, what, i, last))
+                raise self._err("token %d layer %d: %s %ss not strictly ascending (%d after %d)"
+                                % (self.n_tokens - 1, l, what, unit, i, last))
             last = i
 
-    def layer(self, active, predicted=None):
+    def _channels(self, l, channels):
+        """The channel set's record, checked; required exactly when the
+        trace has channel sets."""
+        if not self.meta.has_channels:
+            if channels is not None:
+                raise self._err("channel set given for a trace without channel sets")
+            return b""
+        if channels is None:
+            raise self._err("token %d layer %d: no channel set" % (self.n_tokens - 1, l))
+        channels = _as_id_list(channels)
+        self._check_ids("kept", l, channels, "channel", "d_model")
+        out = bytearray()
+        encode_set(out, channels, self.meta.d_model)
+        return out
+
+    def layer(self, active, predicted=None, channels=None):
         """Records the next layer of the current token (layers in order).
         The sets are sorted lists of ints, or any form the reader gives
-        (frozensets, numpy arrays)."""
+        (frozensets, numpy arrays); channels (ids < d_model) is required in
+        a trace with channel sets and refused in one without."""
         if self._next_layer is None:
             raise self._err("layer written before begin_token")
         l = self._next_layer
         active = _as_id_list(active)
         self._check_ids("active", l, active)
+        chan = self._channels(l, channels)
         blk = bytearray()
         encode_set(blk, active, self.meta.d_ff)
         self.active_events += len(active)
@@ -756,6 +788,7 @@ class TraceWriter:
             self._check_ids("predicted", l, predicted)
             encode_set(blk, predicted, self.meta.d_ff)
             self.pred_events += len(predicted)
+        blk += chan
         rec = bytearray()
         _put_varint(rec, len(blk))
         rec += blk
@@ -804,14 +837,16 @@ def copy_trace(src_path, dst_path, active_only=False):
     with TraceReader(src_path) as r:
         meta = r.meta
         if active_only:
-            meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source)
+            meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source,
+                             r.has_channels)
         w = TraceWriter(dst_path, meta)
         try:
             for tok in r:
                 w.begin_token(tok.flags)
                 for l in range(r.n_layers):
                     keep = tok.predicted is not None and not active_only
-                    w.layer(tok.active[l], tok.predicted[l] if keep else None)
+                    w.layer(tok.active[l], tok.predicted[l] if keep else None,
+                            tok.channels[l] if tok.channels is not None else None)
         except BaseException:
             w.abort()
             raise
@@ -825,7 +860,7 @@ def trace_info(path):
     densities from: neurons per layer and in all, tokens and sequences."""
     with TraceReader(path) as r:
         L = r.n_layers
-        act, pred = [0] * L, [0] * L
+        act, pred, chan = [0] * L, [0] * L, [0] * L
         seqs = generated = 0
         for tok in r:
             seqs += bool(tok.flags & TOKEN_SEQ_START)
@@ -834,6 +869,8 @@ def trace_info(path):
                 act[l] += len(tok.active[l])
                 if tok.predicted is not None:
                     pred[l] += len(tok.predicted[l])
+                if tok.channels is not None:
+                    chan[l] += len(tok.channels[l])
         return {
             "file": r.path, "version": r.version, "checked": r.version >= VERSION_CHECKED,
             "file_bytes": r.file_bytes, "check_bytes": r.check_bytes,
@@ -844,6 +881,10 @@ def trace_info(path):
             "prompt_tokens": r.tokens_read - generated, "generated_tokens": generated,
             "active_neurons": sum(act), "predicted_neurons": sum(pred),
             "active_per_layer": act, "predicted_per_layer": pred if r.has_predicted else None,
+            "has_channels": r.has_channels, "kept_channels": sum(chan),
+            "channels_per_layer": chan if r.has_channels else None,
+            "mean_density_channels": (sum(chan) / (r.tokens_read * r.d_model * L)
+                                      if r.has_channels and r.tokens_read else None),
         }
 
 
@@ -857,11 +898,14 @@ def _print_info(info):
           % (info["tokens"], info["prompt_tokens"], info["generated_tokens"], info["sequences"]))
     print("  neurons: %d active, %s predicted" % (info["active_neurons"],
                                                   info["predicted_neurons"] if info["has_predicted"] else "no"))
+    if info["has_channels"]:
+        print("  channel sets: %d input channels kept (%.2f%% of d_model on average)"
+              % (info["kept_channels"], 100 * (info["mean_density_channels"] or 0)))
     print("  source: %s" % info["source"])
 
 
 def _dump(path):
-    """Every set as 'token flags layer a|p ids...', the layout of
+    """Every set as 'token flags layer a|p|c ids...' (c: kept channels), the layout of
     tests/data/trace_v1.sets."""
     out = sys.stdout
     for tok in read_tokens(path):
@@ -869,6 +913,8 @@ def _dump(path):
             out.write(" ".join(map(str, [tok.index, tok.flags, l, "a"] + tok.active[l])) + "\n")
             if tok.predicted is not None:
                 out.write(" ".join(map(str, [tok.index, tok.flags, l, "p"] + tok.predicted[l])) + "\n")
+            if tok.channels is not None:
+                out.write(" ".join(map(str, [tok.index, tok.flags, l, "c"] + tok.channels[l])) + "\n")
 
 
 USAGE = """usage: flashbed_trace.py info TRACE [--json]

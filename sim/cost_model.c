@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/transposed.h"
 #include "common/errbuf.h"
 #include "common/limits.h"
 #include "common/settings.h"
@@ -72,6 +73,18 @@ void volumes_from_fractions(const struct model_shape *s, const struct policy_ops
      * it admits once it is full (the steady state). */
     v->rows_deleted = p->keeps_reads ? v->neurons_loaded : 0;
     v->cache_rows = p->keeps_reads ? resident * neurons : v->neurons_loaded;
+}
+
+void volumes_transposed_from_densities(const struct model_shape *s, double channel_density, double down_density,
+                                       struct token_volumes *v)
+{
+    memset(v, 0, sizeof *v);
+    v->transposed = true;
+    double chan = channel_density * s->d_model * s->n_layers, down = down_density * s->d_ff * s->n_layers;
+    v->chan = (struct stream_volumes){.rows_loaded = chan, .rows_inserted = chan, .cache_rows = chan, .computed = chan};
+    v->down = (struct stream_volumes){.rows_loaded = down, .rows_inserted = down, .cache_rows = down, .computed = down};
+    snprintf(v->source, sizeof v->source, "densities given: %.2f%% of the input channels, %.2f%% of the rows of down",
+             100 * channel_density, 100 * down_density);
 }
 
 /* Parameter counts of the parts the cost model tells apart. */
@@ -193,7 +206,58 @@ struct pricing {
     bool streams_all;  /* holds no part of any layer (naive) */
     bool split;        /* each vector its own read */
     bool engine;       /* the profile has fixed costs: priced as the engine reads and computes */
+    bool transposed;   /* the transposed layout's two streams (cost_model.h), not whole layers */
+    double chan_rb, down_rb; /* transposed: a channel bundle's and a row of down's bytes */
 };
+
+/* One transposed stream's reads at its mean read size; its bytes and reads
+ * added to o. Returns its ms per token. */
+static double stream_io_ms(const struct pricing *x, const struct stream_volumes *v, double rb,
+                           struct cost_prediction *o)
+{
+    double bytes = v->read_bytes > 0 ? v->read_bytes : v->rows_loaded * rb;
+    double reads = v->reads > 0 ? v->reads : v->rows_loaded;
+    if (bytes <= 0 || reads <= 0)
+        return 0;
+    double thr = flash_throughput(&x->c->hw->flash, bytes / reads, x->c->io_threads, &o->throughput_interpolated);
+    o->bytes_per_token += bytes;
+    o->reads_per_token += reads;
+    return thr > 0 ? 1e3 * bytes / thr : 0;
+}
+
+static void price_transposed_io(const struct pricing *x, struct cost_prediction *o)
+{
+    o->io_ms = stream_io_ms(x, &x->c->vol.chan, x->chan_rb, o) + stream_io_ms(x, &x->c->vol.down, x->down_rb, o);
+    o->chunk_bytes = o->reads_per_token > 0 ? o->bytes_per_token / o->reads_per_token : 0;
+    o->throughput = o->io_ms > 0 ? o->bytes_per_token / (o->io_ms * 1e-3) : 0;
+}
+
+/* One transposed stream's memory management: its copied rows (a keeping
+ * policy's deletions) at its row size, and the per-row cost. */
+static double stream_mem_ms(const struct pricing *x, const struct stream_volumes *v, double rb)
+{
+    double moved = (x->pol->keeps_reads ? v->rows_deleted : 0) * rb, bw = hw_copy_bw(x->c->hw, rb);
+    return (bw > 0 ? 1e3 * moved / bw : 0) + 1e-6 * (v->rows_inserted + v->rows_deleted) * x->c->hw->per_row_ns;
+}
+
+static void price_transposed_memory(const struct pricing *x, struct cost_prediction *o)
+{
+    const struct token_volumes *v = &x->c->vol;
+    o->rows_inserted = v->chan.rows_inserted + v->down.rows_inserted;
+    o->rows_deleted = v->chan.rows_deleted + v->down.rows_deleted;
+    o->cache_rows = v->chan.cache_rows + v->down.cache_rows;
+    o->mem_ms = stream_mem_ms(x, &v->chan, x->chan_rb) + stream_mem_ms(x, &v->down, x->down_rb);
+}
+
+/* The weights the kept channels and rows touch: up (and gate) over the kept
+ * channels, down over the kept rows (cost_model.h). */
+static double transposed_ffn_bytes(const struct pricing *x)
+{
+    const struct model_shape *s = x->c->shape;
+    const struct token_volumes *v = &x->c->vol;
+    double vecs = s->ffn_kind == FFN_GLU ? 2 : 1;
+    return x->B * (vecs * v->chan.computed * s->d_ff + v->down.computed * s->d_model + x->p.ffn_bias);
+}
 
 /* The device's rate for reads of c bytes: the best the profile's flash
  * gives at any of its thread counts up to the reader's (a low point of a
@@ -298,6 +362,10 @@ static int price_io(const struct pricing *x, struct cost_prediction *o, char *er
         price_engine_io(x, o);
         return 0;
     }
+    if (x->transposed) {
+        price_transposed_io(x, o);
+        return 0;
+    }
     if (x->whole) {
         int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : (int)x->B;
         double all = (double)bb * (double)x->p.pc.total;
@@ -329,6 +397,10 @@ static void price_memory(const struct pricing *x, struct cost_prediction *o)
     const struct token_volumes *v = &c->vol;
     if (x->whole)
         return;
+    if (x->transposed) {
+        price_transposed_memory(x, o);
+        return;
+    }
     o->rows_inserted = v->rows_inserted;
     o->rows_deleted = v->rows_deleted;
     o->cache_rows = v->cache_rows;
@@ -354,6 +426,8 @@ static void price_compute(const struct pricing *x, struct cost_prediction *o)
     double pred_params = 0, ffn_b;
     if (x->whole) {
         ffn_b = B * (double)x->p.pc.ffn;
+    } else if (x->transposed) { /* no predictor: the source thresholds the input */
+        ffn_b = transposed_ffn_bytes(x);
     } else {
         pred_params = c->predictor_rank > 0 ? cost_predictor_params(c->shape, c->predictor_rank)
                                             : c->predictor_fraction * (double)x->p.pc.total;
@@ -394,6 +468,8 @@ static void price_dram(const struct pricing *x, struct cost_prediction *o)
     } else if (x->whole) {
         /* Half the model resident: what is not embeddings or attention is FFN. */
         o->dram_ffn = fmax(0, x->c->dram_share * o->model_bytes - o->dram_embeddings - o->dram_attention);
+    } else if (x->transposed) {
+        o->dram_ffn = x->c->vol.chan.cache_rows * x->chan_rb + x->c->vol.down.cache_rows * x->down_rb + B * x->p.ffn_bias;
     } else {
         o->dram_ffn = x->c->vol.cache_rows * x->rb + B * x->p.ffn_bias;
     }
@@ -406,7 +482,7 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
 {
     const struct cost_config *c = x->c;
     const struct model_shape *s = c->shape;
-    if (!c->hw->device.present)
+    if (!c->hw->device.present || x->transposed) /* the transposed file on a device is not modelled */
         return;
     bool predictor = strcmp(x->pol->name, "predictor") == 0, cache = !x->streams_all && !predictor;
     uint64_t L = s->n_layers;
@@ -454,6 +530,25 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
     o->device_total_ms = o->serial_ms + tm.h2d_ms + tm.d2h_ms + tm.launch_ms + tm.sync_ms;
 }
 
+/* The transposed layout: its volumes are needed (a policy that is not
+ * naive or hybrid), and its rows' sizes at the dtype. */
+static int transposed_setup(struct pricing *x, char *err, size_t errlen)
+{
+    const struct cost_config *c = x->c;
+    const struct model_shape *s = c->shape;
+    x->transposed = c->layout.ops->transposed && !x->whole;
+    if (x->transposed && !c->vol.transposed)
+        return err_set(err, errlen, "layout transposed is priced from its two streams' volumes: a trace with channel "
+                                    "sets (--trace), or --channel-density and --down-density");
+    if (!x->transposed && c->vol.transposed && !x->whole)
+        return err_set(err, errlen, "channel and down volumes are the transposed layout's (--layout transposed)");
+    struct transposed_geometry g;
+    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU, (uint64_t)x->B, 0, &g);
+    x->chan_rb = (double)g.chan.row_bytes;
+    x->down_rb = (double)g.down.row_bytes;
+    return 0;
+}
+
 int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
@@ -470,7 +565,9 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     x.whole = x.pol->reads_whole_layers;
     x.streams_all = x.whole && !x.pol->keeps_resident_part;
     x.split = c->layout.ops->per_vector;
-    x.engine = c->hw->fixed.present && !x.split; /* split's vectors: priced by bytes as before */
+    if (transposed_setup(&x, err, errlen) != 0)
+        return -1;
+    x.engine = c->hw->fixed.present && !x.split && !x.transposed; /* split's vectors: priced by bytes as before */
     model_parts(c->shape, &x.p);
     o->model_bytes = x.B * (double)x.p.pc.total;
     x.rb = row_bytes(c->shape, (int)x.B);

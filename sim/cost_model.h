@@ -39,7 +39,20 @@
  *
  * With a device in the profile (calibrate --backend B), the FFN's rows are
  * also uploaded to it and the pass is launched and synchronised there:
- * struct cost_prediction's device terms (sim/device_terms.h). */
+ * struct cost_prediction's device terms (sim/device_terms.h).
+ *
+ * The transposed layout (input sparsity, the neuron source teal; issue 33)
+ * is priced from its two streams' volumes (struct token_volumes' chan and
+ * down): I/O is each stream's bytes at its own mean read size (a channel
+ * bundle, vecs x d_ff weights; a row of down, d_model weights); memory
+ * management each stream's copied rows at its row size and per-row cost;
+ * the FFN's compute the weights its kept channels and rows touch:
+ * vecs x kept channels x d_ff (up, and gate for a GLU, accumulated over
+ * the kept channels) + kept rows x d_model (down), per layer; no predictor
+ * (the source thresholds the input, it predicts nothing). Its reads are
+ * priced by their bytes even on a profile with fixed costs (the engine's
+ * batches of the transposed file are not modelled), and no device terms.
+ * naive and hybrid stream the model as with any layout. */
 #ifndef FLASHBED_SIM_COST_MODEL_H
 #define FLASHBED_SIM_COST_MODEL_H
 
@@ -53,6 +66,18 @@
 #include "common/model_shape.h"
 #include "sim/hw_profile.h"
 
+/* One stream of the transposed layout (input sparsity, cache/transposed.h)
+ * per token, summed over layers, in its rows: channel bundles (vecs x d_ff
+ * weights each) or rows of down (d_model weights). */
+struct stream_volumes {
+    double rows_loaded;     /* read from flash */
+    double reads;           /* flash reads (0: one per row) */
+    double read_bytes;      /* at the cost model's dtype (0: rows_loaded rows) */
+    double rows_inserted, rows_deleted;
+    double cache_rows;      /* rows held in DRAM */
+    double computed;        /* rows computed on: the kept channels, or the kept rows of down */
+};
+
 /* FFN traffic per token, summed over layers, in neurons. */
 struct token_volumes {
     double neurons_loaded;  /* read from flash */
@@ -63,6 +88,9 @@ struct token_volumes {
     double read_bytes;      /* bytes read, when known from a replay (0: derive) */
     bool replayed;          /* from a replay of a trace's exact sets (sim/trace_volumes.h) */
     char source[240];       /* where these numbers come from */
+    /* the transposed layout: its two streams instead of the neuron fields above */
+    bool transposed;
+    struct stream_volumes chan, down;
 };
 
 struct cost_config {
@@ -145,6 +173,13 @@ int cost_check_layout(const struct layout_spec *layout, bool have_trace, char *e
  * and holds `resident`. */
 void volumes_from_fractions(const struct model_shape *s, const struct policy_ops *p, double loaded,
                             double resident, struct token_volumes *v);
+
+/* The transposed layout's volumes from densities (no trace): every token
+ * reads its kept channels' bundles (channel_density of d_model per layer)
+ * and its kept rows of down (down_density of d_ff), keeps none of them, and
+ * computes on exactly them. */
+void volumes_transposed_from_densities(const struct model_shape *s, double channel_density, double down_density,
+                                       struct token_volumes *v);
 
 /* Turns a profile's derive_from rules (paper rows) into rates. Loads the
  * model shapes the rules name (from set's configs folder). 0, or -1 with a

@@ -29,6 +29,8 @@ static double predictor_of(const struct predict_setup *s, const struct policy_sp
     c->predictor_source[0] = '\0';
     if (policy->ops->reads_whole_layers || s->predictor_rank == PREDICT_RANK_NONE)
         return 0; /* a policy that computes every neuron chooses none */
+    if (s->layout.ops && s->layout.ops->transposed)
+        return 0; /* input sparsity thresholds the input: nothing to predict */
     const struct model_shape *sh = s->shape;
     struct param_counts pc;
     model_shape_params(sh, &pc);
@@ -126,6 +128,21 @@ static void paper_config(const struct predict_setup *s, struct cost_config *c)
     c->policy = policy; /* the list's K, not the paper's */
 }
 
+/* The transposed layout without a trace: the densities given, read every
+ * token and kept by none (the predictor's way: a policy that keeps rows
+ * needs a trace's sets). */
+static int densities_config(const struct predict_setup *s, struct cost_config *c, char *err, size_t errlen)
+{
+    if (c->policy.ops->keeps_reads)
+        return err_set(err, errlen, "with layout transposed and no trace only predictor (read the kept rows every "
+                                    "token) is priced from densities; a policy that keeps rows needs a trace with "
+                                    "channel sets (--trace)");
+    if (s->channel_density <= 0 || s->down_density <= 0)
+        return err_set(err, errlen, "layout transposed without a trace needs --channel-density and --down-density");
+    volumes_transposed_from_densities(s->shape, s->channel_density, s->down_density, &c->vol);
+    return 0;
+}
+
 /* Puts "policy 'P': " before the message in err. Returns -1. */
 static int name_error(const struct policy_spec *policy, char *err, size_t errlen)
 {
@@ -174,7 +191,10 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
         return name_error(&it->asked, err, errlen);
     if (s->trace && trace_config(s, c, err, errlen) != 0)
         return name_error(&it->asked, err, errlen);
-    if (!s->trace)
+    if (!s->trace && c->layout.ops->transposed && !c->policy.ops->reads_whole_layers &&
+        densities_config(s, c, err, errlen) != 0)
+        return name_error(&it->asked, err, errlen);
+    if (!s->trace && !c->layout.ops->transposed)
         paper_config(s, c);
     predictor_of(s, &c->policy, c);
     if (cost_predict(c, &it->prediction, err, errlen) != 0)
@@ -190,6 +210,11 @@ static double resident_share(const struct model_shape *sh, const struct replay_r
     model_shape_params(sh, &pc);
     double rows = r->row_bytes ? (double)r->preload_bytes / (double)r->row_bytes : 0;
     double kept = (double)(pc.total - pc.ffn) + rows * (double)model_shape_neuron_weights(sh);
+    if (r->transposed && r->row_bytes) { /* rows of two sizes: the preloaded bytes in weights, at the
+                                             * bytes per weight of a channel bundle (vecs x d_ff of them) */
+        double bundle_weights = (sh->ffn_kind == FFN_GLU ? 2.0 : 1.0) * sh->d_ff;
+        kept = (double)(pc.total - pc.ffn) + (double)r->preload_bytes / ((double)r->row_bytes / bundle_weights);
+    }
     return pc.total ? kept / (double)pc.total : 0;
 }
 
@@ -215,7 +240,8 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
     trace_volumes_of_replay(r, s->trace_path, dtype_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
-    predictor_of(s, &c->policy, c);
+    if (!r->transposed)
+        predictor_of(s, &c->policy, c);
     if (cost_predict(c, &out->prediction, err, errlen) != 0)
         return name_error(&c->policy, err, errlen);
     return 0;

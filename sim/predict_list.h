@@ -27,6 +27,11 @@
  * fewer (it also holds the KV cache, staging and bounce rows, and pads its
  * bundles), so near a peak run may choose a smaller K than predict.
  *
+ * The transposed layout (input sparsity) runs no predictor; its volumes
+ * come from replaying a trace with channel sets, or, without a trace, from
+ * the channel and down densities given (predictor only: each token reads
+ * its kept rows, keeps none; naive and hybrid as ever).
+ *
  * Everything is checked before anything is priced. No printing: 0, or -1
  * with a message in err that names the offending policy. */
 #ifndef FLASHBED_SIM_PREDICT_LIST_H
@@ -61,6 +66,8 @@ struct predict_setup {
     const char *io_engine;       /* the engine's reads: psync or io_uring (NULL: psync) */
     uint64_t tokens;             /* window:auto: the run's tokens K is chosen over (0: the trace's length;
                                   * without a trace, WINDOW_MAX_K) */
+    double channel_density;      /* layout transposed without a trace: kept input channels over d_model */
+    double down_density;         /* and kept rows of down over d_ff (sim/cost_model.h) */
 };
 
 #define PREDICT_RANK_AUTO 0

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cache/cache.h"
+#include "cache/transposed.h"
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "common/limits.h"
@@ -98,12 +99,12 @@ static void summarize(struct replay_result *res)
         s->hits += k->hits;
         s->inserted += k->inserted;
         s->deleted += k->deleted;
-        if (k->peak_rows > s->peak_rows)
-            s->peak_rows = k->peak_rows;
-        if (k->kept_rows > s->kept_rows)
-            s->kept_rows = k->kept_rows;
-        peak_sum += (double)k->peak_rows;
-        kept_sum += (double)k->kept_rows;
+        s->peak_rows = k->peak_rows > s->peak_rows ? k->peak_rows : s->peak_rows;
+        s->kept_rows = k->kept_rows > s->kept_rows ? k->kept_rows : s->kept_rows;
+        s->peak_bytes = k->peak_bytes > s->peak_bytes ? k->peak_bytes : s->peak_bytes;
+        s->kept_bytes = k->kept_bytes > s->kept_bytes ? k->kept_bytes : s->kept_bytes;
+        peak_sum += (double)k->peak_bytes;
+        kept_sum += (double)k->kept_bytes;
     }
     double T = res->n_tokens ? (double)res->n_tokens : 1;
     res->bytes_per_token = s->bytes / T;
@@ -111,10 +112,19 @@ static void summarize(struct replay_result *res)
     res->hit_ratio = s->needed ? (double)s->hits / s->needed : 0;
     res->rows_inserted_per_token = s->inserted / T;
     res->rows_deleted_per_token = s->deleted / T;
-    res->dram_peak_bytes = s->peak_rows * res->row_bytes;
-    res->dram_mean_bytes = peak_sum / T * res->row_bytes;
-    res->dram_kept_mean_bytes = kept_sum / T * res->row_bytes;
+    res->dram_peak_bytes = s->peak_bytes;
+    res->dram_mean_bytes = peak_sum / T;
+    res->dram_kept_mean_bytes = kept_sum / T;
     res->events = s->needed;
+}
+
+/* A transposed stream's per-token means. */
+static void summarize_stream(struct replay_stream *st, uint64_t n_tokens)
+{
+    double T = n_tokens ? (double)n_tokens : 1;
+    st->bytes_per_token = st->total.bytes / T;
+    st->reads_per_token = st->total.reads / T;
+    st->hit_ratio = st->total.needed ? (double)st->total.hits / st->total.needed : 0;
 }
 
 /* Feasibility under the budget (replay.h): a token's rows of one layer must
@@ -126,7 +136,19 @@ static void judge_feasible(struct replay_result *res, const struct policy_ops *o
 {
     res->feasible = true;
     res->infeasible[0] = '\0';
-    if (!res->budget_given || ops->extra_reads || res->max_needed_rows <= res->budget_rows)
+    if (!res->budget_given || ops->extra_reads)
+        return;
+    if (res->transposed) { /* each stream in its share; the channel bundles first */
+        const struct replay_stream *st = res->chan.max_needed_rows > res->chan.budget_rows ? &res->chan : &res->down;
+        if (st->max_needed_rows <= st->budget_rows)
+            return;
+        res->feasible = false;
+        snprintf(res->infeasible, sizeof res->infeasible,
+                 "a token needs up to %" PRIu64 " %s in one layer; the budget holds %" PRIu64 " per layer",
+                 st->max_needed_rows, st == &res->chan ? "channel bundles" : "rows of down", st->budget_rows);
+        return;
+    }
+    if (res->max_needed_rows <= res->budget_rows)
         return;
     res->feasible = false;
     if (res->budget_rows == 0)
@@ -139,7 +161,7 @@ static void judge_feasible(struct replay_result *res, const struct policy_ops *o
                  res->max_needed_rows, res->budget_rows);
 }
 
-static void add_step(struct replay_token *tok, const struct cache_step *st)
+static void add_step(struct replay_token *tok, const struct cache_step *st, uint64_t row_bytes)
 {
     tok->needed += st->needed;
     tok->hits += st->hits;
@@ -151,6 +173,112 @@ static void add_step(struct replay_token *tok, const struct cache_step *st)
     /* after the loads the layer held what it kept before, the misses and the extra rows */
     tok->peak_rows += st->resident_after + st->n_deleted + st->n_extra;
     tok->kept_rows += st->resident_after;
+    tok->peak_bytes += (uint64_t)(st->resident_after + st->n_deleted + st->n_extra) * row_bytes;
+    tok->kept_bytes += (uint64_t)st->resident_after * row_bytes;
+}
+
+/* One cache over the sets of view (the trace, or its channel sets seen as
+ * a trace: transposed_views) with geometry g and capacity rows per layer;
+ * each step added to res's tokens and to st's totals. 0, or -1 with err. */
+static int replay_cache(const struct trace *view, bool predicted, const struct replay_spec *spec,
+                        const struct cache_geometry *g, uint64_t capacity, struct replay_result *res,
+                        struct replay_stream *st, char *err, size_t errlen)
+{
+    struct cache_config cfg = {spec->policy, spec->layout, capacity, view, predicted, res->budget_given};
+    struct cache c;
+    if (cache_open(&c, &cfg, g, err, errlen) != 0)
+        return -1;
+    st->rows = g->d_ff;
+    st->row_bytes = g->row_bytes;
+    st->capacity_rows = c.p.capacity;
+    st->budget_rows = capacity;
+    st->preload_bytes = (c.p.ops->preload_is_read ? 0 : c.p.preloaded) * g->row_bytes;
+    res->friends_tokens = c.lo.info;
+    /* Layers are independent (each has its own matrix, window and share of
+     * the budget), so the replay walks one layer through all tokens at a
+     * time: that layer's policy state stays in cache. */
+    for (uint32_t l = 0; l < g->n_layers; l++)
+        for (uint64_t t = 0; t < view->n_tokens; t++) {
+            uint32_t n;
+            const uint32_t *need = trace_set(view, predicted, t, l, &n);
+            struct cache_step step;
+            cache_request(&c, t, l, need, n, false, &res->read_sizes, &step);
+            add_step(&res->per_token[t], &step, g->row_bytes);
+            add_step(&st->total, &step, g->row_bytes);
+            if (n > st->max_needed_rows)
+                st->max_needed_rows = n;
+        }
+    res->window_shrinks += c.p.shrinks;
+    cache_close(&c);
+    return 0;
+}
+
+/* The neuron layouts' replay: one cache of bundles. */
+static int replay_neurons(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
+                          char *err, size_t errlen)
+{
+    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
+    res->row_bytes = spec->row_stride ? spec->row_stride : replay_row_bytes(&tr->meta);
+    uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
+    uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
+    struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
+                               res->row_bytes, spec->read_align};
+    struct replay_stream st = {0};
+    if (replay_cache(tr, spec->use_predicted, spec, &g, capacity, res, &st, err, errlen) != 0)
+        return -1;
+    res->budget_rows = capacity;
+    res->capacity_rows = st.capacity_rows;
+    res->preload_bytes = st.preload_bytes;
+    res->max_needed_rows = st.max_needed_rows;
+    return 0;
+}
+
+/* The transposed layout's replay: the channel bundles' cache over the
+ * channel sets (a view of the trace whose "active" sets are them, of
+ * d_model rows: hot and belady see the channels to come), then the rows of
+ * down over the active or predicted sets. */
+static int replay_transposed(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
+                             char *err, size_t errlen)
+{
+    const struct trace_meta *m = &tr->meta;
+    struct transposed_geometry g;
+    cache_transposed_geometry(m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU, m->bytes_per_weight, 0, &g);
+    uint64_t chan_rows, down_rows;
+    cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
+    struct trace view = *tr;
+    view.meta.d_ff = m->d_model;
+    view.meta.has_predicted = view.meta.has_channels = false;
+    view.active_off = tr->chan_off;
+    view.active_ids = tr->chan_ids;
+    view.pred_off = NULL;
+    view.pred_ids = NULL;
+    if (replay_cache(&view, false, spec, &g.chan, chan_rows, res, &res->chan, err, errlen) != 0 ||
+        replay_cache(tr, spec->use_predicted, spec, &g.down, down_rows, res, &res->down, err, errlen) != 0)
+        return -1;
+    summarize_stream(&res->chan, tr->n_tokens);
+    summarize_stream(&res->down, tr->n_tokens);
+    res->transposed = true;
+    res->row_bytes = g.chan.row_bytes;
+    res->budget_rows = chan_rows;
+    res->capacity_rows = res->chan.capacity_rows;
+    res->preload_bytes = res->chan.preload_bytes + res->down.preload_bytes;
+    res->max_needed_rows = res->chan.max_needed_rows;
+    return 0;
+}
+
+int replay_check_layout(const struct trace_meta *m, const struct layout_spec *layout, uint64_t row_stride,
+                        uint64_t read_align, char *err, size_t errlen)
+{
+    bool transposed = layout->ops && layout->ops->transposed;
+    if (transposed && !m->has_channels)
+        return err_set(err, errlen, "layout transposed needs a trace with channel sets (input sparsity's kept channels: "
+                                    "flashbed run --active teal --record, or trace synth --channel-density)");
+    if (!transposed && m->has_channels)
+        return err_set(err, errlen, "the trace has channel sets (input sparsity), which only layout transposed reads: "
+                                    "a neuron layout would read every bundle");
+    if (transposed && (row_stride || read_align))
+        return err_set(err, errlen, "layout transposed is replayed with packed rows (--row-stride packed, --read-align 0)");
+    return 0;
 }
 
 int replay_run(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
@@ -161,52 +289,30 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         err_set(err, errlen, "predicted sets asked for, but the trace has none");
         return -1;
     }
-    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
+    if (replay_check_layout(&tr->meta, &spec->layout, spec->row_stride, spec->read_align, err, errlen) != 0)
+        return -1;
     res->pol = spec->policy;
     cache_policy_name(&spec->policy, res->policy, sizeof res->policy);
     res->lay = spec->layout;
     cache_layout_name(&spec->layout, res->layout, sizeof res->layout);
     res->use_predicted = spec->use_predicted;
     res->n_tokens = tr->n_tokens;
-    res->n_layers = L;
-    res->d_ff = N;
-    res->row_bytes = spec->row_stride ? spec->row_stride : replay_row_bytes(&tr->meta);
-    uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
+    res->n_layers = tr->meta.n_layers;
+    res->d_ff = tr->meta.d_ff;
     res->budget_given = spec->dram_budget > 0 || spec->budget_binds;
     res->dram_budget = spec->dram_budget;
-    res->budget_rows = capacity;
-    struct cache_config cfg = {spec->policy, spec->layout, capacity, tr, spec->use_predicted, res->budget_given};
-    uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
-    struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
-                               res->row_bytes, spec->read_align};
-    struct cache c;
-    uint64_t start = now_ns();
-    if (cache_open(&c, &cfg, &g, err, errlen) != 0)
-        return -1;
-    res->capacity_rows = c.p.capacity;
-    res->preload_bytes = (c.p.ops->preload_is_read ? 0 : c.p.preloaded) * res->row_bytes;
-    res->friends_tokens = c.lo.info;
     res->per_token = calloc(tr->n_tokens ? tr->n_tokens : 1, sizeof *res->per_token);
     if (!res->per_token) {
         err_set(err, errlen, "replay: out of memory");
-        cache_close(&c);
         return -1;
     }
-    /* Layers are independent (each has its own matrix, window and share of
-     * the budget), so the replay walks one layer through all tokens at a
-     * time: that layer's policy state stays in cache. */
-    for (uint32_t l = 0; l < L; l++)
-        for (uint64_t t = 0; t < tr->n_tokens; t++) {
-            uint32_t n;
-            const uint32_t *need = trace_set(tr, spec->use_predicted, t, l, &n);
-            struct cache_step st;
-            cache_request(&c, t, l, need, n, false, &res->read_sizes, &st);
-            add_step(&res->per_token[t], &st);
-            if (n > res->max_needed_rows)
-                res->max_needed_rows = n;
-        }
-    res->window_shrinks = c.p.shrinks;
-    cache_close(&c);
+    uint64_t start = now_ns();
+    int rc = res->lay.ops && res->lay.ops->transposed ? replay_transposed(tr, spec, res, err, errlen)
+                                                      : replay_neurons(tr, spec, res, err, errlen);
+    if (rc != 0) {
+        replay_result_free(res);
+        return -1;
+    }
     res->seconds = (double)(now_ns() - start) * 1e-9;
     summarize(res);
     judge_feasible(res, spec->policy.ops);

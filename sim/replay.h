@@ -38,7 +38,20 @@
  * and dropped after use (overflow): a point to show, not to compare.
  * For hot the test is a lower bound (its misses need room beside its
  * pinned rows). Without a budget (dram_budget 0, budget_binds false) every
- * replay is feasible. */
+ * replay is feasible.
+ *
+ * The transposed layout (input sparsity, cache/transposed.h) replays a trace
+ * with channel sets as two caches of the same policy: the channel bundles
+ * (needed: the token's kept channels, of d_model; always the actual sets)
+ * and the rows of down (needed: the active, or predicted, sets). The budget
+ * is split by cache_transposed_capacity, rows are packed (align 0: a channel
+ * bundle is one read of its row, as bundled reads a neuron's bundle); a
+ * token's counts are the two streams' sums, and it is infeasible when
+ * either stream's set does not fit its share. The transposed layout needs
+ * channel sets; a neuron layout (split, bundled, coalesce, friends) is
+ * refused on a trace with them: input sparsity computes every neuron from
+ * the kept channels' columns, so a neuron layout would read every bundle,
+ * which its needed sets (the rows of down kept) do not say. */
 #ifndef FLASHBED_SIM_REPLAY_H
 #define FLASHBED_SIM_REPLAY_H
 
@@ -78,6 +91,22 @@ struct replay_token {
     uint64_t peak_rows;            /* rows in DRAM after this token's loads */
     uint64_t kept_rows;            /* rows kept for the next token */
     uint64_t overflow;             /* needed rows a keeping policy could not keep (layer full) */
+    uint64_t peak_bytes, kept_bytes; /* peak_rows and kept_rows in bytes (the transposed layout's two
+                                      * streams have rows of two sizes) */
+};
+
+/* One stream of the transposed layout (cache/transposed.h): the channel
+ * bundles (rows = d_model, needed = the trace's channel sets) or the rows
+ * of down (rows = d_ff, needed = its active or predicted sets). */
+struct replay_stream {
+    uint32_t rows;                 /* rows per layer */
+    uint64_t row_bytes;
+    uint64_t capacity_rows;        /* per layer, the policy's (0: it ignores the budget) */
+    uint64_t budget_rows;          /* per layer: cache_transposed_capacity's share of the budget */
+    uint64_t max_needed_rows;      /* most rows one token needed in one layer */
+    uint64_t preload_bytes;
+    struct replay_token total;     /* sums over tokens (peak and kept not meaningful here) */
+    double bytes_per_token, reads_per_token, hit_ratio;
 };
 
 struct replay_result {
@@ -110,6 +139,11 @@ struct replay_result {
     uint64_t max_needed_rows;      /* most rows one token needed in one layer */
     bool feasible;
     char infeasible[160];          /* why not ("" when feasible); no commas (a CSV field) */
+    /* the transposed layout: its two streams; the fields above are their sums,
+     * row_bytes the channel bundle's, capacity/budget/max_needed rows the
+     * channel stream's (each stream's own are here) */
+    bool transposed;
+    struct replay_stream chan, down;
 };
 
 /* The row stride replay counts with, from its text: "packed" (0: the
@@ -123,6 +157,12 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
  * (ffn.bin's stride is a multiple of the alignment it is read with).
  * 0, or -1 with err. */
 int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char *err, size_t errlen);
+
+/* Whether layout can replay a trace of m (its sets, the stride and the
+ * alignment), as replay_run checks it: transposed needs channel sets and
+ * packed rows, a neuron layout refuses channel sets. 0, or -1 with err. */
+int replay_check_layout(const struct trace_meta *m, const struct layout_spec *layout, uint64_t row_stride,
+                        uint64_t read_align, char *err, size_t errlen);
 
 /* Bytes of one FFN row (neuron) of this trace's shape. */
 uint64_t replay_row_bytes(const struct trace_meta *m);

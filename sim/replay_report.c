@@ -9,6 +9,30 @@
 #include "common/result_fields.h"
 #include "common/strbuf.h"
 
+/* The transposed layout's streams: chan_* (channel bundles) and down_*
+ * (rows of down), appended to f[0..n); returns the new count. */
+static int stream_fields(const struct replay_result *r, struct field *f, int n)
+{
+    static const char *const keys[2][8] = {
+        {"chan_bytes_per_token", "chan_reads_per_token", "chan_hit_ratio", "chan_row_bytes",
+         "chan_budget_rows_per_layer", "chan_max_needed_rows_per_layer", "chan_bytes_total", "chan_reads_total"},
+        {"down_bytes_per_token", "down_reads_per_token", "down_hit_ratio", "down_row_bytes",
+         "down_budget_rows_per_layer", "down_max_needed_rows_per_layer", "down_bytes_total", "down_reads_total"},
+    };
+    for (int k = 0; k < 2; k++) {
+        const struct replay_stream *st = k ? &r->down : &r->chan;
+        FIELD_ADD(f, &n, keys[k][0], FIELD_REAL, NULL, st->bytes_per_token);
+        FIELD_ADD(f, &n, keys[k][1], FIELD_REAL, NULL, st->reads_per_token);
+        FIELD_ADD(f, &n, keys[k][2], FIELD_REAL, NULL, st->hit_ratio);
+        FIELD_ADD(f, &n, keys[k][3], FIELD_INT, NULL, st->row_bytes);
+        FIELD_ADD(f, &n, keys[k][4], FIELD_INT, NULL, st->budget_rows);
+        FIELD_ADD(f, &n, keys[k][5], FIELD_INT, NULL, st->max_needed_rows);
+        FIELD_ADD(f, &n, keys[k][6], FIELD_INT, NULL, st->total.bytes);
+        FIELD_ADD(f, &n, keys[k][7], FIELD_INT, NULL, st->total.reads);
+    }
+    return n;
+}
+
 static int result_fields(const struct replay_row *row, struct field *f)
 {
     const struct replay_result *r = &row->res;
@@ -47,6 +71,8 @@ static int result_fields(const struct replay_row *row, struct field *f)
     FIELD("max_needed_rows_per_layer", FIELD_INT, NULL, r->max_needed_rows);
     FIELD("feasible", FIELD_BOOL, NULL, r->feasible);
     FIELD("infeasible", FIELD_STR, r->infeasible, 0);
+    if (r->transposed) /* the two streams (sim/replay.h), whose sums the fields above are */
+        n = stream_fields(r, f, n);
     if (row->priced) {
         FIELD("io_ms", FIELD_REAL, NULL, row->modelled.prediction.io_ms);
         FIELD("mem_ms", FIELD_REAL, NULL, row->modelled.prediction.mem_ms);
@@ -256,11 +282,18 @@ static const char *feasible_cell(const struct replay_result *r, char *buf, size_
 static void md_budgets(FILE *f, const struct replay_row *rows, size_t n)
 {
     fprintf(f, "DRAM budgets (the FFN cache, split evenly over the layers):\n\n");
-    for (size_t i = 0; i < n; i++)
-        if (first_of_budget(rows, i))
+    for (size_t i = 0; i < n; i++) {
+        if (!first_of_budget(rows, i))
+            continue;
+        if (rows[i].res.transposed)
+            fprintf(f, "- %s: %llu bytes, %.2f%% of the FFN, %llu channel bundles and %llu rows of down per layer\n",
+                    rows[i].budget, (unsigned long long)rows[i].res.dram_budget, 100 * rows[i].budget_share,
+                    (unsigned long long)rows[i].res.chan.budget_rows, (unsigned long long)rows[i].res.down.budget_rows);
+        else
             fprintf(f, "- %s: %llu bytes, %.2f%% of the FFN, %llu rows per layer\n", rows[i].budget,
                     (unsigned long long)rows[i].res.dram_budget, 100 * rows[i].budget_share,
                     (unsigned long long)rows[i].res.budget_rows);
+    }
     fprintf(f, "\nFeasibility: %s.\n\n", feasibility_text);
 }
 
@@ -277,6 +310,27 @@ static void md_replay_table(FILE *f, const struct replay_row *rows, size_t n)
                 x->bytes_per_token / 1e6, x->reads_per_token,
                 x->total.reads ? (double)x->total.bytes / x->total.reads / 1024 : 0, x->hit_ratio,
                 x->rows_inserted_per_token, x->rows_deleted_per_token, feasible_cell(x, why, sizeof why));
+    }
+}
+
+/* The transposed layout's two streams, row by row (the table above holds their sums). */
+static void md_streams(FILE *f, const struct replay_row *rows, size_t n)
+{
+    if (!n || !rows[0].res.transposed)
+        return;
+    fprintf(f, "\ntransposed (input sparsity): the channel bundles (%llu bytes each, d_model per layer) and the "
+               "rows of down (%llu bytes, d_ff per layer), each a cache of the policy, the budget split in "
+               "proportion to their sizes:\n\n| budget | policy | channels: MB / reads per token | channels: hit "
+               "ratio | channels: rows per layer (budget / most needed) | down: MB / reads per token | down: hit "
+               "ratio | down: rows per layer (budget / most needed) |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
+            (unsigned long long)rows[0].res.chan.row_bytes, (unsigned long long)rows[0].res.down.row_bytes);
+    for (size_t i = 0; i < n; i++) {
+        const struct replay_stream *c = &rows[i].res.chan, *d = &rows[i].res.down;
+        fprintf(f, "| %s | %s | %.2f / %.0f | %.3f | %llu / %llu | %.2f / %.0f | %.3f | %llu / %llu |\n",
+                rows[i].budget, rows[i].res.policy, c->bytes_per_token / 1e6, c->reads_per_token, c->hit_ratio,
+                (unsigned long long)c->budget_rows, (unsigned long long)c->max_needed_rows, d->bytes_per_token / 1e6,
+                d->reads_per_token, d->hit_ratio, (unsigned long long)d->budget_rows,
+                (unsigned long long)d->max_needed_rows);
     }
 }
 
@@ -342,6 +396,7 @@ char *replay_report_markdown(const struct replay_row *rows, size_t n, const stru
     fprintf(t.f, ".\n\n");
     md_budgets(t.f, rows, n);
     md_replay_table(t.f, rows, n);
+    md_streams(t.f, rows, n);
     md_friends_notes(t.f, rows, n, info->synthetic);
     if (info->pricing && n && rows[0].priced)
         md_modelled(t.f, rows, n, info->pricing);

@@ -41,6 +41,21 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
     return 0;
 }
 
+/* A transposed replay's stream: per token, at the cost model's dtype
+ * (scale); held rows as the replay held them (keeps_recent: the window's
+ * matrix, its mean after a token's loads) or the needed ones. */
+static void stream_of_replay(const struct replay_stream *st, double tokens, double scale, bool matrix,
+                             struct stream_volumes *v)
+{
+    v->rows_loaded = st->row_bytes ? st->bytes_per_token / (double)st->row_bytes : 0;
+    v->reads = st->reads_per_token;
+    v->read_bytes = st->bytes_per_token * scale;
+    v->rows_inserted = st->total.inserted / tokens;
+    v->rows_deleted = st->total.deleted / tokens;
+    v->computed = st->total.needed / tokens;
+    v->cache_rows = matrix && st->row_bytes ? st->total.peak_bytes / tokens / (double)st->row_bytes : v->computed;
+}
+
 void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
                              uint32_t trace_bytes, struct token_volumes *v)
 {
@@ -55,6 +70,11 @@ void trace_volumes_of_replay(const struct replay_result *r, const char *trace_pa
     v->rows_deleted = r->rows_deleted_per_token;
     v->replayed = true;
     v->cache_rows = matrix ? r->dram_mean_bytes / (double)r->row_bytes : (double)r->total.needed / tokens;
+    if (r->transposed) {
+        v->transposed = true;
+        stream_of_replay(&r->chan, tokens, scale, matrix, &v->chan);
+        stream_of_replay(&r->down, tokens, scale, matrix, &v->down);
+    }
     snprintf(v->source, sizeof v->source, "replay of %s: %s, %s layout, %s sets, %llu tokens%s", trace_path,
              r->policy, r->layout, r->use_predicted ? "predicted" : "active", (unsigned long long)r->n_tokens,
              matrix ? "" : "; FFN computed on the needed rows");

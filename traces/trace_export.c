@@ -36,14 +36,22 @@ enum {
     F_PRED_TOKEN,
     F_PRED_LAYER,
     F_PRED_NEURON,
+    F_CHAN_TOKEN,
+    F_CHAN_LAYER,
+    F_CHAN_ID,
     F_TOKENS_FLAGS,
     F_COUNT,
 };
 
 static const char *const file_names[F_COUNT] = {
     "neurons.csv",       "tokens.csv",         "active_token.u32",    "active_layer.u32",    "active_neuron.u32",
-    "predicted_token.u32", "predicted_layer.u32", "predicted_neuron.u32", "tokens_flags.u8",
+    "predicted_token.u32", "predicted_layer.u32", "predicted_neuron.u32", "channel_token.u32",
+    "channel_layer.u32", "channel_id.u32", "tokens_flags.u8",
 };
+
+/* The kinds of rows: active and predicted neurons, kept input channels. */
+static const char *const kind_names[3] = {"active", "predicted", "channel"};
+static const int kind_base[3] = {F_ACTIVE_TOKEN, F_PRED_TOKEN, F_CHAN_TOKEN};
 
 struct export_state {
     char tmp[4200];
@@ -70,18 +78,18 @@ static void put_u32(struct export_state *s, int which, uint32_t v)
         s->io_error = true;
 }
 
-/* One kind's rows of token t, layer l. */
-static void put_rows(struct export_state *s, enum trace_export_format fmt, bool pred, uint64_t t, uint32_t l,
+/* One kind's rows of token t, layer l (kind: 0 active, 1 predicted, 2 channel). */
+static void put_rows(struct export_state *s, enum trace_export_format fmt, int kind_i, uint64_t t, uint32_t l,
                      const uint32_t *ids, uint32_t n)
 {
     if (fmt == TRACE_EXPORT_CSV) {
-        const char *kind = pred ? "predicted" : "active";
+        const char *kind = kind_names[kind_i];
         for (uint32_t i = 0; i < n; i++)
             if (fprintf(s->f[F_NEURONS_CSV], "%llu,%u,%u,%s\n", (unsigned long long)t, l, ids[i], kind) < 0)
                 s->io_error = true;
         return;
     }
-    int base = pred ? F_PRED_TOKEN : F_ACTIVE_TOKEN;
+    int base = kind_base[kind_i];
     for (uint32_t i = 0; i < n; i++) {
         put_u32(s, base, (uint32_t)t);
         put_u32(s, base + 1, l);
@@ -112,6 +120,44 @@ static cJSON *file_entry(const char *name, const char *dtype, const char *column
     return o;
 }
 
+/* export.json's "files": each file, its dtype or columns, length and meaning. */
+static cJSON *files_json(const struct trace_meta *m, enum trace_export_format fmt, const struct trace_export_counts *c)
+{
+    cJSON *files = cJSON_CreateArray();
+    if (fmt == TRACE_EXPORT_CSV) {
+        cJSON_AddItemToArray(files, file_entry("neurons.csv", NULL, "token,layer,neuron,kind",
+                                               c->active_rows + c->predicted_rows + c->channel_rows,
+                                               "one row per (token, layer, neuron); kind is active, predicted "
+                                               "(only when the trace has predicted sets) or channel (an input "
+                                               "channel kept, its id in the neuron column: only when the trace "
+                                               "has channel sets); rows in token, layer, kind (active, predicted, "
+                                               "channel), id order; header line not counted"));
+        cJSON_AddItemToArray(files, file_entry("tokens.csv", NULL, "token,flags,generated,sequence_start",
+                                               c->tokens,
+                                               "one row per token: flags is the bit set in token_flags, generated "
+                                               "and sequence_start are 0 or 1; header line not counted"));
+    } else {
+        static const char *const what[3] = {"token index", "layer index", "neuron id"};
+        const uint64_t rows[3] = {c->active_rows, c->predicted_rows, c->channel_rows};
+        for (int kind = 0; kind < 3; kind++) {
+            if ((kind == 1 && !m->has_predicted) || (kind == 2 && !m->has_channels))
+                continue;
+            for (int k = 0; k < 3; k++) {
+                char meaning[200];
+                snprintf(meaning, sizeof meaning, "%s of each %s (token, layer, %s); rows in token, layer, "
+                         "id order, element i of the three %s_* arrays is one row",
+                         kind == 2 && k == 2 ? "input channel id" : what[k], kind_names[kind],
+                         kind == 2 ? "channel" : "neuron", kind_names[kind]);
+                cJSON_AddItemToArray(files, file_entry(file_names[kind_base[kind] + k], "<u4", NULL, rows[kind],
+                                                       meaning));
+            }
+        }
+        cJSON_AddItemToArray(files, file_entry("tokens_flags.u8", "u1", NULL, c->tokens,
+                                               "each token's flags (bits in token_flags), element i is token i"));
+    }
+    return files;
+}
+
 static cJSON *export_json(const char *trace_path, const struct trace_reader *r, enum trace_export_format fmt,
                           const struct trace_export_counts *c, cJSON *prov)
 {
@@ -125,6 +171,7 @@ static cJSON *export_json(const char *trace_path, const struct trace_reader *r, 
     cJSON_AddNumberToObject(h, "d_ff", m->d_ff);
     cJSON_AddNumberToObject(h, "n_tokens", (double)trace_reader_n_tokens(r));
     cJSON_AddBoolToObject(h, "has_predicted", m->has_predicted);
+    cJSON_AddBoolToObject(h, "has_channels", m->has_channels);
     cJSON_AddNumberToObject(h, "bytes_per_weight", m->bytes_per_weight);
     cJSON_AddStringToObject(h, "ffn_kind", m->ffn_kind == FFN_GLU ? "glu" : "relu");
     cJSON_AddNumberToObject(h, "format_version", trace_reader_version(r));
@@ -138,36 +185,11 @@ static cJSON *export_json(const char *trace_path, const struct trace_reader *r, 
     cJSON *tf = cJSON_AddObjectToObject(root, "token_flags");
     cJSON_AddNumberToObject(tf, "generated", TRACE_TOKEN_GENERATED);
     cJSON_AddNumberToObject(tf, "sequence_start", TRACE_TOKEN_SEQ_START);
-    cJSON *files = cJSON_AddArrayToObject(root, "files");
-    if (fmt == TRACE_EXPORT_CSV) {
-        cJSON_AddItemToArray(files, file_entry("neurons.csv", NULL, "token,layer,neuron,kind",
-                                               c->active_rows + c->predicted_rows,
-                                               "one row per (token, layer, neuron); kind is active or predicted "
-                                               "(predicted rows only when the trace has predicted sets); rows in "
-                                               "token, layer, kind (active first), neuron order; header line not "
-                                               "counted"));
-        cJSON_AddItemToArray(files, file_entry("tokens.csv", NULL, "token,flags,generated,sequence_start",
-                                               c->tokens,
-                                               "one row per token: flags is the bit set in token_flags, generated "
-                                               "and sequence_start are 0 or 1; header line not counted"));
-    } else {
-        static const char *const what[3] = {"token index", "layer index", "neuron id"};
-        for (int kind = 0; kind < (m->has_predicted ? 2 : 1); kind++) {
-            for (int k = 0; k < 3; k++) {
-                char meaning[200];
-                snprintf(meaning, sizeof meaning, "%s of each %s (token, layer, neuron); rows in token, layer, "
-                         "neuron order, element i of the three %s_* arrays is one row",
-                         what[k], kind ? "predicted" : "active", kind ? "predicted" : "active");
-                cJSON_AddItemToArray(files, file_entry(file_names[(kind ? F_PRED_TOKEN : F_ACTIVE_TOKEN) + k],
-                                                       "<u4", NULL, kind ? c->predicted_rows : c->active_rows,
-                                                       meaning));
-            }
-        }
-        cJSON_AddItemToArray(files, file_entry("tokens_flags.u8", "u1", NULL, c->tokens,
-                                               "each token's flags (bits in token_flags), element i is token i"));
-    }
+    cJSON_AddItemToObject(root, "files", files_json(m, fmt, c));
     cJSON_AddNumberToObject(root, "active_rows", (double)c->active_rows);
     cJSON_AddNumberToObject(root, "predicted_rows", (double)c->predicted_rows);
+    if (m->has_channels)
+        cJSON_AddNumberToObject(root, "channel_rows", (double)c->channel_rows);
     cJSON_AddItemToObject(root, "provenance", prov ? prov : cJSON_CreateNull());
     return root;
 }
@@ -185,7 +207,8 @@ static int export_body(struct trace_reader *r, struct export_state *s, enum trac
             s->io_error = true;
     } else {
         for (int i = F_ACTIVE_TOKEN; i <= F_TOKENS_FLAGS; i++)
-            if ((m->has_predicted || i < F_PRED_TOKEN || i > F_PRED_NEURON) && open_file(s, i, err, errlen) != 0)
+            if ((m->has_predicted || i < F_PRED_TOKEN || i > F_PRED_NEURON) &&
+                (m->has_channels || i < F_CHAN_TOKEN || i > F_CHAN_ID) && open_file(s, i, err, errlen) != 0)
                 return -1;
     }
     struct trace_token tok;
@@ -204,11 +227,15 @@ static int export_body(struct trace_reader *r, struct export_state *s, enum trac
                 s->io_error = true;
         }
         for (uint32_t l = 0; l < m->n_layers; l++) {
-            put_rows(s, fmt, false, tok.index, l, tok.active[l], tok.n_active[l]);
+            put_rows(s, fmt, 0, tok.index, l, tok.active[l], tok.n_active[l]);
             c->active_rows += tok.n_active[l];
             if (m->has_predicted) {
-                put_rows(s, fmt, true, tok.index, l, tok.pred[l], tok.n_pred[l]);
+                put_rows(s, fmt, 1, tok.index, l, tok.pred[l], tok.n_pred[l]);
                 c->predicted_rows += tok.n_pred[l];
+            }
+            if (m->has_channels) {
+                put_rows(s, fmt, 2, tok.index, l, tok.channels[l], tok.n_channels[l]);
+                c->channel_rows += tok.n_channels[l];
             }
         }
         c->tokens++;
@@ -226,7 +253,7 @@ static int export_body(struct trace_reader *r, struct export_state *s, enum trac
 int trace_export(const char *trace_path, const char *out_dir, enum trace_export_format fmt, cJSON *provenance,
                  struct trace_export_counts *counts, char *err, size_t errlen)
 {
-    struct trace_export_counts c = {0, 0, 0};
+    struct trace_export_counts c = {0, 0, 0, 0};
     struct stat st;
     if (lstat(out_dir, &st) == 0) {
         cJSON_Delete(provenance);

@@ -1,6 +1,7 @@
 /* Exporting a trace for tools that read neither flashbed's format nor its
  * Python module: one row per (token, layer, neuron) that was active (and,
- * when the trace has them, one per predicted neuron), in one of two forms:
+ * when the trace has them, one per predicted neuron and one per input
+ * channel kept: kind "channel", channel_*.u32), in one of two forms:
  *
  *   csv           DIR/neurons.csv   token,layer,neuron,kind (kind "active"
  *                                   or "predicted"), rows in token, layer,
@@ -46,7 +47,7 @@ int trace_export_format_parse(const char *word, enum trace_export_format *fmt);
 
 /* What an export wrote (rows per kind = elements per array). */
 struct trace_export_counts {
-    uint64_t tokens, active_rows, predicted_rows;
+    uint64_t tokens, active_rows, predicted_rows, channel_rows;
 };
 
 /* Exports the trace at trace_path into out_dir. provenance (may be NULL)

@@ -73,7 +73,7 @@ int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_
     put_u32(b, m->d_ff);
     put_u32(b, m->bytes_per_weight);
     put_u32(b, m->ffn_kind);
-    put_u32(b, m->has_predicted ? 1 : 0);
+    put_u32(b, (m->has_predicted ? TRACE_FLAG_PREDICTED : 0u) | (m->has_channels ? TRACE_FLAG_CHANNELS : 0u));
     put_u64(b, n_tokens);
     put_u32(b, (uint32_t)slen);
     memcpy(b->p + b->len, m->source, slen);
@@ -134,10 +134,11 @@ static int header_fields(const uint8_t *fixed, struct trace_meta *m, uint64_t *n
                    m->n_layers, m->d_model, m->d_ff, m->bytes_per_weight);
     if (kind > FFN_GLU)
         return err_set(why, whylen, "unknown FFN kind %u in header", kind);
-    if (flags > 1)
+    if (flags & ~(uint32_t)(TRACE_FLAG_PREDICTED | TRACE_FLAG_CHANNELS))
         return err_set(why, whylen, "unknown header flags 0x%x", flags);
     m->ffn_kind = kind;
-    m->has_predicted = flags & 1;
+    m->has_predicted = flags & TRACE_FLAG_PREDICTED;
+    m->has_channels = flags & TRACE_FLAG_CHANNELS;
     return 0;
 }
 
@@ -179,20 +180,37 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
         trace_meta_free(m);
         return -1;
     }
+    if (m->has_channels && *version < TRACE_VERSION_CHECKED) {
+        trace_meta_free(m);
+        return err_set(why, whylen, "channel sets flagged in a version %u header (they came with version 2)", *version);
+    }
+    return 0;
+}
+
+/* The one check of a set: unit names its ids ("neuron", "channel"), bound
+ * their limit (bound_name: "d_ff", "d_model"). */
+static int check_set(const uint32_t *ids, uint32_t n, uint32_t bound, const char *what, const char *unit,
+                     const char *bound_name, char *why, size_t whylen)
+{
+    if (n && !ids)
+        return err_set(why, whylen, "%s set of %u %ss given as NULL", what, n, unit);
+    for (uint32_t j = 0; j < n; j++) {
+        if (ids[j] >= bound)
+            return err_set(why, whylen, "%s %s %u >= %s %u", what, unit, ids[j], bound_name, bound);
+        if (j && ids[j] <= ids[j - 1])
+            return err_set(why, whylen, "%s %ss not strictly ascending (%u after %u)", what, unit, ids[j], ids[j - 1]);
+    }
     return 0;
 }
 
 int trace_check_ids(const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what, char *why, size_t whylen)
 {
-    if (n && !ids)
-        return err_set(why, whylen, "%s set of %u neurons given as NULL", what, n);
-    for (uint32_t j = 0; j < n; j++) {
-        if (ids[j] >= d_ff)
-            return err_set(why, whylen, "%s neuron %u >= d_ff %u", what, ids[j], d_ff);
-        if (j && ids[j] <= ids[j - 1])
-            return err_set(why, whylen, "%s neurons not strictly ascending (%u after %u)", what, ids[j], ids[j - 1]);
-    }
-    return 0;
+    return check_set(ids, n, d_ff, what, "neuron", "d_ff", why, whylen);
+}
+
+int trace_check_channels(const uint32_t *ids, uint32_t n, uint32_t d_model, char *why, size_t whylen)
+{
+    return check_set(ids, n, d_model, "kept", "channel", "d_model", why, whylen);
 }
 
 int trace_append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n)

@@ -19,6 +19,8 @@
 #define TRACE_FOOTER_BYTES (8 + 3 * 8) /* before its CRC */
 #define TRACE_CRC_BYTES 4
 #define TRACE_MAX_SOURCE (1u << 20)
+#define TRACE_FLAG_PREDICTED 1u  /* header flags */
+#define TRACE_FLAG_CHANNELS 2u
 
 
 /* Appends the header, with its CRC, for version TRACE_VERSION. */
@@ -38,13 +40,23 @@ uint32_t trace_block_crc_start(uint64_t token, uint32_t layer);
  * produces: a reader refuses a longer length before reading it. */
 static inline uint64_t trace_block_max(const struct trace_meta *m)
 {
-    return (m->has_predicted ? 2 : 1) * set_record_max(m->d_ff);
+    return (m->has_predicted ? 2 : 1) * set_record_max(m->d_ff) + (m->has_channels ? set_record_max(m->d_model) : 0);
+}
+
+/* How many sets a block holds: active, predicted, channels as flagged. */
+static inline int trace_sets_per_block(const struct trace_meta *m)
+{
+    return 1 + (m->has_predicted ? 1 : 0) + (m->has_channels ? 1 : 0);
 }
 
 /* Whether ids[0..n) is a set of the trace: strictly ascending neuron ids
  * below d_ff. 0, or -1 with why ("active neuron 9 >= d_ff 8"; what names
  * the set) for the caller to place (writer and builder alike). */
 int trace_check_ids(const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *what, char *why, size_t whylen);
+
+/* The same for a channel set: strictly ascending ids below d_model
+ * ("kept channel 9 >= d_model 8"). */
+int trace_check_channels(const uint32_t *ids, uint32_t n, uint32_t d_model, char *why, size_t whylen);
 
 /* Appends n ids to a growing array (*len of *cap used). 0, or -1 out of memory. */
 int trace_append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n);

@@ -56,6 +56,9 @@ int trace_calibration_rows(const struct trace *tr, const struct trace_stats *s, 
                                           s->sagg_k_max >= 2 ? s->sagg_active[1] : -1, true};
     if (tr->meta.has_predicted)
         n += predicted_rows(s, r + n);
+    if (s->density_channels)
+        r[n++] = (struct trace_calib_row){"kept input channels, mean", "channel_density", -1, s->mean_density_channels,
+                                          true};
     for (int i = 0; i < n; i++)
         r[i].target = target(targets, r[i].key);
     return n;
@@ -63,7 +66,7 @@ int trace_calibration_rows(const struct trace *tr, const struct trace_stats *s, 
 
 double trace_bits_per_neuron(const struct trace_stats *s, uint64_t bytes)
 {
-    uint64_t events = s->active_events + s->pred_events;
+    uint64_t events = s->active_events + s->pred_events + s->chan_events;
     return events ? 8.0 * (double)bytes / (double)events : 0;
 }
 
@@ -109,6 +112,10 @@ cJSON *trace_info_json(const struct trace *tr, const struct trace_stats *s, cons
     cJSON_AddItemToObject(root, "density_active", cJSON_CreateDoubleArray(s->density_active, (int)s->n_layers));
     if (s->density_pred)
         cJSON_AddItemToObject(root, "density_predicted", cJSON_CreateDoubleArray(s->density_pred, (int)s->n_layers));
+    if (s->density_channels) {
+        cJSON_AddItemToObject(root, "density_channels", cJSON_CreateDoubleArray(s->density_channels, (int)s->n_layers));
+        cJSON_AddNumberToObject(root, "mean_density_channels", s->mean_density_channels);
+    }
     /* k = 1..sagg_k_max: [k-1] is s_agg(k) */
     cJSON_AddItemToObject(root, "sagg_active", cJSON_CreateDoubleArray(s->sagg_active, (int)s->sagg_k_max));
     if (tr->meta.has_predicted)

@@ -31,14 +31,15 @@ struct trace_calib_row {
 /* The calibration rows of tr (statistics s; source: the header's parsed
  * source JSON, may be NULL): the densities of the first, middle and last
  * layer and their mean, the 2-token window where the profile targets it,
- * and with predicted sets the predictor's ratios, recall and windows.
+ * with predicted sets the predictor's ratios, recall and windows, and with
+ * channel sets the kept channels' mean density.
  * Fills rows[0..n) (room for TRACE_CALIB_MAX_ROWS) and returns n. */
 int trace_calibration_rows(const struct trace *tr, const struct trace_stats *s, const cJSON *source,
                            struct trace_calib_row *rows);
 /* Layer l's target density in source, -1 when it has none (traces recorded
  * by the engine, synthetic ones written before the profiles). */
 double trace_layer_target(const cJSON *source, uint32_t l);
-/* bytes of file per recorded neuron (active and predicted), in bits. */
+/* bytes of file per recorded id (active, predicted and kept channels), in bits. */
 double trace_bits_per_neuron(const struct trace_stats *s, uint64_t bytes);
 /* trace_info.json's object: the source, the shape, the statistics and the
  * calibration rows (null where a value is -1); takes prov. */

@@ -27,9 +27,10 @@ struct trace_reader {
     uint64_t check_bytes;              /* checksums and block lengths read so far */
     uint64_t n_tokens, tokens_read, active_events, pred_events;
     uint8_t token_head[2];             /* the current token's marker and flags */
-    struct id_row *cur[2], *prev[2];   /* [n_layers] rows per kind, grown to the sets they hold */
-    uint32_t *n_cur[2], *n_prev[2];    /* [n_layers] */
-    const uint32_t **ptr[2];           /* [n_layers] -> cur rows, handed out */
+    struct id_row *cur[3], *prev[3];   /* [n_layers] rows per kind (active, predicted, channels),
+                                          grown to the sets they hold */
+    uint32_t *n_cur[3], *n_prev[3];    /* [n_layers] */
+    const uint32_t **ptr[3];           /* [n_layers] -> cur rows, handed out */
     struct id_row scratch;             /* a relative record's difference */
     struct byte_buf buf;               /* a set's payload */
     struct byte_buf blk;               /* a version 2 block */
@@ -43,7 +44,7 @@ void trace_reader_close(struct trace_reader *r)
         return;
     if (r->f)
         fclose(r->f);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         /* rows exist only once alloc_rows ran: a refused header's n_layers
          * may be anything (the fuzzer's 4278189825 took minutes here) */
         for (uint32_t l = 0; r->cur[k] && l < r->meta.n_layers; l++)
@@ -69,7 +70,7 @@ static int alloc_rows(struct trace_reader *r)
 {
     uint32_t n_layers = r->meta.n_layers;
     bool ok = true;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         r->cur[k] = calloc(n_layers, sizeof(struct id_row));
         r->prev[k] = calloc(n_layers, sizeof(struct id_row));
         r->n_cur[k] = calloc(r->meta.n_layers, sizeof(uint32_t));
@@ -262,20 +263,29 @@ static int check_token_start(struct trace_reader *r, int c, char *err, size_t er
     return 0;
 }
 
+/* Whether the trace holds sets of kind k (0 active, 1 predicted, 2 channels). */
+static bool has_kind(const struct trace_meta *m, int k)
+{
+    return k == 0 || (k == 1 && m->has_predicted) || (k == 2 && m->has_channels);
+}
+
+static const char *const kind_names[3] = {"active", "predicted", "channel"};
+
 /* Decodes layer l's sets from src into the current rows. */
 static int decode_layer(struct trace_reader *r, uint32_t l, bool seq_start, struct byte_src *src, char *err,
                         size_t errlen)
 {
-    uint32_t d_ff = r->meta.d_ff;
-    int kinds = r->meta.has_predicted ? 2 : 1;
-    for (int k = 0; k < kinds; k++) {
+    for (int k = 0; k < 3; k++) {
+        if (!has_kind(&r->meta, k))
+            continue;
         struct id_span refs[3] = {
             {NULL, 0},
             {seq_start ? NULL : r->prev[k][l].ids, r->n_prev[k][l]},
             {k == 1 ? r->cur[0][l].ids : NULL, r->n_cur[0][l]},
         };
+        uint32_t bound = k == 2 ? r->meta.d_model : r->meta.d_ff;
         char why[160];
-        int rc = set_decode(src, refs, d_ff, &r->cur[k][l], &r->n_cur[k][l], &r->scratch, &r->buf, why, sizeof why);
+        int rc = set_decode(src, refs, bound, &r->cur[k][l], &r->n_cur[k][l], &r->scratch, &r->buf, why, sizeof why);
         if (src->f) { /* version 1: the record's bytes are counted here, and what is left shrinks */
             r->pos += src->pos;
             src->len = byte_src_left(src);
@@ -283,9 +293,10 @@ static int decode_layer(struct trace_reader *r, uint32_t l, bool seq_start, stru
         }
         if (rc != 0)
             return err_set(err, errlen, "%s: token %llu layer %u (%s set): %s", r->path, (unsigned long long)r->tokens_read, l,
-                       k ? "predicted" : "active", why);
+                       kind_names[k], why);
         r->ptr[k][l] = r->cur[k][l].ids;
-        *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
+        if (k < 2)
+            *(k ? &r->pred_events : &r->active_events) += r->n_cur[k][l];
     }
     if (!src->f && src->pos != src->len)
         return err_set(err, errlen, "%s: token %llu layer %u: %zu bytes left over after its sets", r->path,
@@ -310,7 +321,7 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
         return err_set(err, errlen, "%s: token %llu: truncated", r->path, (unsigned long long)r->tokens_read);
     r->token_head[0] = (uint8_t)c;
     r->token_head[1] = (uint8_t)flags;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         struct id_row *t = r->prev[k];
         r->prev[k] = r->cur[k];
         r->cur[k] = t;
@@ -337,6 +348,8 @@ int trace_reader_next(struct trace_reader *r, struct trace_token *tok, char *err
     tok->n_active = r->n_cur[0];
     tok->pred = r->meta.has_predicted ? r->ptr[1] : NULL;
     tok->n_pred = r->meta.has_predicted ? r->n_cur[1] : NULL;
+    tok->channels = r->meta.has_channels ? r->ptr[2] : NULL;
+    tok->n_channels = r->meta.has_channels ? r->n_cur[2] : NULL;
     return 1;
 }
 
@@ -348,7 +361,47 @@ void trace_free(struct trace *tr)
     free(tr->active_ids);
     free(tr->pred_off);
     free(tr->pred_ids);
+    free(tr->chan_off);
+    free(tr->chan_ids);
     memset(tr, 0, sizeof *tr);
+}
+
+/* One kind's sets of a trace in memory, growing as tokens are read. */
+struct load_sets {
+    uint64_t **off;
+    uint32_t **ids;
+    uint64_t n, cap;
+};
+
+/* Appends token t's sets of the kind (rows[l], counts[l]); 0, or -1 out of memory. */
+static int load_token(struct load_sets *s, uint64_t t, uint32_t nl, const uint32_t *const *rows,
+                      const uint32_t *counts)
+{
+    for (uint32_t l = 0; l < nl; l++) {
+        if (trace_append_ids(s->ids, &s->n, &s->cap, rows[l], counts[l]) != 0)
+            return -1;
+        (*s->off)[t * nl + l + 1] = s->n;
+    }
+    return 0;
+}
+
+/* Reads every token of r into tr's arrays (allocated by the caller). */
+static int load_body(struct trace_reader *r, struct trace *tr, char *err, size_t errlen)
+{
+    const struct trace_meta *m = &r->meta;
+    struct load_sets sets[3] = {{&tr->active_off, &tr->active_ids, 0, 0},
+                                {&tr->pred_off, &tr->pred_ids, 0, 0},
+                                {&tr->chan_off, &tr->chan_ids, 0, 0}};
+    struct trace_token tok;
+    int rc;
+    while ((rc = trace_reader_next(r, &tok, err, errlen)) == 1) {
+        tr->token_flags[tok.index] = (uint8_t)tok.flags;
+        if (load_token(&sets[0], tok.index, m->n_layers, tok.active, tok.n_active) != 0 ||
+            (m->has_predicted && load_token(&sets[1], tok.index, m->n_layers, tok.pred, tok.n_pred) != 0) ||
+            (m->has_channels && load_token(&sets[2], tok.index, m->n_layers, tok.channels, tok.n_channels) != 0))
+            return err_set(err, errlen, "%s: out of memory", r->path);
+    }
+    return rc;
 }
 
 int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
@@ -361,7 +414,7 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
     uint64_t nt = r->n_tokens, nl = m->n_layers;
     /* A token takes at least 2 bytes plus 3 per set: a header promising more
      * tokens than the file can hold is caught before allocating for them. */
-    uint64_t min_token = 2 + 3 * nl * (m->has_predicted ? 2 : 1);
+    uint64_t min_token = 2 + 3 * nl * (uint64_t)trace_sets_per_block(m);
     if (nt > r->file_bytes / min_token) {
         err_set(err, errlen, "%s: header says %llu tokens but the file has only %llu bytes", path, (unsigned long long)nt,
             (unsigned long long)r->file_bytes);
@@ -376,31 +429,16 @@ int trace_load(const char *path, struct trace *tr, char *err, size_t errlen)
     tr->active_off = calloc(nt * nl + 1, sizeof(uint64_t));
     if (m->has_predicted)
         tr->pred_off = calloc(nt * nl + 1, sizeof(uint64_t));
-    if (!tr->meta.source || !tr->token_flags || !tr->active_off || (m->has_predicted && !tr->pred_off)) {
+    if (m->has_channels)
+        tr->chan_off = calloc(nt * nl + 1, sizeof(uint64_t));
+    if (!tr->meta.source || !tr->token_flags || !tr->active_off || (m->has_predicted && !tr->pred_off) ||
+        (m->has_channels && !tr->chan_off)) {
         err_set(err, errlen, "%s: out of memory for %llu tokens", path, (unsigned long long)nt);
         trace_reader_close(r);
         trace_free(tr);
         return -1;
     }
-    uint64_t na = 0, ca = 0, np = 0, cp = 0;
-    struct trace_token tok;
-    int rc;
-    while ((rc = trace_reader_next(r, &tok, err, errlen)) == 1) {
-        tr->token_flags[tok.index] = (uint8_t)tok.flags;
-        for (uint32_t l = 0; l < nl; l++) {
-            uint64_t i = tok.index * nl + l;
-            if (trace_append_ids(&tr->active_ids, &na, &ca, tok.active[l], tok.n_active[l]) != 0 ||
-                (m->has_predicted && trace_append_ids(&tr->pred_ids, &np, &cp, tok.pred[l], tok.n_pred[l]) != 0)) {
-                rc = err_set(err, errlen, "%s: out of memory", path);
-                break;
-            }
-            tr->active_off[i + 1] = na;
-            if (m->has_predicted)
-                tr->pred_off[i + 1] = np;
-        }
-        if (rc < 0)
-            break;
-    }
+    int rc = load_body(r, tr, err, errlen);
     tr->n_tokens = nt;
     tr->check_bytes = r->check_bytes;
     trace_reader_close(r);

@@ -139,6 +139,23 @@ static void layer_counts(const struct trace *tr, uint32_t l, struct trace_stats 
     x->hot_sum += la ? (double)top / la : 0;
 }
 
+/* The kept channels' density per layer and on average (issue 33). */
+static void channel_density(const struct trace *tr, struct trace_stats *s)
+{
+    const uint32_t L = tr->meta.n_layers;
+    for (uint32_t l = 0; l < L; l++) {
+        uint64_t kept = 0;
+        for (uint64_t t = 0; t < tr->n_tokens; t++) {
+            uint32_t n;
+            trace_channels(tr, t, l, &n);
+            kept += n;
+        }
+        s->chan_events += kept;
+        s->density_channels[l] = tr->n_tokens ? (double)kept / ((double)tr->n_tokens * tr->meta.d_model) : 0;
+        s->mean_density_channels += s->density_channels[l] / L;
+    }
+}
+
 int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
 {
     memset(s, 0, sizeof *s);
@@ -149,11 +166,14 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
     s->density_active = calloc(L, sizeof(double));
     if (tr->meta.has_predicted)
         s->density_pred = calloc(L, sizeof(double));
+    if (tr->meta.has_channels)
+        s->density_channels = calloc(L, sizeof(double));
     uint32_t *last_seen = malloc(N * sizeof(uint32_t));
     uint32_t *over = malloc((T ? T : 1) * TRACE_SAGG_MAX * sizeof(uint32_t));
     struct stats_scratch x = {calloc(N, sizeof(uint32_t)), malloc((T + 1) * sizeof(uint32_t)), calloc(N, 1), 0, 0};
     int rc = 0;
-    if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) || !last_seen || !over || !x.freq ||
+    if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) ||
+        (tr->meta.has_channels && !s->density_channels) || !last_seen || !over || !x.freq ||
         !x.in_pred || !x.count) {
         trace_stats_free(s);
         rc = -1;
@@ -167,6 +187,8 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
         if (s->density_pred)
             s->mean_density_pred += s->density_pred[l] / L;
     }
+    if (s->density_channels)
+        channel_density(tr, s);
     s->hot10_share = x.hot_sum / L;
     s->sagg_k_max = (uint32_t)(longest < 16 ? longest : 16);
     if (tr->meta.has_predicted) {
@@ -189,7 +211,8 @@ void trace_stats_free(struct trace_stats *s)
 {
     free(s->density_active);
     free(s->density_pred);
-    s->density_active = s->density_pred = NULL;
+    free(s->density_channels);
+    s->density_active = s->density_pred = s->density_channels = NULL;
 }
 
 int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot,

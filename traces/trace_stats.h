@@ -18,6 +18,9 @@ struct trace_stats {
     double *density_active;     /* [n_layers]: mean |active| / d_ff */
     double *density_pred;       /* [n_layers]; NULL without predicted sets */
     double mean_density_active, mean_density_pred;
+    uint64_t chan_events;       /* input channels kept, over every (token, layer) */
+    double *density_channels;   /* [n_layers]: mean |kept channels| / d_model; NULL without channel sets */
+    double mean_density_channels;
     /* s_agg[k-1]: fraction of a layer's neurons used by k consecutive tokens of
      * one sequence, averaged over all such windows and over layers; 0 where no
      * sequence is k tokens long. */

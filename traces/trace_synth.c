@@ -35,6 +35,8 @@ void synth_params_default(struct synth_params *p, const struct model_shape *shap
 
 double synth_layer_density(const struct synth_params *p, uint32_t l, uint32_t n_layers)
 {
+    if (p->active_density > 0)
+        return p->active_density;
     double depth = n_layers > 1 ? (double)l / (n_layers - 1) : 0;
     return synth_profile_density(p->profile, &p->targets, depth);
 }
@@ -140,6 +142,13 @@ static uint32_t evolve_predicted(struct layer_gen *g, uint32_t n, const struct s
     uint32_t kept = 0;
     if (seq_start)
         g->recent_filled = 0;
+    if (g->want_pred >= n) { /* every neuron (a dense active density): no draws, which would take n ln n */
+        for (uint32_t id = 0; id < n; id++) {
+            g->pred[id] = id;
+            mark[id] = 1;
+        }
+        return n;
+    }
     if (!seq_start)
         for (uint32_t j = 0; j < g->n_pred; j++)
             if (rng_unit(r) < p->persist)
@@ -201,12 +210,14 @@ static uint32_t draw_active(const struct layer_gen *g, uint32_t n, const struct 
         keys[j] = (struct keyed){-log(1 - rng_unit(r)) / w, id};
     }
     qsort(keys, kept, sizeof *keys, by_key);
+    uint32_t outside = g->want_active - from_pred;
+    if (outside > n - kept) { /* the predicted set is nearly all: the rest of the active set is in it */
+        from_pred += outside - (n - kept);
+        outside = n - kept;
+    }
     for (uint32_t j = 0; j < from_pred; j++)
         active[j] = keys[j].id;
     uint32_t na = from_pred;
-    uint32_t outside = g->want_active - from_pred;
-    if (outside > n - kept)
-        outside = n - kept;
     while (outside) {
         uint32_t id = draw_popular(g, n, r);
         if (mark[id])
@@ -266,12 +277,19 @@ static char *source_json(const struct synth_params *p)
     cJSON_AddNumberToObject(g, "zipf", p->zipf);
     cJSON_AddNumberToObject(g, "recur", p->recur);
     cJSON_AddNumberToObject(g, "recur_decay", p->recur_decay);
+    if (p->active_density > 0)
+        cJSON_AddNumberToObject(g, "active_density", p->active_density);
+    if (p->channel_density > 0)
+        cJSON_AddNumberToObject(g, "channel_density", p->channel_density);
     const struct synth_targets *t = &p->targets;
     cJSON *tg = cJSON_AddObjectToObject(o, "targets");
-    add_target(tg, "density_first", t->density_first);
-    add_target(tg, "density_middle", t->density_middle);
-    add_target(tg, "density_last", t->density_last);
-    add_target(tg, "density_mean", t->density_mean);
+    bool flat = p->active_density > 0;
+    add_target(tg, "density_first", flat ? p->active_density : t->density_first);
+    add_target(tg, "density_middle", flat ? p->active_density : t->density_middle);
+    add_target(tg, "density_last", flat ? p->active_density : t->density_last);
+    add_target(tg, "density_mean", flat ? p->active_density : t->density_mean);
+    if (p->channel_density > 0)
+        add_target(tg, "channel_density", p->channel_density);
     add_target(tg, "pred_over_active", t->pred_over_active);
     add_target(tg, "recall", t->recall);
     add_target(tg, "pred_density", t->pred_density);
@@ -289,6 +307,8 @@ static char *source_json(const struct synth_params *p)
 /* The generator's state: one per layer, and the scratch every layer shares. */
 struct synth_state {
     struct layer_gen *g; /* [n_layers] */
+    struct layer_gen *chan; /* [n_layers] over d_model channels; NULL without channel sets */
+    uint8_t *chan_mark;     /* [d_model] */
     uint8_t *mark;       /* [d_ff] */
     uint32_t *active, *pred;
     struct keyed *keys;
@@ -303,11 +323,49 @@ static void synth_state_free(struct synth_state *st, uint32_t n_layers)
             free(st->g[l].pred);
             free(st->g[l].recent);
         }
+    if (st->chan)
+        for (uint32_t l = 0; l < n_layers; l++) {
+            free(st->chan[l].cdf);
+            free(st->chan[l].pred);
+            free(st->chan[l].recent);
+        }
     free(st->g);
+    free(st->chan);
+    free(st->chan_mark);
     free(st->mark);
     free(st->active);
     free(st->pred);
     free(st->keys);
+}
+
+/* The channel generators: one per layer over d_model, at the channel density. */
+static int channel_init(struct synth_state *st, const struct synth_params *p, char *err, size_t errlen)
+{
+    uint32_t L = p->shape->n_layers, D = p->shape->d_model;
+    st->chan = calloc(L, sizeof *st->chan);
+    st->chan_mark = calloc(D, 1);
+    if (!st->chan || !st->chan_mark)
+        return err_set(err, errlen, "synth: out of memory");
+    for (uint32_t l = 0; l < L; l++)
+        if (layer_init(&st->chan[l], D, p->channel_density, 1.0, p->zipf, &st->r) != 0)
+            return err_set(err, errlen, "synth: out of memory");
+    return 0;
+}
+
+/* Layer l's kept channels of the current token, sorted, to the writer: the
+ * same evolution as a predicted set, over the layer's channels. */
+static int channel_step(struct synth_state *st, const struct synth_params *p, uint32_t l, bool seq_start,
+                        struct trace_writer *w, char *err, size_t errlen)
+{
+    struct layer_gen *g = &st->chan[l];
+    uint32_t D = p->shape->d_model;
+    uint32_t kept = evolve_predicted(g, D, p, seq_start, &st->r, st->chan_mark);
+    remember_predicted(g, kept);
+    for (uint32_t j = 0; j < kept; j++)
+        st->chan_mark[g->pred[j]] = 0;
+    memcpy(st->active, g->pred, kept * sizeof *st->active); /* active is free until the layer's step */
+    qsort(st->active, kept, sizeof *st->active, cmp_u32);
+    return trace_writer_layer_channels(w, l, st->active, kept, err, errlen);
 }
 
 static int synth_state_init(struct synth_state *st, const struct synth_params *p, char *err, size_t errlen)
@@ -316,7 +374,8 @@ static int synth_state_init(struct synth_state *st, const struct synth_params *p
     rng_seed(&st->r, p->seed);
     st->g = calloc(L, sizeof *st->g);
     st->mark = calloc(N, 1);
-    st->active = malloc(N * sizeof(uint32_t));
+    uint32_t D = p->shape->d_model;
+    st->active = malloc((N > D ? N : D) * sizeof(uint32_t)); /* a layer's active set, or its kept channels */
     st->pred = malloc(N * sizeof(uint32_t));
     st->keys = malloc(N * sizeof *st->keys);
     if (!st->g || !st->mark || !st->active || !st->pred || !st->keys)
@@ -325,7 +384,7 @@ static int synth_state_init(struct synth_state *st, const struct synth_params *p
         if (layer_init(&st->g[l], N, synth_layer_density(p, l, L), p->targets.pred_over_active, p->zipf,
                        &st->r) != 0)
             return err_set(err, errlen, "synth: out of memory");
-    return 0;
+    return p->channel_density > 0 ? channel_init(st, p, err, errlen) : 0;
 }
 
 /* Token t's flags: a sequence starts every tokens/prompts tokens (the
@@ -352,6 +411,8 @@ static int synth_tokens(const struct synth_params *p, struct synth_state *st, st
             return -1;
         for (uint32_t l = 0; l < L; l++) {
             uint32_t na;
+            if (st->chan && channel_step(st, p, l, flags & TRACE_TOKEN_SEQ_START, w, err, errlen) != 0)
+                return -1;
             layer_step(&st->g[l], N, p, flags & TRACE_TOKEN_SEQ_START, &st->r, st->mark, st->active, &na, st->pred,
                        st->keys);
             if (trace_writer_layer(w, l, st->active, na, st->pred, st->g[l].n_pred, err, errlen) != 0)
@@ -372,7 +433,9 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
                        (unsigned long long)p->tokens, (unsigned long long)p->prompts);
     struct trace_meta m = {
         .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .bytes_per_weight = p->bytes_per_weight,
-        .ffn_kind = s->ffn_kind, .has_predicted = true, .source = source_json(p),
+        .ffn_kind = s->ffn_kind, .source = source_json(p),
+        /* input sparsity runs no predictor: a trace of it has its sets alone */
+        .has_predicted = !(p->channel_density > 0), .has_channels = p->channel_density > 0,
     };
     struct synth_state st = {0};
     struct trace_writer *w = NULL;

@@ -15,7 +15,19 @@
  * (the predictor's false negatives). Densities follow the profile by
  * relative layer depth, so smaller shapes of an architecture get its
  * profile over their layers; shapes the paper has no statistics for get
- * OPT-6.7B's. */
+ * OPT-6.7B's.
+ *
+ * Channel sets (issue 33, input sparsity): with a channel density D, each
+ * (token, layer) also keeps round(D * d_model) input channels, drawn by the
+ * same model over the d_model channels (a power-law popularity per layer,
+ * refills from the last tokens' sets with the calibrated recur and
+ * recur_decay): TEAL keeps the channels of largest |x_j|, and the residual
+ * stream's outlier channels recur from token to token. The paper gives no
+ * statistic of them, so only the density is a target (trace info's
+ * "kept input channels"). Such a trace has no predicted sets (input
+ * sparsity runs no predictor). An active density, when given, replaces the
+ * profile's per-layer curve with one level (TEAL's per-layer cut keeps a
+ * share of every layer). */
 #ifndef FLASHBED_TRACES_TRACE_SYNTH_H
 #define FLASHBED_TRACES_TRACE_SYNTH_H
 
@@ -44,6 +56,8 @@ struct synth_params {
     bool profile_fallback;     /* the paper has none for this shape: OPT-6.7B's */
     struct synth_targets targets; /* the profile's, first/middle/last from its curve */
     const struct progress_report *progress; /* NULL: none reported */
+    double channel_density;    /* kept input channels per token and layer over d_model; 0: no channel sets */
+    double active_density;     /* every layer's active density; 0: the profile's curve */
 };
 
 /* Defaults: the shape's profile (traces/synth_profile.h), its targets and

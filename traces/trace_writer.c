@@ -22,9 +22,12 @@ struct trace_writer {
     uint32_t next_layer;       /* layers written of the current token */
     bool in_token;
     bool seq_start;            /* the current token starts a sequence */
-    uint32_t *prev[2];         /* [n_layers * d_ff]: last token's sets, per kind */
-    uint32_t *n_prev[2];       /* [n_layers] */
-    uint32_t *scratch;         /* [2 * d_ff] */
+    uint32_t *prev[3];         /* [n_layers * bound]: last token's sets, per kind (active, predicted, channels) */
+    uint32_t *n_prev[3];       /* [n_layers] */
+    uint32_t *scratch;         /* [2 * max(d_ff, d_model)] */
+    uint32_t *chan;            /* [d_model]: the current layer's channel set, until its block is sealed */
+    uint32_t n_chan;
+    bool chan_given;           /* chan holds layer next_layer's channel set */
     uint8_t token_head[2];     /* the current token's marker and flags: layer 0's CRC covers them */
     struct byte_buf rec;       /* bytes not yet written */
     struct byte_buf blk;       /* the current layer's sets, until sealed into rec */
@@ -33,11 +36,12 @@ struct trace_writer {
 
 static void writer_free(struct trace_writer *w)
 {
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         free(w->prev[k]);
         free(w->n_prev[k]);
     }
     free(w->scratch);
+    free(w->chan);
     byte_buf_free(&w->rec);
     byte_buf_free(&w->blk);
     trace_meta_free(&w->meta);
@@ -51,6 +55,23 @@ static int flush_rec(struct trace_writer *w, char *err, size_t errlen)
     w->bytes += w->rec.len;
     w->rec.len = 0;
     return 0;
+}
+
+/* The previous token's sets per kind, the codec's scratch and the pending
+ * channel set. 0, or -1 out of memory. */
+static int alloc_state(struct trace_writer *w)
+{
+    const struct trace_meta *m = &w->meta;
+    uint32_t bound[3] = {m->d_ff, m->d_ff, m->d_model};
+    bool ok = w->meta.source != NULL;
+    for (int k = 0; k < 3; k++) {
+        w->prev[k] = malloc(((size_t)m->n_layers * bound[k] + 1) * sizeof(uint32_t));
+        w->n_prev[k] = calloc(m->n_layers, sizeof(uint32_t));
+        ok = ok && w->prev[k] && w->n_prev[k];
+    }
+    w->scratch = malloc(2 * (size_t)(m->d_ff > m->d_model ? m->d_ff : m->d_model) * sizeof(uint32_t));
+    w->chan = malloc(((size_t)m->d_model + 1) * sizeof(uint32_t));
+    return ok && w->scratch && w->chan ? 0 : -1;
 }
 
 struct trace_writer *trace_writer_open(const char *path, const struct trace_meta *meta,
@@ -79,13 +100,7 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
     w->meta.source = strdup(meta->source ? meta->source : "{}");
     snprintf(w->path, sizeof w->path, "%s", path);
     atomic_tmp_name(path, w->tmp, sizeof w->tmp);
-    size_t plane = (size_t)meta->n_layers * meta->d_ff;
-    for (int k = 0; k < 2; k++) {
-        w->prev[k] = malloc(plane * sizeof(uint32_t));
-        w->n_prev[k] = calloc(meta->n_layers, sizeof(uint32_t));
-    }
-    w->scratch = malloc(2 * (size_t)meta->d_ff * sizeof(uint32_t));
-    if (!w->meta.source || !w->prev[0] || !w->prev[1] || !w->n_prev[0] || !w->n_prev[1] || !w->scratch) {
+    if (alloc_state(w) != 0) {
         err_set(err, errlen, "%s: out of memory for a trace of %u layers x %u neurons", path, meta->n_layers, meta->d_ff);
         writer_free(w);
         return NULL;
@@ -140,7 +155,8 @@ static int check_ids(const struct trace_writer *w, const char *what, uint32_t la
 static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint32_t *ids, uint32_t n,
                    const uint32_t *active, uint32_t n_active, char *err, size_t errlen)
 {
-    uint32_t *prev = w->prev[kind] + (size_t)layer * w->meta.d_ff;
+    uint32_t bound = kind == 2 ? w->meta.d_model : w->meta.d_ff;
+    uint32_t *prev = w->prev[kind] + (size_t)layer * bound;
     struct id_span refs[3] = {
         {NULL, 0},
         {w->seq_start ? NULL : prev, w->n_prev[kind][layer]},
@@ -149,7 +165,7 @@ static int put_set(struct trace_writer *w, int kind, uint32_t layer, const uint3
     static const uint32_t empty_ref[1];
     if (kind == 1 && !refs[SET_REF_ACTIVE].ids)
         refs[SET_REF_ACTIVE].ids = empty_ref;
-    if (set_encode(&w->blk, ids, n, refs, w->meta.d_ff, w->scratch) != 0)
+    if (set_encode(&w->blk, ids, n, refs, bound, w->scratch) != 0)
         return err_set(err, errlen, "%s: out of memory", w->path);
     if (n)
         memcpy(prev, ids, n * sizeof *ids);
@@ -181,19 +197,33 @@ static int seal_block(struct trace_writer *w, uint32_t layer, char *err, size_t 
     return 0;
 }
 
-int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *active,
-                       uint32_t n_active, const uint32_t *pred, uint32_t n_pred,
-                       char *err, size_t errlen)
+int trace_writer_layer_channels(struct trace_writer *w, uint32_t layer, const uint32_t *ids, uint32_t n,
+                                char *err, size_t errlen)
 {
+    if (!w->meta.has_channels)
+        return err_set(err, errlen, "%s: channel set given for a trace without channel sets", w->path);
     if (!w->in_token)
-        return err_set(err, errlen, "%s: layer %u written before trace_writer_begin_token", w->path, layer);
-    if (layer != w->next_layer)
-        return err_set(err, errlen, "%s: token %llu: layer %u written where layer %u was due", w->path,
-                   (unsigned long long)w->n_tokens - 1, layer, w->next_layer);
-    if (check_ids(w, "active", layer, active, n_active, err, errlen) != 0)
-        return -1;
-    if (w->meta.has_predicted && check_ids(w, "predicted", layer, pred, n_pred, err, errlen) != 0)
-        return -1;
+        return err_set(err, errlen, "%s: channels of layer %u given before trace_writer_begin_token", w->path, layer);
+    unsigned long long t = (unsigned long long)w->n_tokens - 1;
+    if (layer != w->next_layer || layer >= w->meta.n_layers)
+        return err_set(err, errlen, "%s: token %llu: channels of layer %u given where layer %u was due", w->path, t, layer,
+                       w->next_layer);
+    if (w->chan_given)
+        return err_set(err, errlen, "%s: token %llu layer %u: channel set given twice", w->path, t, layer);
+    char why[160];
+    if (trace_check_channels(ids, n, w->meta.d_model, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s: token %llu layer %u: %s", w->path, t, layer, why);
+    if (n)
+        memcpy(w->chan, ids, n * sizeof *ids);
+    w->n_chan = n;
+    w->chan_given = true;
+    return 0;
+}
+
+/* The layer's sets into its block: active, predicted, channels as flagged. */
+static int put_sets(struct trace_writer *w, uint32_t layer, const uint32_t *active, uint32_t n_active,
+                    const uint32_t *pred, uint32_t n_pred, char *err, size_t errlen)
+{
     if (put_set(w, 0, layer, active, n_active, NULL, 0, err, errlen) != 0)
         return -1;
     w->active_events += n_active;
@@ -202,6 +232,32 @@ int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *a
             return -1;
         w->pred_events += n_pred;
     }
+    if (w->meta.has_channels) {
+        if (put_set(w, 2, layer, w->chan, w->n_chan, NULL, 0, err, errlen) != 0)
+            return -1;
+        w->chan_given = false;
+    }
+    return 0;
+}
+
+int trace_writer_layer(struct trace_writer *w, uint32_t layer, const uint32_t *active,
+                       uint32_t n_active, const uint32_t *pred, uint32_t n_pred,
+                       char *err, size_t errlen)
+{
+    if (!w->in_token)
+        return err_set(err, errlen, "%s: layer %u written before trace_writer_begin_token", w->path, layer);
+    if (layer != w->next_layer || layer >= w->meta.n_layers)
+        return err_set(err, errlen, "%s: token %llu: layer %u written where layer %u was due", w->path,
+                   (unsigned long long)w->n_tokens - 1, layer, w->next_layer);
+    if (check_ids(w, "active", layer, active, n_active, err, errlen) != 0)
+        return -1;
+    if (w->meta.has_predicted && check_ids(w, "predicted", layer, pred, n_pred, err, errlen) != 0)
+        return -1;
+    if (w->meta.has_channels && !w->chan_given)
+        return err_set(err, errlen, "%s: token %llu layer %u: no channel set (trace_writer_layer_channels comes first)",
+                       w->path, (unsigned long long)w->n_tokens - 1, layer);
+    if (put_sets(w, layer, active, n_active, pred, n_pred, err, errlen) != 0)
+        return -1;
     if (seal_block(w, layer, err, errlen) != 0)
         return -1;
     w->next_layer++;

@@ -27,6 +27,22 @@ CORPUS = os.path.join(ROOT, "tests", "fuzz", "corpus")
 ARCHS = ["opt", "llama", "falcon", "persimmon", "phi"]
 
 
+def channel_trace(path):
+    """A small trace with predicted and channel sets (sparse, dense, empty,
+    full), written by python/flashbed_trace.py; its bytes."""
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import flashbed_trace as ft
+    meta = ft.TraceMeta(2, 24, 40, 2, ft.FFN_GLU, True, '{"model":"fuzz-channels"}', has_channels=True)
+    with ft.TraceWriter(path, meta) as w:
+        for t in range(4):
+            w.begin_token(ft.TOKEN_GENERATED if t else 0)
+            for l in range(2):
+                act = [i for i in range(40) if (i * 3 + t + l) % 5 == 0]
+                chan = [j for j in range(24) if t == 3 or (j + t * l) % (2 + t) == 0] if t else []
+                w.layer(act, act[::2], chan)
+    return open(path, "rb").read()
+
+
 def put(harness, name, data):
     d = os.path.join(CORPUS, harness)
     os.makedirs(d, exist_ok=True)
@@ -132,6 +148,8 @@ def main():
                                                     for i in range(320)))
         run(flashbed, "convert", fx, "--tokenizer", tok, "--out", m)
         put("model_json", "phi3-longrope.json", open(os.path.join(m, "model.json"), "rb").read())
+        # channel sets (issue 33), with predicted sets: every kind of set in a block
+        put("trace", "channels.trace", channel_trace(os.path.join(tmp, "channels.trace")))
         # a version 1 trace (the synth ones above are the current version)
         put("trace", "v1.trace", open(os.path.join(ROOT, "tests", "data", "trace_v1.trace"), "rb").read())
         put("tokenizer_sp", "llama-300.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 300))

@@ -355,4 +355,35 @@ EOF
     done
 fi
 
+# ---- channel sets (issue 33): written by Python, read by flashbed; copied back ----
+check "python writes a trace with channel sets" python3 - "$WORK/chan.trace" <<'EOF'
+import sys, flashbed_trace as f
+m = f.TraceMeta(2, 12, 40, 2, f.FFN_GLU, False, '{"model":"chan"}', has_channels=True)
+with f.TraceWriter(sys.argv[1], m) as w:
+    for t in range(5):
+        w.begin_token(f.TOKEN_GENERATED)
+        for l in range(2):
+            w.layer([i for i in range(40) if (i + t + l) % 3 == 0], channels=[j for j in range(12) if (j + t) % 4 < 1 + l])
+EOF
+read_both chan "$WORK/chan.trace"
+check "chan: flashbed reads the kept channels' density" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(abs(d['mean_density_channels'] - (15 + 30) / 120) > 1e-12)" "$WORK/chan.fb/trace_info.json"
+check "chan: a layer without its channel set is refused" python3 -c "
+import sys, flashbed_trace as f
+w = f.TraceWriter(sys.argv[1], f.TraceMeta(1, 4, 8, has_channels=True))
+w.begin_token()
+try:
+    w.layer([1])
+    sys.exit('no error')
+except f.TraceError as e:
+    w.abort()
+    sys.exit(0 if 'no channel set' in str(e) else str(e))" "$WORK/nochan.trace"
+check "chan: copy keeps the channel sets" python3 "$PY" copy "$WORK/chan.trace" "$WORK/chan2.trace"
+check "chan: the copy reads the same" python3 -c "
+import sys, flashbed_trace as f
+a, b = list(f.read_tokens(sys.argv[1])), list(f.read_tokens(sys.argv[2]))
+sys.exit(len(a) != 5 or [x.channels for x in a] != [y.channels for y in b] or a[1].channels[1] != [0, 3, 4, 7, 8, 11])" "$WORK/chan.trace" "$WORK/chan2.trace"
+
 finish

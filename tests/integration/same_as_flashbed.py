@@ -4,7 +4,8 @@
 Python's `flashbed_trace.py info --json` against flashbed trace info's
 trace_info.json for the same trace: the same shape, tokens and sequences,
 and per layer the neurons flashbed's densities count (density * tokens *
-d_ff), active and predicted. Exit 1 naming each difference."""
+d_ff), active and predicted, and the kept input channels (density * tokens
+* d_model) of a trace with channel sets. Exit 1 naming each difference."""
 import json
 import sys
 
@@ -33,5 +34,10 @@ if "density_predicted" in fb:
 else:
     want("has predicted", py["has_predicted"], False)
     want("predicted total", py["predicted_neurons"], 0)
+if "density_channels" in fb:
+    c = fb["tokens"] * fb["d_model"]
+    want("channels per layer", py["channels_per_layer"], [round(d * c) for d in fb["density_channels"]])
+else:
+    want("has channels", py.get("has_channels", False), False)
 want("source", json.loads(py["source"]), fb["source"])
 sys.exit(0 if ok else 1)

@@ -176,4 +176,33 @@ expect_error "info without file" "needs a trace FILE" trace info
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do check "no result folder bad$i" test ! -e "$WORK/bad$i"; done
 check "no bad trace written" test ! -e "$WORK/bad.trace"
 check "no temporary left" test -z "$(find "$WORK" -name '*.tmp.*')"
+
+# ---- input sparsity (issue 33): channel sets, replayed through the transposed layout ----
+C="$WORK/teal.trace"
+check "synth with channel sets" "$FLASHBED" trace synth --shape llama-tiny --tokens 24 --channel-density 0.5 --active-density 0.25 --out "$C"
+check "trace info reports the channels" sh -c "'$FLASHBED' trace info '$C' | grep -q 'channel sets: yes (input channels kept: 50.00% of d_model'"
+check "replay --layout transposed" "$FLASHBED" replay --trace "$C" --layout transposed --policy naive,lru,window:3 --dram-budget 25%,50% --out "$WORK/teal" --quiet
+check "replay.csv has both streams" sh -c "head -1 '$WORK/teal/replay.csv' | grep -q 'chan_bytes_per_token.*down_bytes_per_token'"
+check "replay.csv: a row per policy and budget" test "$(($(wc -l < "$WORK/teal/replay.csv") - 1))" -eq 6
+check "replay.md has the streams' table" grep -q "channels: MB / reads per token" "$WORK/teal/replay.md"
+check "a stream's bytes add up" python3 -c "
+import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if abs(float(r['chan_bytes_per_token']) + float(r['down_bytes_per_token']) - float(r['bytes_per_token'])) > 1e-6 * float(r['bytes_per_token']):
+        sys.exit(r['policy'])" "$WORK/teal/replay.csv"
+expect_error "neuron layout on channel sets" "the trace has channel sets (input sparsity), which only layout transposed reads" replay --trace "$C" --layout bundled --out "$WORK/teal-bad1"
+expect_error "transposed without channel sets" "layout transposed needs a trace with channel sets" replay --trace "$T" --layout transposed --out "$WORK/teal-bad2"
+check "no result folder for the refusals" test ! -e "$WORK/teal-bad1" -a ! -e "$WORK/teal-bad2"
+check "export csv keeps the channel sets" "$FLASHBED" trace export "$C" --format csv --out "$WORK/teal-csv"
+check "export npz-friendly keeps the channel sets" "$FLASHBED" trace export "$C" --format npz-friendly --out "$WORK/teal-npz"
+check "exported channel rows: 24 tokens x layers x d_model/2, in both forms" python3 -c "
+import json, os, sys
+csv_dir, npz_dir = sys.argv[1], sys.argv[2]
+meta = json.load(open(os.path.join(csv_dir, 'export.json')))
+h = meta['header']
+want = 24 * h['n_layers'] * (h['d_model'] // 2)
+rows = sum(1 for line in open(os.path.join(csv_dir, 'neurons.csv')) if line.rstrip().endswith(',channel'))
+size = os.path.getsize(os.path.join(npz_dir, 'channel_id.u32'))
+sys.exit(not (h['has_channels'] and meta['channel_rows'] == want == rows and size == 4 * want))" "$WORK/teal-csv" "$WORK/teal-npz"
+
 finish

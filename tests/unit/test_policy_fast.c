@@ -237,7 +237,7 @@ static void random_trace(struct trace *tr, uint64_t seed, uint32_t L, uint32_t N
     struct rng r;
     rng_seed(&r, seed);
     memset(tr, 0, sizeof *tr);
-    tr->meta = (struct trace_meta){L, 4, N, 1, FFN_RELU, false, strdup("{}")};
+    tr->meta = (struct trace_meta){L, 4, N, 1, FFN_RELU, false, strdup("{}"), false};
     tr->n_tokens = T;
     tr->token_flags = calloc(T, 1);
     tr->token_flags[0] = TRACE_TOKEN_SEQ_START;

@@ -5,7 +5,9 @@
  * single flipped bit of a version 2 file reported with where it lies (the
  * header, the token and layer, the end marker); the committed version 1
  * file read, unchecked, with the sets it was written with; and a header's
- * d_ff sizing nothing by itself (the reader's rows hold what the sets do). */
+ * d_ff sizing nothing by itself (the reader's rows hold what the sets do).
+ * Channel sets have their own test (test_trace_channels.c); their bit
+ * flips are here, with the others. */
 #include <ctype.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -53,7 +55,7 @@ static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
 {
     char path[256];
     path_of(path, sizeof path, "rt.trace");
-    struct trace_meta m = {L, 16, N, 2, FFN_GLU, pred, "{\"model\":\"test\"}"};
+    struct trace_meta m = {L, 16, N, 2, FFN_GLU, pred, "{\"model\":\"test\"}", false};
     struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
     CHECK(w != NULL);
     if (!w)
@@ -109,7 +111,7 @@ static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
 {
     char path[256];
     path_of(path, sizeof path, "bm.trace");
-    struct trace_meta m = {L, 16, N, 2, FFN_RELU, pred, "{\"model\":\"built\"}"};
+    struct trace_meta m = {L, 16, N, 2, FFN_RELU, pred, "{\"model\":\"built\"}", false};
     struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     CHECK(w && b);
@@ -150,7 +152,7 @@ static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
 
 static void builder_refusals(void)
 {
-    struct trace_meta m = {2, 16, 8, 2, FFN_RELU, false, NULL};
+    struct trace_meta m = {2, 16, 8, 2, FFN_RELU, false, NULL, false};
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     struct trace_sink s = trace_builder_sink(b);
     const uint32_t up[] = {1, 3}, down[] = {3, 1}, big[] = {8};
@@ -223,7 +225,7 @@ static void reseal_header(char *b)
 
 static void small_trace(const char *path, uint32_t N, uint32_t neuron)
 {
-    struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}"};
+    struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}", false};
     struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
     uint32_t a[] = {1, neuron}, p[] = {1, 2, neuron};
     for (int t = 0; t < 3; t++) {
@@ -325,7 +327,7 @@ static void writer_refusals(void)
 {
     char w_path[256];
     path_of(w_path, sizeof w_path, "refused.trace");
-    struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}"};
+    struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}", false};
     struct trace_writer *w = trace_writer_open(w_path, &m, err, sizeof err);
     uint32_t over[] = {3, 64}, unsorted[] = {5, 4}, ok[] = {1, 2};
     CHECK(trace_writer_layer(w, 0, ok, 2, NULL, 0, err, sizeof err) != 0);
@@ -369,7 +371,7 @@ static void size_at_3_percent(void)
     char path[256];
     path_of(path, sizeof path, "big.trace");
     const uint32_t L = 32, N = 16384;
-    struct trace_meta m = {L, 4096, N, 2, FFN_RELU, false, "{}"};
+    struct trace_meta m = {L, 4096, N, 2, FFN_RELU, false, "{}", false};
     struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
     struct rng r;
     rng_seed(&r, 3);
@@ -426,7 +428,7 @@ static void synth_calibration(void)
     unlink(path);
 
     /* s_agg on a hand-made trace: sets {0,1} {1,2} {2,3} of d_ff 4 */
-    struct trace_meta m = {1, 4, 4, 1, FFN_RELU, false, "{}"};
+    struct trace_meta m = {1, 4, 4, 1, FFN_RELU, false, "{}", false};
     struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
     uint32_t sets[3][2] = {{0, 1}, {1, 2}, {2, 3}};
     for (int t = 0; t < 3; t++) {
@@ -568,13 +570,34 @@ static void every_bit_flip(const char *path)
     free(b);
 }
 
+/* A trace with predicted and channel sets, 3 tokens x 2 layers (channel
+ * sets empty, sparse and full): a flipped bit in a channel set is caught
+ * and placed like any other. */
+static void channel_flips(const char *path)
+{
+    struct trace_meta m = {2, 12, 40, 2, FFN_GLU, true, "{}", true};
+    struct trace_writer *wr = trace_writer_open(path, &m, err, sizeof err);
+    uint32_t c[3][2][12] = {{{0, 4, 11}, {0}}, {{0, 4, 10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}, {{7}, {3}}};
+    uint32_t nc[3][2] = {{3, 0}, {3, 12}, {1, 1}};
+    uint32_t a[] = {2, 9, 33};
+    for (int t = 0; t < 3; t++) {
+        CHECK(trace_writer_begin_token(wr, 0, err, sizeof err) == 0);
+        for (uint32_t l = 0; l < 2; l++) {
+            CHECK(trace_writer_layer_channels(wr, l, c[t][l], nc[t][l], err, sizeof err) == 0);
+            CHECK(trace_writer_layer(wr, l, a, 3 - (uint32_t)t, a, 3, err, sizeof err) == 0);
+        }
+    }
+    CHECK(trace_writer_close(wr, err, sizeof err) == 0);
+    every_bit_flip(path);
+}
+
 /* Traces small enough to flip every bit of: 3 tokens x 2 layers with
  * predicted sets (a sequence start in the middle), and 4 x 3 without. */
 static void bit_flips(void)
 {
     char path[256];
     path_of(path, sizeof path, "flips.trace");
-    struct trace_meta m = {2, 8, 50, 2, FFN_RELU, true, "{\"model\":\"flip\"}"};
+    struct trace_meta m = {2, 8, 50, 2, FFN_RELU, true, "{\"model\":\"flip\"}", false};
     struct trace_writer *wr = trace_writer_open(path, &m, err, sizeof err);
     uint32_t a[3][2][4] = {{{1, 7, 30, 49}, {0}}, {{1, 7, 31, 49}, {2, 3}}, {{5}, {2, 3, 4, 40}}};
     uint32_t na[3][2] = {{4, 1}, {4, 2}, {1, 4}};
@@ -588,7 +611,7 @@ static void bit_flips(void)
     CHECK(trace_writer_close(wr, err, sizeof err) == 0);
     every_bit_flip(path);
 
-    struct trace_meta m2 = {3, 8, 300, 2, FFN_GLU, false, "{}"};
+    struct trace_meta m2 = {3, 8, 300, 2, FFN_GLU, false, "{}", false};
     wr = trace_writer_open(path, &m2, err, sizeof err);
     uint32_t ids[300];
     for (int t = 0; t < 4; t++) {
@@ -603,6 +626,7 @@ static void bit_flips(void)
     }
     CHECK(trace_writer_close(wr, err, sizeof err) == 0);
     every_bit_flip(path);
+    channel_flips(path);
 }
 
 /* tests/data/trace_v1.trace, written by the version 1 writer: it reads, as

@@ -12,7 +12,7 @@ static inline void fixture_trace(struct trace *tr, uint32_t n_layers, uint32_t d
                                  uint32_t ffn_kind, uint64_t n_tokens, const int *const *sets)
 {
     memset(tr, 0, sizeof *tr);
-    tr->meta = (struct trace_meta){n_layers, d_model, d_ff, 1, ffn_kind, false, strdup("{}")};
+    tr->meta = (struct trace_meta){n_layers, d_model, d_ff, 1, ffn_kind, false, strdup("{}"), false};
     tr->n_tokens = n_tokens;
     tr->token_flags = calloc(n_tokens, 1);
     tr->token_flags[0] = TRACE_TOKEN_SEQ_START;

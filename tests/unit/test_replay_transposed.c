@@ -1,0 +1,211 @@
+/* The transposed layout's replay (input sparsity, cache/transposed.h): exact
+ * counts of its two streams under naive, lru and window on a trace with
+ * channel sets worked out by hand, the budget split, feasibility per
+ * stream, the report's stream columns, and the refusals (transposed without
+ * channel sets, a neuron layout with them, a stride or an alignment). */
+#include "check.h"
+#include "policy_text.h"
+#include "trace_fixture.h"
+
+#include "cache/cache.h"
+#include "common/model_shape.h"
+#include "sim/replay.h"
+#include "sim/replay_report.h"
+#include "sim/replay_study.h"
+#include "sim/trace_volumes.h"
+
+/* One layer, d_model 4, d_ff 6, ReLU, 1 byte per weight: a channel bundle
+ * is an up column of 6 bytes, a row of down 4 bytes; each stream is 24
+ * bytes, the FFN 48. Per token:
+ *   channels  t0 {0}    t1 {1}  t2 {0}    t3 {2}  t4 {1}      (5 in all)
+ *   down      t0 {0,1}  t1 {2}  t2 {0,3}  t3 {4}  t4 {2,3}    (8 in all) */
+static const int d0[] = {0, 1, -1}, d1[] = {2, -1}, d2[] = {0, 3, -1}, d3[] = {4, -1}, d4[] = {2, 3, -1};
+static const int *const down_sets[] = {d0, d1, d2, d3, d4};
+static const uint32_t chan_ids[] = {0, 1, 0, 2, 1};
+
+static struct trace tr, plain;
+
+static void make_traces(void)
+{
+    fixture_trace(&tr, 1, 4, 6, FFN_RELU, 5, down_sets);
+    fixture_trace(&plain, 1, 4, 6, FFN_RELU, 5, down_sets);
+    tr.meta.has_channels = true;
+    tr.chan_off = calloc(6, sizeof *tr.chan_off);
+    tr.chan_ids = malloc(sizeof chan_ids);
+    memcpy(tr.chan_ids, chan_ids, sizeof chan_ids);
+    for (int t = 0; t < 5; t++)
+        tr.chan_off[t + 1] = (uint64_t)t + 1;
+}
+
+static struct replay_result run(const struct trace *t, const char *policy, const char *layout, uint64_t budget,
+                                char *err)
+{
+    struct replay_result r;
+    struct replay_spec spec = {POLICY(policy), LAYOUT(layout), budget, false, budget > 0, 0, 0};
+    if (replay_run(t, &spec, &r, err, 256) != 0)
+        memset(&r, 0, sizeof r);
+    return r;
+}
+
+#define CHECK_STREAM(st, w_reads, w_bytes, w_hits, w_needed, w_ins, w_del) \
+    do {                                                                  \
+        CHECK_U64((st).total.reads, w_reads);                             \
+        CHECK_U64((st).total.bytes, w_bytes);                             \
+        CHECK_U64((st).total.hits, w_hits);                               \
+        CHECK_U64((st).total.needed, w_needed);                           \
+        CHECK_U64((st).total.inserted, w_ins);                            \
+        CHECK_U64((st).total.deleted, w_del);                             \
+    } while (0)
+
+/* naive reads every row of both streams each token, keeps none:
+ * channels 4 x 5 = 20 reads of 6 bytes, down 6 x 5 = 30 of 4 bytes. */
+static void naive_counts(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&tr, "naive", "transposed", 24, err);
+    CHECK(r.transposed);
+    CHECK_STREAM(r.chan, 20, 120, 0, 5, 20, 20);
+    CHECK_STREAM(r.down, 30, 120, 0, 8, 30, 30);
+    CHECK_STREAM(r, 50, 240, 0, 13, 50, 50);
+    CHECK(r.feasible);
+    CHECK_U64(r.per_token[2].bytes, 48);
+    replay_result_free(&r);
+}
+
+/* lru at 24 bytes (half the FFN): channels get 24 * 24/48 = 12 bytes, 2
+ * bundles; down 12 bytes, 3 rows.
+ * channels: t0 miss 0 {0}; t1 miss 1 {0,1}; t2 hit 0; t3 miss 2, evict 1
+ *   (last used t1) {0,2}; t4 miss 1, evict 0 (t2) {2,1}: 4 reads, 1 hit, 2 deleted.
+ * down: t0 miss 0,1; t1 miss 2 {0,1,2}; t2 hit 0, miss 3, evict 1 (t0);
+ *   t3 miss 4, evict 2 (t1) {0,3,4}; t4 hit 3, miss 2, evict 0 (t2):
+ *   6 reads, 2 hits, 3 deleted.
+ * DRAM after a token's loads: t3 holds 3 bundles (18) + 4 rows (16) = 34 bytes, the most. */
+static void lru_counts(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&tr, "lru", "transposed", 24, err);
+    CHECK_U64(r.chan.budget_rows, 2);
+    CHECK_U64(r.down.budget_rows, 3);
+    CHECK_U64(r.chan.row_bytes, 6);
+    CHECK_U64(r.down.row_bytes, 4);
+    CHECK_STREAM(r.chan, 4, 24, 1, 5, 4, 2);
+    CHECK_STREAM(r.down, 6, 24, 2, 8, 6, 3);
+    CHECK_STREAM(r, 10, 48, 3, 13, 10, 5);
+    CHECK_U64(r.dram_peak_bytes, 34);
+    CHECK(r.feasible);
+    CHECK(r.chan.hit_ratio == 1.0 / 5 && r.down.hit_ratio == 2.0 / 8);
+    CHECK(r.bytes_per_token == 48.0 / 5 && r.chan.reads_per_token == 4.0 / 5);
+    replay_result_free(&r);
+    /* 12 bytes: 1 bundle and 1 row per layer; a token needs 2 rows of down */
+    r = run(&tr, "lru", "transposed", 12, err);
+    CHECK(!r.feasible);
+    CHECK_STR(r.infeasible, "a token needs up to 2 rows of down in one layer; the budget holds 1 per layer");
+    replay_result_free(&r);
+    r = run(&tr, "lru", "transposed", 6, err); /* 3 bytes each: no bundle fits */
+    CHECK(!r.feasible && strstr(r.infeasible, "channel bundles") != NULL);
+    replay_result_free(&r);
+}
+
+/* window:K without a budget: after token t it keeps the rows of tokens
+ * t-K+2..t, so that the next token's window holds K tokens (replay.h).
+ * window:4 keeps the last 3 tokens' rows:
+ * channels: t0, t1 miss; t2 hit 0; t3 miss 2, keeps {1,0,2}; t4 hit 1,
+ *   keeps t2..t4 {0,2,1}: 3 reads, 2 hits, nothing deleted.
+ * down: t0 miss 0,1; t1 miss 2; t2 hit 0, miss 3, keeps t0..t2; t3 miss 4,
+ *   keeps t1..t3 {2,0,3,4}: drops 1; t4 hits 2 and 3, keeps t2..t4, the
+ *   same rows: 5 reads, 3 hits, 1 deleted.
+ * window:3 keeps the last 2 tokens' rows:
+ * channels: t0, t1 miss; t2 hit 0, drops nothing (keeps {1,0}); t3 miss
+ *   2, drops 1; t4 miss 1, drops 0: 4 reads, 1 hit, 2 deleted.
+ * down: t0 miss 0,1; t1 miss 2; t2 hit 0, miss 3, drops 1; t3 miss 4, drops
+ *   2; t4 hit 3, miss 2, drops 0: 6 reads, 2 hits, 3 deleted. */
+static void window_counts(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&tr, "window:4", "transposed", 0, err);
+    CHECK_STREAM(r.chan, 3, 18, 2, 5, 3, 0);
+    CHECK_STREAM(r.down, 5, 20, 3, 8, 5, 1);
+    CHECK_STREAM(r, 8, 38, 5, 13, 8, 1);
+    replay_result_free(&r);
+    r = run(&tr, "window:3", "transposed", 0, err);
+    CHECK_STREAM(r.chan, 4, 24, 1, 5, 4, 2);
+    CHECK_STREAM(r.down, 6, 24, 2, 8, 6, 3);
+    CHECK_STREAM(r, 10, 48, 3, 13, 10, 5);
+    replay_result_free(&r);
+}
+
+/* The cost model's volumes of the lru replay (sim/trace_volumes.h), per
+ * token at 2 bytes per weight: channels 24 bytes / 6 = 4 bundles read over
+ * 5 tokens (0.8), 2 deleted (0.4), 5 needed (1.0, held and computed: lru
+ * computes its needed rows); down 24 / 4 = 6 rows (1.2), 3 deleted (0.6),
+ * 8 needed (1.6). */
+static void cost_volumes(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&tr, "lru", "transposed", 24, err);
+    struct token_volumes v;
+    trace_volumes_of_replay(&r, "hand", 2, 1, &v);
+    CHECK(v.transposed && v.replayed);
+    const double got[] = {v.chan.rows_loaded, v.chan.reads, v.chan.read_bytes, v.chan.rows_deleted, v.chan.computed,
+                          v.chan.cache_rows, v.down.rows_loaded, v.down.read_bytes, v.down.rows_deleted,
+                          v.down.computed, v.down.cache_rows};
+    const double want[] = {0.8, 0.8, 9.6, 0.4, 1.0, 1.0, 1.2, 9.6, 0.6, 1.6, 1.6};
+    for (int i = 0; i < 11; i++)
+        CHECK_NEAR(got[i], want[i], 1e-12);
+    replay_result_free(&r);
+}
+
+static void refusals(void)
+{
+    char err[256] = "";
+    struct replay_result r = run(&plain, "lru", "transposed", 24, err);
+    CHECK(strstr(err, "layout transposed needs a trace with channel sets") != NULL);
+    r = run(&tr, "lru", "bundled", 24, err);
+    CHECK(strstr(err, "the trace has channel sets (input sparsity), which only layout transposed reads") != NULL);
+    r = run(&tr, "naive", "split", 24, err);
+    CHECK(strstr(err, "a neuron layout would read every bundle") != NULL);
+    struct replay_spec spec = {POLICY("lru"), LAYOUT("transposed"), 24, false, true, 16, 0};
+    CHECK(replay_run(&tr, &spec, &r, err, sizeof err) == -1);
+    CHECK(strstr(err, "packed rows") != NULL);
+    r = run(&plain, "lru", "bundled", 24, err); /* the neuron layouts as before */
+    CHECK_U64(r.total.needed, 8);
+    CHECK(!r.transposed);
+    replay_result_free(&r);
+}
+
+/* The CSV has each stream's columns, the markdown its table. */
+static void report_columns(void)
+{
+    char err[256] = "";
+    struct replay_row row = {0};
+    row.res = run(&tr, "lru", "transposed", 24, err);
+    row.budget = "50%";
+    row.budget_share = 0.5;
+    char *csv = replay_report_csv(&row, 1);
+    CHECK(csv && strstr(csv, "chan_bytes_per_token,chan_reads_per_token,chan_hit_ratio,chan_row_bytes") != NULL);
+    CHECK(csv && strstr(csv, "down_bytes_total,down_reads_total") != NULL);
+    CHECK(csv && strstr(csv, ",4.8,0.8,0.2,6,2,1,24,4,") != NULL); /* channels: 24 bytes, 4 reads over 5 tokens */
+    free(csv);
+    struct replay_report_info info = {0};
+    info.trace_path = "hand.trace";
+    info.model = "";
+    info.meta = &tr.meta;
+    char *md = replay_report_markdown(&row, 1, &info);
+    CHECK(md && strstr(md, "| 50% | lru | 0.00 / 1 | 0.200 | 2 / 1 | 0.00 / 1 | 0.250 | 3 / 2 |") != NULL);
+    free(md);
+    replay_result_free(&row.res);
+}
+
+int main(void)
+{
+    make_traces();
+    naive_counts();
+    lru_counts();
+    window_counts();
+    refusals();
+    report_columns();
+    cost_volumes();
+    trace_free(&tr);
+    trace_free(&plain);
+    return check_report("test_replay_transposed");
+}
