@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_flash.h"
+#include "engine/ffn/ffn_transposed.h"
 
 /* The loop's state, which decode_run's hooks share. */
 struct exec {
@@ -131,6 +132,11 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
         err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
+    if (p->cfg.active == SOURCE_TEAL) {
+        err_set(err, errlen, "--active teal does not record its channel and row sets yet (the trace format has no "
+                "channel sets)");
+        return NULL;
+    }
     bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
@@ -157,8 +163,10 @@ int run_engine_init(struct engine *e, const struct fb_settings *set, const struc
                     const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
                     size_t errlen)
 {
-    return engine_init_with(e, set, m, be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg, threads,
-                            max_seq, err, errlen);
+    const struct ffn_ops *ops = p->dense                        ? &ffn_dense
+                                : p->layout.ops->transposed ? &ffn_transposed /* input sparsity: ffn_t.bin */
+                                                            : &ffn_flash;
+    return engine_init_with(e, set, m, be, ops, p->dense ? NULL : &p->cfg, threads, max_seq, err, errlen);
 }
 
 void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
