@@ -62,6 +62,11 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->ring_waits = (double)ft.ring_waits;
     r->read_waits = (double)ft.read_waits;
     r->step_waits = (double)ft.step_waits;
+    r->chan_bytes = (double)ft.chan_bytes;
+    r->chan_reads = (double)ft.chan_reads;
+    r->down_bytes = (double)ft.down_bytes;
+    r->down_reads = (double)ft.down_reads;
+    r->kept_channels = (double)ft.kept_channels;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
 }
@@ -173,12 +178,13 @@ void run_engine_extra(struct engine *e, const struct model *m, const struct run_
                       struct run_report_extra *x)
 {
     x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
-    x->device = x->read_ahead = false;
+    x->device = x->read_ahead = x->transposed = false;
     x->device_bytes = 0;
     x->staging_pinned = true;
     if (p->dense)
         return;
     x->device = !e->be_info.host_visible;
+    x->transposed = p->layout.ops->transposed;
     x->read_ahead = ffn_flash_reads_ahead(&p->cfg, x->device);
     x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
     x->device_bytes = ffn_flash_device_bytes(&e->ffn, &x->staging_pinned);
