@@ -195,7 +195,8 @@ static int run(const char *dir, const char *policy, uint64_t pct, const int *ids
         for (int i = 0; i < max_seq; i++)
             printf(" %d", toks[i]);
         printf("\nmax_rel: %.3g\n", max_rel);
-        if (!p.plan.capacity_rows && !p.plan.policy.ops->keeps_recent && !p.plan.policy.ops->uses_budget)
+        if (!policy_layer_rows(p.plan.policy.ops, p.plan.capacity_rows, mf.shape.d_model) &&
+            !policy_layer_rows(p.plan.policy.ops, p.plan.down_capacity_rows, mf.shape.d_ff)) /* nothing kept */
             mismatch += check_unkept(&md, max_seq);
         rc = mismatch || max_rel > 1e-5;
         printf("%s\n", rc ? "DIFFERENT" : "same");
