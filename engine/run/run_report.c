@@ -290,6 +290,17 @@ static void transposed_json(cJSON *sum, const struct model *m, const struct run_
     cJSON_AddNumberToObject(o, "down_staging_rows", p->plan.down_staging_rows);
 }
 
+/* What share of the FFN the steady state chose: its neurons, or input
+ * sparsity's channels and rows of down. */
+static void density_json(cJSON *sum, const struct model *m, const struct run_setup *p, const struct run_report_extra *x,
+                         const struct token_row *mean)
+{
+    if (x->transposed)
+        transposed_json(sum, m, p, mean);
+    else if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
+        cJSON_AddNumberToObject(sum, "density", mean->needed / ((double)m->shape.n_layers * m->shape.d_ff));
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -319,10 +330,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
     if (!p->dense)
         summary_policy_json(sum, m, p, x);
-    if (x->transposed)
-        transposed_json(sum, m, p, &mean);
-    else if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
-        cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
+    density_json(sum, m, p, x, &mean);
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
