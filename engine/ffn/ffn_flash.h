@@ -176,7 +176,9 @@ struct ffn_flash_token {
 extern const struct ffn_ops ffn_flash;
 
 /* ffn_flash.create reads its struct ffn_flash_config from f->config
- * (engine_init_with's ffn_config). */
+ * (engine_init_with's ffn_config). The accessors below also answer for the
+ * transposed flash FFN of input sparsity (engine/ffn/ffn_transposed.h),
+ * which takes the same configuration. */
 /* Flags for the trace being recorded (TRACE_TOKEN_*), for the next token. */
 void ffn_flash_next_token(struct ffn *f, unsigned trace_flags);
 /* The last token's costs (since the previous call). */
