@@ -1,5 +1,5 @@
-/* flashbed model make: a synthetic model of a real shape; flashbed model
- * transpose: a model's ffn_t.bin for input sparsity on flash. */
+/* flashbed model make: a synthetic model of a real shape (model verify:
+ * cli/cmd_model_verify.c; model transpose: cli/cmd_model_transpose.c). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +15,6 @@
 #include "common/out_path.h"
 #include "engine/import/spectrum.h"
 #include "engine/import/synthetic.h"
-#include "engine/model/ffn_transposed.h"
-#include "engine/model/model.h"
 
 struct model_make_opts {
     char *arch;
@@ -145,71 +143,19 @@ static int make(const struct model_make_opts *o, const struct model_shape *s, en
     return 0;
 }
 
-struct model_transpose_opts {
-    bool force;
-};
-
-#define O(f) offsetof(struct model_transpose_opts, f)
-static const struct opt_def model_transpose_options[] = {
-    {"force", OPT_FLAG, O(force), NULL, NULL, "replace the model's ffn_t.bin (and its record) when it has one"},
-    OPT_END,
-};
-#undef O
-
-static const struct opt_command model_transpose_command = {
-    .name = "model transpose",
-    .usage = "DIR [--force]",
-    .summary = "Writes DIR/ffn_t.bin, the FFN stored by input channel for input sparsity on flash\n"
-               "(run --active teal): per layer one bundle per input channel (up's column, then\n"
-               "gate's for a GLU) and one row of down per neuron, each padded for direct I/O\n"
-               "(engine/model/model_format.h). Read from ffn.bin one layer at a time, written\n"
-               "through a temporary and recorded in model.json (strides, dtype, ffn.bin's hash,\n"
-               "provenance): a failure or Ctrl-C leaves the folder as it was. A model that has\n"
-               "one is refused unless --force.",
-    .opts = model_transpose_options,
-    .max_positional = 1,
-};
-
-static int transpose(int argc, char **argv)
-{
-    struct model_transpose_opts o;
-    char *dir = NULL;
-    int n = 0, rc;
-    if (!cli_start(&model_transpose_command, &o, sizeof o, argc, argv, &dir, &n, &rc))
-        return rc;
-    struct model m;
-    char err[8400];
-    if (n != 1)
-        rc = (fb_error("model transpose: needs the model folder: flashbed model transpose DIR"), 2);
-    else if (model_open_flags(&m, dir, MODEL_FFN_ON_FLASH, err, sizeof err) != 0)
-        rc = (fb_error("model transpose: %s", err), 1);
-    else {
-        struct cli_progress bar;
-        struct progress_report report = cli_progress_report(&bar);
-        rc = ffn_transposed_write(&m, o.force, &report, err, sizeof err);
-        cli_progress_end(&bar);
-        if (rc != 0)
-            fb_error("model transpose: %s", err);
-        else
-            fb_info("wrote %s/%s", dir, MODEL_FFN_T_FILE);
-        rc = rc != 0;
-        model_close(&m);
-    }
-    opts_free(&model_transpose_command, &o);
-    return rc;
-}
-
 int cmd_model(int argc, char **argv, const struct fb_settings *set)
 {
-    if (argc >= 2 && !strcmp(argv[1], "transpose"))
-        return transpose(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "verify") == 0)
+        return cmd_model_verify(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "transpose") == 0)
+        return cmd_model_transpose(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             opts_print_help(&model_make_command, stdout);
-            opts_print_help(&model_transpose_command, stdout);
             return 0;
         }
-        fb_error("model: expected a subcommand: make or transpose (see flashbed model make --help)");
+        fb_error("model: expected a subcommand: make, verify or transpose (see flashbed model make --help, model "
+                 "verify --help, model transpose --help)");
         return 2;
     }
     struct model_make_opts o;

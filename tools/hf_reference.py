@@ -500,7 +500,8 @@ class Phi(Model):
 
 
 ARCHS = {"llama": Llama, "opt": OPT, "falcon": Falcon, "persimmon": Persimmon, "phi": Phi, "mistral": Mistral,
-         "qwen2": Qwen, "qwen3": Qwen, "phi3": Phi3, "bamboo": Bamboo}
+         "qwen2": Qwen, "qwen3": Qwen, "phi3": Phi3, "bamboo": Bamboo,
+         "sparsellama": Llama}  # ProSparse's published model_type: Llama with FATReLU
 
 
 def main(argv):

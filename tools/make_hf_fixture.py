@@ -184,13 +184,15 @@ def prosparse():
 # config.json keys rewritten after save_pretrained, and what reference.json
 # says of how the model was built
 CONFIG_AS = {"drelu": {"model_type": "bamboo", "architectures": ["BambooForCausalLM"]},
-             "prosparse": {"hidden_act": "fatrelu", "hidden_act_param": PROSPARSE_THRESHOLD}}
+             "prosparse": {"hidden_act": "fatrelu", "hidden_act_param": PROSPARSE_THRESHOLD,
+                           "model_type": "sparsellama", "architectures": ["SparseLlamaForCausalLM"]}}
 NOTES = {"drelu": "transformers' MistralForCausalLM with every layer's mlp.forward replaced by BambooMLP's "
                   "(TurboSparse-Mistral's published modeling_bamboo.py): down_proj(act_fn(gate_proj(x)) * "
                   "act_fn(up_proj(x))), act_fn relu; config.json saved as model_type bamboo",
          "prosparse": "transformers' LlamaForCausalLM with every layer's mlp.act_fn replaced by FATReLU(%g) "
                       "(x if x > threshold else 0), as ProSparse's published modelling code builds it; config.json "
-                      "saved with hidden_act fatrelu and hidden_act_param %g" % (PROSPARSE_THRESHOLD, PROSPARSE_THRESHOLD)}
+                      "saved as ProSparse's published ones say: model_type sparsellama, hidden_act fatrelu and "
+                      "hidden_act_param %g" % (PROSPARSE_THRESHOLD, PROSPARSE_THRESHOLD)}
 
 
 def llama3():

@@ -23,7 +23,7 @@
 
 static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt,     &hf_arch_falcon, &hf_arch_persimmon,
                                               &hf_arch_phi,   &hf_arch_mistral, &hf_arch_qwen2,  &hf_arch_qwen3,
-                                              &hf_arch_phi3,  &hf_arch_bamboo};
+                                              &hf_arch_phi3,  &hf_arch_bamboo, &hf_arch_sparsellama};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
 static const struct hf_arch *find_arch(const struct config *c)
@@ -37,7 +37,7 @@ static const struct hf_arch *find_arch(const struct config *c)
         if (!strcmp(type, archs[i]->model_type))
             return archs[i];
     err_set(c->err, c->errlen,
-            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3, phi3, bamboo)", c->path,
+            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3, phi3, bamboo, sparsellama)", c->path,
             type);
     return NULL;
 }

@@ -132,7 +132,7 @@ struct hf_arch {
 };
 
 extern const struct hf_arch hf_arch_llama, hf_arch_opt, hf_arch_falcon, hf_arch_persimmon, hf_arch_phi,
-    hf_arch_mistral, hf_arch_qwen2, hf_arch_qwen3, hf_arch_phi3, hf_arch_bamboo;
+    hf_arch_mistral, hf_arch_qwen2, hf_arch_qwen3, hf_arch_phi3, hf_arch_bamboo, hf_arch_sparsellama;
 
 /* The Llama family (Llama, Mistral, Qwen2, Qwen3; import_hf_llama.c):
  * the keys their configs share (sizes, head_dim, hidden_act, rope_theta,

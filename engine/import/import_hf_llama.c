@@ -245,4 +245,9 @@ static int opt_head(struct hf_ctx *c)
 }
 
 const struct hf_arch hf_arch_llama = {"llama", 1, 2, llama_shape, hf_embed_tokens, hf_llama_layer, hf_llama_head};
+/* ProSparse's published checkpoints (SparseLLM/prosparse-llama-2-7b, -13b)
+ * say model_type "sparsellama" (SparseLlamaForCausalLM, remote code): Llama's
+ * keys and tensors, its activation FATReLU (read by llama_activation). */
+const struct hf_arch hf_arch_sparsellama = {"sparsellama", 1, 2, llama_shape, hf_embed_tokens, hf_llama_layer,
+                                            hf_llama_head};
 const struct hf_arch hf_arch_opt = {"opt", 1, 2, opt_shape, opt_embeddings, opt_layer, opt_head};

@@ -98,6 +98,8 @@ struct model {
     void *ffn;               /* NULL when the FFN stays on flash */
     size_t ffn_bytes;
     char ffn_path[4200];     /* ffn.bin: layer l's bundles start at l * d_ff * bundle_stride */
+    uint32_t *ffn_crc;       /* [n_layers * d_ff]: each bundle's CRC-32C (ffn.crc32c), NULL: unchecked */
+    bool checked;            /* the folder has checksums: dram.bin was checked at load, bundles are as read */
 };
 
 /* Opens a model folder: checks model.json against the files, reads the
@@ -108,6 +110,7 @@ int model_open(struct model *m, const char *dir, char *err, size_t errlen);
 
 enum model_open_flags {
     MODEL_FFN_ON_FLASH = 1u << 0, /* leave ffn.bin on flash (checked, not read): layers' ffn_bundles are NULL */
+    MODEL_NO_VERIFY = 1u << 1,    /* --verify off: checksums read, the weights not checked against them */
 };
 int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen);
 void model_close(struct model *m);

@@ -11,6 +11,14 @@
  *               row-column bundle, so one read brings all neuron i needs.
  *               bundle_stride is bundle_bytes rounded up to FFN_ALIGN so
  *               every bundle can be read with direct I/O.
+ *   ffn.crc32c  the FFN's checksums: CRC-32C (common/crc32c.h) of each
+ *               bundle's bundle_bytes (not its padding), u32 little-endian,
+ *               in ffn.bin's order (layer l, neuron i at l * d_ff + i); the
+ *               engine checks each bundle it reads against it, `flashbed
+ *               model verify` the whole folder. model.json's "ffn"
+ *               "checksums" names the algorithm and holds this file's own
+ *               CRC-32C; each DRAM tensor's entry its "crc32c". A folder
+ *               written before them has neither and is read unchecked.
  *   ffn_t.bin   optional (flashbed model transpose DIR; run --active teal
  *               reads it): the same FFN by input channel, for input
  *               sparsity (cache/transposed.h). Per layer l, at
@@ -45,6 +53,8 @@
 #define MODEL_JSON "model.json"
 #define MODEL_DRAM_FILE "dram.bin"
 #define MODEL_FFN_FILE "ffn.bin"
+#define MODEL_FFN_CRC_FILE "ffn.crc32c"
+#define MODEL_CHECKSUM_ALGORITHM "crc32c"
 #define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
 #define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
 
@@ -76,6 +86,7 @@ struct model_writer {
     uint64_t dram_off;
     int ffn_layers_written;
     cJSON *tensors;
+    uint32_t *ffn_crc;   /* [n_layers * d_ff]: each bundle's CRC-32C, written as ffn.crc32c */
     void *scratch;       /* one bundle / one converted row */
     float *column;       /* one down column gathered to f32 */
     char *err;           /* the caller's buffer for failures */

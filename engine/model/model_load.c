@@ -17,6 +17,7 @@
 #include "common/errbuf.h"
 #include "common/json_file.h"
 #include "engine/model/model_format.h"
+#include "engine/model/model_integrity.h"
 
 /* Reads a whole file into 2 MiB-aligned memory (huge pages where the
  * kernel gives them: fewer TLB misses when every token streams it). */
@@ -344,6 +345,10 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
         rc = load_tensors(m, &tb);
     }
     if (rc == 0)
+        rc = model_checksums_read(m, o, path, err, errlen);
+    if (rc == 0 && !(flags & MODEL_NO_VERIFY))
+        rc = model_dram_verify(m, tb.tensors, err, errlen) || model_ffn_verify_all(m, err, errlen) ? -1 : 0;
+    if (rc == 0)
         rc = load_tokenizer(m, o, dir, path, err, errlen);
     cJSON_Delete(o);
     if (rc)
@@ -355,6 +360,7 @@ void model_close(struct model *m)
 {
     free(m->dram);
     free(m->ffn);
+    free(m->ffn_crc);
     free(m->layers);
     tokenizer_free(&m->tok);
     memset(m, 0, sizeof *m);

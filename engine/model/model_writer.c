@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/crc32c.h"
 #include "common/errbuf.h"
 #include "common/provenance.h"
 
@@ -77,7 +78,7 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o)
 
 static int remove_tree(const char *dir)
 {
-    static const char *files[] = {MODEL_JSON, MODEL_DRAM_FILE, MODEL_FFN_FILE, "tokenizer.bin",
+    static const char *files[] = {MODEL_JSON, MODEL_DRAM_FILE, MODEL_FFN_FILE, MODEL_FFN_CRC_FILE, "tokenizer.bin",
                                   "tokenizer.json"};
     char p[4400];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -121,7 +122,8 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
     w->scratch = calloc(1, ffn_bundle_stride(s, t) > (uint64_t)s->d_ff * 4 ? ffn_bundle_stride(s, t)
                                                                              : (uint64_t)s->d_ff * 4);
     w->column = malloc((size_t)s->d_model * 4);
-    if (!w->dram || !w->ffn || !w->scratch || !w->column) {
+    w->ffn_crc = malloc((size_t)s->n_layers * s->d_ff * sizeof *w->ffn_crc);
+    if (!w->dram || !w->ffn || !w->scratch || !w->column || !w->ffn_crc) {
         WERR(w, "%s: cannot create model files: %s", w->dir, strerror(errno));
         model_writer_abort(w);
         return -1;
@@ -161,6 +163,7 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     void *row = t == DTYPE_F32 ? NULL : malloc(cols * 2);
     if (t != DTYPE_F32 && !row)
         return WERR(w, "%s: out of memory converting tensor '%s'", w->dir, name);
+    uint32_t crc = 0;
     for (uint64_t r = 0; r < rows; r++) {
         const float *src = data + r * cols;
         const void *out = src;
@@ -168,12 +171,14 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
             dtype_from_f32(row, t, src, cols);
             out = row;
         }
+        crc = crc32c_update(crc, out, cols * dtype_size(t));
         if (write_or_fail(w, w->dram, out, cols * dtype_size(t), name)) {
             free(row);
             return -1;
         }
     }
     free(row);
+    cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc);
     w->dram_off += rows * cols * dtype_size(t);
     return 0;
 }
@@ -195,6 +200,7 @@ int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, c
         for (uint64_t j = 0; j < d; j++)
             w->column[j] = down[j * n + i];
         dtype_from_f32(b + ffn_bundle_down(s) * es, w->dtype, w->column, d);
+        w->ffn_crc[(uint64_t)layer * n + i] = crc32c(b, ffn_bundle_bytes(s, w->dtype));
         if (write_or_fail(w, w->ffn, b, stride, "ffn"))
             return -1;
     }
@@ -250,6 +256,13 @@ static cJSON *model_json(struct model_writer *w, const cJSON *meta)
     cJSON_AddNumberToObject(ffn, "alignment", FFN_ALIGN);
     cJSON_AddNumberToObject(ffn, "bytes",
                             (double)(ffn_bundle_stride(s, w->dtype) * s->d_ff * s->n_layers));
+    cJSON *sums = cJSON_AddObjectToObject(ffn, "checksums");
+    cJSON_AddStringToObject(sums, "algorithm", MODEL_CHECKSUM_ALGORITHM);
+    cJSON_AddStringToObject(sums, "unit", "bundle (its bundle_bytes, not the padding)");
+    cJSON_AddStringToObject(sums, "file", MODEL_FFN_CRC_FILE);
+    cJSON_AddNumberToObject(sums, "file_crc32c",
+                            crc32c(w->ffn_crc, (size_t)s->n_layers * s->d_ff * sizeof *w->ffn_crc));
+    cJSON_AddStringToObject(dram, "checksums", MODEL_CHECKSUM_ALGORITHM " per tensor (its \"crc32c\")");
     cJSON_AddItemToObject(o, "provenance", provenance_new());
     return o;
 }
@@ -285,10 +298,24 @@ static int close_data_files(struct model_writer *w)
     return 0;
 }
 
+/* ffn.crc32c: the bundles' checksums, little-endian (as this machine
+ * stores them: the build refuses a big-endian target). */
+static int write_ffn_checksums(struct model_writer *w)
+{
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_FFN_CRC_FILE);
+    size_t n = (size_t)w->shape.n_layers * w->shape.d_ff;
+    FILE *f = fopen(p, "wb");
+    int bad = !f || fwrite(w->ffn_crc, sizeof *w->ffn_crc, n, f) != n;
+    if (f && fclose(f) != 0)
+        bad = 1;
+    return bad ? WERR(w, "%s: cannot write %s: %s", w->dir, MODEL_FFN_CRC_FILE, strerror(errno)) : 0;
+}
+
 int model_writer_finish(struct model_writer *w, cJSON *meta)
 {
     int rc = -1;
-    if (close_data_files(w) != 0 || write_model_json(w, model_json(w, meta)) != 0)
+    if (close_data_files(w) != 0 || write_ffn_checksums(w) != 0 || write_model_json(w, model_json(w, meta)) != 0)
         goto out;
     /* the folder appears under its name only now, complete */
     if (rename(w->tmp, w->dir) != 0) {
@@ -306,6 +333,7 @@ out:
         cJSON_Delete(w->tensors);
         free(w->scratch);
         free(w->column);
+        free(w->ffn_crc);
         memset(w, 0, sizeof *w);
         w->cleanup = -1;
     }
@@ -321,6 +349,7 @@ void model_writer_abort(struct model_writer *w)
     cJSON_Delete(w->tensors);
     free(w->scratch);
     free(w->column);
+    free(w->ffn_crc);
     if (w->tmp[0]) {
         remove_tree(w->tmp);
         /* a failure about a file in the temporary names the user's folder */

@@ -211,8 +211,26 @@ refused "NaN score in tokenizer.bin" "tokscore.bin: token 0 has a non-finite sco
 nothing_left "bad llama2.c inputs" "$OUT"
 
 # --- non-finite logits: a model whose weights are NaN ---------------------
+# The folder's checksums refuse it at load (tests/integration/model_integrity.sh);
+# without them (a folder written before checksums) the forward pass's own
+# guards must still stop it: unchecked() removes them.
+unchecked() {
+    rm -f "$1/ffn.crc32c"
+    python3 - "$1/model.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["ffn"].pop("checksums", None)
+d["dram"].pop("checksums", None)
+for t in d["dram"]["tensors"]:
+    t.pop("crc32c", None)
+json.dump(d, open(sys.argv[1], "w"), indent=1)
+PY
+}
 rm -rf "$WORK/nanm"; cp -r "$M" "$WORK/nanm"
 poke "$WORK/nanm/dram.bin" 0 $((512 * 64)) nan # the (tied) token embeddings
+refused "NaN weights refused by their checksum" "dram.bin: tensor 'tok_embedding' (bytes 0 to 131072) does not match" \
+    generate --model "$WORK/nanm" --prompt "the cat" -n 4
+unchecked "$WORK/nanm"
 refused "NaN logits when sampling" "the logits for generated token 1 (position .*) are not finite" \
     generate --model "$WORK/nanm" --prompt "the cat" -n 4 --temperature 0.8 --top-p 0.9
 refused "NaN logits when greedy" "are not finite" generate --model "$WORK/nanm" --prompt "the cat" -n 4 --temperature 0
@@ -225,6 +243,7 @@ check "perplexity with NaN logits: no JSON" test ! -e "$WORK/ppl-nan.json"
 # token by the cutoff (the sampler read before its buffer)
 rm -rf "$WORK/flat"; cp -r "$M" "$WORK/flat"
 poke "$WORK/flat/dram.bin" 0 $((512 * 64)) 0
+unchecked "$WORK/flat"
 works "top-p below 1/vocab over a flat distribution" generate --model "$WORK/flat" --prompt "the cat" -n 4 --temperature 1 --top-p 0.0001
 
 # --- loops whose step can be zero ----------------------------------------

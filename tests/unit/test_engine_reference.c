@@ -367,9 +367,9 @@ static void compare(const struct ref_case *c, enum fb_dtype t, int threads, doub
 
 static void rm_model(const char *dir)
 {
-    const char *files[] = {"model.json", "dram.bin", "ffn.bin", "tokenizer.bin"};
+    const char *files[] = {"model.json", "dram.bin", "ffn.bin", "ffn.crc32c", "tokenizer.bin"};
     char p[700];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
         unlink(p);
     }

@@ -112,9 +112,9 @@ int main(void)
         engine_free(&e);
         model_close(&m);
         const char *hf_files[] = {"config.json", "model.safetensors", "tokenizer.json"};
-        const char *m_files[] = {"model.json", "dram.bin", "ffn.bin", "tokenizer.bin"};
+        const char *m_files[] = {"model.json", "dram.bin", "ffn.bin", "ffn.crc32c", "tokenizer.bin"};
         rm_dir(hf, hf_files, 3);
-        rm_dir(dir, m_files, 4);
+        rm_dir(dir, m_files, 5);
     }
     /* a Llama shape has no ReLU to set */
     CHECK(model_shape_load(&set, "llama-tiny", &s, err, sizeof err) == 0);

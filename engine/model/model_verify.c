@@ -1,0 +1,162 @@
+/* A whole model folder checked (model_verify.h). */
+#include "engine/model/model_verify.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/crc32c.h"
+#include "common/errbuf.h"
+#include "common/json_file.h"
+#include "engine/model/model.h"
+#include "engine/model/model_format.h"
+#include "engine/model/model_integrity.h"
+
+#define CHUNK_BYTES (8u << 20)
+
+static void note(struct model_verify_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct model_verify_report *r, const char *fmt, ...)
+{
+    if (r->n_listed >= MODEL_VERIFY_LISTED)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->listed[r->n_listed++], sizeof r->listed[0], fmt, ap);
+    va_end(ap);
+}
+
+/* How many of n values of dtype t at p are NaN or infinite; *first: the
+ * first one's index. Bit tests: an all-ones exponent, whatever the dtype. */
+static uint64_t count_nonfinite(const void *p, uint64_t n, enum fb_dtype t, uint64_t *first)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        bool inf_or_nan;
+        if (t == DTYPE_F32) {
+            uint32_t u;
+            memcpy(&u, (const char *)p + 4 * i, 4);
+            inf_or_nan = (u & 0x7f800000u) == 0x7f800000u;
+        } else {
+            uint16_t u;
+            memcpy(&u, (const char *)p + 2 * i, 2);
+            inf_or_nan = t == DTYPE_F16 ? (u & 0x7c00u) == 0x7c00u : (u & 0x7f80u) == 0x7f80u;
+        }
+        if (inf_or_nan && bad++ == 0)
+            *first = i;
+    }
+    return bad;
+}
+
+/* One DRAM tensor entry: its checksum (when the folder has them) and its
+ * values. The loader has checked its bounds and dtype already. */
+static void verify_tensor(const struct model *m, const cJSON *e, struct model_verify_report *r)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *crc = cJSON_GetObjectItemCaseSensitive(e, MODEL_CHECKSUM_ALGORITHM);
+    const char *nm = cJSON_IsString(name) ? name->valuestring : "?";
+    uint64_t off, n, want = 0, first = 0;
+    enum fb_dtype t;
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "offset"), "offset", 0, m->dram_bytes, &off, "", NULL,
+                        0) ||
+        json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), "bytes", 0, m->dram_bytes - off, &n, "", NULL,
+                        0) ||
+        !cJSON_IsString(dt) || dtype_parse(dt->valuestring, &t)) {
+        r->bad_checksums++;
+        note(r, "%s: tensor '%s': its entry in %s is malformed", MODEL_DRAM_FILE, nm, MODEL_JSON);
+        return;
+    }
+    const char *p = (const char *)m->dram + off;
+    r->tensors++;
+    bool has = crc && !json_number_u64(crc, "crc32c", 0, UINT32_MAX, &want, "", NULL, 0);
+    if (m->checked && (!has || crc32c(p, n) != (uint32_t)want)) {
+        r->bad_checksums++;
+        note(r, "%s: tensor '%s' (bytes %llu to %llu): %s", MODEL_DRAM_FILE, nm, (unsigned long long)off,
+             (unsigned long long)(off + n), has ? "checksum mismatch" : "no checksum in model.json");
+    }
+    uint64_t bad = count_nonfinite(p, n / dtype_size(t), t, &first);
+    if (bad) {
+        r->nonfinite++;
+        note(r, "%s: tensor '%s': %llu value%s NaN or infinite (the first at byte %llu)", MODEL_DRAM_FILE, nm,
+             (unsigned long long)bad, bad == 1 ? "" : "s", (unsigned long long)(off + first * dtype_size(t)));
+    }
+}
+
+/* Bundle (l, i) as read from ffn.bin at byte offset off. */
+static void verify_bundle(const struct model *m, uint32_t l, uint32_t i, const char *b, uint64_t off,
+                          struct model_verify_report *r)
+{
+    uint64_t first = 0;
+    r->bundles++;
+    if (!model_bundle_intact(m, l, i, b)) {
+        r->bad_checksums++;
+        note(r, "%s: layer %u neuron %u (byte offset %llu): checksum mismatch", MODEL_FFN_FILE, l, i,
+             (unsigned long long)off);
+    }
+    uint64_t bad = count_nonfinite(b, m->bundle_bytes / dtype_size(m->dtype), m->dtype, &first);
+    if (bad) {
+        r->nonfinite++;
+        note(r, "%s: layer %u neuron %u (byte offset %llu): %llu value%s NaN or infinite (the first at byte %llu)",
+             MODEL_FFN_FILE, l, i, (unsigned long long)off, (unsigned long long)bad, bad == 1 ? "" : "s",
+             (unsigned long long)(off + first * dtype_size(m->dtype)));
+    }
+}
+
+/* ffn.bin in order, CHUNK_BYTES at a time. */
+static int verify_ffn(const struct model *m, const struct progress_report *pr, struct model_verify_report *r,
+                      char *err, size_t errlen)
+{
+    uint64_t total = (uint64_t)m->shape.n_layers * m->shape.d_ff, per = CHUNK_BYTES / m->bundle_stride + 1;
+    char *buf = malloc(per * m->bundle_stride);
+    int fd = open(m->ffn_path, O_RDONLY);
+    int rc = buf && fd >= 0 ? 0 : err_set(err, errlen, "%s: cannot read: %s", m->ffn_path, strerror(errno));
+    for (uint64_t k = 0; rc == 0 && k < total; k += per) {
+        uint64_t n = total - k < per ? total - k : per, want = n * m->bundle_stride;
+        ssize_t got = pread(fd, buf, want, (off_t)(k * m->bundle_stride));
+        if (got != (ssize_t)want) {
+            rc = err_set(err, errlen, "%s: read failed at byte %llu: %s", m->ffn_path,
+                         (unsigned long long)(k * m->bundle_stride), got < 0 ? strerror(errno) : "end of file");
+            break;
+        }
+        for (uint64_t j = 0; j < n; j++)
+            verify_bundle(m, (uint32_t)((k + j) / m->shape.d_ff), (uint32_t)((k + j) % m->shape.d_ff),
+                          buf + j * m->bundle_stride, (k + j) * m->bundle_stride, r);
+        progress_report(pr, "verify ffn.bin", k + n, total, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
+int model_verify(const char *dir, const struct progress_report *pr, struct model_verify_report *r, char *err,
+                 size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    struct model m;
+    if (model_open_flags(&m, dir, MODEL_FFN_ON_FLASH | MODEL_NO_VERIFY, err, errlen) != 0)
+        return -1;
+    r->checked = m.checked;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
+    char *text = read_text_file(path, NULL);
+    cJSON *o = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    int rc = o ? 0 : err_set(err, errlen, "%s: cannot read it again", path);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors"))
+    {
+        verify_tensor(&m, e, r);
+    }
+    cJSON_Delete(o);
+    if (rc == 0)
+        rc = verify_ffn(&m, pr, r, err, errlen);
+    model_close(&m);
+    return rc;
+}
