@@ -4,18 +4,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
+#include "cli/study_run.h"
 #include "common/atomic_file.h"
-#include "common/fsutil.h"
-#include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
-#include "common/provenance.h"
 #include "common/strbuf.h"
 #include "common/subprocess.h"
 #include "harness/reproduce.h"
@@ -113,27 +110,6 @@ static int parse_models(char *list, struct repro_config *c)
     return 0;
 }
 
-struct progress_state {
-    bool terminal;
-    size_t ran, skipped;
-};
-
-static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum repro_event ev, double seconds)
-{
-    struct progress_state *st = ctx;
-    const struct repro_step *s = &p->steps[i];
-    if (ev == REPRO_SKIPPED)
-        st->skipped++;
-    if (ev == REPRO_FINISHED)
-        st->ran++;
-    if (!st->terminal || ev == REPRO_SKIPPED)
-        return;
-    if (ev == REPRO_STARTED)
-        fprintf(stderr, "[%zu/%zu] %s ...", i + 1, p->n, s->what);
-    else
-        fprintf(stderr, " %.1f s\n", seconds);
-}
-
 static int write_plan(const struct reproduce_opts *o, const struct repro_config *c, const char *program)
 {
     static const char *const tier_flag[] = {"--tiny", "--quick", "--full"};
@@ -204,39 +180,17 @@ static int check_plan(const struct repro_config *c)
 
 static int run_study(const struct repro_config *c, const char *program)
 {
-    char err[8192], min_parallel[32], cmd[8192] = "flashbed reproduce";
-    const char *globals[8];
-    cli_step_globals(c->settings, min_parallel, sizeof min_parallel, globals);
+    char err[8192];
     struct repro_plan plan;
     if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
         fb_error("reproduce: %s", err);
         return 2;
     }
     say_table3_shapes(&plan);
-    interrupt_install();
-    struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
-    bool stopped = false;
-    int rc = repro_run(&plan, program, globals, on_progress, &st, &stopped, err, sizeof err);
-    if (rc != 0)
-        fb_error("reproduce: %s", err);
-    cJSON *prov = provenance_new();
-    const cJSON *line = cJSON_GetObjectItemCaseSensitive(prov, "command_line");
-    if (cJSON_IsString(line))
-        snprintf(cmd, sizeof cmd, "%s", line->valuestring);
-    cJSON_Delete(prov);
-    char rerr[4400], mark[4200];
-    snprintf(mark, sizeof mark, "%s/reproduce.json", c->out);
-    /* a folder the study did not claim (the user's) gets no report either */
-    if (path_exists(mark) && repro_report_write(&plan, cmd, rerr, sizeof rerr) != 0) {
-        fb_error("reproduce: REPORT.md: %s", rerr);
-        rc = -1;
-    }
-    if (stopped)
-        fb_info("interrupted: %zu steps finished this time, kept; run the same command to resume", st.ran);
-    else if (rc == 0)
-        fb_info("%zu steps run, %zu done before; report: %s/REPORT.md", st.ran, st.skipped, c->out);
+    const struct study_run_spec spec = {"reproduce", program, c->out, repro_report_write, false};
+    int rc = study_run(&plan, &spec, c->settings);
     repro_plan_free(&plan);
-    return stopped ? 130 : rc == 0 ? 0 : 1;
+    return rc;
 }
 
 int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
@@ -252,13 +206,10 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
         opts_free(&reproduce_command, &o);
         return rc > 0 ? 0 : 2;
     }
-    ssize_t n = readlink("/proc/self/exe", program, sizeof program - 1);
-    if (n <= 0) {
-        fb_error("reproduce: cannot find flashbed's own path (/proc/self/exe)");
+    if (study_own_path("reproduce", program, sizeof program) != 0) {
         opts_free(&reproduce_command, &o);
         return 1;
     }
-    program[n] = '\0';
     snprintf(out, sizeof out, "%s", o.out ? o.out : "");
     if (!o.out)
         snprintf(out, sizeof out, "results/reproduce-%s", repro_tier_name(c.tier));

@@ -9,16 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
 #include "cli/shared.h"
+#include "cli/study_run.h"
 #include "common/fsutil.h"
-#include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
-#include "common/provenance.h"
 #include "engine/forward/text_feed.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
@@ -234,50 +232,14 @@ static int study_config(const struct study_opts *o, struct repro_sparsity *z)
     return rc == 0 ? check_out(o->out) : -1;
 }
 
-static void on_step(void *ctx, const struct repro_plan *p, size_t i, enum repro_event ev, double seconds)
-{
-    size_t *counts = ctx; /* ran, skipped */
-    counts[ev == REPRO_SKIPPED] += ev != REPRO_STARTED;
-    if (ev == REPRO_STARTED && isatty(STDERR_FILENO))
-        fprintf(stderr, "[%zu/%zu] %s ...", i + 1, p->n, p->steps[i].what);
-    else if (ev == REPRO_FINISHED && isatty(STDERR_FILENO))
-        fprintf(stderr, " %.1f s\n", seconds);
-}
-
 /* The plan run, then REPORT.md (also after an interruption: what finished). */
 static int run_plan(const struct repro_plan *plan, const char *out, const struct fb_settings *set)
 {
-    char program[4096], err[8192], cmd[8192] = "flashbed sparsify study", min_parallel[32];
-    ssize_t n = readlink("/proc/self/exe", program, sizeof program - 1);
-    if (n <= 0) {
-        fb_error("sparsify study: cannot find flashbed's own path (/proc/self/exe)");
+    char program[4096];
+    if (study_own_path("sparsify study", program, sizeof program) != 0)
         return 1;
-    }
-    program[n] = '\0';
-    const char *globals[8];
-    cli_step_globals(set, min_parallel, sizeof min_parallel, globals);
-    interrupt_install();
-    size_t counts[2] = {0, 0};
-    bool stopped = false;
-    int rc = repro_run(plan, program, globals, on_step, counts, &stopped, err, sizeof err);
-    if (rc != 0)
-        fb_error("sparsify study: %s", err);
-    cJSON *prov = provenance_new();
-    const cJSON *line = cJSON_GetObjectItemCaseSensitive(prov, "command_line");
-    if (cJSON_IsString(line))
-        snprintf(cmd, sizeof cmd, "%s", line->valuestring);
-    cJSON_Delete(prov);
-    char mark[4400];
-    snprintf(mark, sizeof mark, "%s/reproduce.json", out);
-    if (path_exists(mark) && repro_sparsity_report_write(plan, cmd, err, sizeof err) != 0) {
-        fb_error("sparsify study: REPORT.md: %s", err);
-        rc = -1;
-    }
-    if (stopped)
-        fb_info("interrupted: %zu steps finished this time, kept; run the same command to resume", counts[0]);
-    else if (rc == 0)
-        printf("sparsify study: %zu steps run, %zu done before; report: %s/REPORT.md\n", counts[0], counts[1], out);
-    return stopped ? 130 : rc == 0 ? 0 : 1;
+    const struct study_run_spec spec = {"sparsify study", program, out, repro_sparsity_report_write, true};
+    return study_run(plan, &spec, set);
 }
 
 int cmd_sparsify_study(int argc, char **argv, const struct fb_settings *set)

@@ -126,3 +126,30 @@ int json_get_finite(const cJSON *obj, const char *key, double min, double max, d
     const cJSON *v = member(obj, key, what, sizeof what);
     return json_number_finite(v, what, min, max, out, path, err, errlen);
 }
+
+/* v in the fewest digits (15 to 17) that read back as v exactly. */
+static void exact_number(char *buf, size_t len, double v)
+{
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v)
+            return;
+    }
+}
+
+int json_add_exact_doubles(cJSON *obj, const char *key, const double *v, size_t n)
+{
+    size_t cap = n * 26 + 3, at = 0; /* ", " and up to 24 characters a number, the brackets */
+    char *text = malloc(cap), num[32];
+    if (!text)
+        return -1;
+    text[at++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        exact_number(num, sizeof num, v[i]);
+        at += (size_t)snprintf(text + at, cap - at, "%s%s", i ? ", " : "", num);
+    }
+    snprintf(text + at, cap - at, "]");
+    int rc = cJSON_AddRawToObject(obj, key, text) ? 0 : -1;
+    free(text);
+    return rc;
+}

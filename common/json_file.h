@@ -1,7 +1,8 @@
 /* Reading whole files: text, and JSON through cJSON; and the numbers in
  * them, range-checked before they become integers or rates. The number
  * helpers return 0, or -1 with a line in err naming the file (path), the
- * key and the value found. Thread-safe (no shared state). */
+ * key and the value found. Thread-safe (no shared state). And lists of
+ * numbers written so they read back exactly. */
 #ifndef FLASHBED_COMMON_JSON_FILE_H
 #define FLASHBED_COMMON_JSON_FILE_H
 
@@ -35,5 +36,11 @@ int json_get_u64(const cJSON *obj, const char *key, uint64_t min, uint64_t max, 
                  const char *path, char *err, size_t errlen);
 int json_get_finite(const cJSON *obj, const char *key, double min, double max, double *out,
                     const char *path, char *err, size_t errlen);
+
+/* Adds key: [v[0], ...] to obj, each number in the fewest digits (15 to
+ * 17) that read back as it exactly (cJSON's own printing settles for 15
+ * where they read back within an epsilon); n finite values. 0, or -1 out
+ * of memory. */
+int json_add_exact_doubles(cJSON *obj, const char *key, const double *v, size_t n);
 
 #endif

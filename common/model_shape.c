@@ -64,6 +64,43 @@ static int get_num(const cJSON *o, const char *key, double *out, const char *pat
     return json_get_finite(o, key, 0, 1e300, out, path, err, errlen);
 }
 
+/* A list of numbers (longrope's factors), at most MODEL_MAX_ROPE_PAIRS of
+ * them, into out; *n its length (model_shape_check judges the values and
+ * the length). */
+static int get_num_list(const cJSON *o, const char *key, double *out, uint32_t *n, const char *path, char *err,
+                        size_t errlen)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, key), *v;
+    int size = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : -1;
+    if (size < 1 || size > (int)MODEL_MAX_ROPE_PAIRS)
+        return err_set(err, errlen, "%s: \"%s\" must be a list of 1 to %u numbers", path, key,
+                       MODEL_MAX_ROPE_PAIRS);
+    *n = 0;
+    cJSON_ArrayForEach(v, list)
+    {
+        if (!cJSON_IsNumber(v))
+            return err_set(err, errlen, "%s: \"%s\"[%u] is not a number", path, key, *n);
+        out[(*n)++] = v->valuedouble;
+    }
+    return 0;
+}
+
+/* longrope's keys: the original context and the two factor lists, of
+ * one length. */
+static int get_longrope(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    uint32_t n_long;
+    if (get_u32(o, "rope_original_max_positions", &s->rope_original_max_positions, 1, MODEL_MAX_POSITIONS, path,
+                err, errlen) ||
+        get_num_list(o, "rope_short_factor", s->rope_short_factor, &s->rope_pairs, path, err, errlen) ||
+        get_num_list(o, "rope_long_factor", s->rope_long_factor, &n_long, path, err, errlen))
+        return -1;
+    if (n_long != s->rope_pairs)
+        return err_set(err, errlen, "%s: \"rope_long_factor\" has %u numbers, \"rope_short_factor\" %u", path,
+                       n_long, s->rope_pairs);
+    return 0;
+}
+
 /* rope_scaling and its numbers, when the file has it (every number a
  * scaling type needs must be there; model_shape_check judges them). */
 static int get_rope_scaling(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
@@ -73,6 +110,8 @@ static int get_rope_scaling(const cJSON *o, struct model_shape *s, const char *p
     if (get_str(o, "rope_scaling", s->rope_scaling, sizeof s->rope_scaling, path, err, errlen) ||
         get_num(o, "rope_factor", &s->rope_factor, path, err, errlen))
         return -1;
+    if (!strcmp(s->rope_scaling, "longrope"))
+        return get_longrope(o, s, path, err, errlen);
     if (strcmp(s->rope_scaling, "llama3") != 0)
         return 0;
     return get_num(o, "rope_low_freq_factor", &s->rope_low_freq_factor, path, err, errlen) ||
@@ -144,6 +183,44 @@ static int check_heads(const struct model_shape *s, const char *path, char *err,
     return 0;
 }
 
+/* longrope's numbers: rope_factor (max over original context) at least
+ * 1, an original context from 2 (its log divides) to max_positions, and
+ * every factor above 0 and finite (each divides a frequency). The lists'
+ * length against the rotated pairs: check_longrope_pairs. */
+static int check_longrope(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (!(isfinite(s->rope_factor) && s->rope_factor >= 1))
+        return err_set(err, errlen, "%s: \"rope_factor\" must be at least 1 with longrope, not %g", path,
+                       s->rope_factor);
+    if (s->rope_original_max_positions < 2 || s->rope_original_max_positions > s->max_positions)
+        return err_set(err, errlen,
+                       "%s: \"rope_original_max_positions\" %u must be from 2 to \"max_positions\" %u with longrope",
+                       path, s->rope_original_max_positions, s->max_positions);
+    for (uint32_t j = 0; j < s->rope_pairs && j < MODEL_MAX_ROPE_PAIRS; j++) {
+        if (!(isfinite(s->rope_short_factor[j]) && s->rope_short_factor[j] > 0))
+            return err_set(err, errlen, "%s: \"rope_short_factor\"[%u] must be above 0, not %g", path, j,
+                           s->rope_short_factor[j]);
+        if (!(isfinite(s->rope_long_factor[j]) && s->rope_long_factor[j] > 0))
+            return err_set(err, errlen, "%s: \"rope_long_factor\"[%u] must be above 0, not %g", path, j,
+                           s->rope_long_factor[j]);
+    }
+    return 0;
+}
+
+/* longrope's lists hold one factor per rotated pair of a head. */
+static int check_longrope_pairs(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (strcmp(s->rope_scaling, "longrope") != 0)
+        return 0;
+    uint32_t pairs = (uint32_t)(s->rope_fraction * model_shape_head_dim(s)) / 2;
+    if (s->rope_pairs != pairs)
+        return err_set(err, errlen,
+                       "%s: \"rope_short_factor\" and \"rope_long_factor\" have %u numbers: longrope needs one per "
+                       "rotated pair of a head, %u",
+                       path, s->rope_pairs, pairs);
+    return 0;
+}
+
 /* A rope_scaling this engine computes, with numbers it can use: factor
  * above 0; llama3's high_freq_factor above its low_freq_factor, which is
  * above 0 (the blend divides by their difference and by each). */
@@ -152,8 +229,10 @@ static int check_rope_scaling(const struct model_shape *s, const char *path, cha
     if (!s->rope_scaling[0])
         return 0;
     bool llama3 = !strcmp(s->rope_scaling, "llama3");
+    if (!strcmp(s->rope_scaling, "longrope"))
+        return check_longrope(s, path, err, errlen);
     if (!llama3 && strcmp(s->rope_scaling, "linear") != 0)
-        return err_set(err, errlen, "%s: \"rope_scaling\" \"%s\" is not one of linear, llama3", path,
+        return err_set(err, errlen, "%s: \"rope_scaling\" \"%s\" is not one of linear, llama3, longrope", path,
                        s->rope_scaling);
     if (!(isfinite(s->rope_factor) && s->rope_factor > 0))
         return err_set(err, errlen, "%s: \"rope_factor\" must be above 0, not %g", path, s->rope_factor);
@@ -185,7 +264,7 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
         check_dim(path, "sliding_window", s->sliding_window, 0, MODEL_MAX_POSITIONS, err, errlen) ||
         check_rope_scaling(s, path, err, errlen))
         return -1;
-    return check_heads(s, path, err, errlen);
+    return check_heads(s, path, err, errlen) || check_longrope_pairs(s, path, err, errlen) ? -1 : 0;
 }
 
 /* The keys every shape file has, each within its bounds; ffn_kind from

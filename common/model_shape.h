@@ -24,6 +24,9 @@ enum ffn_kind {
 #define MODEL_MAX_LAYERS (1u << 12)
 #define MODEL_MAX_VOCAB (1u << 24)
 #define MODEL_MAX_POSITIONS (1u << 24)
+/* longrope's factor lists hold one number per rotated pair: heads of up
+ * to 512 rotated dims (Phi-3's are 96) */
+#define MODEL_MAX_ROPE_PAIRS 256u
 
 struct model_shape {
     char name[64];
@@ -48,10 +51,18 @@ struct model_shape {
     /* RoPE's frequencies rescaled (HF's rope_scaling): "" none, "linear"
      * (all divided by rope_factor) or "llama3" (Llama 3.1: wavelengths
      * past original/low_freq_factor divided by rope_factor, those under
-     * original/high_freq_factor kept, a smooth blend between) */
+     * original/high_freq_factor kept, a smooth blend between) or
+     * "longrope" (Phi-3-mini-128k, Phi-3.5: pair j's frequency divided by
+     * rope_short_factor[j] at positions below rope_original_max_positions,
+     * by rope_long_factor[j] from there on; cos and sin times
+     * sqrt(1 + ln(rope_factor) / ln(original)) where rope_factor, HF's
+     * max_position_embeddings / original_max_position_embeddings, is
+     * above 1) */
     char rope_scaling[16];
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor;
     uint32_t rope_original_max_positions;
+    uint32_t rope_pairs; /* longrope: the length of each factor list, rotated dims / 2 */
+    double rope_short_factor[MODEL_MAX_ROPE_PAIRS], rope_long_factor[MODEL_MAX_ROPE_PAIRS];
     uint32_t sliding_window; /* attention over the last sliding_window positions (Mistral); 0: all */
     char paper_statistics[160]; /* where trace statistics for this shape come from */
 };

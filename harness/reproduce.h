@@ -71,13 +71,17 @@ struct repro_config {
 /* The quality-against-bytes study of the training-free neuron sources
  * (harness/reproduce_sparsity.c): on one model, each source's perplexity
  * on each text beside the FFN bytes a token reads. Planned where model is
- * not "": by reproduce on stories260K, by `flashbed sparsify study` on any
- * model folder. */
+ * not "": by reproduce on stories260K and on the fixtures' GLU tiny shapes
+ * (random weights: their bytes and times, not their perplexities; quick
+ * and full tiers), by `flashbed sparsify study` on any model folder. */
 #define REPRO_SPARSITY_MAX 8 /* sparsities, predictor thresholds */
 #define REPRO_SPARSITY_TEXTS 2
+#define REPRO_SPARSITY_SHAPES 6
 struct repro_sparsity {
     char model[4200];          /* a flashbed model folder with a GLU FFN ("" none planned) */
     char name[64];             /* what the report calls it */
+    char dir[64];              /* its files under the plan's folder, and its steps' ids with '/' as '-' ("": "sparsity") */
+    char dtype[8];             /* its weights' dtype, for the report ("" unsaid) */
     bool trained;              /* a trained model (its perplexities mean something), not random weights */
     char calib_text[4400];     /* the thresholds and the predictor are calibrated on its first calib_tokens */
     uint64_t calib_tokens;
@@ -118,6 +122,9 @@ struct repro_plan {
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
     struct repro_sparsity sparsity; /* the training-free sparsity study (model "": not planned) */
+    /* the same study on the fixtures' GLU tiny shapes, random weights: one text, no predictor */
+    struct repro_sparsity shapes[REPRO_SPARSITY_SHAPES];
+    size_t n_shapes;
 };
 
 /* A measured mode of the paper's ablation (cache/mode.h's table): run's

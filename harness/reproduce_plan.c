@@ -37,13 +37,16 @@ struct tier_sizes {
     /* the training-free sparsity study on stories260K: calibration tokens,
      * tokens scored per text, target sparsities, the predictor's thresholds */
     const char *sparsity_calib, *sparsity_tokens, *sparsities, *sparsity_predictor;
+    /* the same study on the fixtures' GLU tiny shapes (random weights):
+     * calibration and scored tokens of TinyStories (NULL: not planned) */
+    const char *shapes_calib, *shapes_tokens;
 };
 
 static const struct tier_sizes tiers[] = {
     /* Fig. 7's shares: the tiny shapes' weights outside the FFN are about
      * two thirds of them (fig7_min_share), so theirs start above that */
     [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64",
-                    "16", "2", "1", "24", "70,80,90", NULL, NULL, NULL, NULL, 0, "512", "256", "0.5", "0.5"},
+                    "16", "2", "1", "24", "70,80,90", NULL, NULL, NULL, NULL, 0, "512", "256", "0.5", "0.5", NULL, NULL},
     /* quick: sized for about ten minutes on 2 cores, most of it OPT-1.3B's
      * 30 measured runs (8 + 8 tokens, the first 5 cold); OPT-1.3B's
      * outside-FFN weights are about 45% of it, so Fig. 7 starts at 50%.
@@ -51,13 +54,15 @@ static const struct tier_sizes tiers[] = {
      * naive, 2.3 s all at half of it in DRAM, where its window does not
      * fit): naive and hybrid 2 + 3 tokens (4 measured after 1 cold), all
      * 4 + 6 (5 after the 5 cold that fill the window); with their models
-     * made, about four more minutes */
+     * made, about four more minutes. The shapes' sparsity study: 6 x 4
+     * thresholds and 13 cells of 1024 tokens, about a minute */
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "0.5", "0.1", "128", "64", "64",
                      "10%,25%,50%", "8", "8", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80", "2", "3", "4", "6",
-                     3, "2048", "4096", "0.25,0.5,0.7,0.9", "0.3,0.5,0.7,0.9"},
+                     3, "2048", "4096", "0.25,0.5,0.7,0.9", "0.3,0.5,0.7,0.9", "1024", "1024"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
                     "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80",
-                    NULL, NULL, NULL, NULL, 0, "4096", "16384", "0.25,0.5,0.6,0.7,0.8,0.9", "0.2,0.3,0.5,0.7,0.9"},
+                    NULL, NULL, NULL, NULL, 0, "4096", "16384", "0.25,0.5,0.6,0.7,0.8,0.9", "0.2,0.3,0.5,0.7,0.9", "2048",
+                    "4096"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier, and the
@@ -211,8 +216,9 @@ static int add_flash(struct repro_plan *p, const struct tier_sizes *t)
 }
 
 /* A synthetic model of the shape (f16, seed 1) as a flashbed model folder:
- * made as a Hugging Face folder, converted, and the HF folder removed. */
-static int add_model(struct repro_plan *p, int a, const char *shape)
+ * made as a Hugging Face folder (model make --arch make_arch; bias_relu:
+ * ReLU with biases, 5% firing), converted, and the HF folder removed. */
+static int add_model(struct repro_plan *p, const char *make_arch, bool bias_relu, const char *shape)
 {
     char id[96], hf[4200], model[4200], what[160];
     at(p, hf, sizeof hf, "models/%s-hf", shape);
@@ -221,12 +227,12 @@ static int add_model(struct repro_plan *p, int a, const char *shape)
     snprintf(what, sizeof what, "synthetic %s (f16, random weights of the real shape)", shape);
     char rel[200];
     snprintf(rel, sizeof rel, "models/%s-hf", shape);
-    if (archs[a].bias_relu)
-        STEP(p, "models", id, rel, what, "model", "make", "--arch", archs[a].make_arch, "--shape", shape, "--dtype",
-             "f16", "--relu-density", "0.05", "--seed", "1", "--out", hf);
+    if (bias_relu)
+        STEP(p, "models", id, rel, what, "model", "make", "--arch", make_arch, "--shape", shape, "--dtype", "f16",
+             "--relu-density", "0.05", "--seed", "1", "--out", hf);
     else
-        STEP(p, "models", id, rel, what, "model", "make", "--arch", archs[a].make_arch, "--shape", shape, "--dtype",
-             "f16", "--seed", "1", "--out", hf);
+        STEP(p, "models", id, rel, what, "model", "make", "--arch", make_arch, "--shape", shape, "--dtype", "f16",
+             "--seed", "1", "--out", hf);
     snprintf(id, sizeof id, "model-convert-%s", shape);
     snprintf(what, sizeof what, "%s into flashbed's model format", shape);
     snprintf(rel, sizeof rel, "models/%s", shape);
@@ -294,6 +300,7 @@ static void plan_sparsity_study(struct repro_plan *p, const struct tier_sizes *t
     at(p, z->model, sizeof z->model, "models/stories260K");
     snprintf(z->name, sizeof z->name, "stories260K");
     z->trained = true;
+    snprintf(z->dtype, sizeof z->dtype, "f32"); /* convert keeps the llama2.c checkpoint's */
     snprintf(z->calib_text, sizeof z->calib_text, "%s/corpus/tinystories_sample.txt", data);
     z->calib_tokens = strtoull(t->sparsity_calib, NULL, 10);
     z->tokens = strtoull(t->sparsity_tokens, NULL, 10);
@@ -312,6 +319,47 @@ static void plan_sparsity_study(struct repro_plan *p, const struct tier_sizes *t
     snprintf(z->predictor_act, sizeof z->predictor_act, "0.2");
     /* d_model 64: a quarter of it (the paper's 1024 of Llama's 4096) */
     snprintf(z->predictor_rank, sizeof z->predictor_rank, "16");
+}
+
+/* The tiny shapes of the fixtures' GLU architectures (configs/models/;
+ * tools/make_hf_fixture.py's transformers fixtures are these
+ * architectures): the sparsity study on random weights of each, for the
+ * bytes and times its sources give at the shape, beside stories260K's. */
+static const struct {
+    const char *shape, *make_arch;
+} glu_shapes[REPRO_SPARSITY_SHAPES] = {
+    {"llama3-tiny", "llama"}, {"mistral-tiny", "mistral"}, {"qwen2-tiny", "qwen2"},
+    {"qwen3-tiny", "qwen3"},  {"phi3-tiny", "phi3"},       {"drelu-tiny", "bamboo"},
+};
+
+/* Each shape's model (made as reproduce makes every synthetic one: f16,
+ * seed 1, the synthetic byte-fallback tokenizer), then its study: the
+ * stories260K study's sparsities, calibrated on TinyStories' first tokens
+ * and scored past them; no predictor (random weights teach it nothing). */
+static int add_sparsity_shapes(struct repro_plan *p, const struct tier_sizes *t)
+{
+    const struct repro_sparsity *s = &p->sparsity;
+    for (size_t i = 0; t->shapes_calib && i < REPRO_SPARSITY_SHAPES; i++) {
+        const char *shape = glu_shapes[i].shape;
+        struct repro_sparsity *z = &p->shapes[p->n_shapes++];
+        if (add_model(p, glu_shapes[i].make_arch, false, shape) != 0)
+            return -1;
+        at(p, z->model, sizeof z->model, "models/%s", shape);
+        snprintf(z->name, sizeof z->name, "%s", shape);
+        snprintf(z->dir, sizeof z->dir, "sparsity-shapes/%s", shape);
+        snprintf(z->dtype, sizeof z->dtype, "f16");
+        snprintf(z->calib_text, sizeof z->calib_text, "%s", s->calib_text);
+        z->calib_tokens = strtoull(t->shapes_calib, NULL, 10);
+        z->tokens = strtoull(t->shapes_tokens, NULL, 10);
+        snprintf(z->texts[0], sizeof z->texts[0], "%s", s->calib_text);
+        snprintf(z->text_names[0], sizeof z->text_names[0], "%s", s->text_names[0]);
+        z->n_texts = 1;
+        memcpy(z->sparsities, s->sparsities, sizeof z->sparsities);
+        z->n_sparsities = s->n_sparsities;
+        if (repro_plan_sparsity(p, z) != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* stories260K, a real trained model, records a real trace on TinyStories:
@@ -349,7 +397,9 @@ static int add_recorded_trace(struct repro_plan *p, const struct tier_sizes *t)
          at(p, hw, sizeof hw, "calibration/hw.json"), "--plot", "--quiet", "--out",
          at(p, out, sizeof out, "policies/stories260K"));
     plan_sparsity_study(p, t);
-    return repro_plan_sparsity(p);
+    if (repro_plan_sparsity(p, &p->sparsity) != 0)
+        return -1;
+    return add_sparsity_shapes(p, t);
 }
 
 /* The tiny shapes (configs/models/NAME-tiny.json): tests' sizes. */
@@ -615,7 +665,7 @@ static int add_device_rows(struct repro_plan *p, const struct tier_sizes *t)
     const char *shape = shapes[p->config.tier];
     char id[96], trace[4200], rel[200], what[160];
     snprintf(id, sizeof id, "model-make-%s", shape);
-    if (!repro_plan_has(p, id) && add_model(p, arch_index("opt"), shape) != 0)
+    if (!repro_plan_has(p, id) && add_model(p, "opt", true, shape) != 0)
         return -1;
     snprintf(id, sizeof id, "trace-%s", shape);
     snprintf(rel, sizeof rel, "traces/%s.trace", shape);
@@ -655,7 +705,7 @@ static bool table3_mode(const char *mode)
  * alternating), then each one's price on this machine's profile. */
 static int add_table3_real(struct repro_plan *p, int a, const char *shape, const struct tier_sizes *t)
 {
-    if (add_model(p, a, shape) != 0 || add_trace(p, shape, t) != 0)
+    if (add_model(p, archs[a].make_arch, archs[a].bias_relu, shape) != 0 || add_trace(p, shape, t) != 0)
         return -1;
     const struct run_sizes z = {t->real_run_prompt, t->real_run_tokens, t->real_base_prompt, t->real_base_tokens,
                                 t->real_rounds};
@@ -711,7 +761,7 @@ static int plan_steps(struct repro_plan *p)
     for (size_t i = 0; i < p->config.n_models; i++) {
         int a = arch_index(p->config.models[i]);
         const char *shape = archs[a].shape[p->config.tier];
-        if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, a, shape) != 0 ||
+        if (add_trace_and_policies(p, shape, t) != 0 || add_model(p, archs[a].make_arch, archs[a].bias_relu, shape) != 0 ||
             add_runs(p, shape, t) != 0)
             return -1;
         if (i == 0 && (add_fig8(p, shape, t) != 0 || add_fig7(p, shape, t) != 0))

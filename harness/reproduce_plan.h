@@ -32,8 +32,9 @@ const char *repro_plan_at(const struct repro_plan *p, char *buf, size_t len, con
 bool repro_plan_has(const struct repro_plan *p, const char *id);
 
 /* The training-free sparsity study's steps (harness/reproduce_sparsity.c)
- * for p->sparsity; none when its model is "". 0, or -1 out of memory. */
-int repro_plan_sparsity(struct repro_plan *p);
+ * for z (p->sparsity or one of p->shapes); none when its model is "". 0,
+ * or -1 out of memory. */
+int repro_plan_sparsity(struct repro_plan *p, const struct repro_sparsity *z);
 
 /* The DRAM budget of the measured runs on a shape: the paper's half,
  * three quarters on the tiny shapes. */

@@ -14,7 +14,9 @@
  *
  * each beside the FFN weight bytes a token reads and its ms per token
  * (weights in DRAM: the masked dense FFN computes what the source chose).
- * Cells are sparsity/<text>/<source>-<setting>.json, perplexity's --json. */
+ * Cells are <dir>/<text>/<source>-<setting>.json, perplexity's --json
+ * (dir: "sparsity" for stories260K and `sparsify study`, one folder per
+ * shape for the fixtures' shapes). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,18 +34,34 @@
 
 #define at repro_plan_at
 
-/* The setting of a cell as its file and step names have it: "s50", "p30". */
-static void tag(char *buf, size_t len, char kind, double v)
+void repro_sparsity_tag(char *buf, size_t len, char kind, double v)
 {
     snprintf(buf, len, "%c%02.0f", kind, 100 * v);
 }
 
+#define tag repro_sparsity_tag
+
+const char *repro_sparsity_dir(const struct repro_sparsity *z)
+{
+    return z->dir[0] ? z->dir : "sparsity";
+}
+
+/* The study's steps' ids start with its folder, '/' as '-'. */
+static void id_prefix(const struct repro_sparsity *z, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", repro_sparsity_dir(z));
+    for (char *c = buf; *c; c++)
+        if (*c == '/')
+            *c = '-';
+}
+
 static int add_thresholds(struct repro_plan *p, const struct repro_sparsity *z, double s)
 {
-    char id[96], what[160], rel[200], file[4400], t[16], num[32], tokens[32];
+    char id[96], what[160], rel[200], file[4400], t[16], num[32], tokens[32], pre[64];
     tag(t, sizeof t, 's', s);
-    snprintf(id, sizeof id, "sparsity-thresholds-%s", t);
-    snprintf(rel, sizeof rel, "sparsity/thresholds/%s.json", t);
+    id_prefix(z, pre, sizeof pre);
+    snprintf(id, sizeof id, "%s-thresholds-%s", pre, t);
+    snprintf(rel, sizeof rel, "%s/thresholds/%s.json", repro_sparsity_dir(z), t);
     snprintf(what, sizeof what, "%s: thresholds for sparsity %g (gate, per layer and global; input)", z->name, s);
     snprintf(num, sizeof num, "%g", s);
     snprintf(tokens, sizeof tokens, "%llu", (unsigned long long)z->calib_tokens);
@@ -57,10 +75,11 @@ static int add_thresholds(struct repro_plan *p, const struct repro_sparsity *z, 
 static int add_cell(struct repro_plan *p, const struct repro_sparsity *z, size_t text, const char *source,
                     const char *setting, const char *const *extra)
 {
-    char id[96], what[160], rel[200], out[4400], skip[32], tokens[32];
-    snprintf(rel, sizeof rel, "sparsity/%s/%s%s%s.json", z->text_names[text], source, setting[0] ? "-" : "",
-             setting);
-    snprintf(id, sizeof id, "sparsity-%s-%s%s%s", z->text_names[text], source, setting[0] ? "-" : "", setting);
+    char id[200], what[160], rel[200], out[4400], skip[32], tokens[32], pre[64]; /* id: the step keeps 95 */
+    const char *dash = setting[0] ? "-" : "";
+    id_prefix(z, pre, sizeof pre);
+    snprintf(rel, sizeof rel, "%s/%s/%s%s%s.json", repro_sparsity_dir(z), z->text_names[text], source, dash, setting);
+    snprintf(id, sizeof id, "%s-%s-%s%s%s", pre, z->text_names[text], source, dash, setting);
     snprintf(what, sizeof what, "%s: perplexity on %s, %s%s%s", z->name, z->text_names[text], source,
              setting[0] ? " " : "", setting);
     snprintf(skip, sizeof skip, "%llu",
@@ -81,7 +100,7 @@ static int add_sparsity_cells(struct repro_plan *p, const struct repro_sparsity 
     static const char *const sources[] = {"gate", "gate-cal", "teal"};
     char t[16], file[4400];
     tag(t, sizeof t, 's', s);
-    at(p, file, sizeof file, "sparsity/thresholds/%s.json", t);
+    at(p, file, sizeof file, "%s/thresholds/%s.json", repro_sparsity_dir(z), t);
     for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++) {
         const char *extra[] = {"--active", sources[i], "--sparsify", file, NULL};
         if (add_cell(p, z, text, sources[i], t, extra) != 0)
@@ -113,14 +132,15 @@ static int add_predictor(struct repro_plan *p, const struct repro_sparsity *z)
         args[n++] = z->predictor_rank;
     }
     args[n] = NULL;
-    char what[160];
+    char what[160], id[96];
     snprintf(what, sizeof what, "%s: its activation predictor, trained on the calibration tokens", z->name);
-    return repro_plan_add(p, "sparsity", "sparsity-predictor", rel, what, args);
+    id_prefix(z, id, sizeof id - 16);
+    snprintf(id + strlen(id), sizeof id - strlen(id), "-predictor");
+    return repro_plan_add(p, "sparsity", id, rel, what, args);
 }
 
-int repro_plan_sparsity(struct repro_plan *p)
+int repro_plan_sparsity(struct repro_plan *p, const struct repro_sparsity *z)
 {
-    const struct repro_sparsity *z = &p->sparsity;
     if (!z->model[0])
         return 0;
     for (size_t s = 0; s < z->n_sparsities; s++)
@@ -149,24 +169,20 @@ int repro_plan_sparsity(struct repro_plan *p)
 
 /* ---- the report ---- */
 
-/* What a cell measured (NAN where it has not run or lacks the key). */
-struct sparsity_cell {
-    double ppl, density, input_density, bytes, dense_bytes, ms;
-};
-
 static double num_or_nan(const cJSON *o, const char *key)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-static bool read_cell(const struct repro_plan *p, const char *text, const char *source, const char *setting,
-                      struct sparsity_cell *c)
+bool repro_sparsity_read_cell(const struct repro_plan *p, const struct repro_sparsity *z, const char *text,
+                              const char *source, const char *setting, struct repro_sparsity_cell *c)
 {
     char path[4400];
-    at(p, path, sizeof path, "sparsity/%s/%s%s%s.json", text, source, setting[0] ? "-" : "", setting);
+    at(p, path, sizeof path, "%s/%s/%s%s%s.json", repro_sparsity_dir(z), text, source, setting[0] ? "-" : "",
+       setting);
     cJSON *j = read_json_file(path);
-    *c = (struct sparsity_cell){NAN, NAN, NAN, NAN, NAN, NAN};
+    *c = (struct repro_sparsity_cell){NAN, NAN, NAN, NAN, NAN, NAN};
     if (!j)
         return false;
     c->ppl = num_or_nan(j, "perplexity");
@@ -187,8 +203,8 @@ static void add_pct(struct strbuf *b, double v)
         strbuf_add(b, " — |");
 }
 
-static void add_row(struct strbuf *b, const char *source, const char *setting, const struct sparsity_cell *c,
-                    const struct sparsity_cell *dense)
+static void add_row(struct strbuf *b, const char *source, const char *setting, const struct repro_sparsity_cell *c,
+                    const struct repro_sparsity_cell *dense)
 {
     strbuf_add(b, "| %s | %s |", source, setting);
     add_pct(b, c->density);
@@ -204,39 +220,42 @@ static void add_row(struct strbuf *b, const char *source, const char *setting, c
 
 /* The plot's data: one block per source (two blank lines between them,
  * gnuplot's index), rows of FFN MB per token and perplexity. */
-static void csv_block(struct strbuf *csv, const struct sparsity_cell *c, size_t n)
+static void csv_block(struct strbuf *csv, const struct repro_sparsity_cell *c, size_t n)
 {
+    size_t rows = 0;
     for (size_t i = 0; i < n; i++)
-        if (isfinite(c[i].ppl) && isfinite(c[i].bytes))
+        if (isfinite(c[i].ppl) && isfinite(c[i].bytes)) {
             strbuf_add(csv, "%.6g,%.6g\n", c[i].bytes / 1e6, c[i].ppl);
-    strbuf_add(csv, "\n\n");
+            rows++;
+        }
+    /* gnuplot counts no empty block: a row of nothing keeps the next source's index */
+    strbuf_add(csv, rows ? "\n\n" : "NaN,NaN\n\n\n");
 }
 
 /* One source's cells on a text: the table's rows and the plot's block. */
-static void source_rows(struct strbuf *b, struct strbuf *csv, const struct repro_plan *p, size_t text,
-                        const char *source, const struct sparsity_cell *dense)
+static void source_rows(struct strbuf *b, struct strbuf *csv, const struct repro_plan *p,
+                        const struct repro_sparsity *z, size_t text, const char *source,
+                        const struct repro_sparsity_cell *dense)
 {
-    const struct repro_sparsity *z = &p->sparsity;
     bool pred = !strcmp(source, "predictor");
     size_t n = pred ? z->n_predictor : z->n_sparsities;
-    struct sparsity_cell cells[REPRO_SPARSITY_MAX];
+    struct repro_sparsity_cell cells[REPRO_SPARSITY_MAX];
     for (size_t i = 0; i < n; i++) {
         char tg[16], setting[48];
         double v = pred ? z->predictor_p[i] : z->sparsities[i];
         tag(tg, sizeof tg, pred ? 'p' : 's', v);
         snprintf(setting, sizeof setting, pred ? "P > %g" : "S = %g", v);
-        if (read_cell(p, z->text_names[text], source, tg, &cells[i]))
+        if (repro_sparsity_read_cell(p, z, z->text_names[text], source, tg, &cells[i]))
             add_row(b, source, setting, &cells[i], dense);
     }
     csv_block(csv, cells, n);
 }
 
-static void text_table(struct strbuf *b, const struct repro_plan *p, size_t text)
+static void text_table(struct strbuf *b, const struct repro_plan *p, const struct repro_sparsity *z, size_t text)
 {
-    const struct repro_sparsity *z = &p->sparsity;
     static const char *const sources[] = {"gate", "gate-cal", "teal", "predictor"};
-    struct sparsity_cell dense;
-    bool have = read_cell(p, z->text_names[text], "dense", "", &dense);
+    struct repro_sparsity_cell dense;
+    bool have = repro_sparsity_read_cell(p, z, z->text_names[text], "dense", "", &dense);
     dense.density = 1; /* every neuron: perplexity's dense JSON has no density */
     strbuf_add(b, "### %s on %s\n\n", z->name, z->text_names[text]);
     if (!have) {
@@ -250,10 +269,10 @@ static void text_table(struct strbuf *b, const struct repro_plan *p, size_t text
     csv_block(&csv, &dense, 1);
     size_t n_sources = z->n_predictor ? 4 : 3;
     for (size_t s = 0; s < n_sources; s++)
-        source_rows(b, &csv, p, text, sources[s], &dense);
+        source_rows(b, &csv, p, z, text, sources[s], &dense);
     strbuf_add(b, "\n");
     char *data = strbuf_take(&csv), rel[200], title[200];
-    snprintf(rel, sizeof rel, "sparsity/%s-quality", z->text_names[text]);
+    snprintf(rel, sizeof rel, "%s/%s-quality", repro_sparsity_dir(z), z->text_names[text]);
     snprintf(title, sizeof title, "%s on %s: perplexity against FFN bytes read per token", z->name,
              z->text_names[text]);
     const struct gnuplot_arg args[] = {GP_TEXT("plot_title", title),
@@ -283,7 +302,8 @@ void repro_section_sparsity(struct strbuf *b, const struct repro_plan *p)
                              : "%s has random weights: its perplexities mean nothing, only its bytes and times.\n\n",
                z->name);
     for (size_t t = 0; t < z->n_texts; t++)
-        text_table(b, p, t);
+        text_table(b, p, z, t);
+    repro_section_sparsity_shapes(b, p);
     strbuf_add(b, "The same study of any model folder with a GLU FFN: `flashbed sparsify study --model DIR "
                   "--text FILE[,FILE] --calibration-text FILE [--calibration-tokens N] [--tokens N] [--sparsities "
                   "LIST] [--predictor-thresholds LIST] --out DIR` (the predictor where the folder has one).\n\n");
@@ -298,7 +318,7 @@ int repro_sparsity_plan_build(const struct repro_sparsity *z, const char *out, c
     p->config.disk = out;
     p->config.settings = set;
     p->sparsity = *z;
-    if (repro_plan_sparsity(p) != 0) {
+    if (repro_plan_sparsity(p, &p->sparsity) != 0) {
         repro_plan_free(p);
         return err_set(err, errlen, "out of memory");
     }

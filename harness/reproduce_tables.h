@@ -76,8 +76,28 @@ void repro_section_fig7(struct strbuf *b, const struct repro_plan *p);
 void repro_section_devices(struct strbuf *b, const struct repro_plan *p);
 /* The training-free sparsity study: per scored text a table of every
  * source's perplexity beside its FFN bytes per token, and its plot
- * (harness/reproduce_sparsity.c); nothing when the plan has no study. */
+ * (harness/reproduce_sparsity.c); then the fixtures' shapes'
+ * (repro_section_sparsity_shapes); nothing when the plan has no study. */
 void repro_section_sparsity(struct strbuf *b, const struct repro_plan *p);
+/* The same study on the fixtures' GLU tiny shapes, random weights: per
+ * source and sparsity each shape's FFN bytes and ms per token beside
+ * stories260K's, their perplexities left out (harness/reproduce_sparsity_shapes.c);
+ * nothing when the plan has no shapes. */
+void repro_section_sparsity_shapes(struct strbuf *b, const struct repro_plan *p);
+
+/* What a sparsity study's cell measured, from perplexity's --json (NAN
+ * where it has not run or lacks the key). */
+struct repro_sparsity_cell {
+    double ppl, density, input_density, bytes, dense_bytes, ms;
+};
+/* The cell <dir>/<text>/<source>[-<setting>].json of study z; false (all
+ * NAN) when it is not there. */
+bool repro_sparsity_read_cell(const struct repro_plan *p, const struct repro_sparsity *z, const char *text,
+                              const char *source, const char *setting, struct repro_sparsity_cell *c);
+/* A setting as cells' files and steps' ids have it: kind 's' 0.5 is "s50". */
+void repro_sparsity_tag(char *buf, size_t len, char kind, double v);
+/* Study z's folder under the plan's: "sparsity" unless z->dir says. */
+const char *repro_sparsity_dir(const struct repro_sparsity *z);
 /* What differs from the paper and why, from the numbers: the disk against
  * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
 void repro_section_differences(struct strbuf *b, const struct repro_plan *p);

@@ -56,6 +56,13 @@ original_max_position_embeddings / high_freq_factor, divides by factor those
 over original / low_freq_factor, and between them mixes f / factor and f by
 s = (original / wavelength - low_freq_factor) / (high_freq_factor -
 low_freq_factor): (1 - s) f / factor + s f.
+Phi-3's "longrope" (modeling_phi3.py, Phi3LongRoPEScaledRotaryEmbedding):
+inv_freq[i] = 1 / (ext[i] theta^(2i/rot)), ext being long_factor at
+positions p with p + 1 > original_max_position_embeddings (4096 when
+absent) and short_factor below, as transformers picks them decoding one
+token at a time with its cache (every position here is so); cos and sin
+times sqrt(1 + ln(s) / ln(original)), s = max_position_embeddings /
+original, when s > 1.
 """
 import json
 import math
@@ -187,13 +194,24 @@ def inv_freqs(cfg, rot, theta):
     return out
 
 
-def rope(head, pos, freqs):
-    """rotate_half RoPE on the first 2 len(freqs) dims of one head."""
+def longrope(cfg, rot, theta, pos):
+    """Phi-3's longrope (the docstring): (frequencies, factor on cos and sin)
+    for position pos."""
+    sc, orig = cfg["rope_scaling"], cfg.get("original_max_position_embeddings", 4096)
+    ext = sc["long_factor"] if pos + 1 > orig else sc["short_factor"]
+    scale = cfg["max_position_embeddings"] / orig
+    factor = math.sqrt(1 + math.log(scale) / math.log(orig)) if scale > 1 else 1.0
+    return [1.0 / (ext[i] * theta ** (2.0 * i / rot)) for i in range(rot // 2)], factor
+
+
+def rope(head, pos, freqs, factor=1.0):
+    """rotate_half RoPE on the first 2 len(freqs) dims of one head, cos and
+    sin times factor."""
     half = len(freqs)
     out = list(head)
     for i in range(half):
         angle = pos * freqs[i]
-        c, s = math.cos(angle), math.sin(angle)
+        c, s = factor * math.cos(angle), factor * math.sin(angle)
         a, b = head[i], head[i + half]
         out[i] = a * c - b * s
         out[i + half] = b * c + a * s
@@ -236,7 +254,7 @@ class Model:
         self.n_kv = cfg.get("num_key_value_heads") or self.n_heads
         self.rot = int(self.hd * cfg.get("partial_rotary_factor", 1.0))
         self.theta = cfg.get("rope_theta", 10000.0)
-        self.freqs = inv_freqs(cfg, self.rot, self.theta)
+        self.freqs = self.unscaled_or_scaled_freqs()
         self.window = None  # attention over every cached position
         self.eps = 1e-5  # LayerNorm's; architectures with their own key set it
         self.cache = {}
@@ -248,12 +266,21 @@ class Model:
             qs = [qk_norm(l, h, "q") for h in qs]
             ks = [qk_norm(l, h, "k") for h in ks]
         if self.rot:
-            qs = [rope(h, pos, self.freqs) for h in qs]
-            ks = [rope(h, pos, self.freqs) for h in ks]
+            freqs, factor = self.rope_at(pos)
+            qs = [rope(h, pos, freqs, factor) for h in qs]
+            ks = [rope(h, pos, freqs, factor) for h in ks]
         keys, values = self.cache.setdefault(l, ([], []))
         keys.append(ks)
         values.append(vs)
         return attend(qs, keys, values, self.n_heads, self.n_kv, self.hd, self.window)
+
+    def unscaled_or_scaled_freqs(self):
+        """The frequencies of every position, rope_scaling applied."""
+        return inv_freqs(self.cfg, self.rot, self.theta)
+
+    def rope_at(self, pos):
+        """The frequencies and cos/sin factor that rotate position pos."""
+        return self.freqs, 1.0
 
     def ln(self, name, x):
         """LayerNorm with weight and bias, HF tensor prefix name."""
@@ -326,6 +353,15 @@ class Phi3(Llama):
         super().__init__(cfg, w)
         self.eps = cfg.get("rms_norm_eps", 1e-5)
         self.window = cfg.get("sliding_window")  # Mistral's: p attends to p - W + 1 .. p
+
+    def unscaled_or_scaled_freqs(self):
+        """Unscaled: longrope's frequencies depend on the position (rope_at)."""
+        return inv_freqs({}, self.rot, self.theta)
+
+    def rope_at(self, pos):
+        if self.cfg.get("rope_scaling"):
+            return longrope(self.cfg, self.rot, self.theta, pos)
+        return self.freqs, 1.0
 
     def qkv(self, p, n):
         fused = linear(self.w.matrix(p + "self_attn.qkv_proj.weight"), n)
@@ -513,7 +549,7 @@ def main(argv):
         cfg = json.load(f)
     if cfg.get("model_type") not in ARCHS:
         raise SystemExit("model_type %r is not in this reference (%s)" % (cfg.get("model_type"), ", ".join(ARCHS)))
-    if cfg.get("rope_scaling") and cfg["model_type"] not in ("llama", "mistral", "qwen2", "qwen3"):
+    if cfg.get("rope_scaling") and cfg["model_type"] not in ("llama", "mistral", "qwen2", "qwen3", "phi3"):
         raise SystemExit("rope_scaling is not in this reference for %s" % cfg["model_type"])
     model = ARCHS[cfg["model_type"]](cfg, Weights(read_tensors(folder)))
     for row in model.logits(ids):

@@ -8,7 +8,16 @@ it; this script refuses any other), on the CPU, with no network:
     .venv-ref/bin/python tools/make_hf_fixture.py [ARCH ...] [--out tests/data]
 
 ARCH: opt, llama, llama-relu, falcon, falcon-gelu, persimmon, phi, phi-gelu,
-phi3, drelu, prosparse, llama3, mistral, qwen2, qwen3 (all when none is given).
+phi3, drelu, prosparse, llama3, mistral, qwen2, qwen3, phi3_longrope (all when
+none is given).
+
+phi3_longrope: Phi-3's longrope rope_scaling (original context 8, a 12-id
+prompt and 8 greedy ids: 20 positions crossing it). Which factor list
+rotates a position depends on how the sequence is fed, so its logits come
+from feeding every id, the prompt's too, one at a time through the KV
+cache, as flashbed decodes (STEPWISE_NOTE; reference.json says so, with
+how far a whole-sequence forward and the long factors ignored are from
+them).
 
 qwen3: transformers 4.46.3 (pinned) has no Qwen3 classes, and its Qwen2
 attention hard-codes q/k/v biases and head_dim = hidden / heads, both of
@@ -130,6 +139,30 @@ def phi3():
         vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS,
         original_max_position_embeddings=MAX_POS, rms_norm_eps=1e-5, rope_theta=10000.0, rope_scaling=None,
+        sliding_window=None, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, tie_word_embeddings=False,
+        initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0))
+
+
+# phi3_longrope: longrope's two factor lists (one per pair of head_dim 12)
+# and an original context of 8, so that its 20 positions cross it at 8
+LONGROPE_ORIGINAL = 8
+LONGROPE_PROMPT = 12
+LONGROPE_SHORT = [1.0, 1.05, 1.2, 1.4, 1.8, 2.3]
+LONGROPE_LONG = [1.0, 1.9, 3.7, 7.5, 14.0, 29.0]
+
+
+def phi3_longrope(long_factor=None):
+    # Phi-3-mini-128k's rope_scaling (type longrope) at a tiny scale:
+    # max_position_embeddings 128 over an original 8 gives cos and sin the
+    # factor sqrt(1 + ln 16 / ln 8); long_factor may be replaced (the
+    # short list: what the logits would be with the long factors ignored)
+    from transformers import Phi3Config, Phi3ForCausalLM
+    return Phi3ForCausalLM(Phi3Config(
+        vocab_size=VOCAB, hidden_size=48, intermediate_size=136, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, hidden_act="silu", max_position_embeddings=MAX_POS,
+        original_max_position_embeddings=LONGROPE_ORIGINAL, rms_norm_eps=1e-5, rope_theta=10000.0,
+        rope_scaling={"type": "longrope", "short_factor": list(LONGROPE_SHORT),
+                      "long_factor": list(long_factor or LONGROPE_LONG)},
         sliding_window=None, resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, tie_word_embeddings=False,
         initializer_range=0.1, bos_token_id=1, eos_token_id=2, pad_token_id=0))
 
@@ -292,7 +325,21 @@ RECORDED = ("opt", "llama-relu", "falcon", "persimmon", "phi", "drelu", "prospar
 BUILDERS = {"opt": opt, "llama": llama, "llama-relu": lambda: llama("relu"), "falcon": falcon,
             "falcon-gelu": lambda: falcon("gelu"), "persimmon": persimmon, "phi": phi,
             "phi-gelu": lambda: phi("gelu_new"), "phi3": phi3, "drelu": drelu, "prosparse": prosparse,
-            "llama3": llama3, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3}
+            "llama3": llama3, "mistral": mistral, "qwen2": qwen2, "qwen3": qwen3, "phi3_longrope": phi3_longrope}
+
+# fixtures whose logits depend on how the sequence is fed: every position,
+# prompt included, goes through transformers' KV cache one token at a time
+# (the engine's way), with a prompt of this many ids
+STEPWISE = {"phi3_longrope": LONGROPE_PROMPT}
+STEPWISE_NOTE = (
+    "logits.f32 comes from calling the model one token at a time with its KV cache (past_key_values), the prompt "
+    "included, as flashbed decodes: transformers 4.46.3's Phi3LongRoPEScaledRotaryEmbedding takes long_factor "
+    "when seq_len (the cached length + 1) > original_max_position_embeddings, so positions 0..%d rotate with "
+    "short_factor and positions from %d with long_factor, keys cached under short_factor keeping it. A "
+    "whole-sequence forward rotates every position with long_factor once the sequence is longer than %d "
+    "(whole_sequence_forward_max_abs_diff), and transformers' generate() drops its cache when the length first "
+    "passes %d to recompute it so; neither is the reference here."
+    % (LONGROPE_ORIGINAL - 1, LONGROPE_ORIGINAL, LONGROPE_ORIGINAL, LONGROPE_ORIGINAL))
 
 
 def opt_tokenizer(out):
@@ -341,6 +388,59 @@ def greedy(model, prompt):
     return ids, torch.stack(rows), leads
 
 
+def stepwise(model, prompt):
+    """Every prompt id, then GENERATE greedy ids, one token at a time through
+    transformers' KV cache: (greedy ids, logits of every position, leads)."""
+    ids, rows, leads, past = [], [], [], None
+    with torch.no_grad():
+        for tok in prompt + [None] * GENERATE:
+            if tok is None:  # the greedy id after the last row, fed in turn
+                top = torch.topk(rows[-1], 2).values
+                leads.append(float(top[0] - top[1]))
+                ids.append(int(torch.argmax(rows[-1])))
+                tok = ids[-1]
+            out = model(torch.tensor([[tok]]), past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            rows.append(out.logits[0, -1])
+    return ids, torch.stack(rows), leads
+
+
+def stepwise_run(model, n_prompt):
+    """reference_run for a STEPWISE fixture: the first prompt of n_prompt ids
+    whose greedy steps all lead by MIN_MARGIN; the logits are the stepwise
+    ones, and how far a whole-sequence forward is from them is recorded."""
+    rng = random.Random(SEED)
+    for _ in range(50):
+        prompt = [rng.randrange(3, VOCAB) for _ in range(n_prompt)]
+        ids, logits, leads = stepwise(model, prompt)
+        if min(leads) < MIN_MARGIN:
+            continue
+        with torch.no_grad():
+            full = model(torch.tensor([prompt + ids])).logits[0]
+        return prompt, ids, logits, min(leads), float((full - logits).abs().max())
+    sys.exit("make_hf_fixture.py: no prompt in 50 whose greedy steps all lead by %g" % MIN_MARGIN)
+
+
+def long_factors_ignored(prompt, ids, logits):
+    """(largest |delta logit| before the switch, after it) between the
+    fixture's logits and the same model with long_factor = short_factor,
+    fed the same ids stepwise: what ignoring the long factors would miss."""
+    torch.manual_seed(SEED)
+    model = phi3_longrope(LONGROPE_SHORT).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias") or "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    seq, rows, past = prompt + ids, [], None
+    with torch.no_grad():
+        for tok in seq[:logits.shape[0]]:
+            out = model(torch.tensor([[tok]]), past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            rows.append(out.logits[0, -1])
+    diff = (torch.stack(rows) - logits).abs().max(dim=1).values
+    return float(diff[:LONGROPE_ORIGINAL].max()), float(diff[LONGROPE_ORIGINAL:].max())
+
+
 def reference_run(model):
     """(prompt, greedy ids, logits of the whole sequence, smallest lead): the
     first prompt, drawn from the seeded generator, whose greedy steps all
@@ -360,7 +460,7 @@ def reference_run(model):
     sys.exit("make_hf_fixture.py: no prompt in 50 whose greedy steps all lead by %g" % MIN_MARGIN)
 
 
-def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
+def write_reference(out, arch, model, prompt, ids, logits, lead, cases, extra=None):
     """reference.json: what the tests read, and how it was made."""
     raw = logits.numpy().astype("<f4").tobytes()
     with open(os.path.join(out, "logits.f32"), "wb") as f:
@@ -383,6 +483,7 @@ def write_reference(out, arch, model, prompt, ids, logits, lead, cases):
     }
     if arch == "qwen3":
         ref["reference_model"] = QWEN3_NOTE
+    ref.update(extra or {})
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(ref, f, indent=1)
         f.write("\n")
@@ -419,9 +520,17 @@ def build(arch, out):
         os.remove(gen)
     if arch == "qwen3":
         as_qwen3_config(out)
-    prompt, ids, logits, lead = reference_run(model)
+    extra = None
+    if arch in STEPWISE:
+        prompt, ids, logits, lead, full_diff = stepwise_run(model, STEPWISE[arch])
+        before, after = long_factors_ignored(prompt, ids, logits)
+        extra = {"reference_run": STEPWISE_NOTE, "whole_sequence_forward_max_abs_diff": full_diff,
+                 "long_factors_ignored_max_abs_diff": {"positions_before_%d" % LONGROPE_ORIGINAL: before,
+                                                       "positions_from_%d" % LONGROPE_ORIGINAL: after}}
+    else:
+        prompt, ids, logits, lead = reference_run(model)
     cases = opt_tokenizer(out) if arch == "opt" else []
-    write_reference(out, arch, model, prompt, ids, logits, lead, cases)
+    write_reference(out, arch, model, prompt, ids, logits, lead, cases, extra)
     if arch in RECORDED:
         record_trace(out, prompt)
     print("wrote %s: %d positions, greedy %s, smallest lead %.3g, largest |logit| %.3g"

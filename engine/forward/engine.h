@@ -25,8 +25,12 @@ struct run_state {
     struct dev_ref k_cache;  /* (n_layers, max_seq, kv_dim) */
     struct dev_ref v_cache;  /* (n_layers, max_seq, kv_dim) */
     struct dev_ref logits_dev; /* (vocab) */
-    struct dev_ref rope_freq;  /* (rope_dims / 2) the model's RoPE frequencies (arch_rope_freqs) */
-    float rope_scale;          /* and the factor on their cos and sin */
+    /* (rope_dims / 2) the model's RoPE frequencies, one table per
+     * arch_rope_table (the second one only for longrope; else it is the
+     * first's ref), and the factor on their cos and sin; position p
+     * rotates with table arch_rope_table_at(p) */
+    struct dev_ref rope_freq[ARCH_ROPE_TABLES];
+    float rope_scale[ARCH_ROPE_TABLES];
     float *logits;           /* (vocab) on the host: the last token's, after engine_forward */
 };
 

@@ -33,14 +33,17 @@ static size_t lay_out_state(struct run_state *r, const struct model *m, int max_
 {
     size_t d = m->shape.d_model, kv = (size_t)m->shape.n_layers * max_seq * m->kv_dim;
     size_t pairs = m->arch.rope_dims / 2 + 1; /* + 1: a place even without RoPE */
-    size_t floats[] = {d, widest_vector(m), d, d, m->q_dim, m->q_dim, kv, kv, m->shape.vocab_size, pairs};
-    struct dev_ref *refs[] = {&r->x, &r->xb, &r->xb2, &r->ffn_out, &r->q, &r->att_out, &r->k_cache, &r->v_cache,
-                              &r->logits_dev, &r->rope_freq};
+    size_t long_pairs = m->arch.rope_scaling == ROPE_LONGROPE ? pairs : 0;
+    size_t floats[] = {d, widest_vector(m), d, d, m->q_dim, m->q_dim, kv, kv, m->shape.vocab_size, pairs, long_pairs};
+    struct dev_ref *refs[] = {&r->x,       &r->xb,      &r->xb2,          &r->ffn_out,     &r->q,           &r->att_out,
+                              &r->k_cache, &r->v_cache, &r->logits_dev,   &r->rope_freq[0], &r->rope_freq[1]};
     size_t at = 0;
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         *refs[i] = (struct dev_ref){buf, at};
         at += (floats[i] * sizeof(float) + 255) / 256 * 256;
     }
+    if (!long_pairs) /* one table serves every position */
+        r->rope_freq[1] = r->rope_freq[0];
     return at;
 }
 
@@ -94,19 +97,26 @@ static int alloc_state(struct engine *e, char *err, size_t errlen)
     return e->be_ops->sync(e->be) == 0 ? 0 : err_set(err, errlen, "%s backend: %s", e->be_ops->name, e->be_ops->error(e->be));
 }
 
-/* The model's RoPE frequencies, computed once (arch_rope_freqs), into
- * the run state on the backend, waited for: set-up's uploads are done
- * (and counted) before the FFN's set-up and the first token. */
+/* The model's RoPE frequencies, computed once (arch_rope_table: one
+ * table, two for longrope), into the run state on the backend, waited
+ * for: set-up's uploads are done (and counted) before the FFN's set-up and
+ * the first token. */
 static int upload_rope_freqs(struct engine *e, char *err, size_t errlen)
 {
     const struct arch *a = &e->m->arch;
     size_t pairs = a->rope_dims / 2 + 1;
+    int tables = a->rope_scaling == ROPE_LONGROPE ? 2 : 1;
     float *freq = calloc(pairs, sizeof *freq);
     if (!freq)
         return err_set(err, errlen, "the RoPE frequencies: out of memory");
-    arch_rope_freqs(a, freq, &e->s.rope_scale);
     const struct backend_ops *b = e->be_ops;
-    int rc = b->upload(e->be, e->s.rope_freq, freq, pairs * sizeof *freq) || b->sync(e->be);
+    int rc = 0;
+    for (int t = 0; t < tables && !rc; t++) {
+        arch_rope_table(a, t, freq, &e->s.rope_scale[t]);
+        rc = b->upload(e->be, e->s.rope_freq[t], freq, pairs * sizeof *freq) || b->sync(e->be);
+    }
+    if (tables == 1)
+        e->s.rope_scale[1] = e->s.rope_scale[0];
     free(freq);
     return rc ? err_set(err, errlen, "%s backend: %s", b->name, b->error(e->be)) : 0;
 }
@@ -222,8 +232,9 @@ static int position_qk(struct engine *e, const struct layer_weights *L, struct d
     if (a->position != POSITION_ROPE)
         return 0;
     const struct run_state *r = &e->s;
-    return e->be_ops->rope(e->be, r->q, n_heads, hd, (int)a->rope_dims, pos, r->rope_freq, r->rope_scale) ||
-           e->be_ops->rope(e->be, k, n_kv, hd, (int)a->rope_dims, pos, r->rope_freq, r->rope_scale);
+    int t = arch_rope_table_at(a, pos); /* longrope: short or long factors (LONGROPE_RULE) */
+    return e->be_ops->rope(e->be, r->q, n_heads, hd, (int)a->rope_dims, pos, r->rope_freq[t], r->rope_scale[t]) ||
+           e->be_ops->rope(e->be, k, n_kv, hd, (int)a->rope_dims, pos, r->rope_freq[t], r->rope_scale[t]);
 }
 
 /* The first cached position attention at pos reads: with a sliding

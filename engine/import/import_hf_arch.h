@@ -49,6 +49,12 @@ int cfg_refuse_rope_scaling(const struct config *c);
  * or type in older configs) into s's rope_scaling keys; any other type,
  * or a number missing or not above 0, -1 naming the key and the value. */
 int cfg_rope_scaling(const struct config *c, struct model_shape *s);
+/* Phi-3's rope_scaling (import_hf_longrope.c): null or absent, nothing;
+ * longrope (or su, yarn: transformers 4.46.3's older names for it) with
+ * its two factor lists and original_max_position_embeddings into s's
+ * longrope keys; anything else, -1 naming the key. s's sizes and
+ * max_positions must be read already. */
+int cfg_longrope_scaling(const struct config *c, struct model_shape *s);
 /* Sets s->ffn_activation (common/model_shape.h's names) from the HF
  * activation in config key `key` (def when absent; engine/import/hf_act.h maps
  * the names), or -1 naming the key and the value when it is not one of

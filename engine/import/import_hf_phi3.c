@@ -4,8 +4,8 @@
  * qkv_proj holds q's rows, then k's, then v's; gate_up_proj holds the
  * gate's d_ff rows, then up's (Phi3MLP's chunk(2): gate first).
  *
- * Refused, naming the key: rope_scaling (longrope/su, Phi-3-mini-128k: its
- * per-dimension frequencies are not data in the engine yet) and
+ * rope_scaling longrope (Phi-3-mini-128k, Phi-3.5; import_hf_longrope.c)
+ * becomes the shape's longrope keys. Refused, naming the key:
  * partial_rotary_factor other than 1 (later transformers read it for
  * Phi-4-mini). sliding_window is honoured as Mistral's is: transformers
  * 4.46.3 masks keys at distance >= sliding_window from the query
@@ -21,20 +21,20 @@
 
 #include "common/errbuf.h"
 
-static int phi3_refusals(const struct config *c)
+static int phi3_rope(const struct config *c, struct model_shape *s)
 {
     double partial = cfg_num(c->json, "partial_rotary_factor", 1.0);
     if (partial != 1.0)
         return err_set(c->err, c->errlen, "%s: \"partial_rotary_factor\": %g is not supported for phi3 (1)",
                        c->path, partial);
-    return cfg_refuse_rope_scaling(c);
+    return cfg_longrope_scaling(c, s);
 }
 
 static int phi3_shape(const struct config *c, struct model_shape *s)
 {
     return hf_llama_block(c, s, "phi3", 1e-5) || hf_refuse_head_dim(c, s) ||
                    cfg_activation(c, "hidden_act", "silu", "silu, relu, gelu, gelu_new, gelu_pytorch_tanh", s) ||
-                   phi3_refusals(c) || cfg_uint(c, "sliding_window", &s->sliding_window, 0)
+                   phi3_rope(c, s) || cfg_uint(c, "sliding_window", &s->sliding_window, 0)
                ? -1
                : 0;
 }

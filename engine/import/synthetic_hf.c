@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json_file.h"
 #include "engine/import/hf_act.h"
 
 /* The list being built, and what filling its tensors needs. */
@@ -306,6 +307,11 @@ static const char *phi3_check(const struct model_shape *s)
         s->rope_fraction != 1.0 || s->qk_norm || s->output_bias || strcmp(s->norm, "rmsnorm") != 0)
         return "Phi-3 has a GLU FFN, RMSNorm, no biases, sequential blocks and RoPE on "
                "whole heads";
+    /* config.json carries longrope's factor as max_position_embeddings /
+     * original_max_position_embeddings (import_hf_longrope.c) */
+    if (s->rope_scaling[0] &&
+        (strcmp(s->rope_scaling, "longrope") || s->rope_factor != (double)s->max_positions / s->rope_original_max_positions))
+        return "Phi-3's rope_scaling is longrope, its rope_factor max_positions / rope_original_max_positions";
     const char *a = s->ffn_activation;
     return strcmp(a, "swiglu") && strcmp(a, "relu") && strcmp(a, "gelu") && strcmp(a, "gelu_tanh")
                ? "Phi-3's activation is silu, relu, gelu or gelu_new"
@@ -405,7 +411,14 @@ static void phi3_config(cJSON *c, const struct model_shape *s)
     cJSON_AddNumberToObject(c, "rms_norm_eps", s->norm_eps);
     cJSON_AddNumberToObject(c, "rope_theta", s->rope_theta);
     cJSON_AddStringToObject(c, "hidden_act", hf_act_from_flashbed(s->ffn_activation));
-    cJSON_AddNullToObject(c, "rope_scaling");
+    if (!strcmp(s->rope_scaling, "longrope")) { /* Phi3Config's three keys, the original context beside them */
+        cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(r, "type", "longrope");
+        json_add_exact_doubles(r, "short_factor", s->rope_short_factor, s->rope_pairs);
+        json_add_exact_doubles(r, "long_factor", s->rope_long_factor, s->rope_pairs);
+        cJSON_AddNumberToObject(c, "original_max_position_embeddings", s->rope_original_max_positions);
+    } else
+        cJSON_AddNullToObject(c, "rope_scaling");
     if (s->sliding_window)
         cJSON_AddNumberToObject(c, "sliding_window", s->sliding_window);
     else

@@ -43,7 +43,12 @@ static int rope_scaling_of(const struct model_shape *s, struct arch *a, char *er
         a->rope_scaling = ROPE_LINEAR;
     else if (!strcmp(s->rope_scaling, "llama3"))
         a->rope_scaling = ROPE_LLAMA3;
-    else
+    else if (!strcmp(s->rope_scaling, "longrope") && s->rope_pairs == a->rope_dims / 2 &&
+             s->rope_pairs <= MODEL_MAX_ROPE_PAIRS) {
+        a->rope_scaling = ROPE_LONGROPE;
+        memcpy(a->rope_short_factor, s->rope_short_factor, s->rope_pairs * sizeof *a->rope_short_factor);
+        memcpy(a->rope_long_factor, s->rope_long_factor, s->rope_pairs * sizeof *a->rope_long_factor);
+    } else
         return err_set(err, errlen, "rope_scaling \"%s\" is not supported by the forward pass", s->rope_scaling);
     return 0;
 }
@@ -124,15 +129,39 @@ static double llama3_freq(const struct arch *a, double f)
     return (1 - smooth) * f / a->rope_factor + smooth * f;
 }
 
-void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale)
+/* longrope's factor on cos and sin (HF's attention_factor, as
+ * Phi3LongRoPEScaledRotaryEmbedding computes it for both tables from
+ * max_position_embeddings / original_max_position_embeddings, our
+ * rope_factor): sqrt(1 + ln(factor) / ln(original)) above 1, else 1. */
+static double longrope_scale(const struct arch *a)
 {
+    if (a->rope_factor <= 1)
+        return 1;
+    return sqrt(1 + log(a->rope_factor) / log(a->rope_original_max_positions));
+}
+
+void arch_rope_table(const struct arch *a, int table, float *inv_freq, float *scale)
+{
+    const double *ext = table ? a->rope_long_factor : a->rope_short_factor;
     for (uint32_t j = 0; j < a->rope_dims / 2; j++) {
         double f = 1.0 / pow(a->rope_theta, (double)(2 * j) / a->rope_dims);
         if (a->rope_scaling == ROPE_LINEAR)
             f /= a->rope_factor;
         else if (a->rope_scaling == ROPE_LLAMA3)
             f = llama3_freq(a, f);
+        else if (a->rope_scaling == ROPE_LONGROPE)
+            f /= ext[j];
         inv_freq[j] = (float)f;
     }
-    *scale = 1.0f;
+    *scale = a->rope_scaling == ROPE_LONGROPE ? (float)longrope_scale(a) : 1.0f;
+}
+
+int arch_rope_table_at(const struct arch *a, int pos)
+{
+    return a->rope_scaling == ROPE_LONGROPE && pos >= a->rope_original_max_positions;
+}
+
+void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale)
+{
+    arch_rope_table(a, 0, inv_freq, scale);
 }

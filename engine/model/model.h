@@ -25,7 +25,24 @@ enum activation {
 };
 
 /* How RoPE's per-pair frequencies are rescaled (HF's rope_scaling). */
-enum rope_scaling { ROPE_PLAIN, ROPE_LINEAR, ROPE_LLAMA3 };
+enum rope_scaling { ROPE_PLAIN, ROPE_LINEAR, ROPE_LLAMA3, ROPE_LONGROPE };
+
+/* longrope's choice of table by position, as transformers 4.46.3 makes it
+ * when decoding one token at a time with a KV cache (modeling_phi3.py,
+ * Phi3LongRoPEScaledRotaryEmbedding.forward: the attention passes seq_len
+ * = the cached length + 1 = p + 1, and long_factor is taken when seq_len >
+ * original_max_position_embeddings): position p < original rotates q and
+ * k with the short factors, p >= original with the long ones, and keys
+ * cached under the short factors keep them. (A whole-sequence forward of
+ * n > original positions rotates every one with the long factors, and
+ * transformers' generate() drops its cache once, when the length first
+ * passes original, to recompute it so; the engine decodes token by token
+ * and keeps its cache.) model.json says it in these words. */
+#define LONGROPE_RULE                                                                                                 \
+    "positions p < rope_original_max_positions rotate with rope_short_factor, p >= it with rope_long_factor; "     \
+    "cached keys keep the factors they were rotated with (transformers 4.46.3 "                                     \
+    "Phi3LongRoPEScaledRotaryEmbedding decoding one token at a time with a KV cache: seq_len p + 1 > "              \
+    "original_max_position_embeddings takes long_factor)"
 
 struct arch {
     enum norm_kind norm;
@@ -47,15 +64,24 @@ struct arch {
     uint32_t rope_dims;  /* dims of each head rotated (partial RoPE) */
     enum rope_scaling rope_scaling;
     double rope_factor, rope_low_freq_factor, rope_high_freq_factor, rope_original_max_positions;
+    /* longrope: one factor per rotated pair (rope_dims / 2 of them) */
+    double rope_short_factor[MODEL_MAX_ROPE_PAIRS], rope_long_factor[MODEL_MAX_ROPE_PAIRS];
     uint32_t sliding_window; /* attend to the last sliding_window positions; 0: all */
 };
 
 /* RoPE's frequencies as data: inv_freq[j], j < rope_dims / 2, the turn
  * per position of each head's pair (2j, 2j + 1) (HF's inv_freq after
  * rope_scaling: theta^(-2j/rope_dims), divided by rope_factor for linear,
- * Llama 3.1's band rule for llama3), and *scale, the factor on cos and
- * sin (HF's attention_scaling: 1 for these). The engine computes them
- * once per model and RoPE reads them. */
+ * Llama 3.1's band rule for llama3, by longrope's factor of the pair),
+ * and *scale, the factor on cos and sin (HF's attention_scaling: 1 but
+ * for longrope). A model has ARCH_ROPE_TABLES tables: table 0, and for
+ * longrope table 1, the long factors' (table 1 is table 0 otherwise);
+ * arch_rope_table_at says which one rotates position pos (LONGROPE_RULE).
+ * The engine computes them once per model and RoPE reads them. */
+#define ARCH_ROPE_TABLES 2
+void arch_rope_table(const struct arch *a, int table, float *inv_freq, float *scale);
+int arch_rope_table_at(const struct arch *a, int pos);
+/* Table 0: the only one but for longrope. */
 void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale);
 
 /* Fills a from the shape's strings; -1 with a reason when the forward

@@ -2,6 +2,7 @@
 #include "engine/model/model_format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,7 +11,9 @@
 #include "common/cleanup.h"
 #include "common/crc32c.h"
 #include "common/errbuf.h"
+#include "common/json_file.h"
 #include "common/provenance.h"
+#include "engine/model/model.h"
 
 uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t)
 {
@@ -23,6 +26,18 @@ uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
     return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
 }
 
+/* longrope's keys, and its rule in words for whoever reads model.json
+ * (arch_rope_table_at applies it; the reader ignores the words). */
+static void longrope_to_json(const struct model_shape *s, cJSON *o)
+{
+    cJSON_AddNumberToObject(o, "rope_original_max_positions", s->rope_original_max_positions);
+    /* each read back exactly (a failure, out of memory, leaves the key
+     * out: model_shape_read then refuses the file by its name) */
+    json_add_exact_doubles(o, "rope_short_factor", s->rope_short_factor, s->rope_pairs);
+    json_add_exact_doubles(o, "rope_long_factor", s->rope_long_factor, s->rope_pairs);
+    cJSON_AddStringToObject(o, "rope_longrope_rule", LONGROPE_RULE);
+}
+
 /* The RoPE scaling a shape keeps, so a converted model keeps its
  * frequencies (model_shape.c's get_rope_scaling reads these). */
 static void rope_scaling_to_json(const struct model_shape *s, cJSON *o)
@@ -31,6 +46,10 @@ static void rope_scaling_to_json(const struct model_shape *s, cJSON *o)
         return;
     cJSON_AddStringToObject(o, "rope_scaling", s->rope_scaling);
     cJSON_AddNumberToObject(o, "rope_factor", s->rope_factor);
+    if (!strcmp(s->rope_scaling, "longrope")) {
+        longrope_to_json(s, o);
+        return;
+    }
     if (strcmp(s->rope_scaling, "llama3") != 0)
         return;
     cJSON_AddNumberToObject(o, "rope_low_freq_factor", s->rope_low_freq_factor);

@@ -122,6 +122,16 @@ def main():
             put("hf_config", shape + ".json", open(os.path.join(hf, "config.json"), "rb").read())
             run(flashbed, "convert", hf, "--out", m)
             put("model_json", shape + ".json", open(os.path.join(m, "model.json"), "rb").read())
+        # Phi-3's longrope: the transformers fixture's config.json (factor
+        # lists, original_max_position_embeddings) and its model.json
+        fx = os.path.join(ROOT, "tests", "data", "phi3_longrope_fixture")
+        put("hf_config", "phi3-longrope.json", open(os.path.join(fx, "config.json"), "rb").read())
+        m, tok = os.path.join(tmp, "phi3-longrope-m"), os.path.join(tmp, "placeholder-320.bin")
+        with open(tok, "wb") as f:  # llama2.c's tokenizer layout, 320 placeholder pieces (the fixture ships none)
+            f.write(struct.pack("<i", 8) + b"".join(struct.pack("<fi", -i, len(b"w%d" % i)) + b"w%d" % i
+                                                    for i in range(320)))
+        run(flashbed, "convert", fx, "--tokenizer", tok, "--out", m)
+        put("model_json", "phi3-longrope.json", open(os.path.join(m, "model.json"), "rb").read())
         # a version 1 trace (the synth ones above are the current version)
         put("trace", "v1.trace", open(os.path.join(ROOT, "tests", "data", "trace_v1.trace"), "rb").read())
         put("tokenizer_sp", "llama-300.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 300))

@@ -92,6 +92,9 @@ arch_case phi phi-tiny --relu-density 0.3 --up-spectrum power:1
 arch_case llama llama-relu-tiny
 arch_case phi3 phi3-tiny --up-spectrum power:1
 arch_case bamboo drelu-tiny
+# Phi-3's longrope from model make's config.json (Phi3Config's rope_scaling
+# and original_max_position_embeddings 4 of the 10 positions fed)
+arch_case phi3 phi3-longrope-tiny
 # the Llama family of today (issue 33): Llama 3.1's rope_scaling, Mistral's
 # sliding window (6 positions of the 10 fed), Qwen2's q/k/v biases, Qwen3's
 # q/k RMSNorm and its own head_dim
@@ -189,9 +192,30 @@ refuse "a negative ProSparse threshold" llama-relu-tiny 'del c["flashbed_fatrelu
     'config.json: "hidden_act_param" must be a number >= 0'
 refuse "a ProSparse threshold that is text" llama-relu-tiny 'c["hidden_act_param"] = "0.01"' \
     'config.json: "hidden_act_param" must be a number >= 0'
-refuse "phi3 rope_scaling (longrope)" phi3-tiny \
-    'c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [1.0] * 4}' \
-    'config.json: "rope_scaling" is not supported'
+# Phi-3's longrope as transformers 4.46.3 reads it: phi3-tiny's 4 pairs a
+# list, a valid object ($LR) then one thing wrong at a time
+LR='c["rope_scaling"] = {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4}
+c["original_max_position_embeddings"] = 4'
+refuse "phi3 longrope short_factor of 3 numbers" phi3-tiny "$LR"'
+c["rope_scaling"]["short_factor"] = [1.0] * 3' \
+    'config.json: "rope_scaling" "short_factor" must be a list of 4 numbers'
+refuse "phi3 longrope long_factor with a 0" phi3-tiny "$LR"'
+c["rope_scaling"]["long_factor"][2] = 0' 'config.json: "rope_scaling" "long_factor"\[2\] must be a number above 0'
+refuse "phi3 longrope long_factor with text" phi3-tiny "$LR"'
+c["rope_scaling"]["long_factor"][1] = "2"' 'config.json: "rope_scaling" "long_factor"\[1\] must be a number above 0'
+for k in attention_factor short_mscale long_mscale factor; do
+    refuse "phi3 longrope with $k (not read by transformers 4.46.3)" phi3-tiny "$LR"'
+c["rope_scaling"]["'$k'"] = 1.2' "config.json: \"rope_scaling\" key \"$k\" is not supported for phi3"
+done
+refuse "phi3 rope_scaling type dynamic" phi3-tiny "$LR"'
+c["rope_scaling"]["type"] = "dynamic"' 'config.json: "rope_scaling" type "dynamic" is not supported for phi3'
+refuse "phi3 longrope without type" phi3-tiny "$LR"'
+del c["rope_scaling"]["type"]' 'config.json: "rope_scaling" needs "type" (longrope) for phi3'
+refuse "phi3 longrope original context past max_position_embeddings" phi3-tiny "$LR"'
+c["original_max_position_embeddings"] = 512' \
+    'config.json: "original_max_position_embeddings" 512 must be from 2 to "max_position_embeddings" 256'
+refuse "phi3 longrope original context 1" phi3-tiny "$LR"'
+c["original_max_position_embeddings"] = 1' '"original_max_position_embeddings" 1 must be from 2'
 refuse "phi3 partial_rotary_factor" phi3-tiny 'c["partial_rotary_factor"] = 0.75' \
     'config.json: "partial_rotary_factor": 0.75 is not supported for phi3'
 refuse "phi3 sliding_window not a count" phi3-tiny 'c["sliding_window"] = -1' 'config.json: "sliding_window"'
@@ -250,6 +274,32 @@ check "phi3 with a window of 6: logits within 1e-4 of the reference" \
     logits_close "$WORK/phi3-window.flashbed" "$WORK/phi3-window.reference" 1e-4
 check "phi3: the window moves the logits (against phi3-tiny's, by over 1e-3)" \
     logits_differ "$WORK/phi3-window.flashbed" "$WORK/phi3-tiny.flashbed" 1e-3
+
+# Phi-3's longrope (Phi-3-mini-128k), under its first name "su":
+# phi3-tiny's folder with an original context of 4 of the 10 positions
+# fed, so positions 0-3 rotate with the short factors and 4-9 with the
+# long ones (LONGROPE_RULE), cos and sin times sqrt(1 + ln 64 / ln 4)
+rm -rf "$WORK/phi3-longrope" "$WORK/phi3-longrope-m"
+cp -r "$WORK/phi3-tiny" "$WORK/phi3-longrope"
+python3 - "$WORK/phi3-longrope/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["rope_scaling"] = {"type": "su", "short_factor": [1.0, 1.3, 1.7, 2.2], "long_factor": [1.0, 3.0, 9.0, 27.0]}
+c["original_max_position_embeddings"] = 4
+json.dump(c, open(sys.argv[1], "w"))
+PY
+check "phi3 with longrope converts" "$FLASHBED" convert "$WORK/phi3-longrope" --out "$WORK/phi3-longrope-m"
+check "phi3 longrope: model.json keeps the factors, the original context and the rule" \
+    test "$(json_get "$WORK/phi3-longrope-m/model.json" \
+        '(d["rope_scaling"], d["rope_factor"], d["rope_original_max_positions"], d["rope_short_factor"], d["rope_long_factor"], "short" in d["rope_longrope_rule"])')" \
+    = "('longrope', 64, 4, [1, 1.3, 1.7, 2.2], [1, 3, 9, 27], True)"
+"$LOGITS" "$WORK/phi3-longrope-m" $IDS >"$WORK/phi3-longrope.flashbed"
+python3 "$REF" "$WORK/phi3-longrope" $IDS >"$WORK/phi3-longrope.reference"
+echo "phi3-tiny with longrope:"
+check "phi3 longrope: logits within 1e-4 of the reference" \
+    logits_close "$WORK/phi3-longrope.flashbed" "$WORK/phi3-longrope.reference" 1e-4
+check "phi3 longrope: the scaling moves the logits (against phi3-tiny's, by over 1e-3)" \
+    logits_differ "$WORK/phi3-longrope.flashbed" "$WORK/phi3-tiny.flashbed" 1e-3
 
 # TurboSparse-Mistral's sliding_window 4096 of 32768 positions: capped
 # to 4095, every key of such a sequence inside Mistral's window

@@ -92,7 +92,7 @@ fixture_case() { # arch
 }
 
 for arch in opt llama llama-relu falcon falcon-gelu persimmon phi phi-gelu phi3 drelu prosparse llama3 mistral qwen2 \
-    qwen3; do
+    qwen3 phi3_longrope; do
     fixture_case "$arch"
 done
 check "every ReLU-family fixture has a recorded trace" \

@@ -196,10 +196,49 @@ static void test_rope_freqs(void)
     CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && a.qk_norm && a.norm == NORM_RMS && a.rope_dims == 128);
 }
 
+/* longrope: table 0 divides pair j by short_factor[j], table 1 by
+ * long_factor[j], both scaled by sqrt(1 + ln 16 / ln 8); table 1 from
+ * position 8 (the original context) on; other scalings have one table. */
+static void test_longrope_freqs(void)
+{
+    struct arch a = {.position = POSITION_ROPE, .rope_theta = 10000, .rope_dims = 8, .rope_scaling = ROPE_LONGROPE,
+                     .rope_factor = 16, .rope_original_max_positions = 8};
+    const double shorts[4] = {1, 1.5, 2, 3}, longs[4] = {1, 4, 16, 64};
+    memcpy(a.rope_short_factor, shorts, sizeof shorts), memcpy(a.rope_long_factor, longs, sizeof longs);
+    float f[4], g[4], scale = 0, long_scale = 0;
+    double plain[4];
+    for (int j = 0; j < 4; j++)
+        plain[j] = pow(10000, -2.0 * j / 8);
+    arch_rope_table(&a, 0, f, &scale);
+    arch_rope_table(&a, 1, g, &long_scale);
+    for (int j = 0; j < 4; j++) {
+        CHECK_NEAR(f[j], plain[j] / shorts[j], 1e-7 * plain[j]);
+        CHECK_NEAR(g[j], plain[j] / longs[j], 1e-7 * plain[j]);
+    }
+    CHECK_NEAR(scale, sqrt(1 + log(16) / log(8)), 1e-7);
+    CHECK(long_scale == scale);
+    CHECK(arch_rope_table_at(&a, 0) == 0 && arch_rope_table_at(&a, 7) == 0);
+    CHECK(arch_rope_table_at(&a, 8) == 1 && arch_rope_table_at(&a, 1000) == 1);
+    a.rope_factor = 1; /* max_positions = original: no attention factor */
+    arch_rope_table(&a, 1, g, &scale);
+    CHECK(scale == 1.0f);
+    a.rope_scaling = ROPE_LLAMA3;
+    CHECK(arch_rope_table_at(&a, 1000) == 0);
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load(&set, "phi-3-mini-128k", &s, err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
+    CHECK(a.rope_scaling == ROPE_LONGROPE && a.rope_original_max_positions == 4096 && a.rope_dims == 96);
+    CHECK(a.rope_short_factor[47] == s.rope_short_factor[47] && a.rope_long_factor[47] == s.rope_long_factor[47]);
+    CHECK(arch_rope_table_at(&a, 4095) == 0 && arch_rope_table_at(&a, 4096) == 1);
+}
+
 int main(void)
 {
     test_values();
     test_rope_freqs();
+    test_longrope_freqs();
     test_active_rule();
     test_arch();
     return check_report("test_activation");

@@ -1058,11 +1058,13 @@ struct fwd_case {
  * them. llama3 turns RoPE by Llama 3.1's scaled frequencies, mistral
  * attends over a window of 6 of the 29 positions (an offset into the
  * cache), qwen2 has q/k/v biases alone, qwen3 per-head q/k RMSNorms and a
- * head_dim twice d_model / n_heads. */
+ * head_dim twice d_model / n_heads, phi3-longrope Phi-3's longrope (short
+ * factors at positions 0-3, long ones from 4: the backend's second table). */
 static const struct fwd_case fwd_cases[] = {
     {"opt", "opt-tiny"},         {"llama", "llama-tiny"}, {"falcon", "falcon-tiny"},
     {"persimmon", "persimmon-tiny"}, {"phi", "phi-tiny"}, {"llama-fatrelu", "llama-relu-tiny"},
     {"llama3", "llama3-tiny"},   {"mistral", "mistral-tiny"}, {"qwen2", "qwen2-tiny"}, {"qwen3", "qwen3-tiny"},
+    {"phi3-longrope", "phi3-longrope-tiny"},
 };
 
 static void test_forward_case(struct bt *t, const struct fwd_case *c, enum fb_dtype dt, const char *tmp)

@@ -157,6 +157,20 @@ static void yarn(struct model_shape *s) { llama3(s), snprintf(s->rope_scaling, s
 static void factor_zero(struct model_shape *s) { llama3(s), s->rope_factor = 0; }
 static void bands_crossed(struct model_shape *s) { llama3(s), s->rope_high_freq_factor = 1; }
 static void no_original(struct model_shape *s) { llama3(s), s->rope_original_max_positions = 0; }
+/* longrope over llama-tiny's heads: one factor per rotated pair */
+static void longrope(struct model_shape *s)
+{
+    snprintf(s->rope_scaling, sizeof s->rope_scaling, "longrope");
+    s->rope_factor = 4, s->rope_original_max_positions = 8;
+    s->rope_pairs = model_shape_head_dim(s) / 2;
+    for (uint32_t j = 0; j < s->rope_pairs; j++)
+        s->rope_short_factor[j] = 1 + j, s->rope_long_factor[j] = 2 + j;
+}
+static void longrope_short_list(struct model_shape *s) { longrope(s), s->rope_pairs--; }
+static void longrope_zero_factor(struct model_shape *s) { longrope(s), s->rope_long_factor[2] = 0; }
+static void longrope_nan_factor(struct model_shape *s) { longrope(s), s->rope_short_factor[1] = NAN; }
+static void longrope_original_past_max(struct model_shape *s) { longrope(s), s->rope_original_max_positions = s->max_positions + 1; }
+static void longrope_factor_under_1(struct model_shape *s) { longrope(s), s->rope_factor = 0.5; }
 static void head_dim_odd(struct model_shape *s) { s->head_dim = 9; }
 static void head_dim_heads_not_dividing(struct model_shape *s) { s->head_dim = 16, s->n_heads = 7, s->n_kv_heads = 7; }
 
@@ -180,6 +194,14 @@ static void test_shape_check(void)
     CHECK(shape_ok(factor_zero, err, sizeof err) == -1 && strstr(err, "\"rope_factor\""));
     CHECK(shape_ok(bands_crossed, err, sizeof err) == -1 && strstr(err, "\"rope_high_freq_factor\""));
     CHECK(shape_ok(no_original, err, sizeof err) == -1 && strstr(err, "\"rope_original_max_positions\""));
+    CHECK(shape_ok(longrope, err, sizeof err) == 0);
+    CHECK(shape_ok(longrope_short_list, err, sizeof err) == -1 && strstr(err, "\"rope_short_factor\" and") &&
+          strstr(err, "one per rotated pair"));
+    CHECK(shape_ok(longrope_zero_factor, err, sizeof err) == -1 && strstr(err, "\"rope_long_factor\"[2]"));
+    CHECK(shape_ok(longrope_nan_factor, err, sizeof err) == -1 && strstr(err, "\"rope_short_factor\"[1]"));
+    CHECK(shape_ok(longrope_original_past_max, err, sizeof err) == -1 &&
+          strstr(err, "\"rope_original_max_positions\""));
+    CHECK(shape_ok(longrope_factor_under_1, err, sizeof err) == -1 && strstr(err, "\"rope_factor\""));
     CHECK(shape_ok(head_dim_odd, err, sizeof err) == -1 && strstr(err, "\"head_dim\" 9"));
     /* a stated head_dim: the heads need not divide d_model (Qwen3) */
     CHECK(shape_ok(head_dim_heads_not_dividing, err, sizeof err) == 0);

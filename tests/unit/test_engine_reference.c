@@ -24,6 +24,10 @@
  *   qwen2      qwen2-tiny: q, k and v biases, no other bias
  *   qwen3      qwen3-tiny: an RMSNorm over each head's q and k before
  *              RoPE, head_dim 16 where d_model / n_heads is 8
+ *   phi3-longrope phi3-longrope-tiny: Phi-3's longrope, each pair's
+ *              frequency divided by its short factor at positions 0-3 and
+ *              by its long one at 4-7, cos and sin times sqrt(1 + ln 64 /
+ *              ln 4)
  *
  * Partial RoPE rotates adjacent pairs (i, i+1) of each head's first
  * int(rope_fraction * head_dim) dims by pos * theta^(-i/rot) (HF's
@@ -64,6 +68,9 @@ struct ref {
     double fat_t, eps, theta;
     int rot;          /* dims of each head rotated; 0 with learned positions */
     double freq[64];  /* pair j's turn per position: theta^(-2j/rot), rescaled as the shape says */
+    double freq_long[64], cos_sin_factor; /* longrope: the long factors' turns (from position
+                                           * original on), the factor on cos and sin */
+    int long_from;    /* the first position of freq_long; past every position but for longrope */
     int window;       /* positions attended (the last ones); 0: all */
     double *kc, *vc;  /* [layers][POSITIONS][kv_dim] */
 };
@@ -141,14 +148,28 @@ static void ref_freqs(struct ref *r, const struct model_shape *s)
             f = t * f + (1 - t) * f / s->rope_factor;
         }
         r->freq[j] = f;
+        r->freq_long[j] = f;
     }
+    r->cos_sin_factor = 1;
+    r->long_from = POSITIONS;
+    if (strcmp(s->rope_scaling, "longrope") != 0)
+        return;
+    /* HF's Phi3LongRoPEScaledRotaryEmbedding with a KV cache: the
+     * sequence so far is pos + 1 long; over original, long_factor */
+    for (int j = 0; j < r->rot / 2; j++) {
+        r->freq[j] = pow(r->theta, -2.0 * j / r->rot) / s->rope_short_factor[j];
+        r->freq_long[j] = pow(r->theta, -2.0 * j / r->rot) / s->rope_long_factor[j];
+    }
+    double orig = s->rope_original_max_positions, scale = s->max_positions / orig;
+    r->cos_sin_factor = scale > 1 ? sqrt(1 + log(scale) / log(orig)) : 1;
+    r->long_from = (int)orig; /* the first pos with pos + 1 > original */
 }
 
-static void ref_rope(double *v, int heads, int hd, int rot, int pos, const double *freq)
+static void ref_rope(double *v, int heads, int hd, int rot, int pos, const double *freq, double factor)
 {
     for (int h = 0; h < heads; h++)
         for (int i = 0; i < rot; i += 2) {
-            double a = pos * freq[i / 2], c = cos(a), s = sin(a);
+            double a = pos * freq[i / 2], c = factor * cos(a), s = factor * sin(a);
             double x0 = v[h * hd + i], x1 = v[h * hd + i + 1];
             v[h * hd + i] = x0 * c - x1 * s;
             v[h * hd + i + 1] = x0 * s + x1 * c;
@@ -179,8 +200,9 @@ static void ref_attention(struct ref *r, int l, const double *xn, int pos, doubl
         ref_head_norm(q, H, hd, L->qnw, L->qnb, f->layernorm, r->eps);
         ref_head_norm(k, KV, hd, L->knw, L->knb, f->layernorm, r->eps);
     }
-    ref_rope(q, H, hd, r->rot, pos, r->freq);
-    ref_rope(k, KV, hd, r->rot, pos, r->freq);
+    const double *freq = pos >= r->long_from ? r->freq_long : r->freq;
+    ref_rope(q, H, hd, r->rot, pos, freq, r->cos_sin_factor);
+    ref_rope(k, KV, hd, r->rot, pos, freq, r->cos_sin_factor);
     int first = r->window && pos >= r->window ? pos - r->window + 1 : 0;
     for (int h = 0; h < H; h++) {
         int kvh = h / (H / KV);
@@ -390,6 +412,7 @@ static const struct ref_case cases[] = {
     {"mistral", "mistral-tiny", false, NULL, 0, 2.5f},
     {"qwen2", "qwen2-tiny", false, NULL, 0, 2.5f},
     {"qwen3", "qwen3-tiny", false, NULL, 0, 2.5f},
+    {"phi3-longrope", "phi3-longrope-tiny", false, NULL, 0, 2.5f},
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -77,6 +77,9 @@ struct hf_compare {
     int greedy_steps;  /* generated positions compared */
     int greedy_sure;   /* of those, where the reference's winner leads by > 2 tolerances */
     int greedy_sure_ok;
+    /* longrope: the worst below the original context (short factors) and
+     * from it (long factors); otherwise worst_short is worst */
+    double worst_short, worst_long;
 };
 
 /* The reference's lead of its winner at position p over the runner-up. */
@@ -101,8 +104,11 @@ static void compare_run(struct engine *e, const struct hf_reference *r, double t
     for (int p = 0; p < r->positions; p++) {
         engine_forward(e, r->ids[p], p);
         const float *want = r->logits + (size_t)p * (size_t)r->vocab;
-        for (int v = 0; v < r->vocab; v++)
+        double *part = arch_rope_table_at(&e->m->arch, p) ? &c->worst_long : &c->worst_short;
+        for (int v = 0; v < r->vocab; v++) {
             c->worst = fmax(c->worst, fabs((double)want[v] - e->s.logits[v]));
+            *part = fmax(*part, fabs((double)want[v] - e->s.logits[v]));
+        }
         if (p < r->n_prompt - 1 || p + 1 >= r->positions)
             continue;
         bool same = argmax(e->s.logits, r->vocab) == r->ids[p + 1];
@@ -115,10 +121,12 @@ static void compare_run(struct engine *e, const struct hf_reference *r, double t
     }
 }
 
-/* The fixture converted in dtype to tmp/<name>, opened and compared; the
- * converted folder is removed. 0, or -1 with why. */
+/* The fixture converted in dtype to tmp/<name>, opened and compared (with
+ * long_as_short, longrope's long factors replaced by the short ones once
+ * loaded: the negative control); the converted folder is removed. 0, or
+ * -1 with why. */
 static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dtype, const struct hf_reference *r,
-                          double tolerance, struct hf_compare *c)
+                          double tolerance, bool long_as_short, struct hf_compare *c)
 {
     const struct fb_settings set = fb_settings_defaults();
     char tok[1200], dir[1200];
@@ -142,6 +150,8 @@ static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dt
     struct engine e;
     int rc = -1;
     if (model_open(&m, dir, why, sizeof why) == 0) {
+        if (long_as_short)
+            memcpy(m.arch.rope_long_factor, m.arch.rope_short_factor, sizeof m.arch.rope_long_factor);
         if (hf_reference_fits(r, fixture, (int)m.shape.vocab_size, (int)m.shape.max_positions, why, sizeof why) == 0 &&
             engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 2, r->positions, why, sizeof why) == 0) {
             compare_run(&e, r, tolerance, c);
@@ -159,7 +169,7 @@ static void check_conversion(const char *fixture, const char *tmp, enum fb_dtype
                              const struct hf_reference *r, double tolerance)
 {
     struct hf_compare c;
-    int ran = run_conversion(fixture, tmp, dtype, r, tolerance, &c) == 0;
+    int ran = run_conversion(fixture, tmp, dtype, r, tolerance, false, &c) == 0;
     if (!ran)
         fprintf(stderr, "%s (%s): %s\n", fixture, dtype_name(dtype), why);
     CHECK(ran);
@@ -191,6 +201,32 @@ static void check_fixture(const char *fixture)
     check_conversion(fixture, tmp, DTYPE_F32, &r, HF_F32_TOLERANCE);
     check_conversion(fixture, tmp, DTYPE_F16, &r, HF_F16_TOLERANCE);
     check_tokenizer_cases(fixture, r.json, r.vocab);
+    fs_remove_tree(tmp);
+    hf_reference_free(&r);
+}
+
+/* The negative control of a longrope fixture: with the long factors
+ * ignored (the short ones in their place) the positions below the original
+ * context still match, and those from it move by far more than the
+ * tolerance (transformers' own logits move by 1.3: reference.json's
+ * long_factors_ignored_max_abs_diff). */
+static void check_long_factors_matter(const char *fixture)
+{
+    struct hf_reference r;
+    if (hf_reference_load(&r, fixture, why, sizeof why) != 0)
+        return; /* check_fixture has failed on it already */
+    char tmp[] = "/tmp/flashbed-test-hf-long-XXXXXX";
+    CHECK(mkdtemp(tmp) != NULL);
+    struct hf_compare c;
+    int ran = run_conversion(fixture, tmp, DTYPE_F32, &r, HF_F32_TOLERANCE, true, &c) == 0;
+    if (!ran)
+        fprintf(stderr, "%s (long factors ignored): %s\n", fixture, why);
+    CHECK(ran);
+    if (ran)
+        printf("%s with the long factors ignored: max |logit - reference| = %.3g below the original context, %.3g "
+               "from it\n",
+               fixture, c.worst_short, c.worst_long);
+    CHECK(ran && c.worst_short <= HF_F32_TOLERANCE && c.worst_long > 0.1);
     fs_remove_tree(tmp);
     hf_reference_free(&r);
 }
@@ -274,7 +310,7 @@ static void check_refused(const char *fixture, const char *tmp, const struct dam
     why[0] = '\0';
     bool refused = hf_reference_load(&r, dir, why, sizeof why) != 0;
     if (!refused) {
-        refused = run_conversion(dir, tmp, DTYPE_F32, &r, HF_F32_TOLERANCE, &c) != 0;
+        refused = run_conversion(dir, tmp, DTYPE_F32, &r, HF_F32_TOLERANCE, false, &c) != 0;
         hf_reference_free(&r);
     }
     bool named = strstr(why, dir) && strstr(why, d->want);
@@ -322,12 +358,13 @@ int main(void)
     }
     const char *archs[] = {"opt",      "llama", "llama-relu", "falcon", "falcon-gelu", "persimmon", "phi",
                            "phi-gelu", "llama3", "mistral",   "qwen2",  "qwen3",
-                           "phi3",     "drelu", "prosparse"};
+                           "phi3",     "drelu", "prosparse", "phi3_longrope"};
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++) {
         char fixture[512];
         snprintf(fixture, sizeof fixture, "%s/%s_fixture", TEST_DATA_DIR, archs[i]);
         check_fixture(fixture);
     }
+    check_long_factors_matter(TEST_DATA_DIR "/phi3_longrope_fixture");
     check_refusals(TEST_DATA_DIR "/opt_fixture");
     return check_report("test_hf_fixture");
 }

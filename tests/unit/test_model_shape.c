@@ -53,7 +53,8 @@ static void test_todays_shapes(const struct fb_settings *set)
  * keys with it. */
 static void test_round_trip(const struct fb_settings *set)
 {
-    const char *names[] = {"llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "qwen3-8b", "opt-6.7b", "persimmon-8b"};
+    const char *names[] = {"llama-3.1-8b", "mistral-7b", "qwen2.5-7b", "qwen3-8b", "opt-6.7b", "persimmon-8b",
+                           "phi-3-mini-128k"};
     char path[] = "/tmp/flashbed-shape-XXXXXX", err[512];
     int fd = mkstemp(path);
     CHECK(fd >= 0);
@@ -75,6 +76,10 @@ static void test_round_trip(const struct fb_settings *set)
               back.rope_low_freq_factor == s.rope_low_freq_factor &&
               back.rope_high_freq_factor == s.rope_high_freq_factor &&
               back.rope_original_max_positions == s.rope_original_max_positions);
+        /* longrope's lists, to the last bit (cJSON writes doubles that read back exactly) */
+        CHECK(back.rope_pairs == s.rope_pairs &&
+              !memcmp(back.rope_short_factor, s.rope_short_factor, s.rope_pairs * sizeof *s.rope_short_factor) &&
+              !memcmp(back.rope_long_factor, s.rope_long_factor, s.rope_pairs * sizeof *s.rope_long_factor));
         CHECK(back.head_dim == s.head_dim && back.qkv_bias == s.qkv_bias && back.sliding_window == s.sliding_window &&
               back.qk_norm == s.qk_norm && back.biases == s.biases);
         struct param_counts a, b;
@@ -103,6 +108,15 @@ static void test_small_real_shapes(const struct fb_settings *set)
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 3821079552ull); /* Phi-3-mini's published parameter count */
     CHECK_U64(model_shape_neuron_weights(&s), 3 * 3072);
+    /* Phi-3-mini-128k: the same weights, longrope's RoPE over 32 x 4096 positions */
+    CHECK(model_shape_load(set, "phi-3-mini-128k", &s, err, sizeof err) == 0);
+    model_shape_params(&s, &c);
+    CHECK_U64(c.total, 3821079552ull);
+    CHECK_STR(s.rope_scaling, "longrope");
+    CHECK(s.rope_factor == 32 && s.rope_original_max_positions == 4096 && s.max_positions == 131072);
+    CHECK_U64(s.rope_pairs, 48); /* head_dim 96 / 2 */
+    CHECK(s.rope_short_factor[0] == 1.05 && s.rope_short_factor[47] == 2.9499999999999975);
+    CHECK(s.rope_long_factor[0] == 1.0299999713897705 && s.rope_long_factor[47] == 64.81001281738281);
 
 }
 

@@ -6,9 +6,12 @@
  * and full tiers add none. The disk check depends on the machine's free
  * space: where it leaves a shape out, that shape's checks are skipped,
  * saying so. The training-free sparsity study: on stories260K where the
- * shared data is (its steps, ids, arguments and order per tier), and alone
- * as `sparsify study` plans it (no predictor trained, the user's model
- * only read). */
+ * shared data is (its steps, ids, arguments and order per tier), the same
+ * study on the fixtures' six GLU tiny shapes in the quick and full tiers
+ * (each one's model made and converted, thresholds at the tier's
+ * sparsities, dense and three sources on TinyStories, no predictor; none
+ * in the tiny tier), and alone as `sparsify study` plans it (no predictor
+ * trained, the user's model only read). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +206,59 @@ static void sparsity_cells(const struct repro_plan *p, const char *text, const c
     CHECK(step_index(p, "sparsity-predictor") < step_index(p, id));
 }
 
+/* The fixtures' GLU shapes' study in a tier with n_sp sparsities (sp:
+ * their tags), calib calibration tokens and tokens scored: every shape's
+ * model, its thresholds and 1 + 3 x n_sp cells on TinyStories, exactly. */
+static void shapes_study(const struct repro_plan *p, const char *const *sp, size_t n_sp, const char *calib,
+                         const char *tokens)
+{
+    static const char *const shapes[] = {"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny", "phi3-tiny",
+                                         "drelu-tiny"};
+    static const char *const archs[] = {"llama", "mistral", "qwen2", "qwen3", "phi3", "bamboo"};
+    static const char *const sources[] = {"gate", "gate-cal", "teal"};
+    CHECK_U64(p->n_shapes, 6);
+    CHECK_U64(steps_with(p, "sparsity-shapes-"), 6 * (n_sp + 1 + 3 * n_sp));
+    for (size_t i = 0; i < 6; i++) {
+        char id[96], pre[64], end[96];
+        CHECK_STR(p->shapes[i].name, shapes[i]);
+        CHECK(!p->shapes[i].trained && p->shapes[i].n_predictor == 0 && p->shapes[i].n_texts == 1);
+        snprintf(id, sizeof id, "model-make-%s", shapes[i]);
+        const struct repro_step *mk = step(p, id);
+        CHECK_STR(arg(mk, "--arch"), archs[i]);
+        CHECK_STR(arg(mk, "--dtype"), "f16");
+        CHECK(arg(mk, "--relu-density") == NULL);
+        snprintf(pre, sizeof pre, "sparsity-shapes-%s-", shapes[i]);
+        CHECK_U64(steps_with(p, pre), n_sp + 1 + 3 * n_sp);
+        CHECK_U64(steps_with(p, shapes[i]), 3 + n_sp + 1 + 3 * n_sp); /* its model: made, converted, tidied */
+        snprintf(id, sizeof id, "sparsity-shapes-%s-tinystories-dense", shapes[i]);
+        const struct repro_step *d = step(p, id);
+        CHECK(d && arg_ends(d, "--text", "/corpus/tinystories_sample.txt") && arg(d, "--active") == NULL);
+        CHECK_STR(arg(d, "--skip"), calib);
+        CHECK_STR(arg(d, "--tokens"), tokens);
+        snprintf(end, sizeof end, "study/models/%s", shapes[i]);
+        CHECK(arg_ends(d, "--model", end));
+        snprintf(end, sizeof end, "study/sparsity-shapes/%s/tinystories/dense.json", shapes[i]);
+        CHECK(arg_ends(d, "--json", end));
+        snprintf(end, sizeof end, "model-tidy-%s", shapes[i]);
+        long tidy = step_index(p, end);
+        for (size_t k = 0; k < n_sp; k++) {
+            snprintf(id, sizeof id, "sparsity-shapes-%s-thresholds-%s", shapes[i], sp[k]);
+            const struct repro_step *t = step(p, id);
+            CHECK_STR(arg(t, "--tokens"), calib);
+            CHECK(step_index(p, id) > tidy);
+            long thr = step_index(p, id);
+            for (int j = 0; j < 3; j++) {
+                snprintf(id, sizeof id, "sparsity-shapes-%s-tinystories-%s-%s", shapes[i], sources[j], sp[k]);
+                const struct repro_step *c = step(p, id);
+                snprintf(end, sizeof end, "study/sparsity-shapes/%s/thresholds/%s.json", shapes[i], sp[k]);
+                CHECK(c && arg_ends(c, "--sparsify", end) && step_index(p, id) > thr);
+                CHECK_STR(arg(c, "--active"), sources[j]);
+                CHECK_STR(arg(c, "--skip"), calib);
+            }
+        }
+    }
+}
+
 /* reproduce's study on stories260K, where the shared data is. */
 static void sparsity_in_reproduce(void)
 {
@@ -215,6 +271,7 @@ static void sparsity_in_reproduce(void)
     CHECK_STR(p.sparsity.name, "stories260K");
     /* tiny: S = 0.5, P = 0.5: thresholds, the predictor, 2 texts x (dense + 3 sources + predictor) */
     CHECK_U64(steps_with(&p, "sparsity-"), 1 + 1 + 2 * 5);
+    CHECK_U64(p.n_shapes, 0); /* the shapes' study: quick and full */
     const struct repro_step *t = step(&p, "sparsity-thresholds-s50");
     CHECK(t && arg_ends(t, "--out", "study/sparsity/thresholds/s50.json") && arg_ends(t, "--out", ".json"));
     CHECK_STR(arg(t, "--tokens"), "512");
@@ -230,12 +287,18 @@ static void sparsity_in_reproduce(void)
     sparsity_cells(&p, "wikitext2", "0", "256", "s50", "p50");
     repro_plan_free(&p);
     plan(REPRO_QUICK, 64 * GIB, &p);
-    /* quick: 4 sparsities, 4 predictor thresholds */
-    CHECK_U64(steps_with(&p, "sparsity-"), 4 + 1 + 2 * (1 + 3 * 4 + 4));
+    /* quick: 4 sparsities, 4 predictor thresholds; the six shapes' studies */
+    CHECK_U64(steps_with(&p, "sparsity-") - steps_with(&p, "sparsity-shapes-"), 4 + 1 + 2 * (1 + 3 * 4 + 4));
+    static const char *const sp4[] = {"s25", "s50", "s70", "s90"};
+    shapes_study(&p, sp4, 4, "1024", "1024");
     CHECK(step(&p, "sparsity-thresholds-s25") && step(&p, "sparsity-thresholds-s90"));
     CHECK_STR(arg(step(&p, "sparsity-thresholds-s70"), "--tokens"), "2048");
     sparsity_cells(&p, "tinystories", "2048", "4096", "s50", "p30");
     sparsity_cells(&p, "wikitext2", "0", "4096", "s50", "p90");
+    repro_plan_free(&p);
+    plan(REPRO_FULL, 64 * GIB, &p);
+    static const char *const sp6[] = {"s25", "s50", "s60", "s70", "s80", "s90"};
+    shapes_study(&p, sp6, 6, "2048", "4096");
     repro_plan_free(&p);
 }
 
