@@ -15,6 +15,7 @@
 #include "common/json_file.h"
 #include "common/provenance.h"
 #include "engine/model/model_format.h"
+#include "engine/model/model_integrity.h"
 
 void ffn_t_layout_of(const struct model *m, struct ffn_t_layout *t)
 {
@@ -64,8 +65,9 @@ static void transpose_layer(const struct model *m, const struct ffn_t_layout *t,
                (uint64_t)s->d_model * w);
 }
 
-/* Every layer of ffn.bin (src) transposed into dst; the 64-bit FNV-1a of
- * what was read into hash. */
+/* Every layer of ffn.bin (src) transposed into dst, each bundle checked
+ * against ffn.crc32c when the model has it; the 64-bit FNV-1a of what was
+ * read into hash. */
 static int transpose_file(const struct model *m, const struct ffn_t_layout *t, FILE *src, FILE *dst,
                           const struct progress_report *report, uint64_t *hash, char *err, size_t errlen)
 {
@@ -82,6 +84,11 @@ static int transpose_file(const struct model *m, const struct ffn_t_layout *t, F
         }
         for (uint64_t k = 0; k < in_bytes; k++)
             *hash = (*hash ^ in[k]) * 0x100000001b3ull;
+        for (uint32_t i = 0; rc == 0 && i < s->d_ff; i++) /* a damaged bundle is not copied on */
+            if (!model_bundle_intact(m, l, i, in + (uint64_t)i * m->bundle_stride))
+                rc = model_bundle_damaged(m, l, i, err, errlen);
+        if (rc != 0)
+            break;
         transpose_layer(m, t, in, out);
         if (fwrite(out, 1, t->layer_bytes, dst) != t->layer_bytes)
             rc = err_set(err, errlen, "%s: write failed in layer %u: %s", t->path, l, strerror(errno));

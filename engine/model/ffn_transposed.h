@@ -6,7 +6,8 @@
  * and padded to FFN_ALIGN so every row can be read with direct I/O.
  *
  *   ffn_transposed_write  writes ffn_t.bin from ffn.bin, one layer in
- *                         memory at a time, through a temporary renamed
+ *                         memory at a time (each bundle checked against
+ *                         ffn.crc32c when the folder has it), through a temporary renamed
  *                         into place, and records it in model.json (also
  *                         through a temporary): nothing partial on a
  *                         failure or a Ctrl-C (common/cleanup.h);
