@@ -1,5 +1,5 @@
 /* flashbed model make: a synthetic model of a real shape (model verify:
- * cli/cmd_model_verify.c). */
+ * cli/cmd_model_verify.c; model transpose: cli/cmd_model_transpose.c). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +147,15 @@ int cmd_model(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc >= 2 && strcmp(argv[1], "verify") == 0)
         return cmd_model_verify(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "transpose") == 0)
+        return cmd_model_transpose(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "make") != 0) {
         if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
             opts_print_help(&model_make_command, stdout);
             return 0;
         }
-        fb_error("model: expected a subcommand: make or verify (see flashbed model make --help, model verify --help)");
+        fb_error("model: expected a subcommand: make, verify or transpose (see flashbed model make --help, model "
+                 "verify --help, model transpose --help)");
         return 2;
     }
     struct model_make_opts o;

@@ -54,12 +54,12 @@ static const struct opt_def run_options[] = {
     {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)",
      .allowed = "dense|naive|hybrid|predictor|window|all"},
     {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady; also window:auto"},
-    {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G [default: bundled]"},
+    {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G, or transposed (--active teal's, and its default: channel bundles and rows of down from ffn_t.bin) [default: bundled]"},
     {"window", OPT_UINT, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds",
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
      .max = MODEL_MAX_D_FF},
-    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one threshold for every layer: --threshold T, or the global one of --sparsify FILE), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json or --sparsify FILE: flashbed sparsify calibrate), or trace:FILE (teal, input sparsity, is not implemented on flash yet: perplexity and generate take it)"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one threshold for every layer: --threshold T, or the global one of --sparsify FILE), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json or --sparsify FILE: flashbed sparsify calibrate), teal (input sparsity from the same file: the kept input channels' columns of up and gate, then the kept rows of down, read from ffn_t.bin (flashbed model transpose DIR) through two caches of the policy; layout transposed; cpu backend only; no --check, --record or read-ahead yet), or trace:FILE"},
     {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
@@ -80,7 +80,8 @@ static const struct opt_def run_options[] = {
     {"read-ahead", OPT_STRING, O(read_ahead), "on", "on|off",
      "on the cpu backend, with the sets known before a layer's input (--active trace:FILE) and a policy that "
      "keeps what it reads (not naive or hybrid): issue the next layer's reads while this layer computes, the I/O the token waits for reported as io_ms and "
-     "the reads' whole time as read_ms; off: each layer reads, then computes (the paper's serial breakdown)",
+     "the reads' whole time as read_ms; off: each layer reads, then computes (the paper's serial breakdown); "
+     "--active teal ignores it (a layer's channels come from its own input)",
      .allowed = "on|off"},
     OPT_END,
 };
@@ -125,7 +126,9 @@ static const struct opt_command run_command = {
         "(its rows held in DRAM, counted as the predictor's; with --sparsify FILE and no\n"
         "--threshold, the file's global threshold), --active gate-cal the same with the per-layer\n"
         "thresholds of the model's sparsify.json or --sparsify FILE (flashbed sparsify calibrate;\n"
-        "--active teal is refused: it needs a transposed flash layout); --active trace:FILE lets a trace\n"
+        "--active teal runs input sparsity from the same file on the transposed layout: ffn_t.bin, written by\n"
+        "flashbed model transpose DIR, read by input channel and by row of down through two caches of\n"
+        "the policy (--mode predictor, window or all; cpu only); --active trace:FILE lets a trace\n"
         "choose the neurons. --check counts what a predictor, the gate or a trace missed.\n"
         "stdout carries only the text; statistics go to stderr, results to run.json, run.md and\n"
         "tokens.csv (a row per token), with --plot also the paper's Fig. 8 (fig8.png, fig8.svg).",

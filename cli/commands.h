@@ -20,6 +20,7 @@ int cmd_run(int argc, char **argv, const struct fb_settings *set);
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set);
 int cmd_sparsify(int argc, char **argv, const struct fb_settings *set);
 int cmd_model_verify(int argc, char **argv); /* cmd_model_verify.c */
+int cmd_model_transpose(int argc, char **argv); /* cmd_model_transpose.c */
 int cmd_sparsify_study(int argc, char **argv, const struct fb_settings *set); /* cmd_sparsify_study.c */
 int cmd_reproduce(int argc, char **argv, const struct fb_settings *set);
 

@@ -383,6 +383,49 @@ void ck_matvec(struct cpu_kernels *b, float *out, const void *w, enum fb_dtype t
     threadpool_run(b->pool, matvec_part, &j);
 }
 
+/* ---- accumulating rows ----
+ * y's elements are cut into chunks a worker takes whole; each element sums
+ * the rows in their order, so the result does not depend on the threads. */
+
+#define AXPY_CHUNK 128 /* elements of y per chunk: a multiple of 32 */
+
+struct axpy_job {
+    struct cpu_kernels *b;
+    float *y;
+    const void *const *rows;
+    const float *a;
+    int n_rows;
+    enum fb_dtype t;
+};
+
+static void axpy_rows_span(const struct axpy_job *j, int lo, int hi)
+{
+    size_t w = dtype_size(j->t);
+    for (int r = 0; r < j->n_rows; r++)
+        if (j->a[r] != 0.0f)
+            axpy(j->y + lo, j->a[r], (const char *)j->rows[r] + (size_t)lo * w, j->t, hi - lo);
+}
+
+static void axpy_rows_part(void *arg, int worker, int workers)
+{
+    struct axpy_job *j = arg;
+    int lo, hi, victim = 0;
+    while (take_chunk(j->b, worker, workers, AXPY_CHUNK, &victim, &lo, &hi))
+        axpy_rows_span(j, lo, hi);
+}
+
+void ck_axpy_rows(struct cpu_kernels *b, float *y, int n, const void *const *rows, const float *a, int n_rows,
+                  enum fb_dtype t)
+{
+    struct axpy_job j = {b, y, rows, a, n_rows, t};
+    if ((size_t)n * (size_t)n_rows < b->min_parallel || n <= AXPY_CHUNK) {
+        axpy_rows_span(&j, 0, n);
+        return;
+    }
+    share_out(b, n, b->threads, AXPY_CHUNK);
+    threadpool_run(b->pool, axpy_rows_part, &j);
+}
+
 /* ---- FFN over bundles ----
  * The rows are cut into FFN_GROUPS fixed groups; one thread computes a
  * group alone, streaming each bundle once (up and gate side by side, then

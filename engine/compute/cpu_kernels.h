@@ -58,6 +58,14 @@ void ck_attention(struct cpu_kernels *k, float *out, const float *q, const float
  * says so. out may alias x. */
 void ck_norm(struct cpu_kernels *k, float *out, const float *x, const float *weight, const float *bias, int d,
              enum norm_kind kind, float eps);
+/* y[0..n) += sum over r < n_rows of a[r] * rows[r][0..n) (dtype t), rows
+ * anywhere in memory: input sparsity's FFN on flash (ffn_transposed.h)
+ * sums the kept channels' columns of up and gate, weighted by x_j, and
+ * the kept rows of down, weighted by h_i. A row with a[r] == 0 is skipped.
+ * y's elements are shared out over the team; each sums the rows in order,
+ * so the result does not depend on the number of threads. */
+void ck_axpy_rows(struct cpu_kernels *k, float *y, int n, const void *const *rows, const float *a, int n_rows,
+                  enum fb_dtype t);
 /* Rotates adjacent pairs (i, i+1) of the first rot_dims dims of each head
  * of vec (n_heads heads of head_dim) by pos * inv_freq[i/2] (the model's
  * frequencies as data: arch_rope_freqs), cos and sin times scale; the

@@ -8,6 +8,7 @@
  * Every step is timed separately; nothing is allocated per token (set-up
  * and tear-down: ffn_flash_open.c). */
 #include "engine/ffn/ffn_flash_impl.h"
+#include "engine/ffn/ffn_transposed.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -767,6 +768,8 @@ static int flash_forward_device(struct ffn *f, int layer, int pos, struct dev_re
 
 void ffn_flash_next_token(struct ffn *f, unsigned trace_flags)
 {
+    if (ffn_is_transposed(f)) /* records nothing (yet): the flags are a trace's */
+        return;
     struct flash_ffn *ff = f->priv;
     ff->next_flags = trace_flags;
 }
@@ -792,6 +795,10 @@ static void take_device(struct ffn *f, struct flash_ffn *ff)
 
 void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
 {
+    if (ffn_is_transposed(f)) {
+        ffn_transposed_take_token(f, out);
+        return;
+    }
     struct flash_ffn *ff = f->priv;
     if (ff->on_device) /* the pass ended with a sync: everything enqueued is complete */
         take_device(f, ff);
@@ -801,12 +808,19 @@ void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
 
 const char *ffn_flash_error(const struct ffn *f)
 {
+    if (ffn_is_transposed(f))
+        return ffn_transposed_error(f);
     const struct flash_ffn *ff = f->priv;
     return ff && ff->error[0] ? ff->error : NULL;
 }
 
 uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
 {
+    if (ffn_is_transposed(f)) {
+        if (oracle_bytes)
+            *oracle_bytes = 0;
+        return ffn_transposed_dram_bytes(f);
+    }
     const struct flash_ffn *ff = f->priv;
     if (oracle_bytes)
         *oracle_bytes = ff->oracle_bytes;
@@ -815,6 +829,11 @@ uint64_t ffn_flash_dram_bytes(const struct ffn *f, uint64_t *oracle_bytes)
 
 uint64_t ffn_flash_device_bytes(const struct ffn *f, bool *pinned)
 {
+    if (ffn_is_transposed(f)) { /* the cpu backend only */
+        if (pinned)
+            *pinned = true;
+        return 0;
+    }
     const struct flash_ffn *ff = f->priv;
     if (pinned)
         *pinned = !ff->on_device || ff->ring.pinned;
@@ -823,6 +842,8 @@ uint64_t ffn_flash_device_bytes(const struct ffn *f, bool *pinned)
 
 uint64_t ffn_flash_read_align(const struct ffn *f)
 {
+    if (ffn_is_transposed(f))
+        return ffn_transposed_read_align(f);
     const struct flash_ffn *ff = f->priv;
     return ff->align;
 }

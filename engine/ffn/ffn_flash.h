@@ -107,6 +107,12 @@ struct ffn_flash_config {
     const char *io_engine;       /* psync or io_uring */
     unsigned io_threads, iodepth;
     bool direct;
+    /* SOURCE_TEAL under the transposed layout (engine/ffn/ffn_transposed.h): the layer's cuts
+     * ([n_layers] each: |x_j| and |h_i| above them kept), and the down stream's cache and staging
+     * (capacity_rows and staging_rows are then the channel stream's) */
+    const float *teal_input_thresholds, *teal_inter_thresholds;
+    uint64_t down_capacity_rows;
+    uint32_t down_staging_rows;
     const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
                                   * or computed beside any other source) and, under a predictor or the
                                   * gate, the chosen ones as predicted sets; without check a
@@ -162,12 +168,17 @@ struct ffn_flash_token {
     uint64_t active;       /* neurons truly active */
     uint64_t missed;       /* active but not computed: neither chosen nor held in the cache */
     uint64_t extra;        /* chosen but not active */
+    /* the transposed layout (input sparsity): each stream's reads as its cache decided, and the
+     * channels kept (bytes_read, reads and needed are the two streams' sums) */
+    uint64_t chan_bytes, chan_reads, down_bytes, down_reads, kept_channels;
 };
 
 extern const struct ffn_ops ffn_flash;
 
 /* ffn_flash.create reads its struct ffn_flash_config from f->config
- * (engine_init_with's ffn_config). */
+ * (engine_init_with's ffn_config). The accessors below also answer for the
+ * transposed flash FFN of input sparsity (engine/ffn/ffn_transposed.h),
+ * which takes the same configuration. */
 /* Flags for the trace being recorded (TRACE_TOKEN_*), for the next token. */
 void ffn_flash_next_token(struct ffn *f, unsigned trace_flags);
 /* The last token's costs (since the previous call). */

@@ -19,6 +19,18 @@
  *               "checksums" names the algorithm and holds this file's own
  *               CRC-32C; each DRAM tensor's entry its "crc32c". A folder
  *               written before them has neither and is read unchecked.
+ *   ffn_t.bin   optional (flashbed model transpose DIR; run --active teal
+ *               reads it): the same FFN by input channel, for input
+ *               sparsity (cache/transposed.h). Per layer l, at
+ *               l * layer_bytes: d_model channel bundles (channel j: up's
+ *               column j [d_ff], then gate's column j [d_ff] for a GLU) of
+ *               chan_stride bytes each, then d_ff down rows (neuron i's
+ *               down vector [d_model], as in its bundle) of down_stride
+ *               each; strides padded to FFN_ALIGN (cache_transposed_geometry
+ *               with align FFN_ALIGN), padding zero, the model's dtype.
+ *               model.json's "ffn_transposed" records the strides, dtype,
+ *               size, ffn.bin's FNV-1a hash and provenance
+ *               (engine/model/ffn_transposed.h).
  *   tokenizer.* the tokenizer, copied from the source
  *
  * Matrices are stored row-major [out, in] (y = W x) in the model's dtype;

@@ -9,6 +9,7 @@
 #include "common/atomic_file.h"
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_flash.h"
+#include "engine/ffn/ffn_transposed.h"
 
 /* The loop's state, which decode_run's hooks share. */
 struct exec {
@@ -61,6 +62,11 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->ring_waits = (double)ft.ring_waits;
     r->read_waits = (double)ft.read_waits;
     r->step_waits = (double)ft.step_waits;
+    r->chan_bytes = (double)ft.chan_bytes;
+    r->chan_reads = (double)ft.chan_reads;
+    r->down_bytes = (double)ft.down_bytes;
+    r->down_reads = (double)ft.down_reads;
+    r->kept_channels = (double)ft.kept_channels;
     const char *err = ffn_flash_error(&x->e->ffn);
     return err ? err_set(x->out->error, sizeof x->out->error, "%s", err) : 0;
 }
@@ -131,6 +137,11 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
         err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
+    if (p->cfg.active == SOURCE_TEAL) {
+        err_set(err, errlen, "--active teal does not record its channel and row sets yet (the trace format has no "
+                "channel sets)");
+        return NULL;
+    }
     bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
@@ -157,20 +168,23 @@ int run_engine_init(struct engine *e, const struct fb_settings *set, const struc
                     const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
                     size_t errlen)
 {
-    return engine_init_with(e, set, m, be, p->dense ? &ffn_dense : &ffn_flash, p->dense ? NULL : &p->cfg, threads,
-                            max_seq, err, errlen);
+    const struct ffn_ops *ops = p->dense                        ? &ffn_dense
+                                : p->layout.ops->transposed ? &ffn_transposed /* input sparsity: ffn_t.bin */
+                                                            : &ffn_flash;
+    return engine_init_with(e, set, m, be, ops, p->dense ? NULL : &p->cfg, threads, max_seq, err, errlen);
 }
 
 void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
                       struct run_report_extra *x)
 {
     x->held_bytes = x->oracle_bytes = x->read_align = x->predictor_bytes = x->predictor_madds = 0;
-    x->device = x->read_ahead = false;
+    x->device = x->read_ahead = x->transposed = false;
     x->device_bytes = 0;
     x->staging_pinned = true;
     if (p->dense)
         return;
     x->device = !e->be_info.host_visible;
+    x->transposed = p->layout.ops->transposed;
     x->read_ahead = ffn_flash_reads_ahead(&p->cfg, x->device);
     x->held_bytes = ffn_flash_dram_bytes(&e->ffn, &x->oracle_bytes);
     x->device_bytes = ffn_flash_device_bytes(&e->ffn, &x->staging_pinned);

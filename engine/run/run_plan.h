@@ -93,6 +93,10 @@ struct run_plan_out {
     uint64_t ffn_cache_bytes;   /* capacity_rows * layers * a bundle's bytes: replay's --dram-budget */
     uint32_t *layer_rows;       /* [n_layers] storage per layer (malloc'd; free it) */
     uint32_t staging_rows, bounce_rows;
+    /* the transposed layout (run_plan_transposed): capacity_rows, staging_rows and layer_rows are the
+     * channel stream's, these the down stream's; cache_budget what cache_transposed_capacity split */
+    uint64_t down_capacity_rows, cache_budget;
+    uint32_t down_staging_rows, down_slots;
     uint64_t scratch_bytes;     /* naive's dram.bin scratch */
     uint64_t held_bytes;        /* caches + staging + bounce + scratch */
     /* on a device (the input's device; all 0 otherwise): */
@@ -107,6 +111,14 @@ struct run_plan_out {
 };
 
 int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen);
+
+/* The plan of input sparsity on flash (the transposed layout, engine/ffn/
+ * ffn_transposed.h): what the budget holds first (dram.bin, the KV cache,
+ * both streams' staging areas), then what is left split between the two
+ * caches by cache_transposed_capacity (cache/transposed.h), the one rule
+ * replay and the cost model apply too. window:auto is refused (give K);
+ * without a budget the policies' unbudgeted rows. */
+int run_plan_transposed(const struct run_plan_input *in, struct run_plan_out *out, char *err, size_t errlen);
 
 /* The plan into the flash FFN's configuration: the policy run (window:auto
  * resolved), the rows per layer, staging and bounce rows, and hot's

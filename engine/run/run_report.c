@@ -15,7 +15,10 @@
 #include "common/gnuplot.h"
 #include "common/strbuf.h"
 #include "engine/compute/activation.h"
+#include "cache/transposed.h"
 #include "engine/model/dtype.h"
+#include "engine/model/ffn_transposed.h"
+#include "engine/model/model_format.h"
 #include "engine/predictor/predictor.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
@@ -32,17 +35,22 @@ static const struct {
     K(h2d_bytes), K(row_moves), K(d2h_bytes), K(launches), K(syncs), K(read_ms), K(h2d_ms),
     /* on the host with read-ahead only (read_ms too) */
     K(layers_ahead),
+    /* the transposed layout only: last */
+    K(chan_bytes), K(chan_reads), K(down_bytes), K(down_reads), K(kept_channels),
 #undef K
 };
+#define N_STREAM_KEYS 5
 #define N_KEYS (sizeof row_keys / sizeof row_keys[0])
-#define N_HOST_KEYS (N_KEYS - 8) /* the keys of every run: a cpu run's files stay as they were */
-#define N_DEVICE_KEYS (N_KEYS - 1)
+#define N_HOST_KEYS (N_KEYS - N_STREAM_KEYS - 8) /* the keys of every run: a cpu run's files stay as they were */
+#define N_DEVICE_KEYS (N_KEYS - N_STREAM_KEYS - 1)
 
 /* Whether row key k is in x's files: every run's, a device's, and on the
  * host with read-ahead the reads' own time (io_ms the exposed part of it)
  * and the layers that went ahead. */
 static bool key_shown(size_t k, const struct run_report_extra *x)
 {
+    if (k >= N_KEYS - N_STREAM_KEYS)
+        return x->transposed;
     if (k < N_HOST_KEYS || (x->device && k < N_DEVICE_KEYS))
         return true;
     return x->read_ahead && (k == N_DEVICE_KEYS || row_keys[k].off == offsetof(struct token_row, read_ms));
@@ -261,6 +269,38 @@ static void device_memory_json(cJSON *root, const struct run_report_extra *x)
     cJSON_AddBoolToObject(dm, "staging_pinned", x->staging_pinned);
 }
 
+/* Input sparsity's two streams: the shares kept, each cache's shape and
+ * capacity (the plan's cache_transposed_capacity split). */
+static void transposed_json(cJSON *sum, const struct model *m, const struct run_setup *p, const struct token_row *mean)
+{
+    const struct model_shape *s = &m->shape;
+    struct transposed_geometry g;
+    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &g);
+    double layers = s->n_layers ? s->n_layers : 1;
+    cJSON *o = cJSON_AddObjectToObject(sum, "transposed");
+    cJSON_AddStringToObject(o, "file", MODEL_FFN_T_FILE);
+    cJSON_AddNumberToObject(o, "input_density", mean->kept_channels / (layers * s->d_model));
+    cJSON_AddNumberToObject(o, "down_density", (mean->needed - mean->kept_channels) / (layers * s->d_ff));
+    cJSON_AddNumberToObject(o, "chan_row_bytes", (double)g.chan.row_bytes);
+    cJSON_AddNumberToObject(o, "down_row_bytes", (double)g.down.row_bytes);
+    cJSON_AddNumberToObject(o, "cache_budget_bytes", (double)p->plan.cache_budget);
+    cJSON_AddNumberToObject(o, "chan_capacity_rows_per_layer", (double)p->plan.capacity_rows);
+    cJSON_AddNumberToObject(o, "down_capacity_rows_per_layer", (double)p->plan.down_capacity_rows);
+    cJSON_AddNumberToObject(o, "chan_staging_rows", p->plan.staging_rows);
+    cJSON_AddNumberToObject(o, "down_staging_rows", p->plan.down_staging_rows);
+}
+
+/* What share of the FFN the steady state chose: its neurons, or input
+ * sparsity's channels and rows of down. */
+static void density_json(cJSON *sum, const struct model *m, const struct run_setup *p, const struct run_report_extra *x,
+                         const struct token_row *mean)
+{
+    if (x->transposed)
+        transposed_json(sum, m, p, mean);
+    else if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
+        cJSON_AddNumberToObject(sum, "density", mean->needed / ((double)m->shape.n_layers * m->shape.d_ff));
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -290,8 +330,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "cold_tokens_excluded", cold);
     if (!p->dense)
         summary_policy_json(sum, m, p, x);
-    if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
-        cJSON_AddNumberToObject(sum, "density", mean.needed / ((double)m->shape.n_layers * m->shape.d_ff));
+    density_json(sum, m, p, x, &mean);
     cJSON_AddNumberToObject(sum, "peak_rss_bytes", (double)peak_rss_bytes());
     cJSON_AddNumberToObject(sum, "engine_dram_bytes", (double)(m->dram_bytes + (p->dense ? m->ffn_bytes : 0) + p->kv_bytes + x->held_bytes));
     cJSON_AddNumberToObject(sum, "oracle_dram_bytes", (double)x->oracle_bytes);
@@ -450,6 +489,20 @@ static void device_line(struct strbuf *t, const struct model *m, const struct ru
                (double)pl->device_stage_bytes / 1e6, by, (double)pl->host_bytes / 1e6, (double)pl->pinned_bytes / 1e6);
 }
 
+/* Input sparsity's shares kept and each stream's reads (steady state). */
+static void transposed_line(struct strbuf *t, const cJSON *sum)
+{
+#define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(sum, "transposed");
+    strbuf_add(t, "- density: %.2f%% of input channels and %.2f%% of rows of down kept per token (steady state)\n",
+               100 * NUM(o, "input_density"), 100 * NUM(o, "down_density"));
+    strbuf_add(t, "- streams (ffn_t.bin): channel bundles %.3f MB in %.0f reads, down rows %.3f MB in %.0f reads per "
+                  "token; caches of %.0f and %.0f rows per layer\n", NUM(sum, "chan_bytes") / 1e6,
+               NUM(sum, "chan_reads"), NUM(sum, "down_bytes") / 1e6, NUM(sum, "down_reads"),
+               NUM(o, "chan_capacity_rows_per_layer"), NUM(o, "down_capacity_rows_per_layer"));
+#undef NUM
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -472,7 +525,9 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
         strbuf_add(&t, "- profile: %s\n", p->profile_desc);
     if (p->plan.window_from)
         strbuf_add(&t, "- window:auto chose K = %u from %s\n", p->plan.window_k, p->plan.window_from);
-    if (!p->dense) {
+    if (!p->dense && p->layout.ops->transposed)
+        transposed_line(&t, sum);
+    else if (!p->dense) {
         density_line(&t, m, p, NUM(sum, "needed"));
         chooser_lines(&t, p, sum);
     }

@@ -49,6 +49,8 @@ struct token_row {
                                         * (backend.h: struct backend_counts); run.json has them beside h2d_bytes */
     double layers_ahead;          /* layers whose reads went ahead (ffn_flash.h); run.json has it, and
                                    * read_ms, on the host with read-ahead only */
+    double chan_bytes, chan_reads, down_bytes, down_reads, kept_channels; /* the transposed layout's two
+                                   * streams (ffn_flash.h); run.json has them under that layout only */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
     double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;
 };
@@ -76,6 +78,8 @@ struct run_report_extra {
     bool staging_pinned;   /* device: its staging ring is pinned (else ordinary memory, slower uploads) */
     bool read_ahead;       /* on the host, layers' reads went ahead (ffn_flash_reads_ahead): the rows
                             * also give read_ms, and io_ms is the exposed part of it */
+    bool transposed;       /* input sparsity's two streams (the transposed layout): the rows also give
+                            * each stream's bytes and reads and the channels kept */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct run_reader_choice *reader; /* --io-engine auto's measurements, or NULL */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "engine/model/ffn_transposed.h"
+#include "engine/model/model_format.h"
 #include "engine/run/warmup.h"
 
 void run_setup_sizes(struct run_setup *p, const struct model *m, int max_seq)
@@ -14,7 +16,8 @@ void run_setup_sizes(struct run_setup *p, const struct model *m, int max_seq)
     p->kv_bytes = 2ull * m->shape.n_layers * (uint64_t)max_seq * m->kv_dim * sizeof(float);
 }
 
-int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
+/* The policy and layout of a mode, or of --policy and --layout. */
+static int policy_and_layout(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
 {
     if (run_mode_preset(o->mode, o->window, o->coalesce, &p->policy, &p->layout) != 0)
         return err_set(err, errlen, "internal: %s --mode '%s' has no preset", o->cmd, o->mode);
@@ -40,6 +43,54 @@ int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err
     return 0;
 }
 
+/* Input sparsity reads ffn_t.bin by channel: --active teal goes with the
+ * transposed layout and it with teal alone; the mode's (or --policy's)
+ * policy stays. */
+int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
+{
+    bool teal = o->active && !strcmp(o->active, "teal");
+    const struct layout_ops *lay = o->layout.ops;
+    char name[LAYOUT_NAME_MAX];
+    if (!teal && lay && lay->transposed)
+        return err_set(err, errlen, "%s --layout transposed: reads ffn_t.bin by input channel, for input sparsity "
+                       "only (--active teal)", o->cmd);
+    if (teal && lay && !lay->transposed) {
+        cache_layout_name(&o->layout, name, sizeof name);
+        return err_set(err, errlen, "%s --active teal --layout %s: input sparsity reads ffn_t.bin by input channel, "
+                       "which is --layout transposed (its default)", o->cmd, name);
+    }
+    if (!teal)
+        return policy_and_layout(o, p, err, errlen);
+    struct run_options policy_only = *o;
+    policy_only.layout.ops = NULL; /* the mode's preset's layout is not compared */
+    if (policy_and_layout(&policy_only, p, err, errlen) != 0)
+        return -1;
+    p->layout = layout_spec_of(&layout_transposed, 0);
+    return 0;
+}
+
+/* --active teal: its thresholds, on the cpu backend, with ffn_t.bin. */
+static int choose_teal(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
+                       size_t errlen)
+{
+    struct ffn_t_layout t;
+    char why[4600];
+    if (p->device)
+        return err_set(err, errlen, "%s --active teal: input sparsity on flash runs on the cpu backend only for now, "
+                       "not %s", o->cmd, p->backend ? p->backend : "a device");
+    if (o->check)
+        return err_set(err, errlen, "%s --active teal --check: the true activations beside input sparsity are not "
+                       "computed on flash (perplexity and generate measure its accuracy)", o->cmd);
+    if (ffn_transposed_open(m, &t, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s --active teal: %s", o->cmd, why);
+    p->cfg.active = SOURCE_TEAL;
+    p->cfg.teal_input_thresholds = p->sel.cfg.input_thresholds;
+    p->cfg.teal_inter_thresholds = p->sel.cfg.inter_thresholds;
+    p->cfg.read_ahead = false; /* the channels depend on the layer's own input */
+    snprintf(p->active_desc, sizeof p->active_desc, "%s, read from %s", p->sel.desc, MODEL_FFN_T_FILE);
+    return 0;
+}
+
 /* --active oracle, predictor or gate (engine/ffn/select_choice.h): the engine's
  * source and its threshold. */
 static int choose_source(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
@@ -51,9 +102,7 @@ static int choose_source(const struct run_options *o, const struct model *m, str
     p->have_sel = true;
     const struct select_config *c = &p->sel.cfg;
     if (c->source == SOURCE_TEAL)
-        return err_set(err, errlen, "%s --active teal: input sparsity reads columns of gate and up, which needs a "
-                       "transposed flash layout that is not implemented on flash yet (perplexity and generate take "
-                       "--active teal)", o->cmd);
+        return choose_teal(o, m, p, err, errlen);
     p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
     p->cfg.predictor = c->predictor;
     p->cfg.gate_threshold = c->threshold;
@@ -86,12 +135,34 @@ static int open_trace(const struct run_options *o, const struct model *m, struct
     return 0;
 }
 
+/* The policies input sparsity on flash takes: those that read only what
+ * is needed and decide from the sets so far (predictor, window:K, lru,
+ * lfu). */
+static int run_setup_teal_policy(const struct run_options *o, const struct run_setup *p, char *err, size_t errlen)
+{
+    const struct policy_ops *pol = p->policy.ops;
+    char name[POLICY_NAME_MAX];
+    cache_policy_name(&p->policy, name, sizeof name);
+    if (pol->reads_whole_layers)
+        return err_set(err, errlen, "%s --active teal: policy %s reads every row it does not hold, so nothing is "
+                       "chosen (use --mode predictor, window or all)", o->cmd, name);
+    if (pol->known_from_profile || pol->needs_future)
+        return err_set(err, errlen, "%s --active teal: policy %s ranks sets known beforehand, which input sparsity "
+                       "on flash does not have (use predictor, window:K, lru or lfu)", o->cmd, name);
+    if (p->policy.arg_auto)
+        return err_set(err, errlen, "%s --active teal: window:auto is not sized for input sparsity's two caches yet: "
+                       "give --window K", o->cmd);
+    return 0;
+}
+
 int run_setup_check_source(const struct run_options *o, const struct run_setup *p, char *err, size_t errlen)
 {
     bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
     if (o->check && p->cfg.active == SOURCE_ORACLE)
         return err_set(err, errlen, "%s --check compares a predictor, the gate or a trace with the true activations: "
                        "the oracle's choice is them (use --active predictor, gate or trace:FILE)", o->cmd);
+    if (p->cfg.active == SOURCE_TEAL && run_setup_teal_policy(o, p, err, errlen) != 0)
+        return -1;
     if (chooser && p->policy.ops->reads_whole_layers) {
         char policy[POLICY_NAME_MAX];
         cache_policy_name(&p->policy, policy, sizeof policy);
@@ -180,7 +251,8 @@ int run_setup_fit(const struct run_options *o, const struct model *m, struct run
                                 .tokens = tokens, .stream_dram = p->cfg.stream_dram,
                                 .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg), .device = p->device,
                                 .device_budget = p->device_budget};
-    if (run_plan_make(&in, &p->plan, why, sizeof why) != 0)
+    bool transposed = p->layout.ops->transposed;
+    if ((transposed ? run_plan_transposed : run_plan_make)(&in, &p->plan, why, sizeof why) != 0)
         return err_set(err, errlen, "%s: %s", o->cmd, why);
     run_plan_apply(&p->plan, p->have_profile ? &p->profile : NULL, &p->cfg);
     return 0;

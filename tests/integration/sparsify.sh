@@ -4,7 +4,7 @@
 # perplexity and generate with --active gate-cal and teal report density
 # and exact bytes per token; teal at sparsity 0 is dense; gate-cal with
 # every threshold T is --active gate --threshold T; run takes gate-cal and
-# refuses teal; bad input refused, naming the option or file and key, with
+# refuses teal without ffn_t.bin; bad input refused, naming the option or file and key, with
 # nothing written. calibrate --out FILE leaves the folder's file alone;
 # --sparsify FILE on perplexity, generate and run (gate: the file's global
 # threshold, as --threshold of it; --threshold wins), recorded in the JSON;
@@ -77,8 +77,8 @@ check "generate's summary: density, input density, bytes" test "$(json_get "$WOR
 expect_error "--threshold with gate-cal" "leave out --threshold" perplexity --model "$M" --text "$TEXT" --tokens 50 \
     --active gate-cal --threshold 0.1
 
-# ---- run: gate-cal as gate, teal refused
-expect_error "run --active teal" "not implemented on flash yet" run --model "$M" --prompt "the cat" -n 4 \
+# ---- run: gate-cal as gate; teal needs ffn_t.bin (teal_flash.sh runs it)
+expect_error "run --active teal" "flashbed model transpose" run --model "$M" --prompt "the cat" -n 4 \
     --active teal --out "$WORK/r0"
 check "no run folder" test ! -e "$WORK/r0"
 check "run --active gate-cal" "$FLASHBED" run --model "$M" --prompt "the cat" -n 6 --mode all --active gate-cal \

@@ -1,0 +1,208 @@
+/* ffn_t.bin written from ffn.bin and checked (ffn_transposed.h). */
+#include "engine/model/ffn_transposed.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/atomic_file.h"
+#include "common/errbuf.h"
+#include "common/json_file.h"
+#include "common/provenance.h"
+#include "engine/model/model_format.h"
+#include "engine/model/model_integrity.h"
+
+void ffn_t_layout_of(const struct model *m, struct ffn_t_layout *t)
+{
+    const struct model_shape *s = &m->shape;
+    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &t->g);
+    t->layer_bytes = (uint64_t)s->d_model * t->g.chan.row_bytes + (uint64_t)s->d_ff * t->g.down.row_bytes;
+    t->bytes = t->layer_bytes * s->n_layers;
+    snprintf(t->path, sizeof t->path, "%s/%s", m->dir, MODEL_FFN_T_FILE);
+}
+
+static cJSON *model_json_read(const char *dir, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, MODEL_JSON);
+    return read_json_file(path);
+}
+
+bool ffn_transposed_present(const char *dir)
+{
+    char path[4200];
+    cJSON *o = model_json_read(dir, path, sizeof path);
+    bool recorded = o && cJSON_GetObjectItemCaseSensitive(o, MODEL_FFN_T_KEY);
+    cJSON_Delete(o);
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_FFN_T_FILE);
+    return recorded || access(path, F_OK) == 0;
+}
+
+/* One layer's bundles (in) as channel bundles and down rows (out,
+ * layer_bytes, padding zero). */
+static void transpose_layer(const struct model *m, const struct ffn_t_layout *t, const uint8_t *in, uint8_t *out)
+{
+    const struct model_shape *s = &m->shape;
+    size_t w = dtype_size(m->dtype);
+    uint64_t gate = ffn_bundle_gate(s) * w, down = ffn_bundle_down(s) * w;
+    memset(out, 0, t->layer_bytes);
+    for (uint32_t j = 0; j < s->d_model; j++) {
+        uint8_t *col = out + (uint64_t)j * t->g.chan.row_bytes;
+        for (uint32_t i = 0; i < s->d_ff; i++) {
+            const uint8_t *b = in + (uint64_t)i * m->bundle_stride;
+            memcpy(col + (uint64_t)i * w, b + (uint64_t)j * w, w);
+            if (m->arch.glu)
+                memcpy(col + ((uint64_t)s->d_ff + i) * w, b + gate + (uint64_t)j * w, w);
+        }
+    }
+    uint8_t *rows = out + (uint64_t)s->d_model * t->g.chan.row_bytes;
+    for (uint32_t i = 0; i < s->d_ff; i++)
+        memcpy(rows + (uint64_t)i * t->g.down.row_bytes, in + (uint64_t)i * m->bundle_stride + down,
+               (uint64_t)s->d_model * w);
+}
+
+/* Every layer of ffn.bin (src) transposed into dst, each bundle checked
+ * against ffn.crc32c when the model has it; the 64-bit FNV-1a of what was
+ * read into hash. */
+static int transpose_file(const struct model *m, const struct ffn_t_layout *t, FILE *src, FILE *dst,
+                          const struct progress_report *report, uint64_t *hash, char *err, size_t errlen)
+{
+    const struct model_shape *s = &m->shape;
+    uint64_t in_bytes = (uint64_t)s->d_ff * m->bundle_stride;
+    uint8_t *in = malloc(in_bytes ? in_bytes : 1), *out = malloc(t->layer_bytes ? t->layer_bytes : 1);
+    int rc = in && out ? 0 : err_set(err, errlen, "cannot allocate one layer (%llu + %llu bytes) to transpose",
+                                     (unsigned long long)in_bytes, (unsigned long long)t->layer_bytes);
+    *hash = 0xcbf29ce484222325ull;
+    for (uint32_t l = 0; rc == 0 && l < s->n_layers; l++) {
+        if (fread(in, 1, in_bytes, src) != in_bytes) {
+            rc = err_set(err, errlen, "%s: short read in layer %u", m->ffn_path, l);
+            break;
+        }
+        for (uint64_t k = 0; k < in_bytes; k++)
+            *hash = (*hash ^ in[k]) * 0x100000001b3ull;
+        for (uint32_t i = 0; rc == 0 && i < s->d_ff; i++) /* a damaged bundle is not copied on */
+            if (!model_bundle_intact(m, l, i, in + (uint64_t)i * m->bundle_stride))
+                rc = model_bundle_damaged(m, l, i, err, errlen);
+        if (rc != 0)
+            break;
+        transpose_layer(m, t, in, out);
+        if (fwrite(out, 1, t->layer_bytes, dst) != t->layer_bytes)
+            rc = err_set(err, errlen, "%s: write failed in layer %u: %s", t->path, l, strerror(errno));
+        progress_report(report, "transpose", l + 1, s->n_layers, NULL);
+    }
+    free(in);
+    free(out);
+    return rc;
+}
+
+/* model.json's record of the file: geometry, dtype, where it came from. */
+static cJSON *record_json(const struct model *m, const struct ffn_t_layout *t, uint64_t hash)
+{
+    cJSON *r = cJSON_CreateObject();
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
+    cJSON_AddStringToObject(r, "file", MODEL_FFN_T_FILE);
+    cJSON_AddStringToObject(r, "layout", m->arch.glu ? "transposed:channel(up,gate),down" : "transposed:channel(up),down");
+    cJSON_AddStringToObject(r, "dtype", dtype_name(m->dtype));
+    cJSON_AddNumberToObject(r, "chan_stride", (double)t->g.chan.row_bytes);
+    cJSON_AddNumberToObject(r, "down_stride", (double)t->g.down.row_bytes);
+    cJSON_AddNumberToObject(r, "alignment", FFN_ALIGN);
+    cJSON_AddNumberToObject(r, "layer_bytes", (double)t->layer_bytes);
+    cJSON_AddNumberToObject(r, "bytes", (double)t->bytes);
+    cJSON *from = cJSON_AddObjectToObject(r, "derived_from");
+    cJSON_AddStringToObject(from, "file", MODEL_FFN_FILE);
+    cJSON_AddStringToObject(from, "fnv1a64", hex);
+    cJSON_AddItemToObject(r, "provenance", provenance_new());
+    return r;
+}
+
+/* ffn_t.bin's temporary written; model.json's new text into *json. */
+static int write_temp(const struct model *m, const struct ffn_t_layout *t, struct atomic_file *af,
+                      const struct progress_report *report, cJSON **json, char *err, size_t errlen)
+{
+    char path[4200];
+    cJSON *o = model_json_read(m->dir, path, sizeof path);
+    if (!o)
+        return err_set(err, errlen, "%s: cannot read or parse", path);
+    FILE *src = fopen(m->ffn_path, "rb");
+    int rc = src ? 0 : err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
+    uint64_t hash = 0;
+    if (rc == 0)
+        rc = atomic_open(af, t->path, err, errlen);
+    if (rc == 0 && (rc = transpose_file(m, t, src, af->f, report, &hash, err, errlen)) != 0)
+        atomic_abort(af);
+    if (src)
+        fclose(src);
+    if (rc == 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(o, MODEL_FFN_T_KEY);
+        cJSON_AddItemToObject(o, MODEL_FFN_T_KEY, record_json(m, t, hash));
+        *json = o;
+    } else
+        cJSON_Delete(o);
+    return rc;
+}
+
+int ffn_transposed_write(const struct model *m, bool force, const struct progress_report *report, char *err,
+                         size_t errlen)
+{
+    struct ffn_t_layout t;
+    ffn_t_layout_of(m, &t);
+    if (!force && ffn_transposed_present(m->dir))
+        return err_set(err, errlen, "%s: the model already has %s; --force replaces it", m->dir, MODEL_FFN_T_FILE);
+    struct atomic_file af;
+    cJSON *json = NULL;
+    if (write_temp(m, &t, &af, report, &json, err, errlen) != 0)
+        return -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", m->dir, MODEL_JSON);
+    /* the file first, then its record: a record never names a file that is not there */
+    int rc = atomic_commit(&af, err, errlen);
+    if (rc == 0 && (rc = atomic_write_json(path, json, err, errlen)) != 0)
+        unlink(t.path); /* no record: the file is not the model's */
+    cJSON_Delete(json);
+    return rc;
+}
+
+/* The record's number key equal to want. */
+static int record_u64(const cJSON *r, const char *key, uint64_t want, const char *path, char *err, size_t errlen)
+{
+    uint64_t v;
+    if (json_get_u64(r, key, 0, UINT64_MAX / 2, &v, path, err, errlen) != 0)
+        return -1;
+    if (v != want)
+        return err_set(err, errlen, "%s: \"%s\".\"%s\" is %llu, the model's shape gives %llu (rewrite it with "
+                       "flashbed model transpose DIR --force)", path, MODEL_FFN_T_KEY, key, (unsigned long long)v,
+                       (unsigned long long)want);
+    return 0;
+}
+
+int ffn_transposed_open(const struct model *m, struct ffn_t_layout *t, char *err, size_t errlen)
+{
+    ffn_t_layout_of(m, t);
+    char path[4200];
+    cJSON *o = model_json_read(m->dir, path, sizeof path);
+    const cJSON *r = o ? cJSON_GetObjectItemCaseSensitive(o, MODEL_FFN_T_KEY) : NULL;
+    const cJSON *dt = r ? cJSON_GetObjectItemCaseSensitive(r, "dtype") : NULL;
+    struct stat st;
+    int rc = 0;
+    if (!r || stat(t->path, &st) != 0)
+        rc = err_set(err, errlen, "%s: no transposed FFN file (%s) for input sparsity on flash: write it with "
+                     "flashbed model transpose %s", m->dir, MODEL_FFN_T_FILE, m->dir);
+    else if (!cJSON_IsString(dt) || strcmp(dt->valuestring, dtype_name(m->dtype)) != 0)
+        rc = err_set(err, errlen, "%s: \"%s\".\"dtype\" is not the model's %s", path, MODEL_FFN_T_KEY,
+                     dtype_name(m->dtype));
+    else if (record_u64(r, "chan_stride", t->g.chan.row_bytes, path, err, errlen) ||
+             record_u64(r, "down_stride", t->g.down.row_bytes, path, err, errlen) ||
+             record_u64(r, "bytes", t->bytes, path, err, errlen))
+        rc = -1;
+    else if ((uint64_t)st.st_size != t->bytes)
+        rc = err_set(err, errlen, "%s: %llu bytes, model.json records %llu (rewrite it with flashbed model "
+                     "transpose %s --force)", t->path, (unsigned long long)st.st_size, (unsigned long long)t->bytes,
+                     m->dir);
+    cJSON_Delete(o);
+    return rc;
+}
