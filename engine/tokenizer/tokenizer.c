@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -93,6 +94,15 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     }
     if (vocab_size < 3) { /* the format's BOS and EOS are ids 1 and 2 */
         err_set(err, errlen, "%s: a vocabulary of %d tokens has no room for <s> (1) and </s> (2)", path, vocab_size);
+        fclose(f);
+        return -1;
+    }
+    /* each token takes 8 bytes at least (score, length): a vocabulary the
+     * file cannot hold is refused before anything is allocated for it */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < 4 + 8 * (uint64_t)vocab_size) {
+        err_set(err, errlen, "%s: %lld bytes cannot hold the model's %d tokens (4 + 8 bytes a token at least)", path,
+                (long long)st.st_size, vocab_size);
         fclose(f);
         return -1;
     }
