@@ -155,9 +155,10 @@ static const struct st_file *shard_named(const struct st_set *s, const char *pat
 }
 
 /* The index and its shards agree: each tensor the weight_map names lies in
- * the shard it names, and each tensor of a shard is the weight_map's for
- * that shard (one held by two shards, or by one the index does not name
- * for it, would leave which copy is meant to the search order). */
+ * the shard it names, and no shard holds a tensor the weight_map places in
+ * another (one held by two shards would leave which copy is meant to the
+ * search order). A tensor the index does not list is read where it lies,
+ * as transformers loads a shard's every tensor. */
 static int check_index(const struct st_set *s, const char *dir, const char *index, char *err, size_t errlen)
 {
     char shard[4200];
@@ -175,10 +176,12 @@ static int check_index(const struct st_set *s, const char *dir, const char *inde
             const cJSON *wm = cJSON_GetObjectItemCaseSensitive(s->weight_map, e->string);
             if (!strcmp(e->string, "__metadata__"))
                 continue;
-            snprintf(shard, sizeof shard, "%s/%s", dir, wm ? wm->valuestring : "");
-            if (!wm || strcmp(shard, s->files[i].path))
-                return err_set(err, errlen, "%s holds tensor '%s', which %s %s%s", s->files[i].path, e->string, index,
-                               wm ? "places in " : "does not list", wm ? wm->valuestring : "");
+            if (!wm)
+                continue;
+            snprintf(shard, sizeof shard, "%s/%s", dir, wm->valuestring);
+            if (strcmp(shard, s->files[i].path))
+                return err_set(err, errlen, "%s holds tensor '%s', which %s places in %s", s->files[i].path, e->string,
+                               index, wm->valuestring);
         }
     return 0;
 }

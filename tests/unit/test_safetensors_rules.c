@@ -204,13 +204,17 @@ static void write_text_in(const char *sub, const char *name, const char *text)
     test_write_text(path, text);
 }
 
-/* Two shards of one tensor each, the index as given. */
-static void shards(const char *index, const char *want)
+/* Two shards, s1 of the given header ({a} unless both), s2 {b, c}, and the index as given. */
+static void shards_of(const char *index, int both, const char *want)
 {
     char sub[300], why[512];
     snprintf(sub, sizeof sub, "%s/sharded", dir);
     mkdir(sub, 0755);
-    write_st("sharded/s1.safetensors", "{" T("a", "F32", "[2]", "0", "8") "}", UINT64_MAX, 8);
+    if (both)
+        write_st("sharded/s1.safetensors", "{" T("a", "F32", "[2]", "0", "8") "," T("b", "F32", "[1]", "8", "12") "}",
+                 UINT64_MAX, 12);
+    else
+        write_st("sharded/s1.safetensors", "{" T("a", "F32", "[2]", "0", "8") "}", UINT64_MAX, 8);
     write_st("sharded/s2.safetensors", "{" T("b", "F32", "[1]", "0", "4") "," T("c", "F32", "[1]", "4", "8") "}",
              UINT64_MAX, 8);
     write_text_in("sharded", "model.safetensors.index.json", index);
@@ -230,14 +234,22 @@ static void shards(const char *index, const char *want)
     CHECK(strstr(why, want) != NULL);
 }
 
+static void shards(const char *index, const char *want)
+{
+    shards_of(index, 0, want);
+}
+
 static void test_index(void)
 {
     shards("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\",\"c\":\"s2.safetensors\"}}", NULL);
     shards("{\"weight_map\":{\"a\":\"s2.safetensors\",\"b\":\"s2.safetensors\",\"c\":\"s2.safetensors\"}}",
            "weight_map places tensor 'a' in s2.safetensors, which does not hold it");
-    shards("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\"}}",
-           "s2.safetensors holds tensor 'c', which");
-    shards("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\"}}", "does not list");
+    /* c unlisted: read where it lies, as transformers loads a shard whole */
+    shards("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\"}}", NULL);
+    shards_of("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\",\"c\":\"s2.safetensors\"}}", 1,
+              "s1.safetensors holds tensor 'b', which");
+    shards_of("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"s2.safetensors\",\"c\":\"s2.safetensors\"}}", 1,
+              "places in s2.safetensors");
     shards("{\"weight_map\":{\"a\":\"s1.safetensors\",\"b\":\"../s2.safetensors\"}}", "is not a file name");
 }
 
