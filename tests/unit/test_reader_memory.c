@@ -59,6 +59,7 @@ static void expect(const char *what, int rc, const char *why, const char *want)
     check_count++;
 }
 
+#ifndef UNDER_SANITIZER
 /* The address space the process has now, in bytes (VmSize). */
 static uint64_t vm_size(void)
 {
@@ -72,6 +73,7 @@ static uint64_t vm_size(void)
         fclose(f);
     return (uint64_t)kb << 10;
 }
+#endif
 
 static void limit_memory(void)
 {
