@@ -38,9 +38,13 @@ static int read_entry(const cJSON *e, uint64_t dram_bytes, struct dram_range *r,
                         errlen))
         return -1;
     snprintf(what, sizeof what, "tensor '%.100s' \"bytes\"", name->valuestring);
-    if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), what, 0, dram_bytes - r->offset, &r->bytes,
-                        path, err, errlen))
+    if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), what, 0, dram_bytes, &r->bytes, path, err,
+                        errlen))
         return -1;
+    if (!range_within(r->offset, r->bytes, dram_bytes))
+        return err_set(err, errlen, "%s: tensor '%.100s' has a bad offset: %llu bytes at %llu pass the end of %s (%llu bytes)",
+                       path, name->valuestring, (unsigned long long)r->bytes, (unsigned long long)r->offset,
+                       MODEL_DRAM_FILE, (unsigned long long)dram_bytes);
     if (r->offset % DRAM_ALIGN)
         return err_set(err, errlen, "%s: tensor '%.100s' \"offset\" %llu is not a multiple of %u", path,
                        name->valuestring, (unsigned long long)r->offset, DRAM_ALIGN);
