@@ -101,7 +101,7 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
      * file cannot hold is refused before anything is allocated for it */
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < 4 + 8 * (uint64_t)vocab_size) {
-        err_set(err, errlen, "%s: %lld bytes cannot hold the model's %d tokens (4 + 8 bytes a token at least)", path,
+        err_set(err, errlen, "%s: truncated: %lld bytes cannot hold the model's %d tokens (4 + 8 bytes a token at least)", path,
                 (long long)st.st_size, vocab_size);
         fclose(f);
         return -1;
