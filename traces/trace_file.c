@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/crc32c.h"
 #include "common/errbuf.h"
@@ -165,6 +166,13 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
     uint32_t slen = trace_get_u32(fixed + TRACE_HEADER_FIXED - 4);
     if (slen > TRACE_MAX_SOURCE)
         return err_set(why, whylen, "header's source description of %u bytes is implausible", slen);
+    /* allocated only for what the file holds: a header of a few bytes
+     * cannot claim a megabyte */
+    struct stat st;
+    long at = ftell(f);
+    if (fstat(fileno(f), &st) == 0 && at >= 0 && S_ISREG(st.st_mode) && slen > (uint64_t)st.st_size - (uint64_t)at)
+        return err_set(why, whylen, "truncated header (a source description of %u bytes, %llu bytes left in the file)",
+                       slen, (unsigned long long)((uint64_t)st.st_size - (uint64_t)at));
     m->source = malloc(slen + 1);
     if (!m->source)
         return err_set(why, whylen, "out of memory");

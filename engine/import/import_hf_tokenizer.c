@@ -67,32 +67,58 @@ static int by_piece(const void *a, const void *b)
 
 /* The merged piece of merge e ("a b" or ["a", "b"]) into merged; false
  * for anything else. */
-static bool merged_piece(const cJSON *e, char *merged, size_t len)
+/* A merge's two halves, "a b" (exactly two parts, as tokenizers splits
+ * it) or ["a", "b"], into a and b; false for any other form. */
+static bool merge_parts(const cJSON *e, char *a, char *b, size_t len)
 {
-    if (cJSON_IsString(e)) { /* "a b" */
+    if (cJSON_IsString(e)) {
         const char *sp = strchr(e->valuestring, ' ');
-        if (!sp)
+        if (!sp || strchr(sp + 1, ' '))
             return false;
-        snprintf(merged, len, "%.*s%s", (int)(sp - e->valuestring), e->valuestring, sp + 1);
+        snprintf(a, len, "%.*s", (int)(sp - e->valuestring), e->valuestring);
+        snprintf(b, len, "%s", sp + 1);
         return true;
     }
     if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-        cJSON_IsString(cJSON_GetArrayItem(e, 1))) { /* ["a", "b"] */
-        snprintf(merged, len, "%s%s", cJSON_GetArrayItem(e, 0)->valuestring, cJSON_GetArrayItem(e, 1)->valuestring);
+        cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
+        snprintf(a, len, "%s", cJSON_GetArrayItem(e, 0)->valuestring);
+        snprintf(b, len, "%s", cJSON_GetArrayItem(e, 1)->valuestring);
         return true;
     }
     return false;
 }
 
+/* Merge rank's vocab entry of its merged piece; -1 with err when the merge
+ * is malformed or names a piece (a, b or ab) the vocab lacks, as the
+ * tokenizers library's BPE builder refuses it (MergeTokenOutOfVocabulary). */
+static int merge_target(const cJSON *e, int rank, const struct vocab_entry *idx, size_t n,
+                        const struct vocab_entry **hit, const char *path, char *err, size_t errlen)
+{
+    char a[1024], b[1024], ab[2048];
+    if (!merge_parts(e, a, b, sizeof a))
+        return err_set(err, errlen, "%s: merge %d is not \"a b\" or [\"a\", \"b\"]", path, rank);
+    snprintf(ab, sizeof ab, "%s%s", a, b);
+    const char *part[3] = {a, b, ab};
+    for (int k = 0; k < 3; k++) {
+        struct vocab_entry key = {part[k], 0};
+        *hit = bsearch(&key, idx, n, sizeof *idx, by_piece);
+        if (!*hit)
+            return err_set(err, errlen, "%s: merge %d (%.100s + %.100s) needs '%.200s', which model.vocab lacks",
+                           path, rank, a, b, part[k]);
+    }
+    return 0;
+}
+
 /* Merge rank r gives its merged piece the score -r (the first rank of a
- * piece made by several merges); merges of "a b" or ["a", "b"]. -1 when
- * out of memory. */
-static int score_merges(const cJSON *vocab, const cJSON *merges, float *scores, uint32_t vocab_size)
+ * piece made by several merges); merges of "a b" or ["a", "b"]. -1 with
+ * err when out of memory or a merge breaks the format's rules. */
+static int score_merges(const cJSON *vocab, const cJSON *merges, float *scores, uint32_t vocab_size, const char *path,
+                        char *err, size_t errlen)
 {
     size_t n = 0, cap = (size_t)cJSON_GetArraySize(vocab);
     struct vocab_entry *idx = malloc((cap ? cap : 1) * sizeof *idx);
     if (!idx)
-        return -1;
+        return err_set(err, errlen, "%s: out of memory for the merges", path);
     const cJSON *e;
     cJSON_ArrayForEach(e, vocab)
     {
@@ -100,21 +126,18 @@ static int score_merges(const cJSON *vocab, const cJSON *merges, float *scores, 
             idx[n++] = (struct vocab_entry){e->string, e->valuedouble};
     }
     qsort(idx, n, sizeof *idx, by_piece);
-    int rank = 0;
+    int rank = 0, rc = 0;
     cJSON_ArrayForEach(e, merges)
     {
-        struct vocab_entry key = {0};
-        char merged[512];
-        if (!merged_piece(e, merged, sizeof merged))
-            continue;
-        key.piece = merged;
-        const struct vocab_entry *hit = bsearch(&key, idx, n, sizeof *idx, by_piece);
-        if (hit && hit->id >= 0 && hit->id < vocab_size && scores[(int)hit->id] == TOKENIZER_NO_MERGE)
+        const struct vocab_entry *hit;
+        if ((rc = merge_target(e, rank, idx, n, &hit, path, err, errlen)) != 0)
+            break;
+        if (hit->id >= 0 && hit->id < vocab_size && scores[(int)hit->id] == TOKENIZER_NO_MERGE)
             scores[(int)hit->id] = -(float)rank;
         rank++;
     }
     free(idx);
-    return 0;
+    return rc;
 }
 
 /* tokenizer.bin at out: the longest piece's length, then per id its score,
@@ -180,10 +203,8 @@ int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const
         scores[i] = TOKENIZER_NO_MERGE;
     if (read_sp_vocab(vocab, pieces, s->vocab_size, path, err, errlen) != 0)
         goto out;
-    if (score_merges(vocab, merges, scores, s->vocab_size) != 0) {
-        err_set(err, errlen, "%s: out of memory for the merges", path);
+    if (score_merges(vocab, merges, scores, s->vocab_size, path, err, errlen) != 0)
         goto out;
-    }
     rc = write_llama2c_tokenizer(out, pieces, scores, s->vocab_size, path, err, errlen);
 out:
     for (uint32_t i = 0; pieces && i < s->vocab_size; i++)

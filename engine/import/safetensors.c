@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -15,74 +16,46 @@
 #include "common/checked.h"
 #include "common/errbuf.h"
 #include "common/json_file.h"
+#include "engine/import/safetensors_rules.h"
 #include "engine/model/dtype.h"
 
-static int st_dtype(const char *s, enum fb_dtype *t)
+/* Each tensor entry by the format's rules, then its range inside the
+ * data (data_start + end could wrap: compared inside the data, and printed
+ * as the sum's two terms), then the entries together. */
+static int check_header(const struct st_file *f, char *err, size_t errlen)
 {
-    if (!strcmp(s, "F32"))
-        *t = DTYPE_F32;
-    else if (!strcmp(s, "F16"))
-        *t = DTYPE_F16;
-    else if (!strcmp(s, "BF16"))
-        *t = DTYPE_BF16;
-    else
-        return -1;
-    return 0;
+    const cJSON *e;
+    int n_metadata = 0;
+    cJSON_ArrayForEach(e, f->header)
+    {
+        if (!strcmp(e->string, "__metadata__")) {
+            if (n_metadata++)
+                return err_set(err, errlen, "%s: __metadata__ is listed twice in the header", f->path);
+            if (st_check_metadata(f->path, e, err, errlen))
+                return -1;
+            continue;
+        }
+        if (st_check_entry(f->path, e, err, errlen))
+            return -1;
+        const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        uint64_t begin = (uint64_t)cJSON_GetArrayItem(off, 0)->valuedouble;
+        uint64_t end = (uint64_t)cJSON_GetArrayItem(off, 1)->valuedouble;
+        if (!range_within(begin, end - begin, f->size - f->data_start))
+            return err_set(err, errlen, "%s: tensor '%s' ends at byte %zu + %llu, past the end of the file (%zu bytes)",
+                           f->path, e->string, f->data_start, (unsigned long long)end, f->size);
+    }
+    return st_check_layout(f->path, f->header, f->size - f->data_start, err, errlen);
 }
 
-/* Checks one header entry against the file: dtype known, byte range inside
- * the data and exactly dtype size x shape. */
-static int check_entry(const struct st_file *f, const cJSON *e, char *err, size_t errlen)
+/* The 8-byte header length: inside the file and the format's limit. */
+static int check_header_length(const char *path, uint64_t hlen, size_t size, char *err, size_t errlen)
 {
-    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
-    const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-    enum fb_dtype t;
-    if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) {
-        err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", f->path, e->string,
-                cJSON_IsString(dt) ? dt->valuestring : "(none)");
-        return -1;
-    }
-    uint64_t n = 1, dim, begin, end, len;
-    const cJSON *d;
-    if (!cJSON_IsArray(shape)) {
-        err_set(err, errlen, "%s: tensor '%s' has no shape", f->path, e->string);
-        return -1;
-    }
-    char what[300];
-    snprintf(what, sizeof what, "tensor '%s' shape", e->string);
-    cJSON_ArrayForEach(d, shape)
-    {
-        if (json_number_u64(d, what, 0, UINT64_MAX, &dim, f->path, err, errlen))
-            return -1;
-        if (checked_mul_u64(n, dim, &n))
-            return err_set(err, errlen, "%s: tensor '%s' has a shape whose element count overflows", f->path,
-                           e->string);
-    }
-    if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2) {
-        err_set(err, errlen, "%s: tensor '%s' has malformed data_offsets", f->path, e->string);
-        return -1;
-    }
-    snprintf(what, sizeof what, "tensor '%s' data_offsets[0]", e->string);
-    if (json_number_u64(cJSON_GetArrayItem(off, 0), what, 0, UINT64_MAX, &begin, f->path, err, errlen))
-        return -1;
-    snprintf(what, sizeof what, "tensor '%s' data_offsets[1]", e->string);
-    if (json_number_u64(cJSON_GetArrayItem(off, 1), what, begin, UINT64_MAX, &end, f->path, err, errlen))
-        return -1;
-    if (checked_mul_u64(n, dtype_size(t), &len))
-        return err_set(err, errlen, "%s: tensor '%s' has a shape whose byte count overflows", f->path, e->string);
-    if (end - begin != len) {
-        err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", f->path,
-                e->string, (unsigned long long)(end - begin), (unsigned long long)len);
-        return -1;
-    }
-    /* data_start + end could wrap: compared inside the data, and printed
-     * as the sum's two terms */
-    if (!range_within(begin, len, f->size - f->data_start)) {
-        err_set(err, errlen, "%s: tensor '%s' ends at byte %zu + %llu, past the end of the file (%zu bytes)",
-                f->path, e->string, f->data_start, (unsigned long long)end, f->size);
-        return -1;
-    }
+    if (hlen > ST_MAX_HEADER_BYTES)
+        return err_set(err, errlen, "%s: not a safetensors file (header length %llu is over the format's limit of %u bytes)",
+                       path, (unsigned long long)hlen, ST_MAX_HEADER_BYTES);
+    if (hlen > size - 8)
+        return err_set(err, errlen, "%s: not a safetensors file (header length %llu, file %zu bytes)", path,
+                       (unsigned long long)hlen, size);
     return 0;
 }
 
@@ -100,9 +73,14 @@ static int open_file(struct st_file *f, const char *path, char *err, size_t errl
     }
     f->size = (size_t)st.st_size;
     uint64_t hlen = 0;
-    if (f->size < 8 || pread(fd, &hlen, 8, 0) != 8 || hlen > f->size - 8 || hlen > (100u << 20)) {
-        err_set(err, errlen, "%s: not a safetensors file (header length %llu, file %zu bytes)", path,
-                (unsigned long long)hlen, f->size);
+    if (f->size < 8 || pread(fd, &hlen, 8, 0) != 8) {
+        err_set(err, errlen, "%s: not a safetensors file (%zu bytes, shorter than the 8-byte header length)", path,
+                f->size);
+        close(fd);
+        return -1;
+    }
+    hlen = le64toh(hlen);
+    if (check_header_length(path, hlen, f->size, err, errlen)) {
         close(fd);
         return -1;
     }
@@ -114,20 +92,8 @@ static int open_file(struct st_file *f, const char *path, char *err, size_t errl
         return -1;
     }
     f->data_start = 8 + (size_t)hlen;
-    f->header = cJSON_ParseWithLength((const char *)f->map + 8, (size_t)hlen);
-    if (!cJSON_IsObject(f->header)) {
-        err_set(err, errlen, "%s: safetensors header is not a JSON object", path);
-        return -1;
-    }
-    const cJSON *e;
-    cJSON_ArrayForEach(e, f->header)
-    {
-        if (!strcmp(e->string, "__metadata__"))
-            continue;
-        if (check_entry(f, e, err, errlen))
-            return -1;
-    }
-    return 0;
+    f->header = st_parse_header(path, f->map + 8, (size_t)hlen, err, errlen);
+    return f->header ? check_header(f, err, errlen) : -1;
 }
 
 static void close_file(struct st_file *f)
@@ -179,6 +145,47 @@ static cJSON *read_weight_map(FILE *idx)
     return wm;
 }
 
+/* The file of s holding path, or NULL. */
+static const struct st_file *shard_named(const struct st_set *s, const char *path)
+{
+    for (int i = 0; i < s->n_files; i++)
+        if (!strcmp(s->files[i].path, path))
+            return &s->files[i];
+    return NULL;
+}
+
+/* The index and its shards agree: each tensor the weight_map names lies in
+ * the shard it names, and no shard holds a tensor the weight_map places in
+ * another (one held by two shards would leave which copy is meant to the
+ * search order). A tensor the index does not list is read where it lies,
+ * as transformers loads a shard's every tensor. */
+static int check_index(const struct st_set *s, const char *dir, const char *index, char *err, size_t errlen)
+{
+    char shard[4200];
+    const cJSON *e;
+    cJSON_ArrayForEach(e, s->weight_map)
+    {
+        snprintf(shard, sizeof shard, "%s/%s", dir, e->valuestring);
+        if (!cJSON_GetObjectItemCaseSensitive(shard_named(s, shard)->header, e->string))
+            return err_set(err, errlen, "%s: weight_map places tensor '%s' in %s, which does not hold it", index,
+                           e->string, e->valuestring);
+    }
+    for (int i = 0; i < s->n_files; i++)
+        cJSON_ArrayForEach(e, s->files[i].header)
+        {
+            const cJSON *wm = cJSON_GetObjectItemCaseSensitive(s->weight_map, e->string);
+            if (!strcmp(e->string, "__metadata__"))
+                continue;
+            if (!wm)
+                continue;
+            snprintf(shard, sizeof shard, "%s/%s", dir, wm->valuestring);
+            if (strcmp(shard, s->files[i].path))
+                return err_set(err, errlen, "%s holds tensor '%s', which %s places in %s", s->files[i].path, e->string,
+                               index, wm->valuestring);
+        }
+    return 0;
+}
+
 /* One st_file per distinct shard the weight map names (many tensors share
  * a shard); index is the index file's path, for the messages. */
 static int open_shards(struct st_set *s, const char *dir, const char *index, char *err, size_t errlen)
@@ -205,6 +212,10 @@ static int open_shards(struct st_set *s, const char *dir, const char *index, cha
             st_close(s);
             return -1;
         }
+    }
+    if (check_index(s, dir, index, err, errlen)) {
+        st_close(s);
+        return -1;
     }
     return 0;
 }
@@ -263,7 +274,7 @@ struct st_dtypes st_dtype_census(const struct st_set *s)
         {
             enum fb_dtype t;
             const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-            if (!cJSON_IsString(dt) || st_dtype(dt->valuestring, &t)) /* __metadata__ */
+            if (!cJSON_IsString(dt) || st_dtype_parse(dt->valuestring, &t)) /* __metadata__ */
                 continue;
             if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "shape")) >= 2)
                 d.matrices |= 1u << t;
@@ -331,7 +342,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
         return NULL;
     }
     enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
-    st_dtype(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
+    st_dtype_parse(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
     uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
     float *out = malloc((n ? n : 1) * sizeof *out);
     if (!out) {

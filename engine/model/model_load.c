@@ -18,6 +18,7 @@
 #include "common/json_file.h"
 #include "engine/model/model_format.h"
 #include "engine/model/model_integrity.h"
+#include "engine/model/model_table.h"
 
 /* Reads a whole file into 2 MiB-aligned memory (huge pages where the
  * kernel gives them: fewer TLB misses when every token streams it). */
@@ -304,6 +305,9 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
     if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, MODEL_FORMAT_NAME) != 0)
         return err_set(err, errlen, "%s: not a flashbed model (no \"format\": \"%s\")", path,
                        MODEL_FORMAT_NAME);
+    uint64_t version;
+    if (json_get_u64(o, "format_version", MODEL_FORMAT_VERSION, MODEL_FORMAT_VERSION, &version, path, err, errlen))
+        return -1;
     if (model_shape_read(path, &m->shape, err, errlen) != 0)
         return -1;
     const struct model_shape *s = &m->shape;
@@ -342,8 +346,10 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
         rc = load_files(m, dir, flags, dram_bytes, ffn_bytes, err, errlen);
     if (rc == 0) {
         tb.tensors = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors");
-        rc = load_tensors(m, &tb);
+        rc = model_table_check(tb.tensors, m->dram_bytes, path, err, errlen);
     }
+    if (rc == 0)
+        rc = load_tensors(m, &tb);
     if (rc == 0)
         rc = model_checksums_read(m, o, path, err, errlen);
     if (rc == 0 && !(flags & MODEL_NO_VERIFY))

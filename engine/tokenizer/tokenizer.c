@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -93,6 +94,15 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     }
     if (vocab_size < 3) { /* the format's BOS and EOS are ids 1 and 2 */
         err_set(err, errlen, "%s: a vocabulary of %d tokens has no room for <s> (1) and </s> (2)", path, vocab_size);
+        fclose(f);
+        return -1;
+    }
+    /* each token takes 8 bytes at least (score, length): a vocabulary the
+     * file cannot hold is refused before anything is allocated for it */
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < 4 + 8 * (uint64_t)vocab_size) {
+        err_set(err, errlen, "%s: truncated: %lld bytes cannot hold the model's %d tokens (4 + 8 bytes a token at least)", path,
+                (long long)st.st_size, vocab_size);
         fclose(f);
         return -1;
     }
@@ -490,9 +500,9 @@ static void add_added_tokens(struct tokenizer *t, const cJSON *added, int vocab_
  * anything else, which is skipped. left holds a's copy in the first form. */
 static bool merge_halves(const cJSON *e, char *left, size_t leftlen, const char **a, const char **b)
 {
-    if (cJSON_IsString(e)) {
+    if (cJSON_IsString(e)) { /* exactly two parts, as tokenizers splits it */
         const char *sp = strchr(e->valuestring, ' ');
-        if (!sp || (size_t)(sp - e->valuestring) >= leftlen)
+        if (!sp || strchr(sp + 1, ' ') || (size_t)(sp - e->valuestring) >= leftlen)
             return false;
         snprintf(left, leftlen, "%.*s", (int)(sp - e->valuestring), e->valuestring);
         *a = left;
@@ -509,9 +519,30 @@ static bool merge_halves(const cJSON *e, char *left, size_t leftlen, const char 
 }
 
 /* The merges as an open-addressing table from a pair of ids to its rank
- * (its place in the list: lower merges first) and the merged id. A merge
- * whose halves or result are not in the vocab still takes its rank. */
-static void load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *merges)
+ * (its place in the list: lower merges first) and the merged id. Every
+ * merge is "a b" or ["a", "b"] with a, b and ab in the vocab, as the
+ * tokenizers library's BPE builder requires (MergeTokenOutOfVocabulary). */
+static int merge_ids(const cJSON *vocab, const cJSON *e, int rank, int ids[3], const char *path, char *err,
+                     size_t errlen)
+{
+    const char *a, *b;
+    char left[1024], ab[2048];
+    if (!merge_halves(e, left, sizeof left, &a, &b))
+        return err_set(err, errlen, "%s: merge %d is not \"a b\" or [\"a\", \"b\"]", path, rank);
+    snprintf(ab, sizeof ab, "%s%s", a, b);
+    const char *part[3] = {a, b, ab};
+    for (int k = 0; k < 3; k++) {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(vocab, part[k]);
+        if (!cJSON_IsNumber(id))
+            return err_set(err, errlen, "%s: merge %d (%.100s + %.100s) needs '%.200s', which model.vocab lacks", path,
+                           rank, a, b, part[k]);
+        ids[k] = (int)id->valuedouble; /* checked whole and in range by load_vocab */
+    }
+    return 0;
+}
+
+static int load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *merges, const char *path, char *err,
+                       size_t errlen)
 {
     int n_merges = cJSON_GetArraySize(merges);
     uint32_t size = 1;
@@ -521,24 +552,18 @@ static void load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *me
     t->pair_keys = calloc(size, sizeof *t->pair_keys);
     t->pair_rank = malloc(size * sizeof *t->pair_rank);
     t->pair_merged = calloc(size, sizeof *t->pair_merged);
+    if (!t->pair_keys || !t->pair_rank || !t->pair_merged)
+        return err_set(err, errlen, "%s: out of memory for %d merges", path, n_merges);
     for (uint32_t i = 0; i < size; i++)
         t->pair_rank[i] = -1;
-    int rank = 0;
+    int rank = 0, ids[3];
     const cJSON *e;
     cJSON_ArrayForEach(e, merges)
     {
-        const char *a, *b;
-        char left[512];
-        if (!merge_halves(e, left, sizeof left, &a, &b))
-            continue;
-        const cJSON *ia = cJSON_GetObjectItemCaseSensitive(vocab, a), *ib = cJSON_GetObjectItemCaseSensitive(vocab, b);
-        char ab[1024];
-        snprintf(ab, sizeof ab, "%s%s", a, b);
-        const cJSON *im = cJSON_GetObjectItemCaseSensitive(vocab, ab);
         int r = rank++;
-        if (!cJSON_IsNumber(ia) || !cJSON_IsNumber(ib) || !cJSON_IsNumber(im))
-            continue;
-        uint64_t k = pair_key((int)ia->valuedouble, (int)ib->valuedouble);
+        if (merge_ids(vocab, e, r, ids, path, err, errlen) != 0)
+            return -1;
+        uint64_t k = pair_key(ids[0], ids[1]);
         uint32_t i = pair_hash(k) & t->pair_mask;
         while (t->pair_rank[i] >= 0 && t->pair_keys[i] != k)
             i = (i + 1) & t->pair_mask;
@@ -546,8 +571,9 @@ static void load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *me
             continue; /* the first (lowest) rank of a repeated pair wins */
         t->pair_keys[i] = k;
         t->pair_rank[i] = r;
-        t->pair_merged[i] = (int32_t)im->valuedouble;
+        t->pair_merged[i] = ids[2];
     }
+    return 0;
 }
 
 int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab_size, char *err,
@@ -582,7 +608,8 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
         char c = (char)b;
         t->byte_ids[b] = tokenizer_lookup(t, &c, 1);
     }
-    load_merges(t, vocab, merges);
+    if (load_merges(t, vocab, merges, path, err, errlen) != 0)
+        goto fail;
     cJSON_Delete(root);
     return 0;
 fail:
