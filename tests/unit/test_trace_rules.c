@@ -150,8 +150,10 @@ static void test_header(void)
     header_refused("9 bytes per weight", h, "9 bytes per weight");
     h = base, h.kind = 2;
     header_refused("FFN kind 2", h, "unknown FFN kind 2 in header");
-    h = base, h.flags = 2;
-    header_refused("header flags 2", h, "unknown header flags 0x2");
+    h = base, h.flags = 2; /* channel sets: a version 2 flag, in this version 1 header */
+    header_refused("header flags 2", h, "channel sets flagged in a version 1 header");
+    h = base, h.flags = 4;
+    header_refused("header flags 4", h, "unknown header flags 0x4");
     h = base, h.slen = (1u << 20) + 1;
     header_refused("source over 1 MiB", h, "source description of 1048577 bytes is implausible");
     h = base, h.slen = 4000;
@@ -297,7 +299,7 @@ static void test_valid(void)
 /* Version 2, from the writer: a flipped byte of a block and a cut block. */
 static void test_checksums(void)
 {
-    struct trace_meta m = {1, 8, 16, 4, 0, false, "{}"};
+    struct trace_meta m = {1, 8, 16, 4, 0, false, "{}", false};
     char why[512];
     struct trace_writer *w = trace_writer_open(path, &m, why, sizeof why);
     uint32_t set[3] = {1, 4, 7};
