@@ -41,6 +41,15 @@ static int point_fields(const struct sweep_point *p, struct field *f)
     FIELD("cpu_sys_s", FIELD_REAL, NULL, r->cpu_sys_s);
     FIELD("seed", FIELD_INT, NULL, p->params.seed);
     FIELD("huge_pages", FIELD_BOOL, NULL, r->huge_pages);
+    FIELD("retries", FIELD_INT, NULL, r->retries);
+    FIELD("error", FIELD_STR, p->error, 0);
+    if (p->params.fault) {
+        FIELD("fault_attempts", FIELD_INT, NULL, p->faults.attempts);
+        FIELD("injected_eio", FIELD_INT, NULL, p->faults.injected[IO_FAULT_EIO]);
+        FIELD("injected_short", FIELD_INT, NULL, p->faults.injected[IO_FAULT_SHORT]);
+        FIELD("injected_delay", FIELD_INT, NULL, p->faults.injected[IO_FAULT_DELAY]);
+        FIELD("failed_offset", FIELD_STR, p->failed_offset, 0);
+    }
     if (p->has_fio) {
         FIELD("fio_bw_bytes", FIELD_REAL, NULL, p->fio.bw_bytes);
         FIELD("fio_iops", FIELD_REAL, NULL, p->fio.iops);

@@ -17,6 +17,7 @@
 #include "engine/compute/activation.h"
 #include "engine/model/dtype.h"
 #include "engine/predictor/predictor.h"
+#include "io/io_fault.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
  * struct token_row: one table for the JSON, the means and the Markdown. */
@@ -261,6 +262,35 @@ static void device_memory_json(cJSON *root, const struct run_report_extra *x)
     cJSON_AddBoolToObject(dm, "staging_pinned", x->staging_pinned);
 }
 
+/* How the run ended: stop_reason, status (complete, interrupted, failed:
+ * the tokens before the failure are results all the same) and the error;
+ * the reads tried again over every token, and what the fault engine
+ * injected. */
+static void outcome_json(cJSON *sum, const struct run_outcome *r, const struct run_setup *p)
+{
+    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    cJSON_AddStringToObject(sum, "status", r->error[0] ? "failed" : !strcmp(r->stop, "interrupted") ? "interrupted"
+                                                                                                   : "complete");
+    if (r->error[0])
+        cJSON_AddStringToObject(sum, "error", r->error);
+    if (p->dense)
+        return;
+    double retries = 0;
+    for (int i = 0; i < r->n_rows; i++)
+        retries += r->rows[i].read_retries;
+    cJSON_AddNumberToObject(sum, "read_retries", retries);
+    if (!p->cfg.fault)
+        return;
+    struct io_fault_counts c;
+    io_fault_counts(p->cfg.fault, &c);
+    cJSON *f = cJSON_AddObjectToObject(sum, "faults");
+    cJSON_AddNumberToObject(f, "seed", (double)p->cfg.fault->spec.seed);
+    cJSON_AddNumberToObject(f, "rules", p->cfg.fault->spec.n_rules);
+    cJSON_AddNumberToObject(f, "attempts", (double)c.attempts);
+    for (int k = 0; k < IO_FAULT_KINDS; k++)
+        cJSON_AddNumberToObject(f, io_fault_kind_name((enum io_fault_kind)k), (double)c.injected[k]);
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -307,7 +337,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
     cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
-    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    outcome_json(sum, r, p);
     const char *names[] = {"cold", "prompt", "generated"};
     for (int k = 0; k < 3; k++) {
         if (k == 0)

@@ -49,6 +49,7 @@ struct token_row {
                                         * (backend.h: struct backend_counts); run.json has them beside h2d_bytes */
     double layers_ahead;          /* layers whose reads went ahead (ffn_flash.h); run.json has it, and
                                    * read_ms, on the host with read-ahead only */
+    double read_retries;          /* reads tried again (ffn_flash.h); run.json's summary has their sum */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
     double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;
 };
@@ -58,7 +59,7 @@ struct run_outcome {
     struct token_row *rows;
     int n_rows, n_prompt, n_gen; /* n_prompt + n_gen: the tokens asked for (n_rows counts those computed) */
     const char *stop;            /* why decoding stopped (decode_stop_name), run.json's stop_reason */
-    char error[512];             /* the run's failure, if any (the caller's: not written) */
+    char error[512];             /* the run's failure, if any (run.json's summary.error) */
 };
 
 /* What run.json records besides the setup and the rows. */
