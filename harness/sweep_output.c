@@ -42,7 +42,7 @@ static int point_fields(const struct sweep_point *p, struct field *f)
     FIELD("seed", FIELD_INT, NULL, p->params.seed);
     FIELD("huge_pages", FIELD_BOOL, NULL, r->huge_pages);
     FIELD("retries", FIELD_INT, NULL, r->retries);
-    FIELD("error", FIELD_STR, p->error, 0);
+    FIELD("read_failed", FIELD_BOOL, NULL, p->error[0] != '\0'); /* the message: sweep.json's and .md's */
     if (p->params.fault) {
         FIELD("fault_attempts", FIELD_INT, NULL, p->faults.attempts);
         FIELD("injected_eio", FIELD_INT, NULL, p->faults.injected[IO_FAULT_EIO]);
@@ -90,6 +90,8 @@ cJSON *sweep_to_json(const struct sweep *s)
     for (size_t i = 0; i < s->n_points; i++) {
         cJSON *o = cJSON_CreateObject();
         fields_to_json(o, f, point_fields(&s->points[i], f));
+        if (s->points[i].error[0])
+            cJSON_AddStringToObject(o, "error", s->points[i].error);
         cJSON_AddItemToArray(points, o);
     }
     return root;
@@ -107,6 +109,7 @@ char *sweep_to_csv(const struct sweep *s)
     struct sweep_point header_src;
     memset(&header_src, 0, sizeof header_src);
     header_src.params.engine = s->cfg->engine;
+    header_src.params.fault = s->cfg->fault;
     header_src.has_fio = any_fio(s);
     int ncols = point_fields(&header_src, f);
     fields_csv_header(out, f, ncols);
@@ -162,6 +165,10 @@ char *sweep_to_markdown(const struct sweep *s)
             strbuf_add(&t, " | |");
         strbuf_add(&t, "\n");
     }
+    for (size_t i = 0; i < s->n_points; i++)
+        if (s->points[i].error[0])
+            strbuf_add(&t, "%s- **point %zu stopped at a failed read**, what completed before it kept: %s\n",
+                       i == 0 || !s->points[i - 1].error[0] ? "\n" : "", i + 1, s->points[i].error);
     return strbuf_take(&t);
 }
 

@@ -97,7 +97,7 @@ static void read_fail(struct flash_ffn *ff, struct flash_reader *r, const char *
 static bool submit_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
                          struct flash_reader_stats *before)
 {
-    if (!n)
+    if (!n || ff->read_failed) /* after a failed read the token reads nothing more: the run stops at it */
         return false;
     char err[512];
     flash_reader_stats(r, before);
@@ -719,6 +719,7 @@ static void compute_ahead(struct ffn *f, struct flash_ffn *ff, const struct flas
 static void begin_token(struct flash_ffn *ff)
 {
     ff->token++;
+    ff->read_failed = false; /* a failed token's rows left the caches: the next one reads afresh */
     ff->steps[0].layer = ff->steps[1].layer = -1;
     if (ff->cfg.record) {
         char err[512];
