@@ -443,7 +443,8 @@ static int prepare(struct run *r)
 }
 
 /* run.json, run.md, tokens.csv (and the plot), then the recorded trace
- * closed, or dropped when the run failed or was interrupted. The exit
+ * closed, or dropped when the run failed, was interrupted or its results
+ * could not be written. The exit
  * status: 1 on an error, 130 interrupted, else 0. */
 static int write_results(struct run *r)
 {
@@ -464,8 +465,8 @@ static int write_results(struct run *r)
         fputs(md, stderr);
     free(md);
     bool stopped = !strcmp(r->out.stop, "interrupted");
-    if (r->rec) {
-        int trc = r->out.error[0] || stopped ? (trace_writer_abort(r->rec), 0)
+    if (r->rec) { /* a run that failed, even only in writing its results, leaves the trace's path as it was */
+        int trc = r->out.error[0] || stopped || wrc != 0 ? (trace_writer_abort(r->rec), 0)
                                              : trace_writer_close(r->rec, err, sizeof err);
         r->rec = NULL;
         if (trc != 0) {
@@ -474,7 +475,8 @@ static int write_results(struct run *r)
             wrc = -1;
         }
     }
-    fb_info("results in %s", r->dir);
+    if (wrc == 0)
+        fb_info("results in %s", r->dir);
     return wrc != 0 || r->out.error[0] ? 1 : stopped ? 130 : 0;
 }
 

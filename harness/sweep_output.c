@@ -176,20 +176,23 @@ int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t 
 {
     if (mkdir_p(dir, 0755) != 0)
         return err_set(err, errlen, "cannot create output directory %s: %s", dir, strerror(errno));
+    /* the three appear together, or none changes (common/atomic_file.h's set) */
     char path[4200];
+    struct atomic_set set = {.n = 0};
     cJSON *j = sweep_to_json(s);
+    char *csv = sweep_to_csv(s), *md = sweep_to_markdown(s);
     snprintf(path, sizeof path, "%s/sweep.json", dir);
-    int rc = j ? atomic_write_json(path, j, err, errlen) : err_set(err, errlen, "out of memory");
-    cJSON_Delete(j);
-    char *csv = sweep_to_csv(s);
+    int rc = atomic_set_json(&set, path, j, err, errlen);
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
-    if (rc == 0)
-        rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory");
-    free(csv);
-    char *md = sweep_to_markdown(s);
+    rc = rc ? rc : atomic_set_text(&set, path, csv, err, errlen);
     snprintf(path, sizeof path, "%s/sweep.md", dir);
+    rc = rc ? rc : atomic_set_text(&set, path, md, err, errlen);
     if (rc == 0)
-        rc = md ? atomic_write_text(path, md, err, errlen) : err_set(err, errlen, "out of memory");
+        rc = atomic_set_commit(&set, err, errlen);
+    else
+        atomic_set_abort(&set);
+    cJSON_Delete(j);
+    free(csv);
     free(md);
     return rc;
 }

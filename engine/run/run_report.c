@@ -622,21 +622,25 @@ static int write_fig8(const struct model *m, const struct run_setup *p, const st
  * when the one before it was written. run.md's text is made from run.json's
  * numbers into *md even when run.json could not be written: the caller
  * still shows the measurements. 0, or -1 with err. */
+/* run.json, run.md and tokens.csv appear together or, when one cannot be
+ * written, none of them changes (common/atomic_file.h's set). */
 static int write_files(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, const cJSON *root, char **md, char *err, size_t errlen)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/run.json", dir);
-    int rc = atomic_write_json(path, root, err, errlen);
-    *md = run_markdown(m, p, root);
-    snprintf(path, sizeof path, "%s/run.md", dir);
-    if (rc == 0)
-        rc = *md ? atomic_write_text(path, *md, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
-    if (rc != 0)
-        return rc;
+    struct atomic_set set = {.n = 0};
     char *csv = tokens_csv(r, cold_tokens(r, x), x);
+    *md = run_markdown(m, p, root);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    int rc = atomic_set_json(&set, path, root, err, errlen);
+    snprintf(path, sizeof path, "%s/run.md", dir);
+    rc = rc ? rc : atomic_set_text(&set, path, *md, err, errlen);
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
-    rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
+    rc = rc ? rc : atomic_set_text(&set, path, csv, err, errlen);
+    if (rc == 0)
+        rc = atomic_set_commit(&set, err, errlen);
+    else
+        atomic_set_abort(&set);
     free(csv);
     return rc;
 }
