@@ -41,6 +41,17 @@ for kind in eio short; do
     check "$kind@X: 1 retry, 1 injected, complete" test "$(S $kind "['read_retries']") $(S $kind "['faults']['$kind']") $(S $kind "['status']")" = "1 1 complete"
     check "$kind@X: dense's tokens, the clean run's bytes" test "$(ids $kind) $(bytes $kind)" = "$(ids clean) $(bytes clean)"
 done
+# On the sim backend (the rows go up from a pinned ring) and driven by a trace (read-ahead): the same.
+check "sim: eio@X completes" frun sim1 --backend sim --io-engine fault --fault eio@$X
+check "sim: 1 retry, dense's tokens, the clean run's bytes" test "$(S sim1 "['read_retries']") $(ids sim1) $(bytes sim1)" = "1 $(ids clean) $(bytes clean)"
+frun sim2 --backend sim --io-engine fault --fault eio@$X/2
+check "sim: eio@X/2 exits 1, kept, offset named" test "$? $(S sim2 "['status']") $(grep -c "at offset $X of .*(layer 0, neuron" "$WORK/sim2.err")" = "1 failed 1"
+check "a trace recorded" frun recd --record "$WORK/t.trace"
+check "trace: eio@X completes" frun tr1 --active "trace:$WORK/t.trace" --io-engine fault --fault eio@$X
+check "trace: reads went ahead, 1 retry, the clean run's bytes" test "$(S tr1 "['layers_ahead'] > 0") $(S tr1 "['read_retries']") $(bytes tr1)" = "True 1 $(bytes clean)"
+frun tr2 --active "trace:$WORK/t.trace" --io-engine fault --fault eio@$X/2
+check "trace: eio@X/2 exits 1 with its offset" test "$? $(S tr2 "['status']") $(grep -c "at offset $X of" "$WORK/tr2.err")" = "1 failed 1"
+
 frun twice --io-engine fault --fault short@$X/2
 check "short@X/2 exits 1" test $? -eq 1
 check "short@X/2: short read named with its offset" grep -q "at offset $X of .*short read (.*tried 2 times" "$WORK/twice.err"

@@ -10,7 +10,11 @@
  *     clean run's first token); no row of that step, and so not X's
  *     neuron, is held in its layer's neuron cache;
  *   - eio:1: the first read fails twice, nothing is counted as read and
- *     every neuron cache is empty. */
+ *     every neuron cache is empty;
+ *   - driven by a trace, with read-ahead: layer 1's reads, gone ahead
+ *     while layer 0 computed, fail twice: layer 0 keeps the rows it read,
+ *     layer 1 holds none; once only, the run completes with the clean
+ *     run's bytes. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,7 @@
 #include "engine/run/run_exec.h"
 #include "engine/run/run_setup.h"
 #include "io/io_fault.h"
+#include "trace_file_fixture.h"
 
 enum { N_PROMPT = 4, N_GEN = 6, MAX_SEQ = N_PROMPT + N_GEN, N_ROWS = MAX_SEQ - 1 };
 
@@ -32,6 +37,8 @@ struct outcome {
     struct io_fault_counts faults;
     double retries, bytes;
     bool cache_empty;          /* every layer's neuron cache holds no row */
+    uint32_t held[2];          /* rows layers 0 and 1 hold */
+    double ahead;              /* layers whose reads went ahead */
     int32_t row_of_failed;     /* the failed neuron's row in its layer's cache (-1: none) */
     uint64_t layer, neuron;    /* where the failed offset falls */
 };
@@ -51,6 +58,8 @@ static void look_at_caches(struct engine *e, const struct model *m, struct outco
     r->cache_empty = true;
     for (uint32_t l = 0; l < m->shape.n_layers; l++)
         r->cache_empty &= ff->caches[l].num_used == 0;
+    for (uint32_t l = 0; l < 2 && l < m->shape.n_layers; l++)
+        r->held[l] = ff->caches[l].num_used;
     r->row_of_failed = -1;
     uint64_t off = failed_offset(r->out.error);
     if (off == UINT64_MAX)
@@ -63,6 +72,8 @@ static void look_at_caches(struct engine *e, const struct model *m, struct outco
 }
 
 /* The prompt and N_GEN tokens with io_engine (and rules, with fault) into r. */
+static const char *active = "oracle"; /* the source the runs use */
+
 static void run_with(const struct model *m, const int *prompt, const char *engine, const char *rules, struct outcome *r)
 {
     const struct fb_settings set = fb_settings_defaults();
@@ -71,8 +82,8 @@ static void run_with(const struct model *m, const int *prompt, const char *engin
     char err[2048];
     CHECK(io_fault_parse(rules, 1, &spec, err, sizeof err) == 0);
     io_fault_init(&fault, &spec);
-    struct run_options o = {.cmd = "run", .mode = "all", .window = 5, .active = "oracle", .use = "auto",
-                            .io_engine = engine, .fault = strcmp(engine, "fault") ? NULL : &fault,
+    struct run_options o = {.cmd = "run", .mode = "all", .window = 5, .active = active, .use = "auto",
+                            .read_ahead = true, .io_engine = engine, .fault = strcmp(engine, "fault") ? NULL : &fault,
                             .io_threads = 1, .iodepth = 1, .direct = false, .settings = &set};
     struct run_setup p;
     memset(&p, 0, sizeof p);
@@ -88,6 +99,7 @@ static void run_with(const struct model *m, const int *prompt, const char *engin
     for (int i = 0; i < r->out.n_rows; i++) {
         r->retries += r->out.rows[i].read_retries;
         r->bytes += r->out.rows[i].bytes_read;
+        r->ahead += r->out.rows[i].layers_ahead;
     }
     io_fault_counts(&fault, &r->faults);
     look_at_caches(&e, m, r);
@@ -148,6 +160,41 @@ static void test_persistent(const struct model *m, const int *prompt, const stru
     free(r.out.rows);
 }
 
+/* Token 0 of the mod-16 trace needs in layer 1 the neurons i with
+ * (3i + 7) mod 16 < 3: 3, 9, 14, ...; X is neuron 3's first byte. */
+static void test_read_ahead(const struct model *m, const int *prompt, const char *dir)
+{
+    char path[700], source[720], rules[64];
+    snprintf(path, sizeof path, "%s/mod16.trace", dir);
+    snprintf(source, sizeof source, "trace:%s", path);
+    CHECK(write_mod16_trace(path, m, N_ROWS + 1) == 0);
+    active = source;
+    struct outcome clean, r;
+    run_with(m, prompt, "psync", NULL, &clean);
+    CHECK_STR(clean.out.error, "");
+    CHECK(clean.ahead > 0); /* the reads went ahead: finish_ahead is what is tested */
+    uint64_t x = ((uint64_t)m->shape.d_ff + 3) * m->bundle_stride;
+    snprintf(rules, sizeof rules, "eio@%" PRIu64 "/2", x);
+    run_with(m, prompt, "fault", rules, &r);
+    CHECK_U64(r.out.n_rows, 1);
+    CHECK(r.layer == 1 && r.neuron == 3 && strstr(r.out.error, "(layer 1, neuron 3)") != NULL);
+    CHECK(r.out.rows[0].layers_ahead >= 1);
+    uint32_t layer0 = 0; /* token 0's set in layer 0, which the window keeps whole */
+    for (uint32_t i = 0; i < m->shape.d_ff; i++)
+        layer0 += (3 * i) % 16 < 3;
+    CHECK_U64(r.held[0], layer0);               /* layer 0's reads completed: its rows stay */
+    CHECK_U64(r.held[1], 0);                    /* layer 1's did not: none of its rows is resident */
+    CHECK(r.row_of_failed < 0);
+    free(r.out.rows);
+    snprintf(rules, sizeof rules, "eio@%" PRIu64, x);
+    run_with(m, prompt, "fault", rules, &r);
+    CHECK_STR(r.out.error, "");
+    CHECK(r.retries == 1 && r.bytes == clean.bytes && same_tokens(&r, &clean));
+    free(r.out.rows);
+    free(clean.out.rows);
+    active = "oracle";
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-fault-run-XXXXXX";
@@ -167,6 +214,7 @@ int main(void)
     free(first.out.rows);
     test_transient(&flash, prompt, &clean, x);
     test_persistent(&flash, prompt, &clean, x);
+    test_read_ahead(&flash, prompt, tmp);
     free(clean.out.rows);
     model_close(&dense);
     model_close(&flash);
