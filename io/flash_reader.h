@@ -34,7 +34,7 @@ struct flash_read {
 
 struct flash_reader_config {
     const char *path;
-    const struct ioengine_ops *engine; /* psync or io_uring (not mmap/null) */
+    const struct ioengine_ops *engine; /* psync, io_uring or fault (not mmap/null) */
     unsigned threads;                  /* reader threads, 1..1024 */
     unsigned iodepth;                  /* reads in flight per thread, 1..4096 (io_uring; psync: 1) */
     bool direct;                       /* bypass the page cache */

@@ -90,7 +90,7 @@ extern const struct ioengine_ops ioengine_fault; /* psync with injected faults (
 
 /* By name; NULL when unknown. */
 const struct ioengine_ops *ioengine_find(const char *name);
-/* "psync, io_uring, mmap, null" (the engines compiled in). */
+/* "psync, io_uring, mmap, null, fault" (the engines compiled in). */
 const char *ioengine_names(void);
 
 #endif

@@ -6,7 +6,7 @@
 #   - the preloaded shim helpers/fb_fault_write.c ($FB_FAULT_SHIM): fsync,
 #     fclose or rename of a chosen file fails with ENOSPC or EIO.
 # Over convert, model make, run --record, run's result files, trace synth,
-# predictor train --force, replay and sweep: exit 1 with an error line
+# predictor train --force, replay, predict and sweep: exit 1 with an error line
 # naming the user's file (never a temporary), the injection seen, no
 # temporary left, the output absent or, where it existed, byte-identical.
 source "$(dirname "$0")/lib.sh"
@@ -114,6 +114,16 @@ check "trace synth" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --seed 
 replay() { "$FLASHBED" replay --trace "$WORK/t.trace" --policy window:5 --layout bundled --quiet --out "$WORK/rp"; }
 write_fails "replay.json, ENOSPC at fsync" "rp/replay.json" "fsync of .*rp/replay.tmp.* fails with ENOSPC" shim fsync ENOSPC /rp/replay.tmp replay
 check "replay: no replay.json" test ! -e "$WORK/rp/replay.json"
+check "replay" replay
+RP_SUM=$(tree_sum "$WORK/rp")
+FB_FAULT_NTH=2 write_fails "replay.csv, EIO at close" "rp/replay.csv" "fclose of .*rp/replay.tmp.*csv fails with EIO" shim fclose EIO /rp/replay.tmp. replay
+write_fails "replay.json, ENOSPC at rename" "rp/replay.json" "rename of .*rp/replay.json fails with ENOSPC" shim rename ENOSPC '/rp/replay.json$' replay
+check "replay: the earlier results untouched" test "$(tree_sum "$WORK/rp")" = "$RP_SUM"
+predict() { "$FLASHBED" predict --model opt-tiny --out "$WORK/pr"; }
+check "predict" predict
+PR_SUM=$(tree_sum "$WORK/pr")
+FB_FAULT_NTH=2 write_fails "predict.md, ENOSPC at fsync" "pr/predict.md" "fsync of .*pr/predict.tmp.*md fails with ENOSPC" shim fsync ENOSPC /pr/predict.tmp. predict
+check "predict: the earlier results untouched" test "$(tree_sum "$WORK/pr")" = "$PR_SUM"
 
 # ---- predictor train --force: the model's predictor and model.json stay as they were
 for i in $(seq 300); do printf 'the cat sat on the mat and the dog ran to the park. '; done >"$WORK/text.txt"
