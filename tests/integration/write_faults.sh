@@ -6,7 +6,7 @@
 #   - the preloaded shim helpers/fb_fault_write.c ($FB_FAULT_SHIM): fsync,
 #     fclose or rename of a chosen file fails with ENOSPC or EIO.
 # Over convert, model make, run --record, run's result files, trace synth,
-# predictor train --force, replay, predict and sweep: exit 1 with an error line
+# predictor train --force and eval, replay, predict and sweep: exit 1 with an error line
 # naming the user's file (never a temporary), the injection seen, no
 # temporary left, the output absent or, where it existed, byte-identical.
 source "$(dirname "$0")/lib.sh"
@@ -134,6 +134,12 @@ write_fails "predictor train, EIO closing the weights" "predictor" "fclose of .*
 write_fails "predictor train, ENOSPC at fsync of model.json" "model.json" "fsync of .*model.* fails with ENOSPC" shim fsync ENOSPC /model. train
 write_fails "predictor train, write past the limit" "predictor.safetensors: write failed: $FULL" "$FULL" fsize 4 train
 check "predictor train: the model folder untouched" test "$(tree_sum "$M")" = "$M_SUM"
+evaluate() { "$FLASHBED" predictor eval --model "$M" --text "$WORK/text.txt" --skip 200 --tokens 100 --threads 1 --out "$WORK/ev"; }
+check "predictor eval" evaluate
+EV_SUM=$(tree_sum "$WORK/ev")
+FB_FAULT_NTH=3 write_fails "predictor eval, fig9a.csv EIO at close" "ev/fig9a.csv" "fclose of .*ev/fig9a.tmp.* fails with EIO" shim fclose EIO /ev/ evaluate
+write_fails "predictor eval, eval.json past the limit" "ev/eval.json" "$FULL" fsize 1 evaluate
+check "predictor eval: the earlier results untouched" test "$(tree_sum "$WORK/ev")" = "$EV_SUM"
 
 # ---- sweep's result files
 head -c $((4 << 20)) /dev/urandom >"$WORK/data.bin"
