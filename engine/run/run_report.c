@@ -480,6 +480,26 @@ static void device_line(struct strbuf *t, const struct model *m, const struct ru
                (double)pl->device_stage_bytes / 1e6, by, (double)pl->host_bytes / 1e6, (double)pl->pinned_bytes / 1e6);
 }
 
+/* A failed run's error, the reads tried again, what the fault engine
+ * injected (run.json's summary: outcome_json). */
+static void outcome_lines(struct strbuf *t, const cJSON *sum)
+{
+    const char *error = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "error"));
+    if (error)
+        strbuf_add(t, "- **failed**: %s; the figures cover the tokens before it and the failed one\n", error);
+    double retries = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "read_retries"));
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(sum, "faults");
+    if (retries > 0 || f)
+        strbuf_add(t, "- reads tried again after a failed or short read: %.0f\n", retries);
+    if (f)
+        strbuf_add(t, "- faults injected (--io-engine fault, seed %.0f): %.0f EIO, %.0f short, %.0f delayed in %.0f "
+                   "attempts\n", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "seed")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "eio")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "short")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "delay")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "attempts")));
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -510,6 +530,7 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
         device_line(&t, m, p);
     if (!p->dense)
         reader_line(&t, p, root);
+    outcome_lines(&t, sum);
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",

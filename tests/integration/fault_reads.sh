@@ -33,6 +33,8 @@ check "eio:1: nothing counted as read" test "$(bytes all1)" = 0
 check "eio:1: 1 retry, 2 EIO injected, 2 attempts" test "$(S all1 "['read_retries']") $(S all1 "['faults']['eio']") $(S all1 "['faults']['attempts']")" = "1 2 2"
 check "eio:1: the error line names file, offset, layer and neuron" grep -q "error: run: fault read of .* at offset [0-9]* of .*ffn.bin failed: Input/output error (tried 2 times) (layer 0, neuron [0-9]*)" "$WORK/all1.err"
 check "eio:1: run.json's error is the same" test "$(S all1 "['error']" | head -c 40)" = "$(grep -o 'fault read of.*' "$WORK/all1.err" | head -c 40)"
+check "eio:1: run.md says it failed, and what was injected" test "$(grep -c -e '^- \*\*failed\*\*: fault read of .*(layer 0, neuron' -e '^- reads tried again after a failed or short read: 1$' -e '^- faults injected (--io-engine fault, seed 1): 2 EIO, 0 short, 0 delayed in 2 attempts$' "$WORK/all1/run.md")" = 3
+check "clean: run.md says nothing of it" test "$(grep -c -e 'failed' -e 'tried again' -e 'injected' "$WORK/clean/run.md")" = 0
 X=$(S all1 "['error']" | sed 's/.*at offset \([0-9]*\) .*/\1/')
 check "the offset parsed" test -n "$X"
 
@@ -45,12 +47,12 @@ done
 check "sim: eio@X completes" frun sim1 --backend sim --io-engine fault --fault eio@$X
 check "sim: 1 retry, dense's tokens, the clean run's bytes" test "$(S sim1 "['read_retries']") $(ids sim1) $(bytes sim1)" = "1 $(ids clean) $(bytes clean)"
 frun sim2 --backend sim --io-engine fault --fault eio@$X/2
-check "sim: eio@X/2 exits 1, kept, offset named" test "$? $(S sim2 "['status']") $(grep -c "at offset $X of .*(layer 0, neuron" "$WORK/sim2.err")" = "1 failed 1"
+check "sim: eio@X/2 exits 1, kept, offset named" test "$? $(S sim2 "['status']") $(grep -c "error: run: .*at offset $X of .*(layer 0, neuron" "$WORK/sim2.err")" = "1 failed 1"
 check "a trace recorded" frun recd --record "$WORK/t.trace"
 check "trace: eio@X completes" frun tr1 --active "trace:$WORK/t.trace" --io-engine fault --fault eio@$X
 check "trace: reads went ahead, 1 retry, the clean run's bytes" test "$(S tr1 "['layers_ahead'] > 0") $(S tr1 "['read_retries']") $(bytes tr1)" = "True 1 $(bytes clean)"
 frun tr2 --active "trace:$WORK/t.trace" --io-engine fault --fault eio@$X/2
-check "trace: eio@X/2 exits 1 with its offset" test "$? $(S tr2 "['status']") $(grep -c "at offset $X of" "$WORK/tr2.err")" = "1 failed 1"
+check "trace: eio@X/2 exits 1 with its offset" test "$? $(S tr2 "['status']") $(grep -c "error: run: .*at offset $X of" "$WORK/tr2.err")" = "1 failed 1"
 
 frun twice --io-engine fault --fault short@$X/2
 check "short@X/2 exits 1" test $? -eq 1
