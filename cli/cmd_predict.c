@@ -198,12 +198,8 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
     cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
     len += snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", c->mape_pct);
     compare_overlap(c, root, md + len, sizeof md - (size_t)len);
-    char out[4200];
-    snprintf(out, sizeof out, "%s/compare.json", dir);
-    int rc = write_json_file(out, root);
-    snprintf(out, sizeof out, "%s/compare.md", dir);
-    if (rc == 0)
-        rc = write_text_file(out, md);
+    const char *names[] = {"compare.md"}, *texts[] = {md};
+    int rc = write_file_set(dir, root, "compare.json", names, texts, 1);
     fputs(md, stdout);
     cJSON_Delete(root);
     return rc;
@@ -348,13 +344,9 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
         return -1;
     }
     cJSON *root = predict_report_json(it, n, prov);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/predict.json", dir);
-    int rc = write_json_file(path, root);
+    const char *names[] = {"predict.md"}, *texts[] = {md};
+    int rc = write_file_set(dir, root, "predict.json", names, texts, 1);
     cJSON_Delete(root);
-    snprintf(path, sizeof path, "%s/predict.md", dir);
-    if (rc == 0)
-        rc = write_text_file(path, md);
     if (rc == 0 && o->compare)
         rc = compare_with_run(o->compare, &it[0].prediction, dir, prov);
     else if (rc == 0)

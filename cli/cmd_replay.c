@@ -177,22 +177,14 @@ static int write_sweep(const struct fb_settings *set, const char *dir, const str
 static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
                          const struct replay_report_info *info, cJSON *params)
 {
-    char path[4200];
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", params);
     cJSON *j = replay_report_json(rows, n, info, prov);
-    snprintf(path, sizeof path, "%s/replay.json", dir);
-    int rc = write_json_file(path, j);
+    char *csv = replay_report_csv(rows, n), *md = replay_report_markdown(rows, n, info);
+    const char *names[] = {"replay.csv", "replay.md"}, *texts[] = {csv, md};
+    int rc = write_file_set(dir, j, "replay.json", names, texts, 2); /* all three, or none changes */
     cJSON_Delete(j);
-    char *csv = replay_report_csv(rows, n);
-    snprintf(path, sizeof path, "%s/replay.csv", dir);
-    if (rc == 0)
-        rc = csv ? write_text_file(path, csv) : -1;
     free(csv);
-    char *md = replay_report_markdown(rows, n, info);
-    snprintf(path, sizeof path, "%s/replay.md", dir);
-    if (rc == 0)
-        rc = md ? write_text_file(path, md) : -1;
     free(md);
     return rc;
 }

@@ -27,6 +27,7 @@
 #include "common/parse.h"
 #include "common/provenance.h"
 #include "common/subprocess.h"
+#include "io/io_fault.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
@@ -40,7 +41,8 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file, *read_ahead, *sparsify;
+        *warmup_file, *read_ahead, *sparsify, *fault;
+    uint64_t fault_seed;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
@@ -73,7 +75,13 @@ static const struct opt_def run_options[] = {
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME",
      "flash reads: psync or io_uring; auto: measure psync with --io-threads threads, io_uring with 2 threads x 16 "
      "reads in flight and with 4 x 8, on batches like the run's from the model's ffn.bin, and read with the "
-     "fastest (run.json's io_engine_choice)", .allowed = "psync|io_uring|auto"},
+     "fastest (run.json's io_engine_choice); fault: psync with the faults --fault injects",
+     .allowed = "psync|io_uring|auto|fault"},
+    {"fault", OPT_STRING, O(fault), NULL, "RULES",
+     "with --io-engine fault: eio:RATE, short:RATE, delay:RATE:TIME, eio@OFFSET[/N], short@OFFSET[/N], "
+     "delay@OFFSET:TIME[/N], comma-separated; a failed or short read is retried once, a second failure stops "
+     "the run (results kept, exit 1) (io/io_fault.h)"},
+    {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
@@ -160,7 +168,25 @@ static int parse_budget(const char *option, const char *where, const char *text,
 /* run's options as engine/run/run_setup.h takes them, --policy and --layout
  * parsed into values here, the one place run reads a policy's or a layout's
  * name (a dense run reads neither). 0, or -1 (printed). */
-static int setup_options(const struct run_opts *o, const struct fb_settings *set, bool dense, struct run_options *ro)
+/* --fault and --fault-seed into f; 0, or -1 (printed). */
+static int fault_option(const struct run_opts *o, struct io_fault *f)
+{
+    struct io_fault_spec spec;
+    char err[512];
+    if (o->fault && strcmp(o->io_engine, "fault") != 0) {
+        fb_error("run --fault: needs --io-engine fault (the engine that injects them)");
+        return -1;
+    }
+    if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {
+        fb_error("run --fault: %s", err);
+        return -1;
+    }
+    io_fault_init(f, &spec);
+    return 0;
+}
+
+static int setup_options(const struct run_opts *o, const struct fb_settings *set, bool dense, struct io_fault *fault,
+                         struct run_options *ro)
 {
     *ro = (struct run_options){
         .cmd = "run", .mode = o->mode, .mode_given = opts_given(&run_command, o, "mode"),
@@ -169,8 +195,10 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
         .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
-        .warmup_file = o->warmup_file,
+        .warmup_file = o->warmup_file, .fault = strcmp(o->io_engine, "fault") ? NULL : fault,
         .settings = set};
+    if (fault_option(o, fault) != 0)
+        return -1;
     char err[512];
     if (!dense && ((o->policy && cache_policy_parse(o->policy, true, &ro->policy, err, sizeof err) != 0) ||
                    (o->layout && cache_layout_parse(o->layout, &ro->layout, err, sizeof err) != 0))) {
@@ -201,6 +229,7 @@ struct run {
     struct run_outcome out;
     struct run_reader_choice reader; /* --io-engine auto's measurements */
     bool reader_chosen;
+    struct io_fault fault;      /* --io-engine fault's rules and counts */
 };
 
 /* What run shows of each token as it is measured: the progress bar, and
@@ -385,7 +414,7 @@ static int prepare(struct run *r)
     if ((o->dram_budget && parse_budget("dram-budget", "DRAM", o->dram_budget, p->model_bytes, &p->budget) != 0) ||
         (o->device_budget &&
          parse_budget("device-budget", "the device", o->device_budget, p->model_bytes, &p->device_budget) != 0) ||
-        setup_options(o, r->set, p->dense, &r->ro) != 0)
+        setup_options(o, r->set, p->dense, &r->fault, &r->ro) != 0)
         return 1;
     if (!p->dense && run_setup_plan(&r->ro, &r->m, p, err, sizeof err) != 0) {
         fb_error("%s", err);
@@ -417,7 +446,8 @@ static int prepare(struct run *r)
 }
 
 /* run.json, run.md, tokens.csv (and the plot), then the recorded trace
- * closed, or dropped when the run failed or was interrupted. The exit
+ * closed, or dropped when the run failed, was interrupted or its results
+ * could not be written. The exit
  * status: 1 on an error, 130 interrupted, else 0. */
 static int write_results(struct run *r)
 {
@@ -438,8 +468,8 @@ static int write_results(struct run *r)
         fputs(md, stderr);
     free(md);
     bool stopped = !strcmp(r->out.stop, "interrupted");
-    if (r->rec) {
-        int trc = r->out.error[0] || stopped ? (trace_writer_abort(r->rec), 0)
+    if (r->rec) { /* a run that failed, even only in writing its results, leaves the trace's path as it was */
+        int trc = r->out.error[0] || stopped || wrc != 0 ? (trace_writer_abort(r->rec), 0)
                                              : trace_writer_close(r->rec, err, sizeof err);
         r->rec = NULL;
         if (trc != 0) {
@@ -448,7 +478,8 @@ static int write_results(struct run *r)
             wrc = -1;
         }
     }
-    fb_info("results in %s", r->dir);
+    if (wrc == 0)
+        fb_info("results in %s", r->dir);
     return wrc != 0 || r->out.error[0] ? 1 : stopped ? 130 : 0;
 }
 

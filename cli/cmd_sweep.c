@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "harness/sweep.h"
+#include "io/io_fault.h"
 
 struct sweep_opts {
     char *file;
@@ -27,6 +28,8 @@ struct sweep_opts {
     bool buffered;
     bool small_pages;
     uint64_t seed;
+    char *fault;
+    uint64_t fault_seed;
 };
 
 #define O(f) offsetof(struct sweep_opts, f)
@@ -38,7 +41,7 @@ static const struct opt_def sweep_options[] = {
     {"threads", OPT_UINT_LIST, O(threads), "1,2,4,8,16,32,64", "LIST", "reader thread counts",
      .min = 1, .max = FB_MAX_THREADS},
     {"engine", OPT_STRING, O(engine), "psync", "NAME", "I/O engine (io_uring when built with liburing)",
-     .allowed = "psync|io_uring|mmap|null"},
+     .allowed = "psync|io_uring|mmap|null|fault"},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per thread (io_uring)",
      .min = 1, .max = FB_MAX_IODEPTH},
     {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point",
@@ -52,6 +55,10 @@ static const struct opt_def sweep_options[] = {
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (evicted before each point)"},
     {"small-pages", OPT_FLAG, O(small_pages), NULL, NULL, "read into 4 KiB pages, not transparent huge pages"},
     {"seed", OPT_UINT, O(seed), "0", "N", "random offsets seed; 0 picks a fresh one per point"},
+    {"fault", OPT_STRING, O(fault), NULL, "RULES",
+     "with --engine fault (psync with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
+     "eio@OFFSET[/N], short@OFFSET[/N], delay@OFFSET:TIME[/N], comma-separated (io/io_fault.h)"},
+    {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
     OPT_END,
 };
 #undef O
@@ -125,6 +132,23 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     return rc;
 }
 
+/* --fault and --fault-seed into f; 0, or 2 after saying what is wrong. */
+static int sweep_fault(const struct sweep_opts *o, struct io_fault *f)
+{
+    struct io_fault_spec spec;
+    char err[512];
+    if (o->fault && strcmp(o->engine, "fault") != 0) {
+        fb_error("sweep --fault: needs --engine fault (the engine that injects them)");
+        return 2;
+    }
+    if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {
+        fb_error("sweep --fault: %s", err);
+        return 2;
+    }
+    io_fault_init(f, &spec);
+    return 0;
+}
+
 int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
 {
     struct sweep_opts o;
@@ -164,6 +188,12 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
     if (o.iodepth > 1 && (c.engine->flags & IOENGINE_SYNC))
         fb_warn("engine %s is synchronous: --iodepth %llu runs as 1 per thread", c.engine->name,
                 (unsigned long long)o.iodepth);
+    struct io_fault fault;
+    if (sweep_fault(&o, &fault) != 0) {
+        opts_free(&sweep_command, &o);
+        return 2;
+    }
+    c.fault = c.engine == &ioengine_fault ? &fault : NULL;
     cJSON *params = opts_to_json(&sweep_command, &o);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
     rc = run_sweep("sweep", sweep_flags, &c, params);

@@ -29,6 +29,26 @@ int write_text_file(const char *path, const char *text)
     return -1;
 }
 
+int write_file_set(const char *dir, const cJSON *json, const char *json_name, const char *const *names,
+                   const char *const *texts, int n)
+{
+    char err[4400], path[4200];
+    struct atomic_set set = {.n = 0};
+    snprintf(path, sizeof path, "%s/%s", dir, json_name);
+    int rc = atomic_set_json(&set, path, json, err, sizeof err);
+    for (int i = 0; i < n && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rc = atomic_set_text(&set, path, texts[i], err, sizeof err);
+    }
+    if (rc == 0)
+        rc = atomic_set_commit(&set, err, sizeof err);
+    else
+        atomic_set_abort(&set);
+    if (rc != 0)
+        fb_error("%s", err);
+    return rc;
+}
+
 int out_dir_ok(const char *what, const char *dir)
 {
     char err[4400];

@@ -25,6 +25,11 @@ int write_json_file(const char *path, const cJSON *json);
 struct fb_settings;
 void cli_step_globals(const struct fb_settings *set, char *min_parallel, size_t len, const char *globals[8]);
 int write_text_file(const char *path, const char *text);
+/* DIR/json_name (json) and DIR/names[i] (texts[i]; NULL: out of memory)
+ * appear together, or none changes (common/atomic_file.h's set); 0, or -1
+ * after printing why. */
+int write_file_set(const char *dir, const cJSON *json, const char *json_name, const char *const *names,
+                   const char *const *texts, int n);
 
 /* The checks of common/out_path.h, done right after option parsing so a
  * bad output path is refused before any work: the refusal is printed as

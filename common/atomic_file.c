@@ -54,7 +54,8 @@ int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errl
     return 0;
 }
 
-int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
+/* Flushes, syncs and closes the temporary; on a failure removes it. */
+static int close_tmp(struct atomic_file *af, char *err, size_t errlen)
 {
     int bad = ferror(af->f);
     if (fflush(af->f) != 0)
@@ -64,12 +65,17 @@ int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
     if (fclose(af->f) != 0)
         bad = 1;
     af->f = NULL;
-    if (bad) {
-        err_set(err, errlen, "writing %s failed: %s", af->path, strerror(errno));
-        unlink(af->tmp);
-        forget_tmp(af);
-        return -1;
-    }
+    if (!bad)
+        return 0;
+    err_set(err, errlen, "writing %s failed: %s", af->path, strerror(errno));
+    unlink(af->tmp);
+    forget_tmp(af);
+    return -1;
+}
+
+/* Renames the closed temporary into place; on a failure removes it. */
+static int publish_tmp(struct atomic_file *af, char *err, size_t errlen)
+{
     if (rename(af->tmp, af->path) != 0) {
         err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", af->path,
                 strerror(errno));
@@ -79,6 +85,64 @@ int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
     }
     forget_tmp(af);
     return 0;
+}
+
+int atomic_commit(struct atomic_file *af, char *err, size_t errlen)
+{
+    if (close_tmp(af, err, errlen) != 0)
+        return -1;
+    return publish_tmp(af, err, errlen);
+}
+
+int atomic_set_text(struct atomic_set *s, const char *path, const char *text, char *err, size_t errlen)
+{
+    if (s->n == ATOMIC_SET_MAX)
+        return err_set(err, errlen, "cannot write %s: more than %d files in one set", path, ATOMIC_SET_MAX);
+    struct atomic_file *af = &s->files[s->n];
+    if (!text)
+        return err_set(err, errlen, "out of memory writing %s", path);
+    if (atomic_open(af, path, err, errlen) != 0)
+        return -1;
+    fputs(text, af->f);
+    if (close_tmp(af, err, errlen) != 0)
+        return -1;
+    s->n++;
+    return 0;
+}
+
+int atomic_set_json(struct atomic_set *s, const char *path, const cJSON *json, char *err, size_t errlen)
+{
+    char *text = json ? cJSON_Print(json) : NULL;
+    size_t n = text ? strlen(text) : 0;
+    char *line = text ? malloc(n + 2) : NULL; /* as atomic_write_json writes it: with a newline */
+    if (line) {
+        memcpy(line, text, n);
+        memcpy(line + n, "\n", 2);
+    }
+    int rc = atomic_set_text(s, path, line, err, errlen);
+    free(text);
+    free(line);
+    return rc;
+}
+
+int atomic_set_commit(struct atomic_set *s, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (int i = 0; i < s->n; i++) {
+        if (rc == 0)
+            rc = publish_tmp(&s->files[i], err, errlen);
+        else
+            atomic_abort(&s->files[i]);
+    }
+    s->n = 0;
+    return rc;
+}
+
+void atomic_set_abort(struct atomic_set *s)
+{
+    for (int i = 0; i < s->n; i++)
+        atomic_abort(&s->files[i]);
+    s->n = 0;
 }
 
 void atomic_abort(struct atomic_file *af)

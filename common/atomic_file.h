@@ -29,6 +29,25 @@ void atomic_abort(struct atomic_file *af);
 int atomic_write_json(const char *path, const cJSON *json, char *err, size_t errlen);
 int atomic_write_text(const char *path, const char *text, char *err, size_t errlen);
 
+/* Files that appear together (a command's result folder): each written to
+ * its temporary, flushed, synced and closed by atomic_set_text; then all
+ * renamed into place by atomic_set_commit. A write that fails (a full
+ * disk, an I/O error) leaves every path as it was: the caller calls
+ * atomic_set_abort, which removes the temporaries. Only a rename failing
+ * midway leaves the files renamed before it (rename seldom fails where the
+ * temporary was just written). Start from a zeroed set. */
+#define ATOMIC_SET_MAX 4
+struct atomic_set {
+    struct atomic_file files[ATOMIC_SET_MAX];
+    int n; /* written, not yet renamed */
+};
+/* text NULL: out of memory making it (said in err). */
+int atomic_set_text(struct atomic_set *s, const char *path, const char *text, char *err, size_t errlen);
+/* json printed as atomic_write_json prints it (NULL: out of memory). */
+int atomic_set_json(struct atomic_set *s, const char *path, const cJSON *json, char *err, size_t errlen);
+int atomic_set_commit(struct atomic_set *s, char *err, size_t errlen);
+void atomic_set_abort(struct atomic_set *s);
+
 /* Name of the temporary for path, for tools that write files themselves
  * (gnuplot): buf gets "<path>.tmp.<pid><ext>" so the extension is kept. */
 void atomic_tmp_name(const char *path, char *buf, unsigned len);

@@ -38,7 +38,7 @@ struct worker {
     uint64_t window_start;      /* 0 while ramping */
     double u0, s0;              /* CPU time when the window opened */
     /* results */
-    uint64_t bytes, ios;
+    uint64_t bytes, ios, retries;
     uint64_t measured_ns;
     struct histogram lat;
     double cpu_user_s, cpu_sys_s;
@@ -84,6 +84,7 @@ static int worker_setup(struct worker *w)
         return -1;
     }
     rc = io_loop_init(&w->loop, ops, &w->td);
+    w->loop.max_retries = BENCH_RETRIES;
     /* Chunks are multiples of the direct-I/O alignment, and the region is
      * 2 MiB aligned, so every unit's buffer is aligned too. */
     if (rc == 0)
@@ -160,6 +161,7 @@ static void measure(struct worker *w)
         open_window(w, t0);
     if (io_loop_run(&w->loop, &bench_hooks, w, w->err, sizeof w->err) != IO_LOOP_DONE)
         w->failed = true;
+    w->retries = w->loop.retries;
     if (w->window_start) {
         w->measured_ns = now_ns() - w->window_start;
         double u1, s1;
@@ -219,8 +221,11 @@ static int collect(const struct point_params *p, const struct worker *w, struct 
     for (unsigned i = 0; i < p->threads; i++) {
         if (w[i].failed && rc == 0) {
             err_set(err, errlen, "%s", w[i].err);
+            r->read_failed = w[i].loop.failed;
+            r->failed_offset = w[i].loop.fail_offset;
             rc = -1;
         }
+        r->retries += w[i].retries;
         r->bytes += w[i].bytes;
         r->ios += w[i].ios;
         r->cpu_user_s += w[i].cpu_user_s;
@@ -230,7 +235,7 @@ static int collect(const struct point_params *p, const struct worker *w, struct 
         hist_merge(&r->lat, &w[i].lat);
     }
     r->seconds = (double)longest * 1e-9;
-    if (rc == 0 && r->seconds > 0) {
+    if ((rc == 0 || r->read_failed) && r->seconds > 0) {
         r->bw_bytes = (double)r->bytes / r->seconds;
         r->iops = (double)r->ios / r->seconds;
     }
@@ -248,6 +253,7 @@ int bench_point_run(const struct point_params *p, struct point_result *r, char *
         .chunk = p->chunk,
         .iodepth = (ops->flags & IOENGINE_SYNC) ? 1 : (p->iodepth ? p->iodepth : 1),
         .direct = p->direct && !(ops->flags & (IOENGINE_PAGE_CACHE | IOENGINE_NO_IO)),
+        .fault = p->fault,
     };
     if (p->file_size < p->chunk) {
         err_set(err, errlen, "chunk %llu is larger than the file range %llu",

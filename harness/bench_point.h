@@ -22,6 +22,7 @@ struct point_params {
     double runtime_s;
     double ramp_s;        /* run first and discarded */
     uint64_t seed;
+    struct io_fault *fault; /* the fault engine's rules and counts (io/io_fault.h); NULL: none */
 };
 
 struct point_result {
@@ -37,9 +38,16 @@ struct point_result {
     unsigned iodepth;     /* effective */
     bool huge_pages;      /* buffers were backed by huge pages (asked and granted) */
     bool interrupted;     /* stopped early by Ctrl-C: not a valid point */
+    uint64_t retries;     /* reads tried again after a failed or short one (BENCH_RETRIES each) */
+    bool read_failed;     /* a read failed its retry too: the point stopped there (the error names it) */
+    uint64_t failed_offset; /* that read's offset (the first thread's to fail) */
 };
 
-/* Runs one point. Returns 0, or -1 with a one-line reason in err. */
+#define BENCH_RETRIES 1
+
+/* Runs one point. Returns 0, or -1 with a one-line reason in err; after a
+ * read failed (read_failed) r holds what completed before it: bytes, ios
+ * and latencies count only reads that completed in full. */
 int bench_point_run(const struct point_params *p, struct point_result *r, char *err,
                     size_t errlen);
 

@@ -200,8 +200,22 @@ static int measure_point(const struct sweep_config *c, struct sweep_point *pt, s
     char what[96];
     describe(&pt->params, what, sizeof what);
     progress_report(c->progress, "sweep", done, total, what);
-    if (bench_point_run(&pt->params, &pt->result, err, errlen) != 0)
+    struct io_fault_counts before, after;
+    io_fault_counts(c->fault, &before);
+    int rc = bench_point_run(&pt->params, &pt->result, pt->error, sizeof pt->error);
+    io_fault_counts(c->fault, &after);
+    pt->faults.attempts = after.attempts - before.attempts;
+    for (int k = 0; k < IO_FAULT_KINDS; k++)
+        pt->faults.injected[k] = after.injected[k] - before.injected[k];
+    if (rc != 0 && !pt->result.read_failed) {
+        err_set(err, errlen, "%s", pt->error);
         return 1;
+    }
+    if (rc != 0) { /* kept with its error; no fio beside a failed point */
+        snprintf(pt->failed_offset, sizeof pt->failed_offset, "%llu", (unsigned long long)pt->result.failed_offset);
+        return 0;
+    }
+    pt->error[0] = '\0';
     if (pt->result.interrupted)
         return 130;
     pt->params.iodepth = pt->result.iodepth;
@@ -234,6 +248,7 @@ static struct point_params point_at(const struct sweep_config *c, size_t ti, siz
         .runtime_s = c->runtime_s,
         .ramp_s = c->ramp_s,
         .seed = seed,
+        .fault = c->fault,
     };
 }
 
@@ -262,10 +277,19 @@ static int measure_all(struct sweep *s, char *err, size_t errlen)
                 break;
             }
             done++;
+            s->n_failed += pt.error[0] != '\0';
             s->complete = done == s->total;
             if (sweep_write_files(s, c->out_dir, err, errlen) != 0)
                 rc = 1;
         }
+    if (rc == 0 && s->n_failed) {
+        const char *first = "";
+        for (size_t i = 0; i < s->n_points && !first[0]; i++)
+            first = s->points[i].error;
+        err_set(err, errlen, "%zu of %zu points stopped at a failed read; the first: %s", s->n_failed,
+                s->n_points, first);
+        rc = 1;
+    }
     return rc == 0 && interrupted() ? 130 : rc;
 }
 

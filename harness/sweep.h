@@ -15,6 +15,7 @@
 #include "harness/bench_point.h"
 #include "harness/fio_job.h"
 #include "harness/scratch_file.h"
+#include "io/io_fault.h"
 
 struct sweep_config {
     const char *path;
@@ -33,6 +34,7 @@ struct sweep_config {
     bool huge_pages;              /* read buffers on transparent huge pages */
     const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */
     const struct progress_report *progress; /* the scratch file written, then each point (NULL: none) */
+    struct io_fault *fault;       /* engine fault: its rules and counts (io/io_fault.h); NULL: none */
 };
 
 struct sweep_point {
@@ -40,6 +42,9 @@ struct sweep_point {
     struct point_result result;
     bool has_fio;
     struct fio_result fio;
+    struct io_fault_counts faults; /* what the fault engine injected during the point */
+    char error[512];               /* a read that failed its retry: the point stopped there ("" none) */
+    char failed_offset[24];        /* its offset in decimal ("" none) */
 };
 
 struct sweep {
@@ -50,6 +55,7 @@ struct sweep {
     size_t total;                 /* points the sweep has (chunks x threads) */
     bool complete;                /* false when interrupted before the end */
     uint32_t dio_align;           /* direct-I/O alignment of the file, 0 if buffered */
+    size_t n_failed;              /* points whose reads failed (kept, with their error) */
 };
 
 /* The settings a refusal is about (a mask of these), so that the caller
@@ -79,6 +85,9 @@ int sweep_check(const struct sweep_config *c, struct sweep *s, enum scratch_acti
 /* Runs the sweep sweep_check readied: prepares the file, measures each
  * point (fio after each when asked), rewrites the result files after every
  * point, plots at the end. Takes parameters (recorded in the provenance).
+ * A point whose read failed its retry is kept with its error (naming the
+ * offset) and what completed before it, and the sweep goes on; it then
+ * returns 1, err counting the failed points and quoting the first.
  * Returns 0; 1 with the reason in err; 130 when interrupted (finished
  * points kept; err says why only when something also failed). s->n_points
  * of s->total points were measured; sweep_free releases them. */

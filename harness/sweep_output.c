@@ -41,6 +41,15 @@ static int point_fields(const struct sweep_point *p, struct field *f)
     FIELD("cpu_sys_s", FIELD_REAL, NULL, r->cpu_sys_s);
     FIELD("seed", FIELD_INT, NULL, p->params.seed);
     FIELD("huge_pages", FIELD_BOOL, NULL, r->huge_pages);
+    FIELD("retries", FIELD_INT, NULL, r->retries);
+    FIELD("read_failed", FIELD_BOOL, NULL, p->error[0] != '\0'); /* the message: sweep.json's and .md's */
+    if (p->params.fault) {
+        FIELD("fault_attempts", FIELD_INT, NULL, p->faults.attempts);
+        FIELD("injected_eio", FIELD_INT, NULL, p->faults.injected[IO_FAULT_EIO]);
+        FIELD("injected_short", FIELD_INT, NULL, p->faults.injected[IO_FAULT_SHORT]);
+        FIELD("injected_delay", FIELD_INT, NULL, p->faults.injected[IO_FAULT_DELAY]);
+        FIELD("failed_offset", FIELD_STR, p->failed_offset, 0);
+    }
     if (p->has_fio) {
         FIELD("fio_bw_bytes", FIELD_REAL, NULL, p->fio.bw_bytes);
         FIELD("fio_iops", FIELD_REAL, NULL, p->fio.iops);
@@ -81,6 +90,8 @@ cJSON *sweep_to_json(const struct sweep *s)
     for (size_t i = 0; i < s->n_points; i++) {
         cJSON *o = cJSON_CreateObject();
         fields_to_json(o, f, point_fields(&s->points[i], f));
+        if (s->points[i].error[0])
+            cJSON_AddStringToObject(o, "error", s->points[i].error);
         cJSON_AddItemToArray(points, o);
     }
     return root;
@@ -98,6 +109,7 @@ char *sweep_to_csv(const struct sweep *s)
     struct sweep_point header_src;
     memset(&header_src, 0, sizeof header_src);
     header_src.params.engine = s->cfg->engine;
+    header_src.params.fault = s->cfg->fault;
     header_src.has_fio = any_fio(s);
     int ncols = point_fields(&header_src, f);
     fields_csv_header(out, f, ncols);
@@ -153,6 +165,10 @@ char *sweep_to_markdown(const struct sweep *s)
             strbuf_add(&t, " | |");
         strbuf_add(&t, "\n");
     }
+    for (size_t i = 0; i < s->n_points; i++)
+        if (s->points[i].error[0])
+            strbuf_add(&t, "%s- **point %zu stopped at a failed read**, what completed before it kept: %s\n",
+                       i == 0 || !s->points[i - 1].error[0] ? "\n" : "", i + 1, s->points[i].error);
     return strbuf_take(&t);
 }
 
@@ -160,20 +176,23 @@ int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t 
 {
     if (mkdir_p(dir, 0755) != 0)
         return err_set(err, errlen, "cannot create output directory %s: %s", dir, strerror(errno));
+    /* the three appear together, or none changes (common/atomic_file.h's set) */
     char path[4200];
+    struct atomic_set set = {.n = 0};
     cJSON *j = sweep_to_json(s);
+    char *csv = sweep_to_csv(s), *md = sweep_to_markdown(s);
     snprintf(path, sizeof path, "%s/sweep.json", dir);
-    int rc = j ? atomic_write_json(path, j, err, errlen) : err_set(err, errlen, "out of memory");
-    cJSON_Delete(j);
-    char *csv = sweep_to_csv(s);
+    int rc = atomic_set_json(&set, path, j, err, errlen);
     snprintf(path, sizeof path, "%s/sweep.csv", dir);
-    if (rc == 0)
-        rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory");
-    free(csv);
-    char *md = sweep_to_markdown(s);
+    rc = rc ? rc : atomic_set_text(&set, path, csv, err, errlen);
     snprintf(path, sizeof path, "%s/sweep.md", dir);
+    rc = rc ? rc : atomic_set_text(&set, path, md, err, errlen);
     if (rc == 0)
-        rc = md ? atomic_write_text(path, md, err, errlen) : err_set(err, errlen, "out of memory");
+        rc = atomic_set_commit(&set, err, errlen);
+    else
+        atomic_set_abort(&set);
+    cJSON_Delete(j);
+    free(csv);
     free(md);
     return rc;
 }

@@ -64,7 +64,7 @@ struct worker {
     /* Written by the worker while it runs a batch, read by the caller after
      * the batch (both under r->mu at the hand-off). */
     unsigned long seen;         /* the last generation this worker ran */
-    uint64_t reads, bytes;
+    uint64_t reads, bytes, retries;
     /* Written before the start gate, read by flash_reader_open after it. */
     int setup_err;              /* -errno from setup/open_file, 0 if none */
     const char *setup_what;
@@ -99,6 +99,8 @@ struct flash_reader {
     bool broken;
     char broken_err[512];
     bool in_flight;             /* submitted, not yet waited for (the caller's thread only) */
+    bool read_failed;           /* the batch's first error was a read's, at: (under mu) */
+    uint64_t read_failed_offset;
     uint64_t start_ns, done_ns; /* the batch handed to the threads; its last read done (under mu) */
 
     struct flash_reader_stats stats;
@@ -106,9 +108,9 @@ struct flash_reader {
 
 /* Records the batch's first error (the others are dropped) and tells the
  * workers to stop claiming. With broken, every later batch fails too. */
-static void batch_fail(struct flash_reader *r, bool broken, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void batch_fail(struct flash_reader *r, bool broken, const char *fmt, ...)
+static void batch_fail(struct flash_reader *r, bool broken, const struct io_loop *l, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void batch_fail(struct flash_reader *r, bool broken, const struct io_loop *l, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -116,8 +118,11 @@ static void batch_fail(struct flash_reader *r, bool broken, const char *fmt, ...
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     pthread_mutex_lock(&r->mu);
-    if (!atomic_load_explicit(&r->failed, memory_order_relaxed))
+    if (!atomic_load_explicit(&r->failed, memory_order_relaxed)) {
         snprintf(r->err, sizeof r->err, "%s", msg);
+        r->read_failed = l->failed;
+        r->read_failed_offset = l->fail_offset;
+    }
     atomic_store_explicit(&r->failed, 1, memory_order_relaxed);
     if (broken && !r->broken) {
         r->broken = true;
@@ -194,8 +199,9 @@ static void run_batch(struct worker *w)
     w->cur_req = 0;
     w->cur_base = 0;
     int rc = io_loop_run(&w->loop, &reader_hooks, w, msg, sizeof msg);
+    w->retries = w->loop.retries;
     if (rc != IO_LOOP_DONE)
-        batch_fail(w->r, rc == IO_LOOP_LOST, "%s", msg);
+        batch_fail(w->r, rc == IO_LOOP_LOST, &w->loop, "%s", msg);
 }
 
 /* Parks between batches and runs those it takes part in, until stop. */
@@ -209,7 +215,7 @@ static void serve_batches(struct worker *w)
         if (r->stop)
             break;
         w->seen = r->generation;
-        w->reads = w->bytes = 0;
+        w->reads = w->bytes = w->retries = 0;
         pthread_mutex_unlock(&r->mu);
 
         run_batch(w);
@@ -358,6 +364,7 @@ static struct flash_reader *reader_new(const struct flash_reader_config *cfg, ui
         .chunk = piece,
         .iodepth = (r->ops->flags & IOENGINE_SYNC) ? 1 : cfg->iodepth,
         .direct = cfg->direct,
+        .fault = cfg->fault,
     };
     atomic_init(&r->next_unit, 0);
     atomic_init(&r->failed, 0);
@@ -375,6 +382,7 @@ static struct flash_reader *reader_new(const struct flash_reader_config *cfg, ui
         w->td.fd = -1;
         pthread_cond_init(&w->wake, NULL);
         oom |= io_loop_init(&w->loop, r->ops, &w->td) != 0;
+        w->loop.max_retries = FLASH_READER_RETRIES;
     }
     if (!oom)
         return r;
@@ -488,6 +496,7 @@ static void start_batch(struct flash_reader *r, const struct flash_read *reqs, u
     atomic_store_explicit(&r->next_unit, 0, memory_order_relaxed);
     atomic_store_explicit(&r->failed, 0, memory_order_relaxed);
     r->err[0] = '\0';
+    r->read_failed = false;
     r->active = active;
     r->running = active;
     r->start_ns = r->done_ns = now_ns();
@@ -511,6 +520,7 @@ int flash_reader_submit(struct flash_reader *r, const struct flash_read *reqs, s
     }
     r->stats.batches++;
     r->stats.last_batch_ms = 0; /* a batch of nothing took nothing */
+    r->stats.failed = false;
     if (r->broken) {
         err_set(err, errlen, "%s", r->broken_err);
         rc = -1;
@@ -538,7 +548,10 @@ int flash_reader_wait(struct flash_reader *r, char *err, size_t errlen)
     for (unsigned i = 0; i < r->active; i++) {
         r->stats.reads += r->w[i].reads;
         r->stats.bytes += r->w[i].bytes;
+        r->stats.retries += r->w[i].retries;
     }
+    r->stats.failed = r->read_failed;
+    r->stats.failed_offset = r->read_failed_offset;
     if (atomic_load_explicit(&r->failed, memory_order_relaxed)) {
         err_set(err, errlen, "%s", r->err);
         rc = -1;

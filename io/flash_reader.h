@@ -9,6 +9,11 @@
  * split. Threads are created once and park between batches; a batch
  * allocates nothing and wakes only as many threads as it has reads.
  *
+ * A read that fails or comes back short is read again once
+ * (FLASH_READER_RETRIES, counted in the stats' retries); only its second
+ * failure fails the batch, whose first failed offset the stats then hold.
+ * Bytes and reads count only reads that completed.
+ *
  * Destinations: direct reads land fastest in io_buffer_alloc(huge=true)
  * memory (io/io_buffer.h); on virtual disks 4 KiB pages cost several
  * times the throughput. */
@@ -29,18 +34,24 @@ struct flash_read {
 
 struct flash_reader_config {
     const char *path;
-    const struct ioengine_ops *engine; /* psync or io_uring (not mmap/null) */
+    const struct ioengine_ops *engine; /* psync, io_uring or fault (not mmap/null) */
     unsigned threads;                  /* reader threads, 1..1024 */
     unsigned iodepth;                  /* reads in flight per thread, 1..4096 (io_uring; psync: 1) */
     bool direct;                       /* bypass the page cache */
     uint64_t max_read;                 /* split longer reads (0: never); a multiple of the
                                           alignment when direct. Reads are split at 1 GiB
                                           whatever this says (one system call's most) */
+    struct io_fault *fault;            /* the fault engine's rules and counts (io/io_fault.h); NULL: none */
 };
+
+#define FLASH_READER_RETRIES 1
 
 struct flash_reader_stats {
     uint64_t batches;               /* calls to flash_reader_read */
     uint64_t reads, bytes;          /* reads completed, as issued (after splitting) */
+    uint64_t retries;               /* reads tried again after a failure or a short read */
+    bool failed;                    /* the last batch waited for failed on a read: */
+    uint64_t failed_offset;         /* its offset in the file (the first reported) */
     double wait_ms;                 /* time callers spent in flash_reader_read (submit and wait) */
     double last_batch_ms;           /* the last batch waited for: from its hand-off to the threads until
                                      * its last read completed, whatever the caller did meanwhile */

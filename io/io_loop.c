@@ -19,7 +19,8 @@ int io_loop_init(struct io_loop *l, const struct ioengine_ops *ops, struct io_th
     l->depth = td->job->iodepth ? td->job->iodepth : 1;
     l->units = calloc(l->depth, sizeof *l->units);
     l->free_units = calloc(l->depth, sizeof *l->free_units);
-    if (l->units && l->free_units)
+    l->retry_units = calloc(l->depth, sizeof *l->retry_units);
+    if (l->units && l->free_units && l->retry_units)
         return 0;
     io_loop_free(l);
     return -ENOMEM;
@@ -29,8 +30,10 @@ void io_loop_free(struct io_loop *l)
 {
     free(l->units);
     free(l->free_units);
+    free(l->retry_units);
     l->units = NULL;
     l->free_units = NULL;
+    l->retry_units = NULL;
 }
 
 /* One run's moving parts. */
@@ -38,7 +41,7 @@ struct run {
     struct io_loop *l;
     const struct io_loop_hooks *h;
     void *ctx;
-    unsigned nfree, inflight;
+    unsigned nfree, inflight, nretry;
     bool more;  /* next() has not said no yet, and nothing failed */
     int status; /* enum io_loop_status */
     char *err;
@@ -74,19 +77,61 @@ static void read_failed(struct run *r, const struct io_unit *u)
         u->offset + u->len > (uint64_t)st.st_size)
         snprintf(why, sizeof why, " (short read: the file now ends at %llu)",
                  (unsigned long long)st.st_size);
-    run_fail(r, IO_LOOP_FAILED, "%s read of %llu bytes at offset %llu of %s failed: %s%s",
+    const char *what = strerror(e);
+    if (u->result >= 0 && !why[0]) {
+        what = "short read";
+        snprintf(why, sizeof why, " (%lld bytes)", (long long)u->result);
+    }
+    char tries[48] = "";
+    if (u->attempt)
+        snprintf(tries, sizeof tries, " (tried %u times)", u->attempt + 1);
+    if (r->status == IO_LOOP_DONE) {
+        r->l->failed = true;
+        r->l->fail_offset = u->offset;
+    }
+    run_fail(r, IO_LOOP_FAILED, "%s read of %llu bytes at offset %llu of %s failed: %s%s%s",
              r->l->ops->name, (unsigned long long)u->len, (unsigned long long)u->offset,
-             td->job->path, strerror(e), why);
+             td->job->path, what, why, tries);
 }
 
-/* A unit is back: free it, then hand it on or report it. */
+/* A unit is back: hand it on; or, failed, read it again while it has
+ * tries left and nothing else failed; or report it. */
 static void finish(struct run *r, struct io_unit *u)
 {
-    r->l->free_units[r->nfree++] = u;
-    if (u->result >= 0 && (uint64_t)u->result == u->len)
+    if (u->result >= 0 && (uint64_t)u->result == u->len) {
+        r->l->free_units[r->nfree++] = u;
         r->h->done(r->ctx, u);
-    else
-        read_failed(r, u);
+        return;
+    }
+    if (u->attempt < r->l->max_retries && r->status == IO_LOOP_DONE) {
+        u->attempt++;
+        r->l->retries++;
+        r->l->retry_units[r->nretry++] = u;
+        return;
+    }
+    r->l->free_units[r->nfree++] = u;
+    read_failed(r, u);
+}
+
+/* The next unit to start: a retry first, else next()'s; NULL when none.
+ * Retries still waiting when something failed are dropped. */
+static struct io_unit *next_unit(struct run *r)
+{
+    if (r->status != IO_LOOP_DONE)
+        while (r->nretry)
+            r->l->free_units[r->nfree++] = r->l->retry_units[--r->nretry];
+    if (r->nretry)
+        return r->l->retry_units[--r->nretry];
+    if (!r->more || !r->nfree)
+        return NULL;
+    struct io_unit *u = r->l->free_units[r->nfree - 1];
+    if (!r->h->next(r->ctx, u)) {
+        r->more = false;
+        return NULL;
+    }
+    r->nfree--;
+    u->attempt = 0;
+    return u;
 }
 
 /* Starts reads until depth are in flight or next() has none; returns how
@@ -97,13 +142,8 @@ static unsigned fill(struct run *r)
 {
     const struct ioengine_ops *ops = r->l->ops;
     unsigned queued = 0;
-    while (r->more && r->nfree) {
-        struct io_unit *u = r->l->free_units[r->nfree - 1];
-        if (!r->h->next(r->ctx, u)) {
-            r->more = false;
-            break;
-        }
-        r->nfree--;
+    struct io_unit *u;
+    while ((u = next_unit(r)) != NULL) {
         u->result = 0;
         int rc = ops->queue(r->l->td, u);
         if (rc == IO_Q_QUEUED) {
@@ -166,7 +206,10 @@ int io_loop_run(struct io_loop *l, const struct io_loop_hooks *h, void *ctx, cha
                     .errlen = errlen};
     for (unsigned i = 0; i < l->depth; i++)
         l->free_units[i] = &l->units[i];
-    while (r.more || r.inflight) {
+    l->retries = 0;
+    l->failed = false;
+    l->fail_offset = 0;
+    while (r.more || r.inflight || r.nretry) {
         if (fill(&r) && l->ops->commit && !commit(&r))
             break;
         if (r.inflight && !reap(&r, 1))

@@ -8,8 +8,11 @@
  * hooks: next() fills the next read, done() takes one that completed in
  * full. The loop owns the units in flight, the queue/commit/getevents/event
  * calls, and the check of every result: a failed or short read (at the end
- * of the file, say) never reaches done(); the loop stops asking for more,
- * collects what is still in flight, and returns the error.
+ * of the file, say) never reaches done(). It is read again, whole, up to
+ * max_retries times (each counted in retries; the unit's attempt says which
+ * try it is); when the last try fails too the loop stops asking for more,
+ * collects what is still in flight, and returns the error, naming the
+ * read's offset (also in fail_offset).
  *
  * Return convention: io_loop_run returns one of enum io_loop_status; on an
  * error err holds one line naming the engine, the file and, for a read, its
@@ -49,6 +52,12 @@ struct io_loop {
     unsigned depth;                 /* td->job->iodepth: what the engine was set up for */
     struct io_unit *units;          /* depth of them; buf and len may be preset */
     struct io_unit **free_units;    /* the loop's own: units not in flight */
+    struct io_unit **retry_units;   /* the loop's own: failed units to read again */
+    unsigned max_retries;           /* the caller's: tries after a failed one (0 after init) */
+    /* Set by each io_loop_run: */
+    uint64_t retries;               /* reads tried again */
+    bool failed;                    /* a read failed its last try: */
+    uint64_t fail_offset;           /* its offset */
 };
 
 /* Allocates td->job->iodepth units (the job says 1 for IOENGINE_SYNC

@@ -24,7 +24,10 @@ struct io_unit {
     uint64_t len;
     uint64_t issue_ns;  /* set by the loop before queue(); latency counts from here */
     int64_t result;     /* set by the engine: bytes read, or -errno */
+    unsigned attempt;   /* set by the loop: 0, then 1.. for its retries of the same read */
 };
+
+struct io_fault;
 
 /* What all threads of one measurement share; read-only while they run. */
 struct io_job {
@@ -33,6 +36,7 @@ struct io_job {
     uint64_t chunk;      /* bytes per read */
     unsigned iodepth;    /* reads in flight per thread (async engines) */
     bool direct;         /* bypass the page cache */
+    struct io_fault *fault; /* the fault engine's rules and counts (io/io_fault.h); NULL: none */
 };
 
 struct io_thread {
@@ -82,10 +86,11 @@ extern const struct ioengine_ops ioengine_psync;
 extern const struct ioengine_ops ioengine_io_uring;
 extern const struct ioengine_ops ioengine_mmap;
 extern const struct ioengine_ops ioengine_null;
+extern const struct ioengine_ops ioengine_fault; /* psync with injected faults (io/io_fault.h) */
 
 /* By name; NULL when unknown. */
 const struct ioengine_ops *ioengine_find(const char *name);
-/* "psync, io_uring, mmap, null" (the engines compiled in). */
+/* "psync, io_uring, mmap, null, fault" (the engines compiled in). */
 const char *ioengine_names(void);
 
 #endif

@@ -9,6 +9,7 @@ static const struct ioengine_ops *const engines[] = {
 #endif
     &ioengine_mmap,
     &ioengine_null,
+    &ioengine_fault,
 };
 
 const struct ioengine_ops *ioengine_find(const char *name)
@@ -22,8 +23,8 @@ const struct ioengine_ops *ioengine_find(const char *name)
 const char *ioengine_names(void)
 {
 #ifdef FLASHBED_HAVE_URING
-    return "psync, io_uring, mmap, null";
+    return "psync, io_uring, mmap, null, fault";
 #else
-    return "psync, mmap, null (io_uring: built without liburing)";
+    return "psync, mmap, null, fault (io_uring: built without liburing)";
 #endif
 }

@@ -72,7 +72,25 @@ static void count_batch(struct flash_ffn *ff, struct flash_reader *r, const stru
     flash_reader_stats(r, &after);
     ff->acc.read_ms += after.last_batch_ms; /* 0 for a batch of nothing */
     ff->acc.io_requests += after.reads - before->reads;
-    *bytes += after.bytes - before->bytes;
+    ff->acc.read_retries += after.retries - before->retries;
+    *bytes += after.bytes - before->bytes; /* completed reads only */
+}
+
+/* A failed batch of ffn.bin's: its reason, and which bundle the failed
+ * offset falls in (ffn.bin is layer-major bundles: ffn_flash_impl.h). */
+static void read_fail(struct flash_ffn *ff, struct flash_reader *r, const char *err)
+{
+    struct flash_reader_stats st;
+    flash_reader_stats(r, &st);
+    char why[sizeof ff->error];
+    snprintf(why, sizeof why, "%s", err);
+    if (r == ff->reader && st.failed) {
+        uint64_t bundle = st.failed_offset / ff->stride, d_ff = ff->caches[0].d_ff;
+        snprintf(why, sizeof why, "%.380s (layer %llu, neuron %llu)", err, (unsigned long long)(bundle / d_ff),
+                 (unsigned long long)(bundle % d_ff));
+    }
+    ff->read_failed |= r == ff->reader;
+    fail(ff, why);
 }
 
 /* Hands reqs[0..n) to r without waiting (its stats before into *before);
@@ -80,7 +98,7 @@ static void count_batch(struct flash_ffn *ff, struct flash_reader *r, const stru
 static bool submit_batch(struct flash_ffn *ff, struct flash_reader *r, const struct flash_read *reqs, size_t n,
                          struct flash_reader_stats *before)
 {
-    if (!n)
+    if (!n || ff->read_failed) /* after a failed read the token reads nothing more: the run stops at it */
         return false;
     char err[512];
     flash_reader_stats(r, before);
@@ -88,7 +106,7 @@ static bool submit_batch(struct flash_ffn *ff, struct flash_reader *r, const str
     bool in_flight = flash_reader_submit(r, reqs, n, err, sizeof err) == 0;
     ff->acc.io_ms += now_ms() - t0;
     if (!in_flight)
-        fail(ff, err);
+        read_fail(ff, r, err);
     return in_flight;
 }
 
@@ -103,7 +121,7 @@ static int wait_batch(struct flash_ffn *ff, struct flash_reader *r, const struct
     ff->acc.io_ms += now_ms() - t0;
     count_batch(ff, r, before, bytes);
     if (rc != 0)
-        fail(ff, err);
+        read_fail(ff, r, err);
     return rc;
 }
 
@@ -394,6 +412,16 @@ static void drop_row(struct flash_ffn *ff, int layer, uint32_t id)
     neuron_cache_delete(c, id);
 }
 
+/* After a failed read of ffn.bin: the rows this step appended leave the
+ * cache (the last first, so nothing moves), so that no row whose read may
+ * not have completed is held as resident. The run stops at this token. */
+static void forget_appended(struct flash_ffn *ff, int layer, uint32_t first_new)
+{
+    struct neuron_cache *c = &ff->caches[layer];
+    while (ff->read_failed && c->capacity && c->num_used > first_new)
+        drop_row(ff, layer, c->pointer[c->num_used - 1]);
+}
+
 /* Rows the policy dropped that this token does not need leave now (room
  * for the new ones); the kept rows read this step are appended in id order. */
 static void make_room(struct flash_ffn *ff, int layer, const struct cache_step *st)
@@ -530,6 +558,7 @@ static void policy_forward(struct ffn *f, struct flash_ffn *ff, const struct fla
         queue_reads(f, ff, layer, &st, x, out);
         uint32_t once = ff->n_staged;
         flush(f, ff, layer, x, out); /* on a device the appended rows went up with the ring */
+        forget_appended(ff, layer, first_new);
         ff->acc.append_groups += d->be && c->num_used > first_new;
         compute_cached(f, ff, layer, first_new, c->num_used - first_new, x, out);
         ff->acc.cache_rows += once;
@@ -664,6 +693,7 @@ static void finish_ahead(struct flash_ffn *ff, const struct flash_step *s, const
 {
     if (s->in_flight)
         wait_batch(ff, ff->reader, &s->before, &ff->acc.bytes_read);
+    forget_appended(ff, s->layer, s->first_new);
     if (!truth)
         return;
     for (uint32_t j = 0; j < s->n_needed; j++)
@@ -690,6 +720,7 @@ static void compute_ahead(struct ffn *f, struct flash_ffn *ff, const struct flas
 static void begin_token(struct flash_ffn *ff)
 {
     ff->token++;
+    ff->read_failed = false; /* a failed token's rows left the caches: the next one reads afresh */
     ff->steps[0].layer = ff->steps[1].layer = -1;
     if (ff->cfg.record) {
         char err[512];

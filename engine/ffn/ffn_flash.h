@@ -104,7 +104,8 @@ struct ffn_flash_config {
     bool read_ahead;             /* on the host, with the sets known before the layer's input (a trace):
                                   * a layer's reads are issued while the layer before it computes
                                   * (ffn_flash_reads_ahead, ffn_flash_impl.h) */
-    const char *io_engine;       /* psync or io_uring */
+    const char *io_engine;       /* psync, io_uring, or fault (psync with injected faults) */
+    struct io_fault *fault;      /* fault's rules and counts (io/io_fault.h); NULL: none */
     unsigned io_threads, iodepth;
     bool direct;
     /* SOURCE_TEAL under the transposed layout (engine/ffn/ffn_transposed.h): the layer's cuts
@@ -145,7 +146,10 @@ struct ffn_flash_token {
     uint64_t layers_ahead;        /* read-ahead: layers whose step was done, and reads issued, before
                                    * their turn (while the layer before computed) */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
-    uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) */
+    uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) that completed */
+    uint64_t read_retries;        /* of those, read again after a failed or short try (flash_reader.h);
+                                   * a second failure stops the run, naming file, offset, layer and
+                                   * neuron, and the rows its step appended leave the cache */
     uint64_t dram_bytes_read;     /* naive: dram.bin streamed */
     uint64_t rows_inserted, rows_deleted;
     uint64_t row_moves;    /* deletions that moved the last row into the hole (Fig. 6), all layers */

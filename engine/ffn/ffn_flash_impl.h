@@ -87,6 +87,7 @@ struct flash_ffn {
     unsigned next_flags;
     struct ffn_flash_token acc;
     char error[512];                   /* the first failure; the run stops on it */
+    bool read_failed;                  /* a batch of ffn.bin's reads failed (error says where) */
 };
 
 /* Neuron's bundle in ffn.bin (model_format.h: layer-major). */

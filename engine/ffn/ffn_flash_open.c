@@ -34,6 +34,7 @@ static int open_readers(struct ffn *f, struct flash_ffn *ff)
         .iodepth = ff->cfg.iodepth ? ff->cfg.iodepth : 1,
         .direct = ff->cfg.direct,
         .max_read = MAX_READ,
+        .fault = ff->cfg.fault,
     };
     char err[512];
     if (!(ff->reader = flash_reader_open(&rc, err, sizeof err))) {

@@ -454,12 +454,14 @@ int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *me
     struct atomic_file af;
     if (atomic_open(&af, path, err, errlen) != 0)
         return -1;
+    errno = 0;
     int bad = st_write_header(af.f, t, n, metadata) != 0;
     for (int i = 0; i < n && !bad; i++)
         bad = write_tensor(af.f, &t[i]) != 0;
     if (bad) {
+        int e = errno; /* the failed fwrite's */
         atomic_abort(&af);
-        return err_set(err, errlen, "%s: write failed", path);
+        return err_set(err, errlen, "%s: write failed: %s", path, e ? strerror(e) : "short write");
     }
     return atomic_commit(&af, err, errlen);
 }

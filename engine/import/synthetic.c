@@ -382,7 +382,11 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
     w.total = total;
     progress_report(progress, "model make", 0, total, NULL);
     for (int i = 0; i < n && !rc; i++)
-        rc = write_tensor(&w, &t[i], err, errlen);
+        if ((rc = write_tensor(&w, &t[i], err, errlen)) != 0) {
+            char why[512];
+            snprintf(why, sizeof why, "%s", err);
+            err_set(err, errlen, "%s: %s", path, why); /* the temporary's path: finish_output names out_dir */
+        }
     free(w.buf);
     free(w.half);
     free(w.row_norm);

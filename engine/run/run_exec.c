@@ -39,6 +39,7 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->bytes_read = (double)ft.bytes_read;
     r->reads = (double)ft.reads;
     r->io_requests = (double)ft.io_requests;
+    r->read_retries = (double)ft.read_retries;
     r->dram_bytes_read = (double)ft.dram_bytes_read;
     r->overflow_rows = (double)ft.overflow_rows;
     r->rows_inserted = (double)ft.rows_inserted;

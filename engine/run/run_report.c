@@ -20,6 +20,7 @@
 #include "engine/model/ffn_transposed.h"
 #include "engine/model/model_format.h"
 #include "engine/predictor/predictor.h"
+#include "io/io_fault.h"
 
 /* The keys of run.json's token objects and summaries, with their place in
  * struct token_row: one table for the JSON, the means and the Markdown. */
@@ -301,6 +302,35 @@ static void density_json(cJSON *sum, const struct model *m, const struct run_set
         cJSON_AddNumberToObject(sum, "density", mean->needed / ((double)m->shape.n_layers * m->shape.d_ff));
 }
 
+/* How the run ended: stop_reason, status (complete, interrupted, failed:
+ * the tokens before the failure are results all the same) and the error;
+ * the reads tried again over every token, and what the fault engine
+ * injected. */
+static void outcome_json(cJSON *sum, const struct run_outcome *r, const struct run_setup *p)
+{
+    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    cJSON_AddStringToObject(sum, "status", r->error[0] ? "failed" : !strcmp(r->stop, "interrupted") ? "interrupted"
+                                                                                                   : "complete");
+    if (r->error[0])
+        cJSON_AddStringToObject(sum, "error", r->error);
+    if (p->dense)
+        return;
+    double retries = 0;
+    for (int i = 0; i < r->n_rows; i++)
+        retries += r->rows[i].read_retries;
+    cJSON_AddNumberToObject(sum, "read_retries", retries);
+    if (!p->cfg.fault)
+        return;
+    struct io_fault_counts c;
+    io_fault_counts(p->cfg.fault, &c);
+    cJSON *f = cJSON_AddObjectToObject(sum, "faults");
+    cJSON_AddNumberToObject(f, "seed", (double)p->cfg.fault->spec.seed);
+    cJSON_AddNumberToObject(f, "rules", p->cfg.fault->spec.n_rules);
+    cJSON_AddNumberToObject(f, "attempts", (double)c.attempts);
+    for (int k = 0; k < IO_FAULT_KINDS; k++)
+        cJSON_AddNumberToObject(f, io_fault_kind_name((enum io_fault_kind)k), (double)c.injected[k]);
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -346,7 +376,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "mean_read_bytes", mean.reads > 0 ? mean.bytes_read / mean.reads : 0);
     cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
-    cJSON_AddStringToObject(sum, "stop_reason", r->stop);
+    outcome_json(sum, r, p);
     const char *names[] = {"cold", "prompt", "generated"};
     for (int k = 0; k < 3; k++) {
         if (k == 0)
@@ -503,6 +533,26 @@ static void transposed_line(struct strbuf *t, const cJSON *sum)
 #undef NUM
 }
 
+/* A failed run's error, the reads tried again, what the fault engine
+ * injected (run.json's summary: outcome_json). */
+static void outcome_lines(struct strbuf *t, const cJSON *sum)
+{
+    const char *error = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "error"));
+    if (error)
+        strbuf_add(t, "- **failed**: %s; the figures cover the tokens before it and the failed one\n", error);
+    double retries = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "read_retries"));
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(sum, "faults");
+    if (retries > 0 || f)
+        strbuf_add(t, "- reads tried again after a failed or short read: %.0f\n", retries);
+    if (f)
+        strbuf_add(t, "- faults injected (--io-engine fault, seed %.0f): %.0f EIO, %.0f short, %.0f delayed in %.0f "
+                   "attempts\n", cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "seed")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "eio")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "short")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "delay")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "attempts")));
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
@@ -535,6 +585,7 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
         device_line(&t, m, p);
     if (!p->dense)
         reader_line(&t, p, root);
+    outcome_lines(&t, sum);
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
@@ -647,21 +698,25 @@ static int write_fig8(const struct model *m, const struct run_setup *p, const st
  * when the one before it was written. run.md's text is made from run.json's
  * numbers into *md even when run.json could not be written: the caller
  * still shows the measurements. 0, or -1 with err. */
+/* run.json, run.md and tokens.csv appear together or, when one cannot be
+ * written, none of them changes (common/atomic_file.h's set). */
 static int write_files(const char *dir, const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, const cJSON *root, char **md, char *err, size_t errlen)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/run.json", dir);
-    int rc = atomic_write_json(path, root, err, errlen);
-    *md = run_markdown(m, p, root);
-    snprintf(path, sizeof path, "%s/run.md", dir);
-    if (rc == 0)
-        rc = *md ? atomic_write_text(path, *md, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
-    if (rc != 0)
-        return rc;
+    struct atomic_set set = {.n = 0};
     char *csv = tokens_csv(r, cold_tokens(r, x), x);
+    *md = run_markdown(m, p, root);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    int rc = atomic_set_json(&set, path, root, err, errlen);
+    snprintf(path, sizeof path, "%s/run.md", dir);
+    rc = rc ? rc : atomic_set_text(&set, path, *md, err, errlen);
     snprintf(path, sizeof path, "%s/tokens.csv", dir);
-    rc = csv ? atomic_write_text(path, csv, err, errlen) : err_set(err, errlen, "out of memory writing %s", path);
+    rc = rc ? rc : atomic_set_text(&set, path, csv, err, errlen);
+    if (rc == 0)
+        rc = atomic_set_commit(&set, err, errlen);
+    else
+        atomic_set_abort(&set);
     free(csv);
     return rc;
 }

@@ -51,6 +51,7 @@ struct token_row {
                                    * read_ms, on the host with read-ahead only */
     double chan_bytes, chan_reads, down_bytes, down_reads, kept_channels; /* the transposed layout's two
                                    * streams (ffn_flash.h); run.json has them under that layout only */
+    double read_retries;          /* reads tried again (ffn_flash.h); run.json's summary has their sum */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
     double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;
 };
@@ -60,7 +61,7 @@ struct run_outcome {
     struct token_row *rows;
     int n_rows, n_prompt, n_gen; /* n_prompt + n_gen: the tokens asked for (n_rows counts those computed) */
     const char *stop;            /* why decoding stopped (decode_stop_name), run.json's stop_reason */
-    char error[512];             /* the run's failure, if any (the caller's: not written) */
+    char error[512];             /* the run's failure, if any (run.json's summary.error) */
 };
 
 /* What run.json records besides the setup and the rows. */

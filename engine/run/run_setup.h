@@ -56,6 +56,7 @@ struct run_options {
     bool act_threshold_given;
     bool check;
     const char *io_engine;
+    struct io_fault *fault;     /* io_engine fault's rules and counts (the caller's; NULL: none) */
     unsigned io_threads, iodepth;
     bool direct;                /* not --buffered */
     bool read_ahead;            /* --read-ahead on (ffn_flash.h) */

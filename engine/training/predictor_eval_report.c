@@ -156,13 +156,12 @@ static char *fig9a_csv(const struct predictor_eval_result *r)
     return strbuf_take(&b);
 }
 
-static int write_text(const char *dir, const char *name, char *text, char *err, size_t errlen)
+/* text (freed; NULL: out of memory) into the set as DIR/name. */
+static int set_text(struct atomic_set *set, const char *dir, const char *name, char *text, char *err, size_t errlen)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int rc = text ? atomic_write_text(path, text, err, errlen) : -1;
-    if (!text)
-        err_set(err, errlen, "%s: out of memory", path);
+    int rc = atomic_set_text(set, path, text, err, errlen);
     free(text);
     return rc;
 }
@@ -180,15 +179,21 @@ int predictor_eval_write(const char *dir, const struct predictor_eval_result *r,
                          const struct predictor_eval_source *src, cJSON *prov, bool want_plot,
                          const struct fb_settings *set, char *err, size_t errlen)
 {
+    /* eval.json, eval.md and fig9a.csv appear together, or none changes */
     char path[4200];
+    struct atomic_set files = {.n = 0};
     snprintf(path, sizeof path, "%s/eval.json", dir);
     cJSON *j = predictor_eval_json(r, p, src, prov);
-    int rc = atomic_write_json(path, j, err, errlen);
+    int rc = atomic_set_json(&files, path, j, err, errlen);
     cJSON_Delete(j);
     if (rc == 0)
-        rc = write_text(dir, "eval.md", predictor_eval_markdown(r, p, src), err, errlen);
+        rc = set_text(&files, dir, "eval.md", predictor_eval_markdown(r, p, src), err, errlen);
     if (rc == 0)
-        rc = write_text(dir, "fig9a.csv", fig9a_csv(r), err, errlen);
+        rc = set_text(&files, dir, "fig9a.csv", fig9a_csv(r), err, errlen);
+    if (rc == 0)
+        rc = atomic_set_commit(&files, err, errlen);
+    else
+        atomic_set_abort(&files);
     if (rc == 0 && want_plot)
         rc = plot(set, dir, src->model_name, err, errlen);
     return rc;

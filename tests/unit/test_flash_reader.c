@@ -185,7 +185,7 @@ static void test_matrix(const char *path, const struct ioengine_ops *eng, bool d
             char label[128], err[512];
             snprintf(label, sizeof label, "%s threads=%u iodepth=%u direct=%d", eng->name,
                      threads[t], depths[d], direct);
-            struct flash_reader_config cfg = {path, eng, threads[t], depths[d], direct, MAX_READ};
+            struct flash_reader_config cfg = {path, eng, threads[t], depths[d], direct, MAX_READ, NULL};
             struct flash_reader *r = flash_reader_open(&cfg, err, sizeof err);
             CHECK(r != NULL);
             if (!r) {
@@ -214,7 +214,7 @@ static void test_no_split(const char *path, const struct ioengine_ops *eng, bool
                           struct io_buffer *dst)
 {
     char err[512];
-    struct flash_reader_config cfg = {path, eng, 4, 4, direct, 0};
+    struct flash_reader_config cfg = {path, eng, 4, 4, direct, 0, NULL};
     struct flash_reader *r = flash_reader_open(&cfg, err, sizeof err);
     CHECK(r != NULL);
     if (!r) {
@@ -248,7 +248,7 @@ static void test_submit_wait(const char *path, const struct ioengine_ops *eng, b
                              struct io_buffer *dst)
 {
     char err[512];
-    struct flash_reader_config cfg = {path, eng, 4, 2, direct, MAX_READ};
+    struct flash_reader_config cfg = {path, eng, 4, 2, direct, MAX_READ, NULL};
     struct flash_reader *r = flash_reader_open(&cfg, err, sizeof err);
     CHECK(r != NULL);
     if (!r)
@@ -281,7 +281,7 @@ static void test_short_read(const struct ioengine_ops *eng, bool direct, struct 
         CHECK(!"cannot create the second test file");
         return;
     }
-    struct flash_reader_config cfg = {path, eng, 2, 2, direct, MAX_READ};
+    struct flash_reader_config cfg = {path, eng, 2, 2, direct, MAX_READ, NULL};
     struct flash_reader *r = flash_reader_open(&cfg, err, sizeof err);
     CHECK(r != NULL);
     if (r) {
@@ -311,14 +311,14 @@ static void test_bad_config(const char *path, bool direct_ok)
     char err[512];
     const struct ioengine_ops *psync = ioengine_find("psync");
 
-    struct flash_reader_config cfg = {"./no/such/flash_file.bin", psync, 4, 1, false, 0};
+    struct flash_reader_config cfg = {"./no/such/flash_file.bin", psync, 4, 1, false, 0, NULL};
     err[0] = '\0';
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "./no/such/flash_file.bin") != NULL);
     CHECK(strstr(err, "No such file") != NULL);
     printf("missing file: %s\n", err);
 
-    cfg = (struct flash_reader_config){path, psync, 0, 1, false, 0};
+    cfg = (struct flash_reader_config){path, psync, 0, 1, false, 0, NULL};
     err[0] = '\0';
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "threads") != NULL);
@@ -327,12 +327,12 @@ static void test_bad_config(const char *path, bool direct_ok)
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "threads") != NULL);
 
-    cfg = (struct flash_reader_config){path, psync, 4, 0, false, 0};
+    cfg = (struct flash_reader_config){path, psync, 4, 0, false, 0, NULL};
     err[0] = '\0';
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "iodepth") != NULL);
 
-    cfg = (struct flash_reader_config){path, ioengine_find("mmap"), 4, 1, false, 0};
+    cfg = (struct flash_reader_config){path, ioengine_find("mmap"), 4, 1, false, 0, NULL};
     err[0] = '\0';
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "mmap") != NULL);
@@ -348,7 +348,7 @@ static void test_bad_config(const char *path, bool direct_ok)
     CHECK(strstr(err, "engine") != NULL);
 
     if (direct_ok) {
-        cfg = (struct flash_reader_config){path, psync, 4, 1, true, 1000};
+        cfg = (struct flash_reader_config){path, psync, 4, 1, true, 1000, NULL};
         err[0] = '\0';
         CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
         CHECK(strstr(err, "max_read") != NULL && strstr(err, "alignment") != NULL);
@@ -392,7 +392,7 @@ static void test_setup_failure(const char *path)
     eng.cleanup = counting_cleanup;
     unsigned before = thread_count();
     char err[512] = "";
-    struct flash_reader_config cfg = {path, &eng, 8, 1, false, 0};
+    struct flash_reader_config cfg = {path, &eng, 8, 1, false, 0, NULL};
     CHECK(flash_reader_open(&cfg, err, sizeof err) == NULL);
     CHECK(strstr(err, "engine setup") != NULL && strstr(err, path + 2) != NULL);
     CHECK_U64(atomic_load(&setups), 8);

@@ -2,7 +2,10 @@
  * is done once, never more than iodepth are in flight, a transient submit
  * refusal is retried, and each failure (a short read, a queue, submit or
  * reap error) stops the loop with the status and message the contract
- * names, with nothing left in flight unless the status says so. */
+ * names, with nothing left in flight unless the status says so. With
+ * max_retries 1, a short read is queued, committed and reaped again: once
+ * short, the loop completes with 1 retry and every read done once; twice,
+ * it fails naming the offset and both tries. */
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,7 +20,8 @@ struct fake {
     unsigned eagain_commits;     /* the first commits answer -EAGAIN */
     int commit_err;              /* then every commit answers this */
     int getevents_err;
-    uint64_t short_offset;       /* the read at this offset comes back half (NONE: none) */
+    uint64_t short_offset;       /* the read at this offset comes back half (NONE: none), */
+    unsigned short_times;        /* on its first short_times tries (0: every try) */
     struct io_unit *pending[64];
     unsigned npending, ndone;
     struct io_unit *done[64];
@@ -32,7 +36,8 @@ static int fake_queue(struct io_thread *td, struct io_unit *u)
     (void)td;
     if (++fk.queued == fk.fail_queue_at)
         return -EIO;
-    u->result = u->offset == fk.short_offset ? (int64_t)u->len / 2 : (int64_t)u->len;
+    bool short_read = u->offset == fk.short_offset && (!fk.short_times || u->attempt < fk.short_times);
+    u->result = short_read ? (int64_t)u->len / 2 : (int64_t)u->len;
     fk.pending[fk.npending++] = u;
     if (++fk.inflight > fk.max_inflight)
         fk.max_inflight = fk.inflight;
@@ -103,6 +108,9 @@ static void done(void *ctx, const struct io_unit *u)
 
 static const struct io_loop_hooks hooks = {next, done};
 
+static unsigned max_retries; /* the loop's, for the next run */
+static struct io_loop last;  /* the last run's loop, freed: its counts */
+
 /* Runs `want` reads at iodepth 4 under the script in fk; returns the status. */
 static int run(unsigned want, struct source *s, char *err, size_t errlen)
 {
@@ -113,8 +121,10 @@ static int run(unsigned want, struct source *s, char *err, size_t errlen)
     err[0] = '\0';
     if (io_loop_init(&l, &fake_async, &td) != 0)
         return 99;
+    l.max_retries = max_retries;
     int rc = io_loop_run(&l, &hooks, s, err, errlen);
     io_loop_free(&l);
+    last = l;
     return rc;
 }
 
@@ -156,5 +166,20 @@ int main(void)
     CHECK(strstr(err, "fake waiting for reads from fake.bin failed") != NULL);
     CHECK_U64(s.got, 0);
 
+    max_retries = 1;
+    fk = (struct fake){.short_offset = 10 * 4096, .short_times = 1};
+    CHECK(run(1000, &s, err, sizeof err) == IO_LOOP_DONE);
+    CHECK_U64(s.got, 1000);
+    CHECK_U64(s.bytes, 1000 * 4096); /* the short try not counted */
+    CHECK_U64(last.retries, 1);
+    CHECK_U64(fk.queued, 1001);
+    CHECK(fk.max_inflight <= 4 && fk.inflight == 0 && !last.failed);
+
+    fk = (struct fake){.short_offset = 10 * 4096, .short_times = 2};
+    CHECK(run(1000, &s, err, sizeof err) == IO_LOOP_FAILED);
+    CHECK(strstr(err, "fake read of 4096 bytes at offset 40960 of fake.bin failed: short read (2048 bytes) (tried 2 times)"));
+    CHECK(last.failed && last.fail_offset == 40960 && last.retries == 1);
+    CHECK_U64(s.got, s.asked - 1);
+    CHECK_U64(fk.inflight, 0);
     return check_report("test_io_loop");
 }
