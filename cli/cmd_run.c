@@ -41,7 +41,7 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file, *read_ahead, *sparsify, *fault;
+        *warmup_file, *read_ahead, *sparsify, *fault, *verify;
     uint64_t fault_seed;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
@@ -90,6 +90,11 @@ static const struct opt_def run_options[] = {
      "keeps what it reads (not naive or hybrid): issue the next layer's reads while this layer computes, the I/O the token waits for reported as io_ms and "
      "the reads' whole time as read_ms; off: each layer reads, then computes (the paper's serial breakdown); "
      "--active teal ignores it (a layer's channels come from its own input)",
+     .allowed = "on|off"},
+    {"verify", OPT_STRING, O(verify), "on", "on|off",
+     "check dram.bin at load and every FFN bundle read from flash against the model's checksums "
+     "(ffn.crc32c, flashbed model verify): a mismatch is read again once, then stops the run naming the layer, "
+     "neuron and offset; off: for measurements that must not include it (run.json records which)",
      .allowed = "on|off"},
     OPT_END,
 };
@@ -196,7 +201,7 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
         .warmup_file = o->warmup_file, .fault = strcmp(o->io_engine, "fault") ? NULL : fault,
-        .settings = set};
+        .verify = !strcmp(o->verify, "on"), .settings = set};
     if (fault_option(o, fault) != 0)
         return -1;
     char err[512];
@@ -332,7 +337,8 @@ static int open_model(struct run *r)
     const struct run_opts *o = &r->o;
     char err[1024];
     r->p.dense = !strcmp(o->mode, "dense");
-    if (model_open_flags(&r->m, o->model, r->p.dense ? 0 : MODEL_FFN_ON_FLASH, err, sizeof err) != 0) {
+    unsigned flags = (r->p.dense ? 0 : MODEL_FFN_ON_FLASH) | (strcmp(o->verify, "on") ? MODEL_NO_VERIFY : 0);
+    if (model_open_flags(&r->m, o->model, flags, err, sizeof err) != 0) {
         fb_error("%s", err);
         return 1;
     }

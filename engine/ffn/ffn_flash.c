@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/errbuf.h"
 #include "engine/compute/activation.h"
+#include "engine/model/model_integrity.h"
 
 static void fail(struct flash_ffn *ff, const char *what)
 {
@@ -178,9 +179,53 @@ static void compute_rows(struct ffn *f, struct flash_ffn *ff, const uint8_t *row
     ff->acc.ffn_ms += now_ms() - t0;
 }
 
-/* Issues the queued reads and copies rows out of the bounce buffer; on a
- * device the ring's slot then goes up (transfer). */
-static void issue_reads(struct flash_ffn *ff)
+/* Bundle id of layer was read whole into at: to be checked once its
+ * batch completes (--verify, a model with checksums). */
+static void land(struct flash_ffn *ff, int layer, uint32_t id, uint8_t *at)
+{
+    if (ff->verify)
+        ff->landed[ff->n_landed++] = (struct landed_row){(uint32_t)layer, id, at};
+}
+
+/* A bundle whose check failed, read once more into the same place: true
+ * when it now matches (a transient error), false when it does not or the
+ * read fails. */
+static bool reread_bundle(struct ffn *f, struct flash_ffn *ff, const struct landed_row *r)
+{
+    struct flash_read req = {ffn_flash_bundle_offset(f->m, (int)r->layer, r->id), ff->stride, r->at};
+    ff->acc.verify_retries++;
+    return read_batch(ff, ff->reader, &req, 1, &ff->acc.bytes_read) == 0 &&
+           model_bundle_intact(f->m, r->layer, r->id, r->at);
+}
+
+/* The rows of a completed batch against ffn.crc32c; a mismatch is read
+ * again once, and a second one stops the run as a failed read does (the
+ * step's appended rows then leave the cache: forget_appended). */
+static void verify_landed(struct ffn *f, struct flash_ffn *ff, const struct landed_row *rows, uint32_t n)
+{
+    if (!ff->verify || ff->read_failed)
+        return;
+    double t0 = now_ms();
+    for (uint32_t k = 0; k < n && !ff->read_failed; k++) {
+        ff->acc.rows_verified++;
+        if (model_bundle_intact(f->m, rows[k].layer, rows[k].id, rows[k].at) || reread_bundle(f, ff, &rows[k]))
+            continue;
+        if (ff->read_failed) /* the re-read itself failed: its error says where */
+            break;
+        char why[sizeof ff->error];
+        model_bundle_damaged(f->m, rows[k].layer, rows[k].id, why, sizeof why);
+        ff->read_failed = true;
+        fail(ff, why);
+    }
+    double ms = now_ms() - t0;
+    ff->acc.verify_ms += ms;
+    ff->acc.mem_ms += ms;
+}
+
+/* Issues the queued reads and copies rows out of the bounce buffer, then
+ * checks the bundles read whole; on a device the ring's slot then goes up
+ * (transfer). */
+static void issue_reads(struct ffn *f, struct flash_ffn *ff)
 {
     read_batch(ff, ff->reader, ff->reqs, ff->n_reqs, &ff->acc.bytes_read);
     double t0 = now_ms();
@@ -188,11 +233,13 @@ static void issue_reads(struct flash_ffn *ff)
         memcpy(ff->copies[k].to, ff->bounce + ff->copies[k].from, ff->stride);
     ff->acc.mem_ms += now_ms() - t0;
     ff->n_reqs = ff->n_copies = ff->bounce_used = 0;
+    verify_landed(f, ff, ff->landed, ff->n_landed);
+    ff->n_landed = 0;
 }
 
-static void transfer(struct flash_ffn *ff)
+static void transfer(struct ffn *f, struct flash_ffn *ff)
 {
-    issue_reads(ff);
+    issue_reads(f, ff);
     double t0 = now_ms();
     dev_check(ff, fring_send(&ff->ring));
     ff->acc.mem_ms += now_ms() - t0;
@@ -204,7 +251,7 @@ static void transfer(struct flash_ffn *ff)
 static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x, float *out)
 {
     if (ff->on_device) {
-        transfer(ff);
+        transfer(f, ff);
         double t0 = now_ms();
         if (ff->n_staged)
             dev_check(ff, fdev_rows(&ff->fdev, fdev_stage_rows(&ff->fdev, 0), ff->n_staged,
@@ -214,7 +261,7 @@ static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x
         ff->n_staged = 0;
         return;
     }
-    issue_reads(ff);
+    issue_reads(f, ff);
     const float *bias = f->m->layers[layer].ffn_up_bias;
     float *staged_bias = bias ? ff->z : NULL; /* z is free once the needed set is known */
     for (uint32_t k = 0; bias && k < ff->n_staged; k++)
@@ -226,12 +273,12 @@ static void flush(struct ffn *f, struct flash_ffn *ff, int layer, const float *x
 /* On a device: room for n rows in the ring's slot, sending it when full
  * (its reads issued first), so that n rows placed next are adjacent, and
  * the slot ready to be written. */
-static void ring_room(struct flash_ffn *ff, uint32_t n)
+static void ring_room(struct ffn *f, struct flash_ffn *ff, uint32_t n)
 {
     if (!ff->on_device)
         return;
     if (fring_room(&ff->ring) < n)
-        transfer(ff);
+        transfer(f, ff);
     if (!fring_slot_pending(&ff->ring)) /* per row placed: no clock read unless there is a wait */
         return;
     double t0 = now_ms();
@@ -251,7 +298,7 @@ static uint8_t *row_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_
         if (!ff->on_device)
             return c->rows + (uint64_t)r * ff->stride;
         const struct neuron_cache_dev *d = &ff->mirrors[layer];
-        ring_room(ff, 1); /* the caller made room for its read: only a flush between makes a new slot */
+        ring_room(f, ff, 1); /* the caller made room for its read: only a flush between makes a new slot */
         return fring_place(&ff->ring, ncd_rows(d, r), ncd_bias(d, r), bias ? bias[id] : 0);
     }
     if (ff->n_staged == ff->staging_rows)
@@ -260,7 +307,7 @@ static uint8_t *row_home(struct ffn *f, struct flash_ffn *ff, int layer, uint32_
     ff->staged[k] = id;
     if (!ff->on_device)
         return ff->staging + (uint64_t)k * ff->stride;
-    ring_room(ff, 1);
+    ring_room(f, ff, 1);
     return fring_place(&ff->ring, fdev_stage_rows(&ff->fdev, k), fdev_stage_bias(&ff->fdev, k), bias ? bias[id] : 0);
 }
 
@@ -286,7 +333,7 @@ static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32
         uint32_t piece = count - done < ff->bounce_rows ? count - done : ff->bounce_rows;
         if (ff->bounce_used + piece > ff->bounce_rows)
             flush(f, ff, layer, x, out);
-        ring_room(ff, piece);
+        ring_room(f, ff, piece);
         uint64_t from = (uint64_t)ff->bounce_used * ff->stride;
         ff->reqs[ff->n_reqs++] = (struct flash_read){ffn_flash_bundle_offset(f->m, layer, first + done),
                                                      (uint64_t)piece * ff->stride, ff->bounce + from};
@@ -295,6 +342,7 @@ static void queue_bounced(struct ffn *f, struct flash_ffn *ff, int layer, uint32
             if (ff->mark[id] & MARK_READ) {
                 uint8_t *to = row_home(f, ff, layer, id, x, out);
                 ff->copies[ff->n_copies++] = (struct bounce_copy){id, from + (uint64_t)i * ff->stride, to};
+                land(ff, layer, id, to);
             }
         }
         ff->bounce_used += piece;
@@ -322,7 +370,7 @@ static void queue_in_place(struct ffn *f, struct flash_ffn *ff, int layer, const
     if (!dst) {
         if ((ff->mark[rd->first] & MARK_ONCE) && ff->n_staged + rd->count > ff->staging_rows)
             flush(f, ff, layer, x, out);
-        ring_room(ff, rd->count);
+        ring_room(f, ff, rd->count);
         dst = row_home(f, ff, layer, rd->first, x, out);
         for (uint32_t i = 1; i < rd->count; i++)
             row_home(f, ff, layer, rd->first + i, x, out);
@@ -330,6 +378,9 @@ static void queue_in_place(struct ffn *f, struct flash_ffn *ff, int layer, const
         ff->last_home = rd->count == 1 ? dst : NULL;
     }
     uint64_t off = ffn_flash_bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
+    for (uint32_t i = 0; rd->vec < 0 && i < rd->count; i++)
+        land(ff, layer, rd->first + i, dst + (uint64_t)i * ff->stride);
+    ff->acc.unverified_reads += ff->verify && rd->vec >= 0;
     if (rd->vec >= 0) {
         /* one vector of the bundle (model_format.h: up | gate | down), widened to
          * the direct-I/O alignment as the split layout counts it */
@@ -665,8 +716,12 @@ static void go_ahead(struct ffn *f, struct flash_ffn *ff, struct flash_step *s)
     make_room(ff, s->layer, &s->st);
     s->first_new = c->capacity ? c->num_used : 0;
     int rc = append_kept(ff, s->layer, &s->st);
+    uint32_t mine = ff->n_landed;
     if (rc == 0)
         queue_reads(f, ff, s->layer, &s->st, NULL, NULL); /* all in place: nothing flushes */
+    s->n_landed = ff->n_landed - mine; /* its rows are checked when its reads complete */
+    memcpy(s->landed, ff->landed + mine, s->n_landed * sizeof *s->landed);
+    ff->n_landed = mine;
     ff->acc.mem_ms += now_ms() - t0;
     s->went_ahead = true;
     ff->acc.layers_ahead++;
@@ -689,10 +744,12 @@ static struct flash_step *decide_layer(struct ffn *f, struct flash_ffn *ff, int 
 
 /* A step gone ahead, in its turn: the exposed wait for its reads, check's
  * counts (the rows read count as not held, as in the step's own order). */
-static void finish_ahead(struct flash_ffn *ff, const struct flash_step *s, const uint32_t *truth, uint32_t n_truth)
+static void finish_ahead(struct ffn *f, struct flash_ffn *ff, const struct flash_step *s, const uint32_t *truth,
+                         uint32_t n_truth)
 {
     if (s->in_flight)
         wait_batch(ff, ff->reader, &s->before, &ff->acc.bytes_read);
+    verify_landed(f, ff, s->landed, s->n_landed);
     forget_appended(ff, s->layer, s->first_new);
     if (!truth)
         return;
@@ -751,7 +808,7 @@ static void flash_layer(struct ffn *f, int layer, const float *x, float *out)
     const uint32_t *counted = ff->cfg.check && cached ? truth : NULL;
     bool next = reads_ahead(ff) && layer + 1 < (int)m->shape.n_layers && !ff->error[0];
     if (s->went_ahead) {
-        finish_ahead(ff, s, counted, n_truth);
+        finish_ahead(f, ff, s, counted, n_truth);
         if (next)
             decide_layer(f, ff, layer + 1, NULL, cached);
         if (ff->cfg.stream_dram)

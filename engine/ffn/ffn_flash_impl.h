@@ -32,12 +32,21 @@ enum { MARK_NEED = 1, MARK_MISS = 2, MARK_ONCE = 4, MARK_READ = 8 };
  * shared with the layer computing); another is decided ahead and finished
  * in its turn as without read-ahead. The cache_step stays valid until the
  * next decision, which comes after the layer's turn. */
+/* A bundle read whole, where it landed: checked against its checksum once
+ * its batch completes (--verify). */
+struct landed_row {
+    uint32_t layer, id;
+    uint8_t *at;
+};
+
 struct flash_step {
     int layer;            /* -1: none decided ahead */
     struct cache_step st;
     uint32_t n_needed, n_late, first_new;
     uint64_t shrinks;     /* the policy's window shrinks before the decision */
     bool went_ahead;      /* memory management done and reads handed over (marks cleared) */
+    struct landed_row *landed; /* [d_ff]: its rows in flight, checked when they have landed */
+    uint32_t n_landed;
     bool in_flight;       /* a batch of its reads was submitted */
     struct flash_reader_stats before;
 };
@@ -88,6 +97,9 @@ struct flash_ffn {
     struct ffn_flash_token acc;
     char error[512];                   /* the first failure; the run stops on it */
     bool read_failed;                  /* a batch of ffn.bin's reads failed (error says where) */
+    bool verify;                       /* cfg.verify and the model has checksums */
+    struct landed_row *landed;         /* [3 * d_ff + 1]: rows read whole since the last batch completed */
+    uint32_t n_landed;
 };
 
 /* Neuron's bundle in ffn.bin (model_format.h: layer-major). */

@@ -189,6 +189,9 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
     ff->staged = malloc(ff->staging_rows * sizeof *ff->staged);
     ff->copies = malloc(ff->bounce_rows * sizeof *ff->copies);
     ff->reqs = malloc((3 * (size_t)N + 1) * sizeof *ff->reqs);
+    ff->landed = malloc((3 * (size_t)N + 1) * sizeof *ff->landed);
+    for (int k = 0; k < 2; k++)
+        ff->steps[k].landed = malloc((size_t)N * sizeof *ff->steps[k].landed);
     ff->tmp_out = calloc(s->d_model, sizeof(float));
     ff->z = malloc(N * sizeof *ff->z); /* staged biases */
     /* on a device rows used once go through the pinned ring (open_device) */
@@ -198,7 +201,8 @@ static int alloc_step_buffers(struct flash_ffn *ff, const struct model_shape *s)
         ff->scratch_bytes = ffn_flash_stream_scratch(ff->dram_file_bytes, s->n_layers, ff->align);
         ff->scratch = read_buffer(&ff->scratch_mem, ff->scratch_bytes);
     }
-    return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->tmp_out && ff->z &&
+    return ff->needed && ff->late && ff->mark && ff->staged && ff->copies && ff->reqs && ff->landed &&
+                   ff->steps[0].landed && ff->steps[1].landed && ff->tmp_out && ff->z &&
                    (ff->staging || ff->on_device) && ff->bounce && (!ff->cfg.stream_dram || ff->scratch)
                ? 0
                : -1;
@@ -340,6 +344,7 @@ int ffn_flash_create(struct ffn *f, char *err, size_t errlen)
     ff->stride = m->bundle_stride;
     ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
     ff->on_device = backend_off_host(f);
+    ff->verify = cfg->verify && m->ffn_crc;
     if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
         return -1;
     if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
@@ -396,6 +401,9 @@ void ffn_flash_destroy(struct ffn *f)
     free(ff->staged);
     free(ff->copies);
     free(ff->reqs);
+    free(ff->landed);
+    free(ff->steps[0].landed);
+    free(ff->steps[1].landed);
     free(ff);
     f->priv = NULL;
 }

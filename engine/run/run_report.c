@@ -331,6 +331,29 @@ static void outcome_json(cJSON *sum, const struct run_outcome *r, const struct r
         cJSON_AddNumberToObject(f, io_fault_kind_name((enum io_fault_kind)k), (double)c.injected[k]);
 }
 
+/* Whether the reads were checked (--verify, a model with checksums), and
+ * what the checks found and cost: every result says it (issue 34). */
+static void verify_json(cJSON *sum, const struct model *m, const struct run_outcome *r, const struct run_setup *p)
+{
+    cJSON *v = cJSON_AddObjectToObject(sum, "verify");
+    cJSON_AddStringToObject(v, "requested", p->cfg.verify ? "on" : "off");
+    cJSON_AddBoolToObject(v, "model_has_checksums", m->checked);
+    cJSON_AddStringToObject(v, "reads", !p->cfg.verify ? "not checked (--verify off)"
+                                        : !m->checked  ? "not checked (the model has no checksums)"
+                                                       : "checked against ffn.crc32c");
+    double rows = 0, retries = 0, partial = 0, ms = 0;
+    for (int i = 0; i < r->n_rows; i++) {
+        rows += r->rows[i].rows_verified;
+        retries += r->rows[i].verify_retries;
+        partial += r->rows[i].unverified_reads;
+        ms += r->rows[i].verify_ms;
+    }
+    cJSON_AddNumberToObject(v, "rows_verified", rows);
+    cJSON_AddNumberToObject(v, "verify_retries", retries);
+    cJSON_AddNumberToObject(v, "unverified_partial_reads", partial);
+    cJSON_AddNumberToObject(v, "verify_ms_per_token", r->n_rows ? ms / r->n_rows : 0);
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -377,6 +400,8 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     cJSON_AddNumberToObject(sum, "prompt_tokens", r->n_prompt);
     cJSON_AddNumberToObject(sum, "generated_tokens", r->n_gen);
     outcome_json(sum, r, p);
+    if (!p->dense)
+        verify_json(sum, m, r, p);
     const char *names[] = {"cold", "prompt", "generated"};
     for (int k = 0; k < 3; k++) {
         if (k == 0)
@@ -537,6 +562,13 @@ static void transposed_line(struct strbuf *t, const cJSON *sum)
  * injected (run.json's summary: outcome_json). */
 static void outcome_lines(struct strbuf *t, const cJSON *sum)
 {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, "verify");
+    if (v)
+        strbuf_add(t, "- reads: %s (%.0f bundles, %.0f read again, %.3f ms per token)\n",
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "reads")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "rows_verified")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "verify_retries")),
+                   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(v, "verify_ms_per_token")));
     const char *error = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sum, "error"));
     if (error)
         strbuf_add(t, "- **failed**: %s; the figures cover the tokens before it and the failed one\n", error);

@@ -179,6 +179,7 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
     p->cfg.check = o->check;
     p->cfg.io_engine = o->io_engine;
     p->cfg.fault = o->fault;
+    p->cfg.verify = o->verify;
     p->cfg.io_threads = o->io_threads;
     p->cfg.iodepth = o->iodepth;
     p->cfg.direct = o->direct;

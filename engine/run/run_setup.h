@@ -57,6 +57,7 @@ struct run_options {
     bool check;
     const char *io_engine;
     struct io_fault *fault;     /* io_engine fault's rules and counts (the caller's; NULL: none) */
+    bool verify;                /* --verify on: bundles checked against ffn.crc32c as they are read */
     unsigned io_threads, iodepth;
     bool direct;                /* not --buffered */
     bool read_ahead;            /* --read-ahead on (ffn_flash.h) */

@@ -80,6 +80,40 @@ out=$("$FLASHBED" model verify "$WORK/old")
 check "verify unchecked: NaN found, exit 1" test $? -eq 1
 check "verify unchecked: NaN found by place" grep -q "damaged: ffn.bin: layer 0 neuron 3 (byte offset $((3 * stride))): 1 value NaN" <<<"$out"
 
+
+# --- the engine checks every bundle it reads from flash ---------------------
+R=$WORK/runs
+summary() { json_get "$1/run.json" "d['summary']$2"; }
+check "run all, intact: exit 0" "$FLASHBED" run --model "$M" --prompt "the cat" -n 4 --mode all --active oracle \
+    --out "$R/ok" >/dev/null 2>&1
+check "run all: every bundle read is checked" test "$(summary "$R/ok" "['verify']['rows_verified']")" -gt 0
+check "run all: rows verified = rows inserted" test "$(summary "$R/ok" "['verify']['rows_verified']")" = \
+    "$(json_get "$R/ok/run.json" "int(sum(t['rows_inserted'] for t in d['tokens']))")"
+check "run all: says it was checked" test "$(summary "$R/ok" "['verify']['reads']")" = "checked against ffn.crc32c"
+check "run.md says so" grep -q "reads: checked against ffn.crc32c" "$R/ok/run.md"
+cp -r "$M" "$WORK/f"
+damage "$WORK/f" ffn.bin $((7 * stride + 3)) '\x11'
+EXPECT_RC=1 expect_error "run all, damaged: stops naming layer, neuron and offset" \
+    "ffn.bin: layer 0 neuron 7 (byte offset $((7 * stride)), " \
+    run --model "$WORK/f" --prompt "the cat" -n 4 --mode all --active oracle --out "$R/bad"
+check "run all, damaged: results kept, status failed" test "$(summary "$R/bad" "['status']")" = failed
+check "run all, damaged: read again once before stopping" test "$(summary "$R/bad" "['verify']['verify_retries']")" = 1
+check "run --verify off, damaged: runs to the end" "$FLASHBED" run --model "$WORK/f" --prompt "the cat" -n 4 \
+    --mode all --active oracle --verify off --out "$R/off" >/dev/null 2>&1
+check "run --verify off: says not checked" test "$(summary "$R/off" "['verify']['reads']")" = "not checked (--verify off)"
+check "run --verify off: nothing checked" test "$(summary "$R/off" "['verify']['rows_verified']")" = 0
+check "run split: partial reads counted as unchecked" "$FLASHBED" run --model "$M" --prompt "the cat" -n 2 \
+    --mode predictor --active oracle --out "$R/split" >/dev/null 2>&1
+check "run split: no checksum covers a vector" test "$(summary "$R/split" "['verify']['unverified_partial_reads']")" -gt 0
+check "run, a folder without checksums: says so" "$FLASHBED" run --model "$WORK/old" --prompt "the cat" -n 2 \
+    --mode all --active oracle --out "$R/old" >/dev/null 2>&1 || true
+check "run, unchecked model: reads not checked" test "$(summary "$R/old" "['verify']['reads']")" = \
+    "not checked (the model has no checksums)"
+cp -r "$M" "$WORK/g"
+damage "$WORK/g" dram.bin $((wq + 7)) '\x55'
+check "run --verify off loads a damaged dram.bin" "$FLASHBED" run --model "$WORK/g" --prompt "the cat" -n 2 \
+    --mode all --active oracle --verify off --out "$R/offdram" >/dev/null 2>&1
+
 expect_error "verify: not a model folder" "not a model folder" model verify "$WORK/nothing"
 EXPECT_RC=2 expect_error "verify: needs DIR" "needs the model folder DIR" model verify
 finish
