@@ -51,6 +51,14 @@ static inline void layout_vector_span(uint64_t vec_bytes, uint64_t row_bytes, ui
     *len = hi - lo;
 }
 
+struct layout_read;
+
+/* Every row its own read of row_bytes, listed when out is not NULL: the
+ * read of bundled (a neuron's bundle) and of transposed (a channel bundle
+ * or a row of down). Returns how many it listed. */
+uint32_t layout_read_each_row(uint64_t row_bytes, const uint32_t *rows, uint32_t n, struct read_tally *t,
+                              struct layout_read *out);
+
 /* One read: `count` whole bundles of adjacent neurons first..first+count-1
  * (vec < 0), or vector `vec` of neuron first's bundle alone (count 1): up,
  * (gate,) down in model_format.h's bundle order. */

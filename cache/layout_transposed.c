@@ -9,12 +9,7 @@ static uint32_t transposed_read(struct layout *lo, uint32_t l, const uint32_t *r
                                 struct read_tally *t, struct layout_read *out)
 {
     (void)l;
-    tally_reads(t, n, lo->row_bytes);
-    if (!out)
-        return 0;
-    for (uint32_t j = 0; j < n; j++)
-        out[j] = (struct layout_read){rows[j], 1, -1};
-    return n;
+    return layout_read_each_row(lo->row_bytes, rows, n, t, out);
 }
 
 const struct layout_ops layout_transposed = {
