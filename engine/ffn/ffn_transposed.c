@@ -206,6 +206,29 @@ static uint32_t keep_rows(const struct model *m, struct t_ffn *tf, int layer)
     return n;
 }
 
+/* The recorded trace (cfg.record): layer 0 begins the token, then each
+ * layer's kept channels (channels set) and kept rows of down (active set),
+ * as chosen. 0, or -1 with the sink's reason in tf->error. */
+static int record_begin(struct t_ffn *tf)
+{
+    const struct trace_sink *rec = tf->cfg.record;
+    char err[512];
+    if (rec && rec->begin_token(rec->impl, tf->next_flags, err, sizeof err) != 0)
+        return fail(tf, err);
+    return 0;
+}
+
+static int record_set(struct t_ffn *tf, int layer, bool channels, uint32_t n)
+{
+    const struct trace_sink *rec = tf->cfg.record;
+    char err[512];
+    if (!rec)
+        return 0;
+    int rc = channels ? rec->channels(rec->impl, (uint32_t)layer, tf->ids, n, err, sizeof err)
+                      : rec->layer(rec->impl, (uint32_t)layer, tf->ids, n, NULL, 0, err, sizeof err);
+    return rc != 0 ? fail(tf, err) : 0;
+}
+
 void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
 {
     (void)pos;
@@ -213,14 +236,19 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     const struct model *m = f->m;
     const struct model_shape *sh = &m->shape;
     memset(out, 0, sh->d_model * sizeof *out);
-    if (layer == 0)
-        tf->token++;
     if (tf->error[0]) /* the run stops after this token */
         return;
+    if (layer == 0) {
+        tf->token++;
+        if (record_begin(tf) != 0)
+            return;
+    }
     double t0 = now_ms();
     uint32_t n = keep_channels(tf, sh, layer, x);
     tf->acc.kept_channels += n;
     tf->acc.predictor_ms += now_ms() - t0;
+    if (record_set(tf, layer, true, n) != 0)
+        return;
     int len = (int)sh->d_ff * (m->arch.glu ? 2 : 1);
     memset(tf->zg, 0, (size_t)len * sizeof *tf->zg);
     struct t_target zg = {tf->zg, len, x};
@@ -229,6 +257,8 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     t0 = now_ms();
     n = keep_rows(m, tf, layer);
     tf->acc.predictor_ms += now_ms() - t0;
+    if (record_set(tf, layer, false, n) != 0)
+        return;
     struct t_target y = {out, (int)sh->d_model, tf->h};
     if (stream_step(f, tf, &tf->down, (uint32_t)layer, tf->ids, n, &y) != 0)
         return;
