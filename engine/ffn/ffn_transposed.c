@@ -26,7 +26,7 @@ static uint32_t *slot_ref(struct t_stream *s, uint32_t l, uint32_t id)
     return &s->slot_of[(uint64_t)l * s->g.d_ff + id];
 }
 
-static void free_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t id)
+static void free_slot(struct t_stream *s, uint32_t l, uint32_t id)
 {
     uint32_t *slot = slot_ref(s, l, id);
     if (*slot == T_NO_SLOT)
@@ -34,19 +34,17 @@ static void free_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t
     s->free_slots[(uint64_t)l * s->slots + s->n_free[l]++] = *slot;
     *slot = T_NO_SLOT;
     s->resident--;
-    tf->acc.rows_deleted++;
 }
 
 /* A free slot of layer l for row id (its cache row into *row); false when
  * the layer's slots are all taken. */
-static bool take_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t id, uint8_t **row)
+static bool take_slot(struct t_stream *s, uint32_t l, uint32_t id, uint8_t **row)
 {
     if (!s->n_free[l])
         return false;
     uint32_t slot = s->free_slots[(uint64_t)l * s->slots + --s->n_free[l]];
     *slot_ref(s, l, id) = slot;
     s->resident++;
-    tf->acc.rows_inserted++;
     *row = t_slot_row(s, l, slot);
     return true;
 }
@@ -70,6 +68,9 @@ static void decide(struct t_ffn *tf, struct t_stream *s, uint32_t l, const uint3
     tf->acc.reads += st->n_flash_reads;
     tf->acc.needed += n;
     tf->acc.overflow_rows += st->overflow;
+    /* as ffn_flash and replay count them: a miss the policy drops is inserted and deleted */
+    tf->acc.rows_inserted += st->n_rows;
+    tf->acc.rows_deleted += st->n_deleted;
     for (uint32_t i = 0; i < n; i++)
         s->mark[need[i]] |= T_NEED;
     for (uint32_t i = 0; i < st->n_misses; i++)
@@ -98,7 +99,7 @@ static int use_hits(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint32_
     tf->acc.ffn_ms += now_ms() - t0;
     for (uint32_t i = 0; i < st->n_deleted; i++)
         if (!(s->mark[st->deleted[i]] & T_MISS))
-            free_slot(tf, s, l, st->deleted[i]);
+            free_slot(s, l, st->deleted[i]);
     return 0;
 }
 
@@ -136,7 +137,7 @@ static int read_misses(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint
         uint32_t id = st->misses[i];
         uint8_t *dst;
         if (!(s->mark[id] & T_DROP)) {
-            if (!take_slot(tf, s, l, id, &dst)) {
+            if (!take_slot(s, l, id, &dst)) {
                 char why[160];
                 snprintf(why, sizeof why, "layer %u: the %s cache keeps more rows than its %u", l, s->name, s->slots);
                 return fail(tf, why);
