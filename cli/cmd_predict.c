@@ -306,6 +306,10 @@ static int check_names(const struct predict_opts *o, struct policy_spec **p, siz
         fb_error("predict --compare puts one prediction beside a run: give one --policy (not %zu)", *n);
         return -1;
     }
+    if (o->compare && run_summary_check_comparable(o->compare, err, sizeof err) != 0) {
+        fb_error("predict --compare: %s", err);
+        return -1;
+    }
     return 0;
 }
 

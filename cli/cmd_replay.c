@@ -50,7 +50,9 @@ static const struct opt_def replay_options[] = {
      "bytes a row takes in the FFN cache and on flash: packed (the trace's row as it is: the paper's "
      "accounting), aligned (rounded up to 4096 bytes, as flashbed's model folder stores bundles for direct "
      "I/O and a run caches them: replay then holds and reads what run does; run.json's summary.row_stride), "
-     "or bytes; budget shares are of the FFN at this stride"},
+     "or bytes; budget shares are of the FFN at this stride. A trace with channel sets (layout transposed): "
+     "the alignment both streams' rows are padded to, aligned (4096: ffn_t.bin's, as run --active teal reads "
+     "and caches them) or bytes (a power of two)"},
     {"read-align", OPT_STRING, O(read_align), "0", "BYTES",
      "the direct-I/O block a split read widens to (each vector read as whole blocks, never past the row "
      "stride), as a run reads: run.json's summary.read_align; 0: each vector read exactly"},
@@ -88,10 +90,9 @@ static const struct opt_command replay_command = {
 /* The --dram-budget list, each a share of the trace's FFN or bytes, into
  * b[n]. 0, or -1 after printing what is wrong, naming the option, the
  * list and the element. */
-static int parse_budgets(const char *list, char **items, size_t n, const struct trace_meta *m, uint64_t row_bytes,
-                         struct replay_budget *b)
+static int parse_budgets(const char *list, char **items, size_t n, uint64_t ffn_bytes, struct replay_budget *b)
 {
-    double ffn = (double)(row_bytes * m->d_ff * m->n_layers);
+    double ffn = (double)ffn_bytes;
     for (size_t i = 0; i < n; i++) {
         char err[512];
         double v;
@@ -318,14 +319,17 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
         fb_error("replay --row-stride '%s': %s", o->row_stride, err);
         return 2;
     }
-    uint64_t row_bytes = j->row_stride ? j->row_stride : replay_row_bytes(&st->tr.meta);
-    cJSON_AddNumberToObject(params, "row_stride_bytes", (double)row_bytes);
+    /* a trace with channel sets: row_stride is the alignment of both streams' rows */
+    bool chan = st->tr.meta.has_channels;
+    uint64_t row_bytes = j->row_stride || chan ? j->row_stride : replay_row_bytes(&st->tr.meta);
+    cJSON_AddNumberToObject(params, chan ? "row_align" : "row_stride_bytes", (double)row_bytes);
     if (replay_read_align(row_bytes, o->read_align, &j->read_align, err, sizeof err) != 0) {
         fb_error("replay --read-align '%s': %s", o->read_align, err);
         return 2;
     }
     cJSON_AddNumberToObject(params, "read_align", (double)j->read_align);
-    if (parse_budgets(o->budget, st->budget_items, j->n_budgets, &st->tr.meta, row_bytes, st->budgets) != 0)
+    if (parse_budgets(o->budget, st->budget_items, j->n_budgets, replay_ffn_bytes(&st->tr.meta, j->row_stride),
+                      st->budgets) != 0)
         return 2;
     j->budgets = st->budgets;
     budget_params(params, st->budgets, j->n_budgets);

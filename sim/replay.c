@@ -22,6 +22,26 @@ uint64_t replay_row_bytes(const struct trace_meta *m)
     return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
 }
 
+/* A trace with channel sets (the transposed layout's two streams): the
+ * alignment both streams' rows are padded to (replay.h). */
+static int transposed_row_align(const char *text, uint64_t *out, char *err, size_t errlen)
+{
+    uint64_t v;
+    char why[256];
+    if (!strcmp(text, "aligned")) {
+        *out = FB_BUNDLE_ALIGN;
+        return 0;
+    }
+    if (parse_size(text, &v, why, sizeof why) != 0)
+        return err_set(err, errlen, "%s (packed, aligned or bytes)", why);
+    if (v < 2 || (v & (v - 1)) || v > (1u << 20))
+        return err_set(err, errlen, "%llu bytes: a trace with channel sets (layout transposed) takes the alignment "
+                       "each stream's rows are padded to: a power of two from 2 bytes to 1 MiB (aligned: %u)",
+                       (unsigned long long)v, FB_BUNDLE_ALIGN);
+    *out = v;
+    return 0;
+}
+
 int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *out, char *err, size_t errlen)
 {
     uint64_t packed = replay_row_bytes(m), v;
@@ -30,6 +50,8 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
         *out = 0;
         return 0;
     }
+    if (m->has_channels)
+        return transposed_row_align(text, out, err, errlen);
     if (!strcmp(text, "aligned")) {
         *out = (packed + FB_BUNDLE_ALIGN - 1) / FB_BUNDLE_ALIGN * FB_BUNDLE_ALIGN;
         return 0;
@@ -64,6 +86,23 @@ int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char 
     return 0;
 }
 
+void replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
+                                struct transposed_geometry *g)
+{
+    cache_transposed_geometry(m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU, m->bytes_per_weight,
+                              row_align, g);
+    g->chan.read_align = g->down.read_align = read_align;
+}
+
+uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride)
+{
+    if (!m->has_channels)
+        return (row_stride ? row_stride : replay_row_bytes(m)) * m->d_ff * m->n_layers;
+    struct transposed_geometry g;
+    replay_transposed_geometry(m, row_stride, 0, &g);
+    return (g.chan.row_bytes * g.chan.d_ff + g.down.row_bytes * g.down.d_ff) * m->n_layers;
+}
+
 uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
 {
     uint64_t total = 0;
@@ -83,7 +122,9 @@ uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
 void replay_result_free(struct replay_result *res)
 {
     free(res->per_token);
-    res->per_token = NULL;
+    free(res->chan.per_token);
+    free(res->down.per_token);
+    res->per_token = res->chan.per_token = res->down.per_token = NULL;
 }
 
 static void summarize(struct replay_result *res)
@@ -205,6 +246,8 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
             cache_request(&c, t, l, need, n, false, &res->read_sizes, &step);
             add_step(&res->per_token[t], &step, g->row_bytes);
             add_step(&st->total, &step, g->row_bytes);
+            if (st->per_token)
+                add_step(&st->per_token[t], &step, g->row_bytes);
             if (n > st->max_needed_rows)
                 st->max_needed_rows = n;
         }
@@ -242,7 +285,7 @@ static int replay_transposed(const struct trace *tr, const struct replay_spec *s
 {
     const struct trace_meta *m = &tr->meta;
     struct transposed_geometry g;
-    cache_transposed_geometry(m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU, m->bytes_per_weight, 0, &g);
+    replay_transposed_geometry(m, spec->row_stride, spec->read_align, &g);
     uint64_t chan_rows, down_rows;
     cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
     struct trace view = *tr;
@@ -252,6 +295,11 @@ static int replay_transposed(const struct trace *tr, const struct replay_spec *s
     view.active_ids = tr->chan_ids;
     view.pred_off = NULL;
     view.pred_ids = NULL;
+    size_t n = tr->n_tokens ? tr->n_tokens : 1;
+    res->chan.per_token = calloc(n, sizeof *res->chan.per_token);
+    res->down.per_token = calloc(n, sizeof *res->down.per_token);
+    if (!res->chan.per_token || !res->down.per_token)
+        return err_set(err, errlen, "replay: out of memory");
     if (replay_cache(&view, false, spec, &g.chan, chan_rows, res, &res->chan, err, errlen) != 0 ||
         replay_cache(tr, spec->use_predicted, spec, &g.down, down_rows, res, &res->down, err, errlen) != 0)
         return -1;
@@ -276,8 +324,10 @@ int replay_check_layout(const struct trace_meta *m, const struct layout_spec *la
     if (!transposed && m->has_channels)
         return err_set(err, errlen, "the trace has channel sets (input sparsity), which only layout transposed reads: "
                                     "a neuron layout would read every bundle");
-    if (transposed && (row_stride || read_align))
-        return err_set(err, errlen, "layout transposed is replayed with packed rows (--row-stride packed, --read-align 0)");
+    if (transposed && read_align && (!row_stride || row_stride % read_align))
+        return err_set(err, errlen, "layout transposed reads whole rows: --read-align %llu must divide the alignment "
+                       "its rows are padded to (--row-stride %llu; packed: --read-align 0)",
+                       (unsigned long long)read_align, (unsigned long long)row_stride);
     return 0;
 }
 

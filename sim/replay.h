@@ -44,8 +44,11 @@
  * with channel sets as two caches of the same policy: the channel bundles
  * (needed: the token's kept channels, of d_model; always the actual sets)
  * and the rows of down (needed: the active, or predicted, sets). The budget
- * is split by cache_transposed_capacity, rows are packed (align 0: a channel
- * bundle is one read of its row, as bundled reads a neuron's bundle); a
+ * is split by cache_transposed_capacity; rows are packed (align 0), or with
+ * row_stride padded to that alignment, each stream's stride as
+ * cache_transposed_geometry pads it (aligned: FFN_ALIGN, the engine's
+ * ffn_t.bin, whose run then reads what the replay counts); a channel
+ * bundle is one read of its row, as bundled reads a neuron's bundle; a
  * token's counts are the two streams' sums, and it is infeasible when
  * either stream's set does not fit its share. The transposed layout needs
  * channel sets; a neuron layout (split, bundled, coalesce, friends) is
@@ -62,6 +65,7 @@
 #include "cache/layout.h"
 #include "cache/layout_spec.h"
 #include "cache/policy_spec.h"
+#include "cache/transposed.h"
 #include "traces/trace.h"
 
 /* What to replay. policy: naive, hybrid, predictor, window:K (K >= 1 tokens,
@@ -78,7 +82,9 @@ struct replay_spec {
                               * window and hybrid keep within it, feasibility is judged */
     uint64_t row_stride;     /* bytes a row takes in the cache and in a bundled read (0: the trace's
                               * packed row, replay_row_bytes); the engine's padded stride
-                              * (replay_row_stride "aligned") holds and reads what a run does */
+                              * (replay_row_stride "aligned") holds and reads what a run does.
+                              * Layout transposed: the alignment both streams' rows are padded to
+                              * (0: packed) */
     uint64_t read_align;     /* a split (per-vector) read widens to blocks of this many bytes, as
                               * direct I/O reads it (run.json's summary.read_align); 0: exactly */
 };
@@ -106,6 +112,7 @@ struct replay_stream {
     uint64_t max_needed_rows;      /* most rows one token needed in one layer */
     uint64_t preload_bytes;
     struct replay_token total;     /* sums over tokens (peak and kept not meaningful here) */
+    struct replay_token *per_token;/* [n_tokens]: the stream's own counts per token (freed with the result) */
     double bytes_per_token, reads_per_token, hit_ratio;
 };
 
@@ -150,7 +157,10 @@ struct replay_result {
  * trace's row as it is, replay_row_bytes: the paper's accounting),
  * "aligned" (rounded up to FB_BUNDLE_ALIGN, as flashbed's model folder
  * stores bundles and a run caches them: run.json's summary.row_stride), or
- * bytes (at least the packed row). 0, or -1 with err. */
+ * bytes (at least the packed row). A trace with channel sets (layout
+ * transposed, two streams of two row sizes): the alignment each stream's
+ * row is padded to, "aligned" FB_BUNDLE_ALIGN (ffn_t.bin's), or a power of
+ * two in bytes. 0, or -1 with err. */
 int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *out, char *err, size_t errlen);
 /* The direct-I/O block a split read widens to, from text ("0": none, or
  * bytes): a power of two that divides row_bytes, the stride it is read at
@@ -159,13 +169,21 @@ int replay_row_stride(const struct trace_meta *m, const char *text, uint64_t *ou
 int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char *err, size_t errlen);
 
 /* Whether layout can replay a trace of m (its sets, the stride and the
- * alignment), as replay_run checks it: transposed needs channel sets and
- * packed rows, a neuron layout refuses channel sets. 0, or -1 with err. */
+ * alignment), as replay_run checks it: transposed needs channel sets and a
+ * read alignment dividing its rows' (row_stride), a neuron layout refuses
+ * channel sets. 0, or -1 with err. */
 int replay_check_layout(const struct trace_meta *m, const struct layout_spec *layout, uint64_t row_stride,
                         uint64_t read_align, char *err, size_t errlen);
 
 /* Bytes of one FFN row (neuron) of this trace's shape. */
 uint64_t replay_row_bytes(const struct trace_meta *m);
+/* The FFN's bytes on flash at row_stride (replay_row_stride's value): what
+ * a budget's percentage is of. */
+uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride);
+/* The transposed layout's two streams for a trace of m: rows padded to
+ * row_align (0: packed), split reads widened to read_align. */
+void replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
+                                struct transposed_geometry *g);
 
 /* Replays tr under spec into res (freed with replay_result_free). 0, or -1
  * with err (bad spec, predicted sets missing, memory). tr is only read and

@@ -97,14 +97,35 @@ static const char baselines_text[] =
     "naive and hybrid are priced as predict prices them, as sequential reads: naive of the whole model, "
     "hybrid of what is not resident (its bytes above are the FFN's alone)";
 
-static cJSON *u64_array(const struct replay_result *r, size_t offset)
+static cJSON *u64_array_of(const struct replay_token *tokens, uint64_t n, size_t offset)
 {
     cJSON *a = cJSON_CreateArray();
-    for (uint64_t t = 0; t < r->n_tokens; t++) {
-        const uint64_t *v = (const uint64_t *)((const char *)&r->per_token[t] + offset);
+    for (uint64_t t = 0; t < n; t++) {
+        const uint64_t *v = (const uint64_t *)((const char *)&tokens[t] + offset);
         cJSON_AddItemToArray(a, cJSON_CreateNumber((double)*v));
     }
     return a;
+}
+
+static cJSON *u64_array(const struct replay_result *r, size_t offset)
+{
+    return u64_array_of(r->per_token, r->n_tokens, offset);
+}
+
+/* The transposed layout: each stream's own counts per token (chan_*,
+ * down_*), which a run's tokens (run.json) have too. */
+static void add_stream_per_token(cJSON *pt, const struct replay_result *r)
+{
+    static const char *const names[2][5] = {{"chan_bytes", "chan_reads", "chan_hits", "chan_needed", "chan_rows_inserted"},
+                                            {"down_bytes", "down_reads", "down_hits", "down_needed", "down_rows_inserted"}};
+    static const size_t offsets[5] = {offsetof(struct replay_token, bytes), offsetof(struct replay_token, reads),
+                                      offsetof(struct replay_token, hits), offsetof(struct replay_token, needed),
+                                      offsetof(struct replay_token, inserted)};
+    for (int k = 0; k < 2; k++) {
+        const struct replay_stream *st = k ? &r->down : &r->chan;
+        for (int i = 0; i < 5 && st->per_token; i++)
+            cJSON_AddItemToObject(pt, names[k][i], u64_array_of(st->per_token, r->n_tokens, offsets[i]));
+    }
 }
 
 static void add_histogram(cJSON *o, const struct read_size_hist *rs)
@@ -131,6 +152,8 @@ static void add_per_token(cJSON *o, const struct replay_result *r)
     cJSON_AddItemToObject(pt, "rows_inserted", u64_array(r, offsetof(struct replay_token, inserted)));
     cJSON_AddItemToObject(pt, "rows_deleted", u64_array(r, offsetof(struct replay_token, deleted)));
     cJSON_AddItemToObject(pt, "dram_rows", u64_array(r, offsetof(struct replay_token, peak_rows)));
+    if (r->transposed)
+        add_stream_per_token(pt, r);
 }
 
 static cJSON *row_json(const struct replay_row *row, const struct friends_note *fn)

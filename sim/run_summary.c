@@ -7,6 +7,7 @@
 
 #include "common/errbuf.h"
 #include "common/json_file.h"
+#include "common/limits.h"
 
 const char *const run_part_keys[RUN_PARTS] = {"io_ms", "mem_ms", "compute_ms", "total_ms"};
 
@@ -45,6 +46,7 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
     for (int k = 0; k < RUN_DEVICE_KEYS; k++)
         out->device[k] = number_or_nan(sum, run_device_keys[k]);
     out->read_ms = number_or_nan(sum, "read_ms");
+    copy_string(out->layout, sizeof out->layout, cJSON_GetObjectItemCaseSensitive(sum, "layout"), "");
     copy_string(out->active_source, sizeof out->active_source, cJSON_GetObjectItemCaseSensitive(sum, "active_source"),
                 "");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
@@ -53,6 +55,22 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
                 "none");
     out->provenance = cJSON_DetachItemFromObjectCaseSensitive(run, "provenance");
     cJSON_Delete(run);
+    return 0;
+}
+
+int run_summary_check_comparable(const char *path, char *err, size_t errlen)
+{
+    struct run_summary m;
+    if (run_summary_read(path, &m, err, errlen) != 0)
+        return -1;
+    bool transposed = !strcmp(m.layout, "transposed");
+    run_summary_free(&m);
+    if (transposed)
+        return err_set(err, errlen, "%s is a run of input sparsity (--active teal, layout transposed), which the cost "
+                       "model does not price as it ran yet: it has no stride for the two streams (the run read "
+                       "ffn_t.bin's rows padded to %u bytes) nor the run's cache budget (summary.transposed."
+                       "cache_budget_bytes); replay --trace (the run's --record) --layout transposed --row-stride "
+                       "aligned --dram-budget that budget counts its reads exactly", path, FB_BUNDLE_ALIGN);
     return 0;
 }
 

@@ -29,12 +29,21 @@ struct run_summary {
                                       * when absent */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
+    char layout[32];                 /* summary.layout: bundled, split, transposed, ...; "" when absent (dense) */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */
 };
 
 /* Reads path: every part must be a finite number >= 0. */
 int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen);
 void run_summary_free(struct run_summary *s);
+
+/* Whether the cost model can put a prediction beside the run at path: not a
+ * run of input sparsity (layout transposed), whose reads the cost model
+ * does not price as the run made them (it prices the two streams at packed
+ * rows, within a share of the model; the run read ffn_t.bin's rows padded
+ * to the direct-I/O block within its cache budget). 0, or -1 with err
+ * saying what is missing and what counts the run's reads instead. */
+int run_summary_check_comparable(const char *path, char *err, size_t errlen);
 
 /* Names of the parts as run.json and compare.json spell them. */
 extern const char *const run_part_keys[RUN_PARTS];

@@ -856,8 +856,10 @@ static int flash_forward_device(struct ffn *f, int layer, int pos, struct dev_re
 
 void ffn_flash_next_token(struct ffn *f, unsigned trace_flags)
 {
-    if (ffn_is_transposed(f)) /* records nothing (yet): the flags are a trace's */
+    if (ffn_is_transposed(f)) {
+        ffn_transposed_next_token(f, trace_flags);
         return;
+    }
     struct flash_ffn *ff = f->priv;
     ff->next_flags = trace_flags;
 }

@@ -119,7 +119,8 @@ struct ffn_flash_config {
     const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
                                   * or computed beside any other source) and, under a predictor or the
                                   * gate, the chosen ones as predicted sets; without check a
-                                  * predictor's or the gate's choice stands for both */
+                                  * predictor's or the gate's choice stands for both; the transposed
+                                  * FFN (teal): the kept channels (channels) and kept rows of down */
 };
 
 /* Whether layers' reads go ahead (cfg->read_ahead): on the host, where a

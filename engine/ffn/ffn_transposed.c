@@ -26,7 +26,7 @@ static uint32_t *slot_ref(struct t_stream *s, uint32_t l, uint32_t id)
     return &s->slot_of[(uint64_t)l * s->g.d_ff + id];
 }
 
-static void free_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t id)
+static void free_slot(struct t_stream *s, uint32_t l, uint32_t id)
 {
     uint32_t *slot = slot_ref(s, l, id);
     if (*slot == T_NO_SLOT)
@@ -34,19 +34,17 @@ static void free_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t
     s->free_slots[(uint64_t)l * s->slots + s->n_free[l]++] = *slot;
     *slot = T_NO_SLOT;
     s->resident--;
-    tf->acc.rows_deleted++;
 }
 
 /* A free slot of layer l for row id (its cache row into *row); false when
  * the layer's slots are all taken. */
-static bool take_slot(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t id, uint8_t **row)
+static bool take_slot(struct t_stream *s, uint32_t l, uint32_t id, uint8_t **row)
 {
     if (!s->n_free[l])
         return false;
     uint32_t slot = s->free_slots[(uint64_t)l * s->slots + --s->n_free[l]];
     *slot_ref(s, l, id) = slot;
     s->resident++;
-    tf->acc.rows_inserted++;
     *row = t_slot_row(s, l, slot);
     return true;
 }
@@ -70,6 +68,9 @@ static void decide(struct t_ffn *tf, struct t_stream *s, uint32_t l, const uint3
     tf->acc.reads += st->n_flash_reads;
     tf->acc.needed += n;
     tf->acc.overflow_rows += st->overflow;
+    /* as ffn_flash and replay count them: a miss the policy drops is inserted and deleted */
+    tf->acc.rows_inserted += st->n_rows;
+    tf->acc.rows_deleted += st->n_deleted;
     for (uint32_t i = 0; i < n; i++)
         s->mark[need[i]] |= T_NEED;
     for (uint32_t i = 0; i < st->n_misses; i++)
@@ -98,7 +99,7 @@ static int use_hits(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint32_
     tf->acc.ffn_ms += now_ms() - t0;
     for (uint32_t i = 0; i < st->n_deleted; i++)
         if (!(s->mark[st->deleted[i]] & T_MISS))
-            free_slot(tf, s, l, st->deleted[i]);
+            free_slot(s, l, st->deleted[i]);
     return 0;
 }
 
@@ -136,7 +137,7 @@ static int read_misses(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint
         uint32_t id = st->misses[i];
         uint8_t *dst;
         if (!(s->mark[id] & T_DROP)) {
-            if (!take_slot(tf, s, l, id, &dst)) {
+            if (!take_slot(s, l, id, &dst)) {
                 char why[160];
                 snprintf(why, sizeof why, "layer %u: the %s cache keeps more rows than its %u", l, s->name, s->slots);
                 return fail(tf, why);
@@ -206,6 +207,29 @@ static uint32_t keep_rows(const struct model *m, struct t_ffn *tf, int layer)
     return n;
 }
 
+/* The recorded trace (cfg.record): layer 0 begins the token, then each
+ * layer's kept channels (channels set) and kept rows of down (active set),
+ * as chosen. 0, or -1 with the sink's reason in tf->error. */
+static int record_begin(struct t_ffn *tf)
+{
+    const struct trace_sink *rec = tf->cfg.record;
+    char err[512];
+    if (rec && rec->begin_token(rec->impl, tf->next_flags, err, sizeof err) != 0)
+        return fail(tf, err);
+    return 0;
+}
+
+static int record_set(struct t_ffn *tf, int layer, bool channels, uint32_t n)
+{
+    const struct trace_sink *rec = tf->cfg.record;
+    char err[512];
+    if (!rec)
+        return 0;
+    int rc = channels ? rec->channels(rec->impl, (uint32_t)layer, tf->ids, n, err, sizeof err)
+                      : rec->layer(rec->impl, (uint32_t)layer, tf->ids, n, NULL, 0, err, sizeof err);
+    return rc != 0 ? fail(tf, err) : 0;
+}
+
 void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, float *out)
 {
     (void)pos;
@@ -213,14 +237,19 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     const struct model *m = f->m;
     const struct model_shape *sh = &m->shape;
     memset(out, 0, sh->d_model * sizeof *out);
-    if (layer == 0)
-        tf->token++;
     if (tf->error[0]) /* the run stops after this token */
         return;
+    if (layer == 0) {
+        tf->token++;
+        if (record_begin(tf) != 0)
+            return;
+    }
     double t0 = now_ms();
     uint32_t n = keep_channels(tf, sh, layer, x);
     tf->acc.kept_channels += n;
     tf->acc.predictor_ms += now_ms() - t0;
+    if (record_set(tf, layer, true, n) != 0)
+        return;
     int len = (int)sh->d_ff * (m->arch.glu ? 2 : 1);
     memset(tf->zg, 0, (size_t)len * sizeof *tf->zg);
     struct t_target zg = {tf->zg, len, x};
@@ -229,6 +258,8 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     t0 = now_ms();
     n = keep_rows(m, tf, layer);
     tf->acc.predictor_ms += now_ms() - t0;
+    if (record_set(tf, layer, false, n) != 0)
+        return;
     struct t_target y = {out, (int)sh->d_model, tf->h};
     if (stream_step(f, tf, &tf->down, (uint32_t)layer, tf->ids, n, &y) != 0)
         return;

@@ -24,8 +24,11 @@
  * beforehand (hot, belady, friends) are refused by the run's setup; no
  * read-ahead (the channels depend on this layer's x). Counted per token
  * as the caches decided: bytes and reads of each stream (what replay of
- * the same sets counts). Everything is allocated by create; nothing per
- * token. One caller at a time (the engine's forward pass).
+ * the same sets counts). Recording (cfg.record), per token and layer the
+ * sink gets the kept channels (its channels hook) and then the kept rows
+ * of down as the active set, no predicted set: what steps 1 and 4 chose,
+ * which replay --layout transposed then decides the same way. Everything
+ * is allocated by create; nothing per token. One caller at a time (the engine's forward pass).
  *
  * It is a struct ffn_ops like ffn_flash, and ffn_flash's per-token
  * accessors (ffn_flash_take_token, ffn_flash_error, ffn_flash_dram_bytes,
@@ -59,6 +62,7 @@ enum { FFN_T_STAGING_BYTES = 4u << 20, FFN_T_STAGING_MIN_ROWS = 32 };
 uint32_t ffn_transposed_staging_rows(uint32_t rows, uint64_t row_bytes);
 
 /* ffn_flash's accessors' answers for this FFN. */
+void ffn_transposed_next_token(struct ffn *f, unsigned trace_flags);
 void ffn_transposed_take_token(struct ffn *f, struct ffn_flash_token *out);
 const char *ffn_transposed_error(const struct ffn *f);
 uint64_t ffn_transposed_dram_bytes(const struct ffn *f);

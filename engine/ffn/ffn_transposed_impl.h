@@ -51,6 +51,7 @@ struct t_ffn {
     float *zg;                    /* [2 * d_ff]: up x' then gate x' */
     float *h;                     /* [d_ff] */
     int64_t token;                /* the token being computed (layer 0 starts the next) */
+    unsigned next_flags;          /* the recorded trace's TRACE_TOKEN_* for the next token */
     struct ffn_flash_token acc;
     char error[512];
 };

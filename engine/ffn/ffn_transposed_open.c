@@ -155,6 +155,12 @@ void ffn_transposed_take_token(struct ffn *f, struct ffn_flash_token *out)
     memset(&tf->acc, 0, sizeof tf->acc);
 }
 
+void ffn_transposed_next_token(struct ffn *f, unsigned trace_flags)
+{
+    struct t_ffn *tf = f->priv;
+    tf->next_flags = trace_flags;
+}
+
 const char *ffn_transposed_error(const struct ffn *f)
 {
     const struct t_ffn *tf = f->priv;

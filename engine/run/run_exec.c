@@ -135,6 +135,43 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
     return 0;
 }
 
+/* The source of a trace --active teal records: its sets are what the run
+ * chose (no true activations), chosen_by its thresholds and their file. */
+static void teal_source(char *src, size_t len, const struct model *m, const struct run_setup *p)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", m->shape.name);
+    cJSON_AddStringToObject(o, "model_dir", m->dir);
+    cJSON_AddStringToObject(o, "recorded_by", "flashbed run");
+    cJSON_AddStringToObject(o, "active", neuron_source_name(p->cfg.active));
+    cJSON_AddStringToObject(o, "layout", "transposed");
+    cJSON_AddStringToObject(o, "channel_sets", "the input channels the run kept (|x| above the layer's input cut)");
+    cJSON_AddStringToObject(o, "active_sets", "the rows of down the run kept (|h| above the layer's intermediate "
+                                              "cut; true activations not computed)");
+    cJSON_AddStringToObject(o, "chosen_by", p->sel.desc);
+    cJSON_AddStringToObject(o, "sparsify", p->sel.cal_path);
+    char *text = cJSON_PrintUnformatted(o);
+    snprintf(src, len, "%s", text ? text : "{}");
+    free(text);
+    cJSON_Delete(o);
+}
+
+/* The source of a trace a neuron source records. */
+static void neuron_source(char *src, size_t len, const struct model *m, const struct run_setup *p, bool chooser)
+{
+    /* which chooser exactly (gate-cal: its thresholds file and target), JSON-quoted */
+    cJSON *desc = cJSON_CreateString(p->have_sel ? p->sel.desc : "");
+    char *chosen_by = desc ? cJSON_PrintUnformatted(desc) : NULL;
+    cJSON_Delete(desc);
+    /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
+    snprintf(src, len, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
+             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"%s%s}",
+             m->shape.name, m->dir, p->cfg.threshold, neuron_source_name(p->cfg.active),
+             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
+             chooser && chosen_by ? ", \"chosen_by\": " : "", chooser && chosen_by ? chosen_by : "");
+    free(chosen_by);
+}
+
 struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
                                      size_t errlen)
 {
@@ -142,26 +179,16 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
         err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
-    if (p->cfg.active == SOURCE_TEAL) {
-        err_set(err, errlen, "--active teal does not record its channel and row sets yet (the trace format has no "
-                "channel sets)");
-        return NULL;
-    }
+    bool teal = p->cfg.active == SOURCE_TEAL;
     bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
-    char src[4400];
-    /* which chooser exactly (gate-cal: its thresholds file and target), JSON-quoted */
-    cJSON *desc = cJSON_CreateString(p->have_sel ? p->sel.desc : "");
-    char *chosen_by = desc ? cJSON_PrintUnformatted(desc) : NULL;
-    cJSON_Delete(desc);
-    /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
-    snprintf(src, sizeof src, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
-             "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"%s%s}",
-             m->shape.name, m->dir, p->cfg.threshold, neuron_source_name(p->cfg.active),
-             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
-             chooser && chosen_by ? ", \"chosen_by\": " : "", chooser && chosen_by ? chosen_by : "");
-    free(chosen_by);
+    tm.has_channels = teal; /* input sparsity: the kept channels beside the kept rows of down */
+    char src[8800];
+    if (teal)
+        teal_source(src, sizeof src, m, p);
+    else
+        neuron_source(src, sizeof src, m, p, chooser);
     tm.source = src;
     struct trace_writer *w = trace_writer_open(path, &tm, err, errlen);
     if (!w)

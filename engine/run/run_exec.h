@@ -11,7 +11,9 @@
  *                     whether the token starts the sequence and whether it
  *                     was generated, which a recorded trace keeps;
  *   run_record_open   --record's trace writer, its metadata and source
- *                     taken from the model and the setup.
+ *                     taken from the model and the setup (--active teal:
+ *                     channel sets beside the kept rows of down, no
+ *                     predicted sets, chosen_by and the sparsify file).
  *
  * The loop measures what run_report_write then writes, so that
  * cli/cmd_run.c only draws the progress bar and writes the text, in the

@@ -101,7 +101,6 @@ expect_error "teal with hot" "sets known beforehand" run --model "$M" --active t
 expect_error "teal with window:auto" "give --window K" run --model "$M" --active teal --policy window:auto --dram-budget 90% --prompt "$P" -n 4 --out "$WORK/x5"
 expect_error "teal on sim" "cpu backend only" run --model "$M" --active teal --backend sim --prompt "$P" -n 4 --out "$WORK/x6"
 expect_error "teal with --check" "--check" run --model "$M" --active teal --check --prompt "$P" -n 4 --out "$WORK/x7"
-expect_error "teal with --record" "does not record" run --model "$M" --active teal --record "$WORK/x.trace" --prompt "$P" -n 4 --out "$WORK/x8"
 expect_error "teal, a budget too small" "DRAM budget" run --model "$M" --active teal --dram-budget 10% --prompt "$P" -n 4 --out "$WORK/x9"
 check "nothing left behind" bash -c "! ls '$WORK' | grep -q '^x'"
 

@@ -1,8 +1,10 @@
 /* The transposed layout's replay (input sparsity, cache/transposed.h): exact
  * counts of its two streams under naive, lru and window on a trace with
  * channel sets worked out by hand, the budget split, feasibility per
- * stream, the report's stream columns, and the refusals (transposed without
- * channel sets, a neuron layout with them, a stride or an alignment). */
+ * stream, rows padded to an alignment (the engine's strides) with each
+ * stream's counts per token, the report's stream columns, and the refusals
+ * (transposed without channel sets, a neuron layout with them, a read
+ * alignment that does not divide the rows'). */
 #include "check.h"
 #include "policy_text.h"
 #include "trace_fixture.h"
@@ -106,6 +108,43 @@ static void lru_counts(void)
     replay_result_free(&r);
 }
 
+/* Rows padded to 8 bytes (--row-stride 8 of a trace with channel sets,
+ * as the engine pads ffn_t.bin's to 4096): each stream 1 x 4 x 8 or
+ * 1 x 6 x 8 = 32 + 48 bytes; at 40 the channels get 40 * 32/80 = 16 bytes,
+ * 2 bundles, and down 24, 3 rows: lru_counts' decisions (those capacities),
+ * every read 8 bytes. Per token: channel reads 1 1 0 1 1, down reads
+ * 2 1 1 1 1; channel hits 0 0 1 0 0, down 0 0 1 0 1. */
+static void padded_counts(void)
+{
+    char err[256] = "";
+    struct replay_result r;
+    struct replay_spec spec = {POLICY("lru"), LAYOUT("transposed"), 40, false, true, 8, 8};
+    CHECK(replay_run(&tr, &spec, &r, err, sizeof err) == 0);
+    CHECK_U64(r.chan.row_bytes, 8);
+    CHECK_U64(r.down.row_bytes, 8);
+    CHECK_U64(r.chan.budget_rows, 2);
+    CHECK_U64(r.down.budget_rows, 3);
+    CHECK_STREAM(r.chan, 4, 32, 1, 5, 4, 2);
+    CHECK_STREAM(r.down, 6, 48, 2, 8, 6, 3);
+    const uint64_t chan_reads[] = {1, 1, 0, 1, 1}, down_reads[] = {2, 1, 1, 1, 1};
+    const uint64_t chan_hits[] = {0, 0, 1, 0, 0}, down_hits[] = {0, 0, 1, 0, 1};
+    for (int t = 0; t < 5; t++) {
+        CHECK_U64(r.chan.per_token[t].reads, chan_reads[t]);
+        CHECK_U64(r.chan.per_token[t].bytes, 8 * chan_reads[t]);
+        CHECK_U64(r.down.per_token[t].reads, down_reads[t]);
+        CHECK_U64(r.chan.per_token[t].hits, chan_hits[t]);
+        CHECK_U64(r.down.per_token[t].hits, down_hits[t]);
+        CHECK_U64(r.per_token[t].reads, chan_reads[t] + down_reads[t]);
+    }
+    replay_result_free(&r);
+    uint64_t align;
+    CHECK(replay_row_stride(&tr.meta, "aligned", &align, err, sizeof err) == 0 && align == 4096);
+    CHECK(replay_row_stride(&tr.meta, "3", &align, err, sizeof err) == -1);
+    CHECK(strstr(err, "a power of two") != NULL);
+    CHECK_U64(replay_ffn_bytes(&tr.meta, 8), 80);
+    CHECK_U64(replay_ffn_bytes(&tr.meta, 0), 48);
+}
+
 /* window:K without a budget: after token t it keeps the rows of tokens
  * t-K+2..t, so that the next token's window holds K tokens (replay.h).
  * window:4 keeps the last 3 tokens' rows:
@@ -164,9 +203,12 @@ static void refusals(void)
     CHECK(strstr(err, "the trace has channel sets (input sparsity), which only layout transposed reads") != NULL);
     r = run(&tr, "naive", "split", 24, err);
     CHECK(strstr(err, "a neuron layout would read every bundle") != NULL);
-    struct replay_spec spec = {POLICY("lru"), LAYOUT("transposed"), 24, false, true, 16, 0};
+    struct replay_spec spec = {POLICY("lru"), LAYOUT("transposed"), 24, false, true, 8, 16};
     CHECK(replay_run(&tr, &spec, &r, err, sizeof err) == -1);
-    CHECK(strstr(err, "packed rows") != NULL);
+    CHECK(strstr(err, "--read-align 16 must divide the alignment its rows are padded to (--row-stride 8") != NULL);
+    spec.row_stride = 0, spec.read_align = 4;
+    CHECK(replay_run(&tr, &spec, &r, err, sizeof err) == -1);
+    CHECK(strstr(err, "packed: --read-align 0") != NULL);
     r = run(&plain, "lru", "bundled", 24, err); /* the neuron layouts as before */
     CHECK_U64(r.total.needed, 8);
     CHECK(!r.transposed);
@@ -201,6 +243,7 @@ int main(void)
     make_traces();
     naive_counts();
     lru_counts();
+    padded_counts();
     window_counts();
     refusals();
     report_columns();
