@@ -45,7 +45,7 @@ static void test_profile_key(void)
     cJSON *j = hw_profile_to_json(hw);
     CHECK(!cJSON_HasObjectItem(cJSON_GetObjectItem(j, "dram"), "crc32c_bw_bytes")); /* nothing claimed */
     cJSON_Delete(j);
-    hw->copy_row_bytes[0] = 4096, hw->copy_bw[0] = 1e10, hw->n_copy = 1; /* the paper's rule is not written back */
+    CHECK(cost_resolve_profile(hw, &set, err, sizeof err) == 0); /* the paper's rules as rates: written back */
     hw->crc_bw = 3.25e9, hw->crc_buffer_bytes = 8192;
     snprintf(hw->crc_source, sizeof hw->crc_source, "by hand");
     j = hw_profile_to_json(hw);
