@@ -210,9 +210,9 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
         len += snprintf(md + len, sizeof md - (size_t)len, "| %s | %.2f | %.2f | %+.1f%% |\n",
                         k < RUN_TOTAL ? run_part_keys[k] : "total", c->predicted[k], c->measured[k], 100 * c->rel_err[k]);
     }
+    len += compare_verify(c, rows, md + len, sizeof md - (size_t)len);
     len += compare_predictor(c, rows, md + len, sizeof md - (size_t)len);
     len += compare_device(c, rows, md + len, sizeof md - (size_t)len);
-    len += compare_verify(c, rows, md + len, sizeof md - (size_t)len);
     cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
     len += snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", c->mape_pct);
     compare_overlap(c, root, md + len, sizeof md - (size_t)len);
