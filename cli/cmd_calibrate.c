@@ -54,7 +54,8 @@ static const struct opt_command calibrate_command = {
     .name = "calibrate",
     .usage = "[--quick] [--file PATH] [--sweep SWEEP.json] [--out configs/hw/NAME.json]",
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
-               "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, and the\n"
+               "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, the CRC-32C\n"
+               "rate run --verify checks bundles at (one thread), and the\n"
                "speed of the engine's matrix-vector kernel in f32 and f16 over weights that do not fit in\n"
                "the caches, as decode streams them; with --backend B (not cpu) the device's instead, in\n"
                "f32, f16 and bf16, and its upload and download bandwidth from pinned and ordinary memory,\n"
@@ -284,6 +285,8 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     if ((rc = flash_profile(&o, set, work, hw, &bypassed, &fit)) != 0)
         goto out;
     calibrate_measure_memory(hw, o.quick);
+    calibrate_measure_crc(hw, o.quick);
+    fb_info("CRC-32C (run --verify): %.2f GB/s on %d-byte buffers, one thread", hw->crc_bw / 1e9, CALIBRATE_CRC_BYTES);
     if (!device)
         measure_cpu(&o, set, hw);
     rc = write_profile(&o, out, work, hw, &fit, bypassed, &be);

@@ -27,7 +27,7 @@
 
 struct predict_opts {
     char *model, *hw, *dtype, *policy, *layout, *dram_budget, *density_from, *trace, *out, *paper,
-        *compare, *use, *predictor_rank, *io_engine;
+        *compare, *use, *predictor_rank, *io_engine, *verify;
     uint64_t io_threads, context, tokens;
     double channel_density, down_density;
     bool allow_emulated;
@@ -55,6 +55,7 @@ static const struct opt_def predict_options[] = {
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
      .max = 1u << 30},
+    {"verify", OPT_STRING, O(verify), "on", "on|off", "price checking every bundle read whole against its CRC-32C (run --verify, on by default as there): its bytes at the profile's CRC rate, inside mem ms; with --compare, the run's own choice (summary.verify.requested) unless given", .allowed = "on|off"},
     {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL, "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the pipeline and are no GPU's, so such a profile is refused without this"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
@@ -73,7 +74,8 @@ static const struct opt_command predict_command = {
                "predict.json has one entry per policy in \"predictions\", predict.md one row per policy.\n"
                "--paper regenerates the paper's Table 2, Table 3 and Fig. 7 beside the paper's numbers\n"
                "(with --hw priced with that profile where it applies, the rows marked; options the\n"
-               "paper's tables fix are refused with --paper);\n"
+               "paper's tables fix are refused with --paper; they model the paper's engine, which checked\n"
+               "no reads: verification off);\n"
                "--compare puts a prediction (one policy) beside a measured run.",
     .opts = predict_options,
     .max_positional = 0,
@@ -154,6 +156,21 @@ static int compare_device(const struct run_comparison *c, cJSON *rows, char *md,
     return n;
 }
 
+/* Checking the reads (a run with --verify on), inside mem_ms. Returns the Markdown's length. */
+static int compare_verify(const struct run_comparison *c, cJSON *rows, char *md, size_t len)
+{
+    if (!c->has_verify)
+        return 0;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "component", "verify_ms");
+    cJSON_AddNumberToObject(o, "predicted_ms", c->verify_ms[0]);
+    cJSON_AddNumberToObject(o, "measured_ms", c->verify_ms[1]);
+    cJSON_AddNumberToObject(o, "rel_err", c->verify_ms[2]);
+    cJSON_AddItemToArray(rows, o);
+    return snprintf(md, len, "| verify ms (CRC-32C of the reads, inside mem) | %.3f | %.3f | %+.1f%% |\n",
+                    c->verify_ms[0], c->verify_ms[1], 100 * c->verify_ms[2]);
+}
+
 /* A run that hid reads behind compute: what the rows compare, and its
  * exposed I/O and real token time beside (the model prices reads serially). */
 static void compare_overlap(const struct run_comparison *c, cJSON *root, char *md, size_t len)
@@ -193,6 +210,7 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
         len += snprintf(md + len, sizeof md - (size_t)len, "| %s | %.2f | %.2f | %+.1f%% |\n",
                         k < RUN_TOTAL ? run_part_keys[k] : "total", c->predicted[k], c->measured[k], 100 * c->rel_err[k]);
     }
+    len += compare_verify(c, rows, md + len, sizeof md - (size_t)len);
     len += compare_predictor(c, rows, md + len, sizeof md - (size_t)len);
     len += compare_device(c, rows, md + len, sizeof md - (size_t)len);
     cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
@@ -224,7 +242,8 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
 /* Options --paper does not read: the paper's tables fix the models,
  * policies, budgets and volumes, so one given with it would be ignored. */
 static const char *const not_for_paper[] = {"model", "policy", "layout", "dram-budget", "density-from", "trace",
-                                            "use", "io-threads", "io-engine", "context", "compare", "predictor-rank", "tokens", NULL};
+                                            "use", "io-threads", "io-engine", "context", "compare", "predictor-rank", "tokens",
+                                            "verify", NULL};
 
 /* What --paper takes besides the table: --hw in place of the paper's
  * profiles, --dtype for Fig. 7; refused rather than ignored where it does
@@ -359,6 +378,25 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
     return rc;
 }
 
+/* Whether to price verification: --verify as given, else with --compare
+ * the run's own choice (its summary.verify.requested), else on (run's
+ * default). 0, or -1 (printed). */
+static int verify_choice(const struct predict_opts *o, bool *verify)
+{
+    *verify = !strcmp(o->verify, "on");
+    if (!o->compare || opts_given(&predict_command, o, "verify"))
+        return 0;
+    struct run_summary m;
+    char err[4400];
+    if (run_summary_read(o->compare, &m, err, sizeof err) != 0) {
+        fb_error("predict --compare: %s", err);
+        return -1;
+    }
+    *verify = m.verify;
+    run_summary_free(&m);
+    return 0;
+}
+
 /* Loads the shape, the profile and the trace, prices the list, writes it. */
 static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
 {
@@ -380,7 +418,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;
-    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
+    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0 || verify_choice(o, &s.verify) != 0)
         goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
         hw_profile_load_flags(set, o->hw, o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, hw, err, sizeof err) != 0 ||

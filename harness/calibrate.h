@@ -19,6 +19,12 @@
  * larger than the caches; *ns_per_row gets the time per row. */
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 
+/* Bytes/s of CRC-32C (common/crc32c.h, as run --verify checks a bundle)
+ * on one thread over a buffer of `bytes`, hot in the caches (a bundle is
+ * checked just after it lands): the median of `repeats` timings of about
+ * `seconds` each. 0 when the buffer cannot be allocated. */
+double measure_crc_rate(size_t bytes, int repeats, double seconds);
+
 /* Effective bytes/s (weights read) and FLOP/s of y = W x for a rows x cols
  * matrix of f32 (half = 0) or f16 (half = 1) weights, with the CPU backend's
  * matvec on `threads` threads (tuned by set, as the engine's), over copies
@@ -42,6 +48,11 @@ void calibrate_fit_flash(struct hw_profile *hw, struct calibrate_fit *fit);
 
 /* DRAM row copies of 4 KiB to 1 MiB rows, as the neuron cache moves them. */
 void calibrate_measure_memory(struct hw_profile *hw, bool quick);
+
+/* The CRC-32C rate run --verify pays (hw->crc_bw) on CALIBRATE_CRC_BYTES
+ * buffers, with its source. */
+enum { CALIBRATE_CRC_BYTES = 16384 };
+void calibrate_measure_crc(struct hw_profile *hw, bool quick);
 
 /* The engine's matvec in f32 and f16 on `threads` threads: one compute rate
  * each. A kernel that cannot be timed gets rate 0 and its reason in

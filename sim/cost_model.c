@@ -409,6 +409,40 @@ static void price_memory(const struct pricing *x, struct cost_prediction *o)
     o->mem_ms = (bw > 0 ? 1e3 * moved / bw : 0) + 1e-6 * (v->rows_inserted + v->rows_deleted) * c->hw->per_row_ns;
 }
 
+/* Rows of the FFN read whole from flash per token, as the engine checks
+ * them (engine/ffn/ffn_flash.c: land): none for split (single vectors)
+ * or the transposed file; naive's every row, hybrid's non-resident ones
+ * (the engine's count with fixed costs, else the streamed bytes' rows);
+ * the volumes' rows loaded for the other policies. */
+static double rows_read_whole(const struct pricing *x, const struct cost_prediction *o)
+{
+    const struct model_shape *s = x->c->shape;
+    double all = (double)s->n_layers * (double)s->d_ff;
+    if (x->split || x->transposed)
+        return 0;
+    if (!x->whole)
+        return x->c->vol.neurons_loaded;
+    if (x->engine) {
+        struct engine_view ev;
+        engine_view_of(x, &ev);
+        return (double)s->n_layers * (double)(s->d_ff - (x->streams_all ? 0 : engine_hybrid_rows(&ev)));
+    }
+    return fmin(all, o->bytes_per_token / x->rb);
+}
+
+/* Verification: the checked bundles' bytes at the CRC rate, into mem_ms. */
+static void price_verify(const struct pricing *x, struct cost_prediction *o)
+{
+    if (!x->c->verify)
+        return;
+    o->verify = true;
+    o->verify_bytes = rows_read_whole(x, o) * x->rb;
+    double bw = x->c->hw->crc_bw;
+    o->verify_unpriced = bw <= 0 && o->verify_bytes > 0;
+    o->verify_ms = bw > 0 ? 1e3 * o->verify_bytes / bw : 0;
+    o->mem_ms += o->verify_ms;
+}
+
 /* Compute: bandwidth-bound unless the FLOPs take longer. */
 static double compute_ms(const struct pricing *x, double bytes)
 {
@@ -574,6 +608,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     if (price_io(&x, o, err, errlen) != 0)
         return -1;
     price_memory(&x, o);
+    price_verify(&x, o);
     price_compute(&x, o);
     o->serial_ms = o->io_ms + o->mem_ms + o->compute_ms;
     o->overlapped_ms = fmax(o->io_ms, o->compute_ms) + o->mem_ms;

@@ -37,6 +37,16 @@
  * job's work per thread), and token_s per token. Without them (an older profile, the paper's), naive
  * and hybrid stream sequentially as above and no fixed cost is priced.
  *
+ * Verification (run --verify on, issue 34; cost_config.verify): every
+ * bundle read whole from flash is checked against its CRC-32C, so memory
+ * management adds its bytes / the profile's CRC rate (hw_profile.h:
+ * crc_bw): rows_loaded x the bundle's bytes (unpadded, as the CRC covers
+ * them) for the neuron policies, the FFN's non-resident rows for naive and
+ * hybrid; split's reads of single vectors and the transposed layout are
+ * not checked (0). A profile without a CRC rate leaves it unpriced
+ * (verify_unpriced: 0 ms, said so) rather than guess one. The paper's
+ * tables model the paper's engine, which checked nothing: verify off.
+ *
  * With a device in the profile (calibrate --backend B), the FFN's rows are
  * also uploaded to it and the pass is launched and synchronised there:
  * struct cost_prediction's device terms (sim/device_terms.h).
@@ -109,6 +119,7 @@ struct cost_config {
     char predictor_source[240]; /* where the predictor's size comes from ("": none priced) */
     struct token_volumes vol;   /* for every policy but naive and hybrid */
     char io_engine[16];         /* the engine's reads: psync or io_uring ("": psync) */
+    bool verify;                /* run --verify on: bundles read whole are checked (priced in mem_ms) */
 };
 
 struct cost_prediction {
@@ -131,6 +142,13 @@ struct cost_prediction {
     double dev_bytes_up, dev_bytes_down, dev_row_moves, dev_launches, dev_syncs;
     double dev_uploads, dev_downloads; /* the copies the bytes go in (their mean size sets the rate) */
     double h2d_ms, d2h_ms, launch_ms, sync_ms, device_total_ms;
+    /* Verification (cost_config.verify): the bytes of bundles checked per
+     * token and their time at the profile's CRC rate, inside mem_ms;
+     * verify_unpriced when verification is on and the profile has no CRC
+     * rate (verify_ms 0 then). */
+    bool verify;                /* cost_config.verify */
+    double verify_bytes, verify_ms;
+    bool verify_unpriced;
     /* A profile with fixed costs (hw_profile.h: struct hw_fixed): the
      * reads priced as the engine issues them (sim/cost_engine.h), and
      * the fixed costs inside io_ms and compute_ms: io_batches batches of

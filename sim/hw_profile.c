@@ -147,6 +147,21 @@ static int read_flash(const cJSON *f, struct hw_profile *hw, const char *path, c
     return read_flash_fit(f, hw, path, err, errlen);
 }
 
+#define CRC_ABSENT "not measured (a profile written before calibrate measured the CRC-32C rate): verification unpriced"
+
+/* dram.crc32c_bw_bytes, its buffer size and source: absent, 0 and said so. */
+static int read_crc(const cJSON *dram, struct hw_profile *hw, const char *path, char *err, size_t errlen)
+{
+    snprintf(hw->crc_source, sizeof hw->crc_source, "%s", CRC_ABSENT);
+    str(dram, "crc32c_source", hw->crc_source, sizeof hw->crc_source);
+    if (num(dram, "dram", "crc32c_bw_bytes", 0, 0, false, &hw->crc_bw, path, err, errlen) ||
+        num(dram, "dram", "crc32c_buffer_bytes", 0, 0, false, &hw->crc_buffer_bytes, path, err, errlen))
+        return -1;
+    if (!hw->crc_bw)
+        snprintf(hw->crc_source, sizeof hw->crc_source, "%s", CRC_ABSENT);
+    return 0;
+}
+
 /* The "dram" object: copy points (row bytes, bandwidth) or what they derive from. */
 static int read_dram(const cJSON *o, struct hw_profile *hw, const char *path, char *err, size_t errlen)
 {
@@ -170,7 +185,7 @@ static int read_dram(const cJSON *o, struct hw_profile *hw, const char *path, ch
         hw->copy_row_bytes[hw->n_copy] = rb;
         hw->copy_bw[hw->n_copy++] = bw;
     }
-    if (read_derive(dram, &hw->mem_derive, path, "dram", err, errlen) != 0)
+    if (read_derive(dram, &hw->mem_derive, path, "dram", err, errlen) != 0 || read_crc(dram, hw, path, err, errlen))
         return -1;
     if (!hw->n_copy && !hw->mem_derive.ms)
         return err_set(err, errlen, "%s: dram needs \"copy\" points or \"derive_from\"", path);
@@ -615,6 +630,11 @@ cJSON *hw_profile_to_json(const struct hw_profile *hw)
         cJSON_AddNumberToObject(p, "row_bytes", hw->copy_row_bytes[i]);
         cJSON_AddNumberToObject(p, "bw_bytes", hw->copy_bw[i]);
         cJSON_AddItemToArray(copy, p);
+    }
+    if (hw->crc_bw > 0) {
+        cJSON_AddNumberToObject(d, "crc32c_bw_bytes", hw->crc_bw);
+        cJSON_AddNumberToObject(d, "crc32c_buffer_bytes", hw->crc_buffer_bytes);
+        cJSON_AddStringToObject(d, "crc32c_source", hw->crc_source);
     }
     cJSON *c = cJSON_AddObjectToObject(o, "compute");
     cJSON_AddStringToObject(c, "note", hw->compute_note);

@@ -127,6 +127,13 @@ struct hw_profile {
     double per_row_ns;         /* fixed cost per inserted or deleted row */
     struct derive_rule mem_derive;
     char mem_source[300];
+    /* CRC-32C (common/crc32c.h) over a buffer of crc_buffer_bytes, hot, one
+     * thread: what run --verify pays per byte of a bundle it checks
+     * (dram.crc32c_bw_bytes; calibrate measures it). 0 in a profile written
+     * before calibrate measured it: the cost model then leaves verification
+     * unpriced and says so (cost_model.h), guessing no rate. */
+    double crc_bw, crc_buffer_bytes;
+    char crc_source[300];
     struct compute_rate compute[HW_MAX_DTYPES];
     size_t n_compute;
     char compute_note[300];

@@ -186,6 +186,7 @@ static int price_one(const struct predict_setup *s, struct policy_prediction *it
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
     snprintf(c->io_engine, sizeof c->io_engine, "%s", s->io_engine ? s->io_engine : "");
+    c->verify = s->verify;
     c->policy = it->asked;
     if (it->asked.arg_auto && resolve_window(s, it, err, errlen) != 0)
         return name_error(&it->asked, err, errlen);
@@ -239,6 +240,7 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->dram_share = resident_share(s->shape, r);
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
+    c->verify = s->verify;
     trace_volumes_of_replay(r, s->trace_path, dtype_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
     if (!r->transposed)
         predictor_of(s, &c->policy, c);

@@ -68,6 +68,7 @@ struct predict_setup {
                                   * without a trace, WINDOW_MAX_K) */
     double channel_density;      /* layout transposed without a trace: kept input channels over d_model */
     double down_density;         /* and kept rows of down over d_ff (sim/cost_model.h) */
+    bool verify;                 /* run --verify on: the checked reads priced (cost_model.h) */
 };
 
 #define PREDICT_RANK_AUTO 0

@@ -73,6 +73,11 @@ static cJSON *prediction_json(const struct cost_prediction *p)
         predict_device_json(cJSON_AddObjectToObject(o, "device"), p);
     if (p->fixed)
         predict_fixed_json(cJSON_AddObjectToObject(o, "fixed"), p);
+    cJSON *v = cJSON_AddObjectToObject(o, "verify");
+    cJSON_AddStringToObject(v, "requested", p->verify ? "on" : "off");
+    cJSON_AddNumberToObject(v, "bytes_per_token", p->verify_bytes);
+    cJSON_AddNumberToObject(v, "ms", p->verify_ms);
+    cJSON_AddBoolToObject(v, "priced", p->verify && !p->verify_unpriced);
     return o;
 }
 
@@ -132,6 +137,27 @@ static void device_md(struct strbuf *b, const struct policy_prediction *it, size
     }
 }
 
+/* What checking the reads costs (--verify), inside mem ms. */
+static void verify_md(struct strbuf *b, const struct predict_setup *s, const struct policy_prediction *it, size_t n)
+{
+    char name[POLICY_NAME_MAX];
+    if (!s->verify) {
+        strbuf_add(b, "\nVerification off (--verify off): no CRC-32C of the reads priced.\n");
+        return;
+    }
+    if (s->hw->crc_bw <= 0) {
+        strbuf_add(b, "\nVerification (--verify on) unpriced: %s has no CRC-32C rate (dram.crc32c_bw_bytes; "
+                      "calibrate measures it): mem ms leaves it out.\n", s->hw->path);
+        return;
+    }
+    strbuf_add(b, "\nVerification (--verify on): the bundles read whole, CRC-32C at %.2f GB/s (the profile's, on %.0f-byte buffers), inside mem ms:\n\n"
+                  "| policy | MB checked per token | verify ms |\n|---|---:|---:|\n", s->hw->crc_bw / 1e9,
+               s->hw->crc_buffer_bytes);
+    for (size_t i = 0; i < n; i++)
+        strbuf_add(b, "| %s | %.3f | %.3f |\n", priced(&it[i], name, sizeof name), it[i].prediction.verify_bytes / 1e6,
+                   it[i].prediction.verify_ms);
+}
+
 /* One table row per policy for each of: latency, compute and flash, DRAM. */
 char *predict_report_md(const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
@@ -148,6 +174,7 @@ char *predict_report_md(const struct predict_setup *s, const struct policy_predi
                    p->compute_ms, p->serial_ms, p->overlapped_ms);
     }
     window_md(&b, it, n);
+    verify_md(&b, s, it, n);
     strbuf_add(&b, "\nCompute, and flash reads with %u threads:\n\n"
                    "| policy | attention ms | predictor ms | FFN ms | output ms | GB per token | reads | "
                    "bytes per read | GB/s | throughput |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",

@@ -22,6 +22,20 @@ static void copy_string(char *buf, size_t len, const cJSON *v, const char *other
     snprintf(buf, len, "%s", cJSON_IsString(v) ? v->valuestring : otherwise);
 }
 
+/* summary.verify: requested "on" or "off" (absent: off), and its time per token. */
+static int read_verify(const cJSON *sum, struct run_summary *out, const char *path, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(sum, "verify");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(v, "requested");
+    out->verify_ms = number_or_nan(v, "verify_ms_per_token");
+    if (!req)
+        return 0;
+    if (!cJSON_IsString(req) || (strcmp(req->valuestring, "on") && strcmp(req->valuestring, "off")))
+        return err_set(err, errlen, "%s: \"summary.verify.requested\" must be \"on\" or \"off\"", path);
+    out->verify = !strcmp(req->valuestring, "on");
+    return 0;
+}
+
 int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -47,6 +61,10 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
         out->device[k] = number_or_nan(sum, run_device_keys[k]);
     out->read_ms = number_or_nan(sum, "read_ms");
     copy_string(out->layout, sizeof out->layout, cJSON_GetObjectItemCaseSensitive(sum, "layout"), "");
+    if (read_verify(sum, out, path, err, errlen) != 0) {
+        cJSON_Delete(run);
+        return -1;
+    }
     copy_string(out->active_source, sizeof out->active_source, cJSON_GetObjectItemCaseSensitive(sum, "active_source"),
                 "");
     const cJSON *params = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(run, "provenance"),
@@ -123,6 +141,11 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
     }
     out->mape_pct = measured ? 100 * mape / measured : 0;
     compare_device(p, m, out);
+    out->has_verify = m->verify && p->verify && !isnan(m->verify_ms);
+    if (out->has_verify) {
+        out->verify_ms[0] = p->verify_ms, out->verify_ms[1] = m->verify_ms;
+        out->verify_ms[2] = cost_rel_err(p->verify_ms, m->verify_ms);
+    }
     out->has_predictor = !strcmp(m->active_source, "predictor") || !strcmp(m->active_source, "gate");
     if (!out->has_predictor)
         return;

@@ -27,13 +27,17 @@ struct run_summary {
     double read_ms;                  /* the reads' whole time of a run that overlapped them (a device's
                                       * ring, read-ahead; io_ms: their exposed part); NAN
                                       * when absent */
+    bool verify;                     /* summary.verify.requested "on" (run --verify); absent, as in a run
+                                      * from before verification existed: false, it checked nothing */
+    double verify_ms;                /* summary.verify.verify_ms_per_token (inside mem_ms); NAN when absent */
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     char layout[32];                 /* summary.layout: bundled, split, transposed, ...; "" when absent (dense) */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */
 };
 
-/* Reads path: every part must be a finite number >= 0. */
+/* Reads path: every part must be a finite number >= 0; summary.verify.requested,
+ * when there, "on" or "off". */
 int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen);
 void run_summary_free(struct run_summary *s);
 
@@ -69,6 +73,8 @@ struct run_comparison {
     double overlapped_total_ms; /* and the token's real time (io_ms + mem_ms + compute_ms) */
     int has_predictor;
     double predictor_ms[3], predictor_dram[3]; /* predicted, measured, rel_err */
+    int has_verify;            /* the run checked its reads (summary.verify, requested on) */
+    double verify_ms[3];       /* predicted, measured, rel_err: inside mem_ms, not in the total again */
     int has_device;            /* a device run priced on a profile with a device */
     double device[RUN_DEVICE_KEYS][3]; /* run_device_keys': predicted, measured, rel_err */
 };

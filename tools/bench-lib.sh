@@ -2,7 +2,9 @@
 
 # bench_model FB SHAPE: prints results/bench-models/SHAPE, the synthetic f16
 # model of that shape (its architecture from configs/models/SHAPE.json),
-# making it (flashbed model make + convert) when missing. FFNs with biases
+# making it (flashbed model make + convert) when missing, or anew when it
+# has no checksums (written before flashbed recorded them: run --verify would
+# check nothing). FFNs with biases
 # get 5% of neurons firing; Falcon and Llama have none to set it with.
 bench_model() {
     local fb=$1 shape=$2 model=results/bench-models/$2 arch density=()
@@ -10,7 +12,8 @@ bench_model() {
     arch=$(bench_shape_key "$shape" arch) || return 2
     case $arch in opt|persimmon|phi) density=(--relu-density 0.05) ;; esac
     mkdir -p results/bench-models
-    if [ ! -f "$model/model.json" ]; then
+    if [ ! -f "$model/model.json" ] || ! grep -q '"checksums"' "$model/model.json"; then
+        rm -rf "$model"
         "$fb" model make --arch "$arch" --shape "$shape" --dtype f16 "${density[@]}" --seed 1 --out "$model-hf" >&2
         "$fb" convert "$model-hf" --out "$model" --dtype f16 >&2
         rm -rf "$model-hf"

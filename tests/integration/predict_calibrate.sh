@@ -27,6 +27,10 @@ check "nothing written in the working folder" test -z "$(ls -A "$WORK/cwd")"
 # the fixed costs (sim/hw_profile.h: struct hw_fixed), each term with its source
 check "fixed costs measured on the scratch file" test "$(json_get "$WORK/cal/hw/box.json" '(lambda f: (f["read_s"]["psync"]["s"] > 0, f["batch_s"] >= 0, [t["threads"] for t in f["tail"]], all(t["factor"] >= 1 for t in f["tail"]), f["team_threads"] >= 1, f["job_hot_s"] > 0, 1 <= len(f["job_cold"]) <= 4 and f["job_cold"][0]["gap_s"] >= 0.0001 and all(a["gap_s"] < b["gap_s"] for a, b in zip(f["job_cold"], f["job_cold"][1:])) and all(c["job_s"] > 0 for c in f["job_cold"]), f["min_parallel_work"], all(f[k].startswith("measured") for k in ("read_source", "batch_source", "tail_source", "job_source")), f["token_s"], len(f["token_source"]) > 0))(d["fixed"])')" = "(True, True, [1, 4, 16, 32], True, True, True, True, 32768, True, 0, True)"
 check "from a sweep: no read terms, said so; the team measured" test "$(json_get "$WORK/hw/testbox.json" '(lambda f: (f["read_s"]["psync"]["s"], f["tail"], f["read_source"], f["job_source"].startswith("measured")))(d["fixed"])')" = "(0, [], 'not measured (calibrate --sweep reads no file): 0', True)"
+# the CRC-32C rate run --verify checks bundles at (issue 34), with its source, both ways of calibrating
+for prof in "$WORK/hw/testbox.json" "$WORK/cal/hw/box.json"; do
+    check "CRC-32C rate measured: $(basename "$prof")" test "$(json_get "$prof" '(d["dram"]["crc32c_bw_bytes"] > 0, d["dram"]["crc32c_buffer_bytes"], d["dram"]["crc32c_source"].startswith("measured: CRC-32C"))')" = "(True, 16384, True)"
+done
 # default result folders are stamped to the second: two commands in a row get one each
 check "two predicts in a row" bash -c "cd '$WORK/cwd' && '$FLASHBED' predict >/dev/null && '$FLASHBED' predict --paper table2 >/dev/null"
 check "two result folders" test "$(ls "$WORK/cwd/results" | wc -l)" = 2
@@ -37,6 +41,39 @@ check "predict.json keys" test "$(json_get "$WORK/pred/predict.json" 'all(k in d
 check "predict.md" grep -q '| I/O ms | mem ms | compute ms |' "$WORK/pred/predict.md"
 check "predict.json: the fixed costs priced" test "$(json_get "$WORK/pred/predict.json" 'sorted(d["prediction"]["fixed"])')" = \
     "['batch_ms', 'jobs_ms', 'read_batches', 'read_tail_ms', 'team_cold_jobs', 'team_jobs', 'token_ms']"
+
+# verification priced (issue 34): on by default, as run; its bytes / the CRC rate inside mem ms; off: none
+check "predict --verify off" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy naive,window:5 --layout bundled --verify off --out "$WORK/pred-off"
+check "predict --verify on (default)" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy naive,window:5 --layout bundled --out "$WORK/pred-on"
+check "verify off: nothing priced" test "$(json_get "$WORK/pred-off/predict.json" '[(p["prediction"]["verify"]["requested"], p["prediction"]["verify"]["ms"]) for p in d["predictions"]]')" = "[('off', 0), ('off', 0)]"
+check "verify on: naive checks every FFN row (24 x 8192 x 8192 bytes) at the profile's rate, inside mem" test "$(json_get "$WORK/pred-on/predict.json" '(lambda p, bw: (p["verify"]["requested"], p["verify"]["bytes_per_token"], abs(p["verify"]["ms"] - 1e3 * 24 * 8192 * 8192 / bw) < 1e-9, p["mem_ms"] == p["verify"]["ms"]))(d["predictions"][0]["prediction"], '"$(json_get "$WORK/hw/testbox.json" 'd["dram"]["crc32c_bw_bytes"]')"')')" = "('on', 1610612736, True, True)"
+check "verify on: window:5's mem grows by its verify ms" test "$(python3 -c 'import json, sys
+on, off = (json.load(open(f))["predictions"][1]["prediction"] for f in sys.argv[1:])
+print(on["verify"]["ms"] > 0 and abs(on["mem_ms"] - off["mem_ms"] - on["verify"]["ms"]) < 1e-9)' "$WORK/pred-on/predict.json" "$WORK/pred-off/predict.json")" = True
+check "predict.md says so" grep -q '^Verification (--verify on): the bundles read whole, CRC-32C at' "$WORK/pred-on/predict.md"
+check "a profile without a CRC rate: unpriced, said so" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 --policy naive --out "$WORK/pred-unpriced"
+check "unpriced in predict.md" grep -q 'unpriced: .*m1max-cpu.json has no CRC-32C rate' "$WORK/pred-unpriced/predict.md"
+check "unpriced in predict.json" test "$(json_get "$WORK/pred-unpriced/predict.json" '(d["prediction"]["verify"]["priced"], d["prediction"]["verify"]["ms"])')" = "(False, 0)"
+# --compare prices as the run ran: its summary.verify.requested (absent, as in a run before it: off)
+python3 - "$SRC/tests/data/measured_run.json" "$WORK/run-verify.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["summary"]["verify"] = {"requested": "on", "verify_ms_per_token": 30.0}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+check "predict --compare a run that checked its reads" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy window:5 --compare "$WORK/run-verify.json" --out "$WORK/cmp-verify"
+check "compare: priced on, its verify ms beside the run's" test "$(json_get "$WORK/cmp-verify/compare.json" '[(c["component"], c["measured_ms"]) for c in d["components"]][4]')" = "('verify_ms', 30)"
+check "the same run, --verify off given: not priced" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy window:5 --verify off --compare "$WORK/run-verify.json" --out "$WORK/cmp-verify-off"
+check "compare: no verify row" test "$(json_get "$WORK/cmp-verify-off/predict.json" 'd["prediction"]["verify"]["requested"]')" = off
+check "a run without summary.verify: priced off" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
+    --dtype f16 --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp-old"
+check "priced off" test "$(json_get "$WORK/cmp-old/predict.json" 'd["prediction"]["verify"]["requested"]')" = off
+expect_error "--verify with --paper" "--verify does not apply" predict --paper table2 --verify on --out "$WORK/bad-pv"
+expect_error "--verify maybe" "--verify" predict --verify maybe --out "$WORK/bad-pv2"
 
 check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 \
     --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
