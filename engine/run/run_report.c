@@ -585,24 +585,30 @@ static void outcome_lines(struct strbuf *t, const cJSON *sum)
                    cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(f, "attempts")));
 }
 
+/* run.md's title and what ran: the command, the commit, the neurons. */
+static void title_lines(struct strbuf *t, const struct model *m, const struct run_setup *p, const cJSON *prov)
+{
+    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
+    cache_policy_name(&p->plan.policy, name, sizeof name);
+    cache_layout_name(&p->layout, layout, sizeof layout);
+    if (p->dense)
+        strbuf_add(t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
+    else
+        strbuf_add(t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
+                   name, p->plan.window_from ? " (window:auto)" : "", layout);
+    strbuf_add(t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
+    strbuf_add(t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
+               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
+    strbuf_add(t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+}
+
 static char *run_markdown(const struct model *m, const struct run_setup *p, const cJSON *root)
 {
     const cJSON *sum = cJSON_GetObjectItemCaseSensitive(root, "summary");
     const cJSON *prov = cJSON_GetObjectItemCaseSensitive(root, "provenance");
 #define NUM(o, k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, k))
     struct strbuf t = {0};
-    char name[POLICY_NAME_MAX], layout[LAYOUT_NAME_MAX];
-    cache_policy_name(&p->plan.policy, name, sizeof name);
-    cache_layout_name(&p->layout, layout, sizeof layout);
-    if (p->dense)
-        strbuf_add(&t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
-    else
-        strbuf_add(&t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
-                   name, p->plan.window_from ? " (window:auto)" : "", layout);
-    strbuf_add(&t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
-    strbuf_add(&t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
-               cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
-    strbuf_add(&t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    title_lines(&t, m, p, prov);
     if (p->have_profile)
         strbuf_add(&t, "- profile: %s\n", p->profile_desc);
     if (p->plan.window_from)
