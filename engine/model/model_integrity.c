@@ -131,3 +131,16 @@ int model_ffn_verify_all(const struct model *m, char *err, size_t errlen)
         }
     return 0;
 }
+
+unsigned model_bundles_intact3(const struct model *m, const uint32_t l[3], const uint32_t i[3],
+                               const void *const at[3])
+{
+    if (!m->ffn_crc)
+        return 7;
+    uint32_t got[3];
+    crc32c_x3(at, m->bundle_bytes, got);
+    unsigned ok = 0;
+    for (int k = 0; k < 3; k++)
+        ok |= (unsigned)(got[k] == m->ffn_crc[(uint64_t)l[k] * m->shape.d_ff + i[k]]) << k;
+    return ok;
+}

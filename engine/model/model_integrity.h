@@ -41,6 +41,12 @@ static inline bool model_bundle_intact(const struct model *m, uint32_t l, uint32
     return !m->ffn_crc || crc32c(bundle, m->bundle_bytes) == m->ffn_crc[(uint64_t)l * m->shape.d_ff + i];
 }
 
+/* Three bundles as read (layer l[k], neuron i[k] at at[k]) checked side
+ * by side (crc32c_x3): bit k of the result is set when bundle k matches
+ * (all set when the model has no checksums). */
+unsigned model_bundles_intact3(const struct model *m, const uint32_t l[3], const uint32_t i[3],
+                               const void *const at[3]);
+
 /* The message for a bundle that failed its check: ffn.bin's path, the
  * layer, the neuron and the bundle's byte offset in the file. Returns -1. */
 int model_bundle_damaged(const struct model *m, uint32_t l, uint32_t i, char *err, size_t errlen);

@@ -95,6 +95,13 @@ static void instruction_equals_tables(void)
     for (size_t off = 0; off < 9; off++)
         for (size_t len = 0; len < 300; len += 1 + len / 8)
             CHECK(crc32c_update(7, buf + off, len) == crc32c_update_portable(7, buf + off, len));
+    for (size_t len = 0; len < 200; len += 1 + len / 5) {
+        const void *const bufs[3] = {buf + 1, buf + 700, buf + 2049};
+        uint32_t x3[3];
+        crc32c_x3(bufs, len, x3);
+        for (int k = 0; k < 3; k++)
+            CHECK(x3[k] == crc32c_update_portable(0, bufs[k], len));
+    }
     uint32_t parts = crc32c_update(crc32c_update(0, buf, 1001), buf + 1001, 4096 - 1001);
     CHECK(parts == crc32c_update_portable(0, buf, 4096));
 }
