@@ -19,9 +19,10 @@
  * larger than the caches; *ns_per_row gets the time per row. */
 double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 
-/* Bytes/s of CRC-32C (common/crc32c.h, as run --verify checks a bundle)
- * on one thread over a buffer of `bytes`, hot in the caches (a bundle is
- * checked just after it lands): the median of `repeats` timings of about
+/* Bytes/s of CRC-32C (common/crc32c.h) as run --verify checks bundles:
+ * bundles of `bytes` three side by side (crc32c_x3) on one thread, along
+ * 256 MiB so they come from DRAM (a bundle read with direct I/O lands
+ * there, not in the caches): the median of `repeats` timings of about
  * `seconds` each. 0 when the buffer cannot be allocated. */
 double measure_crc_rate(size_t bytes, int repeats, double seconds);
 
