@@ -14,23 +14,12 @@
 #include "common/settings.h"
 #include "sim/cost_model.h"
 #include "sim/hw_profile.h"
+#include "hw_fixture.h"
 #include "sim/predict_list.h"
 
 static struct hw_profile *flat_profile(void)
 {
-    struct hw_profile *hw = calloc(1, sizeof *hw);
-    snprintf(hw->path, sizeof hw->path, "hand-made");
-    hw->io_threads = 32;
-    const double chunks[] = {4096, 1048576}, threads[] = {1, 32};
-    for (int t = 0; t < 2; t++)
-        for (int c = 0; c < 2; c++)
-            hw->points[hw->flash.n_grid++] = (struct flash_point){chunks[c], threads[t], 1e9};
-    hw->flash.grid = hw->points;
-    hw->flash.sequential_bw = 1e9;
-    hw->flash.fit = (struct flash_params){1e-4, 1e9, 2e9, 1e5, 2};
-    hw->compute[hw->n_compute++] = (struct compute_rate){.dtype = "f16", .bw = 1e10};
-    hw->copy_row_bytes[0] = 4096;
-    hw->copy_bw[hw->n_copy++] = 1e10;
+    struct hw_profile *hw = hw_flat_profile();
     hw->per_row_ns = 100;
     return hw;
 }

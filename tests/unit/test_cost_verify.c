@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "hw_fixture.h"
 #include "policy_text.h"
 #include "test_files.h"
 #include "harness/calibrate.h"
@@ -132,21 +133,9 @@ static void test_pricing_engine(void)
 {
     const struct fb_settings set = fb_settings_defaults();
     struct model_shape s;
-    struct hw_profile *hw = calloc(1, sizeof *hw);
+    struct hw_profile *hw = hw_flat_profile();
     char err[512];
     CHECK(model_shape_load(&set, "opt-tiny", &s, err, sizeof err) == 0);
-    snprintf(hw->path, sizeof hw->path, "hand-made");
-    hw->io_threads = 32;
-    const double chunks[] = {4096, 1048576}, threads[] = {1, 32};
-    for (int t = 0; t < 2; t++)
-        for (int k = 0; k < 2; k++)
-            hw->points[hw->flash.n_grid++] = (struct flash_point){chunks[k], threads[t], 1e9};
-    hw->flash.grid = hw->points;
-    hw->flash.sequential_bw = 1e9;
-    hw->flash.fit = (struct flash_params){1e-4, 1e9, 2e9, 1e5, 2};
-    hw->compute[hw->n_compute++] = (struct compute_rate){.dtype = "f16", .bw = 1e10};
-    hw->copy_row_bytes[0] = 4096;
-    hw->copy_bw[hw->n_copy++] = 1e10;
     hw->fixed.present = true;
     hw->fixed.min_parallel_work = 32768;
     hw->crc_bw = 1e9;
