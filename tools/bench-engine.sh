@@ -34,15 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/bench-lib.sh
-ROUNDS=${1:-5}
-OUT=${2:-results/bench-engine-$(date -u +%Y%m%dT%H%M%SZ)}
-FB=build/flashbed
-SHAPE=${SHAPE:-opt-1.3b}
-THREADS=${THREADS:-2}
-IO_THREADS=${IO_THREADS:-32}
-GEN=${GEN:-8}
-BUDGET=${BUDGET:-50%}
-[ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "ROUNDS must be a positive number (5 or more for medians)" >&2; exit 2; }
+bench_settings engine "${1:-}" "${2:-}"
 SPARSE_SHAPE=${SPARSE_SHAPE:-llama-1.1b}
 MODEL=$(bench_model "$FB" "$SHAPE")
 SPARSE_MODEL=$(bench_model "$FB" "$SPARSE_SHAPE")

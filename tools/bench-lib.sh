@@ -31,3 +31,20 @@ bench_prompt() {
 bench_shape_key() {
     python3 -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "configs/models/$1.json" "$2"
 }
+
+# bench_settings NAME ROUNDS OUT: the settings the engine benchmarks share,
+# from their arguments and the environment: ROUNDS (5), OUT
+# (results/bench-NAME-<time>), FB, SHAPE (opt-1.3b), THREADS (2),
+# IO_THREADS (32), GEN (8), BUDGET (50%); exits 2 on a ROUNDS that is not
+# a positive number.
+bench_settings() {
+    ROUNDS=${2:-5}
+    OUT=${3:-results/bench-$1-$(date -u +%Y%m%dT%H%M%SZ)}
+    FB=build/flashbed
+    SHAPE=${SHAPE:-opt-1.3b}
+    THREADS=${THREADS:-2}
+    IO_THREADS=${IO_THREADS:-32}
+    GEN=${GEN:-8}
+    BUDGET=${BUDGET:-50%}
+    [ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "ROUNDS must be a positive number (5 or more for medians)" >&2; exit 2; }
+}

@@ -22,15 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/bench-lib.sh
-ROUNDS=${1:-5}
-OUT=${2:-results/bench-verify-$(date -u +%Y%m%dT%H%M%SZ)}
-FB=build/flashbed
-SHAPE=${SHAPE:-opt-1.3b}
-THREADS=${THREADS:-2}
-IO_THREADS=${IO_THREADS:-32}
-GEN=${GEN:-8}
-BUDGET=${BUDGET:-50%}
-[ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "ROUNDS must be a positive number (5 or more for medians)" >&2; exit 2; }
+bench_settings verify "${1:-}" "${2:-}"
 MODEL=${MODEL:-$(bench_model "$FB" "$SHAPE")}
 grep -q '"checksums"' "$MODEL/model.json" ||
     { echo "$MODEL has no checksums (written before flashbed recorded them): --verify would check nothing" >&2; exit 2; }
