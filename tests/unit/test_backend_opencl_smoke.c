@@ -367,7 +367,7 @@ static void test_move_fault(const struct backend_config *cfg)
     CHECK(b != NULL);
     if (!b)
         return;
-    struct dev_buf *buf, *mv;
+    struct dev_buf *buf = NULL, *mv = NULL;
     struct row_move moves[] = {{0, 1}, {1, 4}};
     uint64_t before, after;
     CHECK(O->alloc(b, 4 * 16, BUF_DEVICE, &buf) == 0 && O->alloc(b, sizeof moves, BUF_DEVICE, &mv) == 0);

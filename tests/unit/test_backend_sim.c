@@ -313,7 +313,7 @@ static void ids_on_cpu(struct ids_case *c, const int32_t *ids, int n_ids, const 
     struct backend_config cfg = {.set = &set, .threads = 2, .max_dim = 256, .max_seq = 16, .max_heads = 4, .host = k};
     const struct backend_ops *o = &backend_cpu;
     struct backend *b = o->create(&cfg, why, sizeof why);
-    struct dev_buf *r, *bi, *x, *id, *o_, *m;
+    struct dev_buf *r = NULL, *bi = NULL, *x = NULL, *id = NULL, *o_ = NULL, *m = NULL;
     CHECK(o->register_host(b, c->rows, BUNDLES * c->stride, &r) == 0 &&
           o->register_host(b, c->bias, sizeof c->bias, &bi) == 0 && o->register_host(b, c->x, sizeof c->x, &x) == 0 &&
           o->register_host(b, (void *)ids, (size_t)n_ids * 4, &id) == 0 &&

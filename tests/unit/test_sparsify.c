@@ -45,7 +45,7 @@ static int make_llama(const char *tmp, const char *name, uint64_t seed, char *di
     if (model_shape_load(&set, "llama-tiny", &shape, err, errlen) != 0 ||
         synthetic_hf(&shape, DTYPE_F32, seed, -1, NULL, hf, NULL, err, errlen) != 0)
         return -1;
-    return import_hf(hf, NULL, dir, DTYPE_F32, NULL, err, errlen);
+    return import_hf(hf, NULL, dir, NULL, NULL, err, errlen); /* NULL: the checkpoint's own dtype, f32 */
 }
 
 static void random_tokens(int *t, size_t n, uint32_t vocab, uint64_t seed)
