@@ -8,7 +8,7 @@
 # run's cache budget, counts per token exactly the engine's bytes, reads,
 # hits and needed rows of each stream and its rows inserted (predictor,
 # window:K, lru and lfu, with and without budgets: lib_teal.sh). The
-# refusals, each in one line. And README's recipe: sparsify calibrate,
+# refusals, each in one line. And docs/sparsity.md's recipe: sparsify calibrate,
 # model transpose, run --active teal --record, replay --layout transposed,
 # predict --layout transposed --trace (predict --compare of a teal run
 # refused in one line, nothing written).
@@ -20,7 +20,7 @@ RANDOM=7
 for i in $(seq 900); do printf '%s ' "${words[RANDOM % ${#words[@]}]}"; done >"$WORK/text.txt"
 P="the cat sat on the mat and the dog"
 
-# ---- README's recipe, step by step
+# ---- docs/sparsity.md's recipe (Input sparsity on flash, step by step)
 check "model make llama-tiny" "$FLASHBED" model make --arch llama --shape llama-tiny --seed 5 --out "$WORK/hf"
 check "convert f32" "$FLASHBED" convert "$WORK/hf" --dtype f32 --out "$WORK/m"
 M="$WORK/m"

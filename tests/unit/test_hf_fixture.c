@@ -31,7 +31,7 @@
 #include "hf_reference.h"
 
 /* f32 rounding of every weight to f16 moves these models' logits (|logit|
- * up to ~3) by at most ~3e-3 (measured: see README); this bound leaves a
+ * up to ~3) by at most ~3e-3 (measured: see docs/reference-numerics.md); this bound leaves a
  * margin while still failing on a wrong f16 conversion, which moves them
  * by the logits' own size. */
 #define HF_F32_TOLERANCE 1e-4
