@@ -378,21 +378,25 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
     return rc;
 }
 
-/* Whether to price verification: --verify as given, else with --compare
- * the run's own choice (its summary.verify.requested), else on (run's
- * default). 0, or -1 (printed). */
-static int verify_choice(const struct predict_opts *o, bool *verify)
+/* With --compare, the run read once before pricing: its model must be the
+ * shape priced (run_summary_check_shape); verification is priced as
+ * --verify gives it, else as the run chose (summary.verify.requested),
+ * else on (run's default). 0, or -1 (printed). */
+static int run_choices(const struct predict_opts *o, const struct model_shape *shape, bool *verify)
 {
     *verify = !strcmp(o->verify, "on");
-    if (!o->compare || opts_given(&predict_command, o, "verify"))
+    if (!o->compare)
         return 0;
     struct run_summary m;
     char err[4400];
-    if (run_summary_read(o->compare, &m, err, sizeof err) != 0) {
+    if (run_summary_read(o->compare, &m, err, sizeof err) != 0 ||
+        run_summary_check_shape(&m, o->compare, shape, o->dtype, err, sizeof err) != 0) {
         fb_error("predict --compare: %s", err);
+        run_summary_free(&m);
         return -1;
     }
-    *verify = m.verify;
+    if (!opts_given(&predict_command, o, "verify"))
+        *verify = m.verify;
     run_summary_free(&m);
     return 0;
 }
@@ -418,7 +422,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     struct param_counts pc;
     struct trace tr;
     struct policy_prediction *items = NULL;
-    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0 || verify_choice(o, &s.verify) != 0)
+    if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
         goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
         hw_profile_load_flags(set, o->hw, o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, hw, err, sizeof err) != 0 ||
@@ -426,6 +430,8 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         fb_error("%s", err);
         goto out;
     }
+    if (run_choices(o, &shape, &s.verify) != 0)
+        goto out;
     s.io_threads = o->io_threads ? (unsigned)o->io_threads : hw->io_threads;
     model_shape_params(&shape, &pc);
     if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {

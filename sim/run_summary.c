@@ -2,6 +2,8 @@
 #include "sim/run_summary.h"
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +36,23 @@ static int read_verify(const cJSON *sum, struct run_summary *out, const char *pa
         return err_set(err, errlen, "%s: \"summary.verify.requested\" must be \"on\" or \"off\"", path);
     out->verify = !strcmp(req->valuestring, "on");
     return 0;
+}
+
+/* provenance.model, .dtype and .shape, each when present and well formed. */
+static void read_model(const cJSON *prov, struct run_summary *out)
+{
+    copy_string(out->model, sizeof out->model, cJSON_GetObjectItemCaseSensitive(prov, "model"), "");
+    copy_string(out->dtype, sizeof out->dtype, cJSON_GetObjectItemCaseSensitive(prov, "dtype"), "");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(prov, "shape");
+    const char *keys[3] = {"n_layers", "d_model", "d_ff"};
+    uint32_t v[3];
+    for (int k = 0; k < 3; k++) {
+        double d = number_or_nan(shape, keys[k]);
+        if (!(d >= 1 && d <= UINT32_MAX) || d != floor(d))
+            return; /* absent or malformed: checked by dtype alone */
+        v[k] = (uint32_t)d;
+    }
+    memcpy(out->shape, v, sizeof v);
 }
 
 int run_summary_read(const char *path, struct run_summary *out, char *err, size_t errlen)
@@ -73,7 +92,27 @@ int run_summary_read(const char *path, struct run_summary *out, char *err, size_
                 "none");
     out->provenance = cJSON_DetachItemFromObjectCaseSensitive(run, "provenance");
     cJSON_Delete(run);
+    read_model(out->provenance, out);
     return 0;
+}
+
+int run_summary_check_shape(const struct run_summary *m, const char *path, const struct model_shape *shape,
+                            const char *dtype, char *err, size_t errlen)
+{
+    const uint32_t priced[3] = {shape->n_layers, shape->d_model, shape->d_ff};
+    bool same_shape = !m->shape[0] || !memcmp(priced, m->shape, sizeof priced);
+    bool same_dtype = !m->dtype[0] || !strcmp(m->dtype, dtype);
+    if (same_shape && same_dtype)
+        return 0;
+    char run_shape[96] = "";
+    if (m->shape[0])
+        snprintf(run_shape, sizeof run_shape, ": %u layers, d_model %u, d_ff %u", m->shape[0], m->shape[1],
+                 m->shape[2]);
+    return err_set(err, errlen, "%s is a run of %s (%s%s), but the prediction prices --model %s (%u layers, d_model "
+                   "%u, d_ff %u) at --dtype %s: give the run's shape and dtype (a configs/models/ name or a .json "
+                   "of that shape) so that the two describe the same model", path, m->model[0] ? m->model : "a model",
+                   m->dtype[0] ? m->dtype : "dtype unrecorded", run_shape, shape->name, shape->n_layers,
+                   shape->d_model, shape->d_ff, dtype);
 }
 
 int run_summary_check_comparable(const char *path, char *err, size_t errlen)

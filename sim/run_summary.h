@@ -33,6 +33,9 @@ struct run_summary {
     char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     char layout[32];                 /* summary.layout: bundled, split, transposed, ...; "" when absent (dense) */
+    char model[64], dtype[16];       /* provenance.model and .dtype; "" when absent */
+    uint32_t shape[3];               /* provenance.shape: n_layers, d_model, d_ff; zeros when absent (a run
+                                      * from before the shape was recorded) */
     cJSON *provenance;               /* the run's own (owned; run_summary_free) */
 };
 
@@ -48,6 +51,13 @@ void run_summary_free(struct run_summary *s);
  * to the direct-I/O block within its cache budget). 0, or -1 with err
  * saying what is missing and what counts the run's reads instead. */
 int run_summary_check_comparable(const char *path, char *err, size_t errlen);
+
+/* Whether a prediction priced at shape and dtype (--model, --dtype as given:
+ * model_arg names them in the message) is of the run's model: the same
+ * layers, d_model, d_ff and dtype. A run that did not record its shape is
+ * checked by dtype alone. 0, or -1 with err naming both and what to give. */
+int run_summary_check_shape(const struct run_summary *m, const char *path, const struct model_shape *shape,
+                            const char *dtype, char *err, size_t errlen);
 
 /* Names of the parts as run.json and compare.json spell them. */
 extern const char *const run_part_keys[RUN_PARTS];

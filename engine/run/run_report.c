@@ -368,6 +368,10 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     if (p->device) /* a cpu run's files keep their keys */
         cJSON_AddNumberToObject(prov, "device_budget_bytes", (double)p->device_budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
+    cJSON *shape = cJSON_AddObjectToObject(prov, "shape"); /* what predict --compare checks its shape against */
+    cJSON_AddNumberToObject(shape, "n_layers", m->shape.n_layers);
+    cJSON_AddNumberToObject(shape, "d_model", m->shape.d_model);
+    cJSON_AddNumberToObject(shape, "d_ff", m->shape.d_ff);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);

@@ -61,6 +61,7 @@ python3 - "$SRC/tests/data/measured_run.json" "$WORK/run-verify.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 d["summary"]["verify"] = {"requested": "on", "verify_ms_per_token": 30.0}
+d["provenance"].update(model="opt-1.3b", dtype="f16", shape={"n_layers": 24, "d_model": 2048, "d_ff": 8192})
 json.dump(d, open(sys.argv[2], "w"))
 PY
 check "predict --compare a run that checked its reads" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
@@ -69,8 +70,16 @@ check "compare: priced on, its verify ms beside the run's" test "$(json_get "$WO
 check "the same run, --verify off given: not priced" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
     --dtype f16 --policy window:5 --verify off --compare "$WORK/run-verify.json" --out "$WORK/cmp-verify-off"
 check "compare: no verify row" test "$(json_get "$WORK/cmp-verify-off/predict.json" 'd["prediction"]["verify"]["requested"]')" = off
-check "a run without summary.verify: priced off" "$FLASHBED" predict --model opt-1.3b --hw "$WORK/hw/testbox.json" \
-    --dtype f16 --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp-old"
+check "a run without summary.verify: priced off" "$FLASHBED" predict --model opt-6.7b --hw "$WORK/hw/testbox.json" \
+    --dtype f32 --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp-old"
+# the run's model is the shape priced: another shape or dtype is refused, naming both
+expect_error "--compare: another shape" "run-verify.json is a run of opt-1.3b (f16: 24 layers, d_model 2048, d_ff 8192), but the prediction prices --model opt-6.7b (32 layers, d_model 4096, d_ff 16384) at --dtype f16" \
+    predict --model opt-6.7b --dtype f16 --policy window:5 --compare "$WORK/run-verify.json" --out "$WORK/bad-shape"
+check "nothing written" test ! -e "$WORK/bad-shape"
+expect_error "--compare: another dtype" "at --dtype f32: give the run's shape and dtype" \
+    predict --model opt-1.3b --dtype f32 --policy window:5 --compare "$WORK/run-verify.json" --out "$WORK/bad-dtype"
+expect_error "--compare: a run without its shape, another dtype" "is a run of opt-6.7b (f32)" \
+    predict --model opt-6.7b --dtype f16 --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/bad-dtype2"
 check "priced off" test "$(json_get "$WORK/cmp-old/predict.json" 'd["prediction"]["verify"]["requested"]')" = off
 expect_error "--verify with --paper" "--verify does not apply" predict --paper table2 --verify on --out "$WORK/bad-pv"
 expect_error "--verify maybe" "--verify" predict --verify maybe --out "$WORK/bad-pv2"
