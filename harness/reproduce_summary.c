@@ -33,7 +33,7 @@ size_t repro_summary_list(const char *dir, const char *rel_inside, char (*names)
             has = path_exists(path);
         }
         if (has)
-            snprintf(names[n++], 64, "%s", e->d_name);
+            snprintf(names[n++], 64, "%.63s", e->d_name);
     }
     if (d)
         closedir(d);
