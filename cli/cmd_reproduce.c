@@ -221,7 +221,7 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     if (!o.merge)
         find_devices(&c);
     char err[4400];
-    if (o.merge && repro_merge(out, err, sizeof err) != 0) {
+    if (o.merge && repro_merge(out, set, err, sizeof err) != 0) {
         fb_error("reproduce --merge: %s", err);
         rc = 1;
     } else if (o.merge) {

@@ -147,6 +147,9 @@ const char *repro_tier_name(enum repro_tier tier);
 /* The real shape of at most 3B the quick tier measures an architecture's
  * Table 3 CPU rows at where it fits; NULL when it has none. */
 const char *repro_table3_shape(const char *arch);
+/* The architecture one of whose shapes (any tier's, or the quick tier's
+ * real Table 3 one) is shape; NULL when none is. */
+const char *repro_shape_arch(const char *shape);
 
 /* Plans the study for c (strings are copied; c->settings is kept by
  * pointer, for the report). */
@@ -189,7 +192,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
  * (each with reproduce.json, as --plan's lines make them), each study's
  * report under its folder's name; a study without one yet is listed as
  * not finished. */
-int repro_merge(const char *folder, char *err, size_t errlen);
+int repro_merge(const char *folder, const struct fb_settings *set, char *err, size_t errlen);
 
 /* The sweep the profiles take the flash from, relative to the study: read
  * into huge pages as the engine's buffers are ("fig2b-huge/sweep.json" when

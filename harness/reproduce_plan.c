@@ -105,6 +105,18 @@ const char *repro_table3_shape(const char *arch)
     return i < 0 ? NULL : archs[i].table3_quick;
 }
 
+const char *repro_shape_arch(const char *shape)
+{
+    for (size_t i = 0; shape && i < N_ARCHS; i++) {
+        bool real = archs[i].table3_quick && !strcmp(archs[i].table3_quick, shape);
+        for (int t = 0; t < 3 && !real; t++)
+            real = !strcmp(archs[i].shape[t], shape);
+        if (real)
+            return archs[i].arch;
+    }
+    return NULL;
+}
+
 const char *repro_tier_name(enum repro_tier tier)
 {
     static const char *names[] = {"tiny", "quick", "full"};

@@ -19,6 +19,7 @@
 #include "common/median.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
+#include "harness/reproduce_summary.h"
 #include "harness/reproduce_tables.h"
 
 /* A result file of the study, by its path under the study's folder. */
@@ -110,7 +111,7 @@ static void huge_page_gain(struct strbuf *b, const struct repro_plan *p)
 static void section_fig2b(struct strbuf *b, const struct repro_plan *p)
 {
     strbuf_add(b, "## Fig. 2b: this disk's random-read throughput\n\n");
-    if (!quote_markdown(b, p, "fig2b/sweep.md")) {
+    if (!repro_quote_folded(b, p, "fig2b/sweep.md", "fig2b/sweep.csv", 8, NULL)) {
         strbuf_add(b, "Not measured yet.\n\n");
         return;
     }
@@ -231,31 +232,6 @@ static void section_traces(struct strbuf *b, const struct repro_plan *p)
         strbuf_add(b, "Left out: %s.\n\n", p->missing);
 }
 
-static void section_policies(struct strbuf *b, const struct repro_plan *p)
-{
-    strbuf_add(b, "## The policy study: bytes, reads and modelled ms per token under every policy, layout and "
-                  "DRAM budget\n\n"
-                  "`replay` of each trace at 10%%, 25%% and 50%% of the FFN as DRAM, priced on this machine's profile "
-                  "(an infeasible budget is marked, not dropped).\n\n");
-    bool any = false;
-    for (size_t i = 0; i < p->n; i++) {
-        const struct repro_step *s = &p->steps[i];
-        if (strcmp(s->section, "policies"))
-            continue;
-        char rel[300];
-        snprintf(rel, sizeof rel, "policies/%s/replay.md", s->id + 9);
-        strbuf_add(b, "### %s\n\n", s->id + 9);
-        any = quote_markdown(b, p, rel) || any;
-        static const char *const plots[] = {"budget_bytes", "budget_ms", "budget_reads", "fig4a"};
-        for (int k = 0; k < 4; k++) {
-            snprintf(rel, sizeof rel, "policies/%s/%s.png", s->id + 9, plots[k]);
-            link_image(b, p, rel, plots[k]);
-        }
-    }
-    if (!any)
-        strbuf_add(b, "Not replayed yet.\n\n");
-}
-
 /* The paper's Table 3 priced by the cost model: this machine's profile
  * for the CPU rows, the paper's profiles for the backends it lacks. */
 static void section_paper_table3(struct strbuf *b, const struct repro_plan *p)
@@ -305,7 +281,8 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     char date[64];
     provenance_date(date, sizeof date);
     strbuf_add(&b, "# flashbed reproduce (%s): LLM in a flash on this machine\n\n", repro_tier_name(p->config.tier));
-    strbuf_add(&b, "- command: `%s`\n- commit: %s\n- written: %s\n- disk swept: %s\n\n"
+    repro_section_summary(&b, &p, NULL, 1);
+    strbuf_add(&b, "## This study\n\n- command: `%s`\n- commit: %s\n- written: %s\n- disk swept: %s\n\n"
                    "Models are synthetic (random weights of the real shapes, configs/models/) and traces "
                    "calibrated to the paper's statistics, except stories260K's, recorded from a trained "
                    "model. Each result file beside this report carries its full provenance.\n\n",
@@ -313,7 +290,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_fig2b(&b, p);
     section_calibration(&b, p);
     section_traces(&b, p);
-    section_policies(&b, p);
+    repro_section_policies(&b, p);
     repro_section_table2(&b, p);
     repro_section_ablation(&b, p);
     repro_section_table3(&b, p);
@@ -350,7 +327,39 @@ static int study_folders(const char *folder, char names[][256], int max)
     return n;
 }
 
-int repro_merge(const char *folder, char *err, size_t errlen)
+/* A merged study as a plan the summary can read: its folder and tier
+ * (reproduce.json), no steps and no models (read from its files). */
+static void merged_plan(const char *folder, const char *name, const struct fb_settings *set, char *out, size_t len,
+                        struct repro_plan *p)
+{
+    char path[4400];
+    snprintf(out, len, "%.2000s/%.255s", folder, name);
+    snprintf(path, sizeof path, "%.4000s/reproduce.json", out);
+    cJSON *j = read_json_file(path);
+    const char *tier = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "tier"));
+    memset(p, 0, sizeof *p);
+    p->config.out = out;
+    p->config.settings = set;
+    p->config.tier = tier && !strcmp(tier, "tiny") ? REPRO_TINY : tier && !strcmp(tier, "full") ? REPRO_FULL : REPRO_QUICK;
+    cJSON_Delete(j);
+}
+
+/* The merged studies' summary, over every study's files. */
+static void merge_summary(struct strbuf *b, const char *folder, char (*names)[256], int n, const struct fb_settings *set)
+{
+    static struct repro_plan plans[64];
+    static char outs[64][4400];
+    const struct repro_plan *ptrs[64];
+    const char *labels[64];
+    for (int i = 0; i < n; i++) {
+        merged_plan(folder, names[i], set, outs[i], sizeof outs[i], &plans[i]);
+        ptrs[i] = &plans[i];
+        labels[i] = names[i];
+    }
+    repro_section_summary(b, ptrs, labels, (size_t)n);
+}
+
+int repro_merge(const char *folder, const struct fb_settings *set, char *err, size_t errlen)
 {
     char names[64][256];
     int n = study_folders(folder, names, 64);
@@ -358,6 +367,7 @@ int repro_merge(const char *folder, char *err, size_t errlen)
         return err_set(err, errlen, "%s: no study folders in it (subfolders with reproduce.json)", folder);
     struct strbuf b = {0};
     strbuf_add(&b, "# flashbed reproduce: %d studies merged\n\n", n);
+    merge_summary(&b, folder, names, n, set);
     struct repro_plan top = {.config = {.out = folder}};
     for (int i = 0; i < n; i++) {
         char rel[300];

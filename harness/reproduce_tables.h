@@ -9,6 +9,8 @@
 
 #include <stdbool.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/gnuplot.h"
 #include "common/strbuf.h"
 #include "harness/reproduce.h"
@@ -60,6 +62,18 @@ void repro_add_error(struct strbuf *b, double modelled, double measured);
 void repro_add_ms(struct strbuf *b, double v);
 /* A CSV field and its separator: the number, or empty (gnuplot skips it). */
 void repro_csv_num(struct strbuf *b, double v, const char *sep);
+
+/* Appends the Markdown file rel of a step, its headings moved two levels
+ * down, each table cut after its first head rows with a link to csv_rel
+ * (which holds them all), and the lines "- NOTE..." of every string NOTE
+ * of skip_notes (a JSON array; NULL: none) left out. false when rel is
+ * not there. */
+bool repro_quote_folded(struct strbuf *b, const struct repro_plan *p, const char *rel, const char *csv_rel,
+                        size_t head, const cJSON *skip_notes);
+/* The policy study: each trace's replay, its tables folded into its
+ * replay.csv, and the friends-against-bundled notes of every trace said
+ * once, as a range (harness/reproduce_policies.c). */
+void repro_section_policies(struct strbuf *b, const struct repro_plan *p);
 
 void repro_section_table2(struct strbuf *b, const struct repro_plan *p);
 /* Table 2 as a bar chart per model: runs/<shape>/ablation.csv, .png, .svg

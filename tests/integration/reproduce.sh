@@ -285,6 +285,80 @@ for row in rows:
     assert int(line["run_k"]) == runs[0]["window_k"] and int(line["predict_k"]) == auto["window_k"]
 PY
 
+# The first screen (issue 35): the summary opens the report, and its
+# figures are the result files', recomputed here: each shape's medians and
+# speedups beside the paper's, the cost model's errors in holds or misses
+# by the 15% line, the best deployable feasible policy per budget, the
+# friends notes said once as a range.
+check "the summary comes first, its figures the result files'" python3 - "$S" "$(dirname "$0")/../../configs" <<'PY'
+import glob, json, os, re, statistics, sys
+s, configs = sys.argv[1], sys.argv[2]
+text = open(f"{s}/REPORT.md").read()
+heads = re.findall(r"^## .*$", text, re.M)
+assert heads[0] == "## At a glance", heads[:3]
+glance = text[text.index("## At a glance"):].split("\n## ")[0]
+assert len(glance.splitlines()) <= 60, len(glance.splitlines())
+paper = json.load(open(f"{configs}/paper/table3.json"))["rows"]
+arch_paper = {"opt": "opt-6.7b", "falcon": "falcon-7b", "persimmon": "persimmon-8b", "phi": "phi-2", "llama-relu": "llama-2-7b"}
+def cpu(model, method, key):
+    r = [r for r in paper if r["model"] == model and r["method"] == method and r["backend"] == "CPU"]
+    return r[0][key] if r else None
+def med(shape, mode, key):
+    runs = [json.load(open(f))["summary"] for f in sorted(glob.glob(f"{s}/runs/{shape}/{mode}-trace-r*/run.json"))]
+    parts = ("io_ms", "mem_ms", "compute_ms")
+    return statistics.median(sum(r[k] for k in parts) if key == "total" else r[key] for r in runs)
+def ratio(here_slow, here_fast, p_slow, p_fast):
+    return f"{here_slow / here_fast:.2f}× / " + (f"{p_slow / p_fast:.2f}×" if p_slow and p_fast else "—")
+holds, misses = [], []
+for shape in ("opt-tiny", "falcon-tiny", "persimmon-tiny", "phi-tiny", "llama-relu-tiny"):
+    model = arch_paper[shape[:-5]]
+    t = {m: med(shape, m, "total") for m in ("naive", "hybrid", "all")}
+    io = {m: med(shape, m, "io_ms") for m in ("naive", "all")}
+    want = (f"| {shape} ({model}) | {t['naive']:.1f} → {t['hybrid']:.1f} → {t['all']:.1f} | "
+            f"{ratio(t['naive'], t['all'], cpu(model, 'naive', 'total_ms'), cpu(model, 'all', 'total_ms'))} | "
+            f"{ratio(t['naive'], t['hybrid'], cpu(model, 'naive', 'total_ms'), cpu(model, 'hybrid', 'total_ms'))} | "
+            f"{ratio(io['naive'], io['all'], cpu(model, 'naive', 'io_ms'), cpu(model, 'all', 'io_ms'))} |")
+    assert want in glance, (want, glance)
+    for m in ("naive", "hybrid", "all"):
+        p = json.load(open(f"{s}/runs/{shape}/{m}-trace-predict/predict.json"))["predictions"][0]["prediction"]
+        err = 100 * ((p["io_ms"] + p["mem_ms"] + p["compute_ms"]) - t[m]) / t[m]
+        (holds if round(abs(err)) <= 15 else misses).append((shape, m, f"{err:+.0f}%"))
+def listed(items):
+    out, last = "", None
+    for shape, m, e in items:
+        out += (f", {m} {e}" if shape == last else f"{'; ' if last else ''}{shape} {m} {e}")
+        last = shape
+    return out
+def check_list(name, items):
+    line = re.search(rf"^- \*\*{name}\*\* \([^)]*\): (.*)\.$", glance, re.M)[1]
+    shapes = listed(items)
+    if shapes:  # then Fig. 7's shares, where they land in this list
+        assert line == shapes or line.startswith(shapes + "; Fig. 7 "), (name, line, shapes)
+    else:
+        assert line == "nowhere" or line.startswith("Fig. 7 "), (name, line)
+check_list("Holds", holds)
+check_list("Misses", misses)
+traces = sorted(os.listdir(f"{s}/policies"))
+for trace in traces:
+    rows = json.load(open(f"{s}/policies/{trace}/replay.json"))["results"]
+    budgets = list(dict.fromkeys(r["dram_budget"] for r in rows))
+    cells = []
+    for b in budgets:
+        ok = [r for r in rows if r["dram_budget"] == b and r["feasible"] and r["policy"] != "belady"]
+        best = min(ok, key=lambda r: r["total_ms"])
+        cells.append(f"{best['policy']}, {best['layout']}: {best['total_ms']:.3g} ms")
+    want = f"| {trace} | " + " | ".join(cells) + " |"
+    assert want in glance, (want, glance)
+ratios = []
+for trace in traces:
+    rows = json.load(open(f"{s}/policies/{trace}/replay.json"))["results"]
+    key = lambda r: (r["policy"], r["dram_budget"], r["sets"])
+    bundled = {key(r): r["bytes_per_token"] for r in rows if r["layout"] == "bundled"}
+    ratios += [r["bytes_per_token"] / bundled[key(r)] for r in rows if r["layout"] == "friends" and key(r) in bundled]
+assert len(re.findall("friends reads", text)) == 1, "the friends notes said once"
+assert f"pairs of the {len(traces)} traces" in text and f"{min(ratios):.2f}× to {max(ratios):.2f}×" in text
+PY
+
 check "the disk beside the M1 Max at 16 KiB" grep -q "^- Flash at 16 KiB chunks: this disk reads" "$S/REPORT.md"
 
 # Resuming: every step is done, nothing runs again, the report is rewritten.
@@ -295,6 +369,13 @@ rm "$S/steps/trace-info-opt-tiny.json"
 out=$("$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S" 2>&1)
 check "an unfinished step runs again, alone" grep -q "1 steps run" <<<"$out"
 
+# A step whose results are gone: the summary says so instead of a number.
+mkdir -p "$WORK/aside" && mv "$S"/runs/opt-tiny/all-trace-r* "$WORK/aside/"
+check "a study without its all runs: the report rewritten" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
+check "the summary: all did not run" grep -q "^| opt-tiny (opt-6.7b) | [0-9.]* → [0-9.]* → all did not run | all did not run |" "$S/REPORT.md"
+check "the summary: no error for it" grep -q "^- No figure: opt-tiny all (did not run)" "$S/REPORT.md"
+mv "$WORK"/aside/* "$S/runs/opt-tiny/"
+
 # --plan: one independent study per model; --merge collects them.
 check "--plan" "$FLASHBED" reproduce --tiny --models opt,phi --out "$WORK/many" --plan "$WORK/plan.txt"
 check "--plan: one line per model" test "$(wc -l <"$WORK/plan.txt")" = 2
@@ -303,6 +384,9 @@ check "the plan's first line runs" bash -c "$(head -1 "$WORK/plan.txt") 2>/dev/n
 check "--merge" "$FLASHBED" reproduce --merge --out "$WORK/many"
 check "--merge: the finished study" grep -q "^## opt" "$WORK/many/REPORT.md"
 check "--merge: its tables" grep -q "^| opt-tiny | all |" "$WORK/many/REPORT.md"
+check "--merge: the summary first" test "$(grep -m1 '^## ' "$WORK/many/REPORT.md")" = "## At a glance"
+check "--merge: its rows under the study's name" grep -q "^| opt: opt-tiny (opt-6.7b) | [0-9.]* → " "$WORK/many/REPORT.md"
+check "--merge: the unfinished study's policy study" grep -q "^| opt: opt-tiny | " "$WORK/many/REPORT.md"
 
 # Bad input: refused before anything runs.
 expect_error "two tiers" "one of --tiny, --quick, --full" reproduce --tiny --full --out "$WORK/x"
