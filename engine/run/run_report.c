@@ -354,6 +354,15 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
     cJSON_AddNumberToObject(v, "verify_ms_per_token", r->n_rows ? ms / r->n_rows : 0);
 }
 
+/* The model's dimensions: what predict --compare checks the shape it prices against. */
+static void shape_json(cJSON *prov, const struct model_shape *s)
+{
+    cJSON *shape = cJSON_AddObjectToObject(prov, "shape");
+    cJSON_AddNumberToObject(shape, "n_layers", s->n_layers);
+    cJSON_AddNumberToObject(shape, "d_model", s->d_model);
+    cJSON_AddNumberToObject(shape, "d_ff", s->d_ff);
+}
+
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
                        const struct run_report_extra *x, cJSON *prov)
 {
@@ -368,10 +377,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     if (p->device) /* a cpu run's files keep their keys */
         cJSON_AddNumberToObject(prov, "device_budget_bytes", (double)p->device_budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
-    cJSON *shape = cJSON_AddObjectToObject(prov, "shape"); /* what predict --compare checks its shape against */
-    cJSON_AddNumberToObject(shape, "n_layers", m->shape.n_layers);
-    cJSON_AddNumberToObject(shape, "d_model", m->shape.d_model);
-    cJSON_AddNumberToObject(shape, "d_ff", m->shape.d_ff);
+    shape_json(prov, &m->shape);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);
