@@ -354,13 +354,17 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
     cJSON_AddNumberToObject(v, "verify_ms_per_token", r->n_rows ? ms / r->n_rows : 0);
 }
 
-/* The model's dimensions: what predict --compare checks the shape it prices against. */
-static void shape_json(cJSON *prov, const struct model_shape *s)
+/* The model: its name, folder, dtype and dimensions (what predict --compare
+ * checks the shape it prices against). */
+static void model_json(cJSON *prov, const struct model *m)
 {
+    cJSON_AddStringToObject(prov, "model", m->shape.name);
+    cJSON_AddStringToObject(prov, "model_dir", m->dir);
+    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
     cJSON *shape = cJSON_AddObjectToObject(prov, "shape");
-    cJSON_AddNumberToObject(shape, "n_layers", s->n_layers);
-    cJSON_AddNumberToObject(shape, "d_model", s->d_model);
-    cJSON_AddNumberToObject(shape, "d_ff", s->d_ff);
+    cJSON_AddNumberToObject(shape, "n_layers", m->shape.n_layers);
+    cJSON_AddNumberToObject(shape, "d_model", m->shape.d_model);
+    cJSON_AddNumberToObject(shape, "d_ff", m->shape.d_ff);
 }
 
 static cJSON *run_json(const struct model *m, const struct run_setup *p, const struct run_outcome *r,
@@ -368,16 +372,13 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemToObject(root, "provenance", prov);
-    cJSON_AddStringToObject(prov, "model", m->shape.name);
-    cJSON_AddStringToObject(prov, "model_dir", m->dir);
-    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    model_json(prov, m);
     cJSON_AddStringToObject(prov, "mode", x->mode);
     cJSON_AddStringToObject(prov, "active", p->dense ? "all (dense)" : p->active_desc);
     cJSON_AddNumberToObject(prov, "dram_budget_bytes", (double)p->budget);
     if (p->device) /* a cpu run's files keep their keys */
         cJSON_AddNumberToObject(prov, "device_budget_bytes", (double)p->device_budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
-    shape_json(prov, &m->shape);
     cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
     if (!p->dense)
         policy_json(prov, m, p);
