@@ -65,7 +65,7 @@ static const struct opt_def run_options[] = {
     {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
-    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density, and suggests a threshold from the run's own values when every neuron is); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
      .min = 0, .max = OPT_NO_MAX},
     {"act-threshold", OPT_DOUBLE, O(act_threshold), "0", "T", "--check and --record beside a predictor or the gate on a SiLU or GELU FFN: truly active when |act(gate).up| (|act(up)|) > T [default: the predictor's own act_threshold, else 0]",
      .min = 0, .max = OPT_NO_MAX},
@@ -101,7 +101,7 @@ static const struct opt_def run_options[] = {
 static const struct opt_def run_output_options[] = {
     {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state",
      .max = MODEL_MAX_POSITIONS},
-    {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets; --active teal: the channels and rows of down it kept, channel sets for replay --layout transposed)"},
+    {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets; --active teal: the channels and rows of down it kept, channel sets for replay --layout transposed); Ctrl-C keeps the trace of the tokens measured"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
