@@ -226,8 +226,10 @@ static int tokens_to_generate(const struct generate_opts *o, const struct engine
 {
     int budget = e->max_seq - n_prompt, n = (int)o->d.n;
     if (budget < 0) {
-        fb_error("generate: the prompt has %d tokens, the model's context only %d (use --prompt-tokens)",
-                 n_prompt, e->max_seq);
+        char fit[512];
+        decode_opts_fit_text(&o->d, n_prompt, e->max_seq, fit, sizeof fit);
+        fb_error("generate: the prompt's %d positions pass the model's context of %d: %s", n_prompt, e->max_seq,
+                 fit);
         return -1;
     }
     if (n > budget) {

@@ -273,19 +273,30 @@ static int paper_options(const struct predict_opts *o, const struct fb_settings 
     return -1;
 }
 
+/* Each table asked for written, and its Markdown printed on stdout as it
+ * comes (as predict prints predict.md), the folder named on stderr. */
 static int run_paper(const struct fb_settings *set, const char *what, const struct paper_given *g, const char *dir,
                      cJSON *prov)
 {
-    int (*const write[])(const struct fb_settings *, const char *, const struct paper_given *, cJSON *, char *,
-                         size_t) = {
+    int (*const write[])(const struct fb_settings *, const char *, const struct paper_given *, cJSON *, char **,
+                         char *, size_t) = {
         paper_write_table2, paper_write_table3, paper_write_fig7};
     const char *names[] = {"table2", "table3", "fig7"};
     char err[4400];
-    for (int i = 0; i < 3; i++)
-        if ((!strcmp(what, "all") || !strcmp(what, names[i])) && write[i](set, dir, g, prov, err, sizeof err) != 0) {
+    bool first = true;
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(what, "all") && strcmp(what, names[i]))
+            continue;
+        char *md = NULL;
+        if (write[i](set, dir, g, prov, &md, err, sizeof err) != 0) {
             fb_error("%s", err);
             return -1;
         }
+        printf("%s%s", first ? "" : "\n", md);
+        free(md);
+        first = false;
+    }
+    fflush(stdout);
     fb_info("written to %s/", dir);
     return 0;
 }

@@ -65,7 +65,7 @@ static const struct opt_def run_options[] = {
     {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
-    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density, and suggests a threshold from the run's own values when every neuron is); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
      .min = 0, .max = OPT_NO_MAX},
     {"act-threshold", OPT_DOUBLE, O(act_threshold), "0", "T", "--check and --record beside a predictor or the gate on a SiLU or GELU FFN: truly active when |act(gate).up| (|act(up)|) > T [default: the predictor's own act_threshold, else 0]",
      .min = 0, .max = OPT_NO_MAX},
@@ -101,7 +101,7 @@ static const struct opt_def run_options[] = {
 static const struct opt_def run_output_options[] = {
     {"cold", OPT_UINT, O(cold), "5", "N", "the first N tokens (cold cache) are summarized apart from the steady state",
      .max = MODEL_MAX_POSITIONS},
-    {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets; --active teal: the channels and rows of down it kept, channel sets for replay --layout transposed)"},
+    {"record", OPT_STRING, O(record), NULL, "FILE", "write the activation trace of this run (true active sets; --active teal: the channels and rows of down it kept, channel sets for replay --layout transposed); Ctrl-C keeps the trace of the tokens measured"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/run-<timestamp>]"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "no generated text on stdout"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
@@ -353,8 +353,10 @@ static int open_model(struct run *r)
         return 1;
     r->max_seq = r->n_prompt + (int)o->d.n; /* the KV cache holds exactly the positions this run uses */
     if (r->max_seq > (int)r->m.shape.max_positions) {
-        fb_error("run: %d prompt + %llu generated tokens pass the model's context of %u (use --prompt-tokens)",
-                 r->n_prompt, (unsigned long long)o->d.n, r->m.shape.max_positions);
+        char fit[512];
+        decode_opts_fit_text(&o->d, r->n_prompt, (long)r->m.shape.max_positions - (long)o->d.n, fit, sizeof fit);
+        fb_error("run: the prompt's %d positions + %llu generated tokens pass the model's context of %u: %s",
+                 r->n_prompt, (unsigned long long)o->d.n, r->m.shape.max_positions, fit);
         return 1;
     }
     return 0;
@@ -451,9 +453,38 @@ static int prepare(struct run *r)
     return 0;
 }
 
+/* --record's trace closed, or dropped when the run failed, when its
+ * results could not be written (unwritten) or when it was interrupted
+ * before a token was measured. An interrupted run stops between tokens, so
+ * the trace of the tokens measured is whole, as the Python recorder keeps
+ * it: closed, and said so. 0, or -1 (printed). */
+static int close_record(struct run *r, bool unwritten)
+{
+    char err[4400];
+    int tokens = r->out.n_rows;
+    bool stopped = !strcmp(r->out.stop, "interrupted");
+    struct trace_writer *w = r->rec;
+    r->rec = NULL; /* a run that failed, even only in writing its results, leaves the trace's path as it was */
+    if (r->out.error[0] || unwritten || (stopped && tokens == 0)) {
+        trace_writer_abort(w);
+        if (stopped && !r->out.error[0] && !unwritten)
+            fb_warn("run --record: interrupted before the first token was measured: no trace written, %s left as "
+                    "it was", r->o.record);
+        return 0;
+    }
+    if (trace_writer_close(w, err, sizeof err) != 0) {
+        atomic_err_name_path(err, sizeof err, r->o.record);
+        fb_error("run --record: %s", err);
+        return -1;
+    }
+    if (stopped)
+        fb_info("run --record: interrupted: %s holds the trace of the %d tokens measured (a whole trace: replay and "
+                "trace info read it)", r->o.record, tokens);
+    return 0;
+}
+
 /* run.json, run.md, tokens.csv (and the plot), then the recorded trace
- * closed, or dropped when the run failed, was interrupted or its results
- * could not be written. The exit
+ * closed (close_record). The exit
  * status: 1 on an error, 130 interrupted, else 0. */
 static int write_results(struct run *r)
 {
@@ -474,16 +505,8 @@ static int write_results(struct run *r)
         fputs(md, stderr);
     free(md);
     bool stopped = !strcmp(r->out.stop, "interrupted");
-    if (r->rec) { /* a run that failed, even only in writing its results, leaves the trace's path as it was */
-        int trc = r->out.error[0] || stopped || wrc != 0 ? (trace_writer_abort(r->rec), 0)
-                                             : trace_writer_close(r->rec, err, sizeof err);
-        r->rec = NULL;
-        if (trc != 0) {
-            atomic_err_name_path(err, sizeof err, r->o.record);
-            fb_error("run --record: %s", err);
-            wrc = -1;
-        }
-    }
+    if (r->rec && close_record(r, wrc != 0) != 0)
+        wrc = -1;
     if (wrc == 0)
         fb_info("results in %s", r->dir);
     return wrc != 0 || r->out.error[0] ? 1 : stopped ? 130 : 0;

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "cli/backend_opts.h"
@@ -82,6 +83,21 @@ int *decode_opts_prompt(const char *cmd, const struct decode_opts *d, const stru
         count = (size_t)d->prompt_tokens;
     *n = count > INT_MAX ? INT_MAX : (int)count;
     return ids;
+}
+
+void decode_opts_fit_text(const struct decode_opts *d, int n_prompt, long room, char *buf, size_t len)
+{
+    int bos = d->prompt_ids ? 0 : 1; /* encode_prompt puts BOS first; --prompt-ids are fed as they are */
+    long keep = room - bos;
+    char had[96];
+    if (bos)
+        snprintf(had, sizeof had, "the prompt is %d tokens + BOS", n_prompt - bos);
+    else
+        snprintf(had, sizeof had, "the prompt is %d ids (--prompt-ids: no BOS added)", n_prompt);
+    if (keep >= 1)
+        snprintf(buf, len, "%s; --prompt-tokens %ld%s at most fits", had, keep, bos ? " (BOS not counted)" : "");
+    else
+        snprintf(buf, len, "%s; -n leaves no room for a prompt: lower -n", had);
 }
 
 int decode_opts_threads(const struct decode_opts *d)

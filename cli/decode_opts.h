@@ -9,6 +9,7 @@
 #define FLASHBED_CLI_DECODE_OPTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/options.h"
@@ -43,6 +44,12 @@ const char *decode_opts_text(const char *cmd, const struct decode_opts *d, char 
  * count; caller frees. NULL with the error printed. */
 int *decode_opts_prompt(const char *cmd, const struct decode_opts *d, const struct model *m, const char *text,
                         int *n);
+
+/* The prompt, counted as --prompt-tokens counts it (BOS not counted: the
+ * tokenizer adds it; --prompt-ids adds none), and what fits `room`
+ * positions, into buf for a refusal: "the prompt is 4 tokens + BOS;
+ * --prompt-tokens 3 (BOS not counted) at most fits". */
+void decode_opts_fit_text(const struct decode_opts *d, int n_prompt, long room, char *buf, size_t len);
 
 /* --threads, 0 meaning every online CPU. */
 int decode_opts_threads(const struct decode_opts *d);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cache/cache.h"
 #include "cache/mode.h"
@@ -109,6 +110,26 @@ static bool has_given(const struct paper_given *g)
     return g && g->hw;
 }
 
+/* Whether two profiles are one file (the paper's own profile given by
+ * name or by path): then a row's modelled figure beside the paper's is the
+ * model's error; a profile of any other file describes another machine,
+ * and the difference from the paper is the machines'. */
+static bool same_profile(const struct hw_profile *a, const struct hw_profile *b)
+{
+    struct stat sa, sb;
+    if (stat(a->path, &sa) == 0 && stat(b->path, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return strcmp(a->path, b->path) == 0;
+}
+
+/* A modelled figure beside the paper's, "paper / model (+12%)", the
+ * percentage marked "machines" when the model priced another machine. */
+static void beside_paper(char *buf, size_t len, double paper, double model, bool machines)
+{
+    snprintf(buf, len, "%.0f / %.0f (%+.0f%%%s)", paper, model, 100 * cost_rel_err(model, paper),
+             machines ? " machines" : "");
+}
+
 /* The profile a whole table prices with: the given one, else the paper's. */
 static int table_hw(const struct fb_settings *set, const struct paper_given *g, const char *paper,
                     struct hw_profile *hw, char *err, size_t errlen)
@@ -130,11 +151,12 @@ static int need_rate(struct hw_profile *hw, const char *dtype, const char *what,
 /* A Table 3 row's profile: its paper profile, or the given one
  * (*from_given) when that describes the same backend. */
 static int row_hw(const struct fb_settings *set, const cJSON *r, const struct hw_profile *given, struct hw_profile *hw,
-                  bool *from_given, char *err, size_t errlen)
+                  bool *from_given, bool *other_machine, char *err, size_t errlen)
 {
     if (load_hw(set, NULL, str(r, "hw"), hw, err, errlen) != 0)
         return -1;
     *from_given = given && strcmp(given->backend, hw->backend) == 0;
+    *other_machine = *from_given && !same_profile(given, hw);
     if (*from_given)
         *hw = *given;
     return 0;
@@ -153,8 +175,8 @@ static int check_table3(const struct fb_settings *set, const struct hw_profile *
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        bool from_given;
-        if (row_hw(set, r, given, &hw, &from_given, err, errlen) != 0 ||
+        bool from_given, other;
+        if (row_hw(set, r, given, &hw, &from_given, &other, err, errlen) != 0 ||
             (from_given && need_rate(&hw, str(r, "dtype"), "Table 3's rows on its backend", err, errlen) != 0)) {
             rc = -1;
             break;
@@ -240,6 +262,15 @@ int paper_cost_config(const struct fb_settings *set, struct cost_config *c, cons
     return 0;
 }
 
+/* A table's Markdown to the caller (md_out not NULL) once it is written. */
+static void hand_over(int rc, struct strbuf *md, char **md_out)
+{
+    if (rc != 0 || !md_out)
+        return;
+    *md_out = md->s ? md->s : strdup("");
+    md->s = NULL;
+}
+
 static int write_outputs(const char *dir, const char *name, cJSON *root, const char *md, char *err,
                          size_t errlen)
 {
@@ -256,7 +287,7 @@ static int write_outputs(const char *dir, const char *name, cJSON *root, const c
 /* One Table 2 row: priced with App. C.1's densities (p) and with those the
  * table's own byte column implies (p2), into its JSON and Markdown. */
 static int table2_row(const struct fb_settings *set, const cJSON *t, const cJSON *r, const struct model_shape *s,
-                      struct hw_profile *hw, cJSON *rows, struct strbuf *md, char *err, size_t errlen)
+                      struct hw_profile *hw, bool machines, cJSON *rows, struct strbuf *md, char *err, size_t errlen)
 {
     char why[512], name[LAYOUT_NAME_MAX];
     struct cost_config c = {.shape = s, .hw = hw, .dram_share = 0.5, .io_threads = hw->io_threads,
@@ -296,15 +327,16 @@ static int table2_row(const struct fb_settings *set, const cJSON *t, const cJSON
     cJSON_AddNumberToObject(o, "chunk_bytes", p.chunk_bytes);
     cJSON_AddStringToObject(o, "volume_source", c.vol.source);
     cJSON_AddItemToArray(rows, o);
-    strbuf_add(md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% |\n",
+    const char *mark = machines ? " machines" : "";
+    strbuf_add(md, "| %s | %.1f | %.2f | %.1f | %.3f | %.2f | %.2f | %.0f | %.0f | %+.1f%%%s | %.0f | %+.1f%%%s |\n",
                str(r, "config"), num(r, "dram_gb"), p.dram_total / 1e9, num(r, "flash_gb"), p.bytes_per_token / 1e9,
                num(r, "throughput_gbps"), p.throughput / 1e9, paper_io, p.io_ms, 100 * cost_rel_err(p.io_ms, paper_io),
-               p2.io_ms, 100 * cost_rel_err(p2.io_ms, paper_io));
+               mark, p2.io_ms, 100 * cost_rel_err(p2.io_ms, paper_io), mark);
     return 0;
 }
 
 int paper_write_table2(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
-                       cJSON *provenance, char *err, size_t errlen)
+                       cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
         return -1;
@@ -312,38 +344,45 @@ int paper_write_table2(const struct fb_settings *set, const char *out_dir, const
     if (!t)
         return -1;
     struct model_shape s;
-    struct hw_profile hw;
+    struct hw_profile hw, paper_hw;
     int rc = -1;
     struct strbuf md = {0};
     cJSON *root = cJSON_CreateObject();
     if (model_shape_load(set, str(t, "model"), &s, err, errlen) != 0 ||
-        table_hw(set, g, str(t, "hw"), &hw, err, errlen) != 0)
+        table_hw(set, g, str(t, "hw"), &hw, err, errlen) != 0 ||
+        load_hw(set, NULL, str(t, "hw"), &paper_hw, err, errlen) != 0)
         goto out;
+    bool machines = !same_profile(&hw, &paper_hw); /* the errors are then two machines' difference */
     cJSON_AddItemReferenceToObject(root, "provenance", provenance);
     cJSON_AddStringToObject(root, "table", "Table 2: I/O latency of OPT-6.7B, 16-bit, M1 Max, half the model in DRAM");
     cJSON_AddStringToObject(root, "hw", hw.name);
     cJSON_AddStringToObject(root, "hw_from", has_given(g) ? "given" : "paper");
+    cJSON_AddStringToObject(root, "difference", machines ? "machines" : "model error");
     cJSON *rows = cJSON_AddArrayToObject(root, "rows");
     strbuf_add(&md, "# Table 2 — OPT-6.7B, 16-bit, M1 Max, half the model in DRAM%s\n\n", has_given(g) ? " — modelled with a given profile" : "");
     if (has_given(g))
-        strbuf_add(&md, "Every row is priced with the given profile `%s` (%s) in place of the paper's `%s`.\n\n",
-                   hw.name, hw.path, str(t, "hw"));
+        strbuf_add(&md, "Every row is priced with the given profile `%s` (%s) in place of the paper's `%s`.%s\n\n",
+                   hw.name, hw.path, str(t, "hw"),
+                   machines ? " It describes another machine than the paper's, so the percentages, marked *machines*, "
+                              "are the difference between the two machines, not an error of the model." : "");
     strbuf_add(&md, "Model: the cost model with the `%s` profile and App. C.1's densities "
                 "(predictor ~10%% of the FFN per token, window k = 4: 2.4%% new, 24%% held). "
                 "The last column uses the densities implied by the table's own flash→DRAM column "
                 "(0.9 GB and 0.2 GB of the 8.59 GB fp16 FFN).\n\n"
-                "| configuration | DRAM GB paper | DRAM GB model | flash→DRAM GB paper | model | GB/s paper | model | I/O ms paper | I/O ms model | error | I/O ms (Table 2 densities) | error |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", hw.name);
+                "| configuration | DRAM GB paper | DRAM GB model | flash→DRAM GB paper | model | GB/s paper | model | I/O ms paper | I/O ms model | %s | I/O ms (Table 2 densities) | %s |\n"
+                "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", hw.name, machines ? "difference" : "error",
+                machines ? "difference" : "error");
     const cJSON *r;
     cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(t, "rows"))
     {
-        if (table2_row(set, t, r, &s, &hw, rows, &md, err, errlen) != 0)
+        if (table2_row(set, t, r, &s, &hw, machines, rows, &md, err, errlen) != 0)
             goto out;
     }
     strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
                 "imply 1.17 GB/s in the +predictor row (0.9 GB, 738 ms) and 1.27 GB/s in the "
                 "+windowing row (0.2 GB, 164 ms), so no single byte count lands every row exactly.\n");
     rc = write_outputs(out_dir, "table2", root, md.s ? md.s : "", err, errlen);
+    hand_over(rc, &md, md_out);
 out:
     free(md.s);
     cJSON_Delete(root);
@@ -380,7 +419,10 @@ static void table3_intro(struct strbuf *md, const struct hw_profile *given)
     strbuf_add(md, "# Table 3 — latency per token (ms): paper / model (error)\n\n");
     if (given)
         strbuf_add(md, "Rows on the `%s` backend are priced with the given profile `%s` (%s), marked *given*; "
-                       "the others are modelled from the paper's profiles in configs/hw/, marked *paper*. ",
+                       "the others are modelled from the paper's profiles in configs/hw/, marked *paper*. "
+                       "Where the given profile is not the row's paper profile, the row compares two machines: "
+                       "its percentages, marked *machines*, are the difference between the given machine and "
+                       "the paper's, not an error of the model. ",
                    given->backend, given->name, given->path);
     else
         strbuf_add(md, "Paper profiles in configs/hw/. ");
@@ -397,6 +439,7 @@ struct table3_cell {
     struct model_shape s;
     struct hw_profile hw;
     bool from_given;
+    bool other_machine; /* priced with a profile of another machine than the paper's */
     struct cost_config c;
     struct cost_prediction p;
     char notes[400];
@@ -407,7 +450,7 @@ static int price_table3_row(const struct fb_settings *set, const cJSON *r, const
 {
     char why[512];
     if (model_shape_load(set, str(r, "model"), &x->s, err, errlen) != 0 ||
-        row_hw(set, r, given, &x->hw, &x->from_given, err, errlen) != 0)
+        row_hw(set, r, given, &x->hw, &x->from_given, &x->other_machine, err, errlen) != 0)
         return -1;
     const char *method = str(r, "method");
     x->c = (struct cost_config){.shape = &x->s, .hw = &x->hw, .io_threads = x->hw.io_threads, .context_tokens = 256};
@@ -454,11 +497,11 @@ static void table3_device_md(struct strbuf *md, const cJSON *r, const struct tab
         snprintf(up, sizeof up, "%.1f MB: %.2f ms", p->dev_bytes_up / 1e6, p->h2d_ms);
         snprintf(down, sizeof down, "%.2f ms", p->d2h_ms);
     }
-    double pt = num(r, "total_ms");
-    strbuf_add(md, "| %s | %s | %s | %s | %s | %s | %.0f: %.2f ms | %.0f: %.2f ms | %.0f | %.0f / %.0f (%+.0f%%) |\n",
-               x->s.name, str(r, "method"), str(r, "backend"), x->hw.name, up, down, p->dev_launches, p->launch_ms,
-               p->dev_syncs, p->sync_ms, p->serial_ms, pt, p->device_total_ms,
-               100 * cost_rel_err(p->device_total_ms, pt));
+    char total[96];
+    beside_paper(total, sizeof total, num(r, "total_ms"), p->device_total_ms, x->other_machine);
+    strbuf_add(md, "| %s | %s | %s | %s | %s | %s | %.0f: %.2f ms | %.0f: %.2f ms | %.0f | %s |\n", x->s.name,
+               str(r, "method"), str(r, "backend"), x->hw.name, up, down, p->dev_launches, p->launch_ms, p->dev_syncs,
+               p->sync_ms, p->serial_ms, total);
 }
 
 /* The row's JSON: paper and model per component, and their errors. */
@@ -473,6 +516,8 @@ static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
     cJSON_AddStringToObject(o, "backend", str(r, "backend"));
     cJSON_AddStringToObject(o, "hw", x->hw.name);
     cJSON_AddStringToObject(o, "hw_from", x->from_given ? "given" : "paper");
+    /* what the *_rel_err say: the model's error, or two machines' difference */
+    cJSON_AddStringToObject(o, "difference", x->other_machine ? "machines" : "model error");
     cJSON_AddStringToObject(o, "dtype", x->c.dtype);
     for (int k = 0; k < 4; k++) {
         char key[40];
@@ -495,16 +540,18 @@ static cJSON *table3_row_json(const cJSON *r, const struct table3_cell *x)
 static void table3_row_md(struct strbuf *md, const cJSON *r, const struct table3_cell *x)
 {
     const struct cost_prediction *p = &x->p;
-    double pi = num(r, "io_ms"), pm = num(r, "mem_ms"), pc = num(r, "compute_ms"), pt = num(r, "total_ms");
-    char mem_cell[64];
-    if (pm == 0 && p->mem_ms == 0)
-        snprintf(mem_cell, sizeof mem_cell, "0 / 0");
+    bool mach = x->other_machine;
+    char io[96], mem[96], comp[96], total[96];
+    beside_paper(io, sizeof io, num(r, "io_ms"), p->io_ms, mach);
+    if (num(r, "mem_ms") == 0 && p->mem_ms == 0)
+        snprintf(mem, sizeof mem, "0 / 0");
     else
-        snprintf(mem_cell, sizeof mem_cell, "%.0f / %.0f (%+.0f%%)", pm, p->mem_ms, 100 * cost_rel_err(p->mem_ms, pm));
-    strbuf_add(md, "| %s | %s | %s | %s (%s) | %.0f / %.0f (%+.0f%%) | %s | %.0f / %.0f (%+.0f%%) | %.0f / %.0f (%+.0f%%) | %s |\n",
-               x->s.name, str(r, "method"), str(r, "backend"), x->hw.name, x->from_given ? "*given*" : "paper", pi,
-               p->io_ms, 100 * cost_rel_err(p->io_ms, pi), mem_cell, pc, p->compute_ms, 100 * cost_rel_err(p->compute_ms, pc),
-               pt, p->serial_ms, 100 * cost_rel_err(p->serial_ms, pt), x->notes);
+        beside_paper(mem, sizeof mem, num(r, "mem_ms"), p->mem_ms, mach);
+    beside_paper(comp, sizeof comp, num(r, "compute_ms"), p->compute_ms, mach);
+    beside_paper(total, sizeof total, num(r, "total_ms"), p->serial_ms, mach);
+    strbuf_add(md, "| %s | %s | %s | %s (%s) | %s | %s | %s | %s | %s%s%s |\n", x->s.name, str(r, "method"),
+               str(r, "backend"), x->hw.name, x->from_given ? "*given*" : "paper", io, mem, comp, total, x->notes,
+               mach && x->notes[0] ? "; " : "", mach ? "another machine than the paper's: a difference, not an error" : "");
 }
 
 /* Every row of Table 3 priced into rows and md; the rows on a device
@@ -543,7 +590,7 @@ static void table3_device_section(struct strbuf *md, const struct strbuf *dev)
 }
 
 int paper_write_table3(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
-                       cJSON *provenance, char *err, size_t errlen)
+                       cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
         return -1;
@@ -570,6 +617,7 @@ int paper_write_table3(const struct fb_settings *set, const char *out_dir, const
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
     table3_device_section(&md, &dev);
     rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "", err, errlen);
+    hand_over(rc, &md, md_out);
 out:
     free(dev.s);
     free(md.s);
@@ -629,7 +677,7 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
 }
 
 int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
-                     cJSON *provenance, char *err, size_t errlen)
+                     cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
         return -1;
@@ -677,6 +725,7 @@ int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const s
     snprintf(figure, sizeof figure, "%s (modelled)", what);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", figure)};
     rc = gnuplot_draw(set, "fig7_dram_share.gp", args, 2, stem, err, errlen);
+    hand_over(rc, &md, md_out);
 out:
     free(md.s);
     free(csv.s);

@@ -950,6 +950,18 @@ uint64_t ffn_flash_read_align(const struct ffn *f)
     return ff->align;
 }
 
+float ffn_flash_threshold_cut(struct ffn *f, double share, uint64_t *values)
+{
+    *values = 0;
+    if (ffn_is_transposed(f))
+        return -1;
+    struct flash_ffn *ff = f->priv;
+    if (!ff->have_choose || ff->cfg.active != SOURCE_ORACLE)
+        return -1;
+    *values = ff->choose.sample.n;
+    return value_sample_cut(&ff->choose.sample, share);
+}
+
 const struct ffn_ops ffn_flash = {
     .name = "flash",
     .create = ffn_flash_create,

@@ -221,6 +221,11 @@ uint64_t ffn_flash_read_align(const struct ffn *f);
  * bytes): a predictor's weights, the gate's rows; 0 for the oracle (a
  * measuring device) and a trace. */
 uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg);
+/* Under the oracle on a SiLU or GELU FFN: the threshold at or below which
+ * a share of the |act(gate·x)·(up·x)| (|act(up·x + b)|) values of the run's
+ * first tokens fell (engine/ffn/value_sample.h; sorts the sample), their
+ * count in *values; -1 and 0 for any other source or FFN. */
+float ffn_flash_threshold_cut(struct ffn *f, double share, uint64_t *values);
 uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash_config *cfg);
 
 #endif

@@ -165,6 +165,10 @@ int neuron_select_open(struct neuron_select *s, const struct model *m, const str
     if (rc == 0 && (c->source == SOURCE_GATE || (both && m->arch.glu)))
         rc = load_matrix(m, 1, &s->gate, err, errlen);
     s->rows_bytes = (s->up ? matrix_bytes(m) : 0) + (s->gate ? matrix_bytes(m) : 0);
+    /* a threshold's values are sampled where the threshold decides: no exact zeros there */
+    if (rc == 0 && c->source == SOURCE_ORACLE && !activation_sparse(m->arch.act) &&
+        value_sample_init(&s->sample, VALUE_SAMPLE_CAP) != 0)
+        rc = err_set(err, errlen, "out of memory choosing neurons");
     if (rc != 0)
         neuron_select_close(s);
     return rc;
@@ -178,6 +182,7 @@ void neuron_select_close(struct neuron_select *s)
     free(s->g);
     free(s->h);
     free(s->xs);
+    value_sample_free(&s->sample);
     memset(s, 0, sizeof *s);
 }
 
@@ -194,6 +199,9 @@ static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void
     for (uint32_t i = 0; i < sh->d_ff; i++)
         if (ffn_neuron_active(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f, s->cfg.threshold))
             out[n++] = i;
+    if (s->sample.n < s->sample.cap) /* sampled after the choice: the loop above stays as it was */
+        for (uint32_t i = 0, stride = (uint32_t)value_sample_stride(sh->d_ff); i < sh->d_ff; i += stride)
+            value_sample_push(&s->sample, ffn_neuron_value(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f));
     return n;
 }
 

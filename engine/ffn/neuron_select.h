@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "engine/compute/cpu_kernels.h"
+#include "engine/ffn/value_sample.h"
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
@@ -66,6 +67,8 @@ struct neuron_select {
     float *xs;           /* [d_model] SOURCE_TEAL: the last input with its dropped channels zero */
     uint32_t kept_inputs; /* SOURCE_TEAL: channels kept in the last call */
     uint64_t rows_bytes; /* up + gate */
+    struct value_sample sample; /* SOURCE_ORACLE on a SiLU or GELU FFN: |h| of the first tokens (value_sample.h),
+                                 * for a threshold to suggest; else empty */
 };
 
 /* Whether c can choose m's neurons: gate needs a GLU FFN, the predictor

@@ -213,8 +213,11 @@ void run_engine_extra(struct engine *e, const struct model *m, const struct run_
     x->device = x->read_ahead = x->transposed = false;
     x->device_bytes = 0;
     x->staging_pinned = true;
+    x->suggested_threshold = -1;
+    x->suggested_from = 0;
     if (p->dense)
         return;
+    x->suggested_threshold = ffn_flash_threshold_cut(&e->ffn, 0.5, &x->suggested_from);
     x->device = !e->be_info.host_visible;
     x->transposed = p->layout.ops->transposed;
     x->read_ahead = ffn_flash_reads_ahead(&p->cfg, x->device);

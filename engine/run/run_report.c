@@ -300,6 +300,12 @@ static void density_json(cJSON *sum, const struct model *m, const struct run_set
         transposed_json(sum, m, p, mean);
     else if (p->policy.ops && !p->policy.ops->reads_whole_layers) /* a density of what was chosen */
         cJSON_AddNumberToObject(sum, "density", mean->needed / ((double)m->shape.n_layers * m->shape.d_ff));
+    if (x->suggested_from > 0) { /* the oracle's threshold on values with no exact zeros */
+        cJSON *o = cJSON_AddObjectToObject(sum, "threshold_suggestion");
+        cJSON_AddNumberToObject(o, "threshold", x->suggested_threshold);
+        cJSON_AddNumberToObject(o, "share_at_or_below", 0.5);
+        cJSON_AddNumberToObject(o, "values", (double)x->suggested_from);
+    }
 }
 
 /* How the run ended: stop_reason, status (complete, interrupted, failed:
@@ -426,11 +432,31 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     return root;
 }
 
+/* Every neuron active under the oracle's threshold: why (no exact zeros),
+ * what it costs (and a trace recorded so holds every neuron), and a
+ * threshold from the run's own values that leaves about half active. */
+static void all_active_lines(struct strbuf *t, const struct model *m, const struct run_setup *p, const cJSON *suggest)
+{
+    const char *value = m->arch.glu ? "|act(gate)·up|" : "|act(up)|";
+    strbuf_add(t, "- **every neuron is active** at --threshold %g: a %s FFN has no exact zeros, so each token needs "
+                  "the whole FFN and no policy saves a read%s\n",
+               p->cfg.threshold, m->shape.ffn_activation,
+               p->cfg.record ? "; the recorded trace holds every neuron of every token" : "");
+    if (!suggest)
+        return;
+    strbuf_add(t, "- suggested: --threshold %.4g, the median %s of %.0f values this run computed (its first tokens, "
+                  "every layer): about half the neurons active; a higher quantile gives a sparser run. flashbed "
+                  "sparsify calibrate chooses thresholds on a calibration text (--active gate-cal, teal)\n",
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(suggest, "threshold")), value,
+               cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(suggest, "values")));
+}
+
 /* The share of FFN neurons the steady-state tokens needed; for a SiLU or
  * GELU FFN under the oracle that share is set by --threshold, and a threshold
  * that makes every neuron active leaves nothing for the policy to save. */
-static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, double needed)
+static void density_line(struct strbuf *t, const struct model *m, const struct run_setup *p, const cJSON *sum)
 {
+    double needed = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, "needed"));
     if (p->policy.ops && p->policy.ops->reads_whole_layers) {
         char name[POLICY_NAME_MAX];
         cache_policy_name(&p->plan.policy, name, sizeof name);
@@ -446,8 +472,7 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
         strbuf_add(t, ", from --threshold %g on %s", p->cfg.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
     strbuf_add(t, "\n");
     if (thresholded && density >= 0.999)
-        strbuf_add(t, "- **every neuron is active** at this threshold: each token needs the whole FFN, so no policy "
-                      "saves a read (raise --threshold for a sparse run)\n");
+        all_active_lines(t, m, p, cJSON_GetObjectItemCaseSensitive(sum, "threshold_suggestion"));
 }
 
 /* The predictor's (or gate's) share of DRAM and time, and --check's comparison. */
@@ -627,7 +652,7 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     if (!p->dense && p->layout.ops->transposed)
         transposed_line(&t, sum);
     else if (!p->dense) {
-        density_line(&t, m, p, NUM(sum, "needed"));
+        density_line(&t, m, p, sum);
         chooser_lines(&t, p, sum);
     }
     if (p->device)

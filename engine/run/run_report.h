@@ -83,6 +83,10 @@ struct run_report_extra {
                             * also give read_ms, and io_ms is the exposed part of it */
     bool transposed;       /* input sparsity's two streams (the transposed layout): the rows also give
                             * each stream's bytes and reads and the channels kept */
+    float suggested_threshold;   /* the oracle on a SiLU or GELU FFN: the median |h| of the first tokens
+                                  * (ffn_flash_threshold_cut), which run.md suggests when every neuron
+                                  * came out active; -1 otherwise */
+    uint64_t suggested_from;     /* how many values it is the median of */
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct run_reader_choice *reader; /* --io-engine auto's measurements, or NULL */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */

@@ -103,7 +103,18 @@ check "sim knobs recorded" test "$(json_get "$WORK/set4/predict.json" '[d["prove
 expect_error "configs from an empty folder" "$WORK/none/models/opt-6.7b.json" --configs "$WORK/none" predict --out "$WORK/bad0"
 expect_error "unknown global option" "unknown option '--nope' before the command" --nope predict
 
-check "predict --paper all" "$FLASHBED" predict --paper all --out "$WORK/paper"
+"$FLASHBED" predict --paper all --out "$WORK/paper" >"$WORK/paper.out" 2>"$WORK/paper.err"
+check "predict --paper all" test $? -eq 0
+# the tables on the terminal (stdout), as written, the folder on stderr (issue 35)
+check "paper all: stdout is the three tables' Markdown, in order" \
+    cmp -s "$WORK/paper.out" <(cat "$WORK/paper/table2.md"; echo; cat "$WORK/paper/table3.md"; echo; cat "$WORK/paper/fig7.md")
+check "paper all: the folder on stderr" grep -q "written to $WORK/paper/" "$WORK/paper.err"
+"$FLASHBED" predict --paper table3 --out "$WORK/paper-t3" >"$WORK/paper-t3.out" 2>/dev/null
+check "paper table3 alone: its table on stdout" cmp -s "$WORK/paper-t3.out" "$WORK/paper-t3/table3.md"
+check "paper table3: a row of it" grep -q '^| opt-6.7b | naive | CPU | m1max-cpu (paper) | 2196 / ' "$WORK/paper-t3/table3.md"
+check "without --hw: every difference is the model's error" test \
+    "$(json_get "$WORK/paper/table3.json" 'set(r["difference"] for r in d["rows"])')" = "{'model error'}"
+check "without --hw: no cell says machines" bash -c "! grep -q 'machines)' '$WORK/paper/table3.md' '$WORK/paper/table2.md'"
 for f in table2.json table2.md table3.json table3.md fig7.json fig7.md fig7.csv fig7.png fig7.svg; do
     check "paper: $f" test -s "$WORK/paper/$f"
 done
@@ -122,7 +133,24 @@ json.dump(d, open(sys.argv[4], "w"))
 PY
 }
 modified m1max-cpu slowcpu 'd["flash"]["sequential_bw"] /= 2' "$WORK/slowcpu.json"
-check "table3 --hw slowcpu" "$FLASHBED" predict --paper table3 --hw "$WORK/slowcpu.json" --out "$WORK/paper-cpu"
+check "table3 --hw slowcpu" bash -c "'$FLASHBED' predict --paper table3 --hw '$WORK/slowcpu.json' --out '$WORK/paper-cpu' >'$WORK/paper-cpu.out'"
+check "table3 --hw slowcpu: the table on stdout" cmp -s "$WORK/paper-cpu.out" "$WORK/paper-cpu/table3.md"
+# another machine's profile: the difference from the paper is the machines', not an error
+check "table3 --hw slowcpu: the given rows are a difference of machines, the others the model's error" test \
+    "$(json_get "$WORK/paper-cpu/table3.json" 'sorted(set((r["hw_from"], r["difference"]) for r in d["rows"]))')" = \
+    "[('given', 'machines'), ('paper', 'model error')]"
+check "table3.md: a given row's percentages say machines" \
+    grep -q '^| opt-6.7b | naive | CPU | slowcpu (\*given\*) | 2196 / [0-9]* (+[0-9]*% machines) | 0 / 0 | 986 / 986 (+0% machines) | 3182 / [0-9]* (+[0-9]*% machines) | calibrated here: compute; another machine than the paper.s: a difference, not an error |$' \
+    "$WORK/paper-cpu/table3.md"
+check "table3.md: a paper row's do not" grep -q '^| opt-6.7b | naive | GPU | rtx4090-gpu (paper) | 2196 / [0-9]* (-1%) |' "$WORK/paper-cpu/table3.md"
+check "table3.md: the machines' difference explained" grep -q "not an error of the model" "$WORK/paper-cpu/table3.md"
+for same in m1max-cpu "$SRC/configs/hw/m1max-cpu.json"; do
+    "$FLASHBED" predict --paper table3 --hw "$same" --out "$WORK/paper-same" >/dev/null 2>&1
+    check "table3 --hw $same (the paper's own profile): still the model's error" test \
+        "$(json_get "$WORK/paper-same/table3.json" 'set(r["difference"] for r in d["rows"])')" = "{'model error'}"
+    check "table3 --hw $same: no cell says machines" bash -c "! grep -q 'machines)' '$WORK/paper-same/table3.md'"
+    rm -rf "$WORK/paper-same"
+done
 same_or_given() { # default table3.json, given table3.json: the CPU rows given, their naive and hybrid I/O doubled; the others as before
     python3 - "$1" "$2" <<'PY'
 import json, sys
@@ -145,12 +173,22 @@ check "table3: no cell priced with a measured profile is called calibrated" test
     "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "given")')" = False
 check "table3: the paper's cells still are" test \
     "$(json_get "$WORK/paper-box/table3.json" 'any("calibrated" in r["notes"] for r in d["rows"] if r["hw_from"] == "paper")')" = True
+check "table3 --hw a measured profile: its rows a difference of machines" test \
+    "$(json_get "$WORK/paper-box/table3.json" 'set(r["difference"] for r in d["rows"] if r["hw_from"] == "given")')" = "{'machines'}"
 modified m1max-metal slowmetal 'd["flash"]["sequential_bw"] /= 2' "$WORK/slowmetal.json"
 check "table3 --hw slowmetal" "$FLASHBED" predict --paper table3 --hw "$WORK/slowmetal.json" --out "$WORK/paper-metal"
 check "table3: both Metal backends' rows given" test "$(json_get "$WORK/paper-metal/table3.json" 'sorted(set(r["backend"] for r in d["rows"] if r["hw_from"] == "given"))')" = "['Metal M1', 'Metal M2']"
 check "table2 --hw slowmetal" "$FLASHBED" predict --paper table2 --hw "$WORK/slowmetal.json" --out "$WORK/paper-t2"
 check "table2: naive I/O doubled" test "$(json_get "$WORK/paper-t2/table2.json" "round(d['rows'][0]['model_io_ms'] / $(json_get "$WORK/paper/table2.json" "d['rows'][0]['model_io_ms']"), 6)")" = 2.0
 check "table2: marked" test "$(json_get "$WORK/paper-t2/table2.json" 'd["hw"] + " " + d["hw_from"]')" = "slowmetal given"
+check "table2 --hw slowmetal: a difference of machines" test "$(json_get "$WORK/paper-t2/table2.json" 'd["difference"]')" = machines
+check "table2.md: its columns say difference, its cells machines" bash -c \
+    "grep -q '| I/O ms model | difference | I/O ms (Table 2 densities) | difference |' '$WORK/paper-t2/table2.md' &&
+     grep -q '^| naive | .* | +[0-9.]*% machines | [0-9]* | +[0-9.]*% machines |$' '$WORK/paper-t2/table2.md'"
+"$FLASHBED" predict --paper table2 --hw m1max-metal --out "$WORK/paper-t2same" >/dev/null 2>&1
+check "table2 --hw m1max-metal (the paper's own): the model's error" test \
+    "$(json_get "$WORK/paper-t2same/table2.json" 'd["difference"]')" = "model error"
+check "table2 without --hw: the model's error" test "$(json_get "$WORK/paper/table2.json" 'd["difference"]')" = "model error"
 modified rtx4090-gpu slowgpu 'd["compute"]["dtypes"]["bf16"]["derive_from"]["ms"] *= 2' "$WORK/slowgpu.json"
 check "fig7 --hw slowgpu" "$FLASHBED" predict --paper fig7 --hw "$WORK/slowgpu.json" --out "$WORK/paper-f7"
 check "fig7: compute doubled" test "$(json_get "$WORK/paper-f7/fig7.json" "[round(r['compute_ms'], 6) for r in d['rows']]")" = \
