@@ -115,8 +115,9 @@ static void feasible_words(struct strbuf *b, const struct replay_row *r)
  * sequential stream (its replayed reads are not what it pays for). */
 static void volume_words(struct strbuf *b, const struct replay_row *r)
 {
-    if (is_caching(r))
-        strbuf_add(b, "%.3g MB in %.0f reads per token", r->res.bytes_per_token / 1e6, r->res.reads_per_token);
+    if (is_caching(r)) /* whole reads, or two digits of a fraction (a read every few tokens) */
+        strbuf_add(b, "%.3g MB in %.*f reads per token", r->res.bytes_per_token / 1e6,
+                   r->res.reads_per_token < 10 ? 2 : 0, r->res.reads_per_token);
     else
         strbuf_add(b, "%.3g MB of FFN per token, streamed", r->res.bytes_per_token / 1e6);
 }
