@@ -450,6 +450,23 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
     return rc;
 }
 
+/* The study's rows and, with the sweep on, its budgets and results
+ * (*n_sweep of them). 0, or 1 (printed). */
+static int allocate_rows(struct replay_state *st, const struct replay_study *j, size_t n_rows, bool sweep_on,
+                         size_t *n_sweep)
+{
+    if (sweep_on && sweep_budgets(st, j) != 0)
+        return 1;
+    *n_sweep = sweep_on ? st->n_cand * SWEEP_K * j->n_layouts : 0;
+    st->rows = calloc(n_rows, sizeof *st->rows);
+    st->sweep = sweep_on ? calloc(*n_sweep, sizeof *st->sweep) : NULL;
+    if (!st->rows || (sweep_on && !st->sweep)) {
+        fb_error("replay: out of memory");
+        return 1;
+    }
+    return 0;
+}
+
 static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
 {
     struct replay_state st;
@@ -470,17 +487,9 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
         rc = 1;
     }
     bool sweep_on = o->window_sweep || o->plot;
-    if (rc == 0 && sweep_on && sweep_budgets(&st, &j) != 0)
-        rc = 1;
-    size_t n_rows = j.n_budgets * j.n_policies * j.n_layouts, n_sweep = sweep_on ? st.n_cand * SWEEP_K * j.n_layouts : 0;
-    if (rc == 0) {
-        st.rows = calloc(n_rows, sizeof *st.rows);
-        st.sweep = sweep_on ? calloc(n_sweep, sizeof *st.sweep) : NULL;
-        if (!st.rows || (sweep_on && !st.sweep)) {
-            fb_error("replay: out of memory");
-            rc = 1;
-        }
-    }
+    size_t n_rows = j.n_budgets * j.n_policies * j.n_layouts, n_sweep = 0;
+    if (rc == 0)
+        rc = allocate_rows(&st, &j, n_rows, sweep_on, &n_sweep);
     if (rc != 0) {
         cJSON_Delete(params);
         state_free(&st);

@@ -249,6 +249,42 @@ static cJSON *pricing_json(const struct replay_pricing *p)
     return o;
 }
 
+/* A row the verdict names: {"policy", "layout", "total_ms"}, or null. */
+static cJSON *named_row(const struct replay_row *r)
+{
+    if (!r)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "policy", r->res.policy);
+    cJSON_AddStringToObject(o, "layout", r->res.layout);
+    cJSON_AddNumberToObject(o, "total_ms", r->modelled.prediction.serial_ms);
+    return o;
+}
+
+/* The verdict (sim/replay_verdict.h) per budget, with the lines replay.md says. */
+static cJSON *verdict_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "profile_note", info->profile_note ? info->profile_note : "");
+    cJSON *a = cJSON_AddArrayToObject(o, "budgets");
+    struct replay_verdict *v = calloc(n ? n : 1, sizeof *v);
+    size_t nv = v ? replay_verdicts(rows, n, v) : 0;
+    for (size_t i = 0; i < nv; i++) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "dram_budget", v[i].first->budget);
+        cJSON_AddItemToObject(b, "best", named_row(v[i].best));
+        cJSON_AddItemToObject(b, "runner_up", named_row(v[i].runner_up));
+        cJSON_AddNumberToObject(b, "caching_rows", (double)v[i].n_caching);
+        cJSON_AddNumberToObject(b, "caching_rows_feasible", (double)v[i].n_caching_feasible);
+        char *text = replay_verdict_lines(&v[i], info->pricing->hw);
+        cJSON_AddStringToObject(b, "text", text ? text : "");
+        free(text);
+        cJSON_AddItemToArray(a, b);
+    }
+    free(v);
+    return o;
+}
+
 cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info,
                           cJSON *prov)
 {
@@ -263,6 +299,8 @@ cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct 
     cJSON_AddStringToObject(root, "feasibility", feasibility_text);
     if (info->pricing)
         cJSON_AddItemToObject(root, "pricing", pricing_json(info->pricing));
+    if (info->pricing && n && rows[0].priced)
+        cJSON_AddItemToObject(root, "verdict", verdict_json(rows, n, info));
     cJSON *notes = cJSON_AddArrayToObject(root, "notes");
     cJSON *a = cJSON_AddArrayToObject(root, "results");
     for (size_t i = 0; i < n; i++) {

@@ -57,7 +57,9 @@ int replay_friends_note(const struct replay_row *rows, size_t n, size_t i, bool 
 void replay_trace_title(const struct replay_report_info *info, char *buf, size_t len);
 
 /* {"provenance": prov (taken), "trace": ..., "complete": ..., "trace_source",
- * "dram_budgets", "pricing", "feasibility", "notes", "results": [...]} */
+ * "dram_budgets", "pricing", "verdict" (priced rows: the profile note, and
+ * per budget the best row, the runner-up, the caching rows and how many
+ * are feasible, the verdict's text), "feasibility", "notes", "results": [...]} */
 cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info,
                           cJSON *prov);
 char *replay_report_csv(const struct replay_row *rows, size_t n);

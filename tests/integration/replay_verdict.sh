@@ -50,6 +50,7 @@ best=$(expect_best few/replay.json 25%)
 check "few: window:2 wins, as built" grep -q "^best window:2 with bundled, " <<< "$best"
 check "few: the winner's line" grep -qxF -- "- 25% (0.0328 MB, 64 rows per layer): ${best}0.000205 MB in 0.80 reads per token; feasible (a token needs up to 8 rows in one layer; the budget holds 64)." few.out
 check "few: the runner-up, hybrid" grep -q "^  Runner-up: hybrid with bundled, [0-9.e-]* ms (+[0-9]*%); 0.0983 MB of FFN per token, streamed.$" few.out
+check "few: the verdict in replay.json" test "$(json_get few/replay.json "[(b['dram_budget'], b['best']['policy'], b['runner_up']['policy'], b['caching_rows'], b['caching_rows_feasible']) for b in d['verdict']['budgets']]")" = "[('25%', 'window:2', 'hybrid', 1, 1)]"
 check "few: no why-not line (a caching policy won)" test "$(grep -c "Why not caching" few.out)" -eq 0
 check "few: replay.md opens with the verdict" test "$(sed -n 5p few/replay.md)" = "## Verdict: the fastest feasible policy and layout at each budget"
 check "few: the default profile named, and how to make one" grep -q "^Priced by m1max-cpu (.*m1max-cpu.json), the paper's machine, not this one (the default: no profile of this machine at results/hw-$HOST.json or .*/hw/$HOST.json). \`flashbed calibrate --quick\` measures this machine into results/hw-$HOST.json" few/replay.md
@@ -63,6 +64,7 @@ best=$(expect_best many/replay.json 25%)
 check "many: naive or hybrid wins" grep -Eq "^best (naive|hybrid) with bundled" <<< "$best"
 check "many: the winner's line" grep -qF -- "- 25% (0.0328 MB, 64 rows per layer): $best" many.out
 check "many: why, from the numbers" grep -qF "  Why not caching: every caching policy is infeasible at 25%: a token needs up to 200 of a layer's 256 rows (78%), the budget holds 64 (25%). Were they feasible, the fastest, " many.out
+check "many: the verdict in replay.json" test "$(json_get many/replay.json "[(b['caching_rows'], b['caching_rows_feasible'], 'every caching policy is infeasible' in b['text']) for b in d['verdict']['budgets']]")" = "[(2, 0, True)]"
 check "many: the fastest caching row's I/O beside the winner's" grep -Eq "^  Why not caching: .*, take [0-9.e-]+ ms of I/O against (naive|hybrid)'s [0-9.e-]+ ms\.$|reads less" many.out
 
 # A budget of 0 keeps no row: every window reads the same, so the sweep is
