@@ -77,9 +77,9 @@ double replay_window_spread(const struct replay_result *sweep, size_t n_layouts)
 {
     double most = 0;
     for (size_t l = 0; l < n_layouts; l++) {
-        const struct replay_result *r = &sweep[l * REPLAY_SWEEP_K];
-        double lo = r[0].bytes_per_token, hi = lo;
-        for (size_t k = 1; k < REPLAY_SWEEP_K; k++) {
+        const struct replay_result *r = &sweep[l * REPLAY_SWEEP_K]; /* from window:2, k = 1 */
+        double lo = r[1].bytes_per_token, hi = lo;
+        for (size_t k = 2; k < REPLAY_SWEEP_K; k++) {
             lo = r[k].bytes_per_token < lo ? r[k].bytes_per_token : lo;
             hi = r[k].bytes_per_token > hi ? r[k].bytes_per_token : hi;
         }
@@ -102,13 +102,13 @@ size_t replay_window_choose(const struct replay_result *sweeps, const struct rep
         }
     }
     if (spread >= REPLAY_WINDOW_FLAT || n <= n_study) {
-        snprintf(why, len, "at %s, the study's budget where the window's size changes the bytes per token most "
-                           "(by %.0f%%)", b[best].text, 100 * spread);
+        snprintf(why, len, "at %s, the study's budget where the window's size (k = 1..16) changes the bytes per "
+                           "token most (by %.0f%%)", b[best].text, 100 * spread);
         return best;
     }
-    snprintf(why, len, "without a budget: at every budget of the study the window's size changes the bytes per "
-                       "token by under %.0f%% (a budget that holds one token's rows leaves no room for a window); "
-                       "without one, by %.0f%%", 100 * REPLAY_WINDOW_FLAT,
+    snprintf(why, len, "without a budget: at every budget of the study the window's size (k = 1..16) changes the "
+                       "bytes per token by under %.0f%% (the budget leaves no room for more tokens' rows); without "
+                       "one, by %.0f%%", 100 * REPLAY_WINDOW_FLAT,
              100 * replay_window_spread(&sweeps[n_study * per], n_layouts));
     return n_study;
 }

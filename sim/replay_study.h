@@ -78,13 +78,14 @@ int replay_window_sweep(const struct replay_study *s, const struct replay_budget
 
 /* How much the window's size changes one sweep (n_layouts x
  * REPLAY_SWEEP_K results): over the layouts, the most of (largest -
- * smallest) over the largest bytes per token; 0 when the window changes
- * nothing (a budget that holds no more than a token's rows: every K
- * shrinks to the same window). */
+ * smallest) over the largest bytes per token of window:2..17 (k = 1..16;
+ * window:1 keeps nothing between tokens, so k = 0 is the predictor's
+ * point, not a window's size); 0 when the size changes nothing (a budget
+ * that holds no more than a token's rows: every K shrinks alike). */
 double replay_window_spread(const struct replay_result *sweep, size_t n_layouts);
 
 /* Below this spread a sweep is flat: the window does not matter there. */
-#define REPLAY_WINDOW_FLAT 0.01
+#define REPLAY_WINDOW_FLAT 0.05
 
 /* Which of n sweeps (sweeps[i * n_layouts * REPLAY_SWEEP_K ...], at the
  * budgets b[i]) the window-size plot is drawn at (issue 35: at a budget

@@ -8,20 +8,22 @@
 source "$(dirname "$0")/lib.sh"
 
 # Two layers, d_model 64, d_ff 256, 2 bytes per weight (a row: 256 bytes),
-# 20 tokens each needing the same rows of every layer: range(n) of them.
-write_trace() { # file, rows needed per token
-    PYTHONPATH="$FLASHBED_SOURCE/python" python3 - "$1" "$2" <<'EOF'
+# 20 tokens, token t needing rows n*(t % period) .. n*(t % period) + n - 1
+# of every layer.
+write_trace() { # file, rows needed per token, period
+    PYTHONPATH="$FLASHBED_SOURCE/python" python3 - "$1" "$2" "$3" <<'EOF'
 import sys, flashbed_trace as f
+n, period = int(sys.argv[2]), int(sys.argv[3])
 meta = f.TraceMeta(2, 64, 256, bytes_per_weight=2)
 with f.TraceWriter(sys.argv[1], meta) as w:
     for t in range(20):
         w.begin_token(1 if t == 0 else 0)
         for layer in range(2):
-            w.layer(list(range(int(sys.argv[2]))))
+            w.layer(list(range(n * (t % period), n * (t % period) + n)))
 EOF
 }
-check "a trace needing 8 rows a layer" write_trace "$WORK/few.trace" 8
-check "a trace needing 200 rows a layer" write_trace "$WORK/many.trace" 200
+check "a trace needing 8 rows a layer, 4 sets in turn" write_trace "$WORK/few.trace" 8 4
+check "a trace needing the same 200 rows a layer" write_trace "$WORK/many.trace" 200 1
 
 # The line a row's verdict should say, from replay.json (the C side's %.3g).
 expect_best() { # replay.json, budget; prints the expected "best ..." text
@@ -39,18 +41,18 @@ EOF
 cd "$WORK" || exit 1 # replay looks for this machine's profile in results/ here
 HOST=$(hostname | cut -c1-63)
 
-# 8 rows a layer, 25% of the FFN holds 64: window:2 keeps them and reads
-# nothing after the first token (16 reads of 256 bytes in 20 tokens); hybrid
-# streams the 75% not resident, naive everything.
-"$FLASHBED" replay --trace few.trace --policy naive,hybrid,window:2 --layout bundled --dram-budget 25% \
+# 8 rows a layer of 4 sets in turn, 25% of the FFN holds 64: window:5 keeps
+# all 32 and reads only in the first 4 tokens (64 reads of 256 bytes in 20
+# tokens); hybrid streams the 75% not resident, naive everything.
+"$FLASHBED" replay --trace few.trace --policy naive,hybrid,window:5 --layout bundled --dram-budget 25% \
     --out few --quiet > few.out 2> few.err
 check "few: replay exits 0" test $? -eq 0
 check "few: the verdict's heading" grep -qx "## Verdict: the fastest feasible policy and layout at each budget" few.out
 best=$(expect_best few/replay.json 25%)
-check "few: window:2 wins, as built" grep -q "^best window:2 with bundled, " <<< "$best"
-check "few: the winner's line" grep -qxF -- "- 25% (0.0328 MB, 64 rows per layer): ${best}0.000205 MB in 0.80 reads per token; feasible (a token needs up to 8 rows in one layer; the budget holds 64)." few.out
+check "few: window:5 wins, as built" grep -q "^best window:5 with bundled, " <<< "$best"
+check "few: the winner's line" grep -qxF -- "- 25% (0.0328 MB, 64 rows per layer): ${best}0.000819 MB in 3.20 reads per token; feasible (a token needs up to 8 rows in one layer; the budget holds 64)." few.out
 check "few: the runner-up, hybrid" grep -q "^  Runner-up: hybrid with bundled, [0-9.e-]* ms (+[0-9]*%); 0.0983 MB of FFN per token, streamed.$" few.out
-check "few: the verdict in replay.json" test "$(json_get few/replay.json "[(b['dram_budget'], b['best']['policy'], b['runner_up']['policy'], b['caching_rows'], b['caching_rows_feasible']) for b in d['verdict']['budgets']]")" = "[('25%', 'window:2', 'hybrid', 1, 1)]"
+check "few: the verdict in replay.json" test "$(json_get few/replay.json "[(b['dram_budget'], b['best']['policy'], b['runner_up']['policy'], b['caching_rows'], b['caching_rows_feasible']) for b in d['verdict']['budgets']]")" = "[('25%', 'window:5', 'hybrid', 1, 1)]"
 check "few: no why-not line (a caching policy won)" test "$(grep -c "Why not caching" few.out)" -eq 0
 check "few: replay.md opens with the verdict" test "$(sed -n 5p few/replay.md)" = "## Verdict: the fastest feasible policy and layout at each budget"
 check "few: the default profile named, and how to make one" grep -q "^Priced by m1max-cpu (.*m1max-cpu.json), the paper's machine, not this one (the default: no profile of this machine at results/hw-$HOST.json or .*/hw/$HOST.json). \`flashbed calibrate --quick\` measures this machine into results/hw-$HOST.json" few/replay.md
@@ -68,11 +70,11 @@ check "many: the verdict in replay.json" test "$(json_get many/replay.json "[(b[
 check "many: the fastest caching row's I/O beside the winner's" grep -Eq "^  Why not caching: .*, take [0-9.e-]+ ms of I/O against (naive|hybrid)'s [0-9.e-]+ ms\.$|reads less" many.out
 
 # A budget of 0 keeps no row: every window reads the same, so the sweep is
-# drawn without a budget, where k = 0 reads 102400 bytes a token and a
-# longer window 1/20 of that: 95%.
-check "many: window sweep" "$FLASHBED" replay --trace many.trace --policy naive --layout bundled --dram-budget 0 --window-sweep --out many-sweep --quiet > many-sweep.out
-check "many: the sweep drawn without a budget, and why" grep -qxF "Window sweep (window_sweep.csv): without a budget: at every budget of the study the window's size changes the bytes per token by under 1% (a budget that holds one token's rows leaves no room for a window); without one, by 95%." many-sweep.out
-check "many: the sweep at no budget" test "$(cut -d, -f7 many-sweep/window_sweep.csv | sort -u | tr '\n' ' ')" = "dram_budget none "
+# drawn without a budget, where window:2 and :3 read 4096 bytes a token and
+# window:4 and longer 819.2 (64 rows in 20 tokens): 80%.
+check "zero: window sweep" "$FLASHBED" replay --trace few.trace --policy naive --layout bundled --dram-budget 0 --window-sweep --out zero-sweep --quiet > zero-sweep.out
+check "zero: the sweep drawn without a budget, and why" grep -qxF "Window sweep (window_sweep.csv): without a budget: at every budget of the study the window's size (k = 1..16) changes the bytes per token by under 5% (the budget leaves no room for more tokens' rows); without one, by 80%." zero-sweep.out
+check "zero: the sweep at no budget" test "$(cut -d, -f4,7 zero-sweep/window_sweep.csv | sort -u | tr '\n' ' ')" = "4096,none 819.2,none bytes_per_token,dram_budget "
 
 # This machine's own profile, where calibrate writes it, is used and named.
 mkdir -p results
@@ -95,10 +97,9 @@ if command -v gnuplot > /dev/null; then
     check "plot: one budget, one marker per configuration" grep -q "at a DRAM budget of 25%" plot/budget_ms.svg
     check "plot: configurations named on the axis" grep -q "window:2 (k = 1), bundled" plot/budget_ms.svg
     check "plot: the header is no configuration" test "$(grep -c "policy, layout" plot/budget_ms.svg)" -eq 1
-    # window:1 (k = 0) reads the 16 rows every token, a longer window once in 20 tokens:
-    # (4096 - 204.8) / 4096 = 95% at 25%, which holds them
-    check "plot: the window sweep's budget said" grep -qxF "Window sweep (window_sweep.csv, bytes_vs_k): at 25%, the study's budget where the window's size changes the bytes per token most (by 95%)." plot.out
-    check "plot: the sweep at that budget" test "$(cut -d, -f4,7 plot/window_sweep.csv | sort -u | tr '\n' ' ')" = "204.8,25% 4096,25% bytes_per_token,dram_budget "
+    # 25% holds window:4's 32 rows a layer: (4096 - 819.2) / 4096 = 80%
+    check "plot: the window sweep's budget said" grep -qxF "Window sweep (window_sweep.csv, bytes_vs_k): at 25%, the study's budget where the window's size (k = 1..16) changes the bytes per token most (by 80%)." plot.out
+    check "plot: the sweep at that budget" test "$(cut -d, -f4,7 plot/window_sweep.csv | sort -u | tr '\n' ' ')" = "4096,25% 819.2,25% bytes_per_token,dram_budget "
     check "plot: the sweep's budget in the title" grep -q "at 25%, the study's budget where" plot/bytes_vs_k.svg
     # a gnuplot that fails says what it said
     mkdir -p badplots && cp "$FLASHBED_SOURCE"/plots/*.gp badplots/
