@@ -69,10 +69,12 @@ static const struct opt_def replay_options[] = {
      .allowed = "predicted|actual"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/replay-<timestamp>]"},
     {"window-sweep", OPT_FLAG, O(window_sweep), NULL, NULL,
-     "also replay window:1..17 (the paper's k = 0..16) per layout at the first budget: window_sweep.csv"},
+     "also replay window:1..17 (the paper's k = 0..16) per layout at every budget and without one, and keep the "
+     "sweep at the budget where the window's size changes the bytes most (without a budget when it changes them "
+     "under 5% at each): window_sweep.csv, and a line saying which"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
      "draw fig4a, bytes_vs_k (implies --window-sweep) and budget_bytes, budget_ms, budget_reads "
-     "(per token against the budget), each .png and .svg"},
+     "(per token against the budget; with one budget, a marker per policy and layout), each .png and .svg"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the tables (the verdict is printed still)"},
     OPT_END,
 };
@@ -85,7 +87,9 @@ static const struct opt_command replay_command = {
                "bytes and reads per token, read sizes, hit ratio, DRAM held by the FFN cache, rows\n"
                "inserted/deleted per token, whether the budget holds what the policy needs, and the\n"
                "cost model's ms per token on --hw. Writes replay.json, replay.csv and replay.md to\n"
-               "--out (with --plot: Fig. 4a, bytes per token against K and against the budget).",
+               "--out (with --plot: Fig. 4a, bytes per token against K and against the budget), and\n"
+               "prints the verdict: per budget the fastest feasible policy and layout, the runner-up,\n"
+               "and why no caching policy won when none did (replay.md opens with it).",
     .opts = replay_options,
     .max_positional = 0,
 };
