@@ -43,11 +43,14 @@ void hw_choose(const struct fb_settings *set, const char *given, const char *hos
     snprintf(c->looked[0], sizeof c->looked[0], "results/hw-%s.json", c->host);
     snprintf(c->looked[1], sizeof c->looked[1], "%s/hw/%s.json", set->configs_dir, c->host);
     for (int i = 0; i < 2 && !c->own; i++) {
-        if (!path_exists(c->looked[i]) || c->passed_over[0])
+        char why[sizeof c->passed_over] = "";
+        if (!path_exists(c->looked[i]))
             continue;
-        if (usable(set, c->looked[i], c->passed_over, sizeof c->passed_over)) {
+        if (usable(set, c->looked[i], why, sizeof why)) {
             snprintf(c->profile, sizeof c->profile, "%s", c->looked[i]);
             c->own = true;
+        } else if (!c->passed_over[0]) { /* the first found, as the note names one */
+            snprintf(c->passed_over, sizeof c->passed_over, "%s", why);
         }
     }
     if (!c->own)

@@ -168,6 +168,18 @@ static void profile_choice(void)
     CHECK(c.own && !strcmp(c.profile, "results/hw-box.json"));
     hw_choice_note(&c, "box", "results/hw-box.json", note, sizeof note);
     CHECK_STR(note, "Priced by this machine's own profile, box (results/hw-box.json), measured by `flashbed calibrate`.");
+    /* one measured on an emulated device is passed over, and said so */
+    text = read_text_file(src, NULL);
+    f = fopen("results/hw-box.json", "w");
+    CHECK(text && f && text[0] == '{' && fprintf(f, "{\"emulated\": true,%s", text + 1) > 0);
+    if (f)
+        fclose(f);
+    free(text);
+    hw_choose(&set, NULL, "box", &c);
+    CHECK(!c.own && !strcmp(c.profile, HW_DEFAULT_PROFILE));
+    hw_choice_note(&c, "m1max-cpu", "x.json", note, sizeof note);
+    CHECK(strstr(note, "(the default: results/hw-box.json was measured on an emulated device (give it with --hw and "
+                       "--allow-emulated)). `flashbed calibrate --quick`") != NULL);
     unlink("results/hw-box.json");
     rmdir("results");
     CHECK(chdir(cwd) == 0 && rmdir(dir) == 0);
