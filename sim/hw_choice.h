@@ -23,7 +23,7 @@
 #define HW_DEFAULT_PROFILE "m1max-cpu"
 
 struct hw_choice {
-    char profile[4096];   /* what to load: the name or path given, the one found, or the default */
+    char profile[4300];   /* what to load: the name or path given, the one found, or the default */
     bool given;           /* --hw given: profile is it */
     bool own;             /* this machine's own profile, found */
     char host[64];        /* the host name it was looked for under */

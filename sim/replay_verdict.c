@@ -61,11 +61,15 @@ static void judge(const struct replay_row *rows, size_t n, size_t i, struct repl
     }
     if (!v->caching)
         v->caching = any_caching;
+    bool future = v->best && v->best->res.pol.ops->needs_future;
     for (size_t j = i; v->best && j < n; j++) {
         const struct replay_row *r = &rows[j];
-        if (same_budget(r, v->first) && r->priced && r->res.feasible &&
-            !policy_spec_equal(&r->res.pol, &v->best->res.pol))
+        if (!same_budget(r, v->first) || !r->priced || !r->res.feasible)
+            continue;
+        if (!policy_spec_equal(&r->res.pol, &v->best->res.pol))
             keep_faster(r, &v->runner_up);
+        if (future && !r->res.pol.ops->needs_future)
+            keep_faster(r, &v->online);
     }
 }
 
@@ -144,6 +148,12 @@ static void winner_line(struct strbuf *b, const struct replay_verdict *v)
                ms(w) > 0 ? 100 * (ms(v->runner_up) / ms(w) - 1) : 0);
     volume_words(b, v->runner_up);
     strbuf_add(b, ".\n");
+    if (v->online) {
+        config_name(v->online, name, sizeof name);
+        strbuf_add(b, "  %s reads the future (the offline lower bound); the fastest a run can use: %s, %.3g ms "
+                      "(+%.0f%%).\n",
+                   w->res.policy, name, ms(v->online), ms(w) > 0 ? 100 * (ms(v->online) / ms(w) - 1) : 0);
+    }
 }
 
 /* Why the caching row c's reads cost what they do against the winner w's. */

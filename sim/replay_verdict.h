@@ -26,6 +26,9 @@ struct replay_verdict {
     const struct replay_row *first;     /* the budget's first row (its text, bytes, rows per layer) */
     const struct replay_row *best;      /* fastest feasible row; NULL when no row is priced */
     const struct replay_row *runner_up; /* fastest feasible row of another policy; NULL when none */
+    const struct replay_row *online;    /* when best reads the future (belady: the offline lower
+                                         * bound), the fastest feasible row of a policy that does not;
+                                         * else NULL */
     const struct replay_row *caching;   /* fastest caching row (one that does not read whole layers):
                                          * among the feasible ones when any is, else among all; NULL: none */
     size_t n_caching, n_caching_feasible;

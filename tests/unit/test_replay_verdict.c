@@ -92,11 +92,24 @@ static void hand_made(void)
     rows[6].modelled.prediction.io_ms = 0.25;
     rows[6].modelled.prediction.serial_ms = 1.25;
     CHECK(replay_verdicts(rows, 8, v) == 2 && v[1].best == &rows[4] && v[1].caching == &rows[6]);
+    CHECK(v[0].online == NULL && v[1].online == NULL);
     b = replay_verdict_lines(&v[1], &hw);
     CHECK(strstr(b, "  Why not caching: the fastest feasible caching row, window:5 with bundled, reads less (0.25 ms "
                     "of I/O against naive's 0.5) but its memory management and compute (the predictor included) "
                     "bring it to 1.25 ms.\n") != NULL);
     free(b);
+    /* belady fastest: the fastest policy a run can use beside it */
+    struct replay_row future[] = {
+        row("25%", "belady", "bundled", true, 0.1, 50, 0.125, 0, 0.125),
+        row("25%", "lru", "bundled", true, 0.2, 100, 0.25, 0, 0.125),
+        row("25%", "window:5", "bundled", true, 0.2, 100, 0.25, 0, 0.25),
+    };
+    CHECK(replay_verdicts(future, 3, v) == 1 && v[0].best == &future[0] && v[0].online == &future[1]);
+    a = replay_verdict_lines(&v[0], &hw);
+    CHECK(strstr(a, "\n  Runner-up: lru with bundled, 0.375 ms (+50%); 0.2 MB in 100 reads per token.\n  belady reads "
+                    "the future (the offline lower bound); the fastest a run can use: lru with bundled, 0.375 ms "
+                    "(+50%).\n") != NULL);
+    free(a);
 }
 
 /* Every token needs rows 0 and 1 of each of 2 layers (d_ff 64): a window
