@@ -19,6 +19,7 @@
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
+#include "sim/hw_choice.h"
 #include "sim/replay.h"
 #include "sim/replay_price.h"
 #include "sim/replay_report.h"
@@ -56,8 +57,10 @@ static const struct opt_def replay_options[] = {
     {"read-align", OPT_STRING, O(read_align), "0", "BYTES",
      "the direct-I/O block a split read widens to (each vector read as whole blocks, never past the row "
      "stride), as a run reads: run.json's summary.read_align; 0: each vector read exactly"},
-    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE",
-     "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path"},
+    {"hw", OPT_STRING, O(hw), NULL, "PROFILE",
+     "hardware profile pricing each row in ms per token (the cost model): a name in configs/hw/ or a .json path "
+     "[default: this machine's own, as flashbed calibrate writes it (results/hw-HOST.json, else "
+     "configs/hw/HOST.json), else m1max-cpu, the paper's; the report says which priced it]"},
     {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL,
      "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the "
      "pipeline and are no GPU's, so such a profile is refused without this"},
@@ -66,11 +69,13 @@ static const struct opt_def replay_options[] = {
      .allowed = "predicted|actual"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/replay-<timestamp>]"},
     {"window-sweep", OPT_FLAG, O(window_sweep), NULL, NULL,
-     "also replay window:1..17 (the paper's k = 0..16) per layout at the first budget: window_sweep.csv"},
+     "also replay window:1..17 (the paper's k = 0..16) per layout at every budget and without one, and keep the "
+     "sweep at the budget where the window's size changes the bytes most (without a budget when it changes them "
+     "under 5% at each): window_sweep.csv, and a line saying which"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
      "draw fig4a, bytes_vs_k (implies --window-sweep) and budget_bytes, budget_ms, budget_reads "
-     "(per token against the budget), each .png and .svg"},
-    {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the tables"},
+     "(per token against the budget; with one budget, a marker per policy and layout), each .png and .svg"},
+    {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the tables (the verdict is printed still)"},
     OPT_END,
 };
 #undef O
@@ -82,7 +87,9 @@ static const struct opt_command replay_command = {
                "bytes and reads per token, read sizes, hit ratio, DRAM held by the FFN cache, rows\n"
                "inserted/deleted per token, whether the budget holds what the policy needs, and the\n"
                "cost model's ms per token on --hw. Writes replay.json, replay.csv and replay.md to\n"
-               "--out (with --plot: Fig. 4a, bytes per token against K and against the budget).",
+               "--out (with --plot: Fig. 4a, bytes per token against K and against the budget), and\n"
+               "prints the verdict: per budget the fastest feasible policy and layout, the runner-up,\n"
+               "and why no caching policy won when none did (replay.md opens with it).",
     .opts = replay_options,
     .max_positional = 0,
 };
@@ -162,17 +169,18 @@ static int draw(const struct fb_settings *set, const char *dir, const char *name
 }
 
 static int write_sweep(const struct fb_settings *set, const char *dir, const struct replay_result *sweep, size_t nl,
-                       bool plot, const char *title)
+                       const char *budget, bool plot, const char *title, const char *subtitle)
 {
     char path[4200];
-    char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl);
+    char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl, budget);
     snprintf(path, sizeof path, "%s/window_sweep.csv", dir);
     int rc = csv ? write_text_file(path, csv) : -1;
     free(csv);
     if (rc != 0 || !plot)
         return rc;
-    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", title)};
-    return draw(set, dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 2);
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", title),
+                                       GP_TEXT("plot_subtitle", subtitle)};
+    return draw(set, dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 3);
 }
 
 static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
@@ -208,12 +216,13 @@ static int write_budget_plots(const struct fb_settings *set, const char *dir, co
     char trace[300], sub[600];
     replay_trace_title(info, trace, sizeof trace);
     snprintf(sub, sizeof sub, "%s; %s profile (%s)", trace, info->pricing->hw->name, info->pricing->dtype);
+    /* the script ends each title: "against the DRAM budget", or with one budget "at a DRAM budget of B" */
     if (budget_plot(set, dir, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
-                    "Flash bytes read per token against the DRAM budget", sub) != 0 ||
+                    "Flash bytes read per token", sub) != 0 ||
         budget_plot(set, dir, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
-                    "Modelled time per token against the DRAM budget", sub) != 0 ||
+                    "Modelled time per token", sub) != 0 ||
         budget_plot(set, dir, "budget_reads", "reads_per_token", 1, "flash reads per token",
-                    "Flash reads per token against the DRAM budget", sub) != 0)
+                    "Flash reads per token", sub) != 0)
         return -1;
     return 0;
 }
@@ -258,8 +267,12 @@ struct replay_state {
     struct trace tr;
     struct replay_pricing pricing;
     bool priced;
+    struct hw_choice hw;       /* which profile prices the rows, and why */
+    char profile_note[4000];   /* hw_choice_note's, for the report */
     struct replay_row *rows;
-    struct replay_result *sweep;
+    struct replay_budget *cands; /* the window sweep's budgets: the study's, then none (unless given) */
+    size_t n_cand;
+    struct replay_result *sweep; /* [n_cand x layouts x SWEEP_K] */
     size_t done, sweep_done;
 };
 
@@ -270,6 +283,7 @@ static void state_free(struct replay_state *st)
         replay_result_free(&st->sweep[i]);
     free(st->rows);
     free(st->sweep);
+    free(st->cands);
     if (st->priced)
         replay_pricing_close(&st->pricing);
     trace_free(&st->tr);
@@ -278,6 +292,43 @@ static void state_free(struct replay_state *st)
     free(st->lays);
     free(st->budget_items);
     free(st->budgets);
+}
+
+/* The window sweep's budgets: the study's, then none unless it is one of
+ * them (replay_window_choose draws at none only when the window matters at
+ * none of the study's). 0, or -1 (printed). */
+static int sweep_budgets(struct replay_state *st, const struct replay_study *j)
+{
+    bool has_none = false;
+    for (size_t i = 0; i < j->n_budgets; i++)
+        has_none |= j->budgets[i].none;
+    st->n_cand = j->n_budgets + !has_none;
+    st->cands = calloc(st->n_cand, sizeof *st->cands);
+    if (!st->cands) {
+        fb_error("replay: out of memory");
+        return -1;
+    }
+    memcpy(st->cands, j->budgets, j->n_budgets * sizeof *st->cands);
+    if (!has_none)
+        st->cands[j->n_budgets] = (struct replay_budget){"none", 0, 0, true};
+    return 0;
+}
+
+/* The window sweep at each of its budgets, the bar past the study's rows. */
+static int run_sweeps(struct replay_state *st, const struct replay_study *j, struct progress *prog, char *err,
+                      size_t errlen)
+{
+    struct sweep_progress sp = {prog, st->done};
+    size_t per = SWEEP_K * j->n_layouts;
+    for (size_t c = 0; c < st->n_cand && !interrupted(); c++) {
+        size_t done = 0;
+        sp.base = st->done + st->sweep_done;
+        int rc = replay_window_sweep(j, &st->cands[c], &st->sweep[c * per], &done, sweep_step, &sp, err, errlen);
+        st->sweep_done += done;
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Each --layout against the trace (replay_check_layout), before anything
@@ -335,12 +386,16 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     budget_params(params, st->budgets, j->n_budgets);
     if (check_layouts(o, st, j) != 0)
         return 2;
-    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw,
+    hw_choose(st->set, o->hw, NULL, &st->hw);
+    cJSON_DeleteItemFromObject(params, "hw"); /* the profile chosen, given or not */
+    cJSON_AddStringToObject(params, "hw", st->hw.profile);
+    if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, st->hw.profile,
                             o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, err, sizeof err) != 0) {
-        fb_error("replay --hw '%s': %s", o->hw, err);
+        fb_error("replay --hw '%s'%s: %s", st->hw.profile, st->hw.given ? "" : " (this machine's own profile)", err);
         return 2;
     }
     st->priced = true;
+    hw_choice_note(&st->hw, st->pricing.hw->name, st->pricing.hw->path, st->profile_note, sizeof st->profile_note);
     j->pricing = &st->pricing;
     return 0;
 }
@@ -367,24 +422,29 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
 {
     char model[64];
     bool synthetic = trace_source_synthetic(&st->tr.meta, model, sizeof model);
-    struct replay_report_info info = {o->trace, &st->tr.meta, synthetic, model, &st->pricing, complete};
+    struct replay_report_info info = {o->trace, &st->tr.meta, synthetic, model, &st->pricing, complete,
+                                      st->profile_note};
     if (st->done) {
         if (write_outputs(dir, st->rows, st->done, &info, params) != 0)
             rc = 1;
-        if (!o->quiet && rc == 0) {
-            char *md = replay_report_markdown(st->rows, st->done, &info);
-            if (md)
-                fputs(md, stdout);
-            free(md);
+        if (rc == 0) { /* the tables then the verdict, or with --quiet the verdict alone */
+            char *text = o->quiet ? replay_report_verdict(st->rows, st->done, &info)
+                                  : replay_report_terminal(st->rows, st->done, &info);
+            if (text)
+                fputs(text, stdout);
+            free(text);
         }
     } else {
         cJSON_Delete(params);
     }
-    if (rc == 0 && sweep_on && st->sweep_done == SWEEP_K * j->n_layouts) {
-        char title[300];
-        snprintf(title, sizeof title, "bytes per token against window size, %s sets, DRAM budget %s",
-                 j->use_predicted ? "predicted" : "active", j->budgets[0].text);
-        if (write_sweep(st->set, dir, st->sweep, j->n_layouts, o->plot, title) != 0)
+    if (rc == 0 && sweep_on && st->sweep_done == st->n_cand * SWEEP_K * j->n_layouts) {
+        char why[600], title[200];
+        size_t c = replay_window_choose(st->sweep, st->cands, st->n_cand, j->n_budgets, j->n_layouts, why, sizeof why);
+        snprintf(title, sizeof title, "Flash bytes per token against the window's size, %s sets",
+                 j->use_predicted ? "predicted" : "active");
+        printf("\nWindow sweep (window_sweep.csv%s): %s.\n", o->plot ? ", bytes_vs_k" : "", why);
+        if (write_sweep(st->set, dir, &st->sweep[c * SWEEP_K * j->n_layouts], j->n_layouts, st->cands[c].text,
+                        o->plot, title, why) != 0)
             rc = 1;
     }
     if (rc == 0 && o->plot && complete && write_budget_plots(st->set, dir, &info) != 0)
@@ -392,6 +452,23 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
     if (rc == 0 && o->plot && write_sagg_plot(st->set, dir, &st->tr) != 0)
         rc = 1;
     return rc;
+}
+
+/* The study's rows and, with the sweep on, its budgets and results
+ * (*n_sweep of them). 0, or 1 (printed). */
+static int allocate_rows(struct replay_state *st, const struct replay_study *j, size_t n_rows, bool sweep_on,
+                         size_t *n_sweep)
+{
+    if (sweep_on && sweep_budgets(st, j) != 0)
+        return 1;
+    *n_sweep = sweep_on ? st->n_cand * SWEEP_K * j->n_layouts : 0;
+    st->rows = calloc(n_rows, sizeof *st->rows);
+    st->sweep = sweep_on ? calloc(*n_sweep, sizeof *st->sweep) : NULL;
+    if (!st->rows || (sweep_on && !st->sweep)) {
+        fb_error("replay: out of memory");
+        return 1;
+    }
+    return 0;
 }
 
 static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
@@ -414,15 +491,9 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
         rc = 1;
     }
     bool sweep_on = o->window_sweep || o->plot;
-    size_t n_rows = j.n_budgets * j.n_policies * j.n_layouts, n_sweep = sweep_on ? SWEEP_K * j.n_layouts : 0;
-    if (rc == 0) {
-        st.rows = calloc(n_rows, sizeof *st.rows);
-        st.sweep = sweep_on ? calloc(n_sweep, sizeof *st.sweep) : NULL;
-        if (!st.rows || (sweep_on && !st.sweep)) {
-            fb_error("replay: out of memory");
-            rc = 1;
-        }
-    }
+    size_t n_rows = j.n_budgets * j.n_policies * j.n_layouts, n_sweep = 0;
+    if (rc == 0)
+        rc = allocate_rows(&st, &j, n_rows, sweep_on, &n_sweep);
     if (rc != 0) {
         cJSON_Delete(params);
         state_free(&st);
@@ -437,8 +508,7 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
         fb_error("replay %s", err);
         rc = 1;
     }
-    struct sweep_progress sp = {&prog, st.done};
-    if (rc == 0 && sweep_on && !interrupted() && replay_window_sweep(&j, st.sweep, &st.sweep_done, sweep_step, &sp, err, sizeof err) != 0) {
+    if (rc == 0 && sweep_on && !interrupted() && run_sweeps(&st, &j, &prog, err, sizeof err) != 0) {
         fb_error("replay %s", err);
         rc = 1;
     }

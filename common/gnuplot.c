@@ -36,6 +36,16 @@ char *gnuplot_commands(const struct gnuplot_arg *args, size_t n, const char *ter
     return strbuf_take(&b);
 }
 
+/* The end of gnuplot's output, at most its last 800 characters, without
+ * the final line break: what an error message can carry. */
+static const char *last_lines(char *said)
+{
+    size_t n = strlen(said);
+    while (n && (said[n - 1] == '\n' || said[n - 1] == ' '))
+        said[--n] = '\0';
+    return n > 800 ? said + n - 800 : said;
+}
+
 /* One output: gnuplot into its temporary, renamed into place. */
 static int render_one(const char *script_path, const struct gnuplot_arg *args, size_t n, const char *out,
                       char *err, size_t errlen)
@@ -49,14 +59,15 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
         return err_set(err, errlen, "out of memory drawing %s", out);
     int tmp_handle = cleanup_add_file(tmp); /* gnuplot writes it; a Ctrl-C removes it */
     const char *argv[] = {"gnuplot", "-e", expr, script_path, NULL};
-    char *ignored = NULL;
-    int rc = run_capture(argv, &ignored, 0);
-    free(ignored);
+    char *said = NULL; /* gnuplot's warnings: shown only when it fails */
+    int rc = run_capture(argv, &said, STDERR_CAPTURE);
     free(expr);
     if (rc != 0 || !path_exists(tmp))
-        rc = err_set(err, errlen, "gnuplot failed drawing %s with %s", out, script_path);
+        rc = err_set(err, errlen, "gnuplot failed drawing %s with %s%s%s", out, script_path,
+                     said && said[0] ? ": " : "", said ? last_lines(said) : "");
     else if (rename(tmp, out) != 0)
         rc = err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", out, strerror(errno));
+    free(said);
     if (rc != 0)
         unlink(tmp);
     cleanup_forget(tmp_handle);

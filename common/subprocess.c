@@ -28,15 +28,17 @@ bool program_available(const char *name)
     return false;
 }
 
-/* The child: stdout into the pipe's write end, stderr to /dev/null when
- * asked, then the program; 127 (the shell's "not found") when it cannot
- * be started. */
+/* The child: stdout (and stderr when captured) into the pipe's write end,
+ * stderr to /dev/null when asked, then the program; 127 (the shell's "not
+ * found") when it cannot be started. */
 static void exec_child(const char *const argv[], const int fds[2], int quiet_stderr)
 {
     dup2(fds[1], STDOUT_FILENO);
+    if (quiet_stderr == STDERR_CAPTURE)
+        dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     close(fds[1]);
-    if (quiet_stderr) {
+    if (quiet_stderr && quiet_stderr != STDERR_CAPTURE) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             dup2(devnull, STDERR_FILENO);

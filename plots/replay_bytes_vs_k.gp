@@ -1,6 +1,7 @@
 # Flash bytes per token against the sliding window's size, one line per
 # layout. flashbed passes: csv (window_sweep.csv: k,window,layout,
-# bytes_per_token,...), plot_title, term (pngcairo|svg), outfile.
+# bytes_per_token,...,dram_budget), plot_title, plot_subtitle (the budget
+# it is drawn at and why that one), term (pngcairo|svg), outfile.
 # k is the paper's k: tokens kept besides the current one (window:k+1).
 if (term eq 'svg') {
     set terminal svg size 800,560 dynamic enhanced font 'sans,12'
@@ -9,7 +10,8 @@ if (term eq 'svg') {
 }
 set output outfile
 set datafile separator ','
-set title plot_title noenhanced
+if (!exists('plot_subtitle')) { plot_subtitle = '' }
+set title plot_title."\n".plot_subtitle noenhanced
 set xlabel 'window size k (tokens kept besides the current one)'
 set ylabel 'flash → DRAM per token (MB)'
 set xrange [-0.5:16.5]

@@ -1,7 +1,8 @@
 # One per-token quantity of flashbed replay against the DRAM budget: a line
 # per policy (colour) and layout (dash type), filled markers where the
 # budget holds what the policy needs, open ones where it does not
-# (infeasible: drawn, not dropped). flashbed passes: csv (replay.csv),
+# (infeasible: drawn, not dropped); with one budget, a marker per
+# configuration side by side instead. flashbed passes: csv (replay.csv),
 # ycol (a column of it: bytes_per_token, total_ms, reads_per_token),
 # yscale (ycol is multiplied by it), ylabel_text, plot_title,
 # plot_subtitle, term (pngcairo|svg), outfile. Re-run by hand with e.g.
@@ -14,7 +15,7 @@ if (term eq 'svg') {
 }
 set output outfile
 set datafile separator ','
-set title plot_title."\n".plot_subtitle."\ncolour: policy; dash: layout; open markers: infeasible (the budget cannot hold a token's rows)" noenhanced
+set title plot_title.' against the DRAM budget'."\n".plot_subtitle."\ncolour: policy; dash: layout; open markers: infeasible (the budget cannot hold a token's rows)" noenhanced
 set xlabel 'DRAM budget for the FFN cache (% of the FFN)'
 # Naive and hybrid read tens of times what the sparse policies read: a log
 # scale keeps both readable, unless some row reads nothing (hybrid with the
@@ -46,11 +47,32 @@ pick(p, l) = is(p, l) ? column(ycol) * yscale : NaN
 marker(dummy) = strcol('feasible') eq 'true' ? 7 : 6
 xcol = 'dram_budget_share'
 
-plot for [i=1:words(policies)] for [j=1:words(layouts)] \
-         csv using (100 * column(xcol)):(pick(word(policies, i), word(layouts, j))) smooth unique \
-         with lines lc i dt j lw 2 title sprintf('%s, %s', label(word(policies, i)), word(layouts, j)), \
-     for [i=1:words(policies)] for [j=1:words(layouts)] \
-         csv using (100 * column(xcol)):(pick(word(policies, i), word(layouts, j))):(marker(0)) \
-         with points lc i pt variable ps 1.3 notitle, \
-     NaN with points lc 'black' pt 7 title 'feasible', \
-     NaN with points lc 'black' pt 6 title 'infeasible'
+# One budget (the x axis would hold a single stack of markers): a marker
+# per configuration instead, side by side, each named under the axis.
+budgets = distinct('dram_budget')
+if (words(budgets) == 1) {
+    policy_index(p) = sum [i=1:words(policies)] (word(policies, i) eq p ? i : 0)
+    set datafile columnheaders  # the header names the columns: not a configuration to label
+    set title plot_title.' at a DRAM budget of '.word(budgets, 1)."\n".plot_subtitle."\ncolour: policy; open markers: infeasible (the budget cannot hold a token's rows)" noenhanced
+    set xlabel 'policy, layout'
+    set xtics rotate by -35 left noenhanced
+    set xrange [-0.7:*]
+    set offsets 0, 0.7, 0, 0
+    set bmargin 9
+    set key outside right top noenhanced
+    plot csv using 0:(column(ycol) * yscale):(policy_index(strcol('policy'))):xtic(label(strcol('policy')).', '.strcol('layout')) \
+             with impulses lc variable lw 3 notitle, \
+         csv using 0:(column(ycol) * yscale):(marker(0)):(policy_index(strcol('policy'))) \
+             with points pt variable lc variable ps 2 notitle, \
+         NaN with points lc 'black' pt 7 title 'feasible', \
+         NaN with points lc 'black' pt 6 title 'infeasible'
+} else {
+    plot for [i=1:words(policies)] for [j=1:words(layouts)] \
+             csv using (100 * column(xcol)):(pick(word(policies, i), word(layouts, j))) smooth unique \
+             with lines lc i dt j lw 2 title sprintf('%s, %s', label(word(policies, i)), word(layouts, j)), \
+         for [i=1:words(policies)] for [j=1:words(layouts)] \
+             csv using (100 * column(xcol)):(pick(word(policies, i), word(layouts, j))):(marker(0)) \
+             with points lc i pt variable ps 1.3 notitle, \
+         NaN with points lc 'black' pt 7 title 'feasible', \
+         NaN with points lc 'black' pt 6 title 'infeasible'
+}

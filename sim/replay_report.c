@@ -8,6 +8,7 @@
 
 #include "common/result_fields.h"
 #include "common/strbuf.h"
+#include "sim/replay_verdict.h"
 
 /* The transposed layout's streams: chan_* (channel bundles) and down_*
  * (rows of down), appended to f[0..n); returns the new count. */
@@ -248,6 +249,42 @@ static cJSON *pricing_json(const struct replay_pricing *p)
     return o;
 }
 
+/* A row the verdict names: {"policy", "layout", "total_ms"}, or null. */
+static cJSON *named_row(const struct replay_row *r)
+{
+    if (!r)
+        return cJSON_CreateNull();
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "policy", r->res.policy);
+    cJSON_AddStringToObject(o, "layout", r->res.layout);
+    cJSON_AddNumberToObject(o, "total_ms", r->modelled.prediction.serial_ms);
+    return o;
+}
+
+/* The verdict (sim/replay_verdict.h) per budget, with the lines replay.md says. */
+static cJSON *verdict_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "profile_note", info->profile_note ? info->profile_note : "");
+    cJSON *a = cJSON_AddArrayToObject(o, "budgets");
+    struct replay_verdict *v = calloc(n ? n : 1, sizeof *v);
+    size_t nv = v ? replay_verdicts(rows, n, v) : 0;
+    for (size_t i = 0; i < nv; i++) {
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "dram_budget", v[i].first->budget);
+        cJSON_AddItemToObject(b, "best", named_row(v[i].best));
+        cJSON_AddItemToObject(b, "runner_up", named_row(v[i].runner_up));
+        cJSON_AddNumberToObject(b, "caching_rows", (double)v[i].n_caching);
+        cJSON_AddNumberToObject(b, "caching_rows_feasible", (double)v[i].n_caching_feasible);
+        char *text = replay_verdict_lines(&v[i], info->pricing->hw);
+        cJSON_AddStringToObject(b, "text", text ? text : "");
+        free(text);
+        cJSON_AddItemToArray(a, b);
+    }
+    free(v);
+    return o;
+}
+
 cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info,
                           cJSON *prov)
 {
@@ -262,6 +299,8 @@ cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct 
     cJSON_AddStringToObject(root, "feasibility", feasibility_text);
     if (info->pricing)
         cJSON_AddItemToObject(root, "pricing", pricing_json(info->pricing));
+    if (info->pricing && n && rows[0].priced)
+        cJSON_AddItemToObject(root, "verdict", verdict_json(rows, n, info));
     cJSON *notes = cJSON_AddArrayToObject(root, "notes");
     cJSON *a = cJSON_AddArrayToObject(root, "results");
     for (size_t i = 0; i < n; i++) {
@@ -402,41 +441,82 @@ static void md_modelled(FILE *f, const struct replay_row *rows, size_t n, const 
     }
 }
 
-char *replay_report_markdown(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+static void md_head(FILE *f, const struct replay_row *rows, size_t n, const struct replay_report_info *info)
 {
-    struct memtext t;
-    if (memtext_open(&t) != 0)
-        return NULL;
     char title[300];
     replay_trace_title(info, title, sizeof title);
-    fprintf(t.f, "# Replay of %s\n\n%s", info->trace_path, title);
+    fprintf(f, "# Replay of %s\n\n%s", info->trace_path, title);
     if (n)
-        fprintf(t.f, "; %llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
-                     "(peak: after a token's loads; kept: held between tokens). window:K keeps the last K "
-                     "tokens, the current one included: the paper's k = K - 1",
+        fprintf(f, "; %llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
+                   "(peak: after a token's loads; kept: held between tokens). window:K keeps the last K "
+                   "tokens, the current one included: the paper's k = K - 1",
                 (unsigned long long)rows[0].res.n_tokens, rows[0].res.use_predicted ? "predicted" : "active",
                 (unsigned long long)rows[0].res.row_bytes);
-    fprintf(t.f, ".\n\n");
-    md_budgets(t.f, rows, n);
-    md_replay_table(t.f, rows, n);
-    md_streams(t.f, rows, n);
-    md_friends_notes(t.f, rows, n, info->synthetic);
+    fprintf(f, ".\n\n");
+}
+
+static void md_body(FILE *f, const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    md_budgets(f, rows, n);
+    md_replay_table(f, rows, n);
+    md_streams(f, rows, n);
+    md_friends_notes(f, rows, n, info->synthetic);
     if (info->pricing && n && rows[0].priced)
-        md_modelled(t.f, rows, n, info->pricing);
+        md_modelled(f, rows, n, info->pricing);
+}
+
+char *replay_report_verdict(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    if (!info->pricing || !n || !rows[0].priced)
+        return strdup("");
+    char note[4400];
+    if (info->profile_note)
+        snprintf(note, sizeof note, "%s", info->profile_note);
+    else
+        snprintf(note, sizeof note, "Priced by %s (%s).", info->pricing->hw->name, info->pricing->hw->path);
+    return replay_verdict_text(rows, n, info->pricing->hw, note);
+}
+
+/* The head, then the verdict before the tables (a file) or after them (a terminal). */
+static char *report(const struct replay_row *rows, size_t n, const struct replay_report_info *info, bool verdict_last)
+{
+    char *verdict = replay_report_verdict(rows, n, info);
+    struct memtext t;
+    if (!verdict || memtext_open(&t) != 0) {
+        free(verdict);
+        return NULL;
+    }
+    md_head(t.f, rows, n, info);
+    if (!verdict_last && verdict[0])
+        fprintf(t.f, "%s\n", verdict);
+    md_body(t.f, rows, n, info);
+    if (verdict_last && verdict[0])
+        fprintf(t.f, "\n%s", verdict);
+    free(verdict);
     return memtext_take(&t);
 }
 
-char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts)
+char *replay_report_markdown(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    return report(rows, n, info, false);
+}
+
+char *replay_report_terminal(const struct replay_row *rows, size_t n, const struct replay_report_info *info)
+{
+    return report(rows, n, info, true);
+}
+
+char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts, const char *budget)
 {
     struct memtext t;
     if (memtext_open(&t) != 0)
         return NULL;
-    fprintf(t.f, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes\n");
+    fprintf(t.f, "k,window,layout,bytes_per_token,reads_per_token,dram_mean_bytes,dram_budget\n");
     for (size_t li = 0; li < n_layouts; li++)
         for (size_t k = 0; k < n_k; k++) {
             const struct replay_result *x = &r[li * n_k + k];
-            fprintf(t.f, "%zu,%zu,%s,%.10g,%.10g,%.10g\n", k, k + 1, x->layout, x->bytes_per_token,
-                     x->reads_per_token, x->dram_mean_bytes);
+            fprintf(t.f, "%zu,%zu,%s,%.10g,%.10g,%.10g,%s\n", k, k + 1, x->layout, x->bytes_per_token,
+                     x->reads_per_token, x->dram_mean_bytes, budget);
         }
     return memtext_take(&t);
 }

@@ -32,6 +32,8 @@ struct replay_report_info {
     const char *model;                     /* the model the header names ("" when none) */
     const struct replay_pricing *pricing;  /* NULL: the rows are not priced */
     bool complete;                         /* every configuration asked for was replayed */
+    const char *profile_note;              /* which profile priced the rows (sim/hw_choice.h's
+                                            * hw_choice_note); NULL: the pricing's name alone */
 };
 
 /* friends against bundled for one policy and budget. */
@@ -55,14 +57,25 @@ int replay_friends_note(const struct replay_row *rows, size_t n, size_t i, bool 
 void replay_trace_title(const struct replay_report_info *info, char *buf, size_t len);
 
 /* {"provenance": prov (taken), "trace": ..., "complete": ..., "trace_source",
- * "dram_budgets", "pricing", "feasibility", "notes", "results": [...]} */
+ * "dram_budgets", "pricing", "verdict" (priced rows: the profile note, and
+ * per budget the best row, the runner-up, the caching rows and how many
+ * are feasible, the verdict's text), "feasibility", "notes", "results": [...]} */
 cJSON *replay_report_json(const struct replay_row *rows, size_t n, const struct replay_report_info *info,
                           cJSON *prov);
 char *replay_report_csv(const struct replay_row *rows, size_t n);
+/* replay.md: the title, the verdict (sim/replay_verdict.h) when the rows
+ * are priced, then the tables. */
 char *replay_report_markdown(const struct replay_row *rows, size_t n, const struct replay_report_info *info);
+/* The same for a terminal: the title and the tables, the verdict last (the
+ * lines a terminal leaves in view). */
+char *replay_report_terminal(const struct replay_row *rows, size_t n, const struct replay_report_info *info);
+/* The verdict section alone (replay --quiet prints it); "" when the rows
+ * are not priced. NULL when out of memory. */
+char *replay_report_verdict(const struct replay_row *rows, size_t n, const struct replay_report_info *info);
 
 /* The window sweep: k (tokens kept besides the current one, the paper's k)
- * = 0..16 replayed as window:k+1, one series per layout. */
-char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts);
+ * = 0..16 replayed as window:k+1, one series per layout, at the budget
+ * named (its text: the last column). */
+char *replay_window_sweep_csv(const struct replay_result *r, size_t n_k, size_t n_layouts, const char *budget);
 
 #endif

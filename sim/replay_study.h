@@ -67,12 +67,33 @@ int replay_study_run(const struct replay_study *s, struct replay_row *rows, size
 void replay_rows_free(struct replay_row *rows, size_t n);
 
 /* The window sweep beside a study (the paper's Fig. 4b, bytes against k):
- * window:1..REPLAY_SWEEP_K per layout at the study's first budget, into
- * sweep[layout * REPLAY_SWEEP_K + k - 1]; *done counts the replays
- * filled. step (may be NULL) after each, with the policy's name; false
- * stops the sweep (returns 0). 0, or -1 with err naming the replay. */
+ * window:1..REPLAY_SWEEP_K per layout at budget b (the budget binding
+ * unless b->none), into sweep[layout * REPLAY_SWEEP_K + k - 1]; *done
+ * counts the replays filled. step (may be NULL) after each, with the
+ * policy's name; false stops the sweep (returns 0). 0, or -1 with err
+ * naming the replay. */
 #define REPLAY_SWEEP_K 17 /* the paper's k = 0..16 */
-int replay_window_sweep(const struct replay_study *s, struct replay_result *sweep, size_t *done,
-                        replay_study_step step, void *ctx, char *err, size_t errlen);
+int replay_window_sweep(const struct replay_study *s, const struct replay_budget *b, struct replay_result *sweep,
+                        size_t *done, replay_study_step step, void *ctx, char *err, size_t errlen);
+
+/* How much the window's size changes one sweep (n_layouts x
+ * REPLAY_SWEEP_K results): over the layouts, the most of (largest -
+ * smallest) over the largest bytes per token of window:2..17 (k = 1..16;
+ * window:1 keeps nothing between tokens, so k = 0 is the predictor's
+ * point, not a window's size); 0 when the size changes nothing (a budget
+ * that holds no more than a token's rows: every K shrinks alike). */
+double replay_window_spread(const struct replay_result *sweep, size_t n_layouts);
+
+/* Below this spread a sweep is flat: the window does not matter there. */
+#define REPLAY_WINDOW_FLAT 0.05
+
+/* Which of n sweeps (sweeps[i * n_layouts * REPLAY_SWEEP_K ...], at the
+ * budgets b[i]) the window-size plot is drawn at (issue 35: at a budget
+ * where the window matters): of the first n_study (the study's budgets),
+ * the one whose sweep spreads most (the first on a tie); when each of them
+ * is flat and a further sweep follows (at no budget), that one. Why, in
+ * words with the spreads, into why. */
+size_t replay_window_choose(const struct replay_result *sweeps, const struct replay_budget *b, size_t n,
+                            size_t n_study, size_t n_layouts, char *why, size_t len);
 
 #endif
