@@ -201,6 +201,14 @@ def _u32_buffer(ids):
     return a, addr if n else None, n
 
 
+def _numpy_present():
+    try:
+        _numpy()
+    except TraceError:
+        return False
+    return True
+
+
 def _numpy_soft():
     """numpy (present: the caller holds one of its arrays)."""
     import numpy
@@ -1163,7 +1171,10 @@ def copy_trace(src_path, dst_path, active_only=False):
 def trace_info(path):
     """Header fields and the counts flashbed trace info derives its
     densities from: neurons per layer and in all, tokens and sequences."""
-    with TraceReader(path) as r:
+    # the C library hands every set as one array: numpy's views of it count
+    # without making an int per neuron
+    form = "numpy" if library() is not None and _numpy_present() else "list"
+    with TraceReader(path, form) as r:
         L = r.n_layers
         act, pred, chan = [0] * L, [0] * L, [0] * L
         seqs = generated = 0
