@@ -11,27 +11,37 @@ Format versions:
   * reading: version 1 (no checksums: read unchecked) and version 2 (header,
     every (token, layer) block and the footer each carry a CRC-32C, all
     verified, and the footer's counts are checked against the body);
-  * writing: version 2 only. Sets are written as records without a
-    reference, as a bitset or as Rice-coded gaps, whichever is smaller; the
-    C writer also tries differences to earlier sets, so files written here
-    are somewhat larger but read back to the same sets.
+  * writing: version 2 only, byte for byte what the C writer writes: each
+    set against the previous token's set of its layer and, a predicted set,
+    its layer's active set, as a bitset or Rice-coded gaps, whichever is
+    smallest (set_codec.c's choice, in the same order).
+
+Speed: where libflashbed_trace.so is found, reading and writing run in the
+C library (traces/trace_capi.h over ctypes): FLASHBED_TRACE_LIB names it
+(or "none": never), else it is looked for beside this file (an install by
+pip install ./python after the CMake build) and in ../build/. Otherwise
+they run in Python: the same sets and bytes, some 20 times slower.
+library() gives the library in use, why_pure() why none is.
 
 Errors: every problem with a file raises TraceError, whose message names
 the file and, where it applies, the token and layer, in the C reader's
 words ("FILE: token 3 layer 1: checksum mismatch ..."). The command line
-prints that message on stderr and exits with status 1.
+prints that message on stderr and exits with status 1; when its output's
+reader goes away (`... dump T | head`) it stops quietly with status 141.
 
 Sets: TraceReader(path, sets=...) and read_tokens(path, sets=...) give
 each set in one of three forms, the same neurons in each:
   * "list" (the default): a sorted list of ints;
   * "set": a frozenset of ints;
-  * "numpy": a sorted, read-only numpy.uint32 array (bitset records are
-    decoded with numpy.unpackbits, differences with numpy.setxor1d).
-TraceWriter.layer takes sets in any of these forms.
+  * "numpy": a sorted, read-only numpy.uint32 array (with the C library,
+    views of one array per token: the fastest form).
+TraceWriter.layer takes sets in any of these forms (numpy arrays of
+uint32 go to the C library as they are).
 
 Only the Python 3 standard library is needed. numpy (1.17 or later) is
-optional: it is imported only when sets="numpy" is asked for, and asking
-for it without numpy raises TraceError.
+optional: it is imported only when sets="numpy" is asked for (or by info,
+when present, to count without an int per neuron), and asking for that
+form without numpy raises TraceError.
 
 Command line:
   flashbed_trace.py info TRACE [--json]   header, counts, neurons per layer
@@ -39,6 +49,7 @@ Command line:
                                           rewrite IN through reader and writer
                                           (--active-only: without predicted sets)
   flashbed_trace.py dump TRACE            every set, one line each
+(or python3 -m flashbed_trace ..., or flashbed-trace ... once installed).
 """
 
 import ctypes
@@ -1146,8 +1157,11 @@ class _CWriter:
 
 def copy_trace(src_path, dst_path, active_only=False):
     """Rewrites a trace through the reader and writer (as version 2);
-    active_only drops the predicted sets (a trace of active sets alone)."""
-    with TraceReader(src_path) as r:
+    active_only drops the predicted sets (a trace of active sets alone).
+    With the C library and numpy, the sets go from reader to writer as
+    numpy views, without an int per neuron."""
+    form = "numpy" if library() is not None and _numpy_present() else "list"
+    with TraceReader(src_path, form) as r:
         meta = r.meta
         if active_only:
             meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source,

@@ -5,14 +5,18 @@ every case once, in turn, as its own process (start-up included, as a user
 meets it); the table gives each case's median and its speed as a share of
 the C case it compares with:
 
-  read   C: flashbed trace info T           Python: flashbed_trace.py info T,
-         and every token read in the list and numpy forms
+  read   C: fb_trace_copy --read T (the reader alone; flashbed trace info T,
+         which adds its statistics, beside it)
+         Python: flashbed_trace.py info T, and every token read in the
+         list and numpy forms
   copy   C: fb_trace_copy T OUT (read + write)   Python: flashbed_trace.py copy T OUT
 
 Python cases run with libflashbed_trace (FLASHBED_TRACE_LIB), on the pure-Python
 path (FLASHBED_TRACE_LIB=none), and with --before, on an older revision's
 module (its own pure-Python code). Slow cases are timed on a shorter
-trace (--slow-tokens) and scaled per token-layer."""
+trace (--slow-tokens) and scaled per token-layer. Times are CPU seconds
+(user + system) of each process, start-up included: wall time on a shared
+machine measures the other work too."""
 
 import argparse
 import json
@@ -22,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 READ_FORM = """import sys, time
 sys.path.insert(0, sys.argv[1])
@@ -33,9 +36,12 @@ for _ in f.read_tokens(sys.argv[2], sets=sys.argv[3]):
 
 
 def timed(cmd, env):
-    t = time.perf_counter()
+    """The CPU seconds (user + system) the command took: on a machine
+    shared with other work, wall time measures the others too."""
+    before = os.times()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    after = os.times()
+    return (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
 def cases(a, work, big, small, tokens):
@@ -48,6 +54,7 @@ def cases(a, work, big, small, tokens):
     tl_big, tl_small = tokens[big], tokens[small]
     out = os.path.join(work, "out.trace")
     c = [
+        ("C read", "read", big, [a.copy, "--read", big], env, tl_big),
         ("C trace info", "read", big, [a.flashbed, "trace", "info", big, "--out", os.path.join(work, "info")], env, tl_big),
         ("Py info (lib)", "read", big, [py, os.path.join(mod, "flashbed_trace.py"), "info", big], lib, tl_big),
         ("Py read list (lib)", "read", big, [py, "-c", READ_FORM, mod, big, "list"], lib, tl_big),
@@ -94,10 +101,10 @@ def main():
                 shutil.rmtree(os.path.join(work, "info"), ignore_errors=True)
                 times[name].append(timed(cmd, env))
         rate = {c[0]: c[5] / statistics.median(times[c[0]]) for c in cs}
-        base = {"read": rate["C trace info"], "copy": rate["C copy"]}
+        base = {"read": rate["C read"], "copy": rate["C copy"]}
         print("%s, %d tokens (%d token-layers; slow cases %d tokens), %d rounds, medians; python %s"
               % (a.shape, a.tokens, tokens[big], a.slow_tokens, a.rounds, a.python))
-        print("| case | median s | token-layers/s | share of C |")
+        print("| case | median CPU s | token-layers per CPU s | share of C |")
         print("|---|---:|---:|---:|")
         for name, kind, _t, _c, _e, _tl in cs:
             print("| %s | %.3f | %.0f | %.1f%% |" % (name, statistics.median(times[name]), rate[name],

@@ -1,9 +1,11 @@
 /* fb_trace_copy IN OUT: rewrites a trace through the C reader and writer
  * (traces/trace.h), the reference the Python module's bytes are compared
  * with (tests/integration/python_roundtrip.sh): version 1 in, version 2
- * out, every set encoded by set_encode's choice. Exit 0, or 1 with the
- * reader's or writer's message on stderr. */
+ * out, every set encoded by set_encode's choice. fb_trace_copy --read IN:
+ * the reader alone, to the verified end (tools/bench-python-trace.sh's C
+ * reading). Exit 0, or 1 with the reader's or writer's message on stderr. */
 #include <stdio.h>
+#include <string.h>
 
 #include "traces/trace.h"
 
@@ -27,11 +29,28 @@ static int copy_tokens(struct trace_reader *r, struct trace_writer *w, const str
     return rc;
 }
 
+/* Every token of IN read and dropped; 0, or 1 with the message printed. */
+static int read_only(const char *path)
+{
+    char err[512];
+    struct trace_reader *r = trace_reader_open(path, err, sizeof err);
+    struct trace_token tok;
+    int rc = r ? 1 : -1;
+    while (rc == 1)
+        rc = trace_reader_next(r, &tok, err, sizeof err);
+    trace_reader_close(r);
+    if (rc != 0)
+        fprintf(stderr, "fb_trace_copy: %s\n", err);
+    return rc != 0;
+}
+
 int main(int argc, char **argv)
 {
     char err[512];
+    if (argc == 3 && strcmp(argv[1], "--read") == 0)
+        return read_only(argv[2]);
     if (argc != 3) {
-        fprintf(stderr, "usage: fb_trace_copy IN OUT\n");
+        fprintf(stderr, "usage: fb_trace_copy IN OUT | fb_trace_copy --read IN\n");
         return 2;
     }
     struct trace_reader *r = trace_reader_open(argv[1], err, sizeof err);
