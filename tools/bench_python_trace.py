@@ -109,6 +109,13 @@ def main():
         for name, kind, _t, _c, _e, _tl in cs:
             print("| %s | %.3f | %.0f | %.1f%% |" % (name, statistics.median(times[name]), rate[name],
                                                    100 * rate[name] / base[kind]))
+        # writing alone: a copy's time less its reading's (the same start-up in both)
+        med = {n: statistics.median(v) for n, v in times.items()}
+        w_c = tokens[big] / max(med["C copy"] - med["C read"], 1e-9)
+        w_py = tokens[big] / max(med["Py copy (lib)"] - med["Py read numpy (lib)"], 1e-9)
+        print("| C write (C copy less C read) | %.3f | %.0f | 100.0%% |" % (med["C copy"] - med["C read"], w_c))
+        print("| Py write (lib) (Py copy less Py read numpy) | %.3f | %.0f | %.1f%% |"
+              % (med["Py copy (lib)"] - med["Py read numpy (lib)"], w_py, 100 * w_py / w_c))
         if a.json:
             with open(a.json, "w") as f:
                 json.dump({"shape": a.shape, "tokens": a.tokens, "rounds": a.rounds, "times": times,
