@@ -559,6 +559,96 @@ def encode_set(out, ids, d_ff, refs=(None, None, None)):
         _put_rice(out, gaps, k, (bits + 7) // 8)
 
 
+# ---- the same encoder and CRC in numpy, for the Python writer where numpy is ----
+
+def _np_gaps(d):
+    return _np.diff(d, prepend=-1) - 1
+
+
+def _encode_set_np(out, ids, d_ff, refs):
+    """encode_set for int64 arrays (refs too, or None): the same bytes."""
+    np = _np
+    bitset_bytes = (d_ff + 7) // 8
+    best = None
+    for r in (REF_NONE, REF_PREV, REF_ACTIVE):
+        if r == REF_NONE:
+            d = ids
+        elif refs[r] is None:
+            continue
+        else:
+            d = np.setxor1d(ids, refs[r], assume_unique=True)
+        gaps, n = _np_gaps(d), d.size
+        bits_of = lambda k: n * (k + 1) + int((gaps >> k).sum())  # noqa: E731
+        mean_gap = (d_ff - n) / n + 1 if n else 1
+        guess = 0
+        while guess < 24 and float(1 << (guess + 1)) <= mean_gap * 0.69:
+            guess += 1
+        k, bits = guess, bits_of(guess)
+        for kk in (guess - 1, guess + 1):
+            if 0 <= kk <= 24 and bits_of(kk) < bits:
+                k, bits = kk, bits_of(kk)
+        rice = 1 + 5 + (bits + 7) // 8
+        size = min(rice, bitset_bytes)
+        if best is None or size < best[0]:
+            best = (size, r, CODE_RICE if rice < bitset_bytes else CODE_BITSET, k, d, gaps, bits)
+    _, ref, code, k, d, gaps, bits = best
+    out.append(ref << 4 | code)
+    _put_varint(out, int(d.size))
+    if code == CODE_BITSET:
+        b = np.zeros(bitset_bytes * 8, np.uint8)
+        b[d] = 1
+        out += np.packbits(b, bitorder="little").tobytes()
+        return
+    nbytes = (bits + 7) // 8
+    out.append(k)
+    _put_varint(out, nbytes)
+    if not d.size:
+        return
+    q = gaps >> k
+    starts = np.cumsum(q + 1 + k) - (q + 1 + k)  # where each code word begins
+    b = np.zeros(nbytes * 8, np.uint8)
+    ends = np.cumsum(q)
+    b[np.repeat(starts - (ends - q), q) + np.arange(int(ends[-1]))] = 1  # the unary ones
+    for i in range(k):  # the remainder, lowest bit first
+        b[starts + q + 1 + i] = (gaps >> i) & 1
+    out += np.packbits(b, bitorder="little").tobytes()
+
+
+_CRC_NP = None  # [distance, byte] -> a byte's share of a CRC register, numpy
+_CRC_NP_MAX = 1 << 16  # the longest span the table covers (16 MB at most)
+
+
+def _crc_np_table(n):
+    """The table for spans of up to n bytes, grown as needed; None past
+    _CRC_NP_MAX (the caller then takes crc32c)."""
+    global _CRC_NP
+    if n > _CRC_NP_MAX:
+        return None
+    np = _np
+    if _CRC_NP is None or _CRC_NP.shape[0] < n:
+        rows = max(n, 1024, 0 if _CRC_NP is None else 2 * _CRC_NP.shape[0])
+        t0 = np.array(_CRC_TABLE, np.uint32)
+        t = np.empty((rows, 256), np.uint32)
+        t[0] = t0
+        for d in range(1, rows):  # one zero byte more after it
+            t[d] = (t[d - 1] >> 8) ^ t0[t[d - 1] & 0xFF]
+        _CRC_NP = t
+    return _CRC_NP
+
+
+def _crc32c_np(data, crc=0):
+    """crc32c of data by the table: the register's bytes folded into the
+    first four, every byte's share at its distance from the end XORed."""
+    n = len(data)
+    t = _crc_np_table(n) if n >= 4 else None
+    if t is None:
+        return crc32c(data, crc)
+    np = _np
+    m = np.frombuffer(bytes(data), np.uint8).copy()
+    m[:4] ^= np.frombuffer(struct.pack("<I", crc ^ 0xFFFFFFFF), np.uint8)
+    return int(np.bitwise_xor.reduce(t[np.arange(n - 1, -1, -1), m])) ^ 0xFFFFFFFF
+
+
 def _set_record_max(d_ff):
     return 1 + 5 + 1 + 10 + (d_ff + 7) // 8
 
@@ -982,6 +1072,12 @@ class TraceWriter:
     def _check_ids(self, what, l, ids, unit="neuron", bound_name="d_ff"):
         last, bound = -1, self.meta.d_model if bound_name == "d_model" else self.meta.d_ff
         for i in ids:
+            if not isinstance(i, int):
+                try:
+                    i = operator.index(i)  # numpy's integers, not floats
+                except TypeError:
+                    raise self._err("token %d layer %d: %s %s %r is not an integer"
+                                    % (self.n_tokens - 1, l, what, unit, i)) from None
             if not 0 <= i < bound:
                 raise self._err("token %d layer %d: %s %s %d outside 0..%s %d"
                                 % (self.n_tokens - 1, l, what, unit, i, bound_name, bound))
@@ -1037,6 +1133,7 @@ class _PyWriter:
     def __init__(self, w):
         self.w, self.meta = w, w.meta
         self._prev = [[None] * self.meta.n_layers for _ in range(3)]
+        self._vec = _numpy_present()  # numpy's encoder and CRC: the same bytes, faster
         self._head, self._seq_start = b"", False
         try:
             self._f = open(w.tmp, "wb")
@@ -1052,13 +1149,40 @@ class _PyWriter:
 
     def _set(self, blk, kind, l, ids, active=None):
         bound_name = "d_model" if kind == 2 else "d_ff"
-        ids = _as_id_list(ids)
-        self.w._check_ids(("active", "predicted", "kept")[kind], l, ids, "channel" if kind == 2 else "neuron",
-                          bound_name)
+        bound = self.meta.d_model if kind == 2 else self.meta.d_ff
+        checked = self._vec_ids(ids, bound) if self._vec else None
+        if checked is None:  # no numpy, or ids it finds wrong: the check that names the id
+            ids = _as_id_list(ids)
+            self.w._check_ids(("active", "predicted", "kept")[kind], l, ids, "channel" if kind == 2 else "neuron",
+                              bound_name)
+            if self._vec:
+                checked = _np.array(ids, _np.int64)
         refs = (None, None if self._seq_start else self._prev[kind][l], active)
-        encode_set(blk, ids, self.meta.d_model if kind == 2 else self.meta.d_ff, refs)
+        if checked is not None:
+            _encode_set_np(blk, checked, bound, refs)
+            ids = checked
+        else:
+            encode_set(blk, ids, bound, refs)
         self._prev[kind][l] = ids
         return ids
+
+    @staticmethod
+    def _vec_ids(ids, bound):
+        """ids as a checked int64 array, or None when they are not a set
+        of the trace (or not numbers numpy takes)."""
+        np = _np
+        if isinstance(ids, (set, frozenset)):
+            ids = sorted(ids)
+        try:
+            a = np.asarray(ids)
+            if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+                return None
+            a = a.astype(np.int64)
+        except (OverflowError, TypeError, ValueError):
+            return None
+        if a.size and (a[0] < 0 or a[-1] >= bound or (a.size > 1 and (np.diff(a) <= 0).any())):
+            return None
+        return a
 
     def layer(self, l, active, predicted, channels):
         t = self.w.n_tokens - 1
@@ -1075,7 +1199,7 @@ class _PyWriter:
         crc = block_crc_start(t, l)
         if l == 0:
             crc = crc32c(self._head, crc)
-        rec += struct.pack("<I", crc32c(rec, crc))
+        rec += struct.pack("<I", (_crc32c_np if self._vec else crc32c)(rec, crc))
         self._f.write(rec)
         return len(active), n_pred
 

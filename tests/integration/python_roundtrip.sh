@@ -120,6 +120,37 @@ for combo in $combos; do
     done
 done
 
+# ---- sets that are not sets of the trace: refused, naming token and layer, nothing written ----
+refuses() { # lib|pure, numpy|no-numpy
+    local lib=$LIB py=$PY
+    [ "$1" = pure ] && lib=none
+    [ "$2" = numpy ] && py=$NPY
+    FLASHBED_TRACE_LIB=$lib "$py" - "$2" "$WORK/bad.trace" <<'EOF'
+import os, sys
+if sys.argv[1] == "no-numpy":
+    sys.modules["numpy"] = None
+import flashbed_trace as f
+cases = [([3, 2], "not strictly ascending"), ([1, 40], "40"), ([-1], "-1"), ([1.5], "")]
+for ids, says in cases:
+    try:
+        with f.TraceWriter(sys.argv[2], f.TraceMeta(2, 8, 40, has_predicted=True)) as w:
+            w.begin_token()
+            w.layer([1, 2], [0])
+            w.layer(ids, [])
+        sys.exit("%r: no error" % ids)
+    except f.TraceError as e:
+        if "token 0 layer 1" not in str(e) or says not in str(e):
+            sys.exit("%r: message %r" % (ids, str(e)))
+    if os.path.exists(sys.argv[2]) or any(".tmp." in n for n in os.listdir(os.path.dirname(sys.argv[2]))):
+        sys.exit("%r: a file was left" % ids)
+EOF
+}
+for combo in $combos; do
+    IFS=: read -r path form np <<<"$combo"
+    [ "$form" = list ] || continue
+    check "$path, $np: bad sets refused naming token and layer, nothing written" refuses "$path" "$np"
+done
+
 # ---- a closed pipe: no traceback, SIGPIPE's status ----
 check "synth a trace that dumps to more than a pipe holds" "$FLASHBED" trace synth --shape opt-tiny --tokens 400 \
     --out "$WORK/long.trace"
