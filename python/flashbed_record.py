@@ -320,10 +320,16 @@ def saved_dtype_bytes(model_dir):
 
 
 def _index_lists(mask):
-    """[positions, d_ff] bool mask -> per position the sorted indices."""
+    """[positions, d_ff] bool mask -> per position the sorted indices: numpy
+    uint32 arrays where torch hands numpy arrays (the writer passes them to
+    the C library as they are), else lists of ints."""
     pos_idx = mask.nonzero().cpu()            # sorted by position, then neuron
     counts = mask.sum(dim=1).cpu().tolist()
-    flat = pos_idx[:, 1].tolist()
+    try:
+        import numpy as np
+        flat = pos_idx[:, 1].numpy().astype(np.uint32)
+    except (ImportError, RuntimeError, TypeError):  # torch built without numpy
+        flat = pos_idx[:, 1].tolist()
     out, at = [], 0
     for c in counts:
         out.append(flat[at:at + c])
@@ -751,6 +757,13 @@ def main(argv):
     except KeyboardInterrupt:
         print("flashbed_record: interrupted before any token was recorded; nothing written", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return ft.quiet_broken_pipe()
+
+
+def cli():
+    """The installed command (pip install ./python)."""
+    sys.exit(main(sys.argv[1:]))
 
 
 if __name__ == "__main__":

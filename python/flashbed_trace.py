@@ -11,27 +11,37 @@ Format versions:
   * reading: version 1 (no checksums: read unchecked) and version 2 (header,
     every (token, layer) block and the footer each carry a CRC-32C, all
     verified, and the footer's counts are checked against the body);
-  * writing: version 2 only. Sets are written as records without a
-    reference, as a bitset or as Rice-coded gaps, whichever is smaller; the
-    C writer also tries differences to earlier sets, so files written here
-    are somewhat larger but read back to the same sets.
+  * writing: version 2 only, byte for byte what the C writer writes: each
+    set against the previous token's set of its layer and, a predicted set,
+    its layer's active set, as a bitset or Rice-coded gaps, whichever is
+    smallest (set_codec.c's choice, in the same order).
+
+Speed: where libflashbed_trace.so is found, reading and writing run in the
+C library (traces/trace_capi.h over ctypes): FLASHBED_TRACE_LIB names it
+(or "none": never), else it is looked for beside this file (an install by
+pip install ./python after the CMake build) and in ../build/. Otherwise
+they run in Python: the same sets and bytes, some 20 times slower.
+library() gives the library in use, why_pure() why none is.
 
 Errors: every problem with a file raises TraceError, whose message names
 the file and, where it applies, the token and layer, in the C reader's
 words ("FILE: token 3 layer 1: checksum mismatch ..."). The command line
-prints that message on stderr and exits with status 1.
+prints that message on stderr and exits with status 1; when its output's
+reader goes away (`... dump T | head`) it stops quietly with status 141.
 
 Sets: TraceReader(path, sets=...) and read_tokens(path, sets=...) give
 each set in one of three forms, the same neurons in each:
   * "list" (the default): a sorted list of ints;
   * "set": a frozenset of ints;
-  * "numpy": a sorted, read-only numpy.uint32 array (bitset records are
-    decoded with numpy.unpackbits, differences with numpy.setxor1d).
-TraceWriter.layer takes sets in any of these forms.
+  * "numpy": a sorted, read-only numpy.uint32 array (with the C library,
+    views of one array per token: the fastest form).
+TraceWriter.layer takes sets in any of these forms (numpy arrays of
+uint32 go to the C library as they are).
 
 Only the Python 3 standard library is needed. numpy (1.17 or later) is
-optional: it is imported only when sets="numpy" is asked for, and asking
-for it without numpy raises TraceError.
+optional: it is imported only when sets="numpy" is asked for (or by info,
+when present, to count without an int per neuron), and asking for that
+form without numpy raises TraceError.
 
 Command line:
   flashbed_trace.py info TRACE [--json]   header, counts, neurons per layer
@@ -39,14 +49,18 @@ Command line:
                                           rewrite IN through reader and writer
                                           (--active-only: without predicted sets)
   flashbed_trace.py dump TRACE            every set, one line each
+(or python3 -m flashbed_trace ..., or flashbed-trace ... once installed).
 """
 
+import ctypes
 import json
+import operator
 import os
 import re
 import struct
 import sys
-from itertools import accumulate
+from array import array
+from itertools import accumulate, chain, repeat
 
 MAGIC = b"FBTRACE\0"
 END_MAGIC = b"FBTREND\0"
@@ -95,6 +109,121 @@ def _numpy():
             raise TraceError('sets="numpy" needs numpy 1.17 or later, not %s' % numpy.__version__)
         _np = numpy
     return _np
+
+
+# ---- libflashbed_trace: the C reader and writer, when found ----
+
+LIB_NAME = "libflashbed_trace.so"
+_ERR_LEN = 1024
+_lib = None      # the loaded library, once library() found it
+_lib_why = None  # why it is not used, once library() looked
+_CAPI_VERSION = 1
+
+
+def _lib_candidates():
+    """Where the library may be: FLASHBED_TRACE_LIB (a path; "none" turns
+    it off), beside this module (a packaged install), the build folders of
+    the repository this module lies in."""
+    env = os.environ.get("FLASHBED_TRACE_LIB")
+    if env is not None:
+        return [] if env in ("", "none") else [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, LIB_NAME)] + [os.path.join(here, "..", d, LIB_NAME) for d in ("build", "build-release")]
+
+
+def _declare(lib):
+    """Argument and result types of what this module calls."""
+    c = ctypes
+    P, u32, u64, sz, s = c.c_void_p, c.c_uint32, c.c_uint64, c.c_size_t, c.c_char_p
+    sig = {
+        "fbt_capi_version": (c.c_int, []),
+        "fbt_reader_open": (P, [s, s, sz]),
+        "fbt_reader_header": (None, [P, c.POINTER(u64)]),
+        "fbt_reader_source": (s, [P]),
+        "fbt_reader_next": (c.c_int, [P, c.POINTER(u32), s, sz]),
+        "fbt_reader_ids": (P, [P]),
+        "fbt_reader_offsets": (P, [P]),
+        "fbt_reader_check_bytes": (u64, [P]),
+        "fbt_reader_close": (None, [P]),
+        "fbt_writer_open": (P, [s, c.POINTER(u32), c.c_int, c.c_int, s, s, sz]),
+        "trace_writer_begin_token": (c.c_int, [P, c.c_uint, s, sz]),
+        "trace_writer_layer_channels": (c.c_int, [P, u32, P, u32, s, sz]),
+        "trace_writer_layer": (c.c_int, [P, u32, P, u32, P, u32, s, sz]),
+        "trace_writer_close": (c.c_int, [P, s, sz]),
+        "trace_writer_abort": (None, [P]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+
+
+def library():
+    """libflashbed_trace (ctypes.CDLL) when found and of this module's
+    interface, else None (why_pure() says why): the reader and writer then
+    run in Python, to the same sets and bytes, slower."""
+    global _lib, _lib_why
+    if _lib is not None or _lib_why is not None:
+        return _lib
+    tried = []
+    for path in _lib_candidates():
+        if not os.path.exists(path):
+            tried.append("%s: not there" % path)
+            continue
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+            _declare(lib)
+            if lib.fbt_capi_version() != _CAPI_VERSION or array("I").itemsize != 4:
+                tried.append("%s: another interface version" % path)
+                continue
+        except (OSError, AttributeError) as e:
+            tried.append("%s: %s" % (path, e))
+            continue
+        _lib = lib
+        return lib
+    _lib_why = "; ".join(tried) or "FLASHBED_TRACE_LIB=none"
+    return None
+
+
+def why_pure():
+    """None when the C library is used, else why not (the places tried)."""
+    library()
+    return _lib_why
+
+
+def _err_text(buf):
+    return buf.value.decode("utf-8", errors="replace")
+
+
+def _u32_buffer(ids):
+    """(keep-alive, address, count) of ids as contiguous uint32; raises
+    OverflowError, TypeError or ValueError for what is no such id."""
+    if hasattr(ids, "dtype"):  # a numpy array
+        np = _numpy_soft()
+        a = np.ascontiguousarray(ids)
+        if a.dtype != np.uint32:
+            if a.size and (a.dtype.kind not in "iu" or a.min() < 0 or a.max() > 0xFFFFFFFF):
+                raise ValueError("not uint32 ids")
+            a = a.astype(np.uint32)
+        return a, a.ctypes.data if a.size else None, a.size
+    if isinstance(ids, (set, frozenset)):
+        ids = sorted(ids)
+    a = array("I", ids)
+    addr, n = a.buffer_info()
+    return a, addr if n else None, n
+
+
+def _numpy_present():
+    try:
+        _numpy()
+    except TraceError:
+        return False
+    return True
+
+
+def _numpy_soft():
+    """numpy (present: the caller holds one of its arrays)."""
+    import numpy
+    return numpy
 
 
 # ---- CRC-32C (Castagnoli), reflected polynomial 0x82F63B78 ----
@@ -350,46 +479,174 @@ def decode_set(src, refs, d_ff, sets="list"):
     return sorted(set(d).symmetric_difference(refs[ref]))
 
 
-def _rice_k(n, d_ff):
-    """The Rice parameter near log2(mean gap * ln 2), as the C writer guesses."""
-    mean_gap = (d_ff - n) / n + 1 if n else 1
-    k = 0
-    while k < 24 and (1 << (k + 1)) <= mean_gap * 0.69:
-        k += 1
-    return k
+def _gaps(ids):
+    """Gap j of a sorted list: ids[0], then ids[j] - ids[j-1] - 1."""
+    return list(map(_gap, ids, chain((-1,), ids)))
 
 
-def encode_set(out, ids, d_ff):
-    """Appends a record of ids (sorted, < d_ff) with no reference: Rice gaps
-    or a bitset, whichever is smaller (a record is never larger than the
-    bitset, which bounds the block length the C reader accepts)."""
-    n = len(ids)
-    k = _rice_k(n, d_ff)
+def _gap(b, a):
+    return b - a - 1
+
+
+def _rice_bits(gaps, k):
+    return len(gaps) * (k + 1) + sum(map(operator.rshift, gaps, repeat(k, len(gaps))))
+
+
+def _best_rice_k(gaps, bound):
+    """(k, bits): the Rice parameter near log2(mean gap * ln 2), checked one
+    either side, as set_codec.c's best_rice_k (the same doubles)."""
+    n = len(gaps)
+    mean_gap = (bound - n) / n + 1 if n else 1
+    guess = 0
+    while guess < 24 and float(1 << (guess + 1)) <= mean_gap * 0.69:
+        guess += 1
+    best, bits = guess, _rice_bits(gaps, guess)
+    for k in (guess - 1, guess + 1):
+        if 0 <= k <= 24:
+            b = _rice_bits(gaps, k)
+            if b < bits:
+                best, bits = k, b
+    return best, bits
+
+
+def _put_rice(out, gaps, k, nbytes):
+    if not gaps:
+        return
     rem = "0%db" % k
-    parts = []
-    prev = -1
-    for i in ids:
-        g = i - prev - 1
-        prev = i
-        parts.append("1" * (g >> k) + "0" + (format(g & ((1 << k) - 1), rem)[::-1] if k else ""))
-    bits = "".join(parts)
-    rice_bytes = (len(bits) + 7) // 8
-    bitset_bytes = (d_ff + 7) // 8
-    rice_varint = bytearray()
-    _put_varint(rice_varint, rice_bytes)
-    if 1 + len(rice_varint) + rice_bytes < bitset_bytes:
-        out.append(REF_NONE << 4 | CODE_RICE)
-        _put_varint(out, n)
-        out.append(k)
-        out += rice_varint
-        out += int(bits[::-1] or "0", 2).to_bytes(rice_bytes, "little")
+    mask = (1 << k) - 1
+    if k:
+        bits = "".join("1" * (g >> k) + "0" + format(g & mask, rem)[::-1] for g in gaps)
     else:
-        out.append(REF_NONE << 4 | CODE_BITSET)
-        _put_varint(out, n)
-        v = 0
-        for i in ids:
-            v |= 1 << i
-        out += v.to_bytes(bitset_bytes, "little")
+        bits = "".join("1" * g + "0" for g in gaps)
+    out += int(bits[::-1], 2).to_bytes(nbytes, "little")
+
+
+def _put_bitset(out, ids, nbytes):
+    b = bytearray(nbytes)
+    for i in ids:
+        b[i >> 3] |= 1 << (i & 7)
+    out += b
+
+
+def encode_set(out, ids, d_ff, refs=(None, None, None)):
+    """Appends the record of ids (sorted, < d_ff) that set_codec.c's
+    set_encode writes: each available reference (refs[REF_*], None: not
+    available) and code tried in its order, the first smallest kept, so the
+    bytes are the C writer's."""
+    bitset_bytes = (d_ff + 7) // 8
+    best = None
+    for r in (REF_NONE, REF_PREV, REF_ACTIVE):
+        if r == REF_NONE:
+            d = ids
+        elif refs[r] is None:
+            continue
+        else:
+            d = sorted(set(ids).symmetric_difference(refs[r]))
+        gaps = _gaps(d)
+        k, bits = _best_rice_k(gaps, d_ff)
+        rice = 1 + 5 + (bits + 7) // 8
+        size = min(rice, bitset_bytes)
+        if best is None or size < best[0]:
+            best = (size, r, CODE_RICE if rice < bitset_bytes else CODE_BITSET, k, d, gaps, bits)
+    _, ref, code, k, d, gaps, bits = best
+    out.append(ref << 4 | code)
+    _put_varint(out, len(d))
+    if code == CODE_BITSET:
+        _put_bitset(out, d, bitset_bytes)
+    else:
+        out.append(k)
+        _put_varint(out, (bits + 7) // 8)
+        _put_rice(out, gaps, k, (bits + 7) // 8)
+
+
+# ---- the same encoder and CRC in numpy, for the Python writer where numpy is ----
+
+def _np_gaps(d):
+    return _np.diff(d, prepend=-1) - 1
+
+
+def _encode_set_np(out, ids, d_ff, refs):
+    """encode_set for int64 arrays (refs too, or None): the same bytes."""
+    np = _np
+    bitset_bytes = (d_ff + 7) // 8
+    best = None
+    for r in (REF_NONE, REF_PREV, REF_ACTIVE):
+        if r == REF_NONE:
+            d = ids
+        elif refs[r] is None:
+            continue
+        else:
+            d = np.setxor1d(ids, refs[r], assume_unique=True)
+        gaps, n = _np_gaps(d), d.size
+        bits_of = lambda k: n * (k + 1) + int((gaps >> k).sum())  # noqa: E731
+        mean_gap = (d_ff - n) / n + 1 if n else 1
+        guess = 0
+        while guess < 24 and float(1 << (guess + 1)) <= mean_gap * 0.69:
+            guess += 1
+        k, bits = guess, bits_of(guess)
+        for kk in (guess - 1, guess + 1):
+            if 0 <= kk <= 24 and bits_of(kk) < bits:
+                k, bits = kk, bits_of(kk)
+        rice = 1 + 5 + (bits + 7) // 8
+        size = min(rice, bitset_bytes)
+        if best is None or size < best[0]:
+            best = (size, r, CODE_RICE if rice < bitset_bytes else CODE_BITSET, k, d, gaps, bits)
+    _, ref, code, k, d, gaps, bits = best
+    out.append(ref << 4 | code)
+    _put_varint(out, int(d.size))
+    if code == CODE_BITSET:
+        b = np.zeros(bitset_bytes * 8, np.uint8)
+        b[d] = 1
+        out += np.packbits(b, bitorder="little").tobytes()
+        return
+    nbytes = (bits + 7) // 8
+    out.append(k)
+    _put_varint(out, nbytes)
+    if not d.size:
+        return
+    q = gaps >> k
+    starts = np.cumsum(q + 1 + k) - (q + 1 + k)  # where each code word begins
+    b = np.zeros(nbytes * 8, np.uint8)
+    ends = np.cumsum(q)
+    b[np.repeat(starts - (ends - q), q) + np.arange(int(ends[-1]))] = 1  # the unary ones
+    for i in range(k):  # the remainder, lowest bit first
+        b[starts + q + 1 + i] = (gaps >> i) & 1
+    out += np.packbits(b, bitorder="little").tobytes()
+
+
+_CRC_NP = None  # [distance, byte] -> a byte's share of a CRC register, numpy
+_CRC_NP_MAX = 1 << 16  # the longest span the table covers (16 MB at most)
+
+
+def _crc_np_table(n):
+    """The table for spans of up to n bytes, grown as needed; None past
+    _CRC_NP_MAX (the caller then takes crc32c)."""
+    global _CRC_NP
+    if n > _CRC_NP_MAX:
+        return None
+    np = _np
+    if _CRC_NP is None or _CRC_NP.shape[0] < n:
+        rows = max(n, 1024, 0 if _CRC_NP is None else 2 * _CRC_NP.shape[0])
+        t0 = np.array(_CRC_TABLE, np.uint32)
+        t = np.empty((rows, 256), np.uint32)
+        t[0] = t0
+        for d in range(1, rows):  # one zero byte more after it
+            t[d] = (t[d - 1] >> 8) ^ t0[t[d - 1] & 0xFF]
+        _CRC_NP = t
+    return _CRC_NP
+
+
+def _crc32c_np(data, crc=0):
+    """crc32c of data by the table: the register's bytes folded into the
+    first four, every byte's share at its distance from the end XORed."""
+    n = len(data)
+    t = _crc_np_table(n) if n >= 4 else None
+    if t is None:
+        return crc32c(data, crc)
+    np = _np
+    m = np.frombuffer(bytes(data), np.uint8).copy()
+    m[:4] ^= np.frombuffer(struct.pack("<I", crc ^ 0xFFFFFFFF), np.uint8)
+    return int(np.bitwise_xor.reduce(t[np.arange(n - 1, -1, -1), m])) ^ 0xFFFFFFFF
 
 
 def _set_record_max(d_ff):
@@ -509,6 +766,12 @@ class TraceReader:
         elif sets == "numpy":
             self._empty = _numpy().zeros(0, _np.uint32)
             self._empty.flags.writeable = False
+        self.tokens_read = self.active_events = self.pred_events = 0
+        self._c = self._f = None
+        lib = library()
+        if lib is not None:
+            self._open_c(lib)
+            return
         if os.path.isdir(self.path):
             raise TraceError("%s: is a directory, not a trace file" % self.path)
         try:
@@ -535,8 +798,28 @@ class TraceReader:
     has_channels = property(lambda self: self.meta.has_channels)
     source = property(lambda self: self.meta.source)
 
+    def _open_c(self, lib):
+        """The header through libflashbed_trace's reader."""
+        self._lib, self._errbuf = lib, ctypes.create_string_buffer(_ERR_LEN)
+        h = lib.fbt_reader_open(os.fsencode(self.path), self._errbuf, _ERR_LEN)
+        if not h:
+            raise TraceError(_err_text(self._errbuf))
+        self._c = h
+        v = (ctypes.c_uint64 * 9)()
+        lib.fbt_reader_header(h, v)
+        version, n_layers, d_model, d_ff, bpw, kind, has_pred, has_chan, n_tokens = v
+        source = lib.fbt_reader_source(h).decode("utf-8", errors="replace")
+        self.meta = TraceMeta(n_layers, d_model, d_ff, bpw, kind, has_pred, source, has_chan)
+        self.n_tokens, self.version = n_tokens, version
+        self.file_bytes = os.stat(self.path).st_size
+        self.check_bytes = lib.fbt_reader_check_bytes(h)
+
     def close(self):
-        self._f.close()
+        if self._c:
+            self._lib.fbt_reader_close(self._c)
+            self._c = None
+        if self._f is not None:
+            self._f.close()
 
     def __enter__(self):
         return self
@@ -544,11 +827,58 @@ class TraceReader:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):
+        if getattr(self, "_c", None):
+            self.close()
+
+    def _iter_c(self):
+        """Tokens through libflashbed_trace: one call per token, its sets
+        copied out of one array into the form asked for."""
+        lib, h, err = self._lib, self._c, self._errbuf
+        L = self.n_layers
+        slots = 1 + bool(self.has_predicted) + bool(self.has_channels)
+        off_view = (ctypes.c_uint64 * (slots * L + 1)).from_address(lib.fbt_reader_offsets(h))
+        bounds = list(range(slots * L + 1))
+        flags = ctypes.c_uint32()
+        np = _np if self.sets == "numpy" else None
+        while True:
+            if not self._c:
+                raise self._err("read after close")
+            rc = lib.fbt_reader_next(h, ctypes.byref(flags), err, _ERR_LEN)
+            if rc == 0:
+                self.check_bytes = lib.fbt_reader_check_bytes(h)
+                return
+            if rc < 0:
+                raise TraceError(_err_text(err))
+            off = off_view[:]
+            raw = ctypes.string_at(lib.fbt_reader_ids(h), off[-1] * 4) if off[-1] else b""
+            if np is not None:
+                ids = np.frombuffer(raw, np.uint32)  # read-only, as the numpy form's sets are
+            else:
+                a = array("I")
+                a.frombytes(raw)
+                ids = a.tolist()
+            sets = [ids[off[i]:off[i + 1]] for i in bounds[:-1]]
+            if self.sets == "set":
+                sets = [frozenset(x) for x in sets]
+            act = sets[:L]
+            pred = sets[L:2 * L] if self.has_predicted else None
+            chan = sets[(slots - 1) * L:] if self.has_channels else None
+            self.active_events += off[L]
+            if self.has_predicted:
+                self.pred_events += off[2 * L] - off[L]
+            tok = Token(self.tokens_read, flags.value, act, pred, chan)
+            self.tokens_read += 1
+            yield tok
+
     def _err(self, what):
         return TraceError("%s: %s" % (self.path, what))
 
     def __iter__(self):
         """Tokens in order; once all are read, the footer is checked."""
+        if self._c:
+            yield from self._iter_c()
+            return
         L = self.n_layers
         prev = [[self._empty] * L for _ in range(3)]
         while True:
@@ -699,7 +1029,9 @@ def _as_id_list(ids):
 
 class TraceWriter:
     """Writes a version 2 trace to a temporary file, renamed to path by
-    close(); abort() (or an exception inside a with block) removes it."""
+    close(); abort() (or an exception inside a with block) removes it.
+    The bytes are the C writer's: through libflashbed_trace when it is
+    found (see library()), else by this module's port of its encoder."""
 
     def __init__(self, path, meta):
         self.path = str(path)
@@ -711,13 +1043,8 @@ class TraceWriter:
         self.tmp = _tmp_name(self.path)
         self.n_tokens = self.active_events = self.pred_events = 0
         self._next_layer = None  # None: no token begun
-        self._head = b""
-        try:
-            self._f = open(self.tmp, "wb")
-            self._f.write(header_bytes(meta, 0))  # rewritten with n_tokens at close
-        except OSError as e:
-            self.abort()
-            raise TraceError("cannot write %s: %s" % (self.tmp, e.strerror)) from None
+        lib = library()
+        self._engine = _CWriter(self, lib) if lib is not None else _PyWriter(self)
 
     def __enter__(self):
         return self
@@ -738,14 +1065,19 @@ class TraceWriter:
             raise self._err("unknown token flags 0x%x" % flags)
         if self.n_tokens == 0:
             flags |= TOKEN_SEQ_START
-        self._head = bytes((TOKEN_MARK, flags))
-        self._f.write(self._head)
+        self._engine.begin_token(flags)
         self._next_layer = 0
         self.n_tokens += 1
 
     def _check_ids(self, what, l, ids, unit="neuron", bound_name="d_ff"):
         last, bound = -1, self.meta.d_model if bound_name == "d_model" else self.meta.d_ff
         for i in ids:
+            if not isinstance(i, int):
+                try:
+                    i = operator.index(i)  # numpy's integers, not floats
+                except TypeError:
+                    raise self._err("token %d layer %d: %s %s %r is not an integer"
+                                    % (self.n_tokens - 1, l, what, unit, i)) from None
             if not 0 <= i < bound:
                 raise self._err("token %d layer %d: %s %s %d outside 0..%s %d"
                                 % (self.n_tokens - 1, l, what, unit, i, bound_name, bound))
@@ -753,21 +1085,6 @@ class TraceWriter:
                 raise self._err("token %d layer %d: %s %ss not strictly ascending (%d after %d)"
                                 % (self.n_tokens - 1, l, what, unit, i, last))
             last = i
-
-    def _channels(self, l, channels):
-        """The channel set's record, checked; required exactly when the
-        trace has channel sets."""
-        if not self.meta.has_channels:
-            if channels is not None:
-                raise self._err("channel set given for a trace without channel sets")
-            return b""
-        if channels is None:
-            raise self._err("token %d layer %d: no channel set" % (self.n_tokens - 1, l))
-        channels = _as_id_list(channels)
-        self._check_ids("kept", l, channels, "channel", "d_model")
-        out = bytearray()
-        encode_set(out, channels, self.meta.d_model)
-        return out
 
     def layer(self, active, predicted=None, channels=None):
         """Records the next layer of the current token (layers in order).
@@ -777,26 +1094,15 @@ class TraceWriter:
         if self._next_layer is None:
             raise self._err("layer written before begin_token")
         l = self._next_layer
-        active = _as_id_list(active)
-        self._check_ids("active", l, active)
-        chan = self._channels(l, channels)
-        blk = bytearray()
-        encode_set(blk, active, self.meta.d_ff)
-        self.active_events += len(active)
-        if self.meta.has_predicted:
-            predicted = _as_id_list(predicted) if predicted is not None else []
-            self._check_ids("predicted", l, predicted)
-            encode_set(blk, predicted, self.meta.d_ff)
-            self.pred_events += len(predicted)
-        blk += chan
-        rec = bytearray()
-        _put_varint(rec, len(blk))
-        rec += blk
-        crc = block_crc_start(self.n_tokens - 1, l)
-        if l == 0:
-            crc = crc32c(self._head, crc)
-        rec += struct.pack("<I", crc32c(rec, crc))
-        self._f.write(rec)
+        if not self.meta.has_channels and channels is not None:
+            raise self._err("channel set given for a trace without channel sets")
+        if self.meta.has_channels and channels is None:
+            raise self._err("token %d layer %d: no channel set" % (self.n_tokens - 1, l))
+        if self.meta.has_predicted and predicted is None:
+            predicted = ()
+        n_act, n_pred = self._engine.layer(l, active, predicted if self.meta.has_predicted else None, channels)
+        self.active_events += n_act
+        self.pred_events += n_pred
         self._next_layer += 1
 
     def _check_token_done(self):
@@ -807,34 +1113,179 @@ class TraceWriter:
         """Footer, header with the token count, then rename into place."""
         try:
             self._check_token_done()
-            foot = END_MAGIC + struct.pack("<3Q", self.n_tokens, self.active_events, self.pred_events)
-            self._f.write(foot + struct.pack("<I", crc32c(foot)))
-            self._f.seek(0)
-            self._f.write(header_bytes(self.meta, self.n_tokens))
-            self._f.close()
-            os.replace(self.tmp, self.path)
-        except OSError as e:
-            self.abort()
-            raise self._err("write failed: %s" % e.strerror) from None
         except TraceError:
             self.abort()
             raise
+        self._engine.close()
 
     def abort(self):
         """Drops the temporary; nothing appears at path."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.abort()
+
+
+class _PyWriter:
+    """The writer in Python: set_codec.c's encoder ported, each set encoded
+    against the previous token's set of its kind and layer (none at a
+    sequence start) and, for a predicted set, the layer's active set."""
+
+    def __init__(self, w):
+        self.w, self.meta = w, w.meta
+        self._prev = [[None] * self.meta.n_layers for _ in range(3)]
+        self._vec = _numpy_present()  # numpy's encoder and CRC: the same bytes, faster
+        self._head, self._seq_start = b"", False
+        try:
+            self._f = open(w.tmp, "wb")
+            self._f.write(header_bytes(self.meta, 0))  # rewritten with n_tokens at close
+        except OSError as e:
+            self.abort()
+            raise TraceError("cannot write %s: %s" % (w.tmp, e.strerror)) from None
+
+    def begin_token(self, flags):
+        self._head = bytes((TOKEN_MARK, flags))
+        self._seq_start = bool(flags & TOKEN_SEQ_START)
+        self._f.write(self._head)
+
+    def _set(self, blk, kind, l, ids, active=None):
+        bound_name = "d_model" if kind == 2 else "d_ff"
+        bound = self.meta.d_model if kind == 2 else self.meta.d_ff
+        checked = self._vec_ids(ids, bound) if self._vec else None
+        if checked is None:  # no numpy, or ids it finds wrong: the check that names the id
+            ids = _as_id_list(ids)
+            self.w._check_ids(("active", "predicted", "kept")[kind], l, ids, "channel" if kind == 2 else "neuron",
+                              bound_name)
+            if self._vec:
+                checked = _np.array(ids, _np.int64)
+        refs = (None, None if self._seq_start else self._prev[kind][l], active)
+        if checked is not None:
+            _encode_set_np(blk, checked, bound, refs)
+            ids = checked
+        else:
+            encode_set(blk, ids, bound, refs)
+        self._prev[kind][l] = ids
+        return ids
+
+    @staticmethod
+    def _vec_ids(ids, bound):
+        """ids as a checked int64 array, or None when they are not a set
+        of the trace (or not numbers numpy takes)."""
+        np = _np
+        if isinstance(ids, (set, frozenset)):
+            ids = sorted(ids)
+        try:
+            a = np.asarray(ids)
+            if a.ndim != 1 or (a.size and a.dtype.kind not in "iu"):
+                return None
+            a = a.astype(np.int64)
+        except (OverflowError, TypeError, ValueError):
+            return None
+        if a.size and (a[0] < 0 or a[-1] >= bound or (a.size > 1 and (np.diff(a) <= 0).any())):
+            return None
+        return a
+
+    def layer(self, l, active, predicted, channels):
+        t = self.w.n_tokens - 1
+        blk = bytearray()
+        chan = bytearray()
+        if channels is not None:  # checked first, as the C writer takes them first
+            self._set(chan, 2, l, channels)
+        active = self._set(blk, 0, l, active)
+        n_pred = len(self._set(blk, 1, l, predicted, active)) if predicted is not None else 0
+        blk += chan
+        rec = bytearray()
+        _put_varint(rec, len(blk))
+        rec += blk
+        crc = block_crc_start(t, l)
+        if l == 0:
+            crc = crc32c(self._head, crc)
+        rec += struct.pack("<I", (_crc32c_np if self._vec else crc32c)(rec, crc))
+        self._f.write(rec)
+        return len(active), n_pred
+
+    def close(self):
+        w = self.w
+        try:
+            foot = END_MAGIC + struct.pack("<3Q", w.n_tokens, w.active_events, w.pred_events)
+            self._f.write(foot + struct.pack("<I", crc32c(foot)))
+            self._f.seek(0)
+            self._f.write(header_bytes(self.meta, w.n_tokens))
+            self._f.close()
+            os.replace(w.tmp, w.path)
+        except OSError as e:
+            self.abort()
+            raise w._err("write failed: %s" % e.strerror) from None
+
+    def abort(self):
         f = getattr(self, "_f", None)
         if f is not None:
             f.close()
         try:
-            os.remove(self.tmp)
+            os.remove(self.w.tmp)
         except OSError:
             pass
 
 
+class _CWriter:
+    """The writer through libflashbed_trace: trace_writer_* themselves."""
+
+    def __init__(self, w, lib):
+        self.w, self.lib, self.meta = w, lib, w.meta
+        self._err = ctypes.create_string_buffer(_ERR_LEN)
+        m = self.meta
+        shape = (ctypes.c_uint32 * 5)(m.n_layers, m.d_model, m.d_ff, m.bytes_per_weight, m.ffn_kind)
+        self._h = lib.fbt_writer_open(os.fsencode(w.path), shape, int(m.has_predicted), int(m.has_channels),
+                                      m.source.encode(), self._err, _ERR_LEN)
+        if not self._h:
+            raise TraceError(_err_text(self._err))
+
+    def _check(self, rc):
+        if rc != 0:
+            raise TraceError(_err_text(self._err))
+
+    def begin_token(self, flags):
+        self._check(self.lib.trace_writer_begin_token(self._h, flags, self._err, _ERR_LEN))
+
+    def _ids(self, kind, l, ids):
+        """(keep-alive, address, count) of ids as uint32; a value outside
+        the bound is refused here in the Python writer's words."""
+        try:
+            buf, addr, n = _u32_buffer(ids)
+        except (OverflowError, TypeError, ValueError):
+            self.w._check_ids(("active", "predicted", "kept")[kind], l, _as_id_list(ids),
+                              "channel" if kind == 2 else "neuron", "d_model" if kind == 2 else "d_ff")
+            raise self.w._err("token %d layer %d: %s set is not a list of integers"
+                              % (self.w.n_tokens - 1, l, ("active", "predicted", "channel")[kind])) from None
+        return buf, addr, n
+
+    def layer(self, l, active, predicted, channels):
+        lib, h = self.lib, self._h
+        if channels is not None:
+            cb, ca, cn = self._ids(2, l, channels)
+            self._check(lib.trace_writer_layer_channels(h, l, ca, cn, self._err, _ERR_LEN))
+        ab, aa, an = self._ids(0, l, active)
+        pb, pa, pn = self._ids(1, l, predicted) if predicted is not None else (None, None, 0)
+        self._check(lib.trace_writer_layer(h, l, aa, an, pa, pn, self._err, _ERR_LEN))
+        return an, pn
+
+    def close(self):
+        h, self._h = self._h, None
+        if h is not None:
+            self._check(self.lib.trace_writer_close(h, self._err, _ERR_LEN))
+
+    def abort(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            self.lib.trace_writer_abort(h)
+
+
 def copy_trace(src_path, dst_path, active_only=False):
     """Rewrites a trace through the reader and writer (as version 2);
-    active_only drops the predicted sets (a trace of active sets alone)."""
-    with TraceReader(src_path) as r:
+    active_only drops the predicted sets (a trace of active sets alone).
+    With the C library and numpy, the sets go from reader to writer as
+    numpy views, without an int per neuron."""
+    form = "numpy" if library() is not None and _numpy_present() else "list"
+    with TraceReader(src_path, form) as r:
         meta = r.meta
         if active_only:
             meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source,
@@ -858,7 +1309,10 @@ def copy_trace(src_path, dst_path, active_only=False):
 def trace_info(path):
     """Header fields and the counts flashbed trace info derives its
     densities from: neurons per layer and in all, tokens and sequences."""
-    with TraceReader(path) as r:
+    # the C library hands every set as one array: numpy's views of it count
+    # without making an int per neuron
+    form = "numpy" if library() is not None and _numpy_present() else "list"
+    with TraceReader(path, form) as r:
         L = r.n_layers
         act, pred, chan = [0] * L, [0] * L, [0] * L
         seqs = generated = 0
@@ -942,7 +1396,27 @@ def main(argv):
     except TraceError as e:
         print("flashbed_trace: error: %s" % e, file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        return quiet_broken_pipe()
     return 0
+
+
+def quiet_broken_pipe():
+    """After stdout's reader went away (`... dump T | head`): no traceback,
+    and none at exit when Python flushes stdout; the status a C program
+    killed by SIGPIPE gives (128 + 13)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
+def cli():
+    """The installed command (pip install ./python)."""
+    sys.exit(main(sys.argv))
 
 
 if __name__ == "__main__":

@@ -159,6 +159,8 @@ const struct trace_meta *trace_reader_meta(const struct trace_reader *r);
 uint64_t trace_reader_n_tokens(const struct trace_reader *r);
 /* The file's format version: 1 carries no checksums (read unchecked). */
 uint32_t trace_reader_version(const struct trace_reader *r);
+/* Bytes of checksums and block lengths read so far (0 in version 1). */
+uint64_t trace_reader_check_bytes(const struct trace_reader *r);
 
 /* 1: tok filled; 0: end of file reached and the footer agrees with the
  * header; -1: err names the file, the token, the layer and what is wrong

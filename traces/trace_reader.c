@@ -140,6 +140,11 @@ uint32_t trace_reader_version(const struct trace_reader *r)
     return r->version;
 }
 
+uint64_t trace_reader_check_bytes(const struct trace_reader *r)
+{
+    return r->check_bytes;
+}
+
 /* Every read of the body goes through these two, which count the bytes. */
 static int next_byte(struct trace_reader *r)
 {

@@ -201,6 +201,7 @@ with f.TraceWriter(sys.argv[1], f.TraceMeta(L, 32, d_ff, has_predicted=True, sou
             w.layer(a, p)
         sent.append(sets)
 bitsets = 0
+f._lib, f._lib_why = None, "counting the Python decoder's records"  # the count needs the Python reader
 decode = f._decode_bitset
 def counted(*args):
     global bitsets
