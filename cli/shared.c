@@ -7,6 +7,7 @@
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/out_manifest.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
 #include "common/settings.h"
@@ -55,6 +56,31 @@ int out_dir_ok(const char *what, const char *dir)
     if (out_dir_check(dir, err, sizeof err) == 0)
         return 0;
     fb_error("%s: %s", what, err);
+    return -1;
+}
+
+int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names)
+{
+    char err[4400], path[4400];
+    if (out_dir_ok(what, dir) != 0)
+        return -1;
+    int rc = out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    for (size_t i = 0; rc == 0 && names && names[i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rc = out_manifest_check(path, err, sizeof err);
+    }
+    if (rc == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
+int out_result_dir_close(void)
+{
+    char err[4400];
+    if (out_manifest_close(err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
     return -1;
 }
 

@@ -8,6 +8,7 @@
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/log.h"
+#include "common/out_manifest.h"
 #include "common/provenance.h"
 
 int study_own_path(const char *name, char *buf, size_t len)
@@ -59,6 +60,16 @@ int study_run(const struct repro_plan *plan, const struct study_run_spec *s, con
     char err[8192], min_parallel[32], cmd[8192], mark[4400];
     const char *globals[8];
     cli_step_globals(set, min_parallel, sizeof min_parallel, globals);
+    /* the study's folder keeps its finished steps; one a study made before
+     * folders had a list of flashbed's files is taken as all flashbed's */
+    snprintf(mark, sizeof mark, "%s/reproduce.json", s->out);
+    char list[4400];
+    snprintf(list, sizeof list, "%s/%s", s->out, OUT_MANIFEST_NAME);
+    bool legacy = path_exists(mark) && !path_exists(list);
+    char what[64];
+    snprintf(what, sizeof what, "%s --out", s->name);
+    if (out_result_dir_ok(what, s->out, legacy, true, NULL) != 0)
+        return 1;
     interrupt_install();
     struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
     bool stopped = false;
