@@ -27,20 +27,26 @@ struct progress_state {
     size_t ran, skipped;
 };
 
-/* Counts the steps; on a terminal, draws each one as it starts and ends. */
+/* Counts the steps and says each one: on a terminal as it starts and ends,
+ * in a log (stderr not a terminal) one line when it ends, with its seconds
+ * and how it ended. */
 static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum repro_event ev, double seconds)
 {
+    static const char *const how[] = {"done before", "started", "done", "failed", "interrupted"};
     struct progress_state *st = ctx;
     if (ev == REPRO_SKIPPED)
         st->skipped++;
     if (ev == REPRO_FINISHED)
         st->ran++;
-    if (!st->terminal || ev == REPRO_SKIPPED)
+    if (ev == REPRO_SKIPPED || (!st->terminal && ev == REPRO_STARTED))
         return;
-    if (ev == REPRO_STARTED)
+    if (!st->terminal)
+        fprintf(stderr, "flashbed: [%zu/%zu] %s (%s): %.1f s, %s\n", i + 1, p->n, p->steps[i].id,
+                p->steps[i].what, seconds, how[ev]);
+    else if (ev == REPRO_STARTED)
         fprintf(stderr, "[%zu/%zu] %s ...", i + 1, p->n, p->steps[i].what);
     else
-        fprintf(stderr, " %.1f s\n", seconds);
+        fprintf(stderr, " %.1f s%s%s\n", seconds, ev == REPRO_FINISHED ? "" : ", ", ev == REPRO_FINISHED ? "" : how[ev]);
 }
 
 /* How this process was run, for the report's head ("flashbed NAME" when
