@@ -45,7 +45,9 @@ int out_dir_ok(const char *what, const char *dir);
     "replace files of yours in --out at the paths this command writes (refused without it: flashbed replaces "   \
     "only files it wrote there, listed in the folder's .flashbed-files)"
 /* names (NULL-terminated, may be NULL): the files it will surely write,
- * checked now so that a refusal comes before the long work. */
+ * checked now so that a refusal comes before the long work; names[0] its
+ * JSON result, whose provenance marks a folder flashbed wrote before
+ * folders had a list (then these names are taken as flashbed's). */
 int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names);
 /* Called once the command returned (cli/main.c): out_manifest_close. 0, or
  * -1 after printing why. */

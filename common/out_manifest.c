@@ -239,6 +239,15 @@ int out_manifest_claim(const char *path, char *err, size_t errlen)
     return rc;
 }
 
+int out_manifest_adopt(const char *path, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    const char *rel = relative(path);
+    int rc = rel && names_add(&g.listed, rel) != 0 ? err_set(err, errlen, "%s: out of memory", path) : 0;
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
 void out_manifest_written(const char *path)
 {
     pthread_mutex_lock(&g.mu);

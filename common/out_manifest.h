@@ -56,6 +56,11 @@ int out_manifest_claim(const char *path, char *err, size_t errlen);
  * files it will write before its long work. */
 int out_manifest_check(const char *path, char *err, size_t errlen);
 
+/* Lists path (under the open folder) as flashbed's: a result folder
+ * written before folders had lists, known by its result file's provenance
+ * (cli/shared.c's out_result_dir_ok). */
+int out_manifest_adopt(const char *path, char *err, size_t errlen);
+
 /* After path was renamed into place. */
 void out_manifest_written(const char *path);
 

@@ -4,8 +4,9 @@
 # behind (replay --plot then replay; trace info --plot then trace info);
 # a file of the user's in the folder survives; one at a path the command
 # writes is refused before any work, naming it, unchanged, with nothing
-# written, and --force replaces it; a folder without the list (made by
-# hand) is the user's throughout.
+# written, and --force replaces it; a folder without the list is the
+# user's, unless its result file's provenance says flashbed wrote it (a
+# folder from before the lists).
 source "$(dirname "$0")/lib.sh"
 
 T="$WORK/tiny.trace"
@@ -44,6 +45,14 @@ check "--force replaces it" "$FLASHBED" replay --trace "$T" --out "$U" --quiet -
 check "replaced and listed" grep -qx "replay.md" "$U/.flashbed-files"
 check "now flashbed's" bash -c "! grep -q 'my table' '$U/replay.md'"
 check "a second run needs no --force" "$FLASHBED" replay --trace "$T" --out "$U" --quiet
+
+# A result folder from before the lists: its result file's provenance says
+# flashbed wrote it, so the command's own result files are flashbed's.
+L="$WORK/legacy"
+check "a replay" "$FLASHBED" replay --trace "$T" --out "$L" --quiet
+rm "$L/.flashbed-files"
+check "again into it without the list: taken as flashbed's" "$FLASHBED" replay --trace "$T" --out "$L" --quiet
+check "and listed now" grep -qx "replay.md" "$L/.flashbed-files"
 
 # The same rule in another command (trace info), and in a run's folder.
 I="$WORK/info"
