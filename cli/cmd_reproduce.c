@@ -55,7 +55,7 @@ static const struct opt_def reproduce_options[] = {
 
 static const struct opt_command reproduce_command = {
     .name = "reproduce",
-    .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge]",
+    .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge | --clean]",
     .summary = "Runs the paper's study on this machine, each step a flashbed command with its result folder\n"
                "under --out: Fig. 2b (sweep beside fio), calibration, calibrated synthetic traces of every\n"
                "model's shape and a trace recorded from stories260K, the policy study (replay), Tables 2\n"
@@ -63,7 +63,9 @@ static const struct opt_command reproduce_command = {
                "alternating) beside the cost model and the paper, Fig. 8 (every token of a long run), and\n"
                "Fig. 7 (the first model with --window auto at each DRAM share, beside predict's price of\n"
                "window:auto and the paper's modelled curve). Then REPORT.md. A finished step is not run\n"
-               "again: repeat the command to resume after Ctrl-C or a failure.",
+               "again: repeat the command to resume after Ctrl-C or a failure. Before the first step it says\n"
+               "the disk it will use (and refuses when the disk lacks it); in a log, a line per step; at the\n"
+               "end it offers to remove its model folders and scratch file (--clean).",
     .opts = reproduce_options,
     .max_positional = 0,
 };
