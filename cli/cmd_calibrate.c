@@ -29,7 +29,7 @@
 struct calibrate_opts {
     char *file, *sweep, *name, *out, *backend;
     uint64_t size, threads;
-    bool quick;
+    bool quick, force;
 };
 
 #define O(f) offsetof(struct calibrate_opts, f)
@@ -46,6 +46,7 @@ static const struct opt_def calibrate_options[] = {
      "the profile is marked so, and predict takes it only with --allow-emulated)", .allowed = BACKEND_OPT_ALLOWED},
     {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
     {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -126,7 +127,7 @@ static int measure_flash(const struct calibrate_opts *o, const struct fb_setting
         goto out;
     }
     static const struct sweep_flag flags[] = {{SWEEP_SET_PATH, "--file"}, {SWEEP_SET_SIZE, "--size"}, {0, NULL}};
-    rc = run_sweep("calibrate", flags, &c, opts_to_json(&calibrate_command, o));
+    rc = run_sweep("calibrate", flags, &c, opts_to_json(&calibrate_command, o), o->force);
     if (rc != 0)
         goto out;
     /* the sweep polled; the measurements after it do not: a Ctrl-C now

@@ -30,7 +30,7 @@ struct predict_opts {
         *compare, *use, *predictor_rank, *io_engine, *verify;
     uint64_t io_threads, context, tokens;
     double channel_density, down_density;
-    bool allow_emulated;
+    bool allow_emulated, force;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -62,6 +62,7 @@ static const struct opt_def predict_options[] = {
      .allowed = "table2|table3|fig7|all"},
     {"compare", OPT_STRING, O(compare), NULL, "RUN.json", "put the prediction beside a measured run (flashbed run's run.json); one policy"},
     {"predictor-rank", OPT_STRING, O(predictor_rank), "auto", "R|auto|none", "the activation predictor every policy but naive and hybrid runs, held in DRAM and computed per token: rank R on every layer; auto, the paper's share of the model for the shapes it gives one (configs/paper/densities.json), else rank 128 (at most min(d_model, d_ff)); none, no predictor (a run whose neurons an oracle or a trace chose)"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -467,6 +468,8 @@ out:
     return rc;
 }
 
+static const char *const predict_files[] = {"predict.json", "predict.md", NULL};
+
 int cmd_predict(int argc, char **argv, const struct fb_settings *set)
 {
     struct predict_opts o;
@@ -475,7 +478,7 @@ int cmd_predict(int argc, char **argv, const struct fb_settings *set)
         return rc;
     char dir[4096];
     result_dir_name(o.out, "predict", dir, sizeof dir);
-    if (out_dir_ok("predict --out", dir) != 0) {
+    if (out_result_dir_ok("predict --out", dir, o.force, false, predict_files) != 0) {
         opts_free(&predict_command, &o);
         return 1;
     }

@@ -406,7 +406,7 @@ struct eval_opts {
     char *model, *text, *out, *backend;
     uint64_t tokens, skip, gen_tokens, threads, context;
     double threshold;
-    bool plot;
+    bool plot, force;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -426,6 +426,7 @@ static const struct opt_def eval_options[] = {
      .max = MODEL_MAX_POSITIONS},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -546,6 +547,8 @@ static int eval_model(const struct eval_opts *o, const struct fb_settings *set, 
     return rc;
 }
 
+static const char *const eval_files[] = {"eval.json", "eval.md", "fig9a.csv", NULL};
+
 static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *set)
 {
     struct eval_opts o;
@@ -557,7 +560,7 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
     if (!o.model || !o.text || !o.out) {
         fb_error("predictor eval: needs --model DIR, --text FILE and --out DIR");
         rc = 2;
-    } else if (out_dir_ok("predictor eval --out", o.out) != 0) {
+    } else if (out_result_dir_ok("predictor eval --out", o.out, o.force, false, eval_files) != 0) {
         rc = 1;
     } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("predictor eval --model: %s", err);

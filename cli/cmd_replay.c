@@ -32,7 +32,7 @@
 
 struct replay_opts {
     char *trace, *policy, *layout, *budget, *use, *out, *hw, *row_stride, *read_align;
-    bool plot, window_sweep, quiet, allow_emulated;
+    bool plot, window_sweep, quiet, allow_emulated, force;
 };
 
 #define O(f) offsetof(struct replay_opts, f)
@@ -76,6 +76,7 @@ static const struct opt_def replay_options[] = {
      "draw fig4a, bytes_vs_k (implies --window-sweep) and budget_bytes, budget_ms, budget_reads "
      "(per token against the budget; with one budget, a marker per policy and layout), each .png and .svg"},
     {"quiet", OPT_FLAG, O(quiet), NULL, NULL, "do not print the tables (the verdict is printed still)"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -471,6 +472,8 @@ static int allocate_rows(struct replay_state *st, const struct replay_study *j, 
     return 0;
 }
 
+static const char *const replay_files[] = {"replay.json", "replay.csv", "replay.md", NULL};
+
 static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
 {
     struct replay_state st;
@@ -481,7 +484,7 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
     char dir[4096];
     result_dir_name(o->out, "replay", dir, sizeof dir);
     int rc = split_options(o, &st, &j);
-    if (rc == 0 && out_dir_ok("replay --out", dir) != 0)
+    if (rc == 0 && out_result_dir_ok("replay --out", dir, o->force, false, replay_files) != 0)
         rc = 1;
     if (rc == 0)
         rc = prepare(o, &st, &j, params);

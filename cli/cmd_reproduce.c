@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/backend_opts.h"
 #include "cli/cli_parse.h"
@@ -13,12 +14,14 @@
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/options.h"
+#include "common/provenance.h"
 #include "common/strbuf.h"
 #include "common/subprocess.h"
 #include "harness/reproduce.h"
+#include "harness/reproduce_disk.h"
 
 struct reproduce_opts {
-    bool tiny, quick, full, merge, check_plan;
+    bool tiny, quick, full, merge, check_plan, clean;
     char *models, *disk, *data, *out, *plan;
     uint64_t memory;
 };
@@ -42,13 +45,17 @@ static const struct opt_def reproduce_options[] = {
     {"check-plan", OPT_FLAG, O(check_plan), NULL, NULL,
      "run nothing: parse every step's command line against that command's options (each flag the plan writes "
      "exists and takes its value) and say which do not"},
+    {"clean", OPT_FLAG, O(clean), NULL, NULL,
+     "run nothing: remove the big files the study made and can make again, and nothing else: its model folders "
+     "(converted models, their predictors) and Fig. 2b's scratch file; the results stay (give the options the "
+     "study ran with)"},
     OPT_END,
 };
 #undef O
 
 static const struct opt_command reproduce_command = {
     .name = "reproduce",
-    .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge]",
+    .usage = "[--tiny | --quick | --full] [--models LIST] [--disk DIR] [--out DIR] [--plan FILE | --merge | --clean]",
     .summary = "Runs the paper's study on this machine, each step a flashbed command with its result folder\n"
                "under --out: Fig. 2b (sweep beside fio), calibration, calibrated synthetic traces of every\n"
                "model's shape and a trace recorded from stories260K, the policy study (replay), Tables 2\n"
@@ -56,7 +63,9 @@ static const struct opt_command reproduce_command = {
                "alternating) beside the cost model and the paper, Fig. 8 (every token of a long run), and\n"
                "Fig. 7 (the first model with --window auto at each DRAM share, beside predict's price of\n"
                "window:auto and the paper's modelled curve). Then REPORT.md. A finished step is not run\n"
-               "again: repeat the command to resume after Ctrl-C or a failure.",
+               "again: repeat the command to resume after Ctrl-C or a failure. Before the first step it says\n"
+               "the disk it will use (and refuses when the disk lacks it); in a log, a line per step; at the\n"
+               "end it offers to remove its model folders and scratch file (--clean).",
     .opts = reproduce_options,
     .max_positional = 0,
 };
@@ -178,6 +187,93 @@ static int check_plan(const struct repro_config *c)
     return bad ? 1 : 0;
 }
 
+static double mib(uint64_t bytes)
+{
+    return bytes / 1048576.0;
+}
+
+/* The plan's disk use, said before it starts; -1 (printed) when the disk
+ * lacks the room. */
+static int say_disk(const struct repro_plan *plan)
+{
+    struct repro_disk d;
+    char err[4400];
+    if (repro_disk_estimate(plan, &d, err, sizeof err) != 0) {
+        fb_error("reproduce: estimating the disk it needs: %s", err);
+        return -1;
+    }
+    fb_info("disk: %.1f MiB at most (models %.1f MiB, predictors %.1f MiB, scratch file %.1f MiB, traces at most "
+            "%.1f MiB, results and logs %.1f MiB at %u KiB a step, %u KiB with plots, a Hugging Face folder %.1f MiB "
+            "while converted); "
+            "%.1f MiB of it not there yet",
+            mib(d.total), mib(d.models), mib(d.predictors), mib(d.scratch), mib(d.traces), mib(d.results),
+            REPRO_DISK_RESULTS_PER_STEP / 1024, REPRO_DISK_RESULTS_PLOTS / 1024, mib(d.hf_peak), mib(d.need_out + d.need_disk));
+    if (repro_disk_check(plan, &d, err, sizeof err) == 0)
+        return 0;
+    fb_error("reproduce: %s", err);
+    return -1;
+}
+
+static void list_one(void *ctx, const char *path, uint64_t bytes)
+{
+    (void)ctx;
+    fprintf(stderr, "  %s (%.1f MiB)\n", path, mib(bytes));
+}
+
+/* --clean: what the study made and can make again, removed. */
+static int clean_study(const struct repro_config *c)
+{
+    char err[8192];
+    struct repro_plan plan;
+    if (repro_plan_build(c, &plan, err, sizeof err) != 0) {
+        fb_error("reproduce: %s", err);
+        return 2;
+    }
+    uint64_t removed = 0;
+    repro_clean_list(&plan, list_one, NULL);
+    int rc = repro_clean(&plan, &removed, err, sizeof err);
+    if (rc != 0)
+        fb_error("reproduce --clean: %s", err);
+    else
+        fb_info("removed %.1f MiB: the study's model folders and scratch file (its results stay; running the study "
+                "again makes them again)", mib(removed));
+    repro_plan_free(&plan);
+    return rc == 0 ? 0 : 1;
+}
+
+/* After a finished study: on a terminal, asks whether to remove its big
+ * files; in a log, prints the command that does. */
+static void offer_clean(const struct repro_plan *plan)
+{
+    uint64_t bytes = repro_clean_list(plan, NULL, NULL);
+    if (!bytes)
+        return;
+    char line[8192] = "flashbed reproduce";
+    cJSON *prov = provenance_new();
+    const cJSON *cl = cJSON_GetObjectItemCaseSensitive(prov, "command_line");
+    if (cJSON_IsString(cl))
+        snprintf(line, sizeof line, "%s", cl->valuestring);
+    cJSON_Delete(prov);
+    if (!isatty(STDIN_FILENO) || !isatty(STDERR_FILENO)) {
+        fb_info("the study's model folders and scratch file take %.1f MiB; to remove them (the results stay): "
+                "%s --clean", mib(bytes), line);
+        return;
+    }
+    repro_clean_list(plan, list_one, NULL);
+    fprintf(stderr, "flashbed: remove these (%.1f MiB; the results stay)? [y/N] ", mib(bytes));
+    char answer[16] = "";
+    if (!fgets(answer, sizeof answer, stdin) || (answer[0] != 'y' && answer[0] != 'Y')) {
+        fb_info("kept; later: %s --clean", line);
+        return;
+    }
+    char err[4400];
+    uint64_t removed = 0;
+    if (repro_clean(plan, &removed, err, sizeof err) != 0)
+        fb_error("reproduce: %s", err);
+    else
+        fb_info("removed %.1f MiB", mib(removed));
+}
+
 static int run_study(const struct repro_config *c, const char *program)
 {
     char err[8192];
@@ -187,8 +283,13 @@ static int run_study(const struct repro_config *c, const char *program)
         return 2;
     }
     say_table3_shapes(&plan);
-    const struct study_run_spec spec = {"reproduce", program, c->out, repro_report_write, false};
-    int rc = study_run(&plan, &spec, c->settings);
+    int rc = 1;
+    if (say_disk(&plan) == 0) {
+        const struct study_run_spec spec = {"reproduce", program, c->out, repro_report_write, false};
+        rc = study_run(&plan, &spec, c->settings);
+    }
+    if (rc == 0)
+        offer_clean(&plan);
     repro_plan_free(&plan);
     return rc;
 }
@@ -229,6 +330,8 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     }
     else if (o.check_plan)
         rc = check_plan(&c);
+    else if (o.clean)
+        rc = clean_study(&c);
     else
         rc = o.plan ? write_plan(&o, &c, program) : run_study(&c, program);
     opts_free(&reproduce_command, &o);

@@ -46,7 +46,7 @@ struct run_opts {
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
     double threshold, act_threshold;
-    bool buffered, quiet, check, plot;
+    bool buffered, quiet, check, plot, force;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -107,6 +107,7 @@ static const struct opt_def run_output_options[] = {
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
      "also draw fig8.png and fig8.svg from tokens.csv with gnuplot: I/O, memory management and compute per token, "
      "the cold tokens marked (the paper's Fig. 8)"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 static const struct opt_table run_tables[] = {
@@ -304,6 +305,8 @@ static void run_free(struct run *r)
     opts_free(&run_command, &r->o);
 }
 
+static const char *const run_files[] = {"run.json", "run.md", "tokens.csv", NULL};
+
 /* What must hold before anything is measured: a model, the prompt's text,
  * result paths that can be written, gnuplot for --plot. The exit status. */
 static int check_inputs(struct run *r)
@@ -320,7 +323,7 @@ static int check_inputs(struct run *r)
     /* before the run, not after every token was generated */
     const char *trace_in = o->active && !strncmp(o->active, "trace:", 6) ? o->active + 6 : NULL;
     const char *inputs[] = {o->d.prompt_file, o->d.prompt_ids, o->warmup_file, trace_in};
-    if (out_dir_ok("run --out", r->dir) != 0 ||
+    if (out_result_dir_ok("run --out", r->dir, o->force, false, run_files) != 0 ||
         (o->record && out_file_ok_beside("run --record", o->record, 0, inputs, 4, o->model) != 0))
         return 1;
     if (o->plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */

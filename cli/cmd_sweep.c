@@ -22,6 +22,7 @@ struct sweep_opts {
     double runtime;
     double ramp;
     char *out;
+    bool force;
     bool compare_fio;
     char *fio_mem;
     bool plot;
@@ -59,6 +60,7 @@ static const struct opt_def sweep_options[] = {
      "with --engine fault (psync with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
      "eio@OFFSET[/N], short@OFFSET[/N], delay@OFFSET:TIME[/N], comma-separated (io/io_fault.h)"},
     {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -99,7 +101,9 @@ static void print_refusal(const char *cmd, const struct sweep_flag *flags, unsig
              way_out ? way_out : "", way_out ? ")" : "");
 }
 
-int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params)
+static const char *const sweep_files[] = {"sweep.json", "sweep.csv", "sweep.md", NULL};
+
+int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params, bool force)
 {
     struct sweep s;
     enum scratch_action action;
@@ -107,6 +111,12 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     char err[1024];
     if (sweep_check(c, &s, &action, &settings, err, sizeof err) != 0) {
         print_refusal(cmd, flags, settings, err);
+        cJSON_Delete(params);
+        return 1;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s --out", cmd);
+    if (out_result_dir_ok(what, c->out_dir, force, false, sweep_files) != 0) {
         cJSON_Delete(params);
         return 1;
     }
@@ -196,7 +206,7 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
     c.fault = c.engine == &ioengine_fault ? &fault : NULL;
     cJSON *params = opts_to_json(&sweep_command, &o);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
-    rc = run_sweep("sweep", sweep_flags, &c, params);
+    rc = run_sweep("sweep", sweep_flags, &c, params, o.force);
     opts_free(&sweep_command, &o);
     return rc;
 }

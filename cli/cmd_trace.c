@@ -131,13 +131,14 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
 /* ---- trace info ---- */
 struct info_opts {
     char *out;
-    bool plot;
+    bool plot, force;
 };
 
 #define O(f) offsetof(struct info_opts, f)
 static const struct opt_def info_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "also write trace_info.json and sagg.csv to DIR"},
     {"plot", OPT_FLAG, O(plot), NULL, NULL, "draw fig4a.png/svg (s_agg(k), the paper's Fig. 4a) in --out"},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
 #undef O
@@ -273,6 +274,8 @@ static int write_info_files(const char *dir, bool plot, const struct fb_settings
     return rc;
 }
 
+static const char *const info_files[] = {"trace_info.json", "sagg.csv", NULL};
+
 static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
 {
     struct info_opts o;
@@ -291,7 +294,7 @@ static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
         opts_free(&info_command, &o);
         return 2;
     }
-    if (o.out && out_dir_ok("trace info --out", o.out) != 0) {
+    if (o.out && out_result_dir_ok("trace info --out", o.out, o.force, false, info_files) != 0) {
         opts_free(&info_command, &o);
         return 1;
     }

@@ -7,6 +7,7 @@
 
 #include "cli/cli_parse.h"
 #include "cli/commands.h"
+#include "cli/shared.h"
 #include "common/interrupt.h"
 #include "common/log.h"
 #include "common/options.h"
@@ -229,6 +230,8 @@ int main(int argc, char **argv)
     struct fb_settings set;
     int next = argc;
     int rc = parse_globals(&g, argc, argv, &next, &set) != 0 ? 2 : cli_run_command(argc - next, argv + next, &set);
+    if (out_result_dir_close() != 0 && rc == 0) /* the --out folder's older files, its list of flashbed's */
+        rc = 1;
     opts_free(&global_command, &g);
     return rc;
 }

@@ -6,7 +6,9 @@
 
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
+#include "common/json_file.h"
 #include "common/log.h"
+#include "common/out_manifest.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
 #include "common/settings.h"
@@ -55,6 +57,52 @@ int out_dir_ok(const char *what, const char *dir)
     if (out_dir_check(dir, err, sizeof err) == 0)
         return 0;
     fb_error("%s: %s", what, err);
+    return -1;
+}
+
+/* A result folder flashbed wrote before folders had a list: no list, and
+ * the command's result file (names[0]) says flashbed made it. */
+static bool written_before_lists(const char *dir, const char *const *names)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, OUT_MANIFEST_NAME);
+    if (!names || !names[0] || path_exists(path))
+        return false;
+    snprintf(path, sizeof path, "%s/%s", dir, names[0]);
+    cJSON *j = path_exists(path) ? read_json_file(path) : NULL;
+    const cJSON *tool = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "provenance"), "tool");
+    bool ours = cJSON_IsString(tool) && !strcmp(tool->valuestring, "flashbed");
+    cJSON_Delete(j);
+    return ours;
+}
+
+int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names)
+{
+    char err[4400], path[4400];
+    if (out_dir_ok(what, dir) != 0)
+        return -1;
+    bool adopt = written_before_lists(dir, names);
+    int rc = out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    for (size_t i = 0; rc == 0 && adopt && names[i]; i++) { /* its own result files are flashbed's */
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rc = out_manifest_adopt(path, err, sizeof err);
+    }
+    for (size_t i = 0; rc == 0 && names && names[i]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        rc = out_manifest_check(path, err, sizeof err);
+    }
+    if (rc == 0)
+        return 0;
+    fb_error("%s: %s", what, err);
+    return -1;
+}
+
+int out_result_dir_close(void)
+{
+    char err[4400];
+    if (out_manifest_close(err, sizeof err) == 0)
+        return 0;
+    fb_error("%s", err);
     return -1;
 }
 

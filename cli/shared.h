@@ -36,6 +36,22 @@ int write_file_set(const char *dir, const cJSON *json, const char *json_name, co
  * "WHAT: why" (WHAT names the command and option, e.g. "replay --out").
  * 0, or -1 after printing. */
 int out_dir_ok(const char *what, const char *dir);
+/* out_dir_ok for a command's result folder (--out), which then becomes the
+ * folder common/out_manifest.h keeps: a file of the user's at a path the
+ * command writes is refused, naming it, unless force (the command's
+ * --force); files of its earlier runs not written this time are removed
+ * when it ends (keep_old: never, a study that resumes). 0, or -1 printed. */
+#define FORCE_HELP                                                                                                \
+    "replace files of yours in --out at the paths this command writes (refused without it: flashbed replaces "   \
+    "only files it wrote there, listed in the folder's .flashbed-files)"
+/* names (NULL-terminated, may be NULL): the files it will surely write,
+ * checked now so that a refusal comes before the long work; names[0] its
+ * JSON result, whose provenance marks a folder flashbed wrote before
+ * folders had a list (then these names are taken as flashbed's). */
+int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names);
+/* Called once the command returned (cli/main.c): out_manifest_close. 0, or
+ * -1 after printing why. */
+int out_result_dir_close(void);
 int out_new_dir_ok(const char *what, const char *dir);
 int out_file_ok(const char *what, const char *path, int make_parent);
 /* Makes the missing folders above path (common/out_path.h's
@@ -59,7 +75,7 @@ struct sweep_flag {
  * it), printing a refusal as "CMD --option: why", the notes and the
  * summary. Takes params. Returns 0, 1 on error, 130 when interrupted. */
 struct sweep_config;
-int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params);
+int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params, bool force);
 
 /* The bar a library's progress_report draws (common/progress.h): begun by
  * its first report, a new label beginning it again; the caller ends it

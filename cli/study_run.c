@@ -8,6 +8,7 @@
 #include "common/fsutil.h"
 #include "common/interrupt.h"
 #include "common/log.h"
+#include "common/out_manifest.h"
 #include "common/provenance.h"
 
 int study_own_path(const char *name, char *buf, size_t len)
@@ -26,20 +27,26 @@ struct progress_state {
     size_t ran, skipped;
 };
 
-/* Counts the steps; on a terminal, draws each one as it starts and ends. */
+/* Counts the steps and says each one: on a terminal as it starts and ends,
+ * in a log (stderr not a terminal) one line when it ends, with its seconds
+ * and how it ended. */
 static void on_progress(void *ctx, const struct repro_plan *p, size_t i, enum repro_event ev, double seconds)
 {
+    static const char *const how[] = {"done before", "started", "done", "failed", "interrupted"};
     struct progress_state *st = ctx;
     if (ev == REPRO_SKIPPED)
         st->skipped++;
     if (ev == REPRO_FINISHED)
         st->ran++;
-    if (!st->terminal || ev == REPRO_SKIPPED)
+    if (ev == REPRO_SKIPPED || (!st->terminal && ev == REPRO_STARTED))
         return;
-    if (ev == REPRO_STARTED)
+    if (!st->terminal)
+        fprintf(stderr, "flashbed: [%zu/%zu] %s (%s): %.1f s, %s\n", i + 1, p->n, p->steps[i].id,
+                p->steps[i].what, seconds, how[ev]);
+    else if (ev == REPRO_STARTED)
         fprintf(stderr, "[%zu/%zu] %s ...", i + 1, p->n, p->steps[i].what);
     else
-        fprintf(stderr, " %.1f s\n", seconds);
+        fprintf(stderr, " %.1f s%s%s\n", seconds, ev == REPRO_FINISHED ? "" : ", ", ev == REPRO_FINISHED ? "" : how[ev]);
 }
 
 /* How this process was run, for the report's head ("flashbed NAME" when
@@ -59,6 +66,16 @@ int study_run(const struct repro_plan *plan, const struct study_run_spec *s, con
     char err[8192], min_parallel[32], cmd[8192], mark[4400];
     const char *globals[8];
     cli_step_globals(set, min_parallel, sizeof min_parallel, globals);
+    /* the study's folder keeps its finished steps; one a study made before
+     * folders had a list of flashbed's files is taken as all flashbed's */
+    snprintf(mark, sizeof mark, "%s/reproduce.json", s->out);
+    char list[4400];
+    snprintf(list, sizeof list, "%s/%s", s->out, OUT_MANIFEST_NAME);
+    bool legacy = path_exists(mark) && !path_exists(list);
+    char what[64];
+    snprintf(what, sizeof what, "%s --out", s->name);
+    if (out_result_dir_ok(what, s->out, legacy, true, NULL) != 0)
+        return 1;
     interrupt_install();
     struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
     bool stopped = false;

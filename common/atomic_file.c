@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "common/errbuf.h"
+#include "common/out_manifest.h"
 
 void atomic_tmp_name(const char *path, char *buf, unsigned len)
 {
@@ -43,6 +44,10 @@ int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errl
 {
     snprintf(af->path, sizeof af->path, "%s", path);
     atomic_tmp_name(path, af->tmp, sizeof af->tmp);
+    af->f = NULL;
+    af->cleanup = -1;
+    if (out_manifest_claim(path, err, errlen) != 0) /* a file of the user's is there */
+        return -1;
     /* registered before it exists: a signal in between finds nothing to remove */
     af->cleanup = cleanup_add_file(af->tmp);
     af->f = fopen(af->tmp, "w");
@@ -84,6 +89,7 @@ static int publish_tmp(struct atomic_file *af, char *err, size_t errlen)
         return -1;
     }
     forget_tmp(af);
+    out_manifest_written(af->path);
     return 0;
 }
 

@@ -10,6 +10,7 @@
 #include "common/cleanup.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
+#include "common/out_manifest.h"
 #include "common/strbuf.h"
 #include "common/subprocess.h"
 
@@ -54,6 +55,8 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
     const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
     char tmp[4200];
     atomic_tmp_name(out, tmp, sizeof tmp);
+    if (out_manifest_claim(out, err, errlen) != 0) /* a file of the user's is there */
+        return -1;
     char *expr = gnuplot_commands(args, n, term, tmp);
     if (!expr)
         return err_set(err, errlen, "out of memory drawing %s", out);
@@ -67,6 +70,8 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
                      said && said[0] ? ": " : "", said ? last_lines(said) : "");
     else if (rename(tmp, out) != 0)
         rc = err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", out, strerror(errno));
+    else
+        out_manifest_written(out);
     free(said);
     if (rc != 0)
         unlink(tmp);

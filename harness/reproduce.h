@@ -161,10 +161,10 @@ void repro_plan_free(struct repro_plan *p);
 void repro_step_command(const struct repro_step *s, const char *program, char *buf, size_t len);
 
 /* Where a step is when the runner calls back. */
-enum repro_event { REPRO_SKIPPED, REPRO_STARTED, REPRO_FINISHED };
+enum repro_event { REPRO_SKIPPED, REPRO_STARTED, REPRO_FINISHED, REPRO_FAILED, REPRO_INTERRUPTED };
 
-/* Called for every step: skipped (done before), started, finished (in
- * seconds). index counts from 0 over p->n. */
+/* Called for every step: skipped (done before), started, then finished,
+ * failed or interrupted (after seconds). index counts from 0 over p->n. */
 typedef void (*repro_progress_fn)(void *ctx, const struct repro_plan *p, size_t index, enum repro_event ev,
                                   double seconds);
 

@@ -239,6 +239,8 @@ int repro_run(const struct repro_plan *p, const char *program, const char *const
         progress(ctx, p, i, REPRO_STARTED, 0);
         double seconds = 0;
         int rc = run_step(p, s, program, globals, &seconds, err, errlen);
+        if (rc != 0)
+            progress(ctx, p, i, rc < 0 ? REPRO_FAILED : REPRO_INTERRUPTED, seconds);
         if (rc < 0)
             return -1;
         if (rc > 0) { /* interrupted: the step's own cleanup ran */

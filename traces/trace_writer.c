@@ -10,6 +10,7 @@
 #include "common/atomic_file.h"
 #include "common/crc32c.h"
 #include "common/errbuf.h"
+#include "common/out_manifest.h"
 #include "traces/set_codec.h"
 #include "traces/trace.h"
 #include "traces/trace_file.h"
@@ -85,6 +86,8 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
         err_set(err, errlen, "%s: path too long", path);
         return NULL;
     }
+    if (out_manifest_claim(path, err, errlen) != 0) /* a file of the user's is there */
+        return NULL;
     if (meta->source && strlen(meta->source) > TRACE_MAX_SOURCE) {
         /* the reader would refuse the header: do not write a file nothing reads */
         err_set(err, errlen, "%s: source description of %zu bytes exceeds the format's %u", path, strlen(meta->source),
@@ -299,6 +302,8 @@ int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
     w->f = NULL;
     if (rc == 0 && rename(w->tmp, w->path) != 0)
         rc = err_set(err, errlen, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
+    else if (rc == 0)
+        out_manifest_written(w->path);
     if (rc != 0)
         remove(w->tmp);
     writer_free(w);

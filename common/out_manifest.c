@@ -1,0 +1,313 @@
+#include "common/out_manifest.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/errbuf.h"
+#include "common/strbuf.h"
+
+/* A list of names relative to the folder. */
+struct names {
+    char **v;
+    size_t n, cap;
+};
+
+static struct {
+    pthread_mutex_t mu;
+    bool open, had_list; /* the folder had a list when opened */
+    struct out_manifest_mode mode;
+    char dir[4096];
+    struct names listed;  /* read from the folder, plus every name claimed since */
+    struct names claimed; /* this command's */
+    size_t written;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static bool names_has(const struct names *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i], name))
+            return true;
+    return false;
+}
+
+static int names_add(struct names *s, const char *name)
+{
+    if (names_has(s, name))
+        return 0;
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        char **v = realloc(s->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    if (!(s->v[s->n] = strdup(name)))
+        return -1;
+    s->n++;
+    return 0;
+}
+
+static void names_free(struct names *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* path relative to the open folder, or NULL when it is not under it. */
+static const char *relative(const char *path)
+{
+    size_t n = strlen(g.dir);
+    if (!g.open || strncmp(path, g.dir, n) != 0 || path[n] != '/')
+        return NULL;
+    path += n;
+    while (*path == '/')
+        path++;
+    return *path && strcmp(path, OUT_MANIFEST_NAME) ? path : NULL;
+}
+
+static void list_path(char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", g.dir, OUT_MANIFEST_NAME);
+}
+
+/* The whole list file into *text (NULL when there is none), by read(2)
+ * as write_list writes it. 0, or -1 with errno. */
+static int slurp(const char *path, char **text)
+{
+    *text = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
+    struct strbuf b = {0};
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        strbuf_add(&b, "%.*s", (int)n, buf);
+    }
+    int e = errno;
+    close(fd);
+    *text = strbuf_take(&b);
+    errno = n < 0 ? e : ENOMEM;
+    return n < 0 || !*text ? -1 : 0;
+}
+
+/* The list as it was left (none: an empty list). */
+static int read_list(char *err, size_t errlen)
+{
+    char path[4200], *text;
+    list_path(path, sizeof path);
+    if (slurp(path, &text) != 0) {
+        int e = errno;
+        free(text);
+        return err_set(err, errlen, "%s: %s", path, strerror(e));
+    }
+    int rc = 0;
+    for (char *line = text, *next; rc == 0 && line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        if (line[0] && line[0] != '#' && names_add(&g.listed, line) != 0)
+            rc = err_set(err, errlen, "%s: out of memory", path);
+    }
+    free(text);
+    return rc;
+}
+
+/* The list's text: the listed names that exist or are being written. */
+static char *list_text(void)
+{
+    struct strbuf b = {0};
+    strbuf_add(&b, "# Files flashbed wrote in this folder, one a line. flashbed replaces or removes only these;\n"
+                   "# any other file here is yours and is never replaced (a command refuses, naming it).\n");
+    for (size_t i = 0; i < g.listed.n; i++) {
+        char p[8400];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", g.dir, g.listed.v[i]);
+        if (lstat(p, &st) == 0 || names_has(&g.claimed, g.listed.v[i])) /* a claim: being written */
+            strbuf_add(&b, "%s\n", g.listed.v[i]);
+    }
+    return strbuf_take(&b);
+}
+
+/* Writes the list (a temporary renamed over it), by plain write(2): it is
+ * bookkeeping beside the results, and the fault tests count the results'
+ * stdio calls. Called with the mutex held. */
+static int write_list(char *err, size_t errlen)
+{
+    char path[4200], tmp[4300];
+    list_path(path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    char *text = list_text();
+    if (!text)
+        return err_set(err, errlen, "cannot write %s: out of memory", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), e = errno;
+    size_t n = strlen(text), done = 0;
+    while (fd >= 0 && done < n) {
+        ssize_t w = write(fd, text + done, n - done);
+        if (w <= 0 && errno != EINTR)
+            break;
+        done += w > 0 ? (size_t)w : 0;
+    }
+    e = fd < 0 ? e : errno;
+    free(text);
+    bool ok = fd >= 0 && done == n;
+    if (fd >= 0 && close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) == 0)
+        return 0;
+    e = ok ? errno : e;
+    unlink(tmp);
+    return err_set(err, errlen, "cannot write %s: %s", path, strerror(e));
+}
+
+int out_manifest_open(const char *dir, struct out_manifest_mode mode, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    names_free(&g.listed);
+    names_free(&g.claimed);
+    snprintf(g.dir, sizeof g.dir, "%s", dir);
+    size_t n = strlen(g.dir);
+    while (n > 1 && g.dir[n - 1] == '/')
+        g.dir[--n] = '\0';
+    g.mode = mode;
+    g.written = 0;
+    g.open = true;
+    char path[4200];
+    list_path(path, sizeof path);
+    g.had_list = access(path, F_OK) == 0;
+    int rc = read_list(err, errlen);
+    if (rc != 0)
+        g.open = false;
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+/* -1 when a file of the user's is at path (under the open folder). */
+static int check_locked(const char *path, char *err, size_t errlen)
+{
+    const char *rel = relative(path);
+    struct stat st;
+    if (!rel || g.mode.force || names_has(&g.listed, rel) || lstat(path, &st) != 0)
+        return 0;
+    return err_set(err, errlen,
+                   "%s: exists and flashbed did not write it (it is not in %s/%s); it would be replaced: "
+                   "move it away, choose another --out, or give --force to replace it",
+                   path, g.dir, OUT_MANIFEST_NAME);
+}
+
+int out_manifest_check(const char *path, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    int rc = check_locked(path, err, errlen);
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+static int claim_locked(const char *path, char *err, size_t errlen)
+{
+    const char *rel = relative(path);
+    if (!rel || names_has(&g.claimed, rel))
+        return 0;
+    bool listed = names_has(&g.listed, rel);
+    if (check_locked(path, err, errlen) != 0)
+        return -1;
+    if (names_add(&g.claimed, rel) != 0 || names_add(&g.listed, rel) != 0)
+        return err_set(err, errlen, "%s: out of memory", path);
+    return listed ? 0 : write_list(err, errlen); /* listed before it exists */
+}
+
+int out_manifest_claim(const char *path, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    int rc = claim_locked(path, err, errlen);
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+int out_manifest_adopt(const char *path, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    const char *rel = relative(path);
+    int rc = rel && names_add(&g.listed, rel) != 0 ? err_set(err, errlen, "%s: out of memory", path) : 0;
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+void out_manifest_written(const char *path)
+{
+    pthread_mutex_lock(&g.mu);
+    if (relative(path))
+        g.written++;
+    pthread_mutex_unlock(&g.mu);
+}
+
+/* The files of earlier runs not written this time; folders stay (a
+ * study's step folder is its own business). */
+static int remove_stale(char *err, size_t errlen)
+{
+    int rc = 0;
+    for (size_t i = 0; i < g.listed.n; i++) {
+        char p[8400];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", g.dir, g.listed.v[i]);
+        if (names_has(&g.claimed, g.listed.v[i]) || lstat(p, &st) != 0 || S_ISDIR(st.st_mode))
+            continue;
+        if (unlink(p) != 0 && rc == 0)
+            rc = err_set(err, errlen, "%s: cannot remove this older result: %s", p, strerror(errno));
+    }
+    return rc;
+}
+
+int out_manifest_close(char *err, size_t errlen)
+{
+    pthread_mutex_lock(&g.mu);
+    int rc = 0;
+    if (g.open && g.written > 0) {
+        if (!g.mode.keep_old)
+            rc = remove_stale(err, errlen);
+        char why[512];
+        if (write_list(why, sizeof why) != 0 && rc == 0)
+            rc = err_set(err, errlen, "%s", why);
+    } else if (g.open && !g.had_list) { /* made for claims, nothing written: the folder as it was */
+        char path[4200];
+        list_path(path, sizeof path);
+        unlink(path);
+    }
+    g.open = false;
+    names_free(&g.listed);
+    names_free(&g.claimed);
+    pthread_mutex_unlock(&g.mu);
+    return rc;
+}
+
+bool out_manifest_lists(const char *path)
+{
+    pthread_mutex_lock(&g.mu);
+    const char *rel = relative(path);
+    bool yes = names_has(&g.listed, rel ? rel : path);
+    pthread_mutex_unlock(&g.mu);
+    return yes;
+}
+
+size_t out_manifest_written_count(void)
+{
+    pthread_mutex_lock(&g.mu);
+    size_t n = g.written;
+    pthread_mutex_unlock(&g.mu);
+    return n;
+}
