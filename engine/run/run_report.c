@@ -338,9 +338,14 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
     cJSON *v = cJSON_AddObjectToObject(sum, "verify");
     cJSON_AddStringToObject(v, "requested", p->cfg.verify ? "on" : "off");
     cJSON_AddBoolToObject(v, "model_has_checksums", m->checked);
-    cJSON_AddStringToObject(v, "reads", !p->cfg.verify ? "not checked (--verify off)"
-                                        : !m->checked  ? "not checked (the model has no checksums)"
-                                                       : "checked against ffn.crc32c");
+    bool teal = !p->dense && p->cfg.active == SOURCE_TEAL; /* reads ffn_t.bin, checked by ffn_t.crc32c */
+    if (teal)
+        cJSON_AddBoolToObject(v, "ffn_t_has_checksums", p->ffn_t_checked);
+    cJSON_AddStringToObject(v, "reads", !p->cfg.verify                 ? "not checked (--verify off)"
+                                        : teal && !p->ffn_t_checked    ? "not checked (ffn_t.bin has no checksums)"
+                                        : teal                         ? "checked against ffn_t.crc32c"
+                                        : !m->checked                  ? "not checked (the model has no checksums)"
+                                                                       : "checked against ffn.crc32c");
     double rows = 0, retries = 0, partial = 0, ms = 0;
     for (int i = 0; i < r->n_rows; i++) {
         rows += r->rows[i].rows_verified;
