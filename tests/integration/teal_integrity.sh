@@ -68,6 +68,7 @@ check "run teal, damaged: the message names file, layer, channel, offset" grep -
     "error: run: .*d/ffn_t.bin: layer 1 channel 5 (byte offset $coff, [0-9]* bytes) does not match its checksum in ffn_t.crc32c" "$WORK/bad.err"
 check "run teal, damaged: results kept, failed, read again once" test \
     "$(summary "$WORK/bad" "['status']") $(summary "$WORK/bad" "['verify']['verify_retries']") $(json_get "$WORK/bad/run.json" 'len(d["tokens"])')" = "failed 1 1"
+check "run teal, damaged: the failed batch's rows left the cache" test "$(sumt bad cache_rows)" -lt "$(sumt bad rows_inserted)"
 check "run teal, damaged: run.md says it" grep -q "^- \*\*failed\*\*: .*layer 1 channel 5 (byte offset $coff" "$WORK/bad/run.md"
 check "--verify off: the damaged file runs to the end" trun "$WORK/d" off --verify off
 check "--verify off: nothing checked, said so" test "$(summary "$WORK/off" "['verify']['rows_verified']") $(summary "$WORK/off" "['verify']['reads']")" = \
@@ -110,6 +111,8 @@ check "now checked" test "$(rec "$WORK/old" "['checksums']['file']")" = ffn_t.cr
 trun "$M" eio1 --io-engine fault --fault eio:1
 check "eio:1: exit 1, failed at the first token" test "$? $(summary "$WORK/eio1" "['status']") $(json_get "$WORK/eio1/run.json" 'len(d["tokens"])')" = "1 failed 1"
 check "eio:1: nothing counted as read" test "$(sumt eio1 bytes_read) $(sumt eio1 chan_reads) $(sumt eio1 down_reads) $(summary "$WORK/eio1" "['verify']['rows_verified']")" = "0 0 0 0"
+check "eio:1: the caches hold none of the rows the step decided to keep" test \
+    "$(sumt eio1 cache_rows) $(( $(sumt eio1 rows_inserted) > 0 ))" = "0 1"
 check "eio:1: 1 retry, 2 EIO injected" test "$(summary "$WORK/eio1" "['read_retries']") $(summary "$WORK/eio1" "['faults']['eio']")" = "1 2"
 check "eio:1: the error names ffn_t.bin, the offset, the layer and channel" grep -q \
     "error: run: fault read of .* at offset [0-9]* of .*ffn_t.bin failed: Input/output error (tried 2 times) (layer 0, channel [0-9]*)" "$WORK/eio1.err"
