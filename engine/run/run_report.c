@@ -346,16 +346,14 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
                                         : teal                         ? "checked against ffn_t.crc32c"
                                         : !m->checked                  ? "not checked (the model has no checksums)"
                                                                        : "checked against ffn.crc32c");
-    double rows = 0, retries = 0, partial = 0, ms = 0;
+    double rows = 0, retries = 0, ms = 0;
     for (int i = 0; i < r->n_rows; i++) {
         rows += r->rows[i].rows_verified;
         retries += r->rows[i].verify_retries;
-        partial += r->rows[i].unverified_reads;
         ms += r->rows[i].verify_ms;
     }
     cJSON_AddNumberToObject(v, "rows_verified", rows);
     cJSON_AddNumberToObject(v, "verify_retries", retries);
-    cJSON_AddNumberToObject(v, "unverified_partial_reads", partial);
     cJSON_AddNumberToObject(v, "verify_ms_per_token", r->n_rows ? ms / r->n_rows : 0);
 }
 
