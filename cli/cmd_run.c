@@ -28,6 +28,7 @@
 #include "common/provenance.h"
 #include "common/subprocess.h"
 #include "io/io_fault.h"
+#include "io/ioengine.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
@@ -41,7 +42,7 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file, *read_ahead, *sparsify, *fault, *verify;
+        *warmup_file, *read_ahead, *sparsify, *fault, *fault_engine, *verify;
     uint64_t fault_seed;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
@@ -82,6 +83,10 @@ static const struct opt_def run_options[] = {
      "delay@OFFSET:TIME[/N], comma-separated; a failed or short read is retried once, a second failure stops "
      "the run (results kept, exit 1) (io/io_fault.h)"},
     {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
+    {"fault-engine", OPT_STRING, O(fault_engine), "psync", "NAME",
+     "with --io-engine fault: the engine whose reads it injects faults into (io_uring: --iodepth reads in "
+     "flight per reader thread, a short read cut when it is reaped; needs liburing)",
+     .allowed = "psync|io_uring"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
@@ -178,8 +183,9 @@ static int fault_option(const struct run_opts *o, struct io_fault *f)
 {
     struct io_fault_spec spec;
     char err[512];
-    if (o->fault && strcmp(o->io_engine, "fault") != 0) {
-        fb_error("run --fault: needs --io-engine fault (the engine that injects them)");
+    if ((o->fault || opts_given(&run_command, o, "fault-engine")) && strcmp(o->io_engine, "fault") != 0) {
+        fb_error("run --%s: needs --io-engine fault (the engine that injects them)",
+                 o->fault ? "fault" : "fault-engine");
         return -1;
     }
     if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {
@@ -198,7 +204,7 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
         .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"), .sparsify = o->sparsify,
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
-        .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
+        .check = o->check, .io_engine = ioengine_with_faults(o->io_engine, o->fault_engine), .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
         .warmup_file = o->warmup_file, .fault = strcmp(o->io_engine, "fault") ? NULL : fault,
         .verify = !strcmp(o->verify, "on"), .settings = set};

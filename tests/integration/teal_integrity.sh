@@ -123,6 +123,14 @@ for kind in eio short; do
         "$(summary "$WORK/$kind" "['read_retries']") $(summary "$WORK/$kind" "['faults']['$kind']") $(toks $kind) $(sumt $kind bytes_read)" = \
         "1 1 $(toks ok) $(sumt ok bytes_read)"
 done
+if trun "$M" uclean --io-engine io_uring --iodepth 4; then
+    check "io_uring base, eio@X: completes" trun "$M" ueio --io-engine fault --fault-engine io_uring --iodepth 4 --fault eio@$X
+    check "io_uring base, eio@X: 1 retry, 1 injected, the clean run's tokens and bytes" test \
+        "$(summary "$WORK/ueio" "['read_retries']") $(summary "$WORK/ueio" "['faults']['eio']") $(toks ueio) $(sumt ueio bytes_read)" = \
+        "1 1 $(toks ok) $(sumt ok bytes_read)"
+else
+    echo "skipped: the fault engine over io_uring (io_uring not built or refused here)"
+fi
 trun "$M" twice --io-engine fault --fault short@$X/2
 check "short@X/2: exit 1, the short read named with its offset" test "$? $(grep -c "error: run: .*at offset $X of .*ffn_t.bin.*short read.*tried 2 times.*(layer 0, channel" "$WORK/twice.err")" = "1 1"
 check "short@X/2: nothing counted as read for the failed batch" test "$(sumt twice chan_reads)" -lt "$(json_get "$WORK/ok/run.json" "int(d['tokens'][0]['chan_reads'])")"
