@@ -76,7 +76,7 @@ static const struct opt_def run_options[] = {
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME",
      "flash reads: psync or io_uring; auto: measure psync with --io-threads threads, io_uring with 2 threads x 16 "
      "reads in flight and with 4 x 8, on batches like the run's from the model's ffn.bin, and read with the "
-     "fastest (run.json's io_engine_choice); fault: psync with the faults --fault injects",
+     "fastest (run.json's io_engine_choice); fault: psync (or --fault-engine's) with the faults --fault injects",
      .allowed = "psync|io_uring|auto|fault"},
     {"fault", OPT_STRING, O(fault), NULL, "RULES",
      "with --io-engine fault: eio:RATE, short:RATE, delay:RATE:TIME, eio@OFFSET[/N], short@OFFSET[/N], "
@@ -98,7 +98,8 @@ static const struct opt_def run_options[] = {
      .allowed = "on|off"},
     {"verify", OPT_STRING, O(verify), "on", "on|off",
      "check dram.bin at load and every FFN bundle read from flash against the model's checksums "
-     "(ffn.crc32c, flashbed model verify): a mismatch is read again once, then stops the run naming the layer, "
+     "(ffn.crc32c; --active teal: each channel bundle and row of down against ffn_t.crc32c; flashbed model "
+     "verify): a mismatch is read again once, then stops the run naming the layer, "
      "neuron and offset; off: for measurements that must not include it (run.json records which)",
      .allowed = "on|off"},
     OPT_END,

@@ -57,7 +57,7 @@ static const struct opt_def sweep_options[] = {
     {"small-pages", OPT_FLAG, O(small_pages), NULL, NULL, "read into 4 KiB pages, not transparent huge pages"},
     {"seed", OPT_UINT, O(seed), "0", "N", "random offsets seed; 0 picks a fresh one per point"},
     {"fault", OPT_STRING, O(fault), NULL, "RULES",
-     "with --engine fault (psync with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
+     "with --engine fault (psync, or --fault-engine's, with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
      "eio@OFFSET[/N], short@OFFSET[/N], delay@OFFSET:TIME[/N], comma-separated (io/io_fault.h)"},
     {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
     {"fault-engine", OPT_STRING, O(fault_engine), "psync", "NAME",

@@ -7,8 +7,9 @@
  *
  *   ffn_transposed_write  writes ffn_t.bin from ffn.bin, one layer in
  *                         memory at a time (each bundle checked against
- *                         ffn.crc32c when the folder has it), through a temporary renamed
- *                         into place, and records it in model.json (also
+ *                         ffn.crc32c when the folder has it) and its
+ *                         checksums (ffn_t.crc32c), each through a temporary renamed
+ *                         into place, and records them in model.json (also
  *                         through a temporary): nothing partial on a
  *                         failure or a Ctrl-C (common/cleanup.h);
  *   ffn_transposed_open   checks model.json's record against the model's
