@@ -205,7 +205,8 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
         .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"), .sparsify = o->sparsify,
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
-        .check = o->check, .io_engine = ioengine_with_faults(o->io_engine, o->fault_engine), .io_threads = (unsigned)o->io_threads,
+        .check = o->check, .io_engine = ioengine_with_faults(o->io_engine, o->fault_engine),
+        .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
         .warmup_file = o->warmup_file, .fault = strcmp(o->io_engine, "fault") ? NULL : fault,
         .verify = !strcmp(o->verify, "on"), .settings = set};

@@ -144,7 +144,8 @@ static int sweep_fault(const struct sweep_opts *o, struct io_fault *f)
     struct io_fault_spec spec;
     char err[512];
     if ((o->fault || opts_given(&sweep_command, o, "fault-engine")) && strcmp(o->engine, "fault") != 0) {
-        fb_error("sweep --%s: needs --engine fault (the engine that injects them)", o->fault ? "fault" : "fault-engine");
+        fb_error("sweep --%s: needs --engine fault (the engine that injects them)",
+                 o->fault ? "fault" : "fault-engine");
         return 2;
     }
     if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {

@@ -137,8 +137,8 @@ struct t_out {
 };
 
 /* The checksums' temporary written; their file's own CRC-32C into *file_crc. */
-static int write_sums(const char *dir, const struct ffn_t_layout *t, const uint32_t *crc, struct atomic_file *af, uint32_t *file_crc,
-                      char *err, size_t errlen)
+static int write_sums(const char *dir, const struct ffn_t_layout *t, const uint32_t *crc, struct atomic_file *af,
+                      uint32_t *file_crc, char *err, size_t errlen)
 {
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", dir, MODEL_FFN_T_CRC_FILE);
@@ -163,7 +163,9 @@ static int write_temp(const struct model *m, const struct ffn_t_layout *t, struc
         return err_set(err, errlen, "%s: cannot read or parse", path);
     uint32_t *crc = malloc((size_t)ffn_t_units(t) * sizeof *crc + 1), file_crc = 0;
     FILE *src = fopen(m->ffn_path, "rb");
-    int rc = src && crc ? 0 : err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
+    int rc = !crc  ? err_set(err, errlen, "cannot allocate %s's checksums", MODEL_FFN_T_FILE)
+             : !src ? err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno))
+                    : 0;
     uint64_t hash = 0;
     if (rc == 0)
         rc = atomic_open(&w->bin, t->path, err, errlen);
@@ -200,7 +202,8 @@ int ffn_transposed_write(const struct model *m, bool force, const struct progres
     int rc = atomic_commit(&w.bin, err, errlen);
     if (rc != 0)
         atomic_abort(&w.sums);
-    else if ((rc = atomic_commit(&w.sums, err, errlen)) != 0 || (rc = atomic_write_json(path, w.json, err, errlen)) != 0) {
+    else if ((rc = atomic_commit(&w.sums, err, errlen)) != 0 ||
+             (rc = atomic_write_json(path, w.json, err, errlen)) != 0) {
         unlink(t.path); /* no record: the files are not the model's */
         unlink(sums);
     }

@@ -188,8 +188,8 @@ static int verify_ffn_t(const struct model *m, const struct progress_report *pr,
     for (uint32_t l = 0; rc == 0 && l < m->shape.n_layers; l++) {
         ssize_t got = pread(fd, buf, t.layer_bytes, (off_t)(l * t.layer_bytes));
         if (got != (ssize_t)t.layer_bytes)
-            rc = err_set(err, errlen, "%s: read failed at byte %llu: %s", t.path, (unsigned long long)(l * t.layer_bytes),
-                         got < 0 ? strerror(errno) : "end of file");
+            rc = err_set(err, errlen, "%s: read failed at byte %llu: %s", t.path,
+                         (unsigned long long)(l * t.layer_bytes), got < 0 ? strerror(errno) : "end of file");
         else
             verify_t_layer(&t, m->dtype, crc, l, buf, r);
         progress_report(pr, "verify ffn_t.bin", l + 1, m->shape.n_layers, NULL);
