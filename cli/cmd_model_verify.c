@@ -27,7 +27,9 @@ static const struct opt_command verify_command = {
                "every DRAM tensor and every FFN bundle against its CRC-32C (written by convert\n"
                "and model make since checksums exist) and for NaN or infinite values. Names each\n"
                "damaged place: the file, the tensor or the layer and neuron, the byte offset\n"
-               "(the first 20; the rest counted). A folder without checksums is checked for\n"
+               "(the first 20; the rest counted). ffn_t.bin (model transpose), when present:\n"
+               "each channel bundle and row of down against ffn_t.crc32c and for finite values.\n"
+               "A folder without checksums is checked for\n"
                "sizes and finite values only, and says so. Exit status: 0 intact, 1 damaged.",
     .opts = verify_options,
     .max_positional = 1,
@@ -47,6 +49,12 @@ static void print_report(const char *dir, const struct model_verify_report *r)
         printf(" (%llu checksum mismatches, %llu with NaN or infinite values)", (unsigned long long)r->bad_checksums,
                (unsigned long long)r->nonfinite);
     printf("\n");
+    if (r->has_transposed)
+        printf("ffn_t.bin: %llu channel bundles and %llu rows of down %s\n", (unsigned long long)r->channels,
+               (unsigned long long)r->down_rows,
+               r->transposed_checked ? "checked against their CRC-32C and for finite values"
+                                     : "checked for finite values (unchecked: ffn_t.bin has no checksums; "
+                                       "flashbed model transpose DIR --force adds them)");
     if (!r->checked)
         printf("note: %s has no checksums (written before flashbed recorded them): damage that keeps values "
                "finite cannot be seen; convert it again to add them\n",

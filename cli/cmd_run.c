@@ -28,6 +28,7 @@
 #include "common/provenance.h"
 #include "common/subprocess.h"
 #include "io/io_fault.h"
+#include "io/ioengine.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/forward/decode.h"
 #include "engine/forward/engine.h"
@@ -41,7 +42,7 @@
 
 struct run_opts {
     char *model, *mode, *policy, *layout, *active, *use, *dram_budget, *device_budget, *io_engine, *record, *out,
-        *warmup_file, *read_ahead, *sparsify, *fault, *verify;
+        *warmup_file, *read_ahead, *sparsify, *fault, *fault_engine, *verify;
     uint64_t fault_seed;
     struct decode_opts d; /* the prompt, -n, --ignore-eos, sampling, threads and backend (shared with generate) */
     uint64_t window, coalesce, io_threads, iodepth, cold; /* window 0: auto */
@@ -75,13 +76,17 @@ static const struct opt_def run_options[] = {
     {"io-engine", OPT_STRING, O(io_engine), "psync", "NAME",
      "flash reads: psync or io_uring; auto: measure psync with --io-threads threads, io_uring with 2 threads x 16 "
      "reads in flight and with 4 x 8, on batches like the run's from the model's ffn.bin, and read with the "
-     "fastest (run.json's io_engine_choice); fault: psync with the faults --fault injects",
+     "fastest (run.json's io_engine_choice); fault: psync (or --fault-engine's) with the faults --fault injects",
      .allowed = "psync|io_uring|auto|fault"},
     {"fault", OPT_STRING, O(fault), NULL, "RULES",
      "with --io-engine fault: eio:RATE, short:RATE, delay:RATE:TIME, eio@OFFSET[/N], short@OFFSET[/N], "
      "delay@OFFSET:TIME[/N], comma-separated; a failed or short read is retried once, a second failure stops "
      "the run (results kept, exit 1) (io/io_fault.h)"},
     {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
+    {"fault-engine", OPT_STRING, O(fault_engine), "psync", "NAME",
+     "with --io-engine fault: the engine whose reads it injects faults into (io_uring: --iodepth reads in "
+     "flight per reader thread, a short read cut when it is reaped; needs liburing)",
+     .allowed = "psync|io_uring"},
     {"io-threads", OPT_UINT, O(io_threads), "32", "N", "flash reader threads", .min = 1, .max = FB_MAX_THREADS},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per reader thread (io_uring)", .min = 1, .max = FB_MAX_IODEPTH},
     {"buffered", OPT_FLAG, O(buffered), NULL, NULL, "read through the page cache (default: direct I/O)"},
@@ -93,7 +98,8 @@ static const struct opt_def run_options[] = {
      .allowed = "on|off"},
     {"verify", OPT_STRING, O(verify), "on", "on|off",
      "check dram.bin at load and every FFN bundle read from flash against the model's checksums "
-     "(ffn.crc32c, flashbed model verify): a mismatch is read again once, then stops the run naming the layer, "
+     "(ffn.crc32c; --active teal: each channel bundle and row of down against ffn_t.crc32c; flashbed model "
+     "verify): a mismatch is read again once, then stops the run naming the layer, "
      "neuron and offset; off: for measurements that must not include it (run.json records which)",
      .allowed = "on|off"},
     OPT_END,
@@ -179,8 +185,9 @@ static int fault_option(const struct run_opts *o, struct io_fault *f)
 {
     struct io_fault_spec spec;
     char err[512];
-    if (o->fault && strcmp(o->io_engine, "fault") != 0) {
-        fb_error("run --fault: needs --io-engine fault (the engine that injects them)");
+    if ((o->fault || opts_given(&run_command, o, "fault-engine")) && strcmp(o->io_engine, "fault") != 0) {
+        fb_error("run --%s: needs --io-engine fault (the engine that injects them)",
+                 o->fault ? "fault" : "fault-engine");
         return -1;
     }
     if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {
@@ -199,7 +206,8 @@ static int setup_options(const struct run_opts *o, const struct fb_settings *set
         .window = (uint32_t)o->window, .coalesce = (uint32_t)o->coalesce, .active = o->active, .use = o->use,
         .threshold = o->threshold, .threshold_given = opts_given(&run_command, o, "threshold"), .sparsify = o->sparsify,
         .act_threshold = o->act_threshold, .act_threshold_given = opts_given(&run_command, o, "act-threshold"),
-        .check = o->check, .io_engine = o->io_engine, .io_threads = (unsigned)o->io_threads,
+        .check = o->check, .io_engine = ioengine_with_faults(o->io_engine, o->fault_engine),
+        .io_threads = (unsigned)o->io_threads,
         .iodepth = (unsigned)o->iodepth, .direct = !o->buffered, .read_ahead = !strcmp(o->read_ahead, "on"),
         .warmup_file = o->warmup_file, .fault = strcmp(o->io_engine, "fault") ? NULL : fault,
         .verify = !strcmp(o->verify, "on"), .settings = set};

@@ -29,8 +29,9 @@ struct sweep_opts {
     bool buffered;
     bool small_pages;
     uint64_t seed;
-    char *fault;
+    char *fault, *fault_engine;
     uint64_t fault_seed;
+    struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
 #define O(f) offsetof(struct sweep_opts, f)
@@ -57,9 +58,13 @@ static const struct opt_def sweep_options[] = {
     {"small-pages", OPT_FLAG, O(small_pages), NULL, NULL, "read into 4 KiB pages, not transparent huge pages"},
     {"seed", OPT_UINT, O(seed), "0", "N", "random offsets seed; 0 picks a fresh one per point"},
     {"fault", OPT_STRING, O(fault), NULL, "RULES",
-     "with --engine fault (psync with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
+     "with --engine fault (psync, or --fault-engine's, with injected faults): eio:RATE, short:RATE, delay:RATE:TIME, "
      "eio@OFFSET[/N], short@OFFSET[/N], delay@OFFSET:TIME[/N], comma-separated (io/io_fault.h)"},
     {"fault-seed", OPT_UINT, O(fault_seed), "1", "N", "seed of --fault's rates"},
+    {"fault-engine", OPT_STRING, O(fault_engine), "psync", "NAME",
+     "with --engine fault: the engine whose reads it injects faults into (io_uring: --iodepth reads in flight "
+     "per thread, a short read cut when it is reaped; needs liburing)",
+     .allowed = "psync|io_uring"},
     {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
@@ -73,6 +78,7 @@ static const struct opt_command sweep_command = {
                "sweep.csv and sweep.md (and throughput.png/svg with --plot) to --out.",
     .opts = sweep_options,
     .max_positional = 0,
+    OPT_GIVEN_AT(struct sweep_opts, given),
 };
 
 /* sweep's option for each setting the library can refuse; the page cache
@@ -147,8 +153,9 @@ static int sweep_fault(const struct sweep_opts *o, struct io_fault *f)
 {
     struct io_fault_spec spec;
     char err[512];
-    if (o->fault && strcmp(o->engine, "fault") != 0) {
-        fb_error("sweep --fault: needs --engine fault (the engine that injects them)");
+    if ((o->fault || opts_given(&sweep_command, o, "fault-engine")) && strcmp(o->engine, "fault") != 0) {
+        fb_error("sweep --%s: needs --engine fault (the engine that injects them)",
+                 o->fault ? "fault" : "fault-engine");
         return 2;
     }
     if (io_fault_parse(o->fault, o->fault_seed, &spec, err, sizeof err) != 0) {
@@ -175,7 +182,7 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
         .size = o.size,
         .chunks = o.chunks,
         .threads = o.threads,
-        .engine = ioengine_find(o.engine),
+        .engine = ioengine_find(ioengine_with_faults(o.engine, o.fault_engine)),
         .iodepth = (unsigned)o.iodepth,
         .direct = !o.buffered,
         .runtime_s = o.runtime,
@@ -191,7 +198,8 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
     result_dir_name(o.out, "sweep", out_dir, sizeof out_dir);
     c.out_dir = out_dir;
     if (!c.engine) { /* io_uring in a build without liburing */
-        fb_error("sweep --engine: unknown engine '%s' (available: %s)", o.engine, ioengine_names());
+        fb_error("sweep --engine: unknown engine '%s' (available: %s)", ioengine_with_faults(o.engine, o.fault_engine),
+                 ioengine_names());
         opts_free(&sweep_command, &o);
         return 2;
     }
@@ -203,7 +211,7 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
         opts_free(&sweep_command, &o);
         return 2;
     }
-    c.fault = c.engine == &ioengine_fault ? &fault : NULL;
+    c.fault = !strcmp(o.engine, "fault") ? &fault : NULL;
     cJSON *params = opts_to_json(&sweep_command, &o);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
     rc = run_sweep("sweep", sweep_flags, &c, params, o.force);

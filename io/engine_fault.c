@@ -1,8 +1,9 @@
-/* fault: psync with faults injected by the rules in the job
- * (io/io_fault.h): a read fails with EIO without touching the file, comes
- * back with half its bytes after a real read, or waits before it. Each
- * attempt and each fault is counted in the job's struct io_fault. Without
- * rules (job->fault NULL, or no rules) it reads as psync does. */
+/* fault: psync, or io_uring (fault_io_uring, io/engine_fault_uring.c), with
+ * faults injected by the rules in the job (io/io_fault.h): a read fails
+ * with EIO without touching the file, comes back with half its bytes after
+ * a real read, or waits before it. Each attempt and each fault is counted
+ * in the job's struct io_fault. Without rules (job->fault NULL, or no
+ * rules) it reads as its base engine does. */
 #include <errno.h>
 #include <time.h>
 
@@ -17,28 +18,41 @@ static void wait_ns(uint64_t ns)
         ;
 }
 
-static int fault_queue(struct io_thread *td, struct io_unit *u)
+bool io_fault_before_read(struct io_fault *f, struct io_unit *u, bool *shorten)
 {
-    struct io_fault *f = td->job->fault;
     struct io_fault_choice c = {0};
     if (f) {
         atomic_fetch_add(&f->attempts, 1);
         io_fault_decide(f, u->offset, u->len, u->attempt, &c);
     }
+    *shorten = c.short_read;
     if (c.delay_ns) {
         atomic_fetch_add(&f->injected[IO_FAULT_DELAY], 1);
         wait_ns(c.delay_ns);
     }
-    if (c.eio) {
-        atomic_fetch_add(&f->injected[IO_FAULT_EIO], 1);
-        u->result = -EIO;
+    if (!c.eio)
+        return false;
+    atomic_fetch_add(&f->injected[IO_FAULT_EIO], 1);
+    u->result = -EIO;
+    return true;
+}
+
+void io_fault_shorten(struct io_fault *f, struct io_unit *u)
+{
+    if (u->result != (int64_t)u->len)
+        return; /* failed already: nothing to cut */
+    atomic_fetch_add(&f->injected[IO_FAULT_SHORT], 1);
+    u->result = (int64_t)(u->len / 2);
+}
+
+static int fault_queue(struct io_thread *td, struct io_unit *u)
+{
+    bool shorten;
+    if (io_fault_before_read(td->job->fault, u, &shorten))
         return IO_Q_COMPLETED;
-    }
     int rc = ioengine_psync.queue(td, u);
-    if (c.short_read && u->result == (int64_t)u->len) {
-        atomic_fetch_add(&f->injected[IO_FAULT_SHORT], 1);
-        u->result = (int64_t)(u->len / 2);
-    }
+    if (shorten)
+        io_fault_shorten(td->job->fault, u);
     return rc;
 }
 

@@ -80,6 +80,17 @@ void io_fault_decide(struct io_fault *f, uint64_t offset, uint64_t len, unsigned
 /* f's counts zeroed, its spec a copy of spec. */
 void io_fault_init(struct io_fault *f, const struct io_fault_spec *spec);
 void io_fault_counts(const struct io_fault *f, struct io_fault_counts *out);
+/* The fault engines' steps around a read attempt u of their base engine
+ * (io/engine_fault.c, io/engine_fault_uring.c). Before it is handed on:
+ * the attempt counted, a delay waited, an EIO set into u->result (true: u
+ * is complete, failed, not to be handed on); *shorten: it is to come back
+ * short. f NULL: nothing injected. */
+struct io_unit;
+bool io_fault_before_read(struct io_fault *f, struct io_unit *u, bool *shorten);
+/* A read chosen to come back short, completed: half its bytes, counted (a
+ * read that failed already is left as it is). */
+void io_fault_shorten(struct io_fault *f, struct io_unit *u);
+
 /* "eio", "short", "delay". */
 const char *io_fault_kind_name(enum io_fault_kind k);
 

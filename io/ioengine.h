@@ -87,10 +87,14 @@ extern const struct ioengine_ops ioengine_io_uring;
 extern const struct ioengine_ops ioengine_mmap;
 extern const struct ioengine_ops ioengine_null;
 extern const struct ioengine_ops ioengine_fault; /* psync with injected faults (io/io_fault.h) */
+extern const struct ioengine_ops ioengine_fault_io_uring; /* io_uring with them (built with liburing) */
 
 /* By name; NULL when unknown. */
 const struct ioengine_ops *ioengine_find(const char *name);
-/* "psync, io_uring, mmap, null, fault" (the engines compiled in). */
+/* The engine name an engine option and a fault engine's base give:
+ * "fault" over "io_uring" is "fault_io_uring"; anything else is engine. */
+const char *ioengine_with_faults(const char *engine, const char *base);
+/* "psync, io_uring, mmap, null, fault, fault_io_uring" (the engines compiled in). */
 const char *ioengine_names(void);
 
 #endif

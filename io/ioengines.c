@@ -10,6 +10,9 @@ static const struct ioengine_ops *const engines[] = {
     &ioengine_mmap,
     &ioengine_null,
     &ioengine_fault,
+#ifdef FLASHBED_HAVE_URING
+    &ioengine_fault_io_uring,
+#endif
 };
 
 const struct ioengine_ops *ioengine_find(const char *name)
@@ -20,11 +23,16 @@ const struct ioengine_ops *ioengine_find(const char *name)
     return NULL;
 }
 
+const char *ioengine_with_faults(const char *engine, const char *base)
+{
+    return engine && base && !strcmp(engine, "fault") && !strcmp(base, "io_uring") ? "fault_io_uring" : engine;
+}
+
 const char *ioengine_names(void)
 {
 #ifdef FLASHBED_HAVE_URING
-    return "psync, io_uring, mmap, null, fault";
+    return "psync, io_uring, mmap, null, fault, fault_io_uring";
 #else
-    return "psync, mmap, null, fault (io_uring: built without liburing)";
+    return "psync, mmap, null, fault (io_uring, fault_io_uring: built without liburing)";
 #endif
 }

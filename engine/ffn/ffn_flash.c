@@ -392,7 +392,11 @@ static void queue_in_place(struct ffn *f, struct flash_ffn *ff, int layer, const
     uint64_t off = ffn_flash_bundle_offset(f->m, layer, rd->first), len = (uint64_t)rd->count * ff->stride;
     for (uint32_t i = 0; rd->vec < 0 && i < rd->count; i++)
         land(ff, layer, rd->first + i, dst + (uint64_t)i * ff->stride);
-    ff->acc.unverified_reads += ff->verify && rd->vec >= 0;
+    /* split reads a row's vectors in order, into one home, in one batch: with
+     * its last one queued the whole bundle lands when the batch completes,
+     * and its checksum covers exactly what was read */
+    if (rd->vec == (int32_t)(f->m->arch.glu ? 3 : 2) - 1)
+        land(ff, layer, rd->first, dst);
     if (rd->vec >= 0) {
         /* one vector of the bundle (model_format.h: up | gate | down), widened to
          * the direct-I/O alignment as the split layout counts it */

@@ -150,10 +150,11 @@ struct ffn_flash_token {
                                    * their turn (while the layer before computed) */
     uint64_t bytes_read, reads;   /* FFN reads as the layout plans them (replay counts the same) */
     uint64_t io_requests;         /* reads handed to the I/O engine (long ones split) that completed */
-    uint64_t rows_verified;       /* bundles checked against ffn.crc32c as they were read (--verify on) */
+    uint64_t rows_verified;       /* bundles checked against ffn.crc32c as they were read (--verify on): read
+                                   * whole, or (split) once a batch has landed all of a row's vectors;
+                                   * the transposed FFN: channel bundles and rows of down (ffn_t.crc32c) */
     uint64_t verify_retries;      /* of those, read again once because the check failed; a second mismatch
                                    * stops the run as a failed read does, naming layer, neuron and offset */
-    uint64_t unverified_reads;    /* reads of part of a bundle (split's vectors): no checksum covers them */
     double verify_ms;             /* computing the checksums (part of mem_ms) */
     uint64_t read_retries;        /* of those, read again after a failed or short try (flash_reader.h);
                                    * a second failure stops the run, naming file, offset, layer and

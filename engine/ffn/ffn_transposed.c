@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/crc32c.h"
 #include "common/errbuf.h"
 #include "engine/compute/activation.h"
 #include "engine/ffn/ffn_transposed_impl.h"
@@ -61,11 +62,7 @@ static void decide(struct t_ffn *tf, struct t_stream *s, uint32_t l, const uint3
                    struct cache_step *st)
 {
     cache_request(&s->decide, (uint64_t)tf->token, l, need, n, false, NULL, st);
-    bool chan = s == &tf->chan;
-    *(chan ? &tf->acc.chan_bytes : &tf->acc.down_bytes) += st->bytes;
-    *(chan ? &tf->acc.chan_reads : &tf->acc.down_reads) += st->n_flash_reads;
-    tf->acc.bytes_read += st->bytes;
-    tf->acc.reads += st->n_flash_reads;
+    /* the reads (each miss one row: layout_transposed) are counted as they complete (flush) */
     tf->acc.needed += n;
     tf->acc.overflow_rows += st->overflow;
     /* as ffn_flash and replay count them: a miss the policy drops is inserted and deleted */
@@ -103,21 +100,130 @@ static int use_hits(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint32_
     return 0;
 }
 
-/* Reads the batch's n rows and sums them into t. */
-static int flush(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint32_t n, const struct t_target *t)
+/* A batch of s's rows that completed: n reads of a row each, the counts
+ * the replay of the same sets makes. */
+static void count_read(struct t_ffn *tf, const struct t_stream *s, uint32_t n)
 {
-    char err[512];
+    bool chan = s == &tf->chan;
+    *(chan ? &tf->acc.chan_bytes : &tf->acc.down_bytes) += (uint64_t)n * s->g.row_bytes;
+    *(chan ? &tf->acc.chan_reads : &tf->acc.down_reads) += n;
+    tf->acc.reads += n;
+}
+
+/* Issues reqs[0..n) and waits: the reader's time, requests, retries and
+ * the bytes of the reads that completed counted; -1 with err on a failed
+ * read (the reader's message: file, offset, tries). */
+static int read_rows(struct t_ffn *tf, const struct flash_read *reqs, uint32_t n, char *err, size_t errlen)
+{
     struct flash_reader_stats before, after;
     flash_reader_stats(tf->reader, &before);
     double t0 = now_ms();
-    int rc = flash_reader_read(tf->reader, s->reqs, n, err, sizeof err);
-    double t1 = now_ms();
+    int rc = flash_reader_read(tf->reader, reqs, n, err, errlen);
+    double ms = now_ms() - t0;
     flash_reader_stats(tf->reader, &after);
-    tf->acc.io_ms += t1 - t0;
-    tf->acc.read_ms += t1 - t0;
+    tf->acc.io_ms += ms;
+    tf->acc.read_ms += ms;
     tf->acc.io_requests += after.reads - before.reads;
-    if (rc != 0)
+    tf->acc.read_retries += after.retries - before.retries;
+    tf->acc.bytes_read += after.bytes - before.bytes; /* completed reads only */
+    return rc;
+}
+
+/* Whether row k of the batch matches its checksum (got: its CRC-32C). */
+static bool row_matches(const struct t_ffn *tf, const struct t_stream *s, uint32_t l, uint32_t k, uint32_t got)
+{
+    return got == tf->crc[ffn_t_unit_index(&tf->file, l, s == &tf->down, s->batch_ids[k])];
+}
+
+/* A failed read's reason with where its offset (the reader's first
+ * failed one) falls in ffn_t.bin: the layer, the channel or row of down. */
+static int read_failed(struct t_ffn *tf, const char *err)
+{
+    struct flash_reader_stats st;
+    flash_reader_stats(tf->reader, &st);
+    if (!st.failed)
         return fail(tf, err);
+    const struct ffn_t_layout *t = &tf->file;
+    uint64_t l = st.failed_offset / t->layer_bytes, in = st.failed_offset % t->layer_bytes;
+    uint64_t chans = (uint64_t)t->g.chan.d_ff * t->g.chan.row_bytes;
+    char why[sizeof tf->error];
+    snprintf(why, sizeof why, "%.380s (layer %llu, %s %llu)", err, (unsigned long long)l,
+             in < chans ? "channel" : "row of down",
+             (unsigned long long)(in < chans ? in / t->g.chan.row_bytes : (in - chans) / t->g.down.row_bytes));
+    return fail(tf, why);
+}
+
+/* Row k of the batch read once more into the same place: true when it now
+ * matches (a transient error). */
+static bool reread_row(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t k)
+{
+    char err[512];
+    tf->acc.verify_retries++;
+    if (read_rows(tf, &s->reqs[k], 1, err, sizeof err) != 0) {
+        read_failed(tf, err);
+        return false;
+    }
+    return row_matches(tf, s, l, k, crc32c(s->reqs[k].dst, ffn_t_unit_bytes(&s->g)));
+}
+
+/* The batch's n rows against ffn_t.crc32c (three at a time, crc32c_x3): a
+ * mismatch is read again once, a second one fails naming the file, the
+ * layer, the channel or row and its offset. */
+static int verify_rows(struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t n)
+{
+    if (!tf->crc)
+        return 0;
+    double t0 = now_ms();
+    uint64_t len = ffn_t_unit_bytes(&s->g);
+    uint32_t got[3];
+    int rc = 0;
+    for (uint32_t k = 0; k < n && rc == 0; k++) {
+        if (k - k % 3 + 3 > n) /* a short last group: one at a time */
+            got[k % 3] = crc32c(s->reqs[k].dst, len);
+        else if (k % 3 == 0) {
+            const void *const at[3] = {s->reqs[k].dst, s->reqs[k + 1].dst, s->reqs[k + 2].dst};
+            crc32c_x3(at, len, got);
+        }
+        tf->acc.rows_verified++;
+        if (row_matches(tf, s, l, k, got[k % 3]) || reread_row(tf, s, l, k))
+            continue;
+        if (!tf->error[0]) { /* the re-read itself did not fail: the bytes on flash are wrong */
+            char why[sizeof tf->error];
+            ffn_t_unit_damaged(&tf->file, l, s == &tf->down, s->batch_ids[k], why, sizeof why);
+            fail(tf, why);
+        }
+        rc = -1;
+    }
+    double ms = now_ms() - t0;
+    tf->acc.verify_ms += ms;
+    tf->acc.mem_ms += ms;
+    return rc;
+}
+
+/* After a failed batch: its rows leave their cache rows, so the cache
+ * never holds a row whose read failed or did not match (the run stops at
+ * this token). */
+static void forget_batch(struct t_stream *s, uint32_t l, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (!(s->mark[s->batch_ids[k]] & T_DROP))
+            free_slot(s, l, s->batch_ids[k]);
+}
+
+/* Reads the batch's n rows of layer l, checks them and sums them into t. */
+static int flush(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint32_t l, uint32_t n, const struct t_target *t)
+{
+    char err[512];
+    if (read_rows(tf, s->reqs, n, err, sizeof err) != 0) {
+        forget_batch(s, l, n);
+        return read_failed(tf, err);
+    }
+    count_read(tf, s, n);
+    if (verify_rows(tf, s, l, n) != 0) {
+        forget_batch(s, l, n);
+        return -1;
+    }
+    double t1 = now_ms();
     for (uint32_t k = 0; k < n; k++) {
         s->ptr[k] = s->reqs[k].dst;
         s->coef[k] = t->w[s->batch_ids[k]];
@@ -147,12 +253,12 @@ static int read_misses(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint
         s->reqs[n] = (struct flash_read){row_offset(tf, s, l, id), s->g.row_bytes, dst};
         s->batch_ids[n++] = id;
         if (staged == s->staging_rows) {
-            if (flush(f, tf, s, n, t) != 0)
+            if (flush(f, tf, s, l, n, t) != 0)
                 return -1;
             n = staged = 0;
         }
     }
-    return n ? flush(f, tf, s, n, t) : 0;
+    return n ? flush(f, tf, s, l, n, t) : 0;
 }
 
 /* One stream's step for layer l: need[0..n) (ascending) summed into t. */

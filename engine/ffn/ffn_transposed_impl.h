@@ -45,6 +45,8 @@ struct t_ffn {
     struct ffn_flash_config cfg;
     struct ffn_t_layout file;
     struct flash_reader *reader;  /* ffn_t.bin */
+    uint32_t *crc;                /* ffn_t.crc32c's units (ffn_transposed.h) when --verify and the file has
+                                   * them: each row read is checked before it is used or kept; else NULL */
     uint64_t align, held_bytes;
     struct t_stream chan, down;
     uint32_t *ids;                /* [max(d_model, d_ff)] a layer's kept channels or rows */

@@ -21,14 +21,16 @@ static int open_reader(const struct ffn *f, struct t_ffn *tf, char *err, size_t 
     const struct ioengine_ops *eng = ioengine_find(tf->cfg.io_engine ? tf->cfg.io_engine : "psync");
     if (!eng)
         return err_set(err, errlen, "I/O engine: unknown '%s' (%s)", tf->cfg.io_engine, ioengine_names());
-    if (ffn_transposed_open(f->m, &tf->file, err, errlen) != 0)
+    if (ffn_transposed_open(f->m, &tf->file, err, errlen) != 0 ||
+        (tf->cfg.verify && ffn_t_checksums_read(f->m, &tf->file, &tf->crc, err, errlen) != 0))
         return -1;
     struct flash_reader_config rc = {.path = tf->file.path,
                                      .engine = eng,
                                      .threads = tf->cfg.io_threads ? tf->cfg.io_threads : 32,
                                      .iodepth = tf->cfg.iodepth ? tf->cfg.iodepth : 1,
                                      .direct = tf->cfg.direct,
-                                     .max_read = FFN_FLASH_MAX_READ};
+                                     .max_read = FFN_FLASH_MAX_READ,
+                                     .fault = tf->cfg.fault};
     if (!(tf->reader = flash_reader_open(&rc, err, errlen)))
         return -1;
     tf->align = flash_reader_alignment(tf->reader);
@@ -140,6 +142,7 @@ static void t_destroy(struct ffn *f)
         flash_reader_close(tf->reader);
     close_stream(&tf->chan);
     close_stream(&tf->down);
+    free(tf->crc);
     free(tf->ids);
     free(tf->zg);
     free(tf->h);

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/atomic_file.h"
+#include "common/crc32c.h"
 #include "common/errbuf.h"
 #include "common/json_file.h"
 #include "common/provenance.h"
@@ -67,9 +68,10 @@ static void transpose_layer(const struct model *m, const struct ffn_t_layout *t,
 
 /* Every layer of ffn.bin (src) transposed into dst, each bundle checked
  * against ffn.crc32c when the model has it; the 64-bit FNV-1a of what was
- * read into hash. */
+ * read into hash, each unit's CRC-32C written into crc. */
 static int transpose_file(const struct model *m, const struct ffn_t_layout *t, FILE *src, FILE *dst,
-                          const struct progress_report *report, uint64_t *hash, char *err, size_t errlen)
+                          const struct progress_report *report, uint64_t *hash, uint32_t *crc, char *err,
+                          size_t errlen)
 {
     const struct model_shape *s = &m->shape;
     uint64_t in_bytes = (uint64_t)s->d_ff * m->bundle_stride;
@@ -90,6 +92,7 @@ static int transpose_file(const struct model *m, const struct ffn_t_layout *t, F
         if (rc != 0)
             break;
         transpose_layer(m, t, in, out);
+        ffn_t_layer_checksums(t, l, out, crc);
         if (fwrite(out, 1, t->layer_bytes, dst) != t->layer_bytes)
             rc = err_set(err, errlen, "%s: write failed in layer %u: %s", t->path, l, strerror(errno));
         progress_report(report, "transpose", l + 1, s->n_layers, NULL);
@@ -100,7 +103,7 @@ static int transpose_file(const struct model *m, const struct ffn_t_layout *t, F
 }
 
 /* model.json's record of the file: geometry, dtype, where it came from. */
-static cJSON *record_json(const struct model *m, const struct ffn_t_layout *t, uint64_t hash)
+static cJSON *record_json(const struct model *m, const struct ffn_t_layout *t, uint64_t hash, uint32_t file_crc)
 {
     cJSON *r = cJSON_CreateObject();
     char hex[17];
@@ -116,31 +119,67 @@ static cJSON *record_json(const struct model *m, const struct ffn_t_layout *t, u
     cJSON *from = cJSON_AddObjectToObject(r, "derived_from");
     cJSON_AddStringToObject(from, "file", MODEL_FFN_FILE);
     cJSON_AddStringToObject(from, "fnv1a64", hex);
+    cJSON *sums = cJSON_AddObjectToObject(r, "checksums");
+    cJSON_AddStringToObject(sums, "algorithm", MODEL_CHECKSUM_ALGORITHM);
+    cJSON_AddStringToObject(sums, "file", MODEL_FFN_T_CRC_FILE);
+    cJSON_AddStringToObject(sums, "units", "per layer each channel bundle, then each row of down (data bytes, "
+                                           "not padding)");
+    cJSON_AddNumberToObject(sums, "file_crc32c", file_crc);
     cJSON_AddItemToObject(r, "provenance", provenance_new());
     return r;
 }
 
-/* ffn_t.bin's temporary written; model.json's new text into *json. */
-static int write_temp(const struct model *m, const struct ffn_t_layout *t, struct atomic_file *af,
-                      const struct progress_report *report, cJSON **json, char *err, size_t errlen)
+/* What the writer commits: ffn_t.bin and ffn_t.crc32c's temporaries,
+ * model.json's new text. */
+struct t_out {
+    struct atomic_file bin, sums;
+    cJSON *json;
+};
+
+/* The checksums' temporary written; their file's own CRC-32C into *file_crc. */
+static int write_sums(const char *dir, const struct ffn_t_layout *t, const uint32_t *crc, struct atomic_file *af,
+                      uint32_t *file_crc, char *err, size_t errlen)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", dir, MODEL_FFN_T_CRC_FILE);
+    size_t n = (size_t)ffn_t_units(t);
+    if (atomic_open(af, path, err, errlen) != 0)
+        return -1;
+    if (fwrite(crc, sizeof *crc, n, af->f) != n) {
+        atomic_abort(af);
+        return err_set(err, errlen, "%s: write failed: %s", path, strerror(errno));
+    }
+    *file_crc = crc32c(crc, n * sizeof *crc);
+    return 0;
+}
+
+/* ffn_t.bin's and its checksums' temporaries written; model.json's new text. */
+static int write_temp(const struct model *m, const struct ffn_t_layout *t, struct t_out *w,
+                      const struct progress_report *report, char *err, size_t errlen)
 {
     char path[4200];
     cJSON *o = model_json_read(m->dir, path, sizeof path);
     if (!o)
         return err_set(err, errlen, "%s: cannot read or parse", path);
+    uint32_t *crc = malloc((size_t)ffn_t_units(t) * sizeof *crc + 1), file_crc = 0;
     FILE *src = fopen(m->ffn_path, "rb");
-    int rc = src ? 0 : err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
+    int rc = !crc  ? err_set(err, errlen, "cannot allocate %s's checksums", MODEL_FFN_T_FILE)
+             : !src ? err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno))
+                    : 0;
     uint64_t hash = 0;
     if (rc == 0)
-        rc = atomic_open(af, t->path, err, errlen);
-    if (rc == 0 && (rc = transpose_file(m, t, src, af->f, report, &hash, err, errlen)) != 0)
-        atomic_abort(af);
+        rc = atomic_open(&w->bin, t->path, err, errlen);
+    if (rc == 0 && (rc = transpose_file(m, t, src, w->bin.f, report, &hash, crc, err, errlen)) != 0)
+        atomic_abort(&w->bin);
+    if (rc == 0 && (rc = write_sums(m->dir, t, crc, &w->sums, &file_crc, err, errlen)) != 0)
+        atomic_abort(&w->bin);
     if (src)
         fclose(src);
+    free(crc);
     if (rc == 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(o, MODEL_FFN_T_KEY);
-        cJSON_AddItemToObject(o, MODEL_FFN_T_KEY, record_json(m, t, hash));
-        *json = o;
+        cJSON_AddItemToObject(o, MODEL_FFN_T_KEY, record_json(m, t, hash, file_crc));
+        w->json = o;
     } else
         cJSON_Delete(o);
     return rc;
@@ -153,17 +192,22 @@ int ffn_transposed_write(const struct model *m, bool force, const struct progres
     ffn_t_layout_of(m, &t);
     if (!force && ffn_transposed_present(m->dir))
         return err_set(err, errlen, "%s: the model already has %s; --force replaces it", m->dir, MODEL_FFN_T_FILE);
-    struct atomic_file af;
-    cJSON *json = NULL;
-    if (write_temp(m, &t, &af, report, &json, err, errlen) != 0)
+    struct t_out w = {.json = NULL};
+    if (write_temp(m, &t, &w, report, err, errlen) != 0)
         return -1;
-    char path[4200];
+    char path[4200], sums[4300];
     snprintf(path, sizeof path, "%s/%s", m->dir, MODEL_JSON);
-    /* the file first, then its record: a record never names a file that is not there */
-    int rc = atomic_commit(&af, err, errlen);
-    if (rc == 0 && (rc = atomic_write_json(path, json, err, errlen)) != 0)
-        unlink(t.path); /* no record: the file is not the model's */
-    cJSON_Delete(json);
+    snprintf(sums, sizeof sums, "%s", w.sums.path);
+    /* the files first, then their record: a record never names a file that is not there */
+    int rc = atomic_commit(&w.bin, err, errlen);
+    if (rc != 0)
+        atomic_abort(&w.sums);
+    else if ((rc = atomic_commit(&w.sums, err, errlen)) != 0 ||
+             (rc = atomic_write_json(path, w.json, err, errlen)) != 0) {
+        unlink(t.path); /* no record: the files are not the model's */
+        unlink(sums);
+    }
+    cJSON_Delete(w.json);
     return rc;
 }
 

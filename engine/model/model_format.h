@@ -30,7 +30,11 @@
  *               with align FFN_ALIGN), padding zero, the model's dtype.
  *               model.json's "ffn_transposed" records the strides, dtype,
  *               size, ffn.bin's FNV-1a hash and provenance
- *               (engine/model/ffn_transposed.h).
+ *               (engine/model/ffn_transposed.h), and its "checksums".
+ *   ffn_t.crc32c  with ffn_t.bin: CRC-32C of each of its read units (per
+ *               layer the channel bundles, then the rows of down; data
+ *               bytes, not padding), little-endian u32s, named in
+ *               "ffn_transposed" "checksums" with the file's own CRC-32C.
  *   tokenizer.* the tokenizer, copied from the source
  *
  * Matrices are stored row-major [out, in] (y = W x) in the model's dtype;

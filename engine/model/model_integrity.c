@@ -14,12 +14,11 @@
  * target flashbed builds for. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ffn.crc32c is little-endian");
 
-/* The file's n checksums into a new array, its own CRC against want. */
-static uint32_t *read_crc_file(const char *path, size_t n, uint32_t want, char *err, size_t errlen)
+uint32_t *model_crc_file_read(const char *path, size_t n, uint32_t want, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        err_set(err, errlen, "%s: cannot open: %s (model.json says the FFN has checksums)", path, strerror(errno));
+        err_set(err, errlen, "%s: cannot open: %s (model.json records checksums in it)", path, strerror(errno));
         return NULL;
     }
     uint32_t *crc = malloc(n ? n * sizeof *crc : 1);
@@ -64,7 +63,7 @@ int model_checksums_read(struct model *m, const cJSON *model_json, const char *j
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", m->dir, MODEL_FFN_CRC_FILE);
     size_t n = (size_t)m->shape.n_layers * m->shape.d_ff;
-    if (!(m->ffn_crc = read_crc_file(path, n, (uint32_t)want, err, errlen)))
+    if (!(m->ffn_crc = model_crc_file_read(path, n, (uint32_t)want, err, errlen)))
         return -1;
     m->checked = true;
     return 0;

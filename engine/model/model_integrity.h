@@ -27,6 +27,12 @@
 int model_checksums_read(struct model *m, const cJSON *model_json, const char *json_path, char *err,
                          size_t errlen);
 
+/* A checksums file (ffn.crc32c, ffn_t.crc32c): its n little-endian u32s
+ * into a new array (the caller frees it), the file's own CRC-32C against
+ * want (model.json's "file_crc32c"). NULL with err naming the file when it
+ * is missing, short, long or damaged. */
+uint32_t *model_crc_file_read(const char *path, size_t n, uint32_t want, char *err, size_t errlen);
+
 /* Every DRAM tensor that has a "crc32c" against m->dram: the first that
  * differs is the error ("dram.bin: tensor 'x' (bytes A to B): ..."). */
 int model_dram_verify(const struct model *m, const cJSON *tensors, char *err, size_t errlen);

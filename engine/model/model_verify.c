@@ -14,6 +14,7 @@
 #include "common/crc32c.h"
 #include "common/errbuf.h"
 #include "common/json_file.h"
+#include "engine/model/ffn_transposed.h"
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
 #include "engine/model/model_integrity.h"
@@ -135,6 +136,71 @@ static int verify_ffn(const struct model *m, const struct progress_report *pr, s
     return rc;
 }
 
+/* One unit of ffn_t.bin (layer l, channel or row of down id) as read at b. */
+static void verify_unit(const struct ffn_t_layout *t, enum fb_dtype dt, const uint32_t *crc, uint32_t l, bool down,
+                        uint32_t id, const uint8_t *b, struct model_verify_report *r)
+{
+    const struct cache_geometry *g = down ? &t->g.down : &t->g.chan;
+    uint64_t off = down ? ffn_t_down_offset(t, l, id) : ffn_t_chan_offset(t, l, id), first = 0;
+    const char *what = down ? "row of down" : "channel";
+    *(down ? &r->down_rows : &r->channels) += 1;
+    if (crc && crc32c(b, ffn_t_unit_bytes(g)) != crc[ffn_t_unit_index(t, l, down, id)]) {
+        r->bad_checksums++;
+        note(r, "%s: layer %u %s %u (byte offset %llu): checksum mismatch", MODEL_FFN_T_FILE, l, what, id,
+             (unsigned long long)off);
+    }
+    uint64_t bad = count_nonfinite(b, ffn_t_unit_bytes(g) / dtype_size(dt), dt, &first);
+    if (bad) {
+        r->nonfinite++;
+        note(r, "%s: layer %u %s %u (byte offset %llu): %llu value%s NaN or infinite (the first at byte %llu)",
+             MODEL_FFN_T_FILE, l, what, id, (unsigned long long)off, (unsigned long long)bad, bad == 1 ? "" : "s",
+             (unsigned long long)(off + first * dtype_size(dt)));
+    }
+}
+
+/* One layer of ffn_t.bin read at buf: its channel bundles, then its rows of down. */
+static void verify_t_layer(const struct ffn_t_layout *t, enum fb_dtype dt, const uint32_t *crc, uint32_t l,
+                           const uint8_t *buf, struct model_verify_report *r)
+{
+    for (uint32_t j = 0; j < t->g.chan.d_ff; j++)
+        verify_unit(t, dt, crc, l, false, j, buf + (uint64_t)j * t->g.chan.row_bytes, r);
+    const uint8_t *rows = buf + (uint64_t)t->g.chan.d_ff * t->g.chan.row_bytes;
+    for (uint32_t i = 0; i < t->g.down.d_ff; i++)
+        verify_unit(t, dt, crc, l, true, i, rows + (uint64_t)i * t->g.down.row_bytes, r);
+}
+
+/* ffn_t.bin, when the folder has one (its record and size as the engine
+ * checks them), a layer at a time. */
+static int verify_ffn_t(const struct model *m, const struct progress_report *pr, struct model_verify_report *r,
+                        char *err, size_t errlen)
+{
+    struct ffn_t_layout t;
+    uint32_t *crc = NULL;
+    if (!ffn_transposed_present(m->dir))
+        return 0;
+    r->has_transposed = true;
+    if (ffn_transposed_open(m, &t, err, errlen) != 0 || ffn_t_checksums_read(m, &t, &crc, err, errlen) != 0)
+        return -1;
+    r->transposed_checked = crc != NULL;
+    uint8_t *buf = malloc(t.layer_bytes ? t.layer_bytes : 1);
+    int fd = open(t.path, O_RDONLY);
+    int rc = buf && fd >= 0 ? 0 : err_set(err, errlen, "%s: cannot read: %s", t.path, strerror(errno));
+    for (uint32_t l = 0; rc == 0 && l < m->shape.n_layers; l++) {
+        ssize_t got = pread(fd, buf, t.layer_bytes, (off_t)(l * t.layer_bytes));
+        if (got != (ssize_t)t.layer_bytes)
+            rc = err_set(err, errlen, "%s: read failed at byte %llu: %s", t.path,
+                         (unsigned long long)(l * t.layer_bytes), got < 0 ? strerror(errno) : "end of file");
+        else
+            verify_t_layer(&t, m->dtype, crc, l, buf, r);
+        progress_report(pr, "verify ffn_t.bin", l + 1, m->shape.n_layers, NULL);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(crc);
+    return rc;
+}
+
 int model_verify(const char *dir, const struct progress_report *pr, struct model_verify_report *r, char *err,
                  size_t errlen)
 {
@@ -157,6 +223,8 @@ int model_verify(const char *dir, const struct progress_report *pr, struct model
     cJSON_Delete(o);
     if (rc == 0)
         rc = verify_ffn(&m, pr, r, err, errlen);
+    if (rc == 0)
+        rc = verify_ffn_t(&m, pr, r, err, errlen);
     model_close(&m);
     return rc;
 }

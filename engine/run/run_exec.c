@@ -43,7 +43,6 @@ static int take_flash_costs(struct exec *x, struct token_row *r)
     r->verify_ms = ft.verify_ms;
     r->rows_verified = (double)ft.rows_verified;
     r->verify_retries = (double)ft.verify_retries;
-    r->unverified_reads = (double)ft.unverified_reads;
     r->dram_bytes_read = (double)ft.dram_bytes_read;
     r->overflow_rows = (double)ft.overflow_rows;
     r->rows_inserted = (double)ft.rows_inserted;

@@ -344,19 +344,22 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
     cJSON *v = cJSON_AddObjectToObject(sum, "verify");
     cJSON_AddStringToObject(v, "requested", p->cfg.verify ? "on" : "off");
     cJSON_AddBoolToObject(v, "model_has_checksums", m->checked);
-    cJSON_AddStringToObject(v, "reads", !p->cfg.verify ? "not checked (--verify off)"
-                                        : !m->checked  ? "not checked (the model has no checksums)"
-                                                       : "checked against ffn.crc32c");
-    double rows = 0, retries = 0, partial = 0, ms = 0;
+    bool teal = !p->dense && p->cfg.active == SOURCE_TEAL; /* reads ffn_t.bin, checked by ffn_t.crc32c */
+    if (teal)
+        cJSON_AddBoolToObject(v, "ffn_t_has_checksums", p->ffn_t_checked);
+    cJSON_AddStringToObject(v, "reads", !p->cfg.verify                 ? "not checked (--verify off)"
+                                        : teal && !p->ffn_t_checked    ? "not checked (ffn_t.bin has no checksums)"
+                                        : teal                         ? "checked against ffn_t.crc32c"
+                                        : !m->checked                  ? "not checked (the model has no checksums)"
+                                                                       : "checked against ffn.crc32c");
+    double rows = 0, retries = 0, ms = 0;
     for (int i = 0; i < r->n_rows; i++) {
         rows += r->rows[i].rows_verified;
         retries += r->rows[i].verify_retries;
-        partial += r->rows[i].unverified_reads;
         ms += r->rows[i].verify_ms;
     }
     cJSON_AddNumberToObject(v, "rows_verified", rows);
     cJSON_AddNumberToObject(v, "verify_retries", retries);
-    cJSON_AddNumberToObject(v, "unverified_partial_reads", partial);
     cJSON_AddNumberToObject(v, "verify_ms_per_token", r->n_rows ? ms / r->n_rows : 0);
 }
 

@@ -52,7 +52,7 @@ struct token_row {
     double chan_bytes, chan_reads, down_bytes, down_reads, kept_channels; /* the transposed layout's two
                                    * streams (ffn_flash.h); run.json has them under that layout only */
     double read_retries;          /* reads tried again (ffn_flash.h); run.json's summary has their sum */
-    double verify_ms, rows_verified, verify_retries, unverified_reads; /* --verify (ffn_flash.h); run.json's
+    double verify_ms, rows_verified, verify_retries; /* --verify (ffn_flash.h); run.json's
                                    * summary has their sums and verify_ms's mean */
     /* not in run.json: what the flash FFN gave the device's queue (ffn_flash.h), for sim/device_terms.h */
     double copies, staged_groups, append_groups, move_batches, upload_runs, ring_waits, read_waits, step_waits;

@@ -87,6 +87,7 @@ static int choose_teal(const struct run_options *o, const struct model *m, struc
     p->cfg.teal_input_thresholds = p->sel.cfg.input_thresholds;
     p->cfg.teal_inter_thresholds = p->sel.cfg.inter_thresholds;
     p->cfg.read_ahead = false; /* the channels depend on the layer's own input */
+    p->ffn_t_checked = ffn_t_has_checksums(m->dir);
     snprintf(p->active_desc, sizeof p->active_desc, "%s, read from %s", p->sel.desc, MODEL_FFN_T_FILE);
     return 0;
 }

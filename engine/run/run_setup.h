@@ -82,6 +82,7 @@ struct run_setup {
     uint64_t model_bytes;       /* dram.bin + ffn.bin */
     uint64_t kv_bytes;
     char active_desc[800];
+    bool ffn_t_checked;         /* --active teal: ffn_t.bin has checksums (ffn_t.crc32c), its reads checkable */
     struct select_choice sel;   /* --active oracle, predictor or gate (have_sel) */
     bool have_sel;
 };

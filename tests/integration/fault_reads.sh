@@ -77,6 +77,29 @@ expect_error "rate out of range" "the rate must be a number in \[0, 1\]" run --m
 expect_error "--fault without the engine" "needs --io-engine fault" run --model "$M" --prompt "$P" --fault eio:1 --out "$WORK/bad"
 check "nothing written for bad rules" test ! -e "$WORK/bad"
 
+# The fault engine over io_uring (--fault-engine io_uring): reads in flight,
+# the same outcomes (when the build has liburing).
+if frun uclean --io-engine io_uring --iodepth 4; then
+    urun() { local out=$1; shift; frun "$out" --io-engine fault --fault-engine io_uring --iodepth 4 "$@"; }
+    check "io_uring base, no rules: io_uring's tokens and bytes" urun unone
+    check "io_uring base: the same tokens and bytes as psync's clean run" test "$(ids unone) $(bytes unone)" = "$(ids clean) $(bytes clean)"
+    check "io_uring base: run.md names the engine and its depth" grep -q "^- reads: fault_io_uring, 1 threads x 4 in flight" "$WORK/unone/run.md"
+    for kind in eio short; do
+        check "io_uring base, $kind@X: completes" urun u$kind --fault $kind@$X
+        check "io_uring base, $kind@X: 1 retry, 1 injected, the clean run's tokens and bytes" test \
+            "$(S u$kind "['read_retries']") $(S u$kind "['faults']['$kind']") $(ids u$kind) $(bytes u$kind)" = "1 1 $(ids clean) $(bytes clean)"
+    done
+    urun utwice --fault eio@$X/2
+    check "io_uring base, eio@X/2: exit 1, kept, offset named" test "$? $(S utwice "['status']") $(grep -c "error: run: fault_io_uring read of .* at offset $X of .*(tried 2 times) (layer 0, neuron" "$WORK/utwice.err")" = "1 failed 1"
+    check "io_uring base, rates: completes" urun urate --fault eio:0.01,short:0.01 --fault-seed 3
+    check "io_uring base, rates: every fault retried and counted, the clean run's bytes" test \
+        "$(S urate "['read_retries'] == d['summary']['faults']['eio'] + d['summary']['faults']['short'] > 0") $(bytes urate)" = "True $(bytes clean)"
+    uring=yes
+else
+    echo "skipped: the fault engine over io_uring (io_uring not built or refused here)"
+    uring=no
+fi
+
 # sweep: per point, retries and faults counted, a failed point kept with its offset.
 D="$WORK/data.bin"
 sw() { "$FLASHBED" sweep --file "$D" --size 4m --chunks 4k,64k --threads 1 --runtime 0.05 --ramp 0 --seed 3 --engine fault --out "$WORK/$1" "${@:2}" 2>"$WORK/$1.err"; }
@@ -93,6 +116,23 @@ check "eio@0/2: every point written, bytes = ios x chunk" test "$(P1 seio "len(d
 check "eio@0/2: the error line counts the failed points" grep -q "1 of 2 points stopped at a failed read; the first: fault read of .* at offset 0 of" "$WORK/seio.err"
 check "eio@0/2: sweep.md says so" grep -q "stopped at a failed read" "$WORK/seio/sweep.md"
 check "csv: a header and two rows of equal width" test "$(awk -F, '{print NF}' "$WORK/seio/sweep.csv" | sort -u | wc -l) $(wc -l < "$WORK/seio/sweep.csv")" = "1 3"
+if [ $uring = yes ]; then
+    # a longer runtime: the faults hit by offset, and a slow (sanitizer) build reads few in 0.05 s
+    sw ushort --fault short:0.05 --fault-engine io_uring --iodepth 4 --runtime 0.3
+    check "sweep, io_uring base: every point written at depth 4" test "$(P1 ushort "[(p['iodepth'], p['engine']) for p in d['points']]")" = "[(4, 'fault_io_uring'), (4, 'fault_io_uring')]"
+    check "sweep, io_uring base: shorts retried and counted (a stopped point: its failure too)" test \
+        "$(P1 ushort "[p['retries'] == p['injected_short'] if not p['read_failed'] else p['retries'] + 1 <= p['injected_short'] for p in d['points']] + [sum(p['injected_short'] for p in d['points']) > 0]")" = "[True, True, True]"
+    check "sweep, io_uring base: bytes = ios x chunk" test "$(P1 ushort "all(p['bytes'] == p['ios'] * p['chunk_bytes'] for p in d['points'])")" = True
+    sw ueio --fault eio:1 --fault-engine io_uring --iodepth 4
+    check "sweep, io_uring base, eio:1: exit 1, both points stopped, nothing counted as read" test \
+        "$? $(P1 ueio "[(p['read_failed'], p['ios'], p['bytes'], p['retries'] >= 1) for p in d['points']]")" = \
+        "1 [(True, 0, 0, True), (True, 0, 0, True)]"
+    check "sweep, io_uring base, eio:1: the error names the engine and the offset" test \
+        "$(P1 ueio "all('fault_io_uring read of' in p['error'] and 'at offset' in p['error'] for p in d['points'])")" = True
+fi
+EXPECT_RC=2 expect_error "sweep: --fault-engine without the engine" "sweep --fault-engine: needs --engine fault" sweep --file "$D" --fault-engine io_uring
+expect_error "run: --fault-engine without the engine" "run --fault-engine: needs --io-engine fault" run --model "$M" --prompt "$P" --fault-engine io_uring --out "$WORK/bad2"
+EXPECT_RC=2 expect_error "sweep: --fault-engine, a value not allowed" "fault-engine" sweep --file "$D" --engine fault --fault-engine mmap
 EXPECT_RC=2 expect_error "sweep: bad rule" "sweep --fault: fault rule 'eio@4k/0'" sweep --file "$D" --engine fault --fault eio@4k/0
 EXPECT_RC=2 expect_error "sweep: --fault without the engine" "needs --engine fault" sweep --file "$D" --fault eio:1
 finish

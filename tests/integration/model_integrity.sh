@@ -102,9 +102,15 @@ check "run --verify off, damaged: runs to the end" "$FLASHBED" run --model "$WOR
     --mode all --active oracle --verify off --out "$R/off" >/dev/null 2>&1
 check "run --verify off: says not checked" test "$(summary "$R/off" "['verify']['reads']")" = "not checked (--verify off)"
 check "run --verify off: nothing checked" test "$(summary "$R/off" "['verify']['rows_verified']")" = 0
-check "run split: partial reads counted as unchecked" "$FLASHBED" run --model "$M" --prompt "the cat" -n 2 \
-    --mode predictor --active oracle --out "$R/split" >/dev/null 2>&1
-check "run split: no checksum covers a vector" test "$(summary "$R/split" "['verify']['unverified_partial_reads']")" -gt 0
+check "run split" "$FLASHBED" run --model "$M" --prompt "the cat" -n 2 --mode predictor --active oracle \
+    --out "$R/split" >/dev/null 2>&1
+check "run split: every row read is checked once its vectors have landed" test \
+    "$(summary "$R/split" "['verify']['rows_verified']")" = "$(json_get "$R/split/run.json" "int(sum(t['rows_inserted'] for t in d['tokens']))")"
+check "run split: some rows read" test "$(summary "$R/split" "['verify']['rows_verified']")" -gt 0
+EXPECT_RC=1 expect_error "run split, damaged (a byte of its up vector): stops naming layer, neuron and offset" \
+    "ffn.bin: layer 0 neuron 7 (byte offset $((7 * stride)), " \
+    run --model "$WORK/f" --prompt "the cat" -n 4 --mode predictor --active oracle --out "$R/splitbad"
+check "run split, damaged: read again once, failed" test "$(summary "$R/splitbad" "['verify']['verify_retries']") $(summary "$R/splitbad" "['status']")" = "1 failed"
 check "run, a folder without checksums: says so" "$FLASHBED" run --model "$WORK/old" --prompt "the cat" -n 2 \
     --mode all --active oracle --out "$R/old" >/dev/null 2>&1 || true
 check "run, unchecked model: reads not checked" test "$(summary "$R/old" "['verify']['reads']")" = \

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "common/crc32c.h"
 #include "common/model_shape.h"
 #include "common/settings.h"
 #include "engine/import/import.h"
@@ -59,6 +60,45 @@ static uint64_t mismatches(const struct model *m, const struct ffn_t_layout *t, 
     return bad;
 }
 
+/* Units of the file whose CRC-32C differs from ffn_t.crc32c's. */
+static uint64_t bad_units(const struct ffn_t_layout *t, const uint32_t *crc, const uint8_t *file)
+{
+    uint64_t bad = 0;
+    for (uint32_t l = 0; l < t->g.chan.n_layers; l++) {
+        for (uint32_t j = 0; j < t->g.chan.d_ff; j++)
+            bad += crc32c(file + ffn_t_chan_offset(t, l, j), ffn_t_unit_bytes(&t->g.chan)) !=
+                   crc[ffn_t_unit_index(t, l, false, j)];
+        for (uint32_t i = 0; i < t->g.down.d_ff; i++)
+            bad += crc32c(file + ffn_t_down_offset(t, l, i), ffn_t_unit_bytes(&t->g.down)) !=
+                   crc[ffn_t_unit_index(t, l, true, i)];
+    }
+    return bad;
+}
+
+/* ffn_t.crc32c read back: one CRC-32C per unit, each matching the file;
+ * one flipped byte of the last layer's last row of down makes exactly one
+ * differ, and a flipped byte of its padding none. */
+static void check_sums(const struct model *m, const struct ffn_t_layout *t, uint8_t *file)
+{
+    uint32_t *crc = NULL;
+    char err[8400];
+    CHECK(ffn_t_has_checksums(m->dir));
+    CHECK(ffn_t_checksums_read(m, t, &crc, err, sizeof err) == 0);
+    CHECK(crc != NULL);
+    if (!crc)
+        return;
+    CHECK_U64(bad_units(t, crc, file), 0);
+    uint64_t last = ffn_t_down_offset(t, t->g.down.n_layers - 1, t->g.down.d_ff - 1);
+    file[last + ffn_t_unit_bytes(&t->g.down) - 1] ^= 0x10;
+    CHECK_U64(bad_units(t, crc, file), 1);
+    file[last + ffn_t_unit_bytes(&t->g.down) - 1] ^= 0x10;
+    if (ffn_t_unit_bytes(&t->g.down) < t->g.down.row_bytes) {
+        file[last + ffn_t_unit_bytes(&t->g.down)] ^= 0x10;
+        CHECK_U64(bad_units(t, crc, file), 0);
+    }
+    free(crc);
+}
+
 static void round_trip(const char *shape_name, enum fb_dtype dt)
 {
     char tmp[] = "/tmp/fb-transposed-XXXXXX", hf[600], dir[600], err[1024];
@@ -92,8 +132,10 @@ static void round_trip(const char *shape_name, enum fb_dtype dt)
     uint8_t *file = read_all(t.path, &len);
     CHECK(file != NULL);
     CHECK_U64(len, t.bytes);
-    if (file && len == t.bytes)
+    if (file && len == t.bytes) {
         CHECK_U64(mismatches(&m, &t, file), 0);
+        check_sums(&m, &t, file);
+    }
     free(file);
     CHECK(ffn_transposed_write(&m, false, NULL, err, sizeof err) != 0);
     CHECK(strstr(err, "--force") != NULL);

@@ -137,6 +137,9 @@ static void fixture_make(struct fixture *x)
 
 /* One batch of every chunk through a one-thread reader with rules text:
  * its return, stats and counts. */
+static const char *engine_name = "fault"; /* test_reader_uring: fault_io_uring */
+static unsigned engine_depth = 1;
+
 static int read_with(struct fixture *x, const char *text, struct flash_reader_stats *st, struct io_fault_counts *c,
                      char *err, size_t errlen)
 {
@@ -144,7 +147,8 @@ static int read_with(struct fixture *x, const char *text, struct flash_reader_st
     static struct io_fault f;
     CHECK(io_fault_parse(text, 9, &s, err, errlen) == 0);
     io_fault_init(&f, &s);
-    struct flash_reader_config cfg = {.path = x->path, .engine = ioengine_find("fault"), .threads = 1, .iodepth = 1,
+    struct flash_reader_config cfg = {.path = x->path, .engine = ioengine_find(engine_name), .threads = 1,
+                                      .iodepth = engine_depth,
                                       .direct = false, .fault = &f};
     struct flash_reader *r = flash_reader_open(&cfg, err, errlen);
     CHECK(r != NULL);
@@ -207,10 +211,47 @@ static void test_reader(void)
     free(x.got);
 }
 
+/* The fault engine over io_uring, 4 reads in flight: a fault at an offset
+ * retried once and counted, the data whole; twice, the batch fails naming
+ * the offset; every read short: it fails, nothing counted as read. */
+static void test_reader_uring(void)
+{
+    if (!ioengine_find("fault_io_uring")) {
+        printf("test_io_fault: fault_io_uring not built (no liburing): its checks skipped\n");
+        return;
+    }
+    engine_name = "fault_io_uring";
+    engine_depth = 4;
+    struct fixture x;
+    fixture_make(&x);
+    struct flash_reader_stats st;
+    struct io_fault_counts c;
+    char err[512];
+    for (int k = 0; k < 2; k++) {
+        CHECK(read_with(&x, k ? "short@12288" : "eio@8192", &st, &c, err, sizeof err) == 0);
+        CHECK_U64(st.retries, 1);
+        CHECK_U64(c.injected[k ? IO_FAULT_SHORT : IO_FAULT_EIO], 1);
+        CHECK_U64(c.attempts, N_READS + 1);
+        CHECK(st.reads == N_READS && st.bytes == FILE_BYTES && memcmp(x.got, x.want, FILE_BYTES) == 0);
+    }
+    CHECK(read_with(&x, "eio@8192/2", &st, &c, err, sizeof err) == -1);
+    CHECK(strstr(err, "fault_io_uring read") && strstr(err, "offset 8192 of") && strstr(err, "tried 2 times"));
+    CHECK(st.failed && st.failed_offset == 8192);
+    CHECK(read_with(&x, "short:1", &st, &c, err, sizeof err) == -1);
+    CHECK(strstr(err, "short read (2048 bytes)") != NULL);
+    CHECK(st.failed && st.bytes == 0 && st.reads == 0);
+    CHECK(read_with(&x, "", &st, &c, err, sizeof err) == 0);
+    CHECK(st.retries == 0 && c.attempts == N_READS && memcmp(x.got, x.want, FILE_BYTES) == 0);
+    unlink(x.path);
+    free(x.want);
+    free(x.got);
+}
+
 int main(void)
 {
     test_parse();
     test_rates();
     test_reader();
+    test_reader_uring();
     return check_report("test_io_fault");
 }
