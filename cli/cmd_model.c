@@ -154,8 +154,7 @@ int cmd_model(int argc, char **argv, const struct fb_settings *set)
             opts_print_help(&model_make_command, stdout);
             return 0;
         }
-        fb_error("model: expected a subcommand: make, verify or transpose (see flashbed model make --help, model "
-                 "verify --help, model transpose --help)");
+        cli_subcommand_error("model", (const char *const[]){"make", "verify", "transpose"}, 3, argc, argv);
         return 2;
     }
     struct model_make_opts o;

@@ -313,7 +313,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     st->budgets = calloc(j->n_budgets, sizeof *st->budgets);
     if (!st->budgets) {
         fb_error("replay: out of memory");
-        return 2;
+        return FB_EXIT_FAILURE;
     }
     if (replay_row_stride(&st->tr.meta, o->row_stride, &j->row_stride, err, sizeof err) != 0) {
         fb_error("replay --row-stride '%s': %s", o->row_stride, err);
@@ -353,7 +353,7 @@ static int split_options(struct replay_opts *o, struct replay_state *st, struct 
     st->pols = st->policies ? calloc(j->n_policies, sizeof *st->pols) : NULL;
     if (!st->policies || !st->pols || !st->budget_items) {
         fb_error("replay: out of memory");
-        return 2;
+        return FB_EXIT_FAILURE;
     }
     j->policies = st->pols;
     int rc = parse_lists(st->policies, j->n_policies, st->pols, o->layout, &st->lays, &j->n_layouts) != 0 ? 2 : 0;

@@ -410,8 +410,7 @@ int cmd_trace(int argc, char **argv, const struct fb_settings *set)
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("trace: needs a subcommand, info, synth or export%s%s", argc >= 2 ? ", not " : "",
-                 argc >= 2 ? argv[1] : "");
+        cli_subcommand_error("trace", (const char *const[]){"info", "synth", "export"}, 3, argc, argv);
     fprintf(f, "usage: flashbed trace info FILE [--out DIR [--plot]]\n"
                "       flashbed trace synth --out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]\n"
                "       flashbed trace export FILE --out DIR [--format csv|npz-friendly]\n");
