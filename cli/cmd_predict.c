@@ -55,7 +55,7 @@ static const struct opt_def predict_options[] = {
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
      .max = 1u << 30},
-    {"verify", OPT_STRING, O(verify), "on", "on|off", "price checking every bundle read whole against its CRC-32C (run --verify, on by default as there): its bytes at the profile's CRC rate, inside mem ms; with --compare, the run's own choice (summary.verify.requested) unless given", .allowed = "on|off"},
+    {"verify", OPT_STRING, O(verify), "on", "on|off", "price checking every bundle read whole against its CRC-32C (as run --verify checks them): its bytes at the profile's CRC rate, inside mem ms; with --compare, the run's own choice (summary.verify.requested) unless given", .allowed = "on|off"},
     {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL, "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the pipeline and are no GPU's, so such a profile is refused without this"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
@@ -397,17 +397,22 @@ static int verify_choice(const struct predict_opts *o, bool *verify)
     return 0;
 }
 
-/* Loads the shape, the profile and the trace, prices the list, writes it. */
+/* Loads the shape, the profile and the trace, prices the list, writes it.
+ * The exit status: FB_EXIT_USAGE for names or a budget that do not parse. */
 static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
 {
     size_t n;
     struct policy_spec *policies = NULL;
     struct layout_spec layout;
     struct hw_profile *hw = NULL;
-    int rc = -1;
-    if (check_names(o, &policies, &n, &layout) != 0 || !(hw = calloc(1, sizeof *hw))) {
+    int rc = FB_EXIT_FAILURE;
+    if (check_names(o, &policies, &n, &layout) != 0) {
         free(policies);
-        return -1;
+        return FB_EXIT_USAGE;
+    }
+    if (!(hw = calloc(1, sizeof *hw))) {
+        free(policies);
+        return FB_EXIT_FAILURE;
     }
     char err[1024];
     struct model_shape shape;
@@ -430,6 +435,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     model_shape_params(&shape, &pc);
     if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {
         fb_error("predict --dram-budget: %s", err);
+        rc = FB_EXIT_USAGE;
         goto out;
     }
     if (o->trace) {
@@ -440,7 +446,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
-        rc = write_predictions(o, dir, prov, &s, items, n);
+        rc = write_predictions(o, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
     free(items);
     if (s.trace)
         trace_free(&tr);
@@ -472,7 +478,7 @@ int cmd_predict(int argc, char **argv, const struct fb_settings *set)
     if (o.paper)
         rc = run_paper(set, o.paper, &given, dir, prov) == 0 ? 0 : 1;
     else
-        rc = predict(&o, set, dir, prov) == 0 ? 0 : 1;
+        rc = predict(&o, set, dir, prov);
     cJSON_Delete(prov);
     opts_free(&predict_command, &o);
     return rc;

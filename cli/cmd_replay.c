@@ -338,7 +338,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, o->hw,
                             o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, err, sizeof err) != 0) {
         fb_error("replay --hw '%s': %s", o->hw, err);
-        return 2;
+        return FB_EXIT_FAILURE; /* a profile missing or malformed: an input */
     }
     st->priced = true;
     j->pricing = &st->pricing;

@@ -90,6 +90,7 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else if (model_shape_load(set, o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
+        rc = FB_EXIT_FAILURE;
     } else if (o.prompts > o.tokens) {
         /* each sequence needs a token: a relation the table cannot declare */
         fb_error("trace synth: --tokens %llu is not at least --prompts %llu", (unsigned long long)o.tokens,
