@@ -395,8 +395,10 @@ static int unknown_option(struct parse *p, const char *name, size_t len, bool pr
 {
     char word[SUGGEST_MAX_LEN + 1], hint[160] = "";
     snprintf(word, sizeof word, "%.*s", (int)len, name);
-    const char *names[OPT_MAX_OPTS];
-    const char *near = suggest_nearest(word, names, option_names(p->cmd, names, OPT_MAX_OPTS));
+    const char *names[OPT_MAX_OPTS + 1];
+    size_t n = option_names(p->cmd, names, OPT_MAX_OPTS);
+    names[n++] = "help"; /* every command's, outside its table */
+    const char *near = suggest_nearest(word, names, n);
     bool exact = false;
     const char *global = near ? NULL : global_named(p->cmd, word, &exact);
     if (exact)

@@ -51,6 +51,8 @@ said 2 "an option's typo with =" "$E sweep: unknown option '--chunk'; did you me
     "$FLASHBED" sweep --chunk=4k
 said 2 "an option's transposed letters" "$E generate: unknown option '--promtp'; did you mean --prompt? (see flashbed generate --help)" \
     "$FLASHBED" generate --model "$M" --promtp x
+said 2 "--help's typo" "$E replay: unknown option '--hlep'; did you mean --help? (see flashbed replay --help)" \
+    "$FLASHBED" replay --hlep
 said 2 "a subcommand's option" "$E trace synth: unknown option '--token'; did you mean --tokens? (see flashbed trace synth --help)" \
     "$FLASHBED" trace synth --token 5 --out "$WORK/t.trace"
 said 2 "a global option after the command" "$E run: --configs is a global option: it goes before the command (flashbed --configs ... run ...)" \

@@ -41,8 +41,9 @@ T="$WORK/tiny.trace"
 check "synth trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --seed 9 --out "$T"
 check "trace-driven all" "$FLASHBED" run --model "$M" --mode all --window 3 --active "trace:$T" --prompt "$P" -n 20 --ignore-eos --threads 1 --out "$WORK/traced"
 C=$(json_get "$WORK/traced/run.json" "int(d['summary']['ffn_cache_bytes'])")
-[ "$C" = 0 ] && C=none # the run had no budget: replay's none, not a budget of 0 bytes
-check "replay the same" "$FLASHBED" replay --trace "$T" --policy window:3 --layout coalesce:0 --dram-budget "${C}B" --out "$WORK/replay" --quiet
+C="${C}B" # bytes, said so
+[ "$C" = 0B ] && C=none # the run had no budget: replay's none, not a budget of 0 bytes
+check "replay the same" "$FLASHBED" replay --trace "$T" --policy window:3 --layout coalesce:0 --dram-budget "$C" --out "$WORK/replay" --quiet
 n_tok=$(json_get "$WORK/traced/run.json" "len(d['tokens'])")
 check "reads per token equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['reads']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$n_tok]]")"
 check "rows inserted equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['rows_inserted']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['rows_inserted'][:$n_tok]]")"
@@ -84,8 +85,9 @@ for policy in naive hybrid predictor window:4 lru lfu hot belady; do
         check "$policy $layout runs" "$FLASHBED" run --model "$WORK/al" --policy $policy --layout $layout --active "trace:$TA" --use actual \
             "${budget[@]}" --prompt "$P" -n 12 --ignore-eos --threads 1 --io-threads 2 --quiet --out "$out"
         C=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_bytes'])")
-        [ "$C" = 0 ] && C=none # no cache the budget sized (naive, hybrid's half): none, not 0 bytes
-        check "$policy $layout: replay" "$FLASHBED" replay --trace "$TA" --policy $policy --layout $layout --dram-budget "${C}B" --use actual --out "$out/replay" --quiet
+        C="${C}B" # bytes, said so
+        [ "$C" = 0B ] && C=none # no cache the budget sized (naive, hybrid's half): none, not 0 bytes
+        check "$policy $layout: replay" "$FLASHBED" replay --trace "$TA" --policy $policy --layout $layout --dram-budget "$C" --use actual --out "$out/replay" --quiet
         for key in reads:reads bytes_read:bytes rows_inserted:rows_inserted; do
             check "$policy $layout: per-token ${key%%:*} equal the replay's" test \
                 "$(json_get "$out/run.json" "[int(t['${key%%:*}']) for t in d['tokens']]")" = \

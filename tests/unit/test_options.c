@@ -500,6 +500,10 @@ static void test_suggestions(void)
     CHECK_STR(msg, "ranged: unknown option '--config'; did you mean the global option --configs? (it goes before "
                    "the command) (see flashbed ranged --help)");
     opts_free(&cmd, &r);
+    char *help[] = {"ranged", "--hlep", NULL};
+    CHECK(opts_parse(&cmd, &r, 2, help, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: unknown option '--hlep'; did you mean --help? (see flashbed ranged --help)");
+    opts_free(&cmd, &r);
     char *far[] = {"ranged", "--zzzzzz", NULL};
     CHECK(opts_parse(&cmd, &r, 2, far, NULL, NULL, msg, sizeof msg) == -1);
     CHECK_STR(msg, "ranged: unknown option '--zzzzzz' (see flashbed ranged --help)");
@@ -522,14 +526,12 @@ static void test_size_units_and_defaults(void)
     char msg[512];
     REFUSES("ranged --size: '5000' has no unit: did you mean 5000G?", "--size", "5000");
     ACCEPTS("--size", "5000B");
-    struct demo { uint64_t n; } d;
     struct opt_def stated[] = {
         {"n", OPT_UINT, 0, "0", "N", "threads [default: all cores]"},
         {"m", OPT_UINT, 0, "3", "N", "tries"},
         OPT_END,
     };
     struct opt_command cmd = {"stated", "", "", stated, 0};
-    (void)d;
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
