@@ -66,13 +66,13 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert: needs --out DIR");
     else if (o.dtype && dtype_parse(o.dtype, &dt) != 0)
         fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
-    else if (stat(pos[0], &st) != 0)
+    else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
     /* The importers refuse these too; checked here to name the option. */
     else if (!S_ISDIR(st.st_mode) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
     else if (out_new_dir_ok("convert --out", o.out) != 0)
-        ;
+        rc = FB_EXIT_FAILURE;
     else if (out_parents_ok("convert --out", o.out, &made) != 0)
         rc = 1;
     else {

@@ -103,8 +103,10 @@ static int check_make(const struct model_make_opts *o, const struct fb_settings 
      * could not say its spectrum was shaped */
     else if (llama2c && up->kind != SPECTRUM_FLAT)
         fb_error("model make --up-spectrum: needs --format hf (a llama2.c checkpoint cannot record it)");
-    else if (model_shape_load(set, o->shape, s, err, sizeof err) != 0)
+    else if (model_shape_load(set, o->shape, s, err, sizeof err) != 0) {
         fb_error("%s", err);
+        return FB_EXIT_FAILURE;
+    }
     else if (strcmp(s->arch, o->arch) != 0)
         fb_error("model make: shape %s is a %s model, not %s", s->name, s->arch, o->arch);
     /* The writers refuse these too; checked here to name the option. */
@@ -113,10 +115,10 @@ static int check_make(const struct model_make_opts *o, const struct fb_settings 
     else if (spectrum_check_shape(up, s->d_ff, s->d_model, err, sizeof err) != 0)
         fb_error("model make --up-spectrum: shape %s: %s", s->name, err);
     else if (out_new_dir_ok("model make --out", o->out) != 0)
-        ;
+        return FB_EXIT_FAILURE;
     else
         return 0;
-    return 2;
+    return FB_EXIT_USAGE;
 }
 
 /* The model written (the folders made above --out kept, or removed again
@@ -154,8 +156,7 @@ int cmd_model(int argc, char **argv, const struct fb_settings *set)
             opts_print_help(&model_make_command, stdout);
             return 0;
         }
-        fb_error("model: expected a subcommand: make, verify or transpose (see flashbed model make --help, model "
-                 "verify --help, model transpose --help)");
+        cli_subcommand_error("model", (const char *const[]){"make", "verify", "transpose"}, 3, argc, argv);
         return 2;
     }
     struct model_make_opts o;

@@ -219,8 +219,10 @@ static int score_text(const struct perplexity_opts *o, const struct fb_settings 
                                 &have_sel) == 0) {
         interrupt_install();
         struct score sc;
-        if (score(&e, toks, n, &sc) == 0)
+        if (score(&e, toks, n, &sc) == 0) /* the windows scored so far reported, also when stopped */
             rc = report(o, m, &e, &sc, have_sel ? &sel : NULL, &be);
+        if (rc == 0 && interrupted())
+            rc = FB_EXIT_INTERRUPTED;
         engine_free(&e);
     }
     if (have_sel)

@@ -38,7 +38,7 @@ struct predict_opts {
 static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights; with --paper fig7 or all, Fig. 7's [default there: bf16, the paper's]", .allowed = "f32|f16|bf16"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights [default: f32; with --paper fig7 or all, Fig. 7's: bf16, the paper's]", .allowed = "f32|f16|bf16"},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G; transposed: input sparsity (the neuron source teal), its channel bundles and rows of down, from a trace with channel sets or --channel-density and --down-density, no predictor"},
     {"channel-density", OPT_DOUBLE, O(channel_density), "0", "D", "--layout transposed without --trace: the input channels kept per token and layer, over d_model", .max = 1},
@@ -55,7 +55,7 @@ static const struct opt_def predict_options[] = {
     {"context", OPT_UINT, O(context), "256", "TOKENS", "mean KV-cache length over the decode"},
     {"tokens", OPT_UINT, O(tokens), "0", "N", "window:auto: the run's tokens (prompt + generated - 1, as run counts them), over which K is chosen as run --window auto chooses it [default: the trace's length; without --trace, any K up to 4096]",
      .max = 1u << 30},
-    {"verify", OPT_STRING, O(verify), "on", "on|off", "price checking every bundle read whole against its CRC-32C (run --verify, on by default as there): its bytes at the profile's CRC rate, inside mem ms; with --compare, the run's own choice (summary.verify.requested) unless given", .allowed = "on|off"},
+    {"verify", OPT_STRING, O(verify), "on", "on|off", "price checking every bundle read whole against its CRC-32C (as run --verify checks them): its bytes at the profile's CRC rate, inside mem ms; with --compare, the run's own choice (summary.verify.requested) unless given", .allowed = "on|off"},
     {"allow-emulated", OPT_FLAG, O(allow_emulated), NULL, NULL, "price with a profile calibrate measured on an emulated device (sim, OpenCL on a CPU): its rates check the pipeline and are no GPU's, so such a profile is refused without this"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/predict-<timestamp>]"},
     {"paper", OPT_STRING, O(paper), NULL, "WHAT", "regenerate the paper's tables and figure",
@@ -413,17 +413,22 @@ static int run_choices(const struct predict_opts *o, const struct model_shape *s
     return 0;
 }
 
-/* Loads the shape, the profile and the trace, prices the list, writes it. */
+/* Loads the shape, the profile and the trace, prices the list, writes it.
+ * The exit status: FB_EXIT_USAGE for names or a budget that do not parse. */
 static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
 {
     size_t n;
     struct policy_spec *policies = NULL;
     struct layout_spec layout;
     struct hw_profile *hw = NULL;
-    int rc = -1;
-    if (check_names(o, &policies, &n, &layout) != 0 || !(hw = calloc(1, sizeof *hw))) {
+    int rc = FB_EXIT_FAILURE;
+    if (check_names(o, &policies, &n, &layout) != 0) {
         free(policies);
-        return -1;
+        return FB_EXIT_USAGE;
+    }
+    if (!(hw = calloc(1, sizeof *hw))) {
+        free(policies);
+        return FB_EXIT_FAILURE;
     }
     char err[1024];
     struct model_shape shape;
@@ -448,6 +453,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     model_shape_params(&shape, &pc);
     if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {
         fb_error("predict --dram-budget: %s", err);
+        rc = FB_EXIT_USAGE;
         goto out;
     }
     if (o->trace) {
@@ -458,7 +464,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
-        rc = write_predictions(o, dir, prov, &s, items, n);
+        rc = write_predictions(o, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
     free(items);
     if (s.trace)
         trace_free(&tr);
@@ -492,7 +498,7 @@ int cmd_predict(int argc, char **argv, const struct fb_settings *set)
     if (o.paper)
         rc = run_paper(set, o.paper, &given, dir, prov) == 0 ? 0 : 1;
     else
-        rc = predict(&o, set, dir, prov) == 0 ? 0 : 1;
+        rc = predict(&o, set, dir, prov);
     cJSON_Delete(prov);
     opts_free(&predict_command, &o);
     return rc;

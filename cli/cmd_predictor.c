@@ -583,8 +583,7 @@ int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("predictor: needs a subcommand, train or eval%s%s", argc >= 2 ? ", not " : "",
-                 argc >= 2 ? argv[1] : "");
+        cli_subcommand_error("predictor", (const char *const[]){"train", "eval"}, 2, argc, argv);
     fprintf(f, "usage: flashbed predictor train %s\n       flashbed predictor eval %s\n", train_command.usage,
             eval_command.usage);
     return help ? 0 : 2;

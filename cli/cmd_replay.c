@@ -365,7 +365,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     st->budgets = calloc(j->n_budgets, sizeof *st->budgets);
     if (!st->budgets) {
         fb_error("replay: out of memory");
-        return 2;
+        return FB_EXIT_FAILURE;
     }
     if (replay_row_stride(&st->tr.meta, o->row_stride, &j->row_stride, err, sizeof err) != 0) {
         fb_error("replay --row-stride '%s': %s", o->row_stride, err);
@@ -393,7 +393,7 @@ static int prepare(struct replay_opts *o, struct replay_state *st, struct replay
     if (replay_pricing_open(&st->pricing, st->set, &st->tr, o->trace, st->hw.profile,
                             o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, err, sizeof err) != 0) {
         fb_error("replay --hw '%s'%s: %s", st->hw.profile, st->hw.given ? "" : " (this machine's own profile)", err);
-        return 2;
+        return FB_EXIT_FAILURE; /* a profile missing or malformed: an input */
     }
     st->priced = true;
     hw_choice_note(&st->hw, st->pricing.hw->name, st->pricing.hw->path, st->profile_note, sizeof st->profile_note);
@@ -409,7 +409,7 @@ static int split_options(struct replay_opts *o, struct replay_state *st, struct 
     st->pols = st->policies ? calloc(j->n_policies, sizeof *st->pols) : NULL;
     if (!st->policies || !st->pols || !st->budget_items) {
         fb_error("replay: out of memory");
-        return 2;
+        return FB_EXIT_FAILURE;
     }
     j->policies = st->pols;
     int rc = parse_lists(st->policies, j->n_policies, st->pols, o->layout, &st->lays, &j->n_layouts) != 0 ? 2 : 0;

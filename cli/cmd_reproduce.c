@@ -38,7 +38,7 @@ static const struct opt_def reproduce_options[] = {
     {"disk", OPT_STRING, O(disk), NULL, "DIR", "a folder on the disk to measure (Fig. 2b's scratch file goes there) [default: --out]"},
     {"data", OPT_STRING, O(data), "../shared/data", "DIR", "the shared data: stories260K and its text, for the recorded trace"},
     {"memory", OPT_SIZE, O(memory), "0", "SIZE",
-     "--quick measures Table 3 at a real shape whose f16 weights fit half of this [default 0: this machine's memory]"},
+     "--quick measures Table 3 at a real shape whose f16 weights fit half of this [default: 0, this machine's memory]"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "the study's folder; run again with the same --out to resume [default: results/reproduce-TIER]"},
     {"plan", OPT_STRING, O(plan), NULL, "FILE", "write one command per model (each a study of its own folder, for GNU parallel or a Slurm array) instead of running"},
     {"merge", OPT_FLAG, O(merge), NULL, NULL, "collect the studies in --out's subfolders into one REPORT.md"},

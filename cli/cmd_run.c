@@ -57,7 +57,7 @@ static const struct opt_def run_options[] = {
     {"mode", OPT_STRING, O(mode), "all", "MODE", "dense, naive, hybrid, predictor, window, all: shorthand for a policy and a layout (see --help text)",
      .allowed = "dense|naive|hybrid|predictor|window|all"},
     {"policy", OPT_STRING, O(policy), NULL, "P", "which rows stay in DRAM, as replay names it: naive, hybrid, predictor, window:K, lru, lfu, hot, belady; also window:auto"},
-    {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G, or transposed (--active teal's, and its default: channel bundles and rows of down from ffn_t.bin) [default: bundled]"},
+    {"layout", OPT_STRING, O(layout), NULL, "L", "how rows become reads, as replay names it: split, bundled, coalesce:G, or transposed (--active teal's: channel bundles and rows of down from ffn_t.bin) [default: bundled; with --active teal, transposed]"},
     {"window", OPT_UINT, O(window), "5", "K|auto", "window and all: keep the neurons of the last K tokens, this one included (the paper's k = 4 is 5); auto: the largest K the budget holds",
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
@@ -66,7 +66,7 @@ static const struct opt_def run_options[] = {
     {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},
-    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density, and suggests a threshold from the run's own values when every neuron is); predictor, the probability above which a neuron is predicted active [default: the predictor's own]; gate, |act(gate.x)| > T",
+    {"threshold", OPT_DOUBLE, O(threshold), "0", "T", "the chooser's threshold: oracle on a SiLU or GELU FFN, active when |act(gate).up| (|act(up)| without a gate) > T, on the scale of that value (the ReLU family: active when not zero, T unused) (0: every neuron is active; run.md reports the density, and suggests a threshold from the run's own values when every neuron is); predictor, the probability above which a neuron is predicted active; gate, |act(gate.x)| > T [default: 0; with --active predictor, the predictor's own]",
      .min = 0, .max = OPT_NO_MAX},
     {"act-threshold", OPT_DOUBLE, O(act_threshold), "0", "T", "--check and --record beside a predictor or the gate on a SiLU or GELU FFN: truly active when |act(gate).up| (|act(up)|) > T [default: the predictor's own act_threshold, else 0]",
      .min = 0, .max = OPT_NO_MAX},
@@ -432,8 +432,9 @@ static int prepare(struct run *r)
     p->backend = r->be->name;
     if ((o->dram_budget && parse_budget("dram-budget", "DRAM", o->dram_budget, p->model_bytes, &p->budget) != 0) ||
         (o->device_budget &&
-         parse_budget("device-budget", "the device", o->device_budget, p->model_bytes, &p->device_budget) != 0) ||
-        setup_options(o, r->set, p->dense, &r->fault, &r->ro) != 0)
+         parse_budget("device-budget", "the device", o->device_budget, p->model_bytes, &p->device_budget) != 0))
+        return FB_EXIT_USAGE; /* a budget that does not parse: the command line's, whatever the model */
+    if (setup_options(o, r->set, p->dense, &r->fault, &r->ro) != 0)
         return 1;
     if (!p->dense && run_setup_plan(&r->ro, &r->m, p, err, sizeof err) != 0) {
         fb_error("%s", err);

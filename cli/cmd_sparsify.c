@@ -214,8 +214,7 @@ int cmd_sparsify(int argc, char **argv, const struct fb_settings *set)
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("sparsify: needs a subcommand, calibrate or study%s%s", argc >= 2 ? ", not " : "",
-                 argc >= 2 ? argv[1] : "");
+        cli_subcommand_error("sparsify", (const char *const[]){"calibrate", "study"}, 2, argc, argv);
     fprintf(f, "usage: flashbed sparsify calibrate %s\n       flashbed sparsify study --model DIR --text FILE[,FILE] "
             "--calibration-text FILE --out DIR [...]\n", calibrate_command.usage);
     return help ? 0 : 2;

@@ -107,6 +107,8 @@ static void text_name(const char *path, char *name, size_t len)
         snprintf(name, len, "text");
 }
 
+/* --text's files into z: 0, or the exit status after saying why (a file
+ * missing: FB_EXIT_FAILURE; a list it cannot take: FB_EXIT_USAGE). */
 static int parse_texts(const struct study_opts *o, struct repro_sparsity *z)
 {
     char buf[8800];
@@ -114,11 +116,11 @@ static int parse_texts(const struct study_opts *o, struct repro_sparsity *z)
     for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
         if (z->n_texts == REPRO_SPARSITY_TEXTS) {
             fb_error("sparsify study --text: at most %d texts", REPRO_SPARSITY_TEXTS);
-            return -1;
+            return FB_EXIT_USAGE;
         }
         if (!path_exists(c)) {
             fb_error("sparsify study --text: %s: no such file", c);
-            return -1;
+            return FB_EXIT_FAILURE;
         }
         snprintf(z->texts[z->n_texts], sizeof z->texts[0], "%s", c);
         text_name(c, z->text_names[z->n_texts], sizeof z->text_names[0]);
@@ -126,13 +128,13 @@ static int parse_texts(const struct study_opts *o, struct repro_sparsity *z)
             if (!strcmp(z->text_names[i], z->text_names[z->n_texts])) {
                 fb_error("sparsify study --text: %s and %s would have one name (%s)", z->texts[i], c,
                          z->text_names[i]);
-                return -1;
+                return FB_EXIT_USAGE;
             }
         z->n_texts++;
     }
     if (!z->n_texts)
         fb_error("sparsify study --text: empty list");
-    return z->n_texts ? 0 : -1;
+    return z->n_texts ? 0 : FB_EXIT_USAGE;
 }
 
 /* The calibration text has the calibration tokens, and tokens left to
@@ -200,12 +202,13 @@ static int check_model(const struct study_opts *o, const struct model *m, struct
     return 0;
 }
 
-/* Everything checked before anything runs; z filled. 0, or -1 (printed). */
+/* Everything checked before anything runs; z filled. 0, or the exit status
+ * (printed): FB_EXIT_USAGE for the command line, FB_EXIT_FAILURE for a file. */
 static int study_config(const struct study_opts *o, struct repro_sparsity *z)
 {
     if (!o->model || !o->text || !o->calib_text || !o->out) {
         fb_error("sparsify study: needs --model DIR, --text FILE[,FILE], --calibration-text FILE and --out DIR");
-        return -1;
+        return FB_EXIT_USAGE;
     }
     memset(z, 0, sizeof *z);
     snprintf(z->model, sizeof z->model, "%s", o->model);
@@ -213,23 +216,25 @@ static int study_config(const struct study_opts *o, struct repro_sparsity *z)
     z->calib_tokens = o->calib_tokens;
     z->tokens = o->tokens;
     z->trained = true;
-    if (parse_texts(o, z) != 0 ||
-        parse_list("sparsities", o->sparsities, 0, 1, false, z->sparsities, &z->n_sparsities) != 0 ||
+    int rc = parse_texts(o, z);
+    if (rc != 0)
+        return rc;
+    if (parse_list("sparsities", o->sparsities, 0, 1, false, z->sparsities, &z->n_sparsities) != 0 ||
         parse_list("predictor-thresholds", o->predictor, 0, 1, true, z->predictor_p, &z->n_predictor) != 0)
-        return -1;
+        return FB_EXIT_USAGE;
     if (!path_exists(o->calib_text)) {
         fb_error("sparsify study --calibration-text: %s: no such file", o->calib_text);
-        return -1;
+        return FB_EXIT_FAILURE;
     }
     struct model m;
     char err[4400];
     if (model_open(&m, o->model, err, sizeof err) != 0) {
         fb_error("sparsify study --model: %s", err);
-        return -1;
+        return FB_EXIT_FAILURE;
     }
-    int rc = check_model(o, &m, z) == 0 && check_calibration_text(o, &m, z) == 0 ? 0 : -1;
+    rc = check_model(o, &m, z) == 0 && check_calibration_text(o, &m, z) == 0 ? 0 : FB_EXIT_FAILURE;
     model_close(&m);
-    return rc == 0 ? check_out(o->out) : -1;
+    return rc == 0 && check_out(o->out) != 0 ? FB_EXIT_FAILURE : rc;
 }
 
 /* The plan run, then REPORT.md (also after an interruption: what finished). */
@@ -251,8 +256,11 @@ int cmd_sparsify_study(int argc, char **argv, const struct fb_settings *set)
     struct repro_sparsity *z = malloc(sizeof *z);
     struct repro_plan plan;
     char err[4400];
-    if (!z || study_config(&o, z) != 0)
-        rc = 2;
+    if (!z) {
+        fb_error("sparsify study: out of memory");
+        rc = FB_EXIT_FAILURE;
+    } else if ((rc = study_config(&o, z)) != 0)
+        ;
     else if (repro_sparsity_plan_build(z, o.out, set, &plan, err, sizeof err) != 0) {
         fb_error("sparsify study: %s", err);
         rc = 1;

@@ -90,6 +90,7 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else if (model_shape_load(set, o.shape, &shape, err, sizeof err) != 0) {
         fb_error("trace synth --shape: %s", err);
+        rc = FB_EXIT_FAILURE;
     } else if (o.prompts > o.tokens) {
         /* each sequence needs a token: a relation the table cannot declare */
         fb_error("trace synth: --tokens %llu is not at least --prompts %llu", (unsigned long long)o.tokens,
@@ -413,8 +414,7 @@ int cmd_trace(int argc, char **argv, const struct fb_settings *set)
     bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
     FILE *f = help ? stdout : stderr;
     if (!help)
-        fb_error("trace: needs a subcommand, info, synth or export%s%s", argc >= 2 ? ", not " : "",
-                 argc >= 2 ? argv[1] : "");
+        cli_subcommand_error("trace", (const char *const[]){"info", "synth", "export"}, 3, argc, argv);
     fprintf(f, "usage: flashbed trace info FILE [--out DIR [--plot]]\n"
                "       flashbed trace synth --out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]\n"
                "       flashbed trace export FILE --out DIR [--format csv|npz-friendly]\n");

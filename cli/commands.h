@@ -4,6 +4,7 @@
 #ifndef FLASHBED_CLI_COMMANDS_H
 #define FLASHBED_CLI_COMMANDS_H
 
+#include "cli/exit_codes.h"
 #include "cli/shared.h"
 #include "common/settings.h"
 

@@ -197,28 +197,35 @@ static int parse_globals(struct global_opts *g, int argc, char **argv, int *next
     return rc;
 }
 
+/* The error of a command name that is none, with the one it likely meant. */
+static void unknown_command(const char *name)
+{
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    cli_unknown_word("", "command", name, names, sizeof names / sizeof names[0]);
+    fprintf(stderr, "\n");
+    usage(stderr);
+}
+
 int cli_run_command(int argc, char **argv, const struct fb_settings *set)
 {
     if (argc < 1) {
         usage(stderr);
-        return 2;
+        return FB_EXIT_USAGE;
     }
-    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "help") == 0) {
-        if (argc > 1 && strcmp(argv[0], "help") == 0) {
-            char *help_argv[] = {argv[1], "--help", NULL};
-            for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-                if (strcmp(commands[i].name, argv[1]) == 0)
-                    return commands[i].run(2, help_argv, set);
-        }
+    bool help_of = argc > 1 && strcmp(argv[0], "help") == 0; /* flashbed help COMMAND */
+    if (!help_of && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "help") == 0)) {
         usage(stdout);
-        return 0;
+        return FB_EXIT_OK;
     }
+    const char *name = help_of ? argv[1] : argv[0];
+    char *help_argv[] = {argv[help_of], "--help", NULL};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(commands[i].name, argv[0]) == 0)
-            return commands[i].run(argc, argv, set);
-    fprintf(stderr, "flashbed: error: unknown command '%s'\n\n", argv[0]);
-    usage(stderr);
-    return 2;
+        if (strcmp(commands[i].name, name) == 0)
+            return help_of ? commands[i].run(2, help_argv, set) : commands[i].run(argc, argv, set);
+    unknown_command(name);
+    return FB_EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
@@ -229,6 +236,7 @@ int main(int argc, char **argv)
     struct global_opts g = {.min_parallel_work = FB_MIN_PARALLEL_WORK_DEFAULT};
     struct fb_settings set;
     int next = argc;
+    cli_set_global_options(global_options);
     int rc = parse_globals(&g, argc, argv, &next, &set) != 0 ? 2 : cli_run_command(argc - next, argv + next, &set);
     if (out_result_dir_close() != 0 && rc == 0) /* the --out folder's older files, its list of flashbed's */
         rc = 1;

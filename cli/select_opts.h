@@ -21,9 +21,9 @@ int select_engine_init(const char *cmd, const char *active, bool threshold_given
 
 /* The help text of --threshold for the commands that take --active. */
 #define SELECT_THRESHOLD_HELP                                                                                     \
-    "the chooser's threshold: predictor, the probability above which a neuron is predicted active "              \
-    "[default: the predictor's own]; gate, |act(gate.x)| above T; oracle on a SiLU or GELU FFN, |act(gate).up| " \
-    "(|act(up)| without a gate) above T; gate-cal and teal take none (their thresholds are in sparsify.json or --sparsify FILE); gate without it " \
-    "and with --sparsify FILE: the file's global threshold"
+    "the chooser's threshold: predictor, the probability above which a neuron is predicted active; gate, "       \
+    "|act(gate.x)| above T; oracle on a SiLU or GELU FFN, |act(gate).up| (|act(up)| without a gate) above T; "   \
+    "gate-cal and teal take none (their thresholds are in sparsify.json or --sparsify FILE) "                      \
+    "[default: 0; with --active predictor, the predictor's own; gate with --sparsify FILE: the file's global threshold]"
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "common/errbuf.h"
 #include "common/parse.h"
+#include "common/suggest.h"
 
 /* Which options the user gave, kept beside the values so that commands can
  * tell "--size 4G" from the default; indexed by an option's place among all
@@ -261,8 +262,8 @@ static int parse_text(const struct opt_def *d, char *field, const char *text, ch
         return parse_uint(text, (uint64_t *)field, err, errlen);
     case OPT_DOUBLE:
         return parse_double(text, (double *)field, err, errlen);
-    case OPT_SIZE:
-        return parse_size(text, (uint64_t *)field, err, errlen);
+    case OPT_SIZE: /* an amount of memory or disk: "25" needs its unit */
+        return parse_size_with_unit(text, "G", (uint64_t *)field, err, errlen);
     case OPT_SIZE_LIST:
     case OPT_UINT_LIST: {
         struct u64_list *l = (struct u64_list *)field;
@@ -362,6 +363,59 @@ static bool is_option(const char *arg, bool prefix)
     return !prefix && arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0';
 }
 
+/* The names of the command's options into names[] (at most max); how many. */
+static size_t option_names(const struct opt_command *cmd, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (struct opt_pos q = {0}; next_opt(cmd, &q) && n < max;)
+        names[n++] = q.d->name;
+    return n;
+}
+
+/* One of the global options (cmd->before_command) named word, or nearest it. */
+static const char *global_named(const struct opt_command *cmd, const char *word, bool *exact)
+{
+    const char *names[OPT_MAX_OPTS];
+    size_t n = 0;
+    for (const struct opt_def *d = cmd->before_command; d && d->name && n < OPT_MAX_OPTS; d++) {
+        if (strcmp(d->name, word) == 0) {
+            *exact = true;
+            return d->name;
+        }
+        names[n++] = d->name;
+    }
+    *exact = false;
+    return suggest_nearest(word, names, n);
+}
+
+/* The error for "--name" that the command does not declare: a global option
+ * given after the command says where it goes; a typo gets the option it
+ * most likely meant. */
+static int unknown_option(struct parse *p, const char *name, size_t len, bool prefix)
+{
+    char word[SUGGEST_MAX_LEN + 1], hint[160] = "";
+    snprintf(word, sizeof word, "%.*s", (int)len, name);
+    const char *names[OPT_MAX_OPTS + 1];
+    size_t n = option_names(p->cmd, names, OPT_MAX_OPTS);
+    names[n++] = "help"; /* every command's, outside its table */
+    const char *near = suggest_nearest(word, names, n);
+    bool exact = false;
+    const char *global = near ? NULL : global_named(p->cmd, word, &exact);
+    if (exact)
+        return fail(p, "%s: --%s is a global option: it goes before the command (flashbed --%s ... %s ...)",
+                    p->cmd->name, global, global, p->cmd->name);
+    if (near)
+        snprintf(hint, sizeof hint, "; did you mean --%s?", near);
+    else if (global)
+        snprintf(hint, sizeof hint, "; did you mean the global option --%s? (it goes before the command)", global);
+    else if (prefix)
+        snprintf(hint, sizeof hint, "; a command's own options go after the command (flashbed COMMAND --%s)", word);
+    if (prefix) /* flashbed's own options, before the subcommand */
+        return fail(p, "unknown option '--%.*s' before the command%s (see flashbed --help)", (int)len, name, hint);
+    return fail(p, "%s: unknown option '--%.*s'%s (see flashbed %s --help)", p->cmd->name, (int)len, name, hint,
+                p->cmd->name);
+}
+
 /* One option at argv[*a] (advancing *a past its value). 0, or -1 with the
  * error set; *bare when it turned out to be a bare argument ("-x" that no
  * option declares). */
@@ -383,12 +437,8 @@ static int parse_option(struct parse *p, int argc, char **argv, int *a, bool pre
     }
     const char *name = arg + 2, *eq = strchr(name, '=');
     size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    if (!find_opt(p->cmd, name, len, 0, &at)) {
-        if (prefix) /* flashbed's own options, before the subcommand */
-            return fail(p, "unknown option '%.*s' before the command (see flashbed --help)", (int)(len + 2), arg);
-        return fail(p, "%s: unknown option '%.*s' (see flashbed %s --help)", p->cmd->name, (int)(len + 2), arg,
-                    p->cmd->name);
-    }
+    if (!find_opt(p->cmd, name, len, 0, &at))
+        return unknown_option(p, name, len, prefix);
     const char *value = take_value(p, at.d, eq, argc, argv, a);
     if (!value || set_value(p, &at, value, "") != 0)
         return -1;
@@ -484,7 +534,9 @@ static void print_option(const struct opt_def *d, const char *def, FILE *f)
     fprintf(f, "  %-26s %s", left, d->help);
     if (d->short_name)
         fprintf(f, " (also -%c)", d->short_name);
-    if (def && d->type != OPT_FLAG)
+    /* a help that states its default itself ("[default: all cores]", for a
+     * table default that stands for it) says it once: the table's is not added */
+    if (def && d->type != OPT_FLAG && !strstr(d->help, "[default"))
         fprintf(f, " [default: %s]", def);
     fprintf(f, "%s\n", constraint);
 }

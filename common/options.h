@@ -45,7 +45,8 @@ struct opt_def {
     size_t offset;       /* offsetof(the command's struct, field) */
     const char *def;     /* default, as the user would type it; NULL: unset */
     const char *metavar; /* shown in --help, e.g. "PATH" */
-    const char *help;    /* one line */
+    const char *help;    /* one line; --help adds " [default: DEF]" unless it says
+                          * "[default" itself (once, for the whole default) */
     /* Constraints, as fio's minval/maxval/posval, checked on the defaults
      * and on what the user gives, and shown by --help. Rows that leave them
      * out (positional initializers of the six fields above) constrain
@@ -112,9 +113,16 @@ struct opt_command {
      * without keeps_given nothing is kept and opts_given answers false. */
     size_t given;
     bool keeps_given;
+    /* The program's options that go before the command (flashbed's global
+     * options): one of them given after the command is refused saying where
+     * it goes, and their names are among an unknown option's suggestions.
+     * NULL: none (cli_parse fills it in). */
+    const struct opt_def *before_command;
 };
 
 /* Fills `out` from defaults, then from argv (argv[0] is the subcommand).
+ * An unknown option's error ends with "did you mean --NAME?" when one of
+ * the command's options is near it (common/suggest.h).
  * Bare arguments go to positional[] (at most cmd->max_positional).
  * Returns 0 on success, 1 when --help or -h was asked for (the caller
  * prints opts_print_help and exits 0), -1 on a bad option or a table

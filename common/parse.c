@@ -1,6 +1,7 @@
 #include "common/parse.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -271,6 +272,33 @@ void u64_list_free(struct u64_list *l)
     l->n = 0;
 }
 
+/* Whether text is a number alone: digits, at most one '.', no unit. */
+static bool is_bare_number(const char *text)
+{
+    bool digit = false, dot = false;
+    for (const char *c = text; *c; c++) {
+        if (*c == '.' && !dot)
+            dot = true;
+        else if (isdigit((unsigned char)*c))
+            digit = true;
+        else
+            return false;
+    }
+    return digit;
+}
+
+int parse_size_with_unit(const char *text, const char *guess, uint64_t *out, char *err, size_t errlen)
+{
+    bool zero = text && strspn(text, "0.") == strlen(text);
+    if (!text || !is_bare_number(text) || zero)
+        return parse_size(text, out, err, errlen);
+    if (strcmp(guess, "%") == 0)
+        return err_set(err, errlen, "'%s' has no unit: did you mean %s%%? (a share is written %s%%, a size %sB "
+                       "for bytes, or %sK, %sM, %sG)", text, text, text, text, text, text, text);
+    return err_set(err, errlen, "'%s' has no unit: did you mean %s%s? (a size is written %sB for bytes, or %sK, "
+                   "%sM, %sG)", text, text, guess, text, text, text, text);
+}
+
 int parse_share_or_size(const char *text, double whole, double *bytes, char *err, size_t errlen)
 {
     size_t len = strlen(text);
@@ -292,7 +320,7 @@ int parse_share_or_size(const char *text, double whole, double *bytes, char *err
         return 0;
     }
     uint64_t v;
-    if (parse_size(text, &v, err, errlen) != 0)
+    if (parse_size_with_unit(text, "%", &v, err, errlen) != 0)
         return -1;
     *bytes = (double)v;
     return 0;

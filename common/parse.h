@@ -39,8 +39,15 @@ int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen);
 /* A finite real number. */
 int parse_double(const char *text, double *out, char *err, size_t errlen);
 
-/* A budget: "50%" of whole (0% to 100%), or a size as parse_size reads it.
- * *bytes gets the byte count (a percentage may give a fraction). */
+/* As parse_size, for an amount of memory or disk (a file's size, a budget):
+ * a number without a unit other than 0 is refused ("25" is rarely 25 bytes;
+ * "25B" is), err saying "did you mean <number><guess>?", guess being the
+ * caller's likeliest unit ("G", "%"). */
+int parse_size_with_unit(const char *text, const char *guess, uint64_t *out, char *err, size_t errlen);
+
+/* A budget: "50%" of whole (0% to 100%), or a size as parse_size_with_unit
+ * reads it ("25" refused: did you mean 25%?). *bytes gets the byte count
+ * (a percentage may give a fraction). */
 int parse_share_or_size(const char *text, double whole, double *bytes, char *err, size_t errlen);
 
 /* Seconds: "2", "0.5", "2s", "500ms", "250us". */

@@ -1,5 +1,6 @@
 #include "sim/hw_profile.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -11,6 +12,7 @@
 #include "common/json_file.h"
 #include "common/limits.h"
 #include "common/model_shape.h"
+#include "sim/hw_profile_names.h"
 
 /* The largest rate, size or time a profile may give: far above any real
  * machine's, low enough that products of them stay finite. */
@@ -413,8 +415,10 @@ int hw_profile_load_flags(const struct fb_settings *set, const char *name, unsig
     if (config_file_path(set, "hw", name, hw->path, sizeof hw->path) != 0)
         return err_set(err, errlen, "hardware profile %.200s...: the name is too long for a path", name);
     char *text = read_text_file(hw->path, NULL);
+    if (!text && errno == ENOENT)
+        return hw_profile_missing(set, name, hw->path, strerror(errno), err, errlen);
     if (!text)
-        return err_set(err, errlen, "hardware profile %s: cannot read %s", name, hw->path);
+        return err_set(err, errlen, "hardware profile %s: cannot read %s: %s", name, hw->path, strerror(errno));
     cJSON *o = cJSON_Parse(text);
     free(text);
     const char *path = hw->path;

@@ -73,7 +73,7 @@ for r in $(seq 1 "$ROUNDS"); do
     chunk=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["summary"]
 print(max(4096, round((s["bytes_read"] + s["dram_bytes_read"]) / max(s["io_requests"], 1) / 4096) * 4096))' \
         "$OUT/naive-$r/run.json")
-    "$FB" sweep --file "$OUT/scratch.bin" --size "$SCRATCH_BYTES" --chunks "$chunk" --threads "$IO_THREADS" \
+    "$FB" sweep --file "$OUT/scratch.bin" --size "${SCRATCH_BYTES}B" --chunks "$chunk" --threads "$IO_THREADS" \
         --runtime 2 --ramp 0.3 --seed 1 --out "$OUT/sweep-$r" >"$OUT/sweep-$r.log" 2>&1
     "$FB" replay --trace "$REPLAY_TRACE" --policy naive,predictor,window:5,lru,belady --layout split,bundled \
         --dram-budget 25% --quiet --out "$OUT/replay-$r" >"$OUT/replay-$r.log" 2>&1

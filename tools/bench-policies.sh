@@ -47,7 +47,7 @@ for policy in $POLICIES; do
     r1="$OUT/$(name "$policy")-r1/run.json"
     resolved=$(python3 -c "import json; print(json.load(open('$r1'))['summary']['policy'])")
     bytes=$(python3 -c "import json; print(int(json.load(open('$r1'))['summary']['ffn_cache_bytes']))")
-    "$FB" replay --trace "$TRACE" --policy "$resolved" --layout "$LAYOUT" --dram-budget "$bytes" \
+    "$FB" replay --trace "$TRACE" --policy "$resolved" --layout "$LAYOUT" --dram-budget "${bytes}B" \
         --out "$OUT/$(name "$policy")-replay" --quiet
 done
 

@@ -331,8 +331,12 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
     snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return err_set(err, errlen, "%s: not a model folder (convert a model with flashbed convert)", dir);
+        return err_set(err, errlen, "%s is not a flashbed model folder: %s; convert one with flashbed convert", dir,
+                       stat(dir, &st) != 0 ? strerror(errno) : "not a folder");
     char *text = read_text_file(path, NULL);
+    if (!text && errno == ENOENT)
+        return err_set(err, errlen, "%s is not a flashbed model folder: no %s; convert one with flashbed convert", dir,
+                       MODEL_JSON);
     if (!text)
         return err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     cJSON *o = cJSON_Parse(text);

@@ -33,7 +33,7 @@ bad() { rm -rf "$WORK/bad"; cp -r "$M" "$WORK/bad"; }
 bad; echo '{"format": "flashbed-model", "name": ' >"$WORK/bad/model.json"
 expect_error "malformed model.json" "bad/model.json" generate --model "$WORK/bad" --prompt x
 bad; rm "$WORK/bad/model.json"
-expect_error "missing model.json" "model.json: cannot read" generate --model "$WORK/bad" --prompt x
+expect_error "missing model.json" "$WORK/bad is not a flashbed model folder: no model.json; convert one with flashbed convert" generate --model "$WORK/bad" --prompt x
 bad; python3 - "$WORK/bad/model.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); d["dram"]["tensors"] = [t for t in d["dram"]["tensors"] if t["name"] != "layers.2.attn.wk"]
@@ -62,7 +62,7 @@ PY
 expect_error "unsupported architecture choice" "norm \"groupnorm\" is not supported" generate --model "$WORK/bad" --prompt x
 bad; truncate -s 4096 "$WORK/bad/ffn.bin"
 expect_error "truncated ffn.bin" "ffn.bin: is 4096 bytes" generate --model "$WORK/bad" --prompt x
-expect_error "not a model folder" "not a model folder" generate --model "$WORK/nope" --prompt x
+expect_error "not a model folder" "$WORK/nope is not a flashbed model folder: No such file or directory; convert one with flashbed convert" generate --model "$WORK/nope" --prompt x
 expect_error "prompt and prompt-file" "exactly one of" generate --model "$M" --prompt x --prompt-file /etc/hostname
 expect_error "missing prompt file" "cannot read" generate --model "$M" --prompt-file "$WORK/none.txt"
 EXPECT_RC=2 expect_error "bad top-p" "generate --top-p: 1.5 is out of range (0 to 1)" generate --model "$M" --prompt x --top-p 1.5

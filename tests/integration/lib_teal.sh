@@ -21,10 +21,11 @@ teal_crosscheck() {
     [ -f "$out/run.json" ] && [ -f "$rec" ] || return 0
     local C A
     C=$(json_get "$out/run.json" "int(d['summary']['transposed']['cache_budget_bytes'])")
-    [ "$C" = 0 ] && C=none # the run had no budget: replay's none, not a budget of 0 bytes
+    CB="${C}B" # a budget in bytes says its unit
+    [ "$C" = 0 ] && C=none && CB=none # the run had no budget: replay's none, not a budget of 0 bytes
     A=$(json_get "$out/run.json" "int(d['summary']['read_align'])")
     check "$tag: replay at the run's strides and cache budget" "$FLASHBED" replay --trace "$rec" --policy "$policy" \
-        --layout transposed --dram-budget "$C" --row-stride aligned --read-align "$A" --use actual \
+        --layout transposed --dram-budget "$CB" --row-stride aligned --read-align "$A" --use actual \
         --out "$out/replay" --quiet
     [ -f "$out/replay/replay.json" ] || return 0
     local cmp

@@ -120,6 +120,6 @@ damage "$WORK/g" dram.bin $((wq + 7)) '\x55'
 check "run --verify off loads a damaged dram.bin" "$FLASHBED" run --model "$WORK/g" --prompt "the cat" -n 2 \
     --mode all --active oracle --verify off --out "$R/offdram" >/dev/null 2>&1
 
-expect_error "verify: not a model folder" "not a model folder" model verify "$WORK/nothing"
+expect_error "verify: not a model folder" "is not a flashbed model folder" model verify "$WORK/nothing"
 EXPECT_RC=2 expect_error "verify: needs DIR" "needs the model folder DIR" model verify
 finish

@@ -41,13 +41,13 @@ check "cpu's run.json has no device keys" test "$(json_get "$WORK/cpu/run.json" 
 
 # The device bytes of that plan as a device budget: the same caches, the
 # same reads.
-check "sim at --device-budget $D" "$FLASHBED" "${RUN[@]}" --device-budget "$D" --backend sim --out "$WORK/sim-dev"
+check "sim at --device-budget $D" "$FLASHBED" "${RUN[@]}" --device-budget "${D}B" --backend sim --out "$WORK/sim-dev"
 check "the same rows per layer as cpu's" test "$(pol "$WORK/sim-dev" "['capacity_rows_per_layer']")" = "$C"
 check "sized by the device budget, recorded" test "$(pol "$WORK/sim-dev" "['device']['caches_sized_by']"),$(json_get "$WORK/sim-dev/run.json" "int(d['provenance']['device_budget_bytes'])")" = "device budget,$D"
 check "holding what the DRAM plan put there" test "$(pol "$WORK/sim-dev" "['device']['bytes_held']")" = "$D"
 check "bytes read per token are cpu's" test "$(per_token "$WORK/sim-dev")" = "$(per_token "$WORK/cpu")"
 check "the same greedy tokens" test "$(json_get "$WORK/sim-dev/run.json" "[t['id'] for t in d['tokens']]")" = "$(json_get "$WORK/cpu/run.json" "[t['id'] for t in d['tokens']]")"
-check "a byte less" "$FLASHBED" "${RUN[@]}" --device-budget "$((D - 1))" --backend sim --out "$WORK/sim-less"
+check "a byte less" "$FLASHBED" "${RUN[@]}" --device-budget "$((D - 1))B" --backend sim --out "$WORK/sim-less"
 check "gives a row less per layer" test "$(pol "$WORK/sim-less" "['capacity_rows_per_layer']")" = "$((C - 1))"
 check "within the budget" test "$(pol "$WORK/sim-less" "['device']['bytes_held'] <= $D - 1")" = True
 check "run.md says what the device holds" grep -q "^- device memory: .* MB held (weights and KV cache .*), the caches sized by the device budget of " "$WORK/sim-dev/run.md"
@@ -62,7 +62,7 @@ expect_error "weights and KV" "run: the device budget of .* kB: the weights that
 expect_error "naive's layer" "run: the device budget of .* cannot hold the weights and KV cache (.* kB) plus the device staging area (.* MB: 256 rows of [0-9]* bytes): it needs .* MB" \
     "${RUN[@]}" --mode naive --device-budget 30% --backend sim --out "$WORK/no/naive"
 expect_error "the host's pinned part" "run: the DRAM budget of 1.00 kB cannot hold what the host keeps beside the device: .* kB pinned: a staging ring of 2 x" \
-    "${RUN[@]}" --device-budget "$D" --dram-budget 1000 --backend sim --out "$WORK/no/host"
+    "${RUN[@]}" --device-budget "${D}B" --dram-budget 1000B --backend sim --out "$WORK/no/host"
 expect_error "dense" "run --mode dense: the model and its KV cache need .* MB on the device, the device budget is .* kB" \
     "${RUN[@]}" --mode dense --device-budget 30% --backend sim --out "$WORK/no/dense"
 check "nothing written" test ! -e "$WORK/no"

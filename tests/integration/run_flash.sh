@@ -41,7 +41,8 @@ T="$WORK/tiny.trace"
 check "synth trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --seed 9 --out "$T"
 check "trace-driven all" "$FLASHBED" run --model "$M" --mode all --window 3 --active "trace:$T" --prompt "$P" -n 20 --ignore-eos --threads 1 --out "$WORK/traced"
 C=$(json_get "$WORK/traced/run.json" "int(d['summary']['ffn_cache_bytes'])")
-[ "$C" = 0 ] && C=none # the run had no budget: replay's none, not a budget of 0 bytes
+C="${C}B" # bytes, said so
+[ "$C" = 0B ] && C=none # the run had no budget: replay's none, not a budget of 0 bytes
 check "replay the same" "$FLASHBED" replay --trace "$T" --policy window:3 --layout coalesce:0 --dram-budget "$C" --out "$WORK/replay" --quiet
 n_tok=$(json_get "$WORK/traced/run.json" "len(d['tokens'])")
 check "reads per token equal the replay's" test "$(json_get "$WORK/traced/run.json" "[int(t['reads']) for t in d['tokens']]")" = "$(json_get "$WORK/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$n_tok]]")"
@@ -84,7 +85,8 @@ for policy in naive hybrid predictor window:4 lru lfu hot belady; do
         check "$policy $layout runs" "$FLASHBED" run --model "$WORK/al" --policy $policy --layout $layout --active "trace:$TA" --use actual \
             "${budget[@]}" --prompt "$P" -n 12 --ignore-eos --threads 1 --io-threads 2 --quiet --out "$out"
         C=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_bytes'])")
-        [ "$C" = 0 ] && C=none # no cache the budget sized (naive, hybrid's half): none, not 0 bytes
+        C="${C}B" # bytes, said so
+        [ "$C" = 0B ] && C=none # no cache the budget sized (naive, hybrid's half): none, not 0 bytes
         check "$policy $layout: replay" "$FLASHBED" replay --trace "$TA" --policy $policy --layout $layout --dram-budget "$C" --use actual --out "$out/replay" --quiet
         for key in reads:reads bytes_read:bytes rows_inserted:rows_inserted; do
             check "$policy $layout: per-token ${key%%:*} equal the replay's" test \
@@ -115,7 +117,7 @@ for policy in lru window:4; do
         A=$(json_get "$out/run.json" "int(d['summary']['read_align'])")
         check "padded $policy $layout: read at an alignment" test "$A" -gt 0
         check "padded $policy $layout: replay at that stride" "$FLASHBED" replay --trace "$TP" --policy $policy \
-            --layout $layout --dram-budget "$B" --row-stride "$S" --read-align "$A" --use actual --out "$out/replay" --quiet
+            --layout $layout --dram-budget "${B}B" --row-stride "$S" --read-align "$A" --use actual --out "$out/replay" --quiet
         check "padded $policy $layout: replay's row_bytes is the stride" \
             test "$(json_get "$out/replay/replay.json" "d['results'][0]['row_bytes']")" = 4096
         for key in reads:reads bytes_read:bytes rows_inserted:rows_inserted; do
@@ -127,7 +129,7 @@ for policy in lru window:4; do
 done
 out="$WORK/pad-lru-bundled"
 check "padded: the packed replay at those bytes holds more rows than the run" "$FLASHBED" replay --trace "$TP" \
-    --policy lru --layout bundled --dram-budget "$B" --use actual --out "$out/replay-packed" --quiet
+    --policy lru --layout bundled --dram-budget "${B}B" --use actual --out "$out/replay-packed" --quiet
 check "padded: ... and reads less" test "$(json_get "$out/replay-packed/replay.json" "sum(d['results'][0]['per_token']['reads'])")" -lt \
     "$(json_get "$out/replay/replay.json" "sum(d['results'][0]['per_token']['reads'])")"
 expect_error "replay --row-stride below the packed row" "replay --row-stride '100': 100 bytes: a row of this trace's shape is 512 bytes" \
@@ -148,7 +150,7 @@ for budget in 60% 80%; do
         --prompt "$P" -n 20 --ignore-eos --threads 1 --quiet --out "$out-more"
     check "window:$((K + 1)) at $budget shrinks" test "$(json_get "$out-more/run.json" "sum(t['window_shrinks'] for t in d['tokens']) > 0")" = True
     C=$(json_get "$out/run.json" "int(d['summary']['ffn_cache_bytes'])")
-    check "window:auto at $budget: replay" "$FLASHBED" replay --trace "$T" --policy window:$K --layout bundled --dram-budget "$C" --out "$out/replay" --quiet
+    check "window:auto at $budget: replay" "$FLASHBED" replay --trace "$T" --policy window:$K --layout bundled --dram-budget "${C}B" --out "$out/replay" --quiet
     check "window:auto at $budget: reads equal the replay's" test "$(json_get "$out/run.json" "[int(t['reads']) for t in d['tokens']]")" = \
         "$(json_get "$out/replay/replay.json" "[int(x) for x in d['results'][0]['per_token']['reads'][:$(json_get "$out/run.json" "len(d['tokens'])")]]")"
 done
@@ -164,7 +166,7 @@ for budget in 60% 80%; do
     rows=$(json_get "$R" "d['summary']['capacity_rows_per_layer']")
     bytes=$(python3 -c "print(round($nonffn + ($rows + 0.5) * 2 * 512))")
     check "predict window:auto for the run at $budget" "$FLASHBED" predict --model opt-tiny --dtype f32 --hw m1max-cpu \
-        --policy window:auto --layout bundled --trace "$T" --predictor-rank none --dram-budget "$bytes" \
+        --policy window:auto --layout bundled --trace "$T" --predictor-rank none --dram-budget "${bytes}B" \
         --tokens "$(json_get "$R" "d['summary']['prompt_tokens'] + d['summary']['generated_tokens'] - 1")" --out "$WORK/auto-predict-$budget"
     P_JSON="$WORK/auto-predict-$budget/predict.json"
     check "predict at $budget: the run's rows" test "$(json_get "$P_JSON" "d['predictions'][0]['window_auto']['capacity_rows']")" = "$rows"

@@ -58,8 +58,8 @@ check "the same reads per token" test "$(json_get "$WORK/replayed/run.json" "[t[
 FIXED=$(json_get "$WORK/nocheck/run.json" "int(d['summary']['engine_dram_bytes'] - d['summary']['predictor_dram_bytes'] - (d['provenance']['policy']['staging_rows'] + d['provenance']['policy']['bounce_rows']) * 4096)")
 PB=$(sum_ "$WORK/nocheck" predictor_dram_bytes | cut -d. -f1)
 B=$((FIXED + PB - 1))
-check "the budget holds the run without a predictor" "$FLASHBED" "${RUN[@]}" --mode predictor --dram-budget $B --out "$WORK/budget-oracle"
-expect_error "and not with one" "and the predictor (" "${RUN[@]}" --mode predictor --active predictor --dram-budget $B --out "$WORK/bad3"
+check "the budget holds the run without a predictor" "$FLASHBED" "${RUN[@]}" --mode predictor --dram-budget ${B}B --out "$WORK/budget-oracle"
+expect_error "and not with one" "and the predictor (" "${RUN[@]}" --mode predictor --active predictor --dram-budget ${B}B --out "$WORK/bad3"
 
 # A weak predictor misses active neurons, and costs perplexity.
 PPL=(perplexity --model "$M" --text "$WORK/text.txt" --threads 1)

@@ -55,7 +55,7 @@ check "the same run records the same sets" test "$(md5sum <"$WORK/cal.trace")" =
 
 # ---- the strides matter: packed rows at the same bytes hold more and read fewer bytes
 C=$(json_get "$R/run.json" "int(d['summary']['transposed']['cache_budget_bytes'])")
-check "packed replay" "$FLASHBED" replay --trace "$T" --policy lru --layout transposed --dram-budget "$C" --use actual \
+check "packed replay" "$FLASHBED" replay --trace "$T" --policy lru --layout transposed --dram-budget "${C}B" --use actual \
     --out "$WORK/packed" --quiet
 check "packed: fewer bytes than the run read" test "$(json_get "$WORK/packed/replay.json" "d['results'][0]['bytes_total']")" -lt \
     "$(json_get "$R/run.json" "int(sum(t['bytes_read'] for t in d['tokens']))")"

@@ -167,7 +167,7 @@ expect_error "bad budget size" "dram-budget" replay --trace "$T" --dram-budget 1
 expect_error "bad --use" "'predicted' or 'actual'" replay --trace "$T" --use guessed --out "$WORK/bad10"
 expect_error "empty budget in a list" "replay --dram-budget '10%,,50%': budget 2 is empty" replay --trace "$T" --dram-budget 10%,,50% --out "$WORK/bad12"
 expect_error "budget over 100% in a list" "replay --dram-budget '10%,200%': budget 2: a share lies between 0% and 100%, not 200%" replay --trace "$T" --dram-budget 10%,200% --out "$WORK/bad13"
-expect_error "unknown --hw" "replay --hw 'no-such-box': hardware profile no-such-box: cannot read" replay --trace "$T" --hw no-such-box --out "$WORK/bad14"
+expect_error "unknown --hw" "replay --hw 'no-such-box': hardware profile 'no-such-box': no such profile (.*/hw/no-such-box.json: No such file or directory); the profiles in .*/hw: m1max-cpu, m1max-metal, m2ultra-metal, rtx4090-gpu; make one for this machine with flashbed calibrate" replay --trace "$T" --hw no-such-box --out "$WORK/bad14"
 expect_error "unknown shape" "trace synth --shape" trace synth --shape opt-99b --out "$WORK/bad.trace"
 expect_error "synth without --out" "needs --out" trace synth
 expect_error "more prompts than tokens" "at least --prompts" trace synth --shape opt-tiny --tokens 2 --prompts 3 --out "$WORK/bad.trace"

@@ -473,10 +473,81 @@ static void test_refusals(void)
     opts_free(&demo_cmd, &d);
 }
 
+/* An unknown option names the one it likely meant; one of the program's
+ * global options given after the command says where it goes. */
+static void test_suggestions(void)
+{
+    char msg[512];
+    struct opt_def globals[] = {
+        {"configs", OPT_STRING, 0, NULL, "DIR", "configs"},
+        {"no-pin", OPT_FLAG, 0, NULL, NULL, "no pin"},
+        OPT_END,
+    };
+    struct opt_command cmd = ranged_cmd;
+    cmd.before_command = globals;
+    struct ranged r;
+    char *typo[] = {"ranged", "--cuont", "3", NULL};
+    memset(&r, 0, sizeof r);
+    CHECK(opts_parse(&cmd, &r, 3, typo, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: unknown option '--cuont'; did you mean --count? (see flashbed ranged --help)");
+    opts_free(&cmd, &r);
+    char *global[] = {"ranged", "--configs", "x", NULL};
+    CHECK(opts_parse(&cmd, &r, 3, global, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: --configs is a global option: it goes before the command (flashbed --configs ... ranged ...)");
+    opts_free(&cmd, &r);
+    char *near_global[] = {"ranged", "--config=x", NULL};
+    CHECK(opts_parse(&cmd, &r, 2, near_global, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: unknown option '--config'; did you mean the global option --configs? (it goes before "
+                   "the command) (see flashbed ranged --help)");
+    opts_free(&cmd, &r);
+    char *help[] = {"ranged", "--hlep", NULL};
+    CHECK(opts_parse(&cmd, &r, 2, help, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: unknown option '--hlep'; did you mean --help? (see flashbed ranged --help)");
+    opts_free(&cmd, &r);
+    char *far[] = {"ranged", "--zzzzzz", NULL};
+    CHECK(opts_parse(&cmd, &r, 2, far, NULL, NULL, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "ranged: unknown option '--zzzzzz' (see flashbed ranged --help)");
+    opts_free(&cmd, &r);
+    int next = 0;
+    char *before[] = {"prog", "--moed", "a", "sub", NULL};
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 4, before, &next, msg, sizeof msg) == -1);
+    CHECK_STR(msg, "unknown option '--moed' before the command; did you mean --mode? (see flashbed --help)");
+    opts_free(&ranged_cmd, &r);
+    char *cmd_opt[] = {"prog", "--prompt", "m", "sub", NULL};
+    CHECK(opts_parse_prefix(&ranged_cmd, &r, 4, cmd_opt, &next, msg, sizeof msg) == -1);
+    CHECK(strstr(msg, "a command's own options go after the command (flashbed COMMAND --prompt)") != NULL);
+    opts_free(&ranged_cmd, &r);
+}
+
+/* A size option needs a unit: "25" refused, "25B" bytes; a help that
+ * states its default says it once, one that does not gets the table's. */
+static void test_size_units_and_defaults(void)
+{
+    char msg[512];
+    REFUSES("ranged --size: '5000' has no unit: did you mean 5000G?", "--size", "5000");
+    ACCEPTS("--size", "5000B");
+    struct opt_def stated[] = {
+        {"n", OPT_UINT, 0, "0", "N", "threads [default: all cores]"},
+        {"m", OPT_UINT, 0, "3", "N", "tries"},
+        OPT_END,
+    };
+    struct opt_command cmd = {"stated", "", "", stated, 0};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    opts_print_help(&cmd, f);
+    fclose(f);
+    CHECK(strstr(text, "threads [default: all cores]\n") != NULL);
+    CHECK(strstr(text, "tries [default: 3]\n") != NULL);
+    free(text);
+}
+
 int main(void)
 {
     test_values();
     test_refusals();
+    test_suggestions();
+    test_size_units_and_defaults();
     test_ranges();
     test_uint_word();
     test_help_shows_constraints();

@@ -166,9 +166,45 @@ static void test_format(void)
     CHECK_STR(b, "6k");
 }
 
+/* An amount of memory or disk needs its unit: "25" is refused with the
+ * likely meaning, "25B" is bytes, 0 needs none. */
+static void test_sizes_with_unit(void)
+{
+    uint64_t v = 7;
+    char err[256] = "";
+    CHECK(parse_size_with_unit("25", "G", &v, err, sizeof err) == -1);
+    CHECK_STR(err, "'25' has no unit: did you mean 25G? (a size is written 25B for bytes, or 25K, 25M, 25G)");
+    CHECK(parse_size_with_unit("1.5", "G", &v, err, sizeof err) == -1);
+    CHECK(strstr(err, "did you mean 1.5G?") != NULL);
+    CHECK(parse_size_with_unit("25B", "G", &v, err, sizeof err) == 0);
+    CHECK_U64(v, 25);
+    CHECK(parse_size_with_unit("25b", "G", &v, err, sizeof err) == 0);
+    CHECK_U64(v, 25);
+    CHECK(parse_size_with_unit("2KiB", "G", &v, err, sizeof err) == 0);
+    CHECK_U64(v, 2048);
+    CHECK(parse_size_with_unit("0", "G", &v, err, sizeof err) == 0);
+    CHECK_U64(v, 0);
+    CHECK(parse_size_with_unit("4q", "G", &v, err, sizeof err) == -1);
+    CHECK(strstr(err, "unknown size unit") != NULL);
+    double bytes = -1;
+    CHECK(parse_share_or_size("25", 1000, &bytes, err, sizeof err) == -1);
+    CHECK_STR(err, "'25' has no unit: did you mean 25%? (a share is written 25%, a size 25B for bytes, or 25K, "
+                   "25M, 25G)");
+    CHECK(bytes == -1);
+    CHECK(parse_share_or_size("25%", 1000, &bytes, err, sizeof err) == 0);
+    CHECK(bytes == 250);
+    CHECK(parse_share_or_size("25B", 1000, &bytes, err, sizeof err) == 0);
+    CHECK(bytes == 25);
+    CHECK(parse_share_or_size("1MiB", 1000, &bytes, err, sizeof err) == 0);
+    CHECK(bytes == 1048576);
+    CHECK(parse_share_or_size("0", 1000, &bytes, err, sizeof err) == 0);
+    CHECK(bytes == 0);
+}
+
 int main(void)
 {
     test_sizes();
+    test_sizes_with_unit();
     test_lists();
     test_id_lists();
     test_split_commas();
