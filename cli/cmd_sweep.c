@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/options.h"
 #include "harness/sweep.h"
+#include "harness/sweep_verdict.h"
 #include "io/io_fault.h"
 
 struct sweep_opts {
@@ -144,6 +145,10 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
                 c->plot ? " with throughput.{png,svg}" : "");
     else if (s.provenance) /* measuring had started */
         fb_info("no point finished; nothing written");
+    char *verdict = sweep_verdict(&s);
+    if (verdict)
+        printf("%s", verdict);
+    free(verdict);
     sweep_free(&s);
     return rc;
 }

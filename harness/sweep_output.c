@@ -14,6 +14,7 @@
 #include "common/result_fields.h"
 #include "common/strbuf.h"
 #include "harness/sweep.h"
+#include "harness/sweep_verdict.h"
 
 /* Every key of a point, in the order the CSV columns take. fio's keys are
  * present only when the point was compared (has_fio). */
@@ -145,6 +146,10 @@ char *sweep_to_markdown(const struct sweep *s)
     strbuf_add(&t, "- read buffers: %s%s%s\n\n",
              ours_on_huge_pages(s) ? "transparent huge pages" : "4 KiB pages",
              fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");
+    char *verdict = sweep_verdict(s);
+    if (verdict)
+        strbuf_add(&t, "## Verdict\n\n%s\n## Every point\n\n", verdict);
+    free(verdict);
     strbuf_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
     if (fio)
         strbuf_add(&t, " fio GiB/s | ours / fio |");

@@ -26,6 +26,10 @@ check "null: grid order" test "$(json_get "$WORK/null/sweep.json" '[(p["threads"
 check "null: bytes = ios x chunk" test "$(json_get "$WORK/null/sweep.json" 'all(p["bytes"] == p["ios"] * p["chunk_bytes"] and p["ios"] > 0 for p in d["points"])')" = True
 check "null: csv has header + 4 rows" test "$(wc -l < "$WORK/null/sweep.csv")" -eq 5
 check "null: markdown table rows" test "$(grep -c '^| [0-9]' "$WORK/null/sweep.md")" -eq 4
+# the verdict: the peak named from sweep.json's fastest point, page cache used (the null engine reads nothing)
+peak=$(json_get "$WORK/null/sweep.json" 'max(d["points"], key=lambda p: p["bw_bytes"])')
+check "null: sweep.md opens with its verdict" grep -q "^- Peak: .* with $(python3 -c "import ast,sys; p=ast.literal_eval(sys.argv[1]); print({4096:'4k',65536:'64k'}[p['chunk_bytes']], 'reads from', p['threads'])" "$peak") thread.*, page cache used" "$WORK/null/sweep.md"
+check "null: the verdict before the points" test "$(grep -n '^## ' "$WORK/null/sweep.md" | cut -d: -f2 | tr '\n' ,)" = "## Verdict,## Every point,"
 
 check "psync sweep runs" run_sweep "$WORK/psync" --engine psync
 check "psync: 4 points" test "$(json_get "$WORK/psync/sweep.json" 'len(d["points"])')" -eq 4
