@@ -217,6 +217,11 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
     cJSON_AddNumberToObject(root, "mape_pct", c->mape_pct);
     len += snprintf(md + len, sizeof md - (size_t)len, "\nMAPE over the three components: %.1f%%\n", c->mape_pct);
     compare_overlap(c, root, md + len, sizeof md - (size_t)len);
+    char verdict[1024];
+    run_compare_verdict(c, verdict, sizeof verdict);
+    cJSON_AddStringToObject(root, "verdict", verdict);
+    len = (int)strlen(md);
+    snprintf(md + len, sizeof md - (size_t)len, "\n%s", verdict);
     const char *names[] = {"compare.md"}, *texts[] = {md};
     int rc = write_file_set(dir, root, "compare.json", names, texts, 1);
     fputs(md, stdout);

@@ -194,3 +194,31 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
     out->predictor_dram[0] = p->dram_predictor, out->predictor_dram[1] = me_dram;
     out->predictor_dram[2] = cost_rel_err(p->dram_predictor, me_dram);
 }
+
+const char *run_compare_verdict(const struct run_comparison *c, char *buf, size_t len)
+{
+    static const char *const names[RUN_TOTAL] = {"I/O", "memory management", "compute"};
+    int worst = 0;
+    for (int k = 1; k < RUN_TOTAL; k++)
+        if (fabs(c->predicted[k] - c->measured[k]) > fabs(c->predicted[worst] - c->measured[worst]))
+            worst = k;
+    double err = c->rel_err[RUN_TOTAL], gap = 0; /* the components' gaps, whatever their signs */
+    for (int k = 0; k < RUN_TOTAL; k++)
+        gap += fabs(c->predicted[k] - c->measured[k]);
+    bool holds = fabs(err) <= RUN_COMPARE_HOLDS;
+    int n = snprintf(buf, len, "Verdict: the cost model %s on this run: %.3g ms a token predicted against %.3g "
+                     "measured (%+.0f%%, %s ±%.0f%%). The largest gap is %s: %.3g against %.3g ms (%+.0f%%)",
+                     holds ? "holds" : "misses", c->predicted[RUN_TOTAL], c->measured[RUN_TOTAL], 100 * err,
+                     holds ? "within" : "beyond", 100 * RUN_COMPARE_HOLDS, names[worst], c->predicted[worst],
+                     c->measured[worst], 100 * c->rel_err[worst]);
+    if (n >= 0 && (size_t)n < len && gap > 0)
+        n += snprintf(buf + n, len - (size_t)n, ", %.0f%% of the components' gaps in ms",
+                      100 * fabs(c->predicted[worst] - c->measured[worst]) / gap);
+    if (n >= 0 && (size_t)n < len)
+        n += snprintf(buf + n, len - (size_t)n, ".%s\n",
+                      c->measured[RUN_TOTAL] < RUN_COMPARE_SHORT_MS
+                          ? " A token this short is mostly fixed per-token costs; the model's figures at real "
+                            "shapes are in docs/cost-model.md."
+                          : "");
+    return buf;
+}

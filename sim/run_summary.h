@@ -91,4 +91,15 @@ struct run_comparison {
 
 void run_compare(const struct cost_prediction *p, const struct run_summary *m, struct run_comparison *out);
 
+/* A prediction "holds" on a run when its total is within this share of
+ * the measured total (as reproduce's report judges its rows). */
+#define RUN_COMPARE_HOLDS 0.15
+/* A token shorter than this (ms) is mostly fixed per-token costs. */
+#define RUN_COMPARE_SHORT_MS 2.0
+
+/* The comparison's verdict in one paragraph: holds or misses, by how
+ * much, and the component with the largest gap in ms. Writes at most len
+ * bytes to buf (always terminated); returns buf. */
+const char *run_compare_verdict(const struct run_comparison *c, char *buf, size_t len);
+
 #endif

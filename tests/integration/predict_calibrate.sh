@@ -86,6 +86,8 @@ expect_error "--verify maybe" "--verify" predict --verify maybe --out "$WORK/bad
 
 check "predict --compare" "$FLASHBED" predict --model opt-6.7b --hw m1max-cpu --dtype f32 \
     --policy window:5 --compare "$SRC/tests/data/measured_run.json" --out "$WORK/cmp"
+check "compare: its verdict, from its own numbers" test "$(json_get "$WORK/cmp/compare.json" '(lambda t, e: d["verdict"].startswith("Verdict: the cost model %s on this run: " % ("holds" if abs(e) <= 0.15 else "misses")) and ("%+.0f%%" % (100 * e)) in d["verdict"])(*[(c["component"], c["rel_err"]) for c in d["components"]][3])')" = True
+check "compare.md ends with the verdict" test "$(grep -v '^$' "$WORK/cmp/compare.md" | tail -1 | cut -c1-9)" = "Verdict: "
 check "compare: components and MAPE" test "$(json_get "$WORK/cmp/compare.json" '[c["component"] for c in d["components"]] == ["io_ms","mem_ms","compute_ms","total_ms"] and d["components"][0]["measured_ms"] == 110 and d["mape_pct"] >= 0')" = True
 
 # Settings before the command (or their environment variables) reach the

@@ -856,6 +856,28 @@ static void test_run_summary(void)
     rmdir(dir);
 }
 
+/* The comparison's verdict (run_compare_verdict): holds within 15% of the
+ * total, misses beyond; the component with the largest gap in ms named
+ * with its share of the components' gaps; a short token said to be fixed costs. */
+static void test_compare_verdict(void)
+{
+    struct run_comparison c = {.predicted = {12, 1, 8, 21}, .measured = {10, 2, 8, 20},
+                               .rel_err = {0.2, -0.5, 0, 0.05}};
+    char v[1024];
+    CHECK_STR(run_compare_verdict(&c, v, sizeof v),
+              "Verdict: the cost model holds on this run: 21 ms a token predicted against 20 measured (+5%, within "
+              "±15%). The largest gap is I/O: 12 against 10 ms (+20%), 67% of the components' gaps in ms.\n");
+    struct run_comparison m = {.predicted = {0.1, 0, 0.2, 0.3}, .measured = {0.1, 0, 0.9, 1.0},
+                               .rel_err = {0, 0, -0.2 / 0.9 * 3.5, -0.7}};
+    run_compare_verdict(&m, v, sizeof v);
+    CHECK(strstr(v, "the cost model misses on this run: 0.3 ms a token predicted against 1 measured (-70%, beyond "
+                    "±15%). The largest gap is compute: 0.2 against 0.9 ms") != NULL);
+    CHECK(strstr(v, "100% of the components' gaps in ms. A token this short is mostly fixed per-token costs") != NULL);
+    char tiny[40];
+    run_compare_verdict(&m, tiny, sizeof tiny); /* cut, terminated */
+    CHECK(strlen(tiny) == sizeof tiny - 1);
+}
+
 /* A sliding window (Mistral 7B's 4096) caps the KV cache a token reads:
  * attention's time stops growing with the context there, while the same
  * shape without the window keeps growing (linearly). */
@@ -906,5 +928,6 @@ int main(void)
     test_every_job_kind();
     test_fixed_profile_json();
     test_sliding_window();
+    test_compare_verdict();
     return check_report("test_cost_model");
 }
