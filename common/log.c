@@ -7,8 +7,11 @@ static int quiet;
 
 void fb_set_quiet(int q) { quiet = q; }
 
+/* stdout first: when both streams go to one file or pipe, a message lands
+ * after what was printed before it, never inside a half-written line. */
 static void vsay(const char *tag, const char *fmt, va_list ap)
 {
+    fflush(stdout);
     fprintf(stderr, "flashbed: %s", tag);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
