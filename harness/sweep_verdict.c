@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "common/median.h"
 #include "common/parse.h"
 #include "common/strbuf.h"
 
@@ -38,12 +39,6 @@ static const struct sweep_point *first_near(const struct sweep *s, double peak)
     return first;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* ours / fio over the finished points fio ran beside: the median and range. */
 static void fio_line(const struct sweep *s, struct strbuf *t)
 {
@@ -53,8 +48,7 @@ static void fio_line(const struct sweep *s, struct strbuf *t)
         if (finished(&s->points[i]) && s->points[i].has_fio && s->points[i].fio.bw_bytes > 0)
             r[n++] = s->points[i].result.bw_bytes / s->points[i].fio.bw_bytes;
     if (n) {
-        qsort(r, n, sizeof *r, cmp_double);
-        double median = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+        double median = median_sorting(r, n); /* sorts r: r[0] and r[n - 1] are the range */
         bool agree = median >= 1 - SWEEP_FIO_AGREE && median <= 1 + SWEEP_FIO_AGREE;
         strbuf_add(t, "- Beside fio (the same jobs): ours / fio %.2f, the median of %zu points (%.2f to %.2f): %s.\n",
                    median, n, r[0], r[n - 1],
