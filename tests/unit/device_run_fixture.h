@@ -161,11 +161,12 @@ static inline void compare_token(const char *what, const struct tok *d, const st
     CHECK_U64(d->r.missed, c->r.missed);
     CHECK_U64(d->r.extra, c->r.extra);
     CHECK_U64(c->r.h2d_bytes, 0);
-    /* the reads' own time: inside the host's wait for them on cpu, unless
-     * layers read ahead (then partly beside the compute); the uploads'
-     * device time: none on cpu */
+    /* the reads' own time: none without a read (a batch of nothing adds 0,
+     * exactly); the uploads' device time: none on cpu. read_ms against
+     * io_ms is not checked: two clocks, whose order under load is the
+     * scheduler's (a benchmark's business, not a test's) */
     CHECK(c->r.read_ms >= 0 && c->r.h2d_ms == 0);
-    CHECK(c->r.layers_ahead > 0 || c->r.read_ms <= c->r.io_ms + 1e-3); /* 1 us: the clocks differences rounded to ms */
+    CHECK(c->r.bytes_read > 0 || c->r.read_ms == 0);
     CHECK(d->r.io_ms >= 0 && d->r.read_ms >= 0 && (d->r.bytes_read > 0 || d->r.read_ms == 0));
     CHECK(isfinite(d->r.h2d_ms) && d->r.h2d_ms >= 0 && (d->r.h2d_bytes > 0 || d->r.h2d_ms == 0));
     uint64_t want = (uint64_t)d->r.rows_inserted * bundle + (uint64_t)d->r.row_moves * sizeof(struct row_move);
