@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum fb_dtype { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+#include "common/wtype.h" /* enum fb_dtype and its table */
 
 static inline size_t dtype_size(enum fb_dtype t) { return t == DTYPE_F32 ? 4 : 2; }
 
