@@ -13,21 +13,11 @@ int cli_backend_probe(const char *name, const struct fb_settings *set, struct cl
         snprintf(err, errlen, "internal: no backend '%s' (known: %s)", name, backend_names());
         return -1;
     }
-    /* the smallest of everything: only whether it starts, and on what */
-    struct cpu_kernels *ck = ck_create(set, 1, 1, 1, 1, err, errlen);
-    struct backend_config cfg = {.set = set, .threads = 1, .max_dim = 1, .max_seq = 1, .max_heads = 1, .host = ck};
-    struct backend *b = ck ? out->ops->create(&cfg, err, errlen) : NULL;
-    if (b) {
-        struct backend_info info;
-        out->ops->info(b, &info);
-        snprintf(out->device, sizeof out->device, "%s", info.device ? info.device : "unknown");
-        out->emulated = info.emulated;
-        out->host_visible = info.host_visible;
-        out->mem_bytes = info.mem_bytes;
-        out->ops->destroy(b);
-    }
-    ck_destroy(ck);
-    return b ? 0 : -1;
+    if (out->ops->describe(set, &out->dev, err, errlen) != 0)
+        return -1;
+    if (!out->dev.device[0])
+        snprintf(out->dev.device, sizeof out->dev.device, "unknown");
+    return 0;
 }
 
 int cli_backend_open(const char *cmd, const char *name, const struct fb_settings *set, struct cli_backend *out)
@@ -45,6 +35,6 @@ int cli_backend_open(const char *cmd, const char *name, const struct fb_settings
 void cli_backend_provenance(cJSON *prov, const struct cli_backend *b)
 {
     cJSON_AddStringToObject(prov, "backend", b->ops->name);
-    cJSON_AddStringToObject(prov, "device", b->device);
-    cJSON_AddBoolToObject(prov, "emulated", b->emulated);
+    cJSON_AddStringToObject(prov, "device", b->dev.device);
+    cJSON_AddBoolToObject(prov, "emulated", b->dev.emulated);
 }

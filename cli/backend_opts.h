@@ -1,9 +1,13 @@
 /* --backend as every command that computes takes it (generate, run,
  * perplexity, predictor eval, calibrate): the names the option tables
- * allow, the backend started once before any work so that one this build
- * or machine lacks is refused in one line before anything is written, and
- * what result files record of it. Prints its errors ("flashbed: error:
- * CMD --backend NAME: why"). */
+ * allow (backends.def's, through BACKEND_ALLOWED), the backend's device
+ * described before any work, so that one this build or machine lacks is
+ * refused in one line before anything is written, and what result files
+ * record of it. Describing builds nothing (backend.h: no context, queue
+ * or kernel build): the engine creates the one instance later, and a
+ * model type the backend lacks is refused there, at set-up
+ * (backend_check_type). Prints its errors ("flashbed: error: CMD
+ * --backend NAME: why"). */
 #ifndef FLASHBED_CLI_BACKEND_OPTS_H
 #define FLASHBED_CLI_BACKEND_OPTS_H
 
@@ -16,27 +20,26 @@
 #include "engine/compute/backend.h"
 
 /* For an option row: {"backend", OPT_STRING, O(backend), "cpu", "NAME",
- * BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED}; backend_names()'s. */
-#define BACKEND_OPT_ALLOWED "cpu|sim|opencl|cuda"
+ * BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED}; --help lists the
+ * names after it. */
+#define BACKEND_OPT_ALLOWED BACKEND_ALLOWED
 #define BACKEND_OPT_HELP                                                                                          \
-    "compute backend: cpu (the CPU kernels), sim (a simulated device, bit-identical to cpu), opencl or cuda"
+    "compute backend: cpu (the CPU kernels), sim (a simulated device, bit-identical to cpu), or a device's"
 
 /* The backend a command computes on, as its result files record it. */
 struct cli_backend {
     const struct backend_ops *ops;
-    char device[128]; /* backend_info.device, copied */
-    bool emulated;    /* a model of a device (sim, OpenCL on a CPU): no GPU timings */
-    bool host_visible; /* its memory is the host's (cpu): no device memory to budget */
-    uint64_t mem_bytes; /* the device's memory, 0 when unknown (backend_info.mem_bytes) */
+    struct backend_device dev; /* its describe(): emulated (no GPU timings), host_visible (no device
+                                * memory to budget), mem_bytes (0 when unknown) */
 };
 
-/* Starts backend name once (and stops it again) to learn its device, so
- * that a backend that cannot start here is refused before any work. 0, or
- * -1 (printed, naming cmd and the option). */
+/* Describes backend name's device, so that a backend that cannot start
+ * here is refused before any work. 0, or -1 (printed, naming cmd and the
+ * option). */
 int cli_backend_open(const char *cmd, const char *name, const struct fb_settings *set, struct cli_backend *out);
 
 /* The same without printing: 0, or -1 with why in err (for a caller that
- * only asks which backends start here: reproduce's device rows). */
+ * only asks which backends have a device here: reproduce's device rows). */
 int cli_backend_probe(const char *name, const struct fb_settings *set, struct cli_backend *out, char *err,
                       size_t errlen);
 

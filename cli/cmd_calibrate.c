@@ -278,7 +278,7 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     snprintf(hw->name, sizeof hw->name, "%s", name);
     snprintf(hw->backend, sizeof hw->backend, "%s", be.ops->name);
     hw->io_threads = 32;
-    bool device = be.ops != &backend_cpu;
+    bool device = !be.dev.host_visible; /* a device's memory: its copies are measured */
     if (device && measure_device(&o, set, hw, be.ops) != 0)
         goto out;
     bool bypassed;

@@ -315,7 +315,7 @@ static int generate_with(const struct generate_opts *o, const struct fb_settings
     int rc = 1;
     if (strcmp(o->active, "all") && o->bandwidth)
         fb_error("generate --bandwidth compares the dense FFN's weight reads with DRAM's: leave out --active");
-    else if (o->bandwidth && be.ops != &backend_cpu) /* the weights are then in the device's memory */
+    else if (o->bandwidth && !be.dev.host_visible) /* the weights are then in the device's memory */
         fb_error("generate --bandwidth compares the weight reads with the host's DRAM: it needs --backend cpu");
     else
         up = select_engine_init("generate", o->active, opts_given(&generate_command, o, "threshold"), o->threshold,

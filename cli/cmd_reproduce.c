@@ -70,25 +70,26 @@ static const struct opt_command reproduce_command = {
     .max_positional = 0,
 };
 
-/* The device backends that start here, for Table 3's device rows; the
- * others, with why, into c->devices_absent. */
+/* The device backends (every one whose memory is not the host's) that
+ * have a device here, for Table 3's device rows; the others, with why,
+ * into c->devices_absent. Describing builds nothing (backend.h). */
 static void find_devices(struct repro_config *c)
 {
-    static const char *const names[] = {"sim", "opencl", "cuda"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && c->n_devices < REPRO_MAX_DEVICES; i++) {
+    const struct backend_ops *ops;
+    for (size_t i = 0; (ops = backend_nth(i)) && c->n_devices < REPRO_MAX_DEVICES; i++) {
         struct cli_backend b;
-        char err[1024], *why;
-        if (cli_backend_probe(names[i], c->settings, &b, err, sizeof err) == 0) {
+        char err[1024];
+        if (cli_backend_probe(ops->name, c->settings, &b, err, sizeof err) == 0) {
+            if (b.dev.host_visible)
+                continue; /* cpu: the host's rows */
             struct repro_device *d = &c->devices[c->n_devices++];
-            snprintf(d->backend, sizeof d->backend, "%s", names[i]);
-            snprintf(d->device, sizeof d->device, "%s", b.device);
-            d->emulated = b.emulated;
+            snprintf(d->backend, sizeof d->backend, "%s", ops->name);
+            snprintf(d->device, sizeof d->device, "%.*s", (int)sizeof d->device - 1, b.dev.device);
+            d->emulated = b.dev.emulated;
             continue;
         }
-        if ((why = strchr(err, '\n')))
-            *why = '\0'; /* a kernel build log: its first line */
         size_t n = strlen(c->devices_absent);
-        snprintf(c->devices_absent + n, sizeof c->devices_absent - n, "%s%s (%.160s)", n ? "; " : "", names[i], err);
+        snprintf(c->devices_absent + n, sizeof c->devices_absent - n, "%s%s (%.160s)", n ? "; " : "", ops->name, err);
     }
 }
 

@@ -386,12 +386,12 @@ static uint64_t device_bytes(const struct run *r)
  * hold, before anything is allocated. 0, or -1 (printed). */
 static int device_fits(const struct run *r)
 {
-    uint64_t need = device_bytes(r), has = r->backend.mem_bytes;
+    uint64_t need = device_bytes(r), has = r->backend.dev.mem_bytes;
     if (!has || need <= has)
         return 0;
     fb_error("run: the device cannot hold the %llu bytes (%.2f MB) this run puts on it (weights, KV cache, neuron "
              "caches, staging): %s has %llu bytes; --device-budget SIZE sizes the neuron caches to what it can give",
-             (unsigned long long)need, (double)need / 1e6, r->backend.device, (unsigned long long)has);
+             (unsigned long long)need, (double)need / 1e6, r->backend.dev.device, (unsigned long long)has);
     return -1;
 }
 
@@ -428,7 +428,7 @@ static int prepare(struct run *r)
     r->threads = decode_opts_threads(&o->d);
     run_setup_sizes(p, &r->m, r->max_seq);
     char err[10240]; /* a trace's or the model's path in it */
-    p->device = !r->backend.host_visible;
+    p->device = !r->backend.dev.host_visible;
     p->backend = r->be->name;
     if ((o->dram_budget && parse_budget("dram-budget", "DRAM", o->dram_budget, p->model_bytes, &p->budget) != 0) ||
         (o->device_budget &&

@@ -150,7 +150,7 @@ static int device_compute(struct hw_profile *hw, const struct backend_ops *ops, 
 /* The device's name and copy and queue rates into hw->device; an
  * emulated device marks the profile. */
 static int device_transfers(struct hw_profile *hw, const struct backend_ops *ops, struct backend *b,
-                            const struct backend_info *info, bool quick, char *err, size_t errlen)
+                            const struct backend_device *info, bool quick, char *err, size_t errlen)
 {
     struct hw_device *d = &hw->device;
     struct xfer_plan plan = calibrate_xfer_plan(quick);
@@ -158,7 +158,7 @@ static int device_transfers(struct hw_profile *hw, const struct backend_ops *ops
     if (measure_device_transfers(ops, b, &plan, d, &tally, err, errlen) != 0)
         return -1;
     d->present = true;
-    snprintf(d->name, sizeof d->name, "%s", info->device);
+    snprintf(d->name, sizeof d->name, "%.*s", (int)sizeof d->name - 1, info->device);
     snprintf(d->source, sizeof d->source,
              "measured: the %s backend's upload and download (each copy then a sync; the median of %d) from "
              "pinned and from malloc'd memory, %d adds of one float per sync, and %d waits on an empty queue",
@@ -179,10 +179,10 @@ int calibrate_measure_device(struct hw_profile *hw, const struct fb_settings *se
     struct backend *b = start(ops, set, threads, 8192, &ck, err, errlen);
     if (!b)
         return -1;
-    struct backend_info info = {.device = "?"};
+    struct backend_device info;
     ops->info(b, &info);
-    if (!info.device)
-        info.device = "?";
+    if (!info.device[0])
+        snprintf(info.device, sizeof info.device, "?");
     int rc = device_transfers(hw, ops, b, &info, quick, err, errlen);
     if (rc == 0)
         rc = device_compute(hw, ops, b, info.device, quick, err, errlen);

@@ -12,9 +12,12 @@
  *            queue and may run later: the host may reuse an upload's
  *            source, or read a download's destination, only after an
  *            event recorded after it has been waited on (or after sync);
- *   compute  the forward pass's steps, on f32 vectors over f32/f16/bf16
- *            weights, with the same contracts as the CPU kernels
- *            (cpu_kernels.h).
+ *   compute  the forward pass's steps, on f32 vectors over weights of
+ *            the types the backend supports (supports(): today every
+ *            backend, every type), with the same contracts as the CPU
+ *            kernels (cpu_kernels.h);
+ *   a device what a backend computes on, described without an instance
+ *            (describe(): listing and probing build nothing).
  *
  * Backends: cpu (the CPU kernels in place on host memory; its queue runs
  * each call before returning), sim (a strict simulated device: the CPU
@@ -64,13 +67,41 @@ struct backend_config {
     struct cpu_kernels *host;      /* the engine's CPU kernels: the cpu backend computes with them */
 };
 
-struct backend_info {
-    const char *device;  /* the device's name, as its driver gives it */
+/* A backend's device as its driver describes it. One description for
+ * both questions:
+ *   describe()  before any instance (listing, probing, the CLI's check
+ *               of --backend): asks the driver only (clGetPlatformIDs and
+ *               clGetDeviceInfo, cudaGetDeviceProperties; nothing for cpu
+ *               and sim): no context, no queue, no kernel build; it
+ *               describes the device create would open with the same
+ *               settings;
+ *   info()      of an instance: the device its work runs on.
+ * So nothing is kept twice: an instance that was created answers info(),
+ * and a caller that has none answers describe(). */
+struct backend_device {
+    char device[256];    /* the device's name, as its driver gives it */
     bool emulated;       /* computed by a model of a device (sim, PoCL): no GPU timings */
     bool host_visible;   /* host_ptr() gives a host address for every buffer (cpu) */
     bool zeroed;         /* alloc's memory starts zeroed, backed only where written (cpu) */
     uint64_t mem_bytes;  /* device memory, 0 when unknown */
 };
+
+/* The compute ops of struct backend_ops, by name, for supports(). */
+enum backend_op {
+    BACKEND_OP_MATVEC,
+    BACKEND_OP_FFN_ROWS,
+    BACKEND_OP_FFN_IDS,
+    BACKEND_OP_ATTENTION,
+    BACKEND_OP_NORM,
+    BACKEND_OP_ROPE,
+    BACKEND_OP_ADD,
+    BACKEND_OP_EMBED,
+    BACKEND_OP_MOVE_ROWS,
+};
+enum { BACKEND_OP_COUNT = BACKEND_OP_MOVE_ROWS + 1 };
+
+/* "matvec", "ffn_rows", ... (the member's name); "?" outside the enum. */
+const char *backend_op_name(enum backend_op op);
 
 /* What went through the queue since create. */
 struct backend_counts {
@@ -89,12 +120,23 @@ struct row_move {
 
 struct backend_ops {
     const char *name;
+    /* This backend's device here, without an instance (struct
+     * backend_device): 0, or -1 with why not in err (no driver or device
+     * here, a device number out of range, or a backend this build lacks). */
+    int (*describe)(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen);
+    /* Whether the backend computes op on weights of type t: a property of
+     * its kernels, the same on every device it runs on, so asked with no
+     * device and no instance. For an op that reads no weights (attention,
+     * norm, rope, add, move_rows: f32 and bytes), t is the model's weight
+     * type all the same. NULL only in a backend this build lacks. The
+     * caller's rule is below (backend_check_type). */
+    bool (*supports)(enum backend_op op, enum fb_dtype t);
     /* An instance; NULL, with the reason in err, when the backend has no
      * device here or cannot start (a kernel build log is in err). */
     struct backend *(*create)(const struct backend_config *cfg, char *err, size_t errlen);
     void (*destroy)(struct backend *b);
     const char *(*error)(struct backend *b); /* why the last call failed */
-    void (*info)(struct backend *b, struct backend_info *out);
+    void (*info)(struct backend *b, struct backend_device *out);
     void (*counts)(struct backend *b, struct backend_counts *out);
 
     /* ---- memory ---- */
@@ -163,12 +205,48 @@ struct backend_ops {
     int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 };
 
-extern const struct backend_ops backend_cpu, backend_sim, backend_opencl, backend_cuda;
+/* The backends: backend_cpu, backend_sim, backend_opencl, backend_cuda
+ * (backends.def, the one list). */
+#define BACKEND(id) extern const struct backend_ops backend_##id;
+#include "engine/compute/backends.def"
+#undef BACKEND
 
 /* A backend by name (cpu, sim, opencl, cuda); NULL when unknown. A known
- * backend that this build or machine lacks is found: its create says so. */
+ * backend that this build or machine lacks is found: its describe and
+ * create say so. */
 const struct backend_ops *backend_find(const char *name);
+/* The i-th backend of backends.def, from 0; NULL past the last. */
+const struct backend_ops *backend_nth(size_t i);
 /* "cpu, sim, opencl, cuda": the names backend_find knows. */
 const char *backend_names(void);
+/* "cpu|sim|opencl|cuda": the same for an option's allowed values, as an
+ * address constant that a static option table can hold. */
+#define BACKEND_ALLOWED (backend_bar_names + 1)
+extern const char backend_bar_names[]; /* "|cpu|sim|opencl|cuda" */
+
+/* The caller's rule: support is asked before anything is planned or
+ * allocated, and there is no silent fallback.
+ *   - A backend computes a model only if it supports every op for the
+ *     model's weight type (the forward pass and the FFNs between them use
+ *     all of them). The engine asks at set-up (engine_init_with, before
+ *     the CPU kernels, the instance or any buffer): a type the backend
+ *     lacks is refused in one line naming the backend, the op and the
+ *     type: "opencl backend: no matvec for q4_0 weights (cpu computes
+ *     every op for every type)". A run never moves an op to another
+ *     backend behind the caller's back: a pass split between devices
+ *     would move every activation across the bus and be measured as the
+ *     device's.
+ *   - cpu is the model: it computes every op for every type of the table
+ *     (a new type lands there first; the device backends say no until
+ *     their kernels decode it).
+ *   - A test of ops (backend_ops_<name>) skips an op a backend lacks for
+ *     a type, and counts the skips, as ggml's test-backend-ops does.
+ * backend_check_type applies the first: describe into dev (the backend
+ * has a device here) and then supports for every op; 0, or -1 with the
+ * one line in err. */
+int backend_check_type(const struct backend_ops *b, const struct fb_settings *set, enum fb_dtype t,
+                       struct backend_device *dev, char *err, size_t errlen);
+/* supports, false for a backend this build lacks (no supports). */
+bool backend_supports(const struct backend_ops *b, enum backend_op op, enum fb_dtype t);
 
 #endif

@@ -51,10 +51,22 @@ static const char *cpu_error(struct backend *b)
     return b->base.err;
 }
 
-static void cpu_info(struct backend *b, struct backend_info *out)
+static void cpu_device(struct backend_device *out)
+{
+    *out = (struct backend_device){.device = "host CPU", .host_visible = true, .zeroed = true};
+}
+
+static int cpu_describe(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen)
+{
+    (void)set, (void)err, (void)errlen;
+    cpu_device(out);
+    return 0;
+}
+
+static void cpu_info(struct backend *b, struct backend_device *out)
 {
     (void)b;
-    *out = (struct backend_info){.device = "host CPU", .emulated = false, .host_visible = true, .zeroed = true, .mem_bytes = 0};
+    cpu_device(out);
 }
 
 static void cpu_counts(struct backend *b, struct backend_counts *out)
@@ -266,6 +278,8 @@ static int cpu_embed(struct backend *b, struct dev_ref out, struct dev_ref table
 
 const struct backend_ops backend_cpu = {
     .name = "cpu",
+    .describe = cpu_describe,
+    .supports = bk_cpu_kernels_support,
     .create = cpu_create,
     .destroy = cpu_destroy,
     .error = cpu_error,

@@ -59,15 +59,38 @@ static void cuda_destroy(struct backend *b)
     free(b);
 }
 
+/* Device 0 as the driver describes it; 0, or -1 with why in err. A
+ * query: the runtime starts, but no stream or memory is made. */
+static int describe_device(struct backend_device *out, char *err, size_t errlen)
+{
+    int n = 0;
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1) {
+        (void)cudaGetLastError();
+        return err_set(err, errlen, "cuda backend: no CUDA device (cudaGetDeviceCount: %s)",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    }
+    if ((e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return err_set(err, errlen, "cuda backend: cudaGetDeviceProperties: %s", cudaGetErrorString(e));
+    }
+    *out = (struct backend_device){.mem_bytes = p.totalGlobalMem};
+    snprintf(out->device, sizeof out->device, "%s", p.name);
+    return 0;
+}
+
+static int cuda_describe(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen)
+{
+    (void)set;
+    return describe_device(out, err, errlen);
+}
+
 /* The stream, the event ring and the scratch sized from cfg. */
 static int start(struct backend *b, const struct backend_config *cfg)
 {
-    struct cudaDeviceProp p;
-    if (cu_check(b, cudaSetDevice(b->device), "cudaSetDevice") ||
-        cu_check(b, cudaGetDeviceProperties(&p, b->device), "cudaGetDeviceProperties"))
+    if (cu_check(b, cudaSetDevice(b->device), "cudaSetDevice"))
         return -1;
-    snprintf(b->name, sizeof b->name, "%s", p.name);
-    b->mem_bytes = p.totalGlobalMem;
     if (cu_check(b, cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking), "cudaStreamCreate"))
         return -1;
     b->max_dim = cfg->max_dim ? cfg->max_dim : 1;
@@ -83,19 +106,15 @@ static int start(struct backend *b, const struct backend_config *cfg)
 
 static struct backend *cuda_create(const struct backend_config *cfg, char *err, size_t errlen)
 {
-    int n = 0;
-    cudaError_t e = cudaGetDeviceCount(&n);
-    if (e != cudaSuccess || n < 1) {
-        err_set(err, errlen, "cuda backend: no CUDA device (cudaGetDeviceCount: %s)",
-                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-        (void)cudaGetLastError();
+    struct backend_device desc;
+    if (describe_device(&desc, err, errlen) != 0)
         return NULL;
-    }
     struct backend *b = calloc(1, sizeof *b);
     if (!b) {
         err_set(err, errlen, "cuda backend: out of memory");
         return NULL;
     }
+    b->desc = desc;
     if (start(b, cfg) != 0) {
         err_set(err, errlen, "cuda backend: %s", b->base.err);
         cuda_destroy(b);
@@ -109,10 +128,9 @@ static const char *cuda_error(struct backend *b)
     return b->base.err;
 }
 
-static void cuda_info(struct backend *b, struct backend_info *out)
+static void cuda_info(struct backend *b, struct backend_device *out)
 {
-    *out = (struct backend_info){.device = b->name, .emulated = false, .host_visible = false,
-                                 .mem_bytes = b->mem_bytes};
+    *out = b->desc;
 }
 
 static void cuda_counts(struct backend *b, struct backend_counts *out)
@@ -132,7 +150,7 @@ static int alloc_refused(struct backend *b, size_t bytes, enum buf_kind kind, cu
     size_t free_b = 0, total = 0;
     (void)cudaMemGetInfo(&free_b, &total);
     return bk_fail(&b->base, "%zu MiB does not fit in the device memory of %s (%zu MiB free of %zu MiB)",
-                   bytes >> 20, b->name, free_b >> 20, total >> 20);
+                   bytes >> 20, b->desc.device, free_b >> 20, total >> 20);
 }
 
 static int cuda_alloc(struct backend *b, size_t bytes, enum buf_kind kind, struct dev_buf **out)
@@ -328,6 +346,8 @@ static int cuda_sync(struct backend *b)
 
 const struct backend_ops backend_cuda = {
     .name = "cuda",
+    .describe = cuda_describe,
+    .supports = bk_device_kernels_support,
     .create = cuda_create,
     .destroy = cuda_destroy,
     .error = cuda_error,

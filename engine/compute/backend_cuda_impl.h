@@ -28,8 +28,7 @@ struct backend {
     float *att;          /* attention scores: max_heads * max_seq floats */
     int *move_fault;     /* pinned: move_rows' first move outside its rows, + 1 */
     size_t max_dim, max_seq, max_heads;
-    char name[256];
-    uint64_t mem_bytes;
+    struct backend_device desc; /* info()'s: device 0's name and memory */
 };
 
 /* 0 when e is cudaSuccess; else -1 with "what: CUDA's reason" as the

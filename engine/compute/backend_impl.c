@@ -194,3 +194,27 @@ int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref ta
                ? -1
                : 0;
 }
+
+bool bk_cpu_kernels_support(enum backend_op op, enum fb_dtype t)
+{
+    (void)op; /* every op: cpu is the model (backend.h) */
+    switch (t) {
+    case DTYPE_F32:
+    case DTYPE_F16:
+    case DTYPE_BF16:
+        return true;
+    }
+    return false; /* a value outside the enum */
+}
+
+bool bk_device_kernels_support(enum backend_op op, enum fb_dtype t)
+{
+    (void)op; /* ops.kern has every op, each decoding the types below */
+    switch (t) {
+    case DTYPE_F32:
+    case DTYPE_F16:
+    case DTYPE_BF16:
+        return true;
+    }
+    return false; /* a value outside the enum */
+}

@@ -65,6 +65,14 @@ int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int
 int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
 int bk_check_move_rows(struct backend_base *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
 
+/* The supports() of each kernel family: the CPU kernels (cpu and sim,
+ * every op for every type: backend.h's rule) and the device kernels of
+ * kernels/ops.kern (opencl and cuda). Each answers from one switch over
+ * every weight type with no default, so a new row of common/wtypes.def
+ * does not compile until both families have said whether they decode it. */
+bool bk_cpu_kernels_support(enum backend_op op, enum fb_dtype t);
+bool bk_device_kernels_support(enum backend_op op, enum fb_dtype t);
+
 /* The bytes of one FFN bundle's up (and gate) rows and down row: d
  * elements of t each, 2 or 3 rows as a->glu says. */
 size_t bk_bundle_bytes(int d, enum fb_dtype t, const struct arch *a);

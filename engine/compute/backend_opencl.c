@@ -45,28 +45,20 @@ static void ocl_destroy(struct backend *b)
 /* The device, what the backend reports of it, its context and queue. */
 static int open_device(struct backend *b, int64_t want, char *err, size_t errlen)
 {
-    if (ocl_pick_device(want, &b->dev, err, errlen) != 0)
+    if (ocl_pick_device(want, &b->dev, err, errlen) != 0 ||
+        ocl_describe_device(b->dev, &b->desc, &b->max_alloc, err, errlen) != 0)
         return -1;
-    cl_device_type type = 0;
-    cl_ulong mem = 0, max_alloc = 0;
-    if (clGetDeviceInfo(b->dev, CL_DEVICE_NAME, sizeof b->device - 1, b->device, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(b->dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(b->dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL) != CL_SUCCESS ||
-        clGetDeviceInfo(b->dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL) != CL_SUCCESS)
-        return err_set(err, errlen, "opencl backend: cannot query the device");
-    b->is_cpu = (type & CL_DEVICE_TYPE_CPU) != 0;
-    b->mem_bytes = mem;
-    b->max_alloc = max_alloc;
     cl_int rc;
     b->ctx = clCreateContext(NULL, 1, &b->dev, NULL, NULL, &rc);
     if (rc != CL_SUCCESS)
-        return err_set(err, errlen, "opencl backend: cannot create a context on %s: %s", b->device,
+        return err_set(err, errlen, "opencl backend: cannot create a context on %s: %s", b->desc.device,
                        ocl_error_name(rc));
     /* profiling: event_elapsed's clock; on PoCL's CPU device a timestamp
      * per command, within the noise of a small enqueue */
     b->q = clCreateCommandQueue(b->ctx, b->dev, CL_QUEUE_PROFILING_ENABLE, &rc);
     if (rc != CL_SUCCESS)
-        return err_set(err, errlen, "opencl backend: cannot create a queue on %s: %s", b->device, ocl_error_name(rc));
+        return err_set(err, errlen, "opencl backend: cannot create a queue on %s: %s", b->desc.device,
+                       ocl_error_name(rc));
     return 0;
 }
 
@@ -77,7 +69,7 @@ static int make_kernels(struct backend *b, char *err, size_t errlen)
 {
     if (ocl_build(b->ctx, b->dev, fb_opencl_source, &b->prog, err, errlen))
         return -1;
-    size_t most = b->is_cpu ? 64 : 256, dev_most = 0;
+    size_t most = b->desc.emulated ? 64 : 256, dev_most = 0;
     if (clGetDeviceInfo(b->dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof dev_most, &dev_most, NULL) == CL_SUCCESS &&
         dev_most < most)
         most = dev_most;
@@ -134,10 +126,20 @@ static const char *ocl_error(struct backend *b)
     return b->base.err;
 }
 
-static void ocl_info(struct backend *b, struct backend_info *out)
+static void ocl_info(struct backend *b, struct backend_device *out)
 {
-    *out = (struct backend_info){
-        .device = b->device, .emulated = b->is_cpu, .host_visible = false, .mem_bytes = b->mem_bytes};
+    *out = b->desc;
+}
+
+/* The device create would open, asked of the driver alone: no context,
+ * no queue, no program. */
+static int ocl_describe(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen)
+{
+    cl_device_id dev;
+    uint64_t max_alloc;
+    if (ocl_pick_device(set ? set->opencl_device : -1, &dev, err, errlen) != 0)
+        return -1;
+    return ocl_describe_device(dev, out, &max_alloc, err, errlen);
 }
 
 static void ocl_counts(struct backend *b, struct backend_counts *out)
@@ -149,7 +151,7 @@ static void ocl_counts(struct backend *b, struct backend_counts *out)
 
 static int refused(struct backend *b, size_t bytes, cl_int rc)
 {
-    return bk_fail(&b->base, "%s cannot allocate %zu bytes: %s", b->device, bytes, ocl_error_name(rc));
+    return bk_fail(&b->base, "%s cannot allocate %zu bytes: %s", b->desc.device, bytes, ocl_error_name(rc));
 }
 
 static int ocl_alloc(struct backend *b, size_t bytes, enum buf_kind kind, struct dev_buf **out)
@@ -157,7 +159,7 @@ static int ocl_alloc(struct backend *b, size_t bytes, enum buf_kind kind, struct
     if (b->base.failed)
         return -1;
     if (bytes > b->max_alloc)
-        return bk_fail(&b->base, "%s refuses a buffer of %zu bytes: its largest is %llu bytes", b->device, bytes,
+        return bk_fail(&b->base, "%s refuses a buffer of %zu bytes: its largest is %llu bytes", b->desc.device, bytes,
                        (unsigned long long)b->max_alloc);
     struct dev_buf *d = bk_buf_new(&b->base, bytes, kind);
     if (!d)
@@ -330,6 +332,8 @@ static int ocl_sync(struct backend *b)
 
 const struct backend_ops backend_opencl = {
     .name = "opencl",
+    .describe = ocl_describe,
+    .supports = bk_device_kernels_support,
     .create = ocl_create,
     .destroy = ocl_destroy,
     .error = ocl_error,

@@ -50,11 +50,22 @@ static const char *sim_error(struct backend *b)
     return b->base.err;
 }
 
-static void sim_info(struct backend *b, struct backend_info *out)
+static void sim_device(struct backend_device *out)
+{
+    *out = (struct backend_device){.device = "sim (CPU kernels on a queue thread)", .emulated = true};
+}
+
+static int sim_describe(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen)
+{
+    (void)set, (void)err, (void)errlen;
+    sim_device(out);
+    return 0;
+}
+
+static void sim_info(struct backend *b, struct backend_device *out)
 {
     (void)b;
-    *out = (struct backend_info){
-        .device = "sim (CPU kernels on a queue thread)", .emulated = true, .host_visible = false, .mem_bytes = 0};
+    sim_device(out);
 }
 
 static void sim_counts(struct backend *b, struct backend_counts *out)
@@ -229,6 +240,8 @@ static int sim_embed(struct backend *b, struct dev_ref out, struct dev_ref table
 
 const struct backend_ops backend_sim = {
     .name = "sim",
+    .describe = sim_describe,
+    .supports = bk_cpu_kernels_support,
     .create = sim_create,
     .destroy = sim_destroy,
     .error = sim_error,

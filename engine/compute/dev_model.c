@@ -27,7 +27,7 @@ struct dev_ref dev_model_ref(const struct dev_model *dm, const void *p)
 static int load_region(struct dev_model *dm, void *host, size_t bytes, struct dev_buf **out, const char *what,
                        char *err, size_t errlen)
 {
-    struct backend_info info;
+    struct backend_device info;
     dm->ops->info(dm->be, &info);
     int rc = info.host_visible ? dm->ops->register_host(dm->be, host, bytes, out)
                                : dm->ops->alloc(dm->be, bytes, BUF_DEVICE, out);

@@ -102,6 +102,22 @@ int ocl_pick_device(int64_t want, cl_device_id *out, char *err, size_t errlen)
     return 0;
 }
 
+int ocl_describe_device(cl_device_id dev, struct backend_device *out, uint64_t *max_alloc, char *err, size_t errlen)
+{
+    cl_device_type type = 0;
+    cl_ulong mem = 0, most = 0;
+    *out = (struct backend_device){0};
+    if (clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof out->device - 1, out->device, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof most, &most, NULL) != CL_SUCCESS)
+        return err_set(err, errlen, "opencl backend: cannot query the device");
+    out->emulated = (type & CL_DEVICE_TYPE_CPU) != 0; /* PoCL: no GPU timings */
+    out->mem_bytes = mem;
+    *max_alloc = most;
+    return 0;
+}
+
 /* Appends the first lines of a build log to dst, joined by " | " into
  * one line, as much as fits. */
 static void log_lines(char *dst, size_t len, const char *log)

@@ -38,9 +38,8 @@ struct backend {
     cl_program prog;
     cl_kernel k[K_COUNT];
     size_t group; /* work-items per group, a power of two */
-    char device[256];
-    bool is_cpu;
-    uint64_t mem_bytes, max_alloc;
+    struct backend_device desc; /* info()'s; desc.emulated: a CPU device (PoCL) */
+    uint64_t max_alloc;
     /* scratch: the FFN's h (h_floats), attention's scores (att_heads
      * heads of att_stride floats); grown when an op needs more */
     cl_mem h, att;
@@ -68,6 +67,9 @@ static inline cl_mem ocl_mem(struct dev_ref r)
  * device, with the reason in err, so that callers can tell "no OpenCL
  * here" from a failure. */
 int ocl_pick_device(int64_t want, cl_device_id *out, char *err, size_t errlen);
+/* What the driver says of dev (its name, type and memory) into out, and
+ * its largest allocation; 0, or -1 with why in err. Creates nothing. */
+int ocl_describe_device(cl_device_id dev, struct backend_device *out, uint64_t *max_alloc, char *err, size_t errlen);
 /* The program of src built for dev in ctx; on failure err holds the
  * first lines of the driver's build log. */
 int ocl_build(cl_context ctx, cl_device_id dev, const char *src, cl_program *out, char *err, size_t errlen);

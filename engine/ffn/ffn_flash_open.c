@@ -273,7 +273,7 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
 static bool backend_off_host(const struct ffn *f)
 {
     const struct dev_model *dm = f->dev;
-    struct backend_info info = {.host_visible = true};
+    struct backend_device info = {.host_visible = true};
     if (dm && dm->be)
         dm->ops->info(dm->be, &info);
     return !info.host_visible;

@@ -46,7 +46,7 @@ struct engine {
     struct cpu_kernels *ck; /* the host's kernels: host FFNs, predictors, the cpu backend */
     const struct backend_ops *be_ops;
     struct backend *be;
-    struct backend_info be_info;
+    struct backend_device be_info;
     struct dev_model w;     /* the weights on the backend */
     struct ffn ffn;
     struct dev_buf *state;  /* what s's refs point into */

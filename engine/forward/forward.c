@@ -125,12 +125,18 @@ static int upload_rope_freqs(struct engine *e, char *err, size_t errlen)
 static int start_backend(struct engine *e, const struct fb_settings *set, int threads, char *err, size_t errlen)
 {
     const struct model *m = e->m;
+    struct backend_device dev;
+    /* backend.h's rule: a device here, and every op for the model's type,
+     * before anything is allocated */
+    if (backend_check_type(e->be_ops, set, m->dtype, &dev, err, errlen) != 0)
+        return -1;
     size_t widest = widest_vector(m);
     e->be_threads = threads < 1 ? 1 : threads;
-    /* the team pinned only where it computes the pass: a device's runtime
-     * (PoCL) starts its own threads from this one, which would inherit a pin */
+    /* the team pinned only where it computes the pass (cpu: the host's
+     * memory, the engine's kernels): a device's runtime (PoCL) starts its
+     * own threads from this one, which would inherit a pin */
     struct fb_settings host = *set;
-    host.pin_threads = set->pin_threads && !strcmp(e->be_ops->name, "cpu");
+    host.pin_threads = set->pin_threads && dev.host_visible;
     e->ck = ck_create(&host, e->be_threads, widest, (size_t)e->max_seq, m->shape.n_heads, err, errlen);
     if (!e->ck)
         return -1;

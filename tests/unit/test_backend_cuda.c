@@ -304,7 +304,7 @@ int main(void)
         ck_destroy(ck);
         return check_failures ? 1 : 77;
     }
-    struct backend_info info;
+    struct backend_device info;
     ops->info(be, &info);
     printf("test_backend_cuda: on %s (%llu MiB)\n", info.device, (unsigned long long)(info.mem_bytes >> 20));
     CHECK(!info.emulated && !info.host_visible && info.mem_bytes > 0 && info.device[0] != '\0');

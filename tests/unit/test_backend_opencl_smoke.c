@@ -543,13 +543,13 @@ static void test_forward(void)
 
 static void test_info_counts(void)
 {
-    struct backend_info info;
+    struct backend_device info;
     struct backend_counts c;
     O->info(ob, &info);
     O->counts(ob, &c);
     printf("device: %s (%s), %llu MiB\n", info.device, info.emulated ? "emulated" : "a GPU",
            (unsigned long long)(info.mem_bytes >> 20));
-    CHECK(info.device && *info.device);
+    CHECK(*info.device);
     CHECK(!info.host_visible);
     CHECK(info.mem_bytes > 0);
     CHECK_U64(c.launches, ops_called);

@@ -78,7 +78,7 @@ static void test_download_poison(void)
 {
     const struct backend_ops *o = &backend_sim;
     struct backend *b = sim_new();
-    struct backend_info info;
+    struct backend_device info;
     o->info(b, &info);
     CHECK(info.emulated && !info.host_visible);
     CHECK_STR(info.device, "sim (CPU kernels on a queue thread)");
