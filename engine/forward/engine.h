@@ -63,8 +63,11 @@ struct engine {
 int engine_context(const struct model *m, int max_seq);
 
 /* max_seq 0: the model's max_positions. set tunes the backend (read at
- * init). 0, or -1 with the reason in err and nothing left started. err is
- * empty when the FFN's create failed: it prints its own error (ffn.h). */
+ * init). 0, or -1 with the reason in err and nothing left started. A
+ * backend without a device here, or lacking an op for the model's weight
+ * type, is refused first, before anything is created (backend.h's rule:
+ * backend_check_type). err is empty when the FFN's create failed: it
+ * prints its own error (ffn.h). */
 int engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
                 const struct backend_ops *be, const struct ffn_ops *ffn, int threads, int max_seq, char *err,
                 size_t errlen);

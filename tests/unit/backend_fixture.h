@@ -38,6 +38,7 @@ struct bt {
     struct cpu_kernels *ref;  /* the reference's: same team, same tuning */
     struct fb_settings set;
     bool exact; /* cpu, sim: bit-identical to the CPU kernels */
+    int skipped; /* cases of an op the backend lacks (bt_has) */
 };
 
 /* A guarded buffer: payload bytes at `at`, margins around it. */
@@ -128,6 +129,40 @@ static inline struct backend *bt_spare(const struct bt *t)
     if (!b)
         fprintf(stderr, "a second %s instance: %s\n", t->name, err);
     return b;
+}
+
+/* Whether the backend computes op on weights of type dt (backend.h's
+ * supports): when not, the caller skips the case, counted in t->skipped,
+ * as ggml's test-backend-ops skips what a backend lacks. */
+static inline bool bt_has(struct bt *t, enum backend_op op, enum fb_dtype dt)
+{
+    if (backend_supports(t->ops, op, dt))
+        return true;
+    t->skipped++;
+    return false;
+}
+
+/* The same for an op that reads no weights: whether the backend has it
+ * for any type. */
+static inline bool bt_has_op(struct bt *t, enum backend_op op)
+{
+    for (int dt = 0; dt < DTYPE_COUNT; dt++)
+        if (backend_supports(t->ops, op, (enum fb_dtype)dt))
+            return true;
+    t->skipped++;
+    return false;
+}
+
+/* The same for a forward pass over a model of type dt: every op (the
+ * engine's rule, backend.h). */
+static inline bool bt_has_type(struct bt *t, enum fb_dtype dt)
+{
+    for (int op = 0; op < BACKEND_OP_COUNT; op++)
+        if (!backend_supports(t->ops, (enum backend_op)op, dt)) {
+            t->skipped++;
+            return false;
+        }
+    return true;
 }
 
 /* Reports a failed call of the backend (and counts it); rc returned. */
