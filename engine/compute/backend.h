@@ -136,7 +136,7 @@ struct backend_ops {
     struct backend *(*create)(const struct backend_config *cfg, char *err, size_t errlen);
     void (*destroy)(struct backend *b);
     const char *(*error)(struct backend *b); /* why the last call failed */
-    void (*info)(struct backend *b, struct backend_device *out);
+    void (*info)(struct backend *b, struct backend_device *out); /* the device b runs on */
     void (*counts)(struct backend *b, struct backend_counts *out);
 
     /* ---- memory ---- */
