@@ -24,7 +24,7 @@
  * names after it. */
 #define BACKEND_OPT_ALLOWED BACKEND_ALLOWED
 #define BACKEND_OPT_HELP                                                                                          \
-    "compute backend: cpu (the CPU kernels), sim (a simulated device, bit-identical to cpu), or a device's"
+    "compute backend: cpu (the CPU kernels), sim (a simulated device, bit-identical to cpu), or one of a real device"
 
 /* The backend a command computes on, as its result files record it. */
 struct cli_backend {
