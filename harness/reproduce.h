@@ -35,6 +35,8 @@
 #include "cache/mode.h"
 #include "common/settings.h"
 
+struct out_manifest;
+
 enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
 
 #define REPRO_MAX_MODELS 5
@@ -114,6 +116,10 @@ struct repro_plan {
     char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
     char device_shape[32]; /* the shape of Table 3's device rows ("" when none are planned) */
     char device_budget[8]; /* and all's --dram-budget there */
+    /* config.out opened as the study's result folder while the study runs
+     * and reports (common/out_manifest.h: its markers, tables and REPORT.md
+     * are claimed there); NULL when it is not open (--plan, --merge, tests) */
+    struct out_manifest *folder;
     /* per model of config.models: the real shape Table 3's CPU rows also
      * run at, beside the tier's ("" when none: the tier's shape is real, or
      * the architecture has none that fits) */

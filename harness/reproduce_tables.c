@@ -112,7 +112,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     char csv[4400], stem[4400], err[4400];
     snprintf(csv, sizeof csv, "%s/%s.csv", p->config.out, rel);
     snprintf(stem, sizeof stem, "%s/%s", p->config.out, rel);
-    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
+    if (atomic_write_text(p->folder, csv, csv_text, err, sizeof err) != 0) {
         strbuf_add(b, "No CSV (`%s.csv`), no plot: %s.\n\n", rel, err);
         return false;
     }
@@ -120,7 +120,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     for (size_t i = 0; i < n_args && i + 1 < sizeof all / sizeof all[0]; i++)
         all[i + 1] = args[i];
     size_t n_all = n_args + 1 < sizeof all / sizeof all[0] ? n_args + 1 : sizeof all / sizeof all[0];
-    if (gnuplot_draw(p->config.settings, script, all, n_all, stem, err, sizeof err) != 0) {
+    if (gnuplot_draw(p->config.settings, p->folder, script, all, n_all, stem, err, sizeof err) != 0) {
         strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
         return false;
     }
