@@ -1,6 +1,6 @@
 /* flashbed reproduce: the paper's study (../shared/PAPER.md) as a plan of
  * flashbed's own commands, run one after another into one result folder,
- * then REPORT.md (harness/reproduce_report.h) from their result files.
+ * then REPORT.md (harness/reproduce_report.c) from their result files.
  *
  * The plan is data. Every step is one flashbed command line (the arguments
  * after the program and its global options) and the path under the
