@@ -312,6 +312,8 @@ int out_manifest_close(struct out_manifest *m, char *err, size_t errlen)
 
 bool out_manifest_lists(struct out_manifest *m, const char *path)
 {
+    if (!m)
+        return false;
     pthread_mutex_lock(&m->mu);
     const char *rel = relative(m, path);
     bool yes = names_has(&m->listed, rel ? rel : path);
@@ -321,6 +323,8 @@ bool out_manifest_lists(struct out_manifest *m, const char *path)
 
 size_t out_manifest_written_count(struct out_manifest *m)
 {
+    if (!m)
+        return 0;
     pthread_mutex_lock(&m->mu);
     size_t n = m->written;
     pthread_mutex_unlock(&m->mu);

@@ -19,19 +19,19 @@
  * exists, naming it, unless the folder was opened with force (the
  * command's --force); a new name is added to the list at once, so an
  * interruption never leaves one of flashbed's files unlisted. When the
- * command ends (out_manifest_close, which frees the object), if it wrote anything this time, the
- * files listed from the last time and not written this time are removed
- * (a plot of an option not given now), unless the folder keeps them (a
- * study resumes: its finished steps stay); the list is rewritten to what
- * is there. A command that wrote nothing changes nothing (a list it made
+ * command ends (out_manifest_close, which frees the object), if it wrote
+ * anything this time, the files listed from the last time and not written
+ * this time are removed (a plot of an option not given now), unless the
+ * folder keeps them (a study resumes: its finished steps stay); the list is
+ * rewritten to what is there. A command that wrote nothing changes nothing (a list it made
  * for claims it then did not write is removed again).
  *
  * A listed file edited by the user is still flashbed's (no checksums): copy
  * what you edit out of the folder.
  *
  * Return convention: 0, or -1 with the reason naming the path in err.
- * Every function but open and close takes NULL (no folder) and then does
- * nothing: 0, false.
+ * Every function but open takes NULL (no folder: the write is into no
+ * result folder) and then does nothing: 0, false.
  * Threading: claim, check, adopt and written may be called from any thread
  * (a mutex per folder); close once, after the writers are done. Folders
  * are independent: nothing is kept outside the object. */
@@ -80,7 +80,7 @@ void out_manifest_written(struct out_manifest *m, const char *path);
 int out_manifest_close(struct out_manifest *m, char *err, size_t errlen);
 
 /* Whether path (relative to the folder, or a full path under it) is listed
- * now, and how many files were written since open (for tests; m not NULL). */
+ * now, and how many files were written since open (for tests). */
 bool out_manifest_lists(struct out_manifest *m, const char *path);
 size_t out_manifest_written_count(struct out_manifest *m);
 
