@@ -5,17 +5,37 @@
 
 #include "cache/cache.h"
 
+enum { CPU = CACHE_MODE_TABLE3_CPU, DEVICE = CACHE_MODE_TABLE3_DEVICE };
+
 static const struct cache_mode modes[] = {
-    {"naive", "naive", &policy_naive, {&layout_coalesce, 0}, false},
-    {"hybrid", "hybrid", &policy_hybrid, {&layout_coalesce, 0}, false},
-    {"predictor", "+ predictor", &policy_predictor, {&layout_split, 0}, false},
-    {"window", "+ windowing", &policy_window, {&layout_split, 0}, false},
-    {"all", "+ bundling", &policy_window, {&layout_coalesce, 0}, true},
+    {"naive", "naive", &policy_naive, {&layout_coalesce, 0}, false, CPU | DEVICE},
+    {"hybrid", "hybrid", &policy_hybrid, {&layout_coalesce, 0}, false, CPU},
+    {"predictor", "+ predictor", &policy_predictor, {&layout_split, 0}, false, 0},
+    {"window", "+ windowing", &policy_window, {&layout_split, 0}, false, 0},
+    {"all", "+ bundling", &policy_window, {&layout_coalesce, 0}, true, CPU | DEVICE},
 };
+
+_Static_assert(sizeof modes / sizeof modes[0] == CACHE_MODE_COUNT, "CACHE_MODE_COUNT is the table's length");
 
 const struct cache_mode *cache_mode_at(size_t i)
 {
     return i < sizeof modes / sizeof modes[0] ? &modes[i] : NULL;
+}
+
+const struct cache_mode *cache_mode_of_table(enum cache_mode_table table, size_t i)
+{
+    for (size_t j = 0; j < sizeof modes / sizeof modes[0]; j++)
+        if ((modes[j].tables & table) && i-- == 0)
+            return &modes[j];
+    return NULL;
+}
+
+size_t cache_mode_table_count(enum cache_mode_table table)
+{
+    size_t n = 0;
+    while (cache_mode_of_table(table, n))
+        n++;
+    return n;
 }
 
 const struct cache_mode *cache_mode_find(const char *name)

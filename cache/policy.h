@@ -1,9 +1,9 @@
 /* DRAM caching policies behind one ops table (as libCacheSim's cache_t).
- * Decisions only: which rows of a layer stay in DRAM between tokens. The one
- * request path (cache/request.h) owns the resident-row bookkeeping and is
- * driven by the offline replay (sim/replay.c) and by the engine's flash FFN
- * (engine/ffn/ffn_flash.c) alike; each policy_*.c only decides what to read
- * besides the misses and what to delete afterwards.
+ * Decisions only: which rows of a layer stay in DRAM between tokens. The
+ * one request path (cache/cache.h's cache_request) owns the resident-row
+ * bookkeeping and is driven by the offline replay (sim/replay.c) and by the
+ * engine's flash FFN (engine/ffn/ffn_flash.c) alike; each policy_*.c only
+ * decides what to read besides the misses and what to delete afterwards.
  *
  * Policies see the needed sets as they come (token by token, one layer at a
  * time; layers are independent). Those that need more than the past (hot:
@@ -31,7 +31,7 @@ enum policy_unbudgeted {
 
 /* What callers outside cache/ may ask of a policy: properties, never its
  * name or identity, so that a new policy is its own file plus one line in
- * cache/parse.c. */
+ * cache/policies.def. */
 struct policy_ops {
     const char *name;
     bool takes_arg;          /* "window:K": the argument is a count of tokens */

@@ -103,7 +103,7 @@ static int measure_after_sweep(const struct calibrate_opts *o, const char *scrat
  * large reads for the sequential rate. 0, 1 on error (printed), 130 when
  * interrupted. */
 static int measure_flash(const struct calibrate_opts *o, const struct fb_settings *set, const char *work,
-                         struct hw_profile *hw, bool *bypassed)
+                         struct hw_profile *hw, bool *bypassed, struct out_manifest **folder)
 {
     char scratch[4300], err[1024];
     struct out_parents made = {0};
@@ -127,7 +127,7 @@ static int measure_flash(const struct calibrate_opts *o, const struct fb_setting
         goto out;
     }
     static const struct sweep_flag flags[] = {{SWEEP_SET_PATH, "--file"}, {SWEEP_SET_SIZE, "--size"}, {0, NULL}};
-    rc = run_sweep("calibrate", flags, &c, opts_to_json(&calibrate_command, o), o->force);
+    rc = run_sweep("calibrate", flags, &c, opts_to_json(&calibrate_command, o), o->force, folder);
     if (rc != 0)
         goto out;
     /* the sweep polled; the measurements after it do not: a Ctrl-C now
@@ -171,7 +171,7 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
     dir_of(out, out_dir, sizeof out_dir);
     if (!path_exists(out_dir) && mkdir_p(out_dir, 0755) != 0)
         fb_error("calibrate --out: %s: cannot create: %s", out_dir, strerror(errno));
-    else if (write_json_file(out, j) == 0) {
+    else if (write_json_file(NULL, out, j) == 0) { /* beside the sweep's folder, not in it */
         fb_info("profile written to %s", out);
         rc = 0;
     }
@@ -183,7 +183,8 @@ static int write_profile(const struct calibrate_opts *o, const char *out, const 
  * file system without direct I/O), and its fit. 0, 1 on error (printed),
  * 130 when interrupted. */
 static int flash_profile(const struct calibrate_opts *o, const struct fb_settings *set, const char *work,
-                         struct hw_profile *hw, bool *bypassed, struct calibrate_fit *fit)
+                         struct hw_profile *hw, bool *bypassed, struct calibrate_fit *fit,
+                         struct out_manifest **folder)
 {
     *bypassed = true;
     int rc = 0;
@@ -202,7 +203,7 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
     } else if (o->sweep) {
         calibrate_reads_unmeasured(&hw->fixed, "calibrate --sweep reads no file");
     }
-    if (!o->sweep && (rc = measure_flash(o, set, work, hw, bypassed)) != 0)
+    if (!o->sweep && (rc = measure_flash(o, set, work, hw, bypassed, folder)) != 0)
         return rc;
     calibrate_fit_flash(hw, fit);
     fb_info("flash fit: L0 %.1f us, b1 %.2f GB/s, B_max %.2f GB/s, IOPS_max %.0f, p %.2f; MAPE %.1f%% "
@@ -257,6 +258,7 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     if (!cli_start(&calibrate_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
         return rc;
     rc = 1;
+    struct out_manifest *folder = NULL; /* the sweep's result folder, once measure_flash opened it */
     struct hw_profile *hw = calloc(1, sizeof *hw);
     struct machine_info mi;
     machine_info_get(&mi);
@@ -283,7 +285,7 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
         goto out;
     bool bypassed;
     struct calibrate_fit fit;
-    if ((rc = flash_profile(&o, set, work, hw, &bypassed, &fit)) != 0)
+    if ((rc = flash_profile(&o, set, work, hw, &bypassed, &fit, &folder)) != 0)
         goto out;
     calibrate_measure_memory(hw, o.quick);
     calibrate_measure_crc(hw, o.quick);
@@ -294,5 +296,5 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
 out:
     free(hw);
     opts_free(&calibrate_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc); /* the sweep's folder, when it measured one */
 }

@@ -327,7 +327,7 @@ static int generate_with(const struct generate_opts *o, const struct fb_settings
     if (up) {
         interrupt_install();
         if (run(o, m, &e, text, json) == 0) /* the tokens so far printed and kept, also when stopped */
-            rc = json && write_json_file(o->json, json) != 0 ? FB_EXIT_FAILURE
+            rc = json && write_json_file(NULL, o->json, json) != 0 ? FB_EXIT_FAILURE
                  : interrupted()                            ? FB_EXIT_INTERRUPTED
                                                             : FB_EXIT_OK;
         engine_free(&e);

@@ -190,7 +190,7 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     cJSON_AddNumberToObject(j, "dense_ffn_bytes_per_token", (double)ffn_dense_bytes_per_token(m));
     if (sel)
         density_json(j, sel, &su);
-    int rc = write_json_file(o->json, j) ? 1 : 0;
+    int rc = write_json_file(NULL, o->json, j) ? 1 : 0;
     cJSON_Delete(j);
     return rc;
 }

@@ -189,7 +189,7 @@ static void compare_overlap(const struct run_comparison *c, cJSON *root, char *m
 
 /* compare.json and compare.md from a comparison (sim/run_summary.h). */
 static int write_comparison(const char *path, const struct run_comparison *c, struct run_summary *m,
-                            const char *dir, cJSON *prov)
+                            struct out_manifest *folder, const char *dir, cJSON *prov)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddItemReferenceToObject(root, "provenance", prov);
@@ -223,14 +223,15 @@ static int write_comparison(const char *path, const struct run_comparison *c, st
     len = (int)strlen(md);
     snprintf(md + len, sizeof md - (size_t)len, "\n%s", verdict);
     const char *names[] = {"compare.md"}, *texts[] = {md};
-    int rc = write_file_set(dir, root, "compare.json", names, texts, 1);
+    int rc = write_file_set(folder, dir, root, "compare.json", names, texts, 1);
     fputs(md, stdout);
     cJSON_Delete(root);
     return rc;
 }
 
 /* Reads a measured run's summary and writes compare.{json,md}. */
-static int compare_with_run(const char *path, const struct cost_prediction *p, const char *dir, cJSON *prov)
+static int compare_with_run(const char *path, const struct cost_prediction *p, struct out_manifest *folder,
+                            const char *dir, cJSON *prov)
 {
     struct run_summary m;
     char err[4400];
@@ -240,7 +241,7 @@ static int compare_with_run(const char *path, const struct cost_prediction *p, c
     }
     struct run_comparison c;
     run_compare(p, &m, &c);
-    int rc = write_comparison(path, &c, &m, dir, prov);
+    int rc = write_comparison(path, &c, &m, folder, dir, prov);
     run_summary_free(&m);
     return rc;
 }
@@ -281,11 +282,11 @@ static int paper_options(const struct predict_opts *o, const struct fb_settings 
 
 /* Each table asked for written, and its Markdown printed on stdout as it
  * comes (as predict prints predict.md), the folder named on stderr. */
-static int run_paper(const struct fb_settings *set, const char *what, const struct paper_given *g, const char *dir,
-                     cJSON *prov)
+static int run_paper(const struct fb_settings *set, const char *what, const struct paper_given *g,
+                     struct out_manifest *folder, const char *dir, cJSON *prov)
 {
-    int (*const write[])(const struct fb_settings *, const char *, const struct paper_given *, cJSON *, char **,
-                         char *, size_t) = {
+    int (*const write[])(const struct fb_settings *, struct out_manifest *, const char *, const struct paper_given *,
+                         cJSON *, char **, char *, size_t) = {
         paper_write_table2, paper_write_table3, paper_write_fig7};
     const char *names[] = {"table2", "table3", "fig7"};
     char err[4400];
@@ -294,7 +295,7 @@ static int run_paper(const struct fb_settings *set, const char *what, const stru
         if (strcmp(what, "all") && strcmp(what, names[i]))
             continue;
         char *md = NULL;
-        if (write[i](set, dir, g, prov, &md, err, sizeof err) != 0) {
+        if (write[i](set, folder, dir, g, prov, &md, err, sizeof err) != 0) {
             fb_error("%s", err);
             return -1;
         }
@@ -370,7 +371,7 @@ static int load_trace(const struct predict_opts *o, const struct model_shape *sh
 }
 
 /* Writes predict.json and predict.md (sim/predict_report.h), then the comparison or the table. */
-static int write_predictions(const struct predict_opts *o, const char *dir, cJSON *prov,
+static int write_predictions(const struct predict_opts *o, struct out_manifest *folder, const char *dir, cJSON *prov,
                              const struct predict_setup *s, const struct policy_prediction *it, size_t n)
 {
     char *md = predict_report_md(s, it, n);
@@ -385,10 +386,10 @@ static int write_predictions(const struct predict_opts *o, const char *dir, cJSO
     }
     cJSON *root = predict_report_json(it, n, prov);
     const char *names[] = {"predict.md"}, *texts[] = {md};
-    int rc = write_file_set(dir, root, "predict.json", names, texts, 1);
+    int rc = write_file_set(folder, dir, root, "predict.json", names, texts, 1);
     cJSON_Delete(root);
     if (rc == 0 && o->compare)
-        rc = compare_with_run(o->compare, &it[0].prediction, dir, prov);
+        rc = compare_with_run(o->compare, &it[0].prediction, folder, dir, prov);
     else if (rc == 0)
         fputs(md, stdout);
     free(md);
@@ -420,7 +421,8 @@ static int run_choices(const struct predict_opts *o, const struct model_shape *s
 
 /* Loads the shape, the profile and the trace, prices the list, writes it.
  * The exit status: FB_EXIT_USAGE for names or a budget that do not parse. */
-static int predict(const struct predict_opts *o, const struct fb_settings *set, const char *dir, cJSON *prov)
+static int predict(const struct predict_opts *o, const struct fb_settings *set, struct out_manifest *folder,
+                   const char *dir, cJSON *prov)
 {
     size_t n;
     struct policy_spec *policies = NULL;
@@ -469,7 +471,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
-        rc = write_predictions(o, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
+        rc = write_predictions(o, folder, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
     free(items);
     if (s.trace)
         trace_free(&tr);
@@ -489,22 +491,23 @@ int cmd_predict(int argc, char **argv, const struct fb_settings *set)
         return rc;
     char dir[4096];
     result_dir_name(o.out, "predict", dir, sizeof dir);
-    if (out_result_dir_ok("predict --out", dir, o.force, false, predict_files) != 0) {
+    struct out_manifest *folder;
+    if (out_result_dir_ok("predict --out", dir, o.force, false, predict_files, &folder) != 0) {
         opts_free(&predict_command, &o);
         return 1;
     }
     struct paper_given given = {0};
     if (o.paper && paper_options(&o, set, &given) != 0) {
         opts_free(&predict_command, &o);
-        return 1;
+        return out_result_dir_close(folder, 1);
     }
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&predict_command, &o));
     if (o.paper)
-        rc = run_paper(set, o.paper, &given, dir, prov) == 0 ? 0 : 1;
+        rc = run_paper(set, o.paper, &given, folder, dir, prov) == 0 ? 0 : 1;
     else
-        rc = predict(&o, set, dir, prov);
+        rc = predict(&o, set, folder, dir, prov);
     cJSON_Delete(prov);
     opts_free(&predict_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc);
 }

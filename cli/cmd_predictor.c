@@ -479,7 +479,7 @@ static void print_eval(const struct predictor_eval_result *r, const char *out)
 }
 
 static int evaluate(const struct eval_opts *o, const struct fb_settings *set, const struct model *m,
-                    struct predictor *p, const struct cli_backend *be)
+                    struct predictor *p, const struct cli_backend *be, struct out_manifest *folder)
 {
     struct text_tokens t = {0};
     if (load_text("predictor eval", m, o->text, o->skip, o->tokens, &t) != 0)
@@ -504,7 +504,7 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     cli_backend_provenance(prov, be);
     struct predictor_eval_source src = {.model_dir = o->model, .model_name = m->shape.name, .text = o->text,
                                         .text_sha256 = t.sha256, .gen_tokens = (int)o->gen_tokens};
-    rc = predictor_eval_write(o->out, &r, p, &src, prov, o->plot, set, err, sizeof err);
+    rc = predictor_eval_write(folder, o->out, &r, p, &src, prov, o->plot, set, err, sizeof err);
     if (rc != 0)
         fb_error("predictor eval --out: %s", err);
     else
@@ -515,7 +515,8 @@ static int evaluate(const struct eval_opts *o, const struct fb_settings *set, co
     return rc;
 }
 
-static int eval_model(const struct eval_opts *o, const struct fb_settings *set, const struct model *m)
+static int eval_model(const struct eval_opts *o, const struct fb_settings *set, const struct model *m,
+                      struct out_manifest *folder)
 {
     struct predictor p;
     char err[4400];
@@ -537,7 +538,7 @@ static int eval_model(const struct eval_opts *o, const struct fb_settings *set, 
     int rc = 1;
     if (cli_backend_open("predictor eval", o->backend, set, &be) == 0 &&
         out_parents_ok("predictor eval --out", first, &made) == 0) {
-        rc = evaluate(o, set, m, &p, &be);
+        rc = evaluate(o, set, m, &p, &be, folder);
         if (rc == 1)
             out_parents_undo(&made);
         else
@@ -557,21 +558,22 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
         return rc;
     struct model m;
     char err[1024];
+    struct out_manifest *folder = NULL;
     if (!o.model || !o.text || !o.out) {
         fb_error("predictor eval: needs --model DIR, --text FILE and --out DIR");
         rc = 2;
-    } else if (out_result_dir_ok("predictor eval --out", o.out, o.force, false, eval_files) != 0) {
+    } else if (out_result_dir_ok("predictor eval --out", o.out, o.force, false, eval_files, &folder) != 0) {
         rc = 1;
     } else if (model_open(&m, o.model, err, sizeof err) != 0) {
         fb_error("predictor eval --model: %s", err);
         rc = 1;
     } else {
         interrupt_install();
-        rc = eval_model(&o, set, &m);
+        rc = eval_model(&o, set, &m, folder);
         model_close(&m);
     }
     opts_free(&eval_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc);
 }
 
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set)

@@ -142,7 +142,15 @@ static int parse_lists(char **policies, size_t np, struct policy_spec *pols, con
     return 0;
 }
 
-static int write_sagg_plot(const struct fb_settings *set, const char *dir, const struct trace *tr)
+/* Where replay's files go: the result folder (its path, and the open
+ * folder they are claimed in), and the settings naming the plot scripts. */
+struct replay_out {
+    const struct fb_settings *set;
+    struct out_manifest *folder;
+    const char *dir;
+};
+
+static int write_sagg_plot(const struct replay_out *out, const struct trace *tr)
 {
     struct trace_stats s;
     if (trace_stats_compute(tr, &s) != 0) {
@@ -150,7 +158,8 @@ static int write_sagg_plot(const struct fb_settings *set, const char *dir, const
         return -1;
     }
     char err[4400];
-    int rc = trace_stats_write_sagg(dir, &s, tr->meta.has_predicted, true, set, err, sizeof err);
+    int rc = trace_stats_write_sagg(out->folder, out->dir, &s, tr->meta.has_predicted, true, out->set, err,
+                                    sizeof err);
     if (rc != 0)
         fb_error("%s", err);
     trace_stats_free(&s);
@@ -158,33 +167,33 @@ static int write_sagg_plot(const struct fb_settings *set, const char *dir, const
 }
 
 /* Draws plots/<script> into DIR/NAME.png and .svg; 0, or -1 after printing why. */
-static int draw(const struct fb_settings *set, const char *dir, const char *name, const char *script,
-                const struct gnuplot_arg *args, size_t n)
+static int draw(const struct replay_out *out, const char *name, const char *script, const struct gnuplot_arg *args,
+                size_t n)
 {
     char stem[4200], err[4400];
-    snprintf(stem, sizeof stem, "%s/%s", dir, name);
-    if (gnuplot_draw(set, script, args, n, stem, err, sizeof err) == 0)
+    snprintf(stem, sizeof stem, "%s/%s", out->dir, name);
+    if (gnuplot_draw(out->set, out->folder, script, args, n, stem, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
     return -1;
 }
 
-static int write_sweep(const struct fb_settings *set, const char *dir, const struct replay_result *sweep, size_t nl,
-                       const char *budget, bool plot, const char *title, const char *subtitle)
+static int write_sweep(const struct replay_out *out, const struct replay_result *sweep, size_t nl, const char *budget,
+                       bool plot, const char *title, const char *subtitle)
 {
     char path[4200];
     char *csv = replay_window_sweep_csv(sweep, SWEEP_K, nl, budget);
-    snprintf(path, sizeof path, "%s/window_sweep.csv", dir);
-    int rc = csv ? write_text_file(path, csv) : -1;
+    snprintf(path, sizeof path, "%s/window_sweep.csv", out->dir);
+    int rc = csv ? write_text_file(out->folder, path, csv) : -1;
     free(csv);
     if (rc != 0 || !plot)
         return rc;
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", title),
                                        GP_TEXT("plot_subtitle", subtitle)};
-    return draw(set, dir, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 3);
+    return draw(out, "bytes_vs_k", "replay_bytes_vs_k.gp", args, 3);
 }
 
-static int write_outputs(const char *dir, const struct replay_row *rows, size_t n,
+static int write_outputs(const struct replay_out *out, const struct replay_row *rows, size_t n,
                          const struct replay_report_info *info, cJSON *params)
 {
     cJSON *prov = provenance_new();
@@ -192,7 +201,7 @@ static int write_outputs(const char *dir, const struct replay_row *rows, size_t 
     cJSON *j = replay_report_json(rows, n, info, prov);
     char *csv = replay_report_csv(rows, n), *md = replay_report_markdown(rows, n, info);
     const char *names[] = {"replay.csv", "replay.md"}, *texts[] = {csv, md};
-    int rc = write_file_set(dir, j, "replay.json", names, texts, 2); /* all three, or none changes */
+    int rc = write_file_set(out->folder, out->dir, j, "replay.json", names, texts, 2); /* all three, or none changes */
     cJSON_Delete(j);
     free(csv);
     free(md);
@@ -200,29 +209,29 @@ static int write_outputs(const char *dir, const struct replay_row *rows, size_t 
 }
 
 /* One plot of replay.csv against the budget (plots/replay_vs_budget.gp). */
-static int budget_plot(const struct fb_settings *set, const char *dir, const char *name, const char *ycol,
-                       double yscale, const char *ylabel, const char *title, const char *subtitle)
+static int budget_plot(const struct replay_out *out, const char *name, const char *ycol, double yscale,
+                       const char *ylabel, const char *title, const char *subtitle)
 {
     char csv[4200];
-    snprintf(csv, sizeof csv, "%s/replay.csv", dir);
+    snprintf(csv, sizeof csv, "%s/replay.csv", out->dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv),           GP_TEXT("ycol", ycol),
                                        GP_NUMBER("yscale", yscale),   GP_TEXT("ylabel_text", ylabel),
                                        GP_TEXT("plot_title", title), GP_TEXT("plot_subtitle", subtitle)};
-    return draw(set, dir, name, "replay_vs_budget.gp", args, 6);
+    return draw(out, name, "replay_vs_budget.gp", args, 6);
 }
 
 /* The three plots against the budget: bytes, modelled ms and reads per token. */
-static int write_budget_plots(const struct fb_settings *set, const char *dir, const struct replay_report_info *info)
+static int write_budget_plots(const struct replay_out *out, const struct replay_report_info *info)
 {
     char trace[300], sub[600];
     replay_trace_title(info, trace, sizeof trace);
     snprintf(sub, sizeof sub, "%s; %s profile (%s)", trace, info->pricing->hw->name, info->pricing->dtype);
     /* the script ends each title: "against the DRAM budget", or with one budget "at a DRAM budget of B" */
-    if (budget_plot(set, dir, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
+    if (budget_plot(out, "budget_bytes", "bytes_per_token", 1e-6, "flash → DRAM per token (MB)",
                     "Flash bytes read per token", sub) != 0 ||
-        budget_plot(set, dir, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
+        budget_plot(out, "budget_ms", "total_ms", 1, "modelled time per token, I/O + memory + compute (ms)",
                     "Modelled time per token", sub) != 0 ||
-        budget_plot(set, dir, "budget_reads", "reads_per_token", 1, "flash reads per token",
+        budget_plot(out, "budget_reads", "reads_per_token", 1, "flash reads per token",
                     "Flash reads per token", sub) != 0)
         return -1;
     return 0;
@@ -418,15 +427,15 @@ static int split_options(struct replay_opts *o, struct replay_state *st, struct 
 }
 
 /* Writes what was replayed, then the sweep and the plots. */
-static int write_all(struct replay_opts *o, const char *dir, struct replay_state *st, const struct replay_study *j,
-                     bool sweep_on, bool complete, cJSON *params, int rc)
+static int write_all(struct replay_opts *o, const struct replay_out *out, struct replay_state *st,
+                     const struct replay_study *j, bool sweep_on, bool complete, cJSON *params, int rc)
 {
     char model[64];
     bool synthetic = trace_source_synthetic(&st->tr.meta, model, sizeof model);
     struct replay_report_info info = {o->trace, &st->tr.meta, synthetic, model, &st->pricing, complete,
                                       st->profile_note};
     if (st->done) {
-        if (write_outputs(dir, st->rows, st->done, &info, params) != 0)
+        if (write_outputs(out, st->rows, st->done, &info, params) != 0)
             rc = 1;
         if (rc == 0) { /* the tables then the verdict, or with --quiet the verdict alone */
             char *text = o->quiet ? replay_report_verdict(st->rows, st->done, &info)
@@ -444,13 +453,13 @@ static int write_all(struct replay_opts *o, const char *dir, struct replay_state
         snprintf(title, sizeof title, "Flash bytes per token against the window's size, %s sets",
                  j->use_predicted ? "predicted" : "active");
         printf("\nWindow sweep (window_sweep.csv%s): %s.\n", o->plot ? ", bytes_vs_k" : "", why);
-        if (write_sweep(st->set, dir, &st->sweep[c * SWEEP_K * j->n_layouts], j->n_layouts, st->cands[c].text,
+        if (write_sweep(out, &st->sweep[c * SWEEP_K * j->n_layouts], j->n_layouts, st->cands[c].text,
                         o->plot, title, why) != 0)
             rc = 1;
     }
-    if (rc == 0 && o->plot && complete && write_budget_plots(st->set, dir, &info) != 0)
+    if (rc == 0 && o->plot && complete && write_budget_plots(out, &info) != 0)
         rc = 1;
-    if (rc == 0 && o->plot && write_sagg_plot(st->set, dir, &st->tr) != 0)
+    if (rc == 0 && o->plot && write_sagg_plot(out, &st->tr) != 0)
         rc = 1;
     return rc;
 }
@@ -474,7 +483,7 @@ static int allocate_rows(struct replay_state *st, const struct replay_study *j, 
 
 static const char *const replay_files[] = {"replay.json", "replay.csv", "replay.md", NULL};
 
-static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params)
+static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSON *params, struct out_manifest **folder)
 {
     struct replay_state st;
     memset(&st, 0, sizeof st);
@@ -484,7 +493,7 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
     char dir[4096];
     result_dir_name(o->out, "replay", dir, sizeof dir);
     int rc = split_options(o, &st, &j);
-    if (rc == 0 && out_result_dir_ok("replay --out", dir, o->force, false, replay_files) != 0)
+    if (rc == 0 && out_result_dir_ok("replay --out", dir, o->force, false, replay_files, folder) != 0)
         rc = 1;
     if (rc == 0)
         rc = prepare(o, &st, &j, params);
@@ -519,7 +528,8 @@ static int run_replay(struct replay_opts *o, const struct fb_settings *set, cJSO
     bool complete = !interrupted() && rc == 0 && st.done == n_rows && st.sweep_done == n_sweep;
     if (interrupted())
         fb_warn("replay: interrupted; writing the %zu configurations replayed", st.done);
-    rc = write_all(o, dir, &st, &j, sweep_on, complete, params, rc);
+    const struct replay_out out = {set, *folder, dir};
+    rc = write_all(o, &out, &st, &j, sweep_on, complete, params, rc);
     if (rc == 0)
         fb_info("results in %s", dir);
     if (rc == 0 && !complete)
@@ -540,7 +550,8 @@ int cmd_replay(int argc, char **argv, const struct fb_settings *set)
         return 2;
     }
     cJSON *params = opts_to_json(&replay_command, &o);
-    rc = run_replay(&o, set, params);
+    struct out_manifest *folder = NULL;
+    rc = run_replay(&o, set, params, &folder);
     opts_free(&replay_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc);
 }

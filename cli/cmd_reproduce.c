@@ -129,7 +129,7 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
                    program, c->settings->configs_dir, c->settings->plots_dir, tier_flag[c->tier], c->models[i], c->disk,
                    c->data, c->out, c->models[i]);
     char *text = strbuf_take(&b), err[4400];
-    if (!text || atomic_write_text(o->plan, text, err, sizeof err) != 0) {
+    if (!text || atomic_write_text(NULL, o->plan, text, err, sizeof err) != 0) {
         fb_error("reproduce --plan: %s", text ? err : "out of memory");
         free(text);
         return 1;

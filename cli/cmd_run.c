@@ -231,6 +231,7 @@ struct run {
     char *text;                 /* --prompt-file's or --prompt-ids' contents */
     const char *prompt_text;
     char dir[4096];             /* the result folder */
+    struct out_manifest *folder; /* dir opened (common/out_manifest.h), closed once the run is freed */
     const struct backend_ops *be;
     struct cli_backend backend; /* be, and its device as run.json records it */
     struct model m;
@@ -331,7 +332,7 @@ static int check_inputs(struct run *r)
     /* before the run, not after every token was generated */
     const char *trace_in = o->active && !strncmp(o->active, "trace:", 6) ? o->active + 6 : NULL;
     const char *inputs[] = {o->d.prompt_file, o->d.prompt_ids, o->warmup_file, trace_in};
-    if (out_result_dir_ok("run --out", r->dir, o->force, false, run_files) != 0 ||
+    if (out_result_dir_ok("run --out", r->dir, o->force, false, run_files, &r->folder) != 0 ||
         (o->record && out_file_ok_beside("run --record", o->record, 0, inputs, 4, o->model) != 0))
         return 1;
     if (o->plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */
@@ -456,7 +457,7 @@ static int prepare(struct run *r)
     if (device_fits(r) != 0)
         return 1;
     /* 512: where run has always cut the writer's message */
-    if (o->record && !(r->rec = run_record_open(o->record, &r->m, p, err, 512))) {
+    if (o->record && !(r->rec = run_record_open(r->folder, o->record, &r->m, p, err, 512))) {
         fb_error("run --record: %s", err);
         return 1;
     }
@@ -507,7 +508,8 @@ static int write_results(struct run *r)
     if (!p->dense)
         provenance_add_disk(prov, r->m.ffn_path);
     struct run_report_extra x = {.mode = r->o.mode, .cold = (int)r->o.cold, .plot = r->o.plot,
-                                 .settings = r->set, .reader = r->reader_chosen ? &r->reader : NULL};
+                                 .settings = r->set, .folder = r->folder,
+                                 .reader = r->reader_chosen ? &r->reader : NULL};
     run_engine_extra(&r->e, &r->m, p, &x);
     char err[4400], *md; /* room for two paths: a temporary's and its file's */
     int wrc = run_report_write(r->dir, &r->m, p, &r->out, &x, prov, &md, err, sizeof err);
@@ -564,6 +566,7 @@ int cmd_run(int argc, char **argv, const struct fb_settings *set)
     else if ((rc = check_inputs(r)) == 0 && (rc = open_model(r)) == 0 && (rc = prepare(r)) == 0)
         rc = execute(r);
     run_free(r);
+    rc = out_result_dir_close(r->folder, rc);
     free(r);
     return rc;
 }

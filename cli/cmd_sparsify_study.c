@@ -238,7 +238,7 @@ static int study_config(const struct study_opts *o, struct repro_sparsity *z)
 }
 
 /* The plan run, then REPORT.md (also after an interruption: what finished). */
-static int run_plan(const struct repro_plan *plan, const char *out, const struct fb_settings *set)
+static int run_plan(struct repro_plan *plan, const char *out, const struct fb_settings *set)
 {
     char program[4096];
     if (study_own_path("sparsify study", program, sizeof program) != 0)

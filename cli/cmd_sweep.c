@@ -110,8 +110,10 @@ static void print_refusal(const char *cmd, const struct sweep_flag *flags, unsig
 
 static const char *const sweep_files[] = {"sweep.json", "sweep.csv", "sweep.md", NULL};
 
-int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params, bool force)
+int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct sweep_config *c, cJSON *params, bool force,
+              struct out_manifest **folder)
 {
+    *folder = NULL;
     struct sweep s;
     enum scratch_action action;
     unsigned settings;
@@ -123,7 +125,7 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     }
     char what[64];
     snprintf(what, sizeof what, "%s --out", cmd);
-    if (out_result_dir_ok(what, c->out_dir, force, false, sweep_files) != 0) {
+    if (out_result_dir_ok(what, c->out_dir, force, false, sweep_files, folder) != 0) {
         cJSON_Delete(params);
         return 1;
     }
@@ -135,6 +137,7 @@ int run_sweep(const char *cmd, const struct sweep_flag *flags, const struct swee
     struct cli_progress bar;
     struct progress_report report = cli_progress_report(&bar);
     drawn.progress = &report;
+    drawn.folder = *folder;
     s.cfg = &drawn;
     int rc = sweep_run(&s, action, params, err, sizeof err);
     cli_progress_end(&bar);
@@ -219,7 +222,8 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
     c.fault = !strcmp(o.engine, "fault") ? &fault : NULL;
     cJSON *params = opts_to_json(&sweep_command, &o);
     cJSON_ReplaceItemInObject(params, "out", cJSON_CreateString(c.out_dir));
-    rc = run_sweep("sweep", sweep_flags, &c, params, o.force);
+    struct out_manifest *folder;
+    rc = run_sweep("sweep", sweep_flags, &c, params, o.force, &folder);
     opts_free(&sweep_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc);
 }

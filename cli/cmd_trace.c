@@ -254,8 +254,8 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     print_sagg(m, s);
 }
 
-static int write_info_files(const char *dir, bool plot, const struct fb_settings *set, const struct trace *tr,
-                            const struct trace_stats *s, const cJSON *source, cJSON *params)
+static int write_info_files(struct out_manifest *folder, const char *dir, bool plot, const struct fb_settings *set,
+                            const struct trace *tr, const struct trace_stats *s, const cJSON *source, cJSON *params)
 {
     if (mkdir_p(dir, 0755) != 0) {
         fb_error("trace info --out: %s: cannot create: %s", dir, strerror(errno));
@@ -267,10 +267,10 @@ static int write_info_files(const char *dir, bool plot, const struct fb_settings
     cJSON_AddItemToObject(prov, "parameters", params);
     cJSON *j = trace_info_json(tr, s, source, prov);
     snprintf(path, sizeof path, "%s/trace_info.json", dir);
-    int rc = write_json_file(path, j);
+    int rc = write_json_file(folder, path, j);
     cJSON_Delete(j);
     char err[4400];
-    if (rc == 0 && (rc = trace_stats_write_sagg(dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
+    if (rc == 0 && (rc = trace_stats_write_sagg(folder, dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
         fb_error("%s", err);
     return rc;
 }
@@ -295,7 +295,8 @@ static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
         opts_free(&info_command, &o);
         return 2;
     }
-    if (o.out && out_result_dir_ok("trace info --out", o.out, o.force, false, info_files) != 0) {
+    struct out_manifest *folder = NULL;
+    if (o.out && out_result_dir_ok("trace info --out", o.out, o.force, false, info_files, &folder) != 0) {
         opts_free(&info_command, &o);
         return 1;
     }
@@ -304,7 +305,7 @@ static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
     if (trace_load(pos[0], &tr, err, sizeof err) != 0) {
         fb_error("%s", err);
         opts_free(&info_command, &o);
-        return 1;
+        return out_result_dir_close(folder, 1);
     }
     struct trace_stats s;
     rc = 0;
@@ -317,14 +318,14 @@ static int cmd_trace_info(int argc, char **argv, const struct fb_settings *set)
         if (o.out) {
             cJSON *params = opts_to_json(&info_command, &o);
             cJSON_AddStringToObject(params, "trace", pos[0]);
-            rc = write_info_files(o.out, o.plot, set, &tr, &s, source, params) == 0 ? 0 : 1;
+            rc = write_info_files(folder, o.out, o.plot, set, &tr, &s, source, params) == 0 ? 0 : 1;
         }
         cJSON_Delete(source);
         trace_stats_free(&s);
     }
     trace_free(&tr);
     opts_free(&info_command, &o);
-    return rc;
+    return out_result_dir_close(folder, rc);
 }
 
 /* ---- trace export ---- */

@@ -238,8 +238,6 @@ int main(int argc, char **argv)
     int next = argc;
     cli_set_global_options(global_options);
     int rc = parse_globals(&g, argc, argv, &next, &set) != 0 ? 2 : cli_run_command(argc - next, argv + next, &set);
-    if (out_result_dir_close() != 0 && rc == 0) /* the --out folder's older files, its list of flashbed's */
-        rc = 1;
     opts_free(&global_command, &g);
     return rc;
 }

@@ -13,29 +13,29 @@
 #include "common/provenance.h"
 #include "common/settings.h"
 
-int write_json_file(const char *path, const cJSON *json)
+int write_json_file(struct out_manifest *folder, const char *path, const cJSON *json)
 {
     char err[4400]; /* room for two paths */
-    if (atomic_write_json(path, json, err, sizeof err) == 0)
+    if (atomic_write_json(folder, path, json, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
     return -1;
 }
 
-int write_text_file(const char *path, const char *text)
+int write_text_file(struct out_manifest *folder, const char *path, const char *text)
 {
     char err[4400];
-    if (atomic_write_text(path, text, err, sizeof err) == 0)
+    if (atomic_write_text(folder, path, text, err, sizeof err) == 0)
         return 0;
     fb_error("%s", err);
     return -1;
 }
 
-int write_file_set(const char *dir, const cJSON *json, const char *json_name, const char *const *names,
-                   const char *const *texts, int n)
+int write_file_set(struct out_manifest *folder, const char *dir, const cJSON *json, const char *json_name,
+                   const char *const *names, const char *const *texts, int n)
 {
     char err[4400], path[4200];
-    struct atomic_set set = {.n = 0};
+    struct atomic_set set = {.n = 0, .folder = folder};
     snprintf(path, sizeof path, "%s/%s", dir, json_name);
     int rc = atomic_set_json(&set, path, json, err, sizeof err);
     for (int i = 0; i < n && rc == 0; i++) {
@@ -76,34 +76,41 @@ static bool written_before_lists(const char *dir, const char *const *names)
     return ours;
 }
 
-int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names)
+int out_result_dir_ok(const char *what, const char *dir, bool force, bool keep_old, const char *const *names,
+                      struct out_manifest **folder)
 {
     char err[4400], path[4400];
+    *folder = NULL;
     if (out_dir_ok(what, dir) != 0)
         return -1;
     bool adopt = written_before_lists(dir, names);
-    int rc = out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    struct out_manifest *m = out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    int rc = m ? 0 : -1;
     for (size_t i = 0; rc == 0 && adopt && names[i]; i++) { /* its own result files are flashbed's */
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        rc = out_manifest_adopt(path, err, sizeof err);
+        rc = out_manifest_adopt(m, path, err, sizeof err);
     }
     for (size_t i = 0; rc == 0 && names && names[i]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        rc = out_manifest_check(path, err, sizeof err);
+        rc = out_manifest_check(m, path, err, sizeof err);
     }
-    if (rc == 0)
+    if (rc == 0) {
+        *folder = m;
         return 0;
+    }
     fb_error("%s: %s", what, err);
+    char ignored[16];
+    out_manifest_close(m, ignored, sizeof ignored); /* nothing written: the folder as it was */
     return -1;
 }
 
-int out_result_dir_close(void)
+int out_result_dir_close(struct out_manifest *folder, int rc)
 {
     char err[4400];
-    if (out_manifest_close(err, sizeof err) == 0)
-        return 0;
+    if (out_manifest_close(folder, err, sizeof err) == 0)
+        return rc;
     fb_error("%s", err);
-    return -1;
+    return rc == 0 ? 1 : rc;
 }
 
 int out_new_dir_ok(const char *what, const char *dir)

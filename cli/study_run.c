@@ -61,7 +61,7 @@ static void command_line(const char *name, char *buf, size_t len)
     cJSON_Delete(prov);
 }
 
-int study_run(const struct repro_plan *plan, const struct study_run_spec *s, const struct fb_settings *set)
+int study_run(struct repro_plan *plan, const struct study_run_spec *s, const struct fb_settings *set)
 {
     char err[8192], min_parallel[32], cmd[8192], mark[4400];
     const char *globals[8];
@@ -74,7 +74,7 @@ int study_run(const struct repro_plan *plan, const struct study_run_spec *s, con
     bool legacy = path_exists(mark) && !path_exists(list);
     char what[64];
     snprintf(what, sizeof what, "%s --out", s->name);
-    if (out_result_dir_ok(what, s->out, legacy, true, NULL) != 0)
+    if (out_result_dir_ok(what, s->out, legacy, true, NULL, &plan->folder) != 0)
         return 1;
     interrupt_install();
     struct progress_state st = {.terminal = isatty(STDERR_FILENO)};
@@ -95,5 +95,7 @@ int study_run(const struct repro_plan *plan, const struct study_run_spec *s, con
         printf("%s: %zu steps run, %zu done before; report: %s/REPORT.md\n", s->name, st.ran, st.skipped, s->out);
     else if (rc == 0)
         fb_info("%zu steps run, %zu done before; report: %s/REPORT.md", st.ran, st.skipped, s->out);
-    return stopped ? 130 : rc == 0 ? 0 : 1;
+    int status = out_result_dir_close(plan->folder, stopped ? 130 : rc == 0 ? 0 : 1);
+    plan->folder = NULL;
+    return status;
 }

@@ -31,6 +31,8 @@ struct study_run_spec {
  * when it cannot be read. */
 int study_own_path(const char *name, char *buf, size_t len);
 
-int study_run(const struct repro_plan *plan, const struct study_run_spec *s, const struct fb_settings *set);
+/* Opens s->out as the study's result folder (plan->folder, closed again
+ * before it returns), runs the plan's steps, then writes the report. */
+int study_run(struct repro_plan *plan, const struct study_run_spec *s, const struct fb_settings *set);
 
 #endif

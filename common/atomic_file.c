@@ -40,13 +40,14 @@ static void forget_tmp(struct atomic_file *af)
     af->cleanup = -1;
 }
 
-int atomic_open(struct atomic_file *af, const char *path, char *err, size_t errlen)
+int atomic_open(struct atomic_file *af, struct out_manifest *folder, const char *path, char *err, size_t errlen)
 {
     snprintf(af->path, sizeof af->path, "%s", path);
     atomic_tmp_name(path, af->tmp, sizeof af->tmp);
     af->f = NULL;
     af->cleanup = -1;
-    if (out_manifest_claim(path, err, errlen) != 0) /* a file of the user's is there */
+    af->folder = folder;
+    if (out_manifest_claim(folder, path, err, errlen) != 0) /* a file of the user's is there */
         return -1;
     /* registered before it exists: a signal in between finds nothing to remove */
     af->cleanup = cleanup_add_file(af->tmp);
@@ -89,7 +90,7 @@ static int publish_tmp(struct atomic_file *af, char *err, size_t errlen)
         return -1;
     }
     forget_tmp(af);
-    out_manifest_written(af->path);
+    out_manifest_written(af->folder, af->path);
     return 0;
 }
 
@@ -107,7 +108,7 @@ int atomic_set_text(struct atomic_set *s, const char *path, const char *text, ch
     struct atomic_file *af = &s->files[s->n];
     if (!text)
         return err_set(err, errlen, "out of memory writing %s", path);
-    if (atomic_open(af, path, err, errlen) != 0)
+    if (atomic_open(af, s->folder, path, err, errlen) != 0)
         return -1;
     fputs(text, af->f);
     if (close_tmp(af, err, errlen) != 0)
@@ -160,22 +161,22 @@ void atomic_abort(struct atomic_file *af)
     forget_tmp(af);
 }
 
-int atomic_write_text(const char *path, const char *text, char *err, size_t errlen)
+int atomic_write_text(struct out_manifest *folder, const char *path, const char *text, char *err, size_t errlen)
 {
     struct atomic_file af;
-    if (atomic_open(&af, path, err, errlen) != 0)
+    if (atomic_open(&af, folder, path, err, errlen) != 0)
         return -1;
     fputs(text, af.f);
     return atomic_commit(&af, err, errlen);
 }
 
-int atomic_write_json(const char *path, const cJSON *json, char *err, size_t errlen)
+int atomic_write_json(struct out_manifest *folder, const char *path, const cJSON *json, char *err, size_t errlen)
 {
     char *text = cJSON_Print(json);
     if (!text)
         return err_set(err, errlen, "cannot serialise JSON for %s", path);
     struct atomic_file af;
-    int rc = atomic_open(&af, path, err, errlen);
+    int rc = atomic_open(&af, folder, path, err, errlen);
     if (rc == 0) {
         fputs(text, af.f);
         fputc('\n', af.f);

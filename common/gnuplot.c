@@ -48,14 +48,14 @@ static const char *last_lines(char *said)
 }
 
 /* One output: gnuplot into its temporary, renamed into place. */
-static int render_one(const char *script_path, const struct gnuplot_arg *args, size_t n, const char *out,
-                      char *err, size_t errlen)
+static int render_one(struct out_manifest *folder, const char *script_path, const struct gnuplot_arg *args, size_t n,
+                      const char *out, char *err, size_t errlen)
 {
     const char *ext = strrchr(out, '.');
     const char *term = ext && strcmp(ext, ".svg") == 0 ? "svg" : "pngcairo";
     char tmp[4200];
     atomic_tmp_name(out, tmp, sizeof tmp);
-    if (out_manifest_claim(out, err, errlen) != 0) /* a file of the user's is there */
+    if (out_manifest_claim(folder, out, err, errlen) != 0) /* a file of the user's is there */
         return -1;
     char *expr = gnuplot_commands(args, n, term, tmp);
     if (!expr)
@@ -71,7 +71,7 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
     else if (rename(tmp, out) != 0)
         rc = err_set(err, errlen, "cannot write %s (renaming its temporary into place): %s", out, strerror(errno));
     else
-        out_manifest_written(out);
+        out_manifest_written(folder, out);
     free(said);
     if (rc != 0)
         unlink(tmp);
@@ -79,8 +79,8 @@ static int render_one(const char *script_path, const struct gnuplot_arg *args, s
     return rc;
 }
 
-int gnuplot_draw(const struct fb_settings *set, const char *script, const struct gnuplot_arg *args, size_t n,
-                 const char *stem, char *err, size_t errlen)
+int gnuplot_draw(const struct fb_settings *set, struct out_manifest *folder, const char *script,
+                 const struct gnuplot_arg *args, size_t n, const char *stem, char *err, size_t errlen)
 {
     if (!program_available("gnuplot"))
         return err_set(err, errlen, "gnuplot is not installed (apt-get install gnuplot-nox); no plot written");
@@ -92,7 +92,7 @@ int gnuplot_draw(const struct fb_settings *set, const char *script, const struct
     for (int i = 0; i < 2; i++) {
         if ((size_t)snprintf(out, sizeof out, "%s.%s", stem, exts[i]) >= sizeof out)
             return err_set(err, errlen, "the plot's path %s.%s is too long", stem, exts[i]);
-        if (render_one(script_path, args, n, out, err, errlen) != 0)
+        if (render_one(folder, script_path, args, n, out, err, errlen) != 0)
             return -1;
     }
     return 0;

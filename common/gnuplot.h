@@ -19,12 +19,15 @@ struct gnuplot_arg {
 #define GP_TEXT(name, text) {(name), (text), 0}
 #define GP_NUMBER(name, value) {(name), NULL, (value)}
 
+struct out_manifest;
+
 /* Draws <set->plots_dir>/<script> into <stem>.png and <stem>.svg with the n
  * args, the output names passed as the script's term and outfile. Each output goes to
  * a temporary name (removed on failure or a signal) renamed into place when
- * gnuplot succeeds. Returns 0, or -1 with the reason in err. */
-int gnuplot_draw(const struct fb_settings *set, const char *script, const struct gnuplot_arg *args, size_t n,
-                 const char *stem, char *err, size_t errlen);
+ * gnuplot succeeds, claimed first in folder, the command's result folder
+ * (common/out_manifest.h; NULL: none). Returns 0, or -1 with the reason in err. */
+int gnuplot_draw(const struct fb_settings *set, struct out_manifest *folder, const char *script,
+                 const struct gnuplot_arg *args, size_t n, const char *stem, char *err, size_t errlen);
 
 /* The gnuplot command string gnuplot_draw passes with -e: each arg as
  * name='text' (a single quote doubled, as gnuplot reads '...'; a line break

@@ -1,6 +1,6 @@
 /* flashbed reproduce: the paper's study (../shared/PAPER.md) as a plan of
  * flashbed's own commands, run one after another into one result folder,
- * then REPORT.md (harness/reproduce_report.h) from their result files.
+ * then REPORT.md (harness/reproduce_report.c) from their result files.
  *
  * The plan is data. Every step is one flashbed command line (the arguments
  * after the program and its global options) and the path under the
@@ -34,6 +34,8 @@
 
 #include "cache/mode.h"
 #include "common/settings.h"
+
+struct out_manifest;
 
 enum repro_tier { REPRO_TINY, REPRO_QUICK, REPRO_FULL };
 
@@ -114,6 +116,10 @@ struct repro_plan {
     char fig7_left_out[256]; /* Fig. 7's shares the first model cannot take, and why ("" when none) */
     char device_shape[32]; /* the shape of Table 3's device rows ("" when none are planned) */
     char device_budget[8]; /* and all's --dram-budget there */
+    /* config.out opened as the study's result folder while the study runs
+     * and reports (common/out_manifest.h: its markers, tables and REPORT.md
+     * are claimed there); NULL when it is not open (--plan, --merge, tests) */
+    struct out_manifest *folder;
     /* per model of config.models: the real shape Table 3's CPU rows also
      * run at, beside the tier's ("" when none: the tier's shape is real, or
      * the architecture has none that fits) */

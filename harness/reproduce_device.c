@@ -10,6 +10,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/mode.h"
+#include "cache/policy.h"
 #include "common/json_file.h"
 #include "harness/reproduce_plan.h"
 #include "harness/reproduce_tables.h"
@@ -17,22 +19,27 @@
 
 #define EMULATED_LABEL "emulated device: a check of the pipeline, not a GPU timing"
 
-static const char *const device_modes[] = {"naive", "all"};
+/* Table 3's device modes (cache/mode.c's column: naive, all); NULL past
+ * the last. */
+static const struct cache_mode *device_mode(size_t i)
+{
+    return cache_mode_of_table(CACHE_MODE_TABLE3_DEVICE, i);
+}
 
 /* One measured run of mode on device d, round r: the CPU rows' run with
  * --backend (naive without a budget, all with the window of 5 tokens). */
 static int add_device_run(struct repro_plan *p, const struct repro_device *d, const struct repro_device_sizes *z,
-                          int mode, int r)
+                          const struct cache_mode *mode, int r)
 {
     char id[96], what[160], rel[200], model[4200], active[4300], out[4200];
-    const char *m = device_modes[mode];
+    const char *m = mode->name;
     repro_plan_at(p, model, sizeof model, "models/%s", z->shape);
     snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, z->shape);
     snprintf(id, sizeof id, "run-%s-%s-trace-%s-r%d", z->shape, m, d->backend, r);
     snprintf(what, sizeof what, "%s %s on the %s backend, round %d of %d", z->shape, m, d->backend, r, z->rounds);
     snprintf(rel, sizeof rel, "runs/%s/%s-trace-%s-r%d", z->shape, m, d->backend, r);
     repro_plan_at(p, out, sizeof out, "%s", rel);
-    if (mode == 0)
+    if (mode->policy->reads_whole_layers && !mode->policy->keeps_resident_part) /* holds no part: no budget */
         STEP(p, "device", id, rel, what, "run", "--model", model, "--backend", d->backend, "--mode", m, "--active",
              active, "--prompt", p->prompt, "--prompt-tokens", z->base_prompt, "-n", z->base_tokens, "--cold", "1",
              "--ignore-eos", "--quiet", "--out", out);
@@ -47,10 +54,10 @@ static int add_device_run(struct repro_plan *p, const struct repro_device *d, co
 /* The price of mode on the device's own profile (an emulated one allowed
  * only where the device is one). */
 static int add_device_predict(struct repro_plan *p, const struct repro_device *d, const struct repro_device_sizes *z,
-                              int mode)
+                              const struct cache_mode *mode)
 {
     char id[96], what[160], rel[200], hw[4200], trace[4200], out[4200];
-    const char *m = device_modes[mode], *allow = d->emulated ? "--allow-emulated" : NULL;
+    const char *m = mode->name, *allow = d->emulated ? "--allow-emulated" : NULL;
     repro_plan_at(p, hw, sizeof hw, "calibration/hw-%s.json", d->backend);
     repro_plan_at(p, trace, sizeof trace, "traces/%s.trace", z->shape);
     snprintf(id, sizeof id, "predict-%s-%s-trace-%s", z->shape, m, d->backend);
@@ -63,7 +70,7 @@ static int add_device_predict(struct repro_plan *p, const struct repro_device *d
     const char *all[] = {"predict", "--model", z->shape, "--hw", hw, "--dtype", "f16", "--policy", "window:5",
                          "--layout", "bundled", "--dram-budget", z->budget, "--trace", trace,
                          "--predictor-rank", "none", "--out", out, allow, NULL};
-    return repro_plan_add(p, "device", id, rel, what, mode == 0 ? naive : all);
+    return repro_plan_add(p, "device", id, rel, what, mode->policy->reads_whole_layers ? naive : all);
 }
 
 int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z)
@@ -84,12 +91,12 @@ int repro_plan_devices(struct repro_plan *p, const struct repro_device_sizes *z)
     }
     for (int r = 1; r <= z->rounds; r++)
         for (size_t i = 0; i < p->config.n_devices; i++)
-            for (int m = 0; m < 2; m++)
-                if (add_device_run(p, &p->config.devices[i], z, m, r) != 0)
+            for (size_t m = 0; device_mode(m); m++)
+                if (add_device_run(p, &p->config.devices[i], z, device_mode(m), r) != 0)
                     return -1;
     for (size_t i = 0; i < p->config.n_devices; i++)
-        for (int m = 0; m < 2; m++)
-            if (add_device_predict(p, &p->config.devices[i], z, m) != 0)
+        for (size_t m = 0; device_mode(m); m++)
+            if (add_device_predict(p, &p->config.devices[i], z, device_mode(m)) != 0)
                 return -1;
     return 0;
 }
@@ -148,10 +155,11 @@ static void add_ms_pair(struct strbuf *b, double x, double y)
 
 /* One device row: measured (medians of the rounds, the first round's
  * counts, exact) beside the price with the device's profile. */
-static void device_row(struct strbuf *b, const struct repro_plan *p, const struct repro_device *d, int mode)
+static void device_row(struct strbuf *b, const struct repro_plan *p, const struct repro_device *d,
+                       const struct cache_mode *mode)
 {
     char prefix[400], path[4400], err[4400];
-    snprintf(prefix, sizeof prefix, "runs/%s/%s-trace-%s", p->device_shape, device_modes[mode], d->backend);
+    snprintf(prefix, sizeof prefix, "runs/%s/%s-trace-%s", p->device_shape, mode->name, d->backend);
     struct repro_cell c;
     if (!repro_read_cell(p, prefix, &c))
         return;
@@ -161,7 +169,7 @@ static void device_row(struct strbuf *b, const struct repro_plan *p, const struc
     snprintf(path, sizeof path, "%s/%s-r1/run.json", p->config.out, prefix);
     bool counted = run_summary_read(path, &s, err, sizeof err) == 0;
     strbuf_add(b, "| %s | %s | %s | %s | %d | %.1f (%.1f–%.1f) |", d->backend, d->device, p->device_shape,
-               device_modes[mode], c.rounds, c.median[REPRO_TOTAL], c.lo, c.hi);
+               mode->name, c.rounds, c.median[REPRO_TOTAL], c.lo, c.hi);
     repro_add_ms(b, m.total_ms);
     repro_add_error(b, m.total_ms, c.median[REPRO_TOTAL]);
     add_ms_pair(b, counted ? s.device[4] : NAN, m.h2d_ms);
@@ -236,8 +244,8 @@ void repro_section_devices(struct strbuf *b, const struct repro_plan *p)
                   "modelled | paper ms/token | what it is |\n"
                   "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < p->config.n_devices; i++)
-        for (int m = 0; m < 2; m++)
-            device_row(b, p, &p->config.devices[i], m);
+        for (size_t m = 0; device_mode(m); m++)
+            device_row(b, p, &p->config.devices[i], device_mode(m));
     paper_rows(b, p);
     strbuf_add(b, "\n(from `runs/%s/<mode>-trace-<backend>-r<round>/run.json`, `<mode>-trace-<backend>-predict/"
                   "predict.json`, `calibration/hw-<backend>.json`, `paper-table3/table3.json`)\n\n",

@@ -706,10 +706,10 @@ static bool plans_devices(struct repro_plan *p)
     return opt && p->config.n_devices;
 }
 
-/* Table 3's CPU modes: the paper's rows. */
-static bool table3_mode(const char *mode)
+/* Table 3's CPU modes: the paper's rows (cache/mode.c's column). */
+static bool table3_mode(const struct repro_mode *md)
 {
-    return !strcmp(mode, "naive") || !strcmp(mode, "hybrid") || !strcmp(mode, "all");
+    return (md->m->tables & CACHE_MODE_TABLE3_CPU) != 0;
 }
 
 /* Table 3's CPU rows at a real shape the tier adds: its model and trace,
@@ -724,10 +724,10 @@ static int add_table3_real(struct repro_plan *p, int a, const char *shape, const
     struct repro_mode md;
     for (int r = 1; r <= z.rounds; r++)
         for (size_t i = 0; repro_mode_get(i, &md); i++)
-            if (table3_mode(md.mode) && add_run(p, shape, &md, "trace", r, &z) != 0)
+            if (table3_mode(&md) && add_run(p, shape, &md, "trace", r, &z) != 0)
                 return -1;
     for (size_t i = 0; repro_mode_get(i, &md); i++)
-        if (table3_mode(md.mode) && add_predict(p, shape, &md, "trace", "none") != 0)
+        if (table3_mode(&md) && add_predict(p, shape, &md, "trace", "none") != 0)
             return -1;
     return 0;
 }

@@ -303,7 +303,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     char *text = strbuf_take(&b);
     char path[4400];
     study_path(p, path, sizeof path, "REPORT.md");
-    int rc = text ? atomic_write_text(path, text, err, errlen) : -1;
+    int rc = text ? atomic_write_text(p->folder, path, text, err, errlen) : -1;
     if (!text)
         err_set(err, errlen, "out of memory");
     free(text);
@@ -378,7 +378,8 @@ int repro_merge(const char *folder, const struct fb_settings *set, char *err, si
     }
     char *text = strbuf_take(&b), path[4400];
     study_path(&top, path, sizeof path, "REPORT.md");
-    int rc = text ? atomic_write_text(path, text, err, errlen) : err_set(err, errlen, "out of memory");
+    /* --merge writes into no result folder it opened: nothing to claim in */
+    int rc = text ? atomic_write_text(NULL, path, text, err, errlen) : err_set(err, errlen, "out of memory");
     free(text);
     return rc;
 }

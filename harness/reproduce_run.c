@@ -87,7 +87,7 @@ static int write_marker(const struct repro_plan *p, const struct repro_step *s, 
     cJSON_AddNumberToObject(m, "exit_status", 0);
     cJSON_AddNumberToObject(m, "seconds", seconds);
     cJSON_AddStringToObject(m, "finished", date);
-    int rc = atomic_write_json(path, m, err, errlen);
+    int rc = atomic_write_json(p->folder, path, m, err, errlen);
     cJSON_Delete(m);
     return rc;
 }
@@ -205,7 +205,7 @@ static int claim_folder(const struct repro_plan *p, char *err, size_t errlen)
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "tool", "flashbed reproduce");
     cJSON_AddStringToObject(m, "tier", repro_tier_name(p->config.tier));
-    int rc = atomic_write_json(mark, m, err, errlen);
+    int rc = atomic_write_json(p->folder, mark, m, err, errlen);
     cJSON_Delete(m);
     return rc;
 }

@@ -336,7 +336,7 @@ int repro_sparsity_report_write(const struct repro_plan *p, const char *command_
     char *text = strbuf_take(&b);
     if (!text)
         return err_set(err, errlen, "out of memory");
-    int rc = atomic_write_text(at(p, path, sizeof path, "REPORT.md"), text, err, errlen);
+    int rc = atomic_write_text(p->folder, at(p, path, sizeof path, "REPORT.md"), text, err, errlen);
     free(text);
     return rc;
 }

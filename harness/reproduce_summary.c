@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/mode.h"
 #include "common/fsutil.h"
 #include "common/json_file.h"
 
@@ -54,6 +55,18 @@ static void add_row(struct repro_summary_row *rows, size_t *n, size_t max, const
     (*n)++;
 }
 
+/* "naive-trace-r1|hybrid-trace-r1|all-trace-r1": the folders of Table 3's
+ * CPU modes' first rounds, one of which makes a shape a row. */
+static const char *table3_first_runs(char *buf, size_t size)
+{
+    const struct cache_mode *m;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, i)) && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s-trace-r1", i ? "|" : "", m->name);
+    return buf;
+}
+
 size_t repro_summary_rows(const struct repro_plan *const *plans, const char *const *names, size_t n,
                           struct repro_summary_row *rows, size_t max)
 {
@@ -67,9 +80,10 @@ size_t repro_summary_rows(const struct repro_plan *const *plans, const char *con
         }
         if (p->config.n_models)
             continue;
-        char dir[4400], names[REPRO_SUMMARY_MAX_ROWS][64];
+        char dir[4400], names[REPRO_SUMMARY_MAX_ROWS][64], first_runs[256];
         snprintf(dir, sizeof dir, "%s/runs", p->config.out);
-        size_t m = repro_summary_list(dir, "naive-trace-r1|hybrid-trace-r1|all-trace-r1", names, REPRO_SUMMARY_MAX_ROWS);
+        size_t m = repro_summary_list(dir, table3_first_runs(first_runs, sizeof first_runs), names,
+                                      REPRO_SUMMARY_MAX_ROWS);
         for (size_t i = 0; i < m; i++)
             add_row(rows, &k, max, p, study, names[i]);
     }
@@ -212,12 +226,12 @@ static void summary_ran(struct strbuf *b, const struct repro_plan *const *plans,
  * sweep's: where the machine and disk are read from. */
 static cJSON *first_provenance_file(const struct repro_summary_row *rows, size_t n, const struct repro_plan *p)
 {
-    static const char *const modes[] = {"naive", "hybrid", "all"};
     char path[4400];
+    const struct cache_mode *m;
     for (size_t i = 0; i < n; i++)
-        for (int m = 0; m < 3; m++) {
+        for (size_t k = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, k)); k++) {
             snprintf(path, sizeof path, "%s/runs/%s/%s-trace-r1/run.json", rows[i].p->config.out, rows[i].shape,
-                     modes[m]);
+                     m->name);
             cJSON *j = read_json_file(path);
             if (j)
                 return j;
@@ -230,14 +244,14 @@ static cJSON *first_provenance_file(const struct repro_summary_row *rows, size_t
  * of how many. */
 static void count_bypassed(const struct repro_summary_row *rows, size_t n, int *bypassed, int *runs)
 {
-    static const char *const modes[] = {"naive", "hybrid", "all"};
+    const struct cache_mode *m;
     *bypassed = *runs = 0;
     for (size_t i = 0; i < n; i++)
-        for (int m = 0; m < 3; m++)
+        for (size_t k = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, k)); k++)
             for (int r = 1;; r++) {
                 char path[4400];
                 snprintf(path, sizeof path, "%s/runs/%s/%s-trace-r%d/run.json", rows[i].p->config.out, rows[i].shape,
-                         modes[m], r);
+                         m->name, r);
                 cJSON *j = read_json_file(path);
                 if (!j)
                     break;

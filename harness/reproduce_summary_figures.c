@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/mode.h"
 #include "cache/policy.h"
 #include "cache/policy_spec.h"
 #include "common/fsutil.h"
@@ -17,19 +18,31 @@
 #include "harness/reproduce_tables.h"
 #include "sim/cost_model.h"
 
-static const char *const modes[] = {"naive", "hybrid", "all"};
-enum { NAIVE, HYBRID, ALL, N_MODES };
-
-/* A shape's Table 3 cells: naive, hybrid, all on the trace. */
+/* A shape's Table 3 cells: its CPU modes (cache/mode.c's column: naive,
+ * hybrid, all) on the trace, in the table's order. */
 struct shape_cells {
-    struct repro_cell c[N_MODES];
-    bool ran[N_MODES];
+    const struct cache_mode *mode[CACHE_MODE_COUNT];
+    struct repro_cell c[CACHE_MODE_COUNT];
+    bool ran[CACHE_MODE_COUNT];
+    size_t n;
 };
 
 static void read_cells(const struct repro_summary_row *r, struct shape_cells *s)
 {
-    for (int m = 0; m < N_MODES; m++)
-        s->ran[m] = repro_read_run_cell(r->p, r->shape, modes[m], "trace", &s->c[m]);
+    s->n = 0;
+    for (const struct cache_mode *m; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, s->n)); s->n++) {
+        s->mode[s->n] = m;
+        s->ran[s->n] = repro_read_run_cell(r->p, r->shape, m->name, "trace", &s->c[s->n]);
+    }
+}
+
+/* The cell of the mode named so; s->n when it is none of Table 3's. */
+static size_t cell_of(const struct shape_cells *s, const char *mode)
+{
+    size_t i = 0;
+    while (i < s->n && strcmp(s->mode[i]->name, mode))
+        i++;
+    return i;
 }
 
 const char *repro_summary_paper_model(const char *shape)
@@ -40,10 +53,10 @@ const char *repro_summary_paper_model(const char *shape)
 }
 
 /* The paper's M1 Max CPU figure (Table 3) of the model shape stands for. */
-static double paper_cpu(const struct repro_plan *p, const char *shape, int mode, const char *key)
+static double paper_cpu(const struct repro_plan *p, const char *shape, const char *mode, const char *key)
 {
     const char *model = repro_summary_paper_model(shape);
-    const char *match[] = {"model", model, "method", modes[mode], "backend", "CPU", NULL};
+    const char *match[] = {"model", model, "method", mode, "backend", "CPU", NULL};
     return model ? repro_paper_value(p, "table3.json", match, key) : NAN;
 }
 
@@ -62,16 +75,19 @@ static size_t headline_rows(const struct repro_summary_row *rows, size_t n, cons
     return k;
 }
 
-/* " 6.87× / 4.76× |": naive over all (or hybrid) here, then the paper's. */
-static void ratio_cell(struct strbuf *b, const struct repro_summary_row *r, const struct shape_cells *s, int fast,
-                       int part, const char *paper_key)
+/* " 6.87× / 4.76× |": slow's over fast's (naive over all, or hybrid)
+ * here, then the paper's. */
+static void ratio_cell(struct strbuf *b, const struct repro_summary_row *r, const struct shape_cells *s,
+                       const char *slow_mode, const char *fast_mode, int part, const char *paper_key)
 {
-    if (!s->ran[NAIVE] || !s->ran[fast]) {
-        strbuf_add(b, " %s did not run |", modes[s->ran[NAIVE] ? fast : NAIVE]);
+    size_t at = cell_of(s, slow_mode), fast = cell_of(s, fast_mode);
+    bool slow_ran = at < s->n && s->ran[at];
+    if (!slow_ran || fast == s->n || !s->ran[fast]) {
+        strbuf_add(b, " %s did not run |", slow_ran ? fast_mode : slow_mode);
         return;
     }
-    strbuf_add(b, " %.2f× / ", s->c[NAIVE].median[part] / s->c[fast].median[part]);
-    double slow = paper_cpu(r->p, r->shape, NAIVE, paper_key), quick = paper_cpu(r->p, r->shape, fast, paper_key);
+    strbuf_add(b, " %.2f× / ", s->c[at].median[part] / s->c[fast].median[part]);
+    double slow = paper_cpu(r->p, r->shape, slow_mode, paper_key), quick = paper_cpu(r->p, r->shape, fast_mode, paper_key);
     if (isfinite(slow) && isfinite(quick) && quick > 0)
         strbuf_add(b, "%.2f× |", slow / quick);
     else
@@ -84,22 +100,34 @@ static void speedup_row(struct strbuf *b, const struct repro_summary_row *r)
     read_cells(r, &s);
     const char *model = repro_summary_paper_model(r->shape);
     strbuf_add(b, "| %s (%s) |", r->label, model ? model : "none");
-    for (int m = 0; m < N_MODES; m++) {
+    for (size_t m = 0; m < s.n; m++) {
         strbuf_add(b, "%s", m ? " → " : " ");
         if (s.ran[m])
             strbuf_add(b, "%.1f", s.c[m].median[REPRO_TOTAL]);
         else
-            strbuf_add(b, "%s did not run", modes[m]);
+            strbuf_add(b, "%s did not run", s.mode[m]->name);
     }
     strbuf_add(b, " |");
-    ratio_cell(b, r, &s, ALL, REPRO_TOTAL, "total_ms");
-    ratio_cell(b, r, &s, HYBRID, REPRO_TOTAL, "total_ms");
-    ratio_cell(b, r, &s, ALL, REPRO_IO, "io_ms");
+    ratio_cell(b, r, &s, "naive", "all", REPRO_TOTAL, "total_ms");
+    ratio_cell(b, r, &s, "naive", "hybrid", REPRO_TOTAL, "total_ms");
+    ratio_cell(b, r, &s, "naive", "all", REPRO_IO, "io_ms");
     strbuf_add(b, "\n");
+}
+
+/* "naive → hybrid → all": Table 3's CPU modes in order. */
+static const char *table3_sequence(char *buf, size_t size)
+{
+    const struct cache_mode *m;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, i)) && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " → " : "", m->name);
+    return buf;
 }
 
 void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *rows, size_t n)
 {
+    char sequence[128];
     const struct repro_summary_row *head[REPRO_SUMMARY_MAX_ROWS];
     size_t tiny_left, k = headline_rows(rows, n, head, &tiny_left);
     strbuf_add(b, "### Speedups, measured beside the paper's\n\n");
@@ -110,8 +138,9 @@ void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *ro
     strbuf_add(b, "Per token on this machine's CPU, DRAM half the model (Table 3 below: medians over the rounds, "
                   "neurons from the calibrated trace); a speedup is naive's ms over the faster mode's. The paper's: "
                   "its Table 3, M1 Max CPU, of the model each shape stands for (— where it gives no such row).\n\n"
-                  "| shape (the paper's model) | naive → hybrid → all, ms/token | all vs naive: here / paper | "
-                  "hybrid vs naive: here / paper | I/O alone, all vs naive: here / paper |\n|---|---|---:|---:|---:|\n");
+                  "| shape (the paper's model) | %s, ms/token | all vs naive: here / paper | "
+                  "hybrid vs naive: here / paper | I/O alone, all vs naive: here / paper |\n|---|---|---:|---:|---:|\n",
+               table3_sequence(sequence, sizeof sequence));
     for (size_t i = 0; i < k; i++)
         speedup_row(b, head[i]);
     if (head[0]->tiny)
@@ -178,7 +207,7 @@ static void tally_tiny(struct model_tally *t, const struct repro_summary_row *r)
 {
     struct shape_cells s;
     read_cells(r, &s);
-    for (int m = 0; m < N_MODES; m++)
+    for (size_t m = 0; m < s.n; m++)
         if (s.ran[m] && s.c[m].modelled) {
             double e = cost_rel_err(s.c[m].model[REPRO_TOTAL], s.c[m].median[REPRO_TOTAL]);
             t->tiny_lo = fmin(t->tiny_lo, e), t->tiny_hi = fmax(t->tiny_hi, e);
@@ -257,8 +286,8 @@ void repro_summary_cost_model(struct strbuf *b, const struct repro_summary_row *
     for (size_t i = 0; i < k; i++) {
         struct shape_cells s;
         read_cells(head[i], &s);
-        for (int m = 0; m < N_MODES; m++)
-            tally_cell(&t, &s.c[m], s.ran[m], head[i]->label, modes[m]);
+        for (size_t m = 0; m < s.n; m++)
+            tally_cell(&t, &s.c[m], s.ran[m], head[i]->label, s.mode[m]->name);
     }
     for (size_t i = 0; i < n && tiny_left; i++)
         if (rows[i].tiny)

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/mode.h"
 #include "common/atomic_file.h"
 #include "common/fsutil.h"
 #include "common/gnuplot.h"
@@ -111,7 +112,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     char csv[4400], stem[4400], err[4400];
     snprintf(csv, sizeof csv, "%s/%s.csv", p->config.out, rel);
     snprintf(stem, sizeof stem, "%s/%s", p->config.out, rel);
-    if (atomic_write_text(csv, csv_text, err, sizeof err) != 0) {
+    if (atomic_write_text(p->folder, csv, csv_text, err, sizeof err) != 0) {
         strbuf_add(b, "No CSV (`%s.csv`), no plot: %s.\n\n", rel, err);
         return false;
     }
@@ -119,7 +120,7 @@ bool repro_plot(struct strbuf *b, const struct repro_plan *p, const char *rel, c
     for (size_t i = 0; i < n_args && i + 1 < sizeof all / sizeof all[0]; i++)
         all[i + 1] = args[i];
     size_t n_all = n_args + 1 < sizeof all / sizeof all[0] ? n_args + 1 : sizeof all / sizeof all[0];
-    if (gnuplot_draw(p->config.settings, script, all, n_all, stem, err, sizeof err) != 0) {
+    if (gnuplot_draw(p->config.settings, p->folder, script, all, n_all, stem, err, sizeof err) != 0) {
         strbuf_add(b, "The numbers are in `%s.csv`; no plot: %s.\n\n", rel, err);
         return false;
     }
@@ -182,8 +183,6 @@ void repro_add_ms(struct strbuf *b, double v)
         strbuf_add(b, " — |");
 }
 
-static const char *const table3_modes[] = {"naive", "hybrid", "all"};
-
 /* The tokens a row stands on: those measured per round, after the cold ones. */
 static void add_tokens(struct strbuf *b, const struct repro_cell *c)
 {
@@ -195,17 +194,18 @@ static void add_tokens(struct strbuf *b, const struct repro_cell *c)
         strbuf_add(b, " %.0f |", c->tokens);
 }
 
-/* Table 3's rows at one shape (naive, hybrid, all on the trace); true when
- * any has run. */
+/* Table 3's rows at one shape (its CPU modes, cache/mode.c's column:
+ * naive, hybrid, all on the trace); true when any has run. */
 static bool table3_rows(struct strbuf *b, const struct repro_plan *p, const char *shape)
 {
     bool any = false;
-    for (int m = 0; m < 3; m++) {
+    const struct cache_mode *m;
+    for (size_t i = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, i)); i++) {
         struct repro_cell c;
-        if (!repro_read_run_cell(p, shape, table3_modes[m], "trace", &c))
+        if (!repro_read_run_cell(p, shape, m->name, "trace", &c))
             continue;
         any = true;
-        strbuf_add(b, "| %s | %s | %s | %d |", shape, table3_modes[m], c.budget, c.rounds);
+        strbuf_add(b, "| %s | %s | %s | %d |", shape, m->name, c.budget, c.rounds);
         add_tokens(b, &c);
         strbuf_add(b, " %.1f (%.1f–%.1f) | %.1f | %.1f | %.1f |", c.median[REPRO_TOTAL], c.lo, c.hi,
                    c.median[REPRO_IO], c.median[REPRO_MEM], c.median[REPRO_COMPUTE]);
@@ -219,7 +219,7 @@ static bool table3_rows(struct strbuf *b, const struct repro_plan *p, const char
                 repro_add_error(b, c.model[part], c.median[part]);
             }
         }
-        const char *match[] = {"model", paper_model(shape), "method", table3_modes[m], "backend", "CPU", NULL};
+        const char *match[] = {"model", paper_model(shape), "method", m->name, "backend", "CPU", NULL};
         repro_add_ms(b, repro_paper_value(p, "table3.json", match, "total_ms"));
         strbuf_add(b, "\n");
     }

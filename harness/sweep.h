@@ -30,6 +30,8 @@ struct sweep_config {
     bool compare_fio;
     bool plot;
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
+    struct out_manifest *folder;  /* out_dir opened as the command's result folder (common/out_manifest.h):
+                                   * the files are claimed there; NULL: none */
     uint64_t seed;                /* 0: a fresh seed per point, as fio's randrepeat=0 */
     bool huge_pages;              /* read buffers on transparent huge pages */
     const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */

@@ -183,7 +183,7 @@ int sweep_write_files(const struct sweep *s, const char *dir, char *err, size_t 
         return err_set(err, errlen, "cannot create output directory %s: %s", dir, strerror(errno));
     /* the three appear together, or none changes (common/atomic_file.h's set) */
     char path[4200];
-    struct atomic_set set = {.n = 0};
+    struct atomic_set set = {.n = 0, .folder = s->cfg->folder};
     cJSON *j = sweep_to_json(s);
     char *csv = sweep_to_csv(s), *md = sweep_to_markdown(s);
     snprintf(path, sizeof path, "%s/sweep.json", dir);
@@ -224,5 +224,5 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
              direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("threads", threads),
                                        GP_NUMBER("has_fio", any_fio(s) ? 1 : 0), GP_TEXT("plot_title", title)};
-    return gnuplot_draw(s->cfg->settings, "sweep_throughput.gp", args, 4, stem, err, errlen);
+    return gnuplot_draw(s->cfg->settings, s->cfg->folder, "sweep_throughput.gp", args, 4, stem, err, errlen);
 }

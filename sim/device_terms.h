@@ -10,7 +10,7 @@
  * over a token equal its result exactly (tests/unit/test_device_terms.c):
  *   up      rows inserted x (row stride + 4 with an up bias): appended to
  *           the cache or staged once, both uploaded from the pinned ring
- *           (ffn/flash_ring.h) in runs, each a rows upload and a biases
+ *           (engine/ffn/flash_ring.h) in runs, each a rows upload and a biases
  *           upload; + 8 bytes a row move (the moves lists)
  *   down    the logits (vocab floats), and x (d_model floats) per layer
  *           when a host-side selector reads it (host_reads_x), the

@@ -271,17 +271,17 @@ static void hand_over(int rc, struct strbuf *md, char **md_out)
     md->s = NULL;
 }
 
-static int write_outputs(const char *dir, const char *name, cJSON *root, const char *md, char *err,
+static int write_outputs(struct out_manifest *folder, const char *dir, const char *name, cJSON *root, const char *md, char *err,
                          size_t errlen)
 {
     char path[4200];
     if (mkdir_p(dir, 0755) != 0)
         return err_set(err, errlen, "cannot create %s", dir);
     snprintf(path, sizeof path, "%s/%s.json", dir, name);
-    if (atomic_write_json(path, root, err, errlen) != 0)
+    if (atomic_write_json(folder, path, root, err, errlen) != 0)
         return -1;
     snprintf(path, sizeof path, "%s/%s.md", dir, name);
-    return atomic_write_text(path, md, err, errlen);
+    return atomic_write_text(folder, path, md, err, errlen);
 }
 
 /* One Table 2 row: priced with App. C.1's densities (p) and with those the
@@ -335,7 +335,7 @@ static int table2_row(const struct fb_settings *set, const cJSON *t, const cJSON
     return 0;
 }
 
-int paper_write_table2(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_table2(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                        cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
@@ -381,7 +381,7 @@ int paper_write_table2(const struct fb_settings *set, const char *out_dir, const
     strbuf_add(&md, "\nThe paper's rows are bytes / throughput with both rounded: the same 8 KiB reads "
                 "imply 1.17 GB/s in the +predictor row (0.9 GB, 738 ms) and 1.27 GB/s in the "
                 "+windowing row (0.2 GB, 164 ms), so no single byte count lands every row exactly.\n");
-    rc = write_outputs(out_dir, "table2", root, md.s ? md.s : "", err, errlen);
+    rc = write_outputs(folder, out_dir, "table2", root, md.s ? md.s : "", err, errlen);
     hand_over(rc, &md, md_out);
 out:
     free(md.s);
@@ -589,7 +589,7 @@ static void table3_device_section(struct strbuf *md, const struct strbuf *dev)
                    dev->s);
 }
 
-int paper_write_table3(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_table3(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                        cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
@@ -616,7 +616,7 @@ int paper_write_table3(const struct fb_settings *set, const char *out_dir, const
                 "same kernels cannot produce that, so those cells show the model's bandwidth-bound "
                 "figure. Falcon's memory management is a real prediction (rate fitted on OPT's row).\n");
     table3_device_section(&md, &dev);
-    rc = write_outputs(out_dir, "table3", root, md.s ? md.s : "", err, errlen);
+    rc = write_outputs(folder, out_dir, "table3", root, md.s ? md.s : "", err, errlen);
     hand_over(rc, &md, md_out);
 out:
     free(dev.s);
@@ -676,7 +676,7 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
     return 0;
 }
 
-int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_fig7(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                      cJSON *provenance, char **md_out, char *err, size_t errlen)
 {
     if (paper_densities_check(set, err, errlen) != 0)
@@ -715,16 +715,16 @@ int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const s
     for (int pct = 35; pct <= 80; pct += 5)
         if (fig7_point(&s, &hw, dtype, pred, pct, rows, &md, &csv, err, errlen) != 0)
             goto out;
-    if (write_outputs(out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
+    if (write_outputs(folder, out_dir, "fig7", root, md.s ? md.s : "", err, errlen) != 0)
         goto out;
     char path[4200], stem[4200];
     snprintf(path, sizeof path, "%s/fig7.csv", out_dir);
-    if (atomic_write_text(path, csv.s ? csv.s : "", err, errlen) != 0)
+    if (atomic_write_text(folder, path, csv.s ? csv.s : "", err, errlen) != 0)
         goto out;
     snprintf(stem, sizeof stem, "%s/fig7", out_dir);
     snprintf(figure, sizeof figure, "%s (modelled)", what);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_TEXT("plot_title", figure)};
-    rc = gnuplot_draw(set, "fig7_dram_share.gp", args, 2, stem, err, errlen);
+    rc = gnuplot_draw(set, folder, "fig7_dram_share.gp", args, 2, stem, err, errlen);
     hand_over(rc, &md, md_out);
 out:
     free(md.s);

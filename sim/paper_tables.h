@@ -36,8 +36,11 @@ struct paper_given {
 int paper_check_given(const struct fb_settings *set, const char *what, const struct paper_given *g, char *err,
                       size_t errlen);
 
+struct out_manifest;
+
 /* Each writes <name>.json (with "provenance" and "rows") and <name>.md to
- * out_dir; fig7 also writes fig7.csv and fig7.png/svg. Returns 0, or -1
+ * out_dir (each file claimed in folder, the command's result folder,
+ * common/out_manifest.h; NULL: none); fig7 also writes fig7.csv and fig7.png/svg. Returns 0, or -1
  * with the reason in err. provenance is borrowed. md_out, when not NULL,
  * gets <name>.md's text on success (the caller frees it: the command
  * prints it).
@@ -46,11 +49,11 @@ int paper_check_given(const struct fb_settings *set, const char *what, const str
  * machines: its percentages are marked "machines" in the Markdown and its
  * JSON says "difference": "machines" ("model error" otherwise; Table 2's at
  * its root, one profile pricing every row). */
-int paper_write_table2(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_table2(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                        cJSON *provenance, char **md_out, char *err, size_t errlen);
-int paper_write_table3(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_table3(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                        cJSON *provenance, char **md_out, char *err, size_t errlen);
-int paper_write_fig7(const struct fb_settings *set, const char *out_dir, const struct paper_given *g,
+int paper_write_fig7(const struct fb_settings *set, struct out_manifest *folder, const char *out_dir, const struct paper_given *g,
                      cJSON *provenance, char **md_out, char *err, size_t errlen);
 
 /* The paper's configuration of `method` ("naive", "hybrid", "predictor",

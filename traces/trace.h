@@ -71,9 +71,13 @@ struct trace_meta {
  * d_ff-sized arrays per layer) to encode differences. */
 struct trace_writer;
 
+struct out_manifest;
+
 /* Opens path through a temporary (common/atomic_file.h): nothing appears at
- * path until trace_writer_close succeeds. meta is copied. NULL + err on failure. */
-struct trace_writer *trace_writer_open(const char *path, const struct trace_meta *meta,
+ * path until trace_writer_close succeeds; path is claimed in folder, the
+ * command's result folder (common/out_manifest.h; NULL: none). meta is
+ * copied. NULL + err on failure. */
+struct trace_writer *trace_writer_open(struct out_manifest *folder, const char *path, const struct trace_meta *meta,
                                        char *err, size_t errlen);
 
 /* Starts the next token; flags are TRACE_TOKEN_*. The first token of a file

@@ -134,5 +134,5 @@ struct trace_writer *fbt_writer_open(const char *path, const uint32_t shape[5], 
         .ffn_kind = shape[4], .has_predicted = has_predicted != 0, .source = (char *)source,
         .has_channels = has_channels != 0,
     };
-    return trace_writer_open(path, &m, err, errlen);
+    return trace_writer_open(NULL, path, &m, err, errlen);
 }

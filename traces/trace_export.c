@@ -281,7 +281,7 @@ int trace_export(const char *trace_path, const char *out_dir, enum trace_export_
         provenance = NULL;
         char path[4400];
         snprintf(path, sizeof path, "%s/export.json", s.tmp);
-        rc = atomic_write_json(path, j, err, errlen);
+        rc = atomic_write_json(NULL, path, j, err, errlen);
         cJSON_Delete(j);
     }
     if (rc == 0 && rename(s.tmp, out_dir) != 0)

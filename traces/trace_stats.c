@@ -215,8 +215,8 @@ void trace_stats_free(struct trace_stats *s)
     s->density_active = s->density_pred = s->density_channels = NULL;
 }
 
-int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot,
-                           const struct fb_settings *set, char *err, size_t errlen)
+int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s, bool has_pred,
+                           bool plot, const struct fb_settings *set, char *err, size_t errlen)
 {
     char csv[2048], path[4200];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
@@ -224,12 +224,12 @@ int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool ha
         len += (size_t)snprintf(csv + len, sizeof csv - len, "%d,%.6f,%.6f\n", k, s->sagg_active[k - 1],
                                 has_pred ? s->sagg_pred[k - 1] : 0.0);
     snprintf(path, sizeof path, "%s/sagg.csv", dir);
-    if (atomic_write_text(path, csv, err, errlen) != 0)
+    if (atomic_write_text(folder, path, csv, err, errlen) != 0)
         return -1;
     if (!plot)
         return 0;
     char stem[4200];
     snprintf(stem, sizeof stem, "%s/fig4a", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_NUMBER("has_pred", has_pred ? 1 : 0)};
-    return gnuplot_draw(set, "fig4a_sagg.gp", args, 2, stem, err, errlen);
+    return gnuplot_draw(set, folder, "fig4a_sagg.gp", args, 2, stem, err, errlen);
 }

@@ -39,10 +39,12 @@ void trace_stats_free(struct trace_stats *s);
 /* Writes dir/sagg.csv (k,sagg_active,sagg_predicted; k = 1..16, only up to
  * s->sagg_k_max) and, when plot, the
  * paper's Fig. 4a as dir/fig4a.png and .svg (plots/fig4a_sagg.gp, in set's
- * plots folder; set is read only when plot).
+ * plots folder; set is read only when plot), each claimed in folder, the
+ * command's result folder (common/out_manifest.h; NULL: none).
  * 0, or -1 with the reason in err. */
-int trace_stats_write_sagg(const char *dir, const struct trace_stats *s, bool has_pred, bool plot,
-                           const struct fb_settings *set, char *err, size_t errlen);
+struct out_manifest;
+int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s, bool has_pred,
+                           bool plot, const struct fb_settings *set, char *err, size_t errlen);
 
 /* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k).
  * Meaningful for k < sagg_k_max only. */

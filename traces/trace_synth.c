@@ -442,7 +442,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
     int rc = -1;
     if (!m.source)
         err_set(err, errlen, "synth: out of memory");
-    else if (synth_state_init(&st, p, err, errlen) == 0 && (w = trace_writer_open(path, &m, err, errlen)) &&
+    else if (synth_state_init(&st, p, err, errlen) == 0 && (w = trace_writer_open(NULL, path, &m, err, errlen)) &&
              synth_tokens(p, &st, w, path, err, errlen) == 0) {
         rc = trace_writer_close(w, err, errlen);
         w = NULL;

@@ -19,6 +19,7 @@ struct trace_writer {
     struct trace_meta meta;
     FILE *f;
     char path[4096], tmp[4200];
+    struct out_manifest *folder; /* the result folder path is claimed in (NULL: none) */
     uint64_t n_tokens, active_events, pred_events, bytes;
     uint32_t next_layer;       /* layers written of the current token */
     bool in_token;
@@ -75,7 +76,7 @@ static int alloc_state(struct trace_writer *w)
     return ok && w->scratch && w->chan ? 0 : -1;
 }
 
-struct trace_writer *trace_writer_open(const char *path, const struct trace_meta *meta,
+struct trace_writer *trace_writer_open(struct out_manifest *folder, const char *path, const struct trace_meta *meta,
                                        char *err, size_t errlen)
 {
     if (meta->n_layers == 0 || meta->d_ff == 0 || meta->d_model == 0 || meta->bytes_per_weight == 0) {
@@ -86,7 +87,7 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
         err_set(err, errlen, "%s: path too long", path);
         return NULL;
     }
-    if (out_manifest_claim(path, err, errlen) != 0) /* a file of the user's is there */
+    if (out_manifest_claim(folder, path, err, errlen) != 0) /* a file of the user's is there */
         return NULL;
     if (meta->source && strlen(meta->source) > TRACE_MAX_SOURCE) {
         /* the reader would refuse the header: do not write a file nothing reads */
@@ -102,6 +103,7 @@ struct trace_writer *trace_writer_open(const char *path, const struct trace_meta
     w->meta = *meta;
     w->meta.source = strdup(meta->source ? meta->source : "{}");
     snprintf(w->path, sizeof w->path, "%s", path);
+    w->folder = folder;
     atomic_tmp_name(path, w->tmp, sizeof w->tmp);
     if (alloc_state(w) != 0) {
         err_set(err, errlen, "%s: out of memory for a trace of %u layers x %u neurons", path, meta->n_layers, meta->d_ff);
@@ -303,7 +305,7 @@ int trace_writer_close(struct trace_writer *w, char *err, size_t errlen)
     if (rc == 0 && rename(w->tmp, w->path) != 0)
         rc = err_set(err, errlen, "cannot rename %s to %s: %s", w->tmp, w->path, strerror(errno));
     else if (rc == 0)
-        out_manifest_written(w->path);
+        out_manifest_written(w->folder, w->path);
     if (rc != 0)
         remove(w->tmp);
     writer_free(w);

@@ -180,7 +180,7 @@ int sparsify_write(const struct model *m, const struct sparsify_thresholds *t, c
     }
     cJSON_Delete(extra);
     snprintf(in_dir, sizeof in_dir, "%s/%s", m->dir, SPARSIFY_FILE);
-    int rc = atomic_write_json(path ? path : in_dir, j, err, errlen);
+    int rc = atomic_write_json(NULL, path ? path : in_dir, j, err, errlen);
     cJSON_Delete(j);
     return rc;
 }

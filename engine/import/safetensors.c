@@ -452,7 +452,7 @@ int st_write_header(FILE *f, const struct st_tensor *t, int n, const cJSON *meta
 int st_write(const char *path, const struct st_tensor *t, int n, const cJSON *metadata, char *err, size_t errlen)
 {
     struct atomic_file af;
-    if (atomic_open(&af, path, err, errlen) != 0)
+    if (atomic_open(&af, NULL, path, err, errlen) != 0)
         return -1;
     errno = 0;
     int bad = st_write_header(af.f, t, n, metadata) != 0;

@@ -407,7 +407,7 @@ static int write_config(const char *path, const struct model_shape *s, enum fb_d
         spectrum_format(up, text, sizeof text);
         cJSON_AddStringToObject(c, "flashbed_up_spectrum", text);
     }
-    int rc = atomic_write_json(path, c, err, errlen);
+    int rc = atomic_write_json(NULL, path, c, err, errlen);
     cJSON_Delete(c);
     return rc;
 }
@@ -450,7 +450,7 @@ static int write_tokenizer_json(const char *path, uint32_t vocab, char *err, siz
             cJSON_AddItemToArray(m, cJSON_CreateString(merge));
         }
     }
-    int rc = atomic_write_json(path, t, err, errlen);
+    int rc = atomic_write_json(NULL, path, t, err, errlen);
     cJSON_Delete(t);
     return rc;
 }

@@ -143,7 +143,7 @@ static int write_sums(const char *dir, const struct ffn_t_layout *t, const uint3
     char path[4300];
     snprintf(path, sizeof path, "%s/%s", dir, MODEL_FFN_T_CRC_FILE);
     size_t n = (size_t)ffn_t_units(t);
-    if (atomic_open(af, path, err, errlen) != 0)
+    if (atomic_open(af, NULL, path, err, errlen) != 0)
         return -1;
     if (fwrite(crc, sizeof *crc, n, af->f) != n) {
         atomic_abort(af);
@@ -168,7 +168,7 @@ static int write_temp(const struct model *m, const struct ffn_t_layout *t, struc
                     : 0;
     uint64_t hash = 0;
     if (rc == 0)
-        rc = atomic_open(&w->bin, t->path, err, errlen);
+        rc = atomic_open(&w->bin, NULL, t->path, err, errlen);
     if (rc == 0 && (rc = transpose_file(m, t, src, w->bin.f, report, &hash, crc, err, errlen)) != 0)
         atomic_abort(&w->bin);
     if (rc == 0 && (rc = write_sums(m->dir, t, crc, &w->sums, &file_crc, err, errlen)) != 0)
@@ -203,7 +203,7 @@ int ffn_transposed_write(const struct model *m, bool force, const struct progres
     if (rc != 0)
         atomic_abort(&w.sums);
     else if ((rc = atomic_commit(&w.sums, err, errlen)) != 0 ||
-             (rc = atomic_write_json(path, w.json, err, errlen)) != 0) {
+             (rc = atomic_write_json(NULL, path, w.json, err, errlen)) != 0) {
         unlink(t.path); /* no record: the files are not the model's */
         unlink(sums);
     }

@@ -130,7 +130,7 @@ int predictor_save(const struct predictor *p, const char *model_dir, bool replac
     if (rc == 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(model, "predictor");
         cJSON_AddItemToObject(model, "predictor", predictor_describe(p));
-        rc = atomic_write_json(json_path, model, err, errlen);
+        rc = atomic_write_json(NULL, json_path, model, err, errlen);
         if (rc != 0 && !had)
             unlink(st_path); /* no half-added predictor */
     }

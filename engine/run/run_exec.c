@@ -171,8 +171,8 @@ static void neuron_source(char *src, size_t len, const struct model *m, const st
     free(chosen_by);
 }
 
-struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
-                                     size_t errlen)
+struct trace_writer *run_record_open(struct out_manifest *folder, const char *path, const struct model *m,
+                                     const struct run_setup *p, char *err, size_t errlen)
 {
     if (p->dense) {
         err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
@@ -189,7 +189,7 @@ struct trace_writer *run_record_open(const char *path, const struct model *m, co
     else
         neuron_source(src, sizeof src, m, p, chooser);
     tm.source = src;
-    struct trace_writer *w = trace_writer_open(path, &tm, err, errlen);
+    struct trace_writer *w = trace_writer_open(folder, path, &tm, err, errlen);
     if (!w)
         atomic_err_name_path(err, errlen, path);
     return w;

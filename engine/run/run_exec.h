@@ -85,7 +85,10 @@ int run_engine_init(struct engine *e, const struct fb_settings *set, const struc
  * is not the host's. Zero (false) for a dense run. */
 void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
                       struct run_report_extra *x);
-struct trace_writer *run_record_open(const char *path, const struct model *m, const struct run_setup *p, char *err,
-                                     size_t errlen);
+/* run_record_open's path is claimed in folder, the command's result
+ * folder (common/out_manifest.h; NULL: none). */
+struct out_manifest;
+struct trace_writer *run_record_open(struct out_manifest *folder, const char *path, const struct model *m,
+                                     const struct run_setup *p, char *err, size_t errlen);
 
 #endif

@@ -768,7 +768,7 @@ static int write_fig8(const struct model *m, const struct run_setup *p, const st
     fig8_machine(p, prov, machine, sizeof machine);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", title),
                                        GP_TEXT("machine", machine), GP_NUMBER("device", x->device ? 1 : 0)};
-    return gnuplot_draw(x->settings, "fig8_token_latency.gp", args, 4, stem, err, errlen);
+    return gnuplot_draw(x->settings, x->folder, "fig8_token_latency.gp", args, 4, stem, err, errlen);
 }
 
 /* dir/run.json, dir/run.md and dir/tokens.csv, in that order, each only
@@ -781,7 +781,7 @@ static int write_files(const char *dir, const struct model *m, const struct run_
                        const struct run_report_extra *x, const cJSON *root, char **md, char *err, size_t errlen)
 {
     char path[4200];
-    struct atomic_set set = {.n = 0};
+    struct atomic_set set = {.n = 0, .folder = x->folder};
     char *csv = tokens_csv(r, cold_tokens(r, x), x);
     *md = run_markdown(m, p, root);
     snprintf(path, sizeof path, "%s/run.json", dir);

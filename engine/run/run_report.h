@@ -66,6 +66,8 @@ struct run_outcome {
     char error[512];             /* the run's failure, if any (run.json's summary.error) */
 };
 
+struct out_manifest;
+
 /* What run.json records besides the setup and the rows. */
 struct run_report_extra {
     const char *mode;      /* --mode as given */
@@ -90,6 +92,8 @@ struct run_report_extra {
     bool plot;             /* also fig8.png and fig8.svg (gnuplot) */
     const struct run_reader_choice *reader; /* --io-engine auto's measurements, or NULL */
     const struct fb_settings *settings; /* where plot's script is (read only when plot) */
+    struct out_manifest *folder; /* the command's result folder the files are claimed in
+                                  * (common/out_manifest.h; NULL: none) */
 };
 
 /* Writes dir/run.json, dir/run.md and dir/tokens.csv (a row per token: the

@@ -166,22 +166,23 @@ static int set_text(struct atomic_set *set, const char *dir, const char *name, c
     return rc;
 }
 
-static int plot(const struct fb_settings *set, const char *dir, const char *model_name, char *err, size_t errlen)
+static int plot(const struct fb_settings *set, struct out_manifest *folder, const char *dir, const char *model_name,
+                char *err, size_t errlen)
 {
     char csv[4300], stem[4200];
     snprintf(csv, sizeof csv, "%s/fig9a.csv", dir);
     snprintf(stem, sizeof stem, "%s/fig9a", dir);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("plot_title", model_name)};
-    return gnuplot_draw(set, "fig9a_predictor.gp", args, 2, stem, err, errlen);
+    return gnuplot_draw(set, folder, "fig9a_predictor.gp", args, 2, stem, err, errlen);
 }
 
-int predictor_eval_write(const char *dir, const struct predictor_eval_result *r, const struct predictor *p,
-                         const struct predictor_eval_source *src, cJSON *prov, bool want_plot,
-                         const struct fb_settings *set, char *err, size_t errlen)
+int predictor_eval_write(struct out_manifest *folder, const char *dir, const struct predictor_eval_result *r,
+                         const struct predictor *p, const struct predictor_eval_source *src, cJSON *prov,
+                         bool want_plot, const struct fb_settings *set, char *err, size_t errlen)
 {
     /* eval.json, eval.md and fig9a.csv appear together, or none changes */
     char path[4200];
-    struct atomic_set files = {.n = 0};
+    struct atomic_set files = {.n = 0, .folder = folder};
     snprintf(path, sizeof path, "%s/eval.json", dir);
     cJSON *j = predictor_eval_json(r, p, src, prov);
     int rc = atomic_set_json(&files, path, j, err, errlen);
@@ -195,6 +196,6 @@ int predictor_eval_write(const char *dir, const struct predictor_eval_result *r,
     else
         atomic_set_abort(&files);
     if (rc == 0 && want_plot)
-        rc = plot(set, dir, src->model_name, err, errlen);
+        rc = plot(set, folder, dir, src->model_name, err, errlen);
     return rc;
 }

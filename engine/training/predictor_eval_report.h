@@ -44,9 +44,11 @@ char *predictor_eval_markdown(const struct predictor_eval_result *r, const struc
 
 /* eval.json (takes prov), eval.md, fig9a.csv and with plot the figure
  * (its script in set's plots folder; set is read only when plot), into dir
- * (which must exist). */
-int predictor_eval_write(const char *dir, const struct predictor_eval_result *r, const struct predictor *p,
-                         const struct predictor_eval_source *src, cJSON *prov, bool plot,
+ * (which must exist), each claimed in folder, the command's result folder
+ * (common/out_manifest.h; NULL: none). */
+struct out_manifest;
+int predictor_eval_write(struct out_manifest *folder, const char *dir, const struct predictor_eval_result *r,
+                         const struct predictor *p, const struct predictor_eval_source *src, cJSON *prov, bool plot,
                          const struct fb_settings *set, char *err, size_t errlen);
 
 #endif

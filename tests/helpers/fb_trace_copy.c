@@ -59,7 +59,7 @@ int main(int argc, char **argv)
         return 1;
     }
     const struct trace_meta *m = trace_reader_meta(r);
-    struct trace_writer *w = trace_writer_open(argv[2], m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, argv[2], m, err, sizeof err);
     if (!w || copy_tokens(r, w, m, err, sizeof err) != 0) {
         fprintf(stderr, "fb_trace_copy: %s\n", err);
         trace_writer_abort(w);

@@ -93,7 +93,7 @@ static inline int run_on_rec(const struct backend_ops *be, const struct model *m
     memset(w, 0, sizeof *w);
     CHECK(setup(&set, m, c, &p) == 0);
     if (record) {
-        tw = run_record_open(record, m, &p, err, errlen);
+        tw = run_record_open(NULL, record, m, &p, err, errlen);
         CHECK(tw != NULL);
         sink = trace_writer_sink(tw);
         p.cfg.record = tw ? &sink : NULL;

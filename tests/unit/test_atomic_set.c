@@ -71,7 +71,7 @@ int main(void)
 
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "x", 1);
-    CHECK(atomic_write_json(a, j, err, sizeof err) == 0);
+    CHECK(atomic_write_json(NULL, a, j, err, sizeof err) == 0);
     char want[4096];
     snprintf(want, sizeof want, "%s", slurp("a.json"));
     CHECK(atomic_set_json(&s, b, j, err, sizeof err) == 0 && atomic_set_commit(&s, err, sizeof err) == 0);

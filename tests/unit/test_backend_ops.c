@@ -16,9 +16,10 @@
  * (> 0 over a 64 MiB upload, its refusals, no count changed); NaN and infinity
  * propagated as the CPU kernels do; a ref past its buffer refused with a
  * message and the backend usable after; the forward pass of each
- * architecture (backend_forward.h); calibrate's timing loop. A case of an
- * op the backend says it lacks for a type (backend.h's supports) is
- * skipped and counted, as ggml's test-backend-ops does; cpu lacks none.
+ * architecture (test_forward_case, on arch_fixture.h's models); calibrate's
+ * timing loop. A case of an op the backend says it lacks for a type
+ * (backend.h's supports) is skipped and counted, as ggml's test-backend-ops
+ * does; cpu lacks none.
  *
  * cpu and sim must give the CPU kernels' bits. The device backends must
  * come within a relative tolerance of the op's own scale, stated per op

@@ -236,8 +236,8 @@ static void test_paper_tables(void)
     CHECK(mkdtemp(dir) != NULL);
     cJSON *prov = provenance_new();
     char err[512];
-    CHECK(paper_write_table2(&set, dir, NULL, prov, NULL, err, sizeof err) == 0);
-    CHECK(paper_write_table3(&set, dir, NULL, prov, NULL, err, sizeof err) == 0);
+    CHECK(paper_write_table2(&set, NULL, dir, NULL, prov, NULL, err, sizeof err) == 0);
+    CHECK(paper_write_table3(&set, NULL, dir, NULL, prov, NULL, err, sizeof err) == 0);
     check_table2(dir);
     check_table3(dir);
     cJSON_Delete(prov);

@@ -119,7 +119,7 @@ static void run_case(const struct mx_model *x, const struct mx_case *c, const in
     CHECK(setup(&set, &x->flash, &c->rc, &p) == 0);
     if (c->record) {
         snprintf(path, sizeof path, "%s/rec.trace", x->tmp);
-        tw = run_record_open(path, &x->flash, &p, err, sizeof err);
+        tw = run_record_open(NULL, path, &x->flash, &p, err, sizeof err);
         CHECK(tw != NULL);
         sink = trace_writer_sink(tw);
         p.cfg.record = tw ? &sink : NULL;

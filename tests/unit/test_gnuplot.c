@@ -66,7 +66,7 @@ static void check_draw(void)
     set.plots_dir = dir;
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_NUMBER("yscale", 2),
                                        GP_TEXT("plot_title", "Lily's model, 'quoted'")};
-    int rc = gnuplot_draw(&set, "line.gp", args, 3, stem, err, sizeof err);
+    int rc = gnuplot_draw(&set, NULL, "line.gp", args, 3, stem, err, sizeof err);
     if (rc != 0)
         fprintf(stderr, "gnuplot_draw: %s\n", err);
     CHECK(rc == 0);
@@ -76,11 +76,11 @@ static void check_draw(void)
     test_write_text(script, "this is not gnuplot\n");
     snprintf(stem, sizeof stem, "%s/broken", dir);
     snprintf(png, sizeof png, "%s.png", stem);
-    CHECK(gnuplot_draw(&set, "line.gp", args, 3, stem, err, sizeof err) == -1);
+    CHECK(gnuplot_draw(&set, NULL, "line.gp", args, 3, stem, err, sizeof err) == -1);
     CHECK(strstr(err, png) != NULL);
     CHECK(file_size(png) == -1);
     CHECK(temporaries(dir) == 0);
-    CHECK(gnuplot_draw(&set, "missing.gp", args, 3, stem, err, sizeof err) == -1);
+    CHECK(gnuplot_draw(&set, NULL, "missing.gp", args, 3, stem, err, sizeof err) == -1);
     CHECK(strstr(err, "missing.gp is missing") != NULL);
     fs_remove_tree(dir);
 }

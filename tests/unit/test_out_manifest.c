@@ -8,11 +8,14 @@
  *   - keep_old keeps the files of an earlier run (a study resuming);
  *   - a command that wrote nothing changes nothing: no list left behind in a
  *     folder that had none, stale files kept;
- *   - paths outside the open folder, and the list itself, are never claimed. */
+ *   - paths outside the open folder, and the list itself, are never claimed;
+ *   - a writer given no folder (NULL) claims nothing;
+ *   - two folders open at once are independent: each lists its own files. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -20,6 +23,7 @@
 #include "common/out_manifest.h"
 
 static char dir[] = "/tmp/flashbed-test-out-manifest-XXXXXX";
+static struct out_manifest *folder; /* dir, while open (the command's, passed to its writers) */
 
 static void path_of(const char *name, char *buf, size_t len)
 {
@@ -37,7 +41,7 @@ static int write_one(const char *name, const char *text)
 {
     char p[256], err[512];
     path_of(name, p, sizeof p);
-    return atomic_write_text(p, text, err, sizeof err);
+    return atomic_write_text(folder, p, text, err, sizeof err);
 }
 
 /* The names the list holds, comma-joined in its order. */
@@ -62,13 +66,16 @@ static const char *listed(void)
 static int open_dir(bool force, bool keep_old)
 {
     char err[512];
-    return out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    folder = out_manifest_open(dir, (struct out_manifest_mode){force, keep_old}, err, sizeof err);
+    return folder ? 0 : -1;
 }
 
 static int close_dir(void)
 {
     char err[512];
-    return out_manifest_close(err, sizeof err);
+    int rc = out_manifest_close(folder, err, sizeof err);
+    folder = NULL;
+    return rc;
 }
 
 static void user_file_refused(void)
@@ -77,9 +84,9 @@ static void user_file_refused(void)
     CHECK(write_one("mine.md", "the user's") == 0); /* no folder open: not claimed */
     CHECK(open_dir(false, false) == 0);
     path_of("mine.md", p, sizeof p);
-    CHECK(out_manifest_check(p, err, sizeof err) == -1);
+    CHECK(out_manifest_check(folder, p, err, sizeof err) == -1);
     CHECK(strstr(err, p) != NULL && strstr(err, "--force") != NULL);
-    CHECK(atomic_write_text(p, "flashbed's", err, sizeof err) == -1);
+    CHECK(atomic_write_text(folder, p, "flashbed's", err, sizeof err) == -1);
     CHECK(strstr(err, "mine.md: exists and flashbed did not write it") != NULL);
     CHECK(close_dir() == 0);
     FILE *f = fopen(p, "r");
@@ -98,6 +105,36 @@ static void user_file_refused(void)
     CHECK(!exists("b.csv") && !exists("plot.svg"));
 }
 
+/* Two folders open at once (no state outside the objects): each claims
+ * and lists only its own files; a writer given no folder claims nothing. */
+static void two_folders(void)
+{
+    char sub[2][300], p[400], err[512];
+    struct out_manifest *m[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(sub[i], sizeof sub[i], "%s/sub%d", dir, i);
+        CHECK(mkdir(sub[i], 0755) == 0);
+        m[i] = out_manifest_open(sub[i], (struct out_manifest_mode){false, false}, err, sizeof err);
+        CHECK(m[i] != NULL);
+    }
+    snprintf(p, sizeof p, "%s/r.json", sub[0]);
+    CHECK(atomic_write_text(m[0], p, "0", err, sizeof err) == 0);
+    CHECK(atomic_write_text(m[1], p, "0", err, sizeof err) == 0); /* sub0's file: not sub1's business */
+    snprintf(p, sizeof p, "%s/r.json", sub[1]);
+    CHECK(atomic_write_text(NULL, p, "1", err, sizeof err) == 0);  /* no folder: claimed nowhere */
+    CHECK(out_manifest_claim(NULL, p, err, sizeof err) == 0 && !out_manifest_lists(m[1], p));
+    CHECK_U64(out_manifest_written_count(m[0]), 1);
+    CHECK_U64(out_manifest_written_count(m[1]), 0);
+    CHECK(out_manifest_check(m[1], p, err, sizeof err) == -1); /* now a file of the user's */
+    for (int i = 0; i < 2; i++)
+        CHECK(out_manifest_close(m[i], err, sizeof err) == 0);
+    snprintf(p, sizeof p, "%s/%s", sub[0], OUT_MANIFEST_NAME);
+    CHECK(access(p, F_OK) == 0);
+    snprintf(p, sizeof p, "%s/%s", sub[1], OUT_MANIFEST_NAME);
+    CHECK(access(p, F_OK) != 0); /* wrote nothing: no list left */
+    CHECK(out_manifest_close(NULL, err, sizeof err) == 0);
+}
+
 int main(void)
 {
     CHECK(mkdtemp(dir) != NULL);
@@ -105,14 +142,14 @@ int main(void)
     /* nothing written: no list made, even after a claim */
     CHECK(open_dir(false, false) == 0);
     path_of("a.json", p, sizeof p);
-    CHECK(out_manifest_claim(p, err, sizeof err) == 0);
+    CHECK(out_manifest_claim(folder, p, err, sizeof err) == 0);
     CHECK(exists(OUT_MANIFEST_NAME)); /* listed before it exists */
     CHECK(close_dir() == 0);
     CHECK(!exists(OUT_MANIFEST_NAME));
 
     CHECK(open_dir(false, false) == 0);
     CHECK(write_one("a.json", "1") == 0);
-    struct atomic_set s = {.n = 0};
+    struct atomic_set s = {.n = 0, .folder = folder};
     path_of("b.csv", p, sizeof p);
     CHECK(atomic_set_text(&s, p, "x", err, sizeof err) == 0);
     path_of("plot.svg", p, sizeof p);
@@ -120,8 +157,8 @@ int main(void)
     CHECK(atomic_set_commit(&s, err, sizeof err) == 0);
     char outside[300];
     snprintf(outside, sizeof outside, "%s-outside.txt", dir); /* beside the folder, not in it */
-    CHECK(atomic_write_text(outside, "z", err, sizeof err) == 0);
-    CHECK_U64(out_manifest_written_count(), 3);
+    CHECK(atomic_write_text(folder, outside, "z", err, sizeof err) == 0);
+    CHECK_U64(out_manifest_written_count(folder), 3);
     CHECK(close_dir() == 0);
     CHECK_STR(listed(), "a.json,b.csv,plot.svg");
 
@@ -142,9 +179,11 @@ int main(void)
     /* the list is not a result: never listed in itself */
     CHECK(open_dir(false, false) == 0);
     path_of(OUT_MANIFEST_NAME, p, sizeof p);
-    CHECK(out_manifest_claim(p, err, sizeof err) == 0 && !out_manifest_lists(p));
+    CHECK(out_manifest_claim(folder, p, err, sizeof err) == 0 && !out_manifest_lists(folder, p));
     CHECK(close_dir() == 0);
     CHECK_STR(listed(), "a.json,mine.md,c.md");
+
+    two_folders();
 
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir, outside);

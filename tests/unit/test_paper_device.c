@@ -154,7 +154,7 @@ int main(void)
     cJSON *prov = provenance_new();
     struct model_shape opt;
     CHECK(model_shape_load(&set, "opt-6.7b", &opt, err, sizeof err) == 0);
-    CHECK(paper_write_table3(&set, dir, NULL, prov, NULL, err, sizeof err) == 0);
+    CHECK(paper_write_table3(&set, NULL, dir, NULL, prov, NULL, err, sizeof err) == 0);
     snprintf(path, sizeof path, "%s/table3.json", dir);
     cJSON *t = read_json_file(path);
     int device_rows = 0;

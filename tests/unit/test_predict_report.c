@@ -40,7 +40,7 @@ static void write_report(const char *path, const struct policy_prediction *it, s
     cJSON_AddStringToObject(prov, "tool", "test_predict_report");
     cJSON *root = predict_report_json(it, n, prov);
     char err[512];
-    CHECK(root != NULL && atomic_write_json(path, root, err, sizeof err) == 0);
+    CHECK(root != NULL && atomic_write_json(NULL, path, root, err, sizeof err) == 0);
     cJSON_Delete(root);
     cJSON_Delete(prov); /* referenced, not taken: still the caller's */
 }

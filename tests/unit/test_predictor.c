@@ -178,7 +178,7 @@ static void test_bad_thresholds(const char *dir, const struct model_shape *shape
         cJSON *d = cJSON_GetObjectItem(m, "predictor");
         cJSON_DeleteItemFromObject(d, cases[i].key);
         cJSON_AddItemToObject(d, cases[i].key, cJSON_Parse(cases[i].json));
-        CHECK(atomic_write_json(path, m, err, sizeof err) == 0);
+        CHECK(atomic_write_json(NULL, path, m, err, sizeof err) == 0);
         struct predictor q;
         CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == -1);
         CHECK(strstr(err, cases[i].msg) != NULL);
@@ -192,12 +192,12 @@ static void test_bad_thresholds(const char *dir, const struct model_shape *shape
     cJSON_DeleteItemFromObject(d, "thresholds");
     cJSON_DeleteItemFromObject(d, "target_recall");
     cJSON_AddNumberToObject(d, "threshold", -0.5);
-    CHECK(atomic_write_json(path, m, err, sizeof err) == 0);
+    CHECK(atomic_write_json(NULL, path, m, err, sizeof err) == 0);
     struct predictor q;
     CHECK(predictor_load(&q, dir, shape->n_layers, shape->d_model, shape->d_ff, err, sizeof err) == -1);
     CHECK(strstr(err, "threshold is not a probability") != NULL);
     cJSON_Delete(m);
-    CHECK(atomic_write_json(path, good, err, sizeof err) == 0);
+    CHECK(atomic_write_json(NULL, path, good, err, sizeof err) == 0);
     cJSON_Delete(good);
 }
 

@@ -163,7 +163,7 @@ static void test_oracle_record(const struct model *m, const char *dir, const int
     char err[1024], path[700];
     CHECK(setup(&o, m, 0, &p) == 0);
     snprintf(path, sizeof path, "%s/rec.trace", dir);
-    struct trace_writer *w = run_record_open(path, m, &p, err, sizeof err);
+    struct trace_writer *w = run_record_open(NULL, path, m, &p, err, sizeof err);
     CHECK(w != NULL);
     struct trace_sink sink = trace_writer_sink(w);
     p.cfg.record = &sink;
@@ -198,7 +198,7 @@ static void test_oracle_record(const struct model *m, const char *dir, const int
     memset(&p, 0, sizeof p);
     p.dense = true;
     snprintf(path, sizeof path, "%s/dense.trace", dir);
-    CHECK(run_record_open(path, m, &p, err, sizeof err) == NULL);
+    CHECK(run_record_open(NULL, path, m, &p, err, sizeof err) == NULL);
     CHECK_STR(err, "the dense mode does not look at activations; use --mode all (or another flash mode)");
     CHECK(access(path, F_OK) != 0);
 }

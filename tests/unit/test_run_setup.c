@@ -200,7 +200,7 @@ static int write_trace(const char *path, uint32_t d_model, int tokens)
 {
     char err[512];
     struct trace_meta tm = {2, d_model, 8, 4, FFN_RELU, false, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &tm, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &tm, err, sizeof err);
     for (int t = 0; w && t < tokens; t++) {
         uint32_t set[2] = {(uint32_t)t % 7, (uint32_t)t % 7 + 1};
         if (trace_writer_begin_token(w, 0, err, sizeof err) != 0 ||

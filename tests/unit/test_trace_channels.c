@@ -83,7 +83,7 @@ static void round_trip(uint32_t L, uint32_t d_model, uint32_t d_ff, uint32_t T, 
     char path[256];
     snprintf(path, sizeof path, "%s/chan.trace", dir);
     struct trace_meta m = {L, d_model, d_ff, 2, FFN_GLU, pred, "{\"model\":\"chan\"}", true};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     CHECK(w && b);
     if (!w || !b)
@@ -127,7 +127,7 @@ static void without_channels(void)
     char path[256];
     snprintf(path, sizeof path, "%s/plain.trace", dir);
     struct trace_meta m = {1, 8, 16, 2, FFN_RELU, true, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[] = {1, 2}, c[] = {0};
     CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
     CHECK(trace_writer_layer_channels(w, 0, c, 1, err, sizeof err) == -1);
@@ -185,7 +185,7 @@ static void writer_and_builder_refusals(void)
     char path[256];
     snprintf(path, sizeof path, "%s/refused.trace", dir);
     struct trace_meta m = {2, 8, 16, 2, FFN_RELU, false, "{}", true};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     CHECK(trace_writer_layer_channels(w, 0, NULL, 0, err, sizeof err) == -1);
     CHECK(strstr(err, "before trace_writer_begin_token") != NULL);
     refusals(trace_writer_sink(w), path);
@@ -213,7 +213,7 @@ static void unknown_flags(void)
     char path[256];
     snprintf(path, sizeof path, "%s/flags.trace", dir);
     struct trace_meta m = {1, 8, 16, 2, FFN_RELU, false, "{}", true};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t c[] = {1};
     CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
     CHECK(trace_writer_layer_channels(w, 0, c, 1, err, sizeof err) == 0);

@@ -56,7 +56,7 @@ static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
     char path[256];
     path_of(path, sizeof path, "rt.trace");
     struct trace_meta m = {L, 16, N, 2, FFN_GLU, pred, "{\"model\":\"test\"}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     CHECK(w != NULL);
     if (!w)
         return;
@@ -112,7 +112,7 @@ static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
     char path[256];
     path_of(path, sizeof path, "bm.trace");
     struct trace_meta m = {L, 16, N, 2, FFN_RELU, pred, "{\"model\":\"built\"}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     CHECK(w && b);
     if (!w || !b)
@@ -226,7 +226,7 @@ static void reseal_header(char *b)
 static void small_trace(const char *path, uint32_t N, uint32_t neuron)
 {
     struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[] = {1, neuron}, p[] = {1, 2, neuron};
     for (int t = 0; t < 3; t++) {
         trace_writer_begin_token(w, 0, err, sizeof err);
@@ -328,7 +328,7 @@ static void writer_refusals(void)
     char w_path[256];
     path_of(w_path, sizeof w_path, "refused.trace");
     struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}", false};
-    struct trace_writer *w = trace_writer_open(w_path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, w_path, &m, err, sizeof err);
     uint32_t over[] = {3, 64}, unsorted[] = {5, 4}, ok[] = {1, 2};
     CHECK(trace_writer_layer(w, 0, ok, 2, NULL, 0, err, sizeof err) != 0);
     CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
@@ -344,7 +344,7 @@ static void writer_refusals(void)
     memset(big, ' ', (1u << 20) + 1);
     big[(1u << 20) + 1] = 0;
     m.source = big;
-    CHECK(trace_writer_open(w_path, &m, err, sizeof err) == NULL && strstr(err, "exceeds the format's"));
+    CHECK(trace_writer_open(NULL, w_path, &m, err, sizeof err) == NULL && strstr(err, "exceeds the format's"));
     CHECK(stat(w_path, &st) != 0);
     free(big);
 }
@@ -372,7 +372,7 @@ static void size_at_3_percent(void)
     path_of(path, sizeof path, "big.trace");
     const uint32_t L = 32, N = 16384;
     struct trace_meta m = {L, 4096, N, 2, FFN_RELU, false, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct rng r;
     rng_seed(&r, 3);
     uint32_t *ids = malloc(N * sizeof *ids);
@@ -429,7 +429,7 @@ static void synth_calibration(void)
 
     /* s_agg on a hand-made trace: sets {0,1} {1,2} {2,3} of d_ff 4 */
     struct trace_meta m = {1, 4, 4, 1, FFN_RELU, false, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t sets[3][2] = {{0, 1}, {1, 2}, {2, 3}};
     for (int t = 0; t < 3; t++) {
         trace_writer_begin_token(w, 0, err, sizeof err);
@@ -576,7 +576,7 @@ static void every_bit_flip(const char *path)
 static void channel_flips(const char *path)
 {
     struct trace_meta m = {2, 12, 40, 2, FFN_GLU, true, "{}", true};
-    struct trace_writer *wr = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *wr = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t c[3][2][12] = {{{0, 4, 11}, {0}}, {{0, 4, 10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}, {{7}, {3}}};
     uint32_t nc[3][2] = {{3, 0}, {3, 12}, {1, 1}};
     uint32_t a[] = {2, 9, 33};
@@ -598,7 +598,7 @@ static void bit_flips(void)
     char path[256];
     path_of(path, sizeof path, "flips.trace");
     struct trace_meta m = {2, 8, 50, 2, FFN_RELU, true, "{\"model\":\"flip\"}", false};
-    struct trace_writer *wr = trace_writer_open(path, &m, err, sizeof err);
+    struct trace_writer *wr = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[3][2][4] = {{{1, 7, 30, 49}, {0}}, {{1, 7, 31, 49}, {2, 3}}, {{5}, {2, 3, 4, 40}}};
     uint32_t na[3][2] = {{4, 1}, {4, 2}, {1, 4}};
     uint32_t p[] = {1, 2, 3, 5, 7, 30, 31, 40, 49};
@@ -612,7 +612,7 @@ static void bit_flips(void)
     every_bit_flip(path);
 
     struct trace_meta m2 = {3, 8, 300, 2, FFN_GLU, false, "{}", false};
-    wr = trace_writer_open(path, &m2, err, sizeof err);
+    wr = trace_writer_open(NULL, path, &m2, err, sizeof err);
     uint32_t ids[300];
     for (int t = 0; t < 4; t++) {
         CHECK(trace_writer_begin_token(wr, 0, err, sizeof err) == 0);

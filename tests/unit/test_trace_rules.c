@@ -301,7 +301,7 @@ static void test_checksums(void)
 {
     struct trace_meta m = {1, 8, 16, 4, 0, false, "{}", false};
     char why[512];
-    struct trace_writer *w = trace_writer_open(path, &m, why, sizeof why);
+    struct trace_writer *w = trace_writer_open(NULL, path, &m, why, sizeof why);
     uint32_t set[3] = {1, 4, 7};
     CHECK(w && trace_writer_begin_token(w, 0, why, sizeof why) == 0 &&
           trace_writer_layer(w, 0, set, 3, NULL, 0, why, sizeof why) == 0 && trace_writer_close(w, why, sizeof why) == 0);

@@ -23,7 +23,7 @@ static inline int write_mod16_trace_as(const char *path, const struct model *m, 
     char err[512];
     const struct model_shape *s = &m->shape;
     struct trace_meta tm = {s->n_layers, s->d_model, s->d_ff, 4, ffn_kind, predicted, "{}", false};
-    struct trace_writer *w = trace_writer_open(path, &tm, err, sizeof err);
+    struct trace_writer *w = trace_writer_open(NULL, path, &tm, err, sizeof err);
     uint32_t *set = malloc(2 * (size_t)s->d_ff * sizeof *set), *pred = set ? set + s->d_ff : NULL;
     int rc = w && set ? 0 : -1;
     for (uint32_t t = 0; rc == 0 && t < n_tokens; t++) {
