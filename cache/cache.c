@@ -68,6 +68,16 @@ static int alloc_buffers(struct cache *c, uint32_t L, uint32_t N)
                : -1;
 }
 
+void cache_geometry_of_unit(const struct unit_geometry *u, uint64_t read_align, struct cache_geometry *g)
+{
+    *g = (struct cache_geometry){.n_layers = u->n_layers,
+                                 .d_ff = u->units,
+                                 .vec_bytes = u->n_extents ? u->ext[0].bytes : 0,
+                                 .vecs_per_row = u->n_extents,
+                                 .row_bytes = u->stride,
+                                 .read_align = read_align};
+}
+
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
                size_t errlen)
 {

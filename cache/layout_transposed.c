@@ -19,27 +19,15 @@ const struct layout_ops layout_transposed = {
     .read = transposed_read,
 };
 
-static uint64_t padded(uint64_t bytes, uint64_t align)
+int cache_transposed_geometry(const struct unit_dims *d, uint64_t align, struct transposed_geometry *g, char *err,
+                              size_t errlen)
 {
-    return align > 1 ? (bytes + align - 1) / align * align : bytes;
-}
-
-void cache_transposed_geometry(uint32_t n_layers, uint32_t d_model, uint32_t d_ff, bool glu,
-                               uint64_t bytes_per_weight, uint64_t align, struct transposed_geometry *g)
-{
-    uint32_t vecs = glu ? 2 : 1;
-    g->chan = (struct cache_geometry){.n_layers = n_layers,
-                                      .d_ff = d_model,
-                                      .vec_bytes = (uint64_t)d_ff * bytes_per_weight,
-                                      .vecs_per_row = vecs,
-                                      .row_bytes = padded((uint64_t)vecs * d_ff * bytes_per_weight, align),
-                                      .read_align = align};
-    g->down = (struct cache_geometry){.n_layers = n_layers,
-                                      .d_ff = d_ff,
-                                      .vec_bytes = (uint64_t)d_model * bytes_per_weight,
-                                      .vecs_per_row = 1,
-                                      .row_bytes = padded((uint64_t)d_model * bytes_per_weight, align),
-                                      .read_align = align};
+    if (unit_geometry_make(UNIT_CHANNEL_BUNDLE, d, align, &g->chan_unit, err, errlen) != 0 ||
+        unit_geometry_make(UNIT_DOWN_ROW, d, align, &g->down_unit, err, errlen) != 0)
+        return -1;
+    cache_geometry_of_unit(&g->chan_unit, align, &g->chan);
+    cache_geometry_of_unit(&g->down_unit, align, &g->down);
+    return 0;
 }
 
 void cache_transposed_capacity(uint64_t budget_bytes, const struct transposed_geometry *g, uint64_t *chan_rows,

@@ -17,9 +17,34 @@
 #include "common/model_shape.h"
 #include "common/parse.h"
 
+struct unit_dims replay_unit_dims(const struct trace_meta *m)
+{
+    /* the header gives bytes per weight, not a type: the geometry is sized
+     * by them (unit_geometry_make_bpw); the type is not read */
+    return (struct unit_dims){m->n_layers, m->d_model, m->d_ff, (enum ffn_kind)m->ffn_kind, (enum fb_dtype)DTYPE_COUNT};
+}
+
+int replay_unit_geometry(const struct trace_meta *m, enum unit_kind kind, uint64_t align, struct unit_geometry *g,
+                         char *err, size_t errlen)
+{
+    struct unit_dims d = replay_unit_dims(m);
+    return unit_geometry_make_bpw(kind, &d, m->bytes_per_weight, align, g, err, errlen);
+}
+
+/* The trace's neuron bundles, packed; a shape the header check lets
+ * through always makes one (zeroes otherwise). */
+static struct unit_geometry neuron_bundle(const struct trace_meta *m)
+{
+    struct unit_geometry g;
+    char err[256];
+    if (replay_unit_geometry(m, UNIT_NEURON_BUNDLE, 0, &g, err, sizeof err) != 0)
+        g = (struct unit_geometry){0};
+    return g;
+}
+
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {
-    return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
+    return neuron_bundle(m).bytes;
 }
 
 /* A trace with channel sets (the transposed layout's two streams): the
@@ -86,21 +111,43 @@ int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char 
     return 0;
 }
 
-void replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
-                                struct transposed_geometry *g)
+int replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
+                               struct transposed_geometry *g, char *err, size_t errlen)
 {
-    cache_transposed_geometry(m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU, m->bytes_per_weight,
-                              row_align, g);
-    g->chan.read_align = g->down.read_align = read_align;
+    if (replay_unit_geometry(m, UNIT_CHANNEL_BUNDLE, row_align, &g->chan_unit, err, errlen) != 0 ||
+        replay_unit_geometry(m, UNIT_DOWN_ROW, row_align, &g->down_unit, err, errlen) != 0)
+        return -1;
+    cache_geometry_of_unit(&g->chan_unit, read_align, &g->chan);
+    cache_geometry_of_unit(&g->down_unit, read_align, &g->down);
+    return 0;
+}
+
+/* The trace's units at row_stride (replay_row_stride's value): its neuron
+ * bundles, or for a trace with channel sets its channel bundles and rows of
+ * down. Returns how many geometries (0 for a shape that makes none). */
+static uint32_t trace_units(const struct trace_meta *m, uint64_t row_stride, struct unit_geometry u[2])
+{
+    char err[256];
+    if (m->has_channels) {
+        struct transposed_geometry g;
+        if (replay_transposed_geometry(m, row_stride, 0, &g, err, sizeof err) != 0)
+            return 0;
+        u[0] = g.chan_unit;
+        u[1] = g.down_unit;
+        return 2;
+    }
+    u[0] = neuron_bundle(m);
+    return unit_geometry_set_stride(&u[0], row_stride, err, sizeof err) == 0 && u[0].bytes ? 1 : 0;
 }
 
 uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride)
 {
-    if (!m->has_channels)
-        return (row_stride ? row_stride : replay_row_bytes(m)) * m->d_ff * m->n_layers;
-    struct transposed_geometry g;
-    replay_transposed_geometry(m, row_stride, 0, &g);
-    return (g.chan.row_bytes * g.chan.d_ff + g.down.row_bytes * g.down.d_ff) * m->n_layers;
+    struct unit_geometry u[2];
+    uint32_t n = trace_units(m, row_stride, u);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        bytes += unit_geometry_file_bytes(&u[i]);
+    return bytes;
 }
 
 uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
@@ -260,12 +307,13 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
 static int replay_neurons(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
                           char *err, size_t errlen)
 {
-    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
-    res->row_bytes = spec->row_stride ? spec->row_stride : replay_row_bytes(&tr->meta);
-    uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
-    uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
-    struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
-                               res->row_bytes, spec->read_align};
+    struct unit_geometry u = neuron_bundle(&tr->meta);
+    if (unit_geometry_set_stride(&u, spec->row_stride, err, errlen) != 0)
+        return -1;
+    res->row_bytes = u.stride;
+    uint64_t capacity = cache_capacity_rows(spec->dram_budget, u.stride, u.n_layers, u.units);
+    struct cache_geometry g;
+    cache_geometry_of_unit(&u, spec->read_align, &g);
     struct replay_stream st = {0};
     if (replay_cache(tr, spec->use_predicted, spec, &g, capacity, res, &st, err, errlen) != 0)
         return -1;
@@ -285,7 +333,8 @@ static int replay_transposed(const struct trace *tr, const struct replay_spec *s
 {
     const struct trace_meta *m = &tr->meta;
     struct transposed_geometry g;
-    replay_transposed_geometry(m, spec->row_stride, spec->read_align, &g);
+    if (replay_transposed_geometry(m, spec->row_stride, spec->read_align, &g, err, errlen) != 0)
+        return -1;
     uint64_t chan_rows, down_rows;
     cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
     struct trace view = *tr;

@@ -15,15 +15,28 @@
 #include "common/provenance.h"
 #include "engine/model/model.h"
 
+int ffn_unit_geometry(const struct model_shape *s, enum fb_dtype t, struct unit_geometry *g, char *err,
+                      size_t errlen)
+{
+    struct unit_dims d = unit_dims_of_shape(s, t);
+    return unit_geometry_make(UNIT_NEURON_BUNDLE, &d, FFN_ALIGN, g, err, errlen);
+}
+
+static struct unit_geometry bundle_of(const struct model_shape *s, enum fb_dtype t)
+{
+    struct unit_geometry g;
+    char err[256];
+    return ffn_unit_geometry(s, t, &g, err, sizeof err) == 0 ? g : (struct unit_geometry){0};
+}
+
 uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t)
 {
-    return model_shape_neuron_weights(s) * dtype_size(t);
+    return bundle_of(s, t).bytes;
 }
 
 uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
 {
-    uint64_t b = ffn_bundle_bytes(s, t);
-    return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
+    return bundle_of(s, t).stride;
 }
 
 /* longrope's keys, and its rule in words for whoever reads model.json
