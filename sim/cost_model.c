@@ -209,6 +209,7 @@ struct pricing {
     bool transposed;   /* the transposed layout's two streams (cost_model.h), not whole layers */
     double chan_rb, down_rb; /* transposed: a channel bundle's and a row of down's bytes */
     uint32_t pieces;   /* a neuron bundle's parts (its unit geometry's extents): split's reads per row */
+    uint32_t chan_parts; /* transposed: a channel bundle's parts */
 };
 
 /* One transposed stream's reads at its mean read size; its bytes and reads
@@ -256,7 +257,7 @@ static double transposed_ffn_bytes(const struct pricing *x)
 {
     const struct model_shape *s = x->c->shape;
     const struct token_volumes *v = &x->c->vol;
-    double vecs = s->ffn_kind == FFN_GLU ? 2 : 1;
+    double vecs = x->chan_parts; /* a channel bundle's columns of d_ff: up, and a GLU's gate */
     return x->B * (vecs * v->chan.computed * s->d_ff + v->down.computed * s->d_model + x->p.ffn_bias);
 }
 
@@ -581,6 +582,7 @@ static int units_setup(struct pricing *x, char *err, size_t errlen)
         cache_transposed_geometry(&d, 0, &g, err, errlen) != 0)
         return -1;
     x->pieces = bundle.n_extents;
+    x->chan_parts = g.chan_unit.n_extents;
     x->transposed = c->layout.ops->transposed && !x->whole;
     if (x->transposed && !c->vol.transposed)
         return err_set(err, errlen, "layout transposed is priced from its two streams' volumes: a trace with channel "

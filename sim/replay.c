@@ -303,63 +303,93 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
     return 0;
 }
 
-/* The neuron layouts' replay: one cache of bundles. */
-static int replay_neurons(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
-                          char *err, size_t errlen)
+/* One of the replay's caches: its unit as the cache sees it, the sets it
+ * is asked (the trace, or its channel sets seen as a trace), its capacity
+ * per layer and where its counts go. */
+struct unit_stream {
+    struct cache_geometry g;
+    const struct trace *view;
+    bool predicted;
+    uint64_t capacity;
+    struct replay_stream *st;
+};
+
+/* tr's channel sets seen as a trace of d_model rows whose "active" sets
+ * they are: hot and belady see the channels to come. */
+static void channel_view(const struct trace *tr, struct trace *view)
+{
+    *view = *tr;
+    view->meta.d_ff = tr->meta.d_model;
+    view->meta.has_predicted = view->meta.has_channels = false;
+    view->active_off = tr->chan_off;
+    view->active_ids = tr->chan_ids;
+    view->pred_off = NULL;
+    view->pred_ids = NULL;
+}
+
+/* The neuron layouts' one stream: the trace's bundles at the stride asked. */
+static int neuron_stream(const struct trace *tr, const struct replay_spec *spec, struct replay_stream *own,
+                         struct unit_stream *s, char *err, size_t errlen)
 {
     struct unit_geometry u = neuron_bundle(&tr->meta);
     if (unit_geometry_set_stride(&u, spec->row_stride, err, errlen) != 0)
         return -1;
-    res->row_bytes = u.stride;
-    uint64_t capacity = cache_capacity_rows(spec->dram_budget, u.stride, u.n_layers, u.units);
-    struct cache_geometry g;
-    cache_geometry_of_unit(&u, spec->read_align, &g);
-    struct replay_stream st = {0};
-    if (replay_cache(tr, spec->use_predicted, spec, &g, capacity, res, &st, err, errlen) != 0)
-        return -1;
-    res->budget_rows = capacity;
-    res->capacity_rows = st.capacity_rows;
-    res->preload_bytes = st.preload_bytes;
-    res->max_needed_rows = st.max_needed_rows;
+    cache_geometry_of_unit(&u, spec->read_align, &s->g);
+    s->view = tr;
+    s->predicted = spec->use_predicted;
+    s->capacity = cache_capacity_rows(spec->dram_budget, u.stride, u.n_layers, u.units);
+    s->st = own;
     return 0;
 }
 
-/* The transposed layout's replay: the channel bundles' cache over the
- * channel sets (a view of the trace whose "active" sets are them, of
- * d_model rows: hot and belady see the channels to come), then the rows of
- * down over the active or predicted sets. */
-static int replay_transposed(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
-                             char *err, size_t errlen)
+/* The transposed layout's two streams: the channel bundles over the
+ * channel sets (view), then the rows of down over the active or predicted
+ * sets. What differs from one stream for real: the two caches share the
+ * budget (cache_transposed_capacity), and each keeps its own counts. */
+static int transposed_streams(const struct trace *tr, const struct replay_spec *spec, const struct trace *view,
+                              struct replay_result *res, struct unit_stream s[2], char *err, size_t errlen)
 {
-    const struct trace_meta *m = &tr->meta;
     struct transposed_geometry g;
-    if (replay_transposed_geometry(m, spec->row_stride, spec->read_align, &g, err, errlen) != 0)
+    if (replay_transposed_geometry(&tr->meta, spec->row_stride, spec->read_align, &g, err, errlen) != 0)
         return -1;
     uint64_t chan_rows, down_rows;
     cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
-    struct trace view = *tr;
-    view.meta.d_ff = m->d_model;
-    view.meta.has_predicted = view.meta.has_channels = false;
-    view.active_off = tr->chan_off;
-    view.active_ids = tr->chan_ids;
-    view.pred_off = NULL;
-    view.pred_ids = NULL;
+    s[0] = (struct unit_stream){g.chan, view, false, chan_rows, &res->chan};
+    s[1] = (struct unit_stream){g.down, tr, spec->use_predicted, down_rows, &res->down};
     size_t n = tr->n_tokens ? tr->n_tokens : 1;
     res->chan.per_token = calloc(n, sizeof *res->chan.per_token);
     res->down.per_token = calloc(n, sizeof *res->down.per_token);
     if (!res->chan.per_token || !res->down.per_token)
         return err_set(err, errlen, "replay: out of memory");
-    if (replay_cache(&view, false, spec, &g.chan, chan_rows, res, &res->chan, err, errlen) != 0 ||
-        replay_cache(tr, spec->use_predicted, spec, &g.down, down_rows, res, &res->down, err, errlen) != 0)
-        return -1;
-    summarize_stream(&res->chan, tr->n_tokens);
-    summarize_stream(&res->down, tr->n_tokens);
     res->transposed = true;
-    res->row_bytes = g.chan.row_bytes;
-    res->budget_rows = chan_rows;
-    res->capacity_rows = res->chan.capacity_rows;
-    res->preload_bytes = res->chan.preload_bytes + res->down.preload_bytes;
-    res->max_needed_rows = res->chan.max_needed_rows;
+    return 0;
+}
+
+/* Every stream of the trace through its cache, the same way whatever its
+ * unit; the result's own fields are the first stream's (the channel
+ * bundles' for the transposed layout), the preload both streams'. */
+static int replay_units(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
+                        char *err, size_t errlen)
+{
+    struct trace view;
+    struct replay_stream own = {0};
+    struct unit_stream s[2];
+    uint32_t n = 1;
+    channel_view(tr, &view);
+    if (spec->layout.ops && spec->layout.ops->transposed ? transposed_streams(tr, spec, &view, res, s, err, errlen)
+                                     : neuron_stream(tr, spec, &own, &s[0], err, errlen))
+        return -1;
+    n += res->transposed;
+    for (uint32_t i = 0; i < n; i++) {
+        if (replay_cache(s[i].view, s[i].predicted, spec, &s[i].g, s[i].capacity, res, s[i].st, err, errlen) != 0)
+            return -1;
+        summarize_stream(s[i].st, tr->n_tokens);
+        res->preload_bytes += s[i].st->preload_bytes;
+    }
+    res->row_bytes = s[0].st->row_bytes;
+    res->budget_rows = s[0].st->budget_rows;
+    res->capacity_rows = s[0].st->capacity_rows;
+    res->max_needed_rows = s[0].st->max_needed_rows;
     return 0;
 }
 
@@ -406,9 +436,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         return -1;
     }
     uint64_t start = now_ns();
-    int rc = res->lay.ops && res->lay.ops->transposed ? replay_transposed(tr, spec, res, err, errlen)
-                                                      : replay_neurons(tr, spec, res, err, errlen);
-    if (rc != 0) {
+    if (replay_units(tr, spec, res, err, errlen) != 0) {
         replay_result_free(res);
         return -1;
     }
