@@ -40,6 +40,15 @@ const struct policy_ops *cache_policy_named(const char *name);
  * row_bytes, at most d_ff per layer. */
 uint64_t cache_capacity_rows(uint64_t budget_bytes, uint64_t row_bytes, uint32_t n_layers, uint32_t d_ff);
 
+/* The sizing rule of caches that share one budget, one per unit (input
+ * sparsity's channel bundles and rows of down, cache/transposed.h): the
+ * budget is split between them in proportion to their sizes on flash (a
+ * layer's units at their stride), so each keeps the same share of its
+ * units, the last taking what the others' shares leave; each part then
+ * goes through cache_capacity_rows. A single cache takes the whole budget.
+ * rows[i]: unit u[i]'s capacity per layer. */
+void cache_shared_capacity(uint64_t budget_bytes, const struct unit_geometry *u, uint32_t n, uint64_t *rows);
+
 /* The shape of what is cached and read: a unit geometry (unit_geometry.h)
  * as the cache and its layouts see it, made by cache_geometry_of_unit. */
 struct cache_geometry {

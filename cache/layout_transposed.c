@@ -33,9 +33,9 @@ int cache_transposed_geometry(const struct unit_dims *d, uint64_t align, struct 
 void cache_transposed_capacity(uint64_t budget_bytes, const struct transposed_geometry *g, uint64_t *chan_rows,
                                uint64_t *down_rows)
 {
-    long double chan = (long double)g->chan.row_bytes * g->chan.d_ff;
-    long double down = (long double)g->down.row_bytes * g->down.d_ff;
-    uint64_t chan_budget = chan + down > 0 ? (uint64_t)((long double)budget_bytes * chan / (chan + down)) : 0;
-    *chan_rows = cache_capacity_rows(chan_budget, g->chan.row_bytes, g->chan.n_layers, g->chan.d_ff);
-    *down_rows = cache_capacity_rows(budget_bytes - chan_budget, g->down.row_bytes, g->down.n_layers, g->down.d_ff);
+    const struct unit_geometry u[2] = {g->chan_unit, g->down_unit};
+    uint64_t rows[2];
+    cache_shared_capacity(budget_bytes, u, 2, rows);
+    *chan_rows = rows[0];
+    *down_rows = rows[1];
 }

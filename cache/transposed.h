@@ -44,10 +44,11 @@ struct transposed_geometry {
 int cache_transposed_geometry(const struct unit_dims *d, uint64_t align, struct transposed_geometry *g, char *err,
                               size_t errlen);
 
-/* The one sizing rule of the two caches: the budget is split between them in
- * proportion to their whole sizes on flash (row_bytes x rows x layers), so
- * both keep the same share of their rows; each part then goes through
- * cache_capacity_rows. *chan_rows, *down_rows: per-layer capacities. */
+/* The one sizing rule of the two caches (cache_shared_capacity over the
+ * two units): the budget is split between them in proportion to their
+ * whole sizes on flash (row_bytes x rows x layers), so both keep the same
+ * share of their rows; each part then goes through cache_capacity_rows.
+ * *chan_rows, *down_rows: per-layer capacities. */
 void cache_transposed_capacity(uint64_t budget_bytes, const struct transposed_geometry *g, uint64_t *chan_rows,
                                uint64_t *down_rows);
 

@@ -122,28 +122,33 @@ int replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, u
     return 0;
 }
 
-/* The trace's units at row_stride (replay_row_stride's value): its neuron
- * bundles, or for a trace with channel sets its channel bundles and rows of
- * down. Returns how many geometries (0 for a shape that makes none). */
-static uint32_t trace_units(const struct trace_meta *m, uint64_t row_stride, struct unit_geometry u[2])
+/* The trace's units at row_stride (replay_row_stride's value), as its
+ * header describes them: its neuron bundles, or for a trace with channel
+ * sets its channel bundles and rows of down (replay_check_layout pairs
+ * those with the transposed layout, whose row_stride is the alignment both
+ * are padded to). Returns how many; 0 with err for a shape that makes none. */
+static uint32_t trace_units(const struct trace_meta *m, uint64_t row_stride, struct unit_geometry u[2], char *err,
+                            size_t errlen)
 {
-    char err[256];
     if (m->has_channels) {
         struct transposed_geometry g;
-        if (replay_transposed_geometry(m, row_stride, 0, &g, err, sizeof err) != 0)
+        if (replay_transposed_geometry(m, row_stride, 0, &g, err, errlen) != 0)
             return 0;
         u[0] = g.chan_unit;
         u[1] = g.down_unit;
         return 2;
     }
-    u[0] = neuron_bundle(m);
-    return unit_geometry_set_stride(&u[0], row_stride, err, sizeof err) == 0 && u[0].bytes ? 1 : 0;
+    if (replay_unit_geometry(m, UNIT_NEURON_BUNDLE, 0, &u[0], err, errlen) != 0 ||
+        unit_geometry_set_stride(&u[0], row_stride, err, errlen) != 0)
+        return 0;
+    return 1;
 }
 
 uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride)
 {
     struct unit_geometry u[2];
-    uint32_t n = trace_units(m, row_stride, u);
+    char err[256];
+    uint32_t n = trace_units(m, row_stride, u, err, sizeof err);
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++)
         bytes += unit_geometry_file_bytes(&u[i]);
@@ -303,17 +308,6 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
     return 0;
 }
 
-/* One of the replay's caches: its unit as the cache sees it, the sets it
- * is asked (the trace, or its channel sets seen as a trace), its capacity
- * per layer and where its counts go. */
-struct unit_stream {
-    struct cache_geometry g;
-    const struct trace *view;
-    bool predicted;
-    uint64_t capacity;
-    struct replay_stream *st;
-};
-
 /* tr's channel sets seen as a trace of d_model rows whose "active" sets
  * they are: hot and belady see the channels to come. */
 static void channel_view(const struct trace *tr, struct trace *view)
@@ -327,69 +321,58 @@ static void channel_view(const struct trace *tr, struct trace *view)
     view->pred_ids = NULL;
 }
 
-/* The neuron layouts' one stream: the trace's bundles at the stride asked. */
-static int neuron_stream(const struct trace *tr, const struct replay_spec *spec, struct replay_stream *own,
-                         struct unit_stream *s, char *err, size_t errlen)
+/* Where the streams' own counts go: the transposed layout's two streams
+ * into the result's (per token too), a single stream into own. */
+static int stream_results(const struct trace *tr, uint32_t n, struct replay_result *res, struct replay_stream *own,
+                          struct replay_stream *st[2], char *err, size_t errlen)
 {
-    struct unit_geometry u = neuron_bundle(&tr->meta);
-    if (unit_geometry_set_stride(&u, spec->row_stride, err, errlen) != 0)
-        return -1;
-    cache_geometry_of_unit(&u, spec->read_align, &s->g);
-    s->view = tr;
-    s->predicted = spec->use_predicted;
-    s->capacity = cache_capacity_rows(spec->dram_budget, u.stride, u.n_layers, u.units);
-    s->st = own;
-    return 0;
-}
-
-/* The transposed layout's two streams: the channel bundles over the
- * channel sets (view), then the rows of down over the active or predicted
- * sets. What differs from one stream for real: the two caches share the
- * budget (cache_transposed_capacity), and each keeps its own counts. */
-static int transposed_streams(const struct trace *tr, const struct replay_spec *spec, const struct trace *view,
-                              struct replay_result *res, struct unit_stream s[2], char *err, size_t errlen)
-{
-    struct transposed_geometry g;
-    if (replay_transposed_geometry(&tr->meta, spec->row_stride, spec->read_align, &g, err, errlen) != 0)
-        return -1;
-    uint64_t chan_rows, down_rows;
-    cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
-    s[0] = (struct unit_stream){g.chan, view, false, chan_rows, &res->chan};
-    s[1] = (struct unit_stream){g.down, tr, spec->use_predicted, down_rows, &res->down};
-    size_t n = tr->n_tokens ? tr->n_tokens : 1;
-    res->chan.per_token = calloc(n, sizeof *res->chan.per_token);
-    res->down.per_token = calloc(n, sizeof *res->down.per_token);
+    st[0] = own;
+    if (n == 1)
+        return 0;
+    size_t tokens = tr->n_tokens ? tr->n_tokens : 1;
+    res->chan.per_token = calloc(tokens, sizeof *res->chan.per_token);
+    res->down.per_token = calloc(tokens, sizeof *res->down.per_token);
     if (!res->chan.per_token || !res->down.per_token)
         return err_set(err, errlen, "replay: out of memory");
+    st[0] = &res->chan;
+    st[1] = &res->down;
     res->transposed = true;
     return 0;
 }
 
-/* Every stream of the trace through its cache, the same way whatever its
- * unit; the result's own fields are the first stream's (the channel
- * bundles' for the transposed layout), the preload both streams'. */
+/* Every unit of the trace through a cache of its own, the same way whatever
+ * the unit: channel bundles are asked the kept channels (always the actual
+ * sets: channel_view), the others the active or predicted sets. What
+ * differs for two units for real: their caches share the budget
+ * (cache_shared_capacity) and each keeps its own counts. The result's own
+ * fields are the first unit's (the channel bundles' for the transposed
+ * layout), the preload every unit's. */
 static int replay_units(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
                         char *err, size_t errlen)
 {
+    struct unit_geometry u[2];
+    uint64_t capacity[2];
+    struct replay_stream own = {0}, *st[2];
     struct trace view;
-    struct replay_stream own = {0};
-    struct unit_stream s[2];
-    uint32_t n = 1;
-    channel_view(tr, &view);
-    if (spec->layout.ops && spec->layout.ops->transposed ? transposed_streams(tr, spec, &view, res, s, err, errlen)
-                                     : neuron_stream(tr, spec, &own, &s[0], err, errlen))
+    uint32_t n = trace_units(&tr->meta, spec->row_stride, u, err, errlen);
+    if (!n || stream_results(tr, n, res, &own, st, err, errlen) != 0)
         return -1;
-    n += res->transposed;
+    channel_view(tr, &view);
+    cache_shared_capacity(spec->dram_budget, u, n, capacity);
     for (uint32_t i = 0; i < n; i++) {
-        if (replay_cache(s[i].view, s[i].predicted, spec, &s[i].g, s[i].capacity, res, s[i].st, err, errlen) != 0)
+        bool chan = u[i].kind == UNIT_CHANNEL_BUNDLE;
+        struct cache_geometry g;
+        cache_geometry_of_unit(&u[i], spec->read_align, &g);
+        if (replay_cache(chan ? &view : tr, !chan && spec->use_predicted, spec, &g, capacity[i], res, st[i], err,
+                         errlen) != 0)
             return -1;
-        summarize_stream(s[i].st, tr->n_tokens);
-        res->preload_bytes += s[i].st->preload_bytes;
+        summarize_stream(st[i], tr->n_tokens);
+        res->preload_bytes += st[i]->preload_bytes;
     }
-    res->row_bytes = s[0].st->row_bytes;
-    res->budget_rows = s[0].st->budget_rows;
-    res->capacity_rows = s[0].st->capacity_rows;
-    res->max_needed_rows = s[0].st->max_needed_rows;
+    res->row_bytes = st[0]->row_bytes;
+    res->budget_rows = st[0]->budget_rows;
+    res->capacity_rows = st[0]->capacity_rows;
+    res->max_needed_rows = st[0]->max_needed_rows;
     return 0;
 }
 
