@@ -122,6 +122,29 @@ static void test_cache_view(void)
     CHECK_U64(g.read_align, 16);
 }
 
+/* Caches sharing a budget: one takes it all (cache_capacity_rows); two
+ * split it in proportion to their sizes (Llama-2-7B's two streams in f16:
+ * the channel bundles take 2/3, and half the FFN keeps half of each). */
+static void test_shared_capacity(void)
+{
+    struct unit_geometry u[2];
+    uint64_t rows[2];
+    struct unit_dims opt = {2, 100, 300, FFN_RELU, DTYPE_F16};
+    CHECK(unit_geometry_make(UNIT_NEURON_BUNDLE, &opt, 0, &u[0], err, sizeof err) == 0);
+    cache_shared_capacity(400 * 2 * 17 + 399, u, 1, rows);
+    CHECK_U64(rows[0], 17);
+    CHECK_U64(rows[0], cache_capacity_rows(400 * 2 * 17 + 399, 400, 2, 300));
+    struct unit_dims llama = {32, 4096, 11008, FFN_GLU, DTYPE_F16};
+    CHECK(unit_geometry_make(UNIT_CHANNEL_BUNDLE, &llama, 0, &u[0], err, sizeof err) == 0);
+    CHECK(unit_geometry_make(UNIT_DOWN_ROW, &llama, 0, &u[1], err, sizeof err) == 0);
+    uint64_t ffn = 32ull * 4096 * 11008 * 2 * 3;
+    cache_shared_capacity(ffn / 2, u, 2, rows);
+    CHECK_U64(rows[0], 2048);
+    CHECK_U64(rows[1], 5504);
+    cache_shared_capacity(0, u, 2, rows);
+    CHECK_U64(rows[0] + rows[1], 0);
+}
+
 /* The table: the expert described and refused; what a neuron bundle holds
  * agrees with the shape's FFN matrices. */
 static void test_table_and_refusals(void)
@@ -161,6 +184,7 @@ int main(void)
     test_transposed_units();
     test_strides();
     test_cache_view();
+    test_shared_capacity();
     test_table_and_refusals();
     return check_report("test_unit_geometry");
 }
