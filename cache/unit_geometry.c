@@ -1,6 +1,8 @@
 /* The caching units' table and their geometry (unit_geometry.h). */
 #include "cache/unit_geometry.h"
 
+#include <string.h>
+
 #include "common/errbuf.h"
 
 static const struct unit_kind_desc kinds[UNIT_KIND_COUNT] = {
@@ -119,6 +121,14 @@ int unit_geometry_set_stride(struct unit_geometry *g, uint64_t stride, char *err
                        kinds[g->kind].name, (unsigned long long)g->bytes);
     g->stride = stride ? stride : g->bytes;
     return 0;
+}
+
+const struct unit_extent *unit_extent_named(const struct unit_geometry *g, const char *role)
+{
+    for (uint32_t e = 0; e < g->n_extents; e++)
+        if (!strcmp(g->ext[e].role, role))
+            return &g->ext[e];
+    return NULL;
 }
 
 uint64_t unit_geometry_elems(const struct unit_geometry *g)

@@ -114,6 +114,10 @@ int unit_geometry_set_stride(struct unit_geometry *g, uint64_t stride, char *err
 /* The stride rounded up to align (0 or 1: unchanged). */
 uint64_t unit_padded(uint64_t bytes, uint64_t align);
 
+/* g's extent of role ("up", "gate", "down"); NULL when the unit has none
+ * (a ReLU bundle's gate). */
+const struct unit_extent *unit_extent_named(const struct unit_geometry *g, const char *role);
+
 /* Elements of one unit (its extents'). */
 uint64_t unit_geometry_elems(const struct unit_geometry *g);
 
