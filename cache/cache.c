@@ -68,6 +68,30 @@ static int alloc_buffers(struct cache *c, uint32_t L, uint32_t N)
                : -1;
 }
 
+void cache_shared_capacity(uint64_t budget_bytes, const struct unit_geometry *u, uint32_t n, uint64_t *rows)
+{
+    long double total = 0;
+    for (uint32_t i = 0; i < n; i++)
+        total += (long double)u[i].stride * u[i].units;
+    uint64_t left = budget_bytes;
+    for (uint32_t i = 0; i < n; i++) {
+        long double size = (long double)u[i].stride * u[i].units;
+        uint64_t share = i + 1 == n ? left : total > 0 ? (uint64_t)((long double)budget_bytes * size / total) : 0;
+        rows[i] = cache_capacity_rows(share, u[i].stride, u[i].n_layers, u[i].units);
+        left -= share;
+    }
+}
+
+void cache_geometry_of_unit(const struct unit_geometry *u, uint64_t read_align, struct cache_geometry *g)
+{
+    *g = (struct cache_geometry){.n_layers = u->n_layers,
+                                 .d_ff = u->units,
+                                 .vec_bytes = u->n_extents ? u->ext[0].bytes : 0,
+                                 .vecs_per_row = u->n_extents,
+                                 .row_bytes = u->stride,
+                                 .read_align = read_align};
+}
+
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
                size_t errlen)
 {

@@ -24,6 +24,7 @@
 #include "cache/layout_spec.h"
 #include "cache/policy.h"
 #include "cache/policy_spec.h"
+#include "cache/unit_geometry.h"
 #include "traces/trace.h"
 
 /* Policies and layouts are parsed into values by cache_policy_parse and
@@ -39,15 +40,29 @@ const struct policy_ops *cache_policy_named(const char *name);
  * row_bytes, at most d_ff per layer. */
 uint64_t cache_capacity_rows(uint64_t budget_bytes, uint64_t row_bytes, uint32_t n_layers, uint32_t d_ff);
 
-/* The shape of what is cached and read. */
+/* The sizing rule of caches that share one budget, one per unit (input
+ * sparsity's channel bundles and rows of down, cache/transposed.h): the
+ * budget is split between them in proportion to their sizes on flash (a
+ * layer's units at their stride), so each keeps the same share of its
+ * units, the last taking what the others' shares leave; each part then
+ * goes through cache_capacity_rows. A single cache takes the whole budget.
+ * rows[i]: unit u[i]'s capacity per layer. */
+void cache_shared_capacity(uint64_t budget_bytes, const struct unit_geometry *u, uint32_t n, uint64_t *rows);
+
+/* The shape of what is cached and read: a unit geometry (unit_geometry.h)
+ * as the cache and its layouts see it, made by cache_geometry_of_unit. */
 struct cache_geometry {
-    uint32_t n_layers, d_ff;
-    uint64_t vec_bytes;       /* d_model * bytes per weight */
-    uint32_t vecs_per_row;    /* 2 (up, down) or 3 (up, gate, down) */
-    uint64_t row_bytes;       /* one bundle on flash (the engine's aligned stride) */
+    uint32_t n_layers, d_ff;  /* d_ff: the units (rows) of one layer */
+    uint64_t vec_bytes;       /* one part (extent) of a unit; the parts are equal */
+    uint32_t vecs_per_row;    /* the unit's parts: 2 (up, down) or 3 (up, gate, down) of a bundle */
+    uint64_t row_bytes;       /* one unit on flash: its stride (the engine's aligned stride) */
     uint64_t read_align;      /* direct I/O's block, to which a per-vector (split) read widens;
                                * 0: a vector is read exactly (packed replay) */
 };
+
+/* u's rows: its units per layer at its stride, its extents the vectors a
+ * split read reads one by one; read_align as above. */
+void cache_geometry_of_unit(const struct unit_geometry *u, uint64_t read_align, struct cache_geometry *g);
 
 struct cache_config {
     struct policy_spec policy;    /* window:auto resolved: a K */

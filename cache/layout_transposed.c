@@ -19,35 +19,23 @@ const struct layout_ops layout_transposed = {
     .read = transposed_read,
 };
 
-static uint64_t padded(uint64_t bytes, uint64_t align)
+int cache_transposed_geometry(const struct unit_dims *d, uint64_t align, struct transposed_geometry *g, char *err,
+                              size_t errlen)
 {
-    return align > 1 ? (bytes + align - 1) / align * align : bytes;
-}
-
-void cache_transposed_geometry(uint32_t n_layers, uint32_t d_model, uint32_t d_ff, bool glu,
-                               uint64_t bytes_per_weight, uint64_t align, struct transposed_geometry *g)
-{
-    uint32_t vecs = glu ? 2 : 1;
-    g->chan = (struct cache_geometry){.n_layers = n_layers,
-                                      .d_ff = d_model,
-                                      .vec_bytes = (uint64_t)d_ff * bytes_per_weight,
-                                      .vecs_per_row = vecs,
-                                      .row_bytes = padded((uint64_t)vecs * d_ff * bytes_per_weight, align),
-                                      .read_align = align};
-    g->down = (struct cache_geometry){.n_layers = n_layers,
-                                      .d_ff = d_ff,
-                                      .vec_bytes = (uint64_t)d_model * bytes_per_weight,
-                                      .vecs_per_row = 1,
-                                      .row_bytes = padded((uint64_t)d_model * bytes_per_weight, align),
-                                      .read_align = align};
+    if (unit_geometry_make(UNIT_CHANNEL_BUNDLE, d, align, &g->chan_unit, err, errlen) != 0 ||
+        unit_geometry_make(UNIT_DOWN_ROW, d, align, &g->down_unit, err, errlen) != 0)
+        return -1;
+    cache_geometry_of_unit(&g->chan_unit, align, &g->chan);
+    cache_geometry_of_unit(&g->down_unit, align, &g->down);
+    return 0;
 }
 
 void cache_transposed_capacity(uint64_t budget_bytes, const struct transposed_geometry *g, uint64_t *chan_rows,
                                uint64_t *down_rows)
 {
-    long double chan = (long double)g->chan.row_bytes * g->chan.d_ff;
-    long double down = (long double)g->down.row_bytes * g->down.d_ff;
-    uint64_t chan_budget = chan + down > 0 ? (uint64_t)((long double)budget_bytes * chan / (chan + down)) : 0;
-    *chan_rows = cache_capacity_rows(chan_budget, g->chan.row_bytes, g->chan.n_layers, g->chan.d_ff);
-    *down_rows = cache_capacity_rows(budget_bytes - chan_budget, g->down.row_bytes, g->down.n_layers, g->down.d_ff);
+    const struct unit_geometry u[2] = {g->chan_unit, g->down_unit};
+    uint64_t rows[2];
+    cache_shared_capacity(budget_bytes, u, 2, rows);
+    *chan_rows = rows[0];
+    *down_rows = rows[1];
 }

@@ -28,22 +28,27 @@
 
 #include "cache/cache.h"
 
-/* The two streams' shapes: chan (n_layers, d_ff := d_model rows of
- * vecs_per_row 1 or 2 columns of d_ff weights) and down (d_ff rows of one
- * d_model-sized row). align: the engine's direct-I/O block (FFN_ALIGN),
- * to which each row's stride is padded and per-vector reads widen; 0 for
- * rows packed exactly (the replay's default). */
+/* The two streams' shapes: chan, the channel bundles (UNIT_CHANNEL_BUNDLE:
+ * d_model per layer, an up column and for a GLU a gate column of d_ff
+ * weights) and down, the rows of down (UNIT_DOWN_ROW: d_ff per layer of
+ * d_model weights), each as a unit geometry and as its cache's geometry
+ * (cache_geometry_of_unit). align: the engine's direct-I/O block
+ * (FFN_ALIGN), to which each unit's stride is padded and per-vector reads
+ * widen; 0 for units packed exactly (the replay's default). */
 struct transposed_geometry {
+    struct unit_geometry chan_unit, down_unit;
     struct cache_geometry chan, down;
 };
 
-void cache_transposed_geometry(uint32_t n_layers, uint32_t d_model, uint32_t d_ff, bool glu,
-                               uint64_t bytes_per_weight, uint64_t align, struct transposed_geometry *g);
+/* 0, or -1 with err (unit_geometry_make's refusals). */
+int cache_transposed_geometry(const struct unit_dims *d, uint64_t align, struct transposed_geometry *g, char *err,
+                              size_t errlen);
 
-/* The one sizing rule of the two caches: the budget is split between them in
- * proportion to their whole sizes on flash (row_bytes x rows x layers), so
- * both keep the same share of their rows; each part then goes through
- * cache_capacity_rows. *chan_rows, *down_rows: per-layer capacities. */
+/* The one sizing rule of the two caches (cache_shared_capacity over the
+ * two units): the budget is split between them in proportion to their
+ * whole sizes on flash (row_bytes x rows x layers), so both keep the same
+ * share of their rows; each part then goes through cache_capacity_rows.
+ * *chan_rows, *down_rows: per-layer capacities. */
 void cache_transposed_capacity(uint64_t budget_bytes, const struct transposed_geometry *g, uint64_t *chan_rows,
                                uint64_t *down_rows);
 

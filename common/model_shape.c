@@ -351,9 +351,15 @@ int model_shape_read(const char *path, struct model_shape *s, char *err, size_t 
     return shape_from_file(path, path, s, err, errlen);
 }
 
-uint64_t model_shape_neuron_weights(const struct model_shape *s)
+uint32_t model_shape_ffn_matrices(const struct model_shape *s)
 {
-    return (uint64_t)s->d_model * (s->ffn_kind == FFN_GLU ? 3 : 2);
+    switch (s->ffn_kind) {
+    case FFN_RELU:
+        return 2;
+    case FFN_GLU:
+        return 3;
+    }
+    return 2;
 }
 
 void model_shape_params(const struct model_shape *s, struct param_counts *c)
@@ -374,7 +380,7 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
     if (s->biases)
         attn += d; /* o */
     c->attention = attn * L;
-    uint64_t ffn = model_shape_neuron_weights(s) * s->d_ff;
+    uint64_t ffn = (uint64_t)s->d_model * model_shape_ffn_matrices(s) * s->d_ff;
     if (s->biases)
         ffn += (uint64_t)s->d_ff * (s->ffn_kind == FFN_GLU ? 2 : 1) + d;
     c->ffn = ffn * L;

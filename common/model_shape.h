@@ -106,8 +106,9 @@ uint32_t model_shape_head_dim(const struct model_shape *s);
  * tokens: all of them, or the last sliding_window (Mistral). */
 double model_shape_attended(const struct model_shape *s, double context);
 
-/* Per FFN neuron: weights read for neuron i (up + down, + gate for GLU). */
-uint64_t model_shape_neuron_weights(const struct model_shape *s);
+/* The FFN's weight matrices: up and down, and a GLU's gate. (What one
+ * neuron's unit holds is the unit geometry's, cache/unit_geometry.h.) */
+uint32_t model_shape_ffn_matrices(const struct model_shape *s);
 
 /* A config named by the user: a path when it has a '/' or ends in .json,
  * else <set->configs_dir>/<kind>/<name>.json ("models", "hw"). 0, or -1

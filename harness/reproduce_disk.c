@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache/unit_geometry.h"
 #include "common/errbuf.h"
 #include "common/fsutil.h"
 #include "common/model_shape.h"
@@ -37,7 +38,7 @@ static uint64_t model_bytes(const struct model_shape *s, enum fb_dtype t)
     struct param_counts c;
     model_shape_params(s, &c);
     uint64_t cells = (uint64_t)s->n_layers * s->d_ff;
-    uint64_t ffn_vectors = c.ffn - cells * model_shape_neuron_weights(s);
+    uint64_t ffn_vectors = c.ffn - cells * unit_neuron_weights(s);
     return cells * ffn_bundle_stride(s, t) + cells * 4 + (c.embeddings + c.lm_head + c.attention) * dtype_size(t) +
            (c.norms + ffn_vectors) * 4;
 }

@@ -3,11 +3,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "cache/unit_geometry.h"
 #include "common/limits.h"
 
 double engine_row_stride(const struct model_shape *s, int bytes)
 {
-    double b = (double)model_shape_neuron_weights(s) * bytes;
+    double b = (double)unit_neuron_weights(s) * bytes;
     return ceil(b / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
 }
 
@@ -15,7 +16,7 @@ double engine_dram_bytes(const struct model_shape *s, int bytes)
 {
     struct param_counts pc;
     model_shape_params(s, &pc);
-    double rows = (double)model_shape_neuron_weights(s) * s->d_ff * s->n_layers;
+    double rows = (double)unit_neuron_weights(s) * s->d_ff * s->n_layers;
     return bytes * ((double)pc.total - rows);
 }
 
@@ -78,7 +79,7 @@ static void ffn_call(struct engine_jobs *out, const struct engine_view *v, doubl
     double d = v->shape->d_model;
     if (n < 1 || n * d < v->min_parallel)
         return;
-    add_jobs(out, L, n * (double)model_shape_neuron_weights(v->shape) * v->bytes, after);
+    add_jobs(out, L, n * (double)unit_neuron_weights(v->shape) * v->bytes, after);
     add_jobs(out, L, 0, JOB_HOT);
 }
 

@@ -115,7 +115,7 @@ static double dense_compute_bytes(const struct model_shape *s, int bytes, double
 
 static double row_bytes(const struct model_shape *s, int bytes)
 {
-    return (double)model_shape_neuron_weights(s) * bytes;
+    return (double)unit_neuron_weights(s) * bytes;
 }
 
 static int load_rule_shape(const struct fb_settings *set, const struct derive_rule *r, struct model_shape *s,
@@ -208,6 +208,8 @@ struct pricing {
     bool engine;       /* the profile has fixed costs: priced as the engine reads and computes */
     bool transposed;   /* the transposed layout's two streams (cost_model.h), not whole layers */
     double chan_rb, down_rb; /* transposed: a channel bundle's and a row of down's bytes */
+    uint32_t pieces;   /* a neuron bundle's parts (its unit geometry's extents): split's reads per row */
+    uint32_t chan_parts; /* transposed: a channel bundle's parts */
 };
 
 /* One transposed stream's reads at its mean read size; its bytes and reads
@@ -255,7 +257,7 @@ static double transposed_ffn_bytes(const struct pricing *x)
 {
     const struct model_shape *s = x->c->shape;
     const struct token_volumes *v = &x->c->vol;
-    double vecs = s->ffn_kind == FFN_GLU ? 2 : 1;
+    double vecs = x->chan_parts; /* a channel bundle's columns of d_ff: up, and a GLU's gate */
     return x->B * (vecs * v->chan.computed * s->d_ff + v->down.computed * s->d_model + x->p.ffn_bias);
 }
 
@@ -376,7 +378,7 @@ static int price_io(const struct pricing *x, struct cost_prediction *o, char *er
         o->chunk_bytes = 0; /* sequential */
         o->reads_per_token = 0;
     } else {
-        int pieces = c->shape->ffn_kind == FFN_GLU ? 3 : 2;
+        double pieces = x->pieces;
         o->chunk_bytes = x->split ? x->rb / pieces : x->rb;
         o->bytes_per_token = v->read_bytes > 0 ? v->read_bytes : v->neurons_loaded * x->rb;
         o->reads_per_token = v->reads > 0 ? v->reads : v->neurons_loaded * (x->split ? pieces : 1);
@@ -564,20 +566,29 @@ static void price_device(const struct pricing *x, struct cost_prediction *o)
     o->device_total_ms = o->serial_ms + tm.h2d_ms + tm.d2h_ms + tm.launch_ms + tm.sync_ms;
 }
 
-/* The transposed layout: its volumes are needed (a policy that is not
- * naive or hybrid), and its rows' sizes at the dtype. */
-static int transposed_setup(struct pricing *x, char *err, size_t errlen)
+/* The units at the dtype: a neuron bundle's parts, and the transposed
+ * layout's rows' sizes, whose volumes are needed (a policy that is not
+ * naive or hybrid). */
+static int units_setup(struct pricing *x, char *err, size_t errlen)
 {
     const struct cost_config *c = x->c;
-    const struct model_shape *s = c->shape;
+    enum fb_dtype t;
+    if (wtype_parse(c->dtype, &t) != 0)
+        return err_set(err, errlen, "unknown dtype '%s' (use %s)", c->dtype, wtype_names());
+    struct unit_dims d = unit_dims_of_shape(c->shape, t);
+    struct unit_geometry bundle;
+    struct transposed_geometry g;
+    if (unit_geometry_make(UNIT_NEURON_BUNDLE, &d, 0, &bundle, err, errlen) != 0 ||
+        cache_transposed_geometry(&d, 0, &g, err, errlen) != 0)
+        return -1;
+    x->pieces = bundle.n_extents;
+    x->chan_parts = g.chan_unit.n_extents;
     x->transposed = c->layout.ops->transposed && !x->whole;
     if (x->transposed && !c->vol.transposed)
         return err_set(err, errlen, "layout transposed is priced from its two streams' volumes: a trace with channel "
                                     "sets (--trace), or --channel-density and --down-density");
     if (!x->transposed && c->vol.transposed && !x->whole)
         return err_set(err, errlen, "channel and down volumes are the transposed layout's (--layout transposed)");
-    struct transposed_geometry g;
-    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, s->ffn_kind == FFN_GLU, (uint64_t)x->B, 0, &g);
     x->chan_rb = (double)g.chan.row_bytes;
     x->down_rb = (double)g.down.row_bytes;
     return 0;
@@ -599,7 +610,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     x.whole = x.pol->reads_whole_layers;
     x.streams_all = x.whole && !x.pol->keeps_resident_part;
     x.split = c->layout.ops->per_vector;
-    if (transposed_setup(&x, err, errlen) != 0)
+    if (units_setup(&x, err, errlen) != 0)
         return -1;
     x.engine = c->hw->fixed.present && !x.split && !x.transposed; /* split's vectors: priced by bytes as before */
     model_parts(c->shape, &x.p);

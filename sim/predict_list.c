@@ -162,7 +162,7 @@ static int resolve_window(const struct predict_setup *s, struct policy_predictio
     double bytes;
     if (ffn_budget(s, &it->asked, &bytes, err, errlen) != 0)
         return -1;
-    uint64_t row = model_shape_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
+    uint64_t row = unit_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
     it->window_rows = cache_capacity_rows(bytes > 0 ? (uint64_t)bytes : 0, row, sh->n_layers, sh->d_ff);
     if (it->window_rows == 0) {
         err_set(err, errlen, "window:auto sizes the window to the DRAM budget: %.1f%% of the model leaves no FFN "
@@ -210,7 +210,7 @@ static double resident_share(const struct model_shape *sh, const struct replay_r
     struct param_counts pc;
     model_shape_params(sh, &pc);
     double rows = r->row_bytes ? (double)r->preload_bytes / (double)r->row_bytes : 0;
-    double kept = (double)(pc.total - pc.ffn) + rows * (double)model_shape_neuron_weights(sh);
+    double kept = (double)(pc.total - pc.ffn) + rows * (double)unit_neuron_weights(sh);
     if (r->transposed && r->row_bytes) { /* rows of two sizes: the preloaded bytes in weights, at the
                                              * bytes per weight of a channel bundle (vecs x d_ff of them) */
         double bundle_weights = (sh->ffn_kind == FFN_GLU ? 2.0 : 1.0) * sh->d_ff;

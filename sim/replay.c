@@ -17,9 +17,34 @@
 #include "common/model_shape.h"
 #include "common/parse.h"
 
+struct unit_dims replay_unit_dims(const struct trace_meta *m)
+{
+    /* the header gives bytes per weight, not a type: the geometry is sized
+     * by them (unit_geometry_make_bpw); the type is not read */
+    return (struct unit_dims){m->n_layers, m->d_model, m->d_ff, (enum ffn_kind)m->ffn_kind, (enum fb_dtype)DTYPE_COUNT};
+}
+
+int replay_unit_geometry(const struct trace_meta *m, enum unit_kind kind, uint64_t align, struct unit_geometry *g,
+                         char *err, size_t errlen)
+{
+    struct unit_dims d = replay_unit_dims(m);
+    return unit_geometry_make_bpw(kind, &d, m->bytes_per_weight, align, g, err, errlen);
+}
+
+/* The trace's neuron bundles, packed; a shape the header check lets
+ * through always makes one (zeroes otherwise). */
+static struct unit_geometry neuron_bundle(const struct trace_meta *m)
+{
+    struct unit_geometry g;
+    char err[256];
+    if (replay_unit_geometry(m, UNIT_NEURON_BUNDLE, 0, &g, err, sizeof err) != 0)
+        g = (struct unit_geometry){0};
+    return g;
+}
+
 uint64_t replay_row_bytes(const struct trace_meta *m)
 {
-    return (uint64_t)(m->ffn_kind == FFN_GLU ? 3 : 2) * m->d_model * m->bytes_per_weight;
+    return neuron_bundle(m).bytes;
 }
 
 /* A trace with channel sets (the transposed layout's two streams): the
@@ -86,21 +111,48 @@ int replay_read_align(uint64_t row_bytes, const char *text, uint64_t *out, char 
     return 0;
 }
 
-void replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
-                                struct transposed_geometry *g)
+int replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
+                               struct transposed_geometry *g, char *err, size_t errlen)
 {
-    cache_transposed_geometry(m->n_layers, m->d_model, m->d_ff, m->ffn_kind == FFN_GLU, m->bytes_per_weight,
-                              row_align, g);
-    g->chan.read_align = g->down.read_align = read_align;
+    if (replay_unit_geometry(m, UNIT_CHANNEL_BUNDLE, row_align, &g->chan_unit, err, errlen) != 0 ||
+        replay_unit_geometry(m, UNIT_DOWN_ROW, row_align, &g->down_unit, err, errlen) != 0)
+        return -1;
+    cache_geometry_of_unit(&g->chan_unit, read_align, &g->chan);
+    cache_geometry_of_unit(&g->down_unit, read_align, &g->down);
+    return 0;
+}
+
+/* The trace's units at row_stride (replay_row_stride's value), as its
+ * header describes them: its neuron bundles, or for a trace with channel
+ * sets its channel bundles and rows of down (replay_check_layout pairs
+ * those with the transposed layout, whose row_stride is the alignment both
+ * are padded to). Returns how many; 0 with err for a shape that makes none. */
+static uint32_t trace_units(const struct trace_meta *m, uint64_t row_stride, struct unit_geometry u[2], char *err,
+                            size_t errlen)
+{
+    if (m->has_channels) {
+        struct transposed_geometry g;
+        if (replay_transposed_geometry(m, row_stride, 0, &g, err, errlen) != 0)
+            return 0;
+        u[0] = g.chan_unit;
+        u[1] = g.down_unit;
+        return 2;
+    }
+    if (replay_unit_geometry(m, UNIT_NEURON_BUNDLE, 0, &u[0], err, errlen) != 0 ||
+        unit_geometry_set_stride(&u[0], row_stride, err, errlen) != 0)
+        return 0;
+    return 1;
 }
 
 uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride)
 {
-    if (!m->has_channels)
-        return (row_stride ? row_stride : replay_row_bytes(m)) * m->d_ff * m->n_layers;
-    struct transposed_geometry g;
-    replay_transposed_geometry(m, row_stride, 0, &g);
-    return (g.chan.row_bytes * g.chan.d_ff + g.down.row_bytes * g.down.d_ff) * m->n_layers;
+    struct unit_geometry u[2];
+    char err[256];
+    uint32_t n = trace_units(m, row_stride, u, err, sizeof err);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        bytes += unit_geometry_file_bytes(&u[i]);
+    return bytes;
 }
 
 uint64_t read_size_hist_percentile(const struct read_size_hist *h, double p)
@@ -256,61 +308,71 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
     return 0;
 }
 
-/* The neuron layouts' replay: one cache of bundles. */
-static int replay_neurons(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
-                          char *err, size_t errlen)
+/* tr's channel sets seen as a trace of d_model rows whose "active" sets
+ * they are: hot and belady see the channels to come. */
+static void channel_view(const struct trace *tr, struct trace *view)
 {
-    const uint32_t L = tr->meta.n_layers, N = tr->meta.d_ff;
-    res->row_bytes = spec->row_stride ? spec->row_stride : replay_row_bytes(&tr->meta);
-    uint64_t capacity = cache_capacity_rows(spec->dram_budget, res->row_bytes, L, N);
-    uint32_t vecs = tr->meta.ffn_kind == FFN_GLU ? 3 : 2;
-    struct cache_geometry g = {L, N, (uint64_t)tr->meta.d_model * tr->meta.bytes_per_weight, vecs,
-                               res->row_bytes, spec->read_align};
-    struct replay_stream st = {0};
-    if (replay_cache(tr, spec->use_predicted, spec, &g, capacity, res, &st, err, errlen) != 0)
-        return -1;
-    res->budget_rows = capacity;
-    res->capacity_rows = st.capacity_rows;
-    res->preload_bytes = st.preload_bytes;
-    res->max_needed_rows = st.max_needed_rows;
+    *view = *tr;
+    view->meta.d_ff = tr->meta.d_model;
+    view->meta.has_predicted = view->meta.has_channels = false;
+    view->active_off = tr->chan_off;
+    view->active_ids = tr->chan_ids;
+    view->pred_off = NULL;
+    view->pred_ids = NULL;
+}
+
+/* Where the streams' own counts go: the transposed layout's two streams
+ * into the result's (per token too), a single stream into own. */
+static int stream_results(const struct trace *tr, uint32_t n, struct replay_result *res, struct replay_stream *own,
+                          struct replay_stream *st[2], char *err, size_t errlen)
+{
+    st[0] = own;
+    if (n == 1)
+        return 0;
+    size_t tokens = tr->n_tokens ? tr->n_tokens : 1;
+    res->chan.per_token = calloc(tokens, sizeof *res->chan.per_token);
+    res->down.per_token = calloc(tokens, sizeof *res->down.per_token);
+    if (!res->chan.per_token || !res->down.per_token)
+        return err_set(err, errlen, "replay: out of memory");
+    st[0] = &res->chan;
+    st[1] = &res->down;
+    res->transposed = true;
     return 0;
 }
 
-/* The transposed layout's replay: the channel bundles' cache over the
- * channel sets (a view of the trace whose "active" sets are them, of
- * d_model rows: hot and belady see the channels to come), then the rows of
- * down over the active or predicted sets. */
-static int replay_transposed(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
-                             char *err, size_t errlen)
+/* Every unit of the trace through a cache of its own, the same way whatever
+ * the unit: channel bundles are asked the kept channels (always the actual
+ * sets: channel_view), the others the active or predicted sets. What
+ * differs for two units for real: their caches share the budget
+ * (cache_shared_capacity) and each keeps its own counts. The result's own
+ * fields are the first unit's (the channel bundles' for the transposed
+ * layout), the preload every unit's. */
+static int replay_units(const struct trace *tr, const struct replay_spec *spec, struct replay_result *res,
+                        char *err, size_t errlen)
 {
-    const struct trace_meta *m = &tr->meta;
-    struct transposed_geometry g;
-    replay_transposed_geometry(m, spec->row_stride, spec->read_align, &g);
-    uint64_t chan_rows, down_rows;
-    cache_transposed_capacity(spec->dram_budget, &g, &chan_rows, &down_rows);
-    struct trace view = *tr;
-    view.meta.d_ff = m->d_model;
-    view.meta.has_predicted = view.meta.has_channels = false;
-    view.active_off = tr->chan_off;
-    view.active_ids = tr->chan_ids;
-    view.pred_off = NULL;
-    view.pred_ids = NULL;
-    size_t n = tr->n_tokens ? tr->n_tokens : 1;
-    res->chan.per_token = calloc(n, sizeof *res->chan.per_token);
-    res->down.per_token = calloc(n, sizeof *res->down.per_token);
-    if (!res->chan.per_token || !res->down.per_token)
-        return err_set(err, errlen, "replay: out of memory");
-    if (replay_cache(&view, false, spec, &g.chan, chan_rows, res, &res->chan, err, errlen) != 0 ||
-        replay_cache(tr, spec->use_predicted, spec, &g.down, down_rows, res, &res->down, err, errlen) != 0)
+    struct unit_geometry u[2];
+    uint64_t capacity[2];
+    struct replay_stream own = {0}, *st[2];
+    struct trace view;
+    uint32_t n = trace_units(&tr->meta, spec->row_stride, u, err, errlen);
+    if (!n || stream_results(tr, n, res, &own, st, err, errlen) != 0)
         return -1;
-    summarize_stream(&res->chan, tr->n_tokens);
-    summarize_stream(&res->down, tr->n_tokens);
-    res->transposed = true;
-    res->row_bytes = g.chan.row_bytes;
-    res->budget_rows = chan_rows;
-    res->capacity_rows = res->chan.capacity_rows;
-    res->preload_bytes = res->chan.preload_bytes + res->down.preload_bytes;
-    res->max_needed_rows = res->chan.max_needed_rows;
+    channel_view(tr, &view);
+    cache_shared_capacity(spec->dram_budget, u, n, capacity);
+    for (uint32_t i = 0; i < n; i++) {
+        bool chan = u[i].kind == UNIT_CHANNEL_BUNDLE;
+        struct cache_geometry g;
+        cache_geometry_of_unit(&u[i], spec->read_align, &g);
+        if (replay_cache(chan ? &view : tr, !chan && spec->use_predicted, spec, &g, capacity[i], res, st[i], err,
+                         errlen) != 0)
+            return -1;
+        summarize_stream(st[i], tr->n_tokens);
+        res->preload_bytes += st[i]->preload_bytes;
+    }
+    res->row_bytes = st[0]->row_bytes;
+    res->budget_rows = st[0]->budget_rows;
+    res->capacity_rows = st[0]->capacity_rows;
+    res->max_needed_rows = st[0]->max_needed_rows;
     return 0;
 }
 
@@ -357,9 +419,7 @@ int replay_run(const struct trace *tr, const struct replay_spec *spec, struct re
         return -1;
     }
     uint64_t start = now_ns();
-    int rc = res->lay.ops && res->lay.ops->transposed ? replay_transposed(tr, spec, res, err, errlen)
-                                                      : replay_neurons(tr, spec, res, err, errlen);
-    if (rc != 0) {
+    if (replay_units(tr, spec, res, err, errlen) != 0) {
         replay_result_free(res);
         return -1;
     }

@@ -181,9 +181,16 @@ uint64_t replay_row_bytes(const struct trace_meta *m);
  * a budget's percentage is of. */
 uint64_t replay_ffn_bytes(const struct trace_meta *m, uint64_t row_stride);
 /* The transposed layout's two streams for a trace of m: rows padded to
- * row_align (0: packed), split reads widened to read_align. */
-void replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
-                                struct transposed_geometry *g);
+ * row_align (0: packed), split reads widened to read_align. 0, or -1 with
+ * err. */
+int replay_transposed_geometry(const struct trace_meta *m, uint64_t row_align, uint64_t read_align,
+                               struct transposed_geometry *g, char *err, size_t errlen);
+/* The numbers a unit geometry is built from, as the trace's header gives
+ * them, and the trace's units of kind at align (0: packed). 0, or -1 with
+ * err. */
+struct unit_dims replay_unit_dims(const struct trace_meta *m);
+int replay_unit_geometry(const struct trace_meta *m, enum unit_kind kind, uint64_t align, struct unit_geometry *g,
+                         char *err, size_t errlen);
 
 /* Replays tr under spec into res (freed with replay_result_free). 0, or -1
  * with err (bad spec, predicted sets missing, memory). tr is only read and

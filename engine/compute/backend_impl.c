@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cache/unit_geometry.h"
 #include "common/errbuf.h"
 
 int bk_fail(struct backend_base *b, const char *fmt, ...)
@@ -60,7 +61,11 @@ struct dev_buf *bk_buf_new(struct backend_base *b, size_t bytes, enum buf_kind k
 
 size_t bk_bundle_bytes(int d, enum fb_dtype t, const struct arch *a)
 {
-    return (size_t)d * dtype_size(t) * (a->glu ? 3 : 2);
+    /* one neuron bundle's geometry: how many a layer has does not matter */
+    struct unit_dims dims = {1, (uint32_t)d, 1, a->glu ? FFN_GLU : FFN_RELU, t};
+    struct unit_geometry g;
+    char err[128];
+    return unit_geometry_make(UNIT_NEURON_BUNDLE, &dims, 0, &g, err, sizeof err) == 0 ? (size_t)g.bytes : 0;
 }
 
 static int check_positive(struct backend_base *b, const char *op, int n, const char *what)

@@ -395,13 +395,13 @@ static void queue_in_place(struct ffn *f, struct flash_ffn *ff, int layer, const
     /* split reads a row's vectors in order, into one home, in one batch: with
      * its last one queued the whole bundle lands when the batch completes,
      * and its checksum covers exactly what was read */
-    if (rd->vec == (int32_t)(f->m->arch.glu ? 3 : 2) - 1)
+    if (rd->vec == (int32_t)ff->unit.n_extents - 1)
         land(ff, layer, rd->first, dst);
     if (rd->vec >= 0) {
         /* one vector of the bundle (model_format.h: up | gate | down), widened to
          * the direct-I/O alignment as the split layout counts it */
         uint64_t lo;
-        layout_vector_span(ff->vec_bytes, ff->stride, ff->align, (uint32_t)rd->vec, &lo, &len);
+        layout_vector_span(ff->unit.ext[0].bytes, ff->stride, ff->align, (uint32_t)rd->vec, &lo, &len);
         off += lo;
         dst += lo;
     }

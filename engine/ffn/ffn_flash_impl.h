@@ -71,7 +71,8 @@ struct flash_ffn {
     uint8_t *staging, *bounce, *scratch;
     struct io_buffer staging_mem, bounce_mem, scratch_mem;
     uint32_t staging_rows, bounce_rows;
-    uint64_t dram_file_bytes, align, stride, vec_bytes;
+    uint64_t dram_file_bytes, align, stride; /* stride: unit.stride */
+    struct unit_geometry unit;         /* ffn.bin's neuron bundle (model_unit_geometry) */
     struct neuron_select choose;       /* oracle, predictor, gate: what drives the reads */
     struct neuron_select truth;        /* the oracle beside another source (check, record) */
     bool have_choose, have_truth;

@@ -124,15 +124,14 @@ static int preload(struct ffn *f, struct flash_ffn *ff, uint32_t l)
     return load_rows(f, ff, (int)l, ff->late, n);
 }
 
-static int open_decisions(struct ffn *f, struct flash_ffn *ff)
+static int open_decisions(struct flash_ffn *ff)
 {
-    const struct model *m = f->m;
-    const struct model_shape *s = &m->shape;
     bool traced = ff->cfg.active == SOURCE_TRACE;
     /* capacity 0 stays "none" here, as the run plan means it */
     struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
                               traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
-    struct cache_geometry g = {s->n_layers, s->d_ff, ff->vec_bytes, m->arch.glu ? 3 : 2, ff->stride, ff->align};
+    struct cache_geometry g;
+    cache_geometry_of_unit(&ff->unit, ff->align, &g);
     char err[512];
     if (cache_open(&ff->decide, &cc, &g, err, sizeof err) != 0) {
         err_set(ff->err, ff->errlen, "%s", err);
@@ -341,13 +340,14 @@ int ffn_flash_create(struct ffn *f, char *err, size_t errlen)
     ff->cfg = *cfg;
     ff->token = -1;
     ff->steps[0].layer = ff->steps[1].layer = -1;
-    ff->stride = m->bundle_stride;
-    ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
+    if (model_unit_geometry(m, &ff->unit, err, errlen) != 0)
+        return -1;
+    ff->stride = ff->unit.stride;
     ff->on_device = backend_off_host(f);
     ff->verify = cfg->verify && m->ffn_crc;
     if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
         return -1;
-    if (open_readers(f, ff) != 0 || open_decisions(f, ff) != 0)
+    if (open_readers(f, ff) != 0 || open_decisions(ff) != 0)
         return -1;
     if (alloc_step_buffers(ff, s) != 0) {
         err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");

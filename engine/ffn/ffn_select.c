@@ -50,7 +50,7 @@ static int select_create(struct ffn *f, char *err, size_t errlen)
 /* Bytes of one neuron's bundle, padding and biases aside: (2 or 3) rows. */
 static uint64_t neuron_bytes(const struct model *m)
 {
-    return model_shape_neuron_weights(&m->shape) * dtype_size(m->dtype);
+    return m->bundle_bytes;
 }
 
 uint64_t ffn_dense_bytes_per_token(const struct model *m)

@@ -18,12 +18,19 @@
 #include "engine/model/model_format.h"
 #include "engine/model/model_integrity.h"
 
+int model_transposed_geometry(const struct model *m, struct transposed_geometry *g, char *err, size_t errlen)
+{
+    struct unit_dims d = unit_dims_of_shape(&m->shape, m->dtype);
+    return cache_transposed_geometry(&d, FFN_ALIGN, g, err, errlen);
+}
+
 void ffn_t_layout_of(const struct model *m, struct ffn_t_layout *t)
 {
-    const struct model_shape *s = &m->shape;
-    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &t->g);
-    t->layer_bytes = (uint64_t)s->d_model * t->g.chan.row_bytes + (uint64_t)s->d_ff * t->g.down.row_bytes;
-    t->bytes = t->layer_bytes * s->n_layers;
+    char err[256];
+    if (model_transposed_geometry(m, &t->g, err, sizeof err) != 0)
+        memset(&t->g, 0, sizeof t->g); /* a shape the loader let through always makes one */
+    t->layer_bytes = unit_geometry_layer_bytes(&t->g.chan_unit) + unit_geometry_layer_bytes(&t->g.down_unit);
+    t->bytes = t->layer_bytes * m->shape.n_layers;
     snprintf(t->path, sizeof t->path, "%s/%s", m->dir, MODEL_FFN_T_FILE);
 }
 

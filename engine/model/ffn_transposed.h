@@ -44,6 +44,10 @@ struct ffn_t_layout {
 
 void ffn_t_layout_of(const struct model *m, struct ffn_t_layout *t);
 
+/* m's two streams (its shape and dtype) at FFN_ALIGN: ffn_t.bin's
+ * geometry. 0, or -1 with err. */
+int model_transposed_geometry(const struct model *m, struct transposed_geometry *g, char *err, size_t errlen);
+
 static inline uint64_t ffn_t_chan_offset(const struct ffn_t_layout *t, uint32_t layer, uint32_t channel)
 {
     return layer * t->layer_bytes + channel * t->g.chan.row_bytes;

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache/unit_geometry.h"
 #include "common/model_shape.h"
 #include "engine/model/dtype.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -143,6 +144,11 @@ void model_close(struct model *m);
 
 /* Weight bytes one decode step reads (all matrices + the FFN bundles). */
 uint64_t model_bytes_per_token(const struct model *m);
+
+/* m's FFN unit: ffn.bin's neuron bundle (its shape and dtype, as
+ * model.json gives them) at the model's bundle_stride (FFN_ALIGN's padding
+ * when that is 0). 0, or -1 with err. */
+int model_unit_geometry(const struct model *m, struct unit_geometry *g, char *err, size_t errlen);
 
 /* The header of a trace recorded on m (shape, weight size, FFN kind);
  * source and has_predicted are the recorder's to set. */

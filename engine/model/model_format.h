@@ -48,6 +48,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/unit_geometry.h"
 #include "common/limits.h"
 #include "common/model_shape.h"
 #include "engine/model/dtype.h"
@@ -62,7 +63,13 @@
 #define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
 #define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
 
-/* Bytes of one neuron bundle before padding, and its padded stride. */
+/* ffn.bin's unit: the neuron bundle of shape s in type t (up, gate for a
+ * GLU, down), its stride padded to FFN_ALIGN. 0, or -1 with err
+ * (unit_geometry_make's refusals). */
+int ffn_unit_geometry(const struct model_shape *s, enum fb_dtype t, struct unit_geometry *g, char *err,
+                      size_t errlen);
+/* Bytes of one neuron bundle before padding, and its padded stride: the
+ * geometry's bytes and stride (0 for a shape that makes none). */
 uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t);
 uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t);
 /* Offsets inside a bundle, in elements of the dtype. */

@@ -376,6 +376,13 @@ void model_close(struct model *m)
     memset(m, 0, sizeof *m);
 }
 
+int model_unit_geometry(const struct model *m, struct unit_geometry *g, char *err, size_t errlen)
+{
+    if (ffn_unit_geometry(&m->shape, m->dtype, g, err, errlen) != 0)
+        return -1;
+    return m->bundle_stride ? unit_geometry_set_stride(g, m->bundle_stride, err, errlen) : 0;
+}
+
 struct trace_meta model_trace_meta(const struct model *m)
 {
     return (struct trace_meta){.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,

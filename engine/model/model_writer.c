@@ -15,15 +15,28 @@
 #include "common/provenance.h"
 #include "engine/model/model.h"
 
+int ffn_unit_geometry(const struct model_shape *s, enum fb_dtype t, struct unit_geometry *g, char *err,
+                      size_t errlen)
+{
+    struct unit_dims d = unit_dims_of_shape(s, t);
+    return unit_geometry_make(UNIT_NEURON_BUNDLE, &d, FFN_ALIGN, g, err, errlen);
+}
+
+static struct unit_geometry bundle_of(const struct model_shape *s, enum fb_dtype t)
+{
+    struct unit_geometry g;
+    char err[256];
+    return ffn_unit_geometry(s, t, &g, err, sizeof err) == 0 ? g : (struct unit_geometry){0};
+}
+
 uint64_t ffn_bundle_bytes(const struct model_shape *s, enum fb_dtype t)
 {
-    return model_shape_neuron_weights(s) * dtype_size(t);
+    return bundle_of(s, t).bytes;
 }
 
 uint64_t ffn_bundle_stride(const struct model_shape *s, enum fb_dtype t)
 {
-    uint64_t b = ffn_bundle_bytes(s, t);
-    return (b + FFN_ALIGN - 1) / FFN_ALIGN * FFN_ALIGN;
+    return bundle_of(s, t).stride;
 }
 
 /* longrope's keys, and its rule in words for whoever reads model.json
@@ -208,19 +221,24 @@ int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, c
     const struct model_shape *s = &w->shape;
     if (layer != w->ffn_layers_written)
         return WERR(w, "%s: FFN layer %d written out of order", w->dir, layer);
-    uint64_t d = s->d_model, n = s->d_ff, es = dtype_size(w->dtype);
-    uint64_t stride = ffn_bundle_stride(s, w->dtype);
+    uint64_t d = s->d_model, n = s->d_ff;
+    struct unit_geometry g;
+    char why[256];
+    if (ffn_unit_geometry(s, w->dtype, &g, why, sizeof why) != 0)
+        return WERR(w, "%s: %s", w->dir, why);
+    const struct unit_extent *u = unit_extent_named(&g, "up"), *gt = unit_extent_named(&g, "gate"),
+                             *dn = unit_extent_named(&g, "down");
     char *b = w->scratch;
     for (uint64_t i = 0; i < n; i++) {
-        memset(b, 0, stride);
-        dtype_from_f32(b + ffn_bundle_up() * es, w->dtype, up + i * d, d);
-        if (s->ffn_kind == FFN_GLU)
-            dtype_from_f32(b + ffn_bundle_gate(s) * es, w->dtype, gate + i * d, d);
+        memset(b, 0, g.stride);
+        dtype_from_f32(b + u->offset, w->dtype, up + i * d, d);
+        if (gt)
+            dtype_from_f32(b + gt->offset, w->dtype, gate + i * d, d);
         for (uint64_t j = 0; j < d; j++)
             w->column[j] = down[j * n + i];
-        dtype_from_f32(b + ffn_bundle_down(s) * es, w->dtype, w->column, d);
-        w->ffn_crc[(uint64_t)layer * n + i] = crc32c(b, ffn_bundle_bytes(s, w->dtype));
-        if (write_or_fail(w, w->ffn, b, stride, "ffn"))
+        dtype_from_f32(b + dn->offset, w->dtype, w->column, d);
+        w->ffn_crc[(uint64_t)layer * n + i] = crc32c(b, g.bytes);
+        if (write_or_fail(w, w->ffn, b, g.stride, "ffn"))
             return -1;
     }
     w->ffn_layers_written++;

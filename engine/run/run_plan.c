@@ -204,9 +204,11 @@ static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out,
     if (!in->trace || !deflt)
         return 0;
     struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
-    struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype),
-                               m->arch.glu ? 3 : 2, m->bundle_stride, 0 /* rows only: no bytes */};
-    if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
+    struct unit_geometry u;
+    struct cache_geometry g;
+    int rc = model_unit_geometry(m, &u, err, errlen);
+    cache_geometry_of_unit(&u, 0 /* rows only: no bytes */, &g);
+    if (rc != 0 || dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
         free(out->layer_rows);
         out->layer_rows = NULL;
         return -1;
@@ -314,8 +316,10 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     if (in->policy.arg_auto && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
-    uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * s->d_model * dtype_size(m->dtype);
-    out->ffn_cache_bytes = capacity * s->n_layers * row_bytes;
+    struct unit_geometry u;
+    if (model_unit_geometry(m, &u, err, errlen) != 0)
+        return -1;
+    out->ffn_cache_bytes = capacity * s->n_layers * u.bytes;
     if (layer_rows(in, out, capacity, err, errlen) != 0)
         return -1;
     for (uint32_t l = 0; l < s->n_layers; l++)

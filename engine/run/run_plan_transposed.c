@@ -5,6 +5,7 @@
 #include "cache/transposed.h"
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_transposed.h"
+#include "engine/model/ffn_transposed.h"
 #include "engine/model/model_format.h"
 #include "engine/run/run_plan.h"
 #include "engine/run/run_plan_share.h"
@@ -49,7 +50,8 @@ int run_plan_transposed(const struct run_plan_input *in, struct run_plan_out *ou
     if (in->device)
         return err_set(err, errlen, "input sparsity on flash runs on the cpu backend only for now");
     struct transposed_geometry g;
-    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &g);
+    if (model_transposed_geometry(m, &g, err, errlen) != 0)
+        return -1;
     uint64_t staged = plan_staging(&g, out), avail;
     if (plan_fixed(in, staged, &avail, err, errlen) != 0)
         return -1;

@@ -276,7 +276,9 @@ static void transposed_json(cJSON *sum, const struct model *m, const struct run_
 {
     const struct model_shape *s = &m->shape;
     struct transposed_geometry g;
-    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &g);
+    char err[256];
+    if (model_transposed_geometry(m, &g, err, sizeof err) != 0)
+        memset(&g, 0, sizeof g); /* the run opened ffn_t.bin of this geometry */
     double layers = s->n_layers ? s->n_layers : 1;
     cJSON *o = cJSON_AddObjectToObject(sum, "transposed");
     cJSON_AddStringToObject(o, "file", MODEL_FFN_T_FILE);

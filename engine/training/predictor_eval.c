@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/unit_geometry.h"
 #include "common/errbuf.h"
 #include "common/interrupt.h"
 #include "engine/ffn/ffn_probe.h"
@@ -30,7 +31,7 @@ const char *const predictor_eval_prompts[] = {
 uint64_t model_madds_per_token(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
-    uint64_t d = s->d_model, ffn = (uint64_t)s->d_ff * d * (m->arch.glu ? 3 : 2);
+    uint64_t d = s->d_model, ffn = (uint64_t)s->d_ff * unit_neuron_weights(s);
     uint64_t attn = (uint64_t)m->q_dim * d * 2 + (uint64_t)m->kv_dim * d * 2;
     return (uint64_t)s->n_layers * (attn + ffn) + (uint64_t)s->vocab_size * d;
 }

@@ -28,6 +28,7 @@
 #include "cache/transposed.h"
 #include "engine/ffn/ffn_select.h"
 #include "engine/ffn/ffn_transposed.h"
+#include "engine/model/ffn_transposed.h"
 #include "engine/ffn/select_choice.h"
 #include "engine/forward/engine.h"
 #include "engine/model/model_format.h"
@@ -95,8 +96,8 @@ static int tap_open(const struct model *m, const struct run_setup *p, const stru
                     size_t errlen)
 {
     struct transposed_geometry g;
-    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, dtype_size(m->dtype),
-                              FFN_ALIGN, &g);
+    if (model_transposed_geometry(m, &g, err, errlen) != 0)
+        return -1;
     struct cache_config cc = {p->plan.policy, p->layout, p->plan.capacity_rows, NULL, false, false};
     struct cache_config cd = {p->plan.policy, p->layout, p->plan.down_capacity_rows, NULL, false, false};
     tap.token = -1;
@@ -157,8 +158,9 @@ static int decode_both(struct engine *dram, struct engine *flash, const int *pro
 static int check_unkept(const struct model *m, int n)
 {
     struct transposed_geometry g;
-    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, dtype_size(m->dtype),
-                              FFN_ALIGN, &g);
+    char err[256];
+    if (model_transposed_geometry(m, &g, err, sizeof err) != 0)
+        return 1;
     int bad = 0;
     for (int t = 0; t < n; t++)
         bad += tap.chan_bytes[t] != tap.kept_channels[t] * g.chan.row_bytes ||

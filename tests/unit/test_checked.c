@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/unit_geometry.h"
 #include "check.h"
 #include "common/checked.h"
 #include "common/json_file.h"
@@ -214,7 +215,7 @@ static void test_shape_check(void)
     struct param_counts c;
     model_shape_params(&s, &c);
     uint64_t ffn = 0;
-    CHECK(checked_mul3_u64(model_shape_neuron_weights(&s), s.d_ff, s.n_layers, &ffn) == 0);
+    CHECK(checked_mul3_u64(unit_neuron_weights(&s), s.d_ff, s.n_layers, &ffn) == 0);
     CHECK(c.ffn >= ffn && c.total > c.ffn && c.total < (uint64_t)1 << 62);
 }
 

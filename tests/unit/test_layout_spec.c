@@ -116,18 +116,20 @@ static void test_lists(void)
 static void test_transposed_geometry(void)
 {
     struct transposed_geometry g;
-    cache_transposed_geometry(32, 4096, 11008, true, 2, 0, &g);
+    char err[256];
+    const struct unit_dims llama = {32, 4096, 11008, FFN_GLU, DTYPE_F16}, small = {2, 100, 300, FFN_RELU, DTYPE_F32};
+    CHECK(cache_transposed_geometry(&llama, 0, &g, err, sizeof err) == 0);
     CHECK_U64(g.chan.d_ff, 4096);
     CHECK_U64(g.chan.vecs_per_row, 2);
     CHECK_U64(g.chan.row_bytes, 2 * 11008 * 2);
     CHECK_U64(g.down.d_ff, 11008);
     CHECK_U64(g.down.row_bytes, 4096 * 2);
-    cache_transposed_geometry(2, 100, 300, false, 4, 4096, &g);
+    CHECK(cache_transposed_geometry(&small, 4096, &g, err, sizeof err) == 0);
     CHECK_U64(g.chan.row_bytes, 4096);   /* 1200 bytes padded */
     CHECK_U64(g.down.row_bytes, 4096);   /* 400 bytes padded */
     CHECK_U64(g.chan.read_align, 4096);
     uint64_t chan, down;
-    cache_transposed_geometry(32, 4096, 11008, true, 2, 0, &g);
+    CHECK(cache_transposed_geometry(&llama, 0, &g, err, sizeof err) == 0);
     /* half the FFN: chan gets 2/3 of the budget, down 1/3; each half its rows */
     uint64_t ffn = 32ull * 4096 * 11008 * 2 * 3;
     cache_transposed_capacity(ffn / 2, &g, &chan, &down);

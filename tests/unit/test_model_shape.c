@@ -7,6 +7,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/unit_geometry.h"
 #include "check.h"
 #include "common/model_shape.h"
 #include "engine/model/model_format.h"
@@ -107,7 +108,7 @@ static void test_small_real_shapes(const struct fb_settings *set)
     CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings && !strcmp(s.arch, "phi3"));
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 3821079552ull); /* Phi-3-mini's published parameter count */
-    CHECK_U64(model_shape_neuron_weights(&s), 3 * 3072);
+    CHECK_U64(unit_neuron_weights(&s), 3 * 3072);
     /* Phi-3-mini-128k: the same weights, longrope's RoPE over 32 x 4096 positions */
     CHECK(model_shape_load(set, "phi-3-mini-128k", &s, err, sizeof err) == 0);
     model_shape_params(&s, &c);
@@ -144,13 +145,13 @@ int main(void)
      * (positions and norms too) gives 64.51%. */
     CHECK_NEAR((double)c.ffn / (double)c.total, 0.6451, 0.0001);
     CHECK_NEAR((double)c.ffn / (double)c.total, 0.6462, 0.0015);
-    CHECK_U64(model_shape_neuron_weights(&s), 8192);
+    CHECK_U64(unit_neuron_weights(&s), 8192);
 
     CHECK(model_shape_load(&set, "llama-2-7b", &s, err, sizeof err) == 0);
     CHECK(s.ffn_kind == FFN_GLU && !s.biases && !s.tied_embeddings);
     model_shape_params(&s, &c);
     CHECK_U64(c.total, 6738415616ull); /* Llama-2-7B's published parameter count */
-    CHECK_U64(model_shape_neuron_weights(&s), 3 * 4096);
+    CHECK_U64(unit_neuron_weights(&s), 3 * 4096);
 
     const char *names[] = {"opt-125m", "opt-1.3b", "falcon-7b", "persimmon-8b", "phi-2",
                            "opt-tiny", "llama-tiny"};
