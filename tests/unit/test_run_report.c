@@ -56,8 +56,8 @@ static struct run_setup flash_setup(void)
     p.plan.layer_rows = layer_rows;
     p.plan.staging_rows = 7;
     p.plan.bounce_rows = 2;
-    p.cfg.active = SOURCE_GATE;
-    p.cfg.gate_threshold = 0.5f;
+    p.cfg.select.ops = &source_gate;
+    p.cfg.select.threshold = 0.5f;
     p.cfg.check = true;
     p.cfg.io_engine = "psync";
     p.cfg.io_threads = 4;
@@ -263,7 +263,7 @@ static void test_all_cold(void)
     fill_rows(rows);
     struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
     struct run_setup p = flash_setup();
-    p.cfg.active = SOURCE_ORACLE;
+    p.cfg.select.ops = &source_oracle;
     p.cfg.check = false;
     CHECK(write_report(dir, &p, &out, 100, &md, err) == 0);
     snprintf(path, sizeof path, "%s/run.json", dir);
