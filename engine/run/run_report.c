@@ -108,8 +108,7 @@ static int cold_tokens(const struct run_outcome *r, const struct run_report_extr
 
 static const char *source_name(const struct run_setup *p)
 {
-    /* input sparsity has always been reported as the oracle here */
-    return select_source(&p->cfg.select)->reads_channels ? "oracle" : select_label(&p->cfg.select);
+    return select_label(&p->cfg.select);
 }
 
 /* What chose the neurons, what it held and cost, and with --check how its

@@ -281,6 +281,27 @@ static void test_all_cold(void)
     free(md);
 }
 
+/* Input sparsity's run names its source (teal) in run.json, as its
+ * recorded trace does. */
+static void test_teal_source(void)
+{
+    char dir[256], err[4400], path[4200], *md = NULL;
+    snprintf(dir, sizeof dir, "%s/teal", root);
+    struct token_row rows[N_ROWS];
+    fill_rows(rows);
+    struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
+    struct run_setup p = flash_setup();
+    p.cfg.select = (struct select_config){.ops = &source_teal};
+    p.cfg.check = false;
+    CHECK(write_report(dir, &p, &out, COLD, &md, err) == 0);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    struct run_summary s;
+    CHECK(run_summary_read(path, &s, err, sizeof err) == 0);
+    CHECK_STR(s.active_source, "teal");
+    run_summary_free(&s);
+    free(md);
+}
+
 /* A dense run has no policy, cache or chooser: the reader finds none. */
 static void test_dense(void)
 {
@@ -354,6 +375,7 @@ int main(void)
     }
     test_flash_run();
     test_all_cold();
+    test_teal_source();
     test_dense();
     test_failures();
     fs_remove_tree(root);
