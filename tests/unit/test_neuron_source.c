@@ -13,7 +13,9 @@
  *     thresholds, no predictor) and what each source holds and costs on a
  *     model's shape (the oracle's up and gate rows, the gate's, nothing for
  *     teal and the trace)
- *   - select_choice_known takes the computed names only; select_choice_open
+ *   - select_choice_known takes the computed names only, and they are
+ *     exactly SELECT_ACTIVE_ALLOWED's besides all (perplexity's and
+ *     generate's --active list: a new source is added there too); select_choice_open
  *     refuses what the common rules refuse (an unknown name, --threshold
  *     with per-layer thresholds, --sparsify where no file is read) and
  *     what the source's own choose hook and check refuse, by whole lines,
@@ -153,6 +155,21 @@ static void test_known(void)
         CHECK(select_choice_known(yes[i]));
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         CHECK(!select_choice_known(no[i]));
+    /* every name listed is known, once, and as many as the computed names: the same set */
+    char allowed[] = SELECT_ACTIVE_ALLOWED;
+    size_t listed = 0, names = 0;
+    for (char *name = strtok(allowed, "|"); name; name = strtok(NULL, "|"))
+        if (strcmp(name, "all") != 0) {
+            char bar[32];
+            snprintf(bar, sizeof bar, "|%s|", name);
+            CHECK(select_choice_known(name));
+            const char *first = strstr("|" SELECT_ACTIVE_ALLOWED "|", bar);
+            CHECK(first && !strstr(first + 1, bar));
+            listed++;
+        }
+    for (size_t i = 0; i < N_ALL; i++)
+        names += all[i]->layer ? 1 + (all[i]->cal_name != NULL) : 0;
+    CHECK_U64(listed, names);
 }
 
 /* select_choice_open's refusal of name on m, or "" when it takes it. */
