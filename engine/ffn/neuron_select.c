@@ -66,6 +66,13 @@ static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *
     return rc;
 }
 
+const void *neuron_select_rows(const struct neuron_select *s, const void *matrix, int layer)
+{
+    const struct model_shape *sh = &s->m->shape;
+    return matrix ? (const uint8_t *)matrix + (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype)
+                  : NULL;
+}
+
 int neuron_select_load_matrix(const struct model *m, unsigned vec, void **out, char *err, size_t errlen)
 {
     uint64_t bytes = neuron_select_matrix_bytes(m);

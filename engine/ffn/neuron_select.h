@@ -117,12 +117,7 @@ uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kern
 uint64_t neuron_select_matrix_bytes(const struct model *m);
 int neuron_select_load_matrix(const struct model *m, unsigned vec, void **out, char *err, size_t errlen);
 
-/* Layer l's part of a [n_layers][d_ff][d_model] matrix, or NULL. */
-static inline const void *neuron_select_rows(const struct neuron_select *s, const void *matrix, int layer)
-{
-    const struct model_shape *sh = &s->m->shape;
-    return matrix ? (const uint8_t *)matrix + (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype)
-                  : NULL;
-}
+/* Layer l's part of s's [n_layers][d_ff][d_model] matrix, or NULL. */
+const void *neuron_select_rows(const struct neuron_select *s, const void *matrix, int layer);
 
 #endif
