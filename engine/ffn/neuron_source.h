@@ -5,15 +5,20 @@
  *
  * Callers outside the source's own file ask the properties and call the
  * hooks below, never compare a source with another by identity or name:
- * a new source (a router choosing experts) is its file, its line, and its
- * tests. The few places that name a source do so because they mean that
+ * a new source (a router choosing experts) is its file, its line, its name
+ * in perplexity's and generate's --active list (SELECT_ACTIVE_ALLOWED,
+ * select_choice.h: test_neuron_source holds the two to the table) and its
+ * tests. A source that replays (the trace) has no layer hook: the flash FFN
+ * reads its recorded sets itself (ffn_flash.c), with the policy's known
+ * sets from the same trace. The few places that name a source do so because they mean that
  * very source: the oracle as the truth beside another source (check,
  * record, a warm-up's profile), the trace behind --active trace:FILE.
  *
  * A source with its arguments travels as a value, struct select_config
  * (neuron_select.h): its ops and what it reads (a predictor, thresholds).
- * Text becomes a source once, at the edge (select_choice.h reads --active;
- * run's trace:FILE), through neuron_source_find. Plain data; thread-safe. */
+ * Text becomes a source at the edge: select_choice.h reads --active through
+ * neuron_source_find; run's trace:FILE is the trace source with its file.
+ * The tables are constant data; thread-safe. */
 #ifndef FLASHBED_ENGINE_NEURON_SOURCE_H
 #define FLASHBED_ENGINE_NEURON_SOURCE_H
 
