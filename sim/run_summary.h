@@ -30,7 +30,7 @@ struct run_summary {
     bool verify;                     /* summary.verify.requested "on" (run --verify); absent, as in a run
                                       * from before verification existed: false, it checked nothing */
     double verify_ms;                /* summary.verify.verify_ms_per_token (inside mem_ms); NAN when absent */
-    char active_source[32];          /* oracle, predictor, gate, trace; "" when absent */
+    char active_source[32];          /* oracle, predictor, gate, gate-cal, teal, trace; "" when absent */
     char dram_budget[64];            /* --dram-budget as given; "none" */
     char layout[32];                 /* summary.layout: bundled, split, transposed, ...; "" when absent (dense) */
     char model[64], dtype[16];       /* provenance.model and .dtype; "" when absent */

@@ -10,7 +10,9 @@
 #   transposed-branches: lines that branch on transposed / has_channels
 #       (an if, ?:, && or ||) in files whose name is not the unit's own
 #   ffn_flash.c-lines: engine/ffn/ffn_flash.c's length
-#   neuron-source-sites: lines naming a neuron_source enumerator
+#   neuron-source-sites: lines naming one neuron source (an enumerator of
+#       the former enum neuron_source, or a source's ops table source_x)
+#       outside its own file engine/ffn/source_x.c and sources.def
 #   files-naming-the-type: files naming fb_dtype, DTYPE_ or dtype_
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +33,8 @@ n=$(src | grep -v transposed | xargs grep -E -h '\b(transposed|has_channels)\b' 
     grep -E '\bif *\(|\?|&&|\|\|' | wc -l)
 printf '%-28s %s\n' transposed-branches "$n"
 printf '%-28s %s\n' ffn_flash.c-lines "$(wc -l <engine/ffn/ffn_flash.c)"
-printf '%-28s %s\n' neuron-source-sites "$(count '\bSOURCE_(ORACLE|PREDICTOR|GATE|TRACE|TEAL)\b')"
+n=$(src | grep -v -E '^engine/ffn/(source_[a-z]+\.c|sources\.def)$' |
+    xargs grep -E -h '\bSOURCE_(ORACLE|PREDICTOR|GATE|TRACE|TEAL)\b|\bsource_(oracle|predictor|gate|trace|teal)\b' 2>/dev/null |
+    wc -l)
+printf '%-28s %s\n' neuron-source-sites "$n"
 printf '%-28s %s\n' files-naming-the-type "$(files '\bfb_dtype\b|\bDTYPE_|\bdtype_')"

@@ -641,7 +641,7 @@ static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
 {
     if (!cached)
         return 0;
-    if (ff->cfg.active == SOURCE_TRACE)
+    if (select_source(&ff->cfg.select)->replays)
         return trace_needed(ff, layer, ff->needed);
     double t0 = now_ms();
     uint32_t n = 0;
@@ -664,11 +664,12 @@ static const uint32_t *true_set(struct ffn *f, struct flash_ffn *ff, int layer, 
                                 uint32_t n_needed, uint32_t *n)
 {
     *n = 0;
-    if (ff->cfg.active == SOURCE_ORACLE && cached) {
+    bool oracle = select_source(&ff->cfg.select)->truth;
+    if (oracle && cached) {
         *n = n_needed;
         return ff->needed;
     }
-    struct neuron_select *s = ff->cfg.active == SOURCE_ORACLE ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
+    struct neuron_select *s = oracle ? &ff->choose : ff->have_truth ? &ff->truth : NULL;
     if (!s)
         return NULL;
     double t0 = now_ms();
@@ -696,9 +697,9 @@ static void record_layer(struct flash_ffn *ff, int layer, const uint32_t *truth,
 static bool host_reads_x(const struct flash_ffn *ff, bool cached)
 {
     const struct ffn_flash_config *c = &ff->cfg;
-    bool chooses = cached && c->active != SOURCE_TRACE && !ff->dev_predict;
-    bool truth = (c->record || c->check) && !(c->active == SOURCE_ORACLE && cached) &&
-                 (c->active == SOURCE_ORACLE || ff->have_truth);
+    const struct neuron_source_ops *src = select_source(&c->select);
+    bool chooses = cached && !src->replays && !ff->dev_predict;
+    bool truth = (c->record || c->check) && !(src->truth && cached) && (src->truth || ff->have_truth);
     return chooses || truth;
 }
 
@@ -960,7 +961,7 @@ float ffn_flash_threshold_cut(struct ffn *f, double share, uint64_t *values)
     if (ffn_is_transposed(f))
         return -1;
     struct flash_ffn *ff = f->priv;
-    if (!ff->have_choose || ff->cfg.active != SOURCE_ORACLE)
+    if (!ff->have_choose || !select_source(&ff->cfg.select)->truth)
         return -1;
     *values = ff->choose.sample.n;
     return value_sample_cut(&ff->choose.sample, share);

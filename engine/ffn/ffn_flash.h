@@ -59,7 +59,7 @@
 #include "engine/predictor/predictor.h"
 #include "traces/trace.h"
 
-/* which neurons: one type, engine/ffn/neuron_select.h's enum neuron_source */
+/* which neurons: a neuron source as a value, engine/ffn/neuron_select.h's struct select_config */
 
 /* The longest read the flash FFN hands its reader: longer ones are split. */
 enum { FFN_FLASH_MAX_READ = 1u << 20 };
@@ -88,18 +88,17 @@ struct ffn_flash_config {
     uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
     bool stream_dram;            /* naive: also stream dram.bin every token, through a
                                   * scratch buffer (ffn_flash_stream_scratch) */
-    enum neuron_source active;
-    const struct trace *trace;   /* SOURCE_TRACE: must match the model's shape */
+    struct select_config select; /* the source that chooses the neurons, with its arguments (a
+                                  * predictor of the model's shape, the gate's thresholds, teal's);
+                                  * the oracle's threshold is `threshold` below */
+    const struct trace *trace;   /* a source that replays (trace): must match the model's shape */
     bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
-    const struct trace *profile; /* SOURCE_ORACLE: the sets a policy that needs them ranks (hot's
+    const struct trace *profile; /* a computed source: the sets a policy that needs them ranks (hot's
                                   * warm-up profile, engine/run/warmup.h: active sets); NULL: none */
     float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
                                   * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
                                   * without a gate, above this; the ReLU family ignores it */
-    const struct predictor *predictor; /* SOURCE_PREDICTOR: of the model's shape; its threshold applies */
-    float gate_threshold;        /* SOURCE_GATE: |act(gate·x)| above this is chosen */
-    const float *gate_layer_thresholds; /* SOURCE_GATE calibrated (gate-cal): [n_layers] replacing gate_threshold, or NULL */
-    bool check;                  /* not SOURCE_ORACLE: also compute the true activations (the oracle's
+    bool check;                  /* a source not the truth: also compute the true activations (the oracle's
                                   * rows in DRAM) and count missed and extra neurons per token */
     bool read_ahead;             /* on the host, with the sets known before the layer's input (a trace):
                                   * a layer's reads are issued while the layer before it computes
@@ -110,10 +109,9 @@ struct ffn_flash_config {
                                   * when it has them (model_integrity.h); off: --verify off */
     unsigned io_threads, iodepth;
     bool direct;
-    /* SOURCE_TEAL under the transposed layout (engine/ffn/ffn_transposed.h): the layer's cuts
-     * ([n_layers] each: |x_j| and |h_i| above them kept), and the down stream's cache and staging
-     * (capacity_rows and staging_rows are then the channel stream's) */
-    const float *teal_input_thresholds, *teal_inter_thresholds;
+    /* a source that reads channels (teal) under the transposed layout (engine/ffn/ffn_transposed.h;
+     * its cuts are select's): the down stream's cache and staging (capacity_rows and staging_rows
+     * are then the channel stream's) */
     uint64_t down_capacity_rows;
     uint32_t down_staging_rows;
     const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
@@ -131,7 +129,7 @@ struct ffn_flash_config {
 static inline bool ffn_flash_reads_ahead(const struct ffn_flash_config *cfg, bool on_device)
 {
     return cfg->read_ahead && !on_device && cfg->policy.ops && !cfg->policy.ops->extra_reads &&
-           cfg->active == SOURCE_TRACE;
+           select_source(&cfg->select)->replays;
 }
 
 /* What one token cost, summed over layers. */

@@ -109,10 +109,10 @@ static inline uint64_t ffn_flash_bundle_offset(const struct model *m, int layer,
     return ((uint64_t)layer * m->shape.d_ff + neuron) * m->bundle_stride;
 }
 
-/* A source a deployment has: the predictor, the gate. */
+/* A source a deployment has (the predictor, the gate). */
 static inline bool ffn_flash_deployable(const struct ffn_flash_config *cfg)
 {
-    return cfg->active == SOURCE_PREDICTOR || cfg->active == SOURCE_GATE;
+    return select_source(&cfg->select)->deployable;
 }
 
 /* ffn_ops.create and .destroy (ffn_flash_open.c). */

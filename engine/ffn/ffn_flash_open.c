@@ -126,7 +126,7 @@ static int preload(struct ffn *f, struct flash_ffn *ff, uint32_t l)
 
 static int open_decisions(struct flash_ffn *ff)
 {
-    bool traced = ff->cfg.active == SOURCE_TRACE;
+    bool traced = select_source(&ff->cfg.select)->replays;
     /* capacity 0 stays "none" here, as the run plan means it */
     struct cache_config cc = {ff->cfg.policy, ff->cfg.layout, ff->cfg.capacity_rows,
                               traced ? ff->cfg.trace : ff->cfg.profile, traced && ff->cfg.use_predicted, false};
@@ -216,15 +216,17 @@ static int check_trace(const struct ffn_flash_config *cfg, const struct model_sh
     return 0;
 }
 
-/* The selector for cfg's source (the oracle for SOURCE_ORACLE and SOURCE_TRACE). */
+/* The true activations, with the run's threshold: the oracle's. */
+static struct select_config truth_config(const struct ffn_flash_config *cfg)
+{
+    return (struct select_config){.ops = &source_oracle, .threshold = cfg->threshold};
+}
+
+/* The selector for cfg's source: its value; the truth's when its choice is
+ * the truth (one threshold for the choice, check and record). */
 static struct select_config choose_config(const struct ffn_flash_config *cfg)
 {
-    if (cfg->active == SOURCE_PREDICTOR)
-        return (struct select_config){.source = SOURCE_PREDICTOR, .predictor = cfg->predictor};
-    if (cfg->active == SOURCE_GATE)
-        return (struct select_config){.source = SOURCE_GATE, .threshold = cfg->gate_threshold,
-                                      .layer_thresholds = cfg->gate_layer_thresholds};
-    return (struct select_config){.source = SOURCE_ORACLE, .threshold = cfg->threshold};
+    return select_source(&cfg->select)->truth ? truth_config(cfg) : cfg->select;
 }
 
 uint64_t ffn_flash_predictor_bytes(const struct model *m, const struct ffn_flash_config *cfg)
@@ -246,14 +248,15 @@ uint64_t ffn_flash_predictor_madds(const struct model *m, const struct ffn_flash
 static int open_selectors(struct ffn *f, struct flash_ffn *ff)
 {
     const struct ffn_flash_config *cfg = &ff->cfg;
+    const struct neuron_source_ops *src = select_source(&cfg->select);
     struct select_config c = choose_config(cfg);
-    if (cfg->active != SOURCE_TRACE) {
+    if (!src->replays) {
         if (neuron_select_open(&ff->choose, f->m, &c, ff->err, ff->errlen) != 0)
             return -1;
         ff->have_choose = true;
     }
-    bool truth = cfg->active != SOURCE_ORACLE && (cfg->check || (cfg->record && cfg->active == SOURCE_TRACE));
-    struct select_config oracle = {.source = SOURCE_ORACLE, .threshold = cfg->threshold};
+    bool truth = !src->truth && (cfg->check || (cfg->record && src->replays));
+    struct select_config oracle = truth_config(cfg);
     if (truth) {
         if (neuron_select_open(&ff->truth, f->m, &oracle, ff->err, ff->errlen) != 0)
             return -1;
@@ -262,7 +265,7 @@ static int open_selectors(struct ffn *f, struct flash_ffn *ff)
     ff->recorded = malloc(f->m->shape.d_ff * sizeof *ff->recorded);
     if (!ff->recorded)
         return err_set(ff->err, ff->errlen, "the flash FFN cannot allocate its buffers");
-    ff->oracle_bytes = cfg->active == SOURCE_ORACLE ? ff->choose.rows_bytes : ff->truth.rows_bytes;
+    ff->oracle_bytes = src->truth ? ff->choose.rows_bytes : ff->truth.rows_bytes;
     ff->predictor_bytes = ffn_flash_predictor_bytes(f->m, cfg);
     return 0;
 }
@@ -299,8 +302,8 @@ static int open_device(struct ffn *f, struct flash_ffn *ff)
         fring_init(&ff->ring, dm->ops, dm->be, ff->staging_rows, ff->stride, ff->err, ff->errlen) != 0)
         return -1;
     ff->staging_bytes = FLASH_RING_SLOTS * ff->staging_bytes; /* the ring, pinned, is the host's staging */
-    if (ff->cfg.active == SOURCE_PREDICTOR) {
-        if (pdev_init(&ff->pdev, dm->ops, dm->be, ff->cfg.predictor, ff->err, ff->errlen) != 0)
+    if (select_source(&ff->cfg.select)->chooses_on_device) {
+        if (pdev_init(&ff->pdev, dm->ops, dm->be, ff->cfg.select.predictor, ff->err, ff->errlen) != 0)
             return -1;
         ff->dev_predict = true;
     }
@@ -345,7 +348,7 @@ int ffn_flash_create(struct ffn *f, char *err, size_t errlen)
     ff->stride = ff->unit.stride;
     ff->on_device = backend_off_host(f);
     ff->verify = cfg->verify && m->ffn_crc;
-    if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)
+    if (select_source(&cfg->select)->replays && check_trace(cfg, s, err, errlen) != 0)
         return -1;
     if (open_readers(f, ff) != 0 || open_decisions(ff) != 0)
         return -1;

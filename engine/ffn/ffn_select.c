@@ -62,7 +62,7 @@ uint64_t ffn_dense_bytes_per_token(const struct model *m)
  * kept columns of up and gate and the kept rows of down. */
 static uint64_t step_bytes(const struct model *m, const struct neuron_select *s, uint32_t n)
 {
-    if (s->cfg.source != SOURCE_TEAL)
+    if (!select_source(&s->cfg)->reads_channels)
         return n * neuron_bytes(m);
     uint64_t cols = (uint64_t)s->kept_inputs * (m->arch.glu ? 2 : 1) * m->shape.d_ff;
     return (cols + (uint64_t)n * m->shape.d_model) * dtype_size(m->dtype);
@@ -102,7 +102,7 @@ static void select_forward(struct ffn *f, int layer, int pos, const float *x, fl
     sf->stats.steps++;
     sf->stats.chosen += n;
     sf->stats.bytes += step_bytes(m, &sf->sel, n);
-    bool teal = sf->sel.cfg.source == SOURCE_TEAL;
+    bool teal = select_source(&sf->sel.cfg)->reads_channels;
     if (teal) /* computed on the kept channels: x with the dropped ones zero (x itself when all are kept) */
         sf->stats.kept_inputs += sf->sel.kept_inputs;
     const float *in = teal ? sf->sel.xs : x;
@@ -146,7 +146,7 @@ void ffn_select_summarize(const struct ffn *f, struct ffn_select_summary *out)
                                        .bytes_per_token = tokens > 0 ? (double)st->bytes / tokens : 0,
                                        .dense_bytes_per_token = (double)ffn_dense_bytes_per_token(f->m),
                                        .select_ms_per_token = tokens > 0 ? st->select_ms / tokens : 0};
-    if (sf->sel.cfg.source == SOURCE_TEAL)
+    if (select_source(&sf->sel.cfg)->reads_channels)
         out->input_density = steps ? (double)st->kept_inputs / (steps * s->d_model) : 0;
 }
 

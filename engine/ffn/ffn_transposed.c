@@ -285,7 +285,7 @@ static int stream_step(struct ffn *f, struct t_ffn *tf, struct t_stream *s, uint
 /* The input channels kept: |x_j| above the layer's input cut. */
 static uint32_t keep_channels(struct t_ffn *tf, const struct model_shape *sh, int layer, const float *x)
 {
-    float cut = tf->cfg.teal_input_thresholds[layer];
+    float cut = tf->cfg.select.input_thresholds[layer];
     uint32_t n = 0;
     for (uint32_t j = 0; j < sh->d_model; j++)
         if (fabsf(x[j]) > cut)
@@ -300,7 +300,7 @@ static uint32_t keep_rows(const struct model *m, struct t_ffn *tf, int layer)
 {
     const struct arch *a = &m->arch;
     const float *bias = m->layers[layer].ffn_up_bias;
-    float cut = tf->cfg.teal_inter_thresholds[layer];
+    float cut = tf->cfg.select.inter_thresholds[layer];
     uint32_t d_ff = m->shape.d_ff, n = 0;
     for (uint32_t i = 0; i < d_ff; i++) {
         float z = tf->zg[i] + (bias ? bias[i] : 0.0f), g = a->glu ? tf->zg[d_ff + i] : 0.0f;

@@ -114,7 +114,8 @@ static int t_create(struct ffn *f, char *err, size_t errlen)
     }
     f->priv = tf;
     tf->cfg = *cfg;
-    if (cfg->active != SOURCE_TEAL || !cfg->teal_input_thresholds || !cfg->teal_inter_thresholds)
+    if (!select_source(&cfg->select)->reads_channels || !cfg->select.input_thresholds ||
+        !cfg->select.inter_thresholds)
         return err_set(err, errlen, "the transposed layout serves input sparsity (--active teal) and its thresholds");
     if (!cfg->policy.ops || !cfg->layout.ops || !cfg->layout.ops->transposed)
         return err_set(err, errlen, "the transposed flash FFN needs a policy and the transposed layout");

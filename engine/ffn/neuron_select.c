@@ -1,48 +1,19 @@
-/* Choosing a layer's neurons (neuron_select.h): predictor, gate, oracle. */
+/* Choosing a layer's neurons (neuron_select.h): what every source shares;
+ * each source's own choosing is its file, engine/ffn/source_<name>.c. */
 #include "engine/ffn/neuron_select.h"
 
 #include "engine/model/ffn_matrix.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/errbuf.h"
-#include "engine/compute/activation.h"
 #include "engine/model/model_format.h"
 
-const char *neuron_source_name(enum neuron_source src)
-{
-    switch (src) {
-    case SOURCE_PREDICTOR:
-        return "predictor";
-    case SOURCE_GATE:
-        return "gate";
-    case SOURCE_TRACE:
-        return "trace";
-    case SOURCE_TEAL:
-        return "teal";
-    case SOURCE_ORACLE:
-        break;
-    }
-    return "oracle";
-}
-
-bool neuron_source_parse(const char *name, enum neuron_source *out)
-{
-    static const enum neuron_source computed[] = {SOURCE_ORACLE, SOURCE_PREDICTOR, SOURCE_GATE, SOURCE_TEAL};
-    for (size_t i = 0; i < sizeof computed / sizeof *computed; i++)
-        if (!strcmp(name, neuron_source_name(computed[i]))) {
-            *out = computed[i];
-            return true;
-        }
-    return false;
-}
-
 /* Bytes of one [n_layers][d_ff][d_model] matrix in the model's dtype. */
-static uint64_t matrix_bytes(const struct model *m)
+uint64_t neuron_select_matrix_bytes(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
     return (uint64_t)s->n_layers * s->d_ff * s->d_model * dtype_size(m->dtype);
@@ -50,59 +21,20 @@ static uint64_t matrix_bytes(const struct model *m)
 
 int neuron_select_check(const struct model *m, const struct select_config *c, char *err, size_t errlen)
 {
-    const struct model_shape *s = &m->shape;
-    if (c->source == SOURCE_TRACE)
-        return err_set(err, errlen, "a trace's sets are replayed, not computed: neurons are selected by the oracle, a "
-                       "predictor or the gate");
-    if (c->source == SOURCE_GATE && !m->arch.glu)
-        return err_set(err, errlen,
-                       "the gate chooses neurons of GLU FFNs only: %s's FFN (%s, no GLU) has no gate projection",
-                       s->name, s->ffn_activation);
-    if (c->source == SOURCE_TEAL && (!c->input_thresholds || !c->inter_thresholds))
-        return err_set(err, errlen, "input sparsity needs its calibrated thresholds (flashbed sparsify calibrate)");
-    if (c->source != SOURCE_PREDICTOR)
-        return 0;
-    const struct predictor *p = c->predictor;
-    if (!p)
-        return err_set(err, errlen, "no predictor given");
-    if (p->n_layers != s->n_layers || p->d_model != s->d_model || p->d_ff != s->d_ff)
-        return err_set(err, errlen, "the predictor is for %u layers of %u x %u, the model has %u of %u x %u",
-                       p->n_layers, p->d_model, p->d_ff, s->n_layers, s->d_model, s->d_ff);
-    return 0;
+    const struct neuron_source_ops *o = select_source(c);
+    return o->check ? o->check(m, c, err, errlen) : 0;
 }
 
 uint64_t neuron_select_bytes(const struct model *m, const struct select_config *c)
 {
-    switch (c->source) {
-    case SOURCE_PREDICTOR:
-        return c->predictor ? predictor_bytes(c->predictor) : 0;
-    case SOURCE_GATE:
-        return matrix_bytes(m);
-    case SOURCE_ORACLE:
-        return matrix_bytes(m) * (m->arch.glu ? 2 : 1);
-    case SOURCE_TRACE: /* replayed, not computed: nothing held here */
-    case SOURCE_TEAL:  /* chooses as the FFN computes: nothing held beside it */
-        break;
-    }
-    return 0;
+    const struct neuron_source_ops *o = select_source(c);
+    return o->bytes ? o->bytes(m, c) : 0;
 }
 
 uint64_t neuron_select_madds(const struct model *m, const struct select_config *c)
 {
-    const struct model_shape *s = &m->shape;
-    uint64_t one = (uint64_t)s->n_layers * s->d_ff * s->d_model;
-    switch (c->source) {
-    case SOURCE_PREDICTOR:
-        return c->predictor ? predictor_madds(c->predictor) : 0;
-    case SOURCE_GATE:
-        return one;
-    case SOURCE_ORACLE:
-        return one * (m->arch.glu ? 2 : 1);
-    case SOURCE_TRACE:
-    case SOURCE_TEAL:
-        break;
-    }
-    return 0;
+    const struct neuron_source_ops *o = select_source(c);
+    return o->madds ? o->madds(m, c) : 0;
 }
 
 /* Copies vector `vec` (0: up, 1: gate) of every bundle into dst
@@ -134,9 +66,16 @@ static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *
     return rc;
 }
 
-static int load_matrix(const struct model *m, unsigned vec, void **out, char *err, size_t errlen)
+const void *neuron_select_rows(const struct neuron_select *s, const void *matrix, int layer)
 {
-    uint64_t bytes = matrix_bytes(m);
+    const struct model_shape *sh = &s->m->shape;
+    return matrix ? (const uint8_t *)matrix + (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype)
+                  : NULL;
+}
+
+int neuron_select_load_matrix(const struct model *m, unsigned vec, void **out, char *err, size_t errlen)
+{
+    uint64_t bytes = neuron_select_matrix_bytes(m);
     *out = malloc(bytes ? bytes : 1);
     if (!*out)
         return err_set(err, errlen, "cannot allocate %llu bytes for the %s rows", (unsigned long long)bytes,
@@ -152,23 +91,14 @@ int neuron_select_open(struct neuron_select *s, const struct model *m, const str
     s->m = m;
     if (neuron_select_check(m, c, err, errlen) != 0)
         return -1;
-    uint32_t d_ff = m->shape.d_ff;
-    uint32_t rank = c->source == SOURCE_PREDICTOR ? predictor_max_rank(c->predictor) : 1;
-    s->z = malloc(d_ff * sizeof *s->z);
-    s->g = malloc(d_ff * sizeof *s->g);
-    s->h = malloc(rank * sizeof *s->h);
+    const struct neuron_source_ops *o = select_source(c);
+    s->z = malloc(m->shape.d_ff * sizeof *s->z);
+    s->g = malloc(m->shape.d_ff * sizeof *s->g);
     s->xs = malloc(m->shape.d_model * sizeof *s->xs);
-    int rc = s->z && s->g && s->h && s->xs ? 0 : err_set(err, errlen, "out of memory choosing neurons");
-    bool both = c->source == SOURCE_ORACLE || c->source == SOURCE_TEAL;
-    if (rc == 0 && both)
-        rc = load_matrix(m, 0, &s->up, err, errlen);
-    if (rc == 0 && (c->source == SOURCE_GATE || (both && m->arch.glu)))
-        rc = load_matrix(m, 1, &s->gate, err, errlen);
-    s->rows_bytes = (s->up ? matrix_bytes(m) : 0) + (s->gate ? matrix_bytes(m) : 0);
-    /* a threshold's values are sampled where the threshold decides: no exact zeros there */
-    if (rc == 0 && c->source == SOURCE_ORACLE && !activation_sparse(m->arch.act) &&
-        value_sample_init(&s->sample, VALUE_SAMPLE_CAP) != 0)
-        rc = err_set(err, errlen, "out of memory choosing neurons");
+    int rc = s->z && s->g && s->xs ? 0 : err_set(err, errlen, "out of memory choosing neurons");
+    if (rc == 0 && o->open)
+        rc = o->open(s, err, errlen);
+    s->rows_bytes = (s->up ? neuron_select_matrix_bytes(m) : 0) + (s->gate ? neuron_select_matrix_bytes(m) : 0);
     if (rc != 0)
         neuron_select_close(s);
     return rc;
@@ -186,86 +116,8 @@ void neuron_select_close(struct neuron_select *s)
     memset(s, 0, sizeof *s);
 }
 
-/* The true activations: what the oracle knows. */
-static uint32_t oracle_layer(struct neuron_select *s, const void *up, const void *gate, int layer,
-                             struct cpu_kernels *k, const float *x, uint32_t *out)
-{
-    const struct model *m = s->m;
-    const struct model_shape *sh = &m->shape;
-    ck_matvec(k, s->z, up, m->dtype, x, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
-    if (m->arch.glu)
-        ck_matvec(k, s->g, gate, m->dtype, x, NULL, (int)sh->d_ff, (int)sh->d_model);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < sh->d_ff; i++)
-        if (ffn_neuron_active(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f, s->cfg.threshold))
-            out[n++] = i;
-    if (s->sample.n < s->sample.cap) /* sampled after the choice: the loop above stays as it was */
-        for (uint32_t i = 0, stride = (uint32_t)value_sample_stride(sh->d_ff); i < sh->d_ff; i += stride)
-            value_sample_push(&s->sample, ffn_neuron_value(&m->arch, s->z[i], m->arch.glu ? s->g[i] : 0.0f));
-    return n;
-}
-
-/* The gate alone decides (App. C.5), with one threshold or the layer's. */
-static uint32_t gate_layer(struct neuron_select *s, const void *gate, int layer, struct cpu_kernels *k,
-                           const float *x, uint32_t *out)
-{
-    const struct model *m = s->m;
-    float t = s->cfg.layer_thresholds ? s->cfg.layer_thresholds[layer] : s->cfg.threshold;
-    ck_matvec(k, s->g, gate, m->dtype, x, NULL, (int)m->shape.d_ff, (int)m->shape.d_model);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < m->shape.d_ff; i++)
-        if (fabsf(activation_apply_t(s->g[i], m->arch.act, m->arch.fatrelu_threshold)) > t)
-            out[n++] = i;
-    return n;
-}
-
-/* Input sparsity: x's small channels dropped into xs, then the rows of down
- * whose |h| over the kept channels passes the layer's cut. */
-static uint32_t teal_layer(struct neuron_select *s, const void *up, const void *gate, int layer,
-                           struct cpu_kernels *k, const float *x, uint32_t *out)
-{
-    const struct model *m = s->m;
-    const struct arch *a = &m->arch;
-    const struct model_shape *sh = &m->shape;
-    float cut_x = s->cfg.input_thresholds[layer], cut_h = s->cfg.inter_thresholds[layer];
-    uint32_t kept = 0;
-    for (uint32_t j = 0; j < sh->d_model; j++) {
-        bool keep = fabsf(x[j]) > cut_x;
-        s->xs[j] = keep ? x[j] : 0.0f;
-        kept += keep;
-    }
-    s->kept_inputs = kept;
-    ck_matvec(k, s->z, up, m->dtype, s->xs, m->layers[layer].ffn_up_bias, (int)sh->d_ff, (int)sh->d_model);
-    if (a->glu)
-        ck_matvec(k, s->g, gate, m->dtype, s->xs, NULL, (int)sh->d_ff, (int)sh->d_model);
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < sh->d_ff; i++) {
-        float h = a->glu ? activation_apply_t(s->g[i], a->act, a->fatrelu_threshold) * s->z[i]
-                         : activation_apply_t(s->z[i], a->act, a->fatrelu_threshold);
-        if (fabsf(h) > cut_h)
-            out[n++] = i;
-    }
-    return n;
-}
-
 uint32_t neuron_select_layer(struct neuron_select *s, int layer, struct cpu_kernels *k, const float *x,
                              uint32_t *out)
 {
-    const struct model_shape *sh = &s->m->shape;
-    uint64_t at = (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype);
-    switch (s->cfg.source) {
-    case SOURCE_PREDICTOR:
-        return predictor_predict(s->cfg.predictor, (uint32_t)layer, k, x, s->h, s->z, out);
-    case SOURCE_GATE:
-        return gate_layer(s, (const uint8_t *)s->gate + at, layer, k, x, out);
-    case SOURCE_TEAL:
-        return teal_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, k,
-                          x, out);
-    case SOURCE_ORACLE:
-        return oracle_layer(s, (const uint8_t *)s->up + at, s->gate ? (const uint8_t *)s->gate + at : NULL, layer, k, x,
-                            out);
-    case SOURCE_TRACE: /* neuron_select_check refuses it */
-        break;
-    }
-    return 0;
+    return select_source(&s->cfg)->layer(s, layer, k, x, out);
 }

@@ -1,6 +1,6 @@
 /* --active and --threshold as perplexity, generate and run take them, as
- * data: the source that chooses the FFN's neurons (engine/ffn/neuron_select.h)
- * by its name, with its threshold. Loads the model's activation predictor
+ * data: the source that chooses the FFN's neurons (engine/ffn/neuron_source.h)
+ * by its name, with its threshold: a value (struct select_config). Loads the model's activation predictor
  * (refusing a folder without one with the command that makes it) and
  * refuses the gate on a model without a gate projection.
  *
@@ -49,6 +49,12 @@ void select_choice_free(struct select_choice *c);
 
 /* Whether name is one of the names select_choice_open takes. */
 bool select_choice_known(const char *name);
+
+/* For the sources' choose hooks: the thresholds file a->sparsify (else the
+ * model's sparsify.json) with the thresholds of kind, into c->cal
+ * (have_cal, cal_path). 0, or -1 with err the whole line. */
+int select_choice_calibrated(const struct source_args *a, const struct model *m, enum sparsify_kind kind,
+                             struct select_choice *c, char *err, size_t errlen);
 
 /* --active's allowed values for the masked dense FFN, and its help. */
 #define SELECT_ACTIVE_ALLOWED "all|predictor|gate|gate-cal|teal|oracle"

@@ -142,7 +142,7 @@ static void teal_source(char *src, size_t len, const struct model *m, const stru
     cJSON_AddStringToObject(o, "model", m->shape.name);
     cJSON_AddStringToObject(o, "model_dir", m->dir);
     cJSON_AddStringToObject(o, "recorded_by", "flashbed run");
-    cJSON_AddStringToObject(o, "active", neuron_source_name(p->cfg.active));
+    cJSON_AddStringToObject(o, "active", select_source(&p->cfg.select)->name);
     cJSON_AddStringToObject(o, "layout", "transposed");
     cJSON_AddStringToObject(o, "channel_sets", "the input channels the run kept (|x| above the layer's input cut)");
     cJSON_AddStringToObject(o, "active_sets", "the rows of down the run kept (|h| above the layer's intermediate "
@@ -165,7 +165,7 @@ static void neuron_source(char *src, size_t len, const struct model *m, const st
     /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
     snprintf(src, len, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
              "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"%s%s}",
-             m->shape.name, m->dir, p->cfg.threshold, neuron_source_name(p->cfg.active),
+             m->shape.name, m->dir, p->cfg.threshold, select_source(&p->cfg.select)->name,
              chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
              chooser && chosen_by ? ", \"chosen_by\": " : "", chooser && chosen_by ? chosen_by : "");
     free(chosen_by);
@@ -178,8 +178,9 @@ struct trace_writer *run_record_open(struct out_manifest *folder, const char *pa
         err_set(err, errlen, "the dense mode does not look at activations; use --mode all (or another flash mode)");
         return NULL;
     }
-    bool teal = p->cfg.active == SOURCE_TEAL;
-    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
+    const struct neuron_source_ops *source = select_source(&p->cfg.select);
+    bool teal = source->reads_channels;
+    bool chooser = source->deployable;
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
     tm.has_channels = teal; /* input sparsity: the kept channels beside the kept rows of down */

@@ -108,16 +108,7 @@ static int cold_tokens(const struct run_outcome *r, const struct run_report_extr
 
 static const char *source_name(const struct run_setup *p)
 {
-    switch (p->cfg.active) {
-    case SOURCE_TRACE:
-        return "trace";
-    case SOURCE_PREDICTOR:
-        return "predictor";
-    case SOURCE_GATE:
-        return p->cfg.gate_layer_thresholds ? "gate-cal" : "gate";
-    default:
-        return "oracle";
-    }
+    return select_label(&p->cfg.select);
 }
 
 /* What chose the neurons, what it held and cost, and with --check how its
@@ -129,16 +120,9 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     cJSON_AddStringToObject(sum, "active_source", source_name(p));
     cJSON_AddNumberToObject(sum, "predictor_dram_bytes", (double)x->predictor_bytes);
     cJSON_AddNumberToObject(sum, "predictor_madds_per_token", (double)x->predictor_madds);
-    if (p->cfg.active == SOURCE_PREDICTOR) {
-        cJSON *pt = cJSON_AddObjectToObject(sum, "predictor_threshold");
-        predictor_thresholds_json(p->cfg.predictor, pt);
-    }
-    if (p->cfg.active == SOURCE_GATE && p->cfg.gate_layer_thresholds) {
-        cJSON *t = cJSON_AddArrayToObject(sum, "gate_thresholds");
-        for (uint32_t l = 0; l < m->shape.n_layers; l++)
-            cJSON_AddItemToArray(t, cJSON_CreateNumber(p->cfg.gate_layer_thresholds[l]));
-    } else if (p->cfg.active == SOURCE_GATE)
-        cJSON_AddNumberToObject(sum, "gate_threshold", p->cfg.gate_threshold);
+    const struct neuron_source_ops *src = select_source(&p->cfg.select);
+    if (src->report)
+        src->report(&p->cfg.select, m->shape.n_layers, sum);
     cJSON_AddBoolToObject(sum, "check", p->cfg.check);
     if (!p->cfg.check)
         return;
@@ -346,7 +330,7 @@ static void verify_json(cJSON *sum, const struct model *m, const struct run_outc
     cJSON *v = cJSON_AddObjectToObject(sum, "verify");
     cJSON_AddStringToObject(v, "requested", p->cfg.verify ? "on" : "off");
     cJSON_AddBoolToObject(v, "model_has_checksums", m->checked);
-    bool teal = !p->dense && p->cfg.active == SOURCE_TEAL; /* reads ffn_t.bin, checked by ffn_t.crc32c */
+    bool teal = !p->dense && select_source(&p->cfg.select)->reads_channels; /* reads ffn_t.bin, checked by ffn_t.crc32c */
     if (teal)
         cJSON_AddBoolToObject(v, "ffn_t_has_checksums", p->ffn_t_checked);
     cJSON_AddStringToObject(v, "reads", !p->cfg.verify                 ? "not checked (--verify off)"
@@ -471,7 +455,7 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
     double all = (double)m->shape.n_layers * m->shape.d_ff;
     double density = all > 0 ? needed / all : 0;
     /* the ReLU family is sparse at exactly zero; the others' density is the threshold's */
-    bool thresholded = p->cfg.active == SOURCE_ORACLE && !activation_sparse(m->arch.act);
+    bool thresholded = select_source(&p->cfg.select)->truth && !activation_sparse(m->arch.act);
     strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
     if (thresholded)
         strbuf_add(t, ", from --threshold %g on %s", p->cfg.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
@@ -484,10 +468,11 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
 static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJSON *sum)
 {
 #define NUM(k) cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(sum, k))
-    if (p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE)
+    const struct neuron_source_ops *src = select_source(&p->cfg.select);
+    if (src->deployable)
         strbuf_add(t, "- %s: %.2f MB held in DRAM (inside the budget and the engine's DRAM), %.2f M multiply-adds "
                       "per token, %.3f ms per token = %.2f%% of the token's time\n",
-                   p->cfg.active == SOURCE_GATE ? "gate rows" : "predictor", NUM("predictor_dram_bytes") / 1e6,
+                   src->held_as, NUM("predictor_dram_bytes") / 1e6,
                    NUM("predictor_madds_per_token") / 1e6, NUM("predictor_ms"),
                    NUM("total_ms") > 0 ? 100 * NUM("predictor_ms") / NUM("total_ms") : 0);
     if (p->cfg.check)

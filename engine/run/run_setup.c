@@ -48,7 +48,8 @@ static int policy_and_layout(const struct run_options *o, struct run_setup *p, c
  * policy stays. */
 int run_setup_policy(const struct run_options *o, struct run_setup *p, char *err, size_t errlen)
 {
-    bool teal = o->active && !strcmp(o->active, "teal");
+    const struct neuron_source_ops *src = o->active ? neuron_source_find(o->active, NULL) : NULL;
+    bool teal = src && src->reads_channels;
     const struct layout_ops *lay = o->layout.ops;
     char name[LAYOUT_NAME_MAX];
     if (!teal && lay && lay->transposed)
@@ -83,9 +84,7 @@ static int choose_teal(const struct run_options *o, const struct model *m, struc
                        "computed on flash (perplexity and generate measure its accuracy)", o->cmd);
     if (ffn_transposed_open(m, &t, why, sizeof why) != 0)
         return err_set(err, errlen, "%s --active teal: %s", o->cmd, why);
-    p->cfg.active = SOURCE_TEAL;
-    p->cfg.teal_input_thresholds = p->sel.cfg.input_thresholds;
-    p->cfg.teal_inter_thresholds = p->sel.cfg.inter_thresholds;
+    p->cfg.select = p->sel.cfg;
     p->cfg.read_ahead = false; /* the channels depend on the layer's own input */
     p->ffn_t_checked = ffn_t_has_checksums(m->dir);
     snprintf(p->active_desc, sizeof p->active_desc, "%s, read from %s", p->sel.desc, MODEL_FFN_T_FILE);
@@ -102,14 +101,11 @@ static int choose_source(const struct run_options *o, const struct model *m, str
         return -1;
     p->have_sel = true;
     const struct select_config *c = &p->sel.cfg;
-    if (c->source == SOURCE_TEAL)
+    if (c->ops->reads_channels)
         return choose_teal(o, m, p, err, errlen);
-    p->cfg.active = c->source; /* one neuron-source type from the option to the engine */
-    p->cfg.predictor = c->predictor;
-    p->cfg.gate_threshold = c->threshold;
-    p->cfg.gate_layer_thresholds = c->layer_thresholds;
+    p->cfg.select = *c; /* one neuron-source value from the option to the engine */
     /* the truth beside a predictor: what it was trained to predict, unless told */
-    if (c->source != SOURCE_ORACLE)
+    if (!c->ops->truth)
         p->cfg.threshold = o->act_threshold_given || !c->predictor ? (float)o->act_threshold
                                                                    : c->predictor->act_threshold;
     snprintf(p->active_desc, sizeof p->active_desc, "%s", p->sel.desc);
@@ -129,7 +125,7 @@ static int open_trace(const struct run_options *o, const struct model *m, struct
         return err_set(err, errlen, "%s --active: %s", o->cmd, why);
     if (trace_choose_sets(o->use, &p->trace.meta, path, &p->cfg.use_predicted, why, sizeof why) != 0)
         return err_set(err, errlen, "%s --use: %s", o->cmd, why);
-    p->cfg.active = SOURCE_TRACE;
+    p->cfg.select = (struct select_config){.ops = &source_trace};
     p->cfg.trace = &p->trace;
     snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)", path,
              p->cfg.use_predicted ? "predicted" : "active", (unsigned long long)p->trace.n_tokens);
@@ -158,11 +154,12 @@ static int run_setup_teal_policy(const struct run_options *o, const struct run_s
 
 int run_setup_check_source(const struct run_options *o, const struct run_setup *p, char *err, size_t errlen)
 {
-    bool chooser = p->cfg.active == SOURCE_PREDICTOR || p->cfg.active == SOURCE_GATE;
-    if (o->check && p->cfg.active == SOURCE_ORACLE)
+    const struct neuron_source_ops *src = select_source(&p->cfg.select);
+    bool chooser = src->deployable;
+    if (o->check && src->truth)
         return err_set(err, errlen, "%s --check compares a predictor, the gate or a trace with the true activations: "
                        "the oracle's choice is them (use --active predictor, gate or trace:FILE)", o->cmd);
-    if (p->cfg.active == SOURCE_TEAL && run_setup_teal_policy(o, p, err, errlen) != 0)
+    if (src->reads_channels && run_setup_teal_policy(o, p, err, errlen) != 0)
         return -1;
     if (chooser && p->policy.ops->reads_whole_layers) {
         char policy[POLICY_NAME_MAX];

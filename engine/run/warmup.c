@@ -30,8 +30,8 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
     cfg.staging_rows = in->m->shape.d_ff;
     cfg.bounce_rows = 1;
     cfg.stream_dram = false;
-    if (cfg.active == SOURCE_TRACE)
-        cfg.active = SOURCE_ORACLE;
+    if (select_source(&cfg.select)->replays) /* its sets are the true ones: the oracle's */
+        cfg.select = (struct select_config){.ops = &source_oracle, .threshold = cfg.threshold};
     cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
     cfg.trace = cfg.profile = NULL;
     cfg.record = sink;

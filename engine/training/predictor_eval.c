@@ -201,7 +201,7 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
                           const struct predictor_eval_config *c, struct predictor_eval_result *r, char *err,
                           size_t errlen)
 {
-    struct select_config sc = {.source = SOURCE_PREDICTOR, .predictor = p};
+    struct select_config sc = {.ops = &source_predictor, .predictor = p};
     struct engine e;
     if (engine_init_with(&e, c->settings, m, be_of(c), &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;
@@ -216,7 +216,7 @@ static int predictor_pass(const struct model *m, const struct predictor *p, stru
 static int oracle_pass(const struct model *m, const struct predictor *p, struct text_pass *tp,
                        const struct predictor_eval_config *c, char *err, size_t errlen)
 {
-    struct select_config sc = {.source = SOURCE_ORACLE, .threshold = p->act_threshold};
+    struct select_config sc = {.ops = &source_oracle, .threshold = p->act_threshold};
     struct engine e;
     if (engine_init_with(&e, c->settings, m, be_of(c), &ffn_select, &sc, c->threads, c->context, err, errlen) != 0)
         return -1;

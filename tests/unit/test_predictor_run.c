@@ -53,10 +53,10 @@ static void greedy(struct engine *e, const int *prompt, int *out, bool flash, st
     }
 }
 
-static struct ffn_flash_config flash_config(enum neuron_source a, const struct predictor *p, bool check)
+static struct ffn_flash_config flash_config(const struct neuron_source_ops *a, const struct predictor *p, bool check)
 {
     return (struct ffn_flash_config){.policy = POLICY("predictor"), .layout = LAYOUT("split"), .staging_rows = 256,
-                                     .bounce_rows = 1, .active = a, .predictor = p, .check = check,
+                                     .bounce_rows = 1, .select = {.ops = a, .predictor = p}, .check = check,
                                      .io_threads = 2, .iodepth = 1, .direct = false};
 }
 
@@ -71,7 +71,7 @@ static void run_flash(const struct model *m, const struct ffn_flash_config *cfg,
     uint64_t oracle;
     uint64_t held = ffn_flash_dram_bytes(&e.ffn, &oracle);
     CHECK(held >= ffn_flash_predictor_bytes(m, cfg)); /* what chooses is held with the caches */
-    CHECK(cfg->check || cfg->active == SOURCE_ORACLE ? oracle > 0 : oracle == 0);
+    CHECK(cfg->check || cfg->select.ops == &source_oracle ? oracle > 0 : oracle == 0);
     engine_free(&e);
 }
 
@@ -89,25 +89,25 @@ static void test_flash(const struct model *dense, const struct model *flash, con
     greedy(&e, prompt, want, false, &c);
     engine_free(&e);
 
-    struct ffn_flash_config cfg = flash_config(SOURCE_ORACLE, NULL, false);
+    struct ffn_flash_config cfg = flash_config(&source_oracle, NULL, false);
     run_flash(flash, &cfg, prompt, got, &o);
-    cfg = flash_config(SOURCE_PREDICTOR, &exact, true);
+    cfg = flash_config(&source_predictor, &exact, true);
     run_flash(flash, &cfg, prompt, got, &c);
     CHECK(memcmp(got, want, sizeof want) == 0);
     CHECK(memcmp(c.needed_per_token, o.needed_per_token, sizeof o.needed_per_token) == 0);
     CHECK(c.needed > 0 && c.active == c.needed && c.missed == 0 && c.extra == 0);
     CHECK_U64(ffn_flash_predictor_bytes(flash, &cfg), predictor_bytes(&exact));
     CHECK_U64(ffn_flash_predictor_madds(flash, &cfg), predictor_madds(&exact));
-    cfg = flash_config(SOURCE_PREDICTOR, &exact, false);
+    cfg = flash_config(&source_predictor, &exact, false);
     run_flash(flash, &cfg, prompt, got, &c);
     CHECK(memcmp(got, want, sizeof want) == 0 && c.active == 0 && c.missed == 0); /* nothing checked */
-    cfg = flash_config(SOURCE_PREDICTOR, &weak, true);
+    cfg = flash_config(&source_predictor, &weak, true);
     run_flash(flash, &cfg, prompt, got, &c);
     /* (its misses change what later layers see, so its true sets are not the
      * oracle run's: they were the same only while rows staged under split
      * were computed as zero, before that was fixed) */
     CHECK(c.missed > 0 && c.extra > 0 && c.missed < c.active);
-    cfg = flash_config(SOURCE_ORACLE, NULL, false);
+    cfg = flash_config(&source_oracle, NULL, false);
     CHECK_U64(ffn_flash_predictor_bytes(flash, &cfg), 0); /* the oracle is not a predictor */
     predictor_free(&exact);
     predictor_free(&weak);
@@ -157,7 +157,7 @@ static void test_select(const struct model *m, const int *prompt)
     for (int k = 0; k < 3; k++) {
         struct predictor p;
         CHECK(fixture_predictor(m, kinds[k], 7, &p, err, sizeof err) == 0);
-        struct select_config c = {.source = SOURCE_PREDICTOR, .predictor = &p};
+        struct select_config c = {.ops = &source_predictor, .predictor = &p};
         select_logits(m, &c, prompt, got, &density[k]);
         diff[k] = max_diff(got, dense, V);
         predictor_free(&p);
@@ -165,11 +165,11 @@ static void test_select(const struct model *m, const int *prompt)
     CHECK(density[0] == 1.0 && diff[0] == 0.0); /* every neuron: dense's own call */
     CHECK(density[1] > 0.05 && density[1] < 0.4 && diff[1] < 1e-4); /* the same terms, grouped otherwise */
     CHECK(diff[2] > 1e-2);                                            /* half the neurons, the wrong ones */
-    struct select_config oracle = {.source = SOURCE_ORACLE};
+    struct select_config oracle = {.ops = &source_oracle};
     double od;
     select_logits(m, &oracle, prompt, got, &od);
     CHECK(fabs(od - density[1]) < 1e-12 && max_diff(got, dense, V) < 1e-4); /* the exact predictor is the oracle */
-    struct select_config gate = {.source = SOURCE_GATE};
+    struct select_config gate = {.ops = &source_gate};
     CHECK(neuron_select_check(m, &gate, err, sizeof err) == -1);
     CHECK(strstr(err, "GLU FFNs only") != NULL);
     free(dense);

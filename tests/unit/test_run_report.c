@@ -56,8 +56,8 @@ static struct run_setup flash_setup(void)
     p.plan.layer_rows = layer_rows;
     p.plan.staging_rows = 7;
     p.plan.bounce_rows = 2;
-    p.cfg.active = SOURCE_GATE;
-    p.cfg.gate_threshold = 0.5f;
+    p.cfg.select.ops = &source_gate;
+    p.cfg.select.threshold = 0.5f;
     p.cfg.check = true;
     p.cfg.io_engine = "psync";
     p.cfg.io_threads = 4;
@@ -263,7 +263,7 @@ static void test_all_cold(void)
     fill_rows(rows);
     struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
     struct run_setup p = flash_setup();
-    p.cfg.active = SOURCE_ORACLE;
+    p.cfg.select.ops = &source_oracle;
     p.cfg.check = false;
     CHECK(write_report(dir, &p, &out, 100, &md, err) == 0);
     snprintf(path, sizeof path, "%s/run.json", dir);
@@ -278,6 +278,27 @@ static void test_all_cold(void)
     CHECK(get(get(run, "summary"), "recall") == NULL); /* no --check: nothing compared */
     cJSON_Delete(run);
     CHECK(md && !strstr(md, "| steady state |") && strstr(md, "| cold tokens | 28.00 |"));
+    free(md);
+}
+
+/* Input sparsity's run names its source (teal) in run.json, as its
+ * recorded trace does. */
+static void test_teal_source(void)
+{
+    char dir[256], err[4400], path[4200], *md = NULL;
+    snprintf(dir, sizeof dir, "%s/teal", root);
+    struct token_row rows[N_ROWS];
+    fill_rows(rows);
+    struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
+    struct run_setup p = flash_setup();
+    p.cfg.select = (struct select_config){.ops = &source_teal};
+    p.cfg.check = false;
+    CHECK(write_report(dir, &p, &out, COLD, &md, err) == 0);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    struct run_summary s;
+    CHECK(run_summary_read(path, &s, err, sizeof err) == 0);
+    CHECK_STR(s.active_source, "teal");
+    run_summary_free(&s);
     free(md);
 }
 
@@ -354,6 +375,7 @@ int main(void)
     }
     test_flash_run();
     test_all_cold();
+    test_teal_source();
     test_dense();
     test_failures();
     fs_remove_tree(root);

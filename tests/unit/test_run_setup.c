@@ -126,7 +126,7 @@ static void test_computed_sources(void)
     o.io_engine = "io_uring";
     o.direct = false;
     CHECK(plan_of(&o, &relu, &p, err) == 0);
-    CHECK(p.cfg.active == SOURCE_ORACLE && p.have_sel && !p.have_trace);
+    CHECK(p.cfg.select.ops == &source_oracle && p.have_sel && !p.have_trace);
     CHECK_NEAR(p.cfg.threshold, 0.25, 0);
     CHECK_STR(POLICY_NAME(&p.cfg.policy), "window:5");
     CHECK_STR(LAYOUT_NAME(&p.cfg.layout), "coalesce:0");
@@ -150,8 +150,8 @@ static void test_computed_sources(void)
     o.threshold_given = true;
     o.act_threshold = 0.125;
     CHECK(plan_of(&o, &glu, &p, err) == 0);
-    CHECK(p.cfg.active == SOURCE_GATE && p.cfg.predictor == NULL);
-    CHECK_NEAR(p.cfg.gate_threshold, 0.5, 0);
+    CHECK(p.cfg.select.ops == &source_gate && p.cfg.select.predictor == NULL);
+    CHECK_NEAR(p.cfg.select.threshold, 0.5, 0);
     CHECK_NEAR(p.cfg.threshold, 0.125, 0);
     CHECK_STR(p.active_desc, "gate: |act(gate.x)| > 0.5 (App. C.5); its rows 0.00 MB in DRAM, 0.00 M multiply-adds "
                              "per token");
@@ -227,7 +227,7 @@ static void test_trace_source(void)
     snprintf(active, sizeof active, "trace:%s", path);
     o.active = active;
     CHECK(plan_of(&o, &m, &p, err) == 0);
-    CHECK(p.have_trace && !p.have_sel && p.cfg.active == SOURCE_TRACE && p.cfg.trace == &p.trace);
+    CHECK(p.have_trace && !p.have_sel && p.cfg.select.ops == &source_trace && p.cfg.trace == &p.trace);
     CHECK(!p.cfg.use_predicted); /* auto: the trace has no predicted sets */
     snprintf(want, sizeof want, "trace %s (active sets, 5 tokens, replayed cyclically)", path);
     CHECK_STR(p.active_desc, want);

@@ -210,7 +210,7 @@ static void test_teal_dense(const struct model *m, const struct predictor_sample
         CHECK(t.gate[l] == -1.0f && t.input[l] == -1.0f && t.inter[l] == -1.0f);
     float *dense = malloc(V * sizeof *dense), *got = malloc(V * sizeof *got);
     logits_of(m, &ffn_dense, NULL, dense, NULL);
-    struct select_config c = {.source = SOURCE_TEAL, .input_thresholds = t.input, .inter_thresholds = t.inter};
+    struct select_config c = {.ops = &source_teal, .input_thresholds = t.input, .inter_thresholds = t.inter};
     struct ffn_select_stats st;
     logits_of(m, &ffn_select, &c, got, &st);
     CHECK(max_diff(got, dense, V) <= 1e-6);
@@ -261,7 +261,7 @@ static void check_teal_step(const struct model *m, uint32_t l, const float *x, f
     float in[8], inter[8], out[64];
     for (uint32_t k = 0; k < n; k++)
         in[k] = cut_x, inter[k] = cut_h;
-    struct select_config c = {.source = SOURCE_TEAL, .input_thresholds = in, .inter_thresholds = inter};
+    struct select_config c = {.ops = &source_teal, .input_thresholds = in, .inter_thresholds = inter};
     struct engine e;
     char err[512];
     CHECK(engine_init_with(&e, &set, m, &backend_cpu, &ffn_select, &c, 1, MAX_SEQ, err, sizeof err) == 0);
@@ -334,8 +334,8 @@ static void test_gate_cal_is_gate(const struct model *m)
     const float T = 0.05f;
     for (uint32_t l = 0; l < m->shape.n_layers; l++)
         per_layer[l] = T;
-    struct select_config gate = {.source = SOURCE_GATE, .threshold = T};
-    struct select_config cal = {.source = SOURCE_GATE, .layer_thresholds = per_layer};
+    struct select_config gate = {.ops = &source_gate, .threshold = T};
+    struct select_config cal = {.ops = &source_gate, .layer_thresholds = per_layer};
     struct ffn_select_stats sa, sb;
     logits_of(m, &ffn_select, &gate, a, &sa);
     logits_of(m, &ffn_select, &cal, b, &sb);

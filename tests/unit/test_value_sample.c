@@ -119,13 +119,13 @@ static void test_oracle(void)
     struct cpu_kernels *k = ck_create(&set, 1, 4096, 16, 16, err, sizeof err);
     CHECK(k != NULL);
     struct neuron_select s;
-    struct select_config oracle = {.source = SOURCE_ORACLE, .threshold = 0};
+    struct select_config oracle = {.ops = &source_oracle, .threshold = 0};
     CHECK(neuron_select_open(&s, &m, &oracle, err, sizeof err) == 0);
     CHECK_U64(s.sample.cap, VALUE_SAMPLE_CAP);
     if (k && s.sample.v)
         calls_append_their_values(&s, &m, k);
     neuron_select_close(&s);
-    struct select_config gate = {.source = SOURCE_GATE, .threshold = 0.1f};
+    struct select_config gate = {.ops = &source_gate, .threshold = 0.1f};
     CHECK(neuron_select_open(&s, &m, &gate, err, sizeof err) == 0);
     CHECK_U64(s.sample.cap, 0);
     neuron_select_close(&s);
