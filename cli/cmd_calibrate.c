@@ -216,10 +216,10 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
  * and the profile written all the same, as before devices). */
 static void measure_cpu(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw)
 {
-    char why[2][512];
+    char why[DTYPE_COUNT][512];
     unsigned threads = (unsigned)machine_compute_threads(o->threads);
     calibrate_measure_compute(hw, set, threads, o->quick, why);
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < DTYPE_COUNT; h++)
         if (why[h][0])
             fb_error("calibrate: %s", why[h]);
     if (calibrate_measure_team(&hw->fixed, set, threads, o->quick, why[0], sizeof why[0]) != 0)

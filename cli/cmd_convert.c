@@ -64,7 +64,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert: needs the INPUT model (see flashbed convert --help)");
     else if (!o.out)
         fb_error("convert: needs --out DIR");
-    else if (o.dtype && dtype_parse(o.dtype, &dt) != 0)
+    else if (o.dtype && wtype_parse(o.dtype, &dt) != 0)
         fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
     else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
@@ -84,7 +84,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
                       : import_llama2c(pos[0], o.tokenizer, o.out, hf_dt.dtype, &report, err, sizeof err);
         cli_progress_end(&bar);
         if (irc == 0 && S_ISDIR(st.st_mode))
-            fb_info("weights in %s (%s; the checkpoint holds %s)", dtype_name(hf_dt.dtype),
+            fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(hf_dt.dtype),
                     hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
         if (irc != 0)
             fb_error("%s", err);

@@ -88,7 +88,7 @@ static int check_make(const struct model_make_opts *o, const struct fb_settings 
     bool llama2c = !strcmp(o->format, "llama2c");
     if (!o->shape || !o->out || !o->arch)
         fb_error("model make: needs --arch, --shape and --out");
-    else if (dtype_parse(o->dtype, dt) != 0)
+    else if (wtype_parse(o->dtype, dt) != 0)
         fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o->dtype);
     else if (llama2c && *dt != DTYPE_F32)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o->dtype);

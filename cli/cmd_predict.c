@@ -456,7 +456,8 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         goto out;
     s.io_threads = o->io_threads ? (unsigned)o->io_threads : hw->io_threads;
     model_shape_params(&shape, &pc);
-    if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {
+    if (parse_budget(o->dram_budget, (double)pc.total * cost_weight_bytes(o->dtype), &s.dram_share, err, sizeof err) !=
+        0) {
         fb_error("predict --dram-budget: %s", err);
         rc = FB_EXIT_USAGE;
         goto out;

@@ -302,7 +302,7 @@ static void print_trained(const struct train_opts *o, const struct predictor *p,
                100 * e->true_density, e->false_positive_rate);
     }
     printf("written: %s/%s (%llu bytes, %s)\n", o->model, PREDICTOR_FILE, (unsigned long long)predictor_bytes(p),
-           dtype_name(p->dtype));
+           wtype_name(p->dtype));
 }
 
 /* Initialises p, trains it on s and writes it; 0, 1 on error, 130 interrupted (written). */

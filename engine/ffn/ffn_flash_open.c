@@ -342,7 +342,7 @@ int ffn_flash_create(struct ffn *f, char *err, size_t errlen)
     ff->token = -1;
     ff->steps[0].layer = ff->steps[1].layer = -1;
     ff->stride = m->bundle_stride;
-    ff->vec_bytes = (uint64_t)s->d_model * dtype_size(m->dtype);
+    ff->vec_bytes = wtype_row_bytes(m->dtype, s->d_model);
     ff->on_device = backend_off_host(f);
     ff->verify = cfg->verify && m->ffn_crc;
     if (cfg->active == SOURCE_TRACE && check_trace(cfg, s, err, errlen) != 0)

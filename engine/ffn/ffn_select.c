@@ -50,7 +50,7 @@ static int select_create(struct ffn *f, char *err, size_t errlen)
 /* Bytes of one neuron's bundle, padding and biases aside: (2 or 3) rows. */
 static uint64_t neuron_bytes(const struct model *m)
 {
-    return model_shape_neuron_weights(&m->shape) * dtype_size(m->dtype);
+    return wtype_row_bytes(m->dtype, model_shape_neuron_weights(&m->shape));
 }
 
 uint64_t ffn_dense_bytes_per_token(const struct model *m)
@@ -65,7 +65,7 @@ static uint64_t step_bytes(const struct model *m, const struct neuron_select *s,
     if (s->cfg.source != SOURCE_TEAL)
         return n * neuron_bytes(m);
     uint64_t cols = (uint64_t)s->kept_inputs * (m->arch.glu ? 2 : 1) * m->shape.d_ff;
-    return (cols + (uint64_t)n * m->shape.d_model) * dtype_size(m->dtype);
+    return wtype_row_bytes(m->dtype, cols + (uint64_t)n * m->shape.d_model);
 }
 
 /* out = the FFN over the bundles of ids[0..n), gathered a batch at a time. */

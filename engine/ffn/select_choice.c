@@ -80,7 +80,7 @@ static void describe(const struct model *m, struct select_choice *c)
         predictor_threshold_text(&c->pred, thr, sizeof thr);
         snprintf(c->desc, sizeof c->desc,
                  "predictor: %s (%s), threshold %s, trained for %s; %.2f MB in DRAM, %.2f M multiply-adds per token",
-                 ranks, dtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
+                 ranks, wtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
     } else if (c->cfg.source == SOURCE_GATE)
         snprintf(c->desc, sizeof c->desc,
                  "gate: |act(gate.x)| > %g (App. C.5); its rows %.2f MB in DRAM, %.2f M multiply-adds per token",

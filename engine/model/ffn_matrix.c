@@ -9,12 +9,12 @@ static const uint8_t *row_of(const struct model *m, uint32_t layer, enum ffn_par
 {
     uint64_t off = part == FFN_PART_GATE ? ffn_bundle_gate(&m->shape) : ffn_bundle_up();
     return (const uint8_t *)m->layers[layer].ffn_bundles + (uint64_t)i * m->bundle_stride +
-           off * dtype_size(m->dtype);
+           wtype_row_bytes(m->dtype, off);
 }
 
 void ffn_matrix_copy(const struct model *m, uint32_t layer, enum ffn_part part, void *dst)
 {
-    size_t row = (size_t)m->shape.d_model * dtype_size(m->dtype);
+    size_t row = wtype_row_bytes(m->dtype, m->shape.d_model);
     for (uint32_t i = 0; i < m->shape.d_ff; i++)
         memcpy((uint8_t *)dst + i * row, row_of(m, layer, part, i), row);
 }

@@ -37,7 +37,7 @@ cJSON *predictor_describe(const struct predictor *p)
 {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "file", PREDICTOR_FILE);
-    cJSON_AddStringToObject(d, "dtype", dtype_name(p->dtype));
+    cJSON_AddStringToObject(d, "dtype", wtype_name(p->dtype));
     cJSON *ranks = cJSON_AddArrayToObject(d, "ranks");
     for (uint32_t l = 0; l < p->n_layers; l++)
         cJSON_AddItemToArray(ranks, cJSON_CreateNumber(p->layers[l].rank));

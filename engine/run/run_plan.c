@@ -204,7 +204,7 @@ static int layer_rows(const struct run_plan_input *in, struct run_plan_out *out,
     if (!in->trace || !deflt)
         return 0;
     struct cache_config cc = {out->policy, in->layout, capacity, in->trace, in->use_predicted, false};
-    struct cache_geometry g = {s->n_layers, s->d_ff, (uint64_t)s->d_model * dtype_size(m->dtype),
+    struct cache_geometry g = {s->n_layers, s->d_ff, wtype_row_bytes(m->dtype, s->d_model),
                                m->arch.glu ? 3 : 2, m->bundle_stride, 0 /* rows only: no bytes */};
     if (dry_run(in, &cc, &g, out->layer_rows, err, errlen) != 0) {
         free(out->layer_rows);
@@ -314,7 +314,7 @@ int run_plan_make(const struct run_plan_input *in, struct run_plan_out *out, cha
     if (in->policy.arg_auto && choose_window(in, capacity, out, err, errlen) != 0)
         return -1;
     out->capacity_rows = capacity;
-    uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * s->d_model * dtype_size(m->dtype);
+    uint64_t row_bytes = (uint64_t)(m->arch.glu ? 3 : 2) * wtype_row_bytes(m->dtype, s->d_model);
     out->ffn_cache_bytes = capacity * s->n_layers * row_bytes;
     if (layer_rows(in, out, capacity, err, errlen) != 0)
         return -1;

@@ -49,7 +49,7 @@ int run_plan_transposed(const struct run_plan_input *in, struct run_plan_out *ou
     if (in->device)
         return err_set(err, errlen, "input sparsity on flash runs on the cpu backend only for now");
     struct transposed_geometry g;
-    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, dtype_size(m->dtype), FFN_ALIGN, &g);
+    cache_transposed_geometry(s->n_layers, s->d_model, s->d_ff, m->arch.glu, wtype_row_bytes(m->dtype, 1), FFN_ALIGN, &g);
     uint64_t staged = plan_staging(&g, out), avail;
     if (plan_fixed(in, staged, &avail, err, errlen) != 0)
         return -1;

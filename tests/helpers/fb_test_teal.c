@@ -95,7 +95,7 @@ static int tap_open(const struct model *m, const struct run_setup *p, const stru
                     size_t errlen)
 {
     struct transposed_geometry g;
-    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, dtype_size(m->dtype),
+    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, wtype_row_bytes(m->dtype, 1),
                               FFN_ALIGN, &g);
     struct cache_config cc = {p->plan.policy, p->layout, p->plan.capacity_rows, NULL, false, false};
     struct cache_config cd = {p->plan.policy, p->layout, p->plan.down_capacity_rows, NULL, false, false};
@@ -157,7 +157,7 @@ static int decode_both(struct engine *dram, struct engine *flash, const int *pro
 static int check_unkept(const struct model *m, int n)
 {
     struct transposed_geometry g;
-    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, dtype_size(m->dtype),
+    cache_transposed_geometry(m->shape.n_layers, m->shape.d_model, m->shape.d_ff, m->arch.glu, wtype_row_bytes(m->dtype, 1),
                               FFN_ALIGN, &g);
     int bad = 0;
     for (int t = 0; t < n; t++)
