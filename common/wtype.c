@@ -41,3 +41,10 @@ int wtype_from_code(uint32_t code, enum fb_dtype *out)
 }
 
 const char *wtype_names(void) { return names + 2; }
+
+/* "|f32|f16|bf16" the same way; WTYPE_ALLOWED starts after the first bar. */
+const char wtype_bars[] = ""
+#define WTYPE(id, name, ...) "|" name
+#include "common/wtypes.def"
+#undef WTYPE
+    ;

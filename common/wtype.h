@@ -118,4 +118,11 @@ int wtype_from_code(uint32_t code, enum fb_dtype *out);
 /* "f32, f16, bf16": every type's name, for help texts and refusals. */
 const char *wtype_names(void);
 
+/* "f32|f16|bf16": every type's name as an option's allowed values
+ * (common/options.h's opt_def.allowed), built from the rows at compile
+ * time: an address constant, so an option table can name it in its
+ * initializer. wtype_bars is "|f32|f16|bf16". */
+extern const char wtype_bars[];
+#define WTYPE_ALLOWED (wtype_bars + 1)
+
 #endif
