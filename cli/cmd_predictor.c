@@ -81,7 +81,7 @@ struct train_opts {
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 /* --dtype's allowed values, "f32|f16": the table's rows a predictor may be
- * stored in (predictor_dtype_ok), written by cmd_predictor before any
+ * stored in (predictor_wtype_ok), written by cmd_predictor before any
  * option is parsed or shown. */
 static char train_dtypes[64];
 
@@ -582,7 +582,7 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
 
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
-    predictor_dtype_names(train_dtypes, sizeof train_dtypes, "|", "|");
+    predictor_wtype_names(train_dtypes, sizeof train_dtypes, "|", "|");
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
         return cmd_predictor_train(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)

@@ -198,15 +198,17 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick)
              per_row_ns);
 }
 
+/* Whether a and b are float types of the same bytes per weight. */
+static bool same_float_width(const struct wtype_traits *a, const struct wtype_traits *b)
+{
+    return !a->quantized && !b->quantized && a->block_bytes * b->block_elems == b->block_bytes * a->block_elems;
+}
+
 bool calibrate_cpu_measures(enum fb_dtype t)
 {
-    const struct wtype_traits *w = wtype_traits(t);
-    for (int e = 0; e < (int)t; e++) {
-        const struct wtype_traits *earlier = wtype_traits((enum fb_dtype)e);
-        if (!earlier->quantized && !w->quantized && earlier->block_bytes * w->block_elems ==
-                                                        w->block_bytes * earlier->block_elems)
+    for (int e = 0; e < (int)t; e++)
+        if (same_float_width(wtype_traits((enum fb_dtype)e), wtype_traits(t)))
             return false;
-    }
     return true;
 }
 

@@ -274,7 +274,7 @@ struct st_dtypes st_dtype_census(const struct st_set *s)
         {
             enum fb_dtype t;
             const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-            if (!cJSON_IsString(dt) || st_dtype_parse(dt->valuestring, &t)) /* __metadata__ */
+            if (!cJSON_IsString(dt) || st_wtype_parse(dt->valuestring, &t)) /* __metadata__ */
                 continue;
             if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "shape")) >= 2)
                 d.matrices |= 1u << t;
@@ -366,7 +366,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
         return NULL;
     }
     enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
-    st_dtype_parse(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
+    st_wtype_parse(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
     uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
     float *out = malloc((n ? n : 1) * sizeof *out);
     if (!out) {

@@ -8,7 +8,20 @@
 #include "common/errbuf.h"
 #include "common/json_file.h"
 
-int st_dtype_parse(const char *s, enum fb_dtype *t)
+/* The safetensors names st_wtype_parse takes, "F32, F16, BF16", into buf. */
+static const char *st_wtype_names(char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < DTYPE_COUNT && at < len; r++) {
+        const struct wtype_traits *w = wtype_traits((enum fb_dtype)r);
+        if (!w->quantized)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", w->upper_name);
+    }
+    return buf;
+}
+
+int st_wtype_parse(const char *s, enum fb_dtype *t)
 {
     for (int r = 0; r < DTYPE_COUNT; r++) {
         const struct wtype_traits *w = wtype_traits((enum fb_dtype)r);
@@ -120,10 +133,11 @@ int st_check_entry(const char *path, const cJSON *e, char *err, size_t errlen)
                        e->string);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     enum fb_dtype t;
-    if (!cJSON_IsString(dt) || st_dtype_parse(dt->valuestring, &t))
-        return err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", path, e->string,
-                       cJSON_IsString(dt) ? dt->valuestring : "(none)");
-    uint64_t n, begin, end, len;
+    char names[128];
+    if (!cJSON_IsString(dt) || st_wtype_parse(dt->valuestring, &t))
+        return err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (%s)", path, e->string,
+                       cJSON_IsString(dt) ? dt->valuestring : "(none)", st_wtype_names(names, sizeof names));
+    uint64_t n = 0, begin = 0, end = 0, len;
     if (shape_elements(path, e, &n, err, errlen) || data_offsets(path, e, &begin, &end, err, errlen))
         return -1;
     if (!wtype_row_fits(t, n))

@@ -316,7 +316,7 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
         return err_set(err, errlen, "%s: %s", path, why);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
     if (!cJSON_IsString(dt) || wtype_parse(dt->valuestring, &m->dtype))
-        return err_set(err, errlen, "%s: unknown \"dtype\" (f32, f16 or bf16)", path);
+        return err_set(err, errlen, "%s: unknown \"dtype\" (%s)", path, wtype_names());
     m->head_dim = model_shape_head_dim(s);
     m->q_dim = s->n_heads * m->head_dim;
     m->kv_dim = s->n_kv_heads * m->head_dim;

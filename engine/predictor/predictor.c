@@ -30,7 +30,7 @@ static size_t layer_bytes(const struct predictor *p, uint32_t rank)
            align64((size_t)p->d_ff * sizeof(float));
 }
 
-bool predictor_dtype_ok(enum fb_dtype t)
+bool predictor_wtype_ok(enum fb_dtype t)
 {
     switch (t) {
     case DTYPE_F32:
@@ -42,15 +42,15 @@ bool predictor_dtype_ok(enum fb_dtype t)
     return false;
 }
 
-const char *predictor_dtype_names(char *buf, size_t len, const char *sep, const char *last)
+const char *predictor_wtype_names(char *buf, size_t len, const char *sep, const char *last)
 {
     int n = 0, k = 0;
     for (int t = 0; t < DTYPE_COUNT; t++)
-        n += predictor_dtype_ok((enum fb_dtype)t);
+        n += predictor_wtype_ok((enum fb_dtype)t);
     size_t at = 0;
     buf[0] = '\0';
     for (int t = 0; t < DTYPE_COUNT && at < len; t++)
-        if (predictor_dtype_ok((enum fb_dtype)t)) {
+        if (predictor_wtype_ok((enum fb_dtype)t)) {
             at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k == n - 1 ? last : sep,
                                    wtype_name((enum fb_dtype)t));
             k++;
@@ -65,9 +65,9 @@ int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, ui
     *p = (struct predictor){.n_layers = n_layers, .d_model = d_model, .d_ff = d_ff, .dtype = dtype,
                             .target = PREDICT_RELU};
     char names[64];
-    if (!predictor_dtype_ok(dtype))
+    if (!predictor_wtype_ok(dtype))
         return err_set(err, errlen, "predictor weights are %s, not %s",
-                       predictor_dtype_names(names, sizeof names, ", ", " or "), wtype_name(dtype));
+                       predictor_wtype_names(names, sizeof names, ", ", " or "), wtype_name(dtype));
     uint32_t most = d_model < d_ff ? d_model : d_ff;
     for (uint32_t l = 0; l < n_layers; l++) {
         if (ranks[l] < 1 || ranks[l] > most)

@@ -184,9 +184,9 @@ static int read_description(struct predictor *p, const cJSON *d, uint32_t n_laye
     }
     char names[64];
     /* the type's own name only, as predictor_save writes it */
-    if (wtype_parse(dt, &p->dtype) != 0 || strcmp(dt, wtype_name(p->dtype)) || !predictor_dtype_ok(p->dtype))
+    if (wtype_parse(dt, &p->dtype) != 0 || strcmp(dt, wtype_name(p->dtype)) || !predictor_wtype_ok(p->dtype))
         return err_set(err, errlen, "model.json: predictor dtype '%s' is not %s", dt,
-                       predictor_dtype_names(names, sizeof names, ", ", " or "));
+                       predictor_wtype_names(names, sizeof names, ", ", " or "));
     if (strcmp(target, "relu") && strcmp(target, "glu_abs"))
         return err_set(err, errlen, "model.json: predictor target '%s' is not relu or glu_abs", target);
     p->target = !strcmp(target, "glu_abs") ? PREDICT_GLU_ABS : PREDICT_RELU;

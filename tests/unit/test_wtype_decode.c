@@ -115,9 +115,9 @@ static void test_names_from_rows(void)
 {
     CHECK_STR(WTYPE_ALLOWED, "f32|f16|bf16");
     char buf[64];
-    CHECK_STR(predictor_dtype_names(buf, sizeof buf, ", ", " or "), "f32 or f16");
-    CHECK_STR(predictor_dtype_names(buf, sizeof buf, "|", "|"), "f32|f16");
-    CHECK(predictor_dtype_ok(DTYPE_F32) && predictor_dtype_ok(DTYPE_F16) && !predictor_dtype_ok(DTYPE_BF16));
+    CHECK_STR(predictor_wtype_names(buf, sizeof buf, ", ", " or "), "f32 or f16");
+    CHECK_STR(predictor_wtype_names(buf, sizeof buf, "|", "|"), "f32|f16");
+    CHECK(predictor_wtype_ok(DTYPE_F32) && predictor_wtype_ok(DTYPE_F16) && !predictor_wtype_ok(DTYPE_BF16));
     /* the CPU's profile: f32 then f16, as before the table */
     CHECK(calibrate_cpu_measures(DTYPE_F32) && calibrate_cpu_measures(DTYPE_F16));
     CHECK(!calibrate_cpu_measures(DTYPE_BF16));
