@@ -57,10 +57,10 @@ static const struct opt_command calibrate_command = {
     .summary = "Measures this machine for the cost model: flash read throughput over chunk x threads\n"
                "(through the sweep code) and its fitted closed form, DRAM row-copy bandwidth, the CRC-32C\n"
                "rate run --verify checks bundles at (one thread), and the\n"
-               "speed of the engine's matrix-vector kernel in f32 and f16 over weights that do not fit in\n"
-               "the caches, as decode streams them; with --backend B (not cpu) the device's instead, in\n"
-               "f32, f16 and bf16, and its upload and download bandwidth from pinned and ordinary memory,\n"
-               "launch and synchronisation latency (\"device\"). Writes a hardware profile JSON, and the sweep it\n"
+               "speed of the engine's matrix-vector kernel, one weight type of each width (f32, f16), over\n"
+               "weights that do not fit in the caches, as decode streams them; with --backend B (not cpu) the\n"
+               "device's instead, in every weight type, and its upload and download bandwidth from pinned and\n"
+               "ordinary memory, launch and synchronisation latency (\"device\"). Writes a hardware profile JSON, and the sweep it\n"
                "measured (sweep.json, sweep.csv, sweep.md) beside it: --out configs/hw/box.json puts it\n"
                "in configs/hw/box-sweep/. Nothing is written elsewhere (without --file the scratch file\n"
                "is made in that folder and removed once measured).",
@@ -217,10 +217,10 @@ static int flash_profile(const struct calibrate_opts *o, const struct fb_setting
  * and the profile written all the same, as before devices). */
 static void measure_cpu(const struct calibrate_opts *o, const struct fb_settings *set, struct hw_profile *hw)
 {
-    char why[2][512];
+    char why[DTYPE_COUNT][512];
     unsigned threads = (unsigned)machine_compute_threads(o->threads);
     calibrate_measure_compute(hw, set, threads, o->quick, why);
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < DTYPE_COUNT; h++)
         if (why[h][0])
             fb_error("calibrate: %s", why[h]);
     if (calibrate_measure_team(&hw->fixed, set, threads, o->quick, why[0], sizeof why[0]) != 0)

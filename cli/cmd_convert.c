@@ -24,7 +24,7 @@ static const struct opt_def convert_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
     {"dtype", OPT_STRING, O(dtype), NULL, "TYPE",
      "weight storage (default: the checkpoint's own, its matrices' when it mixes; llama2.c: f32)",
-     .allowed = "f32|f16|bf16"},
+     .allowed = WTYPE_ALLOWED},
     {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
      "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
     OPT_END,
@@ -33,13 +33,13 @@ static const struct opt_def convert_options[] = {
 
 static const struct opt_command convert_command = {
     .name = "convert",
-    .usage = "INPUT --out DIR [--dtype f32|f16|bf16] [--tokenizer FILE]",
+    .usage = "INPUT --out DIR [--dtype TYPE] [--tokenizer FILE]",
     .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
                "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
                "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model. The weights keep the\n"
-               "checkpoint's dtype (f32, f16 or bf16) unless --dtype says otherwise.",
+               "checkpoint's dtype unless --dtype says otherwise.",
     .opts = convert_options,
     .max_positional = 1,
 };
@@ -64,8 +64,8 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert: needs the INPUT model (see flashbed convert --help)");
     else if (!o.out)
         fb_error("convert: needs --out DIR");
-    else if (o.dtype && dtype_parse(o.dtype, &dt) != 0)
-        fb_error("convert --dtype: unknown dtype '%s' (f32, f16 or bf16)", o.dtype);
+    else if (o.dtype && wtype_parse(o.dtype, &dt) != 0)
+        fb_error("convert --dtype: unknown dtype '%s' (%s)", o.dtype, wtype_names());
     else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
     /* The importers refuse these too; checked here to name the option. */
@@ -84,7 +84,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
                       : import_llama2c(pos[0], o.tokenizer, o.out, hf_dt.dtype, &report, err, sizeof err);
         cli_progress_end(&bar);
         if (irc == 0 && S_ISDIR(st.st_mode))
-            fb_info("weights in %s (%s; the checkpoint holds %s)", dtype_name(hf_dt.dtype),
+            fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(hf_dt.dtype),
                     hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
         if (irc != 0)
             fb_error("%s", err);

@@ -292,7 +292,7 @@ static cJSON *json_start(const struct generate_opts *o, const struct model *m, i
     cJSON *prov = provenance_new();
     cJSON_AddItemToObject(prov, "parameters", opts_to_json(&generate_command, o));
     cJSON_AddStringToObject(prov, "model", m->shape.name);
-    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(prov, "dtype", wtype_name(m->dtype));
     cJSON_AddNumberToObject(prov, "threads", threads);
     cli_backend_provenance(prov, backend);
     cJSON_AddItemToObject(json, "provenance", prov);

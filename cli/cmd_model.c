@@ -34,7 +34,7 @@ static const struct opt_def model_make_options[] = {
      "architecture the shape must have: opt, llama, falcon, persimmon, phi, phi3, bamboo, mistral, qwen2 or qwen3"},
     {"shape", OPT_STRING, O(shape), NULL, "NAME", "a shape in configs/models (opt-6.7b, llama-tiny, ...) or a .json"},
     {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "matrices as written (llama2c: f32 only)",
-     .allowed = "f32|f16|bf16"},
+     .allowed = WTYPE_ALLOWED},
     {"format", OPT_STRING, O(format), "hf", "NAME", "hf (config.json + safetensors + tokenizer.json) or llama2c",
      .allowed = "hf|llama2c"},
     {"relu-density", OPT_DOUBLE, O(relu_density), "-1", "D",
@@ -88,8 +88,8 @@ static int check_make(const struct model_make_opts *o, const struct fb_settings 
     bool llama2c = !strcmp(o->format, "llama2c");
     if (!o->shape || !o->out || !o->arch)
         fb_error("model make: needs --arch, --shape and --out");
-    else if (dtype_parse(o->dtype, dt) != 0)
-        fb_error("model make --dtype: unknown dtype '%s' (f32, f16, bf16)", o->dtype);
+    else if (wtype_parse(o->dtype, dt) != 0)
+        fb_error("model make --dtype: unknown dtype '%s' (%s)", o->dtype, wtype_names());
     else if (llama2c && *dt != DTYPE_F32)
         fb_error("model make --dtype: llama2c checkpoints are f32; convert with --dtype %s instead", o->dtype);
     /* -1, the default, means not given: a value typed must lie in (0, 1) */

@@ -18,6 +18,7 @@
 #include "common/options.h"
 #include "common/parse.h"
 #include "common/provenance.h"
+#include "common/wtype.h"
 #include "sim/cost_model.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
@@ -38,7 +39,7 @@ struct predict_opts {
 static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights [default: f32; with --paper fig7 or all, Fig. 7's: bf16, the paper's]", .allowed = "f32|f16|bf16"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights [default: f32; with --paper fig7 or all, Fig. 7's: bf16, the paper's]", .allowed = WTYPE_ALLOWED},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G; transposed: input sparsity (the neuron source teal), its channel bundles and rows of down, from a trace with channel sets or --channel-density and --down-density, no predictor"},
     {"channel-density", OPT_DOUBLE, O(channel_density), "0", "D", "--layout transposed without --trace: the input channels kept per token and layer, over d_model", .max = 1},
@@ -458,7 +459,8 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         goto out;
     s.io_threads = o->io_threads ? (unsigned)o->io_threads : hw->io_threads;
     model_shape_params(&shape, &pc);
-    if (parse_budget(o->dram_budget, (double)pc.total * dtype_bytes(o->dtype), &s.dram_share, err, sizeof err) != 0) {
+    if (parse_budget(o->dram_budget, (double)pc.total * cost_weight_bytes(o->dtype), &s.dram_share, err, sizeof err) !=
+        0) {
         fb_error("predict --dram-budget: %s", err);
         rc = FB_EXIT_USAGE;
         goto out;

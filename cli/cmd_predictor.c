@@ -80,6 +80,11 @@ struct train_opts {
 
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
+/* --dtype's allowed values, "f32|f16": the table's rows a predictor may be
+ * stored in (predictor_wtype_ok), written by cmd_predictor before any
+ * option is parsed or shown. */
+static char train_dtypes[64];
+
 #define O(f) offsetof(struct train_opts, f)
 static const struct opt_def train_options[] = {
     {"model", OPT_STRING, O(model), NULL, "DIR", "flashbed model folder (the predictor is written into it)"},
@@ -110,7 +115,7 @@ static const struct opt_def train_options[] = {
      .min = 0.01, .max = 0.5},
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
-    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "predictor weights as stored", .allowed = "f32|f16"},
+    {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "predictor weights as stored", .allowed = train_dtypes},
     {"force", OPT_FLAG, O(force), NULL, NULL, "replace a predictor the model folder already has"},
     OPT_END,
 };
@@ -302,7 +307,7 @@ static void print_trained(const struct train_opts *o, const struct predictor *p,
                100 * e->true_density, e->false_positive_rate);
     }
     printf("written: %s/%s (%llu bytes, %s)\n", o->model, PREDICTOR_FILE, (unsigned long long)predictor_bytes(p),
-           dtype_name(p->dtype));
+           wtype_name(p->dtype));
 }
 
 /* Initialises p, trains it on s and writes it; 0, 1 on error, 130 interrupted (written). */
@@ -356,7 +361,8 @@ static int train_model(const struct train_opts *o, const struct fb_settings *set
         rc = collect(o, set, m, &t, &s, &collect_s);
     struct predictor p = {0};
     char err[512];
-    enum fb_dtype dt = !strcmp(o->dtype, "f16") ? DTYPE_F16 : DTYPE_F32;
+    enum fb_dtype dt = DTYPE_F32;
+    wtype_parse(o->dtype, &dt); /* one of train_dtypes: the options checked it */
     const struct model_shape *sh = &m->shape;
     if (rc == 0 && predictor_alloc(&p, sh->n_layers, sh->d_model, sh->d_ff, ranks, dt, err, sizeof err) != 0) {
         fb_error("predictor train: %s", err);
@@ -578,6 +584,7 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
 
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
+    predictor_wtype_names(train_dtypes, sizeof train_dtypes, "|", "|");
     if (argc >= 2 && strcmp(argv[1], "train") == 0)
         return cmd_predictor_train(argc - 1, argv + 1, set);
     if (argc >= 2 && strcmp(argv[1], "eval") == 0)

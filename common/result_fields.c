@@ -6,7 +6,8 @@ void fields_to_json(cJSON *obj, const struct field *f, int n)
         switch (f[k].kind) {
         case FIELD_STR: cJSON_AddStringToObject(obj, f[k].key, f[k].s); break;
         case FIELD_BOOL: cJSON_AddBoolToObject(obj, f[k].key, f[k].v != 0); break;
-        default: cJSON_AddNumberToObject(obj, f[k].key, f[k].v); break;
+        case FIELD_INT:
+        case FIELD_REAL: cJSON_AddNumberToObject(obj, f[k].key, f[k].v); break;
         }
     }
 }
@@ -30,7 +31,7 @@ void fields_csv_row(FILE *out, const struct field *f, int n, int ncols)
         case FIELD_STR: fprintf(out, "%s%s", sep, f[k].s); break;
         case FIELD_INT: fprintf(out, "%s%.0f", sep, f[k].v); break;
         case FIELD_BOOL: fprintf(out, "%s%s", sep, f[k].v != 0 ? "true" : "false"); break;
-        default: fprintf(out, "%s%.10g", sep, f[k].v); break;
+        case FIELD_REAL: fprintf(out, "%s%.10g", sep, f[k].v); break;
         }
     }
     fputc('\n', out);

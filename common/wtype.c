@@ -20,15 +20,6 @@ const struct wtype_traits *wtype_traits(enum fb_dtype t) { return wtype_valid(t)
 
 const char *wtype_name(enum fb_dtype t) { return wtype_valid(t) ? table[t].name : "?"; }
 
-bool wtype_row_fits(enum fb_dtype t, uint64_t n) { return wtype_valid(t) && n % table[t].block_elems == 0; }
-
-uint64_t wtype_row_bytes(enum fb_dtype t, uint64_t n)
-{
-    if (!wtype_row_fits(t, n))
-        return 0;
-    return n / table[t].block_elems * table[t].block_bytes;
-}
-
 int wtype_parse(const char *s, enum fb_dtype *out)
 {
     for (int t = 0; t < DTYPE_COUNT; t++)
@@ -50,3 +41,10 @@ int wtype_from_code(uint32_t code, enum fb_dtype *out)
 }
 
 const char *wtype_names(void) { return names + 2; }
+
+/* "|f32|f16|bf16" the same way; WTYPE_ALLOWED starts after the first bar. */
+const char wtype_bars[] = ""
+#define WTYPE(id, name, ...) "|" name
+#include "common/wtypes.def"
+#undef WTYPE
+    ;

@@ -49,21 +49,64 @@ struct wtype_traits {
     uint32_t code;          /* the type's number in files: ggml's */
 };
 
+/* Each row's block as integer constants, WTYPE_BLOCK_ELEMS_F16 and
+ * WTYPE_BLOCK_BYTES_F16: for compile-time checks of numbers kept outside
+ * C (the device kernels' source). */
+enum {
+#define WTYPE(id, name, long_name, upper, elems, bytes, ...) \
+    WTYPE_BLOCK_ELEMS_##id = (elems), WTYPE_BLOCK_BYTES_##id = (bytes),
+#include "common/wtypes.def"
+#undef WTYPE
+};
+
 /* t's row of the table; NULL for a value outside the enum. */
 const struct wtype_traits *wtype_traits(enum fb_dtype t);
 
 static inline bool wtype_valid(enum fb_dtype t) { return (unsigned)t < (unsigned)DTYPE_COUNT; }
 
+/* t's block: its elements and its bytes (0 outside the enum). Inline, so
+ * that where t is a constant (a kernel's copy per type) a row's bytes
+ * are a constant too. */
+static inline uint32_t wtype_block_elems(enum fb_dtype t)
+{
+    switch (t) {
+#define WTYPE(id, name, long_name, upper, elems, ...) \
+    case DTYPE_##id:                                  \
+        return (elems);
+#include "common/wtypes.def"
+#undef WTYPE
+    }
+    return 0;
+}
+
+static inline uint32_t wtype_block_bytes(enum fb_dtype t)
+{
+    switch (t) {
+#define WTYPE(id, name, long_name, upper, elems, bytes, ...) \
+    case DTYPE_##id:                                         \
+        return (bytes);
+#include "common/wtypes.def"
+#undef WTYPE
+    }
+    return 0;
+}
+
 /* "f16"; "?" for a value outside the enum. */
 const char *wtype_name(enum fb_dtype t);
+
+/* Whether n elements are a whole number of t's blocks. */
+static inline bool wtype_row_fits(enum fb_dtype t, uint64_t n)
+{
+    return wtype_valid(t) && n % wtype_block_elems(t) == 0;
+}
 
 /* The bytes of n elements of type t: n / block_elems blocks. 0 when n is
  * not a whole number of blocks or t is outside the enum (a caller checks
  * wtype_row_fits where n comes from a file). */
-uint64_t wtype_row_bytes(enum fb_dtype t, uint64_t n);
-
-/* Whether n elements are a whole number of t's blocks. */
-bool wtype_row_fits(enum fb_dtype t, uint64_t n);
+static inline uint64_t wtype_row_bytes(enum fb_dtype t, uint64_t n)
+{
+    return wtype_row_fits(t, n) ? n / wtype_block_elems(t) * wtype_block_bytes(t) : 0;
+}
 
 /* A type's name in any spelling of its row ("f16", "float16", "F16") into
  * *out; 0, or -1 for any other text. */
@@ -74,5 +117,12 @@ int wtype_from_code(uint32_t code, enum fb_dtype *out);
 
 /* "f32, f16, bf16": every type's name, for help texts and refusals. */
 const char *wtype_names(void);
+
+/* "f32|f16|bf16": every type's name as an option's allowed values
+ * (common/options.h's opt_def.allowed), built from the rows at compile
+ * time: an address constant, so an option table can name it in its
+ * initializer. wtype_bars is "|f32|f16|bf16". */
+extern const char wtype_bars[];
+#define WTYPE_ALLOWED (wtype_bars + 1)
 
 #endif

@@ -116,11 +116,10 @@ void calibrate_measure_crc(struct hw_profile *hw, bool quick)
              CALIBRATE_CRC_BYTES, repeats);
 }
 
-double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, int half, unsigned threads,
+double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, enum fb_dtype t, unsigned threads,
                       double seconds, double *flops, char *err, size_t errlen)
 {
-    enum fb_dtype t = half ? DTYPE_F16 : DTYPE_F32;
-    size_t esize = dtype_size(t), bytes = rows * cols * esize;
+    size_t row_bytes = wtype_row_bytes(t, cols), bytes = rows * row_bytes;
     /* copies of the matrix, 512 MiB in all, taken in turn: decode streams
      * each weight once per token, so no pass may find the last one's in
      * the last-level cache (on this VM's 32 MiB L3 one 64 MiB matrix timed
@@ -142,7 +141,7 @@ double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, i
         ones[i] = 1.0f;
     }
     for (size_t r = 0; r < rows * copies; r++)
-        dtype_from_f32(w + r * cols * esize, t, ones, cols);
+        dtype_from_f32(w + r * row_bytes, t, ones, cols);
     /* the engine's own kernel (engine/compute/cpu_kernels.c), on its own thread team */
     be = ck_create(set, threads < 1 ? 1 : (int)threads, rows > cols ? rows : cols, 1, 1, err, errlen);
     if (!be)
@@ -157,7 +156,7 @@ double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, i
     double secs = (double)(now - t0) * 1e-9;
     if (flops)
         *flops = 2.0 * (double)rows * (double)cols * (double)passes / secs;
-    rate = (double)rows * (double)cols * (double)esize * (double)passes / secs;
+    rate = (double)bytes * (double)passes / secs;
 out:
     if (be)
         ck_destroy(be);
@@ -199,18 +198,34 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick)
              per_row_ns);
 }
 
-void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
-                               char why[2][512])
+/* Whether a and b are float types of the same bytes per weight. */
+static bool same_float_width(const struct wtype_traits *a, const struct wtype_traits *b)
 {
-    const char *dtypes[] = {"f32", "f16"};
-    for (int h = 0; h < 2; h++) {
-        struct compute_rate *cr = &hw->compute[hw->n_compute++];
-        snprintf(cr->dtype, sizeof cr->dtype, "%s", dtypes[h]);
+    return !a->quantized && !b->quantized && a->block_bytes * b->block_elems == b->block_bytes * a->block_elems;
+}
+
+bool calibrate_cpu_measures(enum fb_dtype t)
+{
+    for (int e = 0; e < (int)t; e++)
+        if (same_float_width(wtype_traits((enum fb_dtype)e), wtype_traits(t)))
+            return false;
+    return true;
+}
+
+void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
+                               char why[DTYPE_COUNT][512])
+{
+    for (int h = 0; h < DTYPE_COUNT; h++) {
+        enum fb_dtype t = (enum fb_dtype)h;
         why[h][0] = '\0';
-        cr->bw = measure_matvec(set, 8192, 4096, h, threads, quick ? 0.3 : 1.0, &cr->flops, why[h], sizeof why[h]);
+        if (!calibrate_cpu_measures(t))
+            continue;
+        struct compute_rate *cr = &hw->compute[hw->n_compute++];
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", wtype_name(t));
+        cr->bw = measure_matvec(set, 8192, 4096, t, threads, quick ? 0.3 : 1.0, &cr->flops, why[h], sizeof why[h]);
         snprintf(cr->source, sizeof cr->source,
                  "measured: the cpu backend's matvec, 8192 x 4096 %s weights (copies taken in turn, 512 MiB in "
-                 "all), %u threads", dtypes[h], threads);
+                 "all), %u threads", wtype_name(t), threads);
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
              "the engine's cpu backend (engine/compute/cpu_kernels.c) timed on 8192 x 4096 matrices, copies taken in "

@@ -27,12 +27,12 @@ double measure_row_copy(size_t row_bytes, double seconds, double *ns_per_row);
 double measure_crc_rate(size_t bytes, int repeats, double seconds);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x for a rows x cols
- * matrix of f32 (half = 0) or f16 (half = 1) weights, with the CPU backend's
+ * matrix of t weights, with the CPU backend's
  * matvec on `threads` threads (tuned by set, as the engine's), over copies
  * of W (512 MiB in all) taken in turn, so that W comes from DRAM as in
  * decode. 0, with the reason in err, when it cannot allocate or start the
  * threads. */
-double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, int half, unsigned threads,
+double measure_matvec(const struct fb_settings *set, size_t rows, size_t cols, enum fb_dtype t, unsigned threads,
                       double seconds, double *flops, char *err, size_t errlen);
 
 /* The recipe, step by step, for the program to run and report between. */
@@ -55,11 +55,19 @@ void calibrate_measure_memory(struct hw_profile *hw, bool quick);
 enum { CALIBRATE_CRC_BYTES = 16384 };
 void calibrate_measure_crc(struct hw_profile *hw, bool quick);
 
-/* The engine's matvec in f32 and f16 on `threads` threads: one compute rate
- * each. A kernel that cannot be timed gets rate 0 and its reason in
- * why[dtype] (the profile is written all the same). */
+/* Whether the CPU's profile measures type t: one float type of each
+ * width, the first in the table's order (f32, f16; bf16 streams the bytes
+ * f16 does, and CPU profiles have held those two rates), and every block
+ * format. */
+bool calibrate_cpu_measures(enum fb_dtype t);
+
+/* The engine's matvec on `threads` threads in each type the CPU measures
+ * (calibrate_cpu_measures), in the table's order: one compute rate each.
+ * A kernel that cannot be timed gets rate 0 and its reason in why[type]
+ * (the profile is written all the same); why[] of a type not measured is
+ * "". */
 void calibrate_measure_compute(struct hw_profile *hw, const struct fb_settings *set, unsigned threads, bool quick,
-                               char why[2][512]);
+                               char why[DTYPE_COUNT][512]);
 
 /* Effective bytes/s (weights read) and FLOP/s of y = W x through backend
  * b's matvec (engine/compute/backend.h), W of t weights uploaded into the device's own memory (copies taken

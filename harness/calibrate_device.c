@@ -39,7 +39,7 @@ static int dev_matvec_fill(struct dev_matvec *d, size_t rows, size_t cols, enum 
         x[i] = 1.0f / (float)(i + 1);
     }
     for (size_t r = 0; rc == 0 && r < rows; r++)
-        dtype_from_f32(w + r * cols * dtype_size(t), t, ones, cols);
+        dtype_from_f32(w + r * wtype_row_bytes(t, cols), t, ones, cols);
     for (size_t c = 0; rc == 0 && c < d->copies; c++)
         rc = o->upload(d->b, (struct dev_ref){d->w, c * d->bytes}, w, d->bytes);
     if (rc == 0)
@@ -78,7 +78,7 @@ static double dev_matvec_time(struct dev_matvec *d, int rows, int cols, enum fb_
 double measure_backend_matvec(const struct backend_ops *ops, struct backend *b, size_t rows, size_t cols,
                               enum fb_dtype t, size_t span, double seconds, double *flops, char *err, size_t errlen)
 {
-    struct dev_matvec d = {.ops = ops, .b = b, .bytes = rows * cols * dtype_size(t)};
+    struct dev_matvec d = {.ops = ops, .b = b, .bytes = rows * wtype_row_bytes(t, cols)};
     d.copies = span / d.bytes + 1;
     err[0] = '\0';
     double rate = 0;
@@ -120,25 +120,26 @@ static struct backend *start(const struct backend_ops *ops, const struct fb_sett
     return b;
 }
 
-/* The matvec rate of each dtype on b into hw->compute (f32, f16, bf16:
- * every dtype a GPU row may be priced at). */
+_Static_assert((int)DTYPE_COUNT <= (int)HW_MAX_DTYPES, "a profile holds a compute rate for every weight type");
+
+/* The matvec rate of each type on b into hw->compute, in the table's
+ * order (f32, f16, bf16: every type a GPU row may be priced at). */
 static int device_compute(struct hw_profile *hw, const struct backend_ops *ops, struct backend *b,
                           const char *device, bool quick, char *err, size_t errlen)
 {
-    static const char *names[] = {"f32", "f16", "bf16"};
-    static const enum fb_dtype types[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
-    for (int h = 0; h < 3; h++) {
+    for (int h = 0; h < DTYPE_COUNT; h++) {
+        enum fb_dtype t = (enum fb_dtype)h;
         struct compute_rate *cr = &hw->compute[hw->n_compute++];
-        snprintf(cr->dtype, sizeof cr->dtype, "%s", names[h]);
+        snprintf(cr->dtype, sizeof cr->dtype, "%s", wtype_name(t));
         /* 256 MiB of copies: past a GPU's last-level cache (50 MiB on an
          * H100), as decode streams every weight once per token */
-        cr->bw = measure_backend_matvec(ops, b, 8192, 4096, types[h], (size_t)256 << 20, quick ? 0.3 : 1.0,
-                                        &cr->flops, err, errlen);
+        cr->bw = measure_backend_matvec(ops, b, 8192, 4096, t, (size_t)256 << 20, quick ? 0.3 : 1.0, &cr->flops,
+                                        err, errlen);
         if (!(cr->bw > 0))
-            return err[0] ? -1 : err_set(err, errlen, "%s backend: no time measured for %s", ops->name, names[h]);
+            return err[0] ? -1 : err_set(err, errlen, "%s backend: no time measured for %s", ops->name, wtype_name(t));
         snprintf(cr->source, sizeof cr->source,
                  "measured: the %s backend's matvec on %.60s, 8192 x 4096 %s weights in device memory (copies "
-                 "taken in turn, 256 MiB in all)", ops->name, device, names[h]);
+                 "taken in turn, 256 MiB in all)", ops->name, device, wtype_name(t));
     }
     snprintf(hw->compute_note, sizeof hw->compute_note,
              "the engine's %s backend on %.60s, its matvec timed through the backend interface on 8192 x 4096 "

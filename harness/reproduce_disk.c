@@ -39,7 +39,7 @@ static uint64_t model_bytes(const struct model_shape *s, enum fb_dtype t)
     model_shape_params(s, &c);
     uint64_t cells = (uint64_t)s->n_layers * s->d_ff;
     uint64_t ffn_vectors = c.ffn - cells * unit_neuron_weights(s);
-    return cells * ffn_bundle_stride(s, t) + cells * 4 + (c.embeddings + c.lm_head + c.attention) * dtype_size(t) +
+    return cells * ffn_bundle_stride(s, t) + cells * 4 + wtype_row_bytes(t, c.embeddings + c.lm_head + c.attention) +
            (c.norms + ffn_vectors) * 4;
 }
 
@@ -93,7 +93,7 @@ static int convert_bytes(const struct repro_plan *p, const struct repro_step *s,
 {
     const char *d = arg_after(s, "--dtype");
     *dtype = DTYPE_F32;
-    if (d && dtype_parse(d, dtype) != 0)
+    if (d && wtype_parse(d, dtype) != 0)
         return err_set(err, errlen, "step %s: dtype %s", s->id, d);
     struct stat st;
     if (stat(s->args[1], &st) == 0 && S_ISREG(st.st_mode)) { /* a checkpoint */
@@ -127,7 +127,7 @@ static int add_model(const struct repro_plan *p, const struct repro_step *s, str
     if (m->shape.n_layers && !there) { /* the Hugging Face folder it was converted from, at its peak */
         struct param_counts c;
         model_shape_params(&m->shape, &c);
-        uint64_t hf = c.total * dtype_size(m->dtype);
+        uint64_t hf = wtype_row_bytes(m->dtype, c.total);
         d->hf_peak = hf > d->hf_peak ? hf : d->hf_peak;
     }
     return 0;
@@ -145,8 +145,8 @@ static void add_predictor(const struct repro_step *s, const struct model_made *m
         const struct model_shape *sh = &models[i].shape;
         if (strcmp(models[i].dir, dir) || !sh->n_layers)
             continue;
-        uint64_t bytes = (uint64_t)sh->n_layers * (r * sh->d_model + sh->d_ff * r + sh->d_ff) *
-                         dtype_size(models[i].dtype);
+        uint64_t per_layer = r * sh->d_model + sh->d_ff * r + sh->d_ff;
+        uint64_t bytes = (uint64_t)sh->n_layers * wtype_row_bytes(models[i].dtype, per_layer);
         d->predictors += bytes;
         d->need_out += done ? 0 : bytes;
     }

@@ -10,16 +10,22 @@
 #include "common/errbuf.h"
 #include "common/limits.h"
 #include "common/settings.h"
+#include "common/wtype.h"
 #include "sim/cost_engine.h"
 #include "sim/device_terms.h"
 
-int dtype_bytes(const char *dtype)
+uint64_t cost_row_bytes(const char *dtype, uint64_t n)
 {
-    if (strcmp(dtype, "f32") == 0)
-        return 4;
-    if (strcmp(dtype, "f16") == 0 || strcmp(dtype, "bf16") == 0)
-        return 2;
-    return 0;
+    enum fb_dtype t;
+    return wtype_parse(dtype, &t) == 0 ? wtype_row_bytes(t, n) : 0;
+}
+
+double cost_weight_bytes(const char *dtype)
+{
+    enum fb_dtype t;
+    if (wtype_parse(dtype, &t) != 0)
+        return 0;
+    return (double)wtype_block_bytes(t) / wtype_block_elems(t);
 }
 
 double cost_predictor_params(const struct model_shape *s, double rank)
@@ -105,7 +111,7 @@ static void model_parts(const struct model_shape *s, struct parts *p)
 }
 
 /* Bytes of weights and KV touched per token by dense decode. */
-static double dense_compute_bytes(const struct model_shape *s, int bytes, double context)
+static double dense_compute_bytes(const struct model_shape *s, double bytes, double context)
 {
     struct parts p;
     model_parts(s, &p);
@@ -113,17 +119,17 @@ static double dense_compute_bytes(const struct model_shape *s, int bytes, double
                     p.kv_per_ctx * model_shape_attended(s, context));
 }
 
-static double row_bytes(const struct model_shape *s, int bytes)
+static double row_bytes(const struct model_shape *s, double bytes)
 {
     return (double)unit_neuron_weights(s) * bytes;
 }
 
 static int load_rule_shape(const struct fb_settings *set, const struct derive_rule *r, struct model_shape *s,
-                           int *bytes, const char *what, char *err, size_t errlen)
+                           double *bytes, const char *what, char *err, size_t errlen)
 {
     if (model_shape_load(set, r->model, s, err, errlen) != 0)
         return -1;
-    *bytes = dtype_bytes(r->dtype[0] ? r->dtype : "f16");
+    *bytes = cost_weight_bytes(r->dtype[0] ? r->dtype : "f16");
     if (!*bytes) {
         err_set(err, errlen, "%s derive_from: unknown dtype '%s'", what, r->dtype);
         return -1;
@@ -154,7 +160,7 @@ static double rows_copied(const struct policy_ops *pol, const struct layout_spec
 int cost_resolve_profile(struct hw_profile *hw, const struct fb_settings *set, char *err, size_t errlen)
 {
     struct model_shape s;
-    int bytes;
+    double bytes;
     for (size_t i = 0; i < hw->n_compute; i++) {
         struct compute_rate *c = &hw->compute[i];
         if (c->derive.ms <= 0)
@@ -369,8 +375,8 @@ static int price_io(const struct pricing *x, struct cost_prediction *o, char *er
         return 0;
     }
     if (x->whole) {
-        int bb = c->baseline_io_dtype[0] ? dtype_bytes(c->baseline_io_dtype) : (int)x->B;
-        double all = (double)bb * (double)x->p.pc.total;
+        double bb = c->baseline_io_dtype[0] ? cost_weight_bytes(c->baseline_io_dtype) : x->B;
+        double all = bb * (double)x->p.pc.total;
         o->bytes_per_token = x->streams_all ? all : all * (1 - c->dram_share);
         o->throughput = c->hw->flash.sequential_bw;
         if (o->throughput <= 0)
@@ -597,9 +603,9 @@ static int units_setup(struct pricing *x, char *err, size_t errlen)
 int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
-    struct pricing x = {.c = c, .B = dtype_bytes(c->dtype)};
+    struct pricing x = {.c = c, .B = cost_weight_bytes(c->dtype)};
     if (!x.B)
-        return err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", c->dtype);
+        return err_set(err, errlen, "unknown dtype '%s' (use %s)", c->dtype, wtype_names());
     x.rate = hw_compute(c->hw, c->dtype);
     if (!x.rate || x.rate->bw <= 0)
         return err_set(err, errlen, "%s has no compute rate for %s", c->hw->path, c->dtype);
@@ -615,7 +621,7 @@ int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *e
     x.engine = c->hw->fixed.present && !x.split && !x.transposed; /* split's vectors: priced by bytes as before */
     model_parts(c->shape, &x.p);
     o->model_bytes = x.B * (double)x.p.pc.total;
-    x.rb = row_bytes(c->shape, (int)x.B);
+    x.rb = row_bytes(c->shape, x.B);
     if (price_io(&x, o, err, errlen) != 0)
         return -1;
     price_memory(&x, o);

@@ -161,7 +161,16 @@ struct cost_prediction {
     double team_jobs, team_cold_jobs, jobs_ms, token_fixed_ms;
 };
 
-int dtype_bytes(const char *dtype); /* 4, 2, or 0 when unknown */
+/* Bytes of weights of the type named dtype (wtype_parse's spellings),
+ * from the weight-type table (common/wtype.h); 0 for a name that is no
+ * type. cost_row_bytes: a row of n weights (wtype_row_bytes), for whole
+ * rows and matrices. cost_weight_bytes: one weight's share of its block,
+ * block_bytes / block_elems, a fraction for a block type (Q4_0: 18/32),
+ * which is why it is a double: the cost model prices aggregates with it
+ * (parameter counts over whole models, bytes rescaled from a trace's
+ * width), never a single element. */
+uint64_t cost_row_bytes(const char *dtype, uint64_t n);
+double cost_weight_bytes(const char *dtype);
 
 /* A prediction's relative error against a reference (measured, or the
  * paper's): (predicted - reference) / reference, 0 when the reference is 0. */

@@ -643,7 +643,7 @@ static int fig7_point(const struct model_shape *s, struct hw_profile *hw, const 
     volumes_from_fractions(s, &policy_window, 0, 0, &c.vol);
     if (cost_predict(&c, &p0, err, errlen) != 0)
         return -1;
-    double ffn_bytes = (double)unit_neuron_weights(s) * dtype_bytes(dtype) * s->d_ff * s->n_layers;
+    double ffn_bytes = (double)cost_row_bytes(dtype, unit_neuron_weights(s)) * s->d_ff * s->n_layers;
     double held = (share * p0.model_bytes - p0.dram_total) / ffn_bytes;
     if (held < paper_s_agg(1)) {
         strbuf_add(md, "| %d%% | — | — | — | the FFN cache cannot hold one token's neurons | | | |\n", pct);

@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "common/errbuf.h"
 #include "common/parse.h"
+#include "common/wtype.h"
 #include "sim/paper_tables.h"
 #include "sim/replay.h"
 #include "sim/trace_volumes.h"
@@ -64,13 +65,13 @@ static int ffn_budget(const struct predict_setup *s, const struct policy_spec *p
 {
     struct param_counts pc;
     model_shape_params(s->shape, &pc);
-    int b = dtype_bytes(s->dtype);
+    double b = cost_weight_bytes(s->dtype); /* aggregates over the model: bytes per weight */
     struct cost_config c;
     double pred = predictor_of(s, policy, &c) * b;
     *bytes = s->dram_share * (double)pc.total * b - (double)(pc.total - pc.ffn) * b - pred;
     if (policy->ops->uses_budget && *bytes <= 0) {
         char held[32], pheld[32];
-        format_size((uint64_t)(pc.total - pc.ffn) * (uint64_t)b, held, sizeof held);
+        format_size((uint64_t)((double)(pc.total - pc.ffn) * b), held, sizeof held);
         format_size((uint64_t)pred, pheld, sizeof pheld);
         err_set(err, errlen,
                  "a DRAM budget of %.1f%% of the model leaves no DRAM for an FFN cache once the %s of non-FFN "
@@ -86,7 +87,7 @@ static int ffn_budget(const struct predict_setup *s, const struct policy_spec *p
 static int trace_config(const struct predict_setup *s, struct cost_config *c, char *err, size_t errlen)
 {
     struct trace_volume_spec spec = {.policy = c->policy, .layout = c->layout, .use_predicted = s->use_predicted,
-                                     .dtype_bytes = dtype_bytes(s->dtype)};
+                                     .dtype_bytes = cost_weight_bytes(s->dtype)};
     if (ffn_budget(s, &c->policy, &spec.ffn_budget_bytes, err, errlen) != 0)
         return -1;
     return trace_volumes(s->trace, s->trace_path, &spec, &c->vol, err, errlen);
@@ -162,7 +163,7 @@ static int resolve_window(const struct predict_setup *s, struct policy_predictio
     double bytes;
     if (ffn_budget(s, &it->asked, &bytes, err, errlen) != 0)
         return -1;
-    uint64_t row = unit_neuron_weights(sh) * (uint64_t)dtype_bytes(s->dtype);
+    uint64_t row = cost_row_bytes(s->dtype, unit_neuron_weights(sh));
     it->window_rows = cache_capacity_rows(bytes > 0 ? (uint64_t)bytes : 0, row, sh->n_layers, sh->d_ff);
     if (it->window_rows == 0) {
         err_set(err, errlen, "window:auto sizes the window to the DRAM budget: %.1f%% of the model leaves no FFN "
@@ -228,8 +229,8 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
         err_set(err, errlen, "pricing a replay needs its trace (for its bytes per weight)");
         return -1;
     }
-    if (!dtype_bytes(s->dtype)) {
-        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+    if (!cost_weight_bytes(s->dtype)) {
+        err_set(err, errlen, "unknown dtype '%s' (use %s)", s->dtype, wtype_names());
         return -1;
     }
     c->policy = r->pol;
@@ -241,7 +242,7 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
     c->verify = s->verify;
-    trace_volumes_of_replay(r, s->trace_path, dtype_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
+    trace_volumes_of_replay(r, s->trace_path, cost_weight_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
     if (!r->transposed)
         predictor_of(s, &c->policy, c);
     if (cost_predict(c, &out->prediction, err, errlen) != 0)
@@ -254,8 +255,8 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
 static int check_all(const struct predict_setup *s, const struct policy_prediction *items, size_t n, char *err,
                      size_t errlen)
 {
-    if (!dtype_bytes(s->dtype)) {
-        err_set(err, errlen, "unknown dtype '%s' (use f32, f16 or bf16)", s->dtype);
+    if (!cost_weight_bytes(s->dtype)) {
+        err_set(err, errlen, "unknown dtype '%s' (use %s)", s->dtype, wtype_names());
         return -1;
     }
     if (cost_check_layout(&s->layout, s->trace != NULL, err, errlen) != 0)

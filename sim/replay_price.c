@@ -47,9 +47,9 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
     const struct compute_rate *first = NULL;
     for (size_t i = 0; i < p->hw->n_compute; i++) {
         const struct compute_rate *c = &p->hw->compute[i];
-        if (c->bw <= 0 || !dtype_bytes(c->dtype))
+        if (c->bw <= 0 || !cost_weight_bytes(c->dtype))
             continue;
-        if ((uint32_t)dtype_bytes(c->dtype) == trace_bytes) {
+        if (cost_weight_bytes(c->dtype) == (double)trace_bytes) {
             snprintf(p->dtype, sizeof p->dtype, "%s", c->dtype);
             return 0;
         }
@@ -63,8 +63,8 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
     snprintf(p->dtype, sizeof p->dtype, "%s", first->dtype);
     snprintf(p->dtype_note, sizeof p->dtype_note,
              "Priced at %s: %s has no rate for the trace's %u bytes per weight; the replay's bytes are "
-             "rescaled to %d per weight (as predict --dtype does)",
-             p->dtype, p->hw->name, trace_bytes, dtype_bytes(p->dtype));
+             "rescaled to %g per weight (as predict --dtype does)",
+             p->dtype, p->hw->name, trace_bytes, cost_weight_bytes(p->dtype));
     return 0;
 }
 

@@ -56,11 +56,11 @@ static void stream_of_replay(const struct replay_stream *st, double tokens, doub
     v->cache_rows = matrix && st->row_bytes ? st->total.peak_bytes / tokens / (double)st->row_bytes : v->computed;
 }
 
-void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
+void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, double dtype_bytes,
                              uint32_t trace_bytes, struct token_volumes *v)
 {
     bool matrix = r->pol.ops->keeps_recent;
-    double scale = (double)dtype_bytes / trace_bytes;
+    double scale = dtype_bytes / trace_bytes;
     double tokens = r->n_tokens ? (double)r->n_tokens : 1;
     memset(v, 0, sizeof *v);
     v->read_bytes = r->bytes_per_token * scale;

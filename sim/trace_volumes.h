@@ -24,7 +24,7 @@ struct trace_volume_spec {
     struct layout_spec layout; /* any replay layout: split, bundled, friends, coalesce:G */
     bool use_predicted;       /* replay the predicted sets, else the active ones */
     double ffn_budget_bytes;  /* FFN cache at the cost model's dtype (capacity policies) */
-    int dtype_bytes;          /* the cost model's bytes per weight */
+    double dtype_bytes;       /* the cost model's bytes per weight (cost_weight_bytes) */
 };
 
 /* Replays tr and fills v (neurons loaded, rows inserted/deleted, rows
@@ -39,7 +39,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
  * and counts), priced at dtype_bytes per weight (the replay's bytes are at
  * trace_bytes per weight). What trace_volumes does after its replay; for a
  * caller that keeps the replay (flashbed replay --hw). */
-void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, int dtype_bytes,
+void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, double dtype_bytes,
                              uint32_t trace_bytes, struct token_volumes *v);
 
 #endif

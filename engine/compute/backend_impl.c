@@ -82,7 +82,7 @@ int bk_check_matvec(struct backend_base *b, struct dev_ref out, struct dev_ref w
         return -1;
     size_t r = (size_t)rows, c = (size_t)cols;
     if (bk_span(b, out, r * sizeof(float), false, "matvec out") || bk_span(b, x, c * sizeof(float), false, "matvec x") ||
-        bk_span(b, w, r * c * dtype_size(t), false, "matvec weights") ||
+        bk_span(b, w, r * wtype_row_bytes(t, c), false, "matvec weights") ||
         bk_span(b, bias, r * sizeof(float), true, "matvec bias"))
         return -1;
     if (out.buf == x.buf && out.off < x.off + c * sizeof(float) && x.off < out.off + r * sizeof(float))
@@ -193,7 +193,7 @@ int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref ta
         return -1;
     if (check_positive(b, "embed", d, "d") || r < 0)
         return r < 0 ? bk_fail(b, "embed: row %d", r) : -1;
-    size_t row = (size_t)d * dtype_size(t);
+    size_t row = wtype_row_bytes(t, (uint64_t)d);
     return bk_span(b, out, (size_t)d * sizeof(float), false, "embed out") ||
                    bk_span(b, table, (size_t)r * row + row, false, "embed row")
                ? -1

@@ -50,7 +50,17 @@ static int exec_copy(struct backend *b, const struct sim_cmd *c)
         memmove(c->u.down.dst, sim_at(c->u.down.src), c->u.down.bytes);
         b->base.counts.bytes_down += c->u.down.bytes;
         break;
-    default:
+    case SIM_MOVE_ROWS:
+    /* not copies: sim_exec sends only the kinds up to SIM_MOVE_ROWS here */
+    case SIM_EVENT:
+    case SIM_MATVEC:
+    case SIM_FFN_ROWS:
+    case SIM_FFN_IDS:
+    case SIM_ATTENTION:
+    case SIM_NORM:
+    case SIM_ROPE:
+    case SIM_ADD:
+    case SIM_EMBED:
         if (exec_move_rows(b, c))
             return -1;
     }
@@ -120,7 +130,12 @@ static int exec_kernel(struct backend *b, const struct sim_cmd *c)
     case SIM_ADD:
         ck_add(b->k, (float *)sim_at(u->add.y), (const float *)sim_at(u->add.x), u->add.n);
         break;
-    default:
+    case SIM_EMBED:
+    /* not launches: sim_exec sends only the kinds after SIM_MOVE_ROWS here */
+    case SIM_UPLOAD:
+    case SIM_DOWNLOAD:
+    case SIM_MOVE_ROWS:
+    case SIM_EVENT:
         ck_embed(b->k, (float *)sim_at(u->embed.out), sim_at(u->embed.table), u->embed.t, u->embed.r, u->embed.d);
     }
     b->base.counts.launches++;

@@ -39,7 +39,14 @@ struct cpu_kernels {
     float *read_sums; /* (threads, 16): read_pass's sums, a cache line each */
 };
 
-/* ---- kernels: one row against x ---- */
+/* ---- the decode entries: the only code here that knows how a type lays
+ * out its elements. Each is an exhaustive switch on t, called with t a
+ * constant (each loop below has one copy per type, see "one copy of each
+ * loop per type"), so the switch folds away. A new type in
+ * common/wtypes.def does not compile until it has a case in each: load8
+ * (8 elements from i, a multiple of 8, widened: the AVX2 loops), elem
+ * (element i: the tails and the portable loops) and pair_rows (below). A
+ * row's bytes come from the table (wtype_row_bytes), constant here too. */
 
 #ifdef HAVE_AVX2
 static inline float hsum256(__m256 v)
@@ -52,21 +59,30 @@ static inline float hsum256(__m256 v)
 
 static inline __attribute__((always_inline)) __m256 load8(const void *w, enum fb_dtype t, int i)
 {
-    if (t == DTYPE_F32)
+    switch (t) {
+    case DTYPE_F32:
         return _mm256_loadu_ps((const float *)w + i);
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
-    if (t == DTYPE_F16)
-        return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    case DTYPE_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i)));
+    case DTYPE_BF16: /* the top half of an f32 */
+        return _mm256_castsi256_ps(
+            _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i))), 16));
+    }
+    return _mm256_setzero_ps();
 }
 #endif
 
 static inline __attribute__((always_inline)) float elem(const void *w, enum fb_dtype t, int i)
 {
-    if (t == DTYPE_F32)
+    switch (t) {
+    case DTYPE_F32:
         return ((const float *)w)[i];
-    uint16_t v = ((const uint16_t *)w)[i];
-    return t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
+    case DTYPE_F16:
+        return f16_to_f32(((const uint16_t *)w)[i]);
+    case DTYPE_BF16:
+        return bf16_to_f32(((const uint16_t *)w)[i]);
+    }
+    return 0.0f;
 }
 
 #ifndef HAVE_AVX2
@@ -115,9 +131,17 @@ static inline __attribute__((always_inline)) void widen16(float *dst, const void
 #define PAIR_F32_ROWS 1
 #endif
 
+/* Whether rows of t go two at a time (the measurements above). */
 static inline bool pair_rows(enum fb_dtype t)
 {
-    return PAIR_F32_ROWS && t == DTYPE_F32;
+    switch (t) {
+    case DTYPE_F32:
+        return PAIR_F32_ROWS;
+    case DTYPE_F16:
+    case DTYPE_BF16:
+        return false;
+    }
+    return false;
 }
 
 static inline int prefetch_ahead(enum fb_dtype t)
@@ -135,7 +159,9 @@ static inline __attribute__((always_inline)) void prefetch_lines(const char *p, 
 #endif
 
 /* dot_as and axpy_as take a prefetch pointer pf (NULL: none): each step
- * prefetches, from pf on, as many bytes as it reads from w. */
+ * prefetches, from pf on, as many bytes as it reads from w: the cache
+ * lines of 32 elements (two of f32, one of a 16-bit type). */
+#define STEP_LINES(t) ((int)((wtype_row_bytes(t, 32) + 63) / 64))
 
 /* A row's dot product: four accumulators of 8 lanes over i stepping by 32,
  * then 8 at a time into the first, then one at a time. dot2_as gives each
@@ -150,7 +176,7 @@ static inline __attribute__((always_inline)) float dot_as(const void *w, enum fb
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (; i + 32 <= n; i += 32) {
         if (pf)
-            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
+            prefetch_lines(pf + wtype_row_bytes(t, (uint64_t)i), STEP_LINES(t));
         a0 = _mm256_fmadd_ps(load8(w, t, i), _mm256_loadu_ps(x + i), a0);
         a1 = _mm256_fmadd_ps(load8(w, t, i + 8), _mm256_loadu_ps(x + i + 8), a1);
         a2 = _mm256_fmadd_ps(load8(w, t, i + 16), _mm256_loadu_ps(x + i + 16), a2);
@@ -224,7 +250,7 @@ static inline __attribute__((always_inline)) void axpy_as(float *y, float a, con
     __m256 av = _mm256_set1_ps(a);
     for (; i + 32 <= n; i += 32) {
         if (pf)
-            prefetch_lines(pf + (size_t)i * dtype_size(t), t == DTYPE_F32 ? 2 : 1);
+            prefetch_lines(pf + wtype_row_bytes(t, (uint64_t)i), STEP_LINES(t));
         for (int k = i; k < i + 32; k += 8)
             _mm256_storeu_ps(y + k, _mm256_fmadd_ps(av, load8(w, t, k), _mm256_loadu_ps(y + k)));
     }
@@ -244,30 +270,30 @@ static inline __attribute__((always_inline)) void axpy_as(float *y, float a, con
 }
 
 /* One copy of each loop per storage type, so the type test is not in the
- * inner loop. */
+ * inner loop: each dispatch below is a switch with a case per row of
+ * common/wtypes.def, generated from it, calling the loop with the type as
+ * a constant. */
 static float dot(const void *w, enum fb_dtype t, const float *x, int n)
 {
     switch (t) {
-    case DTYPE_F16:
-        return dot_as(w, DTYPE_F16, x, n, NULL);
-    case DTYPE_BF16:
-        return dot_as(w, DTYPE_BF16, x, n, NULL);
-    default:
-        return dot_as(w, DTYPE_F32, x, n, NULL);
+#define WTYPE(id, ...)                              \
+    case DTYPE_##id:                                \
+        return dot_as(w, DTYPE_##id, x, n, NULL);
+#include "common/wtypes.def"
+#undef WTYPE
     }
+    return 0.0f;
 }
 
 static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     switch (t) {
-    case DTYPE_F16:
-        axpy_as(y, a, w, DTYPE_F16, n, NULL);
+#define WTYPE(id, ...)                              \
+    case DTYPE_##id:                                \
+        axpy_as(y, a, w, DTYPE_##id, n, NULL);      \
         break;
-    case DTYPE_BF16:
-        axpy_as(y, a, w, DTYPE_BF16, n, NULL);
-        break;
-    default:
-        axpy_as(y, a, w, DTYPE_F32, n, NULL);
+#include "common/wtypes.def"
+#undef WTYPE
     }
 }
 
@@ -334,7 +360,7 @@ struct matvec_job {
 static inline __attribute__((always_inline)) void matvec_rows_as(const struct matvec_job *j, enum fb_dtype t,
                                                                  int lo, int hi)
 {
-    size_t row_bytes = (size_t)j->cols * dtype_size(t);
+    size_t row_bytes = wtype_row_bytes(t, (uint64_t)j->cols);
     const char *w = (const char *)j->w + (size_t)lo * row_bytes;
     int ahead = prefetch_ahead(t);
     int r = lo;
@@ -351,14 +377,12 @@ static inline __attribute__((always_inline)) void matvec_rows_as(const struct ma
 static void matvec_rows(const struct matvec_job *j, int lo, int hi)
 {
     switch (j->t) {
-    case DTYPE_F16:
-        matvec_rows_as(j, DTYPE_F16, lo, hi);
+#define WTYPE(id, ...)                              \
+    case DTYPE_##id:                                \
+        matvec_rows_as(j, DTYPE_##id, lo, hi);      \
         break;
-    case DTYPE_BF16:
-        matvec_rows_as(j, DTYPE_BF16, lo, hi);
-        break;
-    default:
-        matvec_rows_as(j, DTYPE_F32, lo, hi);
+#include "common/wtypes.def"
+#undef WTYPE
     }
 }
 
@@ -400,10 +424,10 @@ struct axpy_job {
 
 static void axpy_rows_span(const struct axpy_job *j, int lo, int hi)
 {
-    size_t w = dtype_size(j->t);
+    size_t skip = wtype_row_bytes(j->t, (uint64_t)lo); /* lo: a multiple of AXPY_CHUNK */
     for (int r = 0; r < j->n_rows; r++)
         if (j->a[r] != 0.0f)
-            axpy(j->y + lo, j->a[r], (const char *)j->rows[r] + (size_t)lo * w, j->t, hi - lo);
+            axpy(j->y + lo, j->a[r], (const char *)j->rows[r] + skip, j->t, hi - lo);
 }
 
 static void axpy_rows_part(void *arg, int worker, int workers)
@@ -451,7 +475,7 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
 {
     float *acc = j->b->partial + (size_t)g * j->b->partial_stride;
     memset(acc, 0, (size_t)j->d * sizeof *acc);
-    size_t row_bytes = (size_t)j->d * dtype_size(t);
+    size_t row_bytes = wtype_row_bytes(t, (uint64_t)j->d);
     size_t down_off = row_bytes * (j->glu ? 2 : 1);
     int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
     int ahead = prefetch_ahead(t);
@@ -478,14 +502,12 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
 static void ffn_group(const struct ffn_job *j, int g)
 {
     switch (j->t) {
-    case DTYPE_F16:
-        ffn_group_as(j, DTYPE_F16, g);
+#define WTYPE(id, ...)                              \
+    case DTYPE_##id:                                \
+        ffn_group_as(j, DTYPE_##id, g);             \
         break;
-    case DTYPE_BF16:
-        ffn_group_as(j, DTYPE_BF16, g);
-        break;
-    default:
-        ffn_group_as(j, DTYPE_F32, g);
+#include "common/wtypes.def"
+#undef WTYPE
     }
 }
 
@@ -633,7 +655,7 @@ void ck_add(struct cpu_kernels *b, float *y, const float *x, int n)
 void ck_embed(struct cpu_kernels *b, float *out, const void *table, enum fb_dtype t, int r, int d)
 {
     (void)b;
-    dtype_to_f32(out, (const char *)table + (size_t)r * d * dtype_size(t), t, (size_t)d);
+    dtype_to_f32(out, (const char *)table + (size_t)r * wtype_row_bytes(t, (uint64_t)d), t, (size_t)d);
 }
 
 /* ---- the read-only ceiling ---- */

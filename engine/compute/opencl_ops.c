@@ -5,18 +5,21 @@
  * scratch; attention writes its scores into the att scratch. */
 #include "engine/compute/opencl_impl.h"
 
+#include "engine/compute/kernels/wtypes_check.h"
+
 /* ---- the host's enums as ops.kern numbers them (by name) ---- */
 
 static int dtype_code(enum fb_dtype t)
 {
     switch (t) {
+    case DTYPE_F32:
+        return FB_F32;
     case DTYPE_F16:
-        return 1;
+        return FB_F16;
     case DTYPE_BF16:
-        return 2;
-    default:
-        return 0;
+        return FB_BF16;
     }
+    return -1;
 }
 
 static int act_code(enum activation act)

@@ -34,7 +34,7 @@ static int probe_create(struct ffn *f, char *err, size_t errlen)
         return err_set(err, errlen, "the FFN probe needs its configuration");
     if (s->n_layers && !m->layers[0].ffn_bundles)
         return err_set(err, errlen, "the FFN probe needs the FFN in DRAM (%s stays on flash)", m->ffn_path);
-    size_t mat = (size_t)s->d_ff * s->d_model * dtype_size(m->dtype);
+    size_t mat = (size_t)s->d_ff * wtype_row_bytes(m->dtype, s->d_model);
     p->up = malloc(mat * s->n_layers);
     p->gate = m->arch.glu ? malloc(mat * s->n_layers) : NULL;
     p->z = malloc(s->d_ff * sizeof *p->z);
@@ -58,7 +58,7 @@ static void activity(struct ffn *f, struct probe *p, int layer, const float *x)
     const struct model *m = f->m;
     const struct ffn_probe_config *c = f->config;
     int d = (int)m->shape.d_model, n = (int)m->shape.d_ff;
-    size_t mat = (size_t)n * (size_t)d * dtype_size(m->dtype) * (size_t)layer;
+    size_t mat = (size_t)n * wtype_row_bytes(m->dtype, (uint64_t)d) * (size_t)layer;
     ck_matvec(f->ck, p->z, (const uint8_t *)p->up + mat, m->dtype, x, m->layers[layer].ffn_up_bias, n, d);
     if (p->gate)
         ck_matvec(f->ck, p->g, (const uint8_t *)p->gate + mat, m->dtype, x, NULL, n, d);

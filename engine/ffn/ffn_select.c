@@ -65,7 +65,7 @@ static uint64_t step_bytes(const struct model *m, const struct neuron_select *s,
     if (!select_source(&s->cfg)->reads_channels)
         return n * neuron_bytes(m);
     uint64_t cols = (uint64_t)s->kept_inputs * (m->arch.glu ? 2 : 1) * m->shape.d_ff;
-    return (cols + (uint64_t)n * m->shape.d_model) * dtype_size(m->dtype);
+    return wtype_row_bytes(m->dtype, cols + (uint64_t)n * m->shape.d_model);
 }
 
 /* out = the FFN over the bundles of ids[0..n), gathered a batch at a time. */

@@ -16,7 +16,7 @@
 uint64_t neuron_select_matrix_bytes(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
-    return (uint64_t)s->n_layers * s->d_ff * s->d_model * dtype_size(m->dtype);
+    return (uint64_t)s->n_layers * s->d_ff * wtype_row_bytes(m->dtype, s->d_model);
 }
 
 int neuron_select_check(const struct model *m, const struct select_config *c, char *err, size_t errlen)
@@ -42,8 +42,8 @@ uint64_t neuron_select_madds(const struct model *m, const struct select_config *
 static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *err, size_t errlen)
 {
     const struct model_shape *s = &m->shape;
-    uint64_t row = (uint64_t)s->d_model * dtype_size(m->dtype);
-    uint64_t skip = vec ? ffn_bundle_gate(s) * dtype_size(m->dtype) : 0;
+    uint64_t row = wtype_row_bytes(m->dtype, s->d_model);
+    uint64_t skip = vec ? wtype_row_bytes(m->dtype, ffn_bundle_gate(s)) : 0;
     uint64_t n = (uint64_t)s->n_layers * s->d_ff;
     if (m->ffn) { /* all bundles in DRAM */
         for (uint32_t l = 0; l < s->n_layers; l++)
@@ -69,7 +69,7 @@ static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *
 const void *neuron_select_rows(const struct neuron_select *s, const void *matrix, int layer)
 {
     const struct model_shape *sh = &s->m->shape;
-    return matrix ? (const uint8_t *)matrix + (uint64_t)layer * sh->d_ff * sh->d_model * dtype_size(s->m->dtype)
+    return matrix ? (const uint8_t *)matrix + (uint64_t)layer * sh->d_ff * wtype_row_bytes(s->m->dtype, sh->d_model)
                   : NULL;
 }
 

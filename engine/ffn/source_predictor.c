@@ -51,7 +51,7 @@ static void describe_predictor(const struct model *m, struct select_choice *c)
     predictor_threshold_text(&c->pred, thr, sizeof thr);
     snprintf(c->desc, sizeof c->desc,
              "predictor: %s (%s), threshold %s, trained for %s; %.2f MB in DRAM, %.2f M multiply-adds per token",
-             ranks, dtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
+             ranks, wtype_name(c->pred.dtype), thr, predictor_target_name(c->pred.target), mb, mmadds);
 }
 
 static void report_predictor(const struct select_config *c, uint32_t n_layers, struct cJSON *sum)

@@ -134,7 +134,7 @@ static cJSON *model_json(const struct model *m, const char *fingerprint)
     cJSON_AddNumberToObject(j, "n_layers", s->n_layers);
     cJSON_AddNumberToObject(j, "d_model", s->d_model);
     cJSON_AddNumberToObject(j, "d_ff", s->d_ff);
-    cJSON_AddStringToObject(j, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(j, "dtype", wtype_name(m->dtype));
     cJSON_AddStringToObject(j, "fingerprint_sha256", fingerprint);
     return j;
 }
@@ -225,7 +225,7 @@ static int check_model(const struct model *m, const cJSON *j, const char *path, 
     if (check_number(model, "n_layers", s->n_layers, path, err, errlen) != 0 ||
         check_number(model, "d_model", s->d_model, path, err, errlen) != 0 ||
         check_number(model, "d_ff", s->d_ff, path, err, errlen) != 0 ||
-        check_string(model, "dtype", dtype_name(m->dtype), path, err, errlen) != 0 ||
+        check_string(model, "dtype", wtype_name(m->dtype), path, err, errlen) != 0 ||
         sparsify_model_fingerprint(m, fp, err, errlen) != 0)
         return -1;
     return check_string(model, "fingerprint_sha256", fp, path, err, errlen);

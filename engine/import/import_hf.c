@@ -182,7 +182,7 @@ static void choose_dtype(const struct st_set *st, struct import_dtype *dt)
 
 static void dtype_meta(cJSON *src, const struct import_dtype *dt)
 {
-    cJSON_AddStringToObject(src, "dtype", dtype_name(dt->dtype));
+    cJSON_AddStringToObject(src, "dtype", wtype_name(dt->dtype));
     cJSON_AddStringToObject(src, "dtype_from", dt->keep ? "checkpoint (its matrices')" : "--dtype");
     cJSON_AddStringToObject(src, "checkpoint_dtypes", dt->held);
 }

@@ -274,7 +274,7 @@ struct st_dtypes st_dtype_census(const struct st_set *s)
         {
             enum fb_dtype t;
             const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-            if (!cJSON_IsString(dt) || st_dtype_parse(dt->valuestring, &t)) /* __metadata__ */
+            if (!cJSON_IsString(dt) || st_wtype_parse(dt->valuestring, &t)) /* __metadata__ */
                 continue;
             if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "shape")) >= 2)
                 d.matrices |= 1u << t;
@@ -287,21 +287,19 @@ struct st_dtypes st_dtype_census(const struct st_set *s)
 
 enum fb_dtype st_matrix_dtype(struct st_dtypes d)
 {
-    if (d.matrices == 1u << DTYPE_F16)
-        return DTYPE_F16;
-    if (d.matrices == 1u << DTYPE_BF16)
-        return DTYPE_BF16;
+    for (int t = 0; t < DTYPE_COUNT; t++)
+        if (d.matrices == 1u << t)
+            return (enum fb_dtype)t;
     return DTYPE_F32;
 }
 
 const char *st_dtype_mask_name(unsigned mask, char *buf, size_t len)
 {
-    static const enum fb_dtype order[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (mask & (1u << order[i]) && at < len)
-            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? "+" : "", dtype_name(order[i]));
+    for (int t = 0; t < DTYPE_COUNT; t++)
+        if (mask & (1u << t) && at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? "+" : "", wtype_name((enum fb_dtype)t));
     if (!at)
         snprintf(buf, len, "none");
     return buf;
@@ -315,6 +313,32 @@ static uint64_t first_non_finite(const float *v, uint64_t n)
         if (!isfinite(v[i]))
             return i;
     return n;
+}
+
+/* The i-th 16-bit value at p, which may sit at any byte offset. */
+static uint16_t u16_at(const unsigned char *p, uint64_t i)
+{
+    uint16_t v;
+    memcpy(&v, p + 2 * i, sizeof v);
+    return v;
+}
+
+/* n values of dtype t at src (any byte offset) as floats into out. */
+static void widen(float *out, const unsigned char *src, enum fb_dtype t, uint64_t n)
+{
+    switch (t) {
+    case DTYPE_F32:
+        memcpy(out, src, n * sizeof *out);
+        break;
+    case DTYPE_F16:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = f16_to_f32(u16_at(src, i));
+        break;
+    case DTYPE_BF16:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = bf16_to_f32(u16_at(src, i));
+        break;
+    }
 }
 
 float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uint64_t *dims, char *err,
@@ -342,7 +366,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
         return NULL;
     }
     enum fb_dtype t = DTYPE_F32; /* the dtype was checked when the header was read */
-    st_dtype_parse(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
+    st_wtype_parse(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, &t);
     uint64_t begin = (uint64_t)cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(e, "data_offsets"), 0)->valuedouble;
     float *out = malloc((n ? n : 1) * sizeof *out);
     if (!out) {
@@ -351,14 +375,7 @@ float *st_read_f32(const struct st_set *s, const char *name, int ndim, const uin
     }
     /* the data may sit at any byte offset: copy out rather than cast */
     const unsigned char *src = f->map + f->data_start + begin;
-    if (t == DTYPE_F32)
-        memcpy(out, src, n * 4);
-    else
-        for (uint64_t i = 0; i < n; i++) {
-            uint16_t v;
-            memcpy(&v, src + 2 * i, 2);
-            out[i] = t == DTYPE_F16 ? f16_to_f32(v) : bf16_to_f32(v);
-        }
+    widen(out, src, t, n);
     uint64_t bad = first_non_finite(out, n);
     if (bad < n) {
         err_set(err, errlen, "%s: tensor '%s' holds a non-finite value (%g) at element %llu", f->path, name,
@@ -383,11 +400,6 @@ int st_open_file(struct st_set *s, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static const char *st_dtype_name(enum fb_dtype t)
-{
-    return t == DTYPE_F32 ? "F32" : t == DTYPE_F16 ? "F16" : "BF16";
-}
-
 static uint64_t tensor_elems(const struct st_tensor *t)
 {
     uint64_t n = 1;
@@ -402,9 +414,9 @@ static char *st_header(const struct st_tensor *t, int n, const cJSON *metadata)
     cJSON *h = cJSON_CreateObject();
     uint64_t off = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t bytes = tensor_elems(&t[i]) * dtype_size(t[i].dtype);
+        uint64_t bytes = wtype_row_bytes(t[i].dtype, tensor_elems(&t[i]));
         cJSON *e = cJSON_AddObjectToObject(h, t[i].name);
-        cJSON_AddStringToObject(e, "dtype", st_dtype_name(t[i].dtype));
+        cJSON_AddStringToObject(e, "dtype", wtype_traits(t[i].dtype)->upper_name); /* "F16": safetensors' */
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
         for (int k = 0; k < t[i].ndim; k++)
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].dims[k]));
@@ -425,13 +437,13 @@ static char *st_header(const struct st_tensor *t, int n, const cJSON *metadata)
 static int write_tensor(FILE *f, const struct st_tensor *t)
 {
     uint64_t n = tensor_elems(t);
-    if (t->dtype == DTYPE_F32)
-        return fwrite(t->data, sizeof(float), n, f) == n ? 0 : -1;
-    uint16_t half[4096];
+    float chunk[4096]; /* 4096 weights of a type of at most 4 bytes a weight (f32) */
     for (uint64_t i = 0; i < n; i += 4096) {
-        size_t k = n - i < 4096 ? (size_t)(n - i) : 4096;
-        dtype_from_f32(half, t->dtype, t->data + i, k);
-        if (fwrite(half, 2, k, f) != k)
+        size_t k = n - i < 4096 ? (size_t)(n - i) : 4096, bytes = wtype_row_bytes(t->dtype, k);
+        if (bytes > sizeof chunk)
+            return -1;
+        dtype_from_f32(chunk, t->dtype, t->data + i, k);
+        if (fwrite(chunk, 1, bytes, f) != bytes)
             return -1;
     }
     return 0;

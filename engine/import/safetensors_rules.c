@@ -8,17 +8,29 @@
 #include "common/errbuf.h"
 #include "common/json_file.h"
 
-int st_dtype_parse(const char *s, enum fb_dtype *t)
+/* The safetensors names st_wtype_parse takes, "F32, F16, BF16", into buf. */
+static const char *st_wtype_names(char *buf, size_t len)
 {
-    if (!strcmp(s, "F32"))
-        *t = DTYPE_F32;
-    else if (!strcmp(s, "F16"))
-        *t = DTYPE_F16;
-    else if (!strcmp(s, "BF16"))
-        *t = DTYPE_BF16;
-    else
-        return -1;
-    return 0;
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int r = 0; r < DTYPE_COUNT && at < len; r++) {
+        const struct wtype_traits *w = wtype_traits((enum fb_dtype)r);
+        if (!w->quantized)
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", at ? ", " : "", w->upper_name);
+    }
+    return buf;
+}
+
+int st_wtype_parse(const char *s, enum fb_dtype *t)
+{
+    for (int r = 0; r < DTYPE_COUNT; r++) {
+        const struct wtype_traits *w = wtype_traits((enum fb_dtype)r);
+        if (!w->quantized && !strcmp(s, w->upper_name)) { /* safetensors holds no block formats */
+            *t = (enum fb_dtype)r;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 /* The length of the UTF-8 sequence at p (at most n bytes), or 0 when it is
@@ -121,13 +133,17 @@ int st_check_entry(const char *path, const cJSON *e, char *err, size_t errlen)
                        e->string);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
     enum fb_dtype t;
-    if (!cJSON_IsString(dt) || st_dtype_parse(dt->valuestring, &t))
-        return err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (F32, F16, BF16)", path, e->string,
-                       cJSON_IsString(dt) ? dt->valuestring : "(none)");
-    uint64_t n, begin, end, len;
+    char names[128];
+    if (!cJSON_IsString(dt) || st_wtype_parse(dt->valuestring, &t))
+        return err_set(err, errlen, "%s: tensor '%s' has unsupported dtype %s (%s)", path, e->string,
+                       cJSON_IsString(dt) ? dt->valuestring : "(none)", st_wtype_names(names, sizeof names));
+    uint64_t n = 0, begin = 0, end = 0, len;
     if (shape_elements(path, e, &n, err, errlen) || data_offsets(path, e, &begin, &end, err, errlen))
         return -1;
-    if (checked_mul_u64(n, dtype_size(t), &len))
+    if (!wtype_row_fits(t, n))
+        return err_set(err, errlen, "%s: tensor '%s' is not a whole number of %s blocks", path, e->string,
+                       wtype_name(t));
+    if (checked_mul_u64(n / wtype_block_elems(t), wtype_block_bytes(t), &len))
         return err_set(err, errlen, "%s: tensor '%s' has a shape whose byte count overflows", path, e->string);
     if (end - begin != len)
         return err_set(err, errlen, "%s: tensor '%s' spans %llu bytes but its shape and dtype need %llu", path,

@@ -35,7 +35,7 @@ cJSON *st_parse_header(const char *path, const unsigned char *p, size_t n, char 
 
 /* A dtype's name in the header ("F32", "F16", "BF16": those this reader
  * converts) as the enum; -1 for any other. */
-int st_dtype_parse(const char *name, enum fb_dtype *t);
+int st_wtype_parse(const char *name, enum fb_dtype *t);
 
 /* One tensor entry: an object, its dtype one of those this reader knows
  * (F32, F16, BF16), shape and data_offsets consistent with each other. */

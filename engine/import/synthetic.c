@@ -235,7 +235,7 @@ struct syn_writer {
     const struct spectrum *up;  /* for FILL_SPECTRAL */
     struct rng r;               /* the one stream every tensor draws from */
     float *buf;                 /* CHUNK floats */
-    uint16_t *half;             /* CHUNK halves */
+    void *conv;                 /* CHUNK weights in the widest type (conv_bytes) */
     double *row_norm;           /* the last FILL_SPECTRAL matrix's, rows of them */
     uint64_t rows;
     const struct progress_report *progress;
@@ -247,16 +247,23 @@ static uint64_t tensor_elems(const struct syn_tensor *t)
     return t->dims[0] * (t->ndim == 2 ? t->dims[1] : 1);
 }
 
+/* The bytes of CHUNK weights in the table's widest type: w->conv's size. */
+static size_t conv_bytes(void)
+{
+    uint64_t most = 0;
+    for (int t = 0; t < DTYPE_COUNT; t++) {
+        uint64_t b = wtype_row_bytes((enum fb_dtype)t, CHUNK);
+        most = b > most ? b : most;
+    }
+    return (size_t)most;
+}
+
 /* k floats of x (at most CHUNK) in dtype ti. */
 static int put_floats(struct syn_writer *w, const float *x, size_t k, enum fb_dtype ti)
 {
-    int bad;
-    if (ti == DTYPE_F32)
-        bad = fwrite(x, 4, k, w->f) != k;
-    else {
-        dtype_from_f32(w->half, ti, x, k);
-        bad = fwrite(w->half, 2, k, w->f) != k;
-    }
+    size_t bytes = wtype_row_bytes(ti, k);
+    dtype_from_f32(w->conv, ti, x, k);
+    int bad = fwrite(w->conv, 1, bytes, w->f) != bytes;
     w->done += k;
     progress_report(w->progress, "model make", w->done, w->total, NULL);
     return bad ? -1 : 0;
@@ -375,8 +382,8 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
     struct syn_writer w = {.f = fopen(path, "wb"), .dt = dt, .up = up, .progress = progress};
     int rc = write_header(w.f, t, n, dt, &total) != 0 ? err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno)) : 0;
     w.buf = malloc(CHUNK * sizeof *w.buf);
-    w.half = malloc(CHUNK * sizeof *w.half);
-    if (!rc && (!w.buf || !w.half))
+    w.conv = malloc(conv_bytes());
+    if (!rc && (!w.buf || !w.conv))
         rc = err_set(err, errlen, "%s: out of memory", path);
     rng_seed(&w.r, seed);
     w.total = total;
@@ -388,7 +395,7 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
             err_set(err, errlen, "%s: %s", path, why); /* the temporary's path: finish_output names out_dir */
         }
     free(w.buf);
-    free(w.half);
+    free(w.conv);
     free(w.row_norm);
     if (w.f && fclose(w.f) != 0 && !rc)
         rc = err_set(err, errlen, "%s: cannot write: %s", path, strerror(errno));
@@ -398,7 +405,7 @@ static int write_safetensors(const char *path, const struct syn_tensor *t, int n
 static int write_config(const char *path, const struct model_shape *s, enum fb_dtype t,
                         const struct spectrum *up, char *err, size_t errlen)
 {
-    cJSON *c = syn_hf_config(s, t == DTYPE_F32 ? "float32" : t == DTYPE_F16 ? "float16" : "bfloat16");
+    cJSON *c = syn_hf_config(s, wtype_traits(t)->long_name); /* "float16": config.json's torch_dtype */
     cJSON_AddStringToObject(c, "flashbed_shape", s->name);
     /* only when shaped: a flat model's config stays as it always was, and
      * no key means flat for every model, older ones included */

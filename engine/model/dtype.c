@@ -2,24 +2,6 @@
 
 #include <string.h>
 
-const char *dtype_name(enum fb_dtype t)
-{
-    return t == DTYPE_F32 ? "f32" : t == DTYPE_F16 ? "f16" : "bf16";
-}
-
-int dtype_parse(const char *s, enum fb_dtype *out)
-{
-    if (!strcmp(s, "f32") || !strcmp(s, "float32") || !strcmp(s, "F32"))
-        *out = DTYPE_F32;
-    else if (!strcmp(s, "f16") || !strcmp(s, "float16") || !strcmp(s, "F16"))
-        *out = DTYPE_F16;
-    else if (!strcmp(s, "bf16") || !strcmp(s, "bfloat16") || !strcmp(s, "BF16"))
-        *out = DTYPE_BF16;
-    else
-        return -1;
-    return 0;
-}
-
 static uint32_t bits_of(float f)
 {
     uint32_t u;
@@ -73,25 +55,35 @@ uint16_t f32_to_bf16(float f)
 void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n)
 {
     uint16_t *d = dst;
-    if (t == DTYPE_F32)
-        memcpy(dst, src, n * 4);
-    else if (t == DTYPE_F16)
+    switch (t) {
+    case DTYPE_F32:
+        memcpy(dst, src, n * sizeof *src);
+        break;
+    case DTYPE_F16:
         for (size_t i = 0; i < n; i++)
             d[i] = f32_to_f16(src[i]);
-    else
+        break;
+    case DTYPE_BF16:
         for (size_t i = 0; i < n; i++)
             d[i] = f32_to_bf16(src[i]);
+        break;
+    }
 }
 
 void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n)
 {
     const uint16_t *s = src;
-    if (t == DTYPE_F32)
-        memcpy(dst, src, n * 4);
-    else if (t == DTYPE_F16)
+    switch (t) {
+    case DTYPE_F32:
+        memcpy(dst, src, n * sizeof *dst);
+        break;
+    case DTYPE_F16:
         for (size_t i = 0; i < n; i++)
             dst[i] = f16_to_f32(s[i]);
-    else
+        break;
+    case DTYPE_BF16:
         for (size_t i = 0; i < n; i++)
             dst[i] = bf16_to_f32(s[i]);
+        break;
+    }
 }

@@ -1,19 +1,15 @@
-/* Weight storage types. Compute is always f32; weights may be stored as
- * f32, f16 (IEEE half) or bf16 (the top half of an f32) to halve the bytes
- * every token must stream from memory. */
+/* Weight storage types' values. Compute is always f32; weights may be
+ * stored as f32, f16 (IEEE half) or bf16 (the top half of an f32) to halve
+ * the bytes every token must stream from memory. The types themselves,
+ * their names and what a row of each takes are common/wtype.h's table;
+ * here are the conversions and each type's reference decode. */
 #ifndef FLASHBED_ENGINE_DTYPE_H
 #define FLASHBED_ENGINE_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/wtype.h" /* enum fb_dtype and its table */
-
-static inline size_t dtype_size(enum fb_dtype t) { return t == DTYPE_F32 ? 4 : 2; }
-
-const char *dtype_name(enum fb_dtype t);
-/* "f32", "f16", "bf16" (also "float32", "float16", "bfloat16"); 0 or -1. */
-int dtype_parse(const char *s, enum fb_dtype *out);
+#include "common/wtype.h" /* enum fb_dtype, its names and its rows' bytes */
 
 uint16_t f32_to_f16(float f);  /* round to nearest even, overflow to inf */
 uint16_t f32_to_bf16(float f); /* round to nearest even, NaN stays NaN */
@@ -37,7 +33,9 @@ static inline float bf16_to_f32(uint16_t b)
     return v.f;
 }
 
-/* dst (n elements of type t) from src f32, and back. */
+/* dst (n elements of type t, a whole number of its blocks) from src f32,
+ * and back: the reference decode of every type (a row to f32), which the
+ * kernels' per-type entries are tested against. */
 void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n);
 void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n);
 

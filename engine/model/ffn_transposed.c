@@ -51,12 +51,14 @@ bool ffn_transposed_present(const char *dir)
 }
 
 /* One layer's bundles (in) as channel bundles and down rows (out,
- * layer_bytes, padding zero). */
+ * layer_bytes, padding zero). It moves single elements (a column of up is
+ * element j of every row), so w is one element's bytes: a type of
+ * one-element blocks. */
 static void transpose_layer(const struct model *m, const struct ffn_t_layout *t, const uint8_t *in, uint8_t *out)
 {
     const struct model_shape *s = &m->shape;
-    size_t w = dtype_size(m->dtype);
-    uint64_t gate = ffn_bundle_gate(s) * w, down = ffn_bundle_down(s) * w;
+    size_t w = wtype_row_bytes(m->dtype, 1);
+    uint64_t gate = wtype_row_bytes(m->dtype, ffn_bundle_gate(s)), down = wtype_row_bytes(m->dtype, ffn_bundle_down(s));
     memset(out, 0, t->layer_bytes);
     for (uint32_t j = 0; j < s->d_model; j++) {
         uint8_t *col = out + (uint64_t)j * t->g.chan.row_bytes;
@@ -70,7 +72,7 @@ static void transpose_layer(const struct model *m, const struct ffn_t_layout *t,
     uint8_t *rows = out + (uint64_t)s->d_model * t->g.chan.row_bytes;
     for (uint32_t i = 0; i < s->d_ff; i++)
         memcpy(rows + (uint64_t)i * t->g.down.row_bytes, in + (uint64_t)i * m->bundle_stride + down,
-               (uint64_t)s->d_model * w);
+               wtype_row_bytes(m->dtype, s->d_model));
 }
 
 /* Every layer of ffn.bin (src) transposed into dst, each bundle checked
@@ -117,7 +119,7 @@ static cJSON *record_json(const struct model *m, const struct ffn_t_layout *t, u
     snprintf(hex, sizeof hex, "%016llx", (unsigned long long)hash);
     cJSON_AddStringToObject(r, "file", MODEL_FFN_T_FILE);
     cJSON_AddStringToObject(r, "layout", m->arch.glu ? "transposed:channel(up,gate),down" : "transposed:channel(up),down");
-    cJSON_AddStringToObject(r, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(r, "dtype", wtype_name(m->dtype));
     cJSON_AddNumberToObject(r, "chan_stride", (double)t->g.chan.row_bytes);
     cJSON_AddNumberToObject(r, "down_stride", (double)t->g.down.row_bytes);
     cJSON_AddNumberToObject(r, "alignment", FFN_ALIGN);
@@ -243,9 +245,9 @@ int ffn_transposed_open(const struct model *m, struct ffn_t_layout *t, char *err
     if (!r || stat(t->path, &st) != 0)
         rc = err_set(err, errlen, "%s: no transposed FFN file (%s) for input sparsity on flash: write it with "
                      "flashbed model transpose %s", m->dir, MODEL_FFN_T_FILE, m->dir);
-    else if (!cJSON_IsString(dt) || strcmp(dt->valuestring, dtype_name(m->dtype)) != 0)
+    else if (!cJSON_IsString(dt) || strcmp(dt->valuestring, wtype_name(m->dtype)) != 0)
         rc = err_set(err, errlen, "%s: \"%s\".\"dtype\" is not the model's %s", path, MODEL_FFN_T_KEY,
-                     dtype_name(m->dtype));
+                     wtype_name(m->dtype));
     else if (record_u64(r, "chan_stride", t->g.chan.row_bytes, path, err, errlen) ||
              record_u64(r, "down_stride", t->g.down.row_bytes, path, err, errlen) ||
              record_u64(r, "bytes", t->bytes, path, err, errlen))

@@ -90,9 +90,9 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
     const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
     enum fb_dtype got;
-    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &got) || got != t) {
+    if (!cJSON_IsString(dt) || wtype_parse(dt->valuestring, &got) || got != t) {
         err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
-                cJSON_IsString(dt) ? dt->valuestring : "(none)", dtype_name(t));
+                cJSON_IsString(dt) ? dt->valuestring : "(none)", wtype_name(t));
         return NULL;
     }
     uint64_t want[2] = {d0, d1};
@@ -109,7 +109,7 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
             return NULL;
     }
     /* the shape's dimensions are bounded (MODEL_MAX_*): the product fits */
-    uint64_t len = (ndim == 1 ? d0 : d0 * d1) * dtype_size(t), offset, nbytes;
+    uint64_t len = wtype_row_bytes(t, ndim == 1 ? d0 : d0 * d1), offset, nbytes;
     snprintf(what, sizeof what, "tensor '%s' \"offset\"", name);
     if (json_number_u64(off, what, 0, tb->m->dram_bytes, &offset, tb->json_path, tb->err, tb->errlen))
         return NULL;
@@ -315,8 +315,8 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
     if (arch_from_shape(s, &m->arch, why, sizeof why) != 0)
         return err_set(err, errlen, "%s: %s", path, why);
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
-    if (!cJSON_IsString(dt) || dtype_parse(dt->valuestring, &m->dtype))
-        return err_set(err, errlen, "%s: unknown \"dtype\" (f32, f16 or bf16)", path);
+    if (!cJSON_IsString(dt) || wtype_parse(dt->valuestring, &m->dtype))
+        return err_set(err, errlen, "%s: unknown \"dtype\" (%s)", path, wtype_names());
     m->head_dim = model_shape_head_dim(s);
     m->q_dim = s->n_heads * m->head_dim;
     m->kv_dim = s->n_kv_heads * m->head_dim;
@@ -386,15 +386,16 @@ int model_unit_geometry(const struct model *m, struct unit_geometry *g, char *er
 struct trace_meta model_trace_meta(const struct model *m)
 {
     return (struct trace_meta){.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
-                               .bytes_per_weight = (uint32_t)dtype_size(m->dtype),
+                               .bytes_per_weight = (uint32_t)wtype_row_bytes(m->dtype, 1),
                                .ffn_kind = (uint32_t)m->shape.ffn_kind};
 }
 
 uint64_t model_bytes_per_token(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
-    uint64_t es = dtype_size(m->dtype), d = s->d_model;
-    uint64_t attn = (2 * (uint64_t)m->q_dim * d + 2 * (uint64_t)m->kv_dim * d) * es;
+    enum fb_dtype t = m->dtype;
+    uint64_t d = s->d_model;
+    uint64_t attn = wtype_row_bytes(t, 2 * (uint64_t)m->q_dim * d + 2 * (uint64_t)m->kv_dim * d);
     uint64_t ffn = m->bundle_bytes * s->d_ff;
-    return s->n_layers * (attn + ffn) + (uint64_t)s->vocab_size * d * es + d * es;
+    return s->n_layers * (attn + ffn) + wtype_row_bytes(t, (uint64_t)s->vocab_size * d) + wtype_row_bytes(t, d);
 }

@@ -32,25 +32,34 @@ static void note(struct model_verify_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* How many of n values of dtype t at p are NaN or infinite; *first: the
- * first one's index. Bit tests: an all-ones exponent, whatever the dtype. */
-static uint64_t count_nonfinite(const void *p, uint64_t n, enum fb_dtype t, uint64_t *first)
+/* Whether the block of type t at p holds a NaN or an infinity. Bit
+ * tests: an all-ones exponent in the type's own layout. */
+static bool block_nonfinite(const char *p, enum fb_dtype t)
 {
-    uint64_t bad = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        bool inf_or_nan;
-        if (t == DTYPE_F32) {
-            uint32_t u;
-            memcpy(&u, (const char *)p + 4 * i, 4);
-            inf_or_nan = (u & 0x7f800000u) == 0x7f800000u;
-        } else {
-            uint16_t u;
-            memcpy(&u, (const char *)p + 2 * i, 2);
-            inf_or_nan = t == DTYPE_F16 ? (u & 0x7c00u) == 0x7c00u : (u & 0x7f80u) == 0x7f80u;
-        }
-        if (inf_or_nan && bad++ == 0)
-            *first = i;
+    uint32_t u32;
+    uint16_t u16;
+    switch (t) {
+    case DTYPE_F32:
+        memcpy(&u32, p, sizeof u32);
+        return (u32 & 0x7f800000u) == 0x7f800000u;
+    case DTYPE_F16:
+        memcpy(&u16, p, sizeof u16);
+        return (u16 & 0x7c00u) == 0x7c00u;
+    case DTYPE_BF16:
+        memcpy(&u16, p, sizeof u16);
+        return (u16 & 0x7f80u) == 0x7f80u;
     }
+    return false;
+}
+
+/* How many of the whole blocks of type t in bytes at p (values, for the
+ * float types) are NaN or infinite; *first: the first one's byte offset. */
+static uint64_t count_nonfinite(const void *p, uint64_t bytes, enum fb_dtype t, uint64_t *first)
+{
+    uint64_t bad = 0, step = wtype_block_bytes(t);
+    for (uint64_t at = 0; at + step <= bytes; at += step)
+        if (block_nonfinite((const char *)p + at, t) && bad++ == 0)
+            *first = at;
     return bad;
 }
 
@@ -68,7 +77,7 @@ static void verify_tensor(const struct model *m, const cJSON *e, struct model_ve
                         0) ||
         json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), "bytes", 0, m->dram_bytes - off, &n, "", NULL,
                         0) ||
-        !cJSON_IsString(dt) || dtype_parse(dt->valuestring, &t)) {
+        !cJSON_IsString(dt) || wtype_parse(dt->valuestring, &t)) {
         r->bad_checksums++;
         note(r, "%s: tensor '%s': its entry in %s is malformed", MODEL_DRAM_FILE, nm, MODEL_JSON);
         return;
@@ -81,11 +90,11 @@ static void verify_tensor(const struct model *m, const cJSON *e, struct model_ve
         note(r, "%s: tensor '%s' (bytes %llu to %llu): %s", MODEL_DRAM_FILE, nm, (unsigned long long)off,
              (unsigned long long)(off + n), has ? "checksum mismatch" : "no checksum in model.json");
     }
-    uint64_t bad = count_nonfinite(p, n / dtype_size(t), t, &first);
+    uint64_t bad = count_nonfinite(p, n, t, &first);
     if (bad) {
         r->nonfinite++;
         note(r, "%s: tensor '%s': %llu value%s NaN or infinite (the first at byte %llu)", MODEL_DRAM_FILE, nm,
-             (unsigned long long)bad, bad == 1 ? "" : "s", (unsigned long long)(off + first * dtype_size(t)));
+             (unsigned long long)bad, bad == 1 ? "" : "s", (unsigned long long)(off + first));
     }
 }
 
@@ -100,12 +109,12 @@ static void verify_bundle(const struct model *m, uint32_t l, uint32_t i, const c
         note(r, "%s: layer %u neuron %u (byte offset %llu): checksum mismatch", MODEL_FFN_FILE, l, i,
              (unsigned long long)off);
     }
-    uint64_t bad = count_nonfinite(b, m->bundle_bytes / dtype_size(m->dtype), m->dtype, &first);
+    uint64_t bad = count_nonfinite(b, m->bundle_bytes, m->dtype, &first);
     if (bad) {
         r->nonfinite++;
         note(r, "%s: layer %u neuron %u (byte offset %llu): %llu value%s NaN or infinite (the first at byte %llu)",
              MODEL_FFN_FILE, l, i, (unsigned long long)off, (unsigned long long)bad, bad == 1 ? "" : "s",
-             (unsigned long long)(off + first * dtype_size(m->dtype)));
+             (unsigned long long)(off + first));
     }
 }
 
@@ -149,12 +158,12 @@ static void verify_unit(const struct ffn_t_layout *t, enum fb_dtype dt, const ui
         note(r, "%s: layer %u %s %u (byte offset %llu): checksum mismatch", MODEL_FFN_T_FILE, l, what, id,
              (unsigned long long)off);
     }
-    uint64_t bad = count_nonfinite(b, ffn_t_unit_bytes(g) / dtype_size(dt), dt, &first);
+    uint64_t bad = count_nonfinite(b, ffn_t_unit_bytes(g), dt, &first);
     if (bad) {
         r->nonfinite++;
         note(r, "%s: layer %u %s %u (byte offset %llu): %llu value%s NaN or infinite (the first at byte %llu)",
              MODEL_FFN_T_FILE, l, what, id, (unsigned long long)off, (unsigned long long)bad, bad == 1 ? "" : "s",
-             (unsigned long long)(off + first * dtype_size(dt)));
+             (unsigned long long)(off + first));
     }
 }
 

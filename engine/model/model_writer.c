@@ -184,34 +184,30 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     w->dram_off += pad;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", name);
-    cJSON_AddStringToObject(e, "dtype", dtype_name(t));
+    cJSON_AddStringToObject(e, "dtype", wtype_name(t));
     cJSON *shape = cJSON_AddArrayToObject(e, "shape");
     for (int i = 0; i < ndim; i++)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[i]));
     cJSON_AddNumberToObject(e, "offset", (double)w->dram_off);
-    cJSON_AddNumberToObject(e, "bytes", (double)(rows * cols * dtype_size(t)));
+    uint64_t row_bytes = wtype_row_bytes(t, cols);
+    cJSON_AddNumberToObject(e, "bytes", (double)(rows * row_bytes));
     cJSON_AddItemToArray(w->tensors, e);
     /* row by row so the conversion buffer stays one row long */
-    void *row = t == DTYPE_F32 ? NULL : malloc(cols * 2);
-    if (t != DTYPE_F32 && !row)
+    void *row = malloc(row_bytes ? row_bytes : 1);
+    if (!row)
         return WERR(w, "%s: out of memory converting tensor '%s'", w->dir, name);
     uint32_t crc = 0;
     for (uint64_t r = 0; r < rows; r++) {
-        const float *src = data + r * cols;
-        const void *out = src;
-        if (row) {
-            dtype_from_f32(row, t, src, cols);
-            out = row;
-        }
-        crc = crc32c_update(crc, out, cols * dtype_size(t));
-        if (write_or_fail(w, w->dram, out, cols * dtype_size(t), name)) {
+        dtype_from_f32(row, t, data + r * cols, cols);
+        crc = crc32c_update(crc, row, row_bytes);
+        if (write_or_fail(w, w->dram, row, row_bytes, name)) {
             free(row);
             return -1;
         }
     }
     free(row);
     cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc);
-    w->dram_off += rows * cols * dtype_size(t);
+    w->dram_off += rows * row_bytes;
     return 0;
 }
 
@@ -277,7 +273,7 @@ static cJSON *model_json(struct model_writer *w, const cJSON *meta)
     cJSON_AddStringToObject(o, "format", MODEL_FORMAT_NAME);
     cJSON_AddNumberToObject(o, "format_version", MODEL_FORMAT_VERSION);
     model_shape_to_json(s, o);
-    cJSON_AddStringToObject(o, "dtype", dtype_name(w->dtype));
+    cJSON_AddStringToObject(o, "dtype", wtype_name(w->dtype));
     for (cJSON *it = meta ? meta->child : NULL; it; it = it->next)
         cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, 1));
     cJSON *dram = cJSON_AddObjectToObject(o, "dram");

@@ -13,11 +13,49 @@ static size_t align64(size_t n)
     return (n + 63) & ~(size_t)63;
 }
 
+/* A: rank rows of d_model; B: d_ff rows of rank. */
+static size_t a_bytes(enum fb_dtype t, uint32_t rank, uint32_t d_model)
+{
+    return align64((size_t)rank * wtype_row_bytes(t, d_model));
+}
+
+static size_t b_bytes(enum fb_dtype t, uint32_t rank, uint32_t d_ff)
+{
+    return align64((size_t)d_ff * wtype_row_bytes(t, rank));
+}
+
 static size_t layer_bytes(const struct predictor *p, uint32_t rank)
 {
-    size_t ds = dtype_size(p->dtype);
-    return align64((size_t)rank * p->d_model * ds) + align64((size_t)p->d_ff * rank * ds) +
+    return a_bytes(p->dtype, rank, p->d_model) + b_bytes(p->dtype, rank, p->d_ff) +
            align64((size_t)p->d_ff * sizeof(float));
+}
+
+bool predictor_wtype_ok(enum fb_dtype t)
+{
+    switch (t) {
+    case DTYPE_F32:
+    case DTYPE_F16:
+        return true;
+    case DTYPE_BF16:
+        return false;
+    }
+    return false;
+}
+
+const char *predictor_wtype_names(char *buf, size_t len, const char *sep, const char *last)
+{
+    int n = 0, k = 0;
+    for (int t = 0; t < DTYPE_COUNT; t++)
+        n += predictor_wtype_ok((enum fb_dtype)t);
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < DTYPE_COUNT && at < len; t++)
+        if (predictor_wtype_ok((enum fb_dtype)t)) {
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", k == 0 ? "" : k == n - 1 ? last : sep,
+                                   wtype_name((enum fb_dtype)t));
+            k++;
+        }
+    return buf;
 }
 
 int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, uint32_t d_ff, const uint32_t *ranks,
@@ -26,8 +64,10 @@ int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, ui
     memset(p, 0, sizeof *p);
     *p = (struct predictor){.n_layers = n_layers, .d_model = d_model, .d_ff = d_ff, .dtype = dtype,
                             .target = PREDICT_RELU};
-    if (dtype != DTYPE_F32 && dtype != DTYPE_F16)
-        return err_set(err, errlen, "predictor weights are f32 or f16, not %s", dtype_name(dtype));
+    char names[64];
+    if (!predictor_wtype_ok(dtype))
+        return err_set(err, errlen, "predictor weights are %s, not %s",
+                       predictor_wtype_names(names, sizeof names, ", ", " or "), wtype_name(dtype));
     uint32_t most = d_model < d_ff ? d_model : d_ff;
     for (uint32_t l = 0; l < n_layers; l++) {
         if (ranks[l] < 1 || ranks[l] > most)
@@ -43,14 +83,13 @@ int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, ui
     }
     memset(p->mem, 0, p->mem_bytes);
     uint8_t *at = p->mem;
-    size_t ds = dtype_size(dtype);
     for (uint32_t l = 0; l < n_layers; l++) {
         struct predictor_layer *L = &p->layers[l];
         L->rank = ranks[l];
         L->a = at;
-        at += align64((size_t)L->rank * d_model * ds);
+        at += a_bytes(dtype, L->rank, d_model);
         L->b = at;
-        at += align64((size_t)d_ff * L->rank * ds);
+        at += b_bytes(dtype, L->rank, d_ff);
         L->bias = (float *)at;
         at += align64((size_t)d_ff * sizeof(float));
         L->threshold = 0.5;

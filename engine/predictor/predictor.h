@@ -64,7 +64,17 @@ struct predictor {
     cJSON *training;               /* how it was trained (owned; NULL: not recorded) */
 };
 
-/* Zeroed weights of the given ranks (each 1..min(d_model, d_ff)). */
+/* Whether a predictor's A and B may be stored as t: the types its trainer
+ * writes and its kernels were measured on (f32 and f16). */
+bool predictor_wtype_ok(enum fb_dtype t);
+
+/* Those types' names into buf, in the table's order, `sep` between them
+ * and `last` before the last: "f32 or f16" (", ", " or "), "f32|f16" (an
+ * option's allowed values). Returns buf. */
+const char *predictor_wtype_names(char *buf, size_t len, const char *sep, const char *last);
+
+/* Zeroed weights of the given ranks (each 1..min(d_model, d_ff)), in a
+ * type predictor_wtype_ok takes. */
 int predictor_alloc(struct predictor *p, uint32_t n_layers, uint32_t d_model, uint32_t d_ff, const uint32_t *ranks,
                     enum fb_dtype dtype, char *err, size_t errlen);
 void predictor_free(struct predictor *p);

@@ -37,7 +37,7 @@ cJSON *predictor_describe(const struct predictor *p)
 {
     cJSON *d = cJSON_CreateObject();
     cJSON_AddStringToObject(d, "file", PREDICTOR_FILE);
-    cJSON_AddStringToObject(d, "dtype", dtype_name(p->dtype));
+    cJSON_AddStringToObject(d, "dtype", wtype_name(p->dtype));
     cJSON *ranks = cJSON_AddArrayToObject(d, "ranks");
     for (uint32_t l = 0; l < p->n_layers; l++)
         cJSON_AddItemToArray(ranks, cJSON_CreateNumber(p->layers[l].rank));
@@ -182,9 +182,11 @@ static int read_description(struct predictor *p, const cJSON *d, uint32_t n_laye
         double v = cJSON_GetNumberValue(cJSON_GetArrayItem(r, (int)l));
         ranks[l] = v >= 1 && v <= UINT32_MAX ? (uint32_t)v : 0;
     }
-    p->dtype = !strcmp(dt, "f16") ? DTYPE_F16 : DTYPE_F32;
-    if (strcmp(dt, "f16") && strcmp(dt, "f32"))
-        return err_set(err, errlen, "model.json: predictor dtype '%s' is not f32 or f16", dt);
+    char names[64];
+    /* the type's own name only, as predictor_save writes it */
+    if (wtype_parse(dt, &p->dtype) != 0 || strcmp(dt, wtype_name(p->dtype)) || !predictor_wtype_ok(p->dtype))
+        return err_set(err, errlen, "model.json: predictor dtype '%s' is not %s", dt,
+                       predictor_wtype_names(names, sizeof names, ", ", " or "));
     if (strcmp(target, "relu") && strcmp(target, "glu_abs"))
         return err_set(err, errlen, "model.json: predictor target '%s' is not relu or glu_abs", target);
     p->target = !strcmp(target, "glu_abs") ? PREDICT_GLU_ABS : PREDICT_RELU;

@@ -355,7 +355,7 @@ static void model_json(cJSON *prov, const struct model *m)
 {
     cJSON_AddStringToObject(prov, "model", m->shape.name);
     cJSON_AddStringToObject(prov, "model_dir", m->dir);
-    cJSON_AddStringToObject(prov, "dtype", dtype_name(m->dtype));
+    cJSON_AddStringToObject(prov, "dtype", wtype_name(m->dtype));
     cJSON *shape = cJSON_AddObjectToObject(prov, "shape");
     cJSON_AddNumberToObject(shape, "n_layers", m->shape.n_layers);
     cJSON_AddNumberToObject(shape, "d_model", m->shape.d_model);
@@ -618,9 +618,9 @@ static void title_lines(struct strbuf *t, const struct model *m, const struct ru
     cache_policy_name(&p->plan.policy, name, sizeof name);
     cache_layout_name(&p->layout, layout, sizeof layout);
     if (p->dense)
-        strbuf_add(t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, dtype_name(m->dtype));
+        strbuf_add(t, "# flashbed run: %s (%s), dense\n\n", m->shape.name, wtype_name(m->dtype));
     else
-        strbuf_add(t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, dtype_name(m->dtype),
+        strbuf_add(t, "# flashbed run: %s (%s), policy %s%s, layout %s\n\n", m->shape.name, wtype_name(m->dtype),
                    name, p->plan.window_from ? " (window:auto)" : "", layout);
     strbuf_add(t, "- command: `%s`\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "command_line")));
     strbuf_add(t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
@@ -723,9 +723,9 @@ static void fig8_title(const struct model *m, const struct run_setup *p, const s
                  p->model_bytes ? 100.0 * (double)p->budget / (double)p->model_bytes : 0);
     }
     if (p->dense)
-        snprintf(buf, len, "%s (%s), mode dense (every weight in DRAM), %s", m->shape.name, dtype_name(m->dtype), budget);
+        snprintf(buf, len, "%s (%s), mode dense (every weight in DRAM), %s", m->shape.name, wtype_name(m->dtype), budget);
     else
-        snprintf(buf, len, "%s (%s), mode %s: %s + %s, %s, %s neurons", m->shape.name, dtype_name(m->dtype), x->mode,
+        snprintf(buf, len, "%s (%s), mode %s: %s + %s, %s, %s neurons", m->shape.name, wtype_name(m->dtype), x->mode,
                  name, layout, budget, source_name(p));
 }
 

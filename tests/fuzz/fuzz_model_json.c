@@ -82,7 +82,7 @@ static void touch(const void *p, uint64_t bytes)
 static void touch_tensors(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
-    uint64_t d = s->d_model, es = dtype_size(m->dtype);
+    uint64_t d = s->d_model, es = wtype_row_bytes(m->dtype, 1);
     touch(m->tok_embedding, (uint64_t)s->vocab_size * d * es);
     touch(m->pos_embedding, ((uint64_t)s->max_positions + s->position_offset) * d * es);
     touch(m->final_norm, d * 4);

@@ -318,7 +318,7 @@ static inline void bt_compare_class(const struct bt *t, const char *what, const 
  * t holds). */
 static inline void *bt_weights(enum fb_dtype t, float *vals, size_t n)
 {
-    void *w = malloc(n * dtype_size(t) + 1);
+    void *w = malloc(wtype_row_bytes(t, n) + 1);
     dtype_from_f32(w, t, vals, n);
     dtype_to_f32(vals, w, t, n);
     return w;

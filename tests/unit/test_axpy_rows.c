@@ -23,7 +23,7 @@ static void fill(float *y, const void *const *rows, const float *a, enum fb_dtyp
 
 static void one_dtype(enum fb_dtype t, struct cpu_kernels *k1, struct cpu_kernels *k3)
 {
-    size_t w = dtype_size(t);
+    size_t w = wtype_row_bytes(t, 1); /* an element's bytes: the float types */
     uint8_t *store = malloc((size_t)ROWS * (N + 3) * w);
     float *f = malloc(N * sizeof *f), *wide = malloc(N * sizeof *wide), a[ROWS];
     const void *rows[ROWS];

@@ -38,7 +38,7 @@ static float *randoms(size_t n)
 static void *weights(enum fb_dtype t, size_t n)
 {
     float *f = randoms(n);
-    void *w = malloc(n * dtype_size(t));
+    void *w = malloc(wtype_row_bytes(t, n));
     dtype_from_f32(w, t, f, n);
     free(f);
     return w;
@@ -102,13 +102,13 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool with_bias)
     float *x = randoms((size_t)cols), *bias = randoms((size_t)rows);
     float *want = malloc((size_t)rows * sizeof *want), *got = malloc((size_t)rows * sizeof *got);
     ck_matvec(ck, want, w, t, x, with_bias ? bias : NULL, rows, cols);
-    struct dev_ref dw = put(w, (size_t)rows * cols * dtype_size(t)), dx = put(x, (size_t)cols * sizeof(float));
+    struct dev_ref dw = put(w, (size_t)rows * wtype_row_bytes(t, (uint64_t)cols)), dx = put(x, (size_t)cols * sizeof(float));
     struct dev_ref db = put(bias, (size_t)rows * sizeof(float)), dout = put(NULL, (size_t)rows * sizeof(float));
     CHECK(ops->matvec(be, dout, dw, t, dx, with_bias ? db : (struct dev_ref){0}, rows, cols) == 0);
     launches++;
     get(got, dout, (size_t)rows * sizeof(float));
     char what[64];
-    snprintf(what, sizeof what, "matvec %s %dx%d%s", dtype_name(t), rows, cols, with_bias ? " + bias" : "");
+    snprintf(what, sizeof what, "matvec %s %dx%d%s", wtype_name(t), rows, cols, with_bias ? " + bias" : "");
     close_to(got, want, rows, 1e-5f * sqrtf((float)cols), what);
     drop(dw), drop(dx), drop(db), drop(dout);
     free(w), free(x), free(bias), free(want), free(got);
@@ -120,8 +120,8 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool with_bias)
 static void test_ffn(enum fb_dtype t, int n, int d, const struct arch *a, bool with_bias, const int32_t *ids,
                      int n_ids, const int32_t *good, int n_good)
 {
-    size_t stride = (size_t)d * dtype_size(t) * (a->glu ? 3 : 2) + 40;
-    void *rows = weights(t, stride * (size_t)n / dtype_size(t));
+    size_t stride = wtype_row_bytes(t, (uint64_t)d) * (a->glu ? 3 : 2) + 40;
+    void *rows = weights(t, stride * (size_t)n / wtype_row_bytes(t, 1));
     float *x = randoms((size_t)d), *ub = randoms((size_t)n);
     float *want = malloc((size_t)d * sizeof *want), *got = malloc((size_t)d * sizeof *got);
     const float *bias = with_bias ? ub : NULL;
@@ -139,7 +139,7 @@ static void test_ffn(enum fb_dtype t, int n, int d, const struct arch *a, bool w
     launches++;
     get(got, dout, (size_t)d * sizeof(float));
     char what[96];
-    snprintf(what, sizeof what, "ffn %s %s %d x %d act %d%s%s", ids ? "ids" : "rows", dtype_name(t), n, d, (int)a->act,
+    snprintf(what, sizeof what, "ffn %s %s %d x %d act %d%s%s", ids ? "ids" : "rows", wtype_name(t), n, d, (int)a->act,
              a->glu ? " glu" : "", with_bias ? " bias" : "");
     close_to(got, want, d, 1e-4f, what);
     drop(dr), drop(dx), drop(dout), drop(di);

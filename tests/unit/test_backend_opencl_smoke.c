@@ -49,7 +49,7 @@ static float *randoms(size_t n, float scale)
 static void *weights(enum fb_dtype t, size_t n)
 {
     float *v = randoms(n, 1.0f);
-    void *w = malloc((n ? n : 1) * dtype_size(t));
+    void *w = malloc(wtype_row_bytes(t, n ? n : 1));
     dtype_from_f32(w, t, v, n);
     free(v);
     return w;
@@ -109,7 +109,7 @@ static void record(const char *op, enum fb_dtype t, double tol, const float *got
             worst = isnan(d) ? INFINITY : d;
     }
     if (!(worst <= tol))
-        fprintf(stderr, "%s %s %s: off by %.3g (tolerance %.3g)\n", op, dtype_name(t), what, worst, tol);
+        fprintf(stderr, "%s %s %s: off by %.3g (tolerance %.3g)\n", op, wtype_name(t), what, worst, tol);
     CHECK(worst <= tol);
     int i = 0;
     while (i < n_tallies && !(tallies[i].op == op && tallies[i].t == t))
@@ -131,7 +131,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
     float *got = malloc(rows * sizeof *got);
     ck_matvec(ck, want, w, t, x, bias ? b : NULL, rows, cols);
     struct dev_ref out = room(rows * sizeof(float)), bias_ref = bias ? put(b, rows * sizeof(float)) : (struct dev_ref){0};
-    CHECK(O->matvec(ob, out, put(w, (size_t)rows * cols * dtype_size(t)), t, put(x, cols * sizeof(float)), bias_ref,
+    CHECK(O->matvec(ob, out, put(w, (size_t)rows * wtype_row_bytes(t, (uint64_t)cols)), t, put(x, cols * sizeof(float)), bias_ref,
                     rows, cols) == 0);
     ops_called++;
     take(got, out, rows * sizeof(float));
@@ -144,7 +144,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
 /* n bundles (up | gate | down) of dtype t, stride padded past a bundle */
 static void *bundles(enum fb_dtype t, int n, int d, const struct arch *a, size_t *stride)
 {
-    size_t bundle = (size_t)d * dtype_size(t) * (a->glu ? 3 : 2);
+    size_t bundle = wtype_row_bytes(t, (uint64_t)d) * (a->glu ? 3 : 2);
     *stride = (bundle + 63) / 64 * 64 + 64;
     char *rows = calloc((size_t)n ? (size_t)n : 1, *stride);
     for (int r = 0; r < n; r++) {
@@ -283,7 +283,7 @@ static void test_add_embed(enum fb_dtype t, int d)
     float *want = malloc(d * sizeof *want), *got = malloc(d * sizeof *got), *x = randoms((size_t)d, 1);
     ck_embed(ck, want, table, t, r, d);
     struct dev_ref out = room(d * sizeof(float));
-    CHECK(O->embed(ob, out, put(table, (size_t)rows * d * dtype_size(t)), t, r, d) == 0);
+    CHECK(O->embed(ob, out, put(table, (size_t)rows * wtype_row_bytes(t, (uint64_t)d)), t, r, d) == 0);
     ops_called++;
     take(got, out, d * sizeof(float));
     record("embed", t, 0, got, want, (size_t)d, "a row");
@@ -531,8 +531,8 @@ static void test_forward(void)
     snprintf(tok, sizeof tok, "%s/tok.bin", tmp);
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
         char label[64];
-        snprintf(dir, sizeof dir, "%s/%s-%s", tmp, models[i].shape, dtype_name(models[i].t));
-        snprintf(label, sizeof label, "%s %s", models[i].shape, dtype_name(models[i].t));
+        snprintf(dir, sizeof dir, "%s/%s-%s", tmp, models[i].shape, wtype_name(models[i].t));
+        snprintf(label, sizeof label, "%s %s", models[i].shape, wtype_name(models[i].t));
         CHECK(write_model(models[i].shape, models[i].act, models[i].t, dir, tok) == 0);
         forward_case(label, dir, &ffn_dense, NULL, 1e-4);
     }
@@ -560,7 +560,7 @@ static void print_tallies(void)
 {
     printf("%-10s %-5s %6s %12s %12s\n", "op", "dtype", "cases", "worst", "tolerance");
     for (int i = 0; i < n_tallies; i++)
-        printf("%-10s %-5s %6d %12.3g %12.3g\n", tallies[i].op, dtype_name(tallies[i].t), tallies[i].cases,
+        printf("%-10s %-5s %6d %12.3g %12.3g\n", tallies[i].op, wtype_name(tallies[i].t), tallies[i].cases,
                tallies[i].worst, tallies[i].tol);
 }
 

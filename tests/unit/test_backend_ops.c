@@ -74,12 +74,12 @@ static void test_matvec(struct bt *t, enum fb_dtype dt, int rows, int cols, bool
     bt_fill(wv, n, 1, 0), bt_fill(x, (size_t)cols, 1, 0), bt_fill(b, (size_t)rows, 1, 0);
     void *w = bt_weights(dt, wv, n);
     struct gbuf gw, gx, gb, go;
-    gb_new(t, n * dtype_size(dt), w, &gw);
+    gb_new(t, wtype_row_bytes(dt, n), w, &gw);
     gb_floats(t, x, (size_t)cols, &gx);
     gb_floats(t, b, (size_t)rows, &gb);
     gb_new(t, (size_t)rows * 4, NULL, &go);
     char what[96];
-    snprintf(what, sizeof what, "matvec %s %dx%d%s", dtype_name(dt), rows, cols, with_bias ? " + bias" : "");
+    snprintf(what, sizeof what, "matvec %s %dx%d%s", wtype_name(dt), rows, cols, with_bias ? " + bias" : "");
     struct dev_ref bias = with_bias ? gb.at : (struct dev_ref){0};
     bt_ok(t, t->ops->matvec(t->b, go.at, gw.at, dt, gx.at, bias, rows, cols), what);
     gb_read(t, &go, got);
@@ -118,7 +118,7 @@ struct bundles {
 static void bundles_make(struct bundles *B, int n, int d, enum fb_dtype dt, const struct arch *a, bool padded)
 {
     *B = (struct bundles){.n = n, .d = d, .parts = a->glu ? 3 : 2, .dt = dt};
-    B->bundle = (size_t)B->parts * d * dtype_size(dt);
+    B->bundle = (size_t)B->parts * wtype_row_bytes(dt, (uint64_t)d);
     B->stride = padded ? (B->bundle + 63) / 64 * 64 + 36 : B->bundle;
     B->vals = malloc(((size_t)n * B->parts * d + 1) * sizeof *B->vals);
     B->mem = malloc((size_t)n * B->stride + 1);
@@ -189,7 +189,7 @@ static void test_ffn_rows(struct bt *t, enum fb_dtype dt, const struct arch *a, 
     gb_floats(t, ub, (size_t)n_rows, &gub);
     gb_new(t, (size_t)d * 4, NULL, &go);
     char what[128];
-    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d%s%s", dtype_name(dt),
+    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d%s%s", wtype_name(dt),
              a->act_on_up ? "glu, act on up too: " : a->glu ? "glu " : "",
              act_name(a->act), n_rows, d, with_bias ? " + up bias" : "", B.stride > B.bundle ? " padded" : "");
     struct dev_ref bias = with_bias ? gub.at : (struct dev_ref){0};
@@ -301,7 +301,7 @@ static void test_ffn_ids(struct bt *t, enum fb_dtype dt, const struct arch *a, i
     float *want = malloc((size_t)d * 4), *got = malloc((size_t)d * 4);
     double *tol = malloc((size_t)d * sizeof *tol);
     char what[128];
-    snprintf(what, sizeof what, "ffn_ids %s %s%s %d of %d bundles x %d", dtype_name(dt), a->act_on_up ? "glu, act on up too: " : a->glu ? "glu " : "",
+    snprintf(what, sizeof what, "ffn_ids %s %s%s %d of %d bundles x %d", wtype_name(dt), a->act_on_up ? "glu, act on up too: " : a->glu ? "glu " : "",
              act_name(a->act), n_ids, N, d);
     bt_ok(t, run_ffn_ids(t, &c, ids, n_ids, got, what), what);
     ck_ffn_ids(t->ref, want, c.B.mem, c.B.stride, ids, n_ids, c.with_bias ? c.ub : NULL, c.x, d, dt, a);
@@ -559,11 +559,11 @@ static void test_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
     bt_fill(vals, n, 3, 0);
     void *table = bt_weights(dt, vals, n);
     struct gbuf gt, go;
-    gb_new(t, n * dtype_size(dt), table, &gt);
+    gb_new(t, wtype_row_bytes(dt, n), table, &gt);
     gb_new(t, (size_t)d * 4, NULL, &go);
     for (int r = 0; r < rows; r += rows > 2 ? rows / 2 : 1) {
         char what[64];
-        snprintf(what, sizeof what, "embed %s row %d of %d x %d", dtype_name(dt), r, rows, d);
+        snprintf(what, sizeof what, "embed %s row %d of %d x %d", wtype_name(dt), r, rows, d);
         bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, r, d), what);
         gb_read(t, &go, got);
         ck_embed(t->ref, want, table, dt, r, d);
@@ -991,7 +991,7 @@ static void nonfinite_embed(struct bt *t, enum fb_dtype dt)
     vals[D + 1] = INFINITY, vals[D + 4] = -INFINITY, vals[D + 16] = NAN;
     void *table = bt_weights(dt, vals, 2 * D);
     struct gbuf gt, go;
-    gb_new(t, 2 * D * dtype_size(dt), table, &gt), gb_new(t, D * 4, NULL, &go);
+    gb_new(t, 2 * wtype_row_bytes(dt, D), table, &gt), gb_new(t, D * 4, NULL, &go);
     bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, 1, D), "embed, non-finite");
     gb_read(t, &go, got);
     ck_embed(t->ref, want, table, dt, 1, D);
@@ -1095,9 +1095,9 @@ static void test_forward_case(struct bt *t, const struct fwd_case *c, enum fb_dt
     if (!bt_has_type(t, dt))
         return;
     char dir[600], tok[600], err[4400], what[96];
-    snprintf(dir, sizeof dir, "%s/%s-%s", tmp, c->label, dtype_name(dt));
+    snprintf(dir, sizeof dir, "%s/%s-%s", tmp, c->label, wtype_name(dt));
     snprintf(tok, sizeof tok, "%s/tok-%s", tmp, c->label);
-    snprintf(what, sizeof what, "forward %s %s", c->label, dtype_name(dt));
+    snprintf(what, sizeof what, "forward %s %s", c->label, wtype_name(dt));
     struct model_shape s;
     struct fx_model f;
     struct model m;

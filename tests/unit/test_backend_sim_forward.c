@@ -74,7 +74,7 @@ static int write_model(const char *tmp, const char *name, enum fb_dtype t, float
     struct model_shape s;
     struct fx_model f;
     char tok[600];
-    snprintf(dir, len, "%s/%s-%s", tmp, name, dtype_name(t));
+    snprintf(dir, len, "%s/%s-%s", tmp, name, wtype_name(t));
     snprintf(tok, sizeof tok, "%s/tok-%s.bin", tmp, name);
     if (model_shape_load(&set, name, &s, why, sizeof why) != 0 || fx_init(&f, &s, 11, ffn_scale) != 0)
         return -1;
@@ -106,7 +106,7 @@ static void compare(const char *tmp, const char *name, enum fb_dtype t, float ff
         CHECK(forward(&m, &sims[i], got, &c) == 0);
         int diff = differing(got, want, v);
         if (diff)
-            fprintf(stderr, "%s %s, %s FFN%s: %d positions differ from cpu\n", name, dtype_name(t),
+            fprintf(stderr, "%s %s, %s FFN%s: %d positions differ from cpu\n", name, wtype_name(t),
                     sims[i].ffn->name, sims[i].delay_us ? ", delayed" : "", diff);
         CHECK(diff == 0);
         differ += diff;
@@ -115,7 +115,7 @@ static void compare(const char *tmp, const char *name, enum fb_dtype t, float ff
         CHECK_U64(c.bytes_moved, 0);
     }
     if (!differ)
-        printf("%-16s %-4s: sim's logits are cpu's at %d positions\n", name, dtype_name(t), POSITIONS);
+        printf("%-16s %-4s: sim's logits are cpu's at %d positions\n", name, wtype_name(t), POSITIONS);
     free(want);
     free(got);
     model_close(&m);

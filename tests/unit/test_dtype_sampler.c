@@ -48,8 +48,8 @@ static void test_bf16_and_names(void)
     CHECK_U64(f32_to_bf16(1.01171875f), 0x3f82);
     CHECK(bf16_to_f32(0x4049) == 3.140625f);
     enum fb_dtype t;
-    CHECK(dtype_parse("bf16", &t) == 0 && t == DTYPE_BF16);
-    CHECK(dtype_parse("f8", &t) == -1);
+    CHECK(wtype_parse("bf16", &t) == 0 && t == DTYPE_BF16);
+    CHECK(wtype_parse("f8", &t) == -1);
 
 }
 

@@ -21,7 +21,7 @@
 /* n weights of type t, and their values as f32 */
 static void *weights(enum fb_dtype t, size_t n, float *val)
 {
-    void *w = malloc(n * dtype_size(t));
+    void *w = malloc(wtype_row_bytes(t, n));
     for (size_t i = 0; i < n; i++) {
         float v = uniform();
         if (t == DTYPE_F32) {
@@ -98,7 +98,7 @@ static void test_matvec(enum fb_dtype t, int rows, int cols, bool bias)
                 differ++;
     }
     if (bad || differ)
-        fprintf(stderr, "matvec %s %dx%d%s: %d rows off, %d differ between thread counts\n", dtype_name(t),
+        fprintf(stderr, "matvec %s %dx%d%s: %d rows off, %d differ between thread counts\n", wtype_name(t),
                 rows, cols, bias ? " + bias" : "", bad, differ);
     CHECK(bad == 0);
     CHECK(differ == 0);
@@ -141,13 +141,13 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
     const struct fb_settings set = team_settings();
     bool glu = a->glu;
     int parts = glu ? 3 : 2;
-    size_t es = dtype_size(t), stride = ((size_t)parts * d * es + 63) / 64 * 64;
+    size_t bundle = (size_t)parts * wtype_row_bytes(t, (uint64_t)d), stride = (bundle + 63) / 64 * 64;
     char *rows = calloc((size_t)n_rows, stride);
     float *val = malloc((size_t)n_rows * parts * d * sizeof *val), *x = malloc((size_t)d * sizeof *x);
     float *ub = malloc((size_t)n_rows * sizeof *ub);
     for (int r = 0; r < n_rows; r++) {
         void *w = weights(t, (size_t)parts * d, val + (size_t)r * parts * d);
-        memcpy(rows + (size_t)r * stride, w, (size_t)parts * d * es);
+        memcpy(rows + (size_t)r * stride, w, bundle);
         free(w);
         ub[r] = 0.2f * uniform();
     }
@@ -174,7 +174,7 @@ static void test_ffn(enum fb_dtype t, int n_rows, int d, const struct arch *a, b
     }
     if (bad || differ)
         fprintf(stderr, "ffn %s %d x %d%s act %d%s: %d outputs off, %d differ between thread counts\n",
-                dtype_name(t), n_rows, d, glu ? " glu" : "", (int)a->act, up_bias ? " bias" : "", bad, differ);
+                wtype_name(t), n_rows, d, glu ? " glu" : "", (int)a->act, up_bias ? " bias" : "", bad, differ);
     CHECK(bad == 0);
     CHECK(differ == 0);
     for (int th = 1; th <= max_threads; th++)

@@ -348,7 +348,7 @@ static void compare(const struct ref_case *c, enum fb_dtype t, int threads, doub
     struct fb_settings set = fb_settings_defaults();
     set.min_parallel_work = 0;
     char dir[512], tok[600];
-    snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, c->label, dtype_name(t), threads);
+    snprintf(dir, sizeof dir, "%s/%s-%s-%d", tmp, c->label, wtype_name(t), threads);
     snprintf(tok, sizeof tok, "%s/tok-%s.bin", tmp, c->label);
     struct model_shape s;
     struct ref r;
@@ -373,7 +373,7 @@ static void compare(const struct ref_case *c, enum fb_dtype t, int threads, doub
         for (size_t i = 0; i < V; i++)
             worst = fmax(worst, fabs(logits[i] - e.s.logits[i]));
     }
-    printf("%-16s %-4s threads %d: max |logit - reference| = %.3g (bound %g)\n", c->label, dtype_name(t), threads,
+    printf("%-16s %-4s threads %d: max |logit - reference| = %.3g (bound %g)\n", c->label, wtype_name(t), threads,
            worst, tol);
     CHECK(worst <= tol);
     if (threads == 2 && t == DTYPE_F32) /* bit-identical to the 1-thread run just before */

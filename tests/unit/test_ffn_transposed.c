@@ -38,7 +38,7 @@ static uint8_t *read_all(const char *path, size_t *len)
 static uint64_t mismatches(const struct model *m, const struct ffn_t_layout *t, const uint8_t *file)
 {
     const struct model_shape *s = &m->shape;
-    size_t w = dtype_size(m->dtype);
+    size_t w = wtype_row_bytes(m->dtype, 1); /* an element's bytes: the float types */
     uint64_t bad = 0;
     for (uint32_t l = 0; l < s->n_layers; l++) {
         const uint8_t *b = m->layers[l].ffn_bundles;
@@ -115,7 +115,7 @@ static void round_trip(const char *shape_name, enum fb_dtype dt)
         rc = import_hf(hf, NULL, dir, &idt, NULL, err, sizeof err);
     struct model m;
     if (rc != 0 || model_open(&m, dir, err, sizeof err) != 0) {
-        fprintf(stderr, "%s %s: %s\n", shape_name, dtype_name(dt), err);
+        fprintf(stderr, "%s %s: %s\n", shape_name, wtype_name(dt), err);
         CHECK(0);
         fixture_remove(tmp);
         return;

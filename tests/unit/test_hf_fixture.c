@@ -142,7 +142,7 @@ static int run_conversion(const char *fixture, const char *tmp, enum fb_dtype dt
     cJSON_Delete(config);
     if (fx_write_tokenizer(tok, (uint32_t)pieces) != 0)
         return snprintf(why, sizeof why, "cannot write %s", tok), -1;
-    snprintf(dir, sizeof dir, "%s/%s", tmp, dtype_name(dtype));
+    snprintf(dir, sizeof dir, "%s/%s", tmp, wtype_name(dtype));
     struct import_dtype dt = {.keep = false, .dtype = dtype};
     if (import_hf(fixture, tok, dir, &dt, NULL, why, sizeof why) != 0)
         return -1;
@@ -171,13 +171,13 @@ static void check_conversion(const char *fixture, const char *tmp, enum fb_dtype
     struct hf_compare c;
     int ran = run_conversion(fixture, tmp, dtype, r, tolerance, false, &c) == 0;
     if (!ran)
-        fprintf(stderr, "%s (%s): %s\n", fixture, dtype_name(dtype), why);
+        fprintf(stderr, "%s (%s): %s\n", fixture, wtype_name(dtype), why);
     CHECK(ran);
     if (!ran)
         return;
     printf("%s %s: max |logit - reference| = %.3g over %d positions; greedy %d of %d equal (%d of %d where "
            "the reference's winner leads by > %g)\n",
-           fixture, dtype_name(dtype), c.worst, r->positions, c.greedy, c.greedy_steps, c.greedy_sure_ok,
+           fixture, wtype_name(dtype), c.worst, r->positions, c.greedy, c.greedy_steps, c.greedy_sure_ok,
            c.greedy_sure, 2 * tolerance);
     CHECK(c.worst <= tolerance);
     CHECK(c.greedy_steps == r->positions - r->n_prompt);

@@ -1,6 +1,7 @@
 /* The kernel language of ops.kern in OpenCL C 1.2: ops.kern is written
  * once against the FB_* names below, and compat_cuda.h maps the same
- * names to CUDA. The OpenCL program is this file followed by ops.kern,
+ * names to CUDA. The OpenCL program is this file followed by wtypes.kern
+ * (the weight types' numbers) and ops.kern,
  * embedded into the binary at build time (backend_opencl.c compiles it
  * with clBuildProgram); nothing is looked up at run time.
  *

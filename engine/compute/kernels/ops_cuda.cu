@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/compute/kernels/compat_cuda.h"
+#include "engine/compute/kernels/wtypes.kern"
 #include "engine/compute/kernels/ops.kern"
 #include "engine/compute/kernels/ops_cuda.h"
 
