@@ -10,7 +10,7 @@ set -u
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 # karpathy's llama2.c (the format converted from) and its run.c; CUDA's own
 # header; the placeholder name of the .def lists' "one file per entry" rule
-outside=" llama2.c run.c cuda_fp16.h cache/layout_x.c cache/policy_x.c "
+outside=" llama2.c run.c cuda_fp16.h cache/layout_x.c cache/policy_x.c engine/ffn/source_x.c "
 dirs=()
 for d in common io traces cache sim engine harness cli tests python tools; do
     [ -d "$root/$d" ] && dirs+=("$root/$d")

@@ -2,7 +2,7 @@
  * names a type: the CPU kernels' decode entries (load8 and elem, through
  * matvec and axpy_rows) give, for every type, the values of
  * dtype_to_f32, the reference decode, bit for bit; the device kernels'
- * numbers (kernels/wtypes.kern) are the table's (at compile time, and
+ * numbers (engine/compute/kernels/wtypes.kern) are the table's (at compile time, and
  * here again at run time); the table's inline block sizes are its rows;
  * the options' allowed list, sim's bytes per weight, the predictor's and
  * calibrate's subsets come from the rows. */

@@ -1,4 +1,4 @@
-/* The device kernels' type numbers (kernels/wtypes.kern) checked against
+/* The device kernels' type numbers (engine/compute/kernels/wtypes.kern) checked against
  * the weight-type table (common/wtype.h) at compile time: the count, and
  * for each row of common/wtypes.def its number and its block. A row the
  * kernels lack fails here naming FB_<ID> (undeclared). Included by the
