@@ -9,14 +9,10 @@
 #include "engine/compute/backend.h"
 #include "engine/compute/backend_opencl.h"
 
-#if !defined(FLASHBED_HAVE_OPENCL) || !defined(FLASHBED_HAVE_CUDA)
+#ifndef FLASHBED_HAVE_OPENCL
 static const char opencl_why[] = "this build has no OpenCL (install ocl-icd-opencl-dev and opencl-c-headers, "
                                  "then rebuild)";
-static const char cuda_why[] = "this build has no CUDA (nvcc was not found at configure time, or FLASHBED_CUDA is "
-                               "off: sanitizer and fuzz builds leave it out)";
-#endif
 
-#ifndef FLASHBED_HAVE_OPENCL
 static int opencl_absent_describe(const struct fb_settings *set, struct backend_device *out, char *err,
                                   size_t errlen)
 {
@@ -41,6 +37,9 @@ int opencl_build_source(const char *src, char *log, size_t loglen)
 #endif
 
 #ifndef FLASHBED_HAVE_CUDA
+static const char cuda_why[] = "this build has no CUDA (nvcc was not found at configure time, or FLASHBED_CUDA is "
+                               "off: sanitizer and fuzz builds leave it out)";
+
 static int cuda_absent_describe(const struct fb_settings *set, struct backend_device *out, char *err, size_t errlen)
 {
     (void)set, (void)out;
