@@ -123,7 +123,7 @@ int streamer_read_batch(struct streamer *s, struct flash_reader *r, const struct
 }
 
 
-/* Bundle id of layer was read whole into at: to be checked once its
+/* Unit id of layer was read whole into at: to be checked once its
  * batch completes (--verify, a model with checksums). */
 static void land(struct streamer *s, int layer, uint32_t id, uint8_t *at)
 {
@@ -131,7 +131,7 @@ static void land(struct streamer *s, int layer, uint32_t id, uint8_t *at)
         s->landed[s->n_landed++] = (struct landed_row){(uint32_t)layer, id, at};
 }
 
-/* A bundle whose check failed, read once more into the same place: true
+/* A unit whose check failed, read once more into the same place: true
  * when it now matches (a transient error), false when it does not or the
  * read fails. */
 static bool intact(const struct streamer *s, const struct landed_row *r)
@@ -139,7 +139,7 @@ static bool intact(const struct streamer *s, const struct landed_row *r)
     return !s->crc || crc32c(r->at, s->unit.bytes) == s->crc[(uint64_t)r->layer * s->unit.units + r->id];
 }
 
-static bool reread_bundle(struct streamer *s, const struct landed_row *r)
+static bool reread_unit(struct streamer *s, const struct landed_row *r)
 {
     struct flash_read req = {streamer_unit_offset(s, (int)r->layer, r->id), s->stride, r->at};
     s->acc->verify_retries++;
@@ -175,7 +175,7 @@ void streamer_verify_landed(struct streamer *s, const struct landed_row *rows, u
         if (k % 3 == 0) /* three chains at once (crc32c_x3); a short last group checks one at a time */
             ok = k + 3 <= n ? intact3(s, rows + k) : 0;
         if ((ok >> (k % 3) & 1) || intact(s, &rows[k]) ||
-            reread_bundle(s, &rows[k]))
+            reread_unit(s, &rows[k]))
             continue;
         if (s->read_failed) /* the re-read itself failed: its error says where */
             break;
@@ -190,7 +190,7 @@ void streamer_verify_landed(struct streamer *s, const struct landed_row *rows, u
 }
 
 /* Issues the queued reads and copies rows out of the bounce buffer, then
- * checks the bundles read whole; on a device the ring's slot then goes up
+ * checks the units read whole; on a device the ring's slot then goes up
  * (transfer). */
 static void issue_reads(struct streamer *s)
 {
