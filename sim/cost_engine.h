@@ -5,10 +5,10 @@
  * costs (sim/hw_profile.h: struct hw_fixed); the counts mirror the
  * engine's code, named at each rule, so a change there is a change here:
  *
- * Reads (engine/ffn/ffn_flash.c, io/flash_reader.c). A row on flash is its
+ * Reads (engine/ffn/streamer_read.c, io/flash_reader.c). A row on flash is its
  * bundle padded to FB_BUNDLE_ALIGN (model_format.h's bundle_stride). The
  * reader splits a request longer than ENGINE_MAX_READ into reads of that
- * size (ffn_flash_impl.h's MAX_READ) and spreads them over its threads.
+ * size (engine/ffn/streamer.h's STREAMER_MAX_READ) and spreads them over its threads.
  *   naive   per layer: its slice of dram.bin (the weights but the FFN's
  *           rows, 1/L of the file, aligned up), through a scratch buffer
  *           of at most ENGINE_STREAM_SCRATCH (ffn_flash_stream_scratch):
@@ -39,7 +39,7 @@
 
 #include "common/model_shape.h"
 
-#define ENGINE_MAX_READ (1u << 20)         /* engine/ffn/ffn_flash_impl.h: MAX_READ */
+#define ENGINE_MAX_READ (1u << 20)         /* engine/ffn/streamer.h: STREAMER_MAX_READ */
 #define ENGINE_STREAM_SCRATCH (64u << 20)  /* engine/ffn/ffn_flash.h: FFN_FLASH_STREAM_SCRATCH */
 
 /* n alike batches per token, each of `reads` reads of `bytes` in all. */

@@ -138,7 +138,7 @@ static int load_rule_shape(const struct fb_settings *set, const struct derive_ru
 }
 
 /* Rows copied in DRAM per token, as the engine moves them
- * (engine/ffn/ffn_flash.c): each deleted row's hole is filled with the layer's
+ * (engine/ffn/streamer_step.c): each deleted row's hole is filled with the layer's
  * last row (Fig. 6); an inserted row is read straight into its cache slot
  * unless its read also spans rows not kept (coalesce:G with G > 0,
  * friends), which lands in a bounce buffer and is copied from there.
@@ -418,7 +418,7 @@ static void price_memory(const struct pricing *x, struct cost_prediction *o)
 }
 
 /* Rows of the FFN read whole from flash per token, as the engine checks
- * them (engine/ffn/ffn_flash.c: land): none for split (single vectors)
+ * them (engine/ffn/streamer_read.c: land): none for split (single vectors)
  * or the transposed file; naive's every row, hybrid's non-resident ones
  * (the engine's count with fixed costs, else the streamed bytes' rows);
  * the volumes' rows loaded for the other policies. */

@@ -4,7 +4,10 @@
  * computed on compact rows. Which rows stay in DRAM and how rows become
  * reads is asked of cache/ (cache/cache.h): the same policy and layout
  * objects, and the same request path, that the offline replay drives, so
- * a run reads exactly what `flashbed replay` counts for it. One layer step:
+ * a run reads exactly what `flashbed replay` counts for it. Steps 2 to 5's
+ * reading is the streamer's (engine/ffn/streamer.h, for any unit
+ * geometry); this FFN chooses the neurons and computes on the rows it
+ * lands. One layer step:
  *
  *   1. which neurons: the oracle's up-projection, or the trace's set
  *   2. the decision: cache_request (misses, rows read besides, rows deleted)
@@ -56,13 +59,14 @@
 #include "cache/policy_spec.h"
 #include "engine/ffn/ffn.h"
 #include "engine/ffn/neuron_select.h"
+#include "engine/ffn/streamer.h"
 #include "engine/predictor/predictor.h"
 #include "traces/trace.h"
 
 /* which neurons: a neuron source as a value, engine/ffn/neuron_select.h's struct select_config */
 
 /* The longest read the flash FFN hands its reader: longer ones are split. */
-enum { FFN_FLASH_MAX_READ = 1u << 20 };
+enum { FFN_FLASH_MAX_READ = STREAMER_MAX_READ };
 
 /* naive's dram.bin streaming buffer: run_plan counts it against the budget. */
 enum { FFN_FLASH_STREAM_SCRATCH = 64u << 20 };
@@ -79,56 +83,56 @@ static inline uint64_t ffn_flash_stream_scratch(uint64_t dram_bytes, uint32_t n_
     return per < FFN_FLASH_STREAM_SCRATCH ? per : FFN_FLASH_STREAM_SCRATCH;
 }
 
-struct ffn_flash_config {
-    struct policy_spec policy;   /* which rows stay (window:auto resolved: the plan's) */
-    struct layout_spec layout;   /* how rows become reads (cache/layout_spec.h) */
-    uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
-    const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
-    uint32_t staging_rows;       /* rows read for one token only go through this many at a time */
-    uint32_t bounce_rows;        /* a read spanning rows it does not keep lands here first */
-    bool stream_dram;            /* naive: also stream dram.bin every token, through a
-                                  * scratch buffer (ffn_flash_stream_scratch) */
-    struct select_config select; /* the source that chooses the neurons, with its arguments (a
-                                  * predictor of the model's shape, the gate's thresholds, teal's);
-                                  * the oracle's threshold is `threshold` below */
-    const struct trace *trace;   /* a source that replays (trace): must match the model's shape */
-    bool use_predicted;          /* replay the trace's predicted sets, else its active sets */
-    const struct trace *profile; /* a computed source: the sets a policy that needs them ranks (hot's
-                                  * warm-up profile, engine/run/warmup.h: active sets); NULL: none */
+/* The neuron bundle's own settings: the true activations it computes
+ * beside (or as) its choice, and naive's dram.bin. */
+struct ffn_flash_neuron {
     float threshold;             /* the true activations of SiLU and GELU FFNs (the oracle's choice,
                                   * check's and what is recorded): |act(gate·x)·(up·x)|, or |act(up·x + b)|
                                   * without a gate, above this; the ReLU family ignores it */
     bool check;                  /* a source not the truth: also compute the true activations (the oracle's
                                   * rows in DRAM) and count missed and extra neurons per token */
-    bool read_ahead;             /* on the host, with the sets known before the layer's input (a trace):
-                                  * a layer's reads are issued while the layer before it computes
-                                  * (ffn_flash_reads_ahead, ffn_flash_impl.h) */
-    const char *io_engine;       /* psync, io_uring, or fault (psync with injected faults) */
-    struct io_fault *fault;      /* fault's rules and counts (io/io_fault.h); NULL: none */
-    bool verify;                 /* check each bundle read against the model's checksums (ffn.crc32c),
-                                  * when it has them (model_integrity.h); off: --verify off */
-    unsigned io_threads, iodepth;
-    bool direct;
-    /* a source that reads channels (teal) under the transposed layout (engine/ffn/ffn_transposed.h;
-     * its cuts are select's): the down stream's cache and staging (capacity_rows and staging_rows
-     * are then the channel stream's) */
-    uint64_t down_capacity_rows;
-    uint32_t down_staging_rows;
+    bool stream_dram;            /* naive: also stream dram.bin every token, through a
+                                  * scratch buffer (ffn_flash_stream_scratch) */
+};
+
+/* A second stream's cache and staging: input sparsity's rows of down
+ * (engine/ffn/ffn_transposed.h; capacity_rows and stream.staging_rows are
+ * then the channel stream's). */
+struct ffn_flash_down {
+    uint64_t capacity_rows;
+    uint32_t staging_rows;
+};
+
+struct ffn_flash_config {
+    /* the decision (cache/): which rows stay and how rows become reads */
+    struct policy_spec policy;   /* which rows stay (window:auto resolved: the plan's) */
+    struct layout_spec layout;   /* how rows become reads (cache/layout_spec.h) */
+    uint64_t capacity_rows;      /* the policy's rows per layer (cache_capacity_rows); 0: none */
+    const uint32_t *layer_rows;  /* [n_layers] rows of storage per layer, or NULL: derived */
+    const struct trace *profile; /* a computed source: the sets a policy that needs them ranks (hot's
+                                  * warm-up profile, engine/run/warmup.h: active sets); NULL: none */
+    struct streamer_config stream; /* the reader, the checks against ffn.crc32c (model_integrity.h;
+                                  * off: --verify off), read-ahead (ffn_flash_reads_ahead), the staging
+                                  * and bounce rows: engine/ffn/streamer.h */
+    struct select_config select; /* the source that chooses the units, with its arguments (a predictor
+                                  * of the model's shape, the gate's thresholds, teal's, the trace's
+                                  * sets); the oracle's threshold is neuron.threshold */
+    struct ffn_flash_neuron neuron;
+    struct ffn_flash_down down;  /* teal under the transposed layout */
     const struct trace_sink *record; /* NULL, or gets each token's sets: the true active ones (the oracle's,
                                   * or computed beside any other source) and, under a predictor or the
                                   * gate, the chosen ones as predicted sets; without check a
                                   * predictor's or the gate's choice stands for both; the transposed
                                   * FFN (teal): the kept channels (channels) and kept rows of down */
 };
-
-/* Whether layers' reads go ahead (cfg->read_ahead): on the host, where a
+/* Whether layers' reads go ahead (cfg->stream.read_ahead): on the host, where a
  * trace gives the sets before a layer's input, under a policy that keeps
  * what it reads (naive and hybrid compute their rows from the staging
  * area, which the layer computing holds). Each layer still goes ahead only
- * when all its rows land in their cache rows (ffn_flash_impl.h). */
+ * when all its rows land in their cache rows (engine/ffn/streamer.h: struct streamer_step). */
 static inline bool ffn_flash_reads_ahead(const struct ffn_flash_config *cfg, bool on_device)
 {
-    return cfg->read_ahead && !on_device && cfg->policy.ops && !cfg->policy.ops->extra_reads &&
+    return cfg->stream.read_ahead && !on_device && cfg->policy.ops && !cfg->policy.ops->extra_reads &&
            select_source(&cfg->select)->replays;
 }
 

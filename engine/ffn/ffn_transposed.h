@@ -30,6 +30,20 @@
  * which replay --layout transposed then decides the same way. Everything
  * is allocated by create; nothing per token. One caller at a time (the engine's forward pass).
  *
+ * Its reads are still its own (slots, synchronous batches, checksums,
+ * counts), not the streamer's (engine/ffn/streamer.h) that the neuron
+ * bundle's FFN uses: moving them there keeps the counts only once the
+ * streamer can compute just the needed rows held, in the needed order
+ * (it computes every row its cache holds, in cache order, which is the
+ * neuron FFN's sum and not this one's), keep rows in place (its cache
+ * moves the last row into a hole and counts the move; this one's slots
+ * do not move) and count a stream's reads as they complete. What would
+ * not come with it anyway: read-ahead, since layer L+1's channels depend
+ * on layer L's output and its rows of down on its own h, so no set is
+ * known before the layer's input; and the device path, since no backend
+ * op sums gathered rows (ck_axpy_rows is the cpu kernel's; backend.h has
+ * ffn_rows only), so a device run needs that op first.
+ *
  * It is a struct ffn_ops like ffn_flash, and ffn_flash's per-token
  * accessors (ffn_flash_take_token, ffn_flash_error, ffn_flash_dram_bytes,
  * ...) answer for it, so a run measures it as any flash FFN. */
@@ -43,9 +57,9 @@
 #include "engine/ffn/ffn_flash.h"
 
 /* create reads its struct ffn_flash_config from f->config: policy, layout
- * (transposed), capacity_rows and staging_rows (channels),
- * down_capacity_rows and down_staging_rows, the teal thresholds, the I/O
- * settings. */
+ * (transposed), capacity_rows and stream.staging_rows (channels),
+ * down.capacity_rows and down.staging_rows, the teal thresholds (select),
+ * the stream's I/O settings and verify. */
 extern const struct ffn_ops ffn_transposed;
 
 /* Whether f is this FFN (ffn_flash's accessors ask). */

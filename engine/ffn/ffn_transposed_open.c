@@ -18,19 +18,19 @@ uint32_t ffn_transposed_staging_rows(uint32_t rows, uint64_t row_bytes)
 
 static int open_reader(const struct ffn *f, struct t_ffn *tf, char *err, size_t errlen)
 {
-    const struct ioengine_ops *eng = ioengine_find(tf->cfg.io_engine ? tf->cfg.io_engine : "psync");
+    const struct ioengine_ops *eng = ioengine_find(tf->cfg.stream.io_engine ? tf->cfg.stream.io_engine : "psync");
     if (!eng)
-        return err_set(err, errlen, "I/O engine: unknown '%s' (%s)", tf->cfg.io_engine, ioengine_names());
+        return err_set(err, errlen, "I/O engine: unknown '%s' (%s)", tf->cfg.stream.io_engine, ioengine_names());
     if (ffn_transposed_open(f->m, &tf->file, err, errlen) != 0 ||
-        (tf->cfg.verify && ffn_t_checksums_read(f->m, &tf->file, &tf->crc, err, errlen) != 0))
+        (tf->cfg.stream.verify && ffn_t_checksums_read(f->m, &tf->file, &tf->crc, err, errlen) != 0))
         return -1;
     struct flash_reader_config rc = {.path = tf->file.path,
                                      .engine = eng,
-                                     .threads = tf->cfg.io_threads ? tf->cfg.io_threads : 32,
-                                     .iodepth = tf->cfg.iodepth ? tf->cfg.iodepth : 1,
-                                     .direct = tf->cfg.direct,
+                                     .threads = tf->cfg.stream.io_threads ? tf->cfg.stream.io_threads : 32,
+                                     .iodepth = tf->cfg.stream.iodepth ? tf->cfg.stream.iodepth : 1,
+                                     .direct = tf->cfg.stream.direct,
                                      .max_read = FFN_FLASH_MAX_READ,
-                                     .fault = tf->cfg.fault};
+                                     .fault = tf->cfg.stream.fault};
     if (!(tf->reader = flash_reader_open(&rc, err, errlen)))
         return -1;
     tf->align = flash_reader_alignment(tf->reader);
@@ -120,8 +120,8 @@ static int t_create(struct ffn *f, char *err, size_t errlen)
     if (!cfg->policy.ops || !cfg->layout.ops || !cfg->layout.ops->transposed)
         return err_set(err, errlen, "the transposed flash FFN needs a policy and the transposed layout");
     if (open_reader(f, tf, err, errlen) != 0 ||
-        open_stream(tf, &tf->chan, "channel", &tf->file.g.chan, cfg->capacity_rows, cfg->staging_rows, err, errlen) ||
-        open_stream(tf, &tf->down, "down", &tf->file.g.down, cfg->down_capacity_rows, cfg->down_staging_rows, err,
+        open_stream(tf, &tf->chan, "channel", &tf->file.g.chan, cfg->capacity_rows, cfg->stream.staging_rows, err, errlen) ||
+        open_stream(tf, &tf->down, "down", &tf->file.g.down, cfg->down.capacity_rows, cfg->down.staging_rows, err,
                     errlen))
         return -1;
     uint32_t most = sh->d_model > sh->d_ff ? sh->d_model : sh->d_ff;

@@ -46,6 +46,8 @@
 #include "engine/model/model.h"
 #include "engine/predictor/predictor.h"
 
+struct trace;
+
 /* A neuron source as a value: which source, and what it reads. A zeroed
  * value (ops NULL) is the oracle with threshold 0 (select_source), as the
  * first source has always been: configurations built field by field keep
@@ -60,6 +62,8 @@ struct select_config {
                                         * or NULL */
     const float *input_thresholds;     /* teal: [n_layers] |x_j| above it is kept */
     const float *inter_thresholds;     /* teal: [n_layers] |h_i| above it is kept */
+    const struct trace *trace;         /* a source that replays (trace): its sets, of the model's shape */
+    bool use_predicted;                /* the trace's predicted sets, else its active sets */
 };
 
 /* The source of c (the oracle for a zeroed value). */

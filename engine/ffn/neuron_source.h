@@ -9,7 +9,8 @@
  * in perplexity's and generate's --active list (SELECT_ACTIVE_ALLOWED,
  * select_choice.h: test_neuron_source holds the two to the table) and its
  * tests. A source that replays (the trace) has no layer hook: the flash FFN
- * reads its recorded sets itself (ffn_flash.c), with the policy's known
+ * reads its recorded sets itself (ffn_flash.c's trace_needed, from
+ * select_config's trace: the layer hook has no token), with the policy's known
  * sets from the same trace. The few places that name a source do so because they mean that
  * very source: the oracle as the truth beside another source (check,
  * record, a warm-up's profile), the trace behind --active trace:FILE.

@@ -165,8 +165,8 @@ static void neuron_source(char *src, size_t len, const struct model *m, const st
     /* a predictor's record without --check knows no true sets: its choice stands for them, and the source says so */
     snprintf(src, len, "{\"model\": \"%s\", \"model_dir\": \"%s\", \"recorded_by\": \"flashbed run\", "
              "\"threshold\": %g, \"active\": \"%s\", \"active_sets\": \"%s\"%s%s}",
-             m->shape.name, m->dir, p->cfg.threshold, select_source(&p->cfg.select)->name,
-             chooser && !p->cfg.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
+             m->shape.name, m->dir, p->cfg.neuron.threshold, select_source(&p->cfg.select)->name,
+             chooser && !p->cfg.neuron.check ? "the predicted sets (no --check: true activations not computed)" : "true activations",
              chooser && chosen_by ? ", \"chosen_by\": " : "", chooser && chosen_by ? chosen_by : "");
     free(chosen_by);
 }

@@ -338,10 +338,10 @@ void run_plan_apply(const struct run_plan_out *plan, const struct trace *profile
     cfg->profile = profile;
     cfg->capacity_rows = plan->capacity_rows;
     cfg->layer_rows = plan->layer_rows;
-    cfg->staging_rows = plan->staging_rows;
-    cfg->bounce_rows = plan->bounce_rows;
-    cfg->down_capacity_rows = plan->down_capacity_rows;
-    cfg->down_staging_rows = plan->down_staging_rows;
+    cfg->stream.staging_rows = plan->staging_rows;
+    cfg->stream.bounce_rows = plan->bounce_rows;
+    cfg->down.capacity_rows = plan->down_capacity_rows;
+    cfg->down.staging_rows = plan->down_staging_rows;
 }
 
 int run_plan_dense_device_check(const struct model *m, uint64_t kv_bytes, uint64_t device_budget, char *err,

@@ -35,7 +35,7 @@ static uint32_t mean_reads(const struct model *m, const struct run_setup *p)
     uint64_t tokens = p->trace.n_tokens < TRACE_TOKENS ? p->trace.n_tokens : TRACE_TOKENS, sum = 0;
     for (uint64_t t = 1; t < tokens; t++)
         for (uint32_t l = 0; l < layers; l++)
-            sum += new_in_set(&p->trace, p->cfg.use_predicted, t, l, seen);
+            sum += new_in_set(&p->trace, p->cfg.select.use_predicted, t, l, seen);
     free(seen);
     return (uint32_t)(sum / ((tokens - 1) * layers));
 }
@@ -61,11 +61,11 @@ int run_reader_choose(const struct model *m, struct run_setup *p, struct run_rea
 {
     memset(out, 0, sizeof *out);
     const struct reader_candidate c[RUN_READER_CANDIDATES] = {
-        {"psync", p->cfg.io_threads, 1, 0}, {"io_uring", 2, 16, 0}, {"io_uring", 4, 8, 0}};
+        {"psync", p->cfg.stream.io_threads, 1, 0}, {"io_uring", 2, 16, 0}, {"io_uring", 4, 8, 0}};
     memcpy(out->c, c, sizeof c);
     out->n = RUN_READER_CANDIDATES;
     struct reader_probe_config cfg = {.path = m->ffn_path, .file_bytes = m->ffn_bytes, .rounds = RUN_READER_ROUNDS,
-                                      .direct = p->cfg.direct, .max_read = WHOLE_READ, .seed = 1};
+                                      .direct = p->cfg.stream.direct, .max_read = WHOLE_READ, .seed = 1};
     batch_shape(m, p, &cfg);
     out->read_bytes = cfg.read_bytes;
     out->batch_reads = cfg.batch_reads;
@@ -73,8 +73,8 @@ int run_reader_choose(const struct model *m, struct run_setup *p, struct run_rea
     if (reader_probe(&cfg, out->c, out->n, &out->best, why, sizeof why) != 0)
         return err_set(err, errlen, "--io-engine auto: %s", why);
     const struct reader_candidate *b = &out->c[out->best];
-    p->cfg.io_engine = b->engine;
-    p->cfg.io_threads = b->threads;
-    p->cfg.iodepth = b->iodepth;
+    p->cfg.stream.io_engine = b->engine;
+    p->cfg.stream.io_threads = b->threads;
+    p->cfg.stream.iodepth = b->iodepth;
     return 0;
 }

@@ -123,8 +123,8 @@ static void chooser_json(cJSON *sum, const struct model *m, const struct run_set
     const struct neuron_source_ops *src = select_source(&p->cfg.select);
     if (src->report)
         src->report(&p->cfg.select, m->shape.n_layers, sum);
-    cJSON_AddBoolToObject(sum, "check", p->cfg.check);
-    if (!p->cfg.check)
+    cJSON_AddBoolToObject(sum, "check", p->cfg.neuron.check);
+    if (!p->cfg.neuron.check)
         return;
     cJSON_AddNumberToObject(sum, "true_density", all > 0 ? mean->active / all : 0);
     cJSON_AddNumberToObject(sum, "recall", mean->active > 0 ? 1 - mean->missed / mean->active : 1);
@@ -182,9 +182,9 @@ static void policy_json(cJSON *prov, const struct model *m, const struct run_set
     cJSON_AddNumberToObject(pol, "bounce_rows", p->plan.bounce_rows);
     if (p->device)
         device_json(pol, p);
-    cJSON_AddStringToObject(pol, "io_engine", p->cfg.io_engine);
-    cJSON_AddNumberToObject(pol, "io_threads", p->cfg.io_threads);
-    cJSON_AddNumberToObject(pol, "iodepth", p->cfg.iodepth);
+    cJSON_AddStringToObject(pol, "io_engine", p->cfg.stream.io_engine);
+    cJSON_AddNumberToObject(pol, "io_threads", p->cfg.stream.io_threads);
+    cJSON_AddNumberToObject(pol, "iodepth", p->cfg.stream.iodepth);
     cJSON_AddBoolToObject(pol, "read_ahead", ffn_flash_reads_ahead(&p->cfg, p->device));
 }
 
@@ -311,13 +311,13 @@ static void outcome_json(cJSON *sum, const struct run_outcome *r, const struct r
     for (int i = 0; i < r->n_rows; i++)
         retries += r->rows[i].read_retries;
     cJSON_AddNumberToObject(sum, "read_retries", retries);
-    if (!p->cfg.fault)
+    if (!p->cfg.stream.fault)
         return;
     struct io_fault_counts c;
-    io_fault_counts(p->cfg.fault, &c);
+    io_fault_counts(p->cfg.stream.fault, &c);
     cJSON *f = cJSON_AddObjectToObject(sum, "faults");
-    cJSON_AddNumberToObject(f, "seed", (double)p->cfg.fault->spec.seed);
-    cJSON_AddNumberToObject(f, "rules", p->cfg.fault->spec.n_rules);
+    cJSON_AddNumberToObject(f, "seed", (double)p->cfg.stream.fault->spec.seed);
+    cJSON_AddNumberToObject(f, "rules", p->cfg.stream.fault->spec.n_rules);
     cJSON_AddNumberToObject(f, "attempts", (double)c.attempts);
     for (int k = 0; k < IO_FAULT_KINDS; k++)
         cJSON_AddNumberToObject(f, io_fault_kind_name((enum io_fault_kind)k), (double)c.injected[k]);
@@ -328,12 +328,12 @@ static void outcome_json(cJSON *sum, const struct run_outcome *r, const struct r
 static void verify_json(cJSON *sum, const struct model *m, const struct run_outcome *r, const struct run_setup *p)
 {
     cJSON *v = cJSON_AddObjectToObject(sum, "verify");
-    cJSON_AddStringToObject(v, "requested", p->cfg.verify ? "on" : "off");
+    cJSON_AddStringToObject(v, "requested", p->cfg.stream.verify ? "on" : "off");
     cJSON_AddBoolToObject(v, "model_has_checksums", m->checked);
     bool teal = !p->dense && select_source(&p->cfg.select)->reads_channels; /* reads ffn_t.bin, checked by ffn_t.crc32c */
     if (teal)
         cJSON_AddBoolToObject(v, "ffn_t_has_checksums", p->ffn_t_checked);
-    cJSON_AddStringToObject(v, "reads", !p->cfg.verify                 ? "not checked (--verify off)"
+    cJSON_AddStringToObject(v, "reads", !p->cfg.stream.verify                 ? "not checked (--verify off)"
                                         : teal && !p->ffn_t_checked    ? "not checked (ffn_t.bin has no checksums)"
                                         : teal                         ? "checked against ffn_t.crc32c"
                                         : !m->checked                  ? "not checked (the model has no checksums)"
@@ -374,7 +374,7 @@ static cJSON *run_json(const struct model *m, const struct run_setup *p, const s
     if (p->device) /* a cpu run's files keep their keys */
         cJSON_AddNumberToObject(prov, "device_budget_bytes", (double)p->device_budget);
     cJSON_AddNumberToObject(prov, "model_bytes", (double)p->model_bytes);
-    cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.direct);
+    cJSON_AddBoolToObject(prov, "page_cache_bypassed", !p->dense && p->cfg.stream.direct);
     if (!p->dense)
         policy_json(prov, m, p);
     if (!p->dense && x->reader)
@@ -429,7 +429,7 @@ static void all_active_lines(struct strbuf *t, const struct model *m, const stru
     const char *value = m->arch.glu ? "|act(gate)·up|" : "|act(up)|";
     strbuf_add(t, "- **every neuron is active** at --threshold %g: a %s FFN has no exact zeros, so each token needs "
                   "the whole FFN and no policy saves a read%s\n",
-               p->cfg.threshold, m->shape.ffn_activation,
+               p->cfg.neuron.threshold, m->shape.ffn_activation,
                p->cfg.record ? "; the recorded trace holds every neuron of every token" : "");
     if (!suggest)
         return;
@@ -458,7 +458,7 @@ static void density_line(struct strbuf *t, const struct model *m, const struct r
     bool thresholded = select_source(&p->cfg.select)->truth && !activation_sparse(m->arch.act);
     strbuf_add(t, "- density: %.2f%% of the FFN's neurons needed per token (steady state)", 100 * density);
     if (thresholded)
-        strbuf_add(t, ", from --threshold %g on %s", p->cfg.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
+        strbuf_add(t, ", from --threshold %g on %s", p->cfg.neuron.threshold, m->arch.glu ? "|act(gate)·up|" : "|act(up)|");
     strbuf_add(t, "\n");
     if (thresholded && density >= 0.999)
         all_active_lines(t, m, p, cJSON_GetObjectItemCaseSensitive(sum, "threshold_suggestion"));
@@ -475,7 +475,7 @@ static void chooser_lines(struct strbuf *t, const struct run_setup *p, const cJS
                    src->held_as, NUM("predictor_dram_bytes") / 1e6,
                    NUM("predictor_madds_per_token") / 1e6, NUM("predictor_ms"),
                    NUM("total_ms") > 0 ? 100 * NUM("predictor_ms") / NUM("total_ms") : 0);
-    if (p->cfg.check)
+    if (p->cfg.neuron.check)
         strbuf_add(t, "- check (true activations computed beside, %.3f ms per token, not counted as the predictor's): "
                       "%.2f%% truly active per token; %.1f active neurons missed per token (recall %.4f), %.1f read "
                       "without need; %.0f tokens with a miss, %.0f misses in all\n",
@@ -521,7 +521,7 @@ static void reader_line(struct strbuf *t, const struct run_setup *p, const cJSON
 {
 #define GET(o, k) cJSON_GetObjectItemCaseSensitive(o, k)
 #define NUM(o, k) cJSON_GetNumberValue(GET(o, k))
-    strbuf_add(t, "- reads: %s, %u threads x %u in flight", p->cfg.io_engine, p->cfg.io_threads, p->cfg.iodepth);
+    strbuf_add(t, "- reads: %s, %u threads x %u in flight", p->cfg.stream.io_engine, p->cfg.stream.io_threads, p->cfg.stream.iodepth);
     const cJSON *c = GET(GET(GET(root, "provenance"), "policy"), "io_engine_choice"), *k;
     if (c) {
         strbuf_add(t, ", the fastest on batches like this run's (%.0f reads of %.0f bytes from ffn.bin, median of %.0f):",
@@ -650,7 +650,7 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     if (!p->dense)
         reader_line(&t, p, root);
     outcome_lines(&t, sum);
-    strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.direct ? "bypassed (direct I/O)" : "used",
+    strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.stream.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
     strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
                NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
@@ -741,7 +741,7 @@ static void fig8_machine(const struct run_setup *p, const cJSON *prov, char *buf
     int n = snprintf(buf, len, "on %s (%s)", host ? host : "?", cpu ? cpu : "?");
     if (!p->dense && n > 0 && (size_t)n < len)
         snprintf(buf + n, len - (size_t)n, ", flash: %s (%s), %s", dev && *dev ? dev : "?", fs ? fs : "?",
-                 p->cfg.direct ? "direct I/O" : "page cache");
+                 p->cfg.stream.direct ? "direct I/O" : "page cache");
 }
 
 /* fig8.png and fig8.svg from dir/tokens.csv (plots/fig8_token_latency.gp). */

@@ -85,7 +85,7 @@ static int choose_teal(const struct run_options *o, const struct model *m, struc
     if (ffn_transposed_open(m, &t, why, sizeof why) != 0)
         return err_set(err, errlen, "%s --active teal: %s", o->cmd, why);
     p->cfg.select = p->sel.cfg;
-    p->cfg.read_ahead = false; /* the channels depend on the layer's own input */
+    p->cfg.stream.read_ahead = false; /* the channels depend on the layer's own input */
     p->ffn_t_checked = ffn_t_has_checksums(m->dir);
     snprintf(p->active_desc, sizeof p->active_desc, "%s, read from %s", p->sel.desc, MODEL_FFN_T_FILE);
     return 0;
@@ -106,7 +106,7 @@ static int choose_source(const struct run_options *o, const struct model *m, str
     p->cfg.select = *c; /* one neuron-source value from the option to the engine */
     /* the truth beside a predictor: what it was trained to predict, unless told */
     if (!c->ops->truth)
-        p->cfg.threshold = o->act_threshold_given || !c->predictor ? (float)o->act_threshold
+        p->cfg.neuron.threshold = o->act_threshold_given || !c->predictor ? (float)o->act_threshold
                                                                    : c->predictor->act_threshold;
     snprintf(p->active_desc, sizeof p->active_desc, "%s", p->sel.desc);
     return 0;
@@ -123,12 +123,11 @@ static int open_trace(const struct run_options *o, const struct model *m, struct
     p->have_trace = true;
     if (trace_matches_shape(&p->trace, path, &m->shape, why, sizeof why) != 0)
         return err_set(err, errlen, "%s --active: %s", o->cmd, why);
-    if (trace_choose_sets(o->use, &p->trace.meta, path, &p->cfg.use_predicted, why, sizeof why) != 0)
+    p->cfg.select = (struct select_config){.ops = &source_trace, .trace = &p->trace};
+    if (trace_choose_sets(o->use, &p->trace.meta, path, &p->cfg.select.use_predicted, why, sizeof why) != 0)
         return err_set(err, errlen, "%s --use: %s", o->cmd, why);
-    p->cfg.select = (struct select_config){.ops = &source_trace};
-    p->cfg.trace = &p->trace;
     snprintf(p->active_desc, sizeof p->active_desc, "trace %s (%s sets, %llu tokens, replayed cyclically)", path,
-             p->cfg.use_predicted ? "predicted" : "active", (unsigned long long)p->trace.n_tokens);
+             p->cfg.select.use_predicted ? "predicted" : "active", (unsigned long long)p->trace.n_tokens);
     return 0;
 }
 
@@ -173,21 +172,21 @@ int run_setup_check_source(const struct run_options *o, const struct run_setup *
 int run_setup_plan(const struct run_options *o, const struct model *m, struct run_setup *p, char *err,
                    size_t errlen)
 {
-    p->cfg.threshold = (float)o->threshold;
-    p->cfg.check = o->check;
-    p->cfg.io_engine = o->io_engine;
-    p->cfg.fault = o->fault;
-    p->cfg.verify = o->verify;
-    p->cfg.io_threads = o->io_threads;
-    p->cfg.iodepth = o->iodepth;
-    p->cfg.direct = o->direct;
-    p->cfg.read_ahead = o->read_ahead;
+    p->cfg.neuron.threshold = (float)o->threshold;
+    p->cfg.neuron.check = o->check;
+    p->cfg.stream.io_engine = o->io_engine;
+    p->cfg.stream.fault = o->fault;
+    p->cfg.stream.verify = o->verify;
+    p->cfg.stream.io_threads = o->io_threads;
+    p->cfg.stream.iodepth = o->iodepth;
+    p->cfg.stream.direct = o->direct;
+    p->cfg.stream.read_ahead = o->read_ahead;
     if (run_setup_policy(o, p, err, errlen) != 0)
         return -1;
     p->cfg.policy = p->policy;
     p->cfg.layout = p->layout;
     /* a policy that holds no part of any layer streams the whole model, dram.bin too (naive) */
-    p->cfg.stream_dram = p->policy.ops->reads_whole_layers && !p->policy.ops->keeps_resident_part;
+    p->cfg.neuron.stream_dram = p->policy.ops->reads_whole_layers && !p->policy.ops->keeps_resident_part;
     int rc;
     if (!strncmp(o->active, "trace:", 6) && o->sparsify)
         rc = err_set(err, errlen, "%s --sparsify %s: --active %s reads no thresholds file (gate and gate-cal do)",
@@ -247,8 +246,8 @@ int run_setup_fit(const struct run_options *o, const struct model *m, struct run
         return fit_dense(o, m, p, err, errlen);
     struct run_plan_input in = {.m = m, .policy = p->policy, .layout = p->layout, .budget = p->budget,
                                 .kv_bytes = p->kv_bytes, .trace = p->have_trace ? &p->trace : NULL,
-                                .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.use_predicted,
-                                .tokens = tokens, .stream_dram = p->cfg.stream_dram,
+                                .profile = p->have_profile ? &p->profile : NULL, .use_predicted = p->cfg.select.use_predicted,
+                                .tokens = tokens, .stream_dram = p->cfg.neuron.stream_dram,
                                 .predictor_bytes = ffn_flash_predictor_bytes(m, &p->cfg), .device = p->device,
                                 .device_budget = p->device_budget};
     bool transposed = p->layout.ops->transposed;

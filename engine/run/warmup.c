@@ -13,7 +13,7 @@ static struct trace_builder *open_profile(const struct warmup_input *in, char *e
     struct trace_meta tm = model_trace_meta(m);
     char src[512];
     snprintf(src, sizeof src, "{\"model\": \"%s\", \"recorded_by\": \"flashbed run warm-up\", \"threshold\": %g}",
-             m->shape.name, in->io->threshold);
+             m->shape.name, in->io->neuron.threshold);
     tm.source = src;
     return trace_builder_new(&tm, err, errlen);
 }
@@ -27,13 +27,13 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
     cfg.layout = layout_spec_of(&layout_bundled, 0);
     cfg.capacity_rows = 0;
     cfg.layer_rows = NULL;
-    cfg.staging_rows = in->m->shape.d_ff;
-    cfg.bounce_rows = 1;
-    cfg.stream_dram = false;
+    cfg.stream.staging_rows = in->m->shape.d_ff;
+    cfg.stream.bounce_rows = 1;
+    cfg.neuron.stream_dram = false;
     if (select_source(&cfg.select)->replays) /* its sets are the true ones: the oracle's */
-        cfg.select = (struct select_config){.ops = &source_oracle, .threshold = cfg.threshold};
-    cfg.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
-    cfg.trace = cfg.profile = NULL;
+        cfg.select = (struct select_config){.ops = &source_oracle, .threshold = cfg.neuron.threshold};
+    cfg.neuron.check = false; /* the record's sets are the chosen ones: what the run's policy will rank */
+    cfg.select.trace = cfg.profile = NULL;
     cfg.record = sink;
     struct engine e;
     char why[512];

@@ -106,7 +106,7 @@ static inline int run_on_rec(const struct backend_ops *be, const struct model *m
     }
     w->dram = ffn_flash_dram_bytes(&e.ffn, NULL);
     w->device = ffn_flash_device_bytes(&e.ffn, &w->pinned);
-    w->staging = (uint64_t)p.cfg.staging_rows * m->bundle_stride;
+    w->staging = (uint64_t)p.cfg.stream.staging_rows * m->bundle_stride;
     for (uint32_t l = 0; l < m->shape.n_layers; l++)
         w->cache += (uint64_t)p.plan.layer_rows[l] * m->bundle_stride;
     run_watched(&e, m, prompt, w);

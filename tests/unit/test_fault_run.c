@@ -57,9 +57,9 @@ static void look_at_caches(struct engine *e, const struct model *m, struct outco
     const struct flash_ffn *ff = e->ffn.priv;
     r->cache_empty = true;
     for (uint32_t l = 0; l < m->shape.n_layers; l++)
-        r->cache_empty &= ff->caches[l].num_used == 0;
+        r->cache_empty &= ff->s.caches[l].num_used == 0;
     for (uint32_t l = 0; l < 2 && l < m->shape.n_layers; l++)
-        r->held[l] = ff->caches[l].num_used;
+        r->held[l] = ff->s.caches[l].num_used;
     r->row_of_failed = -1;
     uint64_t off = failed_offset(r->out.error);
     if (off == UINT64_MAX)
@@ -67,7 +67,7 @@ static void look_at_caches(struct engine *e, const struct model *m, struct outco
     uint64_t bundle = off / m->bundle_stride;
     r->layer = bundle / m->shape.d_ff;
     r->neuron = bundle % m->shape.d_ff;
-    const struct neuron_cache *c = &ff->caches[r->layer];
+    const struct neuron_cache *c = &ff->s.caches[r->layer];
     r->row_of_failed = c->capacity ? c->row_of[r->neuron] : -1;
 }
 

@@ -55,9 +55,9 @@ static void greedy(struct engine *e, const int *prompt, int *out, bool flash, st
 
 static struct ffn_flash_config flash_config(const struct neuron_source_ops *a, const struct predictor *p, bool check)
 {
-    return (struct ffn_flash_config){.policy = POLICY("predictor"), .layout = LAYOUT("split"), .staging_rows = 256,
-                                     .bounce_rows = 1, .select = {.ops = a, .predictor = p}, .check = check,
-                                     .io_threads = 2, .iodepth = 1, .direct = false};
+    return (struct ffn_flash_config){.policy = POLICY("predictor"), .layout = LAYOUT("split"), .stream.staging_rows = 256,
+                                     .stream.bounce_rows = 1, .select = {.ops = a, .predictor = p}, .neuron.check = check,
+                                     .stream.io_threads = 2, .stream.iodepth = 1, .stream.direct = false};
 }
 
 static void run_flash(const struct model *m, const struct ffn_flash_config *cfg, const int *prompt, int *out,
@@ -71,7 +71,7 @@ static void run_flash(const struct model *m, const struct ffn_flash_config *cfg,
     uint64_t oracle;
     uint64_t held = ffn_flash_dram_bytes(&e.ffn, &oracle);
     CHECK(held >= ffn_flash_predictor_bytes(m, cfg)); /* what chooses is held with the caches */
-    CHECK(cfg->check || cfg->select.ops == &source_oracle ? oracle > 0 : oracle == 0);
+    CHECK(cfg->neuron.check || cfg->select.ops == &source_oracle ? oracle > 0 : oracle == 0);
     engine_free(&e);
 }
 

@@ -215,8 +215,8 @@ static void test_apply_and_dense(void)
     struct trace profile = {0};
     run_plan_apply(&out, &profile, &cfg);
     CHECK(policy_spec_equal(&cfg.policy, &out.policy) && cfg.layer_rows == out.layer_rows && cfg.profile == &profile);
-    CHECK(cfg.capacity_rows == out.capacity_rows && cfg.staging_rows == out.staging_rows &&
-          cfg.bounce_rows == out.bounce_rows);
+    CHECK(cfg.capacity_rows == out.capacity_rows && cfg.stream.staging_rows == out.staging_rows &&
+          cfg.stream.bounce_rows == out.bounce_rows);
     free(out.layer_rows);
     m.ffn_bytes = 2 * 100 * STRIDE; /* 12800: with dram.bin 1000 and the KV cache 100, 13900 in all */
     CHECK(run_plan_dense_check(&m, 100, 0, err, sizeof err) == 0);

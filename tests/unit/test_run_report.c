@@ -58,11 +58,11 @@ static struct run_setup flash_setup(void)
     p.plan.bounce_rows = 2;
     p.cfg.select.ops = &source_gate;
     p.cfg.select.threshold = 0.5f;
-    p.cfg.check = true;
-    p.cfg.io_engine = "psync";
-    p.cfg.io_threads = 4;
-    p.cfg.iodepth = 1;
-    p.cfg.direct = true;
+    p.cfg.neuron.check = true;
+    p.cfg.stream.io_engine = "psync";
+    p.cfg.stream.io_threads = 4;
+    p.cfg.stream.iodepth = 1;
+    p.cfg.stream.direct = true;
     p.budget = 66536;
     p.model_bytes = 1000 + 2 * 8 * 4096;
     p.kv_bytes = 100;
@@ -264,7 +264,7 @@ static void test_all_cold(void)
     struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
     struct run_setup p = flash_setup();
     p.cfg.select.ops = &source_oracle;
-    p.cfg.check = false;
+    p.cfg.neuron.check = false;
     CHECK(write_report(dir, &p, &out, 100, &md, err) == 0);
     snprintf(path, sizeof path, "%s/run.json", dir);
     struct run_summary s;
@@ -292,7 +292,7 @@ static void test_teal_source(void)
     struct run_outcome out = {.rows = rows, .n_rows = N_ROWS, .n_prompt = N_PROMPT, .n_gen = 2, .stop = "length"};
     struct run_setup p = flash_setup();
     p.cfg.select = (struct select_config){.ops = &source_teal};
-    p.cfg.check = false;
+    p.cfg.neuron.check = false;
     CHECK(write_report(dir, &p, &out, COLD, &md, err) == 0);
     snprintf(path, sizeof path, "%s/run.json", dir);
     struct run_summary s;

@@ -127,21 +127,21 @@ static void test_computed_sources(void)
     o.direct = false;
     CHECK(plan_of(&o, &relu, &p, err) == 0);
     CHECK(p.cfg.select.ops == &source_oracle && p.have_sel && !p.have_trace);
-    CHECK_NEAR(p.cfg.threshold, 0.25, 0);
+    CHECK_NEAR(p.cfg.neuron.threshold, 0.25, 0);
     CHECK_STR(POLICY_NAME(&p.cfg.policy), "window:5");
     CHECK_STR(LAYOUT_NAME(&p.cfg.layout), "coalesce:0");
-    CHECK(!p.cfg.stream_dram && !p.cfg.direct && p.cfg.io_threads == 4 && p.cfg.iodepth == 8);
-    CHECK_STR(p.cfg.io_engine, "io_uring");
+    CHECK(!p.cfg.neuron.stream_dram && !p.cfg.stream.direct && p.cfg.stream.io_threads == 4 && p.cfg.stream.iodepth == 8);
+    CHECK_STR(p.cfg.stream.io_engine, "io_uring");
     CHECK_STR(p.active_desc, "oracle: true activations from up-projection rows held in DRAM (a measuring device, "
                              "not a predictor)");
     run_setup_free(&p);
     /* naive streams dram.bin too; hybrid keeps a resident part */
     o = defaults();
     o.mode = "naive";
-    CHECK(plan_of(&o, &relu, &p, err) == 0 && p.cfg.stream_dram);
+    CHECK(plan_of(&o, &relu, &p, err) == 0 && p.cfg.neuron.stream_dram);
     run_setup_free(&p);
     o.mode = "hybrid";
-    CHECK(plan_of(&o, &relu, &p, err) == 0 && !p.cfg.stream_dram);
+    CHECK(plan_of(&o, &relu, &p, err) == 0 && !p.cfg.neuron.stream_dram);
     run_setup_free(&p);
     /* the gate: its threshold is the chooser's, --act-threshold the truth's */
     o = defaults();
@@ -152,7 +152,7 @@ static void test_computed_sources(void)
     CHECK(plan_of(&o, &glu, &p, err) == 0);
     CHECK(p.cfg.select.ops == &source_gate && p.cfg.select.predictor == NULL);
     CHECK_NEAR(p.cfg.select.threshold, 0.5, 0);
-    CHECK_NEAR(p.cfg.threshold, 0.125, 0);
+    CHECK_NEAR(p.cfg.neuron.threshold, 0.125, 0);
     CHECK_STR(p.active_desc, "gate: |act(gate.x)| > 0.5 (App. C.5); its rows 0.00 MB in DRAM, 0.00 M multiply-adds "
                              "per token");
     run_setup_free(&p);
@@ -227,8 +227,8 @@ static void test_trace_source(void)
     snprintf(active, sizeof active, "trace:%s", path);
     o.active = active;
     CHECK(plan_of(&o, &m, &p, err) == 0);
-    CHECK(p.have_trace && !p.have_sel && p.cfg.select.ops == &source_trace && p.cfg.trace == &p.trace);
-    CHECK(!p.cfg.use_predicted); /* auto: the trace has no predicted sets */
+    CHECK(p.have_trace && !p.have_sel && p.cfg.select.ops == &source_trace && p.cfg.select.trace == &p.trace);
+    CHECK(!p.cfg.select.use_predicted); /* auto: the trace has no predicted sets */
     snprintf(want, sizeof want, "trace %s (active sets, 5 tokens, replayed cyclically)", path);
     CHECK_STR(p.active_desc, want);
     /* hot reads the trace: no warm-up */
@@ -292,8 +292,8 @@ static void test_fit(void)
     CHECK(run_setup_fit(&o, &m, &p, 9, err, sizeof err) == 0);
     CHECK_U64(p.plan.staging_rows, 2);
     CHECK_U64(p.plan.capacity_rows, 3);
-    CHECK(p.cfg.capacity_rows == 3 && p.cfg.layer_rows == p.plan.layer_rows && p.cfg.staging_rows == 2 &&
-          p.cfg.bounce_rows == 1);
+    CHECK(p.cfg.capacity_rows == 3 && p.cfg.layer_rows == p.plan.layer_rows && p.cfg.stream.staging_rows == 2 &&
+          p.cfg.stream.bounce_rows == 1);
     run_setup_free(&p);
     /* window:auto: the plan's K reaches the engine; the setup keeps what was asked */
     o = defaults();
