@@ -269,7 +269,13 @@ class FfnRecorder:
         return hook
 
     def meta(self, source):
-        return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, self.bytes_per_weight,
+        # the header records a type: the weight size read as an older
+        # header's bytes per weight is (4 f32, 2 f16; bf16 prices as f16)
+        dtype = ft.dtype_of_bytes(self.bytes_per_weight)
+        if dtype is None:
+            raise RecordError("%d bytes per weight name no weight type a trace records (4: f32, 2: f16)"
+                              % self.bytes_per_weight)
+        return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, dtype,
                             ft.FFN_GLU if self.layers.glu else ft.FFN_RELU, self.predictor is not None,
                             json.dumps(source))
 
