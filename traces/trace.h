@@ -31,7 +31,7 @@
  * is refused (an expert's trace is for a later version of the rule).
  * Older versions, still read: versions 1 and 2 have no unit fields (their
  * fixed header is 8 bytes shorter) and in the weight type's place u32
- * bytes_per_weight. It reads as a type: 4 as f32, 2 as f16 (a 2 could have
+ * bytes per weight. It reads as a type: 4 as f32, 2 as f16 (a 2 could have
  * been bf16, which has the same size and so prices the same in a replay);
  * any other value is refused, naming it. Their units are those above for
  * their channel flag, d_ff per layer.

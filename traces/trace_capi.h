@@ -28,7 +28,7 @@ struct trace_capi_reader *fbt_reader_open(const char *path, char *err, size_t er
  * (common/wtypes.def: ggml's, f32 0, f16 1, bf16 30; an older file's bytes
  * per weight as traces/trace.h maps them), ffn_kind, has_predicted,
  * has_channels, n_tokens, unit kind code (common/unit_kinds.def), units per
- * layer. (Version 1 of this interface gave bytes_per_weight in the type's
+ * layer. (Version 1 of this interface gave bytes per weight in the type's
  * place and ended at n_tokens.) */
 #define FBT_HEADER_FIELDS 11
 void fbt_reader_header(const struct trace_capi_reader *r, uint64_t out[FBT_HEADER_FIELDS]);

@@ -107,6 +107,25 @@ with f.TraceReader(sys.argv[1]) as r:
     sys.exit((r.version, r.dtype, r.unit_kind, r.units) != (int(sys.argv[2]),) + want[int(sys.argv[2])])" "$F" "$v"
 done
 read_both v3 "$SRC/tests/data/trace_v3.trace"
+# an older header's bytes per weight that names no type: refused, naming the
+# file and the value, on the C library's path and the pure one
+python3 - "$SRC/tests/data/trace_v2.trace" "$WORK/bpw3.trace" <<'EOF'
+import struct, sys, flashbed_trace as f
+b = bytearray(open(sys.argv[1], "rb").read())
+b[24:28] = struct.pack("<I", 3)
+n = struct.unpack_from("<I", b, 44)[0]
+b[48 + n:52 + n] = struct.pack("<I", f.crc32c(bytes(b[:48 + n])))
+open(sys.argv[2], "wb").write(b)
+EOF
+for lib in "${FLASHBED_TRACE_LIB:-none}" none; do
+    check "bytes per weight 3 refused ($lib)" env FLASHBED_TRACE_LIB="$lib" python3 -c "
+import sys, flashbed_trace as f
+try:
+    f.TraceReader(sys.argv[1])
+except f.TraceError as e:
+    sys.exit(not (sys.argv[1] in str(e) and '3 bytes per weight in a version 2 header' in str(e)))
+sys.exit(1)" "$WORK/bpw3.trace"
+done
 read_both v2 "$SRC/tests/data/trace_v2.trace"
 
 # ---- without predicted sets: written by the Python writer ----
