@@ -312,6 +312,8 @@ static void channel_view(const struct trace *tr, struct trace *view)
 {
     *view = *tr;
     view->meta.d_ff = tr->meta.d_model;
+    view->meta.unit_kind = UNIT_CHANNEL_BUNDLE; /* its ids: d_model of them per layer */
+    view->meta.units = tr->meta.d_model;
     view->meta.has_predicted = view->meta.has_channels = false;
     view->active_off = tr->chan_off;
     view->active_ids = tr->chan_ids;
