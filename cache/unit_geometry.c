@@ -6,14 +6,14 @@
 #include "common/errbuf.h"
 
 static const struct unit_kind_desc kinds[UNIT_KIND_COUNT] = {
-    [UNIT_NEURON_BUNDLE] = {"neuron bundle", UNIT_DIM_D_FF, true, 3,
+    [UNIT_NEURON_BUNDLE] = {UNIT_DIM_D_FF, true, 3,
                             {{"up", UNIT_DIM_D_MODEL, false},
                              {"gate", UNIT_DIM_D_MODEL, true},
                              {"down", UNIT_DIM_D_MODEL, false}}},
-    [UNIT_CHANNEL_BUNDLE] = {"channel bundle", UNIT_DIM_D_MODEL, true, 2,
+    [UNIT_CHANNEL_BUNDLE] = {UNIT_DIM_D_MODEL, true, 2,
                              {{"up", UNIT_DIM_D_FF, false}, {"gate", UNIT_DIM_D_FF, true}}},
-    [UNIT_DOWN_ROW] = {"row of down", UNIT_DIM_D_FF, true, 1, {{"down", UNIT_DIM_D_MODEL, false}}},
-    [UNIT_EXPERT] = {"expert", UNIT_DIM_N_EXPERTS, false, 3,
+    [UNIT_DOWN_ROW] = {UNIT_DIM_D_FF, true, 1, {{"down", UNIT_DIM_D_MODEL, false}}},
+    [UNIT_EXPERT] = {UNIT_DIM_N_EXPERTS, false, 3,
                      {{"up", UNIT_DIM_MATRIX, false},
                       {"gate", UNIT_DIM_MATRIX, true},
                       {"down", UNIT_DIM_MATRIX, false}}},
@@ -50,17 +50,11 @@ struct unit_dims unit_dims_of_shape(const struct model_shape *s, enum fb_dtype t
     return (struct unit_dims){s->n_layers, s->d_model, s->d_ff, s->ffn_kind, t};
 }
 
-/* A part of n elements: by the type's table row, or, for a trace header
- * that records bytes per weight (bpw > 0), that many bytes a weight. */
-static uint64_t part_bytes(const struct unit_dims *d, uint32_t bpw, uint64_t n)
-{
-    return bpw ? n * bpw : wtype_row_bytes(d->type, n);
-}
-
 /* The parts of k present for d, back to back from byte 0. */
-static int lay_extents(const struct unit_kind_desc *k, const struct unit_dims *d, uint32_t bpw,
-                       struct unit_geometry *g, char *err, size_t errlen)
+static int lay_extents(enum unit_kind kind, const struct unit_dims *d, struct unit_geometry *g, char *err,
+                       size_t errlen)
 {
+    const struct unit_kind_desc *k = &kinds[kind];
     g->n_extents = 0;
     g->bytes = 0;
     for (uint32_t p = 0; p < k->n_parts; p++) {
@@ -68,31 +62,31 @@ static int lay_extents(const struct unit_kind_desc *k, const struct unit_dims *d
         if (part->glu_only && d->ffn_kind != FFN_GLU)
             continue;
         uint64_t n = dim_value(part->length, d);
-        if (!bpw && !wtype_row_fits(d->type, n))
-            return err_set(err, errlen, "%s: its %s (%llu weights) is not whole blocks of %s", k->name, part->role,
-                           (unsigned long long)n, wtype_name(d->type));
-        uint64_t bytes = part_bytes(d, bpw, n);
+        if (!wtype_row_fits(d->type, n))
+            return err_set(err, errlen, "%s: its %s (%llu weights) is not whole blocks of %s", unit_kind_name(kind),
+                           part->role, (unsigned long long)n, wtype_name(d->type));
+        uint64_t bytes = wtype_row_bytes(d->type, n);
         g->ext[g->n_extents++] = (struct unit_extent){part->role, g->bytes, bytes, n, d->type};
         g->bytes += bytes;
     }
     return 0;
 }
 
-static int make(enum unit_kind kind, const struct unit_dims *d, uint32_t bpw, uint64_t align,
-                struct unit_geometry *g, char *err, size_t errlen)
+int unit_geometry_make(enum unit_kind kind, const struct unit_dims *d, uint64_t align, struct unit_geometry *g,
+                       char *err, size_t errlen)
 {
     const struct unit_kind_desc *k = unit_kind_desc(kind);
     *g = (struct unit_geometry){.kind = kind};
     if (!k)
         return err_set(err, errlen, "unit kind %d: not in the table", (int)kind);
     if (!k->constructible)
-        return err_set(err, errlen, "unit %s: no file holds one yet", k->name);
-    if (!bpw && !wtype_valid(d->type))
+        return err_set(err, errlen, "unit %s: no file holds one yet", unit_kind_name(kind));
+    if (!wtype_valid(d->type))
         return err_set(err, errlen, "weight type %d: not in the table", (int)d->type);
     if (!d->n_layers || !d->d_model || !d->d_ff)
-        return err_set(err, errlen, "unit %s: a shape of %u layers, d_model %u, d_ff %u", k->name, d->n_layers,
-                       d->d_model, d->d_ff);
-    if (lay_extents(k, d, bpw, g, err, errlen) != 0)
+        return err_set(err, errlen, "unit %s: a shape of %u layers, d_model %u, d_ff %u", unit_kind_name(kind),
+                       d->n_layers, d->d_model, d->d_ff);
+    if (lay_extents(kind, d, g, err, errlen) != 0)
         return -1;
     g->n_layers = d->n_layers;
     g->units = (uint32_t)dim_value(k->per_layer, d);
@@ -100,25 +94,11 @@ static int make(enum unit_kind kind, const struct unit_dims *d, uint32_t bpw, ui
     return 0;
 }
 
-int unit_geometry_make(enum unit_kind kind, const struct unit_dims *d, uint64_t align, struct unit_geometry *g,
-                       char *err, size_t errlen)
-{
-    return make(kind, d, 0, align, g, err, errlen);
-}
-
-int unit_geometry_make_bpw(enum unit_kind kind, const struct unit_dims *d, uint32_t bytes_per_weight, uint64_t align,
-                           struct unit_geometry *g, char *err, size_t errlen)
-{
-    if (!bytes_per_weight)
-        return err_set(err, errlen, "a weight of 0 bytes");
-    return make(kind, d, bytes_per_weight, align, g, err, errlen);
-}
-
 int unit_geometry_set_stride(struct unit_geometry *g, uint64_t stride, char *err, size_t errlen)
 {
     if (stride && stride < g->bytes)
         return err_set(err, errlen, "a stride of %llu bytes: a %s is %llu bytes", (unsigned long long)stride,
-                       kinds[g->kind].name, (unsigned long long)g->bytes);
+                       unit_kind_name(g->kind), (unsigned long long)g->bytes);
     g->stride = stride ? stride : g->bytes;
     return 0;
 }

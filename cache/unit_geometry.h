@@ -5,7 +5,7 @@
  * caller works a unit's size out again.
  *
  * Contract:
- * - A kind is a row of one table (unit_kind_desc): its name, which of the
+ * - A kind is a row of one table (unit_kind_desc): which of the
  *   shape's dimensions counts its units per layer, and its parts, each a
  *   run of elements of the weight type whose length is a shape dimension
  *   (a part may exist only in a GLU: the gate). Kinds with no file behind
@@ -24,17 +24,16 @@
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "common/unit_kind.h"
 #include "common/wtype.h"
 
-enum unit_kind {
-    UNIT_NEURON_BUNDLE,  /* ffn.bin: neuron i's up row, gate row (GLU), down column; d_ff per layer */
-    UNIT_CHANNEL_BUNDLE, /* ffn_t.bin (input sparsity): input channel j's up column, gate column
-                          * (GLU) of d_ff weights each; d_model per layer */
-    UNIT_DOWN_ROW,       /* ffn_t.bin: neuron i's row of down [d_model]; d_ff per layer */
-    UNIT_EXPERT,         /* a mixture-of-experts expert's up, gate and down matrices (their scales
-                          * ride in a quantized type's blocks); described, not yet built */
-};
-enum { UNIT_KIND_COUNT = UNIT_EXPERT + 1 };
+/* The kinds (common/unit_kind.h: names and file codes):
+ * UNIT_NEURON_BUNDLE   ffn.bin: neuron i's up row, gate row (GLU), down column; d_ff per layer
+ * UNIT_CHANNEL_BUNDLE  ffn_t.bin (input sparsity): input channel j's up column, gate column
+ *                      (GLU) of d_ff weights each; d_model per layer
+ * UNIT_DOWN_ROW        ffn_t.bin: neuron i's row of down [d_model]; d_ff per layer
+ * UNIT_EXPERT          a mixture-of-experts expert's up, gate and down matrices (their scales
+ *                      ride in a quantized type's blocks); described, not yet built */
 
 /* The shape dimensions a kind's table names. */
 enum unit_dim {
@@ -53,7 +52,6 @@ struct unit_part_desc {
 };
 
 struct unit_kind_desc {
-    const char *name;          /* "neuron bundle", as results and refusals name it */
     enum unit_dim per_layer;   /* what counts the units of one layer */
     bool constructible;        /* a file holds it today */
     uint32_t n_parts;
@@ -95,14 +93,6 @@ struct unit_geometry {
  * zero dimension. */
 int unit_geometry_make(enum unit_kind kind, const struct unit_dims *d, uint64_t align, struct unit_geometry *g,
                        char *err, size_t errlen);
-
-/* As unit_geometry_make for the numbers a trace header carries while it
- * records bytes per weight rather than a type (traces/trace.h): each part
- * is its elements times bytes_per_weight (d->type is not read). The one
- * place a unit is sized from an element size; for a typed source, use
- * unit_geometry_make. */
-int unit_geometry_make_bpw(enum unit_kind kind, const struct unit_dims *d, uint32_t bytes_per_weight, uint64_t align,
-                           struct unit_geometry *g, char *err, size_t errlen);
 
 /* The dims of a model shape with weight type t. */
 struct unit_dims unit_dims_of_shape(const struct model_shape *s, enum fb_dtype t);

@@ -21,6 +21,8 @@
 #include "common/options.h"
 #include "common/out_path.h"
 #include "common/provenance.h"
+#include "common/unit_kind.h"
+#include "common/wtype.h"
 #include "traces/trace.h"
 #include "traces/trace_export.h"
 #include "traces/trace_info.h"
@@ -30,7 +32,8 @@
 /* ---- trace synth ---- */
 struct synth_opts {
     char *shape;
-    uint64_t tokens, prompts, seed, bytes_per_weight;
+    uint64_t tokens, prompts, seed;
+    char *dtype;
     double persist, zipf, recur, recur_decay, channel_density, active_density;
     char *out;
 };
@@ -42,8 +45,7 @@ static const struct opt_def synth_options[] = {
     {"prompts", OPT_UINT, O(prompts), "1", "N", "sequences (each a prompt, then generated tokens)",
      .min = 1, .max = OPT_NO_MAX},
     {"seed", OPT_UINT, O(seed), "1", "S", "random seed"},
-    {"bytes-per-weight", OPT_UINT, O(bytes_per_weight), "2", "N", "weight size recorded in the header (2: fp16)",
-     .min = 1, .max = 8},
+    {"dtype", OPT_STRING, O(dtype), "f16", "TYPE", "weight type recorded in the header", .allowed = WTYPE_ALLOWED},
     {"persist", OPT_DOUBLE, O(persist), "0", "P", "chance a predicted neuron stays for the next token (calibrated)",
      .max = 1, .max_open = true},
     {"zipf", OPT_DOUBLE, O(zipf), "0.30", "A", "power-law exponent of neuron popularity (calibrated)", .max = 4},
@@ -101,7 +103,7 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         p.tokens = o.tokens;
         p.prompts = o.prompts;
         p.seed = o.seed;
-        p.bytes_per_weight = (uint32_t)o.bytes_per_weight;
+        wtype_parse(o.dtype, &p.dtype); /* one of the allowed names */
         p.persist = o.persist;
         p.zipf = o.zipf;
         p.recur = o.recur;
@@ -217,8 +219,10 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     else
         printf("  format version %u (no checksums: unchecked), %llu bytes (%.2f bits per recorded neuron)\n",
                tr->version, (unsigned long long)tr->file_bytes, trace_bits_per_neuron(s, tr->file_bytes));
-    printf("  shape: %u layers, d_model %u, d_ff %u, %u bytes per weight, %s FFN\n", m->n_layers,
-           m->d_model, m->d_ff, m->bytes_per_weight, m->ffn_kind == FFN_GLU ? "glu" : "relu");
+    printf("  shape: %u layers, d_model %u, d_ff %u, %s weights, %s FFN\n", m->n_layers, m->d_model, m->d_ff,
+           wtype_name(m->dtype), m->ffn_kind == FFN_GLU ? "glu" : "relu");
+    printf("  units: %s, %u per layer%s\n", unit_kind_name(m->unit_kind), m->units,
+           m->has_channels ? " (and channel bundles, d_model per layer)" : "");
     printf("  tokens: %llu (%llu prompt, %llu generated) in %llu sequence(s)\n",
            (unsigned long long)s->n_tokens, (unsigned long long)s->n_prompt_tokens,
            (unsigned long long)s->n_generated_tokens, (unsigned long long)s->n_sequences);

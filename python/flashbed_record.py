@@ -269,7 +269,13 @@ class FfnRecorder:
         return hook
 
     def meta(self, source):
-        return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, self.bytes_per_weight,
+        # the header records a type: the weight size read as an older
+        # header's bytes per weight is (4 f32, 2 f16; bf16 prices as f16)
+        dtype = ft.dtype_of_bytes(self.bytes_per_weight)
+        if dtype is None:
+            raise RecordError("%d bytes per weight name no weight type a trace records (4: f32, 2: f16)"
+                              % self.bytes_per_weight)
+        return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, dtype,
                             ft.FFN_GLU if self.layers.glu else ft.FFN_RELU, self.predictor is not None,
                             json.dumps(source))
 
@@ -609,7 +615,8 @@ def _parse(argv):
     p.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32",
                    help="compute in this dtype [default: float32]")
     p.add_argument("--bytes-per-weight", type=int, metavar="B",
-                   help="the header's bytes per weight [default: as config.json says the weights were saved]")
+                   help="the weights' size, recorded as a type: 4 f32, 2 f16 [default: as config.json says the "
+                        "weights were saved]")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto [default: auto]")
     return p.parse_args(argv)
 
@@ -621,8 +628,9 @@ def _check_args(a):
         raise RecordError("--text needs --tokens N, N >= 1")
     if a.context < 0 or a.generate < 0:
         raise RecordError("--context and --generate: numbers >= 0")
-    if a.bytes_per_weight is not None and not 1 <= a.bytes_per_weight <= 8:
-        raise RecordError("--bytes-per-weight %d: 1 to 8" % a.bytes_per_weight)
+    if a.bytes_per_weight is not None and a.bytes_per_weight not in (2, 4):
+        raise RecordError("--bytes-per-weight %d: 4 (f32) or 2 (f16), the sizes a trace records as a type"
+                          % a.bytes_per_weight)
     if os.path.isdir(a.out):
         raise RecordError("--out %s: is a folder; name the trace file" % a.out)
     if not os.path.isdir(os.path.dirname(os.path.abspath(a.out))):

@@ -8,10 +8,13 @@ traces/trace.h; this module follows the C code in traces/ (trace_file.c,
 trace_reader.c, trace_writer.c, set_codec.c) byte for byte.
 
 Format versions:
-  * reading: version 1 (no checksums: read unchecked) and version 2 (header,
+  * reading: version 1 (no checksums: read unchecked), version 2 (header,
     every (token, layer) block and the footer each carry a CRC-32C, all
-    verified, and the footer's counts are checked against the body);
-  * writing: version 2 only, byte for byte what the C writer writes: each
+    verified, and the footer's counts are checked against the body) and
+    version 3 (the header records the weight type and the unit kind and
+    count; versions 1 and 2 recorded bytes per weight: 4 reads as f32, 2 as
+    f16, any other is refused);
+  * writing: version 3 only, byte for byte what the C writer writes: each
     set against the previous token's set of its layer and, a predicted set,
     its layer's active set, as a bitset or Rice-coded gaps, whichever is
     smallest (set_codec.c's choice, in the same order).
@@ -65,8 +68,9 @@ from itertools import accumulate, chain, repeat
 MAGIC = b"FBTRACE\0"
 END_MAGIC = b"FBTREND\0"
 TOKEN_MARK = 0xA7
-VERSION = 2           # what the writer writes
+VERSION = 3           # what the writer writes
 VERSION_CHECKED = 2   # the first version with checksums
+VERSION_TYPED = 3     # the first with a weight type and unit fields
 
 TOKEN_GENERATED = 1 << 0  # clear: a prompt token
 TOKEN_SEQ_START = 1 << 1  # first token of a new sequence
@@ -76,7 +80,27 @@ FFN_RELU, FFN_GLU = 0, 1
 REF_NONE, REF_PREV, REF_ACTIVE = 0, 1, 2
 CODE_BITSET, CODE_RICE = 0, 1
 
-HEADER_FIXED = 8 + 4 + 6 * 4 + 8 + 4  # magic .. source_len
+HEADER_FIXED = 8 + 4 + 8 * 4 + 8 + 4  # magic .. source_len
+HEADER_FIXED_V2 = 8 + 4 + 6 * 4 + 8 + 4  # versions 1 and 2: no unit fields
+
+# The weight types by name: (file code, bytes of one weight), as
+# common/wtypes.def's rows (codes are ggml's type numbers).
+WTYPES = {"f32": (0, 4), "f16": (1, 2), "bf16": (30, 2)}
+# The unit kinds' file codes (common/unit_kinds.def).
+UNIT_NEURON_BUNDLE, UNIT_CHANNEL_BUNDLE, UNIT_DOWN_ROW, UNIT_EXPERT = 0, 1, 2, 3
+UNIT_NAMES = {0: "neuron bundle", 1: "channel bundle", 2: "row of down", 3: "expert"}
+
+
+def dtype_of_code(code):
+    """The type name of a file code; None when no row has it."""
+    return next((n for n, (c, _) in WTYPES.items() if c == code), None)
+
+
+def dtype_of_bytes(bpw):
+    """An older header's bytes per weight as a type (traces/trace.h): 4 is
+    f32, 2 f16 (a 2 could have been bf16, which prices the same); None for
+    any other."""
+    return {4: "f32", 2: "f16"}.get(bpw)
 FOOTER_BYTES = 8 + 3 * 8              # before its CRC
 MAX_SOURCE = 1 << 20
 # the model shapes' bounds (common/model_shape.h), which the C reader applies
@@ -117,7 +141,7 @@ LIB_NAME = "libflashbed_trace.so"
 _ERR_LEN = 1024
 _lib = None      # the loaded library, once library() found it
 _lib_why = None  # why it is not used, once library() looked
-_CAPI_VERSION = 1
+_CAPI_VERSION = 2
 
 
 def _lib_candidates():
@@ -656,14 +680,35 @@ def _set_record_max(d_ff):
 # ---- header ----
 
 class TraceMeta:
-    """What a trace describes: its shape and where it came from."""
+    """What a trace describes: its shape, its weights' type (a name of
+    WTYPES), its units and where it came from. The unit kind and count
+    follow the channel flag (traces/trace.h): rows of down with channel
+    sets, else neuron bundles; d_ff per layer."""
 
-    def __init__(self, n_layers, d_model, d_ff, bytes_per_weight=2, ffn_kind=FFN_RELU,
+    def __init__(self, n_layers, d_model, d_ff, dtype="f16", ffn_kind=FFN_RELU,
                  has_predicted=False, source="{}", has_channels=False):
         self.n_layers, self.d_model, self.d_ff = n_layers, d_model, d_ff
-        self.bytes_per_weight, self.ffn_kind = bytes_per_weight, ffn_kind
+        self.dtype, self.ffn_kind = dtype, ffn_kind
         self.has_predicted, self.source = bool(has_predicted), source
         self.has_channels = bool(has_channels)
+        self.unit_kind = UNIT_DOWN_ROW if self.has_channels else UNIT_NEURON_BUNDLE
+        self.units = d_ff
+
+    # bytes of one weight, from the type (the header no longer stores it)
+    bytes_per_weight = property(lambda self: WTYPES[self.dtype][1] if self.dtype in WTYPES else 0)
+    unit_name = property(lambda self: UNIT_NAMES.get(self.unit_kind, "?"))
+
+    def check(self):
+        """None, or why a trace cannot hold this meta (trace_meta_check)."""
+        if self.dtype not in WTYPES:
+            return "weight type %r is not in the table (%s)" % (self.dtype, ", ".join(WTYPES))
+        want = UNIT_DOWN_ROW if self.has_channels else UNIT_NEURON_BUNDLE
+        if self.unit_kind != want:
+            return 'unit kind "%s" in a trace %s channel sets (it records "%s")' % (
+                self.unit_name, "with" if self.has_channels else "without", UNIT_NAMES[want])
+        if self.units != self.d_ff:
+            return '%d units per layer of kind "%s": a trace records d_ff (%d)' % (self.units, self.unit_name, self.d_ff)
+        return None
 
     def flags(self):
         return (FLAG_PREDICTED if self.has_predicted else 0) | (FLAG_CHANNELS if self.has_channels else 0)
@@ -674,10 +719,10 @@ class TraceMeta:
 
 
 def header_bytes(meta, n_tokens):
-    """The version 2 header with its CRC."""
+    """The version 3 header with its CRC."""
     src = meta.source.encode()
-    b = MAGIC + struct.pack("<7IQI", VERSION, meta.n_layers, meta.d_model, meta.d_ff,
-                            meta.bytes_per_weight, meta.ffn_kind, meta.flags(),
+    b = MAGIC + struct.pack("<9IQI", VERSION, meta.n_layers, meta.d_model, meta.d_ff,
+                            WTYPES[meta.dtype][0], meta.ffn_kind, meta.flags(), meta.unit_kind, meta.units,
                             n_tokens, len(src)) + src
     return b + struct.pack("<I", crc32c(b))
 
@@ -697,11 +742,16 @@ def _read_header(f):
         raise _Why("header says trace format version %d, newer than this reader reads (%d)" % (version, VERSION))
     if version == 0:
         raise _Why("header says trace format version 0, which does not exist")
-    rest = f.read(HEADER_FIXED - 12)
-    if len(rest) != HEADER_FIXED - 12:
+    typed = version >= VERSION_TYPED
+    fixed_len = HEADER_FIXED if typed else HEADER_FIXED_V2
+    rest = f.read(fixed_len - 12)
+    if len(rest) != fixed_len - 12:
         raise _Why("truncated header")
     fixed = head + struct.pack("<I", version) + rest
-    n_layers, d_model, d_ff, bpw, kind, flags, n_tokens, slen = struct.unpack("<6IQI", rest)
+    if typed:
+        n_layers, d_model, d_ff, wt, kind, flags, ukind, units, n_tokens, slen = struct.unpack("<8IQI", rest)
+    else:
+        n_layers, d_model, d_ff, wt, kind, flags, n_tokens, slen = struct.unpack("<6IQI", rest)
     if slen > MAX_SOURCE:
         raise _Why("header's source description of %d bytes is implausible" % slen)
     source = f.read(slen)
@@ -719,9 +769,14 @@ def _read_header(f):
             raise _Why("header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged"
                        % (want, got))
     if (n_layers == 0 or n_layers > MAX_LAYERS or d_ff == 0 or d_ff > MAX_D_FF or n_layers * d_ff > 1 << 26
-            or d_model == 0 or d_model > MAX_D_MODEL or bpw == 0 or bpw > 8):
-        raise _Why("implausible shape in header (layers %d, d_model %d, d_ff %d, %d bytes per weight)"
-                   % (n_layers, d_model, d_ff, bpw))
+            or d_model == 0 or d_model > MAX_D_MODEL):
+        raise _Why("implausible shape in header (layers %d, d_model %d, d_ff %d)" % (n_layers, d_model, d_ff))
+    dtype = dtype_of_code(wt) if typed else dtype_of_bytes(wt)
+    if dtype is None and typed:
+        raise _Why("unknown weight type code %d in header (known: %s)" % (wt, ", ".join(WTYPES)))
+    if dtype is None:
+        raise _Why("%d bytes per weight in a version %d header: only 4 (f32) and 2 (f16) name a weight type"
+                   % (wt, version))
     if kind > FFN_GLU:
         raise _Why("unknown FFN kind %d in header" % kind)
     if flags & ~(FLAG_PREDICTED | FLAG_CHANNELS):
@@ -729,7 +784,14 @@ def _read_header(f):
     if flags & FLAG_CHANNELS and version < VERSION_CHECKED:
         raise _Why("channel sets flagged in a version %d header (they came with version 2)" % version)
     text = source.decode("utf-8", errors="replace")
-    meta = TraceMeta(n_layers, d_model, d_ff, bpw, kind, flags & FLAG_PREDICTED, text, flags & FLAG_CHANNELS)
+    meta = TraceMeta(n_layers, d_model, d_ff, dtype, kind, flags & FLAG_PREDICTED, text, flags & FLAG_CHANNELS)
+    if typed:
+        if ukind not in UNIT_NAMES:
+            raise _Why("unknown unit kind code %d in header" % ukind)
+        meta.unit_kind, meta.units = ukind, units
+    why = meta.check()
+    if why:
+        raise _Why(why)
     return meta, n_tokens, version
 
 
@@ -792,7 +854,10 @@ class TraceReader:
     n_layers = property(lambda self: self.meta.n_layers)
     d_model = property(lambda self: self.meta.d_model)
     d_ff = property(lambda self: self.meta.d_ff)
+    dtype = property(lambda self: self.meta.dtype)
     bytes_per_weight = property(lambda self: self.meta.bytes_per_weight)
+    unit_kind = property(lambda self: self.meta.unit_kind)
+    units = property(lambda self: self.meta.units)
     ffn_kind = property(lambda self: self.meta.ffn_kind)
     has_predicted = property(lambda self: self.meta.has_predicted)
     has_channels = property(lambda self: self.meta.has_channels)
@@ -805,11 +870,12 @@ class TraceReader:
         if not h:
             raise TraceError(_err_text(self._errbuf))
         self._c = h
-        v = (ctypes.c_uint64 * 9)()
+        v = (ctypes.c_uint64 * 11)()
         lib.fbt_reader_header(h, v)
-        version, n_layers, d_model, d_ff, bpw, kind, has_pred, has_chan, n_tokens = v
+        version, n_layers, d_model, d_ff, wt, kind, has_pred, has_chan, n_tokens, ukind, units = v
         source = lib.fbt_reader_source(h).decode("utf-8", errors="replace")
-        self.meta = TraceMeta(n_layers, d_model, d_ff, bpw, kind, has_pred, source, has_chan)
+        self.meta = TraceMeta(n_layers, d_model, d_ff, dtype_of_code(wt), kind, has_pred, source, has_chan)
+        self.meta.unit_kind, self.meta.units = ukind, units
         self.n_tokens, self.version = n_tokens, version
         self.file_bytes = os.stat(self.path).st_size
         self.check_bytes = lib.fbt_reader_check_bytes(h)
@@ -1028,15 +1094,17 @@ def _as_id_list(ids):
 
 
 class TraceWriter:
-    """Writes a version 2 trace to a temporary file, renamed to path by
+    """Writes a version 3 trace to a temporary file, renamed to path by
     close(); abort() (or an exception inside a with block) removes it.
     The bytes are the C writer's: through libflashbed_trace when it is
     found (see library()), else by this module's port of its encoder."""
 
     def __init__(self, path, meta):
         self.path = str(path)
-        if meta.n_layers <= 0 or meta.d_ff <= 0 or meta.d_model <= 0 or meta.bytes_per_weight <= 0:
-            raise TraceError("%s: trace shape must have layers, d_model, d_ff and bytes per weight" % self.path)
+        if meta.n_layers <= 0 or meta.d_ff <= 0 or meta.d_model <= 0:
+            raise TraceError("%s: trace shape must have layers, d_model and d_ff" % self.path)
+        if meta.check():
+            raise TraceError("%s: %s" % (self.path, meta.check()))
         if len(meta.source.encode()) > MAX_SOURCE:
             raise TraceError("%s: source description exceeds the format's %d bytes" % (self.path, MAX_SOURCE))
         self.meta = meta
@@ -1233,7 +1301,8 @@ class _CWriter:
         self.w, self.lib, self.meta = w, lib, w.meta
         self._err = ctypes.create_string_buffer(_ERR_LEN)
         m = self.meta
-        shape = (ctypes.c_uint32 * 5)(m.n_layers, m.d_model, m.d_ff, m.bytes_per_weight, m.ffn_kind)
+        shape = (ctypes.c_uint32 * 7)(m.n_layers, m.d_model, m.d_ff, WTYPES[m.dtype][0], m.ffn_kind, m.unit_kind,
+                                      m.units)
         self._h = lib.fbt_writer_open(os.fsencode(w.path), shape, int(m.has_predicted), int(m.has_channels),
                                       m.source.encode(), self._err, _ERR_LEN)
         if not self._h:
@@ -1280,7 +1349,7 @@ class _CWriter:
 
 
 def copy_trace(src_path, dst_path, active_only=False):
-    """Rewrites a trace through the reader and writer (as version 2);
+    """Rewrites a trace through the reader and writer (as version 3);
     active_only drops the predicted sets (a trace of active sets alone).
     With the C library and numpy, the sets go from reader to writer as
     numpy views, without an int per neuron."""
@@ -1288,7 +1357,7 @@ def copy_trace(src_path, dst_path, active_only=False):
     with TraceReader(src_path, form) as r:
         meta = r.meta
         if active_only:
-            meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, False, r.source,
+            meta = TraceMeta(r.n_layers, r.d_model, r.d_ff, r.dtype, r.ffn_kind, False, r.source,
                              r.has_channels)
         w = TraceWriter(dst_path, meta)
         try:
@@ -1329,6 +1398,7 @@ def trace_info(path):
             "file": r.path, "version": r.version, "checked": r.version >= VERSION_CHECKED,
             "file_bytes": r.file_bytes, "check_bytes": r.check_bytes,
             "n_layers": L, "layers": L, "d_model": r.d_model, "d_ff": r.d_ff,
+            "dtype": r.dtype, "unit_kind": r.meta.unit_name, "units_per_layer": r.units,
             "bytes_per_weight": r.bytes_per_weight, "ffn_kind": "glu" if r.ffn_kind == FFN_GLU else "relu",
             "has_predicted": r.has_predicted, "source": r.source,
             "n_tokens": r.n_tokens, "tokens": r.tokens_read, "sequences": seqs,
@@ -1346,8 +1416,9 @@ def _print_info(info):
     print("trace %s" % info["file"])
     print("  format version %d (%s), %d bytes" % (info["version"], "checked" if info["checked"] else "unchecked",
                                                    info["file_bytes"]))
-    print("  shape: %d layers, d_model %d, d_ff %d, %d bytes per weight, %s FFN"
-          % (info["n_layers"], info["d_model"], info["d_ff"], info["bytes_per_weight"], info["ffn_kind"]))
+    print("  shape: %d layers, d_model %d, d_ff %d, %s weights, %s FFN"
+          % (info["n_layers"], info["d_model"], info["d_ff"], info["dtype"], info["ffn_kind"]))
+    print("  units: %s, %d per layer" % (info["unit_kind"], info["units_per_layer"]))
     print("  tokens: %d (%d prompt, %d generated) in %d sequence(s)"
           % (info["tokens"], info["prompt_tokens"], info["generated_tokens"], info["sequences"]))
     print("  neurons: %d active, %s predicted" % (info["active_neurons"],

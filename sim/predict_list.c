@@ -242,7 +242,7 @@ int predict_replayed(const struct predict_setup *s, const struct replay_result *
     c->io_threads = s->io_threads;
     c->context_tokens = s->context_tokens;
     c->verify = s->verify;
-    trace_volumes_of_replay(r, s->trace_path, cost_weight_bytes(s->dtype), s->trace->meta.bytes_per_weight, &c->vol);
+    trace_volumes_of_replay(r, s->trace_path, cost_weight_bytes(s->dtype), s->trace->meta.dtype, &c->vol);
     if (!r->transposed)
         predictor_of(s, &c->policy, c);
     if (cost_predict(c, &out->prediction, err, errlen) != 0)

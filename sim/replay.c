@@ -19,16 +19,14 @@
 
 struct unit_dims replay_unit_dims(const struct trace_meta *m)
 {
-    /* the header gives bytes per weight, not a type: the geometry is sized
-     * by them (unit_geometry_make_bpw); the type is not read */
-    return (struct unit_dims){m->n_layers, m->d_model, m->d_ff, (enum ffn_kind)m->ffn_kind, (enum fb_dtype)DTYPE_COUNT};
+    return (struct unit_dims){m->n_layers, m->d_model, m->d_ff, (enum ffn_kind)m->ffn_kind, m->dtype};
 }
 
 int replay_unit_geometry(const struct trace_meta *m, enum unit_kind kind, uint64_t align, struct unit_geometry *g,
                          char *err, size_t errlen)
 {
     struct unit_dims d = replay_unit_dims(m);
-    return unit_geometry_make_bpw(kind, &d, m->bytes_per_weight, align, g, err, errlen);
+    return unit_geometry_make(kind, &d, align, g, err, errlen);
 }
 
 /* The trace's neuron bundles, packed; a shape the header check lets
@@ -314,6 +312,8 @@ static void channel_view(const struct trace *tr, struct trace *view)
 {
     *view = *tr;
     view->meta.d_ff = tr->meta.d_model;
+    view->meta.unit_kind = UNIT_CHANNEL_BUNDLE; /* its ids: d_model of them per layer */
+    view->meta.units = tr->meta.d_model;
     view->meta.has_predicted = view->meta.has_channels = false;
     view->active_off = tr->chan_off;
     view->active_ids = tr->chan_ids;

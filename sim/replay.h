@@ -11,7 +11,7 @@
  * from flash (policies such as naive and hybrid read more). Every row read is
  * inserted into the layer's DRAM matrix; the policy then deletes rows to keep
  * what it wants for later tokens. A row is one neuron's weights: up column +
- * down row (+ gate row for GLU), rows_bytes = (2|3) * d_model * bytes_per_weight.
+ * down row (+ gate row for GLU), rows_bytes = (2|3) rows of d_model weights of the header's type.
  * The policies, layouts and the request path are cache/'s (cache/cache.h),
  * the same objects the engine's flash FFN runs. A DRAM budget is split
  * evenly over layers (the paper preallocates one matrix per layer):

@@ -42,14 +42,15 @@ static void header_shape(const struct trace_meta *m, struct model_shape *s, char
 
 /* The dtype to price at: the trace's width when the profile has a rate for
  * it, else the profile's first with a rate. */
-static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err, size_t errlen)
+static int pick_dtype(struct replay_pricing *p, enum fb_dtype trace_type, char *err, size_t errlen)
 {
+    double trace_bytes = cost_weight_bytes(wtype_name(trace_type));
     const struct compute_rate *first = NULL;
     for (size_t i = 0; i < p->hw->n_compute; i++) {
         const struct compute_rate *c = &p->hw->compute[i];
         if (c->bw <= 0 || !cost_weight_bytes(c->dtype))
             continue;
-        if (cost_weight_bytes(c->dtype) == (double)trace_bytes) {
+        if (cost_weight_bytes(c->dtype) == trace_bytes) {
             snprintf(p->dtype, sizeof p->dtype, "%s", c->dtype);
             return 0;
         }
@@ -62,9 +63,9 @@ static int pick_dtype(struct replay_pricing *p, uint32_t trace_bytes, char *err,
     }
     snprintf(p->dtype, sizeof p->dtype, "%s", first->dtype);
     snprintf(p->dtype_note, sizeof p->dtype_note,
-             "Priced at %s: %s has no rate for the trace's %u bytes per weight; the replay's bytes are "
+             "Priced at %s: %s has no rate for the trace's %s weights (%g bytes each); the replay's bytes are "
              "rescaled to %g per weight (as predict --dtype does)",
-             p->dtype, p->hw->name, trace_bytes, cost_weight_bytes(p->dtype));
+             p->dtype, p->hw->name, wtype_name(trace_type), trace_bytes, cost_weight_bytes(p->dtype));
     return 0;
 }
 
@@ -79,7 +80,7 @@ int replay_pricing_open(struct replay_pricing *p, const struct fb_settings *set,
     }
     /* densities.json once here, not once per priced row */
     if (hw_profile_load_flags(set, hw, hw_flags, p->hw, err, errlen) != 0 || cost_resolve_profile(p->hw, set, err, errlen) != 0 ||
-        pick_dtype(p, tr->meta.bytes_per_weight, err, errlen) != 0 || paper_densities_check(set, err, errlen) != 0) {
+        pick_dtype(p, tr->meta.dtype, err, errlen) != 0 || paper_densities_check(set, err, errlen) != 0) {
         replay_pricing_close(p);
         return -1;
     }

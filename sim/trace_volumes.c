@@ -19,7 +19,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
         err_set(err, errlen, "%s has no predicted sets (replay its active sets instead)", trace_path);
         return -1;
     }
-    double scale = (double)spec->dtype_bytes / tr->meta.bytes_per_weight;
+    double scale = spec->dtype_bytes / cost_weight_bytes(wtype_name(tr->meta.dtype));
     struct replay_spec rs = {
         .policy = spec->policy,
         .layout = spec->layout,
@@ -36,7 +36,7 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
         err_set(err, errlen, "replaying %s: %s", trace_path, why);
         return -1;
     }
-    trace_volumes_of_replay(&r, trace_path, spec->dtype_bytes, tr->meta.bytes_per_weight, v);
+    trace_volumes_of_replay(&r, trace_path, spec->dtype_bytes, tr->meta.dtype, v);
     replay_result_free(&r);
     return 0;
 }
@@ -57,10 +57,10 @@ static void stream_of_replay(const struct replay_stream *st, double tokens, doub
 }
 
 void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, double dtype_bytes,
-                             uint32_t trace_bytes, struct token_volumes *v)
+                             enum fb_dtype trace_type, struct token_volumes *v)
 {
     bool matrix = r->pol.ops->keeps_recent;
-    double scale = dtype_bytes / trace_bytes;
+    double scale = dtype_bytes / cost_weight_bytes(wtype_name(trace_type));
     double tokens = r->n_tokens ? (double)r->n_tokens : 1;
     memset(v, 0, sizeof *v);
     v->read_bytes = r->bytes_per_token * scale;

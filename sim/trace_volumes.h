@@ -37,9 +37,9 @@ int trace_volumes(const struct trace *tr, const char *trace_path, const struct t
 
 /* The same volumes from a replay already run (r: its policy, layout, sets
  * and counts), priced at dtype_bytes per weight (the replay's bytes are at
- * trace_bytes per weight). What trace_volumes does after its replay; for a
+ * the trace's type, trace_type). What trace_volumes does after its replay; for a
  * caller that keeps the replay (flashbed replay --hw). */
 void trace_volumes_of_replay(const struct replay_result *r, const char *trace_path, double dtype_bytes,
-                             uint32_t trace_bytes, struct token_volumes *v);
+                             enum fb_dtype trace_type, struct token_volumes *v);
 
 #endif

@@ -47,6 +47,11 @@ struct trace_builder *trace_builder_new(const struct trace_meta *meta, char *err
         err_set(err, errlen, "a trace in memory needs layers and neurons");
         return NULL;
     }
+    char why[256];
+    if (trace_meta_check(meta, why, sizeof why) != 0) {
+        err_set(err, errlen, "a trace in memory: %s", why);
+        return NULL;
+    }
     struct trace_builder *b = calloc(1, sizeof *b);
     if (b) {
         b->meta = *meta;

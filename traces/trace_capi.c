@@ -45,12 +45,13 @@ struct trace_capi_reader *fbt_reader_open(const char *path, char *err, size_t er
     return c;
 }
 
-void fbt_reader_header(const struct trace_capi_reader *c, uint64_t out[9])
+void fbt_reader_header(const struct trace_capi_reader *c, uint64_t out[FBT_HEADER_FIELDS])
 {
     const struct trace_meta *m = trace_reader_meta(c->r);
-    uint64_t v[9] = {trace_reader_version(c->r), m->n_layers, m->d_model, m->d_ff, m->bytes_per_weight,
-                     m->ffn_kind, m->has_predicted, m->has_channels, trace_reader_n_tokens(c->r)};
-    for (int i = 0; i < 9; i++)
+    uint64_t v[FBT_HEADER_FIELDS] = {trace_reader_version(c->r), m->n_layers, m->d_model, m->d_ff,
+                                     wtype_traits(m->dtype)->code, m->ffn_kind, m->has_predicted, m->has_channels,
+                                     trace_reader_n_tokens(c->r), unit_kind_code(m->unit_kind), m->units};
+    for (int i = 0; i < FBT_HEADER_FIELDS; i++)
         out[i] = v[i];
 }
 
@@ -126,13 +127,20 @@ void fbt_reader_close(struct trace_capi_reader *c)
     free(c);
 }
 
-struct trace_writer *fbt_writer_open(const char *path, const uint32_t shape[5], int has_predicted, int has_channels,
-                                     const char *source, char *err, size_t errlen)
+struct trace_writer *fbt_writer_open(const char *path, const uint32_t shape[FBT_SHAPE_FIELDS], int has_predicted,
+                                     int has_channels, const char *source, char *err, size_t errlen)
 {
     struct trace_meta m = {
-        .n_layers = shape[0], .d_model = shape[1], .d_ff = shape[2], .bytes_per_weight = shape[3],
-        .ffn_kind = shape[4], .has_predicted = has_predicted != 0, .source = (char *)source,
-        .has_channels = has_channels != 0,
+        .n_layers = shape[0], .d_model = shape[1], .d_ff = shape[2], .ffn_kind = shape[4], .units = shape[6],
+        .has_predicted = has_predicted != 0, .source = (char *)source, .has_channels = has_channels != 0,
     };
+    if (wtype_from_code(shape[3], &m.dtype) != 0) {
+        err_set(err, errlen, "%s: weight type code %u is not in the table (%s)", path, shape[3], wtype_names());
+        return NULL;
+    }
+    if (unit_kind_from_code(shape[5], &m.unit_kind) != 0) {
+        err_set(err, errlen, "%s: unit kind code %u is not in the table", path, shape[5]);
+        return NULL;
+    }
     return trace_writer_open(NULL, path, &m, err, errlen);
 }

@@ -18,15 +18,20 @@ struct trace_capi_reader;
 struct trace_writer;
 
 /* Bumped when a signature below changes: the caller checks it. */
-#define TRACE_CAPI_VERSION 1
+#define TRACE_CAPI_VERSION 2
 int fbt_capi_version(void);
 
 /* trace_reader_open; NULL + err. */
 struct trace_capi_reader *fbt_reader_open(const char *path, char *err, size_t errlen);
 
-/* The header: out[] = version, n_layers, d_model, d_ff, bytes_per_weight,
- * ffn_kind, has_predicted, has_channels, n_tokens. */
-void fbt_reader_header(const struct trace_capi_reader *r, uint64_t out[9]);
+/* The header: out[] = version, n_layers, d_model, d_ff, weight type code
+ * (common/wtypes.def: ggml's, f32 0, f16 1, bf16 30; an older file's bytes
+ * per weight as traces/trace.h maps them), ffn_kind, has_predicted,
+ * has_channels, n_tokens, unit kind code (common/unit_kinds.def), units per
+ * layer. (Version 1 of this interface gave bytes per weight in the type's
+ * place and ended at n_tokens.) */
+#define FBT_HEADER_FIELDS 11
+void fbt_reader_header(const struct trace_capi_reader *r, uint64_t out[FBT_HEADER_FIELDS]);
 const char *fbt_reader_source(const struct trace_capi_reader *r);
 
 /* The next token: 1 with *flags and its sets in one array (fbt_reader_ids),
@@ -43,10 +48,12 @@ uint64_t fbt_reader_check_bytes(const struct trace_capi_reader *r);
 void fbt_reader_close(struct trace_capi_reader *r);
 
 /* trace_writer_open with the header's fields as numbers: shape[] =
- * n_layers, d_model, d_ff, bytes_per_weight, ffn_kind. NULL + err. The
+ * n_layers, d_model, d_ff, weight type code, ffn_kind, unit kind code,
+ * units per layer (codes as fbt_reader_header's). NULL + err. The
  * writer is then driven with trace_writer_begin_token, _layer_channels,
  * _layer, _close and _abort themselves. */
-struct trace_writer *fbt_writer_open(const char *path, const uint32_t shape[5], int has_predicted, int has_channels,
-                                     const char *source, char *err, size_t errlen);
+#define FBT_SHAPE_FIELDS 7
+struct trace_writer *fbt_writer_open(const char *path, const uint32_t shape[FBT_SHAPE_FIELDS], int has_predicted,
+                                     int has_channels, const char *source, char *err, size_t errlen);
 
 #endif

@@ -172,7 +172,9 @@ static cJSON *export_json(const char *trace_path, const struct trace_reader *r, 
     cJSON_AddNumberToObject(h, "n_tokens", (double)trace_reader_n_tokens(r));
     cJSON_AddBoolToObject(h, "has_predicted", m->has_predicted);
     cJSON_AddBoolToObject(h, "has_channels", m->has_channels);
-    cJSON_AddNumberToObject(h, "bytes_per_weight", m->bytes_per_weight);
+    cJSON_AddStringToObject(h, "dtype", wtype_name(m->dtype));
+    cJSON_AddStringToObject(h, "unit_kind", unit_kind_name(m->unit_kind));
+    cJSON_AddNumberToObject(h, "units_per_layer", m->units);
     cJSON_AddStringToObject(h, "ffn_kind", m->ffn_kind == FFN_GLU ? "glu" : "relu");
     cJSON_AddNumberToObject(h, "format_version", trace_reader_version(r));
     cJSON *src = m->source ? cJSON_Parse(m->source) : NULL;

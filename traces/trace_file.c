@@ -60,6 +60,26 @@ void trace_meta_free(struct trace_meta *m)
     m->source = NULL;
 }
 
+void trace_meta_set_units(struct trace_meta *m)
+{
+    m->unit_kind = m->has_channels ? UNIT_DOWN_ROW : UNIT_NEURON_BUNDLE;
+    m->units = m->d_ff;
+}
+
+int trace_meta_check(const struct trace_meta *m, char *why, size_t whylen)
+{
+    if (!wtype_valid(m->dtype))
+        return err_set(why, whylen, "weight type %d is not in the table (%s)", (int)m->dtype, wtype_names());
+    enum unit_kind want = m->has_channels ? UNIT_DOWN_ROW : UNIT_NEURON_BUNDLE;
+    if (m->unit_kind != want)
+        return err_set(why, whylen, "unit kind \"%s\" in a trace %s channel sets (it records \"%s\")",
+                       unit_kind_name(m->unit_kind), m->has_channels ? "with" : "without", unit_kind_name(want));
+    if (m->units != m->d_ff)
+        return err_set(why, whylen, "%u units per layer of kind \"%s\": a trace records d_ff (%u)", m->units,
+                       unit_kind_name(m->unit_kind), m->d_ff);
+    return 0;
+}
+
 int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_tokens)
 {
     size_t slen = strlen(m->source);
@@ -72,9 +92,11 @@ int trace_header_put(struct byte_buf *b, const struct trace_meta *m, uint64_t n_
     put_u32(b, m->n_layers);
     put_u32(b, m->d_model);
     put_u32(b, m->d_ff);
-    put_u32(b, m->bytes_per_weight);
+    put_u32(b, wtype_traits(m->dtype)->code);
     put_u32(b, m->ffn_kind);
     put_u32(b, (m->has_predicted ? TRACE_FLAG_PREDICTED : 0u) | (m->has_channels ? TRACE_FLAG_CHANNELS : 0u));
+    put_u32(b, unit_kind_code(m->unit_kind));
+    put_u32(b, m->units);
     put_u64(b, n_tokens);
     put_u32(b, (uint32_t)slen);
     memcpy(b->p + b->len, m->source, slen);
@@ -101,38 +123,70 @@ int trace_footer_put(struct byte_buf *b, uint64_t n_tokens, uint64_t active_even
 
 /* The version 2 header's CRC, read after the source and compared with
  * what the bytes before it give. */
-static int check_header_crc(FILE *f, const uint8_t *fixed, const char *source, uint32_t slen, char *why,
-                            size_t whylen)
+static int check_header_crc(FILE *f, const uint8_t *fixed, size_t fixed_len, const char *source, uint32_t slen,
+                            char *why, size_t whylen)
 {
     uint8_t stored[TRACE_CRC_BYTES];
     if (fread(stored, 1, sizeof stored, f) != sizeof stored)
         return err_set(why, whylen, "truncated header (no checksum)");
     uint32_t want = trace_get_u32(stored);
-    uint32_t got = crc32c_update(crc32c(fixed, TRACE_HEADER_FIXED), source, slen);
+    uint32_t got = crc32c_update(crc32c(fixed, fixed_len), source, slen);
     if (got != want)
         return err_set(why, whylen, "header checksum mismatch (stored 0x%08x, computed 0x%08x): the header is damaged", want,
                    got);
     return 0;
 }
 
+/* The weight type in a header: a type code from version 3, before it
+ * bytes per weight (trace.h: 4 is f32, 2 f16). */
+static int header_type(uint32_t v, uint32_t version, enum fb_dtype *t, char *why, size_t whylen)
+{
+    if (version >= TRACE_VERSION_TYPED)
+        return wtype_from_code(v, t) == 0
+                   ? 0
+                   : err_set(why, whylen, "unknown weight type code %u in header (known: %s)", v, wtype_names());
+    if (v == 4 || v == 2) {
+        *t = v == 4 ? DTYPE_F32 : DTYPE_F16;
+        return 0;
+    }
+    return err_set(why, whylen,
+                   "%u bytes per weight in a version %u header: only 4 (f32) and 2 (f16) name a weight type", v,
+                   version);
+}
+
+/* The unit kind and count: version 3's fields, or what an older header's
+ * channel flag says (trace.h). */
+static int header_units(const uint8_t *q, uint32_t version, struct trace_meta *m, char *why, size_t whylen)
+{
+    if (version < TRACE_VERSION_TYPED) {
+        trace_meta_set_units(m);
+        return 0;
+    }
+    uint32_t code = trace_get_u32(q);
+    if (unit_kind_from_code(code, &m->unit_kind) != 0)
+        return err_set(why, whylen, "unknown unit kind code %u in header", code);
+    m->units = trace_get_u32(q + 4);
+    return 0;
+}
+
 /* The fields of a header whose bytes are trusted (checked, or version 1). */
-static int header_fields(const uint8_t *fixed, struct trace_meta *m, uint64_t *n_tokens, char *why,
+static int header_fields(const uint8_t *fixed, uint32_t version, struct trace_meta *m, uint64_t *n_tokens, char *why,
                          size_t whylen)
 {
     const uint8_t *q = fixed + 12;
     m->n_layers = trace_get_u32(q);
     m->d_model = trace_get_u32(q + 4);
     m->d_ff = trace_get_u32(q + 8);
-    m->bytes_per_weight = trace_get_u32(q + 12);
-    uint32_t kind = trace_get_u32(q + 16), flags = trace_get_u32(q + 20);
-    *n_tokens = trace_get_u64_at(q + 24);
+    uint32_t type = trace_get_u32(q + 12), kind = trace_get_u32(q + 16), flags = trace_get_u32(q + 20);
+    *n_tokens = trace_get_u64_at(q + (version >= TRACE_VERSION_TYPED ? 32 : 24));
     /* a trace is of a model: the model shapes' bounds (a d_ff of 2^26 cost
      * trace info seconds over a 1.4 KB file: fuzz_trace) */
     if (m->n_layers == 0 || m->n_layers > MODEL_MAX_LAYERS || m->d_ff == 0 || m->d_ff > MODEL_MAX_D_FF ||
-        (uint64_t)m->n_layers * m->d_ff > (1u << 26) || m->d_model == 0 || m->d_model > MODEL_MAX_D_MODEL ||
-        m->bytes_per_weight == 0 || m->bytes_per_weight > 8)
-        return err_set(why, whylen, "implausible shape in header (layers %u, d_model %u, d_ff %u, %u bytes per weight)",
-                   m->n_layers, m->d_model, m->d_ff, m->bytes_per_weight);
+        (uint64_t)m->n_layers * m->d_ff > (1u << 26) || m->d_model == 0 || m->d_model > MODEL_MAX_D_MODEL)
+        return err_set(why, whylen, "implausible shape in header (layers %u, d_model %u, d_ff %u)", m->n_layers,
+                       m->d_model, m->d_ff);
+    if (header_type(type, version, &m->dtype, why, whylen) != 0)
+        return -1;
     if (kind > FFN_GLU)
         return err_set(why, whylen, "unknown FFN kind %u in header", kind);
     if (flags & ~(uint32_t)(TRACE_FLAG_PREDICTED | TRACE_FLAG_CHANNELS))
@@ -140,7 +194,9 @@ static int header_fields(const uint8_t *fixed, struct trace_meta *m, uint64_t *n
     m->ffn_kind = kind;
     m->has_predicted = flags & TRACE_FLAG_PREDICTED;
     m->has_channels = flags & TRACE_FLAG_CHANNELS;
-    return 0;
+    if (header_units(q + 24, version, m, why, whylen) != 0)
+        return -1;
+    return trace_meta_check(m, why, whylen);
 }
 
 int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t *version, char *why,
@@ -161,9 +217,10 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
                    TRACE_VERSION);
     if (*version == 0)
         return err_set(why, whylen, "header says trace format version 0, which does not exist");
-    if (fread(fixed + 12, 1, TRACE_HEADER_FIXED - 12, f) != TRACE_HEADER_FIXED - 12)
+    size_t fixed_len = *version >= TRACE_VERSION_TYPED ? TRACE_HEADER_FIXED : TRACE_HEADER_FIXED_V2;
+    if (fread(fixed + 12, 1, fixed_len - 12, f) != fixed_len - 12)
         return err_set(why, whylen, "truncated header");
-    uint32_t slen = trace_get_u32(fixed + TRACE_HEADER_FIXED - 4);
+    uint32_t slen = trace_get_u32(fixed + fixed_len - 4);
     if (slen > TRACE_MAX_SOURCE)
         return err_set(why, whylen, "header's source description of %u bytes is implausible", slen);
     /* allocated only for what the file holds: a header of a few bytes
@@ -183,8 +240,9 @@ int trace_header_get(FILE *f, struct trace_meta *m, uint64_t *n_tokens, uint32_t
     m->source[slen] = 0;
     /* the checksum first: a damaged field then reads as damage, not as a
      * strange shape */
-    if ((*version >= TRACE_VERSION_CHECKED && check_header_crc(f, fixed, m->source, slen, why, whylen) != 0) ||
-        header_fields(fixed, m, n_tokens, why, whylen) != 0) {
+    if ((*version >= TRACE_VERSION_CHECKED &&
+         check_header_crc(f, fixed, fixed_len, m->source, slen, why, whylen) != 0) ||
+        header_fields(fixed, *version, m, n_tokens, why, whylen) != 0) {
         trace_meta_free(m);
         return -1;
     }

@@ -14,8 +14,10 @@
 #define TRACE_MAGIC "FBTRACE"   /* 8 bytes with its NUL */
 #define TRACE_END_MAGIC "FBTREND"
 #define TRACE_TOKEN_MARK 0xA7
-/* magic 8 + version 4 + six u32 fields + u64 n_tokens + u32 source_len */
-#define TRACE_HEADER_FIXED (8 + 4 + 6 * 4 + 8 + 4)
+/* magic 8 + version 4 + eight u32 fields + u64 n_tokens + u32 source_len;
+ * versions 1 and 2 have six u32 fields (no unit kind and count) */
+#define TRACE_HEADER_FIXED (8 + 4 + 8 * 4 + 8 + 4)
+#define TRACE_HEADER_FIXED_V2 (8 + 4 + 6 * 4 + 8 + 4)
 #define TRACE_FOOTER_BYTES (8 + 3 * 8) /* before its CRC */
 #define TRACE_CRC_BYTES 4
 #define TRACE_MAX_SOURCE (1u << 20)
@@ -57,6 +59,10 @@ int trace_check_ids(const uint32_t *ids, uint32_t n, uint32_t d_ff, const char *
 /* The same for a channel set: strictly ascending ids below d_model
  * ("kept channel 9 >= d_model 8"). */
 int trace_check_channels(const uint32_t *ids, uint32_t n, uint32_t d_model, char *why, size_t whylen);
+
+/* Whether m's type and units are ones a trace holds (trace.h's rule for
+ * units). 0, or -1 with why; the writer, the builder and the reader ask. */
+int trace_meta_check(const struct trace_meta *m, char *why, size_t whylen);
 
 /* Appends n ids to a growing array (*len of *cap used). 0, or -1 out of memory. */
 int trace_append_ids(uint32_t **ids, uint64_t *len, uint64_t *cap, const uint32_t *src, uint32_t n);

@@ -102,6 +102,9 @@ cJSON *trace_info_json(const struct trace *tr, const struct trace_stats *s, cons
     cJSON_AddNumberToObject(root, "n_layers", tr->meta.n_layers);
     cJSON_AddNumberToObject(root, "d_model", tr->meta.d_model);
     cJSON_AddNumberToObject(root, "d_ff", tr->meta.d_ff);
+    cJSON_AddStringToObject(root, "dtype", wtype_name(tr->meta.dtype));
+    cJSON_AddStringToObject(root, "unit_kind", unit_kind_name(tr->meta.unit_kind));
+    cJSON_AddNumberToObject(root, "units_per_layer", tr->meta.units);
     cJSON_AddNumberToObject(root, "tokens", (double)s->n_tokens);
     cJSON_AddNumberToObject(root, "sequences", (double)s->n_sequences);
     cJSON_AddNumberToObject(root, "file_bytes", (double)tr->file_bytes);

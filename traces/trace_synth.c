@@ -22,7 +22,7 @@ void synth_params_default(struct synth_params *p, const struct model_shape *shap
     p->prompts = 1;
     p->prompt_share = 1.0 / 3.0;
     p->seed = 1;
-    p->bytes_per_weight = 2;
+    p->dtype = DTYPE_F16;
     /* calibrated with flashbed trace info on OPT-6.7B, 256 tokens; plain
      * persistence ended at 0: reuse from the last token (age 1) covers it */
     p->persist = 0.0;
@@ -432,11 +432,12 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
         return err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
                        (unsigned long long)p->tokens, (unsigned long long)p->prompts);
     struct trace_meta m = {
-        .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .bytes_per_weight = p->bytes_per_weight,
+        .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .dtype = p->dtype,
         .ffn_kind = s->ffn_kind, .source = source_json(p),
         /* input sparsity runs no predictor: a trace of it has its sets alone */
         .has_predicted = !(p->channel_density > 0), .has_channels = p->channel_density > 0,
     };
+    trace_meta_set_units(&m);
     struct synth_state st = {0};
     struct trace_writer *w = NULL;
     int rc = -1;

@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "common/model_shape.h"
+#include "common/wtype.h"
 #include "common/progress.h"
 #include "traces/synth_profile.h"
 
@@ -47,7 +48,7 @@ struct synth_params {
     uint64_t prompts;          /* sequences; each starts with a prompt part */
     double prompt_share;       /* share of each sequence that is prompt (128 of 384 in §4.1) */
     uint64_t seed;
-    uint32_t bytes_per_weight;
+    enum fb_dtype dtype;       /* the weights' type the header records (f16) */
     double persist;            /* chance a predicted neuron stays for the next token */
     double zipf;               /* power-law exponent of neuron popularity */
     double recur;              /* share of refills drawn from earlier tokens' sets */

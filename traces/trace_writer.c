@@ -79,8 +79,13 @@ static int alloc_state(struct trace_writer *w)
 struct trace_writer *trace_writer_open(struct out_manifest *folder, const char *path, const struct trace_meta *meta,
                                        char *err, size_t errlen)
 {
-    if (meta->n_layers == 0 || meta->d_ff == 0 || meta->d_model == 0 || meta->bytes_per_weight == 0) {
-        err_set(err, errlen, "%s: trace shape must have layers, d_model, d_ff and bytes per weight", path);
+    char why[256];
+    if (meta->n_layers == 0 || meta->d_ff == 0 || meta->d_model == 0) {
+        err_set(err, errlen, "%s: trace shape must have layers, d_model and d_ff", path);
+        return NULL;
+    }
+    if (trace_meta_check(meta, why, sizeof why) != 0) {
+        err_set(err, errlen, "%s: %s", path, why);
         return NULL;
     }
     if (strlen(path) >= 4096) {

@@ -150,8 +150,10 @@ uint64_t model_bytes_per_token(const struct model *m);
  * when that is 0). 0, or -1 with err. */
 int model_unit_geometry(const struct model *m, struct unit_geometry *g, char *err, size_t errlen);
 
-/* The header of a trace recorded on m (shape, weight size, FFN kind);
- * source and has_predicted are the recorder's to set. */
+/* The header of a trace recorded on m (shape, weight type, FFN kind, its
+ * neuron bundles as units); source and has_predicted are the recorder's to
+ * set, and a recorder that sets has_channels sets the units again
+ * (trace_meta_set_units). */
 struct trace_meta model_trace_meta(const struct model *m);
 
 /* Canonical tensor names, shared by the writers and the loader. */

@@ -385,9 +385,10 @@ int model_unit_geometry(const struct model *m, struct unit_geometry *g, char *er
 
 struct trace_meta model_trace_meta(const struct model *m)
 {
-    return (struct trace_meta){.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
-                               .bytes_per_weight = (uint32_t)wtype_row_bytes(m->dtype, 1),
-                               .ffn_kind = (uint32_t)m->shape.ffn_kind};
+    struct trace_meta t = {.n_layers = m->shape.n_layers, .d_model = m->shape.d_model, .d_ff = m->shape.d_ff,
+                           .dtype = m->dtype, .ffn_kind = (uint32_t)m->shape.ffn_kind};
+    trace_meta_set_units(&t);
+    return t;
 }
 
 uint64_t model_bytes_per_token(const struct model *m)

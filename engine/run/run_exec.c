@@ -184,6 +184,7 @@ struct trace_writer *run_record_open(struct out_manifest *folder, const char *pa
     struct trace_meta tm = model_trace_meta(m);
     tm.has_predicted = chooser;
     tm.has_channels = teal; /* input sparsity: the kept channels beside the kept rows of down */
+    trace_meta_set_units(&tm);
     char src[8800];
     if (teal)
         teal_source(src, sizeof src, m, p);

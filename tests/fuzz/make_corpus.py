@@ -32,7 +32,7 @@ def channel_trace(path):
     full), written by python/flashbed_trace.py; its bytes."""
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import flashbed_trace as ft
-    meta = ft.TraceMeta(2, 24, 40, 2, ft.FFN_GLU, True, '{"model":"fuzz-channels"}', has_channels=True)
+    meta = ft.TraceMeta(2, 24, 40, "f16", ft.FFN_GLU, True, '{"model":"fuzz-channels"}', has_channels=True)
     with ft.TraceWriter(path, meta) as w:
         for t in range(4):
             w.begin_token(ft.TOKEN_GENERATED if t else 0)
@@ -150,8 +150,11 @@ def main():
         put("model_json", "phi3-longrope.json", open(os.path.join(m, "model.json"), "rb").read())
         # channel sets (issue 33), with predicted sets: every kind of set in a block
         put("trace", "channels.trace", channel_trace(os.path.join(tmp, "channels.trace")))
-        # a version 1 trace (the synth ones above are the current version)
-        put("trace", "v1.trace", open(os.path.join(ROOT, "tests", "data", "trace_v1.trace"), "rb").read())
+        # the committed trace of each version (the synth ones above are the
+        # current version): 1 and 2 with bytes per weight, 3 with a type code
+        for v in (1, 2, 3):
+            put("trace", "v%d.trace" % v,
+                open(os.path.join(ROOT, "tests", "data", "trace_v%d.trace" % v), "rb").read())
         put("tokenizer_sp", "llama-300.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 300))
         put("tokenizer_sp", "llama-40.json", small_sp_tokenizer(os.path.join(tmp, "llama-hf", "tokenizer.json"), 40))
         # OPT's byte-level tokenizer.json (GPT-2 alphabet), as the HF import test writes it

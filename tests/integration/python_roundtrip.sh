@@ -35,7 +35,7 @@ def fresh(bound, dense):
     return sorted(rng.sample(range(bound), bound // 2 if dense else 3))
 def near(ids, bound, flips=3):
     return sorted(set(ids).symmetric_difference(rng.sample(range(bound), flips)))
-m = f.TraceMeta(L, d_model, d_ff, 2, f.FFN_GLU, True, '{"test":"every encoding"}', has_channels=True)
+m = f.TraceMeta(L, d_model, d_ff, "f16", f.FFN_GLU, True, '{"test":"every encoding"}', has_channels=True)
 prev = None
 with f.TraceWriter(sys.argv[1], m) as w:
     for t in range(40):

@@ -62,7 +62,7 @@ for k in ('provenance', 'file_bytes', 'bits_per_neuron', 'check_bits_per_neuron'
 print(json.dumps(d, sort_keys=True))" "$1"
 }
 
-# ---- version 2 with predicted sets, several sequences ----
+# ---- the current version (3) with predicted sets, several sequences ----
 T="$WORK/pred.trace"
 check "synth a trace with predicted sets" "$FLASHBED" trace synth --shape opt-tiny --tokens 80 --prompts 3 --seed 3 --out "$T"
 read_both pred "$T"
@@ -70,7 +70,7 @@ check "pred: header fields as attributes" python3 -c "
 import sys, flashbed_trace as f
 with f.TraceReader(sys.argv[1]) as r:
     got = (r.version, r.n_layers, r.d_model, r.d_ff, r.bytes_per_weight, r.ffn_kind, r.has_predicted, r.n_tokens)
-    sys.exit(got != (2, 2, 64, 256, 2, f.FFN_RELU, True, 80) or '\"opt-tiny\"' not in r.source)" "$T"
+    sys.exit(got != (3, 2, 64, 256, 2, f.FFN_RELU, True, 80) or '\"opt-tiny\"' not in r.source)" "$T"
 check "pred: 3 sequences" python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['sequences'] != 3)" "$WORK/pred.py.json"
 
 # Another architecture: GLU, a d_ff that is no multiple of 8.
@@ -93,6 +93,41 @@ read_both v1 "$V1"
 check "v1: python reads every set of trace_v1.sets" \
     bash -c "python3 '$PY' dump '$V1' | cmp -s - <(grep -v '^#' '$SRC/tests/data/trace_v1.sets')"
 
+# ---- versions 2 and 3: the committed files, their sets and their headers ----
+# (version 1 and 2 record bytes per weight: 2 reads as f16, 4 as f32; their
+# units follow the channel flag)
+for v in 1 2 3; do
+    F="$SRC/tests/data/trace_v$v.trace"
+    check "v$v: python reads every set of trace_v$v.sets" \
+        bash -c "python3 '$PY' dump '$F' | cmp -s - <(grep -v '^#' '$SRC/tests/data/trace_v$v.sets')"
+    check "v$v: its header's type and units" python3 -c "
+import sys, flashbed_trace as f
+want = {1: ('f16', f.UNIT_NEURON_BUNDLE, 256), 2: ('f32', f.UNIT_DOWN_ROW, 40), 3: ('bf16', f.UNIT_NEURON_BUNDLE, 48)}
+with f.TraceReader(sys.argv[1]) as r:
+    sys.exit((r.version, r.dtype, r.unit_kind, r.units) != (int(sys.argv[2]),) + want[int(sys.argv[2])])" "$F" "$v"
+done
+read_both v3 "$SRC/tests/data/trace_v3.trace"
+# an older header's bytes per weight that names no type: refused, naming the
+# file and the value, on the C library's path and the pure one
+python3 - "$SRC/tests/data/trace_v2.trace" "$WORK/bpw3.trace" <<'EOF'
+import struct, sys, flashbed_trace as f
+b = bytearray(open(sys.argv[1], "rb").read())
+b[24:28] = struct.pack("<I", 3)
+n = struct.unpack_from("<I", b, 44)[0]
+b[48 + n:52 + n] = struct.pack("<I", f.crc32c(bytes(b[:48 + n])))
+open(sys.argv[2], "wb").write(b)
+EOF
+for lib in "${FLASHBED_TRACE_LIB:-none}" none; do
+    check "bytes per weight 3 refused ($lib)" env FLASHBED_TRACE_LIB="$lib" python3 -c "
+import sys, flashbed_trace as f
+try:
+    f.TraceReader(sys.argv[1])
+except f.TraceError as e:
+    sys.exit(not (sys.argv[1] in str(e) and '3 bytes per weight in a version 2 header' in str(e)))
+sys.exit(1)" "$WORK/bpw3.trace"
+done
+read_both v2 "$SRC/tests/data/trace_v2.trace"
+
 # ---- without predicted sets: written by the Python writer ----
 check "write an active-only trace (copy --active-only)" python3 "$PY" copy --active-only "$T" "$WORK/active.trace"
 read_both active "$WORK/active.trace"
@@ -109,8 +144,8 @@ for name in pred glu v1 active; do
     check "copy $name: flashbed trace info accepts it" test $? -eq 0
     check "copy $name: flashbed's statistics unchanged" \
         test "$(stats_only "$WORK/$name.fb/trace_info.json")" = "$(stats_only "$WORK/$name.copy.fb/trace_info.json")"
-    check "copy $name: version 2, checked" \
-        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['format_version'] != 2 or not d['checked'])" \
+    check "copy $name: version 3, checked" \
+        python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(d['format_version'] != 3 or not d['checked'])" \
         "$WORK/$name.copy.fb/trace_info.json"
     check "copy $name: python reads the same sets" same_sets "$IN" "$WORK/$name.copy.trace"
 done
@@ -122,7 +157,8 @@ python3 - "$T" "$WORK/flip.trace" <<'EOF'
 import sys, flashbed_trace as f
 b = bytearray(open(sys.argv[1], "rb").read())
 # find token 40's marker by reading block lengths from the header's end
-n = 48 + int.from_bytes(b[44:48], "little") + 4
+# (version 3's fixed header: 56 bytes)
+n = 56 + int.from_bytes(b[52:56], "little") + 4
 for t in range(41):
     start = n
     n += 2
@@ -359,7 +395,7 @@ fi
 # ---- channel sets (issue 33): written by Python, read by flashbed; copied back ----
 check "python writes a trace with channel sets" python3 - "$WORK/chan.trace" <<'EOF'
 import sys, flashbed_trace as f
-m = f.TraceMeta(2, 12, 40, 2, f.FFN_GLU, False, '{"model":"chan"}', has_channels=True)
+m = f.TraceMeta(2, 12, 40, "f16", f.FFN_GLU, False, '{"model":"chan"}', has_channels=True)
 with f.TraceWriter(sys.argv[1], m) as w:
     for t in range(5):
         w.begin_token(f.TOKEN_GENERATED)

@@ -14,7 +14,7 @@ write_trace() { # file, rows needed per token, period
     PYTHONPATH="$FLASHBED_SOURCE/python" python3 - "$1" "$2" "$3" <<'EOF'
 import sys, flashbed_trace as f
 n, period = int(sys.argv[2]), int(sys.argv[3])
-meta = f.TraceMeta(2, 64, 256, bytes_per_weight=2)
+meta = f.TraceMeta(2, 64, 256, dtype="f16")
 with f.TraceWriter(sys.argv[1], meta) as w:
     for t in range(20):
         w.begin_token(1 if t == 0 else 0)

@@ -76,7 +76,7 @@ JSON
 check "aligned model" "$FLASHBED" model make --arch opt --shape "$WORK/aligned.json" --dtype f32 --seed 2 --out "$WORK/al-hf"
 check "convert it" "$FLASHBED" convert "$WORK/al-hf" --out "$WORK/al"
 TA="$WORK/al.trace"
-check "its trace" "$FLASHBED" trace synth --shape "$WORK/aligned.json" --tokens 48 --bytes-per-weight 4 --seed 4 --out "$TA"
+check "its trace" "$FLASHBED" trace synth --shape "$WORK/aligned.json" --tokens 48 --dtype f32 --seed 4 --out "$TA"
 for policy in naive hybrid predictor window:4 lru lfu hot belady; do
     for layout in split bundled; do
         out="$WORK/pol-${policy/:/}-$layout"
@@ -104,7 +104,7 @@ done
 # vector to direct I/O's blocks (summary.read_align), as replay
 # --read-align counts it.
 TP="$WORK/padded.trace"
-check "padded: its trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --bytes-per-weight 4 --seed 3 --out "$TP"
+check "padded: its trace" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --dtype f32 --seed 3 --out "$TP"
 for policy in lru window:4; do
     for layout in bundled coalesce:2 split; do
         out="$WORK/pad-${policy/:/}-${layout/:/}"

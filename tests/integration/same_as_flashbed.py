@@ -2,7 +2,8 @@
 """same_as_flashbed.py TRACE PY_INFO_JSON FLASHBED_TRACE_INFO_JSON
 
 Python's `flashbed_trace.py info --json` against flashbed trace info's
-trace_info.json for the same trace: the same shape, tokens and sequences,
+trace_info.json for the same trace: the same shape, weight type and units,
+tokens and sequences,
 and per layer the neurons flashbed's densities count (density * tokens *
 d_ff), active and predicted, and the kept input channels (density * tokens
 * d_model) of a trace with channel sets. Exit 1 naming each difference."""
@@ -20,7 +21,7 @@ def want(what, a, b):
         ok = False
 
 
-for k in ("n_layers", "d_model", "d_ff", "tokens", "sequences"):
+for k in ("n_layers", "d_model", "d_ff", "dtype", "unit_kind", "units_per_layer", "tokens", "sequences"):
     want(k, py[k], fb[k])
 want("version", py["version"], fb["format_version"])
 want("checked", py["checked"], fb["checked"])

@@ -26,7 +26,7 @@ check "phi: statistics from Phi-2's" grep -q "statistics from: Phi-2 (relufied) 
 check "phi: what they rest on" grep -q "profile statistics: Phi-2 relufied. Paper: middle layers densest" "$WORK/phi.txt"
 check "phi: predicted 2x" grep -q "| predicted / active | 2.00x |" "$WORK/phi.txt"
 # A header from before the profiles (no profile, no per-layer targets) still
-# reads: rewritten here with the header's CRC-32C (format version 2) redone.
+# reads: rewritten here with the header's CRC-32C (format version 3: a fixed header of 56 bytes) redone.
 python3 - "$WORK/phi.trace" "$WORK/old.trace" <<'EOF'
 import json, struct, sys
 def crc32c(data):
@@ -37,23 +37,23 @@ def crc32c(data):
             c = (c >> 1) ^ (0x82F63B78 if c & 1 else 0)
     return c ^ 0xFFFFFFFF
 b = open(sys.argv[1], 'rb').read()
-n = struct.unpack_from('<I', b, 44)[0]
-src = json.loads(b[48:48 + n])
+n = struct.unpack_from('<I', b, 52)[0]
+src = json.loads(b[56:56 + n])
 for k in ('profile', 'profile_source'):
     del src[k]
 del src['targets']['density_layers']
 new = json.dumps(src, separators=(',', ':')).encode()
-header = b[:44] + struct.pack('<I', len(new)) + new
-open(sys.argv[2], 'wb').write(header + struct.pack('<I', crc32c(header)) + b[48 + n + 4:])
+header = b[:52] + struct.pack('<I', len(new)) + new
+open(sys.argv[2], 'wb').write(header + struct.pack('<I', crc32c(header)) + b[56 + n + 4:])
 EOF
 "$FLASHBED" trace info "$WORK/old.trace" > "$WORK/old.txt"
 check "older header: info exits 0" test $? -eq 0
 check "older header: no profile line" bash -c "! grep -q '^  profile' '$WORK/old.txt'"
 check "older header: no layer targets" grep -q "^| 1 | - | " "$WORK/old.txt"
 
-# Format version 2: checked, its checksums' cost stated; version 1 (the
+# Format version 3: checked, its checksums' cost stated; version 1 (the
 # committed file the version 1 writer wrote) still reads, unchecked.
-check "version 2, checked" grep -q "^  format version 2 (CRC-32C per token and layer: checked), [0-9]* bytes ([0-9.]* bits per recorded neuron, [0-9.]* of them checksums" "$WORK/info.txt"
+check "version 3, checked" grep -q "^  format version 3 (CRC-32C per token and layer: checked), [0-9]* bytes ([0-9.]* bits per recorded neuron, [0-9.]* of them checksums" "$WORK/info.txt"
 V1="${FLASHBED_SOURCE:-$(dirname "$0")/../..}/tests/data/trace_v1.trace"
 "$FLASHBED" trace info "$V1" --out "$WORK/v1-info" > "$WORK/v1.txt"
 check "version 1: info exits 0" test $? -eq 0
@@ -69,7 +69,7 @@ check "10 tokens: s_agg up to k = 10" grep -q "^| 10 | " "$WORK/ten.txt"
 check "10 tokens: no k = 11" bash -c "! grep -q '^| 11 | ' '$WORK/ten.txt'"
 check "10 tokens: says why" grep -q "k up to 10: no sequence of this trace is longer" "$WORK/ten.txt"
 check "10 tokens: no negative increment" bash -c "! grep -q -- '-[0-9.]*%' '$WORK/ten.txt'"
-check "10 tokens: json arrays of 10" test "$(json_get "$WORK/ten/trace_info.json" "(len(d['sagg_active']), len(d['sagg_predicted']), d['format_version'], d['checked'])")" = "(10, 10, 2, True)"
+check "10 tokens: json arrays of 10" test "$(json_get "$WORK/ten/trace_info.json" "(len(d['sagg_active']), len(d['sagg_predicted']), d['format_version'], d['checked'])")" = "(10, 10, 3, True)"
 check "10 tokens: sagg.csv rows 1..10" test "$(wc -l < "$WORK/ten/sagg.csv")" -eq 11
 # 2 sequences of 3 tokens: no 5-token window, so no value for its targets
 check "synth 2 x 3 tokens" "$FLASHBED" trace synth --shape opt-tiny --tokens 6 --prompts 2 --out "$WORK/six.trace"

@@ -552,7 +552,7 @@ static void test_window_within_budget(void)
     struct hw_profile *hw = window_setup(&set, &s, &tr, &su);
     char err[1024];
     su.use_predicted = tr.meta.has_predicted; /* denser than the active sets: the budget binds */
-    double scale = 4.0 / tr.meta.bytes_per_weight;
+    double scale = 4.0 / cost_weight_bytes(wtype_name(tr.meta.dtype));
     struct replay_spec bound = {.policy = POLICY("window:12"), .layout = LAYOUT("bundled"),
                                 .dram_budget = (uint64_t)(window_setup_ffn_bytes(&s) / scale),
                                 .use_predicted = su.use_predicted};

@@ -237,7 +237,10 @@ static void random_trace(struct trace *tr, uint64_t seed, uint32_t L, uint32_t N
     struct rng r;
     rng_seed(&r, seed);
     memset(tr, 0, sizeof *tr);
-    tr->meta = (struct trace_meta){L, 4, N, 1, FFN_RELU, false, strdup("{}"), false};
+    /* f16 at d_model 2: the rows of 1-byte weights at d_model 4 it had before the type table */
+    tr->meta = (struct trace_meta){.n_layers = L, .d_model = 2, .d_ff = N, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                                   .source = strdup("{}")};
+    trace_meta_set_units(&tr->meta);
     tr->n_tokens = T;
     tr->token_flags = calloc(T, 1);
     tr->token_flags[0] = TRACE_TOKEN_SEQ_START;

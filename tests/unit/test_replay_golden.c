@@ -13,7 +13,7 @@
 #include "sim/replay_report.h"
 #include "sim/replay_study.h"
 
-/* One layer, d_ff 8, d_model 4, 1 byte per weight: a vector is 4 bytes, a
+/* One layer, d_ff 8, d_model 2, f16 weights (2 bytes each): a vector is 4 bytes, a
  * bundled row 8. Needed sets per token:
  *   t0 {0,1,2}  t1 {1,2,3}  t2 {0,4}  t3 {1,2,5}  t4 {0,1}   (13 in all) */
 static const int s0[] = {0, 1, 2, -1}, s1[] = {1, 2, 3, -1}, s2[] = {0, 4, -1}, s3[] = {1, 2, 5, -1},
@@ -196,13 +196,19 @@ static void pricing_tests(void)
     char err[1024];
     char model[64];
     CHECK(!trace_source_synthetic(&tr.meta, model, sizeof model) && !model[0]);
+    /* priced on the fixture's shape at d_model 4 (the header prices its
+     * attention by d_model), f16: the replay's bytes at 2 per weight */
+    struct trace keep = tr;
+    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
     if (replay_pricing_open(&p, &set, &tr, "fixture", "m1max-cpu", 0, err, sizeof err) != 0) {
         fprintf(stderr, "pricing: %s\n", err);
         check_failures++;
+        trace_free(&tr);
+        tr = keep;
         return;
     }
     CHECK(strstr(p.shape_source, "header alone") != NULL);
-    CHECK_STR(p.dtype, "f32"); /* the fixture has 1 byte per weight; m1max-cpu prices f32 only */
+    CHECK_STR(p.dtype, "f32"); /* the fixture is f16; m1max-cpu prices f32 only */
     struct predict_setup s = p.setup;
     s.layout = LAYOUT("bundled");
     struct policy_prediction *items = NULL;
@@ -217,7 +223,7 @@ static void pricing_tests(void)
         CHECK_NEAR(one.prediction.io_ms, items[i].prediction.io_ms, 1e-12);
         CHECK_NEAR(one.prediction.mem_ms, items[i].prediction.mem_ms, 1e-12);
         CHECK_NEAR(one.prediction.compute_ms, items[i].prediction.compute_ms, 1e-12);
-        CHECK_NEAR(one.prediction.bytes_per_token, 4 * r.bytes_per_token, 1e-9); /* 1 -> 4 bytes per weight */
+        CHECK_NEAR(one.prediction.bytes_per_token, 2 * r.bytes_per_token, 1e-9); /* 2 -> 4 bytes per weight */
         replay_result_free(&r);
     }
     free(items);
@@ -233,6 +239,8 @@ static void pricing_tests(void)
     CHECK_NEAR(one.prediction.bytes_per_token, 128, 1e-9);
     replay_result_free(&h);
     replay_pricing_close(&p);
+    trace_free(&tr);
+    tr = keep;
 }
 
 /* The row stride: a run caches rows at ffn.bin's padded stride, and replay
@@ -442,7 +450,7 @@ static void dram_and_read_sizes(void)
 static void glu_and_two_layers(void)
 {
     /* GLU rows are three vectors: predictor x bundled reads 13 rows of 12 bytes. */
-    fixture_trace(&tr, 1, 4, 8, FFN_GLU, 5, sets);
+    fixture_trace(&tr, 1, 2, 8, FFN_GLU, 5, sets);
     EXPECT("predictor", "bundled", 0, 13, 156, 0, 13, 13);
     EXPECT("predictor", "split", 0, 39, 156, 0, 13, 13);
     trace_free(&tr);
@@ -450,7 +458,7 @@ static void glu_and_two_layers(void)
     /* Two layers with the same sets: the budget is split evenly, 48 bytes ->
      * 3 rows per layer, so lru costs exactly twice the one-layer count. */
     const int *const two[] = {s0, s0, s1, s1, s2, s2, s3, s3, s4, s4};
-    fixture_trace(&tr, 2, 4, 8, FFN_RELU, 5, two);
+    fixture_trace(&tr, 2, 2, 8, FFN_RELU, 5, two);
     struct replay_result r = run("lru", "bundled", 48);
     CHECK_U64(r.capacity_rows, 3);
     CHECK_U64(r.total.reads, 20);
@@ -461,7 +469,7 @@ static void glu_and_two_layers(void)
 
 int main(void)
 {
-    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    fixture_trace(&tr, 1, 2, 8, FFN_RELU, 5, sets);
     stride_tests();
     read_align_tests();
     property_tests();

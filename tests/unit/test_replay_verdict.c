@@ -129,8 +129,9 @@ static void by_construction(void)
     CHECK(replay_pricing_open(&p, &set, &tr, "fixture", "m1max-cpu", 0, err, sizeof err) == 0);
     const struct policy_spec pols[] = {POLICY("naive"), POLICY("window:2"), POLICY("lru")};
     const struct layout_spec lays[] = {LAYOUT("bundled")};
-    /* a row is 2 x 16 bytes; 2 layers: 64 bytes hold one row a layer, 50% 32 */
-    const struct replay_budget budgets[] = {{"50%", 1024, 0.5, false}, {"64", 64, 64.0 / 2048, false}};
+    /* a row is 2 x 16 f16 weights, 64 bytes (the header prices its
+     * attention by d_model: kept); 2 layers: 128 bytes hold one row a layer, 50% 32 */
+    const struct replay_budget budgets[] = {{"50%", 2048, 0.5, false}, {"128", 128, 128.0 / 4096, false}};
     struct replay_study s = {&tr, pols, 3, lays, 1, budgets, 2, false, &p, 0, 0};
     struct replay_row rows[6];
     size_t done = 0;
@@ -138,13 +139,13 @@ static void by_construction(void)
     struct replay_verdict v[6];
     CHECK(replay_verdicts(rows, done, v) == 2);
     CHECK(v[0].best && v[0].best->res.pol.ops->keeps_reads && v[0].best->res.feasible);
-    CHECK(v[0].best->res.bytes_per_token == 2 * 2 * 32 / 8.0); /* 4 rows of 32 bytes, once in 8 tokens */
+    CHECK(v[0].best->res.bytes_per_token == 2 * 2 * 64 / 8.0); /* 4 rows of 64 bytes, once in 8 tokens */
     CHECK(v[1].best && !strcmp(v[1].best->res.policy, "naive") && v[1].n_caching_feasible == 0);
     char *text = replay_verdict_text(rows, done, p.hw, "Priced by m1max-cpu.");
     CHECK(text && strstr(text, "## Verdict: the fastest feasible policy and layout at each budget\n\nPriced by "
                                "m1max-cpu. Ranked by") != NULL);
-    CHECK(text && strstr(text, "\n- 64 (6.4e-05 MB, 1 rows per layer): best naive with bundled, ") != NULL);
-    CHECK(text && strstr(text, "  Why not caching: every caching policy is infeasible at 64: a token needs up to 2 "
+    CHECK(text && strstr(text, "\n- 128 (0.000128 MB, 1 rows per layer): best naive with bundled, ") != NULL);
+    CHECK(text && strstr(text, "  Why not caching: every caching policy is infeasible at 128: a token needs up to 2 "
                                "of a layer's 64 rows (3%), the budget holds 1 (2%). Were they feasible, the fastest, ") != NULL);
     free(text);
     replay_rows_free(rows, done);

@@ -131,7 +131,7 @@ static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capa
 static void test_window_auto_trace(void)
 {
     struct trace tr;
-    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    fixture_trace(&tr, 1, 2, 8, FFN_RELU, 5, sets);
     struct model m = fake_model(1, 8);
     /* largest need 3: one staging row (a quarter) and one bounce row, 128 bytes */
     static const struct {

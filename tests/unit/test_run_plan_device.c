@@ -179,7 +179,7 @@ static const int *const sets[] = {s0, s1, s2, s3, s4};
 static void test_device_window_auto(void)
 {
     struct trace tr;
-    fixture_trace(&tr, 1, 4, 8, FFN_RELU, 5, sets);
+    fixture_trace(&tr, 1, 2, 8, FFN_RELU, 5, sets);
     struct model m = fake_model(1, 8);
     for (uint64_t c = 2; c <= 8; c++) {
         struct run_plan_out host, dev;

@@ -199,7 +199,9 @@ static void test_source_refusals(void)
 static int write_trace(const char *path, uint32_t d_model, int tokens)
 {
     char err[512];
-    struct trace_meta tm = {2, d_model, 8, 4, FFN_RELU, false, "{}", false};
+    struct trace_meta tm = {.n_layers = 2, .d_model = d_model, .d_ff = 8, .dtype = DTYPE_F32, .ffn_kind = FFN_RELU,
+                            .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&tm);
     struct trace_writer *w = trace_writer_open(NULL, path, &tm, err, sizeof err);
     for (int t = 0; w && t < tokens; t++) {
         uint32_t set[2] = {(uint32_t)t % 7, (uint32_t)t % 7 + 1};

@@ -196,11 +196,12 @@ static uint64_t body_hash(const char *path)
         return 0;
     }
     uint32_t version = b[8] | b[9] << 8, layers = b[12] | b[13] << 8;
-    uint32_t slen = b[44] | b[45] << 8 | b[46] << 16 | (uint32_t)b[47] << 24;
+    size_t fixed = version >= 3 ? 56 : 48; /* version 3 added the unit kind and count */
+    uint32_t slen = b[fixed - 4] | b[fixed - 3] << 8 | b[fixed - 2] << 16 | (uint32_t)b[fixed - 1] << 24;
     uint64_t tokens = 0;
     for (int i = 7; i >= 0; i--)
-        tokens = tokens << 8 | b[36 + i];
-    size_t pos = 48 + slen;
+        tokens = tokens << 8 | b[fixed - 12 + i];
+    size_t pos = fixed + slen;
     uint64_t h = 0xcbf29ce484222325ull;
     if (version == 1) {
         h = fnv1a(h, b + pos, n - pos);

@@ -82,7 +82,9 @@ static void round_trip(uint32_t L, uint32_t d_model, uint32_t d_ff, uint32_t T, 
 {
     char path[256];
     snprintf(path, sizeof path, "%s/chan.trace", dir);
-    struct trace_meta m = {L, d_model, d_ff, 2, FFN_GLU, pred, "{\"model\":\"chan\"}", true};
+    struct trace_meta m = {.n_layers = L, .d_model = d_model, .d_ff = d_ff, .dtype = DTYPE_F16, .ffn_kind = FFN_GLU,
+                           .has_predicted = pred, .source = "{\"model\":\"chan\"}", .has_channels = true};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     CHECK(w && b);
@@ -95,7 +97,7 @@ static void round_trip(uint32_t L, uint32_t d_model, uint32_t d_ff, uint32_t T, 
     CHECK(trace_load(path, &file, err, sizeof err) == 0);
     CHECK(trace_builder_finish(b, &mem, err, sizeof err) == 0);
     CHECK(file.meta.has_channels && mem.meta.has_channels && file.meta.has_predicted == pred);
-    CHECK_U64(file.version, 2);
+    CHECK_U64(file.version, TRACE_VERSION);
     CHECK_U64(file.chan_off[(uint64_t)T * L], total);
     CHECK_U64(mem.chan_off[(uint64_t)T * L], total);
     CHECK_U64(wrong_sets(&file), 0);
@@ -126,7 +128,9 @@ static void without_channels(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/plain.trace", dir);
-    struct trace_meta m = {1, 8, 16, 2, FFN_RELU, true, "{}", false};
+    struct trace_meta m = {.n_layers = 1, .d_model = 8, .d_ff = 16, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = true, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[] = {1, 2}, c[] = {0};
     CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
@@ -146,7 +150,7 @@ static void without_channels(void)
     if (f)
         fclose(f);
     CHECK_U64(head[32], 1);
-    CHECK_U64(head[8], 2);
+    CHECK_U64(head[8], TRACE_VERSION);
     struct trace_sink s = trace_builder_sink(trace_builder_new(&m, err, sizeof err));
     CHECK(s.begin_token(s.impl, 0, err, sizeof err) == 0);
     CHECK(s.channels(s.impl, 0, c, 1, err, sizeof err) == -1);
@@ -184,7 +188,9 @@ static void writer_and_builder_refusals(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/refused.trace", dir);
-    struct trace_meta m = {2, 8, 16, 2, FFN_RELU, false, "{}", true};
+    struct trace_meta m = {.n_layers = 2, .d_model = 8, .d_ff = 16, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = "{}", .has_channels = true};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     CHECK(trace_writer_layer_channels(w, 0, NULL, 0, err, sizeof err) == -1);
     CHECK(strstr(err, "before trace_writer_begin_token") != NULL);
@@ -212,7 +218,9 @@ static void unknown_flags(void)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/flags.trace", dir);
-    struct trace_meta m = {1, 8, 16, 2, FFN_RELU, false, "{}", true};
+    struct trace_meta m = {.n_layers = 1, .d_model = 8, .d_ff = 16, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = "{}", .has_channels = true};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t c[] = {1};
     CHECK(trace_writer_begin_token(w, 0, err, sizeof err) == 0);
@@ -225,14 +233,14 @@ static void unknown_flags(void)
     CHECK(n == sizeof b);
     b[32] = 6;
     uint32_t slen;
-    memcpy(&slen, b + 44, 4);
-    uint8_t *all = malloc(48 + slen + 4);
+    memcpy(&slen, b + 52, 4); /* version 3's fixed header: 56 bytes */
+    uint8_t *all = malloc(56 + slen + 4);
     fseek(f, 0, SEEK_SET);
-    CHECK(fread(all, 1, 48 + slen, f) == 48 + slen);
+    CHECK(fread(all, 1, 56 + slen, f) == 56 + slen);
     all[32] = 6;
-    uint32_t crc = crc32c(all, 48 + slen);
+    uint32_t crc = crc32c(all, 56 + slen);
     fseek(f, 0, SEEK_SET);
-    fwrite(all, 1, 48 + slen, f);
+    fwrite(all, 1, 56 + slen, f);
     fwrite(&crc, 1, 4, f);
     fclose(f);
     free(all);

@@ -55,7 +55,9 @@ static void round_trip(uint32_t L, uint32_t N, uint64_t T, bool pred)
 {
     char path[256];
     path_of(path, sizeof path, "rt.trace");
-    struct trace_meta m = {L, 16, N, 2, FFN_GLU, pred, "{\"model\":\"test\"}", false};
+    struct trace_meta m = {.n_layers = L, .d_model = 16, .d_ff = N, .dtype = DTYPE_F16, .ffn_kind = FFN_GLU,
+                           .has_predicted = pred, .source = "{\"model\":\"test\"}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     CHECK(w != NULL);
     if (!w)
@@ -111,7 +113,9 @@ static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
 {
     char path[256];
     path_of(path, sizeof path, "bm.trace");
-    struct trace_meta m = {L, 16, N, 2, FFN_RELU, pred, "{\"model\":\"built\"}", false};
+    struct trace_meta m = {.n_layers = L, .d_model = 16, .d_ff = N, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = pred, .source = "{\"model\":\"built\"}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     CHECK(w && b);
@@ -152,7 +156,9 @@ static void builder_matches_file(uint32_t L, uint32_t N, uint64_t T, bool pred)
 
 static void builder_refusals(void)
 {
-    struct trace_meta m = {2, 16, 8, 2, FFN_RELU, false, NULL, false};
+    struct trace_meta m = {.n_layers = 2, .d_model = 16, .d_ff = 8, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = NULL, .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
     struct trace_sink s = trace_builder_sink(b);
     const uint32_t up[] = {1, 3}, down[] = {3, 1}, big[] = {8};
@@ -218,14 +224,16 @@ static void expect_load_error(const char *path, const char *want)
 static void reseal_header(char *b)
 {
     uint32_t slen;
-    memcpy(&slen, b + 44, 4); /* the tests run little-endian */
-    uint32_t crc = crc32c(b, 48 + slen);
-    memcpy(b + 48 + slen, &crc, 4);
+    memcpy(&slen, b + 52, 4); /* the tests run little-endian; version 3's fixed header is 56 bytes */
+    uint32_t crc = crc32c(b, 56 + slen);
+    memcpy(b + 56 + slen, &crc, 4);
 }
 
 static void small_trace(const char *path, uint32_t N, uint32_t neuron)
 {
-    struct trace_meta m = {2, 8, N, 2, FFN_RELU, true, "{}", false};
+    struct trace_meta m = {.n_layers = 2, .d_model = 8, .d_ff = N, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = true, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[] = {1, neuron}, p[] = {1, 2, neuron};
     for (int t = 0; t < 3; t++) {
@@ -248,7 +256,7 @@ static void bad_headers(const char *bad, char *b, size_t n)
     memcpy(b + 8, "\x09\x00\x00\x00", 4); /* version 9 */
     write_bytes(bad, b, n);
     expect_load_error(bad, "newer");
-    memcpy(b + 8, "\x02\x00\x00\x00", 4);
+    memcpy(b + 8, "\x03\x00\x00\x00", 4); /* TRACE_VERSION again */
     /* every truncation point fails cleanly */
     for (size_t cut = 1; cut < n; cut++) {
         write_bytes(bad, b, cut);
@@ -257,35 +265,37 @@ static void bad_headers(const char *bad, char *b, size_t n)
     write_bytes(bad, b, n - 10);
     expect_load_error(bad, "truncated");
     /* header edited without its CRC: damage */
-    b[(8 + 4 + 6 * 4)] = 5;
+    b[(8 + 4 + 8 * 4)] = 5;
     write_bytes(bad, b, n);
     expect_load_error(bad, "header checksum mismatch");
     /* and with it (a writer's bug, not damage): what the fields say is checked too */
     reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "header says 5 tokens");
-    b[(8 + 4 + 6 * 4)] = 2;
+    b[(8 + 4 + 8 * 4)] = 2;
     reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "more tokens than the header");
-    b[(8 + 4 + 6 * 4)] = 3;
-    b[(8 + 4 + 6 * 4) + 6] = 1; /* 2^48 tokens: refused before allocating */
+    b[(8 + 4 + 8 * 4)] = 3;
+    b[(8 + 4 + 8 * 4) + 6] = 1; /* 2^48 tokens: refused before allocating */
     reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, "but the file has only");
-    b[(8 + 4 + 6 * 4) + 6] = 0;
+    b[(8 + 4 + 8 * 4) + 6] = 0;
 }
 
 /* Sets outside the header's d_ff, and bytes after the last token. */
 static void bad_sets(const char *bad, char *b, size_t n)
 {
-    /* neuron 900 recorded, header shrunk to d_ff 512 */
+    /* neuron 900 recorded, header shrunk to d_ff 512 (and its units per layer) */
     memcpy(b + 8 + 4 + 8, "\x00\x02\x00\x00", 4);
+    memcpy(b + 8 + 4 + 7 * 4, "\x00\x02\x00\x00", 4);
     reseal_header(b);
     write_bytes(bad, b, n);
     expect_load_error(bad, ">= d_ff 512");
     expect_load_error(bad, "token 0 layer 0");
     memcpy(b + 8 + 4 + 8, "\x00\x04\x00\x00", 4);
+    memcpy(b + 8 + 4 + 7 * 4, "\x00\x04\x00\x00", 4);
     reseal_header(b);
     /* trailing garbage */
     char *longer = malloc(n + 3);
@@ -327,7 +337,9 @@ static void writer_refusals(void)
 {
     char w_path[256];
     path_of(w_path, sizeof w_path, "refused.trace");
-    struct trace_meta m = {2, 8, 64, 2, FFN_RELU, false, "{}", false};
+    struct trace_meta m = {.n_layers = 2, .d_model = 8, .d_ff = 64, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, w_path, &m, err, sizeof err);
     uint32_t over[] = {3, 64}, unsorted[] = {5, 4}, ok[] = {1, 2};
     CHECK(trace_writer_layer(w, 0, ok, 2, NULL, 0, err, sizeof err) != 0);
@@ -371,7 +383,9 @@ static void size_at_3_percent(void)
     char path[256];
     path_of(path, sizeof path, "big.trace");
     const uint32_t L = 32, N = 16384;
-    struct trace_meta m = {L, 4096, N, 2, FFN_RELU, false, "{}", false};
+    struct trace_meta m = {.n_layers = L, .d_model = 4096, .d_ff = N, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     struct rng r;
     rng_seed(&r, 3);
@@ -428,7 +442,9 @@ static void synth_calibration(void)
     unlink(path);
 
     /* s_agg on a hand-made trace: sets {0,1} {1,2} {2,3} of d_ff 4 */
-    struct trace_meta m = {1, 4, 4, 1, FFN_RELU, false, "{}", false};
+    struct trace_meta m = {.n_layers = 1, .d_model = 4, .d_ff = 4, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *w = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t sets[3][2] = {{0, 1}, {1, 2}, {2, 3}};
     for (int t = 0; t < 3; t++) {
@@ -463,13 +479,13 @@ static int walk_v2(const uint8_t *b, size_t n, struct v2_layout *w)
     uint32_t slen;
     uint64_t tokens;
     memset(w, 0, sizeof *w);
-    memcpy(&slen, b + 44, 4);
-    memcpy(&tokens, b + 36, 8);
+    memcpy(&slen, b + 52, 4);
+    memcpy(&tokens, b + 44, 8);
     memcpy(&w->n_layers, b + 12, 4);
     if (tokens > 16 || w->n_layers > 4)
         return -1;
     w->n_tokens = (size_t)tokens;
-    w->header_end = 48 + slen + 4;
+    w->header_end = 56 + slen + 4;
     w->check_bytes = 4 + 4;
     size_t pos = w->header_end;
     for (size_t t = 0; t < w->n_tokens; t++) {
@@ -575,7 +591,9 @@ static void every_bit_flip(const char *path)
  * and placed like any other. */
 static void channel_flips(const char *path)
 {
-    struct trace_meta m = {2, 12, 40, 2, FFN_GLU, true, "{}", true};
+    struct trace_meta m = {.n_layers = 2, .d_model = 12, .d_ff = 40, .dtype = DTYPE_F16, .ffn_kind = FFN_GLU,
+                           .has_predicted = true, .source = "{}", .has_channels = true};
+    trace_meta_set_units(&m);
     struct trace_writer *wr = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t c[3][2][12] = {{{0, 4, 11}, {0}}, {{0, 4, 10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}, {{7}, {3}}};
     uint32_t nc[3][2] = {{3, 0}, {3, 12}, {1, 1}};
@@ -597,7 +615,9 @@ static void bit_flips(void)
 {
     char path[256];
     path_of(path, sizeof path, "flips.trace");
-    struct trace_meta m = {2, 8, 50, 2, FFN_RELU, true, "{\"model\":\"flip\"}", false};
+    struct trace_meta m = {.n_layers = 2, .d_model = 8, .d_ff = 50, .dtype = DTYPE_F16, .ffn_kind = FFN_RELU,
+                           .has_predicted = true, .source = "{\"model\":\"flip\"}", .has_channels = false};
+    trace_meta_set_units(&m);
     struct trace_writer *wr = trace_writer_open(NULL, path, &m, err, sizeof err);
     uint32_t a[3][2][4] = {{{1, 7, 30, 49}, {0}}, {{1, 7, 31, 49}, {2, 3}}, {{5}, {2, 3, 4, 40}}};
     uint32_t na[3][2] = {{4, 1}, {4, 2}, {1, 4}};
@@ -611,7 +631,9 @@ static void bit_flips(void)
     CHECK(trace_writer_close(wr, err, sizeof err) == 0);
     every_bit_flip(path);
 
-    struct trace_meta m2 = {3, 8, 300, 2, FFN_GLU, false, "{}", false};
+    struct trace_meta m2 = {.n_layers = 3, .d_model = 8, .d_ff = 300, .dtype = DTYPE_F16, .ffn_kind = FFN_GLU,
+                            .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m2);
     wr = trace_writer_open(NULL, path, &m2, err, sizeof err);
     uint32_t ids[300];
     for (int t = 0; t < 4; t++) {
@@ -697,6 +719,7 @@ static void rows_follow_the_sets(void)
     char *b = read_all(path, &n);
     uint32_t wide = MODEL_MAX_D_FF;
     memcpy(b + 8 + 4 + 8, &wide, 4); /* d_ff (the tests run little-endian) */
+    memcpy(b + 8 + 4 + 7 * 4, &wide, 4); /* and the units per layer, which equal it */
     reseal_header(b);
     write_bytes(path, b, n);
     free(b);

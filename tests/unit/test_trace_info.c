@@ -93,7 +93,7 @@ static void info_json(const struct trace *tr, const struct trace_stats *s, const
 int main(void)
 {
     struct trace tr;
-    fixture_trace(&tr, 2, 4, 8, FFN_RELU, 5, sets);
+    fixture_trace(&tr, 2, 2, 8, FFN_RELU, 5, sets);
     tr.file_bytes = 100;
     struct trace_stats s;
     CHECK(trace_stats_compute(&tr, &s) == 0);

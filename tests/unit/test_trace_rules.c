@@ -296,10 +296,12 @@ static void test_valid(void)
     }
 }
 
-/* Version 2, from the writer: a flipped byte of a block and a cut block. */
+/* The current version, from the writer: a flipped byte of a block and a cut block. */
 static void test_checksums(void)
 {
-    struct trace_meta m = {1, 8, 16, 4, 0, false, "{}", false};
+    struct trace_meta m = {.n_layers = 1, .d_model = 8, .d_ff = 16, .dtype = DTYPE_F32, .ffn_kind = 0,
+                           .has_predicted = false, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&m);
     char why[512];
     struct trace_writer *w = trace_writer_open(NULL, path, &m, why, sizeof why);
     uint32_t set[3] = {1, 4, 7};
@@ -311,7 +313,7 @@ static void test_checksums(void)
     if (f)
         fclose(f);
     CHECK(read_trace(why, sizeof why) == 0);
-    size_t body = 8 + 4 + 6 * 4 + 8 + 4 + 2 + 4 + 2; /* header, its CRC, the token's marker and flags */
+    size_t body = 8 + 4 + 8 * 4 + 8 + 4 + 2 + 4 + 2; /* header (version 3), its CRC, the token's marker and flags */
     struct bytes flipped = b;
     flipped.p[body + 2] ^= 0x01;
     refused("flipped block byte", &flipped, "token 0 layer 0: checksum mismatch");

@@ -95,15 +95,6 @@ static void test_strides(void)
     CHECK(strstr(err, "399") && strstr(err, "neuron bundle is 400 bytes"));
     CHECK_U64(unit_padded(400, 1), 400);
     CHECK_U64(unit_padded(0, 4096), 0);
-
-    struct unit_dims one = {1, 4, 8, FFN_GLU, DTYPE_F32};
-    CHECK(unit_geometry_make_bpw(UNIT_NEURON_BUNDLE, &one, 1, 0, &g, err, sizeof err) == 0);
-    CHECK_U64(g.bytes, 12);
-    CHECK_U64(g.ext[2].offset, 8);
-    CHECK(unit_geometry_make_bpw(UNIT_DOWN_ROW, &one, 3, 16, &g, err, sizeof err) == 0);
-    CHECK_U64(g.bytes, 12);
-    CHECK_U64(g.stride, 16);
-    CHECK(unit_geometry_make_bpw(UNIT_DOWN_ROW, &one, 0, 16, &g, err, sizeof err) == -1);
 }
 
 /* The cache's view: units as rows, extents as a split read's vectors. */

@@ -22,7 +22,9 @@ static inline int write_mod16_trace_as(const char *path, const struct model *m, 
 {
     char err[512];
     const struct model_shape *s = &m->shape;
-    struct trace_meta tm = {s->n_layers, s->d_model, s->d_ff, 4, ffn_kind, predicted, "{}", false};
+    struct trace_meta tm = {.n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .dtype = DTYPE_F32,
+                            .ffn_kind = ffn_kind, .has_predicted = predicted, .source = "{}", .has_channels = false};
+    trace_meta_set_units(&tm);
     struct trace_writer *w = trace_writer_open(NULL, path, &tm, err, sizeof err);
     uint32_t *set = malloc(2 * (size_t)s->d_ff * sizeof *set), *pred = set ? set + s->d_ff : NULL;
     int rc = w && set ? 0 : -1;

@@ -7,12 +7,17 @@
 
 #include "traces/trace.h"
 
-/* sets[t * n_layers + l] is a -1-terminated list of ascending ids. */
+/* sets[t * n_layers + l] is a -1-terminated list of ascending ids. The
+ * weights are f16 (the type table has no 1-byte type): a neuron-bundle
+ * test halves d_model to keep its bytes what they were at 1 byte a weight;
+ * the units are neuron bundles, d_ff per layer. */
 static inline void fixture_trace(struct trace *tr, uint32_t n_layers, uint32_t d_model, uint32_t d_ff,
                                  uint32_t ffn_kind, uint64_t n_tokens, const int *const *sets)
 {
     memset(tr, 0, sizeof *tr);
-    tr->meta = (struct trace_meta){n_layers, d_model, d_ff, 1, ffn_kind, false, strdup("{}"), false};
+    tr->meta = (struct trace_meta){.n_layers = n_layers, .d_model = d_model, .d_ff = d_ff, .dtype = DTYPE_F16,
+                                   .ffn_kind = ffn_kind, .source = strdup("{}")};
+    trace_meta_set_units(&tr->meta);
     tr->n_tokens = n_tokens;
     tr->token_flags = calloc(n_tokens, 1);
     tr->token_flags[0] = TRACE_TOKEN_SEQ_START;
