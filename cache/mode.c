@@ -1,6 +1,7 @@
 /* The one mode table (cache/mode.h). */
 #include "cache/mode.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "cache/cache.h"
@@ -36,6 +37,17 @@ size_t cache_mode_table_count(enum cache_mode_table table)
     while (cache_mode_of_table(table, n))
         n++;
     return n;
+}
+
+const char *cache_mode_table_join(enum cache_mode_table table, const char *sep, const char *suffix, char *buf,
+                                  size_t size)
+{
+    const struct cache_mode *m;
+    size_t len = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; (m = cache_mode_of_table(table, i)) && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s%s", i ? sep : "", m->name, suffix);
+    return buf;
 }
 
 const struct cache_mode *cache_mode_find(const char *name)

@@ -44,6 +44,12 @@ const struct cache_mode *cache_mode_of_table(enum cache_mode_table table, size_t
 /* How many modes are rows of table. */
 size_t cache_mode_table_count(enum cache_mode_table table);
 
+/* The names of table's modes in order, each followed by suffix, joined by
+ * sep, into buf (cut to size): ("|", "-trace-r1") gives
+ * "naive-trace-r1|hybrid-trace-r1|all-trace-r1". Returns buf. */
+const char *cache_mode_table_join(enum cache_mode_table table, const char *sep, const char *suffix, char *buf,
+                                  size_t size);
+
 /* The mode named so; NULL when none is. */
 const struct cache_mode *cache_mode_find(const char *name);
 

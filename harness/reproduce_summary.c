@@ -55,18 +55,6 @@ static void add_row(struct repro_summary_row *rows, size_t *n, size_t max, const
     (*n)++;
 }
 
-/* "naive-trace-r1|hybrid-trace-r1|all-trace-r1": the folders of Table 3's
- * CPU modes' first rounds, one of which makes a shape a row. */
-static const char *table3_first_runs(char *buf, size_t size)
-{
-    const struct cache_mode *m;
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, i)) && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%s-trace-r1", i ? "|" : "", m->name);
-    return buf;
-}
-
 size_t repro_summary_rows(const struct repro_plan *const *plans, const char *const *names, size_t n,
                           struct repro_summary_row *rows, size_t max)
 {
@@ -82,8 +70,9 @@ size_t repro_summary_rows(const struct repro_plan *const *plans, const char *con
             continue;
         char dir[4400], names[REPRO_SUMMARY_MAX_ROWS][64], first_runs[256];
         snprintf(dir, sizeof dir, "%s/runs", p->config.out);
-        size_t m = repro_summary_list(dir, table3_first_runs(first_runs, sizeof first_runs), names,
-                                      REPRO_SUMMARY_MAX_ROWS);
+        /* the folders of Table 3's CPU modes' first rounds, one of which makes a shape a row */
+        cache_mode_table_join(CACHE_MODE_TABLE3_CPU, "|", "-trace-r1", first_runs, sizeof first_runs);
+        size_t m = repro_summary_list(dir, first_runs, names, REPRO_SUMMARY_MAX_ROWS);
         for (size_t i = 0; i < m; i++)
             add_row(rows, &k, max, p, study, names[i]);
     }

@@ -114,17 +114,6 @@ static void speedup_row(struct strbuf *b, const struct repro_summary_row *r)
     strbuf_add(b, "\n");
 }
 
-/* "naive → hybrid → all": Table 3's CPU modes in order. */
-static const char *table3_sequence(char *buf, size_t size)
-{
-    const struct cache_mode *m;
-    size_t len = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; (m = cache_mode_of_table(CACHE_MODE_TABLE3_CPU, i)) && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? " → " : "", m->name);
-    return buf;
-}
-
 void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *rows, size_t n)
 {
     char sequence[128];
@@ -140,7 +129,7 @@ void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *ro
                   "its Table 3, M1 Max CPU, of the model each shape stands for (— where it gives no such row).\n\n"
                   "| shape (the paper's model) | %s, ms/token | all vs naive: here / paper | "
                   "hybrid vs naive: here / paper | I/O alone, all vs naive: here / paper |\n|---|---|---:|---:|---:|\n",
-               table3_sequence(sequence, sizeof sequence));
+               cache_mode_table_join(CACHE_MODE_TABLE3_CPU, " → ", "", sequence, sizeof sequence));
     for (size_t i = 0; i < k; i++)
         speedup_row(b, head[i]);
     if (head[0]->tiny)

@@ -28,11 +28,23 @@ static void test_left_out(void)
     CHECK_U64(n, CACHE_MODE_COUNT);
 }
 
+/* The names joined as REPORT.md's header and the summary's folder pattern
+ * use them; a buffer too small is cut, never overrun. */
+static void test_join(void)
+{
+    char buf[64], small[8];
+    CHECK_STR(cache_mode_table_join(CACHE_MODE_TABLE3_CPU, "|", "-trace-r1", buf, sizeof buf),
+              "naive-trace-r1|hybrid-trace-r1|all-trace-r1");
+    CHECK_STR(cache_mode_table_join(CACHE_MODE_TABLE3_DEVICE, " → ", "", buf, sizeof buf), "naive → all");
+    CHECK_STR(cache_mode_table_join(CACHE_MODE_TABLE3_CPU, ", ", "", small, sizeof small), "naive, ");
+}
+
 int main(void)
 {
     static const char *const cpu[] = {"naive", "hybrid", "all"}, *const device[] = {"naive", "all"};
     check_table(CACHE_MODE_TABLE3_CPU, cpu, 3);
     check_table(CACHE_MODE_TABLE3_DEVICE, device, 2);
     test_left_out();
+    test_join();
     return check_report("test_cache_mode");
 }
