@@ -74,6 +74,22 @@ int neuron_cache_init(struct neuron_cache *c, uint32_t d_ff, uint32_t capacity, 
     return 0;
 }
 
+int neuron_cache_keep_in_place(struct neuron_cache *c, char *err, size_t errlen)
+{
+    if (c->num_used)
+        return err_set(err, errlen, "neuron cache: kept in place only before its first row");
+    free(c->free_rows);
+    c->free_rows = malloc((size_t)c->capacity * sizeof *c->free_rows + 1);
+    if (!c->free_rows)
+        return err_set(err, errlen, "neuron cache: out of memory for the free rows");
+    c->n_free = c->capacity;
+    for (uint32_t k = 0; k < c->capacity; k++) { /* taken from the top: row 0 first */
+        c->free_rows[k] = c->capacity - 1 - k;
+        c->pointer[k] = NEURON_CACHE_FREE;
+    }
+    return 0;
+}
+
 void neuron_cache_free(struct neuron_cache *c)
 {
     if (c->rows)
@@ -81,6 +97,7 @@ void neuron_cache_free(struct neuron_cache *c)
     free(c->pointer);
     free(c->up_bias);
     free(c->row_of);
+    free(c->free_rows);
     memset(c, 0, sizeof *c);
 }
 
@@ -107,11 +124,23 @@ static void delete_row(struct neuron_cache *c, uint32_t r)
     c->num_used = last;
 }
 
+/* Kept in place: row r becomes a hole, the next append's. */
+static void free_row(struct neuron_cache *c, uint32_t r)
+{
+    c->row_of[c->pointer[r]] = -1;
+    c->pointer[r] = NEURON_CACHE_FREE;
+    c->free_rows[c->n_free++] = r;
+    c->num_used--;
+}
+
 bool neuron_cache_delete(struct neuron_cache *c, uint32_t id)
 {
     if (id >= c->d_ff || c->row_of[id] < 0)
         return false;
-    delete_row(c, (uint32_t)c->row_of[id]);
+    if (c->free_rows)
+        free_row(c, (uint32_t)c->row_of[id]);
+    else
+        delete_row(c, (uint32_t)c->row_of[id]);
     return true;
 }
 
@@ -122,7 +151,8 @@ uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id)
 {
     if (c->num_used >= c->capacity || id >= c->d_ff || c->row_of[id] >= 0)
         return NEURON_CACHE_NO_ROW;
-    uint32_t r = c->num_used++;
+    uint32_t r = c->free_rows ? c->free_rows[--c->n_free] : c->num_used;
+    c->num_used++;
     c->pointer[r] = id;
     c->row_of[id] = (int32_t)r;
     if (c->up_bias)
@@ -132,8 +162,11 @@ uint32_t neuron_cache_append(struct neuron_cache *c, uint32_t id)
 
 static int check_rows(const struct neuron_cache *c, char *err, size_t errlen)
 {
-    for (uint32_t r = 0; r < c->num_used; r++) {
+    uint32_t end = c->free_rows ? c->capacity : c->num_used;
+    for (uint32_t r = 0; r < end; r++) {
         uint32_t id = c->pointer[r];
+        if (c->free_rows && id == NEURON_CACHE_FREE)
+            continue;
         if (id >= c->d_ff) {
             err_set(err, errlen, "row %" PRIu32 " holds neuron %" PRIu32 ", d_ff is %" PRIu32, r, id, c->d_ff);
             return -1;
@@ -161,7 +194,7 @@ static int check_row_of(const struct neuron_cache *c, char *err, size_t errlen)
         if (r < 0)
             continue;
         resident++;
-        if ((uint32_t)r >= c->num_used || c->pointer[r] != i) {
+        if ((uint32_t)r >= (c->free_rows ? c->capacity : c->num_used) || c->pointer[r] != i) {
             err_set(err, errlen, "row_of[%" PRIu32 "] = %" PRId32 " does not hold it (num_used %" PRIu32 ")", i, r,
                      c->num_used);
             return -1;

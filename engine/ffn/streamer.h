@@ -33,6 +33,16 @@
  * unit's bias (one float per unit, uploaded beside it on a device) comes
  * per layer from layer_bias at open.
  *
+ * The order of the sum (float sums: the order is the bits) is the unit's
+ * (streamer_open_args.order): the neuron bundle's is every row its cache
+ * holds, in cache order (compute_cached), then the staged groups and the
+ * rows appended; input sparsity's (STREAMER_NEEDED_ORDER) only the needed
+ * rows, those held in the needed order, then those read, batch by batch in
+ * read order (compute_rows), its cache rows staying where they landed.
+ * Where the units lie (a layer's pitch and first byte, the checksums'
+ * table), whose reader it uses and when reads are counted are arguments
+ * too: ffn_t.bin interleaves two streams per layer through one reader.
+ *
  * Threading: one host thread calls it; the reader's threads only fill the
  * buffers it hands them. Errors: the first failure is kept in s->error
  * (streamer_fail); a failed read sets read_failed and the rows its step
@@ -98,6 +108,14 @@ struct streamer_step {
     struct flash_reader_stats before;
 };
 
+/* The order a layer's rows are computed in (the module comment). */
+enum streamer_order {
+    STREAMER_CACHE_ORDER,  /* every row held, in cache order; a deletion moves the last row into the hole */
+    STREAMER_NEEDED_ORDER, /* the needed rows held, in needed order, then each batch read, in read order;
+                            * rows kept in place (neuron_cache_keep_in_place); a batch ends as the
+                            * staging fills; the host only */
+};
+
 struct streamer_hooks {
     void *ctx;
     /* The staged rows, ids[0..n), computed as one group into out: on the
@@ -105,6 +123,9 @@ struct streamer_hooks {
     void (*compute_staged)(void *ctx, int layer, const uint32_t *ids, uint32_t n, const float *x, float *out);
     /* Rows [first, first + n) of layer's cache computed into out. */
     void (*compute_cached)(void *ctx, int layer, uint32_t first, uint32_t n, const float *x, float *out);
+    /* STREAMER_NEEDED_ORDER: units ids[0..n), at rows[0..n) (host memory), computed in that order into out. */
+    void (*compute_rows)(void *ctx, int layer, const uint32_t *ids, const uint8_t *const *rows, uint32_t n,
+                         const float *x, float *out);
     /* Why unit id of layer failed its check twice (names file, layer, unit, offset). */
     void (*damaged)(void *ctx, uint32_t layer, uint32_t id, char *why, size_t len);
     /* At open: layer's bias per unit (uploaded beside a row on a device), or NULL. */
@@ -119,8 +140,18 @@ struct streamer_open_args {
     struct cache_config decide;    /* policy, layout, capacity, the trace or profile */
     const uint32_t *layer_rows;    /* [n_layers] cache rows per layer, or NULL: default_rows each */
     uint32_t default_rows;
-    const uint32_t *crc;           /* [n_layers * units] each unit's CRC-32C, or NULL: unchecked */
+    const uint32_t *crc;           /* each unit's CRC-32C (crc_at), or NULL: unchecked */
     bool on_device;                /* the caches live on the device (streamer_open_device) */
+    enum streamer_order order;
+    /* Where the units lie: unit id of layer l at base + l * layer_pitch + id * stride of the file
+     * (layer_pitch 0: units * stride), its checksum crc[crc_base + l * crc_pitch + id] (0: units). */
+    uint64_t base, layer_pitch, crc_base, crc_pitch;
+    struct flash_reader *reader;   /* a reader of path to share (the caller closes it), or NULL: its own */
+    /* Non-NULL: reads are counted as their batch completes (a failed batch's are not), into acc's
+     * reads and these (the requests and their bytes); NULL: as the step decides them. */
+    uint64_t *done_reads, *done_bytes;
+    const char *no_preload;        /* non-NULL: a policy that starts with rows is refused, as what does
+                                    * not load them ("input sparsity on flash") */
 };
 
 struct streamer {
@@ -131,8 +162,13 @@ struct streamer {
     const char *unit_word;
     uint64_t stride, align;
     const uint32_t *crc;
+    uint64_t base, layer_pitch, crc_base, crc_pitch; /* streamer_open_args */
+    enum streamer_order order;
+    uint64_t *done_reads, *done_bytes;
+    const char *no_preload;
     const float **bias;                /* [n_layers] */
     struct flash_reader *reader;
+    bool owns_reader;
     struct cache decide;               /* the policy and layout: cache/cache.h */
     struct neuron_cache *caches;       /* [n_layers] storage of the rows kept */
     struct neuron_cache_dev *mirrors;  /* [n_layers]: zeroed (no-ops) on the host */
@@ -157,6 +193,11 @@ struct streamer {
     uint8_t *last_home;                /* where it went (NULL: none) */
     struct landed_row *landed;         /* [3 * units + 1]: rows read whole since the last batch completed */
     uint32_t n_landed;
+    /* STREAMER_NEEDED_ORDER: the rows to compute next (held, or the batch's in read order), and the
+     * kept rows of the step whose batch completed (the others leave if a read fails) */
+    uint32_t *sum_ids;                 /* [units] */
+    const uint8_t **sum_rows;          /* [units] */
+    uint32_t n_sum, n_sum_kept, kept_done;
     uint64_t staging_bytes, bounce_bytes, cache_bytes, device_bytes;
     int64_t token;
     char error[512];                   /* the first failure */
@@ -172,6 +213,10 @@ int streamer_open(struct streamer *s, const struct streamer_config *cfg, const s
 int streamer_open_device(struct streamer *s, const struct backend_ops *ops, struct backend *be,
                          struct dev_ref stage_rows, struct dev_ref stage_bias, char *err, size_t errlen);
 void streamer_close(struct streamer *s);
+/* A reader of path with cfg's settings (streamer_open_args.reader: one
+ * file's reader shared by streamers). */
+struct flash_reader *streamer_config_reader(const struct streamer_config *cfg, const char *path, char *err,
+                                           size_t errlen);
 /* Another reader with the streamer's settings (naive's dram.bin). */
 struct flash_reader *streamer_open_reader(const struct streamer *s, const char *path, char *err, size_t errlen);
 
@@ -210,10 +255,19 @@ void streamer_compute_ahead(struct streamer *s, const struct streamer_step *st, 
 /* On a device after the pass's sync: the ring's and mirrors' counts. */
 void streamer_take_device(struct streamer *s);
 
+/* Rows held in every layer's cache. */
+uint64_t streamer_resident_rows(const struct streamer *s);
+
 /* Unit id of layer on flash. */
 static inline uint64_t streamer_unit_offset(const struct streamer *s, int layer, uint32_t id)
 {
-    return ((uint64_t)layer * s->unit.units + id) * s->stride;
+    return s->base + (uint64_t)layer * s->layer_pitch + (uint64_t)id * s->stride;
+}
+
+/* Unit id of layer's checksum. */
+static inline uint32_t streamer_unit_crc(const struct streamer *s, uint32_t layer, uint32_t id)
+{
+    return s->crc[s->crc_base + (uint64_t)layer * s->crc_pitch + id];
 }
 
 #endif

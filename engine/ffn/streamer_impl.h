@@ -19,7 +19,23 @@ void streamer_verify_landed(struct streamer *s, const struct landed_row *rows, u
 void streamer_flush(struct streamer *s, int layer, const float *x, float *out);
 /* Whether a read of ids first..first+count-1 can land in place. */
 bool streamer_lands_in_place(const struct streamer *s, uint32_t first, uint32_t count);
+/* STREAMER_NEEDED_ORDER: the rows noted this batch computed (compute_rows) unless a read failed. */
+void streamer_sum_batch(struct streamer *s, int layer, const float *x, float *out);
 /* Queues the layout's reads of st (flushing when staging or bounce fill). */
 void streamer_queue_reads(struct streamer *s, int layer, const struct cache_step *st, const float *x, float *out);
+
+/* streamer_step.c's parts of a step, shared with streamer_needed.c: the
+ * policy's deletions not needed now leave; unit id leaves the cache (its
+ * move counted); the kept rows read appended; the marks cleared; the
+ * step's counts. */
+void streamer_make_room(struct streamer *s, int layer, const struct cache_step *st);
+void streamer_drop_row(struct streamer *s, int layer, uint32_t id);
+int streamer_append_kept(struct streamer *s, int layer, const struct cache_step *st);
+void streamer_clear_marks(struct streamer *s, const struct cache_step *st, uint32_t n_needed);
+void streamer_count_step(struct streamer *s, const struct neuron_cache *c, const struct cache_step *st,
+                         uint64_t shrinks);
+/* STREAMER_NEEDED_ORDER's streamer_forward (streamer_needed.c). */
+void streamer_forward_needed(struct streamer *s, const struct streamer_step *sp, const float *x, float *out,
+                             uint32_t len);
 
 #endif

@@ -18,28 +18,36 @@ static uint8_t *read_buffer(struct io_buffer *b, uint64_t bytes)
     return io_buffer_alloc(b, bytes ? bytes : 1, true) == 0 ? b->base : NULL;
 }
 
-struct flash_reader *streamer_open_reader(const struct streamer *s, const char *path, char *err, size_t errlen)
+struct flash_reader *streamer_config_reader(const struct streamer_config *cfg, const char *path, char *err,
+                                           size_t errlen)
 {
-    const struct ioengine_ops *eng = ioengine_find(s->cfg.io_engine ? s->cfg.io_engine : "psync");
+    const struct ioengine_ops *eng = ioengine_find(cfg->io_engine ? cfg->io_engine : "psync");
     if (!eng) {
-        err_set(err, errlen, "I/O engine: unknown '%s' (%s)", s->cfg.io_engine, ioengine_names());
+        err_set(err, errlen, "I/O engine: unknown '%s' (%s)", cfg->io_engine, ioengine_names());
         return NULL;
     }
     struct flash_reader_config rc = {
         .path = path,
         .engine = eng,
-        .threads = s->cfg.io_threads ? s->cfg.io_threads : 32,
-        .iodepth = s->cfg.iodepth ? s->cfg.iodepth : 1,
-        .direct = s->cfg.direct,
+        .threads = cfg->io_threads ? cfg->io_threads : 32,
+        .iodepth = cfg->iodepth ? cfg->iodepth : 1,
+        .direct = cfg->direct,
         .max_read = STREAMER_MAX_READ,
-        .fault = s->cfg.fault,
+        .fault = cfg->fault,
     };
     return flash_reader_open(&rc, err, errlen);
 }
 
-static int open_reader(struct streamer *s, const char *path, char *err, size_t errlen)
+struct flash_reader *streamer_open_reader(const struct streamer *s, const char *path, char *err, size_t errlen)
 {
-    if (!(s->reader = streamer_open_reader(s, path, err, errlen)))
+    return streamer_config_reader(&s->cfg, path, err, errlen);
+}
+
+static int open_reader(struct streamer *s, const struct streamer_open_args *a, char *err, size_t errlen)
+{
+    const char *path = a->path;
+    s->owns_reader = !a->reader;
+    if (!(s->reader = a->reader ? a->reader : streamer_open_reader(s, path, err, errlen)))
         return -1;
     s->align = flash_reader_alignment(s->reader);
     if (s->stride % s->align)
@@ -115,6 +123,9 @@ static int preload(struct streamer *s, uint32_t l, char *err, size_t errlen)
     if (s->decide.p.ops->preload_is_read)
         return 0; /* hot's pinned rows are read with the first token */
     uint32_t n = cache_preloaded_rows(&s->decide, l, s->late);
+    if (n && s->no_preload)
+        return err_set(err, errlen, "policy %s starts with %u rows in layer %u, which %s does not load",
+                       s->decide.p.ops->name, n, l, s->no_preload);
     if (n > s->caches[l].capacity)
         return err_set(err, errlen, "layer %u: the policy starts with %u rows, the cache holds %u", l, n,
                        s->caches[l].capacity);
@@ -139,6 +150,8 @@ static int open_caches(struct streamer *s, const struct streamer_open_args *a, c
                               sizeof why) != 0)
             return err_set(err, errlen, "neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap,
                            (unsigned long long)s->stride, why);
+        if (s->order == STREAMER_NEEDED_ORDER && neuron_cache_keep_in_place(&s->caches[l], err, errlen) != 0)
+            return -1;
         if (!s->on_device) /* else the device's (streamer_open_device) */
             s->cache_bytes += (uint64_t)cap * s->stride;
         if (!s->on_device && preload(s, l, err, errlen) != 0)
@@ -163,6 +176,11 @@ static int alloc_step_buffers(struct streamer *s)
     s->landed = malloc((3 * (size_t)N + 1) * sizeof *s->landed);
     for (int k = 0; k < 2; k++)
         s->steps[k].landed = malloc((size_t)N * sizeof *s->steps[k].landed);
+    bool sums = s->order == STREAMER_NEEDED_ORDER;
+    s->sum_ids = sums ? malloc(N * sizeof *s->sum_ids) : NULL;
+    s->sum_rows = sums ? malloc(N * sizeof *s->sum_rows) : NULL;
+    if (sums && (!s->sum_ids || !s->sum_rows))
+        return -1;
     /* on a device rows used once go through the pinned ring (streamer_open_device) */
     s->staging = s->on_device ? NULL : read_buffer(&s->staging_mem, s->staging_bytes);
     s->bounce = read_buffer(&s->bounce_mem, s->bounce_bytes);
@@ -195,12 +213,22 @@ int streamer_open(struct streamer *s, const struct streamer_config *cfg, const s
     s->crc = cfg->verify ? a->crc : NULL;
     s->verify = s->crc != NULL;
     s->on_device = a->on_device;
+    s->order = a->order;
+    s->base = a->base;
+    s->layer_pitch = a->layer_pitch ? a->layer_pitch : (uint64_t)a->unit.units * a->unit.stride;
+    s->crc_base = a->crc_base;
+    s->crc_pitch = a->crc_pitch ? a->crc_pitch : a->unit.units;
+    s->done_reads = a->done_reads;
+    s->done_bytes = a->done_bytes;
+    s->no_preload = a->no_preload;
     s->token = -1;
     s->steps[0].layer = s->steps[1].layer = -1;
     s->ahead = cfg->read_ahead && !s->on_device && a->decide.policy.ops && !a->decide.policy.ops->extra_reads;
+    if (s->order == STREAMER_NEEDED_ORDER && (s->on_device || !hooks->compute_rows))
+        return err_set(err, errlen, "the streamer sums needed rows in needed order on the host, through compute_rows");
     if (open_bias(s) != 0)
         return err_set(err, errlen, "the streamer cannot allocate its buffers");
-    if (open_reader(s, a->path, err, errlen) != 0 || open_decisions(s, &a->decide, err, errlen) != 0)
+    if (open_reader(s, a, err, errlen) != 0 || open_decisions(s, &a->decide, err, errlen) != 0)
         return -1;
     if (alloc_step_buffers(s) != 0)
         return err_set(err, errlen, "the flash FFN cannot allocate its buffers");
@@ -241,7 +269,7 @@ void streamer_close(struct streamer *s)
     if (s->dev_be)
         s->dev_ops->sync(s->dev_be); /* nothing in flight reads what is freed */
     /* nor writes it: a read-ahead batch lands in the caches' rows */
-    if (s->reader)
+    if (s->reader && s->owns_reader)
         flash_reader_close(s->reader);
     for (uint32_t l = 0; s->mirrors && l < s->unit.n_layers; l++)
         ncd_free(&s->mirrors[l]);
@@ -265,7 +293,17 @@ void streamer_close(struct streamer *s)
     free(s->copies);
     free(s->reqs);
     free(s->landed);
+    free(s->sum_ids);
+    free(s->sum_rows);
     free(s->steps[0].landed);
     free(s->steps[1].landed);
     memset(s, 0, sizeof *s);
+}
+
+uint64_t streamer_resident_rows(const struct streamer *s)
+{
+    uint64_t n = 0;
+    for (uint32_t l = 0; s->caches && l < s->unit.n_layers; l++)
+        n += s->caches[l].num_used;
+    return n;
 }

@@ -60,7 +60,7 @@ static void count_batch(struct streamer *s, struct flash_reader *r, const struct
 }
 
 /* A failed batch of the unit file's: its reason, and which unit the
- * failed offset falls in (the file is layer-major units: streamer_unit_offset). */
+ * failed offset falls in (a layer's units lie together: streamer_unit_offset). */
 static void read_fail(struct streamer *s, struct flash_reader *r, const char *err)
 {
     struct flash_reader_stats st;
@@ -68,9 +68,9 @@ static void read_fail(struct streamer *s, struct flash_reader *r, const char *er
     char why[sizeof s->error];
     snprintf(why, sizeof why, "%s", err);
     if (r == s->reader && st.failed) {
-        uint64_t unit = st.failed_offset / s->stride, units = s->unit.units;
-        snprintf(why, sizeof why, "%.380s (layer %llu, %s %llu)", err, (unsigned long long)(unit / units),
-                 s->unit_word, (unsigned long long)(unit % units));
+        uint64_t off = st.failed_offset - s->base;
+        snprintf(why, sizeof why, "%.380s (layer %llu, %s %llu)", err, (unsigned long long)(off / s->layer_pitch),
+                 s->unit_word, (unsigned long long)(off % s->layer_pitch / s->stride));
     }
     s->read_failed |= r == s->reader;
     streamer_fail(s, why);
@@ -136,7 +136,7 @@ static void land(struct streamer *s, int layer, uint32_t id, uint8_t *at)
  * read fails. */
 static bool intact(const struct streamer *s, const struct landed_row *r)
 {
-    return !s->crc || crc32c(r->at, s->unit.bytes) == s->crc[(uint64_t)r->layer * s->unit.units + r->id];
+    return !s->crc || crc32c(r->at, s->unit.bytes) == streamer_unit_crc(s, r->layer, r->id);
 }
 
 static bool reread_unit(struct streamer *s, const struct landed_row *r)
@@ -157,7 +157,7 @@ static unsigned intact3(const struct streamer *s, const struct landed_row *r)
     crc32c_x3(at, s->unit.bytes, got);
     unsigned ok = 0;
     for (int k = 0; k < 3; k++)
-        ok |= (unsigned)(got[k] == s->crc[(uint64_t)r[k].layer * s->unit.units + r[k].id]) << k;
+        ok |= (unsigned)(got[k] == streamer_unit_crc(s, r[k].layer, r[k].id)) << k;
     return ok;
 }
 
@@ -192,9 +192,22 @@ void streamer_verify_landed(struct streamer *s, const struct landed_row *rows, u
 /* Issues the queued reads and copies rows out of the bounce buffer, then
  * checks the units read whole; on a device the ring's slot then goes up
  * (transfer). */
+/* A batch that completed, counted as its reads (done_reads: before the
+ * checks, as a failed check is a read that happened). */
+static void count_done(struct streamer *s)
+{
+    uint64_t bytes = 0;
+    for (uint32_t k = 0; k < s->n_reqs; k++)
+        bytes += s->reqs[k].len;
+    s->acc->reads += s->n_reqs;
+    *s->done_reads += s->n_reqs;
+    *s->done_bytes += bytes;
+}
+
 static void issue_reads(struct streamer *s)
 {
-    streamer_read_batch(s, s->reader, s->reqs, s->n_reqs, &s->acc->bytes_read);
+    if (streamer_read_batch(s, s->reader, s->reqs, s->n_reqs, &s->acc->bytes_read) == 0 && s->done_reads)
+        count_done(s);
     double t0 = now_ms();
     for (uint32_t k = 0; k < s->n_copies; k++)
         memcpy(s->copies[k].to, s->bounce + s->copies[k].from, s->stride);
@@ -223,8 +236,29 @@ void streamer_flush(struct streamer *s, int layer, const float *x, float *out)
     } else {
         issue_reads(s);
     }
-    s->hooks.compute_staged(s->hooks.ctx, layer, s->staged, s->n_staged, x, out);
+    if (s->order == STREAMER_NEEDED_ORDER)
+        streamer_sum_batch(s, layer, x, out);
+    else
+        s->hooks.compute_staged(s->hooks.ctx, layer, s->staged, s->n_staged, x, out);
     s->n_staged = 0;
+}
+
+/* STREAMER_NEEDED_ORDER: row id, landing at `at` this batch, is computed
+ * when the batch has landed, after the rows queued before it. */
+static void note_row(struct streamer *s, uint32_t id, const uint8_t *at)
+{
+    s->sum_ids[s->n_sum] = id;
+    s->sum_rows[s->n_sum++] = at;
+    s->n_sum_kept += !(s->mark[id] & MARK_ONCE);
+}
+
+void streamer_sum_batch(struct streamer *s, int layer, const float *x, float *out)
+{
+    if (!s->read_failed && s->n_sum) {
+        s->hooks.compute_rows(s->hooks.ctx, layer, s->sum_ids, s->sum_rows, s->n_sum, x, out);
+        s->kept_done += s->n_sum_kept;
+    }
+    s->n_sum = s->n_sum_kept = 0;
 }
 
 /* Row k of the device staging area, and its bias (none without one). */
@@ -312,6 +346,8 @@ static void queue_bounced(struct streamer *s, int layer, uint32_t first, uint32_
                 uint8_t *to = row_home(s, layer, id, x, out);
                 s->copies[s->n_copies++] = (struct bounce_copy){id, from + (uint64_t)i * s->stride, to};
                 land(s, layer, id, to);
+                if (s->sum_ids)
+                    note_row(s, id, to);
             }
         }
         s->bounce_used += piece;
@@ -349,6 +385,8 @@ static void queue_in_place(struct streamer *s, int layer, const struct layout_re
     uint64_t off = streamer_unit_offset(s, layer, rd->first), len = (uint64_t)rd->count * s->stride;
     for (uint32_t i = 0; rd->vec < 0 && i < rd->count; i++)
         land(s, layer, rd->first + i, dst + (uint64_t)i * s->stride);
+    for (uint32_t i = 0; s->sum_ids && rd->vec < 0 && i < rd->count; i++)
+        note_row(s, rd->first + i, dst + (uint64_t)i * s->stride);
     /* split reads a row's vectors in order, into one home, in one batch: with
      * its last one queued the whole bundle lands when the batch completes,
      * and its checksum covers exactly what was read */
@@ -363,6 +401,9 @@ static void queue_in_place(struct streamer *s, int layer, const struct layout_re
         dst += lo;
     }
     s->reqs[s->n_reqs++] = (struct flash_read){off, len, dst};
+    /* needed order: the batch ends as the staging fills (the rows after it, kept or not, read next) */
+    if (s->sum_ids && (s->mark[rd->first] & MARK_ONCE) && s->n_staged == s->staging_rows)
+        streamer_flush(s, layer, x, out);
 }
 
 /* Queues the layout's reads of this step, flushing whenever the staging or

@@ -33,7 +33,7 @@ static uint32_t classify(struct streamer *s, const struct cache_step *st, uint32
     return n_late;
 }
 
-static void clear_marks(struct streamer *s, const struct cache_step *st, uint32_t n_needed)
+void streamer_clear_marks(struct streamer *s, const struct cache_step *st, uint32_t n_needed)
 {
     for (uint32_t j = 0; j < n_needed; j++)
         s->mark[s->needed[j]] = 0;
@@ -43,14 +43,14 @@ static void clear_marks(struct streamer *s, const struct cache_step *st, uint32_
 
 /* Unit id leaves layer's cache (neuron_cache_delete): the last row
  * moving into its hole is counted and, on a device, recorded for the
- * layer's batched move. */
-static void drop_row(struct streamer *s, int layer, uint32_t id)
+ * layer's batched move (a cache kept in place moves nothing). */
+void streamer_drop_row(struct streamer *s, int layer, uint32_t id)
 {
     struct neuron_cache *c = &s->caches[layer];
     if (id >= c->d_ff || c->row_of[id] < 0)
         return;
     uint32_t r = (uint32_t)c->row_of[id], last = c->num_used - 1;
-    if (r != last) {
+    if (r != last && !c->free_rows) {
         s->acc->row_moves++;
         if (ncd_record_move(&s->mirrors[layer], r, last) != 0)
             streamer_fail_dev(s, "the streamer moved more rows in one step than its cache holds");
@@ -65,20 +65,20 @@ static void forget_appended(struct streamer *s, int layer, uint32_t first_new)
 {
     struct neuron_cache *c = &s->caches[layer];
     while (s->read_failed && c->capacity && c->num_used > first_new)
-        drop_row(s, layer, c->pointer[c->num_used - 1]);
+        streamer_drop_row(s, layer, c->pointer[c->num_used - 1]);
 }
 
 /* Rows the policy dropped that this token does not need leave now (room
  * for the new ones); the kept rows read this step are appended in id order. */
-static void make_room(struct streamer *s, int layer, const struct cache_step *st)
+void streamer_make_room(struct streamer *s, int layer, const struct cache_step *st)
 {
     struct neuron_cache *c = &s->caches[layer];
     for (uint32_t j = 0; j < st->n_deleted; j++)
         if (!(s->mark[st->deleted[j]] & (MARK_NEED | MARK_MISS)) && c->capacity)
-            drop_row(s, layer, st->deleted[j]);
+            streamer_drop_row(s, layer, st->deleted[j]);
 }
 
-static int append_kept(struct streamer *s, int layer, const struct cache_step *st)
+int streamer_append_kept(struct streamer *s, int layer, const struct cache_step *st)
 {
     struct neuron_cache *c = &s->caches[layer];
     for (uint32_t j = 0; j < st->n_rows; j++) {
@@ -131,10 +131,10 @@ static void apply_moves(struct streamer *s, struct neuron_cache_dev *d)
 }
 
 /* The step's counts into the token's. */
-static void count_step(struct streamer *s, const struct neuron_cache *c, const struct cache_step *st,
+void streamer_count_step(struct streamer *s, const struct neuron_cache *c, const struct cache_step *st,
                        uint64_t shrinks)
 {
-    s->acc->reads += st->n_reads;
+    s->acc->reads += s->done_reads ? 0 : st->n_reads; /* else as each batch completes */
     s->acc->rows_inserted += st->n_rows;
     s->acc->rows_deleted += st->n_deleted + st->n_extra;
     s->acc->overflow_rows += st->overflow;
@@ -164,6 +164,10 @@ static void decide(struct streamer *s, int layer, uint32_t n_needed, struct stre
 void streamer_forward(struct streamer *s, const struct streamer_step *sp, const uint32_t *truth, uint32_t n_truth,
                       const float *x, float *out, uint32_t d_model)
 {
+    if (s->order == STREAMER_NEEDED_ORDER) {
+        streamer_forward_needed(s, sp, x, out, d_model);
+        return;
+    }
     int layer = sp->layer;
     uint32_t n_late = sp->n_late, n_needed = sp->n_needed;
     const struct cache_step st = sp->st;
@@ -173,7 +177,7 @@ void streamer_forward(struct streamer *s, const struct streamer_step *sp, const 
         memset(out, 0, d_model * sizeof *out);
     double t0 = now_ms();
     streamer_dev_check(s, ncd_begin(d, s->ring.covered)); /* the moves list was the last step's upload source */
-    make_room(s, layer, &st);
+    streamer_make_room(s, layer, &st);
     apply_moves(s, d);
     s->acc->mem_ms += now_ms() - t0;
     if (truth)
@@ -182,10 +186,10 @@ void streamer_forward(struct streamer *s, const struct streamer_step *sp, const 
     compute_cached(s, layer, 0, c->num_used, x, out);
     t0 = now_ms();
     for (uint32_t j = 0; j < n_late; j++)
-        drop_row(s, layer, s->late[j]);
+        streamer_drop_row(s, layer, s->late[j]);
     apply_moves(s, d);
     uint32_t first_new = c->capacity ? c->num_used : 0;
-    int rc = append_kept(s, layer, &st);
+    int rc = streamer_append_kept(s, layer, &st);
     s->acc->mem_ms += now_ms() - t0;
     if (rc == 0) {
         streamer_queue_reads(s, layer, &st, x, out);
@@ -197,8 +201,8 @@ void streamer_forward(struct streamer *s, const struct streamer_step *sp, const 
         s->acc->cache_rows += once;
     }
     streamer_dev_check(s, ncd_end(d));
-    clear_marks(s, &st, n_needed);
-    count_step(s, c, &st, sp->shrinks);
+    streamer_clear_marks(s, &st, n_needed);
+    streamer_count_step(s, c, &st, sp->shrinks);
 }
 
 
@@ -222,9 +226,9 @@ static void go_ahead(struct streamer *s, struct streamer_step *sp)
 {
     struct neuron_cache *c = &s->caches[sp->layer];
     double t0 = now_ms();
-    make_room(s, sp->layer, &sp->st);
+    streamer_make_room(s, sp->layer, &sp->st);
     sp->first_new = c->capacity ? c->num_used : 0;
-    int rc = append_kept(s, sp->layer, &sp->st);
+    int rc = streamer_append_kept(s, sp->layer, &sp->st);
     uint32_t mine = s->n_landed;
     if (rc == 0)
         streamer_queue_reads(s, sp->layer, &sp->st, NULL, NULL); /* all in place: nothing flushes */
@@ -237,8 +241,8 @@ static void go_ahead(struct streamer *s, struct streamer_step *sp)
     if (rc == 0)
         sp->in_flight = streamer_submit_batch(s, s->reader, s->reqs, s->n_reqs, &sp->before);
     s->n_reqs = 0;
-    count_step(s, c, &sp->st, sp->shrinks);
-    clear_marks(s, &sp->st, sp->n_needed);
+    streamer_count_step(s, c, &sp->st, sp->shrinks);
+    streamer_clear_marks(s, &sp->st, sp->n_needed);
 }
 
 /* Layer's step decided (gone ahead when it can). */
@@ -267,7 +271,7 @@ void streamer_finish_ahead(struct streamer *s, const struct streamer_step *sp, c
     for (uint32_t j = 0; j < sp->st.n_rows; j++)
         s->mark[sp->st.rows[j]] |= MARK_READ;
     count_misses(s, sp->layer, truth, n_truth, sp->n_needed);
-    clear_marks(s, &sp->st, sp->n_needed);
+    streamer_clear_marks(s, &sp->st, sp->n_needed);
 }
 
 /* A step gone ahead computed as its own order would: the rows held, then
