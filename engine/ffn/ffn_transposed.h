@@ -5,44 +5,50 @@
  *
  *   1. channels: the input channels j of x with |x_j| above the layer's
  *      input cut (sparsify.json's, as neuron_select's teal_layer)
- *   2. the channel cache decides (cache_request over d_model channel
- *      bundles: hits, misses, deletions, by the policy as for neuron rows);
- *      missing bundles are read from ffn_t.bin with the reader pool
- *      (direct I/O, aligned) into their cache rows, or into a staging area
- *      when the policy does not keep them
+ *   2. the channel streamer (engine/ffn/streamer.h) decides over d_model
+ *      channel bundles (cache_request: hits, misses, deletions, by the
+ *      policy as for neuron rows) and reads the missing bundles from
+ *      ffn_t.bin (direct I/O, aligned) into their cache rows, or into its
+ *      staging area when the policy does not keep them, checking each
+ *      against ffn_t.crc32c
  *   3. z = up x', g = gate x' as sums of the kept channels' columns times
- *      x_j (ck_axpy_rows, the compute team), hits first, then each batch of
- *      reads as it lands
+ *      x_j (ck_axpy_rows, the compute team), hits first in channel order,
+ *      then each batch of reads as it lands, in read order
  *   4. rows of down: neuron i when |h_i| passes the layer's intermediate
  *      cut (h = act(g)·z, or act(z + b) without a gate: teal_layer's rule)
- *   5. the down cache decides the same way over d_ff down rows; y = the sum
+ *   5. the down streamer does the same over d_ff rows of down; y = the sum
  *      of h_i times down row i, plus the down bias
  *
- * Both caches have the run's policy; their capacities are
+ * The two streamers share one reader of ffn_t.bin, whose layers hold both
+ * streams (a layer's channel bundles, then its rows of down: each
+ * streamer's units at the file's per-layer pitch, its checksums at theirs)
+ * and sum in needed order (STREAMER_NEEDED_ORDER: only the needed rows, in
+ * the needed order, which fixes the bits; their cache rows stay where they
+ * landed). Both caches have the run's policy; their capacities are
  * cache_transposed_capacity's split of the budget (run_plan_transposed).
  * Policies that read whole layers (naive, hybrid) or rank sets known
- * beforehand (hot, belady, friends) are refused by the run's setup; no
- * read-ahead (the channels depend on this layer's x). Counted per token
- * as the caches decided: bytes and reads of each stream (what replay of
- * the same sets counts). Recording (cfg.record), per token and layer the
- * sink gets the kept channels (its channels hook) and then the kept rows
- * of down as the active set, no predicted set: what steps 1 and 4 chose,
- * which replay --layout transposed then decides the same way. Everything
- * is allocated by create; nothing per token. One caller at a time (the engine's forward pass).
+ * beforehand (hot, belady, friends) are refused by the run's setup.
+ * Counted per token as the caches decided: bytes and reads of each stream
+ * as their batches complete (what replay of the same sets counts).
+ * Recording (cfg.record), per token and layer the sink gets the kept
+ * channels (its channels hook) and then the kept rows of down as the
+ * active set, no predicted set: what steps 1 and 4 chose, which replay
+ * --layout transposed then decides the same way. Everything is allocated
+ * by create; nothing per token. One caller at a time (the engine's
+ * forward pass).
  *
- * Its reads are still its own (slots, synchronous batches, checksums,
- * counts), not the streamer's (engine/ffn/streamer.h) that the neuron
- * bundle's FFN uses: moving them there keeps the counts only once the
- * streamer can compute just the needed rows held, in the needed order
- * (it computes every row its cache holds, in cache order, which is the
- * neuron FFN's sum and not this one's), keep rows in place (its cache
- * moves the last row into a hole and counts the move; this one's slots
- * do not move) and count a stream's reads as they complete. What would
- * not come with it anyway: read-ahead, since layer L+1's channels depend
- * on layer L's output and its rows of down on its own h, so no set is
- * known before the layer's input; and the device path, since no backend
- * op sums gathered rows (ck_axpy_rows is the cpu kernel's; backend.h has
- * ffn_rows only), so a device run needs that op first.
+ * What the streamer gives the neuron FFN and this one cannot use:
+ *   read-ahead: impossible here. Layer L+1's channels depend on layer L's
+ *     output (x of L+1), and a layer's rows of down on its own h, so no
+ *     set is known before the layer's input; the streamers are opened
+ *     without it.
+ *   the device path: not yet. It needs a backend op that sums gathered
+ *     rows weighted by a vector (ck_axpy_rows is the cpu kernel's;
+ *     backend.h has ffn_rows only) in every backend (cpu, sim, opencl,
+ *     cuda, one kernel source), the needed order on the streamer's device
+ *     side (ring and mirrors, which today move rows as the neuron cache
+ *     does), and steps 1 and 4 either on the device or with x and z, g
+ *     brought back per layer: the run's setup refuses a device (cpu only).
  *
  * It is a struct ffn_ops like ffn_flash, and ffn_flash's per-token
  * accessors (ffn_flash_take_token, ffn_flash_error, ffn_flash_dram_bytes,

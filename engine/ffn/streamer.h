@@ -46,7 +46,8 @@
  * Threading: one host thread calls it; the reader's threads only fill the
  * buffers it hands them. Errors: the first failure is kept in s->error
  * (streamer_fail); a failed read sets read_failed and the rows its step
- * appended leave the cache; the run checks after every token. Open
+ * appended leave the cache (in needed order those whose batch had not
+ * completed and been checked); the run checks after every token. Open
  * returns 0, or -1 with err; streamer_close is safe after. */
 #ifndef FLASHBED_ENGINE_FFN_STREAMER_H
 #define FLASHBED_ENGINE_FFN_STREAMER_H

@@ -6,7 +6,8 @@
  * and long random append/delete sequences against a plain array, with
  * check() and every row's bytes verified after each step. Row bytes come
  * from a stand-in for ffn.bin whose every word is tagged with its neuron id
- * and position, so a row that moved whole, in part or not at all shows. */
+ * and position, so a row that moved whole, in part or not at all shows.
+ * Kept in place (neuron_cache_keep_in_place): holes reused, nothing moved. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -566,8 +567,43 @@ static void test_bookkeeping_only(void)
     neuron_cache_free(&with);
 }
 
+/* Kept in place (input sparsity's caches): a delete leaves a hole and
+ * moves nothing (the other rows' bytes and indices stay), an append takes
+ * the hole freed last, a fresh cache hands out rows 0, 1, ... in order;
+ * check() holds throughout; keeping in place is refused once rows are held. */
+static void test_in_place(void)
+{
+    const uint64_t stride = 4096;
+    uint8_t *image = make_image(16, stride);
+    struct neuron_cache c = make(16, 4, stride, NULL);
+    char err[256] = "";
+    CHECK(neuron_cache_keep_in_place(&c, err, sizeof err) == 0);
+    const uint32_t first[] = {3, 7, 8, 12};
+    for (uint32_t k = 0; k < 4; k++) {
+        CHECK_U64(neuron_cache_append(&c, first[k]), k);
+        read_run(&c, image, first[k], 1, k);
+    }
+    CHECK_U64(neuron_cache_append(&c, 1), NEURON_CACHE_NO_ROW); /* full */
+    CHECK(neuron_cache_delete(&c, 7));
+    CHECK(neuron_cache_delete(&c, 3));
+    CHECK_OK(&c);
+    CHECK_U64(c.num_used, 2);
+    CHECK(c.pointer[0] == NEURON_CACHE_FREE && c.pointer[1] == NEURON_CACHE_FREE);
+    CHECK(c.pointer[2] == 8 && c.pointer[3] == 12 && c.row_of[12] == 3); /* nothing moved */
+    CHECK(memcmp(c.rows + 3 * stride, image + 12 * stride, stride) == 0);
+    CHECK_U64(neuron_cache_append(&c, 5), 0); /* the hole freed last */
+    CHECK_U64(neuron_cache_append(&c, 9), 1);
+    CHECK_OK(&c);
+    CHECK_U64(c.num_used, 4);
+    CHECK(!neuron_cache_delete(&c, 7)); /* no longer resident */
+    CHECK(neuron_cache_keep_in_place(&c, err, sizeof err) == -1 && strstr(err, "before its first row"));
+    neuron_cache_free(&c);
+    free(image);
+}
+
 int main(void)
 {
+    test_in_place();
     test_bad_init();
     test_bookkeeping_only();
     test_golden();
