@@ -62,6 +62,7 @@ static int open_stream(struct ffn *f, struct t_ffn *tf, struct t_stream *ts, boo
         .done_reads = down ? &tf->acc.down_reads : &tf->acc.chan_reads,
         .done_bytes = down ? &tf->acc.down_bytes : &tf->acc.chan_bytes,
         .no_preload = "input sparsity on flash",
+        .one_mapping = true, /* a stream's rows in one store, as one layer's few channels would not fill a huge page */
     };
     struct streamer_hooks hooks = ffn_transposed_hooks;
     hooks.ctx = ts;

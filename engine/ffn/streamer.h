@@ -153,6 +153,8 @@ struct streamer_open_args {
     uint64_t *done_reads, *done_bytes;
     const char *no_preload;        /* non-NULL: a policy that starts with rows is refused, as what does
                                     * not load them ("input sparsity on flash") */
+    bool one_mapping;              /* on the host, every layer's cache rows in one read buffer (caches of
+                                    * a few rows each: not a 2 MiB huge page per layer); else one each */
 };
 
 struct streamer {
@@ -172,6 +174,7 @@ struct streamer {
     bool owns_reader;
     struct cache decide;               /* the policy and layout: cache/cache.h */
     struct neuron_cache *caches;       /* [n_layers] storage of the rows kept */
+    struct io_buffer store_mem;        /* one_mapping: the caches' rows */
     struct neuron_cache_dev *mirrors;  /* [n_layers]: zeroed (no-ops) on the host */
     struct flash_ring ring;            /* on_device: where rows land; its covered is the latest event
                                         * waited for, for every wait here */

@@ -134,6 +134,22 @@ static int preload(struct streamer *s, uint32_t l, char *err, size_t errlen)
 
 /* The unit cache of every layer, sized as configured, with the rows the
  * policy starts with read in on the host (hybrid's resident part). */
+static uint32_t layer_cap(const struct streamer_open_args *a, uint32_t l)
+{
+    return a->layer_rows ? a->layer_rows[l] : a->default_rows;
+}
+
+/* one_mapping: every layer's cache rows in one read buffer, layer after layer. */
+static int open_store(struct streamer *s, const struct streamer_open_args *a, char *err, size_t errlen)
+{
+    uint64_t bytes = 0;
+    for (uint32_t l = 0; l < s->unit.n_layers; l++)
+        bytes += (uint64_t)layer_cap(a, l) * s->stride;
+    if (!read_buffer(&s->store_mem, bytes))
+        return err_set(err, errlen, "the streamer cannot allocate its caches' %llu bytes", (unsigned long long)bytes);
+    return 0;
+}
+
 static int open_caches(struct streamer *s, const struct streamer_open_args *a, char *err, size_t errlen)
 {
     uint32_t L = s->unit.n_layers;
@@ -141,15 +157,22 @@ static int open_caches(struct streamer *s, const struct streamer_open_args *a, c
     s->mirrors = calloc(L, sizeof *s->mirrors);
     if (!s->caches || !s->mirrors)
         return err_set(err, errlen, "the streamer cannot allocate its buffers");
+    if (a->one_mapping && !s->on_device && open_store(s, a, err, errlen) != 0)
+        return -1;
     char why[512];
+    uint8_t *next = s->store_mem.base;
     for (uint32_t l = 0; l < L; l++) {
-        uint32_t cap = a->layer_rows ? a->layer_rows[l] : a->default_rows;
+        uint32_t cap = layer_cap(a, l);
         if (cap == 0)
             continue;
-        if (neuron_cache_init(&s->caches[l], s->unit.units, cap, s->stride, s->bias[l], !s->on_device, why,
+        if (neuron_cache_init(&s->caches[l], s->unit.units, cap, s->stride, s->bias[l], !s->on_device && !next, why,
                               sizeof why) != 0)
             return err_set(err, errlen, "neuron cache of layer %u (%u rows of %llu bytes): %s", l, cap,
                            (unsigned long long)s->stride, why);
+        if (next) { /* the rows are the store's (the cache frees none) */
+            s->caches[l].rows = next;
+            next += (uint64_t)cap * s->stride;
+        }
         if (s->order == STREAMER_NEEDED_ORDER && neuron_cache_keep_in_place(&s->caches[l], err, errlen) != 0)
             return -1;
         if (!s->on_device) /* else the device's (streamer_open_device) */
@@ -280,6 +303,7 @@ void streamer_close(struct streamer *s)
         for (uint32_t l = 0; l < s->unit.n_layers; l++)
             neuron_cache_free(&s->caches[l]);
     free(s->caches);
+    io_buffer_free(&s->store_mem); /* one_mapping's (zeroed: none) */
     if (s->staging)
         io_buffer_free(&s->staging_mem);
     if (s->bounce)

@@ -6,7 +6,7 @@
  * damaged on flash fails the token once read twice, with the hook's words.
  * In needed order (input sparsity's sum) on units lying between others
  * (a layer pitch, a base, a checksum table of its own pitch) through a
- * shared reader: the rows computed are exactly the needed ones, held
+ * shared reader, its caches in one mapping: the rows computed are exactly the needed ones, held
  * first in needed order, then the misses in read order, at their units'
  * bytes; deletions leave holes (no moves); reads are counted as their
  * batch completes; a damaged unit fails the step and its kept rows leave. */
@@ -221,7 +221,7 @@ static int open_needed(struct streamer *s, struct order_seen *v, struct flash_re
                                    .default_rows = CAP, .crc = crc, .order = STREAMER_NEEDED_ORDER,
                                    .base = OTHER * g->stride, .layer_pitch = (OTHER + g->units) * g->stride,
                                    .crc_base = OTHER, .crc_pitch = OTHER + g->units, .reader = r,
-                                   .done_reads = &done_reads, .done_bytes = &done_bytes};
+                                   .done_reads = &done_reads, .done_bytes = &done_bytes, .one_mapping = true};
     struct streamer_hooks h = {.ctx = v, .compute_rows = compute_rows, .damaged = damaged};
     static struct ffn_flash_token acc;
     memset(&acc, 0, sizeof acc);
