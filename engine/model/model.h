@@ -101,19 +101,28 @@ struct layer_weights {
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
     const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */
+    /* each matrix's weight type (struct model's rule) */
+    enum fb_dtype wq_type, wk_type, wv_type, wo_type;
 };
 
 struct model {
     char dir[4096];
     struct model_shape shape;
     struct arch arch;
-    enum fb_dtype dtype;     /* of the matrices; norms and biases are f32 */
+    enum fb_dtype dtype;     /* of the FFN's bundles (ffn.bin), and of every matrix unless tensor_dtypes;
+                              * norms and biases are f32 */
+    /* model.json's "tensor_dtypes": "per-tensor" (an import that keeps a
+     * file's types as stored, GGUF's): each matrix has the type its entry
+     * in the tensor table names (its rows a whole number of blocks),
+     * recorded in the *_type fields; without it every matrix is dtype. */
+    bool tensor_dtypes;
     uint32_t head_dim, q_dim, kv_dim;
     const void *tok_embedding; /* (vocab, d_model) */
     const void *pos_embedding; /* (max_positions + position_offset, d_model) or NULL */
     const float *final_norm, *final_norm_bias;
     const void *output;        /* (vocab, d_model): the embedding when tied */
     const float *output_bias;  /* (vocab,) or NULL */
+    enum fb_dtype tok_embedding_type, pos_embedding_type, output_type; /* as the layers' (above) */
     struct layer_weights *layers;
     uint64_t bundle_stride, bundle_bytes;
     int bos_id, eos_id;
@@ -141,6 +150,10 @@ enum model_open_flags {
 };
 int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen);
 void model_close(struct model *m);
+
+/* The weight types m's matrices and bundles use: has[t] for each (the
+ * types a backend must support to run m). */
+void model_weight_types(const struct model *m, bool has[DTYPE_COUNT]);
 
 /* Weight bytes one decode step reads (all matrices + the FFN bundles). */
 uint64_t model_bytes_per_token(const struct model *m);

@@ -170,17 +170,16 @@ static int write_or_fail(struct model_writer *w, FILE *f, const void *buf, size_
     return 0;
 }
 
-int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
-                        const uint64_t *dims)
+/* The table's entry for a tensor of ndim dims in type t, rows of
+ * row_bytes, at dram.bin's next DRAM_ALIGN boundary (the padding
+ * written). NULL when the padding could not be written. */
+static cJSON *begin_entry(struct model_writer *w, const char *name, enum fb_dtype t, int ndim, const uint64_t *dims,
+                          uint64_t bytes)
 {
     static const char zeros[DRAM_ALIGN];
-    enum fb_dtype t = ndim >= 2 ? w->dtype : DTYPE_F32;
-    uint64_t rows = ndim >= 2 ? dims[0] : 1, cols = dims[ndim - 1];
-    for (int i = 1; i < ndim - 1; i++)
-        rows *= dims[i];
     uint64_t pad = (DRAM_ALIGN - w->dram_off % DRAM_ALIGN) % DRAM_ALIGN;
     if (write_or_fail(w, w->dram, zeros, pad, name))
-        return -1;
+        return NULL;
     w->dram_off += pad;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", name);
@@ -189,9 +188,30 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     for (int i = 0; i < ndim; i++)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[i]));
     cJSON_AddNumberToObject(e, "offset", (double)w->dram_off);
-    uint64_t row_bytes = wtype_row_bytes(t, cols);
-    cJSON_AddNumberToObject(e, "bytes", (double)(rows * row_bytes));
+    cJSON_AddNumberToObject(e, "bytes", (double)bytes);
     cJSON_AddItemToArray(w->tensors, e);
+    return e;
+}
+
+/* Rows and row length of a tensor of ndim dims (a vector: one row). */
+static void rows_cols(int ndim, const uint64_t *dims, uint64_t *rows, uint64_t *cols)
+{
+    *rows = ndim >= 2 ? dims[0] : 1;
+    *cols = dims[ndim - 1];
+    for (int i = 1; i < ndim - 1; i++)
+        *rows *= dims[i];
+}
+
+int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
+                        const uint64_t *dims)
+{
+    enum fb_dtype t = ndim >= 2 ? w->dtype : DTYPE_F32;
+    uint64_t rows, cols;
+    rows_cols(ndim, dims, &rows, &cols);
+    uint64_t row_bytes = wtype_row_bytes(t, cols);
+    cJSON *e = begin_entry(w, name, t, ndim, dims, rows * row_bytes);
+    if (!e)
+        return -1;
     /* row by row so the conversion buffer stays one row long */
     void *row = malloc(row_bytes ? row_bytes : 1);
     if (!row)
@@ -208,6 +228,22 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     free(row);
     cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc);
     w->dram_off += rows * row_bytes;
+    return 0;
+}
+
+int model_writer_matrix_stored(struct model_writer *w, const char *name, enum fb_dtype t, const void *data,
+                               const uint64_t dims[2])
+{
+    if (!wtype_row_fits(t, dims[1]))
+        return WERR(w, "%s: tensor '%s': rows of %llu elements are not whole blocks of %s (%u)", w->dir, name,
+                    (unsigned long long)dims[1], wtype_name(t), wtype_block_elems(t));
+    uint64_t bytes = dims[0] * wtype_row_bytes(t, dims[1]);
+    cJSON *e = begin_entry(w, name, t, 2, dims, bytes);
+    if (!e || write_or_fail(w, w->dram, data, bytes, name))
+        return -1;
+    cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc32c(data, bytes));
+    w->dram_off += bytes;
+    w->tensor_dtypes = true;
     return 0;
 }
 
@@ -274,6 +310,8 @@ static cJSON *model_json(struct model_writer *w, const cJSON *meta)
     cJSON_AddNumberToObject(o, "format_version", MODEL_FORMAT_VERSION);
     model_shape_to_json(s, o);
     cJSON_AddStringToObject(o, "dtype", wtype_name(w->dtype));
+    if (w->tensor_dtypes)
+        cJSON_AddStringToObject(o, "tensor_dtypes", MODEL_TENSOR_DTYPES);
     for (cJSON *it = meta ? meta->child : NULL; it; it = it->next)
         cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, 1));
     cJSON *dram = cJSON_AddObjectToObject(o, "dram");
