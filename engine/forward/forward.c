@@ -166,6 +166,11 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
         return -1;
     }
     e->ffn = (struct ffn){.ops = ffn, .m = m, .ck = e->ck, .dev = &e->w, .config = ffn_config};
+    if (m->ffn_matrices && !(e->ffn.host_zg = malloc(2 * (size_t)m->shape.d_ff * sizeof(float)))) {
+        e->ffn.ops = NULL;
+        engine_free(e);
+        return err_set(err, errlen, "the FFN's scratch: out of memory");
+    }
     if (ffn->create(&e->ffn, err, errlen) != 0) {
         ffn->destroy(&e->ffn); /* releases what create started (reader threads) */
         e->ffn.ops = NULL;
@@ -179,6 +184,8 @@ void engine_free(struct engine *e)
 {
     if (e->ffn.ops)
         e->ffn.ops->destroy(&e->ffn);
+    free(e->ffn.host_zg);
+    e->ffn.host_zg = NULL;
     if (e->be) {
         e->be_ops->sync(e->be); /* nothing left in flight on what is freed */
         e->be_ops->buf_free(e->be, e->state);

@@ -35,6 +35,16 @@
  *               layer the channel bundles, then the rows of down; data
  *               bytes, not padding), little-endian u32s, named in
  *               "ffn_transposed" "checksums" with the file's own CRC-32C.
+ *   ffn_matrices.bin  optional (an import that keeps a source's FFN as it
+ *               stored it: a GGUF's blocks): each layer's FFN matrices
+ *               whole, each in its own type: up and gate [d_ff, d_model],
+ *               down [d_model, d_ff] (its rows along d_ff, as stored), at
+ *               DRAM_ALIGN offsets; model.json's "ffn_matrices" lists them
+ *               as "dram" lists its tensors (names layer_tensor_name's
+ *               "ffn.up", "ffn.gate", "ffn.down"; dtype, shape, offset,
+ *               bytes, crc32c). The dense FFN computes on them (three
+ *               matvecs and ffn_act); ffn.bin's bundles hold the same
+ *               weights in "dtype" for the flash paths.
  *   tokenizer.* the tokenizer, copied from the source
  *
  * Matrices are stored row-major [out, in] (y = W x) in the model's dtype;
@@ -65,6 +75,7 @@
 #define MODEL_FFN_CRC_FILE "ffn.crc32c"
 #define MODEL_CHECKSUM_ALGORITHM "crc32c"
 #define MODEL_TENSOR_DTYPES "per-tensor" /* model.json's "tensor_dtypes" (above) */
+#define MODEL_FFN_MATRICES_FILE "ffn_matrices.bin"
 #define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
 #define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
 
@@ -103,6 +114,9 @@ struct model_writer {
     int ffn_layers_written;
     cJSON *tensors;
     bool tensor_dtypes;  /* a matrix was written in a type of its own (model_writer_matrix_stored) */
+    FILE *mats;          /* ffn_matrices.bin, opened by the first model_writer_ffn_matrix_stored */
+    uint64_t mats_off;
+    cJSON *mat_tensors;  /* its table */
     uint32_t *ffn_crc;   /* [n_layers * d_ff]: each bundle's CRC-32C, written as ffn.crc32c */
     void *scratch;       /* one bundle / one converted row */
     float *column;       /* one down column gathered to f32 */
@@ -121,6 +135,12 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
  * model becomes per-tensor (MODEL_TENSOR_DTYPES). Rows must be whole blocks. */
 int model_writer_matrix_stored(struct model_writer *w, const char *name, enum fb_dtype t, const void *data,
                                const uint64_t dims[2]);
+/* One of layer's FFN matrices kept as the source stores it, into
+ * ffn_matrices.bin (model_format.h): part "up" or "gate" [d_ff, d_model],
+ * "down" [d_model, d_ff], in type t (rows whole blocks). The bundles are
+ * still written (model_writer_ffn_layer) for the flash paths. */
+int model_writer_ffn_matrix_stored(struct model_writer *w, int layer, const char *part, enum fb_dtype t,
+                                   const void *data);
 /* One layer's FFN from f32 matrices as the source stores them:
  * up and gate [d_ff, d_model] (gate NULL unless GLU), down [d_model, d_ff]. */
 int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, const float *gate,
