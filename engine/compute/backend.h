@@ -97,8 +97,9 @@ enum backend_op {
     BACKEND_OP_ADD,
     BACKEND_OP_EMBED,
     BACKEND_OP_MOVE_ROWS,
+    BACKEND_OP_FFN_ACT,
 };
-enum { BACKEND_OP_COUNT = BACKEND_OP_MOVE_ROWS + 1 };
+enum { BACKEND_OP_COUNT = BACKEND_OP_FFN_ACT + 1 };
 
 /* "matvec", "ffn_rows", ... (the member's name); "?" outside the enum. */
 const char *backend_op_name(enum backend_op op);
@@ -203,6 +204,13 @@ struct backend_ops {
                 struct dev_ref inv_freq, float scale);
     int (*add)(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
     int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+    /* h[n] = each neuron's value before the down projection from z = up x
+     * (+ bias) and, for a GLU, g = gate x (activation.h's
+     * ffn_neuron_value): the FFN as three matvecs and this, for weights
+     * kept as whole matrices (a GGUF's, as stored). g's buf is NULL
+     * without a gate; h may be z. */
+    int (*ffn_act)(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n,
+                   const struct arch *a);
 };
 
 /* The backends: backend_cpu, backend_sim, backend_opencl, backend_cuda

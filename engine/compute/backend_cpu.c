@@ -276,6 +276,16 @@ static int cpu_embed(struct backend *b, struct dev_ref out, struct dev_ref table
     return 0;
 }
 
+static int cpu_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n,
+                       const struct arch *a)
+{
+    if (bk_check_ffn_act(&b->base, h, z, g, n, a))
+        return -1;
+    ck_ffn_act(b->k, at(h), at(z), g.buf ? at(g) : NULL, n, a);
+    b->base.counts.launches++;
+    return 0;
+}
+
 const struct backend_ops backend_cpu = {
     .name = "cpu",
     .describe = cpu_describe,
@@ -304,4 +314,5 @@ const struct backend_ops backend_cpu = {
     .rope = cpu_rope,
     .add = cpu_add,
     .embed = cpu_embed,
+    .ffn_act = cpu_ffn_act,
 };

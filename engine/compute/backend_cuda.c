@@ -372,4 +372,5 @@ const struct backend_ops backend_cuda = {
     .rope = cuda_rope,
     .add = cuda_add,
     .embed = cuda_embed,
+    .ffn_act = cuda_ffn_act,
 };

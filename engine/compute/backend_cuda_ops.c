@@ -156,6 +156,15 @@ int cuda_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
     return launched(b, fbk_cuda_add(b->stream, ref(y), ref(x), n), "add launch");
 }
 
+int cuda_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n, const struct arch *a)
+{
+    if (bk_check_ffn_act(&b->base, h, z, g, n, a))
+        return -1;
+    struct fbk_act k = {.n = n, .glu = a->glu, .act_up = a->act_on_up, .act = kact(a->act),
+                        .threshold = a->fatrelu_threshold};
+    return launched(b, fbk_cuda_ffn_act(b->stream, ref(h), ref(z), ref(g), &k), "ffn_act launch");
+}
+
 int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))

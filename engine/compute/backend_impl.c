@@ -187,6 +187,22 @@ int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int
     return bk_span(b, y, bytes, false, "add y") || bk_span(b, x, bytes, false, "add x") ? -1 : 0;
 }
 
+int bk_check_ffn_act(struct backend_base *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n,
+                     const struct arch *a)
+{
+    if (b->failed) /* the reason the queue gave stays the error */
+        return -1;
+    if (check_positive(b, "ffn_act", n, "n"))
+        return -1;
+    if (a->glu != (g.buf != NULL))
+        return bk_fail(b, "ffn_act: %s", a->glu ? "a GLU needs its gate" : "a gate given to an FFN without one");
+    size_t bytes = (size_t)n * sizeof(float);
+    return bk_span(b, h, bytes, false, "ffn_act h") || bk_span(b, z, bytes, false, "ffn_act z") ||
+                   (a->glu && bk_span(b, g, bytes, false, "ffn_act g"))
+               ? -1
+               : 0;
+}
+
 int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
     if (b->failed) /* the reason the queue gave stays the error */

@@ -63,6 +63,8 @@ int bk_check_rope(struct backend_base *b, struct dev_ref vec, int n_heads, int h
                   struct dev_ref inv_freq);
 int bk_check_add(struct backend_base *b, struct dev_ref y, struct dev_ref x, int n);
 int bk_check_embed(struct backend_base *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+int bk_check_ffn_act(struct backend_base *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n,
+                     const struct arch *a);
 int bk_check_move_rows(struct backend_base *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
 
 /* The supports() of each kernel family: the CPU kernels (cpu and sim,

@@ -94,6 +94,7 @@ static const char *const op_names[BACKEND_OP_COUNT] = {
     [BACKEND_OP_MATVEC] = "matvec",       [BACKEND_OP_FFN_ROWS] = "ffn_rows", [BACKEND_OP_FFN_IDS] = "ffn_ids",
     [BACKEND_OP_ATTENTION] = "attention", [BACKEND_OP_NORM] = "norm",         [BACKEND_OP_ROPE] = "rope",
     [BACKEND_OP_ADD] = "add",             [BACKEND_OP_EMBED] = "embed",       [BACKEND_OP_MOVE_ROWS] = "move_rows",
+    [BACKEND_OP_FFN_ACT] = "ffn_act",
 };
 
 const char *backend_op_name(enum backend_op op)

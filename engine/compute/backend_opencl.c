@@ -358,4 +358,5 @@ const struct backend_ops backend_opencl = {
     .rope = ocl_rope,
     .add = ocl_add,
     .embed = ocl_embed,
+    .ffn_act = ocl_ffn_act,
 };

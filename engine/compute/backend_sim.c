@@ -231,6 +231,14 @@ static int sim_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
     return push(b, &(struct sim_cmd){.kind = SIM_ADD, .writes = y.buf, .u.add = {y, x, n}});
 }
 
+static int sim_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n,
+                       const struct arch *a)
+{
+    if (bk_check_ffn_act(&b->base, h, z, g, n, a))
+        return -1;
+    return push(b, &(struct sim_cmd){.kind = SIM_FFN_ACT, .writes = h.buf, .u.act = {h, z, g, n, *a}});
+}
+
 static int sim_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
@@ -266,4 +274,5 @@ const struct backend_ops backend_sim = {
     .rope = sim_rope,
     .add = sim_add,
     .embed = sim_embed,
+    .ffn_act = sim_ffn_act,
 };

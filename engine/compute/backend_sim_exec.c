@@ -11,7 +11,7 @@
 const char *sim_kind_name(enum sim_kind k)
 {
     static const char *const names[] = {"upload", "download", "move_rows", "event", "matvec", "ffn_rows",
-                                        "ffn_ids", "attention", "norm", "rope", "add", "embed"};
+                                        "ffn_ids", "attention", "norm", "rope", "add", "embed", "ffn_act"};
     return (size_t)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
@@ -61,6 +61,7 @@ static int exec_copy(struct backend *b, const struct sim_cmd *c)
     case SIM_ROPE:
     case SIM_ADD:
     case SIM_EMBED:
+    case SIM_FFN_ACT:
         if (exec_move_rows(b, c))
             return -1;
     }
@@ -129,6 +130,10 @@ static int exec_kernel(struct backend *b, const struct sim_cmd *c)
         break;
     case SIM_ADD:
         ck_add(b->k, (float *)sim_at(u->add.y), (const float *)sim_at(u->add.x), u->add.n);
+        break;
+    case SIM_FFN_ACT:
+        ck_ffn_act(b->k, (float *)sim_at(u->act.h), (const float *)sim_at(u->act.z),
+                   u->act.g.buf ? (const float *)sim_at(u->act.g) : NULL, u->act.n, &u->act.a);
         break;
     case SIM_EMBED:
     /* not launches: sim_exec sends only the kinds after SIM_MOVE_ROWS here */

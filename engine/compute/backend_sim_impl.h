@@ -19,7 +19,7 @@
 enum sim_kind {
     SIM_UPLOAD, SIM_DOWNLOAD, SIM_MOVE_ROWS, /* copies */
     SIM_EVENT,                               /* an event's mark */
-    SIM_MATVEC, SIM_FFN_ROWS, SIM_FFN_IDS, SIM_ATTENTION, SIM_NORM, SIM_ROPE, SIM_ADD, SIM_EMBED, /* launches */
+    SIM_MATVEC, SIM_FFN_ROWS, SIM_FFN_IDS, SIM_ATTENTION, SIM_NORM, SIM_ROPE, SIM_ADD, SIM_EMBED, SIM_FFN_ACT, /* launches */
 };
 
 /* One command: its arguments by value (a struct arch copied, not pointed
@@ -45,6 +45,7 @@ struct sim_cmd {
         struct { struct dev_ref vec, inv_freq; int n_heads, head_dim, rot_dims, pos; float scale; } rope;
         struct { struct dev_ref y, x; int n; } add;
         struct { struct dev_ref out, table; enum fb_dtype t; int r, d; } embed;
+        struct { struct dev_ref h, z, g; int n; struct arch a; } act;
     } u;
 };
 

@@ -652,6 +652,13 @@ void ck_add(struct cpu_kernels *b, float *y, const float *x, int n)
         y[i] += x[i];
 }
 
+void ck_ffn_act(struct cpu_kernels *b, float *h, const float *z, const float *g, int n, const struct arch *a)
+{
+    (void)b;
+    for (int i = 0; i < n; i++)
+        h[i] = ffn_neuron_value(a, z[i], g ? g[i] : 0.0f);
+}
+
 void ck_embed(struct cpu_kernels *b, float *out, const void *table, enum fb_dtype t, int r, int d)
 {
     (void)b;

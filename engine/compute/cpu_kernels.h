@@ -74,6 +74,8 @@ void ck_rope(struct cpu_kernels *k, float *vec, int n_heads, int head_dim, int r
              float scale);
 /* y[n] += x[n] */
 void ck_add(struct cpu_kernels *k, float *y, const float *x, int n);
+/* h[n] = ffn_neuron_value(a, z[i], g[i]) (g NULL without a gate; h may be z) */
+void ck_ffn_act(struct cpu_kernels *k, float *h, const float *z, const float *g, int n, const struct arch *a);
 /* out[d] = row r of table (dtype t), widened to f32 */
 void ck_embed(struct cpu_kernels *k, float *out, const void *table, enum fb_dtype t, int r, int d);
 /* Reads buf[bytes] (32-byte aligned) once with the whole team and returns

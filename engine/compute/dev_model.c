@@ -19,6 +19,8 @@ struct dev_ref dev_model_ref(const struct dev_model *dm, const void *p)
         return (struct dev_ref){0};
     if (region_in(m->dram, m->dram_bytes, p))
         return (struct dev_ref){dm->dram, (size_t)((const char *)p - (const char *)m->dram)};
+    if (region_in(m->ffn_matrices, m->ffn_matrices_bytes, p))
+        return (struct dev_ref){dm->mats, (size_t)((const char *)p - (const char *)m->ffn_matrices)};
     return (struct dev_ref){dm->ffn, (size_t)((const char *)p - (const char *)m->ffn)};
 }
 
@@ -39,15 +41,20 @@ static int load_region(struct dev_model *dm, void *host, size_t bytes, struct de
     return 0;
 }
 
-/* Every weight the forward pass reads lies in one of the two regions:
- * a model put together another way is refused here, not misread later. */
+/* Every weight the forward pass reads lies in one of the regions: a
+ * model put together another way is refused here, not misread later. */
 static int check_layer(const struct model *m, const struct layer_weights *L)
 {
-    const void *w[] = {L->attn_norm, L->attn_norm_bias, L->wq, L->wk, L->wv, L->wo, L->bq, L->bk, L->bv, L->bo,
-                       L->q_norm, L->q_norm_bias, L->k_norm, L->k_norm_bias, L->ffn_norm, L->ffn_norm_bias,
-                       L->ffn_up_bias, L->ffn_down_bias, L->ffn_bundles};
+    const void *w[] = {L->attn_norm, L->attn_norm_bias, L->wq,       L->wk,        L->wv,
+                       L->wo,        L->bq,             L->bk,       L->bv,        L->bo,
+                       L->q_norm,    L->q_norm_bias,    L->k_norm,   L->k_norm_bias, L->ffn_norm,
+                       L->ffn_norm_bias, L->ffn_up_bias, L->ffn_down_bias, L->ffn_bundles};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
         if (w[i] && !region_in(m->dram, m->dram_bytes, w[i]) && !region_in(m->ffn, m->ffn_bytes, w[i]))
+            return -1;
+    const void *mats[] = {L->ffn_up, L->ffn_gate, L->ffn_down};
+    for (size_t i = 0; i < 3; i++)
+        if (mats[i] && !region_in(m->ffn_matrices, m->ffn_matrices_bytes, mats[i]))
             return -1;
     return 0;
 }
@@ -71,7 +78,9 @@ int dev_model_load(struct dev_model *dm, const struct model *m, const struct bac
     *dm = (struct dev_model){.m = m, .ops = ops, .be = be};
     if (check_regions(m, err, errlen) || load_region(dm, m->dram, m->dram_bytes, &dm->dram, "DRAM tensors", err, errlen))
         return -1;
-    if (m->ffn && load_region(dm, m->ffn, m->ffn_bytes, &dm->ffn, "FFN bundles", err, errlen)) {
+    if ((m->ffn && load_region(dm, m->ffn, m->ffn_bytes, &dm->ffn, "FFN bundles", err, errlen)) ||
+        (m->ffn_matrices &&
+         load_region(dm, m->ffn_matrices, m->ffn_matrices_bytes, &dm->mats, "FFN matrices", err, errlen))) {
         dev_model_free(dm);
         return -1;
     }
@@ -88,6 +97,7 @@ void dev_model_free(struct dev_model *dm)
     if (dm->ops && dm->be) {
         dm->ops->buf_free(dm->be, dm->dram);
         dm->ops->buf_free(dm->be, dm->ffn);
+        dm->ops->buf_free(dm->be, dm->mats);
     }
     memset(dm, 0, sizeof *dm);
 }

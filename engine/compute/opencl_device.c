@@ -13,6 +13,7 @@ const char *const ocl_kernel_names[K_COUNT] = {
     [K_MATVEC] = "fb_matvec",     [K_FFN_H] = "fb_ffn_h", [K_FFN_DOWN] = "fb_ffn_down",
     [K_ATTENTION] = "fb_attention", [K_NORM] = "fb_norm",  [K_ROPE] = "fb_rope",
     [K_ADD] = "fb_add",           [K_EMBED] = "fb_embed", [K_MOVE_ROWS] = "fb_move_rows",
+    [K_FFN_ACT] = "fb_ffn_act",
 };
 
 const char *ocl_error_name(cl_int rc)

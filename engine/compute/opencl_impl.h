@@ -23,7 +23,7 @@
 extern const char fb_opencl_source[];
 
 /* The kernels of ops.kern, in the order of ocl_kernel_names. */
-enum ocl_kernel { K_MATVEC, K_FFN_H, K_FFN_DOWN, K_ATTENTION, K_NORM, K_ROPE, K_ADD, K_EMBED, K_MOVE_ROWS, K_COUNT };
+enum ocl_kernel { K_MATVEC, K_FFN_H, K_FFN_DOWN, K_ATTENTION, K_NORM, K_ROPE, K_ADD, K_EMBED, K_MOVE_ROWS, K_FFN_ACT, K_COUNT };
 extern const char *const ocl_kernel_names[K_COUNT];
 
 /* Events kept, the markers event_elapsed reads the profiling times of:
@@ -94,6 +94,7 @@ int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, i
              struct dev_ref inv_freq, float scale);
 int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
 int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+int ocl_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n, const struct arch *ar);
 int ocl_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
 
 #endif

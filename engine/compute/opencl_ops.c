@@ -307,6 +307,26 @@ int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
     return 0;
 }
 
+int ocl_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n, const struct arch *ar)
+{
+    if (bk_check_ffn_act(&b->base, h, z, g, n, ar))
+        return -1;
+    struct args a = args_of(b, K_FFN_ACT);
+    arg_ref(&a, h);
+    arg_ref(&a, z);
+    arg_mem(&a, g.buf ? ocl_mem(g) : b->fault); /* no gate: a buffer the kernel does not read */
+    arg_u64(&a, g.buf ? g.off : 0);
+    arg_int(&a, n);
+    arg_int(&a, ar->glu);
+    arg_int(&a, ar->act_on_up);
+    arg_int(&a, act_code(ar->act));
+    arg_float(&a, ar->fatrelu_threshold);
+    if (launch(&a, groups_for(b, (size_t)n), "ffn_act"))
+        return -1;
+    b->base.counts.launches++;
+    return 0;
+}
+
 int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))

@@ -5,7 +5,12 @@
  * in place on the host); the selected and the probed FFNs compute on the
  * host with the CPU kernels over the rows they hold, and the engine brings
  * them the layer's input and takes their output back (no copy on the cpu
- * backend). forward.c calls only this. */
+ * backend). forward.c calls only this.
+ *
+ * The dense FFN computes on the layer's bundles, or, where the model holds
+ * its FFN's matrices as a source stored them (model.h: ffn_up, ffn_gate,
+ * ffn_down; a GGUF's blocks), on those: up and gate matvecs, ffn_act,
+ * down's matvec. */
 #ifndef FLASHBED_ENGINE_FFN_H
 #define FLASHBED_ENGINE_FFN_H
 
@@ -42,6 +47,9 @@ struct ffn {
     const struct dev_model *dev;  /* the weights on the backend (dev->ops, dev->be) */
     const void *config; /* the implementation's settings (e.g. struct ffn_flash_config), or NULL */
     void *priv;         /* the implementation's own state */
+    float *host_zg;     /* [2 * d_ff]: up's and gate's outputs for the dense FFN's host form on a model's
+                         * FFN matrices (model.h), which FFNs watching it call with their own priv; the
+                         * engine allocates it when the model has them, else NULL */
 };
 
 extern const struct ffn_ops ffn_dense;

@@ -126,10 +126,13 @@ static int start_backend(struct engine *e, const struct fb_settings *set, int th
 {
     const struct model *m = e->m;
     struct backend_device dev;
-    /* backend.h's rule: a device here, and every op for the model's type,
-     * before anything is allocated */
-    if (backend_check_type(e->be_ops, set, m->dtype, &dev, err, errlen) != 0)
-        return -1;
+    /* backend.h's rule: a device here, and every op for each of the
+     * model's types, before anything is allocated */
+    bool has[DTYPE_COUNT];
+    model_weight_types(m, has);
+    for (int t = 0; t < DTYPE_COUNT; t++)
+        if (has[t] && backend_check_type(e->be_ops, set, (enum fb_dtype)t, &dev, err, errlen) != 0)
+            return -1;
     size_t widest = widest_vector(m);
     e->be_threads = threads < 1 ? 1 : threads;
     /* the team pinned only where it computes the pass (cpu: the host's
@@ -163,6 +166,11 @@ int engine_init_with(struct engine *e, const struct fb_settings *set, const stru
         return -1;
     }
     e->ffn = (struct ffn){.ops = ffn, .m = m, .ck = e->ck, .dev = &e->w, .config = ffn_config};
+    if (m->ffn_matrices && !(e->ffn.host_zg = malloc(2 * (size_t)m->shape.d_ff * sizeof(float)))) {
+        e->ffn.ops = NULL;
+        engine_free(e);
+        return err_set(err, errlen, "the FFN's scratch: out of memory");
+    }
     if (ffn->create(&e->ffn, err, errlen) != 0) {
         ffn->destroy(&e->ffn); /* releases what create started (reader threads) */
         e->ffn.ops = NULL;
@@ -176,6 +184,8 @@ void engine_free(struct engine *e)
 {
     if (e->ffn.ops)
         e->ffn.ops->destroy(&e->ffn);
+    free(e->ffn.host_zg);
+    e->ffn.host_zg = NULL;
     if (e->be) {
         e->be_ops->sync(e->be); /* nothing left in flight on what is freed */
         e->be_ops->buf_free(e->be, e->state);
@@ -201,11 +211,11 @@ static int embed(struct engine *e, int token, int pos)
     const struct model *m = e->m;
     const struct backend_ops *b = e->be_ops;
     int d = (int)m->shape.d_model;
-    if (b->embed(e->be, e->s.x, W(e, m->tok_embedding), m->dtype, token, d))
+    if (b->embed(e->be, e->s.x, W(e, m->tok_embedding), m->tok_embedding_type, token, d))
         return -1;
     if (!m->pos_embedding)
         return 0;
-    return b->embed(e->be, e->s.xb2, W(e, m->pos_embedding), m->dtype, pos + (int)m->arch.position_offset, d) ||
+    return b->embed(e->be, e->s.xb2, W(e, m->pos_embedding), m->pos_embedding_type, pos + (int)m->arch.position_offset, d) ||
            b->add(e->be, e->s.x, e->s.xb2, d);
 }
 
@@ -264,12 +274,12 @@ static int attention(struct engine *e, int l, int pos)
     struct dev_ref k = dev_at(k_layer, pos_bytes), v = dev_at(v_layer, pos_bytes);
     int from = window_start(&m->arch, pos);
     size_t from_bytes = (size_t)from * kv * sizeof(float);
-    return b->matvec(e->be, r->q, W(e, L->wq), m->dtype, r->xb, W(e, L->bq), (int)m->q_dim, d) ||
-           b->matvec(e->be, k, W(e, L->wk), m->dtype, r->xb, W(e, L->bk), kv, d) ||
-           b->matvec(e->be, v, W(e, L->wv), m->dtype, r->xb, W(e, L->bv), kv, d) || position_qk(e, L, k, pos) ||
+    return b->matvec(e->be, r->q, W(e, L->wq), L->wq_type, r->xb, W(e, L->bq), (int)m->q_dim, d) ||
+           b->matvec(e->be, k, W(e, L->wk), L->wk_type, r->xb, W(e, L->bk), kv, d) ||
+           b->matvec(e->be, v, W(e, L->wv), L->wv_type, r->xb, W(e, L->bv), kv, d) || position_qk(e, L, k, pos) ||
            b->attention(e->be, r->att_out, r->q, dev_at(k_layer, from_bytes), dev_at(v_layer, from_bytes),
                         pos + 1 - from, (int)m->shape.n_heads, (int)m->shape.n_kv_heads, (int)m->head_dim) ||
-           b->matvec(e->be, r->xb2, W(e, L->wo), m->dtype, r->att_out, W(e, L->bo), d, (int)m->q_dim);
+           b->matvec(e->be, r->xb2, W(e, L->wo), L->wo_type, r->att_out, W(e, L->bo), d, (int)m->q_dim);
 }
 
 /* xb = norm(x) with the layer's norm (attn_norm or ffn_norm, weight and
@@ -336,7 +346,7 @@ static int lm_head(struct engine *e)
     struct run_state *r = &e->s;
     int d = (int)m->shape.d_model, vocab = (int)m->shape.vocab_size;
     if (b->norm(e->be, r->x, r->x, W(e, m->final_norm), W(e, m->final_norm_bias), d, a->norm, a->norm_eps) ||
-        b->matvec(e->be, r->logits_dev, W(e, m->output), m->dtype, r->x, W(e, m->output_bias), vocab, d))
+        b->matvec(e->be, r->logits_dev, W(e, m->output), m->output_type, r->x, W(e, m->output_bias), vocab, d))
         return -1;
     if (!e->be_info.host_visible &&
         b->download(e->be, r->logits, r->logits_dev, (size_t)vocab * sizeof(float)))

@@ -101,19 +101,34 @@ struct layer_weights {
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
     const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */
+    /* each matrix's weight type (struct model's rule) */
+    enum fb_dtype wq_type, wk_type, wv_type, wo_type;
+    /* The FFN's matrices as a source stored them (ffn_matrices.bin, each in
+     * its own type): up, gate (GLU) (d_ff, d_model), down (d_model, d_ff);
+     * NULL when the folder has none or they were not read (the FFN on
+     * flash). The dense FFN computes on them when they are here. */
+    const void *ffn_up, *ffn_gate, *ffn_down;
+    enum fb_dtype ffn_up_type, ffn_gate_type, ffn_down_type;
 };
 
 struct model {
     char dir[4096];
     struct model_shape shape;
     struct arch arch;
-    enum fb_dtype dtype;     /* of the matrices; norms and biases are f32 */
+    enum fb_dtype dtype;     /* of the FFN's bundles (ffn.bin), and of every matrix unless tensor_dtypes;
+                              * norms and biases are f32 */
+    /* model.json's "tensor_dtypes": "per-tensor" (an import that keeps a
+     * file's types as stored, GGUF's): each matrix has the type its entry
+     * in the tensor table names (its rows a whole number of blocks),
+     * recorded in the *_type fields; without it every matrix is dtype. */
+    bool tensor_dtypes;
     uint32_t head_dim, q_dim, kv_dim;
     const void *tok_embedding; /* (vocab, d_model) */
     const void *pos_embedding; /* (max_positions + position_offset, d_model) or NULL */
     const float *final_norm, *final_norm_bias;
     const void *output;        /* (vocab, d_model): the embedding when tied */
     const float *output_bias;  /* (vocab,) or NULL */
+    enum fb_dtype tok_embedding_type, pos_embedding_type, output_type; /* as the layers' (above) */
     struct layer_weights *layers;
     uint64_t bundle_stride, bundle_bytes;
     int bos_id, eos_id;
@@ -124,6 +139,9 @@ struct model {
     size_t dram_bytes;
     void *ffn;               /* NULL when the FFN stays on flash */
     size_t ffn_bytes;
+    void *ffn_matrices;      /* ffn_matrices.bin when read, else NULL */
+    size_t ffn_matrices_bytes;
+    bool has_ffn_matrices;   /* the folder has ffn_matrices.bin (read or not) */
     char ffn_path[4200];     /* ffn.bin: layer l's bundles start at l * d_ff * bundle_stride */
     uint32_t *ffn_crc;       /* [n_layers * d_ff]: each bundle's CRC-32C (ffn.crc32c), NULL: unchecked */
     bool checked;            /* the folder has checksums: dram.bin was checked at load, bundles are as read */
@@ -138,11 +156,17 @@ int model_open(struct model *m, const char *dir, char *err, size_t errlen);
 enum model_open_flags {
     MODEL_FFN_ON_FLASH = 1u << 0, /* leave ffn.bin on flash (checked, not read): layers' ffn_bundles are NULL */
     MODEL_NO_VERIFY = 1u << 1,    /* --verify off: checksums read, the weights not checked against them */
+    MODEL_LOAD_MATRICES = 1u << 2, /* read ffn_matrices.bin even with the FFN on flash (model verify) */
 };
 int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err, size_t errlen);
 void model_close(struct model *m);
 
-/* Weight bytes one decode step reads (all matrices + the FFN bundles). */
+/* The weight types m's matrices and bundles use: has[t] for each (the
+ * types a backend must support to run m). */
+void model_weight_types(const struct model *m, bool has[DTYPE_COUNT]);
+
+/* Weight bytes one decode step of the dense engine reads: every matrix,
+ * and the FFN's matrices where they are in memory, else its bundles. */
 uint64_t model_bytes_per_token(const struct model *m);
 
 /* m's FFN unit: ffn.bin's neuron bundle (its shape and dtype, as

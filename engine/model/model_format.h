@@ -35,13 +35,27 @@
  *               layer the channel bundles, then the rows of down; data
  *               bytes, not padding), little-endian u32s, named in
  *               "ffn_transposed" "checksums" with the file's own CRC-32C.
+ *   ffn_matrices.bin  optional (an import that keeps a source's FFN as it
+ *               stored it: a GGUF's blocks): each layer's FFN matrices
+ *               whole, each in its own type: up and gate [d_ff, d_model],
+ *               down [d_model, d_ff] (its rows along d_ff, as stored), at
+ *               DRAM_ALIGN offsets; model.json's "ffn_matrices" lists them
+ *               as "dram" lists its tensors (names layer_tensor_name's
+ *               "ffn.up", "ffn.gate", "ffn.down"; dtype, shape, offset,
+ *               bytes, crc32c). The dense FFN computes on them (three
+ *               matvecs and ffn_act); ffn.bin's bundles hold the same
+ *               weights in "dtype" for the flash paths.
  *   tokenizer.* the tokenizer, copied from the source
  *
  * Matrices are stored row-major [out, in] (y = W x) in the model's dtype;
- * norms and biases always in f32 (they are small and precision-sensitive). */
+ * norms and biases always in f32 (they are small and precision-sensitive).
+ * A model.json with "tensor_dtypes": "per-tensor" (MODEL_TENSOR_DTYPES)
+ * keeps each DRAM matrix in the type its table entry names, as a source
+ * file stored it (a GGUF's blocks); "dtype" is then the FFN bundles'. */
 #ifndef FLASHBED_ENGINE_MODEL_FORMAT_H
 #define FLASHBED_ENGINE_MODEL_FORMAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +74,8 @@
 #define MODEL_FFN_FILE "ffn.bin"
 #define MODEL_FFN_CRC_FILE "ffn.crc32c"
 #define MODEL_CHECKSUM_ALGORITHM "crc32c"
+#define MODEL_TENSOR_DTYPES "per-tensor" /* model.json's "tensor_dtypes" (above) */
+#define MODEL_FFN_MATRICES_FILE "ffn_matrices.bin"
 #define FFN_ALIGN FB_BUNDLE_ALIGN /* direct-I/O alignment of every bundle (common/limits.h) */
 #define DRAM_ALIGN 64u   /* cache line: lets SIMD loads stay aligned */
 
@@ -97,6 +113,10 @@ struct model_writer {
     uint64_t dram_off;
     int ffn_layers_written;
     cJSON *tensors;
+    bool tensor_dtypes;  /* a matrix was written in a type of its own (model_writer_matrix_stored) */
+    FILE *mats;          /* ffn_matrices.bin, opened by the first model_writer_ffn_matrix_stored */
+    uint64_t mats_off;
+    cJSON *mat_tensors;  /* its table */
     uint32_t *ffn_crc;   /* [n_layers * d_ff]: each bundle's CRC-32C, written as ffn.crc32c */
     void *scratch;       /* one bundle / one converted row */
     float *column;       /* one down column gathered to f32 */
@@ -110,6 +130,17 @@ int model_writer_begin(struct model_writer *w, const char *dir, const struct mod
  * vectors (ndim 1) in f32. */
 int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
                         const uint64_t *dims);
+/* A DRAM matrix [dims[0], dims[1]] kept in type t as the source stores
+ * it (data: its dims[0] rows of wtype_row_bytes(t, dims[1]) bytes); the
+ * model becomes per-tensor (MODEL_TENSOR_DTYPES). Rows must be whole blocks. */
+int model_writer_matrix_stored(struct model_writer *w, const char *name, enum fb_dtype t, const void *data,
+                               const uint64_t dims[2]);
+/* One of layer's FFN matrices kept as the source stores it, into
+ * ffn_matrices.bin (model_format.h): part "up" or "gate" [d_ff, d_model],
+ * "down" [d_model, d_ff], in type t (rows whole blocks). The bundles are
+ * still written (model_writer_ffn_layer) for the flash paths. */
+int model_writer_ffn_matrix_stored(struct model_writer *w, int layer, const char *part, enum fb_dtype t,
+                                   const void *data);
 /* One layer's FFN from f32 matrices as the source stores them:
  * up and gate [d_ff, d_model] (gate NULL unless GLU), down [d_model, d_ff]. */
 int model_writer_ffn_layer(struct model_writer *w, int layer, const float *up, const float *gate,

@@ -69,9 +69,10 @@ int model_checksums_read(struct model *m, const cJSON *model_json, const char *j
     return 0;
 }
 
-/* One tensor entry's "crc32c" against its bytes (bounds were checked when
- * the tensors were found). */
-static int verify_tensor(const struct model *m, const cJSON *e, char *err, size_t errlen)
+/* One tensor entry's "crc32c" against its bytes in f (bounds were
+ * checked when the tensors were found). */
+static int verify_tensor(const struct model *m, const struct tensor_file *f, const cJSON *e, char *err,
+                         size_t errlen)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
@@ -83,26 +84,27 @@ static int verify_tensor(const struct model *m, const cJSON *e, char *err, size_
     uint64_t o, n, want;
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", m->dir, MODEL_JSON);
-    if (json_number_u64(off, "tensor \"offset\"", 0, m->dram_bytes, &o, path, err, errlen) ||
-        json_number_u64(bytes, "tensor \"bytes\"", 0, m->dram_bytes - o, &n, path, err, errlen) ||
+    if (json_number_u64(off, "tensor \"offset\"", 0, f->bytes, &o, path, err, errlen) ||
+        json_number_u64(bytes, "tensor \"bytes\"", 0, f->bytes - o, &n, path, err, errlen) ||
         json_number_u64(crc, "tensor \"crc32c\"", 0, UINT32_MAX, &want, path, err, errlen))
         return -1;
-    if (crc32c((const char *)m->dram + o, n) != (uint32_t)want)
+    if (crc32c((const char *)f->base + o, n) != (uint32_t)want)
         return err_set(err, errlen,
                        "%s/%s: tensor '%s' (bytes %llu to %llu) does not match its checksum: the file is damaged",
-                       m->dir, MODEL_DRAM_FILE, cJSON_IsString(name) ? name->valuestring : "?",
+                       m->dir, f->file, cJSON_IsString(name) ? name->valuestring : "?",
                        (unsigned long long)o, (unsigned long long)(o + n));
     return 0;
 }
 
-int model_dram_verify(const struct model *m, const cJSON *tensors, char *err, size_t errlen)
+int model_tensors_verify(const struct model *m, const struct tensor_file *f, const cJSON *tensors, char *err,
+                         size_t errlen)
 {
     if (!m->checked)
         return 0;
     const cJSON *e;
     cJSON_ArrayForEach(e, tensors)
     {
-        if (verify_tensor(m, e, err, errlen) != 0)
+        if (verify_tensor(m, f, e, err, errlen) != 0)
             return -1;
     }
     return 0;

@@ -18,6 +18,7 @@
 
 #include "common/crc32c.h"
 #include "engine/model/model.h"
+#include "engine/model/model_table.h"
 
 /* model.json's "ffn" "checksums" into m->ffn_crc (read from ffn.crc32c,
  * checked against the file CRC model.json keeps), or none: m->ffn_crc
@@ -33,9 +34,11 @@ int model_checksums_read(struct model *m, const cJSON *model_json, const char *j
  * is missing, short, long or damaged. */
 uint32_t *model_crc_file_read(const char *path, size_t n, uint32_t want, char *err, size_t errlen);
 
-/* Every DRAM tensor that has a "crc32c" against m->dram: the first that
- * differs is the error ("dram.bin: tensor 'x' (bytes A to B): ..."). */
-int model_dram_verify(const struct model *m, const cJSON *tensors, char *err, size_t errlen);
+/* Every tensor of f's table that has a "crc32c" against f's bytes (dram.bin,
+ * ffn_matrices.bin): the first that differs is the error ("dram.bin:
+ * tensor 'x' (bytes A to B): ..."). */
+int model_tensors_verify(const struct model *m, const struct tensor_file *f, const cJSON *tensors, char *err,
+                         size_t errlen);
 
 /* Every FFN bundle of an in-memory ffn.bin (m->ffn) against m->ffn_crc. */
 int model_ffn_verify_all(const struct model *m, char *err, size_t errlen);

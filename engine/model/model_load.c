@@ -18,11 +18,10 @@
 #include "common/json_file.h"
 #include "engine/model/model_format.h"
 #include "engine/model/model_integrity.h"
+#include "engine/model/model_load_impl.h"
 #include "engine/model/model_table.h"
 
-/* Reads a whole file into 2 MiB-aligned memory (huge pages where the
- * kernel gives them: fewer TLB misses when every token streams it). */
-static void *read_whole(const char *path, size_t expect, size_t *len, char *err, size_t errlen)
+void *model_read_whole(const char *path, size_t expect, size_t *len, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY);
     if (fd < 0) {
@@ -62,17 +61,29 @@ static void *read_whole(const char *path, size_t expect, size_t *len, char *err,
     return buf;
 }
 
-struct table {
-    const cJSON *tensors;
-    const char *json_path;
-    const struct model *m;
-    char *err; /* where tensor() says what is wrong */
-    size_t errlen;
-};
+/* Whether entry e's dtype is what name may have: *t, or for a matrix of
+ * a per-tensor model (struct model's tensor_dtypes) any type whose blocks
+ * make its rows of `row` elements, written to *t. */
+static int tensor_type(const struct table *tb, const char *name, const cJSON *dt, int ndim, uint64_t row,
+                       enum fb_dtype *t)
+{
+    enum fb_dtype got;
+    bool known = cJSON_IsString(dt) && wtype_parse(dt->valuestring, &got) == 0;
+    if (known && (tb->m->tensor_dtypes || tb->own_types) && ndim == 2) {
+        if (!wtype_row_fits(got, row))
+            return err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, whose blocks of %u do not make its rows of %llu",
+                           tb->json_path, name, wtype_name(got), wtype_block_elems(got), (unsigned long long)row);
+        *t = got;
+        return 0;
+    }
+    if (known && got == *t)
+        return 0;
+    return err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
+                   cJSON_IsString(dt) ? dt->valuestring : "(none)", wtype_name(*t));
+}
 
-/* The tensor called name, checked for dtype, shape and bounds. */
-static const void *tensor(const struct table *tb, const char *name, enum fb_dtype t, int ndim,
-                          uint64_t d0, uint64_t d1)
+const void *tensor_of(const struct table *tb, const char *name, enum fb_dtype *type, int ndim, uint64_t d0,
+                      uint64_t d1)
 {
     const cJSON *e;
     cJSON_ArrayForEach(e, tb->tensors)
@@ -89,12 +100,9 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "offset");
     const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(e, "bytes");
-    enum fb_dtype got;
-    if (!cJSON_IsString(dt) || wtype_parse(dt->valuestring, &got) || got != t) {
-        err_set(tb->err, tb->errlen, "%s: tensor '%s' has dtype %s, expected %s", tb->json_path, name,
-                cJSON_IsString(dt) ? dt->valuestring : "(none)", wtype_name(t));
+    if (tensor_type(tb, name, dt, ndim, ndim == 1 ? d0 : d1, type) != 0)
         return NULL;
-    }
+    enum fb_dtype t = *type;
     uint64_t want[2] = {d0, d1};
     if (!cJSON_IsArray(shape) || cJSON_GetArraySize(shape) != ndim) {
         err_set(tb->err, tb->errlen, "%s: tensor '%s' should have %d dimensions", tb->json_path, name, ndim);
@@ -111,18 +119,25 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     /* the shape's dimensions are bounded (MODEL_MAX_*): the product fits */
     uint64_t len = wtype_row_bytes(t, ndim == 1 ? d0 : d0 * d1), offset, nbytes;
     snprintf(what, sizeof what, "tensor '%s' \"offset\"", name);
-    if (json_number_u64(off, what, 0, tb->m->dram_bytes, &offset, tb->json_path, tb->err, tb->errlen))
+    if (json_number_u64(off, what, 0, tb->file.bytes, &offset, tb->json_path, tb->err, tb->errlen))
         return NULL;
     snprintf(what, sizeof what, "tensor '%s' \"bytes\"", name);
     if (json_number_u64(bytes, what, len, len, &nbytes, tb->json_path, tb->err, tb->errlen))
         return NULL;
-    if (offset % 4 != 0 || !range_within(offset, len, tb->m->dram_bytes)) {
+    if (offset % 4 != 0 || !range_within(offset, len, tb->file.bytes)) {
         err_set(tb->err, tb->errlen, "%s: tensor '%s' has a bad offset: %llu bytes at %llu %s %s (%zu bytes)",
                 tb->json_path, name, (unsigned long long)len, (unsigned long long)offset,
-                offset % 4 ? "are misaligned in" : "pass the end of", MODEL_DRAM_FILE, tb->m->dram_bytes);
+                offset % 4 ? "are misaligned in" : "pass the end of", tb->file.file, (size_t)tb->file.bytes);
         return NULL;
     }
-    return (const char *)tb->m->dram + offset;
+    return (const char *)tb->file.base + offset;
+}
+
+/* A tensor of type t exactly (vectors; matrices of a model of one type). */
+static const void *tensor(const struct table *tb, const char *name, enum fb_dtype t, int ndim, uint64_t d0,
+                          uint64_t d1)
+{
+    return tensor_of(tb, name, &t, ndim, d0, d1);
 }
 
 static int load_layers(struct model *m, const struct table *tb)
@@ -136,15 +151,22 @@ static int load_layers(struct model *m, const struct table *tb)
         if (!(L->field = tensor(tb, n, type, nd, a, b)))                                        \
             return -1;                                                                          \
     } while (0)
+#define M(field, what, a, b)                                                                     \
+    do {                                                                                        \
+        layer_tensor_name(n, sizeof n, (int)l, what);                                           \
+        L->field##_type = m->dtype;                                                             \
+        if (!(L->field = tensor_of(tb, n, &L->field##_type, 2, a, b)))                          \
+            return -1;                                                                          \
+    } while (0)
     const struct arch *a = &m->arch;
     bool ffn_norm = !a->parallel_block; /* a parallel block's one norm is attn_norm */
     for (uint32_t l = 0; l < s->n_layers; l++) {
         struct layer_weights *L = &m->layers[l];
         T(attn_norm, "attn_norm.weight", DTYPE_F32, 1, d, 0);
-        T(wq, "attn.wq", m->dtype, 2, m->q_dim, d);
-        T(wk, "attn.wk", m->dtype, 2, m->kv_dim, d);
-        T(wv, "attn.wv", m->dtype, 2, m->kv_dim, d);
-        T(wo, "attn.wo", m->dtype, 2, d, m->q_dim);
+        M(wq, "attn.wq", m->q_dim, d);
+        M(wk, "attn.wk", m->kv_dim, d);
+        M(wv, "attn.wv", m->kv_dim, d);
+        M(wo, "attn.wo", d, m->q_dim);
         if (ffn_norm)
             T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
         if (a->norm == NORM_LAYER) {
@@ -173,6 +195,7 @@ static int load_layers(struct model *m, const struct table *tb)
         L->ffn_bundles = m->ffn ? (const char *)m->ffn + (uint64_t)l * s->d_ff * m->bundle_stride : NULL;
     }
 #undef T
+#undef M
     return 0;
 }
 
@@ -211,11 +234,11 @@ static int load_files(struct model *m, const char *dir, unsigned flags, uint64_t
 {
     char fpath[4300];
     snprintf(fpath, sizeof fpath, "%s/%s", dir, MODEL_DRAM_FILE);
-    if (!(m->dram = read_whole(fpath, dram_bytes, &m->dram_bytes, err, errlen)))
+    if (!(m->dram = model_read_whole(fpath, dram_bytes, &m->dram_bytes, err, errlen)))
         return -1;
     snprintf(m->ffn_path, sizeof m->ffn_path, "%s/%s", dir, MODEL_FFN_FILE);
     if (!(flags & MODEL_FFN_ON_FLASH))
-        return (m->ffn = read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes, err, errlen)) ? 0 : -1;
+        return (m->ffn = model_read_whole(m->ffn_path, ffn_bytes, &m->ffn_bytes, err, errlen)) ? 0 : -1;
     struct stat st;
     if (stat(m->ffn_path, &st) != 0)
         return err_set(err, errlen, "%s: cannot open: %s", m->ffn_path, strerror(errno));
@@ -231,16 +254,20 @@ static int load_tensors(struct model *m, const struct table *tb)
 {
     const struct model_shape *s = &m->shape;
     uint64_t d = s->d_model;
-    if (!(m->tok_embedding = tensor(tb, "tok_embedding", m->dtype, 2, s->vocab_size, d)) ||
+    m->tok_embedding_type = m->pos_embedding_type = m->output_type = m->dtype;
+    if (!(m->tok_embedding = tensor_of(tb, "tok_embedding", &m->tok_embedding_type, 2, s->vocab_size, d)) ||
         !(m->final_norm = tensor(tb, "final_norm.weight", DTYPE_F32, 1, d, 0)))
         return -1;
     if (m->arch.norm == NORM_LAYER && !(m->final_norm_bias = tensor(tb, "final_norm.bias", DTYPE_F32, 1, d, 0)))
         return -1;
     if (m->arch.position == POSITION_LEARNED &&
-        !(m->pos_embedding =
-              tensor(tb, "pos_embedding", m->dtype, 2, s->max_positions + s->position_offset, d)))
+        !(m->pos_embedding = tensor_of(tb, "pos_embedding", &m->pos_embedding_type, 2,
+                                       s->max_positions + s->position_offset, d)))
         return -1;
-    m->output = m->arch.tied_output ? m->tok_embedding : tensor(tb, "output", m->dtype, 2, s->vocab_size, d);
+    if (m->arch.tied_output)
+        m->output = m->tok_embedding, m->output_type = m->tok_embedding_type;
+    else
+        m->output = tensor_of(tb, "output", &m->output_type, 2, s->vocab_size, d);
     if (!m->output)
         return -1;
     if (m->arch.output_bias && !(m->output_bias = tensor(tb, "output.bias", DTYPE_F32, 1, s->vocab_size, 0)))
@@ -317,6 +344,11 @@ static int read_header(struct model *m, const cJSON *o, const char *path, char *
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(o, "dtype");
     if (!cJSON_IsString(dt) || wtype_parse(dt->valuestring, &m->dtype))
         return err_set(err, errlen, "%s: unknown \"dtype\" (%s)", path, wtype_names());
+    const cJSON *per = cJSON_GetObjectItemCaseSensitive(o, "tensor_dtypes");
+    if (per && !(cJSON_IsString(per) && !strcmp(per->valuestring, MODEL_TENSOR_DTYPES)))
+        return err_set(err, errlen, "%s: \"tensor_dtypes\" must be \"%s\" when present", path,
+                       MODEL_TENSOR_DTYPES);
+    m->tensor_dtypes = per != NULL;
     m->head_dim = model_shape_head_dim(s);
     m->q_dim = s->n_heads * m->head_dim;
     m->kv_dim = s->n_kv_heads * m->head_dim;
@@ -342,7 +374,7 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
     cJSON *o = cJSON_Parse(text);
     free(text);
     uint64_t dram_bytes = 0, ffn_bytes = 0;
-    struct table tb = {NULL, path, m, err, errlen};
+    struct table tb = {.json_path = path, .m = m, .err = err, .errlen = errlen};
     int rc = read_header(m, o, path, err, errlen);
     if (rc == 0)
         rc = check_layout(m, o, path, &dram_bytes, &ffn_bytes, err, errlen);
@@ -350,14 +382,18 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
         rc = load_files(m, dir, flags, dram_bytes, ffn_bytes, err, errlen);
     if (rc == 0) {
         tb.tensors = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors");
-        rc = model_table_check(tb.tensors, m->dram_bytes, path, err, errlen);
+        tb.file = (struct tensor_file){MODEL_DRAM_FILE, "dram", m->dram, m->dram_bytes};
+        rc = model_table_check(tb.tensors, &tb.file, path, err, errlen);
     }
     if (rc == 0)
         rc = load_tensors(m, &tb);
     if (rc == 0)
         rc = model_checksums_read(m, o, path, err, errlen);
     if (rc == 0 && !(flags & MODEL_NO_VERIFY))
-        rc = model_dram_verify(m, tb.tensors, err, errlen) || model_ffn_verify_all(m, err, errlen) ? -1 : 0;
+        rc = model_tensors_verify(m, &tb.file, tb.tensors, err, errlen) || model_ffn_verify_all(m, err, errlen) ? -1
+                                                                                                             : 0;
+    if (rc == 0)
+        rc = model_matrices_open(m, o, flags, path, err, errlen);
     if (rc == 0)
         rc = load_tokenizer(m, o, dir, path, err, errlen);
     cJSON_Delete(o);
@@ -369,6 +405,7 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
 void model_close(struct model *m)
 {
     free(m->dram);
+    free(m->ffn_matrices);
     free(m->ffn);
     free(m->ffn_crc);
     free(m->layers);
@@ -391,12 +428,49 @@ struct trace_meta model_trace_meta(const struct model *m)
     return t;
 }
 
+void model_weight_types(const struct model *m, bool has[DTYPE_COUNT])
+{
+    for (int t = 0; t < DTYPE_COUNT; t++)
+        has[t] = false;
+    has[m->dtype] = has[m->tok_embedding_type] = has[m->output_type] = true;
+    if (m->pos_embedding)
+        has[m->pos_embedding_type] = true;
+    for (uint32_t l = 0; m->layers && l < m->shape.n_layers; l++) {
+        const struct layer_weights *L = &m->layers[l];
+        has[L->wq_type] = has[L->wk_type] = has[L->wv_type] = has[L->wo_type] = true;
+        if (L->ffn_down)
+            has[L->ffn_up_type] = has[L->ffn_down_type] = true;
+        if (L->ffn_gate)
+            has[L->ffn_gate_type] = true;
+    }
+}
+
+/* Layer l's FFN as the dense FFN reads it: its matrices when they are
+ * here, else its bundles. */
+static uint64_t ffn_bytes(const struct model *m, uint32_t l)
+{
+    const struct layer_weights *L = &m->layers[l];
+    uint64_t d = m->shape.d_model, ff = m->shape.d_ff;
+    if (!L->ffn_down)
+        return m->bundle_bytes * ff;
+    return ff * wtype_row_bytes(L->ffn_up_type, d) + d * wtype_row_bytes(L->ffn_down_type, ff) +
+           (L->ffn_gate ? ff * wtype_row_bytes(L->ffn_gate_type, d) : 0);
+}
+
+/* Layer l's attention matrices, each in its type. */
+static uint64_t attention_bytes(const struct model *m, uint32_t l)
+{
+    const struct layer_weights *L = &m->layers[l];
+    uint64_t d = m->shape.d_model;
+    return m->q_dim * wtype_row_bytes(L->wq_type, d) + m->kv_dim * wtype_row_bytes(L->wk_type, d) +
+           m->kv_dim * wtype_row_bytes(L->wv_type, d) + d * wtype_row_bytes(L->wo_type, m->q_dim);
+}
+
 uint64_t model_bytes_per_token(const struct model *m)
 {
     const struct model_shape *s = &m->shape;
-    enum fb_dtype t = m->dtype;
-    uint64_t d = s->d_model;
-    uint64_t attn = wtype_row_bytes(t, 2 * (uint64_t)m->q_dim * d + 2 * (uint64_t)m->kv_dim * d);
-    uint64_t ffn = m->bundle_bytes * s->d_ff;
-    return s->n_layers * (attn + ffn) + wtype_row_bytes(t, (uint64_t)s->vocab_size * d) + wtype_row_bytes(t, d);
+    uint64_t d = s->d_model, sum = 0;
+    for (uint32_t l = 0; l < s->n_layers; l++)
+        sum += attention_bytes(m, l) + ffn_bytes(m, l);
+    return sum + s->vocab_size * wtype_row_bytes(m->output_type, d) + wtype_row_bytes(m->tok_embedding_type, d);
 }

@@ -25,13 +25,15 @@ static int by_offset(const void *a, const void *b)
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* One entry: a named object whose offset and bytes lie inside dram.bin. */
-static int read_entry(const cJSON *e, uint64_t dram_bytes, struct dram_range *r, const char *path, char *err,
+/* One entry: a named object whose offset and bytes lie inside f. */
+static int read_entry(const cJSON *e, const struct tensor_file *f, struct dram_range *r, const char *path, char *err,
                       size_t errlen)
 {
+    uint64_t dram_bytes = f->bytes;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
     if (!cJSON_IsObject(e) || !cJSON_IsString(name))
-        return err_set(err, errlen, "%s: a \"dram\" \"tensors\" entry is not an object with a \"name\"", path);
+        return err_set(err, errlen, "%s: a \"%s\" \"tensors\" entry is not an object with a \"name\"", path,
+                       f->section);
     char what[160];
     snprintf(what, sizeof what, "tensor '%.100s' \"offset\"", name->valuestring);
     if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "offset"), what, 0, dram_bytes, &r->offset, path, err,
@@ -44,7 +46,7 @@ static int read_entry(const cJSON *e, uint64_t dram_bytes, struct dram_range *r,
     if (!range_within(r->offset, r->bytes, dram_bytes))
         return err_set(err, errlen, "%s: tensor '%.100s' has a bad offset: %llu bytes at %llu pass the end of %s (%llu bytes)",
                        path, name->valuestring, (unsigned long long)r->bytes, (unsigned long long)r->offset,
-                       MODEL_DRAM_FILE, (unsigned long long)dram_bytes);
+                       f->file, (unsigned long long)dram_bytes);
     if (r->offset % DRAM_ALIGN)
         return err_set(err, errlen, "%s: tensor '%.100s' \"offset\" %llu is not a multiple of %u", path,
                        name->valuestring, (unsigned long long)r->offset, DRAM_ALIGN);
@@ -53,26 +55,27 @@ static int read_entry(const cJSON *e, uint64_t dram_bytes, struct dram_range *r,
 }
 
 /* Sorted by name, then by offset: no name twice, no bytes shared. */
-static int check_ranges(struct dram_range *r, size_t n, const char *path, char *err, size_t errlen)
+static int check_ranges(struct dram_range *r, size_t n, const struct tensor_file *f, const char *path, char *err,
+                        size_t errlen)
 {
     qsort(r, n, sizeof *r, by_name);
     for (size_t i = 1; i < n; i++)
         if (!strcmp(r[i - 1].name, r[i].name))
-            return err_set(err, errlen, "%s: tensor '%.100s' is listed twice in \"dram\"", path, r[i].name);
+            return err_set(err, errlen, "%s: tensor '%.100s' is listed twice in \"%s\"", path, r[i].name, f->section);
     qsort(r, n, sizeof *r, by_offset);
     for (size_t i = 1; i < n; i++)
         if (r[i].offset < r[i - 1].offset + r[i - 1].bytes)
             return err_set(err, errlen, "%s: tensor '%.100s' (bytes %llu..%llu of %s) overlaps tensor '%.100s' (%llu..%llu)",
                            path, r[i].name, (unsigned long long)r[i].offset,
-                           (unsigned long long)(r[i].offset + r[i].bytes), MODEL_DRAM_FILE, r[i - 1].name,
+                           (unsigned long long)(r[i].offset + r[i].bytes), f->file, r[i - 1].name,
                            (unsigned long long)r[i - 1].offset, (unsigned long long)(r[i - 1].offset + r[i - 1].bytes));
     return 0;
 }
 
-int model_table_check(const cJSON *tensors, uint64_t dram_bytes, const char *path, char *err, size_t errlen)
+int model_table_check(const cJSON *tensors, const struct tensor_file *f, const char *path, char *err, size_t errlen)
 {
     if (!cJSON_IsArray(tensors))
-        return err_set(err, errlen, "%s: \"dram\" has no \"tensors\" list", path);
+        return err_set(err, errlen, "%s: \"%s\" has no \"tensors\" list", path, f->section);
     size_t n = 0;
     struct dram_range *r = malloc(((size_t)cJSON_GetArraySize(tensors) + 1) * sizeof *r);
     if (!r)
@@ -81,11 +84,11 @@ int model_table_check(const cJSON *tensors, uint64_t dram_bytes, const char *pat
     int rc = 0;
     cJSON_ArrayForEach(e, tensors)
     {
-        if ((rc = read_entry(e, dram_bytes, &r[n++], path, err, errlen)) != 0)
+        if ((rc = read_entry(e, f, &r[n++], path, err, errlen)) != 0)
             break;
     }
     if (rc == 0)
-        rc = check_ranges(r, n, path, err, errlen);
+        rc = check_ranges(r, n, f, path, err, errlen);
     free(r);
     return rc;
 }

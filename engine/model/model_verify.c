@@ -18,6 +18,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
 #include "engine/model/model_integrity.h"
+#include "engine/model/model_table.h"
 
 #define CHUNK_BYTES (8u << 20)
 
@@ -63,9 +64,11 @@ static uint64_t count_nonfinite(const void *p, uint64_t bytes, enum fb_dtype t, 
     return bad;
 }
 
-/* One DRAM tensor entry: its checksum (when the folder has them) and its
- * values. The loader has checked its bounds and dtype already. */
-static void verify_tensor(const struct model *m, const cJSON *e, struct model_verify_report *r)
+/* One tensor entry of f's table (dram.bin's, ffn_matrices.bin's): its
+ * checksum (when the folder has them) and its values. The loader has
+ * checked its bounds and dtype already. */
+static void verify_tensor(const struct model *m, const struct tensor_file *f, const cJSON *e,
+                          struct model_verify_report *r)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
     const cJSON *crc = cJSON_GetObjectItemCaseSensitive(e, MODEL_CHECKSUM_ALGORITHM);
@@ -73,27 +76,25 @@ static void verify_tensor(const struct model *m, const cJSON *e, struct model_ve
     uint64_t off, n, want = 0, first = 0;
     enum fb_dtype t;
     const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-    if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "offset"), "offset", 0, m->dram_bytes, &off, "", NULL,
-                        0) ||
-        json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), "bytes", 0, m->dram_bytes - off, &n, "", NULL,
-                        0) ||
+    if (json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "offset"), "offset", 0, f->bytes, &off, "", NULL, 0) ||
+        json_number_u64(cJSON_GetObjectItemCaseSensitive(e, "bytes"), "bytes", 0, f->bytes - off, &n, "", NULL, 0) ||
         !cJSON_IsString(dt) || wtype_parse(dt->valuestring, &t)) {
         r->bad_checksums++;
-        note(r, "%s: tensor '%s': its entry in %s is malformed", MODEL_DRAM_FILE, nm, MODEL_JSON);
+        note(r, "%s: tensor '%s': its entry in %s is malformed", f->file, nm, MODEL_JSON);
         return;
     }
-    const char *p = (const char *)m->dram + off;
+    const char *p = (const char *)f->base + off;
     r->tensors++;
     bool has = crc && !json_number_u64(crc, "crc32c", 0, UINT32_MAX, &want, "", NULL, 0);
     if (m->checked && (!has || crc32c(p, n) != (uint32_t)want)) {
         r->bad_checksums++;
-        note(r, "%s: tensor '%s' (bytes %llu to %llu): %s", MODEL_DRAM_FILE, nm, (unsigned long long)off,
+        note(r, "%s: tensor '%s' (bytes %llu to %llu): %s", f->file, nm, (unsigned long long)off,
              (unsigned long long)(off + n), has ? "checksum mismatch" : "no checksum in model.json");
     }
     uint64_t bad = count_nonfinite(p, n, t, &first);
     if (bad) {
         r->nonfinite++;
-        note(r, "%s: tensor '%s': %llu value%s NaN or infinite (the first at byte %llu)", MODEL_DRAM_FILE, nm,
+        note(r, "%s: tensor '%s': %llu value%s NaN or infinite (the first at byte %llu)", f->file, nm,
              (unsigned long long)bad, bad == 1 ? "" : "s", (unsigned long long)(off + first));
     }
 }
@@ -215,7 +216,7 @@ int model_verify(const char *dir, const struct progress_report *pr, struct model
 {
     memset(r, 0, sizeof *r);
     struct model m;
-    if (model_open_flags(&m, dir, MODEL_FFN_ON_FLASH | MODEL_NO_VERIFY, err, errlen) != 0)
+    if (model_open_flags(&m, dir, MODEL_FFN_ON_FLASH | MODEL_NO_VERIFY | MODEL_LOAD_MATRICES, err, errlen) != 0)
         return -1;
     r->checked = m.checked;
     char path[4200];
@@ -225,9 +226,16 @@ int model_verify(const char *dir, const struct progress_report *pr, struct model
     free(text);
     int rc = o ? 0 : err_set(err, errlen, "%s: cannot read it again", path);
     const cJSON *e;
+    const struct tensor_file dram = {MODEL_DRAM_FILE, "dram", m.dram, m.dram_bytes},
+                             mats = {MODEL_FFN_MATRICES_FILE, "ffn_matrices", m.ffn_matrices, m.ffn_matrices_bytes};
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "dram"), "tensors"))
     {
-        verify_tensor(&m, e, r);
+        verify_tensor(&m, &dram, e, r);
+    }
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "ffn_matrices"),
+                                                           "tensors"))
+    {
+        verify_tensor(&m, &mats, e, r);
     }
     cJSON_Delete(o);
     if (rc == 0)

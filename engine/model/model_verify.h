@@ -1,6 +1,7 @@
 /* `flashbed model verify DIR` (issue 34): a whole model folder checked, and
  * every damaged place named. model.json against the files and the shape
- * (as model_open checks it), then every DRAM tensor and every FFN bundle:
+ * (as model_open checks it), then every DRAM tensor, every tensor of
+ * ffn_matrices.bin when the folder has one, and every FFN bundle:
  * its CRC-32C against the folder's checksums (model_format.h) when it has
  * them, and its values finite (a NaN or an infinity in f16 is what a file
  * overwritten with 0xff holds, and what the oracle and a predictor would

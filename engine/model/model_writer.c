@@ -170,28 +170,61 @@ static int write_or_fail(struct model_writer *w, FILE *f, const void *buf, size_
     return 0;
 }
 
-int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
-                        const uint64_t *dims)
+/* A file of tensors being written and its table (dram.bin, ffn_matrices.bin). */
+struct tensor_out {
+    FILE *f;
+    uint64_t *off;
+    cJSON *table;
+};
+
+/* The table's entry for a tensor of ndim dims in type t, of bytes, at the
+ * file's next DRAM_ALIGN boundary (the padding written). NULL when the
+ * padding could not be written. */
+static cJSON *begin_entry_in(struct model_writer *w, struct tensor_out o, const char *name, enum fb_dtype t, int ndim,
+                             const uint64_t *dims, uint64_t bytes)
 {
     static const char zeros[DRAM_ALIGN];
-    enum fb_dtype t = ndim >= 2 ? w->dtype : DTYPE_F32;
-    uint64_t rows = ndim >= 2 ? dims[0] : 1, cols = dims[ndim - 1];
-    for (int i = 1; i < ndim - 1; i++)
-        rows *= dims[i];
-    uint64_t pad = (DRAM_ALIGN - w->dram_off % DRAM_ALIGN) % DRAM_ALIGN;
-    if (write_or_fail(w, w->dram, zeros, pad, name))
-        return -1;
-    w->dram_off += pad;
+    uint64_t pad = (DRAM_ALIGN - *o.off % DRAM_ALIGN) % DRAM_ALIGN;
+    if (write_or_fail(w, o.f, zeros, pad, name))
+        return NULL;
+    *o.off += pad;
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", name);
     cJSON_AddStringToObject(e, "dtype", wtype_name(t));
     cJSON *shape = cJSON_AddArrayToObject(e, "shape");
     for (int i = 0; i < ndim; i++)
         cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)dims[i]));
-    cJSON_AddNumberToObject(e, "offset", (double)w->dram_off);
+    cJSON_AddNumberToObject(e, "offset", (double)*o.off);
+    cJSON_AddNumberToObject(e, "bytes", (double)bytes);
+    cJSON_AddItemToArray(o.table, e);
+    return e;
+}
+
+static cJSON *begin_entry(struct model_writer *w, const char *name, enum fb_dtype t, int ndim, const uint64_t *dims,
+                          uint64_t bytes)
+{
+    return begin_entry_in(w, (struct tensor_out){w->dram, &w->dram_off, w->tensors}, name, t, ndim, dims, bytes);
+}
+
+/* Rows and row length of a tensor of ndim dims (a vector: one row). */
+static void rows_cols(int ndim, const uint64_t *dims, uint64_t *rows, uint64_t *cols)
+{
+    *rows = ndim >= 2 ? dims[0] : 1;
+    *cols = dims[ndim - 1];
+    for (int i = 1; i < ndim - 1; i++)
+        *rows *= dims[i];
+}
+
+int model_writer_tensor(struct model_writer *w, const char *name, const float *data, int ndim,
+                        const uint64_t *dims)
+{
+    enum fb_dtype t = ndim >= 2 ? w->dtype : DTYPE_F32;
+    uint64_t rows, cols;
+    rows_cols(ndim, dims, &rows, &cols);
     uint64_t row_bytes = wtype_row_bytes(t, cols);
-    cJSON_AddNumberToObject(e, "bytes", (double)(rows * row_bytes));
-    cJSON_AddItemToArray(w->tensors, e);
+    cJSON *e = begin_entry(w, name, t, ndim, dims, rows * row_bytes);
+    if (!e)
+        return -1;
     /* row by row so the conversion buffer stays one row long */
     void *row = malloc(row_bytes ? row_bytes : 1);
     if (!row)
@@ -208,6 +241,57 @@ int model_writer_tensor(struct model_writer *w, const char *name, const float *d
     free(row);
     cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc);
     w->dram_off += rows * row_bytes;
+    return 0;
+}
+
+int model_writer_matrix_stored(struct model_writer *w, const char *name, enum fb_dtype t, const void *data,
+                               const uint64_t dims[2])
+{
+    if (!wtype_row_fits(t, dims[1]))
+        return WERR(w, "%s: tensor '%s': rows of %llu elements are not whole blocks of %s (%u)", w->dir, name,
+                    (unsigned long long)dims[1], wtype_name(t), wtype_block_elems(t));
+    uint64_t bytes = dims[0] * wtype_row_bytes(t, dims[1]);
+    cJSON *e = begin_entry(w, name, t, 2, dims, bytes);
+    if (!e || write_or_fail(w, w->dram, data, bytes, name))
+        return -1;
+    cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc32c(data, bytes));
+    w->dram_off += bytes;
+    w->tensor_dtypes = true;
+    return 0;
+}
+
+/* ffn_matrices.bin and its table, opened on first use. */
+static int open_matrices(struct model_writer *w)
+{
+    if (w->mats)
+        return 0;
+    char p[4400];
+    snprintf(p, sizeof p, "%s/%s", w->tmp, MODEL_FFN_MATRICES_FILE);
+    if (!(w->mats = fopen(p, "wb")) || !(w->mat_tensors = cJSON_CreateArray()))
+        return WERR(w, "%s: cannot create %s: %s", w->dir, MODEL_FFN_MATRICES_FILE, strerror(errno));
+    return 0;
+}
+
+int model_writer_ffn_matrix_stored(struct model_writer *w, int layer, const char *part, enum fb_dtype t,
+                                   const void *data)
+{
+    const struct model_shape *s = &w->shape;
+    bool down = !strcmp(part, "down");
+    uint64_t dims[2] = {down ? s->d_model : s->d_ff, down ? s->d_ff : s->d_model};
+    char name[96], what[32];
+    snprintf(what, sizeof what, "ffn.%s", part);
+    layer_tensor_name(name, sizeof name, layer, what);
+    if (!wtype_row_fits(t, dims[1]))
+        return WERR(w, "%s: tensor '%s': rows of %llu elements are not whole blocks of %s (%u)", w->dir, name,
+                    (unsigned long long)dims[1], wtype_name(t), wtype_block_elems(t));
+    if (open_matrices(w) != 0)
+        return -1;
+    uint64_t bytes = dims[0] * wtype_row_bytes(t, dims[1]);
+    cJSON *e = begin_entry_in(w, (struct tensor_out){w->mats, &w->mats_off, w->mat_tensors}, name, t, 2, dims, bytes);
+    if (!e || write_or_fail(w, w->mats, data, bytes, name))
+        return -1;
+    cJSON_AddNumberToObject(e, MODEL_CHECKSUM_ALGORITHM, crc32c(data, bytes));
+    w->mats_off += bytes;
     return 0;
 }
 
@@ -274,6 +358,8 @@ static cJSON *model_json(struct model_writer *w, const cJSON *meta)
     cJSON_AddNumberToObject(o, "format_version", MODEL_FORMAT_VERSION);
     model_shape_to_json(s, o);
     cJSON_AddStringToObject(o, "dtype", wtype_name(w->dtype));
+    if (w->tensor_dtypes)
+        cJSON_AddStringToObject(o, "tensor_dtypes", MODEL_TENSOR_DTYPES);
     for (cJSON *it = meta ? meta->child : NULL; it; it = it->next)
         cJSON_AddItemToObject(o, it->string, cJSON_Duplicate(it, 1));
     cJSON *dram = cJSON_AddObjectToObject(o, "dram");
@@ -296,6 +382,14 @@ static cJSON *model_json(struct model_writer *w, const cJSON *meta)
     cJSON_AddNumberToObject(sums, "file_crc32c",
                             crc32c(w->ffn_crc, (size_t)s->n_layers * s->d_ff * sizeof *w->ffn_crc));
     cJSON_AddStringToObject(dram, "checksums", MODEL_CHECKSUM_ALGORITHM " per tensor (its \"crc32c\")");
+    if (w->mat_tensors) {
+        cJSON *mats = cJSON_AddObjectToObject(o, "ffn_matrices");
+        cJSON_AddStringToObject(mats, "file", MODEL_FFN_MATRICES_FILE);
+        cJSON_AddNumberToObject(mats, "bytes", (double)w->mats_off);
+        cJSON_AddItemToObject(mats, "tensors", w->mat_tensors);
+        w->mat_tensors = NULL;
+        cJSON_AddStringToObject(mats, "checksums", MODEL_CHECKSUM_ALGORITHM " per tensor (its \"crc32c\")");
+    }
     cJSON_AddItemToObject(o, "provenance", provenance_new());
     return o;
 }
@@ -324,9 +418,9 @@ static int close_data_files(struct model_writer *w)
     const struct model_shape *s = &w->shape;
     if (w->ffn_layers_written != (int)s->n_layers)
         return WERR(w, "%s: %d of %u FFN layers written", w->dir, w->ffn_layers_written, s->n_layers);
-    int e1 = fclose(w->dram), e2 = fclose(w->ffn);
-    w->dram = w->ffn = NULL;
-    if (e1 || e2)
+    int e1 = fclose(w->dram), e2 = fclose(w->ffn), e3 = w->mats ? fclose(w->mats) : 0;
+    w->dram = w->ffn = w->mats = NULL;
+    if (e1 || e2 || e3)
         return WERR(w, "%s: cannot write model files: %s", w->dir, strerror(errno));
     return 0;
 }
@@ -364,6 +458,7 @@ out:
         model_writer_abort(w);
     else {
         cJSON_Delete(w->tensors);
+        cJSON_Delete(w->mat_tensors);
         free(w->scratch);
         free(w->column);
         free(w->ffn_crc);
@@ -379,7 +474,10 @@ void model_writer_abort(struct model_writer *w)
         fclose(w->dram);
     if (w->ffn)
         fclose(w->ffn);
+    if (w->mats)
+        fclose(w->mats);
     cJSON_Delete(w->tensors);
+    cJSON_Delete(w->mat_tensors);
     free(w->scratch);
     free(w->column);
     free(w->ffn_crc);

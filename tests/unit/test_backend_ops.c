@@ -10,7 +10,8 @@
  * id-selected rows (an id past the bundles: cpu and sim refuse it, the
  * device backends skip it, as bk_check_ffn_ids says); attention with
  * multi-head, grouped and multi-query caches; RMS and LayerNorm with and
- * without a bias (and in place); RoPE whole and partial; add; embed per
+ * without a bias (and in place); RoPE whole and partial; add; ffn_act for
+ * every activation, plain and GLU, in place or not; embed per
  * dtype; batched row moves, chained; copies round trip; events ordering
  * the host's reuse of its buffers; the queue's counts; event_elapsed
  * (> 0 over a 64 MiB upload, its refusals, no count changed); NaN and infinity
@@ -54,6 +55,7 @@ static const double tol_matvec[3] = {1e-5, 1e-5, 1e-5}; /* x (sum |w x| + |bias|
 static const double tol_ffn[3] = {1e-5, 1e-5, 1e-5};    /* x sum_r (|h_r| + dh_r) |down_r,i|, ffn_scale */
 static const double tol_attention = 1e-5;               /* x (1 + 2 max_p sum |q k_p| / sqrt(hd)) max_p |v_p,i| */
 static const double tol_norm = 1e-5;                    /* x (|w_i| (|x_i| + |mean|) / sigma + |b_i|) */
+static const double tol_act = 1e-5;                     /* x (1 + |g_i|)^2 (1 + |z_i|)^2: one activation of g, of z */
 static const double tol_rope = 1e-6;                    /* x (1 + pos) (|v_i| + |v_pair|): the angle grows with pos */
 static const double tol_logits = 2e-5;                  /* forward pass: x max(1, max |logit|), f32 and f16 */
 /* add, embed, row moves and copies: exact on every backend */
@@ -217,6 +219,38 @@ static const struct arch ffn_archs[] = {
     {.act = ACT_RELU, .glu = true, .act_on_up = true}, {.act = ACT_SILU, .glu = true, .act_on_up = true},
 };
 enum { N_ARCHS = sizeof ffn_archs / sizeof ffn_archs[0] };
+
+/* ffn_act over n values for arch a, in place (h = z) or not. */
+static void test_ffn_act(struct bt *t, const struct arch *a, int n, bool in_place)
+{
+    if (!bt_has_op(t, BACKEND_OP_FFN_ACT))
+        return;
+    float *z = malloc((size_t)n * 4), *g = malloc((size_t)n * 4), *want = malloc((size_t)n * 4);
+    float *got = malloc((size_t)n * 4);
+    double *tol = malloc((size_t)n * sizeof *tol);
+    bt_fill(z, (size_t)n, 4, -2), bt_fill(g, (size_t)n, 4, -2);
+    ck_ffn_act(t->ref, want, z, a->glu ? g : NULL, n, a);
+    for (int i = 0; i < n; i++)
+        tol[i] = tol_act * pow(1 + fabs(g[i]), 2) * pow(1 + fabs(z[i]), 2);
+    struct gbuf gz, gg, gh;
+    gb_floats(t, z, (size_t)n, &gz), gb_floats(t, g, (size_t)n, &gg), gb_new(t, (size_t)n * 4, NULL, &gh);
+    struct dev_ref h = in_place ? gz.at : gh.at, gate = a->glu ? gg.at : (struct dev_ref){0};
+    char what[96];
+    snprintf(what, sizeof what, "ffn_act %s%s%s %d%s", a->glu ? "glu " : "", a->act_on_up ? "act-up " : "",
+             act_name(a->act), n, in_place ? " in place" : "");
+    bt_ok(t, t->ops->ffn_act(t->b, h, gz.at, gate, n, a), what);
+    gb_read(t, in_place ? &gz : &gh, got);
+    bt_compare(t, what, got, want, tol, (size_t)n);
+    gb_done(t, &gz, in_place ? NULL : z, what), gb_done(t, &gg, g, what), gb_done(t, &gh, NULL, what);
+    free(z), free(g), free(want), free(got), free(tol);
+}
+
+static void test_ffn_acts(struct bt *t)
+{
+    for (int a = 0; a < N_ARCHS; a++)
+        for (int s = 0; s < N_SIZES; s++)
+            test_ffn_act(t, &ffn_archs[a], sizes[s], (a + s) % 2);
+}
 
 static void test_ffns_rows(struct bt *t)
 {
@@ -873,6 +907,9 @@ static void test_refusals(struct bt *t)
     CHECK(o->rope(b, at0, 1, 4, 4, 1, none, 1) == -1 && strstr(o->error(b), "rope frequencies"));
     refused(t, o->add(b, at0, end, 2), "add x past");
     refused(t, o->embed(b, at0, at0, DTYPE_F32, 8, 8), "embed row past");
+    static const struct arch glu = {.act = ACT_SILU, .glu = true};
+    refused(t, o->ffn_act(b, at0, end, at0, 2, &glu), "ffn_act z past");
+    CHECK(o->ffn_act(b, at0, at0, none, 2, &glu) == -1 && strstr(o->error(b), "a GLU needs its gate"));
     refused(t, o->upload(b, end, host, 8), "upload past");
     refused(t, o->download(b, host, end, 8), "download past");
     refused(t, o->move_rows(b, at0, 16, end, 1), "move_rows moves past");
@@ -1217,6 +1254,7 @@ int main(int argc, char **argv)
     test_matvecs(&t);
     test_ffns_rows(&t);
     test_ffns_ids(&t);
+    test_ffn_acts(&t);
     test_attentions(&t);
     test_norms(&t);
     test_ropes(&t);

@@ -111,6 +111,15 @@ extern "C" cudaError_t fbk_cuda_add(cudaStream_t s, struct fbk_ref y, struct fbk
     return cudaGetLastError();
 }
 
+extern "C" cudaError_t fbk_cuda_ffn_act(cudaStream_t s, struct fbk_ref h, struct fbk_ref z, struct fbk_ref g,
+                                        const struct fbk_act *a)
+{
+    unsigned gs = group_for(a->n);
+    fb_ffn_act<<<groups_of(a->n, gs), gs, 0, s>>>(bytes(h), h.off, bytes(z), z.off, bytes(g), g.off, a->n, a->glu,
+                                                  a->act_up, a->act, a->threshold);
+    return cudaGetLastError();
+}
+
 extern "C" cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d)
 {
     unsigned g = group_for(d);

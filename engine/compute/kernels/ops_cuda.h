@@ -59,6 +59,13 @@ cudaError_t fbk_cuda_rope(cudaStream_t s, struct fbk_ref vec, int n_heads, int h
                           struct fbk_ref inv_freq, float scale);
 cudaError_t fbk_cuda_add(cudaStream_t s, struct fbk_ref y, struct fbk_ref x, int n);
 cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d);
+/* ffn_act's activation (g's p NULL without a gate) */
+struct fbk_act {
+    int n, glu, act_up, act;
+    float threshold;
+};
+cudaError_t fbk_cuda_ffn_act(cudaStream_t s, struct fbk_ref h, struct fbk_ref z, struct fbk_ref g,
+                             const struct fbk_act *a);
 /* moves: n (int32 dst, src) pairs over rows rows of row_bytes at base; the
  * first move outside them is not done and its number + 1 lands in *fault
  * (device-reachable memory the host reads after the queue passes). */
