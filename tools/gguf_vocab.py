@@ -83,9 +83,13 @@ def bpe_vocab(specials, n_merges):
     return tokens, types, ["%s %s" % m for m in merges]
 
 
-def spm_vocab(size):
-    """(tokens, scores, token_types), size tokens: <pad> <eos> <bos> <unk>
-    (Gemma's order: pad 0, eos 1, bos 2, unk 3), the 256 byte tokens
+GEMMA_SPECIALS = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 2)]
+PHI3_SPECIALS = [("<unk>", 2), ("<s>", 3), ("</s>", 3), ("<|endoftext|>", 3)]
+
+
+def spm_vocab(size, specials=GEMMA_SPECIALS):
+    """(tokens, scores, token_types), size tokens: the specials [(text,
+    type)] (Gemma's by default: pad 0, eos 1, bos 2, unk 3), the 256 byte tokens
     <0x00>..<0xFF> (BYTE), the characters of TRAIN_TEXT with spaces as
     U+2581, then one piece per merge until size, scored so that earlier
     merges win (SentencePiece's scores)."""
@@ -93,8 +97,8 @@ def spm_vocab(size):
     chars = sorted(set(text) - {"\n"})
     words = collections.Counter(tuple(w) for w in re.findall(r"\u2581?[^\u2581\n]+|\n", text))
     merges = learn_merges(words, size)
-    tokens = ["<pad>", "<eos>", "<bos>", "<unk>"] + ["<0x%02X>" % b for b in range(256)]
-    types = [3, 3, 3, 2] + [6] * 256
+    tokens = [t for t, _ in specials] + ["<0x%02X>" % b for b in range(256)]
+    types = [k for _, k in specials] + [6] * 256
     scores = [0.0] * len(tokens)
     for c in chars:
         tokens.append(c)

@@ -12,7 +12,7 @@ it; this script refuses any other), on the CPU, one thread, no network:
 
     .venv-ref/bin/python tools/make_gguf_fixture.py [ARCH ...] [--out tests/data/gguf]
 
-ARCH: llama, gemma3 (both when none is given).
+ARCH: llama, gemma3, qwen2, qwen3, phi3 (all when none is given).
 
 Two shapes per architecture (SHAPES): "s32", rows of 64 and 128, for F32,
 F16, BF16 and the 32-weight block types (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0); "k256",
@@ -22,7 +22,8 @@ weights are random and written straight into GGUF's layout (no Hugging Face
 model, so no q/k row permutation: the GGUF is the ground truth). Writes
 OUT/<arch>/<TYPE>/:
   model.gguf       the model in TYPE (F32: the writer's file itself)
-  logits.f32       llama.cpp's logits at every position of prompt_ids +
+  logits.f32       llama.cpp's logits at every position of prompt_ids (the
+                   first 64 ids of PROMPT_TEXT's tokenization) +
                    greedy_ids, little-endian f32 [position][vocab], from one
                    batch (logits_all)
   reference.json   versions, the commands, shapes, types per tensor, the
@@ -52,7 +53,8 @@ import llama_cpp  # noqa: E402
 import gguf_vocab  # noqa: E402
 
 VOCAB = 384
-GENERATE = 16       # greedy tokens after the prompt
+PROMPT = 64         # the first 64 ids of PROMPT_TEXT's tokenization (BOS included)
+GENERATE = 16       # greedy tokens after them
 N_CTX = 256
 THREADS = 1
 SEED = 46
@@ -63,7 +65,7 @@ SEED = 46
 PROMPT_TEXT = (
     "Once upon a time, there was a little girl named Lily. She loved to play "
     "outside in the park. One day, she saw a big red ball under a tree and "
-    "asked her mother if she could play with it. Her mother smiled."
+    "asked her mother if she could play with it."
 )
 TOKENIZE_TEXT = (
     "Hello world! The year 2024 had 365 days; Lily's café\n"
@@ -92,6 +94,20 @@ SHAPES = {
     },
     # gemma3: six layers so that layer 5 is global (llama.cpp's pattern of 6),
     # a sliding window of 16 that the prompt crosses, head_dim x heads != d_model
+    # qwen2 and phi3: heads x head_dim = d_model (llama.cpp asks it); qwen3:
+    # head_dim x heads != d_model, as Qwen3 allows
+    "qwen2": {
+        "s32": dict(d=64, ff=128, layers=2, heads=4, kv=2, hd=16, tied=False),
+        "k256": dict(d=256, ff=256, layers=1, heads=2, kv=1, hd=128, tied=True),
+    },
+    "qwen3": {
+        "s32": dict(d=64, ff=128, layers=2, heads=4, kv=2, hd=32, tied=False),
+        "k256": dict(d=256, ff=256, layers=1, heads=2, kv=1, hd=128, tied=True),
+    },
+    "phi3": {
+        "s32": dict(d=64, ff=128, layers=2, heads=4, kv=4, hd=16, tied=False),
+        "k256": dict(d=256, ff=256, layers=1, heads=2, kv=2, hd=128, tied=True),
+    },
     "gemma3": {
         "s32": dict(d=64, ff=128, layers=6, heads=4, kv=1, hd=32, tied=True, window=16),
         "k256": dict(d=256, ff=256, layers=1, heads=2, kv=1, hd=128, tied=True, window=16),
@@ -99,93 +115,143 @@ SHAPES = {
 }
 
 
-def llama_meta(w, s):
-    a = "llama"
-    w.add_uint32(a + ".vocab_size", VOCAB)
+def common_meta(w, s, arch):
+    """The keys llama.cpp's converter writes for every text model."""
     w.add_context_length(N_CTX)
     w.add_embedding_length(s["d"])
     w.add_block_count(s["layers"])
     w.add_feed_forward_length(s["ff"])
     w.add_head_count(s["heads"])
     w.add_head_count_kv(s["kv"])
-    w.add_rope_freq_base(10000.0)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(s["hd"])
-    tokens, types, merges = gguf_vocab.bpe_vocab(["<|begin_of_text|>", "<|end_of_text|>"], VOCAB - 258)
+
+
+def bpe_tokenizer(w, pre, specials, bos, eos, add_bos):
+    tokens, types, merges = gguf_vocab.bpe_vocab(specials, VOCAB - 256 - len(specials))
     assert len(tokens) == VOCAB
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("llama-bpe")
+    w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(1)
-    w.add_add_bos_token(True)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    w.add_add_bos_token(add_bos)
 
 
-def gemma3_meta(w, s):
-    w.add_context_length(N_CTX)
-    w.add_embedding_length(s["d"])
-    w.add_block_count(s["layers"])
-    w.add_feed_forward_length(s["ff"])
-    w.add_head_count(s["heads"])
-    w.add_layer_norm_rms_eps(1e-6)
-    w.add_key_length(s["hd"])
-    w.add_value_length(s["hd"])
-    w.add_rope_freq_base(1000000.0)
-    w.add_sliding_window(s["window"])
-    w.add_head_count_kv(s["kv"])
-    tokens, scores, types = gguf_vocab.spm_vocab(VOCAB)
-    assert len(tokens) == VOCAB
+def spm_tokenizer(w, add_space_prefix, specials, bos, eos, unk, pad):
+    tokens, scores, types = gguf_vocab.spm_vocab(VOCAB, specials)
     w.add_tokenizer_model("llama")
     w.add_tokenizer_pre("default")
     w.add_token_list(tokens)
     w.add_token_scores(scores)
     w.add_token_types(types)
-    w.add_bos_token_id(2)
-    w.add_eos_token_id(1)
-    w.add_unk_token_id(3)
-    w.add_pad_token_id(0)
+    w.add_bos_token_id(bos)
+    w.add_eos_token_id(eos)
+    w.add_unk_token_id(unk)
+    w.add_pad_token_id(pad)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
-    w.add_add_space_prefix(False)
+    w.add_add_space_prefix(add_space_prefix)
 
 
-META = {"llama": llama_meta, "gemma3": gemma3_meta}
+def llama_meta(w, s):
+    common_meta(w, s, "llama")
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_uint32("llama.vocab_size", VOCAB)
+    w.add_rope_dimension_count(s["hd"])
+    bpe_tokenizer(w, "llama-bpe", ["<|begin_of_text|>", "<|end_of_text|>"], 0, 1, True)
+
+
+def qwen2_meta(w, s):
+    common_meta(w, s, "qwen2")
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    bpe_tokenizer(w, "qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], 0, 0, False)
+
+
+def qwen3_meta(w, s):
+    common_meta(w, s, "qwen3")
+    w.add_rope_freq_base(1000000.0)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_key_length(s["hd"])
+    w.add_value_length(s["hd"])
+    bpe_tokenizer(w, "qwen2", ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], 0, 2, False)
+
+
+def phi3_meta(w, s):
+    common_meta(w, s, "phi3")
+    w.add_rope_scaling_orig_ctx_len(N_CTX)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(s["hd"])
+    w.add_rope_freq_base(10000.0)
+    # Phi-3's specials: <unk> 0, <s> 1 (BOS), </s> 2, <|endoftext|> (EOS, pad);
+    # llama.cpp sets their strip attributes by the name "phi3" in general.name
+    spm_tokenizer(w, True, gguf_vocab.PHI3_SPECIALS, 1, 3, 0, 3)
+
+
+def gemma3_meta(w, s):
+    common_meta(w, s, "gemma3")
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_key_length(s["hd"])
+    w.add_value_length(s["hd"])
+    w.add_rope_freq_base(1000000.0)
+    w.add_sliding_window(s["window"])
+    spm_tokenizer(w, False, gguf_vocab.GEMMA_SPECIALS, 2, 1, 3, 0)
+
+
+META = {"llama": llama_meta, "qwen2": qwen2_meta, "qwen3": qwen3_meta, "phi3": phi3_meta,
+        "gemma3": gemma3_meta}
 
 
 def tensors(arch, s, rng):
     """[(name, array)] in numpy's [rows, cols] order (GGUF's ne reversed:
-    ne0 = cols, the row length that blocks run along)."""
+    ne0 = cols, the row length that blocks run along). qwen2: q/k/v biases;
+    qwen3 and gemma3: per-head q/k RMSNorm; gemma3: norms after attention and
+    after the FFN; phi3: q/k/v fused into attn_qkv, gate and up into ffn_up
+    (gate rows first, as llama.cpp's phi3 graph splits it)."""
     d, ff, hd = s["d"], s["ff"], s["hd"]
+    q, kv = s["heads"] * hd, s["kv"] * hd
 
     def mat(rows, cols, gain=1.0):
         return (rng.standard_normal((rows, cols)) * gain / np.sqrt(cols)).astype(np.float32)
 
-    def norm(n):
-        return (1.0 + 0.2 * rng.standard_normal(n)).astype(np.float32)
+    def vec(n, mean, spread):
+        return (mean + spread * rng.standard_normal(n)).astype(np.float32)
 
-    out = [("token_embd.weight",
-            (rng.standard_normal((VOCAB, d)) * (1.0 if arch == "llama" else 1.0 / np.sqrt(d))).astype(np.float32))]
-    out.append(("output_norm.weight", norm(d)))
+    # the embedding is the head where tied: logits of a few units, not tens.
+    # gemma3 multiplies its input rows by sqrt(d) (RMS 1 here) and normalizes
+    # each block's output before adding it: post norms of 3 keep the blocks
+    # from being drowned by the token's own row (a greedy run that repeats it)
+    gemma = arch == "gemma3"
+    out = [("token_embd.weight", mat(VOCAB, d, 1.0 if gemma else 3.0)),
+           ("output_norm.weight", vec(d, 1.0, 0.2))]
     if not s["tied"]:
         out.append(("output.weight", mat(VOCAB, d, 3.0)))
     for i in range(s["layers"]):
         b = "blk.%d." % i
-        out += [(b + "attn_norm.weight", norm(d)),
-                (b + "attn_q.weight", mat(s["heads"] * hd, d)),
-                (b + "attn_k.weight", mat(s["kv"] * hd, d)),
-                (b + "attn_v.weight", mat(s["kv"] * hd, d)),
-                (b + "attn_output.weight", mat(d, s["heads"] * hd)),
-                (b + "ffn_norm.weight", norm(d)),
-                (b + "ffn_gate.weight", mat(ff, d)),
-                (b + "ffn_up.weight", mat(ff, d)),
-                (b + "ffn_down.weight", mat(d, ff))]
+        out.append((b + "attn_norm.weight", vec(d, 1.0, 0.2)))
+        if arch == "phi3":
+            out.append((b + "attn_qkv.weight", mat(q + 2 * kv, d)))
+        else:
+            out += [(b + "attn_q.weight", mat(q, d)), (b + "attn_k.weight", mat(kv, d)),
+                    (b + "attn_v.weight", mat(kv, d))]
+        if arch == "qwen2":
+            out += [(b + "attn_q.bias", vec(q, 0.0, 0.5)), (b + "attn_k.bias", vec(kv, 0.0, 0.5)),
+                    (b + "attn_v.bias", vec(kv, 0.0, 0.5))]
+        if arch in ("qwen3", "gemma3"):
+            out += [(b + "attn_q_norm.weight", vec(hd, 1.0, 0.2)), (b + "attn_k_norm.weight", vec(hd, 1.0, 0.2))]
+        out.append((b + "attn_output.weight", mat(d, q)))
         if arch == "gemma3":
-            out += [(b + "attn_q_norm.weight", norm(hd)),
-                    (b + "attn_k_norm.weight", norm(hd)),
-                    (b + "post_attention_norm.weight", norm(d)),
-                    (b + "post_ffw_norm.weight", norm(d))]
+            out.append((b + "post_attention_norm.weight", vec(d, 3.0, 0.5)))
+        out.append((b + "ffn_norm.weight", vec(d, 1.0, 0.2)))
+        if arch == "phi3":
+            out.append((b + "ffn_up.weight", mat(2 * ff, d)))
+        else:
+            out += [(b + "ffn_gate.weight", mat(ff, d)), (b + "ffn_up.weight", mat(ff, d))]
+        out.append((b + "ffn_down.weight", mat(d, ff)))
+        if arch == "gemma3":
+            out.append((b + "post_ffw_norm.weight", vec(d, 3.0, 0.5)))
     return out
 
 
@@ -227,10 +293,11 @@ def llama_run(path):
     """llama.cpp's tokenizations, greedy continuation (stepwise, through its KV
     cache) and logits over prompt + greedy (one batch)."""
     llm = llama_cpp.Llama(model_path=path, verbose=False, **CONTEXT)
-    r = {"prompt_ids": llm.tokenize(PROMPT_TEXT.encode(), add_bos=True, special=False),
+    prompt = llm.tokenize(PROMPT_TEXT.encode(), add_bos=True, special=False)
+    assert len(prompt) >= PROMPT, len(prompt)
+    r = {"prompt_ids": prompt[:PROMPT],
          "tokenize_ids": llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=True, special=False),
          "tokenize_ids_no_special": llm.tokenize(TOKENIZE_TEXT.encode(), add_bos=False, special=False)}
-    assert len(r["prompt_ids"]) >= 64, len(r["prompt_ids"])
     llm.reset()
     llm.eval(r["prompt_ids"])
     greedy, margins = [], []
@@ -302,6 +369,7 @@ def fixture(arch, typ, shape_name, f32_path, out_dir):
             "model.gguf": how,
             "logits.f32": "llama_cpp.Llama(model.gguf, %s); reset(); eval(prompt_ids + greedy_ids) in one "
                           "batch; scores[:n] as little-endian f32 [position][vocab]" % json.dumps(CONTEXT),
+            "prompt_ids": "the first %d ids of Llama.tokenize(PROMPT_TEXT utf-8, add_bos=True, special=False)" % PROMPT,
             "greedy_ids": "eval(prompt_ids), then %d times: argmax of the last row, eval([it]) (stepwise, "
                           "through the KV cache); greedy_margins: the winner's lead over the runner-up" % GENERATE,
             "tokenize_ids": "Llama.tokenize(TOKENIZE_TEXT utf-8, add_bos=True (the vocabulary's add_bos/"
@@ -325,7 +393,9 @@ def fixture(arch, typ, shape_name, f32_path, out_dir):
     return ref
 
 
-SEEDS = {"llama": {"s32": 4601, "k256": 4602}, "gemma3": {"s32": 4603, "k256": 4604}}
+SEEDS = {"llama": {"s32": 4601, "k256": 4602}, "gemma3": {"s32": 4603, "k256": 4604},
+         "qwen2": {"s32": 4605, "k256": 4606}, "qwen3": {"s32": 4607, "k256": 4608},
+         "phi3": {"s32": 4609, "k256": 4610}}
 
 
 def main(argv):
