@@ -14,7 +14,7 @@ it; this script refuses any other), on the CPU, one thread, no network:
 
 ARCH: llama, gemma3, qwen2, qwen3, phi3 (all when none is given).
 
-Two shapes per architecture (SHAPES): "s32", rows of 64 and 128, for F32,
+Two shapes per architecture (SHAPES): "s32", rows of 32 to 128, for F32,
 F16, BF16 and the 32-weight block types (Q4_0 Q4_1 Q5_0 Q5_1 Q8_0); "k256",
 every row 256 wide (d_model = d_ff = heads x head_dim = 256, one layer), for
 the K-quants (Q2_K Q3_K Q4_K Q5_K Q6_K), whose blocks are 256 weights. The
@@ -109,7 +109,7 @@ SHAPES = {
         "k256": dict(d=256, ff=256, layers=1, heads=2, kv=2, hd=128, tied=True),
     },
     "gemma3": {
-        "s32": dict(d=64, ff=128, layers=6, heads=4, kv=1, hd=32, tied=True, window=16),
+        "s32": dict(d=32, ff=64, layers=6, heads=2, kv=1, hd=32, tied=True, window=16),
         "k256": dict(d=256, ff=256, layers=1, heads=2, kv=1, hd=128, tied=True, window=16),
     },
 }
@@ -313,6 +313,7 @@ def llama_run(path):
     batch = llm.scores[:n].copy()
     r.update(greedy_ids=greedy, greedy_margins=margins, logits=batch,
              stepwise_vs_batch_max_abs=float(np.max(np.abs(stepwise - batch))),
+             stepwise_vs_batch_per_position=[float(x) for x in np.max(np.abs(stepwise - batch), axis=1)],
              type_k="f16 (llama.cpp's default)", type_v="f16 (llama.cpp's default)")
     llm.close()
     return r
