@@ -68,4 +68,11 @@ if ! "$dir/bin/python" "$pins/pins.py"; then
     echo "make-reference-env: $dir does not hold the pinned versions (above)" >&2
     exit 1
 fi
+# the llama.cpp that pip built is the CPU one (a wheel built elsewhere with a
+# GPU backend would satisfy the pin too)
+if ! "$dir/bin/python" -c 'import llama_cpp, sys; sys.exit(llama_cpp.llama_supports_gpu_offload())'; then
+    echo "make-reference-env: $dir's llama-cpp-python has a GPU backend; remove it" \
+         "($dir/bin/python -m pip uninstall llama-cpp-python) and run this again" >&2
+    exit 1
+fi
 echo "make-reference-env: $dir ready; run the scripts with $dir/bin/python" >&2
