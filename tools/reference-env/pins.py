@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The reference environment's pins (requirements.txt and debian.txt beside
+"""The reference environment's pins (requirements.txt, build-requirements.txt
+and debian.txt beside
 this file) against the interpreter that runs this: which are missing or at
 another version.
 
@@ -23,12 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def pinned():
     """[(distribution, version, where)]: where is 'PyPI' or the Debian package."""
     pins = []
-    with open(os.path.join(HERE, "requirements.txt")) as f:
-        for line in f:
-            line = line.split("#")[0].strip()
-            if line:
-                name, version = line.split("==")
-                pins.append((name, version, "PyPI"))
+    for name in ("requirements.txt", "build-requirements.txt"):
+        with open(os.path.join(HERE, name)) as f:
+            for line in f:
+                line = line.split("#")[0].strip()
+                if line:
+                    dist, version = line.split("==")
+                    if (dist, version, "PyPI") not in pins:
+                        pins.append((dist, version, "PyPI"))
     with open(os.path.join(HERE, "debian.txt")) as f:
         for line in f:
             fields = line.split("#")[0].split()
