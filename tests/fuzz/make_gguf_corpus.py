@@ -4,8 +4,10 @@ small valid files, written here by the format's rules with the standard
 library only, that between them hold every metadata value type, arrays of
 each (strings and nested arrays included), versions 2 and 3, alignments 32
 and 64, tensors of the types flashbed reads (F32, F16, BF16) and of one it
-does not (Q4_1: the file opens, the tensor is refused by name), and a file
-of metadata only. Other files in the folder (regress-*) are left alone.
+does not (Q4_1: the file opens, the tensor is refused by name), a file
+of metadata only; and rule-* files that each break one of the reader's
+rules by one field (what the fuzzer mutates back and forth across the
+rule). Other files in the folder (regress-*) are left alone.
     tests/fuzz/make_gguf_corpus.py [OUTDIR]"""
 import os
 import struct
@@ -80,10 +82,26 @@ def seeds():
     yield "seed-4d", gguf([("t.u8", U8, 1)], [("x", [2, 1, 3, 2], 0, f32s(12))])
 
 
+def rules():
+    """(name, bytes): one rule broken each."""
+    one = [("general.architecture", STR, "llama")]
+    t = [("a", [8], 0, f32s(8))]
+    yield "rule-version-1", gguf(one, t, version=1)
+    yield "rule-duplicate-key", gguf(one + one, t)
+    yield "rule-alignment-48", gguf([("general.alignment", U32, 48)], [])
+    yield "rule-nested-5-deep", gguf([("k", ARR, (ARR, [(ARR, [(ARR, [(ARR, [(U8, [1])])])])]))], [])
+    yield "rule-bool-2", gguf([("k", BOOL, 2)], [])
+    overlap = gguf(one, [("a", [16], 0, f32s(16)), ("b", [8], 0, f32s(8))])
+    yield "rule-overlap", overlap.replace(struct.pack("<IQ", 0, 64), struct.pack("<IQ", 0, 32), 1)
+    yield "rule-duplicate-tensor", gguf(one, [("a", [8], 0, f32s(8)), ("a", [8], 0, f32s(8))])
+    yield "rule-dims-5", gguf(one, [("a", [1, 1, 1, 1, 2], 0, f32s(2))])
+    yield "rule-truncated-data", gguf(one, t)[:-1]
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "gguf")
     os.makedirs(out, exist_ok=True)
-    for name, blob in seeds():
+    for name, blob in list(seeds()) + list(rules()):
         with open(os.path.join(out, name), "wb") as f:
             f.write(blob)
 
