@@ -119,7 +119,8 @@ const struct gguf_kv *gguf_find(const struct gguf_file *f, const char *key);
 
 /* key's value read as the type named. Integers: any integer type whose
  * value fits (a uint8 block_count reads as a u32 as well as a uint64 one
- * does); f32: a float32 or float64 (converted); bool: a bool; string: its
+ * does); f32: a float32, or a float64 inside float32's range (rounded;
+ * NaN and infinities as they are); bool: a bool; string: its
  * bytes and length (not NUL-terminated: in the file). -1 with err naming
  * the file and key when it is missing, of another type or out of range. */
 int gguf_get_u32(const struct gguf_file *f, const char *key, uint32_t *out, char *err, size_t errlen);

@@ -2,6 +2,8 @@
  * found, its value read as the type the caller names, arrays walked
  * without copying. Every value was checked at open (its bytes inside the
  * file, bools 0 or 1), so nothing here reads past them. */
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/errbuf.h"
@@ -130,7 +132,10 @@ int gguf_get_f32(const struct gguf_file *f, const char *key, float *out, char *e
         return -1;
     if (kv->value.type != GGUF_TYPE_FLOAT32 && kv->value.type != GGUF_TYPE_FLOAT64)
         return wrong_type(f, kv, "a float", err, errlen);
-    *out = (float)float_le(kv->value.data, (unsigned)kv->value.bytes);
+    double d = float_le(kv->value.data, (unsigned)kv->value.bytes);
+    if (isfinite(d) && fabs(d) > FLT_MAX) /* the conversion would be undefined */
+        return err_set(err, errlen, "%s: key '%s' is %g, outside float32's range", f->path, key, d);
+    *out = (float)d;
     return 0;
 }
 

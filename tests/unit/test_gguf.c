@@ -155,7 +155,7 @@ static int opened(const struct buf *b, struct gguf_file *f)
 /* One key of every scalar type, arrays of each, strings, nested arrays. */
 static void every_type_file(struct buf *b)
 {
-    header(b, 3, 0, 20);
+    header(b, 3, 0, 21);
     key(b, "t.u8", GGUF_TYPE_UINT8), put_le(b, 200, 1);
     key(b, "t.i8", GGUF_TYPE_INT8), put_le(b, (uint8_t)-100, 1);
     key(b, "t.u16", GGUF_TYPE_UINT16), put_le(b, 60000, 2);
@@ -168,6 +168,7 @@ static void every_type_file(struct buf *b)
     key(b, "t.u64", GGUF_TYPE_UINT64), put_u64(b, (1ull << 63) + 5);
     key(b, "t.i64", GGUF_TYPE_INT64), put_u64(b, (uint64_t) - (1ll << 62));
     key(b, "t.f64", GGUF_TYPE_FLOAT64), put_f64(b, 0.25);
+    key(b, "t.f64.big", GGUF_TYPE_FLOAT64), put_f64(b, 1e300);
     key(b, "t.arr.i32", GGUF_TYPE_ARRAY), put_u32(b, GGUF_TYPE_INT32), put_u64(b, 3);
     put_u32(b, (uint32_t)-1), put_u32(b, 0), put_u32(b, 7);
     key(b, "t.arr.f32", GGUF_TYPE_ARRAY), put_u32(b, GGUF_TYPE_FLOAT32), put_u64(b, 2), put_f32(b, 0.5f),
@@ -228,12 +229,12 @@ static void test_every_value_type(void)
     if (!f.map)
         return;
     CHECK_U64(f.version, 3);
-    CHECK_U64(f.n_kv, 20);
+    CHECK_U64(f.n_kv, 21);
     CHECK_U64(f.n_tensors, 0);
     CHECK_U64(f.alignment, 32);
     CHECK_STR(f.kv[0].key, "t.u8");
-    CHECK_STR(f.kv[19].key, "t.arr.empty");
-    CHECK(f.kv[12].value.type == GGUF_TYPE_ARRAY && f.kv[12].value.elem_type == GGUF_TYPE_INT32);
+    CHECK_STR(f.kv[20].key, "t.arr.empty");
+    CHECK(f.kv[13].value.type == GGUF_TYPE_ARRAY && f.kv[13].value.elem_type == GGUF_TYPE_INT32);
     check_arrays(&f);
     gguf_close(&f);
 }
@@ -265,6 +266,8 @@ static void test_getters(void)
     CHECK(gguf_get_u64(&f, "t.u64", &u64, err, sizeof err) == 0 && u64 == (1ull << 63) + 5);
     CHECK(gguf_get_f32(&f, "t.f32", &x, err, sizeof err) == 0 && x == 1.5f);
     CHECK(gguf_get_f32(&f, "t.f64", &x, err, sizeof err) == 0 && x == 0.25f);
+    CHECK(gguf_get_f32(&f, "t.f64.big", &x, err, sizeof err) == -1 &&
+          strstr(err, "key 't.f64.big' is 1e+300, outside float32's range"));
     CHECK(gguf_get_bool(&f, "t.bool", &yes, err, sizeof err) == 0 && yes);
     CHECK(gguf_get_str(&f, "t.str", &s, &len, err, sizeof err) == 0 && len == 6 && !memcmp(s, "smollm", 6));
     CHECK(gguf_str_eq(&gguf_find(&f, "t.str")->value, "smollm") &&
