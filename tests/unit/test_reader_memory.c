@@ -3,7 +3,8 @@
  * source description, a safetensors tensor of 2^34 bytes or a 99 MB
  * header, a tokenizer.bin of 2^24 tokens, a llama2.c checkpoint of the
  * largest shape, a model.json whose dram.bin is 1 TiB) are refused with
- * the format's own message, under an address-space limit of 256 MiB over
+ * the format's own message, and GGUF files claiming 2^40 keys, tensors,
+ * string bytes or array elements, under an address-space limit of 256 MiB over
  * what the test had when it started: a reader that allocated first would
  * fail with "out of memory" instead, or abort. A trace that is valid and
  * claims the largest neuron count (16 x 2^22) is read and summarised
@@ -19,6 +20,7 @@
 #include "check.h"
 #include "model_fixture.h"
 #include "engine/import/import.h"
+#include "engine/import/gguf.h"
 #include "engine/import/safetensors.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "traces/trace.h"
@@ -185,6 +187,42 @@ static void test_safetensors(void)
            "header length 99999999, file 10 bytes");
 }
 
+/* A GGUF header (version 3) with its counts, then `key` with a value type
+ * and the 8-byte number that follows it (a string's length, or an
+ * array's element type 4 and length): 64 bytes in all. */
+static void write_gguf(const char *name, uint64_t n_tensors, uint64_t n_kv, uint32_t type, uint64_t n)
+{
+    unsigned char b[64] = {'G', 'G', 'U', 'F', 3};
+    put_u64(b + 8, n_tensors);
+    put_u64(b + 16, n_kv);
+    put_u64(b + 24, 1);
+    b[32] = 'k';
+    put_u32(b + 33, type);
+    if (type == 9) { /* an array of uint32 */
+        put_u32(b + 37, 4);
+        put_u64(b + 41, n);
+    } else
+        put_u64(b + 37, n);
+    write_bytes(name, b, sizeof b);
+}
+
+static void test_gguf(void)
+{
+    char path[400], why[512];
+    struct gguf_file f;
+    path_of("m.gguf", path, sizeof path);
+    write_gguf("m.gguf", 0, 1ull << 40, 8, 1);
+    expect("GGUF of 2^40 keys", gguf_open(&f, path, why, sizeof why), why, "claims 1099511627776 keys");
+    write_gguf("m.gguf", 1ull << 40, 1, 8, 1);
+    expect("GGUF of 2^40 tensors", gguf_open(&f, path, why, sizeof why), why, "claims 1099511627776 tensors");
+    write_gguf("m.gguf", 0, 1, 8, 1ull << 40);
+    expect("GGUF string of 2^40 bytes", gguf_open(&f, path, why, sizeof why), why,
+           "a string of 1099511627776 bytes needs");
+    write_gguf("m.gguf", 0, 1, 9, 1ull << 40);
+    expect("GGUF array of 2^40 elements", gguf_open(&f, path, why, sizeof why), why,
+           "array of 1099511627776 uint32 elements, more than");
+}
+
 static void test_tokenizer_bin(void)
 {
     unsigned char b[12] = {1, 0, 0, 0};
@@ -253,6 +291,7 @@ int main(void)
     limit_memory();
     test_traces();
     test_safetensors();
+    test_gguf();
     test_tokenizer_bin();
     test_llama2c();
     if (made == 0)
