@@ -1,4 +1,4 @@
-/* Fuzzes the GGUF reader (engine/import/gguf*.c): the header, every
+/* Fuzzes the GGUF reader (common/gguf*.c): the header, every
  * key/value pair and tensor info checked at open; then everything an
  * accepted file offers is read back as the importer will read it: each
  * key through every typed getter, each array walked element by element
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/import/gguf.h"
+#include "common/gguf.h"
 #include "fuzz_util.h"
 
 static unsigned sink; /* keeps the reads from being optimised away */

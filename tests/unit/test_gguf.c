@@ -1,4 +1,4 @@
-/* The GGUF reader (engine/import/gguf.h) on files written here byte by
+/* The GGUF reader (common/gguf.h) on files written here byte by
  * byte (a tiny writer below): every metadata value type read back
  * through the typed getters, arrays by index and by cursor (strings and
  * nested arrays), tensors of the types flashbed reads and one it does
@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "engine/import/gguf.h"
+#include "common/gguf.h"
 
 /* ---- a tiny GGUF writer ---- */
 

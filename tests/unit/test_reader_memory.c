@@ -20,7 +20,7 @@
 #include "check.h"
 #include "model_fixture.h"
 #include "engine/import/import.h"
-#include "engine/import/gguf.h"
+#include "common/gguf.h"
 #include "engine/import/safetensors.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "traces/trace.h"

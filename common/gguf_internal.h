@@ -1,14 +1,14 @@
-/* What the GGUF reader's files share (engine/import/gguf*.c), not part of
- * its API (engine/import/gguf.h): the header's parse into a gguf_file
+/* What the GGUF reader's files share (common/gguf*.c), not part of
+ * its API (common/gguf.h): the header's parse into a gguf_file
  * whose map and size are set, the checks over what it read, and the
  * little-endian numbers and value sizes of the format. */
-#ifndef FLASHBED_ENGINE_GGUF_INTERNAL_H
-#define FLASHBED_ENGINE_GGUF_INTERNAL_H
+#ifndef FLASHBED_COMMON_GGUF_INTERNAL_H
+#define FLASHBED_COMMON_GGUF_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/import/gguf.h"
+#include "common/gguf.h"
 
 /* magic, version, tensor count, key count */
 #define GGUF_HEADER_BYTES 24u

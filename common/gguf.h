@@ -29,8 +29,8 @@
  *   open or allocated after a refusal.
  * - A gguf_file is read-only after gguf_open: any number of threads may
  *   read it at once. */
-#ifndef FLASHBED_ENGINE_GGUF_H
-#define FLASHBED_ENGINE_GGUF_H
+#ifndef FLASHBED_COMMON_GGUF_H
+#define FLASHBED_COMMON_GGUF_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* The GGUF header's parse (engine/import/gguf_internal.h): every length
+/* The GGUF header's parse (common/gguf_internal.h): every length
  * and count read from the file is compared with the bytes left before it
  * is used, so a short or lying file is refused where it first lies, and
  * no allocation is larger than the file could justify. */
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/errbuf.h"
-#include "engine/import/gguf_internal.h"
+#include "common/gguf_internal.h"
 
 /* The fewest bytes a key/value pair takes: a key length, one key byte (keys
  * are not empty), a type, a one-byte value. A tensor info: a name length,

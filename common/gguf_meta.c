@@ -1,4 +1,4 @@
-/* A GGUF file's metadata read in place (engine/import/gguf.h): a key
+/* A GGUF file's metadata read in place (common/gguf.h): a key
  * found, its value read as the type the caller names, arrays walked
  * without copying. Every value was checked at open (its bytes inside the
  * file, bools 0 or 1), so nothing here reads past them. */
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/errbuf.h"
-#include "engine/import/gguf_internal.h"
+#include "common/gguf_internal.h"
 
 const struct gguf_kv *gguf_find(const struct gguf_file *f, const char *key)
 {

@@ -1,4 +1,4 @@
-/* The checks over a parsed GGUF header (engine/import/gguf_internal.h):
+/* The checks over a parsed GGUF header (common/gguf_internal.h):
  * unique keys, general.alignment, the data section, each tensor's row and
  * range, unique tensor names, tensors apart. Sorting needs one index per
  * key or tensor: bounded by the counts the parse already bounded. */
@@ -7,7 +7,7 @@
 
 #include "common/checked.h"
 #include "common/errbuf.h"
-#include "engine/import/gguf_internal.h"
+#include "common/gguf_internal.h"
 
 static int by_key(const void *a, const void *b)
 {

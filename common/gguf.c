@@ -1,8 +1,8 @@
 /* Opening and closing a GGUF file, its tensors, and the names of its
- * codes (engine/import/gguf.h). The metadata's readers are in
+ * codes (common/gguf.h). The metadata's readers are in
  * gguf_meta.c, the header's parse in gguf_read.c, its checks in
  * gguf_check.c. */
-#include "engine/import/gguf.h"
+#include "common/gguf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "common/errbuf.h"
-#include "engine/import/gguf_internal.h"
+#include "common/gguf_internal.h"
 
 uint64_t gguf_vtype_size(uint32_t t)
 {
