@@ -11,6 +11,7 @@
 #include "hw_fixture.h"
 #include "policy_text.h"
 #include "test_files.h"
+#include "common/limits.h"
 #include "common/provenance.h"
 #include "sim/cost_engine.h"
 #include "sim/cost_model.h"
@@ -745,13 +746,35 @@ static void test_every_job_kind(void)
     struct model_shape s;
     char err[512];
     CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
-    struct engine_view v = {.shape = &s, .bytes = 2, .keeps = true, .predictor = true, .predictor_rank = 128,
+    struct engine_view v = {.shape = &s, .type = DTYPE_F16, .keeps = true, .predictor = true, .predictor_rank = 128,
                             .context = 64, .rows_held = 24 * 1000, .rows_loaded = 24 * 100, .min_parallel = 0};
     struct engine_jobs j;
     engine_jobs_of(&v, &j);
     CHECK_U64(j.n_kinds, ENGINE_JOB_KINDS);
     CHECK_NEAR(j.jobs, 24 * (2 + 2 + 1 + 2 + 2 + 2) + 1, 0);
     CHECK_NEAR(j.cold, 24, 0);
+}
+
+/* The engine's view prices weights by their type's table row: one
+ * weight's share of its block for aggregates, and a row on flash as the
+ * neuron bundle's unit geometry pads it (each part wtype_row_bytes), so a
+ * block type's row is exact, not a truncated bytes per weight. Every row of
+ * the table; opt-1.3b's bundle is 2 x 2048 weights. */
+static void test_engine_type_pricing(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
+    for (int i = 0; i < DTYPE_COUNT; i++) {
+        enum fb_dtype t = (enum fb_dtype)i;
+        CHECK(engine_weight_bytes(t) * wtype_block_elems(t) == (double)wtype_block_bytes(t));
+        double bundle = (double)wtype_row_bytes(t, s.d_model) * 2;
+        CHECK_NEAR(engine_row_stride(&s, t), ceil(bundle / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN, 0);
+    }
+    CHECK_NEAR(engine_row_stride(&s, DTYPE_F16), 8192, 0);
+    CHECK_NEAR(engine_weight_bytes(DTYPE_BF16), 2, 0);
+    CHECK(engine_weight_bytes((enum fb_dtype)DTYPE_COUNT) == 0);
 }
 
 /* A profile written before fixed costs loads with none, each source
@@ -926,6 +949,7 @@ int main(void)
     test_fixed_window_tiny();
     test_fixed_jobs_13b();
     test_every_job_kind();
+    test_engine_type_pricing();
     test_fixed_profile_json();
     test_sliding_window();
     test_compare_verdict();
