@@ -28,7 +28,7 @@
 #include "engine/ffn/select_choice.h"
 
 static const struct neuron_source_ops *const all[] = {
-#define SOURCE(x) &source_##x,
+#define SOURCE(x, names, run_help) &source_##x,
 #include "engine/ffn/sources.def"
 #undef SOURCE
 };
@@ -156,20 +156,47 @@ static void test_known(void)
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         CHECK(!select_choice_known(no[i]));
     /* every name listed is known, once, and as many as the computed names: the same set */
-    char allowed[] = SELECT_ACTIVE_ALLOWED;
+    char allowed[128], bars[130];
+    snprintf(allowed, sizeof allowed, "%s", SELECT_ACTIVE_ALLOWED);
+    snprintf(bars, sizeof bars, "|%s|", SELECT_ACTIVE_ALLOWED);
     size_t listed = 0, names = 0;
     for (char *name = strtok(allowed, "|"); name; name = strtok(NULL, "|"))
         if (strcmp(name, "all") != 0) {
             char bar[32];
             snprintf(bar, sizeof bar, "|%s|", name);
             CHECK(select_choice_known(name));
-            const char *first = strstr("|" SELECT_ACTIVE_ALLOWED "|", bar);
+            const char *first = strstr(bars, bar);
             CHECK(first && !strstr(first + 1, bar));
             listed++;
         }
     for (size_t i = 0; i < N_ALL; i++)
         names += all[i]->layer ? 1 + (all[i]->cal_name != NULL) : 0;
     CHECK_U64(listed, names);
+}
+
+/* sources.def's columns: each source's names are its own name and
+ * cal_name when it is chosen by name (it computes its sets), none
+ * otherwise; --active lists them in the table's order after all; run's
+ * help reads every source's words, the trace's last. */
+static void test_def_columns(void)
+{
+    static const char *const names_of[] = {
+#define SOURCE(x, names, run_help) names,
+#include "engine/ffn/sources.def"
+#undef SOURCE
+    };
+    for (size_t i = 0; i < N_ALL; i++) {
+        char want[64] = "";
+        if (all[i]->layer)
+            snprintf(want, sizeof want, "|%s%s%s", all[i]->name, all[i]->cal_name ? "|" : "",
+                     all[i]->cal_name ? all[i]->cal_name : "");
+        CHECK_STR(names_of[i], want);
+        CHECK(strstr(select_run_active_help, all[i]->layer ? all[i]->name : "trace:FILE"));
+    }
+    CHECK_STR(SELECT_ACTIVE_ALLOWED, "all|oracle|predictor|gate|gate-cal|teal");
+    CHECK(!strncmp(select_run_active_help, "which neurons: oracle (true activations), predictor (", 52));
+    const char *end = ", or trace:FILE";
+    CHECK(!strcmp(select_run_active_help + strlen(select_run_active_help) - strlen(end), end));
 }
 
 /* select_choice_open's refusal of name on m, or "" when it takes it. */
@@ -229,6 +256,7 @@ int main(void)
     test_checks();
     test_costs();
     test_known();
+    test_def_columns();
     test_choice();
     return check_report("test_neuron_source");
 }
