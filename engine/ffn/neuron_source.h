@@ -9,11 +9,10 @@
  * its --active names and run's help words: SELECT_ACTIVE_ALLOWED and
  * run's help are generated from them; test_neuron_source holds them to the
  * source's names) and its tests. A source that replays (the trace) has no
- * layer hook: the flash FFN
- * reads its recorded sets itself (ffn_flash.c's trace_needed, from
- * select_config's trace: the layer hook has no token), with the policy's known
- * sets from the same trace. The few places that name a source do so because they mean that
- * very source: the oracle as the truth beside another source (check,
+ * layer hook: its replay hook gives the flash FFN a token's recorded set
+ * by the token's index, with the policy's known sets from the same trace.
+ * The few places that name a source do so because they mean that very
+ * source: the oracle as the truth beside another source (check,
  * record, a warm-up's profile), the trace behind --active trace:FILE.
  *
  * A source with its arguments travels as a value, struct select_config
@@ -93,6 +92,11 @@ struct neuron_source_ops {
     /* Layer l's chosen neurons for FFN input x[d_model]: ascending ids into out[d_ff]; returns how
      * many. Required for a source that does not replay. */
     uint32_t (*layer)(struct neuron_select *s, int layer, struct cpu_kernels *k, const float *x, uint32_t *out);
+    /* A source that replays: token t's recorded set of layer l, known before the layer's input,
+     * from c's arguments (the trace): ascending ids into out[d_ff]; returns how many. t counts
+     * every token the engine runs: past the recorded ones it starts over. Required for a source
+     * that replays (and only there). */
+    uint32_t (*replay)(const struct select_config *c, uint64_t t, int layer, uint32_t *out);
 };
 
 #define SOURCE(x, names, run_help) extern const struct neuron_source_ops source_##x;
