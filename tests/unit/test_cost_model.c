@@ -777,6 +777,39 @@ static void test_engine_type_pricing(void)
     CHECK(engine_weight_bytes((enum fb_dtype)DTYPE_COUNT) == 0);
 }
 
+/* The predictor's rows of a comparison come with every deployable source,
+ * gate-cal among them (it holds the gate's rows), and with none other: the
+ * run's predictor DRAM says which (0 for the oracle, teal, a trace). */
+static void test_run_predictor_rows(void)
+{
+    char dir[] = "/tmp/flashbed-test-runpred-XXXXXX", path[200], err[512], text[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    static const struct {
+        const char *source;
+        double bytes;
+        bool rows;
+    } runs[] = {{"predictor", 4e6, true}, {"gate", 2e6, true}, {"gate-cal", 2e6, true},
+                {"oracle", 0, false},    {"teal", 0, false},  {"trace", 0, false}};
+    struct cost_prediction p = {.io_ms = 12, .mem_ms = 1, .compute_ms = 8, .predictor_ms = 1.5, .dram_predictor = 2e6};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        snprintf(text, sizeof text,
+                 "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"active_source\": \"%s\", "
+                 "\"predictor_ms\": 1, \"predictor_dram_bytes\": %g}}",
+                 runs[i].source, runs[i].bytes);
+        test_write_text(path, text);
+        struct run_summary m;
+        struct run_comparison c;
+        CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+        run_compare(&p, &m, &c);
+        CHECK(c.has_predictor == runs[i].rows);
+        CHECK(!runs[i].rows || c.predictor_dram[1] == runs[i].bytes);
+        run_summary_free(&m);
+    }
+    unlink(path);
+    rmdir(dir);
+}
+
 /* A profile written before fixed costs loads with none, each source
  * saying so; a profile with them writes and reads back the same. */
 static void test_fixed_profile_json(void)
@@ -938,6 +971,7 @@ int main(void)
     test_accounting();
     test_device_pricing();
     test_run_summary();
+    test_run_predictor_rows();
     test_paper_tables();
     test_s_agg();
     test_policy_list();
