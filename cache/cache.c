@@ -86,10 +86,11 @@ void cache_geometry_of_unit(const struct unit_geometry *u, uint64_t read_align, 
 {
     *g = (struct cache_geometry){.n_layers = u->n_layers,
                                  .d_ff = u->units,
-                                 .vec_bytes = u->n_extents ? u->ext[0].bytes : 0,
                                  .vecs_per_row = u->n_extents,
+                                 .unit_bytes = u->bytes,
                                  .row_bytes = u->stride,
                                  .read_align = read_align};
+    memcpy(g->vec, u->ext, sizeof g->vec);
 }
 
 int cache_open(struct cache *c, const struct cache_config *cfg, const struct cache_geometry *g, char *err,
@@ -112,8 +113,8 @@ int cache_open(struct cache *c, const struct cache_config *cfg, const struct cac
         p->capacity = cfg->capacity_rows < g->d_ff ? cfg->capacity_rows : g->d_ff;
         p->capped = p->ops->uses_budget || cfg->capacity_rows > 0 || cfg->capacity_binds;
     }
-    lo->vec_bytes = g->vec_bytes;
     lo->vecs_per_row = g->vecs_per_row;
+    memcpy(lo->vec, g->vec, sizeof lo->vec);
     lo->row_bytes = g->row_bytes;
     lo->read_align = g->read_align;
     if (alloc_buffers(c, g->n_layers, g->d_ff) != 0) {

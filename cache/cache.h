@@ -53,11 +53,12 @@ void cache_shared_capacity(uint64_t budget_bytes, const struct unit_geometry *u,
  * as the cache and its layouts see it, made by cache_geometry_of_unit. */
 struct cache_geometry {
     uint32_t n_layers, d_ff;  /* d_ff: the units (rows) of one layer */
-    uint64_t vec_bytes;       /* one part (extent) of a unit; the parts are equal */
     uint32_t vecs_per_row;    /* the unit's parts: 2 (up, down) or 3 (up, gate, down) of a bundle */
+    uint64_t unit_bytes;      /* one unit's data: its parts back to back */
     uint64_t row_bytes;       /* one unit on flash: its stride (the engine's aligned stride) */
     uint64_t read_align;      /* direct I/O's block, to which a per-vector (split) read widens;
                                * 0: a vector is read exactly (packed replay) */
+    struct unit_extent vec[UNIT_MAX_EXTENTS]; /* the parts (extents): where each lies, its bytes */
 };
 
 /* u's rows: its units per layer at its stride, its extents the vectors a

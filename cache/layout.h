@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cache/unit_geometry.h"
 #include "traces/trace.h"
 
 struct layout;
@@ -31,16 +32,17 @@ static inline void tally_reads(struct read_tally *t, uint64_t count, uint64_t si
         t->sizes->count[63 - __builtin_clzll(size | 1)] += count;
 }
 
-/* Where vector v of a bundle is read: at offset *off into the bundle,
- * *len bytes. With align 0 exactly the vector (v * vec_bytes, vec_bytes);
- * with a direct-I/O alignment the read widens to whole blocks of it,
- * never past the bundle's stride (row_bytes), which is how the engine's
- * flash FFN issues a per-vector (split) read, and so how the split layout
- * counts its bytes. */
-static inline void layout_vector_span(uint64_t vec_bytes, uint64_t row_bytes, uint64_t align, uint32_t v,
+/* Where one vector (extent) of a bundle is read: the extent lies at
+ * `offset` into the bundle and is `bytes` long (its unit geometry's,
+ * cache/unit_geometry.h); the read is at *off into the bundle, *len bytes.
+ * With align 0 exactly the extent; with a direct-I/O alignment the read
+ * widens to whole blocks of it, never past the bundle's stride (row_bytes),
+ * which is how the engine's streamer issues a per-vector (split) read, and
+ * so how the split layout counts its bytes. */
+static inline void layout_vector_span(uint64_t offset, uint64_t bytes, uint64_t row_bytes, uint64_t align,
                                       uint64_t *off, uint64_t *len)
 {
-    uint64_t lo = (uint64_t)v * vec_bytes, hi = lo + vec_bytes;
+    uint64_t lo = offset, hi = lo + bytes;
     if (align > 1) {
         lo = lo / align * align;
         hi = (hi + align - 1) / align * align;
@@ -100,10 +102,9 @@ struct layout {
     const struct trace *known;  /* friends: the sets co-activation is counted on */
     bool predicted;
     uint32_t n_layers, d_ff;
-    uint64_t vec_bytes;       /* one up column / down row / gate row: d_model * bytes */
-    uint32_t vecs_per_row;    /* 2 (relu) or 3 (glu) */
-    uint64_t row_bytes;       /* one bundle on flash: vecs_per_row * vec_bytes, or the
-                               * model's aligned bundle stride in the engine */
+    uint32_t vecs_per_row;    /* a unit's extents: 2 (relu) or 3 (glu) of a neuron bundle */
+    struct unit_extent vec[UNIT_MAX_EXTENTS]; /* each extent's offset and bytes (the unit geometry's) */
+    uint64_t row_bytes;       /* one unit on flash: its stride (the engine's aligned stride) */
     uint64_t read_align;      /* a per-vector read widens to blocks of this many bytes
                                * (layout_vector_span); 0: exactly the vector */
     uint64_t arg;             /* coalesce:G -> G */

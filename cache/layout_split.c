@@ -1,5 +1,5 @@
 /* split: up column, down row (and gate row) of a neuron live in separate
- * matrices: each is its own read of d_model * bytes, widened to whole
+ * matrices: each is its own read of its extent (the unit geometry's), widened to whole
  * direct-I/O blocks when the geometry has an alignment (layout_vector_span:
  * the engine reads exactly that). */
 #include "cache/layout.h"
@@ -10,7 +10,7 @@ static uint32_t split_read(struct layout *lo, uint32_t l, const uint32_t *rows, 
     (void)l;
     for (uint32_t v = 0; v < lo->vecs_per_row; v++) {
         uint64_t off, len;
-        layout_vector_span(lo->vec_bytes, lo->row_bytes, lo->read_align, v, &off, &len);
+        layout_vector_span(lo->vec[v].offset, lo->vec[v].bytes, lo->row_bytes, lo->read_align, &off, &len);
         tally_reads(t, n, len);
     }
     if (!out)

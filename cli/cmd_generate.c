@@ -66,7 +66,7 @@ static const struct opt_command generate_command = {
     .summary = "Generates text with all weights in DRAM (the dense reference). stdout carries only\n"
                "the prompt followed by the continuation; statistics go to stderr. Stops at the\n"
                "model's end-of-sequence token or after -n tokens. With --active\n"
-               "predictor|gate|gate-cal|teal|oracle the FFN is computed only on the neurons that source\n"
+               "SOURCE (any but all) the FFN is computed only on the neurons that source\n"
                "chooses (the density and the FFN weight bytes per token are reported).",
     .opts = generate_options,
     .max_positional = 0,

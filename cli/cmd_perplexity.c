@@ -64,7 +64,7 @@ static const struct opt_command perplexity_command = {
     .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
                "of the context length each led by BOS, and every token after BOS is scored.\n"
                "Prints the perplexity and the mean negative log-likelihood on stdout. With --active\n"
-               "predictor|gate|gate-cal|teal|oracle the FFN is computed only on the neurons that\n"
+               "SOURCE (any but all) the FFN is computed only on the neurons that\n"
                "source chooses (all weights in DRAM), so the accuracy a choice costs is measured; the\n"
                "FFN density it came to and the FFN weight bytes a token would read are printed too\n"
                "(and in --json: density, input_density for teal, ffn_bytes_per_token; ms_per_token is the\n"

@@ -62,7 +62,7 @@ static const struct opt_def run_options[] = {
      .min = 1, .max = RUN_MAX_WINDOW, .allowed = "auto"},
     {"coalesce", OPT_UINT, O(coalesce), "0", "G", "all: one read across gaps of up to G unneeded neurons",
      .max = MODEL_MAX_D_FF},
-    {"active", OPT_STRING, O(active), "oracle", "SOURCE", "which neurons: oracle (true activations), predictor (the model's activation predictor), gate (GLU FFNs: the gate projection decides, one threshold for every layer: --threshold T, or the global one of --sparsify FILE), gate-cal (the gate with the per-layer thresholds of the model's sparsify.json or --sparsify FILE: flashbed sparsify calibrate), teal (input sparsity from the same file: the kept input channels' columns of up and gate, then the kept rows of down, read from ffn_t.bin (flashbed model transpose DIR) through two caches of the policy; layout transposed; cpu backend only; --record writes the kept channels and rows of down, which replay --layout transposed reads; no --check or read-ahead yet), or trace:FILE"},
+    {"active", OPT_STRING, O(active), "oracle", "SOURCE", select_run_active_help},
     {"sparsify", OPT_STRING, O(sparsify), NULL, "FILE", SELECT_SPARSIFY_HELP},
     {"use", OPT_STRING, O(use), "auto", "SETS", "with trace:FILE: predicted, actual, or auto (predicted when present)"},
     {"warmup-file", OPT_STRING, O(warmup_file), NULL, "FILE", "hot with the oracle: the text whose needed neurons hot ranks, run first and not measured [default: the prompt]"},

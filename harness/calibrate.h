@@ -56,9 +56,8 @@ enum { CALIBRATE_CRC_BYTES = 16384 };
 void calibrate_measure_crc(struct hw_profile *hw, bool quick);
 
 /* Whether the CPU's profile measures type t: one float type of each
- * width, the first in the table's order (f32, f16; bf16 streams the bytes
- * f16 does, and CPU profiles have held those two rates), and every block
- * format. */
+ * width, the first in the table's order (f32, f16; not bf16), and every
+ * block format. The rule and why: at its definition (calibrate.c). */
 bool calibrate_cpu_measures(enum fb_dtype t);
 
 /* The engine's matvec on `threads` threads in each type the CPU measures

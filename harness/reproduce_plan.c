@@ -12,6 +12,7 @@
 #include "common/errbuf.h"
 #include "common/model_shape.h"
 #include "common/parse.h"
+#include "engine/ffn/neuron_source.h"
 #include "harness/reproduce_plan.h"
 #include "sim/paper_tables.h"
 
@@ -465,18 +466,19 @@ struct run_sizes {
 };
 
 /* One measured run: mode md on the shape's model, its neurons chosen by
- * source (trace: the shape's calibrated trace; predictor: the predictor
- * trained on the model), round r. naive and hybrid run few tokens, one of
- * them cold; naive keeps nothing between tokens and runs without a budget. */
+ * the source named source (one that replays, the trace: the shape's
+ * calibrated trace; else by its name: the predictor trained on the model),
+ * round r. naive and hybrid run few tokens, one of them cold; naive keeps
+ * nothing between tokens and runs without a budget. */
 static int add_run(struct repro_plan *p, const char *shape, const struct repro_mode *md, const char *source, int r,
                    const struct run_sizes *t)
 {
     char id[96], what[160], rel[200], model[4200], active[4300], out[4200];
     at(p, model, sizeof model, "models/%s", shape);
-    if (!strcmp(source, "trace"))
+    if (neuron_source_find(source, NULL)->replays)
         snprintf(active, sizeof active, "trace:%s/traces/%s.trace", p->config.out, shape);
     else
-        snprintf(active, sizeof active, "predictor");
+        snprintf(active, sizeof active, "%s", source);
     snprintf(id, sizeof id, "run-%s-%s-%s-r%d", shape, md->mode, source, r);
     snprintf(what, sizeof what, "%s %s (neurons: %s), round %d of %d", shape, md->mode, source, r, t->rounds);
     snprintf(rel, sizeof rel, "runs/%s/%s-%s-r%d", shape, md->mode, source, r);
@@ -500,7 +502,7 @@ static int add_run(struct repro_plan *p, const char *shape, const struct repro_m
 
 /* The cost model's price of a mode on this machine's profile, beside the
  * runs: the trace's volumes (naive and hybrid need none), the predictor's
- * cost for the predictor-chosen runs. */
+ * cost (its rank) for the runs a deployable source chose. */
 static int add_predict(struct repro_plan *p, const char *shape, const struct repro_mode *md, const char *source,
                        const char *rank)
 {
@@ -512,7 +514,7 @@ static int add_predict(struct repro_plan *p, const char *shape, const struct rep
              source);
     snprintf(rel, sizeof rel, "runs/%s/%s-%s-predict", shape, md->mode, source);
     at(p, out, sizeof out, "%s", rel);
-    const char *pred_rank = strcmp(source, "predictor") ? "none" : rank;
+    const char *pred_rank = neuron_source_find(source, NULL)->deployable ? rank : "none";
     if (md->whole_layers) /* whole layers: predict prices them as sequential reads, without a trace */
         STEP(p, "runs", id, rel, what, "predict", "--model", shape, "--hw", hw, "--dtype", "f16", "--policy",
              md->policy, "--dram-budget", repro_run_budget(shape), "--predictor-rank", "none", "--out", out);
@@ -544,7 +546,7 @@ static int add_predictor(struct repro_plan *p, const char *shape, const struct t
  * configuration's price on this machine's profile. */
 static int add_runs(struct repro_plan *p, const char *shape, const struct tier_sizes *t)
 {
-    static const char *const sources[] = {"trace", "predictor"};
+    static const char *const sources[] = {"trace", "predictor"}; /* neuron sources' names */
     bool trained = p->text[0] != '\0';
     if (trained && add_predictor(p, shape, t) != 0)
         return -1;

@@ -29,6 +29,7 @@
 #include "common/json_file.h"
 #include "common/provenance.h"
 #include "common/strbuf.h"
+#include "engine/ffn/neuron_source.h"
 #include "harness/reproduce_plan.h"
 #include "harness/reproduce_tables.h"
 
@@ -237,7 +238,10 @@ static void source_rows(struct strbuf *b, struct strbuf *csv, const struct repro
                         const struct repro_sparsity *z, size_t text, const char *source,
                         const struct repro_sparsity_cell *dense)
 {
-    bool pred = !strcmp(source, "predictor");
+    /* a source that reads no thresholds file (the predictor) is swept by its own threshold, P;
+     * the others by the sparsity their file was calibrated at, S */
+    const struct neuron_source_ops *o = neuron_source_find(source, NULL);
+    bool pred = o && o->file == SOURCE_FILE_NONE;
     size_t n = pred ? z->n_predictor : z->n_sparsities;
     struct repro_sparsity_cell cells[REPRO_SPARSITY_MAX];
     for (size_t i = 0; i < n; i++) {

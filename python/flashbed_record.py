@@ -40,7 +40,7 @@ Tokens: --tokens N of the text are scored in forward passes of at most
 --context tokens (each pass a sequence of its own in the trace), then
 --generate G tokens are generated greedily after them, each recorded as a
 generated token. The trace's header holds the model's shape (layers,
-d_model, d_ff, bytes per weight, plain or GLU FFN), so flashbed replay,
+d_model, d_ff, the weights' type, plain or GLU FFN), so flashbed replay,
 trace info and predict --trace read it as they read their own.
 
 Command line (local paths only; nothing is downloaded):
@@ -229,7 +229,7 @@ class FfnRecorder:
     active mask of every position ([positions, d_ff] bools) and, with a
     predictor, its predicted mask; take() hands them over and clears."""
 
-    def __init__(self, model, layers, rule, predictor=None, bytes_per_weight=None):
+    def __init__(self, model, layers, rule, predictor=None, bytes_per_weight=None, weight_type=None):
         if predictor is not None and layers.up is None:
             raise RecordError("a predictor needs the FFN's input: name the up projection with --up-module")
         self.layers, self.rule, self.predictor = layers, rule, predictor
@@ -238,7 +238,19 @@ class FfnRecorder:
             if _linear_shape(mod, "%r layer %d" % (layers.down_pattern, l)) != (self.d_ff, self.d_model):
                 raise RecordError("%r layer %d has another shape than layer 0" % (layers.down_pattern, l))
         w = layers.down[0].weight
-        self.bytes_per_weight = bytes_per_weight or _config_dtype_bytes(model) or w.element_size()
+        # the weights' type as the trace header records it (a name of ft.WTYPES): given, or an
+        # older caller's bytes per weight (4 f32, 2 f16), or the model's config dtype, else the
+        # weights' own dtype; a dtype stays its type (bf16 is recorded as bf16, not as 2 bytes)
+        if weight_type:
+            self.weight_type, self._why = weight_type, None
+        elif bytes_per_weight:
+            self.weight_type = ft.dtype_of_bytes(bytes_per_weight)
+            self._why = "%d bytes per weight name no weight type a trace records (4: f32, 2: f16)" % bytes_per_weight
+        else:
+            d = _config_dtype(model) or str(w.dtype)
+            self.weight_type = torch_weight_type(d)
+            self._why = ("the weights' dtype %s is no weight type a trace records (%s): give --weight-type"
+                         % (d, ", ".join(ft.WTYPES)))
         self._active = [[] for _ in layers.down]
         self._predicted = [[] for _ in layers.down]
         self._handles = []
@@ -269,12 +281,9 @@ class FfnRecorder:
         return hook
 
     def meta(self, source):
-        # the header records a type: the weight size read as an older
-        # header's bytes per weight is (4 f32, 2 f16; bf16 prices as f16)
-        dtype = ft.dtype_of_bytes(self.bytes_per_weight)
-        if dtype is None:
-            raise RecordError("%d bytes per weight name no weight type a trace records (4: f32, 2: f16)"
-                              % self.bytes_per_weight)
+        dtype = self.weight_type
+        if dtype not in ft.WTYPES:
+            raise RecordError(self._why or "the weight type %s is none a trace records" % dtype)
         return ft.TraceMeta(len(self.layers.down), self.d_model, self.d_ff, dtype,
                             ft.FFN_GLU if self.layers.glu else ft.FFN_RELU, self.predictor is not None,
                             json.dumps(source))
@@ -304,25 +313,42 @@ class FfnRecorder:
         self._handles = []
 
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+# torch's dtype names as the trace's weight types (ft.WTYPES, common/wtypes.def);
+# a dtype without a row (float64) has none
+TORCH_TYPES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16"}
 
 
-def _config_dtype_bytes(model):
-    """Bytes per weight of the model's config dtype (after loading,
+def torch_weight_type(dtype):
+    """The trace's weight type of a torch dtype or its name ("bfloat16",
+    "torch.bfloat16"); None when the table has no row for it."""
+    return TORCH_TYPES.get(str(dtype).replace("torch.", "")) if dtype is not None else None
+
+
+def _config_dtype(model):
+    """The model's config dtype's name, or None (after loading,
     transformers may have set it to the dtype loaded)."""
     cfg = _config(model)
     d = cfg.get("torch_dtype") or cfg.get("dtype")
-    return DTYPE_BYTES.get(str(d).replace("torch.", ""))
+    return str(d).replace("torch.", "") if d else None
 
 
-def saved_dtype_bytes(model_dir):
-    """Bytes per weight as the folder's config.json says it was saved."""
+def saved_weight_type(model_dir):
+    """The weight type the folder's config.json says it was saved in; None
+    when it names no dtype; RecordError when it names one the trace's types
+    lack (float64)."""
     try:
         with open(os.path.join(model_dir, "config.json")) as f:
             cfg = json.load(f)
     except (OSError, ValueError):
         return None
-    return DTYPE_BYTES.get(str(cfg.get("torch_dtype") or cfg.get("dtype")))
+    d = cfg.get("torch_dtype") or cfg.get("dtype")
+    if not d:
+        return None
+    t = torch_weight_type(d)
+    if t is None:
+        raise RecordError("%s: its dtype %s is no weight type a trace records (%s): give --weight-type"
+                          % (os.path.join(model_dir, "config.json"), d, ", ".join(ft.WTYPES)))
+    return t
 
 
 def _index_lists(mask):
@@ -614,9 +640,11 @@ def _parse(argv):
     p.add_argument("--predictor", metavar="FILE.py", help="also record the sets of predict(layer, x) in this file")
     p.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32",
                    help="compute in this dtype [default: float32]")
+    p.add_argument("--weight-type", choices=tuple(ft.WTYPES), metavar="TYPE",
+                   help="the weights' type the trace records: %s [default: as config.json says the weights were "
+                        "saved]" % ", ".join(ft.WTYPES))
     p.add_argument("--bytes-per-weight", type=int, metavar="B",
-                   help="the weights' size, recorded as a type: 4 f32, 2 f16 [default: as config.json says the "
-                        "weights were saved]")
+                   help="the older spelling of --weight-type, by size: 4 f32, 2 f16")
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto [default: auto]")
     return p.parse_args(argv)
 
@@ -628,6 +656,9 @@ def _check_args(a):
         raise RecordError("--text needs --tokens N, N >= 1")
     if a.context < 0 or a.generate < 0:
         raise RecordError("--context and --generate: numbers >= 0")
+    if a.weight_type and a.bytes_per_weight is not None:
+        raise RecordError("--weight-type %s and --bytes-per-weight %d: give one, not both"
+                          % (a.weight_type, a.bytes_per_weight))
     if a.bytes_per_weight is not None and a.bytes_per_weight not in (2, 4):
         raise RecordError("--bytes-per-weight %d: 4 (f32) or 2 (f16), the sizes a trace records as a type"
                           % a.bytes_per_weight)
@@ -692,9 +723,10 @@ class _Setup:
         max_pos = _config(self.model).get("max_position_embeddings") or len(self.ids) + a.generate + 1
         self.context = min(a.context or max_pos, max_pos)
         self.passes = split_passes(self.ids, self.context, a.generate, max_pos)
+        given = a.weight_type or (None if a.bytes_per_weight else saved_weight_type(a.model))
         self.rec = FfnRecorder(self.model, self.layers, self.rule,
                                load_predictor(a.predictor) if a.predictor else None,
-                               a.bytes_per_weight or saved_dtype_bytes(a.model))
+                               a.bytes_per_weight, given)
 
     def source(self, a, argv):
         """The trace header's description: every parameter, and where and

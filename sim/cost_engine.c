@@ -6,18 +6,27 @@
 #include "cache/unit_geometry.h"
 #include "common/limits.h"
 
-double engine_row_stride(const struct model_shape *s, int bytes)
+double engine_weight_bytes(enum fb_dtype t)
 {
-    double b = (double)unit_neuron_weights(s) * bytes;
-    return ceil(b / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
+    return wtype_valid(t) ? (double)wtype_block_bytes(t) / wtype_block_elems(t) : 0;
 }
 
-double engine_dram_bytes(const struct model_shape *s, int bytes)
+double engine_row_stride(const struct model_shape *s, enum fb_dtype t)
+{
+    struct unit_dims d = unit_dims_of_shape(s, t);
+    struct unit_geometry g;
+    char err[160];
+    if (unit_geometry_make(UNIT_NEURON_BUNDLE, &d, FB_BUNDLE_ALIGN, &g, err, sizeof err) != 0)
+        return 0;
+    return (double)g.stride;
+}
+
+double engine_dram_bytes(const struct model_shape *s, enum fb_dtype t)
 {
     struct param_counts pc;
     model_shape_params(s, &pc);
     double rows = (double)unit_neuron_weights(s) * s->d_ff * s->n_layers;
-    return bytes * ((double)pc.total - rows);
+    return engine_weight_bytes(t) * ((double)pc.total - rows);
 }
 
 /* run_plan.c's hybrid_capacity on the cost model's sizes: the KV cache
@@ -25,7 +34,7 @@ double engine_dram_bytes(const struct model_shape *s, int bytes)
 double engine_hybrid_rows(const struct engine_view *v)
 {
     const struct model_shape *s = v->shape;
-    double stride = engine_row_stride(s, v->bytes), dram = engine_dram_bytes(s, v->bytes);
+    double stride = engine_row_stride(s, v->type), dram = engine_dram_bytes(s, v->type);
     double model = dram + stride * s->d_ff * s->n_layers;
     double kv = 2.0 * s->n_layers * (2 * v->context + 1) * ((double)model_shape_head_dim(s) * s->n_kv_heads) * 4;
     double room = v->share * model - dram - kv - (double)s->d_ff * stride;
@@ -47,7 +56,7 @@ static void add_requests(struct engine_reads *out, double n, double bytes)
 void engine_reads_of(const struct engine_view *v, struct engine_reads *out)
 {
     const struct model_shape *s = v->shape;
-    double L = s->n_layers, stride = engine_row_stride(s, v->bytes);
+    double L = s->n_layers, stride = engine_row_stride(s, v->type);
     memset(out, 0, sizeof *out);
     if (!v->whole) {
         if (v->reads > 0)
@@ -55,7 +64,7 @@ void engine_reads_of(const struct engine_view *v, struct engine_reads *out)
         return;
     }
     if (v->streams_all) {
-        double per = ceil(engine_dram_bytes(s, v->bytes) / L / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
+        double per = ceil(engine_dram_bytes(s, v->type) / L / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN;
         double scratch = fmin(per, ENGINE_STREAM_SCRATCH), fills = ceil(per / scratch);
         add_requests(out, L * fills, per / fills);
     }
@@ -79,7 +88,7 @@ static void ffn_call(struct engine_jobs *out, const struct engine_view *v, doubl
     double d = v->shape->d_model;
     if (n < 1 || n * d < v->min_parallel)
         return;
-    add_jobs(out, L, n * (double)unit_neuron_weights(v->shape) * v->bytes, after);
+    add_jobs(out, L, n * (double)unit_neuron_weights(v->shape) * engine_weight_bytes(v->type), after);
     add_jobs(out, L, 0, JOB_HOT);
 }
 
@@ -87,7 +96,7 @@ static void ffn_call(struct engine_jobs *out, const struct engine_view *v, doubl
 static void matvec(struct engine_jobs *out, const struct engine_view *v, double n, double r, double c, int after)
 {
     if (r * c >= v->min_parallel)
-        add_jobs(out, n, r * c * v->bytes, after);
+        add_jobs(out, n, r * c * engine_weight_bytes(v->type), after);
 }
 
 void engine_jobs_of(const struct engine_view *v, struct engine_jobs *out)

@@ -38,6 +38,7 @@
 #include <stdbool.h>
 
 #include "common/model_shape.h"
+#include "common/wtype.h"
 
 #define ENGINE_MAX_READ (1u << 20)         /* engine/ffn/streamer.h: STREAMER_MAX_READ */
 #define ENGINE_STREAM_SCRATCH (64u << 20)  /* engine/ffn/ffn_flash.h: FFN_FLASH_STREAM_SCRATCH */
@@ -55,7 +56,7 @@ struct engine_reads {
 /* The engine's view of a priced configuration. */
 struct engine_view {
     const struct model_shape *shape;
-    int bytes;              /* per weight */
+    enum fb_dtype type;     /* the weights' type (common/wtype.h): prices them */
     bool whole;             /* reads whole layers (naive, hybrid) */
     bool streams_all;       /* naive: also dram.bin */
     bool keeps;             /* keeps rows between tokens (a cache) */
@@ -68,11 +69,19 @@ struct engine_view {
     double min_parallel;    /* the team's threshold */
 };
 
-/* Bytes of one row on flash: its bundle padded to FB_BUNDLE_ALIGN. */
-double engine_row_stride(const struct model_shape *s, int bytes);
+/* One weight's share of its block in type t (block_bytes / block_elems:
+ * 4, 2 for the float types, 18/32 for Q4_0), from the weight-type table;
+ * for aggregates over many rows (a whole model's matrices, a job's work),
+ * never a single element. 0 outside the table. */
+double engine_weight_bytes(enum fb_dtype t);
+
+/* Bytes of one row on flash: its neuron bundle (unit geometry, each part
+ * wtype_row_bytes) padded to FB_BUNDLE_ALIGN; 0 when t's blocks do not
+ * tile a part. */
+double engine_row_stride(const struct model_shape *s, enum fb_dtype t);
 
 /* Bytes of dram.bin: every weight but the FFN's rows. */
-double engine_dram_bytes(const struct model_shape *s, int bytes);
+double engine_dram_bytes(const struct model_shape *s, enum fb_dtype t);
 
 /* hybrid's resident rows per layer (see above). */
 double engine_hybrid_rows(const struct engine_view *v);

@@ -23,9 +23,7 @@ uint64_t cost_row_bytes(const char *dtype, uint64_t n)
 double cost_weight_bytes(const char *dtype)
 {
     enum fb_dtype t;
-    if (wtype_parse(dtype, &t) != 0)
-        return 0;
-    return (double)wtype_block_bytes(t) / wtype_block_elems(t);
+    return wtype_parse(dtype, &t) == 0 ? engine_weight_bytes(t) : 0;
 }
 
 double cost_predictor_params(const struct model_shape *s, double rank)
@@ -206,7 +204,8 @@ struct pricing {
     const struct policy_ops *pol;
     const struct compute_rate *rate;
     struct parts p;
-    double B;          /* bytes per weight */
+    enum fb_dtype type; /* the weights' type */
+    double B;          /* bytes per weight: its share of a block (engine_weight_bytes) */
     double rb;         /* bytes of one row */
     bool whole;        /* reads whole layers (naive, hybrid): the model streamed */
     bool streams_all;  /* holds no part of any layer (naive) */
@@ -328,7 +327,7 @@ static void engine_view_of(const struct pricing *x, struct engine_view *v)
     const struct cost_config *c = x->c;
     memset(v, 0, sizeof *v);
     v->shape = c->shape;
-    v->bytes = (int)x->B;
+    v->type = x->type;
     v->whole = x->whole;
     v->streams_all = x->streams_all;
     v->keeps = x->pol->keeps_reads;
@@ -337,7 +336,7 @@ static void engine_view_of(const struct pricing *x, struct engine_view *v)
     v->share = c->dram_share;
     v->context = c->context_tokens;
     v->reads = c->vol.reads > 0 ? c->vol.reads : c->vol.neurons_loaded;
-    v->read_bytes = c->vol.neurons_loaded * engine_row_stride(c->shape, (int)x->B);
+    v->read_bytes = c->vol.neurons_loaded * engine_row_stride(c->shape, x->type);
     v->rows_held = c->vol.cache_rows;
     v->rows_loaded = c->vol.neurons_loaded;
     v->min_parallel = c->hw->fixed.min_parallel_work > 0 ? c->hw->fixed.min_parallel_work : FB_MIN_PARALLEL_WORK_DEFAULT;
@@ -603,8 +602,8 @@ static int units_setup(struct pricing *x, char *err, size_t errlen)
 int cost_predict(const struct cost_config *c, struct cost_prediction *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof *o);
-    struct pricing x = {.c = c, .B = cost_weight_bytes(c->dtype)};
-    if (!x.B)
+    struct pricing x = {.c = c};
+    if (wtype_parse(c->dtype, &x.type) != 0 || !(x.B = engine_weight_bytes(x.type)))
         return err_set(err, errlen, "unknown dtype '%s' (use %s)", c->dtype, wtype_names());
     x.rate = hw_compute(c->hw, c->dtype);
     if (!x.rate || x.rate->bw <= 0)

@@ -185,7 +185,11 @@ void run_compare(const struct cost_prediction *p, const struct run_summary *m, s
         out->verify_ms[0] = p->verify_ms, out->verify_ms[1] = m->verify_ms;
         out->verify_ms[2] = cost_rel_err(p->verify_ms, m->verify_ms);
     }
-    out->has_predictor = !strcmp(m->active_source, "predictor") || !strcmp(m->active_source, "gate");
+    /* a deployable source (the predictor, the gate, gate-cal: what a deployment holds) is the
+     * one a run records predictor DRAM for (engine/ffn: ffn_flash_predictor_bytes, 0 for the
+     * oracle, teal and a trace); run.json has carried the key since --active predictor|gate came,
+     * so the run's own number says it, not a list of names that missed gate-cal */
+    out->has_predictor = m->predictor_dram_bytes > 0;
     if (!out->has_predictor)
         return;
     double me_ms = m->predictor_ms, me_dram = m->predictor_dram_bytes; /* NAN when the run lacks them */

@@ -97,7 +97,10 @@ int bk_check_ffn(struct backend_base *b, struct dev_ref out, struct dev_ref rows
         return -1;
     if (check_positive(b, "ffn", d, "d") || n_rows < 0)
         return n_rows < 0 ? bk_fail(b, "ffn: %d rows", n_rows) : -1;
-    size_t bundle = bk_bundle_bytes(d, t, a);
+    struct bk_bundle_memo *m = &b->bundle;
+    if (m->d != d || m->t != t || m->glu != a->glu)
+        *m = (struct bk_bundle_memo){d, t, a->glu, bk_bundle_bytes(d, t, a)};
+    size_t bundle = m->bytes;
     if (row_stride < bundle)
         return bk_fail(b, "ffn: a row stride of %zu bytes is shorter than a bundle of %zu", row_stride, bundle);
     size_t span = n_rows ? (size_t)(n_rows - 1) * row_stride + bundle : 0;

@@ -21,10 +21,21 @@ struct dev_buf {
 };
 
 /* Every backend's instance starts with this. */
+/* A neuron bundle's bytes for one (d, type, GLU): bk_check_ffn's row stride
+ * check works it out once (a model's FFN calls all share it) and again only
+ * when an FFN of another shape comes. d 0: none yet. */
+struct bk_bundle_memo {
+    int d;
+    enum fb_dtype t;
+    bool glu;
+    size_t bytes;
+};
+
 struct backend_base {
     char err[512];
     bool failed; /* a fault in the queue: every later call fails */
     struct backend_counts counts;
+    struct bk_bundle_memo bundle; /* zeroed with the backend */
 };
 
 /* Sets the error (one line) and returns -1. */

@@ -2,7 +2,7 @@
  * bundle's unit operations around the streamer (engine/ffn/streamer.h).
  * One layer step:
  *   1. which neurons: the oracle, the predictor, the gate (neuron_select.h),
- *      or the trace's set
+ *      or a replaying source's recorded set (its replay hook)
  *   2. the streamer decides, reads and lands them (memory management, one
  *      batch of reads straight into the reserved rows, read-ahead)
  *   3. compute: the backend's ffn_rows over the rows held (its hooks)
@@ -30,16 +30,6 @@ static void fail(struct flash_ffn *ff, const char *what)
 static void dev_check(struct flash_ffn *ff, int rc)
 {
     streamer_dev_check(&ff->s, rc);
-}
-
-static uint32_t trace_needed(const struct flash_ffn *ff, int layer, uint32_t *out)
-{
-    const struct trace *tr = ff->cfg.select.trace;
-    uint32_t n;
-    const uint32_t *ids = trace_set(tr, ff->cfg.select.use_predicted, (uint64_t)ff->s.token % tr->n_tokens,
-                                    (uint32_t)layer, &n);
-    memcpy(out, ids, n * sizeof *out);
-    return n;
 }
 
 /* naive: dram.bin streamed through the scratch buffer, a slice per layer so
@@ -147,8 +137,9 @@ static uint32_t choose_needed(struct ffn *f, struct flash_ffn *ff, int layer, co
 {
     if (!cached)
         return 0;
-    if (select_source(&ff->cfg.select)->replays)
-        return trace_needed(ff, layer, ff->s.needed);
+    const struct neuron_source_ops *src = select_source(&ff->cfg.select);
+    if (src->replays)
+        return src->replay(&ff->cfg.select, (uint64_t)ff->s.token, layer, ff->s.needed);
     double t0 = now_ms();
     uint32_t n = 0;
     if (ff->dev_predict) { /* x stays on the device; its logits come down */

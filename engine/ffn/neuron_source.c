@@ -4,7 +4,7 @@
 #include <string.h>
 
 static const struct neuron_source_ops *const sources[] = {
-#define SOURCE(x) &source_##x,
+#define SOURCE(x, names, run_help) &source_##x,
 #include "engine/ffn/sources.def"
 #undef SOURCE
 };
@@ -25,7 +25,12 @@ const struct neuron_source_ops *neuron_source_find(const char *name, bool *cal)
 
 void neuron_source_names(char *buf, size_t len)
 {
-    const char *names[2 * N_SOURCES];
+    neuron_source_names_then(buf, len, NULL);
+}
+
+void neuron_source_names_then(char *buf, size_t len, const char *last)
+{
+    const char *names[2 * N_SOURCES + 1];
     size_t n = 0;
     for (size_t i = 0; i < N_SOURCES; i++) {
         if (!sources[i]->layer) /* not computed: not chosen by name */
@@ -34,6 +39,8 @@ void neuron_source_names(char *buf, size_t len)
         if (sources[i]->cal_name)
             names[n++] = sources[i]->cal_name;
     }
+    if (last)
+        names[n++] = last;
     if (len)
         buf[0] = '\0';
     for (size_t i = 0; i < n && len; i++) {

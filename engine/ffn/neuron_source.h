@@ -5,14 +5,14 @@
  *
  * Callers outside the source's own file ask the properties and call the
  * hooks below, never compare a source with another by identity or name:
- * a new source (a router choosing experts) is its file, its line, its name
- * in perplexity's and generate's --active list (SELECT_ACTIVE_ALLOWED,
- * select_choice.h: test_neuron_source holds the two to the table) and its
- * tests. A source that replays (the trace) has no layer hook: the flash FFN
- * reads its recorded sets itself (ffn_flash.c's trace_needed, from
- * select_config's trace: the layer hook has no token), with the policy's known
- * sets from the same trace. The few places that name a source do so because they mean that
- * very source: the oracle as the truth beside another source (check,
+ * a new source (a router choosing experts) is its file, its line (with
+ * its --active names and run's help words: SELECT_ACTIVE_ALLOWED and
+ * run's help are generated from them; test_neuron_source holds them to the
+ * source's names) and its tests. A source that replays (the trace) has no
+ * layer hook: its replay hook gives the flash FFN a token's recorded set
+ * by the token's index, with the policy's known sets from the same trace.
+ * The few places that name a source do so because they mean that very
+ * source: the oracle as the truth beside another source (check,
  * record, a warm-up's profile), the trace behind --active trace:FILE.
  *
  * A source with its arguments travels as a value, struct select_config
@@ -92,9 +92,14 @@ struct neuron_source_ops {
     /* Layer l's chosen neurons for FFN input x[d_model]: ascending ids into out[d_ff]; returns how
      * many. Required for a source that does not replay. */
     uint32_t (*layer)(struct neuron_select *s, int layer, struct cpu_kernels *k, const float *x, uint32_t *out);
+    /* A source that replays: token t's recorded set of layer l, known before the layer's input,
+     * from c's arguments (the trace): ascending ids into out[d_ff]; returns how many. t counts
+     * every token the engine runs: past the recorded ones it starts over. Required for a source
+     * that replays (and only there). */
+    uint32_t (*replay)(const struct select_config *c, uint64_t t, int layer, uint32_t *out);
 };
 
-#define SOURCE(x) extern const struct neuron_source_ops source_##x;
+#define SOURCE(x, names, run_help) extern const struct neuron_source_ops source_##x;
 #include "engine/ffn/sources.def"
 #undef SOURCE
 
@@ -105,5 +110,9 @@ const struct neuron_source_ops *neuron_source_find(const char *name, bool *cal);
 /* The names --active takes for the computed sources, each with its
  * cal_name after it, as "a, b, c or d" into buf. */
 void neuron_source_names(char *buf, size_t len);
+
+/* The same with `last` (NULL: none) as the final alternative: run's
+ * "oracle, predictor, gate, gate-cal, teal or trace:FILE". */
+void neuron_source_names_then(char *buf, size_t len, const char *last);
 
 #endif

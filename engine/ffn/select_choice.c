@@ -23,6 +23,18 @@ int select_choice_calibrated(const struct source_args *a, const struct model *m,
     return 0;
 }
 
+const char select_active_bars[] = "|all"
+#define SOURCE(x, names, run_help) names
+#include "engine/ffn/sources.def"
+#undef SOURCE
+    ;
+
+const char select_run_active_help[] = "which neurons:"
+#define SOURCE(x, names, run_help) run_help
+#include "engine/ffn/sources.def"
+#undef SOURCE
+    ;
+
 /* A source select_choice_open takes: one that computes its sets. */
 static const struct neuron_source_ops *chosen_source(const char *name, bool *cal)
 {

@@ -56,8 +56,17 @@ bool select_choice_known(const char *name);
 int select_choice_calibrated(const struct source_args *a, const struct model *m, enum sparsify_kind kind,
                              struct select_choice *c, char *err, size_t errlen);
 
-/* --active's allowed values for the masked dense FFN, and its help. */
-#define SELECT_ACTIVE_ALLOWED "all|predictor|gate|gate-cal|teal|oracle"
+/* --active's allowed values for the masked dense FFN, and its help.
+ * select_active_bars is "|all" and each source's names from sources.def
+ * ("|all|oracle|predictor|gate|gate-cal|teal"); SELECT_ACTIVE_ALLOWED
+ * starts after the first bar (an address constant, for an opt_def's
+ * initializer, as common/wtype.h's WTYPE_ALLOWED). */
+extern const char select_active_bars[];
+#define SELECT_ACTIVE_ALLOWED (select_active_bars + 1)
+
+/* run --active's help: "which neurons:" and each source's run_help from
+ * sources.def, in its order. */
+extern const char select_run_active_help[];
 #define SELECT_ACTIVE_HELP                                                                                       \
     "FFN neurons computed: all (dense), or only those chosen by the model's activation predictor, the gate "     \
     "projection (GLU FFNs; one threshold for every layer: --threshold T, or with --sparsify FILE and no "        \

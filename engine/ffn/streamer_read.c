@@ -396,7 +396,8 @@ static void queue_in_place(struct streamer *s, int layer, const struct layout_re
         /* one vector of the bundle (model_format.h: up | gate | down), widened to
          * the direct-I/O alignment as the split layout counts it */
         uint64_t lo;
-        layout_vector_span(s->unit.ext[0].bytes, s->stride, s->align, (uint32_t)rd->vec, &lo, &len);
+        const struct unit_extent *e = &s->unit.ext[rd->vec];
+        layout_vector_span(e->offset, e->bytes, s->stride, s->align, &lo, &len);
         off += lo;
         dst += lo;
     }

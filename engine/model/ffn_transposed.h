@@ -65,7 +65,7 @@ static inline uint64_t ffn_t_down_offset(const struct ffn_t_layout *t, uint32_t 
  * (algorithm, file, the file's own CRC-32C), as ffn.crc32c is in "ffn". */
 static inline uint64_t ffn_t_unit_bytes(const struct cache_geometry *g)
 {
-    return g->vec_bytes * g->vecs_per_row;
+    return g->unit_bytes;
 }
 
 static inline uint64_t ffn_t_units(const struct ffn_t_layout *t)

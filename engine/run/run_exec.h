@@ -63,6 +63,23 @@ struct run_exec_config {
 int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outcome *out, char *err,
              size_t errlen);
 
+/* Builds e over model m for setup p: the dense FFN for a dense run, else
+ * the flash FFN with p->cfg (its record sink already set when recording).
+ * 0, or -1 with err (engine_init_with's). */
+int run_engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
+                    const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
+                    size_t errlen);
+
+/* What run.json records of the built engine beside the setup and the rows:
+ * the DRAM the flash FFN holds (caches, staging, its chooser; the oracle's
+ * rows apart), ffn.bin's read alignment, the chooser's bytes and
+ * multiply-adds per token, whether the FFN ran on a device whose memory
+ * is not the host's. Zero (false) for a dense run. */
+void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
+                      struct run_report_extra *x);
+
+struct out_manifest;
+
 /* Opens the trace that a run set up as p on m records to path: the model's
  * trace metadata, with predicted sets beside the true ones when a predictor
  * or the gate chooses, and a source JSON naming the model, the threshold,
@@ -71,23 +88,8 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
  * it to the flash FFN (trace_writer_sink as p->cfg.record), then closes it,
  * or aborts it when the run failed. NULL with err when p is dense (it
  * looks at no activations) or the file cannot be opened (err naming path,
- * not its temporary). */
-/* Builds e over model m for setup p: the dense FFN for a dense run, else
- * the flash FFN with p->cfg (its record sink already set when recording).
- * 0, or -1 with err (engine_init_with's). */
-int run_engine_init(struct engine *e, const struct fb_settings *set, const struct model *m,
-                    const struct backend_ops *be, struct run_setup *p, int threads, int max_seq, char *err,
-                    size_t errlen);
-/* What run.json records of the built engine beside the setup and the rows:
- * the DRAM the flash FFN holds (caches, staging, its chooser; the oracle's
- * rows apart), ffn.bin's read alignment, the chooser's bytes and
- * multiply-adds per token, whether the FFN ran on a device whose memory
- * is not the host's. Zero (false) for a dense run. */
-void run_engine_extra(struct engine *e, const struct model *m, const struct run_setup *p,
-                      struct run_report_extra *x);
-/* run_record_open's path is claimed in folder, the command's result
+ * not its temporary). path is claimed in folder, the command's result
  * folder (common/out_manifest.h; NULL: none). */
-struct out_manifest;
 struct trace_writer *run_record_open(struct out_manifest *folder, const char *path, const struct model *m,
                                      const struct run_setup *p, char *err, size_t errlen);
 

@@ -195,9 +195,11 @@ int run_setup_plan(const struct run_options *o, const struct model *m, struct ru
         rc = open_trace(o, m, p, err, errlen);
     else if (select_choice_known(o->active))
         rc = choose_source(o, m, p, err, errlen);
-    else
-        rc = err_set(err, errlen, "%s --active: '%s' is not oracle, predictor, gate, gate-cal, teal or trace:FILE", o->cmd,
-                     o->active);
+    else {
+        char names[256];
+        neuron_source_names_then(names, sizeof names, "trace:FILE");
+        rc = err_set(err, errlen, "%s --active: '%s' is not %s", o->cmd, o->active, names);
+    }
     return rc != 0 ? -1 : run_setup_check_source(o, p, err, errlen);
 }
 

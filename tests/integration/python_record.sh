@@ -32,7 +32,25 @@ rec_error "neither --text nor --token-ids" "give either --text" 1 --model "$WORK
 rec_error "--text without --tokens" "--text needs --tokens" 1 --model "$WORK" --text "$REC" --out "$WORK/t.trace"
 rec_error "--out a folder" "is a folder" 1 --model "$WORK" --token-ids "$REC" --out "$WORK"
 rec_error "--out in a missing folder" "folder does not exist" 1 --model "$WORK" --token-ids "$REC" --out "$WORK/no/t.trace"
+rec_error "--weight-type and --bytes-per-weight" "not both" 1 --model "$WORK" --token-ids "$REC" --weight-type bf16 \
+    --bytes-per-weight 2 --out "$WORK/t.trace"
 check "nothing written" test ! -e "$WORK/t.trace"
+# the header's type from config.json's dtype, a type kept as a type (bf16 is not 2 bytes read back as f16)
+check "weight types from config.json's dtype" "$PY" -c "
+import json, os, sys, tempfile, flashbed_record as fr
+d = tempfile.mkdtemp(dir=sys.argv[1])
+def saved(dt):
+    with open(os.path.join(d, 'config.json'), 'w') as f:
+        json.dump({'torch_dtype': dt}, f)
+    return fr.saved_weight_type(d)
+ok = [saved(x) for x in ('float32', 'float16', 'bfloat16')] == ['f32', 'f16', 'bf16']
+ok = ok and fr.torch_weight_type('torch.bfloat16') == 'bf16' and fr.torch_weight_type('float64') is None
+try:
+    saved('float64')
+    ok = False
+except fr.RecordError as e:
+    ok = ok and 'float64' in str(e) and '--weight-type' in str(e)
+sys.exit(0 if ok else 1)" "$WORK"
 
 TORCH=$(python_that "import torch") || TORCH=
 if [ -z "$TORCH" ]; then
@@ -92,6 +110,11 @@ check "cli: the 43 ids scored, nonzero rule: the sets generating them gave" "$TO
 import sys, flashbed_trace as f
 a, b = list(f.read_tokens(sys.argv[1])), list(f.read_tokens(sys.argv[2]))
 sys.exit(len(a) != 43 or len(b) != 43 or any(x.active != y.active for x, y in zip(a, b)))" "$WORK/cli.trace" "$WORK/ids.trace"
+(stub --token-ids "$WORK/cli.ids" --context 16 --weight-type bf16 --out "$WORK/bf16.trace" 2> /dev/null)
+check "cli: --weight-type bf16 is recorded as bf16 in a version 3 header" "$TORCH" -c "
+import sys, flashbed_trace as f
+with f.TraceReader(sys.argv[1]) as r:
+    sys.exit(r.dtype != 'bf16' or r.version != 3 or r.bytes_per_weight != 2)" "$WORK/bf16.trace"
 
 # bad input through the command line
 echo "1 2 x" > "$WORK/bad.ids"

@@ -883,6 +883,40 @@ static void refused(struct bt *t, int rc, const char *what)
     CHECK(named);
 }
 
+/* A row stride shorter than one neuron bundle is refused, naming the
+ * bundle's bytes, whatever shape came before (the bundle is worked out once
+ * per shape): 8 f32 weights x 2 rows (ReLU) = 64 bytes, x 3 (GLU) = 96,
+ * f16 x 3 = 48; a stride of a whole bundle is taken. buf: 64 floats (out,
+ * x, then the rows). */
+static void stride_refusals(struct bt *t, struct dev_ref buf)
+{
+    const struct backend_ops *o = t->ops;
+    float zeros[64] = {0};
+    struct dev_ref out = buf, x = {buf.buf, 32}, rows = {buf.buf, 64};
+    bt_ok(t, o->upload(t->b, buf, zeros, sizeof zeros), "upload zeros");
+    static const struct arch relu = {.act = ACT_RELU}, glu = {.act = ACT_SILU, .glu = true};
+    struct dev_ref none = {0};
+    struct {
+        size_t stride;
+        enum fb_dtype type;
+        const struct arch *a;
+        const char *why; /* NULL: taken */
+    } cases[] = {
+        {60, DTYPE_F32, &relu, "shorter than a bundle of 64"}, {64, DTYPE_F32, &relu, NULL},
+        {64, DTYPE_F32, &glu, "shorter than a bundle of 96"},  {48, DTYPE_F16, &glu, NULL},
+        {44, DTYPE_F16, &glu, "shorter than a bundle of 48"},  {60, DTYPE_F32, &relu, "shorter than a bundle of 64"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int rc = o->ffn_rows(t->b, out, rows, cases[i].stride, 1, none, x, 8, cases[i].type, cases[i].a);
+        if (cases[i].why) {
+            CHECK(rc == -1 && strstr(o->error(t->b), cases[i].why));
+        } else {
+            bt_ok(t, rc, "ffn_rows, a stride of one bundle");
+            bt_ok(t, o->sync(t->b), "sync after ffn_rows");
+        }
+    }
+}
+
 /* Each op and copy with one operand running past its buffer (64 floats),
  * refused before anything is enqueued; then valid calls still compute. */
 static void test_refusals(struct bt *t)
@@ -913,6 +947,7 @@ static void test_refusals(struct bt *t)
     refused(t, o->upload(b, end, host, 8), "upload past");
     refused(t, o->download(b, host, end, 8), "download past");
     refused(t, o->move_rows(b, at0, 16, end, 1), "move_rows moves past");
+    stride_refusals(t, at0);
     o->buf_free(b, buf);
     /* still usable */
     test_matvec(t, DTYPE_F16, 17, 65, true);

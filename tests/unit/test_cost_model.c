@@ -11,6 +11,7 @@
 #include "hw_fixture.h"
 #include "policy_text.h"
 #include "test_files.h"
+#include "common/limits.h"
 #include "common/provenance.h"
 #include "sim/cost_engine.h"
 #include "sim/cost_model.h"
@@ -745,13 +746,68 @@ static void test_every_job_kind(void)
     struct model_shape s;
     char err[512];
     CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
-    struct engine_view v = {.shape = &s, .bytes = 2, .keeps = true, .predictor = true, .predictor_rank = 128,
+    struct engine_view v = {.shape = &s, .type = DTYPE_F16, .keeps = true, .predictor = true, .predictor_rank = 128,
                             .context = 64, .rows_held = 24 * 1000, .rows_loaded = 24 * 100, .min_parallel = 0};
     struct engine_jobs j;
     engine_jobs_of(&v, &j);
     CHECK_U64(j.n_kinds, ENGINE_JOB_KINDS);
     CHECK_NEAR(j.jobs, 24 * (2 + 2 + 1 + 2 + 2 + 2) + 1, 0);
     CHECK_NEAR(j.cold, 24, 0);
+}
+
+/* The engine's view prices weights by their type's table row: one
+ * weight's share of its block for aggregates, and a row on flash as the
+ * neuron bundle's unit geometry pads it (each part wtype_row_bytes), so a
+ * block type's row is exact, not a truncated bytes per weight. Every row of
+ * the table; opt-1.3b's bundle is 2 x 2048 weights. */
+static void test_engine_type_pricing(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    char err[512];
+    CHECK(model_shape_load(&set, "opt-1.3b", &s, err, sizeof err) == 0);
+    for (int i = 0; i < DTYPE_COUNT; i++) {
+        enum fb_dtype t = (enum fb_dtype)i;
+        CHECK(engine_weight_bytes(t) * wtype_block_elems(t) == (double)wtype_block_bytes(t));
+        double bundle = (double)wtype_row_bytes(t, s.d_model) * 2;
+        CHECK_NEAR(engine_row_stride(&s, t), ceil(bundle / FB_BUNDLE_ALIGN) * FB_BUNDLE_ALIGN, 0);
+    }
+    CHECK_NEAR(engine_row_stride(&s, DTYPE_F16), 8192, 0);
+    CHECK_NEAR(engine_weight_bytes(DTYPE_BF16), 2, 0);
+    CHECK(engine_weight_bytes((enum fb_dtype)DTYPE_COUNT) == 0);
+}
+
+/* The predictor's rows of a comparison come with every deployable source,
+ * gate-cal among them (it holds the gate's rows), and with none other: the
+ * run's predictor DRAM says which (0 for the oracle, teal, a trace). */
+static void test_run_predictor_rows(void)
+{
+    char dir[] = "/tmp/flashbed-test-runpred-XXXXXX", path[200], err[512], text[512];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/run.json", dir);
+    static const struct {
+        const char *source;
+        double bytes;
+        bool rows;
+    } runs[] = {{"predictor", 4e6, true}, {"gate", 2e6, true}, {"gate-cal", 2e6, true},
+                {"oracle", 0, false},    {"teal", 0, false},  {"trace", 0, false}};
+    struct cost_prediction p = {.io_ms = 12, .mem_ms = 1, .compute_ms = 8, .predictor_ms = 1.5, .dram_predictor = 2e6};
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        snprintf(text, sizeof text,
+                 "{\"summary\": {\"io_ms\": 10, \"mem_ms\": 2, \"compute_ms\": 8, \"active_source\": \"%s\", "
+                 "\"predictor_ms\": 1, \"predictor_dram_bytes\": %g}}",
+                 runs[i].source, runs[i].bytes);
+        test_write_text(path, text);
+        struct run_summary m;
+        struct run_comparison c;
+        CHECK(run_summary_read(path, &m, err, sizeof err) == 0);
+        run_compare(&p, &m, &c);
+        CHECK(c.has_predictor == runs[i].rows);
+        CHECK(!runs[i].rows || c.predictor_dram[1] == runs[i].bytes);
+        run_summary_free(&m);
+    }
+    unlink(path);
+    rmdir(dir);
 }
 
 /* A profile written before fixed costs loads with none, each source
@@ -915,6 +971,7 @@ int main(void)
     test_accounting();
     test_device_pricing();
     test_run_summary();
+    test_run_predictor_rows();
     test_paper_tables();
     test_s_agg();
     test_policy_list();
@@ -926,6 +983,7 @@ int main(void)
     test_fixed_window_tiny();
     test_fixed_jobs_13b();
     test_every_job_kind();
+    test_engine_type_pricing();
     test_fixed_profile_json();
     test_sliding_window();
     test_compare_verdict();

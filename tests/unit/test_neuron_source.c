@@ -26,9 +26,10 @@
 #include "check.h"
 #include "engine/ffn/neuron_select.h"
 #include "engine/ffn/select_choice.h"
+#include "traces/trace.h"
 
 static const struct neuron_source_ops *const all[] = {
-#define SOURCE(x) &source_##x,
+#define SOURCE(x, names, run_help) &source_##x,
 #include "engine/ffn/sources.def"
 #undef SOURCE
 };
@@ -63,6 +64,7 @@ static void test_properties(void)
         CHECK(o->reads_channels == (o == &source_teal));
         CHECK(o->chooses_on_device == (o == &source_predictor));
         CHECK((o->layer != NULL) == !o->replays);
+        CHECK((o->replay != NULL) == o->replays);
         CHECK((o->describe != NULL) == !o->replays);
         CHECK((o->held_as != NULL) == o->deployable);
         CHECK((o->cal_name != NULL) == (o == &source_gate));
@@ -72,6 +74,43 @@ static void test_properties(void)
     CHECK_STR(source_predictor.held_as, "predictor");
     CHECK(source_gate.file == SOURCE_FILE_GLOBAL && source_teal.file == SOURCE_FILE_PER_LAYER);
     CHECK(source_oracle.file == SOURCE_FILE_NONE && source_predictor.file == SOURCE_FILE_NONE);
+}
+
+/* The trace source's replay hook: token t's recorded set of a layer, the
+ * active or the predicted one as the value says, from the first token
+ * again past the last (a run longer than its trace). 2 tokens x 2 layers
+ * of 8 neurons, built in memory. */
+static void test_trace_replay(void)
+{
+    char err[256];
+    struct trace_meta m = {.n_layers = 2, .d_model = 4, .d_ff = 8, .dtype = DTYPE_F32, .ffn_kind = FFN_RELU,
+                           .has_predicted = true, .source = "{\"model\":\"tiny\"}"};
+    trace_meta_set_units(&m);
+    struct trace_builder *b = trace_builder_new(&m, err, sizeof err);
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    static const uint32_t act[2][2][2] = {{{0, 3}, {1, 2}}, {{4, 5}, {6, 7}}}, pred[2][2][1] = {{{3}, {2}}, {{5}, {7}}};
+    struct trace_sink sink = trace_builder_sink(b);
+    for (uint32_t t = 0; t < 2; t++) {
+        CHECK(sink.begin_token(sink.impl, t == 0 ? TRACE_TOKEN_SEQ_START : 0, err, sizeof err) == 0);
+        for (uint32_t l = 0; l < 2; l++)
+            CHECK(sink.layer(sink.impl, l, act[t][l], 2, pred[t][l], 1, err, sizeof err) == 0);
+    }
+    struct trace tr;
+    CHECK(trace_builder_finish(b, &tr, err, sizeof err) == 0);
+    struct select_config c = {.ops = &source_trace, .trace = &tr};
+    uint32_t out[8];
+    for (uint64_t t = 0; t < 5; t++)
+        for (int l = 0; l < 2; l++) {
+            c.use_predicted = false;
+            CHECK_U64(source_trace.replay(&c, t, l, out), 2);
+            CHECK(out[0] == act[t % 2][l][0] && out[1] == act[t % 2][l][1]);
+            c.use_predicted = true;
+            CHECK_U64(source_trace.replay(&c, t, l, out), 1);
+            CHECK(out[0] == pred[t % 2][l][0]);
+        }
+    trace_free(&tr);
 }
 
 static void test_value(void)
@@ -156,20 +195,47 @@ static void test_known(void)
     for (size_t i = 0; i < sizeof no / sizeof *no; i++)
         CHECK(!select_choice_known(no[i]));
     /* every name listed is known, once, and as many as the computed names: the same set */
-    char allowed[] = SELECT_ACTIVE_ALLOWED;
+    char allowed[128], bars[130];
+    snprintf(allowed, sizeof allowed, "%s", SELECT_ACTIVE_ALLOWED);
+    snprintf(bars, sizeof bars, "|%s|", SELECT_ACTIVE_ALLOWED);
     size_t listed = 0, names = 0;
     for (char *name = strtok(allowed, "|"); name; name = strtok(NULL, "|"))
         if (strcmp(name, "all") != 0) {
             char bar[32];
             snprintf(bar, sizeof bar, "|%s|", name);
             CHECK(select_choice_known(name));
-            const char *first = strstr("|" SELECT_ACTIVE_ALLOWED "|", bar);
+            const char *first = strstr(bars, bar);
             CHECK(first && !strstr(first + 1, bar));
             listed++;
         }
     for (size_t i = 0; i < N_ALL; i++)
         names += all[i]->layer ? 1 + (all[i]->cal_name != NULL) : 0;
     CHECK_U64(listed, names);
+}
+
+/* sources.def's columns: each source's names are its own name and
+ * cal_name when it is chosen by name (it computes its sets), none
+ * otherwise; --active lists them in the table's order after all; run's
+ * help reads every source's words, the trace's last. */
+static void test_def_columns(void)
+{
+    static const char *const names_of[] = {
+#define SOURCE(x, names, run_help) names,
+#include "engine/ffn/sources.def"
+#undef SOURCE
+    };
+    for (size_t i = 0; i < N_ALL; i++) {
+        char want[64] = "";
+        if (all[i]->layer)
+            snprintf(want, sizeof want, "|%s%s%s", all[i]->name, all[i]->cal_name ? "|" : "",
+                     all[i]->cal_name ? all[i]->cal_name : "");
+        CHECK_STR(names_of[i], want);
+        CHECK(strstr(select_run_active_help, all[i]->layer ? all[i]->name : "trace:FILE"));
+    }
+    CHECK_STR(SELECT_ACTIVE_ALLOWED, "all|oracle|predictor|gate|gate-cal|teal");
+    CHECK(!strncmp(select_run_active_help, "which neurons: oracle (true activations), predictor (", 52));
+    const char *end = ", or trace:FILE";
+    CHECK(!strcmp(select_run_active_help + strlen(select_run_active_help) - strlen(end), end));
 }
 
 /* select_choice_open's refusal of name on m, or "" when it takes it. */
@@ -229,6 +295,8 @@ int main(void)
     test_checks();
     test_costs();
     test_known();
+    test_def_columns();
+    test_trace_replay();
     test_choice();
     return check_report("test_neuron_source");
 }

@@ -303,7 +303,7 @@ static void compare(const struct trace *tr, const struct policy_ops *fast_ops, u
                               binds};
     struct cache_config cr = cf;
     cr.policy.ops = &ref_ops;
-    struct cache_geometry g = {tr->meta.n_layers, tr->meta.d_ff, 4, 2, 8, 0};
+    struct cache_geometry g = {tr->meta.n_layers, tr->meta.d_ff, 2, 8, 8, 0, {{.bytes = 4}, {.offset = 4, .bytes = 4}}};
     struct cache fast, ref;
     char err[256] = "", what[96];
     snprintf(what, sizeof what, "%s:%llu capacity %llu%s %s", fast_ops->name, (unsigned long long)K,

@@ -279,13 +279,13 @@ static void stride_tests(void)
 static void read_align_tests(void)
 {
     uint64_t off, len, a;
-    layout_vector_span(4, 16, 0, 1, &off, &len);
+    layout_vector_span(4, 4, 16, 0, &off, &len);
     CHECK(off == 4 && len == 4);
-    layout_vector_span(4, 16, 8, 1, &off, &len);
+    layout_vector_span(4, 4, 16, 8, &off, &len);
     CHECK(off == 0 && len == 8);
-    layout_vector_span(12, 32, 8, 1, &off, &len); /* bytes 12-23: blocks 8-23 */
+    layout_vector_span(12, 12, 32, 8, &off, &len); /* bytes 12-23: blocks 8-23 */
     CHECK(off == 8 && len == 16);
-    layout_vector_span(4, 4096, 4096, 2, &off, &len); /* never past the stride */
+    layout_vector_span(8, 4, 4096, 4096, &off, &len); /* never past the stride */
     CHECK(off == 0 && len == 4096);
     /* predictor reads the 13 needed rows: 26 vector reads, of 4, 8 or 16 bytes */
     uint64_t want[] = {0, 104, 8, 208, 16, 416};

@@ -111,7 +111,7 @@ static uint64_t window_shrinks(const struct trace *tr, uint32_t k, uint64_t capa
 {
     char err[256];
     struct cache_config cc = {policy_spec_of(&policy_window, k), LAYOUT("bundled"), capacity, tr, false, false};
-    struct cache_geometry g = {1, 8, 16, 2, STRIDE, 0};
+    struct cache_geometry g = {1, 8, 2, 32, STRIDE, 0, {{.bytes = 16}, {.offset = 16, .bytes = 16}}};
     struct cache c;
     uint64_t overflow = 0;
     if (cache_open(&c, &cc, &g, err, sizeof err) != 0)

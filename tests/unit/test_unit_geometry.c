@@ -107,7 +107,10 @@ static void test_cache_view(void)
     cache_geometry_of_unit(&u, 16, &g);
     CHECK_U64(g.n_layers, 3);
     CHECK_U64(g.d_ff, 8);
-    CHECK_U64(g.vec_bytes, 8);
+    CHECK_U64(g.vec[0].bytes, 8);
+    CHECK_U64(g.vec[1].offset, 8);
+    CHECK_U64(g.vec[2].offset, 16);
+    CHECK_U64(g.unit_bytes, 24);
     CHECK_U64(g.vecs_per_row, 3);
     CHECK_U64(g.row_bytes, 64);
     CHECK_U64(g.read_align, 16);
