@@ -39,6 +39,16 @@ enum { DTYPE_COUNT = 0
 #undef WTYPE
 };
 
+/* The float rows (the types a command writes and calibrate prices): the
+ * first WTYPE_FLOAT_COUNT of the enum, the block formats after them. */
+enum { WTYPE_FLOAT_COUNT = 0
+#define WTYPE(id, ...) +1
+#define WTYPE_QUANT(...)
+#include "common/wtypes.def"
+#undef WTYPE_QUANT
+#undef WTYPE
+};
+
 struct wtype_traits {
     const char *name;       /* as written in model.json, options and results: "f16" */
     const char *long_name;  /* also accepted when parsing: "float16" */
@@ -115,10 +125,12 @@ int wtype_parse(const char *s, enum fb_dtype *out);
 /* The row whose file code is `code` into *out; 0, or -1 when no row has it. */
 int wtype_from_code(uint32_t code, enum fb_dtype *out);
 
-/* "f32, f16, bf16": every type's name, for help texts and refusals. */
+/* "f32, f16, bf16, q4_0, ...": every type's name, for help texts and
+ * refusals. */
 const char *wtype_names(void);
 
-/* "f32|f16|bf16": every type's name as an option's allowed values
+/* "f32|f16|bf16": every float type's name (not the block formats: a
+ * command writes weights in a float type) as an option's allowed values
  * (common/options.h's opt_def.allowed), built from the rows at compile
  * time: an address constant, so an option table can name it in its
  * initializer. wtype_bars is "|f32|f16|bf16". */
