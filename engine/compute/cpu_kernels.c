@@ -1,4 +1,5 @@
-/* The CPU kernels (cpu_kernels.h): f32 compute over f32/f16/bf16 weights, rows split over
+/* The CPU kernels (cpu_kernels.h): f32 compute over f32/f16/bf16 weights
+ * (the block formats' path: quant_dot.h, below the dispatches), rows split over
  * a thread team, AVX2/FMA/F16C intrinsics where the compiler targets them
  * and plain loops with independent accumulators (which compilers vectorize
  * for NEON and others) elsewhere. Decode at batch 1 is memory-bound, so the

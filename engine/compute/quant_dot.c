@@ -1,13 +1,22 @@
-/* The activation quantizers and the portable integer dot products
- * (quant_dot.h): per block an exact integer sum, then ggml's scale
- * arithmetic in f32. The weights' integers come from the layouts' one
- * reading (engine/model/dtype_quant.h). */
+/* The activation quantizers and the integer dot products (quant_dot.h):
+ * per block an exact integer sum, then ggml's scale arithmetic in f32.
+ * The weights' integers come from the layouts' one reading
+ * (engine/model/dtype_quant.h). The 32-element types' block sums have an
+ * AVX2 form where the compiler targets it, chosen at compile time as the
+ * CPU kernels' are; an integer sum is exact either way and the f32 steps
+ * after it are shared, so both forms give the same bits (the portable
+ * ones stay built beside them: quant_dot_portable, for the test). */
 #include "engine/compute/quant_dot.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "engine/model/dtype_quant.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define HAVE_AVX2 1
+#endif
 
 /* ---- quantizing the activations ---- */
 
@@ -114,58 +123,156 @@ static int isum(const int8_t *w, const int8_t *a, int n)
     return s;
 }
 
-static float dot_q4_0(const void *w, const void *act, int n)
-{
-    const uint8_t *b = w;
-    const struct q8_0_block *a = act;
-    int8_t q[32];
-    float sum = 0.0f;
-    for (int i = 0; i < n / 32; i++, b += 18) {
-        quant_ints_q4_0(b, q);
-        sum += (float)isum(q, a[i].q, 32) * quant_half_at(b) * f16_to_f32(a[i].d);
-    }
-    return sum;
-}
+/* ---- the 32-element blocks' integer sums ---- */
 
-static float dot_q5_0(const void *w, const void *act, int n)
-{
-    const uint8_t *b = w;
-    const struct q8_0_block *a = act;
-    int8_t q[32];
-    float sum = 0.0f;
-    for (int i = 0; i < n / 32; i++, b += 22) {
-        quant_ints_q5_0(b, q);
-        sum += (quant_half_at(b) * f16_to_f32(a[i].d)) * (float)isum(q, a[i].q, 32);
-    }
-    return sum;
-}
+typedef int (*block_isum_fn)(const uint8_t *block, const int8_t *a);
 
-static float dot_q8_0(const void *w, const void *act, int n)
-{
-    const uint8_t *b = w;
-    const struct q8_0_block *a = act;
-    float sum = 0.0f;
-    for (int i = 0; i < n / 32; i++, b += 34)
-        sum += (float)isum((const int8_t *)(b + 2), a[i].q, 32) * (quant_half_at(b) * f16_to_f32(a[i].d));
-    return sum;
-}
-
-/* q4_1 and q5_1: d_w d_a sum(q_w q_a) + m_w s_a, bytes a block */
-static float dot_min_32(const uint8_t *b, const struct q8_1_block *a, int n, size_t bytes,
-                        void (*ints)(const uint8_t *, int8_t *))
+static int isum_q4_0(const uint8_t *b, const int8_t *a)
 {
     int8_t q[32];
+    quant_ints_q4_0(b, q);
+    return isum(q, a, 32);
+}
+
+static int isum_q4_1(const uint8_t *b, const int8_t *a)
+{
+    int8_t q[32];
+    quant_ints_q4_1(b, q);
+    return isum(q, a, 32);
+}
+
+static int isum_q5_0(const uint8_t *b, const int8_t *a)
+{
+    int8_t q[32];
+    quant_ints_q5_0(b, q);
+    return isum(q, a, 32);
+}
+
+static int isum_q5_1(const uint8_t *b, const int8_t *a)
+{
+    int8_t q[32];
+    quant_ints_q5_1(b, q);
+    return isum(q, a, 32);
+}
+
+static int isum_q8_0(const uint8_t *b, const int8_t *a) { return isum((const int8_t *)(b + 2), a, 32); }
+
+#ifdef HAVE_AVX2
+static inline int hsum_i32x8(__m256i v)
+{
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    return _mm_cvtsi128_si32(s);
+}
+
+/* sum of w * a over 32 bytes, w unsigned (at most 31: no pair of
+ * products reaches maddubs's int16 saturation), a signed */
+static inline int isum_uv(__m256i w, __m256i a)
+{
+    return hsum_i32x8(_mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+}
+
+static inline int isum_u32(__m256i w, const int8_t *a) { return isum_uv(w, _mm256_loadu_si256((const __m256i *)a)); }
+
+/* the same for w signed: |w| times a with w's sign (|a| <= 127, as the
+ * quantizers write it, so a pair stays within int16) */
+static inline int isum_s32(__m256i w, const int8_t *a)
+{
+    __m256i av = _mm256_loadu_si256((const __m256i *)a);
+    return isum_uv(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
+}
+
+/* 16 bytes of nibbles: elements 0..15 the low ones, 16..31 the high */
+static inline __m256i nibbles32(const uint8_t *p)
+{
+    __m128i b = _mm_loadu_si128((const __m128i *)p), m = _mm_set1_epi8(0xF);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+/* 0x10 in byte j where bit j of the 32 at qh is set: the fifth bits */
+static inline __m256i fifth_bits(const uint8_t *qh)
+{
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3,
+                                            3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), spread);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+static int isum_q4_0_avx2(const uint8_t *b, const int8_t *a)
+{
+    return isum_s32(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), a);
+}
+
+static int isum_q4_1_avx2(const uint8_t *b, const int8_t *a) { return isum_u32(nibbles32(b + 4), a); }
+
+static int isum_q5_0_avx2(const uint8_t *b, const int8_t *a)
+{
+    __m256i q = _mm256_or_si256(nibbles32(b + 6), fifth_bits(b + 2));
+    return isum_s32(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), a);
+}
+
+static int isum_q5_1_avx2(const uint8_t *b, const int8_t *a)
+{
+    return isum_u32(_mm256_or_si256(nibbles32(b + 8), fifth_bits(b + 4)), a);
+}
+
+static int isum_q8_0_avx2(const uint8_t *b, const int8_t *a)
+{
+    return isum_s32(_mm256_loadu_si256((const __m256i *)(b + 2)), a);
+}
+#endif
+
+/* ---- the 32-element types' dot products ---- */
+
+/* q4_0, q5_0, q8_0: sum of d_w d_a isum, in ggml's order of the
+ * products (q4_0: (isum d_w) d_a; the others isum (d_w d_a)) */
+static inline __attribute__((always_inline)) float dot_scaled(const uint8_t *b, const struct q8_0_block *a, int n,
+                                                              size_t bytes, block_isum_fn isum_of, bool q4_0_order)
+{
     float sum = 0.0f;
     for (int i = 0; i < n / 32; i++, b += bytes) {
-        ints(b, q);
-        sum += (quant_half_at(b) * f16_to_f32(a[i].d)) * (float)isum(q, a[i].q, 32) +
-               quant_half_at(b + 2) * f16_to_f32(a[i].s);
+        float s = (float)isum_of(b, a[i].q), dw = quant_half_at(b), da = f16_to_f32(a[i].d);
+        sum += q4_0_order ? s * dw * da : (dw * da) * s;
     }
     return sum;
 }
 
-static float dot_q4_1(const void *w, const void *act, int n) { return dot_min_32(w, act, n, 20, quant_ints_q4_1); }
-static float dot_q5_1(const void *w, const void *act, int n) { return dot_min_32(w, act, n, 24, quant_ints_q5_1); }
+/* q4_1 and q5_1: d_w d_a isum + m_w s_a */
+static inline __attribute__((always_inline)) float dot_min_32(const uint8_t *b, const struct q8_1_block *a, int n,
+                                                              size_t bytes, block_isum_fn isum_of)
+{
+    float sum = 0.0f;
+    for (int i = 0; i < n / 32; i++, b += bytes)
+        sum += (quant_half_at(b) * f16_to_f32(a[i].d)) * (float)isum_of(b, a[i].q) +
+               quant_half_at(b + 2) * f16_to_f32(a[i].s);
+    return sum;
+}
+
+static float dot_q4_0_portable(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 18, isum_q4_0, true); }
+static float dot_q5_0_portable(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 22, isum_q5_0, false); }
+static float dot_q8_0_portable(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 34, isum_q8_0, false); }
+static float dot_q4_1_portable(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 20, isum_q4_1); }
+static float dot_q5_1_portable(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 24, isum_q5_1); }
+
+#ifdef HAVE_AVX2
+static float dot_q4_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 18, isum_q4_0_avx2, true); }
+static float dot_q5_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 22, isum_q5_0_avx2, false); }
+static float dot_q8_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 34, isum_q8_0_avx2, false); }
+static float dot_q4_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 20, isum_q4_1_avx2); }
+static float dot_q5_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 24, isum_q5_1_avx2); }
+#else
+#define dot_q4_0 dot_q4_0_portable
+#define dot_q5_0 dot_q5_0_portable
+#define dot_q8_0 dot_q8_0_portable
+#define dot_q4_1 dot_q4_1_portable
+#define dot_q5_1 dot_q5_1_portable
+#endif
+
+/* ---- the K-quants (portable only, for now) ---- */
 
 static float dot_q2_k(const void *w, const void *act, int n)
 {
@@ -244,7 +351,8 @@ static float dot_q6_k(const void *w, const void *act, int n)
     return sum;
 }
 
-int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act)
+/* The dot product of t, the compiled-for form or the portable one. */
+static int pick(enum fb_dtype t, bool portable, quant_dot_fn *dot, enum quant_act *act)
 {
     switch (t) {
     case DTYPE_F32:
@@ -252,19 +360,19 @@ int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act)
     case DTYPE_BF16:
         return -1;
     case DTYPE_Q4_0:
-        *dot = dot_q4_0, *act = QUANT_ACT_Q8_0;
+        *dot = portable ? dot_q4_0_portable : dot_q4_0, *act = QUANT_ACT_Q8_0;
         return 0;
     case DTYPE_Q4_1:
-        *dot = dot_q4_1, *act = QUANT_ACT_Q8_1;
+        *dot = portable ? dot_q4_1_portable : dot_q4_1, *act = QUANT_ACT_Q8_1;
         return 0;
     case DTYPE_Q5_0:
-        *dot = dot_q5_0, *act = QUANT_ACT_Q8_0;
+        *dot = portable ? dot_q5_0_portable : dot_q5_0, *act = QUANT_ACT_Q8_0;
         return 0;
     case DTYPE_Q5_1:
-        *dot = dot_q5_1, *act = QUANT_ACT_Q8_1;
+        *dot = portable ? dot_q5_1_portable : dot_q5_1, *act = QUANT_ACT_Q8_1;
         return 0;
     case DTYPE_Q8_0:
-        *dot = dot_q8_0, *act = QUANT_ACT_Q8_0;
+        *dot = portable ? dot_q8_0_portable : dot_q8_0, *act = QUANT_ACT_Q8_0;
         return 0;
     case DTYPE_Q2_K:
         *dot = dot_q2_k, *act = QUANT_ACT_Q8_K;
@@ -284,3 +392,7 @@ int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act)
     }
     return -1;
 }
+
+int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act) { return pick(t, false, dot, act); }
+
+int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act) { return pick(t, true, dot, act); }

@@ -19,6 +19,9 @@
  *   for 64 blocks is under 2^-14 M: the bound used, 2^-14 M. q4_1 and q5_1
  *   add their activation's s, a half: m * s is off by up to 2^-11 of
  *   |m d_a sum q| <= 2^-11 M; their bound is 2^-14 M + 2^-11 M.
+ * - Where the build has a vector form of a dot product (AVX2: q4_0, q4_1,
+ *   q5_0, q5_1, q8_0), it equals the portable form bit for bit (the same
+ *   exact integer sums, the same f32 steps after them).
  * - The CPU kernels on the block types: matvec equals the dot product
  *   row by row, bit for bit, on 1 and 2 threads, and stays within the
  *   bound of decode + a double matvec; axpy_rows equals y += a * decode(w)
@@ -133,7 +136,7 @@ static double magnitude(const uint8_t *row, enum fb_dtype t, const float *a, int
 }
 
 struct dot_case {
-    quant_dot_fn dot;
+    quant_dot_fn dot, portable;
     enum quant_act act;
     void *xq;        /* x quantized */
     float *a, *w;    /* decode(xq), decode(row) */
@@ -145,7 +148,9 @@ static void check_dot_type(enum fb_dtype t, int rows, double *worst)
 {
     struct dot_case c;
     float x[N];
+    enum quant_act act2;
     CHECK(quant_dot_of(t, &c.dot, &c.act) == 0);
+    CHECK(quant_dot_portable(t, &c.portable, &act2) == 0 && act2 == c.act);
     uint8_t *w = random_rows(t, rows, N);
     c.xq = malloc(quant_act_bytes(c.act, N));
     c.a = malloc(N * sizeof *c.a);
@@ -162,8 +167,10 @@ static void check_dot_type(enum fb_dtype t, int rows, double *worst)
             double ref = 0.0, m = magnitude(row, t, c.a, N, c.w);
             for (int i = 0; i < N; i++)
                 ref += (double)c.w[i] * (double)c.a[i];
-            double err = fabs((double)c.dot(row, c.xq, N) - ref);
+            float got = c.dot(row, c.xq, N), portable = c.portable(row, c.xq, N);
+            double err = fabs((double)got - ref);
             CHECK(err <= bound * m);
+            CHECK(memcmp(&got, &portable, sizeof got) == 0); /* the vector form's bits are the portable one's */
             *worst = fmax(*worst, m > 0 ? err / m : 0.0);
         }
     }
