@@ -28,51 +28,60 @@ void quant_ints_q4_1(const uint8_t *block, int8_t q[32]) { ints_32(block + 4, NU
 void quant_ints_q5_0(const uint8_t *block, int8_t q[32]) { ints_32(block + 6, block + 2, 16, q); }
 void quant_ints_q5_1(const uint8_t *block, int8_t q[32]) { ints_32(block + 8, block + 4, 0, q); }
 
-/* The 2-bit fields of the K-quants: halves of 128 elements, each half's
- * 32 bytes holding four 32-element shifts. */
-static int bits2(const uint8_t *qs, int e)
+/* The 2-bit fields of the K-quants: two halves of 128 elements, each
+ * half's 32 bytes holding four 32-element shifts. Written as ggml writes
+ * them (loops over whole runs, no per-element index arithmetic), which
+ * compilers vectorize. */
+static void bits2(const uint8_t *qs, int8_t q[256])
 {
-    return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    for (int half = 0; half < 2; half++, qs += 32)
+        for (int shift = 0; shift < 4; shift++, q += 32)
+            for (int l = 0; l < 32; l++)
+                q[l] = (int8_t)((qs[l] >> (2 * shift)) & 3);
 }
 
-void quant_ints_q2_k(const uint8_t *block, int8_t q[256])
-{
-    for (int e = 0; e < 256; e++)
-        q[e] = (int8_t)bits2(block + 16, e);
-}
+void quant_ints_q2_k(const uint8_t *block, int8_t q[256]) { bits2(block + 16, q); }
 
 void quant_ints_q3_k(const uint8_t *block, int8_t q[256])
 {
     const uint8_t *hmask = block;
-    for (int e = 0; e < 256; e++)
-        q[e] = (int8_t)(bits2(block + 32, e) - ((hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4));
+    bits2(block + 32, q);
+    for (int bit = 0; bit < 8; bit++, q += 32) /* element 32 bit + l: bit `bit` of hmask[l] */
+        for (int l = 0; l < 32; l++)
+            q[l] = (int8_t)(q[l] - ((hmask[l] >> bit) & 1 ? 0 : 4));
 }
 
 /* q4_k and q5_k: 64 elements per 32 bytes of nibbles (low nibbles the
- * first 32, high the next); hbits (q5_k's fifth bits) NULL for q4_k. */
+ * first 32, high the next); hbits (q5_k's fifth bits: bit j of byte l for
+ * element 32 j + l) NULL for q4_k. */
 static void ints_k4(const uint8_t *hbits, const uint8_t *qs, int8_t q[256])
 {
-    for (int e = 0; e < 256; e++) {
-        int sub = e / 32;
-        uint8_t byte = qs[(e / 64) * 32 + e % 32];
-        int v = sub % 2 ? byte >> 4 : byte & 0xF;
-        if (hbits)
-            v += (hbits[e % 32] >> sub) & 1 ? 16 : 0;
-        q[e] = (int8_t)v;
-    }
+    for (int c = 0; c < 4; c++, qs += 32)
+        for (int l = 0; l < 32; l++) {
+            q[64 * c + l] = (int8_t)(qs[l] & 0xF);
+            q[64 * c + 32 + l] = (int8_t)(qs[l] >> 4);
+        }
+    for (int j = 0; hbits && j < 8; j++)
+        for (int l = 0; l < 32; l++)
+            q[32 * j + l] = (int8_t)(q[32 * j + l] + ((hbits[l] >> j) & 1 ? 16 : 0));
 }
 
 void quant_ints_q4_k(const uint8_t *block, int8_t q[256]) { ints_k4(NULL, block + 16, q); }
 void quant_ints_q5_k(const uint8_t *block, int8_t q[256]) { ints_k4(block + 16, block + 48, q); }
 
+/* q6_k: per half of 128, 64 bytes of low nibbles and 32 of 2-bit highs;
+ * element 32 k + l of the half takes nibble k / 2 of byte 32 (k % 2) + l
+ * and bits 2 k of high byte l. */
 void quant_ints_q6_k(const uint8_t *block, int8_t q[256])
 {
     const uint8_t *ql = block, *qh = block + 128;
-    for (int e = 0; e < 256; e++) {
-        int half = e / 128, k = (e % 128) / 32, l = e % 32; /* k: which quarter of the half */
-        uint8_t low = ql[half * 64 + (k % 2) * 32 + l];
-        q[e] = (int8_t)(((k < 2 ? low & 0xF : low >> 4) | ((qh[half * 32 + l] >> (2 * k)) & 3) << 4) - 32);
-    }
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, q += 128)
+        for (int l = 0; l < 32; l++) {
+            q[l] = (int8_t)(((ql[l] & 0xF) | ((qh[l] >> 0) & 3) << 4) - 32);
+            q[l + 32] = (int8_t)(((ql[l + 32] & 0xF) | ((qh[l] >> 2) & 3) << 4) - 32);
+            q[l + 64] = (int8_t)(((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32);
+            q[l + 96] = (int8_t)(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
+        }
 }
 
 void quant_q3k_scales(const uint8_t *s, int out[16])
