@@ -211,6 +211,14 @@ static void test_rule(const struct fb_settings *set)
     CHECK(backend_check_type(&fake, set, DTYPE_BF16, &dev, err, sizeof err) == -1);
     CHECK_STR(err, "fake backend: no matvec for bf16 weights (cpu computes every op for every type)");
     CHECK(backend_check_type(&backend_cpu, set, DTYPE_BF16, &dev, err, sizeof err) == 0);
+    CHECK(backend_check_type(&backend_cpu, set, DTYPE_Q4_K, &dev, err, sizeof err) == 0); /* the block path */
+    CHECK(backend_check_type(&backend_sim, set, DTYPE_Q4_0, &dev, err, sizeof err) == 0);
+    /* the device kernels refuse a block format in the one line (where the
+     * backend has a device here: describe comes first) */
+    if (backend_opencl.describe(set, &dev, err, sizeof err) == 0) {
+        CHECK(backend_check_type(&backend_opencl, set, DTYPE_Q4_0, &dev, err, sizeof err) == -1);
+        CHECK_STR(err, "opencl backend: no matvec for q4_0 weights (cpu computes every op for every type)");
+    }
     CHECK(mkdtemp(tmp) != NULL);
     /* refused in one line before anything: the instance never created */
     err[0] = '\0';
