@@ -21,16 +21,23 @@
 /* ---- quantizing the activations ---- */
 
 /* A 32-element block's scale and roundf(x / scale), as q8_0 and q8_1 keep
- * them (ggml's quantize_row_q8_0_ref); the scale is returned. */
+ * them (ggml's quantize_row_q8_0_ref: lroundf rounds as roundf does, and
+ * leaves no undefined conversion for a value out of range); the scale is
+ * returned. A NaN or infinite x makes the scale NaN, so that every dot
+ * product with the block is NaN, as the float path's would be (ggml's
+ * result there depends on where in the block the NaN is). */
 static float q8_block(const float *x, uint16_t *d_half, int8_t *q)
 {
     float amax = 0.0f;
-    for (int j = 0; j < 32; j++)
+    bool finite = true;
+    for (int j = 0; j < 32; j++) {
         amax = fmaxf(amax, fabsf(x[j]));
-    float d = amax / 127, id = d != 0.0f ? 1.0f / d : 0.0f;
+        finite = finite && isfinite(x[j]);
+    }
+    float d = finite ? amax / 127 : NAN, id = d != 0.0f && finite ? 1.0f / d : 0.0f;
     *d_half = f32_to_f16(d);
     for (int j = 0; j < 32; j++)
-        q[j] = (int8_t)roundf(x[j] * id);
+        q[j] = (int8_t)lroundf(x[j] * id);
     return d;
 }
 
@@ -55,12 +62,19 @@ void quant_q8_k(struct q8_k_block *y, const float *x, size_t n)
 {
     for (size_t i = 0; i < n / 256; i++, x += 256) {
         float max = 0.0f, amax = 0.0f;
-        for (int j = 0; j < 256; j++)
+        bool finite = true;
+        for (int j = 0; j < 256; j++) {
             if (fabsf(x[j]) > amax) {
                 amax = fabsf(x[j]);
                 max = x[j];
             }
+            finite = finite && isfinite(x[j]);
+        }
         memset(&y[i], 0, sizeof y[i]);
+        if (!finite) { /* NaN through every dot product (as q8_block) */
+            y[i].d = NAN;
+            continue;
+        }
         if (amax == 0.0f)
             continue;
         float iscale = -127.0f / max;

@@ -14,7 +14,9 @@
  *     q8_k (256 in 292): d an f32, q = nearest-even(x * -127 / max) with
  *          max the element of largest magnitude (so it becomes -127), d =
  *          1 / that scale, and sixteen sums of 16 q each: the K-quants'.
- *   A block of zeros has d = 0 and q = 0.
+ *   A block of zeros has d = 0 and q = 0. A block holding a NaN or an
+ *   infinity has d = NaN (q unspecified), so the dot products with it are
+ *   NaN, as the float types' would be non-finite.
  * - A dot product (quant_dot_fn) of n elements (a whole number of the
  *   weight type's blocks; n / 32 or n / 256 activation blocks) is, per
  *   block, an exact integer sum of weight and activation integers,
@@ -30,6 +32,7 @@
 #ifndef FLASHBED_ENGINE_QUANT_DOT_H
 #define FLASHBED_ENGINE_QUANT_DOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 

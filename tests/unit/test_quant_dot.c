@@ -19,6 +19,7 @@
  *   for 64 blocks is under 2^-14 M: the bound used, 2^-14 M. q4_1 and q5_1
  *   add their activation's s, a half: m * s is off by up to 2^-11 of
  *   |m d_a sum q| <= 2^-11 M; their bound is 2^-14 M + 2^-11 M.
+ * - A NaN or an infinity in x makes every type's dot product NaN.
  * - Where the build has a vector form of a dot product (AVX2: q4_0, q4_1,
  *   q5_0, q5_1, q8_0), it equals the portable form bit for bit (the same
  *   exact integer sums, the same f32 steps after them).
@@ -178,6 +179,29 @@ static void check_dot_type(enum fb_dtype t, int rows, double *worst)
     free(c.xq);
     free(c.a);
     free(c.w);
+}
+
+/* A NaN or an infinity in x: every type's dot product is NaN. */
+static void test_nonfinite(void)
+{
+    static float x[N];
+    float poison[] = {NAN, INFINITY, -INFINITY};
+    for (int t = WTYPE_FLOAT_COUNT; t < DTYPE_COUNT; t++)
+        for (int p = 0; p < 3; p++) {
+            quant_dot_fn dot;
+            enum quant_act act;
+            CHECK(quant_dot_of((enum fb_dtype)t, &dot, &act) == 0);
+            random_x(x, N);
+            x[300] = poison[p];
+            uint8_t *w = random_rows((enum fb_dtype)t, 1, N);
+            void *xq = malloc(quant_act_bytes(act, N));
+            if (w && xq) {
+                quant_act_from_f32(xq, act, x, N);
+                CHECK(isnan(dot(w, xq, N)));
+            }
+            free(w);
+            free(xq);
+        }
 }
 
 static void test_dots(void)
@@ -342,6 +366,7 @@ int main(void)
     test_q8_k();
     test_q8_1();
     test_dots();
+    test_nonfinite();
     test_kernels();
     return check_report("test_quant_dot");
 }
