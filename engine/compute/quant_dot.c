@@ -13,7 +13,7 @@
 
 #include "engine/model/dtype_quant.h"
 
-#if defined(__AVX2__)
+#if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
@@ -180,21 +180,24 @@ static inline int hsum_i32x8(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-/* sum of w * a over 32 bytes, w unsigned (at most 31: no pair of
- * products reaches maddubs's int16 saturation), a signed */
-static inline int isum_uv(__m256i w, __m256i a)
+/* w * a over 32 bytes as eight int32 partial sums, w unsigned (at most
+ * 31: no pair of products reaches maddubs's int16 saturation), a signed */
+static inline __m256i part_uv(__m256i w, __m256i a)
 {
-    return hsum_i32x8(_mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1));
 }
 
-static inline int isum_u32(__m256i w, const int8_t *a) { return isum_uv(w, _mm256_loadu_si256((const __m256i *)a)); }
+static inline __m256i part_u32(__m256i w, const int8_t *a)
+{
+    return part_uv(w, _mm256_loadu_si256((const __m256i *)a));
+}
 
 /* the same for w signed: |w| times a with w's sign (|a| <= 127, as the
  * quantizers write it, so a pair stays within int16) */
-static inline int isum_s32(__m256i w, const int8_t *a)
+static inline __m256i part_s32(__m256i w, const int8_t *a)
 {
     __m256i av = _mm256_loadu_si256((const __m256i *)a);
-    return isum_uv(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
+    return part_uv(_mm256_sign_epi8(w, w), _mm256_sign_epi8(av, w));
 }
 
 /* 16 bytes of nibbles: elements 0..15 the low ones, 16..31 the high */
@@ -216,27 +219,95 @@ static inline __m256i fifth_bits(const uint8_t *qh)
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-static int isum_q4_0_avx2(const uint8_t *b, const int8_t *a)
+/* Each type's block as partial sums against the activation block a. */
+typedef __m256i (*block_part_fn)(const uint8_t *block, const int8_t *a);
+
+static inline __m256i part_q4_0(const uint8_t *b, const int8_t *a)
 {
-    return isum_s32(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), a);
+    return part_s32(_mm256_sub_epi8(nibbles32(b + 2), _mm256_set1_epi8(8)), a);
 }
 
-static int isum_q4_1_avx2(const uint8_t *b, const int8_t *a) { return isum_u32(nibbles32(b + 4), a); }
+static inline __m256i part_q4_1(const uint8_t *b, const int8_t *a) { return part_u32(nibbles32(b + 4), a); }
 
-static int isum_q5_0_avx2(const uint8_t *b, const int8_t *a)
+static inline __m256i part_q5_0(const uint8_t *b, const int8_t *a)
 {
     __m256i q = _mm256_or_si256(nibbles32(b + 6), fifth_bits(b + 2));
-    return isum_s32(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), a);
+    return part_s32(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), a);
 }
 
-static int isum_q5_1_avx2(const uint8_t *b, const int8_t *a)
+static inline __m256i part_q5_1(const uint8_t *b, const int8_t *a)
 {
-    return isum_u32(_mm256_or_si256(nibbles32(b + 8), fifth_bits(b + 4)), a);
+    return part_u32(_mm256_or_si256(nibbles32(b + 8), fifth_bits(b + 4)), a);
 }
 
-static int isum_q8_0_avx2(const uint8_t *b, const int8_t *a)
+static inline __m256i part_q8_0(const uint8_t *b, const int8_t *a)
 {
-    return isum_s32(_mm256_loadu_si256((const __m256i *)(b + 2)), a);
+    return part_s32(_mm256_loadu_si256((const __m256i *)(b + 2)), a);
+}
+
+/* Eight consecutive blocks' integer sums, lane k block k: the partial
+ * sums reduced together (three rounds of pairwise adds) instead of one
+ * horizontal sum per block. Integer: exact in any order. */
+static inline __attribute__((always_inline)) __m256i isums8(const uint8_t *b, size_t bytes, const uint8_t *a,
+                                                            size_t a_stride, block_part_fn part)
+{
+    __m256i v[8];
+    for (int k = 0; k < 8; k++)
+        v[k] = part(b + k * bytes, (const int8_t *)(a + k * a_stride));
+    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+
+/* Eight halves at p, stride bytes apart, widened (exactly, as f16_to_f32) */
+static inline __m256 halves8(const uint8_t *p, size_t stride)
+{
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++)
+        memcpy(&h[k], p + k * stride, 2);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* dot_scaled and dot_min_32 (below) eight blocks at a time: each block's
+ * term computed with the same f32 operations in the same order, then
+ * added to the sum in block order, so the bits are the portable form's. */
+static inline __attribute__((always_inline)) float dot_scaled8(const uint8_t *b, const struct q8_0_block *a, int n,
+                                                               size_t bytes, block_part_fn part, bool q4_0_order)
+{
+    float sum = 0.0f, terms[8];
+    int i = 0;
+    for (; i + 8 <= n / 32; i += 8, b += 8 * bytes) {
+        __m256 s = _mm256_cvtepi32_ps(isums8(b, bytes, (const uint8_t *)a[i].q, sizeof *a, part));
+        __m256 dw = halves8(b, bytes), da = halves8((const uint8_t *)&a[i].d, sizeof *a);
+        _mm256_storeu_ps(terms, q4_0_order ? _mm256_mul_ps(_mm256_mul_ps(s, dw), da)
+                                           : _mm256_mul_ps(_mm256_mul_ps(dw, da), s));
+        for (int k = 0; k < 8; k++)
+            sum += terms[k];
+    }
+    for (; i < n / 32; i++, b += bytes) {
+        float s = (float)hsum_i32x8(part(b, a[i].q)), dw = quant_half_at(b), da = f16_to_f32(a[i].d);
+        sum += q4_0_order ? s * dw * da : (dw * da) * s;
+    }
+    return sum;
+}
+
+static inline __attribute__((always_inline)) float dot_min8(const uint8_t *b, const struct q8_1_block *a, int n,
+                                                            size_t bytes, block_part_fn part)
+{
+    float sum = 0.0f, terms[8];
+    int i = 0;
+    for (; i + 8 <= n / 32; i += 8, b += 8 * bytes) {
+        __m256 s = _mm256_cvtepi32_ps(isums8(b, bytes, (const uint8_t *)a[i].q, sizeof *a, part));
+        __m256 dd = _mm256_mul_ps(halves8(b, bytes), halves8((const uint8_t *)&a[i].d, sizeof *a));
+        __m256 ms = _mm256_mul_ps(halves8(b + 2, bytes), halves8((const uint8_t *)&a[i].s, sizeof *a));
+        _mm256_storeu_ps(terms, _mm256_add_ps(_mm256_mul_ps(dd, s), ms));
+        for (int k = 0; k < 8; k++)
+            sum += terms[k];
+    }
+    for (; i < n / 32; i++, b += bytes)
+        sum += (quant_half_at(b) * f16_to_f32(a[i].d)) * (float)hsum_i32x8(part(b, a[i].q)) +
+               quant_half_at(b + 2) * f16_to_f32(a[i].s);
+    return sum;
 }
 #endif
 
@@ -273,11 +344,11 @@ static float dot_q4_1_portable(const void *w, const void *a, int n) { return dot
 static float dot_q5_1_portable(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 24, isum_q5_1); }
 
 #ifdef HAVE_AVX2
-static float dot_q4_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 18, isum_q4_0_avx2, true); }
-static float dot_q5_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 22, isum_q5_0_avx2, false); }
-static float dot_q8_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 34, isum_q8_0_avx2, false); }
-static float dot_q4_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 20, isum_q4_1_avx2); }
-static float dot_q5_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 24, isum_q5_1_avx2); }
+static float dot_q4_0(const void *w, const void *a, int n) { return dot_scaled8(w, a, n, 18, part_q4_0, true); }
+static float dot_q5_0(const void *w, const void *a, int n) { return dot_scaled8(w, a, n, 22, part_q5_0, false); }
+static float dot_q8_0(const void *w, const void *a, int n) { return dot_scaled8(w, a, n, 34, part_q8_0, false); }
+static float dot_q4_1(const void *w, const void *a, int n) { return dot_min8(w, a, n, 20, part_q4_1); }
+static float dot_q5_1(const void *w, const void *a, int n) { return dot_min8(w, a, n, 24, part_q5_1); }
 #else
 #define dot_q4_0 dot_q4_0_portable
 #define dot_q5_0 dot_q5_0_portable
