@@ -1,5 +1,5 @@
-/* The activation quantizers and the integer dot products (quant_dot.h):
- * per block an exact integer sum, then ggml's scale arithmetic in f32.
+/* The integer dot products (quant_dot.h; the activation quantizers are
+ * quant_act.c): per block an exact integer sum, then ggml's scale arithmetic in f32.
  * The weights' integers come from the layouts' one reading
  * (engine/model/dtype_quant.h). The 32-element types' block sums have an
  * AVX2 form where the compiler targets it, chosen at compile time as the
@@ -8,7 +8,6 @@
  * ones stay built beside them: quant_dot_portable, for the test). */
 #include "engine/compute/quant_dot.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "engine/model/dtype_quant.h"
@@ -17,115 +16,6 @@
 #include <immintrin.h>
 #define HAVE_AVX2 1
 #endif
-
-/* ---- quantizing the activations ---- */
-
-/* A 32-element block's scale and roundf(x / scale), as q8_0 and q8_1 keep
- * them (ggml's quantize_row_q8_0_ref: lroundf rounds as roundf does, and
- * leaves no undefined conversion for a value out of range); the scale is
- * returned. A NaN or infinite x makes the scale NaN, so that every dot
- * product with the block is NaN, as the float path's would be (ggml's
- * result there depends on where in the block the NaN is). */
-static float q8_block(const float *x, uint16_t *d_half, int8_t *q)
-{
-    float amax = 0.0f;
-    bool finite = true;
-    for (int j = 0; j < 32; j++) {
-        amax = fmaxf(amax, fabsf(x[j]));
-        finite = finite && isfinite(x[j]);
-    }
-    float d = finite ? amax / 127 : NAN, id = d != 0.0f && finite ? 1.0f / d : 0.0f;
-    *d_half = f32_to_f16(d);
-    for (int j = 0; j < 32; j++)
-        q[j] = (int8_t)lroundf(x[j] * id);
-    return d;
-}
-
-void quant_q8_0(struct q8_0_block *y, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n / 32; i++)
-        q8_block(x + 32 * i, &y[i].d, y[i].q);
-}
-
-void quant_q8_1(struct q8_1_block *y, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n / 32; i++) {
-        float d = q8_block(x + 32 * i, &y[i].d, y[i].q);
-        int sum = 0;
-        for (int j = 0; j < 32; j++)
-            sum += y[i].q[j];
-        y[i].s = f32_to_f16((float)sum * d);
-    }
-}
-
-void quant_q8_k(struct q8_k_block *y, const float *x, size_t n)
-{
-    for (size_t i = 0; i < n / 256; i++, x += 256) {
-        float max = 0.0f, amax = 0.0f;
-        bool finite = true;
-        for (int j = 0; j < 256; j++) {
-            if (fabsf(x[j]) > amax) {
-                amax = fabsf(x[j]);
-                max = x[j];
-            }
-            finite = finite && isfinite(x[j]);
-        }
-        memset(&y[i], 0, sizeof y[i]);
-        if (!finite) { /* NaN through every dot product (as q8_block) */
-            y[i].d = NAN;
-            continue;
-        }
-        if (amax == 0.0f)
-            continue;
-        float iscale = -127.0f / max;
-        for (int j = 0; j < 256; j++) {
-            long v = lrintf(iscale * x[j]); /* nearest, ties to even: ggml's nearest_int */
-            y[i].q[j] = (int8_t)(v < 127 ? v : 127);
-        }
-        for (int j = 0; j < 16; j++) {
-            int sum = 0;
-            for (int k = 0; k < 16; k++)
-                sum += y[i].q[16 * j + k];
-            y[i].bsums[j] = (int16_t)sum;
-        }
-        y[i].d = 1.0f / iscale;
-    }
-}
-
-void quant_decode_q8_k(float *out, const struct q8_k_block *y, size_t n_blocks)
-{
-    for (size_t i = 0; i < n_blocks; i++)
-        for (int j = 0; j < 256; j++)
-            *out++ = y[i].d * (float)y[i].q[j];
-}
-
-size_t quant_act_bytes(enum quant_act a, size_t n)
-{
-    switch (a) {
-    case QUANT_ACT_Q8_0:
-        return n / 32 * sizeof(struct q8_0_block);
-    case QUANT_ACT_Q8_1:
-        return n / 32 * sizeof(struct q8_1_block);
-    case QUANT_ACT_Q8_K:
-        return n / 256 * sizeof(struct q8_k_block);
-    }
-    return 0;
-}
-
-void quant_act_from_f32(void *y, enum quant_act a, const float *x, size_t n)
-{
-    switch (a) {
-    case QUANT_ACT_Q8_0:
-        quant_q8_0(y, x, n);
-        break;
-    case QUANT_ACT_Q8_1:
-        quant_q8_1(y, x, n);
-        break;
-    case QUANT_ACT_Q8_K:
-        quant_q8_k(y, x, n);
-        break;
-    }
-}
 
 /* ---- the dot products ---- */
 
@@ -395,46 +285,154 @@ static float dot_q3_k(const void *w, const void *act, int n)
     return sum;
 }
 
-/* q4_k and q5_k: a scale and a min per 32 elements (the mins against the
- * activation's sums of 16, two each) */
-static float dot_k4(const uint8_t *b, const struct q8_k_block *a, int n, size_t bytes,
-                    void (*ints)(const uint8_t *, int8_t *))
+/* The K-quants' block sums with their sub-block scales, sum over j of
+ * sc[j] * (q_j . a_j): portable, and AVX2 for q4_k, q5_k and q6_k (an
+ * integer either way: the same value). */
+typedef int (*k_isum_fn)(const uint8_t *block, const int *sc, const struct q8_k_block *a);
+
+static int k4_isum(const uint8_t *b, const int *sc, const int8_t *a, void (*ints)(const uint8_t *, int8_t *))
 {
     int8_t q[256];
+    int s = 0;
+    ints(b, q);
+    for (int j = 0; j < 8; j++)
+        s += sc[j] * isum(q + 32 * j, a + 32 * j, 32);
+    return s;
+}
+
+static int isum_q4_k(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return k4_isum(b, sc, a->q, quant_ints_q4_k);
+}
+
+static int isum_q5_k(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return k4_isum(b, sc, a->q, quant_ints_q5_k);
+}
+
+static int isum_q6_k(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    int8_t q[256];
+    int s = 0;
+    quant_ints_q6_k(b, q);
+    for (int j = 0; j < 16; j++)
+        s += sc[j] * isum(q + 16 * j, a->q + 16 * j, 16);
+    return s;
+}
+
+#ifdef HAVE_AVX2
+/* sum over the 32-byte runs k of scale_k * (u_k . a_k), u unsigned (at
+ * most 63: a maddubs pair stays within int16), scale_k's two halves the
+ * scales of its two sub-blocks of 16 */
+static inline __m256i scaled_part(__m256i u, const int8_t *a, int sc_lo, int sc_hi)
+{
+    __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i *)a));
+    return _mm256_madd_epi16(p, _mm256_set_m128i(_mm_set1_epi16((short)sc_hi), _mm_set1_epi16((short)sc_lo)));
+}
+
+/* q4_k and q5_k (hbits: q5_k's fifth bits, bit j of byte l for element
+ * 32 j + l; NULL for q4_k) */
+static inline __attribute__((always_inline)) int k4_isum_avx2(const uint8_t *qs, const uint8_t *hbits,
+                                                              const int *sc, const int8_t *a)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256i acc = _mm256_setzero_si256(), hb = hbits ? _mm256_loadu_si256((const __m256i *)hbits) : acc;
+    for (int c = 0; c < 4; c++) {
+        __m256i bytes = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+        __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+        if (hbits) {
+            __m128i j0 = _mm_cvtsi32_si128(2 * c), j1 = _mm_cvtsi32_si128(2 * c + 1);
+            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j0), one), 4));
+            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j1), one), 4));
+        }
+        acc = _mm256_add_epi32(acc, scaled_part(lo, a + 64 * c, sc[2 * c], sc[2 * c]));
+        acc = _mm256_add_epi32(acc, scaled_part(hi, a + 64 * c + 32, sc[2 * c + 1], sc[2 * c + 1]));
+    }
+    return hsum_i32x8(acc);
+}
+
+static int isum_q4_k_avx2(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return k4_isum_avx2(b + 16, NULL, sc, a->q);
+}
+
+static int isum_q5_k_avx2(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return k4_isum_avx2(b + 48, b + 16, sc, a->q);
+}
+
+/* q6_k: u = q + 32 (0..63) against a, less 32 times the scaled sums of a
+ * (sum_j sc_j bsums_j: the activation's sums of 16, the same integer) */
+static int isum_q6_k_avx2(const uint8_t *b, const int *sc, const struct q8_k_block *act)
+{
+    const uint8_t *ql = b, *qh = b + 128;
+    const int8_t *a = act->q;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    __m256i acc = _mm256_setzero_si256();
+    int corr = 0;
+    for (int j = 0; j < 16; j++)
+        corr += sc[j] * act->bsums[j];
+    for (int half = 0; half < 2; half++, ql += 64, qh += 32, a += 128, sc += 8) {
+        __m256i q0 = _mm256_loadu_si256((const __m256i *)ql), q1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+        __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+        __m256i u[4] = {
+            _mm256_or_si256(_mm256_and_si256(q0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
+            _mm256_or_si256(_mm256_and_si256(q1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), _mm256_and_si256(h, m30)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4),
+                            _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
+        };
+        for (int k = 0; k < 4; k++)
+            acc = _mm256_add_epi32(acc, scaled_part(u[k], a + 32 * k, sc[2 * k], sc[2 * k + 1]));
+    }
+    return hsum_i32x8(acc) - 32 * corr;
+}
+#endif
+
+/* q4_k and q5_k: a scale and a min per 32 elements (the mins against the
+ * activation's sums of 16, two each) */
+static inline __attribute__((always_inline)) float dot_k4(const uint8_t *b, const struct q8_k_block *a, int n,
+                                                          size_t bytes, k_isum_fn isum_of)
+{
     float sum = 0.0f;
     for (int i = 0; i < n / 256; i++, b += bytes) {
-        ints(b, q);
-        int s = 0, mins = 0;
+        int sc[8], m[8], mins = 0;
         for (int j = 0; j < 8; j++) {
-            int sc, m;
-            quant_k4_scale_min(b + 4, j, &sc, &m);
-            s += sc * isum(q + 32 * j, a[i].q + 32 * j, 32);
-            mins += m * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
+            quant_k4_scale_min(b + 4, j, &sc[j], &m[j]);
+            mins += m[j] * (a[i].bsums[2 * j] + a[i].bsums[2 * j + 1]);
         }
+        int s = isum_of(b, sc, &a[i]);
         sum += quant_half_at(b) * a[i].d * (float)s - quant_half_at(b + 2) * a[i].d * (float)mins;
     }
     return sum;
 }
 
-static float dot_q4_k(const void *w, const void *act, int n) { return dot_k4(w, act, n, 144, quant_ints_q4_k); }
-static float dot_q5_k(const void *w, const void *act, int n) { return dot_k4(w, act, n, 176, quant_ints_q5_k); }
-
-static float dot_q6_k(const void *w, const void *act, int n)
+static inline __attribute__((always_inline)) float dot_6k(const uint8_t *b, const struct q8_k_block *a, int n,
+                                                          k_isum_fn isum_of)
 {
-    const uint8_t *b = w;
-    const struct q8_k_block *a = act;
-    int8_t q[256];
     float sum = 0.0f;
     for (int i = 0; i < n / 256; i++, b += 210) {
-        const int8_t *sc = (const int8_t *)(b + 192);
-        quant_ints_q6_k(b, q);
-        int s = 0;
+        int sc[16];
         for (int j = 0; j < 16; j++)
-            s += sc[j] * isum(q + 16 * j, a[i].q + 16 * j, 16);
-        sum += quant_half_at(b + 208) * a[i].d * (float)s;
+            sc[j] = ((const int8_t *)(b + 192))[j];
+        sum += quant_half_at(b + 208) * a[i].d * (float)isum_of(b, sc, &a[i]);
     }
     return sum;
 }
+
+static float dot_q4_k_portable(const void *w, const void *a, int n) { return dot_k4(w, a, n, 144, isum_q4_k); }
+static float dot_q5_k_portable(const void *w, const void *a, int n) { return dot_k4(w, a, n, 176, isum_q5_k); }
+static float dot_q6_k_portable(const void *w, const void *a, int n) { return dot_6k(w, a, n, isum_q6_k); }
+
+#ifdef HAVE_AVX2
+static float dot_q4_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 144, isum_q4_k_avx2); }
+static float dot_q5_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 176, isum_q5_k_avx2); }
+static float dot_q6_k(const void *w, const void *a, int n) { return dot_6k(w, a, n, isum_q6_k_avx2); }
+#else
+#define dot_q4_k dot_q4_k_portable
+#define dot_q5_k dot_q5_k_portable
+#define dot_q6_k dot_q6_k_portable
+#endif
 
 /* The dot product of t, the compiled-for form or the portable one. */
 static int pick(enum fb_dtype t, bool portable, quant_dot_fn *dot, enum quant_act *act)
@@ -466,13 +464,13 @@ static int pick(enum fb_dtype t, bool portable, quant_dot_fn *dot, enum quant_ac
         *dot = dot_q3_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q4_K:
-        *dot = dot_q4_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q4_k_portable : dot_q4_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q5_K:
-        *dot = dot_q5_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q5_k_portable : dot_q5_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q6_K:
-        *dot = dot_q6_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q6_k_portable : dot_q6_k, *act = QUANT_ACT_Q8_K;
         return 0;
     }
     return -1;
