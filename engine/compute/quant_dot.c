@@ -1,8 +1,8 @@
 /* The integer dot products (quant_dot.h; the activation quantizers are
  * quant_act.c): per block an exact integer sum, then ggml's scale arithmetic in f32.
  * The weights' integers come from the layouts' one reading
- * (engine/model/dtype_quant.h). The 32-element types' block sums have an
- * AVX2 form where the compiler targets it, chosen at compile time as the
+ * (engine/model/dtype_quant.h). The block sums of every type but q2_k
+ * and q3_k have an AVX2 form where the compiler targets it, chosen at compile time as the
  * CPU kernels' are; an integer sum is exact either way and the f32 steps
  * after it are shared, so both forms give the same bits (the portable
  * ones stay built beside them: quant_dot_portable, for the test). */

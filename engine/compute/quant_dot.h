@@ -71,8 +71,8 @@ typedef float (*quant_dot_fn)(const void *w, const void *act, int n);
 int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
 /* The same, always the portable form (plain C): what the build without
- * vector units runs; where the build has an AVX2 form (q4_0, q4_1, q5_0,
- * q5_1, q8_0), a test compares the two, which give the same bits. */
+ * vector units runs; where the build has an AVX2 form (every type but
+ * q2_k and q3_k), a test compares the two, which give the same bits. */
 int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
 /* The bytes n activations take as a (n a multiple of its block). */

@@ -20,9 +20,10 @@
  *   add their activation's s, a half: m * s is off by up to 2^-11 of
  *   |m d_a sum q| <= 2^-11 M; their bound is 2^-14 M + 2^-11 M.
  * - A NaN or an infinity in x makes every type's dot product NaN.
- * - Where the build has a vector form of a dot product (AVX2: q4_0, q4_1,
- *   q5_0, q5_1, q8_0), it equals the portable form bit for bit (the same
- *   exact integer sums, the same f32 steps after them).
+ * - Where the build has a vector form of a dot product (AVX2: every type
+ *   but q2_k and q3_k), it equals the portable form bit for bit (the same
+ *   exact integer sums, the same f32 steps after them), on whole groups
+ *   of eight blocks and on tails.
  * - The CPU kernels on the block types: matvec equals the dot product
  *   row by row, bit for bit, on 1 and 2 threads, and stays within the
  *   bound of decode + a double matvec; axpy_rows equals y += a * decode(w)
