@@ -38,7 +38,8 @@ void ck_destroy(struct cpu_kernels *k);
 bool ck_pinned(const struct cpu_kernels *k);
 
 /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
- * NULL). out must not alias x. */
+ * NULL). out must not alias x. For a block type x is quantized into the
+ * instance's scratch, so cols is at most max_dim there (as the FFN's d). */
 void ck_matvec(struct cpu_kernels *k, float *out, const void *w, enum fb_dtype t, const float *x, const float *bias,
                int rows, int cols);
 /* The FFN over neuron bundles (model_format.h): for each of n_rows
