@@ -294,10 +294,6 @@ static inline __attribute__((always_inline)) void axpy_as(float *y, float a, con
         y[i] += a * elem(w, t, i);
 }
 
-/* One copy of each loop per storage type, so the type test is not in the
- * inner loop: each dispatch below is a switch with a case per row of
- * common/wtypes.def, generated from it, calling the loop with the type as
- * a constant. */
 /* y[n] += a * the n elements of a block type's row at w (n a whole
  * number of its blocks): decoded a block at a time (dtype_to_f32, the
  * reference decode) and added in order. */
@@ -313,6 +309,10 @@ static void axpy_blocks(float *y, float a, const void *w, enum fb_dtype t, int n
     }
 }
 
+/* One copy of each loop per storage type, so the type test is not in the
+ * inner loop: each dispatch below is a switch with a case per row of
+ * common/wtypes.def, generated from it, calling the loop with the type as
+ * a constant. */
 static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     switch (t) {
