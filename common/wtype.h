@@ -15,10 +15,15 @@
  *   exhaustive with no default (the build has -Wswitch-enum), so a new
  *   row does not compile until each place that computes on a type has
  *   said what it does with it.
+ * - The float types (WTYPE rows: f32, f16, bf16) come first, the block
+ *   formats with scales (WTYPE_QUANT rows: ggml's q4_0 ... q6_k) after
+ *   them: the first WTYPE_FLOAT_COUNT values are the float ones.
  *
  * Adding a type: one row in wtypes.def; then the
  * compiler lists the decode entries (the CPU's, and the device kernels'
- * in engine/compute/kernels/ops.kern) and every other switch to fill in. */
+ * in engine/compute/kernels/ops.kern) and every other switch to fill in.
+ * A block format also takes its decode (engine/model/dtype_quant.h) and
+ * its integer dot product (engine/compute/quant_dot.h). */
 #ifndef FLASHBED_COMMON_WTYPE_H
 #define FLASHBED_COMMON_WTYPE_H
 
