@@ -42,9 +42,13 @@ int wtype_from_code(uint32_t code, enum fb_dtype *out)
 
 const char *wtype_names(void) { return names + 2; }
 
-/* "|f32|f16|bf16" the same way; WTYPE_ALLOWED starts after the first bar. */
+/* "|f32|f16|bf16" the same way, from the float rows only (a command
+ * writes weights in those; the block formats come as stored, from GGUF);
+ * WTYPE_ALLOWED starts after the first bar. */
 const char wtype_bars[] = ""
 #define WTYPE(id, name, ...) "|" name
+#define WTYPE_QUANT(...)
 #include "common/wtypes.def"
+#undef WTYPE_QUANT
 #undef WTYPE
     ;

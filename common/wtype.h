@@ -15,10 +15,15 @@
  *   exhaustive with no default (the build has -Wswitch-enum), so a new
  *   row does not compile until each place that computes on a type has
  *   said what it does with it.
+ * - The float types (WTYPE rows: f32, f16, bf16) come first, the block
+ *   formats with scales (WTYPE_QUANT rows: ggml's q4_0 ... q6_k) after
+ *   them: the first WTYPE_FLOAT_COUNT values are the float ones.
  *
  * Adding a type: one row in wtypes.def; then the
  * compiler lists the decode entries (the CPU's, and the device kernels'
- * in engine/compute/kernels/ops.kern) and every other switch to fill in. */
+ * in engine/compute/kernels/ops.kern) and every other switch to fill in.
+ * A block format also takes its decode (engine/model/dtype_quant.h) and
+ * its integer dot product (engine/compute/quant_dot.h). */
 #ifndef FLASHBED_COMMON_WTYPE_H
 #define FLASHBED_COMMON_WTYPE_H
 
@@ -36,6 +41,16 @@ enum fb_dtype {
 enum { DTYPE_COUNT = 0
 #define WTYPE(id, ...) +1
 #include "common/wtypes.def"
+#undef WTYPE
+};
+
+/* The float rows (the types a command writes and calibrate prices): the
+ * first WTYPE_FLOAT_COUNT of the enum, the block formats after them. */
+enum { WTYPE_FLOAT_COUNT = 0
+#define WTYPE(id, ...) +1
+#define WTYPE_QUANT(...)
+#include "common/wtypes.def"
+#undef WTYPE_QUANT
 #undef WTYPE
 };
 
@@ -115,10 +130,12 @@ int wtype_parse(const char *s, enum fb_dtype *out);
 /* The row whose file code is `code` into *out; 0, or -1 when no row has it. */
 int wtype_from_code(uint32_t code, enum fb_dtype *out);
 
-/* "f32, f16, bf16": every type's name, for help texts and refusals. */
+/* "f32, f16, bf16, q4_0, ...": every type's name, for help texts and
+ * refusals. */
 const char *wtype_names(void);
 
-/* "f32|f16|bf16": every type's name as an option's allowed values
+/* "f32|f16|bf16": every float type's name (not the block formats: a
+ * command writes weights in a float type) as an option's allowed values
  * (common/options.h's opt_def.allowed), built from the rows at compile
  * time: an address constant, so an option table can name it in its
  * initializer. wtype_bars is "|f32|f16|bf16". */

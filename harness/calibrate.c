@@ -218,6 +218,8 @@ static bool same_float_width(const struct wtype_traits *a, const struct wtype_tr
  * removal of this filter, with those tests and profiles moved on together. */
 bool calibrate_cpu_measures(enum fb_dtype t)
 {
+    if (!wtype_valid(t) || wtype_traits(t)->quantized) /* the block formats are not priced yet */
+        return false;
     for (int e = 0; e < (int)t; e++)
         if (same_float_width(wtype_traits((enum fb_dtype)e), wtype_traits(t)))
             return false;

@@ -120,14 +120,14 @@ static struct backend *start(const struct backend_ops *ops, const struct fb_sett
     return b;
 }
 
-_Static_assert((int)DTYPE_COUNT <= (int)HW_MAX_DTYPES, "a profile holds a compute rate for every weight type");
+_Static_assert((int)WTYPE_FLOAT_COUNT <= (int)HW_MAX_DTYPES, "a profile holds a compute rate for every float type");
 
 /* The matvec rate of each type on b into hw->compute, in the table's
  * order (f32, f16, bf16: every type a GPU row may be priced at). */
 static int device_compute(struct hw_profile *hw, const struct backend_ops *ops, struct backend *b,
                           const char *device, bool quick, char *err, size_t errlen)
 {
-    for (int h = 0; h < DTYPE_COUNT; h++) {
+    for (int h = 0; h < WTYPE_FLOAT_COUNT; h++) { /* the block formats are not priced yet */
         enum fb_dtype t = (enum fb_dtype)h;
         struct compute_rate *cr = &hw->compute[hw->n_compute++];
         snprintf(cr->dtype, sizeof cr->dtype, "%s", wtype_name(t));

@@ -13,9 +13,10 @@
  *            source, or read a download's destination, only after an
  *            event recorded after it has been waited on (or after sync);
  *   compute  the forward pass's steps, on f32 vectors over weights of
- *            the types the backend supports (supports(): today every
- *            backend, every type), with the same contracts as the CPU
- *            kernels (cpu_kernels.h);
+ *            the types the backend supports (supports(): cpu and sim
+ *            every type; opencl and cuda the float types, not yet the
+ *            block formats), with the same contracts as the CPU kernels
+ *            (cpu_kernels.h);
  *   a device what a backend computes on, described without an instance
  *            (describe(): listing and probing build nothing).
  *

@@ -226,6 +226,16 @@ bool bk_cpu_kernels_support(enum backend_op op, enum fb_dtype t)
     case DTYPE_F32:
     case DTYPE_F16:
     case DTYPE_BF16:
+    case DTYPE_Q4_0:
+    case DTYPE_Q4_1:
+    case DTYPE_Q5_0:
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
         return true;
     }
     return false; /* a value outside the enum */
@@ -239,6 +249,17 @@ bool bk_device_kernels_support(enum backend_op op, enum fb_dtype t)
     case DTYPE_F16:
     case DTYPE_BF16:
         return true;
+    case DTYPE_Q4_0:
+    case DTYPE_Q4_1:
+    case DTYPE_Q5_0:
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        return false; /* ops.kern has no decode for the block formats yet */
     }
     return false; /* a value outside the enum */
 }

@@ -1,4 +1,5 @@
-/* The CPU kernels (cpu_kernels.h): f32 compute over f32/f16/bf16 weights, rows split over
+/* The CPU kernels (cpu_kernels.h): f32 compute over f32/f16/bf16 weights
+ * (the block formats' path: quant_dot.h, below the dispatches), rows split over
  * a thread team, AVX2/FMA/F16C intrinsics where the compiler targets them
  * and plain loops with independent accumulators (which compilers vectorize
  * for NEON and others) elsewhere. Decode at batch 1 is memory-bound, so the
@@ -16,6 +17,7 @@
 #include "common/limits.h"
 #include "engine/compute/activation.h"
 #include "engine/compute/membw.h"
+#include "engine/compute/quant_dot.h"
 #include "engine/compute/threadpool.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -37,6 +39,7 @@ struct cpu_kernels {
     struct work_slot *slots; /* one per thread: the rows it owns (below) */
     float *att;     /* (max_heads, max_seq): attention scores */
     float *read_sums; /* (threads, 16): read_pass's sums, a cache line each */
+    void *xq;         /* x quantized for the block types' dot products (max_dim of any activation type) */
 };
 
 /* ---- the decode entries: the only code here that knows how a type lays
@@ -46,7 +49,11 @@ struct cpu_kernels {
  * common/wtypes.def does not compile until it has a case in each: load8
  * (8 elements from i, a multiple of 8, widened: the AVX2 loops), elem
  * (element i: the tails and the portable loops) and pair_rows (below). A
- * row's bytes come from the table (wtype_row_bytes), constant here too. */
+ * row's bytes come from the table (wtype_row_bytes), constant here too.
+ * The block formats (wtypes.def's WTYPE_QUANT rows) have no element
+ * entry: every dispatch below sends their rows to the block path (x
+ * quantized once, integer dot products: quant_dot.h), so their cases in
+ * these entries are never reached. */
 
 #ifdef HAVE_AVX2
 static inline float hsum256(__m256 v)
@@ -67,6 +74,12 @@ static inline __attribute__((always_inline)) __m256 load8(const void *w, enum fb
     case DTYPE_BF16: /* the top half of an f32 */
         return _mm256_castsi256_ps(
             _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)w + i))), 16));
+#define WTYPE(...)
+#define WTYPE_QUANT(id, ...) case DTYPE_##id:
+#include "common/wtypes.def"
+#undef WTYPE_QUANT
+#undef WTYPE
+        break; /* the block path's (above) */
     }
     return _mm256_setzero_ps();
 }
@@ -81,6 +94,12 @@ static inline __attribute__((always_inline)) float elem(const void *w, enum fb_d
         return f16_to_f32(((const uint16_t *)w)[i]);
     case DTYPE_BF16:
         return bf16_to_f32(((const uint16_t *)w)[i]);
+#define WTYPE(...)
+#define WTYPE_QUANT(id, ...) case DTYPE_##id:
+#include "common/wtypes.def"
+#undef WTYPE_QUANT
+#undef WTYPE
+        break; /* the block path's (above) */
     }
     return 0.0f;
 }
@@ -140,6 +159,12 @@ static inline bool pair_rows(enum fb_dtype t)
     case DTYPE_F16:
     case DTYPE_BF16:
         return false;
+#define WTYPE(...)
+#define WTYPE_QUANT(id, ...) case DTYPE_##id:
+#include "common/wtypes.def"
+#undef WTYPE_QUANT
+#undef WTYPE
+        break; /* the block path's (above) */
     }
     return false;
 }
@@ -269,22 +294,25 @@ static inline __attribute__((always_inline)) void axpy_as(float *y, float a, con
         y[i] += a * elem(w, t, i);
 }
 
+/* y[n] += a * the n elements of a block type's row at w (n a whole
+ * number of its blocks): decoded a block at a time (dtype_to_f32, the
+ * reference decode) and added in order. */
+static void axpy_blocks(float *y, float a, const void *w, enum fb_dtype t, int n)
+{
+    float buf[256]; /* the largest block */
+    int k = (int)wtype_block_elems(t);
+    size_t bytes = wtype_block_bytes(t);
+    for (int i = 0; i < n; i += k, w = (const char *)w + bytes) {
+        dtype_to_f32(buf, w, t, (size_t)k);
+        for (int e = 0; e < k; e++)
+            y[i + e] += a * buf[e];
+    }
+}
+
 /* One copy of each loop per storage type, so the type test is not in the
  * inner loop: each dispatch below is a switch with a case per row of
  * common/wtypes.def, generated from it, calling the loop with the type as
  * a constant. */
-static float dot(const void *w, enum fb_dtype t, const float *x, int n)
-{
-    switch (t) {
-#define WTYPE(id, ...)                              \
-    case DTYPE_##id:                                \
-        return dot_as(w, DTYPE_##id, x, n, NULL);
-#include "common/wtypes.def"
-#undef WTYPE
-    }
-    return 0.0f;
-}
-
 static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
 {
     switch (t) {
@@ -292,7 +320,12 @@ static void axpy(float *y, float a, const void *w, enum fb_dtype t, int n)
     case DTYPE_##id:                                \
         axpy_as(y, a, w, DTYPE_##id, n, NULL);      \
         break;
+#define WTYPE_QUANT(id, ...)                        \
+    case DTYPE_##id:                                \
+        axpy_blocks(y, a, w, DTYPE_##id, n);        \
+        break;
 #include "common/wtypes.def"
+#undef WTYPE_QUANT
 #undef WTYPE
     }
 }
@@ -344,6 +377,21 @@ static void split(int n, int worker, int workers, int *lo, int *hi)
     *hi = (int)((long long)n * (worker + 1) / workers);
 }
 
+/* ---- the block types' activations ---- */
+
+/* For a block type t: x[n] quantized into b->xq (its dot products'
+ * activation type, once per product) and its dot product; NULL for a
+ * float type. */
+static quant_dot_fn quantize_x(struct cpu_kernels *b, enum fb_dtype t, const float *x, int n)
+{
+    quant_dot_fn dot;
+    enum quant_act act;
+    if (quant_dot_of(t, &dot, &act) != 0)
+        return NULL;
+    quant_act_from_f32(b->xq, act, x, (size_t)n);
+    return dot;
+}
+
 /* ---- matvec ---- */
 
 #define ROW_CHUNK 16 /* rows per chunk; even, so rows pair up */
@@ -355,6 +403,7 @@ struct matvec_job {
     enum fb_dtype t;
     const float *x, *bias;
     int rows, cols;
+    quant_dot_fn qdot; /* a block type's dot product, against b->xq */
 };
 
 static inline __attribute__((always_inline)) void matvec_rows_as(const struct matvec_job *j, enum fb_dtype t,
@@ -374,6 +423,18 @@ static inline __attribute__((always_inline)) void matvec_rows_as(const struct ma
             j->out[r] += j->bias[r];
 }
 
+/* The block path: each row's integer dot product against x quantized. */
+static void matvec_rows_q(const struct matvec_job *j, int lo, int hi)
+{
+    size_t row_bytes = wtype_row_bytes(j->t, (uint64_t)j->cols);
+    const char *w = (const char *)j->w + (size_t)lo * row_bytes;
+    for (int r = lo; r < hi; r++, w += row_bytes)
+        j->out[r] = j->qdot(w, j->b->xq, j->cols);
+    if (j->bias)
+        for (int r = lo; r < hi; r++)
+            j->out[r] += j->bias[r];
+}
+
 static void matvec_rows(const struct matvec_job *j, int lo, int hi)
 {
     switch (j->t) {
@@ -381,7 +442,12 @@ static void matvec_rows(const struct matvec_job *j, int lo, int hi)
     case DTYPE_##id:                                \
         matvec_rows_as(j, DTYPE_##id, lo, hi);      \
         break;
+#define WTYPE_QUANT(id, ...)                        \
+    case DTYPE_##id:                                \
+        matvec_rows_q(j, lo, hi);                   \
+        break;
 #include "common/wtypes.def"
+#undef WTYPE_QUANT
 #undef WTYPE
     }
 }
@@ -397,7 +463,7 @@ static void matvec_part(void *arg, int worker, int workers)
 void ck_matvec(struct cpu_kernels *b, float *out, const void *w, enum fb_dtype t, const float *x,
                        const float *bias, int rows, int cols)
 {
-    struct matvec_job j = {b, out, w, t, x, bias, rows, cols};
+    struct matvec_job j = {b, out, w, t, x, bias, rows, cols, quantize_x(b, t, x, cols)};
     /* small matrices are not worth waking the team for */
     if ((size_t)rows * (size_t)cols < b->min_parallel) {
         matvec_rows(&j, 0, rows);
@@ -420,11 +486,12 @@ struct axpy_job {
     const float *a;
     int n_rows;
     enum fb_dtype t;
+    int chunk; /* AXPY_CHUNK, or a block type's block when larger (a chunk starts on a block) */
 };
 
 static void axpy_rows_span(const struct axpy_job *j, int lo, int hi)
 {
-    size_t skip = wtype_row_bytes(j->t, (uint64_t)lo); /* lo: a multiple of AXPY_CHUNK */
+    size_t skip = wtype_row_bytes(j->t, (uint64_t)lo); /* lo: a multiple of j->chunk */
     for (int r = 0; r < j->n_rows; r++)
         if (j->a[r] != 0.0f)
             axpy(j->y + lo, j->a[r], (const char *)j->rows[r] + skip, j->t, hi - lo);
@@ -434,19 +501,20 @@ static void axpy_rows_part(void *arg, int worker, int workers)
 {
     struct axpy_job *j = arg;
     int lo, hi, victim = 0;
-    while (take_chunk(j->b, worker, workers, AXPY_CHUNK, &victim, &lo, &hi))
+    while (take_chunk(j->b, worker, workers, j->chunk, &victim, &lo, &hi))
         axpy_rows_span(j, lo, hi);
 }
 
 void ck_axpy_rows(struct cpu_kernels *b, float *y, int n, const void *const *rows, const float *a, int n_rows,
                   enum fb_dtype t)
 {
-    struct axpy_job j = {b, y, rows, a, n_rows, t};
-    if ((size_t)n * (size_t)n_rows < b->min_parallel || n <= AXPY_CHUNK) {
+    int block = (int)wtype_block_elems(t);
+    struct axpy_job j = {b, y, rows, a, n_rows, t, block > AXPY_CHUNK ? block : AXPY_CHUNK};
+    if ((size_t)n * (size_t)n_rows < b->min_parallel || n <= j.chunk) {
         axpy_rows_span(&j, 0, n);
         return;
     }
-    share_out(b, n, b->threads, AXPY_CHUNK);
+    share_out(b, n, b->threads, j.chunk);
     threadpool_run(b->pool, axpy_rows_part, &j);
 }
 
@@ -469,6 +537,7 @@ struct ffn_job {
     enum activation act;
     float act_threshold; /* FATReLU's */
     bool glu, act_on_up;
+    quant_dot_fn qdot; /* a block type's dot product, against b->xq */
 };
 
 static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_job *j, enum fb_dtype t, int g)
@@ -499,6 +568,28 @@ static inline __attribute__((always_inline)) void ffn_group_as(const struct ffn_
     }
 }
 
+/* The block path of ffn_group_as: up and gate as integer dot products
+ * against x quantized, down added a block at a time as decoded. */
+static void ffn_group_q(const struct ffn_job *j, int g)
+{
+    float *acc = j->b->partial + (size_t)g * j->b->partial_stride;
+    memset(acc, 0, (size_t)j->d * sizeof *acc);
+    size_t row_bytes = wtype_row_bytes(j->t, (uint64_t)j->d);
+    size_t down_off = row_bytes * (j->glu ? 2 : 1);
+    int lo = (int)((long long)j->n_rows * g / FFN_GROUPS), hi = (int)((long long)j->n_rows * (g + 1) / FFN_GROUPS);
+    for (int r = lo; r < hi; r++) {
+        size_t n = j->ids ? (size_t)j->ids[r] : (size_t)r;
+        const char *bundle = j->rows + n * j->stride;
+        float z = j->qdot(bundle, j->b->xq, j->d), gate = j->glu ? j->qdot(bundle + row_bytes, j->b->xq, j->d) : 0.0f;
+        if (j->up_bias)
+            z += j->up_bias[n];
+        float up = j->glu && !j->act_on_up ? z : activation_apply_t(z, j->act, j->act_threshold);
+        float h = j->glu ? activation_apply_t(gate, j->act, j->act_threshold) * up : up;
+        if (h != 0.0f)
+            axpy_blocks(acc, h, bundle + down_off, j->t, j->d);
+    }
+}
+
 static void ffn_group(const struct ffn_job *j, int g)
 {
     switch (j->t) {
@@ -506,7 +597,12 @@ static void ffn_group(const struct ffn_job *j, int g)
     case DTYPE_##id:                                \
         ffn_group_as(j, DTYPE_##id, g);             \
         break;
+#define WTYPE_QUANT(id, ...)                        \
+    case DTYPE_##id:                                \
+        ffn_group_q(j, g);                          \
+        break;
 #include "common/wtypes.def"
+#undef WTYPE_QUANT
 #undef WTYPE
     }
 }
@@ -550,7 +646,7 @@ void ck_ffn_rows(struct cpu_kernels *b, float *out, const void *rows, size_t row
                  const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
 {
     struct ffn_job j = {b,    out,  rows,  row_stride, n_rows, d, up_bias, x, NULL, t, a->act, a->fatrelu_threshold,
-                        a->glu, a->act_on_up};
+                        a->glu, a->act_on_up, quantize_x(b, t, x, d)};
     ffn_run(b, &j);
 }
 
@@ -558,7 +654,7 @@ void ck_ffn_ids(struct cpu_kernels *b, float *out, const void *bundles, size_t r
                 int n_ids, const float *up_bias, const float *x, int d, enum fb_dtype t, const struct arch *a)
 {
     struct ffn_job j = {b,    out,  bundles, row_stride, n_ids, d, up_bias, x, ids, t, a->act, a->fatrelu_threshold,
-                        a->glu, a->act_on_up};
+                        a->glu, a->act_on_up, quantize_x(b, t, x, d)};
     ffn_run(b, &j);
 }
 
@@ -583,7 +679,7 @@ static void attn_part(void *arg, int worker, int workers)
         float *att = j->b->att + (size_t)h * j->b->max_seq;
         float max = -INFINITY;
         for (int t = 0; t < j->n_pos; t++) {
-            att[t] = dot(j->k + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, q, j->head_dim) * scale;
+            att[t] = dot_as(j->k + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, q, j->head_dim, NULL) * scale;
             if (att[t] > max)
                 max = att[t];
         }
@@ -595,7 +691,7 @@ static void attn_part(void *arg, int worker, int workers)
         float *o = j->out + (size_t)h * j->head_dim;
         memset(o, 0, (size_t)j->head_dim * sizeof *o);
         for (int t = 0; t < j->n_pos; t++)
-            axpy(o, att[t] / sum, j->v + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, j->head_dim);
+            axpy_as(o, att[t] / sum, j->v + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, j->head_dim, NULL);
     }
 }
 
@@ -689,6 +785,17 @@ double ck_read_pass(struct cpu_kernels *b, const void *buf, size_t bytes)
 
 /* ---- lifecycle ---- */
 
+/* The scratch x quantized takes for vectors of up to max_dim floats in
+ * the largest activation type (rounded up to a whole q8_k block). */
+static size_t xq_bytes(size_t max_dim)
+{
+    size_t n = (max_dim + 255) / 256 * 256, most = 0;
+    enum quant_act acts[] = {QUANT_ACT_Q8_0, QUANT_ACT_Q8_1, QUANT_ACT_Q8_K};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+        most = quant_act_bytes(acts[i], n) > most ? quant_act_bytes(acts[i], n) : most;
+    return most;
+}
+
 void ck_destroy(struct cpu_kernels *b)
 {
     if (!b)
@@ -698,6 +805,7 @@ void ck_destroy(struct cpu_kernels *b)
     free(b->att);
     free(b->slots);
     free(b->read_sums);
+    free(b->xq);
     free(b);
 }
 
@@ -737,7 +845,8 @@ struct cpu_kernels *ck_create(const struct fb_settings *set, int threads, size_t
     b->att = malloc(max_heads * max_seq * sizeof *b->att);
     b->slots = aligned_alloc(64, (size_t)b->threads * sizeof *b->slots);
     b->read_sums = aligned_alloc(64, (size_t)b->threads * 16 * sizeof *b->read_sums);
-    if (!b->pool || !b->partial || !b->att || !b->slots || !b->read_sums) {
+    b->xq = malloc(xq_bytes(max_dim));
+    if (!b->pool || !b->partial || !b->att || !b->slots || !b->read_sums || !b->xq) {
         err_set(err, errlen, "cpu kernels: cannot start %d threads or allocate scratch", b->threads);
         ck_destroy(b);
         return NULL;

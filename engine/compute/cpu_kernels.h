@@ -1,5 +1,11 @@
 /* The CPU kernels: the compute steps of the forward pass on host memory,
- * f32 vectors over f32/f16/bf16 weights, on a team of threads. They are
+ * f32 vectors over weights of every type of the table, on a team of
+ * threads. The float types (f32, f16, bf16) are widened and multiplied in
+ * f32; the block formats (q4_0 ... q6_k) take the block path: x quantized
+ * once per call to the type's 8-bit activation blocks and each row an
+ * integer dot product (quant_dot.h), as llama.cpp computes them, while
+ * rows added up (axpy_rows, the FFN's down) are decoded a block at a time
+ * (dtype_quant.h) and added in f32. They are
  * what the cpu backend (backend.h) runs in place and what the sim backend
  * runs on its queue thread; the FFNs that compute on the host (the neuron
  * cache, selected and probed FFNs) and the predictors call them directly.
@@ -32,7 +38,8 @@ void ck_destroy(struct cpu_kernels *k);
 bool ck_pinned(const struct cpu_kernels *k);
 
 /* out[rows] = W[rows, cols] . x[cols] (+ bias[rows] when bias is not
- * NULL). out must not alias x. */
+ * NULL). out must not alias x. For a block type x is quantized into the
+ * instance's scratch, so cols is at most max_dim there (as the FFN's d). */
 void ck_matvec(struct cpu_kernels *k, float *out, const void *w, enum fb_dtype t, const float *x, const float *bias,
                int rows, int cols);
 /* The FFN over neuron bundles (model_format.h): for each of n_rows

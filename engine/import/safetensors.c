@@ -338,6 +338,18 @@ static void widen(float *out, const unsigned char *src, enum fb_dtype t, uint64_
         for (uint64_t i = 0; i < n; i++)
             out[i] = bf16_to_f32(u16_at(src, i));
         break;
+    case DTYPE_Q4_0: /* safetensors holds no block formats (st_wtype_parse */
+    case DTYPE_Q4_1: /* refuses them by name); were one here, its decode */
+    case DTYPE_Q5_0: /* reads any byte offset */
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        dtype_to_f32(out, src, t, (size_t)n);
+        break;
     }
 }
 
@@ -442,8 +454,7 @@ static int write_tensor(FILE *f, const struct st_tensor *t)
         size_t k = n - i < 4096 ? (size_t)(n - i) : 4096, bytes = wtype_row_bytes(t->dtype, k);
         if (bytes > sizeof chunk)
             return -1;
-        dtype_from_f32(chunk, t->dtype, t->data + i, k);
-        if (fwrite(chunk, 1, bytes, f) != bytes)
+        if (dtype_from_f32(chunk, t->dtype, t->data + i, k) || fwrite(chunk, 1, bytes, f) != bytes)
             return -1;
     }
     return 0;

@@ -1,5 +1,7 @@
 #include "engine/model/dtype.h"
 
+#include "engine/model/dtype_quant.h"
+
 #include <string.h>
 
 static uint32_t bits_of(float f)
@@ -52,22 +54,34 @@ uint16_t f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
-void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n)
+int dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n)
 {
     uint16_t *d = dst;
     switch (t) {
     case DTYPE_F32:
         memcpy(dst, src, n * sizeof *src);
-        break;
+        return 0;
     case DTYPE_F16:
         for (size_t i = 0; i < n; i++)
             d[i] = f32_to_f16(src[i]);
-        break;
+        return 0;
     case DTYPE_BF16:
         for (size_t i = 0; i < n; i++)
             d[i] = f32_to_bf16(src[i]);
-        break;
+        return 0;
+    case DTYPE_Q4_0: /* no encoder: llama.cpp's quantizers search for */
+    case DTYPE_Q4_1: /* scales (and the K-quants' mins); these types */
+    case DTYPE_Q5_0: /* come as stored, from GGUF files */
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        return -1;
     }
+    return -1;
 }
 
 void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n)
@@ -84,6 +98,36 @@ void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n)
     case DTYPE_BF16:
         for (size_t i = 0; i < n; i++)
             dst[i] = bf16_to_f32(s[i]);
+        break;
+    case DTYPE_Q4_0:
+        quant_decode_q4_0(dst, src, n / 32);
+        break;
+    case DTYPE_Q4_1:
+        quant_decode_q4_1(dst, src, n / 32);
+        break;
+    case DTYPE_Q5_0:
+        quant_decode_q5_0(dst, src, n / 32);
+        break;
+    case DTYPE_Q5_1:
+        quant_decode_q5_1(dst, src, n / 32);
+        break;
+    case DTYPE_Q8_0:
+        quant_decode_q8_0(dst, src, n / 32);
+        break;
+    case DTYPE_Q2_K:
+        quant_decode_q2_k(dst, src, n / 256);
+        break;
+    case DTYPE_Q3_K:
+        quant_decode_q3_k(dst, src, n / 256);
+        break;
+    case DTYPE_Q4_K:
+        quant_decode_q4_k(dst, src, n / 256);
+        break;
+    case DTYPE_Q5_K:
+        quant_decode_q5_k(dst, src, n / 256);
+        break;
+    case DTYPE_Q6_K:
+        quant_decode_q6_k(dst, src, n / 256);
         break;
     }
 }

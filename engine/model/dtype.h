@@ -35,8 +35,10 @@ static inline float bf16_to_f32(uint16_t b)
 
 /* dst (n elements of type t, a whole number of its blocks) from src f32,
  * and back: the reference decode of every type (a row to f32), which the
- * kernels' per-type entries are tested against. */
-void dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n);
+ * kernels' per-type entries are tested against; a quantized type's is
+ * dtype_quant.h's. dtype_from_f32 encodes the float types (0); it has no
+ * encoder for a quantized one (-1, dst untouched): those come as stored. */
+int dtype_from_f32(void *dst, enum fb_dtype t, const float *src, size_t n);
 void dtype_to_f32(float *dst, const void *src, enum fb_dtype t, size_t n);
 
 #endif

@@ -194,9 +194,23 @@ static int write_temp(const struct model *m, const struct ffn_t_layout *t, struc
     return rc;
 }
 
+/* The layout moves single weights (a column of up is element j of every
+ * row): a block format has none to move, its columns would have to be
+ * requantized. Refused, naming the type. */
+static int refuse_blocks(const struct model *m, char *err, size_t errlen)
+{
+    if (!wtype_traits(m->dtype)->quantized)
+        return 0;
+    return err_set(err, errlen, "%s: input sparsity's transposed layout moves single weights; %s weights are blocks "
+                   "of %u (transposing them needs a requantization, not done)", m->dir, wtype_name(m->dtype),
+                   (unsigned)wtype_block_elems(m->dtype));
+}
+
 int ffn_transposed_write(const struct model *m, bool force, const struct progress_report *report, char *err,
                          size_t errlen)
 {
+    if (refuse_blocks(m, err, errlen) != 0)
+        return -1;
     struct ffn_t_layout t;
     ffn_t_layout_of(m, &t);
     if (!force && ffn_transposed_present(m->dir))
@@ -236,6 +250,8 @@ static int record_u64(const cJSON *r, const char *key, uint64_t want, const char
 int ffn_transposed_open(const struct model *m, struct ffn_t_layout *t, char *err, size_t errlen)
 {
     ffn_t_layout_of(m, t);
+    if (refuse_blocks(m, err, errlen) != 0)
+        return -1;
     char path[4200];
     cJSON *o = model_json_read(m->dir, path, sizeof path);
     const cJSON *r = o ? cJSON_GetObjectItemCaseSensitive(o, MODEL_FFN_T_KEY) : NULL;

@@ -14,6 +14,7 @@
 #include "common/crc32c.h"
 #include "common/errbuf.h"
 #include "common/json_file.h"
+#include "engine/model/dtype_quant.h"
 #include "engine/model/ffn_transposed.h"
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
@@ -33,6 +34,20 @@ static void note(struct model_verify_report *r, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A quantized block's values are its halves (scale, min) times small
+ * integers: NaN or infinite exactly when a half is. */
+static bool quant_block_nonfinite(const char *p, enum fb_dtype t)
+{
+    int off[2];
+    uint16_t h;
+    for (int k = quant_block_halves(t, off); k-- > 0;) {
+        memcpy(&h, p + off[k], sizeof h);
+        if ((h & 0x7c00u) == 0x7c00u)
+            return true;
+    }
+    return false;
+}
+
 /* Whether the block of type t at p holds a NaN or an infinity. Bit
  * tests: an all-ones exponent in the type's own layout. */
 static bool block_nonfinite(const char *p, enum fb_dtype t)
@@ -49,6 +64,17 @@ static bool block_nonfinite(const char *p, enum fb_dtype t)
     case DTYPE_BF16:
         memcpy(&u16, p, sizeof u16);
         return (u16 & 0x7f80u) == 0x7f80u;
+    case DTYPE_Q4_0:
+    case DTYPE_Q4_1:
+    case DTYPE_Q5_0:
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        return quant_block_nonfinite(p, t);
     }
     return false;
 }

@@ -38,6 +38,17 @@ bool predictor_wtype_ok(enum fb_dtype t)
         return true;
     case DTYPE_BF16:
         return false;
+    case DTYPE_Q4_0: /* a predictor's low-rank factors are written here, */
+    case DTYPE_Q4_1: /* in a float type (dtype_from_f32 has no block encoder) */
+    case DTYPE_Q5_0:
+    case DTYPE_Q5_1:
+    case DTYPE_Q8_0:
+    case DTYPE_Q2_K:
+    case DTYPE_Q3_K:
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        return false;
     }
     return false;
 }

@@ -11,8 +11,9 @@
  * device backends skip it, as bk_check_ffn_ids says); attention with
  * multi-head, grouped and multi-query caches; RMS and LayerNorm with and
  * without a bias (and in place); RoPE whole and partial; add; ffn_act for
- * every activation, plain and GLU, in place or not; embed per
- * dtype; batched row moves, chained; copies round trip; events ordering
+ * every activation, plain and GLU, in place or not; embed per dtype; the
+ * block formats (q4_0 ... q6_k: matvec, the FFN over rows, embed on random
+ * blocks; test_block_types); batched row moves, chained; copies round trip; events ordering
  * the host's reuse of its buffers; the queue's counts; event_elapsed
  * (> 0 over a 64 MiB upload, its refusals, no count changed); NaN and infinity
  * propagated as the CPU kernels do; a ref past its buffer refused with a
@@ -43,6 +44,7 @@
 #include "engine/forward/engine.h"
 #include "engine/forward/sampler.h"
 #include "engine/import/import.h"
+#include "engine/model/dtype_quant.h"
 #include "harness/calibrate.h"
 
 /* ---- tolerances of the backends that are not bit-identical ----
@@ -614,6 +616,121 @@ static void test_adds_embeds(struct bt *t)
     for (int dt = 0; dt < 3; dt++)
         for (int s = 0; s < N_SIZES - 1; s++)
             test_embed(t, (enum fb_dtype)dt, 5, sizes[s]);
+}
+
+/* ---- the block formats ----
+ * Random blocks (random bytes, the halves finite: +-[0, 1/16)) in every
+ * quantized type, against the CPU kernels' block path (x quantized once
+ * to 8-bit blocks, integer dot products). cpu and sim give its bits; the
+ * device kernels do not decode these types yet (they skip, counted).
+ * A device's tolerance, for when they do: 2^-7 of sum |w x| (+ |bias|),
+ * the 8-bit activation's rounding (half a step of amax / 127 per element,
+ * more than f32's), since a device may multiply x unquantized. */
+static const double tol_blocks = 0x1p-7;
+
+/* rows of n elements of type dt, random blocks with finite halves */
+static uint8_t *block_rows(enum fb_dtype dt, int rows, int n)
+{
+    size_t bytes = wtype_row_bytes(dt, (uint64_t)n) * (size_t)rows, bb = wtype_block_bytes(dt);
+    uint8_t *w = malloc(bytes + 1);
+    int off[2], halves = quant_block_halves(dt, off);
+    for (size_t i = 0; i < bytes; i++)
+        w[i] = bt_byte();
+    for (size_t b = 0; b < bytes / bb; b++)
+        for (int k = 0; k < halves; k++) {
+            uint16_t h = f32_to_f16(bt_uniform() / 16);
+            memcpy(w + b * bb + off[k], &h, 2);
+        }
+    return w;
+}
+
+static void test_block_matvec(struct bt *t, enum fb_dtype dt, int rows, int cols)
+{
+    if (!bt_has(t, BACKEND_OP_MATVEC, dt))
+        return;
+    uint8_t *w = block_rows(dt, rows, cols);
+    float *x = malloc((size_t)cols * 4), *b = malloc((size_t)rows * 4), *row = malloc((size_t)cols * 4);
+    float *want = malloc((size_t)rows * 4), *got = malloc((size_t)rows * 4);
+    double *tol = malloc((size_t)rows * sizeof *tol);
+    bt_fill(x, (size_t)cols, 1, 0), bt_fill(b, (size_t)rows, 1, 0);
+    struct gbuf gw, gx, gb, go;
+    gb_new(t, wtype_row_bytes(dt, (uint64_t)cols) * (size_t)rows, w, &gw);
+    gb_floats(t, x, (size_t)cols, &gx);
+    gb_floats(t, b, (size_t)rows, &gb);
+    gb_new(t, (size_t)rows * 4, NULL, &go);
+    char what[96];
+    snprintf(what, sizeof what, "matvec %s %dx%d + bias", wtype_name(dt), rows, cols);
+    bt_ok(t, t->ops->matvec(t->b, go.at, gw.at, dt, gx.at, gb.at, rows, cols), what);
+    gb_read(t, &go, got);
+    ck_matvec(t->ref, want, w, dt, x, b, rows, cols);
+    for (int r = 0; r < rows; r++) {
+        dtype_to_f32(row, w + (size_t)r * wtype_row_bytes(dt, (uint64_t)cols), dt, (size_t)cols);
+        tol[r] = fabs(b[r]);
+        for (int i = 0; i < cols; i++)
+            tol[r] += fabs((double)row[i] * x[i]);
+        tol[r] *= tol_blocks;
+    }
+    bt_compare(t, what, got, want, tol, (size_t)rows);
+    gb_done(t, &gw, w, what), gb_done(t, &gx, x, what), gb_done(t, &gb, b, what), gb_done(t, &go, NULL, what);
+    free(w), free(x), free(b), free(row), free(want), free(got), free(tol);
+}
+
+/* The FFN over n_rows bundles of d (a GLU when a says), the rows packed */
+static void test_block_ffn(struct bt *t, enum fb_dtype dt, const struct arch *a, int n_rows, int d)
+{
+    if (!bt_has(t, BACKEND_OP_FFN_ROWS, dt))
+        return;
+    int parts = a->glu ? 3 : 2;
+    size_t stride = (size_t)parts * wtype_row_bytes(dt, (uint64_t)d);
+    uint8_t *rows = block_rows(dt, n_rows * parts, d);
+    float *x = malloc((size_t)d * 4), *want = malloc((size_t)d * 4), *got = malloc((size_t)d * 4);
+    bt_fill(x, (size_t)d, 0.25f, 0);
+    struct gbuf gr, gx, go;
+    gb_new(t, stride * (size_t)n_rows, rows, &gr);
+    gb_floats(t, x, (size_t)d, &gx);
+    gb_new(t, (size_t)d * 4, NULL, &go);
+    char what[96];
+    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d", wtype_name(dt), a->glu ? "glu " : "",
+             act_name(a->act), n_rows, d);
+    bt_ok(t, t->ops->ffn_rows(t->b, go.at, gr.at, stride, n_rows, (struct dev_ref){0}, gx.at, d, dt, a), what);
+    gb_read(t, &go, got);
+    ck_ffn_rows(t->ref, want, rows, stride, n_rows, NULL, x, d, dt, a);
+    if (t->exact) /* the devices: skipped until they decode blocks (no tolerance stated for the FFN yet) */
+        bt_compare(t, what, got, want, NULL, (size_t)d);
+    gb_done(t, &gr, rows, what), gb_done(t, &gx, x, what), gb_done(t, &go, NULL, what);
+    free(rows), free(x), free(want), free(got);
+}
+
+static void test_block_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
+{
+    if (!bt_has(t, BACKEND_OP_EMBED, dt))
+        return;
+    uint8_t *table = block_rows(dt, rows, d);
+    float *want = malloc((size_t)d * 4), *got = malloc((size_t)d * 4);
+    struct gbuf gt, go;
+    gb_new(t, wtype_row_bytes(dt, (uint64_t)d) * (size_t)rows, table, &gt);
+    gb_new(t, (size_t)d * 4, NULL, &go);
+    char what[64];
+    snprintf(what, sizeof what, "embed %s row %d of %d x %d", wtype_name(dt), rows - 1, rows, d);
+    bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, rows - 1, d), what);
+    gb_read(t, &go, got);
+    ck_embed(t->ref, want, table, dt, rows - 1, d);
+    bt_compare(t, what, got, want, NULL, (size_t)d); /* a decode: exact on every backend */
+    gb_done(t, &gt, table, what), gb_done(t, &go, NULL, what);
+    free(table), free(want), free(got);
+}
+
+static void test_block_types(struct bt *t)
+{
+    static const struct arch archs[] = {{.act = ACT_SILU, .glu = true}, {.act = ACT_RELU}};
+    for (int dt = WTYPE_FLOAT_COUNT; dt < DTYPE_COUNT; dt++) {
+        int block = (int)wtype_block_elems((enum fb_dtype)dt);
+        test_block_matvec(t, (enum fb_dtype)dt, 17, block);
+        test_block_matvec(t, (enum fb_dtype)dt, 65, 1024);
+        for (int a = 0; a < 2; a++)
+            test_block_ffn(t, (enum fb_dtype)dt, &archs[a], 33, 512);
+        test_block_embed(t, (enum fb_dtype)dt, 5, 768);
+    }
 }
 
 /* ---- copies: row moves, uploads and downloads ---- */
@@ -1297,6 +1414,7 @@ int main(int argc, char **argv)
     test_refusals(&t);
     test_calibrate_loop(&t);
     test_forward(&t);
+    test_block_types(&t); /* last: the cases before it draw the random inputs they drew before it */
     if (!t.exact)
         bt_print_worst(&t);
     /* cpu is the model: every op for every type (backend.h) */

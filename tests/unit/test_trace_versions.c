@@ -164,8 +164,8 @@ static void older_weight_sizes(void)
 /* Version 3's fields: type code at 24, flags at 32, unit kind at 36, units at 40. */
 static void version_3_fields(void)
 {
-    write_patched("trace_v3.trace", 24, 2, 56); /* ggml's Q4_0: no row of the table */
-    refused("type code 2", "unknown weight type code 2 in header");
+    write_patched("trace_v3.trace", 24, 20, 56); /* ggml's IQ4_NL: no row of the table */
+    refused("type code 20", "unknown weight type code 20 in header");
     write_patched("trace_v3.trace", 36, 9, 56);
     refused("unit kind 9", "unknown unit kind code 9 in header");
     write_patched("trace_v3.trace", 40, 47, 56);

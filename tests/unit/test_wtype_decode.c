@@ -1,7 +1,9 @@
 /* Every row of the weight-type table reaches each place that decodes or
  * names a type: the CPU kernels' decode entries (load8 and elem, through
- * matvec and axpy_rows) give, for every type, the values of
- * dtype_to_f32, the reference decode, bit for bit; the device kernels'
+ * matvec and axpy_rows) give, for every float type, the values of
+ * dtype_to_f32, the reference decode, bit for bit (the block formats'
+ * decode is test_quant_decode's, their block path test_quant_dot's); the
+ * device kernels'
  * numbers (engine/compute/kernels/wtypes.kern) are the table's (at compile time, and
  * here again at run time); the table's inline block sizes are its rows;
  * the options' allowed list, sim's bytes per weight, the predictor's and
@@ -66,7 +68,7 @@ static void test_cpu_decode(void)
     CHECK(k != NULL);
     float v[N], want[N];
     values(v);
-    for (int i = 0; k && i < DTYPE_COUNT; i++) {
+    for (int i = 0; k && i < WTYPE_FLOAT_COUNT; i++) {
         enum fb_dtype t = (enum fb_dtype)i;
         CHECK(wtype_row_fits(t, N));
         void *row = malloc(wtype_row_bytes(t, N));
@@ -89,9 +91,19 @@ static void test_cpu_decode(void)
 static void test_kernel_numbers(void)
 {
     CHECK_U64(FB_DTYPE_COUNT, DTYPE_COUNT);
-    const int numbers[] = {FB_F32, FB_F16, FB_BF16};
-    const int elems[] = {FB_F32_BLOCK_ELEMS, FB_F16_BLOCK_ELEMS, FB_BF16_BLOCK_ELEMS};
-    const int bytes[] = {FB_F32_BLOCK_BYTES, FB_F16_BLOCK_BYTES, FB_BF16_BLOCK_BYTES};
+#define ROW(id) FB_##id
+    const int numbers[] = {ROW(F32),  ROW(F16),  ROW(BF16), ROW(Q4_0), ROW(Q4_1), ROW(Q5_0), ROW(Q5_1),
+                           ROW(Q8_0), ROW(Q2_K), ROW(Q3_K), ROW(Q4_K), ROW(Q5_K), ROW(Q6_K)};
+#undef ROW
+#define ROW(id) FB_##id##_BLOCK_ELEMS
+    const int elems[] = {ROW(F32),  ROW(F16),  ROW(BF16), ROW(Q4_0), ROW(Q4_1), ROW(Q5_0), ROW(Q5_1),
+                         ROW(Q8_0), ROW(Q2_K), ROW(Q3_K), ROW(Q4_K), ROW(Q5_K), ROW(Q6_K)};
+#undef ROW
+#define ROW(id) FB_##id##_BLOCK_BYTES
+    const int bytes[] = {ROW(F32),  ROW(F16),  ROW(BF16), ROW(Q4_0), ROW(Q4_1), ROW(Q5_0), ROW(Q5_1),
+                         ROW(Q8_0), ROW(Q2_K), ROW(Q3_K), ROW(Q4_K), ROW(Q5_K), ROW(Q6_K)};
+#undef ROW
+    CHECK_U64(sizeof numbers / sizeof numbers[0], DTYPE_COUNT);
     for (int t = 0; t < DTYPE_COUNT; t++) {
         const struct wtype_traits *w = wtype_traits((enum fb_dtype)t);
         CHECK(numbers[t] == t);
