@@ -27,7 +27,7 @@ count() { src | xargs grep -E -h "$1" 2>/dev/null | wc -l; }
 files() { src | xargs grep -E -l "$1" 2>/dev/null | wc -l; }
 printf '%-28s %s\n' measure count
 printf '%-28s %s\n' bytes-from-element-size \
-    "$(count '\bdtype_size *\(|fb_dtype_size *\(|\bdtype_bytes *\(|bytes_per_weight|\bvec_bytes\b|\bint half\b')"
+    "$(count '\bdtype_size *\(|fb_dtype_size *\(|\bdtype_bytes *\(|bytes_per_weight|\bvec_bytes\b|\bint half[,)]')"
 printf '%-28s %s\n' unit-size-formulas "$(count '\? *3 *: *2\b')"
 n=$(src | grep -v transposed | xargs grep -E -h '\b(transposed|has_channels)\b' 2>/dev/null |
     grep -E '\bif *\(|\?|&&|\|\|' | wc -l)
