@@ -163,8 +163,35 @@ static void check_real(const char *gguf, const char *name)
     cJSON_Delete(ref);
 }
 
+/* A vocabulary size other than the file's token count is refused naming
+ * the file and the key; so is a writer asked for a file with no tokenizer
+ * (a written tokenizer-only GGUF has none of the model's other keys). */
+static void check_refusals(void)
+{
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/gguf/llama/F32/model.gguf", TEST_DATA_DIR);
+    struct gguf_file f;
+    struct tokenizer t;
+    CHECK(gguf_open(&f, path, err, sizeof err) == 0);
+    int vocab = token_count(&f);
+    CHECK(tokenizer_load_gguf(&t, &f, vocab + 1, err, sizeof err) == -1);
+    CHECK(strstr(err, "tokenizer.ggml.tokens") && strstr(err, "model.gguf"));
+    CHECK(tokenizer_load_gguf(&t, &f, vocab - 1, err, sizeof err) == -1);
+    CHECK(strstr(err, "tokenizer.ggml.tokens") != NULL);
+    char tmp[] = "/tmp/fb_tokgguf_XXXXXX";
+    close(mkstemp(tmp));
+    CHECK(tokenizer_gguf_write(&f, tmp, err, sizeof err) == 0);
+    gguf_close(&f);
+    CHECK(gguf_open(&f, tmp, err, sizeof err) == 0);
+    CHECK(gguf_find(&f, "general.architecture") && gguf_find(&f, "tokenizer.ggml.merges"));
+    CHECK(!gguf_find(&f, "llama.block_count"));
+    gguf_close(&f);
+    unlink(tmp);
+}
+
 int main(void)
 {
+    check_refusals();
     const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma3"};
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         check_fixture(archs[i]);
