@@ -239,6 +239,86 @@ static void check_decoded(const char *arch, int type, const char *tmp, const cha
     free(got);
 }
 
+/* ---- refusals, on damaged copies of a fixture ---- */
+
+/* tests/data/gguf/<rel> with the first occurrence of from (bytes) replaced
+ * by to (as long), written to tmp/bad.gguf; poke >= 0: the u32 right after
+ * from's end plus 4 bytes (a key's value past its type) becomes value. */
+static int damaged(const char *rel, const char *tmp, const char *from, const char *to, long value, char *out,
+                   size_t len)
+{
+    char src[1200];
+    snprintf(src, sizeof src, "%s/gguf/%s", TEST_DATA_DIR, rel);
+    snprintf(out, len, "%s/bad.gguf", tmp);
+    size_t n = 0;
+    char *data = read_text_file(src, &n);
+    size_t k = strlen(from);
+    char *at = NULL;
+    for (size_t i = 0; data && !at && i + k <= n; i++)
+        if (!memcmp(data + i, from, k))
+            at = data + i;
+    if (!at) {
+        free(data);
+        return -1;
+    }
+    memcpy(at, to, k);
+    if (value >= 0) {
+        uint32_t v = (uint32_t)value;
+        memcpy(at + k + 4, &v, 4);
+    }
+    FILE *f = fopen(out, "wb");
+    int rc = f && fwrite(data, 1, n, f) == n ? 0 : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    free(data);
+    return rc;
+}
+
+/* Converting gguf into tmp/out fails with a message holding want, and
+ * leaves nothing behind (no out, no temporary folder). */
+static void check_refused(const char *gguf, const char *tmp, const char *tok, const enum fb_dtype *dtype,
+                          const char *want)
+{
+    char out[1200];
+    snprintf(out, sizeof out, "%s/out", tmp);
+    struct import_dtype dt = {.keep = !dtype, .dtype = dtype ? *dtype : DTYPE_F16};
+    why[0] = '\0';
+    int rc = import_gguf(gguf, tok, out, &dt, NULL, why, sizeof why);
+    bool named = strstr(why, want) != NULL;
+    if (rc == 0 || !named)
+        fprintf(stderr, "%s: want a refusal naming \"%s\", got %d \"%s\"\n", gguf, want, rc, why);
+    CHECK(rc != 0 && named);
+    CHECK(access(out, F_OK) != 0);
+    /* the only entries of tmp are the tokenizer and the damaged file */
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -le 2", tmp);
+    CHECK(system(cmd) == 0);
+}
+
+static void check_refusals(const char *tmp, const char *tok)
+{
+    char bad[1200], path[1200];
+    enum fb_dtype q4 = DTYPE_Q4_0;
+    snprintf(path, sizeof path, "%s/gguf/gemma3/F32/model.gguf", TEST_DATA_DIR);
+    check_refused(path, tmp, tok, NULL, "\"gemma3\": not yet");
+    snprintf(path, sizeof path, "%s/gguf/llama/F32/model.gguf", TEST_DATA_DIR);
+    check_refused(path, tmp, tok, &q4, "--dtype q4_0");
+    /* an unknown key of the architecture's namespace */
+    CHECK(damaged("llama/F32/model.gguf", tmp, "llama.rope.freq_base", "llama.rope.freq_bass", -1, bad,
+                  sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "key llama.rope.freq_bass is not supported");
+    /* a key at a value that changes the computation */
+    CHECK(damaged("llama/F32/model.gguf", tmp, "llama.vocab_size", "llama.expert_cnt", -1, bad, sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "key llama.expert_cnt");
+    /* a tensor nobody reads: refused by name once the rest is written */
+    CHECK(damaged("llama/F32/model.gguf", tmp, "output.weight", "outpux.weight", -1, bad, sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "tensor outpux.weight is not part of a llama model");
+    /* a shape that disagrees with the metadata */
+    CHECK(damaged("qwen2/F32/model.gguf", tmp, "qwen2.feed_forward_length", "qwen2.feed_forward_length", 64, bad,
+                  sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "tensor blk.0.ffn_gate.weight has 2 dims [64, 128, 1, 1]");
+}
+
 int main(void)
 {
     char tmp[] = "/tmp/flashbed-test-gguf-XXXXXX", tok[1200];
@@ -264,6 +344,7 @@ int main(void)
         printf("   (%g)", TOLERANCES[t].tolerance);
     }
     printf("\n");
+    check_refusals(tmp, tok);
     free(got);
     fs_remove_tree(tmp);
     return check_report("test_gguf_fixture");
