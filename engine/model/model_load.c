@@ -20,6 +20,7 @@
 #include "engine/model/model_integrity.h"
 #include "engine/model/model_load_impl.h"
 #include "engine/model/model_table.h"
+#include "engine/tokenizer/tokenizer_gguf.h"
 
 void *model_read_whole(const char *path, size_t expect, size_t *len, char *err, size_t errlen)
 {
@@ -278,6 +279,17 @@ static int load_tensors(struct model *m, const struct table *tb)
     return load_layers(m, tb);
 }
 
+/* A GGUF file's tokenizer metadata (the file is closed again after). */
+static int load_gguf_tokenizer(struct tokenizer *t, const char *fpath, int vocab_size, char *err, size_t errlen)
+{
+    struct gguf_file f;
+    if (gguf_open(&f, fpath, err, errlen))
+        return -1;
+    int rc = tokenizer_load_gguf(t, &f, vocab_size, err, errlen);
+    gguf_close(&f);
+    return rc;
+}
+
 /* The tokenizer model.json names, and its special ids. */
 static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, const char *path, char *err,
                           size_t errlen)
@@ -300,9 +312,11 @@ static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, cons
         tok_rc = tokenizer_load_llama2c(&m->tok, fpath, (int)s->vocab_size, err, errlen);
     else if (!strcmp(kind->valuestring, "byte-level-bpe"))
         tok_rc = tokenizer_load_hf_bytelevel(&m->tok, fpath, (int)s->vocab_size, err, errlen);
+    else if (!strcmp(kind->valuestring, "gguf"))
+        tok_rc = load_gguf_tokenizer(&m->tok, fpath, (int)s->vocab_size, err, errlen);
     else
         return err_set(err, errlen,
-                       "%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe)", path,
+                       "%s: tokenizer kind \"%s\" is not supported (sentencepiece-bpe, byte-level-bpe, gguf)", path,
                        kind->valuestring);
     if (tok_rc != 0)
         return -1;

@@ -11,6 +11,7 @@
 
 #include "common/errbuf.h"
 #include "common/json_file.h"
+#include "engine/tokenizer/tokenizer_internal.h"
 
 static uint32_t hash_bytes(const char *s, size_t len)
 {
@@ -31,7 +32,7 @@ int tokenizer_lookup(const struct tokenizer *t, const char *s, size_t len)
     }
 }
 
-static int build_index(struct tokenizer *t)
+int tokenizer_build_index(struct tokenizer *t)
 {
     uint32_t size = 1;
     while (size < 2u * (uint32_t)t->vocab_size)
@@ -121,7 +122,8 @@ int tokenizer_load_llama2c(struct tokenizer *t, const char *path, int vocab_size
     t->max_piece_len = (uint32_t)max_len;
     t->bos_id = 1;
     t->eos_id = 2;
-    if (build_index(t)) {
+    tokenizer_legacy_defaults(t);
+    if (tokenizer_build_index(t)) {
         err_set(err, errlen, "%s: out of memory", path);
         tokenizer_free(t);
         return -1;
@@ -131,6 +133,17 @@ fail:
     fclose(f);
     tokenizer_free(t);
     return -1;
+}
+
+/* llama2.c and tokenizer.json files say nothing of these: BOS when the
+ * caller asks, no EOS, SentencePiece's dummy prefix, GPT-2's splitter as
+ * this file has always approximated it. */
+void tokenizer_legacy_defaults(struct tokenizer *t)
+{
+    t->add_bos = true;
+    t->add_eos = false;
+    t->add_space_prefix = true;
+    t->pre = TOKENIZER_PRE_LEGACY;
 }
 
 void tokenizer_free(struct tokenizer *t)
@@ -144,24 +157,25 @@ void tokenizer_free(struct tokenizer *t)
     free(t->pair_keys);
     free(t->pair_rank);
     free(t->pair_merged);
+    free(t->token_type);
+    for (int i = 0; t->display && i < t->vocab_size; i++)
+        free(t->display[i]);
+    free(t->display);
+    free(t->display_len);
+    free(t->special_ids);
     memset(t, 0, sizeof *t);
 }
 
 /* Merge candidates in a max-heap: highest score first, leftmost on ties,
  * which is exactly the order of SentencePiece's (and llama2.c's) greedy
  * rescan, in O(n log n) instead of O(n^2). */
-struct merge {
-    float score;
-    int left, right; /* symbol slots; their ids when pushed */
-    int left_id, right_id, merged_id;
-};
 
 static int merge_before(const struct merge *a, const struct merge *b)
 {
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-static void heap_push(struct merge *h, size_t *n, struct merge m)
+void tokenizer_heap_push(struct merge *h, size_t *n, struct merge m)
 {
     size_t i = (*n)++;
     while (i > 0 && merge_before(&m, &h[(i - 1) / 2])) {
@@ -171,7 +185,7 @@ static void heap_push(struct merge *h, size_t *n, struct merge m)
     h[i] = m;
 }
 
-static struct merge heap_pop(struct merge *h, size_t *n)
+struct merge tokenizer_heap_pop(struct merge *h, size_t *n)
 {
     struct merge top = h[0], last = h[--*n];
     size_t i = 0;
@@ -191,16 +205,13 @@ static struct merge heap_pop(struct merge *h, size_t *n)
     return top;
 }
 
-struct sym {
-    int id, prev, next;
-};
 
-static uint64_t pair_key(int a, int b)
+uint64_t tokenizer_pair_key(int a, int b)
 {
     return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
 }
 
-static uint32_t pair_hash(uint64_t k)
+uint32_t tokenizer_pair_hash(uint64_t k)
 {
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
@@ -214,8 +225,8 @@ static uint32_t pair_hash(uint64_t k)
 static int find_merge(const struct tokenizer *t, int a, int b, char *buf, int *merged, float *score)
 {
     if (t->kind == TOKENIZER_BYTE_BPE) {
-        uint64_t k = pair_key(a, b);
-        for (uint32_t i = pair_hash(k) & t->pair_mask;; i = (i + 1) & t->pair_mask) {
+        uint64_t k = tokenizer_pair_key(a, b);
+        for (uint32_t i = tokenizer_pair_hash(k) & t->pair_mask;; i = (i + 1) & t->pair_mask) {
             if (t->pair_rank[i] < 0)
                 return -1;
             if (t->pair_keys[i] == k) {
@@ -243,12 +254,12 @@ static void push_pair(const struct tokenizer *t, struct sym *s, int l, char *buf
     float score;
     if (l < 0 || r < 0 || find_merge(t, s[l].id, s[r].id, buf, &merged, &score))
         return;
-    heap_push(h, nh, (struct merge){score, l, r, s[l].id, s[r].id, merged});
+    tokenizer_heap_push(h, nh, (struct merge){score, l, r, s[l].id, s[r].id, merged});
 }
 
 /* BPE over the symbols s[0..ns): merges by priority until none applies,
  * then appends the ids to out. h holds 3 * ns merges. Returns the count. */
-static size_t bpe(const struct tokenizer *t, struct sym *s, int ns, struct merge *h, char *buf, int *out)
+size_t tokenizer_bpe(const struct tokenizer *t, struct sym *s, int ns, struct merge *h, char *buf, int *out)
 {
     for (int i = 0; i < ns; i++) {
         s[i].prev = i - 1;
@@ -258,7 +269,7 @@ static size_t bpe(const struct tokenizer *t, struct sym *s, int ns, struct merge
     for (int i = 0; i + 1 < ns; i++)
         push_pair(t, s, i, buf, h, &nh);
     while (nh > 0) {
-        struct merge m = heap_pop(h, &nh);
+        struct merge m = tokenizer_heap_pop(h, &nh);
         /* stale when either side has merged since the candidate was pushed */
         if (s[m.left].id != m.left_id || s[m.left].next != m.right || s[m.right].id != m.right_id)
             continue;
@@ -294,7 +305,7 @@ static enum char_class classify(unsigned char c)
     return CC_OTHER;
 }
 
-static size_t pretoken_end(const char *text, size_t len, size_t i)
+size_t tokenizer_pretoken_end_legacy(const char *text, size_t len, size_t i)
 {
     const unsigned char *u = (const unsigned char *)text;
     if (u[i] == '\'' && i + 1 < len) {
@@ -326,6 +337,8 @@ static size_t pretoken_end(const char *text, size_t len, size_t i)
 size_t tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, bool add_bos,
                         int *out)
 {
+    if (t->gguf)
+        return tokenizer_encode_special(t, text, len, add_bos, false, out);
     size_t n = 0;
     if (add_bos)
         out[n++] = t->bos_id;
@@ -337,13 +350,13 @@ size_t tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
     char *buf = malloc(2 * (size_t)t->max_piece_len + 8);
     if (t->kind == TOKENIZER_BYTE_BPE) {
         for (size_t i = 0; i < len;) {
-            size_t end = pretoken_end(text, len, i);
+            size_t end = tokenizer_pretoken_end_legacy(text, len, i);
             int ns = 0;
             for (size_t k = i; k < end; k++) {
                 int b = t->byte_ids[(unsigned char)text[k]];
                 s[ns++].id = b >= 0 ? b : 0;
             }
-            n += bpe(t, s, ns, h, buf, out + n);
+            n += tokenizer_bpe(t, s, ns, h, buf, out + n);
             i = end;
         }
     } else {
@@ -366,7 +379,7 @@ size_t tokenizer_encode(const struct tokenizer *t, const char *text, size_t len,
                 }
             i += clen;
         }
-        n += bpe(t, s, ns, h, buf, out + n);
+        n += tokenizer_bpe(t, s, ns, h, buf, out + n);
     }
     free(s);
     free(h);
@@ -380,8 +393,12 @@ const char *tokenizer_decode(const struct tokenizer *t, int prev, int id, size_t
         *len = 0;
         return "";
     }
-    const char *p = t->pieces[id];
-    size_t n = t->piece_len[id];
+    if (t->token_type && t->token_type[id] == TOKEN_TYPE_CONTROL) {
+        *len = 0;
+        return "";
+    }
+    const char *p = t->display ? t->display[id] : t->pieces[id];
+    size_t n = t->display ? t->display_len[id] : t->piece_len[id];
     if (t->kind == TOKENIZER_BYTE_BPE) { /* pieces are raw bytes already */
         *len = n;
         return p;
@@ -393,7 +410,7 @@ const char *tokenizer_decode(const struct tokenizer *t, int prev, int id, size_t
         *len = 1;
         return buf;
     }
-    if (prev == t->bos_id && n > 0 && p[0] == ' ') {
+    if (t->add_space_prefix && prev == t->bos_id && n > 0 && p[0] == ' ') {
         p++;
         n--;
     }
@@ -405,7 +422,7 @@ const char *tokenizer_decode(const struct tokenizer *t, int prev, int id, size_t
 
 /* GPT-2 spells byte b as one printable code point: itself for ! .. ~,
  * ¡ .. ¬ and ® .. ÿ, and 256 + k for the k-th other byte. */
-static void byte_code_points(int cp_of[256])
+void tokenizer_byte_code_points(int cp_of[256])
 {
     int k = 0;
     for (int b = 0; b < 256; b++) {
@@ -415,7 +432,7 @@ static void byte_code_points(int cp_of[256])
 }
 
 /* The raw bytes of a vocab key; -1 when a code point is not a byte's. */
-static int key_to_bytes(const char *key, const int byte_of[512], char *out, size_t *len)
+int tokenizer_key_to_bytes(const char *key, const int byte_of[512], char *out, size_t *len)
 {
     const unsigned char *u = (const unsigned char *)key;
     size_t n = 0;
@@ -444,7 +461,7 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, int vocab_size, c
                       size_t errlen)
 {
     int cp_of[256], byte_of[512];
-    byte_code_points(cp_of);
+    tokenizer_byte_code_points(cp_of);
     for (int i = 0; i < 512; i++)
         byte_of[i] = -1;
     for (int b = 0; b < 256; b++)
@@ -459,7 +476,7 @@ static int load_vocab(struct tokenizer *t, const cJSON *vocab, int vocab_size, c
                            path, e->string, vocab_size - 1);
         int id = (int)id64;
         size_t n;
-        if (strlen(e->string) >= sizeof piece / 2 || key_to_bytes(e->string, byte_of, piece, &n)) {
+        if (strlen(e->string) >= sizeof piece / 2 || tokenizer_key_to_bytes(e->string, byte_of, piece, &n)) {
             /* special tokens spelled outside the byte alphabet keep their text */
             snprintf(piece, sizeof piece, "%s", e->string);
             n = strlen(piece);
@@ -541,21 +558,41 @@ static int merge_ids(const cJSON *vocab, const cJSON *e, int rank, int ids[3], c
     return 0;
 }
 
-static int load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *merges, const char *path, char *err,
-                       size_t errlen)
+int tokenizer_alloc_pairs(struct tokenizer *t, size_t n_merges)
 {
-    int n_merges = cJSON_GetArraySize(merges);
     uint32_t size = 1;
-    while (size < 2u * (uint32_t)n_merges + 2)
+    while (size < 2u * n_merges + 2)
         size <<= 1;
     t->pair_mask = size - 1;
     t->pair_keys = calloc(size, sizeof *t->pair_keys);
     t->pair_rank = malloc(size * sizeof *t->pair_rank);
     t->pair_merged = calloc(size, sizeof *t->pair_merged);
     if (!t->pair_keys || !t->pair_rank || !t->pair_merged)
-        return err_set(err, errlen, "%s: out of memory for %d merges", path, n_merges);
+        return -1;
     for (uint32_t i = 0; i < size; i++)
         t->pair_rank[i] = -1;
+    return 0;
+}
+
+void tokenizer_add_pair(struct tokenizer *t, int a, int b, int merged, int rank)
+{
+    uint64_t k = tokenizer_pair_key(a, b);
+    uint32_t i = tokenizer_pair_hash(k) & t->pair_mask;
+    while (t->pair_rank[i] >= 0 && t->pair_keys[i] != k)
+        i = (i + 1) & t->pair_mask;
+    if (t->pair_rank[i] >= 0)
+        return; /* the first (lowest) rank of a repeated pair wins */
+    t->pair_keys[i] = k;
+    t->pair_rank[i] = rank;
+    t->pair_merged[i] = merged;
+}
+
+static int load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *merges, const char *path, char *err,
+                       size_t errlen)
+{
+    int n_merges = cJSON_GetArraySize(merges);
+    if (tokenizer_alloc_pairs(t, (size_t)n_merges))
+        return err_set(err, errlen, "%s: out of memory for %d merges", path, n_merges);
     int rank = 0, ids[3];
     const cJSON *e;
     cJSON_ArrayForEach(e, merges)
@@ -563,15 +600,7 @@ static int load_merges(struct tokenizer *t, const cJSON *vocab, const cJSON *mer
         int r = rank++;
         if (merge_ids(vocab, e, r, ids, path, err, errlen) != 0)
             return -1;
-        uint64_t k = pair_key(ids[0], ids[1]);
-        uint32_t i = pair_hash(k) & t->pair_mask;
-        while (t->pair_rank[i] >= 0 && t->pair_keys[i] != k)
-            i = (i + 1) & t->pair_mask;
-        if (t->pair_rank[i] >= 0)
-            continue; /* the first (lowest) rank of a repeated pair wins */
-        t->pair_keys[i] = k;
-        t->pair_rank[i] = r;
-        t->pair_merged[i] = ids[2];
+        tokenizer_add_pair(t, ids[0], ids[1], ids[2], r);
     }
     return 0;
 }
@@ -582,6 +611,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     memset(t, 0, sizeof *t);
     t->kind = TOKENIZER_BYTE_BPE;
     t->vocab_size = vocab_size;
+    tokenizer_legacy_defaults(t);
     char *text = read_text_file(path, NULL);
     cJSON *root = text ? cJSON_Parse(text) : NULL;
     free(text);
@@ -600,7 +630,7 @@ int tokenizer_load_hf_bytelevel(struct tokenizer *t, const char *path, int vocab
     if (load_vocab(t, vocab, vocab_size, path, err, errlen) != 0)
         goto fail;
     add_added_tokens(t, added, vocab_size);
-    if (build_index(t)) {
+    if (tokenizer_build_index(t)) {
         err_set(err, errlen, "%s: out of memory", path);
         goto fail;
     }
