@@ -17,6 +17,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_gguf.h"
 
 /* The model's name: the file's, without folders and ".gguf". */
 static void model_name(const char *path, char *name, size_t len)
@@ -64,30 +65,48 @@ static int token_id(const struct gguf_file *f, const char *key, int def, uint32_
     return 0;
 }
 
-/* model.json's "tokenizer": a given llama2.c tokenizer.bin (checked as
- * the engine will read it), with the GGUF's bos, eos and stop ids. */
+/* The tokenizer into the folder, checked as the engine will read it:
+ * the GGUF's own (tokenizer_gguf_write: tokenizer.gguf, kind "gguf"), or
+ * a given llama2.c tokenizer.bin in its place. */
+static int write_tokenizer(struct model_writer *w, const struct gguf_file *f, const struct model_shape *s,
+                           const char *tokenizer, const char **kind, const char **file, char *err, size_t errlen)
+{
+    *kind = tokenizer ? "sentencepiece-bpe" : "gguf";
+    *file = tokenizer ? "tokenizer.bin" : "tokenizer.gguf";
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", w->tmp, *file);
+    struct tokenizer t;
+    if (tokenizer)
+        return model_writer_copy_file(w, tokenizer, *file) ||
+                       tokenizer_load_llama2c(&t, path, (int)s->vocab_size, err, errlen)
+                   ? -1
+                   : (tokenizer_free(&t), 0);
+    struct gguf_file g;
+    if (tokenizer_gguf_write(f, path, err, errlen) || gguf_open(&g, path, err, errlen))
+        return -1;
+    int rc = tokenizer_load_gguf(&t, &g, (int)s->vocab_size, err, errlen);
+    gguf_close(&g);
+    if (rc == 0)
+        tokenizer_free(&t);
+    return rc;
+}
+
+/* model.json's "tokenizer", with the GGUF's bos and eos ids, and its
+ * end-of-turn and end-of-message ids as stop ids. */
 static int add_tokenizer(struct model_writer *w, const struct gguf_file *f, const struct model_shape *s,
                          const char *tokenizer, cJSON *meta, char *err, size_t errlen)
 {
     int bos, eos, eot, eom;
+    const char *kind, *file;
     if (token_id(f, "tokenizer.ggml.bos_token_id", 1, s->vocab_size, &bos, err, errlen) ||
         token_id(f, "tokenizer.ggml.eos_token_id", 2, s->vocab_size, &eos, err, errlen) ||
         token_id(f, "tokenizer.ggml.eot_token_id", -1, s->vocab_size, &eot, err, errlen) ||
-        token_id(f, "tokenizer.ggml.eom_token_id", -1, s->vocab_size, &eom, err, errlen))
+        token_id(f, "tokenizer.ggml.eom_token_id", -1, s->vocab_size, &eom, err, errlen) ||
+        write_tokenizer(w, f, s, tokenizer, &kind, &file, err, errlen))
         return -1;
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
-    char path[4300];
-    snprintf(path, sizeof path, "%s/tokenizer.bin", w->tmp);
-    struct tokenizer t;
-    if (!tokenizer)
-        return err_set(err, errlen, "%s: the GGUF's own tokenizer is not read yet: give a llama2.c tokenizer.bin",
-                       f->path);
-    if (model_writer_copy_file(w, tokenizer, "tokenizer.bin") ||
-        tokenizer_load_llama2c(&t, path, (int)s->vocab_size, err, errlen))
-        return -1;
-    tokenizer_free(&t);
-    cJSON_AddStringToObject(tok, "kind", "sentencepiece-bpe");
-    cJSON_AddStringToObject(tok, "file", "tokenizer.bin");
+    cJSON_AddStringToObject(tok, "kind", kind);
+    cJSON_AddStringToObject(tok, "file", file);
     cJSON_AddNumberToObject(tok, "bos_id", bos);
     cJSON_AddNumberToObject(tok, "eos_id", eos);
     cJSON *stops = cJSON_AddArrayToObject(tok, "stop_ids");
