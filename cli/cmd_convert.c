@@ -1,4 +1,5 @@
 /* flashbed convert: a source model in, a flashbed model folder out. */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +20,34 @@ struct convert_opts {
     char *tokenizer;
 };
 
+/* A GGUF file: named FILE.gguf. */
+static bool is_gguf(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 5 && !strcmp(path + n - 5, ".gguf");
+}
+
+/* The importer for input: a folder (Hugging Face), a .gguf file, else a llama2.c checkpoint. */
+static int import_any(const char *input, bool dir, const struct convert_opts *o, struct import_dtype *dt,
+                      const struct progress_report *report, char *err, size_t errlen)
+{
+    if (dir)
+        return import_hf(input, o->tokenizer, o->out, dt, report, err, errlen);
+    if (is_gguf(input))
+        return import_gguf(input, o->tokenizer, o->out, dt, report, err, errlen);
+    return import_llama2c(input, o->tokenizer, o->out, dt->dtype, report, err, errlen);
+}
+
 #define O(f) offsetof(struct convert_opts, f)
 static const struct opt_def convert_options[] = {
     {"out", OPT_STRING, O(out), NULL, "DIR", "model folder to write (must not exist)"},
     {"dtype", OPT_STRING, O(dtype), NULL, "TYPE",
-     "weight storage (default: the checkpoint's own, its matrices' when it mixes; llama2.c: f32)",
+     "weight storage (default: the checkpoint's own, its matrices' when it mixes; llama2.c: f32; a GGUF "
+     "file: each matrix as stored, f32, f16 or bf16 decode everything)",
      .allowed = WTYPE_ALLOWED},
     {"tokenizer", OPT_STRING, O(tokenizer), NULL, "FILE",
-     "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json)"},
+     "llama2.c tokenizer.bin (needed for llama2.c checkpoints; replaces a folder's tokenizer.json or a GGUF "
+     "file's tokenizer)"},
     OPT_END,
 };
 #undef O
@@ -38,7 +59,9 @@ static const struct opt_command convert_command = {
                "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
                "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
-               "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model. The weights keep the\n"
+               "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model, or a GGUF file (FILE.gguf,\n"
+               "llama.cpp's format) of architecture llama, qwen2, qwen3 or phi3, whose matrices\n"
+               "stay in their stored types (F32 ... Q8_0, Q2_K ... Q6_K). The weights keep the\n"
                "checkpoint's dtype unless --dtype says otherwise.",
     .opts = convert_options,
     .max_positional = 1,
@@ -69,7 +92,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
     else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
     /* The importers refuse these too; checked here to name the option. */
-    else if (!S_ISDIR(st.st_mode) && !o.tokenizer)
+    else if (!S_ISDIR(st.st_mode) && !is_gguf(pos[0]) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
     else if (out_new_dir_ok("convert --out", o.out) != 0)
         rc = FB_EXIT_FAILURE;
@@ -79,11 +102,12 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         struct cli_progress bar;
         struct progress_report report = cli_progress_report(&bar);
         struct import_dtype hf_dt = {.keep = !o.dtype, .dtype = dt};
-        int irc = S_ISDIR(st.st_mode)
-                      ? import_hf(pos[0], o.tokenizer, o.out, &hf_dt, &report, err, sizeof err)
-                      : import_llama2c(pos[0], o.tokenizer, o.out, hf_dt.dtype, &report, err, sizeof err);
+        int irc = import_any(pos[0], S_ISDIR(st.st_mode), &o, &hf_dt, &report, err, sizeof err);
         cli_progress_end(&bar);
-        if (irc == 0 && S_ISDIR(st.st_mode))
+        if (irc == 0 && is_gguf(pos[0]) && !S_ISDIR(st.st_mode))
+            fb_info("matrices %s, FFN bundles in %s (the file holds %s)",
+                    hf_dt.keep ? "as stored" : wtype_name(hf_dt.dtype), wtype_name(hf_dt.dtype), hf_dt.held);
+        else if (irc == 0 && S_ISDIR(st.st_mode))
             fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(hf_dt.dtype),
                     hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
         if (irc != 0)

@@ -35,4 +35,17 @@ struct import_dtype {
 int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
               const struct progress_report *progress, char *err, size_t errlen);
 
+/* A GGUF file (common/gguf.h; versions 2 and 3) of architecture llama,
+ * qwen2, qwen3 or phi3 (engine/import/import_gguf_arch.h; gemma3 and
+ * the others refused by name). Every metadata key that changes the
+ * computation is honoured or refused (import_gguf_meta.c), every tensor
+ * read or refused. dtype NULL or keep: each matrix kept in its GGUF type
+ * (model.json "tensor_dtypes": "per-tensor", the FFN's matrices in
+ * ffn_matrices.bin too) and ffn.bin's bundles decoded to f16 (dtype->dtype
+ * says so); else everything decoded into dtype->dtype (f32, f16 or bf16).
+ * dtype->held says which types the file holds. tokenizer: a llama2.c
+ * tokenizer.bin to use instead of the GGUF's, or NULL. */
+int import_gguf(const char *path, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
+                const struct progress_report *progress, char *err, size_t errlen);
+
 #endif

@@ -110,8 +110,8 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o)
 
 static int remove_tree(const char *dir)
 {
-    static const char *files[] = {MODEL_JSON, MODEL_DRAM_FILE, MODEL_FFN_FILE, MODEL_FFN_CRC_FILE, "tokenizer.bin",
-                                  "tokenizer.json"};
+    static const char *files[] = {MODEL_JSON,      MODEL_DRAM_FILE, MODEL_FFN_FILE,  MODEL_FFN_CRC_FILE,
+                                  MODEL_FFN_MATRICES_FILE, "tokenizer.bin", "tokenizer.json", "tokenizer.gguf"};
     char p[4400];
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
