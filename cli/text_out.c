@@ -54,8 +54,11 @@ void emit_token(const struct tokenizer *t, int prev, int id, cJSON *rec)
 
 void emit_prompt(const struct tokenizer *t, const int *prompt, int n_prompt)
 {
-    for (int i = 1; i < n_prompt; i++)
-        emit_token(t, prompt[i - 1], prompt[i], NULL);
+    /* a leading BOS prints nothing; a vocabulary that adds none (Qwen's,
+     * SmolLM's) starts with the text's first token, printed as after BOS */
+    int from = n_prompt > 0 && prompt[0] == t->bos_id ? 1 : 0;
+    for (int i = from; i < n_prompt; i++)
+        emit_token(t, i ? prompt[i - 1] : t->bos_id, prompt[i], NULL);
     fflush(stdout);
 }
 
@@ -67,7 +70,8 @@ int *encode_prompt(const struct model *m, const char *text, uint64_t keep, int *
     if (!prompt)
         return NULL;
     *n = (int)tokenizer_encode(&m->tok, text, tlen, true, prompt);
-    if (keep && (uint64_t)*n > keep + 1)
-        *n = (int)keep + 1; /* + BOS */
+    uint64_t bos = *n > 0 && prompt[0] == m->tok.bos_id; /* kept beside the text's tokens */
+    if (keep && (uint64_t)*n > keep + bos)
+        *n = (int)(keep + bos);
     return prompt;
 }
