@@ -125,37 +125,57 @@ static size_t bpe_word(const struct tokenizer *t, const char *w, size_t wl, stru
     return tokenizer_bpe(t, s, ns, h, buf, out);
 }
 
-/* One stretch of text for byte-level BPE, as llama.cpp does it: read as
- * code points (a byte it cannot read becomes U+FFFD), split by the
- * pre-tokenizer, each word written back as UTF-8 (at most 3 bytes a text
- * byte) and merged. */
-static size_t bpe_stretch(const struct tokenizer *t, const char *text, size_t len, int *out)
+/* The longest word's UTF-8 length in bytes. */
+static size_t longest_word(const uint32_t *cps, const size_t *ends, size_t nw)
 {
-    size_t wcap = 3 * len + 4;
-    uint32_t *cps = malloc((len + 1) * sizeof *cps);
-    size_t *ends = malloc((len + 1) * sizeof *ends), *scratch = malloc((len + 1) * sizeof *scratch);
+    size_t most = 0;
+    char tmp[4];
+    for (size_t k = 0, b = 0; k < nw; b = ends[k++]) {
+        size_t wl = 0;
+        for (size_t i = b; i < ends[k]; i++)
+            wl += unicode_encode_utf8(cps[i], tmp);
+        most = wl > most ? wl : most;
+    }
+    return most;
+}
+
+/* The words ends[0..nw) of cps, each written back as UTF-8 and merged. */
+static size_t bpe_words(const struct tokenizer *t, const uint32_t *cps, const size_t *ends, size_t nw, int *out)
+{
+    size_t wcap = longest_word(cps, ends, nw) + 4, n = 0;
     char *word = malloc(wcap);
     struct sym *s = malloc(wcap * sizeof *s);
     struct merge *h = malloc((3 * wcap + 4) * sizeof *h);
     char *buf = malloc(2 * (size_t)t->max_piece_len + 8);
-    size_t n = 0;
-    if (cps && ends && scratch && word && s && h && buf) {
-        size_t ncp = unicode_decode_utf8(text, len, cps);
-        size_t nw = tokenizer_pretokenize(t->pre, cps, ncp, ends, scratch);
-        for (size_t k = 0, b = 0; k < nw; b = ends[k++]) {
-            size_t wl = 0;
-            for (size_t i = b; i < ends[k]; i++)
-                wl += unicode_encode_utf8(cps[i], word + wl);
-            n += bpe_word(t, word, wl, s, h, buf, out + n);
-        }
+    for (size_t k = 0, b = 0; word && s && h && buf && k < nw; b = ends[k++]) {
+        size_t wl = 0;
+        for (size_t i = b; i < ends[k]; i++)
+            wl += unicode_encode_utf8(cps[i], word + wl);
+        n += bpe_word(t, word, wl, s, h, buf, out + n);
     }
-    free(cps);
-    free(ends);
-    free(scratch);
     free(word);
     free(s);
     free(h);
     free(buf);
+    return n;
+}
+
+/* One stretch of text for byte-level BPE, as llama.cpp does it: read as
+ * code points (a byte it cannot read becomes U+FFFD: 3 bytes, so at most 3
+ * tokens a text byte), split by the pre-tokenizer, each word written back
+ * as UTF-8 and merged. */
+static size_t bpe_stretch(const struct tokenizer *t, const char *text, size_t len, int *out)
+{
+    uint32_t *cps = malloc((len + 1) * sizeof *cps);
+    size_t *ends = malloc((len + 1) * sizeof *ends), *scratch = malloc((len + 1) * sizeof *scratch);
+    size_t n = 0;
+    if (cps && ends && scratch) {
+        size_t ncp = unicode_decode_utf8(text, len, cps);
+        n = bpe_words(t, cps, ends, tokenizer_pretokenize(t->pre, cps, ncp, ends, scratch), out);
+    }
+    free(cps);
+    free(ends);
+    free(scratch);
     return n;
 }
 
