@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/tokenizer/tokenizer_internal.h"
+#include "engine/tokenizer/unicode_classes.h"
 
 /* SentencePiece's symbols: a stretch of the (escaped) text; n == 0 once
  * merged into its left neighbour. */
@@ -106,33 +107,75 @@ static size_t spm_stretch(const struct tokenizer *t, const char *text, size_t le
     return n;
 }
 
-/* One stretch of text for byte-level BPE: word by word as the
- * pre-tokenizer splits it; a word that is a token stays whole where the
- * vocabulary ignores merges (Llama 3). */
-static size_t bpe_stretch(const struct tokenizer *t, const char *text, size_t len, int *out)
+/* One word for byte-level BPE: whole where the vocabulary ignores merges
+ * (Llama 3) and has it, else its bytes merged. */
+static size_t bpe_word(const struct tokenizer *t, const char *w, size_t wl, struct sym *s, struct merge *h,
+                       char *buf, int *out)
 {
-    struct sym *s = malloc((len + 1) * sizeof *s);
-    struct merge *h = malloc((3 * len + 4) * sizeof *h);
-    char *buf = malloc(2 * (size_t)t->max_piece_len + 8);
-    size_t n = 0;
-    for (size_t i = 0; s && h && buf && i < len;) {
-        size_t end = tokenizer_pretoken_end(t->pre, text, len, i);
-        int whole = t->ignore_merges ? tokenizer_lookup(t, text + i, end - i) : -1;
-        if (whole >= 0)
-            out[n++] = whole;
-        else {
-            int ns = 0;
-            for (size_t k = i; k < end; k++) {
-                int b = t->byte_ids[(unsigned char)text[k]];
-                s[ns++].id = b >= 0 ? b : 0;
-            }
-            n += tokenizer_bpe(t, s, ns, h, buf, out + n);
-        }
-        i = end;
+    int whole = t->ignore_merges ? tokenizer_lookup(t, w, wl) : -1;
+    if (whole >= 0) {
+        out[0] = whole;
+        return 1;
     }
+    int ns = 0;
+    for (size_t k = 0; k < wl; k++) {
+        int b = t->byte_ids[(unsigned char)w[k]];
+        s[ns++].id = b >= 0 ? b : 0;
+    }
+    return tokenizer_bpe(t, s, ns, h, buf, out);
+}
+
+/* The longest word's UTF-8 length in bytes. */
+static size_t longest_word(const uint32_t *cps, const size_t *ends, size_t nw)
+{
+    size_t most = 0;
+    char tmp[4];
+    for (size_t k = 0, b = 0; k < nw; b = ends[k++]) {
+        size_t wl = 0;
+        for (size_t i = b; i < ends[k]; i++)
+            wl += unicode_encode_utf8(cps[i], tmp);
+        most = wl > most ? wl : most;
+    }
+    return most;
+}
+
+/* The words ends[0..nw) of cps, each written back as UTF-8 and merged. */
+static size_t bpe_words(const struct tokenizer *t, const uint32_t *cps, const size_t *ends, size_t nw, int *out)
+{
+    size_t wcap = longest_word(cps, ends, nw) + 4, n = 0;
+    char *word = malloc(wcap);
+    struct sym *s = malloc(wcap * sizeof *s);
+    struct merge *h = malloc((3 * wcap + 4) * sizeof *h);
+    char *buf = malloc(2 * (size_t)t->max_piece_len + 8);
+    for (size_t k = 0, b = 0; word && s && h && buf && k < nw; b = ends[k++]) {
+        size_t wl = 0;
+        for (size_t i = b; i < ends[k]; i++)
+            wl += unicode_encode_utf8(cps[i], word + wl);
+        n += bpe_word(t, word, wl, s, h, buf, out + n);
+    }
+    free(word);
     free(s);
     free(h);
     free(buf);
+    return n;
+}
+
+/* One stretch of text for byte-level BPE, as llama.cpp does it: read as
+ * code points (a byte it cannot read becomes U+FFFD: 3 bytes, so at most 3
+ * tokens a text byte), split by the pre-tokenizer, each word written back
+ * as UTF-8 and merged. */
+static size_t bpe_stretch(const struct tokenizer *t, const char *text, size_t len, int *out)
+{
+    uint32_t *cps = malloc((len + 1) * sizeof *cps);
+    size_t *ends = malloc((len + 1) * sizeof *ends), *scratch = malloc((len + 1) * sizeof *scratch);
+    size_t n = 0;
+    if (cps && ends && scratch) {
+        size_t ncp = unicode_decode_utf8(text, len, cps);
+        n = bpe_words(t, cps, ends, tokenizer_pretokenize(t->pre, cps, ncp, ends, scratch), out);
+    }
+    free(cps);
+    free(ends);
+    free(scratch);
     return n;
 }
 

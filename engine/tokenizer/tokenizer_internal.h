@@ -45,9 +45,14 @@ int tokenizer_key_to_bytes(const char *key, const int byte_of[512], char *out, s
 /* Defaults for vocabularies whose files say nothing of BOS, EOS, prefix. */
 void tokenizer_legacy_defaults(struct tokenizer *t);
 
-/* Where the pre-token starting at text[i] ends (i < len). */
+/* Where the pre-token starting at text[i] ends (i < len): the byte-class
+ * approximation of GPT-2's splitter that tokenizer.json models use. */
 size_t tokenizer_pretoken_end_legacy(const char *text, size_t len, size_t i);
-size_t tokenizer_pretoken_end(enum tokenizer_pre pre, const char *text, size_t len, size_t i);
+/* llama.cpp's split of the code points cps[0..n) (unicode_decode_utf8's)
+ * by the named pre-tokenizer (engine/tokenizer/pretokenize.c): ends[k] is
+ * where word k ends (a code-point index, increasing, the last n). ends and
+ * scratch hold n entries. Returns the word count (0 when n is 0). */
+size_t tokenizer_pretokenize(enum tokenizer_pre pre, const uint32_t *cps, size_t n, size_t *ends, size_t *scratch);
 
 /* The text cut at special tokens (llama.cpp's tokenizer_st_partition):
  * each special token of t->special_ids in turn, the longest first, cut
