@@ -5,33 +5,44 @@
 #include "common/errbuf.h"
 #include "engine/compute/backend_cuda_impl.h"
 #include "engine/compute/kernels/ops_cuda.h"
+#include "engine/compute/kernels/wtypes_check.h"
 
 static struct fbk_ref ref(struct dev_ref r)
 {
     return (struct fbk_ref){r.buf ? r.buf->handle : NULL, r.buf ? r.off : 0};
 }
 
-/* The kernels' numbers for the host's enums, by name. */
+/* The kernels' numbers for the host's enums, by name (the weight types
+ * wtypes.kern's, checked against the table by wtypes_check.h). */
 static int kdtype(enum fb_dtype t)
 {
     switch (t) {
     case DTYPE_F32:
-        return FBK_F32;
+        return FB_F32;
     case DTYPE_F16:
-        return FBK_F16;
+        return FB_F16;
     case DTYPE_BF16:
-        return FBK_BF16;
+        return FB_BF16;
     case DTYPE_Q4_0:
+        return FB_Q4_0;
     case DTYPE_Q4_1:
+        return FB_Q4_1;
     case DTYPE_Q5_0:
+        return FB_Q5_0;
     case DTYPE_Q5_1:
+        return FB_Q5_1;
     case DTYPE_Q8_0:
+        return FB_Q8_0;
     case DTYPE_Q2_K:
+        return FB_Q2_K;
     case DTYPE_Q3_K:
+        return FB_Q3_K;
     case DTYPE_Q4_K:
+        return FB_Q4_K;
     case DTYPE_Q5_K:
+        return FB_Q5_K;
     case DTYPE_Q6_K:
-        return -1; /* not decoded by ops.kern yet: refused at set-up (bk_device_kernels_support) */
+        return FB_Q6_K;
     }
     return -1;
 }

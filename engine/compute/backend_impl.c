@@ -248,7 +248,6 @@ bool bk_device_kernels_support(enum backend_op op, enum fb_dtype t)
     case DTYPE_F32:
     case DTYPE_F16:
     case DTYPE_BF16:
-        return true;
     case DTYPE_Q4_0:
     case DTYPE_Q4_1:
     case DTYPE_Q5_0:
@@ -259,7 +258,7 @@ bool bk_device_kernels_support(enum backend_op op, enum fb_dtype t)
     case DTYPE_Q4_K:
     case DTYPE_Q5_K:
     case DTYPE_Q6_K:
-        return false; /* ops.kern has no decode for the block formats yet */
+        return true; /* fb_elem decodes each (ops.kern) */
     }
     return false; /* a value outside the enum */
 }

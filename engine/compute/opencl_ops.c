@@ -19,16 +19,25 @@ static int dtype_code(enum fb_dtype t)
     case DTYPE_BF16:
         return FB_BF16;
     case DTYPE_Q4_0:
+        return FB_Q4_0;
     case DTYPE_Q4_1:
+        return FB_Q4_1;
     case DTYPE_Q5_0:
+        return FB_Q5_0;
     case DTYPE_Q5_1:
+        return FB_Q5_1;
     case DTYPE_Q8_0:
+        return FB_Q8_0;
     case DTYPE_Q2_K:
+        return FB_Q2_K;
     case DTYPE_Q3_K:
+        return FB_Q3_K;
     case DTYPE_Q4_K:
+        return FB_Q4_K;
     case DTYPE_Q5_K:
+        return FB_Q5_K;
     case DTYPE_Q6_K:
-        return -1; /* not decoded by ops.kern yet: refused at set-up (bk_device_kernels_support) */
+        return FB_Q6_K;
     }
     return -1;
 }

@@ -248,7 +248,7 @@ static inline int bt_class(float v)
 /* The worst |error| / tolerance seen per op (the first word of what), for
  * the summary a device backend's run prints: how much room each stated
  * tolerance leaves. */
-enum { BT_MAX_OPS = 16 };
+enum { BT_MAX_OPS = 64 }; /* the ops, and the block formats' op/type */
 static struct {
     char op[24];
     double worst;

@@ -13,7 +13,8 @@
  * without a bias (and in place); RoPE whole and partial; add; ffn_act for
  * every activation, plain and GLU, in place or not; embed per dtype; the
  * block formats (q4_0 ... q6_k: matvec, the FFN over rows, embed on random
- * blocks; test_block_types); batched row moves, chained; copies round trip; events ordering
+ * blocks, the devices against the decode and the op in double;
+ * test_block_types); batched row moves, chained; copies round trip; events ordering
  * the host's reuse of its buffers; the queue's counts; event_elapsed
  * (> 0 over a 64 MiB upload, its refusals, no count changed); NaN and infinity
  * propagated as the CPU kernels do; a ref past its buffer refused with a
@@ -620,13 +621,14 @@ static void test_adds_embeds(struct bt *t)
 
 /* ---- the block formats ----
  * Random blocks (random bytes, the halves finite: +-[0, 1/16)) in every
- * quantized type, against the CPU kernels' block path (x quantized once
- * to 8-bit blocks, integer dot products). cpu and sim give its bits; the
- * device kernels do not decode these types yet (they skip, counted).
- * A device's tolerance, for when they do: 2^-7 of sum |w x| (+ |bias|),
- * the 8-bit activation's rounding (half a step of amax / 127 per element,
- * more than f32's), since a device may multiply x unquantized. */
-static const double tol_blocks = 0x1p-7;
+ * quantized type. cpu and sim give the CPU kernels' bits (their block
+ * path: x quantized once to 8-bit blocks, integer dot products). The
+ * device kernels multiply the decoded weights by x unquantized, so they
+ * are checked against the decode (dtype_to_f32, bit-exact) followed by
+ * the op in double precision, within the f32 tolerances the float cases
+ * use (tol_matvec, tol_ffn with ffn_scale over the decoded rows); embed
+ * is a decode, exact on every backend. The what of each case starts
+ * "op/type", so a device's summary gives each op's worst per type. */
 
 /* rows of n elements of type dt, random blocks with finite halves */
 static uint8_t *block_rows(enum fb_dtype dt, int rows, int n)
@@ -644,12 +646,35 @@ static uint8_t *block_rows(enum fb_dtype dt, int rows, int n)
     return w;
 }
 
+/* rows packed rows of n elements of dt, decoded */
+static float *block_decoded(enum fb_dtype dt, const uint8_t *w, int rows, int n)
+{
+    float *v = malloc((size_t)rows * n * sizeof *v + 1);
+    dtype_to_f32(v, w, dt, (size_t)rows * n);
+    return v;
+}
+
+/* The device's reference: W x + b in double over the decoded rows, and
+ * each output's tolerance, tol_matvec of sum |w x| + |b| */
+static void matvec_double(const float *wv, const float *x, const float *b, int rows, int cols, float *want,
+                          double *tol)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *row = wv + (size_t)r * cols;
+        double s = b[r], mag = fabs(b[r]);
+        for (int i = 0; i < cols; i++)
+            s += (double)row[i] * x[i], mag += fabs((double)row[i] * x[i]);
+        want[r] = (float)s;
+        tol[r] = tol_matvec[DTYPE_F32] * mag;
+    }
+}
+
 static void test_block_matvec(struct bt *t, enum fb_dtype dt, int rows, int cols)
 {
     if (!bt_has(t, BACKEND_OP_MATVEC, dt))
         return;
     uint8_t *w = block_rows(dt, rows, cols);
-    float *x = malloc((size_t)cols * 4), *b = malloc((size_t)rows * 4), *row = malloc((size_t)cols * 4);
+    float *x = malloc((size_t)cols * 4), *b = malloc((size_t)rows * 4);
     float *want = malloc((size_t)rows * 4), *got = malloc((size_t)rows * 4);
     double *tol = malloc((size_t)rows * sizeof *tol);
     bt_fill(x, (size_t)cols, 1, 0), bt_fill(b, (size_t)rows, 1, 0);
@@ -659,20 +684,42 @@ static void test_block_matvec(struct bt *t, enum fb_dtype dt, int rows, int cols
     gb_floats(t, b, (size_t)rows, &gb);
     gb_new(t, (size_t)rows * 4, NULL, &go);
     char what[96];
-    snprintf(what, sizeof what, "matvec %s %dx%d + bias", wtype_name(dt), rows, cols);
+    snprintf(what, sizeof what, "matvec/%s %dx%d + bias", wtype_name(dt), rows, cols);
     bt_ok(t, t->ops->matvec(t->b, go.at, gw.at, dt, gx.at, gb.at, rows, cols), what);
     gb_read(t, &go, got);
-    ck_matvec(t->ref, want, w, dt, x, b, rows, cols);
-    for (int r = 0; r < rows; r++) {
-        dtype_to_f32(row, w + (size_t)r * wtype_row_bytes(dt, (uint64_t)cols), dt, (size_t)cols);
-        tol[r] = fabs(b[r]);
-        for (int i = 0; i < cols; i++)
-            tol[r] += fabs((double)row[i] * x[i]);
-        tol[r] *= tol_blocks;
+    if (t->exact) {
+        ck_matvec(t->ref, want, w, dt, x, b, rows, cols);
+    } else {
+        float *wv = block_decoded(dt, w, rows, cols);
+        matvec_double(wv, x, b, rows, cols, want, tol);
+        free(wv);
     }
     bt_compare(t, what, got, want, tol, (size_t)rows);
     gb_done(t, &gw, w, what), gb_done(t, &gx, x, what), gb_done(t, &gb, b, what), gb_done(t, &go, NULL, what);
-    free(w), free(x), free(b), free(row), free(want), free(got), free(tol);
+    free(w), free(x), free(b), free(want), free(got), free(tol);
+}
+
+/* The device's reference for the FFN over B's rows (B->vals decoded):
+ * the dot products and the sum over rows in double, the activation
+ * ops.kern's (activation_apply_t on the rounded sums) */
+static void ffn_rows_double(const struct bundles *B, const struct arch *a, const float *x, float *want)
+{
+    int d = B->d;
+    double *out = calloc((size_t)d, sizeof *out);
+    for (int r = 0; r < B->n; r++) {
+        const float *up = B->vals + (size_t)r * B->parts * d, *gate = up + d, *down = up + (size_t)(B->parts - 1) * d;
+        double z = 0, g = 0;
+        for (int j = 0; j < d; j++)
+            z += (double)up[j] * x[j], g += a->glu ? (double)gate[j] * x[j] : 0;
+        float th = a->fatrelu_threshold;
+        double up_v = a->glu && !a->act_on_up ? z : activation_apply_t((float)z, a->act, th);
+        double h = a->glu ? activation_apply_t((float)g, a->act, th) * up_v : up_v;
+        for (int i = 0; i < d; i++)
+            out[i] += h * down[i];
+    }
+    for (int i = 0; i < d; i++)
+        want[i] = (float)out[i];
+    free(out);
 }
 
 /* The FFN over n_rows bundles of d (a GLU when a says), the rows packed */
@@ -684,21 +731,29 @@ static void test_block_ffn(struct bt *t, enum fb_dtype dt, const struct arch *a,
     size_t stride = (size_t)parts * wtype_row_bytes(dt, (uint64_t)d);
     uint8_t *rows = block_rows(dt, n_rows * parts, d);
     float *x = malloc((size_t)d * 4), *want = malloc((size_t)d * 4), *got = malloc((size_t)d * 4);
+    double *tol = malloc((size_t)d * sizeof *tol);
     bt_fill(x, (size_t)d, 0.25f, 0);
     struct gbuf gr, gx, go;
     gb_new(t, stride * (size_t)n_rows, rows, &gr);
     gb_floats(t, x, (size_t)d, &gx);
     gb_new(t, (size_t)d * 4, NULL, &go);
     char what[96];
-    snprintf(what, sizeof what, "ffn_rows %s %s%s %d rows x %d", wtype_name(dt), a->glu ? "glu " : "",
+    snprintf(what, sizeof what, "ffn_rows/%s %s%s %d rows x %d", wtype_name(dt), a->glu ? "glu " : "",
              act_name(a->act), n_rows, d);
     bt_ok(t, t->ops->ffn_rows(t->b, go.at, gr.at, stride, n_rows, (struct dev_ref){0}, gx.at, d, dt, a), what);
     gb_read(t, &go, got);
-    ck_ffn_rows(t->ref, want, rows, stride, n_rows, NULL, x, d, dt, a);
-    if (t->exact) /* the devices: skipped until they decode blocks (no tolerance stated for the FFN yet) */
-        bt_compare(t, what, got, want, NULL, (size_t)d);
+    if (t->exact) {
+        ck_ffn_rows(t->ref, want, rows, stride, n_rows, NULL, x, d, dt, a);
+    } else {
+        struct bundles B = {.n = n_rows, .d = d, .parts = parts, .dt = dt};
+        B.vals = block_decoded(dt, rows, n_rows * parts, d);
+        ffn_rows_double(&B, a, x, want);
+        ffn_scale(&B, a, NULL, n_rows, x, NULL, tol_ffn[DTYPE_F32], tol);
+        free(B.vals);
+    }
+    bt_compare(t, what, got, want, tol, (size_t)d);
     gb_done(t, &gr, rows, what), gb_done(t, &gx, x, what), gb_done(t, &go, NULL, what);
-    free(rows), free(x), free(want), free(got);
+    free(rows), free(x), free(want), free(got), free(tol);
 }
 
 static void test_block_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
@@ -711,7 +766,7 @@ static void test_block_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
     gb_new(t, wtype_row_bytes(dt, (uint64_t)d) * (size_t)rows, table, &gt);
     gb_new(t, (size_t)d * 4, NULL, &go);
     char what[64];
-    snprintf(what, sizeof what, "embed %s row %d of %d x %d", wtype_name(dt), rows - 1, rows, d);
+    snprintf(what, sizeof what, "embed/%s row %d of %d x %d", wtype_name(dt), rows - 1, rows, d);
     bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, rows - 1, d), what);
     gb_read(t, &go, got);
     ck_embed(t->ref, want, table, dt, rows - 1, d);
@@ -727,6 +782,7 @@ static void test_block_types(struct bt *t)
         int block = (int)wtype_block_elems((enum fb_dtype)dt);
         test_block_matvec(t, (enum fb_dtype)dt, 17, block);
         test_block_matvec(t, (enum fb_dtype)dt, 65, 1024);
+        test_block_matvec(t, (enum fb_dtype)dt, 3, 3 * block); /* a block count no group size divides */
         for (int a = 0; a < 2; a++)
             test_block_ffn(t, (enum fb_dtype)dt, &archs[a], 33, 512);
         test_block_embed(t, (enum fb_dtype)dt, 5, 768);

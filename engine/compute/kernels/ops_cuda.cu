@@ -11,7 +11,6 @@
 #include "engine/compute/kernels/ops_cuda.h"
 
 // The host's numbers are ops.kern's.
-static_assert(FBK_F32 == FB_F32 && FBK_F16 == FB_F16 && FBK_BF16 == FB_BF16, "dtype numbers");
 static_assert(FBK_ACT_RELU == FB_ACT_RELU && FBK_ACT_SILU == FB_ACT_SILU && FBK_ACT_GELU == FB_ACT_GELU &&
                   FBK_ACT_GELU_TANH == FB_ACT_GELU_TANH && FBK_ACT_SQUARED_RELU == FB_ACT_SQUARED_RELU &&
                   FBK_ACT_FATRELU == FB_ACT_FATRELU,

@@ -8,9 +8,11 @@
  * (a dev_ref's buffer handle and offset); an absent one (a bias, ids) is
  * p NULL. The caller has checked every operand against its buffer
  * (backend_impl.h's bk_check_*) and the scratch against its size; a
- * launch here only sizes the grid. Dtypes, activations and norm kinds are
- * the FBK_* numbers below, which ops_cuda.cu checks against ops.kern's
- * FB_* at compile time: the host maps its enums to them by name. */
+ * launch here only sizes the grid. Weight types are wtypes.kern's FB_*
+ * numbers (the host includes wtypes_check.h, which checks them against
+ * the table); activations and norm kinds the FBK_* numbers below, which
+ * ops_cuda.cu checks against ops.kern's FB_* at compile time: the host
+ * maps its enums to them by name. */
 #ifndef FLASHBED_ENGINE_KERNELS_OPS_CUDA_H
 #define FLASHBED_ENGINE_KERNELS_OPS_CUDA_H
 
@@ -21,7 +23,6 @@
 extern "C" {
 #endif
 
-enum { FBK_F32 = 0, FBK_F16 = 1, FBK_BF16 = 2 };
 enum { FBK_ACT_RELU = 0, FBK_ACT_SILU = 1, FBK_ACT_GELU = 2, FBK_ACT_GELU_TANH = 3, FBK_ACT_SQUARED_RELU = 4,
        FBK_ACT_FATRELU = 5 };
 enum { FBK_NORM_RMS = 0, FBK_NORM_LAYER = 1 };
