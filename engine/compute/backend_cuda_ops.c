@@ -12,41 +12,8 @@ static struct fbk_ref ref(struct dev_ref r)
     return (struct fbk_ref){r.buf ? r.buf->handle : NULL, r.buf ? r.off : 0};
 }
 
-/* The kernels' numbers for the host's enums, by name (the weight types
- * wtypes.kern's, checked against the table by wtypes_check.h). */
-static int kdtype(enum fb_dtype t)
-{
-    switch (t) {
-    case DTYPE_F32:
-        return FB_F32;
-    case DTYPE_F16:
-        return FB_F16;
-    case DTYPE_BF16:
-        return FB_BF16;
-    case DTYPE_Q4_0:
-        return FB_Q4_0;
-    case DTYPE_Q4_1:
-        return FB_Q4_1;
-    case DTYPE_Q5_0:
-        return FB_Q5_0;
-    case DTYPE_Q5_1:
-        return FB_Q5_1;
-    case DTYPE_Q8_0:
-        return FB_Q8_0;
-    case DTYPE_Q2_K:
-        return FB_Q2_K;
-    case DTYPE_Q3_K:
-        return FB_Q3_K;
-    case DTYPE_Q4_K:
-        return FB_Q4_K;
-    case DTYPE_Q5_K:
-        return FB_Q5_K;
-    case DTYPE_Q6_K:
-        return FB_Q6_K;
-    }
-    return -1;
-}
-
+/* The kernels' numbers for the host's enums, by name (a weight type's:
+ * wtype_kernel_code). */
 static int kact(enum activation a)
 {
     switch (a) {
@@ -95,7 +62,7 @@ int cuda_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb
 {
     if (bk_check_matvec(&b->base, out, w, t, x, bias, rows, cols))
         return -1;
-    return launched(b, fbk_cuda_matvec(b->stream, ref(out), ref(w), kdtype(t), ref(x), ref(bias), rows, cols),
+    return launched(b, fbk_cuda_matvec(b->stream, ref(out), ref(w), wtype_kernel_code(t), ref(x), ref(bias), rows, cols),
                     "matvec launch");
 }
 
@@ -104,7 +71,7 @@ static int ffn(struct backend *b, struct dev_ref out, struct fbk_ffn *f, const s
 {
     if ((size_t)f->n > b->max_dim)
         return bk_fail(&b->base, "ffn: %d bundles pass the %zu the backend was created for", f->n, b->max_dim);
-    f->t = kdtype(t);
+    f->t = wtype_kernel_code(t);
     f->glu = a->glu;
     f->act_up = a->act_on_up;
     f->act = kact(a->act);
@@ -191,5 +158,5 @@ int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
-    return launched(b, fbk_cuda_embed(b->stream, ref(out), ref(table), kdtype(t), r, d), "embed launch");
+    return launched(b, fbk_cuda_embed(b->stream, ref(out), ref(table), wtype_kernel_code(t), r, d), "embed launch");
 }

@@ -7,40 +7,8 @@
 
 #include "engine/compute/kernels/wtypes_check.h"
 
-/* ---- the host's enums as ops.kern numbers them (by name) ---- */
-
-static int dtype_code(enum fb_dtype t)
-{
-    switch (t) {
-    case DTYPE_F32:
-        return FB_F32;
-    case DTYPE_F16:
-        return FB_F16;
-    case DTYPE_BF16:
-        return FB_BF16;
-    case DTYPE_Q4_0:
-        return FB_Q4_0;
-    case DTYPE_Q4_1:
-        return FB_Q4_1;
-    case DTYPE_Q5_0:
-        return FB_Q5_0;
-    case DTYPE_Q5_1:
-        return FB_Q5_1;
-    case DTYPE_Q8_0:
-        return FB_Q8_0;
-    case DTYPE_Q2_K:
-        return FB_Q2_K;
-    case DTYPE_Q3_K:
-        return FB_Q3_K;
-    case DTYPE_Q4_K:
-        return FB_Q4_K;
-    case DTYPE_Q5_K:
-        return FB_Q5_K;
-    case DTYPE_Q6_K:
-        return FB_Q6_K;
-    }
-    return -1;
-}
+/* ---- the host's enums as ops.kern numbers them (by name; a weight
+ * type's: wtype_kernel_code) ---- */
 
 static int act_code(enum activation act)
 {
@@ -164,7 +132,7 @@ int ocl_matvec(struct backend *b, struct dev_ref out, struct dev_ref w, enum fb_
     struct args a = args_of(b, K_MATVEC);
     arg_ref(&a, out);
     arg_ref(&a, w);
-    arg_int(&a, dtype_code(t));
+    arg_int(&a, wtype_kernel_code(t));
     arg_ref(&a, x);
     arg_opt(&a, bias);
     arg_int(&a, rows);
@@ -197,7 +165,7 @@ static int ffn_run(struct backend *b, struct dev_ref out, struct dev_ref bundles
     arg_opt(&a, up_bias);
     arg_ref(&a, x);
     arg_int(&a, d);
-    arg_int(&a, dtype_code(t));
+    arg_int(&a, wtype_kernel_code(t));
     arg_int(&a, ar->glu);
     arg_int(&a, ar->act_on_up);
     arg_int(&a, act_code(ar->act));
@@ -213,7 +181,7 @@ static int ffn_run(struct backend *b, struct dev_ref out, struct dev_ref bundles
     arg_opt(&o, ids);
     arg_int(&o, n);
     arg_int(&o, d);
-    arg_int(&o, dtype_code(t));
+    arg_int(&o, wtype_kernel_code(t));
     arg_int(&o, ar->glu);
     if (launch(&o, groups_for(b, (size_t)d), "ffn"))
         return -1;
@@ -354,7 +322,7 @@ int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum 
     struct args a = args_of(b, K_EMBED);
     arg_ref(&a, out);
     arg_ref(&a, table);
-    arg_int(&a, dtype_code(t));
+    arg_int(&a, wtype_kernel_code(t));
     arg_int(&a, r);
     arg_int(&a, d);
     if (launch(&a, groups_for(b, (size_t)d), "embed"))

@@ -18,4 +18,12 @@ _Static_assert(FB_DTYPE_COUNT == DTYPE_COUNT, "kernels/wtypes.kern: not one numb
 #include "common/wtypes.def"
 #undef WTYPE
 
+/* t's number in the kernels: the table's own, as the asserts above hold
+ * (one function for both device backends, not a switch each); -1 outside
+ * the enum. Which types the kernels decode is bk_device_kernels_support's. */
+static inline int wtype_kernel_code(enum fb_dtype t)
+{
+    return wtype_valid(t) ? (int)t : -1;
+}
+
 #endif
