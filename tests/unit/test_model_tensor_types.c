@@ -26,6 +26,7 @@
 
 #include "check.h"
 #include "model_fixture.h"
+#include "test_files.h"
 #include "common/json_file.h"
 #include "engine/compute/backend.h"
 #include "engine/ffn/ffn.h"
@@ -185,15 +186,13 @@ static void test_same_logits(const struct model *mixed, const struct model *roun
     engine_free(&b);
 }
 
-static int json_write_file(const char *path, const cJSON *o)
+/* o printed into path (test_files.h's writer). */
+static void write_json(const char *path, const cJSON *o)
 {
     char *text = cJSON_Print(o);
-    FILE *f = fopen(path, "w");
-    int rc = text && f && fputs(text, f) >= 0 ? 0 : -1;
-    if (f && fclose(f) != 0)
-        rc = -1;
+    CHECK(text != NULL);
+    test_write_text(path, text ? text : "");
     free(text);
-    return rc;
 }
 
 /* The dense FFN's host form (what FFNs watching it call) on the mixed
@@ -249,14 +248,14 @@ static void test_refusals(const char *dir)
     free(text);
     struct model m;
     cJSON_ReplaceItemInObject(o, "tensor_dtypes", cJSON_CreateString("yes"));
-    CHECK(json_write_file(path, o) == 0);
+    write_json(path, o);
     CHECK(model_open(&m, dir, err, sizeof err) == -1 && strstr(err, "\"tensor_dtypes\" must be \"per-tensor\""));
     cJSON_ReplaceItemInObject(o, "tensor_dtypes", cJSON_CreateString(MODEL_TENSOR_DTYPES));
     const cJSON *e;
     cJSON_ArrayForEach(e, cJSON_GetObjectItem(cJSON_GetObjectItem(o, "dram"), "tensors"))
         if (!strcmp(cJSON_GetObjectItem(e, "name")->valuestring, "final_norm.weight"))
             cJSON_ReplaceItemInObject((cJSON *)e, "dtype", cJSON_CreateString("bf16"));
-    CHECK(json_write_file(path, o) == 0);
+    write_json(path, o);
     CHECK(model_open(&m, dir, err, sizeof err) == -1 &&
           strstr(err, "tensor 'final_norm.weight' has dtype bf16, expected f32"));
     cJSON_Delete(o);
