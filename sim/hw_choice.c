@@ -16,11 +16,11 @@ static bool usable(const struct fb_settings *set, const char *path, char *why, s
     char err[1024] = "";
     bool ok = hw && hw_profile_load_flags(set, path, HW_LOAD_ALLOW_EMULATED, hw, err, sizeof err) == 0;
     if (!hw)
-        snprintf(why, len, "%s: out of memory loading it", path);
+        snprintf(why, len, "%.300s: out of memory loading it", path);
     else if (!ok)
-        snprintf(why, len, "%s does not load (%.400s)", path, err);
+        snprintf(why, len, "%.300s does not load (%.250s)", path, err);
     else if (hw->emulated)
-        snprintf(why, len, "%s was measured on an emulated device (give it with --hw and --allow-emulated)", path);
+        snprintf(why, len, "%.300s was measured on an emulated device (give it with --hw and --allow-emulated)", path);
     ok = ok && !hw->emulated;
     free(hw);
     return ok;

@@ -67,7 +67,7 @@ failed=0
 step() {
     local name=$1
     shift
-    echo "== $name: $*" >>"$log"
+    echo "== $name ($(date -u +%T)): $*" >>"$log"
     if "$@" >>"$log" 2>&1; then
         rows+=("| $name | pass |")
         echo "gpu-check: $name: pass"

@@ -3,8 +3,10 @@
  * in-order command queue. Device buffers are clCreateBuffer's; pinned
  * buffers are allocated host-visible (CL_MEM_ALLOC_HOST_PTR) and mapped
  * once for their whole life, their mapping being their host address;
- * registered host memory is used in place (CL_MEM_USE_HOST_PTR), so its
- * owner must not change it while the device may read it. Copies are
+ * registered host memory is used in place (CL_MEM_USE_HOST_PTR) on a
+ * device that shares the host's memory (PoCL), so its owner must not
+ * change it while the device may read it; on a discrete GPU the device
+ * reads a copy made at registration and host_ptr gives NULL for it. Copies are
  * enqueued without blocking, events are markers on the queue (profiled:
  * event_elapsed is the difference of two markers' CL_PROFILING_COMMAND_END,
  * the device's clock when all the work before each had finished), and a
@@ -48,6 +50,10 @@ static int open_device(struct backend *b, int64_t want, char *err, size_t errlen
     if (ocl_pick_device(want, &b->dev, err, errlen) != 0 ||
         ocl_describe_device(b->dev, &b->desc, &b->max_alloc, err, errlen) != 0)
         return -1;
+    cl_bool unified = CL_FALSE;
+    b->shares_host = clGetDeviceInfo(b->dev, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL) ==
+                         CL_SUCCESS &&
+                     unified;
     cl_int rc;
     b->ctx = clCreateContext(NULL, 1, &b->dev, NULL, NULL, &rc);
     if (rc != CL_SUCCESS)
@@ -197,7 +203,7 @@ static int ocl_register(struct backend *b, void *host, size_t bytes, struct dev_
         free(d);
         return refused(b, bytes, rc);
     }
-    d->host = host;
+    d->host = b->shares_host ? host : NULL; /* NULL: a copy made now (see shares_host) */
     d->registered = true;
     d->handle = m;
     *out = d;

@@ -40,6 +40,11 @@ struct backend {
     size_t group; /* work-items per group, a power of two */
     struct backend_device desc; /* info()'s; desc.emulated: a CPU device (PoCL) */
     uint64_t max_alloc;
+    /* The device works on the host's memory itself (CL_DEVICE_HOST_UNIFIED_
+     * MEMORY: PoCL, integrated GPUs): registered memory is then used in
+     * place. A discrete GPU (NVIDIA's OpenCL) keeps a copy of it, which
+     * the host's later writes do not reach (seen on an H200). */
+    bool shares_host;
     /* scratch: the FFN's h (h_floats), attention's scores (att_heads
      * heads of att_stride floats); grown when an op needs more */
     cl_mem h, att;
