@@ -28,6 +28,11 @@
 #                                 an 8 MiB disk sweep, few tokens
 #   GPU_CHECK_FLASHBED=PATH       the flashbed to run (default build/flashbed)
 #   GPU_CHECK_OUT=DIR             the report's folder (default results/gpu-check)
+#   GPU_CHECK_SHAPES="A B"        step 5's shapes, in order (default "opt-1.3b
+#                                 opt-6.7b": the small one first, so that a
+#                                 machine lent for minutes measures it; the
+#                                 whole check did not finish in 8 minutes on
+#                                 an H200: it was still on OPT-6.7B's runs)
 #
 # Exit status: 0 when everything passed, 1 when anything failed, 77 (with
 # one line saying so) where there is no GPU: nvidia-smi absent or listing
