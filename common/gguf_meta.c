@@ -97,8 +97,8 @@ static int get_int(const struct gguf_file *f, const char *key, int64_t min, uint
 
 int gguf_get_u32(const struct gguf_file *f, const char *key, uint32_t *out, char *err, size_t errlen)
 {
-    bool neg;
-    uint64_t mag;
+    bool neg = false; /* set by get_int when it returns 0 (GCC -O3 cannot see it) */
+    uint64_t mag = 0;
     if (get_int(f, key, 0, UINT32_MAX, &neg, &mag, err, errlen))
         return -1;
     *out = (uint32_t)mag;
@@ -107,8 +107,8 @@ int gguf_get_u32(const struct gguf_file *f, const char *key, uint32_t *out, char
 
 int gguf_get_u64(const struct gguf_file *f, const char *key, uint64_t *out, char *err, size_t errlen)
 {
-    bool neg;
-    uint64_t mag;
+    bool neg = false; /* set by get_int when it returns 0 (GCC -O3 cannot see it) */
+    uint64_t mag = 0;
     if (get_int(f, key, 0, UINT64_MAX, &neg, &mag, err, errlen))
         return -1;
     *out = mag;
@@ -117,8 +117,8 @@ int gguf_get_u64(const struct gguf_file *f, const char *key, uint64_t *out, char
 
 int gguf_get_i32(const struct gguf_file *f, const char *key, int32_t *out, char *err, size_t errlen)
 {
-    bool neg;
-    uint64_t mag;
+    bool neg = false; /* set by get_int when it returns 0 (GCC -O3 cannot see it) */
+    uint64_t mag = 0;
     if (get_int(f, key, INT32_MIN, INT32_MAX, &neg, &mag, err, errlen))
         return -1;
     *out = neg ? (int32_t)(-(int64_t)mag) : (int32_t)mag;

@@ -46,10 +46,11 @@ static void add_row(struct repro_summary_row *rows, size_t *n, size_t max, const
                     const char *study, const char *shape)
 {
     const char *arch = repro_shape_arch(shape);
-    if (*n == max || !shape[0])
+    size_t len = strlen(shape);
+    if (*n == max || !len || len >= sizeof rows[*n].shape) /* a folder's name: at most 63 bytes (names[][64]) */
         return;
     rows[*n].p = p;
-    snprintf(rows[*n].shape, sizeof rows[*n].shape, "%s", shape);
+    memcpy(rows[*n].shape, shape, len + 1);
     rows[*n].tiny = arch && !strcmp(repro_shape(arch, REPRO_TINY), shape);
     snprintf(rows[*n].label, sizeof rows[*n].label, "%.255s%s%.47s", study ? study : "", study ? ": " : "", shape);
     (*n)++;

@@ -28,7 +28,7 @@
 /* One shape of Table 3's CPU rows, in the study that measured it. */
 struct repro_summary_row {
     const struct repro_plan *p;
-    char shape[48];
+    char shape[64];
     bool tiny; /* a tiny shape: its tokens are mostly fixed costs */
     char label[320]; /* the shape, after its study's name in a merge */
 };

@@ -25,7 +25,7 @@ static int scaling_num(const struct config *c, const cJSON *r, const char *type,
  * original_max_position_embeddings. */
 static int llama3_scaling(const struct config *c, const cJSON *r, struct model_shape *s)
 {
-    double orig;
+    double orig = 0; /* set by scaling_num when it returns 0 (GCC -O3 cannot see it) */
     if (scaling_num(c, r, "llama3", "factor", &s->rope_factor) ||
         scaling_num(c, r, "llama3", "low_freq_factor", &s->rope_low_freq_factor) ||
         scaling_num(c, r, "llama3", "high_freq_factor", &s->rope_high_freq_factor) ||
