@@ -15,6 +15,7 @@
 #define FLASHBED_ENGINE_FFN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine/compute/backend.h"
 #include "engine/compute/cpu_kernels.h"
@@ -53,5 +54,14 @@ struct ffn {
 };
 
 extern const struct ffn_ops ffn_dense;
+
+/* out[d_model] = the layer's FFN on its matrices as a source stored them
+ * (L->ffn_down set, f->host_zg allocated: the model has them), on the host,
+ * down bias included: up and gate matvecs, ffn_act, down's matvec. With ids
+ * (n of them) h is zero outside the chosen neurons before down, so that
+ * ffn_select computes a choice on the stored blocks too, in dense's own
+ * arithmetic (ids NULL: dense's host form itself, bit for bit). */
+void ffn_matrices_host(struct ffn *f, const struct layer_weights *L, const float *x, const uint32_t *ids, uint32_t n,
+                       float *out);
 
 #endif

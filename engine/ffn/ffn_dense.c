@@ -6,6 +6,7 @@
 #include "engine/ffn/ffn.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/errbuf.h"
 #include "engine/compute/activation.h"
@@ -30,17 +31,24 @@ static int dense_create(struct ffn *f, char *err, size_t errlen)
     return 0;
 }
 
-/* On the layer's matrices, on the host: z = up x + b, g = gate x, h in z, out = down h. */
-static void matrices_host(struct ffn *f, const struct layer_weights *L, const float *x, float *out)
+void ffn_matrices_host(struct ffn *f, const struct layer_weights *L, const float *x, const uint32_t *ids, uint32_t n,
+                       float *out)
 {
     const struct model *m = f->m;
-    int d = (int)m->shape.d_model, n = (int)m->shape.d_ff;
-    float *z = f->host_zg, *g = L->ffn_gate ? f->host_zg + n : NULL;
-    ck_matvec(f->ck, z, L->ffn_up, L->ffn_up_type, x, L->ffn_up_bias, n, d);
+    int d = (int)m->shape.d_model, nf = (int)m->shape.d_ff;
+    float *z = f->host_zg, *g = L->ffn_gate ? f->host_zg + nf : NULL;
+    ck_matvec(f->ck, z, L->ffn_up, L->ffn_up_type, x, L->ffn_up_bias, nf, d);
     if (g)
-        ck_matvec(f->ck, g, L->ffn_gate, L->ffn_gate_type, x, NULL, n, d);
-    ck_ffn_act(f->ck, z, z, g, n, &m->arch);
-    ck_matvec(f->ck, out, L->ffn_down, L->ffn_down_type, z, L->ffn_down_bias, d, n);
+        ck_matvec(f->ck, g, L->ffn_gate, L->ffn_gate_type, x, NULL, nf, d);
+    ck_ffn_act(f->ck, z, z, g, nf, &m->arch);
+    if (ids) { /* the chosen neurons' h, the others zero: gate's half is free once act has read it */
+        float *h = f->host_zg + nf;
+        memset(h, 0, (size_t)nf * sizeof *h);
+        for (uint32_t i = 0; i < n; i++)
+            h[ids[i]] = z[ids[i]];
+        z = h;
+    }
+    ck_matvec(f->ck, out, L->ffn_down, L->ffn_down_type, z, L->ffn_down_bias, d, nf);
 }
 
 static void dense_forward_host(struct ffn *f, int layer, int pos, const float *x, float *out)
@@ -49,7 +57,7 @@ static void dense_forward_host(struct ffn *f, int layer, int pos, const float *x
     const struct model *m = f->m;
     const struct layer_weights *L = &m->layers[layer];
     if (L->ffn_down && f->host_zg) {
-        matrices_host(f, L, x, out);
+        ffn_matrices_host(f, L, x, NULL, 0, out);
         return;
     }
     ck_ffn_rows(f->ck, out, L->ffn_bundles, m->bundle_stride, (int)m->shape.d_ff, L->ffn_up_bias, x,

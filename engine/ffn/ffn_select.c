@@ -106,6 +106,10 @@ static void select_forward(struct ffn *f, int layer, int pos, const float *x, fl
     if (teal) /* computed on the kept channels: x with the dropped ones zero (x itself when all are kept) */
         sf->stats.kept_inputs += sf->sel.kept_inputs;
     const float *in = teal ? sf->sel.xs : x;
+    if (L->ffn_down && f->host_zg) { /* the stored blocks (a GGUF's), as dense computes on them */
+        ffn_matrices_host(f, L, in, n == m->shape.d_ff ? NULL : sf->ids, n, out);
+        return;
+    }
     if (n == m->shape.d_ff) /* every neuron: dense's own call, bit for bit */
         ck_ffn_rows(f->ck, out, L->ffn_bundles, m->bundle_stride, (int)n, L->ffn_up_bias, in,
                             (int)m->shape.d_model, m->dtype, &m->arch);

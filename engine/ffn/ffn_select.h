@@ -11,7 +11,13 @@
  * over the same neurons is grouped differently (the backend's fixed
  * groups are cut over the rows it is given), so a choice that holds every
  * neuron whose activation is not zero gives dense's result up to float
- * rounding. The model must hold its FFN in DRAM. */
+ * rounding. On a model that holds its FFN's matrices as a source stored
+ * them (a GGUF's blocks, ffn.h) the layer is computed on those instead, as
+ * dense computes it (ffn_matrices_host: h zero outside the choice before
+ * down), so that a choice of every neuron reproduces dense bit for bit
+ * there too and a partial one differs from dense by the choice alone, not
+ * by ffn.bin's f16 decode of the blocks; the bytes counted stay the
+ * bundles' (what the flash FFN reads). The model must hold its FFN in DRAM. */
 #ifndef FLASHBED_ENGINE_FFN_SELECT_H
 #define FLASHBED_ENGINE_FFN_SELECT_H
 

@@ -19,15 +19,27 @@
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_gguf.h"
 
-/* The model's name: the file's, without folders and ".gguf". */
-static void model_name(const char *path, char *name, size_t len)
+/* The model's name: the file's general.name when it is printable ASCII
+ * (model.json's "name", as an HF import's is its folder's; ASCII, so that
+ * cutting it to what model_shape holds splits no character), else the
+ * file's name without folders and ".gguf". */
+static void model_name(const struct gguf_file *f, char *name, size_t len)
 {
-    const char *base = strrchr(path, '/');
-    base = base && base[1] ? base + 1 : path;
-    size_t n = strlen(base);
-    if (n > 5 && !strcmp(base + n - 5, ".gguf"))
-        n -= 5;
-    snprintf(name, len, "%.*s", (int)(n < len ? n : len - 1), base);
+    const char *given = NULL;
+    size_t n = 0;
+    char ignored[8];
+    if (gguf_find(f, "general.name") && gguf_get_str(f, "general.name", &given, &n, ignored, sizeof ignored) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (given[i] < 0x20 || given[i] > 0x7e)
+                n = 0;
+    if (n == 0) {
+        const char *base = strrchr(f->path, '/');
+        given = base && base[1] ? base + 1 : f->path;
+        n = strlen(given);
+        if (n > 5 && !strcmp(given + n - 5, ".gguf"))
+            n -= 5;
+    }
+    snprintf(name, len, "%.*s", (int)(n < len ? n : len - 1), given);
 }
 
 /* What the file holds: "Q4_1 x 210, Q8_0 x 1, F32 x 61" (file order of first use). */
@@ -194,8 +206,8 @@ int import_gguf(const char *path, const char *tokenizer, const char *out_dir, st
     size_t len;
     const struct gguf_arch *a = NULL;
     struct model_shape s;
-    char name[64];
-    model_name(path, name, sizeof name);
+    char name[sizeof s.name];
+    model_name(&f, name, sizeof name);
     int rc = -1;
     if (gguf_get_str(&f, "general.architecture", &arch, &len, err, errlen) == 0 &&
         (a = gguf_arch_find(&f, arch, len, err, errlen)) && gguf_shape(&f, a, name, &s, err, errlen) == 0 &&
