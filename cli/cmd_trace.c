@@ -244,8 +244,9 @@ static void print_info(const char *path, const struct trace *tr, const struct tr
     if (cJSON_IsString(prof_src) && !(cJSON_IsString(stat) && strcmp(stat->valuestring, prof_src->valuestring) == 0))
         printf("  profile statistics: %s\n", prof_src->valuestring);
     print_densities(m, s, source);
-    printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations (power law: well above 10%%)\n",
-           100 * s->hot10_share);
+    printf("\nhottest 10%% of a layer's neurons take %.1f%% of its activations; uniform draws of the same set sizes "
+           "give %.1f%%: %s\n",
+           100 * s->hot10_share, 100 * s->hot10_uniform, trace_stats_hot10_verdict(s));
     struct trace_calib_row rows[TRACE_CALIB_MAX_ROWS];
     int n = trace_calibration_rows(tr, s, source, rows);
     printf("\ncalibration (the profile's target vs achieved)\n| statistic | target | achieved |\n|---|---:|---:|\n");

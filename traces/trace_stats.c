@@ -2,6 +2,7 @@
 
 #include "common/atomic_file.h"
 #include "common/gnuplot.h"
+#include "common/rng.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,11 +102,38 @@ static uint64_t count_tokens(const struct trace *tr, struct trace_stats *s)
 
 /* The scratch the per-layer counts share. */
 struct stats_scratch {
-    uint32_t *freq, *count;
+    uint32_t *freq, *count, *stamp;
     uint8_t *in_pred;
     uint64_t hits;   /* active neurons that were also predicted, all layers */
     double hot_sum;  /* per layer, the top tenth's share of its events */
+    double hot_uniform_sum; /* the same of uniform draws of the same set sizes */
 };
+
+/* freq: how often each of layer l's neurons would be used were every
+ * token's set drawn uniformly (as many distinct neurons as the trace's set
+ * holds; Floyd's sampling, seeded by the layer: deterministic), so that
+ * the hot tenth's share is judged against what chance alone gives with
+ * these counts: few tokens of small sets put well over 10% in the most
+ * used tenth without any popularity. stamp: N words, stamp[i] = t + 1
+ * once neuron i is drawn for token t (no clearing between tokens). */
+static void uniform_draws(const struct trace *tr, uint32_t l, uint32_t *freq, uint32_t *stamp)
+{
+    const uint32_t N = tr->meta.d_ff;
+    struct rng r;
+    rng_seed(&r, 0x5eed0000u + l);
+    memset(freq, 0, N * sizeof *freq);
+    memset(stamp, 0, N * sizeof *stamp);
+    for (uint64_t t = 0; t < tr->n_tokens; t++) {
+        uint32_t k, now = (uint32_t)(t + 1);
+        trace_set(tr, 0, t, l, &k);
+        for (uint32_t j = N - k; j < N; j++) {
+            uint32_t pick = (uint32_t)rng_below(&r, (uint64_t)j + 1);
+            pick = stamp[pick] == now ? j : pick;
+            stamp[pick] = now;
+            freq[pick]++;
+        }
+    }
+}
 
 /* Layer l: its densities, events, the active neurons predicted, the hot
  * tenth's share. */
@@ -137,6 +165,8 @@ static void layer_counts(const struct trace *tr, uint32_t l, struct trace_stats 
         s->density_pred[l] = T ? (double)lp / ((double)T * N) : 0;
     uint64_t top = top_tenth_events(x->freq, N, T, x->count);
     x->hot_sum += la ? (double)top / la : 0;
+    uniform_draws(tr, l, x->freq, x->stamp);
+    x->hot_uniform_sum += la ? (double)top_tenth_events(x->freq, N, T, x->count) / la : 0;
 }
 
 /* The kept channels' density per layer and on average (issue 33). */
@@ -170,11 +200,12 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
         s->density_channels = calloc(L, sizeof(double));
     uint32_t *last_seen = malloc(N * sizeof(uint32_t));
     uint32_t *over = malloc((T ? T : 1) * TRACE_SAGG_MAX * sizeof(uint32_t));
-    struct stats_scratch x = {calloc(N, sizeof(uint32_t)), malloc((T + 1) * sizeof(uint32_t)), calloc(N, 1), 0, 0};
+    struct stats_scratch x = {.freq = calloc(N, sizeof(uint32_t)), .count = malloc((T + 1) * sizeof(uint32_t)),
+                              .stamp = malloc(N * sizeof(uint32_t)), .in_pred = calloc(N, 1)};
     int rc = 0;
     if (!s->density_active || (tr->meta.has_predicted && !s->density_pred) ||
         (tr->meta.has_channels && !s->density_channels) || !last_seen || !over || !x.freq ||
-        !x.in_pred || !x.count) {
+        !x.in_pred || !x.count || !x.stamp) {
         trace_stats_free(s);
         rc = -1;
         goto out;
@@ -190,6 +221,7 @@ int trace_stats_compute(const struct trace *tr, struct trace_stats *s)
     if (s->density_channels)
         channel_density(tr, s);
     s->hot10_share = x.hot_sum / L;
+    s->hot10_uniform = x.hot_uniform_sum / L;
     s->sagg_k_max = (uint32_t)(longest < 16 ? longest : 16);
     if (tr->meta.has_predicted) {
         s->recall = s->active_events ? (double)x.hits / s->active_events : 0;
@@ -204,7 +236,14 @@ out:
     free(x.freq);
     free(x.in_pred);
     free(x.count);
+    free(x.stamp);
     return rc;
+}
+
+const char *trace_stats_hot10_verdict(const struct trace_stats *s)
+{
+    double ratio = s->hot10_uniform > 0 ? s->hot10_share / s->hot10_uniform : 0;
+    return ratio >= 1.5 ? "concentrated" : ratio >= 1.1 ? "mildly concentrated" : "no more than chance";
 }
 
 void trace_stats_free(struct trace_stats *s)

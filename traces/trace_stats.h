@@ -31,9 +31,16 @@ struct trace_stats {
     double recall;              /* |active & predicted| / |active| */
     double pred_over_active;    /* |predicted| / |active| */
     double hot10_share;         /* share of activations going to a layer's 10% most active neurons */
+    double hot10_uniform;       /* the same share had each token's sets been drawn uniformly (same sizes):
+                                 * chance's part of hot10_share with these counts, not 10% on a short trace */
 };
 
 int trace_stats_compute(const struct trace *tr, struct trace_stats *s);
+
+/* What hot10_share says against hot10_uniform, in words: "concentrated"
+ * (1.5x chance's share or more: a power law's signature), "mildly
+ * concentrated" (1.1x to 1.5x) or "no more than chance" (below 1.1x). */
+const char *trace_stats_hot10_verdict(const struct trace_stats *s);
 void trace_stats_free(struct trace_stats *s);
 
 /* Writes dir/sagg.csv (k,sagg_active,sagg_predicted; k = 1..16, only up to

@@ -16,6 +16,15 @@ check "info says the profile is scaled" grep -q "scaled by relative layer depth"
 check "info shows s_agg(16)" grep -q "^| 16 |" "$WORK/info.txt"
 check "info names the profile" grep -q "^  profile: opt-6.7b$" "$WORK/info.txt"
 check "info shows per-layer targets (14 of 256 neurons for 5.36%)" grep -q "^| 2 | 5.36% | 5.47% |" "$WORK/info.txt"
+# The hot tenth's share judged against uniform draws of the same set sizes
+# (issue 47: it said "power law: well above 10%" whatever the share): a
+# trace without popularity (--zipf 0 --recur 0) is no more than chance.
+check "info judges the calibrated trace concentrated" grep -q "give [0-9.]*%: concentrated$" "$WORK/info.txt"
+check "synth a trace without popularity" "$FLASHBED" trace synth --shape opt-tiny --tokens 64 --zipf 0 --recur 0 \
+    --out "$WORK/flat.trace"
+"$FLASHBED" trace info "$WORK/flat.trace" > "$WORK/flat.txt"
+check "info calls it no more than chance" grep -q "%: no more than chance$" "$WORK/flat.txt"
+check "and claims no power law" bash -c "! grep -q 'power law' '$WORK/flat.txt'"
 
 # Another architecture: its own statistics, named in the header and by info.
 check "synth phi-tiny" "$FLASHBED" trace synth --shape phi-tiny --tokens 20 --seed 2 --out "$WORK/phi.trace"
