@@ -652,8 +652,14 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
     outcome_lines(&t, sum);
     strbuf_add(&t, "- page cache %s; DRAM budget %s\n\n", !p->dense && p->cfg.stream.direct ? "bypassed (direct I/O)" : "used",
                p->budget ? "set" : "none");
-    strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
-               NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
+    bool steady = NUM(sum, "tokens") > 0;
+    if (steady)
+        strbuf_add(&t, "Steady state (%.0f tokens after %.0f cold ones), per token — as the paper's Table 3:\n\n",
+                   NUM(sum, "tokens"), NUM(sum, "cold_tokens_excluded"));
+    else /* issue 47: "0 tokens after 5 cold ones" then a throughput of 0 */
+        strbuf_add(&t, "No steady state: all %.0f tokens were cold ones (--cold); run more tokens (-n) or lower "
+                       "--cold for steady-state figures. Per token:\n\n",
+                   NUM(sum, "cold_tokens_excluded"));
     strbuf_add(&t, "| | I/O ms | mem ms | compute ms | (FFN ms) | (predictor ms) | total ms | MB read | reads | rows in | rows out | cache rows |\n"
                    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const char *parts[] = {"summary", "cold", "prompt", "generated"};
@@ -667,10 +673,13 @@ static char *run_markdown(const struct model *m, const struct run_setup *p, cons
                    NUM(o, "total_ms"), NUM(o, "bytes_read") / 1e6, NUM(o, "reads"), NUM(o, "rows_inserted"),
                    NUM(o, "rows_deleted"), NUM(o, "cache_rows"));
     }
-    strbuf_add(&t, "\nRead throughput %.2f GB/s in reads of %.0f bytes; %.2f tokens/s; peak RSS %.2f GB "
-                   "(engine holds %.2f GB, oracle rows %.2f GB).\n",
-               NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"),
-               NUM(sum, "peak_rss_bytes") / 1e9, NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
+    if (steady)
+        strbuf_add(&t, "\nRead throughput %.2f GB/s in reads of %.0f bytes; %.2f tokens/s; ",
+                   NUM(sum, "read_throughput_bytes") / 1e9, NUM(sum, "mean_read_bytes"), NUM(sum, "tokens_per_second"));
+    else
+        strbuf_add(&t, "\nNo steady-state throughput (no steady token); ");
+    strbuf_add(&t, "peak RSS %.2f GB (engine holds %.2f GB, oracle rows %.2f GB).\n", NUM(sum, "peak_rss_bytes") / 1e9,
+               NUM(sum, "engine_dram_bytes") / 1e9, NUM(sum, "oracle_dram_bytes") / 1e9);
     if (cJSON_GetObjectItemCaseSensitive(sum, "h2d_bytes")) /* a device run only */
         device_lines(&t, root, sum);
     else if (cJSON_GetObjectItemCaseSensitive(sum, "layers_ahead")) /* read-ahead on the host */

@@ -182,6 +182,13 @@ check "--window auto with the oracle" "$FLASHBED" run --model "$M" --mode all --
 check "the oracle's window comes from s_agg" test "$(json_get "$WORK/auto-oracle/run.json" "'s_agg' in d['provenance']['policy']['window_chosen_from'] and d['summary']['window_k'] >= 1")" = True
 check "run.md names the chosen window" grep -q "window:auto chose K" "$WORK/auto-oracle/run.md"
 check "run.md reports the density" grep -q "density: " "$WORK/auto-oracle/run.md"
+# A run of no more tokens than --cold (issue 47: "Steady state (0 tokens
+# after 5 cold ones)", then a throughput of 0.00 tokens/s): says there is none.
+check "a run shorter than --cold" "$FLASHBED" run --model "$M" --mode all --prompt "the cat" -n 1 --cold 5 --threads 1 \
+    --quiet --out "$WORK/short"
+check "short: no steady state, and what to change" grep -q "^No steady state: all [0-9]* tokens were cold ones (--cold); run more tokens (-n) or lower --cold" "$WORK/short/run.md"
+check "short: no throughput of 0" bash -c "! grep -q '0.00 tokens/s' '$WORK/short/run.md'"
+check "short: the cold tokens' row" grep -q "^| cold tokens |" "$WORK/short/run.md"
 # hot under the oracle: pins what a warm-up (the prompt) needed most; same tokens as dense.
 check "hot with the oracle" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --prompt "$P" -n 24 --ignore-eos --threads 1 --quiet --out "$WORK/hot-oracle"
 check "hot with the oracle: same tokens as dense" test "$(ids "$WORK/hot-oracle")" = "$(ids "$WORK/dense")"
