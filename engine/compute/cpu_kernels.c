@@ -404,6 +404,7 @@ struct matvec_job {
     const float *x, *bias;
     int rows, cols;
     quant_dot_fn qdot; /* a block type's dot product, against b->xq */
+    quant_dot8_fn qdot8; /* its eight-row form, or NULL */
 };
 
 static inline __attribute__((always_inline)) void matvec_rows_as(const struct matvec_job *j, enum fb_dtype t,
@@ -428,7 +429,11 @@ static void matvec_rows_q(const struct matvec_job *j, int lo, int hi)
 {
     size_t row_bytes = wtype_row_bytes(j->t, (uint64_t)j->cols);
     const char *w = (const char *)j->w + (size_t)lo * row_bytes;
-    for (int r = lo; r < hi; r++, w += row_bytes)
+    int r = lo;
+    if (j->qdot8 && row_bytes < (size_t)1 << 28)
+        for (; r + 8 <= hi; r += 8, w += 8 * row_bytes)
+            j->qdot8(w, row_bytes, j->b->xq, j->cols, &j->out[r]);
+    for (; r < hi; r++, w += row_bytes)
         j->out[r] = j->qdot(w, j->b->xq, j->cols);
     if (j->bias)
         for (int r = lo; r < hi; r++)
@@ -463,7 +468,7 @@ static void matvec_part(void *arg, int worker, int workers)
 void ck_matvec(struct cpu_kernels *b, float *out, const void *w, enum fb_dtype t, const float *x,
                        const float *bias, int rows, int cols)
 {
-    struct matvec_job j = {b, out, w, t, x, bias, rows, cols, quantize_x(b, t, x, cols)};
+    struct matvec_job j = {b, out, w, t, x, bias, rows, cols, quantize_x(b, t, x, cols), quant_dot8_of(t)};
     /* small matrices are not worth waking the team for */
     if ((size_t)rows * (size_t)cols < b->min_parallel) {
         matvec_rows(&j, 0, rows);

@@ -75,6 +75,19 @@ int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
  * q2_k and q3_k), a test compares the two, which give the same bits. */
 int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
+/* Eight rows' dot products at once: out[k] = the dot product of the row
+ * at w + k * row_bytes against act, the same bits as the type's
+ * quant_dot_fn gives that row (each row's f32 steps the same, in block
+ * order; the rows are summed side by side in vector lanes; a NaN's sign
+ * and payload aside, where a scale is not finite); row_bytes
+ * under 2^28. */
+typedef void (*quant_dot8_fn)(const void *w, size_t row_bytes, const void *act, int n, float *out);
+
+/* A block type's eight-row form, or NULL where the build has none (the
+ * portable build, q8_0, the K-quants, the float types): then one row at
+ * a time. */
+quant_dot8_fn quant_dot8_of(enum fb_dtype t);
+
 /* The bytes n activations take as a (n a multiple of its block). */
 size_t quant_act_bytes(enum quant_act a, size_t n);
 
