@@ -80,6 +80,8 @@ T="$WORK/llama.trace"
 check "llama Q4_0: convert" logged "$FLASHBED" convert "$DATA/llama/Q4_0/model.gguf" --out "$M"
 check "record a trace" logged "$FLASHBED" run --model "$M" --mode all --threshold 0.05 --prompt-ids "$WORK/p1.ids" -n 20 \
     --ignore-eos --threads 1 --io-threads 2 --quiet --record "$T" --out "$WORK/rec"
+check "run.md says the flash FFN is f16 decoded from the blocks" grep -q \
+    "^- FFN on flash: f16 bundles of ffn.bin, decoded from the matrices the source stored" "$WORK/rec/run.md"
 for pl in "lru bundled" "window:4 split" "hot coalesce:2" "belady split"; do
     read -r policy layout <<<"$pl"
     out="$WORK/x-${policy/:/}-${layout/:/}"
