@@ -35,8 +35,8 @@ static const struct opt_def calibrate_options[] = {
     {"out", OPT_STRING, O(out), NULL, "FILE", "write the thresholds to FILE instead of the model folder's "
      "sparsify.json (perplexity, generate and run read it with --sparsify FILE)"},
     {"text", OPT_STRING, O(text), NULL, "FILE", "calibration text the dense model is run over (UTF-8)"},
-    {"sparsity", OPT_DOUBLE, O(sparsity), NULL, "S", "target share dropped per layer, 0 <= S < 1", .max = 1,
-     .max_open = true},
+    {"sparsity", OPT_DOUBLE, O(sparsity), NULL, "S", "target share dropped per layer, 0 <= S < 1 (0.5 or 50%)",
+     .max = 1, .max_open = true, .percent = true},
     {"kind", OPT_STRING, O(kind), "both", "KIND", "which thresholds: gate (CATS-style, |act(gate.x)|; GLU FFNs), "
      "input (TEAL-style: |x| of the FFN input and |h| of the intermediate), or both", .allowed = "gate|input|both"},
     {"tokens", OPT_UINT, O(tokens), "1024", "N", "tokens of the text to calibrate on (the text must have them)",

@@ -261,7 +261,8 @@ static int parse_text(const struct opt_def *d, char *field, const char *text, ch
     case OPT_UINT:
         return parse_uint(text, (uint64_t *)field, err, errlen);
     case OPT_DOUBLE:
-        return parse_double(text, (double *)field, err, errlen);
+        return d->percent ? parse_share(text, (double *)field, err, errlen)
+                          : parse_double(text, (double *)field, err, errlen);
     case OPT_SIZE: /* an amount of memory or disk: "25" needs its unit */
         return parse_size_with_unit(text, "G", (uint64_t *)field, err, errlen);
     case OPT_SIZE_LIST:

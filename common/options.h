@@ -64,6 +64,7 @@ struct opt_def {
                           * OPT_UINT with a range from min >= 1: one word accepted besides
                           * the numbers, stored as 0 ("auto": the program chooses) */
     char short_name;     /* also accepted as "-c VALUE" (.short_name = 'n': "-n 64"); --help says so */
+    bool percent;        /* OPT_DOUBLE: "50%" is accepted too, as 0.5 (a share, as --dram-budget takes one) */
 };
 
 #define OPT_END {.name = NULL}

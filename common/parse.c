@@ -228,6 +228,19 @@ int parse_double(const char *text, double *out, char *err, size_t errlen)
     return 0;
 }
 
+int parse_share(const char *text, double *out, char *err, size_t errlen)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (!n || text[n - 1] != '%')
+        return parse_double(text, out, err, errlen);
+    char num[64];
+    double v;
+    if (n - 1 >= sizeof num || (snprintf(num, sizeof num, "%.*s", (int)(n - 1), text), parse_double(num, &v, err, errlen)))
+        return err_set(err, errlen, "'%s' is not a number or a percentage (write 0.5 or 50%%)", text);
+    *out = v / 100;
+    return 0;
+}
+
 int parse_duration(const char *text, double *seconds, char *err, size_t errlen)
 {
     if (!text || !*text)

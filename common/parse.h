@@ -39,6 +39,10 @@ int parse_uint(const char *text, uint64_t *out, char *err, size_t errlen);
 /* A finite real number. */
 int parse_double(const char *text, double *out, char *err, size_t errlen);
 
+/* A share: a finite real number ("0.5"), or a percentage of one ("50%",
+ * stored as 0.5). */
+int parse_share(const char *text, double *out, char *err, size_t errlen);
+
 /* As parse_size, for an amount of memory or disk (a file's size, a budget):
  * a number without a unit other than 0 is refused ("25" is rarely 25 bytes;
  * "25B" is), err saying "did you mean <number><guess>?", guess being the

@@ -54,6 +54,12 @@ check "the text's name and sha256" test "$(sj 'd["text"], d["text_sha256"]')" = 
 check "the model's identity" test "$(sj 'd["model"]["n_layers"], d["model"]["d_model"], d["model"]["d_ff"], d["model"]["dtype"], len(d["model"]["fingerprint_sha256"])')" = "2 64 172 f32 64"
 check "per-layer thresholds" test "$(sj 'len(d["gate"]["thresholds"]), len(d["input"]["thresholds"]), len(d["input"]["intermediate_thresholds"])')" = "2 2 2"
 check "provenance with parameters" test "$(sj 'd["provenance"]["parameters"]["sparsity"], "git_commit" in d["provenance"]')" = "0.5 True"
+# A percentage as --dram-budget takes one (issue 47: "50%" was "not a number"): the same thresholds.
+check "calibrate --sparsity 50%" "$FLASHBED" sparsify calibrate --model "$M" --text "$TEXT" --sparsity 50% \
+    --tokens 400 --threads 1 --out "$WORK/pct.json"
+check "50% is 0.5: the same thresholds" test "$(json_get "$WORK/pct.json" 'd["sparsity"], d["gate"]["thresholds"], d["input"]["thresholds"]')" = "$(sj 'd["sparsity"], d["gate"]["thresholds"], d["input"]["thresholds"]')"
+expect_error "--sparsity abc%" "write 0.5 or 50%" sparsify calibrate --model "$M" --text "$TEXT" --sparsity abc% --out "$WORK/bad.json"
+check "nothing written for it" test ! -e "$WORK/bad.json"
 before=$(md5sum <"$S")
 expect_error "an existing file without --force" "already has sparsify.json; --force" sparsify calibrate --model "$M" \
     --text "$TEXT" --sparsity 0.7 --tokens 400
