@@ -2,7 +2,7 @@
  * <arch>/<TYPE>/ (README.md there) holds a tiny model.gguf, llama.cpp's
  * logits at 80 positions (logits.f32) and reference.json (the ids, the
  * greedy continuation and each step's top-2 margin). For llama, qwen2,
- * qwen3 and phi3 and each of the 13 types, the file is converted as
+ * qwen3, phi3 and gemma3 and each of the 13 types, the file is converted as
  * stored (every matrix in its GGUF type) and the dense engine runs the 80
  * ids through its KV cache on the CPU backend:
  *   every logit within the type's tolerance (TOLERANCES below, with why),
@@ -66,7 +66,7 @@ static const struct {
 };
 #define N_TYPES (sizeof TOLERANCES / sizeof TOLERANCES[0])
 
-static const char *const ARCHS[] = {"llama", "qwen2", "qwen3", "phi3"};
+static const char *const ARCHS[] = {"llama", "qwen2", "qwen3", "phi3", "gemma3"};
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
 /* reference.json and logits.f32 of one folder. */
@@ -299,8 +299,6 @@ static void check_refusals(const char *tmp, const char *tok)
 {
     char bad[1200], path[1200];
     enum fb_dtype q4 = DTYPE_Q4_0;
-    snprintf(path, sizeof path, "%s/gguf/gemma3/F32/model.gguf", TEST_DATA_DIR);
-    check_refused(path, tmp, tok, NULL, "\"gemma3\": not yet");
     snprintf(path, sizeof path, "%s/gguf/llama/F32/model.gguf", TEST_DATA_DIR);
     check_refused(path, tmp, tok, &q4, "--dtype q4_0");
     /* an unknown key of the architecture's namespace */
@@ -310,6 +308,11 @@ static void check_refusals(const char *tmp, const char *tok)
     /* a key at a value that changes the computation */
     CHECK(damaged("llama/F32/model.gguf", tmp, "llama.vocab_size", "llama.expert_cnt", -1, bad, sizeof bad) == 0);
     check_refused(bad, tmp, tok, NULL, "key llama.expert_cnt");
+    /* soft-capping at a value other than 0 (a gemma3 key of the same
+     * length renamed: its u32 32 becomes the cap) */
+    CHECK(damaged("gemma3/F32/model.gguf", tmp, "gemma3.attention.value_length", "gemma3.attn_logit_softcapping", -1,
+                  bad, sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "key gemma3.attn_logit_softcapping: attention logits soft-capped");
     /* a tensor nobody reads: refused by name once the rest is written */
     CHECK(damaged("llama/F32/model.gguf", tmp, "output.weight", "outpux.weight", -1, bad, sizeof bad) == 0);
     check_refused(bad, tmp, tok, NULL, "tensor outpux.weight is not part of a llama model");
