@@ -137,8 +137,8 @@ static int ref_load(struct gguf_ref *r, const char *dir)
  * given), run through the dense engine over the reference's ids; every
  * position's logits into out [N_POSITIONS][vocab]. The folder is removed.
  * 0, or -1 with why. */
-static int run(const char *dir, const char *tmp, const char *tok, const enum fb_dtype *dtype,
-               const struct gguf_ref *r, float *out)
+static int run_on(const struct backend_ops *be, const char *dir, const char *tmp, const char *tok,
+                  const enum fb_dtype *dtype, const struct gguf_ref *r, float *out)
 {
     const struct fb_settings set = fb_settings_defaults();
     char gguf[1200], folder[1200];
@@ -153,7 +153,7 @@ static int run(const char *dir, const char *tmp, const char *tok, const enum fb_
     if (model_open(&m, folder, why, sizeof why) == 0) {
         if ((int)m.shape.vocab_size != r->vocab)
             snprintf(why, sizeof why, "%s: vocabulary %u, reference %d", gguf, m.shape.vocab_size, r->vocab);
-        else if (engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 1, N_POSITIONS, why, sizeof why) == 0) {
+        else if (engine_init(&e, &set, &m, be, &ffn_dense, 1, N_POSITIONS, why, sizeof why) == 0) {
             rc = 0;
             for (int p = 0; p < N_POSITIONS && rc == 0; p++) {
                 rc = engine_forward(&e, r->ids[p], p);
@@ -167,6 +167,12 @@ static int run(const char *dir, const char *tmp, const char *tok, const enum fb_
     }
     fs_remove_tree(folder);
     return rc;
+}
+
+static int run(const char *dir, const char *tmp, const char *tok, const enum fb_dtype *dtype,
+               const struct gguf_ref *r, float *out)
+{
+    return run_on(&backend_cpu, dir, tmp, tok, dtype, r, out);
 }
 
 /* max |a - b| over every position's logits */
@@ -237,6 +243,46 @@ static void check_decoded(const char *arch, int type, const char *tmp, const cha
         free(r.logits);
     }
     free(got);
+}
+
+/* arch's fixture of type on every other backend here (describe: the
+ * device present, else skipped, saying so): sim's logits the cpu's bit
+ * for bit, a device's within the type's tolerance of llama.cpp's. */
+static void check_backends(const char *arch, int type, const char *tmp)
+{
+    char dir[1200], err[512];
+    snprintf(dir, sizeof dir, "%s/gguf/%s/%s", TEST_DATA_DIR, arch, TOLERANCES[type].type);
+    struct gguf_ref r;
+    size_t n = (size_t)N_POSITIONS * MAX_VOCAB;
+    float *cpu = malloc(n * sizeof *cpu), *got = malloc(n * sizeof *got);
+    const struct fb_settings set = fb_settings_defaults();
+    int ok = cpu && got && ref_load(&r, dir) == 0 && run(dir, tmp, NULL, NULL, &r, cpu) == 0;
+    CHECK(ok);
+    for (size_t i = 0; ok && backend_nth(i); i++) {
+        const struct backend_ops *be = backend_nth(i);
+        struct backend_device dev;
+        if (be == &backend_cpu)
+            continue;
+        if (be->describe(&set, &dev, err, sizeof err) != 0) {
+            printf("%-6s %-5s on %s: skipped (%s)\n", arch, TOLERANCES[type].type, be->name, err);
+            continue;
+        }
+        int rc = run_on(be, dir, tmp, NULL, NULL, &r, got);
+        if (rc)
+            fprintf(stderr, "%s on %s: %s\n", dir, be->name, why);
+        CHECK(rc == 0);
+        if (rc)
+            continue;
+        double w = worst(got, r.logits, r.vocab), vs_cpu = worst(got, cpu, r.vocab);
+        printf("%-6s %-5s on %s: max |dlogit| %.4g against llama.cpp (tolerance %g), %.4g against cpu\n", arch,
+               TOLERANCES[type].type, be->name, w, TOLERANCES[type].tolerance, vs_cpu);
+        CHECK(w <= TOLERANCES[type].tolerance);
+        if (be == &backend_sim)
+            CHECK(vs_cpu == 0);
+    }
+    if (ok)
+        free(r.logits);
+    free(cpu), free(got);
 }
 
 /* ---- refusals, on damaged copies of a fixture ---- */
@@ -347,6 +393,9 @@ int main(void)
         printf("   (%g)", TOLERANCES[t].tolerance);
     }
     printf("\n");
+    for (size_t t = 0; t < N_TYPES; t++) /* gemma3's own steps (windows, post-norms, scaled embedding) elsewhere */
+        if (!strcmp(TOLERANCES[t].type, "F32") || !strcmp(TOLERANCES[t].type, "Q4_K"))
+            check_backends("gemma3", (int)t, tmp);
     check_refusals(tmp, tok);
     free(got);
     fs_remove_tree(tmp);
