@@ -60,7 +60,7 @@ static const struct opt_command convert_command = {
                "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
                "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
                "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model, or a GGUF file (FILE.gguf,\n"
-               "llama.cpp's format) of architecture llama, qwen2, qwen3 or phi3, whose matrices\n"
+               "llama.cpp's format) of architecture llama, qwen2, qwen3, phi3 or gemma3, whose matrices\n"
                "stay in their stored types (F32 ... Q8_0, Q2_K ... Q6_K). The weights keep the\n"
                "checkpoint's dtype unless --dtype says otherwise.",
     .opts = convert_options,

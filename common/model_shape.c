@@ -122,6 +122,21 @@ static int get_rope_scaling(const cJSON *o, struct model_shape *s, const char *p
                : 0;
 }
 
+/* Gemma 3's keys (model_shape.h), each optional. */
+static int get_gemma_keys(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    return (cJSON_HasObjectItem(o, "sliding_window_pattern") &&
+            get_u32(o, "sliding_window_pattern", &s->sliding_window_pattern, 1, MODEL_MAX_LAYERS, path, err,
+                    errlen)) ||
+                   (cJSON_HasObjectItem(o, "rope_local_theta") &&
+                    get_num(o, "rope_local_theta", &s->rope_local_theta, path, err, errlen)) ||
+                   (cJSON_HasObjectItem(o, "embedding_scale") &&
+                    get_num(o, "embedding_scale", &s->embedding_scale, path, err, errlen)) ||
+                   (cJSON_HasObjectItem(o, "post_norms") && get_bool(o, "post_norms", &s->post_norms, path, err, errlen))
+               ? -1
+               : 0;
+}
+
 /* The keys later architectures added, absent from older files. */
 static int get_optional(const cJSON *o, struct model_shape *s, const char *path, char *err, size_t errlen)
 {
@@ -138,7 +153,7 @@ static int get_optional(const cJSON *o, struct model_shape *s, const char *path,
         (cJSON_HasObjectItem(o, "sliding_window") &&
          get_u32(o, "sliding_window", &s->sliding_window, 1, MODEL_MAX_POSITIONS, path, err, errlen)))
         return -1;
-    return get_rope_scaling(o, s, path, err, errlen);
+    return get_gemma_keys(o, s, path, err, errlen) || get_rope_scaling(o, s, path, err, errlen) ? -1 : 0;
 }
 
 static int check_dim(const char *path, const char *key, uint32_t v, uint32_t min, uint32_t max, char *err,
@@ -246,6 +261,20 @@ static int check_rope_scaling(const struct model_shape *s, const char *path, cha
     return 0;
 }
 
+/* Gemma 3's keys: a pattern needs a window (and some layer inside it),
+ * finite non-negative reals. */
+static int check_gemma_keys(const struct model_shape *s, const char *path, char *err, size_t errlen)
+{
+    if (check_dim(path, "sliding_window_pattern", s->sliding_window_pattern, 0, MODEL_MAX_LAYERS, err, errlen) ||
+        check_real(path, "rope_local_theta", s->rope_local_theta, err, errlen) ||
+        check_real(path, "embedding_scale", s->embedding_scale, err, errlen))
+        return -1;
+    if (s->sliding_window_pattern && !s->sliding_window)
+        return err_set(err, errlen, "%s: \"sliding_window_pattern\" %u needs a \"sliding_window\"", path,
+                       s->sliding_window_pattern);
+    return 0;
+}
+
 int model_shape_check(const struct model_shape *s, const char *path, char *err, size_t errlen)
 {
     if (check_dim(path, "d_model", s->d_model, 1, MODEL_MAX_D_MODEL, err, errlen) ||
@@ -262,7 +291,7 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
         check_real(path, "fatrelu_threshold", s->fatrelu_threshold, err, errlen) ||
         check_dim(path, "head_dim", s->head_dim, 0, MODEL_MAX_D_MODEL, err, errlen) ||
         check_dim(path, "sliding_window", s->sliding_window, 0, MODEL_MAX_POSITIONS, err, errlen) ||
-        check_rope_scaling(s, path, err, errlen))
+        check_rope_scaling(s, path, err, errlen) || check_gemma_keys(s, path, err, errlen))
         return -1;
     return check_heads(s, path, err, errlen) || check_longrope_pairs(s, path, err, errlen) ? -1 : 0;
 }
@@ -385,16 +414,25 @@ void model_shape_params(const struct model_shape *s, struct param_counts *c)
         ffn += (uint64_t)s->d_ff * (s->ffn_kind == FFN_GLU ? 2 : 1) + d;
     c->ffn = ffn * L;
     uint64_t norm = strcmp(s->norm, "layernorm") == 0 ? 2 * d : d; /* weight (+ bias) */
-    uint64_t norms_per_layer = s->parallel_block ? 1 : 2;
+    uint64_t norms_per_layer = (s->parallel_block ? 1 : 2) + (s->post_norms ? 2 : 0);
     c->norms = norm * (norms_per_layer * L + 1);
     if (s->qk_norm) /* q and k: weight (and a LayerNorm's bias) over a head */
         c->norms += (strcmp(s->norm, "layernorm") == 0 ? 4 : 2) * head_dim * L;
     c->total = c->embeddings + c->lm_head + c->attention + c->ffn + c->norms;
 }
 
+bool model_shape_layer_windowed(const struct model_shape *s, uint32_t l)
+{
+    return s->sliding_window && (!s->sliding_window_pattern || (l + 1) % s->sliding_window_pattern != 0);
+}
+
 double model_shape_attended(const struct model_shape *s, double context)
 {
-    return s->sliding_window && context > s->sliding_window ? s->sliding_window : context;
+    double windowed = s->sliding_window && context > s->sliding_window ? s->sliding_window : context;
+    if (!s->sliding_window_pattern)
+        return windowed;
+    uint32_t global = s->n_layers / s->sliding_window_pattern; /* layers pattern - 1, 2 pattern - 1, ... */
+    return (windowed * (s->n_layers - global) + context * global) / s->n_layers;
 }
 
 uint32_t model_shape_head_dim(const struct model_shape *s)

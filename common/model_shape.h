@@ -64,6 +64,13 @@ struct model_shape {
     uint32_t rope_pairs; /* longrope: the length of each factor list, rotated dims / 2 */
     double rope_short_factor[MODEL_MAX_ROPE_PAIRS], rope_long_factor[MODEL_MAX_ROPE_PAIRS];
     uint32_t sliding_window; /* attention over the last sliding_window positions (Mistral); 0: all */
+    /* Gemma 3's keys (0 / false when absent): */
+    uint32_t sliding_window_pattern; /* with sliding_window: layer l attends to every position when
+                                      * (l + 1) % pattern == 0 (global), the others through the window;
+                                      * 0: every layer windowed */
+    double rope_local_theta; /* RoPE base of the windowed layers, unscaled (no rope_scaling); 0: rope_theta */
+    double embedding_scale;  /* the token embedding times this on input; 0: not scaled */
+    bool post_norms;         /* a norm on attention's and on the FFN's output before each residual add */
     char paper_statistics[160]; /* where trace statistics for this shape come from */
 };
 
@@ -99,11 +106,16 @@ int model_shape_check(const struct model_shape *s, const char *path, char *err, 
 
 void model_shape_params(const struct model_shape *s, struct param_counts *c);
 
+/* Whether layer l attends through the sliding window (sliding_window and
+ * sliding_window_pattern). */
+bool model_shape_layer_windowed(const struct model_shape *s, uint32_t l);
+
 /* A head's dims: head_dim when stated, else d_model / n_heads. */
 uint32_t model_shape_head_dim(const struct model_shape *s);
 
 /* The cached positions one token attends to at a context of context
- * tokens: all of them, or the last sliding_window (Mistral). */
+ * tokens: all of them, or the last sliding_window (Mistral); with a
+ * sliding_window_pattern, the mean over the layers. */
 double model_shape_attended(const struct model_shape *s, double context);
 
 /* The FFN's weight matrices: up and down, and a GLU's gate. (What one

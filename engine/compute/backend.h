@@ -204,7 +204,9 @@ struct backend_ops {
     int (*rope)(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
                 struct dev_ref inv_freq, float scale);
     int (*add)(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
-    int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+    /* out = row r of table times scale (1: the row as stored; Gemma's sqrt(d_model)) */
+    int (*embed)(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d,
+                 float scale);
     /* h[n] = each neuron's value before the down projection from z = up x
      * (+ bias) and, for a GLU, g = gate x (activation.h's
      * ffn_neuron_value): the FFN as three matvecs and this, for weights

@@ -267,11 +267,13 @@ static int cpu_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n)
     return 0;
 }
 
-static int cpu_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
+static int cpu_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d,
+                     float scale)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
     ck_embed(b->k, at(out), at(table), t, r, d);
+    ck_scale(b->k, at(out), scale, d);
     b->base.counts.launches++;
     return 0;
 }

@@ -59,7 +59,7 @@ int cuda_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct de
 int cuda_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
               struct dev_ref inv_freq, float scale);
 int cuda_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
-int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d, float scale);
 int cuda_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n, const struct arch *a);
 
 #endif

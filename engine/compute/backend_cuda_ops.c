@@ -154,9 +154,10 @@ int cuda_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct d
     return launched(b, fbk_cuda_ffn_act(b->stream, ref(h), ref(z), ref(g), &k), "ffn_act launch");
 }
 
-int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
+int cuda_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d, float scale)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
-    return launched(b, fbk_cuda_embed(b->stream, ref(out), ref(table), wtype_kernel_code(t), r, d), "embed launch");
+    return launched(b, fbk_cuda_embed(b->stream, ref(out), ref(table), wtype_kernel_code(t), r, d, scale),
+                    "embed launch");
 }

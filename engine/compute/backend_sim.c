@@ -239,11 +239,12 @@ static int sim_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, st
     return push(b, &(struct sim_cmd){.kind = SIM_FFN_ACT, .writes = h.buf, .u.act = {h, z, g, n, *a}});
 }
 
-static int sim_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
+static int sim_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d,
+                     float scale)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
-    return push(b, &(struct sim_cmd){.kind = SIM_EMBED, .writes = out.buf, .u.embed = {out, table, t, r, d}});
+    return push(b, &(struct sim_cmd){.kind = SIM_EMBED, .writes = out.buf, .u.embed = {out, table, t, r, d, scale}});
 }
 
 const struct backend_ops backend_sim = {

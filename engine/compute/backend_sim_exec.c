@@ -142,6 +142,7 @@ static int exec_kernel(struct backend *b, const struct sim_cmd *c)
     case SIM_MOVE_ROWS:
     case SIM_EVENT:
         ck_embed(b->k, (float *)sim_at(u->embed.out), sim_at(u->embed.table), u->embed.t, u->embed.r, u->embed.d);
+        ck_scale(b->k, (float *)sim_at(u->embed.out), u->embed.scale, u->embed.d);
     }
     b->base.counts.launches++;
     return 0;

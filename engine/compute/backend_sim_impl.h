@@ -44,7 +44,7 @@ struct sim_cmd {
         struct { struct dev_ref out, x, weight, bias; int d; enum norm_kind kind; float eps; } norm;
         struct { struct dev_ref vec, inv_freq; int n_heads, head_dim, rot_dims, pos; float scale; } rope;
         struct { struct dev_ref y, x; int n; } add;
-        struct { struct dev_ref out, table; enum fb_dtype t; int r, d; } embed;
+        struct { struct dev_ref out, table; enum fb_dtype t; int r, d; float scale; } embed;
         struct { struct dev_ref h, z, g; int n; struct arch a; } act;
     } u;
 };

@@ -766,6 +766,15 @@ void ck_embed(struct cpu_kernels *b, float *out, const void *table, enum fb_dtyp
     dtype_to_f32(out, (const char *)table + (size_t)r * wtype_row_bytes(t, (uint64_t)d), t, (size_t)d);
 }
 
+void ck_scale(struct cpu_kernels *b, float *x, float s, int n)
+{
+    (void)b;
+    if (s == 1.0f)
+        return;
+    for (int i = 0; i < n; i++)
+        x[i] *= s;
+}
+
 /* ---- the read-only ceiling ---- */
 
 struct read_job {

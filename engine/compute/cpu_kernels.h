@@ -85,6 +85,8 @@ void ck_add(struct cpu_kernels *k, float *y, const float *x, int n);
 void ck_ffn_act(struct cpu_kernels *k, float *h, const float *z, const float *g, int n, const struct arch *a);
 /* out[d] = row r of table (dtype t), widened to f32 */
 void ck_embed(struct cpu_kernels *k, float *out, const void *table, enum fb_dtype t, int r, int d);
+/* x[n] *= s; nothing when s is 1 (the values stay as they are) */
+void ck_scale(struct cpu_kernels *k, float *x, float s, int n);
 /* Reads buf[bytes] (32-byte aligned) once with the whole team and returns
  * the seconds it took: the read-only ceiling that decode's weight
  * bandwidth is compared with, measured on the same threads. */

@@ -48,7 +48,8 @@ static int check_layer(const struct model *m, const struct layer_weights *L)
     const void *w[] = {L->attn_norm, L->attn_norm_bias, L->wq,       L->wk,        L->wv,
                        L->wo,        L->bq,             L->bk,       L->bv,        L->bo,
                        L->q_norm,    L->q_norm_bias,    L->k_norm,   L->k_norm_bias, L->ffn_norm,
-                       L->ffn_norm_bias, L->ffn_up_bias, L->ffn_down_bias, L->ffn_bundles};
+                       L->ffn_norm_bias, L->ffn_up_bias, L->ffn_down_bias, L->ffn_bundles, L->post_attn_norm,
+                       L->post_ffn_norm};
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
         if (w[i] && !region_in(m->dram, m->dram_bytes, w[i]) && !region_in(m->ffn, m->ffn_bytes, w[i]))
             return -1;

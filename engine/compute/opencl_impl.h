@@ -98,7 +98,7 @@ int ocl_norm(struct backend *b, struct dev_ref out, struct dev_ref x, struct dev
 int ocl_rope(struct backend *b, struct dev_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
              struct dev_ref inv_freq, float scale);
 int ocl_add(struct backend *b, struct dev_ref y, struct dev_ref x, int n);
-int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d);
+int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d, float scale);
 int ocl_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct dev_ref g, int n, const struct arch *ar);
 int ocl_move_rows(struct backend *b, struct dev_ref base, size_t row_bytes, struct dev_ref moves, int n);
 

@@ -315,7 +315,7 @@ int ocl_ffn_act(struct backend *b, struct dev_ref h, struct dev_ref z, struct de
     return 0;
 }
 
-int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d)
+int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum fb_dtype t, int r, int d, float scale)
 {
     if (bk_check_embed(&b->base, out, table, t, r, d))
         return -1;
@@ -325,6 +325,7 @@ int ocl_embed(struct backend *b, struct dev_ref out, struct dev_ref table, enum 
     arg_int(&a, wtype_kernel_code(t));
     arg_int(&a, r);
     arg_int(&a, d);
+    arg_float(&a, scale);
     if (launch(&a, groups_for(b, (size_t)d), "embed"))
         return -1;
     b->base.counts.launches++;

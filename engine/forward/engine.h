@@ -26,9 +26,10 @@ struct run_state {
     struct dev_ref v_cache;  /* (n_layers, max_seq, kv_dim) */
     struct dev_ref logits_dev; /* (vocab) */
     /* (rope_dims / 2) the model's RoPE frequencies, one table per
-     * arch_rope_table (the second one only for longrope; else it is the
-     * first's ref), and the factor on their cos and sin; position p
-     * rotates with table arch_rope_table_at(p) */
+     * arch_rope_table (the second one only for longrope or a windowed
+     * layers' theta, arch_two_rope_tables; else it is the first's ref),
+     * and the factor on their cos and sin; layer l at position p rotates
+     * with table arch_layer_rope_table(l, p) */
     struct dev_ref rope_freq[ARCH_ROPE_TABLES];
     float rope_scale[ARCH_ROPE_TABLES];
     float *logits;           /* (vocab) on the host: the last token's, after engine_forward */

@@ -33,7 +33,7 @@ static size_t lay_out_state(struct run_state *r, const struct model *m, int max_
 {
     size_t d = m->shape.d_model, kv = (size_t)m->shape.n_layers * max_seq * m->kv_dim;
     size_t pairs = m->arch.rope_dims / 2 + 1; /* + 1: a place even without RoPE */
-    size_t long_pairs = m->arch.rope_scaling == ROPE_LONGROPE ? pairs : 0;
+    size_t long_pairs = arch_two_rope_tables(&m->arch) ? pairs : 0;
     size_t floats[] = {d, widest_vector(m), d, d, m->q_dim, m->q_dim, kv, kv, m->shape.vocab_size, pairs, long_pairs};
     struct dev_ref *refs[] = {&r->x,       &r->xb,      &r->xb2,          &r->ffn_out,     &r->q,           &r->att_out,
                               &r->k_cache, &r->v_cache, &r->logits_dev,   &r->rope_freq[0], &r->rope_freq[1]};
@@ -98,14 +98,14 @@ static int alloc_state(struct engine *e, char *err, size_t errlen)
 }
 
 /* The model's RoPE frequencies, computed once (arch_rope_table: one
- * table, two for longrope), into the run state on the backend, waited
+ * table, two for longrope or a windowed layers' theta), into the run state on the backend, waited
  * for: set-up's uploads are done (and counted) before the FFN's set-up and
  * the first token. */
 static int upload_rope_freqs(struct engine *e, char *err, size_t errlen)
 {
     const struct arch *a = &e->m->arch;
     size_t pairs = a->rope_dims / 2 + 1;
-    int tables = a->rope_scaling == ROPE_LONGROPE ? 2 : 1;
+    int tables = arch_two_rope_tables(a) ? 2 : 1;
     float *freq = calloc(pairs, sizeof *freq);
     if (!freq)
         return err_set(err, errlen, "the RoPE frequencies: out of memory");
@@ -205,17 +205,19 @@ static struct dev_ref W(const struct engine *e, const void *p)
     return dev_model_ref(&e->w, p);
 }
 
-/* x = token embedding (+ learned position embedding). */
+/* x = token embedding (times embed_scale: Gemma's sqrt(d_model)) (+
+ * learned position embedding). */
 static int embed(struct engine *e, int token, int pos)
 {
     const struct model *m = e->m;
     const struct backend_ops *b = e->be_ops;
     int d = (int)m->shape.d_model;
-    if (b->embed(e->be, e->s.x, W(e, m->tok_embedding), m->tok_embedding_type, token, d))
+    if (b->embed(e->be, e->s.x, W(e, m->tok_embedding), m->tok_embedding_type, token, d, m->arch.embed_scale))
         return -1;
     if (!m->pos_embedding)
         return 0;
-    return b->embed(e->be, e->s.xb2, W(e, m->pos_embedding), m->pos_embedding_type, pos + (int)m->arch.position_offset, d) ||
+    return b->embed(e->be, e->s.xb2, W(e, m->pos_embedding), m->pos_embedding_type, pos + (int)m->arch.position_offset,
+                    d, 1.0f) ||
            b->add(e->be, e->s.x, e->s.xb2, d);
 }
 
@@ -234,13 +236,15 @@ static int head_norm(struct engine *e, struct dev_ref v, int n_heads, const floa
     return 0;
 }
 
-/* q and this position's k: normed per head (qk_norm), then rotated over
- * each head's first rope_dims dims (RoPE, whole or partial). The norm
- * comes first, as in HF's Persimmon. */
-static int position_qk(struct engine *e, const struct layer_weights *L, struct dev_ref k, int pos)
+/* q and this position's k of layer l: normed per head (qk_norm), then
+ * rotated over each head's first rope_dims dims (RoPE, whole or partial)
+ * with the layer's table at pos. The norm comes first, as in HF's
+ * Persimmon. */
+static int position_qk(struct engine *e, int l, struct dev_ref k, int pos)
 {
     const struct model *m = e->m;
     const struct arch *a = &m->arch;
+    const struct layer_weights *L = &m->layers[l];
     int n_heads = (int)m->shape.n_heads, n_kv = (int)m->shape.n_kv_heads, hd = (int)m->head_dim;
     if (a->qk_norm && (head_norm(e, e->s.q, n_heads, L->q_norm, L->q_norm_bias) ||
                        head_norm(e, k, n_kv, L->k_norm, L->k_norm_bias)))
@@ -248,17 +252,19 @@ static int position_qk(struct engine *e, const struct layer_weights *L, struct d
     if (a->position != POSITION_ROPE)
         return 0;
     const struct run_state *r = &e->s;
-    int t = arch_rope_table_at(a, pos); /* longrope: short or long factors (LONGROPE_RULE) */
+    int t = arch_layer_rope_table(a, l, pos); /* longrope: short or long factors (LONGROPE_RULE) */
     return e->be_ops->rope(e->be, r->q, n_heads, hd, (int)a->rope_dims, pos, r->rope_freq[t], r->rope_scale[t]) ||
            e->be_ops->rope(e->be, k, n_kv, hd, (int)a->rope_dims, pos, r->rope_freq[t], r->rope_scale[t]);
 }
 
-/* The first cached position attention at pos reads: with a sliding
- * window of W (Mistral), the last W positions, pos among them (HF masks
- * j <= pos - W); else 0. */
-static int window_start(const struct arch *a, int pos)
+/* The first cached position attention of layer l at pos reads: with a
+ * sliding window of W on the layer (Mistral's every layer, Gemma 3's
+ * windowed ones), the last W positions, pos among them (HF masks
+ * j <= pos - W; llama.cpp's LLAMA_SWA_TYPE_STANDARD masks pos - j >= W);
+ * else 0. */
+static int window_start(const struct arch *a, int l, int pos)
 {
-    return a->sliding_window && pos >= (int)a->sliding_window ? pos + 1 - (int)a->sliding_window : 0;
+    return arch_layer_windowed(a, l) && pos >= (int)a->sliding_window ? pos + 1 - (int)a->sliding_window : 0;
 }
 
 /* xb2 = attention(xb) for layer l at pos; writes this position's K and V. */
@@ -272,11 +278,11 @@ static int attention(struct engine *e, int l, int pos)
     size_t layer_bytes = (size_t)l * e->max_seq * kv * sizeof(float), pos_bytes = (size_t)pos * kv * sizeof(float);
     struct dev_ref k_layer = dev_at(r->k_cache, layer_bytes), v_layer = dev_at(r->v_cache, layer_bytes);
     struct dev_ref k = dev_at(k_layer, pos_bytes), v = dev_at(v_layer, pos_bytes);
-    int from = window_start(&m->arch, pos);
+    int from = window_start(&m->arch, l, pos);
     size_t from_bytes = (size_t)from * kv * sizeof(float);
     return b->matvec(e->be, r->q, W(e, L->wq), L->wq_type, r->xb, W(e, L->bq), (int)m->q_dim, d) ||
            b->matvec(e->be, k, W(e, L->wk), L->wk_type, r->xb, W(e, L->bk), kv, d) ||
-           b->matvec(e->be, v, W(e, L->wv), L->wv_type, r->xb, W(e, L->bv), kv, d) || position_qk(e, L, k, pos) ||
+           b->matvec(e->be, v, W(e, L->wv), L->wv_type, r->xb, W(e, L->bv), kv, d) || position_qk(e, l, k, pos) ||
            b->attention(e->be, r->att_out, r->q, dev_at(k_layer, from_bytes), dev_at(v_layer, from_bytes),
                         pos + 1 - from, (int)m->shape.n_heads, (int)m->shape.n_kv_heads, (int)m->head_dim) ||
            b->matvec(e->be, r->xb2, W(e, L->wo), L->wo_type, r->att_out, W(e, L->bo), d, (int)m->q_dim);
@@ -313,15 +319,27 @@ static int ffn_step(struct engine *e, int l, int pos, struct dev_ref x, struct d
     return b->upload(e->be, out, e->bridge.out, bytes);
 }
 
-/* x += attn(norm1(x)); x += ffn(norm2(x)): OPT, Llama, Persimmon. */
+/* x += post(branch) with post_norms (Gemma 3's post_attention_norm and
+ * post_ffw_norm on the branch's output in place, RMSNorm without bias),
+ * else x += branch. */
+static int add_branch(struct engine *e, struct dev_ref branch, const float *post)
+{
+    const struct arch *a = &e->m->arch;
+    int d = (int)e->m->shape.d_model;
+    if (a->post_norms && e->be_ops->norm(e->be, branch, branch, W(e, post), W(e, NULL), d, a->norm, a->norm_eps))
+        return -1;
+    return e->be_ops->add(e->be, e->s.x, branch, d);
+}
+
+/* x += attn(norm1(x)); x += ffn(norm2(x)): OPT, Llama, Persimmon; Gemma 3
+ * with each branch normed again before its add. */
 static int sequential_block(struct engine *e, int l, int pos)
 {
     const struct layer_weights *L = &e->m->layers[l];
     struct run_state *r = &e->s;
-    int d = (int)e->m->shape.d_model;
     return norm_into_xb(e, L->attn_norm, L->attn_norm_bias) || attention(e, l, pos) ||
-           e->be_ops->add(e->be, r->x, r->xb2, d) || norm_into_xb(e, L->ffn_norm, L->ffn_norm_bias) ||
-           ffn_step(e, l, pos, r->xb, r->xb2) || e->be_ops->add(e->be, r->x, r->xb2, d);
+           add_branch(e, r->xb2, L->post_attn_norm) || norm_into_xb(e, L->ffn_norm, L->ffn_norm_bias) ||
+           ffn_step(e, l, pos, r->xb, r->xb2) || add_branch(e, r->xb2, L->post_ffn_norm);
 }
 
 /* x += attn(n) + ffn(n) with n = norm(x), one norm per layer (Falcon,

@@ -36,8 +36,8 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
               const struct progress_report *progress, char *err, size_t errlen);
 
 /* A GGUF file (common/gguf.h; versions 2 and 3) of architecture llama,
- * qwen2, qwen3 or phi3 (engine/import/import_gguf_arch.h; gemma3 and
- * the others refused by name). Every metadata key that changes the
+ * qwen2, qwen3, phi3 or gemma3 (engine/import/import_gguf_arch.h; the
+ * others refused by name). Every metadata key that changes the
  * computation is honoured or refused (import_gguf_meta.c), every tensor
  * read or refused. dtype NULL or keep: each matrix kept in its GGUF type
  * (model.json "tensor_dtypes": "per-tensor", the FFN's matrices in

@@ -24,12 +24,23 @@ struct gguf_arch {
     const char *name; /* general.architecture */
     bool neox;        /* llama.cpp rotates halves (i, i + rot/2): rows reordered into pairs */
     bool qkv_bias;    /* attn_q/k/v.bias (Qwen2) */
-    bool qk_norm;     /* attn_q_norm/attn_k_norm [head_dim] (Qwen3) */
+    bool qk_norm;     /* attn_q_norm/attn_k_norm [head_dim] (Qwen3, Gemma 3) */
     bool fused;       /* attn_qkv (q, k, v rows) and ffn_up holding gate then up rows (Phi-3) */
+    const char *act;  /* the GLU's activation: "swiglu", or "gelu_tanh" (Gemma 3: ggml_gelu's tanh form) */
+    /* Gemma 3, as llama.cpp hard-codes it (llama-model.cpp's load_hparams,
+     * not in the file): attention.sliding_window is a window on every
+     * layer but each swa_pattern-th (set_swa_pattern: layer l global when
+     * l % pattern == pattern - 1), windowed layers rotating with base
+     * swa_rope_theta unscaled; 0: attention.sliding_window caps
+     * max_positions instead */
+    uint32_t swa_pattern;
+    double swa_rope_theta;
+    bool embed_scale_sqrt_d; /* the token embedding times sqrtf(d_model) on input (Gemma) */
+    bool post_norms;         /* post_attention_norm and post_ffw_norm on each branch's output (Gemma 3) */
 };
 
-/* The architecture called name, or NULL with err saying why not
- * (gemma3: the next step; anything else: not supported, the list). */
+/* The architecture called name, or NULL with err saying why not (the
+ * list of those supported). */
 const struct gguf_arch *gguf_arch_find(const struct gguf_file *f, const char *name, size_t len, char *err,
                                        size_t errlen);
 

@@ -20,11 +20,12 @@
 #include "common/errbuf.h"
 
 static const struct gguf_arch archs[] = {
-    /* name     neox   qkv_bias qk_norm fused */
-    {"llama", false, false, false, false},
-    {"qwen2", true, true, false, false},
-    {"qwen3", true, false, true, false},
-    {"phi3", true, false, false, true},
+    {.name = "llama", .act = "swiglu"},
+    {.name = "qwen2", .neox = true, .qkv_bias = true, .act = "swiglu"},
+    {.name = "qwen3", .neox = true, .qk_norm = true, .act = "swiglu"},
+    {.name = "phi3", .neox = true, .fused = true, .act = "swiglu"},
+    {.name = "gemma3", .neox = true, .qk_norm = true, .act = "gelu_tanh", .swa_pattern = 6, .swa_rope_theta = 10000.0,
+     .embed_scale_sqrt_d = true, .post_norms = true},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -34,14 +35,8 @@ const struct gguf_arch *gguf_arch_find(const struct gguf_file *f, const char *na
     for (size_t i = 0; i < N_ARCHS; i++)
         if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len))
             return &archs[i];
-    if (len == 6 && !memcmp(name, "gemma3", 6))
-        err_set(err, errlen,
-                "%s: general.architecture \"gemma3\": not yet (its architecture is the next step; llama, qwen2, "
-                "qwen3 and phi3 convert)",
-                f->path);
-    else
-        err_set(err, errlen, "%s: general.architecture \"%.*s\" is not supported (llama, qwen2, qwen3, phi3)",
-                f->path, (int)(len > 64 ? 64 : len), name);
+    err_set(err, errlen, "%s: general.architecture \"%.*s\" is not supported (llama, qwen2, qwen3, phi3, gemma3)",
+            f->path, (int)(len > 64 ? 64 : len), name);
     return NULL;
 }
 
@@ -74,7 +69,7 @@ static const struct key_rule KEY_RULES[] = {
     {"rope.scaling.factor", KEY_READ, 0, "linear RoPE scaling's factor"},
     {"rope.scale_linear", KEY_READ, 0, "the older name of rope.scaling.factor"},
     {"vocab_size", KEY_READ, 0, "must equal tokenizer.ggml.tokens' count"},
-    {"attention.sliding_window", KEY_READ, 0, "caps max_positions"},
+    {"attention.sliding_window", KEY_READ, 0, "gemma3's window, else caps max_positions"},
     {"rope.scaling.original_context_length", KEY_HARMLESS, 0,
      "used by YaRN and longrope alone, which are refused (rope.scaling.type, rope_factors tensors)"},
     {"rope.scaling.finetuned", KEY_HARMLESS, 0, "a record of how the model was trained"},
@@ -303,18 +298,38 @@ static int read_vocab(const struct gguf_file *f, const struct gguf_arch *a, stru
     return 0;
 }
 
-/* attention.sliding_window W: max_positions capped to W, where the
- * window never takes effect whichever edge rule one follows (p attends
- * to at most W - 1 positions back), so full attention is exact there. */
+/* attention.sliding_window W: an architecture's window with its pattern
+ * (gemma3: required, as llama.cpp reads it); else max_positions capped
+ * to W, where the window never takes effect whichever edge rule one
+ * follows (p attends to at most W - 1 positions back), so full attention
+ * is exact there. */
 static int read_window(const struct gguf_file *f, const struct gguf_arch *a, struct model_shape *s, char *err,
                        size_t errlen)
 {
     uint32_t w;
+    if (a->swa_pattern) {
+        s->sliding_window_pattern = a->swa_pattern;
+        s->rope_local_theta = a->swa_rope_theta;
+        return arch_u32(f, a, "attention.sliding_window", 0, true, &s->sliding_window, err, errlen);
+    }
     if (arch_u32(f, a, "attention.sliding_window", 0, false, &w, err, errlen))
         return -1;
     if (w && w < s->max_positions)
         s->max_positions = w;
     return 0;
+}
+
+/* llama.cpp scales a 62-layer gemma3 (its 27B) by 1/sqrt(d_model /
+ * n_heads), every other by 1/sqrt(head_dim), the engine's: refused. */
+static int gemma_scale_check(const struct gguf_file *f, const struct gguf_arch *a, const struct model_shape *s,
+                             char *err, size_t errlen)
+{
+    if (!a->swa_pattern || s->n_layers != 62)
+        return 0;
+    return err_set(err, errlen,
+                   "%s: a %s model of 62 layers (llama.cpp's 27B) scales attention by 1/sqrt(embedding_length / "
+                   "head_count), not 1/sqrt(head dim): not supported",
+                   f->path, a->name);
 }
 
 int gguf_shape(const struct gguf_file *f, const struct gguf_arch *a, const char *name, struct model_shape *s,
@@ -324,13 +339,17 @@ int gguf_shape(const struct gguf_file *f, const struct gguf_arch *a, const char 
     snprintf(s->name, sizeof s->name, "%s", name);
     snprintf(s->arch, sizeof s->arch, "%s", a->name);
     float eps;
-    if (check_keys(f, a, err, errlen) || read_sizes(f, a, s, err, errlen) || read_head_dim(f, a, s, err, errlen) ||
+    if (check_keys(f, a, err, errlen) || read_sizes(f, a, s, err, errlen) || gemma_scale_check(f, a, s, err, errlen) ||
+        read_head_dim(f, a, s, err, errlen) ||
         read_rope(f, a, s, err, errlen) || read_vocab(f, a, s, err, errlen) || read_window(f, a, s, err, errlen) ||
         arch_f32(f, a, "attention.layer_norm_rms_epsilon", 0, true, &eps, err, errlen))
         return -1;
     s->norm_eps = eps;
     s->ffn_kind = FFN_GLU;
-    snprintf(s->ffn_activation, sizeof s->ffn_activation, "swiglu");
+    snprintf(s->ffn_activation, sizeof s->ffn_activation, "%s", a->act);
+    s->post_norms = a->post_norms;
+    if (a->embed_scale_sqrt_d)
+        s->embedding_scale = sqrtf((float)s->d_model); /* llama.cpp's ggml_scale by sqrtf(n_embd) */
     snprintf(s->norm, sizeof s->norm, "rmsnorm");
     snprintf(s->position, sizeof s->position, "rope");
     s->qkv_bias = a->qkv_bias;

@@ -256,12 +256,24 @@ static int ffn(struct gguf_ctx *c, uint32_t l)
     return rc;
 }
 
+/* Gemma 3's norms on each branch's output, before its residual add. */
+static int post_norms(struct gguf_ctx *c, uint32_t l)
+{
+    uint64_t d = c->s->d_model;
+    if (!c->a->post_norms)
+        return 0;
+    return layer_vector(c, l, "post_attention_norm.weight", "post_attn_norm.weight", d, 0) ||
+                   layer_vector(c, l, "post_ffw_norm.weight", "post_ffn_norm.weight", d, 0)
+               ? -1
+               : 0;
+}
+
 static int layer(struct gguf_ctx *c, uint32_t l)
 {
     uint64_t d = c->s->d_model;
     return layer_vector(c, l, "attn_norm.weight", "attn_norm.weight", d, 0) || attention(c, l) ||
                    attention_extras(c, l) || layer_vector(c, l, "ffn_norm.weight", "ffn_norm.weight", d, 0) ||
-                   ffn(c, l)
+                   post_norms(c, l) || ffn(c, l)
                ? -1
                : 0;
 }

@@ -1,5 +1,5 @@
 /* Architecture choices from a shape's strings: the one place where OPT,
- * Llama, Falcon, Phi-2, Persimmon, Mistral and Qwen differ, and RoPE's
+ * Llama, Falcon, Phi-2, Persimmon, Mistral, Qwen and Gemma 3 differ, and RoPE's
  * frequency table (rope_scaling) computed from them. */
 #include "engine/model/model.h"
 
@@ -50,6 +50,23 @@ static int rope_scaling_of(const struct model_shape *s, struct arch *a, char *er
         memcpy(a->rope_long_factor, s->rope_long_factor, s->rope_pairs * sizeof *a->rope_long_factor);
     } else
         return err_set(err, errlen, "rope_scaling \"%s\" is not supported by the forward pass", s->rope_scaling);
+    return 0;
+}
+
+/* Gemma 3's keys (the rest of a already filled): post-norms in a
+ * sequential RMSNorm block only, a local RoPE theta not with longrope
+ * (both would be table 1). */
+static int gemma_of(const struct model_shape *s, struct arch *a, char *err, size_t errlen)
+{
+    a->window_pattern = s->sliding_window_pattern;
+    a->rope_local_theta = (float)s->rope_local_theta;
+    a->embed_scale = s->embedding_scale != 0 ? (float)s->embedding_scale : 1.0f;
+    a->post_norms = s->post_norms;
+    if (a->post_norms && (a->parallel_block || a->norm != NORM_RMS))
+        return err_set(err, errlen, "post_norms is supported in a sequential block with rmsnorm only");
+    if (a->rope_local_theta != 0 && a->rope_scaling == ROPE_LONGROPE)
+        return err_set(err, errlen, "rope_local_theta with rope_scaling \"longrope\" is not supported (both are "
+                       "RoPE table 1)");
     return 0;
 }
 
@@ -105,7 +122,8 @@ int arch_from_shape(const struct model_shape *s, struct arch *a, char *err, size
     a->norm_eps = (float)s->norm_eps;
     a->position_offset = s->position_offset;
     a->rope_theta = (float)s->rope_theta;
-    return rope_dims_of(s, a, err, errlen) || rope_scaling_of(s, a, err, errlen) ? -1 : 0;
+    return rope_dims_of(s, a, err, errlen) || rope_scaling_of(s, a, err, errlen) || gemma_of(s, a, err, errlen) ? -1
+                                                                                                              : 0;
 }
 
 void layer_tensor_name(char *buf, size_t len, int layer, const char *what)
@@ -140,8 +158,20 @@ static double longrope_scale(const struct arch *a)
     return sqrt(1 + log(a->rope_factor) / log(a->rope_original_max_positions));
 }
 
+/* The windowed layers' table (rope_local_theta): plain frequencies. */
+static void local_rope_table(const struct arch *a, float *inv_freq, float *scale)
+{
+    for (uint32_t j = 0; j < a->rope_dims / 2; j++)
+        inv_freq[j] = (float)(1.0 / pow(a->rope_local_theta, (double)(2 * j) / a->rope_dims));
+    *scale = 1.0f;
+}
+
 void arch_rope_table(const struct arch *a, int table, float *inv_freq, float *scale)
 {
+    if (table && a->rope_local_theta != 0) {
+        local_rope_table(a, inv_freq, scale);
+        return;
+    }
     const double *ext = table ? a->rope_long_factor : a->rope_short_factor;
     for (uint32_t j = 0; j < a->rope_dims / 2; j++) {
         double f = 1.0 / pow(a->rope_theta, (double)(2 * j) / a->rope_dims);
@@ -159,6 +189,23 @@ void arch_rope_table(const struct arch *a, int table, float *inv_freq, float *sc
 int arch_rope_table_at(const struct arch *a, int pos)
 {
     return a->rope_scaling == ROPE_LONGROPE && pos >= a->rope_original_max_positions;
+}
+
+bool arch_layer_windowed(const struct arch *a, int layer)
+{
+    return a->sliding_window && (!a->window_pattern || (uint32_t)(layer + 1) % a->window_pattern != 0);
+}
+
+int arch_layer_rope_table(const struct arch *a, int layer, int pos)
+{
+    if (a->rope_local_theta != 0)
+        return arch_layer_windowed(a, layer);
+    return arch_rope_table_at(a, pos);
+}
+
+bool arch_two_rope_tables(const struct arch *a)
+{
+    return a->rope_scaling == ROPE_LONGROPE || a->rope_local_theta != 0;
 }
 
 void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale)

@@ -68,6 +68,12 @@ struct arch {
     /* longrope: one factor per rotated pair (rope_dims / 2 of them) */
     double rope_short_factor[MODEL_MAX_ROPE_PAIRS], rope_long_factor[MODEL_MAX_ROPE_PAIRS];
     uint32_t sliding_window; /* attend to the last sliding_window positions; 0: all */
+    /* Gemma 3: */
+    uint32_t window_pattern; /* with sliding_window: layers l with (l + 1) % window_pattern == 0 attend to
+                              * every position (model_shape_layer_windowed); 0: every layer windowed */
+    float rope_local_theta;  /* RoPE base of the windowed layers (table 1, unscaled); 0: rope_theta */
+    float embed_scale;       /* the token embedding times this on input (1: as stored) */
+    bool post_norms;         /* post_attn_norm and post_ffn_norm on each branch's output before its residual add */
 };
 
 /* RoPE's frequencies as data: inv_freq[j], j < rope_dims / 2, the turn
@@ -78,10 +84,21 @@ struct arch {
  * for longrope). A model has ARCH_ROPE_TABLES tables: table 0, and for
  * longrope table 1, the long factors' (table 1 is table 0 otherwise);
  * arch_rope_table_at says which one rotates position pos (LONGROPE_RULE).
- * The engine computes them once per model and RoPE reads them. */
+ * With rope_local_theta (Gemma 3), table 1 is the windowed layers' own:
+ * theta rope_local_theta, unscaled (llama.cpp's rope_freq_base_train_swa
+ * and rope_freq_scale_train_swa 1; the two rules never meet:
+ * arch_from_shape refuses longrope with it), and arch_layer_rope_table
+ * says which table rotates layer l at pos. The engine computes them once
+ * per model and RoPE reads them. */
 #define ARCH_ROPE_TABLES 2
 void arch_rope_table(const struct arch *a, int table, float *inv_freq, float *scale);
 int arch_rope_table_at(const struct arch *a, int pos);
+int arch_layer_rope_table(const struct arch *a, int layer, int pos);
+/* Whether the model has a table 1 (longrope's, or the windowed layers'). */
+bool arch_two_rope_tables(const struct arch *a);
+/* Whether layer l attends through the sliding window (every layer but
+ * the global ones of window_pattern). */
+bool arch_layer_windowed(const struct arch *a, int layer);
 /* Table 0: the only one but for longrope. */
 void arch_rope_freqs(const struct arch *a, float *inv_freq, float *scale);
 
@@ -98,6 +115,7 @@ struct layer_weights {
     const float *q_norm, *q_norm_bias;       /* (head_dim,) with qk_norm, else NULL */
     const float *k_norm, *k_norm_bias;
     const float *ffn_norm, *ffn_norm_bias;   /* (d_model,); NULL in a parallel block (attn_norm serves both) */
+    const float *post_attn_norm, *post_ffn_norm; /* (d_model,) with post_norms, else NULL */
     const float *ffn_up_bias;                /* (d_ff,) or NULL */
     const float *ffn_down_bias;              /* (d_model,) or NULL */
     const void *ffn_bundles;                 /* d_ff bundles of bundle_stride bytes; NULL when on flash */

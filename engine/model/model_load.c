@@ -141,6 +141,17 @@ static const void *tensor(const struct table *tb, const char *name, enum fb_dtyp
     return tensor_of(tb, name, &t, ndim, d0, d1);
 }
 
+/* Gemma 3's norms on each branch's output (post_norms). */
+static int load_post_norms(const struct model *m, const struct table *tb, uint32_t l, struct layer_weights *L)
+{
+    char n[96];
+    layer_tensor_name(n, sizeof n, (int)l, "post_attn_norm.weight");
+    if (!(L->post_attn_norm = tensor(tb, n, DTYPE_F32, 1, m->shape.d_model, 0)))
+        return -1;
+    layer_tensor_name(n, sizeof n, (int)l, "post_ffn_norm.weight");
+    return (L->post_ffn_norm = tensor(tb, n, DTYPE_F32, 1, m->shape.d_model, 0)) ? 0 : -1;
+}
+
 static int load_layers(struct model *m, const struct table *tb)
 {
     const struct model_shape *s = &m->shape;
@@ -170,6 +181,8 @@ static int load_layers(struct model *m, const struct table *tb)
         M(wo, "attn.wo", d, m->q_dim);
         if (ffn_norm)
             T(ffn_norm, "ffn_norm.weight", DTYPE_F32, 1, d, 0);
+        if (a->post_norms && load_post_norms(m, tb, l, L))
+            return -1;
         if (a->norm == NORM_LAYER) {
             T(attn_norm_bias, "attn_norm.bias", DTYPE_F32, 1, d, 0);
             if (ffn_norm)

@@ -70,6 +70,20 @@ static void rope_scaling_to_json(const struct model_shape *s, cJSON *o)
     cJSON_AddNumberToObject(o, "rope_original_max_positions", s->rope_original_max_positions);
 }
 
+/* Gemma 3's keys (model_shape.h), each only when set (cJSON prints a
+ * number with the digits that read back to the same double). */
+static void gemma_keys_to_json(const struct model_shape *s, cJSON *o)
+{
+    if (s->sliding_window_pattern)
+        cJSON_AddNumberToObject(o, "sliding_window_pattern", s->sliding_window_pattern);
+    if (s->rope_local_theta != 0)
+        cJSON_AddNumberToObject(o, "rope_local_theta", s->rope_local_theta);
+    if (s->embedding_scale != 0)
+        cJSON_AddNumberToObject(o, "embedding_scale", s->embedding_scale);
+    if (s->post_norms)
+        cJSON_AddBoolToObject(o, "post_norms", true);
+}
+
 void model_shape_to_json(const struct model_shape *s, cJSON *o)
 {
     cJSON_AddStringToObject(o, "name", s->name);
@@ -105,6 +119,7 @@ void model_shape_to_json(const struct model_shape *s, cJSON *o)
         cJSON_AddBoolToObject(o, "qkv_bias", true);
     if (s->sliding_window)
         cJSON_AddNumberToObject(o, "sliding_window", s->sliding_window);
+    gemma_keys_to_json(s, o);
     rope_scaling_to_json(s, o);
 }
 

@@ -314,6 +314,26 @@ static int collect_special(struct tokenizer *t)
     return 0;
 }
 
+/* llama.cpp (llama-vocab.cpp's load) takes tokens spelled as an end of
+ * turn or of text for control tokens whatever type the file gives them
+ * ("control-looking token ... its type will be overridden"): so they are
+ * matched whole only when special tokens are parsed. Gemma 3's vocabulary
+ * has "</s>" as a user-defined token, which llama.cpp therefore splits as
+ * text in "a </s> b". The spellings of its list that a vocabulary may hold
+ * as another type. */
+static void control_by_spelling(struct tokenizer *t)
+{
+    static const char *const spellings[] = {"<|eot_id|>", "<|im_end|>",      "<|end|>", "<|return|>",
+                                            "<|call|>",   "<end_of_turn>",   "<|endoftext|>", "</s>",
+                                            "<|eom_id|>", "<EOT>",           "_<EOT>",  "<|end_of_text|>",
+                                            "<end_of_utterance>"};
+    for (size_t i = 0; i < sizeof spellings / sizeof spellings[0]; i++) {
+        int id = tokenizer_lookup(t, spellings[i], strlen(spellings[i]));
+        if (id >= 0)
+            t->token_type[id] = TOKEN_TYPE_CONTROL;
+    }
+}
+
 /* An optional token id key: inside the vocabulary when present. */
 static int read_id(const struct gguf_file *f, const char *key, int vocab_size, int *id, char *err, size_t errlen)
 {
@@ -379,6 +399,8 @@ int tokenizer_load_gguf(struct tokenizer *t, const struct gguf_file *f, int voca
         rc = err_set(err, errlen, "%s: out of memory for the token index", f->path);
     if (rc == 0)
         rc = check_unique(t, f, err, errlen);
+    if (rc == 0)
+        control_by_spelling(t);
     if (rc == 0 && t->kind == TOKENIZER_BYTE_BPE)
         rc = read_merges(t, f, err, errlen);
     if (rc == 0)

@@ -234,6 +234,53 @@ static void test_longrope_freqs(void)
     CHECK(arch_rope_table_at(&a, 4095) == 0 && arch_rope_table_at(&a, 4096) == 1);
 }
 
+/* Gemma 3's keys: layers 5, 11, 17 of 18 global (pattern 6), the rest
+ * windowed and rotating with table 1 (base 10000, unscaled), the global
+ * ones with table 0 (rope_theta, linear scaling kept); the embedding
+ * scale and post-norms reach the arch; the combinations refused. */
+static void test_gemma_arch(void)
+{
+    const struct fb_settings set = fb_settings_defaults();
+    struct model_shape s;
+    struct arch a;
+    char err[512];
+    CHECK(model_shape_load(&set, "qwen3-8b", &s, err, sizeof err) == 0);
+    s.n_layers = 18, s.sliding_window = 512, s.sliding_window_pattern = 6, s.rope_local_theta = 10000;
+    s.rope_theta = 1e6, s.embedding_scale = sqrtf(640.0f), s.post_norms = true;
+    snprintf(s.rope_scaling, sizeof s.rope_scaling, "linear");
+    s.rope_factor = 8;
+    CHECK(model_shape_check(&s, "gemma", err, sizeof err) == 0);
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0);
+    CHECK(a.post_norms && a.embed_scale == sqrtf(640.0f) && a.window_pattern == 6 && arch_two_rope_tables(&a));
+    int global = 0;
+    for (int l = 0; l < 18; l++) {
+        bool windowed = (l + 1) % 6 != 0;
+        global += !windowed;
+        CHECK(arch_layer_windowed(&a, l) == windowed && model_shape_layer_windowed(&s, (uint32_t)l) == windowed);
+        CHECK(arch_layer_rope_table(&a, l, 100000) == (windowed ? 1 : 0));
+    }
+    CHECK(global == 3 && !arch_layer_windowed(&a, 5) && !arch_layer_windowed(&a, 17) && arch_layer_windowed(&a, 6));
+    /* the mean attended: 15 layers see 512, 3 see all 4096 */
+    CHECK_NEAR(model_shape_attended(&s, 4096), (15 * 512.0 + 3 * 4096.0) / 18, 1e-9);
+    float local[64], global_f[64], scale = 0;
+    arch_rope_table(&a, 1, local, &scale);
+    CHECK(scale == 1.0f);
+    arch_rope_table(&a, 0, global_f, &scale);
+    for (uint32_t j = 0; j < a.rope_dims / 2; j++) {
+        CHECK_NEAR(local[j], pow(10000, -2.0 * j / a.rope_dims), 1e-7 * local[j]);
+        CHECK_NEAR(global_f[j], pow(1e6, -2.0 * j / a.rope_dims) / 8, 1e-6 * global_f[j]);
+    }
+    /* Mistral's window without a pattern: every layer, one table */
+    s.sliding_window_pattern = 0, s.rope_local_theta = 0, s.embedding_scale = 0;
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) == 0 && arch_layer_windowed(&a, 5) && !arch_two_rope_tables(&a));
+    CHECK(a.embed_scale == 1.0f && arch_layer_rope_table(&a, 5, 0) == 0);
+    /* refused: a pattern without a window, post-norms in a parallel block */
+    s.sliding_window_pattern = 6, s.sliding_window = 0;
+    CHECK(model_shape_check(&s, "gemma", err, sizeof err) != 0 && strstr(err, "sliding_window_pattern"));
+    s.sliding_window = 512, s.parallel_block = true;
+    CHECK(arch_from_shape(&s, &a, err, sizeof err) != 0 && strstr(err, "post_norms"));
+}
+
 int main(void)
 {
     test_values();
@@ -241,5 +288,6 @@ int main(void)
     test_longrope_freqs();
     test_active_rule();
     test_arch();
+    test_gemma_arch();
     return check_report("test_activation");
 }

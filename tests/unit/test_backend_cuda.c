@@ -207,7 +207,7 @@ static void test_elementwise(void)
     void *table = weights(DTYPE_F16, ROWS * D);
     struct dev_ref dt = put(table, ROWS * D * 2), dout = put(NULL, D * sizeof(float));
     ck_embed(ck, want, table, DTYPE_F16, 7, D);
-    CHECK(ops->embed(be, dout, dt, DTYPE_F16, 7, D) == 0);
+    CHECK(ops->embed(be, dout, dt, DTYPE_F16, 7, D, 1.0f) == 0);
     get(got, dout, D * sizeof(float));
     CHECK(memcmp(got, want, D * sizeof(float)) == 0); /* widening is exact */
     launches += 3;

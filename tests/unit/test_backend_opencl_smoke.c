@@ -283,7 +283,7 @@ static void test_add_embed(enum fb_dtype t, int d)
     float *want = malloc(d * sizeof *want), *got = malloc(d * sizeof *got), *x = randoms((size_t)d, 1);
     ck_embed(ck, want, table, t, r, d);
     struct dev_ref out = room(d * sizeof(float));
-    CHECK(O->embed(ob, out, put(table, (size_t)rows * wtype_row_bytes(t, (uint64_t)d)), t, r, d) == 0);
+    CHECK(O->embed(ob, out, put(table, (size_t)rows * wtype_row_bytes(t, (uint64_t)d)), t, r, d, 1.0f) == 0);
     ops_called++;
     take(got, out, d * sizeof(float));
     record("embed", t, 0, got, want, (size_t)d, "a row");

@@ -11,7 +11,8 @@
  * device backends skip it, as bk_check_ffn_ids says); attention with
  * multi-head, grouped and multi-query caches; RMS and LayerNorm with and
  * without a bias (and in place); RoPE whole and partial; add; ffn_act for
- * every activation, plain and GLU, in place or not; embed per dtype; the
+ * every activation, plain and GLU, in place or not; embed per dtype, plain
+ * and scaled; the
  * block formats (q4_0 ... q6_k: matvec, the FFN over rows, embed on random
  * blocks, the devices against the decode and the op in double;
  * test_block_types); batched row moves, chained; copies round trip; events ordering
@@ -601,9 +602,15 @@ static void test_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
     for (int r = 0; r < rows; r += rows > 2 ? rows / 2 : 1) {
         char what[64];
         snprintf(what, sizeof what, "embed %s row %d of %d x %d", wtype_name(dt), r, rows, d);
-        bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, r, d), what);
+        bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, r, d, 1.0f), what);
         gb_read(t, &go, got);
         ck_embed(t->ref, want, table, dt, r, d);
+        bt_compare(t, what, got, want, NULL, (size_t)d);
+        /* scaled (Gemma's sqrt(d_model)): one f32 product each, exact everywhere */
+        snprintf(what, sizeof what, "embed %s row %d of %d x %d, scaled", wtype_name(dt), r, rows, d);
+        bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, r, d, sqrtf(640.0f)), what);
+        gb_read(t, &go, got);
+        ck_scale(t->ref, want, sqrtf(640.0f), d);
         bt_compare(t, what, got, want, NULL, (size_t)d);
     }
     gb_done(t, &gt, table, "embed table"), gb_done(t, &go, NULL, "embed out");
@@ -767,7 +774,7 @@ static void test_block_embed(struct bt *t, enum fb_dtype dt, int rows, int d)
     gb_new(t, (size_t)d * 4, NULL, &go);
     char what[64];
     snprintf(what, sizeof what, "embed/%s row %d of %d x %d", wtype_name(dt), rows - 1, rows, d);
-    bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, rows - 1, d), what);
+    bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, rows - 1, d, 1.0f), what);
     gb_read(t, &go, got);
     ck_embed(t->ref, want, table, dt, rows - 1, d);
     bt_compare(t, what, got, want, NULL, (size_t)d); /* a decode: exact on every backend */
@@ -1135,7 +1142,7 @@ static void test_refusals(struct bt *t)
     refused(t, o->rope(b, at0, 1, 4, 4, 1, end, 1), "rope frequencies past");
     CHECK(o->rope(b, at0, 1, 4, 4, 1, none, 1) == -1 && strstr(o->error(b), "rope frequencies"));
     refused(t, o->add(b, at0, end, 2), "add x past");
-    refused(t, o->embed(b, at0, at0, DTYPE_F32, 8, 8), "embed row past");
+    refused(t, o->embed(b, at0, at0, DTYPE_F32, 8, 8, 1.0f), "embed row past");
     static const struct arch glu = {.act = ACT_SILU, .glu = true};
     refused(t, o->ffn_act(b, at0, end, at0, 2, &glu), "ffn_act z past");
     CHECK(o->ffn_act(b, at0, at0, none, 2, &glu) == -1 && strstr(o->error(b), "a GLU needs its gate"));
@@ -1259,7 +1266,7 @@ static void nonfinite_embed(struct bt *t, enum fb_dtype dt)
     void *table = bt_weights(dt, vals, 2 * D);
     struct gbuf gt, go;
     gb_new(t, 2 * wtype_row_bytes(dt, D), table, &gt), gb_new(t, D * 4, NULL, &go);
-    bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, 1, D), "embed, non-finite");
+    bt_ok(t, t->ops->embed(t->b, go.at, gt.at, dt, 1, D, 1.0f), "embed, non-finite");
     gb_read(t, &go, got);
     ck_embed(t->ref, want, table, dt, 1, D);
     bt_compare(t, "embed of infinities and NaN", got, want, NULL, D); /* exact where finite */

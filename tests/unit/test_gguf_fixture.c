@@ -2,7 +2,7 @@
  * <arch>/<TYPE>/ (README.md there) holds a tiny model.gguf, llama.cpp's
  * logits at 80 positions (logits.f32) and reference.json (the ids, the
  * greedy continuation and each step's top-2 margin). For llama, qwen2,
- * qwen3 and phi3 and each of the 13 types, the file is converted as
+ * qwen3, phi3 and gemma3 and each of the 13 types, the file is converted as
  * stored (every matrix in its GGUF type) and the dense engine runs the 80
  * ids through its KV cache on the CPU backend:
  *   every logit within the type's tolerance (TOLERANCES below, with why),
@@ -66,7 +66,7 @@ static const struct {
 };
 #define N_TYPES (sizeof TOLERANCES / sizeof TOLERANCES[0])
 
-static const char *const ARCHS[] = {"llama", "qwen2", "qwen3", "phi3"};
+static const char *const ARCHS[] = {"llama", "qwen2", "qwen3", "phi3", "gemma3"};
 #define N_ARCHS (sizeof ARCHS / sizeof ARCHS[0])
 
 /* reference.json and logits.f32 of one folder. */
@@ -137,8 +137,8 @@ static int ref_load(struct gguf_ref *r, const char *dir)
  * given), run through the dense engine over the reference's ids; every
  * position's logits into out [N_POSITIONS][vocab]. The folder is removed.
  * 0, or -1 with why. */
-static int run(const char *dir, const char *tmp, const char *tok, const enum fb_dtype *dtype,
-               const struct gguf_ref *r, float *out)
+static int run_on(const struct backend_ops *be, const char *dir, const char *tmp, const char *tok,
+                  const enum fb_dtype *dtype, const struct gguf_ref *r, float *out)
 {
     const struct fb_settings set = fb_settings_defaults();
     char gguf[1200], folder[1200];
@@ -153,7 +153,7 @@ static int run(const char *dir, const char *tmp, const char *tok, const enum fb_
     if (model_open(&m, folder, why, sizeof why) == 0) {
         if ((int)m.shape.vocab_size != r->vocab)
             snprintf(why, sizeof why, "%s: vocabulary %u, reference %d", gguf, m.shape.vocab_size, r->vocab);
-        else if (engine_init(&e, &set, &m, &backend_cpu, &ffn_dense, 1, N_POSITIONS, why, sizeof why) == 0) {
+        else if (engine_init(&e, &set, &m, be, &ffn_dense, 1, N_POSITIONS, why, sizeof why) == 0) {
             rc = 0;
             for (int p = 0; p < N_POSITIONS && rc == 0; p++) {
                 rc = engine_forward(&e, r->ids[p], p);
@@ -167,6 +167,12 @@ static int run(const char *dir, const char *tmp, const char *tok, const enum fb_
     }
     fs_remove_tree(folder);
     return rc;
+}
+
+static int run(const char *dir, const char *tmp, const char *tok, const enum fb_dtype *dtype,
+               const struct gguf_ref *r, float *out)
+{
+    return run_on(&backend_cpu, dir, tmp, tok, dtype, r, out);
 }
 
 /* max |a - b| over every position's logits */
@@ -239,6 +245,46 @@ static void check_decoded(const char *arch, int type, const char *tmp, const cha
     free(got);
 }
 
+/* arch's fixture of type on every other backend here (describe: the
+ * device present, else skipped, saying so): sim's logits the cpu's bit
+ * for bit, a device's within the type's tolerance of llama.cpp's. */
+static void check_backends(const char *arch, int type, const char *tmp)
+{
+    char dir[1200], err[512];
+    snprintf(dir, sizeof dir, "%s/gguf/%s/%s", TEST_DATA_DIR, arch, TOLERANCES[type].type);
+    struct gguf_ref r;
+    size_t n = (size_t)N_POSITIONS * MAX_VOCAB;
+    float *cpu = malloc(n * sizeof *cpu), *got = malloc(n * sizeof *got);
+    const struct fb_settings set = fb_settings_defaults();
+    int ok = cpu && got && ref_load(&r, dir) == 0 && run(dir, tmp, NULL, NULL, &r, cpu) == 0;
+    CHECK(ok);
+    for (size_t i = 0; ok && backend_nth(i); i++) {
+        const struct backend_ops *be = backend_nth(i);
+        struct backend_device dev;
+        if (be == &backend_cpu)
+            continue;
+        if (be->describe(&set, &dev, err, sizeof err) != 0) {
+            printf("%-6s %-5s on %s: skipped (%s)\n", arch, TOLERANCES[type].type, be->name, err);
+            continue;
+        }
+        int rc = run_on(be, dir, tmp, NULL, NULL, &r, got);
+        if (rc)
+            fprintf(stderr, "%s on %s: %s\n", dir, be->name, why);
+        CHECK(rc == 0);
+        if (rc)
+            continue;
+        double w = worst(got, r.logits, r.vocab), vs_cpu = worst(got, cpu, r.vocab);
+        printf("%-6s %-5s on %s: max |dlogit| %.4g against llama.cpp (tolerance %g), %.4g against cpu\n", arch,
+               TOLERANCES[type].type, be->name, w, TOLERANCES[type].tolerance, vs_cpu);
+        CHECK(w <= TOLERANCES[type].tolerance);
+        if (be == &backend_sim)
+            CHECK(vs_cpu == 0);
+    }
+    if (ok)
+        free(r.logits);
+    free(cpu), free(got);
+}
+
 /* ---- refusals, on damaged copies of a fixture ---- */
 
 /* tests/data/gguf/<rel> with the first occurrence of from (bytes) replaced
@@ -299,8 +345,6 @@ static void check_refusals(const char *tmp, const char *tok)
 {
     char bad[1200], path[1200];
     enum fb_dtype q4 = DTYPE_Q4_0;
-    snprintf(path, sizeof path, "%s/gguf/gemma3/F32/model.gguf", TEST_DATA_DIR);
-    check_refused(path, tmp, tok, NULL, "\"gemma3\": not yet");
     snprintf(path, sizeof path, "%s/gguf/llama/F32/model.gguf", TEST_DATA_DIR);
     check_refused(path, tmp, tok, &q4, "--dtype q4_0");
     /* an unknown key of the architecture's namespace */
@@ -310,6 +354,11 @@ static void check_refusals(const char *tmp, const char *tok)
     /* a key at a value that changes the computation */
     CHECK(damaged("llama/F32/model.gguf", tmp, "llama.vocab_size", "llama.expert_cnt", -1, bad, sizeof bad) == 0);
     check_refused(bad, tmp, tok, NULL, "key llama.expert_cnt");
+    /* soft-capping at a value other than 0 (a gemma3 key of the same
+     * length renamed: its u32 32 becomes the cap) */
+    CHECK(damaged("gemma3/F32/model.gguf", tmp, "gemma3.attention.value_length", "gemma3.attn_logit_softcapping", -1,
+                  bad, sizeof bad) == 0);
+    check_refused(bad, tmp, tok, NULL, "key gemma3.attn_logit_softcapping: attention logits soft-capped");
     /* a tensor nobody reads: refused by name once the rest is written */
     CHECK(damaged("llama/F32/model.gguf", tmp, "output.weight", "outpux.weight", -1, bad, sizeof bad) == 0);
     check_refused(bad, tmp, tok, NULL, "tensor outpux.weight is not part of a llama model");
@@ -344,6 +393,9 @@ int main(void)
         printf("   (%g)", TOLERANCES[t].tolerance);
     }
     printf("\n");
+    for (size_t t = 0; t < N_TYPES; t++) /* gemma3's own steps (windows, post-norms, scaled embedding) elsewhere */
+        if (!strcmp(TOLERANCES[t].type, "F32") || !strcmp(TOLERANCES[t].type, "Q4_K"))
+            check_backends("gemma3", (int)t, tmp);
     check_refusals(tmp, tok);
     free(got);
     fs_remove_tree(tmp);

@@ -1,5 +1,6 @@
 /* Shapes load from configs/models/ and their parameter counts match hand
  * arithmetic on the public configs. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,42 @@ static void test_round_trip(const struct fb_settings *set)
     unlink(path);
 }
 
+/* Gemma 3's keys written into model.json and read back exactly; absent
+ * from a shape without them. */
+static void test_gemma_keys_round_trip(const struct fb_settings *set)
+{
+    char path[] = "/tmp/flashbed-shape-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    struct model_shape s, back;
+    CHECK(model_shape_load(set, "qwen3-8b", &s, err, sizeof err) == 0);
+    cJSON *plain = cJSON_CreateObject();
+    model_shape_to_json(&s, plain);
+    CHECK(!cJSON_HasObjectItem(plain, "sliding_window_pattern") && !cJSON_HasObjectItem(plain, "post_norms") &&
+          !cJSON_HasObjectItem(plain, "embedding_scale") && !cJSON_HasObjectItem(plain, "rope_local_theta"));
+    cJSON_Delete(plain);
+    s.sliding_window = 512, s.sliding_window_pattern = 6, s.rope_local_theta = 10000;
+    s.embedding_scale = sqrtf(640.0f), s.post_norms = true;
+    cJSON *o = cJSON_CreateObject();
+    model_shape_to_json(&s, o);
+    char *text = cJSON_Print(o);
+    FILE *f = fopen(path, "w");
+    CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+    free(text);
+    cJSON_Delete(o);
+    CHECK(model_shape_read(path, &back, err, sizeof err) == 0);
+    CHECK(back.sliding_window == 512 && back.sliding_window_pattern == 6 && back.rope_local_theta == 10000 &&
+          back.embedding_scale == s.embedding_scale && back.post_norms);
+    struct param_counts a, b;
+    model_shape_params(&s, &a), model_shape_params(&back, &b);
+    CHECK_U64(b.norms, a.norms);
+    s.post_norms = false;
+    model_shape_params(&s, &b);
+    CHECK_U64(a.norms - b.norms, 2ull * s.d_model * s.n_layers); /* two more norms a layer */
+    unlink(path);
+}
+
 /* The real shapes of at most 4B: reproduce --quick's Table 3 beside
  * OPT-1.3B, and Phi-3-mini; their published parameter counts. */
 static void test_small_real_shapes(const struct fb_settings *set)
@@ -166,6 +203,7 @@ int main(void)
     test_small_real_shapes(&set);
     test_todays_shapes(&set);
     test_round_trip(&set);
+    test_gemma_keys_round_trip(&set);
     CHECK(model_shape_load(&set, "no-such-model", &s, err, sizeof err) == -1);
     CHECK(strstr(err, "no-such-model") != NULL);
     return check_report("test_model_shape");

@@ -200,7 +200,7 @@ int main(void)
     snprintf(path, sizeof path, "%s/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf",
              data ? data : FLASHBED_DATA_DEFAULT);
     check_real(path, "smollm2-135m-q4_1");
-    snprintf(path, sizeof path, "%s/.models/gemma-3-270m-q4_k_m.gguf", TEST_SOURCE_DIR);
+    snprintf(path, sizeof path, "%s/.models/gemma3-270m/gemma-3-270m-q4_k_m.gguf", TEST_SOURCE_DIR);
     check_real(path, "gemma3-270m-q4_k_m");
     printf("%d of %d tokenizations equal to llama.cpp's\n", n_exact, n_compared);
     return check_report("test_tokenizer_gguf");

@@ -119,10 +119,11 @@ extern "C" cudaError_t fbk_cuda_ffn_act(cudaStream_t s, struct fbk_ref h, struct
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d)
+extern "C" cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d,
+                                      float scale)
 {
     unsigned g = group_for(d);
-    fb_embed<<<groups_of(d, g), g, 0, s>>>(bytes(out), out.off, bytes(table), table.off, t, r, d);
+    fb_embed<<<groups_of(d, g), g, 0, s>>>(bytes(out), out.off, bytes(table), table.off, t, r, d, scale);
     return cudaGetLastError();
 }
 

@@ -59,7 +59,8 @@ cudaError_t fbk_cuda_norm(cudaStream_t s, struct fbk_ref out, struct fbk_ref x, 
 cudaError_t fbk_cuda_rope(cudaStream_t s, struct fbk_ref vec, int n_heads, int head_dim, int rot_dims, int pos,
                           struct fbk_ref inv_freq, float scale);
 cudaError_t fbk_cuda_add(cudaStream_t s, struct fbk_ref y, struct fbk_ref x, int n);
-cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d);
+cudaError_t fbk_cuda_embed(cudaStream_t s, struct fbk_ref out, struct fbk_ref table, int t, int r, int d,
+                           float scale);
 /* ffn_act's activation (g's p NULL without a gate) */
 struct fbk_act {
     int n, glu, act_up, act;
