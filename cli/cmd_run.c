@@ -113,7 +113,7 @@ static const struct opt_def run_output_options[] = {
     {"plot", OPT_FLAG, O(plot), NULL, NULL,
      "also draw fig8.png and fig8.svg from tokens.csv with gnuplot: I/O, memory management and compute per token, "
      "the cold tokens marked (the paper's Fig. 8)"},
-    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
+    {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP "; and --record's FILE where it exists"},
     OPT_END,
 };
 static const struct opt_table run_tables[] = {
@@ -335,6 +335,10 @@ static int check_inputs(struct run *r)
     if (out_result_dir_ok("run --out", r->dir, o->force, false, run_files, &r->folder) != 0 ||
         (o->record && out_file_ok_beside("run --record", o->record, 0, inputs, 4, o->model) != 0))
         return 1;
+    if (o->record && !o->force && access(o->record, F_OK) == 0) { /* a trace is data: never replaced silently */
+        fb_error("run --record: %s already exists; --force replaces it", o->record);
+        return 1;
+    }
     if (o->plot && !program_available("gnuplot")) { /* as sweep --plot: refused before the run */
         fb_error("run --plot: the plots need gnuplot, which is not installed (apt-get install gnuplot-nox)");
         return 1;

@@ -216,6 +216,15 @@ check "record" "$FLASHBED" run --model "$M" --mode all --prompt "$P" -n 10 --ign
 check "recorded trace reads back" "$FLASHBED" trace info "$WORK/rec.trace"
 check "recorded trace replays" "$FLASHBED" replay --trace "$WORK/rec.trace" --policy window:5 --layout bundled --use actual --out "$WORK/rec-replay" --quiet
 check "recorded sets are what the run needed" test "$(json_get "$WORK/rec-replay/replay.json" "d['results'][0]['needed_total']")" = "$(json_get "$WORK/rec/run.json" "int(sum(t['needed'] for t in d['tokens']))")"
+# A trace is data: recording over one is refused without --force (issue 47: it was replaced silently).
+sum_before=$(sha256sum <"$WORK/rec.trace")
+expect_error "record over an existing trace" "rec.trace already exists; --force replaces it" run --model "$M" \
+    --mode all --prompt "$P" -n 2 --threads 1 --record "$WORK/rec.trace" --out "$WORK/rec-again"
+check "the trace is untouched" test "$(sha256sum <"$WORK/rec.trace")" = "$sum_before"
+check "and no result folder" test ! -e "$WORK/rec-again"
+check "--force replaces it" "$FLASHBED" run --model "$M" --mode all --prompt "$P" -n 2 --threads 1 --quiet \
+    --record "$WORK/rec.trace" --force --out "$WORK/rec-again"
+check "with the new run's tokens" test "$("$FLASHBED" trace info "$WORK/rec.trace" | grep -c " prompt, 1 generated)")" = 1
 
 # stories260K (SwiGLU): with threshold 0 every mode equals dense.
 DATA=${FLASHBED_DATA:-../shared/data}
