@@ -40,6 +40,7 @@ struct perplexity_opts {
     uint64_t skip;
     char *rule;
     uint64_t windows;
+    bool drop_cr;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -57,6 +58,8 @@ static const struct opt_def perplexity_options[] = {
      "perplexity tool's: whole windows, each's second half scored)", .allowed = "flashbed|llama.cpp"},
     {"windows", OPT_UINT, O(windows), "0", "N", "score the first N windows only (0: all; llama.cpp's --chunks)",
      .max = OPT_NO_MAX},
+    {"drop-cr", OPT_FLAG, O(drop_cr), NULL, NULL, "remove every carriage return from the text before tokenizing "
+     "(the shared WikiText-2 copy has CRLF lines; llama.cpp's reference figures were made without them)"},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
@@ -307,7 +310,7 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else {
         struct text_tokens t;
-        if (text_tokens_load(&m, o.text, o.skip, o.tokens, false, &t, err, sizeof err) != 0)
+        if (text_tokens_load_cr(&m, o.text, o.skip, o.tokens, false, o.drop_cr, &t, err, sizeof err) != 0)
             fb_error("%s", err);
         rc = t.ids ? score_text(&o, set, &m, t.ids, t.n) : 1;
         text_tokens_free(&t);

@@ -155,6 +155,22 @@ double text_feed_nll(const float *logits, int vocab, int target, int *top)
 int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
                      struct text_tokens *t, char *err, size_t errlen)
 {
+    return text_tokens_load_cr(m, path, skip, want, hash, false, t, err, errlen);
+}
+
+/* Removes every '\r' of text[0..*len) in place, *len shortened. */
+static void drop_carriage_returns(char *text, size_t *len)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < *len; i++)
+        if (text[i] != '\r')
+            text[kept++] = text[i];
+    *len = kept;
+}
+
+int text_tokens_load_cr(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
+                        bool drop_cr, struct text_tokens *t, char *err, size_t errlen)
+{
     memset(t, 0, sizeof *t);
     if (hash && sha256_file_hex(path, t->sha256, err, errlen) != 0)
         return -1;
@@ -162,6 +178,8 @@ int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uin
     char *text = read_text_file(path, &len);
     if (!text)
         return err_set(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+    if (drop_cr)
+        drop_carriage_returns(text, &len);
     t->ids = malloc(tokenizer_max_tokens(len) * sizeof *t->ids);
     if (!t->ids) {
         free(text);

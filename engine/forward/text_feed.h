@@ -97,6 +97,11 @@ struct text_tokens {
  * owns its ids either way (text_tokens_free). */
 int text_tokens_load(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
                      struct text_tokens *t, char *err, size_t errlen);
+/* The same with every carriage return ('\r') removed from the text before
+ * it is tokenized when drop_cr (a CRLF copy read as llama.cpp's reference
+ * figures read it: tests/data/gguf/real/). */
+int text_tokens_load_cr(const struct model *m, const char *path, uint64_t skip, uint64_t want, bool hash,
+                        bool drop_cr, struct text_tokens *t, char *err, size_t errlen);
 void text_tokens_free(struct text_tokens *t);
 
 /* -log softmax(logits)[target], computed stably in double; *top (may be
