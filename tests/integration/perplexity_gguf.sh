@@ -6,11 +6,12 @@
 # tools/make_gguf_reference.py, which read the text with every '\r'
 # removed, as here): over the first 3 windows (765 tokens scored) within
 # 0.5% of llama.cpp's running perplexity after its third window. The
-# exact counts: the text's 301948 tokens (llama.cpp's corpus_tokens, no BOS
-# added), 255 scored a window, each window's nll in --json; a shorter run's
-# first window the same to the bit, the CRLF file read with --drop-cr;
-# flashbed's own rule on the same model leads no window with BOS. The full run (100 windows) is not run here:
-# its figure and command are in tests/data/gguf/README.md.
+# exact counts: the text's 301948 tokens (llama.cpp's corpus_tokens, no
+# BOS added), 255 scored a window, each window's nll in --json; a shorter
+# run's first window the same to the bit, the CRLF file read with
+# --drop-cr; flashbed's own rule on the same model leads no window with
+# BOS. The full run (100 windows) is not run here: its figure and command
+# are in tests/data/gguf/README.md.
 source "$(dirname "$0")/lib.sh"
 
 GGUF="$FLASHBED_DATA/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf"
