@@ -1,5 +1,6 @@
 /* flashbed perplexity: how well the model predicts a text, in windows of
- * its context, each starting with BOS. */
+ * its context cut by flashbed's rule or llama.cpp's (engine/forward/
+ * text_feed.h; the sums in engine/forward/text_score.h). */
 #include <errno.h>
 #include <math.h>
 #include <stddef.h>
@@ -24,6 +25,7 @@
 #include "engine/forward/engine.h"
 #include "engine/forward/sampler.h"
 #include "engine/forward/text_feed.h"
+#include "engine/forward/text_score.h"
 
 struct perplexity_opts {
     char *model;
@@ -36,6 +38,9 @@ struct perplexity_opts {
     char *active, *sparsify;
     double threshold;
     uint64_t skip;
+    char *rule;
+    uint64_t windows;
+    bool drop_cr;
     struct opt_given given; /* which options the command line gave (opts_given) */
 };
 
@@ -48,6 +53,13 @@ static const struct opt_def perplexity_options[] = {
      "tokens its thresholds were chosen on)", .max = OPT_NO_MAX},
     {"context", OPT_UINT, O(context), "0", "N", "window length in tokens, BOS included (0: the model's)",
      .max = MODEL_MAX_POSITIONS},
+    {"rule", OPT_STRING, O(rule), "flashbed", "NAME", "how the text is cut into windows and which tokens are "
+     "scored: flashbed (every token once; windows led by BOS when the vocabulary adds BOS) or llama.cpp (its "
+     "perplexity tool's: whole windows, each's second half scored)", .allowed = "flashbed|llama.cpp"},
+    {"windows", OPT_UINT, O(windows), "0", "N", "score the first N windows only (0: all; llama.cpp's --chunks)",
+     .max = OPT_NO_MAX},
+    {"drop-cr", OPT_FLAG, O(drop_cr), NULL, NULL, "remove every carriage return from the text before tokenizing "
+     "(the shared WikiText-2 copy has CRLF lines; llama.cpp's reference figures were made without them)"},
     {"threads", OPT_UINT, O(threads), "0", "N", "compute threads (0: all CPUs)", .max = FB_MAX_THREADS},
     {"backend", OPT_STRING, O(backend), "cpu", "NAME", BACKEND_OPT_HELP, .allowed = BACKEND_OPT_ALLOWED},
     {"json", OPT_STRING, O(json), NULL, "FILE", "write the result as JSON"},
@@ -60,9 +72,14 @@ static const struct opt_def perplexity_options[] = {
 
 static const struct opt_command perplexity_command = {
     .name = "perplexity",
-    .usage = "--model DIR --text FILE [--skip N] [--tokens N]",
-    .summary = "Perplexity of the model on a text: the text is tokenized once, cut into windows\n"
-               "of the context length each led by BOS, and every token after BOS is scored.\n"
+    .usage = "--model DIR --text FILE [--skip N] [--tokens N] [--rule flashbed|llama.cpp] [--windows N]",
+    .summary = "Perplexity of the model on a text: the text is tokenized once and cut into windows\n"
+               "of the context length. --rule flashbed (the default): every token is scored once;\n"
+               "each window is led by BOS when the model's vocabulary adds BOS, else it starts on\n"
+               "the token before its first scored one. --rule llama.cpp: as llama.cpp's perplexity\n"
+               "tool (BOS before the text when the vocabulary adds it, whole windows, each one's\n"
+               "first token BOS when the vocabulary adds it, its second half scored): with\n"
+               "--context 512 its -c 512, --windows N its --chunks N.\n"
                "Prints the perplexity and the mean negative log-likelihood on stdout. With --active\n"
                "SOURCE (any but all) the FFN is computed only on the neurons that\n"
                "source chooses (all weights in DRAM), so the accuracy a choice costs is measured; the\n"
@@ -76,61 +93,70 @@ static const struct opt_command perplexity_command = {
 
 /* What scoring came to. */
 struct score {
-    double nll, secs;
-    size_t scored;
-    int window;
+    struct text_score ts;
+    struct text_feed_plan plan;
+    enum text_feed_rule rule;
+    double secs;
+    int context;
+    size_t text_tokens; /* the tokens scored from (after --skip and --tokens), BOS not counted */
 };
-
-/* The running sums while the text is fed (engine/forward/text_feed.h). */
-struct scoring {
-    const int *toks;
-    int vocab;
-    double nll;
-    size_t scored, bad; /* bad: the token whose logits were not finite */
-    struct progress pr;
-};
-
-static int add_token(void *ctx, size_t i, const float *logits)
-{
-    struct scoring *s = ctx;
-    double term = text_feed_nll(logits, s->vocab, s->toks[i], NULL);
-    if (!isfinite(term)) {
-        s->bad = i;
-        return -1;
-    }
-    s->nll += term;
-    s->scored++;
-    return 0;
-}
 
 static void show_progress(void *ctx, size_t done, size_t n)
 {
     (void)n;
-    progress_update(&((struct scoring *)ctx)->pr, done, NULL);
+    progress_update(ctx, done, NULL);
 }
 
-/* Scores toks[0..n) in windows of the engine's context, each led by BOS.
- * -1, naming the token, when its logits are not finite (NaN weights) or
- * its forward pass failed (printed). */
-static int score(struct engine *e, const int *toks, size_t n, struct score *out)
+static enum text_feed_rule rule_of(const struct perplexity_opts *o)
 {
-    struct scoring s = {.toks = toks, .vocab = (int)e->m->shape.vocab_size};
-    progress_begin(&s.pr, "perplexity", n);
+    return strcmp(o->rule, "llama.cpp") == 0 ? TEXT_FEED_SECOND_HALF : TEXT_FEED_VOCAB_BOS;
+}
+
+/* Scores toks[0..n) in windows of the engine's context by --rule, each
+ * window's NLL kept (out->ts.window_nll, the caller frees). -1, naming the
+ * token, when its logits are not finite (NaN weights) or its forward pass
+ * failed (printed). */
+static int score(const struct perplexity_opts *o, struct engine *e, const int *toks, size_t n, struct score *out)
+{
+    *out = (struct score){.rule = rule_of(o), .context = e->max_seq, .text_tokens = n};
+    out->plan = text_feed_plan(out->rule, e->m->tok.add_bos, e->max_seq, n, (size_t)o->windows);
+    out->ts.window_nll = calloc(out->plan.windows + 1, sizeof *out->ts.window_nll);
+    if (!out->ts.window_nll) {
+        fb_error("perplexity: out of memory for %zu windows' sums", out->plan.windows);
+        return -1;
+    }
+    struct progress pr;
+    progress_begin(&pr, "perplexity", n);
     uint64_t t0 = now_ns();
-    const struct text_feed f = {.scored = add_token, .progress = show_progress, .ctx = &s};
-    int rc = text_feed_run(e, toks, n, &f);
-    progress_end(&s.pr);
-    if (rc == TEXT_FEED_FAILED) {
-        fb_error("perplexity: text token %zu: %s", s.scored, e->err);
-        return -1;
-    }
-    if (rc < 0) {
+    const struct text_score_config c = {out->rule, (size_t)o->windows, show_progress, &pr};
+    int rc = text_score_run(e, toks, n, &c, &out->ts);
+    progress_end(&pr);
+    out->secs = (double)(now_ns() - t0) * 1e-9;
+    if (rc == TEXT_FEED_FAILED)
+        fb_error("perplexity: text token %zu: %s", out->ts.scored, e->err);
+    else if (rc < 0)
         fb_error("perplexity: the logits for text token %zu are not finite (NaN or infinity): the model's "
-                 "weights hold such values or its activations overflow", s.bad);
-        return -1;
+                 "weights hold such values or its activations overflow", out->ts.bad);
+    return rc < 0 ? -1 : 0;
+}
+
+/* How the windows were cut, in words, for the result's line. */
+static void describe_windows(const struct score *sc, bool add_bos, char *out, size_t len)
+{
+    switch (sc->rule) {
+    case TEXT_FEED_SECOND_HALF:
+        snprintf(out, len, "llama.cpp's rule: %zu window%s of %d tokens%s, the last %d of each scored",
+                 sc->ts.windows, sc->ts.windows == 1 ? "" : "s", sc->context, add_bos ? " led by BOS" : "",
+                 sc->context - 1 - (int)sc->plan.first);
+        return;
+    case TEXT_FEED_BOS_LED:
+    case TEXT_FEED_VOCAB_BOS:
+        if (add_bos)
+            snprintf(out, len, "windows of %d tokens + BOS", sc->context - 1);
+        else
+            snprintf(out, len, "windows of %d tokens, no BOS: the vocabulary adds none", sc->context);
+        return;
     }
-    *out = (struct score){s.nll, (double)(now_ns() - t0) * 1e-9, s.scored, e->max_seq - 1};
-    return 0;
 }
 
 /* The FFN's density and bytes per token with --active, on stdout. */
@@ -157,19 +183,39 @@ static void density_json(cJSON *j, const struct select_choice *sel, const struct
     }
 }
 
+/* How the text was cut and each window's NLL, in --json: "window" the
+ * text tokens a window scores at most (flashbed's rule) as before. */
+static void windows_json(cJSON *j, const struct model *m, const struct score *sc)
+{
+    cJSON_AddNumberToObject(j, "window", sc->rule == TEXT_FEED_SECOND_HALF ? sc->context - 1 - (int)sc->plan.first
+                                                                              : sc->context - 1);
+    cJSON_AddStringToObject(j, "rule", text_feed_rule_name(sc->rule));
+    cJSON_AddNumberToObject(j, "context", sc->context);
+    cJSON_AddBoolToObject(j, "add_bos", m->tok.add_bos);
+    if (sc->rule == TEXT_FEED_SECOND_HALF)
+        cJSON_AddNumberToObject(j, "first", (double)sc->plan.first);
+    cJSON_AddNumberToObject(j, "windows", (double)sc->ts.windows);
+    cJSON_AddNumberToObject(j, "text_tokens", (double)sc->text_tokens);
+    cJSON *w = cJSON_AddArrayToObject(j, "window_nll");
+    for (size_t i = 0; w && i < sc->ts.windows; i++)
+        cJSON_AddItemToArray(w, cJSON_CreateNumber(sc->ts.window_nll[i]));
+}
+
 /* The result on stdout (and the FFN density and bytes with --active), and --json. */
 static int report(const struct perplexity_opts *o, const struct model *m, struct engine *e, const struct score *sc,
                   const struct select_choice *sel, const struct cli_backend *be)
 {
-    double mean = sc->nll / (double)sc->scored, ppl = exp(mean);
+    double mean = sc->ts.nll / (double)sc->ts.scored, ppl = exp(mean);
     struct ffn_select_summary su = {.bytes_per_token = (double)ffn_dense_bytes_per_token(m)};
-    printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, windows of %d tokens + BOS)%s\n", ppl, sc->scored,
-           mean, sc->window, interrupted() ? " [interrupted]" : "");
+    char how[160];
+    describe_windows(sc, m->tok.add_bos, how, sizeof how);
+    printf("perplexity %.4f over %zu tokens (mean NLL %.5f nats, %s)%s\n", ppl, sc->ts.scored, mean, how,
+           interrupted() ? " [interrupted]" : "");
     if (sel) {
         ffn_select_summarize(&e->ffn, &su);
         print_density(o, &su);
     }
-    fprintf(stderr, "%.1f tokens/s\n", sc->scored / sc->secs);
+    fprintf(stderr, "%.1f tokens/s\n", (double)sc->ts.scored / sc->secs);
     if (!o->json)
         return 0;
     cJSON *j = cJSON_CreateObject();
@@ -180,10 +226,10 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     cJSON_AddItemToObject(j, "provenance", prov);
     cJSON_AddNumberToObject(j, "perplexity", ppl);
     cJSON_AddNumberToObject(j, "mean_nll", mean);
-    cJSON_AddNumberToObject(j, "tokens_scored", (double)sc->scored);
+    cJSON_AddNumberToObject(j, "tokens_scored", (double)sc->ts.scored);
     cJSON_AddNumberToObject(j, "tokens_skipped", (double)o->skip);
-    cJSON_AddNumberToObject(j, "ms_per_token", 1e3 * sc->secs / (double)sc->scored);
-    cJSON_AddNumberToObject(j, "window", sc->window);
+    cJSON_AddNumberToObject(j, "ms_per_token", 1e3 * sc->secs / (double)sc->ts.scored);
+    windows_json(j, m, sc);
     cJSON_AddBoolToObject(j, "interrupted", interrupted());
     cJSON_AddStringToObject(j, "active", o->active);
     cJSON_AddNumberToObject(j, "ffn_bytes_per_token", su.bytes_per_token);
@@ -193,6 +239,28 @@ static int report(const struct perplexity_opts *o, const struct model *m, struct
     int rc = write_json_file(NULL, o->json, j) ? 1 : 0;
     cJSON_Delete(j);
     return rc;
+}
+
+/* Whether the text and the context leave a token to score by --rule;
+ * else printed. */
+static bool scorable(const struct perplexity_opts *o, const struct model *m, size_t n)
+{
+    enum text_feed_rule rule = rule_of(o);
+    int ctx = engine_context(m, (int)o->context), least = text_feed_min_context(rule);
+    if (n == 0 && o->skip)
+        fb_error("perplexity --skip %llu: %s has no tokens left after the first %llu", (unsigned long long)o->skip,
+                 o->text, (unsigned long long)o->skip);
+    else if (n == 0)
+        fb_error("%s: no tokens to score", o->text);
+    else if (ctx < least) /* nothing to score: windows would not advance */
+        fb_error("perplexity --context: a window of %d position%s leaves no token to score by --rule %s (at "
+                 "least %d)", ctx, ctx == 1 ? "" : "s", o->rule, least);
+    else if (text_feed_plan(rule, m->tok.add_bos, ctx, n, (size_t)o->windows).scored == 0)
+        fb_error("perplexity --rule %s: %s has %zu tokens%s, not one whole window of %d", o->rule, o->text, n,
+                 m->tok.add_bos ? " and BOS" : "", ctx);
+    else
+        return true;
+    return false;
 }
 
 /* The engine with its neuron source over the tokens, then the result. The
@@ -205,22 +273,15 @@ static int score_text(const struct perplexity_opts *o, const struct fb_settings 
     struct cli_backend be;
     bool have_sel = false;
     int rc = 1;
-    if (n == 0 && o->skip)
-        fb_error("perplexity --skip %llu: %s has no tokens left after the first %llu", (unsigned long long)o->skip,
-                 o->text, (unsigned long long)o->skip);
-    else if (n == 0)
-        fb_error("%s: no tokens to score", o->text);
-    else if (engine_context(m, (int)o->context) < 2) /* BOS and nothing to score: windows would not advance */
-        fb_error("perplexity --context: a window of %d position leaves no token to score after BOS (at least 2)",
-                 engine_context(m, (int)o->context));
-    else if (cli_backend_open("perplexity", o->backend, set, &be) == 0 &&
-             select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
-                                o->sparsify, &e, set, m, be.ops, machine_compute_threads(o->threads), (int)o->context, &sel,
-                                &have_sel) == 0) {
+    if (scorable(o, m, n) && cli_backend_open("perplexity", o->backend, set, &be) == 0 &&
+        select_engine_init("perplexity", o->active, opts_given(&perplexity_command, o, "threshold"), o->threshold,
+                           o->sparsify, &e, set, m, be.ops, machine_compute_threads(o->threads), (int)o->context, &sel,
+                           &have_sel) == 0) {
         interrupt_install();
         struct score sc;
-        if (score(&e, toks, n, &sc) == 0) /* the windows scored so far reported, also when stopped */
+        if (score(o, &e, toks, n, &sc) == 0) /* the windows scored so far reported, also when stopped */
             rc = report(o, m, &e, &sc, have_sel ? &sel : NULL, &be);
+        free(sc.ts.window_nll);
         if (rc == 0 && interrupted())
             rc = FB_EXIT_INTERRUPTED;
         engine_free(&e);
@@ -249,7 +310,7 @@ int cmd_perplexity(int argc, char **argv, const struct fb_settings *set)
         rc = 1;
     } else {
         struct text_tokens t;
-        if (text_tokens_load(&m, o.text, o.skip, o.tokens, false, &t, err, sizeof err) != 0)
+        if (text_tokens_load_cr(&m, o.text, o.skip, o.tokens, false, o.drop_cr, &t, err, sizeof err) != 0)
             fb_error("%s", err);
         rc = t.ids ? score_text(&o, set, &m, t.ids, t.n) : 1;
         text_tokens_free(&t);

@@ -127,6 +127,7 @@ struct repro_plan {
     char table3_left_out[1024]; /* the real shapes left out, and why ("" when none) */
     char prompt[16384]; /* the measured runs' prompt (numbered phrases) */
     char text[4400];    /* the predictors' training text ("" without the shared data: no predictor runs) */
+    char real_left_out[1024]; /* the real GGUF models the shared data lacks, and why ("" when none) */
     struct repro_sparsity sparsity; /* the training-free sparsity study (model "": not planned) */
     /* the same study on the fixtures' GLU tiny shapes, random weights: one text, no predictor */
     struct repro_sparsity shapes[REPRO_SPARSITY_SHAPES];

@@ -41,13 +41,16 @@ struct tier_sizes {
     /* the same study on the fixtures' GLU tiny shapes (random weights):
      * calibration and scored tokens of TinyStories (NULL: not planned) */
     const char *shapes_calib, *shapes_tokens;
+    /* the real GGUF models' perplexity: the windows scored (NULL: not
+     * planned; at most the llama.cpp reference's own) */
+    const char *real_windows;
 };
 
 static const struct tier_sizes tiers[] = {
     /* Fig. 7's shares: the tiny shapes' weights outside the FFN are about
      * two thirds of them (fig7_min_share), so theirs start above that */
     [REPRO_TINY] = {"8m", "8k,16k,64k", "1,2", "0.05", "0", "32", "16", "16", "10%,25%,50%", "8", "8", "2", "2", 1, "64",
-                    "16", "2", "1", "24", "70,80,90", NULL, NULL, NULL, NULL, 0, "512", "256", "0.5", "0.5", NULL, NULL},
+                    "16", "2", "1", "24", "70,80,90", NULL, NULL, NULL, NULL, 0, "512", "256", "0.5", "0.5", NULL, NULL, NULL},
     /* quick: sized for about ten minutes on 2 cores, most of it OPT-1.3B's
      * 30 measured runs (8 + 8 tokens, the first 5 cold); OPT-1.3B's
      * outside-FFN weights are about 45% of it, so Fig. 7 starts at 50%.
@@ -56,14 +59,15 @@ static const struct tier_sizes tiers[] = {
      * fit): naive and hybrid 2 + 3 tokens (4 measured after 1 cold), all
      * 4 + 6 (5 after the 5 cold that fill the window); with their models
      * made, about four more minutes. The shapes' sparsity study: 6 x 4
-     * thresholds and 13 cells of 1024 tokens, about a minute */
+     * thresholds and 13 cells of 1024 tokens, about a minute. The real
+     * GGUF models' perplexity: 4 windows of 512 (SmolLM2: about a minute) */
     [REPRO_QUICK] = {"1g", "4k,8k,16k,32k,64k,128k,256k,1m", "1,2,4,8,16,32", "0.5", "0.1", "128", "64", "64",
                      "10%,25%,50%", "8", "8", "4", "4", 3, "192", "128", "2", "1", "64", "50,65,80", "2", "3", "4", "6",
-                     3, "2048", "4096", "0.25,0.5,0.7,0.9", "0.3,0.5,0.7,0.9", "1024", "1024"},
+                     3, "2048", "4096", "0.25,0.5,0.7,0.9", "0.3,0.5,0.7,0.9", "1024", "1024", "4"},
     [REPRO_FULL] = {"4g", "4k,8k,16k,32k,64k,128k,256k,512k,1m", "1,2,4,8,16,32,64", "2", "0.5", "1000", "128",
                     "256", "10%,25%,50%", "128", "256", "4", "4", 3, "4096", "128", "3", "2", "1000", "30,40,50,60,70,80",
                     NULL, NULL, NULL, NULL, 0, "4096", "16384", "0.25,0.5,0.6,0.7,0.8,0.9", "0.2,0.3,0.5,0.7,0.9", "2048",
-                    "4096"},
+                    "4096", "100"},
 };
 
 /* The architectures and their shapes (configs/models/) per tier, and the
@@ -782,6 +786,8 @@ static int plan_steps(struct repro_plan *p)
             return -1;
     }
     if (plans_devices(p) && add_device_rows(p, t) != 0)
+        return -1;
+    if (t->real_windows && repro_plan_real(p, strtoull(t->real_windows, NULL, 10)) != 0)
         return -1;
     /* last: the study's own parts first, then the larger models */
     choose_table3_shapes(p, t);

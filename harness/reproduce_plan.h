@@ -28,6 +28,12 @@ int repro_plan_add(struct repro_plan *p, const char *section, const char *id, co
 const char *repro_plan_at(const struct repro_plan *p, char *buf, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The real GGUF models' steps (harness/reproduce_real.c): each model of
+ * configs/llama_cpp/perplexity.json the shared data holds converted and
+ * scored over its first `windows` windows (at most the reference's); the
+ * others named in p->real_left_out. 0, or -1 out of memory. */
+int repro_plan_real(struct repro_plan *p, uint64_t windows);
+
 /* Whether the plan already has a step of this id. */
 bool repro_plan_has(const struct repro_plan *p, const char *id);
 

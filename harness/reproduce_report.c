@@ -299,6 +299,7 @@ int repro_report_write(const struct repro_plan *p, const char *command_line, cha
     section_fig8(&b, p);
     repro_section_fig7(&b, p);
     repro_section_sparsity(&b, p);
+    repro_section_real(&b, p);
     repro_section_differences(&b, p);
     char *text = strbuf_take(&b);
     char path[4400];

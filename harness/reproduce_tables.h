@@ -112,6 +112,10 @@ bool repro_sparsity_read_cell(const struct repro_plan *p, const struct repro_spa
 void repro_sparsity_tag(char *buf, size_t len, char kind, double v);
 /* Study z's folder under the plan's: "sparsity" unless z->dir says. */
 const char *repro_sparsity_dir(const struct repro_sparsity *z);
+/* The real GGUF models' perplexity beside llama.cpp's over the same
+ * windows and its full run, and the models skipped and why
+ * (harness/reproduce_real.c); nothing when the tier plans none. */
+void repro_section_real(struct strbuf *b, const struct repro_plan *p);
 /* What differs from the paper and why, from the numbers: the disk against
  * the M1 Max's at the paper's chunk sizes, the cost model's misses. */
 void repro_section_differences(struct strbuf *b, const struct repro_plan *p);

@@ -20,8 +20,9 @@
  *      before its first difference from dense (greedy_agreement), and the
  *      share equal position by position (greedy_match).
  *
- * The text is fed as `flashbed perplexity` feeds it (BOS-led windows of
- * the context, every token after BOS scored). Costs are reported beside:
+ * The text is fed in BOS-led windows of the context, every token after
+ * BOS scored (text_feed.h's BOS_LED: `flashbed perplexity`'s own rule
+ * wherever the vocabulary adds BOS). Costs are reported beside:
  * the predictor's bytes against the model's weight bytes (dram.bin + the
  * FFN's bundles unpadded) and its multiply-adds per token against the
  * model's matrix-vector multiply-adds per token (attention over the cache

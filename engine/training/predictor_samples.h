@@ -3,8 +3,9 @@
  * FFN input x after the layer's norm and which FFN neurons fire (through
  * ffn_probe.h) are kept. Row r of every layer is the same forward pass.
  *
- * The tokens are fed as `flashbed perplexity` feeds them: windows of the
- * engine's context, each led by BOS at position 0, then the text's tokens;
+ * The tokens are fed in windows of the engine's context, each led by BOS
+ * at position 0, then the text's tokens (text_feed.h's BOS_LED, whatever
+ * the vocabulary says: `flashbed perplexity`'s own rule where it adds BOS);
  * n tokens give n rows (BOS, t0, ..., t_{n-2} within the windows), so a
  * row's x is the model's state after the text before it.
  *

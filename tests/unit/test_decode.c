@@ -197,7 +197,7 @@ static void test_text_feed(struct engine *e, const struct model *m)
     for (int i = 0; i < 20; i++)
         toks[i] = 5 + 7 * i;
     struct feed_seen s = {.toks = toks, .vocab = (int)m->shape.vocab_size};
-    const struct text_feed f = {fed_before, fed_scored, fed_progress, &s};
+    const struct text_feed f = {.before = fed_before, .scored = fed_scored, .progress = fed_progress, .ctx = &s};
     CHECK(text_feed_run(e, toks, 20, &f) == 0);
     CHECK(s.n_before == 20 && s.n_scored == 20 && s.order_ok == 20);
     CHECK(s.n_progress == 2 && s.progress_done[0] == 15 && s.progress_done[1] == 20);
