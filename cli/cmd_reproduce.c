@@ -22,7 +22,7 @@
 
 struct reproduce_opts {
     bool tiny, quick, full, merge, check_plan, clean;
-    char *models, *disk, *data, *out, *plan;
+    char *models, *disk, *data, *gguf_dir, *out, *plan;
     uint64_t memory;
 };
 
@@ -37,6 +37,8 @@ static const struct opt_def reproduce_options[] = {
      "architectures: opt, falcon, persimmon, phi, llama2"},
     {"disk", OPT_STRING, O(disk), NULL, "DIR", "a folder on the disk to measure (Fig. 2b's scratch file goes there) [default: --out]"},
     {"data", OPT_STRING, O(data), "../shared/data", "DIR", "the shared data: stories260K and its text, for the recorded trace"},
+    {"gguf-dir", OPT_STRING, O(gguf_dir), ".models", "DIR",
+     "the real GGUF models tools/fetch-models.sh fetched (SmolLM2, Gemma 3 270M), looked for before --data's models/"},
     {"memory", OPT_SIZE, O(memory), "0", "SIZE",
      "--quick measures Table 3 at a real shape whose f16 weights fit half of this [default: 0, this machine's memory]"},
     {"out", OPT_STRING, O(out), NULL, "DIR", "the study's folder; run again with the same --out to resume [default: results/reproduce-TIER]"},
@@ -125,9 +127,11 @@ static int write_plan(const struct reproduce_opts *o, const struct repro_config 
     static const char *const tier_flag[] = {"--tiny", "--quick", "--full"};
     struct strbuf b = {0};
     for (size_t i = 0; i < c->n_models; i++)
-        strbuf_add(&b, "%s --configs '%s' --plots-dir '%s' reproduce %s --models %s --disk '%s' --data '%s' --out '%s/%s'\n",
+        strbuf_add(&b,
+                   "%s --configs '%s' --plots-dir '%s' reproduce %s --models %s --disk '%s' --data '%s' --gguf-dir '%s' "
+                   "--out '%s/%s'\n",
                    program, c->settings->configs_dir, c->settings->plots_dir, tier_flag[c->tier], c->models[i], c->disk,
-                   c->data, c->out, c->models[i]);
+                   c->data, c->gguf_dir, c->out, c->models[i]);
     char *text = strbuf_take(&b), err[4400];
     if (!text || atomic_write_text(NULL, o->plan, text, err, sizeof err) != 0) {
         fb_error("reproduce --plan: %s", text ? err : "out of memory");
@@ -318,6 +322,7 @@ int cmd_reproduce(int argc, char **argv, const struct fb_settings *set)
     c.out = out;
     c.disk = o.disk ? o.disk : out;
     c.data = o.data;
+    c.gguf_dir = o.gguf_dir;
     c.mem_bytes = o.memory;
     c.fio = program_available("fio");
     if (!o.merge)

@@ -57,6 +57,8 @@ struct repro_config {
     const char *out;   /* the study's folder */
     const char *disk;  /* a folder on the disk Fig. 2b sweeps */
     const char *data;  /* the shared data (stories260K, texts); NULL or missing: those steps are left out */
+    const char *gguf_dir; /* tools/fetch-models.sh's folder (the real GGUF models), searched before
+                           * data's models/; NULL: data's alone */
     bool fio;          /* fio is installed: the sweep runs it beside */
     struct repro_device devices[REPRO_MAX_DEVICES]; /* Table 3's device rows run on each */
     size_t n_devices;

@@ -67,6 +67,18 @@ static int plan_model(struct repro_plan *p, const cJSON *ref, const char *gguf, 
     return 0;
 }
 
+/* The model file, "models/NAME/FILE" as the references name it: in the
+ * fetched folder (gguf_dir/NAME/FILE) first, else in the shared data. */
+static bool find_gguf(const struct repro_plan *p, const char *file, char *path, size_t len)
+{
+    struct stat st;
+    const char *under = strncmp(file, "models/", 7) == 0 ? file + 7 : file;
+    if (p->config.gguf_dir && snprintf(path, len, "%s/%s", p->config.gguf_dir, under) < (int)len &&
+        stat(path, &st) == 0)
+        return true;
+    return p->config.data && snprintf(path, len, "%s/%s", p->config.data, file) < (int)len && stat(path, &st) == 0;
+}
+
 int repro_plan_real(struct repro_plan *p, uint64_t windows)
 {
     const char *data = p->config.data;
@@ -81,11 +93,11 @@ int repro_plan_real(struct repro_plan *p, uint64_t windows)
         left_out(p, "llama_cpp/perplexity.json is not in the configs");
     cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(refs, "models"))
     {
-        snprintf(gguf, sizeof gguf, "%s/%s", data ? data : "", str_of(ref, "file"));
         double most = num_of(ref, "windows");
-        if (!data || stat(gguf, &st) != 0 || stat(text, &st) != 0) {
-            snprintf(why, sizeof why, "%s: %s or corpus/wiki.test.raw is not in the shared data", str_of(ref, "name"),
-                     str_of(ref, "file"));
+        if (!data || !find_gguf(p, str_of(ref, "file"), gguf, sizeof gguf) || stat(text, &st) != 0) {
+            snprintf(why, sizeof why, "%s: %s is neither in %s (tools/fetch-models.sh) nor in the shared data, or "
+                     "corpus/wiki.test.raw is not in the shared data", str_of(ref, "name"), str_of(ref, "file"),
+                     p->config.gguf_dir ? p->config.gguf_dir : "--gguf-dir");
             left_out(p, why);
         } else if (rc == 0)
             rc = plan_model(p, ref, gguf, text, isfinite(most) && (double)windows > most ? (uint64_t)most : windows);

@@ -28,8 +28,8 @@
 #endif
 
 #define SMOL "smollm2-135m-q4_1"
-#define GEMMA_WHY "gemma3-270m-q4_k_m: models/gemma3-270m/gemma-3-270m-q4_k_m.gguf or corpus/wiki.test.raw is " \
-                  "not in the shared data"
+#define GEMMA_WHY "gemma3-270m-q4_k_m: models/gemma3-270m/gemma-3-270m-q4_k_m.gguf is neither in --gguf-dir " \
+                  "(tools/fetch-models.sh) nor in the shared data, or corpus/wiki.test.raw is not in the shared data"
 
 static char root[] = "/tmp/fb_test_reproduce_real_XXXXXX";
 static struct fb_settings set;
@@ -48,14 +48,19 @@ static void fake_data(char *data, size_t len)
     }
 }
 
-static void plan(enum repro_tier tier, const char *data, struct repro_plan *p)
+static void plan_in(enum repro_tier tier, const char *data, const char *gguf_dir, struct repro_plan *p)
 {
     static char outs[3][512];
     char err[512];
     snprintf(outs[tier], sizeof outs[tier], "%s/study-%d", root, (int)tier);
-    struct repro_config c = {.tier = tier, .n_models = 1, .models = {"falcon"}, .out = outs[tier],
-                             .disk = outs[tier], .data = data, .settings = &set, .mem_bytes = 1ull << 30};
+    struct repro_config c = {.tier = tier, .n_models = 1, .models = {"falcon"}, .out = outs[tier], .disk = outs[tier],
+                             .data = data, .gguf_dir = gguf_dir, .settings = &set, .mem_bytes = 1ull << 30};
     CHECK(repro_plan_build(&c, p, err, sizeof err) == 0);
+}
+
+static void plan(enum repro_tier tier, const char *data, struct repro_plan *p)
+{
+    plan_in(tier, data, NULL, p);
 }
 
 static const struct repro_step *step(const struct repro_plan *p, const char *id)
@@ -105,7 +110,8 @@ static void planned(const char *data)
     repro_plan_free(&p);
     plan(REPRO_QUICK, NULL, &p);
     CHECK(step(&p, "real-ppl-" SMOL) == NULL);
-    CHECK(strstr(p.real_left_out, SMOL ": models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf or corpus/"
+    CHECK(strstr(p.real_left_out, SMOL ": models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf is neither in "
+                                       "--gguf-dir (tools/fetch-models.sh) nor in the shared data, or corpus/"
                                        "wiki.test.raw is not in the shared data; " GEMMA_WHY) != NULL);
     repro_plan_free(&p);
 }
@@ -184,6 +190,33 @@ static void configs_copy(void)
     cJSON_Delete(o);
 }
 
+/* tools/fetch-models.sh's folder (gguf_dir/NAME/FILE) is looked in first:
+ * Gemma, absent from the shared data, is planned from there, and SmolLM2
+ * from there too when both hold it. */
+static void fetched(const char *data)
+{
+    char dir[600], path[1024];
+    snprintf(dir, sizeof dir, "%s/fetched", root);
+    static const char *const files[] = {"gemma3-270m/gemma-3-270m-q4_k_m.gguf",
+                                        "smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%.*s", dir, (int)(strchr(files[i], '/') - files[i]), files[i]);
+        CHECK(mkdir_p(path, 0755) == 0);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        test_write_text(path, "");
+    }
+    struct repro_plan p;
+    plan_in(REPRO_QUICK, data, dir, &p);
+    const struct repro_step *g = step(&p, "real-model-gemma3-270m-q4_k_m"), *s = step(&p, "real-model-" SMOL);
+    snprintf(path, sizeof path, "%s/%s", dir, files[0]);
+    CHECK(g && g->args[1] && !strcmp(g->args[1], path));
+    snprintf(path, sizeof path, "%s/%s", dir, files[1]);
+    CHECK(s && s->args[1] && !strcmp(s->args[1], path));
+    CHECK(step(&p, "real-ppl-gemma3-270m-q4_k_m") != NULL);
+    CHECK_STR(p.real_left_out, "");
+    repro_plan_free(&p);
+}
+
 int main(void)
 {
     set = fb_settings_defaults();
@@ -195,6 +228,7 @@ int main(void)
     fake_data(data, sizeof data);
     planned(data);
     report(data);
+    fetched(data);
     configs_copy();
     fs_remove_tree(root);
     return check_report("test_reproduce_real");
