@@ -10,10 +10,11 @@
 
 #include <string.h>
 
+#include "engine/compute/quant_dot_k8.h"
+#include "engine/compute/quant_rows8.h"
 #include "engine/model/dtype_quant.h"
 
-#if defined(__AVX2__) && defined(__F16C__)
-#include <immintrin.h>
+#ifdef QUANT_ROWS8_AVX2
 #define HAVE_AVX2 1
 #endif
 
@@ -150,9 +151,7 @@ static inline __attribute__((always_inline)) __m256i isums8(const uint8_t *b, si
     __m256i v[8];
     for (int k = 0; k < 8; k++)
         v[k] = part(b + k * bytes, (const int8_t *)(a + k * a_stride));
-    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+    return lane_sums8(v);
 }
 
 /* Eight halves at p, stride bytes apart, widened (exactly, as f16_to_f32) */
@@ -211,35 +210,7 @@ static inline __attribute__((always_inline)) float dot_min8(const uint8_t *b, co
  * integer sum, and lane k's f32 steps are the portable form's for row k,
  * in block order; the eight rows' sums are independent chains (one
  * row's sum is a chain of dependent adds, the single-row form's limit).
- * Eight short rows are eight short streams the hardware prefetchers
- * barely start on; each block column prefetches its share of the eight
- * rows after the next eight (where a matvec's rows lie; two groups ahead
- * measured best, on an EPYC, against one, three, four and six). */
-static inline void prefetch_next8(const uint8_t *b, size_t stride, size_t bytes, int i)
-{
-    const char *next = (const char *)b + 16 * stride + (size_t)i * 8 * bytes;
-    for (size_t off = 0; off < 8 * bytes; off += 64)
-        __builtin_prefetch(next + off, 0, 3);
-}
-/* The eight rows' 32-bit words at p (row k's at p + k * stride; stride
- * under 2^31 / 8), in one gather: a block's scale half and the two bytes
- * after it (q4_1's and q5_1's min) */
-static inline __m256i words8(const uint8_t *p, size_t stride)
-{
-    __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)stride));
-    return _mm256_i32gather_epi32((const int *)(const void *)p, at, 1);
-}
-
-/* eight words' low halves widened to f32 into *lo, their high halves into
- * *hi (exactly, as f16_to_f32) */
-static inline void halves_of_words(__m256i w, __m256 *lo, __m256 *hi)
-{
-    __m256i l = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), h = _mm256_srli_epi32(w, 16);
-    __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(l, h), _MM_SHUFFLE(3, 1, 2, 0));
-    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(p));
-    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(p, 1));
-}
-
+ * The rows after the next eight are prefetched (quant_rows8.h). */
 static inline __attribute__((always_inline)) void dot_scaled_rows8(const uint8_t *b, size_t stride,
                                                                    const struct q8_0_block *a, int n, size_t bytes,
                                                                    block_part_fn part, bool q4_0_order, float *out)
@@ -322,6 +293,10 @@ static void rows8_q4_0(const void *w, size_t stride, const void *a, int n, float
 static void rows8_q5_0(const void *w, size_t stride, const void *a, int n, float *out)
 {
     dot_scaled_rows8(w, stride, a, n, 22, part_q5_0, false, out);
+}
+static void rows8_q8_0(const void *w, size_t stride, const void *a, int n, float *out)
+{
+    dot_scaled_rows8(w, stride, a, n, 34, part_q8_0, false, out);
 }
 static void rows8_q4_1(const void *w, size_t stride, const void *a, int n, float *out)
 {
@@ -584,15 +559,17 @@ quant_dot8_fn quant_dot8_of(enum fb_dtype t)
         return rows8_q5_0;
     case DTYPE_Q5_1:
         return rows8_q5_1;
-    case DTYPE_Q8_0: /* as fast one row at a time (its bytes, not its sums, the limit) */
+    case DTYPE_Q8_0:
+        return rows8_q8_0;
+    case DTYPE_Q4_K:
+    case DTYPE_Q5_K:
+    case DTYPE_Q6_K:
+        return quant_dot8_k(t);
     case DTYPE_F32:
     case DTYPE_F16:
     case DTYPE_BF16:
     case DTYPE_Q2_K:
     case DTYPE_Q3_K:
-    case DTYPE_Q4_K:
-    case DTYPE_Q5_K:
-    case DTYPE_Q6_K:
         return NULL;
     }
 #endif

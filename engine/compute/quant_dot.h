@@ -84,8 +84,9 @@ int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 typedef void (*quant_dot8_fn)(const void *w, size_t row_bytes, const void *act, int n, float *out);
 
 /* A block type's eight-row form, or NULL where the build has none (the
- * portable build, q8_0, the K-quants, the float types): then one row at
- * a time. */
+ * portable build, q2_k, q3_k, the float types): then one row at a time.
+ * The AVX2 build has it for q4_0, q4_1, q5_0, q5_1, q8_0 (quant_dot.c),
+ * q4_k, q5_k and q6_k (quant_dot_k8.c). */
 quant_dot8_fn quant_dot8_of(enum fb_dtype t);
 
 /* The bytes n activations take as a (n a multiple of its block). */

@@ -5,7 +5,9 @@
  * signs, magnitudes and subnormals all occur, and infinities and NaNs,
  * where both must give a NaN, its sign and payload unspecified) against an activation of
  * random blocks with zero blocks among them, at lengths of 1, 2, 18
- * (SmolLM2's 576) and 64 blocks; the rows are laid out as a matvec's,
+ * (SmolLM2's 576) and 64 blocks of 32 and 1, 3 and 8 blocks of 256 (the
+ * K-quants: Gemma 3's attention output is 1024 wide, its FFN down 2048;
+ * random scale bytes give every 6-bit scale and min); the rows are laid out as a matvec's,
  * and the 24 rows checked eight at a time leave rows after the last
  * group, which the form's prefetching of later rows reads ahead into
  * (a prefetch, never a load: no bytes past the rows are touched). The
@@ -76,7 +78,7 @@ static int check_type(enum fb_dtype t, quant_dot8_fn dot8, int n)
 
 int main(void)
 {
-    static const int lengths[] = {32, 64, 576, MAX_N};
+    static const int lengths[] = {32, 64, 256, 576, 768, MAX_N};
     int with_form = 0;
     for (int i = WTYPE_FLOAT_COUNT; i < DTYPE_COUNT; i++) {
         enum fb_dtype t = (enum fb_dtype)i;
@@ -88,9 +90,10 @@ int main(void)
             if (lengths[l] % (int)wtype_block_elems(t) == 0)
                 CHECK_U64(check_type(t, dot8, lengths[l]), 0);
     }
-    /* the library's target flags, not this file's, decide: all four
-     * (q4_0, q4_1, q5_0, q5_1) or, in the portable build, none */
-    CHECK(with_form == 4 || with_form == 0);
+    /* the library's target flags, not this file's, decide: all eight
+     * (q4_0, q4_1, q5_0, q5_1, q8_0, q4_k, q5_k, q6_k) or, in the
+     * portable build, none */
+    CHECK(with_form == 8 || with_form == 0);
     for (int i = 0; i < WTYPE_FLOAT_COUNT; i++)
         CHECK(quant_dot8_of((enum fb_dtype)i) == NULL);
     return check_report("test_quant_dot_rows");

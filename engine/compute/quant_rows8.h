@@ -1,0 +1,66 @@
+/* The AVX2 pieces the eight-row dot products share (quant_dot.c's
+ * 32-element types, quant_dot_k8.c's K-quants); internal to
+ * engine/compute.
+ *
+ * Contract:
+ * - QUANT_ROWS8_AVX2 is defined where the compiler targets AVX2 and F16C
+ *   (the hot files' flags, engine/CMakeLists.txt); without it this header
+ *   declares nothing and the eight-row forms are not built.
+ * - Rows lie stride bytes apart, stride under 2^28 (quant_dot8_fn's
+ *   bound): eight rows' offsets fit a gather's int32 indices.
+ * - Nothing here rounds: integer sums are exact in any order, and halves
+ *   widen to f32 exactly (as f16_to_f32), so each lane's f32 steps, done
+ *   by the caller, are the one-row form's. */
+#ifndef FLASHBED_ENGINE_QUANT_ROWS8_H
+#define FLASHBED_ENGINE_QUANT_ROWS8_H
+
+#if defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QUANT_ROWS8_AVX2 1
+
+/* Eight short rows are eight short streams the hardware prefetchers
+ * barely start on; each block column (i, of bytes bytes) prefetches its
+ * share of the eight rows after the next eight from b, the group's first
+ * row (where a matvec's rows lie; two groups ahead measured best, on an
+ * EPYC, against one, three, four and six). A prefetch past the matrix
+ * reads nothing. */
+static inline void prefetch_next8(const uint8_t *b, size_t stride, size_t bytes, int i)
+{
+    const char *next = (const char *)b + 16 * stride + (size_t)i * 8 * bytes;
+    for (size_t off = 0; off < 8 * bytes; off += 64)
+        __builtin_prefetch(next + off, 0, 3);
+}
+
+/* The eight rows' 32-bit words at p (row k's at p + k * stride), in one
+ * gather: a block's scale half and the two bytes after it */
+static inline __m256i words8(const uint8_t *p, size_t stride)
+{
+    __m256i at = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32((int)stride));
+    return _mm256_i32gather_epi32((const int *)(const void *)p, at, 1);
+}
+
+/* eight words' low halves widened to f32 into *lo, their high halves into
+ * *hi (exactly, as f16_to_f32) */
+static inline void halves_of_words(__m256i w, __m256 *lo, __m256 *hi)
+{
+    __m256i l = _mm256_and_si256(w, _mm256_set1_epi32(0xFFFF)), h = _mm256_srli_epi32(w, 16);
+    __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(l, h), _MM_SHUFFLE(3, 1, 2, 0));
+    *lo = _mm256_cvtph_ps(_mm256_castsi256_si128(p));
+    *hi = _mm256_cvtph_ps(_mm256_extracti128_si256(p, 1));
+}
+
+/* Eight vectors of int32 partial sums reduced together, lane k the sum
+ * of v[k]'s lanes (three rounds of pairwise adds instead of one
+ * horizontal sum each) */
+static inline __m256i lane_sums8(const __m256i v[8])
+{
+    __m256i h0 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    __m256i h1 = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    return _mm256_add_epi32(_mm256_permute2x128_si256(h0, h1, 0x20), _mm256_permute2x128_si256(h0, h1, 0x31));
+}
+#endif
+
+#endif
