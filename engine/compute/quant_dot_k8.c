@@ -51,20 +51,14 @@ static inline __m256i scaled_run(__m256i u, const int8_t *a, __m256i sc2, __m256
 static inline __attribute__((always_inline)) void k4_row(const uint8_t *b, const uint8_t *hbits, const uint8_t *qs,
                                                          const int8_t *a, __m128i pairs, __m256i *s, __m128i *mins)
 {
-    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
     __m128i sc, m;
     k4_scales_mins(b + 4, &sc, &m);
     *mins = _mm_madd_epi16(m, pairs);
     __m256i sc2 = _mm256_broadcastsi128_si256(sc), acc = _mm256_setzero_si256();
     __m256i hb = hbits ? _mm256_loadu_si256((const __m256i *)hbits) : acc;
     for (int c = 0; c < 4; c++) {
-        __m256i bytes = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
-        __m256i lo = _mm256_and_si256(bytes, m4), hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
-        if (hbits) {
-            __m128i j0 = _mm_cvtsi32_si128(2 * c), j1 = _mm_cvtsi32_si128(2 * c + 1);
-            lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j0), one), 4));
-            hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j1), one), 4));
-        }
+        __m256i lo, hi;
+        k4_nibbles(qs, hb, hbits != NULL, c, &lo, &hi);
         acc = _mm256_add_epi32(acc, scaled_run(lo, a + 64 * c, sc2, _mm256_broadcastsi128_si256(pick16(2 * c))));
         acc = _mm256_add_epi32(acc,
                                scaled_run(hi, a + 64 * c + 32, sc2, _mm256_broadcastsi128_si256(pick16(2 * c + 1))));

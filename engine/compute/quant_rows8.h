@@ -21,6 +21,23 @@
 
 #define QUANT_ROWS8_AVX2 1
 
+/* Chunk c (0..3) of a q4_k block's 128 bytes qs: lo its low nibbles
+ * (sub-block 2c), hi its high ones (2c + 1); with five (q5_k), each
+ * nibble's fifth bit from hb (bit j of byte l for element 32 j + l). The
+ * one-row and eight-row K-quant dot products both unpack so. */
+static inline void k4_nibbles(const uint8_t *qs, __m256i hb, int five, int c, __m256i *lo, __m256i *hi)
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    __m256i bytes = _mm256_loadu_si256((const __m256i *)(qs + 32 * c));
+    *lo = _mm256_and_si256(bytes, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), m4);
+    if (five) {
+        __m128i j0 = _mm_cvtsi32_si128(2 * c), j1 = _mm_cvtsi32_si128(2 * c + 1);
+        *lo = _mm256_or_si256(*lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j0), one), 4));
+        *hi = _mm256_or_si256(*hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srl_epi16(hb, j1), one), 4));
+    }
+}
+
 /* Eight short rows are eight short streams the hardware prefetchers
  * barely start on; each block column (i, of bytes bytes) prefetches its
  * share of the eight rows after the next eight from b, the group's first
