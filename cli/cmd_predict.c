@@ -37,7 +37,8 @@ struct predict_opts {
 
 #define O(f) offsetof(struct predict_opts, f)
 static const struct opt_def predict_options[] = {
-    {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE", "model shape: a name in configs/models/ or a .json path"},
+    {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE|DIR",
+     "model shape: a name in configs/models/, a .json path, or a model folder (its model.json)"},
     {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights [default: f32; with --paper fig7 or all, Fig. 7's: bf16, the paper's]", .allowed = WTYPE_ALLOWED},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
@@ -70,7 +71,7 @@ static const struct opt_def predict_options[] = {
 
 static const struct opt_command predict_command = {
     .name = "predict",
-    .usage = "[--model SHAPE --hw PROFILE --policy P[,P...] ...] | --paper table2|table3|fig7|all",
+    .usage = "[--model SHAPE|DIR --hw PROFILE --policy P[,P...] ...] | --paper table2|table3|fig7|all",
     .summary = "Predicts per-token I/O, memory-management and compute latency with the cost model\n"
                "(sim/cost_model.h) for each policy of --policy (e.g. predictor,window:5,lru with --trace):\n"
                "predict.json has one entry per policy in \"predictions\", predict.md one row per policy.\n"

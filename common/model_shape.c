@@ -1,9 +1,11 @@
 #include "common/model_shape.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -362,13 +364,51 @@ out:
 /* Shape paths are at most this long, as config_file_path makes them. */
 #define SHAPE_PATH_MAX 4096
 
+/* The shape names set's configs hold (models/NAME.json), sorted, ", "
+ * between them, into buf. */
+static void known_shapes(const struct fb_settings *set, char *buf, size_t len)
+{
+    char dir[SHAPE_PATH_MAX], names[128][64];
+    int n = 0;
+    buf[0] = 0;
+    snprintf(dir, sizeof dir, "%s/models", set->configs_dir);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL && n < 128;) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && l < 64 && strcmp(e->d_name + l - 5, ".json") == 0)
+            snprintf(names[n++], sizeof names[0], "%.*s", (int)(l - 5), e->d_name);
+    }
+    if (d)
+        closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    for (int i = 0; i < n; i++) {
+        size_t at = strlen(buf);
+        snprintf(buf + at, len - at, "%s%s", i ? ", " : "", names[i]);
+    }
+}
+
 int model_shape_load(const struct fb_settings *set, const char *name, struct model_shape *s, char *err,
                      size_t errlen)
 {
     memset(s, 0, sizeof *s);
     char path[SHAPE_PATH_MAX];
+    struct stat st;
+    if (stat(name, &st) == 0 && S_ISDIR(st.st_mode)) { /* a model folder, as every other --model takes */
+        if (snprintf(path, sizeof path, "%s/model.json", name) >= (int)sizeof path)
+            return err_set(err, errlen, "model %.200s...: the name is too long for a path", name);
+        if (stat(path, &st) != 0)
+            return err_set(err, errlen, "model %s: a folder without model.json (not a flashbed model folder: "
+                                        "flashbed convert makes one)", name);
+        return shape_from_file(name, path, s, err, errlen);
+    }
     if (config_file_path(set, "models", name, path, sizeof path) != 0)
         return err_set(err, errlen, "model shape %.200s...: the name is too long for a path", name);
+    if (stat(path, &st) != 0) {
+        char known[2048];
+        known_shapes(set, known, sizeof known);
+        return err_set(err, errlen, "model %s: neither a model folder nor a shape flashbed knows (%s) nor a "
+                                    ".json file", name, known);
+    }
     return shape_from_file(name, path, s, err, errlen);
 }
 

@@ -85,7 +85,9 @@ struct param_counts {
 };
 
 /* name: a shape name ("opt-6.7b", looked up in set's configs folder,
- * models/) or a path to a .json file (config_file_path). 0, or -1 with a
+ * models/), a path to a .json file (config_file_path), or a model folder
+ * (its model.json, as every other command's --model takes). A name that is
+ * none of them is refused listing the shapes the configs hold. 0, or -1 with a
  * reason naming the file and key in err: dimensions outside the MODEL_MAX_*
  * bounds, heads that do not divide d_model (or KV heads the heads), an odd
  * head_dim or a rope_fraction outside (0, 1] with RoPE, numbers that are

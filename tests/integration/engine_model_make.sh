@@ -63,7 +63,7 @@ expect_error "llama2c cannot record it" "up-spectrum: needs --format hf" model m
 expect_error "relu density on a SwiGLU shape" "relu-density" model make --arch llama --shape llama-tiny --relu-density 0.1 --out "$OUT"
 expect_error "density out of range" "0 < D < 1" model make --arch opt --shape opt-tiny --relu-density 1.5 --out "$OUT"
 expect_error "arch does not match the shape" "is a opt model, not llama" model make --arch llama --shape opt-tiny --out "$OUT"
-expect_error "unknown shape" "cannot read" model make --arch opt --shape opt-99b --out "$OUT"
+expect_error "unknown shape" "neither a model folder nor a shape flashbed knows (.*opt-1.3b" model make --arch opt --shape opt-99b --out "$OUT"
 expect_error "unknown format" "unknown format 'gguf'" model make --arch opt --shape opt-tiny --format gguf --out "$OUT"
 expect_error "llama2c is f32" "llama2c checkpoints are f32" model make --arch llama --shape llama-tiny --format llama2c --dtype f16 --out "$OUT"
 expect_error "llama2c is Llama only" "Llama shapes only" model make --arch opt --shape opt-tiny --format llama2c --dtype f32 --out "$OUT"

@@ -182,6 +182,19 @@ check "--window auto with the oracle" "$FLASHBED" run --model "$M" --mode all --
 check "the oracle's window comes from s_agg" test "$(json_get "$WORK/auto-oracle/run.json" "'s_agg' in d['provenance']['policy']['window_chosen_from'] and d['summary']['window_k'] >= 1")" = True
 check "run.md names the chosen window" grep -q "window:auto chose K" "$WORK/auto-oracle/run.md"
 check "run.md reports the density" grep -q "density: " "$WORK/auto-oracle/run.md"
+# predict --model takes a model folder as every other --model does (issue 47:
+# it took a shape name only, "cannot read" the folder): the same prediction
+# as the shape it was made from; an unknown name lists the shapes.
+for m in "$M" opt-tiny; do
+    check "predict --model $m" "$FLASHBED" predict --model "$m" --policy naive --dram-budget 50% --dtype f32 \
+        --predictor-rank none --out "$WORK/pf-$(basename "$m")"
+done
+check "a model folder predicts as its shape" test "$(json_get "$WORK/pf-opt/predict.json" "d['predictions'][0]['prediction']['serial_total_ms']")" = \
+    "$(json_get "$WORK/pf-opt-tiny/predict.json" "d['predictions'][0]['prediction']['serial_total_ms']")"
+expect_error "predict --model an unknown name" "neither a model folder nor a shape flashbed knows (.*opt-tiny" \
+    predict --model opt-99b --out "$WORK/pf-bad"
+expect_error "predict --model a folder without model.json" "a folder without model.json" predict --model "$WORK" \
+    --out "$WORK/pf-bad"
 # A run of no more tokens than --cold (issue 47: "Steady state (0 tokens
 # after 5 cold ones)", then a throughput of 0.00 tokens/s): says there is none.
 check "a run shorter than --cold" "$FLASHBED" run --model "$M" --mode all --prompt "the cat" -n 1 --cold 5 --threads 1 \
