@@ -64,6 +64,11 @@ static int plan_model(struct repro_plan *p, const cJSON *ref, const char *gguf, 
     STEP(p, "real", id, rel, "its perplexity on WikiText-2 by llama.cpp's rule", "perplexity", "--model", model,
          "--text", text, "--drop-cr", "--rule", "llama.cpp", "--context", ctx, "--windows", win, "--json",
          at(p, json, sizeof json, "%s", rel));
+    /* decode speed: dense, greedy, on every CPU (tools/bench-gguf.sh sets it beside llama.cpp's) */
+    snprintf(rel, sizeof rel, "real/%s/generate.json", name);
+    snprintf(id, sizeof id, "real-decode-%s", name);
+    STEP(p, "real", id, rel, "its dense decode speed", "generate", "--model", model, "--prompt",
+         "The capital of France is", "-n", "64", "--temperature", "0", "--json", at(p, json, sizeof json, "%s", rel));
     return 0;
 }
 
@@ -132,7 +137,15 @@ static void model_row(struct strbuf *b, const struct repro_plan *p, const cJSON 
                    100 * rel, fabs(rel) <= RELATIVE_GOAL ? "within 0.5%" : "beyond 0.5%");
     else
         strbuf_add(b, " — | not run | — | — |");
-    strbuf_add(b, " %.4f over %.0f |\n", full, num_of(ref, "windows"));
+    strbuf_add(b, " %.4f over %.0f |", full, num_of(ref, "windows"));
+    cJSON *gen = read_json_file(at(p, path, sizeof path, "real/%s/generate.json", name));
+    const cJSON *sum = cJSON_GetObjectItemCaseSensitive(gen, "summary");
+    double rate = num_of(sum, "generation_tokens_per_second");
+    if (isfinite(rate))
+        strbuf_add(b, " %.1f (%d tokens) |\n", rate, cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(gen, "tokens")));
+    else
+        strbuf_add(b, " not run |\n");
+    cJSON_Delete(gen);
     cJSON_Delete(got);
 }
 
@@ -143,16 +156,18 @@ void repro_section_real(struct strbuf *b, const struct repro_plan *p)
         planned = !strcmp(p->steps[i].section, "real");
     if (!planned && !p->real_left_out[0])
         return;
-    strbuf_add(b, "## Real GGUF models: perplexity beside llama.cpp's\n\n"
+    strbuf_add(b, "## Real GGUF models: perplexity beside llama.cpp's, and decode speed\n\n"
                   "WikiText-2 test ('\\r' removed) by llama.cpp's perplexity rule (`perplexity --rule llama.cpp "
                   "--context 512`: whole windows, each one's second half scored), the first windows only; "
                   "llama.cpp's figure over the same windows from its per-window sums "
-                  "(configs/llama_cpp/perplexity.json, from tests/data/gguf/real/), and over its own full run.\n\n");
+                  "(configs/llama_cpp/perplexity.json, from tests/data/gguf/real/), and over its own full run. "
+                  "Decode: `generate` (dense, greedy, 64 tokens from \"The capital of France is\", every CPU); "
+                  "tools/bench-gguf.sh times it beside llama.cpp on the same file.\n\n");
     cJSON *refs = read_references(p);
     const cJSON *ref;
     if (planned) {
         strbuf_add(b, "| model | windows (tokens) | flashbed | llama.cpp, same windows | flashbed / llama.cpp - 1 "
-                      "| llama.cpp, full run |\n|---|---:|---:|---:|---:|---:|\n");
+                      "| llama.cpp, full run | decode tokens/s, every CPU |\n|---|---:|---:|---:|---:|---:|---:|\n");
         cJSON_ArrayForEach(ref, cJSON_GetObjectItemCaseSensitive(refs, "models"))
         {
             char id[96];

@@ -101,6 +101,10 @@ static void planned(const char *data)
         CHECK_STR(arg(s, "--windows"), tier == REPRO_QUICK ? "4" : "100");
         CHECK_STR(arg(s, "--drop-cr"), "--drop-cr");
         CHECK(ends_with(arg(s, "--json"), "real/" SMOL "/ppl.json"));
+        const struct repro_step *g = step(&p, "real-decode-" SMOL);
+        CHECK(g && !strcmp(g->args[0], "generate") && !strcmp(arg(g, "--model"), arg(c, "--out")));
+        CHECK_STR(arg(g, "-n"), "64");
+        CHECK(ends_with(arg(g, "--json"), "real/" SMOL "/generate.json"));
         CHECK_STR(p.real_left_out, GEMMA_WHY);
         repro_plan_free(&p);
     }
@@ -128,7 +132,7 @@ static void report(const char *data)
     struct repro_plan p;
     plan(REPRO_QUICK, data, &p);
     char *text = section(&p);
-    CHECK(text && strstr(text, "| " SMOL " | — | not run | — | — | 22.7569 over 100 |") != NULL);
+    CHECK(text && strstr(text, "| " SMOL " | — | not run | — | — | 22.7569 over 100 | not run |\n") != NULL);
     CHECK(text && strstr(text, "Skipped: " GEMMA_WHY ".") != NULL);
     free(text);
     char path[4400];
@@ -136,8 +140,11 @@ static void report(const char *data)
     CHECK(mkdir_p(path, 0755) == 0);
     snprintf(path, sizeof path, "%s/real/" SMOL "/ppl.json", p.config.out);
     test_write_text(path, "{\"perplexity\": 23.2271, \"windows\": 3, \"tokens_scored\": 765}\n");
+    snprintf(path, sizeof path, "%s/real/" SMOL "/generate.json", p.config.out);
+    test_write_text(path, "{\"summary\": {\"generation_tokens_per_second\": 123.44}, \"tokens\": [{}, {}, {}]}\n");
     text = section(&p);
-    CHECK(text && strstr(text, "| " SMOL " | 3 (765) | 23.2271 | 23.1896 | +0.16% (within 0.5%) | 22.7569 over 100 |"));
+    CHECK(text && strstr(text, "| " SMOL " | 3 (765) | 23.2271 | 23.1896 | +0.16% (within 0.5%) | 22.7569 over 100 "
+                               "| 123.4 (3 tokens) |\n"));
     if (text)
         printf("%s", text);
     free(text);
