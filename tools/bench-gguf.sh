@@ -18,9 +18,9 @@
 # Writes OUT/bench.md (a Markdown table with its provenance) and
 # OUT/bench.json (every round). Environment:
 #   LLAMA_PY  a Python with llama-cpp-python (tools/make-reference-env.sh;
-#             default .venv-ref/bin/python, else /work/venv-ref/bin/python)
+#             default .venv-ref/bin/python)
 #   MODELS    GGUF files, space-separated (default: SmolLM2-135M Q4_1 from
-#             ../shared/data, Gemma 3 270M Q4_K_M from /work/models); one
+#             ../shared/data, Gemma 3 270M Q4_K_M from .models: tools/fetch-models.sh); one
 #             flashbed cannot convert is reported as skipped, with the reason
 #   THREADS   thread counts, space-separated (default "1 2")
 #   GEN       tokens generated per run (default 128)
@@ -34,11 +34,10 @@ FB=${FB:-build/flashbed}
 THREADS=${THREADS:-1 2}
 GEN=${GEN:-128}
 PROMPT="Once upon a time, in a small village by the sea, there lived an old fisherman who"
-DEFAULT_MODELS="../shared/data/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf /work/models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
+DEFAULT_MODELS="../shared/data/models/smollm2-135m/SmolLM2-135M-Instruct.Q4_1.gguf .models/gemma3-270m/gemma-3-270m-q4_k_m.gguf"
 MODELS=${MODELS:-$DEFAULT_MODELS}
 if [ -z "${LLAMA_PY:-}" ]; then
     LLAMA_PY=.venv-ref/bin/python
-    [ -x "$LLAMA_PY" ] || LLAMA_PY=/work/venv-ref/bin/python
 fi
 [ "$ROUNDS" -ge 1 ] 2>/dev/null || { echo "ROUNDS must be a positive number (5 or more for medians)" >&2; exit 2; }
 [ -x "$FB" ] || { echo "build flashbed first (tools/run-default.sh or cmake): no $FB" >&2; exit 2; }
