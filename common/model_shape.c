@@ -406,8 +406,8 @@ int model_shape_load(const struct fb_settings *set, const char *name, struct mod
     if (stat(path, &st) != 0) {
         char known[2048];
         known_shapes(set, known, sizeof known);
-        return err_set(err, errlen, "model %s: neither a model folder nor a shape flashbed knows (%s) nor a "
-                                    ".json file", name, known);
+        return err_set(err, errlen, "model %s: neither a model folder nor a shape flashbed knows (no %s; the "
+                                    "shapes: %s) nor a .json file", name, path, known[0] ? known : "none");
     }
     return shape_from_file(name, path, s, err, errlen);
 }

@@ -81,12 +81,13 @@ M_SUM=$(tree_sum "$M")
 P="the cat sat on the mat"
 run() { "$FLASHBED" run --model "$M" --prompt "$P" -n 4 --ignore-eos --threads 1 --io-threads 2 --buffered --quiet "$@"; }
 
-# ---- run --record: the trace; a trace the user had there stays as it was
+# ---- run --record: the trace; a trace the user had there (replaced only with
+# --force) stays as it was when the write fails
 echo "the user's trace" >"$WORK/rec.trace"
 REC_SUM=$(sha256sum <"$WORK/rec.trace")
-write_fails "run --record, EIO closing the trace" "run --record: .*rec.trace" "fclose of .*rec.tmp.* fails with EIO" shim fclose EIO /rec.tmp run --out "$WORK/r1" --record "$WORK/rec.trace"
-write_fails "run --record, ENOSPC at rename" "run --record: .*rec.trace" "rename of .*rec.trace fails with ENOSPC" shim rename ENOSPC /rec.trace run --out "$WORK/r2" --record "$WORK/rec.trace"
-write_fails "run --record, run.json past the limit" "r3/run.json" "$FULL" fsize 8 run --out "$WORK/r3" --record "$WORK/rec.trace"
+write_fails "run --record, EIO closing the trace" "run --record: .*rec.trace" "fclose of .*rec.tmp.* fails with EIO" shim fclose EIO /rec.tmp run --out "$WORK/r1" --record "$WORK/rec.trace" --force
+write_fails "run --record, ENOSPC at rename" "run --record: .*rec.trace" "rename of .*rec.trace fails with ENOSPC" shim rename ENOSPC /rec.trace run --out "$WORK/r2" --record "$WORK/rec.trace" --force
+write_fails "run --record, run.json past the limit" "r3/run.json" "$FULL" fsize 8 run --out "$WORK/r3" --record "$WORK/rec.trace" --force
 check "run --record: the user's trace untouched" test "$(sha256sum <"$WORK/rec.trace")" = "$REC_SUM"
 
 # ---- run's result files: run.json, run.md, tokens.csv; an earlier run's files stay whole
