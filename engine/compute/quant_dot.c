@@ -428,21 +428,13 @@ static int isum_q6_k_avx2(const uint8_t *b, const int *sc, const struct q8_k_blo
 {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *a = act->q;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
     __m256i acc = _mm256_setzero_si256();
     int corr = 0;
     for (int j = 0; j < 16; j++)
         corr += sc[j] * act->bsums[j];
     for (int half = 0; half < 2; half++, ql += 64, qh += 32, a += 128, sc += 8) {
-        __m256i q0 = _mm256_loadu_si256((const __m256i *)ql), q1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-        __m256i h = _mm256_loadu_si256((const __m256i *)qh);
-        __m256i u[4] = {
-            _mm256_or_si256(_mm256_and_si256(q0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
-            _mm256_or_si256(_mm256_and_si256(q1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), _mm256_and_si256(h, m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
-        };
+        __m256i u[4];
+        k6_unpack(ql, qh, u);
         for (int k = 0; k < 4; k++)
             acc = _mm256_add_epi32(acc, scaled_part(u[k], a + 32 * k, sc[2 * k], sc[2 * k + 1]));
     }

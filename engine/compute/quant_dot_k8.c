@@ -106,7 +106,6 @@ static inline __attribute__((always_inline)) __m256i q6k_row(const uint8_t *b, c
 {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *a = act->q;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
     __m128i sc8 = _mm_loadu_si128((const __m128i *)(b + 192));
     __m128i sc[2] = {_mm_cvtepi8_epi16(sc8), _mm_cvtepi8_epi16(_mm_srli_si128(sc8, 8))};
     __m128i corr = _mm_add_epi32(_mm_madd_epi16(sc[0], _mm_loadu_si128((const __m128i *)act->bsums)),
@@ -114,15 +113,9 @@ static inline __attribute__((always_inline)) __m256i q6k_row(const uint8_t *b, c
     __m256i acc = _mm256_inserti128_si256(_mm256_setzero_si256(), _mm_sub_epi32(_mm_setzero_si128(),
                                                                                 _mm_slli_epi32(corr, 5)), 0);
     for (int half = 0; half < 2; half++, ql += 64, qh += 32, a += 128) {
-        __m256i q0 = _mm256_loadu_si256((const __m256i *)ql), q1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
-        __m256i h = _mm256_loadu_si256((const __m256i *)qh), sc2 = _mm256_broadcastsi128_si256(sc[half]);
-        __m256i u[4] = {
-            _mm256_or_si256(_mm256_and_si256(q0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
-            _mm256_or_si256(_mm256_and_si256(q1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), _mm256_and_si256(h, m30)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4),
-                            _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
-        };
+        __m256i sc2 = _mm256_broadcastsi128_si256(sc[half]);
+        __m256i u[4];
+        k6_unpack(ql, qh, u);
         for (int k = 0; k < 4; k++) /* run k: sub-blocks 2 k and 2 k + 1 of the half, one per 128 bits */
             acc = _mm256_add_epi32(acc, scaled_run(u[k], a + 32 * k, sc2,
                                                    _mm256_set_m128i(pick16(2 * k + 1), pick16(2 * k))));

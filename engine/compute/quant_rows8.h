@@ -38,6 +38,21 @@ static inline void k4_nibbles(const uint8_t *qs, __m256i hb, int five, int c, __
     }
 }
 
+/* Half h of a q6_k block (ql: its 64 low-nibble bytes, qh: its 32 high-bit
+ * bytes) as four runs of 32 unsigned 6-bit values, u[k] the elements
+ * 32 k .. 32 k + 31 of the half. The one-row and eight-row q6_k dot
+ * products both unpack so. */
+static inline void k6_unpack(const uint8_t *ql, const uint8_t *qh, __m256i u[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m30 = _mm256_set1_epi8(0x30);
+    __m256i q0 = _mm256_loadu_si256((const __m256i *)ql), q1 = _mm256_loadu_si256((const __m256i *)(ql + 32));
+    __m256i h = _mm256_loadu_si256((const __m256i *)qh);
+    u[0] = _mm256_or_si256(_mm256_and_si256(q0, m4), _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+    u[1] = _mm256_or_si256(_mm256_and_si256(q1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+    u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), _mm256_and_si256(h, m30));
+    u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
 /* Eight short rows are eight short streams the hardware prefetchers
  * barely start on; each block column (i, of bytes bytes) prefetches its
  * share of the eight rows after the next eight from b, the group's first
