@@ -626,6 +626,13 @@ static void title_lines(struct strbuf *t, const struct model *m, const struct ru
     strbuf_add(t, "- commit: %s, date: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "git_commit")),
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "date")));
     strbuf_add(t, "- neurons: %s\n", p->dense ? "all (dense, everything in DRAM)" : p->active_desc);
+    const char *backend = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "backend"));
+    const char *device = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(prov, "device"));
+    if (backend && strcmp(backend, "cpu") != 0) /* issue 47: only run.json named the device */
+        strbuf_add(t, "- backend: %s on %s%s\n", backend, device ? device : "an unnamed device",
+                   cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(prov, "emulated"))
+                       ? " (emulated: a CPU device, its times are not a GPU's)"
+                       : "");
     if (!p->dense && m->has_ffn_matrices) /* a GGUF's blocks: the flash FFN is not what dense computes on */
         strbuf_add(t, "- FFN on flash: %s bundles of ffn.bin, decoded from the matrices the source stored "
                       "(ffn_matrices.bin, what dense computes on): tokens may part from dense's at near ties\n",

@@ -202,6 +202,11 @@ check "a run shorter than --cold" "$FLASHBED" run --model "$M" --mode all --prom
 check "short: no steady state, and what to change" grep -q "^No steady state: all [0-9]* tokens were cold ones (--cold); run more tokens (-n) or lower --cold" "$WORK/short/run.md"
 check "short: no throughput of 0" bash -c "! grep -q '0.00 tokens/s' '$WORK/short/run.md'"
 check "short: the cold tokens' row" grep -q "^| cold tokens |" "$WORK/short/run.md"
+# A device run's run.md names the device and says when it is emulated (issue 47: only run.json did).
+check "run --backend sim" "$FLASHBED" run --model "$M" --mode all --prompt "the cat" -n 4 --threads 1 --backend sim \
+    --quiet --out "$WORK/on-sim"
+check "run.md names the device, emulated" grep -q "^- backend: sim on sim .*(emulated: a CPU device, its times are not a GPU's)" "$WORK/on-sim/run.md"
+check "a cpu run has no such line" bash -c "! grep -q '^- backend:' '$WORK/short/run.md'"
 # hot under the oracle: pins what a warm-up (the prompt) needed most; same tokens as dense.
 check "hot with the oracle" "$FLASHBED" run --model "$M" --policy hot --dram-budget 70% --prompt "$P" -n 24 --ignore-eos --threads 1 --quiet --out "$WORK/hot-oracle"
 check "hot with the oracle: same tokens as dense" test "$(ids "$WORK/hot-oracle")" = "$(ids "$WORK/dense")"
