@@ -548,9 +548,11 @@ quant_dot8_fn quant_dot8_of(enum fb_dtype t)
     case DTYPE_Q8_0:
         return rows8_q8_0;
     case DTYPE_Q4_K:
+        return quant_rows8_q4_k;
     case DTYPE_Q5_K:
+        return quant_rows8_q5_k;
     case DTYPE_Q6_K:
-        return quant_dot8_k(t);
+        return quant_rows8_q6_k;
     case DTYPE_F32:
     case DTYPE_F16:
     case DTYPE_BF16:

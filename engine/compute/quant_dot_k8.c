@@ -125,7 +125,7 @@ static inline __attribute__((always_inline)) __m256i q6k_row(const uint8_t *b, c
 
 /* q6_k: per block, per row sum += (d_w d_a) isum; d_w the high half of
  * the word at 206 (a word at 208 would read past the last block) */
-static void rows8_q6_k(const void *w, size_t stride, const void *act, int n, float *out)
+void quant_rows8_q6_k(const void *w, size_t stride, const void *act, int n, float *out)
 {
     const uint8_t *b = w, *b0 = w;
     const struct q8_k_block *a = act;
@@ -143,40 +143,13 @@ static void rows8_q6_k(const void *w, size_t stride, const void *act, int n, flo
     _mm256_storeu_ps(out, sum);
 }
 
-static void rows8_q4_k(const void *w, size_t stride, const void *a, int n, float *out)
+void quant_rows8_q4_k(const void *w, size_t stride, const void *a, int n, float *out)
 {
     k4_rows8(w, stride, a, n, 144, false, out);
 }
 
-static void rows8_q5_k(const void *w, size_t stride, const void *a, int n, float *out)
+void quant_rows8_q5_k(const void *w, size_t stride, const void *a, int n, float *out)
 {
     k4_rows8(w, stride, a, n, 176, true, out);
 }
 #endif
-
-quant_dot8_fn quant_dot8_k(enum fb_dtype t)
-{
-#ifdef QUANT_ROWS8_AVX2
-    switch (t) {
-    case DTYPE_Q4_K:
-        return rows8_q4_k;
-    case DTYPE_Q5_K:
-        return rows8_q5_k;
-    case DTYPE_Q6_K:
-        return rows8_q6_k;
-    case DTYPE_F32:
-    case DTYPE_F16:
-    case DTYPE_BF16:
-    case DTYPE_Q4_0:
-    case DTYPE_Q4_1:
-    case DTYPE_Q5_0:
-    case DTYPE_Q5_1:
-    case DTYPE_Q8_0:
-    case DTYPE_Q2_K:
-    case DTYPE_Q3_K:
-        return NULL;
-    }
-#endif
-    (void)t;
-    return NULL;
-}
