@@ -1,6 +1,5 @@
 #include "common/model_shape.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/errbuf.h"
+#include "common/json_names.h"
 #include "common/json_file.h"
 
 int config_file_path(const struct fb_settings *set, const char *kind, const char *name, char *buf, size_t len)
@@ -364,29 +364,6 @@ out:
 /* Shape paths are at most this long, as config_file_path makes them. */
 #define SHAPE_PATH_MAX 4096
 
-/* The shape names set's configs hold (models/NAME.json), sorted, ", "
- * between them, into buf. */
-static void known_shapes(const struct fb_settings *set, char *buf, size_t len)
-{
-    char dir[SHAPE_PATH_MAX], names[128][64];
-    int n = 0;
-    buf[0] = 0;
-    snprintf(dir, sizeof dir, "%s/models", set->configs_dir);
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d)) != NULL && n < 128;) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && l < 64 && strcmp(e->d_name + l - 5, ".json") == 0)
-            snprintf(names[n++], sizeof names[0], "%.*s", (int)(l - 5), e->d_name);
-    }
-    if (d)
-        closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-    for (int i = 0; i < n; i++) {
-        size_t at = strlen(buf);
-        snprintf(buf + at, len - at, "%s%s", i ? ", " : "", names[i]);
-    }
-}
-
 int model_shape_load(const struct fb_settings *set, const char *name, struct model_shape *s, char *err,
                      size_t errlen)
 {
@@ -404,8 +381,9 @@ int model_shape_load(const struct fb_settings *set, const char *name, struct mod
     if (config_file_path(set, "models", name, path, sizeof path) != 0)
         return err_set(err, errlen, "model shape %.200s...: the name is too long for a path", name);
     if (stat(path, &st) != 0) {
-        char known[2048];
-        known_shapes(set, known, sizeof known);
+        char known[2048], dir[SHAPE_PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/models", set->configs_dir);
+        json_names_list(dir, "", false, known, sizeof known);
         return err_set(err, errlen, "model %s: neither a model folder nor a shape flashbed knows (no %s; the "
                                     "shapes: %s) nor a .json file", name, path, known[0] ? known : "none");
     }
