@@ -233,9 +233,12 @@ int parse_share(const char *text, double *out, char *err, size_t errlen)
     size_t n = text ? strlen(text) : 0;
     if (!n || text[n - 1] != '%')
         return parse_double(text, out, err, errlen);
-    char num[64];
+    char num[64]; /* the number before '%' */
     double v;
-    if (n - 1 >= sizeof num || (snprintf(num, sizeof num, "%.*s", (int)(n - 1), text), parse_double(num, &v, err, errlen)))
+    bool fits = n - 1 < sizeof num;
+    if (fits)
+        snprintf(num, sizeof num, "%.*s", (int)(n - 1), text);
+    if (!fits || parse_double(num, &v, err, errlen) != 0)
         return err_set(err, errlen, "'%s' is not a number or a percentage (write 0.5 or 50%%)", text);
     *out = v / 100;
     return 0;
