@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant/quant_ref.txt: gguf-py's decode of random blocks
-of every quantized weight type, and its q8_0 quantization of random
-activations -- the independent reference tests/unit/test_quant_decode.c
-checks flashbed's decode and q8_0 quantizer against, bit for bit.
+of every quantized weight type, its q8_0 quantization of random
+activations, and its quantization of random weights to each 32-element
+type (q4_0, q4_1, q5_0, q5_1, q8_0) -- the independent reference
+tests/unit/test_quant_decode.c checks flashbed's decode, q8_0 activation
+quantizer and block encoders (engine/model/dtype_encode.h) against, bit
+for bit.
 
 The reference is gguf-py's numpy code (gguf.quants.dequantize / quantize),
 written apart from ggml's C and from ours. Run it in a scratch venv with
@@ -21,7 +24,10 @@ block's output in full (to name the first element that differs).
 Block bytes are uniform random except the halves (scales, mins), whose
 exponent is moved off all-ones so that every half is finite (subnormals,
 zeros and both signs stay). Activations for q8_0 are 24-bit integers
-times 2^-e (e per block in 8..31; exact in f32), every 16th block zeros.
+times 2^-e (e per block in 8..31; exact in f32), every 16th block zeros;
+the weights encoded are the same draws (seed SEED + 2000 + the type's
+code) with, besides, every 16th block from the 8th on one value repeated
+(a range of 0: q4_1's and q5_1's d = 0).
 """
 import hashlib
 import sys
@@ -82,7 +88,7 @@ def block_bytes(code, elems_bytes, halves, blocks):
     return bytes(raw)
 
 
-def activations(seed, blocks):
+def activations(seed, blocks, constant_blocks=False):
     xs = np.zeros(blocks * 32, dtype=np.float32)
     state = seed
     for b in range(blocks):
@@ -94,6 +100,8 @@ def activations(seed, blocks):
             xs[b * 32 + j] = np.float32(np.ldexp(np.float64(v), -int(e)))
         if b % 16 == 15:
             xs[b * 32:(b + 1) * 32] = 0
+        if constant_blocks and b % 16 == 7:
+            xs[b * 32:(b + 1) * 32] = xs[b * 32]
     return xs
 
 
@@ -107,8 +115,9 @@ def main():
         sys.exit("make_quant_fixture.py: needs gguf %s and numpy %s, found %s and %s" %
                  (GGUF_VERSION, NUMPY_VERSION, got[0], got[1]))
     w = sys.stdout.write
-    w("# gguf-py's decode of random blocks, and its q8_0 quantization of random\n")
-    w("# activations: written by tools/make_quant_fixture.py (inputs: splitmix64).\n")
+    w("# gguf-py's decode of random blocks, its q8_0 quantization of random\n")
+    w("# activations and its encoding of random weights to the 32-element types:\n")
+    w("# written by tools/make_quant_fixture.py (inputs: splitmix64).\n")
     w("gguf %s\nnumpy %s\nseed %d\n" % (GGUF_VERSION, NUMPY_VERSION, SEED))
     for name, qtype, elems, nbytes, halves, blocks in TYPES:
         raw = block_bytes(int(qtype), nbytes, halves, blocks)
@@ -123,6 +132,14 @@ def main():
     w("quantize q8_0 %d %s %s\n" % (ACT_BLOCKS, hashlib.sha256(xs.tobytes()).hexdigest(),
                                     hashlib.sha256(q.tobytes()).hexdigest()))
     w("qfirst q8_0 %s\n" % bytes(q[:34 * 2]).hex())
+    for name, qtype, elems, nbytes, halves, blocks in TYPES:
+        if elems != 32:
+            continue  # gguf-py has no K-quant quantizer
+        xs = activations(SEED + 2000 + int(qtype), blocks, constant_blocks=True)
+        q = gguf.quants.quantize(xs.reshape(blocks, 32), qtype).reshape(-1)
+        w("encode %s %d %s %s\n" % (name, blocks, hashlib.sha256(xs.tobytes()).hexdigest(),
+                                     hashlib.sha256(q.tobytes()).hexdigest()))
+        w("efirst %s %s\n" % (name, bytes(q[:nbytes * 8]).hex()))
 
 
 if __name__ == "__main__":
