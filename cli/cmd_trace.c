@@ -35,6 +35,7 @@ struct synth_opts {
     uint64_t tokens, prompts, seed;
     char *dtype;
     double persist, zipf, recur, recur_decay, channel_density, active_density;
+    char *like;
     char *out;
 };
 
@@ -58,6 +59,10 @@ static const struct opt_def synth_options[] = {
     {"active-density", OPT_DOUBLE, O(active_density), "0", "D",
      "every layer's active density (the rows of down kept under teal), instead of the profile's curve; 0: the "
      "profile's", .max = 1},
+    {"like", OPT_STRING, O(like), NULL, "TRACE",
+     "a twin of this recorded trace (of --shape's model): its active density per layer, its tokens, sequences "
+     "and prompt share (--tokens, --prompts and --active-density do not apply); reuse and popularity stay the "
+     "generator's, so replaying the two side by side shows what a density alone misses"},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };
@@ -110,6 +115,12 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         p.recur_decay = o.recur_decay;
         p.channel_density = o.channel_density;
         p.active_density = o.active_density;
+        double *like_density = NULL;
+        if (o.like && synth_params_like(&p, o.like, &like_density, err, sizeof err) != 0) {
+            fb_error("%s", err);
+            opts_free(&synth_command, &o);
+            return 1;
+        }
         interrupt_install();
         int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
         struct cli_progress bar;
@@ -123,9 +134,11 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
             fb_error("%s", err);
             rc = interrupted() ? 130 : 1;
         } else {
-            fb_info("wrote %s (%llu tokens, %s)", o.out, (unsigned long long)o.tokens, shape.name);
+            fb_info("wrote %s (%llu tokens, %s%s%s)", o.out, (unsigned long long)p.tokens, shape.name,
+                    o.like ? ", a twin of " : "", o.like ? o.like : "");
             rc = 0;
         }
+        free(like_density);
     }
     opts_free(&synth_command, &o);
     return rc;

@@ -42,7 +42,7 @@ int trace_calibration_rows(const struct trace *tr, const struct trace_stats *s, 
                            struct trace_calib_row *r)
 {
     const cJSON *targets = targets_of(source);
-    uint32_t L = s->n_layers, mid = (uint32_t)(15.0 / 31.0 * (L - 1) + 0.5);
+    uint32_t L = s->n_layers, mid = trace_middle_layer(L);
     int n = 0;
     r[n++] = (struct trace_calib_row){"active density, first layer", "density_first", -1, s->density_active[0], true};
     r[n++] = (struct trace_calib_row){"active density, middle layer", "density_middle", -1, s->density_active[mid],

@@ -37,6 +37,13 @@ struct trace_stats {
 
 int trace_stats_compute(const struct trace *tr, struct trace_stats *s);
 
+/* The layer the calibration's "middle layer" is: OPT-6.7B's 16th of 32
+ * (Table 6) at the same relative depth. */
+static inline uint32_t trace_middle_layer(uint32_t n_layers)
+{
+    return (uint32_t)(15.0 / 31.0 * (n_layers - 1) + 0.5);
+}
+
 /* What hot10_share says against hot10_uniform, in words: "concentrated"
  * (1.5x chance's share or more: a power law's signature), "mildly
  * concentrated" (1.1x to 1.5x) or "no more than chance" (below 1.1x). */

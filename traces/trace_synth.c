@@ -11,6 +11,7 @@
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/provenance.h"
+#include "traces/trace_stats.h"
 #include "common/rng.h"
 #include "traces/trace.h"
 
@@ -35,6 +36,8 @@ void synth_params_default(struct synth_params *p, const struct model_shape *shap
 
 double synth_layer_density(const struct synth_params *p, uint32_t l, uint32_t n_layers)
 {
+    if (p->layer_density)
+        return p->layer_density[l];
     if (p->active_density > 0)
         return p->active_density;
     double depth = n_layers > 1 ? (double)l / (n_layers - 1) : 0;
@@ -255,6 +258,26 @@ static void add_target(cJSON *tg, const char *key, double v)
         cJSON_AddNumberToObject(tg, key, v);
 }
 
+/* The density targets: the profile's, one level (active_density) or a
+ * twin's layers (first, middle, last and their mean). */
+static void add_density_targets(cJSON *tg, const struct synth_params *p)
+{
+    const struct synth_targets *t = &p->targets;
+    uint32_t L = p->shape->n_layers;
+    double first = t->density_first, middle = t->density_middle, last = t->density_last, mean = t->density_mean;
+    if (p->layer_density) {
+        first = p->layer_density[0], middle = p->layer_density[trace_middle_layer(L)], last = p->layer_density[L - 1], mean = 0;
+        for (uint32_t l = 0; l < L; l++)
+            mean += p->layer_density[l] / L;
+    } else if (p->active_density > 0) {
+        first = middle = last = mean = p->active_density;
+    }
+    add_target(tg, "density_first", first);
+    add_target(tg, "density_middle", middle);
+    add_target(tg, "density_last", last);
+    add_target(tg, "density_mean", mean);
+}
+
 static char *source_json(const struct synth_params *p)
 {
     const struct model_shape *s = p->shape;
@@ -281,21 +304,23 @@ static char *source_json(const struct synth_params *p)
         cJSON_AddNumberToObject(g, "active_density", p->active_density);
     if (p->channel_density > 0)
         cJSON_AddNumberToObject(g, "channel_density", p->channel_density);
-    const struct synth_targets *t = &p->targets;
+    if (p->like)
+        cJSON_AddStringToObject(g, "like", p->like);
     cJSON *tg = cJSON_AddObjectToObject(o, "targets");
-    bool flat = p->active_density > 0;
-    add_target(tg, "density_first", flat ? p->active_density : t->density_first);
-    add_target(tg, "density_middle", flat ? p->active_density : t->density_middle);
-    add_target(tg, "density_last", flat ? p->active_density : t->density_last);
-    add_target(tg, "density_mean", flat ? p->active_density : t->density_mean);
+    add_density_targets(tg, p);
     if (p->channel_density > 0)
         add_target(tg, "channel_density", p->channel_density);
-    add_target(tg, "pred_over_active", t->pred_over_active);
-    add_target(tg, "recall", t->recall);
-    add_target(tg, "pred_density", t->pred_density);
-    add_target(tg, "window5_pred", t->window5_pred);
-    add_target(tg, "new_per_token_pred", t->new_per_token_pred);
-    add_target(tg, "window2_active", t->window2_active);
+    const struct synth_targets *t = &p->targets;
+    if (!p->active_only) {
+        add_target(tg, "pred_over_active", t->pred_over_active);
+        add_target(tg, "recall", t->recall);
+    }
+    if (!p->like) { /* the paper's window statistics: a twin's targets are its trace's densities alone */
+        add_target(tg, "pred_density", t->pred_density);
+        add_target(tg, "window5_pred", t->window5_pred);
+        add_target(tg, "new_per_token_pred", t->new_per_token_pred);
+        add_target(tg, "window2_active", t->window2_active);
+    }
     cJSON *dl = cJSON_AddArrayToObject(tg, "density_layers");
     for (uint32_t l = 0; l < s->n_layers; l++)
         cJSON_AddItemToArray(dl, cJSON_CreateNumber(synth_layer_density(p, l, s->n_layers)));
@@ -435,7 +460,7 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
         .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .dtype = p->dtype,
         .ffn_kind = s->ffn_kind, .source = source_json(p),
         /* input sparsity runs no predictor: a trace of it has its sets alone */
-        .has_predicted = !(p->channel_density > 0), .has_channels = p->channel_density > 0,
+        .has_predicted = !(p->channel_density > 0) && !p->active_only, .has_channels = p->channel_density > 0,
     };
     trace_meta_set_units(&m);
     struct synth_state st = {0};

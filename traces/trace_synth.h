@@ -27,7 +27,14 @@
  * "kept input channels"). Such a trace has no predicted sets (input
  * sparsity runs no predictor). An active density, when given, replaces the
  * profile's per-layer curve with one level (TEAL's per-layer cut keeps a
- * share of every layer). */
+ * share of every layer).
+ *
+ * A twin of a recorded trace (trace synth --like, issue 48's "how far do
+ * synthetic traces mislead?"): the recorded trace's active density per
+ * layer, its token count, sequences and prompt share, the rest of the
+ * model as above; a density alone carries none of the recorded trace's
+ * reuse or co-activation, which is what replaying the two side by side
+ * measures. */
 #ifndef FLASHBED_TRACES_TRACE_SYNTH_H
 #define FLASHBED_TRACES_TRACE_SYNTH_H
 
@@ -59,6 +66,9 @@ struct synth_params {
     const struct progress_report *progress; /* NULL: none reported */
     double channel_density;    /* kept input channels per token and layer over d_model; 0: no channel sets */
     double active_density;     /* every layer's active density; 0: the profile's curve */
+    const double *layer_density; /* [n_layers] each layer's own (a twin's); NULL: active_density or the curve */
+    const char *like;          /* the recorded trace a twin copies (the header names it); NULL: none */
+    bool active_only;          /* write the active sets alone (a twin of a trace without predicted sets) */
 };
 
 /* Defaults: the shape's profile (traces/synth_profile.h), its targets and
@@ -72,6 +82,15 @@ double synth_layer_density(const struct synth_params *p, uint32_t l, uint32_t n_
  * the paper's own model, else which model's profile, applied by relative
  * layer depth. Writes at most len bytes into buf. */
 void synth_statistics_text(const struct synth_params *p, char *buf, size_t len);
+
+/* Makes p a twin of the recorded trace at path (p set up by
+ * synth_params_default for the trace's shape): tokens, prompts, prompt
+ * share and *density (malloc'd [n_layers], the trace's mean active density
+ * per layer, which p->layer_density then points at: free it after
+ * synth_write); with predicted sets their ratio to the active ones and
+ * their recall, else active sets alone. 0, or -1 with err: an unreadable trace, one of another
+ * shape, one without tokens. */
+int synth_params_like(struct synth_params *p, const char *path, double **density, char *err, size_t errlen);
 
 /* Writes the trace to path (atomically). 0, or -1 with err. */
 int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen);
