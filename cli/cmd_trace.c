@@ -36,6 +36,7 @@ struct synth_opts {
     char *dtype;
     double persist, zipf, recur, recur_decay, channel_density, active_density;
     char *like;
+    bool fit;
     char *out;
 };
 
@@ -63,6 +64,10 @@ static const struct opt_def synth_options[] = {
      "a twin of this recorded trace (of --shape's model): its active density per layer, its tokens, sequences "
      "and prompt share (--tokens, --prompts and --active-density do not apply); reuse and popularity stay the "
      "generator's, so replaying the two side by side shows what a density alone misses"},
+    {"fit", OPT_FLAG, O(fit), NULL, NULL,
+     "with --like: also fit --zipf, --recur and --recur-decay to the recorded trace's reuse (its s_agg(k), "
+     "k = 2..8, and its hottest 10%'s share; a grid of twins built in memory, about a second each at "
+     "SmolLM2's shape) and print the fit"},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };
@@ -81,6 +86,29 @@ static const struct opt_command synth_command = {
     .opts = synth_options,
     .max_positional = 0,
 };
+
+/* --like (and --fit): p made a twin of the recorded trace, its reuse
+ * fitted when asked, the fit printed. */
+static int synth_like(struct synth_params *p, const char *like, bool fit, double **density, char *err, size_t errlen)
+{
+    struct synth_reuse reuse;
+    if (synth_params_like(p, like, density, &reuse, err, errlen) != 0)
+        return -1;
+    if (!fit)
+        return 0;
+    double rms, before;
+    struct cli_progress bar;
+    struct progress_report report = cli_progress_report(&bar);
+    p->progress = &report;
+    int rc = synth_fit_reuse(p, &reuse, &rms, &before, err, errlen);
+    cli_progress_end(&bar);
+    p->progress = NULL;
+    if (rc == 0)
+        fb_info("fitted to %s's reuse: --zipf %.2f --recur %.2f --recur-decay %.2f; s_agg(2..8) and the hottest "
+                "10%%'s share now %.4f from it (root mean square), %.4f with the knobs given",
+                like, p->zipf, p->recur, p->recur_decay, rms, before);
+    return rc;
+}
 
 static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
 {
@@ -116,12 +144,18 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
         p.channel_density = o.channel_density;
         p.active_density = o.active_density;
         double *like_density = NULL;
-        if (o.like && synth_params_like(&p, o.like, &like_density, err, sizeof err) != 0) {
-            fb_error("%s", err);
-            opts_free(&synth_command, &o);
-            return 1;
-        }
         interrupt_install();
+        if (o.fit && !o.like) {
+            fb_error("trace synth --fit: needs --like TRACE (the recorded trace to fit)");
+            opts_free(&synth_command, &o);
+            return 2;
+        }
+        if (o.like && synth_like(&p, o.like, o.fit, &like_density, err, sizeof err) != 0) {
+            fb_error("%s", err);
+            free(like_density);
+            opts_free(&synth_command, &o);
+            return interrupted() ? 130 : 1;
+        }
         int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
         struct cli_progress bar;
         struct progress_report report = cli_progress_report(&bar);

@@ -306,6 +306,8 @@ static char *source_json(const struct synth_params *p)
         cJSON_AddNumberToObject(g, "channel_density", p->channel_density);
     if (p->like)
         cJSON_AddStringToObject(g, "like", p->like);
+    if (p->fitted)
+        cJSON_AddBoolToObject(g, "reuse_fitted", true);
     cJSON *tg = cJSON_AddObjectToObject(o, "targets");
     add_density_targets(tg, p);
     if (p->channel_density > 0)
@@ -380,7 +382,7 @@ static int channel_init(struct synth_state *st, const struct synth_params *p, ch
 /* Layer l's kept channels of the current token, sorted, to the writer: the
  * same evolution as a predicted set, over the layer's channels. */
 static int channel_step(struct synth_state *st, const struct synth_params *p, uint32_t l, bool seq_start,
-                        struct trace_writer *w, char *err, size_t errlen)
+                        const struct trace_sink *w, char *err, size_t errlen)
 {
     struct layer_gen *g = &st->chan[l];
     uint32_t D = p->shape->d_model;
@@ -390,7 +392,7 @@ static int channel_step(struct synth_state *st, const struct synth_params *p, ui
         st->chan_mark[g->pred[j]] = 0;
     memcpy(st->active, g->pred, kept * sizeof *st->active); /* active is free until the layer's step */
     qsort(st->active, kept, sizeof *st->active, cmp_u32);
-    return trace_writer_layer_channels(w, l, st->active, kept, err, errlen);
+    return w->channels(w->impl, l, st->active, kept, err, errlen);
 }
 
 static int synth_state_init(struct synth_state *st, const struct synth_params *p, char *err, size_t errlen)
@@ -425,14 +427,14 @@ static unsigned token_flags(const struct synth_params *p, uint64_t t)
 }
 
 /* Every token through the writer, reported as it goes. */
-static int synth_tokens(const struct synth_params *p, struct synth_state *st, struct trace_writer *w,
+static int synth_tokens(const struct synth_params *p, struct synth_state *st, const struct trace_sink *w,
                         const char *path, char *err, size_t errlen)
 {
     uint32_t L = p->shape->n_layers, N = p->shape->d_ff;
     progress_report(p->progress, "synth", 0, p->tokens, NULL);
     for (uint64_t t = 0; t < p->tokens; t++) {
         unsigned flags = token_flags(p, t);
-        if (trace_writer_begin_token(w, flags, err, errlen) != 0)
+        if (w->begin_token(w->impl, flags, err, errlen) != 0)
             return -1;
         for (uint32_t l = 0; l < L; l++) {
             uint32_t na;
@@ -440,7 +442,7 @@ static int synth_tokens(const struct synth_params *p, struct synth_state *st, st
                 return -1;
             layer_step(&st->g[l], N, p, flags & TRACE_TOKEN_SEQ_START, &st->r, st->mark, st->active, &na, st->pred,
                        st->keys);
-            if (trace_writer_layer(w, l, st->active, na, st->pred, st->g[l].n_pred, err, errlen) != 0)
+            if (w->layer(w->impl, l, st->active, na, st->pred, st->g[l].n_pred, err, errlen) != 0)
                 return -1;
         }
         progress_report(p->progress, "synth", t + 1, p->tokens, NULL);
@@ -450,12 +452,10 @@ static int synth_tokens(const struct synth_params *p, struct synth_state *st, st
     return 0;
 }
 
-int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen)
+/* The header of p's trace (its source JSON on the heap: NULL when out of memory). */
+static struct trace_meta synth_meta(const struct synth_params *p)
 {
     const struct model_shape *s = p->shape;
-    if (p->tokens == 0 || p->prompts == 0 || p->prompts > p->tokens)
-        return err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
-                       (unsigned long long)p->tokens, (unsigned long long)p->prompts);
     struct trace_meta m = {
         .n_layers = s->n_layers, .d_model = s->d_model, .d_ff = s->d_ff, .dtype = p->dtype,
         .ffn_kind = s->ffn_kind, .source = source_json(p),
@@ -463,18 +463,59 @@ int synth_write(const struct synth_params *p, const char *path, char *err, size_
         .has_predicted = !(p->channel_density > 0) && !p->active_only, .has_channels = p->channel_density > 0,
     };
     trace_meta_set_units(&m);
+    return m;
+}
+
+static int check_counts(const struct synth_params *p, char *err, size_t errlen)
+{
+    if (p->tokens == 0 || p->prompts == 0 || p->prompts > p->tokens)
+        return err_set(err, errlen, "synth: need at least one token per prompt (tokens %llu, prompts %llu)",
+                       (unsigned long long)p->tokens, (unsigned long long)p->prompts);
+    return 0;
+}
+
+int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen)
+{
+    if (check_counts(p, err, errlen) != 0)
+        return -1;
+    struct trace_meta m = synth_meta(p);
     struct synth_state st = {0};
     struct trace_writer *w = NULL;
     int rc = -1;
     if (!m.source)
         err_set(err, errlen, "synth: out of memory");
-    else if (synth_state_init(&st, p, err, errlen) == 0 && (w = trace_writer_open(NULL, path, &m, err, errlen)) &&
-             synth_tokens(p, &st, w, path, err, errlen) == 0) {
-        rc = trace_writer_close(w, err, errlen);
-        w = NULL;
+    else if (synth_state_init(&st, p, err, errlen) == 0 && (w = trace_writer_open(NULL, path, &m, err, errlen))) {
+        struct trace_sink sink = trace_writer_sink(w);
+        if (synth_tokens(p, &st, &sink, path, err, errlen) == 0) {
+            rc = trace_writer_close(w, err, errlen);
+            w = NULL;
+        }
     }
     trace_writer_abort(w);
-    synth_state_free(&st, s->n_layers);
+    synth_state_free(&st, p->shape->n_layers);
+    free(m.source);
+    return rc;
+}
+
+int synth_build(const struct synth_params *p, struct trace *out, char *err, size_t errlen)
+{
+    if (check_counts(p, err, errlen) != 0)
+        return -1;
+    struct trace_meta m = synth_meta(p);
+    struct synth_state st = {0};
+    struct trace_builder *b = NULL;
+    int rc = -1;
+    if (!m.source)
+        err_set(err, errlen, "synth: out of memory");
+    else if (synth_state_init(&st, p, err, errlen) == 0 && (b = trace_builder_new(&m, err, errlen))) {
+        struct trace_sink sink = trace_builder_sink(b);
+        if (synth_tokens(p, &st, &sink, "the trace in memory", err, errlen) == 0) {
+            rc = trace_builder_finish(b, out, err, errlen);
+            b = NULL;
+        }
+    }
+    trace_builder_free(b);
+    synth_state_free(&st, p->shape->n_layers);
     free(m.source);
     return rc;
 }

@@ -46,6 +46,7 @@
 #include "common/wtype.h"
 #include "common/progress.h"
 #include "traces/synth_profile.h"
+#include "traces/trace_stats.h" /* TRACE_SAGG_MAX */
 
 #define SYNTH_RECENT 16 /* earlier tokens whose sets refills may draw from */
 
@@ -69,6 +70,7 @@ struct synth_params {
     const double *layer_density; /* [n_layers] each layer's own (a twin's); NULL: active_density or the curve */
     const char *like;          /* the recorded trace a twin copies (the header names it); NULL: none */
     bool active_only;          /* write the active sets alone (a twin of a trace without predicted sets) */
+    bool fitted;               /* zipf, recur and recur_decay fitted to the recorded trace (synth_fit_reuse) */
 };
 
 /* Defaults: the shape's profile (traces/synth_profile.h), its targets and
@@ -90,9 +92,41 @@ void synth_statistics_text(const struct synth_params *p, char *buf, size_t len);
  * synth_write); with predicted sets their ratio to the active ones and
  * their recall, else active sets alone. 0, or -1 with err: an unreadable trace, one of another
  * shape, one without tokens. */
-int synth_params_like(struct synth_params *p, const char *path, double **density, char *err, size_t errlen);
+struct synth_reuse;
+int synth_params_like(struct synth_params *p, const char *path, double **density, struct synth_reuse *reuse,
+                      char *err, size_t errlen);
+
+/* What a twin's reuse is fitted to: a recorded trace's s_agg(k) of the
+ * active sets (k = 1..k_max) and its hottest 10%'s share
+ * (traces/trace_stats.h). synth_params_like fills it (reuse not NULL). */
+struct synth_reuse {
+    double sagg[TRACE_SAGG_MAX];
+    uint32_t k_max;
+    double hot10;
+};
+
+/* The values synth_fit_reuse tries for each knob (data, so that a finer
+ * search is a longer row). */
+#define SYNTH_FIT_ZIPF {0.0, 0.15, 0.3, 0.5, 0.8, 1.2}
+#define SYNTH_FIT_RECUR {0.0, 0.25, 0.5, 0.75, 0.9, 0.97}
+#define SYNTH_FIT_DECAY {0.3, 0.52, 0.75, 0.9}
+#define SYNTH_FIT_PASSES 2
+
+/* Sets p's zipf, recur and recur_decay to the values whose twin (built in
+ * memory with p's seed) is nearest the recorded reuse: the root mean
+ * square over s_agg(k), k = 2..min(8, k_max), and the hottest 10%'s share,
+ * of twin minus recorded. A coordinate search: each knob in turn over its
+ * values, the others held, SYNTH_FIT_PASSES times (about 30 twins). *rms
+ * gets the best twin's, *rms_before the one of p's knobs as they came.
+ * Progress through p->progress. 0, or -1 with err. */
+int synth_fit_reuse(struct synth_params *p, const struct synth_reuse *target, double *rms, double *rms_before,
+                    char *err, size_t errlen);
 
 /* Writes the trace to path (atomically). 0, or -1 with err. */
 int synth_write(const struct synth_params *p, const char *path, char *err, size_t errlen);
+
+/* The same trace built in memory (trace_free it). 0, or -1 with err. */
+struct trace;
+int synth_build(const struct synth_params *p, struct trace *out, char *err, size_t errlen);
 
 #endif

@@ -16,7 +16,16 @@ static void copy_sequences(struct synth_params *p, const struct trace_stats *s)
     p->prompt_share = (double)s->n_prompt_tokens / (double)s->n_tokens;
 }
 
-int synth_params_like(struct synth_params *p, const char *path, double **density, char *err, size_t errlen)
+static void copy_reuse(struct synth_reuse *reuse, const struct trace_stats *s)
+{
+    _Static_assert(sizeof reuse->sagg == sizeof s->sagg_active, "s_agg of trace_stats.h");
+    memcpy(reuse->sagg, s->sagg_active, sizeof reuse->sagg);
+    reuse->k_max = s->sagg_k_max;
+    reuse->hot10 = s->hot10_share;
+}
+
+int synth_params_like(struct synth_params *p, const char *path, double **density, struct synth_reuse *reuse,
+                      char *err, size_t errlen)
 {
     struct trace tr;
     struct trace_stats s = {0};
@@ -42,6 +51,8 @@ int synth_params_like(struct synth_params *p, const char *path, double **density
         p->targets.recall = s.recall;
     }
     p->layer_density = *density;
+    if (reuse)
+        copy_reuse(reuse, &s);
     p->like = path;
     rc = 0;
 out:

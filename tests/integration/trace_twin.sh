@@ -30,6 +30,18 @@ check "no paper window target for a twin" bash -c "! grep -q 'window of 5 tokens
 check "replay runs on the twin" "$FLASHBED" replay --trace "$WORK/twin.trace" --policy lru --layout bundled \
     --dram-budget 50% --quiet --out "$WORK/replay-twin"
 
+# --fit: the generator's reuse knobs fitted to the recorded trace's; the
+# search starts from the knobs given and keeps only improvements
+"$FLASHBED" trace synth --shape opt-tiny --like "$WORK/real.trace" --fit --out "$WORK/fit.trace" 2> "$WORK/fit.err"
+check "a fitted twin" test -s "$WORK/fit.trace"
+check "the fit is printed" grep -q "fitted to $WORK/real.trace's reuse: --zipf [0-9.]* --recur [0-9.]* --recur-decay [0-9.]*" "$WORK/fit.err"
+check "no worse than the knobs given" python3 -c "
+import re, sys
+a, b = map(float, re.search(r'now ([0-9.]+) from it .*, ([0-9.]+) with the knobs given', open(sys.argv[1]).read()).groups())
+sys.exit(0 if a <= b else 1)" "$WORK/fit.err"
+check "the header says it was fitted" bash -c "'$FLASHBED' trace info '$WORK/fit.trace' | grep -q '\"reuse_fitted\":true'"
+EXPECT_RC=2 expect_error "--fit without --like" "needs --like" trace synth --shape opt-tiny --fit --out "$WORK/no.trace"
+
 # a synthetic trace with predicted sets: its twin keeps them at the same ratio
 check "a trace with predicted sets" "$FLASHBED" trace synth --shape opt-tiny --tokens 40 --prompts 2 --out "$WORK/syn.trace"
 check "its twin" "$FLASHBED" trace synth --shape opt-tiny --like "$WORK/syn.trace" --out "$WORK/syn-twin.trace"
