@@ -82,7 +82,7 @@ run_one() {
         printf '%s\n' "$out" | tail -20 | sed 's/^/    /'
         return 1
     fi
-    if ! printf '%s\n' "$out" | grep -q "^quant_dot form: $variant;"; then
+    if ! grep -q "^quant_dot form: $variant;" <<<"$out"; then
         echo "  $variant $test: FAILED: its library did not compile the $variant form"
         return 1
     fi

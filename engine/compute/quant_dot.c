@@ -2,8 +2,8 @@
  * quant_act.c): per block an exact integer sum, then ggml's scale arithmetic in f32.
  * The weights' integers come from the layouts' one reading
  * (engine/model/dtype_quant.h). The block sums of every type but q2_k
- * and q3_k have an AVX2 form and an AArch64 NEON form (quant_neon.h),
- * each built where the compiler targets it, chosen at compile time as
+ * and q3_k have an AVX2 form, and every type's an AArch64 NEON form
+ * (quant_neon.h), each built where the compiler targets it, chosen at compile time as
  * the CPU kernels' are; an integer sum is exact either way and the f32 steps
  * after it are shared, so both forms give the same bits (the portable
  * ones stay built beside them: quant_dot_portable, for the test). */
@@ -460,9 +460,9 @@ static void rows8_q5_1(const void *w, size_t stride, const void *a, int n, float
 #define dot_q5_1 dot_q5_1_portable
 #endif
 
-/* ---- the K-quants (portable only, for now) ---- */
+/* ---- the K-quants ---- */
 
-static float dot_q2_k(const void *w, const void *act, int n)
+static float dot_q2_k_portable(const void *w, const void *act, int n)
 {
     const uint8_t *b = w;
     const struct q8_k_block *a = act;
@@ -480,7 +480,7 @@ static float dot_q2_k(const void *w, const void *act, int n)
     return sum;
 }
 
-static float dot_q3_k(const void *w, const void *act, int n)
+static float dot_q3_k_portable(const void *w, const void *act, int n)
 {
     const uint8_t *b = w;
     const struct q8_k_block *a = act;
@@ -497,6 +497,44 @@ static float dot_q3_k(const void *w, const void *act, int n)
     }
     return sum;
 }
+
+#ifdef HAVE_NEON
+/* q2_k and q3_k as the portable forms above, each block's integer sum
+ * from quant_neon.h's k2_part (no AVX2 form: the x86 build runs those) */
+static float dot_q2_k(const void *w, const void *act, int n)
+{
+    const uint8_t *b = w;
+    const struct q8_k_block *a = act;
+    float sum = 0.0f;
+    for (int i = 0; i < n / 256; i++, b += 84) {
+        int sc[16], mins = 0;
+        for (int j = 0; j < 16; j++) {
+            sc[j] = b[j] & 0xF;
+            mins += a[i].bsums[j] * (b[j] >> 4);
+        }
+        int s = vaddvq_s32(k2_part(b + 16, NULL, sc, a[i].q));
+        sum += a[i].d * quant_half_at(b + 80) * (float)s - a[i].d * quant_half_at(b + 82) * (float)mins;
+    }
+    return sum;
+}
+
+static float dot_q3_k(const void *w, const void *act, int n)
+{
+    const uint8_t *b = w;
+    const struct q8_k_block *a = act;
+    float sum = 0.0f;
+    for (int i = 0; i < n / 256; i++, b += 110) {
+        int sc[16];
+        quant_q3k_scales(b + 96, sc);
+        int s = vaddvq_s32(k2_part(b + 32, b, sc, a[i].q));
+        sum += quant_half_at(b + 108) * a[i].d * (float)s;
+    }
+    return sum;
+}
+#else
+#define dot_q2_k dot_q2_k_portable
+#define dot_q3_k dot_q3_k_portable
+#endif
 
 /* The K-quants' block sums with their sub-block scales, sum over j of
  * sc[j] * (q_j . a_j): portable, and AVX2 for q4_k, q5_k and q6_k (an
@@ -678,10 +716,10 @@ static int pick(enum fb_dtype t, bool portable, quant_dot_fn *dot, enum quant_ac
         *dot = portable ? dot_q8_0_portable : dot_q8_0, *act = QUANT_ACT_Q8_0;
         return 0;
     case DTYPE_Q2_K:
-        *dot = dot_q2_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q2_k_portable : dot_q2_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q3_K:
-        *dot = dot_q3_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q3_k_portable : dot_q3_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q4_K:
         *dot = portable ? dot_q4_k_portable : dot_q4_k, *act = QUANT_ACT_Q8_K;

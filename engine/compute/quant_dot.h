@@ -71,9 +71,9 @@ typedef float (*quant_dot_fn)(const void *w, const void *act, int n);
 int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
 /* The same, always the portable form (plain C): what the build without
- * vector units runs; where the build has a vector form (AVX2 or AArch64
- * NEON: every type but q2_k and q3_k), a test compares the two, which
- * give the same bits. */
+ * vector units runs; where the build has a vector form (AVX2: every
+ * type but q2_k and q3_k; AArch64 NEON: every type), a test compares the
+ * two, which give the same bits. */
 int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
 /* The form quant_dot_of and quant_dot8_of give, as compiled: "avx2",

@@ -1,6 +1,6 @@
 /* The Arm NEON pieces of the integer dot products: quant_dot.c's one-row
- * block sums and eight-row 32-element forms, quant_dot_k8.c's eight-row
- * K-quants; internal to engine/compute.
+ * block sums (every block type) and eight-row 32-element forms,
+ * quant_dot_k8.c's eight-row K-quants; internal to engine/compute.
  *
  * Contract:
  * - QUANT_NEON is defined where the compiler targets little-endian AArch64
@@ -125,6 +125,33 @@ static inline __attribute__((always_inline)) int32x4_t k6_part(const uint8_t *b,
                 acc = vmlaq_n_s32(acc, dot16(vdupq_n_s32(0), k6_signed(u[r]), vld1q_s8(a + e)), sc[e / 16]);
             }
         }
+    return acc;
+}
+/* One q2_k/q3_k block's sum over its sixteen sub-blocks j of sc[j] (q_j .
+ * a_j): qs its 64 bytes of 2-bit fields (element 128 h + 32 s + l bits
+ * 2 s, 2 s + 1 of qs[32 h + l]), hmask q3_k's 32 bytes of high bits
+ * (element 32 k + l less 4 where bit k of hmask[l] is clear) or NULL for
+ * q2_k: dtype_quant.h's reading */
+static inline __attribute__((always_inline)) int32x4_t k2_part(const uint8_t *qs, const uint8_t *hmask,
+                                                               const int *sc, const int8_t *a)
+{
+    const uint8x16_t m3 = vdupq_n_u8(3), four = vdupq_n_u8(4);
+    uint8x16_t hm_lo = hmask ? vld1q_u8(hmask) : m3, hm_hi = hmask ? vld1q_u8(hmask + 16) : m3;
+    int32x4_t acc = vdupq_n_s32(0);
+    for (int h = 0; h < 2; h++) {
+        uint8x16_t q0 = vld1q_u8(qs + 32 * h), q1 = vld1q_u8(qs + 32 * h + 16);
+        for (int s = 0; s < 4; s++, q0 = vshrq_n_u8(q0, 2), q1 = vshrq_n_u8(q1, 2)) {
+            int8x16_t u0 = as_s8(vandq_u8(q0, m3)), u1 = as_s8(vandq_u8(q1, m3));
+            if (hmask) {
+                uint8x16_t bit = vdupq_n_u8((uint8_t)(1u << (4 * h + s)));
+                u0 = vsubq_s8(u0, as_s8(vbicq_u8(four, vtstq_u8(hm_lo, bit))));
+                u1 = vsubq_s8(u1, as_s8(vbicq_u8(four, vtstq_u8(hm_hi, bit))));
+            }
+            int e = 128 * h + 32 * s;
+            acc = vmlaq_n_s32(acc, dot16(vdupq_n_s32(0), u0, vld1q_s8(a + e)), sc[e / 16]);
+            acc = vmlaq_n_s32(acc, dot16(vdupq_n_s32(0), u1, vld1q_s8(a + e + 16)), sc[e / 16 + 1]);
+        }
+    }
     return acc;
 }
 #endif

@@ -20,8 +20,8 @@
  *   add their activation's s, a half: m * s is off by up to 2^-11 of
  *   |m d_a sum q| <= 2^-11 M; their bound is 2^-14 M + 2^-11 M.
  * - A NaN or an infinity in x makes every type's dot product NaN.
- * - Where the build has a vector form of a dot product (AVX2 or AArch64
- *   NEON: every type but q2_k and q3_k), it equals the portable form bit
+ * - Where the build has a vector form of a dot product (AVX2: every type
+ *   but q2_k and q3_k; AArch64 NEON: every type), it equals the portable form bit
  *   for bit (the same exact integer sums, the same f32 steps after them),
  *   on whole groups of eight blocks and on tails; the form compiled
  *   (quant_dot_form) is printed with the count (tools/check-arm.sh).
