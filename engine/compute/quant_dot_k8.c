@@ -6,7 +6,10 @@
  * form (quant_dot.c's dot_k4, dot_6k) in block order. One row's f32 sum
  * is a chain of one add per 256 elements; what eight rows save is the
  * per-row scalar work: the scale decode, the mins' sum, the horizontal
- * sums, and the short rows' missing hardware prefetch. */
+ * sums, and the short rows' missing hardware prefetch. The NEON form
+ * (AArch64) follows the same plan, four rows to a float32x4, each row's
+ * integer sums quant_neon.h's one-row pieces (its scales applied per
+ * sub-block by multiply-adds on int32 lanes). */
 #include "engine/compute/quant_dot_k8.h"
 
 #include <stdbool.h>
