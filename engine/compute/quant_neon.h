@@ -11,7 +11,11 @@
  * - Each function here gives int32 lanes whose total is the exact integer
  *   stated (the two forms split the total across lanes differently), or
  *   halves widened exactly (as f16_to_f32), so the f32 steps the callers
- *   take after them are the portable form's and give its bits.
+ *   take after them are the portable form's and give its bits, as long
+ *   as the compiler fuses no multiply and add: the build's C11 mode keeps
+ *   gcc at -ffp-contract=off; clang contracts by default (its eight-row
+ *   outputs then differ from the portable form's in the last bit: seen
+ *   under qemu) and needs -ffp-contract=off.
  * - Weight integers are within [-128, 127], activation integers within
  *   [-127, 127] (as quant_act.c writes them; a block with a NaN has
  *   unspecified q, but d NaN, and so its term is NaN whatever they sum
