@@ -2,8 +2,11 @@
 # Installs the Debian packages flashbed needs, only those missing.
 # Used by run-default.sh and run-tests.sh; safe to run again.
 # --for-tests: also, where Debian has them, python3-numpy and python3-torch
-# (without recommends), which the Python tests use and skip without; failing
-# to install them is reported, not an error.
+# (without recommends), which the Python tests use and skip without, and
+# gcc-aarch64-linux-gnu and qemu-user-static, with which tools/check-arm.sh
+# (the check_arm test, which skips without them) builds and runs the
+# quantized dot products for AArch64; failing to install them is reported,
+# not an error.
 set -euo pipefail
 
 # The OpenCL headers and ICD loader build the opencl backend; PoCL runs it
@@ -43,5 +46,14 @@ if [ "${1:-}" = --for-tests ]; then
         echo "install-deps: installing ${optional[*]} for the Python tests" >&2
         apt_install --no-install-recommends "${optional[@]}" > /dev/null ||
             echo "install-deps: could not install ${optional[*]}: the tests that need them skip" >&2
+    fi
+    arm=()
+    for p in gcc-aarch64-linux-gnu qemu-user-static; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || arm+=("$p")
+    done
+    if [ ${#arm[@]} -gt 0 ]; then
+        echo "install-deps: installing ${arm[*]} for the AArch64 check (tools/check-arm.sh)" >&2
+        apt_install --no-install-recommends "${arm[@]}" > /dev/null ||
+            echo "install-deps: could not install ${arm[*]}: check_arm skips" >&2
     fi
 fi

@@ -2,8 +2,9 @@
  * quant_act.c): per block an exact integer sum, then ggml's scale arithmetic in f32.
  * The weights' integers come from the layouts' one reading
  * (engine/model/dtype_quant.h). The block sums of every type but q2_k
- * and q3_k have an AVX2 form where the compiler targets it, chosen at compile time as the
- * CPU kernels' are; an integer sum is exact either way and the f32 steps
+ * and q3_k have an AVX2 form, and every type's an AArch64 NEON form
+ * (quant_neon.h), each built where the compiler targets it, chosen at compile time as
+ * the CPU kernels' are; an integer sum is exact either way and the f32 steps
  * after it are shared, so both forms give the same bits (the portable
  * ones stay built beside them: quant_dot_portable, for the test). */
 #include "engine/compute/quant_dot.h"
@@ -11,11 +12,16 @@
 #include <string.h>
 
 #include "engine/compute/quant_dot_k8.h"
+#include "engine/compute/quant_neon.h"
 #include "engine/compute/quant_rows8.h"
 #include "engine/model/dtype_quant.h"
 
 #ifdef QUANT_ROWS8_AVX2
 #define HAVE_AVX2 1
+#define HAVE_ROWS8 1
+#elif defined(QUANT_NEON)
+#define HAVE_NEON 1
+#define HAVE_ROWS8 1
 #endif
 
 /* ---- the dot products ---- */
@@ -247,6 +253,135 @@ static inline __attribute__((always_inline)) void dot_min_rows8(const uint8_t *b
 }
 #endif
 
+#ifdef HAVE_NEON
+/* 16 bytes of nibbles: *lo elements 0..15 (the low nibbles), *hi 16..31 */
+static inline void nibbles32(const uint8_t *p, uint8x16_t *lo, uint8x16_t *hi)
+{
+    uint8x16_t b = vld1q_u8(p);
+    *lo = vandq_u8(b, vdupq_n_u8(0xF));
+    *hi = vshrq_n_u8(b, 4);
+}
+
+/* 0x10 or'ed into element j of *lo (0..15), *hi (16..31) where bit j of
+ * the 32 at qh is set: each of qh's bytes spread over its eight elements,
+ * then tested against bits 1, 2, 4, ... 128 */
+static inline void or_fifth_bits(const uint8_t *qh, uint8x16_t *lo, uint8x16_t *hi)
+{
+    const uint8x16_t bit = vreinterpretq_u8_u64(vdupq_n_u64(0x8040201008040201ull)), five = vdupq_n_u8(0x10);
+    uint8x16_t s_lo = vcombine_u8(vdup_n_u8(qh[0]), vdup_n_u8(qh[1]));
+    uint8x16_t s_hi = vcombine_u8(vdup_n_u8(qh[2]), vdup_n_u8(qh[3]));
+    *lo = vorrq_u8(*lo, vandq_u8(vtstq_u8(s_lo, bit), five));
+    *hi = vorrq_u8(*hi, vandq_u8(vtstq_u8(s_hi, bit), five));
+}
+
+/* Each type's block as int32 lanes summing to its integer sum against
+ * the activation block a (quant_neon.h's dot32). */
+typedef int32x4_t (*block_part_fn)(const uint8_t *block, const int8_t *a);
+
+static inline int32x4_t offset_part(uint8x16_t lo, uint8x16_t hi, int offset, const int8_t *a)
+{
+    int8x16_t o = vdupq_n_s8((int8_t)offset);
+    return dot32(vsubq_s8(as_s8(lo), o), vsubq_s8(as_s8(hi), o), a);
+}
+
+static inline int32x4_t part_q4_0(const uint8_t *b, const int8_t *a)
+{
+    uint8x16_t lo, hi;
+    nibbles32(b + 2, &lo, &hi);
+    return offset_part(lo, hi, 8, a);
+}
+
+static inline int32x4_t part_q4_1(const uint8_t *b, const int8_t *a)
+{
+    uint8x16_t lo, hi;
+    nibbles32(b + 4, &lo, &hi);
+    return dot32(as_s8(lo), as_s8(hi), a);
+}
+
+static inline int32x4_t part_q5_0(const uint8_t *b, const int8_t *a)
+{
+    uint8x16_t lo, hi;
+    nibbles32(b + 6, &lo, &hi);
+    or_fifth_bits(b + 2, &lo, &hi);
+    return offset_part(lo, hi, 16, a);
+}
+
+static inline int32x4_t part_q5_1(const uint8_t *b, const int8_t *a)
+{
+    uint8x16_t lo, hi;
+    nibbles32(b + 8, &lo, &hi);
+    or_fifth_bits(b + 4, &lo, &hi);
+    return dot32(as_s8(lo), as_s8(hi), a);
+}
+
+static inline int32x4_t part_q8_0(const uint8_t *b, const int8_t *a)
+{
+    return dot32(vld1q_s8((const int8_t *)(b + 2)), vld1q_s8((const int8_t *)(b + 18)), a);
+}
+
+/* the one-row block sums (dot_scaled's and dot_min_32's block_isum_fn) */
+static int nsum_q4_0(const uint8_t *b, const int8_t *a) { return vaddvq_s32(part_q4_0(b, a)); }
+static int nsum_q4_1(const uint8_t *b, const int8_t *a) { return vaddvq_s32(part_q4_1(b, a)); }
+static int nsum_q5_0(const uint8_t *b, const int8_t *a) { return vaddvq_s32(part_q5_0(b, a)); }
+static int nsum_q5_1(const uint8_t *b, const int8_t *a) { return vaddvq_s32(part_q5_1(b, a)); }
+static int nsum_q8_0(const uint8_t *b, const int8_t *a) { return vaddvq_s32(part_q8_0(b, a)); }
+
+/* Rows r0 .. r0 + 3 (r0 + k at b + k * stride) against one activation
+ * block: lane k row r0 + k's integer sum, as f32 (rounded as (float)
+ * rounds the int) */
+static inline __attribute__((always_inline)) float32x4_t isums4(const uint8_t *b, size_t stride, const int8_t *a,
+                                                                block_part_fn part)
+{
+    int32x4_t v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = part(b + k * stride, a);
+    return vcvtq_f32_s32(lane_sums4(v));
+}
+
+/* Eight rows at once (row k at b + k * stride), one block column at a
+ * time, as two vectors of four rows: lane k's f32 steps are the portable
+ * form's for its row, in block order (the AVX2 form's plan, quant_rows8.h's
+ * prefetch of the rows after the next eight too). */
+static inline __attribute__((always_inline)) void dot_scaled_rows8(const uint8_t *b, size_t stride,
+                                                                   const struct q8_0_block *a, int n, size_t bytes,
+                                                                   block_part_fn part, bool q4_0_order, float *out)
+{
+    float32x4_t sum[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    const uint8_t *b0 = b;
+    for (int i = 0; i < n / 32; i++, b += bytes) {
+        prefetch_next8(b0, stride, bytes, i);
+        float32x4_t da = vdupq_n_f32(f16_to_f32(a[i].d));
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *r = b + 4 * h * stride;
+            float32x4_t s = isums4(r, stride, a[i].q, part), dw = halves4(r, stride);
+            sum[h] = vaddq_f32(sum[h], q4_0_order ? vmulq_f32(vmulq_f32(s, dw), da) : vmulq_f32(vmulq_f32(dw, da), s));
+        }
+    }
+    vst1q_f32(out, sum[0]);
+    vst1q_f32(out + 4, sum[1]);
+}
+
+static inline __attribute__((always_inline)) void dot_min_rows8(const uint8_t *b, size_t stride,
+                                                                const struct q8_1_block *a, int n, size_t bytes,
+                                                                block_part_fn part, float *out)
+{
+    float32x4_t sum[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    const uint8_t *b0 = b;
+    for (int i = 0; i < n / 32; i++, b += bytes) {
+        prefetch_next8(b0, stride, bytes, i);
+        float32x4_t da = vdupq_n_f32(f16_to_f32(a[i].d)), sa = vdupq_n_f32(f16_to_f32(a[i].s));
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *r = b + 4 * h * stride;
+            float32x4_t s = isums4(r, stride, a[i].q, part);
+            float32x4_t dd = vmulq_f32(halves4(r, stride), da), ms = vmulq_f32(halves4(r + 2, stride), sa);
+            sum[h] = vaddq_f32(sum[h], vaddq_f32(vmulq_f32(dd, s), ms));
+        }
+    }
+    vst1q_f32(out, sum[0]);
+    vst1q_f32(out + 4, sum[1]);
+}
+#endif
+
 /* ---- the 32-element types' dot products ---- */
 
 /* q4_0, q5_0, q8_0: sum of d_w d_a isum, in ggml's order of the
@@ -285,7 +420,16 @@ static float dot_q5_0(const void *w, const void *a, int n) { return dot_scaled8(
 static float dot_q8_0(const void *w, const void *a, int n) { return dot_scaled8(w, a, n, 34, part_q8_0, false); }
 static float dot_q4_1(const void *w, const void *a, int n) { return dot_min8(w, a, n, 20, part_q4_1); }
 static float dot_q5_1(const void *w, const void *a, int n) { return dot_min8(w, a, n, 24, part_q5_1); }
+#elif defined(HAVE_NEON)
+static float dot_q4_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 18, nsum_q4_0, true); }
+static float dot_q5_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 22, nsum_q5_0, false); }
+static float dot_q8_0(const void *w, const void *a, int n) { return dot_scaled(w, a, n, 34, nsum_q8_0, false); }
+static float dot_q4_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 20, nsum_q4_1); }
+static float dot_q5_1(const void *w, const void *a, int n) { return dot_min_32(w, a, n, 24, nsum_q5_1); }
+#endif
 
+#ifdef HAVE_ROWS8
+/* the eight-row forms (AVX2 or NEON: the same plan, each its own parts) */
 static void rows8_q4_0(const void *w, size_t stride, const void *a, int n, float *out)
 {
     dot_scaled_rows8(w, stride, a, n, 18, part_q4_0, true, out);
@@ -306,7 +450,9 @@ static void rows8_q5_1(const void *w, size_t stride, const void *a, int n, float
 {
     dot_min_rows8(w, stride, a, n, 24, part_q5_1, out);
 }
-#else
+#endif
+
+#if !defined(HAVE_AVX2) && !defined(HAVE_NEON)
 #define dot_q4_0 dot_q4_0_portable
 #define dot_q5_0 dot_q5_0_portable
 #define dot_q8_0 dot_q8_0_portable
@@ -314,9 +460,9 @@ static void rows8_q5_1(const void *w, size_t stride, const void *a, int n, float
 #define dot_q5_1 dot_q5_1_portable
 #endif
 
-/* ---- the K-quants (portable only, for now) ---- */
+/* ---- the K-quants ---- */
 
-static float dot_q2_k(const void *w, const void *act, int n)
+static float dot_q2_k_portable(const void *w, const void *act, int n)
 {
     const uint8_t *b = w;
     const struct q8_k_block *a = act;
@@ -334,7 +480,7 @@ static float dot_q2_k(const void *w, const void *act, int n)
     return sum;
 }
 
-static float dot_q3_k(const void *w, const void *act, int n)
+static float dot_q3_k_portable(const void *w, const void *act, int n)
 {
     const uint8_t *b = w;
     const struct q8_k_block *a = act;
@@ -351,6 +497,44 @@ static float dot_q3_k(const void *w, const void *act, int n)
     }
     return sum;
 }
+
+#ifdef HAVE_NEON
+/* q2_k and q3_k as the portable forms above, each block's integer sum
+ * from quant_neon.h's k2_part (no AVX2 form: the x86 build runs those) */
+static float dot_q2_k(const void *w, const void *act, int n)
+{
+    const uint8_t *b = w;
+    const struct q8_k_block *a = act;
+    float sum = 0.0f;
+    for (int i = 0; i < n / 256; i++, b += 84) {
+        int sc[16], mins = 0;
+        for (int j = 0; j < 16; j++) {
+            sc[j] = b[j] & 0xF;
+            mins += a[i].bsums[j] * (b[j] >> 4);
+        }
+        int s = vaddvq_s32(k2_part(b + 16, NULL, sc, a[i].q));
+        sum += a[i].d * quant_half_at(b + 80) * (float)s - a[i].d * quant_half_at(b + 82) * (float)mins;
+    }
+    return sum;
+}
+
+static float dot_q3_k(const void *w, const void *act, int n)
+{
+    const uint8_t *b = w;
+    const struct q8_k_block *a = act;
+    float sum = 0.0f;
+    for (int i = 0; i < n / 256; i++, b += 110) {
+        int sc[16];
+        quant_q3k_scales(b + 96, sc);
+        int s = vaddvq_s32(k2_part(b + 32, b, sc, a[i].q));
+        sum += quant_half_at(b + 108) * a[i].d * (float)s;
+    }
+    return sum;
+}
+#else
+#define dot_q2_k dot_q2_k_portable
+#define dot_q3_k dot_q3_k_portable
+#endif
 
 /* The K-quants' block sums with their sub-block scales, sum over j of
  * sc[j] * (q_j . a_j): portable, and AVX2 for q4_k, q5_k and q6_k (an
@@ -473,6 +657,23 @@ static inline __attribute__((always_inline)) float dot_6k(const uint8_t *b, cons
     return sum;
 }
 
+#ifdef HAVE_NEON
+static int isum_q4_k_neon(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return vaddvq_s32(k4_part(b + 16, NULL, sc, a->q));
+}
+
+static int isum_q5_k_neon(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return vaddvq_s32(k4_part(b + 48, b + 16, sc, a->q));
+}
+
+static int isum_q6_k_neon(const uint8_t *b, const int *sc, const struct q8_k_block *a)
+{
+    return vaddvq_s32(k6_part(b, sc, a->q));
+}
+#endif
+
 static float dot_q4_k_portable(const void *w, const void *a, int n) { return dot_k4(w, a, n, 144, isum_q4_k); }
 static float dot_q5_k_portable(const void *w, const void *a, int n) { return dot_k4(w, a, n, 176, isum_q5_k); }
 static float dot_q6_k_portable(const void *w, const void *a, int n) { return dot_6k(w, a, n, isum_q6_k); }
@@ -481,6 +682,10 @@ static float dot_q6_k_portable(const void *w, const void *a, int n) { return dot
 static float dot_q4_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 144, isum_q4_k_avx2); }
 static float dot_q5_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 176, isum_q5_k_avx2); }
 static float dot_q6_k(const void *w, const void *a, int n) { return dot_6k(w, a, n, isum_q6_k_avx2); }
+#elif defined(HAVE_NEON)
+static float dot_q4_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 144, isum_q4_k_neon); }
+static float dot_q5_k(const void *w, const void *a, int n) { return dot_k4(w, a, n, 176, isum_q5_k_neon); }
+static float dot_q6_k(const void *w, const void *a, int n) { return dot_6k(w, a, n, isum_q6_k_neon); }
 #else
 #define dot_q4_k dot_q4_k_portable
 #define dot_q5_k dot_q5_k_portable
@@ -511,10 +716,10 @@ static int pick(enum fb_dtype t, bool portable, quant_dot_fn *dot, enum quant_ac
         *dot = portable ? dot_q8_0_portable : dot_q8_0, *act = QUANT_ACT_Q8_0;
         return 0;
     case DTYPE_Q2_K:
-        *dot = dot_q2_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q2_k_portable : dot_q2_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q3_K:
-        *dot = dot_q3_k, *act = QUANT_ACT_Q8_K;
+        *dot = portable ? dot_q3_k_portable : dot_q3_k, *act = QUANT_ACT_Q8_K;
         return 0;
     case DTYPE_Q4_K:
         *dot = portable ? dot_q4_k_portable : dot_q4_k, *act = QUANT_ACT_Q8_K;
@@ -533,9 +738,24 @@ int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act) { retu
 
 int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act) { return pick(t, true, dot, act); }
 
+const char *quant_dot_form(void)
+{
+#if defined(HAVE_AVX2) && defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return "avx2+vnni";
+#elif defined(HAVE_AVX2)
+    return "avx2";
+#elif defined(QUANT_NEON_DOTPROD)
+    return "neon+dotprod";
+#elif defined(HAVE_NEON)
+    return "neon";
+#else
+    return "portable";
+#endif
+}
+
 quant_dot8_fn quant_dot8_of(enum fb_dtype t)
 {
-#ifdef HAVE_AVX2
+#ifdef HAVE_ROWS8
     switch (t) {
     case DTYPE_Q4_0:
         return rows8_q4_0;

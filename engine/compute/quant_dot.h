@@ -71,9 +71,17 @@ typedef float (*quant_dot_fn)(const void *w, const void *act, int n);
 int quant_dot_of(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
 
 /* The same, always the portable form (plain C): what the build without
- * vector units runs; where the build has an AVX2 form (every type but
- * q2_k and q3_k), a test compares the two, which give the same bits. */
+ * vector units runs; where the build has a vector form (AVX2: every
+ * type but q2_k and q3_k; AArch64 NEON: every type), a test compares the
+ * two, which give the same bits. */
 int quant_dot_portable(enum fb_dtype t, quant_dot_fn *dot, enum quant_act *act);
+
+/* The form quant_dot_of and quant_dot8_of give, as compiled: "avx2",
+ * "avx2+vnni" (the AVX-512 VNNI dot product in the AVX2 form), "neon"
+ * (armv8-a: widening multiplies), "neon+dotprod" (the dot-product
+ * instructions) or "portable". The tests print it, and tools/check-arm.sh
+ * checks it names the form each of its builds targets. */
+const char *quant_dot_form(void);
 
 /* Eight rows' dot products at once: out[k] = the dot product of the row
  * at w + k * row_bytes against act, the same bits as the type's
@@ -85,8 +93,8 @@ typedef void (*quant_dot8_fn)(const void *w, size_t row_bytes, const void *act, 
 
 /* A block type's eight-row form, or NULL where the build has none (the
  * portable build, q2_k, q3_k, the float types): then one row at a time.
- * The AVX2 build has it for q4_0, q4_1, q5_0, q5_1, q8_0 (quant_dot.c),
- * q4_k, q5_k and q6_k (quant_dot_k8.c). */
+ * The AVX2 and the AArch64 NEON builds have it for q4_0, q4_1, q5_0,
+ * q5_1, q8_0 (quant_dot.c), q4_k, q5_k and q6_k (quant_dot_k8.c). */
 quant_dot8_fn quant_dot8_of(enum fb_dtype t);
 
 /* The bytes n activations take as a (n a multiple of its block). */

@@ -6,7 +6,10 @@
  * form (quant_dot.c's dot_k4, dot_6k) in block order. One row's f32 sum
  * is a chain of one add per 256 elements; what eight rows save is the
  * per-row scalar work: the scale decode, the mins' sum, the horizontal
- * sums, and the short rows' missing hardware prefetch. */
+ * sums, and the short rows' missing hardware prefetch. The NEON form
+ * (AArch64) follows the same plan, four rows to a float32x4, each row's
+ * integer sums quant_neon.h's one-row pieces (its scales applied per
+ * sub-block by multiply-adds on int32 lanes). */
 #include "engine/compute/quant_dot_k8.h"
 
 #include <stdbool.h>
@@ -14,22 +17,30 @@
 
 #include "engine/compute/quant_rows8.h"
 
-#ifdef QUANT_ROWS8_AVX2
-/* a q4_k/q5_k block's 12 scale bytes s as eight 16-bit scales *sc and
- * eight mins *m (quant_k4_scale_min's values: j < 4 the low six bits of
- * bytes j and j + 4; j >= 4 a nibble of byte j + 4 with the top two bits
- * of bytes j - 4 and j above it) */
-static inline void k4_scales_mins(const uint8_t *s, __m128i *sc, __m128i *m)
+/* a q4_k/q5_k block's 12 scale bytes s as its eight scales (byte j of
+ * sc[0], then of sc[1], scale j or j + 4) and eight mins (m's likewise):
+ * quant_k4_scale_min's values in a few word operations (j < 4 the low six
+ * bits of bytes j and j + 4; j >= 4 a nibble of byte j + 4 with the top
+ * two bits of bytes j - 4 and j above it) */
+static inline void k4_scale_words(const uint8_t *s, uint32_t sc[2], uint32_t m[2])
 {
     uint32_t w0, w1, w2;
     memcpy(&w0, s, 4);
     memcpy(&w1, s + 4, 4);
     memcpy(&w2, s + 8, 4);
-    uint32_t sc_lo = w0 & 0x3F3F3F3Fu, m_lo = w1 & 0x3F3F3F3Fu;
-    uint32_t sc_hi = (w2 & 0x0F0F0F0Fu) | ((w0 >> 6) & 0x03030303u) << 4;
-    uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 6) & 0x03030303u) << 4;
-    *sc = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo));
-    *m = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)m_hi, (int)m_lo));
+    sc[0] = w0 & 0x3F3F3F3Fu, m[0] = w1 & 0x3F3F3F3Fu;
+    sc[1] = (w2 & 0x0F0F0F0Fu) | ((w0 >> 6) & 0x03030303u) << 4;
+    m[1] = ((w2 >> 4) & 0x0F0F0F0Fu) | ((w1 >> 6) & 0x03030303u) << 4;
+}
+
+#ifdef QUANT_ROWS8_AVX2
+/* the eight scales *sc and mins *m as 16-bit lanes */
+static inline void k4_scales_mins(const uint8_t *s, __m128i *sc, __m128i *m)
+{
+    uint32_t scw[2], mw[2];
+    k4_scale_words(s, scw, mw);
+    *sc = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)scw[1], (int)scw[0]));
+    *m = _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, (int)mw[1], (int)mw[0]));
 }
 
 /* shuffle bytes that copy 16-bit element j of each 128-bit half to all
@@ -142,7 +153,84 @@ void quant_rows8_q6_k(const void *w, size_t stride, const void *act, int n, floa
     }
     _mm256_storeu_ps(out, sum);
 }
+#endif
 
+#ifdef QUANT_NEON
+/* One q4_k/q5_k row's block r against a (pairs: a's sums of 16 added in
+ * pairs, one per sub-block of 32): *s's lanes sum to sum_j sc_j (q_j .
+ * a_j), *mins's to sum_j m_j pairs_j (m_j <= 63, |pairs_j| <= 4064:
+ * products within int32) */
+static inline __attribute__((always_inline)) void k4_row(const uint8_t *r, bool q5, const int8_t *a,
+                                                         int16x8_t pairs, int32x4_t *s, int32x4_t *mins)
+{
+    uint32_t scw[2], mw[2];
+    k4_scale_words(r + 4, scw, mw);
+    int sc[8];
+    for (int j = 0; j < 8; j++)
+        sc[j] = (int)(scw[j / 4] >> (8 * (j % 4)) & 0xFF);
+    int16x8_t m = vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(mw[0] | (uint64_t)mw[1] << 32)));
+    *mins = vmlal_high_s16(vmull_s16(vget_low_s16(m), vget_low_s16(pairs)), m, pairs);
+    *s = k4_part(r + (q5 ? 48 : 16), q5 ? r + 16 : NULL, sc, a);
+}
+
+/* q4_k and q5_k: per block, per row sum += (d_w d_a) isum - (dmin_w d_a)
+ * mins, four rows to a vector (quant_dot.c's NEON plan) */
+static inline __attribute__((always_inline)) void k4_rows8(const uint8_t *b, size_t stride,
+                                                           const struct q8_k_block *a, int n, size_t bytes, bool q5,
+                                                           float *out)
+{
+    float32x4_t sum[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    const uint8_t *b0 = b;
+    for (int i = 0; i < n / 256; i++, b += bytes) {
+        prefetch_next8(b0, stride, bytes, i);
+        int16x8_t pairs = vpaddq_s16(vld1q_s16(a[i].bsums), vld1q_s16(a[i].bsums + 8));
+        float32x4_t ad = vdupq_n_f32(a[i].d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *r = b + 4 * h * stride;
+            int32x4_t s[4], m[4];
+            for (int k = 0; k < 4; k++)
+                k4_row(r + k * stride, q5, a[i].q, pairs, &s[k], &m[k]);
+            float32x4_t sf = vcvtq_f32_s32(lane_sums4(s)), mf = vcvtq_f32_s32(lane_sums4(m));
+            float32x4_t dw = halves4(r, stride), dmin = halves4(r + 2, stride);
+            sum[h] = vaddq_f32(sum[h], vsubq_f32(vmulq_f32(vmulq_f32(dw, ad), sf), vmulq_f32(vmulq_f32(dmin, ad), mf)));
+        }
+    }
+    vst1q_f32(out, sum[0]);
+    vst1q_f32(out + 4, sum[1]);
+}
+
+/* One q6_k row's block r against a: lanes summing to sum_j sc_j (q_j . a_j) */
+static inline __attribute__((always_inline)) int32x4_t q6k_row(const uint8_t *r, const int8_t *a)
+{
+    int sc[16];
+    for (int j = 0; j < 16; j++)
+        sc[j] = ((const int8_t *)(r + 192))[j];
+    return k6_part(r, sc, a);
+}
+
+/* q6_k: per block, per row sum += (d_w d_a) isum */
+void quant_rows8_q6_k(const void *w, size_t stride, const void *act, int n, float *out)
+{
+    const uint8_t *b = w, *b0 = w;
+    const struct q8_k_block *a = act;
+    float32x4_t sum[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+    for (int i = 0; i < n / 256; i++, b += 210) {
+        prefetch_next8(b0, stride, 210, i);
+        float32x4_t ad = vdupq_n_f32(a[i].d);
+        for (int h = 0; h < 2; h++) {
+            const uint8_t *r = b + 4 * h * stride;
+            int32x4_t s[4];
+            for (int k = 0; k < 4; k++)
+                s[k] = q6k_row(r + k * stride, a[i].q);
+            sum[h] = vaddq_f32(sum[h], vmulq_f32(vmulq_f32(halves4(r + 208, stride), ad), vcvtq_f32_s32(lane_sums4(s))));
+        }
+    }
+    vst1q_f32(out, sum[0]);
+    vst1q_f32(out + 4, sum[1]);
+}
+#endif
+
+#if defined(QUANT_ROWS8_AVX2) || defined(QUANT_NEON)
 void quant_rows8_q4_k(const void *w, size_t stride, const void *a, int n, float *out)
 {
     k4_rows8(w, stride, a, n, 144, false, out);

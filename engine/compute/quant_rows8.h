@@ -1,11 +1,12 @@
-/* The AVX2 pieces the eight-row dot products share (quant_dot.c's
- * 32-element types, quant_dot_k8.c's K-quants); internal to
- * engine/compute.
+/* The pieces the eight-row dot products share (quant_dot.c's
+ * 32-element types, quant_dot_k8.c's K-quants): the prefetch of later
+ * rows (plain C, the AVX2 and NEON forms' both), and the AVX2 ones;
+ * internal to engine/compute (the NEON ones are quant_neon.h).
  *
  * Contract:
  * - QUANT_ROWS8_AVX2 is defined where the compiler targets AVX2 and F16C
  *   (the hot files' flags, engine/CMakeLists.txt); without it this header
- *   declares nothing and the eight-row forms are not built.
+ *   declares only prefetch_next8.
  * - Rows lie stride bytes apart, stride under 2^28 (quant_dot8_fn's
  *   bound): eight rows' offsets fit a gather's int32 indices.
  * - Nothing here rounds: integer sums are exact in any order, and halves
@@ -14,10 +15,24 @@
 #ifndef FLASHBED_ENGINE_QUANT_ROWS8_H
 #define FLASHBED_ENGINE_QUANT_ROWS8_H
 
-#if defined(__AVX2__) && defined(__F16C__)
-#include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* Eight short rows are eight short streams the hardware prefetchers
+ * barely start on; each block column (i, of bytes bytes) prefetches its
+ * share of the eight rows after the next eight from b, the group's first
+ * row (where a matvec's rows lie; two groups ahead measured best, on an
+ * EPYC, against one, three, four and six). A prefetch past the matrix
+ * reads nothing. */
+static inline void prefetch_next8(const uint8_t *b, size_t stride, size_t bytes, int i)
+{
+    const char *next = (const char *)b + 16 * stride + (size_t)i * 8 * bytes;
+    for (size_t off = 0; off < 8 * bytes; off += 64)
+        __builtin_prefetch(next + off, 0, 3);
+}
+
+#if defined(__AVX2__) && defined(__F16C__)
+#include <immintrin.h>
 
 #define QUANT_ROWS8_AVX2 1
 
@@ -51,19 +66,6 @@ static inline void k6_unpack(const uint8_t *ql, const uint8_t *qh, __m256i u[4])
     u[1] = _mm256_or_si256(_mm256_and_si256(q1, m4), _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
     u[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q0, 4), m4), _mm256_and_si256(h, m30));
     u[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
-}
-
-/* Eight short rows are eight short streams the hardware prefetchers
- * barely start on; each block column (i, of bytes bytes) prefetches its
- * share of the eight rows after the next eight from b, the group's first
- * row (where a matvec's rows lie; two groups ahead measured best, on an
- * EPYC, against one, three, four and six). A prefetch past the matrix
- * reads nothing. */
-static inline void prefetch_next8(const uint8_t *b, size_t stride, size_t bytes, int i)
-{
-    const char *next = (const char *)b + 16 * stride + (size_t)i * 8 * bytes;
-    for (size_t off = 0; off < 8 * bytes; off += 64)
-        __builtin_prefetch(next + off, 0, 3);
 }
 
 /* The eight rows' 32-bit words at p (row k's at p + k * stride), in one

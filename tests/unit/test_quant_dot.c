@@ -21,9 +21,10 @@
  *   |m d_a sum q| <= 2^-11 M; their bound is 2^-14 M + 2^-11 M.
  * - A NaN or an infinity in x makes every type's dot product NaN.
  * - Where the build has a vector form of a dot product (AVX2: every type
- *   but q2_k and q3_k), it equals the portable form bit for bit (the same
- *   exact integer sums, the same f32 steps after them), on whole groups
- *   of eight blocks and on tails.
+ *   but q2_k and q3_k; AArch64 NEON: every type), it equals the portable form bit
+ *   for bit (the same exact integer sums, the same f32 steps after them),
+ *   on whole groups of eight blocks and on tails; the form compiled
+ *   (quant_dot_form) is printed with the count (tools/check-arm.sh).
  * - The CPU kernels on the block types: matvec equals the dot product
  *   row by row, bit for bit, on 1 and 2 threads, and stays within the
  *   bound of decode + a double matvec; axpy_rows equals y += a * decode(w)
@@ -47,6 +48,7 @@
 enum { N = 2048 }; /* elements of a row: 8 K-blocks, 64 blocks of 32 */
 
 static uint64_t rng_state = 0x0123456789ABCDEFull;
+static int identical, compared; /* dot products equal to the portable form's, for the report line */
 
 static uint64_t next64(void)
 {
@@ -173,9 +175,12 @@ static void check_dot_type(enum fb_dtype t, int rows, double *worst)
             double err = fabs((double)got - ref);
             CHECK(err <= bound * m);
             CHECK(memcmp(&got, &portable, sizeof got) == 0); /* the vector form's bits are the portable one's */
+            identical += memcmp(&got, &portable, sizeof got) == 0;
             int part = N - 3 * (int)wtype_block_elems(t); /* a count of blocks no multiple of 8: the tails */
             got = c.dot(row, c.xq, part), portable = c.portable(row, c.xq, part);
             CHECK(memcmp(&got, &portable, sizeof got) == 0);
+            identical += memcmp(&got, &portable, sizeof got) == 0;
+            compared += 2;
             *worst = fmax(*worst, m > 0 ? err / m : 0.0);
         }
     }
@@ -215,6 +220,8 @@ static void test_dots(void)
         check_dot_type((enum fb_dtype)t, 16, &worst);
         printf("%-5s dot: worst |error| / M = %.2e\n", wtype_name((enum fb_dtype)t), worst);
     }
+    printf("quant_dot form: %s; %d of %d dot products bit-identical to the portable form\n", quant_dot_form(),
+           identical, compared);
     quant_dot_fn dot;
     enum quant_act act;
     CHECK(quant_dot_of(DTYPE_F16, &dot, &act) == -1); /* a float type has no block path */
