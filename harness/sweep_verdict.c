@@ -41,7 +41,7 @@ static const struct sweep_point *first_near(const struct sweep *s, double peak)
 
 enum fio_agreement fio_agreement_of(struct spread ours, struct spread fio, struct spread ratio, double band)
 {
-    if (fabs(ratio.median - 1) <= band)
+    if (ratio.median >= 1 - band && ratio.median <= 1 + band)
         return FIO_WITHIN;
     if (ratio.min <= 1 && ratio.max >= 1)
         return FIO_SPREAD_COVERS;
