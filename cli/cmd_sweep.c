@@ -51,7 +51,7 @@ static const struct opt_def sweep_options[] = {
      .min = 1, .max = FB_MAX_IODEPTH},
     {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point, split evenly over its rounds",
      .min = 0.001, .max = FB_MAX_SECONDS},
-    {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded before each round",
+    {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point, split evenly over its rounds",
      .max = FB_MAX_SECONDS},
     {"rounds", OPT_UINT, O(rounds), "3", "N",
      "runs per point, ours and fio's alternating; the median is reported with the min-max",

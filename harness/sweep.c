@@ -284,7 +284,7 @@ static struct point_params point_at(const struct sweep_config *c, size_t ti, siz
         .direct = c->direct,
         .huge_pages = c->huge_pages,
         .runtime_s = c->runtime_s / sweep_rounds_of(c),
-        .ramp_s = c->ramp_s,
+        .ramp_s = c->ramp_s / sweep_rounds_of(c),
         .seed = seed,
         .fault = c->fault,
     };

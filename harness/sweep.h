@@ -38,7 +38,7 @@ struct sweep_config {
     const struct progress_report *progress; /* the scratch file written, then each point (NULL: none) */
     struct io_fault *fault;       /* engine fault: its rules and counts (io/io_fault.h); NULL: none */
     unsigned rounds;              /* runs per point, ours and fio's alternating (harness/sweep_rounds.h);
-                                   * runtime_s is split evenly over them; 0: one */
+                                   * runtime_s and ramp_s are split evenly over them; 0: one */
 };
 
 /* The most rounds a point takes (each round's figures are columns). */
@@ -56,7 +56,7 @@ struct sweep_round {
  * median of the rounds'). Points made by hand may leave n_rounds 0: then
  * result and fio are the one round. */
 struct sweep_point {
-    struct point_params params;   /* runtime_s: one round's; seed: the first round's */
+    struct point_params params;   /* runtime_s, ramp_s: one round's; seed: the first round's */
     struct point_result result;
     bool has_fio;
     struct fio_result fio;

@@ -189,10 +189,10 @@ static void markdown_settings(const struct sweep *s, struct strbuf *t)
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
     if (rounds > 1)
-        strbuf_add(t, "- rounds: %u per point of %.3g s each (the runtime split), each after its ramp%s; every "
+        strbuf_add(t, "- rounds: %u per point of %.3g s each after %.3g s ramp (the point's split)%s; every "
                       "figure below is the rounds' median, min–max beside it\n",
-                   rounds, s->cfg->runtime_s / rounds, fio ? ", ours and fio's alternating (ours first in odd "
-                   "rounds, fio first in even ones)" : "");
+                   rounds, s->cfg->runtime_s / rounds, s->cfg->ramp_s / rounds, fio ? ", ours and fio's "
+                   "alternating (ours first in odd rounds, fio first in even ones)" : "");
     strbuf_add(t, "- read buffers: %s%s%s\n\n",
              ours_on_huge_pages(s) ? "transparent huge pages" : "4 KiB pages",
              fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");

@@ -59,7 +59,7 @@ check "rounds: csv rows as wide as the header" test "$(awk -F, '{print NF}' "$WO
 check "rounds: median of 2 is their mean, min/max their extremes" test "$(json_get "$WORK/rounds/sweep.json" 'all(abs(p["bw_bytes"] - (p["bw_bytes_round1"] + p["bw_bytes_round2"]) / 2) <= 1e-9 * p["bw_bytes"] and p["bw_bytes_min"] == min(p["bw_bytes_round1"], p["bw_bytes_round2"]) and p["bw_bytes_max"] == max(p["bw_bytes_round1"], p["bw_bytes_round2"]) for p in d["points"])')" = True
 check "rounds: the runtime split over them" test "$(json_get "$WORK/rounds/sweep.json" 'd["provenance"]["parameters"]["rounds"]')" = 2
 check "rounds: markdown shows min–max" grep -q '^| chunk | threads | iodepth | GiB/s | min–max | IOPS |' "$WORK/rounds/sweep.md"
-check "rounds: markdown says what the figures are" grep -q "^- rounds: 2 per point of 0.05 s each" "$WORK/rounds/sweep.md"
+check "rounds: markdown says what the figures are" grep -q "^- rounds: 2 per point of 0.05 s each after 0.01 s ramp" "$WORK/rounds/sweep.md"
 check "one round: the columns as before" run_sweep "$WORK/round1" --engine null --rounds 1
 check "one round: no round columns" test "$(head -1 "$WORK/round1/sweep.csv" | grep -c -E 'round1|_min')" -eq 0
 if command -v fio >/dev/null; then
