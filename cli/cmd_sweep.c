@@ -22,6 +22,7 @@ struct sweep_opts {
     uint64_t iodepth;
     double runtime;
     double ramp;
+    uint64_t rounds;
     char *out;
     bool force;
     bool compare_fio;
@@ -38,7 +39,8 @@ struct sweep_opts {
 #define O(f) offsetof(struct sweep_opts, f)
 static const struct opt_def sweep_options[] = {
     {"file", OPT_STRING, O(file), NULL, "PATH", "file to read; created (random data) if missing or too small"},
-    {"size", OPT_SIZE, O(size), "4G", "BYTES", "bytes of the file that reads are spread over"},
+    {"size", OPT_SIZE, O(size), "4G", "BYTES", "bytes of the file that reads are spread over",
+     .unit_guess = "k,m"},
     {"chunks", OPT_SIZE_LIST, O(chunks), "4k,8k,16k,32k,64k,128k,256k,512k,1m", "LIST", "read sizes",
      .min = 1, .max = 1 << 30},
     {"threads", OPT_UINT_LIST, O(threads), "1,2,4,8,16,32,64", "LIST", "reader thread counts",
@@ -47,10 +49,13 @@ static const struct opt_def sweep_options[] = {
      .allowed = "psync|io_uring|mmap|null|fault"},
     {"iodepth", OPT_UINT, O(iodepth), "1", "N", "reads in flight per thread (io_uring)",
      .min = 1, .max = FB_MAX_IODEPTH},
-    {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point",
+    {"runtime", OPT_DURATION, O(runtime), "2", "SECONDS", "measured time per point, split evenly over its rounds",
      .min = 0.001, .max = FB_MAX_SECONDS},
-    {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point",
+    {"ramp", OPT_DURATION, O(ramp), "0.5", "SECONDS", "time run first and discarded per point, split evenly over its rounds",
      .max = FB_MAX_SECONDS},
+    {"rounds", OPT_UINT, O(rounds), "3", "N",
+     "runs per point, ours and fio's alternating; the median is reported with the min-max",
+     .min = 1, .max = SWEEP_MAX_ROUNDS},
     {"out", OPT_STRING, O(out), NULL, "DIR", "result folder [default: results/sweep-<timestamp>]"},
     {"compare-fio", OPT_FLAG, O(compare_fio), NULL, NULL, "run fio on the same job after each point"},
     {"fio-mem", OPT_STRING, O(fio_mem), NULL, "TYPE", "fio's --mem for its buffers (shmhuge: huge pages, as ours)"},
@@ -88,7 +93,8 @@ static const struct sweep_flag sweep_flags[] = {
     {SWEEP_SET_PATH, "--file"},         {SWEEP_SET_SIZE, "--size"},       {SWEEP_SET_CHUNKS, "--chunks"},
     {SWEEP_SET_THREADS, "--threads"},   {SWEEP_SET_IODEPTH, "--iodepth"}, {SWEEP_SET_RUNTIME, "--runtime"},
     {SWEEP_SET_OUT, "--out"},           {SWEEP_SET_FIO, "--compare-fio"}, {SWEEP_SET_FIO_MEM, "--fio-mem"},
-    {SWEEP_SET_PLOT, "--plot"},         {SWEEP_SET_DIRECT, "--buffered"}, {0, NULL},
+    {SWEEP_SET_PLOT, "--plot"},         {SWEEP_SET_ROUNDS, "--rounds"},   {SWEEP_SET_DIRECT, "--buffered"},
+    {0, NULL},
 };
 
 /* "CMD --option: why", the option being the first the refusal is about,
@@ -195,6 +201,7 @@ int cmd_sweep(int argc, char **argv, const struct fb_settings *set)
         .direct = !o.buffered,
         .runtime_s = o.runtime,
         .ramp_s = o.ramp,
+        .rounds = (unsigned)o.rounds,
         .compare_fio = o.compare_fio,
         .fio_mem = o.fio_mem,
         .plot = o.plot,

@@ -264,7 +264,7 @@ static int parse_text(const struct opt_def *d, char *field, const char *text, ch
         return d->percent ? parse_share(text, (double *)field, err, errlen)
                           : parse_double(text, (double *)field, err, errlen);
     case OPT_SIZE: /* an amount of memory or disk: "25" needs its unit */
-        return parse_size_with_unit(text, "G", (uint64_t *)field, err, errlen);
+        return parse_size_with_unit(text, d->unit_guess ? d->unit_guess : "G", (uint64_t *)field, err, errlen);
     case OPT_SIZE_LIST:
     case OPT_UINT_LIST: {
         struct u64_list *l = (struct u64_list *)field;

@@ -65,6 +65,8 @@ struct opt_def {
                           * the numbers, stored as 0 ("auto": the program chooses) */
     char short_name;     /* also accepted as "-c VALUE" (.short_name = 'n': "-n 64"); --help says so */
     bool percent;        /* OPT_DOUBLE: "50%" is accepted too, as 0.5 (a share, as --dram-budget takes one) */
+    const char *unit_guess; /* OPT_SIZE: the units a number without one is suggested with, comma-separated
+                             * ("k,m": "did you mean 256k or 256m?"); NULL: "G" */
 };
 
 #define OPT_END {.name = NULL}

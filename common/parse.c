@@ -311,8 +311,15 @@ int parse_size_with_unit(const char *text, const char *guess, uint64_t *out, cha
     if (strcmp(guess, "%") == 0)
         return err_set(err, errlen, "'%s' has no unit: did you mean %s%%? (a share is written %s%%, a size %sB "
                        "for bytes, or %sK, %sM, %sG)", text, text, text, text, text, text, text);
-    return err_set(err, errlen, "'%s' has no unit: did you mean %s%s? (a size is written %sB for bytes, or %sK, "
-                   "%sM, %sG)", text, text, guess, text, text, text, text);
+    char meant[160] = ""; /* "256k or 256m" from "k,m" */
+    size_t n_units;
+    char **units = split_commas(guess, &n_units);
+    for (size_t i = 0; units && i < n_units; i++)
+        snprintf(meant + strlen(meant), sizeof meant - strlen(meant), "%s%s%s",
+                 i == 0 ? "" : i + 1 == n_units ? " or " : ", ", text, units[i]);
+    free(units);
+    return err_set(err, errlen, "'%s' has no unit: did you mean %s? (a size is written %sB for bytes, or %sK, "
+                   "%sM, %sG)", text, meant, text, text, text, text);
 }
 
 int parse_share_or_size(const char *text, double whole, double *bytes, char *err, size_t errlen)

@@ -46,7 +46,8 @@ int parse_share(const char *text, double *out, char *err, size_t errlen);
 /* As parse_size, for an amount of memory or disk (a file's size, a budget):
  * a number without a unit other than 0 is refused ("25" is rarely 25 bytes;
  * "25B" is), err saying "did you mean <number><guess>?", guess being the
- * caller's likeliest unit ("G", "%"). */
+ * caller's likeliest unit ("G", "%") or units, comma-separated ("k,m":
+ * "did you mean 25k or 25m?"). */
 int parse_size_with_unit(const char *text, const char *guess, uint64_t *out, char *err, size_t errlen);
 
 /* A budget: "50%" of whole (0% to 100%), or a size as parse_size_with_unit

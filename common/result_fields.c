@@ -8,6 +8,7 @@ void fields_to_json(cJSON *obj, const struct field *f, int n)
         case FIELD_BOOL: cJSON_AddBoolToObject(obj, f[k].key, f[k].v != 0); break;
         case FIELD_INT:
         case FIELD_REAL: cJSON_AddNumberToObject(obj, f[k].key, f[k].v); break;
+        case FIELD_NONE: cJSON_AddNullToObject(obj, f[k].key); break;
         }
     }
 }
@@ -32,6 +33,7 @@ void fields_csv_row(FILE *out, const struct field *f, int n, int ncols)
         case FIELD_INT: fprintf(out, "%s%.0f", sep, f[k].v); break;
         case FIELD_BOOL: fprintf(out, "%s%s", sep, f[k].v != 0 ? "true" : "false"); break;
         case FIELD_REAL: fprintf(out, "%s%.10g", sep, f[k].v); break;
+        case FIELD_NONE: fputs(sep, out); break;
         }
     }
     fputc('\n', out);

@@ -8,7 +8,9 @@
 
 #include <cjson/cJSON.h>
 
-enum field_kind { FIELD_STR, FIELD_INT, FIELD_REAL, FIELD_BOOL };
+/* FIELD_NONE: a value not measured (a round a point stopped before):
+ * null in JSON, an empty CSV column */
+enum field_kind { FIELD_STR, FIELD_INT, FIELD_REAL, FIELD_BOOL, FIELD_NONE };
 
 struct field {
     const char *key;

@@ -17,6 +17,7 @@
 #include "common/progress.h"
 #include "common/provenance.h"
 #include "common/subprocess.h"
+#include "harness/sweep_rounds.h"
 
 
 static uint64_t list_max(const struct u64_list *l)
@@ -52,6 +53,8 @@ static int check_numbers(const struct sweep_config *c, unsigned *settings, char 
         return REFUSE(SWEEP_SET_PATH, "no file to read given (it is created if missing)");
     if (c->runtime_s <= 0)
         return REFUSE(SWEEP_SET_RUNTIME, "the measured time must be positive");
+    if (c->rounds > SWEEP_MAX_ROUNDS)
+        return REFUSE(SWEEP_SET_ROUNDS, "%u rounds are more than %d", c->rounds, SWEEP_MAX_ROUNDS);
     if (c->iodepth < 1 || c->iodepth > FB_MAX_IODEPTH)
         return REFUSE(SWEEP_SET_IODEPTH, "reads in flight per thread must be between 1 and %d", FB_MAX_IODEPTH);
     for (size_t i = 0; i < c->threads.n; i++)
@@ -192,46 +195,81 @@ static void describe(const struct point_params *p, char *buf, size_t len)
     snprintf(buf, len, "%s chunk %s threads %u", p->engine->name, chunk, p->threads);
 }
 
-/* Measures one point (and fio's run of the same job when asked) into pt.
- * 0; 1 with the reason in err; 130 when interrupted (pt incomplete). */
-static int measure_point(const struct sweep_config *c, struct sweep_point *pt, size_t done, size_t total,
-                         char *err, size_t errlen)
+/* Ours' run in round r into pt: 0; 1 with the reason in err; 130 when
+ * interrupted; 2 when a read failed its retry (pt kept with its error). */
+static int measure_ours(struct sweep_point *pt, unsigned r, size_t seed_stride, char *err, size_t errlen)
 {
-    char what[96];
-    describe(&pt->params, what, sizeof what);
-    progress_report(c->progress, "sweep", done, total, what);
-    struct io_fault_counts before, after;
-    io_fault_counts(c->fault, &before);
-    int rc = bench_point_run(&pt->params, &pt->result, pt->error, sizeof pt->error);
-    io_fault_counts(c->fault, &after);
-    pt->faults.attempts = after.attempts - before.attempts;
-    for (int k = 0; k < IO_FAULT_KINDS; k++)
-        pt->faults.injected[k] = after.injected[k] - before.injected[k];
-    if (rc != 0 && !pt->result.read_failed) {
+    struct point_params round = pt->params;
+    round.seed += (uint64_t)r * seed_stride; /* fresh offsets each round, as fio's randrepeat=0 */
+    struct point_result res;
+    int rc = bench_point_run(&round, &res, pt->error, sizeof pt->error);
+    if (rc != 0 && !res.read_failed) {
         err_set(err, errlen, "%s", pt->error);
         return 1;
     }
-    if (rc != 0) { /* kept with its error; no fio beside a failed point */
-        snprintf(pt->failed_offset, sizeof pt->failed_offset, "%llu", (unsigned long long)pt->result.failed_offset);
-        return 0;
+    sweep_round_add(pt, r, &res);
+    if (rc != 0) {
+        snprintf(pt->failed_offset, sizeof pt->failed_offset, "%llu", (unsigned long long)res.failed_offset);
+        return 2;
     }
     pt->error[0] = '\0';
-    if (pt->result.interrupted)
+    if (res.interrupted)
         return 130;
-    pt->params.iodepth = pt->result.iodepth;
-    if (!c->compare_fio)
-        return 0;
-    progress_report(c->progress, "sweep", done, total, "fio: same job");
-    if (fio_job_run(&pt->params, c->fio_mem, &pt->fio, err, errlen) != 0) {
+    pt->params.iodepth = res.iodepth;
+    return 0;
+}
+
+/* fio's run of the same job in round r into pt: 0; 1 with the reason in
+ * err; 130 when interrupted (its numbers partial). */
+static int measure_fio(const struct sweep_config *c, struct sweep_point *pt, unsigned r, char *err, size_t errlen)
+{
+    struct fio_result f;
+    if (fio_job_run(&pt->params, c->fio_mem, &f, err, errlen) != 0) {
         if (!interrupted())
             return 1;
         err_set(err, errlen, "%s", ""); /* fio failed because it was interrupted: no error */
         return 130;
     }
     if (interrupted())
-        return 130; /* fio was interrupted too: its numbers are partial */
-    pt->has_fio = true;
+        return 130;
+    sweep_round_add_fio(pt, r, &f);
     return 0;
+}
+
+/* Measures one point in its rounds into pt, ours and fio's (when asked)
+ * alternating: ours first in even rounds, fio first in odd ones. 0; 1 with
+ * the reason in err; 130 when interrupted (pt incomplete). A read that
+ * failed its retry ends the point's rounds: it is kept with its error, no
+ * fio beside it. */
+static int measure_point(const struct sweep_config *c, struct sweep_point *pt, size_t done, size_t total,
+                         char *err, size_t errlen)
+{
+    unsigned rounds = sweep_rounds_of(c);
+    char what[96], line[160];
+    describe(&pt->params, what, sizeof what);
+    struct io_fault_counts before, after;
+    io_fault_counts(c->fault, &before);
+    int rc = 0;
+    for (unsigned r = 0; r < rounds && rc == 0; r++) {
+        bool fio_first = c->compare_fio && r % 2 == 1;
+        snprintf(line, sizeof line, "%s, round %u of %u", what, r + 1, rounds);
+        progress_report(c->progress, "sweep", done, total, rounds > 1 ? line : what);
+        if (fio_first)
+            rc = measure_fio(c, pt, r, err, errlen);
+        if (rc == 0)
+            rc = measure_ours(pt, r, total, err, errlen);
+        if (rc == 0 && c->compare_fio && !fio_first) {
+            progress_report(c->progress, "sweep", done, total, "fio: same job");
+            rc = measure_fio(c, pt, r, err, errlen);
+        }
+    }
+    io_fault_counts(c->fault, &after);
+    pt->faults.attempts = after.attempts - before.attempts;
+    for (int k = 0; k < IO_FAULT_KINDS; k++)
+        pt->faults.injected[k] = after.injected[k] - before.injected[k];
+    pt->has_fio = rc == 0 && c->compare_fio;
+    sweep_point_settle(pt);
+    return rc == 2 ? 0 : rc;
 }
 
 static struct point_params point_at(const struct sweep_config *c, size_t ti, size_t ci, uint64_t seed)
@@ -245,8 +283,8 @@ static struct point_params point_at(const struct sweep_config *c, size_t ti, siz
         .iodepth = c->iodepth,
         .direct = c->direct,
         .huge_pages = c->huge_pages,
-        .runtime_s = c->runtime_s,
-        .ramp_s = c->ramp_s,
+        .runtime_s = c->runtime_s / sweep_rounds_of(c),
+        .ramp_s = c->ramp_s / sweep_rounds_of(c),
         .seed = seed,
         .fault = c->fault,
     };

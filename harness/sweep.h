@@ -37,13 +37,31 @@ struct sweep_config {
     const char *fio_mem;          /* fio's --mem for --compare-fio, NULL: fio's default */
     const struct progress_report *progress; /* the scratch file written, then each point (NULL: none) */
     struct io_fault *fault;       /* engine fault: its rules and counts (io/io_fault.h); NULL: none */
+    unsigned rounds;              /* runs per point, ours and fio's alternating (harness/sweep_rounds.h);
+                                   * runtime_s and ramp_s are split evenly over them; 0: one */
 };
 
+/* The most rounds a point takes (each round's figures are columns). */
+#define SWEEP_MAX_ROUNDS 10
+
+/* One round of a point: ours, and fio's run beside it (has_fio). */
+struct sweep_round {
+    double bw_bytes, iops;
+    struct fio_result fio;
+};
+
+/* A point measured in rounds: result sums the rounds' reads (bytes, ios,
+ * seconds, CPU, retries, one latency histogram), its bw_bytes and iops are
+ * the rounds' medians, as are fio's figures (each latency percentile the
+ * median of the rounds'). Points made by hand may leave n_rounds 0: then
+ * result and fio are the one round. */
 struct sweep_point {
-    struct point_params params;
+    struct point_params params;   /* runtime_s, ramp_s: one round's; seed: the first round's */
     struct point_result result;
     bool has_fio;
     struct fio_result fio;
+    unsigned n_rounds;            /* rounds measured (a failed point: up to the one that failed) */
+    struct sweep_round rounds[SWEEP_MAX_ROUNDS];
     struct io_fault_counts faults; /* what the fault engine injected during the point */
     char error[512];               /* a read that failed its retry: the point stopped there ("" none) */
     char failed_offset[24];        /* its offset in decimal ("" none) */
@@ -74,6 +92,7 @@ enum sweep_setting {
     SWEEP_SET_FIO = 1 << 8,       /* compare_fio */
     SWEEP_SET_FIO_MEM = 1 << 9,
     SWEEP_SET_PLOT = 1 << 10,
+    SWEEP_SET_ROUNDS = 1 << 11,
 };
 
 /* Validates everything that can be checked before touching the disk:

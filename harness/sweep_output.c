@@ -14,11 +14,43 @@
 #include "common/result_fields.h"
 #include "common/strbuf.h"
 #include "harness/sweep.h"
+#include "harness/sweep_rounds.h"
 #include "harness/sweep_verdict.h"
 
+/* The keys of each round's figure (static strings the fields point at). */
+static const char *const ours_round_keys[SWEEP_MAX_ROUNDS] = {
+    "bw_bytes_round1", "bw_bytes_round2", "bw_bytes_round3", "bw_bytes_round4", "bw_bytes_round5",
+    "bw_bytes_round6", "bw_bytes_round7", "bw_bytes_round8", "bw_bytes_round9", "bw_bytes_round10",
+};
+static const char *const fio_round_keys[SWEEP_MAX_ROUNDS] = {
+    "fio_bw_bytes_round1", "fio_bw_bytes_round2", "fio_bw_bytes_round3", "fio_bw_bytes_round4",
+    "fio_bw_bytes_round5", "fio_bw_bytes_round6", "fio_bw_bytes_round7", "fio_bw_bytes_round8",
+    "fio_bw_bytes_round9", "fio_bw_bytes_round10",
+};
+
+/* The point's fields, its round figures and the ratio's spread always fit. */
+_Static_assert(33 + 2 * (2 + SWEEP_MAX_ROUNDS) + 2 <= FIELDS_MAX, "a sweep point's columns exceed FIELDS_MAX");
+
+/* min, max and each of `rounds` rounds' figure of one series (bytes/s);
+ * a round the point stopped before is FIELD_NONE. */
+static void round_fields(struct field *f, int *n, const char *min_key, const char *max_key,
+                         const char *const *keys, struct spread sp, const struct sweep_point *p, bool fio,
+                         unsigned rounds)
+{
+    FIELD_ADD(f, n, min_key, FIELD_REAL, NULL, sp.min);
+    FIELD_ADD(f, n, max_key, FIELD_REAL, NULL, sp.max);
+    for (unsigned r = 0; r < rounds; r++) {
+        bool have = r < p->n_rounds;
+        double v = !have ? 0 : fio ? p->rounds[r].fio.bw_bytes : p->rounds[r].bw_bytes;
+        FIELD_ADD(f, n, keys[r], have ? FIELD_REAL : FIELD_NONE, NULL, v);
+    }
+}
+
 /* Every key of a point, in the order the CSV columns take. fio's keys are
- * present only when the point was compared (has_fio). */
-static int point_fields(const struct sweep_point *p, struct field *f)
+ * present only when the point was compared (has_fio); each round's figures
+ * and their min and max only when the sweep has rounds > 1 (bw_bytes, iops,
+ * fio's figures and the ratio being the rounds' medians). */
+static int point_fields(const struct sweep_point *p, unsigned rounds, struct field *f)
 {
     const struct point_result *r = &p->result;
     int n = 0;
@@ -51,6 +83,8 @@ static int point_fields(const struct sweep_point *p, struct field *f)
         FIELD("injected_delay", FIELD_INT, NULL, p->faults.injected[IO_FAULT_DELAY]);
         FIELD("failed_offset", FIELD_STR, p->failed_offset, 0);
     }
+    if (rounds > 1)
+        round_fields(f, &n, "bw_bytes_min", "bw_bytes_max", ours_round_keys, point_ours_spread(p), p, false, rounds);
     if (p->has_fio) {
         FIELD("fio_bw_bytes", FIELD_REAL, NULL, p->fio.bw_bytes);
         FIELD("fio_iops", FIELD_REAL, NULL, p->fio.iops);
@@ -58,7 +92,15 @@ static int point_fields(const struct sweep_point *p, struct field *f)
         FIELD("fio_lat_p90_ns", FIELD_INT, NULL, p->fio.lat_p90_ns);
         FIELD("fio_lat_p99_ns", FIELD_INT, NULL, p->fio.lat_p99_ns);
         FIELD("fio_lat_p999_ns", FIELD_INT, NULL, p->fio.lat_p999_ns);
-        FIELD("bw_ratio_vs_fio", FIELD_REAL, NULL, p->fio.bw_bytes > 0 ? r->bw_bytes / p->fio.bw_bytes : 0);
+        if (rounds > 1)
+            round_fields(f, &n, "fio_bw_bytes_min", "fio_bw_bytes_max", fio_round_keys, point_fio_spread(p), p, true,
+                         rounds);
+        struct spread ratio = point_ratio_spread(p);
+        FIELD("bw_ratio_vs_fio", FIELD_REAL, NULL, ratio.median);
+        if (rounds > 1) {
+            FIELD("bw_ratio_min", FIELD_REAL, NULL, ratio.min);
+            FIELD("bw_ratio_max", FIELD_REAL, NULL, ratio.max);
+        }
     }
 #undef FIELD
     return n;
@@ -87,10 +129,11 @@ cJSON *sweep_to_json(const struct sweep *s)
     cJSON_AddBoolToObject(root, "page_cache_bypassed", direct);
     cJSON_AddBoolToObject(root, "complete", s->complete);
     cJSON *points = cJSON_AddArrayToObject(root, "points");
+    unsigned rounds = sweep_rounds_of(s->cfg);
     struct field f[FIELDS_MAX];
     for (size_t i = 0; i < s->n_points; i++) {
         cJSON *o = cJSON_CreateObject();
-        fields_to_json(o, f, point_fields(&s->points[i], f));
+        fields_to_json(o, f, point_fields(&s->points[i], rounds, f));
         if (s->points[i].error[0])
             cJSON_AddStringToObject(o, "error", s->points[i].error);
         cJSON_AddItemToArray(points, o);
@@ -112,10 +155,11 @@ char *sweep_to_csv(const struct sweep *s)
     header_src.params.engine = s->cfg->engine;
     header_src.params.fault = s->cfg->fault;
     header_src.has_fio = any_fio(s);
-    int ncols = point_fields(&header_src, f);
+    unsigned rounds = sweep_rounds_of(s->cfg);
+    int ncols = point_fields(&header_src, rounds, f);
     fields_csv_header(out, f, ncols);
     for (size_t i = 0; i < s->n_points; i++)
-        fields_csv_row(out, f, point_fields(&s->points[i], f), ncols);
+        fields_csv_row(out, f, point_fields(&s->points[i], rounds, f), ncols);
     return memtext_take(&t);
 }
 
@@ -125,51 +169,84 @@ static const char *prov_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-char *sweep_to_markdown(const struct sweep *s)
+/* The run's settings above the table: command, machine, file, engine, time, buffers. */
+static void markdown_settings(const struct sweep *s, struct strbuf *t)
 {
-    struct strbuf t = {0};
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(s->provenance, "machine");
     const cJSON *d = cJSON_GetObjectItemCaseSensitive(s->provenance, "disk");
     bool fio = any_fio(s);
     bool direct = s->n_points ? s->points[0].result.direct : s->cfg->direct;
-    strbuf_add(&t, "# flashbed sweep: random-read throughput\n\n");
-    strbuf_add(&t, "- command: `%s`\n", prov_str(s->provenance, "command_line"));
-    strbuf_add(&t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
+    unsigned rounds = sweep_rounds_of(s->cfg);
+    strbuf_add(t, "# flashbed sweep: random-read throughput\n\n");
+    strbuf_add(t, "- command: `%s`\n", prov_str(s->provenance, "command_line"));
+    strbuf_add(t, "- commit: %s\n- date: %s\n", prov_str(s->provenance, "git_commit"),
              prov_str(s->provenance, "date"));
-    strbuf_add(&t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
+    strbuf_add(t, "- machine: %s, %s\n", prov_str(m, "cpu"), prov_str(m, "os"));
     const char *model = prov_str(d, "model");
-    strbuf_add(&t, "- file: %s on %s (%s%s%s)\n", s->cfg->path, prov_str(d, "device"),
+    strbuf_add(t, "- file: %s on %s (%s%s%s)\n", s->cfg->path, prov_str(d, "device"),
                prov_str(d, "file_system"), model[0] ? ", " : "", model);
-    strbuf_add(&t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
+    strbuf_add(t, "- engine: %s, page cache %s, runtime %.3g s after %.3g s ramp%s\n",
              s->cfg->engine->name, direct ? "bypassed (direct I/O)" : "used", s->cfg->runtime_s,
              s->cfg->ramp_s, s->complete ? "" : " — **interrupted: partial results**");
-    strbuf_add(&t, "- read buffers: %s%s%s\n\n",
+    if (rounds > 1)
+        strbuf_add(t, "- rounds: %u per point of %.3g s each after %.3g s ramp (the point's split)%s; every "
+                      "figure below is the rounds' median, min–max beside it\n",
+                   rounds, s->cfg->runtime_s / rounds, s->cfg->ramp_s / rounds, fio ? ", ours and fio's "
+                   "alternating (ours first in odd rounds, fio first in even ones)" : "");
+    strbuf_add(t, "- read buffers: %s%s%s\n\n",
              ours_on_huge_pages(s) ? "transparent huge pages" : "4 KiB pages",
              fio ? "; fio's buffers: --mem=" : "", fio ? (s->cfg->fio_mem ? s->cfg->fio_mem : "malloc (fio's default)") : "");
+}
+
+/* " a–b |": a spread's extremes, in GiB/s when gib, else as they are. */
+static void markdown_range(struct strbuf *t, struct spread sp, bool gib)
+{
+    double k = gib ? 1.0 / (1u << 30) : 1;
+    strbuf_add(t, " %.3f–%.3f |", sp.min * k, sp.max * k);
+}
+
+static void markdown_row(struct strbuf *t, const struct sweep_point *p, bool fio, unsigned rounds)
+{
+    char chunk[32];
+    format_size(p->params.chunk, chunk, sizeof chunk);
+    strbuf_add(t, "| %s | %u | %u | %.3f |", chunk, p->params.threads, p->result.iodepth,
+               p->result.bw_bytes / (1u << 30));
+    if (rounds > 1)
+        markdown_range(t, point_ours_spread(p), true);
+    strbuf_add(t, " %.0f | %.1f | %.1f | %.1f |", p->result.iops, (double)hist_percentile(&p->result.lat, 50) / 1e3,
+               (double)hist_percentile(&p->result.lat, 99) / 1e3, (double)hist_percentile(&p->result.lat, 99.9) / 1e3);
+    if (p->has_fio) {
+        strbuf_add(t, " %.3f |", p->fio.bw_bytes / (1u << 30));
+        if (rounds > 1)
+            markdown_range(t, point_fio_spread(p), true);
+        strbuf_add(t, " %.3f |", point_ratio_spread(p).median);
+        if (rounds > 1)
+            markdown_range(t, point_ratio_spread(p), false);
+    } else if (fio)
+        strbuf_add(t, "%s", rounds > 1 ? " | | | |" : " | |");
+    strbuf_add(t, "\n");
+}
+
+char *sweep_to_markdown(const struct sweep *s)
+{
+    struct strbuf t = {0};
+    bool fio = any_fio(s);
+    unsigned rounds = sweep_rounds_of(s->cfg);
+    markdown_settings(s, &t);
     char *verdict = sweep_verdict(s);
     if (verdict)
         strbuf_add(&t, "## Verdict\n\n%s\n## Every point\n\n", verdict);
     free(verdict);
-    strbuf_add(&t, "| chunk | threads | iodepth | GiB/s | IOPS | p50 µs | p99 µs | p99.9 µs |");
+    const char *range = rounds > 1 ? " min–max |" : "", *align = rounds > 1 ? "---:|" : "";
+    strbuf_add(&t, "| chunk | threads | iodepth | GiB/s |%s IOPS | p50 µs | p99 µs | p99.9 µs |", range);
     if (fio)
-        strbuf_add(&t, " fio GiB/s | ours / fio |");
-    strbuf_add(&t, "\n|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", fio ? "---:|---:|" : "");
-    for (size_t i = 0; i < s->n_points; i++) {
-        const struct sweep_point *p = &s->points[i];
-        char chunk[32];
-        format_size(p->params.chunk, chunk, sizeof chunk);
-        strbuf_add(&t, "| %s | %u | %u | %.3f | %.0f | %.1f | %.1f | %.1f |", chunk, p->params.threads,
-                 p->result.iodepth, p->result.bw_bytes / (1u << 30), p->result.iops,
-                 (double)hist_percentile(&p->result.lat, 50) / 1e3,
-                 (double)hist_percentile(&p->result.lat, 99) / 1e3,
-                 (double)hist_percentile(&p->result.lat, 99.9) / 1e3);
-        if (p->has_fio)
-            strbuf_add(&t, " %.3f | %.3f |", p->fio.bw_bytes / (1u << 30),
-                     p->fio.bw_bytes > 0 ? p->result.bw_bytes / p->fio.bw_bytes : 0);
-        else if (fio)
-            strbuf_add(&t, " | |");
-        strbuf_add(&t, "\n");
-    }
+        strbuf_add(&t, " fio GiB/s |%s ours / fio |%s", range, range);
+    strbuf_add(&t, "\n|---:|---:|---:|---:|%s---:|---:|---:|---:|", align);
+    if (fio)
+        strbuf_add(&t, "---:|%s---:|%s", align, align);
+    strbuf_add(&t, "\n");
+    for (size_t i = 0; i < s->n_points; i++)
+        markdown_row(&t, &s->points[i], fio, rounds);
     for (size_t i = 0; i < s->n_points; i++)
         if (s->points[i].error[0])
             strbuf_add(&t, "%s- **point %zu stopped at a failed read**, what completed before it kept: %s\n",
@@ -223,6 +300,8 @@ int sweep_plot(const struct sweep *s, const char *dir, char *err, size_t errlen)
     snprintf(title, sizeof title, "random reads, %s, %s, %s%s", s->cfg->engine->name,
              direct ? "direct I/O" : "page cache", prov_str(d, "device"), pages);
     const struct gnuplot_arg args[] = {GP_TEXT("csv", csv), GP_TEXT("threads", threads),
-                                       GP_NUMBER("has_fio", any_fio(s) ? 1 : 0), GP_TEXT("plot_title", title)};
-    return gnuplot_draw(s->cfg->settings, s->cfg->folder, "sweep_throughput.gp", args, 4, stem, err, errlen);
+                                       GP_NUMBER("has_fio", any_fio(s) ? 1 : 0),
+                                       GP_NUMBER("rounds", sweep_rounds_of(s->cfg)),
+                                       GP_TEXT("plot_title", title)};
+    return gnuplot_draw(s->cfg->settings, s->cfg->folder, "sweep_throughput.gp", args, 5, stem, err, errlen);
 }

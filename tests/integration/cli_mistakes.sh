@@ -83,8 +83,8 @@ said 2 "run --dram-budget 50" "$E run --dram-budget '50': '50' $U 50%? (a share 
     "$FLASHBED" "${RUN[@]}" --dram-budget 50 --out "$WORK/run1"
 said 2 "run --device-budget 30" "$E run --device-budget '30': '30' $U 30%? (a share is written 30%, a size 30B for bytes, or 30K, 30M, 30G)" \
     "$FLASHBED" "${RUN[@]}" --backend sim --device-budget 30 --out "$WORK/run2"
-said 2 "sweep --size 4" "$E sweep --size: '4' $U 4G? (a size is written 4B for bytes, or 4K, 4M, 4G)" \
-    "$FLASHBED" sweep --file "$WORK/s.bin" --size 4 --out "$WORK/sw"
+said 2 "sweep --size 256: no unit guessed" "$E sweep --size: '256' $U 256k or 256m? (a size is written 256B for bytes, or 256K, 256M, 256G)" \
+    "$FLASHBED" sweep --file "$WORK/s.bin" --size 256 --out "$WORK/sw"
 said 2 "calibrate --size 64" "$E calibrate --size: '64' $U 64G? (a size is written 64B for bytes, or 64K, 64M, 64G)" \
     "$FLASHBED" calibrate --size 64 --out "$WORK/hw.json"
 said 2 "reproduce --memory 16" "$E reproduce --memory: '16' $U 16G? (a size is written 16B for bytes, or 16K, 16M, 16G)" \

@@ -51,6 +51,24 @@ if command -v fio >/dev/null; then
     check "fio comparison runs" run_sweep "$WORK/fio" --engine psync --threads 1 --chunks 64k --compare-fio
     check "fio: keys and ratio" test "$(json_get "$WORK/fio/sweep.json" 'all(p["fio_bw_bytes"] > 0 and p["fio_iops"] > 0 and abs(p["bw_ratio_vs_fio"] - p["bw_bytes"] / p["fio_bw_bytes"]) < 1e-9 for p in d["points"])')" = True
 fi
+# Rounds (issue 47): every round's figure and the median/min/max columns, named
+check "rounds: a sweep of 2 rounds" run_sweep "$WORK/rounds" --engine null --rounds 2
+check "rounds: csv names each column" test "$(head -1 "$WORK/rounds/sweep.csv" | tr ',' '\n' | grep -c -x -E 'bw_bytes|bw_bytes_min|bw_bytes_max|bw_bytes_round1|bw_bytes_round2')" -eq 5
+check "rounds: no third round" test "$(head -1 "$WORK/rounds/sweep.csv" | grep -c bw_bytes_round3)" -eq 0
+check "rounds: csv rows as wide as the header" test "$(awk -F, '{print NF}' "$WORK/rounds/sweep.csv" | sort -u | wc -l)" -eq 1
+check "rounds: median of 2 is their mean, min/max their extremes" test "$(json_get "$WORK/rounds/sweep.json" 'all(abs(p["bw_bytes"] - (p["bw_bytes_round1"] + p["bw_bytes_round2"]) / 2) <= 1e-9 * p["bw_bytes"] and p["bw_bytes_min"] == min(p["bw_bytes_round1"], p["bw_bytes_round2"]) and p["bw_bytes_max"] == max(p["bw_bytes_round1"], p["bw_bytes_round2"]) for p in d["points"])')" = True
+check "rounds: the runtime split over them" test "$(json_get "$WORK/rounds/sweep.json" 'd["provenance"]["parameters"]["rounds"]')" = 2
+check "rounds: markdown shows min–max" grep -q '^| chunk | threads | iodepth | GiB/s | min–max | IOPS |' "$WORK/rounds/sweep.md"
+check "rounds: markdown says what the figures are" grep -q "^- rounds: 2 per point of 0.05 s each after 0.01 s ramp" "$WORK/rounds/sweep.md"
+check "one round: the columns as before" run_sweep "$WORK/round1" --engine null --rounds 1
+check "one round: no round columns" test "$(head -1 "$WORK/round1/sweep.csv" | grep -c -E 'round1|_min')" -eq 0
+if command -v fio >/dev/null; then
+    check "rounds beside fio" run_sweep "$WORK/fio2" --engine psync --threads 1 --chunks 64k --rounds 2 --compare-fio
+    check "rounds beside fio: columns" test "$(head -1 "$WORK/fio2/sweep.csv" | tr ',' '\n' | grep -c -x -E 'fio_bw_bytes|fio_bw_bytes_min|fio_bw_bytes_max|fio_bw_bytes_round1|fio_bw_bytes_round2|bw_ratio_vs_fio|bw_ratio_min|bw_ratio_max')" -eq 8
+    check "rounds beside fio: the ratio is the medians' and within the rounds' range" test "$(json_get "$WORK/fio2/sweep.json" 'all(abs(p["bw_ratio_vs_fio"] - p["bw_bytes"] / p["fio_bw_bytes"]) < 1e-9 and p["bw_ratio_min"] <= p["bw_ratio_vs_fio"] <= p["bw_ratio_max"] and abs(p["bw_ratio_min"] - min(p["bw_bytes_round%d" % r] / p["fio_bw_bytes_round%d" % r] for r in (1, 2))) < 1e-12 for p in d["points"])')" = True
+    check "rounds beside fio: the verdict counts rounds" grep -q "^- Beside fio (the same jobs, 2 rounds each): ours / fio agree" "$WORK/fio2/sweep.md"
+    check "rounds beside fio: markdown ranges" grep -q '| fio GiB/s | min–max | ours / fio | min–max |$' "$WORK/fio2/sweep.md"
+fi
 if command -v gnuplot >/dev/null; then
     check "plot drawn" run_sweep "$WORK/plot" --engine null --plot
     check "png written" test "$(head -c 4 "$WORK/plot/throughput.png" | od -An -c | tr -d ' ')" = "211PNG"

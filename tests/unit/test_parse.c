@@ -174,6 +174,15 @@ static void test_sizes_with_unit(void)
     char err[256] = "";
     CHECK(parse_size_with_unit("25", "G", &v, err, sizeof err) == -1);
     CHECK_STR(err, "'25' has no unit: did you mean 25G? (a size is written 25B for bytes, or 25K, 25M, 25G)");
+    /* a file's size whose likely units are two (sweep --size, issue 47):
+     * both suggested, neither guessed */
+    CHECK(parse_size_with_unit("256", "k,m", &v, err, sizeof err) == -1);
+    CHECK_STR(err, "'256' has no unit: did you mean 256k or 256m? (a size is written 256B for bytes, or 256K, "
+                   "256M, 256G)");
+    CHECK(parse_size_with_unit("2", "k,m,g", &v, err, sizeof err) == -1);
+    CHECK(strstr(err, "did you mean 2k, 2m or 2g?") != NULL);
+    CHECK(parse_size_with_unit("256k", "k,m", &v, err, sizeof err) == 0);
+    CHECK_U64(v, 256 * 1024);
     CHECK(parse_size_with_unit("1.5", "G", &v, err, sizeof err) == -1);
     CHECK(strstr(err, "did you mean 1.5G?") != NULL);
     CHECK(parse_size_with_unit("25B", "G", &v, err, sizeof err) == 0);
