@@ -17,6 +17,7 @@ A verdict whose table is not shown is not checked (and says nothing a table
 contradicts). Exit status 1 with every disagreement listed.
 """
 import glob
+import itertools
 import os
 import re
 import statistics
@@ -47,6 +48,8 @@ def tables(lines):
     while i < len(lines):
         if lines[i].startswith("|") and i + 1 < len(lines) and re.match(r"^\|[-:| ]+\|$", lines[i + 1]):
             head = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+            # sweep's "min–max" columns are each the range of the column before
+            head = [f"{head[j - 1]} {h}" if h == "min–max" and j else h for j, h in enumerate(head)]
             rows, i = [], i + 2
             while i < len(lines) and lines[i].startswith("|"):
                 rows.append(dict(zip(head, [c.strip() for c in lines[i].strip().strip("|").split("|")])))
@@ -95,20 +98,55 @@ def check_sweep(lines, errors):
             check_fio(line, [r for r in rows if r.get("ours / fio", "-") not in ("-", "")], errors)
 
 
+def fio_kind(med, rr, ours, fio, band):
+    """harness/sweep_verdict.c's fio_agreement_of on the printed figures."""
+    wide = lambda sp: sp is not None and sp[1] > (1 + band) * sp[0]
+    if 1 - band <= med <= 1 + band:
+        return "within"
+    if rr[0] <= 1 <= rr[1]:
+        return "covers"
+    return "noisy" if wide(ours) or wide(fio) else "differs"
+
+
+def fio_kinds(rows, band=0.10, eps=0.0015):
+    """Each point's kind from the table's figures, and how many points a
+    rounding of the printed figures (eps either way) could move to another
+    kind."""
+    rng = lambda r, col: tuple(float(x) for x in r[col].split("–")) if r.get(col, "-") not in ("", "-") else None
+    kinds, unsure = [], 0
+    for r in rows:
+        med = float(r["ours / fio"].split()[0])
+        rr = rng(r, "ours / fio min–max") or (med, med)
+        ours, fio = rng(r, "GiB/s min–max"), rng(r, "fio GiB/s min–max")
+        seen = set()
+        for d in itertools.product((-eps, eps), repeat=5):
+            o = ours and (ours[0], ours[1] + d[3])
+            f = fio and (fio[0], fio[1] + d[4])
+            seen.add(fio_kind(med + d[0], (rr[0] + d[1], rr[1] + d[2]), o, f, band))
+        kinds.append(fio_kind(med, rr, ours, fio, band))
+        unsure += len(seen) > 1
+    return kinds, unsure
+
+
 def check_fio(line, rows, errors):
-    ratio = lambda r: float(r["ours / fio"].split()[0])
-    ratios = sorted(ratio(r) for r in rows)
-    m = re.search(r"ours / fio ([\d.]+), the median of (\d+) points \(([\d.]+) to ([\d.]+)\)", line)
-    if m:
-        if int(m[2]) != len(ratios) or not all(
-            close_dec(float(x), y, 2) for x, y in zip(m.group(1, 3, 4), (statistics.median(ratios), ratios[0], ratios[-1]))
-        ):
-            errors.append(f"sweep '{m[0]}' but the table's {len(ratios)} ratios have median {statistics.median(ratios):.3f}, range {ratios[0]}–{ratios[-1]}")
-    if "agree within" in line and not "agree at" in line:
-        band = float(re.search(r"agree within (\d+)%", line)[1]) / 100
-        outside = [r for r in ratios if abs(r - 1) > band + 5e-4]
-        if outside:
-            errors.append(f"sweep claims agreement within {band:.0%} but {len(outside)} of {len(ratios)} points are outside: {outside}")
+    kinds, unsure = fio_kinds(rows)
+    agree = sum(k in ("within", "covers") for k in kinds)
+    close_count = lambda said, real: abs(said - real) <= unsure
+    m = re.search(r"agree within (\d+)% at all (\d+) points", line)
+    if m and not (int(m[2]) == len(kinds) and close_count(len(kinds), agree)):
+        errors.append(f"sweep claims agreement at all {m[2]} points but the table's {len(kinds)} points have {agree} agreeing")
+    m = re.search(r"agree at (\d+) of (\d+) points", line)
+    if m and not (int(m[2]) == len(kinds) and close_count(int(m[1]), agree)):
+        errors.append(f"sweep says '{m[0]}' but the table's {len(kinds)} points have {agree} agreeing")
+    m = re.search(r"; (\d+) differ by more than", line)
+    if m and not close_count(int(m[1]), kinds.count("differs")):
+        errors.append(f"sweep says {m[1]} differ but the table has {kinds.count('differs')}")
+    m = re.search(r"; (\d+) noisy", line)
+    if m and not close_count(int(m[1]), kinds.count("noisy")):
+        errors.append(f"sweep says {m[1]} noisy but the table has {kinds.count('noisy')}")
+    m = re.search(r"ours / fio ([\d.]+), the median of (\d+) points \(([\d.]+) to ([\d.]+)\): the two agree within (\d+)%", line)
+    if m and agree != len(kinds):  # the verdict before rounds: agreement claimed from the median alone
+        errors.append(f"sweep claims agreement within {m[5]}% but {len(kinds) - agree} of {len(kinds)} points are outside")
 
 
 def check_replay(lines, errors):
