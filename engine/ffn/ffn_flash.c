@@ -232,7 +232,7 @@ static void flash_layer(struct ffn *f, int layer, const float *x, float *out)
     struct streamer_step *s = ff->s.steps[layer % 2].layer == layer ? &ff->s.steps[layer % 2]
                                                                      : decide_layer(f, ff, layer, x, cached);
     uint32_t n_needed = s->n_needed, n_truth = 0;
-    if (cached && !select_source(&ff->cfg.select)->replays)
+    if (cached && select_source(&ff->cfg.select)->truth) /* the true sets: none in every layer is wrong */
         ffn_sanity_chosen(&ff->acc.sanity, n_needed);
     const uint32_t *truth = ff->cfg.record || ff->cfg.neuron.check ? true_set(f, ff, layer, x, cached, n_needed, &n_truth)
                                                              : NULL;

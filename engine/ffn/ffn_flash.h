@@ -137,12 +137,13 @@ static inline bool ffn_flash_reads_ahead(const struct ffn_flash_config *cfg, boo
 }
 
 /* What a token's pass says of its numbers, for the stops of a run
- * (engine/run/run_stop.h): a source that chose no neuron in any layer (NaN
+ * (engine/run/run_stop.h): an oracle that found no neuron active in any layer (NaN
  * pre-activations are never active), a hidden state that turned NaN or
  * infinite. */
 struct ffn_flash_sanity {
-    uint32_t layers_chosen;  /* layers whose needed set a source computed (not naive's and hybrid's
-                              * whole reads, nor a replayed trace's sets) */
+    uint32_t layers_chosen;  /* layers whose needed set the oracle computed (not naive's and hybrid's
+                              * whole reads; not a predictor's, the gate's or teal's guesses, which
+                              * may rightly choose none, nor a replayed trace's sets) */
     uint32_t layers_empty;   /* of those, the layers that needed no neuron */
     uint32_t nonfinite;      /* layers whose FFN input or output, on the host, held NaN or infinity */
     uint32_t first_nonfinite; /* the first of them (with nonfinite) */

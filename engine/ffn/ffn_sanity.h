@@ -1,7 +1,7 @@
 /* A token's pass watched for wrong numbers as the flash FFNs (ffn_flash.c,
  * ffn_transposed.c) run it, into struct ffn_flash_sanity (ffn_flash.h),
  * which a run's stops read (engine/run/run_stop.h, issue 47): each layer
- * whose needed set a source chose, whether it chose none, and the first
+ * whose true set the oracle computed, whether it found none, and the first
  * layer whose FFN input or output held NaN or infinity. Looking costs one
  * pass over d_model floats per layer and vector, beside the layer's
  * d_ff x d_model multiply-adds. Pure functions of their arguments. */
@@ -13,7 +13,7 @@
 
 #include "engine/ffn/ffn_flash.h"
 
-/* A layer whose source chose n needed neurons. */
+/* A layer whose true set (the oracle's) has n neurons. */
 static inline void ffn_sanity_chosen(struct ffn_flash_sanity *s, uint32_t n)
 {
     s->layers_chosen++;

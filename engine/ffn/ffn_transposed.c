@@ -141,7 +141,6 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     t0 = now_ms();
     n = keep_rows(m, tf, layer);
     tf->acc.predictor_ms += now_ms() - t0;
-    ffn_sanity_chosen(&tf->acc.sanity, n);
     if (record_set(tf, layer, &tf->down, n) != 0 || stream_step(tf, &tf->down, layer, n, tf->h, out, (int)sh->d_model) != 0)
         return;
     if (m->layers[layer].ffn_down_bias)

@@ -44,8 +44,8 @@ int run_stop_check(const struct engine *e, bool flash, int pos, int token, char 
     if (flash && n && s.layers_chosen == n && s.layers_empty == n)
         return err_set(err, errlen,
                        "position %d (token id %d): no layer (0 to %u) needed any neuron, so the FFN computed "
-                       "nothing: NaN pre-activations are never active, and a source that chooses none in every "
-                       "layer gives a wrong answer (flashbed model verify %s checks the weights); no results "
+                       "nothing: NaN pre-activations are never active, and true activations that are none in "
+                       "every layer are a wrong answer (flashbed model verify %s checks the weights); no results "
                        "written",
                        pos, token, n - 1, m->dir);
     return 0;

@@ -5,9 +5,11 @@
  *     prompt's too: the message names the first layer whose FFN input or
  *     output held such values (struct ffn_flash_sanity, engine/ffn/ffn_sanity.h),
  *     or says none on the host did;
- *   - the flash FFN's source chose no neuron in any layer (NaN
- *     pre-activations are never active: an oracle on NaN rows computes
- *     nothing and reads nothing).
+ *   - the oracle, choosing a flash run's neurons, found none active in
+ *     any layer (NaN pre-activations are never active: an oracle on NaN
+ *     rows computes nothing and reads nothing). A predictor's, the gate's
+ *     or teal's choice of none is a guess a weak chooser may rightly make
+ *     (a tiny model's predictor does): not a stop.
  * Either means the answer would be wrong while the run looked fine; the
  * weights' checksums (model_integrity.h) catch damage as it is loaded, and
  * these catch what passes them (--verify off, a folder without checksums,

@@ -6,7 +6,7 @@
 # a sparsify file's fingerprint, a trace replayed, the dense FFN loaded,
 # model transpose's source. Before, `run --mode all --active oracle` printed
 # garbage and exited 0 ("0.00% density, 0 bytes read, checked (0 bundles)").
-# With --verify off the run stops instead: no neuron needed in any layer
+# With --verify off the run stops instead: the oracle finds no neuron active in any layer
 # (NaN pre-activations are never active), or non-finite logits naming the
 # layer whose FFN output turned; no results written either way.
 . "$(dirname "$0")/lib.sh"
