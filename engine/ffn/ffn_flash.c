@@ -10,6 +10,7 @@
  * Every step is timed separately; nothing is allocated per token (set-up
  * and tear-down: ffn_flash_open.c). */
 #include "engine/ffn/ffn_flash_impl.h"
+#include "engine/ffn/ffn_sanity.h"
 #include "engine/ffn/ffn_transposed.h"
 
 #include <math.h>
@@ -231,6 +232,8 @@ static void flash_layer(struct ffn *f, int layer, const float *x, float *out)
     struct streamer_step *s = ff->s.steps[layer % 2].layer == layer ? &ff->s.steps[layer % 2]
                                                                      : decide_layer(f, ff, layer, x, cached);
     uint32_t n_needed = s->n_needed, n_truth = 0;
+    if (cached && select_source(&ff->cfg.select)->truth) /* the true sets: none in every layer is wrong */
+        ffn_sanity_chosen(&ff->acc.sanity, n_needed);
     const uint32_t *truth = ff->cfg.record || ff->cfg.neuron.check ? true_set(f, ff, layer, x, cached, n_needed, &n_truth)
                                                              : NULL;
     if (ff->cfg.record)
@@ -259,9 +262,12 @@ static void flash_forward(struct ffn *f, int layer, int pos, const float *x, flo
 {
     (void)pos;
     const struct model *m = f->m;
+    struct ffn_flash_sanity *sane = &((struct flash_ffn *)f->priv)->acc.sanity;
+    ffn_sanity_look(sane, (uint32_t)layer, true, x, m->shape.d_model);
     flash_layer(f, layer, x, out);
     if (m->layers[layer].ffn_down_bias)
         ck_add(f->ck, out, m->layers[layer].ffn_down_bias, (int)m->shape.d_model);
+    ffn_sanity_look(sane, (uint32_t)layer, false, out, m->shape.d_model);
 }
 
 /* On the engine's buffers: where the host reaches them (cpu), the host
@@ -279,6 +285,7 @@ static int flash_forward_device(struct ffn *f, int layer, int pos, struct dev_re
     bool need_x = host_reads_x(ff, !ff->s.decide.p.ops->extra_reads);
     if (fdev_layer_begin(&ff->fdev, x, out, need_x) != 0)
         return -1;
+    ffn_sanity_look(&ff->acc.sanity, (uint32_t)layer, true, need_x ? ff->fdev.x_host : NULL, f->m->shape.d_model);
     flash_layer(f, layer, need_x ? ff->fdev.x_host : NULL, NULL);
     if (ff->s.dev_failed)
         return -1;
@@ -306,6 +313,14 @@ void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out)
         streamer_take_device(&ff->s);
     *out = ff->acc;
     memset(&ff->acc, 0, sizeof ff->acc);
+}
+
+struct ffn_flash_sanity ffn_flash_sanity_of(const struct ffn *f)
+{
+    if (ffn_is_transposed(f))
+        return ffn_transposed_sanity(f);
+    const struct flash_ffn *ff = f->priv;
+    return ff->acc.sanity;
 }
 
 const char *ffn_flash_error(const struct ffn *f)

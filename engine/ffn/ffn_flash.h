@@ -136,6 +136,20 @@ static inline bool ffn_flash_reads_ahead(const struct ffn_flash_config *cfg, boo
            select_source(&cfg->select)->replays;
 }
 
+/* What a token's pass says of its numbers, for the stops of a run
+ * (engine/run/run_stop.h): an oracle that found no neuron active in any layer (NaN
+ * pre-activations are never active), a hidden state that turned NaN or
+ * infinite. */
+struct ffn_flash_sanity {
+    uint32_t layers_chosen;  /* layers whose needed set the oracle computed (not naive's and hybrid's
+                              * whole reads; not a predictor's, the gate's or teal's guesses, which
+                              * may rightly choose none, nor a replayed trace's sets) */
+    uint32_t layers_empty;   /* of those, the layers that needed no neuron */
+    uint32_t nonfinite;      /* layers whose FFN input or output, on the host, held NaN or infinity */
+    uint32_t first_nonfinite; /* the first of them (with nonfinite) */
+    bool first_in_input;     /* it was that layer's FFN input (else its output) */
+};
+
 /* What one token cost, summed over layers. */
 struct ffn_flash_token {
     double io_ms;          /* waiting for reads; on a device, only after the device had finished all it was
@@ -186,6 +200,7 @@ struct ffn_flash_token {
     /* the transposed layout (input sparsity): each stream's reads as its cache decided, and the
      * channels kept (bytes_read, reads and needed are the two streams' sums) */
     uint64_t chan_bytes, chan_reads, down_bytes, down_reads, kept_channels;
+    struct ffn_flash_sanity sanity;
 };
 
 extern const struct ffn_ops ffn_flash;
@@ -198,6 +213,9 @@ extern const struct ffn_ops ffn_flash;
 void ffn_flash_next_token(struct ffn *f, unsigned trace_flags);
 /* The last token's costs (since the previous call). */
 void ffn_flash_take_token(struct ffn *f, struct ffn_flash_token *out);
+/* The current token's sanity so far (all its layers once its pass has
+ * run), before ffn_flash_take_token takes it with its costs. */
+struct ffn_flash_sanity ffn_flash_sanity_of(const struct ffn *f);
 /* The first failure (an I/O error, a token that does not fit the cache, a
  * trace write), or NULL: the run checks after every token and stops. */
 const char *ffn_flash_error(const struct ffn *f);

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "engine/compute/activation.h"
+#include "engine/ffn/ffn_sanity.h"
 #include "engine/ffn/ffn_transposed_impl.h"
 
 /* The streamers' hook: units ids[0..n) at rows[] summed into y in that
@@ -129,6 +130,7 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
     memset(out, 0, sh->d_model * sizeof *out);
     if (ffn_transposed_error(f) || (layer == 0 && begin_token(tf) != 0)) /* the run stops after this token */
         return;
+    ffn_sanity_look(&tf->acc.sanity, (uint32_t)layer, true, x, sh->d_model);
     double t0 = now_ms();
     uint32_t n = keep_channels(tf, sh, layer, x);
     tf->acc.kept_channels += n;
@@ -143,4 +145,5 @@ void ffn_transposed_forward(struct ffn *f, int layer, int pos, const float *x, f
         return;
     if (m->layers[layer].ffn_down_bias)
         ck_add(f->ck, out, m->layers[layer].ffn_down_bias, (int)sh->d_model);
+    ffn_sanity_look(&tf->acc.sanity, (uint32_t)layer, false, out, sh->d_model);
 }

@@ -85,6 +85,7 @@ uint32_t ffn_transposed_staging_rows(uint32_t rows, uint64_t row_bytes);
 void ffn_transposed_next_token(struct ffn *f, unsigned trace_flags);
 void ffn_transposed_take_token(struct ffn *f, struct ffn_flash_token *out);
 const char *ffn_transposed_error(const struct ffn *f);
+struct ffn_flash_sanity ffn_transposed_sanity(const struct ffn *f);
 uint64_t ffn_transposed_dram_bytes(const struct ffn *f);
 uint64_t ffn_transposed_read_align(const struct ffn *f);
 

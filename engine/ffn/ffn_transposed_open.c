@@ -139,6 +139,12 @@ void ffn_transposed_next_token(struct ffn *f, unsigned trace_flags)
     tf->next_flags = trace_flags;
 }
 
+struct ffn_flash_sanity ffn_transposed_sanity(const struct ffn *f)
+{
+    const struct t_ffn *tf = f->priv;
+    return tf->acc.sanity;
+}
+
 const char *ffn_transposed_error(const struct ffn *f)
 {
     const struct t_ffn *tf = f->priv;

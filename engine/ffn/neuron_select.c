@@ -11,6 +11,7 @@
 
 #include "common/errbuf.h"
 #include "engine/model/model_format.h"
+#include "engine/model/model_integrity.h"
 
 /* Bytes of one [n_layers][d_ff][d_model] matrix in the model's dtype. */
 uint64_t neuron_select_matrix_bytes(const struct model *m)
@@ -38,7 +39,8 @@ uint64_t neuron_select_madds(const struct model *m, const struct select_config *
 }
 
 /* Copies vector `vec` (0: up, 1: gate) of every bundle into dst
- * [n_layers][d_ff][d_model]: from the DRAM bundles, or from ffn.bin. */
+ * [n_layers][d_ff][d_model]: from the DRAM bundles (checked at load), or
+ * from ffn.bin, each bundle checked against ffn.crc32c as it is read. */
 static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *err, size_t errlen)
 {
     const struct model_shape *s = &m->shape;
@@ -58,7 +60,9 @@ static int gather_rows(const struct model *m, unsigned vec, uint8_t *dst, char *
     for (uint64_t i = 0; rc == 0 && i < n; i++) {
         if (fread(bundle, 1, m->bundle_stride, in) != m->bundle_stride)
             rc = err_set(err, errlen, "%s: short read at bundle %llu", m->ffn_path, (unsigned long long)i);
-        else
+        else /* checked as loaded: these rows decide what is read (issue 47) */
+            rc = model_bundle_check(m, (uint32_t)(i / s->d_ff), (uint32_t)(i % s->d_ff), bundle, err, errlen);
+        if (rc == 0)
             memcpy(dst + i * row, bundle + skip, row);
     }
     free(bundle);

@@ -13,6 +13,7 @@
 #include "common/json_file.h"
 #include "common/sha256.h"
 #include "engine/model/dtype.h"
+#include "engine/model/model_integrity.h"
 
 enum { FORMAT_VERSION = 1 };
 
@@ -66,7 +67,8 @@ bool sparsify_present(const char *model_dir)
     return path_exists(path);
 }
 
-/* Bundle `id` of layer l into buf: from DRAM, or from ffn.bin. */
+/* Bundle `id` of layer l into buf: from DRAM (checked at load), or from
+ * ffn.bin, checked against ffn.crc32c. */
 static int read_bundle(const struct model *m, FILE *in, uint32_t l, uint32_t id, uint8_t *buf, char *err,
                        size_t errlen)
 {
@@ -77,7 +79,7 @@ static int read_bundle(const struct model *m, FILE *in, uint32_t l, uint32_t id,
     long long at = ((long long)l * m->shape.d_ff + id) * (long long)m->bundle_stride;
     if (fseeko(in, (off_t)at, SEEK_SET) != 0 || fread(buf, 1, m->bundle_bytes, in) != m->bundle_bytes)
         return err_set(err, errlen, "%s: cannot read bundle %u of layer %u", m->ffn_path, id, l);
-    return 0;
+    return model_bundle_check(m, l, id, buf, err, errlen); /* checked as loaded (issue 47) */
 }
 
 static void hash_layers(const struct model *m, struct sha256 *h, FILE *in, uint8_t *buf, int *rc, char *err,

@@ -53,11 +53,11 @@ static int check_config(const struct engine *e, const struct decode_config *c, c
 /* The forward pass of step->token at step->pos, timed, then the token
  * sampled from its logits when the prompt is done and tokens are still
  * due (*eos: it was a stop token); r counts the pass. 0, or -1 with err
- * set: the forward pass failed (the backend's reason; not counted) or the
- * logits are not finite. */
-static int decode_step_run(struct engine *e, const struct decode_config *c, struct sampler *smp,
-                           struct decode_result *r, struct decode_step *step, bool *eos, char *err,
-                           size_t errlen)
+ * set: the forward pass failed (the backend's reason; not counted), the
+ * check hook refused it, or the logits are not finite. */
+static int decode_step_run(struct engine *e, const struct decode_config *c, const struct decode_hooks *h,
+                           struct sampler *smp, struct decode_result *r, struct decode_step *step, bool *eos,
+                           char *err, size_t errlen)
 {
     step->start_ns = now_ns();
     int rc = engine_forward(e, step->token, step->pos);
@@ -65,6 +65,8 @@ static int decode_step_run(struct engine *e, const struct decode_config *c, stru
     if (rc != 0)
         return err_set(err, errlen, "position %d: %s", step->pos, e->err);
     r->n_forward++;
+    if (h->check && h->check(h->ctx, step, err, errlen) != 0)
+        return -1;
     *eos = false;
     if (step->pos + 1 < c->n_prompt || r->n_generated >= c->n)
         return 0;
@@ -100,7 +102,7 @@ int decode_run(struct engine *e, const struct decode_config *c, const struct dec
         if (h->before)
             h->before(h->ctx, pos, step.generated);
         bool eos;
-        if (decode_step_run(e, c, &smp, r, &step, &eos, err, errlen) != 0) {
+        if (decode_step_run(e, c, h, &smp, r, &step, &eos, err, errlen) != 0) {
             r->stop = DECODE_ERROR;
             rc = -1;
             break;

@@ -71,6 +71,10 @@ struct decode_step {
 struct decode_hooks {
     void (*before)(void *ctx, int pos, bool generated);
     int (*token)(void *ctx, const struct decode_step *step);
+    /* after each forward pass, before its logits are sampled: non-zero,
+     * with err set, stops the loop as failed (decode_run returns -1); a
+     * run's stops (engine/run/run_stop.h). NULL: none */
+    int (*check)(void *ctx, const struct decode_step *step, char *err, size_t errlen);
     void *ctx;
 };
 
@@ -85,7 +89,8 @@ struct decode_result {
  * whatever stopped it (r->stop); -1 with err set and nothing run when the
  * configuration does not fit e (n_prompt < 1, n < 0, more positions than
  * e->max_seq) or the sampler cannot be allocated; -1 with err naming the
- * position, after the hooks saw the positions before it, when the logits
+ * position, after the hooks saw the positions before it, when the check
+ * hook refuses a pass, when the logits
  * to sample from are not finite (NaN or infinite weights) or when its
  * forward pass failed (engine_forward: the backend's reason, a device
  * fault; r->stop is then DECODE_ERROR and the engine is spent). */

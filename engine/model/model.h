@@ -163,6 +163,8 @@ struct model {
     char ffn_path[4200];     /* ffn.bin: layer l's bundles start at l * d_ff * bundle_stride */
     uint32_t *ffn_crc;       /* [n_layers * d_ff]: each bundle's CRC-32C (ffn.crc32c), NULL: unchecked */
     bool checked;            /* the folder has checksums: dram.bin was checked at load, bundles are as read */
+    bool verify_off;         /* opened with MODEL_NO_VERIFY (--verify off): bundles read outside the
+                              * streamer (model_bundle_check) are not checked either */
 };
 
 /* Opens a model folder: checks model.json against the files, reads the

@@ -120,6 +120,13 @@ int model_bundle_damaged(const struct model *m, uint32_t l, uint32_t i, char *er
                    MODEL_FFN_CRC_FILE);
 }
 
+int model_bundle_check(const struct model *m, uint32_t l, uint32_t i, const void *bundle, char *err, size_t errlen)
+{
+    if (m->verify_off || model_bundle_intact(m, l, i, bundle))
+        return 0;
+    return model_bundle_damaged(m, l, i, err, errlen);
+}
+
 int model_ffn_verify_all(const struct model *m, char *err, size_t errlen)
 {
     if (!m->ffn || !m->ffn_crc)

@@ -56,6 +56,14 @@ static inline bool model_bundle_intact(const struct model *m, uint32_t l, uint32
 unsigned model_bundles_intact3(const struct model *m, const uint32_t l[3], const uint32_t i[3],
                                const void *const at[3]);
 
+/* A bundle loaded outside the streamer's checked reads (read from ffn.bin
+ * into the oracle's or the gate's rows, a sparsify file's fingerprint:
+ * issue 47) against its checksum, as it is loaded: 0, or -1 with
+ * model_bundle_damaged's message. 0 without checking when the model has no
+ * checksums or was opened with MODEL_NO_VERIFY (--verify off), as the
+ * streamer then reads unchecked too. */
+int model_bundle_check(const struct model *m, uint32_t l, uint32_t i, const void *bundle, char *err, size_t errlen);
+
 /* The message for a bundle that failed its check: ffn.bin's path, the
  * layer, the neuron and the bundle's byte offset in the file. Returns -1. */
 int model_bundle_damaged(const struct model *m, uint32_t l, uint32_t i, char *err, size_t errlen);

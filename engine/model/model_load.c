@@ -386,6 +386,7 @@ int model_open_flags(struct model *m, const char *dir, unsigned flags, char *err
 {
     memset(m, 0, sizeof *m);
     snprintf(m->dir, sizeof m->dir, "%s", dir);
+    m->verify_off = (flags & MODEL_NO_VERIFY) != 0;
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, MODEL_JSON);
     struct stat st;

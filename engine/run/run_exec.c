@@ -10,6 +10,7 @@
 #include "common/errbuf.h"
 #include "engine/ffn/ffn_flash.h"
 #include "engine/ffn/ffn_transposed.h"
+#include "engine/run/run_stop.h"
 
 /* The loop's state, which decode_run's hooks share. */
 struct exec {
@@ -88,6 +89,14 @@ static void take_device_counts(struct exec *x, struct token_row *r)
     x->last = c;
 }
 
+/* The pass just computed refused when its answer would be wrong
+ * (engine/run/run_stop.h): decode_run then fails, and nothing is written. */
+static int exec_check(void *ctx, const struct decode_step *s, char *err, size_t errlen)
+{
+    struct exec *x = ctx;
+    return run_stop_check(x->e, !x->c->dense, s->pos, s->token, err, errlen);
+}
+
 /* A row per computed position: the pass's time, the flash FFN's share of
  * it, and the rest as compute, of which attention is what no other part
  * claims. Non-zero (the flash FFN failed) stops decode_run. */
@@ -120,7 +129,8 @@ int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outco
         return err_set(err, errlen, "cannot allocate the per-token rows");
     struct exec x = {.e = e, .c = c, .out = out};
     e->be_ops->counts(e->be, &x.last); /* what set-up uploaded is not a token's */
-    struct decode_hooks h = {.before = c->dense ? NULL : exec_before, .token = exec_token, .ctx = &x};
+    struct decode_hooks h = {.before = c->dense ? NULL : exec_before, .token = exec_token, .check = exec_check,
+                             .ctx = &x};
     struct decode_result res;
     if (decode_run(e, d, &h, &res, err, errlen) != 0) { /* nothing to report */
         free(out->rows);

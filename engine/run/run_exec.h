@@ -58,8 +58,9 @@ struct run_exec_config {
  * was not given to the hook; the rows are results either way (the caller
  * frees out->rows). Returns -1 with err, out->rows NULL and nothing to
  * report, when the rows cannot be allocated or decode_run fails (the
- * configuration does not fit e, or non-finite logits, after the hook saw
- * the positions before). */
+ * configuration does not fit e, or a pass whose answer would be wrong:
+ * non-finite logits at any position, or no neuron needed in any layer,
+ * engine/run/run_stop.h; after the hook saw the positions before). */
 int run_exec(struct engine *e, const struct run_exec_config *c, struct run_outcome *out, char *err,
              size_t errlen);
 

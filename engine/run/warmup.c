@@ -6,6 +6,7 @@
 #include "common/errbuf.h"
 #include "engine/forward/engine.h"
 #include "engine/model/dtype.h"
+#include "engine/run/run_stop.h"
 
 static struct trace_builder *open_profile(const struct warmup_input *in, char *err, size_t errlen)
 {
@@ -50,10 +51,13 @@ static int record(const struct warmup_input *in, const struct trace_sink *sink, 
             break;
         }
         const char *why = ffn_flash_error(&e.ffn);
-        if (why) {
-            err_set(err, errlen, "warm-up token %d: %s", pos, why);
+        char stop[1024];
+        if (why || run_stop_check(&e, true, pos, in->tokens[pos], stop, sizeof stop) != 0) {
+            err_set(err, errlen, "warm-up token %d: %s", pos, why ? why : stop);
             rc = -1;
         }
+        struct ffn_flash_token spent; /* each token's counts (and its sanity) apart, as in the run */
+        ffn_flash_take_token(&e.ffn, &spent);
     }
     engine_free(&e);
     return rc;

@@ -93,9 +93,19 @@ check "run all: says it was checked" test "$(summary "$R/ok" "['verify']['reads'
 check "run.md says so" grep -q "reads: checked against ffn.crc32c" "$R/ok/run.md"
 cp -r "$M" "$WORK/f"
 damage "$WORK/f" ffn.bin $((7 * stride + 3)) '\x11'
+# the oracle's rows are read from ffn.bin at set-up, each bundle checked as
+# it is loaded (issue 47): the damaged one is refused before a token runs
+EXPECT_RC=1 expect_error "run all oracle, damaged: its rows refused at set-up" \
+    "ffn.bin: layer 0 neuron 7 (byte offset $((7 * stride)), " \
+    run --model "$WORK/f" --prompt "the cat" -n 4 --mode all --active oracle --out "$R/badup"
+check "run all oracle, damaged: no results" test ! -e "$R/badup"
+# the reads' own checks, under a source that holds no rows: the oracle's
+# sets recorded on the intact model, replayed on the damaged one
+check "record the oracle's sets on the intact model" "$FLASHBED" run --model "$M" --prompt "the cat" -n 4 --mode all \
+    --active oracle --record "$WORK/sets.trace" --out "$R/rec" >/dev/null 2>&1
 EXPECT_RC=1 expect_error "run all, damaged: stops naming layer, neuron and offset" \
     "ffn.bin: layer 0 neuron 7 (byte offset $((7 * stride)), " \
-    run --model "$WORK/f" --prompt "the cat" -n 4 --mode all --active oracle --out "$R/bad"
+    run --model "$WORK/f" --prompt "the cat" -n 4 --mode all --active "trace:$WORK/sets.trace" --out "$R/bad"
 check "run all, damaged: results kept, status failed" test "$(summary "$R/bad" "['status']")" = failed
 check "run all, damaged: read again once before stopping" test "$(summary "$R/bad" "['verify']['verify_retries']")" = 1
 check "run --verify off, damaged: runs to the end" "$FLASHBED" run --model "$WORK/f" --prompt "the cat" -n 4 \
@@ -109,7 +119,7 @@ check "run split: every row read is checked once its vectors have landed" test \
 check "run split: some rows read" test "$(summary "$R/split" "['verify']['rows_verified']")" -gt 0
 EXPECT_RC=1 expect_error "run split, damaged (a byte of its up vector): stops naming layer, neuron and offset" \
     "ffn.bin: layer 0 neuron 7 (byte offset $((7 * stride)), " \
-    run --model "$WORK/f" --prompt "the cat" -n 4 --mode predictor --active oracle --out "$R/splitbad"
+    run --model "$WORK/f" --prompt "the cat" -n 4 --mode predictor --active "trace:$WORK/sets.trace" --out "$R/splitbad"
 check "run split, damaged: read again once, failed" test "$(summary "$R/splitbad" "['verify']['verify_retries']") $(summary "$R/splitbad" "['status']")" = "1 failed"
 check "run, a folder without checksums: says so" "$FLASHBED" run --model "$WORK/old" --prompt "the cat" -n 2 \
     --mode all --active oracle --out "$R/old" >/dev/null 2>&1 || true

@@ -18,16 +18,18 @@
 #include "sim/cost_model.h"
 #include "sim/run_summary.h"
 
-/* The rate is measured (positive), on the buffer it names, median of
+/* The rate is measured (positive and finite: its size is the machine's
+ * and its load's, never a test's), on the buffer it names, median of
  * repeats; nothing to time gives 0. */
 static void test_crc_rate(void)
 {
-    CHECK(measure_crc_rate(16384, 3, 0.005) > 1e7);
+    double rate = measure_crc_rate(16384, 3, 0.005);
+    CHECK(rate > 0 && isfinite(rate));
     CHECK(measure_crc_rate(16384, 0, 0.005) == 0);
     CHECK(measure_crc_rate(0, 3, 0.005) == 0);
     struct hw_profile *hw = calloc(1, sizeof *hw);
     calibrate_measure_crc(hw, true);
-    CHECK(hw->crc_bw > 1e7 && hw->crc_buffer_bytes == CALIBRATE_CRC_BYTES);
+    CHECK(hw->crc_bw > 0 && isfinite(hw->crc_bw) && hw->crc_buffer_bytes == CALIBRATE_CRC_BYTES);
     CHECK(strncmp(hw->crc_source, "measured: CRC-32C", 17) == 0 && strstr(hw->crc_source, "16384-byte"));
     free(hw);
 }
