@@ -195,7 +195,7 @@ static void print_densities(const struct trace_meta *m, const struct trace_stats
     for (uint32_t l = 0; l < m->n_layers; l++) {
         char tv[32];
         fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
-        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
+        printf("| %u | %s | %.2f%% |", l, tv, 100 * s->density_active[l]);
         if (s->density_pred)
             printf(" %.2f%% |", 100 * s->density_pred[l]);
         else
