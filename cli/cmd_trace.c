@@ -275,7 +275,7 @@ static int write_info_files(struct out_manifest *folder, const char *dir, bool p
     int rc = write_json_file(folder, path, j);
     cJSON_Delete(j);
     char err[4400];
-    if (rc == 0 && (rc = trace_stats_write_sagg(folder, dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
+    if (rc == 0 && (rc = trace_stats_write_sagg(folder, dir, s, tr, plot, set, err, sizeof err)) != 0)
         fb_error("%s", err);
     return rc;
 }
