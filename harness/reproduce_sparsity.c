@@ -272,6 +272,7 @@ static void text_table(struct strbuf *b, const struct repro_plan *p, const struc
     for (size_t s = 0; s < n_sources; s++)
         source_rows(b, &csv, p, z, text, sources[s], &dense);
     strbuf_add(b, "\n");
+    repro_sparsity_gate_note(b, p, z, text);
     char *data = strbuf_take(&csv), rel[200], title[200];
     snprintf(rel, sizeof rel, "%s/%s-quality", repro_sparsity_dir(z), z->text_names[text]);
     snprintf(title, sizeof title, "%s on %s: perplexity against FFN bytes read per token", z->name,
