@@ -158,7 +158,7 @@ static int write_sagg_plot(const struct replay_out *out, const struct trace *tr)
         return -1;
     }
     char err[4400];
-    int rc = trace_stats_write_sagg(out->folder, out->dir, &s, tr->meta.has_predicted, true, out->set, err,
+    int rc = trace_stats_write_sagg(out->folder, out->dir, &s, tr, true, out->set, err,
                                     sizeof err);
     if (rc != 0)
         fb_error("%s", err);

@@ -242,7 +242,7 @@ static void print_densities(const struct trace_meta *m, const struct trace_stats
     for (uint32_t l = 0; l < m->n_layers; l++) {
         char tv[32];
         fmt_value(tv, sizeof tv, trace_layer_target(source, l), true);
-        printf("| %u | %s | %.2f%% |", l + 1, tv, 100 * s->density_active[l]);
+        printf("| %u | %s | %.2f%% |", l, tv, 100 * s->density_active[l]);
         if (s->density_pred)
             printf(" %.2f%% |", 100 * s->density_pred[l]);
         else
@@ -322,7 +322,7 @@ static int write_info_files(struct out_manifest *folder, const char *dir, bool p
     int rc = write_json_file(folder, path, j);
     cJSON_Delete(j);
     char err[4400];
-    if (rc == 0 && (rc = trace_stats_write_sagg(folder, dir, s, tr->meta.has_predicted, plot, set, err, sizeof err)) != 0)
+    if (rc == 0 && (rc = trace_stats_write_sagg(folder, dir, s, tr, plot, set, err, sizeof err)) != 0)
         fb_error("%s", err);
     return rc;
 }

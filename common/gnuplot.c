@@ -1,6 +1,7 @@
 #include "common/gnuplot.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,12 +15,43 @@
 #include "common/strbuf.h"
 #include "common/subprocess.h"
 
-/* name='text' with text escaped for gnuplot's single quotes. */
+/* Whether the variable is a title a script draws above its plot. */
+static bool is_title(const char *name)
+{
+    size_t n = strlen(name);
+    return n >= 5 && !strcmp(name + n - 5, "title");
+}
+
+/* Where the line of a title that starts at c breaks: the last space within
+ * GNUPLOT_TITLE_WRAP characters (UTF-8 sequences count once), or NULL when
+ * the rest fits or has no space to break at. */
+static const char *title_break(const char *c)
+{
+    const char *space = NULL;
+    size_t chars = 0;
+    for (; *c && chars <= GNUPLOT_TITLE_WRAP; c++) {
+        chars += ((unsigned char)*c & 0xC0) != 0x80;
+        if (*c == ' ' && chars <= GNUPLOT_TITLE_WRAP)
+            space = c;
+    }
+    return chars > GNUPLOT_TITLE_WRAP ? space : NULL;
+}
+
+/* name='text' with text escaped for gnuplot's single quotes; a title longer
+ * than a line is broken at spaces into lines joined by "\n" (gnuplot's
+ * single quotes keep a backslash as it is). */
 static void add_text(struct strbuf *b, const char *name, const char *text)
 {
     strbuf_add(b, "%s='", name);
-    for (const char *c = text ? text : ""; *c; c++)
+    const char *cut = is_title(name) ? title_break(text ? text : "") : NULL;
+    for (const char *c = text ? text : ""; *c; c++) {
+        if (c == cut) {
+            strbuf_add(b, "'.\"\\n\".'");
+            cut = title_break(c + 1);
+            continue;
+        }
         strbuf_add(b, "%s", *c == '\'' ? "''" : *c == '\n' || *c == '\r' ? " " : (char[2]){*c, 0});
+    }
     strbuf_add(b, "'; ");
 }
 

@@ -29,10 +29,16 @@ struct out_manifest;
 int gnuplot_draw(const struct fb_settings *set, struct out_manifest *folder, const char *script,
                  const struct gnuplot_arg *args, size_t n, const char *stem, char *err, size_t errlen);
 
+/* A title (a variable whose name ends in "title") longer than this many
+ * characters is broken at spaces into lines of at most this many: the
+ * narrowest plot (800 pixels, an 11-point font) shows about 100. */
+#define GNUPLOT_TITLE_WRAP 90
+
 /* The gnuplot command string gnuplot_draw passes with -e: each arg as
  * name='text' (a single quote doubled, as gnuplot reads '...'; a line break
- * becomes a space, since one would end the command) or name=number, then
- * term and outfile. NULL when out of memory; caller frees. */
+ * becomes a space, since one would end the command; a title broken into
+ * lines as 'line'."\n".'line') or name=number, then term and outfile. NULL
+ * when out of memory; caller frees. */
 char *gnuplot_commands(const struct gnuplot_arg *args, size_t n, const char *term, const char *outfile);
 
 #endif

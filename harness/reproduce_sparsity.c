@@ -219,21 +219,17 @@ static void add_row(struct strbuf *b, const char *source, const char *setting, c
     strbuf_add(b, "\n");
 }
 
-/* The plot's data: one block per source (two blank lines between them,
- * gnuplot's index), rows of FFN MB per token and perplexity. */
-static void csv_block(struct strbuf *csv, const struct repro_sparsity_cell *c, size_t n)
+/* The plot's data: a row per source and setting under the header
+ * CSV_HEADER (plots/sparsity_quality.gp picks a source's rows by name). */
+#define CSV_HEADER "source,ffn_mb_per_token,perplexity\n"
+static void csv_rows(struct strbuf *csv, const char *source, const struct repro_sparsity_cell *c, size_t n)
 {
-    size_t rows = 0;
     for (size_t i = 0; i < n; i++)
-        if (isfinite(c[i].ppl) && isfinite(c[i].bytes)) {
-            strbuf_add(csv, "%.6g,%.6g\n", c[i].bytes / 1e6, c[i].ppl);
-            rows++;
-        }
-    /* gnuplot counts no empty block: a row of nothing keeps the next source's index */
-    strbuf_add(csv, rows ? "\n\n" : "NaN,NaN\n\n\n");
+        if (isfinite(c[i].ppl) && isfinite(c[i].bytes))
+            strbuf_add(csv, "%s,%.6g,%.6g\n", source, c[i].bytes / 1e6, c[i].ppl);
 }
 
-/* One source's cells on a text: the table's rows and the plot's block. */
+/* One source's cells on a text: the table's rows and the plot's. */
 static void source_rows(struct strbuf *b, struct strbuf *csv, const struct repro_plan *p,
                         const struct repro_sparsity *z, size_t text, const char *source,
                         const struct repro_sparsity_cell *dense)
@@ -252,7 +248,7 @@ static void source_rows(struct strbuf *b, struct strbuf *csv, const struct repro
         if (repro_sparsity_read_cell(p, z, z->text_names[text], source, tg, &cells[i]))
             add_row(b, source, setting, &cells[i], dense);
     }
-    csv_block(csv, cells, n);
+    csv_rows(csv, source, cells, n);
 }
 
 static void text_table(struct strbuf *b, const struct repro_plan *p, const struct repro_sparsity *z, size_t text)
@@ -270,11 +266,13 @@ static void text_table(struct strbuf *b, const struct repro_plan *p, const struc
                   "vs dense | ms per token |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     add_row(b, "dense", "every neuron", &dense, &dense);
     struct strbuf csv = {0};
-    csv_block(&csv, &dense, 1);
+    strbuf_add(&csv, CSV_HEADER);
+    csv_rows(&csv, "dense", &dense, 1);
     size_t n_sources = z->n_predictor ? 4 : 3;
     for (size_t s = 0; s < n_sources; s++)
         source_rows(b, &csv, p, z, text, sources[s], &dense);
     strbuf_add(b, "\n");
+    repro_sparsity_gate_note(b, p, z, text);
     char *data = strbuf_take(&csv), rel[200], title[200];
     snprintf(rel, sizeof rel, "%s/%s-quality", repro_sparsity_dir(z), z->text_names[text]);
     snprintf(title, sizeof title, "%s on %s: perplexity against FFN bytes read per token", z->name,

@@ -112,6 +112,11 @@ bool repro_sparsity_read_cell(const struct repro_plan *p, const struct repro_spa
 void repro_sparsity_tag(char *buf, size_t len, char kind, double v);
 /* Study z's folder under the plan's: "sparsity" unless z->dir says. */
 const char *repro_sparsity_dir(const struct repro_sparsity *z);
+/* When the global gate scores better at a higher sparsity on text than at
+ * the one before, a paragraph that says so and why, from the study's cells
+ * and thresholds files (harness/reproduce_sparsity_note.c); else nothing. */
+void repro_sparsity_gate_note(struct strbuf *b, const struct repro_plan *p, const struct repro_sparsity *z,
+                              size_t text);
 /* The real GGUF models' perplexity beside llama.cpp's over the same
  * windows and its full run, and the models skipped and why
  * (harness/reproduce_real.c); nothing when the tier plans none. */

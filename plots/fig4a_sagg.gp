@@ -1,6 +1,6 @@
 # Aggregated neuron usage s_agg(k) over k consecutive tokens (the paper's
 # Fig. 4a). flashbed passes: csv (k,sagg_active,sagg_predicted), has_pred,
-# term (pngcairo|svg), outfile.
+# plot_subtitle (the trace's shape and tokens), term (pngcairo|svg), outfile.
 if (term eq 'svg') {
     set terminal svg size 800,560 dynamic enhanced font 'sans,12'
 } else {
@@ -8,6 +8,8 @@ if (term eq 'svg') {
 }
 set output outfile
 set datafile separator ','
+if (!exists('plot_subtitle')) { plot_subtitle = '' }
+set title "Fig. 4a: s_agg(k), the share of a layer's FFN neurons used by k consecutive tokens\n".plot_subtitle noenhanced
 set key autotitle columnhead top left
 set xlabel 'k (consecutive tokens)'
 set ylabel 'share of the FFN used, s_{agg}(k) (%)'

@@ -1,9 +1,9 @@
 # Training-free sparsity: perplexity against the FFN weight bytes a token
 # reads, one curve per neuron source, dense as the reference point
-# (harness/reproduce_sparsity.c). flashbed passes: csv (one block per
-# source, two blank lines between blocks, in the order of sources; rows:
-# FFN MB per token, perplexity), sources (the blocks' names, space-separated,
-# the first "dense"), plot_title, term, outfile.
+# (harness/reproduce_sparsity.c). flashbed passes: csv (a header row, then
+# source,ffn_mb_per_token,perplexity per source and setting), sources (the
+# sources' names, space-separated, the first "dense"), plot_title, term,
+# outfile.
 if (term eq 'svg') {
     set terminal svg size 900,600 dynamic enhanced font 'sans,12'
 } else {
@@ -20,5 +20,6 @@ set xrange [0:*]
 # perplexity spans orders of magnitude from the dense point to the sparsest settings
 set logscale y
 # dense is one point; each other source a curve over its settings
-plot for [i=1:words(sources)] csv index (i-1) using 1:2 \
+pick(name, v) = (strcol('source') eq name ? v : NaN)
+plot for [i=1:words(sources)] csv using (pick(word(sources, i), column('ffn_mb_per_token'))):'perplexity' \
      with linespoints lw 2 pt (i == 1 ? 3 : 5 + 2*i) ps (i == 1 ? 2.5 : 1.2) title word(sources, i)

@@ -234,6 +234,7 @@ static void judge_feasible(struct replay_result *res, const struct policy_ops *o
         if (st->max_needed_rows <= st->budget_rows)
             return;
         res->feasible = false;
+        res->transient_rows = res->transient_bytes = 0;
         snprintf(res->infeasible, sizeof res->infeasible,
                  "a token needs up to %" PRIu64 " %s in one layer; the budget holds %" PRIu64 " per layer",
                  st->max_needed_rows, st == &res->chan ? "channel bundles" : "rows of down", st->budget_rows);
@@ -242,6 +243,7 @@ static void judge_feasible(struct replay_result *res, const struct policy_ops *o
     if (res->max_needed_rows <= res->budget_rows)
         return;
     res->feasible = false;
+    res->transient_rows = res->transient_bytes = 0; /* the overflow is what makes it infeasible */
     if (res->budget_rows == 0)
         snprintf(res->infeasible, sizeof res->infeasible,
                  "the budget holds no row per layer (%" PRIu64 " bytes < %u layers x %" PRIu64 "-byte rows)",
@@ -252,7 +254,30 @@ static void judge_feasible(struct replay_result *res, const struct policy_ops *o
                  res->max_needed_rows, res->budget_rows);
 }
 
-static void add_step(struct replay_token *tok, const struct cache_step *st, uint64_t row_bytes)
+/* Rows a layer holds while the token of st is computed, as the paper's
+ * matrix (§3.3, Fig. 6) is used: preallocated at the layer's share of the
+ * budget (cap rows; capped false: no budget) and written in place, the
+ * rows a policy evicts to make room are deleted before the misses are
+ * inserted (their slots take the misses), so they never sit beside them;
+ * the rows it drops only after use (needed rows it does not keep:
+ * overflow, or every miss of the policies that keep none) are there while
+ * the token is computed; and a window's rows that leave only after this
+ * token stay for it while there is room. The rows a policy that reads
+ * whole layers streams through (naive, hybrid) pass through a read buffer
+ * and are not counted, as the paper's Table 2 counts their DRAM (hybrid:
+ * its resident half; naive: none). */
+static uint64_t rows_held(const struct cache_step *st, const struct policy_ops *ops, bool capped, uint64_t cap)
+{
+    if (ops->reads_whole_layers)
+        return st->resident_after;
+    uint64_t dropped_after_use = ops->keeps_reads ? st->overflow : st->n_deleted;
+    uint64_t evictable = st->n_deleted - dropped_after_use;
+    uint64_t before_evictions = (uint64_t)st->resident_after + st->n_deleted;
+    uint64_t over = capped && before_evictions > cap ? before_evictions - cap : 0;
+    return before_evictions - (over < evictable ? over : evictable);
+}
+
+static void add_step(struct replay_token *tok, const struct cache_step *st, uint64_t row_bytes, uint64_t held)
 {
     tok->needed += st->needed;
     tok->hits += st->hits;
@@ -261,11 +286,18 @@ static void add_step(struct replay_token *tok, const struct cache_step *st, uint
     tok->inserted += st->n_rows;
     tok->deleted += st->n_deleted + st->n_extra;
     tok->overflow += st->overflow;
-    /* after the loads the layer held what it kept before, the misses and the extra rows */
-    tok->peak_rows += st->resident_after + st->n_deleted + st->n_extra;
+    tok->peak_rows += held;
     tok->kept_rows += st->resident_after;
-    tok->peak_bytes += (uint64_t)(st->resident_after + st->n_deleted + st->n_extra) * row_bytes;
+    tok->peak_bytes += held * row_bytes;
     tok->kept_bytes += (uint64_t)st->resident_after * row_bytes;
+}
+
+/* The most rows one layer held over its share of the budget while a token
+ * was computed (rows_held), for the stream st. */
+static void note_transient(struct replay_stream *st, uint64_t held, bool capped, uint64_t cap)
+{
+    if (capped && held > cap && held - cap > st->transient_rows)
+        st->transient_rows = held - cap;
 }
 
 /* One cache over the sets of view (the trace, or its channel sets seen as
@@ -294,10 +326,12 @@ static int replay_cache(const struct trace *view, bool predicted, const struct r
             const uint32_t *need = trace_set(view, predicted, t, l, &n);
             struct cache_step step;
             cache_request(&c, t, l, need, n, false, &res->read_sizes, &step);
-            add_step(&res->per_token[t], &step, g->row_bytes);
-            add_step(&st->total, &step, g->row_bytes);
+            uint64_t held = rows_held(&step, c.p.ops, res->budget_given, capacity);
+            note_transient(st, held, res->budget_given, capacity);
+            add_step(&res->per_token[t], &step, g->row_bytes, held);
+            add_step(&st->total, &step, g->row_bytes, held);
             if (st->per_token)
-                add_step(&st->per_token[t], &step, g->row_bytes);
+                add_step(&st->per_token[t], &step, g->row_bytes, held);
             if (n > st->max_needed_rows)
                 st->max_needed_rows = n;
         }
@@ -373,6 +407,11 @@ static int replay_units(const struct trace *tr, const struct replay_spec *spec, 
     res->budget_rows = st[0]->budget_rows;
     res->capacity_rows = st[0]->capacity_rows;
     res->max_needed_rows = st[0]->max_needed_rows;
+    for (uint32_t i = 0; i < n; i++)
+        if (st[i]->transient_rows * st[i]->row_bytes > res->transient_bytes) {
+            res->transient_rows = st[i]->transient_rows;
+            res->transient_bytes = st[i]->transient_rows * st[i]->row_bytes;
+        }
     return 0;
 }
 

@@ -36,9 +36,26 @@
  * when C is 0, and then reads like naive). An infeasible replay still runs
  * and its numbers are what it costs when the rows that do not fit are read
  * and dropped after use (overflow): a point to show, not to compare.
- * For hot the test is a lower bound (its misses need room beside its
- * pinned rows). Without a budget (dram_budget 0, budget_binds false) every
- * replay is feasible.
+ * Without a budget (dram_budget 0, budget_binds false) every replay is
+ * feasible.
+ *
+ * DRAM peak (peak_rows, dram_peak_bytes): the rows the FFN cache holds
+ * while a token is computed, summed over layers, as the paper's matrix
+ * holds them (§3.3, Fig. 6: preallocated, written in place): the rows a
+ * policy evicts to make room leave before the token's misses take their
+ * slots, so a capacity-limited policy (lru, lfu, window under a budget)
+ * never holds more than its share while a token needs no more than that;
+ * rows dropped after use (the misses of predictor and hot, a window's rows
+ * leaving after this token while there is room, rows a full layer cannot
+ * keep) count while the token is computed; the rows naive and hybrid
+ * stream through do not (a read buffer: the paper's Table 2 gives hybrid
+ * its resident half and naive nothing). Some policies hold more than the
+ * share for a feasible token by their design, not the order: hot (its
+ * misses beside the pinned rows that fill the share), lfu and belady (a
+ * needed row they drop after use rather than a row they keep: the least
+ * frequent, the one needed again last). Such a row is
+ * feasible with a TRANSIENT: transient_rows, the most rows one layer held
+ * over its share, said beside "feasible" with its size.
  *
  * The transposed layout (input sparsity, cache/transposed.h) replays a trace
  * with channel sets as two caches of the same policy: the channel bundles
@@ -94,7 +111,7 @@ struct replay_token {
     uint64_t bytes, reads;         /* flash traffic */
     uint64_t needed, hits;         /* needed rows, of which already in DRAM */
     uint64_t inserted, deleted;    /* rows written into / removed from the DRAM matrices */
-    uint64_t peak_rows;            /* rows in DRAM after this token's loads */
+    uint64_t peak_rows;            /* rows in DRAM while this token is computed (DRAM peak, above) */
     uint64_t kept_rows;            /* rows kept for the next token */
     uint64_t overflow;             /* needed rows a keeping policy could not keep (layer full) */
     uint64_t peak_bytes, kept_bytes; /* peak_rows and kept_rows in bytes (the transposed layout's two
@@ -110,6 +127,7 @@ struct replay_stream {
     uint64_t capacity_rows;        /* per layer, the policy's (0: it ignores the budget) */
     uint64_t budget_rows;          /* per layer: cache_transposed_capacity's share of the budget */
     uint64_t max_needed_rows;      /* most rows one token needed in one layer */
+    uint64_t transient_rows;       /* most rows one layer held over budget_rows while a token was computed */
     uint64_t preload_bytes;
     struct replay_token total;     /* sums over tokens (peak and kept not meaningful here) */
     struct replay_token *per_token;/* [n_tokens]: the stream's own counts per token (freed with the result) */
@@ -132,7 +150,7 @@ struct replay_result {
     struct replay_token total;     /* sums; peak_rows/kept_rows hold maxima */
     double bytes_per_token, reads_per_token, hit_ratio;
     double rows_inserted_per_token, rows_deleted_per_token;
-    uint64_t dram_peak_bytes;      /* most DRAM the FFN cache held (after a token's loads) */
+    uint64_t dram_peak_bytes;      /* most DRAM the FFN cache held while a token was computed (above) */
     double dram_mean_bytes;        /* mean of that over tokens */
     double dram_kept_mean_bytes;   /* mean held between tokens */
     uint64_t events;               /* neuron-events replayed: sum of needed set sizes */
@@ -146,6 +164,9 @@ struct replay_result {
     uint64_t max_needed_rows;      /* most rows one token needed in one layer */
     bool feasible;
     char infeasible[160];          /* why not ("" when feasible); no commas (a CSV field) */
+    uint64_t transient_rows;       /* feasible with a transient (above): the most rows one layer held
+                                    * over its share while a token was computed; 0: none */
+    uint64_t transient_bytes;      /* those rows in bytes (the transposed layout: the larger stream's) */
     /* the transposed layout: its two streams; the fields above are their sums,
      * row_bytes the channel bundle's, capacity/budget/max_needed rows the
      * channel stream's (each stream's own are here) */

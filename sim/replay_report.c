@@ -81,6 +81,9 @@ static int result_fields(const struct replay_row *row, struct field *f)
         FIELD("total_ms", FIELD_REAL, NULL, row->modelled.prediction.serial_ms);
         FIELD("overlapped_total_ms", FIELD_REAL, NULL, row->modelled.prediction.overlapped_ms);
     }
+    /* feasible with a transient (sim/replay.h): rows over a layer's share while a token is computed */
+    FIELD("transient_rows_per_layer", FIELD_INT, NULL, r->transient_rows);
+    FIELD("transient_bytes", FIELD_INT, NULL, r->transient_bytes);
 #undef FIELD
     return n;
 }
@@ -92,7 +95,12 @@ static const char feasibility_text[] =
     "DRAM at once. It applies to every policy that computes from its needed rows in DRAM (predictor, "
     "window, lru, lfu, hot, belady), the predictor included though it ignores the budget; naive and hybrid "
     "stream whole layers and are never infeasible. An infeasible row's numbers are what it costs when the "
-    "rows that do not fit are read and dropped after use";
+    "rows that do not fit are read and dropped after use. DRAM peak: the most the FFN cache holds while a "
+    "token is computed, as the paper's preallocated matrix holds it (rows evicted to make room leave before "
+    "the misses take their slots; rows dropped after use count; the rows naive and hybrid stream through do "
+    "not): at most the budget for a feasible row, except hot's misses beside its pinned rows and the needed "
+    "rows lfu and belady drop after use rather than rows they keep, said as a transient beside \"yes\" with "
+    "its size";
 
 static const char baselines_text[] =
     "naive and hybrid are priced as predict prices them, as sequential reads: naive of the whole model, "
@@ -332,9 +340,15 @@ char *replay_report_csv(const struct replay_row *rows, size_t n)
     return memtext_take(&t);
 }
 
-/* "yes", or "infeasible: why". */
+/* "yes", "yes, with a transient ...", or "infeasible: why". */
 static const char *feasible_cell(const struct replay_result *r, char *buf, size_t len)
 {
+    if (r->feasible && r->transient_rows) {
+        snprintf(buf, len, "yes, with a transient of up to %llu rows (%.1f KB) over a layer's share while a token "
+                           "is computed",
+                 (unsigned long long)r->transient_rows, r->transient_bytes / 1e3);
+        return buf;
+    }
     if (r->feasible)
         return "yes";
     snprintf(buf, len, "infeasible: %s", r->infeasible);
@@ -448,7 +462,8 @@ static void md_head(FILE *f, const struct replay_row *rows, size_t n, const stru
     fprintf(f, "# Replay of %s\n\n%s", info->trace_path, title);
     if (n)
         fprintf(f, "; %llu tokens, %s sets; FFN row = %llu bytes; DRAM is the FFN cache only "
-                   "(peak: after a token's loads; kept: held between tokens). window:K keeps the last K "
+                   "(peak: held while a token is computed, the rows evicted to make room gone before its misses "
+                   "are placed; kept: held between tokens). window:K keeps the last K "
                    "tokens, the current one included: the paper's k = K - 1",
                 (unsigned long long)rows[0].res.n_tokens, rows[0].res.use_predicted ? "predicted" : "active",
                 (unsigned long long)rows[0].res.row_bytes);

@@ -4,7 +4,8 @@
 # (synthetic f16 weights with checksums, transposed, TEAL thresholds
 # calibrated for SPARSITY on a synthetic text), policy lru at BUDGET, the
 # two settings alternating (on first in odd rounds, off first in even
-# ones), medians of ROUNDS. Prints ms per token on and off, their ratio,
+# ones), medians of ROUNDS. Prints ms per token on and off, the ratio of
+# those medians and the rounds' own ratios (tools/bench_verify_table.py),
 # the run's verify_ms_per_token and its share of the token, the rows
 # checked per token.
 #
@@ -42,7 +43,9 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 python3 - "$OUT" "$ROUNDS" "$MODEL" <<'EOF'
-import json, statistics as st, sys
+import json, sys
+sys.path.insert(0, "tools")
+from bench_verify_table import HEADER_CELLS, on_off_cell, rounds_cell, summarize
 out, rounds, model = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 load = lambda p: json.load(open(p))
 rows = []
@@ -50,16 +53,15 @@ for r in range(1, rounds + 1):
     on, off = (load(f"{out}/teal-{v}-{r}/run.json") for v in ("on", "off"))
     assert on["summary"]["verify"]["rows_verified"] > 0 and off["summary"]["verify"]["rows_verified"] == 0
     rows.append({"on_ms": on["summary"]["total_ms"], "off_ms": off["summary"]["total_ms"],
-                 "ratio": on["summary"]["total_ms"] / off["summary"]["total_ms"],
                  "verify_ms": on["summary"]["verify"]["verify_ms_per_token"],
                  "rows_verified_per_token": on["summary"]["verify"]["rows_verified"] / len(on["tokens"])})
-m = {k: st.median(x[k] for x in rows) for k in rows[0]}
+m = summarize(rows)
 m["verify_pct_of_token"] = 100 * m["verify_ms"] / m["on_ms"]
 json.dump({"rounds": rounds, "model": model, "median": m, "each": rows}, open(f"{out}/bench.json", "w"), indent=1)
 text = (f"Medians of {rounds} rounds, run --active teal --verify on and off alternating ({model}).\n\n"
-        "| ms/token on | ms/token off | on / off | verify ms/token (share of on) | rows checked a token |\n"
-        "|---:|---:|---:|---:|---:|\n"
-        f"| {m['on_ms']:.2f} | {m['off_ms']:.2f} | {m['ratio']:.3f} ({100 * (m['ratio'] - 1):+.1f}%) | "
+        f"| ms/token on | ms/token off | {HEADER_CELLS} | verify ms/token (share of on) | rows checked a token |\n"
+        "|---:|---:|---:|---:|---:|---:|\n"
+        f"| {m['on_ms']:.2f} | {m['off_ms']:.2f} | {on_off_cell(m)} | {rounds_cell(m)} | "
         f"{m['verify_ms']:.3f} ({m['verify_pct_of_token']:.2f}%) | {m['rows_verified_per_token']:.0f} |\n"
         "\nms/token: run.json's steady state; verify ms/token and rows: over all the run's tokens, cold ones "
         "included.\n")

@@ -254,9 +254,10 @@ void trace_stats_free(struct trace_stats *s)
     s->density_active = s->density_pred = s->density_channels = NULL;
 }
 
-int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s, bool has_pred,
-                           bool plot, const struct fb_settings *set, char *err, size_t errlen)
+int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s,
+                           const struct trace *tr, bool plot, const struct fb_settings *set, char *err, size_t errlen)
 {
+    bool has_pred = tr->meta.has_predicted;
     char csv[2048], path[4200];
     size_t len = (size_t)snprintf(csv, sizeof csv, "k,sagg_active,sagg_predicted\n");
     for (int k = 1; k <= (int)s->sagg_k_max; k++)
@@ -269,6 +270,10 @@ int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const s
         return 0;
     char stem[4200];
     snprintf(stem, sizeof stem, "%s/fig4a", dir);
-    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_NUMBER("has_pred", has_pred ? 1 : 0)};
-    return gnuplot_draw(set, folder, "fig4a_sagg.gp", args, 2, stem, err, errlen);
+    char subtitle[160];
+    snprintf(subtitle, sizeof subtitle, "%u layers, d_ff %u, %llu tokens%s", tr->meta.n_layers, tr->meta.d_ff,
+             (unsigned long long)tr->n_tokens, has_pred ? "; actual and predicted sets" : "");
+    const struct gnuplot_arg args[] = {GP_TEXT("csv", path), GP_NUMBER("has_pred", has_pred ? 1 : 0),
+                                       GP_TEXT("plot_subtitle", subtitle)};
+    return gnuplot_draw(set, folder, "fig4a_sagg.gp", args, 3, stem, err, errlen);
 }

@@ -57,8 +57,8 @@ void trace_stats_free(struct trace_stats *s);
  * command's result folder (common/out_manifest.h; NULL: none).
  * 0, or -1 with the reason in err. */
 struct out_manifest;
-int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s, bool has_pred,
-                           bool plot, const struct fb_settings *set, char *err, size_t errlen);
+int trace_stats_write_sagg(struct out_manifest *folder, const char *dir, const struct trace_stats *s,
+                           const struct trace *tr, bool plot, const struct fb_settings *set, char *err, size_t errlen);
 
 /* Per-token usage new to a window of k earlier tokens: s_agg(k+1) - s_agg(k).
  * Meaningful for k < sagg_k_max only. */

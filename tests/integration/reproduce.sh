@@ -53,6 +53,21 @@ check "reproduce --help exits 0" "$FLASHBED" reproduce --help
 
 check "reproduce --tiny" "$FLASHBED" reproduce --tiny "${DATA_ARGS[@]}" --out "$S"
 check "REPORT.md written" test -s "$S/REPORT.md"
+# every CSV the study writes opens with a header row: names, not numbers
+# (issue 47: the sparsity study's quality CSVs had none)
+csv_headers() {
+    local bad=0 f first
+    while IFS= read -r f; do
+        first=$(head -1 "$f")
+        if ! [[ "$first" =~ ^[A-Za-z_][A-Za-z0-9_\ ]*(,[A-Za-z_][A-Za-z0-9_\ /().%-]*)*$ ]]; then
+            echo "no header row: $f: $first" >&2
+            bad=1
+        fi
+    done < <(find "$S" -name '*.csv')
+    return $bad
+}
+check "every CSV of the study has a header row" csv_headers
+check "the sparsity study's CSV among them" test "$(head -1 "$S/sparsity/tinystories-quality.csv")" = "source,ffn_mb_per_token,perplexity"
 for section in "## Fig. 2b" "## This machine's profile" "## Traces and Fig. 4a" "## The policy study" \
                "## Table 2" "## Table 3" "## Table 3 on every backend" "## Table 3's device rows" "## Fig. 8" "## Fig. 7, measured" "## What differs from the paper"; do
     check "REPORT.md has '$section'" grep -q "^$section" "$S/REPORT.md"

@@ -15,7 +15,12 @@ check "info shows targets beside achieved" grep -q "| active density, first laye
 check "info says the profile is scaled" grep -q "scaled by relative layer depth" "$WORK/info.txt"
 check "info shows s_agg(16)" grep -q "^| 16 |" "$WORK/info.txt"
 check "info names the profile" grep -q "^  profile: opt-6.7b$" "$WORK/info.txt"
-check "info shows per-layer targets (14 of 256 neurons for 5.36%)" grep -q "^| 2 | 5.36% | 5.47% |" "$WORK/info.txt"
+# layers numbered from 0, as the trace format, its errors, export and the
+# model's tensors number them (issue 47: trace info alone counted from 1)
+check "info shows per-layer targets (14 of 256 neurons for 5.36%), the last layer as 1" \
+    grep -q "^| 1 | 5.36% | 5.47% |" "$WORK/info.txt"
+check "info's density table numbers the layers 0 and 1" \
+    test "$(awk '/^\| layer \| target/{p=1;next} p&&/^\|---/{next} p&&/^\|/{printf "%s ", $2; next} p{exit}' "$WORK/info.txt")" = "0 1 "
 # The hot tenth's share judged against uniform draws of the same set sizes
 # (issue 47: it said "power law: well above 10%" whatever the share): a
 # trace without popularity (--zipf 0 --recur 0) is no more than chance.

@@ -29,6 +29,21 @@ static void check_commands(void)
     free(cmd);
 }
 
+/* A title longer than a line is broken at spaces (issue 47: bytes_vs_k's
+ * subtitle ran off both sides of an 800-pixel plot); other strings never. */
+static void check_long_title(void)
+{
+    const char *sub = "at 50%, the study's budget where the window's size (k = 1..16) changes the bytes per token "
+                      "most (by 57%)";
+    const struct gnuplot_arg args[] = {GP_TEXT("plot_subtitle", sub), GP_TEXT("csv", sub)};
+    char *cmd = gnuplot_commands(args, 2, "svg", "o.svg");
+    CHECK_STR(cmd, "plot_subtitle='at 50%, the study''s budget where the window''s size (k = 1..16) changes the "
+                   "bytes per'.\"\\n\".'token most (by 57%)'; csv='at 50%, the study''s budget where the "
+                   "window''s size (k = 1..16) changes the bytes per token most (by 57%)'; term='svg'; "
+                   "outfile='o.svg'; ");
+    free(cmd);
+}
+
 static long file_size(const char *path)
 {
     struct stat st;
@@ -88,6 +103,7 @@ static void check_draw(void)
 int main(void)
 {
     check_commands();
+    check_long_title();
     if (program_available("gnuplot"))
         check_draw();
     else

@@ -82,7 +82,11 @@ static void naive_counts(void)
  * down: t0 miss 0,1; t1 miss 2 {0,1,2}; t2 hit 0, miss 3, evict 1 (t0);
  *   t3 miss 4, evict 2 (t1) {0,3,4}; t4 hit 3, miss 2, evict 0 (t2):
  *   6 reads, 2 hits, 3 deleted.
- * DRAM after a token's loads: t3 holds 3 bundles (36) + 4 rows (32) = 68 bytes, the most. */
+ * DRAM while a token is computed (sim/replay.h's DRAM peak): the rows evicted
+ * to make room leave before the misses take their slots, so t3 holds 2
+ * bundles (24) + 3 rows (24) = 48 bytes, the budget (issue 47: counting the
+ * evicted rows beside the misses, as after a token's loads, said 68 bytes,
+ * over the budget of a feasible row). */
 static void lru_counts(void)
 {
     char err[256] = "";
@@ -94,8 +98,9 @@ static void lru_counts(void)
     CHECK_STREAM(r.chan, 4, 48, 1, 5, 4, 2);
     CHECK_STREAM(r.down, 6, 48, 2, 8, 6, 3);
     CHECK_STREAM(r, 10, 96, 3, 13, 10, 5);
-    CHECK_U64(r.dram_peak_bytes, 68);
+    CHECK_U64(r.dram_peak_bytes, 48);
     CHECK(r.feasible);
+    CHECK_U64(r.transient_rows, 0);
     CHECK(r.chan.hit_ratio == 1.0 / 5 && r.down.hit_ratio == 2.0 / 8);
     CHECK(r.bytes_per_token == 96.0 / 5 && r.chan.reads_per_token == 4.0 / 5);
     replay_result_free(&r);
