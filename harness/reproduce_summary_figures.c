@@ -75,26 +75,46 @@ static size_t headline_rows(const struct repro_summary_row *rows, size_t n, cons
     return k;
 }
 
+/* " (1 round × 3 tokens: too few)" after a speedup from
+ * fewer rounds or tokens than REPRO_SPEEDUP_MIN_*: the fewer of the two cells'. */
+static bool too_few_caveat(struct strbuf *b, const struct repro_cell *x, const struct repro_cell *y)
+{
+    int rounds = x->rounds < y->rounds ? x->rounds : y->rounds;
+    double tokens = fmin(x->tokens, y->tokens);
+    bool few_tokens = isfinite(tokens) && tokens < REPRO_SPEEDUP_MIN_TOKENS;
+    if (rounds >= REPRO_SPEEDUP_MIN_ROUNDS && !few_tokens)
+        return false;
+    strbuf_add(b, " (%d round%s", rounds, rounds == 1 ? "" : "s");
+    if (isfinite(tokens))
+        strbuf_add(b, " × %.0f token%s", tokens, tokens == 1 ? "" : "s");
+    strbuf_add(b, ": too few)");
+    return true;
+}
+
 /* " 6.87× / 4.76× |": slow's over fast's (naive over all, or hybrid)
  * here, then the paper's. */
-static void ratio_cell(struct strbuf *b, const struct repro_summary_row *r, const struct shape_cells *s,
+static bool ratio_cell(struct strbuf *b, const struct repro_summary_row *r, const struct shape_cells *s,
                        const char *slow_mode, const char *fast_mode, int part, const char *paper_key)
 {
     size_t at = cell_of(s, slow_mode), fast = cell_of(s, fast_mode);
     bool slow_ran = at < s->n && s->ran[at];
     if (!slow_ran || fast == s->n || !s->ran[fast]) {
         strbuf_add(b, " %s did not run |", slow_ran ? fast_mode : slow_mode);
-        return;
+        return false;
     }
-    strbuf_add(b, " %.2f× / ", s->c[at].median[part] / s->c[fast].median[part]);
+    strbuf_add(b, " %.2f×", s->c[at].median[part] / s->c[fast].median[part]);
+    bool few = too_few_caveat(b, &s->c[at], &s->c[fast]);
+    strbuf_add(b, " / ");
     double slow = paper_cpu(r->p, r->shape, slow_mode, paper_key), quick = paper_cpu(r->p, r->shape, fast_mode, paper_key);
     if (isfinite(slow) && isfinite(quick) && quick > 0)
         strbuf_add(b, "%.2f× |", slow / quick);
     else
         strbuf_add(b, "— |");
+    return few;
 }
 
-static void speedup_row(struct strbuf *b, const struct repro_summary_row *r)
+/* The row; true when a speedup in it carries the "too few" caveat. */
+static bool speedup_row(struct strbuf *b, const struct repro_summary_row *r)
 {
     struct shape_cells s;
     read_cells(r, &s);
@@ -108,10 +128,11 @@ static void speedup_row(struct strbuf *b, const struct repro_summary_row *r)
             strbuf_add(b, "%s did not run", s.mode[m]->name);
     }
     strbuf_add(b, " |");
-    ratio_cell(b, r, &s, "naive", "all", REPRO_TOTAL, "total_ms");
-    ratio_cell(b, r, &s, "naive", "hybrid", REPRO_TOTAL, "total_ms");
-    ratio_cell(b, r, &s, "naive", "all", REPRO_IO, "io_ms");
+    bool few = ratio_cell(b, r, &s, "naive", "all", REPRO_TOTAL, "total_ms");
+    few |= ratio_cell(b, r, &s, "naive", "hybrid", REPRO_TOTAL, "total_ms");
+    few |= ratio_cell(b, r, &s, "naive", "all", REPRO_IO, "io_ms");
     strbuf_add(b, "\n");
+    return few;
 }
 
 void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *rows, size_t n)
@@ -130,8 +151,13 @@ void repro_summary_speedups(struct strbuf *b, const struct repro_summary_row *ro
                   "| shape (the paper's model) | %s, ms/token | all vs naive: here / paper | "
                   "hybrid vs naive: here / paper | I/O alone, all vs naive: here / paper |\n|---|---|---:|---:|---:|\n",
                cache_mode_table_join(CACHE_MODE_TABLE3_CPU, " → ", "", sequence, sizeof sequence));
+    bool few = false;
     for (size_t i = 0; i < k; i++)
-        speedup_row(b, head[i]);
+        few |= speedup_row(b, head[i]);
+    if (few)
+        strbuf_add(b, "\n\"Too few\": a speedup from under %d rounds, or rounds of under %d measured tokens, whose "
+                  "ratio one slow token can move (REPRO_SPEEDUP_MIN_ROUNDS, _TOKENS).\n", REPRO_SPEEDUP_MIN_ROUNDS,
+               REPRO_SPEEDUP_MIN_TOKENS);
     if (head[0]->tiny)
         strbuf_add(b, "\nTiny shapes only: their tokens are mostly fixed costs, so these ratios check the pipeline, "
                       "not the paper's claim (`--quick` measures real shapes).\n");
@@ -337,20 +363,56 @@ static cJSON *read_replay(const struct repro_plan *p, const char *trace)
     return read_json_file(path);
 }
 
-static void best_policy_row(struct strbuf *b, const struct repro_plan *p, const char *study, const char *trace,
-                            char (*budgets)[32], size_t n_budgets)
+/* replay's reason at budget for a streaming winner: its verdict's "Why
+ * not caching:" sentence (sim/replay_verdict.c), NULL when it gives none. */
+static char *why_not_caching(const cJSON *replay, const char *budget)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(replay, "verdict"), "budgets");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        const char *at = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "dram_budget"));
+        const char *text = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "text"));
+        const char *why = at && text && !strcmp(at, budget) ? strstr(text, "Why not caching: ") : NULL;
+        if (why) {
+            why += strlen("Why not caching: ");
+            return strndup(why, strcspn(why, "\n"));
+        }
+    }
+    return NULL;
+}
+
+/* Under the table: why each streaming winner (naive, hybrid) won, in
+ * replay's own words. */
+static void streaming_reasons(struct strbuf *why, const cJSON *replay, const char *trace, const char *budget,
+                              const cJSON *best)
+{
+    const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy"));
+    struct policy_spec spec;
+    char err[256];
+    if (!policy || cache_policy_parse(policy, false, &spec, err, sizeof err) != 0 || !spec.ops->reads_whole_layers)
+        return;
+    char *reason = why_not_caching(replay, budget);
+    strbuf_add(why, "- %s at %s, %s: %s\n", trace, budget, policy,
+               reason ? reason : "the caching rows were slower in the model (replay.md's verdict has the figures)");
+    free(reason);
+}
+
+static void best_policy_row(struct strbuf *b, struct strbuf *why, const struct repro_plan *p, const char *study,
+                            const char *trace, char (*budgets)[32], size_t n_budgets)
 {
     cJSON *r = read_replay(p, trace);
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
     strbuf_add(b, "| %s%s%s |", study ? study : "", study ? ": " : "", trace);
     for (size_t i = 0; i < n_budgets; i++) {
         const cJSON *best = results ? best_row(results, budgets[i]) : NULL;
-        if (best)
+        if (best) {
             strbuf_add(b, " %s, %s: %.3g ms |", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy")),
                        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "layout")),
                        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(best, "total_ms")));
-        else
+            streaming_reasons(why, r, trace, budgets[i], best);
+        } else {
             strbuf_add(b, " %s |", results ? "none feasible" : "did not run");
+        }
     }
     strbuf_add(b, "\n");
     cJSON_Delete(r);
@@ -393,11 +455,16 @@ void repro_summary_policies(struct strbuf *b, const struct repro_plan *const *pl
     for (size_t i = 0; i < n_budgets; i++)
         strbuf_add(b, "---|");
     strbuf_add(b, "\n");
+    struct strbuf why = {0};
     for (size_t s = 0; s < n; s++) {
         char traces[32][64];
         size_t k = repro_summary_traces(plans[s], traces, 32);
         for (size_t i = 0; i < k; i++)
-            best_policy_row(b, plans[s], names ? names[s] : NULL, traces[i], budgets, n_budgets);
+            best_policy_row(b, &why, plans[s], names ? names[s] : NULL, traces[i], budgets, n_budgets);
     }
+    char *reasons = strbuf_take(&why);
+    if (reasons && *reasons)
+        strbuf_add(b, "\nWhere a mode that streams whole layers won, why (replay's verdict):\n\n%s", reasons);
+    free(reasons);
     strbuf_add(b, "\n");
 }
