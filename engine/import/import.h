@@ -48,4 +48,12 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
 int import_gguf(const char *path, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
                 const struct progress_report *progress, char *err, size_t errlen);
 
+/* The architectures the importers accept, from the tables that dispatch
+ * them (convert --help and the importers' refusals list these, so neither
+ * can fall behind): a Hugging Face folder's config.json model_type values,
+ * ", "-separated, each with what it is in parentheses when about; a GGUF
+ * file's general.architecture values. Cut to len. */
+void import_hf_archs(char *buf, size_t len, bool about);
+void import_gguf_archs(char *buf, size_t len);
+
 #endif
