@@ -131,6 +131,9 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert --dtype: unknown dtype '%s' (%s)", o.dtype, wtype_names());
     else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
+    else if (!S_ISDIR(st.st_mode) && !is_gguf(pos[0]) && import_lone_file_check(pos[0], err, sizeof err) != 0 &&
+             (rc = FB_EXIT_FAILURE))
+        fb_error("%s", err);
     /* The importers refuse these too; checked here to name the option. */
     else if (!S_ISDIR(st.st_mode) && !is_gguf(pos[0]) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);

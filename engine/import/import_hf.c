@@ -153,9 +153,10 @@ static int copy_weights(struct hf_ctx *c, const struct hf_arch *a, const struct 
 }
 
 /* The tokenizer into the model folder: the given tokenizer.bin, else
- * tokenizer.json converted (SentencePiece kind) or copied (byte-level),
+ * tokenizer.model (spm) or tokenizer.json converted (SentencePiece kind)
+ * or copied (byte-level),
  * then read back as the engine will. */
-static int add_tokenizer(struct model_writer *w, const struct model_shape *s, const char *tokpath,
+static int add_tokenizer(struct model_writer *w, const struct model_shape *s, const char *tokpath, bool spm,
                          const char *tokenizer, bool *byte_level, char *err, size_t errlen)
 {
     char tmp_tok[4300];
@@ -164,6 +165,8 @@ static int add_tokenizer(struct model_writer *w, const struct model_shape *s, co
     int rc;
     if (tokenizer)
         rc = model_writer_copy_file(w, tokenizer, "tokenizer.bin");
+    else if (spm)
+        rc = hf_convert_spm_tokenizer(tokpath, s, tmp_tok, err, errlen);
     else if ((rc = hf_convert_sp_tokenizer(tokpath, s, tmp_tok, err, errlen)) == 1) {
         *byte_level = true;
         snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.json", w->tmp);
@@ -246,7 +249,9 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
     if (!a)
         return -1;
     char tokpath[4200];
-    snprintf(tokpath, sizeof tokpath, "%s/tokenizer.json", dir);
+    bool spm;
+    if (hf_folder_check(dir, tokenizer, tokpath, sizeof tokpath, &spm, err, errlen) != 0)
+        return -1;
     struct st_set st;
     if (st_open(&st, dir, err, errlen))
         return -1;
@@ -263,7 +268,7 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
     bool byte_level = false;
     int rc = copy_weights(&c, a, progress);
     if (!rc)
-        rc = add_tokenizer(&w, &s, tokpath, tokenizer, &byte_level, err, errlen);
+        rc = add_tokenizer(&w, &s, tokpath, spm, tokenizer, &byte_level, err, errlen);
     st_close(&st);
     if (rc) {
         model_writer_abort(&w); /* removes the temporary folder */
