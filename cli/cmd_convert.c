@@ -106,6 +106,17 @@ static void convert_summary(void)
              hf, gguf);
 }
 
+/* Which weight types a GGUF file or Hugging Face folder became. */
+static void say_dtypes(const char *input, bool dir, const struct import_dtype *dt)
+{
+    if (!dir && is_gguf(input))
+        fb_info("matrices %s, FFN bundles in %s (the file holds %s)", dt->keep ? "as stored" : wtype_name(dt->dtype),
+                wtype_name(dt->dtype), dt->held);
+    else if (dir)
+        fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(dt->dtype),
+                dt->keep ? "the checkpoint's own" : "--dtype", dt->held);
+}
+
 int cmd_convert(int argc, char **argv, const struct fb_settings *set)
 {
     (void)set; /* converting reads no setting: no shape name, plot or backend */
@@ -147,12 +158,8 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         struct import_dtype hf_dt = {.keep = !o.dtype, .dtype = dt};
         int irc = import_any(pos[0], S_ISDIR(st.st_mode), &o, &hf_dt, &report, err, sizeof err);
         cli_progress_end(&bar);
-        if (irc == 0 && is_gguf(pos[0]) && !S_ISDIR(st.st_mode))
-            fb_info("matrices %s, FFN bundles in %s (the file holds %s)",
-                    hf_dt.keep ? "as stored" : wtype_name(hf_dt.dtype), wtype_name(hf_dt.dtype), hf_dt.held);
-        else if (irc == 0 && S_ISDIR(st.st_mode))
-            fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(hf_dt.dtype),
-                    hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
+        if (irc == 0)
+            say_dtypes(pos[0], S_ISDIR(st.st_mode), &hf_dt);
         if (irc != 0)
             fb_error("%s", err);
         /* folders made above --out go again with a failed conversion */
