@@ -422,13 +422,17 @@ static int run_choices(const struct predict_opts *o, const struct model_shape *s
     return 0;
 }
 
+#define HW_NOTE_LEN 10000
+
 /* The profile to price with (sim/hw_choice.h's rule): --hw, else this
- * machine's own where calibrate writes it, else m1max-cpu, said which
- * when --hw was not given; loaded into hw, resolved, and recorded as
- * prov's "hw" parameter. 0, or -1 with err set. */
+ * machine's own where calibrate writes it, else m1max-cpu; loaded into
+ * hw, resolved, and recorded as prov's "hw" parameter; note says which
+ * when --hw was not given ("" when it was), for the end of a run that
+ * priced. 0, or -1 with err set. */
 static int load_profile(const struct predict_opts *o, const struct fb_settings *set, cJSON *prov,
-                        struct hw_profile *hw, char *err, size_t errlen)
+                        struct hw_profile *hw, char note[HW_NOTE_LEN], char *err, size_t errlen)
 {
+    note[0] = '\0';
     struct hw_choice *c = malloc(sizeof *c);
     if (!c) {
         snprintf(err, errlen, "predict: out of memory");
@@ -440,11 +444,8 @@ static int load_profile(const struct predict_opts *o, const struct fb_settings *
                      cost_resolve_profile(hw, set, err, errlen) != 0
                  ? -1
                  : 0;
-    if (rc == 0 && !c->given) {
-        char note[10000];
-        hw_choice_note(c, hw->name, hw->path, note, sizeof note);
-        fb_info("%s", note);
-    }
+    if (rc == 0 && !c->given)
+        hw_choice_note(c, hw->name, hw->path, note, HW_NOTE_LEN);
     cJSON_ReplaceItemInObject(cJSON_GetObjectItem(prov, "parameters"), "hw", cJSON_CreateString(c->profile));
     free(c);
     return rc;
@@ -468,7 +469,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         free(policies);
         return FB_EXIT_FAILURE;
     }
-    char err[1024];
+    char err[1024], note[HW_NOTE_LEN] = "";
     struct model_shape shape;
     struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
@@ -480,7 +481,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
         goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
-        load_profile(o, set, prov, hw, err, sizeof err) != 0) {
+        load_profile(o, set, prov, hw, note, err, sizeof err) != 0) {
         fb_error("%s", err);
         goto out;
     }
@@ -494,15 +495,15 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         rc = FB_EXIT_USAGE;
         goto out;
     }
-    if (o->trace) {
-        if (load_trace(o, &shape, &tr, &s.use_predicted) != 0)
-            goto out;
-        s.trace = &tr;
-    }
+    if (o->trace && load_trace(o, &shape, &tr, &s.use_predicted) != 0)
+        goto out;
+    s.trace = o->trace ? &tr : NULL;
     if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
         rc = write_predictions(o, folder, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
+    if (rc == FB_EXIT_OK && note[0])
+        fb_info("%s", note);
     free(items);
     if (s.trace)
         trace_free(&tr);
