@@ -1,9 +1,12 @@
 /* Printing what the option parser (common/options.c) returns. */
 #include "cli/cli_parse.h"
 
+#include <stdbool.h>
+
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/commands.h"
 #include "common/log.h"
 #include "common/suggest.h"
 
@@ -84,4 +87,24 @@ void cli_subcommand_error(const char *cmd, const char *const *names, size_t n, i
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i == 0 ? "" : i + 1 == n ? " or " : ", ",
                                  names[i]);
     fb_error("%s: needs a subcommand, %s%s", cmd, list, argc >= 2 ? ", before its options" : "");
+}
+
+int cli_subcommands_run(const char *command, const struct subcommand *subs, int argc, char **argv,
+                        const struct fb_settings *set)
+{
+    const char *names[16];
+    size_t n = 0;
+    for (; subs[n].name && n < sizeof names / sizeof names[0]; n++) {
+        names[n] = subs[n].name;
+        if (argc >= 2 && strcmp(argv[1], subs[n].name) == 0)
+            return subs[n].run(argc - 1, argv + 1, set);
+    }
+    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+    FILE *f = help ? stdout : stderr;
+    if (!help)
+        cli_subcommand_error(command, names, n, argc, argv);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s flashbed %s %s %s\n", i ? "      " : "usage:", command, subs[i].name,
+                subs[i].opts ? subs[i].opts->usage : subs[i].usage);
+    return help ? 0 : 2;
 }

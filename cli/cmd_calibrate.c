@@ -24,6 +24,7 @@
 #include "harness/calibrate.h"
 #include "harness/calibrate_fixed.h"
 #include "harness/sweep.h"
+#include "sim/hw_choice.h"
 #include "sim/hw_profile.h"
 
 struct calibrate_opts {
@@ -45,7 +46,7 @@ static const struct opt_def calibrate_options[] = {
      "opencl or cuda (its matrix-vector rates, copies and waits; sim and OpenCL on a CPU are emulated devices: "
      "the profile is marked so, and predict takes it only with --allow-emulated)", .allowed = BACKEND_OPT_ALLOWED},
     {"name", OPT_STRING, O(name), NULL, "NAME", "profile name [default: the host name]"},
-    {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-NAME.json]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
+    {"out", OPT_STRING, O(out), NULL, "PATH", "profile file, e.g. configs/hw/NAME.json [default: results/hw-HOST.json, HOST this machine's host name: where replay and predict look for this machine's profile when --hw is not given]; the sweep measured for it goes beside it, into PATH-without-.json-sweep/"},
     {"force", OPT_FLAG, O(force), NULL, NULL, FORCE_HELP},
     OPT_END,
 };
@@ -266,8 +267,8 @@ int cmd_calibrate(int argc, char **argv, const struct fb_settings *set)
     snprintf(name, sizeof name, "%.63s", o.name ? o.name : mi.hostname);
     if (o.out)
         snprintf(out, sizeof out, "%s", o.out);
-    else
-        snprintf(out, sizeof out, "results/hw-%s.json", name);
+    else /* where replay and predict look for this machine's profile (sim/hw_choice.h) */
+        hw_own_profile_path(mi.hostname, out, sizeof out);
     /* before the measurements: a profile (or its sweep) that cannot be written costs nothing */
     const char *inputs[] = {o.sweep, o.file};
     struct cli_backend be;

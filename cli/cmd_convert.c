@@ -52,20 +52,70 @@ static const struct opt_def convert_options[] = {
 };
 #undef O
 
-static const struct opt_command convert_command = {
+/* Filled by convert_summary from the importers' own tables. */
+static char summary[2048];
+
+static struct opt_command convert_command = {
     .name = "convert",
     .usage = "INPUT --out DIR [--dtype TYPE] [--tokenizer FILE]",
-    .summary = "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
-               "out by neuron bundle, tokenizer). INPUT is a llama2.c checkpoint (with --tokenizer)\n"
-               "or a Hugging Face folder (config.json, model.safetensors or a sharded index,\n"
-               "tokenizer.json) of a Llama (ProSparse's FATReLU one too), OPT, Falcon, Persimmon, Phi,\n"
-               "Phi-3 or TurboSparse-Mistral (bamboo, dReLU) model, or a GGUF file (FILE.gguf,\n"
-               "llama.cpp's format) of architecture llama, qwen2, qwen3, phi3 or gemma3, whose matrices\n"
-               "stay in their stored types (F32 ... Q8_0, Q2_K ... Q6_K). The weights keep the\n"
-               "checkpoint's dtype unless --dtype says otherwise.",
+    .summary = summary,
     .opts = convert_options,
     .max_positional = 1,
 };
+
+/* list into out as lines of at most width columns, each after two spaces,
+ * broken at the spaces after its commas. */
+static void wrap_list(const char *list, char *out, size_t len, size_t width)
+{
+    size_t used = 0, col = 2;
+    snprintf(out, len, "  ");
+    for (const char *p = list; *p && used + 4 < len; p++) {
+        size_t word = strcspn(p + 1, " ") + 1;
+        if (*p == ' ' && p > list && p[-1] == ',' && col + word > width) {
+            used = strlen(out);
+            snprintf(out + used, len - used, "\n  ");
+            col = 2;
+            continue;
+        }
+        used = strlen(out);
+        snprintf(out + used, len - used, "%c", *p);
+        col++;
+    }
+}
+
+/* convert --help's text: what INPUT may be, the architectures listed from
+ * the tables the importers dispatch on (engine/import/import.h), so that
+ * help names every one they accept. */
+static void convert_summary(void)
+{
+    char list[1024], hf[1200], gguf[256];
+    import_hf_archs(list, sizeof list, true);
+    wrap_list(list, hf, sizeof hf, 82);
+    import_gguf_archs(gguf, sizeof gguf);
+    snprintf(summary, sizeof summary,
+             "Converts a model into a flashbed model folder (model.json, dram.bin, ffn.bin laid\n"
+             "out by neuron bundle, tokenizer). INPUT is one of:\n"
+             "- a Hugging Face folder: config.json, model.safetensors (or the shards its\n"
+             "  model.safetensors.index.json lists), and tokenizer.json or SentencePiece's\n"
+             "  tokenizer.model; config.json's model_type one of:\n"
+             "%s;\n"
+             "- a GGUF file (FILE.gguf, llama.cpp's format) of general.architecture %s,\n"
+             "  whose matrices stay in their stored types (F32 ... Q8_0, Q2_K ... Q6_K);\n"
+             "- a llama2.c checkpoint, with --tokenizer FILE (its tokenizer.bin).\n"
+             "The weights keep the checkpoint's dtype unless --dtype says otherwise.",
+             hf, gguf);
+}
+
+/* Which weight types a GGUF file or Hugging Face folder became. */
+static void say_dtypes(const char *input, bool dir, const struct import_dtype *dt)
+{
+    if (!dir && is_gguf(input))
+        fb_info("matrices %s, FFN bundles in %s (the file holds %s)", dt->keep ? "as stored" : wtype_name(dt->dtype),
+                wtype_name(dt->dtype), dt->held);
+    else if (dir)
+        fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(dt->dtype),
+                dt->keep ? "the checkpoint's own" : "--dtype", dt->held);
+}
 
 int cmd_convert(int argc, char **argv, const struct fb_settings *set)
 {
@@ -74,6 +124,7 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
     char *pos[1] = {NULL};
     int npos = 0;
     int rc;
+    convert_summary();
     if (!cli_start(&convert_command, &o, sizeof o, argc, argv, pos, &npos, &rc))
         return rc;
     if (o.out)
@@ -91,6 +142,9 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         fb_error("convert --dtype: unknown dtype '%s' (%s)", o.dtype, wtype_names());
     else if (stat(pos[0], &st) != 0 && (rc = FB_EXIT_FAILURE))
         fb_error("%s: does not exist", pos[0]);
+    else if (!S_ISDIR(st.st_mode) && !is_gguf(pos[0]) && import_lone_file_check(pos[0], err, sizeof err) != 0 &&
+             (rc = FB_EXIT_FAILURE))
+        fb_error("%s", err);
     /* The importers refuse these too; checked here to name the option. */
     else if (!S_ISDIR(st.st_mode) && !is_gguf(pos[0]) && !o.tokenizer)
         fb_error("%s: a llama2.c checkpoint needs --tokenizer FILE (its tokenizer.bin)", pos[0]);
@@ -104,12 +158,8 @@ int cmd_convert(int argc, char **argv, const struct fb_settings *set)
         struct import_dtype hf_dt = {.keep = !o.dtype, .dtype = dt};
         int irc = import_any(pos[0], S_ISDIR(st.st_mode), &o, &hf_dt, &report, err, sizeof err);
         cli_progress_end(&bar);
-        if (irc == 0 && is_gguf(pos[0]) && !S_ISDIR(st.st_mode))
-            fb_info("matrices %s, FFN bundles in %s (the file holds %s)",
-                    hf_dt.keep ? "as stored" : wtype_name(hf_dt.dtype), wtype_name(hf_dt.dtype), hf_dt.held);
-        else if (irc == 0 && S_ISDIR(st.st_mode))
-            fb_info("weights in %s (%s; the checkpoint holds %s)", wtype_name(hf_dt.dtype),
-                    hf_dt.keep ? "the checkpoint's own" : "--dtype", hf_dt.held);
+        if (irc == 0)
+            say_dtypes(pos[0], S_ISDIR(st.st_mode), &hf_dt);
         if (irc != 0)
             fb_error("%s", err);
         /* folders made above --out go again with a failed conversion */

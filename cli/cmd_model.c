@@ -145,23 +145,11 @@ static int make(const struct model_make_opts *o, const struct model_shape *s, en
     return 0;
 }
 
-int cmd_model(int argc, char **argv, const struct fb_settings *set)
+static int model_make(int argc, char **argv, const struct fb_settings *set)
 {
-    if (argc >= 2 && strcmp(argv[1], "verify") == 0)
-        return cmd_model_verify(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "transpose") == 0)
-        return cmd_model_transpose(argc - 1, argv + 1);
-    if (argc < 2 || strcmp(argv[1], "make") != 0) {
-        if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-            opts_print_help(&model_make_command, stdout);
-            return 0;
-        }
-        cli_subcommand_error("model", (const char *const[]){"make", "verify", "transpose"}, 3, argc, argv);
-        return 2;
-    }
     struct model_make_opts o;
     int rc;
-    if (!cli_start(&model_make_command, &o, sizeof o, argc - 1, argv + 1, NULL, NULL, &rc))
+    if (!cli_start(&model_make_command, &o, sizeof o, argc, argv, NULL, NULL, &rc))
         return rc;
     if (o.out)
         out_path_trim(o.out); /* "m/" names the folder m */
@@ -172,4 +160,31 @@ int cmd_model(int argc, char **argv, const struct fb_settings *set)
         rc = make(&o, &s, dt, &up);
     opts_free(&model_make_command, &o);
     return rc;
+}
+
+static int model_verify(int argc, char **argv, const struct fb_settings *set)
+{
+    (void)set; /* verifying reads no setting */
+    return cmd_model_verify(argc, argv);
+}
+
+static int model_transpose(int argc, char **argv, const struct fb_settings *set)
+{
+    (void)set; /* transposing reads no setting */
+    return cmd_model_transpose(argc, argv);
+}
+
+const struct subcommand model_subcommands[] = {
+    {"make", "a synthetic model of a real shape (configs/models), as a Hugging Face folder or a llama2.c checkpoint",
+     &model_make_command, NULL, model_make},
+    {"verify", "checks a model folder against its checksums and for NaN/infinite weights", NULL, "DIR",
+     model_verify},
+    {"transpose", "writes ffn_t.bin (channel bundles, rows of down) for input sparsity on flash", NULL,
+     "DIR [--force]", model_transpose},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+int cmd_model(int argc, char **argv, const struct fb_settings *set)
+{
+    return cli_subcommands_run("model", model_subcommands, argc, argv, set);
 }

@@ -20,6 +20,7 @@
 #include "common/provenance.h"
 #include "common/wtype.h"
 #include "sim/cost_model.h"
+#include "sim/hw_choice.h"
 #include "sim/paper_tables.h"
 #include "sim/predict_list.h"
 #include "sim/predict_report.h"
@@ -39,7 +40,7 @@ struct predict_opts {
 static const struct opt_def predict_options[] = {
     {"model", OPT_STRING, O(model), "opt-6.7b", "SHAPE|DIR",
      "model shape: a name in configs/models/, a .json path, or a model folder (its model.json)"},
-    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
+    {"hw", OPT_STRING, O(hw), "m1max-cpu", "PROFILE", "hardware profile: a name in configs/hw/ or a .json path [default: this machine's own, results/hw-HOST.json, where calibrate writes it, when there is one; else m1max-cpu]; with --paper (given explicitly) it replaces the paper's: every row of table2, table3's rows on its backend (cpu, metal, cuda), fig7"},
     {"dtype", OPT_STRING, O(dtype), "f32", "TYPE", "weights [default: f32; with --paper fig7 or all, Fig. 7's: bf16, the paper's]", .allowed = WTYPE_ALLOWED},
     {"policy", OPT_STRING, O(policy), "window:5", "P[,P...]", "policies to price, each on its own (cache/'s names): naive, hybrid, predictor, window:K (last K tokens, this one included: the paper's k = 4 is window:5), window:auto (the largest K the budget holds, chosen as run chooses it); with --trace also lru, lfu, hot, belady"},
     {"layout", OPT_STRING, O(layout), "bundled", "LAYOUT", "split (up and down read apart) or bundled; with --trace also friends, coalesce:G; transposed: input sparsity (the neuron source teal), its channel bundles and rows of down, from a trace with channel sets or --channel-density and --down-density, no predictor"},
@@ -421,6 +422,35 @@ static int run_choices(const struct predict_opts *o, const struct model_shape *s
     return 0;
 }
 
+#define HW_NOTE_LEN 10000
+
+/* The profile to price with (sim/hw_choice.h's rule): --hw, else this
+ * machine's own where calibrate writes it, else m1max-cpu; loaded into
+ * hw, resolved, and recorded as prov's "hw" parameter; note says which
+ * when --hw was not given ("" when it was), for the end of a run that
+ * priced. 0, or -1 with err set. */
+static int load_profile(const struct predict_opts *o, const struct fb_settings *set, cJSON *prov,
+                        struct hw_profile *hw, char note[HW_NOTE_LEN], char *err, size_t errlen)
+{
+    note[0] = '\0';
+    struct hw_choice *c = malloc(sizeof *c);
+    if (!c) {
+        snprintf(err, errlen, "predict: out of memory");
+        return -1;
+    }
+    hw_choose(set, opts_given(&predict_command, o, "hw") ? o->hw : NULL, NULL, c);
+    int rc = hw_profile_load_flags(set, c->profile, o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, hw, err,
+                                   errlen) != 0 ||
+                     cost_resolve_profile(hw, set, err, errlen) != 0
+                 ? -1
+                 : 0;
+    if (rc == 0 && !c->given)
+        hw_choice_note(c, hw->name, hw->path, note, HW_NOTE_LEN);
+    cJSON_ReplaceItemInObject(cJSON_GetObjectItem(prov, "parameters"), "hw", cJSON_CreateString(c->profile));
+    free(c);
+    return rc;
+}
+
 /* Loads the shape, the profile and the trace, prices the list, writes it.
  * The exit status: FB_EXIT_USAGE for names or a budget that do not parse. */
 static int predict(const struct predict_opts *o, const struct fb_settings *set, struct out_manifest *folder,
@@ -439,7 +469,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         free(policies);
         return FB_EXIT_FAILURE;
     }
-    char err[1024];
+    char err[1024], note[HW_NOTE_LEN] = "";
     struct model_shape shape;
     struct predict_setup s = {.settings = set, .shape = &shape, .hw = hw, .dtype = o->dtype, .layout = layout,
                               .context_tokens = (double)o->context, .trace_path = o->trace,
@@ -451,8 +481,7 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
     if (parse_rank(o->predictor_rank, &s.predictor_rank) != 0)
         goto out;
     if (model_shape_load(set, o->model, &shape, err, sizeof err) != 0 ||
-        hw_profile_load_flags(set, o->hw, o->allow_emulated ? HW_LOAD_ALLOW_EMULATED : 0, hw, err, sizeof err) != 0 ||
-        cost_resolve_profile(hw, set, err, sizeof err) != 0) {
+        load_profile(o, set, prov, hw, note, err, sizeof err) != 0) {
         fb_error("%s", err);
         goto out;
     }
@@ -466,15 +495,15 @@ static int predict(const struct predict_opts *o, const struct fb_settings *set, 
         rc = FB_EXIT_USAGE;
         goto out;
     }
-    if (o->trace) {
-        if (load_trace(o, &shape, &tr, &s.use_predicted) != 0)
-            goto out;
-        s.trace = &tr;
-    }
+    if (o->trace && load_trace(o, &shape, &tr, &s.use_predicted) != 0)
+        goto out;
+    s.trace = o->trace ? &tr : NULL;
     if (predict_list(&s, policies, n, &items, err, sizeof err) != 0)
         fb_error("predict: %s", err);
     else
         rc = write_predictions(o, folder, dir, prov, &s, items, n) == 0 ? FB_EXIT_OK : FB_EXIT_FAILURE;
+    if (rc == FB_EXIT_OK && note[0])
+        fb_info("%s", note);
     free(items);
     if (s.trace)
         trace_free(&tr);

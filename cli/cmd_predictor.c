@@ -582,18 +582,16 @@ static int cmd_predictor_eval(int argc, char **argv, const struct fb_settings *s
     return out_result_dir_close(folder, rc);
 }
 
+const struct subcommand predictor_subcommands[] = {
+    {"train", "the paper's low-rank activation predictor per layer, from a text, into the model folder",
+     &train_command, NULL, cmd_predictor_train},
+    {"eval", "a predictor's recall, densities, perplexity and greedy agreement (Fig. 9a)", &eval_command, NULL,
+     cmd_predictor_eval},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int cmd_predictor(int argc, char **argv, const struct fb_settings *set)
 {
     predictor_wtype_names(train_dtypes, sizeof train_dtypes, "|", "|");
-    if (argc >= 2 && strcmp(argv[1], "train") == 0)
-        return cmd_predictor_train(argc - 1, argv + 1, set);
-    if (argc >= 2 && strcmp(argv[1], "eval") == 0)
-        return cmd_predictor_eval(argc - 1, argv + 1, set);
-    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    FILE *f = help ? stdout : stderr;
-    if (!help)
-        cli_subcommand_error("predictor", (const char *const[]){"train", "eval"}, 2, argc, argv);
-    fprintf(f, "usage: flashbed predictor train %s\n       flashbed predictor eval %s\n", train_command.usage,
-            eval_command.usage);
-    return help ? 0 : 2;
+    return cli_subcommands_run("predictor", predictor_subcommands, argc, argv, set);
 }

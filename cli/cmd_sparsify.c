@@ -205,17 +205,15 @@ static int cmd_sparsify_calibrate(int argc, char **argv, const struct fb_setting
     return rc;
 }
 
+const struct subcommand sparsify_subcommands[] = {
+    {"calibrate", "per-layer thresholds for training-free sparsity (gate, CATS-style; input, TEAL-style)",
+     &calibrate_command, NULL, cmd_sparsify_calibrate},
+    {"study", "perplexity against FFN bytes per token for every training-free neuron source", NULL,
+     "--model DIR --text FILE[,FILE] --calibration-text FILE --out DIR [...]", cmd_sparsify_study},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int cmd_sparsify(int argc, char **argv, const struct fb_settings *set)
 {
-    if (argc >= 2 && strcmp(argv[1], "calibrate") == 0)
-        return cmd_sparsify_calibrate(argc - 1, argv + 1, set);
-    if (argc >= 2 && strcmp(argv[1], "study") == 0)
-        return cmd_sparsify_study(argc - 1, argv + 1, set);
-    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    FILE *f = help ? stdout : stderr;
-    if (!help)
-        cli_subcommand_error("sparsify", (const char *const[]){"calibrate", "study"}, 2, argc, argv);
-    fprintf(f, "usage: flashbed sparsify calibrate %s\n       flashbed sparsify study --model DIR --text FILE[,FILE] "
-            "--calibration-text FILE --out DIR [...]\n", calibrate_command.usage);
-    return help ? 0 : 2;
+    return cli_subcommands_run("sparsify", sparsify_subcommands, argc, argv, set);
 }

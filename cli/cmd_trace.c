@@ -456,20 +456,22 @@ static int cmd_trace_export(int argc, char **argv)
     return rc;
 }
 
+static int trace_export_run(int argc, char **argv, const struct fb_settings *set)
+{
+    (void)set; /* exporting reads no setting */
+    return cmd_trace_export(argc, argv);
+}
+
+const struct subcommand trace_subcommands[] = {
+    {"info", "density per layer, predictor recall and s_agg(k) of a trace (Fig. 4a)", &info_command, NULL,
+     cmd_trace_info},
+    {"synth", "a synthetic trace calibrated to the paper's statistics", &synth_command, NULL, cmd_trace_synth},
+    {"export", "a trace as CSV or flat numpy-readable arrays, one row per token, layer, neuron", &export_command,
+     NULL, trace_export_run},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 int cmd_trace(int argc, char **argv, const struct fb_settings *set)
 {
-    if (argc >= 2 && strcmp(argv[1], "synth") == 0)
-        return cmd_trace_synth(argc - 1, argv + 1, set);
-    if (argc >= 2 && strcmp(argv[1], "info") == 0)
-        return cmd_trace_info(argc - 1, argv + 1, set);
-    if (argc >= 2 && strcmp(argv[1], "export") == 0)
-        return cmd_trace_export(argc - 1, argv + 1);
-    bool help = argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
-    FILE *f = help ? stdout : stderr;
-    if (!help)
-        cli_subcommand_error("trace", (const char *const[]){"info", "synth", "export"}, 3, argc, argv);
-    fprintf(f, "usage: flashbed trace info FILE [--out DIR [--plot]]\n"
-               "       flashbed trace synth --out FILE [--shape NAME] [--tokens N] [--prompts N] [--seed S]\n"
-               "       flashbed trace export FILE --out DIR [--format csv|npz-friendly]\n");
-    return help ? 0 : 2;
+    return cli_subcommands_run("trace", trace_subcommands, argc, argv, set);
 }

@@ -19,6 +19,7 @@ struct command {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv, const struct fb_settings *set);
+    const struct subcommand *subs; /* the subcommands it runs, listed under it by --help; NULL: none */
 };
 
 static const struct command commands[] = {
@@ -28,17 +29,16 @@ static const struct command commands[] = {
      cmd_calibrate},
     {"predict", "per-token I/O, memory and compute latency from the cost model; the paper's tables",
      cmd_predict},
-    {"trace", "activation traces: info (statistics, Fig. 4a), synth (calibrated synthetic)", cmd_trace},
+    {"trace", "activation traces:", cmd_trace, trace_subcommands},
     {"replay", "replay a trace under DRAM caching policies x flash layouts (bytes, reads, DRAM per token)", cmd_replay},
-    {"convert", "import a Hugging Face folder or llama2.c checkpoint as a flashbed model folder", cmd_convert},
+    {"convert", "a Hugging Face folder, a GGUF file or a llama2.c checkpoint into a flashbed model folder",
+     cmd_convert},
     {"generate", "generate text with the dense (all-in-DRAM) engine", cmd_generate},
     {"perplexity", "perplexity of a model on a text file", cmd_perplexity},
     {"run", "the model with its FFN on flash (the paper's system), measured per token: I/O, memory, compute", cmd_run},
-    {"predictor", "activation predictors: train (from a text, into the model folder), eval (Fig. 9a, perplexity)",
-     cmd_predictor},
-    {"sparsify", "training-free FFN sparsity: calibrate (per-layer and global gate thresholds, input thresholds), study (quality against bytes per neuron source)",
-     cmd_sparsify},
-    {"model", "model make: a synthetic model of a real shape (HF folder or llama2.c checkpoint)", cmd_model},
+    {"predictor", "activation predictors:", cmd_predictor, predictor_subcommands},
+    {"sparsify", "training-free FFN sparsity:", cmd_sparsify, sparsify_subcommands},
+    {"model", "model folders:", cmd_model, model_subcommands},
     {"reproduce", "the paper's study in one command: Fig. 2b, calibration, traces, policies, Table 3; REPORT.md",
      cmd_reproduce},
 };
@@ -101,8 +101,14 @@ static void usage(FILE *f)
     fprintf(f, "usage: flashbed [global options] COMMAND [options]   (flashbed COMMAND --help for its options)\n\n"
                "A testbed for running language models whose weights live on flash.\n\n"
                "commands:\n");
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        fprintf(f, "  %-21s %s\n", commands[i].name, commands[i].summary);
+        for (const struct subcommand *sc = commands[i].subs; sc && sc->name; sc++) {
+            char both[64];
+            snprintf(both, sizeof both, "%s %s", commands[i].name, sc->name);
+            fprintf(f, "    %-19s %s\n", both, sc->summary);
+        }
+    }
     fprintf(f, "\nglobal options (before COMMAND):\n");
     opts_print_options(global_options, f);
 }

@@ -26,6 +26,16 @@ static bool usable(const struct fb_settings *set, const char *path, char *why, s
     return ok;
 }
 
+void hw_own_profile_path(const char *host, char *buf, size_t len)
+{
+    struct machine_info mi;
+    if (!host) {
+        machine_info_get(&mi);
+        host = mi.hostname;
+    }
+    snprintf(buf, len, "results/hw-%.63s.json", host);
+}
+
 void hw_choose(const struct fb_settings *set, const char *given, const char *host, struct hw_choice *c)
 {
     memset(c, 0, sizeof *c);
@@ -40,7 +50,7 @@ void hw_choose(const struct fb_settings *set, const char *given, const char *hos
         snprintf(c->profile, sizeof c->profile, "%s", given);
         return;
     }
-    snprintf(c->looked[0], sizeof c->looked[0], "results/hw-%s.json", c->host);
+    hw_own_profile_path(c->host, c->looked[0], sizeof c->looked[0]);
     snprintf(c->looked[1], sizeof c->looked[1], "%s/hw/%s.json", set->configs_dir, c->host);
     for (int i = 0; i < 2 && !c->own; i++) {
         char why[sizeof c->passed_over] = "";
@@ -68,7 +78,8 @@ void hw_choice_note(const struct hw_choice *c, const char *name, const char *pat
         snprintf(buf, len, "Priced by %s (%s), the profile given with --hw.", name, path);
         return;
     }
-    char why[9000];
+    char why[9000], own[200];
+    hw_own_profile_path(c->host, own, sizeof own);
     if (c->given)
         snprintf(why, sizeof why, "given with --hw");
     else if (c->passed_over[0])
@@ -77,7 +88,7 @@ void hw_choice_note(const struct hw_choice *c, const char *name, const char *pat
         snprintf(why, sizeof why, "the default: no profile of this machine at %s or %s", c->looked[0], c->looked[1]);
     snprintf(buf, len,
              "Priced by %s (%s), the paper's machine, not this one (%s). `flashbed calibrate --quick` measures "
-             "this machine into results/hw-%s.json (about a minute), which replay then prices with when run "
+             "this machine into %s (about a minute), which replay and predict then price with when run "
              "from the same folder.",
-             name, path, why, c->host);
+             name, path, why, own);
 }

@@ -1,6 +1,13 @@
-/* Which hardware profile prices a replay (flashbed replay --hw): the one
- * given, or, when none is, this machine's own as `flashbed calibrate`
- * writes it, else the default (the paper's m1max-cpu). Issue 35: a replay
+/* Which hardware profile prices a replay or a prediction (flashbed replay
+ * --hw, predict --hw): the one given, or, when none is, this machine's own
+ * as `flashbed calibrate` writes it, else the default (the paper's
+ * m1max-cpu).
+ *
+ * The one rule for where a machine's profile lives (issue 47):
+ * results/hw-HOST.json (hw_own_profile_path), relative to the working
+ * folder, HOST this machine's host name. calibrate writes there unless
+ * --out says otherwise (its --name labels the profile, not the file), and
+ * replay and predict look there when --hw is not given. Issue 35: a replay
  * priced by another machine's profile recommends for that machine, so the
  * report says which profile priced it, and how to make this machine's.
  *
@@ -30,6 +37,10 @@ struct hw_choice {
     char looked[2][4200]; /* where it was looked for */
     char passed_over[600];/* a profile found but not used, and why ("" when none) */
 };
+
+/* This machine's profile, results/hw-HOST.json, into buf; host NULL:
+ * this machine's name (cut to 63 characters, as hw_choice's host). */
+void hw_own_profile_path(const char *host, char *buf, size_t len);
 
 /* Fills c for given (NULL or "": not given) on host (NULL: this machine's
  * name). */

@@ -25,10 +25,11 @@ struct import_dtype {
 };
 
 /* A Hugging Face folder (config.json, model.safetensors or a sharded
- * model.safetensors.index.json, tokenizer.json): Llama (SwiGLU, ReLU or
- * FATReLU), OPT, Falcon, Persimmon, Phi, Phi-3 and TurboSparse-Mistral
- * (bamboo: dReLU) (engine/import/import_hf_arch.h and
- * one import_hf_<arch>.c each). model.json's "source" says which dtype
+ * model.safetensors.index.json, tokenizer.json or SentencePiece's
+ * tokenizer.model) of an architecture import_hf_archs lists
+ * (engine/import/import_hf_arch.h and one import_hf_<arch>.c each); a
+ * folder of pytorch_model.bin or without a tokenizer is refused saying
+ * what to do (import_hf_folder.c). model.json's "source" says which dtype
  * was written and why ("dtype", "dtype_from", "checkpoint_dtypes"); dtype
  * NULL keeps the checkpoint's. tokenizer:
  * a llama2.c tokenizer.bin to use instead of tokenizer.json, or NULL. */
@@ -47,5 +48,21 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
  * tokenizer.bin to use instead of the GGUF's, or NULL. */
 int import_gguf(const char *path, const char *tokenizer, const char *out_dir, struct import_dtype *dtype,
                 const struct progress_report *progress, char *err, size_t errlen);
+
+/* A lone file that is one part of a Hugging Face folder (a .safetensors
+ * file, config.json, tokenizer.json or tokenizer.model) or a PyTorch
+ * checkpoint (pytorch_model*.bin, .pt, .pth), given where convert takes a
+ * folder, a GGUF file or a llama2.c checkpoint: -1 with what convert
+ * expects and the shortest way there (its folder, when that has
+ * config.json); 0 for any other file. */
+int import_lone_file_check(const char *path, char *err, size_t errlen);
+
+/* The architectures the importers accept, from the tables that dispatch
+ * them (convert --help and the importers' refusals list these, so neither
+ * can fall behind): a Hugging Face folder's config.json model_type values,
+ * ", "-separated, each with what it is in parentheses when about; a GGUF
+ * file's general.architecture values. Cut to len. */
+void import_hf_archs(char *buf, size_t len, bool about);
+void import_gguf_archs(char *buf, size_t len);
 
 #endif

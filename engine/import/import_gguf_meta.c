@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "engine/import/import.h"
 
 static const struct gguf_arch archs[] = {
     {.name = "llama", .act = "swiglu"},
@@ -29,14 +30,24 @@ static const struct gguf_arch archs[] = {
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
+void import_gguf_archs(char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_ARCHS && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", archs[i].name);
+}
+
 const struct gguf_arch *gguf_arch_find(const struct gguf_file *f, const char *name, size_t len, char *err,
                                        size_t errlen)
 {
     for (size_t i = 0; i < N_ARCHS; i++)
         if (strlen(archs[i].name) == len && !memcmp(archs[i].name, name, len))
             return &archs[i];
-    err_set(err, errlen, "%s: general.architecture \"%.*s\" is not supported (llama, qwen2, qwen3, phi3, gemma3)",
-            f->path, (int)(len > 64 ? 64 : len), name);
+    char known[256];
+    import_gguf_archs(known, sizeof known);
+    err_set(err, errlen, "%s: general.architecture \"%.*s\" is not supported (%s)", f->path,
+            (int)(len > 64 ? 64 : len), name, known);
     return NULL;
 }
 

@@ -21,10 +21,37 @@
 #include "engine/model/model_format.h"
 #include "engine/tokenizer/tokenizer.h"
 
-static const struct hf_arch *const archs[] = {&hf_arch_llama, &hf_arch_opt,     &hf_arch_falcon, &hf_arch_persimmon,
-                                              &hf_arch_phi,   &hf_arch_mistral, &hf_arch_qwen2,  &hf_arch_qwen3,
-                                              &hf_arch_phi3,  &hf_arch_bamboo, &hf_arch_sparsellama};
+/* The architectures a folder may be, by config.json's model_type, with
+ * what each is: the one table that dispatches them and that convert --help
+ * and the refusal list (import_hf_archs). */
+static const struct {
+    const struct hf_arch *arch;
+    const char *about;
+} archs[] = {
+    {&hf_arch_llama, "Llama 2, Llama 3.x; SwiGLU, ReLU or FATReLU"},
+    {&hf_arch_mistral, "Mistral"},
+    {&hf_arch_qwen2, "Qwen2, Qwen2.5"},
+    {&hf_arch_qwen3, "Qwen3"},
+    {&hf_arch_phi3, "Phi-3"},
+    {&hf_arch_sparsellama, "ProSparse's FATReLU Llama"},
+    {&hf_arch_bamboo, "TurboSparse-Mistral, dReLU"},
+    {&hf_arch_opt, "OPT"},
+    {&hf_arch_falcon, "Falcon"},
+    {&hf_arch_persimmon, "Persimmon"},
+    {&hf_arch_phi, "Phi-1, Phi-1.5, Phi-2"},
+};
 #define N_ARCHS (sizeof archs / sizeof archs[0])
+
+void import_hf_archs(char *buf, size_t len, bool about)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_ARCHS && used < len; i++) {
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", archs[i].arch->model_type);
+        if (about && used < len)
+            used += (size_t)snprintf(buf + used, len - used, " (%s)", archs[i].about);
+    }
+}
 
 static const struct hf_arch *find_arch(const struct config *c)
 {
@@ -34,11 +61,11 @@ static const struct hf_arch *find_arch(const struct config *c)
         return NULL;
     }
     for (size_t i = 0; i < N_ARCHS; i++)
-        if (!strcmp(type, archs[i]->model_type))
-            return archs[i];
-    err_set(c->err, c->errlen,
-            "%s: model_type \"%s\" is not supported (llama, opt, falcon, persimmon, phi, mistral, qwen2, qwen3, phi3, bamboo, sparsellama)", c->path,
-            type);
+        if (!strcmp(type, archs[i].arch->model_type))
+            return archs[i].arch;
+    char known[512];
+    import_hf_archs(known, sizeof known, false);
+    err_set(c->err, c->errlen, "%s: model_type \"%.64s\" is not supported (%s)", c->path, type, known);
     return NULL;
 }
 
@@ -126,9 +153,10 @@ static int copy_weights(struct hf_ctx *c, const struct hf_arch *a, const struct 
 }
 
 /* The tokenizer into the model folder: the given tokenizer.bin, else
- * tokenizer.json converted (SentencePiece kind) or copied (byte-level),
+ * tokenizer.model (spm) or tokenizer.json converted (SentencePiece kind)
+ * or copied (byte-level),
  * then read back as the engine will. */
-static int add_tokenizer(struct model_writer *w, const struct model_shape *s, const char *tokpath,
+static int add_tokenizer(struct model_writer *w, const struct model_shape *s, const char *tokpath, bool spm,
                          const char *tokenizer, bool *byte_level, char *err, size_t errlen)
 {
     char tmp_tok[4300];
@@ -137,6 +165,8 @@ static int add_tokenizer(struct model_writer *w, const struct model_shape *s, co
     int rc;
     if (tokenizer)
         rc = model_writer_copy_file(w, tokenizer, "tokenizer.bin");
+    else if (spm)
+        rc = hf_convert_spm_tokenizer(tokpath, s, tmp_tok, err, errlen);
     else if ((rc = hf_convert_sp_tokenizer(tokpath, s, tmp_tok, err, errlen)) == 1) {
         *byte_level = true;
         snprintf(tmp_tok, sizeof tmp_tok, "%s/tokenizer.json", w->tmp);
@@ -219,7 +249,9 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
     if (!a)
         return -1;
     char tokpath[4200];
-    snprintf(tokpath, sizeof tokpath, "%s/tokenizer.json", dir);
+    bool spm;
+    if (hf_folder_check(dir, tokenizer, tokpath, sizeof tokpath, &spm, err, errlen) != 0)
+        return -1;
     struct st_set st;
     if (st_open(&st, dir, err, errlen))
         return -1;
@@ -236,7 +268,7 @@ int import_hf(const char *dir, const char *tokenizer, const char *out_dir, struc
     bool byte_level = false;
     int rc = copy_weights(&c, a, progress);
     if (!rc)
-        rc = add_tokenizer(&w, &s, tokpath, tokenizer, &byte_level, err, errlen);
+        rc = add_tokenizer(&w, &s, tokpath, spm, tokenizer, &byte_level, err, errlen);
     st_close(&st);
     if (rc) {
         model_writer_abort(&w); /* removes the temporary folder */

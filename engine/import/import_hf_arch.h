@@ -174,4 +174,21 @@ int hf_cap_to_sliding_window(const struct config *c, struct model_shape *s, uint
 int hf_convert_sp_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
                             size_t errlen);
 
+/* Before a folder is read (import_hf_folder.c): its weights are
+ * safetensors (model.safetensors or the index of its shards), and where its
+ * tokenizer is: tokenizer given (a tokenizer.bin) or dir/tokenizer.json,
+ * into tokpath; else dir/tokenizer.model, *spm set. -1 with what flashbed
+ * expects and the shortest way there (pytorch_model.bin: re-saved by
+ * transformers; no tokenizer: copied from the repository). */
+int hf_folder_check(const char *dir, const char *tokenizer, char *tokpath, size_t len, bool *spm, char *err,
+                    size_t errlen);
+
+/* SentencePiece's tokenizer.model (engine/tokenizer/tokenizer_spm.h)
+ * rewritten as a llama2.c tokenizer.bin at out, its pieces and scores as
+ * the SentencePiece tokenizer reads them; -1 with the reason in err (a
+ * model that does not add the dummy prefix among them: tokenizer.bin
+ * always does). */
+int hf_convert_spm_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                             size_t errlen);
+
 #endif

@@ -11,6 +11,7 @@
 #include "common/errbuf.h"
 #include "common/json_file.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_spm.h"
 
 /* A vocab key as llama2.c spells it: "▁" (U+2581, e2 96 81), which is
  * SentencePiece's space, becomes ' '. NULL when out of memory. */
@@ -212,5 +213,21 @@ out:
     free(pieces);
     free(scores);
     cJSON_Delete(t);
+    return rc;
+}
+
+int hf_convert_spm_tokenizer(const char *path, const struct model_shape *s, const char *out, char *err,
+                             size_t errlen)
+{
+    struct tokenizer t;
+    if (tokenizer_load_spm(&t, path, (int)s->vocab_size, err, errlen) != 0)
+        return -1;
+    int rc = -1;
+    if (!t.add_space_prefix)
+        err_set(err, errlen, "%s: normalizer_spec.add_dummy_prefix is false; a model folder's tokenizer.bin "
+                "always adds the dummy prefix (Llama's, Mistral's)", path);
+    else
+        rc = write_llama2c_tokenizer(out, t.pieces, t.scores, s->vocab_size, path, err, errlen);
+    tokenizer_free(&t);
     return rc;
 }

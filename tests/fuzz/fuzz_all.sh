@@ -11,7 +11,7 @@ build=$1 seconds=$2 work=$3
 shift 3
 root=$(cd "$(dirname "$0")/../.." && pwd)
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors gguf hf_config tokenizer_sp tokenizer_bytelevel tokenizer_bin
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(safetensors gguf hf_config tokenizer_sp tokenizer_bytelevel tokenizer_bin tokenizer_spm
                                           llama2c model_json trace hw_profile sweep_results options parse)
 max_len() {
     case $1 in
