@@ -109,7 +109,7 @@ void quant_q8_1(struct q8_1_block *y, const float *x, size_t n)
  * too), each q nearest with ties to even (ggml's nearest_int), at most
  * 127. The portable form, and the vector form's for a block that is not
  * finite. */
-static void q8_k_block_portable(struct q8_k_block *y, const float *x)
+static void q8k_block_portable(struct q8_k_block *y, const float *x)
 {
     float max = 0.0f, amax = 0.0f;
     bool finite = true;
@@ -162,14 +162,14 @@ static bool q8_k_amax(const float *x, float *amax)
     return finite == 0xFF;
 }
 
-/* The same bits as q8_k_block_portable, eight lanes at a time: the first
+/* The same bits as q8k_block_portable, eight lanes at a time: the first
  * element whose magnitude is the largest gives the scale, and rounding
  * in the current direction is lrintf's. */
-static void q8_k_block(struct q8_k_block *y, const float *x)
+static void q8k_block(struct q8_k_block *y, const float *x)
 {
     float amax;
     if (!q8_k_amax(x, &amax) || amax < VECTOR_AMAX_MIN) {
-        q8_k_block_portable(y, x);
+        q8k_block_portable(y, x);
         return;
     }
     const __m256 sign = _mm256_set1_ps(-0.0f), vamax = _mm256_set1_ps(amax);
@@ -202,13 +202,13 @@ static void q8_k_block(struct q8_k_block *y, const float *x)
     y->d = 1.0f / iscale;
 }
 #else
-#define q8_k_block q8_k_block_portable
+#define q8k_block q8k_block_portable
 #endif
 
 void quant_q8_k(struct q8_k_block *y, const float *x, size_t n)
 {
     for (size_t i = 0; i < n / 256; i++)
-        q8_k_block(&y[i], x + 256 * i);
+        q8k_block(&y[i], x + 256 * i);
 }
 
 void quant_decode_q8_k(float *out, const struct q8_k_block *y, size_t n_blocks)
