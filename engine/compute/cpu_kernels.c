@@ -672,6 +672,42 @@ struct attn_job {
     int n_pos, n_heads, kv_mul, head_dim, kv_dim;
 };
 
+/* o[0, n) = the sum over positions t of w[t] v_t (v_t at v + t stride),
+ * each element summed from zero in position order with axpy_as's
+ * operations (an FMA per lane where the build has AVX2, else a multiply
+ * and an add): the same bits as axpy_as per position, but the sums stay
+ * in registers, 64 elements at a time, across the positions instead of
+ * being stored and loaded again for each. */
+static void attn_values(float *o, const float *w, const float *v, size_t stride, int n_pos, int n)
+{
+    int i = 0;
+#ifdef HAVE_AVX2
+    for (; i + 64 <= n; i += 64) {
+        __m256 acc[8];
+        for (int k = 0; k < 8; k++)
+            acc[k] = _mm256_setzero_ps();
+        for (int t = 0; t < n_pos; t++) {
+            __m256 a = _mm256_set1_ps(w[t]);
+            const float *vt = v + (size_t)t * stride + i;
+            for (int k = 0; k < 8; k++)
+                acc[k] = _mm256_fmadd_ps(a, _mm256_loadu_ps(vt + 8 * k), acc[k]);
+        }
+        for (int k = 0; k < 8; k++)
+            _mm256_storeu_ps(o + i + 8 * k, acc[k]);
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (int t = 0; t < n_pos; t++)
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(w[t]), _mm256_loadu_ps(v + (size_t)t * stride + i), acc);
+        _mm256_storeu_ps(o + i, acc);
+    }
+#endif
+    memset(o + i, 0, (size_t)(n - i) * sizeof *o);
+    for (int t = 0; t < n_pos; t++)
+        for (int e = i; e < n; e++)
+            o[e] += w[t] * v[(size_t)t * stride + e];
+}
+
 static void attn_part(void *arg, int worker, int workers)
 {
     struct attn_job *j = arg;
@@ -693,10 +729,9 @@ static void attn_part(void *arg, int worker, int workers)
             att[t] = expf(att[t] - max);
             sum += att[t];
         }
-        float *o = j->out + (size_t)h * j->head_dim;
-        memset(o, 0, (size_t)j->head_dim * sizeof *o);
         for (int t = 0; t < j->n_pos; t++)
-            axpy_as(o, att[t] / sum, j->v + (size_t)t * j->kv_dim + kv_off, DTYPE_F32, j->head_dim, NULL);
+            att[t] /= sum;
+        attn_values(j->out + (size_t)h * j->head_dim, att, j->v + kv_off, (size_t)j->kv_dim, j->n_pos, j->head_dim);
     }
 }
 
@@ -753,11 +788,30 @@ void ck_add(struct cpu_kernels *b, float *y, const float *x, int n)
         y[i] += x[i];
 }
 
+/* Neurons from which the activation is shared out among the team: a
+ * GELU neuron (tanhf, or erff) costs tens of nanoseconds, so Gemma 3's
+ * 2048 are worth a handoff of a microsecond or two; a SiLU one a few, so
+ * SmolLM2's 1536 are not. */
+#define ACT_PARALLEL_MIN 2048
+
+struct act_job {
+    float *h;
+    const float *z, *g;
+    const struct arch *a;
+};
+
+static void act_span(void *ctx, size_t lo, size_t hi)
+{
+    const struct act_job *j = ctx;
+    for (size_t i = lo; i < hi; i++)
+        j->h[i] = ffn_neuron_value(j->a, j->z[i], j->g ? j->g[i] : 0.0f);
+}
+
 void ck_ffn_act(struct cpu_kernels *b, float *h, const float *z, const float *g, int n, const struct arch *a)
 {
-    (void)b;
-    for (int i = 0; i < n; i++)
-        h[i] = ffn_neuron_value(a, z[i], g ? g[i] : 0.0f);
+    struct act_job j = {h, z, g, a};
+    /* each neuron from its own inputs: the same bits on any number of threads */
+    threadpool_for(n >= ACT_PARALLEL_MIN ? b->pool : NULL, (size_t)n, act_span, &j);
 }
 
 void ck_embed(struct cpu_kernels *b, float *out, const void *table, enum fb_dtype t, int r, int d)

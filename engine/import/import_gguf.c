@@ -17,6 +17,7 @@
 #include "engine/model/model.h"
 #include "engine/model/model_format.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_eog.h"
 #include "engine/tokenizer/tokenizer_gguf.h"
 
 /* The model's name: the file's general.name when it is printable ASCII
@@ -103,17 +104,17 @@ static int write_tokenizer(struct model_writer *w, const struct gguf_file *f, co
     return rc;
 }
 
-/* model.json's "tokenizer", with the GGUF's bos and eos ids, and its
- * end-of-turn and end-of-message ids as stop ids. */
+/* model.json's "tokenizer", with the GGUF's bos and eos ids, and as stop
+ * ids its other end-of-generation tokens as llama.cpp determines them
+ * (tokenizer_eog.h: <end_of_turn>, <|im_end|>, the eot and eom keys, ...). */
 static int add_tokenizer(struct model_writer *w, const struct gguf_file *f, const struct model_shape *s,
                          const char *tokenizer, cJSON *meta, char *err, size_t errlen)
 {
-    int bos, eos, eot, eom;
+    int bos, eos, eog[MODEL_MAX_STOP_IDS], n_eog;
     const char *kind, *file;
     if (token_id(f, "tokenizer.ggml.bos_token_id", 1, s->vocab_size, &bos, err, errlen) ||
         token_id(f, "tokenizer.ggml.eos_token_id", 2, s->vocab_size, &eos, err, errlen) ||
-        token_id(f, "tokenizer.ggml.eot_token_id", -1, s->vocab_size, &eot, err, errlen) ||
-        token_id(f, "tokenizer.ggml.eom_token_id", -1, s->vocab_size, &eom, err, errlen) ||
+        tokenizer_gguf_eog(f, (int)s->vocab_size, eos, eog, MODEL_MAX_STOP_IDS, &n_eog, err, errlen) ||
         write_tokenizer(w, f, s, tokenizer, &kind, &file, err, errlen))
         return -1;
     cJSON *tok = cJSON_AddObjectToObject(meta, "tokenizer");
@@ -122,10 +123,9 @@ static int add_tokenizer(struct model_writer *w, const struct gguf_file *f, cons
     cJSON_AddNumberToObject(tok, "bos_id", bos);
     cJSON_AddNumberToObject(tok, "eos_id", eos);
     cJSON *stops = cJSON_AddArrayToObject(tok, "stop_ids");
-    if (eot >= 0)
-        cJSON_AddItemToArray(stops, cJSON_CreateNumber(eot));
-    if (eom >= 0)
-        cJSON_AddItemToArray(stops, cJSON_CreateNumber(eom));
+    for (int i = 0; i < n_eog; i++)
+        if (eog[i] != eos)
+            cJSON_AddItemToArray(stops, cJSON_CreateNumber(eog[i]));
     return 0;
 }
 

@@ -129,6 +129,10 @@ struct layer_weights {
     enum fb_dtype ffn_up_type, ffn_gate_type, ffn_down_type;
 };
 
+/* The most tokens a model stops at (EOS and model.json's stop_ids: a
+ * GGUF vocabulary's end-of-generation tokens, tokenizer_eog.h). */
+#define MODEL_MAX_STOP_IDS 16
+
 struct model {
     char dir[4096];
     struct model_shape shape;
@@ -150,7 +154,7 @@ struct model {
     struct layer_weights *layers;
     uint64_t bundle_stride, bundle_bytes;
     int bos_id, eos_id;
-    int stop_ids[4], n_stop; /* generation ends at any of these */
+    int stop_ids[MODEL_MAX_STOP_IDS], n_stop; /* generation ends at any of these: EOS first */
     struct tokenizer tok;
     /* owned memory */
     void *dram;

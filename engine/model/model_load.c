@@ -303,6 +303,31 @@ static int load_gguf_tokenizer(struct tokenizer *t, const char *fpath, int vocab
     return rc;
 }
 
+/* The tokens generation stops at: EOS, then model.json's stop_ids (each
+ * once); more than the model holds is refused, never cut short. */
+static int read_stop_ids(struct model *m, const cJSON *tok, const char *path, char *err, size_t errlen)
+{
+    m->n_stop = 0;
+    m->stop_ids[m->n_stop++] = m->eos_id;
+    const cJSON *stops = cJSON_GetObjectItemCaseSensitive(tok, "stop_ids"), *it;
+    cJSON_ArrayForEach(it, stops)
+    {
+        uint64_t id;
+        if (json_number_u64(it, "tokenizer \"stop_ids\" entry", 0, m->shape.vocab_size - 1, &id, path, err, errlen))
+            return -1;
+        bool known = false;
+        for (int i = 0; i < m->n_stop; i++)
+            known = known || m->stop_ids[i] == (int)id;
+        if (known)
+            continue;
+        if (m->n_stop == MODEL_MAX_STOP_IDS)
+            return err_set(err, errlen, "%s: tokenizer \"stop_ids\" names more than the %d tokens a model stops at",
+                           path, MODEL_MAX_STOP_IDS - 1);
+        m->stop_ids[m->n_stop++] = (int)id;
+    }
+    return 0;
+}
+
 /* The tokenizer model.json names, and its special ids. */
 static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, const char *path, char *err,
                           size_t errlen)
@@ -339,17 +364,7 @@ static int load_tokenizer(struct model *m, const cJSON *o, const char *dir, cons
         return -1;
     m->bos_id = m->tok.bos_id = (int)bos;
     m->eos_id = m->tok.eos_id = (int)eos;
-    m->stop_ids[m->n_stop++] = m->eos_id;
-    const cJSON *stops = cJSON_GetObjectItemCaseSensitive(tok, "stop_ids"), *it;
-    cJSON_ArrayForEach(it, stops)
-    {
-        uint64_t id;
-        if (json_number_u64(it, "tokenizer \"stop_ids\" entry", 0, s->vocab_size - 1, &id, path, err, errlen))
-            return -1;
-        if (m->n_stop < 4 && (int)id != m->eos_id)
-            m->stop_ids[m->n_stop++] = (int)id;
-    }
-    return 0;
+    return read_stop_ids(m, tok, path, err, errlen);
 }
 
 /* model.json's format, shape, architecture and dtype. */

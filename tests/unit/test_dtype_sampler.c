@@ -112,11 +112,47 @@ static void test_sampler_distribution(void)
     sampler_free(&s);
 }
 
+/* greedy sampling (two vector passes over the logits) answers what
+ * argmax does, the first of the largest, on lengths around the vector
+ * widths, with the largest repeated, at either end, every value negative
+ * or zeros of both signs; and SAMPLER_NOT_FINITE for a NaN or infinity
+ * anywhere, in the vector part or the tail */
+static void test_sampler_greedy(void)
+{
+    static float v[1031];
+    unsigned seed = 7;
+    int wrong = 0, cases = 0;
+    for (int n = 1; n <= 1031; n += n < 40 ? 1 : 97) {
+        for (int kind = 0; kind < 5; kind++) {
+            for (int i = 0; i < n; i++) {
+                seed = seed * 1103515245u + 12345u;
+                float r = (float)(seed >> 8) / (float)(1u << 24);
+                float by_kind[5] = {r, -1.0f - r, (float)(seed % 5), seed & 256 ? 0.0f : -0.0f, -r};
+                v[i] = by_kind[kind];
+            }
+            if (kind == 4) /* the largest at the end */
+                v[n - 1] = 2.0f;
+            struct sampler s;
+            CHECK(sampler_init(&s, n, 0.0f, 1.0f, 1) == 0);
+            int want = argmax(v, n);
+            wrong += sampler_sample(&s, v) != want;
+            cases++;
+            int at = (int)(seed % (unsigned)n);
+            v[at] = kind % 2 ? NAN : (kind == 2 ? -INFINITY : INFINITY);
+            wrong += sampler_sample(&s, v) != SAMPLER_NOT_FINITE;
+            sampler_free(&s);
+        }
+    }
+    CHECK_U64(wrong, 0);
+    CHECK(cases > 200);
+}
+
 int main(void)
 {
     test_f16();
     test_bf16_and_names();
     test_sampler_choices();
     test_sampler_distribution();
+    test_sampler_greedy();
     return check_report("test_dtype_sampler");
 }
