@@ -110,6 +110,52 @@ static int synth_like(struct synth_params *p, const char *like, bool fit, double
     return rc;
 }
 
+/* p from the options (the knobs, then --like's twin): 0, or the exit status. */
+static int synth_setup(const struct synth_opts *o, struct synth_params *p, double **like_density, char *err,
+                       size_t errlen)
+{
+    p->tokens = o->tokens;
+    p->prompts = o->prompts;
+    p->seed = o->seed;
+    wtype_parse(o->dtype, &p->dtype); /* one of the allowed names */
+    p->persist = o->persist;
+    p->zipf = o->zipf;
+    p->recur = o->recur;
+    p->recur_decay = o->recur_decay;
+    p->channel_density = o->channel_density;
+    p->active_density = o->active_density;
+    if (o->fit && !o->like) {
+        fb_error("trace synth --fit: needs --like TRACE (the recorded trace to fit)");
+        return 2;
+    }
+    if (o->like && synth_like(p, o->like, o->fit, like_density, err, errlen) != 0) {
+        fb_error("%s", err);
+        return interrupted() ? 130 : 1;
+    }
+    return 0;
+}
+
+/* The trace written, reported: the exit status. */
+static int synth_run(const struct synth_opts *o, struct synth_params *p, const char *shape_name)
+{
+    char err[512];
+    int tmp_handle = atomic_tmp_watch(o->out); /* a second Ctrl-C removes the unfinished trace */
+    struct cli_progress bar;
+    struct progress_report report = cli_progress_report(&bar);
+    p->progress = &report;
+    int src = synth_write(p, o->out, err, sizeof err);
+    cli_progress_end(&bar);
+    cleanup_forget(tmp_handle);
+    if (src != 0) {
+        atomic_err_name_path(err, sizeof err, o->out);
+        fb_error("%s", err);
+        return interrupted() ? 130 : 1;
+    }
+    fb_info("wrote %s (%llu tokens, %s%s%s)", o->out, (unsigned long long)p->tokens, shape_name,
+            o->like ? ", a twin of " : "", o->like ? o->like : "");
+    return 0;
+}
+
 static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
 {
     struct synth_opts o;
@@ -133,45 +179,11 @@ static int cmd_trace_synth(int argc, char **argv, const struct fb_settings *set)
     } else {
         struct synth_params p;
         synth_params_default(&p, &shape);
-        p.tokens = o.tokens;
-        p.prompts = o.prompts;
-        p.seed = o.seed;
-        wtype_parse(o.dtype, &p.dtype); /* one of the allowed names */
-        p.persist = o.persist;
-        p.zipf = o.zipf;
-        p.recur = o.recur;
-        p.recur_decay = o.recur_decay;
-        p.channel_density = o.channel_density;
-        p.active_density = o.active_density;
         double *like_density = NULL;
         interrupt_install();
-        if (o.fit && !o.like) {
-            fb_error("trace synth --fit: needs --like TRACE (the recorded trace to fit)");
-            opts_free(&synth_command, &o);
-            return 2;
-        }
-        if (o.like && synth_like(&p, o.like, o.fit, &like_density, err, sizeof err) != 0) {
-            fb_error("%s", err);
-            free(like_density);
-            opts_free(&synth_command, &o);
-            return interrupted() ? 130 : 1;
-        }
-        int tmp_handle = atomic_tmp_watch(o.out); /* a second Ctrl-C removes the unfinished trace */
-        struct cli_progress bar;
-        struct progress_report report = cli_progress_report(&bar);
-        p.progress = &report;
-        int src = synth_write(&p, o.out, err, sizeof err);
-        cli_progress_end(&bar);
-        cleanup_forget(tmp_handle);
-        if (src != 0) {
-            atomic_err_name_path(err, sizeof err, o.out);
-            fb_error("%s", err);
-            rc = interrupted() ? 130 : 1;
-        } else {
-            fb_info("wrote %s (%llu tokens, %s%s%s)", o.out, (unsigned long long)p.tokens, shape.name,
-                    o.like ? ", a twin of " : "", o.like ? o.like : "");
-            rc = 0;
-        }
+        rc = synth_setup(&o, &p, &like_density, err, sizeof err);
+        if (rc == 0)
+            rc = synth_run(&o, &p, shape.name);
         free(like_density);
     }
     opts_free(&synth_command, &o);
