@@ -344,9 +344,9 @@ char *replay_report_csv(const struct replay_row *rows, size_t n)
 static const char *feasible_cell(const struct replay_result *r, char *buf, size_t len)
 {
     if (r->feasible && r->transient_rows) {
-        snprintf(buf, len, "yes, with a transient of up to %llu rows (%.1f KB) over a layer's share while a token "
+        snprintf(buf, len, "yes, with a transient of up to %llu row%s (%.1f KB) over a layer's share while a token "
                            "is computed",
-                 (unsigned long long)r->transient_rows, r->transient_bytes / 1e3);
+                 (unsigned long long)r->transient_rows, r->transient_rows == 1 ? "" : "s", r->transient_bytes / 1e3);
         return buf;
     }
     if (r->feasible)

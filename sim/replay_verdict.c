@@ -113,8 +113,9 @@ static void feasible_words(struct strbuf *b, const struct replay_row *r)
         strbuf_add(b, "feasible (a token needs up to %llu rows in one layer; the budget holds %llu)",
                    (unsigned long long)r->res.max_needed_rows, (unsigned long long)r->res.budget_rows);
     if (is_caching(r) && r->res.transient_rows)
-        strbuf_add(b, ", with a transient of up to %llu rows (%.3g KB) over a layer's share while a token is computed",
-                   (unsigned long long)r->res.transient_rows, r->res.transient_bytes / 1e3);
+        strbuf_add(b, ", with a transient of up to %llu row%s (%.3g KB) over a layer's share while a token is computed",
+                   (unsigned long long)r->res.transient_rows, r->res.transient_rows == 1 ? "" : "s",
+                   r->res.transient_bytes / 1e3);
 }
 
 /* A row's flash traffic per token: a caching row's bytes in its reads; a
