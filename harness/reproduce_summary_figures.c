@@ -381,24 +381,27 @@ static char *why_not_caching(const cJSON *replay, const char *budget)
     return NULL;
 }
 
-/* Under the table: why each streaming winner (naive, hybrid) won, in
- * replay's own words. */
-static void streaming_reasons(struct strbuf *why, const cJSON *replay, const char *trace, const char *budget,
-                              const cJSON *best)
+/* A streaming winner's reason, short enough for its cell, from replay's
+ * verdict: " (no caching policy fits)", " (caching IOPS-bound)" or
+ * " (caching slower)"; "" for a caching winner. */
+static const char *streaming_reason(const cJSON *replay, const char *budget, const cJSON *best)
 {
     const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy"));
     struct policy_spec spec;
     char err[256];
     if (!policy || cache_policy_parse(policy, false, &spec, err, sizeof err) != 0 || !spec.ops->reads_whole_layers)
-        return;
-    char *reason = why_not_caching(replay, budget);
-    strbuf_add(why, "- %s at %s, %s: %s\n", trace, budget, policy,
-               reason ? reason : "the caching rows were slower in the model (replay.md's verdict has the figures)");
-    free(reason);
+        return "";
+    char *why = why_not_caching(replay, budget);
+    const char *tag = !why                     ? " (caching slower)"
+                      : strstr(why, "infeasible") ? " (no caching policy fits)"
+                      : strstr(why, "IOPS-bound") ? " (caching IOPS-bound)"
+                                                  : " (caching slower)";
+    free(why);
+    return tag;
 }
 
-static void best_policy_row(struct strbuf *b, struct strbuf *why, const struct repro_plan *p, const char *study,
-                            const char *trace, char (*budgets)[32], size_t n_budgets)
+static void best_policy_row(struct strbuf *b, const struct repro_plan *p, const char *study, const char *trace,
+                            char (*budgets)[32], size_t n_budgets)
 {
     cJSON *r = read_replay(p, trace);
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(r, "results");
@@ -406,10 +409,10 @@ static void best_policy_row(struct strbuf *b, struct strbuf *why, const struct r
     for (size_t i = 0; i < n_budgets; i++) {
         const cJSON *best = results ? best_row(results, budgets[i]) : NULL;
         if (best) {
-            strbuf_add(b, " %s, %s: %.3g ms |", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy")),
+            strbuf_add(b, " %s, %s: %.3g ms%s |", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy")),
                        cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "layout")),
-                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(best, "total_ms")));
-            streaming_reasons(why, r, trace, budgets[i], best);
+                       cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(best, "total_ms")),
+                       streaming_reason(r, budgets[i], best));
         } else {
             strbuf_add(b, " %s |", results ? "none feasible" : "did not run");
         }
@@ -455,16 +458,14 @@ void repro_summary_policies(struct strbuf *b, const struct repro_plan *const *pl
     for (size_t i = 0; i < n_budgets; i++)
         strbuf_add(b, "---|");
     strbuf_add(b, "\n");
-    struct strbuf why = {0};
     for (size_t s = 0; s < n; s++) {
         char traces[32][64];
         size_t k = repro_summary_traces(plans[s], traces, 32);
         for (size_t i = 0; i < k; i++)
-            best_policy_row(b, &why, plans[s], names ? names[s] : NULL, traces[i], budgets, n_budgets);
+            best_policy_row(b, plans[s], names ? names[s] : NULL, traces[i], budgets, n_budgets);
     }
-    char *reasons = strbuf_take(&why);
-    if (reasons && *reasons)
-        strbuf_add(b, "\nWhere a mode that streams whole layers won, why (replay's verdict):\n\n%s", reasons);
-    free(reasons);
-    strbuf_add(b, "\n");
+    strbuf_add(b, "\nWhere a mode that streams whole layers (naive, hybrid) won, the bracket says why, from replay's "
+                  "verdict (its figures in each trace's policies/TRACE/replay.md): no caching policy fits the budget "
+                  "(a token needs more rows of a layer than it holds), caching's reads are IOPS-bound, or caching is "
+                  "slower in the model.\n\n");
 }

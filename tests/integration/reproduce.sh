@@ -322,18 +322,26 @@ def med(shape, mode, key):
     runs = [json.load(open(f))["summary"] for f in sorted(glob.glob(f"{s}/runs/{shape}/{mode}-trace-r*/run.json"))]
     parts = ("io_ms", "mem_ms", "compute_ms")
     return statistics.median(sum(r[k] for k in parts) if key == "total" else r[key] for r in runs)
-def ratio(here_slow, here_fast, p_slow, p_fast):
-    return f"{here_slow / here_fast:.2f}× / " + (f"{p_slow / p_fast:.2f}×" if p_slow and p_fast else "—")
+def few(shape, modes):  # REPRO_SPEEDUP_MIN_ROUNDS 3, _TOKENS 32: the caveat on the speedup's own line
+    runs = {m: sorted(glob.glob(f"{s}/runs/{shape}/{m}-trace-r*/run.json")) for m in modes}
+    rounds = min(len(r) for r in runs.values())
+    tokens = min(json.load(open(r[0]))["summary"]["tokens"] for r in runs.values())
+    if rounds >= 3 and tokens >= 32:
+        return ""
+    return f" ({rounds} round{'' if rounds == 1 else 's'} × {tokens:.0f} token{'' if tokens == 1 else 's'}: too few)"
+def ratio(here_slow, here_fast, p_slow, p_fast, caveat):
+    return f"{here_slow / here_fast:.2f}×{caveat} / " + (f"{p_slow / p_fast:.2f}×" if p_slow and p_fast else "—")
 holds, misses = [], []
 for shape in ("opt-tiny", "falcon-tiny", "persimmon-tiny", "phi-tiny", "llama-relu-tiny"):
     model = arch_paper[shape[:-5]]
     t = {m: med(shape, m, "total") for m in ("naive", "hybrid", "all")}
     io = {m: med(shape, m, "io_ms") for m in ("naive", "all")}
     want = (f"| {shape} ({model}) | {t['naive']:.1f} → {t['hybrid']:.1f} → {t['all']:.1f} | "
-            f"{ratio(t['naive'], t['all'], cpu(model, 'naive', 'total_ms'), cpu(model, 'all', 'total_ms'))} | "
-            f"{ratio(t['naive'], t['hybrid'], cpu(model, 'naive', 'total_ms'), cpu(model, 'hybrid', 'total_ms'))} | "
-            f"{ratio(io['naive'], io['all'], cpu(model, 'naive', 'io_ms'), cpu(model, 'all', 'io_ms'))} |")
+            f"{ratio(t['naive'], t['all'], cpu(model, 'naive', 'total_ms'), cpu(model, 'all', 'total_ms'), few(shape, ('naive', 'all')))} | "
+            f"{ratio(t['naive'], t['hybrid'], cpu(model, 'naive', 'total_ms'), cpu(model, 'hybrid', 'total_ms'), few(shape, ('naive', 'hybrid')))} | "
+            f"{ratio(io['naive'], io['all'], cpu(model, 'naive', 'io_ms'), cpu(model, 'all', 'io_ms'), few(shape, ('naive', 'all')))} |")
     assert want in glance, (want, glance)
+    assert "too few" not in want or '"Too few": a speedup from under 3 rounds' in glance, glance
     for m in ("naive", "hybrid", "all"):
         p = json.load(open(f"{s}/runs/{shape}/{m}-trace-predict/predict.json"))["predictions"][0]["prediction"]
         err = 100 * ((p["io_ms"] + p["mem_ms"] + p["compute_ms"]) - t[m]) / t[m]
@@ -353,6 +361,14 @@ def check_list(name, items):
         assert line == "nowhere" or line.startswith("Fig. 7 "), (name, line)
 check_list("Holds", holds)
 check_list("Misses", misses)
+def reason(trace, budget, policy):  # a streaming winner's bracket, from replay's "Why not caching:"
+    if policy not in ("naive", "hybrid"):
+        return ""
+    verdict = json.load(open(f"{s}/policies/{trace}/replay.json"))["verdict"]["budgets"]
+    text = next(v["text"] for v in verdict if v["dram_budget"] == budget)
+    why = text.split("Why not caching: ")[1].split("\n")[0] if "Why not caching: " in text else ""
+    return (" (no caching policy fits)" if "infeasible" in why else " (caching IOPS-bound)" if "IOPS-bound" in why
+            else " (caching slower)")
 traces = sorted(os.listdir(f"{s}/policies"))
 for trace in traces:
     rows = json.load(open(f"{s}/policies/{trace}/replay.json"))["results"]
@@ -361,7 +377,7 @@ for trace in traces:
     for b in budgets:
         ok = [r for r in rows if r["dram_budget"] == b and r["feasible"] and r["policy"] != "belady"]
         best = min(ok, key=lambda r: r["total_ms"])
-        cells.append(f"{best['policy']}, {best['layout']}: {best['total_ms']:.3g} ms")
+        cells.append(f"{best['policy']}, {best['layout']}: {best['total_ms']:.3g} ms" + reason(trace, b, best["policy"]))
     want = f"| {trace} | " + " | ".join(cells) + " |"
     assert want in glance, (want, glance)
 ratios = []
