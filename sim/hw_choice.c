@@ -57,7 +57,10 @@ void hw_choose(const struct fb_settings *set, const char *given, const char *hos
         if (!path_exists(c->looked[i]))
             continue;
         if (usable(set, c->looked[i], why, sizeof why)) {
-            snprintf(c->profile, sizeof c->profile, "%s", c->looked[i]);
+            /* two fields of *c: memcpy (looked fits profile), where snprintf's
+             * restrict makes gcc -O1 -fsanitize=address warn they may overlap */
+            _Static_assert(sizeof c->looked[i] <= sizeof c->profile, "a path looked at fits profile");
+            memcpy(c->profile, c->looked[i], strlen(c->looked[i]) + 1);
             c->own = true;
         } else if (!c->passed_over[0]) { /* the first found, as the note names one */
             snprintf(c->passed_over, sizeof c->passed_over, "%s", why);
