@@ -104,6 +104,19 @@ void quant_q8_1(struct q8_1_block *y, const float *x, size_t n)
     }
 }
 
+/* A q8_K block's sums of each 16 and its scale, once its q are written
+ * (both forms of the quantizer). */
+static void q8k_finish(struct q8_k_block *y, float iscale)
+{
+    for (int j = 0; j < 16; j++) {
+        int sum = 0;
+        for (int k = 0; k < 16; k++)
+            sum += y->q[16 * j + k];
+        y->bsums[j] = (int16_t)sum;
+    }
+    y->d = 1.0f / iscale;
+}
+
 /* A 256-element q8_k block as ggml's quantize_row_q8_K_ref writes it:
  * the scale from the first element of the largest magnitude (its sign
  * too), each q nearest with ties to even (ggml's nearest_int), at most
@@ -132,13 +145,7 @@ static void q8k_block_portable(struct q8_k_block *y, const float *x)
         long v = lrintf(iscale * x[j]); /* nearest, ties to even: ggml's nearest_int */
         y->q[j] = (int8_t)(v < 127 ? v : 127);
     }
-    for (int j = 0; j < 16; j++) {
-        int sum = 0;
-        for (int k = 0; k < 16; k++)
-            sum += y->q[16 * j + k];
-        y->bsums[j] = (int16_t)sum;
-    }
-    y->d = 1.0f / iscale;
+    q8k_finish(y, iscale);
 }
 
 #if defined(__AVX2__)
@@ -193,13 +200,7 @@ static void q8k_block(struct q8_k_block *y, const float *x)
         __m256i bytes = _mm256_packs_epi16(_mm256_packs_epi32(n[0], n[1]), _mm256_packs_epi32(n[2], n[3]));
         _mm256_storeu_si256((__m256i *)(void *)(y->q + k), _mm256_permutevar8x32_epi32(bytes, order));
     }
-    for (int j = 0; j < 16; j++) {
-        int sum = 0;
-        for (int k = 0; k < 16; k++)
-            sum += y->q[16 * j + k];
-        y->bsums[j] = (int16_t)sum;
-    }
-    y->d = 1.0f / iscale;
+    q8k_finish(y, iscale);
 }
 #else
 #define q8k_block q8k_block_portable
