@@ -53,7 +53,7 @@ static const struct opt_def convert_options[] = {
 #undef O
 
 /* Filled by convert_summary from the importers' own tables. */
-static char summary[2048];
+static char summary[4096]; /* the fixed text, hf (1200) and gguf (256) with room to spare */
 
 static struct opt_command convert_command = {
     .name = "convert",

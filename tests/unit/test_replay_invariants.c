@@ -151,7 +151,7 @@ static void check_windows_and_coalescing(const struct trace *tr, bool pred)
 {
     uint64_t last_hits = 0;
     for (int k = 1; k <= 8; k++) {
-        char name[16];
+        char name[24]; /* "window:" and any int */
         snprintf(name, sizeof name, "window:%d", k);
         struct replay_result w = run(tr, name, "bundled", 0, pred);
         CHECK(w.total.hits >= last_hits);
