@@ -76,7 +76,7 @@ static int pb_len(struct pb *b, struct pb *sub)
 static int pb_skip(struct pb *b, int wire)
 {
     uint64_t v;
-    struct pb sub;
+    struct pb sub = {0}; /* set by the field reader; zeroed so -O3 sees it set */
     size_t fixed = wire == WIRE_I64 ? 8 : 4;
     switch (wire) {
     case WIRE_VARINT:
@@ -130,7 +130,7 @@ static int read_piece(struct pb *b, struct spm_model *m, uint32_t i)
     uint64_t field;
     int wire, rc;
     int64_t type = SPM_PIECE_NORMAL;
-    struct pb s;
+    struct pb s = {0}; /* set by the field reader; zeroed so -O3 sees it set */
     while ((rc = pb_tag(b, &field, &wire)) == 0) {
         if (field == 1) {
             if (pb_want(b, wire, WIRE_LEN, field) != 0 || pb_len(b, &s) != 0)
@@ -188,7 +188,7 @@ static int read_normalizer(struct pb *b, struct spm_model *m)
     uint64_t field;
     int wire, rc;
     int64_t v;
-    struct pb s;
+    struct pb s = {0}; /* set by the field reader; zeroed so -O3 sees it set */
     bool *flags[] = {&m->add_dummy_prefix, &m->remove_extra_whitespaces, &m->escape_whitespaces}; /* 3..5 */
     while ((rc = pb_tag(b, &field, &wire)) == 0) {
         if (field == 1 || field == 2) {
@@ -233,7 +233,7 @@ static int read_model(struct pb b, struct spm_model *m)
     uint64_t field;
     int wire, rc;
     uint32_t i = 0;
-    struct pb s;
+    struct pb s = {0}; /* set by the field reader; zeroed so -O3 sees it set */
     while ((rc = pb_tag(&b, &field, &wire)) == 0) {
         if (field >= 1 && field <= 3) {
             if (pb_want(&b, wire, WIRE_LEN, field) != 0 || pb_len(&b, &s) != 0)
