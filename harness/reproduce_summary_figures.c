@@ -381,9 +381,24 @@ static char *why_not_caching(const cJSON *replay, const char *budget)
     return NULL;
 }
 
-/* A streaming winner's reason, short enough for its cell, from replay's
- * verdict: " (no caching policy fits)", " (caching IOPS-bound)" or
- * " (caching slower)"; "" for a caching winner. */
+/* Whether row is a policy a system can run that caches (neither reads
+ * whole layers nor needs the future), feasible at budget. */
+static bool runnable_caching_fits(const cJSON *row, const char *budget)
+{
+    const char *bud = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "dram_budget"));
+    const char *pol = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(row, "policy"));
+    struct policy_spec spec;
+    char err[256];
+    return bud && pol && !strcmp(bud, budget) && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "feasible")) &&
+           cache_policy_parse(pol, false, &spec, err, sizeof err) == 0 && !spec.ops->reads_whole_layers &&
+           !spec.ops->needs_future;
+}
+
+/* A streaming winner's reason, short enough for its cell: " (no caching
+ * policy fits)" when no caching row a system can run is feasible at the
+ * budget (belady left out, as the cell's choice leaves it); else replay's
+ * verdict's " (caching IOPS-bound)" where it says so, or " (caching
+ * slower)"; "" for a caching winner. */
 static const char *streaming_reason(const cJSON *replay, const char *budget, const cJSON *best)
 {
     const char *policy = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(best, "policy"));
@@ -391,11 +406,14 @@ static const char *streaming_reason(const cJSON *replay, const char *budget, con
     char err[256];
     if (!policy || cache_policy_parse(policy, false, &spec, err, sizeof err) != 0 || !spec.ops->reads_whole_layers)
         return "";
+    const cJSON *row;
+    bool fits = false;
+    cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(replay, "results"))
+        fits = fits || runnable_caching_fits(row, budget);
+    if (!fits)
+        return " (no caching policy fits)";
     char *why = why_not_caching(replay, budget);
-    const char *tag = !why                     ? " (caching slower)"
-                      : strstr(why, "infeasible") ? " (no caching policy fits)"
-                      : strstr(why, "IOPS-bound") ? " (caching IOPS-bound)"
-                                                  : " (caching slower)";
+    const char *tag = why && strstr(why, "IOPS-bound") ? " (caching IOPS-bound)" : " (caching slower)";
     free(why);
     return tag;
 }
@@ -464,8 +482,8 @@ void repro_summary_policies(struct strbuf *b, const struct repro_plan *const *pl
         for (size_t i = 0; i < k; i++)
             best_policy_row(b, plans[s], names ? names[s] : NULL, traces[i], budgets, n_budgets);
     }
-    strbuf_add(b, "\nWhere a mode that streams whole layers (naive, hybrid) won, the bracket says why, from replay's "
-                  "verdict (its figures in each trace's policies/TRACE/replay.md): no caching policy fits the budget "
-                  "(a token needs more rows of a layer than it holds), caching's reads are IOPS-bound, or caching is "
-                  "slower in the model.\n\n");
+    strbuf_add(b, "\nWhere a mode that streams whole layers (naive, hybrid) won, the bracket says why: no caching policy a system "
+                  "can run fits the budget (a token needs more rows of a layer than it holds), or, from replay's "
+                  "verdict (its figures in each trace's policies/TRACE/replay.md), caching's reads are IOPS-bound, or "
+                  "caching is slower in the model.\n\n");
 }

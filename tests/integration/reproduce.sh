@@ -361,14 +361,16 @@ def check_list(name, items):
         assert line == "nowhere" or line.startswith("Fig. 7 "), (name, line)
 check_list("Holds", holds)
 check_list("Misses", misses)
-def reason(trace, budget, policy):  # a streaming winner's bracket, from replay's "Why not caching:"
+def reason(trace, budget, policy):  # a streaming winner's bracket: no runnable caching row feasible, else replay's words
     if policy not in ("naive", "hybrid"):
         return ""
-    verdict = json.load(open(f"{s}/policies/{trace}/replay.json"))["verdict"]["budgets"]
-    text = next(v["text"] for v in verdict if v["dram_budget"] == budget)
+    d = json.load(open(f"{s}/policies/{trace}/replay.json"))
+    if not any(r["dram_budget"] == budget and r["feasible"] and r["policy"] not in ("naive", "hybrid", "belady")
+               for r in d["results"]):
+        return " (no caching policy fits)"
+    text = next(v["text"] for v in d["verdict"]["budgets"] if v["dram_budget"] == budget)
     why = text.split("Why not caching: ")[1].split("\n")[0] if "Why not caching: " in text else ""
-    return (" (no caching policy fits)" if "infeasible" in why else " (caching IOPS-bound)" if "IOPS-bound" in why
-            else " (caching slower)")
+    return " (caching IOPS-bound)" if "IOPS-bound" in why else " (caching slower)"
 traces = sorted(os.listdir(f"{s}/policies"))
 for trace in traces:
     rows = json.load(open(f"{s}/policies/{trace}/replay.json"))["results"]
