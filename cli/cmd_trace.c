@@ -66,8 +66,8 @@ static const struct opt_def synth_options[] = {
      "generator's, so replaying the two side by side shows what a density alone misses"},
     {"fit", OPT_FLAG, O(fit), NULL, NULL,
      "with --like: also fit --zipf, --recur and --recur-decay to the recorded trace's reuse (its s_agg(k), "
-     "k = 2..8, and its hottest 10%'s share; a grid of twins built in memory, about a second each at "
-     "SmolLM2's shape) and print the fit"},
+     "k = 2..8, and its hottest 10%'s share; a coordinate search over about 30 twins built in memory, minutes "
+     "at SmolLM2's shape) and print the fit"},
     {"out", OPT_STRING, O(out), NULL, "FILE", "trace file to write"},
     OPT_END,
 };

@@ -11,7 +11,6 @@
 #include "common/interrupt.h"
 #include "common/progress.h"
 #include "common/provenance.h"
-#include "traces/trace_stats.h"
 #include "common/rng.h"
 #include "traces/trace.h"
 
